@@ -1,0 +1,1 @@
+//! Placeholder: the module helper replaces this.

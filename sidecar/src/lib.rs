@@ -1,0 +1,1 @@
+//! Placeholder: the sidecar helper replaces this.

@@ -1,0 +1,108 @@
+//! A private redis-server per test.
+
+use crate::process::{Lifeline, Signal};
+use crate::{free_port, temp_dir, wait_until};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A redis-server on a free loopback port, with no persistence, stopped on drop.
+pub struct RedisServer {
+    port: u16,
+    dir: tempfile::TempDir,
+    process: Option<Lifeline>,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let mut server = RedisServer {
+            port: free_port(),
+            dir: temp_dir(),
+            process: None,
+        };
+        server.start_again();
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The address as nginx directives take it.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn process(&self) -> Option<&Lifeline> {
+        self.process.as_ref()
+    }
+
+    /// Stops the server (SIGTERM, data is not persisted).
+    pub fn stop(&mut self) {
+        self.process.take();
+    }
+
+    /// Kills the server with SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.signal(Signal::Kill);
+            process.stop();
+        }
+    }
+
+    /// (Re)starts the server on the same port, empty.
+    pub fn start_again(&mut self) {
+        assert!(self.process.is_none(), "redis-server is already running");
+        let process = Lifeline::builder("redis-server", self.dir.path().join("redis.log"))
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--loglevel", "warning"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .spawn();
+        let port = self.port;
+        assert!(
+            wait_until(Duration::from_secs(10), || ping(port)),
+            "redis-server did not answer PING on port {port}; log:\n{}",
+            process.log_text()
+        );
+        self.process = Some(process);
+    }
+
+    /// Runs one command through `redis-cli` and returns its raw output, trimmed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "--no-raw"])
+            .args(args)
+            .output()
+            .expect("run redis-cli");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// Runs one command through `redis-cli --raw` (plain values, no quoting).
+    pub fn cli_raw(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "--raw"])
+            .args(args)
+            .output()
+            .expect("run redis-cli");
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end_matches('\n')
+            .to_owned()
+    }
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}

@@ -1,0 +1,40 @@
+//! The harness itself: servers start, answer, and are gone afterwards.
+
+use std::time::Duration;
+use testkit::{port_open, postgres, wait_until, RedisServer};
+
+#[test]
+fn redis_starts_restarts_and_stops() {
+    let mut redis = RedisServer::start();
+    assert_eq!(redis.cli(&["SET", "k", "v"]), "OK");
+    assert_eq!(redis.cli_raw(&["GET", "k"]), "v");
+    let pid = redis.process().unwrap().pid();
+
+    redis.kill();
+    assert!(!port_open(redis.port()));
+    redis.start_again();
+    assert_ne!(redis.process().unwrap().pid(), pid);
+    assert_eq!(redis.cli_raw(&["GET", "k"]), "", "restarted empty");
+
+    let port = redis.port();
+    drop(redis);
+    assert!(wait_until(Duration::from_secs(5), || !port_open(port)));
+}
+
+#[test]
+fn postgres_gives_each_caller_a_fresh_database() {
+    let cluster = postgres();
+    let first = cluster.fresh_database_url();
+    let second = cluster.fresh_database_url();
+    assert_ne!(first, second);
+    let name = first.rsplit('/').next().unwrap();
+    cluster
+        .psql_in(name, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+        .unwrap();
+    assert_eq!(
+        cluster.psql_in(name, "SELECT count(*) FROM t").unwrap(),
+        "1"
+    );
+    let other = second.rsplit('/').next().unwrap();
+    assert!(cluster.psql_in(other, "SELECT count(*) FROM t").is_err());
+}
