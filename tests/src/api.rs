@@ -1,0 +1,50 @@
+//! The sidecar's REST API, as a test client.
+
+use serde_json::Value;
+
+pub struct Api {
+    base: String,
+    key: String,
+    client: reqwest::blocking::Client,
+}
+
+impl Api {
+    pub fn new(origin: String, key: &str) -> Self {
+        Api {
+            base: format!("{origin}/api/v1"),
+            key: key.to_owned(),
+            client: crate::http_client(),
+        }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        self.send(self.client.get(self.url(path)))
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.client.post(self.url(path)).json(body))
+    }
+
+    pub fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.client.patch(self.url(path)).json(body))
+    }
+
+    pub fn delete(&self, path: &str) -> (u16, Value) {
+        self.send(self.client.delete(self.url(path)))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn send(&self, request: reqwest::blocking::RequestBuilder) -> (u16, Value) {
+        let response = request
+            .bearer_auth(&self.key)
+            .send()
+            .expect("reach the API");
+        let status = response.status().as_u16();
+        let text = response.text().unwrap_or_default();
+        let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, json)
+    }
+}

@@ -1,0 +1,207 @@
+//! nginx with the shortlink module, configured from the project's templates.
+
+use crate::{paths, Sidecar, CODE_SECRET, POOL};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use testkit::{free_port, port_open, wait_until, Lifeline, RedisServer, Signal};
+
+/// What a test may vary in the rendered configuration.
+#[derive(Debug, Clone)]
+pub struct NginxOptions {
+    /// `shortlink_fallback` argument: `@resolve` (the sidecar) or `off` (503).
+    pub fallback: &'static str,
+    /// `shortlink_cache` arguments, or `off`.
+    pub cache: &'static str,
+    pub redis_timeout: &'static str,
+    pub workers: u32,
+}
+
+impl Default for NginxOptions {
+    fn default() -> Self {
+        NginxOptions {
+            fallback: "@resolve",
+            cache: "size=1000 ttl=10s negative_ttl=1s",
+            redis_timeout: "300ms",
+            // One worker: the status counters and the cache are per worker.
+            workers: 1,
+        }
+    }
+}
+
+pub struct Nginx {
+    pub redirect_port: u16,
+    pub api_port: u16,
+    pub prefix: PathBuf,
+    pub process: Lifeline,
+    bin: PathBuf,
+}
+
+impl Nginx {
+    pub(crate) fn start(
+        dir: &tempfile::TempDir,
+        redis: &RedisServer,
+        sidecar: &Sidecar,
+        options: NginxOptions,
+    ) -> Self {
+        let prefix = dir.path().join("nginx");
+        std::fs::create_dir_all(prefix.join("tmp")).expect("create the nginx prefix");
+        // A private copy: a rebuilt module must never replace a file a running nginx has mapped.
+        let module = prefix.join("ngx_shortlink.so");
+        std::fs::copy(paths::module_so(), &module).expect("copy the module");
+        let secret = prefix.join("code-secret");
+        std::fs::write(&secret, CODE_SECRET).expect("write the code secret");
+
+        let redirect_port = free_port();
+        let api_port = free_port();
+        let conf_dir = paths::workspace_dir().join("nginx");
+        let vars: Vec<(&str, String)> = vec![
+            ("MODULE", module.display().to_string()),
+            ("WORKERS", options.workers.to_string()),
+            ("PREFIX", prefix.display().to_string()),
+            ("CONF_DIR", conf_dir.display().to_string()),
+            ("REDIS", redis.addr()),
+            ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
+            ("SECRET_FILE", secret.display().to_string()),
+            ("CODE_LENGTH", "6".to_owned()),
+            ("SIDECAR", format!("127.0.0.1:{}", sidecar.port)),
+            ("REDIRECT_LISTEN", format!("127.0.0.1:{redirect_port}")),
+            ("API_LISTEN", format!("127.0.0.1:{api_port}")),
+            ("CACHE", options.cache.to_owned()),
+            ("FALLBACK", options.fallback.to_owned()),
+            ("RESOLVE_KEY", crate::API_KEY.to_owned()),
+            ("POOL", POOL.join(" ")),
+            ("PUBLIC_BASE", format!("http://{}", POOL[0])),
+        ];
+        std::fs::write(prefix.join("nginx.conf"), render("nginx.conf.template", &vars))
+            .expect("write nginx.conf");
+        std::fs::write(prefix.join("domains.conf"), render("domains.conf.template", &vars))
+            .expect("write domains.conf");
+
+        let bin = paths::nginx_bin();
+        let process = Lifeline::builder(&bin, prefix.join("stderr.log"))
+            .arg("-p")
+            .arg(&prefix)
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .spawn();
+        let nginx = Nginx {
+            redirect_port,
+            api_port,
+            prefix,
+            process,
+            bin,
+        };
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                port_open(redirect_port) && port_open(api_port)
+            }),
+            "nginx did not start; error log:\n{}",
+            nginx.error_log()
+        );
+        nginx
+    }
+
+    pub fn error_log(&self) -> String {
+        let log = std::fs::read_to_string(self.prefix.join("error.log")).unwrap_or_default();
+        format!("{}{log}", self.process.log_text())
+    }
+
+    pub fn domains_file(&self) -> PathBuf {
+        self.prefix.join("domains.conf")
+    }
+
+    /// `nginx -t` on the current configuration: (success, output).
+    pub fn test_config(&self) -> (bool, String) {
+        self.run(&["-t"])
+    }
+
+    /// Graceful reload (SIGHUP to the master); returns once the new configuration is checked.
+    pub fn reload(&self) {
+        let (ok, output) = self.test_config();
+        assert!(ok, "the configuration does not pass nginx -t:\n{output}");
+        self.process.signal(Signal::Hup);
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String) {
+        let output = Command::new(&self.bin)
+            .arg("-p")
+            .arg(&self.prefix)
+            .arg("-c")
+            .arg(self.prefix.join("nginx.conf"))
+            .args(args)
+            .output()
+            .expect("run nginx");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    /// The module's counters from the status location.
+    pub fn counters(&self) -> HashMap<String, u64> {
+        let url = format!("http://127.0.0.1:{}/shortlink_status", self.api_port);
+        let body = crate::http_client()
+            .get(url)
+            .send()
+            .and_then(|response| response.text())
+            .expect("read the status location");
+        parse_counters(&body)
+    }
+
+    /// A request to the public redirect server, as if sent to `host`.
+    pub fn get(&self, host: &str, path: &str) -> reqwest::blocking::Response {
+        self.request(reqwest::Method::GET, host, path)
+    }
+
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        host: &str,
+        path: &str,
+    ) -> reqwest::blocking::Response {
+        let url = format!("http://127.0.0.1:{}{path}", self.redirect_port);
+        crate::http_client()
+            .request(method, url)
+            .header("Host", host)
+            .send()
+            .unwrap_or_else(|e| panic!("GET {path} on {host}: {e}"))
+    }
+}
+
+/// `name value` lines; anything else is ignored.
+pub fn parse_counters(body: &str) -> HashMap<String, u64> {
+    body.lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once([' ', ':'])?;
+            Some((name.trim().to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn render(template: &str, vars: &[(&str, String)]) -> String {
+    let mut text = paths::template(template);
+    for (name, value) in vars {
+        text = text.replace(&format!("@{name}@"), value);
+    }
+    assert!(
+        !has_placeholder(&text),
+        "unrendered placeholder left in {template}"
+    );
+    text
+}
+
+/// `@NAME@` with NAME in capitals: the templates' placeholders (nginx's named locations are lower case).
+fn has_placeholder(text: &str) -> bool {
+    text.match_indices('@').any(|(at, _)| {
+        let name_len = text[at + 1..]
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || *b == b'_')
+            .count();
+        name_len > 0 && text[at + 1 + name_len..].starts_with('@')
+    })
+}

@@ -1,0 +1,61 @@
+//! Where the build left the binaries under test.
+
+use std::path::{Path, PathBuf};
+
+/// `target/<profile>`: the test executable lives in its `deps/` folder.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("locate the test executable");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test executable lives in target/<profile>/deps")
+        .to_owned()
+}
+
+pub fn workspace_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_owned()
+}
+
+pub fn sidecar_bin() -> PathBuf {
+    existing(profile_dir().join("shortlink-sidecar"), "cargo build -p shortlink-sidecar")
+}
+
+/// The module: `SHORTLINK_MODULE` (a build for another nginx), or the workspace build.
+pub fn module_so() -> PathBuf {
+    if let Some(path) = std::env::var_os("SHORTLINK_MODULE") {
+        return PathBuf::from(path);
+    }
+    existing(profile_dir().join("libngx_shortlink.so"), "cargo build -p ngx-shortlink")
+}
+
+/// The nginx the module was built against: `SHORTLINK_NGINX`, or the newest vendored build.
+pub fn nginx_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("SHORTLINK_NGINX") {
+        return PathBuf::from(path);
+    }
+    let builds = profile_dir().join("build");
+    let newest = std::fs::read_dir(&builds)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("nginx-sys-"))
+        .map(|entry| entry.path().join("out/objs/nginx"))
+        .filter_map(|bin| Some((bin.metadata().ok()?.modified().ok()?, bin)))
+        .max();
+    match newest {
+        Some((_, bin)) => bin,
+        None => panic!("no nginx under {}: run cargo build -p ngx-shortlink", builds.display()),
+    }
+}
+
+pub fn template(name: &str) -> String {
+    let path = workspace_dir().join("nginx").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+fn existing(path: PathBuf, build: &str) -> PathBuf {
+    assert!(path.exists(), "{} is missing: run {build}", path.display());
+    path
+}
