@@ -1,0 +1,255 @@
+//! One visit event as the module queues it to `sl:events` (docs/ARCHITECTURE.md, "Visit events"):
+//! field/value pairs `c` code, `t` unix ms, `s` status, `ip`, `ua`, `ref`, `host`, `lang`, empty
+//! fields omitted.
+//!
+//! Parsing is tolerant on purpose: the stream is written by nginx workers from request headers, so an
+//! optional field that is missing, unparsable or huge must not cost the whole visit. Only `c` and `t`
+//! are required; without them the event cannot be attributed to a link or a time bucket.
+
+use std::net::IpAddr;
+
+/// Longest code accepted: a code longer than any alias can only be a corrupt entry.
+pub const MAX_CODE_LEN: usize = shortcode::ALIAS_MAX_LEN;
+/// User agents are kept to this many bytes. Real ones are a few hundred; longer ones are junk or
+/// attacks, and the first KiB is all the classifier needs.
+pub const MAX_UA_LEN: usize = 1024;
+/// Referrers are kept to this many bytes (only their host is used downstream).
+pub const MAX_REFERRER_LEN: usize = 2048;
+/// `Host` values are kept to this many bytes (a DNS name is at most 253, plus a port).
+pub const MAX_HOST_LEN: usize = 260;
+/// `Accept-Language` values are kept to this many bytes (only the first tag is used).
+pub const MAX_LANG_LEN: usize = 256;
+
+/// Why a stream entry could not become a [`VisitEvent`]. The consumer should ack (and count) such
+/// entries rather than retry them: redelivery cannot repair them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("visit event {id}: field `{field}` is missing or empty")]
+    Missing { id: String, field: &'static str },
+    #[error("visit event {id}: code is longer than {MAX_CODE_LEN} bytes or not ASCII")]
+    BadCode { id: String },
+    #[error("visit event {id}: `t` is not a unix time in milliseconds")]
+    BadTime { id: String },
+}
+
+/// A parsed visit event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitEvent {
+    /// The stream entry id (`<ms>-<seq>`), kept verbatim: unique per entry, so storing it with a
+    /// unique constraint makes a redelivered insert harmless.
+    pub id: String,
+    pub code: String,
+    /// Unix time of the redirect, in milliseconds.
+    pub time_ms: i64,
+    /// HTTP status the module answered; `None` when absent or not a number.
+    pub status: Option<u16>,
+    /// Client address; `None` when absent or unparsable.
+    pub ip: Option<IpAddr>,
+    pub user_agent: Option<String>,
+    pub referrer: Option<String>,
+    pub host: Option<String>,
+    pub accept_language: Option<String>,
+}
+
+impl VisitEvent {
+    /// Parses one stream entry from its id and field/value pairs (bytes in, as Redis hands them
+    /// over). Unknown fields are ignored so the module can add fields before the consumer knows them;
+    /// when a field repeats, the first value wins.
+    pub fn from_fields<I, K, V>(id: impl Into<String>, fields: I) -> Result<Self, EventError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let id = id.into();
+        // Copied out: with owned pairs (`Vec<u8>` from a Redis reply) `value` dies each iteration.
+        let mut code: Option<Vec<u8>> = None;
+        let mut time: Option<Vec<u8>> = None;
+        let mut event = VisitEvent {
+            id: String::new(),
+            code: String::new(),
+            time_ms: 0,
+            status: None,
+            ip: None,
+            user_agent: None,
+            referrer: None,
+            host: None,
+            accept_language: None,
+        };
+        for (key, value) in fields {
+            let value = value.as_ref();
+            if value.is_empty() {
+                continue;
+            }
+            match key.as_ref() {
+                b"c" if code.is_none() => code = Some(value.to_vec()),
+                b"t" if time.is_none() => time = Some(value.to_vec()),
+                b"s" if event.status.is_none() => event.status = parse_ascii(value),
+                b"ip" if event.ip.is_none() => event.ip = parse_ascii(value),
+                b"ua" => set_text(&mut event.user_agent, value, MAX_UA_LEN),
+                b"ref" => set_text(&mut event.referrer, value, MAX_REFERRER_LEN),
+                b"host" => set_text(&mut event.host, value, MAX_HOST_LEN),
+                b"lang" => set_text(&mut event.accept_language, value, MAX_LANG_LEN),
+                _ => {}
+            }
+        }
+        let missing = |field| EventError::Missing {
+            id: id.clone(),
+            field,
+        };
+        let code = code.ok_or_else(|| missing("c"))?;
+        let time = time.ok_or_else(|| missing("t"))?;
+        if code.len() > MAX_CODE_LEN || !code.iter().all(|b| b.is_ascii_graphic()) {
+            return Err(EventError::BadCode { id });
+        }
+        event.time_ms = parse_ascii::<i64>(&time)
+            .filter(|t| *t >= 0)
+            .ok_or_else(|| EventError::BadTime { id: id.clone() })?;
+        // Checked ASCII above, so this never replaces anything.
+        event.code = String::from_utf8_lossy(&code).into_owned();
+        event.id = id;
+        Ok(event)
+    }
+}
+
+fn parse_ascii<T: std::str::FromStr>(value: &[u8]) -> Option<T> {
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
+}
+
+/// Stores `value` (first occurrence only) as text, cut to `max` bytes. Headers are not guaranteed to
+/// be UTF-8, so invalid bytes become U+FFFD rather than failing the event.
+fn set_text(slot: &mut Option<String>, value: &[u8], max: usize) {
+    if slot.is_some() {
+        return;
+    }
+    let text = String::from_utf8_lossy(&value[..value.len().min(max)]);
+    let mut text = text.into_owned();
+    // Lossy decoding can grow the text (a cut multi-byte char becomes 3-byte U+FFFD): cut again on a
+    // char boundary so the limit holds.
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    let trimmed = text.trim();
+    if !trimmed.is_empty() {
+        *slot = Some(trimmed.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(fields: &[(&str, &str)]) -> Result<VisitEvent, EventError> {
+        VisitEvent::from_fields(
+            "1700000000000-0",
+            fields.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+        )
+    }
+
+    #[test]
+    fn full_event() {
+        let e = parse(&[
+            ("c", "Ab3dE9"),
+            ("t", "1700000000123"),
+            ("s", "302"),
+            ("ip", "203.0.113.7"),
+            ("ua", "curl/8.5.0"),
+            ("ref", "https://t.co/x"),
+            ("host", "s1.example"),
+            ("lang", "de-DE,de;q=0.9"),
+        ])
+        .unwrap();
+        assert_eq!(e.id, "1700000000000-0");
+        assert_eq!(e.code, "Ab3dE9");
+        assert_eq!(e.time_ms, 1_700_000_000_123);
+        assert_eq!(e.status, Some(302));
+        assert_eq!(e.ip, Some("203.0.113.7".parse().unwrap()));
+        assert_eq!(e.user_agent.as_deref(), Some("curl/8.5.0"));
+        assert_eq!(e.referrer.as_deref(), Some("https://t.co/x"));
+        assert_eq!(e.host.as_deref(), Some("s1.example"));
+        assert_eq!(e.accept_language.as_deref(), Some("de-DE,de;q=0.9"));
+    }
+
+    #[test]
+    fn optional_fields_may_be_missing_or_bad() {
+        let e = parse(&[
+            ("c", "abc"),
+            ("t", "5"),
+            ("s", "x"),
+            ("ip", "not-an-ip"),
+            ("zz", "new"),
+        ])
+        .unwrap();
+        assert_eq!((e.status, e.ip, e.user_agent), (None, None, None));
+    }
+
+    #[test]
+    fn required_fields() {
+        let missing = |f| {
+            Err(EventError::Missing {
+                id: "1700000000000-0".into(),
+                field: f,
+            })
+        };
+        assert_eq!(parse(&[("t", "5")]), missing("c"));
+        assert_eq!(parse(&[("c", ""), ("t", "5")]), missing("c"));
+        assert_eq!(parse(&[("c", "abc")]), missing("t"));
+        assert!(matches!(
+            parse(&[("c", "abc"), ("t", "-1")]),
+            Err(EventError::BadTime { .. })
+        ));
+        assert!(matches!(
+            parse(&[("c", "abc"), ("t", "soon")]),
+            Err(EventError::BadTime { .. })
+        ));
+        let long = "a".repeat(MAX_CODE_LEN + 1);
+        assert!(matches!(
+            parse(&[("c", &long), ("t", "5")]),
+            Err(EventError::BadCode { .. })
+        ));
+        assert!(matches!(
+            parse(&[("c", "a b"), ("t", "5")]),
+            Err(EventError::BadCode { .. })
+        ));
+        let err = parse(&[("t", "5")]).unwrap_err().to_string();
+        assert!(
+            err.contains("`c`") && err.contains("1700000000000-0"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn huge_values_are_truncated_not_rejected() {
+        let ua = "é".repeat(MAX_UA_LEN); // 2 bytes each: the cut lands inside a char
+        let e = parse(&[("c", "abc"), ("t", "5"), ("ua", &ua)]).unwrap();
+        let kept = e.user_agent.unwrap();
+        assert!(kept.len() <= MAX_UA_LEN && kept.starts_with("éé"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        let fields: Vec<(&[u8], &[u8])> = vec![(b"c", b"abc"), (b"t", b"5"), (b"ua", b"Foo\xff/1")];
+        let e = VisitEvent::from_fields("1-0", fields).unwrap();
+        assert_eq!(e.user_agent.as_deref(), Some("Foo\u{fffd}/1"));
+    }
+
+    #[test]
+    fn first_value_wins() {
+        let e = parse(&[
+            ("c", "abc"),
+            ("c", "xyz"),
+            ("t", "5"),
+            ("ua", "one"),
+            ("ua", "two"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (e.code.as_str(), e.user_agent.as_deref()),
+            ("abc", Some("one"))
+        );
+    }
+}
