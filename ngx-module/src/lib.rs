@@ -1,1 +1,109 @@
-//! Placeholder: the module helper replaces this.
+//! `ngx_http_shortlink_module`: answers `GET /<code>` with the link's redirect, looked up in a
+//! per-worker cache and then in Redis over non-blocking connections on nginx's own event loop.
+//!
+//! Layout: `conf/` parses and validates directives, `request/` holds the pure request rules
+//! (code in path, host in pool, `Location`), `redis/` speaks RESP over pooled nginx peer
+//! connections, `handler.rs` and `lookup.rs` answer requests, `status.rs` keeps the counters.
+//! FFI entry points are thin shims over safe Rust, wrapped by [`ffi::guard`] so that no panic
+//! crosses into nginx.
+
+pub mod cache;
+pub mod conf;
+mod ffi;
+mod handler;
+mod lookup;
+pub mod record;
+pub mod redis;
+pub mod request;
+mod respond;
+mod status;
+mod variables;
+mod worker;
+
+use std::ffi::c_char;
+use std::ptr;
+
+use nginx_sys::{
+    ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
+    NGX_HTTP_MODULE,
+};
+use ngx::core::{Status, NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+
+use crate::conf::{LocConf, MainConf};
+
+pub struct ShortlinkModule;
+
+static MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
+    preconfiguration: Some(ShortlinkModule::preconfiguration),
+    postconfiguration: None,
+    create_main_conf: Some(ShortlinkModule::create_main_conf),
+    init_main_conf: Some(ShortlinkModule::init_main_conf),
+    create_srv_conf: None,
+    merge_srv_conf: None,
+    create_loc_conf: Some(ShortlinkModule::create_loc_conf),
+    merge_loc_conf: Some(ShortlinkModule::merge_loc_conf),
+};
+
+// The export table nginx looks for in a dynamic module. Left out of unit-test builds, which link
+// without nginx and must not keep the module's references to nginx symbols alive.
+#[cfg(not(test))]
+ngx::ngx_modules!(ngx_http_shortlink_module);
+
+#[cfg_attr(not(test), used, no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static mut ngx_http_shortlink_module: ngx_module_t = ngx_module_t {
+    ctx: ptr::addr_of!(MODULE_CTX).cast_mut().cast(),
+    // SAFETY: only the address of the command table is taken; nginx reads it at config time.
+    commands: unsafe { ptr::addr_of_mut!(conf::commands::COMMANDS[0]) },
+    type_: NGX_HTTP_MODULE as ngx_uint_t,
+    exit_process: Some(exit_process),
+    ..ngx_module_t::default()
+};
+
+impl HttpModule for ShortlinkModule {
+    fn module() -> &'static ngx_module_t {
+        // SAFETY: nginx writes the module's indices once while loading it, before any request;
+        // afterwards the static is only read.
+        unsafe { &*ptr::addr_of!(ngx_http_shortlink_module) }
+    }
+
+    unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        ffi::guard(Status::NGX_ERROR.into(), || {
+            // SAFETY: nginx passes a valid configuration context to module callbacks.
+            let cf = unsafe { &mut *cf };
+            match variables::register(cf) {
+                Ok(()) => Status::NGX_OK.into(),
+                Err(()) => Status::NGX_ERROR.into(),
+            }
+        })
+    }
+
+    unsafe extern "C" fn init_main_conf(
+        cf: *mut ngx_conf_t,
+        conf: *mut std::ffi::c_void,
+    ) -> *mut c_char {
+        ffi::guard(NGX_CONF_ERROR, || {
+            // SAFETY: nginx passes a valid context and the main conf created by create_main_conf.
+            let (cf, mcf) = unsafe { (&mut *cf, &mut *conf.cast::<MainConf>()) };
+            match mcf.finish(cf) {
+                Ok(()) => NGX_CONF_OK,
+                Err(e) => conf::ext::block_error(cf, &e),
+            }
+        })
+    }
+}
+
+// SAFETY: the main conf slot of this module holds a `MainConf` (see create_main_conf).
+unsafe impl HttpModuleMainConf for ShortlinkModule {
+    type MainConf = MainConf;
+}
+
+// SAFETY: the location conf slot of this module holds a `LocConf` (see create_loc_conf).
+unsafe impl HttpModuleLocationConf for ShortlinkModule {
+    type LocationConf = LocConf;
+}
+
+extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
+    ffi::guard((), worker::shutdown);
+}

@@ -1,0 +1,391 @@
+//! The directive table and its `extern "C"` shims. Each shim only finds its conf struct and
+//! arguments; parsing lives in `parse.rs`, and errors go through one reporting path.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::{fs, mem, ptr};
+
+use nginx_sys::{
+    ngx_command_t, ngx_conf_full_name, ngx_conf_t, ngx_http_compile_complex_value,
+    ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_parse_url, ngx_pcalloc,
+    ngx_str_t, ngx_uint_t, ngx_url_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS,
+    NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
+};
+use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::ngx_string;
+
+use super::parse::{self, ArgError};
+use super::{ext, LocConf, MainConf, PeerAddr, Redis};
+use crate::request::code::Route;
+use crate::{ffi, handler, status, ShortlinkModule};
+
+const MAIN: u32 = NGX_HTTP_MAIN_CONF;
+const ANY: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
+const LOC: u32 = NGX_HTTP_LOC_CONF;
+
+type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
+
+const fn command(name: ngx_str_t, type_: u32, set: SetFn, conf: usize) -> ngx_command_t {
+    ngx_command_t {
+        name,
+        type_: type_ as ngx_uint_t,
+        set: Some(set),
+        conf,
+        offset: 0,
+        post: ptr::null_mut(),
+    }
+}
+
+const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
+const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
+
+// nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
+pub static mut COMMANDS: [ngx_command_t; 13] = [
+    command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
+    command(
+        ngx_string!("shortlink_status"),
+        LOC | NGX_CONF_NOARGS,
+        set_status,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_pool"),
+        ANY | NGX_CONF_TAKE1,
+        set_pool,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_timeout"),
+        ANY | NGX_CONF_TAKE1,
+        set_timeout,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_fallback"),
+        ANY | NGX_CONF_TAKE1,
+        set_fallback,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_forward_query"),
+        ANY | NGX_CONF_FLAG,
+        set_forward_query,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_cache_control"),
+        ANY | NGX_CONF_1MORE,
+        set_cache_control,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_redis"),
+        MAIN | NGX_CONF_1MORE,
+        set_redis,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_cache"),
+        MAIN | NGX_CONF_1MORE,
+        set_cache,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_code_secret_file"),
+        MAIN | NGX_CONF_TAKE1,
+        set_secret_file,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_code_length"),
+        MAIN | NGX_CONF_TAKE1,
+        set_code_length,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_code_check"),
+        MAIN | NGX_CONF_FLAG,
+        set_code_check,
+        M,
+    ),
+    ngx_command_t::empty(),
+];
+
+/// Runs a directive's body against its conf struct `C` and reports any error the nginx way.
+fn shim<C>(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+    body: impl FnOnce(&mut ngx_conf_t, &mut C, &[&[u8]]) -> Result<(), ArgError>,
+) -> *mut c_char {
+    ffi::guard(NGX_CONF_ERROR, || {
+        // SAFETY: nginx calls directive handlers with a valid parser context, the command from
+        // our table, and the conf struct selected by the command's `conf` offset, which is the
+        // `C` this shim was instantiated with.
+        let (cf, cmd, conf) = unsafe { (&mut *cf, &*cmd, &mut *conf.cast::<C>()) };
+        let name = cmd.name.to_str().unwrap_or("shortlink");
+        let args: Vec<Vec<u8>> = ext::values(cf).iter().map(|a| a.to_vec()).collect();
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        match body(cf, conf, &args) {
+            Ok(()) => NGX_CONF_OK,
+            Err(e) => ext::error(cf, name, &e),
+        }
+    })
+}
+
+fn duplicate<T>(slot: &Option<T>) -> Result<(), ArgError> {
+    match slot {
+        Some(_) => Err(ArgError("is duplicate".into())),
+        None => Ok(()),
+    }
+}
+
+extern "C" fn set_enable(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, lcf: &mut LocConf, args| {
+        if !parse::flag(args[0])? {
+            return Ok(());
+        }
+        let clcf = NgxHttpCoreModule::location_conf_mut(cf)
+            .ok_or_else(|| ArgError("outside of a location".into()))?;
+        let prefix_location = clcf.regex.is_null() && clcf.named() == 0 && clcf.exact_match() == 0;
+        lcf.route = Some(if prefix_location {
+            Route::Prefix(clcf.name.as_bytes().to_vec())
+        } else {
+            Route::LastSegment
+        });
+        clcf.handler = Some(handler::redirect_handler);
+        ShortlinkModule::main_conf_mut(cf)
+            .ok_or_else(|| ArgError("has no http configuration".into()))?
+            .used = true;
+        Ok(())
+    })
+}
+
+extern "C" fn set_status(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, _: &mut LocConf, _| {
+        let clcf = NgxHttpCoreModule::location_conf_mut(cf)
+            .ok_or_else(|| ArgError("outside of a location".into()))?;
+        clcf.handler = Some(status::handler);
+        ShortlinkModule::main_conf_mut(cf)
+            .ok_or_else(|| ArgError("has no http configuration".into()))?
+            .status = true;
+        Ok(())
+    })
+}
+
+extern "C" fn set_pool(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, lcf: &mut LocConf, _| {
+        duplicate(&lcf.pool)?;
+        lcf.pool = Some(compile_complex_value(cf)?);
+        Ok(())
+    })
+}
+
+/// Compiles the directive's first argument (which may hold variables) for per-request evaluation.
+fn compile_complex_value(cf: &mut ngx_conf_t) -> Result<*mut ngx_http_complex_value_t, ArgError> {
+    let oom = || ArgError("cannot allocate memory".into());
+    // SAFETY: `cf.pool` is the configuration pool; the value lives as long as the configuration.
+    let cv: *mut ngx_http_complex_value_t =
+        unsafe { ngx_pcalloc(cf.pool, mem::size_of::<ngx_http_complex_value_t>()) }.cast();
+    if cv.is_null() {
+        return Err(oom());
+    }
+    // SAFETY: args[1] exists (NGX_CONF_TAKE1) and is owned by the parser for this call; nginx
+    // copies what it keeps. The compile struct is plain data, zero meaning "no flags".
+    let rc = unsafe {
+        let value = (*cf.args).elts.cast::<ngx_str_t>().add(1);
+        let mut ccv: ngx_http_compile_complex_value_t = mem::zeroed();
+        ccv.cf = cf;
+        ccv.value = value;
+        ccv.complex_value = cv;
+        ngx_http_compile_complex_value(&mut ccv)
+    };
+    if rc != NGX_OK as isize {
+        return Err(ArgError("has an invalid value".into()));
+    }
+    Ok(cv)
+}
+
+extern "C" fn set_timeout(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.timeout_ms)?;
+        lcf.timeout_ms = Some(parse::positive_time(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_fallback(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.fallback)?;
+        // `off` (stored empty) undoes an inherited fallback.
+        lcf.fallback = Some(if args[0] == b"off" {
+            Vec::new()
+        } else {
+            parse::fallback(args[0])?
+        });
+        Ok(())
+    })
+}
+
+extern "C" fn set_forward_query(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.forward_query)?;
+        lcf.forward_query = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_cache_control(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.cache_control)?;
+        lcf.cache_control = Some(parse::cache_control(args)?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_redis(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, args| {
+        duplicate(&mcf.redis)?;
+        let spec = parse::redis(args)?;
+        let peer = resolve(cf, &spec.address)?;
+        mcf.redis = Some(Redis { spec, peer });
+        Ok(())
+    })
+}
+
+/// Resolves `host:port` (or `unix:/path`) once, at config time, as nginx's upstreams do.
+fn resolve(cf: &mut ngx_conf_t, address: &[u8]) -> Result<PeerAddr, ArgError> {
+    let shown = String::from_utf8_lossy(address);
+    // SAFETY: ngx_url_t is plain data for which all-zero is the documented starting state; the
+    // URL bytes are copied to the configuration pool first so the results may point into them.
+    unsafe {
+        let url = ngx_str_t::from_bytes(cf.pool, address)
+            .ok_or_else(|| ArgError("cannot allocate memory".into()))?;
+        let mut u: ngx_url_t = mem::zeroed();
+        u.url = url;
+        u.default_port = 6379;
+        if ngx_parse_url(cf.pool, &mut u) != NGX_OK as isize {
+            let why = if u.err.is_null() {
+                "invalid address".into()
+            } else {
+                CStr::from_ptr(u.err).to_string_lossy()
+            };
+            return Err(ArgError(format!("{why} in \"{shown}\"")));
+        }
+        if u.uri.len != 0 {
+            return Err(ArgError(format!("unexpected path in \"{shown}\"")));
+        }
+        if u.naddrs == 0 || u.addrs.is_null() {
+            return Err(ArgError(format!("no address found for \"{shown}\"")));
+        }
+        let addr = u.addrs;
+        Ok(PeerAddr {
+            sockaddr: (*addr).sockaddr,
+            socklen: (*addr).socklen,
+            name: ptr::addr_of_mut!((*addr).name),
+        })
+    }
+}
+
+extern "C" fn set_cache(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.cache)?;
+        mcf.cache = Some(parse::cache(args)?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_secret_file(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, _| {
+        duplicate(&mcf.secret)?;
+        let path = full_path(cf)?;
+        let text = fs::read_to_string(&path)
+            .map_err(|e| ArgError(format!("cannot read \"{path}\": {e}")))?;
+        let secret = shortcode::parse_hex_secret(&text)
+            .map_err(|e| ArgError(format!("in \"{path}\": {e} (hex digits expected)")))?;
+        mcf.secret = Some(secret);
+        Ok(())
+    })
+}
+
+/// The directive's path argument, relative paths taken from the config file's directory as
+/// nginx does for its own files.
+fn full_path(cf: &mut ngx_conf_t) -> Result<String, ArgError> {
+    // SAFETY: args[1] exists (NGX_CONF_TAKE1); ngx_conf_full_name replaces it in place with a
+    // string allocated from the cycle pool.
+    let name = unsafe {
+        let name = (*cf.args).elts.cast::<ngx_str_t>().add(1);
+        if ngx_conf_full_name(cf.cycle, name, 1) != NGX_OK as isize {
+            return Err(ArgError("cannot resolve the path".into()));
+        }
+        &*name
+    };
+    name.to_str()
+        .map(str::to_owned)
+        .map_err(|_| ArgError("path is not UTF-8".into()))
+}
+
+extern "C" fn set_code_length(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.code_length)?;
+        mcf.code_length = Some(parse::code_length(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_code_check(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.code_check)?;
+        mcf.code_check = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}

@@ -1,0 +1,172 @@
+//! Module configuration: what each directive stored, and the checks `nginx -t` runs once the
+//! `http` block is read.
+
+pub mod commands;
+pub mod ext;
+pub mod parse;
+
+use std::fmt;
+
+use nginx_sys::{
+    ngx_conf_t, ngx_http_complex_value_t, ngx_int_t, ngx_shm_zone_t, ngx_str_t, sockaddr, socklen_t,
+};
+use ngx::http::{Merge, MergeConfigError};
+use shortcode::CodeScheme;
+
+use crate::cache::CacheConfig;
+use crate::request::code::Route;
+use parse::{ArgError, CacheControl, RedisSpec};
+
+/// Where Redis is, resolved by nginx at config time. The pointers are into the configuration
+/// pool, which lives as long as the configuration.
+#[derive(Clone, Copy)]
+pub struct PeerAddr {
+    pub sockaddr: *mut sockaddr,
+    pub socklen: socklen_t,
+    pub name: *mut ngx_str_t,
+}
+
+pub struct Redis {
+    pub spec: RedisSpec,
+    pub peer: PeerAddr,
+}
+
+/// `http`-level settings.
+pub struct MainConf {
+    pub secret: Option<Vec<u8>>,
+    pub code_length: Option<u8>,
+    pub code_check: Option<bool>,
+    pub redis: Option<Redis>,
+    /// `None`: not set; `Some(None)`: `shortlink_cache off`.
+    pub cache: Option<Option<CacheConfig>>,
+    /// Whether any location says `shortlink on` (only then are secret and Redis required).
+    pub used: bool,
+    /// Whether any location says `shortlink_status`.
+    pub status: bool,
+    pub scheme: Option<CodeScheme>,
+    pub code_var_index: ngx_int_t,
+    pub counters: *mut ngx_shm_zone_t,
+}
+
+impl Default for MainConf {
+    fn default() -> Self {
+        Self {
+            secret: None,
+            code_length: None,
+            code_check: None,
+            redis: None,
+            cache: None,
+            used: false,
+            status: false,
+            scheme: None,
+            code_var_index: -1,
+            counters: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// A config problem found after the whole `http` block was read.
+#[derive(Debug)]
+pub struct ConfError(String);
+
+impl fmt::Display for ConfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfError {}
+
+/// With the check character off, the scheme's keys are never used: any secret will do.
+const UNUSED_SECRET: [u8; shortcode::MIN_SECRET_LEN] = [0; shortcode::MIN_SECRET_LEN];
+
+impl MainConf {
+    /// Fills defaults and checks what only the whole `http` block can tell.
+    pub fn finish(&mut self, cf: &mut ngx_conf_t) -> Result<(), ConfError> {
+        let check = self.code_check.unwrap_or(true);
+        let length = self.code_length.unwrap_or(shortcode::DEFAULT_BODY_LEN);
+        let secret = match (&self.secret, check) {
+            (Some(secret), _) => secret.as_slice(),
+            (None, false) => &UNUSED_SECRET,
+            (None, true) if !self.used => &UNUSED_SECRET,
+            (None, true) => return Err(ConfError(
+                "\"shortlink_code_secret_file\" is required while \"shortlink_code_check\" is on"
+                    .into(),
+            )),
+        };
+        self.scheme =
+            Some(CodeScheme::new(secret, length, check).map_err(|e| ConfError(e.to_string()))?);
+        if self.used && self.redis.is_none() {
+            return Err(ConfError(
+                "\"shortlink_redis\" is required by \"shortlink on\"".into(),
+            ));
+        }
+        if self.used || self.status {
+            self.counters = crate::status::add_zone(cf)
+                .ok_or_else(|| ConfError("cannot add the counters zone".into()))?;
+        }
+        Ok(())
+    }
+
+    pub fn cache_config(&self) -> Option<CacheConfig> {
+        self.cache.unwrap_or(Some(parse::DEFAULT_CACHE))
+    }
+}
+
+/// Location-level settings (also accepted at `http` and `server` level, inherited down).
+#[derive(Default)]
+pub struct LocConf {
+    /// Set by `shortlink on` in this very location.
+    pub route: Option<Route>,
+    pub pool: Option<*mut ngx_http_complex_value_t>,
+    pub timeout_ms: Option<u64>,
+    pub fallback: Option<Vec<u8>>,
+    pub forward_query: Option<bool>,
+    pub cache_control: Option<CacheControl>,
+}
+
+pub const DEFAULT_TIMEOUT_MS: u64 = 200;
+
+impl LocConf {
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
+    }
+
+    /// The named location to use when Redis fails, unless unset or `off`.
+    pub fn fallback(&self) -> Option<&[u8]> {
+        self.fallback.as_deref().filter(|f| !f.is_empty())
+    }
+
+    pub fn forward_query(&self) -> bool {
+        self.forward_query.unwrap_or(false)
+    }
+
+    pub fn cache_control(&self) -> Option<&CacheControl> {
+        self.cache_control.as_ref()
+    }
+}
+
+impl Merge for LocConf {
+    fn merge(&mut self, prev: &Self) -> Result<(), MergeConfigError> {
+        fn inherit<T: Clone>(mine: &mut Option<T>, prev: &Option<T>) {
+            if mine.is_none() {
+                mine.clone_from(prev);
+            }
+        }
+        inherit(&mut self.pool, &prev.pool);
+        inherit(&mut self.timeout_ms, &prev.timeout_ms);
+        inherit(&mut self.fallback, &prev.fallback);
+        inherit(&mut self.forward_query, &prev.forward_query);
+        inherit(&mut self.cache_control, &prev.cache_control);
+        if self.cache_control.is_none() {
+            self.cache_control = Some(CacheControl::default());
+        }
+        Ok(())
+    }
+}
+
+impl From<ArgError> for ConfError {
+    fn from(e: ArgError) -> Self {
+        ConfError(e.0)
+    }
+}

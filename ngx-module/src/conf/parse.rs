@@ -1,0 +1,337 @@
+//! Directive argument parsers: pure, so `nginx -t` messages can be unit-tested.
+
+use std::fmt;
+
+use crate::cache::CacheConfig;
+
+/// A directive argument that does not parse; shown by `nginx -t` after the directive name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ArgError> {
+    Err(ArgError(msg.into()))
+}
+
+fn show(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}
+
+pub fn flag(arg: &[u8]) -> Result<bool, ArgError> {
+    if arg.eq_ignore_ascii_case(b"on") {
+        Ok(true)
+    } else if arg.eq_ignore_ascii_case(b"off") {
+        Ok(false)
+    } else {
+        err(format!(
+            "invalid value \"{}\", it must be \"on\" or \"off\"",
+            show(arg)
+        ))
+    }
+}
+
+/// A duration as nginx writes them: `200ms`, `1s`, `10s`, `1m`, `1h`, `1d`; a bare number is
+/// seconds. Returns milliseconds.
+pub fn time_ms(arg: &[u8]) -> Result<u64, ArgError> {
+    let digits = arg.iter().take_while(|b| b.is_ascii_digit()).count();
+    let (number, unit) = arg.split_at(digits);
+    let scale: u64 = match unit {
+        b"ms" => 1,
+        b"" | b"s" => 1_000,
+        b"m" => 60_000,
+        b"h" => 3_600_000,
+        b"d" => 86_400_000,
+        _ => {
+            return err(format!(
+                "invalid time \"{}\" (use e.g. 200ms, 10s, 1m)",
+                show(arg)
+            ))
+        }
+    };
+    decimal(number)
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| ArgError(format!("invalid time \"{}\"", show(arg))))
+}
+
+/// A count: `10000`, `10k`, `1m`.
+pub fn count(arg: &[u8]) -> Result<u64, ArgError> {
+    let (number, scale) = match arg.last() {
+        Some(b'k' | b'K') => (&arg[..arg.len() - 1], 1_000),
+        Some(b'm' | b'M') => (&arg[..arg.len() - 1], 1_000_000),
+        _ => (arg, 1),
+    };
+    decimal(number)
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| ArgError(format!("invalid number \"{}\"", show(arg))))
+}
+
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
+/// Splits `name=value`; the value may be empty.
+fn key_value(arg: &[u8]) -> Result<(&[u8], &[u8]), ArgError> {
+    match arg.iter().position(|&b| b == b'=') {
+        Some(eq) => Ok((&arg[..eq], &arg[eq + 1..])),
+        None => err(format!(
+            "invalid parameter \"{}\", expected name=value",
+            show(arg)
+        )),
+    }
+}
+
+pub const DEFAULT_CACHE: CacheConfig = CacheConfig {
+    capacity: 10_000,
+    ttl_ms: 10_000,
+    negative_ttl_ms: 1_000,
+};
+
+/// Largest cache accepted per worker: far beyond any hot set, small enough to stay sane.
+const MAX_CACHE_ENTRIES: u64 = 10_000_000;
+
+/// `shortlink_cache off | [size=N] [ttl=T] [negative_ttl=T]`.
+pub fn cache(args: &[&[u8]]) -> Result<Option<CacheConfig>, ArgError> {
+    if let [off] = args {
+        if off.eq_ignore_ascii_case(b"off") {
+            return Ok(None);
+        }
+    }
+    let mut config = DEFAULT_CACHE;
+    for arg in args {
+        match key_value(arg)? {
+            (b"size", v) => {
+                let n = count(v)?;
+                if n == 0 || n > MAX_CACHE_ENTRIES {
+                    return err(format!(
+                        "size must be 1..={MAX_CACHE_ENTRIES} entries, or use \"off\""
+                    ));
+                }
+                config.capacity = n as usize;
+            }
+            (b"ttl", v) => config.ttl_ms = time_ms(v)?,
+            (b"negative_ttl", v) => config.negative_ttl_ms = time_ms(v)?,
+            (k, _) => return err(format!("unknown parameter \"{}\"", show(k))),
+        }
+    }
+    Ok(Some(config))
+}
+
+/// What `shortlink_redis` says, before the address is resolved by nginx.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisSpec {
+    pub address: Vec<u8>,
+    pub connections: usize,
+    pub connect_timeout_ms: u64,
+    pub read_timeout_ms: u64,
+}
+
+pub const DEFAULT_CONNECTIONS: usize = 2;
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 200;
+pub const DEFAULT_READ_TIMEOUT_MS: u64 = 1_000;
+const MAX_CONNECTIONS: u64 = 64;
+
+/// `shortlink_redis <host:port> [connections=N] [connect_timeout=T] [read_timeout=T]`.
+pub fn redis(args: &[&[u8]]) -> Result<RedisSpec, ArgError> {
+    let Some((address, params)) = args.split_first() else {
+        return err("missing address");
+    };
+    if address.is_empty() || address.contains(&b'=') {
+        return err(format!("invalid address \"{}\"", show(address)));
+    }
+    let mut spec = RedisSpec {
+        address: address.to_vec(),
+        connections: DEFAULT_CONNECTIONS,
+        connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+        read_timeout_ms: DEFAULT_READ_TIMEOUT_MS,
+    };
+    for arg in params {
+        match key_value(arg)? {
+            (b"connections", v) => {
+                let n = count(v)?;
+                if n == 0 || n > MAX_CONNECTIONS {
+                    return err(format!("connections must be 1..={MAX_CONNECTIONS}"));
+                }
+                spec.connections = n as usize;
+            }
+            (b"connect_timeout", v) => spec.connect_timeout_ms = positive_time(v)?,
+            (b"read_timeout", v) => spec.read_timeout_ms = positive_time(v)?,
+            (k, _) => return err(format!("unknown parameter \"{}\"", show(k))),
+        }
+    }
+    Ok(spec)
+}
+
+pub fn positive_time(arg: &[u8]) -> Result<u64, ArgError> {
+    match time_ms(arg)? {
+        0 => err(format!("time \"{}\" must be greater than zero", show(arg))),
+        ms => Ok(ms),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheControl {
+    /// Sent with 301 and 308.
+    pub permanent: Vec<u8>,
+    /// Sent with 302 and 307.
+    pub temporary: Vec<u8>,
+}
+
+impl Default for CacheControl {
+    fn default() -> Self {
+        Self {
+            permanent: b"public, max-age=3600".to_vec(),
+            temporary: b"no-store".to_vec(),
+        }
+    }
+}
+
+/// `shortlink_cache_control [permanent=<value>] [temporary=<value>]`; an empty value sends no
+/// header. Values are quoted in the config when they contain spaces.
+pub fn cache_control(args: &[&[u8]]) -> Result<CacheControl, ArgError> {
+    let mut cc = CacheControl::default();
+    if args.is_empty() {
+        return err("expected permanent=<value> and/or temporary=<value>");
+    }
+    for arg in args {
+        let (key, value) = key_value(arg)?;
+        if !value.iter().all(|&b| b == b' ' || b.is_ascii_graphic()) {
+            return err(format!("invalid header value in \"{}\"", show(arg)));
+        }
+        match key {
+            b"permanent" => cc.permanent = value.to_vec(),
+            b"temporary" => cc.temporary = value.to_vec(),
+            k => return err(format!("unknown parameter \"{}\"", show(k))),
+        }
+    }
+    Ok(cc)
+}
+
+/// `shortlink_fallback @name`: only named locations, so a fallback cannot loop back into the
+/// redirect location through a URI.
+pub fn fallback(arg: &[u8]) -> Result<Vec<u8>, ArgError> {
+    if arg.len() < 2 || arg[0] != b'@' {
+        return err(format!(
+            "\"{}\" is not a named location (it must start with \"@\")",
+            show(arg)
+        ));
+    }
+    Ok(arg.to_vec())
+}
+
+pub fn code_length(arg: &[u8]) -> Result<u8, ArgError> {
+    let range = shortcode::MIN_BODY_LEN..=shortcode::MAX_BODY_LEN;
+    match decimal(arg).and_then(|n| u8::try_from(n).ok()) {
+        Some(n) if range.contains(&n) => Ok(n),
+        _ => err(format!(
+            "invalid code length \"{}\", it must be {}..={}",
+            show(arg),
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(time_ms(b"200ms"), Ok(200));
+        assert_eq!(time_ms(b"10s"), Ok(10_000));
+        assert_eq!(time_ms(b"10"), Ok(10_000));
+        assert_eq!(time_ms(b"1m"), Ok(60_000));
+        assert_eq!(time_ms(b"0"), Ok(0));
+        assert!(time_ms(b"").is_err());
+        assert!(time_ms(b"ms").is_err());
+        assert!(time_ms(b"1.5s").is_err());
+        assert!(time_ms(b"10x").is_err());
+        assert!(time_ms(b"-1s").is_err());
+        assert!(time_ms(b"99999999999999999999d").is_err());
+        assert!(positive_time(b"0ms").is_err());
+    }
+
+    #[test]
+    fn counts_and_flags() {
+        assert_eq!(count(b"10000"), Ok(10_000));
+        assert_eq!(count(b"10k"), Ok(10_000));
+        assert_eq!(count(b"2M"), Ok(2_000_000));
+        assert!(count(b"k").is_err());
+        assert!(count(b"1g").is_err());
+        assert_eq!(flag(b"ON"), Ok(true));
+        assert_eq!(flag(b"off"), Ok(false));
+        assert!(flag(b"yes").is_err());
+    }
+
+    #[test]
+    fn cache_directive() {
+        assert_eq!(cache(&[b"off"]), Ok(None));
+        assert_eq!(
+            cache(&[b"size=100", b"ttl=5s", b"negative_ttl=500ms"]),
+            Ok(Some(CacheConfig {
+                capacity: 100,
+                ttl_ms: 5_000,
+                negative_ttl_ms: 500
+            }))
+        );
+        assert_eq!(
+            cache(&[b"ttl=1s"]).unwrap().unwrap().capacity,
+            DEFAULT_CACHE.capacity
+        );
+        assert!(cache(&[b"size=0"]).is_err());
+        assert!(cache(&[b"size=ten"]).is_err());
+        assert!(cache(&[b"colour=blue"]).is_err());
+        assert!(cache(&[b"size"]).is_err());
+    }
+
+    #[test]
+    fn redis_directive() {
+        let spec = redis(&[b"127.0.0.1:6379", b"connections=4", b"read_timeout=300ms"]).unwrap();
+        assert_eq!(spec.address, b"127.0.0.1:6379");
+        assert_eq!(spec.connections, 4);
+        assert_eq!(spec.read_timeout_ms, 300);
+        assert_eq!(spec.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS);
+        assert!(redis(&[]).is_err());
+        assert!(redis(&[b"connections=2"]).is_err());
+        assert!(redis(&[b"h:1", b"connections=0"]).is_err());
+        assert!(redis(&[b"h:1", b"connect_timeout=0"]).is_err());
+        assert!(redis(&[b"h:1", b"db=3"]).is_err());
+    }
+
+    #[test]
+    fn cache_control_directive() {
+        let cc = cache_control(&[b"permanent=public, max-age=60", b"temporary="]).unwrap();
+        assert_eq!(cc.permanent, b"public, max-age=60");
+        assert_eq!(cc.temporary, b"");
+        assert_eq!(
+            cache_control(&[b"temporary=private"]).unwrap().permanent,
+            CacheControl::default().permanent
+        );
+        assert!(cache_control(&[b"permanent=a\r\nb"]).is_err());
+        assert!(cache_control(&[b"forever=1"]).is_err());
+        assert!(cache_control(&[]).is_err());
+    }
+
+    #[test]
+    fn fallback_and_code_length() {
+        assert_eq!(fallback(b"@resolve"), Ok(b"@resolve".to_vec()));
+        assert!(fallback(b"/resolve").is_err());
+        assert!(fallback(b"@").is_err());
+        assert_eq!(code_length(b"6"), Ok(6));
+        assert!(code_length(b"3").is_err());
+        assert!(code_length(b"11").is_err());
+        assert!(code_length(b"x").is_err());
+    }
+}

@@ -1,0 +1,52 @@
+//! Redis over nginx's own event loop: RESP framing, pipelined peer connections, a per-worker
+//! pool with reconnect backoff.
+
+pub mod backoff;
+mod connection;
+mod pool;
+pub mod resp;
+
+use std::fmt;
+
+pub use connection::Reply;
+pub use pool::Pool;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisError {
+    /// No connection could be had: connect failed, or still backing off after failures.
+    Unavailable,
+    /// The connection broke before the reply arrived.
+    Closed,
+    Timeout,
+    /// The peer does not speak RESP (or replied to nothing).
+    Protocol,
+    /// Redis answered with an error reply.
+    ErrorReply,
+    /// A reply that is not a readable link record.
+    BadValue,
+}
+
+impl RedisError {
+    pub fn is_timeout(self) -> bool {
+        self == RedisError::Timeout
+    }
+}
+
+impl fmt::Display for RedisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RedisError::Unavailable => "redis unavailable",
+            RedisError::Closed => "redis connection closed",
+            RedisError::Timeout => "redis timed out",
+            RedisError::Protocol => "redis protocol error",
+            RedisError::ErrorReply => "redis error reply",
+            RedisError::BadValue => "unreadable value",
+        })
+    }
+}
+
+/// nginx's cached clock, in milliseconds; only differences of it are meaningful.
+fn now_ms() -> u64 {
+    // SAFETY: a plain integer nginx updates on its own thread, which is also ours.
+    unsafe { nginx_sys::ngx_current_msec as u64 }
+}

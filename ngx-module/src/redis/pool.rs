@@ -1,0 +1,85 @@
+//! A worker's connections to one Redis: a few keepalive connections, pipelined, opened on
+//! demand, with a shared backoff after failures.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use super::backoff::Backoff;
+use super::connection::{Conn, ConnRef, Reply, Timeouts};
+use super::{now_ms, RedisError};
+use crate::conf::{PeerAddr, Redis};
+
+pub struct Pool {
+    peer: PeerAddr,
+    timeouts: Timeouts,
+    max: usize,
+    conns: Vec<ConnRef>,
+    backoff: Rc<Cell<Backoff>>,
+}
+
+impl Pool {
+    pub fn new(redis: &Redis) -> Self {
+        Self {
+            peer: redis.peer,
+            timeouts: Timeouts {
+                connect_ms: redis.spec.connect_timeout_ms,
+                read_ms: redis.spec.read_timeout_ms,
+            },
+            max: redis.spec.connections,
+            conns: Vec::with_capacity(redis.spec.connections),
+            backoff: Rc::new(Cell::new(Backoff::default())),
+        }
+    }
+
+    /// Queues a command on the least busy connection. With `want_reply` false the reply is
+    /// read and dropped (for writes nobody waits on, such as visit events).
+    pub fn send(
+        &mut self,
+        args: &[&[&[u8]]],
+        want_reply: bool,
+    ) -> Result<Option<Reply>, RedisError> {
+        let conn = self.pick()?;
+        let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
+        Ok(conn.send(args, want_reply))
+    }
+
+    /// `GET <prefix><key>`, awaiting the reply.
+    pub fn get(&mut self, prefix: &[u8], key: &[u8]) -> Result<Reply, RedisError> {
+        self.send(&[&[b"GET"], &[prefix, key]], true)?
+            .ok_or(RedisError::Unavailable)
+    }
+
+    fn pick(&mut self) -> Result<ConnRef, RedisError> {
+        self.conns
+            .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
+        let least_busy = self
+            .conns
+            .iter()
+            .filter_map(|c| {
+                let load = c
+                    .try_borrow()
+                    .ok()
+                    .filter(|c| c.accepts_commands())?
+                    .in_flight();
+                Some((load, c))
+            })
+            .min_by_key(|(load, _)| *load);
+        let down = self.backoff.get().is_down(now_ms());
+        match least_busy {
+            // Pipelining makes one connection enough; open another only while all are busy.
+            Some((load, c)) if load == 0 || down || self.conns.len() >= self.max => {
+                return Ok(Rc::clone(c))
+            }
+            None if down => return Err(RedisError::Unavailable),
+            _ => {}
+        }
+        let fallback = least_busy.map(|(_, c)| Rc::clone(c));
+        match Conn::open(&self.peer, self.timeouts, Rc::clone(&self.backoff)) {
+            Ok(conn) => {
+                self.conns.push(Rc::clone(&conn));
+                Ok(conn)
+            }
+            Err(e) => fallback.ok_or(e),
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! RESP2: just enough of the Redis protocol to send commands and read their replies.
+//!
+//! The reader reports how many bytes a complete reply took, so that several pipelined replies
+//! can sit in one receive buffer and be taken off its front one at a time; an incomplete reply
+//! is "not yet", never an error.
+
+use std::fmt;
+
+/// One reply from Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Simple(Vec<u8>),
+    Error(Vec<u8>),
+    Integer(i64),
+    Bulk(Vec<u8>),
+    /// `$-1` (missing key) and `*-1` (null array) alike.
+    Null,
+    Array(Vec<Frame>),
+}
+
+/// The byte stream is not RESP: the connection cannot be trusted any more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    UnknownType(u8),
+    BadInteger,
+    BadLength,
+    MissingCrlf,
+    TooLarge,
+    TooDeep,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::UnknownType(b) => write!(f, "unknown reply type byte 0x{b:02x}"),
+            ProtocolError::BadInteger => f.write_str("malformed integer"),
+            ProtocolError::BadLength => f.write_str("malformed length"),
+            ProtocolError::MissingCrlf => f.write_str("missing CRLF"),
+            ProtocolError::TooLarge => f.write_str("reply larger than allowed"),
+            ProtocolError::TooDeep => f.write_str("reply nested too deeply"),
+        }
+    }
+}
+
+/// Largest bulk string accepted: link records are short, and a huge value is garbage that
+/// would otherwise make a worker buffer it whole.
+pub const MAX_BULK_LEN: usize = 1 << 20;
+/// Largest array accepted (replies to the commands this module sends are tiny).
+pub const MAX_ARRAY_LEN: usize = 1 << 16;
+/// Nesting limit, so a hostile peer cannot recurse us off the stack.
+pub const MAX_DEPTH: usize = 8;
+
+/// Reads one complete reply from the front of `buf`.
+///
+/// `Ok(None)`: `buf` holds only part of a reply so far; call again with more bytes.
+/// `Ok(Some((frame, n)))`: the reply took the first `n` bytes of `buf`.
+pub fn parse(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> {
+    let mut pos = 0;
+    match parse_at(buf, &mut pos, 0)? {
+        Some(frame) => Ok(Some((frame, pos))),
+        None => Ok(None),
+    }
+}
+
+fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, ProtocolError> {
+    if depth > MAX_DEPTH {
+        return Err(ProtocolError::TooDeep);
+    }
+    let Some(&kind) = buf.get(*pos) else {
+        return Ok(None);
+    };
+    *pos += 1;
+    let Some(line) = line(buf, pos)? else {
+        return Ok(None);
+    };
+    match kind {
+        b'+' => Ok(Some(Frame::Simple(line.to_vec()))),
+        b'-' => Ok(Some(Frame::Error(line.to_vec()))),
+        b':' => Ok(Some(Frame::Integer(integer(line)?))),
+        b'$' => {
+            let Some(len) = length(line, MAX_BULK_LEN)? else {
+                return Ok(Some(Frame::Null));
+            };
+            let end = *pos + len;
+            if buf.len() < end + 2 {
+                return Ok(None);
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Err(ProtocolError::MissingCrlf);
+            }
+            let data = buf[*pos..end].to_vec();
+            *pos = end + 2;
+            Ok(Some(Frame::Bulk(data)))
+        }
+        b'*' => {
+            let Some(len) = length(line, MAX_ARRAY_LEN)? else {
+                return Ok(Some(Frame::Null));
+            };
+            // Capacity grows with the items actually received, not with the announced length.
+            let mut items = Vec::new();
+            for _ in 0..len {
+                match parse_at(buf, pos, depth + 1)? {
+                    Some(item) => items.push(item),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(Frame::Array(items)))
+        }
+        other => Err(ProtocolError::UnknownType(other)),
+    }
+}
+
+/// The bytes up to the next CRLF, moving `pos` past it.
+fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, ProtocolError> {
+    let rest = &buf[*pos..];
+    let Some(cr) = rest.iter().position(|&b| b == b'\r') else {
+        // Type lines are short: a long run without CR is not RESP.
+        return if rest.len() > MAX_LINE_LEN {
+            Err(ProtocolError::TooLarge)
+        } else {
+            Ok(None)
+        };
+    };
+    match rest.get(cr + 1) {
+        None => Ok(None),
+        Some(b'\n') => {
+            *pos += cr + 2;
+            Ok(Some(&rest[..cr]))
+        }
+        Some(_) => Err(ProtocolError::MissingCrlf),
+    }
+}
+
+/// Simple strings and errors from Redis are short status lines.
+const MAX_LINE_LEN: usize = 64 * 1024;
+
+fn integer(line: &[u8]) -> Result<i64, ProtocolError> {
+    let (negative, digits) = match line.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, line),
+    };
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ProtocolError::BadInteger);
+    }
+    let magnitude = digits
+        .iter()
+        .try_fold(0i64, |acc, &d| {
+            acc.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+        })
+        .ok_or(ProtocolError::BadInteger)?;
+    Ok(if negative { -magnitude } else { magnitude })
+}
+
+/// A bulk or array length: `None` for the `-1` null marker.
+fn length(line: &[u8], max: usize) -> Result<Option<usize>, ProtocolError> {
+    match integer(line).map_err(|_| ProtocolError::BadLength)? {
+        -1 => Ok(None),
+        n if n < 0 => Err(ProtocolError::BadLength),
+        n if n as u64 > max as u64 => Err(ProtocolError::TooLarge),
+        n => Ok(Some(n as usize)),
+    }
+}
+
+/// Appends a command as a RESP array of bulk strings. Each argument is given as parts that are
+/// concatenated, so `GET sl:c:<code>` is written without first building the key.
+pub fn encode_command(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
+    push_header(out, b'*', args.len());
+    for parts in args {
+        push_header(out, b'$', parts.iter().map(|p| p.len()).sum());
+        for part in *parts {
+            out.extend_from_slice(part);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    out.push(kind);
+    // usize::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(bytes: &[u8]) -> Frame {
+        let (frame, n) = parse(bytes).unwrap().unwrap();
+        assert_eq!(n, bytes.len(), "whole input consumed");
+        frame
+    }
+
+    #[test]
+    fn scalar_replies() {
+        assert_eq!(full(b"+OK\r\n"), Frame::Simple(b"OK".to_vec()));
+        assert_eq!(full(b"-ERR bad\r\n"), Frame::Error(b"ERR bad".to_vec()));
+        assert_eq!(full(b":42\r\n"), Frame::Integer(42));
+        assert_eq!(full(b":-7\r\n"), Frame::Integer(-7));
+        assert_eq!(full(b"$3\r\nabc\r\n"), Frame::Bulk(b"abc".to_vec()));
+        assert_eq!(full(b"$0\r\n\r\n"), Frame::Bulk(Vec::new()));
+    }
+
+    #[test]
+    fn nil_bulk_and_nil_array() {
+        assert_eq!(full(b"$-1\r\n"), Frame::Null);
+        assert_eq!(full(b"*-1\r\n"), Frame::Null);
+    }
+
+    #[test]
+    fn bulk_may_contain_crlf() {
+        assert_eq!(full(b"$4\r\na\r\nb\r\n"), Frame::Bulk(b"a\r\nb".to_vec()));
+    }
+
+    #[test]
+    fn arrays_nest() {
+        let frame = full(b"*3\r\n$1\r\na\r\n*1\r\n:1\r\n$-1\r\n");
+        assert_eq!(
+            frame,
+            Frame::Array(vec![
+                Frame::Bulk(b"a".to_vec()),
+                Frame::Array(vec![Frame::Integer(1)]),
+                Frame::Null,
+            ])
+        );
+        assert_eq!(full(b"*0\r\n"), Frame::Array(Vec::new()));
+    }
+
+    #[test]
+    fn every_strict_prefix_is_incomplete() {
+        let reply = b"*2\r\n$5\r\nhello\r\n:12\r\n";
+        for cut in 0..reply.len() {
+            assert_eq!(parse(&reply[..cut]), Ok(None), "prefix of {cut} bytes");
+        }
+        assert!(parse(reply).unwrap().is_some());
+    }
+
+    #[test]
+    fn pipelined_replies_are_taken_one_at_a_time() {
+        let buf = b"$-1\r\n+OK\r\n$2\r\nhi\r\n:5";
+        let (a, n1) = parse(buf).unwrap().unwrap();
+        let (b, n2) = parse(&buf[n1..]).unwrap().unwrap();
+        let (c, n3) = parse(&buf[n1 + n2..]).unwrap().unwrap();
+        assert_eq!(
+            (a, b, c),
+            (
+                Frame::Null,
+                Frame::Simple(b"OK".to_vec()),
+                Frame::Bulk(b"hi".to_vec())
+            )
+        );
+        assert_eq!(parse(&buf[n1 + n2 + n3..]), Ok(None));
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        assert_eq!(parse(b"hello\r\n"), Err(ProtocolError::UnknownType(b'h')));
+        assert_eq!(parse(b":12x\r\n"), Err(ProtocolError::BadInteger));
+        assert_eq!(parse(b":\r\n"), Err(ProtocolError::BadInteger));
+        assert_eq!(parse(b"$abc\r\n"), Err(ProtocolError::BadLength));
+        assert_eq!(parse(b"$-2\r\n"), Err(ProtocolError::BadLength));
+        assert_eq!(parse(b"$3\r\nabcXY"), Err(ProtocolError::MissingCrlf));
+        assert_eq!(parse(b"+OK\rX"), Err(ProtocolError::MissingCrlf));
+        assert_eq!(
+            parse(b":99999999999999999999\r\n"),
+            Err(ProtocolError::BadInteger)
+        );
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let huge = format!("${}\r\n", MAX_BULK_LEN + 1);
+        assert_eq!(parse(huge.as_bytes()), Err(ProtocolError::TooLarge));
+        let deep = "*1\r\n".repeat(MAX_DEPTH + 2);
+        assert_eq!(parse(deep.as_bytes()), Err(ProtocolError::TooDeep));
+        assert_eq!(
+            parse(&vec![b'+'; MAX_LINE_LEN + 2]),
+            Err(ProtocolError::TooLarge)
+        );
+    }
+
+    #[test]
+    fn encodes_commands_from_parts() {
+        let mut out = Vec::new();
+        encode_command(&mut out, &[&[b"GET"], &[b"sl:c:", b"abc1234"]]);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$12\r\nsl:c:abc1234\r\n");
+        out.clear();
+        encode_command(&mut out, &[&[b"PING"], &[]]);
+        assert_eq!(out, b"*2\r\n$4\r\nPING\r\n$0\r\n\r\n");
+    }
+}

@@ -1,0 +1,153 @@
+//! Turning a resolved code into nginx's answer. 404, 410 and 503 are returned as plain status
+//! codes so that `error_page` can brand them; redirects get `Location` and `Cache-Control`.
+
+use nginx_sys::{
+    ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_list_push, ngx_pnalloc, ngx_str_t,
+    ngx_table_elt_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND,
+    NGX_HTTP_SERVICE_UNAVAILABLE,
+};
+use ngx::ngx_string;
+
+use crate::conf::{LocConf, MainConf};
+use crate::record::{Answer, Link};
+use crate::redis::RedisError;
+use crate::request::location;
+use crate::status::{bump, Counter};
+
+/// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
+const HTTP_GONE: ngx_int_t = 410;
+
+/// What the lookup found, borrowed from the cache or owned by the lookup task.
+pub enum Outcome<'a> {
+    Link(&'a Link),
+    Missing,
+    Failed(RedisError),
+}
+
+pub fn answer(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    outcome: Outcome<'_>,
+) -> ngx_int_t {
+    match outcome {
+        Outcome::Link(link) => match link.answer(ngx_time() as u64) {
+            Answer::Redirect {
+                status,
+                target,
+                forward_query,
+            } => redirect(
+                r,
+                mcf,
+                lcf,
+                status,
+                target,
+                forward_query || lcf.forward_query(),
+            ),
+            Answer::Gone => {
+                bump(mcf, Counter::Gone);
+                HTTP_GONE
+            }
+        },
+        Outcome::Missing => {
+            bump(mcf, Counter::NotFound);
+            NGX_HTTP_NOT_FOUND as ngx_int_t
+        }
+        Outcome::Failed(why) => {
+            bump(
+                mcf,
+                if why.is_timeout() {
+                    Counter::RedisTimeouts
+                } else {
+                    Counter::RedisErrors
+                },
+            );
+            match lcf.fallback() {
+                Some(name) => {
+                    bump(mcf, Counter::Fallbacks);
+                    let mut name = ngx_str_t {
+                        len: name.len(),
+                        data: name.as_ptr().cast_mut(),
+                    };
+                    // SAFETY: `r` is live; nginx only reads the name, which lives in the
+                    // location configuration.
+                    unsafe { ngx_http_named_location(r, &mut name) }
+                }
+                None => {
+                    bump(mcf, Counter::Unavailable);
+                    NGX_HTTP_SERVICE_UNAVAILABLE as ngx_int_t
+                }
+            }
+        }
+    }
+}
+
+fn redirect(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    status: u16,
+    target: &[u8],
+    forward_query: bool,
+) -> ngx_int_t {
+    let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    let query = forward_query.then(|| r.args.as_bytes());
+    let parts = location::parts(target, query);
+    let len = location::len(&parts);
+    // SAFETY: the request pool outlives the response headers.
+    let data = unsafe { ngx_pnalloc(r.pool, len) }.cast::<u8>();
+    if data.is_null() {
+        return error;
+    }
+    let mut at = 0;
+    for part in parts {
+        // SAFETY: `data` has room for `len` bytes, the sum of the parts' lengths.
+        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), data.add(at), part.len()) };
+        at += part.len();
+    }
+    let Some(location) = push_header(r, ngx_string!("Location"), ngx_str_t { len, data }) else {
+        return error;
+    };
+    r.headers_out.location = location;
+
+    if let Some(cc) = lcf.cache_control() {
+        let value = if matches!(status, 301 | 308) {
+            &cc.permanent
+        } else {
+            &cc.temporary
+        };
+        if !value.is_empty() {
+            // The value lives in the location configuration; the header filter copies it.
+            let value = ngx_str_t {
+                len: value.len(),
+                data: value.as_ptr().cast_mut(),
+            };
+            if push_header(r, ngx_string!("Cache-Control"), value).is_none() {
+                return error;
+            }
+        }
+    }
+    bump(mcf, Counter::Redirects);
+    status as ngx_int_t
+}
+
+fn push_header(
+    r: &mut ngx_http_request_t,
+    key: ngx_str_t,
+    value: ngx_str_t,
+) -> Option<*mut ngx_table_elt_t> {
+    // SAFETY: the output header list of a live request; the new element is zeroed before use so
+    // fields that differ between nginx versions (such as `next`) start out empty.
+    unsafe {
+        let h = ngx_list_push(&mut r.headers_out.headers).cast::<ngx_table_elt_t>();
+        if h.is_null() {
+            return None;
+        }
+        std::ptr::write_bytes(h, 0, 1);
+        let header = &mut *h;
+        header.hash = 1;
+        header.key = key;
+        header.value = value;
+        Some(h)
+    }
+}

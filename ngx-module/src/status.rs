@@ -1,0 +1,204 @@
+//! Counters shared by all workers (atomics in a shared memory zone) and the
+//! `shortlink_status` page that prints them.
+
+use std::ffi::c_void;
+use std::fmt::Write;
+use std::mem;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nginx_sys::{
+    ngx_chain_t, ngx_conf_t, ngx_create_temp_buf, ngx_http_discard_request_body,
+    ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header, ngx_int_t,
+    ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_calloc, ngx_slab_pool_t, NGX_ERROR,
+    NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_OK,
+    NGX_OK,
+};
+use ngx::http::{HttpModule, HttpModuleMainConf};
+use ngx::ngx_string;
+
+use crate::conf::MainConf;
+use crate::{ffi, ShortlinkModule};
+
+/// Every counter, in the order the status page prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// Requests that reached a `shortlink on` location.
+    Requests,
+    /// 301/302/307/308 answers.
+    Redirects,
+    /// Every 404 the module answered, whatever the reason (the next three are subsets).
+    NotFound,
+    Gone,
+    /// Generated-shape codes with a wrong check character.
+    CheckRejects,
+    /// No code in the path, or a code of no known shape.
+    Invalid,
+    /// Hosts outside `shortlink_pool`.
+    HostRejects,
+    CacheHits,
+    /// Lookups that had to ask Redis.
+    CacheMisses,
+    /// Redis unreachable, closed, protocol error, error reply or unreadable value.
+    RedisErrors,
+    RedisTimeouts,
+    Fallbacks,
+    /// 503 answers (Redis failed and no fallback).
+    Unavailable,
+}
+
+const COUNT: usize = 13;
+
+const NAMES: [&str; COUNT] = [
+    "requests",
+    "redirects",
+    "not_found",
+    "gone",
+    "check_rejects",
+    "invalid",
+    "host_rejects",
+    "cache_hits",
+    "cache_misses",
+    "redis_errors",
+    "redis_timeouts",
+    "fallbacks",
+    "unavailable",
+];
+
+#[repr(C)]
+pub struct Counters([AtomicU64; COUNT]);
+
+impl Counters {
+    pub fn bump(&self, counter: Counter) {
+        // Relaxed: each counter is independent and only ever read as a snapshot.
+        self.0[counter as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> [u64; COUNT] {
+        std::array::from_fn(|i| self.0[i].load(Ordering::Relaxed))
+    }
+}
+
+/// One `name value` line per counter.
+pub fn render(values: &[u64; COUNT]) -> String {
+    let mut text = String::with_capacity(COUNT * 24);
+    for (name, value) in NAMES.iter().zip(values) {
+        let _ = writeln!(text, "{name} {value}");
+    }
+    text
+}
+
+/// Shared memory is allocated in pages; one slab pool of a few pages is plenty for the counters.
+const ZONE_SIZE: usize = 64 * 1024;
+
+/// Declares the counters zone; nginx maps it before the workers start.
+pub fn add_zone(cf: &mut ngx_conf_t) -> Option<*mut ngx_shm_zone_t> {
+    let mut name = ngx_string!("shortlink_counters");
+    let tag = ShortlinkModule::module() as *const _ as *mut c_void;
+    // SAFETY: called at configuration time with a valid `cf`; nginx copies the name.
+    let zone = unsafe { ngx_shared_memory_add(cf, &mut name, ZONE_SIZE, tag) };
+    // SAFETY: a non-null zone returned by nginx is valid for the configuration's lifetime.
+    let zone_ref = unsafe { zone.as_mut()? };
+    zone_ref.init = Some(init_zone);
+    Some(zone)
+}
+
+extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
+    ffi::guard(NGX_ERROR as ngx_int_t, || {
+        // SAFETY: nginx calls this with the zone declared in add_zone, its memory mapped.
+        let zone = unsafe { &mut *zone };
+        if !old.is_null() {
+            // Reload: same zone, keep counting where the old configuration left off.
+            zone.data = old;
+            return NGX_OK as ngx_int_t;
+        }
+        let pool = zone.shm.addr.cast::<ngx_slab_pool_t>();
+        // SAFETY: a fresh zone starts with an initialised slab pool; zeroed memory is a valid
+        // array of atomics at zero.
+        let counters = unsafe { ngx_slab_calloc(pool, mem::size_of::<Counters>()) };
+        if counters.is_null() {
+            return NGX_ERROR as ngx_int_t;
+        }
+        zone.data = counters;
+        NGX_OK as ngx_int_t
+    })
+}
+
+/// The shared counters, once the zone is mapped (in workers).
+pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
+    // SAFETY: `mcf.counters` is null or the zone from add_zone; its `data` is null or the
+    // `Counters` allocated in init_zone, which lives as long as the shared memory.
+    unsafe { mcf.counters.as_ref()?.data.cast::<Counters>().as_ref() }
+}
+
+pub fn bump(mcf: &MainConf, counter: Counter) {
+    if let Some(c) = counters(mcf) {
+        c.bump(counter);
+    }
+}
+
+/// Content handler of `shortlink_status`.
+pub extern "C" fn handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
+        // SAFETY: nginx calls content handlers with a live request.
+        serve(unsafe { &mut *r })
+    })
+}
+
+fn serve(r: &mut ngx_http_request_t) -> ngx_int_t {
+    if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize == 0 {
+        return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
+    }
+    // SAFETY: `r` is a live request in its content phase.
+    let rc = unsafe { ngx_http_discard_request_body(r) };
+    if rc != NGX_OK as ngx_int_t {
+        return rc;
+    }
+    let values = ShortlinkModule::main_conf(r)
+        .and_then(counters)
+        .map(Counters::snapshot)
+        .unwrap_or([0; COUNT]);
+    let text = render(&values);
+
+    r.headers_out.status = NGX_HTTP_OK as usize;
+    r.headers_out.content_type = ngx_string!("text/plain");
+    r.headers_out.content_type_len = r.headers_out.content_type.len;
+    r.headers_out.content_length_n = text.len() as _;
+
+    // SAFETY: headers are set; the body buffer comes from the request pool and outlives output.
+    unsafe {
+        let rc = ngx_http_send_header(r);
+        if rc == NGX_ERROR as ngx_int_t || rc > NGX_OK as ngx_int_t || r.header_only() != 0 {
+            return rc;
+        }
+        let b = ngx_create_temp_buf(r.pool, text.len());
+        if b.is_null() {
+            return NGX_ERROR as ngx_int_t;
+        }
+        let b = &mut *b;
+        std::ptr::copy_nonoverlapping(text.as_ptr(), b.last, text.len());
+        b.last = b.last.add(text.len());
+        b.set_last_buf(u32::from(std::ptr::eq(r, r.main)));
+        b.set_last_in_chain(1);
+        let mut out = ngx_chain_t {
+            buf: b,
+            next: std::ptr::null_mut(),
+        };
+        ngx_http_output_filter(r, &mut out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_one_line_per_counter() {
+        let mut values = [0u64; COUNT];
+        values[Counter::Requests as usize] = 7;
+        values[Counter::Unavailable as usize] = 2;
+        let text = render(&values);
+        assert_eq!(text.lines().count(), COUNT);
+        assert!(text.starts_with("requests 7\nredirects 0\n"));
+        assert!(text.ends_with("fallbacks 0\nunavailable 2\n"));
+    }
+}
