@@ -1,0 +1,115 @@
+//! bench-gen-codes: the redirect benchmark's data.
+//!
+//! Usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS]
+//!
+//! - stdout: RESP `SET sl:c:<code> 1|L|302|0|0|https://example.com/<n>` for n in 0..COUNT, for
+//!   `redis-cli --pipe`;
+//! - OUT_DIR/uniform.txt: every code, one path (`/<code>`) a line, in sequence order (codes are
+//!   already a keyed permutation, so neighbours are unrelated);
+//! - OUT_DIR/hot.txt: HOT codes (default 1000) spread evenly over the sequence;
+//! - OUT_DIR/bogus.txt: BOGUS (default 100000) random strings of the generated shape whose check
+//!   character is wrong (the module rejects them without asking Redis);
+//! - OUT_DIR/sample.txt: `<code> <target>` for a few codes, and `<code> 404` for a valid code that
+//!   is not loaded, for the correctness check.
+
+use shortcode::{parse_hex_secret, CodeScheme, Shape, ALPHABET};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+const BODY_LEN: u8 = 6;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-gen-codes: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: Option<T>) -> Result<T, String> {
+    match args.get(i) {
+        Some(s) => s.parse().map_err(|_| format!("bad argument {s:?}")),
+        None => default.ok_or_else(|| {
+            "usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS]".to_owned()
+        }),
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let secret_file: String = arg(&args, 0, None)?;
+    let count: u64 = arg(&args, 1, None)?;
+    let out: String = arg(&args, 2, None)?;
+    let hot: u64 = arg(&args, 3, Some(1000))?;
+    let bogus: u64 = arg(&args, 4, Some(100_000))?;
+    let hot = hot.min(count).max(1);
+
+    let text = std::fs::read_to_string(&secret_file).map_err(|e| format!("{secret_file}: {e}"))?;
+    let secret = parse_hex_secret(&text).map_err(|e| e.to_string())?;
+    let scheme = CodeScheme::new(&secret, BODY_LEN, true).map_err(|e| e.to_string())?;
+    let out = Path::new(&out);
+    let create = |name: &str| -> Result<BufWriter<File>, String> {
+        let path = out.join(name);
+        File::create(&path)
+            .map(|f| BufWriter::with_capacity(1 << 20, f))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let io = |e: io::Error| e.to_string();
+
+    let mut resp = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+    let mut uniform = create("uniform.txt")?;
+    let mut hot_file = create("hot.txt")?;
+    let mut sample = create("sample.txt")?;
+    let hot_step = count / hot;
+    for n in 0..count {
+        let code = scheme.encode(n).map_err(|e| e.to_string())?;
+        let key = format!("sl:c:{code}");
+        let value = format!("1|L|302|0|0|https://example.com/{n}");
+        write!(
+            resp,
+            "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
+            key.len(),
+            value.len()
+        )
+        .map_err(io)?;
+        writeln!(uniform, "/{code}").map_err(io)?;
+        if n % hot_step == 0 && n / hot_step < hot {
+            writeln!(hot_file, "/{code}").map_err(io)?;
+        }
+        if n < 3 || n == count - 1 {
+            writeln!(sample, "{code} https://example.com/{n}").map_err(io)?;
+        }
+    }
+    resp.flush().map_err(io)?;
+    let missing = scheme.encode(count).map_err(|e| e.to_string())?;
+    writeln!(sample, "{missing} 404").map_err(io)?;
+
+    // Bogus: random bodies with a wrong check character (61 of 62 random strings of the shape).
+    let mut bogus_file = create("bogus.txt")?;
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ count;
+    let mut made = 0;
+    while made < bogus {
+        let mut code = [0u8; BODY_LEN as usize + 1];
+        for c in code.iter_mut() {
+            // xorshift64*: plenty for picking characters.
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            *c = ALPHABET[(rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as usize % 62];
+        }
+        if scheme.shape(&code) == Shape::BadCheck {
+            bogus_file.write_all(b"/").map_err(io)?;
+            bogus_file.write_all(&code).map_err(io)?;
+            bogus_file.write_all(b"\n").map_err(io)?;
+            made += 1;
+        }
+    }
+    for mut f in [uniform, hot_file, sample, bogus_file] {
+        f.flush().map_err(io)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""The redirect benchmark's measuring half; bench/redirect/run starts Redis and nginx, then this.
+
+1. Correctness first: the same codes redirect to the same Location on B, C and D (twice, so cached
+   answers are checked too), a valid code that is not loaded and bogus codes answer 404, A answers its
+   fixed 302; then a spot check of 200 uniform codes (their targets are known: line i is sequence i).
+2. Cells: rounds x workloads x servers, servers interleaved A B C D within each workload. Each cell is
+   one bounded wrk run; around it the nginx worker's and Redis's utime+stime and the worker's VmRSS.
+3. Medians across rounds, ratios against the targets, memory, machine: a markdown report on stdout
+   and, if --out, in that file.
+
+Exit status: 0 when every cell ran and answered correctly (performance targets never fail the run),
+1 otherwise.
+"""
+
+import argparse
+import datetime
+import http.client
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ["hot", "uniform", "bogus"]
+# (workload, numerator, denominator, minimum) — the targets of issue 6.
+TARGETS = [("hot", "D", "A", 0.95), ("uniform", "D", "B", 2.0), ("bogus", "D", "A", 0.95)]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+DESCRIPTION = {
+    "A": "`return 302` (ceiling)",
+    "B": "Lua + lua-resty-redis, keepalive pool",
+    "C": "B + ngx.shared.DICT cache",
+    "D": "shortlink module",
+}
+
+
+def log(msg):
+    print(f"bench/redirect: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--nginx-pid", type=int, required=True)
+    p.add_argument("--redis-pid", type=int, required=True)
+    p.add_argument("--prefix", required=True)
+    p.add_argument("--codes-dir", required=True)
+    p.add_argument("--servers", required=True)
+    p.add_argument("--ports", required=True)
+    p.add_argument("--codes", type=int, required=True)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--rounds", type=int, required=True)
+    p.add_argument("--warmup", type=float, default=0)
+    p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--cache-entries", type=int, required=True)
+    p.add_argument("--lua-cache", required=True)
+    p.add_argument("--module-cache", required=True)
+    p.add_argument("--wrk-script", required=True)
+    p.add_argument("--started", type=float, default=time.time())
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--out")
+    a = p.parse_args()
+    a.servers = a.servers.split(",")
+    a.ports = {k: int(v) for k, v in (kv.split("=") for kv in a.ports.split(","))}
+    return a
+
+
+# --- processes --------------------------------------------------------------------------------------
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat(5), counted after comm
+
+
+def machine_busy_ticks():
+    """Busy CPU time of the whole machine (all CPUs), in clock ticks, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]  # user nice system irq softirq steal
+
+
+def children_ticks():
+    """CPU time of this process's finished children (the wrk runs), in clock ticks."""
+    t = os.times()
+    return (t.children_user + t.children_system) * CLK_TCK
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def nginx_worker(master):
+    """The worker's PID (there is exactly one), waiting for the master to start it."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{master}/task/{master}/children") as f:
+                children = [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            raise SystemExit("bench/redirect: nginx exited; see its error.log")
+        if len(children) == 1:
+            return children[0]
+        time.sleep(0.05)
+    raise SystemExit(f"bench/redirect: expected one nginx worker, found {children}")
+
+
+def wait_ports(ports):
+    deadline = time.time() + 10
+    pending = set(ports)
+    while pending and time.time() < deadline:
+        for port in list(pending):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                c.connect()
+                c.close()
+                pending.discard(port)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    if pending:
+        raise SystemExit(f"bench/redirect: nginx does not listen on {sorted(pending)}")
+
+
+# --- correctness ------------------------------------------------------------------------------------
+
+
+def read_lines(path):
+    with open(path) as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def check_correctness(args, failures):
+    sample = [line.split(" ", 1) for line in read_lines(os.path.join(args.codes_dir, "sample.txt"))]
+    bogus = read_lines(os.path.join(args.codes_dir, "bogus.txt"))[:20]
+    uniform = read_lines(os.path.join(args.codes_dir, "uniform.txt"))
+    step = max(1, len(uniform) // 200)
+    spot = [(uniform[i], f"https://example.com/{i}") for i in range(0, len(uniform), step)]
+    expected = []  # (path, status, location)
+    for code, answer in sample:
+        expected.append(("/" + code, 404, None) if answer == "404" else ("/" + code, 302, answer))
+    expected += [(path, 404, None) for path in bogus]
+    expected += [(path, 302, loc) for path, loc in spot]
+    checked = 0
+    for server in args.servers:
+        conn = http.client.HTTPConnection("127.0.0.1", args.ports[server], timeout=5)
+        # Twice: the second pass answers from C's and D's caches.
+        for _ in range(2):
+            for path, status, location in expected:
+                if server == "A":
+                    status, location = 302, "https://example.com/fixed"
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                got = (resp.status, resp.getheader("Location"))
+                checked += 1
+                if got != (status, location):
+                    failures.append(f"{server} GET {path}: got {got}, expected {(status, location)}")
+        conn.close()
+    # Every code's expected Location is known, so B, C and D agree when none of them is wrong.
+    log(f"correctness: {checked} requests checked on {', '.join(args.servers)}"
+        + (f", {len(failures)} wrong" if failures else ", all as expected"))
+
+
+# --- cells ------------------------------------------------------------------------------------------
+
+
+def run_wrk(args, server, workload, duration):
+    code_file = os.path.join(args.codes_dir, f"{workload}.txt")
+    cmd = [
+        "wrk", "-t1", f"-c{args.connections}", f"-d{duration:g}s", "--timeout", "2s",
+        "-s", args.wrk_script, f"http://127.0.0.1:{args.ports[server]}", "--", code_file,
+    ]
+    # Bounded: wrk stops itself after `duration`; loading a 1M-line code file takes a few seconds.
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
+    for line in out.stdout.splitlines():
+        if line.startswith("BENCH "):
+            return json.loads(line[len("BENCH "):])
+    raise RuntimeError(f"wrk gave no summary (exit {out.returncode}): {out.stderr.strip()}")
+
+
+def cell(args, worker, server, workload, round_no):
+    cpu0, redis0, rss0 = cpu_ticks(worker), cpu_ticks(args.redis_pid), rss_kib(worker)
+    busy0, wrk0, t0 = machine_busy_ticks(), children_ticks(), time.time()
+    r = run_wrk(args, server, workload, args.duration)
+    busy1, wrk1, t1 = machine_busy_ticks(), children_ticks(), time.time()
+    cpu1, redis1, rss1 = cpu_ticks(worker), cpu_ticks(args.redis_pid), rss_kib(worker)
+    # Everything else that ran on the machine meanwhile (other users' builds, ...), in CPUs; the
+    # window includes wrk loading its code file, when it is the only one of ours that works.
+    others = (busy1 - busy0) - (cpu1 - cpu0) - (redis1 - redis0) - (wrk1 - wrk0)
+    seconds = r["duration_us"] / 1e6
+    n = max(r["requests"], 1)
+    c = {
+        "round": round_no, "server": server, "workload": workload,
+        "requests": r["requests"], "rps": r["requests"] / seconds,
+        "p50_ms": r["p50_us"] / 1000, "p99_ms": r["p99_us"] / 1000,
+        "cpu_us": (cpu1 - cpu0) / CLK_TCK * 1e6 / n,
+        "cpu_pct": (cpu1 - cpu0) / CLK_TCK / seconds * 100,
+        "redis_us": (redis1 - redis0) / CLK_TCK * 1e6 / n,
+        "other_cpus": max(others, 0) / CLK_TCK / (t1 - t0),
+        "status_errors": r["status_errors"],
+        "socket_errors": r["connect_errors"] + r["read_errors"] + r["write_errors"] + r["timeouts"],
+        "rss0": rss0, "rss1": rss1,
+    }
+    # Every answer must be a redirect, except bogus codes on B, C, D, which must all be 404 (wrk
+    # counts them as non-2xx/3xx; exact statuses were checked above).
+    expect_errors = r["requests"] if workload == "bogus" and server != "A" else 0
+    problems = []
+    if r["requests"] == 0:
+        problems.append("no requests")
+    if c["socket_errors"]:
+        problems.append(f"{c['socket_errors']} socket errors/timeouts")
+    if r["status_errors"] != expect_errors:
+        problems.append(f"{r['status_errors']} non-2xx/3xx of {r['requests']} (expected {expect_errors})")
+    c["problems"] = problems
+    return c
+
+
+def error_log_problems(prefix, offset):
+    path = os.path.join(prefix, "error.log")
+    try:
+        with open(path, errors="replace") as f:
+            f.seek(offset)
+            text = f.read()
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if re.search(r"\[(error|crit|alert|emerg)\]", line)]
+
+
+def log_size(prefix):
+    try:
+        return os.path.getsize(os.path.join(prefix, "error.log"))
+    except FileNotFoundError:
+        return 0
+
+
+# --- report -----------------------------------------------------------------------------------------
+
+
+def sh(*cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        return (out.stdout + out.stderr).strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    commit = sh("git", "-C", root, "rev-parse", "--short", "HEAD")
+    dirty = sh("git", "-C", root, "status", "--porcelain", "--untracked-files=no")
+    return {
+        "cpus": os.cpu_count(), "model": model, "mem_gib": mem_kib / 2**20,
+        "kernel": platform.release(), "os": sh("sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"),
+        "nginx": sh("/usr/sbin/nginx", "-v").replace("nginx version: ", ""),
+        "redis": sh("redis-server", "--version").split(" sha=")[0],
+        "wrk": sh("sh", "-c", "wrk -v 2>&1 | head -1").split(" [")[0],
+        "commit": commit + (" (uncommitted changes)" if dirty else ""),
+    }
+
+
+def fmt_rps(x):
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def med(cells, key):
+    return statistics.median(c[key] for c in cells)
+
+
+def report(args, cells, rss, failures, m):
+    now = datetime.datetime.now().astimezone()
+    L = []
+    L.append(f"# Redirect benchmark, {now:%Y-%m-%d %H:%M %Z}" + (" (smoke mode)" if args.smoke else ""))
+    L.append("")
+    L.append(f"- Machine: {m['cpus']} CPUs, {m['model']}, {m['mem_gib']:.1f} GiB RAM, "
+             f"{m['os']}, kernel {m['kernel']}; load average {args.loadavg_start} at the start, "
+             f"{loadavg()} at the end")
+    L.append(f"- Software: {m['nginx']} (Debian), one worker; {m['redis']}; {m['wrk']}; "
+             f"shortlink {m['commit']}")
+    L.append(f"- Data: {args.codes:,} codes in Redis (`1|L|302|0|0|https://example.com/<n>`), "
+             f"workloads hot = 1,000 codes, uniform = all {args.codes:,}, bogus = "
+             f"{min(args.codes, 100000):,} codes of the generated shape with a wrong check character")
+    L.append(f"- Load: wrk, 1 thread, {args.connections} connections, {args.duration:g} s a cell, "
+             f"{args.rounds} round(s), servers interleaved A B C D; all on 127.0.0.1, client, nginx "
+             f"and Redis sharing the {m['cpus']} CPUs")
+    L.append(f"- Caches: D `shortlink_cache {args.module_cache}`; C `lua_shared_dict {args.lua_cache}` "
+             f"(~{args.cache_entries:,} entries), ttl 10 s, negative ttl 1 s")
+    L.append("")
+    L.append("Medians across rounds. CPU = nginx worker utime+stime per request (µs); CPU % = the "
+             "worker's share of one CPU during the cell; Redis = redis-server CPU per request (µs); "
+             "other load = CPUs busy with anything but nginx, Redis and wrk during the cell (noise "
+             "from other users of the machine).")
+    L.append("")
+    L.append("| workload | server | req/s | req/s per round | p50 ms | p99 ms | CPU µs/req | CPU % "
+             "| Redis µs/req | other load | non-2xx/3xx |")
+    L.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    by = {}
+    for c in cells:
+        by.setdefault((c["workload"], c["server"]), []).append(c)
+    for w in WORKLOADS:
+        for s in args.servers:
+            cs = by.get((w, s), [])
+            if not cs:
+                continue
+            errs = sum(c["status_errors"] for c in cs)
+            note = " (404, expected)" if w == "bogus" and s != "A" and errs else ""
+            L.append(
+                f"| {w} | {s} {DESCRIPTION[s]} | {fmt_rps(med(cs, 'rps'))} | "
+                f"{' / '.join(fmt_rps(c['rps']) for c in cs)} | {med(cs, 'p50_ms'):.2f} | "
+                f"{med(cs, 'p99_ms'):.2f} | {med(cs, 'cpu_us'):.1f} | {med(cs, 'cpu_pct'):.0f} | "
+                f"{med(cs, 'redis_us'):.1f} | {med(cs, 'other_cpus'):.2f} | {errs}{note} |")
+    L.append("")
+    if "D" in args.servers:
+        L.append("Ratios of median req/s (and, in parentheses, of CPU per request: reference / D, "
+                 "higher is better for D):")
+        L.append("")
+        L.append("| workload | D/A | D/B | D/C | target | |")
+        L.append("|---|---:|---:|---:|---|---|")
+        for w in WORKLOADS:
+            d = by.get((w, "D"))
+            if not d:
+                continue
+            cols = []
+            ratio = {}
+            for ref in ["A", "B", "C"]:
+                r = by.get((w, ref))
+                if not r:
+                    cols.append("—")
+                    continue
+                ratio[ref] = med(d, "rps") / med(r, "rps")
+                cpu = med(r, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
+                cols.append(f"{ratio[ref]:.2f} ({cpu:.2f})")
+            target = [t for t in TARGETS if t[0] == w][0]
+            met = ratio.get(target[2], 0) >= target[3]
+            L.append(f"| {w} | {' | '.join(cols)} | {target[1]}/{target[2]} >= {target[3]:g} | "
+                     f"{'met' if met else '**NOT met**'} |")
+        L.append("")
+    else:
+        L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")
+        L.append("")
+    L.append("Memory: nginx worker VmRSS. One worker serves A to D, so it includes the Lua VM and "
+             "the pages of C's shared dict it touched; the per-server rows are the change during that "
+             "server's uniform cells.")
+    L.append("")
+    L.append("| | KiB |")
+    L.append("|---|---:|")
+    for label, kib in rss:
+        L.append(f"| {label} | {kib:,} |")
+    for s in args.servers:
+        cs = by.get(("uniform", s), [])
+        if cs:
+            deltas = " / ".join(f"{c['rss1'] - c['rss0']:+,}" for c in cs)
+            L.append(f"| change during {s}'s uniform cells, per round | {deltas} |")
+    L.append("")
+    L.append(f"Configured caches: D `shortlink_cache {args.module_cache}` (entries, per worker); "
+             f"C `lua_shared_dict sl_cache {args.lua_cache}` (bytes, shared).")
+    L.append("")
+    if failures:
+        L.append(f"**{len(failures)} correctness failure(s):**")
+        L.append("")
+        L += [f"- {f}" for f in failures[:50]]
+        L.append("")
+    flags = (" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
+    L.append(f"Command: `bench/redirect/run{flags}`; wall time {time.time() - args.started:.0f} s.")
+    return "\n".join(L) + "\n"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main():
+    args = parse_args()
+    args.loadavg_start = loadavg()
+    failures = []
+    wait_ports([args.ports[s] for s in args.servers])
+    worker = nginx_worker(args.nginx_pid)
+    log(f"nginx master {args.nginx_pid}, worker {worker}; servers " +
+        ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers))
+    log_offset = log_size(args.prefix)
+    check_correctness(args, failures)
+    if failures:
+        for f in failures[:20]:
+            log(f"WRONG: {f}")
+    if args.warmup > 0:
+        log(f"warm-up: {args.warmup:g} s per server")
+        for s in args.servers:
+            run_wrk(args, s, "hot", args.warmup)
+
+    cells = []
+    rss = [("at start (after the correctness check and warm-up)", rss_kib(worker))]
+    total = args.rounds * len(WORKLOADS) * len(args.servers)
+    for round_no in range(1, args.rounds + 1):
+        for w in WORKLOADS:
+            for s in args.servers:
+                if w == "uniform" and s == args.servers[0]:
+                    rss.append((f"round {round_no}, before the uniform cells", rss_kib(worker)))
+                c = cell(args, worker, s, w, round_no)
+                cells.append(c)
+                if w == "uniform" and s == args.servers[-1]:
+                    rss.append((f"round {round_no}, after the uniform cells", rss_kib(worker)))
+                log(f"[{len(cells)}/{total}] round {round_no} {w:7} {s}: {fmt_rps(c['rps'])} req/s, "
+                    f"p99 {c['p99_ms']:.2f} ms, {c['cpu_us']:.1f} µs CPU/req"
+                    + (f" — {'; '.join(c['problems'])}" if c["problems"] else ""))
+                failures += [f"round {round_no} {w} {s}: {p}" for p in c["problems"]]
+    bad_log = error_log_problems(args.prefix, log_offset)
+    failures += [f"nginx error.log: {line}" for line in bad_log[:10]]
+
+    text = report(args, cells, rss, failures, machine())
+    print(text)
+    if args.out:
+        out = args.out
+        base, ext = os.path.splitext(out)
+        n = 2
+        while os.path.exists(out):
+            out = f"{base}-{n}{ext}"
+            n += 1
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text)
+        log(f"written to {out}")
+    if failures:
+        log(f"FAILED: {len(failures)} correctness problem(s) (see the report)")
+        return 1
+    log("every cell ran and answered correctly")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

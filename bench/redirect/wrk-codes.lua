@@ -1,0 +1,34 @@
+-- wrk script for the redirect benchmark: every request is GET /<code> for a code picked uniformly
+-- at random from the code file given after `--` (one path a line). Requests are formatted once in
+-- init(), so request() costs wrk a random number and a table index.
+-- done() prints one JSON line (prefixed "BENCH ") that bench/redirect/measure.py reads.
+
+local requests = {}
+local count = 0
+
+function init(args)
+    local file = assert(args[1], "usage: wrk -s wrk-codes.lua URL -- CODE_FILE")
+    for path in io.lines(file) do
+        if path ~= "" then
+            count = count + 1
+            requests[count] = wrk.format("GET", path)
+        end
+    end
+    assert(count > 0, "no codes in " .. file)
+    math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+end
+
+function request()
+    return requests[math.random(count)]
+end
+
+function done(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format(
+        'BENCH {"requests": %d, "duration_us": %d, "bytes": %d, "connect_errors": %d, '
+            .. '"read_errors": %d, "write_errors": %d, "timeouts": %d, "status_errors": %d, '
+            .. '"p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d}\n',
+        summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write, e.timeout,
+        e.status, latency:percentile(50), latency:percentile(90), latency:percentile(99),
+        latency.max))
+end
