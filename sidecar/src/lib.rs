@@ -1,1 +1,201 @@
-//! Placeholder: the sidecar helper replaces this.
+//! The shortlink sidecar: issues short codes, keeps links in SQL (the source of truth) and writes
+//! them through to Redis in the form the nginx module reads (docs/ARCHITECTURE.md).
+//!
+//! - [`config`]: command-line and environment settings;
+//! - [`http`]: the REST API (`/api/v1`, auth, errors, OpenAPI) and health endpoints;
+//! - [`service`]: the write path (SQL transaction + Redis write-through) and the resolver;
+//! - [`storage`]: one trait, SQLite and PostgreSQL implementations, migrations;
+//! - [`projection`]: the Redis link record and its writes; [`issuer`]: sequence blocks → codes;
+//! - [`validate`]: target URL policy; [`cli`]: subcommands.
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod issuer;
+pub mod projection;
+pub mod service;
+pub mod storage;
+pub mod validate;
+
+use crate::config::{Config, ConfigError};
+use crate::http::{AppState, HttpSettings};
+use crate::issuer::Issuer;
+use crate::projection::{Projection, ProjectionError};
+use crate::service::LinkService;
+use crate::storage::{ConnectOptions, Storage, StorageError};
+use crate::validate::UrlPolicy;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("redis: {0}")]
+    Redis(#[from] ProjectionError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Opens the database named in the configuration (applying migrations).
+pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageError> {
+    storage::connect(&ConnectOptions {
+        url: config.database_url.clone(),
+        max_connections: config.db_max_connections,
+        acquire_timeout: config.db_timeout,
+    })
+    .await
+}
+
+pub fn open_projection(config: &Config) -> Result<Projection, ProjectionError> {
+    Projection::new(&config.redis_url, config.redis_timeout)
+}
+
+/// Everything the API needs, from the configuration: checks settings, opens the database
+/// (migrations, bootstrap key) and prepares the Redis connection (made lazily: Redis may be down).
+pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
+    let scheme = config.code_scheme()?;
+    if !(1..=1_000_000).contains(&config.sequence_block) {
+        return Err(ConfigError::SequenceBlock.into());
+    }
+    let public_base_url = config
+        .public_base_url
+        .as_deref()
+        .map(validate::public_base)
+        .transpose()
+        .map_err(ConfigError::PublicBase)?;
+    let short_domains =
+        validate::normalize_hosts(&config.short_domains).map_err(|value| ConfigError::Host {
+            flag: "--short-domains",
+            value,
+        })?;
+    let url_policy = UrlPolicy::new(
+        config.max_url_length,
+        &config.allow_hosts,
+        &config.block_hosts,
+    )
+    .map_err(|value| ConfigError::Host {
+        flag: "--allow-hosts/--block-hosts",
+        value,
+    })?;
+    if config
+        .bootstrap_api_key
+        .as_ref()
+        .is_some_and(|key| key.trim().len() < 32)
+    {
+        return Err(ConfigError::BootstrapKey.into());
+    }
+
+    let storage = open_storage(config).await?;
+    if let Some(key) = &config.bootstrap_api_key {
+        let hash = http::hash_api_key(key.trim());
+        if storage
+            .ensure_api_key("bootstrap", &hash, storage::now())
+            .await?
+        {
+            tracing::info!("bootstrap API key stored");
+        }
+    }
+    let projection = Arc::new(open_projection(config)?);
+    let issuer = Issuer::new(scheme, Arc::clone(&storage), config.sequence_block);
+    let links = LinkService::new(storage, projection, issuer, config.expired_grace);
+    Ok(AppState {
+        links: Arc::new(links),
+        settings: Arc::new(HttpSettings {
+            url_policy,
+            public_base_url,
+            short_domains,
+        }),
+    })
+}
+
+/// A built server with its listener bound (so the port is known before it runs).
+pub struct Application {
+    listener: tokio::net::TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    pub async fn build(config: &Config) -> Result<Self, StartupError> {
+        let state = build_state(config).await?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| StartupError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+        Ok(Self { listener, state })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let router = http::router(self.state);
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
+}
+
+/// Logs to stderr (stdout carries only the "listening on" line and CLI output), filtered by
+/// `RUST_LOG` (default `info`).
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -54,7 +54,10 @@ impl System {
     pub fn create(&self, body: serde_json::Value) -> String {
         let (status, json) = self.api().post("/links", &body);
         assert_eq!(status, 201, "create {body}: {json}");
-        json["code"].as_str().expect("code in the response").to_owned()
+        json["code"]
+            .as_str()
+            .expect("code in the response")
+            .to_owned()
     }
 }
 

@@ -74,10 +74,16 @@ impl Nginx {
             ("POOL", POOL.join(" ")),
             ("PUBLIC_BASE", format!("http://{}", POOL[0])),
         ];
-        std::fs::write(prefix.join("nginx.conf"), render("nginx.conf.template", &vars))
-            .expect("write nginx.conf");
-        std::fs::write(prefix.join("domains.conf"), render("domains.conf.template", &vars))
-            .expect("write domains.conf");
+        std::fs::write(
+            prefix.join("nginx.conf"),
+            render("nginx.conf.template", &vars),
+        )
+        .expect("write nginx.conf");
+        std::fs::write(
+            prefix.join("domains.conf"),
+            render("domains.conf.template", &vars),
+        )
+        .expect("write domains.conf");
 
         let bin = paths::nginx_bin();
         let process = Lifeline::builder(&bin, prefix.join("stderr.log"))

@@ -19,7 +19,10 @@ pub fn workspace_dir() -> PathBuf {
 }
 
 pub fn sidecar_bin() -> PathBuf {
-    existing(profile_dir().join("shortlink-sidecar"), "cargo build -p shortlink-sidecar")
+    existing(
+        profile_dir().join("shortlink-sidecar"),
+        "cargo build -p shortlink-sidecar",
+    )
 }
 
 /// The module: `SHORTLINK_MODULE` (a build for another nginx), or the workspace build.
@@ -27,7 +30,10 @@ pub fn module_so() -> PathBuf {
     if let Some(path) = std::env::var_os("SHORTLINK_MODULE") {
         return PathBuf::from(path);
     }
-    existing(profile_dir().join("libngx_shortlink.so"), "cargo build -p ngx-shortlink")
+    existing(
+        profile_dir().join("libngx_shortlink.so"),
+        "cargo build -p ngx-shortlink",
+    )
 }
 
 /// The nginx the module was built against: `SHORTLINK_NGINX`, or the newest vendored build.
@@ -40,13 +46,21 @@ pub fn nginx_bin() -> PathBuf {
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("nginx-sys-"))
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("nginx-sys-")
+        })
         .map(|entry| entry.path().join("out/objs/nginx"))
         .filter_map(|bin| Some((bin.metadata().ok()?.modified().ok()?, bin)))
         .max();
     match newest {
         Some((_, bin)) => bin,
-        None => panic!("no nginx under {}: run cargo build -p ngx-shortlink", builds.display()),
+        None => panic!(
+            "no nginx under {}: run cargo build -p ngx-shortlink",
+            builds.display()
+        ),
     }
 }
 

@@ -34,7 +34,9 @@ fn a_domain_added_to_the_pool_serves_after_reload_without_failing_requests() {
             }
         })
     };
-    assert!(wait_until(Duration::from_secs(10), || ok.load(Ordering::Relaxed) > 50));
+    assert!(wait_until(Duration::from_secs(10), || ok
+        .load(Ordering::Relaxed)
+        > 50));
 
     let domains = std::fs::read_to_string(system.nginx.domains_file()).unwrap();
     let domains = domains.replace("s1.test s2.test", "s1.test s2.test s3.test");
@@ -43,9 +45,15 @@ fn a_domain_added_to_the_pool_serves_after_reload_without_failing_requests() {
     let served = wait_until(Duration::from_secs(10), || {
         system.nginx.get("s3.test", &path).status() == 302
     });
-    assert!(served, "the new domain does not serve; log:\n{}", system.nginx.error_log());
+    assert!(
+        served,
+        "the new domain does not serve; log:\n{}",
+        system.nginx.error_log()
+    );
     let seen = ok.load(Ordering::Relaxed);
-    assert!(wait_until(Duration::from_secs(10), || ok.load(Ordering::Relaxed) > seen + 50));
+    assert!(wait_until(Duration::from_secs(10), || ok
+        .load(Ordering::Relaxed)
+        > seen + 50));
 
     running.store(false, Ordering::Relaxed);
     load.join().unwrap();

@@ -76,7 +76,10 @@ fn impossible_codes_are_refused_without_asking_redis() {
     ] {
         let response = system.nginx.get("s1.test", &path);
         assert_eq!(response.status(), 404, "{path}");
-        assert!(response.text().unwrap().contains("Link not found"), "branded page for {path}");
+        assert!(
+            response.text().unwrap().contains("Link not found"),
+            "branded page for {path}"
+        );
     }
     let after = system.nginx.counters();
     assert_eq!(redis_gets(&system.redis), gets, "Redis was asked");
@@ -93,7 +96,10 @@ fn unknown_revoked_and_expired_links() {
     assert_eq!(unknown.status(), 404);
 
     let code = system.create(json!({"url": "https://example.com/revoked"}));
-    assert_eq!(system.nginx.get("s1.test", &format!("/{code}")).status(), 302);
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
     let (status, body) = system.api().delete(&format!("/links/{code}"));
     assert!((200..300).contains(&status), "revoke: {status} {body}");
     let revoked = system.nginx.get("s1.test", &format!("/{code}"));
@@ -105,7 +111,10 @@ fn unknown_revoked_and_expired_links() {
         "url": "https://example.com/expiring",
         "expires_at": expires_at.to_rfc3339(),
     }));
-    assert_eq!(system.nginx.get("s1.test", &format!("/{code}")).status(), 302);
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
     // Waiting for the clock, not for a server: poll until the expiry has passed.
     let expired = wait_until(Duration::from_secs(10), || {
         system.nginx.get("s1.test", &format!("/{code}")).status() == 410
@@ -123,9 +132,13 @@ fn query_strings_are_forwarded_when_the_link_asks() {
 
     let response = system.nginx.get("s1.test", &format!("/{plain}?utm=sms"));
     assert_eq!(location(&response), "https://example.com/p");
-    let response = system.nginx.get("s1.test", &format!("/{forwarding}?utm=sms"));
+    let response = system
+        .nginx
+        .get("s1.test", &format!("/{forwarding}?utm=sms"));
     assert_eq!(location(&response), "https://example.com/f?utm=sms");
-    let response = system.nginx.get("s1.test", &format!("/{with_query}?utm=sms"));
+    let response = system
+        .nginx
+        .get("s1.test", &format!("/{with_query}?utm=sms"));
     assert_eq!(location(&response), "https://example.com/q?a=1&utm=sms");
 }
 
@@ -133,7 +146,10 @@ fn query_strings_are_forwarded_when_the_link_asks() {
 fn a_hot_code_is_answered_from_the_cache() {
     let system = System::start();
     let code = system.create(json!({"url": "https://example.com/hot"}));
-    assert_eq!(system.nginx.get("s1.test", &format!("/{code}")).status(), 302);
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
     let gets = redis_gets(&system.redis);
     let before = system.nginx.counters();
     for _ in 0..5 {
@@ -186,7 +202,11 @@ fn redis_down_without_fallback_fails_fast_with_503() {
         let response = system.nginx.get("s1.test", &format!("/{code}"));
         assert_eq!(response.status(), 503);
         // A bound on hanging, far above the 300 ms configured: not a speed measurement.
-        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 }
 

@@ -1,0 +1,165 @@
+//! Single-create latency over the REST API, on SQLite and on PostgreSQL.
+//!
+//! Starts a private redis-server (and PostgreSQL cluster) through `testkit`, runs the release
+//! `shortlink-sidecar serve` binary on each backend, then with one HTTP/1.1 keep-alive client sends
+//! sequential requests: `BENCH_WARMUP` creates (default 200), then `BENCH_N` creates (default 2000)
+//! interleaved one-for-one with `GET /healthz`, the reference measured in the same run by the same
+//! client over the same connection. Prints a markdown table. Run through
+//! `bench/create-latency/run` (or `cargo bench -p shortlink-sidecar --bench create_latency`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use testkit::process::Lifeline;
+use testkit::RedisServer;
+
+const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
+const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Row {
+    backend: &'static str,
+    create: Vec<Duration>,
+    healthz: Vec<Duration>,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
+    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", database_url, "--redis-url", redis_url])
+        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
+        .args(["--public-base-url", "https://s.example"])
+        .env("RUST_LOG", "warn")
+        .capture_stdout()
+        .spawn();
+    let line = process.wait_for_line(Duration::from_secs(60), |line| {
+        line.starts_with("shortlink-sidecar listening on ")
+    });
+    let addr = line
+        .trim_start_matches("shortlink-sidecar listening on ")
+        .trim()
+        .to_owned();
+    (process, format!("http://{addr}"))
+}
+
+async fn measure(base: &str, warmup: usize, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let create_url = format!("{base}/api/v1/links");
+    let health_url = format!("{base}/healthz");
+    let create = |i: usize| {
+        let request = client
+            .post(&create_url)
+            .bearer_auth(API_KEY)
+            .header("content-type", "application/json")
+            .body(format!(
+                r#"{{"url":"https://shop.example/campaign/spring?recipient={i}"}}"#
+            ));
+        async move {
+            let started = Instant::now();
+            let response = request.send().await.expect("POST /links");
+            let status = response.status();
+            let _ = response.bytes().await.expect("body");
+            let elapsed = started.elapsed();
+            assert_eq!(status, 201, "create answered {status}");
+            elapsed
+        }
+    };
+    for i in 0..warmup {
+        create(i).await;
+    }
+    let mut creates = Vec::with_capacity(n);
+    let mut healths = Vec::with_capacity(n);
+    for i in 0..n {
+        creates.push(create(warmup + i).await);
+        let started = Instant::now();
+        let response = client.get(&health_url).send().await.expect("GET /healthz");
+        let status = response.status();
+        let _ = response.bytes().await;
+        healths.push(started.elapsed());
+        assert_eq!(status, 200);
+    }
+    creates.sort();
+    healths.sort();
+    (creates, healths)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let warmup = env_usize("BENCH_WARMUP", 200);
+    let n = env_usize("BENCH_N", 2000).max(1);
+    let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = testkit::temp_dir();
+    let redis = RedisServer::start();
+    let mut rows = Vec::new();
+
+    for backend in ["sqlite", "postgres"] {
+        if !only.split(',').any(|b| b.trim() == backend) {
+            continue;
+        }
+        let database_url = match backend {
+            "sqlite" => format!("sqlite://{}", dir.path().join("bench.db").display()),
+            _ => testkit::postgres().fresh_database_url(),
+        };
+        let log = dir.path().join(format!("sidecar-{backend}.log"));
+        let (mut sidecar, base) = start_sidecar(&database_url, &redis.url(), &log);
+        let (create, healthz) = runtime.block_on(measure(&base, warmup, n));
+        sidecar.stop();
+        rows.push(Row {
+            backend,
+            create,
+            healthz,
+        });
+    }
+
+    println!("Single-create latency, `POST /api/v1/links`, one keep-alive client, sequential; ");
+    println!("{n} creates after {warmup} warm-up, each followed by a `GET /healthz` (reference).");
+    println!();
+    println!("| backend | create p50 (ms) | create p99 (ms) | healthz p50 (ms) | healthz p99 (ms) | create p50 / healthz p50 | target p50 <= 2 ms |");
+    println!("|---|---:|---:|---:|---:|---:|---|");
+    let mut all_met = true;
+    for row in &rows {
+        let create_p50 = percentile(&row.create, 0.50);
+        let health_p50 = percentile(&row.healthz, 0.50);
+        let met = create_p50 <= Duration::from_millis(2);
+        all_met &= met;
+        println!(
+            "| {} | {} | {} | {} | {} | {:.1} | {} |",
+            row.backend,
+            ms(create_p50),
+            ms(percentile(&row.create, 0.99)),
+            ms(health_p50),
+            ms(percentile(&row.healthz, 0.99)),
+            create_p50.as_secs_f64() / health_p50.as_secs_f64(),
+            if met { "met" } else { "MISSED" },
+        );
+    }
+    println!();
+    println!(
+        "SQLite: WAL, synchronous=NORMAL. PostgreSQL: testkit's cluster (fsync=off, \
+         synchronous_commit=off). Redis: no persistence. All on loopback."
+    );
+    if !all_met {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,245 @@
+//! Subcommands: `serve` (default), `keys create|list|revoke`, `resync`, `migrate`.
+
+use crate::config::Config;
+use crate::projection::RecordWrite;
+use crate::storage::{self, LinkState};
+use crate::{http, Application};
+use std::io::Write;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "shortlink-sidecar",
+    version,
+    about = "Issues short links for the shortlink nginx module."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub config: Config,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run the HTTP API (the default).
+    Serve,
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Rebuild Redis from SQL: every link rewritten (live, expiring with their TTL, revoked as
+    /// tombstones); links past their grace period are removed.
+    Resync,
+    /// Apply database migrations and exit.
+    Migrate,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print it (on stdout, once: only its hash is stored).
+    Create {
+        /// What the key is for, e.g. the campaign tool using it.
+        #[arg(long)]
+        name: String,
+    },
+    /// List keys (never the keys themselves).
+    List,
+    /// Revoke a key by id; requests with it are refused from then on.
+    Revoke {
+        /// The id shown by `keys list`.
+        id: i64,
+    },
+}
+
+pub async fn run(cli: Cli) -> Result<(), BoxError> {
+    let config = cli.config;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(&config).await,
+        Command::Keys { command } => keys(&config, command).await,
+        Command::Resync => resync(&config).await,
+        Command::Migrate => {
+            crate::open_storage(&config).await?;
+            println!("migrations applied");
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: &Config) -> Result<(), BoxError> {
+    tracing::info!(?config, "starting");
+    let app = Application::build(config).await?;
+    let addr = app.local_addr();
+    // Test harnesses and scripts read this exact line to learn the port.
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "shortlink-sidecar listening on {addr}")?;
+    stdout.flush()?;
+    drop(stdout);
+    tracing::info!(%addr, "listening");
+    app.run_until(crate::shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
+    let storage = crate::open_storage(config).await?;
+    match command {
+        KeysCommand::Create { name } => {
+            let name = name.trim();
+            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+                return Err("--name must be 1 to 200 printable characters".into());
+            }
+            let key = http::generate_api_key()?;
+            let created = storage
+                .create_api_key(name, &http::hash_api_key(&key), storage::now())
+                .await?;
+            eprintln!(
+                "created API key {} ({:?}); it is shown only this once:",
+                created.id, created.name
+            );
+            println!("{key}");
+        }
+        KeysCommand::List => {
+            println!("{:>6}  {:<27}  {:<27}  name", "id", "created", "revoked");
+            for key in storage.list_api_keys().await? {
+                println!(
+                    "{:>6}  {:<27}  {:<27}  {}",
+                    key.id,
+                    key.created_at.to_rfc3339(),
+                    key.revoked_at
+                        .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339()),
+                    key.name
+                );
+            }
+        }
+        KeysCommand::Revoke { id } => match storage.revoke_api_key(id, storage::now()).await? {
+            Some(key) => println!("revoked API key {} ({:?})", key.id, key.name),
+            None => return Err(format!("no API key has id {id}").into()),
+        },
+    }
+    Ok(())
+}
+
+/// Links read per SQL page and written per Redis pipeline.
+const RESYNC_PAGE: u32 = 1000;
+
+async fn resync(config: &Config) -> Result<(), BoxError> {
+    let storage = crate::open_storage(config).await?;
+    let projection = crate::open_projection(config)?;
+    let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
+    let mut after: Option<String> = None;
+    loop {
+        let page = storage.scan_links(after.as_deref(), RESYNC_PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.code.clone());
+        let now = storage::now();
+        let writes: Vec<RecordWrite> = page
+            .iter()
+            .map(|link| {
+                let write = RecordWrite::for_link(link, now, config.expired_grace);
+                match (link.state(now), &write) {
+                    (_, RecordWrite::Delete { .. }) => removed += 1,
+                    (LinkState::Live, _) => live += 1,
+                    (LinkState::Expired, _) => expired += 1,
+                    (LinkState::Revoked, _) => revoked += 1,
+                }
+                write
+            })
+            .collect();
+        projection.apply_pipelined(&writes).await?;
+    }
+    println!(
+        "resync: {} links written to redis ({live} live, {expired} expired within grace, \
+         {revoked} revoked), {removed} past grace removed",
+        live + expired + revoked
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    const SECRET: &str = "000102030405060708090a0b0c0d0e0f";
+
+    #[test]
+    fn defaults_and_global_flags() {
+        let cli = Cli::try_parse_from(["shortlink-sidecar"]).unwrap();
+        assert!(cli.command.is_none(), "serve is the default");
+        let c = &cli.config;
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8700");
+        assert_eq!(c.code_length, 6);
+        assert!(c.code_check);
+        assert_eq!(c.max_url_length, 5000);
+        assert_eq!(c.sequence_block, 1000);
+        assert_eq!(c.expired_grace.as_secs(), 7 * 86_400);
+
+        // Flags may follow the subcommand; booleans take a value; lists split on commas.
+        let cli = Cli::try_parse_from([
+            "shortlink-sidecar",
+            "keys",
+            "create",
+            "--name",
+            "tool",
+            "--code-check",
+            "false",
+            "--short-domains",
+            "s1.example,s2.example",
+            "--expired-grace",
+            "36h",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Keys { command: KeysCommand::Create { ref name } }) if name == "tool"
+        ));
+        assert!(!cli.config.code_check);
+        assert_eq!(cli.config.short_domains, ["s1.example", "s2.example"]);
+        assert_eq!(cli.config.expired_grace.as_secs(), 36 * 3600);
+        assert_eq!(cli.config.listen.port(), 0);
+    }
+
+    #[test]
+    fn code_secret_from_flag_or_file() {
+        let cli = Cli::try_parse_from(["x", "--code-secret", SECRET]).unwrap();
+        assert_eq!(cli.config.code_secret().unwrap().len(), 16);
+        assert!(cli.config.code_scheme().is_ok());
+
+        let file = std::env::temp_dir().join(format!("shortlink-secret-{}", std::process::id()));
+        std::fs::write(&file, format!("{SECRET}\n")).unwrap();
+        let path = file.to_str().unwrap();
+        let cli = Cli::try_parse_from(["x", "--code-secret-file", path]).unwrap();
+        assert_eq!(cli.config.code_secret().unwrap().len(), 16);
+        let both = Cli::try_parse_from(["x", "--code-secret", SECRET, "--code-secret-file", path])
+            .unwrap();
+        assert!(both.config.code_secret().is_err());
+        std::fs::remove_file(file).unwrap();
+
+        let short = Cli::try_parse_from(["x", "--code-secret", "0011"]).unwrap();
+        assert!(short.config.code_secret().is_err());
+        // The secret never appears in debug output.
+        let debug = format!(
+            "{:?}",
+            Cli::try_parse_from(["x", "--code-secret", SECRET])
+                .unwrap()
+                .config
+        );
+        assert!(!debug.contains(SECRET));
+    }
+
+    #[test]
+    fn database_passwords_are_redacted() {
+        assert_eq!(
+            crate::config::redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:****@h:5432/db"
+        );
+        assert_eq!(
+            crate::config::redact_url("sqlite://var/x.db"),
+            "sqlite://var/x.db"
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Command-line and environment configuration.
+//!
+//! Every option can be given as `--flag` or as the `SHORTLINK_*` variable named beside it; the flag
+//! wins. Options are global, so they may come before or after the subcommand.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Settings shared by every subcommand.
+#[derive(Clone, clap::Args)]
+pub struct Config {
+    /// Address the HTTP API listens on; port 0 picks a free port (printed on start-up).
+    #[arg(
+        long,
+        env = "SHORTLINK_LISTEN",
+        default_value = "127.0.0.1:8700",
+        global = true
+    )]
+    pub listen: SocketAddr,
+
+    /// SQL database: `sqlite://path` (file and directory created on first run) or `postgres://...`.
+    #[arg(
+        long,
+        env = "SHORTLINK_DATABASE_URL",
+        default_value = "sqlite://var/shortlink.db",
+        global = true,
+        hide_env_values = true
+    )]
+    pub database_url: String,
+
+    /// Most connections the sidecar opens to the database.
+    #[arg(
+        long,
+        env = "SHORTLINK_DB_MAX_CONNECTIONS",
+        default_value_t = 16,
+        global = true
+    )]
+    pub db_max_connections: u32,
+
+    /// How long a request waits for a database connection before answering 503.
+    #[arg(long, env = "SHORTLINK_DB_TIMEOUT", default_value = "3s", value_parser = humantime::parse_duration, global = true)]
+    pub db_timeout: Duration,
+
+    /// Redis that holds the `sl:c:<code>` projection read by the nginx module.
+    #[arg(
+        long,
+        env = "SHORTLINK_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        global = true,
+        hide_env_values = true
+    )]
+    pub redis_url: String,
+
+    /// Longest wait for one Redis connection attempt or reply before the write answers 503.
+    #[arg(long, env = "SHORTLINK_REDIS_TIMEOUT", default_value = "1s", value_parser = humantime::parse_duration, global = true)]
+    pub redis_timeout: Duration,
+
+    /// Code secret as hex (at least 16 bytes); shared with every nginx module instance.
+    #[arg(
+        long,
+        env = "SHORTLINK_CODE_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub code_secret: Option<String>,
+
+    /// File holding the code secret as hex (alternative to `--code-secret`).
+    #[arg(long, env = "SHORTLINK_CODE_SECRET_FILE", global = true)]
+    pub code_secret_file: Option<PathBuf>,
+
+    /// Digits in a generated code's body (4..=10); shared with the nginx module.
+    #[arg(
+        long,
+        env = "SHORTLINK_CODE_LENGTH",
+        default_value_t = shortcode::DEFAULT_BODY_LEN,
+        global = true
+    )]
+    pub code_length: u8,
+
+    /// Whether generated codes end in a check character; shared with the nginx module.
+    #[arg(long, env = "SHORTLINK_CODE_CHECK", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub code_check: bool,
+
+    /// Base of `short_url` when a request has no `X-Shortlink-Public-Base` header, e.g. `https://s.example`.
+    #[arg(long, env = "SHORTLINK_PUBLIC_BASE_URL", global = true)]
+    pub public_base_url: Option<String>,
+
+    /// Our short domains (comma-separated): refused as targets, as are the hosts of a request's `X-Shortlink-Pool`.
+    #[arg(
+        long,
+        env = "SHORTLINK_SHORT_DOMAINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub short_domains: Vec<String>,
+
+    /// API key stored (hashed) at start-up if absent, so a first deployment can be scripted.
+    #[arg(
+        long,
+        env = "SHORTLINK_BOOTSTRAP_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub bootstrap_api_key: Option<String>,
+
+    /// Longest accepted target URL, in bytes, before and after normalisation (punycode, percent-encoding).
+    #[arg(
+        long,
+        env = "SHORTLINK_MAX_URL_LENGTH",
+        default_value_t = 5000,
+        global = true
+    )]
+    pub max_url_length: usize,
+
+    /// If set, only targets on these hosts or their subdomains are accepted (comma-separated).
+    #[arg(
+        long,
+        env = "SHORTLINK_ALLOW_HOSTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub allow_hosts: Vec<String>,
+
+    /// Targets on these hosts or their subdomains are refused (comma-separated); wins over the allowlist.
+    #[arg(
+        long,
+        env = "SHORTLINK_BLOCK_HOSTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub block_hosts: Vec<String>,
+
+    /// Sequence numbers leased from the database at a time; a crash loses at most one block's rest.
+    #[arg(
+        long,
+        env = "SHORTLINK_SEQUENCE_BLOCK",
+        default_value_t = 1000,
+        global = true
+    )]
+    pub sequence_block: u64,
+
+    /// How long an expired link keeps answering 410 (its Redis TTL is `expires_at` + this), then 404.
+    #[arg(long, env = "SHORTLINK_EXPIRED_GRACE", default_value = "7d", value_parser = humantime::parse_duration, global = true)]
+    pub expired_grace: Duration,
+}
+
+// Secrets stay out of logs.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("code_length", &self.code_length)
+            .field("code_check", &self.code_check)
+            .field("public_base_url", &self.public_base_url)
+            .field("short_domains", &self.short_domains)
+            .field("max_url_length", &self.max_url_length)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("block_hosts", &self.block_hosts)
+            .field("sequence_block", &self.sequence_block)
+            .field("expired_grace", &self.expired_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection URL with its password replaced, fit for logs.
+pub fn redact_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("****"));
+            url.to_string()
+        }
+        _ => raw.to_owned(),
+    }
+}
+
+impl Config {
+    /// The code secret from `--code-secret` or `--code-secret-file`, as raw bytes.
+    pub fn code_secret(&self) -> Result<Vec<u8>, ConfigError> {
+        let hex = match (&self.code_secret, &self.code_secret_file) {
+            (Some(_), Some(_)) => return Err(ConfigError::TwoSecrets),
+            (Some(hex), None) => hex.clone(),
+            (None, Some(path)) => {
+                std::fs::read_to_string(path).map_err(|source| ConfigError::SecretFile {
+                    path: path.clone(),
+                    source,
+                })?
+            }
+            (None, None) => return Err(ConfigError::NoSecret),
+        };
+        shortcode::parse_hex_secret(&hex).map_err(ConfigError::Scheme)
+    }
+
+    /// The code scheme shared with the nginx module.
+    pub fn code_scheme(&self) -> Result<shortcode::CodeScheme, ConfigError> {
+        shortcode::CodeScheme::new(&self.code_secret()?, self.code_length, self.code_check)
+            .map_err(ConfigError::Scheme)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no code secret: set --code-secret / SHORTLINK_CODE_SECRET or --code-secret-file")]
+    NoSecret,
+    #[error("give either --code-secret or --code-secret-file, not both")]
+    TwoSecrets,
+    #[error("cannot read the code secret file {path}: {source}")]
+    SecretFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("code scheme: {0}")]
+    Scheme(shortcode::SchemeError),
+    #[error("--public-base-url: {0}")]
+    PublicBase(String),
+    #[error("{flag}: {value:?} is not a host name")]
+    Host { flag: &'static str, value: String },
+    #[error("--sequence-block must be between 1 and 1000000")]
+    SequenceBlock,
+    #[error("--bootstrap-api-key must be at least 32 characters")]
+    BootstrapKey,
+}

@@ -1,0 +1,354 @@
+//! The Redis projection of SQL that the nginx module reads (docs/ARCHITECTURE.md, "Link record,
+//! version 1"): key `sl:c:<code>`, value `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//!
+//! [`RecordWrite`] is the pure part (what to write for a link at a given time); [`Projection`]
+//! performs it on Redis, with bounded waits so a dead Redis costs a request at most the timeout.
+
+use crate::storage::{Link, LinkState};
+use chrono::{DateTime, Utc};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::RwLock;
+
+/// Prefix of every link key.
+pub const KEY_PREFIX: &str = "sl:c:";
+
+/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+pub const TOMBSTONE: &str = "1|R|410|0|0|";
+
+pub fn key(code: &str) -> String {
+    format!("{KEY_PREFIX}{code}")
+}
+
+/// The link record, version 1.
+pub fn encode_record(link: &Link) -> String {
+    if link.revoked_at.is_some() {
+        return TOMBSTONE.to_owned();
+    }
+    let expires = link.expires_at.map_or(0, |at| at.timestamp());
+    format!(
+        "1|L|{}|{}|{}|{}",
+        link.redirect, expires, link.flags.0, link.target
+    )
+}
+
+/// What Redis must hold for a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordWrite {
+    /// `SET key value`, clearing any TTL.
+    Set { key: String, value: String },
+    /// `SET key value EXAT at`: an expiring link answers 410 until `at`, then the key is gone (404).
+    SetUntil { key: String, value: String, at: i64 },
+    /// The key must not exist: a link past its grace period, or one that was never committed.
+    Delete { key: String },
+}
+
+impl RecordWrite {
+    /// The write that makes Redis agree with `link` at `now`, given the expired-link grace.
+    pub fn for_link(link: &Link, now: DateTime<Utc>, grace: Duration) -> Self {
+        let key = key(&link.code);
+        let value = encode_record(link);
+        match (link.state(now), link.expires_at) {
+            (LinkState::Revoked, _) | (_, None) => RecordWrite::Set { key, value },
+            (LinkState::Live | LinkState::Expired, Some(expires_at)) => {
+                let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+                let at = expires_at.timestamp().saturating_add(grace);
+                if at <= now.timestamp() {
+                    RecordWrite::Delete { key }
+                } else {
+                    RecordWrite::SetUntil { key, value, at }
+                }
+            }
+        }
+    }
+
+    /// The write that puts back what Redis held before a change that was not committed.
+    pub fn restore(
+        code: &str,
+        previous: Option<&Link>,
+        now: DateTime<Utc>,
+        grace: Duration,
+    ) -> Self {
+        match previous {
+            Some(link) => Self::for_link(link, now, grace),
+            None => RecordWrite::Delete { key: key(code) },
+        }
+    }
+
+    fn add_to(&self, pipe: &mut redis::Pipeline) {
+        match self {
+            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).ignore(),
+            RecordWrite::SetUntil { key, value, at } => pipe
+                .cmd("SET")
+                .arg(key)
+                .arg(value)
+                .arg("EXAT")
+                .arg(*at)
+                .ignore(),
+            RecordWrite::Delete { key } => pipe.cmd("DEL").arg(key).ignore(),
+        };
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// A Redis connection that is made lazily and re-made after failures, so the sidecar starts and
+/// keeps serving reads while Redis is down; writes then fail within `timeout`.
+pub struct Projection {
+    client: redis::Client,
+    timeout: Duration,
+    connection: RwLock<Option<ConnectionManager>>,
+    /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
+    /// outage under fallback load does not pile up background connection attempts.
+    repair_failed_at: AtomicU64,
+    epoch: Instant,
+}
+
+/// How long repairs pause after one failed.
+const REPAIR_PAUSE: Duration = Duration::from_secs(1);
+
+impl std::fmt::Debug for Projection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Projection")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Projection {
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, ProjectionError> {
+        Ok(Self {
+            client: redis::Client::open(url)?,
+            timeout,
+            connection: RwLock::new(None),
+            repair_failed_at: AtomicU64::new(0),
+            epoch: Instant::now(),
+        })
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, ProjectionError> {
+        if let Some(connection) = self.connection.read().await.as_ref() {
+            return Ok(connection.clone());
+        }
+        let mut slot = self.connection.write().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        // No retries inside the manager: a request must fail fast, the next one tries again.
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(self.timeout)
+            .set_response_timeout(self.timeout)
+            .set_number_of_retries(0)
+            .set_max_delay(100);
+        let connection = tokio::time::timeout(
+            self.timeout,
+            ConnectionManager::new_with_config(self.client.clone(), config),
+        )
+        .await
+        .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Runs `pipe` within `allowance`. A command that finds the connection dropped (Redis
+    /// restarted) is retried once on the connection the manager re-makes; every write here is
+    /// idempotent, so a retry is harmless.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        allowance: Duration,
+    ) -> Result<T, ProjectionError> {
+        let deadline = tokio::time::Instant::now() + allowance;
+        let mut retried = false;
+        loop {
+            let attempt = async {
+                let mut connection = self.connection().await?;
+                Ok::<T, ProjectionError>(pipe.query_async::<T>(&mut connection).await?)
+            };
+            match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Err(ProjectionError::Redis(error)))
+                    if !retried && (error.is_connection_dropped() || error.is_io_error()) =>
+                {
+                    tracing::debug!(%error, "redis connection lost; retrying once");
+                    retried = true;
+                }
+                Ok(result) => return result,
+                Err(_) => return Err(ProjectionError::Timeout(allowance)),
+            }
+        }
+    }
+
+    /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`).
+    pub async fn apply(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        self.run(&pipe, self.timeout).await
+    }
+
+    /// Performs a batch of writes in one pipelined round trip, not atomically (for resync).
+    pub async fn apply_pipelined(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        // A long pipeline gets a proportionally longer wait.
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
+    /// Writes the record only if the key is missing (`SET ... NX`), as the fallback resolver does:
+    /// it read SQL outside any transaction, so it may hold an older version than a concurrent
+    /// update, and must never overwrite what that update wrote. A `Delete` is skipped for the same
+    /// reason.
+    /// Skipped (`Ok`) for a short while after a failed repair.
+    pub async fn repair(&self, write: &RecordWrite) -> Result<(), ProjectionError> {
+        let failed_at = self.repair_failed_at.load(Ordering::Relaxed);
+        let now = self.millis();
+        if failed_at != 0 && now.saturating_sub(failed_at) < REPAIR_PAUSE.as_millis() as u64 {
+            return Ok(());
+        }
+        let result = self.repair_now(write).await;
+        if result.is_err() {
+            self.repair_failed_at
+                .store(self.millis().max(1), Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn millis(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    async fn repair_now(&self, write: &RecordWrite) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        match write {
+            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
+            RecordWrite::SetUntil { key, value, at } => pipe
+                .cmd("SET")
+                .arg(key)
+                .arg(value)
+                .arg("NX")
+                .arg("EXAT")
+                .arg(*at),
+            RecordWrite::Delete { .. } => return Ok(()),
+        };
+        self.run::<(Option<String>,)>(&pipe, self.timeout)
+            .await
+            .map(drop)
+    }
+
+    pub async fn ping(&self) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("PING");
+        self.run::<(String,)>(&pipe, self.timeout).await.map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LinkFlags;
+
+    fn link() -> Link {
+        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        Link {
+            code: "abc1234".into(),
+            target: "https://example.com/a?b=c|d".into(),
+            url_hash: String::new(),
+            redirect: 302,
+            flags: LinkFlags(0),
+            created_at: at,
+            updated_at: at,
+            expires_at: None,
+            revoked_at: None,
+            visit_count: 0,
+            last_visit_at: None,
+        }
+    }
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    #[test]
+    fn records_follow_the_contract() {
+        let mut l = link();
+        assert_eq!(encode_record(&l), "1|L|302|0|0|https://example.com/a?b=c|d");
+        l.redirect = 301;
+        l.flags = LinkFlags::with_forward_query(true);
+        l.expires_at = DateTime::from_timestamp(1_798_761_600, 0);
+        assert_eq!(
+            encode_record(&l),
+            "1|L|301|1798761600|1|https://example.com/a?b=c|d"
+        );
+        l.revoked_at = Some(l.created_at);
+        assert_eq!(encode_record(&l), "1|R|410|0|0|");
+        assert_eq!(key("abc1234"), "sl:c:abc1234");
+    }
+
+    #[test]
+    fn ttl_rules() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut l = link();
+        assert!(matches!(
+            RecordWrite::for_link(&l, now, DAY),
+            RecordWrite::Set { .. }
+        ));
+
+        // Expiring: TTL at expiry + grace, also once expired but within grace.
+        l.expires_at = DateTime::from_timestamp(1_700_000_100, 0);
+        let until = RecordWrite::for_link(&l, now, DAY);
+        assert_eq!(
+            until,
+            RecordWrite::SetUntil {
+                key: "sl:c:abc1234".into(),
+                value: "1|L|302|1700000100|0|https://example.com/a?b=c|d".into(),
+                at: 1_700_000_100 + 86_400
+            }
+        );
+        let later = now + chrono::Duration::seconds(1000);
+        assert!(matches!(
+            RecordWrite::for_link(&l, later, DAY),
+            RecordWrite::SetUntil { .. }
+        ));
+        // Past grace: the key must be gone.
+        let much_later = now + chrono::Duration::days(2);
+        assert_eq!(
+            RecordWrite::for_link(&l, much_later, DAY),
+            RecordWrite::Delete {
+                key: "sl:c:abc1234".into()
+            }
+        );
+
+        // Revoked: tombstone without TTL, even if it had an expiry.
+        l.revoked_at = Some(now);
+        assert_eq!(
+            RecordWrite::for_link(&l, much_later, DAY),
+            RecordWrite::Set {
+                key: "sl:c:abc1234".into(),
+                value: TOMBSTONE.into()
+            }
+        );
+
+        assert_eq!(
+            RecordWrite::restore("zz", None, now, DAY),
+            RecordWrite::Delete {
+                key: "sl:c:zz".into()
+            }
+        );
+    }
+}

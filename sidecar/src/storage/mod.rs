@@ -1,0 +1,339 @@
+//! SQL storage: the source of truth. One trait, one implementation per backend, chosen once from
+//! the database URL's scheme.
+//!
+//! Writes that must reach Redis go through a [`LinkTx`], so the caller can publish to Redis between
+//! the SQL write and the commit (see [`crate::service`]).
+
+mod postgres;
+mod sqlite;
+
+pub use self::postgres::PgStorage;
+pub use self::sqlite::SqliteStorage;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SubsecRound, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A link as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub code: String,
+    /// Normalised ASCII target URL.
+    pub target: String,
+    /// SHA-256 (hex) of `target`.
+    pub url_hash: String,
+    /// 301, 302, 307 or 308.
+    pub redirect: u16,
+    pub flags: LinkFlags,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Whole seconds: the Redis record carries Unix seconds.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub visit_count: i64,
+    pub last_visit_at: Option<DateTime<Utc>>,
+}
+
+/// The link record's flag bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkFlags(pub u32);
+
+impl LinkFlags {
+    /// Append the short URL's query string to the target.
+    pub const FORWARD_QUERY: u32 = 1;
+
+    pub fn with_forward_query(forward: bool) -> Self {
+        LinkFlags(if forward { Self::FORWARD_QUERY } else { 0 })
+    }
+
+    pub fn forward_query(self) -> bool {
+        self.0 & Self::FORWARD_QUERY != 0
+    }
+
+    pub fn set_forward_query(&mut self, forward: bool) {
+        if forward {
+            self.0 |= Self::FORWARD_QUERY;
+        } else {
+            self.0 &= !Self::FORWARD_QUERY;
+        }
+    }
+}
+
+/// What a link answers at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    Live,
+    Expired,
+    Revoked,
+}
+
+impl Link {
+    pub fn state(&self, now: DateTime<Utc>) -> LinkState {
+        if self.revoked_at.is_some() {
+            LinkState::Revoked
+        } else if self.expires_at.is_some_and(|at| at <= now) {
+            LinkState::Expired
+        } else {
+            LinkState::Live
+        }
+    }
+}
+
+/// Position in the newest-first listing: the last link of the previous page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub created_at: DateTime<Utc>,
+    pub code: String,
+}
+
+impl ListCursor {
+    /// Opaque to clients: `<unix microseconds>.<code>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at.timestamp_micros(), self.code)
+    }
+
+    pub fn decode(text: &str) -> Option<Self> {
+        let (micros, code) = text.split_once('.')?;
+        let created_at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+        let valid_code = (1..=shortcode::ALIAS_MAX_LEN).contains(&code.len())
+            && code
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        valid_code.then(|| ListCursor {
+            created_at,
+            code: code.to_owned(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: i64,
+    pub name: String,
+    /// SHA-256 (hex) of the key; the key itself is never stored.
+    pub key_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A unique constraint refused the write (a taken code).
+    #[error("unique constraint violated")]
+    Conflict,
+    /// The database cannot be reached or is overloaded: worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error: {0}")]
+    Other(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("unsupported database URL {0:?}: use sqlite://... or postgres://...")]
+    UnsupportedUrl(String),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+}
+
+impl StorageError {
+    /// Sorts a driver error: unique violations, connectivity problems, the rest.
+    pub(crate) fn classify(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StorageError::Conflict,
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                let unavailable = if db
+                    .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .is_some()
+                {
+                    // Class 08 connection exception, 53 insufficient resources, 28 authorization
+                    // refused, 57P0x operator intervention (shutdown, crash recovery, cannot
+                    // connect now), 55000 "database is not currently accepting connections",
+                    // 55P03 lock timeout, 57014 statement timeout, 3D000 no such database.
+                    code.starts_with("08")
+                        || code.starts_with("53")
+                        || code.starts_with("28")
+                        || code.starts_with("57P0")
+                        || matches!(code.as_ref(), "55000" | "55P03" | "57014" | "3D000")
+                } else {
+                    // SQLite: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
+                    code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
+                };
+                if unavailable {
+                    StorageError::Unavailable(error)
+                } else {
+                    StorageError::Other(error)
+                }
+            }
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => StorageError::Unavailable(error),
+            _ => StorageError::Other(error),
+        }
+    }
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+/// Connection settings common to both backends.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub url: String,
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// Opens the database named by `options.url` and applies its migrations.
+pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn Storage>> {
+    match Backend::from_url(&options.url) {
+        Some(Backend::Sqlite) => Ok(Arc::new(SqliteStorage::connect(options).await?)),
+        Some(Backend::Postgres) => Ok(Arc::new(PgStorage::connect(options).await?)),
+        None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(
+            &options.url,
+        ))),
+    }
+}
+
+/// The current time as stored: UTC, microsecond precision (what PostgreSQL keeps).
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Whether the database answers.
+    async fn ping(&self) -> StorageResult<()>;
+
+    /// Leases `size` sequence numbers; returns the first. Atomic across processes.
+    async fn lease_sequence_block(&self, size: u64) -> StorageResult<u64>;
+
+    async fn get_link(&self, code: &str) -> StorageResult<Option<Link>>;
+
+    /// The newest link with this URL hash that is neither revoked nor expired at `now`.
+    async fn find_live_link(
+        &self,
+        url_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Option<Link>>;
+
+    /// Newest first, starting after `after`.
+    async fn list_links(&self, after: Option<&ListCursor>, limit: u32) -> StorageResult<Vec<Link>>;
+
+    /// Every link in code order, `limit` at a time, starting after `after_code` (for resync).
+    async fn scan_links(&self, after_code: Option<&str>, limit: u32) -> StorageResult<Vec<Link>>;
+
+    /// Starts a write transaction; dropping it uncommitted rolls it back.
+    async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>>;
+
+    async fn create_api_key(
+        &self,
+        name: &str,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<ApiKey>;
+
+    /// Inserts the key unless one with this hash exists; returns whether it was inserted.
+    async fn ensure_api_key(
+        &self,
+        name: &str,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<bool>;
+
+    async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>>;
+
+    /// Marks the key revoked (keeping the first revocation time); `None` if there is no such key.
+    async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>>;
+}
+
+/// A write transaction on links.
+#[async_trait]
+pub trait LinkTx: Send {
+    /// Inserts a new link; [`StorageError::Conflict`] if the code is taken.
+    async fn insert_link(&mut self, link: &Link) -> StorageResult<()>;
+
+    /// Reads a link and locks it against concurrent writers until the transaction ends.
+    async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;
+
+    /// Writes every mutable field of `link` (matched by code).
+    async fn update_link(&mut self, link: &Link) -> StorageResult<()>;
+
+    async fn commit(self: Box<Self>) -> StorageResult<()>;
+
+    async fn rollback(self: Box<Self>) -> StorageResult<()>;
+}
+
+/// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
+/// checked on the way out.
+pub(crate) fn checked_redirect(value: i64) -> StorageResult<u16> {
+    match value {
+        301 | 302 | 307 | 308 => Ok(value as u16),
+        other => Err(StorageError::Corrupt(format!(
+            "redirect status {other} in the database"
+        ))),
+    }
+}
+
+pub(crate) fn checked_flags(value: i64) -> StorageResult<LinkFlags> {
+    u32::try_from(value)
+        .map(LinkFlags)
+        .map_err(|_| StorageError::Corrupt(format!("link flags {value} in the database")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trip() {
+        let cursor = ListCursor {
+            created_at: now(),
+            code: "a_b-c".into(),
+        };
+        assert_eq!(ListCursor::decode(&cursor.encode()), Some(cursor));
+        assert_eq!(ListCursor::decode("x.abc"), None);
+        assert_eq!(ListCursor::decode("12.a'b"), None);
+        assert_eq!(ListCursor::decode("12"), None);
+        assert_eq!(ListCursor::decode("12."), None);
+    }
+
+    #[test]
+    fn backend_from_url() {
+        assert_eq!(Backend::from_url("sqlite://x.db"), Some(Backend::Sqlite));
+        assert_eq!(Backend::from_url("sqlite::memory:"), Some(Backend::Sqlite));
+        assert_eq!(
+            Backend::from_url("postgres://u@h/db"),
+            Some(Backend::Postgres)
+        );
+        assert_eq!(
+            Backend::from_url("postgresql://u@h/db"),
+            Some(Backend::Postgres)
+        );
+        assert_eq!(Backend::from_url("mysql://u@h/db"), None);
+    }
+}

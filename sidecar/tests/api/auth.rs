@@ -1,0 +1,158 @@
+//! API keys: every `/api/v1` route needs a valid, unrevoked key; health endpoints need none.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::process::Command;
+
+crate::on_both_backends!(
+    requests_without_a_valid_key_are_refused,
+    keys_from_the_cli_work_until_revoked,
+);
+
+async fn requests_without_a_valid_key_are_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://a.example/", "code": "known"}))
+        .await;
+    let before = app.stored().await;
+    let body = json!({"url": "https://b.example/"});
+
+    let attempts: Vec<(Option<String>, &str)> = vec![
+        (None, "missing_api_key"),
+        (Some("Bearer".into()), "missing_api_key"),
+        (Some("Bearer ".into()), "missing_api_key"),
+        (Some(format!("Basic {API_KEY}")), "missing_api_key"),
+        (Some("Bearer slk_wrong".into()), "invalid_api_key"),
+        (Some(format!("Bearer {API_KEY}x")), "invalid_api_key"),
+        (
+            Some(format!("Bearer {}", "k".repeat(10_000))),
+            "invalid_api_key",
+        ),
+        (Some("Bearer ' OR 1=1 --".into()), "invalid_api_key"),
+    ];
+    for (authorization, code) in &attempts {
+        for (method, path) in [
+            (Method::POST, "/links"),
+            (Method::GET, "/links"),
+            (Method::GET, "/links/known"),
+            (Method::PATCH, "/links/known"),
+            (Method::DELETE, "/links/known"),
+            (Method::GET, "/resolve/known"),
+            (Method::GET, "/openapi.json"),
+            (Method::GET, "/no/such/route"),
+        ] {
+            let mut request = app
+                .client
+                .request(method.clone(), app.url(&format!("/api/v1{path}")))
+                .json(&body);
+            if let Some(authorization) = authorization {
+                request = request.header("Authorization", authorization);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(
+                response.status(),
+                401,
+                "{method} {path} with {authorization:?}"
+            );
+            assert_eq!(
+                response.headers()["www-authenticate"],
+                "Bearer",
+                "{method} {path}"
+            );
+            let error: Value = response.json().await.unwrap();
+            assert_eq!(
+                error["error"]["code"], *code,
+                "{method} {path} with {authorization:?}"
+            );
+        }
+    }
+    assert_eq!(app.stored().await, before, "refused requests store nothing");
+
+    // The scheme name is case-insensitive.
+    let response = app
+        .client
+        .get(app.url("/api/v1/links/known"))
+        .header("Authorization", format!("bearer {API_KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    // Health needs no key.
+    for path in ["/healthz", "/readyz"] {
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+    }
+}
+
+/// `keys create` prints a key once; it works until `keys revoke`, then gets `revoked_api_key`.
+async fn keys_from_the_cli_work_until_revoked(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let sidecar = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+            .args(args)
+            .args(["--database-url", &app.database_url])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run shortlink-sidecar");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let key = sidecar(&["keys", "create", "--name", "campaign tool"]);
+    let key = key.trim();
+    assert!(key.starts_with("slk_") && key.len() == 68, "{key:?}");
+
+    let listing = sidecar(&["keys", "list"]);
+    let line = listing
+        .lines()
+        .find(|line| line.ends_with("campaign tool"))
+        .unwrap_or_else(|| panic!("key listed:\n{listing}"));
+    assert!(!listing.contains(key), "keys are never shown again");
+    let id = line.split_whitespace().next().unwrap().to_owned();
+
+    let with_key = |key: String| {
+        app.client
+            .post(app.url("/api/v1/links"))
+            .bearer_auth(key)
+            .json(&json!({"url": "https://a.example/"}))
+            .send()
+    };
+    assert_eq!(with_key(key.to_owned()).await.unwrap().status(), 201);
+
+    let revoked = sidecar(&["keys", "revoke", &id]);
+    assert!(revoked.contains("revoked"), "{revoked}");
+    let before = app.stored().await;
+    let response = with_key(key.to_owned()).await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["error"]["code"],
+        "revoked_api_key"
+    );
+    assert_eq!(app.stored().await, before);
+
+    // Revoking an unknown id fails; other keys keep working.
+    let status = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args([
+            "keys",
+            "revoke",
+            "999999",
+            "--database-url",
+            &app.database_url,
+        ])
+        .output()
+        .unwrap()
+        .status;
+    assert!(!status.success());
+    assert_eq!(
+        app.api(Method::GET, "/links")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}

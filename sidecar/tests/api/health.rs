@@ -1,0 +1,63 @@
+//! Health endpoints and the OpenAPI document.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let response = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"status": "ok"})
+    );
+    let response = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"status": "ready", "database": "ok", "redis": "ok"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openapi_document_describes_the_api() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let response = app
+        .api(reqwest::Method::GET, "/openapi.json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let doc: Value = response.json().await.unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, methods) in [
+        ("/api/v1/links", &["get", "post"][..]),
+        ("/api/v1/links/{code}", &["get", "patch", "delete"][..]),
+        ("/api/v1/resolve/{code}", &["get"][..]),
+        ("/healthz", &["get"][..]),
+        ("/readyz", &["get"][..]),
+    ] {
+        for method in methods {
+            assert!(
+                paths[path][method].is_object(),
+                "{method} {path} documented"
+            );
+        }
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for schema in [
+        "CreateLinkRequest",
+        "UpdateLinkRequest",
+        "LinkView",
+        "LinkPage",
+        "ErrorBody",
+    ] {
+        assert!(schemas.contains_key(schema), "schema {schema}");
+    }
+    assert_eq!(
+        doc["components"]["securitySchemes"]["api_key"]["scheme"],
+        "bearer"
+    );
+}

@@ -1,0 +1,339 @@
+//! `spawn_app`: the sidecar's router in-process on 127.0.0.1:0, with a fresh SQLite file or
+//! PostgreSQL database and a fresh redis-server per test.
+
+use clap::Parser;
+use redis::AsyncCommands;
+use serde_json::Value;
+use shortcode::CodeScheme;
+use shortlink_sidecar::cli::Cli;
+use shortlink_sidecar::Application;
+use sqlx::{PgPool, SqlitePool};
+use std::sync::LazyLock;
+use std::time::Duration;
+use testkit::RedisServer;
+
+/// Logs appear only with `TEST_LOG=1`.
+static TRACING: LazyLock<()> = LazyLock::new(|| {
+    if std::env::var_os("TEST_LOG").is_some() {
+        shortlink_sidecar::init_tracing();
+    }
+});
+
+pub const API_KEY: &str = "slk_test0000000000000000000000000000000000000000000000000000000000";
+pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+pub const PUBLIC_BASE: &str = "https://s.example";
+pub const GRACE_SECS: i64 = 7 * 86_400;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Direct access to the test's database, for assertions and for states the API cannot produce.
+pub enum TestDb {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub database_url: String,
+    pub client: reqwest::Client,
+    pub redis: RedisServer,
+    pub db: TestDb,
+    pub scheme: CodeScheme,
+    redis_client: redis::Client,
+    _dir: tempfile::TempDir,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Counts of everything stored, to check that refused requests leave nothing behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub links: i64,
+    pub api_keys: i64,
+    pub redis_keys: i64,
+    pub redis_values: Vec<(String, Option<String>)>,
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, &[]).await
+}
+
+/// `extra` are more command-line flags, e.g. `["--short-domains", "s1.example"]`.
+pub async fn spawn_app_with(backend: Backend, extra: &[&str]) -> TestApp {
+    LazyLock::force(&TRACING);
+    let dir = testkit::temp_dir();
+    let database_url = match backend {
+        Backend::Sqlite => format!("sqlite://{}", dir.path().join("var/links.db").display()),
+        Backend::Postgres => testkit::postgres().fresh_database_url(),
+    };
+    let redis = RedisServer::start();
+    let config = config(&database_url, &redis.url(), extra);
+    let app = Application::build(&config)
+        .await
+        .expect("build the application");
+    let address = format!("http://{}", app.local_addr());
+    let server = tokio::spawn(async move {
+        app.run_until(std::future::pending()).await.expect("serve");
+    });
+    let db = match backend {
+        Backend::Sqlite => TestDb::Sqlite(SqlitePool::connect(&database_url).await.unwrap()),
+        Backend::Postgres => TestDb::Postgres(PgPool::connect(&database_url).await.unwrap()),
+    };
+    let redis_client = redis::Client::open(redis.url()).unwrap();
+    TestApp {
+        address,
+        database_url,
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+        redis,
+        db,
+        scheme: CodeScheme::new(
+            &shortcode::parse_hex_secret(SECRET_HEX).unwrap(),
+            shortcode::DEFAULT_BODY_LEN,
+            true,
+        )
+        .unwrap(),
+        redis_client,
+        _dir: dir,
+        server,
+    }
+}
+
+/// The configuration a test sidecar runs with.
+pub fn config(
+    database_url: &str,
+    redis_url: &str,
+    extra: &[&str],
+) -> shortlink_sidecar::config::Config {
+    cli(database_url, redis_url, extra).config
+}
+
+pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
+    let mut args = vec![
+        "shortlink-sidecar",
+        "--listen",
+        "127.0.0.1:0",
+        "--database-url",
+        database_url,
+        "--redis-url",
+        redis_url,
+        "--code-secret",
+        SECRET_HEX,
+        "--public-base-url",
+        PUBLIC_BASE,
+        "--bootstrap-api-key",
+        API_KEY,
+        "--redis-timeout",
+        "500ms",
+        "--db-timeout",
+        "2s",
+    ];
+    args.extend_from_slice(extra);
+    Cli::try_parse_from(args).expect("valid test configuration")
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, self.url(&format!("/api/v1{path}")))
+            .bearer_auth(API_KEY)
+    }
+
+    pub async fn post_link(&self, body: &Value) -> reqwest::Response {
+        self.api(reqwest::Method::POST, "/links")
+            .json(body)
+            .send()
+            .await
+            .expect("send POST /links")
+    }
+
+    /// Creates a link and returns its JSON (panics unless 201).
+    pub async fn create(&self, body: Value) -> Value {
+        let response = self.post_link(&body).await;
+        let status = response.status();
+        let json: Value = response.json().await.unwrap();
+        assert_eq!(status, 201, "create {body}: {json}");
+        json
+    }
+
+    pub async fn get_link(&self, code: &str) -> reqwest::Response {
+        self.api(reqwest::Method::GET, &format!("/links/{code}"))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn patch_link(&self, code: &str, body: &Value) -> reqwest::Response {
+        self.api(reqwest::Method::PATCH, &format!("/links/{code}"))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn delete_link(&self, code: &str) -> reqwest::Response {
+        self.api(reqwest::Method::DELETE, &format!("/links/{code}"))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn resolve(&self, path_and_query: &str) -> reqwest::Response {
+        self.api(reqwest::Method::GET, &format!("/resolve/{path_and_query}"))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn redis(&self) -> redis::aio::MultiplexedConnection {
+        self.redis_client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to the test redis")
+    }
+
+    pub async fn redis_get(&self, code: &str) -> Option<String> {
+        self.redis()
+            .await
+            .get(format!("sl:c:{code}"))
+            .await
+            .unwrap()
+    }
+
+    /// Redis `EXPIRETIME`: -1 without TTL, -2 if the key is missing, else the Unix time.
+    pub async fn redis_expiretime(&self, code: &str) -> i64 {
+        redis::cmd("EXPIRETIME")
+            .arg(format!("sl:c:{code}"))
+            .query_async(&mut self.redis().await)
+            .await
+            .unwrap()
+    }
+
+    pub async fn stored(&self) -> Stored {
+        let (links, api_keys) = match &self.db {
+            TestDb::Sqlite(pool) => (
+                count(pool, "SELECT COUNT(*) FROM links").await,
+                count(pool, "SELECT COUNT(*) FROM api_keys").await,
+            ),
+            TestDb::Postgres(pool) => (
+                count_pg(pool, "SELECT COUNT(*) FROM links").await,
+                count_pg(pool, "SELECT COUNT(*) FROM api_keys").await,
+            ),
+        };
+        let mut redis = self.redis().await;
+        let redis_keys: i64 = redis::cmd("DBSIZE").query_async(&mut redis).await.unwrap();
+        let mut keys: Vec<String> = redis.keys("*").await.unwrap();
+        keys.sort();
+        let mut redis_values = Vec::new();
+        for key in keys {
+            let value: Option<String> = redis.get(&key).await.unwrap();
+            redis_values.push((key, value));
+        }
+        Stored {
+            links,
+            api_keys,
+            redis_keys,
+            redis_values,
+        }
+    }
+
+    /// Moves a link's expiry to `at` (Unix seconds) behind the API's back: the API only accepts
+    /// future expiries, and tests must not sleep until one passes.
+    pub async fn set_expiry_in_sql(&self, code: &str, at: i64) {
+        let at = chrono::DateTime::from_timestamp(at, 0).unwrap();
+        match &self.db {
+            TestDb::Sqlite(pool) => {
+                sqlx::query("UPDATE links SET expires_at = ?1 WHERE code = ?2")
+                    .bind(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+                    .bind(code)
+                    .execute(pool)
+                    .await
+                    .unwrap();
+            }
+            TestDb::Postgres(pool) => {
+                sqlx::query("UPDATE links SET expires_at = $1 WHERE code = $2")
+                    .bind(at)
+                    .bind(code)
+                    .execute(pool)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Runs a subcommand in-process with this app's database and Redis.
+    pub async fn run_cli(&self, args: &[&str]) {
+        let cli = cli(&self.database_url, &self.redis.url(), args);
+        shortlink_sidecar::cli::run(cli).await.expect("subcommand");
+    }
+}
+
+async fn count(pool: &SqlitePool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+async fn count_pg(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+pub fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Polls `check` until it holds (at most `timeout`); no fixed sleeps.
+pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Generates one `#[tokio::test]` per backend for each listed `async fn name(Backend)`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}

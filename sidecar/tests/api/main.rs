@@ -1,0 +1,11 @@
+//! API tests against real servers: the sidecar's router in-process (or its binary), a fresh SQLite
+//! file or PostgreSQL database and a fresh redis-server per test.
+
+mod auth;
+mod health;
+mod helpers;
+mod links;
+mod multiprocess;
+mod outages;
+mod resolve;
+mod validation;

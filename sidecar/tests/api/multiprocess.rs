@@ -1,0 +1,151 @@
+//! Four sidecar processes on one PostgreSQL database and one Redis, eight concurrent clients each,
+//! 20,000 links in all: no duplicate code, and every link readable from Redis in the documented
+//! format. The processes are real (`shortlink-sidecar serve`), each leasing its own sequence blocks.
+
+use crate::helpers::*;
+use redis::AsyncCommands;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+use testkit::process::Lifeline;
+use testkit::RedisServer;
+
+const PROCESSES: usize = 4;
+const CLIENTS_PER_PROCESS: usize = 8;
+const LINKS: usize = 20_000;
+
+/// Starts `shortlink-sidecar serve` on a free port and returns it with its base URL. The lifeline
+/// stops it when dropped, also when the test panics, and if the test process dies.
+fn start_sidecar(
+    database_url: &str,
+    redis_url: &str,
+    log: std::path::PathBuf,
+) -> (Lifeline, String) {
+    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", database_url, "--redis-url", redis_url])
+        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
+        .args(["--sequence-block", "100"])
+        .env("RUST_LOG", "warn")
+        .capture_stdout()
+        .spawn();
+    let line = process.wait_for_line(Duration::from_secs(60), |line| {
+        line.starts_with("shortlink-sidecar listening on ")
+    });
+    let addr = line
+        .trim_start_matches("shortlink-sidecar listening on ")
+        .trim();
+    (process, format!("http://{addr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_processes_issue_20000_unique_codes() {
+    let dir = testkit::temp_dir();
+    let database_url = testkit::postgres().fresh_database_url();
+    let redis = RedisServer::start();
+
+    // Started together, so they also race on migrations and the bootstrap key.
+    let starts: Vec<_> = (0..PROCESSES)
+        .map(|i| {
+            let database_url = database_url.clone();
+            let redis_url = redis.url();
+            let log = dir.path().join(format!("sidecar-{i}.log"));
+            std::thread::spawn(move || start_sidecar(&database_url, &redis_url, log))
+        })
+        .collect();
+    let sidecars: Vec<(Lifeline, String)> = starts.into_iter().map(|s| s.join().unwrap()).collect();
+
+    let started = Instant::now();
+    let per_client = LINKS / (PROCESSES * CLIENTS_PER_PROCESS);
+    let mut clients = tokio::task::JoinSet::new();
+    for (p, (_, base)) in sidecars.iter().enumerate() {
+        let http = reqwest::Client::new();
+        for c in 0..CLIENTS_PER_PROCESS {
+            let http = http.clone();
+            let url = format!("{base}/api/v1/links");
+            clients.spawn(async move {
+                let mut created = Vec::with_capacity(per_client);
+                for i in 0..per_client {
+                    let target = format!("https://t.example/{p}/{c}/{i}");
+                    let response = http
+                        .post(&url)
+                        .bearer_auth(API_KEY)
+                        .json(&json!({"url": target}))
+                        .send()
+                        .await
+                        .expect("POST /links");
+                    let status = response.status();
+                    let body: Value = response.json().await.unwrap();
+                    assert_eq!(status, 201, "{body}");
+                    created.push((body["code"].as_str().unwrap().to_owned(), target));
+                }
+                created
+            });
+        }
+    }
+    let mut links: HashMap<String, String> = HashMap::with_capacity(LINKS);
+    let mut responses = 0;
+    while let Some(created) = clients.join_next().await {
+        for (code, target) in created.unwrap() {
+            responses += 1;
+            assert!(
+                links.insert(code.clone(), target).is_none(),
+                "duplicate code {code}"
+            );
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{LINKS} links through {PROCESSES} processes in {elapsed:?} ({:.0}/s)",
+        LINKS as f64 / elapsed.as_secs_f64()
+    );
+    assert_eq!(responses, LINKS);
+    assert_eq!(links.len(), LINKS, "0 duplicate codes");
+
+    let scheme = shortcode::CodeScheme::new(
+        &shortcode::parse_hex_secret(SECRET_HEX).unwrap(),
+        shortcode::DEFAULT_BODY_LEN,
+        true,
+    )
+    .unwrap();
+    let sequences: HashSet<u64> = links
+        .keys()
+        .map(|code| scheme.decode(code).expect("a generated code"))
+        .collect();
+    assert_eq!(sequences.len(), LINKS, "distinct sequence numbers");
+
+    // SQL holds exactly these links.
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM links")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(count, LINKS as i64);
+
+    // Every link is in Redis, in the documented format.
+    let mut connection = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let codes: Vec<&String> = links.keys().collect();
+    for chunk in codes.chunks(1000) {
+        let keys: Vec<String> = chunk.iter().map(|code| format!("sl:c:{code}")).collect();
+        let values: Vec<Option<String>> = connection.mget(&keys).await.unwrap();
+        for (code, value) in chunk.iter().zip(values) {
+            let value = value.unwrap_or_else(|| panic!("sl:c:{code} missing"));
+            assert_eq!(value, format!("1|L|302|0|0|{}", links[*code]));
+        }
+    }
+    let dbsize: i64 = redis::cmd("DBSIZE")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(dbsize, LINKS as i64);
+
+    // Graceful stop on SIGTERM (the lifeline's stop signal).
+    for (mut process, _) in sidecars {
+        process.stop();
+        assert!(!process.is_alive(), "stopped");
+    }
+}

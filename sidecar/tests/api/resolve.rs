@@ -1,0 +1,160 @@
+//! `GET /api/v1/resolve/{code}`: the answer nginx's fallback relays, and the Redis repair.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+crate::on_both_backends!(
+    resolve_answers_as_the_module_would,
+    resolve_repairs_missing_redis_keys,
+);
+
+async fn resolve_answers_as_the_module_would(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let plain = app
+        .create(json!({"url": "https://a.example/p?x=1#frag"}))
+        .await;
+    let plain = plain["code"].as_str().unwrap();
+    let forwarding = app
+        .create(
+            json!({"url": "https://a.example/p?x=1#frag", "forward_query": true, "redirect": 301}),
+        )
+        .await;
+    let forwarding = forwarding["code"].as_str().unwrap();
+
+    // Live: the status and Location, the query string only when the link forwards it.
+    let response = app.resolve(&format!("{plain}?utm=sms")).await;
+    assert_eq!(response.status(), 302);
+    assert_eq!(
+        response.headers()["location"],
+        "https://a.example/p?x=1#frag"
+    );
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let response = app.resolve(&format!("{forwarding}?utm=sms&r=42")).await;
+    assert_eq!(response.status(), 301);
+    assert_eq!(
+        response.headers()["location"],
+        "https://a.example/p?x=1&utm=sms&r=42#frag"
+    );
+    assert_eq!(response.headers()["cache-control"], "public, max-age=3600");
+    for status in [307, 308] {
+        let link = app
+            .create(json!({"url": "https://b.example/", "redirect": status}))
+            .await;
+        let response = app.resolve(link["code"].as_str().unwrap()).await;
+        assert_eq!(response.status().as_u16(), status);
+        assert_eq!(response.headers()["location"], "https://b.example/");
+    }
+
+    // Revoked: 410.
+    app.delete_link(plain).await;
+    let response = app.resolve(plain).await;
+    assert_eq!(response.status(), 410);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["error"]["code"],
+        "gone"
+    );
+
+    // Expired: 410 during the grace period, 404 after, as the Redis TTL makes nginx answer.
+    let expiring = app.create(json!({"url": "https://c.example/"})).await;
+    let expiring = expiring["code"].as_str().unwrap();
+    app.set_expiry_in_sql(expiring, now_secs() - 60).await;
+    assert_eq!(app.resolve(expiring).await.status(), 410);
+    app.set_expiry_in_sql(expiring, now_secs() - GRACE_SECS - 60)
+        .await;
+    assert_eq!(app.resolve(expiring).await.status(), 404);
+
+    // Unknown, wrong check character, impossible shapes: 404.
+    let generated = forwarding.to_owned();
+    let mut bad_check = generated.clone().into_bytes();
+    let last = bad_check.len() - 1;
+    bad_check[last] = if bad_check[last] == b'0' { b'1' } else { b'0' };
+    let bad_check = String::from_utf8(bad_check).unwrap();
+    assert_eq!(
+        app.scheme.shape(bad_check.as_bytes()),
+        shortcode::Shape::BadCheck
+    );
+    for code in [
+        "unknown-alias",
+        bad_check.as_str(),
+        "ab",
+        "a%00b",
+        "..",
+        "%2e%2e%2fetc",
+    ] {
+        let response = app.resolve(code).await;
+        assert_eq!(response.status(), 404, "{code}");
+        assert_eq!(
+            response.json::<Value>().await.unwrap()["error"]["code"],
+            "not_found"
+        );
+    }
+}
+
+async fn resolve_repairs_missing_redis_keys(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    let live = app.create(json!({"url": "https://a.example/"})).await;
+    let live = live["code"].as_str().unwrap();
+    let revoked = app.create(json!({"url": "https://b.example/"})).await;
+    let revoked = revoked["code"].as_str().unwrap();
+    app.delete_link(revoked).await;
+
+    let mut redis = app.redis().await;
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(app.resolve(live).await.status(), 302);
+    assert_eq!(app.resolve(revoked).await.status(), 410);
+    let repaired = eventually(Duration::from_secs(5), || async {
+        app.redis_get(live).await.is_some() && app.redis_get(revoked).await.is_some()
+    })
+    .await;
+    assert!(repaired, "resolve rewrote the missing keys");
+    assert_eq!(
+        app.redis_get(live).await.as_deref(),
+        Some("1|L|302|0|0|https://a.example/")
+    );
+    assert_eq!(
+        app.redis_get(revoked).await.as_deref(),
+        Some("1|R|410|0|0|")
+    );
+
+    // Repair never overwrites a key that exists (it may be newer than what resolve read).
+    let _: () = redis::cmd("SET")
+        .arg(format!("sl:c:{live}"))
+        .arg("1|L|302|0|0|https://newer.example/")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(app.resolve(live).await.status(), 302);
+    // Repairs run in the background: a second resolve of another code, repaired in turn, shows
+    // the first repair attempt has had its chance.
+    let _: () = redis::cmd("DEL")
+        .arg(format!("sl:c:{revoked}"))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(app.resolve(revoked).await.status(), 410);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            app.redis_get(revoked).await.is_some()
+        })
+        .await
+    );
+    assert_eq!(
+        app.redis_get(live).await.as_deref(),
+        Some("1|L|302|0|0|https://newer.example/")
+    );
+    // Writes through the API always overwrite.
+    app.patch_link(live, &json!({"redirect": 307})).await;
+    assert_eq!(
+        app.redis_get(live).await.as_deref(),
+        Some("1|L|307|0|0|https://a.example/")
+    );
+
+    // With Redis down, resolve still answers from SQL.
+    app.redis.stop();
+    assert_eq!(app.resolve(live).await.status(), 307);
+    assert_eq!(app.resolve(revoked).await.status(), 410);
+}
