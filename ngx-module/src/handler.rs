@@ -2,15 +2,16 @@
 //! cache, then (rarely) Redis.
 
 use nginx_sys::{
-    ngx_current_msec, ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_request_t,
-    ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR,
-    NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_OK,
+    ngx_current_msec, ngx_http_complex_value, ngx_http_discard_request_body,
+    ngx_http_get_indexed_variable, ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t,
+    ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
+    NGX_HTTP_NOT_FOUND, NGX_OK,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
 use crate::cache::Cached;
-use crate::conf::{LocConf, MainConf};
+use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::request::{code, host};
 use crate::respond::{self, Outcome};
 use crate::status::{bump, Counter};
@@ -45,7 +46,7 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     if rc != NGX_OK as ngx_int_t {
         return rc;
     }
-    if !host_allowed(r, lcf) {
+    if !host_allowed(r, mcf, lcf) {
         bump(mcf, Counter::HostRejects);
         return not_found(mcf);
     }
@@ -53,14 +54,22 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         return not_found(mcf);
     };
     // SAFETY: `unparsed_uri` points into request memory that lives as long as `r`; the slice
-    // is not kept past this call (the lookup copies the code).
+    // is not kept past the request (the lookup copies the code).
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route) else {
         bump(mcf, Counter::Invalid);
         return not_found(mcf);
     };
-    variables::set_code(r, mcf, code);
+    // SAFETY: `code` is a slice of `r.unparsed_uri`, which lives as long as the request.
+    unsafe { variables::set_code(r, mcf, code) };
+    // Cached codes passed the shape check when they were stored (the cache belongs to this
+    // configuration): a hit skips the keyed check character, a bogus code costs one probe.
+    if let Some(rc) = answer_from_cache(r, mcf, lcf, code) {
+        bump(mcf, Counter::CacheHits);
+        respond::track(r, mcf, lcf, code, rc);
+        return rc;
+    }
     let Some(scheme) = &mcf.scheme else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
@@ -75,10 +84,6 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
             return not_found(mcf);
         }
     }
-    if let Some(rc) = answer_from_cache(r, mcf, lcf, code) {
-        bump(mcf, Counter::CacheHits);
-        return rc;
-    }
     bump(mcf, Counter::CacheMisses);
     lookup::start(r, mcf, lcf, code)
 }
@@ -89,18 +94,60 @@ fn not_found(mcf: &MainConf) -> ngx_int_t {
 }
 
 /// Without `shortlink_pool` every host is served.
-fn host_allowed(r: &mut ngx_http_request_t, lcf: &LocConf) -> bool {
-    let Some(cv) = lcf.pool else {
-        return true;
-    };
-    let mut pool = ngx_str_t::default();
-    // SAFETY: `cv` was compiled at config time for this location; nginx evaluates it into
-    // request-pool memory.
-    if unsafe { ngx_http_complex_value(r, cv, &mut pool) } != NGX_OK as ngx_int_t {
-        return false;
-    }
+fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bool {
     // nginx has already lower-cased the host and dropped the port in `headers_in.server`.
-    host::in_pool(r.headers_in.server.as_bytes(), pool.as_bytes())
+    // SAFETY: it points into request memory (or is empty) for the life of the request.
+    let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
+    let pool: &[u8] = match &lcf.pool {
+        None => return true,
+        Some(PoolSource::Fixed(set)) => return set.contains(host),
+        Some(PoolSource::Variable(index)) => {
+            // SAFETY: `index` came from ngx_http_get_variable_index for this configuration;
+            // the value lives in request (or configuration) memory for the rest of this call.
+            match unsafe { ngx_http_get_indexed_variable(r, *index).as_ref() } {
+                // SAFETY: a found variable's `data` holds `len` bytes.
+                Some(v) if variable_found(v) => unsafe { slice_or_empty(v.data, variable_len(v)) },
+                _ => return false,
+            }
+        }
+        Some(PoolSource::Complex(cv)) => {
+            let mut value = ngx_str_t::default();
+            // SAFETY: `cv` was compiled at config time for this location; nginx evaluates it
+            // into request-pool memory.
+            if unsafe { ngx_http_complex_value(r, *cv, &mut value) } != NGX_OK as ngx_int_t {
+                return false;
+            }
+            // SAFETY: nginx set `value` to `len` bytes of request memory (or len 0).
+            unsafe { slice_or_empty(value.data, value.len) }
+        }
+    };
+    worker::with(mcf, |w| w.pools.contains(pool, host)).unwrap_or_else(|| host::in_pool(host, pool))
+}
+
+/// The bit-field word of a variable value, read at once (bindgen's getters go bit by bit).
+fn variable_word(v: &ngx_http_variable_value_t) -> u32 {
+    // SAFETY: `__BindgenBitfieldUnit<[u8; 4]>` is `repr(C)` around its 4-byte storage.
+    u32::from_le_bytes(unsafe { *std::ptr::addr_of!(v._bitfield_1).cast::<[u8; 4]>() })
+}
+
+fn variable_len(v: &ngx_http_variable_value_t) -> usize {
+    (variable_word(v) & 0x0fff_ffff) as usize
+}
+
+/// `valid` set and `not_found` clear (bits 28 and 30 of the C bit-fields).
+fn variable_found(v: &ngx_http_variable_value_t) -> bool {
+    variable_word(v) & (1 << 28 | 1 << 30) == 1 << 28
+}
+
+/// # Safety
+/// `data` must be null with `len` 0, or point at `len` readable bytes living past the use.
+unsafe fn slice_or_empty<'a>(data: *const u8, len: usize) -> &'a [u8] {
+    if data.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: per the contract above.
+        unsafe { std::slice::from_raw_parts(data, len) }
+    }
 }
 
 fn answer_from_cache(

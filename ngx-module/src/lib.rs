@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod conf;
+pub mod events;
 mod ffi;
 mod handler;
 mod lookup;

@@ -81,7 +81,7 @@ pub fn start(
     lcf: &'static LocConf,
     code: &[u8],
 ) -> ngx_int_t {
-    let Some(code) = CodeBuf::new(code) else {
+    let Some(owned) = CodeBuf::new(code) else {
         return respond::answer(r, mcf, lcf, Outcome::Missing);
     };
     // SAFETY: the request pool is live; the context is dropped by the pool's cleanup.
@@ -98,7 +98,7 @@ pub fn start(
     // until finish() finalizes it (nginx's r->main->count++).
     unsafe { (*r.main).set_count((*r.main).count() + 1) };
 
-    let task = spawn(run(r, ctx, mcf, lcf, code));
+    let task = spawn(run(r, ctx, mcf, lcf, owned));
     // SAFETY: `ctx` was just allocated in the live request's pool.
     let ctx = unsafe { &*ctx };
     ctx.in_handler.set(false);
@@ -106,7 +106,9 @@ pub fn start(
         // ngx 0.5.1 may run the task to completion inside spawn(): answer synchronously.
         // SAFETY: undoes the reference taken above; the request stays alive for the return.
         unsafe { (*r.main).set_count((*r.main).count() - 1) };
-        return respond::answer(r, mcf, lcf, resolution.outcome());
+        let rc = respond::answer(r, mcf, lcf, resolution.outcome());
+        respond::track(r, mcf, lcf, code, rc);
+        return rc;
     }
     ctx.task.set(Some(task));
     NGX_DONE as ngx_int_t
@@ -134,15 +136,23 @@ async fn run(
     if let Some(task) = ctx.task.take() {
         task.detach();
     }
-    ffi::guard((), || finish(r, mcf, lcf, &resolution));
+    ffi::guard((), || finish(r, mcf, lcf, &code, &resolution));
 }
 
-fn finish(r: *mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, resolution: &Resolution) {
+fn finish(
+    r: *mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    resolution: &Resolution,
+) {
     // SAFETY: see run(); `r` is alive until finalize below releases our reference.
     unsafe {
         let c = (*r).connection;
         let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
-            respond::answer(&mut *r, mcf, lcf, resolution.outcome())
+            let rc = respond::answer(&mut *r, mcf, lcf, resolution.outcome());
+            respond::track(&*r, mcf, lcf, code.as_bytes(), rc);
+            rc
         });
         ngx_http_finalize_request(r, rc);
         // We are outside the request's own event handler: run what finalizing posted, as

@@ -2,17 +2,19 @@
 //! codes so that `error_page` can brand them; redirects get `Location` and `Cache-Control`.
 
 use nginx_sys::{
-    ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_list_push, ngx_pnalloc, ngx_str_t,
-    ngx_table_elt_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND,
-    NGX_HTTP_SERVICE_UNAVAILABLE,
+    ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_list_push,
+    ngx_pnalloc, ngx_str_t, ngx_table_elt_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::ngx_string;
 
 use crate::conf::{LocConf, MainConf};
+use crate::events::Visit;
 use crate::record::{Answer, Link};
 use crate::redis::RedisError;
 use crate::request::location;
 use crate::status::{bump, Counter};
+use crate::worker;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
@@ -24,6 +26,8 @@ pub enum Outcome<'a> {
     Failed(RedisError),
 }
 
+/// Answers an outcome. Callers then pass the result to [`track`], outside any borrow of the
+/// worker state (a cache hit answers while borrowing the cache).
 pub fn answer(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -80,6 +84,53 @@ pub fn answer(
             }
         }
     }
+}
+
+/// With `shortlink_track on`, queues a visit event when [`answer`] gave a redirect or a 410: only
+/// a known link answers those (404s are probes, not visits; Redis failures are not answered by
+/// the module). Header values are borrowed from the request and encoded (truncated) straight
+/// onto the Redis connection's output or into the spool.
+pub fn track(r: &ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, code: &[u8], rc: ngx_int_t) {
+    if !lcf.track() || !matches!(rc, 301 | 302 | 307 | 308 | HTTP_GONE) {
+        return;
+    }
+    let status = rc as u16;
+    fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
+        // SAFETY: a request header pointer is null or an element of the live request's header
+        // list; the borrow is only used while encoding this event, inside the handler call.
+        match unsafe { h.as_ref() } {
+            Some(h) => str_bytes(&h.value),
+            None => &[],
+        }
+    }
+    fn str_bytes(s: &ngx_str_t) -> &'static [u8] {
+        if s.data.is_null() || s.len == 0 {
+            return &[];
+        }
+        // SAFETY: nginx strings of a live request point at `len` readable bytes; see above.
+        unsafe { std::slice::from_raw_parts(s.data, s.len) }
+    }
+    // SAFETY: `ngx_cached_time` always points at the current cached time slot; the connection
+    // of a live request is live. After the realip module ran, `addr_text` is the client's.
+    let (time_ms, ip) = unsafe {
+        let t = &*ngx_cached_time;
+        (
+            t.sec as u64 * 1000 + t.msec as u64,
+            str_bytes(&(*r.connection).addr_text),
+        )
+    };
+    let h = &r.headers_in;
+    let visit = Visit {
+        code,
+        time_ms,
+        status,
+        ip,
+        ua: header(h.user_agent),
+        referer: header(h.referer),
+        host: str_bytes(&h.server),
+        lang: header(h.accept_language),
+    };
+    worker::with(mcf, |w| w.track(&visit));
 }
 
 fn redirect(

@@ -44,9 +44,20 @@ pub enum Counter {
     Fallbacks,
     /// 503 answers (Redis failed and no fallback).
     Unavailable,
+    /// Visit events made (tracking on, redirect or 410 answered).
+    EventsQueued,
+    /// Events appended to a Redis connection's output (at once or from the spool).
+    EventsSent,
+    /// Events Redis answered with an error, or whose connection broke before the reply (they
+    /// may or may not have been stored).
+    EventsFailed,
+    /// Events thrown away: spool full, or still spooled when the worker exited.
+    EventsDropped,
+    /// Gauge: events spooled now, waiting for Redis.
+    EventsBuffered,
 }
 
-const COUNT: usize = 13;
+const COUNT: usize = 18;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -62,6 +73,11 @@ const NAMES: [&str; COUNT] = [
     "redis_timeouts",
     "fallbacks",
     "unavailable",
+    "events_queued",
+    "events_sent",
+    "events_failed",
+    "events_dropped",
+    "events_buffered",
 ];
 
 #[repr(C)]
@@ -71,6 +87,15 @@ impl Counters {
     pub fn bump(&self, counter: Counter) {
         // Relaxed: each counter is independent and only ever read as a snapshot.
         self.0[counter as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn add(&self, counter: Counter, n: u64) {
+        self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// For gauges: takes back what this worker added before.
+    pub fn sub(&self, counter: Counter, n: u64) {
+        self.0[counter as usize].fetch_sub(n, Ordering::Relaxed);
     }
 
     fn snapshot(&self) -> [u64; COUNT] {
@@ -199,6 +224,7 @@ mod tests {
         let text = render(&values);
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
-        assert!(text.ends_with("fallbacks 0\nunavailable 2\n"));
+        assert!(text.contains("fallbacks 0\nunavailable 2\n"));
+        assert!(text.ends_with("events_dropped 0\nevents_buffered 0\n"));
     }
 }

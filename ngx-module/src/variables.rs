@@ -5,8 +5,8 @@
 //! module contexts but keeps evaluated variables.
 
 use nginx_sys::{
-    ngx_conf_t, ngx_http_add_variable, ngx_http_get_variable_index, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_pnalloc, NGX_ERROR, NGX_OK,
+    __BindgenBitfieldUnit, ngx_conf_t, ngx_http_add_variable, ngx_http_get_variable_index,
+    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, NGX_ERROR, NGX_OK,
 };
 use ngx::http::HttpModuleMainConf;
 use ngx::ngx_string;
@@ -42,25 +42,62 @@ extern "C" fn get_code(
     })
 }
 
-/// Stores `code` (copied to the request pool) as this request's `$shortlink_code`.
-pub fn set_code(r: &mut ngx_http_request_t, mcf: &MainConf, code: &[u8]) {
+/// Stores `code` as this request's `$shortlink_code`.
+///
+/// # Safety
+/// `code` must point into memory that lives as long as the request (the handler passes a slice
+/// of `r->unparsed_uri`, which sits in the request's header buffer until the request is freed).
+pub unsafe fn set_code(r: &mut ngx_http_request_t, mcf: &MainConf, code: &[u8]) {
     let Ok(index) = usize::try_from(mcf.code_var_index) else {
         return;
     };
-    // SAFETY: the pool belongs to the live request; `r.variables` has one slot per indexed
-    // variable and `index` came from ngx_http_get_variable_index for this configuration.
+    // SAFETY: `r.variables` has one slot per indexed variable and `index` came from
+    // ngx_http_get_variable_index for this configuration; the caller guarantees the bytes outlive
+    // the request, so no copy is needed.
     unsafe {
-        let data = ngx_pnalloc(r.pool, code.len()).cast::<u8>();
-        if data.is_null() {
-            return;
-        }
-        std::ptr::copy_nonoverlapping(code.as_ptr(), data, code.len());
         let v = &mut *r.variables.add(index);
-        v.set_len(code.len() as u32);
-        v.set_valid(1);
-        v.set_no_cacheable(0);
-        v.set_not_found(0);
-        v.set_escape(0);
-        v.data = data;
+        v._bitfield_1 = value_bits(code.len() as u32);
+        v.data = code.as_ptr().cast_mut();
+    }
+}
+
+/// The bit-field word of an `ngx_variable_value_t` holding `len` bytes: `valid`, cacheable, found,
+/// not escaped. One store instead of bindgen's bit-by-bit setters (which loop over the 28 bits of
+/// `len` on every request).
+fn value_bits(len: u32) -> __BindgenBitfieldUnit<[u8; 4]> {
+    // C bit-field layout on little-endian targets: len:28, valid:1, no_cacheable:1,
+    // not_found:1, escape:1, from the least significant bit.
+    const VALID: u32 = 1 << 28;
+    __BindgenBitfieldUnit::new(((len & 0x0fff_ffff) | VALID).to_le_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_bits_match_the_bindgen_setters() {
+        for len in [0u32, 1, 7, 64, 0x0fff_ffff] {
+            // SAFETY: plain C data; all-zero is a valid value.
+            let mut slow: ngx_http_variable_value_t = unsafe { std::mem::zeroed() };
+            slow.set_len(len);
+            slow.set_valid(1);
+            slow.set_no_cacheable(0);
+            slow.set_not_found(0);
+            slow.set_escape(0);
+            // SAFETY: as above.
+            let mut fast: ngx_http_variable_value_t = unsafe { std::mem::zeroed() };
+            fast._bitfield_1 = value_bits(len);
+            assert_eq!(fast.len(), len);
+            assert_eq!(fast.valid(), 1);
+            assert_eq!(fast.not_found(), 0);
+            assert_eq!(fast.no_cacheable(), 0);
+            assert_eq!(fast.escape(), 0);
+            assert_eq!(
+                slow._bitfield_1.get(0, 32),
+                fast._bitfield_1.get(0, 32),
+                "len {len}"
+            );
+        }
     }
 }

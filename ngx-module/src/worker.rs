@@ -4,10 +4,14 @@
 //! state is rebuilt when the configuration changes under it (single-process mode reloads).
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use crate::cache::{Cache, Cached};
 use crate::conf::MainConf;
+use crate::events::{Encoder, EventShared, Visit};
 use crate::redis::{Pool, RedisError, Reply};
+use crate::request::host::PoolMemo;
+use crate::status::Counter;
 
 /// Redis key prefix of link records (docs/ARCHITECTURE.md).
 const KEY_PREFIX: &[u8] = b"sl:c:";
@@ -16,6 +20,10 @@ pub struct Worker {
     conf: *const MainConf,
     redis: Option<Pool>,
     cache: Option<Cache>,
+    /// Parsed `shortlink_pool` values, when the pool comes from a variable.
+    pub pools: PoolMemo,
+    events: Rc<EventShared>,
+    encoder: Encoder,
 }
 
 thread_local! {
@@ -48,10 +56,30 @@ pub fn shutdown() {
 
 impl Worker {
     fn new(mcf: &MainConf) -> Self {
+        let events = Rc::new(EventShared::new(
+            mcf.events_spool(),
+            crate::status::counters(mcf),
+        ));
         Self {
             conf: mcf,
-            redis: mcf.redis.as_ref().map(Pool::new),
+            redis: mcf
+                .redis
+                .as_ref()
+                .map(|redis| Pool::new(redis, Rc::clone(&events))),
             cache: mcf.cache_config().map(Cache::new),
+            pools: PoolMemo::default(),
+            events,
+            encoder: Encoder::new(mcf.events_max_len()),
+        }
+    }
+
+    /// Queues a visit event: on a connection if one is up, else in the spool. Never waits.
+    pub fn track(&mut self, visit: &Visit<'_>) {
+        self.events.add(Counter::EventsQueued, 1);
+        let encoder = &self.encoder;
+        match self.redis.as_mut() {
+            Some(pool) => pool.send_event(|out| encoder.encode(out, visit)),
+            None => self.events.add(Counter::EventsDropped, 1),
         }
     }
 

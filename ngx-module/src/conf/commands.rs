@@ -6,18 +6,19 @@ use std::{fs, mem, ptr};
 
 use nginx_sys::{
     ngx_command_t, ngx_conf_full_name, ngx_conf_t, ngx_http_compile_complex_value,
-    ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_parse_url, ngx_pcalloc,
-    ngx_str_t, ngx_uint_t, ngx_url_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS,
-    NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
-    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
+    ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_http_get_variable_index,
+    ngx_parse_url, ngx_pcalloc, ngx_str_t, ngx_uint_t, ngx_url_t, NGX_CONF_1MORE, NGX_CONF_FLAG,
+    NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
 };
 use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_string;
 
 use super::parse::{self, ArgError};
-use super::{ext, LocConf, MainConf, PeerAddr, Redis};
+use super::{ext, LocConf, MainConf, PeerAddr, PoolSource, Redis};
 use crate::request::code::Route;
+use crate::request::host::PoolSet;
 use crate::{ffi, handler, status, ShortlinkModule};
 
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
@@ -41,7 +42,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 13] = [
+pub static mut COMMANDS: [ngx_command_t; 16] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -107,6 +108,24 @@ pub static mut COMMANDS: [ngx_command_t; 13] = [
         ngx_string!("shortlink_code_check"),
         MAIN | NGX_CONF_FLAG,
         set_code_check,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_track"),
+        ANY | NGX_CONF_FLAG,
+        set_track,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_events_max_len"),
+        MAIN | NGX_CONF_TAKE1,
+        set_events_max_len,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_events_buffer"),
+        MAIN | NGX_CONF_TAKE12,
+        set_events_buffer,
         M,
     ),
     ngx_command_t::empty(),
@@ -187,11 +206,28 @@ extern "C" fn set_pool(
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
 ) -> *mut c_char {
-    shim(cf, cmd, conf, |cf, lcf: &mut LocConf, _| {
+    shim(cf, cmd, conf, |cf, lcf: &mut LocConf, args| {
         duplicate(&lcf.pool)?;
-        lcf.pool = Some(compile_complex_value(cf)?);
+        lcf.pool = Some(if !args[0].contains(&b'$') {
+            PoolSource::Fixed(PoolSet::parse(args[0]))
+        } else if let Some(name) = parse::lone_variable(args[0]) {
+            PoolSource::Variable(variable_index(cf, name)?)
+        } else {
+            PoolSource::Complex(compile_complex_value(cf)?)
+        });
         Ok(())
     })
+}
+
+/// The index of variable `name`, which nginx checks exists once the configuration is read.
+fn variable_index(cf: &mut ngx_conf_t, name: &[u8]) -> Result<ngx_uint_t, ArgError> {
+    // SAFETY: `cf.pool` is the configuration pool; nginx copies the name it keeps.
+    let index = unsafe {
+        let mut name = ngx_str_t::from_bytes(cf.pool, name)
+            .ok_or_else(|| ArgError("cannot allocate memory".into()))?;
+        ngx_http_get_variable_index(cf, &mut name)
+    };
+    ngx_uint_t::try_from(index).map_err(|_| ArgError("has an invalid variable".into()))
 }
 
 /// Compiles the directive's first argument (which may hold variables) for per-request evaluation.
@@ -386,6 +422,42 @@ extern "C" fn set_code_check(
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         duplicate(&mcf.code_check)?;
         mcf.code_check = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_track(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.track)?;
+        lcf.track = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_events_max_len(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.events_max_len)?;
+        mcf.events_max_len = Some(parse::events_max_len(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_events_buffer(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.events_buffer)?;
+        mcf.events_buffer = Some(parse::events_buffer(args)?);
         Ok(())
     })
 }

@@ -8,13 +8,16 @@ pub mod parse;
 use std::fmt;
 
 use nginx_sys::{
-    ngx_conf_t, ngx_http_complex_value_t, ngx_int_t, ngx_shm_zone_t, ngx_str_t, sockaddr, socklen_t,
+    ngx_conf_t, ngx_http_complex_value_t, ngx_int_t, ngx_shm_zone_t, ngx_str_t, ngx_uint_t,
+    sockaddr, socklen_t,
 };
 use ngx::http::{Merge, MergeConfigError};
 use shortcode::CodeScheme;
 
 use crate::cache::CacheConfig;
+use crate::events::{SpoolLimits, DEFAULT_SPOOL};
 use crate::request::code::Route;
+use crate::request::host::PoolSet;
 use parse::{ArgError, CacheControl, RedisSpec};
 
 /// Where Redis is, resolved by nginx at config time. The pointers are into the configuration
@@ -46,6 +49,10 @@ pub struct MainConf {
     pub scheme: Option<CodeScheme>,
     pub code_var_index: ngx_int_t,
     pub counters: *mut ngx_shm_zone_t,
+    /// `shortlink_events_max_len`: the stream's `MAXLEN ~` cap.
+    pub events_max_len: Option<u64>,
+    /// `shortlink_events_buffer`: the per-worker spool while Redis is unreachable.
+    pub events_buffer: Option<SpoolLimits>,
 }
 
 impl Default for MainConf {
@@ -61,6 +68,8 @@ impl Default for MainConf {
             scheme: None,
             code_var_index: -1,
             counters: std::ptr::null_mut(),
+            events_max_len: None,
+            events_buffer: None,
         }
     }
 }
@@ -111,6 +120,25 @@ impl MainConf {
     pub fn cache_config(&self) -> Option<CacheConfig> {
         self.cache.unwrap_or(Some(parse::DEFAULT_CACHE))
     }
+
+    pub fn events_max_len(&self) -> u64 {
+        self.events_max_len.unwrap_or(DEFAULT_EVENTS_MAX_LEN)
+    }
+
+    pub fn events_spool(&self) -> SpoolLimits {
+        self.events_buffer.unwrap_or(DEFAULT_SPOOL)
+    }
+}
+
+/// Where `shortlink_pool` takes its names from, chosen at config time so that a request does the
+/// least work: a fixed list is parsed once, a lone variable is read without copying.
+#[derive(Clone)]
+pub enum PoolSource {
+    Fixed(PoolSet),
+    /// The index of the single variable the directive names (`$shortlink_pool`).
+    Variable(ngx_uint_t),
+    /// Text mixing variables and literals, evaluated per request.
+    Complex(*mut ngx_http_complex_value_t),
 }
 
 /// Location-level settings (also accepted at `http` and `server` level, inherited down).
@@ -118,14 +146,17 @@ impl MainConf {
 pub struct LocConf {
     /// Set by `shortlink on` in this very location.
     pub route: Option<Route>,
-    pub pool: Option<*mut ngx_http_complex_value_t>,
+    pub pool: Option<PoolSource>,
     pub timeout_ms: Option<u64>,
     pub fallback: Option<Vec<u8>>,
     pub forward_query: Option<bool>,
     pub cache_control: Option<CacheControl>,
+    /// `shortlink_track`: queue a visit event per answered redirect or 410.
+    pub track: Option<bool>,
 }
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
+pub const DEFAULT_EVENTS_MAX_LEN: u64 = 1_000_000;
 
 impl LocConf {
     pub fn timeout_ms(&self) -> u64 {
@@ -139,6 +170,10 @@ impl LocConf {
 
     pub fn forward_query(&self) -> bool {
         self.forward_query.unwrap_or(false)
+    }
+
+    pub fn track(&self) -> bool {
+        self.track.unwrap_or(false)
     }
 
     pub fn cache_control(&self) -> Option<&CacheControl> {
@@ -158,6 +193,7 @@ impl Merge for LocConf {
         inherit(&mut self.fallback, &prev.fallback);
         inherit(&mut self.forward_query, &prev.forward_query);
         inherit(&mut self.cache_control, &prev.cache_control);
+        inherit(&mut self.track, &prev.track);
         if self.cache_control.is_none() {
             self.cache_control = Some(CacheControl::default());
         }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::cache::CacheConfig;
+use crate::events::{SpoolLimits, DEFAULT_SPOOL};
 
 /// A directive argument that does not parse; shown by `nginx -t` after the directive name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,6 +231,78 @@ pub fn fallback(arg: &[u8]) -> Result<Vec<u8>, ArgError> {
     Ok(arg.to_vec())
 }
 
+/// A size in bytes as nginx writes them: `512`, `64k`, `8m` (1024-based).
+pub fn size(arg: &[u8]) -> Result<u64, ArgError> {
+    let (number, scale) = match arg.last() {
+        Some(b'k' | b'K') => (&arg[..arg.len() - 1], 1 << 10),
+        Some(b'm' | b'M') => (&arg[..arg.len() - 1], 1 << 20),
+        Some(b'g' | b'G') => (&arg[..arg.len() - 1], 1 << 30),
+        _ => (arg, 1),
+    };
+    decimal(number)
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| ArgError(format!("invalid size \"{}\"", show(arg))))
+}
+
+/// Largest `MAXLEN ~` cap accepted for the events stream.
+const MAX_EVENTS_MAX_LEN: u64 = 1 << 40;
+
+/// `shortlink_events_max_len <count>`: the `MAXLEN ~` cap of `sl:events`.
+pub fn events_max_len(arg: &[u8]) -> Result<u64, ArgError> {
+    match count(arg)? {
+        n @ 1..=MAX_EVENTS_MAX_LEN => Ok(n),
+        _ => err(format!("must be 1..={MAX_EVENTS_MAX_LEN} entries")),
+    }
+}
+
+/// Largest spool accepted per worker.
+const MAX_SPOOL_EVENTS: u64 = 10_000_000;
+const MAX_SPOOL_BYTES: u64 = 1 << 30;
+/// Smallest byte bound: room for a few events with long headers.
+const MIN_SPOOL_BYTES: u64 = 16 << 10;
+
+/// `shortlink_events_buffer <events> [size=<bytes>]`: the per-worker spool for visit events
+/// while Redis is unreachable; 0 drops them at once.
+pub fn events_buffer(args: &[&[u8]]) -> Result<SpoolLimits, ArgError> {
+    let Some((events, params)) = args.split_first() else {
+        return err("missing number of events");
+    };
+    let events = count(events)?;
+    if events > MAX_SPOOL_EVENTS {
+        return err(format!("must be 0..={MAX_SPOOL_EVENTS} events"));
+    }
+    let mut limits = SpoolLimits {
+        events: events as usize,
+        bytes: DEFAULT_SPOOL.bytes,
+    };
+    for arg in params {
+        match key_value(arg)? {
+            (b"size", v) => {
+                let bytes = size(v)?;
+                if !(MIN_SPOOL_BYTES..=MAX_SPOOL_BYTES).contains(&bytes) {
+                    return err(format!(
+                        "size must be {MIN_SPOOL_BYTES}..={MAX_SPOOL_BYTES} bytes"
+                    ));
+                }
+                limits.bytes = bytes as usize;
+            }
+            (k, _) => return err(format!("unknown parameter \"{}\"", show(k))),
+        }
+    }
+    Ok(limits)
+}
+
+/// The variable name when `arg` is exactly one variable (`$name` or `${name}`), else `None`.
+pub fn lone_variable(arg: &[u8]) -> Option<&[u8]> {
+    let rest = arg.strip_prefix(b"$")?;
+    let name = match rest.strip_prefix(b"{") {
+        Some(braced) => braced.strip_suffix(b"}")?,
+        None => rest,
+    };
+    let ok = !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');
+    ok.then_some(name)
+}
+
 pub fn code_length(arg: &[u8]) -> Result<u8, ArgError> {
     let range = shortcode::MIN_BODY_LEN..=shortcode::MAX_BODY_LEN;
     match decimal(arg).and_then(|n| u8::try_from(n).ok()) {
@@ -322,6 +395,45 @@ mod tests {
         assert!(cache_control(&[b"permanent=a\r\nb"]).is_err());
         assert!(cache_control(&[b"forever=1"]).is_err());
         assert!(cache_control(&[]).is_err());
+    }
+
+    #[test]
+    fn events_directives() {
+        assert_eq!(events_max_len(b"1000000"), Ok(1_000_000));
+        assert_eq!(events_max_len(b"10k"), Ok(10_000));
+        assert!(events_max_len(b"0").is_err());
+        assert!(events_max_len(b"lots").is_err());
+        assert_eq!(
+            events_buffer(&[b"500", b"size=1m"]),
+            Ok(SpoolLimits {
+                events: 500,
+                bytes: 1 << 20
+            })
+        );
+        assert_eq!(events_buffer(&[b"0"]).unwrap().events, 0);
+        assert_eq!(events_buffer(&[b"10k"]).unwrap().bytes, DEFAULT_SPOOL.bytes);
+        assert!(events_buffer(&[]).is_err());
+        assert!(events_buffer(&[b"-1"]).is_err());
+        assert!(events_buffer(&[b"100", b"size=1"]).is_err());
+        assert!(events_buffer(&[b"100", b"size=2g"]).is_err());
+        assert!(events_buffer(&[b"100", b"bytes=1m"]).is_err());
+        assert_eq!(size(b"64k"), Ok(65_536));
+        assert!(size(b"1x").is_err());
+    }
+
+    #[test]
+    fn lone_variables() {
+        assert_eq!(
+            lone_variable(b"$shortlink_pool"),
+            Some(&b"shortlink_pool"[..])
+        );
+        assert_eq!(lone_variable(b"${pool}"), Some(&b"pool"[..]));
+        assert_eq!(lone_variable(b"$a $b"), None);
+        assert_eq!(lone_variable(b"x.example $pool"), None);
+        assert_eq!(lone_variable(b"$pool.example"), None);
+        assert_eq!(lone_variable(b"$"), None);
+        assert_eq!(lone_variable(b"${pool"), None);
+        assert_eq!(lone_variable(b"pool"), None);
     }
 
     #[test]

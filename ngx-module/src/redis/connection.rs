@@ -27,7 +27,9 @@ use super::backoff::Backoff;
 use super::resp::{self, Frame};
 use super::{now_ms, RedisError};
 use crate::conf::PeerAddr;
+use crate::events::EventShared;
 use crate::ffi;
+use crate::status::Counter;
 
 /// Where one reply lands. Shared by the connection's FIFO and the task awaiting it; if the task
 /// gives up (timeout, client gone) the reply still arrives here and is dropped.
@@ -58,6 +60,8 @@ enum Pending {
     Wait(Rc<Slot>),
     /// Fire-and-forget command: its reply is read and dropped.
     Ignore,
+    /// A visit event: its reply is read and dropped, an error reply counted.
+    Event,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +90,8 @@ pub struct Conn {
     backoff: Rc<Cell<Backoff>>,
     /// Replies ready to hand over once the connection is no longer borrowed.
     done: Vec<(Rc<Slot>, Result<Frame, RedisError>)>,
+    /// The worker's visit-event spool (flushed here when the connection comes up) and counters.
+    events: Rc<EventShared>,
 }
 
 pub type ConnRef = Rc<RefCell<Conn>>;
@@ -100,6 +106,7 @@ impl Conn {
         peer: &PeerAddr,
         timeouts: Timeouts,
         backoff: Rc<Cell<Backoff>>,
+        events: Rc<EventShared>,
     ) -> Result<ConnRef, RedisError> {
         // SAFETY: an all-zero peer connection is nginx's documented starting state.
         let mut pc: ngx_peer_connection_t = unsafe { mem::zeroed() };
@@ -123,6 +130,7 @@ impl Conn {
             timeouts,
             backoff,
             done: Vec::new(),
+            events,
         }));
         let mut me = conn.borrow_mut();
         // SAFETY: `pc` is fully initialised for a TCP (or unix) stream connect.
@@ -146,6 +154,7 @@ impl Conn {
                 ngx_add_timer(c.write, timeouts.connect_ms as _);
             } else {
                 me.state = State::Ready;
+                me.flush_spool();
             }
         }
         drop(me);
@@ -167,19 +176,56 @@ impl Conn {
         self.pending.len()
     }
 
+    /// Connected and taking commands: what visit events need (they never wait on a connect).
+    pub fn is_ready(&self) -> bool {
+        self.state == State::Ready && self.accepts_commands()
+    }
+
+    pub fn is_connecting(&self) -> bool {
+        self.state == State::Connecting
+    }
+
     /// Queues a command; its reply is returned as a future if `want_reply`, else discarded.
     /// Must only be called when `accepts_commands()`.
     pub fn send(&mut self, args: &[&[&[u8]]], want_reply: bool) -> Option<Reply> {
         resp::encode_command(&mut self.out, args);
+        let slot = want_reply.then(|| Rc::new(Slot::default()));
+        self.queued(
+            match &slot {
+                Some(s) => Pending::Wait(Rc::clone(s)),
+                None => Pending::Ignore,
+            },
+            1,
+        );
+        slot.map(Reply)
+    }
+
+    /// Queues one visit event, written by `write` straight onto the output (after any spooled
+    /// ones, so they keep their order). Must only be called when `is_ready()`.
+    pub fn send_event(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.flush_spool();
+        write(&mut self.out);
+        self.queued(Pending::Event, 1);
+    }
+
+    /// Moves the worker's spooled events onto this (ready) connection.
+    fn flush_spool(&mut self) {
+        let n = self.events.flush_into(&mut self.out);
+        if n > 0 {
+            self.queued(Pending::Event, n);
+        }
+    }
+
+    /// Books `n` commands just appended to `out` and schedules the write.
+    fn queued(&mut self, kind: Pending, n: usize) {
         if self.pending.is_empty() {
             self.waiting_since = now_ms();
             self.arm_read_timer(self.timeouts.read_ms);
         }
-        let slot = want_reply.then(|| Rc::new(Slot::default()));
-        self.pending.push_back(match &slot {
-            Some(s) => Pending::Wait(Rc::clone(s)),
-            None => Pending::Ignore,
-        });
+        match kind {
+            Pending::Event => self.pending.extend((0..n).map(|_| Pending::Event)),
+            other => self.pending.push_back(other),
+        }
         let c = self.pc.connection;
         if self.state == State::Ready && !c.is_null() {
             // Flush after the current batch of events, so concurrent lookups share a write.
@@ -187,7 +233,6 @@ impl Conn {
             // and ngx_close_connection unposts it.
             unsafe { ngx_post_event((*c).write, ptr::addr_of_mut!(ngx_posted_events)) };
         }
-        slot.map(Reply)
     }
 
     /// The live nginx connection, or null once closed.
@@ -281,6 +326,7 @@ impl Conn {
         Self::disarm(unsafe { (*c).write });
         self.state = State::Ready;
         self.backoff.set(Backoff::default());
+        self.flush_spool();
         self.flush();
     }
 
@@ -359,19 +405,34 @@ impl Conn {
     /// Hands every complete reply in the buffer to the oldest waiting slot.
     fn take_replies(&mut self) -> Result<(), ()> {
         let mut used = 0;
+        let mut event_errors = 0;
         loop {
-            match resp::parse(&self.inbuf[used..]) {
-                Ok(Some((frame, n))) => {
+            let rest = &self.inbuf[used..];
+            if rest.is_empty() {
+                break;
+            }
+            // Replies nobody reads are only measured: no allocation per visit event.
+            let step = match self.pending.front() {
+                Some(Pending::Wait(_)) => {
+                    resp::parse(rest).map(|r| r.map(|(frame, n)| (n, Some(frame), false)))
+                }
+                Some(_) => resp::skip(rest).map(|r| r.map(|(n, error)| (n, None, error))),
+                None => {
+                    self.log("unexpected reply from redis");
+                    self.fail(RedisError::Protocol);
+                    return Err(());
+                }
+            };
+            match step {
+                Ok(Some((n, frame, error))) => {
                     used += n;
                     self.waiting_since = now_ms();
-                    match self.pending.pop_front() {
-                        Some(Pending::Wait(slot)) => self.done.push((slot, Ok(frame))),
-                        Some(Pending::Ignore) => {}
-                        None => {
-                            self.log("unexpected reply from redis");
-                            self.fail(RedisError::Protocol);
-                            return Err(());
+                    match (self.pending.pop_front(), frame) {
+                        (Some(Pending::Wait(slot)), Some(frame)) => {
+                            self.done.push((slot, Ok(frame)))
                         }
+                        (Some(Pending::Event), _) if error => event_errors += 1,
+                        _ => {}
                     }
                 }
                 Ok(None) => break,
@@ -381,6 +442,9 @@ impl Conn {
                     return Err(());
                 }
             }
+        }
+        if event_errors > 0 {
+            self.events.add(Counter::EventsFailed, event_errors);
         }
         self.inbuf.drain(..used);
         if self.inbuf.is_empty() && self.inbuf.capacity() > KEEP_CAPACITY {
@@ -434,10 +498,16 @@ impl Conn {
     fn fail(&mut self, why: RedisError) {
         self.close_socket();
         self.state = State::Closed;
+        let mut lost_events = 0;
         for pending in self.pending.drain(..) {
-            if let Pending::Wait(slot) = pending {
-                self.done.push((slot, Err(why)));
+            match pending {
+                Pending::Wait(slot) => self.done.push((slot, Err(why))),
+                Pending::Event => lost_events += 1,
+                Pending::Ignore => {}
             }
+        }
+        if lost_events > 0 {
+            self.events.add(Counter::EventsFailed, lost_events);
         }
         self.out.clear();
         self.sent = 0;

@@ -8,6 +8,7 @@ use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Reply, Timeouts};
 use super::{now_ms, RedisError};
 use crate::conf::{PeerAddr, Redis};
+use crate::events::EventShared;
 
 pub struct Pool {
     peer: PeerAddr,
@@ -15,10 +16,11 @@ pub struct Pool {
     max: usize,
     conns: Vec<ConnRef>,
     backoff: Rc<Cell<Backoff>>,
+    events: Rc<EventShared>,
 }
 
 impl Pool {
-    pub fn new(redis: &Redis) -> Self {
+    pub fn new(redis: &Redis, events: Rc<EventShared>) -> Self {
         Self {
             peer: redis.peer,
             timeouts: Timeouts {
@@ -28,7 +30,55 @@ impl Pool {
             max: redis.spec.connections,
             conns: Vec::with_capacity(redis.spec.connections),
             backoff: Rc::new(Cell::new(Backoff::default())),
+            events,
         }
+    }
+
+    /// Queues a visit event on a connected connection, without waiting for anything. With
+    /// none connected it goes to the spool (or is dropped when that is full), and a connection
+    /// is started, unless backing off, so that the spool is flushed once Redis answers.
+    pub fn send_event(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.conns
+            .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
+        if !self
+            .conns
+            .iter()
+            .any(|c| c.try_borrow().is_ok_and(|c| c.is_ready()))
+        {
+            let connecting = self
+                .conns
+                .iter()
+                .any(|c| c.try_borrow().is_ok_and(|c| c.is_connecting()));
+            if !connecting && !self.backoff.get().is_down(now_ms()) && self.conns.len() < self.max {
+                if let Ok(conn) = self.open() {
+                    self.conns.push(conn);
+                }
+            }
+        }
+        let ready = self
+            .conns
+            .iter()
+            .filter_map(|c| {
+                let c = c.try_borrow_mut().ok().filter(|c| c.is_ready())?;
+                Some((c.in_flight(), c))
+            })
+            .min_by_key(|(load, _)| *load);
+        match ready {
+            Some((_, mut conn)) => {
+                conn.send_event(write);
+                self.events.add(crate::status::Counter::EventsSent, 1);
+            }
+            None => self.events.spool(write),
+        }
+    }
+
+    fn open(&self) -> Result<ConnRef, RedisError> {
+        Conn::open(
+            &self.peer,
+            self.timeouts,
+            Rc::clone(&self.backoff),
+            Rc::clone(&self.events),
+        )
     }
 
     /// Queues a command on the least busy connection. With `want_reply` false the reply is
@@ -74,7 +124,7 @@ impl Pool {
             _ => {}
         }
         let fallback = least_busy.map(|(_, c)| Rc::clone(c));
-        match Conn::open(&self.peer, self.timeouts, Rc::clone(&self.backoff)) {
+        match self.open() {
             Ok(conn) => {
                 self.conns.push(Rc::clone(&conn));
                 Ok(conn)

@@ -110,6 +110,59 @@ fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, 
     }
 }
 
+/// Like [`parse`], but only measures the reply at the front of `buf`: `Ok(Some((n, is_error)))`
+/// when it is complete. Allocates nothing; for replies nobody reads (visit events).
+pub fn skip(buf: &[u8]) -> Result<Option<(usize, bool)>, ProtocolError> {
+    let mut pos = 0;
+    match skip_at(buf, &mut pos, 0)? {
+        Some(()) => Ok(Some((pos, buf.first() == Some(&b'-')))),
+        None => Ok(None),
+    }
+}
+
+fn skip_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<()>, ProtocolError> {
+    if depth > MAX_DEPTH {
+        return Err(ProtocolError::TooDeep);
+    }
+    let Some(&kind) = buf.get(*pos) else {
+        return Ok(None);
+    };
+    *pos += 1;
+    let Some(line) = line(buf, pos)? else {
+        return Ok(None);
+    };
+    match kind {
+        b'+' | b'-' => Ok(Some(())),
+        b':' => integer(line).map(|_| Some(())),
+        b'$' => {
+            let Some(len) = length(line, MAX_BULK_LEN)? else {
+                return Ok(Some(()));
+            };
+            let end = *pos + len;
+            if buf.len() < end + 2 {
+                return Ok(None);
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Err(ProtocolError::MissingCrlf);
+            }
+            *pos = end + 2;
+            Ok(Some(()))
+        }
+        b'*' => {
+            let Some(len) = length(line, MAX_ARRAY_LEN)? else {
+                return Ok(Some(()));
+            };
+            for _ in 0..len {
+                if skip_at(buf, pos, depth + 1)?.is_none() {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        }
+        other => Err(ProtocolError::UnknownType(other)),
+    }
+}
+
 /// The bytes up to the next CRLF, moving `pos` past it.
 fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, ProtocolError> {
     let rest = &buf[*pos..];
@@ -174,22 +227,35 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
     }
 }
 
-fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
-    out.push(kind);
-    // usize::MAX has 20 digits.
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+/// Appends `<kind><n>\r\n`, the header of an array or bulk string. Lengths below 1000 (nearly
+/// all of them) are written as one small copy without a division loop.
+#[inline]
+pub fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    match n {
+        0..=9 => out.extend_from_slice(&[kind, digit(n), b'\r', b'\n']),
+        10..=99 => out.extend_from_slice(&[kind, digit(n / 10), digit(n), b'\r', b'\n']),
+        100..=999 => {
+            out.extend_from_slice(&[kind, digit(n / 100), digit(n / 10), digit(n), b'\r', b'\n'])
+        }
+        _ => {
+            out.push(kind);
+            // usize::MAX has 20 digits.
+            let mut digits = [0u8; 20];
+            let mut i = digits.len();
+            let mut n = n;
+            loop {
+                i -= 1;
+                digits[i] = digit(n);
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            out.extend_from_slice(&digits[i..]);
+            out.extend_from_slice(b"\r\n");
         }
     }
-    out.extend_from_slice(&digits[i..]);
-    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
@@ -291,6 +357,28 @@ mod tests {
     }
 
     #[test]
+    fn skip_measures_like_parse() {
+        let replies: [&[u8]; 7] = [
+            b"+OK\r\n",
+            b"-ERR x\r\n",
+            b":5\r\n",
+            b"$15\r\n1700000000000-0\r\n",
+            b"$-1\r\n",
+            b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+            b"$4\r\na\r\nb\r\n",
+        ];
+        for reply in replies {
+            let (_, n) = parse(reply).unwrap().unwrap();
+            assert_eq!(skip(reply), Ok(Some((n, reply[0] == b'-'))), "{reply:?}");
+            for cut in 0..reply.len() {
+                assert_eq!(skip(&reply[..cut]), Ok(None));
+            }
+        }
+        assert_eq!(skip(b"hello\r\n"), Err(ProtocolError::UnknownType(b'h')));
+        assert_eq!(skip(b"$3\r\nabcXY"), Err(ProtocolError::MissingCrlf));
+    }
+
+    #[test]
     fn encodes_commands_from_parts() {
         let mut out = Vec::new();
         encode_command(&mut out, &[&[b"GET"], &[b"sl:c:", b"abc1234"]]);
@@ -298,5 +386,10 @@ mod tests {
         out.clear();
         encode_command(&mut out, &[&[b"PING"], &[]]);
         assert_eq!(out, b"*2\r\n$4\r\nPING\r\n$0\r\n\r\n");
+        for n in [0, 9, 10, 99, 100, 999, 1000, 65_536, usize::MAX] {
+            out.clear();
+            push_header(&mut out, b'$', n);
+            assert_eq!(out, format!("${n}\r\n").as_bytes());
+        }
     }
 }

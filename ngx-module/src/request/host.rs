@@ -3,11 +3,65 @@
 /// Whether `host` (a `Host` header value, maybe with a port) is one of the names in `pool`, a
 /// whitespace-separated list. Case-insensitive, port and trailing dot ignored on both sides.
 pub fn in_pool(host: &[u8], pool: &[u8]) -> bool {
-    let host = normalize(host);
-    !host.is_empty()
-        && pool
+    PoolSet::parse(pool).contains(host)
+}
+
+/// A pool parsed once: its names normalised (lower case, no port, no trailing dot), so that a
+/// request only normalises its own host and compares lengths, then bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolSet {
+    names: Vec<Box<[u8]>>,
+}
+
+impl PoolSet {
+    pub fn parse(pool: &[u8]) -> Self {
+        let names = pool
             .split(|b| b.is_ascii_whitespace())
-            .any(|name| normalize(name).eq_ignore_ascii_case(host))
+            .map(normalize)
+            .filter(|name| !name.is_empty())
+            .map(|name| name.to_ascii_lowercase().into_boxed_slice())
+            .collect();
+        Self { names }
+    }
+
+    pub fn contains(&self, host: &[u8]) -> bool {
+        let host = normalize(host);
+        // nginx hands over hosts already in lower case: an exact compare settles nearly all.
+        !host.is_empty()
+            && self.names.iter().any(|name| {
+                name.len() == host.len() && (**name == *host || name.eq_ignore_ascii_case(host))
+            })
+    }
+}
+
+/// Pools parsed per distinct value, for a `shortlink_pool` that names a variable: the value is
+/// compared byte for byte (never by address alone, as request memory is reused) with the few
+/// values seen last, and only parsed when it is new.
+#[derive(Debug, Default)]
+pub struct PoolMemo {
+    entries: Vec<(Box<[u8]>, PoolSet)>,
+    next: usize,
+}
+
+/// Distinct pool values remembered per worker; a configuration rarely has more than one or two.
+const MEMO_ENTRIES: usize = 8;
+
+impl PoolMemo {
+    pub fn contains(&mut self, pool: &[u8], host: &[u8]) -> bool {
+        if let Some((_, set)) = self.entries.iter().find(|(text, _)| **text == *pool) {
+            return set.contains(host);
+        }
+        let set = PoolSet::parse(pool);
+        let found = set.contains(host);
+        let entry = (pool.into(), set);
+        if self.entries.len() < MEMO_ENTRIES {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next = (self.next + 1) % MEMO_ENTRIES;
+        }
+        found
+    }
 }
 
 fn normalize(name: &[u8]) -> &[u8] {
@@ -60,6 +114,21 @@ mod tests {
         assert!(!in_pool(b"s1.example", b""));
         assert!(!in_pool(b"s1.example", b"   "));
         assert!(!in_pool(b":80", b" "));
+    }
+
+    #[test]
+    fn memo_reparses_only_new_values() {
+        let mut memo = PoolMemo::default();
+        assert!(memo.contains(b"a.example b.example", b"b.example"));
+        assert!(!memo.contains(b"a.example b.example", b"c.example"));
+        assert!(memo.contains(b"c.example", b"c.example"));
+        assert_eq!(memo.entries.len(), 2);
+        for i in 0..(3 * MEMO_ENTRIES) {
+            let pool = format!("h{i}.example");
+            assert!(memo.contains(pool.as_bytes(), pool.as_bytes()));
+            assert!(!memo.contains(pool.as_bytes(), b"a.example"));
+            assert!(memo.entries.len() <= MEMO_ENTRIES);
+        }
     }
 
     #[test]
