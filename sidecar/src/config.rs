@@ -144,6 +144,56 @@ pub struct Config {
     /// How long an expired link keeps answering 410 (its Redis TTL is `expires_at` + this), then 404.
     #[arg(long, env = "SHORTLINK_EXPIRED_GRACE", default_value = "7d", value_parser = humantime::parse_duration, global = true)]
     pub expired_grace: Duration,
+
+    // --- Visit analytics (issue 4) ---
+    /// City (or country) database in MaxMind format (`.mmdb`) for visit geo; a missing file leaves geo empty.
+    #[arg(long, env = "SHORTLINK_GEOIP_DB", global = true)]
+    pub geoip_db: Option<PathBuf>,
+
+    /// ISP or ASN database (`.mmdb`) for the `isp` of visits, when the city database has none.
+    #[arg(long, env = "SHORTLINK_GEOIP_ISP_DB", global = true)]
+    pub geoip_isp_db: Option<PathBuf>,
+
+    /// Store visitor IPs truncated (IPv4 /24, IPv6 /48); geo and unique visitors still use the full address.
+    #[arg(long, env = "SHORTLINK_ANONYMIZE_IP", global = true)]
+    pub anonymize_ip: bool,
+
+    /// Run the visit consumer inside `serve` (`--consumer false` when separate `consume` processes do it).
+    #[arg(long, env = "SHORTLINK_CONSUMER", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub consumer: bool,
+
+    /// This consumer's name in the group `sl-consumers`, unique per process (default: host name and PID).
+    #[arg(long, env = "SHORTLINK_CONSUMER_NAME", global = true)]
+    pub consumer_name: Option<String>,
+
+    /// Visit events read, stored (one transaction) and acknowledged at a time, 1..=10000.
+    #[arg(
+        long,
+        env = "SHORTLINK_CONSUMER_BATCH",
+        default_value_t = 1000,
+        global = true
+    )]
+    pub consumer_batch: usize,
+
+    /// Events pending this long with a consumer (one that died) are claimed by another.
+    #[arg(long, env = "SHORTLINK_CONSUMER_CLAIM_AFTER", default_value = "60s", value_parser = humantime::parse_duration, global = true)]
+    pub consumer_claim_after: Duration,
+
+    /// Count bots and link previews in `visit_count` and, by default, in stats clicks.
+    #[arg(long, env = "SHORTLINK_COUNT_BOTS", global = true)]
+    pub count_bots: bool,
+
+    /// Expire live links with no visit for this long (e.g. `90d`); off unless set.
+    #[arg(long, env = "SHORTLINK_EXPIRE_IDLE_AFTER", value_parser = humantime::parse_duration, global = true)]
+    pub expire_idle_after: Option<Duration>,
+
+    /// Delete raw visits older than this (e.g. `180d`; rollups stay); kept forever unless set.
+    #[arg(long, env = "SHORTLINK_VISIT_RETENTION", value_parser = humantime::parse_duration, global = true)]
+    pub visit_retention: Option<Duration>,
+
+    /// How often the expiry and retention jobs run (when either is set).
+    #[arg(long, env = "SHORTLINK_CLEANUP_EVERY", default_value = "1h", value_parser = humantime::parse_duration, global = true)]
+    pub cleanup_every: Duration,
 }
 
 // Secrets stay out of logs.
@@ -162,6 +212,13 @@ impl fmt::Debug for Config {
             .field("block_hosts", &self.block_hosts)
             .field("sequence_block", &self.sequence_block)
             .field("expired_grace", &self.expired_grace)
+            .field("geoip_db", &self.geoip_db)
+            .field("anonymize_ip", &self.anonymize_ip)
+            .field("consumer", &self.consumer)
+            .field("consumer_batch", &self.consumer_batch)
+            .field("count_bots", &self.count_bots)
+            .field("expire_idle_after", &self.expire_idle_after)
+            .field("visit_retention", &self.visit_retention)
             .finish_non_exhaustive()
     }
 }

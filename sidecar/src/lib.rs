@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analytics;
 pub mod cli;
 pub mod config;
 pub mod http;
@@ -38,6 +39,8 @@ pub enum StartupError {
     Storage(#[from] StorageError),
     #[error("redis: {0}")]
     Redis(#[from] ProjectionError),
+    #[error("analytics: {0}")]
+    Analytics(#[from] analytics::AnalyticsError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -107,8 +110,13 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
     let projection = Arc::new(open_projection(config)?);
     let issuer = Issuer::new(scheme, Arc::clone(&storage), config.sequence_block);
     let links = LinkService::new(storage, projection, issuer, config.expired_grace);
+    let analytics = analytics::Analytics {
+        store: analytics::open_store(config).await?,
+        count_bots: config.count_bots,
+    };
     Ok(AppState {
         links: Arc::new(links),
+        analytics,
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,

@@ -76,6 +76,15 @@ impl RecordWrite {
         }
     }
 
+    /// The key written or deleted.
+    pub fn key(&self) -> &str {
+        match self {
+            RecordWrite::Set { key, .. }
+            | RecordWrite::SetUntil { key, .. }
+            | RecordWrite::Delete { key } => key,
+        }
+    }
+
     fn add_to(&self, pipe: &mut redis::Pipeline) {
         match self {
             RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).ignore(),
@@ -198,6 +207,21 @@ impl Projection {
         self.run(&pipe, self.timeout).await
     }
 
+    /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
+    /// the timeout per thousand writes.
+    pub async fn apply_chunk(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
     /// Performs a batch of writes in one pipelined round trip, not atomically (for resync).
     pub async fn apply_pipelined(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
         if writes.is_empty() {
@@ -279,6 +303,9 @@ mod tests {
             revoked_at: None,
             visit_count: 0,
             last_visit_at: None,
+            campaign: None,
+            recipient_ref: None,
+            tags: Vec::new(),
         }
     }
 

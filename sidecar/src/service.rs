@@ -14,9 +14,14 @@
 
 use crate::issuer::{IssueError, Issuer};
 use crate::projection::{Projection, ProjectionError, RecordWrite};
-use crate::storage::{self, Link, LinkFlags, LinkState, ListCursor, Storage, StorageError};
-use crate::validate::TargetUrl;
+use crate::storage::{
+    self, CampaignStats, Link, LinkFilter, LinkFlags, LinkState, ListCursor, NewRow, Slot, Storage,
+    StorageError,
+};
+use crate::validate::{hex, TargetUrl};
 use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +39,9 @@ pub enum ServiceError {
     Redis(#[from] ProjectionError),
     #[error(transparent)]
     Issue(#[from] IssueError),
+    /// The idempotency key was used before with another request.
+    #[error("the idempotency key was used with another request")]
+    IdempotencyKeyReused,
 }
 
 /// A validated request to create a link.
@@ -48,6 +56,92 @@ pub struct NewLink {
     pub forward_query: bool,
     /// Return the existing live link for the same URL instead of creating one.
     pub idempotent: bool,
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    pub tags: Vec<String>,
+    /// Set by `import` only: recreate an exported link as it was (its code may have the generated
+    /// shape, its expiry may be past, it may be revoked).
+    pub restore: Option<Restore>,
+}
+
+/// Times of an exported link, recreated by `import`.
+#[derive(Debug, Clone, Copy)]
+pub struct Restore {
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// An `Idempotency-Key` and whose it is (API key id; [`CLI_API_KEY_ID`] for the command line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    pub api_key_id: i64,
+    pub key: String,
+}
+
+/// The owner of idempotency keys given on the command line (`import`).
+pub const CLI_API_KEY_ID: i64 = 0;
+
+/// A claimed idempotency key: its row id numbers the request's slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    pub batch_id: i64,
+    /// First use of the key: nothing can have been committed under it yet.
+    pub fresh: bool,
+}
+
+/// SHA-256 (hex) identifying a request for its idempotency key: its kind and the canonical text
+/// of its first items (a streamed batch is checked item by item after those).
+pub fn request_hash<'a>(kind: &str, items: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(kind.as_bytes());
+    for item in items {
+        hasher.update(b"\n");
+        hasher.update(item);
+    }
+    hex(&hasher.finalize())
+}
+
+/// What became of one item of a batch.
+#[derive(Debug, Clone)]
+pub enum ItemOutcome {
+    /// Created now, or by an earlier attempt with the same idempotency key.
+    Created(Link),
+    /// An `idempotent` item found this live link for the same URL.
+    Existing(Link),
+    Failed(ItemFailure),
+}
+
+/// Why a valid item was not stored. Causes are logged where they arise, once per chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemFailure {
+    CodeTaken,
+    /// A retry with the same idempotency key sent another URL for this item.
+    IdempotencyMismatch,
+    RedisUnavailable,
+    DatabaseUnavailable,
+    CodesExhausted,
+    Internal,
+}
+
+impl ItemFailure {
+    fn of(error: &ServiceError) -> Self {
+        match error {
+            ServiceError::CodeTaken | ServiceError::Storage(StorageError::Conflict) => {
+                ItemFailure::CodeTaken
+            }
+            ServiceError::IdempotencyKeyReused => ItemFailure::IdempotencyMismatch,
+            ServiceError::Redis(_) => ItemFailure::RedisUnavailable,
+            ServiceError::Storage(StorageError::Unavailable(_))
+            | ServiceError::Issue(IssueError::Storage(StorageError::Unavailable(_))) => {
+                ItemFailure::DatabaseUnavailable
+            }
+            ServiceError::Issue(IssueError::Exhausted(_)) => ItemFailure::CodesExhausted,
+            ServiceError::NotFound
+            | ServiceError::Revoked
+            | ServiceError::Storage(_)
+            | ServiceError::Issue(_) => ItemFailure::Internal,
+        }
+    }
 }
 
 /// A validated change to a link; `None` leaves a field as it is.
@@ -58,6 +152,11 @@ pub struct LinkPatch {
     pub expires_at: Option<Option<DateTime<Utc>>>,
     pub redirect: Option<u16>,
     pub forward_query: Option<bool>,
+    /// `Some(None)` clears.
+    pub campaign: Option<Option<String>>,
+    /// `Some(None)` clears.
+    pub recipient_ref: Option<Option<String>>,
+    pub tags: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -117,7 +216,47 @@ impl LinkService {
         self.grace
     }
 
-    pub async fn create(&self, new: NewLink) -> Result<Created, ServiceError> {
+    /// Claims `key` for a request identified by `request_hash`: refused if the key was used
+    /// with another request.
+    pub async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        request_hash: &str,
+    ) -> Result<Claim, ServiceError> {
+        let record = self
+            .storage
+            .claim_idempotency_key(key.api_key_id, &key.key, request_hash, storage::now())
+            .await?;
+        if record.request_hash != request_hash {
+            return Err(ServiceError::IdempotencyKeyReused);
+        }
+        Ok(Claim {
+            batch_id: record.id,
+            fresh: record.fresh,
+        })
+    }
+
+    /// Creates one link. With a `claim`, the link takes slot 0 of the claimed key, and a retry
+    /// returns the link the first attempt created.
+    pub async fn create(
+        &self,
+        new: NewLink,
+        claim: Option<Claim>,
+    ) -> Result<Created, ServiceError> {
+        let slot = claim.map(|claim| Slot {
+            batch_id: claim.batch_id,
+            index: 0,
+        });
+        if let Some(claim) = claim.filter(|claim| !claim.fresh) {
+            if let Some((_, link)) = self
+                .storage
+                .links_by_slots(claim.batch_id, 0, 0)
+                .await?
+                .pop()
+            {
+                return Ok(Created::New(link));
+            }
+        }
         let now = storage::now();
         let url_hash = new.target.hash();
         if new.idempotent {
@@ -125,36 +264,36 @@ impl LinkService {
                 return Ok(Created::Existing(existing));
             }
         }
-        let mut link = Link {
-            code: String::new(),
-            target: new.target.into_string(),
-            url_hash,
-            redirect: new.redirect,
-            flags: LinkFlags::with_forward_query(new.forward_query),
-            created_at: now,
-            updated_at: now,
-            expires_at: new.expires_at,
-            revoked_at: None,
-            visit_count: 0,
-            last_visit_at: None,
-        };
-        let attempts = if new.code.is_some() {
+        let alias = new.code.clone();
+        let mut link = new_link(new, String::new(), url_hash, now);
+        let attempts = if alias.is_some() {
             1
         } else {
             GENERATED_CODE_ATTEMPTS
         };
         for attempt in 1..=attempts {
             // Lease before beginning: on SQLite the lease needs the (single) write connection.
-            link.code = match &new.code {
+            link.code = match &alias {
                 Some(code) => code.clone(),
                 None => self.issuer.next_code().await?,
             };
             let mut tx = self.storage.begin().await?;
-            match tx.insert_link(&link).await {
+            match tx.insert_link(&link, slot).await {
                 Ok(()) => {}
                 Err(StorageError::Conflict) => {
                     let _ = tx.rollback().await;
-                    if new.code.is_none() {
+                    // A concurrent request with the same idempotency key may have won the slot.
+                    if let Some(slot) = slot {
+                        if let Some((_, won)) = self
+                            .storage
+                            .links_by_slots(slot.batch_id, 0, 0)
+                            .await?
+                            .pop()
+                        {
+                            return Ok(Created::New(won));
+                        }
+                    }
+                    if alias.is_none() {
                         tracing::error!(
                             code = %link.code,
                             attempt,
@@ -169,6 +308,200 @@ impl LinkService {
             return Ok(Created::New(link));
         }
         Err(ServiceError::CodeTaken)
+    }
+
+    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. One
+    /// sequence lease for the generated codes, one multi-row insert in one transaction, one Redis
+    /// `MULTI` for the records, then the commit: the write-through of [`Self::create`], per chunk.
+    /// Returns one outcome per item, in the same order. With a `claim`, items already committed by
+    /// an earlier attempt with the same key are returned instead of created again.
+    pub async fn create_chunk(
+        &self,
+        items: Vec<(i64, NewLink)>,
+        claim: Option<Claim>,
+    ) -> Vec<(i64, ItemOutcome)> {
+        match self.try_create_chunk(&items, claim).await {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let failure = ItemFailure::of(&error);
+                if failure == ItemFailure::Internal {
+                    tracing::error!(%error, "batch chunk failed");
+                } else {
+                    tracing::warn!(%error, "batch chunk failed");
+                }
+                items
+                    .iter()
+                    .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                    .collect()
+            }
+        }
+    }
+
+    async fn try_create_chunk(
+        &self,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+    ) -> Result<Vec<(i64, ItemOutcome)>, ServiceError> {
+        let now = storage::now();
+        let mut outcomes: Vec<Option<ItemOutcome>> = vec![None; items.len()];
+        let mut hashes: Vec<String> = items.iter().map(|(_, new)| new.target.hash()).collect();
+
+        // A retry: what an earlier attempt committed is the answer.
+        if let (Some(claim), Some(first), Some(last)) = (
+            claim.filter(|claim| !claim.fresh),
+            items.first(),
+            items.last(),
+        ) {
+            let known: HashMap<i64, Link> = self
+                .storage
+                .links_by_slots(claim.batch_id, first.0, last.0)
+                .await?
+                .into_iter()
+                .collect();
+            if !known.is_empty() {
+                for (at, (index, new)) in items.iter().enumerate() {
+                    if let Some(link) = known.get(index) {
+                        outcomes[at] = Some(replayed(link.clone(), new, &hashes[at]));
+                    }
+                }
+            }
+        }
+        for (at, (_, new)) in items.iter().enumerate() {
+            if outcomes[at].is_none() && new.idempotent {
+                if let Some(existing) = self.find_existing(new, &hashes[at], now).await? {
+                    outcomes[at] = Some(ItemOutcome::Existing(existing));
+                }
+            }
+        }
+
+        // The rest is inserted; imported codes of the generated shape move the sequence past them.
+        let todo: Vec<usize> = (0..items.len())
+            .filter(|&at| outcomes[at].is_none())
+            .collect();
+        let restored_max = todo
+            .iter()
+            .filter_map(|&at| items[at].1.code.as_deref())
+            .filter_map(|code| self.issuer.scheme().decode(code))
+            .max();
+        if let Some(max) = restored_max {
+            self.storage.raise_sequence(max + 1).await?;
+        }
+        let generated = todo
+            .iter()
+            .filter(|&&at| items[at].1.code.is_none())
+            .count();
+        let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
+        let mut rows = Vec::with_capacity(todo.len());
+        // An alias used twice in one chunk: the first use takes it (one statement cannot tell).
+        let mut aliases = HashSet::new();
+        let todo: Vec<usize> = todo
+            .into_iter()
+            .filter(|&at| match &items[at].1.code {
+                Some(code) if !aliases.insert(code.as_str()) => {
+                    outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        for &at in &todo {
+            let (index, new) = &items[at];
+            let code = match &new.code {
+                Some(code) => code.clone(),
+                None => codes.next().unwrap_or_default(),
+            };
+            let url_hash = std::mem::take(&mut hashes[at]);
+            rows.push(NewRow {
+                link: new_link(new.clone(), code, url_hash, now),
+                slot: claim.map(|claim| Slot {
+                    batch_id: claim.batch_id,
+                    index: *index,
+                }),
+            });
+        }
+        if rows.is_empty() {
+            return Ok(finish(items, outcomes));
+        }
+
+        let mut tx = self.storage.begin().await?;
+        let inserted: HashSet<String> = match tx.insert_links(&rows).await {
+            Ok(codes) => codes.into_iter().collect(),
+            Err(error) => {
+                let _ = tx.rollback().await;
+                return Err(error.into());
+            }
+        };
+        // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
+        // (its row is the answer), or the code is taken.
+        let skipped: Vec<usize> = (0..rows.len())
+            .filter(|&r| !inserted.contains(&rows[r].link.code))
+            .collect();
+        let mut won: HashMap<i64, Link> = HashMap::new();
+        if let Some(claim) = claim.filter(|_| !skipped.is_empty()) {
+            let indexes: Vec<i64> = skipped.iter().map(|&r| items[todo[r]].0).collect();
+            match tx.links_by_slot_list(claim.batch_id, &indexes).await {
+                Ok(found) => won.extend(found),
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    return Err(error.into());
+                }
+            }
+        }
+        for &r in &skipped {
+            let at = todo[r];
+            let (index, new) = &items[at];
+            outcomes[at] = Some(match won.remove(index) {
+                Some(link) => replayed(link, new, &new.target.hash()),
+                None => {
+                    if new.code.is_none() {
+                        tracing::error!(
+                            code = %rows[r].link.code,
+                            "generated code already exists: was the sequence table reset?"
+                        );
+                    }
+                    ItemOutcome::Failed(ItemFailure::CodeTaken)
+                }
+            });
+        }
+
+        let writes: Vec<RecordWrite> = rows
+            .iter()
+            .filter(|row| inserted.contains(&row.link.code))
+            .map(|row| RecordWrite::for_link(&row.link, now, self.grace))
+            .collect();
+        let mut failure = None;
+        if let Err(error) = self.projection.apply_chunk(&writes).await {
+            tracing::warn!(%error, links = writes.len(), "redis write failed; rolling back the chunk");
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            failure = Some(ItemFailure::RedisUnavailable);
+        } else if let Err(error) = tx.commit().await {
+            let restore: Vec<RecordWrite> = writes
+                .iter()
+                .map(|write| RecordWrite::Delete {
+                    key: write.key().to_owned(),
+                })
+                .collect();
+            if let Err(redis) = self.projection.apply_pipelined(&restore).await {
+                tracing::error!(
+                    %error,
+                    %redis,
+                    "commit failed after the redis write, and redis could not be restored: \
+                     run `shortlink-sidecar resync`"
+                );
+            }
+            failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
+        }
+        for (r, row) in rows.into_iter().enumerate() {
+            if inserted.contains(&row.link.code) {
+                outcomes[todo[r]] = Some(match failure {
+                    None => ItemOutcome::Created(row.link),
+                    Some(failure) => ItemOutcome::Failed(failure),
+                });
+            }
+        }
+        Ok(finish(items, outcomes))
     }
 
     async fn find_existing(
@@ -196,10 +529,23 @@ impl LinkService {
 
     pub async fn list(
         &self,
+        filter: &LinkFilter,
         after: Option<&ListCursor>,
         limit: u32,
     ) -> Result<Vec<Link>, ServiceError> {
-        Ok(self.storage.list_links(after, limit).await?)
+        Ok(self.storage.list_links(filter, after, limit).await?)
+    }
+
+    /// Aggregates of a campaign; `NotFound` if it has no link.
+    pub async fn campaign(&self, campaign: &str) -> Result<CampaignStats, ServiceError> {
+        let stats = self
+            .storage
+            .campaign_stats(campaign, storage::now())
+            .await?;
+        if stats.links == 0 {
+            return Err(ServiceError::NotFound);
+        }
+        Ok(stats)
     }
 
     pub async fn update(&self, code: &str, patch: LinkPatch) -> Result<Link, ServiceError> {
@@ -225,6 +571,15 @@ impl LinkService {
         }
         if let Some(forward) = patch.forward_query {
             next.flags.set_forward_query(forward);
+        }
+        if let Some(campaign) = patch.campaign {
+            next.campaign = campaign;
+        }
+        if let Some(recipient_ref) = patch.recipient_ref {
+            next.recipient_ref = recipient_ref;
+        }
+        if let Some(tags) = patch.tags {
+            next.tags = tags;
         }
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
@@ -320,6 +675,54 @@ impl LinkService {
         });
         Ok(resolution)
     }
+}
+
+/// The link a new item becomes.
+fn new_link(new: NewLink, code: String, url_hash: String, now: DateTime<Utc>) -> Link {
+    let (created_at, revoked_at) = match new.restore {
+        Some(restore) => (restore.created_at, restore.revoked_at),
+        None => (now, None),
+    };
+    Link {
+        code,
+        target: new.target.into_string(),
+        url_hash,
+        redirect: new.redirect,
+        flags: LinkFlags::with_forward_query(new.forward_query),
+        created_at,
+        updated_at: revoked_at.unwrap_or(created_at).max(created_at),
+        expires_at: new.expires_at,
+        revoked_at,
+        visit_count: 0,
+        last_visit_at: None,
+        campaign: new.campaign,
+        recipient_ref: new.recipient_ref,
+        tags: new.tags,
+    }
+}
+
+/// An item an earlier attempt with the same key committed: the same answer, if it is the same
+/// item (same URL, and same alias if it had one).
+fn replayed(link: Link, new: &NewLink, url_hash: &str) -> ItemOutcome {
+    let same_code = new.code.as_ref().is_none_or(|code| *code == link.code);
+    if link.url_hash == url_hash && same_code {
+        ItemOutcome::Created(link)
+    } else {
+        ItemOutcome::Failed(ItemFailure::IdempotencyMismatch)
+    }
+}
+
+fn finish(items: &[(i64, NewLink)], outcomes: Vec<Option<ItemOutcome>>) -> Vec<(i64, ItemOutcome)> {
+    items
+        .iter()
+        .zip(outcomes)
+        .map(|((index, _), outcome)| {
+            (
+                *index,
+                outcome.unwrap_or(ItemOutcome::Failed(ItemFailure::Internal)),
+            )
+        })
+        .collect()
 }
 
 /// Appends a request's query string to a target, before its fragment.

@@ -1,10 +1,18 @@
-//! Subcommands: `serve` (default), `keys create|list|revoke`, `resync`, `migrate`.
+//! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `resync`,
+//! `migrate`.
+
+mod export;
+mod import;
+mod resync;
 
 use crate::config::Config;
-use crate::projection::RecordWrite;
-use crate::storage::{self, LinkState};
+use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
+
+pub use export::ExportArgs;
+pub use import::ImportArgs;
+pub use resync::ResyncArgs;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -30,11 +38,21 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Create links from a CSV or NDJSON file, through the same write path as the API; resumable
+    /// (run it again after a failure: rows already imported are not created twice).
+    Import(ImportArgs),
+    /// Write links as CSV or NDJSON (what `import` reads), optionally only some of them.
+    Export(ExportArgs),
     /// Rebuild Redis from SQL: every link rewritten (live, expiring with their TTL, revoked as
     /// tombstones); links past their grace period are removed.
-    Resync,
+    Resync(ResyncArgs),
     /// Apply database migrations and exit.
     Migrate,
+    /// Consume visit events without the HTTP API (several may run, each with its own
+    /// `--consumer-name`); also runs the cleanup jobs if configured.
+    Consume,
+    /// Run the idle-link expiry and raw-visit retention jobs once, and exit.
+    Cleanup,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -59,7 +77,11 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&config).await,
         Command::Keys { command } => keys(&config, command).await,
-        Command::Resync => resync(&config).await,
+        Command::Import(args) => import::run(&config, args).await,
+        Command::Export(args) => export::run(&config, args).await,
+        Command::Resync(args) => resync::run(&config, args).await,
+        Command::Consume => crate::analytics::commands::consume(&config).await,
+        Command::Cleanup => crate::analytics::commands::cleanup_once(&config).await,
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");
@@ -78,7 +100,9 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
+    let background = crate::analytics::commands::start_background(config, app.state())?;
     app.run_until(crate::shutdown_signal()).await?;
+    background.shutdown().await;
     Ok(())
 }
 
@@ -121,40 +145,17 @@ async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Links read per SQL page and written per Redis pipeline.
-const RESYNC_PAGE: u32 = 1000;
-
-async fn resync(config: &Config) -> Result<(), BoxError> {
-    let storage = crate::open_storage(config).await?;
-    let projection = crate::open_projection(config)?;
-    let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
-    let mut after: Option<String> = None;
-    loop {
-        let page = storage.scan_links(after.as_deref(), RESYNC_PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.code.clone());
-        let now = storage::now();
-        let writes: Vec<RecordWrite> = page
-            .iter()
-            .map(|link| {
-                let write = RecordWrite::for_link(link, now, config.expired_grace);
-                match (link.state(now), &write) {
-                    (_, RecordWrite::Delete { .. }) => removed += 1,
-                    (LinkState::Live, _) => live += 1,
-                    (LinkState::Expired, _) => expired += 1,
-                    (LinkState::Revoked, _) => revoked += 1,
-                }
-                write
-            })
-            .collect();
-        projection.apply_pipelined(&writes).await?;
-    }
-    println!(
-        "resync: {} links written to redis ({live} live, {expired} expired within grace, \
-         {revoked} revoked), {removed} past grace removed",
-        live + expired + revoked
+/// A progress bar on stderr (drawn only when stderr is a terminal).
+fn progress_bar(len: u64, unit: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let template = format!(
+        "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} {unit} \
+         ({{per_sec}}, {{eta}} left)"
     );
-    Ok(())
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 #[cfg(test)]

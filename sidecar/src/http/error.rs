@@ -100,7 +100,7 @@ impl Error {
         }
     }
 
-    fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Error::Request { code, .. } | Error::Invalid { code, .. } => code,
             Error::Url(e) => e.code(),
@@ -118,7 +118,7 @@ impl Error {
         }
     }
 
-    fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             Error::Request { message, .. } => message.clone(),
             Error::Invalid { message, .. } => message.to_string(),
@@ -188,6 +188,11 @@ impl From<ServiceError> for Error {
             ServiceError::Storage(e) | ServiceError::Issue(IssueError::Storage(e)) => e.into(),
             ServiceError::Redis(e) => Error::RedisUnavailable(e),
             ServiceError::Issue(IssueError::Exhausted(e)) => Error::CodesExhausted(e),
+            ServiceError::IdempotencyKeyReused => Error::Request {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                code: "idempotency_key_reused",
+                message: "this Idempotency-Key was used with another request".into(),
+            },
         }
     }
 }

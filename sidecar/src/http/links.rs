@@ -3,13 +3,14 @@
 //! Handlers turn request bodies into validated domain values ([`NewLink`], [`LinkPatch`]) and
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
-use super::{AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
-use crate::service::{Created, LinkPatch, NewLink};
-use crate::storage::{self, Link, LinkState, ListCursor};
+use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
+use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};
 use crate::validate::TargetUrl;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -28,7 +29,7 @@ pub const DEFAULT_REDIRECT: u16 = 302;
 pub const DEFAULT_PAGE: u32 = 50;
 pub const MAX_PAGE: u32 = 1000;
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateLinkRequest {
     /// Absolute http(s) URL; IDN hosts are stored as punycode.
@@ -45,6 +46,15 @@ pub struct CreateLinkRequest {
     pub forward_query: Option<bool>,
     /// Return the newest live link with the same URL (200) instead of creating one.
     pub idempotent: Option<bool>,
+    /// The campaign the link belongs to (1 to 200 characters).
+    #[schema(example = "spring-sale")]
+    pub campaign: Option<String>,
+    /// An opaque recipient reference (1 to 200 characters).
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    /// Free tags (at most 32, each 1 to 64 characters).
+    pub tags: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -57,6 +67,16 @@ pub struct UpdateLinkRequest {
     pub expires_at: Option<Option<DateTime<Utc>>>,
     pub redirect: Option<u16>,
     pub forward_query: Option<bool>,
+    /// The campaign, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, nullable)]
+    pub campaign: Option<Option<String>>,
+    /// The recipient reference, or `null` to remove it.
+    #[serde(default, rename = "ref", deserialize_with = "present")]
+    #[schema(value_type = Option<String>, nullable, rename = "ref")]
+    pub recipient_ref: Option<Option<String>>,
+    /// Replaces the tags (`[]` removes them).
+    pub tags: Option<Vec<String>>,
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -85,10 +105,16 @@ pub struct LinkView {
     pub revoked_at: Option<DateTime<Utc>>,
     pub visit_count: i64,
     pub last_visit_at: Option<DateTime<Utc>>,
+    pub campaign: Option<String>,
+    /// The recipient reference.
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    pub tags: Vec<String>,
 }
 
 impl LinkView {
-    fn new(link: Link, domains: &DomainContext) -> Self {
+    pub(crate) fn new(link: Link, domains: &DomainContext) -> Self {
         let state = match link.state(storage::now()) {
             LinkState::Live => "live",
             LinkState::Expired => "expired",
@@ -107,6 +133,9 @@ impl LinkView {
             revoked_at: link.revoked_at,
             visit_count: link.visit_count,
             last_visit_at: link.last_visit_at,
+            campaign: link.campaign,
+            recipient_ref: link.recipient_ref,
+            tags: link.tags,
         }
     }
 }
@@ -124,9 +153,118 @@ pub struct ListParams {
     pub cursor: Option<String>,
     /// 1..=1000, default 50.
     pub limit: Option<u32>,
+    /// Only links of this campaign.
+    pub campaign: Option<String>,
+    /// Only links with this recipient reference.
+    #[serde(rename = "ref")]
+    #[param(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    /// Only links carrying this tag.
+    pub tag: Option<String>,
 }
 
-fn redirect_status(value: Option<u16>) -> Result<u16> {
+/// Longest campaign and recipient reference, in bytes.
+pub const MAX_META_LEN: usize = 200;
+/// Most tags on a link, and longest tag in bytes.
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_LEN: usize = 64;
+/// Longest `Idempotency-Key`.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+fn printable(value: &str, max: usize) -> bool {
+    !value.is_empty() && value.len() <= max && !value.chars().any(char::is_control)
+}
+
+pub(crate) fn meta(
+    value: Option<String>,
+    code: &'static str,
+    what: &str,
+) -> Result<Option<String>> {
+    match value {
+        Some(text) if !printable(&text, MAX_META_LEN) => Err(Error::invalid(
+            code,
+            format!("{what} must be 1 to {MAX_META_LEN} bytes without control characters"),
+        )),
+        other => Ok(other),
+    }
+}
+
+pub(crate) fn tags(value: Option<Vec<String>>) -> Result<Vec<String>> {
+    let tags = value.unwrap_or_default();
+    if tags.len() > MAX_TAGS || !tags.iter().all(|tag| printable(tag, MAX_TAG_LEN)) {
+        return Err(Error::invalid(
+            "invalid_tags",
+            format!(
+                "tags must be at most {MAX_TAGS} strings of 1 to {MAX_TAG_LEN} bytes without \
+                 control characters"
+            ),
+        ));
+    }
+    Ok(tags)
+}
+
+/// The request's `Idempotency-Key` (1 to 255 visible ASCII characters), scoped to its API key.
+pub(crate) fn idempotency_key(
+    headers: &HeaderMap,
+    api_key: ApiKeyId,
+) -> Result<Option<IdempotencyKey>> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|key| {
+            (1..=MAX_IDEMPOTENCY_KEY_LEN).contains(&key.len())
+                && key.bytes().all(|b| b.is_ascii_graphic())
+        })
+        .ok_or_else(|| Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_header",
+            message: format!(
+                "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
+            ),
+        })?;
+    Ok(Some(IdempotencyKey {
+        api_key_id: api_key.0,
+        key: key.to_owned(),
+    }))
+}
+
+/// Checks a create request (single or batch item) and turns it into a [`NewLink`].
+pub(crate) fn new_link(
+    state: &AppState,
+    domains: &DomainContext,
+    request: CreateLinkRequest,
+) -> Result<NewLink> {
+    let target = target(state, domains, &request.url)?;
+    if let Some(code) = &request.code {
+        shortcode::parse_alias(state.links.scheme(), code)
+            .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
+        if code == "batch" {
+            // `/links/batch` is the batch route.
+            return Err(Error::invalid(
+                "invalid_code",
+                "the alias \"batch\" is reserved",
+            ));
+        }
+    }
+    Ok(NewLink {
+        target,
+        code: request.code,
+        expires_at: request.expires_at.map(expiry).transpose()?,
+        redirect: redirect_status(request.redirect)?,
+        forward_query: request.forward_query.unwrap_or(false),
+        idempotent: request.idempotent.unwrap_or(false),
+        campaign: meta(request.campaign, "invalid_campaign", "campaign")?,
+        recipient_ref: meta(request.recipient_ref, "invalid_ref", "ref")?,
+        tags: tags(request.tags)?,
+        restore: None,
+    })
+}
+
+pub(crate) fn redirect_status(value: Option<u16>) -> Result<u16> {
     match value.unwrap_or(DEFAULT_REDIRECT) {
         status @ (301 | 302 | 307 | 308) => Ok(status),
         other => Err(Error::invalid(
@@ -161,8 +299,11 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
     }
 }
 
-/// Create a link.
+/// Create a link. With an `Idempotency-Key` header, a retry with the same key and body answers
+/// the same link and creates nothing; the same key with another body is refused (422
+/// `idempotency_key_reused`).
 #[utoipa::path(post, path = "/api/v1/links", tag = "links", request_body = CreateLinkRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
     responses(
         (status = 201, description = "created", body = LinkView),
         (status = 200, description = "idempotent: the existing live link for this URL", body = LinkView),
@@ -173,23 +314,22 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
     ))]
 pub async fn create_link(
     State(state): State<AppState>,
+    Extension(api_key): Extension<ApiKeyId>,
+    headers: HeaderMap,
     domains: DomainContext,
     Json(request): Json<CreateLinkRequest>,
 ) -> Result<(StatusCode, Json<LinkView>)> {
-    let target = target(&state, &domains, &request.url)?;
-    if let Some(code) = &request.code {
-        shortcode::parse_alias(state.links.scheme(), code)
-            .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
-    }
-    let new = NewLink {
-        target,
-        code: request.code,
-        expires_at: request.expires_at.map(expiry).transpose()?,
-        redirect: redirect_status(request.redirect)?,
-        forward_query: request.forward_query.unwrap_or(false),
-        idempotent: request.idempotent.unwrap_or(false),
+    let key = idempotency_key(&headers, api_key)?;
+    let hash = key.as_ref().map(|_| {
+        let canonical = serde_json::to_vec(&request).unwrap_or_default();
+        service::request_hash("create", [canonical.as_slice()])
+    });
+    let new = new_link(&state, &domains, request)?;
+    let claim = match (&key, &hash) {
+        (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
+        _ => None,
     };
-    let (status, link) = match state.links.create(new).await? {
+    let (status, link) = match state.links.create(new, claim).await? {
         Created::New(link) => (StatusCode::CREATED, link),
         Created::Existing(link) => (StatusCode::OK, link),
     };
@@ -240,15 +380,27 @@ pub async fn update_link(
             .map(|status| redirect_status(Some(status)))
             .transpose()?,
         forward_query: request.forward_query,
+        campaign: request
+            .campaign
+            .map(|value| meta(value, "invalid_campaign", "campaign"))
+            .transpose()?,
+        recipient_ref: request
+            .recipient_ref
+            .map(|value| meta(value, "invalid_ref", "ref"))
+            .transpose()?,
+        tags: request.tags.map(|value| tags(Some(value))).transpose()?,
     };
     if patch.target.is_none()
         && patch.expires_at.is_none()
         && patch.redirect.is_none()
         && patch.forward_query.is_none()
+        && patch.campaign.is_none()
+        && patch.recipient_ref.is_none()
+        && patch.tags.is_none()
     {
         return Err(Error::invalid(
             "empty_patch",
-            "give at least one of url, expires_at, redirect, forward_query",
+            "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags",
         ));
     }
     let link = state.links.update(&code, patch).await?;
@@ -273,7 +425,8 @@ pub async fn revoke_link(
     Ok(Json(LinkView::new(link, &domains)))
 }
 
-/// List links, newest first (keyset pagination).
+/// List links, newest first (keyset pagination), optionally only those of a campaign, recipient
+/// reference or tag.
 #[utoipa::path(get, path = "/api/v1/links", tag = "links", params(ListParams),
     responses((status = 200, body = LinkPage), (status = 400, body = ErrorBody)))]
 pub async fn list_links(
@@ -301,7 +454,16 @@ pub async fn list_links(
         })
         .transpose()?;
     // One extra row tells whether there is a next page.
-    let mut links = state.links.list(cursor.as_ref(), limit + 1).await?;
+    let filter = LinkFilter {
+        campaign: params.campaign,
+        recipient_ref: params.recipient_ref,
+        tag: params.tag,
+        state: None,
+    };
+    let mut links = state
+        .links
+        .list(&filter, cursor.as_ref(), limit + 1)
+        .await?;
     let next_cursor = if links.len() > limit as usize {
         links.truncate(limit as usize);
         links.last().map(|last| {

@@ -1,12 +1,16 @@
 //! The HTTP API: `/api/v1/*` behind API-key auth, `/healthz` and `/readyz` open.
 
 mod auth;
+mod batch;
+mod campaigns;
 mod error;
 mod health;
-mod links;
+pub(crate) mod links;
 mod resolve;
+mod stats;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
+pub(crate) use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail};
 
 use crate::service::LinkService;
@@ -35,6 +39,8 @@ pub const POOL_HEADER: &str = "x-shortlink-pool";
 pub struct AppState {
     pub links: Arc<LinkService>,
     pub settings: Arc<HttpSettings>,
+    /// Visit statistics (issue 4).
+    pub analytics: crate::analytics::Analytics,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -50,7 +56,10 @@ pub struct HttpSettings {
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(links::router())
+        .merge(batch::router())
+        .merge(campaigns::router())
         .merge(resolve::router())
+        .merge(stats::router())
         .route("/openapi.json", get(openapi))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
@@ -103,14 +112,18 @@ pub fn router(state: AppState) -> Router {
         links::get_link,
         links::update_link,
         links::revoke_link,
+        batch::create_batch,
+        campaigns::get_campaign,
         resolve::resolve,
+        stats::link_stats,
+        stats::global_stats,
         health::healthz,
         health::readyz,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "resolve"), (name = "health"))
+    tags((name = "links"), (name = "resolve"), (name = "stats"), (name = "health"))
 )]
 pub struct ApiDoc;
 

@@ -33,6 +33,72 @@ pub struct Link {
     pub revoked_at: Option<DateTime<Utc>>,
     pub visit_count: i64,
     pub last_visit_at: Option<DateTime<Utc>>,
+    /// Caller metadata: the campaign the link belongs to.
+    pub campaign: Option<String>,
+    /// Caller metadata: an opaque recipient reference (`ref` in the API).
+    pub recipient_ref: Option<String>,
+    /// Caller metadata: free tags, in the caller's order.
+    pub tags: Vec<String>,
+}
+
+/// Where a link came from in a request sent with an `Idempotency-Key`: the key's row and the
+/// item's index (0 for a single create). Unique, so a retry can find what was committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub batch_id: i64,
+    pub index: i64,
+}
+
+/// A link to insert, with its slot if the request had an idempotency key.
+#[derive(Debug, Clone)]
+pub struct NewRow {
+    pub link: Link,
+    pub slot: Option<Slot>,
+}
+
+/// Which links a listing, export or count covers; `None` fields do not filter.
+#[derive(Debug, Clone, Default)]
+pub struct LinkFilter {
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    /// Links carrying this tag.
+    pub tag: Option<String>,
+    /// Links in this state at `now`.
+    pub state: Option<(LinkState, DateTime<Utc>)>,
+}
+
+/// Per-campaign aggregates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CampaignStats {
+    pub links: i64,
+    pub live: i64,
+    pub expired: i64,
+    pub revoked: i64,
+    /// Sum of `visit_count`.
+    pub visits: i64,
+}
+
+/// The row of an idempotency key, claimed or found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    pub id: i64,
+    pub request_hash: String,
+    /// This call inserted it: no link can have its slots yet (unless a concurrent request with the
+    /// same key races, which the slots' unique index settles).
+    pub fresh: bool,
+}
+
+/// Tags as stored: a JSON array, or NULL for none.
+pub(crate) fn tags_column(tags: &[String]) -> Option<String> {
+    (!tags.is_empty()).then(|| serde_json::to_string(tags).unwrap_or_else(|_| "[]".into()))
+}
+
+pub(crate) fn parse_tags(text: Option<String>) -> StorageResult<Vec<String>> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|_| StorageError::Corrupt(format!("tags {text:?} in the database"))),
+    }
 }
 
 /// The link record's flag bits.
@@ -240,10 +306,51 @@ pub trait Storage: Send + Sync + 'static {
     ) -> StorageResult<Option<Link>>;
 
     /// Newest first, starting after `after`.
-    async fn list_links(&self, after: Option<&ListCursor>, limit: u32) -> StorageResult<Vec<Link>>;
+    async fn list_links(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
 
-    /// Every link in code order, `limit` at a time, starting after `after_code` (for resync).
-    async fn scan_links(&self, after_code: Option<&str>, limit: u32) -> StorageResult<Vec<Link>>;
+    /// Every link in code order, `limit` at a time, starting after `after_code` (resync, export).
+    async fn scan_links(
+        &self,
+        filter: &LinkFilter,
+        after_code: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
+
+    /// How many links the filter covers (for progress bars).
+    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64>;
+
+    /// Aggregates of one campaign at `now`.
+    async fn campaign_stats(
+        &self,
+        campaign: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<CampaignStats>;
+
+    /// Inserts the idempotency key unless it exists; returns its row either way.
+    async fn claim_idempotency_key(
+        &self,
+        api_key_id: i64,
+        key: &str,
+        request_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<IdempotencyRecord>;
+
+    /// The links created by the request `batch_id` with item indexes in `from..=to`, as
+    /// `(index, link)`.
+    async fn links_by_slots(
+        &self,
+        batch_id: i64,
+        from: i64,
+        to: i64,
+    ) -> StorageResult<Vec<(i64, Link)>>;
+
+    /// Moves the sequence to at least `next` (an import restored generated codes up to it).
+    async fn raise_sequence(&self, next: u64) -> StorageResult<()>;
 
     /// Starts a write transaction; dropping it uncommitted rolls it back.
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
@@ -274,13 +381,25 @@ pub trait Storage: Send + Sync + 'static {
 /// A write transaction on links.
 #[async_trait]
 pub trait LinkTx: Send {
-    /// Inserts a new link; [`StorageError::Conflict`] if the code is taken.
-    async fn insert_link(&mut self, link: &Link) -> StorageResult<()>;
+    /// Inserts a new link; [`StorageError::Conflict`] if the code (or the slot) is taken.
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()>;
+
+    /// Inserts many links in one statement, skipping those whose code or slot is taken; returns
+    /// the codes inserted.
+    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>>;
+
+    /// Links created by the request `batch_id` with these indexes, as `(index, link)`: inside the
+    /// transaction, after a conflicting insert.
+    async fn links_by_slot_list(
+        &mut self,
+        batch_id: i64,
+        indexes: &[i64],
+    ) -> StorageResult<Vec<(i64, Link)>>;
 
     /// Reads a link and locks it against concurrent writers until the transaction ends.
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;
 
-    /// Writes every mutable field of `link` (matched by code).
+    /// Writes every mutable field of `link`, metadata included (matched by code).
     async fn update_link(&mut self, link: &Link) -> StorageResult<()>;
 
     async fn commit(self: Box<Self>) -> StorageResult<()>;

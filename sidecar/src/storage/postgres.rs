@@ -1,13 +1,14 @@
 //! PostgreSQL backend: several sidecar processes may share one database.
 
 use super::{
-    checked_flags, checked_redirect, ApiKey, Backend, ConnectOptions, Link, LinkTx, ListCursor,
-    Storage, StorageError, StorageResult,
+    checked_flags, checked_redirect, parse_tags, tags_column, ApiKey, Backend, CampaignStats,
+    ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx, ListCursor, NewRow,
+    Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, QueryBuilder, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -17,7 +18,44 @@ pub struct PgStorage {
 }
 
 const LINK_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
-     updated_at, expires_at, revoked_at, visit_count, last_visit_at";
+     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, \
+     tags::text AS tags";
+
+/// Columns written by an insert: the link's and its slot.
+const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
+     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
+     batch_id, batch_index";
+
+/// Appends `WHERE`/`AND` conditions for `filter`.
+fn push_filter(query: &mut QueryBuilder<'_, Postgres>, filter: &LinkFilter) {
+    query.push(" WHERE TRUE");
+    if let Some(campaign) = &filter.campaign {
+        query.push(" AND campaign = ").push_bind(campaign.clone());
+    }
+    if let Some(recipient_ref) = &filter.recipient_ref {
+        query
+            .push(" AND recipient_ref = ")
+            .push_bind(recipient_ref.clone());
+    }
+    if let Some(tag) = &filter.tag {
+        query
+            .push(" AND tags @> jsonb_build_array(")
+            .push_bind(tag.clone())
+            .push("::text)");
+    }
+    if let Some((state, now)) = filter.state {
+        match state {
+            LinkState::Revoked => query.push(" AND revoked_at IS NOT NULL"),
+            LinkState::Live => query
+                .push(" AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ")
+                .push_bind(now)
+                .push(")"),
+            LinkState::Expired => query
+                .push(" AND revoked_at IS NULL AND expires_at <= ")
+                .push_bind(now),
+        };
+    }
+}
 
 impl PgStorage {
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
@@ -57,6 +95,9 @@ fn link_from_row(row: &PgRow) -> StorageResult<Link> {
         revoked_at: row.try_get("revoked_at")?,
         visit_count: row.try_get("visit_count")?,
         last_visit_at: row.try_get("last_visit_at")?,
+        campaign: row.try_get("campaign")?,
+        recipient_ref: row.try_get("recipient_ref")?,
+        tags: parse_tags(row.try_get("tags")?)?,
     })
 }
 
@@ -136,44 +177,165 @@ impl Storage for PgStorage {
         row.as_ref().map(link_from_row).transpose()
     }
 
-    async fn list_links(&self, after: Option<&ListCursor>, limit: u32) -> StorageResult<Vec<Link>> {
-        let rows = match after {
-            None => {
-                sqlx::query(&format!(
-                    "SELECT {LINK_COLUMNS} FROM links \
-                     ORDER BY created_at DESC, code DESC LIMIT $1"
-                ))
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-            }
-            Some(cursor) => {
-                sqlx::query(&format!(
-                    "SELECT {LINK_COLUMNS} FROM links \
-                     WHERE (created_at, code) < ($1, $2) \
-                     ORDER BY created_at DESC, code DESC LIMIT $3"
-                ))
-                .bind(cursor.created_at)
-                .bind(&cursor.code)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-            }
+    async fn list_links(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+        push_filter(&mut query, filter);
+        if let Some(cursor) = after {
+            query
+                .push(" AND (created_at, code) < (")
+                .push_bind(cursor.created_at)
+                .push(", ")
+                .push_bind(cursor.code.clone())
+                .push(")");
         }
-        .map_err(StorageError::classify)?;
+        query
+            .push(" ORDER BY created_at DESC, code DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = query
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StorageError::classify)?;
         rows.iter().map(link_from_row).collect()
     }
 
-    async fn scan_links(&self, after_code: Option<&str>, limit: u32) -> StorageResult<Vec<Link>> {
+    async fn scan_links(
+        &self,
+        filter: &LinkFilter,
+        after_code: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+        push_filter(&mut query, filter);
+        query
+            .push(" AND code > ")
+            .push_bind(after_code.unwrap_or("").to_owned())
+            .push(" ORDER BY code LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = query
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StorageError::classify)?;
+        rows.iter().map(link_from_row).collect()
+    }
+
+    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
+        let mut query = QueryBuilder::new("SELECT COUNT(*) FROM links");
+        push_filter(&mut query, filter);
+        let count: i64 = query
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn campaign_stats(
+        &self,
+        campaign: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<CampaignStats> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS links, \
+               COUNT(*) FILTER (WHERE revoked_at IS NULL \
+                                  AND (expires_at IS NULL OR expires_at > $2)) AS live, \
+               COUNT(*) FILTER (WHERE revoked_at IS NULL AND expires_at <= $2) AS expired, \
+               COUNT(*) FILTER (WHERE revoked_at IS NOT NULL) AS revoked, \
+               COALESCE(SUM(visit_count), 0)::BIGINT AS visits \
+             FROM links WHERE campaign = $1",
+        )
+        .bind(campaign)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(CampaignStats {
+            links: row.try_get("links")?,
+            live: row.try_get("live")?,
+            expired: row.try_get("expired")?,
+            revoked: row.try_get("revoked")?,
+            visits: row.try_get("visits")?,
+        })
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        api_key_id: i64,
+        key: &str,
+        request_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<IdempotencyRecord> {
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO idempotency_keys (api_key_id, key, request_hash, created_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (api_key_id, key) DO NOTHING RETURNING id",
+        )
+        .bind(api_key_id)
+        .bind(key)
+        .bind(request_hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        if let Some(id) = inserted {
+            return Ok(IdempotencyRecord {
+                id,
+                request_hash: request_hash.to_owned(),
+                fresh: true,
+            });
+        }
+        let row = sqlx::query(
+            "SELECT id, request_hash FROM idempotency_keys WHERE api_key_id = $1 AND key = $2",
+        )
+        .bind(api_key_id)
+        .bind(key)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(IdempotencyRecord {
+            id: row.try_get("id")?,
+            request_hash: row.try_get("request_hash")?,
+            fresh: false,
+        })
+    }
+
+    async fn links_by_slots(
+        &self,
+        batch_id: i64,
+        from: i64,
+        to: i64,
+    ) -> StorageResult<Vec<(i64, Link)>> {
         let rows = sqlx::query(&format!(
-            "SELECT {LINK_COLUMNS} FROM links WHERE code > $1 ORDER BY code LIMIT $2"
+            "SELECT batch_index, {LINK_COLUMNS} FROM links \
+             WHERE batch_id = $1 AND batch_index BETWEEN $2 AND $3"
         ))
-        .bind(after_code.unwrap_or(""))
-        .bind(i64::from(limit))
+        .bind(batch_id)
+        .bind(from)
+        .bind(to)
         .fetch_all(&self.pool)
         .await
         .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        rows.iter()
+            .map(|row| Ok((row.try_get("batch_index")?, link_from_row(row)?)))
+            .collect()
+    }
+
+    async fn raise_sequence(&self, next: u64) -> StorageResult<()> {
+        let next = i64::try_from(next)
+            .map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))?;
+        sqlx::query(
+            "UPDATE sequence_blocks SET next_value = GREATEST(next_value, $1) WHERE name = 'links'",
+        )
+        .bind(next)
+        .execute(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(())
     }
 
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
@@ -260,10 +422,10 @@ struct PgTx {
 
 #[async_trait]
 impl LinkTx for PgTx {
-    async fn insert_link(&mut self, link: &Link) -> StorageResult<()> {
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
         sqlx::query(&format!(
-            "INSERT INTO links ({LINK_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO links ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14::jsonb, $15, $16)"
         ))
         .bind(&link.code)
         .bind(&link.target)
@@ -276,10 +438,108 @@ impl LinkTx for PgTx {
         .bind(link.revoked_at)
         .bind(link.visit_count)
         .bind(link.last_visit_at)
+        .bind(&link.campaign)
+        .bind(&link.recipient_ref)
+        .bind(tags_column(&link.tags))
+        .bind(slot.map(|s| s.batch_id))
+        .bind(slot.map(|s| s.index))
         .execute(&mut *self.tx)
         .await
         .map_err(StorageError::classify)?;
         Ok(())
+    }
+
+    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One statement, one array per column: no bind limit, one plan whatever the row count.
+        let n = rows.len();
+        let mut code = Vec::with_capacity(n);
+        let mut target = Vec::with_capacity(n);
+        let mut url_hash = Vec::with_capacity(n);
+        let mut redirect = Vec::with_capacity(n);
+        let mut flags = Vec::with_capacity(n);
+        let mut created_at = Vec::with_capacity(n);
+        let mut updated_at = Vec::with_capacity(n);
+        let mut expires_at = Vec::with_capacity(n);
+        let mut revoked_at = Vec::with_capacity(n);
+        let mut visit_count = Vec::with_capacity(n);
+        let mut last_visit_at = Vec::with_capacity(n);
+        let mut campaign = Vec::with_capacity(n);
+        let mut recipient_ref = Vec::with_capacity(n);
+        let mut tags = Vec::with_capacity(n);
+        let mut batch_id = Vec::with_capacity(n);
+        let mut batch_index = Vec::with_capacity(n);
+        for row in rows {
+            let link = &row.link;
+            code.push(link.code.as_str());
+            target.push(link.target.as_str());
+            url_hash.push(link.url_hash.as_str());
+            redirect.push(redirect_column(link.redirect));
+            flags.push(flags_column(link.flags.0));
+            created_at.push(link.created_at);
+            updated_at.push(link.updated_at);
+            expires_at.push(link.expires_at);
+            revoked_at.push(link.revoked_at);
+            visit_count.push(link.visit_count);
+            last_visit_at.push(link.last_visit_at);
+            campaign.push(link.campaign.as_deref());
+            recipient_ref.push(link.recipient_ref.as_deref());
+            tags.push(tags_column(&link.tags));
+            batch_id.push(row.slot.map(|s| s.batch_id));
+            batch_index.push(row.slot.map(|s| s.index));
+        }
+        // Any unique conflict (code or slot) skips the row; RETURNING names those inserted.
+        let inserted: Vec<String> = sqlx::query_scalar(&format!(
+            "INSERT INTO links ({INSERT_COLUMNS}) \
+             SELECT c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg::jsonb, bi, bx \
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int2[], $5::int4[], \
+                         $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], \
+                         $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::text[], \
+                         $13::text[], $14::text[], $15::int8[], $16::int8[]) \
+               AS u(c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg, bi, bx) \
+             ON CONFLICT DO NOTHING RETURNING code"
+        ))
+        .bind(code)
+        .bind(target)
+        .bind(url_hash)
+        .bind(redirect)
+        .bind(flags)
+        .bind(created_at)
+        .bind(updated_at)
+        .bind(expires_at)
+        .bind(revoked_at)
+        .bind(visit_count)
+        .bind(last_visit_at)
+        .bind(campaign)
+        .bind(recipient_ref)
+        .bind(tags)
+        .bind(batch_id)
+        .bind(batch_index)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(inserted)
+    }
+
+    async fn links_by_slot_list(
+        &mut self,
+        batch_id: i64,
+        indexes: &[i64],
+    ) -> StorageResult<Vec<(i64, Link)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT batch_index, {LINK_COLUMNS} FROM links \
+             WHERE batch_id = $1 AND batch_index = ANY($2)"
+        ))
+        .bind(batch_id)
+        .bind(indexes)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(StorageError::classify)?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("batch_index")?, link_from_row(row)?)))
+            .collect()
     }
 
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {
@@ -296,7 +556,8 @@ impl LinkTx for PgTx {
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
         sqlx::query(
             "UPDATE links SET target = $2, url_hash = $3, redirect_status = $4, flags = $5, \
-             updated_at = $6, expires_at = $7, revoked_at = $8 WHERE code = $1",
+             updated_at = $6, expires_at = $7, revoked_at = $8, campaign = $9, \
+             recipient_ref = $10, tags = $11::jsonb WHERE code = $1",
         )
         .bind(&link.code)
         .bind(&link.target)
@@ -306,6 +567,9 @@ impl LinkTx for PgTx {
         .bind(link.updated_at)
         .bind(link.expires_at)
         .bind(link.revoked_at)
+        .bind(&link.campaign)
+        .bind(&link.recipient_ref)
+        .bind(tags_column(&link.tags))
         .execute(&mut *self.tx)
         .await
         .map_err(StorageError::classify)?;

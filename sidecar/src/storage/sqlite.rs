@@ -6,8 +6,9 @@
 //! their own pool and, in WAL mode, never wait for the writer.
 
 use super::{
-    checked_flags, checked_redirect, ApiKey, Backend, ConnectOptions, Link, LinkTx, ListCursor,
-    Storage, StorageError, StorageResult,
+    checked_flags, checked_redirect, parse_tags, tags_column, ApiKey, Backend, CampaignStats,
+    ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx, ListCursor, NewRow,
+    Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -15,7 +16,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -26,7 +27,57 @@ pub struct SqliteStorage {
 }
 
 const LINK_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
-     updated_at, expires_at, revoked_at, visit_count, last_visit_at";
+     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags";
+
+/// Columns written by an insert: the link's and its slot.
+const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
+     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
+     batch_id, batch_index";
+
+/// Rows per multi-row INSERT: 16 binds each, well under SQLite's 32,766 variables.
+const INSERT_ROWS: usize = 1000;
+
+/// Appends `WHERE`/`AND` conditions for `filter`.
+fn push_filter(query: &mut QueryBuilder<'_, Sqlite>, filter: &LinkFilter) {
+    let mut first = true;
+    let mut and = |query: &mut QueryBuilder<'_, Sqlite>| {
+        query.push(if first { " WHERE " } else { " AND " });
+        first = false;
+    };
+    if let Some(campaign) = &filter.campaign {
+        and(query);
+        query.push("campaign = ").push_bind(campaign.clone());
+    }
+    if let Some(recipient_ref) = &filter.recipient_ref {
+        and(query);
+        query
+            .push("recipient_ref = ")
+            .push_bind(recipient_ref.clone());
+    }
+    if let Some(tag) = &filter.tag {
+        and(query);
+        query
+            .push("EXISTS (SELECT 1 FROM json_each(links.tags) WHERE json_each.value = ")
+            .push_bind(tag.clone())
+            .push(")");
+    }
+    if let Some((state, now)) = filter.state {
+        and(query);
+        match state {
+            LinkState::Revoked => query.push("revoked_at IS NOT NULL"),
+            LinkState::Live => query
+                .push("revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ")
+                .push_bind(ts(now))
+                .push(")"),
+            LinkState::Expired => query
+                .push("revoked_at IS NULL AND expires_at <= ")
+                .push_bind(ts(now)),
+        };
+    }
+    if first {
+        query.push(" WHERE 1 = 1");
+    }
+}
 
 impl SqliteStorage {
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
@@ -37,7 +88,10 @@ impl SqliteStorage {
             // undo the last commits.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(options.acquire_timeout)
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Codes are a keyed permutation, so inserts land all over the primary-key B-tree: a
+            // 32 MiB page cache (default 2 MiB) keeps batch inserts from re-reading pages.
+            .pragma("cache_size", "-32768");
         if let Some(dir) = connect.get_filename().parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir)
@@ -94,6 +148,9 @@ fn link_from_row(row: &SqliteRow) -> StorageResult<Link> {
         revoked_at: parse_opt_ts(row.try_get("revoked_at")?)?,
         visit_count: row.try_get("visit_count")?,
         last_visit_at: parse_opt_ts(row.try_get("last_visit_at")?)?,
+        campaign: row.try_get("campaign")?,
+        recipient_ref: row.try_get("recipient_ref")?,
+        tags: parse_tags(row.try_get("tags")?)?,
     })
 }
 
@@ -166,44 +223,162 @@ impl Storage for SqliteStorage {
         row.as_ref().map(link_from_row).transpose()
     }
 
-    async fn list_links(&self, after: Option<&ListCursor>, limit: u32) -> StorageResult<Vec<Link>> {
-        let rows = match after {
-            None => {
-                sqlx::query(&format!(
-                    "SELECT {LINK_COLUMNS} FROM links \
-                     ORDER BY created_at DESC, code DESC LIMIT ?1"
-                ))
-                .bind(i64::from(limit))
-                .fetch_all(&self.reader)
-                .await
-            }
-            Some(cursor) => {
-                sqlx::query(&format!(
-                    "SELECT {LINK_COLUMNS} FROM links \
-                     WHERE (created_at, code) < (?1, ?2) \
-                     ORDER BY created_at DESC, code DESC LIMIT ?3"
-                ))
-                .bind(ts(cursor.created_at))
-                .bind(&cursor.code)
-                .bind(i64::from(limit))
-                .fetch_all(&self.reader)
-                .await
-            }
+    async fn list_links(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+        push_filter(&mut query, filter);
+        if let Some(cursor) = after {
+            query
+                .push(" AND (created_at, code) < (")
+                .push_bind(ts(cursor.created_at))
+                .push(", ")
+                .push_bind(cursor.code.clone())
+                .push(")");
         }
-        .map_err(StorageError::classify)?;
+        query
+            .push(" ORDER BY created_at DESC, code DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = query
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(StorageError::classify)?;
         rows.iter().map(link_from_row).collect()
     }
 
-    async fn scan_links(&self, after_code: Option<&str>, limit: u32) -> StorageResult<Vec<Link>> {
+    async fn scan_links(
+        &self,
+        filter: &LinkFilter,
+        after_code: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+        push_filter(&mut query, filter);
+        query
+            .push(" AND code > ")
+            .push_bind(after_code.unwrap_or("").to_owned())
+            .push(" ORDER BY code LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = query
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(StorageError::classify)?;
+        rows.iter().map(link_from_row).collect()
+    }
+
+    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
+        let mut query = QueryBuilder::new("SELECT COUNT(*) FROM links");
+        push_filter(&mut query, filter);
+        let count: i64 = query
+            .build_query_scalar()
+            .fetch_one(&self.reader)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn campaign_stats(
+        &self,
+        campaign: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<CampaignStats> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS links, \
+               COALESCE(SUM(revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)), 0) AS live, \
+               COALESCE(SUM(revoked_at IS NULL AND expires_at <= ?2), 0) AS expired, \
+               COALESCE(SUM(revoked_at IS NOT NULL), 0) AS revoked, \
+               COALESCE(SUM(visit_count), 0) AS visits \
+             FROM links WHERE campaign = ?1",
+        )
+        .bind(campaign)
+        .bind(ts(now))
+        .fetch_one(&self.reader)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(CampaignStats {
+            links: row.try_get("links")?,
+            live: row.try_get("live")?,
+            expired: row.try_get("expired")?,
+            revoked: row.try_get("revoked")?,
+            visits: row.try_get("visits")?,
+        })
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        api_key_id: i64,
+        key: &str,
+        request_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<IdempotencyRecord> {
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO idempotency_keys (api_key_id, key, request_hash, created_at) \
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (api_key_id, key) DO NOTHING RETURNING id",
+        )
+        .bind(api_key_id)
+        .bind(key)
+        .bind(request_hash)
+        .bind(ts(now))
+        .fetch_optional(&self.writer)
+        .await
+        .map_err(StorageError::classify)?;
+        if let Some(id) = inserted {
+            return Ok(IdempotencyRecord {
+                id,
+                request_hash: request_hash.to_owned(),
+                fresh: true,
+            });
+        }
+        let row = sqlx::query(
+            "SELECT id, request_hash FROM idempotency_keys WHERE api_key_id = ?1 AND key = ?2",
+        )
+        .bind(api_key_id)
+        .bind(key)
+        .fetch_one(&self.writer)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(IdempotencyRecord {
+            id: row.try_get("id")?,
+            request_hash: row.try_get("request_hash")?,
+            fresh: false,
+        })
+    }
+
+    async fn links_by_slots(
+        &self,
+        batch_id: i64,
+        from: i64,
+        to: i64,
+    ) -> StorageResult<Vec<(i64, Link)>> {
         let rows = sqlx::query(&format!(
-            "SELECT {LINK_COLUMNS} FROM links WHERE code > ?1 ORDER BY code LIMIT ?2"
+            "SELECT batch_index, {LINK_COLUMNS} FROM links \
+             WHERE batch_id = ?1 AND batch_index BETWEEN ?2 AND ?3"
         ))
-        .bind(after_code.unwrap_or(""))
-        .bind(i64::from(limit))
+        .bind(batch_id)
+        .bind(from)
+        .bind(to)
         .fetch_all(&self.reader)
         .await
         .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        rows.iter()
+            .map(|row| Ok((row.try_get("batch_index")?, link_from_row(row)?)))
+            .collect()
+    }
+
+    async fn raise_sequence(&self, next: u64) -> StorageResult<()> {
+        sqlx::query(
+            "UPDATE sequence_blocks SET next_value = MAX(next_value, ?1) WHERE name = 'links'",
+        )
+        .bind(sequence_value(next)?)
+        .execute(&self.writer)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(())
     }
 
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
@@ -294,10 +469,10 @@ struct SqliteTx {
 
 #[async_trait]
 impl LinkTx for SqliteTx {
-    async fn insert_link(&mut self, link: &Link) -> StorageResult<()> {
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
         sqlx::query(&format!(
-            "INSERT INTO links ({LINK_COLUMNS}) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+            "INSERT INTO links ({INSERT_COLUMNS}) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
         ))
         .bind(&link.code)
         .bind(&link.target)
@@ -310,10 +485,79 @@ impl LinkTx for SqliteTx {
         .bind(opt_ts(link.revoked_at))
         .bind(link.visit_count)
         .bind(opt_ts(link.last_visit_at))
+        .bind(&link.campaign)
+        .bind(&link.recipient_ref)
+        .bind(tags_column(&link.tags))
+        .bind(slot.map(|s| s.batch_id))
+        .bind(slot.map(|s| s.index))
         .execute(&mut *self.tx)
         .await
         .map_err(StorageError::classify)?;
         Ok(())
+    }
+
+    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
+        let mut inserted = Vec::with_capacity(rows.len());
+        for part in rows.chunks(INSERT_ROWS) {
+            let mut query = QueryBuilder::new(format!("INSERT INTO links ({INSERT_COLUMNS}) "));
+            query.push_values(part, |mut values, row| {
+                let link = &row.link;
+                values
+                    .push_bind(link.code.clone())
+                    .push_bind(link.target.clone())
+                    .push_bind(link.url_hash.clone())
+                    .push_bind(i64::from(link.redirect))
+                    .push_bind(i64::from(link.flags.0))
+                    .push_bind(ts(link.created_at))
+                    .push_bind(ts(link.updated_at))
+                    .push_bind(opt_ts(link.expires_at))
+                    .push_bind(opt_ts(link.revoked_at))
+                    .push_bind(link.visit_count)
+                    .push_bind(opt_ts(link.last_visit_at))
+                    .push_bind(link.campaign.clone())
+                    .push_bind(link.recipient_ref.clone())
+                    .push_bind(tags_column(&link.tags))
+                    .push_bind(row.slot.map(|s| s.batch_id))
+                    .push_bind(row.slot.map(|s| s.index));
+            });
+            // Any unique conflict (code or slot) skips the row; RETURNING names those inserted.
+            query.push(" ON CONFLICT DO NOTHING RETURNING code");
+            let codes: Vec<String> = query
+                .build_query_scalar()
+                .fetch_all(&mut *self.tx)
+                .await
+                .map_err(StorageError::classify)?;
+            inserted.extend(codes);
+        }
+        Ok(inserted)
+    }
+
+    async fn links_by_slot_list(
+        &mut self,
+        batch_id: i64,
+        indexes: &[i64],
+    ) -> StorageResult<Vec<(i64, Link)>> {
+        let mut found = Vec::new();
+        for part in indexes.chunks(INSERT_ROWS) {
+            let mut query = QueryBuilder::new(format!(
+                "SELECT batch_index, {LINK_COLUMNS} FROM links WHERE batch_id = "
+            ));
+            query.push_bind(batch_id).push(" AND batch_index IN (");
+            let mut list = query.separated(", ");
+            for index in part {
+                list.push_bind(*index);
+            }
+            query.push(")");
+            let rows = query
+                .build()
+                .fetch_all(&mut *self.tx)
+                .await
+                .map_err(StorageError::classify)?;
+            for row in &rows {
+                found.push((row.try_get("batch_index")?, link_from_row(row)?));
+            }
+        }
+        Ok(found)
     }
 
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {
@@ -329,7 +573,8 @@ impl LinkTx for SqliteTx {
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
         sqlx::query(
             "UPDATE links SET target = ?2, url_hash = ?3, redirect_status = ?4, flags = ?5, \
-             updated_at = ?6, expires_at = ?7, revoked_at = ?8 WHERE code = ?1",
+             updated_at = ?6, expires_at = ?7, revoked_at = ?8, campaign = ?9, \
+             recipient_ref = ?10, tags = ?11 WHERE code = ?1",
         )
         .bind(&link.code)
         .bind(&link.target)
@@ -339,6 +584,9 @@ impl LinkTx for SqliteTx {
         .bind(ts(link.updated_at))
         .bind(opt_ts(link.expires_at))
         .bind(opt_ts(link.revoked_at))
+        .bind(&link.campaign)
+        .bind(&link.recipient_ref)
+        .bind(tags_column(&link.tags))
         .execute(&mut *self.tx)
         .await
         .map_err(StorageError::classify)?;

@@ -1,9 +1,13 @@
 //! API tests against real servers: the sidecar's router in-process (or its binary), a fresh SQLite
 //! file or PostgreSQL database and a fresh redis-server per test.
 
+mod analytics;
 mod auth;
+mod batch;
 mod health;
 mod helpers;
+mod idempotency;
+mod import_export;
 mod links;
 mod multiprocess;
 mod outages;

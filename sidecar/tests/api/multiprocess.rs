@@ -26,6 +26,8 @@ fn start_sidecar(
         .args(["--database-url", database_url, "--redis-url", redis_url])
         .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
         .args(["--sequence-block", "100"])
+        // No visit consumer: it would add the `sl:events` stream to the keys counted below.
+        .args(["--consumer", "false"])
         .env("RUST_LOG", "warn")
         .capture_stdout()
         .spawn();

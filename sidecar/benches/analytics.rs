@@ -1,0 +1,406 @@
+//! Visit consumer throughput and stats query time, on SQLite and PostgreSQL.
+//!
+//! For each backend: a fresh database with `BENCH_LINKS` links (default 1000), `BENCH_EVENTS`
+//! visit events (default 200,000; six user agents from desktop Chrome to curl, 50,000 client IPs
+//! over the test geo database's networks, referrers and hosts) XADDed to `sl:events`, then one
+//! consumer drains them with batches of 1000: parse, enrich (woothee + geo), one transaction per
+//! batch (raw visits, visitor set, rollups, link counters), XACK. The reference, measured in the
+//! same run on the same Redis with the same events, is the stream alone: XREADGROUP COUNT 1000 +
+//! XACK, no enrichment, no SQL.
+//!
+//! Stats: rollups for one link with 10,000,000 visits over 30 days are written synthetically
+//! (inserting 10M raw visits through the consumer would take minutes per backend and the stats
+//! never read raw visits): 750 hourly/daily buckets and about 12,000 daily breakdown rows (60 user
+//! agent combinations, 300 places, 40 sources a day). Then `BENCH_STATS_N` (default 50) stats
+//! queries for the whole 30 days (series by day, all nine breakdowns), timed in-process.
+//!
+//! Run through `bench/analytics/run`.
+
+use shortlink_analytics::{Enricher, GeoDb};
+use shortlink_sidecar::analytics::consumer::{Consumer, ConsumerSettings, STREAM};
+use shortlink_sidecar::analytics::rollup::Interval;
+use shortlink_sidecar::analytics::store::{self, StatsQuery, VisitStore};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use testkit::RedisServer;
+
+const UAS: [&str; 6] = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Linux; Android 13; SM-S9180 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64",
+    "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0",
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+    "curl/8.5.0",
+];
+const NETS: [&str; 4] = ["203.0.113", "198.51.100", "192.0.2", "100.20.30"];
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn code(i: usize) -> String {
+    format!("bench{i:05}")
+}
+
+async fn produce(redis_url: &str, events: usize, links: usize) {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(STREAM)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for start in (0..events).step_by(1000) {
+        let mut pipe = redis::pipe();
+        for i in start..(start + 1000).min(events) {
+            let r = next();
+            let visitor = (r % 50_000) as usize;
+            let ip = format!("{}.{}", NETS[visitor % 4], visitor / 4 % 250 + 1);
+            pipe.cmd("XADD")
+                .arg(STREAM)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(10_000_000)
+                .arg("*")
+                .arg("c")
+                .arg(code((r >> 20) as usize % links))
+                .arg("t")
+                .arg(now - (events - i) as i64)
+                .arg("s")
+                .arg(302)
+                .arg("ip")
+                .arg(ip)
+                .arg("ua")
+                .arg(UAS[(r >> 40) as usize % UAS.len()])
+                .arg("ref")
+                .arg(["https://www.facebook.com/", "https://t.co/x", ""][(r >> 8) as usize % 3])
+                .arg("host")
+                .arg(["s1.example", "s2.example"][(r >> 12) as usize % 2])
+                .arg("lang")
+                .arg("zh-CN,zh;q=0.9")
+                .ignore();
+        }
+        pipe.query_async::<()>(&mut redis).await.unwrap();
+    }
+}
+
+/// The stream alone: read and acknowledge every entry, nothing else.
+async fn stream_only(redis_url: &str, events: usize) -> f64 {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+    let group = "bench-reference";
+    let _: redis::Value = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(STREAM)
+        .arg(group)
+        .arg("0")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut seen = 0;
+    while seen < events {
+        let reply: redis::Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg("ref")
+            .arg("COUNT")
+            .arg(1000)
+            .arg("STREAMS")
+            .arg(STREAM)
+            .arg(">")
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        let ids = entry_ids(reply);
+        seen += ids.len();
+        let _: i64 = redis::cmd("XACK")
+            .arg(STREAM)
+            .arg(group)
+            .arg(&ids)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+    }
+    events as f64 / started.elapsed().as_secs_f64()
+}
+
+fn entry_ids(reply: redis::Value) -> Vec<String> {
+    let mut ids = Vec::new();
+    if let redis::Value::Array(streams) = reply {
+        for stream in streams {
+            if let redis::Value::Array(parts) = stream {
+                if let Some(redis::Value::Array(entries)) = parts.into_iter().nth(1) {
+                    for entry in entries {
+                        if let redis::Value::Array(e) = entry {
+                            if let Some(redis::Value::BulkString(id)) = e.first() {
+                                ids.push(String::from_utf8_lossy(id).into_owned());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    ids
+}
+
+async fn insert_links(url: &str, links: usize) {
+    let now = "2026-01-01T00:00:00.000000Z";
+    let sql = |p: &str| {
+        format!(
+            "INSERT INTO links (code, target, url_hash, redirect_status, created_at, updated_at) \
+             VALUES ({p}1, 'https://shop.example/', 'x', 302, {p}2, {p}2)"
+        )
+    };
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        for i in 0..links {
+            sqlx::query(&sql("?"))
+                .bind(code(i))
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+        tx.commit().await.unwrap();
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let at: chrono::DateTime<chrono::Utc> = now.parse().unwrap();
+        for i in 0..links {
+            sqlx::query(&sql("$"))
+                .bind(code(i))
+                .bind(at)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Rollups of one link with `visits` visits spread over 30 days (see the module doc).
+async fn synthetic_rollups(url: &str, code: &str, visits: i64) -> i64 {
+    let days = 30i64;
+    let to = Interval::Day.floor(chrono::Utc::now().timestamp());
+    let from = to - days * 86_400;
+    let per_hour = visits / (days * 24);
+    let mut statements: Vec<String> = Vec::new();
+    for day in 0..days {
+        let d = from + day * 86_400;
+        statements.push(format!(
+            "INSERT INTO visit_buckets VALUES ('{code}', 86400, {d}, {}, {}, {}, {})",
+            per_hour * 24 * 8 / 10,
+            per_hour * 24 / 10,
+            per_hour * 24 / 10,
+            per_hour * 24 / 3
+        ));
+        for h in 0..24 {
+            statements.push(format!(
+                "INSERT INTO visit_buckets VALUES ('{code}', 3600, {}, {}, {}, {}, {})",
+                d + h * 3600,
+                per_hour * 8 / 10,
+                per_hour / 10,
+                per_hour / 10,
+                per_hour / 3
+            ));
+        }
+        let share = per_hour * 24;
+        let mut values = Vec::new();
+        for a in 0..60 {
+            values.push(format!(
+                "('{code}', {d}, 'browser{}', 'os{}', '{}', '{}', {}, {}, {})",
+                a % 20,
+                a % 6,
+                ["desktop", "mobile", "tablet"][a % 3],
+                if a % 10 == 0 { "Slack" } else { "" },
+                share / 60,
+                1,
+                1
+            ));
+        }
+        statements.push(format!(
+            "INSERT INTO visit_agents VALUES {}",
+            values.join(", ")
+        ));
+        let mut values = Vec::new();
+        for p in 0..300 {
+            values.push(format!(
+                "('{code}', {d}, 'C{}', 'region{}', 'city{p}', {}, 1, 1)",
+                p % 30,
+                p % 100,
+                share / 300
+            ));
+        }
+        statements.push(format!(
+            "INSERT INTO visit_places VALUES {}",
+            values.join(", ")
+        ));
+        let mut values = Vec::new();
+        for s in 0..40 {
+            values.push(format!(
+                "('{code}', {d}, 'ref{}.example', 's{}.example', {}, 1, 1)",
+                s % 20,
+                s / 20,
+                share / 40
+            ));
+        }
+        statements.push(format!(
+            "INSERT INTO visit_sources VALUES {}",
+            values.join(", ")
+        ));
+    }
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        for s in &statements {
+            sqlx::query(s).execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        for s in &statements {
+            sqlx::query(s).execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+        sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+    }
+    from
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+fn main() {
+    let events = env_usize("BENCH_EVENTS", 200_000);
+    let links = env_usize("BENCH_LINKS", 1000);
+    let stats_n = env_usize("BENCH_STATS_N", 50);
+    let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let redis = RedisServer::start();
+    let dir = testkit::temp_dir();
+    let geo =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../analytics/testdata/test-city.mmdb");
+    let enricher = Arc::new(Enricher::new(GeoDb::open(&geo).unwrap(), false));
+    {
+        // Enrichment alone, for the record (woothee + geo + hashing).
+        let event = shortlink_analytics::VisitEvent::from_fields(
+            "1-0",
+            [
+                ("c", "abc"),
+                ("t", "1"),
+                ("ip", "203.0.113.9"),
+                ("ua", UAS[1]),
+                ("ref", "https://t.co/x"),
+            ],
+        )
+        .unwrap();
+        let started = Instant::now();
+        for _ in 0..20_000 {
+            std::hint::black_box(enricher.enrich(&event));
+        }
+        eprintln!(
+            "enrich alone: {:.0} events/s on one core",
+            20_000.0 / started.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "| backend | events | consumer events/s | stream-only reference events/s | ratio | stats p50 ms | stats p99 ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut failed = false;
+    for backend in ["sqlite", "postgres"] {
+        if !only.contains(backend) {
+            continue;
+        }
+        let url = match backend {
+            "sqlite" => format!("sqlite://{}", dir.path().join("bench.db").display()),
+            _ => testkit::postgres().fresh_database_url(),
+        };
+        let (rate, reference, p50, p99) = runtime.block_on(async {
+            shortlink_sidecar::storage::connect(&shortlink_sidecar::storage::ConnectOptions {
+                url: url.clone(),
+                max_connections: 4,
+                acquire_timeout: Duration::from_secs(10),
+            })
+            .await
+            .expect("migrate");
+            insert_links(&url, links).await;
+            let store: Arc<dyn VisitStore> = store::connect(&url, 4, Duration::from_secs(10))
+                .await
+                .unwrap();
+
+            produce(&redis.url(), events, links).await;
+            let reference = stream_only(&redis.url(), events).await;
+
+            let mut settings = ConsumerSettings::new("bench");
+            settings.block = Duration::from_millis(10);
+            let mut consumer = Consumer::new(
+                &redis.url(),
+                Arc::clone(&store),
+                Arc::clone(&enricher),
+                settings,
+            )
+            .unwrap();
+            let started = Instant::now();
+            let consumed = consumer.drain().await.unwrap();
+            let elapsed = started.elapsed();
+            assert_eq!(consumed, events);
+            assert_eq!(store.visit_rows().await.unwrap() as usize, events);
+            let rate = events as f64 / elapsed.as_secs_f64();
+
+            let from = synthetic_rollups(&url, "hot", 10_000_000).await;
+            let query = StatsQuery {
+                code: Some("hot".into()),
+                from,
+                to: from + 30 * 86_400,
+                interval: Interval::Day,
+                include_bots: false,
+                top: 10,
+            };
+            let check = store.stats(&query).await.unwrap();
+            let total = check.totals.humans + check.totals.bots + check.totals.previews;
+            assert!(total >= 9_900_000, "{total} visits in the rollups");
+            let mut times = Vec::with_capacity(stats_n);
+            for _ in 0..stats_n {
+                let started = Instant::now();
+                store.stats(&query).await.unwrap();
+                times.push(started.elapsed());
+            }
+            times.sort();
+            let p = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+            (rate, reference, p(0.5), p(0.99))
+        });
+        println!(
+            "| {backend} | {events} | {rate:.0} | {reference:.0} | {:.3} | {} | {} |",
+            rate / reference,
+            ms(p50),
+            ms(p99)
+        );
+        if rate < 50_000.0 || p50 > Duration::from_millis(50) {
+            failed = true;
+        }
+    }
+    if failed {
+        eprintln!("target missed: >= 50,000 events/s and stats < 50 ms");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,235 @@
+//! Batch issuance throughput: `POST /api/v1/links/batch` with an NDJSON body of N items against
+//! the release `shortlink-sidecar serve` binary, on SQLite and PostgreSQL, at each size in
+//! `BENCH_SIZES` (default 100000,1000000). Throughput counts links durable in SQL and present in
+//! Redis (both counted at the end and checked equal to N); peak sidecar memory is its VmHWM. The
+//! reference, measured in the same run on the same machine, is raw pipelined `SET`s of N records
+//! of the same size into a fresh redis-server (chunks of 1000): the Redis half of the work alone.
+//! Prints a markdown table. Run through `bench/batch-throughput/run`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use testkit::process::Lifeline;
+use testkit::RedisServer;
+
+const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
+const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
+    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", database_url, "--redis-url", redis_url])
+        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
+        .args(["--redis-timeout", "5s", "--db-timeout", "10s"])
+        .env("RUST_LOG", "warn")
+        .capture_stdout()
+        .spawn();
+    let line = process.wait_for_line(Duration::from_secs(60), |line| {
+        line.starts_with("shortlink-sidecar listening on ")
+    });
+    let addr = line
+        .trim_start_matches("shortlink-sidecar listening on ")
+        .trim()
+        .to_owned();
+    (process, format!("http://{addr}"))
+}
+
+fn target(i: usize) -> String {
+    format!("https://shop.example/spring-sale?utm_source=sms&utm_campaign=c42&r={i}")
+}
+
+fn body(n: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(n * 110);
+    for i in 0..n {
+        body.extend_from_slice(
+            format!(
+                "{{\"url\":\"{}\",\"campaign\":\"c42\",\"ref\":\"r{i}\"}}\n",
+                target(i)
+            )
+            .as_bytes(),
+        );
+    }
+    body
+}
+
+/// Peak resident memory of a process, in KiB.
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn sql_count(database_url: &str) -> i64 {
+    if database_url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    } else {
+        let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    }
+}
+
+async fn dbsize(redis_url: &str) -> i64 {
+    let mut connection = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Link keys only (other features may keep keys of their own).
+    let mut cursor = 0u64;
+    let mut count = 0i64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg("sl:c:*")
+            .arg("COUNT")
+            .arg(10_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        count += keys.len() as i64;
+        if next == 0 {
+            return count;
+        }
+        cursor = next;
+    }
+}
+
+/// Sends the batch, reads the streamed answer; returns (seconds, items answered 201).
+async fn run_batch(base: &str, body: Vec<u8>) -> (f64, usize) {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let mut response = client
+        .post(format!("{base}/api/v1/links/batch"))
+        .bearer_auth(API_KEY)
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .expect("POST /links/batch");
+    assert_eq!(response.status(), 200);
+    let mut created = 0usize;
+    let mut carry = Vec::new();
+    while let Some(chunk) = response.chunk().await.expect("read the answer") {
+        carry.extend_from_slice(&chunk);
+        let end = carry
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        created += carry[..end]
+            .split(|&b| b == b'\n')
+            .filter(|line| line.windows(12).any(|w| w == b"\"status\":201"))
+            .count();
+        carry.drain(..end);
+    }
+    (started.elapsed().as_secs_f64(), created)
+}
+
+/// Reference: N records of the same shape `SET` through pipelines of 1000 on a fresh Redis.
+async fn redis_reference(n: usize) -> f64 {
+    let redis = RedisServer::start();
+    let mut connection = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    for start in (0..n).step_by(1000) {
+        let mut pipe = redis::pipe();
+        for i in start..(start + 1000).min(n) {
+            pipe.cmd("SET")
+                .arg(format!("sl:c:{i:07}"))
+                .arg(format!("1|L|302|0|0|{}", target(i)))
+                .ignore();
+        }
+        let () = pipe.query_async(&mut connection).await.unwrap();
+    }
+    started.elapsed().as_secs_f64()
+}
+
+struct Row {
+    backend: &'static str,
+    n: usize,
+    secs: f64,
+    hwm_kib: u64,
+    reference_secs: f64,
+}
+
+fn main() {
+    let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    let sizes: Vec<usize> = std::env::var("BENCH_SIZES")
+        .unwrap_or_else(|_| "100000,1000000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = testkit::temp_dir();
+    let mut rows = Vec::new();
+    for backend in ["sqlite", "postgres"] {
+        if !backends.split(',').any(|b| b.trim() == backend) {
+            continue;
+        }
+        for &n in &sizes {
+            let redis = RedisServer::start();
+            let database_url = match backend {
+                "sqlite" => format!(
+                    "sqlite://{}",
+                    dir.path().join(format!("bench-{n}.db")).display()
+                ),
+                _ => testkit::postgres().fresh_database_url(),
+            };
+            let log = dir.path().join(format!("sidecar-{backend}-{n}.log"));
+            let (sidecar, base) = start_sidecar(&database_url, &redis.url(), &log);
+            let payload = body(n);
+            let (secs, created) = runtime.block_on(run_batch(&base, payload));
+            let hwm_kib = vm_hwm_kib(sidecar.pid());
+            let (in_sql, in_redis) = runtime
+                .block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
+            assert_eq!(created, n, "every item answered 201 ({backend}, {n})");
+            assert_eq!(in_sql, n as i64, "every link durable in SQL");
+            assert_eq!(in_redis, n as i64, "every link in Redis");
+            drop(sidecar);
+            let reference_secs = runtime.block_on(redis_reference(n));
+            eprintln!(
+                "{backend} {n}: {secs:.2} s, {:.0} links/s, VmHWM {} MiB",
+                n as f64 / secs,
+                hwm_kib / 1024
+            );
+            rows.push(Row {
+                backend,
+                n,
+                secs,
+                hwm_kib,
+                reference_secs,
+            });
+        }
+    }
+    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for row in &rows {
+        let rate = row.n as f64 / row.secs;
+        let reference = row.n as f64 / row.reference_secs;
+        println!(
+            "| {} | {} | {:.2} | {:.0} | {:.1} MiB | {:.0} | {:.2} |",
+            row.backend,
+            row.n,
+            row.secs,
+            rate,
+            row.hwm_kib as f64 / 1024.0,
+            reference,
+            rate / reference
+        );
+    }
+}

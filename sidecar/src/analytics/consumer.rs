@@ -1,0 +1,581 @@
+//! The `sl:events` consumer: a member of the Redis consumer group `sl-consumers` that reads visit
+//! events in batches, enriches them ([`shortlink_analytics::Enricher`]) and stores them with one
+//! transaction per batch ([`VisitStore::store_batch`]), acknowledging only after the commit.
+//!
+//! Delivery is at least once: a consumer that dies after reading leaves its entries pending in the
+//! group; they are read again by the same consumer name on restart (its own pending list comes
+//! first) or claimed by another consumer with `XAUTOCLAIM` once idle for `--consumer-claim-after`.
+//! Counting is exactly once: the entry id is the visits table's primary key, and only rows actually
+//! inserted reach the rollups and link counters, so a batch stored twice counts once.
+//!
+//! Entries that cannot become visits are acknowledged and counted, never retried: unparseable ones
+//! (`invalid`), events that are not redirects (`ignored`, e.g. 410 answers), and entries trimmed from
+//! the stream (`MAXLEN ~`) before they were read (`trimmed`). A batch the database refuses for a
+//! reason other than unavailability is retried, then split in halves until the offending visit is
+//! isolated and dropped (`failed`, logged); while the database is unavailable the batch is retried
+//! with backoff, forever, and nothing is acknowledged.
+
+use super::store::VisitStore;
+use crate::storage::StorageError;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Value};
+use shortlink_analytics::{Enricher, Visit, VisitEvent};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events").
+pub const STREAM: &str = "sl:events";
+/// The consumer group every sidecar consumer joins.
+pub const GROUP: &str = "sl-consumers";
+
+#[derive(Debug, Clone)]
+pub struct ConsumerSettings {
+    /// Unique among running consumers; a restart under the same name resumes its pending entries.
+    pub name: String,
+    /// Entries per read (`COUNT`).
+    pub batch: usize,
+    /// Longest wait for new entries (`BLOCK`).
+    pub block: Duration,
+    /// Entries pending this long with another consumer are claimed (`XAUTOCLAIM` min-idle-time).
+    pub claim_after: Duration,
+    /// Bots and previews also count in `links.visit_count` / `last_visit_at`.
+    pub count_bots: bool,
+}
+
+impl ConsumerSettings {
+    pub fn new(name: impl Into<String>) -> Self {
+        ConsumerSettings {
+            name: name.into(),
+            batch: 1000,
+            block: Duration::from_secs(1),
+            claim_after: Duration::from_secs(60),
+            count_bots: false,
+        }
+    }
+}
+
+/// A default consumer name: host name and process id.
+pub fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "sidecar".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// What the consumer has done since it started.
+#[derive(Debug, Default)]
+pub struct ConsumerCounters {
+    pub read: AtomicU64,
+    pub inserted: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub invalid: AtomicU64,
+    pub ignored: AtomicU64,
+    pub trimmed: AtomicU64,
+    pub failed: AtomicU64,
+    pub acked: AtomicU64,
+}
+
+impl ConsumerCounters {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsumerError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("unexpected reply to {0}")]
+    Reply(&'static str),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("shutting down")]
+    Shutdown,
+}
+
+/// One stream entry as read: `fields` is `None` when the entry was trimmed away while pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    pub id: String,
+    pub fields: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+/// Where the next read comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// This consumer's own pending entries, after this id (a restart under the same name).
+    OwnPending(String),
+    /// New entries (`>`), with `XAUTOCLAIM` of stale ones now and then.
+    New,
+}
+
+pub struct Consumer {
+    client: redis::Client,
+    connection: Option<MultiplexedConnection>,
+    store: Arc<dyn VisitStore>,
+    enricher: Arc<Enricher>,
+    settings: ConsumerSettings,
+    counters: Arc<ConsumerCounters>,
+    phase: Phase,
+    claim_cursor: String,
+    last_claim: Option<Instant>,
+    group_ready: bool,
+    shutdown: Option<watch::Receiver<bool>>,
+}
+
+impl Consumer {
+    pub fn new(
+        redis_url: &str,
+        store: Arc<dyn VisitStore>,
+        enricher: Arc<Enricher>,
+        settings: ConsumerSettings,
+    ) -> Result<Self, ConsumerError> {
+        Ok(Consumer {
+            client: redis::Client::open(redis_url)?,
+            connection: None,
+            store,
+            enricher,
+            settings,
+            counters: Arc::default(),
+            phase: Phase::OwnPending("0".to_owned()),
+            claim_cursor: "0-0".to_owned(),
+            last_claim: None,
+            group_ready: false,
+            shutdown: None,
+        })
+    }
+
+    pub fn counters(&self) -> Arc<ConsumerCounters> {
+        Arc::clone(&self.counters)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.settings.name
+    }
+
+    async fn connection(&mut self) -> Result<MultiplexedConnection, ConsumerError> {
+        if let Some(connection) = &self.connection {
+            return Ok(connection.clone());
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Duration::from_secs(5))
+            .set_response_timeout(self.settings.block + Duration::from_secs(10));
+        let connection = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        self.connection = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Runs a command; a failure drops the connection so the next call reconnects.
+    async fn query(&mut self, cmd: &redis::Cmd) -> Result<Value, ConsumerError> {
+        let mut connection = self.connection().await?;
+        match cmd.query_async::<Value>(&mut connection).await {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                if !matches!(error.kind(), redis::ErrorKind::ExtensionError) {
+                    self.connection = None;
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Creates the group (and the stream) if missing. The group starts at the beginning of the
+    /// stream, so events queued before the first consumer ever ran are counted too.
+    pub async fn ensure_group(&mut self) -> Result<(), ConsumerError> {
+        let mut cmd = redis::cmd("XGROUP");
+        cmd.arg("CREATE")
+            .arg(STREAM)
+            .arg(GROUP)
+            .arg("0")
+            .arg("MKSTREAM");
+        match self.query(&cmd).await {
+            Ok(_) => {}
+            Err(ConsumerError::Redis(e)) if e.code() == Some("BUSYGROUP") => {}
+            Err(e) => return Err(e),
+        }
+        self.group_ready = true;
+        Ok(())
+    }
+
+    /// The next batch: this consumer's own pending entries first, then entries idle too long with
+    /// other consumers, then new entries (waiting up to `block` for them).
+    pub async fn read_batch(&mut self) -> Result<Vec<RawEntry>, ConsumerError> {
+        if !self.group_ready {
+            self.ensure_group().await?;
+        }
+        if let Phase::OwnPending(after) = &self.phase {
+            let after = after.clone();
+            let entries = self.xreadgroup(&after, None).await?;
+            match entries.last() {
+                Some(last) => {
+                    self.phase = Phase::OwnPending(last.id.clone());
+                    return Ok(entries);
+                }
+                None => self.phase = Phase::New,
+            }
+        }
+        let claim_every = (self.settings.claim_after / 2).max(Duration::from_millis(100));
+        if self.last_claim.is_none_or(|at| at.elapsed() >= claim_every) {
+            let claimed = self.claim().await?;
+            if !claimed.is_empty() {
+                return Ok(claimed);
+            }
+        }
+        self.xreadgroup(">", Some(self.settings.block)).await
+    }
+
+    async fn xreadgroup(
+        &mut self,
+        after: &str,
+        block: Option<Duration>,
+    ) -> Result<Vec<RawEntry>, ConsumerError> {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(GROUP)
+            .arg(&self.settings.name)
+            .arg("COUNT")
+            .arg(self.settings.batch);
+        if let Some(block) = block {
+            cmd.arg("BLOCK").arg(block.as_millis().max(1) as u64);
+        }
+        cmd.arg("STREAMS").arg(STREAM).arg(after);
+        let reply = match self.query(&cmd).await {
+            Err(ConsumerError::Redis(e)) if e.code() == Some("NOGROUP") => {
+                // The stream or group was deleted behind our back: recreate and start over.
+                self.group_ready = false;
+                return Err(ConsumerError::Redis(e));
+            }
+            other => other?,
+        };
+        let entries = match reply {
+            Value::Nil => Vec::new(),
+            Value::Array(streams) => {
+                let mut out = Vec::new();
+                for stream in streams {
+                    let Value::Array(parts) = stream else {
+                        return Err(ConsumerError::Reply("XREADGROUP"));
+                    };
+                    if let Some(entries) = parts.into_iter().nth(1) {
+                        out.extend(parse_entries(entries)?);
+                    }
+                }
+                out
+            }
+            Value::Map(streams) => {
+                let mut out = Vec::new();
+                for (_, entries) in streams {
+                    out.extend(parse_entries(entries)?);
+                }
+                out
+            }
+            _ => return Err(ConsumerError::Reply("XREADGROUP")),
+        };
+        ConsumerCounters::add(&self.counters.read, entries.len() as u64);
+        Ok(entries)
+    }
+
+    /// One `XAUTOCLAIM` step over the group's pending entries idle longer than `claim_after`.
+    async fn claim(&mut self) -> Result<Vec<RawEntry>, ConsumerError> {
+        let mut cmd = redis::cmd("XAUTOCLAIM");
+        cmd.arg(STREAM)
+            .arg(GROUP)
+            .arg(&self.settings.name)
+            .arg(self.settings.claim_after.as_millis() as u64)
+            .arg(&self.claim_cursor)
+            .arg("COUNT")
+            .arg(self.settings.batch);
+        let reply = self.query(&cmd).await?;
+        let Value::Array(parts) = reply else {
+            return Err(ConsumerError::Reply("XAUTOCLAIM"));
+        };
+        let mut parts = parts.into_iter();
+        let cursor = parts.next().and_then(|v| text(&v));
+        let entries = match parts.next() {
+            Some(entries) => parse_entries(entries)?,
+            None => Vec::new(),
+        };
+        match cursor {
+            // A full turn over the pending list: rest until the next claim interval.
+            Some(cursor) if cursor == "0-0" => {
+                self.claim_cursor = cursor;
+                self.last_claim = Some(Instant::now());
+            }
+            Some(cursor) => self.claim_cursor = cursor,
+            None => return Err(ConsumerError::Reply("XAUTOCLAIM")),
+        }
+        if !entries.is_empty() {
+            tracing::info!(
+                consumer = %self.settings.name,
+                entries = entries.len(),
+                "claimed visit events left pending by another consumer"
+            );
+        }
+        ConsumerCounters::add(&self.counters.read, entries.len() as u64);
+        Ok(entries)
+    }
+
+    /// Parses, enriches and stores a batch; returns the ids to acknowledge (all of them, unless the
+    /// database stayed unavailable until shutdown).
+    pub async fn store(&mut self, entries: &[RawEntry]) -> Result<Vec<String>, ConsumerError> {
+        let mut visits = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let Some(fields) = &entry.fields else {
+                ConsumerCounters::add(&self.counters.trimmed, 1);
+                continue;
+            };
+            match VisitEvent::from_fields(
+                entry.id.as_str(),
+                fields.iter().map(|(k, v)| (k.as_slice(), v.as_slice())),
+            ) {
+                Err(error) => {
+                    tracing::debug!(%error, "unreadable visit event acknowledged");
+                    ConsumerCounters::add(&self.counters.invalid, 1);
+                }
+                Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
+                    ConsumerCounters::add(&self.counters.ignored, 1);
+                }
+                Ok(event) => visits.push(self.enricher.enrich(&event)),
+            }
+        }
+        self.store_resilient(&visits).await?;
+        Ok(entries.iter().map(|e| e.id.clone()).collect())
+    }
+
+    async fn store_resilient(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
+        if visits.is_empty() {
+            return Ok(());
+        }
+        let mut attempt: u32 = 0;
+        loop {
+            match self
+                .store
+                .store_batch(visits, self.settings.count_bots)
+                .await
+            {
+                Ok(outcome) => {
+                    ConsumerCounters::add(&self.counters.inserted, outcome.inserted);
+                    ConsumerCounters::add(&self.counters.duplicates, outcome.duplicates);
+                    return Ok(());
+                }
+                Err(error @ StorageError::Unavailable(_)) => {
+                    tracing::warn!(%error, "database unavailable; retrying the visit batch");
+                }
+                Err(error) if attempt < 2 => {
+                    tracing::warn!(%error, attempt, "visit batch failed; retrying");
+                }
+                Err(error) if visits.len() > 1 => {
+                    tracing::warn!(%error, visits = visits.len(), "visit batch failed; splitting it");
+                    let (left, right) = visits.split_at(visits.len() / 2);
+                    Box::pin(self.store_resilient(left)).await?;
+                    return Box::pin(self.store_resilient(right)).await;
+                }
+                Err(error) => {
+                    tracing::error!(%error, event = %visits[0].event_id, "visit cannot be stored; dropped");
+                    ConsumerCounters::add(&self.counters.failed, 1);
+                    return Ok(());
+                }
+            }
+            attempt = attempt.saturating_add(1);
+            self.pause(backoff(attempt)).await?;
+        }
+    }
+
+    /// Sleeps, unless shutdown is asked for first.
+    async fn pause(&self, duration: Duration) -> Result<(), ConsumerError> {
+        let Some(mut shutdown) = self.shutdown.clone() else {
+            tokio::time::sleep(duration).await;
+            return Ok(());
+        };
+        if *shutdown.borrow() {
+            return Err(ConsumerError::Shutdown);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Ok(()),
+            _ = shutdown.changed() => Err(ConsumerError::Shutdown),
+        }
+    }
+
+    pub async fn ack(&mut self, ids: &[String]) -> Result<(), ConsumerError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(STREAM).arg(GROUP).arg(ids);
+        self.query(&cmd).await?;
+        ConsumerCounters::add(&self.counters.acked, ids.len() as u64);
+        Ok(())
+    }
+
+    /// Reads, stores and acknowledges one batch; returns how many entries it held.
+    pub async fn step(&mut self) -> Result<usize, ConsumerError> {
+        let entries = self.read_batch().await?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let ids = self.store(&entries).await?;
+        self.ack(&ids).await?;
+        Ok(entries.len())
+    }
+
+    /// Consumes until the stream has nothing new (tests, benchmarks, one-off runs).
+    pub async fn drain(&mut self) -> Result<usize, ConsumerError> {
+        let mut total = 0;
+        loop {
+            let n = self.step().await?;
+            if n == 0 && self.phase == Phase::New {
+                return Ok(total);
+            }
+            total += n;
+        }
+    }
+
+    /// Consumes until `shutdown` turns true, riding out Redis and database outages. A batch in
+    /// progress is finished (or left pending, never half-counted) before returning.
+    pub async fn run(mut self, shutdown: watch::Receiver<bool>) {
+        self.shutdown = Some(shutdown.clone());
+        tracing::info!(consumer = %self.settings.name, stream = STREAM, group = GROUP, "consuming visit events");
+        let mut failures: u32 = 0;
+        let mut last_report = Instant::now();
+        while !*shutdown.borrow() {
+            match self.step().await {
+                Ok(_) => failures = 0,
+                Err(ConsumerError::Shutdown) => break,
+                Err(error) => {
+                    failures = failures.saturating_add(1);
+                    if failures == 1 || failures % 30 == 0 {
+                        tracing::warn!(%error, failures, "visit consumer error; retrying");
+                    }
+                    if self.pause(backoff(failures)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            if last_report.elapsed() >= Duration::from_secs(60) {
+                last_report = Instant::now();
+                self.report();
+            }
+        }
+        self.report();
+        tracing::info!(consumer = %self.settings.name, "visit consumer stopped");
+    }
+
+    fn report(&self) {
+        let c = &self.counters;
+        let get = ConsumerCounters::get;
+        tracing::info!(
+            consumer = %self.settings.name,
+            read = get(&c.read),
+            inserted = get(&c.inserted),
+            duplicates = get(&c.duplicates),
+            invalid = get(&c.invalid),
+            ignored = get(&c.ignored),
+            trimmed = get(&c.trimmed),
+            failed = get(&c.failed),
+            "visit consumer counters"
+        );
+    }
+}
+
+/// 100 ms doubling to 5 s.
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(100u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(5))
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn bytes(value: Value) -> Option<Vec<u8>> {
+    match value {
+        Value::BulkString(bytes) => Some(bytes),
+        Value::SimpleString(s) => Some(s.into_bytes()),
+        Value::Int(i) => Some(i.to_string().into_bytes()),
+        _ => None,
+    }
+}
+
+/// `[[id, [field, value, ...] | nil], ...]` → entries.
+fn parse_entries(value: Value) -> Result<Vec<RawEntry>, ConsumerError> {
+    let Value::Array(entries) = value else {
+        return Err(ConsumerError::Reply("stream entries"));
+    };
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Value::Array(parts) = entry else {
+            return Err(ConsumerError::Reply("stream entry"));
+        };
+        let mut parts = parts.into_iter();
+        let id = parts
+            .next()
+            .as_ref()
+            .and_then(text)
+            .ok_or(ConsumerError::Reply("stream entry id"))?;
+        let fields = match parts.next() {
+            Some(Value::Array(flat)) => {
+                let mut pairs = Vec::with_capacity(flat.len() / 2);
+                let mut flat = flat.into_iter();
+                while let (Some(k), Some(v)) = (flat.next(), flat.next()) {
+                    if let (Some(k), Some(v)) = (bytes(k), bytes(v)) {
+                        pairs.push((k, v));
+                    }
+                }
+                Some(pairs)
+            }
+            Some(Value::Map(map)) => Some(
+                map.into_iter()
+                    .filter_map(|(k, v)| Some((bytes(k)?, bytes(v)?)))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        out.push(RawEntry { id, fields });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_entries_including_trimmed_ones() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let reply = Value::Array(vec![
+            Value::Array(vec![
+                bulk("1-0"),
+                Value::Array(vec![bulk("c"), bulk("abc"), bulk("t"), bulk("5")]),
+            ]),
+            Value::Array(vec![bulk("2-0"), Value::Nil]),
+        ]);
+        let entries = parse_entries(reply).unwrap();
+        assert_eq!(entries[0].id, "1-0");
+        assert_eq!(
+            entries[0].fields.as_deref(),
+            Some(
+                &[
+                    (b"c".to_vec(), b"abc".to_vec()),
+                    (b"t".to_vec(), b"5".to_vec())
+                ][..]
+            )
+        );
+        assert_eq!(entries[1].fields, None);
+        assert_eq!(backoff(1), Duration::from_millis(200));
+        assert_eq!(backoff(30), Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,284 @@
+//! Storage of visits, rollups and stats: one trait, one implementation per backend, opened from the
+//! same database URL as the link storage (whose migrations create these tables too).
+//!
+//! The write path is [`VisitStore::store_batch`]: one transaction per batch that inserts the raw
+//! visits with `ON CONFLICT (event_id) DO NOTHING RETURNING event_id`, and folds only the rows
+//! actually inserted into the rollups and `links.visit_count` / `last_visit_at`. A batch delivered
+//! twice (the consumer died between commit and XACK) therefore changes nothing the second time.
+
+mod postgres;
+mod sqlite;
+
+pub use self::postgres::PgVisitStore;
+pub use self::sqlite::SqliteVisitStore;
+
+use super::rollup::{self, Deltas, Interval};
+use crate::storage::{Backend, StorageError, StorageResult};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use shortlink_analytics::Visit;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Rollup rows under this code count every link together (codes never contain `*`).
+pub const ALL_LINKS: &str = "*";
+
+/// Rows per multi-row `INSERT` on SQLite (21 parameters each, under SQLite's 32766 limit).
+pub(crate) const SQLITE_ROWS_PER_STATEMENT: usize = 500;
+
+/// What one batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Visits inserted (and counted).
+    pub inserted: u64,
+    /// Visits already stored by an earlier delivery: skipped, not counted again.
+    pub duplicates: u64,
+}
+
+/// A stats question, with its range already aligned to `interval`.
+#[derive(Debug, Clone)]
+pub struct StatsQuery {
+    /// A link's code, or `None` for all links.
+    pub code: Option<String>,
+    /// Unix seconds, inclusive; a multiple of the interval.
+    pub from: i64,
+    /// Unix seconds, exclusive; a multiple of the interval.
+    pub to: i64,
+    pub interval: Interval,
+    /// Count bots and previews as clicks (in `clicks`, series and breakdowns).
+    pub include_bots: bool,
+    /// Entries per breakdown (and top links).
+    pub top: u32,
+}
+
+/// Counts of one bucket, or of a whole range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+    /// Human visitors seen for the first time (for this link; summed over links for `*`).
+    pub new_visitors: i64,
+}
+
+impl Counts {
+    pub fn add(&mut self, other: &Counts) {
+        self.humans += other.humans;
+        self.bots += other.bots;
+        self.previews += other.previews;
+        self.new_visitors += other.new_visitors;
+    }
+}
+
+/// One value of a breakdown with its counts. `value` is `None` for "unknown".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Option<String>,
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+}
+
+/// The dimensions of a breakdown, and where each lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Browser,
+    Os,
+    Device,
+    /// Which bot or preview fetcher (machines only).
+    Agent,
+    Country,
+    Region,
+    City,
+    ReferrerHost,
+    ShortDomain,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 9] = [
+        Dimension::Browser,
+        Dimension::Os,
+        Dimension::Device,
+        Dimension::Agent,
+        Dimension::Country,
+        Dimension::Region,
+        Dimension::City,
+        Dimension::ReferrerHost,
+        Dimension::ShortDomain,
+    ];
+
+    /// (table, column): fixed strings, safe to format into SQL.
+    pub(crate) fn source(self) -> (&'static str, &'static str) {
+        match self {
+            Dimension::Browser => ("visit_agents", "browser"),
+            Dimension::Os => ("visit_agents", "os"),
+            Dimension::Device => ("visit_agents", "device"),
+            Dimension::Agent => ("visit_agents", "agent"),
+            Dimension::Country => ("visit_places", "country"),
+            Dimension::Region => ("visit_places", "region"),
+            Dimension::City => ("visit_places", "city"),
+            Dimension::ReferrerHost => ("visit_sources", "referrer_host"),
+            Dimension::ShortDomain => ("visit_sources", "short_domain"),
+        }
+    }
+
+    /// The SQL expression breakdown entries are ranked by.
+    pub(crate) fn rank(self, include_bots: bool) -> &'static str {
+        match (self, include_bots) {
+            // The agent breakdown is about machines: ranked by them whatever `include_bots` says.
+            (Dimension::Agent, _) | (_, true) => "SUM(humans) + SUM(bots) + SUM(previews)",
+            (_, false) => "SUM(humans)",
+        }
+    }
+}
+
+/// Answers of one stats query. Series are dense: one entry per bucket of the range, zeros included.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub totals: Counts,
+    /// (bucket start in Unix seconds, counts).
+    pub series: Vec<(i64, Counts)>,
+    pub breakdowns: Vec<(Dimension, Vec<Entry>)>,
+    /// All-links queries only: (code, counts), by clicks.
+    pub top_links: Vec<(String, Counts)>,
+}
+
+/// An idle link found by the expiry job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleLink {
+    pub code: String,
+}
+
+#[async_trait]
+pub trait VisitStore: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Stores a batch in one transaction: raw visits (insert-or-ignore by event id), then rollups,
+    /// visitor sets and link counters for the visits actually inserted.
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome>;
+
+    /// Rollups of one range: totals, dense series, breakdowns (whole UTC days covering the range)
+    /// and, for all links, the top links.
+    async fn stats(&self, query: &StatsQuery) -> StorageResult<Stats>;
+
+    /// Live links (not revoked, not expired at `now`) whose last visit, or creation if never
+    /// visited, is before `idle_since`; in code order after `after`, at most `limit`.
+    async fn idle_links(
+        &self,
+        now: DateTime<Utc>,
+        idle_since: DateTime<Utc>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<IdleLink>>;
+
+    /// Deletes at most `limit` raw visits older than `before` (and visitor-set rows are kept:
+    /// unique counts need them); returns how many went.
+    async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64>;
+
+    /// Raw visits stored (tests and benchmarks).
+    async fn visit_rows(&self) -> StorageResult<i64>;
+}
+
+/// Opens the visit store on the database at `url` (already migrated by [`crate::storage::connect`]).
+pub async fn connect(
+    url: &str,
+    max_connections: u32,
+    acquire_timeout: Duration,
+) -> StorageResult<Arc<dyn VisitStore>> {
+    match Backend::from_url(url) {
+        Some(Backend::Sqlite) => Ok(Arc::new(
+            SqliteVisitStore::connect(url, max_connections, acquire_timeout).await?,
+        )),
+        Some(Backend::Postgres) => Ok(Arc::new(
+            PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
+        )),
+        None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(url))),
+    }
+}
+
+/// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.
+pub(crate) fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
+    let step = query.interval.seconds();
+    let mut sparse = sparse.into_iter().peekable();
+    let mut out = Vec::with_capacity(usize::try_from((query.to - query.from) / step).unwrap_or(0));
+    let mut at = query.from;
+    while at < query.to {
+        let mut counts = Counts::default();
+        while let Some((bucket, c)) = sparse.peek() {
+            if *bucket > at {
+                break;
+            }
+            if *bucket == at {
+                counts.add(c);
+            }
+            sparse.next();
+        }
+        out.push((at, counts));
+        at += step;
+    }
+    out
+}
+
+/// Decodes a visitor hash (32 hex characters) into its 16 bytes; anything else hashes as given.
+pub(crate) fn visitor_bytes(hex: &str) -> Vec<u8> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 2 != 0 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return bytes.to_vec();
+    }
+    bytes
+        .chunks(2)
+        .map(|pair| {
+            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            digit(pair[0]) << 4 | digit(pair[1])
+        })
+        .collect()
+}
+
+/// Shared by both backends: which days the breakdowns cover for a query.
+pub(crate) fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
+    let day = Interval::Day.seconds();
+    (
+        query.from.div_euclid(day) * day,
+        (query.to + day - 1).div_euclid(day) * day,
+    )
+}
+
+/// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
+pub(crate) fn deltas(
+    inserted: &[&Visit],
+    new_visitors: &std::collections::HashSet<(String, Vec<u8>)>,
+    count_bots: bool,
+) -> Deltas {
+    rollup::fold(inserted, new_visitors, count_bots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visitor_hex_decodes() {
+        assert_eq!(visitor_bytes("00ff10"), vec![0, 255, 16]);
+        assert_eq!(visitor_bytes("xyz"), b"xyz".to_vec());
+    }
+
+    #[test]
+    fn series_is_dense() {
+        let query = StatsQuery {
+            code: None,
+            from: 0,
+            to: 4 * 3600,
+            interval: Interval::Hour,
+            include_bots: false,
+            top: 10,
+        };
+        let one = Counts {
+            humans: 1,
+            ..Counts::default()
+        };
+        let series = dense_series(&query, vec![(3600, one), (3 * 3600, one)]);
+        let humans: Vec<i64> = series.iter().map(|(_, c)| c.humans).collect();
+        assert_eq!(humans, [0, 1, 0, 1]);
+        assert_eq!(breakdown_days(&query), (0, 86_400));
+    }
+}

@@ -1,0 +1,449 @@
+//! SQLite visit store. Writes go through one connection (SQLite has one writer) and start with
+//! `BEGIN IMMEDIATE`; the link API's own writer waits on SQLite's busy timeout meanwhile (a batch
+//! of 1000 visits holds the lock for a few milliseconds). Multi-row `VALUES` statements, at most
+//! [`SQLITE_ROWS_PER_STATEMENT`] rows each.
+
+use super::{
+    breakdown_days, deltas, dense_series, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
+    IdleLink, Stats, StatsQuery, VisitStore, ALL_LINKS, SQLITE_ROWS_PER_STATEMENT,
+};
+use crate::storage::{Backend, StorageError, StorageResult};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use shortlink_analytics::{Audience, Visit};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct SqliteVisitStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl SqliteVisitStore {
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: Duration,
+    ) -> StorageResult<Self> {
+        let connect = SqliteConnectOptions::from_str(url)?
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(acquire_timeout.max(Duration::from_secs(5)));
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(acquire_timeout)
+            .connect_with(connect.clone())
+            .await
+            .map_err(StorageError::classify)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(max_connections.clamp(1, 8))
+            .acquire_timeout(acquire_timeout)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .connect_with(connect.read_only(true))
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(Self { writer, reader })
+    }
+}
+
+/// `(?, ?, ?), (?, ?, ?)`: `rows` groups of `columns` placeholders.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let group = format!("({})", vec!["?"; columns].join(", "));
+    vec![group; rows].join(", ")
+}
+
+/// The text form of `links` timestamps (see storage/sqlite.rs): fixed width, so text order is time.
+fn link_ts(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+fn db(error: sqlx::Error) -> StorageError {
+    StorageError::classify(error)
+}
+
+const VISIT_COLUMNS: &str =
+    "event_id, code, visited_at, status, ip, visitor, user_agent, browser, \
+     browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
+     referrer_host, short_domain, language";
+
+async fn insert_visits(
+    tx: &mut Transaction<'static, Sqlite>,
+    visits: &[Visit],
+) -> StorageResult<HashSet<String>> {
+    let mut inserted = HashSet::with_capacity(visits.len());
+    for chunk in visits.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO visits ({VISIT_COLUMNS}) VALUES {} \
+             ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+            placeholders(chunk.len(), 21)
+        );
+        let mut query = sqlx::query(&sql);
+        for v in chunk {
+            query = query
+                .bind(&v.event_id)
+                .bind(&v.code)
+                .bind(v.time_ms)
+                .bind(v.status.map(i64::from))
+                .bind(&v.ip)
+                .bind(visitor_bytes(&v.visitor))
+                .bind(&v.user_agent)
+                .bind(&v.browser)
+                .bind(&v.browser_version)
+                .bind(&v.os)
+                .bind(&v.os_version)
+                .bind(v.device.as_str())
+                .bind(v.audience.as_str())
+                .bind(&v.agent_label)
+                .bind(&v.country)
+                .bind(&v.region)
+                .bind(&v.city)
+                .bind(&v.isp)
+                .bind(&v.referrer_host)
+                .bind(&v.short_domain)
+                .bind(&v.language);
+        }
+        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
+            inserted.insert(row.try_get::<String, _>(0)?);
+        }
+    }
+    Ok(inserted)
+}
+
+/// Inserts the (code, visitor) pairs not yet known; returns those that were new.
+async fn insert_visitors(
+    tx: &mut Transaction<'static, Sqlite>,
+    pairs: &[(String, Vec<u8>, i64)],
+) -> StorageResult<HashSet<(String, Vec<u8>)>> {
+    let mut new = HashSet::new();
+    for chunk in pairs.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO link_visitors (code, visitor, first_seen) VALUES {} \
+             ON CONFLICT (code, visitor) DO NOTHING RETURNING code, visitor",
+            placeholders(chunk.len(), 3)
+        );
+        let mut query = sqlx::query(&sql);
+        for (code, visitor, at) in chunk {
+            query = query.bind(code).bind(visitor).bind(at);
+        }
+        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
+            new.insert((row.try_get(0)?, row.try_get(1)?));
+        }
+    }
+    Ok(new)
+}
+
+/// One multi-row upsert per chunk: `rows` yields each row's binds through `bind`.
+async fn upsert<K, V>(
+    tx: &mut Transaction<'static, Sqlite>,
+    table: &str,
+    key_columns: &[&str],
+    counters: &[&str],
+    rows: &std::collections::BTreeMap<K, V>,
+    bind: impl for<'q> Fn(
+        sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+        &'q K,
+        &'q V,
+    ) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+) -> StorageResult<()> {
+    let columns: Vec<&str> = key_columns.iter().chain(counters).copied().collect();
+    let updates: Vec<String> = counters
+        .iter()
+        .map(|c| format!("{c} = {c} + excluded.{c}"))
+        .collect();
+    let rows: Vec<(&K, &V)> = rows.iter().collect();
+    for chunk in rows.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES {} ON CONFLICT ({}) DO UPDATE SET {}",
+            columns.join(", "),
+            placeholders(chunk.len(), columns.len()),
+            key_columns.join(", "),
+            updates.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for (k, v) in chunk {
+            query = bind(query, k, v);
+        }
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(())
+}
+
+fn counts(row: &SqliteRow, from: usize) -> StorageResult<Counts> {
+    Ok(Counts {
+        humans: row.try_get(from)?,
+        bots: row.try_get(from + 1)?,
+        previews: row.try_get(from + 2)?,
+        new_visitors: row.try_get(from + 3)?,
+    })
+}
+
+#[async_trait]
+impl VisitStore for SqliteVisitStore {
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
+        if visits.is_empty() {
+            return Ok(BatchOutcome::default());
+        }
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db)?;
+        let mut ids = insert_visits(&mut tx, visits).await?;
+        // `remove`: an id twice in one batch counts once.
+        let inserted: Vec<&Visit> = visits.iter().filter(|v| ids.remove(&v.event_id)).collect();
+        let mut first_seen: HashMap<(String, Vec<u8>), i64> = HashMap::new();
+        for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
+            first_seen
+                .entry((v.code.clone(), visitor_bytes(&v.visitor)))
+                .or_insert(v.time_ms);
+        }
+        let mut pairs: Vec<(String, Vec<u8>, i64)> = first_seen
+            .into_iter()
+            .map(|((code, visitor), at)| (code, visitor, at))
+            .collect();
+        pairs.sort();
+        let new_visitors = insert_visitors(&mut tx, &pairs).await?;
+        let d = deltas(&inserted, &new_visitors, count_bots);
+
+        upsert(
+            &mut tx,
+            "visit_buckets",
+            &["code", "span", "bucket"],
+            &["humans", "bots", "previews", "new_visitors"],
+            &d.buckets,
+            |q, (code, span, bucket), c| {
+                q.bind(code)
+                    .bind(span)
+                    .bind(bucket)
+                    .bind(c.humans)
+                    .bind(c.bots)
+                    .bind(c.previews)
+                    .bind(c.new_visitors)
+            },
+        )
+        .await?;
+        let audience_counters = ["humans", "bots", "previews"];
+        upsert(
+            &mut tx,
+            "visit_agents",
+            &["code", "day", "browser", "os", "device", "agent"],
+            &audience_counters,
+            &d.agents,
+            |q, (code, day, browser, os, device, agent), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(browser)
+                    .bind(os)
+                    .bind(device)
+                    .bind(agent)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
+        )
+        .await?;
+        upsert(
+            &mut tx,
+            "visit_places",
+            &["code", "day", "country", "region", "city"],
+            &audience_counters,
+            &d.places,
+            |q, (code, day, country, region, city), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(country)
+                    .bind(region)
+                    .bind(city)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
+        )
+        .await?;
+        upsert(
+            &mut tx,
+            "visit_sources",
+            &["code", "day", "referrer_host", "short_domain"],
+            &audience_counters,
+            &d.sources,
+            |q, (code, day, referrer, domain), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(referrer)
+                    .bind(domain)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
+        )
+        .await?;
+        let links: Vec<(&String, &(i64, i64))> = d.links.iter().collect();
+        for chunk in links.chunks(SQLITE_ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "WITH v (code, n, at) AS (VALUES {}) \
+                 UPDATE links SET visit_count = links.visit_count + v.n, \
+                   last_visit_at = MAX(COALESCE(links.last_visit_at, ''), v.at) \
+                 FROM v WHERE links.code = v.code",
+                placeholders(chunk.len(), 3)
+            );
+            let mut query = sqlx::query(&sql);
+            for (code, (n, at)) in chunk {
+                query = query.bind(*code).bind(n).bind(link_ts(*at));
+            }
+            query.execute(&mut *tx).await.map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        let inserted = inserted.len() as u64;
+        Ok(BatchOutcome {
+            inserted,
+            duplicates: visits.len() as u64 - inserted,
+        })
+    }
+
+    async fn stats(&self, q: &StatsQuery) -> StorageResult<Stats> {
+        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let span = q.interval.seconds();
+        let rows = sqlx::query(
+            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
+             WHERE code = ?1 AND span = ?2 AND bucket >= ?3 AND bucket < ?4 ORDER BY bucket",
+        )
+        .bind(code)
+        .bind(span)
+        .bind(q.from)
+        .bind(q.to)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(db)?;
+        let sparse = rows
+            .iter()
+            .map(|row| Ok((row.try_get::<i64, _>(0)?, counts(row, 1)?)))
+            .collect::<StorageResult<Vec<_>>>()?;
+        let mut stats = Stats::default();
+        for (_, c) in &sparse {
+            stats.totals.add(c);
+        }
+        stats.series = dense_series(q, sparse);
+
+        let (day_from, day_to) = breakdown_days(q);
+        for dimension in Dimension::ALL {
+            let (table, column) = dimension.source();
+            let rank = dimension.rank(q.include_bots);
+            let machines_only = if dimension == Dimension::Agent {
+                "AND agent <> ''"
+            } else {
+                ""
+            };
+            let rows = sqlx::query(&format!(
+                "SELECT {column}, SUM(humans), SUM(bots), SUM(previews) FROM {table} \
+                 WHERE code = ?1 AND day >= ?2 AND day < ?3 {machines_only} \
+                 GROUP BY {column} HAVING {rank} > 0 ORDER BY {rank} DESC, {column} = '', {column} LIMIT ?4"
+            ))
+            .bind(code)
+            .bind(day_from)
+            .bind(day_to)
+            .bind(i64::from(q.top))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db)?;
+            let entries = rows
+                .iter()
+                .map(|row| {
+                    let value: String = row.try_get(0)?;
+                    Ok(Entry {
+                        value: (!value.is_empty()).then_some(value),
+                        humans: row.try_get(1)?,
+                        bots: row.try_get(2)?,
+                        previews: row.try_get(3)?,
+                    })
+                })
+                .collect::<StorageResult<Vec<_>>>()?;
+            stats.breakdowns.push((dimension, entries));
+        }
+
+        if q.code.is_none() {
+            let rank = Dimension::Browser.rank(q.include_bots);
+            let rows = sqlx::query(&format!(
+                "SELECT code, SUM(humans), SUM(bots), SUM(previews), SUM(new_visitors) \
+                 FROM visit_buckets \
+                 WHERE span = ?1 AND bucket >= ?2 AND bucket < ?3 AND code <> '*' \
+                 GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT ?4"
+            ))
+            .bind(span)
+            .bind(q.from)
+            .bind(q.to)
+            .bind(i64::from(q.top))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db)?;
+            stats.top_links = rows
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, counts(row, 1)?)))
+                .collect::<StorageResult<Vec<_>>>()?;
+        }
+        Ok(stats)
+    }
+
+    async fn idle_links(
+        &self,
+        now: DateTime<Utc>,
+        idle_since: DateTime<Utc>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<IdleLink>> {
+        let ts = |at: DateTime<Utc>| link_ts(at.timestamp_millis());
+        let rows = sqlx::query(
+            "SELECT code FROM links \
+             WHERE revoked_at IS NULL AND COALESCE(last_visit_at, created_at) < ?1 \
+               AND (expires_at IS NULL OR expires_at > ?2) AND code > ?3 \
+             ORDER BY code LIMIT ?4",
+        )
+        .bind(ts(idle_since))
+        .bind(ts(now))
+        .bind(after.unwrap_or(""))
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                Ok(IdleLink {
+                    code: row.try_get(0)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM visits WHERE rowid IN \
+             (SELECT rowid FROM visits WHERE visited_at < ?1 LIMIT ?2)",
+        )
+        .bind(before.timestamp_millis())
+        .bind(i64::from(limit))
+        .execute(&self.writer)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn visit_rows(&self) -> StorageResult<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM visits")
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db)?)
+    }
+}

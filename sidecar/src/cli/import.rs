@@ -1,0 +1,458 @@
+//! `import FILE`: links from CSV (with a header line) or NDJSON, written through the service's
+//! batch path (one transaction and one Redis `MULTI` per chunk), several chunks in flight.
+//!
+//! Bad rows are reported with their line number and do not stop the others; the exit status is
+//! non-zero if any row failed. Every row takes a slot (its row number) under an idempotency key
+//! derived from the file's content (or `--idempotency-key`), so running the same import again, after
+//! a failure or a crash, creates only the rows still missing.
+//!
+//! Rows written by `export` (with `state`, `created_at`, `revoked_at`, generated-shape codes,
+//! expiries in the past) are recreated as they were.
+
+use super::export::FileFormat;
+use super::BoxError;
+use crate::config::Config;
+use crate::http::links;
+use crate::http::{AppState, Error};
+use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
+use crate::storage;
+use chrono::{DateTime, SubsecRound, Utc};
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ImportArgs {
+    /// CSV with a header line (url, code or alias, expires_at, redirect, forward_query, campaign,
+    /// ref, tags as `a;b`, and export's state, created_at, revoked_at) or NDJSON with those fields.
+    pub file: PathBuf,
+    /// csv or ndjson; default from the extension (`.csv`, `.ndjson`, `.jsonl`).
+    #[arg(long, value_enum)]
+    pub format: Option<FileFormat>,
+    /// Makes the import resumable under this key; default: derived from the file's content.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Rows per chunk (one transaction, one Redis MULTI) and chunks in flight.
+const CHUNK: usize = 1000;
+const PARALLEL_CHUNKS: usize = 4;
+
+/// One row as read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportRow {
+    url: Option<String>,
+    #[serde(alias = "alias")]
+    code: Option<String>,
+    expires_at: Option<String>,
+    redirect: Option<u16>,
+    forward_query: Option<bool>,
+    state: Option<String>,
+    created_at: Option<String>,
+    revoked_at: Option<String>,
+    campaign: Option<String>,
+    #[serde(rename = "ref")]
+    recipient_ref: Option<String>,
+    tags: Option<Tags>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Tags {
+    List(Vec<String>),
+    Text(String),
+}
+
+/// A row with its line number, and what it holds or why it cannot be read.
+struct Read1 {
+    line: u64,
+    row: Result<ImportRow, String>,
+}
+
+enum Rows {
+    Csv {
+        reader: csv::Reader<BufReader<File>>,
+        columns: Vec<String>,
+    },
+    Ndjson {
+        reader: BufReader<File>,
+        line: u64,
+        bytes: u64,
+    },
+}
+
+impl Rows {
+    fn open(path: &std::path::Path, format: FileFormat) -> Result<Self, BoxError> {
+        let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let reader = BufReader::with_capacity(1 << 20, file);
+        Ok(match format {
+            FileFormat::Csv => {
+                let mut reader = csv::ReaderBuilder::new()
+                    .has_headers(true)
+                    .flexible(false)
+                    .from_reader(reader);
+                let columns: Vec<String> = reader
+                    .headers()
+                    .map_err(|e| format!("{}: line 1: {e}", path.display()))?
+                    .iter()
+                    .map(|name| name.trim().to_ascii_lowercase())
+                    .collect();
+                const KNOWN: [&str; 12] = [
+                    "url",
+                    "code",
+                    "alias",
+                    "expires_at",
+                    "redirect",
+                    "forward_query",
+                    "state",
+                    "created_at",
+                    "revoked_at",
+                    "campaign",
+                    "ref",
+                    "tags",
+                ];
+                if let Some(unknown) = columns.iter().find(|c| !KNOWN.contains(&c.as_str())) {
+                    return Err(format!(
+                        "{}: line 1: unknown column {unknown:?} (known: {})",
+                        path.display(),
+                        KNOWN.join(", ")
+                    )
+                    .into());
+                }
+                if !columns.iter().any(|c| c == "url") {
+                    return Err(format!("{}: line 1: no url column", path.display()).into());
+                }
+                Rows::Csv { reader, columns }
+            }
+            FileFormat::Ndjson => Rows::Ndjson {
+                reader,
+                line: 0,
+                bytes: 0,
+            },
+        })
+    }
+
+    /// Bytes read so far (for the progress bar).
+    fn position(&self) -> u64 {
+        match self {
+            Rows::Csv { reader, .. } => reader.position().byte(),
+            Rows::Ndjson { bytes, .. } => *bytes,
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<Read1>, BoxError> {
+        match self {
+            Rows::Csv { reader, columns } => {
+                let mut record = csv::StringRecord::new();
+                let line = reader.position().line();
+                match reader.read_record(&mut record) {
+                    Ok(false) => Ok(None),
+                    Ok(true) => {
+                        let line = record.position().map_or(line, |p| p.line());
+                        Ok(Some(Read1 {
+                            line,
+                            row: csv_row(columns, &record),
+                        }))
+                    }
+                    // A malformed record (wrong field count, bad UTF-8) is that row's error.
+                    Err(error) if !matches!(error.kind(), csv::ErrorKind::Io(_)) => {
+                        let line = error.position().map_or(line, |p| p.line());
+                        Ok(Some(Read1 {
+                            line,
+                            row: Err(format!("unreadable CSV row: {error}")),
+                        }))
+                    }
+                    Err(error) => Err(error.into()),
+                }
+            }
+            Rows::Ndjson {
+                reader,
+                line,
+                bytes,
+            } => {
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    let n = reader.read_until(b'\n', &mut buf)?;
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    *line += 1;
+                    *bytes += n as u64;
+                    if buf.trim_ascii().is_empty() {
+                        continue;
+                    }
+                    let row = serde_json::from_slice::<ImportRow>(&buf)
+                        .map_err(|e| format!("invalid JSON: {e}"));
+                    return Ok(Some(Read1 { line: *line, row }));
+                }
+            }
+        }
+    }
+}
+
+fn csv_row(columns: &[String], record: &csv::StringRecord) -> Result<ImportRow, String> {
+    let mut row = ImportRow::default();
+    for (name, value) in columns.iter().zip(record.iter()) {
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        let text = Some(value.to_owned());
+        match name.as_str() {
+            "url" => row.url = text,
+            "code" | "alias" => row.code = text,
+            "expires_at" => row.expires_at = text,
+            "redirect" => {
+                row.redirect = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("redirect {value:?} is not a status code"))?,
+                )
+            }
+            "forward_query" => {
+                row.forward_query = Some(match value.to_ascii_lowercase().as_str() {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => return Err(format!("forward_query {value:?} is not true or false")),
+                })
+            }
+            "state" => row.state = text,
+            "created_at" => row.created_at = text,
+            "revoked_at" => row.revoked_at = text,
+            "campaign" => row.campaign = text,
+            "ref" => row.recipient_ref = text,
+            "tags" => row.tags = text.map(Tags::Text),
+            _ => {}
+        }
+    }
+    Ok(row)
+}
+
+fn time(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, Error> {
+    text.map(|text| {
+        DateTime::parse_from_rfc3339(&text)
+            .map(|at| at.with_timezone(&Utc).trunc_subsecs(6))
+            .map_err(|_| {
+                Error::invalid(
+                    if field == "expires_at" {
+                        "invalid_expiry"
+                    } else {
+                        "invalid_time"
+                    },
+                    format!("{field} {text:?} is not an RFC 3339 time"),
+                )
+            })
+    })
+    .transpose()
+}
+
+/// Checks a row as `POST /links` checks an item, plus what restoring an export needs.
+fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewLink, Error> {
+    let url = row
+        .url
+        .ok_or_else(|| Error::invalid("missing_url", "url is required"))?;
+    let target = state
+        .settings
+        .url_policy
+        .check(&url, &state.settings.short_domains)?;
+    let scheme = state.links.scheme();
+    if let Some(code) = &row.code {
+        // Generated-shape codes come from an export; any other is an alias.
+        if scheme.decode(code).is_none() {
+            shortcode::parse_alias(scheme, code)
+                .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
+        }
+    }
+    let created_at = time("created_at", row.created_at)?;
+    let mut revoked_at = time("revoked_at", row.revoked_at)?;
+    match row.state.as_deref() {
+        None | Some("live" | "expired") => {}
+        Some("revoked") => revoked_at = revoked_at.or(Some(now)),
+        Some(other) => {
+            return Err(Error::invalid(
+                "invalid_state",
+                format!("state {other:?} is not live, expired or revoked"),
+            ))
+        }
+    }
+    let restoring = created_at.is_some() || revoked_at.is_some() || row.state.is_some();
+    let expires_at = time("expires_at", row.expires_at)?.map(|at| at.trunc_subsecs(0));
+    if !restoring && expires_at.is_some_and(|at| at <= now) {
+        return Err(Error::invalid(
+            "invalid_expiry",
+            "expires_at must be in the future",
+        ));
+    }
+    let tags = match row.tags {
+        None => None,
+        Some(Tags::List(list)) => Some(list),
+        Some(Tags::Text(text)) if text.starts_with('[') => {
+            Some(serde_json::from_str(&text).map_err(|_| {
+                Error::invalid("invalid_tags", "tags is neither a JSON array nor a;b;c")
+            })?)
+        }
+        Some(Tags::Text(text)) => Some(
+            text.split(';')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+    };
+    Ok(NewLink {
+        target,
+        code: row.code,
+        expires_at,
+        redirect: links::redirect_status(row.redirect)?,
+        forward_query: row.forward_query.unwrap_or(false),
+        idempotent: false,
+        campaign: links::meta(row.campaign, "invalid_campaign", "campaign")?,
+        recipient_ref: links::meta(row.recipient_ref, "invalid_ref", "ref")?,
+        tags: links::tags(tags)?,
+        restore: restoring.then(|| Restore {
+            created_at: created_at.unwrap_or(now),
+            revoked_at,
+        }),
+    })
+}
+
+fn file_digest(path: &std::path::Path) -> Result<String, BoxError> {
+    let mut file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(crate::validate::hex(&hasher.finalize()))
+}
+
+#[derive(Default)]
+struct Tally {
+    rows: u64,
+    created: u64,
+    existing: u64,
+    failed: u64,
+}
+
+pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
+    let format = args
+        .format
+        .or_else(|| FileFormat::from_path(&args.file))
+        .ok_or("cannot tell the format from the file name: give --format csv or --format ndjson")?;
+    let state = crate::build_state(config).await?;
+    let name = args.file.display().to_string();
+    let digest = file_digest(&args.file)?;
+    let key = IdempotencyKey {
+        api_key_id: CLI_API_KEY_ID,
+        key: args
+            .idempotency_key
+            .unwrap_or_else(|| format!("import:{digest}")),
+    };
+    let claim = state
+        .links
+        .claim(&key, &service::request_hash("import", [digest.as_bytes()]))
+        .await
+        .map_err(|e| match e {
+            service::ServiceError::IdempotencyKeyReused => {
+                format!(
+                    "the idempotency key {:?} was used with another file",
+                    key.key
+                )
+            }
+            other => other.to_string(),
+        })?;
+    let size = std::fs::metadata(&args.file)?.len();
+    let bar = indicatif::ProgressBar::new(size);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left) {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    let report = |line: u64, code: &str, message: &str| {
+        bar.suspend(|| eprintln!("{name}:{line}: {code}: {message}"));
+    };
+
+    let mut rows = Rows::open(&args.file, format)?;
+    let mut tally = Tally::default();
+    let mut in_flight = FuturesOrdered::new();
+    let mut index = 0i64;
+    let mut finished = false;
+    while !finished || !in_flight.is_empty() {
+        if !finished && in_flight.len() < PARALLEL_CHUNKS {
+            let now = storage::now();
+            let mut items = Vec::with_capacity(CHUNK);
+            let mut lines = Vec::with_capacity(CHUNK);
+            while items.len() < CHUNK {
+                let Some(read) = rows.next()? else {
+                    finished = true;
+                    break;
+                };
+                tally.rows += 1;
+                let this = index;
+                index += 1;
+                match read.row {
+                    Err(message) => {
+                        tally.failed += 1;
+                        report(read.line, "invalid_row", &message);
+                    }
+                    Ok(row) => match new_link(&state, row, now) {
+                        Ok(new) => {
+                            items.push((this, new));
+                            lines.push(read.line);
+                        }
+                        Err(error) => {
+                            tally.failed += 1;
+                            report(read.line, error.code(), &error.message());
+                        }
+                    },
+                }
+            }
+            bar.set_position(rows.position());
+            if !items.is_empty() {
+                let links = state.links.clone();
+                let task =
+                    tokio::spawn(async move { links.create_chunk(items, Some(claim)).await });
+                in_flight.push_back(async move { (lines, task.await) });
+            }
+            continue;
+        }
+        let Some((lines, outcomes)) = in_flight.next().await else {
+            continue;
+        };
+        let outcomes = outcomes.map_err(|e| format!("import task failed: {e}"))?;
+        for (line, (_, outcome)) in lines.into_iter().zip(outcomes) {
+            match outcome {
+                ItemOutcome::Created(_) => tally.created += 1,
+                ItemOutcome::Existing(_) => tally.existing += 1,
+                ItemOutcome::Failed(failure) => {
+                    tally.failed += 1;
+                    let error = crate::http::failure_error(failure);
+                    report(line, error.code(), &error.message());
+                }
+            }
+        }
+        bar.set_message(format!("{} links", tally.created + tally.existing));
+    }
+    bar.finish_and_clear();
+    println!(
+        "import: {} rows: {} created (or already imported), {} existing, {} failed",
+        tally.rows, tally.created, tally.existing, tally.failed
+    );
+    if tally.failed > 0 {
+        return Err(format!(
+            "{} of {} rows failed (see the lines above)",
+            tally.failed, tally.rows
+        )
+        .into());
+    }
+    Ok(())
+}

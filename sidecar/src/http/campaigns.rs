@@ -1,0 +1,46 @@
+//! `/api/v1/campaigns/{campaign}`: per-campaign aggregates of the links carrying that campaign.
+
+use super::{AppState, ErrorBody, Json, Path, Result};
+use axum::extract::State;
+use axum::routing::get;
+use axum::Router;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/campaigns/{campaign}", get(get_campaign))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CampaignView {
+    pub campaign: String,
+    /// Links of the campaign, in any state.
+    pub links: i64,
+    pub live: i64,
+    pub expired: i64,
+    pub revoked: i64,
+    /// Sum of the links' `visit_count`.
+    pub visits: i64,
+}
+
+/// Aggregates of a campaign: link counts by state and the sum of their visit counts.
+#[utoipa::path(get, path = "/api/v1/campaigns/{campaign}", tag = "links",
+    params(("campaign" = String, Path)),
+    responses(
+        (status = 200, body = CampaignView),
+        (status = 404, description = "no link has this campaign", body = ErrorBody),
+    ))]
+pub async fn get_campaign(
+    State(state): State<AppState>,
+    Path(campaign): Path<String>,
+) -> Result<Json<CampaignView>> {
+    let stats = state.links.campaign(&campaign).await?;
+    Ok(Json(CampaignView {
+        campaign,
+        links: stats.links,
+        live: stats.live,
+        expired: stats.expired,
+        revoked: stats.revoked,
+        visits: stats.visits,
+    }))
+}

@@ -1,0 +1,535 @@
+//! Visit analytics: events XADDed to `sl:events` exactly as the nginx module writes them, consumed
+//! by the sidecar's consumer group reader, counted once, and read back through the stats API.
+
+use crate::helpers::*;
+use redis::AsyncCommands;
+use serde_json::{json, Value};
+use shortlink_sidecar::analytics::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
+use shortlink_sidecar::analytics::store::{self as visit_store, VisitStore};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use testkit::process::Lifeline;
+use testkit::Signal;
+
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+const WECHAT: &str = "Mozilla/5.0 (Linux; Android 13; SM-S9180 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64";
+/// Samsung Messages' rich-preview fetch of a link in an SMS.
+const SMS_SCANNER: &str =
+    "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0";
+const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+const CURL: &str = "curl/8.5.0";
+
+fn geo_db() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../analytics/testdata/test-city.mmdb")
+        .display()
+        .to_string()
+}
+
+async fn store(app: &TestApp) -> Arc<dyn VisitStore> {
+    visit_store::connect(&app.database_url, 4, Duration::from_secs(5))
+        .await
+        .expect("open the visit store")
+}
+
+/// A consumer on the app's Redis and database, with the test geo database.
+async fn consumer(app: &TestApp, name: &str, extra: &[&str]) -> Consumer {
+    let geo = geo_db();
+    let mut args = vec!["--geoip-db", geo.as_str(), "--consumer-name", name];
+    args.extend_from_slice(extra);
+    let config = config(&app.database_url, &app.redis.url(), &args);
+    shortlink_sidecar::analytics::consumer(&config, store(app).await).expect("consumer")
+}
+
+/// One event as the module queues it: `XADD sl:events MAXLEN ~ cap * c .. t .. s .. ip .. ua ..`.
+async fn xadd(app: &TestApp, fields: &[(&str, &str)]) -> String {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(STREAM)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(1_000_000)
+        .arg("*");
+    for (k, v) in fields {
+        cmd.arg(*k).arg(*v);
+    }
+    cmd.query_async(&mut app.redis().await).await.unwrap()
+}
+
+async fn visit(app: &TestApp, code: &str, ip: &str, ua: &str, extra: &[(&str, &str)]) -> String {
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    let mut fields = vec![
+        ("c", code),
+        ("t", t.as_str()),
+        ("s", "302"),
+        ("ip", ip),
+        ("ua", ua),
+    ];
+    fields.extend_from_slice(extra);
+    xadd(app, &fields).await
+}
+
+async fn get_json(app: &TestApp, path: &str) -> Value {
+    let response = app
+        .api(reqwest::Method::GET, path)
+        .send()
+        .await
+        .expect("GET");
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+/// `{value: clicks}` of one breakdown.
+fn breakdown(stats: &Value, name: &str) -> Vec<(Option<String>, i64)> {
+    stats["breakdowns"][name]
+        .as_array()
+        .unwrap_or_else(|| panic!("breakdown {name}: {stats}"))
+        .iter()
+        .map(|e| {
+            (
+                e["value"].as_str().map(str::to_owned),
+                e["clicks"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_owned())
+}
+
+/// Entries of the group not yet acknowledged.
+async fn pending(app: &TestApp) -> i64 {
+    let reply: redis::Value = redis::cmd("XPENDING")
+        .arg(STREAM)
+        .arg(GROUP)
+        .query_async(&mut app.redis().await)
+        .await
+        .unwrap();
+    match reply {
+        redis::Value::Array(parts) => match &parts[0] {
+            redis::Value::Int(n) => *n,
+            other => panic!("XPENDING: {other:?}"),
+        },
+        other => panic!("XPENDING: {other:?}"),
+    }
+}
+
+async fn counts_and_breakdowns(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app
+        .create(json!({"url": "https://shop.example/spring"}))
+        .await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fb = [
+        ("ref", "https://www.facebook.com/story"),
+        ("host", "s1.example"),
+    ];
+    visit(&app, &code, "203.0.113.10", CHROME, &fb).await;
+    visit(&app, &code, "203.0.113.10", CHROME, &fb).await; // same person again
+    visit(
+        &app,
+        &code,
+        "198.51.100.20",
+        IPHONE,
+        &[("host", "S2.example:443")],
+    )
+    .await;
+    visit(
+        &app,
+        &code,
+        "192.0.2.30",
+        WECHAT,
+        &[("lang", "zh-CN,zh;q=0.9")],
+    )
+    .await;
+    visit(&app, &code, "2001:db8:1::5", SMS_SCANNER, &[]).await;
+    visit(&app, &code, "203.0.113.99", SLACKBOT, &[]).await;
+    visit(&app, &code, "198.51.100.99", CURL, &[]).await;
+    // Acknowledged and counted, never stored: no time; a 410 answer.
+    xadd(&app, &[("c", code.as_str()), ("ua", CURL)]).await;
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    xadd(&app, &[("c", code.as_str()), ("t", &t), ("s", "410")]).await;
+
+    let mut consumer = consumer(&app, "test-1", &[]).await;
+    let counters = consumer.counters();
+    assert_eq!(consumer.drain().await.unwrap(), 9);
+    assert_eq!(ConsumerCounters::get(&counters.inserted), 7);
+    assert_eq!(ConsumerCounters::get(&counters.invalid), 1);
+    assert_eq!(ConsumerCounters::get(&counters.ignored), 1);
+    assert_eq!(pending(&app).await, 0, "everything acknowledged");
+
+    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    let totals = &stats["totals"];
+    assert_eq!(totals["clicks"], 4, "{stats}");
+    assert_eq!(totals["humans"], 4);
+    assert_eq!(totals["unique_visitors"], 3);
+    assert_eq!(totals["previews"], 2, "SMS scanner and Slack");
+    assert_eq!(totals["bots"], 1, "curl");
+    assert_eq!(
+        breakdown(&stats, "browser"),
+        [(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)]
+    );
+    assert_eq!(
+        breakdown(&stats, "device"),
+        [(s("desktop"), 2), (s("mobile"), 2)]
+    );
+    assert_eq!(
+        breakdown(&stats, "country"),
+        [(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]
+    );
+    assert_eq!(
+        breakdown(&stats, "region"),
+        [(s("New South Wales"), 2), (s("Berlin"), 1), (None, 1)],
+        "ties by value, unknown last"
+    );
+    assert_eq!(
+        breakdown(&stats, "city"),
+        [(s("Sydney"), 2), (s("Berlin"), 1), (None, 1)]
+    );
+    assert_eq!(
+        breakdown(&stats, "referrer_host"),
+        [(s("facebook.com"), 2), (None, 2)]
+    );
+    assert_eq!(
+        breakdown(&stats, "short_domain"),
+        [(s("s1.example"), 2), (s("s2.example"), 1), (None, 1)]
+    );
+    let agents: Vec<(Option<String>, i64, i64)> = stats["breakdowns"]["agent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["value"].as_str().map(str::to_owned),
+                e["bots"].as_i64().unwrap(),
+                e["previews"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            (s("Samsung Messages"), 0, 1),
+            (s("Slack"), 0, 1),
+            (s("curl"), 1, 0)
+        ]
+    );
+    // The day's point carries the totals.
+    let series = stats["series"].as_array().unwrap();
+    let last = series.last().unwrap();
+    assert_eq!(
+        (last["clicks"].as_i64(), last["previews"].as_i64()),
+        (Some(4), Some(2))
+    );
+
+    let with_bots = get_json(&app, &format!("/links/{code}/stats?include_bots=true")).await;
+    assert_eq!(with_bots["totals"]["clicks"], 7);
+    assert_eq!(with_bots["totals"]["unique_visitors"], 3, "people only");
+
+    let hourly = get_json(&app, &format!("/links/{code}/stats?interval=hour")).await;
+    // From the link's creation hour to the end of the current hour.
+    let points = hourly["series"].as_array().unwrap().len();
+    assert!((1..=2).contains(&points), "{hourly}");
+    let hour_clicks: i64 = hourly["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["clicks"].as_i64().unwrap())
+        .sum();
+    assert_eq!(hour_clicks, 4);
+
+    // visit_count counts people only (no --count-bots).
+    let link: Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["visit_count"], 4, "{link}");
+    assert!(link["last_visit_at"].is_string(), "{link}");
+
+    let global = get_json(&app, "/stats").await;
+    assert_eq!(global["totals"]["clicks"], 4);
+    assert_eq!(global["top_links"][0]["code"], code.as_str());
+    assert_eq!(global["top_links"][0]["clicks"], 4);
+    assert_eq!(global["code"], Value::Null);
+
+    // Errors are the API's JSON errors.
+    let missing = app
+        .api(reqwest::Method::GET, "/links/nosuchcode/stats")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let bad = app
+        .api(
+            reqwest::Method::GET,
+            &format!("/links/{code}/stats?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    let body: Value = bad.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_range");
+    let bad = app
+        .api(reqwest::Method::GET, "/stats?interval=week")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+}
+
+/// Crash after the commit and before XACK: the batch comes back and counts nothing twice. Crash
+/// before the commit: another consumer claims the entries and they count once.
+async fn redelivery_counts_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app.create(json!({"url": "https://shop.example/a"})).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..50 {
+        visit(&app, &code, &format!("203.0.113.{i}"), IPHONE, &[]).await;
+    }
+    // Stored, then "killed" before acknowledging.
+    let mut first = consumer(&app, "crashy", &["--consumer-batch", "30"]).await;
+    let batch = first.read_batch().await.unwrap();
+    assert_eq!(batch.len(), 30);
+    first.store(&batch).await.unwrap();
+    drop(first);
+    assert_eq!(pending(&app).await, 30);
+
+    // Restarted under the same name: its pending entries come first.
+    let mut again = consumer(&app, "crashy", &["--consumer-batch", "30"]).await;
+    let counters = again.counters();
+    assert_eq!(again.drain().await.unwrap(), 50);
+    assert_eq!(ConsumerCounters::get(&counters.duplicates), 30);
+    assert_eq!(ConsumerCounters::get(&counters.inserted), 20);
+    assert_eq!(pending(&app).await, 0);
+
+    // Read and "killed" before storing; a different consumer claims the idle entries.
+    for i in 50..60 {
+        visit(&app, &code, &format!("203.0.113.{i}"), IPHONE, &[]).await;
+    }
+    let mut lost = consumer(&app, "dies-early", &[]).await;
+    assert_eq!(lost.read_batch().await.unwrap().len(), 10);
+    drop(lost);
+    let mut rescuer = consumer(&app, "rescuer", &["--consumer-claim-after", "200ms"]).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pending(&app).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle entries are claimed"
+        );
+        rescuer.step().await.unwrap();
+    }
+
+    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    assert_eq!(stats["totals"]["clicks"], 60, "{stats}");
+    assert_eq!(stats["totals"]["unique_visitors"], 60);
+    let link: Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["visit_count"], 60);
+    assert_eq!(store(&app).await.visit_rows().await.unwrap(), 60);
+}
+
+/// `shortlink-sidecar consume` SIGKILLed while events stream in, then restarted: every event is
+/// counted exactly once.
+async fn killed_consumer_process(backend: Backend) {
+    const EVENTS: usize = 20_000;
+    const LINKS: usize = 20;
+    let app = spawn_app(backend).await;
+    let mut codes = Vec::new();
+    for i in 0..LINKS {
+        let link = app
+            .create(json!({"url": format!("https://shop.example/{i}")}))
+            .await;
+        codes.push(link["code"].as_str().unwrap().to_owned());
+    }
+    let dir = testkit::temp_dir();
+    let start = |n: usize| {
+        Lifeline::builder(
+            env!("CARGO_BIN_EXE_shortlink-sidecar"),
+            dir.path().join(format!("consume-{n}.log")),
+        )
+        .args(["consume", "--database-url", &app.database_url])
+        .args(["--redis-url", &app.redis.url(), "--code-secret", SECRET_HEX])
+        .args(["--consumer-name", "proc", "--consumer-batch", "500"])
+        .env("RUST_LOG", "warn")
+        .spawn()
+    };
+    let mut process = start(1);
+    let store = store(&app).await;
+    let producer = {
+        let client = redis::Client::open(app.redis.url()).unwrap();
+        let codes = codes.clone();
+        tokio::spawn(async move {
+            let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+            for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(500) {
+                let mut pipe = redis::pipe();
+                for &i in chunk {
+                    let t = chrono::Utc::now().timestamp_millis();
+                    pipe.cmd("XADD")
+                        .arg(STREAM)
+                        .arg("*")
+                        .arg("c")
+                        .arg(&codes[i % LINKS])
+                        .arg("t")
+                        .arg(t)
+                        .arg("s")
+                        .arg(302)
+                        .arg("ip")
+                        .arg(format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
+                        .arg("ua")
+                        .arg(if i % 2 == 0 { CHROME } else { IPHONE })
+                        .ignore();
+                }
+                pipe.query_async::<()>(&mut redis).await.unwrap();
+            }
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            store.visit_rows().await.unwrap_or(0) > 0
+        })
+        .await,
+        "the consumer stores visits: {}",
+        process.log_text()
+    );
+    process.signal(Signal::Kill);
+    // Reaps it (a killed child stays a zombie until its guardian waits for it).
+    process.stop();
+    producer.await.unwrap();
+    let before_restart = store.visit_rows().await.unwrap();
+    assert!((before_restart as usize) < EVENTS, "killed mid-stream");
+
+    let _restarted = start(2);
+    let done = eventually(Duration::from_secs(120), || async {
+        store.visit_rows().await.unwrap_or(0) as usize >= EVENTS && pending(&app).await == 0
+    })
+    .await;
+    assert!(done, "all events stored and acknowledged");
+    let len: i64 = app.redis().await.xlen(STREAM).await.unwrap();
+    assert_eq!(len as usize, EVENTS);
+    assert_eq!(store.visit_rows().await.unwrap() as usize, EVENTS);
+    let global = get_json(&app, "/stats").await;
+    assert_eq!(
+        global["totals"]["clicks"], EVENTS as i64,
+        "{}",
+        global["totals"]
+    );
+    let mut visit_count = 0;
+    for code in &codes {
+        let link: Value = app.get_link(code).await.json().await.unwrap();
+        visit_count += link["visit_count"].as_i64().unwrap();
+    }
+    assert_eq!(visit_count, EVENTS as i64);
+}
+
+/// The expiry job expires an idle link through the write path (SQL and the Redis record); the
+/// retention job deletes old raw visits and leaves the rollups.
+async fn cleanup_expires_idle_links(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut code = Vec::new();
+    for name in ["idle", "visited", "new"] {
+        let link = app
+            .create(json!({"url": format!("https://shop.example/{name}")}))
+            .await;
+        code.push(link["code"].as_str().unwrap().to_owned());
+    }
+    let old = chrono::Utc::now() - chrono::Duration::days(100);
+    for c in &code[..2] {
+        set_created_at(&app, c, old).await;
+    }
+    // "visited" was visited an hour ago; and an old visit (200 days) for the retention job.
+    let hour_ago = (chrono::Utc::now().timestamp_millis() - 3_600_000).to_string();
+    xadd(
+        &app,
+        &[
+            ("c", &code[1]),
+            ("t", &hour_ago),
+            ("ip", "203.0.113.5"),
+            ("ua", IPHONE),
+        ],
+    )
+    .await;
+    let long_ago = old.timestamp_millis() - 100 * 86_400_000;
+    xadd(
+        &app,
+        &[
+            ("c", &code[1]),
+            ("t", &long_ago.to_string()),
+            ("ua", IPHONE),
+        ],
+    )
+    .await;
+    consumer(&app, "c", &[]).await.drain().await.unwrap();
+
+    app.run_cli(&[
+        "cleanup",
+        "--expire-idle-after",
+        "90d",
+        "--visit-retention",
+        "180d",
+    ])
+    .await;
+
+    let idle: Value = app.get_link(&code[0]).await.json().await.unwrap();
+    assert_eq!(idle["state"], "expired", "{idle}");
+    let record = app.redis_get(&code[0]).await.unwrap();
+    let expires: i64 = record.split('|').nth(3).unwrap().parse().unwrap();
+    assert!(
+        record.starts_with("1|L|302|") && expires > 0 && expires <= now_secs(),
+        "{record}"
+    );
+    assert_eq!(app.resolve(&code[0]).await.status(), 410);
+    for c in &code[1..] {
+        let link: Value = app.get_link(c).await.json().await.unwrap();
+        assert_eq!(link["state"], "live", "{link}");
+        assert_eq!(app.resolve(c).await.status(), 302);
+    }
+    assert_eq!(
+        store(&app).await.visit_rows().await.unwrap(),
+        1,
+        "the old raw visit is gone"
+    );
+    let from = (old - chrono::Duration::days(200)).to_rfc3339();
+    let stats = get_json(
+        &app,
+        &format!("/links/{}/stats?from={}", code[1], urlencode(&from)),
+    )
+    .await;
+    assert_eq!(stats["totals"]["clicks"], 2, "rollups stay");
+}
+
+fn urlencode(s: &str) -> String {
+    s.replace('+', "%2B").replace(':', "%3A")
+}
+
+async fn set_created_at(app: &TestApp, code: &str, at: chrono::DateTime<chrono::Utc>) {
+    match &app.db {
+        TestDb::Sqlite(pool) => {
+            sqlx::query("UPDATE links SET created_at = ?1 WHERE code = ?2")
+                .bind(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+                .bind(code)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        TestDb::Postgres(pool) => {
+            sqlx::query("UPDATE links SET created_at = $1 WHERE code = $2")
+                .bind(at)
+                .bind(code)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+crate::on_both_backends!(
+    counts_and_breakdowns,
+    redelivery_counts_once,
+    killed_consumer_process,
+    cleanup_expires_idle_links,
+);

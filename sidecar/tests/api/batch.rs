@@ -1,0 +1,277 @@
+//! `POST /links/batch`: per-item results in order, only good items stored (SQL and Redis),
+//! NDJSON streamed both ways, metadata filters and campaign aggregates.
+
+use crate::helpers::*;
+use crate::on_both_backends;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+on_both_backends!(
+    mixed_items_answer_in_order,
+    ndjson_batches_stream_one_result_per_line,
+    metadata_filters_and_campaign_stats,
+);
+
+#[tokio::test]
+async fn json_batches_are_bounded() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let items: Vec<Value> = (0..10_001)
+        .map(|i| json!({"url": format!("https://t.example/{i}")}))
+        .collect();
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "batch_too_large");
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 415);
+    assert_eq!(app.stored().await.links, 0);
+}
+
+async fn mixed_items_answer_in_order(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let items = json!([
+        {"url": "https://shop.example/a", "campaign": "spring", "ref": "r-1", "tags": ["sms", "fr"]},
+        {"url": "javascript:alert(1)"},
+        {"url": "https://shop.example/a", "campaign": "spring", "ref": "r-2"},
+        {"url": "https://shop.example/b", "code": "x"},
+        {"url": "https://shop.example/c", "code": "spring-promo"},
+        {"url": "https://shop.example/d", "code": "spring-promo"},
+        {"url": "https://shop.example/e", "colour": "red"},
+        "not an object",
+        {"url": "https://shop.example/f", "redirect": 303},
+        {"url": "https://shop.example/g", "expires_at": "2999-01-01T00:00:00Z", "redirect": 301},
+    ]);
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    let statuses: Vec<u64> = results
+        .iter()
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [201, 422, 201, 422, 201, 409, 422, 422, 422, 201]);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], i as u64);
+    }
+    assert_eq!(results[1]["error"]["code"], "unsupported_scheme");
+    assert_eq!(results[3]["error"]["code"], "invalid_code");
+    assert_eq!(results[5]["error"]["code"], "code_taken");
+    assert_eq!(results[6]["error"]["code"], "invalid_body");
+    assert_eq!(results[8]["error"]["code"], "invalid_redirect");
+    let first = &results[0]["link"];
+    assert_eq!(first["campaign"], "spring");
+    assert_eq!(first["ref"], "r-1");
+    assert_eq!(first["tags"], json!(["sms", "fr"]));
+    assert_eq!(results[4]["link"]["code"], "spring-promo");
+    // Two links to the same URL, each its own code.
+    assert_ne!(results[0]["link"]["code"], results[2]["link"]["code"]);
+
+    let stored = app.stored().await;
+    assert_eq!(stored.links, 4, "only the good items are stored");
+    assert_eq!(stored.redis_keys, 4);
+    for at in [0, 2, 4, 9] {
+        let link = &results[at]["link"];
+        let code = link["code"].as_str().unwrap();
+        let record = app.redis_get(code).await.expect("in redis");
+        assert!(record.ends_with(link["url"].as_str().unwrap()), "{record}");
+        let read: Value = app.get_link(code).await.json().await.unwrap();
+        assert_eq!(&read, link);
+        let resolved = app.resolve(code).await;
+        assert_eq!(
+            resolved.status().as_u16(),
+            link["redirect"].as_u64().unwrap() as u16
+        );
+    }
+    assert!(
+        app.redis_expiretime(results[9]["link"]["code"].as_str().unwrap())
+            .await
+            > 0
+    );
+}
+
+async fn ndjson_batches_stream_one_result_per_line(backend: Backend) {
+    let app = spawn_app(backend).await;
+    const N: usize = 2_500;
+    let mut body = String::new();
+    for i in 0..N {
+        if i % 500 == 7 {
+            body.push_str("{\"url\": \n");
+        } else {
+            body.push_str(&format!(
+                "{{\"url\":\"https://t.example/{i}\",\"ref\":\"r{i}\"}}\n"
+            ));
+        }
+        if i % 1000 == 0 {
+            body.push('\n'); // blank lines are not items
+        }
+    }
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/x-ndjson",
+        "NDJSON in, NDJSON out"
+    );
+    let text = response.text().await.unwrap();
+    let results: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(results.len(), N);
+    let mut created = 0;
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], i as u64);
+        if i % 500 == 7 {
+            assert_eq!(result["status"], 400, "{result}");
+            assert_eq!(result["error"]["code"], "malformed_json");
+        } else {
+            assert_eq!(result["status"], 201, "{result}");
+            assert_eq!(result["link"]["url"], format!("https://t.example/{i}"));
+            assert_eq!(result["link"]["ref"], format!("r{i}"));
+            created += 1;
+        }
+    }
+    let stored = app.stored().await;
+    assert_eq!(stored.links, created);
+    assert_eq!(stored.redis_keys, created);
+}
+
+async fn metadata_filters_and_campaign_stats(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut items = Vec::new();
+    for i in 0..30 {
+        let campaign = if i % 3 == 0 { "winter" } else { "spring" };
+        let tags = if i % 2 == 0 {
+            json!(["even"])
+        } else {
+            json!([])
+        };
+        items.push(json!({
+            "url": format!("https://t.example/{i}"),
+            "campaign": campaign,
+            "ref": format!("r{}", i % 10),
+            "tags": tags,
+        }));
+    }
+    let body: Value = app
+        .api(Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let codes: Vec<String> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["link"]["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(codes.len(), 30);
+
+    // Keyset pagination over a filter: pages of 7, no link twice, all of the campaign.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = "/links?campaign=spring&limit=7".to_owned();
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let page: Value = app
+            .api(Method::GET, &path)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for link in page["links"].as_array().unwrap() {
+            assert_eq!(link["campaign"], "spring");
+            seen.push(link["code"].as_str().unwrap().to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 20);
+
+    let page: Value = app
+        .api(Method::GET, "/links?ref=r3&tag=even&limit=100")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let refs: Vec<&Value> = page["links"].as_array().unwrap().iter().collect();
+    assert!(refs.is_empty(), "r3 items are odd-numbered: {page}");
+    let page: Value = app
+        .api(Method::GET, "/links?ref=r4&tag=even&campaign=spring")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let links = page["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "items 4 and 14 ({page})");
+
+    // Update the metadata; revoke one, expire one.
+    let response = app
+        .patch_link(
+            &codes[1],
+            &json!({"campaign": "winter", "tags": ["moved"], "ref": null}),
+        )
+        .await;
+    let patched: Value = response.json().await.unwrap();
+    assert_eq!(patched["campaign"], "winter");
+    assert_eq!(patched["tags"], json!(["moved"]));
+    assert_eq!(patched["ref"], Value::Null);
+    assert_eq!(app.delete_link(&codes[0]).await.status(), 200);
+    app.set_expiry_in_sql(&codes[3], now_secs() - 10).await;
+
+    let stats: Value = app
+        .api(Method::GET, "/campaigns/winter")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        stats,
+        json!({"campaign": "winter", "links": 11, "live": 9, "expired": 1, "revoked": 1, "visits": 0})
+    );
+    let missing = app
+        .api(Method::GET, "/campaigns/nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}
