@@ -7,9 +7,11 @@
 mod api;
 mod nginx;
 mod paths;
+pub mod raw;
 
 pub use api::Api;
 pub use nginx::{Nginx, NginxOptions};
+pub use raw::{raw_http, RawResponse};
 
 use std::time::Duration;
 use testkit::{Lifeline, RedisServer};
@@ -33,8 +35,13 @@ impl System {
     }
 
     pub fn start_with(options: NginxOptions) -> Self {
+        Self::start_on(RedisServer::start(), options)
+    }
+
+    /// Starts the sidecar and nginx on a Redis the test already started (for example to put a
+    /// proxy between nginx and it, see [`NginxOptions::redis_addr`]).
+    pub fn start_on(redis: RedisServer, options: NginxOptions) -> Self {
         let dir = testkit::temp_dir();
-        let redis = RedisServer::start();
         let sidecar = Sidecar::start(&dir, &redis);
         let nginx = Nginx::start(&dir, &redis, &sidecar, options);
         System {
@@ -61,6 +68,49 @@ impl System {
     }
 }
 
+impl System {
+    /// The sidecar's database, as `--database-url` takes it.
+    pub fn database_url(&self) -> String {
+        format!("sqlite://{}", self.database_path().display())
+    }
+
+    pub fn database_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("shortlink.db")
+    }
+
+    /// Runs a one-shot sidecar subcommand (`resync`, `keys create`, ...) on this system's database
+    /// and Redis, and returns its output.
+    pub fn sidecar_cli(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(paths::sidecar_bin())
+            .args(args)
+            .arg("--database-url")
+            .arg(self.database_url())
+            .args(["--redis-url", &self.redis.url()])
+            .args(["--code-secret", CODE_SECRET])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run shortlink-sidecar")
+    }
+
+    /// `shortlink-sidecar resync`, asserting success; returns what it printed.
+    pub fn resync(&self) -> String {
+        let output = self.sidecar_cli(&["resync"]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "resync failed: {text}");
+        text
+    }
+
+    /// Starts the sidecar again on its old port (after a crash or stop), on the same database.
+    pub fn restart_sidecar(&mut self) {
+        self.sidecar.process.stop();
+        self.sidecar = Sidecar::start_on_port(&self.dir, &self.redis, self.sidecar.port);
+    }
+}
+
 /// The sidecar process.
 pub struct Sidecar {
     pub port: u16,
@@ -69,16 +119,22 @@ pub struct Sidecar {
 
 impl Sidecar {
     fn start(dir: &tempfile::TempDir, redis: &RedisServer) -> Self {
+        Self::start_on_port(dir, redis, 0)
+    }
+
+    fn start_on_port(dir: &tempfile::TempDir, redis: &RedisServer, port: u16) -> Self {
         let database = dir.path().join("shortlink.db");
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .arg("--database-url")
             .arg(format!("sqlite://{}", database.display()))
             .args(["--redis-url", &redis.url()])
             .args(["--code-secret", CODE_SECRET])
             .args(["--bootstrap-api-key", API_KEY])
             .args(["--public-base-url", "http://s1.test"])
+            .arg("--geoip-db")
+            .arg(paths::workspace_dir().join("analytics/testdata/test-city.mmdb"))
             .env("RUST_LOG", "warn")
             .capture_stdout()
             .spawn();

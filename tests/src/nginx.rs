@@ -16,6 +16,14 @@ pub struct NginxOptions {
     pub cache: &'static str,
     pub redis_timeout: &'static str,
     pub workers: u32,
+    /// `shortlink_events_buffer`: visit events a worker keeps while Redis is unreachable.
+    pub events_buffer: u32,
+    /// `shortlink_redis` address instead of the system's Redis (e.g. a fault-injecting proxy).
+    pub redis_addr: Option<String>,
+    /// Let nginx daemonize (its master then has no living parent), as binary upgrades need: nginx
+    /// ignores USR2 while the parent that started it is alive. A lifeline-held `sh` stops whichever
+    /// master `nginx.pid` names when the test ends; signal the master with [`Nginx::signal_master`].
+    pub daemon: bool,
 }
 
 impl Default for NginxOptions {
@@ -24,8 +32,11 @@ impl Default for NginxOptions {
             fallback: "@resolve",
             cache: "size=1000 ttl=10s negative_ttl=1s",
             redis_timeout: "300ms",
+            events_buffer: 10_000,
             // One worker: the status counters and the cache are per worker.
             workers: 1,
+            redis_addr: None,
+            daemon: false,
         }
     }
 }
@@ -61,7 +72,10 @@ impl Nginx {
             ("WORKERS", options.workers.to_string()),
             ("PREFIX", prefix.display().to_string()),
             ("CONF_DIR", conf_dir.display().to_string()),
-            ("REDIS", redis.addr()),
+            (
+                "REDIS",
+                options.redis_addr.clone().unwrap_or_else(|| redis.addr()),
+            ),
             ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
             ("SECRET_FILE", secret.display().to_string()),
             ("CODE_LENGTH", "6".to_owned()),
@@ -73,6 +87,8 @@ impl Nginx {
             ("RESOLVE_KEY", crate::API_KEY.to_owned()),
             ("POOL", POOL.join(" ")),
             ("PUBLIC_BASE", format!("http://{}", POOL[0])),
+            ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
+            ("EVENTS_BUFFER", options.events_buffer.to_string()),
         ];
         std::fs::write(
             prefix.join("nginx.conf"),
@@ -86,13 +102,26 @@ impl Nginx {
         .expect("write domains.conf");
 
         let bin = paths::nginx_bin();
-        let process = Lifeline::builder(&bin, prefix.join("stderr.log"))
-            .arg("-p")
-            .arg(&prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .spawn();
+        let process = if options.daemon {
+            // `sleep & wait` so the TERM trap runs at once; the master named in nginx.pid at that
+            // moment (after any upgrade) is stopped.
+            const KEEPER: &str = r#"trap 'kill -TERM "$(cat "$1/nginx.pid")"; exit 0' TERM
+"$2" -p "$1" -c "$1/nginx.conf" || exit 1
+while :; do sleep 1 & wait $!; done"#;
+            Lifeline::builder("sh", prefix.join("stderr.log"))
+                .args(["-c", KEEPER, "nginx-keeper"])
+                .arg(&prefix)
+                .arg(&bin)
+                .spawn()
+        } else {
+            Lifeline::builder(&bin, prefix.join("stderr.log"))
+                .arg("-p")
+                .arg(&prefix)
+                .arg("-c")
+                .arg(prefix.join("nginx.conf"))
+                .args(["-g", "daemon off;"])
+                .spawn()
+        };
         let nginx = Nginx {
             redirect_port,
             api_port,
@@ -108,6 +137,34 @@ impl Nginx {
             nginx.error_log()
         );
         nginx
+    }
+
+    /// The master's pid as nginx wrote it to `nginx.pid` (changes with a binary upgrade).
+    pub fn pid_file_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.prefix.join("nginx.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Sends `signal` (a `kill -s` name) to the master named in `nginx.pid`.
+    pub fn signal_master(&self, signal: &str) {
+        let pid = self.pid_file_pid().expect("nginx.pid names the master");
+        let status = Command::new("kill")
+            .args(["-s", signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -s {signal} {pid}");
+    }
+
+    /// Lines of the error log matching `needle` (e.g. "exited on signal").
+    pub fn error_log_lines(&self, needle: &str) -> Vec<String> {
+        self.error_log()
+            .lines()
+            .filter(|line| line.contains(needle))
+            .map(str::to_owned)
+            .collect()
     }
 
     pub fn error_log(&self) -> String {

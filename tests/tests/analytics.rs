@@ -1,0 +1,117 @@
+//! Visits through nginx reach the stats API: the module queues events, the sidecar's consumer
+//! enriches and counts them. The redirect path itself writes nothing to SQL.
+
+use serde_json::{json, Value};
+use shortlink_e2e::{NginxOptions, System};
+use std::time::Duration;
+use testkit::wait_until;
+
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+const WECHAT: &str = "Mozilla/5.0 (Linux; Android 13; SM-S9180 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64";
+/// Samsung Messages' fetch of a link in an SMS, to build its preview.
+const SMS_SCANNER: &str =
+    "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0";
+const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
+const CURL: &str = "curl/8.5.0";
+
+fn visit(system: &System, host: &str, path: &str, client_ip: &str, user_agent: &str) {
+    let url = format!("http://127.0.0.1:{}{path}", system.nginx.redirect_port);
+    let response = shortlink_e2e::http_client()
+        .get(url)
+        .header("Host", host)
+        .header("X-Forwarded-For", client_ip)
+        .header("User-Agent", user_agent)
+        .header("Referer", "https://www.facebook.com/story")
+        .send()
+        .expect("reach nginx");
+    assert_eq!(response.status(), 302, "{user_agent}");
+}
+
+fn breakdown(stats: &Value, name: &str) -> Vec<(Option<String>, i64)> {
+    stats["breakdowns"][name]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {name} breakdown: {stats}"))
+        .iter()
+        .map(|entry| {
+            let value = entry["value"].as_str().map(str::to_owned);
+            (value, entry["clicks"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+fn s(text: &str) -> Option<String> {
+    Some(text.to_owned())
+}
+
+#[test]
+fn visits_through_nginx_show_up_in_stats_with_bots_and_previews_apart() {
+    let system = System::start();
+    let code = system.create(json!({"url": "https://shop.example/spring"}));
+    let path = format!("/{code}");
+    visit(&system, "s1.test", &path, "203.0.113.10", CHROME);
+    visit(&system, "s1.test", &path, "203.0.113.10", CHROME);
+    visit(&system, "s2.test", &path, "198.51.100.20", IPHONE);
+    visit(&system, "s1.test", &path, "192.0.2.30", WECHAT);
+    visit(&system, "s1.test", &path, "2001:db8:1::5", SMS_SCANNER);
+    visit(&system, "s1.test", &path, "203.0.113.99", SLACKBOT);
+    visit(&system, "s1.test", &path, "198.51.100.99", CURL);
+
+    let mut stats = Value::Null;
+    let counted = wait_until(Duration::from_secs(20), || {
+        stats = system.api().get(&format!("/links/{code}/stats")).1;
+        let totals = &stats["totals"];
+        totals["clicks"] == 4 && totals["previews"] == 2 && totals["bots"] == 1
+    });
+    assert!(counted, "visits did not arrive: {stats}");
+    assert_eq!(stats["totals"]["unique_visitors"], 3);
+    assert_eq!(
+        breakdown(&stats, "browser"),
+        [(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)]
+    );
+    assert_eq!(
+        breakdown(&stats, "device"),
+        [(s("desktop"), 2), (s("mobile"), 2)]
+    );
+    assert_eq!(
+        breakdown(&stats, "country"),
+        [(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]
+    );
+    assert_eq!(
+        breakdown(&stats, "short_domain"),
+        [(s("s1.test"), 3), (s("s2.test"), 1)]
+    );
+    assert_eq!(breakdown(&stats, "referrer_host"), [(s("facebook.com"), 4)]);
+
+    let (_, link) = system.api().get(&format!("/links/{code}"));
+    assert_eq!(link["visit_count"], 4, "{link}");
+    let counters = system.nginx.counters();
+    assert_eq!(counters["events_queued"], 7);
+    assert_eq!(counters["events_dropped"], 0);
+}
+
+#[test]
+fn redirects_keep_working_when_redis_is_gone_and_lost_events_are_counted() {
+    let mut system = System::start_with(NginxOptions {
+        events_buffer: 5,
+        ..NginxOptions::default()
+    });
+    let code = system.create(json!({"url": "https://shop.example/outage"}));
+    let path = format!("/{code}");
+    visit(&system, "s1.test", &path, "203.0.113.10", CHROME);
+    system.redis.kill();
+    // Served from the cache or through the fallback: every redirect still succeeds.
+    for _ in 0..20 {
+        visit(&system, "s1.test", &path, "203.0.113.11", IPHONE);
+    }
+    let counters = system.nginx.counters();
+    println!(
+        "redis down: events queued {}, buffered {}, dropped {}",
+        counters["events_queued"], counters["events_buffered"], counters["events_dropped"]
+    );
+    assert!(counters["events_buffered"] <= 5);
+    assert!(
+        counters["events_dropped"] >= 15,
+        "20 events while Redis was down, 5 buffered: {counters:?}"
+    );
+}
