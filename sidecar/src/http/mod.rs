@@ -3,6 +3,7 @@
 mod auth;
 mod batch;
 mod campaigns;
+mod early_close;
 mod error;
 mod health;
 pub(crate) mod links;
@@ -79,6 +80,9 @@ pub fn router(state: AppState) -> Router {
             }
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(
+            early_close::close_after_client_error,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &axum::extract::Request| {
