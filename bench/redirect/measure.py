@@ -4,7 +4,7 @@
 1. Correctness first: the same codes redirect to the same Location on B, C and D (twice, so cached
    answers are checked too), a valid code that is not loaded and bogus codes answer 404, A answers its
    fixed 302; then a spot check of 200 uniform codes (their targets are known: line i is sequence i).
-2. Cells: rounds x workloads x servers, servers interleaved A B C D within each workload. Each cell is
+2. Cells: rounds x workloads x servers, servers interleaved A B C D E within each workload. Each cell is
    one bounded wrk run; around it the nginx worker's and Redis's utime+stime and the worker's VmRSS.
 3. Medians across rounds, ratios against the targets, memory, machine: a markdown report on stdout
    and, if --out, in that file.
@@ -34,7 +34,10 @@ DESCRIPTION = {
     "B": "Lua + lua-resty-redis, keepalive pool",
     "C": "B + ngx.shared.DICT cache",
     "D": "shortlink module",
+    "E": "D + visit tracking (XADD per redirect)",
 }
+# (workload, minimum E/D): tracking must cost a redirect almost nothing (issue 4).
+TRACKING_TARGETS = [("hot", 0.95), ("uniform", 0.95)]
 
 
 def log(msg):
@@ -297,7 +300,8 @@ def report(args, cells, rss, failures, m):
              f"workloads hot = 1,000 codes, uniform = all {args.codes:,}, bogus = "
              f"{min(args.codes, 100000):,} codes of the generated shape with a wrong check character")
     L.append(f"- Load: wrk, 1 thread, {args.connections} connections, {args.duration:g} s a cell, "
-             f"{args.rounds} round(s), servers interleaved A B C D; all on 127.0.0.1, client, nginx "
+             f"{args.rounds} round(s), servers interleaved {' '.join(args.servers)}; all on 127.0.0.1, "
+             f"client, nginx "
              f"and Redis sharing the {m['cpus']} CPUs")
     L.append(f"- Caches: D `shortlink_cache {args.module_cache}`; C `lua_shared_dict {args.lua_cache}` "
              f"(~{args.cache_entries:,} entries), ttl 10 s, negative ttl 1 s")
@@ -351,6 +355,21 @@ def report(args, cells, rss, failures, m):
             L.append(f"| {w} | {' | '.join(cols)} | {target[1]}/{target[2]} >= {target[3]:g} | "
                      f"{'met' if met else '**NOT met**'} |")
         L.append("")
+        if "E" in args.servers:
+            L.append("Tracking: E (D with `shortlink_track on`) against D, median req/s (and CPU per "
+                     "request, D / E):")
+            L.append("")
+            L.append("| workload | E/D | target | |")
+            L.append("|---|---:|---|---|")
+            for w, minimum in TRACKING_TARGETS:
+                d, e = by.get((w, "D")), by.get((w, "E"))
+                if not d or not e:
+                    continue
+                ratio = med(e, "rps") / med(d, "rps")
+                cpu = med(d, "cpu_us") / med(e, "cpu_us") if med(e, "cpu_us") > 0 else float("nan")
+                met = "met" if ratio >= minimum else "**NOT met**"
+                L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | E/D >= {minimum:g} | {met} |")
+            L.append("")
     else:
         L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")
         L.append("")
