@@ -57,7 +57,23 @@ fn push_filter(query: &mut QueryBuilder<'_, Postgres>, filter: &LinkFilter) {
     }
 }
 
+/// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend.
+fn select_links(filter: &LinkFilter) -> QueryBuilder<'static, Postgres> {
+    let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+    push_filter(&mut query, filter);
+    query
+}
+
 impl PgStorage {
+    async fn fetch_links(&self, mut query: QueryBuilder<'_, Postgres>) -> StorageResult<Vec<Link>> {
+        let rows = query
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StorageError::classify)?;
+        rows.iter().map(link_from_row).collect()
+    }
+
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         // Server-side bounds, so a request never waits indefinitely on a lock or a slow query
         // (answered 503), and a transaction left open by a stuck process cannot hold row locks.
@@ -183,8 +199,7 @@ impl Storage for PgStorage {
         after: Option<&ListCursor>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
-        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
-        push_filter(&mut query, filter);
+        let mut query = select_links(filter);
         if let Some(cursor) = after {
             query
                 .push(" AND (created_at, code) < (")
@@ -196,12 +211,7 @@ impl Storage for PgStorage {
         query
             .push(" ORDER BY created_at DESC, code DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = query
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        self.fetch_links(query).await
     }
 
     async fn scan_links(
@@ -210,19 +220,13 @@ impl Storage for PgStorage {
         after_code: Option<&str>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
-        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
-        push_filter(&mut query, filter);
+        let mut query = select_links(filter);
         query
             .push(" AND code > ")
             .push_bind(after_code.unwrap_or("").to_owned())
             .push(" ORDER BY code LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = query
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        self.fetch_links(query).await
     }
 
     async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {

@@ -37,49 +37,54 @@ const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, cr
 /// Rows per multi-row INSERT: 16 binds each, well under SQLite's 32,766 variables.
 const INSERT_ROWS: usize = 1000;
 
-/// Appends `WHERE`/`AND` conditions for `filter`.
+/// Appends `WHERE` conditions for `filter`; callers may add more with `AND`.
 fn push_filter(query: &mut QueryBuilder<'_, Sqlite>, filter: &LinkFilter) {
-    let mut first = true;
-    let mut and = |query: &mut QueryBuilder<'_, Sqlite>| {
-        query.push(if first { " WHERE " } else { " AND " });
-        first = false;
-    };
+    query.push(" WHERE 1 = 1");
     if let Some(campaign) = &filter.campaign {
-        and(query);
-        query.push("campaign = ").push_bind(campaign.clone());
+        query.push(" AND campaign = ").push_bind(campaign.clone());
     }
     if let Some(recipient_ref) = &filter.recipient_ref {
-        and(query);
         query
-            .push("recipient_ref = ")
+            .push(" AND recipient_ref = ")
             .push_bind(recipient_ref.clone());
     }
     if let Some(tag) = &filter.tag {
-        and(query);
         query
-            .push("EXISTS (SELECT 1 FROM json_each(links.tags) WHERE json_each.value = ")
+            .push(" AND EXISTS (SELECT 1 FROM json_each(links.tags) WHERE json_each.value = ")
             .push_bind(tag.clone())
             .push(")");
     }
     if let Some((state, now)) = filter.state {
-        and(query);
         match state {
-            LinkState::Revoked => query.push("revoked_at IS NOT NULL"),
+            LinkState::Revoked => query.push(" AND revoked_at IS NOT NULL"),
             LinkState::Live => query
-                .push("revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ")
+                .push(" AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ")
                 .push_bind(ts(now))
                 .push(")"),
             LinkState::Expired => query
-                .push("revoked_at IS NULL AND expires_at <= ")
+                .push(" AND revoked_at IS NULL AND expires_at <= ")
                 .push_bind(ts(now)),
         };
     }
-    if first {
-        query.push(" WHERE 1 = 1");
-    }
+}
+
+/// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend.
+fn select_links(filter: &LinkFilter) -> QueryBuilder<'static, Sqlite> {
+    let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
+    push_filter(&mut query, filter);
+    query
 }
 
 impl SqliteStorage {
+    async fn fetch_links(&self, mut query: QueryBuilder<'_, Sqlite>) -> StorageResult<Vec<Link>> {
+        let rows = query
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(StorageError::classify)?;
+        rows.iter().map(link_from_row).collect()
+    }
+
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         let connect = SqliteConnectOptions::from_str(&options.url)?
             .create_if_missing(true)
@@ -229,8 +234,7 @@ impl Storage for SqliteStorage {
         after: Option<&ListCursor>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
-        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
-        push_filter(&mut query, filter);
+        let mut query = select_links(filter);
         if let Some(cursor) = after {
             query
                 .push(" AND (created_at, code) < (")
@@ -242,12 +246,7 @@ impl Storage for SqliteStorage {
         query
             .push(" ORDER BY created_at DESC, code DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = query
-            .build()
-            .fetch_all(&self.reader)
-            .await
-            .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        self.fetch_links(query).await
     }
 
     async fn scan_links(
@@ -256,19 +255,13 @@ impl Storage for SqliteStorage {
         after_code: Option<&str>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
-        let mut query = QueryBuilder::new(format!("SELECT {LINK_COLUMNS} FROM links"));
-        push_filter(&mut query, filter);
+        let mut query = select_links(filter);
         query
             .push(" AND code > ")
             .push_bind(after_code.unwrap_or("").to_owned())
             .push(" ORDER BY code LIMIT ")
             .push_bind(i64::from(limit));
-        let rows = query
-            .build()
-            .fetch_all(&self.reader)
-            .await
-            .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
+        self.fetch_links(query).await
     }
 
     async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
