@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| shortlink_fuzz::url_validator(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| shortlink_fuzz_bodies::url_validator(data));

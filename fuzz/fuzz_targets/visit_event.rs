@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| shortlink_fuzz::visit_event(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| shortlink_fuzz_bodies::visit_event(data));

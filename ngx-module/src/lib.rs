@@ -13,13 +13,15 @@ pub mod events;
 mod ffi;
 mod handler;
 mod lookup;
-pub mod record;
 pub mod redis;
 pub mod request;
 mod respond;
 mod status;
 mod variables;
 mod worker;
+
+// The link record decoder lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
+pub use shortlink_wire::record;
 
 use std::ffi::c_char;
 use std::ptr;

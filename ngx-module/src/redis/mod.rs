@@ -4,7 +4,9 @@
 pub mod backoff;
 mod connection;
 mod pool;
-pub mod resp;
+
+// RESP framing lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
+pub use shortlink_wire::resp;
 
 use std::fmt;
 
@@ -24,6 +26,9 @@ pub enum RedisError {
     ErrorReply,
     /// A reply that is not a readable link record.
     BadValue,
+    /// No record and no projection marker: Redis lost its data and the sidecar has not
+    /// rebuilt it yet, so "no such key" says nothing about the code.
+    Unprojected,
 }
 
 impl RedisError {
@@ -41,6 +46,7 @@ impl fmt::Display for RedisError {
             RedisError::Protocol => "redis protocol error",
             RedisError::ErrorReply => "redis error reply",
             RedisError::BadValue => "unreadable value",
+            RedisError::Unprojected => "redis holds no projection marker",
         })
     }
 }

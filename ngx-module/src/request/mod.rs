@@ -1,5 +1,6 @@
 //! Pure request-side rules: which code, which host, which `Location`.
 
-pub mod code;
+// The code-in-path rule lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
+pub use shortlink_wire::path as code;
 pub mod host;
 pub mod location;

@@ -1,6 +1,6 @@
-//! Fuzz target bodies, shared by the libFuzzer binaries (`fuzz_targets/`) and by the stable corpus
-//! replay (`tests/corpus.rs`). Each body feeds the input to a parser and checks properties that must
-//! hold for every input, not only "does not panic".
+//! Fuzz target bodies, shared by the libFuzzer binaries (`fuzz/fuzz_targets/`) and by the stable
+//! corpus replay (`tests/corpus.rs`, run by `cargo test --workspace`). Each body feeds the input to
+//! a parser and checks properties that must hold for every input, not only "does not panic".
 
 use shortcode::{CodeScheme, Shape};
 use shortlink_sidecar::validate::{normalize_hosts, UrlPolicy};
@@ -111,41 +111,39 @@ pub fn visit_event(data: &[u8]) {
     }
 }
 
-/// The nginx module's pure parsers (feature `module`).
-#[cfg(feature = "module")]
-pub mod module {
-    use ngx_shortlink::record;
-    use ngx_shortlink::redis::resp;
-    use ngx_shortlink::request::code::{extract, Route};
+/// The nginx module's pure parsers, from `shortlink-wire`: the RESP reader, the link-record decoder
+/// and the code-in-path rule.
+///
+/// Byte 0 picks the parser; the rest is its input.
+pub fn module_parsers(data: &[u8]) {
+    use shortlink_wire::path::{extract, Route};
+    use shortlink_wire::{record, resp};
 
-    /// Byte 0 picks the parser; the rest is its input.
-    pub fn parsers(data: &[u8]) {
-        let Some((&which, input)) = data.split_first() else {
-            return;
-        };
-        match which % 3 {
-            0 => {
-                // A complete reply's length never exceeds the buffer, and skip agrees with parse.
-                let parsed = resp::parse(input);
-                if let Ok(Some((_, n))) = &parsed {
-                    assert!(*n <= input.len());
-                }
-                if let (Ok(Some((_, n))), Ok(Some((m, _)))) = (&parsed, resp::skip(input)) {
-                    assert_eq!(*n, m, "parse and skip disagree");
-                }
+    let Some((&which, input)) = data.split_first() else {
+        return;
+    };
+    match which % 3 {
+        0 => {
+            // A complete reply's length never exceeds the buffer, and skip agrees with parse.
+            let parsed = resp::parse(input);
+            if let Ok(Some((_, n))) = &parsed {
+                assert!(*n <= input.len());
             }
-            1 => {
-                if let Ok(record::Link::Live { status, target, .. }) = record::decode(input) {
-                    assert!(matches!(status, 301 | 302 | 307 | 308));
-                    assert!(!target.iter().any(|&b| b == b'\r' || b == b'\n'));
-                }
+            if let (Ok(Some((_, n))), Ok(Some((m, _)))) = (&parsed, resp::skip(input)) {
+                assert_eq!(*n, m, "parse and skip disagree");
             }
-            _ => {
-                for route in [Route::LastSegment, Route::Prefix(b"/s/".to_vec())] {
-                    if let Some(code) = extract(input, &route) {
-                        assert!(!code.is_empty());
-                        assert!(!code.iter().any(|&b| matches!(b, b'/' | b'%' | b'?')));
-                    }
+        }
+        1 => {
+            if let Ok(record::Link::Live { status, target, .. }) = record::decode(input) {
+                assert!(matches!(status, 301 | 302 | 307 | 308));
+                assert!(!target.iter().any(|&b| b == b'\r' || b == b'\n'));
+            }
+        }
+        _ => {
+            for route in [Route::LastSegment, Route::Prefix(b"/s/".to_vec())] {
+                if let Some(code) = extract(input, &route) {
+                    assert!(!code.is_empty());
+                    assert!(!code.iter().any(|&b| matches!(b, b'/' | b'%' | b'?')));
                 }
             }
         }

@@ -1,10 +1,11 @@
 //! Stable-toolchain smoke run: every fuzz target's body over its committed corpus (and any crash
-//! reproducers kept under `fuzz/regressions/<target>/`). `cargo test --manifest-path fuzz/Cargo.toml`.
+//! reproducers kept under `fuzz/regressions/<target>/`). `cargo test -p shortlink-fuzz-bodies`.
 
 use std::path::Path;
 
 fn replay(target: &str, body: fn(&[u8])) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The corpora live beside the fuzz targets, one directory up.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut inputs = 0;
     for dir in [
         root.join("corpus").join(target),
@@ -27,21 +28,20 @@ fn replay(target: &str, body: fn(&[u8])) {
 
 #[test]
 fn code_scheme_corpus() {
-    replay("code_scheme", shortlink_fuzz::code_scheme);
+    replay("code_scheme", shortlink_fuzz_bodies::code_scheme);
 }
 
 #[test]
 fn url_validator_corpus() {
-    replay("url_validator", shortlink_fuzz::url_validator);
+    replay("url_validator", shortlink_fuzz_bodies::url_validator);
 }
 
 #[test]
 fn visit_event_corpus() {
-    replay("visit_event", shortlink_fuzz::visit_event);
+    replay("visit_event", shortlink_fuzz_bodies::visit_event);
 }
 
-#[cfg(feature = "module")]
 #[test]
 fn module_parsers_corpus() {
-    replay("module_parsers", shortlink_fuzz::module::parsers);
+    replay("module_parsers", shortlink_fuzz_bodies::module_parsers);
 }
