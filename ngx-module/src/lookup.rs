@@ -170,13 +170,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Resolution {
     let resolution = match deadline(reply, lcf.timeout_ms()).await {
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
-        Ok(Ok(Frame::Null)) => Resolution::Missing,
-        Ok(Ok(Frame::Bulk(value))) => match record::decode(&value) {
-            Ok(link) => Resolution::Link(link),
-            Err(_) => Resolution::Failed(RedisError::BadValue),
-        },
-        Ok(Ok(Frame::Error(_))) => Resolution::Failed(RedisError::ErrorReply),
-        Ok(Ok(_)) => Resolution::Failed(RedisError::BadValue),
+        Ok(Ok(frame)) => interpret(frame),
     };
     let cached = match &resolution {
         Resolution::Link(link) => Some(Cached::Link(link.clone())),
@@ -188,6 +182,26 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Resolution {
         worker::with(mcf, |w| w.remember(code.as_bytes(), value, now));
     }
     resolution
+}
+
+/// Reads the reply to `MGET sl:c:<code> sl:meta:projection`. A record is served whatever the
+/// marker says; a missing record is only a 404 while the marker proves Redis holds every link.
+fn interpret(reply: Frame) -> Resolution {
+    let Frame::Array(items) = reply else {
+        return Resolution::Failed(match reply {
+            Frame::Error(_) => RedisError::ErrorReply,
+            _ => RedisError::BadValue,
+        });
+    };
+    match <[Frame; 2]>::try_from(items) {
+        Ok([Frame::Bulk(value), _]) => match record::decode(&value) {
+            Ok(link) => Resolution::Link(link),
+            Err(_) => Resolution::Failed(RedisError::BadValue),
+        },
+        Ok([Frame::Null, Frame::Null]) => Resolution::Failed(RedisError::Unprojected),
+        Ok([Frame::Null, _]) => Resolution::Missing,
+        _ => Resolution::Failed(RedisError::BadValue),
+    }
 }
 
 /// `fut`'s output, or `Err(())` once `ms` milliseconds have passed.
@@ -215,6 +229,61 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(link: Option<&str>, marker: bool) -> Frame {
+        let bulk = |s: &str| Frame::Bulk(s.as_bytes().to_vec());
+        Frame::Array(vec![
+            link.map_or(Frame::Null, bulk),
+            if marker { bulk("1") } else { Frame::Null },
+        ])
+    }
+
+    fn failure(resolution: Resolution) -> Option<RedisError> {
+        match resolution {
+            Resolution::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_record_is_served_with_or_without_the_marker() {
+        for marker in [true, false] {
+            let got = interpret(reply(Some("1|L|302|0|0|https://example.com/"), marker));
+            assert!(matches!(
+                got,
+                Resolution::Link(Link::Live { status: 302, .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn a_missing_record_is_unknown_only_while_the_marker_is_there() {
+        assert!(matches!(interpret(reply(None, true)), Resolution::Missing));
+        assert_eq!(
+            failure(interpret(reply(None, false))),
+            Some(RedisError::Unprojected)
+        );
+    }
+
+    #[test]
+    fn anything_else_is_a_failure_never_a_404() {
+        let bad = [
+            Frame::Null,
+            Frame::Bulk(b"1|L|302|0|0|https://example.com/".to_vec()),
+            Frame::Error(b"ERR wrong".to_vec()),
+            Frame::Array(vec![Frame::Null]),
+            Frame::Array(vec![Frame::Integer(1), Frame::Null]),
+            reply(Some("garbage"), true),
+        ];
+        for frame in bad {
+            assert!(failure(interpret(frame.clone())).is_some(), "{frame:?}");
         }
     }
 }

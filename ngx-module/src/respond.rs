@@ -60,10 +60,10 @@ pub fn answer(
         Outcome::Failed(why) => {
             bump(
                 mcf,
-                if why.is_timeout() {
-                    Counter::RedisTimeouts
-                } else {
-                    Counter::RedisErrors
+                match why {
+                    RedisError::Timeout => Counter::RedisTimeouts,
+                    RedisError::Unprojected => Counter::ProjectionMissing,
+                    _ => Counter::RedisErrors,
                 },
             );
             match lcf.fallback() {

@@ -41,6 +41,8 @@ pub enum Counter {
     /// Redis unreachable, closed, protocol error, error reply or unreadable value.
     RedisErrors,
     RedisTimeouts,
+    /// Lookups that found neither the link nor the projection marker (Redis lost its data).
+    ProjectionMissing,
     Fallbacks,
     /// 503 answers (Redis failed and no fallback).
     Unavailable,
@@ -57,7 +59,7 @@ pub enum Counter {
     EventsBuffered,
 }
 
-const COUNT: usize = 18;
+const COUNT: usize = 19;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -71,6 +73,7 @@ const NAMES: [&str; COUNT] = [
     "cache_misses",
     "redis_errors",
     "redis_timeouts",
+    "projection_missing",
     "fallbacks",
     "unavailable",
     "events_queued",

@@ -4,17 +4,27 @@
 //! state is rebuilt when the configuration changes under it (single-process mode reloads).
 
 use std::cell::RefCell;
+use std::ptr;
 use std::rc::Rc;
+
+use nginx_sys::{
+    ngx_cycle, ngx_delete_posted_event, ngx_event_t, ngx_post_event, ngx_posted_events,
+};
 
 use crate::cache::{Cache, Cached};
 use crate::conf::MainConf;
-use crate::events::{Encoder, EventShared, Visit};
+use crate::events::{Batch, Encoder, EventShared, Visit};
+use crate::ffi;
 use crate::redis::{Pool, RedisError, Reply};
 use crate::request::host::PoolMemo;
 use crate::status::Counter;
 
 /// Redis key prefix of link records (docs/ARCHITECTURE.md).
 const KEY_PREFIX: &[u8] = b"sl:c:";
+/// Present while Redis holds every link (the sidecar sets it after a complete resync). A data
+/// loss (FLUSHALL, a restart without persistence) takes it away with the links, so a missing
+/// link is only "unknown" while the marker is there.
+const PROJECTION_MARKER: &[u8] = b"sl:meta:projection";
 
 pub struct Worker {
     conf: *const MainConf,
@@ -24,6 +34,11 @@ pub struct Worker {
     pub pools: PoolMemo,
     events: Rc<EventShared>,
     encoder: Encoder,
+    /// Visits made in this pass of the event loop, not yet written.
+    batch: Batch,
+    /// Posted with the first visit of a pass; writes the batch once the pass has answered
+    /// everything that was ready. Boxed: nginx's posted queue points into it.
+    flush: Box<ngx_event_t>,
 }
 
 thread_local! {
@@ -70,29 +85,54 @@ impl Worker {
             pools: PoolMemo::default(),
             events,
             encoder: Encoder::new(mcf.events_max_len()),
+            batch: Batch::default(),
+            flush: flush_event(),
         }
     }
 
-    /// Queues a visit event: on a connection if one is up, else in the spool. Never waits.
+    /// Adds a visit to this pass's batch. Never waits: the batch is written when the pass ends
+    /// (or at once when it is full), on a connection if one is up, else into the spool.
     pub fn track(&mut self, visit: &Visit<'_>) {
         self.events.add(Counter::EventsQueued, 1);
-        let encoder = &self.encoder;
-        match self.redis.as_mut() {
-            Some(pool) => pool.send_event(|out| encoder.encode(out, visit)),
-            None => self.events.add(Counter::EventsDropped, 1),
+        if self.redis.is_none() {
+            self.events.add(Counter::EventsDropped, 1);
+            return;
         }
+        self.batch.push(visit);
+        if self.batch.is_full() {
+            self.write_batch();
+        } else if self.flush.posted() == 0 {
+            // SAFETY: the event is ours, boxed (its address is stable) and initialised by
+            // flush_event(); Drop takes it off the queue if the worker goes first.
+            unsafe { ngx_post_event(&mut *self.flush, ptr::addr_of_mut!(ngx_posted_events)) };
+        }
+    }
+
+    /// Writes the batched visits as one stream entry.
+    fn write_batch(&mut self) {
+        let visits = self.batch.len();
+        if visits == 0 {
+            return;
+        }
+        if let Some(pool) = self.redis.as_mut() {
+            let (encoder, batch) = (&self.encoder, &self.batch);
+            pool.send_event(visits, |out| encoder.write_command(out, batch));
+        }
+        self.batch.clear();
     }
 
     pub fn cache(&mut self) -> Option<&mut Cache> {
         self.cache.as_mut()
     }
 
-    /// Sends `GET sl:c:<code>`; the reply arrives through the returned future.
+    /// Sends `MGET sl:c:<code> sl:meta:projection`; the reply (the record, then the marker)
+    /// arrives through the returned future. One command, so asking for the marker costs no
+    /// round trip.
     pub fn lookup(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
-            .get(KEY_PREFIX, code)
+            .request(&[&[b"MGET"], &[KEY_PREFIX, code], &[PROJECTION_MARKER]])
     }
 
     pub fn remember(&mut self, code: &[u8], value: Cached, now_ms: u64) {
@@ -100,4 +140,41 @@ impl Worker {
             cache.insert(code, value, now_ms);
         }
     }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.flush.posted() != 0 {
+            // SAFETY: the event is on nginx's posted queue, which must not keep a pointer to
+            // memory about to be freed.
+            unsafe { ngx_delete_posted_event(&mut *self.flush) };
+        }
+        // The worker is exiting or its configuration was replaced: unwritten visits are lost.
+        self.events.add(Counter::EventsDropped, self.batch.len());
+    }
+}
+
+/// A posted-only event (no timer, no connection) whose handler writes the batch.
+fn flush_event() -> Box<ngx_event_t> {
+    // SAFETY: all-zero is how nginx itself starts an event (ngx_pcalloc): no flags, no timer,
+    // not posted.
+    let mut ev: Box<ngx_event_t> = Box::new(unsafe { std::mem::zeroed() });
+    ev.handler = Some(on_flush);
+    // SAFETY: `ngx_cycle` is set before any worker code runs; the event only borrows its log.
+    ev.log = unsafe { (*ngx_cycle).log };
+    ev
+}
+
+extern "C" fn on_flush(_ev: *mut ngx_event_t) {
+    ffi::guard((), || {
+        let _ = WORKER.try_with(|cell| {
+            // Posted events run from the event loop, never inside a borrow of the worker. If
+            // that ever changed, the batch would wait for the next visit's flush.
+            if let Ok(mut slot) = cell.try_borrow_mut() {
+                if let Some(worker) = slot.as_mut() {
+                    worker.write_batch();
+                }
+            }
+        });
+    });
 }

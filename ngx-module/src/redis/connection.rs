@@ -60,8 +60,9 @@ enum Pending {
     Wait(Rc<Slot>),
     /// Fire-and-forget command: its reply is read and dropped.
     Ignore,
-    /// A visit event: its reply is read and dropped, an error reply counted.
-    Event,
+    /// An event command carrying this many visits: its reply is read and dropped, an error
+    /// reply counted against the visits.
+    Event(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,42 +191,35 @@ impl Conn {
     pub fn send(&mut self, args: &[&[&[u8]]], want_reply: bool) -> Option<Reply> {
         resp::encode_command(&mut self.out, args);
         let slot = want_reply.then(|| Rc::new(Slot::default()));
-        self.queued(
-            match &slot {
-                Some(s) => Pending::Wait(Rc::clone(s)),
-                None => Pending::Ignore,
-            },
-            1,
-        );
+        self.queued(match &slot {
+            Some(s) => Pending::Wait(Rc::clone(s)),
+            None => Pending::Ignore,
+        });
         slot.map(Reply)
     }
 
-    /// Queues one visit event, written by `write` straight onto the output (after any spooled
-    /// ones, so they keep their order). Must only be called when `is_ready()`.
-    pub fn send_event(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+    /// Queues one event command carrying `visits`, written by `write` straight onto the output
+    /// (after any spooled ones, so they keep their order). Must only be called when `is_ready()`.
+    pub fn send_event(&mut self, visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.flush_spool();
         write(&mut self.out);
-        self.queued(Pending::Event, 1);
+        self.queued(Pending::Event(visits as u32));
     }
 
     /// Moves the worker's spooled events onto this (ready) connection.
     fn flush_spool(&mut self) {
-        let n = self.events.flush_into(&mut self.out);
-        if n > 0 {
-            self.queued(Pending::Event, n);
+        for visits in self.events.flush_into(&mut self.out) {
+            self.queued(Pending::Event(visits));
         }
     }
 
-    /// Books `n` commands just appended to `out` and schedules the write.
-    fn queued(&mut self, kind: Pending, n: usize) {
+    /// Books a command just appended to `out` and schedules the write.
+    fn queued(&mut self, kind: Pending) {
         if self.pending.is_empty() {
             self.waiting_since = now_ms();
             self.arm_read_timer(self.timeouts.read_ms);
         }
-        match kind {
-            Pending::Event => self.pending.extend((0..n).map(|_| Pending::Event)),
-            other => self.pending.push_back(other),
-        }
+        self.pending.push_back(kind);
         let c = self.pc.connection;
         if self.state == State::Ready && !c.is_null() {
             // Flush after the current batch of events, so concurrent lookups share a write.
@@ -431,7 +425,9 @@ impl Conn {
                         (Some(Pending::Wait(slot)), Some(frame)) => {
                             self.done.push((slot, Ok(frame)))
                         }
-                        (Some(Pending::Event), _) if error => event_errors += 1,
+                        (Some(Pending::Event(visits)), _) if error => {
+                            event_errors += visits as usize
+                        }
                         _ => {}
                     }
                 }
@@ -502,7 +498,7 @@ impl Conn {
         for pending in self.pending.drain(..) {
             match pending {
                 Pending::Wait(slot) => self.done.push((slot, Err(why))),
-                Pending::Event => lost_events += 1,
+                Pending::Event(visits) => lost_events += visits as usize,
                 Pending::Ignore => {}
             }
         }

@@ -34,10 +34,11 @@ impl Pool {
         }
     }
 
-    /// Queues a visit event on a connected connection, without waiting for anything. With
-    /// none connected it goes to the spool (or is dropped when that is full), and a connection
-    /// is started, unless backing off, so that the spool is flushed once Redis answers.
-    pub fn send_event(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+    /// Queues an event command carrying `visits` on a connected connection, without waiting for
+    /// anything. With none connected it goes to the spool (or is dropped when that is full), and
+    /// a connection is started, unless backing off, so that the spool is flushed once Redis
+    /// answers.
+    pub fn send_event(&mut self, visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.conns
             .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
         if !self
@@ -65,10 +66,10 @@ impl Pool {
             .min_by_key(|(load, _)| *load);
         match ready {
             Some((_, mut conn)) => {
-                conn.send_event(write);
-                self.events.add(crate::status::Counter::EventsSent, 1);
+                conn.send_event(visits, write);
+                self.events.add(crate::status::Counter::EventsSent, visits);
             }
-            None => self.events.spool(write),
+            None => self.events.spool(visits, write),
         }
     }
 
@@ -93,10 +94,9 @@ impl Pool {
         Ok(conn.send(args, want_reply))
     }
 
-    /// `GET <prefix><key>`, awaiting the reply.
-    pub fn get(&mut self, prefix: &[u8], key: &[u8]) -> Result<Reply, RedisError> {
-        self.send(&[&[b"GET"], &[prefix, key]], true)?
-            .ok_or(RedisError::Unavailable)
+    /// Sends a command whose reply is awaited (arguments as in [`Self::send`]).
+    pub fn request(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
+        self.send(args, true)?.ok_or(RedisError::Unavailable)
     }
 
     fn pick(&mut self) -> Result<ConnRef, RedisError> {
