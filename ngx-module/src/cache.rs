@@ -64,15 +64,16 @@ impl Cache {
     /// The cached answer for `code` if it is still fresh at `now_ms`.
     pub fn get(&mut self, code: &[u8], now_ms: u64) -> Option<&Cached> {
         let config = self.config;
-        // `contains_key` first: returning a borrow from one branch and mutating in the other is
-        // beyond today's borrow checker.
-        if self.young.contains_key(code) {
+        if let Some(entry) = self.young.get(code) {
+            let entry: *const Entry = entry;
+            // SAFETY: `entry` points into `young`, which this path returns without touching
+            // again, so the reference stays valid for the borrow of `self` it is returned with.
+            // The pointer only works around today's borrow checker, which would extend the
+            // borrow over the mutations of the other path (NLL "problem case #3") and so force
+            // a second hash and probe on every hit.
+            let entry = unsafe { &*entry };
             // A stale young entry stays until the lookup that follows this miss replaces it.
-            return self
-                .young
-                .get(code)
-                .filter(|e| e.is_fresh(&config, now_ms))
-                .map(|e| &e.value);
+            return entry.is_fresh(&config, now_ms).then_some(&entry.value);
         }
         let (key, entry) = self.old.remove_entry(code)?;
         if !entry.is_fresh(&config, now_ms) {

@@ -2,10 +2,9 @@
 //! cache, then (rarely) Redis.
 
 use nginx_sys::{
-    ngx_current_msec, ngx_http_complex_value, ngx_http_discard_request_body,
-    ngx_http_get_indexed_variable, ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t,
-    ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
-    NGX_HTTP_NOT_FOUND, NGX_OK,
+    ngx_current_msec, ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_OK,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
@@ -41,11 +40,8 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize == 0 {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
     }
-    // SAFETY: `r` is a live request in its content phase.
-    let rc = unsafe { ngx_http_discard_request_body(r) };
-    if rc != NGX_OK as ngx_int_t {
-        return rc;
-    }
+    // No ngx_http_discard_request_body here: every answer is a status that nginx's special
+    // response handler finalizes, and that discards the body (as for `return`).
     if !host_allowed(r, mcf, lcf) {
         bump(mcf, Counter::HostRejects);
         return not_found(mcf);

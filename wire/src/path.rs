@@ -15,21 +15,34 @@ pub enum Route {
 /// slashes merged, which would let `/%61bc1234` or `//abc1234` alias a code. The code must be the
 /// whole remainder of the path: no further `/`, no `%`.
 pub fn extract<'a>(raw_uri: &'a [u8], route: &Route) -> Option<&'a [u8]> {
-    let path = match raw_uri.iter().position(|&b| b == b'?') {
-        Some(q) => &raw_uri[..q],
-        None => raw_uri,
-    };
     let code = match route {
-        Route::Prefix(prefix) => path.strip_prefix(prefix.as_slice())?,
+        // A location prefix holds no `?`: if the URI starts with it, it lies within the path. One
+        // pass then finds the code's end and refuses a `/` or `%` before the query.
+        Route::Prefix(prefix) => {
+            let rest = raw_uri.strip_prefix(prefix.as_slice())?;
+            let end = rest
+                .iter()
+                .position(|&b| matches!(b, b'?' | b'/' | b'%'))
+                .unwrap_or(rest.len());
+            if rest.get(end).is_some_and(|&b| b != b'?') {
+                return None;
+            }
+            &rest[..end]
+        }
         Route::LastSegment => {
+            let path = match raw_uri.iter().position(|&b| b == b'?') {
+                Some(q) => &raw_uri[..q],
+                None => raw_uri,
+            };
             let slash = path.iter().rposition(|&b| b == b'/')?;
-            &path[slash + 1..]
+            let code = &path[slash + 1..];
+            if code.contains(&b'%') {
+                return None;
+            }
+            code
         }
     };
-    if code.is_empty() || code.iter().any(|&b| b == b'/' || b == b'%') {
-        return None;
-    }
-    Some(code)
+    (!code.is_empty()).then_some(code)
 }
 
 #[cfg(test)]

@@ -25,8 +25,12 @@ impl PoolSet {
     }
 
     pub fn contains(&self, host: &[u8]) -> bool {
+        // nginx hands over `headers_in.server` lower-cased, without port or trailing dot: an
+        // exact compare settles nearly all, and only a miss pays for normalising.
+        if !host.is_empty() && self.names.iter().any(|name| **name == *host) {
+            return true;
+        }
         let host = normalize(host);
-        // nginx hands over hosts already in lower case: an exact compare settles nearly all.
         !host.is_empty()
             && self.names.iter().any(|name| {
                 name.len() == host.len() && (**name == *host || name.eq_ignore_ascii_case(host))
