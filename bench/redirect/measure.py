@@ -34,7 +34,7 @@ DESCRIPTION = {
     "B": "Lua + lua-resty-redis, keepalive pool",
     "C": "B + ngx.shared.DICT cache",
     "D": "shortlink module",
-    "E": "D + visit tracking (XADD per redirect)",
+    "E": "D + visit tracking (one XADD per event-loop pass)",
 }
 # (workload, minimum E/D): tracking must cost a redirect almost nothing (issue 4).
 TRACKING_TARGETS = [("hot", 0.95), ("uniform", 0.95)]
@@ -63,6 +63,8 @@ def parse_args():
     p.add_argument("--wrk-script", required=True)
     p.add_argument("--started", type=float, default=time.time())
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="leave the nginx worker and wrk on whatever CPUs the kernel picks")
     p.add_argument("--out")
     a = p.parse_args()
     a.servers = a.servers.split(",")
@@ -114,6 +116,15 @@ def nginx_worker(master):
             return children[0]
         time.sleep(0.05)
     raise SystemExit(f"bench/redirect: expected one nginx worker, found {children}")
+
+
+def pin(pid, cpus):
+    """Restricts `pid` (0 = this process) to `cpus`; nothing when pinning is off (`cpus` None)."""
+    if cpus:
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except OSError:
+            pass
 
 
 def wait_ports(ports):
@@ -183,7 +194,8 @@ def run_wrk(args, server, workload, duration):
         "-s", args.wrk_script, f"http://127.0.0.1:{args.ports[server]}", "--", code_file,
     ]
     # Bounded: wrk stops itself after `duration`; loading a 1M-line code file takes a few seconds.
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120,
+                         preexec_fn=lambda: pin(0, args.pin_cpus))
     for line in out.stdout.splitlines():
         if line.startswith("BENCH "):
             return json.loads(line[len("BENCH "):])
@@ -301,8 +313,9 @@ def report(args, cells, rss, failures, m):
              f"{min(args.codes, 100000):,} codes of the generated shape with a wrong check character")
     L.append(f"- Load: wrk, 1 thread, {args.connections} connections, {args.duration:g} s a cell, "
              f"{args.rounds} round(s), servers interleaved {' '.join(args.servers)}; all on 127.0.0.1, "
-             f"client, nginx "
-             f"and Redis sharing the {m['cpus']} CPUs")
+             f"client, nginx and Redis sharing the {m['cpus']} CPUs" +
+             (f"; the nginx worker pinned to CPU {min(args.pin_worker)}, wrk to the other(s), "
+              f"Redis unpinned" if args.pin_worker else ""))
     L.append(f"- Caches: D `shortlink_cache {args.module_cache}`; C `lua_shared_dict {args.lua_cache}` "
              f"(~{args.cache_entries:,} entries), ttl 10 s, negative ttl 1 s")
     L.append("")
@@ -411,6 +424,16 @@ def main():
     failures = []
     wait_ports([args.ports[s] for s in args.servers])
     worker = nginx_worker(args.nginx_pid)
+    # The worker gets a CPU of its own and wrk the other, so that the two do not take turns on
+    # one core (which made cells vary 2x between rounds); Redis floats, as its cost is part of
+    # what B, C and D are compared on.
+    cpus = sorted(os.sched_getaffinity(0))
+    args.pin_cpus = None
+    args.pin_worker = None
+    if args.pin and len(cpus) >= 2:
+        args.pin_worker, args.pin_cpus = {cpus[-1]}, set(cpus[:-1])
+        pin(worker, args.pin_worker)
+        log(f"pinned: nginx worker on CPU {cpus[-1]}, wrk on CPU {','.join(map(str, cpus[:-1]))}")
     log(f"nginx master {args.nginx_pid}, worker {worker}; servers " +
         ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers))
     log_offset = log_size(args.prefix)
