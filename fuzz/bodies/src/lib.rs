@@ -3,7 +3,9 @@
 //! a parser and checks properties that must hold for every input, not only "does not panic".
 
 use shortcode::{CodeScheme, Shape};
+#[cfg(feature = "url-validator")]
 use shortlink_sidecar::validate::{normalize_hosts, UrlPolicy};
+#[cfg(feature = "url-validator")]
 use std::sync::OnceLock;
 
 const SECRET: &[u8] = b"shortlink fuzzing secret, 32 bytes";
@@ -46,6 +48,7 @@ pub fn code_scheme(data: &[u8]) {
     assert_eq!(scheme.decode(&code), Some(sequence), "encode then decode");
 }
 
+#[cfg(feature = "url-validator")]
 fn policy() -> &'static (UrlPolicy, Vec<String>) {
     static POLICY: OnceLock<(UrlPolicy, Vec<String>)> = OnceLock::new();
     POLICY.get_or_init(|| {
@@ -55,8 +58,10 @@ fn policy() -> &'static (UrlPolicy, Vec<String>) {
     })
 }
 
-/// The sidecar's target URL policy: whatever it accepts is safe to put in a `Location` header and a
-/// Redis record, and validating the normalised form gives it back unchanged.
+/// The sidecar's target URL policy (feature `url-validator`): whatever it accepts is safe to put in
+/// a `Location` header and a Redis record, and validating the normalised form gives it back
+/// unchanged.
+#[cfg(feature = "url-validator")]
 pub fn url_validator(data: &[u8]) {
     let Ok(raw) = std::str::from_utf8(data) else {
         return;

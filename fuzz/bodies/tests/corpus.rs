@@ -31,6 +31,7 @@ fn code_scheme_corpus() {
     replay("code_scheme", shortlink_fuzz_bodies::code_scheme);
 }
 
+#[cfg(feature = "url-validator")]
 #[test]
 fn url_validator_corpus() {
     replay("url_validator", shortlink_fuzz_bodies::url_validator);
