@@ -1,6 +1,7 @@
 //! One visit event as the module queues it to `sl:events` (docs/ARCHITECTURE.md, "Visit events"):
 //! field/value pairs `c` code, `t` unix ms, `s` status, `ip`, `ua`, `ref`, `host`, `lang`, empty
-//! fields omitted.
+//! fields omitted. One entry may carry several visits, each field group beginning with `c`
+//! ([`split_entry`]).
 //!
 //! Parsing is tolerant on purpose: the stream is written by nginx workers from request headers, so an
 //! optional field that is missing, unparsable or huge must not cost the whole visit. Only `c` and `t`
@@ -110,6 +111,57 @@ impl VisitEvent {
         event.id = id;
         Ok(event)
     }
+}
+
+/// Splits one stream entry into its visits. An entry is the concatenation of field groups, one per
+/// visit, each beginning with `c` (docs/ARCHITECTURE.md, "Visit events"): the module packs several
+/// visits into one `XADD` under load to save Redis work. A single-visit entry is one group.
+///
+/// The first group's id is the entry id and the n-th following group's is `<entry id>:<n>`, so ids
+/// are stable across redeliveries (the storage's idempotency key) and a single-visit entry keeps
+/// its entry id. Fields before the first `c` (none from the module) belong to the first group, so
+/// an entry in any field order still parses as one visit. Each group is parsed on its own: a bad
+/// group is an `Err` in its slot and costs none of the others.
+pub fn split_entry<K, V>(entry_id: &str, fields: &[(K, V)]) -> Vec<Result<VisitEvent, EventError>>
+where
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+{
+    let mut visits = Vec::new();
+    let mut start = 0;
+    let mut seen_code = false;
+    for (i, (key, _)) in fields.iter().enumerate() {
+        if key.as_ref() != b"c" {
+            continue;
+        }
+        if seen_code {
+            visits.push(group(entry_id, visits.len(), &fields[start..i]));
+            start = i;
+        }
+        seen_code = true;
+    }
+    visits.push(group(entry_id, visits.len(), &fields[start..]));
+    visits
+}
+
+/// The visit id of group `index` of entry `entry_id` (see [`split_entry`]).
+pub fn visit_id(entry_id: &str, index: usize) -> String {
+    if index == 0 {
+        entry_id.to_owned()
+    } else {
+        format!("{entry_id}:{index}")
+    }
+}
+
+fn group<K, V>(entry_id: &str, index: usize, fields: &[(K, V)]) -> Result<VisitEvent, EventError>
+where
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+{
+    VisitEvent::from_fields(
+        visit_id(entry_id, index),
+        fields.iter().map(|(k, v)| (k.as_ref(), v.as_ref())),
+    )
 }
 
 fn parse_ascii<T: std::str::FromStr>(value: &[u8]) -> Option<T> {
@@ -251,5 +303,135 @@ mod tests {
             (e.code.as_str(), e.user_agent.as_deref()),
             ("abc", Some("one"))
         );
+    }
+
+    fn pairs(fields: &[&str]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        fields
+            .chunks(2)
+            .map(|kv| (kv[0].as_bytes().to_vec(), kv[1].as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn single_visit_entry_keeps_its_id() {
+        let fields = pairs(&["t", "5", "c", "abc", "ua", "curl/8"]);
+        let visits = split_entry("7-1", &fields);
+        assert_eq!(visits.len(), 1);
+        let v = visits[0].as_ref().unwrap();
+        assert_eq!(
+            (v.id.as_str(), v.code.as_str(), v.time_ms),
+            ("7-1", "abc", 5)
+        );
+        assert_eq!(v.user_agent.as_deref(), Some("curl/8"));
+    }
+
+    #[test]
+    fn multi_visit_entry_splits_at_each_code() {
+        let fields = pairs(&[
+            "c",
+            "one",
+            "t",
+            "10",
+            "s",
+            "302",
+            "ip",
+            "203.0.113.1",
+            "ua",
+            "curl/8",
+            "ref",
+            "https://t.co/x",
+            "host",
+            "s1.example",
+            "lang",
+            "de",
+            // Only the required fields: every optional one omitted (empty).
+            "c",
+            "two",
+            "t",
+            "11",
+            "c",
+            "three",
+            "t",
+            "12",
+            "ua",
+            "Wget/1.21",
+        ]);
+        let visits = split_entry("1700000000000-3", &fields);
+        let ids: Vec<&str> = visits
+            .iter()
+            .map(|v| v.as_ref().unwrap().id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["1700000000000-3", "1700000000000-3:1", "1700000000000-3:2"]
+        );
+        let two = visits[1].as_ref().unwrap();
+        assert_eq!((two.code.as_str(), two.time_ms), ("two", 11));
+        assert_eq!(
+            (
+                two.status,
+                two.ip,
+                two.user_agent.as_deref(),
+                two.referrer.as_deref()
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!(
+            (two.host.as_deref(), two.accept_language.as_deref()),
+            (None, None)
+        );
+        // Fields never leak from one group into the next.
+        let three = visits[2].as_ref().unwrap();
+        assert_eq!(three.user_agent.as_deref(), Some("Wget/1.21"));
+        assert_eq!(three.referrer, None);
+        assert_eq!(visits[0].as_ref().unwrap().status, Some(302));
+    }
+
+    #[test]
+    fn a_bad_group_costs_only_itself() {
+        let long = "x".repeat(MAX_CODE_LEN + 1);
+        let fields = pairs(&[
+            "c", "good", "t", "1", "c", "", "t", "2", // empty code
+            "c", "nodate", "zz", "junk", // no time
+            "c", &long, "t", "3", // code too long
+            "c", "fine", "t", "4",
+        ]);
+        let visits = split_entry("9-0", &fields);
+        assert_eq!(visits.len(), 5);
+        assert_eq!(visits[0].as_ref().unwrap().code, "good");
+        assert_eq!(
+            visits[1],
+            Err(EventError::Missing {
+                id: "9-0:1".into(),
+                field: "c"
+            })
+        );
+        assert_eq!(
+            visits[2],
+            Err(EventError::Missing {
+                id: "9-0:2".into(),
+                field: "t"
+            })
+        );
+        assert!(matches!(visits[3], Err(EventError::BadCode { .. })));
+        // Ids are positional, so a bad group does not shift the ids of the ones after it.
+        let last = visits[4].as_ref().unwrap();
+        assert_eq!((last.id.as_str(), last.code.as_str()), ("9-0:4", "fine"));
+    }
+
+    #[test]
+    fn degenerate_entries() {
+        let none: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let visits = split_entry("1-0", &none);
+        assert_eq!(visits.len(), 1);
+        assert!(matches!(
+            visits[0],
+            Err(EventError::Missing { field: "c", .. })
+        ));
+        let visits = split_entry("1-0", &pairs(&["t", "5", "ua", "x"]));
+        assert!(matches!(
+            visits[..],
+            [Err(EventError::Missing { field: "c", .. })]
+        ));
     }
 }

@@ -14,13 +14,21 @@ pub mod privacy;
 pub mod referrer;
 
 pub use agent::{Agent, Audience, Device};
-pub use event::{EventError, VisitEvent};
+pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
 
+use agent::Classification;
 use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Longest language tag kept (BCP 47 tags in practice are far shorter; this bounds junk).
 pub const MAX_LANGUAGE_LEN: usize = 16;
+
+/// Distinct user agents whose parse the [`Enricher`] remembers. Parsing (woothee's regexes plus the
+/// classifier table) is the most expensive step of enrichment, and traffic repeats a few hundred
+/// user agents over and over; the bound keeps a flood of unique junk agents from growing memory.
+pub const AGENT_CACHE_SIZE: usize = 4096;
 
 /// Turns events into visits.
 #[derive(Debug)]
@@ -28,6 +36,10 @@ pub struct Enricher {
     pub geo: GeoDb,
     /// Store IPs truncated (IPv4 /24, IPv6 /48). Geo and the visitor hash still use the full address.
     pub anonymize: bool,
+    /// User agent → its parse and classification (pure functions of the string, so caching them
+    /// changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill costs
+    /// one parse per distinct agent.
+    agents: Mutex<HashMap<String, Arc<(Agent, Classification)>>>,
 }
 
 /// One enriched visit, ready to store. Owned and flat so a storage layer can bind it directly.
@@ -65,13 +77,37 @@ pub struct Visit {
 
 impl Enricher {
     pub fn new(geo: GeoDb, anonymize: bool) -> Self {
-        Enricher { geo, anonymize }
+        Enricher {
+            geo,
+            anonymize,
+            agents: Mutex::default(),
+        }
+    }
+
+    /// The parse and classification of `ua`, from the cache when seen before.
+    fn agent(&self, ua: &str) -> Arc<(Agent, Classification)> {
+        // A poisoned lock only means another thread panicked mid-insert: the map is still valid.
+        let lock = || self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = lock().get(ua) {
+            return Arc::clone(hit);
+        }
+        // Parsed outside the lock: two threads may parse the same agent once each, harmlessly.
+        let agent = Agent::parse(ua);
+        let class = agent::classify(Some(ua), &agent);
+        let parsed = Arc::new((agent, class));
+        let mut agents = lock();
+        if agents.len() >= AGENT_CACHE_SIZE {
+            agents.clear();
+        }
+        agents.insert(ua.to_owned(), Arc::clone(&parsed));
+        parsed
     }
 
     pub fn enrich(&self, event: &VisitEvent) -> Visit {
+        // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
-        let agent = Agent::parse(ua);
-        let class = agent::classify(event.user_agent.as_deref(), &agent);
+        let parsed = self.agent(ua);
+        let (agent, class) = (&parsed.0, parsed.1);
         let device = if class.audience == Audience::Human {
             agent.device
         } else {
@@ -96,10 +132,10 @@ impl Enricher {
             ip: stored_ip,
             visitor: privacy::visitor_hash_hex(event.ip, ua),
             user_agent: event.user_agent.clone(),
-            browser: agent.browser,
-            browser_version: agent.browser_version,
-            os: agent.os,
-            os_version: agent.os_version,
+            browser: agent.browser.clone(),
+            browser_version: agent.browser_version.clone(),
+            os: agent.os.clone(),
+            os_version: agent.os_version.clone(),
             device,
             audience: class.audience,
             agent_label: class.label.map(str::to_owned),
