@@ -1,34 +1,46 @@
-//! The `sl:events` consumer: a member of the Redis consumer group `sl-consumers` that reads visit
-//! events in batches, enriches them ([`shortlink_analytics::Enricher`]) and stores them with one
-//! transaction per batch ([`VisitStore::store_batch`]), acknowledging only after the commit.
+//! The `sl:events` consumer: a member of the Redis consumer group `sl-consumers` that reads stream
+//! entries in batches, splits them into visits (an entry carries one visit, or several when the
+//! module packs them: one field group each, beginning with `c`; see
+//! [`shortlink_analytics::split_entry`]), enriches them ([`shortlink_analytics::Enricher`]) and
+//! stores them with one transaction per batch ([`VisitStore::store_batch`], at most
+//! [`MAX_VISITS_PER_TRANSACTION`] visits each), acknowledging only after the commit. While a batch
+//! is being written, the next one is read and enriched.
 //!
 //! Delivery is at least once: a consumer that dies after reading leaves its entries pending in the
 //! group; they are read again by the same consumer name on restart (its own pending list comes
 //! first) or claimed by another consumer with `XAUTOCLAIM` once idle for `--consumer-claim-after`.
-//! Counting is exactly once: the entry id is the visits table's primary key, and only rows actually
-//! inserted reach the rollups and link counters, so a batch stored twice counts once.
+//! Counting is exactly once: the visit id (the entry id, `<entry id>:<n>` for the n-th following
+//! visit of a packed entry) is the visits table's primary key, and only rows actually inserted
+//! reach the rollups and link counters, so a batch stored twice counts once.
 //!
-//! Entries that cannot become visits are acknowledged and counted, never retried: unparseable ones
-//! (`invalid`), events that are not redirects (`ignored`, e.g. 410 answers), and entries trimmed from
-//! the stream (`MAXLEN ~`) before they were read (`trimmed`). A batch the database refuses for a
-//! reason other than unavailability is retried, then split in halves until the offending visit is
-//! isolated and dropped (`failed`, logged); while the database is unavailable the batch is retried
-//! with backoff, forever, and nothing is acknowledged.
+//! Visits that cannot be stored are acknowledged with their entry and counted, never retried:
+//! unparseable ones (`invalid`; one bad group of a packed entry costs only itself), events that
+//! are not redirects (`ignored`, e.g. 410 answers), and entries trimmed from the stream (`MAXLEN
+//! ~`) before they were read (`trimmed`). A batch the database refuses for a reason other than
+//! unavailability is retried, then split in halves until the offending visit is isolated and
+//! dropped (`failed`, logged); while the database is unavailable the batch is retried with
+//! backoff, forever, and nothing is acknowledged.
 
 use super::store::VisitStore;
 use crate::storage::StorageError;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Value};
-use shortlink_analytics::{Enricher, Visit, VisitEvent};
+use shortlink_analytics::{split_entry, Enricher, Visit};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events").
 pub const STREAM: &str = "sl:events";
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
+/// Visits per transaction at most. A read of `--consumer-batch` entries can hold 32 times as many
+/// visits when the module packs them; longer transactions would hold SQLite's write lock (which the
+/// link API shares) for too long, and larger ones gain little. The batch's entries are acknowledged
+/// once all its transactions have committed.
+pub const MAX_VISITS_PER_TRANSACTION: usize = 4000;
 
 #[derive(Debug, Clone)]
 pub struct ConsumerSettings {
@@ -70,7 +82,10 @@ pub fn default_name() -> String {
 /// What the consumer has done since it started.
 #[derive(Debug, Default)]
 pub struct ConsumerCounters {
+    /// Stream entries read (one entry may carry several visits).
     pub read: AtomicU64,
+    /// Visits found in those entries, well-formed or not (`invalid` counts the malformed ones).
+    pub visits: AtomicU64,
     pub inserted: AtomicU64,
     pub duplicates: AtomicU64,
     pub invalid: AtomicU64,
@@ -100,6 +115,8 @@ pub enum ConsumerError {
     Storage(#[from] StorageError),
     #[error("shutting down")]
     Shutdown,
+    #[error("a consumer task stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// One stream entry as read: `fields` is `None` when the entry was trimmed away while pending.
@@ -118,18 +135,38 @@ enum Phase {
     New,
 }
 
+/// A batch parsed and enriched: the entry ids to acknowledge once `visits` are committed.
+struct Prepared {
+    ids: Vec<String>,
+    visits: Vec<Visit>,
+}
+
+/// A batch being written by a task of its own, not yet acknowledged.
+struct InFlight {
+    ids: Vec<String>,
+    write: JoinHandle<Result<(), ConsumerError>>,
+}
+
+/// The database side of the consumer, cloned into the task that writes a batch.
+#[derive(Clone)]
+struct Writer {
+    store: Arc<dyn VisitStore>,
+    counters: Arc<ConsumerCounters>,
+    count_bots: bool,
+    shutdown: Option<watch::Receiver<bool>>,
+}
+
 pub struct Consumer {
     client: redis::Client,
     connection: Option<MultiplexedConnection>,
-    store: Arc<dyn VisitStore>,
     enricher: Arc<Enricher>,
     settings: ConsumerSettings,
     counters: Arc<ConsumerCounters>,
+    writer: Writer,
     phase: Phase,
     claim_cursor: String,
     last_claim: Option<Instant>,
     group_ready: bool,
-    shutdown: Option<watch::Receiver<bool>>,
 }
 
 impl Consumer {
@@ -139,18 +176,23 @@ impl Consumer {
         enricher: Arc<Enricher>,
         settings: ConsumerSettings,
     ) -> Result<Self, ConsumerError> {
+        let counters: Arc<ConsumerCounters> = Arc::default();
         Ok(Consumer {
             client: redis::Client::open(redis_url)?,
             connection: None,
-            store,
             enricher,
+            writer: Writer {
+                store,
+                counters: Arc::clone(&counters),
+                count_bots: settings.count_bots,
+                shutdown: None,
+            },
             settings,
-            counters: Arc::default(),
+            counters,
             phase: Phase::OwnPending("0".to_owned()),
             claim_cursor: "0-0".to_owned(),
             last_claim: None,
             group_ready: false,
-            shutdown: None,
         })
     }
 
@@ -329,41 +371,221 @@ impl Consumer {
     /// Parses, enriches and stores a batch; returns the ids to acknowledge (all of them, unless the
     /// database stayed unavailable until shutdown).
     pub async fn store(&mut self, entries: &[RawEntry]) -> Result<Vec<String>, ConsumerError> {
-        let mut visits = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let Some(fields) = &entry.fields else {
-                ConsumerCounters::add(&self.counters.trimmed, 1);
-                continue;
-            };
-            match VisitEvent::from_fields(
-                entry.id.as_str(),
-                fields.iter().map(|(k, v)| (k.as_slice(), v.as_slice())),
-            ) {
-                Err(error) => {
-                    tracing::debug!(%error, "unreadable visit event acknowledged");
-                    ConsumerCounters::add(&self.counters.invalid, 1);
-                }
-                Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
-                    ConsumerCounters::add(&self.counters.ignored, 1);
-                }
-                Ok(event) => visits.push(self.enricher.enrich(&event)),
-            }
-        }
-        self.store_resilient(&visits).await?;
-        Ok(entries.iter().map(|e| e.id.clone()).collect())
+        let prepared = prepare(entries, &self.enricher, &self.counters);
+        self.writer.write_all(&prepared.visits).await?;
+        Ok(prepared.ids)
     }
 
-    async fn store_resilient(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
+    pub async fn ack(&mut self, ids: &[String]) -> Result<(), ConsumerError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(STREAM).arg(GROUP).arg(ids);
+        self.query(&cmd).await?;
+        ConsumerCounters::add(&self.counters.acked, ids.len() as u64);
+        Ok(())
+    }
+
+    /// Reads, stores and acknowledges one batch; returns how many entries it held.
+    pub async fn step(&mut self) -> Result<usize, ConsumerError> {
+        let entries = self.read_batch().await?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let ids = self.store(&entries).await?;
+        self.ack(&ids).await?;
+        Ok(entries.len())
+    }
+
+    /// One turn of the pipeline that [`drain`](Self::drain) and [`run`](Self::run) drive: reads
+    /// and enriches the next batch while the previous one (`in_flight`) is being written, then
+    /// acknowledges the previous one once committed and starts writing the new one. Reading and
+    /// enrichment (Redis, CPU here) thus overlap the database's work; there is never more than
+    /// one write at a time, so batches commit in order and never contend for rows.
+    ///
+    /// Returns (entries read, entries acknowledged). On an error nothing is left in flight, and
+    /// entries read but not acknowledged stay pending: the next read starts over from this
+    /// consumer's own pending entries.
+    async fn turn(
+        &mut self,
+        in_flight: &mut Option<InFlight>,
+    ) -> Result<(usize, usize), ConsumerError> {
+        let result = self.turn_inner(in_flight).await;
+        if result.is_err() {
+            if let Some(abandoned) = in_flight.take() {
+                // Let it finish (or fail) so no write outlives the error; it stays unacknowledged.
+                let _ = abandoned.write.await;
+            }
+            self.phase = Phase::OwnPending("0".to_owned());
+        }
+        result
+    }
+
+    async fn turn_inner(
+        &mut self,
+        in_flight: &mut Option<InFlight>,
+    ) -> Result<(usize, usize), ConsumerError> {
+        let read = self.read_batch().await;
+        let next = match read {
+            Ok(entries) if !entries.is_empty() => {
+                let n = entries.len();
+                let enricher = Arc::clone(&self.enricher);
+                let counters = Arc::clone(&self.counters);
+                // CPU-bound (user agent parsing, geo, hashing): off the async workers.
+                let prepared =
+                    tokio::task::spawn_blocking(move || prepare(&entries, &enricher, &counters))
+                        .await?;
+                Some((n, prepared))
+            }
+            Ok(_) => None,
+            Err(error) => {
+                // Still acknowledge what was committed meanwhile, then report the read error.
+                if let Some(previous) = in_flight.take() {
+                    self.settle(previous).await?;
+                }
+                return Err(error);
+            }
+        };
+        let acked = match in_flight.take() {
+            Some(previous) => self.settle(previous).await?,
+            None => 0,
+        };
+        let Some((n, prepared)) = next else {
+            return Ok((0, acked));
+        };
+        let writer = self.writer.clone();
+        let Prepared { ids, visits } = prepared;
+        *in_flight = Some(InFlight {
+            ids,
+            write: tokio::spawn(async move { writer.write_all(&visits).await }),
+        });
+        Ok((n, acked))
+    }
+
+    /// Waits for a batch's write and acknowledges it; returns how many entries that was.
+    async fn settle(&mut self, batch: InFlight) -> Result<usize, ConsumerError> {
+        batch.write.await??;
+        self.ack(&batch.ids).await?;
+        Ok(batch.ids.len())
+    }
+
+    /// Consumes until the stream has nothing new (tests, benchmarks, one-off runs); returns the
+    /// number of entries acknowledged.
+    pub async fn drain(&mut self) -> Result<usize, ConsumerError> {
+        let mut in_flight = None;
+        let mut total = 0;
+        loop {
+            let (read, acked) = self.turn(&mut in_flight).await?;
+            total += acked;
+            if read == 0 && in_flight.is_none() && self.phase == Phase::New {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Consumes until `shutdown` turns true, riding out Redis and database outages. A batch in
+    /// progress is finished (or left pending, never half-counted) before returning.
+    pub async fn run(mut self, shutdown: watch::Receiver<bool>) {
+        self.writer.shutdown = Some(shutdown.clone());
+        tracing::info!(consumer = %self.settings.name, stream = STREAM, group = GROUP, "consuming visit events");
+        let mut failures: u32 = 0;
+        let mut last_report = Instant::now();
+        let mut in_flight = None;
+        while !*shutdown.borrow() {
+            match self.turn(&mut in_flight).await {
+                Ok(_) => failures = 0,
+                Err(ConsumerError::Shutdown) => break,
+                Err(error) => {
+                    failures = failures.saturating_add(1);
+                    if failures == 1 || failures % 30 == 0 {
+                        tracing::warn!(%error, failures, "visit consumer error; retrying");
+                    }
+                    if self.writer.pause(backoff(failures)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            if last_report.elapsed() >= Duration::from_secs(60) {
+                last_report = Instant::now();
+                self.report();
+            }
+        }
+        if let Some(last) = in_flight.take() {
+            if let Err(error) = self.settle(last).await {
+                tracing::info!(%error, "last visit batch left pending for the next consumer");
+            }
+        }
+        self.report();
+        tracing::info!(consumer = %self.settings.name, "visit consumer stopped");
+    }
+
+    fn report(&self) {
+        let c = &self.counters;
+        let get = ConsumerCounters::get;
+        tracing::info!(
+            consumer = %self.settings.name,
+            read = get(&c.read),
+            visits = get(&c.visits),
+            inserted = get(&c.inserted),
+            duplicates = get(&c.duplicates),
+            invalid = get(&c.invalid),
+            ignored = get(&c.ignored),
+            trimmed = get(&c.trimmed),
+            failed = get(&c.failed),
+            "visit consumer counters"
+        );
+    }
+}
+
+/// Splits entries into visits (several per entry when the module packed them) and enriches them.
+/// Malformed visits and non-redirect answers are counted and left out; their entries are
+/// acknowledged with the rest.
+fn prepare(entries: &[RawEntry], enricher: &Enricher, counters: &ConsumerCounters) -> Prepared {
+    let mut visits = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Some(fields) = &entry.fields else {
+            ConsumerCounters::add(&counters.trimmed, 1);
+            continue;
+        };
+        for event in split_entry(&entry.id, fields) {
+            ConsumerCounters::add(&counters.visits, 1);
+            match event {
+                Err(error) => {
+                    tracing::debug!(%error, "unreadable visit event acknowledged");
+                    ConsumerCounters::add(&counters.invalid, 1);
+                }
+                Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
+                    ConsumerCounters::add(&counters.ignored, 1);
+                }
+                Ok(event) => visits.push(enricher.enrich(&event)),
+            }
+        }
+    }
+    Prepared {
+        ids: entries.iter().map(|e| e.id.clone()).collect(),
+        visits,
+    }
+}
+
+impl Writer {
+    /// Stores a batch's visits in transactions of at most [`MAX_VISITS_PER_TRANSACTION`].
+    async fn write_all(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
+        for chunk in visits.chunks(MAX_VISITS_PER_TRANSACTION) {
+            self.write(chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// Stores visits in one transaction per batch, riding out database outages (see the module
+    /// doc): returns `Err` only on shutdown.
+    async fn write(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
         if visits.is_empty() {
             return Ok(());
         }
         let mut attempt: u32 = 0;
         loop {
-            match self
-                .store
-                .store_batch(visits, self.settings.count_bots)
-                .await
-            {
+            match self.store.store_batch(visits, self.count_bots).await {
                 Ok(outcome) => {
                     ConsumerCounters::add(&self.counters.inserted, outcome.inserted);
                     ConsumerCounters::add(&self.counters.duplicates, outcome.duplicates);
@@ -378,8 +600,8 @@ impl Consumer {
                 Err(error) if visits.len() > 1 => {
                     tracing::warn!(%error, visits = visits.len(), "visit batch failed; splitting it");
                     let (left, right) = visits.split_at(visits.len() / 2);
-                    Box::pin(self.store_resilient(left)).await?;
-                    return Box::pin(self.store_resilient(right)).await;
+                    Box::pin(self.write(left)).await?;
+                    return Box::pin(self.write(right)).await;
                 }
                 Err(error) => {
                     tracing::error!(%error, event = %visits[0].event_id, "visit cannot be stored; dropped");
@@ -405,86 +627,6 @@ impl Consumer {
             () = tokio::time::sleep(duration) => Ok(()),
             _ = shutdown.changed() => Err(ConsumerError::Shutdown),
         }
-    }
-
-    pub async fn ack(&mut self, ids: &[String]) -> Result<(), ConsumerError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let mut cmd = redis::cmd("XACK");
-        cmd.arg(STREAM).arg(GROUP).arg(ids);
-        self.query(&cmd).await?;
-        ConsumerCounters::add(&self.counters.acked, ids.len() as u64);
-        Ok(())
-    }
-
-    /// Reads, stores and acknowledges one batch; returns how many entries it held.
-    pub async fn step(&mut self) -> Result<usize, ConsumerError> {
-        let entries = self.read_batch().await?;
-        if entries.is_empty() {
-            return Ok(0);
-        }
-        let ids = self.store(&entries).await?;
-        self.ack(&ids).await?;
-        Ok(entries.len())
-    }
-
-    /// Consumes until the stream has nothing new (tests, benchmarks, one-off runs).
-    pub async fn drain(&mut self) -> Result<usize, ConsumerError> {
-        let mut total = 0;
-        loop {
-            let n = self.step().await?;
-            if n == 0 && self.phase == Phase::New {
-                return Ok(total);
-            }
-            total += n;
-        }
-    }
-
-    /// Consumes until `shutdown` turns true, riding out Redis and database outages. A batch in
-    /// progress is finished (or left pending, never half-counted) before returning.
-    pub async fn run(mut self, shutdown: watch::Receiver<bool>) {
-        self.shutdown = Some(shutdown.clone());
-        tracing::info!(consumer = %self.settings.name, stream = STREAM, group = GROUP, "consuming visit events");
-        let mut failures: u32 = 0;
-        let mut last_report = Instant::now();
-        while !*shutdown.borrow() {
-            match self.step().await {
-                Ok(_) => failures = 0,
-                Err(ConsumerError::Shutdown) => break,
-                Err(error) => {
-                    failures = failures.saturating_add(1);
-                    if failures == 1 || failures % 30 == 0 {
-                        tracing::warn!(%error, failures, "visit consumer error; retrying");
-                    }
-                    if self.pause(backoff(failures)).await.is_err() {
-                        break;
-                    }
-                }
-            }
-            if last_report.elapsed() >= Duration::from_secs(60) {
-                last_report = Instant::now();
-                self.report();
-            }
-        }
-        self.report();
-        tracing::info!(consumer = %self.settings.name, "visit consumer stopped");
-    }
-
-    fn report(&self) {
-        let c = &self.counters;
-        let get = ConsumerCounters::get;
-        tracing::info!(
-            consumer = %self.settings.name,
-            read = get(&c.read),
-            inserted = get(&c.inserted),
-            duplicates = get(&c.duplicates),
-            invalid = get(&c.invalid),
-            ignored = get(&c.ignored),
-            trimmed = get(&c.trimmed),
-            failed = get(&c.failed),
-            "visit consumer counters"
-        );
     }
 }
 

@@ -70,6 +70,38 @@ async fn visit(app: &TestApp, code: &str, ip: &str, ua: &str, extra: &[(&str, &s
     xadd(app, &fields).await
 }
 
+/// One entry carrying several visits, as the module packs them under load: the visits' field
+/// groups one after the other, each beginning with `c`.
+async fn xadd_packed(app: &TestApp, visits: &[Vec<(&str, &str)>]) -> String {
+    assert!(
+        visits.iter().all(|v| v[0].0 == "c"),
+        "each group begins with c"
+    );
+    xadd(app, &visits.concat()).await
+}
+
+/// A visit's fields for [`xadd_packed`].
+fn group<'a>(
+    code: &'a str,
+    t: &'a str,
+    ip: &'a str,
+    ua: &'a str,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut fields = vec![("c", code), ("t", t), ("s", "302"), ("ip", ip), ("ua", ua)];
+    fields.extend_from_slice(extra);
+    fields
+}
+
+/// The stored visit ids (raw visits), sorted.
+async fn visit_ids(app: &TestApp) -> Vec<String> {
+    let sql = "SELECT event_id FROM visits ORDER BY event_id";
+    match &app.db {
+        TestDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
+        TestDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
+    }
+}
+
 async fn get_json(app: &TestApp, path: &str) -> Value {
     let response = app
         .api(reqwest::Method::GET, path)
@@ -132,37 +164,56 @@ async fn counts_and_breakdowns(backend: Backend) {
     ];
     visit(&app, &code, "203.0.113.10", CHROME, &fb).await;
     visit(&app, &code, "203.0.113.10", CHROME, &fb).await; // same person again
-    visit(
+                                                           // Three visits packed in one entry, with a garbage group (no time) between two of them and a
+                                                           // visit with only the required fields and the ones it has (no referrer, host or language).
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    let packed = xadd_packed(
         &app,
-        &code,
-        "198.51.100.20",
-        IPHONE,
-        &[("host", "S2.example:443")],
+        &[
+            group(
+                &code,
+                &t,
+                "198.51.100.20",
+                IPHONE,
+                &[("host", "S2.example:443")],
+            ),
+            vec![("c", code.as_str()), ("ua", CURL), ("zz", "junk")],
+            group(
+                &code,
+                &t,
+                "192.0.2.30",
+                WECHAT,
+                &[("lang", "zh-CN,zh;q=0.9")],
+            ),
+            vec![
+                ("c", code.as_str()),
+                ("t", &t),
+                ("ip", "2001:db8:1::5"),
+                ("ua", SMS_SCANNER),
+            ],
+        ],
     )
     .await;
-    visit(
-        &app,
-        &code,
-        "192.0.2.30",
-        WECHAT,
-        &[("lang", "zh-CN,zh;q=0.9")],
-    )
-    .await;
-    visit(&app, &code, "2001:db8:1::5", SMS_SCANNER, &[]).await;
     visit(&app, &code, "203.0.113.99", SLACKBOT, &[]).await;
     visit(&app, &code, "198.51.100.99", CURL, &[]).await;
     // Acknowledged and counted, never stored: no time; a 410 answer.
     xadd(&app, &[("c", code.as_str()), ("ua", CURL)]).await;
-    let t = chrono::Utc::now().timestamp_millis().to_string();
     xadd(&app, &[("c", code.as_str()), ("t", &t), ("s", "410")]).await;
 
     let mut consumer = consumer(&app, "test-1", &[]).await;
     let counters = consumer.counters();
-    assert_eq!(consumer.drain().await.unwrap(), 9);
+    assert_eq!(consumer.drain().await.unwrap(), 7, "entries");
+    assert_eq!(ConsumerCounters::get(&counters.visits), 10);
     assert_eq!(ConsumerCounters::get(&counters.inserted), 7);
-    assert_eq!(ConsumerCounters::get(&counters.invalid), 1);
+    assert_eq!(ConsumerCounters::get(&counters.invalid), 2);
     assert_eq!(ConsumerCounters::get(&counters.ignored), 1);
     assert_eq!(pending(&app).await, 0, "everything acknowledged");
+    // The packed entry's visits: the entry id, then `<id>:<n>` by position (garbage included).
+    let ids = visit_ids(&app).await;
+    for id in [packed.clone(), format!("{packed}:2"), format!("{packed}:3")] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    assert!(!ids.contains(&format!("{packed}:1")), "the garbage group");
 
     let stats = get_json(&app, &format!("/links/{code}/stats")).await;
     let totals = &stats["totals"];
@@ -289,31 +340,43 @@ async fn redelivery_counts_once(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    for i in 0..50 {
-        visit(&app, &code, &format!("203.0.113.{i}"), IPHONE, &[]).await;
+    // 50 visits: 20 single-visit entries, then 6 entries of 5 packed visits.
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    let ips: Vec<String> = (0..60).map(|i| format!("203.0.113.{i}")).collect();
+    for ip in &ips[..20] {
+        visit(&app, &code, ip, IPHONE, &[]).await;
     }
-    // Stored, then "killed" before acknowledging.
-    let mut first = consumer(&app, "crashy", &["--consumer-batch", "30"]).await;
+    let packed = |range: std::ops::Range<usize>| -> Vec<Vec<(&str, &str)>> {
+        ips[range]
+            .iter()
+            .map(|ip| group(&code, &t, ip, IPHONE, &[]))
+            .collect()
+    };
+    for i in (20..50).step_by(5) {
+        xadd_packed(&app, &packed(i..i + 5)).await;
+    }
+    // Stored, then "killed" before acknowledging: 20 single entries and 2 packed ones.
+    let mut first = consumer(&app, "crashy", &["--consumer-batch", "22"]).await;
     let batch = first.read_batch().await.unwrap();
-    assert_eq!(batch.len(), 30);
+    assert_eq!(batch.len(), 22);
     first.store(&batch).await.unwrap();
     drop(first);
-    assert_eq!(pending(&app).await, 30);
+    assert_eq!(pending(&app).await, 22);
 
     // Restarted under the same name: its pending entries come first.
-    let mut again = consumer(&app, "crashy", &["--consumer-batch", "30"]).await;
+    let mut again = consumer(&app, "crashy", &["--consumer-batch", "22"]).await;
     let counters = again.counters();
-    assert_eq!(again.drain().await.unwrap(), 50);
+    assert_eq!(again.drain().await.unwrap(), 26);
     assert_eq!(ConsumerCounters::get(&counters.duplicates), 30);
     assert_eq!(ConsumerCounters::get(&counters.inserted), 20);
     assert_eq!(pending(&app).await, 0);
 
     // Read and "killed" before storing; a different consumer claims the idle entries.
-    for i in 50..60 {
-        visit(&app, &code, &format!("203.0.113.{i}"), IPHONE, &[]).await;
+    for i in (50..60).step_by(5) {
+        xadd_packed(&app, &packed(i..i + 5)).await;
     }
     let mut lost = consumer(&app, "dies-early", &[]).await;
-    assert_eq!(lost.read_batch().await.unwrap().len(), 10);
+    assert_eq!(lost.read_batch().await.unwrap().len(), 2);
     drop(lost);
     let mut rescuer = consumer(&app, "rescuer", &["--consumer-claim-after", "200ms"]).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -338,6 +401,7 @@ async fn redelivery_counts_once(backend: Backend) {
 async fn killed_consumer_process(backend: Backend) {
     const EVENTS: usize = 20_000;
     const LINKS: usize = 20;
+    const PER_ENTRY: usize = 4;
     let app = spawn_app(backend).await;
     let mut codes = Vec::new();
     for i in 0..LINKS {
@@ -354,7 +418,7 @@ async fn killed_consumer_process(backend: Backend) {
         )
         .args(["consume", "--database-url", &app.database_url])
         .args(["--redis-url", &app.redis.url(), "--code-secret", SECRET_HEX])
-        .args(["--consumer-name", "proc", "--consumer-batch", "500"])
+        .args(["--consumer-name", "proc", "--consumer-batch", "125"])
         .env("RUST_LOG", "warn")
         .spawn()
     };
@@ -365,24 +429,25 @@ async fn killed_consumer_process(backend: Backend) {
         let codes = codes.clone();
         tokio::spawn(async move {
             let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+            // PER_ENTRY visits per entry, as the module packs them under load.
             for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(500) {
                 let mut pipe = redis::pipe();
-                for &i in chunk {
+                for entry in chunk.chunks(PER_ENTRY) {
                     let t = chrono::Utc::now().timestamp_millis();
-                    pipe.cmd("XADD")
-                        .arg(STREAM)
-                        .arg("*")
-                        .arg("c")
-                        .arg(&codes[i % LINKS])
-                        .arg("t")
-                        .arg(t)
-                        .arg("s")
-                        .arg(302)
-                        .arg("ip")
-                        .arg(format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
-                        .arg("ua")
-                        .arg(if i % 2 == 0 { CHROME } else { IPHONE })
-                        .ignore();
+                    let cmd = pipe.cmd("XADD").arg(STREAM).arg("*");
+                    for &i in entry {
+                        cmd.arg("c")
+                            .arg(&codes[i % LINKS])
+                            .arg("t")
+                            .arg(t)
+                            .arg("s")
+                            .arg(302)
+                            .arg("ip")
+                            .arg(format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
+                            .arg("ua")
+                            .arg(if i % 2 == 0 { CHROME } else { IPHONE });
+                    }
+                    cmd.ignore();
                 }
                 pipe.query_async::<()>(&mut redis).await.unwrap();
             }
@@ -410,7 +475,7 @@ async fn killed_consumer_process(backend: Backend) {
     .await;
     assert!(done, "all events stored and acknowledged");
     let len: i64 = app.redis().await.xlen(STREAM).await.unwrap();
-    assert_eq!(len as usize, EVENTS);
+    assert_eq!(len as usize, EVENTS / PER_ENTRY);
     assert_eq!(store.visit_rows().await.unwrap() as usize, EVENTS);
     let global = get_json(&app, "/stats").await;
     assert_eq!(
