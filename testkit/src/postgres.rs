@@ -1,7 +1,9 @@
-//! One private PostgreSQL cluster per test process, a fresh database per test.
+//! One private PostgreSQL cluster per test process, a fresh database per test; and dedicated
+//! clusters for tests that stop and start the server.
 //!
 //! A cluster takes a second or two to create, a database a few milliseconds: so the cluster is
-//! shared by the tests of one process and each test gets its own database.
+//! shared by the tests of one process and each test gets its own database. A test that takes the
+//! server down ([`Postgres::dedicated`]) gets a cluster of its own, so it cannot disturb the others.
 
 use crate::process::{Lifeline, Signal};
 use crate::{free_port, wait_until};
@@ -15,7 +17,15 @@ use std::time::Duration;
 pub struct Postgres {
     port: u16,
     socket_dir: PathBuf,
-    _process: Lifeline,
+    data: PathBuf,
+    log: PathBuf,
+    as_root: bool,
+    /// `None` while stopped ([`Postgres::stop`]). Declared before `_janitor`, so it is dropped
+    /// (the server stopped) before the directory goes.
+    server: Option<Lifeline>,
+    /// Dedicated clusters only: removes the directory once the test is done with the cluster, since
+    /// the server's own lifeline must not (the server stops and starts again on the same data).
+    _janitor: Option<Lifeline>,
 }
 
 /// The test process's PostgreSQL, started on first use.
@@ -25,9 +35,44 @@ pub fn postgres() -> &'static Postgres {
 }
 
 impl Postgres {
+    /// The shared cluster: its server's lifeline removes the directory when it stops.
     fn start() -> Self {
+        let mut cluster = Self::init();
+        let root = cluster
+            .data
+            .parent()
+            .expect("data sits in the root")
+            .to_owned();
+        cluster.server = Some(cluster.spawn_server(Some(&root)));
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// A cluster of its own, for a test that stops and starts the server; stopped and removed on
+    /// drop (or when the test process ends).
+    pub fn dedicated() -> Self {
+        let mut cluster = Self::init();
+        let root = cluster
+            .data
+            .parent()
+            .expect("data sits in the root")
+            .to_owned();
+        // A process whose only job is to remove the directory when its lifeline ends.
+        cluster._janitor = Some(
+            Lifeline::builder("sleep", cluster.log.with_file_name("janitor.log"))
+                .arg("infinity")
+                .cleanup(&root)
+                .spawn(),
+        );
+        cluster.server = Some(cluster.spawn_server(None));
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// Creates the cluster's files (initdb); the server is not running yet.
+    fn init() -> Self {
         let bin = server_bin_dir();
-        // Not a TempDir: the lifeline removes it after the server stops, also at process exit.
+        // Not a TempDir: a lifeline removes it after the server stops, also at process exit.
         let root = tempfile::Builder::new()
             .prefix("shortlink-pg-")
             .tempdir()
@@ -66,32 +111,72 @@ impl Postgres {
             "initdb failed: {}",
             String::from_utf8_lossy(&initdb.stderr)
         );
+        Postgres {
+            port: free_port(),
+            socket_dir,
+            data,
+            log: root.join("postgres.log"),
+            as_root,
+            server: None,
+            _janitor: None,
+        }
+    }
 
-        let port = free_port();
-        let server = server_command(as_root, bin.join("postgres"));
-        let process = Lifeline::builder(&server[0], root.join("postgres.log"))
+    fn spawn_server(&self, cleanup: Option<&Path>) -> Lifeline {
+        let server = server_command(self.as_root, server_bin_dir().join("postgres"));
+        let mut builder = Lifeline::builder(&server[0], &self.log)
             .args(&server[1..])
             .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+            .arg(&self.data)
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+            ])
             .arg("-k")
-            .arg(&socket_dir)
+            .arg(&self.socket_dir)
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off", "-c", "max_connections=300"])
-            .stop_signal(Signal::Int)
-            .cleanup(&root)
-            .spawn();
-        let cluster = Postgres {
-            port,
-            socket_dir,
-            _process: process,
-        };
+            // SIGINT is PostgreSQL's fast shutdown: sessions are ended, then a clean stop.
+            .stop_signal(Signal::Int);
+        if let Some(dir) = cleanup {
+            builder = builder.cleanup(dir);
+        }
+        builder.spawn()
+    }
+
+    fn wait_ready(&self) {
         assert!(
-            wait_until(Duration::from_secs(30), || cluster.psql("SELECT 1").is_ok()),
-            "PostgreSQL did not start on port {port}; log:\n{}",
-            cluster._process.log_text()
+            wait_until(Duration::from_secs(30), || self.psql("SELECT 1").is_ok()),
+            "PostgreSQL did not start on port {}; log:\n{}",
+            self.port,
+            std::fs::read_to_string(&self.log).unwrap_or_default()
         );
-        cluster
+    }
+
+    /// Stops the server with a fast shutdown (open sessions are terminated, transactions rolled
+    /// back) and waits until it is gone. Data stays for [`Postgres::start_again`].
+    pub fn stop(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            server.stop();
+        }
+    }
+
+    /// Starts the stopped server again on the same port and data, and waits until it answers.
+    pub fn start_again(&mut self) {
+        assert!(self.server.is_none(), "the server is running");
+        assert!(
+            self._janitor.is_some(),
+            "only a dedicated cluster restarts (the shared one's directory goes with its server)"
+        );
+        self.server = Some(self.spawn_server(None));
+        self.wait_ready();
+    }
+
+    /// Whether the server is running (not stopped by [`Postgres::stop`]).
+    pub fn is_running(&self) -> bool {
+        self.server.as_ref().is_some_and(Lifeline::is_alive)
     }
 
     pub fn port(&self) -> u16 {

@@ -124,11 +124,22 @@ impl Sidecar {
 
     fn start_on_port(dir: &tempfile::TempDir, redis: &RedisServer, port: u16) -> Self {
         let database = dir.path().join("shortlink.db");
+        let url = format!("sqlite://{}", database.display());
+        Self::start_on_database(dir, redis, &url, port)
+    }
+
+    /// A sidecar on any database (e.g. a PostgreSQL the test controls), without nginx; its log is
+    /// `sidecar.log` in `dir`. Reach its API directly with [`Sidecar::api`].
+    pub fn start_on_database(
+        dir: &tempfile::TempDir,
+        redis: &RedisServer,
+        database_url: &str,
+        port: u16,
+    ) -> Self {
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("--database-url")
-            .arg(format!("sqlite://{}", database.display()))
+            .args(["--database-url", database_url])
             .args(["--redis-url", &redis.url()])
             .args(["--code-secret", CODE_SECRET])
             .args(["--bootstrap-api-key", API_KEY])
@@ -147,6 +158,11 @@ impl Sidecar {
             .and_then(|port| port.trim().parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
         Sidecar { port, process }
+    }
+
+    /// The sidecar's own API (no nginx in front: short URLs use `--public-base-url`).
+    pub fn api(&self) -> Api {
+        Api::new(format!("http://127.0.0.1:{}", self.port), API_KEY)
     }
 }
 

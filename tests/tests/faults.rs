@@ -582,3 +582,176 @@ fn stuck_redis_redirects_answer_within_the_timeout() {
     println!("stuck Redis released: back on Redis after {back:?}");
     assert_no_worker_crash(&system);
 }
+
+/// What one create of [`postgres_restarted_under_create_load_answers_503_then_recovers`] saw.
+#[derive(Debug, Default)]
+struct CreateTally {
+    /// (code, url) of every 201.
+    created: Vec<(String, String)>,
+    /// 503 with the JSON error `database_unavailable`.
+    unavailable: u64,
+    /// Anything else: other statuses, other bodies, transport errors (a hang ends in the client's
+    /// timeout). Must stay empty.
+    unexpected: Vec<String>,
+    slowest: Duration,
+}
+
+/// Bound on one create while PostgreSQL is down: the sidecar's pool waits at most `--db-timeout`
+/// (3 s by default) for a connection, then answers 503; plus slack for a shared 2-core machine.
+const CREATE_BOUND: Duration = Duration::from_secs(5);
+/// Concurrent create clients in that test.
+const WRITERS: usize = 4;
+
+/// PostgreSQL stopped (fast shutdown) under a create load and started again, sidecar untouched: while
+/// it is down every create answers 503 `database_unavailable` within the pool's acquire timeout
+/// (no 500, no hang); once it is back creates succeed again; every acknowledged link is in SQL and
+/// Redis afterwards. No nginx: the load goes to the sidecar's API directly.
+#[test]
+fn postgres_restarted_under_create_load_answers_503_then_recovers() {
+    let mut postgres = testkit::Postgres::dedicated();
+    let database_url = postgres.fresh_database_url();
+    let database = database_url.rsplit('/').next().unwrap().to_owned();
+    let redis = RedisServer::start();
+    let dir = testkit::temp_dir();
+    let sidecar = shortlink_e2e::Sidecar::start_on_database(&dir, &redis, &database_url, 0);
+    let port = sidecar.port;
+
+    let tallies = Arc::new(Mutex::new(Vec::<CreateTally>::new()));
+    let created = Arc::new(AtomicU64::new(0));
+    let unavailable = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|t| {
+            let (tallies, created, unavailable, stop) = (
+                tallies.clone(),
+                created.clone(),
+                unavailable.clone(),
+                stop.clone(),
+            );
+            std::thread::spawn(move || {
+                // The client's timeout turns a hang into an `unexpected` entry, not a stuck test.
+                let client = http_client();
+                let mut tally = CreateTally::default();
+                // Bounded: at most 3,000 creates per writer, whatever happens.
+                for i in 0..3000 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let url = format!("https://example.com/pg/{t}/{i}");
+                    let started = Instant::now();
+                    let response = client
+                        .post(format!("http://127.0.0.1:{port}/api/v1/links"))
+                        .bearer_auth(shortlink_e2e::API_KEY)
+                        .json(&json!({ "url": url }))
+                        .send();
+                    let outcome = response.map(|r| (r.status().as_u16(), r.text()));
+                    tally.slowest = tally.slowest.max(started.elapsed());
+                    let (status, body) = match outcome {
+                        Ok((status, Ok(text))) => (status, text),
+                        Ok((status, Err(e))) => (status, format!("unreadable body: {e}")),
+                        Err(e) => {
+                            tally.unexpected.push(format!("transport error: {e}"));
+                            continue;
+                        }
+                    };
+                    let json: serde_json::Value =
+                        serde_json::from_str(&body).unwrap_or(serde_json::Value::Null);
+                    match status {
+                        201 => {
+                            let code = json["code"].as_str().unwrap().to_owned();
+                            tally.created.push((code, url));
+                            created.fetch_add(1, Ordering::Relaxed);
+                        }
+                        503 if json["error"]["code"] == "database_unavailable" => {
+                            tally.unavailable += 1;
+                            unavailable.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => tally.unexpected.push(format!("{status} {body}")),
+                    }
+                }
+                tallies.lock().unwrap().push(tally);
+            })
+        })
+        .collect();
+
+    assert!(
+        wait_until(Duration::from_secs(20), || created.load(Ordering::Relaxed)
+            >= 50),
+        "creates before the outage"
+    );
+    postgres.stop();
+    let stopped = Instant::now();
+    let before_outage = created.load(Ordering::Relaxed);
+    // Two refused creates per writer. Each takes the pool's acquire timeout: sqlx keeps trying
+    // to connect until then, so a 503 comes after `--db-timeout`, not at once.
+    assert!(
+        wait_until(Duration::from_secs(30), || unavailable
+            .load(Ordering::Relaxed)
+            >= 2 * WRITERS as u64),
+        "503s while PostgreSQL is down: {} so far, {} created since the stop; sidecar log:\n{}",
+        unavailable.load(Ordering::Relaxed),
+        created.load(Ordering::Relaxed) - before_outage,
+        sidecar.process.log_text()
+    );
+    let created_while_down = created.load(Ordering::Relaxed) - before_outage;
+    postgres.start_again();
+    let restarted = Instant::now();
+    let at_restart = created.load(Ordering::Relaxed);
+    assert!(
+        wait_until(Duration::from_secs(20), || created.load(Ordering::Relaxed)
+            > at_restart),
+        "no create succeeded within 20 s of PostgreSQL's restart"
+    );
+    let first_create_after = restarted.elapsed();
+    assert!(
+        wait_until(Duration::from_secs(20), || created.load(Ordering::Relaxed)
+            >= at_restart + 50),
+        "creates after the restart"
+    );
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+
+    let tallies = std::mem::take(&mut *tallies.lock().unwrap());
+    let slowest = tallies.iter().map(|t| t.slowest).max().unwrap();
+    let refused: u64 = tallies.iter().map(|t| t.unavailable).sum();
+    let unexpected: Vec<&String> = tallies.iter().flat_map(|t| &t.unexpected).collect();
+    let links: Vec<&(String, String)> = tallies.iter().flat_map(|t| &t.created).collect();
+    let in_sql: std::collections::HashMap<String, String> = postgres
+        .psql_in(&database, "SELECT code, target FROM links")
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_once('|'))
+        .map(|(code, target)| (code.to_owned(), target.to_owned()))
+        .collect();
+    let missing_in_sql = links
+        .iter()
+        .filter(|(code, url)| in_sql.get(code) != Some(url))
+        .count();
+    let missing_in_redis = links
+        .iter()
+        .filter(|(code, url)| {
+            redis.cli_raw(&["GET", &format!("sl:c:{code}")]) != format!("1|L|302|0|0|{url}")
+        })
+        .count();
+    println!(
+        "PostgreSQL fast shutdown under creates: {} acknowledged ({before_outage} before the \
+         stop, {created_while_down} while down), {refused} answered 503 database_unavailable, \
+         {} unexpected; slowest create {slowest:?} (bound {CREATE_BOUND:?}); down {:?}; first \
+         create {first_create_after:?} after the restart, same sidecar; acknowledged but missing: \
+         {missing_in_sql} in SQL, {missing_in_redis} in Redis",
+        links.len(),
+        unexpected.len(),
+        restarted.duration_since(stopped),
+    );
+    assert!(
+        unexpected.is_empty(),
+        "{:?}",
+        &unexpected[..unexpected.len().min(10)]
+    );
+    assert!(slowest < CREATE_BOUND, "a create took {slowest:?}");
+    assert_eq!(missing_in_sql, 0, "acknowledged links missing in SQL");
+    assert_eq!(missing_in_redis, 0, "acknowledged links missing in Redis");
+    assert!(sidecar.process.is_alive(), "the sidecar kept running");
+}
