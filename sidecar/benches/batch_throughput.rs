@@ -4,6 +4,8 @@
 //! Redis (both counted at the end and checked equal to N); peak sidecar memory is its VmHWM. The
 //! reference, measured in the same run on the same machine, is raw pipelined `SET`s of N records
 //! of the same size into a fresh redis-server (chunks of 1000): the Redis half of the work alone.
+//! The sidecar's CPU time per link (user + system, from /proc) is printed too: on a shared machine
+//! it moves less than the wall-clock rate.
 //! Prints a markdown table. Run through `bench/batch-throughput/run`.
 
 use std::path::Path;
@@ -49,6 +51,25 @@ fn body(n: usize) -> Vec<u8> {
         );
     }
     body
+}
+
+/// CPU time a process has used (user + system), in seconds.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at its closing parenthesis.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; 100 ticks/s.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Peak resident memory of a process, in KiB.
@@ -161,6 +182,8 @@ struct Row {
     n: usize,
     secs: f64,
     hwm_kib: u64,
+    /// Sidecar CPU (user + system) for the whole run, start-up included.
+    cpu: f64,
     reference_secs: f64,
 }
 
@@ -195,6 +218,7 @@ fn main() {
             let payload = body(n);
             let (secs, created) = runtime.block_on(run_batch(&base, payload));
             let hwm_kib = vm_hwm_kib(sidecar.pid());
+            let cpu = cpu_secs(sidecar.pid());
             let (in_sql, in_redis) = runtime
                 .block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
             assert_eq!(created, n, "every item answered 201 ({backend}, {n})");
@@ -203,7 +227,7 @@ fn main() {
             drop(sidecar);
             let reference_secs = runtime.block_on(redis_reference(n));
             eprintln!(
-                "{backend} {n}: {secs:.2} s, {:.0} links/s, VmHWM {} MiB",
+                "{backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB",
                 n as f64 / secs,
                 hwm_kib / 1024
             );
@@ -212,21 +236,23 @@ fn main() {
                 n,
                 secs,
                 hwm_kib,
+                cpu,
                 reference_secs,
             });
         }
     }
-    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | sidecar CPU µs/link | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         let rate = row.n as f64 / row.secs;
         let reference = row.n as f64 / row.reference_secs;
         println!(
-            "| {} | {} | {:.2} | {:.0} | {:.1} MiB | {:.0} | {:.2} |",
+            "| {} | {} | {:.2} | {:.0} | {:.1} | {:.1} MiB | {:.0} | {:.2} |",
             row.backend,
             row.n,
             row.secs,
             rate,
+            row.cpu * 1e6 / row.n as f64,
             row.hwm_kib as f64 / 1024.0,
             reference,
             rate / reference

@@ -145,6 +145,10 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_EXPIRED_GRACE", default_value = "7d", value_parser = humantime::parse_duration, global = true)]
     pub expired_grace: Duration,
 
+    /// How long an `Idempotency-Key` is remembered (a retry after that creates new links); pruned hourly.
+    #[arg(long, env = "SHORTLINK_IDEMPOTENCY_RETENTION", default_value = "7d", value_parser = humantime::parse_duration, global = true)]
+    pub idempotency_retention: Duration,
+
     // --- Visit analytics (issue 4) ---
     /// City (or country) database in MaxMind format (`.mmdb`) for visit geo; a missing file leaves geo empty.
     #[arg(long, env = "SHORTLINK_GEOIP_DB", global = true)]
@@ -212,6 +216,7 @@ impl fmt::Debug for Config {
             .field("block_hosts", &self.block_hosts)
             .field("sequence_block", &self.sequence_block)
             .field("expired_grace", &self.expired_grace)
+            .field("idempotency_retention", &self.idempotency_retention)
             .field("geoip_db", &self.geoip_db)
             .field("anonymize_ip", &self.anonymize_ip)
             .field("consumer", &self.consumer)

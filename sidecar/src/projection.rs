@@ -277,6 +277,43 @@ impl Projection {
             .map(drop)
     }
 
+    /// One `SCAN` step over link keys (`MATCH sl:c:*`): the next cursor (0 when done) and the
+    /// keys found, about `count` slots' worth (possibly none; a key may come twice).
+    pub async fn scan_link_keys(
+        &self,
+        cursor: u64,
+        count: u32,
+    ) -> Result<(u64, Vec<String>), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{KEY_PREFIX}*"))
+            .arg("COUNT")
+            .arg(count);
+        let ((next, keys),): ((u64, Vec<String>),) = self.run(&pipe, self.timeout).await?;
+        Ok((next, keys))
+    }
+
+    /// Deletes `keys` in one round trip; returns how many existed.
+    pub async fn delete_keys(&self, keys: &[String]) -> Result<u64, ProjectionError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(keys);
+        let (deleted,): (u64,) = self.run(&pipe, self.timeout).await?;
+        Ok(deleted)
+    }
+
+    /// How many keys Redis holds (all of them: a progress estimate for the orphan scan).
+    pub async fn key_count(&self) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DBSIZE");
+        let (count,): (u64,) = self.run(&pipe, self.timeout).await?;
+        Ok(count)
+    }
+
     pub async fn ping(&self) -> Result<(), ProjectionError> {
         let mut pipe = redis::pipe();
         pipe.cmd("PING");

@@ -185,6 +185,31 @@ pub struct LinkService {
 /// reset, and then a later number is free.
 const GENERATED_CODE_ATTEMPTS: usize = 3;
 
+/// Idempotency keys deleted per statement.
+const PRUNE_CHUNK: u32 = 10_000;
+
+/// How often `serve` prunes idempotency keys.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Prunes idempotency keys older than `retention` now and every [`PRUNE_EVERY`], until aborted.
+pub fn spawn_idempotency_pruner(
+    links: Arc<LinkService>,
+    retention: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(PRUNE_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            match links.prune_idempotency_keys(retention).await {
+                Ok(0) => {}
+                Ok(pruned) => tracing::info!(pruned, "idempotency keys past retention pruned"),
+                Err(error) => tracing::warn!(%error, "pruning idempotency keys failed"),
+            }
+        }
+    })
+}
+
 impl LinkService {
     pub fn new(
         storage: Arc<dyn Storage>,
@@ -234,6 +259,26 @@ impl LinkService {
             batch_id: record.id,
             fresh: record.fresh,
         })
+    }
+
+    /// Forgets idempotency keys older than `retention`, a chunk at a time (short write locks on
+    /// SQLite); returns how many. A retry with a forgotten key is a new request.
+    pub async fn prune_idempotency_keys(&self, retention: Duration) -> Result<u64, ServiceError> {
+        let before = chrono::Duration::from_std(retention)
+            .ok()
+            .and_then(|retention| storage::now().checked_sub_signed(retention))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let mut pruned = 0;
+        loop {
+            let deleted = self
+                .storage
+                .prune_idempotency_keys(before, PRUNE_CHUNK)
+                .await?;
+            pruned += deleted;
+            if deleted < u64::from(PRUNE_CHUNK) {
+                return Ok(pruned);
+            }
+        }
     }
 
     /// Creates one link. With a `claim`, the link takes slot 0 of the claimed key, and a retry
@@ -310,17 +355,32 @@ impl LinkService {
         Err(ServiceError::CodeTaken)
     }
 
-    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. One
-    /// sequence lease for the generated codes, one multi-row insert in one transaction, one Redis
-    /// `MULTI` for the records, then the commit: the write-through of [`Self::create`], per chunk.
-    /// Returns one outcome per item, in the same order. With a `claim`, items already committed by
-    /// an earlier attempt with the same key are returned instead of created again.
+    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. See
+    /// [`Self::create_chunks`].
     pub async fn create_chunk(
         &self,
         items: Vec<(i64, NewLink)>,
         claim: Option<Claim>,
     ) -> Vec<(i64, ItemOutcome)> {
-        match self.try_create_chunk(&items, claim).await {
+        self.create_chunks(vec![items], claim)
+            .await
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
+    /// codes, then per chunk a multi-row insert whose Redis records (one `MULTI`) are sent while
+    /// the next chunk is inserted; once every Redis write has succeeded, the commit. That is the
+    /// write-through of [`Self::create`], per group: a Redis failure rolls the whole group back
+    /// (and deletes what it wrote); nothing is acknowledged before the commit. Returns one outcome
+    /// per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
+    /// attempt with the same key are returned instead of created again.
+    pub async fn create_chunks(
+        &self,
+        chunks: Vec<Vec<(i64, NewLink)>>,
+        claim: Option<Claim>,
+    ) -> Vec<Vec<(i64, ItemOutcome)>> {
+        match self.try_create_chunks(&chunks, claim).await {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 let failure = ItemFailure::of(&error);
@@ -329,22 +389,115 @@ impl LinkService {
                 } else {
                     tracing::warn!(%error, "batch chunk failed");
                 }
-                items
+                chunks
                     .iter()
-                    .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                            .collect()
+                    })
                     .collect()
             }
         }
     }
 
-    async fn try_create_chunk(
+    async fn try_create_chunks(
+        &self,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+    ) -> Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError> {
+        let now = storage::now();
+        // Everything that needs no transaction first: on SQLite the lease needs the (single)
+        // write connection the transaction will hold.
+        let mut plans = Vec::with_capacity(chunks.len());
+        for items in chunks {
+            plans.push(self.plan_chunk(items, claim, now).await?);
+        }
+        let generated: usize = plans.iter().map(|plan| plan.generated).sum();
+        let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
+        for (plan, items) in plans.iter_mut().zip(chunks) {
+            plan.build_rows(items, claim, now, &mut codes);
+        }
+        if plans.iter().all(|plan| plan.rows.is_empty()) {
+            return Ok(plans
+                .into_iter()
+                .zip(chunks)
+                .map(|(plan, items)| finish(items, plan.outcomes))
+                .collect());
+        }
+
+        let mut tx = self.storage.begin().await?;
+        let mut redis_writes = Vec::with_capacity(plans.len());
+        let mut written: Vec<String> = Vec::new();
+        for (plan, items) in plans.iter_mut().zip(chunks) {
+            let writes = match self.insert_planned(&mut *tx, plan, items, claim, now).await {
+                Ok(writes) => writes,
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    // Writes already sent for earlier chunks of the group must not stay.
+                    self.unpublish(redis_writes, written).await;
+                    return Err(error);
+                }
+            };
+            written.extend(writes.iter().map(|write| write.key().to_owned()));
+            let projection = Arc::clone(&self.projection);
+            redis_writes.push(tokio::spawn(async move {
+                projection.apply_chunk(&writes).await
+            }));
+        }
+        let mut redis_failed = false;
+        for write in redis_writes {
+            match write.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "redis write failed; rolling back the chunk");
+                    redis_failed = true;
+                }
+                Err(error) => {
+                    tracing::error!(%error, "redis write task failed");
+                    redis_failed = true;
+                }
+            }
+        }
+        let mut failure = None;
+        if redis_failed {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            self.unpublish(Vec::new(), written).await;
+            failure = Some(ItemFailure::RedisUnavailable);
+        } else if let Err(error) = tx.commit().await {
+            self.unpublish(Vec::new(), written).await;
+            failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
+        }
+        Ok(plans
+            .into_iter()
+            .zip(chunks)
+            .map(|(mut plan, items)| {
+                for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
+                    if plan.inserted.contains(&row.link.code) {
+                        plan.outcomes[plan.todo[r]] = Some(match failure {
+                            None => ItemOutcome::Created(row.link),
+                            Some(failure) => ItemOutcome::Failed(failure),
+                        });
+                    }
+                }
+                finish(items, plan.outcomes)
+            })
+            .collect())
+    }
+
+    /// What a chunk needs before its transaction: replays of an earlier attempt, existing links
+    /// for `idempotent` items, the sequence raised past restored codes, aliases used twice.
+    async fn plan_chunk(
         &self,
         items: &[(i64, NewLink)],
         claim: Option<Claim>,
-    ) -> Result<Vec<(i64, ItemOutcome)>, ServiceError> {
-        let now = storage::now();
+        now: DateTime<Utc>,
+    ) -> Result<ChunkPlan, ServiceError> {
         let mut outcomes: Vec<Option<ItemOutcome>> = vec![None; items.len()];
-        let mut hashes: Vec<String> = items.iter().map(|(_, new)| new.target.hash()).collect();
+        let hashes: Vec<String> = items.iter().map(|(_, new)| new.target.hash()).collect();
 
         // A retry: what an earlier attempt committed is the answer.
         if let (Some(claim), Some(first), Some(last)) = (
@@ -386,12 +539,6 @@ impl LinkService {
         if let Some(max) = restored_max {
             self.storage.raise_sequence(max + 1).await?;
         }
-        let generated = todo
-            .iter()
-            .filter(|&&at| items[at].1.code.is_none())
-            .count();
-        let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
-        let mut rows = Vec::with_capacity(todo.len());
         // An alias used twice in one chunk: the first use takes it (one statement cannot tell).
         let mut aliases = HashSet::new();
         let todo: Vec<usize> = todo
@@ -404,53 +551,48 @@ impl LinkService {
                 _ => true,
             })
             .collect();
-        for &at in &todo {
-            let (index, new) = &items[at];
-            let code = match &new.code {
-                Some(code) => code.clone(),
-                None => codes.next().unwrap_or_default(),
-            };
-            let url_hash = std::mem::take(&mut hashes[at]);
-            rows.push(NewRow {
-                link: new_link(new.clone(), code, url_hash, now),
-                slot: claim.map(|claim| Slot {
-                    batch_id: claim.batch_id,
-                    index: *index,
-                }),
-            });
-        }
-        if rows.is_empty() {
-            return Ok(finish(items, outcomes));
-        }
+        let generated = todo
+            .iter()
+            .filter(|&&at| items[at].1.code.is_none())
+            .count();
+        Ok(ChunkPlan {
+            outcomes,
+            hashes,
+            todo,
+            generated,
+            rows: Vec::new(),
+            inserted: HashSet::new(),
+        })
+    }
 
-        let mut tx = self.storage.begin().await?;
-        let inserted: HashSet<String> = match tx.insert_links(&rows).await {
-            Ok(codes) => codes.into_iter().collect(),
-            Err(error) => {
-                let _ = tx.rollback().await;
-                return Err(error.into());
-            }
-        };
+    /// Inserts a planned chunk inside `tx`; returns the Redis writes of the rows inserted.
+    async fn insert_planned(
+        &self,
+        tx: &mut dyn storage::LinkTx,
+        plan: &mut ChunkPlan,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RecordWrite>, ServiceError> {
+        if plan.rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        plan.inserted = tx.insert_links(&plan.rows).await?.into_iter().collect();
+        let rows = &plan.rows;
         // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
         // (its row is the answer), or the code is taken.
         let skipped: Vec<usize> = (0..rows.len())
-            .filter(|&r| !inserted.contains(&rows[r].link.code))
+            .filter(|&r| !plan.inserted.contains(&rows[r].link.code))
             .collect();
         let mut won: HashMap<i64, Link> = HashMap::new();
         if let Some(claim) = claim.filter(|_| !skipped.is_empty()) {
-            let indexes: Vec<i64> = skipped.iter().map(|&r| items[todo[r]].0).collect();
-            match tx.links_by_slot_list(claim.batch_id, &indexes).await {
-                Ok(found) => won.extend(found),
-                Err(error) => {
-                    let _ = tx.rollback().await;
-                    return Err(error.into());
-                }
-            }
+            let indexes: Vec<i64> = skipped.iter().map(|&r| items[plan.todo[r]].0).collect();
+            won.extend(tx.links_by_slot_list(claim.batch_id, &indexes).await?);
         }
         for &r in &skipped {
-            let at = todo[r];
+            let at = plan.todo[r];
             let (index, new) = &items[at];
-            outcomes[at] = Some(match won.remove(index) {
+            plan.outcomes[at] = Some(match won.remove(index) {
                 Some(link) => replayed(link, new, &new.target.hash()),
                 None => {
                     if new.code.is_none() {
@@ -463,45 +605,35 @@ impl LinkService {
                 }
             });
         }
-
-        let writes: Vec<RecordWrite> = rows
+        Ok(rows
             .iter()
-            .filter(|row| inserted.contains(&row.link.code))
+            .filter(|row| plan.inserted.contains(&row.link.code))
             .map(|row| RecordWrite::for_link(&row.link, now, self.grace))
+            .collect())
+    }
+
+    /// After a group failed: waits for its Redis writes still in flight, then deletes every key
+    /// it wrote (all new codes: no committed link owns them). Best effort; what is left behind
+    /// is an orphan `resync` removes.
+    async fn unpublish(
+        &self,
+        in_flight: Vec<tokio::task::JoinHandle<Result<(), ProjectionError>>>,
+        keys: Vec<String>,
+    ) {
+        for write in in_flight {
+            let _ = write.await;
+        }
+        let deletes: Vec<RecordWrite> = keys
+            .into_iter()
+            .map(|key| RecordWrite::Delete { key })
             .collect();
-        let mut failure = None;
-        if let Err(error) = self.projection.apply_chunk(&writes).await {
-            tracing::warn!(%error, links = writes.len(), "redis write failed; rolling back the chunk");
-            if let Err(rollback) = tx.rollback().await {
-                tracing::warn!(error = %rollback, "rollback failed");
-            }
-            failure = Some(ItemFailure::RedisUnavailable);
-        } else if let Err(error) = tx.commit().await {
-            let restore: Vec<RecordWrite> = writes
-                .iter()
-                .map(|write| RecordWrite::Delete {
-                    key: write.key().to_owned(),
-                })
-                .collect();
-            if let Err(redis) = self.projection.apply_pipelined(&restore).await {
-                tracing::error!(
-                    %error,
-                    %redis,
-                    "commit failed after the redis write, and redis could not be restored: \
-                     run `shortlink-sidecar resync`"
-                );
-            }
-            failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
+        if let Err(redis) = self.projection.apply_pipelined(&deletes).await {
+            tracing::error!(
+                %redis,
+                keys = deletes.len(),
+                "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
+            );
         }
-        for (r, row) in rows.into_iter().enumerate() {
-            if inserted.contains(&row.link.code) {
-                outcomes[todo[r]] = Some(match failure {
-                    None => ItemOutcome::Created(row.link),
-                    Some(failure) => ItemOutcome::Failed(failure),
-                });
-            }
-        }
-        Ok(finish(items, outcomes))
     }
 
     async fn find_existing(
@@ -674,6 +806,48 @@ impl LinkService {
             }
         });
         Ok(resolution)
+    }
+}
+
+/// A chunk of a group on its way through [`LinkService::create_chunks`].
+struct ChunkPlan {
+    /// Per item: decided before the insert (replayed, existing, refused), else by it.
+    outcomes: Vec<Option<ItemOutcome>>,
+    /// URL hashes, per item (moved into the rows).
+    hashes: Vec<String>,
+    /// Items to insert, as positions in the chunk; `rows[r]` is item `todo[r]`.
+    todo: Vec<usize>,
+    /// How many of them need a generated code.
+    generated: usize,
+    rows: Vec<NewRow>,
+    /// Codes the insert took.
+    inserted: HashSet<String>,
+}
+
+impl ChunkPlan {
+    fn build_rows(
+        &mut self,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+        codes: &mut impl Iterator<Item = String>,
+    ) {
+        self.rows = Vec::with_capacity(self.todo.len());
+        for &at in &self.todo {
+            let (index, new) = &items[at];
+            let code = match &new.code {
+                Some(code) => code.clone(),
+                None => codes.next().unwrap_or_default(),
+            };
+            let url_hash = std::mem::take(&mut self.hashes[at]);
+            self.rows.push(NewRow {
+                link: new_link(new.clone(), code, url_hash, now),
+                slot: claim.map(|claim| Slot {
+                    batch_id: claim.batch_id,
+                    index: *index,
+                }),
+            });
+        }
     }
 }
 

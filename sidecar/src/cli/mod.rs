@@ -3,6 +3,7 @@
 
 mod export;
 mod import;
+pub mod orphans;
 mod resync;
 
 use crate::config::Config;
@@ -101,7 +102,12 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     drop(stdout);
     tracing::info!(%addr, "listening");
     let background = crate::analytics::commands::start_background(config, app.state())?;
+    let pruner = crate::service::spawn_idempotency_pruner(
+        std::sync::Arc::clone(&app.state().links),
+        config.idempotency_retention,
+    );
     app.run_until(crate::shutdown_signal()).await?;
+    pruner.abort();
     background.shutdown().await;
     Ok(())
 }

@@ -6,11 +6,12 @@
 //! `{"index":i,"status":201,"link":{...}}` or `{"index":i,"status":422,"error":{...}}`. A bad item
 //! never fails the others.
 //!
-//! Both ways are streamed: items are read, checked and written [`CHUNK`] at a time (one sequence
-//! lease, one multi-row insert in one transaction, one Redis `MULTI`, then the commit: see
-//! [`crate::service::LinkService::create_chunk`]), and each chunk's results are sent as soon as
-//! it is committed. Up to [`PARALLEL_CHUNKS`] chunks are in flight; results still leave in order.
-//! Memory is bounded by those chunks, however long the batch.
+//! Both ways are streamed: items are read and checked [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
+//! chunks in parallel tasks), then written in groups of up to [`GROUP_CHUNKS`] checked chunks:
+//! one sequence lease, one multi-row insert per chunk in one transaction, each chunk's Redis
+//! `MULTI` sent while the next chunk is inserted, then the commit (see
+//! [`crate::service::LinkService::create_chunks`]). A group's results are sent as soon as it is
+//! committed, in order. Memory is bounded by the chunks in flight, however long the batch.
 //!
 //! With an `Idempotency-Key`, every link records its item's index; a retry (also after a crash in
 //! the middle of the first attempt) answers the items already committed from SQL and creates only
@@ -19,6 +20,7 @@
 use super::links::{self, CreateLinkRequest, LinkView};
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, Result};
 use crate::service::{self, Claim, ItemFailure, ItemOutcome};
+use crate::storage::Backend;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -33,10 +35,19 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/links/batch", post(create_batch))
 }
 
-/// Items per chunk: one transaction, one Redis `MULTI`, one response frame.
+/// Items per chunk: one multi-row insert, one Redis `MULTI`.
 pub const CHUNK: usize = 1000;
-/// Chunks in flight at once (checked and written concurrently, answered in order).
-pub const PARALLEL_CHUNKS: usize = 4;
+/// Chunks checked (parsed, validated) at once, in parallel tasks.
+pub const PARALLEL_CHUNKS: usize = 8;
+/// Most chunks per group: one transaction and one response frame. A group takes the chunks
+/// already checked, so a small batch never waits for more.
+pub const GROUP_CHUNKS: usize = 8;
+/// Groups written at once on PostgreSQL (concurrent transactions).
+pub const PARALLEL_GROUPS: usize = 4;
+/// Groups written at once on SQLite: their transactions queue for the one write connection, so
+/// one more is enough to plan the next group while the previous one commits; more would only
+/// wait (and could outwait the pool's acquire timeout).
+pub const PARALLEL_GROUPS_SQLITE: usize = 2;
 /// Most items in a JSON array body.
 pub const MAX_JSON_ITEMS: usize = 10_000;
 /// Most lines in an NDJSON body.
@@ -124,19 +135,33 @@ pub async fn create_batch(
             Some(state.links.claim(key, &hash).await?)
         }
     };
+    // Chunks are checked in parallel tasks, then written in groups of those ready (one
+    // transaction each, see `LinkService::create_chunks`), then answered in order.
+    let parallel_groups = match state.links.storage().backend() {
+        Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
+        Backend::Postgres => PARALLEL_GROUPS,
+    };
+    let checker = (state.clone(), domains.clone());
+    let writer = (state, domains);
     let results = stream::iter(first)
         .chain(chunks)
         .map(move |chunk| {
-            let state = state.clone();
-            let domains = domains.clone();
-            tokio::spawn(process_chunk(state, domains, chunk, claim, format))
+            let (state, domains) = checker.clone();
+            tokio::spawn(async move { check_chunk(&state, &domains, chunk) })
         })
         .buffered(PARALLEL_CHUNKS)
-        .map(|joined| {
-            joined.map_err(|error| {
+        .ready_chunks(GROUP_CHUNKS)
+        .map(move |group| {
+            let (state, domains) = writer.clone();
+            tokio::spawn(write_group(state, domains, group, claim, format))
+        })
+        .buffered(parallel_groups)
+        .map(|joined| match joined {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(error)) | Err(error) => {
                 tracing::error!(%error, "batch chunk task failed");
-                std::io::Error::other("batch chunk failed")
-            })
+                Err(std::io::Error::other("batch chunk failed"))
+            }
         });
     let (content_type, body) = match format {
         Format::Ndjson => (NDJSON, Body::from_stream(results)),
@@ -377,43 +402,77 @@ fn canonical(item: &RawItem) -> Vec<u8> {
     }
 }
 
-/// Checks a chunk's items, writes the valid ones, and renders every item's result, in order.
-async fn process_chunk(
-    state: AppState,
-    domains: DomainContext,
-    chunk: RawChunk,
-    claim: Option<Claim>,
-    format: Format,
-) -> Vec<u8> {
-    let mut results: Vec<(i64, std::result::Result<(), Error>)> =
-        Vec::with_capacity(chunk.items.len());
+/// A chunk after checking: every item's index with its verdict, and the valid items.
+struct CheckedChunk {
+    checked: Vec<(i64, std::result::Result<(), Error>)>,
+    valid: Vec<(i64, service::NewLink)>,
+}
+
+/// Parses and validates a chunk's items.
+fn check_chunk(state: &AppState, domains: &DomainContext, chunk: RawChunk) -> CheckedChunk {
+    let mut checked = Vec::with_capacity(chunk.items.len());
     let mut valid = Vec::with_capacity(chunk.items.len());
     for (offset, item) in chunk.items.into_iter().enumerate() {
         let index = chunk.first + offset as i64;
-        match parse(item).and_then(|request| links::new_link(&state, &domains, request)) {
+        match parse(item).and_then(|request| links::new_link(state, domains, request)) {
             Ok(new) => {
                 valid.push((index, new));
-                results.push((index, Ok(())));
+                checked.push((index, Ok(())));
             }
-            Err(error) => results.push((index, Err(error))),
+            Err(error) => checked.push((index, Err(error))),
         }
     }
-    let mut outcomes = state.links.create_chunk(valid, claim).await.into_iter();
-    let mut out = Vec::with_capacity(results.len() * 400);
-    for (index, checked) in results {
+    CheckedChunk { checked, valid }
+}
+
+/// Writes a group of checked chunks in one transaction and renders every item's result, in
+/// order. A chunk task that failed fails the answer (the body stream breaks off).
+async fn write_group(
+    state: AppState,
+    domains: DomainContext,
+    group: Vec<std::result::Result<CheckedChunk, tokio::task::JoinError>>,
+    claim: Option<Claim>,
+    format: Format,
+) -> std::result::Result<Vec<u8>, tokio::task::JoinError> {
+    let mut checked = Vec::with_capacity(group.len());
+    let mut valid = Vec::with_capacity(group.len());
+    for chunk in group {
+        let chunk = chunk?;
+        checked.push(chunk.checked);
+        valid.push(chunk.valid);
+    }
+    let outcomes = state.links.create_chunks(valid, claim).await;
+    let items: usize = checked.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(items * 400);
+    for (checked, outcomes) in checked.into_iter().zip(outcomes) {
+        render(&mut out, checked, outcomes, &domains, format);
+    }
+    Ok(out)
+}
+
+/// Appends the results of a chunk's items.
+fn render(
+    out: &mut Vec<u8>,
+    checked: Vec<(i64, std::result::Result<(), Error>)>,
+    outcomes: Vec<(i64, ItemOutcome)>,
+    domains: &DomainContext,
+    format: Format,
+) {
+    let mut outcomes = outcomes.into_iter();
+    for (index, checked) in checked {
         let result = match checked {
             Err(error) => error_result(index, &error),
             Ok(()) => match outcomes.next() {
                 Some((_, ItemOutcome::Created(link))) => ItemResult {
                     index,
                     status: StatusCode::CREATED.as_u16(),
-                    link: Some(LinkView::new(link, &domains)),
+                    link: Some(LinkView::new(link, domains)),
                     error: None,
                 },
                 Some((_, ItemOutcome::Existing(link))) => ItemResult {
                     index,
                     status: StatusCode::OK.as_u16(),
-                    link: Some(LinkView::new(link, &domains)),
+                    link: Some(LinkView::new(link, domains)),
                     error: None,
                 },
                 Some((_, ItemOutcome::Failed(failure))) => {
@@ -427,14 +486,13 @@ async fn process_chunk(
             Format::Json if index > 0 => out.push(b','),
             Format::Json => {}
         }
-        if serde_json::to_writer(&mut out, &result).is_err() {
+        if serde_json::to_writer(&mut *out, &result).is_err() {
             out.extend_from_slice(b"{}");
         }
         if format == Format::Ndjson {
             out.push(b'\n');
         }
     }
-    out
 }
 
 fn error_result(index: i64, error: &Error) -> ItemResult {

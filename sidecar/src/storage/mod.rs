@@ -88,6 +88,13 @@ pub struct IdempotencyRecord {
     pub fresh: bool,
 }
 
+/// What the URL-hash index holds: the first 16 hex digits (64 bits) of the hash. A quarter of the
+/// full hash's size, so batch inserts dirty (and write to the WAL) far fewer index pages; lookups
+/// compare the full hash on the few rows it finds.
+pub(crate) fn url_hash_prefix(url_hash: &str) -> &str {
+    url_hash.get(..16).unwrap_or(url_hash)
+}
+
 /// Tags as stored: a JSON array, or NULL for none.
 pub(crate) fn tags_column(tags: &[String]) -> Option<String> {
     (!tags.is_empty()).then(|| serde_json::to_string(tags).unwrap_or_else(|_| "[]".into()))
@@ -321,6 +328,9 @@ pub trait Storage: Send + Sync + 'static {
         limit: u32,
     ) -> StorageResult<Vec<Link>>;
 
+    /// Which of `codes` have a link (in any state), read outside any transaction.
+    async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>>;
+
     /// How many links the filter covers (for progress bars).
     async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64>;
 
@@ -349,11 +359,22 @@ pub trait Storage: Send + Sync + 'static {
         to: i64,
     ) -> StorageResult<Vec<(i64, Link)>>;
 
+    /// Deletes at most `limit` idempotency keys created before `before`; returns how many.
+    /// Links keep their slot columns: a later key never reuses a pruned key's id.
+    async fn prune_idempotency_keys(&self, before: DateTime<Utc>, limit: u32)
+        -> StorageResult<u64>;
+
     /// Moves the sequence to at least `next` (an import restored generated codes up to it).
     async fn raise_sequence(&self, next: u64) -> StorageResult<()>;
 
     /// Starts a write transaction; dropping it uncommitted rolls it back.
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
+
+    /// Starts a transaction that first waits for every link write in flight to end (commit or
+    /// rollback) and keeps new ones waiting until it ends. Inside it, a code SQL does not have
+    /// cannot belong to a write between its Redis write and its commit: `resync` deletes
+    /// orphan Redis keys under it. Hold it briefly.
+    async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>>;
 
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>>;
 
@@ -395,6 +416,9 @@ pub trait LinkTx: Send {
         batch_id: i64,
         indexes: &[i64],
     ) -> StorageResult<Vec<(i64, Link)>>;
+
+    /// Which of `codes` have a link (in any state).
+    async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>>;
 
     /// Reads a link and locks it against concurrent writers until the transaction ends.
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;

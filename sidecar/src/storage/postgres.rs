@@ -1,9 +1,9 @@
 //! PostgreSQL backend: several sidecar processes may share one database.
 
 use super::{
-    checked_flags, checked_redirect, parse_tags, tags_column, ApiKey, Backend, CampaignStats,
-    ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx, ListCursor, NewRow,
-    Slot, Storage, StorageError, StorageResult,
+    checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
+    CampaignStats, ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx,
+    ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -181,12 +181,13 @@ impl Storage for PgStorage {
     ) -> StorageResult<Option<Link>> {
         let row = sqlx::query(&format!(
             "SELECT {LINK_COLUMNS} FROM links \
-             WHERE url_hash = $1 AND revoked_at IS NULL \
+             WHERE left(url_hash, 16) = $3 AND url_hash = $1 AND revoked_at IS NULL \
                AND (expires_at IS NULL OR expires_at > $2) \
              ORDER BY created_at DESC, code DESC LIMIT 1"
         ))
         .bind(url_hash)
         .bind(now)
+        .bind(url_hash_prefix(url_hash))
         .fetch_optional(&self.pool)
         .await
         .map_err(StorageError::classify)?;
@@ -227,6 +228,14 @@ impl Storage for PgStorage {
             .push(" ORDER BY code LIMIT ")
             .push_bind(i64::from(limit));
         self.fetch_links(query).await
+    }
+
+    async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>> {
+        sqlx::query_scalar("SELECT code FROM links WHERE code = ANY($1)")
+            .bind(codes)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StorageError::classify)
     }
 
     async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
@@ -329,6 +338,23 @@ impl Storage for PgStorage {
             .collect()
     }
 
+    async fn prune_idempotency_keys(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> StorageResult<u64> {
+        let done = sqlx::query(
+            "DELETE FROM idempotency_keys WHERE id IN \
+             (SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2)",
+        )
+        .bind(before)
+        .bind(i64::from(limit))
+        .execute(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(done.rows_affected())
+    }
+
     async fn raise_sequence(&self, next: u64) -> StorageResult<()> {
         let next = i64::try_from(next)
             .map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))?;
@@ -344,6 +370,17 @@ impl Storage for PgStorage {
 
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = self.pool.begin().await.map_err(StorageError::classify)?;
+        Ok(Box::new(PgTx { tx }))
+    }
+
+    async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {
+        let mut tx = self.pool.begin().await.map_err(StorageError::classify)?;
+        // SHARE conflicts with the ROW EXCLUSIVE lock every INSERT/UPDATE takes: it waits for
+        // the link writes in flight and blocks new ones until this transaction ends.
+        sqlx::query("LOCK TABLE links IN SHARE MODE")
+            .execute(&mut *tx)
+            .await
+            .map_err(StorageError::classify)?;
         Ok(Box::new(PgTx { tx }))
     }
 
@@ -544,6 +581,14 @@ impl LinkTx for PgTx {
         rows.iter()
             .map(|row| Ok((row.try_get("batch_index")?, link_from_row(row)?)))
             .collect()
+    }
+
+    async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>> {
+        sqlx::query_scalar("SELECT code FROM links WHERE code = ANY($1)")
+            .bind(codes)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(StorageError::classify)
     }
 
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {

@@ -11,7 +11,11 @@ use std::time::{Duration, Instant};
 use testkit::process::{Lifeline, Signal};
 use testkit::RedisServer;
 
-on_both_backends!(single_create_retries, batch_retries_answer_identically);
+on_both_backends!(
+    single_create_retries,
+    batch_retries_answer_identically,
+    keys_past_retention_are_pruned
+);
 
 async fn single_create_retries(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -92,6 +96,74 @@ async fn batch_retries_answer_identically(backend: Backend) {
     );
     assert_eq!(mixed["results"][1_999], first["results"][1_999]);
     assert_eq!(app.stored().await, stored);
+}
+
+/// Keys older than `--idempotency-retention` are forgotten (a retry is then a new request);
+/// younger ones keep answering the same.
+async fn keys_past_retention_are_pruned(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let send = |key: &'static str, url: &'static str| {
+        app.api(Method::POST, "/links")
+            .header("Idempotency-Key", key)
+            .json(&json!({ "url": url }))
+            .send()
+    };
+    let old: Value = send("old", "https://t.example/a")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let young: Value = send("young", "https://t.example/b")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Eight days ago, behind the API's back (tests never sleep).
+    let eight_days_ago = chrono::Utc::now() - chrono::Duration::days(8);
+    match &app.db {
+        TestDb::Sqlite(pool) => {
+            sqlx::query("UPDATE idempotency_keys SET created_at = ?1 WHERE key = 'old'")
+                .bind(eight_days_ago.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        TestDb::Postgres(pool) => {
+            sqlx::query("UPDATE idempotency_keys SET created_at = $1 WHERE key = 'old'")
+                .bind(eight_days_ago)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    }
+    let config = config(&app.database_url, &app.redis.url(), &[]);
+    assert_eq!(
+        config.idempotency_retention,
+        Duration::from_secs(7 * 86_400)
+    );
+    let state = shortlink_sidecar::build_state(&config).await.unwrap();
+    let pruned = state
+        .links
+        .prune_idempotency_keys(config.idempotency_retention)
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+
+    // The young key still replays; the old one is free again: another body is a new request.
+    let replay: Value = send("young", "https://t.example/b")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(replay, young);
+    let reused = send("old", "https://t.example/other").await.unwrap();
+    assert_eq!(reused.status(), 201);
+    let reused: Value = reused.json().await.unwrap();
+    assert_ne!(reused["code"], old["code"]);
+    assert_eq!(app.stored().await.links, 3);
 }
 
 /// Items in the crash test.
