@@ -57,6 +57,10 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_REDIS_TIMEOUT", default_value = "1s", value_parser = humantime::parse_duration, global = true)]
     pub redis_timeout: Duration,
 
+    /// How often the server checks that Redis still holds the whole projection (`sl:meta:projection`); when Redis lost its data, it is refilled from SQL.
+    #[arg(long, env = "SHORTLINK_PROJECTION_CHECK_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration, global = true)]
+    pub projection_check_interval: Duration,
+
     /// Code secret as hex (at least 16 bytes); shared with every nginx module instance.
     #[arg(
         long,
@@ -207,6 +211,7 @@ impl fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database_url))
             .field("redis_url", &redact_url(&self.redis_url))
+            .field("projection_check_interval", &self.projection_check_interval)
             .field("code_length", &self.code_length)
             .field("code_check", &self.code_check)
             .field("public_base_url", &self.public_base_url)

@@ -6,6 +6,7 @@
 //! - [`service`]: the write path (SQL transaction + Redis write-through) and the resolver;
 //! - [`storage`]: one trait, SQLite and PostgreSQL implementations, migrations;
 //! - [`projection`]: the Redis link record and its writes; [`issuer`]: sequence blocks → codes;
+//! - [`projection_marker`]: `sl:meta:projection`, and refilling Redis after it lost its data;
 //! - [`validate`]: target URL policy; [`cli`]: subcommands.
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod config;
 pub mod http;
 pub mod issuer;
 pub mod projection;
+pub mod projection_marker;
 pub mod service;
 pub mod storage;
 pub mod validate;

@@ -102,11 +102,14 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     drop(stdout);
     tracing::info!(%addr, "listening");
     let background = crate::analytics::commands::start_background(config, app.state())?;
+    // Refills Redis from SQL whenever it lost its data (crate::projection_marker).
+    let marker = crate::projection_marker::spawn_keeper(config, app.state())?;
     let pruner = crate::service::spawn_idempotency_pruner(
         std::sync::Arc::clone(&app.state().links),
         config.idempotency_retention,
     );
     app.run_until(crate::shutdown_signal()).await?;
+    marker.abort();
     pruner.abort();
     background.shutdown().await;
     Ok(())

@@ -1,9 +1,10 @@
 //! `resync`: rewrite Redis from SQL, in code order, a page at a time; resumable with
-//! `--from-code` (the last code it printed).
+//! `--from-code` (the last code it printed). A complete run sets the projection marker.
 
 use super::{progress_bar, BoxError};
 use crate::config::Config;
 use crate::projection::RecordWrite;
+use crate::projection_marker::ProjectionMarker;
 use crate::storage::{self, LinkFilter, LinkState};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -22,6 +23,12 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let filter = LinkFilter::default();
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
+    // Only a complete run vouches for the whole projection (crate::projection_marker).
+    let marker = ProjectionMarker::new(config)?;
+    let token = match args.from_code {
+        None => Some(marker.begin().await?),
+        Some(_) => None,
+    };
     let mut after: Option<String> = args.from_code;
     loop {
         let page = match storage
@@ -59,6 +66,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
          {revoked} revoked), {removed} past grace removed",
         live + expired + revoked
     );
+    marker.finish_after_resync(token).await?;
     Ok(())
 }
 

@@ -11,5 +11,6 @@ mod import_export;
 mod links;
 mod multiprocess;
 mod outages;
+mod projection_marker;
 mod resolve;
 mod validation;

@@ -1,0 +1,323 @@
+//! The projection marker: `sl:meta:projection` in Redis says "Redis holds the whole projection of
+//! SQL", so a missing `sl:c:<code>` really means "no such link".
+//!
+//! Why: the module answers a missing record with 404. After Redis loses its data (`FLUSHALL`, a
+//! restart without persistence, a failover to an empty replica) every live link would answer 404
+//! until someone ran `resync`. So the module reads the marker in the same round trip as the record
+//! (`MGET sl:c:<code> sl:meta:projection`) and treats a missing marker like a Redis failure
+//! (fallback to the sidecar, which answers from SQL). The sidecar puts the projection back and
+//! only then sets the marker again:
+//!
+//! - while serving, [`spawn_keeper`] checks the marker at start-up and then every
+//!   `--projection-check-interval`; when it is missing it refills Redis from SQL and sets it;
+//! - the `resync` command sets it after a complete run.
+//!
+//! Ordering: the marker is set only after every page was written, and only if Redis kept its data
+//! throughout. A resync first stores a random token under `sl:meta:resync`; one script at the end
+//! sets the marker only if that token is still there. A `FLUSHALL` during the resync removes the
+//! token (and whatever pages were written), so the marker stays missing and the keeper starts over.
+
+use crate::config::Config;
+use crate::projection::{ProjectionError, RecordWrite};
+use crate::storage::{self, LinkFilter, Storage, StorageError};
+use redis::aio::MultiplexedConnection;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// Present (value: Unix milliseconds of the resync that set it) while Redis holds every link.
+pub const MARKER_KEY: &str = "sl:meta:projection";
+/// The token of the resync in progress (see the module documentation).
+pub const RESYNC_TOKEN_KEY: &str = "sl:meta:resync";
+
+/// Links read per SQL page and written per Redis pipeline.
+const PAGE: u32 = 1000;
+
+/// Shortest pause between two checks, whatever the configuration says: a check is one `EXISTS`,
+/// but a zero interval would be a busy loop.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// `KEYS[1]` = token key, `KEYS[2]` = marker, `ARGV[1]` = our token, `ARGV[2]` = marker value.
+/// Atomic in Redis: no flush can fall between the check and the set.
+const SET_IF_TOKEN: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('SET', KEYS[2], ARGV[2])
+    redis.call('DEL', KEYS[1])
+    return 1
+end
+return 0
+";
+
+/// What a refill found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RefillCounts {
+    /// Records written where the key was missing (`SET NX`; an existing key is left alone).
+    pub offered: u64,
+    /// Links past their grace period: no record, nothing deleted.
+    pub past_grace: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefillError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Redis(#[from] ProjectionError),
+}
+
+/// Writes every link's record from SQL to Redis where the key is missing, in code order, a page
+/// at a time: the `resync` command's walk (`scan_links`, `RecordWrite::for_link`), with `SET NX`
+/// instead of `SET` and no deletes. Why: it runs beside the API. A create, update or revoke
+/// writes its record through while the refill is under way, and that record is newer than the
+/// SQL page the refill read a moment earlier; it must never be overwritten (a revoked link would
+/// redirect again). After a data loss the missing keys are exactly the ones to fill.
+pub async fn refill(
+    storage: &dyn Storage,
+    marker: &ProjectionMarker,
+    grace: Duration,
+) -> Result<RefillCounts, RefillError> {
+    let filter = LinkFilter::default();
+    let mut counts = RefillCounts::default();
+    let mut after: Option<String> = None;
+    loop {
+        let page = storage.scan_links(&filter, after.as_deref(), PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.code.clone());
+        let now = storage::now();
+        let writes: Vec<RecordWrite> = page
+            .iter()
+            .map(|link| RecordWrite::for_link(link, now, grace))
+            .collect();
+        counts.past_grace += writes
+            .iter()
+            .filter(|w| matches!(w, RecordWrite::Delete { .. }))
+            .count() as u64;
+        counts.offered += page.len() as u64;
+        marker.fill_missing(&writes).await?;
+    }
+    counts.offered -= counts.past_grace;
+    Ok(counts)
+}
+
+/// A token that proves no data loss happened since [`ProjectionMarker::begin`].
+#[derive(Debug)]
+pub struct ResyncToken(String);
+
+/// Reads and sets the marker and writes the refill's `SET NX` records, on a connection of its
+/// own: the projection's connection and API are the write path's (plain `SET`, `MULTI`).
+pub struct ProjectionMarker {
+    client: redis::Client,
+    timeout: Duration,
+    connection: Mutex<Option<MultiplexedConnection>>,
+}
+
+impl std::fmt::Debug for ProjectionMarker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectionMarker")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProjectionMarker {
+    pub fn new(config: &Config) -> Result<Self, ProjectionError> {
+        Ok(Self {
+            client: redis::Client::open(config.redis_url.as_str())?,
+            timeout: config.redis_timeout,
+            connection: Mutex::new(None),
+        })
+    }
+
+    /// Whether the marker is there, i.e. Redis holds the whole projection.
+    pub async fn is_present(&self) -> Result<bool, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("EXISTS").arg(MARKER_KEY);
+        let (exists,): (bool,) = self.query(&pipe, self.timeout).await?;
+        Ok(exists)
+    }
+
+    /// Starts a full resync: stores a fresh token that [`Self::finish`] checks.
+    pub async fn begin(&self) -> Result<ResyncToken, ProjectionError> {
+        let mut bytes = [0u8; 16];
+        // The OS random source failing is not worth failing the resync for: the token only has
+        // to differ from a concurrent resync's, and the clock and PID do that in practice.
+        if getrandom::fill(&mut bytes).is_err() {
+            bytes[..8].copy_from_slice(&unix_ms().to_le_bytes());
+            bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        }
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(RESYNC_TOKEN_KEY).arg(&token).ignore();
+        self.query::<()>(&pipe, self.timeout).await?;
+        Ok(ResyncToken(token))
+    }
+
+    /// Sets the marker if Redis kept the token since [`Self::begin`], i.e. nothing the resync
+    /// wrote was lost. `Ok(false)`: it was lost (or another resync started since); the marker
+    /// stays missing.
+    pub async fn finish(&self, token: ResyncToken) -> Result<bool, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(SET_IF_TOKEN)
+            .arg(2)
+            .arg(RESYNC_TOKEN_KEY)
+            .arg(MARKER_KEY)
+            .arg(&token.0)
+            .arg(unix_ms());
+        let (set,): (bool,) = self.query(&pipe, self.timeout).await?;
+        Ok(set)
+    }
+
+    /// The end of the `resync` command: sets the marker after a complete run (`token` from
+    /// [`Self::begin`] before its first page; `None` for a resumed run, which cannot vouch for
+    /// what the interrupted one wrote) and says what it did.
+    pub async fn finish_after_resync(
+        &self,
+        token: Option<ResyncToken>,
+    ) -> Result<(), ProjectionError> {
+        let Some(token) = token else {
+            eprintln!(
+                "resync: resumed run, projection marker {MARKER_KEY} not set (run a full resync, \
+                 or let a serving sidecar check it)"
+            );
+            return Ok(());
+        };
+        if self.finish(token).await? {
+            println!("resync: projection marker {MARKER_KEY} set");
+        } else {
+            eprintln!(
+                "resync: Redis lost data during the run (or another resync started): projection \
+                 marker {MARKER_KEY} not set; a serving sidecar refills Redis by itself, or run \
+                 resync again"
+            );
+        }
+        Ok(())
+    }
+
+    /// `SET NX` for every record write; deletes are skipped (see [`refill`]).
+    async fn fill_missing(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        for write in writes {
+            match write {
+                RecordWrite::Set { key, value } => {
+                    pipe.cmd("SET").arg(key).arg(value).arg("NX").ignore();
+                }
+                RecordWrite::SetUntil { key, value, at } => {
+                    pipe.cmd("SET")
+                        .arg(key)
+                        .arg(value)
+                        .arg("NX")
+                        .arg("EXAT")
+                        .arg(*at)
+                        .ignore();
+                }
+                RecordWrite::Delete { .. } => {}
+            }
+        }
+        // As for the projection's pipelines: the timeout per thousand writes.
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.query(&pipe, allowance).await
+    }
+
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        allowance: Duration,
+    ) -> Result<T, ProjectionError> {
+        let mut slot = self.connection.lock().await;
+        let mut connection = match slot.as_ref() {
+            Some(connection) => connection.clone(),
+            None => {
+                let connection = tokio::time::timeout(
+                    self.timeout,
+                    self.client.get_multiplexed_async_connection(),
+                )
+                .await
+                .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+                slot.insert(connection).clone()
+            }
+        };
+        let result = tokio::time::timeout(allowance, pipe.query_async::<T>(&mut connection)).await;
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => {
+                // A broken connection is made again on the next call (Redis restarted).
+                if error.is_io_error() || error.is_connection_dropped() {
+                    *slot = None;
+                }
+                Err(error.into())
+            }
+            Err(_) => {
+                *slot = None;
+                Err(ProjectionError::Timeout(allowance))
+            }
+        }
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Refills Redis from SQL ([`refill`]) and sets the marker. `Ok(None)`: Redis lost data again
+/// during the refill; the marker stays missing, to be tried again.
+pub async fn restore(
+    storage: &dyn Storage,
+    marker: &ProjectionMarker,
+    grace: Duration,
+) -> Result<Option<RefillCounts>, RefillError> {
+    let token = marker.begin().await?;
+    let counts = refill(storage, marker, grace).await?;
+    Ok(marker.finish(token).await?.then_some(counts))
+}
+
+/// Keeps the marker while the sidecar serves: checks it at once, then every
+/// `--projection-check-interval`, and restores the projection when it is missing. Redis being
+/// down is not an error here: the next check tries again.
+pub fn spawn_keeper(
+    config: &Config,
+    state: &crate::http::AppState,
+) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
+    let marker = ProjectionMarker::new(config)?;
+    let links = Arc::clone(&state.links);
+    let grace = config.expired_grace;
+    let interval = config.projection_check_interval.max(MIN_INTERVAL);
+    Ok(tokio::spawn(async move {
+        // Log a Redis outage once, not once per check.
+        let mut redis_down = false;
+        loop {
+            match marker.is_present().await {
+                Ok(true) => redis_down = false,
+                Ok(false) => {
+                    redis_down = false;
+                    tracing::warn!(
+                        "projection marker {MARKER_KEY} missing: Redis lost its data or was never \
+                         filled; restoring it from SQL (nginx falls back to the sidecar meanwhile)"
+                    );
+                    let started = Instant::now();
+                    let storage = links.storage().as_ref();
+                    match restore(storage, &marker, grace).await {
+                        Ok(Some(counts)) => tracing::info!(
+                            records = counts.offered,
+                            elapsed_ms = started.elapsed().as_millis() as u64,
+                            "projection restored; marker set"
+                        ),
+                        Ok(None) => tracing::warn!(
+                            "Redis lost data again during the restore; marker not set, retrying"
+                        ),
+                        Err(error) => tracing::warn!(%error, "projection restore failed; retrying"),
+                    }
+                }
+                Err(error) => {
+                    if !redis_down {
+                        tracing::warn!(%error, "cannot check the projection marker");
+                    }
+                    redis_down = true;
+                }
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }))
+}
