@@ -11,6 +11,7 @@
 //! [`Storage::begin_quiesced`], which waits for every link write in flight to finish and holds new
 //! ones back, and deleted while it is held: at that moment a code SQL lacks has no write in flight.
 
+use super::BoxError;
 use crate::projection::{Projection, ProjectionError, KEY_PREFIX};
 use crate::storage::{Storage, StorageError};
 use std::collections::HashSet;
@@ -110,4 +111,29 @@ async fn remove_step(
         tracing::warn!(%error, "ending the orphan check transaction failed");
     }
     result
+}
+
+/// `resync`'s last step: removes orphan keys from SCAN cursor `from`, with a progress bar; an
+/// interruption names the cursor to resume from (`resync --orphans-from CURSOR`).
+pub(super) async fn resync_step(
+    storage: &dyn Storage,
+    projection: &Projection,
+    from: u64,
+) -> Result<(), BoxError> {
+    let bar = super::progress_bar(projection.key_count().await?, "redis keys");
+    let counts = remove_orphans(storage, projection, from, |n| bar.inc(n))
+        .await
+        .map_err(|stopped| {
+            bar.abandon();
+            format!(
+                "{} (resume with `resync --orphans-from {}`)",
+                stopped.error, stopped.cursor
+            )
+        })?;
+    bar.finish_and_clear();
+    println!(
+        "resync: {} redis link keys checked, {} orphans removed (no link in SQL)",
+        counts.scanned, counts.removed
+    );
+    Ok(())
 }

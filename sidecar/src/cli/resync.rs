@@ -1,10 +1,10 @@
 //! `resync`: rewrite Redis from SQL, in code order, a page at a time; resumable with
-//! `--from-code` (the last code it printed). A complete run sets the projection marker.
+//! `--from-code` (the last code it printed). Then remove orphan keys ([`super::orphans`]);
+//! resumable with `--orphans-from` (the cursor it printed).
 
-use super::{progress_bar, BoxError};
+use super::{orphans, progress_bar, BoxError};
 use crate::config::Config;
 use crate::projection::RecordWrite;
-use crate::projection_marker::ProjectionMarker;
 use crate::storage::{self, LinkFilter, LinkState};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -12,6 +12,10 @@ pub struct ResyncArgs {
     /// Start after this code (resume an interrupted resync from the last code it reported).
     #[arg(long)]
     pub from_code: Option<String>,
+    /// Skip the rewrite and resume removing orphan keys (no link in SQL) at this SCAN cursor,
+    /// as printed by an interrupted run.
+    #[arg(long, value_name = "CURSOR")]
+    pub orphans_from: Option<u64>,
 }
 
 /// Links read per SQL page and written per Redis pipeline.
@@ -20,15 +24,12 @@ const RESYNC_PAGE: u32 = 1000;
 pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let storage = crate::open_storage(config).await?;
     let projection = crate::open_projection(config)?;
+    if let Some(cursor) = args.orphans_from {
+        return orphans::resync_step(storage.as_ref(), &projection, cursor).await;
+    }
     let filter = LinkFilter::default();
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
-    // Only a complete run vouches for the whole projection (crate::projection_marker).
-    let marker = ProjectionMarker::new(config)?;
-    let token = match args.from_code {
-        None => Some(marker.begin().await?),
-        Some(_) => None,
-    };
     let mut after: Option<String> = args.from_code;
     loop {
         let page = match storage
@@ -66,7 +67,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
          {revoked} revoked), {removed} past grace removed",
         live + expired + revoked
     );
-    marker.finish_after_resync(token).await?;
+    orphans::resync_step(storage.as_ref(), &projection, 0).await?;
     Ok(())
 }
 

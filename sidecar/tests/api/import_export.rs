@@ -7,7 +7,10 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::process::{Command, Output};
 
-on_both_backends!(export_then_import_reproduces_the_links);
+on_both_backends!(
+    export_then_import_reproduces_the_links,
+    resync_removes_orphan_keys
+);
 
 /// Runs the sidecar binary with the app's database and Redis.
 fn sidecar(database_url: &str, redis_url: &str, args: &[&str]) -> Output {
@@ -241,4 +244,128 @@ async fn resync_after_flushall_restores_every_link() {
     codes.sort();
     app.run_cli(&["resync", "--from-code", &codes[999]]).await;
     assert_eq!(app.stored().await.redis_keys, 1_500);
+}
+
+/// Keys SQL has no link for (a crash between the Redis write and the commit) are removed by
+/// `resync`; every link's key stays, whatever its state.
+async fn resync_removes_orphan_keys(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let items: Vec<Value> = (0..1_200)
+        .map(|i| json!({"url": format!("https://t.example/{i}")}))
+        .collect();
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap();
+    let revoked = app
+        .create(json!({"url": "https://t.example/r", "code": "gone-soon"}))
+        .await;
+    assert_eq!(
+        app.delete_link(revoked["code"].as_str().unwrap())
+            .await
+            .status(),
+        200
+    );
+    let before = app.stored().await;
+
+    // Half-written links: a generated code never committed, an alias, a bad value.
+    let never = app.scheme.encode(5_000_000).unwrap();
+    let orphans = [
+        format!("sl:c:{never}"),
+        "sl:c:ghost-alias".into(),
+        "sl:c:x".into(),
+    ];
+    for key in &orphans {
+        app.redis
+            .cli(&["SET", key, "1|L|302|0|0|https://evil.example/"]);
+    }
+    app.redis.cli(&["SET", "sl:other", "kept"]);
+    assert_eq!(app.stored().await.redis_keys, before.redis_keys + 4);
+
+    app.run_cli(&["resync"]).await;
+    let mut after = app.stored().await;
+    after.redis_keys -= 1;
+    after.redis_values.retain(|(key, _)| key != "sl:other");
+    assert_eq!(
+        after, before,
+        "orphans gone, links and their records unchanged"
+    );
+    assert_eq!(app.redis.cli_raw(&["GET", "sl:other"]).trim(), "kept");
+}
+
+/// A code whose transaction is open (Redis written, commit pending) is not an orphan: the scan
+/// waits for the transaction instead of deleting its key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_removal_waits_for_writes_in_flight() {
+    use shortlink_sidecar::cli::orphans::remove_orphans;
+    use shortlink_sidecar::projection::{key, Projection, RecordWrite};
+    use shortlink_sidecar::storage::{self, ConnectOptions, Link, LinkFlags};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let app = spawn_app(Backend::Postgres).await;
+    let options = ConnectOptions {
+        url: app.database_url.clone(),
+        max_connections: 4,
+        acquire_timeout: Duration::from_secs(10),
+    };
+    let storage = storage::connect(&options).await.unwrap();
+    let projection = Arc::new(Projection::new(&app.redis.url(), Duration::from_secs(2)).unwrap());
+    let now = storage::now();
+    let link = Link {
+        code: app.scheme.encode(7_000_000).unwrap(),
+        target: "https://t.example/in-flight".into(),
+        url_hash: "0".repeat(64),
+        redirect: 302,
+        flags: LinkFlags(0),
+        created_at: now,
+        updated_at: now,
+        expires_at: None,
+        revoked_at: None,
+        visit_count: 0,
+        last_visit_at: None,
+        campaign: None,
+        recipient_ref: None,
+        tags: Vec::new(),
+    };
+    // The write path's steps 1 and 2: SQL insert in a transaction, then the Redis record.
+    let mut tx = storage.begin().await.unwrap();
+    tx.insert_link(&link, None).await.unwrap();
+    let write = RecordWrite::for_link(&link, now, Duration::from_secs(60));
+    projection.apply(&[write]).await.unwrap();
+
+    let scan = {
+        let storage = Arc::clone(&storage);
+        let projection = Arc::clone(&projection);
+        tokio::spawn(async move { remove_orphans(storage.as_ref(), &projection, 0, |_| {}).await })
+    };
+    // The scan is waiting for the lock (PostgreSQL shows it) ...
+    let TestDb::Postgres(pool) = &app.db else {
+        unreachable!()
+    };
+    let waiting = eventually(Duration::from_secs(10), || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_locks WHERE NOT granted AND mode = 'ShareLock'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    assert!(waiting, "the orphan check waits for the open transaction");
+    assert!(!scan.is_finished());
+    // ... and once the link commits, it is no orphan.
+    tx.commit().await.unwrap();
+    let counts = scan.await.unwrap().unwrap();
+    assert_eq!(counts.removed, 0);
+    assert!(
+        app.redis_get(&link.code).await.is_some(),
+        "{}",
+        key(&link.code)
+    );
 }
