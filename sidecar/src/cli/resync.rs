@@ -1,10 +1,11 @@
 //! `resync`: rewrite Redis from SQL, in code order, a page at a time; resumable with
 //! `--from-code` (the last code it printed). Then remove orphan keys ([`super::orphans`]);
-//! resumable with `--orphans-from` (the cursor it printed).
+//! resumable with `--orphans-from` (the cursor it printed). A complete run sets the projection marker.
 
 use super::{orphans, progress_bar, BoxError};
 use crate::config::Config;
 use crate::projection::RecordWrite;
+use crate::projection_marker::ProjectionMarker;
 use crate::storage::{self, LinkFilter, LinkState};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -30,6 +31,12 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let filter = LinkFilter::default();
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
+    // Only a complete run vouches for the whole projection (crate::projection_marker).
+    let marker = ProjectionMarker::new(config)?;
+    let token = match args.from_code {
+        None => Some(marker.begin().await?),
+        Some(_) => None,
+    };
     let mut after: Option<String> = args.from_code;
     loop {
         let page = match storage
@@ -68,6 +75,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         live + expired + revoked
     );
     orphans::resync_step(storage.as_ref(), &projection, 0).await?;
+    marker.finish_after_resync(token).await?;
     Ok(())
 }
 
