@@ -20,6 +20,8 @@ use testkit::{Lifeline, RedisServer};
 pub const CODE_SECRET: &str = "5e1f0d7c3b2a19887766554433221100ffeeddccbbaa99887766554433221100";
 pub const API_KEY: &str = "slk_e2e_test_key_0123456789abcdefghijklmnopqrstuvwxyz";
 pub const POOL: [&str; 2] = ["s1.test", "s2.test"];
+/// Set by the sidecar while Redis holds every link (docs/ARCHITECTURE.md).
+pub const PROJECTION_MARKER: &str = "sl:meta:projection";
 
 /// Redis + sidecar + nginx, stopped on drop.
 pub struct System {
@@ -157,6 +159,20 @@ impl Sidecar {
             .next()
             .and_then(|port| port.trim().parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
+        // Right after start-up the sidecar marks Redis as holding the whole projection
+        // (`sl:meta:projection`); until then nginx falls back for every code. Waiting for it
+        // (when Redis is up at all) gives tests a system answering from Redis, and a Redis that no
+        // longer changes by itself.
+        if redis.cli(&["PING"]) == "PONG" {
+            let marked = testkit::wait_until(Duration::from_secs(10), || {
+                redis.cli(&["EXISTS", PROJECTION_MARKER]) == "(integer) 1"
+            });
+            assert!(
+                marked,
+                "the sidecar did not set {PROJECTION_MARKER}; log:\n{}",
+                process.log_text()
+            );
+        }
         Sidecar { port, process }
     }
 

@@ -216,8 +216,8 @@ fn redis_killed_under_load_every_redirect_is_still_served() {
     assert_no_worker_crash(&system);
 }
 
-/// Redis emptied under load. Today a missing key means "no such link" (404) to the module, so
-/// the fallback never sees a flush; resync restores everything. Prints the 404s served meanwhile.
+/// Redis emptied under load, then the `resync` command: it rewrites every record (whatever the
+/// sidecar's own refill or the fallback's repairs put back meanwhile) and redirects stay correct.
 #[test]
 fn redis_flushed_under_load_resync_restores_everything() {
     let system = System::start_with(no_cache());
@@ -231,9 +231,9 @@ fn redis_flushed_under_load_resync_restores_everything() {
     let resynced = sl_keys(&system.redis);
     let after = Load::start(system.nginx.redirect_port, "s1.test", &links, 3, 100).finish();
     println!(
-        "FLUSHALL under load: {} redirects correct, {} wrong (404: a missing key is not a Redis \
-         failure), slowest {:?}; keys repaired by the fallback {repaired}/{n}; after resync \
-         {resynced}/{n} keys, {} of {} redirects correct",
+        "FLUSHALL under load, then resync: {} redirects correct, {} wrong, slowest {:?}; keys \
+         back before the resync {repaired}/{n}; after resync {resynced}/{n} keys, {} of {} \
+         redirects correct",
         during.ok,
         during.wrong.len(),
         during.slowest,
@@ -254,32 +254,57 @@ fn redis_flushed_under_load_resync_restores_everything() {
     assert_no_worker_crash(&system);
 }
 
-/// The issue's requirement: a flushed Redis is served through the fallback, which repairs keys.
-/// Needs a "projection present" marker (see docs/SECURITY.md, "Findings").
+/// The issue's requirement: a flushed Redis is served through the fallback, never as 404s. The
+/// module reads the projection marker with each record (`MGET sl:c:<code> sl:meta:projection`)
+/// and treats a missing marker as a Redis failure; the sidecar refills Redis from SQL and sets
+/// the marker again (`--projection-check-interval`, 2 s), after which lookups are back on Redis.
 #[test]
-#[ignore = "finding: the module answers 404 for keys lost in a FLUSHALL instead of falling back"]
+#[ignore = "needs the module's marker lookup (MGET sl:c:<code> sl:meta:projection), not yet committed"]
 fn redis_flushed_under_load_is_served_by_the_fallback() {
     let system = System::start_with(no_cache());
     let links = create_links(&system, 40, "flush");
     let load = Load::start(system.nginx.redirect_port, "s1.test", &links, 3, 300);
     load.wait_for(150);
-    system.redis.cli(&["FLUSHALL"]);
+    let fallbacks_before = system.nginx.counters()["fallbacks"];
+    assert_eq!(system.redis.cli(&["FLUSHALL"]), "OK");
+    let flushed = Instant::now();
     let tally = load.finish();
+    let fallbacks = system.nginx.counters()["fallbacks"] - fallbacks_before;
+    let marked = wait_until(Duration::from_secs(10), || {
+        system
+            .redis
+            .cli(&["EXISTS", shortlink_e2e::PROJECTION_MARKER])
+            == "(integer) 1"
+    });
+    let marker_back = flushed.elapsed();
+    assert!(marked, "the sidecar did not set the marker again");
+    let keys = sl_keys(&system.redis);
+    let back = time_back_to_redis(&system, &links);
     println!(
-        "FLUSHALL under load: {} correct, {} wrong",
+        "FLUSHALL under load: {} redirects correct, {} wrong, slowest {:?}, {fallbacks} served \
+         by the fallback; marker and {keys}/{} keys back {marker_back:?} after the flush; \
+         lookups back on Redis {back:?} later",
         tally.ok,
-        tally.wrong.len()
+        tally.wrong.len(),
+        tally.slowest,
+        links.len(),
     );
     assert!(
         tally.wrong.is_empty(),
         "{:?}",
         &tally.wrong[..tally.wrong.len().min(10)]
     );
-    assert_eq!(
-        sl_keys(&system.redis),
-        links.len(),
-        "keys repaired by the fallback"
+    assert!(
+        tally.slowest < REQUEST_BOUND,
+        "a request took {:?}",
+        tally.slowest
     );
+    assert_eq!(keys, links.len(), "keys after the sidecar's refill");
+    for (code, target) in &links {
+        let record = system.redis.cli_raw(&["GET", &format!("sl:c:{code}")]);
+        assert_eq!(record, format!("1|L|302|0|0|{target}"));
+    }
+    assert_no_worker_crash(&system);
 }
 
 fn kill_quit(pid: u32) -> bool {
