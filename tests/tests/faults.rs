@@ -259,7 +259,6 @@ fn redis_flushed_under_load_resync_restores_everything() {
 /// and treats a missing marker as a Redis failure; the sidecar refills Redis from SQL and sets
 /// the marker again (`--projection-check-interval`, 2 s), after which lookups are back on Redis.
 #[test]
-#[ignore = "needs the module's marker lookup (MGET sl:c:<code> sl:meta:projection), not yet committed"]
 fn redis_flushed_under_load_is_served_by_the_fallback() {
     let system = System::start_with(no_cache());
     let links = create_links(&system, 40, "flush");
