@@ -41,10 +41,13 @@ pub fn visitor_hash(ip: Option<IpAddr>, ua: &str) -> [u8; 16] {
 
 /// Lowercase hex of a visitor hash (32 characters), the form stored and compared downstream.
 pub fn visitor_hash_hex(ip: Option<IpAddr>, ua: &str) -> String {
-    visitor_hash(ip, ua)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(32);
+    for b in visitor_hash(ip, ua) {
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    hex
 }
 
 #[cfg(test)]
