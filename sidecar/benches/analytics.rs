@@ -6,7 +6,8 @@
 //! desktop Chrome to curl, 50,000 client IPs over the test geo database's networks, referrers and
 //! hosts) XADDed to `sl:events`, and one consumer with the default settings drains them: reads of
 //! 1000 entries, split into visits, enrich (woothee + geo), transactions of at most
-//! `MAX_VISITS_PER_TRANSACTION` visits (raw visits, visitor set, rollups, link counters), XACK,
+//! `MAX_VISITS_PER_TRANSACTION` visits (or each of `BENCH_TX_VISITS`, a comma list, for packed
+//! entries) (raw visits, visitor set, rollups, link counters), XACK,
 //! the next batch read and enriched while the previous one is written. The reference, measured
 //! in the same run on the same Redis with the same entries, is the stream alone: XREADGROUP COUNT
 //! 1000 + XACK, no parsing, no enrichment, no SQL; both are given in visits per second.
@@ -20,7 +21,9 @@
 //! Run through `bench/analytics/run`.
 
 use shortlink_analytics::{Enricher, GeoDb};
-use shortlink_sidecar::analytics::consumer::{Consumer, ConsumerSettings, STREAM};
+use shortlink_sidecar::analytics::consumer::{
+    Consumer, ConsumerSettings, MAX_VISITS_PER_TRANSACTION, STREAM,
+};
 use shortlink_sidecar::analytics::rollup::Interval;
 use shortlink_sidecar::analytics::store::{self, StatsQuery, VisitStore};
 use std::path::PathBuf;
@@ -321,6 +324,14 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .filter(|n| *n > 0)
         .collect();
+    // Visits per transaction for the packed runs, one run each (single-visit entries give 1000
+    // visits per read, under any of these).
+    let tx_visits: Vec<usize> = std::env::var("BENCH_TX_VISITS")
+        .unwrap_or_else(|_| MAX_VISITS_PER_TRANSACTION.to_string())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -354,9 +365,9 @@ fn main() {
         );
     }
     println!(
-        "| backend | visits/entry | visits | consumer visits/s | stream-only reference visits/s | ratio |"
+        "| backend | visits/entry | visits/transaction | visits | consumer visits/s | stream-only reference visits/s | ratio |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut stats_rows = Vec::new();
     let mut failed = false;
     for backend in ["sqlite", "postgres"] {
@@ -381,12 +392,17 @@ fn main() {
                 .unwrap();
 
             let mut stored = 0;
-            for per_entry in per_entry_runs.iter().copied() {
+            let runs = per_entry_runs.iter().flat_map(|&per_entry| {
+                let caps = if per_entry == 1 { &tx_visits[..1] } else { &tx_visits[..] };
+                caps.iter().map(move |&cap| (per_entry, cap))
+            });
+            for (per_entry, cap) in runs {
                 let entries = produce(&redis.url(), events, links, per_entry).await;
                 let reference = stream_only(&redis.url(), entries).await * per_entry as f64;
 
                 let mut settings = ConsumerSettings::new("bench");
                 settings.block = Duration::from_millis(10);
+                settings.max_visits_per_transaction = cap;
                 let mut consumer = Consumer::new(
                     &redis.url(),
                     Arc::clone(&store),
@@ -402,7 +418,8 @@ fn main() {
                 assert_eq!(store.visit_rows().await.unwrap() as usize, stored);
                 let rate = events as f64 / elapsed.as_secs_f64();
                 println!(
-                    "| {backend} | {per_entry} | {events} | {rate:.0} | {reference:.0} | {:.3} |",
+                    "| {backend} | {per_entry} | {} | {events} | {rate:.0} | {reference:.0} | {:.3} |",
+                    cap.min(1000 * per_entry),
                     rate / reference
                 );
                 // The target is for the format the module writes under load.

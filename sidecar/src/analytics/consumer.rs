@@ -3,7 +3,7 @@
 //! module packs them: one field group each, beginning with `c`; see
 //! [`shortlink_analytics::split_entry`]), enriches them ([`shortlink_analytics::Enricher`]) and
 //! stores them with one transaction per batch ([`VisitStore::store_batch`], at most
-//! [`MAX_VISITS_PER_TRANSACTION`] visits each), acknowledging only after the commit. While a batch
+//! [`MAX_VISITS_PER_TRANSACTION`] visits each by default), acknowledging only after the commit. While a batch
 //! is being written, the next one is read and enriched.
 //!
 //! Delivery is at least once: a consumer that dies after reading leaves its entries pending in the
@@ -36,10 +36,11 @@ use tokio::task::JoinHandle;
 pub const STREAM: &str = "sl:events";
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
-/// Visits per transaction at most. A read of `--consumer-batch` entries can hold 32 times as many
-/// visits when the module packs them; longer transactions would hold SQLite's write lock (which the
-/// link API shares) for too long, and larger ones gain little. The batch's entries are acknowledged
-/// once all its transactions have committed.
+/// Visits per transaction at most, by default ([`ConsumerSettings::max_visits_per_transaction`]).
+/// A read of `--consumer-batch` entries can hold 32 times as many visits when the module packs
+/// them. Larger transactions fold more visits into each rollup row (one upsert per link, bucket
+/// and dimension value per transaction) but hold SQLite's write lock, which the link API shares,
+/// for longer. The batch's entries are acknowledged once all its transactions have committed.
 pub const MAX_VISITS_PER_TRANSACTION: usize = 4000;
 
 #[derive(Debug, Clone)]
@@ -54,6 +55,8 @@ pub struct ConsumerSettings {
     pub claim_after: Duration,
     /// Bots and previews also count in `links.visit_count` / `last_visit_at`.
     pub count_bots: bool,
+    /// A batch's visits are stored in transactions of at most this many.
+    pub max_visits_per_transaction: usize,
 }
 
 impl ConsumerSettings {
@@ -64,6 +67,7 @@ impl ConsumerSettings {
             block: Duration::from_secs(1),
             claim_after: Duration::from_secs(60),
             count_bots: false,
+            max_visits_per_transaction: MAX_VISITS_PER_TRANSACTION,
         }
     }
 }
@@ -153,6 +157,7 @@ struct Writer {
     store: Arc<dyn VisitStore>,
     counters: Arc<ConsumerCounters>,
     count_bots: bool,
+    max_visits_per_transaction: usize,
     shutdown: Option<watch::Receiver<bool>>,
 }
 
@@ -185,6 +190,7 @@ impl Consumer {
                 store,
                 counters: Arc::clone(&counters),
                 count_bots: settings.count_bots,
+                max_visits_per_transaction: settings.max_visits_per_transaction.max(1),
                 shutdown: None,
             },
             settings,
@@ -569,9 +575,9 @@ fn prepare(entries: &[RawEntry], enricher: &Enricher, counters: &ConsumerCounter
 }
 
 impl Writer {
-    /// Stores a batch's visits in transactions of at most [`MAX_VISITS_PER_TRANSACTION`].
+    /// Stores a batch's visits in transactions of at most `max_visits_per_transaction`.
     async fn write_all(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
-        for chunk in visits.chunks(MAX_VISITS_PER_TRANSACTION) {
+        for chunk in visits.chunks(self.max_visits_per_transaction) {
             self.write(chunk).await?;
         }
         Ok(())

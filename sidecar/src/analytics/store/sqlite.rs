@@ -1,11 +1,11 @@
 //! SQLite visit store. Writes go through one connection (SQLite has one writer) and start with
 //! `BEGIN IMMEDIATE`; the link API's own writer waits on SQLite's busy timeout meanwhile (a batch
-//! of 1000 visits holds the lock for a few milliseconds). Visits, visitors and rollups are written
-//! with one statement per table, their rows bound as one JSON array (`json_each`).
+//! of 1000 visits holds the lock for a few milliseconds). Multi-row `VALUES` statements, at most
+//! [`SQLITE_ROWS_PER_STATEMENT`] rows each.
 
 use super::{
-    breakdown_days, deltas, dense_series, BatchOutcome, Counts, Dimension, Entry, IdleLink, Stats,
-    StatsQuery, VisitStore, ALL_LINKS, SQLITE_ROWS_PER_STATEMENT,
+    breakdown_days, deltas, dense_series, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
+    IdleLink, Stats, StatsQuery, VisitStore, ALL_LINKS, SQLITE_ROWS_PER_STATEMENT,
 };
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
@@ -76,139 +76,105 @@ const VISIT_COLUMNS: &str =
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
      referrer_host, short_domain, language";
 
-/// Inserts the visits not stored yet; returns the ids of those inserted.
-///
-/// The whole batch goes in as one JSON text read by `json_each`: one bind and one fixed statement
-/// (prepared once, cached by sqlx) instead of 21 binds per visit, each copied into sqlx's worker
-/// thread. Binds were most of the cost of the multi-row `VALUES` form. `WHERE true` lets SQLite's
-/// parser tell the upsert clause from a join constraint.
 async fn insert_visits(
     tx: &mut Transaction<'static, Sqlite>,
     visits: &[Visit],
 ) -> StorageResult<HashSet<String>> {
-    let rows = serde_json::to_string(&VisitRows(visits)).map_err(json_error)?;
-    let ids: Vec<String> = sqlx::query_scalar(&format!(
-        "INSERT INTO visits ({VISIT_COLUMNS}) \
-         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, unhex(value->>5), \
-           value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
-           value->>13, value->>14, value->>15, value->>16, value->>17, value->>18, value->>19, \
-           value->>20 \
-         FROM json_each(?1) WHERE true \
-         ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
-    ))
-    .bind(rows)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db)?;
-    Ok(ids.into_iter().collect())
+    let mut inserted = HashSet::with_capacity(visits.len());
+    for chunk in visits.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO visits ({VISIT_COLUMNS}) VALUES {} \
+             ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+            placeholders(chunk.len(), 21)
+        );
+        let mut query = sqlx::query(&sql);
+        for v in chunk {
+            query = query
+                .bind(&v.event_id)
+                .bind(&v.code)
+                .bind(v.time_ms)
+                .bind(v.status.map(i64::from))
+                .bind(&v.ip)
+                .bind(visitor_bytes(&v.visitor))
+                .bind(&v.user_agent)
+                .bind(&v.browser)
+                .bind(&v.browser_version)
+                .bind(&v.os)
+                .bind(&v.os_version)
+                .bind(v.device.as_str())
+                .bind(v.audience.as_str())
+                .bind(&v.agent_label)
+                .bind(&v.country)
+                .bind(&v.region)
+                .bind(&v.city)
+                .bind(&v.isp)
+                .bind(&v.referrer_host)
+                .bind(&v.short_domain)
+                .bind(&v.language);
+        }
+        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
+            inserted.insert(row.try_get::<String, _>(0)?);
+        }
+    }
+    Ok(inserted)
 }
 
-/// Inserts the (code, visitor, first seen) pairs not yet known (one JSON bind, as visits);
-/// returns those that were new.
+/// Inserts the (code, visitor) pairs not yet known; returns those that were new.
 async fn insert_visitors(
     tx: &mut Transaction<'static, Sqlite>,
-    pairs: &[(String, String, i64)],
+    pairs: &[(String, Vec<u8>, i64)],
 ) -> StorageResult<HashSet<(String, Vec<u8>)>> {
-    if pairs.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let rows = serde_json::to_string(pairs).map_err(json_error)?;
-    let new = sqlx::query(
-        "INSERT INTO link_visitors (code, visitor, first_seen) \
-         SELECT value->>0, unhex(value->>1), value->>2 FROM json_each(?1) WHERE true \
-         ON CONFLICT (code, visitor) DO NOTHING RETURNING code, visitor",
-    )
-    .bind(rows)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db)?;
-    new.iter()
-        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-        .collect()
-}
-
-/// Encoding strings and integers as JSON cannot fail in practice; reported as the driver would.
-fn json_error(error: serde_json::Error) -> StorageError {
-    StorageError::Other(sqlx::Error::Encode(Box::new(error)))
-}
-
-/// Visits as a JSON array of 21-element arrays, in [`VISIT_COLUMNS`] order (the visitor hash in
-/// hex, decoded by `unhex`), written straight from the borrowed visits.
-struct VisitRows<'a>(&'a [Visit]);
-
-impl serde::Serialize for VisitRows<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeSeq, SerializeTuple};
-        struct Row<'a>(&'a Visit);
-        impl serde::Serialize for Row<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let v = self.0;
-                let mut t = serializer.serialize_tuple(21)?;
-                t.serialize_element(&v.event_id)?;
-                t.serialize_element(&v.code)?;
-                t.serialize_element(&v.time_ms)?;
-                t.serialize_element(&v.status)?;
-                t.serialize_element(&v.ip)?;
-                t.serialize_element(&v.visitor)?;
-                t.serialize_element(&v.user_agent)?;
-                t.serialize_element(&v.browser)?;
-                t.serialize_element(&v.browser_version)?;
-                t.serialize_element(&v.os)?;
-                t.serialize_element(&v.os_version)?;
-                t.serialize_element(v.device.as_str())?;
-                t.serialize_element(v.audience.as_str())?;
-                t.serialize_element(&v.agent_label)?;
-                t.serialize_element(&v.country)?;
-                t.serialize_element(&v.region)?;
-                t.serialize_element(&v.city)?;
-                t.serialize_element(&v.isp)?;
-                t.serialize_element(&v.referrer_host)?;
-                t.serialize_element(&v.short_domain)?;
-                t.serialize_element(&v.language)?;
-                t.end()
-            }
+    let mut new = HashSet::new();
+    for chunk in pairs.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO link_visitors (code, visitor, first_seen) VALUES {} \
+             ON CONFLICT (code, visitor) DO NOTHING RETURNING code, visitor",
+            placeholders(chunk.len(), 3)
+        );
+        let mut query = sqlx::query(&sql);
+        for (code, visitor, at) in chunk {
+            query = query.bind(code).bind(visitor).bind(at);
         }
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for visit in self.0 {
-            seq.serialize_element(&Row(visit))?;
+        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
+            new.insert((row.try_get(0)?, row.try_get(1)?));
         }
-        seq.end()
     }
+    Ok(new)
 }
 
-/// One upsert statement for a whole rollup table: each row holds its values in column order (keys,
-/// then counters), and they go in as one JSON bind read by `json_each` (see [`insert_visits`]).
-/// Counters add up on conflict.
-async fn upsert<R: serde::Serialize>(
+/// One multi-row upsert per chunk: `rows` yields each row's binds through `bind`.
+async fn upsert<K, V>(
     tx: &mut Transaction<'static, Sqlite>,
     table: &str,
     key_columns: &[&str],
     counters: &[&str],
-    rows: &[R],
+    rows: &std::collections::BTreeMap<K, V>,
+    bind: impl for<'q> Fn(
+        sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+        &'q K,
+        &'q V,
+    ) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
 ) -> StorageResult<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
     let columns: Vec<&str> = key_columns.iter().chain(counters).copied().collect();
-    let values: Vec<String> = (0..columns.len()).map(|i| format!("value->>{i}")).collect();
     let updates: Vec<String> = counters
         .iter()
         .map(|c| format!("{c} = {c} + excluded.{c}"))
         .collect();
-    let sql = format!(
-        "INSERT INTO {table} ({}) SELECT {} FROM json_each(?1) WHERE true \
-         ON CONFLICT ({}) DO UPDATE SET {}",
-        columns.join(", "),
-        values.join(", "),
-        key_columns.join(", "),
-        updates.join(", ")
-    );
-    let json = serde_json::to_string(rows).map_err(json_error)?;
-    sqlx::query(&sql)
-        .bind(json)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
+    let rows: Vec<(&K, &V)> = rows.iter().collect();
+    for chunk in rows.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO {table} ({}) VALUES {} ON CONFLICT ({}) DO UPDATE SET {}",
+            columns.join(", "),
+            placeholders(chunk.len(), columns.len()),
+            key_columns.join(", "),
+            updates.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for (k, v) in chunk {
+            query = bind(query, k, v);
+        }
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
     Ok(())
 }
 
@@ -318,16 +284,15 @@ impl VisitStore for SqliteVisitStore {
         let mut ids = insert_visits(&mut tx, visits).await?;
         // `remove`: an id twice in one batch counts once.
         let inserted: Vec<&Visit> = visits.iter().filter(|v| ids.remove(&v.event_id)).collect();
-        // The first visit of each (link, person) in this batch; visitor hashes stay hex for JSON.
-        let mut first_seen: HashMap<(&str, &str), i64> = HashMap::new();
+        let mut first_seen: HashMap<(String, Vec<u8>), i64> = HashMap::new();
         for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
             first_seen
-                .entry((v.code.as_str(), v.visitor.as_str()))
+                .entry((v.code.clone(), visitor_bytes(&v.visitor)))
                 .or_insert(v.time_ms);
         }
-        let mut pairs: Vec<(String, String, i64)> = first_seen
+        let mut pairs: Vec<(String, Vec<u8>, i64)> = first_seen
             .into_iter()
-            .map(|((code, visitor), at)| (code.to_owned(), visitor.to_owned(), at))
+            .map(|((code, visitor), at)| (code, visitor, at))
             .collect();
         pairs.sort();
         let new_visitors = insert_visitors(&mut tx, &pairs).await?;
@@ -338,20 +303,16 @@ impl VisitStore for SqliteVisitStore {
             "visit_buckets",
             &["code", "span", "bucket"],
             &["humans", "bots", "previews", "new_visitors"],
-            &d.buckets
-                .iter()
-                .map(|((code, span, bucket), c)| {
-                    (
-                        code,
-                        span,
-                        bucket,
-                        c.humans,
-                        c.bots,
-                        c.previews,
-                        c.new_visitors,
-                    )
-                })
-                .collect::<Vec<_>>(),
+            &d.buckets,
+            |q, (code, span, bucket), c| {
+                q.bind(code)
+                    .bind(span)
+                    .bind(bucket)
+                    .bind(c.humans)
+                    .bind(c.bots)
+                    .bind(c.previews)
+                    .bind(c.new_visitors)
+            },
         )
         .await?;
         let audience_counters = ["humans", "bots", "previews"];
@@ -360,14 +321,18 @@ impl VisitStore for SqliteVisitStore {
             "visit_agents",
             &["code", "day", "browser", "os", "device", "agent"],
             &audience_counters,
-            &d.agents
-                .iter()
-                .map(|((code, day, browser, os, device, agent), a)| {
-                    (
-                        code, day, browser, os, device, agent, a.humans, a.bots, a.previews,
-                    )
-                })
-                .collect::<Vec<_>>(),
+            &d.agents,
+            |q, (code, day, browser, os, device, agent), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(browser)
+                    .bind(os)
+                    .bind(device)
+                    .bind(agent)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
         )
         .await?;
         upsert(
@@ -375,14 +340,17 @@ impl VisitStore for SqliteVisitStore {
             "visit_places",
             &["code", "day", "country", "region", "city"],
             &audience_counters,
-            &d.places
-                .iter()
-                .map(|((code, day, country, region, city), a)| {
-                    (
-                        code, day, country, region, city, a.humans, a.bots, a.previews,
-                    )
-                })
-                .collect::<Vec<_>>(),
+            &d.places,
+            |q, (code, day, country, region, city), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(country)
+                    .bind(region)
+                    .bind(city)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
         )
         .await?;
         upsert(
@@ -390,12 +358,16 @@ impl VisitStore for SqliteVisitStore {
             "visit_sources",
             &["code", "day", "referrer_host", "short_domain"],
             &audience_counters,
-            &d.sources
-                .iter()
-                .map(|((code, day, referrer, domain), a)| {
-                    (code, day, referrer, domain, a.humans, a.bots, a.previews)
-                })
-                .collect::<Vec<_>>(),
+            &d.sources,
+            |q, (code, day, referrer, domain), a| {
+                q.bind(code)
+                    .bind(day)
+                    .bind(referrer)
+                    .bind(domain)
+                    .bind(a.humans)
+                    .bind(a.bots)
+                    .bind(a.previews)
+            },
         )
         .await?;
         let links: Vec<(&String, &(i64, i64))> = d.links.iter().collect();
