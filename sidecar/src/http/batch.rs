@@ -44,10 +44,12 @@ pub const PARALLEL_CHUNKS: usize = 8;
 pub const GROUP_CHUNKS: usize = 8;
 /// Groups written at once on PostgreSQL (concurrent transactions).
 pub const PARALLEL_GROUPS: usize = 4;
-/// Groups written at once on SQLite: their transactions queue for the one write connection, so
-/// one more is enough to plan the next group while the previous one commits; more would only
-/// wait (and could outwait the pool's acquire timeout).
-pub const PARALLEL_GROUPS_SQLITE: usize = 2;
+/// Groups written at once on SQLite: one. Transactions there queue for the one write connection,
+/// so a second group would only wait for the first, and under load could outwait the pool's
+/// acquire timeout (503). Its results are rendered in another task while the next group writes.
+pub const PARALLEL_GROUPS_SQLITE: usize = 1;
+/// Groups rendered at once (after their commit).
+const PARALLEL_RENDERS: usize = 2;
 /// Most items in a JSON array body.
 pub const MAX_JSON_ITEMS: usize = 10_000;
 /// Most lines in an NDJSON body.
@@ -142,7 +144,7 @@ pub async fn create_batch(
         Backend::Postgres => PARALLEL_GROUPS,
     };
     let checker = (state.clone(), domains.clone());
-    let writer = (state, domains);
+    let writer = state;
     let results = stream::iter(first)
         .chain(chunks)
         .map(move |chunk| {
@@ -151,11 +153,17 @@ pub async fn create_batch(
         })
         .buffered(PARALLEL_CHUNKS)
         .ready_chunks(GROUP_CHUNKS)
-        .map(move |group| {
-            let (state, domains) = writer.clone();
-            tokio::spawn(write_group(state, domains, group, claim, format))
-        })
+        .map(move |group| tokio::spawn(write_group(writer.clone(), group, claim)))
         .buffered(parallel_groups)
+        .map(move |written| {
+            let domains = domains.clone();
+            tokio::spawn(async move {
+                written
+                    .and_then(|group| group)
+                    .map(|group| render_group(group, &domains, format))
+            })
+        })
+        .buffered(PARALLEL_RENDERS)
         .map(|joined| match joined {
             Ok(Ok(bytes)) => Ok(bytes),
             Ok(Err(error)) | Err(error) => {
@@ -425,15 +433,19 @@ fn check_chunk(state: &AppState, domains: &DomainContext, chunk: RawChunk) -> Ch
     CheckedChunk { checked, valid }
 }
 
-/// Writes a group of checked chunks in one transaction and renders every item's result, in
-/// order. A chunk task that failed fails the answer (the body stream breaks off).
+/// A written group: per chunk, the checked items and the outcomes of the valid ones.
+type WrittenGroup = Vec<(
+    Vec<(i64, std::result::Result<(), Error>)>,
+    Vec<(i64, ItemOutcome)>,
+)>;
+
+/// Writes a group of checked chunks in one transaction. A chunk task that failed fails the
+/// answer (the body stream breaks off).
 async fn write_group(
     state: AppState,
-    domains: DomainContext,
     group: Vec<std::result::Result<CheckedChunk, tokio::task::JoinError>>,
     claim: Option<Claim>,
-    format: Format,
-) -> std::result::Result<Vec<u8>, tokio::task::JoinError> {
+) -> std::result::Result<WrittenGroup, tokio::task::JoinError> {
     let mut checked = Vec::with_capacity(group.len());
     let mut valid = Vec::with_capacity(group.len());
     for chunk in group {
@@ -442,12 +454,17 @@ async fn write_group(
         valid.push(chunk.valid);
     }
     let outcomes = state.links.create_chunks(valid, claim).await;
-    let items: usize = checked.iter().map(Vec::len).sum();
+    Ok(checked.into_iter().zip(outcomes).collect())
+}
+
+/// Every item's result of a written group, in order.
+fn render_group(group: WrittenGroup, domains: &DomainContext, format: Format) -> Vec<u8> {
+    let items: usize = group.iter().map(|(checked, _)| checked.len()).sum();
     let mut out = Vec::with_capacity(items * 400);
-    for (checked, outcomes) in checked.into_iter().zip(outcomes) {
-        render(&mut out, checked, outcomes, &domains, format);
+    for (checked, outcomes) in group {
+        render(&mut out, checked, outcomes, domains, format);
     }
-    Ok(out)
+    out
 }
 
 /// Appends the results of a chunk's items.
