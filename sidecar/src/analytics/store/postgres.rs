@@ -4,8 +4,9 @@
 //! two batches never wait on each other in a cycle.
 
 use super::{
-    breakdown_days, deltas, dense_series, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
-    IdleLink, Stats, StatsQuery, VisitStore, ALL_LINKS,
+    breakdown_days, deltas, dense_series, rank_breakdowns, visitor_bytes, BatchOutcome, Counts,
+    Dimension, Entry, GroupRow, IdleLink, Stats, StatsQuery, VisitStore, ALL_LINKS,
+    BREAKDOWN_TABLES,
 };
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
@@ -154,47 +155,51 @@ impl PgVisitStore {
             .collect()
     }
 
-    /// One breakdown over the whole days covering the query, from its daily rollup table.
-    async fn breakdown(&self, q: &StatsQuery, dimension: Dimension) -> StorageResult<Vec<Entry>> {
+    /// The breakdowns of one daily rollup table over the whole days covering the query: its rows
+    /// summed per combination of dimension values, ranked per dimension in memory.
+    async fn breakdowns(
+        &self,
+        q: &StatsQuery,
+        table: &str,
+        dimensions: &[Dimension],
+    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
         let code = q.code.as_deref().unwrap_or(ALL_LINKS);
         let (day_from, day_to) = breakdown_days(q);
-        let (table, column) = dimension.source();
-        let rank = dimension.rank(q.include_bots);
-        let machines_only = if dimension == Dimension::Agent {
-            "AND agent <> ''"
-        } else {
-            ""
-        };
-        // SUM(bigint) is numeric in PostgreSQL: cast back.
+        let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
+        let columns = columns.join(", ");
+        let n = dimensions.len();
         let rows = sqlx::query(&format!(
-            "SELECT {column}, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8 \
-             FROM {table} WHERE code = $1 AND day >= $2 AND day < $3 {machines_only} \
-             GROUP BY {column} HAVING {rank} > 0 ORDER BY {rank} DESC, {column} = '', {column} LIMIT $4"
+            "SELECT {columns}, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8 FROM {table} \
+             WHERE code = $1 AND day >= $2 AND day < $3 GROUP BY {columns}"
         ))
         .bind(code)
         .bind(day_from)
         .bind(day_to)
-        .bind(i64::from(q.top))
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        rows.iter()
+        let rows = rows
+            .iter()
             .map(|row| {
-                let value: String = row.try_get(0)?;
-                Ok(Entry {
-                    value: (!value.is_empty()).then_some(value),
-                    humans: row.try_get(1)?,
-                    bots: row.try_get(2)?,
-                    previews: row.try_get(3)?,
+                Ok(GroupRow {
+                    values: (0..n).map(|i| row.try_get(i)).collect::<Result<_, _>>()?,
+                    humans: row.try_get(n)?,
+                    bots: row.try_get(n + 1)?,
+                    previews: row.try_get(n + 2)?,
                 })
             })
-            .collect()
+            .collect::<StorageResult<Vec<_>>>()?;
+        Ok(rank_breakdowns(dimensions, &rows, q.include_bots, q.top))
     }
 
     /// All-links queries: the links with the most clicks over the range.
     async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
         let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
-        let rank = Dimension::Browser.rank(q.include_bots);
+        let rank = if q.include_bots {
+            "SUM(humans) + SUM(bots) + SUM(previews)"
+        } else {
+            "SUM(humans)"
+        };
         let rows = sqlx::query(&format!(
             "SELECT code, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8, \
                    SUM(new_visitors)::int8 FROM visit_buckets \
@@ -452,13 +457,12 @@ impl VisitStore for PgVisitStore {
     }
 
     async fn stats(&self, q: &StatsQuery) -> StorageResult<Stats> {
-        // The series, the nine breakdowns and the top links are independent reads of small rollup
-        // tables: run them at once on several pool connections, so the answer takes about as long
-        // as the slowest query rather than the sum of eleven.
-        let breakdowns =
-            futures_util::future::try_join_all(Dimension::ALL.map(|dimension| async move {
-                Ok::<_, StorageError>((dimension, self.breakdown(q, dimension).await?))
-            }));
+        // The series, the three breakdown tables and the top links are independent reads of small
+        // rollup tables: run them at once on several pool connections, so the answer takes about
+        // as long as the slowest query rather than the sum of five.
+        let breakdowns = futures_util::future::try_join_all(
+            BREAKDOWN_TABLES.map(|(table, dimensions)| self.breakdowns(q, table, dimensions)),
+        );
         let top_links = async {
             match q.code {
                 Some(_) => Ok(Vec::new()),
@@ -472,7 +476,10 @@ impl VisitStore for PgVisitStore {
             stats.totals.add(c);
         }
         stats.series = dense_series(q, sparse);
-        stats.breakdowns = breakdowns;
+        stats.breakdowns = breakdowns.into_iter().flatten().collect();
+        stats
+            .breakdowns
+            .sort_by_key(|(d, _)| Dimension::ALL.iter().position(|all| all == d));
         stats.top_links = top_links;
         Ok(stats)
     }
