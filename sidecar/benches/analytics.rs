@@ -6,8 +6,8 @@
 //! desktop Chrome to curl, 50,000 client IPs over the test geo database's networks, referrers and
 //! hosts) XADDed to `sl:events`, and one consumer with the default settings drains them: reads of
 //! 1000 entries, split into visits, enrich (woothee + geo), transactions of at most
-//! `MAX_VISITS_PER_TRANSACTION` visits (or each of `BENCH_TX_VISITS`, a comma list, for packed
-//! entries) (raw visits, visitor set, rollups, link counters), XACK,
+//! `max_visits_per_transaction` visits (the backend's default, or each of `BENCH_TX_VISITS`, a
+//! comma list, for packed entries) (raw visits, visitor set, rollups, link counters), XACK,
 //! the next batch read and enriched while the previous one is written. The reference, measured
 //! in the same run on the same Redis with the same entries, is the stream alone: XREADGROUP COUNT
 //! 1000 + XACK, no parsing, no enrichment, no SQL; both are given in visits per second.
@@ -22,7 +22,7 @@
 
 use shortlink_analytics::{Enricher, GeoDb};
 use shortlink_sidecar::analytics::consumer::{
-    Consumer, ConsumerSettings, MAX_VISITS_PER_TRANSACTION, STREAM,
+    max_visits_per_transaction, Consumer, ConsumerSettings, STREAM,
 };
 use shortlink_sidecar::analytics::rollup::Interval;
 use shortlink_sidecar::analytics::store::{self, StatsQuery, VisitStore};
@@ -326,12 +326,16 @@ fn main() {
         .collect();
     // Visits per transaction for the packed runs, one run each (single-visit entries give 1000
     // visits per read, under any of these).
-    let tx_visits: Vec<usize> = std::env::var("BENCH_TX_VISITS")
-        .unwrap_or_else(|_| MAX_VISITS_PER_TRANSACTION.to_string())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .filter(|n| *n > 0)
-        .collect();
+    // Unset: the backend's default.
+    let tx_visits: Vec<Option<usize>> = match std::env::var("BENCH_TX_VISITS") {
+        Err(_) => vec![None],
+        Ok(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .filter(|n| *n > 0)
+            .map(Some)
+            .collect(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -419,7 +423,8 @@ fn main() {
                 let rate = events as f64 / elapsed.as_secs_f64();
                 println!(
                     "| {backend} | {per_entry} | {} | {events} | {rate:.0} | {reference:.0} | {:.3} |",
-                    cap.min(1000 * per_entry),
+                    cap.unwrap_or_else(|| max_visits_per_transaction(store.backend()))
+                        .min(1000 * per_entry),
                     rate / reference
                 );
                 // The target is for the format the module writes under load.
