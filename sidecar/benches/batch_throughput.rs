@@ -6,9 +6,10 @@
 //! of the same size into a fresh redis-server (chunks of 1000): the Redis half of the work alone.
 //! The sidecar's CPU time per link (user + system, from /proc) is printed too: on a shared machine
 //! it moves less than the wall-clock rate.
-//! Prints a markdown table. Run through `bench/batch-throughput/run`.
+//! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
+//! and the speed-up printed. Prints a markdown table. Run through `bench/batch-throughput/run`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use testkit::process::Lifeline;
 use testkit::RedisServer;
@@ -16,8 +17,13 @@ use testkit::RedisServer;
 const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
 const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
-fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
-    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+fn start_sidecar(
+    binary: &Path,
+    database_url: &str,
+    redis_url: &str,
+    log: &Path,
+) -> (Lifeline, String) {
+    let process = Lifeline::builder(binary, log)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(["--database-url", database_url, "--redis-url", redis_url])
         .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
@@ -177,13 +183,60 @@ async fn redis_reference(n: usize) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-struct Row {
-    backend: &'static str,
-    n: usize,
+/// One measured run of a sidecar binary.
+struct Run {
     secs: f64,
     hwm_kib: u64,
     /// Sidecar CPU (user + system) for the whole run, start-up included.
     cpu: f64,
+}
+
+/// Issues `n` links through `binary` on a fresh database and Redis, and checks every one of them
+/// is in both.
+fn measure(
+    runtime: &tokio::runtime::Runtime,
+    binary: &Path,
+    backend: &str,
+    n: usize,
+    dir: &Path,
+    label: &str,
+) -> Run {
+    let redis = RedisServer::start();
+    let database_url = match backend {
+        "sqlite" => format!(
+            "sqlite://{}",
+            dir.join(format!("bench-{label}-{n}.db")).display()
+        ),
+        _ => testkit::postgres().fresh_database_url(),
+    };
+    let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
+    let (sidecar, base) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let payload = body(n);
+    let (secs, created) = runtime.block_on(run_batch(&base, payload));
+    let hwm_kib = vm_hwm_kib(sidecar.pid());
+    let cpu = cpu_secs(sidecar.pid());
+    let (in_sql, in_redis) =
+        runtime.block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
+    assert_eq!(
+        created, n,
+        "every item answered 201 ({label}, {backend}, {n})"
+    );
+    assert_eq!(in_sql, n as i64, "every link durable in SQL");
+    assert_eq!(in_redis, n as i64, "every link in Redis");
+    drop(sidecar);
+    eprintln!(
+        "{label} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB",
+        n as f64 / secs,
+        hwm_kib / 1024
+    );
+    Run { secs, hwm_kib, cpu }
+}
+
+struct Row {
+    backend: &'static str,
+    n: usize,
+    run: Run,
+    baseline: Option<Run>,
     reference_secs: f64,
 }
 
@@ -194,6 +247,10 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    // Another build of the sidecar (e.g. the previous commit's), measured on the same cells in
+    // the same run, right after this one: the honest before/after on a noisy machine.
+    let baseline = std::env::var_os("BENCH_BASELINE_SIDECAR").map(PathBuf::from);
+    let current = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -205,55 +262,45 @@ fn main() {
             continue;
         }
         for &n in &sizes {
-            let redis = RedisServer::start();
-            let database_url = match backend {
-                "sqlite" => format!(
-                    "sqlite://{}",
-                    dir.path().join(format!("bench-{n}.db")).display()
-                ),
-                _ => testkit::postgres().fresh_database_url(),
-            };
-            let log = dir.path().join(format!("sidecar-{backend}-{n}.log"));
-            let (sidecar, base) = start_sidecar(&database_url, &redis.url(), &log);
-            let payload = body(n);
-            let (secs, created) = runtime.block_on(run_batch(&base, payload));
-            let hwm_kib = vm_hwm_kib(sidecar.pid());
-            let cpu = cpu_secs(sidecar.pid());
-            let (in_sql, in_redis) = runtime
-                .block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
-            assert_eq!(created, n, "every item answered 201 ({backend}, {n})");
-            assert_eq!(in_sql, n as i64, "every link durable in SQL");
-            assert_eq!(in_redis, n as i64, "every link in Redis");
-            drop(sidecar);
+            let run = measure(&runtime, &current, backend, n, dir.path(), "current");
+            let baseline = baseline
+                .as_deref()
+                .map(|binary| measure(&runtime, binary, backend, n, dir.path(), "baseline"));
             let reference_secs = runtime.block_on(redis_reference(n));
-            eprintln!(
-                "{backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB",
-                n as f64 / secs,
-                hwm_kib / 1024
-            );
             rows.push(Row {
                 backend,
                 n,
-                secs,
-                hwm_kib,
-                cpu,
+                run,
+                baseline,
                 reference_secs,
             });
         }
     }
-    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | sidecar CPU µs/link | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | sidecar CPU µs/link | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio to reference | baseline links/s | baseline CPU µs/link | baseline VmHWM | speed-up vs baseline |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
-        let rate = row.n as f64 / row.secs;
+        let rate = row.n as f64 / row.run.secs;
         let reference = row.n as f64 / row.reference_secs;
+        let (base_rate, base_cpu, base_hwm, speedup) = match &row.baseline {
+            Some(base) => {
+                let base_rate = row.n as f64 / base.secs;
+                (
+                    format!("{base_rate:.0}"),
+                    format!("{:.1}", base.cpu * 1e6 / row.n as f64),
+                    format!("{:.1} MiB", base.hwm_kib as f64 / 1024.0),
+                    format!("{:.2}", rate / base_rate),
+                )
+            }
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
         println!(
-            "| {} | {} | {:.2} | {:.0} | {:.1} | {:.1} MiB | {:.0} | {:.2} |",
+            "| {} | {} | {:.2} | {:.0} | {:.1} | {:.1} MiB | {:.0} | {:.2} | {base_rate} | {base_cpu} | {base_hwm} | {speedup} |",
             row.backend,
             row.n,
-            row.secs,
+            row.run.secs,
             rate,
-            row.cpu * 1e6 / row.n as f64,
-            row.hwm_kib as f64 / 1024.0,
+            row.run.cpu * 1e6 / row.n as f64,
+            row.run.hwm_kib as f64 / 1024.0,
             reference,
             rate / reference
         );
