@@ -1,6 +1,7 @@
 //! One visit event as the module queues it to `sl:events` (docs/ARCHITECTURE.md, "Visit events"):
-//! field/value pairs `c` code, `t` unix ms, `s` status, `ip`, `ua`, `ref`, `host`, `lang`, empty
-//! fields omitted. One entry may carry several visits, each field group beginning with `c`
+//! the fields `c` code, `t` unix ms, `s` status, `ip`, `ua`, `ref`, `host`, `lang`. The module
+//! writes a batch of visits as one binary value in the field `v`; an entry of plain field/value
+//! pairs (empty fields omitted) may carry several visits too, each field group beginning with `c`
 //! ([`split_entry`]).
 //!
 //! Parsing is tolerant on purpose: the stream is written by nginx workers from request headers, so an
@@ -31,7 +32,17 @@ pub enum EventError {
     BadCode { id: String },
     #[error("visit event {id}: `t` is not a unix time in milliseconds")]
     BadTime { id: String },
+    #[error("visit event {id}: the batch is cut short or of an unknown format")]
+    BadBatch { id: String },
 }
+
+/// The stream field holding a batch of visits written by the module.
+pub const BATCH_FIELD: &[u8] = b"v";
+/// First byte of a batch: the layout of what follows.
+const BATCH_FORMAT: u8 = 1;
+/// A batched visit's fields, in the order the module writes them, each a little-endian `u16`
+/// length and the bytes (length 0 = absent).
+const BATCH_FIELDS: [&[u8]; 8] = [b"c", b"t", b"s", b"ip", b"ua", b"ref", b"host", b"lang"];
 
 /// A parsed visit event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +138,11 @@ where
     K: AsRef<[u8]>,
     V: AsRef<[u8]>,
 {
+    if let [(key, batch)] = fields {
+        if key.as_ref() == BATCH_FIELD {
+            return split_batch(entry_id, batch.as_ref());
+        }
+    }
     let mut visits = Vec::new();
     let mut start = 0;
     let mut seen_code = false;
@@ -142,6 +158,42 @@ where
     }
     visits.push(group(entry_id, visits.len(), &fields[start..]));
     visits
+}
+
+/// The visits of a batch (the value of an entry's `v` field), with the same ids as field groups
+/// would get. A visit whose fields do not parse costs only itself; a batch cut short ends with
+/// one `BadBatch` for what could not be framed.
+fn split_batch(entry_id: &str, batch: &[u8]) -> Vec<Result<VisitEvent, EventError>> {
+    let bad = |index| EventError::BadBatch {
+        id: visit_id(entry_id, index),
+    };
+    let Some((&BATCH_FORMAT, mut rest)) = batch.split_first() else {
+        return vec![Err(bad(0))];
+    };
+    let mut visits = Vec::new();
+    while !rest.is_empty() {
+        let mut fields: [(&[u8], &[u8]); BATCH_FIELDS.len()] = [(&[], &[]); BATCH_FIELDS.len()];
+        for (slot, name) in fields.iter_mut().zip(BATCH_FIELDS) {
+            let Some((value, tail)) = take_field(rest) else {
+                visits.push(Err(bad(visits.len())));
+                return visits;
+            };
+            *slot = (name, value);
+            rest = tail;
+        }
+        visits.push(VisitEvent::from_fields(
+            visit_id(entry_id, visits.len()),
+            fields,
+        ));
+    }
+    visits
+}
+
+/// One length-prefixed field off the front of `bytes`, and what follows it.
+fn take_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = bytes.split_first_chunk::<2>()?;
+    let len = usize::from(u16::from_le_bytes(*len));
+    (rest.len() >= len).then(|| rest.split_at(len))
 }
 
 /// The visit id of group `index` of entry `entry_id` (see [`split_entry`]).
@@ -310,6 +362,72 @@ mod tests {
             .chunks(2)
             .map(|kv| (kv[0].as_bytes().to_vec(), kv[1].as_bytes().to_vec()))
             .collect()
+    }
+
+    /// A batch as the module writes it (ngx-module/src/events/encode.rs).
+    fn batch(visits: &[[&str; 8]]) -> Vec<u8> {
+        let mut out = vec![BATCH_FORMAT];
+        for visit in visits {
+            for value in visit {
+                out.extend_from_slice(&(value.len() as u16).to_le_bytes());
+                out.extend_from_slice(value.as_bytes());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_splits_into_its_visits_with_entry_ids() {
+        let value = batch(&[
+            [
+                "abc",
+                "5",
+                "302",
+                "203.0.113.9",
+                "curl/8",
+                "",
+                "s1.example",
+                "",
+            ],
+            ["zz9", "6", "410", "", "", "https://t.co/x", "", "de"],
+        ]);
+        let visits = split_entry("9-2", &[(BATCH_FIELD.to_vec(), value)]);
+        let got: Vec<_> = visits.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[0].id.as_str(), got[0].code.as_str(), got[0].time_ms),
+            ("9-2", "abc", 5)
+        );
+        assert_eq!(got[0].status, Some(302));
+        assert_eq!(got[0].ip, Some("203.0.113.9".parse().unwrap()));
+        assert_eq!(got[0].referrer, None, "length 0 is absent");
+        assert_eq!(
+            (got[1].id.as_str(), got[1].code.as_str(), got[1].status),
+            ("9-2:1", "zz9", Some(410))
+        );
+        assert_eq!(got[1].referrer.as_deref(), Some("https://t.co/x"));
+        assert_eq!(got[1].accept_language.as_deref(), Some("de"));
+    }
+
+    #[test]
+    fn a_bad_batched_visit_costs_only_itself_and_a_cut_batch_ends_it() {
+        let mut value = batch(&[
+            ["abc", "5", "302", "", "", "", "", ""],
+            ["", "6", "302", "", "", "", "", ""],
+            ["def", "7", "302", "", "", "", "", ""],
+        ]);
+        value.extend_from_slice(&[40, 0, b'x']);
+        let visits = split_entry("1-0", &[(BATCH_FIELD.to_vec(), value)]);
+        assert_eq!(visits.len(), 4);
+        assert_eq!(visits[0].as_ref().unwrap().code, "abc");
+        assert!(matches!(&visits[1], Err(EventError::Missing { id, .. }) if id == "1-0:1"));
+        assert_eq!(visits[2].as_ref().unwrap().id, "1-0:2");
+        assert!(matches!(&visits[3], Err(EventError::BadBatch { id }) if id == "1-0:3"));
+
+        for junk in [vec![], vec![2, 0, 0], vec![BATCH_FORMAT, 9]] {
+            let visits = split_entry("1-0", &[(BATCH_FIELD.to_vec(), junk)]);
+            assert!(matches!(&visits[..], [Err(EventError::BadBatch { .. })]));
+        }
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::ptr;
 use std::rc::Rc;
 
 use nginx_sys::{
-    ngx_cycle, ngx_delete_posted_event, ngx_event_t, ngx_post_event, ngx_posted_events,
+    ngx_add_timer, ngx_cycle, ngx_del_timer, ngx_delete_posted_event, ngx_event_t, ngx_post_event,
+    ngx_posted_events,
 };
 
 use crate::cache::{Cache, Cached};
@@ -34,11 +35,13 @@ pub struct Worker {
     pub pools: PoolMemo,
     events: Rc<EventShared>,
     encoder: Encoder,
-    /// Visits made in this pass of the event loop, not yet written.
+    /// Visits not yet written.
     batch: Batch,
-    /// Posted with the first visit of a pass; writes the batch once the pass has answered
-    /// everything that was ready. Boxed: nginx's posted queue points into it.
+    /// Armed with the first visit of a batch: a timer of `flush_ms`, or with 0 posted to run
+    /// once the current pass of the event loop has answered everything that was ready. Either
+    /// way it writes the batch. Boxed: nginx's timer tree and posted queue point into it.
     flush: Box<ngx_event_t>,
+    flush_ms: u64,
 }
 
 thread_local! {
@@ -87,10 +90,11 @@ impl Worker {
             encoder: Encoder::new(mcf.events_max_len()),
             batch: Batch::default(),
             flush: flush_event(),
+            flush_ms: mcf.events_flush_ms(),
         }
     }
 
-    /// Adds a visit to this pass's batch. Never waits: the batch is written when the pass ends
+    /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires
     /// (or at once when it is full), on a connection if one is up, else into the spool.
     pub fn track(&mut self, visit: &Visit<'_>) {
         self.events.add(Counter::EventsQueued, 1);
@@ -101,15 +105,24 @@ impl Worker {
         self.batch.push(visit);
         if self.batch.is_full() {
             self.write_batch();
-        } else if self.flush.posted() == 0 {
+        } else if self.flush.posted() == 0 && self.flush.timer_set() == 0 {
+            let ev: *mut ngx_event_t = &mut *self.flush;
             // SAFETY: the event is ours, boxed (its address is stable) and initialised by
-            // flush_event(); Drop takes it off the queue if the worker goes first.
-            unsafe { ngx_post_event(&mut *self.flush, ptr::addr_of_mut!(ngx_posted_events)) };
+            // flush_event(); Drop takes it off the timer tree or the queue if the worker goes
+            // first.
+            unsafe {
+                if self.flush_ms == 0 {
+                    ngx_post_event(ev, ptr::addr_of_mut!(ngx_posted_events));
+                } else {
+                    ngx_add_timer(ev, self.flush_ms as _);
+                }
+            }
         }
     }
 
     /// Writes the batched visits as one stream entry.
     fn write_batch(&mut self) {
+        self.disarm_flush();
         let visits = self.batch.len();
         if visits == 0 {
             return;
@@ -142,24 +155,39 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Takes the flush event off nginx's timer tree and posted queue, whichever holds it.
+    fn disarm_flush(&mut self) {
+        let ev: *mut ngx_event_t = &mut *self.flush;
+        // SAFETY: the event is ours; each call only unlinks it from where its flags say it is.
+        unsafe {
+            if (*ev).timer_set() != 0 {
+                ngx_del_timer(ev);
+            }
+            if (*ev).posted() != 0 {
+                ngx_delete_posted_event(ev);
+            }
+        }
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
-        if self.flush.posted() != 0 {
-            // SAFETY: the event is on nginx's posted queue, which must not keep a pointer to
-            // memory about to be freed.
-            unsafe { ngx_delete_posted_event(&mut *self.flush) };
-        }
+        // nginx must not keep a pointer to memory about to be freed.
+        self.disarm_flush();
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }
 }
 
-/// A posted-only event (no timer, no connection) whose handler writes the batch.
+/// An event of no connection, timed or posted, whose handler writes the batch.
 fn flush_event() -> Box<ngx_event_t> {
     // SAFETY: all-zero is how nginx itself starts an event (ngx_pcalloc): no flags, no timer,
     // not posted.
     let mut ev: Box<ngx_event_t> = Box::new(unsafe { std::mem::zeroed() });
     ev.handler = Some(on_flush);
+    // A graceful shutdown does not wait for it (what it would write is counted dropped).
+    ev.set_cancelable(1);
     // SAFETY: `ngx_cycle` is set before any worker code runs; the event only borrows its log.
     ev.log = unsafe { (*ngx_cycle).log };
     ev

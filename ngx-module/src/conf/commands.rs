@@ -42,7 +42,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 16] = [
+pub static mut COMMANDS: [ngx_command_t; 17] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -126,6 +126,12 @@ pub static mut COMMANDS: [ngx_command_t; 16] = [
         ngx_string!("shortlink_events_buffer"),
         MAIN | NGX_CONF_TAKE12,
         set_events_buffer,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_events_flush"),
+        MAIN | NGX_CONF_TAKE1,
+        set_events_flush,
         M,
     ),
     ngx_command_t::empty(),
@@ -458,6 +464,18 @@ extern "C" fn set_events_buffer(
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         duplicate(&mcf.events_buffer)?;
         mcf.events_buffer = Some(parse::events_buffer(args)?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_events_flush(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.events_flush_ms)?;
+        mcf.events_flush_ms = Some(parse::events_flush(args[0])?);
         Ok(())
     })
 }

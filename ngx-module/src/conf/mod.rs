@@ -53,6 +53,8 @@ pub struct MainConf {
     pub events_max_len: Option<u64>,
     /// `shortlink_events_buffer`: the per-worker spool while Redis is unreachable.
     pub events_buffer: Option<SpoolLimits>,
+    /// `shortlink_events_flush`: how long visits may wait to leave as one stream entry.
+    pub events_flush_ms: Option<u64>,
 }
 
 impl Default for MainConf {
@@ -70,6 +72,7 @@ impl Default for MainConf {
             counters: std::ptr::null_mut(),
             events_max_len: None,
             events_buffer: None,
+            events_flush_ms: None,
         }
     }
 }
@@ -128,6 +131,10 @@ impl MainConf {
     pub fn events_spool(&self) -> SpoolLimits {
         self.events_buffer.unwrap_or(DEFAULT_SPOOL)
     }
+
+    pub fn events_flush_ms(&self) -> u64 {
+        self.events_flush_ms.unwrap_or(DEFAULT_EVENTS_FLUSH_MS)
+    }
 }
 
 /// Where `shortlink_pool` takes its names from, chosen at config time so that a request does the
@@ -157,6 +164,9 @@ pub struct LocConf {
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
 pub const DEFAULT_EVENTS_MAX_LEN: u64 = 1_000_000;
+/// Long enough for a busy worker to fill a batch (128 visits are 13 ms at 10k redirects/s),
+/// short enough that a worker exit loses little.
+pub const DEFAULT_EVENTS_FLUSH_MS: u64 = 20;
 
 impl LocConf {
     pub fn timeout_ms(&self) -> u64 {

@@ -255,6 +255,18 @@ pub fn events_max_len(arg: &[u8]) -> Result<u64, ArgError> {
     }
 }
 
+/// Longest wait accepted before a batch of visits is written: what a worker exit may lose.
+const MAX_EVENTS_FLUSH_MS: u64 = 1000;
+
+/// `shortlink_events_flush <time>`: how long visits may wait to be written together; 0 writes
+/// them at the end of each pass of the event loop.
+pub fn events_flush(arg: &[u8]) -> Result<u64, ArgError> {
+    match time_ms(arg)? {
+        ms @ 0..=MAX_EVENTS_FLUSH_MS => Ok(ms),
+        _ => err(format!("must be at most {MAX_EVENTS_FLUSH_MS}ms")),
+    }
+}
+
 /// Largest spool accepted per worker.
 const MAX_SPOOL_EVENTS: u64 = 10_000_000;
 const MAX_SPOOL_BYTES: u64 = 1 << 30;
@@ -403,6 +415,11 @@ mod tests {
         assert_eq!(events_max_len(b"10k"), Ok(10_000));
         assert!(events_max_len(b"0").is_err());
         assert!(events_max_len(b"lots").is_err());
+        assert_eq!(events_flush(b"10ms"), Ok(10));
+        assert_eq!(events_flush(b"0"), Ok(0));
+        assert_eq!(events_flush(b"1s"), Ok(1000));
+        assert!(events_flush(b"2s").is_err());
+        assert!(events_flush(b"soon").is_err());
         assert_eq!(
             events_buffer(&[b"500", b"size=1m"]),
             Ok(SpoolLimits {

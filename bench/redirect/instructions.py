@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Instructions per request, counted by callgrind: the redirect benchmark's ratios without the noise.
+
+Wall-clock req/s on a shared 2-core machine drifts by 2x between rounds; instruction counts do not
+(the same binary, inputs and configuration give the same count whatever else the machine runs).
+This runs nginx (one process, `master_process off`) and Redis under `valgrind --tool=callgrind`,
+warms each server up, zeroes the counters, runs wrk for a fixed time (so that nginx always has
+requests waiting, as under real load), and divides the totals by the requests wrk completed. Started and stopped by bench/redirect/run
+(`--instructions`), which passes the rendered configuration and data.
+
+Counted: user-space instructions of the nginx process and of redis-server. Not counted: the
+kernel (socket calls cost the same for every server, so they would pull every ratio towards 1)
+and the client.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+SERVERS = {
+    "A": "`return 302` (ceiling)",
+    "D": "shortlink module",
+    "E": "D + visit tracking",
+}
+
+
+def log(msg):
+    print(f"bench/redirect: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nginx", required=True, help="nginx binary")
+    p.add_argument("--prefix", required=True, help="nginx prefix holding nginx.conf")
+    p.add_argument("--redis-port", type=int, required=True)
+    p.add_argument("--redis-dir", required=True)
+    p.add_argument("--redis-load", required=True, help="RESP stream loading the codes")
+    p.add_argument("--codes-dir", required=True)
+    p.add_argument("--ports", required=True, help="A=port,D=port,E=port")
+    p.add_argument("--seconds", type=float, default=10, help="wrk duration per cell")
+    p.add_argument("--connections", type=int, default=1)
+    p.add_argument("--wrk-script", required=True)
+    return p.parse_args()
+
+
+async def warm_up(port, paths, connections):
+    """Every path once, over `connections` keepalive connections; returns the status counts."""
+    count = len(paths)
+    statuses = {}
+    per_conn = [count // connections + (i < count % connections) for i in range(connections)]
+
+    async def one(n, offset):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for i in range(n):
+            path = paths[(offset + i * connections) % len(paths)]
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench\r\n"
+                         f"Referer: https://example.org/x\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            statuses[status] = statuses.get(status, 0) + 1
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            if length:
+                await reader.readexactly(int(length.group(1)))
+        writer.close()
+
+    await asyncio.gather(*(one(n, i) for i, n in enumerate(per_conn)))
+    return statuses
+
+
+def wrk(args, port, code_file):
+    """Runs wrk against `port` for `args.seconds`; returns its summary."""
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds:g}s", "--timeout", "10s",
+         "-s", args.wrk_script, f"http://127.0.0.1:{port}", "--", code_file],
+        capture_output=True, text=True, timeout=args.seconds + 120)
+    for line in out.stdout.splitlines():
+        if line.startswith("BENCH "):
+            return json.loads(line[len("BENCH "):])
+    raise RuntimeError(f"wrk gave no summary (exit {out.returncode}): {out.stderr.strip()}")
+
+
+def total_instructions(path):
+    """The `summary:` (or `totals:`) line of a callgrind output file."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise RuntimeError(f"{path}: no totals")
+
+
+class Callgrind:
+    """A process under callgrind, whose counters are zeroed and dumped on demand."""
+
+    def __init__(self, name, out_dir, argv):
+        self.out = os.path.join(out_dir, f"callgrind.{name}")
+        self.proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}.%p",
+             "--dump-instr=no", "--collect-atstart=yes"] + argv,
+            stdout=subprocess.DEVNULL, stderr=open(f"{self.out}.log", "w"))
+
+    def control(self, flag):
+        subprocess.run(["callgrind_control", flag, str(self.proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+    def zero(self):
+        self.control("-z")
+
+    def dump(self):
+        """Dumps the counters since the last zero and returns their total."""
+        before = set(os.listdir(os.path.dirname(self.out)))
+        self.control("-d")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            new = [f for f in set(os.listdir(os.path.dirname(self.out))) - before
+                   if f.startswith(os.path.basename(self.out) + ".")]
+            if new:
+                time.sleep(0.2)  # callgrind writes the file in one go; let it finish
+                return total_instructions(os.path.join(os.path.dirname(self.out), new[0]))
+            time.sleep(0.05)
+        raise RuntimeError(f"callgrind wrote no dump for {self.out}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wait_for(predicate, what, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"bench/redirect: {what} did not come up")
+
+
+def port_open(port):
+    import socket
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def main():
+    args = parse_args()
+    ports = {k: int(v) for k, v in (kv.split("=") for kv in args.ports.split(","))}
+    paths = {w: [line.strip() for line in open(os.path.join(args.codes_dir, f"{w}.txt"))]
+             for w in ("hot", "bogus")}
+    out_dir = os.path.join(args.prefix, "callgrind")
+    os.makedirs(out_dir, exist_ok=True)
+    redis = Callgrind("redis", out_dir, [
+        "redis-server", "--port", str(args.redis_port), "--bind", "127.0.0.1", "--dir",
+        args.redis_dir, "--save", "", "--appendonly", "no", "--loglevel", "warning"])
+    nginx = None
+    try:
+        wait_for(lambda: port_open(args.redis_port), "Redis under callgrind")
+        with open(args.redis_load, "rb") as load:
+            subprocess.run(["redis-cli", "-p", str(args.redis_port), "--pipe"], stdin=load,
+                           check=True, stdout=subprocess.DEVNULL, timeout=600)
+        nginx = Callgrind("nginx", out_dir, [
+            args.nginx, "-p", args.prefix, "-c", os.path.join(args.prefix, "nginx.conf"),
+            "-g", "daemon off; master_process off;"])
+        wait_for(lambda: all(port_open(p) for p in ports.values()), "nginx under callgrind")
+
+        rows = []
+        for server, workload in (("A", "hot"), ("D", "hot"), ("E", "hot"), ("A", "bogus"),
+                                 ("D", "bogus")):
+            port = ports[server]
+            # Warm-up: every hot code once, so D's and E's caches hold them.
+            asyncio.run(warm_up(port, paths[workload], args.connections))
+            nginx.zero()
+            redis.zero()
+            summary = wrk(args, port, os.path.join(args.codes_dir, f"{workload}.txt"))
+            n_ir, r_ir = nginx.dump(), redis.dump()
+            requests = summary["requests"]
+            errors = sum(summary[k] for k in ("connect_errors", "read_errors", "write_errors",
+                                              "timeouts"))
+            # wrk counts every non-2xx/3xx answer as a status error: all of them for D's bogus
+            # codes (404), none anywhere else.
+            expected_status_errors = requests if (workload == "bogus" and server != "A") else 0
+            if errors or summary["status_errors"] != expected_status_errors or requests == 0:
+                raise SystemExit(f"bench/redirect: {server} {workload}: wrong answers {summary}")
+            rows.append((server, workload, n_ir / requests, r_ir / requests, requests))
+            log(f"{server} {workload}: {requests} requests, {n_ir / requests:,.0f} nginx + "
+                f"{r_ir / requests:,.0f} Redis instructions per request")
+            if server == "E":
+                entries = int(subprocess.run(
+                    ["redis-cli", "-p", str(args.redis_port), "XLEN", "sl:events"],
+                    capture_output=True, text=True, check=True, timeout=60).stdout)
+                # Warm-up visits too: every hot code once.
+                visits = len(paths[workload]) + requests
+                args.batch = visits / max(entries, 1)
+                log(f"E: {visits} visits in {entries} stream entries")
+    finally:
+        if nginx:
+            nginx.stop()
+        redis.stop()
+
+    cell = {(s, w): (n, r) for s, w, n, r, _ in rows}
+
+    def ratio(ref, ours, redis_too=False):
+        n_ref, r_ref = cell[ref]
+        n_ours, r_ours = cell[ours]
+        return (n_ref + (r_ref if redis_too else 0)) / (n_ours + (r_ours if redis_too else 0))
+
+    L = [f"Instructions per request (callgrind; wrk, {args.connections} connections, "
+         f"{args.seconds:g} s a cell, after a warm-up that fills the caches):", "",
+         "| server | workload | requests | nginx | Redis |", "|---|---|---:|---:|---:|"]
+    for s, w, n, r, requests in rows:
+        L.append(f"| {s} {SERVERS[s]} | {w} | {requests:,} | {n:,.0f} | {r:,.0f} |")
+    L += ["", "Ratios (reference ÷ ours, so ≥ 1 means ours needs no more instructions):", "",
+          "| ratio | value | target |", "|---|---:|---|",
+          f"| hot D/A (nginx) | {ratio(('A', 'hot'), ('D', 'hot')):.3f} | ≥ 0.95 |",
+          f"| bogus D/A (nginx) | {ratio(('A', 'bogus'), ('D', 'bogus')):.3f} | ≥ 0.95 |",
+          f"| hot E/D (nginx) | {ratio(('D', 'hot'), ('E', 'hot')):.3f} | |",
+          f"| hot E/D (nginx + Redis) | {ratio(('D', 'hot'), ('E', 'hot'), True):.3f} | ≥ 0.95 |",
+          "", f"E wrote {args.batch:.1f} visits per stream entry on average (one entry per pass "
+          "of nginx's event loop).", ""]
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
