@@ -120,6 +120,9 @@ pub struct Projection {
     epoch: Instant,
 }
 
+/// The connection manager's own reply timeout, above any call's allowance (see `connection`).
+const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How long repairs pause after one failed.
 const REPAIR_PAUSE: Duration = Duration::from_secs(1);
 
@@ -151,9 +154,11 @@ impl Projection {
             return Ok(connection.clone());
         }
         // No retries inside the manager: a request must fail fast, the next one tries again.
+        // Each call's own deadline (`run`) bounds its wait; the manager's response timeout only
+        // catches a reply that never comes, and must not cut a batch chunk's longer allowance.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(self.timeout)
-            .set_response_timeout(self.timeout)
+            .set_response_timeout(self.timeout.max(MANAGER_RESPONSE_TIMEOUT))
             .set_number_of_retries(0)
             .set_max_delay(100);
         let connection = tokio::time::timeout(
