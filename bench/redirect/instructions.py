@@ -228,8 +228,8 @@ def main():
           f"| bogus D/A (nginx) | {ratio(('A', 'bogus'), ('D', 'bogus')):.3f} | ≥ 0.95 |",
           f"| hot E/D (nginx) | {ratio(('D', 'hot'), ('E', 'hot')):.3f} | |",
           f"| hot E/D (nginx + Redis) | {ratio(('D', 'hot'), ('E', 'hot'), True):.3f} | ≥ 0.95 |",
-          "", f"E wrote {args.batch:.1f} visits per stream entry on average (one entry per pass "
-          "of nginx's event loop).", ""]
+          "", f"E wrote {args.batch:.1f} visits per stream entry on average (a batch leaves "
+          "`shortlink_events_flush` after its first visit, or at 128 visits).", ""]
     print("\n".join(L))
 
 

@@ -34,7 +34,7 @@ DESCRIPTION = {
     "B": "Lua + lua-resty-redis, keepalive pool",
     "C": "B + ngx.shared.DICT cache",
     "D": "shortlink module",
-    "E": "D + visit tracking (one XADD per event-loop pass)",
+    "E": "D + visit tracking (batched XADD)",
 }
 # (workload, minimum E/D): tracking must cost a redirect almost nothing (issue 4).
 TRACKING_TARGETS = [("hot", 0.95), ("uniform", 0.95)]
