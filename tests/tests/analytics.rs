@@ -104,7 +104,15 @@ fn redirects_keep_working_when_redis_is_gone_and_lost_events_are_counted() {
     for _ in 0..20 {
         visit(&system, "s1.test", &path, "203.0.113.11", IPHONE);
     }
-    let counters = system.nginx.counters();
+    // Visits leave in batches (`shortlink_events_flush`): wait until none is waiting in one, i.e.
+    // every visit queued has been sent, spooled or dropped.
+    let mut counters = system.nginx.counters();
+    let settled = wait_until(Duration::from_secs(5), || {
+        counters = system.nginx.counters();
+        counters["events_queued"]
+            == counters["events_sent"] + counters["events_dropped"] + counters["events_buffered"]
+    });
+    assert!(settled, "visits still batched: {counters:?}");
     println!(
         "redis down: events queued {}, buffered {}, dropped {}",
         counters["events_queued"], counters["events_buffered"], counters["events_dropped"]
