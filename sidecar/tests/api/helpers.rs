@@ -171,6 +171,21 @@ impl TestApp {
         json
     }
 
+    /// Creates `count` links to `https://t.example/<i>` with one JSON batch (panics unless 200).
+    pub async fn create_many(&self, count: usize) {
+        let items: Vec<Value> = (0..count)
+            .map(|i| serde_json::json!({"url": format!("https://t.example/{i}")}))
+            .collect();
+        let response = self
+            .api(reqwest::Method::POST, "/links/batch")
+            .json(&items)
+            .send()
+            .await
+            .expect("send POST /links/batch");
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap();
+    }
+
     pub async fn get_link(&self, code: &str) -> reqwest::Response {
         self.api(reqwest::Method::GET, &format!("/links/{code}"))
             .send()

@@ -216,17 +216,7 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_after_flushall_restores_every_link() {
     let app = spawn_app(Backend::Sqlite).await;
-    let items: Vec<Value> = (0..2_500)
-        .map(|i| json!({"url": format!("https://t.example/{i}")}))
-        .collect();
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.text().await.unwrap();
+    app.create_many(2_500).await;
     let before = app.stored().await;
     assert_eq!(before.redis_keys, 2_500);
     app.redis.cli(&["FLUSHALL"]);
@@ -250,17 +240,7 @@ async fn resync_after_flushall_restores_every_link() {
 /// `resync`; every link's key stays, whatever its state.
 async fn resync_removes_orphan_keys(backend: Backend) {
     let app = spawn_app(backend).await;
-    let items: Vec<Value> = (0..1_200)
-        .map(|i| json!({"url": format!("https://t.example/{i}")}))
-        .collect();
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.text().await.unwrap();
+    app.create_many(1_200).await;
     let revoked = app
         .create(json!({"url": "https://t.example/r", "code": "gone-soon"}))
         .await;
