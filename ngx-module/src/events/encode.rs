@@ -3,7 +3,7 @@
 //!
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
-//! cost it about 700 instructions per visit field (callgrind); one value costs it one copy. Inside
+//! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
 //! the value (docs/ARCHITECTURE.md): a format byte, then per visit the eight fields in a fixed
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
