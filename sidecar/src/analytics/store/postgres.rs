@@ -4,9 +4,8 @@
 //! two batches never wait on each other in a cycle.
 
 use super::{
-    breakdown_days, deltas, dense_series, rank_breakdowns, visitor_bytes, BatchOutcome, Counts,
-    Dimension, Entry, GroupRow, IdleLink, Stats, StatsQuery, VisitStore, ALL_LINKS,
-    BREAKDOWN_TABLES,
+    breakdown_days, deltas, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
+    GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
 };
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
@@ -132,91 +131,6 @@ fn audience_arrays<'a, K: 'a>(
         p.push(a.previews);
     }
     (h, b, p)
-}
-
-impl PgVisitStore {
-    /// The query's non-empty buckets, in order.
-    async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
-        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
-        let rows = sqlx::query(
-            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
-             WHERE code = $1 AND span = $2 AND bucket >= $3 AND bucket < $4 ORDER BY bucket",
-        )
-        .bind(code)
-        .bind(span)
-        .bind(q.from)
-        .bind(q.to)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| Ok((row.try_get::<i64, _>(0)?, counts(row, 1)?)))
-            .collect()
-    }
-
-    /// The breakdowns of one daily rollup table over the whole days covering the query: its rows
-    /// summed per combination of dimension values, ranked per dimension in memory.
-    async fn breakdowns(
-        &self,
-        q: &StatsQuery,
-        table: &str,
-        dimensions: &[Dimension],
-    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
-        let (day_from, day_to) = breakdown_days(q);
-        let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
-        let columns = columns.join(", ");
-        let n = dimensions.len();
-        let rows = sqlx::query(&format!(
-            "SELECT {columns}, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8 FROM {table} \
-             WHERE code = $1 AND day >= $2 AND day < $3 GROUP BY {columns}"
-        ))
-        .bind(code)
-        .bind(day_from)
-        .bind(day_to)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        let rows = rows
-            .iter()
-            .map(|row| {
-                Ok(GroupRow {
-                    values: (0..n).map(|i| row.try_get(i)).collect::<Result<_, _>>()?,
-                    humans: row.try_get(n)?,
-                    bots: row.try_get(n + 1)?,
-                    previews: row.try_get(n + 2)?,
-                })
-            })
-            .collect::<StorageResult<Vec<_>>>()?;
-        Ok(rank_breakdowns(dimensions, &rows, q.include_bots, q.top))
-    }
-
-    /// All-links queries: the links with the most clicks over the range.
-    async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
-        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
-        let rank = if q.include_bots {
-            "SUM(humans) + SUM(bots) + SUM(previews)"
-        } else {
-            "SUM(humans)"
-        };
-        let rows = sqlx::query(&format!(
-            "SELECT code, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8, \
-                   SUM(new_visitors)::int8 FROM visit_buckets \
-             WHERE span = $1 AND bucket >= $2 AND bucket < $3 AND code <> '*' \
-             GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT $4"
-        ))
-        .bind(span)
-        .bind(q.from)
-        .bind(q.to)
-        .bind(i64::from(q.top))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| Ok((row.try_get(0)?, counts(row, 1)?)))
-            .collect()
-    }
 }
 
 #[async_trait]
@@ -456,32 +370,87 @@ impl VisitStore for PgVisitStore {
         })
     }
 
-    async fn stats(&self, q: &StatsQuery) -> StorageResult<Stats> {
-        // The series, the three breakdown tables and the top links are independent reads of small
-        // rollup tables: run them at once on several pool connections, so the answer takes about
-        // as long as the slowest query rather than the sum of five.
-        let breakdowns = futures_util::future::try_join_all(
-            BREAKDOWN_TABLES.map(|(table, dimensions)| self.breakdowns(q, table, dimensions)),
-        );
-        let top_links = async {
-            match q.code {
-                Some(_) => Ok(Vec::new()),
-                None => self.top_links(q).await,
-            }
+    /// The query's non-empty buckets, in order.
+    async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
+        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
+        let rows = sqlx::query(
+            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
+             WHERE code = $1 AND span = $2 AND bucket >= $3 AND bucket < $4 ORDER BY bucket",
+        )
+        .bind(code)
+        .bind(span)
+        .bind(q.from)
+        .bind(q.to)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| Ok((row.try_get::<i64, _>(0)?, counts(row, 1)?)))
+            .collect()
+    }
+
+    /// The breakdowns of one daily rollup table over the whole days covering the query: its rows
+    /// summed per combination of dimension values, ranked per dimension in memory.
+    async fn breakdowns(
+        &self,
+        q: &StatsQuery,
+        table: &str,
+        dimensions: &[Dimension],
+    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
+        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let (day_from, day_to) = breakdown_days(q);
+        let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
+        let columns = columns.join(", ");
+        let n = dimensions.len();
+        let rows = sqlx::query(&format!(
+            "SELECT {columns}, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8 FROM {table} \
+             WHERE code = $1 AND day >= $2 AND day < $3 GROUP BY {columns}"
+        ))
+        .bind(code)
+        .bind(day_from)
+        .bind(day_to)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let rows = rows
+            .iter()
+            .map(|row| {
+                Ok(GroupRow {
+                    values: (0..n).map(|i| row.try_get(i)).collect::<Result<_, _>>()?,
+                    humans: row.try_get(n)?,
+                    bots: row.try_get(n + 1)?,
+                    previews: row.try_get(n + 2)?,
+                })
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        Ok(rank_breakdowns(dimensions, &rows, q.include_bots, q.top))
+    }
+
+    /// All-links queries: the links with the most clicks over the range.
+    async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
+        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
+        let rank = if q.include_bots {
+            "SUM(humans) + SUM(bots) + SUM(previews)"
+        } else {
+            "SUM(humans)"
         };
-        let (sparse, breakdowns, top_links) =
-            tokio::try_join!(self.buckets(q), breakdowns, top_links)?;
-        let mut stats = Stats::default();
-        for (_, c) in &sparse {
-            stats.totals.add(c);
-        }
-        stats.series = dense_series(q, sparse);
-        stats.breakdowns = breakdowns.into_iter().flatten().collect();
-        stats
-            .breakdowns
-            .sort_by_key(|(d, _)| Dimension::ALL.iter().position(|all| all == d));
-        stats.top_links = top_links;
-        Ok(stats)
+        let rows = sqlx::query(&format!(
+            "SELECT code, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8, \
+                   SUM(new_visitors)::int8 FROM visit_buckets \
+             WHERE span = $1 AND bucket >= $2 AND bucket < $3 AND code <> '*' \
+             GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT $4"
+        ))
+        .bind(span)
+        .bind(q.from)
+        .bind(q.to)
+        .bind(i64::from(q.top))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, counts(row, 1)?)))
+            .collect()
     }
 
     async fn idle_links(
