@@ -18,12 +18,7 @@ async fn json_batches_are_bounded() {
     let items: Vec<Value> = (0..10_001)
         .map(|i| json!({"url": format!("https://t.example/{i}")}))
         .collect();
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
+    let response = app.post_batch(&items).await;
     assert_eq!(response.status(), 413);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "batch_too_large");
@@ -52,12 +47,7 @@ async fn mixed_items_answer_in_order(backend: Backend) {
         {"url": "https://shop.example/f", "redirect": 303},
         {"url": "https://shop.example/g", "expires_at": "2999-01-01T00:00:00Z", "redirect": 301},
     ]);
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
+    let response = app.post_batch(&items).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let results = body["results"].as_array().unwrap();
@@ -175,15 +165,7 @@ async fn metadata_filters_and_campaign_stats(backend: Backend) {
             "tags": tags,
         }));
     }
-    let body: Value = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = app.post_batch(&items).await.json().await.unwrap();
     let codes: Vec<String> = body["results"]
         .as_array()
         .unwrap()

@@ -171,17 +171,21 @@ impl TestApp {
         json
     }
 
+    /// `POST /links/batch` with a JSON array.
+    pub async fn post_batch(&self, items: &(impl serde::Serialize + ?Sized)) -> reqwest::Response {
+        self.api(reqwest::Method::POST, "/links/batch")
+            .json(items)
+            .send()
+            .await
+            .expect("send POST /links/batch")
+    }
+
     /// Creates `count` links to `https://t.example/<i>` with one JSON batch (panics unless 200).
     pub async fn create_many(&self, count: usize) {
         let items: Vec<Value> = (0..count)
             .map(|i| serde_json::json!({"url": format!("https://t.example/{i}")}))
             .collect();
-        let response = self
-            .api(reqwest::Method::POST, "/links/batch")
-            .json(&items)
-            .send()
-            .await
-            .expect("send POST /links/batch");
+        let response = self.post_batch(&items).await;
         assert_eq!(response.status(), 200);
         response.text().await.unwrap();
     }

@@ -122,15 +122,7 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
         }));
     }
     items.push(json!({"url": "https://t.example/alias", "code": "my-alias"}));
-    let body: Value = app
-        .api(Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = app.post_batch(&items).await.json().await.unwrap();
     let codes: Vec<&str> = body["results"]
         .as_array()
         .unwrap()
