@@ -26,6 +26,17 @@ struct Tally {
     slowest: Duration,
 }
 
+impl Tally {
+    /// Fails with the first few wrong answers, if there were any.
+    fn assert_all_correct(&self) {
+        assert!(
+            self.wrong.is_empty(),
+            "{:?}",
+            &self.wrong[..self.wrong.len().min(10)]
+        );
+    }
+}
+
 /// `threads` clients, each sending up to `per_thread` redirects round-robin over `links` (code,
 /// target), on keep-alive connections, until done or `stop` is set.
 struct Load {
@@ -198,11 +209,7 @@ fn redis_killed_under_load_every_redirect_is_still_served() {
         fallbacks,
         back
     );
-    assert!(
-        tally.wrong.is_empty(),
-        "{:?}",
-        &tally.wrong[..tally.wrong.len().min(10)]
-    );
+    tally.assert_all_correct();
     assert!(
         tally.slowest < REQUEST_BOUND,
         "a request took {:?}",
@@ -246,11 +253,7 @@ fn redis_flushed_under_load_resync_restores_everything() {
         let record = system.redis.cli_raw(&["GET", &format!("sl:c:{code}")]);
         assert_eq!(record, format!("1|L|302|0|0|{target}"));
     }
-    assert!(
-        after.wrong.is_empty(),
-        "{:?}",
-        &after.wrong[..after.wrong.len().min(10)]
-    );
+    after.assert_all_correct();
     assert_no_worker_crash(&system);
 }
 
@@ -288,11 +291,7 @@ fn redis_flushed_under_load_is_served_by_the_fallback() {
         tally.slowest,
         links.len(),
     );
-    assert!(
-        tally.wrong.is_empty(),
-        "{:?}",
-        &tally.wrong[..tally.wrong.len().min(10)]
-    );
+    tally.assert_all_correct();
     assert!(
         tally.slowest < REQUEST_BOUND,
         "a request took {:?}",
@@ -380,11 +379,7 @@ fn binary_upgrade_and_reload_under_load_fail_no_request() {
         tally.retried,
         tally.slowest
     );
-    assert!(
-        tally.wrong.is_empty(),
-        "{:?}",
-        &tally.wrong[..tally.wrong.len().min(10)]
-    );
+    tally.assert_all_correct();
     assert_no_worker_crash(&system);
 }
 
@@ -588,11 +583,7 @@ fn stuck_redis_redirects_answer_within_the_timeout() {
         after["redis_timeouts"] - before["redis_timeouts"],
         after["fallbacks"] - before["fallbacks"]
     );
-    assert!(
-        tally.wrong.is_empty(),
-        "{:?}",
-        &tally.wrong[..tally.wrong.len().min(10)]
-    );
+    tally.assert_all_correct();
     assert!(
         tally.slowest < REQUEST_BOUND,
         "a request took {:?}",
