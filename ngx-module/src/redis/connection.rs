@@ -58,8 +58,6 @@ impl Future for Reply {
 
 enum Pending {
     Wait(Rc<Slot>),
-    /// Fire-and-forget command: its reply is read and dropped.
-    Ignore,
     /// An event command carrying this many visits: its reply is read and dropped, an error
     /// reply counted against the visits.
     Event(u32),
@@ -186,16 +184,13 @@ impl Conn {
         self.state == State::Connecting
     }
 
-    /// Queues a command; its reply is returned as a future if `want_reply`, else discarded.
-    /// Must only be called when `accepts_commands()`.
-    pub fn send(&mut self, args: &[&[&[u8]]], want_reply: bool) -> Option<Reply> {
+    /// Queues a command; its reply arrives through the returned future. Must only be called
+    /// when `accepts_commands()`.
+    pub fn send(&mut self, args: &[&[&[u8]]]) -> Reply {
         resp::encode_command(&mut self.out, args);
-        let slot = want_reply.then(|| Rc::new(Slot::default()));
-        self.queued(match &slot {
-            Some(s) => Pending::Wait(Rc::clone(s)),
-            None => Pending::Ignore,
-        });
-        slot.map(Reply)
+        let slot = Rc::new(Slot::default());
+        self.queued(Pending::Wait(Rc::clone(&slot)));
+        Reply(slot)
     }
 
     /// Queues one event command carrying `visits`, written by `write` straight onto the output
@@ -499,7 +494,6 @@ impl Conn {
             match pending {
                 Pending::Wait(slot) => self.done.push((slot, Err(why))),
                 Pending::Event(visits) => lost_events += visits as usize,
-                Pending::Ignore => {}
             }
         }
         if lost_events > 0 {

@@ -82,21 +82,12 @@ impl Pool {
         )
     }
 
-    /// Queues a command on the least busy connection. With `want_reply` false the reply is
-    /// read and dropped (for writes nobody waits on, such as visit events).
-    pub fn send(
-        &mut self,
-        args: &[&[&[u8]]],
-        want_reply: bool,
-    ) -> Result<Option<Reply>, RedisError> {
+    /// Queues a command on the least busy connection; its reply arrives through the returned
+    /// future. Each argument is given as parts that are concatenated (`resp::encode_command`).
+    pub fn request(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
         let conn = self.pick()?;
         let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
-        Ok(conn.send(args, want_reply))
-    }
-
-    /// Sends a command whose reply is awaited (arguments as in [`Self::send`]).
-    pub fn request(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
-        self.send(args, true)?.ok_or(RedisError::Unavailable)
+        Ok(conn.send(args))
     }
 
     fn pick(&mut self) -> Result<ConnRef, RedisError> {
