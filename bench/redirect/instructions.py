@@ -25,6 +25,7 @@ import time
 
 SERVERS = {
     "A": "`return 302` (ceiling)",
+    "B": "lua-resty-redis",
     "D": "shortlink module",
     "E": "D + visit tracking",
 }
@@ -42,7 +43,11 @@ def parse_args():
     p.add_argument("--redis-dir", required=True)
     p.add_argument("--redis-load", required=True, help="RESP stream loading the codes")
     p.add_argument("--codes-dir", required=True)
-    p.add_argument("--ports", required=True, help="A=port,D=port,E=port")
+    p.add_argument("--ports", required=True, help="A=port,B=port,D=port,E=port")
+    p.add_argument("--uncached-conf", required=True,
+                   help="the same configuration with the module's cache off (uniform cells)")
+    p.add_argument("--uncached-connections", type=int, default=16,
+                   help="wrk connections of the uniform cells: enough lookups at once to pipeline")
     p.add_argument("--seconds", type=float, default=10, help="wrk duration per cell")
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--wrk-script", required=True)
@@ -73,10 +78,10 @@ async def warm_up(port, paths, connections):
     return statuses
 
 
-def wrk(args, port, code_file):
+def wrk(args, port, code_file, connections):
     """Runs wrk against `port` for `args.seconds`; returns its summary."""
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds:g}s", "--timeout", "10s",
+        ["wrk", "-t1", f"-c{connections}", f"-d{args.seconds:g}s", "--timeout", "10s",
          "-s", args.wrk_script, f"http://127.0.0.1:{port}", "--", code_file],
         capture_output=True, text=True, timeout=args.seconds + 120)
     for line in out.stdout.splitlines():
@@ -154,52 +159,69 @@ def main():
     args = parse_args()
     ports = {k: int(v) for k, v in (kv.split("=") for kv in args.ports.split(","))}
     paths = {w: [line.strip() for line in open(os.path.join(args.codes_dir, f"{w}.txt"))]
-             for w in ("hot", "bogus")}
+             for w in ("hot", "bogus", "uniform")}
     out_dir = os.path.join(args.prefix, "callgrind")
     os.makedirs(out_dir, exist_ok=True)
     redis = Callgrind("redis", out_dir, [
         "redis-server", "--port", str(args.redis_port), "--bind", "127.0.0.1", "--dir",
         args.redis_dir, "--save", "", "--appendonly", "no", "--loglevel", "warning"])
     nginx = None
+    rows = []
+
+    def cell(server, workload, connections, warm):
+        port = ports[server]
+        if warm:  # every code once, so D's and E's caches hold them
+            asyncio.run(warm_up(port, paths[workload], connections))
+        nginx.zero()
+        redis.zero()
+        summary = wrk(args, port, os.path.join(args.codes_dir, f"{workload}.txt"), connections)
+        n_ir, r_ir = nginx.dump(), redis.dump()
+        requests = summary["requests"]
+        errors = sum(summary[k] for k in ("connect_errors", "read_errors", "write_errors",
+                                          "timeouts"))
+        # wrk counts every non-2xx/3xx answer as a status error: all of them for D's bogus
+        # codes (404), none anywhere else.
+        expected_status_errors = requests if (workload == "bogus" and server != "A") else 0
+        if errors or summary["status_errors"] != expected_status_errors or requests == 0:
+            raise SystemExit(f"bench/redirect: {server} {workload}: wrong answers {summary}")
+        rows.append((server, workload, n_ir / requests, r_ir / requests, requests))
+        log(f"{server} {workload}: {requests} requests, {n_ir / requests:,.0f} nginx + "
+            f"{r_ir / requests:,.0f} Redis instructions per request")
+        if server == "E":
+            entries = int(subprocess.run(
+                ["redis-cli", "-p", str(args.redis_port), "XLEN", "sl:events"],
+                capture_output=True, text=True, check=True, timeout=60).stdout)
+            subprocess.run(["redis-cli", "-p", str(args.redis_port), "DEL", "sl:events"],
+                           check=True, stdout=subprocess.DEVNULL, timeout=60)
+            visits = (len(paths[workload]) if warm else 0) + requests
+            batches[workload] = visits / max(entries, 1)
+            log(f"E {workload}: {visits} visits in {entries} stream entries")
+
+    def start_nginx(conf):
+        started = Callgrind("nginx", out_dir, [
+            args.nginx, "-p", args.prefix, "-c", conf, "-g", "daemon off; master_process off;"])
+        wait_for(lambda: all(port_open(p) for p in ports.values()), "nginx under callgrind")
+        return started
+
+    batches = {}
     try:
         wait_for(lambda: port_open(args.redis_port), "Redis under callgrind")
         with open(args.redis_load, "rb") as load:
             subprocess.run(["redis-cli", "-p", str(args.redis_port), "--pipe"], stdin=load,
                            check=True, stdout=subprocess.DEVNULL, timeout=600)
-        nginx = Callgrind("nginx", out_dir, [
-            args.nginx, "-p", args.prefix, "-c", os.path.join(args.prefix, "nginx.conf"),
-            "-g", "daemon off; master_process off;"])
-        wait_for(lambda: all(port_open(p) for p in ports.values()), "nginx under callgrind")
-
-        rows = []
+        # Cached: what a hot link and a bogus code cost, one request at a time.
+        nginx = start_nginx(os.path.join(args.prefix, "nginx.conf"))
         for server, workload in (("A", "hot"), ("D", "hot"), ("E", "hot"), ("A", "bogus"),
                                  ("D", "bogus")):
-            port = ports[server]
-            # Warm-up: every hot code once, so D's and E's caches hold them.
-            asyncio.run(warm_up(port, paths[workload], args.connections))
-            nginx.zero()
-            redis.zero()
-            summary = wrk(args, port, os.path.join(args.codes_dir, f"{workload}.txt"))
-            n_ir, r_ir = nginx.dump(), redis.dump()
-            requests = summary["requests"]
-            errors = sum(summary[k] for k in ("connect_errors", "read_errors", "write_errors",
-                                              "timeouts"))
-            # wrk counts every non-2xx/3xx answer as a status error: all of them for D's bogus
-            # codes (404), none anywhere else.
-            expected_status_errors = requests if (workload == "bogus" and server != "A") else 0
-            if errors or summary["status_errors"] != expected_status_errors or requests == 0:
-                raise SystemExit(f"bench/redirect: {server} {workload}: wrong answers {summary}")
-            rows.append((server, workload, n_ir / requests, r_ir / requests, requests))
-            log(f"{server} {workload}: {requests} requests, {n_ir / requests:,.0f} nginx + "
-                f"{r_ir / requests:,.0f} Redis instructions per request")
-            if server == "E":
-                entries = int(subprocess.run(
-                    ["redis-cli", "-p", str(args.redis_port), "XLEN", "sl:events"],
-                    capture_output=True, text=True, check=True, timeout=60).stdout)
-                # Warm-up visits too: every hot code once.
-                visits = len(paths[workload]) + requests
-                args.batch = visits / max(entries, 1)
-                log(f"E: {visits} visits in {entries} stream entries")
+            cell(server, workload, args.connections, warm=True)
+        nginx.stop()
+        for port in ports.values():
+            wait_for(lambda port=port: not port_open(port), "nginx to stop")
+        # Uncached: every request a Redis lookup (the uniform workload's cost per miss), with
+        # enough requests at once for the module to pipeline them as under load.
+        nginx = start_nginx(args.uncached_conf)
+        for server in ("B", "D", "E"):
+            cell(server, "uniform", args.uncached_connections, warm=False)
     finally:
         if nginx:
             nginx.stop()
@@ -216,8 +238,10 @@ def main():
         n_ours, r_ours = cell[ours]
         return (n_ref + (r_ref if redis_too else 0)) / (n_ours + (r_ours if redis_too else 0))
 
-    L = [f"Instructions per request (callgrind; wrk, {args.connections} connections, "
-         f"{args.seconds:g} s a cell, after a warm-up that fills the caches):", "",
+    L = [f"Instructions per request (callgrind; wrk for {args.seconds:g} s a cell. Hot and bogus: "
+         f"{args.connections} connection(s), after a warm-up that fills the caches. Uniform: "
+         f"{args.uncached_connections} connections, module cache off, so every request is a "
+         "Redis lookup):", "",
          "| server | workload | requests | nginx | Redis (beyond its idle work) |",
          "|---|---|---:|---:|---:|"]
     for s, w, n, r, requests in rows:
@@ -228,8 +252,14 @@ def main():
           f"| bogus D/A (nginx) | {ratio(('A', 'bogus'), ('D', 'bogus')):.3f} | ≥ 0.95 |",
           f"| hot E/D (nginx) | {ratio(('D', 'hot'), ('E', 'hot')):.3f} | |",
           f"| hot E/D (nginx + Redis) | {ratio(('D', 'hot'), ('E', 'hot'), True):.3f} | ≥ 0.95 |",
-          "", f"E wrote {args.batch:.1f} visits per stream entry on average (a batch leaves "
-          "`shortlink_events_flush` after its first visit, or at 128 visits).", ""]
+          f"| uniform D/B (nginx) | {ratio(('B', 'uniform'), ('D', 'uniform')):.2f} | |",
+          f"| uniform D/B (nginx + Redis) | "
+          f"{ratio(('B', 'uniform'), ('D', 'uniform'), True):.2f} | ≥ 2 |",
+          f"| uniform E/D (nginx + Redis) | "
+          f"{ratio(('D', 'uniform'), ('E', 'uniform'), True):.3f} | ≥ 0.95 |",
+          "", f"E wrote {batches['hot']:.1f} (hot) and {batches['uniform']:.1f} (uniform) visits "
+          "per stream entry on average (a batch leaves `shortlink_events_flush` after its "
+          "first visit, or at 128 visits).", ""]
     print("\n".join(L))
 
 
