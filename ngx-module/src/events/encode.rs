@@ -11,6 +11,7 @@ use super::{
     truncate, Visit, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_REFERER, MAX_UA, STREAM_KEY,
 };
 use crate::redis::resp::push_header;
+use std::ptr;
 
 /// A batch is written out early once it holds this many visits or bytes, so one entry stays a
 /// few dozen KiB however busy the pass.
@@ -82,32 +83,58 @@ impl Batch {
         self.visits >= BATCH_MAX_VISITS || self.bytes.len() >= BATCH_MAX_BYTES
     }
 
-    /// Appends one visit, every value truncated (so each fits its `u16` length). No
-    /// intermediate buffer, no formatting machinery: this runs once per tracked redirect.
+    /// Appends one visit, every value truncated (so each fits its `u16` length). This runs once
+    /// per tracked redirect, so it writes straight into the buffer's spare room: one capacity
+    /// check and one length update per visit instead of one per piece (sixteen), which measured
+    /// 436 instructions a visit under callgrind, most of them bookkeeping around ~40 bytes.
     pub fn push(&mut self, v: &Visit<'_>) {
         if self.time.1.is_empty() || self.time.0 != v.time_ms {
             self.time = (v.time_ms, Digits::of(v.time_ms));
         }
-        let status = Digits::of(u64::from(v.status));
+        let other_status;
+        let status: &[u8] = match v.status {
+            301 => b"301",
+            302 => b"302",
+            307 => b"307",
+            308 => b"308",
+            410 => b"410",
+            other => {
+                other_status = Digits::of(u64::from(other));
+                other_status.as_bytes()
+            }
+        };
         let values: [&[u8]; VISIT_FIELDS.len()] = [
             truncate(v.code, MAX_CODE),
             self.time.1.as_bytes(),
-            status.as_bytes(),
+            status,
             truncate(v.ip, MAX_IP),
             truncate(v.ua, MAX_UA),
             truncate(v.referer, MAX_REFERER),
             truncate(v.host, MAX_HOST),
             truncate(v.lang, MAX_LANG),
         ];
-        if self.bytes.is_empty() {
-            self.bytes.push(BATCH_FORMAT);
-        }
-        self.bytes
-            .reserve(values.iter().map(|value| value.len() + 2).sum());
-        for value in values {
-            self.bytes
-                .extend_from_slice(&(value.len() as u16).to_le_bytes());
-            self.bytes.extend_from_slice(value);
+        let fresh = self.bytes.is_empty();
+        let len = usize::from(fresh) + values.iter().map(|value| 2 + value.len()).sum::<usize>();
+        self.bytes.reserve(len);
+        let start = self.bytes.len();
+        // SAFETY: `reserve` left room for `len` bytes past `start`. The writes below fill exactly
+        // those bytes, in order (a fresh batch's format byte, then each value's 2-byte length and
+        // bytes, which is what `len` sums), before `set_len` takes them into the vector. The
+        // values are borrowed from elsewhere, so they cannot overlap the spare room.
+        unsafe {
+            let mut at = self.bytes.as_mut_ptr().add(start);
+            if fresh {
+                at.write(BATCH_FORMAT);
+                at = at.add(1);
+            }
+            for value in values {
+                // Every value is at most a few KiB (`truncate`), so its length fits a u16.
+                let value_len = (value.len() as u16).to_le_bytes();
+                at.cast::<[u8; 2]>().write_unaligned(value_len);
+                ptr::copy_nonoverlapping(value.as_ptr(), at.add(2), value.len());
+                at = at.add(2 + value.len());
+            }
+            self.bytes.set_len(start + len);
         }
         self.visits += 1;
     }
@@ -284,6 +311,19 @@ pub(super) mod tests {
             "the second visit keeps only what it has, with its own time"
         );
         assert_eq!(field(&visits[2], "t"), Some(&b"1700000000123"[..]));
+    }
+
+    #[test]
+    fn every_status_is_written_as_its_digits() {
+        let statuses = [301, 302, 307, 308, 410, 303, 9];
+        let visits: Vec<Visit<'_>> = statuses
+            .iter()
+            .map(|&status| Visit { status, ..visit() })
+            .collect();
+        let (_, decoded) = decode(&command(&Encoder::new(5), &visits));
+        for (status, visit) in statuses.iter().zip(&decoded) {
+            assert_eq!(field(visit, "s"), Some(status.to_string().as_bytes()));
+        }
     }
 
     #[test]
