@@ -42,6 +42,9 @@ pub const PARALLEL_CHUNKS: usize = 8;
 /// Most chunks per group: one transaction and one response frame. A group takes the chunks
 /// already checked, so a small batch never waits for more.
 pub const GROUP_CHUNKS: usize = 8;
+/// Checked chunks kept waiting for the writer: two groups' worth, so a full group is ready when
+/// the previous one commits.
+pub const CHECKED_AHEAD: usize = 2 * GROUP_CHUNKS;
 /// Groups written at once on PostgreSQL (concurrent transactions).
 pub const PARALLEL_GROUPS: usize = 4;
 /// Groups written at once on SQLite: one. Transactions there queue for the one write connection,
@@ -143,21 +146,19 @@ pub async fn create_batch(
         Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
         Backend::Postgres => PARALLEL_GROUPS,
     };
-    let checker = (state.clone(), domains.clone());
+    let checked = check_ahead(
+        stream::iter(first).chain(chunks),
+        state.clone(),
+        domains.clone(),
+    );
     let writer = state;
-    let results = stream::iter(first)
-        .chain(chunks)
-        .map(move |chunk| {
-            let (state, domains) = checker.clone();
-            tokio::spawn(async move { check_chunk(&state, &domains, chunk) })
-        })
-        .buffered(PARALLEL_CHUNKS)
+    let results = checked
         .ready_chunks(GROUP_CHUNKS)
         .map(move |group| tokio::spawn(write_group(writer.clone(), group, claim)))
         .buffered(parallel_groups)
         .map(move |written| {
             let domains = domains.clone();
-            tokio::spawn(async move {
+            tokio::task::spawn_blocking(move || {
                 written
                     .and_then(|group| group)
                     .map(|group| render_group(group, &domains, format))
@@ -410,6 +411,38 @@ fn canonical(item: &RawItem) -> Vec<u8> {
     }
 }
 
+/// Checks chunks in parallel tasks, ahead of the writer: a task pulls the body's chunks and
+/// keeps up to [`CHECKED_AHEAD`] checked ones waiting, so while a group is written the next one
+/// is read and checked, and the writer finds a full group ready. Driven by the writer's pulls
+/// alone, checking would only start on the chunks the body reader had ready, and groups would
+/// stay small (more, costlier commits).
+fn check_ahead(
+    chunks: impl Stream<Item = RawChunk> + Send + 'static,
+    state: AppState,
+    domains: DomainContext,
+) -> Pin<Box<dyn Stream<Item = CheckResult> + Send>> {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<CheckResult>(CHECKED_AHEAD);
+    tokio::spawn(async move {
+        let mut checked = std::pin::pin!(chunks
+            .map(move |chunk| {
+                let (state, domains) = (state.clone(), domains.clone());
+                tokio::task::spawn_blocking(move || check_chunk(&state, &domains, chunk))
+            })
+            .buffered(PARALLEL_CHUNKS));
+        while let Some(chunk) = checked.next().await {
+            if sender.send(chunk).await.is_err() {
+                // The answer was dropped (client gone): stop reading.
+                return;
+            }
+        }
+    });
+    Box::pin(stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    }))
+}
+
+type CheckResult = std::result::Result<CheckedChunk, tokio::task::JoinError>;
+
 /// A chunk after checking: every item's index with its verdict, and the valid items.
 struct CheckedChunk {
     checked: Vec<(i64, std::result::Result<(), Error>)>,
@@ -443,7 +476,7 @@ type WrittenGroup = Vec<(
 /// answer (the body stream breaks off).
 async fn write_group(
     state: AppState,
-    group: Vec<std::result::Result<CheckedChunk, tokio::task::JoinError>>,
+    group: Vec<CheckResult>,
     claim: Option<Claim>,
 ) -> std::result::Result<WrittenGroup, tokio::task::JoinError> {
     let mut checked = Vec::with_capacity(group.len());
