@@ -537,7 +537,7 @@ impl LinkService {
             .filter_map(|code| self.issuer.scheme().decode(code))
             .max();
         if let Some(max) = restored_max {
-            self.storage.raise_sequence(max + 1).await?;
+            self.issuer.raise_sequence(max + 1).await?;
         }
         // An alias used twice in one chunk: the first use takes it (one statement cannot tell).
         let mut aliases = HashSet::new();

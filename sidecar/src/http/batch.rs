@@ -47,10 +47,11 @@ pub const GROUP_CHUNKS: usize = 8;
 pub const CHECKED_AHEAD: usize = 2 * GROUP_CHUNKS;
 /// Groups written at once on PostgreSQL (concurrent transactions).
 pub const PARALLEL_GROUPS: usize = 4;
-/// Groups written at once on SQLite: one. Transactions there queue for the one write connection,
-/// so a second group would only wait for the first, and under load could outwait the pool's
-/// acquire timeout (503). Its results are rendered in another task while the next group writes.
-pub const PARALLEL_GROUPS_SQLITE: usize = 1;
+/// Groups written at once on SQLite: two. Their transactions queue for the one write
+/// connection, so the second only gets ready (plan, codes, rows) while the first writes, and
+/// starts inserting the moment it commits. More would only wait longer, and under load could
+/// outwait the pool's acquire timeout (503).
+pub const PARALLEL_GROUPS_SQLITE: usize = 2;
 /// Groups rendered at once (after their commit).
 const PARALLEL_RENDERS: usize = 2;
 /// Most items in a JSON array body.

@@ -565,7 +565,12 @@ impl LinkTx for SqliteTx {
         let mut inserted = Vec::with_capacity(rows.len());
         // A batch's rows share their creation time: format it once.
         let mut times = TimeText::default();
-        for part in rows.chunks(INSERT_ROWS) {
+        // In code order: the code, creation-time and campaign indexes (all ordered by code among
+        // links created at the same time) then take the rows in order, leaf after leaf, instead
+        // of at random places.
+        let mut sorted: Vec<&NewRow> = rows.iter().collect();
+        sorted.sort_unstable_by(|a, b| a.link.code.cmp(&b.link.code));
+        for part in sorted.chunks(INSERT_ROWS) {
             let mut query = QueryBuilder::new(format!("INSERT INTO links ({INSERT_COLUMNS}) "));
             // Text is bound borrowed from `rows`: no copy of each target, hash and code.
             query.push_values(part, |mut values, row| {
