@@ -52,10 +52,31 @@ fn code(i: usize) -> String {
     format!("bench{i:05}")
 }
 
+/// How the bench writes its entries (`BENCH_FORMAT`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// One `v` value per entry, as the module writes (docs/ARCHITECTURE.md, "Visit events").
+    Batch,
+    /// Plain field/value pairs, one group per visit beginning with `c` (tools and tests).
+    Fields,
+}
+
+/// Appends one field of a `v` batch: its `u16` little-endian length, then the bytes.
+fn push_field(out: &mut Vec<u8>, value: &[u8]) {
+    out.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    out.extend_from_slice(value);
+}
+
 /// Writes `visits` visit events, `per_entry` to a stream entry as the module packs them under load
-/// (docs/ARCHITECTURE.md: one field group per visit, each beginning with `c`; empty fields
-/// omitted). Returns the number of entries.
-async fn produce(redis_url: &str, visits: usize, links: usize, per_entry: usize) -> usize {
+/// (in `format`; with field groups empty fields are omitted, as tools do). Returns the number of
+/// entries.
+async fn produce(
+    redis_url: &str,
+    visits: usize,
+    links: usize,
+    per_entry: usize,
+    format: Format,
+) -> usize {
     let client = redis::Client::open(redis_url).unwrap();
     let mut redis = client.get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("DEL")
@@ -86,33 +107,40 @@ async fn produce(redis_url: &str, visits: usize, links: usize, per_entry: usize)
                 .arg("~")
                 .arg(10_000_000)
                 .arg("*");
+            let mut batch = vec![1u8];
             for _ in 0..per_entry.min(visits - i) {
                 let r = next();
                 let visitor = (r % 50_000) as usize;
                 let ip = format!("{}.{}", NETS[visitor % 4], visitor / 4 % 250 + 1);
-                cmd.arg("c")
-                    .arg(code((r >> 20) as usize % links))
-                    .arg("t")
-                    .arg(now - (visits - i) as i64)
-                    .arg("s")
-                    .arg(302)
-                    .arg("ip")
-                    .arg(ip)
-                    .arg("ua")
-                    .arg(UAS[(r >> 40) as usize % UAS.len()]);
-                // The module omits empty fields: a third of the visits have no referrer.
-                if let Some(referrer) =
-                    ["https://www.facebook.com/", "https://t.co/x", ""].get((r >> 8) as usize % 3)
-                {
-                    if !referrer.is_empty() {
-                        cmd.arg("ref").arg(*referrer);
+                // A third of the visits have no referrer.
+                let referrer =
+                    ["https://www.facebook.com/", "https://t.co/x", ""][(r >> 8) as usize % 3];
+                let fields = [
+                    ("c", code((r >> 20) as usize % links)),
+                    ("t", (now - (visits - i) as i64).to_string()),
+                    ("s", "302".to_owned()),
+                    ("ip", ip),
+                    ("ua", UAS[(r >> 40) as usize % UAS.len()].to_owned()),
+                    ("ref", referrer.to_owned()),
+                    (
+                        "host",
+                        ["s1.example", "s2.example"][(r >> 12) as usize % 2].to_owned(),
+                    ),
+                    ("lang", "zh-CN,zh;q=0.9".to_owned()),
+                ];
+                for (name, value) in &fields {
+                    match format {
+                        Format::Batch => push_field(&mut batch, value.as_bytes()),
+                        Format::Fields if value.is_empty() => {}
+                        Format::Fields => {
+                            cmd.arg(*name).arg(value);
+                        }
                     }
                 }
-                cmd.arg("host")
-                    .arg(["s1.example", "s2.example"][(r >> 12) as usize % 2])
-                    .arg("lang")
-                    .arg("zh-CN,zh;q=0.9");
                 i += 1;
+            }
+            if format == Format::Batch {
+                cmd.arg("v").arg(batch);
             }
             cmd.ignore();
             entries += 1;
@@ -315,6 +343,10 @@ fn main() {
     let events = env_usize("BENCH_EVENTS", 200_000);
     let links = env_usize("BENCH_LINKS", 1000);
     let stats_n = env_usize("BENCH_STATS_N", 50);
+    let format = match std::env::var("BENCH_FORMAT").as_deref() {
+        Ok("fields") => Format::Fields,
+        _ => Format::Batch,
+    };
     let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
     // Visits per stream entry, one run each: single-visit entries, and entries as the module packs
     // them under load.
@@ -401,7 +433,7 @@ fn main() {
                 caps.iter().map(move |&cap| (per_entry, cap))
             });
             for (per_entry, cap) in runs {
-                let entries = produce(&redis.url(), events, links, per_entry).await;
+                let entries = produce(&redis.url(), events, links, per_entry, format).await;
                 let reference = stream_only(&redis.url(), entries).await * per_entry as f64;
 
                 let mut settings = ConsumerSettings::new("bench");
