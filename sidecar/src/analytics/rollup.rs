@@ -24,7 +24,7 @@
 
 use super::store::{Counts, ALL_LINKS};
 use shortlink_analytics::{Audience, Visit};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Series granularity.
 #[derive(
@@ -78,99 +78,150 @@ impl Audiences {
             Audience::Preview => self.previews += 1,
         }
     }
+
+    fn merge(&mut self, other: &Audiences) {
+        self.humans += other.humans;
+        self.bots += other.bots;
+        self.previews += other.previews;
+    }
 }
 
-pub type AgentKey = (String, i64, String, String, String, String);
-pub type PlaceKey = (String, i64, String, String, String);
-pub type SourceKey = (String, i64, String, String);
+pub type AgentKey<'a> = (&'a str, i64, &'a str, &'a str, &'static str, &'a str);
+pub type PlaceKey<'a> = (&'a str, i64, &'a str, &'a str, &'a str);
+pub type SourceKey<'a> = (&'a str, i64, &'a str, &'a str);
 
-/// What a batch adds. Ordered maps: every backend writes keys in the same order, so concurrent
-/// consumers lock rows in the same order and cannot deadlock.
+/// What a batch adds, with keys borrowed from its visits: folding allocates map nodes only, not a
+/// string per key (this runs on the consumer's one write path, once per visit). Ordered maps:
+/// every backend writes keys in the same order, so concurrent consumers lock rows in the same
+/// order and cannot deadlock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Deltas {
+pub struct Deltas<'a> {
     /// (code, span, bucket start) → counts.
-    pub buckets: BTreeMap<(String, i64, i64), Counts>,
-    pub agents: BTreeMap<AgentKey, Audiences>,
-    pub places: BTreeMap<PlaceKey, Audiences>,
-    pub sources: BTreeMap<SourceKey, Audiences>,
+    pub buckets: BTreeMap<(&'a str, i64, i64), Counts>,
+    pub agents: BTreeMap<AgentKey<'a>, Audiences>,
+    pub places: BTreeMap<PlaceKey<'a>, Audiences>,
+    pub sources: BTreeMap<SourceKey<'a>, Audiences>,
     /// code → (visits to add to `visit_count`, latest such visit in Unix ms).
-    pub links: BTreeMap<String, (i64, i64)>,
+    pub links: BTreeMap<&'a str, (i64, i64)>,
 }
 
-fn text(value: &Option<String>) -> String {
-    value.clone().unwrap_or_default()
+/// The (code, visitor bytes) pairs a batch added to the visitor set, by code.
+pub type NewVisitors = HashMap<String, HashSet<Vec<u8>>>;
+
+fn text(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("")
 }
 
 /// Folds inserted visits into deltas. `new_visitors` holds the (code, visitor bytes) pairs the
 /// visitor set did not have before this batch; each is credited once, to its first visit here.
 /// `count_bots`: whether bots and previews also count in `links.visit_count` / `last_visit_at`.
-pub fn fold(
-    visits: &[&Visit],
-    new_visitors: &HashSet<(String, Vec<u8>)>,
+pub fn fold<'a>(
+    visits: &[&'a Visit],
+    mut new_visitors: NewVisitors,
     count_bots: bool,
-) -> Deltas {
-    let mut d = Deltas::default();
-    let mut credited: HashSet<(&str, Vec<u8>)> = HashSet::new();
+) -> Deltas<'a> {
+    // Hash maps while folding (one lookup per visit and table), sorted once at the end: a B-tree
+    // insert per visit compared whole keys a dozen times over.
+    let mut buckets: HashMap<(&str, i64, i64), Counts> = HashMap::new();
+    let mut agents: HashMap<AgentKey, Audiences> = HashMap::new();
+    let mut places: HashMap<PlaceKey, Audiences> = HashMap::new();
+    let mut sources: HashMap<SourceKey, Audiences> = HashMap::new();
+    let mut links: HashMap<&str, (i64, i64)> = HashMap::new();
     for visit in visits {
         let seconds = visit.time_ms.div_euclid(1000);
         let hour = Interval::Hour.floor(seconds);
         let day = Interval::Day.floor(seconds);
-        let is_new = visit.audience == Audience::Human && {
-            let bytes = super::store::visitor_bytes(&visit.visitor);
-            new_visitors.contains(&(visit.code.clone(), bytes.clone()))
-                && credited.insert((visit.code.as_str(), bytes))
-        };
-        for code in [visit.code.as_str(), ALL_LINKS] {
-            for (span, bucket) in [(3600, hour), (86_400, day)] {
-                let c = d
-                    .buckets
-                    .entry((code.to_owned(), span, bucket))
-                    .or_default();
-                match visit.audience {
-                    Audience::Human => c.humans += 1,
-                    Audience::Bot => c.bots += 1,
-                    Audience::Preview => c.previews += 1,
-                }
-                c.new_visitors += i64::from(is_new);
+        let code = visit.code.as_str();
+        // Removed once credited, so a visitor's later visits in the batch are not new again.
+        let is_new = visit.audience == Audience::Human
+            && new_visitors.get_mut(code).is_some_and(|visitors| {
+                visitors.remove(super::store::visitor_bytes(&visit.visitor).as_slice())
+            });
+        for (span, bucket) in [(3600, hour), (86_400, day)] {
+            let c = buckets.entry((code, span, bucket)).or_default();
+            match visit.audience {
+                Audience::Human => c.humans += 1,
+                Audience::Bot => c.bots += 1,
+                Audience::Preview => c.previews += 1,
             }
-            d.agents
-                .entry((
-                    code.to_owned(),
-                    day,
-                    text(&visit.browser),
-                    text(&visit.os),
-                    visit.device.as_str().to_owned(),
-                    text(&visit.agent_label),
-                ))
-                .or_default()
-                .add(visit.audience);
-            d.places
-                .entry((
-                    code.to_owned(),
-                    day,
-                    text(&visit.country),
-                    text(&visit.region),
-                    text(&visit.city),
-                ))
-                .or_default()
-                .add(visit.audience);
-            d.sources
-                .entry((
-                    code.to_owned(),
-                    day,
-                    text(&visit.referrer_host),
-                    text(&visit.short_domain),
-                ))
-                .or_default()
-                .add(visit.audience);
+            c.new_visitors += i64::from(is_new);
         }
+        agents
+            .entry((
+                code,
+                day,
+                text(&visit.browser),
+                text(&visit.os),
+                visit.device.as_str(),
+                text(&visit.agent_label),
+            ))
+            .or_default()
+            .add(visit.audience);
+        places
+            .entry((
+                code,
+                day,
+                text(&visit.country),
+                text(&visit.region),
+                text(&visit.city),
+            ))
+            .or_default()
+            .add(visit.audience);
+        sources
+            .entry((
+                code,
+                day,
+                text(&visit.referrer_host),
+                text(&visit.short_domain),
+            ))
+            .or_default()
+            .add(visit.audience);
         if count_bots || visit.audience == Audience::Human {
-            let link = d.links.entry(visit.code.clone()).or_insert((0, i64::MIN));
+            let link = links.entry(code).or_insert((0, i64::MIN));
             link.0 += 1;
             link.1 = link.1.max(visit.time_ms);
         }
     }
+    let mut d = Deltas {
+        buckets: buckets.into_iter().collect(),
+        agents: agents.into_iter().collect(),
+        places: places.into_iter().collect(),
+        sources: sources.into_iter().collect(),
+        links: links.into_iter().collect(),
+    };
+    // All links: the per-link rows summed under `*`, which folds each visit once instead of twice.
+    add_all_links(&mut d.buckets, |k| (ALL_LINKS, k.1, k.2), Counts::add);
+    add_all_links(
+        &mut d.agents,
+        |k| (ALL_LINKS, k.1, k.2, k.3, k.4, k.5),
+        Audiences::merge,
+    );
+    add_all_links(
+        &mut d.places,
+        |k| (ALL_LINKS, k.1, k.2, k.3, k.4),
+        Audiences::merge,
+    );
+    add_all_links(
+        &mut d.sources,
+        |k| (ALL_LINKS, k.1, k.2, k.3),
+        Audiences::merge,
+    );
     d
+}
+
+/// Adds to `rows` the sum of its rows under each key's all-links form (`all`).
+fn add_all_links<K: Ord + Copy, V: Default>(
+    rows: &mut BTreeMap<K, V>,
+    all: impl Fn(K) -> K,
+    add: impl Fn(&mut V, &V),
+) {
+    let mut sums: BTreeMap<K, V> = BTreeMap::new();
+    for (key, value) in rows.iter() {
+        add(sums.entry(all(*key)).or_default(), value);
+    }
+    for (key, value) in sums {
+        add(rows.entry(key).or_default(), &value);
+    }
 }
 
 #[cfg(test)]
@@ -200,15 +251,14 @@ mod tests {
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
         let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
         let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
-        let new: HashSet<_> = [(
+        let new: NewVisitors = [(
             "abc".to_owned(),
-            super::super::store::visitor_bytes(&a.visitor),
+            [super::super::store::visitor_bytes(&a.visitor)].into(),
         )]
-        .into_iter()
-        .collect();
-        let d = fold(&[&a, &b, &c], &new, false);
+        .into();
+        let d = fold(&[&a, &b, &c], new.clone(), false);
         let h = hour / 1000;
-        let at = |code: &str, span, bucket| d.buckets[&(code.to_owned(), span, bucket)];
+        let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
         assert_eq!(
             at("abc", 3600, h),
             Counts {
@@ -223,7 +273,7 @@ mod tests {
         // Bots stay out of visit_count unless asked.
         assert_eq!(d.links["abc"], (2, hour + 20));
         assert_eq!(
-            fold(&[&a, &b, &c], &new, true).links["abc"],
+            fold(&[&a, &b, &c], new, true).links["abc"],
             (3, hour + 3_600_000)
         );
         let bot_rows: i64 = d
@@ -233,6 +283,69 @@ mod tests {
             .map(|(_, v)| v.bots)
             .sum();
         assert_eq!(bot_rows, 1);
+    }
+
+    #[test]
+    fn all_links_rows_are_the_sums_of_the_links_rows() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let visits = [
+            visit("1-0", "abc", hour, "203.0.113.1", CHROME),
+            visit("1-1", "xyz", hour + 1, "203.0.113.1", CHROME),
+            visit("1-2", "xyz", hour + 2, "203.0.113.2", "curl/8"),
+            visit("1-3", "abc", hour + 3_600_000, "203.0.113.3", CHROME),
+        ];
+        let refs: Vec<&Visit> = visits.iter().collect();
+        let new: NewVisitors = [
+            (
+                "abc".to_owned(),
+                [super::super::store::visitor_bytes(&visits[0].visitor)].into(),
+            ),
+            (
+                "xyz".to_owned(),
+                [super::super::store::visitor_bytes(&visits[1].visitor)].into(),
+            ),
+        ]
+        .into();
+        let d = fold(&refs, new, false);
+        let star_hour = d.buckets[&(ALL_LINKS, 3600, hour / 1000)];
+        assert_eq!(
+            star_hour,
+            Counts {
+                humans: 2,
+                bots: 1,
+                previews: 0,
+                new_visitors: 2
+            }
+        );
+        for (k, v) in &d.agents {
+            if k.0 == ALL_LINKS {
+                let sum = d
+                    .agents
+                    .iter()
+                    .filter(|(o, _)| {
+                        o.0 != ALL_LINKS && (o.1, o.2, o.3, o.4, o.5) == (k.1, k.2, k.3, k.4, k.5)
+                    })
+                    .fold(Audiences::default(), |mut a, (_, b)| {
+                        a.merge(b);
+                        a
+                    });
+                assert_eq!(*v, sum);
+            }
+        }
+        let star_places: i64 = d
+            .places
+            .iter()
+            .filter(|(k, _)| k.0 == ALL_LINKS)
+            .map(|(_, a)| a.humans + a.bots)
+            .sum();
+        let star_sources: i64 = d
+            .sources
+            .iter()
+            .filter(|(k, _)| k.0 == ALL_LINKS)
+            .map(|(_, a)| a.humans + a.bots)
+            .sum();
+        assert_eq!((star_places, star_sources), (4, 4));
+        assert_eq!(d.links[&"xyz"], (1, hour + 1));
     }
 
     #[test]

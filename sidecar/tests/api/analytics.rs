@@ -396,6 +396,51 @@ async fn redelivery_counts_once(backend: Backend) {
     assert_eq!(store(&app).await.visit_rows().await.unwrap(), 60);
 }
 
+/// A batch of which some visits are stored already (a redelivered entry read together with new
+/// ones, interleaved, one id twice): the new ones count once, the stored ones not again.
+async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
+    use shortlink_analytics::{Enricher, GeoDb, Visit, VisitEvent};
+    let app = spawn_app(backend).await;
+    let code = app.create(json!({"url": "https://shop.example/p"})).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let enricher = Enricher::new(GeoDb::disabled(), false);
+    let t = chrono::Utc::now().timestamp_millis();
+    let visits: Vec<Visit> = (0..40)
+        .map(|i| {
+            let event = VisitEvent::from_fields(
+                format!("{t}-{i}"),
+                [
+                    ("c", code.clone()),
+                    ("t", t.to_string()),
+                    ("ip", format!("198.51.100.{i}")),
+                    ("ua", IPHONE.to_owned()),
+                ],
+            )
+            .unwrap();
+            enricher.enrich(&event)
+        })
+        .collect();
+    let store = store(&app).await;
+    let odd: Vec<Visit> = visits.iter().skip(1).step_by(2).cloned().collect();
+    let first = store.store_batch(&odd, false).await.unwrap();
+    assert_eq!((first.inserted, first.duplicates), (20, 0));
+    let mut all = visits.clone();
+    all.push(visits[0].clone());
+    let second = store.store_batch(&all, false).await.unwrap();
+    assert_eq!((second.inserted, second.duplicates), (20, 21));
+
+    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    assert_eq!(stats["totals"]["clicks"], 40, "{stats}");
+    assert_eq!(stats["totals"]["unique_visitors"], 40);
+    let all_links = get_json(&app, "/stats").await;
+    assert_eq!(all_links["totals"]["clicks"], 40, "{all_links}");
+    let link: Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["visit_count"], 40);
+    assert_eq!(store.visit_rows().await.unwrap(), 40);
+}
+
 /// `shortlink-sidecar consume` SIGKILLed while events stream in, then restarted: every event is
 /// counted exactly once.
 async fn killed_consumer_process(backend: Backend) {
@@ -595,6 +640,7 @@ async fn set_created_at(app: &TestApp, code: &str, at: chrono::DateTime<chrono::
 crate::on_both_backends!(
     counts_and_breakdowns,
     redelivery_counts_once,
+    partly_stored_batch_counts_the_new_visits,
     killed_consumer_process,
     cleanup_expires_idle_links,
 );

@@ -7,12 +7,13 @@ use super::{
     breakdown_days, deltas, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
     GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
 };
+use crate::analytics::rollup::NewVisitors;
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_analytics::{Audience, Visit};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::Row;
+use sqlx::{Postgres, Row, Transaction};
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 use std::time::Duration;
@@ -62,57 +63,57 @@ fn counts(row: &PgRow, from: usize) -> StorageResult<Counts> {
     })
 }
 
-/// Columns of one batch of visits, as arrays.
+/// Columns of one batch of visits, as arrays borrowing the visits' text (no copy per string).
 #[derive(Default)]
-struct VisitColumns {
-    event_id: Vec<String>,
-    code: Vec<String>,
+struct VisitColumns<'a> {
+    event_id: Vec<&'a str>,
+    code: Vec<&'a str>,
     visited_at: Vec<DateTime<Utc>>,
     status: Vec<Option<i16>>,
-    ip: Vec<Option<String>>,
+    ip: Vec<Option<&'a str>>,
     visitor: Vec<Vec<u8>>,
-    user_agent: Vec<Option<String>>,
-    browser: Vec<Option<String>>,
-    browser_version: Vec<Option<String>>,
-    os: Vec<Option<String>>,
-    os_version: Vec<Option<String>>,
+    user_agent: Vec<Option<&'a str>>,
+    browser: Vec<Option<&'a str>>,
+    browser_version: Vec<Option<&'a str>>,
+    os: Vec<Option<&'a str>>,
+    os_version: Vec<Option<&'a str>>,
     device: Vec<&'static str>,
     audience: Vec<&'static str>,
-    agent: Vec<Option<String>>,
-    country: Vec<Option<String>>,
-    region: Vec<Option<String>>,
-    city: Vec<Option<String>>,
-    isp: Vec<Option<String>>,
-    referrer_host: Vec<Option<String>>,
-    short_domain: Vec<Option<String>>,
-    language: Vec<Option<String>>,
+    agent: Vec<Option<&'a str>>,
+    country: Vec<Option<&'a str>>,
+    region: Vec<Option<&'a str>>,
+    city: Vec<Option<&'a str>>,
+    isp: Vec<Option<&'a str>>,
+    referrer_host: Vec<Option<&'a str>>,
+    short_domain: Vec<Option<&'a str>>,
+    language: Vec<Option<&'a str>>,
 }
 
-impl VisitColumns {
-    fn of(visits: &[Visit]) -> Self {
+impl<'a> VisitColumns<'a> {
+    fn of(visits: &[&'a Visit]) -> Self {
         let mut c = VisitColumns::default();
         for v in visits {
-            c.event_id.push(v.event_id.clone());
-            c.code.push(v.code.clone());
+            c.event_id.push(&v.event_id);
+            c.code.push(&v.code);
             c.visited_at.push(at_ms(v.time_ms));
             c.status.push(v.status.and_then(|s| i16::try_from(s).ok()));
-            c.ip.push(v.ip.clone());
+            c.ip.push(v.ip.as_deref());
             c.visitor.push(visitor_bytes(&v.visitor));
-            c.user_agent.push(v.user_agent.clone());
-            c.browser.push(v.browser.clone());
-            c.browser_version.push(v.browser_version.clone());
-            c.os.push(v.os.clone());
-            c.os_version.push(v.os_version.clone());
+            c.user_agent.push(v.user_agent.as_deref());
+            c.browser.push(v.browser.as_deref());
+            c.browser_version.push(v.browser_version.as_deref());
+            c.os.push(v.os.as_deref());
+            c.os_version.push(v.os_version.as_deref());
             c.device.push(v.device.as_str());
             c.audience.push(v.audience.as_str());
-            c.agent.push(v.agent_label.clone());
-            c.country.push(v.country.clone());
-            c.region.push(v.region.clone());
-            c.city.push(v.city.clone());
-            c.isp.push(v.isp.clone());
-            c.referrer_host.push(v.referrer_host.clone());
-            c.short_domain.push(v.short_domain.clone());
-            c.language.push(v.language.clone());
+            c.agent.push(v.agent_label.as_deref());
+            c.country.push(v.country.as_deref());
+            c.region.push(v.region.as_deref());
+            c.city.push(v.city.as_deref());
+            c.isp.push(v.isp.as_deref());
+            c.referrer_host.push(v.referrer_host.as_deref());
+            c.short_domain.push(v.short_domain.as_deref());
+            c.language.push(v.language.as_deref());
         }
         c
     }
@@ -133,28 +134,21 @@ fn audience_arrays<'a, K: 'a>(
     (h, b, p)
 }
 
-#[async_trait]
-impl VisitStore for PgVisitStore {
-    fn backend(&self) -> Backend {
-        Backend::Postgres
-    }
+const INSERT_VISITS: &str = "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, \
+       user_agent, browser, browser_version, os, os_version, device, audience, agent, country, \
+       region, city, isp, referrer_host, short_domain, language) \
+     SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::int2[], \
+       $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[], $10::text[], \
+       $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
+       $17::text[], $18::text[], $19::text[], $20::text[], $21::text[]) \
+     ON CONFLICT (event_id) DO NOTHING";
 
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
-        if visits.is_empty() {
-            return Ok(BatchOutcome::default());
-        }
-        let c = VisitColumns::of(visits);
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        let ids: Vec<String> = sqlx::query_scalar(
-            "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, user_agent, \
-               browser, browser_version, os, os_version, device, audience, agent, country, region, \
-               city, isp, referrer_host, short_domain, language) \
-             SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::int2[], \
-               $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[], $10::text[], \
-               $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
-               $17::text[], $18::text[], $19::text[], $20::text[], $21::text[]) \
-             ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-        )
+/// The insert of `c` into `visits` (`sql`: [`INSERT_VISITS`], perhaps with `RETURNING`).
+fn visits_insert<'q>(
+    sql: &'q str,
+    c: &'q VisitColumns<'q>,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(sql)
         .bind(&c.event_id)
         .bind(&c.code)
         .bind(&c.visited_at)
@@ -176,16 +170,74 @@ impl VisitStore for PgVisitStore {
         .bind(&c.referrer_host)
         .bind(&c.short_domain)
         .bind(&c.language)
-        .fetch_all(&mut *tx)
+}
+
+/// Inserts visits (ids distinct within `visits`) unless already stored; returns those inserted,
+/// in order. First without `RETURNING`, inside a savepoint: when every row went in (the rule:
+/// redelivery is rare) that is the answer, and no row travels back. When some were already
+/// there, the insert is rolled back to the savepoint and made again with `RETURNING event_id`.
+async fn insert_visits<'v>(
+    tx: &mut Transaction<'static, Postgres>,
+    visits: &[&'v Visit],
+) -> StorageResult<Vec<&'v Visit>> {
+    let c = VisitColumns::of(visits);
+    sqlx::query("SAVEPOINT visits_batch")
+        .execute(&mut **tx)
         .await
         .map_err(db)?;
-        let mut ids: HashSet<String> = ids.into_iter().collect();
-        let inserted: Vec<&Visit> = visits.iter().filter(|v| ids.remove(&v.event_id)).collect();
+    let done = visits_insert(INSERT_VISITS, &c)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    if done.rows_affected() == visits.len() as u64 {
+        sqlx::query("RELEASE SAVEPOINT visits_batch")
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        return Ok(visits.to_vec());
+    }
+    sqlx::query("ROLLBACK TO SAVEPOINT visits_batch")
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    let returning = format!("{INSERT_VISITS} RETURNING event_id");
+    let ids: HashSet<String> = visits_insert(&returning, &c)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+    Ok(visits
+        .iter()
+        .filter(|v| ids.contains(&v.event_id))
+        .copied()
+        .collect())
+}
 
-        let mut first_seen: HashMap<(String, Vec<u8>), i64> = HashMap::new();
+#[async_trait]
+impl VisitStore for PgVisitStore {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
+        if visits.is_empty() {
+            return Ok(BatchOutcome::default());
+        }
+        // An id twice in one batch is stored and counted once.
+        let mut seen = HashSet::with_capacity(visits.len());
+        let unique: Vec<&Visit> = visits
+            .iter()
+            .filter(|v| seen.insert(v.event_id.as_str()))
+            .collect();
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let inserted = insert_visits(&mut tx, &unique).await?;
+
+        let mut first_seen: HashMap<(&str, Vec<u8>), i64> = HashMap::new();
         for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
             first_seen
-                .entry((v.code.clone(), visitor_bytes(&v.visitor)))
+                .entry((v.code.as_str(), visitor_bytes(&v.visitor)))
                 .or_insert(v.time_ms);
         }
         let mut pairs: Vec<_> = first_seen.into_iter().collect();
@@ -207,16 +259,19 @@ impl VisitStore for PgVisitStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
-        let new_visitors = rows
-            .iter()
-            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-            .collect::<StorageResult<HashSet<(String, Vec<u8>)>>>()?;
-        let d = deltas(&inserted, &new_visitors, count_bots);
+        let mut new_visitors = NewVisitors::new();
+        for row in &rows {
+            new_visitors
+                .entry(row.try_get(0)?)
+                .or_default()
+                .insert(row.try_get(1)?);
+        }
+        let d = deltas(&inserted, new_visitors, count_bots);
 
         // Links first, locked in code order.
         let (mut link_codes, mut link_n, mut link_at) = (Vec::new(), Vec::new(), Vec::new());
         for (code, (n, at)) in &d.links {
-            link_codes.push(code.as_str());
+            link_codes.push(*code);
             link_n.push(*n);
             link_at.push(at_ms(*at));
         }
@@ -245,7 +300,7 @@ impl VisitStore for PgVisitStore {
         let (mut bc, mut bs, mut bb) = (Vec::new(), Vec::new(), Vec::new());
         let (mut bh, mut bbo, mut bp, mut bn) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for ((code, span, bucket), c) in &d.buckets {
-            bc.push(code.as_str());
+            bc.push(*code);
             bs.push(i32::try_from(*span).unwrap_or(i32::MAX));
             bb.push(*bucket);
             bh.push(c.humans);
@@ -281,12 +336,12 @@ impl VisitStore for PgVisitStore {
         let (h, b, p) = audience_arrays(
             d.agents.iter(),
             |(code, day, browser, os, device, agent)| {
-                k0.push(code.as_str());
+                k0.push(*code);
                 k1.push(*day);
-                k2.push(browser.as_str());
-                k3.push(os.as_str());
-                k4.push(device.as_str());
-                k5.push(agent.as_str());
+                k2.push(*browser);
+                k3.push(*os);
+                k4.push(*device);
+                k5.push(*agent);
             },
         );
         sqlx::query(&format!(
@@ -311,11 +366,11 @@ impl VisitStore for PgVisitStore {
 
         let (mut k0, mut k1, mut k2, mut k3, mut k4) = (vec![], vec![], vec![], vec![], vec![]);
         let (h, b, p) = audience_arrays(d.places.iter(), |(code, day, country, region, city)| {
-            k0.push(code.as_str());
+            k0.push(*code);
             k1.push(*day);
-            k2.push(country.as_str());
-            k3.push(region.as_str());
-            k4.push(city.as_str());
+            k2.push(*country);
+            k3.push(*region);
+            k4.push(*city);
         });
         sqlx::query(&format!(
             "INSERT INTO visit_places (code, day, country, region, city, humans, bots, previews) \
@@ -338,10 +393,10 @@ impl VisitStore for PgVisitStore {
 
         let (mut k0, mut k1, mut k2, mut k3) = (vec![], vec![], vec![], vec![]);
         let (h, b, p) = audience_arrays(d.sources.iter(), |(code, day, referrer, domain)| {
-            k0.push(code.as_str());
+            k0.push(*code);
             k1.push(*day);
-            k2.push(referrer.as_str());
-            k3.push(domain.as_str());
+            k2.push(*referrer);
+            k3.push(*domain);
         });
         sqlx::query(&format!(
             "INSERT INTO visit_sources (code, day, referrer_host, short_domain, humans, bots, \

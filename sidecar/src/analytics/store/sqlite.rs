@@ -1,12 +1,13 @@
 //! SQLite visit store. Writes go through one connection (SQLite has one writer) and start with
-//! `BEGIN IMMEDIATE`; the link API's own writer waits on SQLite's busy timeout meanwhile (a batch
-//! of 1000 visits holds the lock for a few milliseconds). Multi-row `VALUES` statements, at most
-//! [`SQLITE_ROWS_PER_STATEMENT`] rows each.
+//! `BEGIN IMMEDIATE`; the link API's own writer waits on SQLite's busy timeout meanwhile (a
+//! transaction of 16,000 visits holds the lock for a few hundred milliseconds). Multi-row `VALUES`
+//! statements in a few fixed sizes ([`sqlite_chunks`]), kept prepared.
 
 use super::{
-    breakdown_days, deltas, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
-    GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS, SQLITE_ROWS_PER_STATEMENT,
+    breakdown_days, deltas, rank_breakdowns, sqlite_chunks, visitor_bytes, BatchOutcome, Counts,
+    Dimension, Entry, GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
 };
+use crate::analytics::rollup::NewVisitors;
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -35,7 +36,9 @@ impl SqliteVisitStore {
         let connect = SqliteConnectOptions::from_str(url)?
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(acquire_timeout.max(Duration::from_secs(5)));
+            .busy_timeout(acquire_timeout.max(Duration::from_secs(5)))
+            // Seven tables written in ten statement sizes each (`sqlite_chunks`), plus the reads.
+            .statement_cache_capacity(128);
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
@@ -76,45 +79,87 @@ const VISIT_COLUMNS: &str =
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
      referrer_host, short_domain, language";
 
-async fn insert_visits(
+/// One multi-row insert of `chunk` into `visits`, ignoring ids already stored; `returning` adds
+/// `RETURNING event_id`.
+fn visits_insert<'q>(
+    sql: &'q str,
+    chunk: &[&'q Visit],
+) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    let mut query = sqlx::query(sql);
+    for v in chunk {
+        // `&str`, not `&String`: sqlx copies owned strings into its arguments, borrows these.
+        let text = |value: &'q Option<String>| value.as_deref();
+        query = query
+            .bind(v.event_id.as_str())
+            .bind(v.code.as_str())
+            .bind(v.time_ms)
+            .bind(v.status.map(i64::from))
+            .bind(text(&v.ip))
+            .bind(visitor_bytes(&v.visitor))
+            .bind(text(&v.user_agent))
+            .bind(text(&v.browser))
+            .bind(text(&v.browser_version))
+            .bind(text(&v.os))
+            .bind(text(&v.os_version))
+            .bind(v.device.as_str())
+            .bind(v.audience.as_str())
+            .bind(text(&v.agent_label))
+            .bind(text(&v.country))
+            .bind(text(&v.region))
+            .bind(text(&v.city))
+            .bind(text(&v.isp))
+            .bind(text(&v.referrer_host))
+            .bind(text(&v.short_domain))
+            .bind(text(&v.language));
+    }
+    query
+}
+
+/// Inserts visits (ids distinct within `visits`) unless already stored; returns those inserted,
+/// in order. Each chunk is first inserted without `RETURNING` inside a savepoint: when every row
+/// went in (the rule: redelivery is rare) that is the answer, and no row comes back to the client.
+/// When some were already there, the chunk is rolled back to the savepoint and inserted again
+/// with `RETURNING event_id` to learn which.
+async fn insert_visits<'q>(
     tx: &mut Transaction<'static, Sqlite>,
-    visits: &[Visit],
-) -> StorageResult<HashSet<String>> {
-    let mut inserted = HashSet::with_capacity(visits.len());
-    for chunk in visits.chunks(SQLITE_ROWS_PER_STATEMENT) {
+    visits: &[&'q Visit],
+) -> StorageResult<Vec<&'q Visit>> {
+    let mut inserted = Vec::with_capacity(visits.len());
+    for chunk in sqlite_chunks(visits) {
         let sql = format!(
-            "INSERT INTO visits ({VISIT_COLUMNS}) VALUES {} \
-             ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+            "INSERT INTO visits ({VISIT_COLUMNS}) VALUES {} ON CONFLICT (event_id) DO NOTHING",
             placeholders(chunk.len(), 21)
         );
-        let mut query = sqlx::query(&sql);
-        for v in chunk {
-            query = query
-                .bind(&v.event_id)
-                .bind(&v.code)
-                .bind(v.time_ms)
-                .bind(v.status.map(i64::from))
-                .bind(&v.ip)
-                .bind(visitor_bytes(&v.visitor))
-                .bind(&v.user_agent)
-                .bind(&v.browser)
-                .bind(&v.browser_version)
-                .bind(&v.os)
-                .bind(&v.os_version)
-                .bind(v.device.as_str())
-                .bind(v.audience.as_str())
-                .bind(&v.agent_label)
-                .bind(&v.country)
-                .bind(&v.region)
-                .bind(&v.city)
-                .bind(&v.isp)
-                .bind(&v.referrer_host)
-                .bind(&v.short_domain)
-                .bind(&v.language);
+        sqlx::query("SAVEPOINT visits_chunk")
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        let done = visits_insert(&sql, chunk)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        if done.rows_affected() == chunk.len() as u64 {
+            sqlx::query("RELEASE visits_chunk")
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            inserted.extend_from_slice(chunk);
+            continue;
         }
-        for row in query.fetch_all(&mut **tx).await.map_err(db)? {
-            inserted.insert(row.try_get::<String, _>(0)?);
+        sqlx::query("ROLLBACK TO visits_chunk; RELEASE visits_chunk")
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        let returning = format!("{sql} RETURNING event_id");
+        let mut ids = HashSet::with_capacity(chunk.len());
+        for row in visits_insert(&returning, chunk)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db)?
+        {
+            ids.insert(row.try_get::<String, _>(0)?);
         }
+        inserted.extend(chunk.iter().filter(|v| ids.contains(&v.event_id)));
     }
     Ok(inserted)
 }
@@ -122,10 +167,10 @@ async fn insert_visits(
 /// Inserts the (code, visitor) pairs not yet known; returns those that were new.
 async fn insert_visitors(
     tx: &mut Transaction<'static, Sqlite>,
-    pairs: &[(String, Vec<u8>, i64)],
-) -> StorageResult<HashSet<(String, Vec<u8>)>> {
-    let mut new = HashSet::new();
-    for chunk in pairs.chunks(SQLITE_ROWS_PER_STATEMENT) {
+    pairs: &[(&str, Vec<u8>, i64)],
+) -> StorageResult<NewVisitors> {
+    let mut new = NewVisitors::new();
+    for chunk in sqlite_chunks(pairs) {
         let sql = format!(
             "INSERT INTO link_visitors (code, visitor, first_seen) VALUES {} \
              ON CONFLICT (code, visitor) DO NOTHING RETURNING code, visitor",
@@ -133,10 +178,12 @@ async fn insert_visitors(
         );
         let mut query = sqlx::query(&sql);
         for (code, visitor, at) in chunk {
-            query = query.bind(code).bind(visitor).bind(at);
+            query = query.bind(*code).bind(visitor.as_slice()).bind(at);
         }
         for row in query.fetch_all(&mut **tx).await.map_err(db)? {
-            new.insert((row.try_get(0)?, row.try_get(1)?));
+            new.entry(row.try_get(0)?)
+                .or_default()
+                .insert(row.try_get(1)?);
         }
     }
     Ok(new)
@@ -161,7 +208,7 @@ async fn upsert<K, V>(
         .map(|c| format!("{c} = {c} + excluded.{c}"))
         .collect();
     let rows: Vec<(&K, &V)> = rows.iter().collect();
-    for chunk in rows.chunks(SQLITE_ROWS_PER_STATEMENT) {
+    for chunk in sqlite_chunks(&rows) {
         let sql = format!(
             "INSERT INTO {table} ({}) VALUES {} ON CONFLICT ({}) DO UPDATE SET {}",
             columns.join(", "),
@@ -202,22 +249,26 @@ impl VisitStore for SqliteVisitStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(db)?;
-        let mut ids = insert_visits(&mut tx, visits).await?;
-        // `remove`: an id twice in one batch counts once.
-        let inserted: Vec<&Visit> = visits.iter().filter(|v| ids.remove(&v.event_id)).collect();
-        let mut first_seen: HashMap<(String, Vec<u8>), i64> = HashMap::new();
+        // An id twice in one batch is stored and counted once.
+        let mut seen = HashSet::with_capacity(visits.len());
+        let unique: Vec<&Visit> = visits
+            .iter()
+            .filter(|v| seen.insert(v.event_id.as_str()))
+            .collect();
+        let inserted = insert_visits(&mut tx, &unique).await?;
+        let mut first_seen: HashMap<(&str, Vec<u8>), i64> = HashMap::new();
         for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
             first_seen
-                .entry((v.code.clone(), visitor_bytes(&v.visitor)))
+                .entry((v.code.as_str(), visitor_bytes(&v.visitor)))
                 .or_insert(v.time_ms);
         }
-        let mut pairs: Vec<(String, Vec<u8>, i64)> = first_seen
+        let mut pairs: Vec<(&str, Vec<u8>, i64)> = first_seen
             .into_iter()
             .map(|((code, visitor), at)| (code, visitor, at))
             .collect();
         pairs.sort();
         let new_visitors = insert_visitors(&mut tx, &pairs).await?;
-        let d = deltas(&inserted, &new_visitors, count_bots);
+        let d = deltas(&inserted, new_visitors, count_bots);
 
         upsert(
             &mut tx,
@@ -226,7 +277,7 @@ impl VisitStore for SqliteVisitStore {
             &["humans", "bots", "previews", "new_visitors"],
             &d.buckets,
             |q, (code, span, bucket), c| {
-                q.bind(code)
+                q.bind(*code)
                     .bind(span)
                     .bind(bucket)
                     .bind(c.humans)
@@ -244,12 +295,12 @@ impl VisitStore for SqliteVisitStore {
             &audience_counters,
             &d.agents,
             |q, (code, day, browser, os, device, agent), a| {
-                q.bind(code)
+                q.bind(*code)
                     .bind(day)
-                    .bind(browser)
-                    .bind(os)
-                    .bind(device)
-                    .bind(agent)
+                    .bind(*browser)
+                    .bind(*os)
+                    .bind(*device)
+                    .bind(*agent)
                     .bind(a.humans)
                     .bind(a.bots)
                     .bind(a.previews)
@@ -263,11 +314,11 @@ impl VisitStore for SqliteVisitStore {
             &audience_counters,
             &d.places,
             |q, (code, day, country, region, city), a| {
-                q.bind(code)
+                q.bind(*code)
                     .bind(day)
-                    .bind(country)
-                    .bind(region)
-                    .bind(city)
+                    .bind(*country)
+                    .bind(*region)
+                    .bind(*city)
                     .bind(a.humans)
                     .bind(a.bots)
                     .bind(a.previews)
@@ -281,18 +332,18 @@ impl VisitStore for SqliteVisitStore {
             &audience_counters,
             &d.sources,
             |q, (code, day, referrer, domain), a| {
-                q.bind(code)
+                q.bind(*code)
                     .bind(day)
-                    .bind(referrer)
-                    .bind(domain)
+                    .bind(*referrer)
+                    .bind(*domain)
                     .bind(a.humans)
                     .bind(a.bots)
                     .bind(a.previews)
             },
         )
         .await?;
-        let links: Vec<(&String, &(i64, i64))> = d.links.iter().collect();
-        for chunk in links.chunks(SQLITE_ROWS_PER_STATEMENT) {
+        let links: Vec<(&&str, &(i64, i64))> = d.links.iter().collect();
+        for chunk in sqlite_chunks(&links) {
             let sql = format!(
                 "WITH v (code, n, at) AS (VALUES {}) \
                  UPDATE links SET visit_count = links.visit_count + v.n, \
