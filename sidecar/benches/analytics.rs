@@ -4,7 +4,8 @@
 //! packing in `BENCH_PER_ENTRY` (default `1,32`: single-visit entries, and 32 visits per entry as
 //! the module packs them under load) `BENCH_EVENTS` visits (default 200,000; six user agents from
 //! desktop Chrome to curl, 50,000 client IPs over the test geo database's networks, referrers and
-//! hosts) XADDed to `sl:events`, and one consumer with the default settings drains them: reads of
+//! hosts) XADDed to `sl:events` (each entry one `v` batch as the module writes it, or with
+//! `BENCH_FORMAT=fields` plain field groups, one per visit), and one consumer with the default settings drains them: reads of
 //! 1000 entries, split into visits, enrich (woothee + geo), transactions of at most
 //! `max_visits_per_transaction` visits (the backend's default, or each of `BENCH_TX_VISITS`, a
 //! comma list, for packed entries) (raw visits, visitor set, rollups, link counters), XACK,
