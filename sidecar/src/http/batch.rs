@@ -6,12 +6,14 @@
 //! `{"index":i,"status":201,"link":{...}}` or `{"index":i,"status":422,"error":{...}}`. A bad item
 //! never fails the others.
 //!
-//! Both ways are streamed: items are read and checked [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
-//! chunks in parallel tasks), then written in groups of up to [`GROUP_CHUNKS`] checked chunks:
-//! one sequence lease, one multi-row insert per chunk in one transaction, each chunk's Redis
-//! `MULTI` sent while the next chunk is inserted, then the commit (see
-//! [`crate::service::LinkService::create_chunks`]). A group's results are sent as soon as it is
-//! committed, in order. Memory is bounded by the chunks in flight, however long the batch.
+//! Both ways are streamed: a task reads and checks items [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
+//! chunks on blocking threads), keeping up to [`CHECKED_AHEAD`] checked chunks ready; the writer
+//! takes them in groups of up to [`GROUP_CHUNKS`]: codes from the issuer's batch reserve, one
+//! multi-row insert per chunk in one transaction, each chunk's Redis `MULTI` sent while the next
+//! chunk is inserted, then the commit (see [`crate::service::LinkService::create_chunks`]); the
+//! next group is prepared meanwhile. A group's results are rendered (on a blocking thread) and
+//! sent as soon as it is committed, in order. Memory is bounded by the chunks in flight, however
+//! long the batch.
 //!
 //! With an `Idempotency-Key`, every link records its item's index; a retry (also after a crash in
 //! the middle of the first attempt) answers the items already committed from SQL and creates only
@@ -37,14 +39,15 @@ pub fn router() -> Router<AppState> {
 
 /// Items per chunk: one multi-row insert, one Redis `MULTI`.
 pub const CHUNK: usize = 1000;
-/// Chunks checked (parsed, validated) at once, in parallel tasks.
-pub const PARALLEL_CHUNKS: usize = 8;
+/// Chunks checked (parsed, validated) at once, in parallel blocking tasks: a few, as each
+/// thread brings its own allocator arena (peak memory), and checking is not the bottleneck.
+pub const PARALLEL_CHUNKS: usize = 4;
 /// Most chunks per group: one transaction and one response frame. A group takes the chunks
 /// already checked, so a small batch never waits for more.
 pub const GROUP_CHUNKS: usize = 8;
-/// Checked chunks kept waiting for the writer: two groups' worth, so a full group is ready when
-/// the previous one commits.
-pub const CHECKED_AHEAD: usize = 2 * GROUP_CHUNKS;
+/// Checked chunks kept waiting for the writer: a group's worth, so a full group is ready when
+/// the previous one is handed to its transaction.
+pub const CHECKED_AHEAD: usize = GROUP_CHUNKS;
 /// Groups written at once on PostgreSQL (concurrent transactions).
 pub const PARALLEL_GROUPS: usize = 4;
 /// Groups written at once on SQLite: two. Their transactions queue for the one write
