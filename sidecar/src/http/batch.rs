@@ -48,8 +48,10 @@ pub const GROUP_CHUNKS: usize = 8;
 /// Checked chunks kept waiting for the writer: a group's worth, so a full group is ready when
 /// the previous one is handed to its transaction.
 pub const CHECKED_AHEAD: usize = GROUP_CHUNKS;
-/// Groups written at once on PostgreSQL (concurrent transactions).
-pub const PARALLEL_GROUPS: usize = 4;
+/// Groups written at once on PostgreSQL (concurrent transactions). Two: one commits while the
+/// other inserts; with four, full groups (8,000 rows each) took more memory and were no faster
+/// (the server is the bottleneck).
+pub const PARALLEL_GROUPS: usize = 2;
 /// Groups written at once on SQLite: two. Their transactions queue for the one write
 /// connection, so the second only gets ready (plan, codes, rows) while the first writes, and
 /// starts inserting the moment it commits. More would only wait longer, and under load could
