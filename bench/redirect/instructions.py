@@ -259,7 +259,7 @@ def main():
           f"{ratio(('D', 'uniform'), ('E', 'uniform'), True):.3f} | ≥ 0.95 |",
           "", f"E wrote {batches['hot']:.1f} (hot) and {batches['uniform']:.1f} (uniform) visits "
           "per stream entry on average (a batch leaves `shortlink_events_flush` after its "
-          "first visit, or at 128 visits).", ""]
+          "first visit, or at 512 visits or 64 KiB).", ""]
     print("\n".join(L))
 
 
