@@ -512,11 +512,7 @@ impl LinkTx for PgTx {
         let mut tags = Vec::with_capacity(n);
         let mut batch_id = Vec::with_capacity(n);
         let mut batch_index = Vec::with_capacity(n);
-        // In code order: the code, creation-time and campaign indexes (ordered by code among links
-        // created at the same time) then take the rows leaf after leaf.
-        let mut sorted: Vec<&NewRow> = rows.iter().collect();
-        sorted.sort_unstable_by(|a, b| a.link.code.cmp(&b.link.code));
-        for row in sorted {
+        for row in rows {
             let link = &row.link;
             code.push(link.code.as_str());
             target.push(link.target.as_str());
