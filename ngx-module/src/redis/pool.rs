@@ -41,31 +41,25 @@ impl Pool {
     pub fn send_event(&mut self, visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.conns
             .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
-        if !self
-            .conns
-            .iter()
-            .any(|c| c.try_borrow().is_ok_and(|c| c.is_ready()))
-        {
-            let connecting = self
-                .conns
-                .iter()
-                .any(|c| c.try_borrow().is_ok_and(|c| c.is_connecting()));
-            if !connecting && !self.backoff.get().is_down(now_ms()) && self.conns.len() < self.max {
-                if let Ok(conn) = self.open() {
-                    self.conns.push(conn);
-                }
-            }
+        let ready = preferred(&self.conns, Conn::is_ready);
+        if let Some(mut conn) = ready.and_then(|(_, c)| c.try_borrow_mut().ok()) {
+            conn.send_event(visits, write);
+            self.events.add(crate::status::Counter::EventsSent, visits);
+            return;
         }
-        let ready = self
+        // Spooled before a connection is opened: one that connects at once flushes the spool.
+        self.events.spool(visits, write);
+        if ready.is_some() {
+            return; // connected, only busy further up the stack
+        }
+        let connecting = self
             .conns
             .iter()
-            .filter(|c| c.try_borrow().is_ok_and(|c| c.is_ready()));
-        match preferred(ready).and_then(|(_, c)| c.try_borrow_mut().ok()) {
-            Some(mut conn) => {
-                conn.send_event(visits, write);
-                self.events.add(crate::status::Counter::EventsSent, visits);
+            .any(|c| c.try_borrow().is_ok_and(|c| c.is_connecting()));
+        if !connecting && !self.backoff.get().is_down(now_ms()) && self.conns.len() < self.max {
+            if let Ok(conn) = self.open() {
+                self.conns.push(conn);
             }
-            None => self.events.spool(visits, write),
         }
     }
 
@@ -89,11 +83,7 @@ impl Pool {
     fn pick(&mut self) -> Result<ConnRef, RedisError> {
         self.conns
             .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
-        let accepting = self
-            .conns
-            .iter()
-            .filter(|c| c.try_borrow().is_ok_and(|c| c.accepts_commands()));
-        let chosen = preferred(accepting);
+        let chosen = preferred(&self.conns, Conn::accepts_commands);
         let down = self.backoff.get().is_down(now_ms());
         match chosen {
             Some((load, c)) if load < SPREAD_AT || down || self.conns.len() >= self.max => {
@@ -120,12 +110,17 @@ impl Pool {
 /// to spread: one slow reply should not hold every lookup of the worker.
 const SPREAD_AT: usize = 256;
 
-/// Of `candidates` (in pool order), the first with fewer than [`SPREAD_AT`] commands in flight,
-/// else the least busy; with its load.
-fn preferred<'a>(candidates: impl Iterator<Item = &'a ConnRef>) -> Option<(usize, &'a ConnRef)> {
+/// Of the connections that are `usable` (in pool order), the first with fewer than [`SPREAD_AT`]
+/// commands in flight, else the least busy; with its load.
+fn preferred(conns: &[ConnRef], usable: impl Fn(&Conn) -> bool) -> Option<(usize, &ConnRef)> {
     let mut least_busy: Option<(usize, &ConnRef)> = None;
-    for c in candidates {
-        let Ok(load) = c.try_borrow().map(|c| c.in_flight()) else {
+    for c in conns {
+        let Some(load) = c
+            .try_borrow()
+            .ok()
+            .filter(|c| usable(c))
+            .map(|c| c.in_flight())
+        else {
             continue;
         };
         if load < SPREAD_AT {
