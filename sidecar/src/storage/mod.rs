@@ -6,6 +6,7 @@
 
 mod postgres;
 mod sqlite;
+pub(crate) mod sqlite_file;
 
 pub use self::postgres::PgStorage;
 pub use self::sqlite::SqliteStorage;

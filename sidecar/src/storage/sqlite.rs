@@ -1,10 +1,12 @@
 //! SQLite backend: an embedded file, created on first run.
 //!
-//! SQLite allows one writer at a time, so writes go through a pool of a single connection (writers
-//! queue in the pool instead of failing with SQLITE_BUSY) and start with `BEGIN IMMEDIATE`, which
+//! SQLite allows one writer at a time, so writes go through a pool of a single connection, shared
+//! with the visit store (writers queue in the pool instead of failing with SQLITE_BUSY; see
+//! [`super::sqlite_file`]) and start with `BEGIN IMMEDIATE`, which
 //! takes the write lock up front so a transaction that read first never fails to upgrade. Reads use
 //! their own pool and, in WAL mode, never wait for the writer.
 
+use super::sqlite_file;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
     CampaignStats, ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx,
@@ -12,17 +14,14 @@ use super::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
-use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStorage {
-    writer: SqlitePool,
+    /// Shared with the visit store on the same file ([`sqlite_file::shared_writer`]).
+    writer: Arc<SqlitePool>,
     reader: SqlitePool,
 }
 
@@ -97,44 +96,21 @@ impl SqliteStorage {
     }
 
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
-        let connect = SqliteConnectOptions::from_str(&options.url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // With WAL, NORMAL survives a process crash; only an OS crash or power loss can
-            // undo the last commits.
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(options.acquire_timeout)
-            .foreign_keys(true)
-            // Codes are a keyed permutation, so inserts land all over the primary-key B-tree: a
-            // 32 MiB page cache (default 2 MiB) keeps batch inserts from re-reading pages.
-            .pragma("cache_size", "-32768")
-            // A multi-row INSERT ... ON CONFLICT keeps a statement journal; in a file that costs
-            // a filesystem write (and block zeroing) per page it touches.
-            .pragma("temp_store", "memory")
-            // Checkpoint every 64 MiB of WAL instead of 4 MiB: a batch rewrites the same index
-            // pages commit after commit, and a checkpoint copies each page once however often it
-            // changed since the last one.
-            .pragma("wal_autocheckpoint", "16384");
+        let connect = sqlite_file::connect_options(&options.url, options.acquire_timeout)?;
         if let Some(dir) = connect.get_filename().parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| StorageError::Other(sqlx::Error::Io(e)))?;
             }
         }
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect.clone())
-            .await
-            .map_err(StorageError::classify)?;
-        sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(options.max_connections.max(1))
-            .acquire_timeout(options.acquire_timeout)
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .connect_with(connect.read_only(true))
-            .await
-            .map_err(StorageError::classify)?;
+        let writer = sqlite_file::shared_writer(&connect, options.acquire_timeout).await?;
+        sqlx::migrate!("../migrations/sqlite").run(&*writer).await?;
+        let reader = sqlite_file::reader(
+            &connect,
+            options.max_connections.max(1),
+            options.acquire_timeout,
+        )
+        .await?;
         Ok(Self { writer, reader })
     }
 }
@@ -229,7 +205,7 @@ impl Storage for SqliteStorage {
              WHERE name = 'links' RETURNING next_value - ?1",
         )
         .bind(size)
-        .fetch_one(&self.writer)
+        .fetch_one(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         u64::try_from(start).map_err(|_| StorageError::Corrupt(format!("sequence value {start}")))
@@ -366,7 +342,7 @@ impl Storage for SqliteStorage {
         .bind(key)
         .bind(request_hash)
         .bind(ts(now))
-        .fetch_optional(&self.writer)
+        .fetch_optional(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         if let Some(id) = inserted {
@@ -381,7 +357,7 @@ impl Storage for SqliteStorage {
         )
         .bind(api_key_id)
         .bind(key)
-        .fetch_one(&self.writer)
+        .fetch_one(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         Ok(IdempotencyRecord {
@@ -423,7 +399,7 @@ impl Storage for SqliteStorage {
         )
         .bind(ts(before))
         .bind(i64::from(limit))
-        .execute(&self.writer)
+        .execute(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         Ok(done.rows_affected())
@@ -434,7 +410,7 @@ impl Storage for SqliteStorage {
             "UPDATE sequence_blocks SET next_value = MAX(next_value, ?1) WHERE name = 'links'",
         )
         .bind(sequence_value(next)?)
-        .execute(&self.writer)
+        .execute(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         Ok(())
@@ -479,7 +455,7 @@ impl Storage for SqliteStorage {
         .bind(name)
         .bind(key_hash)
         .bind(ts(now))
-        .fetch_one(&self.writer)
+        .fetch_one(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         api_key_from_row(&row)
@@ -498,7 +474,7 @@ impl Storage for SqliteStorage {
         .bind(name)
         .bind(key_hash)
         .bind(ts(now))
-        .execute(&self.writer)
+        .execute(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         Ok(done.rows_affected() == 1)
@@ -521,7 +497,7 @@ impl Storage for SqliteStorage {
         )
         .bind(id)
         .bind(ts(now))
-        .fetch_optional(&self.writer)
+        .fetch_optional(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
         row.as_ref().map(api_key_from_row).transpose()
@@ -707,6 +683,7 @@ impl LinkTx for SqliteTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn timestamps_sort_as_text_and_round_trip() {

@@ -612,6 +612,89 @@ async fn cleanup_expires_idle_links(backend: Backend) {
     assert_eq!(stats["totals"]["clicks"], 2, "rollups stay");
 }
 
+/// A create while the consumer writes one visit transaction after another (on SQLite, each holds
+/// the file's one write lock) waits behind at most the transaction in progress: none is refused.
+/// Two writers that met on SQLite's busy handler instead would starve the create, which polls for
+/// a lock the consumer takes again the moment it lets go.
+async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend) {
+    use shortlink_analytics::{Enricher, GeoDb, Visit, VisitEvent};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    const VISITS_PER_BATCH: usize = 2_000;
+    const CREATES: usize = 20;
+    // The test configuration's database timeout (2 s) bounds each create's wait.
+    let app = spawn_app(backend).await;
+    let code = app.create(json!({"url": "https://shop.example/hot"})).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let enricher = Enricher::new(GeoDb::disabled(), false);
+    let t = chrono::Utc::now().timestamp_millis();
+    let template: Vec<Visit> = (0..VISITS_PER_BATCH)
+        .map(|i| {
+            let event = VisitEvent::from_fields(
+                format!("0-{i}"),
+                [
+                    ("c", code.clone()),
+                    ("t", t.to_string()),
+                    ("ip", format!("198.51.{}.{}", i / 256, i % 256)),
+                    ("ua", CHROME.to_owned()),
+                ],
+            )
+            .unwrap();
+            enricher.enrich(&event)
+        })
+        .collect();
+    let store = store(&app).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let batches = Arc::new(AtomicU64::new(0));
+    let writer = tokio::spawn({
+        let (stop, batches) = (Arc::clone(&stop), Arc::clone(&batches));
+        async move {
+            for round in 1.. {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let mut visits = template.clone();
+                for (i, visit) in visits.iter_mut().enumerate() {
+                    visit.event_id = format!("{round}-{i}");
+                }
+                let outcome = store.store_batch(&visits, false).await.unwrap();
+                assert_eq!(outcome.inserted, VISITS_PER_BATCH as u64);
+                batches.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            batches.load(Ordering::Relaxed) > 0
+        })
+        .await,
+        "the visit writer stores batches"
+    );
+
+    let before = batches.load(Ordering::Relaxed);
+    for i in 0..CREATES {
+        let response = app
+            .post_link(&json!({"url": format!("https://shop.example/r/{i}")}))
+            .await;
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, 201, "create {i} during visit writes: {body}");
+    }
+    let during = batches.load(Ordering::Relaxed) - before;
+    stop.store(true, Ordering::Relaxed);
+    writer.await.expect("the visit writer");
+    if backend == Backend::Sqlite {
+        assert!(
+            during >= 2,
+            "visit transactions ran between the creates ({during}), so the creates had to queue"
+        );
+    }
+    println!(
+        "{CREATES} creates among {during} visit transactions of {VISITS_PER_BATCH}, none refused"
+    );
+}
+
 fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
 }
@@ -643,4 +726,5 @@ crate::on_both_backends!(
     partly_stored_batch_counts_the_new_visits,
     killed_consumer_process,
     cleanup_expires_idle_links,
+    creates_are_served_between_back_to_back_visit_batches,
 );

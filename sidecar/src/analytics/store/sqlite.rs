@@ -1,6 +1,6 @@
-//! SQLite visit store. Writes go through one connection (SQLite has one writer) and start with
-//! `BEGIN IMMEDIATE`; the link API's own writer waits on SQLite's busy timeout meanwhile (a
-//! transaction of 16,000 visits holds the lock for a few hundred milliseconds). Multi-row `VALUES`
+//! SQLite visit store. Writes go through the one write connection the link store uses too (SQLite
+//! has one writer) and start with `BEGIN IMMEDIATE`; a link write queues behind the visit
+//! transaction in progress (16,000 visits hold it for a few hundred milliseconds). Multi-row `VALUES`
 //! statements in a few fixed sizes ([`sqlite_chunks`]), kept prepared.
 
 use super::{
@@ -8,22 +8,21 @@ use super::{
     Dimension, Entry, GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
 };
 use crate::analytics::rollup::NewVisitors;
-use crate::storage::{Backend, StorageError, StorageResult};
+use crate::storage::{sqlite_file, Backend, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_analytics::{Audience, Visit};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Row, Sqlite, Transaction};
 use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct SqliteVisitStore {
-    writer: SqlitePool,
+    /// Shared with the link store on the same file, so a create queues behind at most the visit
+    /// transaction in progress ([`crate::storage::sqlite_file`]).
+    writer: Arc<SqlitePool>,
     reader: SqlitePool,
 }
 
@@ -33,25 +32,10 @@ impl SqliteVisitStore {
         max_connections: u32,
         acquire_timeout: Duration,
     ) -> StorageResult<Self> {
-        let connect = SqliteConnectOptions::from_str(url)?
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(acquire_timeout.max(Duration::from_secs(5)))
-            // Seven tables written in ten statement sizes each (`sqlite_chunks`), plus the reads.
-            .statement_cache_capacity(128);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(acquire_timeout)
-            .connect_with(connect.clone())
-            .await
-            .map_err(StorageError::classify)?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(max_connections.clamp(1, 8))
-            .acquire_timeout(acquire_timeout)
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .connect_with(connect.read_only(true))
-            .await
-            .map_err(StorageError::classify)?;
+        let connect = sqlite_file::connect_options(url, acquire_timeout)?;
+        let writer = sqlite_file::shared_writer(&connect, acquire_timeout).await?;
+        let reader =
+            sqlite_file::reader(&connect, max_connections.clamp(1, 8), acquire_timeout).await?;
         Ok(Self { writer, reader })
     }
 }
@@ -484,7 +468,7 @@ impl VisitStore for SqliteVisitStore {
         )
         .bind(before.timestamp_millis())
         .bind(i64::from(limit))
-        .execute(&self.writer)
+        .execute(&*self.writer)
         .await
         .map_err(db)?;
         Ok(done.rows_affected())

@@ -1,0 +1,142 @@
+//! How this process opens a SQLite database file: one set of connection settings, and one write
+//! connection per file shared by everything that writes to it (the link API and the visit
+//! consumer).
+//!
+//! SQLite has one writer per file. Two write connections in one process would meet on SQLite's
+//! busy handler, which polls with sleeps of up to 100 ms: a create waiting behind the visit
+//! consumer, which starts its next transaction the moment it commits the last, would rarely find
+//! the lock free and fail with "database is locked" after the busy timeout (the 30-minute soak lost
+//! 33 of 2,756 creates that way). A single connection handed out by the pool in arrival order
+//! makes a writer wait behind at most the transactions queued before it. A writer in another
+//! process (a CLI import, a consumer run on its own) still meets this one on the busy timeout.
+
+use super::{StorageError, StorageResult};
+use sqlx::sqlite::SqliteSynchronous;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, LazyLock, Weak};
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// The settings of every connection to a database file, writer or reader.
+pub(crate) fn connect_options(
+    url: &str,
+    busy_timeout: Duration,
+) -> StorageResult<SqliteConnectOptions> {
+    Ok(SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // With WAL, NORMAL survives a process crash; only an OS crash or power loss can undo the
+        // last commits.
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(busy_timeout)
+        .foreign_keys(true)
+        // Codes are a keyed permutation, so inserts land all over the primary-key B-tree: a
+        // 32 MiB page cache (default 2 MiB) keeps batch inserts from re-reading pages.
+        .pragma("cache_size", "-32768")
+        // A multi-row INSERT ... ON CONFLICT keeps a statement journal; in a file that costs a
+        // filesystem write (and block zeroing) per page it touches.
+        .pragma("temp_store", "memory")
+        // Checkpoint every 64 MiB of WAL instead of 4 MiB: a batch rewrites the same index pages
+        // commit after commit, and a checkpoint copies each page once however often it changed
+        // since the last one.
+        .pragma("wal_autocheckpoint", "16384")
+        // The visit store writes seven tables in ten statement sizes each, beside the link
+        // statements; all stay prepared.
+        .statement_cache_capacity(256))
+}
+
+/// The write pools open in this process, by database file. Weak, so a pool closes when the last
+/// store using it is dropped (tests open many databases in one process).
+static WRITERS: LazyLock<Mutex<HashMap<PathBuf, Weak<SqlitePool>>>> = LazyLock::new(Mutex::default);
+
+/// The one write connection (a pool of one) to the file `connect` names, opened on first use.
+pub(crate) async fn shared_writer(
+    connect: &SqliteConnectOptions,
+    acquire_timeout: Duration,
+) -> StorageResult<Arc<SqlitePool>> {
+    let file = identity(connect)?;
+    let mut writers = WRITERS.lock().await;
+    writers.retain(|_, pool| pool.strong_count() > 0);
+    if let Some(pool) = writers.get(&file).and_then(Weak::upgrade) {
+        return Ok(pool);
+    }
+    let pool = Arc::new(
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(acquire_timeout)
+            .connect_with(connect.clone())
+            .await
+            .map_err(StorageError::classify)?,
+    );
+    writers.insert(file, Arc::downgrade(&pool));
+    Ok(pool)
+}
+
+/// A read pool on the same file; in WAL mode readers never wait for the writer.
+pub(crate) async fn reader(
+    connect: &SqliteConnectOptions,
+    max_connections: u32,
+    acquire_timeout: Duration,
+) -> StorageResult<SqlitePool> {
+    SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(acquire_timeout)
+        .idle_timeout(Some(Duration::from_secs(600)))
+        .connect_with(connect.clone().read_only(true))
+        .await
+        .map_err(StorageError::classify)
+}
+
+/// The file behind the options, the same whichever relative or linked path named it. The
+/// directory must exist; the file itself may not yet.
+fn identity(connect: &SqliteConnectOptions) -> StorageResult<PathBuf> {
+    let path = connect.get_filename();
+    let io = |e| StorageError::Other(sqlx::Error::Io(e));
+    if let Ok(file) = path.canonicalize() {
+        return Ok(file);
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.canonicalize().map_err(io)?,
+        _ => std::env::current_dir().map_err(io)?,
+    };
+    Ok(dir.join(path.file_name().unwrap_or(path.as_os_str())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn writer(url: &str) -> Arc<SqlitePool> {
+        let connect = connect_options(url, Duration::from_secs(5)).unwrap();
+        shared_writer(&connect, Duration::from_secs(5))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn one_writer_per_file_however_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.db");
+        let first = writer(&format!("sqlite://{}", file.display())).await;
+        let dotted = dir.path().join(".").join("a.db");
+        let same = writer(&format!("sqlite://{}", dotted.display())).await;
+        assert!(Arc::ptr_eq(&first, &same));
+        let other = writer(&format!("sqlite://{}", dir.path().join("b.db").display())).await;
+        assert!(!Arc::ptr_eq(&first, &other));
+    }
+
+    #[tokio::test]
+    async fn a_writer_closes_with_its_last_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("a.db").display());
+        let first = writer(&url).await;
+        let weak = Arc::downgrade(&first);
+        drop(first);
+        assert!(weak.upgrade().is_none());
+        let reopened = writer(&url).await;
+        assert!(!reopened.is_closed());
+    }
+}
