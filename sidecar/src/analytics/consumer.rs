@@ -52,7 +52,8 @@ pub fn max_visits_per_transaction(_backend: Backend) -> usize {
 pub struct ConsumerSettings {
     /// Unique among running consumers; a restart under the same name resumes its pending entries.
     pub name: String,
-    /// Entries per read (`COUNT`).
+    /// Entries per read (`COUNT`) at most; fewer when entries carry packed visits, so that a read
+    /// holds about one transaction's worth of visits ([`Consumer::read_count`]).
     pub batch: usize,
     /// Longest wait for new entries (`BLOCK`).
     pub block: Duration,
@@ -103,11 +104,17 @@ pub struct ConsumerCounters {
     pub trimmed: AtomicU64,
     pub failed: AtomicU64,
     pub acked: AtomicU64,
+    /// The most visits one read has held (reads are sized to about one transaction's worth).
+    pub largest_read: AtomicU64,
 }
 
 impl ConsumerCounters {
     fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn max(counter: &AtomicU64, n: u64) {
+        counter.fetch_max(n, Ordering::Relaxed);
     }
 
     pub fn get(counter: &AtomicU64) -> u64 {
@@ -149,7 +156,13 @@ enum Phase {
 struct Prepared {
     ids: Vec<String>,
     visits: Vec<Visit>,
+    /// Visits found in the entries, stored or not (sizes the next read).
+    seen: usize,
 }
+
+/// Most visits the module packs into one entry (docs/ARCHITECTURE.md, "Visit events"): the
+/// first read assumes full entries, so it never holds more than about one transaction's worth.
+const MAX_VISITS_PER_ENTRY: f64 = 512.0;
 
 /// A batch being written by a task of its own, not yet acknowledged.
 struct InFlight {
@@ -178,6 +191,11 @@ pub struct Consumer {
     claim_cursor: String,
     last_claim: Option<Instant>,
     group_ready: bool,
+    /// Visits per entry expected in the next read: jumps up to what a read showed, halves its
+    /// way down. Sizes `COUNT` so a read holds about one transaction's worth of visits: a read
+    /// of `--consumer-batch` full entries held up to 512,000 visits (hundreds of MB, which the
+    /// allocator kept after the spike; soak RSS grew in steps).
+    visits_per_entry: f64,
 }
 
 impl Consumer {
@@ -209,6 +227,7 @@ impl Consumer {
             claim_cursor: "0-0".to_owned(),
             last_claim: None,
             group_ready: false,
+            visits_per_entry: MAX_VISITS_PER_ENTRY,
         })
     }
 
@@ -218,6 +237,24 @@ impl Consumer {
 
     pub fn name(&self) -> &str {
         &self.settings.name
+    }
+
+    /// Entries the next read asks for (`COUNT` of `XREADGROUP` and `XAUTOCLAIM`): about one
+    /// transaction's worth of visits at the packing seen so far, at most `--consumer-batch`.
+    pub fn read_count(&self) -> usize {
+        let per_entry = self.visits_per_entry.max(1.0);
+        let count = (self.writer.max_visits_per_transaction as f64 / per_entry).floor() as usize;
+        count.clamp(1, self.settings.batch.max(1))
+    }
+
+    /// Learns the packing from a read: `seen` visits in `entries` entries.
+    fn observe(&mut self, entries: usize, seen: usize) {
+        if entries == 0 {
+            return;
+        }
+        ConsumerCounters::max(&self.counters.largest_read, seen as u64);
+        let observed = (seen as f64 / entries as f64).clamp(1.0, MAX_VISITS_PER_ENTRY);
+        self.visits_per_entry = observed.max(self.visits_per_entry / 2.0);
     }
 
     async fn connection(&mut self) -> Result<MultiplexedConnection, ConsumerError> {
@@ -304,7 +341,7 @@ impl Consumer {
             .arg(GROUP)
             .arg(&self.settings.name)
             .arg("COUNT")
-            .arg(self.settings.batch);
+            .arg(self.read_count());
         if let Some(block) = block {
             cmd.arg("BLOCK").arg(block.as_millis().max(1) as u64);
         }
@@ -353,7 +390,7 @@ impl Consumer {
             .arg(self.settings.claim_after.as_millis() as u64)
             .arg(&self.claim_cursor)
             .arg("COUNT")
-            .arg(self.settings.batch);
+            .arg(self.read_count());
         let reply = self.query(&cmd).await?;
         let Value::Array(parts) = reply else {
             return Err(ConsumerError::Reply("XAUTOCLAIM"));
@@ -388,6 +425,7 @@ impl Consumer {
     /// database stayed unavailable until shutdown).
     pub async fn store(&mut self, entries: &[RawEntry]) -> Result<Vec<String>, ConsumerError> {
         let prepared = prepare(entries, &self.enricher, &self.counters);
+        self.observe(entries.len(), prepared.seen);
         self.writer.write_all(&prepared.visits).await?;
         Ok(prepared.ids)
     }
@@ -452,6 +490,7 @@ impl Consumer {
                 let prepared =
                     tokio::task::spawn_blocking(move || prepare(&entries, &enricher, &counters))
                         .await?;
+                self.observe(n, prepared.seen);
                 Some((n, prepared))
             }
             Ok(_) => None,
@@ -471,7 +510,7 @@ impl Consumer {
             return Ok((0, acked));
         };
         let writer = self.writer.clone();
-        let Prepared { ids, visits } = prepared;
+        let Prepared { ids, visits, .. } = prepared;
         *in_flight = Some(InFlight {
             ids,
             write: tokio::spawn(async move { writer.write_all(&visits).await }),
@@ -559,12 +598,14 @@ impl Consumer {
 /// acknowledged with the rest.
 fn prepare(entries: &[RawEntry], enricher: &Enricher, counters: &ConsumerCounters) -> Prepared {
     let mut visits = Vec::with_capacity(entries.len());
+    let mut seen = 0;
     for entry in entries {
         let Some(fields) = &entry.fields else {
             ConsumerCounters::add(&counters.trimmed, 1);
             continue;
         };
         for event in split_entry(&entry.id, fields) {
+            seen += 1;
             ConsumerCounters::add(&counters.visits, 1);
             match event {
                 Err(error) => {
@@ -581,6 +622,7 @@ fn prepare(entries: &[RawEntry], enricher: &Enricher, counters: &ConsumerCounter
     Prepared {
         ids: entries.iter().map(|e| e.id.clone()).collect(),
         visits,
+        seen,
     }
 }
 

@@ -441,6 +441,62 @@ async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
     assert_eq!(store.visit_rows().await.unwrap(), 40);
 }
 
+/// Reads are bounded in visits, not entries: with packed entries a read of `--consumer-batch`
+/// entries would hold that many times the packing. Here 40 entries of 25 visits, 100 visits per
+/// transaction and a batch of 1000 entries: no read holds more than 100 visits, and all count.
+async fn reads_hold_about_one_transaction_of_visits(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app.create(json!({"url": "https://shop.example/r"})).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    let ips: Vec<String> = (0..1000)
+        .map(|i| format!("10.0.{}.{}", i / 250, i % 250))
+        .collect();
+    for chunk in ips.chunks(25) {
+        let groups: Vec<_> = chunk
+            .iter()
+            .map(|ip| group(&code, &t, ip, IPHONE, &[]))
+            .collect();
+        xadd_packed(&app, &groups).await;
+    }
+    let geo = geo_db();
+    let args = [
+        "--geoip-db",
+        geo.as_str(),
+        "--consumer-name",
+        "bounded",
+        "--consumer-batch",
+        "1000",
+    ];
+    let config = config(&app.database_url, &app.redis.url(), &args);
+    let mut settings = shortlink_sidecar::analytics::consumer_settings(&config).unwrap();
+    settings.max_visits_per_transaction = Some(100);
+    let enricher = shortlink_sidecar::analytics::enricher(&config).unwrap();
+    let mut consumer = Consumer::new(
+        &app.redis.url(),
+        store(&app).await,
+        Arc::new(enricher),
+        settings,
+    )
+    .unwrap();
+    // Before any read the packing is unknown: full entries (512 visits) are assumed.
+    assert_eq!(consumer.read_count(), 1);
+    assert_eq!(consumer.drain().await.unwrap(), 40);
+    let counters = consumer.counters();
+    assert_eq!(ConsumerCounters::get(&counters.inserted), 1000);
+    let largest = ConsumerCounters::get(&counters.largest_read);
+    assert!(largest <= 100, "a read held {largest} visits");
+    assert!(
+        largest >= 75,
+        "reads grew to the transaction size: {largest}"
+    );
+    assert_eq!(consumer.read_count(), 4);
+    let link: Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["visit_count"], 1000);
+}
+
 /// `shortlink-sidecar consume` SIGKILLed while events stream in, then restarted: every event is
 /// counted exactly once.
 async fn killed_consumer_process(backend: Backend) {
@@ -724,6 +780,7 @@ crate::on_both_backends!(
     counts_and_breakdowns,
     redelivery_counts_once,
     partly_stored_batch_counts_the_new_visits,
+    reads_hold_about_one_transaction_of_visits,
     killed_consumer_process,
     cleanup_expires_idle_links,
     creates_are_served_between_back_to_back_visit_batches,
