@@ -88,6 +88,20 @@ fn vm_hwm_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resident memory of a process now, anonymous and file-backed, in KiB: the allocator's share
+/// and the mapped files' (binary, SQLite's shared memory).
+fn rss_split_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0u64)
+    };
+    (field("RssAnon:"), field("RssFile:") + field("RssShmem:"))
+}
+
 async fn sql_count(database_url: &str) -> i64 {
     if database_url.starts_with("sqlite:") {
         let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
@@ -223,11 +237,23 @@ fn measure(
     );
     assert_eq!(in_sql, n as i64, "every link durable in SQL");
     assert_eq!(in_redis, n as i64, "every link in Redis");
+    let (anon_kib, file_kib) = rss_split_kib(sidecar.pid());
     drop(sidecar);
+    let db_mib = match backend {
+        "sqlite" => format!(
+            ", database file {} MiB",
+            std::fs::metadata(dir.join(format!("bench-{label}-{n}.db")))
+                .map_or(0, |meta| meta.len() >> 20)
+        ),
+        _ => String::new(),
+    };
     eprintln!(
-        "{label} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB",
+        "{label} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
+         (at the end: anonymous {} MiB, file-backed {} MiB){db_mib}",
         n as f64 / secs,
-        hwm_kib / 1024
+        hwm_kib / 1024,
+        anon_kib / 1024,
+        file_kib / 1024
     );
     Run { secs, hwm_kib, cpu }
 }
