@@ -101,13 +101,16 @@ pub fn request_hash<'a>(kind: &str, items: impl IntoIterator<Item = &'a [u8]>) -
     hex(&hasher.finalize())
 }
 
-/// What became of one item of a batch.
+/// What became of one item of a batch. Links are boxed: a chunk keeps one outcome slot per item
+/// from its plan to its answer, mostly empty until the commit, and a `Link` inline made each
+/// slot ~15 times larger (~240 bytes instead of 16; 8.4 MB of the peak heap of a 300k-link
+/// batch, heaptrack).
 #[derive(Debug, Clone)]
 pub enum ItemOutcome {
     /// Created now, or by an earlier attempt with the same idempotency key.
-    Created(Link),
+    Created(Box<Link>),
     /// An `idempotent` item found this live link for the same URL.
-    Existing(Link),
+    Existing(Box<Link>),
     Failed(ItemFailure),
 }
 
@@ -478,7 +481,7 @@ impl LinkService {
                 for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
                     if plan.inserted.contains(&row.link.code) {
                         plan.outcomes[plan.todo[r]] = Some(match failure {
-                            None => ItemOutcome::Created(row.link),
+                            None => ItemOutcome::Created(Box::new(row.link)),
                             Some(failure) => ItemOutcome::Failed(failure),
                         });
                     }
@@ -522,7 +525,7 @@ impl LinkService {
         for (at, (_, new)) in items.iter().enumerate() {
             if outcomes[at].is_none() && new.idempotent {
                 if let Some(existing) = self.find_existing(new, &hashes[at], now).await? {
-                    outcomes[at] = Some(ItemOutcome::Existing(existing));
+                    outcomes[at] = Some(ItemOutcome::Existing(Box::new(existing)));
                 }
             }
         }
@@ -880,7 +883,7 @@ fn new_link(new: NewLink, code: String, url_hash: String, now: DateTime<Utc>) ->
 fn replayed(link: Link, new: &NewLink, url_hash: &str) -> ItemOutcome {
     let same_code = new.code.as_ref().is_none_or(|code| *code == link.code);
     if link.url_hash == url_hash && same_code {
-        ItemOutcome::Created(link)
+        ItemOutcome::Created(Box::new(link))
     } else {
         ItemOutcome::Failed(ItemFailure::IdempotencyMismatch)
     }

@@ -532,13 +532,13 @@ fn render(
                 Some((_, ItemOutcome::Created(link))) => ItemResult {
                     index,
                     status: StatusCode::CREATED.as_u16(),
-                    link: Some(LinkView::new(link, domains)),
+                    link: Some(LinkView::new(*link, domains)),
                     error: None,
                 },
                 Some((_, ItemOutcome::Existing(link))) => ItemResult {
                     index,
                     status: StatusCode::OK.as_u16(),
-                    link: Some(LinkView::new(link, domains)),
+                    link: Some(LinkView::new(*link, domains)),
                     error: None,
                 },
                 Some((_, ItemOutcome::Failed(failure))) => {
