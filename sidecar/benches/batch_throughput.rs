@@ -78,28 +78,26 @@ fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Peak resident memory of a process, in KiB.
-fn vm_hwm_kib(pid: u32) -> u64 {
+/// One `kB` field of `/proc/<pid>/status` (0 when the process or the field is gone).
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Peak resident memory of a process, in KiB.
+fn vm_hwm_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM")
 }
 
 /// Resident memory of a process now, anonymous and file-backed, in KiB: the allocator's share
 /// and the mapped files' (binary, SQLite's shared memory).
 fn rss_split_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0u64)
-    };
-    (field("RssAnon:"), field("RssFile:") + field("RssShmem:"))
+    let file = status_kib(pid, "RssFile") + status_kib(pid, "RssShmem");
+    (status_kib(pid, "RssAnon"), file)
 }
 
 async fn sql_count(database_url: &str) -> i64 {

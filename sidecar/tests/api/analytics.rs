@@ -336,10 +336,7 @@ async fn counts_and_breakdowns(backend: Backend) {
 /// before the commit: another consumer claims the entries and they count once.
 async fn redelivery_counts_once(backend: Backend) {
     let app = spawn_app(backend).await;
-    let code = app.create(json!({"url": "https://shop.example/a"})).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let code = app.create_code("https://shop.example/a").await;
     // 50 visits: 20 single-visit entries, then 6 entries of 5 packed visits.
     let t = chrono::Utc::now().timestamp_millis().to_string();
     let ips: Vec<String> = (0..60).map(|i| format!("203.0.113.{i}")).collect();
@@ -401,10 +398,7 @@ async fn redelivery_counts_once(backend: Backend) {
 async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
     use shortlink_analytics::{Enricher, GeoDb, Visit, VisitEvent};
     let app = spawn_app(backend).await;
-    let code = app.create(json!({"url": "https://shop.example/p"})).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let code = app.create_code("https://shop.example/p").await;
     let enricher = Enricher::new(GeoDb::disabled(), false);
     let t = chrono::Utc::now().timestamp_millis();
     let visits: Vec<Visit> = (0..40)
@@ -446,10 +440,7 @@ async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
 /// transaction and a batch of 1000 entries: no read holds more than 100 visits, and all count.
 async fn reads_hold_about_one_transaction_of_visits(backend: Backend) {
     let app = spawn_app(backend).await;
-    let code = app.create(json!({"url": "https://shop.example/r"})).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let code = app.create_code("https://shop.example/r").await;
     let t = chrono::Utc::now().timestamp_millis().to_string();
     let ips: Vec<String> = (0..1000)
         .map(|i| format!("10.0.{}.{}", i / 250, i % 250))
@@ -679,10 +670,7 @@ async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend)
     const CREATES: usize = 20;
     // The test configuration's database timeout (2 s) bounds each create's wait.
     let app = spawn_app(backend).await;
-    let code = app.create(json!({"url": "https://shop.example/hot"})).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let code = app.create_code("https://shop.example/hot").await;
     let enricher = Enricher::new(GeoDb::disabled(), false);
     let t = chrono::Utc::now().timestamp_millis();
     let template: Vec<Visit> = (0..VISITS_PER_BATCH)

@@ -171,6 +171,12 @@ impl TestApp {
         json
     }
 
+    /// Creates a link to `url` and returns its code (panics unless 201).
+    pub async fn create_code(&self, url: &str) -> String {
+        let link = self.create(serde_json::json!({ "url": url })).await;
+        link["code"].as_str().expect("a code").to_owned()
+    }
+
     /// `POST /links/batch` with a JSON array.
     pub async fn post_batch(&self, items: &(impl serde::Serialize + ?Sized)) -> reqwest::Response {
         self.api(reqwest::Method::POST, "/links/batch")
