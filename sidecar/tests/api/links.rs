@@ -341,8 +341,7 @@ async fn short_url_follows_the_public_base_header(backend: Backend) {
 
 async fn resync_rebuilds_redis_from_sql(backend: Backend) {
     let app = spawn_app(backend).await;
-    let live = app.create(json!({"url": "https://a.example/live"})).await;
-    let live = live["code"].as_str().unwrap();
+    let live = &app.create_code("https://a.example/live").await;
     let expires = now_secs() + 3600;
     let expiring = app
         .create(json!({

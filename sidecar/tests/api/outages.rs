@@ -77,8 +77,7 @@ async fn redis_down_refuses_writes_and_stores_nothing(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_down_answers_503_and_recovers() {
     let app = spawn_app(Backend::Postgres).await;
-    let link = app.create(json!({"url": "https://a.example/"})).await;
-    let code = link["code"].as_str().unwrap();
+    let code = &app.create_code("https://a.example/").await;
     let database = app.database_url.rsplit('/').next().unwrap().to_owned();
     let cluster = testkit::postgres();
     let TestDb::Postgres(pool) = &app.db else {

@@ -100,9 +100,10 @@ async fn resync_sets_the_marker_after_a_complete_run_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refill_never_overwrites_a_newer_record_and_a_flush_mid_way_leaves_no_marker() {
     let app = spawn_app(Backend::Sqlite).await;
-    let a = app.create(json!({"url": "https://n.example/a"})).await;
-    let b = app.create(json!({"url": "https://n.example/b"})).await;
-    let (a, b) = (a["code"].as_str().unwrap(), b["code"].as_str().unwrap());
+    let (a, b) = (
+        &app.create_code("https://n.example/a").await,
+        &app.create_code("https://n.example/b").await,
+    );
     let config = keeper_config(&app).await;
     let state = shortlink_sidecar::build_state(&config).await.unwrap();
     let marker = ProjectionMarker::new(&config).unwrap();

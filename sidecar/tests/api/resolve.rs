@@ -56,8 +56,7 @@ async fn resolve_answers_as_the_module_would(backend: Backend) {
     );
 
     // Expired: 410 during the grace period, 404 after, as the Redis TTL makes nginx answer.
-    let expiring = app.create(json!({"url": "https://c.example/"})).await;
-    let expiring = expiring["code"].as_str().unwrap();
+    let expiring = &app.create_code("https://c.example/").await;
     app.set_expiry_in_sql(expiring, now_secs() - 60).await;
     assert_eq!(app.resolve(expiring).await.status(), 410);
     app.set_expiry_in_sql(expiring, now_secs() - GRACE_SECS - 60)
@@ -93,10 +92,8 @@ async fn resolve_answers_as_the_module_would(backend: Backend) {
 
 async fn resolve_repairs_missing_redis_keys(backend: Backend) {
     let mut app = spawn_app(backend).await;
-    let live = app.create(json!({"url": "https://a.example/"})).await;
-    let live = live["code"].as_str().unwrap();
-    let revoked = app.create(json!({"url": "https://b.example/"})).await;
-    let revoked = revoked["code"].as_str().unwrap();
+    let live = &app.create_code("https://a.example/").await;
+    let revoked = &app.create_code("https://b.example/").await;
     app.delete_link(revoked).await;
 
     let mut redis = app.redis().await;
