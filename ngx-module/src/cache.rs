@@ -1,31 +1,66 @@
 //! Per-worker cache of decoded link records.
 //!
-//! Two generations instead of a true LRU: new entries go to `young`; when it is full, `old` is
-//! dropped and `young` becomes `old`. A hit in `old` moves the entry back to `young`. That keeps
-//! hot codes, bounds memory to `capacity` entries, costs O(1) per operation, and needs no
-//! linked list. A hit allocates nothing: lookups borrow the code and moves reuse the key.
-//! Keys hash with foldhash (randomly seeded per process): a few times cheaper than std's SipHash
-//! for keys this short, while seeding keeps collisions from being planned in advance. Keys of up
-//! to [`INLINE_KEY`] bytes (every generated code, most aliases) live inside the table, so a probe
-//! compares bytes already in the bucket instead of following a pointer: a hit then touches two
-//! cache lines of the table and the target, and a cache miss of the CPU's on each costs more
-//! than the rest of the probe.
+//! A hit should touch one cache line. The hot entries do not stay in the CPU caches between
+//! requests (each request's kernel and nginx work streams ~10 KB through them), so what a hit
+//! costs is the lines and pages it touches, not its instructions. A general hash map touches
+//! three or four (control group, a bucket that straddles two lines, the boxed target); `perf`
+//! put nearly all of `Cache::get`'s time on those loads.
+//!
+//! So the table is a 2-way set-associative cache of fixed 64-byte slots: a code hashes (seeded
+//! foldhash) to one 128-byte set, and a slot holds the code, the link's fields and the target
+//! inline when code and target fit in [`INLINE`] bytes (longer ones spill to the heap: one more
+//! line). No control bytes, no probe sequence: a lookup reads one set, a miss included. Each set
+//! evicts its least recently used way, so a hot code survives any stream of other codes. The
+//! table is allocated zeroed (pages come in as they are first used, as with a hash map) and, when
+//! it is large, advised to use huge pages: the hot sets then share a few TLB entries instead of
+//! one 4 KiB page each.
 
-use std::borrow::Borrow;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::mem;
+use std::alloc::{self, Layout};
+use std::hash::BuildHasher;
+use std::mem::{align_of, size_of};
+use std::ptr::{self, NonNull};
 
 use foldhash::fast::RandomState;
 
-use crate::record::Link;
+use crate::record::{Answer, Link};
 
-/// What a lookup resolved to, as cached.
+/// What a lookup resolved to, as handed to the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cached {
     Link(Link),
     /// No such key in Redis; cached only for the short negative TTL.
     Missing,
+}
+
+/// What a hit finds: the link's fields, borrowed from its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit<'a> {
+    Link(CachedLink<'a>),
+    Missing,
+}
+
+/// A cached [`Link`], read in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedLink<'a> {
+    revoked: bool,
+    status: u16,
+    expires_at: u64,
+    forward_query: bool,
+    target: &'a [u8],
+}
+
+impl<'a> CachedLink<'a> {
+    /// The same answer as [`Link::answer`] of the link it was stored from.
+    pub fn answer(&self, now_unix: u64) -> Answer<'a> {
+        if self.revoked || (self.expires_at != 0 && self.expires_at <= now_unix) {
+            return Answer::Gone;
+        }
+        Answer::Redirect {
+            status: self.status,
+            target: self.target,
+            forward_query: self.forward_query,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,134 +70,316 @@ pub struct CacheConfig {
     pub negative_ttl_ms: u64,
 }
 
-struct Entry {
-    value: Cached,
-    stored_at: u64,
+/// Bytes of code and target kept inside a slot; beyond that both go to one heap block.
+const INLINE: usize = 40;
+const WAYS: usize = 2;
+
+// Slot kinds; 0 (all-zero memory) is an empty slot.
+const EMPTY: u8 = 0;
+const LIVE: u8 = 1;
+const REVOKED: u8 = 2;
+const MISSING: u8 = 3;
+
+// Slot flags.
+const FORWARD_QUERY: u8 = 1;
+/// In way 0's flags only: way 1 was used last (else way 0).
+const WAY1_RECENT: u8 = 2;
+
+/// One entry, one cache line. All-zero is an empty slot, so the table can start as zeroed pages.
+#[repr(C, align(64))]
+struct Slot {
+    /// Milliseconds (nginx's clock) until which the entry answers.
+    fresh_until: u64,
+    expires_at: u64,
+    status: u16,
+    kind: u8,
+    flags: u8,
+    code_len: u16,
+    /// Code plus target bytes.
+    len: u16,
+    /// Code then target when `len <= INLINE`; else the first 8 bytes hold the address of a
+    /// leaked `Box<[u8]>` of `len` bytes (code then target) that this slot owns.
+    bytes: [u8; INLINE],
 }
 
-/// Longest key stored inline: with the length byte, as large as the boxed form (24 bytes).
-const INLINE_KEY: usize = 22;
-
-/// A cache key: the code's bytes, inline when short.
-#[derive(Clone)]
-enum Key {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
-    Boxed(Box<[u8]>),
+/// Two slots in one 128-byte block (the pair of lines the CPU's adjacent-line prefetcher
+/// fetches together).
+#[repr(C, align(128))]
+struct Set {
+    ways: [Slot; WAYS],
 }
 
-impl Key {
-    fn new(code: &[u8]) -> Self {
-        match <u8>::try_from(code.len()) {
-            Ok(len) if code.len() <= INLINE_KEY => {
-                let mut bytes = [0; INLINE_KEY];
-                bytes[..code.len()].copy_from_slice(code);
-                Key::Inline { len, bytes }
-            }
-            _ => Key::Boxed(code.into()),
+const _: () = assert!(size_of::<Slot>() == 64 && size_of::<Set>() == 128);
+
+impl Slot {
+    fn spilled(&self) -> bool {
+        usize::from(self.len) > INLINE
+    }
+
+    fn spill_ptr(&self) -> *mut u8 {
+        let mut addr = [0; size_of::<usize>()];
+        addr.copy_from_slice(&self.bytes[..size_of::<usize>()]);
+        usize::from_ne_bytes(addr) as *mut u8
+    }
+
+    fn data(&self) -> &[u8] {
+        let len = usize::from(self.len);
+        if self.spilled() {
+            // SAFETY: a spilled slot owns a live `Box<[u8]>` of `len` bytes at this address
+            // (written by `fill`, freed only by `clear`).
+            unsafe { std::slice::from_raw_parts(self.spill_ptr(), len) }
+        } else {
+            &self.bytes[..len]
         }
     }
 
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Key::Boxed(bytes) => bytes,
+    fn holds(&self, code: &[u8]) -> bool {
+        self.kind != EMPTY
+            && usize::from(self.code_len) == code.len()
+            && &self.data()[..code.len()] == code
+    }
+
+    fn hit(&self) -> Hit<'_> {
+        if self.kind == MISSING {
+            return Hit::Missing;
+        }
+        Hit::Link(CachedLink {
+            revoked: self.kind == REVOKED,
+            status: self.status,
+            expires_at: self.expires_at,
+            forward_query: self.flags & FORWARD_QUERY != 0,
+            target: &self.data()[usize::from(self.code_len)..],
+        })
+    }
+
+    /// Frees the spilled block, if any, and empties the slot (keeping way 0's recency bit).
+    /// Returns whether the slot held a spilled block.
+    fn clear(&mut self) -> bool {
+        let spilled = self.kind != EMPTY && self.spilled();
+        if spilled {
+            let block = ptr::slice_from_raw_parts_mut(self.spill_ptr(), usize::from(self.len));
+            // SAFETY: the block came from `Box::into_raw` in `fill` with this length, and the
+            // slot forgets it below, so it is freed exactly once.
+            drop(unsafe { Box::from_raw(block) });
+        }
+        let recent = self.flags & WAY1_RECENT;
+        // SAFETY: all-zero is a valid (empty) slot.
+        *self = unsafe { std::mem::zeroed() };
+        self.flags = recent;
+        spilled
+    }
+
+    /// Stores an entry in an empty slot. Returns whether its bytes spilled to the heap.
+    fn fill(&mut self, code: &[u8], value: &Cached, fresh_until: u64) -> bool {
+        let (kind, status, expires_at, forward_query, target): (_, _, _, _, &[u8]) = match value {
+            Cached::Missing => (MISSING, 0, 0, false, &[]),
+            Cached::Link(Link::Revoked) => (REVOKED, 0, 0, false, &[]),
+            Cached::Link(Link::Live {
+                status,
+                expires_at,
+                forward_query,
+                target,
+            }) => (LIVE, *status, *expires_at, *forward_query, target),
+        };
+        let len = code.len() + target.len();
+        self.fresh_until = fresh_until;
+        self.expires_at = expires_at;
+        self.status = status;
+        self.kind = kind;
+        self.flags = (self.flags & WAY1_RECENT) | if forward_query { FORWARD_QUERY } else { 0 };
+        // `insert` only stores entries whose lengths fit.
+        self.code_len = code.len() as u16;
+        self.len = len as u16;
+        if len <= INLINE {
+            self.bytes[..code.len()].copy_from_slice(code);
+            self.bytes[code.len()..len].copy_from_slice(target);
+            false
+        } else {
+            let block: Box<[u8]> = [code, target].concat().into_boxed_slice();
+            let addr = Box::into_raw(block).cast::<u8>() as usize;
+            self.bytes[..size_of::<usize>()].copy_from_slice(&addr.to_ne_bytes());
+            true
         }
     }
 }
 
-// Hash and equality are those of the bytes, as `Borrow<[u8]>` requires: lookups borrow the code.
-impl Borrow<[u8]> for Key {
-    fn borrow(&self) -> &[u8] {
-        self.as_bytes()
+/// The sets, in one zeroed allocation.
+struct Table {
+    /// As returned by the allocator, with `layout`.
+    alloc: NonNull<u8>,
+    layout: Layout,
+    sets: NonNull<Set>,
+    len: usize,
+}
+
+/// Tables this large are advised to use transparent huge pages (2 MiB).
+const HUGE_PAGE: usize = 2 << 20;
+
+impl Table {
+    fn new(len: usize) -> Self {
+        // Over-allocated at the allocator's own alignment and aligned by hand: `alloc_zeroed`
+        // with a larger alignment writes every page at once, while the plain zeroed allocation
+        // of a large block gets fresh pages from the kernel that only count once used.
+        let size = len
+            .checked_mul(size_of::<Set>())
+            .and_then(|s| s.checked_add(align_of::<Set>()))
+            .expect("cache size is bounded by the directive parser");
+        let layout = Layout::from_size_align(size, 16).expect("valid layout");
+        // SAFETY: `layout` has a non-zero size.
+        let Some(alloc) = NonNull::new(unsafe { alloc::alloc_zeroed(layout) }) else {
+            alloc::handle_alloc_error(layout)
+        };
+        let offset = alloc.as_ptr().align_offset(align_of::<Set>());
+        // SAFETY: `offset < align_of::<Set>()`, and the block has that much slack.
+        let sets = unsafe { alloc.add(offset) }.cast::<Set>();
+        let table = Table {
+            alloc,
+            layout,
+            sets,
+            len,
+        };
+        table.advise_huge_pages();
+        table
+    }
+
+    /// Asks for huge pages over the whole 2 MiB extents inside the table. Only a hint: the
+    /// kernel may ignore it (`transparent_hugepage=never`), and a failure changes nothing.
+    fn advise_huge_pages(&self) {
+        let start = self.sets.as_ptr() as usize;
+        let end = start + self.len * size_of::<Set>();
+        let first = start.next_multiple_of(HUGE_PAGE);
+        let last = end / HUGE_PAGE * HUGE_PAGE;
+        if last > first {
+            // SAFETY: the range lies inside this table's own allocation; MADV_HUGEPAGE changes
+            // how its pages are backed, never their contents.
+            unsafe {
+                nginx_sys::madvise(
+                    first as *mut std::ffi::c_void,
+                    last - first,
+                    nginx_sys::MADV_HUGEPAGE as i32,
+                )
+            };
+        }
+    }
+
+    fn set(&mut self, index: usize) -> &mut Set {
+        assert!(index < self.len);
+        // SAFETY: `index` is in bounds; the sets are initialised (all-zero is valid) and
+        // borrowed through `&mut self`.
+        unsafe { &mut *self.sets.as_ptr().add(index) }
     }
 }
 
-impl Hash for Key {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_bytes().hash(state);
+impl Drop for Table {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the slots own no memory any more (the
+        // cache frees spilled blocks before dropping the table).
+        unsafe { alloc::dealloc(self.alloc.as_ptr(), self.layout) };
     }
 }
-
-impl PartialEq for Key {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl Eq for Key {}
 
 pub struct Cache {
-    young: HashMap<Key, Entry, RandomState>,
-    old: HashMap<Key, Entry, RandomState>,
-    generation: usize,
+    table: Table,
+    hasher: RandomState,
+    /// Occupied slots (fresh or stale).
+    len: usize,
+    /// Slots whose bytes live on the heap.
+    spilled: usize,
     config: CacheConfig,
 }
 
 impl Cache {
     pub fn new(config: CacheConfig) -> Self {
-        let generation = (config.capacity / 2).max(1);
         Self {
-            // Reserved up front so neither the hot path nor rotation reallocates.
-            young: HashMap::with_capacity_and_hasher(generation, RandomState::default()),
-            old: HashMap::with_capacity_and_hasher(generation, RandomState::default()),
-            generation,
+            table: Table::new(config.capacity.div_ceil(WAYS).max(1)),
+            hasher: RandomState::default(),
+            len: 0,
+            spilled: 0,
             config,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.young.len() + self.old.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
+    }
+
+    fn set_of(&mut self, code: &[u8]) -> &mut Set {
+        let hash = self.hasher.hash_one(code);
+        // The high half of hash × sets: uniform over the sets without a power-of-two size.
+        let index = ((u128::from(hash) * self.table.len as u128) >> 64) as usize;
+        self.table.set(index)
     }
 
     /// The cached answer for `code` if it is still fresh at `now_ms`.
-    pub fn get(&mut self, code: &[u8], now_ms: u64) -> Option<&Cached> {
-        let config = self.config;
-        if let Some(entry) = self.young.get(code) {
-            let entry: *const Entry = entry;
-            // SAFETY: `entry` points into `young`, which this path returns without touching
-            // again, so the reference stays valid for the borrow of `self` it is returned with.
-            // The pointer only works around today's borrow checker, which would extend the
-            // borrow over the mutations of the other path (NLL "problem case #3") and so force
-            // a second hash and probe on every hit.
-            let entry = unsafe { &*entry };
-            // A stale young entry stays until the lookup that follows this miss replaces it.
-            return entry.is_fresh(&config, now_ms).then_some(&entry.value);
-        }
-        let (key, entry) = self.old.remove_entry(code)?;
-        if !entry.is_fresh(&config, now_ms) {
+    pub fn get(&mut self, code: &[u8], now_ms: u64) -> Option<Hit<'_>> {
+        let set = self.set_of(code);
+        let way = set.ways.iter().position(|slot| slot.holds(code))?;
+        // A stale entry stays until the lookup that follows this miss replaces it.
+        if now_ms >= set.ways[way].fresh_until {
             return None;
         }
-        self.make_room();
-        let slot = self.young.entry(key).or_insert(entry);
-        Some(&slot.value)
+        touch(set, way);
+        Some(set.ways[way].hit())
     }
 
     pub fn insert(&mut self, code: &[u8], value: Cached, now_ms: u64) {
-        if ttl_for(&self.config, &value) == 0 {
+        let ttl = ttl_for(&self.config, &value);
+        let target_len = match &value {
+            Cached::Link(Link::Live { target, .. }) => target.len(),
+            _ => 0,
+        };
+        // Lengths are kept in 16 bits; nothing that long is a code (it is just not cached).
+        if ttl == 0 || code.len() + target_len > usize::from(u16::MAX) {
             return;
         }
-        self.old.remove(code);
-        if !self.young.contains_key(code) {
-            self.make_room();
-        }
-        self.young.insert(
-            Key::new(code),
-            Entry {
-                value,
-                stored_at: now_ms,
-            },
-        );
+        let set = self.set_of(code);
+        let way = set
+            .ways
+            .iter()
+            .position(|slot| slot.holds(code))
+            .or_else(|| set.ways.iter().position(|slot| slot.kind == EMPTY))
+            .or_else(|| set.ways.iter().position(|slot| slot.fresh_until <= now_ms))
+            .unwrap_or(if set.ways[0].flags & WAY1_RECENT != 0 {
+                0
+            } else {
+                1
+            });
+        let slot = &mut set.ways[way];
+        let (was_empty, freed) = (slot.kind == EMPTY, slot.clear());
+        let spilled = slot.fill(code, &value, now_ms.saturating_add(ttl));
+        touch(set, way);
+        self.len += usize::from(was_empty);
+        self.spilled = self.spilled + usize::from(spilled) - usize::from(freed);
     }
+}
 
-    fn make_room(&mut self) {
-        if self.young.len() >= self.generation {
-            // Reuse the old table's allocation for the next young generation.
-            self.old.clear();
-            mem::swap(&mut self.young, &mut self.old);
+/// Marks `way` as the set's most recently used (one store, only when it changes).
+fn touch(set: &mut Set, way: usize) {
+    let flags = &mut set.ways[0].flags;
+    let recent = if way == 1 {
+        *flags | WAY1_RECENT
+    } else {
+        *flags & !WAY1_RECENT
+    };
+    if *flags != recent {
+        *flags = recent;
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        // Most caches never spill (codes and targets are short): skip the walk over every set.
+        for index in 0..self.table.len {
+            if self.spilled == 0 {
+                break;
+            }
+            for slot in &mut self.table.set(index).ways {
+                self.spilled -= usize::from(slot.clear());
+            }
         }
     }
 }
@@ -171,12 +388,6 @@ fn ttl_for(config: &CacheConfig, value: &Cached) -> u64 {
     match value {
         Cached::Link(_) => config.ttl_ms,
         Cached::Missing => config.negative_ttl_ms,
-    }
-}
-
-impl Entry {
-    fn is_fresh(&self, config: &CacheConfig, now_ms: u64) -> bool {
-        now_ms.saturating_sub(self.stored_at) < ttl_for(config, &self.value)
     }
 }
 
@@ -192,12 +403,30 @@ mod tests {
         })
     }
 
-    fn link(n: u8) -> Cached {
-        Cached::Link(Link::Live {
+    fn live(target: &[u8]) -> Link {
+        Link::Live {
             status: 302,
             expires_at: 0,
             forward_query: false,
-            target: vec![b'a' + n].into(),
+            target: target.into(),
+        }
+    }
+
+    fn link(n: u8) -> Cached {
+        Cached::Link(live(&[b'a' + n]))
+    }
+
+    /// The answer a hit gives, owned, for comparisons.
+    fn get(c: &mut Cache, code: &[u8], now_ms: u64) -> Option<Cached> {
+        Some(match c.get(code, now_ms)? {
+            Hit::Missing => Cached::Missing,
+            Hit::Link(l) if l.revoked => Cached::Link(Link::Revoked),
+            Hit::Link(l) => Cached::Link(Link::Live {
+                status: l.status,
+                expires_at: l.expires_at,
+                forward_query: l.forward_query,
+                target: l.target.into(),
+            }),
         })
     }
 
@@ -205,16 +434,16 @@ mod tests {
     fn hit_until_ttl_then_miss() {
         let mut c = cache(10);
         c.insert(b"abc", link(1), 0);
-        assert_eq!(c.get(b"abc", 9_999), Some(&link(1)));
-        assert_eq!(c.get(b"abc", 10_000), None);
+        assert_eq!(get(&mut c, b"abc", 9_999), Some(link(1)));
+        assert_eq!(get(&mut c, b"abc", 10_000), None);
     }
 
     #[test]
     fn misses_use_the_negative_ttl() {
         let mut c = cache(10);
         c.insert(b"nope", Cached::Missing, 100);
-        assert_eq!(c.get(b"nope", 1_099), Some(&Cached::Missing));
-        assert_eq!(c.get(b"nope", 1_100), None);
+        assert_eq!(get(&mut c, b"nope", 1_099), Some(Cached::Missing));
+        assert_eq!(get(&mut c, b"nope", 1_100), None);
     }
 
     #[test]
@@ -238,28 +467,79 @@ mod tests {
     }
 
     #[test]
-    fn hot_entries_survive_rotation() {
-        let mut c = cache(4); // generations of 2
+    fn hot_entries_survive_other_codes() {
+        let mut c = cache(4); // two sets of two
         c.insert(b"hot", link(1), 0);
         for i in 0..50u32 {
             c.insert(&i.to_be_bytes(), link(2), 0);
-            assert_eq!(c.get(b"hot", 1), Some(&link(1)), "after {i} inserts");
+            assert_eq!(get(&mut c, b"hot", 1), Some(link(1)), "after {i} inserts");
         }
     }
 
     #[test]
-    fn short_and_long_keys_are_kept_apart() {
+    fn a_full_set_evicts_its_least_recently_used_way() {
+        let mut c = cache(2); // one set
+        c.insert(b"a", link(1), 0);
+        c.insert(b"b", link(2), 0);
+        assert!(c.get(b"a", 1).is_some()); // b is now the older one
+        c.insert(b"c", link(3), 1);
+        assert_eq!(get(&mut c, b"a", 2), Some(link(1)));
+        assert_eq!(get(&mut c, b"b", 2), None);
+        assert_eq!(get(&mut c, b"c", 2), Some(link(3)));
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn a_stale_way_is_replaced_before_a_fresh_one() {
+        let mut c = cache(2);
+        c.insert(b"old", Cached::Missing, 0); // stale from 1,000
+        c.insert(b"new", link(1), 500);
+        assert!(c.get(b"new", 600).is_some());
+        c.insert(b"next", link(2), 1_500); // "new" was used last, but "old" is stale
+        assert_eq!(get(&mut c, b"new", 1_600), Some(link(1)));
+        assert_eq!(get(&mut c, b"next", 1_600), Some(link(2)));
+    }
+
+    #[test]
+    fn short_and_long_keys_and_targets_are_kept_apart() {
         let mut c = cache(100);
-        let long = [b'x'; INLINE_KEY + 1];
-        let keys = [&b"abc"[..], &long[..INLINE_KEY], &long[..], &[]];
-        for (i, key) in keys.iter().enumerate() {
-            c.insert(key, link(i as u8), 0);
+        let long = [b'x'; INLINE + 1];
+        let keys = [&b"abc"[..], &long[..INLINE], &long[..], &[]];
+        let targets = [
+            &b"t"[..],
+            &long[..INLINE - 3],
+            &long[..1],
+            &[b'y'; 3000][..],
+        ];
+        for (key, target) in keys.iter().zip(targets) {
+            c.insert(key, Cached::Link(live(target)), 0);
         }
-        for (i, key) in keys.iter().enumerate() {
-            assert_eq!(c.get(key, 1), Some(&link(i as u8)), "{} bytes", key.len());
+        for (key, target) in keys.iter().zip(targets) {
+            assert_eq!(
+                get(&mut c, key, 1),
+                Some(Cached::Link(live(target))),
+                "{} bytes",
+                key.len()
+            );
         }
         assert_eq!(c.get(b"abcd", 1), None);
-        assert_eq!(c.get(&long[..INLINE_KEY - 1], 1), None);
+        assert_eq!(c.get(&long[..INLINE - 1], 1), None);
+        // Replacing spilled entries frees their blocks (checked by Miri / sanitizers) and keeps
+        // the count of spilled slots right for Drop.
+        for key in keys {
+            c.insert(key, Cached::Missing, 2);
+            assert_eq!(get(&mut c, key, 3), Some(Cached::Missing));
+        }
+        assert_eq!(c.spilled, 1, "only the code longer than INLINE still spills");
+    }
+
+    #[test]
+    fn overlong_entries_are_not_cached() {
+        let mut c = cache(10);
+        let target = vec![b'z'; usize::from(u16::MAX)];
+        c.insert(b"abc", Cached::Link(live(&target)), 0);
+        assert_eq!(c.len(), 0);
+        assert_eq!(c.get(b"abc", 1), None);
     }
 
     #[test]
@@ -267,9 +547,41 @@ mod tests {
         let mut c = cache(4);
         c.insert(b"a", link(1), 0);
         c.insert(b"b", link(1), 0);
-        c.insert(b"c", link(1), 0); // rotates: a, b are old
+        c.insert(b"c", link(1), 0);
         c.insert(b"a", link(3), 5);
-        assert_eq!(c.get(b"a", 6), Some(&link(3)));
+        assert_eq!(get(&mut c, b"a", 6), Some(link(3)));
         assert!(c.len() <= 4);
+    }
+
+    #[test]
+    fn cached_links_answer_like_the_link() {
+        let links = [
+            live(b"https://example.com/x"),
+            Link::Live {
+                status: 301,
+                expires_at: 100,
+                forward_query: true,
+                target: (*b"https://example.com/a-target-that-does-not-fit-inline").into(),
+            },
+            Link::Revoked,
+        ];
+        for link in links {
+            let mut c = cache(10);
+            c.insert(b"code", Cached::Link(link.clone()), 0);
+            let Some(Hit::Link(cached)) = c.get(b"code", 1) else {
+                panic!("no hit for {link:?}");
+            };
+            for now in [0, 99, 100, 101] {
+                assert_eq!(cached.answer(now), link.answer(now), "{link:?} at {now}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_tables_start_untouched_and_aligned() {
+        let mut c = cache(200_000); // 12.8 MB: spans several huge-page extents
+        assert_eq!(c.table.sets.as_ptr() as usize % 128, 0);
+        c.insert(b"abc", link(1), 0);
+        assert_eq!(get(&mut c, b"abc", 1), Some(link(1)));
     }
 }

@@ -9,7 +9,7 @@ use nginx_sys::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
-use crate::cache::Cached;
+use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::request::{code, host};
 use crate::respond::{self, Outcome};
@@ -155,8 +155,8 @@ fn answer_from_cache(
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {
-            Cached::Link(link) => Outcome::Link(link),
-            Cached::Missing => Outcome::Missing,
+            Hit::Link(link) => Outcome::CachedLink(link),
+            Hit::Missing => Outcome::Missing,
         };
         Some(respond::answer(r, mcf, lcf, outcome))
     })

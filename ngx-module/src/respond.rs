@@ -8,6 +8,7 @@ use nginx_sys::{
 };
 use ngx::ngx_string;
 
+use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
 use crate::record::{Answer, Link};
@@ -22,6 +23,8 @@ const HTTP_GONE: ngx_int_t = 410;
 /// What the lookup found, borrowed from the cache or owned by the lookup task.
 pub enum Outcome<'a> {
     Link(&'a Link),
+    /// A cache hit, read in place in its slot.
+    CachedLink(CachedLink<'a>),
     Missing,
     Failed(RedisError),
 }
@@ -34,54 +37,59 @@ pub fn answer(
     lcf: &LocConf,
     outcome: Outcome<'_>,
 ) -> ngx_int_t {
-    match outcome {
-        Outcome::Link(link) => match link.answer(ngx_time() as u64) {
-            Answer::Redirect {
-                status,
-                target,
-                forward_query,
-            } => redirect(
-                r,
-                mcf,
-                lcf,
-                status,
-                target,
-                forward_query || lcf.forward_query(),
-            ),
-            Answer::Gone => {
-                bump(mcf, Counter::Gone);
-                HTTP_GONE
-            }
-        },
+    let answer = match outcome {
+        Outcome::Link(link) => link.answer(ngx_time() as u64),
+        Outcome::CachedLink(link) => link.answer(ngx_time() as u64),
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
-            NGX_HTTP_NOT_FOUND as ngx_int_t
+            return NGX_HTTP_NOT_FOUND as ngx_int_t;
         }
-        Outcome::Failed(why) => {
-            bump(
-                mcf,
-                match why {
-                    RedisError::Timeout => Counter::RedisTimeouts,
-                    RedisError::Unprojected => Counter::ProjectionMissing,
-                    _ => Counter::RedisErrors,
-                },
-            );
-            match lcf.fallback() {
-                Some(name) => {
-                    bump(mcf, Counter::Fallbacks);
-                    let mut name = ngx_str_t {
-                        len: name.len(),
-                        data: name.as_ptr().cast_mut(),
-                    };
-                    // SAFETY: `r` is live; nginx only reads the name, which lives in the
-                    // location configuration.
-                    unsafe { ngx_http_named_location(r, &mut name) }
-                }
-                None => {
-                    bump(mcf, Counter::Unavailable);
-                    NGX_HTTP_SERVICE_UNAVAILABLE as ngx_int_t
-                }
-            }
+        Outcome::Failed(why) => return failed(r, mcf, lcf, why),
+    };
+    match answer {
+        Answer::Redirect {
+            status,
+            target,
+            forward_query,
+        } => redirect(
+            r,
+            mcf,
+            lcf,
+            status,
+            target,
+            forward_query || lcf.forward_query(),
+        ),
+        Answer::Gone => {
+            bump(mcf, Counter::Gone);
+            HTTP_GONE
+        }
+    }
+}
+
+/// A Redis failure: the fallback location if one is set, else 503.
+fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisError) -> ngx_int_t {
+    bump(
+        mcf,
+        match why {
+            RedisError::Timeout => Counter::RedisTimeouts,
+            RedisError::Unprojected => Counter::ProjectionMissing,
+            _ => Counter::RedisErrors,
+        },
+    );
+    match lcf.fallback() {
+        Some(name) => {
+            bump(mcf, Counter::Fallbacks);
+            let mut name = ngx_str_t {
+                len: name.len(),
+                data: name.as_ptr().cast_mut(),
+            };
+            // SAFETY: `r` is live; nginx only reads the name, which lives in the location
+            // configuration.
+            unsafe { ngx_http_named_location(r, &mut name) }
+        }
+        None => {
+            bump(mcf, Counter::Unavailable);
+            NGX_HTTP_SERVICE_UNAVAILABLE as ngx_int_t
         }
     }
 }
