@@ -530,7 +530,10 @@ mod tests {
             c.insert(key, Cached::Missing, 2);
             assert_eq!(get(&mut c, key, 3), Some(Cached::Missing));
         }
-        assert_eq!(c.spilled, 1, "only the code longer than INLINE still spills");
+        assert_eq!(
+            c.spilled, 1,
+            "only the code longer than INLINE still spills"
+        );
     }
 
     #[test]
