@@ -286,7 +286,9 @@ def machine():
         "nginx": sh("/usr/sbin/nginx", "-v").replace("nginx version: ", ""),
         "redis": sh("redis-server", "--version").split(" sha=")[0],
         "wrk": sh("sh", "-c", "wrk -v 2>&1 | head -1").split(" [")[0],
-        "commit": commit + (" (uncommitted changes)" if dirty else ""),
+        "commit": commit + (" (uncommitted changes)" if dirty else "")
+        + (f"; module {os.environ['BENCH_MODULE']} (BENCH_MODULE, not this checkout's build)"
+           if os.environ.get("BENCH_MODULE") else ""),
     }
 
 
