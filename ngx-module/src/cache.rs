@@ -203,13 +203,17 @@ impl Slot {
     }
 }
 
-/// The sets, in one zeroed allocation.
+/// The sets, in pages of their own.
+///
+/// Mapped straight from the kernel rather than through malloc: anonymous pages start zeroed and
+/// only count once used (a zeroed allocation at 128-byte alignment would write every page up
+/// front), they are page-aligned (so huge-page extents line up), and the worker's malloc heap,
+/// which nginx's per-request pools go through, stays as it would be without the cache.
 struct Table {
-    /// As returned by the allocator, with `layout`.
-    alloc: NonNull<u8>,
-    layout: Layout,
     sets: NonNull<Set>,
     len: usize,
+    /// Bytes mapped.
+    size: usize,
 }
 
 /// Tables this large are advised to use transparent huge pages (2 MiB).
@@ -217,27 +221,26 @@ const HUGE_PAGE: usize = 2 << 20;
 
 impl Table {
     fn new(len: usize) -> Self {
-        // Over-allocated at the allocator's own alignment and aligned by hand: `alloc_zeroed`
-        // with a larger alignment writes every page at once, while the plain zeroed allocation
-        // of a large block gets fresh pages from the kernel that only count once used.
         let size = len
             .checked_mul(size_of::<Set>())
-            .and_then(|s| s.checked_add(align_of::<Set>()))
             .expect("cache size is bounded by the directive parser");
-        let layout = Layout::from_size_align(size, 16).expect("valid layout");
-        // SAFETY: `layout` has a non-zero size.
-        let Some(alloc) = NonNull::new(unsafe { alloc::alloc_zeroed(layout) }) else {
-            alloc::handle_alloc_error(layout)
+        // SAFETY: a new private anonymous mapping; no existing memory is affected.
+        let addr = unsafe {
+            nginx_sys::mmap(
+                ptr::null_mut(),
+                size,
+                (nginx_sys::PROT_READ | nginx_sys::PROT_WRITE) as i32,
+                (nginx_sys::MAP_PRIVATE | nginx_sys::MAP_ANONYMOUS) as i32,
+                -1,
+                0,
+            )
         };
-        let offset = alloc.as_ptr().align_offset(align_of::<Set>());
-        // SAFETY: `offset < align_of::<Set>()`, and the block has that much slack.
-        let sets = unsafe { alloc.add(offset) }.cast::<Set>();
-        let table = Table {
-            alloc,
-            layout,
-            sets,
-            len,
+        // MAP_FAILED is (void *) -1.
+        let Some(sets) = NonNull::new(addr.cast::<Set>()).filter(|_| addr as isize != -1) else {
+            alloc::handle_alloc_error(Layout::from_size_align(size, 4096).expect("valid layout"))
         };
+        debug_assert_eq!(sets.as_ptr() as usize % align_of::<Set>(), 0);
+        let table = Table { sets, len, size };
         table.advise_huge_pages();
         table
     }
@@ -246,12 +249,12 @@ impl Table {
     /// kernel may ignore it (`transparent_hugepage=never`), and a failure changes nothing.
     fn advise_huge_pages(&self) {
         let start = self.sets.as_ptr() as usize;
-        let end = start + self.len * size_of::<Set>();
+        let end = start + self.size;
         let first = start.next_multiple_of(HUGE_PAGE);
         let last = end / HUGE_PAGE * HUGE_PAGE;
         if last > first {
-            // SAFETY: the range lies inside this table's own allocation; MADV_HUGEPAGE changes
-            // how its pages are backed, never their contents.
+            // SAFETY: the range lies inside this table's own mapping; MADV_HUGEPAGE changes how
+            // its pages are backed, never their contents.
             unsafe {
                 nginx_sys::madvise(
                     first as *mut std::ffi::c_void,
@@ -264,17 +267,17 @@ impl Table {
 
     fn set(&mut self, index: usize) -> &mut Set {
         assert!(index < self.len);
-        // SAFETY: `index` is in bounds; the sets are initialised (all-zero is valid) and
-        // borrowed through `&mut self`.
+        // SAFETY: `index` is in bounds; the sets are initialised (zeroed pages, and all-zero is
+        // a valid set) and borrowed through `&mut self`.
         unsafe { &mut *self.sets.as_ptr().add(index) }
     }
 }
 
 impl Drop for Table {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the slots own no memory any more (the
-        // cache frees spilled blocks before dropping the table).
-        unsafe { alloc::dealloc(self.alloc.as_ptr(), self.layout) };
+        // SAFETY: the mapping made in `new`, of this size; the slots own no memory any more
+        // (the cache frees spilled blocks before dropping the table).
+        unsafe { nginx_sys::munmap(self.sets.as_ptr().cast(), self.size) };
     }
 }
 
