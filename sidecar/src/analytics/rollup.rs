@@ -209,6 +209,23 @@ pub fn fold<'a>(
     d
 }
 
+impl<'a> Deltas<'a> {
+    /// Credits a new visitor of `code`, first seen in the batch at `time_ms`, to the hour and day
+    /// buckets of the link and of all links. Folding with no new visitors and crediting each one
+    /// to its first (human) visit afterwards gives what [`fold`] gives with them (a test checks):
+    /// the PostgreSQL store folds while the server inserts the visits, before it knows which
+    /// visitors are new.
+    pub fn credit_new_visitor(&mut self, code: &'a str, time_ms: i64) {
+        let seconds = time_ms.div_euclid(1000);
+        for span in [Interval::Hour, Interval::Day] {
+            for code in [code, ALL_LINKS] {
+                let key = (code, span.seconds(), span.floor(seconds));
+                self.buckets.entry(key).or_default().new_visitors += 1;
+            }
+        }
+    }
+}
+
 /// Adds to `rows` the sum of its rows under each key's all-links form (`all`).
 fn add_all_links<K: Ord + Copy, V: Default>(
     rows: &mut BTreeMap<K, V>,
@@ -346,6 +363,31 @@ mod tests {
             .sum();
         assert_eq!((star_places, star_sources), (4, 4));
         assert_eq!(d.links[&"xyz"], (1, hour + 1));
+    }
+
+    #[test]
+    fn crediting_new_visitors_afterwards_folds_the_same() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let visits = [
+            visit("1-0", "abc", hour, "203.0.113.1", CHROME),
+            visit("1-1", "abc", hour + 5, "203.0.113.1", CHROME),
+            visit("1-2", "xyz", hour + 3_600_000, "203.0.113.1", CHROME),
+            visit("1-3", "xyz", hour + 86_400_000, "203.0.113.2", CHROME),
+            visit("1-4", "xyz", hour + 7, "203.0.113.9", "curl/8"),
+        ];
+        let refs: Vec<&Visit> = visits.iter().collect();
+        let bytes = |i: usize| super::super::store::visitor_bytes(&visits[i].visitor);
+        let new: NewVisitors = [
+            ("abc".to_owned(), [bytes(0)].into()),
+            ("xyz".to_owned(), [bytes(2), bytes(3)].into()),
+        ]
+        .into();
+        let expected = fold(&refs, new, false);
+        let mut d = fold(&refs, NewVisitors::new(), false);
+        for i in [0, 2, 3] {
+            d.credit_new_visitor(&visits[i].code, visits[i].time_ms);
+        }
+        assert_eq!(d, expected);
     }
 
     #[test]

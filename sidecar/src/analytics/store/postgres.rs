@@ -1,13 +1,14 @@
-//! PostgreSQL visit store: every multi-row write is one statement over `UNNEST` of array
-//! parameters (21 arrays for a batch of visits, not 21 × 1000 parameters). Several consumers may
+//! PostgreSQL visit store: raw visits go in by binary `COPY` ([`super::postgres_copy`]); every
+//! other multi-row write is one statement over `UNNEST` of array parameters. Several consumers may
 //! write at once: rows are upserted in key order, and link rows are locked in code order first, so
 //! two batches never wait on each other in a cycle.
 
+use super::postgres_copy::{self, COPY_VISITS};
 use super::{
-    breakdown_days, deltas, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
+    breakdown_days, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
     GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
 };
-use crate::analytics::rollup::NewVisitors;
+use crate::analytics::rollup::{self, Deltas, NewVisitors};
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -50,7 +51,7 @@ fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
 }
 
-fn at_ms(ms: i64) -> DateTime<Utc> {
+pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
@@ -172,34 +173,51 @@ fn visits_insert<'q>(
         .bind(&c.language)
 }
 
-/// Inserts visits (ids distinct within `visits`) unless already stored; returns those inserted,
-/// in order. First without `RETURNING`, inside a savepoint: when every row went in (the rule:
-/// redelivery is rare) that is the answer, and no row travels back. When some were already
-/// there, the insert is rolled back to the savepoint and made again with `RETURNING event_id`.
+/// A batch's visits once inserted: those that went in (all of them unless some were stored by an
+/// earlier delivery) and their rollup deltas, new visitors not yet credited.
+struct Inserted<'v> {
+    visits: Vec<&'v Visit>,
+    deltas: Deltas<'v>,
+}
+
+/// Inserts visits (ids distinct within `visits`) unless already stored. First with binary `COPY`
+/// inside a savepoint, folding the rollups while the server inserts (the rule: redelivery is
+/// rare, and every row goes in). When one is already there the copy fails on the primary key,
+/// is rolled back to the savepoint, and the visits go in again with `INSERT ... ON CONFLICT DO
+/// NOTHING RETURNING event_id`, which says which ones were new.
 async fn insert_visits<'v>(
     tx: &mut Transaction<'static, Postgres>,
     visits: &[&'v Visit],
-) -> StorageResult<Vec<&'v Visit>> {
-    let c = VisitColumns::of(visits);
+    count_bots: bool,
+) -> StorageResult<Inserted<'v>> {
+    let data = postgres_copy::encode(visits);
     sqlx::query("SAVEPOINT visits_batch")
         .execute(&mut **tx)
         .await
         .map_err(db)?;
-    let done = visits_insert(INSERT_VISITS, &c)
-        .execute(&mut **tx)
-        .await
-        .map_err(db)?;
-    if done.rows_affected() == visits.len() as u64 {
-        sqlx::query("RELEASE SAVEPOINT visits_batch")
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
-        return Ok(visits.to_vec());
+    let mut copy = tx.copy_in_raw(COPY_VISITS).await.map_err(db)?;
+    copy.send(data).await.map_err(db)?;
+    // The server is inserting the rows now, the answer comes after CopyDone: fold meanwhile.
+    let deltas = rollup::fold(visits, NewVisitors::new(), count_bots);
+    match copy.finish().await {
+        Ok(_) => {
+            sqlx::query("RELEASE SAVEPOINT visits_batch")
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            return Ok(Inserted {
+                visits: visits.to_vec(),
+                deltas,
+            });
+        }
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {}
+        Err(e) => return Err(db(e)),
     }
     sqlx::query("ROLLBACK TO SAVEPOINT visits_batch")
         .execute(&mut **tx)
         .await
         .map_err(db)?;
+    let c = VisitColumns::of(visits);
     let returning = format!("{INSERT_VISITS} RETURNING event_id");
     let ids: HashSet<String> = visits_insert(&returning, &c)
         .fetch_all(&mut **tx)
@@ -208,11 +226,13 @@ async fn insert_visits<'v>(
         .iter()
         .map(|row| row.try_get(0))
         .collect::<Result<_, _>>()?;
-    Ok(visits
+    let visits: Vec<&Visit> = visits
         .iter()
         .filter(|v| ids.contains(&v.event_id))
         .copied()
-        .collect())
+        .collect();
+    let deltas = rollup::fold(&visits, NewVisitors::new(), count_bots);
+    Ok(Inserted { visits, deltas })
 }
 
 #[async_trait]
@@ -232,8 +252,12 @@ impl VisitStore for PgVisitStore {
             .filter(|v| seen.insert(v.event_id.as_str()))
             .collect();
         let mut tx = self.pool.begin().await.map_err(db)?;
-        let inserted = insert_visits(&mut tx, &unique).await?;
+        let Inserted {
+            visits: inserted,
+            deltas: mut d,
+        } = insert_visits(&mut tx, &unique, count_bots).await?;
 
+        // Each human visitor's first visit in the batch, by (code, visitor), in key order.
         let mut first_seen: HashMap<(&str, Vec<u8>), i64> = HashMap::new();
         for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
             first_seen
@@ -243,10 +267,10 @@ impl VisitStore for PgVisitStore {
         let mut pairs: Vec<_> = first_seen.into_iter().collect();
         pairs.sort();
         let (mut codes, mut visitors, mut times) = (Vec::new(), Vec::new(), Vec::new());
-        for ((code, visitor), at) in pairs {
-            codes.push(code);
-            visitors.push(visitor);
-            times.push(at_ms(at));
+        for ((code, visitor), at) in &pairs {
+            codes.push(*code);
+            visitors.push(visitor.clone());
+            times.push(at_ms(*at));
         }
         let rows = sqlx::query(
             "INSERT INTO link_visitors (code, visitor, first_seen) \
@@ -259,14 +283,16 @@ impl VisitStore for PgVisitStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
-        let mut new_visitors = NewVisitors::new();
         for row in &rows {
-            new_visitors
-                .entry(row.try_get(0)?)
-                .or_default()
-                .insert(row.try_get(1)?);
+            let code: &str = row.try_get(0)?;
+            let visitor: &[u8] = row.try_get(1)?;
+            if let Ok(i) =
+                pairs.binary_search_by(|((c, v), _)| (*c, v.as_slice()).cmp(&(code, visitor)))
+            {
+                let ((code, _), at) = &pairs[i];
+                d.credit_new_visitor(code, *at);
+            }
         }
-        let d = deltas(&inserted, new_visitors, count_bots);
 
         // Links first, locked in code order.
         let (mut link_codes, mut link_n, mut link_at) = (Vec::new(), Vec::new(), Vec::new());
