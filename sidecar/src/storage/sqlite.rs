@@ -726,6 +726,47 @@ mod tests {
         }
     }
 
+    /// The live-link lookup goes through the stored URL-hash prefix (migration 7): every writer
+    /// of `url_hash` (batch insert, single insert, update) keeps it in step.
+    #[tokio::test]
+    async fn live_link_lookup_follows_every_writer_of_the_url_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = SqliteStorage::connect(&ConnectOptions {
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            max_connections: 2,
+            acquire_timeout: Duration::from_secs(10),
+        })
+        .await
+        .unwrap();
+        let hash = |digit: &str| digit.repeat(64);
+        let mut batch = row("a", None);
+        batch.link.url_hash = hash("a");
+        let mut single = row("b", None);
+        single.link.url_hash = hash("b");
+        let mut tx = storage.begin().await.unwrap();
+        assert_eq!(tx.insert_links(&[batch.clone()]).await.unwrap(), ["a"]);
+        tx.insert_link(&single.link, None).await.unwrap();
+        tx.commit().await.unwrap();
+        let now = crate::storage::now();
+        let found = |hash: String| {
+            let storage = storage.clone();
+            async move {
+                let link = storage.find_live_link(&hash, now).await.unwrap();
+                link.map(|link| link.code)
+            }
+        };
+        assert_eq!(found(hash("a")).await.as_deref(), Some("a"));
+        assert_eq!(found(hash("b")).await.as_deref(), Some("b"));
+
+        let mut moved = batch.link.clone();
+        moved.url_hash = hash("c");
+        let mut tx = storage.begin().await.unwrap();
+        tx.update_link(&moved).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(found(hash("c")).await.as_deref(), Some("a"));
+        assert_eq!(found(hash("a")).await, None);
+    }
+
     /// The codes `insert_links` reports are exactly those it inserted, also when some rows of a
     /// statement are skipped (the count no longer covers every row).
     #[tokio::test]
