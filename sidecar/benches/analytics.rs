@@ -32,6 +32,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use testkit::RedisServer;
 
+/// The allocator the sidecar binary ships with (src/main.rs), so the consumer is measured as it runs.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const UAS: [&str; 6] = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
