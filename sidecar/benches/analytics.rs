@@ -8,7 +8,9 @@
 //! `BENCH_FORMAT=fields` plain field groups, one per visit), and one consumer with the default settings drains them: reads of
 //! 1000 entries, split into visits, enrich (woothee + geo), transactions of at most
 //! `max_visits_per_transaction` visits (the backend's default, or each of `BENCH_TX_VISITS`, a
-//! comma list, for packed entries) (raw visits, visitor set, rollups, link counters), XACK,
+//! comma list, for packed entries; reads of `BENCH_CONSUMER_BATCH` entries at most, default 1000,
+//! which caps a transaction at that many entries' visits) (raw visits, visitor set, rollups,
+//! link counters), XACK,
 //! the next batch read and enriched while the previous one is written. The reference, measured
 //! in the same run on the same Redis with the same entries, is the stream alone: XREADGROUP COUNT
 //! 1000 + XACK, no parsing, no enrichment, no SQL; both are given in visits per second.
@@ -444,6 +446,7 @@ fn main() {
                 let mut settings = ConsumerSettings::new("bench");
                 settings.block = Duration::from_millis(10);
                 settings.max_visits_per_transaction = cap;
+                settings.batch = env_usize("BENCH_CONSUMER_BATCH", settings.batch);
                 let mut consumer = Consumer::new(
                     &redis.url(),
                     Arc::clone(&store),
