@@ -10,7 +10,7 @@
 //! `max_visits_per_transaction` visits (the backend's default, or each of `BENCH_TX_VISITS`, a
 //! comma list, for packed entries; reads of `BENCH_CONSUMER_BATCH` entries at most, default 1000,
 //! which caps a transaction at that many entries' visits) (raw visits, visitor set, rollups,
-//! link counters), XACK,
+//! link counters), XACK (`BENCH_CONSUMERS` consumers of the group at once, default 1),
 //! the next batch read and enriched while the previous one is written. The reference, measured
 //! in the same run on the same Redis with the same entries, is the stream alone: XREADGROUP COUNT
 //! 1000 + XACK, no parsing, no enrichment, no SQL; both are given in visits per second.
@@ -443,19 +443,32 @@ fn main() {
                 let entries = produce(&redis.url(), events, links, per_entry, format).await;
                 let reference = stream_only(&redis.url(), entries).await * per_entry as f64;
 
-                let mut settings = ConsumerSettings::new("bench");
-                settings.block = Duration::from_millis(10);
-                settings.max_visits_per_transaction = cap;
-                settings.batch = env_usize("BENCH_CONSUMER_BATCH", settings.batch);
-                let mut consumer = Consumer::new(
-                    &redis.url(),
-                    Arc::clone(&store),
-                    Arc::clone(&enricher),
-                    settings,
-                )
-                .unwrap();
+                // Several consumers of the group, as several sidecars would run them.
+                let consumers: Vec<Consumer> = (0..env_usize("BENCH_CONSUMERS", 1).max(1))
+                    .map(|k| {
+                        let name = if k == 0 { "bench".to_owned() } else { format!("bench-{k}") };
+                        let mut settings = ConsumerSettings::new(name);
+                        settings.block = Duration::from_millis(10);
+                        settings.max_visits_per_transaction = cap;
+                        settings.batch = env_usize("BENCH_CONSUMER_BATCH", settings.batch);
+                        Consumer::new(
+                            &redis.url(),
+                            Arc::clone(&store),
+                            Arc::clone(&enricher),
+                            settings,
+                        )
+                        .unwrap()
+                    })
+                    .collect();
                 let started = Instant::now();
-                let consumed = consumer.drain().await.unwrap();
+                let drains: Vec<_> = consumers
+                    .into_iter()
+                    .map(|mut consumer| tokio::spawn(async move { consumer.drain().await.unwrap() }))
+                    .collect();
+                let mut consumed = 0;
+                for drain in drains {
+                    consumed += drain.await.unwrap();
+                }
                 let elapsed = started.elapsed();
                 assert_eq!(consumed, entries);
                 stored += events;
