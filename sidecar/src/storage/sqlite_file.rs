@@ -13,6 +13,7 @@
 use super::{StorageError, StorageResult};
 use sqlx::sqlite::SqliteSynchronous;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -41,7 +42,8 @@ pub(crate) fn connect_options(
         .pragma("temp_store", "memory")
         // Checkpoint every 64 MiB of WAL instead of 4 MiB: a batch rewrites the same index pages
         // commit after commit, and a checkpoint copies each page once however often it changed
-        // since the last one.
+        // since the last one. This process's shared writer turns it off and leaves checkpoints
+        // to its checkpointer (below); other connections (a CLI import) keep it.
         .pragma("wal_autocheckpoint", "16384")
         // The visit store writes seven tables in ten statement sizes each, beside the link
         // statements; all stay prepared.
@@ -67,12 +69,71 @@ pub(crate) async fn shared_writer(
         SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
-            .connect_with(connect.clone())
+            .connect_with(connect.clone().pragma("wal_autocheckpoint", "0"))
             .await
             .map_err(StorageError::classify)?,
     );
+    let checkpointer = connect.connect().await.map_err(StorageError::classify)?;
+    tokio::spawn(checkpoint_while_open(checkpointer, Arc::downgrade(&pool)));
     writers.insert(file, Arc::downgrade(&pool));
     Ok(pool)
+}
+
+/// How often the checkpointer looks at the WAL.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
+
+/// WAL frames (pages) past which the checkpointer stops the writer to catch up: 64 MiB at 4 KiB
+/// pages, the point where the writer used to checkpoint itself.
+const WAL_BOUND: i64 = 16384;
+
+/// Copies the WAL into the database on its own connection while the shared writer goes on.
+///
+/// With auto-checkpoint the committing connection copies the pages right after its commit, and
+/// the next transaction waits: a third of the write thread's time in batch issuance. A PASSIVE
+/// checkpoint here never blocks the writer, and the writer starts the WAL over on its next
+/// transaction once everything in it has been copied. Under non-stop writing that moment may
+/// not come, so the WAL could grow without bound: past [`WAL_BOUND`] frames this runs a RESTART
+/// checkpoint instead, which waits for the transaction in progress, holds new writers until
+/// every frame is copied and readers have left the WAL, and so makes the next write start it
+/// over. Ends when the pool is dropped.
+async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Weak<SqlitePool>) {
+    let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The WAL length at the last RESTART that went through: the WAL is only started over by the
+    // next write, so an idle WAL past the bound is not restarted again and again.
+    let mut restarted_at = None;
+    loop {
+        tick.tick().await;
+        if pool.strong_count() == 0 {
+            break;
+        }
+        let log = match checkpoint(&mut connection, "PASSIVE").await {
+            Ok((_, log, _)) => log,
+            Err(e) => {
+                tracing::warn!(error = %e, "WAL checkpoint failed");
+                continue;
+            }
+        };
+        if log < WAL_BOUND || restarted_at == Some(log) {
+            continue;
+        }
+        match checkpoint(&mut connection, "RESTART").await {
+            Ok((0, log, _)) => restarted_at = Some(log),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
+        }
+    }
+    let _ = connection.close().await;
+}
+
+/// Runs one checkpoint; SQLite answers (busy, frames in the WAL, frames copied).
+async fn checkpoint(
+    connection: &mut sqlx::SqliteConnection,
+    mode: &str,
+) -> sqlx::Result<(i64, i64, i64)> {
+    sqlx::query_as(&format!("PRAGMA wal_checkpoint({mode})"))
+        .fetch_one(connection)
+        .await
 }
 
 /// A read pool on the same file; in WAL mode readers never wait for the writer.
