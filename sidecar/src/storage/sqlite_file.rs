@@ -91,11 +91,11 @@ const WAL_BOUND: i64 = 16384;
 /// With auto-checkpoint the committing connection copies the pages right after its commit, and
 /// the next transaction waits: a third of the write thread's time in batch issuance. A PASSIVE
 /// checkpoint here never blocks the writer, and the writer starts the WAL over on its next
-/// transaction once everything in it has been copied. Under non-stop writing that moment may
-/// not come, so the WAL could grow without bound: past [`WAL_BOUND`] frames this runs a RESTART
-/// checkpoint instead, which waits for the transaction in progress, holds new writers until
-/// every frame is copied and readers have left the WAL, and so makes the next write start it
-/// over. Ends when the pool is dropped.
+/// transaction once everything in it has been copied. Under non-stop writing that moment does
+/// not come (a 1M-link batch grew the WAL to 400 MB), so past [`WAL_BOUND`] frames this takes
+/// the write connection from the pool, in turn with the other writers, and runs a RESTART
+/// checkpoint on it: what is left to copy, then the next write starts the WAL over. Ends when
+/// the pool is dropped.
 async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Weak<SqlitePool>) {
     let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -104,9 +104,6 @@ async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Wea
     let mut restarted_at = None;
     loop {
         tick.tick().await;
-        if pool.strong_count() == 0 {
-            break;
-        }
         let log = match checkpoint(&mut connection, "PASSIVE").await {
             Ok((_, log, _)) => log,
             Err(e) => {
@@ -114,10 +111,17 @@ async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Wea
                 continue;
             }
         };
+        let Some(pool) = pool.upgrade() else { break };
         if log < WAL_BOUND || restarted_at == Some(log) {
             continue;
         }
-        match checkpoint(&mut connection, "RESTART").await {
+        // On the writer itself: a RESTART from this connection would wait on the busy handler
+        // for a writer that starts its next transaction the moment it commits, and never get in.
+        let restart = match pool.acquire().await {
+            Ok(mut writer) => checkpoint(&mut writer, "RESTART").await,
+            Err(e) => Err(e),
+        };
+        match restart {
             Ok((0, log, _)) => restarted_at = Some(log),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
