@@ -220,6 +220,7 @@ def cell(args, worker, server, workload, round_no):
         "cpu_us": (cpu1 - cpu0) / CLK_TCK * 1e6 / n,
         "cpu_pct": (cpu1 - cpu0) / CLK_TCK / seconds * 100,
         "redis_us": (redis1 - redis0) / CLK_TCK * 1e6 / n,
+        "wrk_us": r["cpu_us"] / n,
         "other_cpus": max(others, 0) / CLK_TCK / (t1 - t0),
         "status_errors": r["status_errors"],
         "socket_errors": r["connect_errors"] + r["read_errors"] + r["write_errors"] + r["timeouts"],
@@ -323,12 +324,15 @@ def report(args, cells, rss, failures, m):
     L.append("")
     L.append("Medians across rounds. CPU = nginx worker utime+stime per request (µs); CPU % = the "
              "worker's share of one CPU during the cell; Redis = redis-server CPU per request (µs); "
+             "wrk = the client's CPU per request during its run (µs; with the worker pinned, wrk "
+             "and Redis share the other CPU, so when wrk + Redis nears 1e6 / req/s that CPU, not "
+             "nginx, is the limit); "
              "other load = CPUs busy with anything but nginx, Redis and wrk during the cell (noise "
              "from other users of the machine).")
     L.append("")
     L.append("| workload | server | req/s | req/s per round | p50 ms | p99 ms | CPU µs/req | CPU % "
-             "| Redis µs/req | other load | non-2xx/3xx |")
-    L.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+             "| Redis µs/req | wrk µs/req | other load | non-2xx/3xx |")
+    L.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     by = {}
     for c in cells:
         by.setdefault((c["workload"], c["server"]), []).append(c)
@@ -343,7 +347,8 @@ def report(args, cells, rss, failures, m):
                 f"| {w} | {s} {DESCRIPTION[s]} | {fmt_rps(med(cs, 'rps'))} | "
                 f"{' / '.join(fmt_rps(c['rps']) for c in cs)} | {med(cs, 'p50_ms'):.2f} | "
                 f"{med(cs, 'p99_ms'):.2f} | {med(cs, 'cpu_us'):.1f} | {med(cs, 'cpu_pct'):.0f} | "
-                f"{med(cs, 'redis_us'):.1f} | {med(cs, 'other_cpus'):.2f} | {errs}{note} |")
+                f"{med(cs, 'redis_us'):.1f} | {med(cs, 'wrk_us'):.1f} | {med(cs, 'other_cpus'):.2f} | "
+                f"{errs}{note} |")
     L.append("")
     if "D" in args.servers:
         L.append("Ratios of median req/s (and, in parentheses, of CPU per request: reference / D, "
@@ -461,7 +466,7 @@ def main():
                 if w == "uniform" and s == args.servers[-1]:
                     rss.append((f"round {round_no}, after the uniform cells", rss_kib(worker)))
                 log(f"[{len(cells)}/{total}] round {round_no} {w:7} {s}: {fmt_rps(c['rps'])} req/s, "
-                    f"p99 {c['p99_ms']:.2f} ms, {c['cpu_us']:.1f} µs CPU/req"
+                    f"p99 {c['p99_ms']:.2f} ms, {c['cpu_us']:.1f} µs CPU/req, wrk {c['wrk_us']:.1f} µs/req"
                     + (f" — {'; '.join(c['problems'])}" if c["problems"] else ""))
                 failures += [f"round {round_no} {w} {s}: {p}" for p in c["problems"]]
     bad_log = error_log_problems(args.prefix, log_offset)
