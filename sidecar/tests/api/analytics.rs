@@ -596,7 +596,7 @@ async fn cleanup_expires_idle_links(backend: Backend) {
     }
     let old = chrono::Utc::now() - chrono::Duration::days(100);
     for c in &code[..2] {
-        set_created_at(&app, c, old).await;
+        app.set_link_time_in_sql(c, LinkTime::CreatedAt, old).await;
     }
     // "visited" was visited an hour ago; and an old visit (200 days) for the retention job.
     let hour_ago = (chrono::Utc::now().timestamp_millis() - 3_600_000).to_string();
@@ -741,27 +741,6 @@ async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend)
 
 fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
-}
-
-async fn set_created_at(app: &TestApp, code: &str, at: chrono::DateTime<chrono::Utc>) {
-    match &app.db {
-        TestDb::Sqlite(pool) => {
-            sqlx::query("UPDATE links SET created_at = ?1 WHERE code = ?2")
-                .bind(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-                .bind(code)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        TestDb::Postgres(pool) => {
-            sqlx::query("UPDATE links SET created_at = $1 WHERE code = $2")
-                .bind(at)
-                .bind(code)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-    }
 }
 
 crate::on_both_backends!(

@@ -283,9 +283,21 @@ impl TestApp {
     /// future expiries, and tests must not sleep until one passes.
     pub async fn set_expiry_in_sql(&self, code: &str, at: i64) {
         let at = chrono::DateTime::from_timestamp(at, 0).unwrap();
+        self.set_link_time_in_sql(code, LinkTime::ExpiresAt, at)
+            .await;
+    }
+
+    /// Sets one of a link's times in SQL directly, in each backend's own time format.
+    pub async fn set_link_time_in_sql(
+        &self,
+        code: &str,
+        column: LinkTime,
+        at: chrono::DateTime<chrono::Utc>,
+    ) {
+        let column = column.as_str();
         match &self.db {
             TestDb::Sqlite(pool) => {
-                sqlx::query("UPDATE links SET expires_at = ?1 WHERE code = ?2")
+                sqlx::query(&format!("UPDATE links SET {column} = ?1 WHERE code = ?2"))
                     .bind(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
                     .bind(code)
                     .execute(pool)
@@ -293,7 +305,7 @@ impl TestApp {
                     .unwrap();
             }
             TestDb::Postgres(pool) => {
-                sqlx::query("UPDATE links SET expires_at = $1 WHERE code = $2")
+                sqlx::query(&format!("UPDATE links SET {column} = $1 WHERE code = $2"))
                     .bind(at)
                     .bind(code)
                     .execute(pool)
@@ -363,4 +375,20 @@ macro_rules! on_both_backends {
             )*
         }
     };
+}
+
+/// The link times a test may move behind the API's back.
+#[derive(Debug, Clone, Copy)]
+pub enum LinkTime {
+    CreatedAt,
+    ExpiresAt,
+}
+
+impl LinkTime {
+    fn as_str(self) -> &'static str {
+        match self {
+            LinkTime::CreatedAt => "created_at",
+            LinkTime::ExpiresAt => "expires_at",
+        }
+    }
 }
