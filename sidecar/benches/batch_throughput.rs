@@ -214,10 +214,13 @@ fn measure(
     label: &str,
 ) -> Run {
     let redis = RedisServer::start();
+    // A directory of its own per cell, so that a size given twice (to see the spread of one
+    // cell) starts from an empty database too; the database goes with the cell.
+    let database_dir = testkit::temp_dir();
     let database_url = match backend {
         "sqlite" => format!(
             "sqlite://{}",
-            dir.join(format!("bench-{label}-{n}.db")).display()
+            database_dir.path().join("bench.db").display()
         ),
         _ => testkit::postgres().fresh_database_url(),
     };
@@ -240,7 +243,7 @@ fn measure(
     let db_mib = match backend {
         "sqlite" => format!(
             ", database file {} MiB",
-            std::fs::metadata(dir.join(format!("bench-{label}-{n}.db")))
+            std::fs::metadata(database_dir.path().join("bench.db"))
                 .map_or(0, |meta| meta.len() >> 20)
         ),
         _ => String::new(),
