@@ -217,11 +217,9 @@ fn measure(
     // A directory of its own per cell, so that a size given twice (to see the spread of one
     // cell) starts from an empty database too; the database goes with the cell.
     let database_dir = testkit::temp_dir();
+    let database_file = database_dir.path().join("bench.db");
     let database_url = match backend {
-        "sqlite" => format!(
-            "sqlite://{}",
-            database_dir.path().join("bench.db").display()
-        ),
+        "sqlite" => format!("sqlite://{}", database_file.display()),
         _ => testkit::postgres().fresh_database_url(),
     };
     let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
@@ -243,8 +241,7 @@ fn measure(
     let db_mib = match backend {
         "sqlite" => format!(
             ", database file {} MiB",
-            std::fs::metadata(database_dir.path().join("bench.db"))
-                .map_or(0, |meta| meta.len() >> 20)
+            std::fs::metadata(&database_file).map_or(0, |meta| meta.len() >> 20)
         ),
         _ => String::new(),
     };
