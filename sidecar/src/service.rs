@@ -648,7 +648,11 @@ impl LinkService {
         let candidate = match &new.code {
             // With an alias, only that alias can be "the existing link".
             Some(code) => self.storage.get_link(code).await?,
-            None => self.storage.find_live_link(url_hash, now).await?,
+            None => {
+                self.storage
+                    .find_live_link(url_hash, new.recipient_ref.as_deref(), now)
+                    .await?
+            }
         };
         Ok(candidate.filter(|link| {
             link.state(now) == LinkState::Live && link.target == new.target.as_str()

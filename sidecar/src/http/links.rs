@@ -44,7 +44,8 @@ pub struct CreateLinkRequest {
     pub redirect: Option<u16>,
     /// Append the short URL's query string to the target (default false).
     pub forward_query: Option<bool>,
-    /// Return the newest live link with the same URL (200) instead of creating one.
+    /// Return the newest live link with the same URL and the same `ref` (or none) (200) instead
+    /// of creating one: one recipient's link is never handed to another.
     pub idempotent: Option<bool>,
     /// The campaign the link belongs to (1 to 200 characters).
     #[schema(example = "spring-sale")]
@@ -306,7 +307,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
     params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
     responses(
         (status = 201, description = "created", body = LinkView),
-        (status = 200, description = "idempotent: the existing live link for this URL", body = LinkView),
+        (status = 200, description = "idempotent: the existing live link for this URL and ref", body = LinkView),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 409, description = "the custom code is taken", body = ErrorBody),
         (status = 415, body = ErrorBody), (status = 422, body = ErrorBody),

@@ -306,10 +306,12 @@ pub trait Storage: Send + Sync + 'static {
 
     async fn get_link(&self, code: &str) -> StorageResult<Option<Link>>;
 
-    /// The newest link with this URL hash that is neither revoked nor expired at `now`.
+    /// The newest link with this URL hash and this recipient reference (`None`: links without
+    /// one) that is neither revoked nor expired at `now`.
     async fn find_live_link(
         &self,
         url_hash: &str,
+        recipient_ref: Option<&str>,
         now: DateTime<Utc>,
     ) -> StorageResult<Option<Link>>;
 

@@ -177,17 +177,26 @@ impl Storage for PgStorage {
     async fn find_live_link(
         &self,
         url_hash: &str,
+        recipient_ref: Option<&str>,
         now: DateTime<Utc>,
     ) -> StorageResult<Option<Link>> {
+        // Each form names its index's key and predicate (migration 9), so the planner can use it.
+        let (by, key) = match recipient_ref {
+            None => (
+                "left(url_hash, 16) = $3 AND recipient_ref IS NULL",
+                url_hash_prefix(url_hash),
+            ),
+            Some(recipient_ref) => ("recipient_ref = $3", recipient_ref),
+        };
         let row = sqlx::query(&format!(
             "SELECT {LINK_COLUMNS} FROM links \
-             WHERE left(url_hash, 16) = $3 AND url_hash = $1 AND revoked_at IS NULL \
+             WHERE {by} AND url_hash = $1 AND revoked_at IS NULL \
                AND (expires_at IS NULL OR expires_at > $2) \
              ORDER BY created_at DESC, code DESC LIMIT 1"
         ))
         .bind(url_hash)
         .bind(now)
-        .bind(url_hash_prefix(url_hash))
+        .bind(key)
         .fetch_optional(&self.pool)
         .await
         .map_err(StorageError::classify)?;

@@ -224,17 +224,26 @@ impl Storage for SqliteStorage {
     async fn find_live_link(
         &self,
         url_hash: &str,
+        recipient_ref: Option<&str>,
         now: DateTime<Utc>,
     ) -> StorageResult<Option<Link>> {
+        // Each form names its index's key and predicate (migration 9), so the planner can use it.
+        let (by, key) = match recipient_ref {
+            None => (
+                "url_prefix = ?3 AND recipient_ref IS NULL",
+                url_hash_prefix(url_hash),
+            ),
+            Some(recipient_ref) => ("recipient_ref = ?3", recipient_ref),
+        };
         let row = sqlx::query(&format!(
             "SELECT {LINK_COLUMNS} FROM links \
-             WHERE url_prefix = ?3 AND url_hash = ?1 AND revoked_at IS NULL \
+             WHERE {by} AND url_hash = ?1 AND revoked_at IS NULL \
                AND (expires_at IS NULL OR expires_at > ?2) \
              ORDER BY created_at DESC, code DESC LIMIT 1"
         ))
         .bind(url_hash)
         .bind(ts(now))
-        .bind(url_hash_prefix(url_hash))
+        .bind(key)
         .fetch_optional(&self.reader)
         .await
         .map_err(StorageError::classify)?;
@@ -751,7 +760,7 @@ mod tests {
         let found = |hash: String| {
             let storage = storage.clone();
             async move {
-                let link = storage.find_live_link(&hash, now).await.unwrap();
+                let link = storage.find_live_link(&hash, None, now).await.unwrap();
                 link.map(|link| link.code)
             }
         };

@@ -9,6 +9,7 @@ crate::on_both_backends!(
     expiring_links_get_expireat_plus_grace,
     custom_aliases,
     idempotent_create_returns_the_live_link,
+    idempotent_create_never_hands_out_another_recipients_link,
     list_pages_newest_first,
     short_url_follows_the_public_base_header,
     resync_rebuilds_redis_from_sql,
@@ -264,6 +265,52 @@ async fn idempotent_create_returns_the_live_link(backend: Backend) {
         .post_link(&json!({"url": "https://y.example/", "code": "promo", "idempotent": true}))
         .await;
     assert_eq!(response.status(), 409);
+}
+
+/// A link with a `ref` is one recipient's: an idempotent create matches the URL *and* the ref.
+async fn idempotent_create_never_hands_out_another_recipients_link(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let url = "https://shop.example/spring";
+    let alice = app
+        .create(json!({"url": url, "ref": "alice", "idempotent": true}))
+        .await;
+
+    // Alice again: her link.
+    let response = app
+        .post_link(&json!({"url": url, "ref": "alice", "idempotent": true}))
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["code"],
+        alice["code"]
+    );
+
+    // Someone else, or nobody in particular: a link of their own, each then found again.
+    let bob = app
+        .create(json!({"url": url, "ref": "bob", "idempotent": true}))
+        .await;
+    let anyone = app.create(json!({"url": url, "idempotent": true})).await;
+    assert_ne!(bob["code"], alice["code"]);
+    assert_ne!(anyone["code"], alice["code"]);
+    assert_ne!(anyone["code"], bob["code"]);
+    assert_eq!(anyone["ref"], Value::Null);
+    for (link, body) in [
+        (&bob, json!({"url": url, "ref": "bob", "idempotent": true})),
+        (&anyone, json!({"url": url, "idempotent": true})),
+    ] {
+        let response = app.post_link(&body).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.json::<Value>().await.unwrap()["code"],
+            link["code"]
+        );
+    }
+
+    // Alice's link for another URL is not her link for this one.
+    let other = app
+        .create(json!({"url": "https://shop.example/other", "ref": "alice", "idempotent": true}))
+        .await;
+    assert_ne!(other["code"], alice["code"]);
 }
 
 async fn list_pages_newest_first(backend: Backend) {
