@@ -4,6 +4,7 @@
 //! Writes that must reach Redis go through a [`LinkTx`], so the caller can publish to Redis between
 //! the SQL write and the commit (see [`crate::service`]).
 
+pub(crate) mod pg_copy;
 mod postgres;
 mod sqlite;
 pub(crate) mod sqlite_file;

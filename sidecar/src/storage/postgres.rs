@@ -1,5 +1,6 @@
 //! PostgreSQL backend: several sidecar processes may share one database.
 
+use super::pg_copy::CopyData;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
     CampaignStats, ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx,
@@ -470,39 +471,66 @@ struct PgTx {
     tx: Transaction<'static, Postgres>,
 }
 
-#[async_trait]
-impl LinkTx for PgTx {
-    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
-        sqlx::query(&format!(
-            "INSERT INTO links ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11, $12, $13, $14::jsonb, $15, $16)"
-        ))
-        .bind(&link.code)
-        .bind(&link.target)
-        .bind(&link.url_hash)
-        .bind(redirect_column(link.redirect))
-        .bind(flags_column(link.flags.0))
-        .bind(link.created_at)
-        .bind(link.updated_at)
-        .bind(link.expires_at)
-        .bind(link.revoked_at)
-        .bind(link.visit_count)
-        .bind(link.last_visit_at)
-        .bind(&link.campaign)
-        .bind(&link.recipient_ref)
-        .bind(tags_column(&link.tags))
-        .bind(slot.map(|s| s.batch_id))
-        .bind(slot.map(|s| s.index))
-        .execute(&mut *self.tx)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(())
+/// The binary `COPY` of [`PgTx::copy_links`], columns in the order encoded.
+const COPY_LINKS: &str = "COPY links (code, target, url_hash, redirect_status, flags, created_at, \
+     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
+     batch_id, batch_index) FROM STDIN (FORMAT binary)";
+
+impl PgTx {
+    /// Inserts every row by binary `COPY` ([`super::pg_copy`]) in a savepoint, and says whether
+    /// it did. The rule is that all go in: generated codes are new, and a retry's slots already
+    /// taken were answered before the insert. A unique conflict (an alias in use, a slot a
+    /// concurrent attempt just took) rolls the savepoint back and returns `false`, and the caller
+    /// takes [`Self::insert_links_skipping_conflicts`].
+    async fn copy_links(&mut self, rows: &[NewRow]) -> StorageResult<bool> {
+        let mut data = CopyData::with_capacity(rows.len(), 300);
+        for NewRow { link, slot } in rows {
+            let tags = tags_column(&link.tags);
+            data.tuple(16)
+                .text(&link.code)
+                .text(&link.target)
+                .text(&link.url_hash)
+                .int2(redirect_column(link.redirect))
+                .int4(flags_column(link.flags.0))
+                .timestamptz(link.created_at)
+                .timestamptz(link.updated_at)
+                .opt_timestamptz(link.expires_at)
+                .opt_timestamptz(link.revoked_at)
+                .int8(link.visit_count)
+                .opt_timestamptz(link.last_visit_at)
+                .opt_text(link.campaign.as_deref())
+                .opt_text(link.recipient_ref.as_deref())
+                .opt_jsonb(tags.as_deref())
+                .opt_int8(slot.map(|s| s.batch_id))
+                .opt_int8(slot.map(|s| s.index));
+        }
+        self.execute("SAVEPOINT links_copy").await?;
+        let mut copy = self
+            .tx
+            .copy_in_raw(COPY_LINKS)
+            .await
+            .map_err(StorageError::classify)?;
+        copy.send(data.finish())
+            .await
+            .map_err(StorageError::classify)?;
+        match copy.finish().await {
+            Ok(_) => {
+                self.execute("RELEASE SAVEPOINT links_copy").await?;
+                Ok(true)
+            }
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                self.execute("ROLLBACK TO SAVEPOINT links_copy").await?;
+                Ok(false)
+            }
+            Err(e) => Err(StorageError::classify(e)),
+        }
     }
 
-    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Inserts the rows that take no unique key already in use; returns their codes.
+    async fn insert_links_skipping_conflicts(
+        &mut self,
+        rows: &[NewRow],
+    ) -> StorageResult<Vec<String>> {
         // One statement, one array per column: no bind limit, one plan whatever the row count.
         let n = rows.len();
         let mut code = Vec::with_capacity(n);
@@ -571,6 +599,54 @@ impl LinkTx for PgTx {
         .await
         .map_err(StorageError::classify)?;
         Ok(inserted)
+    }
+
+    async fn execute(&mut self, statement: &str) -> StorageResult<()> {
+        sqlx::query(statement)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl LinkTx for PgTx {
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
+        sqlx::query(&format!(
+            "INSERT INTO links ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14::jsonb, $15, $16)"
+        ))
+        .bind(&link.code)
+        .bind(&link.target)
+        .bind(&link.url_hash)
+        .bind(redirect_column(link.redirect))
+        .bind(flags_column(link.flags.0))
+        .bind(link.created_at)
+        .bind(link.updated_at)
+        .bind(link.expires_at)
+        .bind(link.revoked_at)
+        .bind(link.visit_count)
+        .bind(link.last_visit_at)
+        .bind(&link.campaign)
+        .bind(&link.recipient_ref)
+        .bind(tags_column(&link.tags))
+        .bind(slot.map(|s| s.batch_id))
+        .bind(slot.map(|s| s.index))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(())
+    }
+
+    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.copy_links(rows).await? {
+            return Ok(rows.iter().map(|row| row.link.code.clone()).collect());
+        }
+        self.insert_links_skipping_conflicts(rows).await
     }
 
     async fn links_by_slot_list(

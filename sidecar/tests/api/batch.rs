@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 on_both_backends!(
     mixed_items_answer_in_order,
+    an_alias_already_stored_fails_only_its_item,
     ndjson_batches_stream_one_result_per_line,
     metadata_filters_and_campaign_stats,
 );
@@ -93,6 +94,53 @@ async fn mixed_items_answer_in_order(backend: Backend) {
             .await
             > 0
     );
+}
+
+/// The rest of the chunk goes in when one alias is already stored (on PostgreSQL the bulk `COPY`
+/// stops at the conflict and the chunk is inserted again, skipping it), and what is read back
+/// from SQL is what the batch was given.
+async fn an_alias_already_stored_fails_only_its_item(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://shop.example/first", "code": "taken-alias"}))
+        .await;
+    let items = json!([
+        {"url": "https://shop.example/a", "campaign": "spring", "ref": "r-1", "tags": ["sms", "fr"],
+         "expires_at": "2999-01-01T00:00:00Z", "redirect": 308, "forward_query": true},
+        {"url": "https://shop.example/b", "code": "taken-alias"},
+        {"url": "https://shop.example/c", "code": "fresh-alias"},
+    ]);
+    let response = app.post_batch(&items).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    let statuses: Vec<u64> = results
+        .iter()
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [201, 409, 201]);
+    assert_eq!(results[1]["error"]["code"], "code_taken");
+
+    let stored = app.stored().await;
+    assert_eq!(stored.links, 3);
+    assert_eq!(stored.redis_keys, 3);
+    for at in [0, 2] {
+        let link = &results[at]["link"];
+        let response = app.get_link(link["code"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 200);
+        let read: Value = response.json().await.unwrap();
+        assert_eq!(&read, link, "read back from SQL as created");
+    }
+    let first = &results[0]["link"];
+    assert_eq!(first["tags"], json!(["sms", "fr"]));
+    assert_eq!(first["expires_at"], "2999-01-01T00:00:00Z");
+    assert_eq!(first["redirect"], 308);
+    let taken = app
+        .get_link("taken-alias")
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(taken["url"], "https://shop.example/first");
 }
 
 async fn ndjson_batches_stream_one_result_per_line(backend: Backend) {
