@@ -15,8 +15,8 @@
 use crate::issuer::{IssueError, Issuer};
 use crate::projection::{Projection, ProjectionError, RecordWrite};
 use crate::storage::{
-    self, CampaignStats, Link, LinkFilter, LinkFlags, LinkState, ListCursor, NewRow, Slot, Storage,
-    StorageError,
+    self, CampaignStats, EncodedRows, Link, LinkFilter, LinkFlags, LinkState, ListCursor, NewRow,
+    Slot, Storage, StorageError,
 };
 use crate::validate::{hex, TargetUrl};
 use chrono::{DateTime, Utc};
@@ -421,6 +421,7 @@ impl LinkService {
         let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
         for (plan, items) in plans.iter_mut().zip(chunks) {
             plan.build_rows(items, claim, now, &mut codes);
+            plan.encoded = Some(self.storage.encode_rows(&plan.rows)?);
         }
         if plans.iter().all(|plan| plan.rows.is_empty()) {
             return Ok(plans
@@ -564,6 +565,7 @@ impl LinkService {
             todo,
             generated,
             rows: Vec::new(),
+            encoded: None,
             inserted: HashSet::new(),
         })
     }
@@ -580,7 +582,15 @@ impl LinkService {
         if plan.rows.is_empty() {
             return Ok(Vec::new());
         }
-        plan.inserted = tx.insert_links(&plan.rows).await?.into_iter().collect();
+        let encoded = match plan.encoded.take() {
+            Some(encoded) => encoded,
+            None => self.storage.encode_rows(&plan.rows)?,
+        };
+        plan.inserted = tx
+            .insert_links(&plan.rows, encoded)
+            .await?
+            .into_iter()
+            .collect();
         let rows = &plan.rows;
         // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
         // (its row is the answer), or the code is taken.
@@ -827,6 +837,8 @@ struct ChunkPlan {
     /// How many of them need a generated code.
     generated: usize,
     rows: Vec<NewRow>,
+    /// `rows` made ready for the insert before the transaction began.
+    encoded: Option<EncodedRows>,
     /// Codes the insert took.
     inserted: HashSet<String>,
 }

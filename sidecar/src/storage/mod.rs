@@ -14,6 +14,7 @@ pub use self::sqlite::SqliteStorage;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -371,6 +372,9 @@ pub trait Storage: Send + Sync + 'static {
     /// Moves the sequence to at least `next` (an import restored generated codes up to it).
     async fn raise_sequence(&self, next: u64) -> StorageResult<()>;
 
+    /// Makes `rows` ready for [`LinkTx::insert_links`] on this backend (no I/O).
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows>;
+
     /// Starts a write transaction; dropping it uncommitted rolls it back.
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
 
@@ -403,15 +407,36 @@ pub trait Storage: Send + Sync + 'static {
     async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>>;
 }
 
+/// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements
+/// and their arguments, or the `COPY` data). Encoding comes before the transaction, so the write
+/// connection does not wait while a chunk is put together: on SQLite, whose one writer bounds a
+/// batch, that wait was ~7% of the transaction's time.
+pub struct EncodedRows(Box<dyn Any + Send>);
+
+impl EncodedRows {
+    fn new<T: Any + Send>(encoded: T) -> Self {
+        Self(Box::new(encoded))
+    }
+
+    /// The backend's own form; `None` if another backend made it.
+    fn into_inner<T: Any>(self) -> Option<T> {
+        self.0.downcast().ok().map(|encoded| *encoded)
+    }
+}
+
 /// A write transaction on links.
 #[async_trait]
 pub trait LinkTx: Send {
     /// Inserts a new link; [`StorageError::Conflict`] if the code (or the slot) is taken.
     async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()>;
 
-    /// Inserts many links in one statement, skipping those whose code or slot is taken; returns
-    /// the codes inserted.
-    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>>;
+    /// Inserts many links in bulk, skipping those whose code or slot is taken; returns the codes
+    /// inserted. `encoded` is `rows` as [`Storage::encode_rows`] made them.
+    async fn insert_links(
+        &mut self,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>>;
 
     /// Links created by the request `batch_id` with these indexes, as `(index, link)`: inside the
     /// transaction, after a conflicting insert.

@@ -3,8 +3,8 @@
 use super::pg_copy::CopyData;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
-    CampaignStats, ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx,
-    ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
+    CampaignStats, ConnectOptions, EncodedRows, IdempotencyRecord, Link, LinkFilter, LinkState,
+    LinkTx, ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -378,6 +378,10 @@ impl Storage for PgStorage {
         Ok(())
     }
 
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows> {
+        Ok(EncodedRows::new(LinksCopy::new(rows)))
+    }
+
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = self.pool.begin().await.map_err(StorageError::classify)?;
         Ok(Box::new(PgTx { tx }))
@@ -476,13 +480,11 @@ const COPY_LINKS: &str = "COPY links (code, target, url_hash, redirect_status, f
      updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
      batch_id, batch_index) FROM STDIN (FORMAT binary)";
 
-impl PgTx {
-    /// Inserts every row by binary `COPY` ([`super::pg_copy`]) in a savepoint, and says whether
-    /// it did. The rule is that all go in: generated codes are new, and a retry's slots already
-    /// taken were answered before the insert. A unique conflict (an alias in use, a slot a
-    /// concurrent attempt just took) rolls the savepoint back and returns `false`, and the caller
-    /// takes [`Self::insert_links_skipping_conflicts`].
-    async fn copy_links(&mut self, rows: &[NewRow]) -> StorageResult<bool> {
+/// A chunk's rows as the binary `COPY` data of [`COPY_LINKS`].
+struct LinksCopy(Vec<u8>);
+
+impl LinksCopy {
+    fn new(rows: &[NewRow]) -> Self {
         let mut data = CopyData::with_capacity(rows.len(), 300);
         for NewRow { link, slot } in rows {
             let tags = tags_column(&link.tags);
@@ -504,15 +506,24 @@ impl PgTx {
                 .opt_int8(slot.map(|s| s.batch_id))
                 .opt_int8(slot.map(|s| s.index));
         }
+        Self(data.finish())
+    }
+}
+
+impl PgTx {
+    /// Inserts every row by binary `COPY` ([`super::pg_copy`]) in a savepoint, and says whether
+    /// it did. The rule is that all go in: generated codes are new, and a retry's slots already
+    /// taken were answered before the insert. A unique conflict (an alias in use, a slot a
+    /// concurrent attempt just took) rolls the savepoint back and returns `false`, and the caller
+    /// takes [`Self::insert_links_skipping_conflicts`].
+    async fn copy_links(&mut self, data: LinksCopy) -> StorageResult<bool> {
         self.execute("SAVEPOINT links_copy").await?;
         let mut copy = self
             .tx
             .copy_in_raw(COPY_LINKS)
             .await
             .map_err(StorageError::classify)?;
-        copy.send(data.finish())
-            .await
-            .map_err(StorageError::classify)?;
+        copy.send(data.0).await.map_err(StorageError::classify)?;
         match copy.finish().await {
             Ok(_) => {
                 self.execute("RELEASE SAVEPOINT links_copy").await?;
@@ -639,11 +650,18 @@ impl LinkTx for PgTx {
         Ok(())
     }
 
-    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
+    async fn insert_links(
+        &mut self,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        if self.copy_links(rows).await? {
+        let data = encoded
+            .into_inner::<LinksCopy>()
+            .unwrap_or_else(|| LinksCopy::new(rows));
+        if self.copy_links(data).await? {
             return Ok(rows.iter().map(|row| row.link.code.clone()).collect());
         }
         self.insert_links_skipping_conflicts(rows).await

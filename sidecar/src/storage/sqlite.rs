@@ -6,11 +6,14 @@
 //! takes the write lock up front so a transaction that read first never fails to upgrade. Reads use
 //! their own pool and, in WAL mode, never wait for the writer.
 
+mod batch;
+
+use self::batch::EncodedInsert;
 use super::sqlite_file;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
-    CampaignStats, ConnectOptions, IdempotencyRecord, Link, LinkFilter, LinkState, LinkTx,
-    ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
+    CampaignStats, ConnectOptions, EncodedRows, IdempotencyRecord, Link, LinkFilter, LinkState,
+    LinkTx, ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -119,23 +122,6 @@ impl SqliteStorage {
 /// Fixed-width UTC text, so that text order is time order.
 fn ts(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
-/// [`ts`] of the last time asked for, kept.
-#[derive(Default)]
-struct TimeText(Option<(DateTime<Utc>, String)>);
-
-impl TimeText {
-    fn text(&mut self, at: DateTime<Utc>) -> String {
-        match &self.0 {
-            Some((last, text)) if *last == at => text.clone(),
-            _ => {
-                let text = ts(at);
-                self.0 = Some((at, text.clone()));
-                text
-            }
-        }
-    }
 }
 
 fn opt_ts(at: Option<DateTime<Utc>>) -> Option<String> {
@@ -426,6 +412,10 @@ impl Storage for SqliteStorage {
         Ok(())
     }
 
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows> {
+        Ok(EncodedRows::new(EncodedInsert::new(rows)?))
+    }
+
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = self
             .writer
@@ -548,70 +538,16 @@ impl LinkTx for SqliteTx {
         Ok(())
     }
 
-    async fn insert_links(&mut self, rows: &[NewRow]) -> StorageResult<Vec<String>> {
-        let mut inserted = Vec::with_capacity(rows.len());
-        // A batch's rows share their creation time: format it once.
-        let mut times = TimeText::default();
-        // In code order: the code, creation-time and campaign indexes (all ordered by code among
-        // links created at the same time) then take the rows in order, leaf after leaf, instead
-        // of at random places.
-        let mut sorted: Vec<&NewRow> = rows.iter().collect();
-        sorted.sort_unstable_by(|a, b| a.link.code.cmp(&b.link.code));
-        for part in sorted.chunks(INSERT_ROWS) {
-            // OR IGNORE, and no function in any index expression (migration 7): then no row can
-            // abort the statement halfway (every constraint resolves by skipping the row), and
-            // SQLite keeps no statement journal, a copy of every page the statement changes
-            // (~8% of the write thread's time, perf). Rows are validated before, so only unique
-            // conflicts (code, slot) skip one; a skipped row is reported as not inserted.
-            let mut query =
-                QueryBuilder::new(format!("INSERT OR IGNORE INTO links ({INSERT_COLUMNS}) "));
-            // Text is bound borrowed from `rows`: no copy of each target, hash and code.
-            query.push_values(part, |mut values, row| {
-                let link = &row.link;
-                values
-                    .push_bind(link.code.as_str())
-                    .push_bind(link.target.as_str())
-                    .push_bind(link.url_hash.as_str())
-                    .push_bind(i64::from(link.redirect))
-                    .push_bind(i64::from(link.flags.0))
-                    .push_bind(times.text(link.created_at))
-                    .push_bind(times.text(link.updated_at))
-                    .push_bind(opt_ts(link.expires_at))
-                    .push_bind(opt_ts(link.revoked_at))
-                    .push_bind(link.visit_count)
-                    .push_bind(opt_ts(link.last_visit_at))
-                    .push_bind(link.campaign.as_deref())
-                    .push_bind(link.recipient_ref.as_deref())
-                    .push_bind(tags_column(&link.tags))
-                    .push_bind(row.slot.map(|s| s.batch_id))
-                    .push_bind(row.slot.map(|s| s.index))
-                    .push_bind(url_hash_prefix(&link.url_hash));
-            });
-            // No RETURNING: handing a row per link back through the driver cost more than the
-            // insert's own table write; the count tells whether every row went in, which is the
-            // rule.
-            let done = query
-                .build()
-                .execute(&mut *self.tx)
-                .await
-                .map_err(StorageError::classify)?;
-            let affected = usize::try_from(done.rows_affected()).unwrap_or(usize::MAX);
-            if affected >= part.len() {
-                inserted.extend(part.iter().map(|row| row.link.code.clone()));
-            } else if affected > 0 {
-                // Some were skipped. The rows this statement inserted are the table's newest:
-                // SQLite gives each new row the largest rowid so far plus one, and this
-                // transaction holds the only write lock.
-                let codes: Vec<String> =
-                    sqlx::query_scalar("SELECT code FROM links ORDER BY rowid DESC LIMIT ?1")
-                        .bind(i64::try_from(affected).unwrap_or(i64::MAX))
-                        .fetch_all(&mut *self.tx)
-                        .await
-                        .map_err(StorageError::classify)?;
-                inserted.extend(codes);
-            }
-        }
-        Ok(inserted)
+    async fn insert_links(
+        &mut self,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>> {
+        let encoded = match encoded.into_inner::<EncodedInsert>() {
+            Some(encoded) => encoded,
+            None => EncodedInsert::new(rows)?,
+        };
+        encoded.run(&mut self.tx, rows).await
     }
 
     async fn links_by_slot_list(
@@ -753,7 +689,9 @@ mod tests {
         let mut single = row("b", None);
         single.link.url_hash = hash("b");
         let mut tx = storage.begin().await.unwrap();
-        assert_eq!(tx.insert_links(&[batch.clone()]).await.unwrap(), ["a"]);
+        let rows = [batch.clone()];
+        let encoded = storage.encode_rows(&rows).unwrap();
+        assert_eq!(tx.insert_links(&rows, encoded).await.unwrap(), ["a"]);
         tx.insert_link(&single.link, None).await.unwrap();
         tx.commit().await.unwrap();
         let now = crate::storage::now();
@@ -791,7 +729,12 @@ mod tests {
         let slot = |index| Some(Slot { batch_id: 7, index });
         let mut tx = storage.begin().await.unwrap();
         let first = [row("a", None), row("b", slot(1))];
-        assert_eq!(tx.insert_links(&first).await.unwrap(), ["a", "b"]);
+        assert_eq!(
+            tx.insert_links(&first, storage.encode_rows(&first).unwrap())
+                .await
+                .unwrap(),
+            ["a", "b"]
+        );
         tx.commit().await.unwrap();
 
         let mut tx = storage.begin().await.unwrap();
@@ -802,11 +745,18 @@ mod tests {
             row("d", slot(1)),
             row("e", slot(2)),
         ];
-        let mut inserted = tx.insert_links(&second).await.unwrap();
+        let mut inserted = tx
+            .insert_links(&second, storage.encode_rows(&second).unwrap())
+            .await
+            .unwrap();
         inserted.sort();
         assert_eq!(inserted, ["c", "e"]);
         // All skipped.
-        assert!(tx.insert_links(&second[..1]).await.unwrap().is_empty());
+        assert!(tx
+            .insert_links(&second[..1], storage.encode_rows(&second[..1]).unwrap())
+            .await
+            .unwrap()
+            .is_empty());
         tx.commit().await.unwrap();
         assert_eq!(
             storage.count_links(&LinkFilter::default()).await.unwrap(),
