@@ -48,10 +48,7 @@ async fn mixed_items_answer_in_order(backend: Backend) {
         {"url": "https://shop.example/f", "redirect": 303},
         {"url": "https://shop.example/g", "expires_at": "2999-01-01T00:00:00Z", "redirect": 301},
     ]);
-    let response = app.post_batch(&items).await;
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    let results = body["results"].as_array().unwrap();
+    let results = batch_results(&app, &items).await;
     let statuses: Vec<u64> = results
         .iter()
         .map(|r| r["status"].as_u64().unwrap())
@@ -109,10 +106,7 @@ async fn an_alias_already_stored_fails_only_its_item(backend: Backend) {
         {"url": "https://shop.example/b", "code": "taken-alias"},
         {"url": "https://shop.example/c", "code": "fresh-alias"},
     ]);
-    let response = app.post_batch(&items).await;
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    let results = body["results"].as_array().unwrap();
+    let results = batch_results(&app, &items).await;
     let statuses: Vec<u64> = results
         .iter()
         .map(|r| r["status"].as_u64().unwrap())
@@ -304,4 +298,15 @@ async fn metadata_filters_and_campaign_stats(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+}
+
+/// The per-item results of a JSON batch that was answered 200.
+async fn batch_results(app: &TestApp, items: &Value) -> Vec<Value> {
+    let response = app.post_batch(items).await;
+    assert_eq!(response.status(), 200);
+    let mut body: Value = response.json().await.unwrap();
+    match body["results"].take() {
+        Value::Array(results) => results,
+        other => panic!("results is not an array: {other}"),
+    }
 }

@@ -37,7 +37,7 @@ impl EncodedInsert {
                 arguments.reserve(part.len() * ROW_VALUES, 0);
                 for &at in part {
                     bind_row(&mut arguments, &rows[at], &mut times)
-                        .map_err(|e| StorageError::Corrupt(format!("binding a batch row: {e}")))?;
+                        .map_err(|e| StorageError::Other(sqlx::Error::Encode(e)))?;
                 }
                 Ok(Statement {
                     sql: insert_sql(part.len()),
