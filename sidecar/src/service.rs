@@ -372,11 +372,11 @@ impl LinkService {
     }
 
     /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
-    /// codes, then per chunk a multi-row insert whose Redis records (one `MULTI`) are sent while
-    /// the next chunk is inserted; once every Redis write has succeeded, the commit. That is the
-    /// write-through of [`Self::create`], per group: a Redis failure rolls the whole group back
-    /// (and deletes what it wrote); nothing is acknowledged before the commit. Returns one outcome
-    /// per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
+    /// codes and every chunk's rows encoded for the backend, then per chunk a bulk insert whose
+    /// Redis records (one `MULTI`) are sent while the next chunk is inserted; once every Redis
+    /// write has succeeded, the commit. That is the write-through of [`Self::create`], per
+    /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
+    /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
     /// attempt with the same key are returned instead of created again.
     pub async fn create_chunks(
         &self,
@@ -419,9 +419,10 @@ impl LinkService {
         }
         let generated: usize = plans.iter().map(|plan| plan.generated).sum();
         let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
+        let mut encoded = Vec::with_capacity(plans.len());
         for (plan, items) in plans.iter_mut().zip(chunks) {
             plan.build_rows(items, claim, now, &mut codes);
-            plan.encoded = Some(self.storage.encode_rows(&plan.rows)?);
+            encoded.push(self.storage.encode_rows(&plan.rows)?);
         }
         if plans.iter().all(|plan| plan.rows.is_empty()) {
             return Ok(plans
@@ -434,8 +435,9 @@ impl LinkService {
         let mut tx = self.storage.begin().await?;
         let mut redis_writes = Vec::with_capacity(plans.len());
         let mut written: Vec<String> = Vec::new();
-        for (plan, items) in plans.iter_mut().zip(chunks) {
-            let writes = match self.insert_planned(&mut *tx, plan, items, claim, now).await {
+        for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
+            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
+            let writes = match inserted.await {
                 Ok(writes) => writes,
                 Err(error) => {
                     let _ = tx.rollback().await;
@@ -565,16 +567,17 @@ impl LinkService {
             todo,
             generated,
             rows: Vec::new(),
-            encoded: None,
             inserted: HashSet::new(),
         })
     }
 
-    /// Inserts a planned chunk inside `tx`; returns the Redis writes of the rows inserted.
+    /// Inserts a planned chunk (`encoded`: its rows, encoded before the transaction began)
+    /// inside `tx`; returns the Redis writes of the rows inserted.
     async fn insert_planned(
         &self,
         tx: &mut dyn storage::LinkTx,
         plan: &mut ChunkPlan,
+        encoded: EncodedRows,
         items: &[(i64, NewLink)],
         claim: Option<Claim>,
         now: DateTime<Utc>,
@@ -582,10 +585,6 @@ impl LinkService {
         if plan.rows.is_empty() {
             return Ok(Vec::new());
         }
-        let encoded = match plan.encoded.take() {
-            Some(encoded) => encoded,
-            None => self.storage.encode_rows(&plan.rows)?,
-        };
         plan.inserted = tx
             .insert_links(&plan.rows, encoded)
             .await?
@@ -837,8 +836,6 @@ struct ChunkPlan {
     /// How many of them need a generated code.
     generated: usize,
     rows: Vec<NewRow>,
-    /// `rows` made ready for the insert before the transaction began.
-    encoded: Option<EncodedRows>,
     /// Codes the insert took.
     inserted: HashSet<String>,
 }

@@ -9,7 +9,7 @@
 //! Both ways are streamed: a task reads and checks items [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
 //! chunks on blocking threads), keeping up to [`CHECKED_AHEAD`] checked chunks ready; the writer
 //! takes them in groups of up to [`GROUP_CHUNKS`]: codes from the issuer's batch reserve, one
-//! multi-row insert per chunk in one transaction, each chunk's Redis `MULTI` sent while the next
+//! bulk insert per chunk in one transaction, each chunk's Redis `MULTI` sent while the next
 //! chunk is inserted, then the commit (see [`crate::service::LinkService::create_chunks`]); the
 //! next group is prepared meanwhile. A group's results are rendered (on a blocking thread) and
 //! sent as soon as it is committed, in order. Memory is bounded by the chunks in flight, however
@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/links/batch", post(create_batch))
 }
 
-/// Items per chunk: one multi-row insert, one Redis `MULTI`.
+/// Items per chunk: one bulk insert, one Redis `MULTI`.
 pub const CHUNK: usize = 1000;
 /// Chunks checked (parsed, validated) at once, in parallel blocking tasks: a few, as each
 /// thread brings its own allocator arena (peak memory), and checking is not the bottleneck.
