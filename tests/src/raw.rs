@@ -55,10 +55,11 @@ pub fn raw_http(port: u16, request: &[u8], timeout: Duration) -> RawResponse {
             Err(_) => break,
         }
     }
-    parse(&reply)
+    parse_response(&reply)
 }
 
-fn parse(reply: &[u8]) -> RawResponse {
+/// A reply as read from the socket (a cut-off chunked body keeps its complete chunks).
+pub fn parse_response(reply: &[u8]) -> RawResponse {
     let split = reply
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

@@ -6,18 +6,23 @@
 //! `{"index":i,"status":201,"link":{...}}` or `{"index":i,"status":422,"error":{...}}`. A bad item
 //! never fails the others.
 //!
-//! Both ways are streamed: a task reads and checks items [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
+//! Both ways are streamed: the body is read as fast as the client sends it (kept in a spool, see
+//! [`spool`] for why), a task cuts it into items and checks them [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
 //! chunks on blocking threads), keeping up to [`CHECKED_AHEAD`] checked chunks ready; the writer
 //! takes them in groups of up to [`GROUP_CHUNKS`]: codes from the issuer's batch reserve, one
 //! bulk insert per chunk in one transaction, each chunk's Redis `MULTI` sent while the next
 //! chunk is inserted, then the commit (see [`crate::service::LinkService::create_chunks`]); the
 //! next group is prepared meanwhile. A group's results are rendered (on a blocking thread) and
-//! sent as soon as it is committed, in order. Memory is bounded by the chunks in flight, however
-//! long the batch.
+//! sent as soon as it is committed, in order, but never before the whole body has been read:
+//! until then up to [`HELD_FRAMES`] chunks' results wait, and the writing with them. Memory is
+//! bounded by the chunks in flight, however long the batch.
 //!
 //! With an `Idempotency-Key`, every link records its item's index; a retry (also after a crash in
 //! the middle of the first attempt) answers the items already committed from SQL and creates only
 //! the missing ones.
+
+mod body;
+mod spool;
 
 use super::links::{self, CreateLinkRequest, LinkView};
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, Result};
@@ -29,6 +34,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
+use body::RawChunk;
 use futures_util::{stream, Stream, StreamExt};
 use serde::Serialize;
 use std::pin::Pin;
@@ -57,6 +63,9 @@ pub const PARALLEL_GROUPS: usize = 2;
 /// starts inserting the moment it commits. More would only wait longer, and under load could
 /// outwait the pool's acquire timeout (503).
 pub const PARALLEL_GROUPS_SQLITE: usize = 2;
+/// Chunks' results held while the body is still being read (about 400 KB each): the writing
+/// waits once they are full, the reading of the body does not.
+pub const HELD_FRAMES: usize = 2 * GROUP_CHUNKS;
 /// Groups rendered at once (after their commit).
 const PARALLEL_RENDERS: usize = 2;
 /// Room reserved per rendered result: a created link's NDJSON line is ~400 bytes (the bench's
@@ -72,24 +81,6 @@ pub const MAX_JSON_BYTES: usize = 80 * 1024 * 1024;
 pub const MAX_LINE_BYTES: usize = super::MAX_BODY_BYTES;
 
 const NDJSON: &str = "application/x-ndjson";
-
-/// One item as read, not yet parsed.
-enum RawItem {
-    Line(Vec<u8>),
-    Value(serde_json::Value),
-    /// A line longer than [`MAX_LINE_BYTES`].
-    TooLong,
-    /// The line after the last one allowed.
-    TooMany,
-}
-
-struct RawChunk {
-    /// Index of the first item.
-    first: i64,
-    items: Vec<RawItem>,
-}
-
-type ChunkStream = Pin<Box<dyn Stream<Item = RawChunk> + Send>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -132,9 +123,12 @@ pub async fn create_batch(
 ) -> Result<Response> {
     let format = format(&headers)?;
     let key = links::idempotency_key(&headers, api_key)?;
-    let mut chunks: ChunkStream = match format {
-        Format::Json => json_chunks(body).await?,
-        Format::Ndjson => ndjson_chunks(body),
+    let (mut chunks, body_read) = match format {
+        Format::Json => (body::json_chunks(body).await?, None),
+        Format::Ndjson => {
+            let (chunks, body_read) = body::ndjson_chunks(body);
+            (chunks, Some(body_read))
+        }
     };
     let first = chunks.next().await;
     let claim = match &key {
@@ -143,7 +137,7 @@ pub async fn create_batch(
             let canonical: Vec<Vec<u8>> = first
                 .iter()
                 .flat_map(|chunk| chunk.items.iter())
-                .map(canonical)
+                .map(body::canonical)
                 .collect();
             let hash = service::request_hash("batch", canonical.iter().map(Vec::as_slice));
             Some(state.links.claim(key, &hash).await?)
@@ -183,6 +177,15 @@ pub async fn create_batch(
                 }
             })
         });
+    let results = run_ahead(results, HELD_FRAMES);
+    if let Some(body_read) = body_read {
+        // The answer starts once the body is in (nginx would stop passing the rest of it).
+        match body_read.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(body_error(error)),
+            Err(_) => return Err(Error::Internal("the batch body reader stopped".into())),
+        }
+    }
     let (content_type, body) = match format {
         Format::Ndjson => (NDJSON, Body::from_stream(results)),
         Format::Json => {
@@ -200,6 +203,43 @@ pub async fn create_batch(
         body,
     )
         .into_response())
+}
+
+/// Drives `results` in a task of its own, `held` items ahead of whoever reads them: the batch
+/// goes on being written while its answer cannot start yet, up to that many results.
+fn run_ahead<T: Send + 'static>(
+    results: impl Stream<Item = T> + Send + 'static,
+    held: usize,
+) -> impl Stream<Item = T> + Send + 'static {
+    let (sender, receiver) = tokio::sync::mpsc::channel(held);
+    tokio::spawn(async move {
+        let mut results = std::pin::pin!(results);
+        while let Some(result) = results.next().await {
+            if sender.send(result).await.is_err() {
+                // The answer was dropped (client gone): stop writing.
+                return;
+            }
+        }
+    });
+    stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|result| (result, receiver))
+    })
+}
+
+/// The answer to a body that could not be read in full. Groups already committed stay (each
+/// is all or nothing); nothing was acknowledged, and a retry with the same `Idempotency-Key`
+/// answers them without creating them twice.
+fn body_error(error: spool::SpoolError) -> Error {
+    match error {
+        spool::SpoolError::Body(_) => Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "incomplete_body",
+            message: "the request body broke off before its end; retry with the same \
+                      Idempotency-Key to finish the batch"
+                .into(),
+        },
+        spool::SpoolError::File(error) => Error::Internal(Box::new(error)),
+    }
 }
 
 fn format(headers: &HeaderMap) -> Result<Format> {
@@ -223,202 +263,6 @@ fn format(headers: &HeaderMap) -> Result<Format> {
                       `application/x-ndjson`"
                 .into(),
         }),
-    }
-}
-
-/// A JSON array body, read whole (it is bounded), cut into chunks.
-async fn json_chunks(body: Body) -> Result<ChunkStream> {
-    let bytes = axum::body::to_bytes(body, MAX_JSON_BYTES)
-        .await
-        .map_err(|_| Error::Request {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "payload_too_large",
-            message: format!("a JSON batch body is at most {MAX_JSON_BYTES} bytes; send NDJSON"),
-        })?;
-    let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|error| Error::Request {
-            status: StatusCode::BAD_REQUEST,
-            code: "malformed_json",
-            message: error.to_string(),
-        })?;
-    let serde_json::Value::Array(items) = value else {
-        return Err(Error::invalid(
-            "invalid_body",
-            "a JSON batch is an array of link objects",
-        ));
-    };
-    if items.len() > MAX_JSON_ITEMS {
-        return Err(Error::Request {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "batch_too_large",
-            message: format!(
-                "a JSON batch has at most {MAX_JSON_ITEMS} items; send larger ones as NDJSON"
-            ),
-        });
-    }
-    let mut chunks = Vec::with_capacity(items.len().div_ceil(CHUNK));
-    let mut items = items.into_iter().map(RawItem::Value).peekable();
-    let mut first = 0i64;
-    while items.peek().is_some() {
-        let chunk: Vec<RawItem> = items.by_ref().take(CHUNK).collect();
-        let len = chunk.len() as i64;
-        chunks.push(RawChunk {
-            first,
-            items: chunk,
-        });
-        first += len;
-    }
-    Ok(Box::pin(stream::iter(chunks)))
-}
-
-/// An NDJSON body, read as it arrives by a task that hands over one chunk at a time (at most
-/// two waiting), so a slow writer slows the reading rather than filling memory.
-fn ndjson_chunks(body: Body) -> ChunkStream {
-    let (sender, receiver) = tokio::sync::mpsc::channel::<RawChunk>(2);
-    tokio::spawn(async move {
-        let mut data = body.into_data_stream();
-        let mut lines = LineSplitter::default();
-        let mut items = Vec::with_capacity(CHUNK);
-        let mut first = 0i64;
-        let mut count = 0usize;
-        let mut done = false;
-        while !done {
-            let frame = match data.next().await {
-                Some(Ok(frame)) => Some(frame),
-                Some(Err(error)) => {
-                    tracing::debug!(%error, "batch body read failed");
-                    return;
-                }
-                None => None,
-            };
-            let mut read = Vec::new();
-            match &frame {
-                Some(frame) => lines.feed(frame, &mut read),
-                None => {
-                    lines.finish(&mut read);
-                    done = true;
-                }
-            }
-            for item in read {
-                if count == MAX_NDJSON_ITEMS {
-                    items.push(RawItem::TooMany);
-                    done = true;
-                    break;
-                }
-                count += 1;
-                items.push(item);
-                if items.len() == CHUNK {
-                    let chunk = RawChunk {
-                        first,
-                        items: std::mem::replace(&mut items, Vec::with_capacity(CHUNK)),
-                    };
-                    first += CHUNK as i64;
-                    if sender.send(chunk).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        if !items.is_empty() {
-            let _ = sender.send(RawChunk { first, items }).await;
-        }
-    });
-    Box::pin(stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|chunk| (chunk, receiver))
-    }))
-}
-
-/// Cuts a byte stream into non-blank lines of at most [`MAX_LINE_BYTES`].
-#[derive(Default)]
-struct LineSplitter {
-    pending: Vec<u8>,
-    overlong: bool,
-}
-
-impl LineSplitter {
-    fn feed(&mut self, mut data: &[u8], out: &mut Vec<RawItem>) {
-        while let Some(at) = data.iter().position(|&b| b == b'\n') {
-            self.push(&data[..at]);
-            self.end_line(out);
-            data = &data[at + 1..];
-        }
-        self.push(data);
-    }
-
-    fn finish(&mut self, out: &mut Vec<RawItem>) {
-        self.end_line(out);
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        if self.overlong {
-            return;
-        }
-        if self.pending.len() + bytes.len() > MAX_LINE_BYTES {
-            self.overlong = true;
-            self.pending = Vec::new();
-        } else {
-            self.pending.extend_from_slice(bytes);
-        }
-    }
-
-    fn end_line(&mut self, out: &mut Vec<RawItem>) {
-        if std::mem::take(&mut self.overlong) {
-            out.push(RawItem::TooLong);
-        } else if !self.pending.trim_ascii().is_empty() {
-            out.push(RawItem::Line(std::mem::take(&mut self.pending)));
-        } else {
-            self.pending.clear();
-        }
-    }
-}
-
-/// An item as a create request, or why it cannot be one.
-fn parse(item: RawItem) -> Result<CreateLinkRequest> {
-    match item {
-        RawItem::Line(line) => serde_json::from_slice(&line).map_err(item_json_error),
-        RawItem::Value(value) => serde_json::from_value(value).map_err(item_json_error),
-        RawItem::TooLong => Err(Error::Request {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "item_too_large",
-            message: format!("an NDJSON line is at most {MAX_LINE_BYTES} bytes"),
-        }),
-        RawItem::TooMany => Err(Error::Request {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "batch_too_large",
-            message: format!("a batch has at most {MAX_NDJSON_ITEMS} lines; the rest was not read"),
-        }),
-    }
-}
-
-fn item_json_error(error: serde_json::Error) -> Error {
-    use serde_json::error::Category;
-    let (status, code) = match error.classify() {
-        Category::Data => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
-        _ => (StatusCode::BAD_REQUEST, "malformed_json"),
-    };
-    Error::Request {
-        status,
-        code,
-        message: error.to_string(),
-    }
-}
-
-/// What identifies an item for its idempotency key: the parsed request in canonical form, or
-/// the reason it could not be parsed.
-fn canonical(item: &RawItem) -> Vec<u8> {
-    let parsed = match item {
-        RawItem::Line(line) => serde_json::from_slice::<CreateLinkRequest>(line).ok(),
-        RawItem::Value(value) => serde_json::from_value::<CreateLinkRequest>(value.clone()).ok(),
-        RawItem::TooLong | RawItem::TooMany => None,
-    };
-    match parsed {
-        Some(request) => serde_json::to_vec(&request).unwrap_or_default(),
-        None => match item {
-            RawItem::Line(line) => [b"!".as_slice(), line].concat(),
-            RawItem::Value(value) => [b"!".as_slice(), value.to_string().as_bytes()].concat(),
-            RawItem::TooLong => b"!too long".to_vec(),
-            RawItem::TooMany => b"!too many".to_vec(),
-        },
     }
 }
 
@@ -466,7 +310,7 @@ fn check_chunk(state: &AppState, domains: &DomainContext, chunk: RawChunk) -> Ch
     let mut valid = Vec::with_capacity(chunk.items.len());
     for (offset, item) in chunk.items.into_iter().enumerate() {
         let index = chunk.first + offset as i64;
-        match parse(item).and_then(|request| links::new_link(state, domains, request)) {
+        match body::parse(item).and_then(|request| links::new_link(state, domains, request)) {
             Ok(new) => {
                 valid.push((index, new));
                 checked.push((index, Ok(())));
@@ -607,39 +451,5 @@ pub(crate) fn failure_error(failure: ItemFailure) -> Error {
         status,
         code,
         message: message.into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lines(input: &[&[u8]]) -> Vec<String> {
-        let mut splitter = LineSplitter::default();
-        let mut out = Vec::new();
-        for part in input {
-            splitter.feed(part, &mut out);
-        }
-        splitter.finish(&mut out);
-        out.into_iter()
-            .map(|item| match item {
-                RawItem::Line(line) => String::from_utf8(line).unwrap(),
-                RawItem::TooLong => "<too long>".into(),
-                _ => "<other>".into(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn ndjson_lines_across_frames() {
-        assert_eq!(
-            lines(&[b"{\"a\"", b":1}\n\n  \n{\"b\":2}\r\n{\"c\"", b":3}"]),
-            ["{\"a\":1}", "{\"b\":2}\r", "{\"c\":3}"]
-        );
-        let long = vec![b'x'; MAX_LINE_BYTES + 1];
-        assert_eq!(
-            lines(&[b"{}\n", &long, b"\n{}"]),
-            ["{}", "<too long>", "{}"]
-        );
     }
 }
