@@ -29,6 +29,35 @@ pub struct System {
     pub sidecar: Sidecar,
     pub nginx: Nginx,
     pub dir: tempfile::TempDir,
+    /// nginx's fallback key (role `resolve`), as scripts/run makes it.
+    pub resolve_key: String,
+}
+
+/// `keys create --role resolve` on the system's database, as scripts/run does for nginx's fallback.
+fn create_resolve_key(dir: &tempfile::TempDir) -> String {
+    let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+    let output = std::process::Command::new(paths::sidecar_bin())
+        .args([
+            "keys",
+            "create",
+            "--name",
+            "nginx-resolve",
+            "--role",
+            "resolve",
+        ])
+        .args(["--database-url", &database])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar keys create");
+    assert!(
+        output.status.success(),
+        "keys create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("the key is text")
+        .trim()
+        .to_owned()
 }
 
 impl System {
@@ -52,12 +81,14 @@ impl System {
         )
         .expect("make the system's directory private");
         let sidecar = Sidecar::start(&dir, &redis);
-        let nginx = Nginx::start(&dir, &redis, &sidecar, options);
+        let resolve_key = create_resolve_key(&dir);
+        let nginx = Nginx::start(&dir, &redis, &sidecar, &resolve_key, options);
         System {
             redis,
             sidecar,
             nginx,
             dir,
+            resolve_key,
         }
     }
 

@@ -58,6 +58,7 @@ impl Nginx {
         dir: &tempfile::TempDir,
         redis: &RedisServer,
         sidecar: &Sidecar,
+        resolve_key: &str,
         options: NginxOptions,
     ) -> Self {
         let prefix = dir.path().join("nginx");
@@ -66,7 +67,12 @@ impl Nginx {
         let module = prefix.join("ngx_shortlink.so");
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
         let secret = prefix.join("code-secret");
-        std::fs::write(&secret, CODE_SECRET).expect("write the code secret");
+        write_private(&secret, CODE_SECRET.as_bytes());
+        // The fallback's key in an include of its own, as scripts/render-nginx writes it.
+        write_private(
+            &prefix.join("resolve-key.conf"),
+            format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
+        );
 
         let redirect_port = free_port();
         let api_port = free_port();
@@ -90,7 +96,6 @@ impl Nginx {
             ("API_LISTEN", format!("127.0.0.1:{api_port}")),
             ("CACHE", options.cache.to_owned()),
             ("FALLBACK", options.fallback.to_owned()),
-            ("RESOLVE_KEY", crate::API_KEY.to_owned()),
             ("POOL", POOL.join(" ")),
             ("PUBLIC_BASE", format!("http://{}", POOL[0])),
             ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
@@ -277,6 +282,19 @@ fn has_placeholder(text: &str) -> bool {
             .count();
         name_len > 0 && text[at + 1 + name_len..].starts_with('@')
     })
+}
+
+/// Writes a secret readable by its owner only (mode 0600 from the start, never briefly wider).
+fn write_private(path: &Path, contents: &[u8]) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(contents))
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
 /// The statuses with a page of their own, `errors/<status>.html`.

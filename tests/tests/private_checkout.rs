@@ -204,8 +204,8 @@ fn a_checkout_the_workers_cannot_read_answers_with_its_own_pages_and_large_bodie
     }
 }
 
-/// `scripts/render-nginx` (what `scripts/run` uses) writes the same error pages as the test harness,
-/// and refuses a page nginx would misread.
+/// `scripts/render-nginx` (what `scripts/run` uses) writes the same error pages as the test harness
+/// and the fallback's key include of mode 0600, and refuses a page or key nginx would misread.
 #[test]
 fn render_nginx_writes_the_pages_the_harness_writes() {
     let (private, checkout) = private_checkout();
@@ -228,9 +228,13 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
     names.dedup();
     let prefix = private.path().join("prefix");
     std::fs::create_dir(&prefix).unwrap();
+    let key_file = private.path().join("resolve-key");
+    let key = "slk_0123456789abcdef";
+    std::fs::write(&key_file, format!("{key}\n")).unwrap();
     let render = || {
         Command::new(checkout.join("scripts/render-nginx"))
             .arg(&prefix)
+            .arg(format!("RESOLVE_KEY_FILE={}", key_file.display()))
             .args(names.iter().map(|name| format!("{name}=x")))
             .output()
             .unwrap()
@@ -244,6 +248,18 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
     );
     let written = std::fs::read(prefix.join("error-pages.conf")).unwrap();
     assert_eq!(written, error_pages(&checkout.join("nginx")));
+    // The fallback's key: only in its own include, mode 0600.
+    let key_conf = prefix.join("resolve-key.conf");
+    assert_eq!(
+        std::fs::read_to_string(&key_conf).unwrap(),
+        format!("proxy_set_header Authorization \"Bearer {key}\";\n")
+    );
+    assert_eq!(
+        std::fs::metadata(&key_conf).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let conf = std::fs::read_to_string(prefix.join("nginx.conf")).unwrap();
+    assert!(!conf.contains(key) && conf.contains("resolve-key.conf"));
 
     // A page above one nginx string (4 KiB), with quotes and backslashes, survives the trip.
     let big = format!("<p>it's \\ {}</p>\n", "x".repeat(9_000));
@@ -256,6 +272,13 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
     );
     let written = std::fs::read(prefix.join("error-pages.conf")).unwrap();
     assert_eq!(written, error_pages(&checkout.join("nginx")));
+
+    // Anything but a key would be configuration.
+    std::fs::write(&key_file, "k\"; deny all; #").unwrap();
+    let output = render();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not hold an API key"));
+    std::fs::write(&key_file, key).unwrap();
 
     std::fs::write(checkout.join("nginx/errors/404.html"), "<p>$5 off</p>").unwrap();
     let output = render();
