@@ -9,6 +9,7 @@ crate::on_both_backends!(
     requests_without_a_valid_key_are_refused,
     keys_from_the_cli_work_until_revoked,
     a_resolve_key_resolves_and_nothing_else,
+    the_roles_migration_narrows_the_old_fallback_key,
 );
 
 async fn requests_without_a_valid_key_are_refused(backend: Backend) {
@@ -245,4 +246,54 @@ async fn keys_from_the_cli_work_until_revoked(backend: Backend) {
             .status(),
         200
     );
+}
+
+/// Upgrading a database from before roles: every key keeps full rights except nginx's fallback key
+/// (`nginx-resolve`, as scripts/run named it), which nginx keeps sending, now as a `resolve` key.
+async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
+    const ROLES: i64 = 20261123000011;
+    let dir = testkit::temp_dir();
+    let (mut migrator, url) = match backend {
+        Backend::Sqlite => (
+            sqlx::migrate!("../migrations/sqlite"),
+            format!("sqlite://{}", dir.path().join("old.db").display()),
+        ),
+        Backend::Postgres => (
+            sqlx::migrate!("../migrations/postgres"),
+            testkit::postgres().fresh_database_url(),
+        ),
+    };
+    let all = migrator.migrations.clone();
+    migrator.migrations = all.iter().filter(|m| m.version < ROLES).cloned().collect();
+    let insert = "INSERT INTO api_keys (name, key_hash, created_at) VALUES \
+                  ('nginx-resolve', 'h1', '2026-01-01T00:00:00Z'), \
+                  ('campaign tool', 'h2', '2026-01-01T00:00:00Z')";
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&format!("{url}?mode=rwc"))
+                .await
+                .unwrap();
+            migrator.run(&pool).await.unwrap();
+            sqlx::query(insert).execute(&pool).await.unwrap();
+            migrator.migrations = all;
+            migrator.run(&pool).await.unwrap();
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.unwrap();
+            migrator.run(&pool).await.unwrap();
+            sqlx::query(&insert.replace("'2026-01-01T00:00:00Z'", "now()"))
+                .execute(&pool)
+                .await
+                .unwrap();
+            migrator.migrations = all;
+            migrator.run(&pool).await.unwrap();
+        }
+    }
+    let listing = sidecar_cli(&url, &["keys", "list"]);
+    let role = |name: &str| {
+        let line = listing.lines().find(|line| line.ends_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().to_owned()
+    };
+    assert_eq!(role("nginx-resolve"), "resolve", "{listing}");
+    assert_eq!(role("campaign tool"), "admin", "{listing}");
 }
