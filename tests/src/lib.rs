@@ -6,11 +6,11 @@
 
 mod api;
 mod nginx;
-mod paths;
+pub mod paths;
 pub mod raw;
 
 pub use api::Api;
-pub use nginx::{Nginx, NginxOptions};
+pub use nginx::{error_pages, Nginx, NginxOptions, ERROR_STATUSES};
 pub use raw::{raw_http, RawResponse};
 
 use std::time::Duration;
@@ -29,6 +29,35 @@ pub struct System {
     pub sidecar: Sidecar,
     pub nginx: Nginx,
     pub dir: tempfile::TempDir,
+    /// nginx's fallback key (role `resolve`), as scripts/run makes it.
+    pub resolve_key: String,
+}
+
+/// `keys create --role resolve` on the system's database, as scripts/run does for nginx's fallback.
+fn create_resolve_key(dir: &tempfile::TempDir) -> String {
+    let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+    let output = std::process::Command::new(paths::sidecar_bin())
+        .args([
+            "keys",
+            "create",
+            "--name",
+            "nginx-resolve",
+            "--role",
+            "resolve",
+        ])
+        .args(["--database-url", &database])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar keys create");
+    assert!(
+        output.status.success(),
+        "keys create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("the key is text")
+        .trim()
+        .to_owned()
 }
 
 impl System {
@@ -44,13 +73,22 @@ impl System {
     /// proxy between nginx and it, see [`NginxOptions::redis_addr`]).
     pub fn start_on(redis: RedisServer, options: NginxOptions) -> Self {
         let dir = testkit::temp_dir();
+        // Mode 0700, as root's home or `mktemp -d`: under a root master nginx's workers (`nobody`)
+        // cannot enter it, so every test checks that they need no file in the prefix.
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("make the system's directory private");
         let sidecar = Sidecar::start(&dir, &redis);
-        let nginx = Nginx::start(&dir, &redis, &sidecar, options);
+        let resolve_key = create_resolve_key(&dir);
+        let nginx = Nginx::start(&dir, &redis, &sidecar, &resolve_key, options);
         System {
             redis,
             sidecar,
             nginx,
             dir,
+            resolve_key,
         }
     }
 
@@ -189,4 +227,29 @@ pub fn http_client() -> reqwest::blocking::Client {
         .timeout(Duration::from_secs(10))
         .build()
         .expect("build an HTTP client")
+}
+
+/// Whether this process runs as root (then nginx's workers run as `nobody`).
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
+}
+
+/// Runs `program` as the unprivileged user `nobody` (group `nogroup`, no supplementary groups), as
+/// nginx's workers run under a root master; `None` when this process is not root and cannot switch.
+pub fn run_as_nobody(program: &str, args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    if !running_as_root() {
+        return None;
+    }
+    let output = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            program,
+        ])
+        .args(args)
+        .output()
+        .expect("run setpriv");
+    Some(output)
 }

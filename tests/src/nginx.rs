@@ -2,7 +2,7 @@
 
 use crate::{paths, Sidecar, CODE_SECRET, POOL};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use testkit::{free_port, port_open, wait_until, Lifeline, RedisServer, Signal};
@@ -24,6 +24,9 @@ pub struct NginxOptions {
     /// ignores USR2 while the parent that started it is alive. A lifeline-held `sh` stops whichever
     /// master `nginx.pid` names when the test ends; signal the master with [`Nginx::signal_master`].
     pub daemon: bool,
+    /// Where the templates and error pages come from instead of the workspace's `nginx/` (e.g. a
+    /// copy in a directory nginx's workers cannot read).
+    pub conf_dir: Option<PathBuf>,
 }
 
 impl Default for NginxOptions {
@@ -37,6 +40,7 @@ impl Default for NginxOptions {
             workers: 1,
             redis_addr: None,
             daemon: false,
+            conf_dir: None,
         }
     }
 }
@@ -54,6 +58,7 @@ impl Nginx {
         dir: &tempfile::TempDir,
         redis: &RedisServer,
         sidecar: &Sidecar,
+        resolve_key: &str,
         options: NginxOptions,
     ) -> Self {
         let prefix = dir.path().join("nginx");
@@ -62,16 +67,23 @@ impl Nginx {
         let module = prefix.join("ngx_shortlink.so");
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
         let secret = prefix.join("code-secret");
-        std::fs::write(&secret, CODE_SECRET).expect("write the code secret");
+        write_private(&secret, CODE_SECRET.as_bytes());
+        // The fallback's key in an include of its own, as scripts/render-nginx writes it.
+        write_private(
+            &prefix.join("resolve-key.conf"),
+            format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
+        );
 
         let redirect_port = free_port();
         let api_port = free_port();
-        let conf_dir = paths::workspace_dir().join("nginx");
+        let conf_dir = options
+            .conf_dir
+            .clone()
+            .unwrap_or_else(|| paths::workspace_dir().join("nginx"));
         let vars: Vec<(&str, String)> = vec![
             ("MODULE", module.display().to_string()),
             ("WORKERS", options.workers.to_string()),
             ("PREFIX", prefix.display().to_string()),
-            ("CONF_DIR", conf_dir.display().to_string()),
             (
                 "REDIS",
                 options.redis_addr.clone().unwrap_or_else(|| redis.addr()),
@@ -84,7 +96,6 @@ impl Nginx {
             ("API_LISTEN", format!("127.0.0.1:{api_port}")),
             ("CACHE", options.cache.to_owned()),
             ("FALLBACK", options.fallback.to_owned()),
-            ("RESOLVE_KEY", crate::API_KEY.to_owned()),
             ("POOL", POOL.join(" ")),
             ("PUBLIC_BASE", format!("http://{}", POOL[0])),
             ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
@@ -92,14 +103,16 @@ impl Nginx {
         ];
         std::fs::write(
             prefix.join("nginx.conf"),
-            render("nginx.conf.template", &vars),
+            render(&conf_dir, "nginx.conf.template", &vars),
         )
         .expect("write nginx.conf");
         std::fs::write(
             prefix.join("domains.conf"),
-            render("domains.conf.template", &vars),
+            render(&conf_dir, "domains.conf.template", &vars),
         )
         .expect("write domains.conf");
+        std::fs::write(prefix.join("error-pages.conf"), error_pages(&conf_dir))
+            .expect("write error-pages.conf");
 
         let bin = paths::nginx_bin();
         let process = if options.daemon {
@@ -246,8 +259,10 @@ pub fn parse_counters(body: &str) -> HashMap<String, u64> {
         .collect()
 }
 
-fn render(template: &str, vars: &[(&str, String)]) -> String {
-    let mut text = paths::template(template);
+fn render(conf_dir: &Path, template: &str, vars: &[(&str, String)]) -> String {
+    let path = conf_dir.join(template);
+    let mut text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     for (name, value) in vars {
         text = text.replace(&format!("@{name}@"), value);
     }
@@ -267,4 +282,60 @@ fn has_placeholder(text: &str) -> bool {
             .count();
         name_len > 0 && text[at + 1 + name_len..].starts_with('@')
     })
+}
+
+/// Writes a secret readable by its owner only (mode 0600 from the start, never briefly wider).
+fn write_private(path: &Path, contents: &[u8]) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(contents))
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// The statuses with a page of their own, `errors/<status>.html`.
+pub const ERROR_STATUSES: [u16; 3] = [404, 410, 503];
+
+/// `error-pages.conf` as `scripts/render-nginx` writes it, byte for byte: each page inside the
+/// configuration (read by nginx's master, never by a worker), cut into 2,000-byte pieces because a
+/// quoted nginx string holds at most 4 KiB.
+pub fn error_pages(conf_dir: &Path) -> Vec<u8> {
+    let mut out = b"# Rendered by scripts/render-nginx from nginx/errors/*.html: edit those and render again.\n"
+        .to_vec();
+    for status in ERROR_STATUSES {
+        out.extend(format!("error_page {status} @shortlink_{status};\n").bytes());
+    }
+    for status in ERROR_STATUSES {
+        let path = conf_dir.join("errors").join(format!("{status}.html"));
+        let page = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        assert!(
+            !page.contains(&b'$'),
+            "{} contains $, which nginx would read as a variable",
+            path.display()
+        );
+        out.extend(
+            format!(
+                "location @shortlink_{status} {{\n    default_type \"text/html; charset=utf-8\";\n"
+            )
+            .bytes(),
+        );
+        let mut names = String::new();
+        for (i, piece) in page.chunks(2000).enumerate() {
+            out.extend(format!("    set $shortlink_page_{status}_{i} '").bytes());
+            for &byte in piece {
+                if byte == b'\\' || byte == b'\'' {
+                    out.push(b'\\');
+                }
+                out.push(byte);
+            }
+            out.extend(b"';\n");
+            names.push_str(&format!("$shortlink_page_{status}_{i}"));
+        }
+        out.extend(format!("    return {status} \"{names}\";\n}}\n").bytes());
+    }
+    out
 }

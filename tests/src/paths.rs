@@ -64,11 +64,6 @@ pub fn nginx_bin() -> PathBuf {
     }
 }
 
-pub fn template(name: &str) -> String {
-    let path = workspace_dir().join("nginx").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-}
-
 fn existing(path: PathBuf, build: &str) -> PathBuf {
     assert!(path.exists(), "{} is missing: run {build}", path.display());
     path

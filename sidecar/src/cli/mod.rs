@@ -63,6 +63,9 @@ pub enum KeysCommand {
         /// What the key is for, e.g. the campaign tool using it.
         #[arg(long)]
         name: String,
+        /// `admin`: every route; `resolve`: only `GET /api/v1/resolve/{code}` (nginx's fallback).
+        #[arg(long, value_enum, default_value_t = storage::Role::Admin)]
+        role: storage::Role,
     },
     /// List keys (never the keys themselves).
     List,
@@ -118,27 +121,34 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
 async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
     let storage = crate::open_storage(config).await?;
     match command {
-        KeysCommand::Create { name } => {
+        KeysCommand::Create { name, role } => {
             let name = name.trim();
             if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
                 return Err("--name must be 1 to 200 printable characters".into());
             }
             let key = http::generate_api_key()?;
             let created = storage
-                .create_api_key(name, &http::hash_api_key(&key), storage::now())
+                .create_api_key(name, role, &http::hash_api_key(&key), storage::now())
                 .await?;
             eprintln!(
-                "created API key {} ({:?}); it is shown only this once:",
-                created.id, created.name
+                "created API key {} ({:?}, role {}: it {}); it is shown only this once:",
+                created.id,
+                created.name,
+                created.role,
+                created.role.scope()
             );
             println!("{key}");
         }
         KeysCommand::List => {
-            println!("{:>6}  {:<27}  {:<27}  name", "id", "created", "revoked");
+            println!(
+                "{:>6}  {:<7}  {:<27}  {:<27}  name",
+                "id", "role", "created", "revoked"
+            );
             for key in storage.list_api_keys().await? {
                 println!(
-                    "{:>6}  {:<27}  {:<27}  {}",
+                    "{:>6}  {:<7}  {:<27}  {:<27}  {}",
                     key.id,
+                    key.role.as_str(),
                     key.created_at.to_rfc3339(),
                     key.revoked_at
                         .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339()),
@@ -205,7 +215,8 @@ mod tests {
         .unwrap();
         assert!(matches!(
             cli.command,
-            Some(Command::Keys { command: KeysCommand::Create { ref name } }) if name == "tool"
+            Some(Command::Keys { command: KeysCommand::Create { ref name, role: storage::Role::Admin } })
+                if name == "tool"
         ));
         assert!(!cli.config.code_check);
         assert_eq!(cli.config.short_domains, ["s1.example", "s2.example"]);

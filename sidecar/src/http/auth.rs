@@ -4,11 +4,17 @@
 //! only its SHA-256. A request's key is hashed and looked up by that hash, so the lookup's timing
 //! depends only on a digest the caller cannot steer; the stored digest is then compared in
 //! constant time all the same.
+//!
+//! Each key has a role (`storage::Role`), checked here against the route the request matched, so
+//! a route nobody listed for a narrow role is refused to it: `resolve` keys reach
+//! `GET /api/v1/resolve/{code}` and get 403 `forbidden` everywhere else.
 
 use super::{AppState, Error};
+use crate::storage::Role;
 use crate::validate::hex;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::AUTHORIZATION;
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
@@ -66,13 +72,48 @@ pub async fn require_api_key(
         return Err(Error::RevokedApiKey);
     }
     tracing::Span::current().record("api_key", stored.id);
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    if !permits(stored.role, request.method(), route) {
+        return Err(Error::Forbidden(stored.role));
+    }
     request.extensions_mut().insert(ApiKeyId(stored.id));
     Ok(next.run(request).await)
+}
+
+/// Whether `role` may send `method` to `route` (the matched route pattern; `None` for paths no
+/// route matched).
+fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
+    match role {
+        Role::Admin => true,
+        Role::Resolve => {
+            (method == Method::GET || method == Method::HEAD)
+                && route == Some("/api/v1/resolve/{code}")
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resolve_key_reaches_resolve_only() {
+        let resolve = Some("/api/v1/resolve/{code}");
+        assert!(permits(Role::Resolve, &Method::GET, resolve));
+        assert!(permits(Role::Resolve, &Method::HEAD, resolve));
+        assert!(!permits(Role::Resolve, &Method::POST, resolve));
+        assert!(!permits(Role::Resolve, &Method::GET, Some("/api/v1/links")));
+        assert!(!permits(Role::Resolve, &Method::GET, None));
+        assert!(permits(
+            Role::Admin,
+            &Method::DELETE,
+            Some("/api/v1/links/{code}")
+        ));
+        assert!(permits(Role::Admin, &Method::GET, None));
+    }
 
     #[test]
     fn keys_are_random_and_hashed() {

@@ -37,6 +37,9 @@ pub enum Error {
     InvalidApiKey,
     #[error("revoked api key")]
     RevokedApiKey,
+    /// 403: a valid key whose role does not cover this route (e.g. a `resolve` key creating).
+    #[error("api key role {0} does not allow this route")]
+    Forbidden(crate::storage::Role),
     #[error("no such link")]
     NotFound,
     #[error("the link is revoked")]
@@ -67,7 +70,7 @@ pub struct ErrorDetail {
     /// `own_domain`, `host_not_allowed`, `invalid_code`, `invalid_expiry`, `invalid_redirect`,
     /// `malformed_json`, `invalid_body`, `unsupported_media_type`, `payload_too_large`,
     /// `invalid_query`, `invalid_cursor`, `empty_patch`, `invalid_header`, `missing_api_key`,
-    /// `invalid_api_key`, `revoked_api_key`, `not_found`, `method_not_allowed`, `link_revoked`,
+    /// `invalid_api_key`, `revoked_api_key`, `forbidden`, `not_found`, `method_not_allowed`, `link_revoked`,
     /// `gone`, `code_taken`, `database_unavailable`, `redis_unavailable`, `codes_exhausted`,
     /// `internal`.
     pub code: String,
@@ -90,6 +93,7 @@ impl Error {
             Error::MissingApiKey | Error::InvalidApiKey | Error::RevokedApiKey => {
                 StatusCode::UNAUTHORIZED
             }
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Revoked | Error::Gone => StatusCode::GONE,
             Error::CodeTaken => StatusCode::CONFLICT,
@@ -107,6 +111,7 @@ impl Error {
             Error::MissingApiKey => "missing_api_key",
             Error::InvalidApiKey => "invalid_api_key",
             Error::RevokedApiKey => "revoked_api_key",
+            Error::Forbidden(_) => "forbidden",
             Error::NotFound => "not_found",
             Error::Revoked => "link_revoked",
             Error::Gone => "gone",
@@ -126,6 +131,7 @@ impl Error {
             Error::MissingApiKey => "send an API key as `Authorization: Bearer <key>`".into(),
             Error::InvalidApiKey => "the API key is not valid".into(),
             Error::RevokedApiKey => "the API key has been revoked".into(),
+            Error::Forbidden(role) => format!("this key {}", role.scope()),
             Error::NotFound => "no link has this code".into(),
             Error::Revoked => "the link is revoked and cannot change".into(),
             Error::Gone => "the link has expired or was revoked".into(),

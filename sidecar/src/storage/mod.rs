@@ -183,10 +183,56 @@ impl ListCursor {
     }
 }
 
+/// What an API key may do (`api_keys.role`). New roles (e.g. a console's `issuer`, `viewer`) are a
+/// variant here, an arm in `http::auth::permits` and a wider CHECK in a migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// Every route (what every key could do before roles existed).
+    Admin,
+    /// `GET /api/v1/resolve/{code}` only: nginx's fallback.
+    Resolve,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Resolve => "resolve",
+        }
+    }
+
+    /// What the role allows, for people (error messages, `keys list`).
+    pub fn scope(self) -> &'static str {
+        match self {
+            Role::Admin => "may use every route",
+            Role::Resolve => "may only resolve codes (GET /api/v1/resolve/{code})",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = StorageError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "admin" => Ok(Role::Admin),
+            "resolve" => Ok(Role::Resolve),
+            other => Err(StorageError::Corrupt(format!("API key role {other:?}"))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKey {
     pub id: i64,
     pub name: String,
+    pub role: Role,
     /// SHA-256 (hex) of the key; the key itself is never stored.
     pub key_hash: String,
     pub created_at: DateTime<Utc>,
@@ -389,6 +435,7 @@ pub trait Storage: Send + Sync + 'static {
     async fn create_api_key(
         &self,
         name: &str,
+        role: Role,
         key_hash: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<ApiKey>;

@@ -4,7 +4,7 @@ use super::pg_copy::CopyData;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
     CampaignStats, ConnectOptions, EncodedRows, IdempotencyRecord, Link, LinkFilter, LinkState,
-    LinkTx, ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
+    LinkTx, ListCursor, NewRow, Role, Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -122,6 +122,7 @@ fn api_key_from_row(row: &PgRow) -> StorageResult<ApiKey> {
     Ok(ApiKey {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
+        role: row.try_get::<String, _>("role")?.parse()?,
         key_hash: row.try_get("key_hash")?,
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
@@ -400,7 +401,7 @@ impl Storage for PgStorage {
 
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>> {
         let row = sqlx::query(
-            "SELECT id, name, key_hash, created_at, revoked_at FROM api_keys WHERE key_hash = $1",
+            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys WHERE key_hash = $1",
         )
         .bind(key_hash)
         .fetch_optional(&self.pool)
@@ -412,14 +413,16 @@ impl Storage for PgStorage {
     async fn create_api_key(
         &self,
         name: &str,
+        role: Role,
         key_hash: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<ApiKey> {
         let row = sqlx::query(
-            "INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) \
-             RETURNING id, name, key_hash, created_at, revoked_at",
+            "INSERT INTO api_keys (name, role, key_hash, created_at) VALUES ($1, $2, $3, $4) \
+             RETURNING id, name, role, key_hash, created_at, revoked_at",
         )
         .bind(name)
+        .bind(role.as_str())
         .bind(key_hash)
         .bind(now)
         .fetch_one(&self.pool)
@@ -449,7 +452,7 @@ impl Storage for PgStorage {
 
     async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>> {
         let rows = sqlx::query(
-            "SELECT id, name, key_hash, created_at, revoked_at FROM api_keys ORDER BY id",
+            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys ORDER BY id",
         )
         .fetch_all(&self.pool)
         .await
@@ -460,7 +463,7 @@ impl Storage for PgStorage {
     async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>> {
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
-             RETURNING id, name, key_hash, created_at, revoked_at",
+             RETURNING id, name, role, key_hash, created_at, revoked_at",
         )
         .bind(id)
         .bind(now)

@@ -13,7 +13,7 @@ use super::sqlite_file;
 use super::{
     checked_flags, checked_redirect, parse_tags, tags_column, url_hash_prefix, ApiKey, Backend,
     CampaignStats, ConnectOptions, EncodedRows, IdempotencyRecord, Link, LinkFilter, LinkState,
-    LinkTx, ListCursor, NewRow, Slot, Storage, StorageError, StorageResult,
+    LinkTx, ListCursor, NewRow, Role, Slot, Storage, StorageError, StorageResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -161,6 +161,7 @@ fn api_key_from_row(row: &SqliteRow) -> StorageResult<ApiKey> {
     Ok(ApiKey {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
+        role: row.try_get::<String, _>("role")?.parse()?,
         key_hash: row.try_get("key_hash")?,
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?)?,
         revoked_at: parse_opt_ts(row.try_get("revoked_at")?)?,
@@ -433,7 +434,7 @@ impl Storage for SqliteStorage {
 
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>> {
         let row = sqlx::query(
-            "SELECT id, name, key_hash, created_at, revoked_at FROM api_keys WHERE key_hash = ?1",
+            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys WHERE key_hash = ?1",
         )
         .bind(key_hash)
         .fetch_optional(&self.reader)
@@ -445,14 +446,16 @@ impl Storage for SqliteStorage {
     async fn create_api_key(
         &self,
         name: &str,
+        role: Role,
         key_hash: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<ApiKey> {
         let row = sqlx::query(
-            "INSERT INTO api_keys (name, key_hash, created_at) VALUES (?1, ?2, ?3) \
-             RETURNING id, name, key_hash, created_at, revoked_at",
+            "INSERT INTO api_keys (name, role, key_hash, created_at) VALUES (?1, ?2, ?3, ?4) \
+             RETURNING id, name, role, key_hash, created_at, revoked_at",
         )
         .bind(name)
+        .bind(role.as_str())
         .bind(key_hash)
         .bind(ts(now))
         .fetch_one(&*self.writer)
@@ -482,7 +485,7 @@ impl Storage for SqliteStorage {
 
     async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>> {
         let rows = sqlx::query(
-            "SELECT id, name, key_hash, created_at, revoked_at FROM api_keys ORDER BY id",
+            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys ORDER BY id",
         )
         .fetch_all(&self.reader)
         .await
@@ -493,7 +496,7 @@ impl Storage for SqliteStorage {
     async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>> {
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 \
-             RETURNING id, name, key_hash, created_at, revoked_at",
+             RETURNING id, name, role, key_hash, created_at, revoked_at",
         )
         .bind(id)
         .bind(ts(now))

@@ -8,6 +8,8 @@ use std::process::Command;
 crate::on_both_backends!(
     requests_without_a_valid_key_are_refused,
     keys_from_the_cli_work_until_revoked,
+    a_resolve_key_resolves_and_nothing_else,
+    the_roles_migration_narrows_the_old_fallback_key,
 );
 
 async fn requests_without_a_valid_key_are_refused(backend: Backend) {
@@ -85,6 +87,95 @@ async fn requests_without_a_valid_key_are_refused(backend: Backend) {
     }
 }
 
+fn sidecar_cli(database_url: &str, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(args)
+        .args(["--database-url", database_url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar");
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// nginx's fallback key (`keys create --role resolve`): `GET /resolve/{code}` answers as for any
+/// key; every other route, known or not, answers 403 `forbidden` and changes nothing.
+async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://a.example/", "code": "known", "campaign": "spring"}))
+        .await;
+    let key = sidecar_cli(
+        &app.database_url,
+        &["keys", "create", "--name", "fallback", "--role", "resolve"],
+    );
+    let key = key.trim().to_owned();
+    let listing = sidecar_cli(&app.database_url, &["keys", "list"]);
+    let line = listing
+        .lines()
+        .find(|line| line.ends_with("fallback"))
+        .unwrap_or_else(|| panic!("key listed:\n{listing}"));
+    assert_eq!(line.split_whitespace().nth(1), Some("resolve"), "{listing}");
+
+    for method in [Method::GET, Method::HEAD] {
+        let response = app
+            .client
+            .request(method.clone(), app.url("/api/v1/resolve/known"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 302, "{method} resolve");
+    }
+
+    let before = app.stored().await;
+    let body = json!({"url": "https://attacker.example/phish"});
+    for (method, path) in [
+        (Method::POST, "/links"),
+        (Method::GET, "/links"),
+        (Method::GET, "/links/known"),
+        (Method::PATCH, "/links/known"),
+        (Method::DELETE, "/links/known"),
+        (Method::POST, "/links/batch"),
+        (Method::GET, "/links/known/stats"),
+        (Method::GET, "/stats"),
+        (Method::GET, "/campaigns/spring"),
+        (Method::GET, "/openapi.json"),
+        (Method::GET, "/no/such/route"),
+    ] {
+        let response = app
+            .client
+            .request(method.clone(), app.url(&format!("/api/v1{path}")))
+            .bearer_auth(&key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{method} {path}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "forbidden", "{method} {path}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("may only resolve"),
+            "{error}"
+        );
+    }
+    assert_eq!(app.stored().await, before, "refused requests store nothing");
+
+    // The admin key keeps every route.
+    for path in ["/links", "/links/known", "/stats", "/campaigns/spring"] {
+        let response = app.api(Method::GET, path).send().await.unwrap();
+        assert_eq!(response.status(), 200, "admin GET {path}");
+    }
+    let response = app.post_link(&json!({"url": "https://b.example/"})).await;
+    assert_eq!(response.status(), 201);
+}
+
 /// `keys create` prints a key once; it works until `keys revoke`, then gets `revoked_api_key`.
 async fn keys_from_the_cli_work_until_revoked(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -155,4 +246,54 @@ async fn keys_from_the_cli_work_until_revoked(backend: Backend) {
             .status(),
         200
     );
+}
+
+/// Upgrading a database from before roles: every key keeps full rights except nginx's fallback key
+/// (`nginx-resolve`, as scripts/run named it), which nginx keeps sending, now as a `resolve` key.
+async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
+    const ROLES: i64 = 20261123000011;
+    let dir = testkit::temp_dir();
+    let (mut migrator, url) = match backend {
+        Backend::Sqlite => (
+            sqlx::migrate!("../migrations/sqlite"),
+            format!("sqlite://{}", dir.path().join("old.db").display()),
+        ),
+        Backend::Postgres => (
+            sqlx::migrate!("../migrations/postgres"),
+            testkit::postgres().fresh_database_url(),
+        ),
+    };
+    let all = migrator.migrations.clone();
+    migrator.migrations = all.iter().filter(|m| m.version < ROLES).cloned().collect();
+    let insert = "INSERT INTO api_keys (name, key_hash, created_at) VALUES \
+                  ('nginx-resolve', 'h1', '2026-01-01T00:00:00Z'), \
+                  ('campaign tool', 'h2', '2026-01-01T00:00:00Z')";
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&format!("{url}?mode=rwc"))
+                .await
+                .unwrap();
+            migrator.run(&pool).await.unwrap();
+            sqlx::query(insert).execute(&pool).await.unwrap();
+            migrator.migrations = all;
+            migrator.run(&pool).await.unwrap();
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.unwrap();
+            migrator.run(&pool).await.unwrap();
+            sqlx::query(&insert.replace("'2026-01-01T00:00:00Z'", "now()"))
+                .execute(&pool)
+                .await
+                .unwrap();
+            migrator.migrations = all;
+            migrator.run(&pool).await.unwrap();
+        }
+    }
+    let listing = sidecar_cli(&url, &["keys", "list"]);
+    let role = |name: &str| {
+        let line = listing.lines().find(|line| line.ends_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().to_owned()
+    };
+    assert_eq!(role("nginx-resolve"), "resolve", "{listing}");
+    assert_eq!(role("campaign tool"), "admin", "{listing}");
 }
