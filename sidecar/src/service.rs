@@ -13,7 +13,7 @@
 //! acknowledged write is in both stores, and a refused one in neither (up to that best effort).
 
 use crate::issuer::{IssueError, Issuer};
-use crate::projection::{Projection, ProjectionError, RecordWrite};
+use crate::projection::{self, written_value, Projection, ProjectionError, RecordWrite};
 use crate::storage::{
     self, CampaignStats, EncodedRows, Link, LinkFilter, LinkFlags, LinkState, ListCursor, NewRow,
     Slot, Storage, StorageError,
@@ -22,6 +22,9 @@ use crate::validate::{hex, TargetUrl};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +41,20 @@ pub enum ServiceError {
     #[error(transparent)]
     Redis(#[from] ProjectionError),
     #[error(transparent)]
-    Issue(#[from] IssueError),
+    Issue(IssueError),
     /// The idempotency key was used before with another request.
     #[error("the idempotency key was used with another request")]
     IdempotencyKeyReused,
+}
+
+impl From<IssueError> for ServiceError {
+    fn from(error: IssueError) -> Self {
+        match error {
+            // The issuer's high-water mark lives in Redis: the same outage as a record write.
+            IssueError::Redis(error) => ServiceError::Redis(error),
+            other => ServiceError::Issue(other),
+        }
+    }
 }
 
 /// A validated request to create a link.
@@ -182,10 +195,13 @@ pub struct LinkService {
     projection: Arc<Projection>,
     issuer: Issuer,
     grace: Duration,
+    /// Codes refused because Redis already held them (see `refused_code`).
+    refused_codes: AtomicU64,
 }
 
-/// Attempts at a generated code whose insert collides: only possible if the sequence table was
-/// reset, and then a later number is free.
+/// Attempts at a generated code whose insert collides, in SQL or in Redis: only possible if the
+/// database's sequence went back (reset, or restored from an older backup), and then a later
+/// number is free.
 const GENERATED_CODE_ATTEMPTS: usize = 3;
 
 /// Idempotency keys deleted per statement.
@@ -225,6 +241,7 @@ impl LinkService {
             projection,
             issuer,
             grace,
+            refused_codes: AtomicU64::new(0),
         }
     }
 
@@ -352,8 +369,13 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             }
-            self.publish_and_commit(tx, &link, None).await?;
-            return Ok(Created::New(link));
+            if self.publish_new_and_commit(tx, &link, alias.is_some()).await? {
+                return Ok(Created::New(link));
+            }
+            if alias.is_some() {
+                return Err(ServiceError::CodeTaken);
+            }
+            self.issuer.skip_past(&link.code).await?;
         }
         Err(ServiceError::CodeTaken)
     }
@@ -383,7 +405,7 @@ impl LinkService {
         chunks: Vec<Vec<(i64, NewLink)>>,
         claim: Option<Claim>,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
-        match self.try_create_chunks(&chunks, claim).await {
+        match self.try_create_chunks(&chunks, claim, 1).await {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 let failure = ItemFailure::of(&error);
@@ -409,7 +431,8 @@ impl LinkService {
         &self,
         chunks: &[Vec<(i64, NewLink)>],
         claim: Option<Claim>,
-    ) -> Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError> {
+        attempt: usize,
+    ) -> ChunksResult {
         let now = storage::now();
         // Everything that needs no transaction first: on SQLite the lease needs the (single)
         // write connection the transaction will hold.
@@ -434,7 +457,8 @@ impl LinkService {
 
         let mut tx = self.storage.begin().await?;
         let mut redis_writes = Vec::with_capacity(plans.len());
-        let mut written: Vec<String> = Vec::new();
+        // Every record sent, with its value: what a failure deletes again (if still ours).
+        let mut written: Vec<(String, String)> = Vec::new();
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
             let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
             let writes = match inserted.await {
@@ -446,16 +470,20 @@ impl LinkService {
                     return Err(error);
                 }
             };
-            written.extend(writes.iter().map(|write| write.key().to_owned()));
+            written.extend(writes.iter().filter_map(|write| {
+                Some((write.key().to_owned(), written_value(write)?.to_owned()))
+            }));
             let projection = Arc::clone(&self.projection);
             redis_writes.push(tokio::spawn(async move {
-                projection.apply_chunk(&writes).await
+                projection.create_chunk(&writes).await
             }));
         }
         let mut redis_failed = false;
+        // Keys Redis already held (`SET NX` refused), with their values.
+        let mut taken: HashMap<String, String> = HashMap::new();
         for write in redis_writes {
             match write.await {
-                Ok(Ok(())) => {}
+                Ok(Ok(refused)) => taken.extend(refused),
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "redis write failed; rolling back the chunk");
                     redis_failed = true;
@@ -464,6 +492,42 @@ impl LinkService {
                     tracing::error!(%error, "redis write task failed");
                     redis_failed = true;
                 }
+            }
+        }
+        // Items whose generated code Redis already held: created again, with fresh codes.
+        let mut retry: Vec<(usize, usize)> = Vec::new();
+        if !redis_failed && !taken.is_empty() {
+            let mut refused_rows = Vec::new();
+            for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
+                for (r, row) in plan.rows.iter().enumerate() {
+                    let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
+                        continue;
+                    };
+                    let at = plan.todo[r];
+                    let explicit = items[at].1.code.is_some();
+                    if explicit && *existing == projection::encode_record(&row.link) {
+                        // An alias or imported code whose record is already there, as is.
+                        continue;
+                    }
+                    self.refused_code(&row.link.code, existing);
+                    plan.inserted.remove(&row.link.code);
+                    refused_rows.push(row.link.code.clone());
+                    if explicit {
+                        plan.outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
+                    } else {
+                        retry.push((c, at));
+                    }
+                }
+            }
+            // Never ours to delete, whatever happens next.
+            written.retain(|(key, _)| !taken.contains_key(key));
+            if let Err(error) = tx.delete_new_links(&refused_rows).await {
+                let _ = tx.rollback().await;
+                self.unpublish(Vec::new(), written).await;
+                return Err(error.into());
+            }
+            for code in &refused_rows {
+                self.issuer.skip_past(code).await?;
             }
         }
         let mut failure = None;
@@ -477,7 +541,7 @@ impl LinkService {
             self.unpublish(Vec::new(), written).await;
             failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
         }
-        Ok(plans
+        let mut results: Vec<Vec<(i64, ItemOutcome)>> = plans
             .into_iter()
             .zip(chunks)
             .map(|(mut plan, items)| {
@@ -491,7 +555,61 @@ impl LinkService {
                 }
                 finish(items, plan.outcomes)
             })
-            .collect())
+            .collect();
+        if !retry.is_empty() {
+            let items: Vec<(i64, NewLink)> = retry
+                .iter()
+                .map(|&(c, at)| chunks[c][at].clone())
+                .collect();
+            let outcomes = match failure {
+                Some(failure) => items
+                    .iter()
+                    .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                    .collect(),
+                None if attempt >= GENERATED_CODE_ATTEMPTS => items
+                    .iter()
+                    .map(|(index, _)| (*index, ItemOutcome::Failed(ItemFailure::CodeTaken)))
+                    .collect(),
+                None => self
+                    .retry_chunk(items, claim, attempt + 1)
+                    .await?
+                    .pop()
+                    .unwrap_or_default(),
+            };
+            for ((c, at), (_, outcome)) in retry.into_iter().zip(outcomes) {
+                results[c][at].1 = outcome;
+            }
+        }
+        Ok(results)
+    }
+
+    /// [`Self::try_create_chunks`] again for items whose codes were refused, boxed: an async
+    /// function cannot hold its own future.
+    fn retry_chunk(
+        &self,
+        items: Vec<(i64, NewLink)>,
+        claim: Option<Claim>,
+        attempt: usize,
+    ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + '_>> {
+        Box::pin(async move { self.try_create_chunks(&[items], claim, attempt).await })
+    }
+
+    /// A create found its code in Redis but not in SQL: SQL is behind Redis (restored from an
+    /// older backup). The record stays as it is: it may be a link already sent.
+    fn refused_code(&self, code: &str, existing: &str) {
+        self.refused_codes.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(
+            code,
+            existing,
+            "a new link's code is already in Redis but not in the database: the database is \
+             behind Redis (restored from an older backup?). The code was refused and left as it \
+             is; see docs/BACKUP.md"
+        );
+    }
+
+    /// How many codes creates refused because Redis already held them ([`Self::refused_code`]).
+    pub fn refused_codes(&self) -> u64 {
+        self.refused_codes.load(Ordering::Relaxed)
     }
 
     /// What a chunk needs before its transaction: replays of an earlier attempt, existing links
@@ -624,25 +742,26 @@ impl LinkService {
             .collect())
     }
 
-    /// After a group failed: waits for its Redis writes still in flight, then deletes every key
-    /// it wrote (all new codes: no committed link owns them). Best effort; what is left behind
-    /// is an orphan `resync` removes.
+    /// After a group failed: waits for its Redis writes still in flight, then deletes every
+    /// record it wrote, each only if it still holds the value written (keys a `SET NX` found
+    /// taken are not the group's, and a write's outcome may be unknown). Best effort; what is
+    /// left behind is an orphan `resync` removes.
     async fn unpublish(
         &self,
-        in_flight: Vec<tokio::task::JoinHandle<Result<(), ProjectionError>>>,
-        keys: Vec<String>,
+        in_flight: Vec<tokio::task::JoinHandle<Result<Vec<(String, String)>, ProjectionError>>>,
+        mut written: Vec<(String, String)>,
     ) {
+        let mut taken = HashSet::new();
         for write in in_flight {
-            let _ = write.await;
+            if let Ok(Ok(refused)) = write.await {
+                taken.extend(refused.into_iter().map(|(key, _)| key));
+            }
         }
-        let deletes: Vec<RecordWrite> = keys
-            .into_iter()
-            .map(|key| RecordWrite::Delete { key })
-            .collect();
-        if let Err(redis) = self.projection.apply_pipelined(&deletes).await {
+        written.retain(|(key, _)| !taken.contains(key));
+        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
             tracing::error!(
                 %redis,
-                keys = deletes.len(),
+                keys = written.len(),
                 "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
             );
         }
@@ -754,6 +873,55 @@ impl LinkService {
         Ok(next)
     }
 
+    /// The write-through of a new link: its record goes in with `SET NX`, so a create never
+    /// overwrites a record (a code in Redis but not in SQL means SQL is behind Redis). Returns
+    /// `false`, rolled back, when Redis holds the code already; an `explicit` code (alias,
+    /// import) whose record is there exactly as it would be written is accepted.
+    async fn publish_new_and_commit(
+        &self,
+        tx: Box<dyn storage::LinkTx>,
+        link: &Link,
+        explicit: bool,
+    ) -> Result<bool, ServiceError> {
+        let write = RecordWrite::for_link(link, storage::now(), self.grace);
+        let ours = match self.projection.create(&write).await {
+            Ok(None) => true,
+            Ok(Some(existing)) if explicit && Some(existing.as_str()) == written_value(&write) => {
+                false
+            }
+            Ok(Some(existing)) => {
+                let _ = tx.rollback().await;
+                self.refused_code(&link.code, &existing);
+                return Ok(false);
+            }
+            Err(error) => {
+                tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
+                if let Err(rollback) = tx.rollback().await {
+                    tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
+                }
+                return Err(error.into());
+            }
+        };
+        if let Err(error) = tx.commit().await {
+            let written: Vec<(String, String)> = written_value(&write)
+                .filter(|_| ours)
+                .map(|value| (write.key().to_owned(), value.to_owned()))
+                .into_iter()
+                .collect();
+            if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+                tracing::error!(
+                    code = %link.code,
+                    %error,
+                    %redis,
+                    "commit failed after the redis write, and redis could not be restored: \
+                     run `shortlink-sidecar resync`"
+                );
+            }
+            return Err(error.into());
+        }
+        Ok(true)
+    }
+
     async fn publish_and_commit(
         &self,
         tx: Box<dyn storage::LinkTx>,
@@ -824,6 +992,8 @@ impl LinkService {
         Ok(resolution)
     }
 }
+
+type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
 
 /// A chunk of a group on its way through [`LinkService::create_chunks`].
 struct ChunkPlan {

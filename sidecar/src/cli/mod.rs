@@ -1,6 +1,7 @@
 //! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `resync`,
-//! `migrate`.
+//! `migrate`, `code-scheme show|adopt`.
 
+mod code_scheme;
 mod export;
 mod import;
 pub mod orphans;
@@ -11,6 +12,7 @@ use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
 
+pub use code_scheme::CodeSchemeCommand;
 pub use export::ExportArgs;
 pub use import::ImportArgs;
 pub use resync::ResyncArgs;
@@ -54,6 +56,12 @@ pub enum Command {
     Consume,
     /// Run the idle-link expiry and raw-visit retention jobs once, and exit.
     Cleanup,
+    /// The code scheme (secret, length, check character) recorded with the data: show it, or
+    /// adopt the configured one on purpose.
+    CodeScheme {
+        #[command(subcommand)]
+        command: CodeSchemeCommand,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -83,6 +91,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Resync(args) => resync::run(&config, args).await,
         Command::Consume => crate::analytics::commands::consume(&config).await,
         Command::Cleanup => crate::analytics::commands::cleanup_once(&config).await,
+        Command::CodeScheme { command } => code_scheme::run(&config, command).await,
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");

@@ -24,6 +24,10 @@ const RESYNC_PAGE: u32 = 1000;
 
 pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let storage = crate::open_storage(config).await?;
+    // The marker it sets names the configured code scheme: it must be the data's.
+    if let Ok(scheme) = config.code_scheme() {
+        crate::code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
+    }
     let projection = crate::open_projection(config)?;
     if let Some(cursor) = args.orphans_from {
         return orphans::resync_step(storage.as_ref(), &projection, cursor).await;
