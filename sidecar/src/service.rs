@@ -200,9 +200,10 @@ pub struct LinkService {
 }
 
 /// Attempts at a generated code whose insert collides, in SQL or in Redis: only possible if the
-/// database's sequence went back (reset, or restored from an older backup), and then a later
-/// number is free.
-const GENERATED_CODE_ATTEMPTS: usize = 3;
+/// database's sequence went back (reset, or restored from an older backup) while nothing moved
+/// it past the numbers issued (the high-water mark, see [`crate::issuer`], was lost too). Each
+/// refused code moves the sequence past it, and the next number is tried.
+const GENERATED_CODE_ATTEMPTS: usize = 32;
 
 /// Idempotency keys deleted per statement.
 const PRUNE_CHUNK: u32 = 10_000;
@@ -496,8 +497,8 @@ impl LinkService {
         }
         // Items whose generated code Redis already held: created again, with fresh codes.
         let mut retry: Vec<(usize, usize)> = Vec::new();
+        let mut refused_rows = Vec::new();
         if !redis_failed && !taken.is_empty() {
-            let mut refused_rows = Vec::new();
             for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
                 for (r, row) in plan.rows.iter().enumerate() {
                     let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
@@ -526,9 +527,6 @@ impl LinkService {
                 self.unpublish(Vec::new(), written).await;
                 return Err(error.into());
             }
-            for code in &refused_rows {
-                self.issuer.skip_past(code).await?;
-            }
         }
         let mut failure = None;
         if redis_failed {
@@ -540,6 +538,10 @@ impl LinkService {
         } else if let Err(error) = tx.commit().await {
             self.unpublish(Vec::new(), written).await;
             failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
+        }
+        // After the transaction: on SQLite the sequence shares its one write connection.
+        for code in &refused_rows {
+            self.issuer.skip_past(code).await?;
         }
         let mut results: Vec<Vec<(i64, ItemOutcome)>> = plans
             .into_iter()
