@@ -43,7 +43,12 @@ impl System {
     /// Starts the sidecar and nginx on a Redis the test already started (for example to put a
     /// proxy between nginx and it, see [`NginxOptions::redis_addr`]).
     pub fn start_on(redis: RedisServer, options: NginxOptions) -> Self {
-        let dir = testkit::temp_dir();
+        Self::start_in(testkit::temp_dir(), redis, options)
+    }
+
+    /// Starts the sidecar and nginx in a state directory the test prepared (for example with a
+    /// restored database at [`System::database_path`]).
+    pub fn start_in(dir: tempfile::TempDir, redis: RedisServer, options: NginxOptions) -> Self {
         let sidecar = Sidecar::start(&dir, &redis);
         let nginx = Nginx::start(&dir, &redis, &sidecar, options);
         System {

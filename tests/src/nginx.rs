@@ -24,6 +24,8 @@ pub struct NginxOptions {
     /// ignores USR2 while the parent that started it is alive. A lifeline-held `sh` stops whichever
     /// master `nginx.pid` names when the test ends; signal the master with [`Nginx::signal_master`].
     pub daemon: bool,
+    /// The module's code secret (hex) instead of the sidecar's [`CODE_SECRET`].
+    pub code_secret: Option<&'static str>,
 }
 
 impl Default for NginxOptions {
@@ -37,6 +39,7 @@ impl Default for NginxOptions {
             workers: 1,
             redis_addr: None,
             daemon: false,
+            code_secret: None,
         }
     }
 }
@@ -62,7 +65,8 @@ impl Nginx {
         let module = prefix.join("ngx_shortlink.so");
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
         let secret = prefix.join("code-secret");
-        std::fs::write(&secret, CODE_SECRET).expect("write the code secret");
+        std::fs::write(&secret, options.code_secret.unwrap_or(CODE_SECRET))
+            .expect("write the code secret");
 
         let redirect_port = free_port();
         let api_port = free_port();
