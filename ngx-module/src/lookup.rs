@@ -317,12 +317,14 @@ mod tests {
 
     #[test]
     fn a_miss_is_a_404_only_under_the_markers_own_scheme() {
-        let miss = |marker: &str| {
-            Frame::Array(vec![Frame::Null, Frame::Bulk(marker.as_bytes().to_vec())])
-        };
+        let miss =
+            |marker: &str| Frame::Array(vec![Frame::Null, Frame::Bulk(marker.as_bytes().to_vec())]);
         let ours = format!("1700000000000 {OURS}");
         assert!(matches!(interpret(miss(&ours)), Resolution::Missing));
-        assert!(matches!(interpret_as(miss(&ours), true), Resolution::Missing));
+        assert!(matches!(
+            interpret_as(miss(&ours), true),
+            Resolution::Missing
+        ));
         let theirs = "1700000000000 v1-L6-c1-fedcba9876543210";
         for bad_check in [false, true] {
             assert_eq!(
@@ -331,7 +333,10 @@ mod tests {
             );
         }
         // A marker without a fingerprint vouches only for codes that passed the check.
-        assert!(matches!(interpret(miss("1700000000000")), Resolution::Missing));
+        assert!(matches!(
+            interpret(miss("1700000000000")),
+            Resolution::Missing
+        ));
         assert_eq!(
             failure(interpret_as(miss("1700000000000"), true)),
             Some(RedisError::SchemeMismatch)

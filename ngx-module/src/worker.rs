@@ -166,7 +166,8 @@ impl Worker {
             return;
         }
         let was = std::mem::replace(&mut self.scheme, state);
-        let found = String::from_utf8_lossy(crate::scheme::marker_fingerprint(marker).unwrap_or(marker));
+        let found =
+            String::from_utf8_lossy(crate::scheme::marker_fingerprint(marker).unwrap_or(marker));
         // SAFETY: `ngx_cycle` is set before any worker code runs; its log outlives requests.
         let log = unsafe { (*ngx_cycle).log };
         if state == SchemeState::Mismatching {

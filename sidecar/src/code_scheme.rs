@@ -109,7 +109,10 @@ pub async fn check_redis(
             return Ok(());
         }
     };
-    match value.as_deref().and_then(crate::projection_marker::marker_fingerprint) {
+    match value
+        .as_deref()
+        .and_then(crate::projection_marker::marker_fingerprint)
+    {
         Some(found) if found != scheme.fingerprint() => {
             Err(SchemeCheckError::Mismatch(mismatch_message(
                 "Redis's projection marker was set under",

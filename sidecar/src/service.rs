@@ -370,7 +370,10 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             }
-            if self.publish_new_and_commit(tx, &link, alias.is_some()).await? {
+            if self
+                .publish_new_and_commit(tx, &link, alias.is_some())
+                .await?
+            {
                 return Ok(Created::New(link));
             }
             if alias.is_some() {
@@ -559,10 +562,8 @@ impl LinkService {
             })
             .collect();
         if !retry.is_empty() {
-            let items: Vec<(i64, NewLink)> = retry
-                .iter()
-                .map(|&(c, at)| chunks[c][at].clone())
-                .collect();
+            let items: Vec<(i64, NewLink)> =
+                retry.iter().map(|&(c, at)| chunks[c][at].clone()).collect();
             let outcomes = match failure {
                 Some(failure) => items
                     .iter()
@@ -750,7 +751,7 @@ impl LinkService {
     /// left behind is an orphan `resync` removes.
     async fn unpublish(
         &self,
-        in_flight: Vec<tokio::task::JoinHandle<Result<Vec<(String, String)>, ProjectionError>>>,
+        in_flight: Vec<ChunkWrite>,
         mut written: Vec<(String, String)>,
     ) {
         let mut taken = HashSet::new();
@@ -996,6 +997,9 @@ impl LinkService {
 }
 
 type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
+
+/// A chunk's Redis write in flight: the keys its `SET NX` found taken, with their values.
+type ChunkWrite = tokio::task::JoinHandle<Result<Vec<(String, String)>, ProjectionError>>;
 
 /// A chunk of a group on its way through [`LinkService::create_chunks`].
 struct ChunkPlan {

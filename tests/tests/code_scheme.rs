@@ -43,7 +43,10 @@ fn a_module_with_another_secret_never_answers_404_to_a_valid_code() {
     assert_eq!(location(&response), "https://example.com/missing");
 
     let after = system.nginx.counters();
-    assert!(after["scheme_mismatch"] > before["scheme_mismatch"], "{after:?}");
+    assert!(
+        after["scheme_mismatch"] > before["scheme_mismatch"],
+        "{after:?}"
+    );
     assert!(after["fallbacks"] > before["fallbacks"], "{after:?}");
     assert_eq!(after["check_rejects"], before["check_rejects"]);
     let logged = system.nginx.error_log_lines("names code scheme");
@@ -61,7 +64,10 @@ fn without_a_fallback_a_scheme_mismatch_is_a_503_not_a_404() {
     });
     let code = system.create(json!({"url": "https://example.com/x"}));
     system.redis.cli(&["DEL", &format!("sl:c:{code}")]);
-    assert_eq!(system.nginx.get("s1.test", &format!("/{code}")).status(), 503);
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        503
+    );
     assert_eq!(system.nginx.counters()["scheme_mismatch"], 1);
 }
 

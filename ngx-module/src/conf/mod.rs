@@ -110,7 +110,8 @@ impl MainConf {
                     .into(),
             )),
         };
-        let scheme = CodeScheme::new(secret, length, check).map_err(|e| ConfError(e.to_string()))?;
+        let scheme =
+            CodeScheme::new(secret, length, check).map_err(|e| ConfError(e.to_string()))?;
         self.expected_scheme =
             crate::scheme::Expected::new(scheme.fingerprint(), self.secret.is_some());
         self.scheme = Some(scheme);

@@ -17,9 +17,11 @@ pub struct BackupArgs {
 
 pub async fn run(config: &Config, args: BackupArgs) -> Result<(), BoxError> {
     if Backend::from_url(&config.database_url) != Some(Backend::Sqlite) {
-        return Err("backup copies SQLite databases; for PostgreSQL use pg_dump \
+        return Err(
+            "backup copies SQLite databases; for PostgreSQL use pg_dump \
                     (see docs/BACKUP.md)"
-            .into());
+                .into(),
+        );
     }
     if args.to.exists() {
         return Err(format!("{} exists already", args.to.display()).into());

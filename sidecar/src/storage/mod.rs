@@ -379,8 +379,12 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Records a setting unless one is recorded; returns the value recorded now (ours, or the
     /// one a concurrent first start recorded).
-    async fn init_setting(&self, name: &str, value: &str, now: DateTime<Utc>)
-        -> StorageResult<String>;
+    async fn init_setting(
+        &self,
+        name: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<String>;
 
     /// Records a setting, replacing any.
     async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()>;

@@ -103,7 +103,10 @@ async fn a_wrong_secret_refuses_to_start_and_writes_nothing(backend: Backend) {
     let app = spawn_app(backend).await;
     app.create_code("https://a.example/1").await;
     let before = snapshot(&app).await;
-    let recorded = before.scheme.clone().expect("fingerprint recorded on first start");
+    let recorded = before
+        .scheme
+        .clone()
+        .expect("fingerprint recorded on first start");
     assert_eq!(recorded, app.scheme.fingerprint());
     assert!(!recorded.contains(&SECRET_HEX[..16]), "{recorded}");
 
@@ -112,7 +115,12 @@ async fn a_wrong_secret_refuses_to_start_and_writes_nothing(backend: Backend) {
     let secret_file = dir.path().join("code-secret");
     std::fs::write(&secret_file, format!("{OTHER_SECRET}\n")).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-        .args(["--listen", "127.0.0.1:0", "--database-url", &app.database_url])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &app.database_url,
+        ])
         .args(["--redis-url", &app.redis.url(), "--redis-timeout", "500ms"])
         .arg("--code-secret-file")
         .arg(&secret_file)
@@ -130,8 +138,15 @@ async fn a_wrong_secret_refuses_to_start_and_writes_nothing(backend: Backend) {
     ] {
         assert!(stderr.contains(needle), "{needle:?} missing in: {stderr}");
     }
-    assert!(!stderr.contains(OTHER_SECRET), "the secret leaked: {stderr}");
-    assert_eq!(snapshot(&app).await, before, "a refused start wrote something");
+    assert!(
+        !stderr.contains(OTHER_SECRET),
+        "the secret leaked: {stderr}"
+    );
+    assert_eq!(
+        snapshot(&app).await,
+        before,
+        "a refused start wrote something"
+    );
 
     // Another code length is refused the same way, naming it.
     let error = restart(&app, SECRET_HEX, &["--code-length", "7"])
@@ -155,7 +170,9 @@ async fn a_redis_marked_by_another_scheme_is_refused(backend: Backend) {
         value.ends_with(&format!(" {}", app.scheme.fingerprint())),
         "the marker carries the fingerprint: {value}"
     );
-    restart(&app, SECRET_HEX, &[]).await.expect("our own marker");
+    restart(&app, SECRET_HEX, &[])
+        .await
+        .expect("our own marker");
     let _: () = app
         .redis()
         .await
@@ -221,7 +238,10 @@ async fn adopting_another_scheme_refuses_while_generated_links_exist(backend: Ba
 async fn create_links(api: &ApiAt<'_>, tag: &str) -> Vec<(String, String)> {
     let mut codes = api.batch(tag, 4).await;
     for i in 0..3 {
-        codes.push(api.create(&format!("https://{tag}.example/single/{i}")).await);
+        codes.push(
+            api.create(&format!("https://{tag}.example/single/{i}"))
+                .await,
+        );
     }
     let mut links = Vec::new();
     for code in codes {
