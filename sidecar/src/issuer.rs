@@ -12,7 +12,7 @@
 //! still refuses any code Redis holds, see [`crate::service`].)
 
 use crate::projection::{Projection, ProjectionError};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, RESTORED_BEHIND_REDIS_SETTING};
 use shortcode::{CodeScheme, SchemeError};
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -107,6 +107,14 @@ impl Issuer {
                  older backup?): moving it up to the high-water mark kept in Redis"
             );
             self.storage.raise_sequence(mark).await?;
+            // So that `resync` does not take the sent links SQL lacks for orphans.
+            self.storage
+                .set_setting(
+                    RESTORED_BEHIND_REDIS_SETTING,
+                    &mark.to_string(),
+                    crate::storage::now(),
+                )
+                .await?;
             start = self.storage.lease_sequence_block(size).await?;
         }
         self.projection
@@ -118,6 +126,9 @@ impl Issuer {
     /// Moves past a number whose code Redis already holds (the database is behind), here and
     /// in the database.
     pub async fn skip_past(&self, code: &str) -> Result<(), StorageError> {
+        self.storage
+            .set_setting(RESTORED_BEHIND_REDIS_SETTING, code, crate::storage::now())
+            .await?;
         match self.scheme.decode(code) {
             Some(sequence) => self.raise_sequence(sequence.saturating_add(1)).await,
             None => Ok(()),

@@ -749,11 +749,7 @@ impl LinkService {
     /// record it wrote, each only if it still holds the value written (keys a `SET NX` found
     /// taken are not the group's, and a write's outcome may be unknown). Best effort; what is
     /// left behind is an orphan `resync` removes.
-    async fn unpublish(
-        &self,
-        in_flight: Vec<ChunkWrite>,
-        mut written: Vec<(String, String)>,
-    ) {
+    async fn unpublish(&self, in_flight: Vec<ChunkWrite>, mut written: Vec<(String, String)>) {
         let mut taken = HashSet::new();
         for write in in_flight {
             if let Ok(Ok(refused)) = write.await {

@@ -389,6 +389,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Records a setting, replacing any.
     async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()>;
 
+    async fn delete_setting(&self, name: &str) -> StorageResult<()>;
+
+    /// The next sequence number a lease would start at.
+    async fn sequence_next(&self) -> StorageResult<u64>;
+
     /// Makes `rows` ready for [`LinkTx::insert_links`] on this backend (no I/O).
     fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows>;
 
@@ -483,6 +488,11 @@ pub trait LinkTx: Send {
 
 /// The setting holding the code scheme's fingerprint ([`shortcode::CodeScheme::fingerprint`]).
 pub const CODE_SCHEME_SETTING: &str = "code_scheme";
+
+/// Set (to the high-water mark found) when a lease found the database's sequence behind Redis's
+/// mark, i.e. the database was restored older than Redis: Redis may hold sent links SQL lacks,
+/// which `resync` must not take for orphans. Cleared by `resync --remove-orphans-after-restore`.
+pub const RESTORED_BEHIND_REDIS_SETTING: &str = "restored_behind_redis";
 
 /// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
 /// checked on the way out.

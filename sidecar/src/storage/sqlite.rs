@@ -412,6 +412,24 @@ impl Storage for SqliteStorage {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn delete_setting(&self, name: &str) -> StorageResult<()> {
+        sqlx::query("DELETE FROM settings WHERE name = ?1")
+            .bind(name)
+            .execute(&*self.writer)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(())
+    }
+
+    async fn sequence_next(&self) -> StorageResult<u64> {
+        let next: i64 =
+            sqlx::query_scalar("SELECT next_value FROM sequence_blocks WHERE name = 'links'")
+                .fetch_one(&*self.writer)
+                .await
+                .map_err(StorageError::classify)?;
+        u64::try_from(next).map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))
+    }
+
     async fn setting(&self, name: &str) -> StorageResult<Option<String>> {
         sqlx::query_scalar("SELECT value FROM settings WHERE name = ?1")
             .bind(name)

@@ -372,6 +372,20 @@ async fn older_database_scenario(backend: Backend, keep_mark: bool) {
             "{code} was issued twice"
         );
     }
+    // `resync` rewrites SQL's links but does not take the newer ones for orphans...
+    app.run_cli(&["resync"]).await;
+    for (code, value) in older.iter().chain(&newer).chain(&fresh) {
+        assert_eq!(app.redis_get(code).await.as_ref(), Some(value), "{code}");
+    }
+    // ...unless told to (they stop working).
+    app.run_cli(&["resync", "--remove-orphans-after-restore"])
+        .await;
+    for (code, _) in &newer {
+        assert_eq!(app.redis_get(code).await, None, "{code}");
+    }
+    for (code, value) in older.iter().chain(&fresh) {
+        assert_eq!(app.redis_get(code).await.as_ref(), Some(value), "{code}");
+    }
     // The fresh links are in SQL and answer from there too.
     for (code, value) in &fresh {
         let response = app
