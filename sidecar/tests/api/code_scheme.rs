@@ -17,6 +17,7 @@ on_both_backends!(
     adopting_another_scheme_refuses_while_generated_links_exist,
     an_older_database_under_a_newer_redis_never_repoints_a_link,
     without_the_high_water_mark_creates_still_never_overwrite,
+    an_alias_redis_holds_is_taken_and_left_alone,
 );
 
 /// What a refused start must leave exactly as it was.
@@ -406,4 +407,38 @@ async fn an_older_database_under_a_newer_redis_never_repoints_a_link(backend: Ba
 
 async fn without_the_high_water_mark_creates_still_never_overwrite(backend: Backend) {
     older_database_scenario(backend, false).await;
+}
+
+async fn an_alias_redis_holds_is_taken_and_left_alone(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let sent = "1|L|302|0|0|https://sent.example/";
+    let _: () = app
+        .redis()
+        .await
+        .set("sl:c:spring-sale", sent)
+        .await
+        .unwrap();
+    let response = app
+        .post_link(&json!({"url": "https://other.example/", "code": "spring-sale"}))
+        .await;
+    assert_eq!(response.status(), 409);
+    let response = app
+        .post_batch(&json!([
+            {"url": "https://other.example/", "code": "spring-sale"},
+            {"url": "https://b.example/"},
+        ]))
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["results"][0]["error"]["code"], "code_taken", "{body}");
+    assert!(body["results"][1]["link"]["code"].is_string(), "{body}");
+    assert_eq!(app.redis_get("spring-sale").await.as_deref(), Some(sent));
+    assert_eq!(app.stored().await.links, 1);
+
+    // The same link's record already there (a restore): accepted as it is.
+    let same = "1|L|302|0|0|https://same.example/";
+    let _: () = app.redis().await.set("sl:c:same-link", same).await.unwrap();
+    app.create(json!({"url": "https://same.example/", "code": "same-link"}))
+        .await;
+    assert_eq!(app.redis_get("same-link").await.as_deref(), Some(same));
 }
