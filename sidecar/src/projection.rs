@@ -289,8 +289,8 @@ impl Projection {
         let Some(pipe) = create_pipe(std::slice::from_ref(write)) else {
             return Ok(None);
         };
-        let set: Vec<Option<String>> = self.run(&pipe, self.timeout).await?;
-        if set.first().is_some_and(Option::is_some) {
+        let set: Vec<redis::Value> = self.run(&pipe, self.timeout).await?;
+        if set.first().is_some_and(|set| *set != redis::Value::Nil) {
             return Ok(None);
         }
         Ok(Some(self.current_values(&[write.key()]).await?.remove(0)))
@@ -306,12 +306,13 @@ impl Projection {
             return Ok(Vec::new());
         };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        let set: Vec<Option<String>> = self.run(&pipe, allowance).await?;
+        // `OK` or nil per `SET`, read without allocating a string per item.
+        let set: Vec<redis::Value> = self.run(&pipe, allowance).await?;
         let refused: Vec<&str> = writes
             .iter()
             .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
             .zip(&set)
-            .filter(|(_, set)| set.is_none())
+            .filter(|(_, set)| **set == redis::Value::Nil)
             .map(|(write, _)| write.key())
             .collect();
         if refused.is_empty() {
@@ -333,7 +334,7 @@ impl Projection {
     /// never a record another write put there since.
     pub async fn delete_if_unchanged(
         &self,
-        written: &[(String, String)],
+        written: &[(&str, &str)],
     ) -> Result<(), ProjectionError> {
         if written.is_empty() {
             return Ok(());

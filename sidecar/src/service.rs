@@ -542,9 +542,9 @@ impl LinkService {
             }
         };
         if let Err(error) = tx.commit().await {
-            let written: Vec<(String, String)> = written_value(&write)
+            let written: Vec<(&str, &str)> = written_value(&write)
                 .filter(|_| ours)
-                .map(|value| (write.key().to_owned(), value.to_owned()))
+                .map(|value| (write.key(), value))
                 .into_iter()
                 .collect();
             if let Err(redis) = self.projection.delete_if_unchanged(&written).await {

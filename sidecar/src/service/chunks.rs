@@ -91,8 +91,6 @@ impl LinkService {
 
         let mut tx = self.storage.begin().await?;
         let mut redis_writes = Vec::with_capacity(plans.len());
-        // Every record sent, with its value: what a failure deletes again (if still ours).
-        let mut written: Vec<(String, String)> = Vec::new();
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
             let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
             let writes = match inserted.await {
@@ -100,34 +98,19 @@ impl LinkService {
                 Err(error) => {
                     let _ = tx.rollback().await;
                     // Writes already sent for earlier chunks of the group must not stay.
-                    self.unpublish(redis_writes, written).await;
+                    let (sent, taken, _) = join_writes(redis_writes).await;
+                    self.unpublish(&sent, &taken).await;
                     return Err(error);
                 }
             };
-            written.extend(writes.iter().filter_map(|write| {
-                Some((write.key().to_owned(), written_value(write)?.to_owned()))
-            }));
             let projection = Arc::clone(&self.projection);
             redis_writes.push(tokio::spawn(async move {
-                projection.create_chunk(&writes).await
+                let result = projection.create_chunk(&writes).await;
+                (writes, result)
             }));
         }
-        let mut redis_failed = false;
-        // Keys Redis already held (`SET NX` refused), with their values.
-        let mut taken: HashMap<String, String> = HashMap::new();
-        for write in redis_writes {
-            match write.await {
-                Ok(Ok(refused)) => taken.extend(refused),
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "redis write failed; rolling back the chunk");
-                    redis_failed = true;
-                }
-                Err(error) => {
-                    tracing::error!(%error, "redis write task failed");
-                    redis_failed = true;
-                }
-            }
-        }
+        // What was sent, and the keys Redis already held (`SET NX` refused) with their values.
+        let (sent, taken, redis_failed) = join_writes(redis_writes).await;
         // Items whose generated code Redis already held: created again, with fresh codes.
         let mut retry: Vec<(usize, usize)> = Vec::new();
         let mut refused_rows = Vec::new();
@@ -153,11 +136,9 @@ impl LinkService {
                     }
                 }
             }
-            // Never ours to delete, whatever happens next.
-            written.retain(|(key, _)| !taken.contains_key(key));
             if let Err(error) = tx.delete_new_links(&refused_rows).await {
                 let _ = tx.rollback().await;
-                self.unpublish(Vec::new(), written).await;
+                self.unpublish(&sent, &taken).await;
                 return Err(error.into());
             }
         }
@@ -166,10 +147,10 @@ impl LinkService {
             if let Err(rollback) = tx.rollback().await {
                 tracing::warn!(error = %rollback, "rollback failed");
             }
-            self.unpublish(Vec::new(), written).await;
+            self.unpublish(&sent, &taken).await;
             failure = Some(ItemFailure::RedisUnavailable);
         } else if let Err(error) = tx.commit().await {
-            self.unpublish(Vec::new(), written).await;
+            self.unpublish(&sent, &taken).await;
             failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
         }
         // After the transaction: on SQLite the sequence shares its one write connection.
@@ -357,18 +338,16 @@ impl LinkService {
             .collect())
     }
 
-    /// After a group failed: waits for its Redis writes still in flight, then deletes every
-    /// record it wrote, each only if it still holds the value written (keys a `SET NX` found
-    /// taken are not the group's, and a write's outcome may be unknown). Best effort; what is
-    /// left behind is an orphan `resync` removes.
-    async fn unpublish(&self, in_flight: Vec<ChunkWrite>, mut written: Vec<(String, String)>) {
-        let mut taken = HashSet::new();
-        for write in in_flight {
-            if let Ok(Ok(refused)) = write.await {
-                taken.extend(refused.into_iter().map(|(key, _)| key));
-            }
-        }
-        written.retain(|(key, _)| !taken.contains(key));
+    /// After a group failed: deletes every record it sent, each only if it still holds the value
+    /// sent (a write's outcome may be unknown), and never a key its `SET NX` found `taken`. Best
+    /// effort; what is left behind is an orphan `resync` removes.
+    async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, String>) {
+        let written: Vec<(&str, &str)> = sent
+            .iter()
+            .flatten()
+            .filter(|write| !taken.contains_key(write.key()))
+            .filter_map(|write| Some((write.key(), written_value(write)?)))
+            .collect();
         if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
             tracing::error!(
                 %redis,
@@ -379,10 +358,43 @@ impl LinkService {
     }
 }
 
+/// Waits for a group's Redis writes: the records each chunk sent, the keys `SET NX` found taken
+/// (with their values), and whether any write failed. A write task that panicked took its
+/// records with it: any it wrote are orphans for `resync`.
+async fn join_writes(
+    in_flight: Vec<ChunkWrite>,
+) -> (Vec<Vec<RecordWrite>>, HashMap<String, String>, bool) {
+    let mut sent = Vec::with_capacity(in_flight.len());
+    let mut taken = HashMap::new();
+    let mut failed = false;
+    for write in in_flight {
+        match write.await {
+            Ok((writes, Ok(refused))) => {
+                taken.extend(refused);
+                sent.push(writes);
+            }
+            Ok((writes, Err(error))) => {
+                tracing::warn!(%error, "redis write failed; rolling back the chunk");
+                failed = true;
+                sent.push(writes);
+            }
+            Err(error) => {
+                tracing::error!(%error, "redis write task failed");
+                failed = true;
+            }
+        }
+    }
+    (sent, taken, failed)
+}
+
 type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
 
-/// A chunk's Redis write in flight: the keys its `SET NX` found taken, with their values.
-type ChunkWrite = tokio::task::JoinHandle<Result<Vec<(String, String)>, ProjectionError>>;
+/// A chunk's Redis write in flight: gives back its records, and the keys its `SET NX` found
+/// taken, with their values.
+type ChunkWrite = tokio::task::JoinHandle<(
+    Vec<RecordWrite>,
+    Result<Vec<(String, String)>, ProjectionError>,
+)>;
 
 /// A chunk of a group on its way through [`LinkService::create_chunks`].
 struct ChunkPlan {
