@@ -69,19 +69,22 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     let Some(scheme) = &mcf.scheme else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
-    match scheme.shape(code) {
-        Shape::Generated | Shape::Alias => {}
-        Shape::BadCheck => {
+    let bad_check = match scheme.shape(code) {
+        Shape::Generated | Shape::Alias => false,
+        // Only while the projection marker names this module's scheme: under another secret
+        // valid codes fail the check (crate::scheme).
+        Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
             bump(mcf, Counter::CheckRejects);
             return not_found(mcf);
         }
+        Shape::BadCheck => true,
         Shape::Invalid => {
             bump(mcf, Counter::Invalid);
             return not_found(mcf);
         }
-    }
+    };
     bump(mcf, Counter::CacheMisses);
-    lookup::start(r, mcf, lcf, code)
+    lookup::start(r, mcf, lcf, code, bad_check)
 }
 
 fn not_found(mcf: &MainConf) -> ngx_int_t {

@@ -16,6 +16,7 @@ mod lookup;
 pub mod redis;
 pub mod request;
 mod respond;
+mod scheme;
 mod status;
 mod variables;
 mod worker;

@@ -21,6 +21,7 @@ use crate::record::{self, Link};
 use crate::redis::resp::Frame;
 use crate::redis::RedisError;
 use crate::respond::{self, Outcome};
+use crate::scheme::{self, SchemeState};
 use crate::{ffi, worker};
 
 /// What Redis said about a code, decoded.
@@ -75,11 +76,14 @@ impl CodeBuf {
 }
 
 /// Starts the lookup of `code` and returns what the content handler should return.
+/// `bad_check`: the code's check character failed under this module's scheme (looked up only
+/// because the projection marker has not shown that scheme to be the sidecar's).
 pub fn start(
     r: &mut ngx_http_request_t,
     mcf: &'static MainConf,
     lcf: &'static LocConf,
     code: &[u8],
+    bad_check: bool,
 ) -> ngx_int_t {
     let Some(owned) = CodeBuf::new(code) else {
         return respond::answer(r, mcf, lcf, Outcome::Missing);
@@ -98,7 +102,7 @@ pub fn start(
     // until finish() finalizes it (nginx's r->main->count++).
     unsafe { (*r.main).set_count((*r.main).count() + 1) };
 
-    let task = spawn(run(r, ctx, mcf, lcf, owned));
+    let task = spawn(run(r, ctx, mcf, lcf, owned, bad_check));
     // SAFETY: `ctx` was just allocated in the live request's pool.
     let ctx = unsafe { &*ctx };
     ctx.in_handler.set(false);
@@ -120,8 +124,9 @@ async fn run(
     mcf: &'static MainConf,
     lcf: &'static LocConf,
     code: CodeBuf,
+    bad_check: bool,
 ) {
-    let resolution = CatchUnwind(pin!(resolve(mcf, lcf, &code)))
+    let resolution = CatchUnwind(pin!(resolve(mcf, lcf, &code, bad_check)))
         .await
         .unwrap_or(Resolution::Failed(RedisError::Protocol));
     // SAFETY: the context lives in the request pool. The request is alive: we hold a reference
@@ -161,7 +166,7 @@ fn finish(
     }
 }
 
-async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Resolution {
+async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool) -> Resolution {
     let reply = match worker::with(mcf, |w| w.lookup(code.as_bytes())) {
         Some(Ok(reply)) => reply,
         Some(Err(why)) => return Resolution::Failed(why),
@@ -170,7 +175,15 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Resolution {
     let resolution = match deadline(reply, lcf.timeout_ms()).await {
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
-        Ok(Ok(frame)) => interpret(frame),
+        Ok(Ok(frame)) => {
+            let (resolution, marker) = interpret(frame, &mcf.expected_scheme, bad_check);
+            if let Some((state, value)) = marker {
+                worker::with(mcf, |w| {
+                    w.observe_scheme(state, mcf.expected_scheme.as_str(), &value)
+                });
+            }
+            resolution
+        }
     };
     let cached = match &resolution {
         Resolution::Link(link) => Some(Cached::Link(link.clone())),
@@ -184,24 +197,44 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Resolution {
     resolution
 }
 
-/// Reads the reply to `MGET sl:c:<code> sl:meta:projection`. A record is served whatever the
-/// marker says; a missing record is only a 404 while the marker proves Redis holds every link.
-fn interpret(reply: Frame) -> Resolution {
+/// Reads the reply to `MGET sl:c:<code> sl:meta:projection`, and the state the marker puts this
+/// worker's code scheme in (with the marker's value, for the log). A record is served whatever
+/// the marker says; a missing record is only a 404 while the marker proves Redis holds every
+/// link, and names this module's scheme (or, from a sidecar that publishes none, the code passed
+/// the check character).
+fn interpret(
+    reply: Frame,
+    expected: &scheme::Expected,
+    bad_check: bool,
+) -> (Resolution, Option<(SchemeState, Vec<u8>)>) {
     let Frame::Array(items) = reply else {
-        return Resolution::Failed(match reply {
+        let why = match reply {
             Frame::Error(_) => RedisError::ErrorReply,
             _ => RedisError::BadValue,
-        });
+        };
+        return (Resolution::Failed(why), None);
     };
-    match <[Frame; 2]>::try_from(items) {
-        Ok([Frame::Bulk(value), _]) => match record::decode(&value) {
+    let [record, marker] = match <[Frame; 2]>::try_from(items) {
+        Ok(pair) => pair,
+        Err(_) => return (Resolution::Failed(RedisError::BadValue), None),
+    };
+    let marker = match marker {
+        Frame::Bulk(value) => Some((scheme::state_of(&value, expected), value)),
+        _ => None,
+    };
+    let state = marker.as_ref().map(|(state, _)| *state);
+    let resolution = match (record, state) {
+        (Frame::Bulk(value), _) => match record::decode(&value) {
             Ok(link) => Resolution::Link(link),
             Err(_) => Resolution::Failed(RedisError::BadValue),
         },
-        Ok([Frame::Null, Frame::Null]) => Resolution::Failed(RedisError::Unprojected),
-        Ok([Frame::Null, _]) => Resolution::Missing,
+        (Frame::Null, None) => Resolution::Failed(RedisError::Unprojected),
+        (Frame::Null, Some(SchemeState::Matching)) => Resolution::Missing,
+        (Frame::Null, Some(SchemeState::Unknown)) if !bad_check => Resolution::Missing,
+        (Frame::Null, Some(_)) => Resolution::Failed(RedisError::SchemeMismatch),
         _ => Resolution::Failed(RedisError::BadValue),
-    }
+    };
+    (resolution, marker)
 }
 
 /// `fut`'s output, or `Err(())` once `ms` milliseconds have passed.
@@ -245,6 +278,16 @@ mod tests {
         ])
     }
 
+    const OURS: &str = "v1-L6-c1-0123456789abcdef";
+
+    fn interpret(reply: Frame) -> Resolution {
+        interpret_as(reply, false)
+    }
+
+    fn interpret_as(reply: Frame, bad_check: bool) -> Resolution {
+        super::interpret(reply, &scheme::Expected::new(OURS, true), bad_check).0
+    }
+
     fn failure(resolution: Resolution) -> Option<RedisError> {
         match resolution {
             Resolution::Failed(why) => Some(why),
@@ -270,6 +313,40 @@ mod tests {
             failure(interpret(reply(None, false))),
             Some(RedisError::Unprojected)
         );
+    }
+
+    #[test]
+    fn a_miss_is_a_404_only_under_the_markers_own_scheme() {
+        let miss =
+            |marker: &str| Frame::Array(vec![Frame::Null, Frame::Bulk(marker.as_bytes().to_vec())]);
+        let ours = format!("1700000000000 {OURS}");
+        assert!(matches!(interpret(miss(&ours)), Resolution::Missing));
+        assert!(matches!(
+            interpret_as(miss(&ours), true),
+            Resolution::Missing
+        ));
+        let theirs = "1700000000000 v1-L6-c1-fedcba9876543210";
+        for bad_check in [false, true] {
+            assert_eq!(
+                failure(interpret_as(miss(theirs), bad_check)),
+                Some(RedisError::SchemeMismatch)
+            );
+        }
+        // A marker without a fingerprint vouches only for codes that passed the check.
+        assert!(matches!(
+            interpret(miss("1700000000000")),
+            Resolution::Missing
+        ));
+        assert_eq!(
+            failure(interpret_as(miss("1700000000000"), true)),
+            Some(RedisError::SchemeMismatch)
+        );
+        // A record is served under any scheme.
+        let hit = Frame::Array(vec![
+            Frame::Bulk(b"1|L|302|0|0|https://example.com/".to_vec()),
+            Frame::Bulk(theirs.as_bytes().to_vec()),
+        ]);
+        assert!(matches!(interpret_as(hit, true), Resolution::Link(_)));
     }
 
     #[test]

@@ -73,6 +73,7 @@ fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisE
         match why {
             RedisError::Timeout => Counter::RedisTimeouts,
             RedisError::Unprojected => Counter::ProjectionMissing,
+            RedisError::SchemeMismatch => Counter::SchemeMismatch,
             _ => Counter::RedisErrors,
         },
     );

@@ -43,6 +43,10 @@ pub enum Counter {
     RedisTimeouts,
     /// Lookups that found neither the link nor the projection marker (Redis lost its data).
     ProjectionMissing,
+    /// Lookups that found no link while the projection marker did not vouch for this module's
+    /// code scheme (code secret, length or check character differ from the sidecar's): sent to
+    /// the fallback (or 503) instead of 404.
+    SchemeMismatch,
     Fallbacks,
     /// 503 answers (Redis failed and no fallback).
     Unavailable,
@@ -59,7 +63,7 @@ pub enum Counter {
     EventsBuffered,
 }
 
-const COUNT: usize = 19;
+const COUNT: usize = 20;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -74,6 +78,7 @@ const NAMES: [&str; COUNT] = [
     "redis_errors",
     "redis_timeouts",
     "projection_missing",
+    "scheme_mismatch",
     "fallbacks",
     "unavailable",
     "events_queued",

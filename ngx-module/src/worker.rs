@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use nginx_sys::{
     ngx_add_timer, ngx_cycle, ngx_del_timer, ngx_delete_posted_event, ngx_event_t, ngx_post_event,
-    ngx_posted_events,
+    ngx_posted_events, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
+use ngx::ngx_log_error;
 
 use crate::cache::{Cache, Cached};
 use crate::conf::MainConf;
@@ -18,6 +19,7 @@ use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
 use crate::redis::{Pool, RedisError, Reply};
 use crate::request::host::PoolMemo;
+use crate::scheme::SchemeState;
 use crate::status::Counter;
 
 /// Redis key prefix of link records (docs/ARCHITECTURE.md).
@@ -42,6 +44,8 @@ pub struct Worker {
     /// way it writes the batch. Boxed: nginx's timer tree and posted queue point into it.
     flush: Box<ngx_event_t>,
     flush_ms: u64,
+    /// What the last projection marker said about this worker's code scheme.
+    scheme: SchemeState,
 }
 
 thread_local! {
@@ -91,6 +95,7 @@ impl Worker {
             batch: Batch::default(),
             flush: flush_event(),
             flush_ms: mcf.events_flush_ms(),
+            scheme: SchemeState::Unknown,
         }
     }
 
@@ -146,6 +151,41 @@ impl Worker {
             .as_mut()
             .ok_or(RedisError::Unavailable)?
             .request(&[&[b"MGET"], &[KEY_PREFIX, code], &[PROJECTION_MARKER]])
+    }
+
+    /// Whether the check character may reject a code without a lookup: only while the marker
+    /// names this worker's code scheme.
+    pub fn trusts_check(&self) -> bool {
+        self.scheme == SchemeState::Matching
+    }
+
+    /// Takes the state a lookup's marker gave; says so in the error log when it changes to or
+    /// from a mismatch (once per change, not per request).
+    pub fn observe_scheme(&mut self, state: SchemeState, expected: &str, marker: &[u8]) {
+        if state == self.scheme {
+            return;
+        }
+        let was = std::mem::replace(&mut self.scheme, state);
+        let found =
+            String::from_utf8_lossy(crate::scheme::marker_fingerprint(marker).unwrap_or(marker));
+        // SAFETY: `ngx_cycle` is set before any worker code runs; its log outlives requests.
+        let log = unsafe { (*ngx_cycle).log };
+        if state == SchemeState::Mismatching {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                log,
+                "shortlink: the projection marker names code scheme {found}, this module is \
+                 configured for {expected}: check characters are not trusted and unknown codes \
+                 go to the fallback (or 503) instead of 404; give nginx the sidecar's code \
+                 secret file, shortlink_code_length and shortlink_code_check"
+            );
+        } else if was == SchemeState::Mismatching {
+            ngx_log_error!(
+                NGX_LOG_NOTICE,
+                log,
+                "shortlink: the projection marker names this module's code scheme again ({found})"
+            );
+        }
     }
 
     pub fn remember(&mut self, code: &[u8], value: Cached, now_ms: u64) {

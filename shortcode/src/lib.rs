@@ -90,6 +90,7 @@ pub struct CodeScheme {
     check: bool,
     permutation: Feistel,
     check_key: [u8; 16],
+    fingerprint: String,
 }
 
 impl fmt::Debug for CodeScheme {
@@ -118,7 +119,16 @@ impl CodeScheme {
             check,
             permutation: Feistel::new(derive_key(secret, b"permutation"), capacity),
             check_key: derive_key(secret, b"check"),
+            fingerprint: fingerprint(secret, body_len, check),
         })
+    }
+
+    /// What every code of this scheme depends on, safe to store and publish:
+    /// `v1-L<body_len>-c<0|1>-<16 hex digits>`. The parameters are in clear so a mismatch can say
+    /// which one differs; the hex part is a domain-separated hash of the secret (never the secret,
+    /// never a key the scheme uses). See [`fingerprint_difference`].
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     pub fn body_len(&self) -> u8 {
@@ -222,6 +232,42 @@ fn derive_key(secret: &[u8], purpose: &[u8]) -> [u8; 16] {
     let mut key = [0u8; 16];
     key.copy_from_slice(&digest[..16]);
     key
+}
+
+/// Version of the code scheme in fingerprints: bumped if encoding or checking ever changes.
+pub const SCHEME_VERSION: &str = "v1";
+
+fn fingerprint(secret: &[u8], body_len: u8, check: bool) -> String {
+    let digest = Sha256::new()
+        .chain_update(b"shortlink/v1/fingerprint")
+        .chain_update([0u8])
+        .chain_update(secret)
+        .finalize();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{SCHEME_VERSION}-L{body_len}-c{}-{hex}", u8::from(check))
+}
+
+/// Which parts of two fingerprints differ, for an error message: e.g. `"code secret"`,
+/// `"code length (6 / 7)"`. Empty if they are equal.
+pub fn fingerprint_difference(expected: &str, found: &str) -> Vec<String> {
+    let parts = |text: &str| -> [String; 4] {
+        let mut it = text.splitn(4, '-').map(str::to_owned);
+        std::array::from_fn(|_| it.next().unwrap_or_default())
+    };
+    let (a, b) = (parts(expected), parts(found));
+    let names = [
+        "scheme version",
+        "code length",
+        "check character",
+        "code secret",
+    ];
+    (0..4)
+        .filter(|&i| a[i] != b[i])
+        .map(|i| match i {
+            3 => names[i].to_owned(),
+            _ => format!("{} ({} / {})", names[i], a[i], b[i]),
+        })
+        .collect()
 }
 
 /// Parses a secret written as hexadecimal (the form used in config files and the environment).

@@ -175,3 +175,31 @@ proptest! {
         prop_assert!(accepted < 110, "{} of 4000 random probes accepted", accepted);
     }
 }
+
+#[test]
+fn fingerprints_name_what_differs_and_never_the_secret() {
+    let secret = [7u8; 32];
+    let a = CodeScheme::new(&secret, 6, true).unwrap();
+    let fp = a.fingerprint();
+    assert!(fp.starts_with("v1-L6-c1-"), "{fp}");
+    assert_eq!(fp.len(), "v1-L6-c1-".len() + 16);
+    assert!(!fp.contains(&"07".repeat(8)));
+    assert_eq!(CodeScheme::new(&secret, 6, true).unwrap().fingerprint(), fp);
+    assert!(fingerprint_difference(fp, fp).is_empty());
+
+    let other_secret = CodeScheme::new(&[8u8; 32], 6, true).unwrap();
+    assert_eq!(
+        fingerprint_difference(fp, other_secret.fingerprint()),
+        ["code secret"]
+    );
+    let longer = CodeScheme::new(&secret, 7, true).unwrap();
+    assert_eq!(
+        fingerprint_difference(fp, longer.fingerprint()),
+        ["code length (L6 / L7)"]
+    );
+    let unchecked = CodeScheme::new(&secret, 6, false).unwrap();
+    assert_eq!(
+        fingerprint_difference(fp, unchecked.fingerprint()),
+        ["check character (c1 / c0)"]
+    );
+}

@@ -261,6 +261,14 @@ impl Config {
         shortcode::parse_hex_secret(&hex).map_err(ConfigError::Scheme)
     }
 
+    /// Where the code secret comes from, for error messages (never the secret).
+    pub fn secret_source(&self) -> String {
+        match &self.code_secret_file {
+            Some(path) => format!("--code-secret-file {}", path.display()),
+            None => "--code-secret (SHORTLINK_CODE_SECRET)".to_owned(),
+        }
+    }
+
     /// The code scheme shared with the nginx module.
     pub fn code_scheme(&self) -> Result<shortcode::CodeScheme, ConfigError> {
         shortcode::CodeScheme::new(&self.code_secret()?, self.code_length, self.code_check)

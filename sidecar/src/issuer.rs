@@ -4,8 +4,15 @@
 //! A lease is one atomic `UPDATE ... RETURNING`, so processes sharing a database never get
 //! overlapping blocks, and issuing a code inside a block costs no I/O. A crash loses at most the
 //! unused rest of the block, and of the batch reserve ([`BATCH_RESERVE`]).
+//!
+//! The database can be restored from a backup older than the codes already sent, and would then
+//! lease their numbers again. So every lease also raises a high-water mark in Redis
+//! ([`crate::projection::ISSUED_MARK_KEY`]), which a restored database cannot lower, and first
+//! moves the database's sequence up to it. (Redis restored older, or lost: the creates' `SET NX`
+//! still refuses any code Redis holds, see [`crate::service`].)
 
-use crate::storage::{Storage, StorageError};
+use crate::projection::{Projection, ProjectionError};
+use crate::storage::{Storage, StorageError, RESTORED_BEHIND_REDIS_SETTING};
 use shortcode::{CodeScheme, SchemeError};
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -16,11 +23,15 @@ pub enum IssueError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Exhausted(#[from] SchemeError),
+    /// The high-water mark could not be read or raised; a create could not be written anyway.
+    #[error(transparent)]
+    Redis(#[from] ProjectionError),
 }
 
 pub struct Issuer {
     scheme: CodeScheme,
     storage: Arc<dyn Storage>,
+    projection: Arc<Projection>,
     block_size: u64,
     block: Mutex<Block>,
     /// Numbers leased for batches and not yet used: batch groups take theirs from here.
@@ -40,10 +51,16 @@ struct Block {
 }
 
 impl Issuer {
-    pub fn new(scheme: CodeScheme, storage: Arc<dyn Storage>, block_size: u64) -> Self {
+    pub fn new(
+        scheme: CodeScheme,
+        storage: Arc<dyn Storage>,
+        projection: Arc<Projection>,
+        block_size: u64,
+    ) -> Self {
         Self {
             scheme,
             storage,
+            projection,
             block_size: block_size.max(1),
             block: Mutex::new(Block::default()),
             reserve: Mutex::new(Block::default()),
@@ -56,10 +73,10 @@ impl Issuer {
 
     /// The next sequence number; leases a new block when the current one is used up. Holding the
     /// lock across the lease makes concurrent callers wait for one lease instead of taking several.
-    pub async fn next_sequence(&self) -> Result<u64, StorageError> {
+    pub async fn next_sequence(&self) -> Result<u64, IssueError> {
         let mut block = self.block.lock().await;
         if block.next >= block.end {
-            let start = self.storage.lease_sequence_block(self.block_size).await?;
+            let start = self.lease(self.block_size).await?;
             *block = Block {
                 next: start,
                 end: start.saturating_add(self.block_size),
@@ -74,6 +91,48 @@ impl Issuer {
     pub async fn next_code(&self) -> Result<String, IssueError> {
         let sequence = self.next_sequence().await?;
         Ok(self.scheme.encode(sequence)?)
+    }
+
+    /// Leases `size` numbers at or above the high-water mark; returns the first.
+    async fn lease(&self, size: u64) -> Result<u64, IssueError> {
+        // Read before leasing: every number below the mark was leased before this read, so a
+        // database that was not restored has its sequence at or above it already.
+        let mark = self.projection.issued_mark().await?;
+        let mut start = self.storage.lease_sequence_block(size).await?;
+        if start < mark {
+            tracing::warn!(
+                sequence = start,
+                issued_mark = mark,
+                "the database's sequence is behind the numbers already issued (restored from an \
+                 older backup?): moving it up to the high-water mark kept in Redis"
+            );
+            self.storage.raise_sequence(mark).await?;
+            // So that `resync` does not take the sent links SQL lacks for orphans.
+            self.storage
+                .set_setting(
+                    RESTORED_BEHIND_REDIS_SETTING,
+                    &mark.to_string(),
+                    crate::storage::now(),
+                )
+                .await?;
+            start = self.storage.lease_sequence_block(size).await?;
+        }
+        self.projection
+            .raise_issued_mark(start.saturating_add(size))
+            .await?;
+        Ok(start)
+    }
+
+    /// Moves past a number whose code Redis already holds (the database is behind), here and
+    /// in the database.
+    pub async fn skip_past(&self, code: &str) -> Result<(), StorageError> {
+        self.storage
+            .set_setting(RESTORED_BEHIND_REDIS_SETTING, code, crate::storage::now())
+            .await?;
+        match self.scheme.decode(code) {
+            Some(sequence) => self.raise_sequence(sequence.saturating_add(1)).await,
+            None => Ok(()),
+        }
     }
 
     /// Moves the sequence to at least `next` (restored codes use the numbers below it), and
@@ -107,7 +166,7 @@ impl Issuer {
         }
         if missing > 0 {
             let size = missing.max(BATCH_RESERVE);
-            let start = self.storage.lease_sequence_block(size).await?;
+            let start = self.lease(size).await?;
             *reserve = Block {
                 next: start + missing,
                 end: start.saturating_add(size),

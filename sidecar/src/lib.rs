@@ -7,12 +7,14 @@
 //! - [`storage`]: one trait, SQLite and PostgreSQL implementations, migrations;
 //! - [`projection`]: the Redis link record and its writes; [`issuer`]: sequence blocks → codes;
 //! - [`projection_marker`]: `sl:meta:projection`, and refilling Redis after it lost its data;
+//! - [`code_scheme`]: the code scheme's fingerprint, checked against the data at start-up;
 //! - [`validate`]: target URL policy; [`cli`]: subcommands.
 
 #![forbid(unsafe_code)]
 
 pub mod analytics;
 pub mod cli;
+pub mod code_scheme;
 pub mod config;
 pub mod http;
 pub mod issuer;
@@ -41,6 +43,8 @@ pub enum StartupError {
     Storage(#[from] StorageError),
     #[error("redis: {0}")]
     Redis(#[from] ProjectionError),
+    #[error(transparent)]
+    CodeScheme(#[from] code_scheme::SchemeCheckError),
     #[error("analytics: {0}")]
     Analytics(#[from] analytics::AnalyticsError),
     #[error("cannot listen on {addr}: {source}")]
@@ -100,6 +104,10 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
     }
 
     let storage = open_storage(config).await?;
+    // Before any data write: a wrong secret must not issue a single code or touch Redis.
+    code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
+    let marker = projection_marker::ProjectionMarker::new(config)?;
+    code_scheme::check_redis(&marker, &scheme, config).await?;
     if let Some(key) = &config.bootstrap_api_key {
         let hash = http::hash_api_key(key.trim());
         if storage
@@ -110,7 +118,12 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         }
     }
     let projection = Arc::new(open_projection(config)?);
-    let issuer = Issuer::new(scheme, Arc::clone(&storage), config.sequence_block);
+    let issuer = Issuer::new(
+        scheme,
+        Arc::clone(&storage),
+        Arc::clone(&projection),
+        config.sequence_block,
+    );
     let links = LinkService::new(storage, projection, issuer, config.expired_grace);
     let analytics = analytics::Analytics {
         store: analytics::open_store(config).await?,

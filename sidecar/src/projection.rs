@@ -14,6 +14,22 @@ use tokio::sync::RwLock;
 /// Prefix of every link key.
 pub const KEY_PREFIX: &str = "sl:c:";
 
+/// The high-water mark of sequence numbers leased: one above the last number any sidecar may
+/// have issued a code for. Only ever raised ([`RAISE_MARK`]); see [`crate::issuer`].
+pub const ISSUED_MARK_KEY: &str = "sl:meta:issued";
+
+/// `KEYS[1]` = the mark, `ARGV[1]` = a decimal number: sets the mark to it if it is higher.
+/// Compared as decimal strings (length, then text): Lua's numbers are doubles, exact only up to
+/// 2^53, and sequence numbers go to 62^10.
+const RAISE_MARK: &str = r"
+local current = redis.call('GET', KEYS[1]) or '0'
+local new = ARGV[1]
+if #new > #current or (#new == #current and new > current) then
+    redis.call('SET', KEYS[1], new)
+end
+return 0
+";
+
 /// The tombstone of a revoked link: answers 410 forever, has no TTL.
 pub const TOMBSTONE: &str = "1|R|410|0|0|";
 
@@ -97,6 +113,45 @@ impl RecordWrite {
                 .ignore(),
             RecordWrite::Delete { key } => pipe.cmd("DEL").arg(key).ignore(),
         };
+    }
+}
+
+/// `KEYS[1]` deleted if it holds `ARGV[1]`.
+const DELETE_IF_VALUE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// `MULTI`, one `SET ... NX` per record write (deletes skipped), `EXEC`; `None` if nothing is
+/// to be written. The reply is one `OK` or nil per `SET`.
+fn create_pipe(writes: &[RecordWrite]) -> Option<redis::Pipeline> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    let mut any = false;
+    for write in writes {
+        match write {
+            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
+            RecordWrite::SetUntil { key, value, at } => pipe
+                .cmd("SET")
+                .arg(key)
+                .arg(value)
+                .arg("NX")
+                .arg("EXAT")
+                .arg(*at),
+            RecordWrite::Delete { .. } => continue,
+        };
+        any = true;
+    }
+    any.then_some(pipe)
+}
+
+/// The value a write sets (`None` for a delete).
+pub fn written_value(write: &RecordWrite) -> Option<&str> {
+    match write {
+        RecordWrite::Set { value, .. } | RecordWrite::SetUntil { value, .. } => Some(value),
+        RecordWrite::Delete { .. } => None,
     }
 }
 
@@ -227,6 +282,76 @@ impl Projection {
         self.run(&pipe, allowance).await
     }
 
+    /// Writes a new link's record only where the key is missing (`SET NX`): a create never
+    /// overwrites a record. `Ok(None)`: written (or nothing to write). `Ok(Some(value))`: Redis
+    /// already holds the key, with this value, and nothing was written.
+    pub async fn create(&self, write: &RecordWrite) -> Result<Option<String>, ProjectionError> {
+        let Some(pipe) = create_pipe(std::slice::from_ref(write)) else {
+            return Ok(None);
+        };
+        let set: Vec<redis::Value> = self.run(&pipe, self.timeout).await?;
+        if set.first().is_some_and(|set| *set != redis::Value::Nil) {
+            return Ok(None);
+        }
+        Ok(Some(self.current_values(&[write.key()]).await?.remove(0)))
+    }
+
+    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC`, the timeout per thousand
+    /// writes): returns the keys Redis already held, with their values; the others were written.
+    pub async fn create_chunk(
+        &self,
+        writes: &[RecordWrite],
+    ) -> Result<Vec<(String, String)>, ProjectionError> {
+        let Some(pipe) = create_pipe(writes) else {
+            return Ok(Vec::new());
+        };
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        // `OK` or nil per `SET`, read without allocating a string per item.
+        let set: Vec<redis::Value> = self.run(&pipe, allowance).await?;
+        let refused: Vec<&str> = writes
+            .iter()
+            .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
+            .zip(&set)
+            .filter(|(_, set)| **set == redis::Value::Nil)
+            .map(|(write, _)| write.key())
+            .collect();
+        if refused.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = self.current_values(&refused).await?;
+        Ok(refused.into_iter().map(str::to_owned).zip(values).collect())
+    }
+
+    /// The values of `keys` (empty for a key gone meanwhile).
+    async fn current_values(&self, keys: &[&str]) -> Result<Vec<String>, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("MGET").arg(keys);
+        let (values,): (Vec<Option<String>>,) = self.run(&pipe, self.timeout).await?;
+        Ok(values.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// Deletes each key only if it still holds the value given: what a failed create wrote, and
+    /// never a record another write put there since.
+    pub async fn delete_if_unchanged(
+        &self,
+        written: &[(&str, &str)],
+    ) -> Result<(), ProjectionError> {
+        if written.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for (key, value) in written {
+            pipe.cmd("EVAL")
+                .arg(DELETE_IF_VALUE)
+                .arg(1)
+                .arg(key)
+                .arg(value)
+                .ignore();
+        }
+        let allowance = self.timeout * u32::try_from(written.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
     /// Performs a batch of writes in one pipelined round trip, not atomically (for resync).
     pub async fn apply_pipelined(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
         if writes.is_empty() {
@@ -317,6 +442,26 @@ impl Projection {
         pipe.cmd("DBSIZE");
         let (count,): (u64,) = self.run(&pipe, self.timeout).await?;
         Ok(count)
+    }
+
+    /// The high-water mark of leased sequence numbers ([`ISSUED_MARK_KEY`]); 0 if none.
+    pub async fn issued_mark(&self) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(ISSUED_MARK_KEY);
+        let (mark,): (Option<u64>,) = self.run(&pipe, self.timeout).await?;
+        Ok(mark.unwrap_or(0))
+    }
+
+    /// Raises the high-water mark to `next` unless it is higher already.
+    pub async fn raise_issued_mark(&self, next: u64) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(RAISE_MARK)
+            .arg(1)
+            .arg(ISSUED_MARK_KEY)
+            .arg(next.to_string())
+            .ignore();
+        self.run::<()>(&pipe, self.timeout).await
     }
 
     pub async fn ping(&self) -> Result<(), ProjectionError> {

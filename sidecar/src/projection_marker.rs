@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
-/// Present (value: Unix milliseconds of the resync that set it) while Redis holds every link.
+/// Present while Redis holds every link. Value: `<unix ms> <fingerprint>`, the time of the
+/// resync that set it and the code scheme's fingerprint the nginx module compares with its own
+/// (docs/ARCHITECTURE.md); a marker without one (older sidecars) says nothing about the scheme.
 pub const MARKER_KEY: &str = "sl:meta:projection";
 /// The token of the resync in progress (see the module documentation).
 pub const RESYNC_TOKEN_KEY: &str = "sl:meta:resync";
@@ -108,6 +110,8 @@ pub struct ResyncToken(String);
 pub struct ProjectionMarker {
     client: redis::Client,
     timeout: Duration,
+    /// The code scheme's fingerprint, carried in the marker's value.
+    fingerprint: Option<String>,
     connection: Mutex<Option<MultiplexedConnection>>,
 }
 
@@ -124,8 +128,35 @@ impl ProjectionMarker {
         Ok(Self {
             client: redis::Client::open(config.redis_url.as_str())?,
             timeout: config.redis_timeout,
+            fingerprint: config
+                .code_scheme()
+                .ok()
+                .map(|scheme| scheme.fingerprint().to_owned()),
             connection: Mutex::new(None),
         })
+    }
+
+    /// The marker's value, if it is there.
+    pub async fn value(&self) -> Result<Option<String>, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(MARKER_KEY);
+        let (value,): (Option<String>,) = self.query(&pipe, self.timeout).await?;
+        Ok(value)
+    }
+
+    /// Removes the marker (the module falls back, a serving sidecar refills and sets it).
+    pub async fn clear(&self) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(MARKER_KEY).ignore();
+        self.query::<()>(&pipe, self.timeout).await
+    }
+
+    /// What the marker is set to: the time and our fingerprint.
+    fn marker_value(&self) -> String {
+        match &self.fingerprint {
+            Some(fingerprint) => format!("{} {fingerprint}", unix_ms()),
+            None => unix_ms().to_string(),
+        }
     }
 
     /// Whether the marker is there, i.e. Redis holds the whole projection.
@@ -163,7 +194,7 @@ impl ProjectionMarker {
             .arg(RESYNC_TOKEN_KEY)
             .arg(MARKER_KEY)
             .arg(&token.0)
-            .arg(unix_ms());
+            .arg(self.marker_value());
         let (set,): (bool,) = self.query(&pipe, self.timeout).await?;
         Ok(set)
     }
@@ -255,6 +286,14 @@ impl ProjectionMarker {
     }
 }
 
+/// The fingerprint in a marker's value, if it carries one.
+pub fn marker_fingerprint(value: &str) -> Option<&str> {
+    value
+        .split_once(' ')
+        .map(|(_, fingerprint)| fingerprint.trim())
+        .filter(|fingerprint| !fingerprint.is_empty())
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -285,12 +324,26 @@ pub fn spawn_keeper(
     let grace = config.expired_grace;
     let interval = config.projection_check_interval.max(MIN_INTERVAL);
     Ok(tokio::spawn(async move {
-        // Log a Redis outage once, not once per check.
+        // Log a Redis outage once, not once per check; a foreign marker once per change.
         let mut redis_down = false;
+        let mut foreign: Option<String> = None;
         loop {
-            match marker.is_present().await {
-                Ok(true) => redis_down = false,
-                Ok(false) => {
+            match marker.value().await {
+                Ok(Some(value)) => {
+                    redis_down = false;
+                    let found = marker_fingerprint(&value).map(str::to_owned);
+                    if found.is_some() && found != marker.fingerprint && found != foreign {
+                        tracing::error!(
+                            found = found.as_deref(),
+                            ours = marker.fingerprint.as_deref(),
+                            "the projection marker names another code scheme: a sidecar with \
+                             another code secret writes to this Redis; nginx modules under our \
+                             scheme fall back instead of answering 404"
+                        );
+                    }
+                    foreign = found.filter(|found| Some(found) != marker.fingerprint.as_ref());
+                }
+                Ok(None) => {
                     redis_down = false;
                     tracing::warn!(
                         "projection marker {MARKER_KEY} missing: Redis lost its data or was never \

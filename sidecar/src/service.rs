@@ -11,19 +11,26 @@
 //! only in SQL would answer 404 at nginx, so it is better not to acknowledge it. If the commit fails
 //! after the Redis write, the previous record is put back (best effort) and the error returned. So an
 //! acknowledged write is in both stores, and a refused one in neither (up to that best effort).
+//!
+//! A create writes its record with `SET NX` and never overwrites one: a code Redis holds but SQL
+//! does not means SQL is behind Redis (restored from an older backup), and that code may be in
+//! an SMS already. It is refused, the sequence moves past it and the item gets a fresh code.
+//! Batches (groups of chunks, one transaction per group) are in [`chunks`].
 
 use crate::issuer::{IssueError, Issuer};
-use crate::projection::{Projection, ProjectionError, RecordWrite};
+use crate::projection::{written_value, Projection, ProjectionError, RecordWrite};
 use crate::storage::{
-    self, CampaignStats, EncodedRows, Link, LinkFilter, LinkFlags, LinkState, ListCursor, NewRow,
-    Slot, Storage, StorageError,
+    self, CampaignStats, Link, LinkFilter, LinkFlags, LinkState, ListCursor, Slot, Storage,
+    StorageError,
 };
 use crate::validate::{hex, TargetUrl};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+pub mod chunks;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -38,10 +45,20 @@ pub enum ServiceError {
     #[error(transparent)]
     Redis(#[from] ProjectionError),
     #[error(transparent)]
-    Issue(#[from] IssueError),
+    Issue(IssueError),
     /// The idempotency key was used before with another request.
     #[error("the idempotency key was used with another request")]
     IdempotencyKeyReused,
+}
+
+impl From<IssueError> for ServiceError {
+    fn from(error: IssueError) -> Self {
+        match error {
+            // The issuer's high-water mark lives in Redis: the same outage as a record write.
+            IssueError::Redis(error) => ServiceError::Redis(error),
+            other => ServiceError::Issue(other),
+        }
+    }
 }
 
 /// A validated request to create a link.
@@ -182,11 +199,15 @@ pub struct LinkService {
     projection: Arc<Projection>,
     issuer: Issuer,
     grace: Duration,
+    /// Codes refused because Redis already held them (see `refused_code`).
+    refused_codes: AtomicU64,
 }
 
-/// Attempts at a generated code whose insert collides: only possible if the sequence table was
-/// reset, and then a later number is free.
-const GENERATED_CODE_ATTEMPTS: usize = 3;
+/// Attempts at a generated code whose insert collides, in SQL or in Redis: only possible if the
+/// database's sequence went back (reset, or restored from an older backup) while nothing moved
+/// it past the numbers issued (the high-water mark, see [`crate::issuer`], was lost too). Each
+/// refused code moves the sequence past it, and the next number is tried.
+const GENERATED_CODE_ATTEMPTS: usize = 32;
 
 /// Idempotency keys deleted per statement.
 const PRUNE_CHUNK: u32 = 10_000;
@@ -225,6 +246,7 @@ impl LinkService {
             projection,
             issuer,
             grace,
+            refused_codes: AtomicU64::new(0),
         }
     }
 
@@ -352,300 +374,36 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             }
-            self.publish_and_commit(tx, &link, None).await?;
-            return Ok(Created::New(link));
+            if self
+                .publish_new_and_commit(tx, &link, alias.is_some())
+                .await?
+            {
+                return Ok(Created::New(link));
+            }
+            if alias.is_some() {
+                return Err(ServiceError::CodeTaken);
+            }
+            self.issuer.skip_past(&link.code).await?;
         }
         Err(ServiceError::CodeTaken)
     }
 
-    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. See
-    /// [`Self::create_chunks`].
-    pub async fn create_chunk(
-        &self,
-        items: Vec<(i64, NewLink)>,
-        claim: Option<Claim>,
-    ) -> Vec<(i64, ItemOutcome)> {
-        self.create_chunks(vec![items], claim)
-            .await
-            .pop()
-            .unwrap_or_default()
+    /// A create found its code in Redis but not in SQL: SQL is behind Redis (restored from an
+    /// older backup). The record stays as it is: it may be a link already sent.
+    fn refused_code(&self, code: &str, existing: &str) {
+        self.refused_codes.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(
+            code,
+            existing,
+            "a new link's code is already in Redis but not in the database: the database is \
+             behind Redis (restored from an older backup?). The code was refused and left as it \
+             is; see docs/BACKUP.md"
+        );
     }
 
-    /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
-    /// codes and every chunk's rows encoded for the backend, then per chunk a bulk insert whose
-    /// Redis records (one `MULTI`) are sent while the next chunk is inserted; once every Redis
-    /// write has succeeded, the commit. That is the write-through of [`Self::create`], per
-    /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
-    /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
-    /// attempt with the same key are returned instead of created again.
-    pub async fn create_chunks(
-        &self,
-        chunks: Vec<Vec<(i64, NewLink)>>,
-        claim: Option<Claim>,
-    ) -> Vec<Vec<(i64, ItemOutcome)>> {
-        match self.try_create_chunks(&chunks, claim).await {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                let failure = ItemFailure::of(&error);
-                if failure == ItemFailure::Internal {
-                    tracing::error!(%error, "batch chunk failed");
-                } else {
-                    tracing::warn!(%error, "batch chunk failed");
-                }
-                chunks
-                    .iter()
-                    .map(|items| {
-                        items
-                            .iter()
-                            .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
-                            .collect()
-                    })
-                    .collect()
-            }
-        }
-    }
-
-    async fn try_create_chunks(
-        &self,
-        chunks: &[Vec<(i64, NewLink)>],
-        claim: Option<Claim>,
-    ) -> Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError> {
-        let now = storage::now();
-        // Everything that needs no transaction first: on SQLite the lease needs the (single)
-        // write connection the transaction will hold.
-        let mut plans = Vec::with_capacity(chunks.len());
-        for items in chunks {
-            plans.push(self.plan_chunk(items, claim, now).await?);
-        }
-        let generated: usize = plans.iter().map(|plan| plan.generated).sum();
-        let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
-        let mut encoded = Vec::with_capacity(plans.len());
-        for (plan, items) in plans.iter_mut().zip(chunks) {
-            plan.build_rows(items, claim, now, &mut codes);
-            encoded.push(self.storage.encode_rows(&plan.rows)?);
-        }
-        if plans.iter().all(|plan| plan.rows.is_empty()) {
-            return Ok(plans
-                .into_iter()
-                .zip(chunks)
-                .map(|(plan, items)| finish(items, plan.outcomes))
-                .collect());
-        }
-
-        let mut tx = self.storage.begin().await?;
-        let mut redis_writes = Vec::with_capacity(plans.len());
-        let mut written: Vec<String> = Vec::new();
-        for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
-            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
-            let writes = match inserted.await {
-                Ok(writes) => writes,
-                Err(error) => {
-                    let _ = tx.rollback().await;
-                    // Writes already sent for earlier chunks of the group must not stay.
-                    self.unpublish(redis_writes, written).await;
-                    return Err(error);
-                }
-            };
-            written.extend(writes.iter().map(|write| write.key().to_owned()));
-            let projection = Arc::clone(&self.projection);
-            redis_writes.push(tokio::spawn(async move {
-                projection.apply_chunk(&writes).await
-            }));
-        }
-        let mut redis_failed = false;
-        for write in redis_writes {
-            match write.await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "redis write failed; rolling back the chunk");
-                    redis_failed = true;
-                }
-                Err(error) => {
-                    tracing::error!(%error, "redis write task failed");
-                    redis_failed = true;
-                }
-            }
-        }
-        let mut failure = None;
-        if redis_failed {
-            if let Err(rollback) = tx.rollback().await {
-                tracing::warn!(error = %rollback, "rollback failed");
-            }
-            self.unpublish(Vec::new(), written).await;
-            failure = Some(ItemFailure::RedisUnavailable);
-        } else if let Err(error) = tx.commit().await {
-            self.unpublish(Vec::new(), written).await;
-            failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
-        }
-        Ok(plans
-            .into_iter()
-            .zip(chunks)
-            .map(|(mut plan, items)| {
-                for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
-                    if plan.inserted.contains(&row.link.code) {
-                        plan.outcomes[plan.todo[r]] = Some(match failure {
-                            None => ItemOutcome::Created(Box::new(row.link)),
-                            Some(failure) => ItemOutcome::Failed(failure),
-                        });
-                    }
-                }
-                finish(items, plan.outcomes)
-            })
-            .collect())
-    }
-
-    /// What a chunk needs before its transaction: replays of an earlier attempt, existing links
-    /// for `idempotent` items, the sequence raised past restored codes, aliases used twice.
-    async fn plan_chunk(
-        &self,
-        items: &[(i64, NewLink)],
-        claim: Option<Claim>,
-        now: DateTime<Utc>,
-    ) -> Result<ChunkPlan, ServiceError> {
-        let mut outcomes: Vec<Option<ItemOutcome>> = vec![None; items.len()];
-        let hashes: Vec<String> = items.iter().map(|(_, new)| new.target.hash()).collect();
-
-        // A retry: what an earlier attempt committed is the answer.
-        if let (Some(claim), Some(first), Some(last)) = (
-            claim.filter(|claim| !claim.fresh),
-            items.first(),
-            items.last(),
-        ) {
-            let known: HashMap<i64, Link> = self
-                .storage
-                .links_by_slots(claim.batch_id, first.0, last.0)
-                .await?
-                .into_iter()
-                .collect();
-            if !known.is_empty() {
-                for (at, (index, new)) in items.iter().enumerate() {
-                    if let Some(link) = known.get(index) {
-                        outcomes[at] = Some(replayed(link.clone(), new, &hashes[at]));
-                    }
-                }
-            }
-        }
-        for (at, (_, new)) in items.iter().enumerate() {
-            if outcomes[at].is_none() && new.idempotent {
-                if let Some(existing) = self.find_existing(new, &hashes[at], now).await? {
-                    outcomes[at] = Some(ItemOutcome::Existing(Box::new(existing)));
-                }
-            }
-        }
-
-        // The rest is inserted; imported codes of the generated shape move the sequence past them.
-        let todo: Vec<usize> = (0..items.len())
-            .filter(|&at| outcomes[at].is_none())
-            .collect();
-        let restored_max = todo
-            .iter()
-            .filter_map(|&at| items[at].1.code.as_deref())
-            .filter_map(|code| self.issuer.scheme().decode(code))
-            .max();
-        if let Some(max) = restored_max {
-            self.issuer.raise_sequence(max + 1).await?;
-        }
-        // An alias used twice in one chunk: the first use takes it (one statement cannot tell).
-        let mut aliases = HashSet::new();
-        let todo: Vec<usize> = todo
-            .into_iter()
-            .filter(|&at| match &items[at].1.code {
-                Some(code) if !aliases.insert(code.as_str()) => {
-                    outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
-                    false
-                }
-                _ => true,
-            })
-            .collect();
-        let generated = todo
-            .iter()
-            .filter(|&&at| items[at].1.code.is_none())
-            .count();
-        Ok(ChunkPlan {
-            outcomes,
-            hashes,
-            todo,
-            generated,
-            rows: Vec::new(),
-            inserted: HashSet::new(),
-        })
-    }
-
-    /// Inserts a planned chunk (`encoded`: its rows, encoded before the transaction began)
-    /// inside `tx`; returns the Redis writes of the rows inserted.
-    async fn insert_planned(
-        &self,
-        tx: &mut dyn storage::LinkTx,
-        plan: &mut ChunkPlan,
-        encoded: EncodedRows,
-        items: &[(i64, NewLink)],
-        claim: Option<Claim>,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<RecordWrite>, ServiceError> {
-        if plan.rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        plan.inserted = tx
-            .insert_links(&plan.rows, encoded)
-            .await?
-            .into_iter()
-            .collect();
-        let rows = &plan.rows;
-        // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
-        // (its row is the answer), or the code is taken.
-        let skipped: Vec<usize> = (0..rows.len())
-            .filter(|&r| !plan.inserted.contains(&rows[r].link.code))
-            .collect();
-        let mut won: HashMap<i64, Link> = HashMap::new();
-        if let Some(claim) = claim.filter(|_| !skipped.is_empty()) {
-            let indexes: Vec<i64> = skipped.iter().map(|&r| items[plan.todo[r]].0).collect();
-            won.extend(tx.links_by_slot_list(claim.batch_id, &indexes).await?);
-        }
-        for &r in &skipped {
-            let at = plan.todo[r];
-            let (index, new) = &items[at];
-            plan.outcomes[at] = Some(match won.remove(index) {
-                Some(link) => replayed(link, new, &new.target.hash()),
-                None => {
-                    if new.code.is_none() {
-                        tracing::error!(
-                            code = %rows[r].link.code,
-                            "generated code already exists: was the sequence table reset?"
-                        );
-                    }
-                    ItemOutcome::Failed(ItemFailure::CodeTaken)
-                }
-            });
-        }
-        Ok(rows
-            .iter()
-            .filter(|row| plan.inserted.contains(&row.link.code))
-            .map(|row| RecordWrite::for_link(&row.link, now, self.grace))
-            .collect())
-    }
-
-    /// After a group failed: waits for its Redis writes still in flight, then deletes every key
-    /// it wrote (all new codes: no committed link owns them). Best effort; what is left behind
-    /// is an orphan `resync` removes.
-    async fn unpublish(
-        &self,
-        in_flight: Vec<tokio::task::JoinHandle<Result<(), ProjectionError>>>,
-        keys: Vec<String>,
-    ) {
-        for write in in_flight {
-            let _ = write.await;
-        }
-        let deletes: Vec<RecordWrite> = keys
-            .into_iter()
-            .map(|key| RecordWrite::Delete { key })
-            .collect();
-        if let Err(redis) = self.projection.apply_pipelined(&deletes).await {
-            tracing::error!(
-                %redis,
-                keys = deletes.len(),
-                "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
-            );
-        }
+    /// How many codes creates refused because Redis already held them ([`Self::refused_code`]).
+    pub fn refused_codes(&self) -> u64 {
+        self.refused_codes.load(Ordering::Relaxed)
     }
 
     async fn find_existing(
@@ -754,6 +512,55 @@ impl LinkService {
         Ok(next)
     }
 
+    /// The write-through of a new link: its record goes in with `SET NX`, so a create never
+    /// overwrites a record (a code in Redis but not in SQL means SQL is behind Redis). Returns
+    /// `false`, rolled back, when Redis holds the code already; an `explicit` code (alias,
+    /// import) whose record is there exactly as it would be written is accepted.
+    async fn publish_new_and_commit(
+        &self,
+        tx: Box<dyn storage::LinkTx>,
+        link: &Link,
+        explicit: bool,
+    ) -> Result<bool, ServiceError> {
+        let write = RecordWrite::for_link(link, storage::now(), self.grace);
+        let ours = match self.projection.create(&write).await {
+            Ok(None) => true,
+            Ok(Some(existing)) if explicit && Some(existing.as_str()) == written_value(&write) => {
+                false
+            }
+            Ok(Some(existing)) => {
+                let _ = tx.rollback().await;
+                self.refused_code(&link.code, &existing);
+                return Ok(false);
+            }
+            Err(error) => {
+                tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
+                if let Err(rollback) = tx.rollback().await {
+                    tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
+                }
+                return Err(error.into());
+            }
+        };
+        if let Err(error) = tx.commit().await {
+            let written: Vec<(&str, &str)> = written_value(&write)
+                .filter(|_| ours)
+                .map(|value| (write.key(), value))
+                .into_iter()
+                .collect();
+            if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+                tracing::error!(
+                    code = %link.code,
+                    %error,
+                    %redis,
+                    "commit failed after the redis write, and redis could not be restored: \
+                     run `shortlink-sidecar resync`"
+                );
+            }
+            return Err(error.into());
+        }
+        Ok(true)
+    }
+
     async fn publish_and_commit(
         &self,
         tx: Box<dyn storage::LinkTx>,
@@ -825,48 +632,6 @@ impl LinkService {
     }
 }
 
-/// A chunk of a group on its way through [`LinkService::create_chunks`].
-struct ChunkPlan {
-    /// Per item: decided before the insert (replayed, existing, refused), else by it.
-    outcomes: Vec<Option<ItemOutcome>>,
-    /// URL hashes, per item (moved into the rows).
-    hashes: Vec<String>,
-    /// Items to insert, as positions in the chunk; `rows[r]` is item `todo[r]`.
-    todo: Vec<usize>,
-    /// How many of them need a generated code.
-    generated: usize,
-    rows: Vec<NewRow>,
-    /// Codes the insert took.
-    inserted: HashSet<String>,
-}
-
-impl ChunkPlan {
-    fn build_rows(
-        &mut self,
-        items: &[(i64, NewLink)],
-        claim: Option<Claim>,
-        now: DateTime<Utc>,
-        codes: &mut impl Iterator<Item = String>,
-    ) {
-        self.rows = Vec::with_capacity(self.todo.len());
-        for &at in &self.todo {
-            let (index, new) = &items[at];
-            let code = match &new.code {
-                Some(code) => code.clone(),
-                None => codes.next().unwrap_or_default(),
-            };
-            let url_hash = std::mem::take(&mut self.hashes[at]);
-            self.rows.push(NewRow {
-                link: new_link(new.clone(), code, url_hash, now),
-                slot: claim.map(|claim| Slot {
-                    batch_id: claim.batch_id,
-                    index: *index,
-                }),
-            });
-        }
-    }
-}
-
 /// The link a new item becomes.
 fn new_link(new: NewLink, code: String, url_hash: String, now: DateTime<Utc>) -> Link {
     let (created_at, revoked_at) = match new.restore {
@@ -889,30 +654,6 @@ fn new_link(new: NewLink, code: String, url_hash: String, now: DateTime<Utc>) ->
         recipient_ref: new.recipient_ref,
         tags: new.tags,
     }
-}
-
-/// An item an earlier attempt with the same key committed: the same answer, if it is the same
-/// item (same URL, and same alias if it had one).
-fn replayed(link: Link, new: &NewLink, url_hash: &str) -> ItemOutcome {
-    let same_code = new.code.as_ref().is_none_or(|code| *code == link.code);
-    if link.url_hash == url_hash && same_code {
-        ItemOutcome::Created(Box::new(link))
-    } else {
-        ItemOutcome::Failed(ItemFailure::IdempotencyMismatch)
-    }
-}
-
-fn finish(items: &[(i64, NewLink)], outcomes: Vec<Option<ItemOutcome>>) -> Vec<(i64, ItemOutcome)> {
-    items
-        .iter()
-        .zip(outcomes)
-        .map(|((index, _), outcome)| {
-            (
-                *index,
-                outcome.unwrap_or(ItemOutcome::Failed(ItemFailure::Internal)),
-            )
-        })
-        .collect()
 }
 
 /// Appends a request's query string to a target, before its fragment.

@@ -72,7 +72,12 @@ impl System {
     /// Starts the sidecar and nginx on a Redis the test already started (for example to put a
     /// proxy between nginx and it, see [`NginxOptions::redis_addr`]).
     pub fn start_on(redis: RedisServer, options: NginxOptions) -> Self {
-        let dir = testkit::temp_dir();
+        Self::start_in(testkit::temp_dir(), redis, options)
+    }
+
+    /// Starts the sidecar and nginx in a state directory the test prepared (for example with a
+    /// restored database at [`System::database_path`]).
+    pub fn start_in(dir: tempfile::TempDir, redis: RedisServer, options: NginxOptions) -> Self {
         // Mode 0700, as root's home or `mktemp -d`: under a root master nginx's workers (`nobody`)
         // cannot enter it, so every test checks that they need no file in the prefix.
         std::fs::set_permissions(

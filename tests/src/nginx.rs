@@ -27,6 +27,8 @@ pub struct NginxOptions {
     /// Where the templates and error pages come from instead of the workspace's `nginx/` (e.g. a
     /// copy in a directory nginx's workers cannot read).
     pub conf_dir: Option<PathBuf>,
+    /// The module's code secret (hex) instead of the sidecar's [`CODE_SECRET`].
+    pub code_secret: Option<&'static str>,
 }
 
 impl Default for NginxOptions {
@@ -41,6 +43,7 @@ impl Default for NginxOptions {
             redis_addr: None,
             daemon: false,
             conf_dir: None,
+            code_secret: None,
         }
     }
 }
@@ -67,7 +70,10 @@ impl Nginx {
         let module = prefix.join("ngx_shortlink.so");
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
         let secret = prefix.join("code-secret");
-        write_private(&secret, CODE_SECRET.as_bytes());
+        write_private(
+            &secret,
+            options.code_secret.unwrap_or(CODE_SECRET).as_bytes(),
+        );
         // The fallback's key in an include of its own, as scripts/render-nginx writes it.
         write_private(
             &prefix.join("resolve-key.conf"),

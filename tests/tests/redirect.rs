@@ -64,6 +64,12 @@ fn impossible_codes_are_refused_without_asking_redis() {
     let last = forged.len() - 1;
     forged[last] = if forged[last] == b'a' { b'b' } else { b'a' };
     let forged = String::from_utf8(forged).unwrap();
+    // A worker trusts its check character once a lookup showed that the projection marker
+    // names its code scheme (ngx-module/src/scheme.rs).
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
 
     let gets = redis_gets(&system.redis);
     let before = system.nginx.counters();

@@ -47,6 +47,9 @@ pub struct MainConf {
     /// Whether any location says `shortlink_status`.
     pub status: bool,
     pub scheme: Option<CodeScheme>,
+    /// What the projection marker must name for this module's check character to be trusted
+    /// ([`crate::scheme::Expected`]).
+    pub expected_scheme: crate::scheme::Expected,
     pub code_var_index: ngx_int_t,
     pub counters: *mut ngx_shm_zone_t,
     /// `shortlink_events_max_len`: the stream's `MAXLEN ~` cap.
@@ -68,6 +71,7 @@ impl Default for MainConf {
             used: false,
             status: false,
             scheme: None,
+            expected_scheme: crate::scheme::Expected::default(),
             code_var_index: -1,
             counters: std::ptr::null_mut(),
             events_max_len: None,
@@ -106,8 +110,11 @@ impl MainConf {
                     .into(),
             )),
         };
-        self.scheme =
-            Some(CodeScheme::new(secret, length, check).map_err(|e| ConfError(e.to_string()))?);
+        let scheme =
+            CodeScheme::new(secret, length, check).map_err(|e| ConfError(e.to_string()))?;
+        self.expected_scheme =
+            crate::scheme::Expected::new(scheme.fingerprint(), self.secret.is_some());
+        self.scheme = Some(scheme);
         if self.used && self.redis.is_none() {
             return Err(ConfError(
                 "\"shortlink_redis\" is required by \"shortlink on\"".into(),

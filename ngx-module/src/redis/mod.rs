@@ -29,6 +29,10 @@ pub enum RedisError {
     /// No record and no projection marker: Redis lost its data and the sidecar has not
     /// rebuilt it yet, so "no such key" says nothing about the code.
     Unprojected,
+    /// No record, and the projection marker does not vouch for this worker's code scheme (it
+    /// names another, or none while the code's check character failed here): the code may be
+    /// a link issued under the sidecar's scheme, so "no such key" is not a 404.
+    SchemeMismatch,
 }
 
 impl RedisError {
@@ -47,6 +51,7 @@ impl fmt::Display for RedisError {
             RedisError::ErrorReply => "redis error reply",
             RedisError::BadValue => "unreadable value",
             RedisError::Unprojected => "redis holds no projection marker",
+            RedisError::SchemeMismatch => "the projection marker names another code scheme",
         })
     }
 }

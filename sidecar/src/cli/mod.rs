@@ -1,6 +1,8 @@
 //! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `resync`,
-//! `migrate`.
+//! `migrate`, `backup`, `code-scheme show|adopt`.
 
+mod backup;
+mod code_scheme;
 mod export;
 mod import;
 pub mod orphans;
@@ -11,6 +13,8 @@ use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
 
+pub use backup::BackupArgs;
+pub use code_scheme::CodeSchemeCommand;
 pub use export::ExportArgs;
 pub use import::ImportArgs;
 pub use resync::ResyncArgs;
@@ -54,6 +58,15 @@ pub enum Command {
     Consume,
     /// Run the idle-link expiry and raw-visit retention jobs once, and exit.
     Cleanup,
+    /// Write a consistent copy of the SQLite database (while the sidecar runs); see
+    /// docs/BACKUP.md for what else must be kept with it.
+    Backup(BackupArgs),
+    /// The code scheme (secret, length, check character) recorded with the data: show it, or
+    /// adopt the configured one on purpose.
+    CodeScheme {
+        #[command(subcommand)]
+        command: CodeSchemeCommand,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -86,6 +99,8 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Resync(args) => resync::run(&config, args).await,
         Command::Consume => crate::analytics::commands::consume(&config).await,
         Command::Cleanup => crate::analytics::commands::cleanup_once(&config).await,
+        Command::Backup(args) => backup::run(&config, args).await,
+        Command::CodeScheme { command } => code_scheme::run(&config, command).await,
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");

@@ -4,9 +4,9 @@
 
 use super::{orphans, progress_bar, BoxError};
 use crate::config::Config;
-use crate::projection::RecordWrite;
+use crate::projection::{Projection, RecordWrite, ISSUED_MARK_KEY};
 use crate::projection_marker::ProjectionMarker;
-use crate::storage::{self, LinkFilter, LinkState};
+use crate::storage::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResyncArgs {
@@ -17,6 +17,10 @@ pub struct ResyncArgs {
     /// as printed by an interrupted run.
     #[arg(long, value_name = "CURSOR")]
     pub orphans_from: Option<u64>,
+    /// Remove orphan keys even though the database was restored older than Redis: those keys
+    /// are then links created after the backup, likely already sent, and stop working.
+    #[arg(long)]
+    pub remove_orphans_after_restore: bool,
 }
 
 /// Links read per SQL page and written per Redis pipeline.
@@ -24,8 +28,21 @@ const RESYNC_PAGE: u32 = 1000;
 
 pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let storage = crate::open_storage(config).await?;
+    // The marker it sets names the configured code scheme: it must be the data's.
+    if let Ok(scheme) = config.code_scheme() {
+        crate::code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
+    }
     let projection = crate::open_projection(config)?;
     if let Some(cursor) = args.orphans_from {
+        if !orphans_allowed(
+            storage.as_ref(),
+            &projection,
+            args.remove_orphans_after_restore,
+        )
+        .await?
+        {
+            return Ok(());
+        }
         return orphans::resync_step(storage.as_ref(), &projection, cursor).await;
     }
     let filter = LinkFilter::default();
@@ -74,9 +91,44 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
          {revoked} revoked), {removed} past grace removed",
         live + expired + revoked
     );
-    orphans::resync_step(storage.as_ref(), &projection, 0).await?;
+    if orphans_allowed(
+        storage.as_ref(),
+        &projection,
+        args.remove_orphans_after_restore,
+    )
+    .await?
+    {
+        orphans::resync_step(storage.as_ref(), &projection, 0).await?;
+    }
     marker.finish_after_resync(token).await?;
     Ok(())
+}
+
+/// Whether orphan keys may be removed: not while the database is (or was found) behind Redis's
+/// high-water mark (docs/BACKUP.md, "A database older than Redis"), unless asked to.
+async fn orphans_allowed(
+    storage: &dyn Storage,
+    projection: &Projection,
+    force: bool,
+) -> Result<bool, BoxError> {
+    let recorded = storage.setting(RESTORED_BEHIND_REDIS_SETTING).await?;
+    let behind = projection.issued_mark().await? > storage.sequence_next().await?;
+    if !(behind || recorded.is_some()) {
+        return Ok(true);
+    }
+    if force {
+        storage
+            .delete_setting(RESTORED_BEHIND_REDIS_SETTING)
+            .await?;
+        return Ok(true);
+    }
+    eprintln!(
+        "resync: the database was restored older than Redis (its sequence is behind Redis's \
+         high-water mark {ISSUED_MARK_KEY}): Redis records it lacks are links created after the \
+         backup, likely sent. Orphan keys were NOT removed; see docs/BACKUP.md, or run again with \
+         --remove-orphans-after-restore"
+    );
+    Ok(false)
 }
 
 fn interrupted(bar: &indicatif::ProgressBar, after: Option<&str>, error: BoxError) -> BoxError {

@@ -192,7 +192,9 @@ impl From<ServiceError> for Error {
             ServiceError::Revoked => Error::Revoked,
             ServiceError::CodeTaken => Error::CodeTaken,
             ServiceError::Storage(e) | ServiceError::Issue(IssueError::Storage(e)) => e.into(),
-            ServiceError::Redis(e) => Error::RedisUnavailable(e),
+            ServiceError::Redis(e) | ServiceError::Issue(IssueError::Redis(e)) => {
+                Error::RedisUnavailable(e)
+            }
             ServiceError::Issue(IssueError::Exhausted(e)) => Error::CodesExhausted(e),
             ServiceError::IdempotencyKeyReused => Error::Request {
                 status: StatusCode::UNPROCESSABLE_ENTITY,

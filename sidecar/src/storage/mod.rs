@@ -415,8 +415,30 @@ pub trait Storage: Send + Sync + 'static {
     async fn prune_idempotency_keys(&self, before: DateTime<Utc>, limit: u32)
         -> StorageResult<u64>;
 
-    /// Moves the sequence to at least `next` (an import restored generated codes up to it).
-    async fn raise_sequence(&self, next: u64) -> StorageResult<()>;
+    /// Moves the sequence to at least `next` (an import restored generated codes up to it, or
+    /// the database was restored from a backup older than the codes issued); returns whether
+    /// it moved.
+    async fn raise_sequence(&self, next: u64) -> StorageResult<bool>;
+
+    /// A recorded setting (table `settings`), e.g. [`CODE_SCHEME_SETTING`].
+    async fn setting(&self, name: &str) -> StorageResult<Option<String>>;
+
+    /// Records a setting unless one is recorded; returns the value recorded now (ours, or the
+    /// one a concurrent first start recorded).
+    async fn init_setting(
+        &self,
+        name: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<String>;
+
+    /// Records a setting, replacing any.
+    async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()>;
+
+    async fn delete_setting(&self, name: &str) -> StorageResult<()>;
+
+    /// The next sequence number a lease would start at.
+    async fn sequence_next(&self) -> StorageResult<u64>;
 
     /// Makes `rows` ready for [`LinkTx::insert_links`] on this backend (no I/O).
     fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows>;
@@ -496,6 +518,10 @@ pub trait LinkTx: Send {
     /// Which of `codes` have a link (in any state).
     async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>>;
 
+    /// Deletes links this transaction inserted (their codes were refused by Redis, see
+    /// [`crate::service`]); nothing else may be passed.
+    async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()>;
+
     /// Reads a link and locks it against concurrent writers until the transaction ends.
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;
 
@@ -506,6 +532,14 @@ pub trait LinkTx: Send {
 
     async fn rollback(self: Box<Self>) -> StorageResult<()>;
 }
+
+/// The setting holding the code scheme's fingerprint ([`shortcode::CodeScheme::fingerprint`]).
+pub const CODE_SCHEME_SETTING: &str = "code_scheme";
+
+/// Set (to the high-water mark found) when a lease found the database's sequence behind Redis's
+/// mark, i.e. the database was restored older than Redis: Redis may hold sent links SQL lacks,
+/// which `resync` must not take for orphans. Cleared by `resync --remove-orphans-after-restore`.
+pub const RESTORED_BEHIND_REDIS_SETTING: &str = "restored_behind_redis";
 
 /// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
 /// checked on the way out.

@@ -402,11 +402,75 @@ impl Storage for SqliteStorage {
         Ok(done.rows_affected())
     }
 
-    async fn raise_sequence(&self, next: u64) -> StorageResult<()> {
-        sqlx::query(
-            "UPDATE sequence_blocks SET next_value = MAX(next_value, ?1) WHERE name = 'links'",
+    async fn raise_sequence(&self, next: u64) -> StorageResult<bool> {
+        let done = sqlx::query(
+            "UPDATE sequence_blocks SET next_value = ?1 WHERE name = 'links' AND next_value < ?1",
         )
         .bind(sequence_value(next)?)
+        .execute(&*self.writer)
+        .await
+        .map_err(StorageError::classify)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_setting(&self, name: &str) -> StorageResult<()> {
+        sqlx::query("DELETE FROM settings WHERE name = ?1")
+            .bind(name)
+            .execute(&*self.writer)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(())
+    }
+
+    async fn sequence_next(&self) -> StorageResult<u64> {
+        let next: i64 =
+            sqlx::query_scalar("SELECT next_value FROM sequence_blocks WHERE name = 'links'")
+                .fetch_one(&*self.writer)
+                .await
+                .map_err(StorageError::classify)?;
+        u64::try_from(next).map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))
+    }
+
+    async fn setting(&self, name: &str) -> StorageResult<Option<String>> {
+        sqlx::query_scalar("SELECT value FROM settings WHERE name = ?1")
+            .bind(name)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(StorageError::classify)
+    }
+
+    async fn init_setting(
+        &self,
+        name: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<String> {
+        sqlx::query(
+            "INSERT INTO settings (name, value, updated_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(value)
+        .bind(ts(now))
+        .execute(&*self.writer)
+        .await
+        .map_err(StorageError::classify)?;
+        sqlx::query_scalar("SELECT value FROM settings WHERE name = ?1")
+            .bind(name)
+            .fetch_one(&*self.writer)
+            .await
+            .map_err(StorageError::classify)
+    }
+
+    async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO settings (name, value, updated_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(name)
+        .bind(value)
+        .bind(ts(now))
         .execute(&*self.writer)
         .await
         .map_err(StorageError::classify)?;
@@ -592,6 +656,23 @@ impl LinkTx for SqliteTx {
             found.extend(codes);
         }
         Ok(found)
+    }
+
+    async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()> {
+        for part in codes.chunks(INSERT_ROWS) {
+            let mut query = QueryBuilder::new("DELETE FROM links WHERE code IN (");
+            let mut list = query.separated(", ");
+            for code in part {
+                list.push_bind(code.clone());
+            }
+            query.push(")");
+            query
+                .build()
+                .execute(&mut *self.tx)
+                .await
+                .map_err(StorageError::classify)?;
+        }
+        Ok(())
     }
 
     async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {

@@ -4,6 +4,7 @@
 mod analytics;
 mod auth;
 mod batch;
+mod code_scheme;
 mod health;
 mod helpers;
 mod idempotency;

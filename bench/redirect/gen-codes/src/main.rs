@@ -3,7 +3,8 @@
 //! Usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS]
 //!
 //! - stdout: RESP `SET sl:c:<code> 1|L|302|0|0|https://example.com/<n>` for n in 0..COUNT, then
-//!   `SET sl:meta:projection` (Redis now holds every link, as after the sidecar's resync), for
+//!   `SET sl:meta:projection` with the scheme's fingerprint (Redis now holds every link, as after
+//!   the sidecar's resync), for
 //!   `redis-cli --pipe`;
 //! - OUT_DIR/uniform.txt: every code, one path (`/<code>`) a line, in sequence order (codes are
 //!   already a keyed permutation, so neighbours are unrelated);
@@ -85,8 +86,15 @@ fn run() -> Result<(), String> {
             writeln!(sample, "{code} https://example.com/{n}").map_err(io)?;
         }
     }
-    let marker = "*3\r\n$3\r\nSET\r\n$18\r\nsl:meta:projection\r\n$5\r\nbench\r\n";
-    resp.write_all(marker.as_bytes()).map_err(io)?;
+    // As the sidecar sets it: the time and the code scheme's fingerprint, without which the
+    // module would not trust its check character (bogus codes would be looked up).
+    let marker = format!("0 {}", scheme.fingerprint());
+    write!(
+        resp,
+        "*3\r\n$3\r\nSET\r\n$18\r\nsl:meta:projection\r\n${}\r\n{marker}\r\n",
+        marker.len()
+    )
+    .map_err(io)?;
     resp.flush().map_err(io)?;
     let missing = scheme.encode(count).map_err(|e| e.to_string())?;
     writeln!(sample, "{missing} 404").map_err(io)?;
