@@ -6,6 +6,9 @@
 //! of the same size into a fresh redis-server (chunks of 1000): the Redis half of the work alone.
 //! The sidecar's CPU time per link (user + system, from /proc) is printed too: on a shared machine
 //! it moves less than the wall-clock rate.
+//! Each cell is measured twice on fresh databases: straight to the sidecar, and through nginx's
+//! internal API server (the project's own configuration, the address the README gives users),
+//! and the ratio printed (`BENCH_NGINX=0` skips the second).
 //! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
 //! and the speed-up printed. Prints a markdown table. Run through `bench/batch-throughput/run`.
 
@@ -212,6 +215,7 @@ fn measure(
     n: usize,
     dir: &Path,
     label: &str,
+    through_nginx: bool,
 ) -> Run {
     let redis = RedisServer::start();
     // A directory of its own per cell, so that a size given twice (to see the spread of one
@@ -223,7 +227,22 @@ fn measure(
         _ => testkit::postgres().fresh_database_url(),
     };
     let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
-    let (sidecar, base) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let (sidecar, direct) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let nginx_dir = testkit::temp_dir();
+    let nginx = through_nginx.then(|| {
+        let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
+        shortlink_e2e::Nginx::start(
+            &nginx_dir,
+            &redis,
+            port.expect("the sidecar's port"),
+            API_KEY,
+            shortlink_e2e::NginxOptions::default(),
+        )
+    });
+    let base = match &nginx {
+        Some(nginx) => format!("http://127.0.0.1:{}", nginx.api_port),
+        None => direct,
+    };
     let payload = body(n);
     let (secs, created) = runtime.block_on(run_batch(&base, payload));
     let hwm_kib = vm_hwm_kib(sidecar.pid());
@@ -237,6 +256,7 @@ fn measure(
     assert_eq!(in_sql, n as i64, "every link durable in SQL");
     assert_eq!(in_redis, n as i64, "every link in Redis");
     let (anon_kib, file_kib) = rss_split_kib(sidecar.pid());
+    drop(nginx);
     drop(sidecar);
     let db_mib = match backend {
         "sqlite" => format!(
@@ -245,8 +265,9 @@ fn measure(
         ),
         _ => String::new(),
     };
+    let path = if through_nginx { "via nginx" } else { "direct" };
     eprintln!(
-        "{label} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
+        "{label} {path} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
          (at the end: anonymous {} MiB, file-backed {} MiB){db_mib}",
         n as f64 / secs,
         hwm_kib / 1024,
@@ -260,6 +281,7 @@ struct Row {
     backend: &'static str,
     n: usize,
     run: Run,
+    via_nginx: Option<Run>,
     baseline: Option<Run>,
     reference_secs: f64,
 }
@@ -275,6 +297,7 @@ fn main() {
     // the same run, right after this one: the honest before/after on a noisy machine.
     let baseline = std::env::var_os("BENCH_BASELINE_SIDECAR").map(PathBuf::from);
     let current = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
+    let through_nginx = std::env::var("BENCH_NGINX").map_or(true, |v| v != "0");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -286,22 +309,25 @@ fn main() {
             continue;
         }
         for &n in &sizes {
-            let run = measure(&runtime, &current, backend, n, dir.path(), "current");
+            let run = measure(&runtime, &current, backend, n, dir.path(), "current", false);
+            let via_nginx = through_nginx
+                .then(|| measure(&runtime, &current, backend, n, dir.path(), "current", true));
             let baseline = baseline
                 .as_deref()
-                .map(|binary| measure(&runtime, binary, backend, n, dir.path(), "baseline"));
+                .map(|binary| measure(&runtime, binary, backend, n, dir.path(), "baseline", false));
             let reference_secs = runtime.block_on(redis_reference(n));
             rows.push(Row {
                 backend,
                 n,
                 run,
+                via_nginx,
                 baseline,
                 reference_secs,
             });
         }
     }
-    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | sidecar CPU µs/link | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio to reference | baseline links/s | baseline CPU µs/link | baseline VmHWM | speed-up vs baseline |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| backend | links | seconds | links/s (SQL + Redis, verified) | sidecar CPU µs/link | peak sidecar RSS (VmHWM) | reference: raw pipelined SET/s | ratio to reference | through nginx links/s | nginx / direct | baseline links/s | baseline CPU µs/link | baseline VmHWM | speed-up vs baseline |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         let rate = row.n as f64 / row.run.secs;
         let reference = row.n as f64 / row.reference_secs;
@@ -317,8 +343,15 @@ fn main() {
             }
             None => ("-".into(), "-".into(), "-".into(), "-".into()),
         };
+        let (via_rate, via_ratio) = match &row.via_nginx {
+            Some(via) => (
+                format!("{:.0}", row.n as f64 / via.secs),
+                format!("{:.2}", row.run.secs / via.secs),
+            ),
+            None => ("-".into(), "-".into()),
+        };
         println!(
-            "| {} | {} | {:.2} | {:.0} | {:.1} | {:.1} MiB | {:.0} | {:.2} | {base_rate} | {base_cpu} | {base_hwm} | {speedup} |",
+            "| {} | {} | {:.2} | {:.0} | {:.1} | {:.1} MiB | {:.0} | {:.2} | {via_rate} | {via_ratio} | {base_rate} | {base_cpu} | {base_hwm} | {speedup} |",
             row.backend,
             row.n,
             row.run.secs,

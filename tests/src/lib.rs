@@ -87,7 +87,7 @@ impl System {
         .expect("make the system's directory private");
         let sidecar = Sidecar::start(&dir, &redis);
         let resolve_key = create_resolve_key(&dir);
-        let nginx = Nginx::start(&dir, &redis, &sidecar, &resolve_key, options);
+        let nginx = Nginx::start(&dir, &redis, sidecar.port, &resolve_key, options);
         System {
             redis,
             sidecar,

@@ -1,6 +1,6 @@
 //! nginx with the shortlink module, configured from the project's templates.
 
-use crate::{paths, Sidecar, CODE_SECRET, POOL};
+use crate::{paths, CODE_SECRET, POOL};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,10 +57,12 @@ pub struct Nginx {
 }
 
 impl Nginx {
-    pub(crate) fn start(
+    /// nginx with the project's configuration in `dir`, in front of the sidecar listening on
+    /// `sidecar_port` (benchmarks put it in front of a sidecar of their own).
+    pub fn start(
         dir: &tempfile::TempDir,
         redis: &RedisServer,
-        sidecar: &Sidecar,
+        sidecar_port: u16,
         resolve_key: &str,
         options: NginxOptions,
     ) -> Self {
@@ -97,7 +99,7 @@ impl Nginx {
             ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
             ("SECRET_FILE", secret.display().to_string()),
             ("CODE_LENGTH", "6".to_owned()),
-            ("SIDECAR", format!("127.0.0.1:{}", sidecar.port)),
+            ("SIDECAR", format!("127.0.0.1:{sidecar_port}")),
             ("REDIRECT_LISTEN", format!("127.0.0.1:{redirect_port}")),
             ("API_LISTEN", format!("127.0.0.1:{api_port}")),
             ("CACHE", options.cache.to_owned()),
