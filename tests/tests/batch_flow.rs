@@ -265,7 +265,8 @@ fn a_client_gone_mid_answer_keeps_what_it_was_told() {
         .filter_map(|line| serde_json::from_slice(line).ok())
         .collect();
     assert!(told.iter().all(|result| result["status"] == 201));
-    assert!(told.len() > 1_000, "{} results read", told.len());
+    // Whole chunks of 1,000 only: the last one read is cut off.
+    assert!(told.len() >= 1_000, "{} results read", told.len());
     assert!(stored >= told.len() && stored <= lines);
     // Every link the client was told about redirects where it was told.
     for result in told.iter().step_by(97) {
