@@ -131,20 +131,26 @@ fn create_pipe(writes: &[RecordWrite]) -> Option<redis::Pipeline> {
     pipe.atomic();
     let mut any = false;
     for write in writes {
-        match write {
-            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
-            RecordWrite::SetUntil { key, value, at } => pipe
-                .cmd("SET")
-                .arg(key)
-                .arg(value)
-                .arg("NX")
-                .arg("EXAT")
-                .arg(*at),
-            RecordWrite::Delete { .. } => continue,
-        };
-        any = true;
+        any |= set_if_absent(&mut pipe, write);
     }
     any.then_some(pipe)
+}
+
+/// Adds `SET ... NX` (with `EXAT` for an expiring link) for a write that sets a record; returns
+/// whether it added one (a delete adds nothing).
+fn set_if_absent(pipe: &mut redis::Pipeline, write: &RecordWrite) -> bool {
+    match write {
+        RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
+        RecordWrite::SetUntil { key, value, at } => pipe
+            .cmd("SET")
+            .arg(key)
+            .arg(value)
+            .arg("NX")
+            .arg("EXAT")
+            .arg(*at),
+        RecordWrite::Delete { .. } => return false,
+    };
+    true
 }
 
 /// The value a write sets (`None` for a delete).
@@ -391,17 +397,9 @@ impl Projection {
 
     async fn repair_now(&self, write: &RecordWrite) -> Result<(), ProjectionError> {
         let mut pipe = redis::pipe();
-        match write {
-            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
-            RecordWrite::SetUntil { key, value, at } => pipe
-                .cmd("SET")
-                .arg(key)
-                .arg(value)
-                .arg("NX")
-                .arg("EXAT")
-                .arg(*at),
-            RecordWrite::Delete { .. } => return Ok(()),
-        };
+        if !set_if_absent(&mut pipe, write) {
+            return Ok(());
+        }
         self.run::<(Option<String>,)>(&pipe, self.timeout)
             .await
             .map(drop)
