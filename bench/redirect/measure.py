@@ -35,7 +35,10 @@ DESCRIPTION = {
     "C": "B + ngx.shared.DICT cache",
     "D": "shortlink module",
     "E": "D + visit tracking (batched XADD)",
+    "F": "D without per-domain counters",
 }
+# (workload, minimum D/F): per-domain counters must cost a hot redirect almost nothing (issue 20).
+DOMAIN_COUNTER_TARGETS = [("hot", 0.98)]
 # (workload, minimum E/D): tracking must cost a redirect almost nothing (issue 4).
 TRACKING_TARGETS = [("hot", 0.95), ("uniform", 0.95)]
 
@@ -389,6 +392,21 @@ def report(args, cells, rss, failures, m):
                 cpu = med(d, "cpu_us") / med(e, "cpu_us") if med(e, "cpu_us") > 0 else float("nan")
                 met = "met" if ratio >= minimum else "**NOT met**"
                 L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | E/D >= {minimum:g} | {met} |")
+            L.append("")
+        if "F" in args.servers:
+            L.append("Per-domain counters: D (on, the default) against F (`shortlink_status_domains "
+                     "off`), median req/s (and CPU per request, F / D):")
+            L.append("")
+            L.append("| workload | D/F | target | |")
+            L.append("|---|---:|---|---|")
+            for w, minimum in DOMAIN_COUNTER_TARGETS:
+                d, f = by.get((w, "D")), by.get((w, "F"))
+                if not d or not f:
+                    continue
+                ratio = med(d, "rps") / med(f, "rps")
+                cpu = med(f, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
+                met = "met" if ratio >= minimum else "**NOT met**"
+                L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | D/F >= {minimum:g} | {met} |")
             L.append("")
     else:
         L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")

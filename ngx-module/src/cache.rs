@@ -329,6 +329,34 @@ impl Cache {
         Some(set.ways[way].hit())
     }
 
+    /// Forgets `code` (Redis reported a change of its record).
+    pub fn remove(&mut self, code: &[u8]) {
+        let set = self.set_of(code);
+        let Some(way) = set.ways.iter().position(|slot| slot.holds(code)) else {
+            return;
+        };
+        let freed = set.ways[way].clear();
+        self.len -= 1;
+        self.spilled -= usize::from(freed);
+    }
+
+    /// Forgets everything. A fresh mapping is cheaper than zeroing one that may be large.
+    pub fn clear(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        for index in 0..self.table.len {
+            if self.spilled == 0 {
+                break;
+            }
+            for slot in &mut self.table.set(index).ways {
+                self.spilled -= usize::from(slot.clear());
+            }
+        }
+        self.table = Table::new(self.table.len);
+        self.len = 0;
+    }
+
     pub fn insert(&mut self, code: &[u8], value: Cached, now_ms: u64) {
         let ttl = ttl_for(&self.config, &value);
         let target_len = match &value {
@@ -395,199 +423,4 @@ fn ttl_for(config: &CacheConfig, value: &Cached) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cache(capacity: usize) -> Cache {
-        Cache::new(CacheConfig {
-            capacity,
-            ttl_ms: 10_000,
-            negative_ttl_ms: 1_000,
-        })
-    }
-
-    fn live(target: &[u8]) -> Link {
-        Link::Live {
-            status: 302,
-            expires_at: 0,
-            forward_query: false,
-            target: target.into(),
-        }
-    }
-
-    fn link(n: u8) -> Cached {
-        Cached::Link(live(&[b'a' + n]))
-    }
-
-    /// The answer a hit gives, owned, for comparisons.
-    fn get(c: &mut Cache, code: &[u8], now_ms: u64) -> Option<Cached> {
-        Some(match c.get(code, now_ms)? {
-            Hit::Missing => Cached::Missing,
-            Hit::Link(l) if l.revoked => Cached::Link(Link::Revoked),
-            Hit::Link(l) => Cached::Link(Link::Live {
-                status: l.status,
-                expires_at: l.expires_at,
-                forward_query: l.forward_query,
-                target: l.target.into(),
-            }),
-        })
-    }
-
-    #[test]
-    fn hit_until_ttl_then_miss() {
-        let mut c = cache(10);
-        c.insert(b"abc", link(1), 0);
-        assert_eq!(get(&mut c, b"abc", 9_999), Some(link(1)));
-        assert_eq!(get(&mut c, b"abc", 10_000), None);
-    }
-
-    #[test]
-    fn misses_use_the_negative_ttl() {
-        let mut c = cache(10);
-        c.insert(b"nope", Cached::Missing, 100);
-        assert_eq!(get(&mut c, b"nope", 1_099), Some(Cached::Missing));
-        assert_eq!(get(&mut c, b"nope", 1_100), None);
-    }
-
-    #[test]
-    fn zero_ttl_disables_that_kind() {
-        let mut c = Cache::new(CacheConfig {
-            capacity: 10,
-            ttl_ms: 10,
-            negative_ttl_ms: 0,
-        });
-        c.insert(b"nope", Cached::Missing, 0);
-        assert_eq!(c.len(), 0);
-    }
-
-    #[test]
-    fn size_is_bounded() {
-        let mut c = cache(100);
-        for i in 0..10_000u32 {
-            c.insert(&i.to_be_bytes(), link(0), 0);
-            assert!(c.len() <= 100);
-        }
-    }
-
-    #[test]
-    fn hot_entries_survive_other_codes() {
-        let mut c = cache(4); // two sets of two
-        c.insert(b"hot", link(1), 0);
-        for i in 0..50u32 {
-            c.insert(&i.to_be_bytes(), link(2), 0);
-            assert_eq!(get(&mut c, b"hot", 1), Some(link(1)), "after {i} inserts");
-        }
-    }
-
-    #[test]
-    fn a_full_set_evicts_its_least_recently_used_way() {
-        let mut c = cache(2); // one set
-        c.insert(b"a", link(1), 0);
-        c.insert(b"b", link(2), 0);
-        assert!(c.get(b"a", 1).is_some()); // b is now the older one
-        c.insert(b"c", link(3), 1);
-        assert_eq!(get(&mut c, b"a", 2), Some(link(1)));
-        assert_eq!(get(&mut c, b"b", 2), None);
-        assert_eq!(get(&mut c, b"c", 2), Some(link(3)));
-        assert_eq!(c.len(), 2);
-    }
-
-    #[test]
-    fn a_stale_way_is_replaced_before_a_fresh_one() {
-        let mut c = cache(2);
-        c.insert(b"old", Cached::Missing, 0); // stale from 1,000
-        c.insert(b"new", link(1), 500);
-        assert!(c.get(b"new", 600).is_some());
-        c.insert(b"next", link(2), 1_500); // "new" was used last, but "old" is stale
-        assert_eq!(get(&mut c, b"new", 1_600), Some(link(1)));
-        assert_eq!(get(&mut c, b"next", 1_600), Some(link(2)));
-    }
-
-    #[test]
-    fn short_and_long_keys_and_targets_are_kept_apart() {
-        let mut c = cache(100);
-        let long = [b'x'; INLINE + 1];
-        let keys = [&b"abc"[..], &long[..INLINE], &long[..], &[]];
-        let targets = [
-            &b"t"[..],
-            &long[..INLINE - 3],
-            &long[..1],
-            &[b'y'; 3000][..],
-        ];
-        for (key, target) in keys.iter().zip(targets) {
-            c.insert(key, Cached::Link(live(target)), 0);
-        }
-        for (key, target) in keys.iter().zip(targets) {
-            assert_eq!(
-                get(&mut c, key, 1),
-                Some(Cached::Link(live(target))),
-                "{} bytes",
-                key.len()
-            );
-        }
-        assert_eq!(c.get(b"abcd", 1), None);
-        assert_eq!(c.get(&long[..INLINE - 1], 1), None);
-        // Replacing spilled entries frees their blocks (checked by Miri / sanitizers) and keeps
-        // the count of spilled slots right for Drop.
-        for key in keys {
-            c.insert(key, Cached::Missing, 2);
-            assert_eq!(get(&mut c, key, 3), Some(Cached::Missing));
-        }
-        assert_eq!(
-            c.spilled, 1,
-            "only the code longer than INLINE still spills"
-        );
-    }
-
-    #[test]
-    fn overlong_entries_are_not_cached() {
-        let mut c = cache(10);
-        let target = vec![b'z'; usize::from(u16::MAX)];
-        c.insert(b"abc", Cached::Link(live(&target)), 0);
-        assert_eq!(c.len(), 0);
-        assert_eq!(c.get(b"abc", 1), None);
-    }
-
-    #[test]
-    fn reinsert_replaces() {
-        let mut c = cache(4);
-        c.insert(b"a", link(1), 0);
-        c.insert(b"b", link(1), 0);
-        c.insert(b"c", link(1), 0);
-        c.insert(b"a", link(3), 5);
-        assert_eq!(get(&mut c, b"a", 6), Some(link(3)));
-        assert!(c.len() <= 4);
-    }
-
-    #[test]
-    fn cached_links_answer_like_the_link() {
-        let links = [
-            live(b"https://example.com/x"),
-            Link::Live {
-                status: 301,
-                expires_at: 100,
-                forward_query: true,
-                target: (*b"https://example.com/a-target-that-does-not-fit-inline").into(),
-            },
-            Link::Revoked,
-        ];
-        for link in links {
-            let mut c = cache(10);
-            c.insert(b"code", Cached::Link(link.clone()), 0);
-            let Some(Hit::Link(cached)) = c.get(b"code", 1) else {
-                panic!("no hit for {link:?}");
-            };
-            for now in [0, 99, 100, 101] {
-                assert_eq!(cached.answer(now), link.answer(now), "{link:?} at {now}");
-            }
-        }
-    }
-
-    #[test]
-    fn large_tables_start_untouched_and_aligned() {
-        let mut c = cache(200_000); // 12.8 MB: spans several huge-page extents
-        assert_eq!(c.table.sets.as_ptr() as usize % 128, 0);
-        c.insert(b"abc", link(1), 0);
-        assert_eq!(get(&mut c, b"abc", 1), Some(link(1)));
-    }
-}
+mod tests;

@@ -13,7 +13,7 @@ use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::request::{code, host};
 use crate::respond::{self, Outcome};
-use crate::status::{bump, Counter};
+use crate::status::{bump, bump_domain, bump_other, Counter, DomainCounter};
 use crate::{ffi, lookup, variables, worker, ShortlinkModule};
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -37,17 +37,27 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
     bump(mcf, Counter::Requests);
+    // Decided first so that every request counts under its domain (or "other", keeping the
+    // per-domain table to pool hosts).
+    let allowed = host_allowed(r, mcf, lcf);
+    if allowed {
+        bump_domain(mcf, lcf, r, DomainCounter::Requests);
+    } else {
+        bump_other(mcf, lcf, DomainCounter::Requests);
+    }
     if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize == 0 {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
     }
     // No ngx_http_discard_request_body here: every answer is a status that nginx's special
     // response handler finalizes, and that discards the body (as for `return`).
-    if !host_allowed(r, mcf, lcf) {
+    if !allowed {
         bump(mcf, Counter::HostRejects);
-        return not_found(mcf);
+        bump_other(mcf, lcf, DomainCounter::NotFound);
+        bump(mcf, Counter::NotFound);
+        return NGX_HTTP_NOT_FOUND as ngx_int_t;
     }
     let Some(route) = &lcf.route else {
-        return not_found(mcf);
+        return not_found(r, mcf, lcf);
     };
     // SAFETY: `unparsed_uri` points into request memory that lives as long as `r`; the slice
     // is not kept past the request (the lookup copies the code).
@@ -55,7 +65,7 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route) else {
         bump(mcf, Counter::Invalid);
-        return not_found(mcf);
+        return not_found(r, mcf, lcf);
     };
     // SAFETY: `code` is a slice of `r.unparsed_uri`, which lives as long as the request.
     unsafe { variables::set_code(r, mcf, code) };
@@ -63,6 +73,7 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
     if let Some(rc) = answer_from_cache(r, mcf, lcf, code) {
         bump(mcf, Counter::CacheHits);
+        bump_domain(mcf, lcf, r, DomainCounter::CacheHits);
         respond::track(r, mcf, lcf, code, rc);
         return rc;
     }
@@ -75,20 +86,22 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         // valid codes fail the check (crate::scheme).
         Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
             bump(mcf, Counter::CheckRejects);
-            return not_found(mcf);
+            return not_found(r, mcf, lcf);
         }
         Shape::BadCheck => true,
         Shape::Invalid => {
             bump(mcf, Counter::Invalid);
-            return not_found(mcf);
+            return not_found(r, mcf, lcf);
         }
     };
     bump(mcf, Counter::CacheMisses);
     lookup::start(r, mcf, lcf, code, bad_check)
 }
 
-fn not_found(mcf: &MainConf) -> ngx_int_t {
+/// A 404 for a host of the pool.
+fn not_found(r: &ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> ngx_int_t {
     bump(mcf, Counter::NotFound);
+    bump_domain(mcf, lcf, r, DomainCounter::NotFound);
     NGX_HTTP_NOT_FOUND as ngx_int_t
 }
 

@@ -61,6 +61,7 @@ pub static mut ngx_http_shortlink_module: ngx_module_t = ngx_module_t {
     // SAFETY: only the address of the command table is taken; nginx reads it at config time.
     commands: unsafe { ptr::addr_of_mut!(conf::commands::COMMANDS[0]) },
     type_: NGX_HTTP_MODULE as ngx_uint_t,
+    init_process: Some(init_process),
     exit_process: Some(exit_process),
     ..ngx_module_t::default()
 };
@@ -106,6 +107,19 @@ unsafe impl HttpModuleMainConf for ShortlinkModule {
 // SAFETY: the location conf slot of this module holds a `LocConf` (see create_loc_conf).
 unsafe impl HttpModuleLocationConf for ShortlinkModule {
     type LocationConf = LocConf;
+}
+
+/// Subscribes to invalidations as the worker starts, so that its cache is trusted from the
+/// first requests on rather than after a handshake those requests would have to start.
+extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    ffi::guard(Status::NGX_OK.into(), || {
+        // SAFETY: nginx passes the live cycle; the main conf lives as long as it.
+        let mcf = unsafe { cycle.as_ref() }.and_then(ShortlinkModule::main_conf);
+        if let Some(mcf) = mcf.filter(|m| m.used) {
+            worker::start(mcf);
+        }
+        Status::NGX_OK.into()
+    })
 }
 
 extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {

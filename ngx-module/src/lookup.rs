@@ -167,12 +167,16 @@ fn finish(
 }
 
 async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool) -> Resolution {
-    let reply = match worker::with(mcf, |w| w.lookup(code.as_bytes())) {
-        Some(Ok(reply)) => reply,
-        Some(Err(why)) => return Resolution::Failed(why),
+    let sent = worker::with(mcf, |w| (w.ticket(), w.lookup(code.as_bytes())));
+    let (ticket, reply) = match sent {
+        Some((ticket, Ok(reply))) => (ticket, reply),
+        Some((_, Err(why))) => return Resolution::Failed(why),
         None => return Resolution::Failed(RedisError::Unavailable),
     };
-    let resolution = match deadline(reply, lcf.timeout_ms()).await {
+    let sent = std::time::Instant::now();
+    let reply = deadline(reply, lcf.timeout_ms()).await;
+    crate::status::observe_redis(mcf, sent.elapsed());
+    let resolution = match reply {
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
         Ok(Ok(frame)) => {
@@ -182,7 +186,14 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
                     w.observe_scheme(state, mcf.expected_scheme.as_str(), &value)
                 });
             }
-            resolution
+            match resolution {
+                // On a replica a link created a moment ago may not be there yet: the fallback
+                // (the sidecar, reading SQL) knows. Not cached, so the next request asks again.
+                Resolution::Missing if lcf.miss_fallback() => {
+                    Resolution::Failed(RedisError::NotYetThere)
+                }
+                other => other,
+            }
         }
     };
     let cached = match &resolution {
@@ -192,7 +203,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
     };
     if let Some(value) = cached {
         let now = crate::handler::now_ms();
-        worker::with(mcf, |w| w.remember(code.as_bytes(), value, now));
+        worker::with(mcf, |w| w.remember(code.as_bytes(), value, now, ticket));
     }
     resolution
 }

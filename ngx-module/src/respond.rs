@@ -14,7 +14,7 @@ use crate::events::Visit;
 use crate::record::{Answer, Link};
 use crate::redis::RedisError;
 use crate::request::location;
-use crate::status::{bump, Counter};
+use crate::status::{bump, bump_domain, Counter, DomainCounter};
 use crate::worker;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
@@ -42,6 +42,7 @@ pub fn answer(
         Outcome::CachedLink(link) => link.answer(ngx_time() as u64),
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
+            bump_domain(mcf, lcf, r, DomainCounter::NotFound);
             return NGX_HTTP_NOT_FOUND as ngx_int_t;
         }
         Outcome::Failed(why) => return failed(r, mcf, lcf, why),
@@ -61,6 +62,7 @@ pub fn answer(
         ),
         Answer::Gone => {
             bump(mcf, Counter::Gone);
+            bump_domain(mcf, lcf, r, DomainCounter::Gone);
             HTTP_GONE
         }
     }
@@ -68,6 +70,7 @@ pub fn answer(
 
 /// A Redis failure: the fallback location if one is set, else 503.
 fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisError) -> ngx_int_t {
+    bump_domain(mcf, lcf, r, DomainCounter::RedisErrors);
     bump(
         mcf,
         match why {
@@ -80,6 +83,7 @@ fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisE
     match lcf.fallback() {
         Some(name) => {
             bump(mcf, Counter::Fallbacks);
+            bump_domain(mcf, lcf, r, DomainCounter::Fallbacks);
             let mut name = ngx_str_t {
                 len: name.len(),
                 data: name.as_ptr().cast_mut(),
@@ -188,6 +192,7 @@ fn redirect(
         }
     }
     bump(mcf, Counter::Redirects);
+    bump_domain(mcf, lcf, r, DomainCounter::Redirects);
     status as ngx_int_t
 }
 

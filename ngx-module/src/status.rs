@@ -1,10 +1,18 @@
 //! Counters shared by all workers (atomics in a shared memory zone) and the
-//! `shortlink_status` page that prints them.
+//! `shortlink_status` page that prints them: `name value` lines, or the Prometheus text format
+//! when asked (`?format=prometheus`, or Prometheus's own `Accept`), which adds the per-domain
+//! counters and the Redis round-trip histogram.
+
+mod domains;
+mod prometheus;
+
+pub use domains::DomainCounter;
 
 use std::ffi::c_void;
 use std::fmt::Write;
 use std::mem;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use nginx_sys::{
     ngx_chain_t, ngx_conf_t, ngx_create_temp_buf, ngx_http_discard_request_body,
@@ -16,8 +24,10 @@ use nginx_sys::{
 use ngx::http::{HttpModule, HttpModuleMainConf};
 use ngx::ngx_string;
 
-use crate::conf::MainConf;
+use crate::conf::{LocConf, MainConf};
 use crate::{ffi, ShortlinkModule};
+use domains::{Domain, DomainTable};
+use prometheus::Histogram;
 
 /// Every counter, in the order the status page prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,8 +130,16 @@ pub fn render(values: &[u64; COUNT]) -> String {
     text
 }
 
-/// Shared memory is allocated in pages; one slab pool of a few pages is plenty for the counters.
-const ZONE_SIZE: usize = 64 * 1024;
+/// Everything the zone holds, zero-filled at first.
+#[repr(C)]
+pub struct Shared {
+    pub counters: Counters,
+    latency: Histogram,
+    domains: DomainTable,
+}
+
+/// Shared memory is allocated in pages; the slab pool takes some, the domain table ~20 KiB.
+const ZONE_SIZE: usize = 128 * 1024;
 
 /// Declares the counters zone; nginx maps it before the workers start.
 pub fn add_zone(cf: &mut ngx_conf_t) -> Option<*mut ngx_shm_zone_t> {
@@ -146,8 +164,8 @@ extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_
         }
         let pool = zone.shm.addr.cast::<ngx_slab_pool_t>();
         // SAFETY: a fresh zone starts with an initialised slab pool; zeroed memory is a valid
-        // array of atomics at zero.
-        let counters = unsafe { ngx_slab_calloc(pool, mem::size_of::<Counters>()) };
+        // `Shared`: atomics at zero, every domain slot empty.
+        let counters = unsafe { ngx_slab_calloc(pool, mem::size_of::<Shared>()) };
         if counters.is_null() {
             return NGX_ERROR as ngx_int_t;
         }
@@ -156,11 +174,50 @@ extern "C" fn init_zone(zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_
     })
 }
 
+fn shared(mcf: &MainConf) -> Option<&'static Shared> {
+    // SAFETY: `mcf.counters` is null or the zone from add_zone; its `data` is null or the
+    // `Shared` allocated in init_zone, which lives as long as the shared memory.
+    unsafe { mcf.counters.as_ref()?.data.cast::<Shared>().as_ref() }
+}
+
 /// The shared counters, once the zone is mapped (in workers).
 pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
-    // SAFETY: `mcf.counters` is null or the zone from add_zone; its `data` is null or the
-    // `Counters` allocated in init_zone, which lives as long as the shared memory.
-    unsafe { mcf.counters.as_ref()?.data.cast::<Counters>().as_ref() }
+    shared(mcf).map(|s| &s.counters)
+}
+
+/// Counts one event under the request's host (`shortlink_status_domains`, on by default). Only
+/// for requests whose host passed the pool check: others count under "other" by
+/// [`bump_other`].
+pub fn bump_domain(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t, counter: DomainCounter) {
+    if !lcf.status_domains() {
+        return;
+    }
+    if let Some(s) = shared(mcf) {
+        let host = &r.headers_in.server;
+        let host = if host.data.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: nginx's lower-cased host, `len` bytes of request memory (or empty).
+            unsafe { std::slice::from_raw_parts(host.data, host.len) }
+        };
+        s.domains.bump(s.domains.find(host), counter);
+    }
+}
+
+/// Counts one event of a request whose host is not one of ours.
+pub fn bump_other(mcf: &MainConf, lcf: &LocConf, counter: DomainCounter) {
+    if lcf.status_domains() {
+        if let Some(s) = shared(mcf) {
+            s.domains.bump(Domain::Other, counter);
+        }
+    }
+}
+
+/// One Redis lookup's round trip, for the histogram.
+pub fn observe_redis(mcf: &MainConf, elapsed: Duration) {
+    if let Some(s) = shared(mcf) {
+        s.latency.observe(elapsed);
+    }
 }
 
 pub fn bump(mcf: &MainConf, counter: Counter) {
@@ -186,14 +243,29 @@ fn serve(r: &mut ngx_http_request_t) -> ngx_int_t {
     if rc != NGX_OK as ngx_int_t {
         return rc;
     }
-    let values = ShortlinkModule::main_conf(r)
-        .and_then(counters)
-        .map(Counters::snapshot)
-        .unwrap_or([0; COUNT]);
-    let text = render(&values);
+    let shared = ShortlinkModule::main_conf(r).and_then(shared);
+    let values = shared.map(|s| s.counters.snapshot()).unwrap_or([0; COUNT]);
+    // SAFETY: `args` and the Accept header point into the live request's memory.
+    let (args, accept) = unsafe {
+        (
+            bytes(r.args.data, r.args.len),
+            r.headers_in
+                .accept
+                .as_ref()
+                .map_or(&[][..], |h| bytes(h.value.data, h.value.len)),
+        )
+    };
+    let text = if prometheus::wanted(args, accept) {
+        r.headers_out.content_type = ngx_string!("text/plain; version=0.0.4; charset=utf-8");
+        let domains = shared.map(|s| s.domains.snapshot()).unwrap_or_default();
+        let latency = shared.map(|s| s.latency.snapshot()).unwrap_or_default();
+        prometheus::render(&values, &domains, &latency)
+    } else {
+        r.headers_out.content_type = ngx_string!("text/plain");
+        render(&values)
+    };
 
     r.headers_out.status = NGX_HTTP_OK as usize;
-    r.headers_out.content_type = ngx_string!("text/plain");
     r.headers_out.content_type_len = r.headers_out.content_type.len;
     r.headers_out.content_length_n = text.len() as _;
 
@@ -217,6 +289,17 @@ fn serve(r: &mut ngx_http_request_t) -> ngx_int_t {
             next: std::ptr::null_mut(),
         };
         ngx_http_output_filter(r, &mut out)
+    }
+}
+
+/// # Safety
+/// `data` must be null or point at `len` bytes that outlive the use.
+unsafe fn bytes<'a>(data: *const u8, len: usize) -> &'a [u8] {
+    if data.is_null() {
+        &[]
+    } else {
+        // SAFETY: per the contract above.
+        unsafe { std::slice::from_raw_parts(data, len) }
     }
 }
 

@@ -17,13 +17,14 @@ use crate::cache::{Cache, Cached};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
-use crate::redis::{Pool, RedisError, Reply};
+use crate::redis::tracking::Pending;
+use crate::redis::{Pool, RedisError, Reply, Tracker};
 use crate::request::host::PoolMemo;
 use crate::scheme::SchemeState;
 use crate::status::Counter;
 
 /// Redis key prefix of link records (docs/ARCHITECTURE.md).
-const KEY_PREFIX: &[u8] = b"sl:c:";
+pub(crate) const KEY_PREFIX: &[u8] = b"sl:c:";
 /// Present while Redis holds every link (the sidecar sets it after a complete resync). A data
 /// loss (FLUSHALL, a restart without persistence) takes it away with the links, so a missing
 /// link is only "unknown" while the marker is there.
@@ -33,6 +34,9 @@ pub struct Worker {
     conf: *const MainConf,
     redis: Option<Pool>,
     cache: Option<Cache>,
+    /// Keeps the cache coherent with Redis (`shortlink_cache_invalidation on`); while it is not
+    /// subscribed the cache is neither read nor filled.
+    tracker: Option<Tracker>,
     /// Parsed `shortlink_pool` values, when the pool comes from a variable.
     pub pools: PoolMemo,
     events: Rc<EventShared>,
@@ -67,6 +71,12 @@ pub fn with<R>(mcf: &MainConf, f: impl FnOnce(&mut Worker) -> R) -> Option<R> {
         .flatten()
 }
 
+/// Builds the worker's state ahead of the first request (and with it the invalidation
+/// subscription).
+pub fn start(mcf: &MainConf) {
+    with(mcf, |w| w.ticket());
+}
+
 /// Drops the pool (closing its sockets) and the cache; called when the worker exits.
 pub fn shutdown() {
     let _ = WORKER.try_with(|cell| {
@@ -89,6 +99,12 @@ impl Worker {
                 .as_ref()
                 .map(|redis| Pool::new(redis, Rc::clone(&events))),
             cache: mcf.cache_config().map(Cache::new),
+            tracker: match (&mcf.redis, mcf.cache_config()) {
+                (Some(redis), Some(_)) if mcf.cache_invalidation() => {
+                    Some(Tracker::new(redis, Rc::clone(&events)))
+                }
+                _ => None,
+            },
             pools: PoolMemo::default(),
             events,
             encoder: Encoder::new(mcf.events_max_len()),
@@ -139,8 +155,34 @@ impl Worker {
         self.batch.clear();
     }
 
+    /// The cache, with every invalidation received so far applied; `None` while invalidations
+    /// may be missed (the subscription is down or not yet confirmed).
     pub fn cache(&mut self) -> Option<&mut Cache> {
-        self.cache.as_mut()
+        let cache = self.cache.as_mut()?;
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.ensure();
+            match tracker.state().take() {
+                Pending::Nothing => {}
+                Pending::Flush => cache.clear(),
+                Pending::Evict(codes) => codes.iter().for_each(|code| cache.remove(code)),
+            }
+            if !tracker.state().is_up() {
+                return None;
+            }
+        }
+        Some(cache)
+    }
+
+    /// Taken when a lookup is sent and handed back to [`Worker::remember`]: `None` when its
+    /// answer must not be cached because an invalidation may be missed meanwhile.
+    pub fn ticket(&mut self) -> Option<u64> {
+        match self.tracker.as_mut() {
+            Some(tracker) => {
+                tracker.ensure();
+                tracker.state().ticket()
+            }
+            None => Some(0),
+        }
     }
 
     /// Sends `MGET sl:c:<code> sl:meta:projection`; the reply (the record, then the marker)
@@ -188,8 +230,13 @@ impl Worker {
         }
     }
 
-    pub fn remember(&mut self, code: &[u8], value: Cached, now_ms: u64) {
-        if let Some(cache) = self.cache.as_mut() {
+    /// Caches a lookup's answer unless an invalidation (or a change of trust) arrived since
+    /// `ticket` was taken: the answer may predate it.
+    pub fn remember(&mut self, code: &[u8], value: Cached, now_ms: u64, ticket: Option<u64>) {
+        if ticket.is_none() || ticket != self.ticket() {
+            return;
+        }
+        if let Some(cache) = self.cache() {
             cache.insert(code, value, now_ms);
         }
     }

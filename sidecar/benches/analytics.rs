@@ -23,12 +23,12 @@
 //!
 //! Run through `bench/analytics/run`.
 
-use shortlink_analytics::{Enricher, GeoDb};
-use shortlink_sidecar::analytics::consumer::{
+use shortlink_sidecar::visits::consumer::{
     max_visits_per_transaction, Consumer, ConsumerSettings, STREAM,
 };
-use shortlink_sidecar::analytics::rollup::Interval;
-use shortlink_sidecar::analytics::store::{self, StatsQuery, VisitStore};
+use shortlink_sidecar::visits::rollup::Interval;
+use shortlink_sidecar::visits::store::{self, StatsQuery, VisitStore};
+use shortlink_visit_enrich::{Enricher, GeoDb};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -383,11 +383,11 @@ fn main() {
     let redis = RedisServer::start();
     let dir = testkit::temp_dir();
     let geo =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../analytics/testdata/test-city.mmdb");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../visit-enrich/testdata/test-city.mmdb");
     let enricher = Arc::new(Enricher::new(GeoDb::open(&geo).unwrap(), false));
     {
         // Enrichment alone, for the record (woothee + geo + hashing).
-        let event = shortlink_analytics::VisitEvent::from_fields(
+        let event = shortlink_visit_enrich::VisitEvent::from_fields(
             "1-0",
             [
                 ("c", "abc"),

@@ -148,6 +148,7 @@ async fn dbsize(redis_url: &str) -> i64 {
 
 /// Sends the batch, reads the streamed answer; returns (seconds, items answered 201).
 async fn run_batch(base: &str, body: Vec<u8>) -> (f64, usize) {
+    shortlink_e2e::install_tls_provider();
     let client = reqwest::Client::new();
     let started = Instant::now();
     let mut response = client

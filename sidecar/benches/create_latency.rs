@@ -57,6 +57,7 @@ fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, 
 }
 
 async fn measure(base: &str, warmup: usize, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+    shortlink_e2e::install_tls_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .build()

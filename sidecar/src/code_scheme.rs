@@ -9,7 +9,7 @@
 //! marker names another scheme.
 
 use crate::config::Config;
-use crate::projection_marker::ProjectionMarker;
+use crate::projection::marker::ProjectionMarker;
 use crate::storage::{self, LinkFilter, Storage, StorageError, CODE_SCHEME_SETTING};
 use shortcode::{fingerprint_difference, CodeScheme, Shape};
 
@@ -111,7 +111,7 @@ pub async fn check_redis(
     };
     match value
         .as_deref()
-        .and_then(crate::projection_marker::marker_fingerprint)
+        .and_then(crate::projection::marker::marker_fingerprint)
     {
         Some(found) if found != scheme.fingerprint() => {
             Err(SchemeCheckError::Mismatch(mismatch_message(

@@ -1,7 +1,8 @@
 //! Command-line and environment configuration.
 //!
-//! Every option can be given as `--flag` or as the `SHORTLINK_*` variable named beside it; the flag
-//! wins. Options are global, so they may come before or after the subcommand.
+//! Every option can be given as `--flag`, as the `SHORTLINK_*` variable named beside it, or as a key
+//! of the TOML file named by `--config` (crate::config_file); the flag wins over the variable, the
+//! variable over the file. Options are global, so they may come before or after the subcommand.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -11,6 +12,15 @@ use std::time::Duration;
 /// Settings shared by every subcommand.
 #[derive(Clone, clap::Args)]
 pub struct Config {
+    /// TOML file with any of these settings, keys named as the flags with `_` (e.g. `redis_url`).
+    #[arg(
+        long = "config",
+        id = "config_file",
+        env = "SHORTLINK_CONFIG",
+        global = true
+    )]
+    pub config_file: Option<PathBuf>,
+
     /// Address the HTTP API listens on; port 0 picks a free port (printed on start-up).
     #[arg(
         long,
@@ -158,6 +168,10 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_GEOIP_DB", global = true)]
     pub geoip_db: Option<PathBuf>,
 
+    /// City database for IPv6 addresses, when the data comes in one file per address family (as DB-IP Lite does).
+    #[arg(long, env = "SHORTLINK_GEOIP_DB_IPV6", global = true)]
+    pub geoip_db_ipv6: Option<PathBuf>,
+
     /// ISP or ASN database (`.mmdb`) for the `isp` of visits, when the city database has none.
     #[arg(long, env = "SHORTLINK_GEOIP_ISP_DB", global = true)]
     pub geoip_isp_db: Option<PathBuf>,
@@ -202,6 +216,62 @@ pub struct Config {
     /// How often the expiry and retention jobs run (when either is set).
     #[arg(long, env = "SHORTLINK_CLEANUP_EVERY", default_value = "1h", value_parser = humantime::parse_duration, global = true)]
     pub cleanup_every: Duration,
+
+    // --- Domain health (issue 20) ---
+    /// How often the domain health job checks every short domain; 0 turns it off.
+    #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_EVERY", default_value = "60s", value_parser = humantime::parse_duration, global = true)]
+    pub domain_health_every: Duration,
+
+    /// Traffic window: a domain is suspected blocked when its clicks over this window fall far below its share of the issued links while other domains get theirs.
+    #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_WINDOW", default_value = "30m", value_parser = humantime::parse_duration, global = true)]
+    pub domain_health_window: Duration,
+
+    /// Links issued on a domain within the window before its traffic is judged.
+    #[arg(
+        long,
+        env = "SHORTLINK_DOMAIN_HEALTH_MIN_ISSUED",
+        default_value_t = 50,
+        global = true
+    )]
+    pub domain_health_min_issued: u64,
+
+    /// DNS resolver the job asks (`ip:port`); the DNS probe is off unless set.
+    #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_RESOLVER", global = true)]
+    pub domain_health_resolver: Option<std::net::SocketAddr>,
+
+    /// Addresses the short domains must resolve to (comma-separated IPv4).
+    #[arg(
+        long,
+        env = "SHORTLINK_EDGE_ADDRESSES",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub edge_addresses: Vec<std::net::Ipv4Addr>,
+
+    /// The edge (nginx's redirect server, `ip:port`) the canary probe asks as if sent to each domain.
+    #[arg(long, env = "SHORTLINK_CANARY_EDGE", global = true)]
+    pub canary_edge: Option<std::net::SocketAddr>,
+
+    /// Code of the canary link (on every domain); the canary probe is off unless set with --canary-target.
+    #[arg(long, env = "SHORTLINK_CANARY_CODE", global = true)]
+    pub canary_code: Option<String>,
+
+    /// The `Location` the canary link must answer.
+    #[arg(long, env = "SHORTLINK_CANARY_TARGET", global = true)]
+    pub canary_target: Option<String>,
+
+    /// URL (http://) that receives a signed POST on every change of a domain's state.
+    #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_URL", global = true)]
+    pub domain_webhook_url: Option<String>,
+
+    /// HMAC-SHA256 key of the webhook's `X-Shortlink-Signature` (required with --domain-webhook-url).
+    #[arg(
+        long,
+        env = "SHORTLINK_DOMAIN_WEBHOOK_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub domain_webhook_secret: Option<String>,
 }
 
 // Secrets stay out of logs.
@@ -223,6 +293,7 @@ impl fmt::Debug for Config {
             .field("expired_grace", &self.expired_grace)
             .field("idempotency_retention", &self.idempotency_retention)
             .field("geoip_db", &self.geoip_db)
+            .field("geoip_db_ipv6", &self.geoip_db_ipv6)
             .field("anonymize_ip", &self.anonymize_ip)
             .field("consumer", &self.consumer)
             .field("consumer_batch", &self.consumer_batch)
@@ -269,6 +340,49 @@ impl Config {
         }
     }
 
+    /// Every problem of the settings that needs no server, all at once (`check-config`);
+    /// start-up checks the same (crate::build_state) and then the database and Redis.
+    pub fn problems(&self) -> Vec<ConfigError> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.code_scheme() {
+            problems.push(e);
+        }
+        if !(1..=1_000_000).contains(&self.sequence_block) {
+            problems.push(ConfigError::SequenceBlock);
+        }
+        if let Some(Err(e)) = self
+            .public_base_url
+            .as_deref()
+            .map(crate::validate::public_base)
+        {
+            problems.push(ConfigError::PublicBase(e));
+        }
+        if let Err(value) = crate::validate::normalize_hosts(&self.short_domains) {
+            problems.push(ConfigError::Host {
+                flag: "--short-domains",
+                value,
+            });
+        }
+        if let Err(value) = crate::validate::UrlPolicy::new(
+            self.max_url_length,
+            &self.allow_hosts,
+            &self.block_hosts,
+        ) {
+            problems.push(ConfigError::Host {
+                flag: "--allow-hosts/--block-hosts",
+                value,
+            });
+        }
+        if self
+            .bootstrap_api_key
+            .as_ref()
+            .is_some_and(|key| key.trim().len() < 32)
+        {
+            problems.push(ConfigError::BootstrapKey);
+        }
+        problems
+    }
+
     /// The code scheme shared with the nginx module.
     pub fn code_scheme(&self) -> Result<shortcode::CodeScheme, ConfigError> {
         shortcode::CodeScheme::new(&self.code_secret()?, self.code_length, self.code_check)
@@ -291,6 +405,8 @@ pub enum ConfigError {
     Scheme(shortcode::SchemeError),
     #[error("--public-base-url: {0}")]
     PublicBase(String),
+    #[error("domain health: {0}")]
+    Webhook(String),
     #[error("{flag}: {value:?} is not a host name")]
     Host { flag: &'static str, value: String },
     #[error("--sequence-block must be between 1 and 1000000")]

@@ -3,26 +3,31 @@
 //!
 //! - [`config`]: command-line and environment settings;
 //! - [`http`]: the REST API (`/api/v1`, auth, errors, OpenAPI) and health endpoints;
-//! - [`service`]: the write path (SQL transaction + Redis write-through) and the resolver;
+//! - [`service`]: the write path (create, batch, update/revoke: SQL transaction + Redis
+//!   write-through) and the reads and resolver;
 //! - [`storage`]: one trait, SQLite and PostgreSQL implementations, migrations;
-//! - [`projection`]: the Redis link record and its writes; [`issuer`]: sequence blocks → codes;
-//! - [`projection_marker`]: `sl:meta:projection`, and refilling Redis after it lost its data;
+//! - [`projection`]: the Redis link record and its writes, and its marker `sl:meta:projection`
+//!   (refilling Redis after it lost its data); [`issuer`]: sequence blocks → codes;
 //! - [`code_scheme`]: the code scheme's fingerprint, checked against the data at start-up;
+//! - [`visits`]: the visit pipeline after enrichment (`sl:events` consumer, visit store, rollups,
+//!   cleanup); enrichment itself is the pure `shortlink-visit-enrich` crate;
 //! - [`validate`]: target URL policy; [`cli`]: subcommands.
 
 #![forbid(unsafe_code)]
 
-pub mod analytics;
 pub mod cli;
 pub mod code_scheme;
 pub mod config;
+pub mod config_file;
+pub mod domains;
 pub mod http;
 pub mod issuer;
+pub mod metrics;
 pub mod projection;
-pub mod projection_marker;
 pub mod service;
 pub mod storage;
 pub mod validate;
+pub mod visits;
 
 use crate::config::{Config, ConfigError};
 use crate::http::{AppState, HttpSettings};
@@ -46,7 +51,7 @@ pub enum StartupError {
     #[error(transparent)]
     CodeScheme(#[from] code_scheme::SchemeCheckError),
     #[error("analytics: {0}")]
-    Analytics(#[from] analytics::AnalyticsError),
+    Analytics(#[from] visits::AnalyticsError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -106,7 +111,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
-    let marker = projection_marker::ProjectionMarker::new(config)?;
+    let marker = projection::marker::ProjectionMarker::new(config)?;
     code_scheme::check_redis(&marker, &scheme, config).await?;
     if let Some(key) = &config.bootstrap_api_key {
         let hash = http::hash_api_key(key.trim());
@@ -125,13 +130,14 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         config.sequence_block,
     );
     let links = LinkService::new(storage, projection, issuer, config.expired_grace);
-    let analytics = analytics::Analytics {
-        store: analytics::open_store(config).await?,
+    let analytics = visits::Analytics {
+        store: visits::open_store(config).await?,
         count_bots: config.count_bots,
     };
     Ok(AppState {
         links: Arc::new(links),
         analytics,
+        domains: Arc::default(),
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,
@@ -144,18 +150,29 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
 pub struct Application {
     listener: tokio::net::TcpListener,
     state: AppState,
+    /// `None` with `--domain-health-every 0`.
+    health: Option<domains::health::HealthSettings>,
 }
 
 impl Application {
     pub async fn build(config: &Config) -> Result<Self, StartupError> {
         let state = build_state(config).await?;
+        let health = domains::health::HealthSettings::from_config(
+            config,
+            state.settings.short_domains.clone(),
+        )?;
+        let health = (!config.domain_health_every.is_zero()).then_some(health);
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartupError::Listen {
                 addr: config.listen,
                 source,
             })?;
-        Ok(Self { listener, state })
+        Ok(Self {
+            listener,
+            state,
+            health,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -173,10 +190,21 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let job = self.health.map(|settings| {
+            tokio::spawn(domains::health::run(
+                Arc::clone(&self.state.domains),
+                settings,
+                Arc::clone(&self.state.analytics.store),
+            ))
+        });
         let router = http::router(self.state);
-        axum::serve(self.listener, router)
+        let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
-            .await
+            .await;
+        if let Some(job) = job {
+            job.abort();
+        }
+        served
     }
 }
 

@@ -1,7 +1,6 @@
 #![deny(unsafe_code)]
 
-use clap::Parser;
-use shortlink_sidecar::cli::{self, Cli};
+use shortlink_sidecar::cli;
 use std::process::ExitCode;
 
 /// jemalloc hands freed pages back to the system after a short decay, where glibc keeps them in
@@ -25,7 +24,13 @@ static JEMALLOC_CONF: &[u8; 10] = b"narenas:1\0";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match shortlink_sidecar::config_file::parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(error) => {
+            eprintln!("shortlink-sidecar: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     shortlink_sidecar::init_tracing();
     match cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,9 +8,10 @@ mod api;
 mod nginx;
 pub mod paths;
 pub mod raw;
+pub mod tls;
 
 pub use api::Api;
-pub use nginx::{error_pages, Nginx, NginxOptions, ERROR_STATUSES};
+pub use nginx::{error_pages, templates_with, tls_domains, Nginx, NginxOptions, ERROR_STATUSES};
 pub use raw::{raw_http, RawResponse};
 
 use std::time::Duration;
@@ -190,7 +191,7 @@ impl Sidecar {
             .args(["--bootstrap-api-key", API_KEY])
             .args(["--public-base-url", "http://s1.test"])
             .arg("--geoip-db")
-            .arg(paths::workspace_dir().join("analytics/testdata/test-city.mmdb"))
+            .arg(paths::workspace_dir().join("visit-enrich/testdata/test-city.mmdb"))
             .env("RUST_LOG", "warn")
             .capture_stdout()
             .spawn();
@@ -227,11 +228,18 @@ impl Sidecar {
 
 /// A blocking HTTP client that never follows redirects: the tests look at the redirect itself.
 pub fn http_client() -> reqwest::blocking::Client {
+    install_tls_provider();
     reqwest::blocking::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(10))
         .build()
         .expect("build an HTTP client")
+}
+
+/// reqwest's TLS uses ring (already in the tree, unlike aws-lc): every client needs it installed,
+/// even one that never speaks HTTPS. Installing it again (another test thread) changes nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Whether this process runs as root (then nginx's workers run as `nobody`).

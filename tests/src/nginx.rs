@@ -29,6 +29,15 @@ pub struct NginxOptions {
     pub conf_dir: Option<PathBuf>,
     /// The module's code secret (hex) instead of the sidecar's [`CODE_SECRET`].
     pub code_secret: Option<&'static str>,
+    /// Certificates in certbot's layout (`<dir>/<domain>/{fullchain,privkey}.pem`): every pool
+    /// domain gets an HTTPS server, as `scripts/render-nginx TLS_CERTS=<dir>` writes it.
+    pub tls_certs: Option<PathBuf>,
+    /// The pool instead of [`POOL`].
+    pub pool: Option<Vec<String>>,
+    /// `PLAIN_HTTP`: `redirect` (plain HTTP answers codes) or `to-https`.
+    pub plain_http: &'static str,
+    /// Where the plain HTTP server answers ACME HTTP-01 challenges from (default: in the prefix).
+    pub acme_webroot: Option<PathBuf>,
 }
 
 impl Default for NginxOptions {
@@ -44,12 +53,18 @@ impl Default for NginxOptions {
             daemon: false,
             conf_dir: None,
             code_secret: None,
+            tls_certs: None,
+            pool: None,
+            plain_http: "redirect",
+            acme_webroot: None,
         }
     }
 }
 
 pub struct Nginx {
     pub redirect_port: u16,
+    /// The HTTPS listener of the redirect server.
+    pub tls_port: u16,
     pub api_port: u16,
     pub prefix: PathBuf,
     pub process: Lifeline,
@@ -84,6 +99,19 @@ impl Nginx {
 
         let redirect_port = free_port();
         let api_port = free_port();
+        let tls_port = free_port();
+        let pool = options
+            .pool
+            .clone()
+            .unwrap_or_else(|| POOL.map(str::to_owned).to_vec());
+        let acme_webroot = options
+            .acme_webroot
+            .clone()
+            .unwrap_or_else(|| prefix.join("acme"));
+        let tls_domains = match &options.tls_certs {
+            Some(certs) => tls_domains(certs, &pool, &prefix),
+            None => "# (no HTTPS domain yet)".to_owned(),
+        };
         let conf_dir = options
             .conf_dir
             .clone()
@@ -104,8 +132,13 @@ impl Nginx {
             ("API_LISTEN", format!("127.0.0.1:{api_port}")),
             ("CACHE", options.cache.to_owned()),
             ("FALLBACK", options.fallback.to_owned()),
-            ("POOL", POOL.join(" ")),
-            ("PUBLIC_BASE", format!("http://{}", POOL[0])),
+            ("POOL", pool.join(" ")),
+            ("PUBLIC_BASE", format!("http://{}", pool[0])),
+            ("TLS_LISTEN", format!("127.0.0.1:{tls_port}")),
+            ("PLAIN_HTTP", options.plain_http.to_owned()),
+            ("HTTPS_ORIGIN", format!("https://$host:{tls_port}")),
+            ("ACME_WEBROOT", acme_webroot.display().to_string()),
+            ("TLS_DOMAINS", tls_domains),
             ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
             ("EVENTS_BUFFER", options.events_buffer.to_string()),
         ];
@@ -119,6 +152,13 @@ impl Nginx {
             render(&conf_dir, "domains.conf.template", &vars),
         )
         .expect("write domains.conf");
+        for include in ["redirect", "to-https", "tls-domain"] {
+            std::fs::write(
+                prefix.join(format!("{include}.conf")),
+                render(&conf_dir, &format!("{include}.conf.template"), &vars),
+            )
+            .expect("write an include");
+        }
         std::fs::write(prefix.join("error-pages.conf"), error_pages(&conf_dir))
             .expect("write error-pages.conf");
 
@@ -145,6 +185,7 @@ while :; do sleep 1 & wait $!; done"#;
         };
         let nginx = Nginx {
             redirect_port,
+            tls_port,
             api_port,
             prefix,
             process,
@@ -152,7 +193,7 @@ while :; do sleep 1 & wait $!; done"#;
         };
         assert!(
             wait_until(Duration::from_secs(10), || {
-                port_open(redirect_port) && port_open(api_port)
+                port_open(redirect_port) && port_open(api_port) && port_open(tls_port)
             }),
             "nginx did not start; error log:\n{}",
             nginx.error_log()
@@ -257,6 +298,19 @@ while :; do sleep 1 & wait $!; done"#;
     }
 }
 
+/// domains.conf's HTTPS server line for each of `pool`, as `scripts/render-nginx` writes them.
+pub fn tls_domains(certs: &Path, pool: &[String], prefix: &Path) -> String {
+    let (certs, prefix) = (certs.display(), prefix.display());
+    pool.iter()
+        .map(|domain| {
+            format!(
+                "server {{ server_name {domain}; ssl_certificate {certs}/{domain}/fullchain.pem; \
+                 ssl_certificate_key {certs}/{domain}/privkey.pem; include {prefix}/tls-domain.conf; }}\n"
+            )
+        })
+        .collect()
+}
+
 /// `name value` lines; anything else is ignored.
 pub fn parse_counters(body: &str) -> HashMap<String, u64> {
     body.lines()
@@ -346,4 +400,42 @@ pub fn error_pages(conf_dir: &Path) -> Vec<u8> {
         out.extend(format!("    return {status} \"{names}\";\n}}\n").bytes());
     }
     out
+}
+
+/// A copy of the project's nginx templates (`nginx/`) in `dir`, with `line` added after the
+/// first line containing `after` (in whichever template has it, at its indentation): for
+/// [`NginxOptions::conf_dir`], to run a test under a setting the templates leave at its default.
+pub fn templates_with(dir: &Path, after: &str, line: &str) {
+    let src = crate::paths::workspace_dir().join("nginx");
+    copy_dir(&src, dir);
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read the template copy")
+        .map(|entry| entry.expect("a template").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "template"))
+        .collect();
+    templates.sort();
+    for path in templates {
+        let text = std::fs::read_to_string(&path).expect("read a template");
+        let Some(at) = text.find(after) else { continue };
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let indent: String = text[start..].chars().take_while(|c| *c == ' ').collect();
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        let text = format!("{}\n{indent}{line}{}", &text[..end], &text[end..]);
+        std::fs::write(&path, text).expect("write a template");
+        return;
+    }
+    panic!("no template has {after:?}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the template copy");
+    for entry in std::fs::read_dir(from).expect("read nginx/") {
+        let entry = entry.expect("a template");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy a template");
+        }
+    }
 }

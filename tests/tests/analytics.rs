@@ -92,8 +92,19 @@ fn visits_through_nginx_show_up_in_stats_with_bots_and_previews_apart() {
 
 #[test]
 fn redirects_keep_working_when_redis_is_gone_and_lost_events_are_counted() {
+    // The module's own answers make the events, so the cache must keep answering while Redis is
+    // gone: TTL-only mode. With invalidation on (the default) an outage makes the cache untrusted,
+    // every redirect goes through the fallback, and those make no events
+    // (`tests/tests/invalidation.rs`, docs/RELIABILITY.md).
+    let conf = testkit::temp_dir();
+    shortlink_e2e::templates_with(
+        conf.path(),
+        "shortlink_cache @CACHE@;",
+        "shortlink_cache_invalidation off;",
+    );
     let mut system = System::start_with(NginxOptions {
         events_buffer: 5,
+        conf_dir: Some(conf.path().to_owned()),
         ..NginxOptions::default()
     });
     let code = system.create(json!({"url": "https://shop.example/outage"}));

@@ -209,9 +209,15 @@ fn a_checkout_the_workers_cannot_read_answers_with_its_own_pages_and_large_bodie
 #[test]
 fn render_nginx_writes_the_pages_the_harness_writes() {
     let (private, checkout) = private_checkout();
-    let template = ["nginx.conf.template", "domains.conf.template"]
-        .map(|name| std::fs::read_to_string(checkout.join("nginx").join(name)).unwrap())
-        .concat();
+    let template = [
+        "nginx.conf.template",
+        "domains.conf.template",
+        "redirect.conf.template",
+        "to-https.conf.template",
+        "tls-domain.conf.template",
+    ]
+    .map(|name| std::fs::read_to_string(checkout.join("nginx").join(name)).unwrap())
+    .concat();
     // Every `@NAME@` placeholder (named locations such as `@resolve` are lower case).
     let mut names: Vec<&str> = template
         .match_indices('@')
@@ -259,7 +265,9 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
         0o600
     );
     let conf = std::fs::read_to_string(prefix.join("nginx.conf")).unwrap();
-    assert!(!conf.contains(key) && conf.contains("resolve-key.conf"));
+    let locations = std::fs::read_to_string(prefix.join("redirect.conf")).unwrap();
+    assert!(!conf.contains(key) && !locations.contains(key));
+    assert!(locations.contains("resolve-key.conf"));
 
     // A page above one nginx string (4 KiB), with quotes and backslashes, survives the trip.
     let big = format!("<p>it's \\ {}</p>\n", "x".repeat(9_000));

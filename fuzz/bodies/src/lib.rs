@@ -94,8 +94,8 @@ pub fn visit_event(data: &[u8]) {
     let fields = rest
         .chunks(2)
         .map(|pair| (pair[0], pair.get(1).copied().unwrap_or_default()));
-    if let Ok(event) = shortlink_analytics::VisitEvent::from_fields(id.clone(), fields) {
-        use shortlink_analytics::event::*;
+    if let Ok(event) = shortlink_visit_enrich::VisitEvent::from_fields(id.clone(), fields) {
+        use shortlink_visit_enrich::event::*;
         assert_eq!(event.id, id);
         assert!(!event.code.is_empty() && event.code.len() <= MAX_CODE_LEN);
         assert!(event.code.bytes().all(|b| b.is_ascii_graphic()));
@@ -108,8 +108,8 @@ pub fn visit_event(data: &[u8]) {
         assert!(within(&event.accept_language, MAX_LANG_LEN));
     }
     let text = String::from_utf8_lossy(data);
-    if let Some(tag) = shortlink_analytics::language(&text) {
-        assert!(!tag.is_empty() && tag.len() <= shortlink_analytics::MAX_LANGUAGE_LEN);
+    if let Some(tag) = shortlink_visit_enrich::language(&text) {
+        assert!(!tag.is_empty() && tag.len() <= shortlink_visit_enrich::MAX_LANGUAGE_LEN);
         assert!(tag
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));

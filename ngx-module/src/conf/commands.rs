@@ -42,7 +42,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 17] = [
+pub static mut COMMANDS: [ngx_command_t; 20] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -133,6 +133,24 @@ pub static mut COMMANDS: [ngx_command_t; 17] = [
         MAIN | NGX_CONF_TAKE1,
         set_events_flush,
         M,
+    ),
+    command(
+        ngx_string!("shortlink_cache_invalidation"),
+        MAIN | NGX_CONF_FLAG,
+        set_cache_invalidation,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_miss_fallback"),
+        ANY | NGX_CONF_FLAG,
+        set_miss_fallback,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_status_domains"),
+        ANY | NGX_CONF_FLAG,
+        set_status_domains,
+        L,
     ),
     ngx_command_t::empty(),
 ];
@@ -370,6 +388,7 @@ extern "C" fn set_cache(
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         duplicate(&mcf.cache)?;
         mcf.cache = Some(parse::cache(args)?);
+        mcf.cache_ttl_set = args.iter().any(|a| a.starts_with(b"ttl="));
         Ok(())
     })
 }
@@ -476,6 +495,42 @@ extern "C" fn set_events_flush(
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         duplicate(&mcf.events_flush_ms)?;
         mcf.events_flush_ms = Some(parse::events_flush(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_cache_invalidation(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        duplicate(&mcf.cache_invalidation)?;
+        mcf.cache_invalidation = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_miss_fallback(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.miss_fallback)?;
+        lcf.miss_fallback = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_status_domains(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.status_domains)?;
+        lcf.status_domains = Some(parse::flag(args[0])?);
         Ok(())
     })
 }

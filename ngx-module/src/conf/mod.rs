@@ -58,6 +58,10 @@ pub struct MainConf {
     pub events_buffer: Option<SpoolLimits>,
     /// `shortlink_events_flush`: how long visits may wait to leave as one stream entry.
     pub events_flush_ms: Option<u64>,
+    /// `shortlink_cache_invalidation`: keep the cache coherent through Redis tracking.
+    pub cache_invalidation: Option<bool>,
+    /// Whether `shortlink_cache` gave `ttl=` (else the default depends on invalidation).
+    pub cache_ttl_set: bool,
 }
 
 impl Default for MainConf {
@@ -77,6 +81,8 @@ impl Default for MainConf {
             events_max_len: None,
             events_buffer: None,
             events_flush_ms: None,
+            cache_invalidation: None,
+            cache_ttl_set: false,
         }
     }
 }
@@ -128,7 +134,15 @@ impl MainConf {
     }
 
     pub fn cache_config(&self) -> Option<CacheConfig> {
-        self.cache.unwrap_or(Some(parse::DEFAULT_CACHE))
+        let mut config = self.cache.unwrap_or(Some(parse::DEFAULT_CACHE))?;
+        if !self.cache_ttl_set && !self.cache_invalidation() {
+            config.ttl_ms = parse::TTL_ONLY_DEFAULT_MS;
+        }
+        Some(config)
+    }
+
+    pub fn cache_invalidation(&self) -> bool {
+        self.cache_invalidation.unwrap_or(true)
     }
 
     pub fn events_max_len(&self) -> u64 {
@@ -167,6 +181,10 @@ pub struct LocConf {
     pub cache_control: Option<CacheControl>,
     /// `shortlink_track`: queue a visit event per answered redirect or 410.
     pub track: Option<bool>,
+    /// `shortlink_miss_fallback`: a code Redis does not hold goes to the fallback, not 404.
+    pub miss_fallback: Option<bool>,
+    /// `shortlink_status_domains`: count this location's requests per host in the status zone.
+    pub status_domains: Option<bool>,
 }
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
@@ -193,6 +211,16 @@ impl LocConf {
         self.track.unwrap_or(false)
     }
 
+    /// Off by default: on the one-box topology Redis is written before the API answers, so a
+    /// miss is final, and sending misses on would let code scanners load the fallback.
+    pub fn miss_fallback(&self) -> bool {
+        self.miss_fallback.unwrap_or(false) && self.fallback().is_some()
+    }
+
+    pub fn status_domains(&self) -> bool {
+        self.status_domains.unwrap_or(true)
+    }
+
     pub fn cache_control(&self) -> Option<&CacheControl> {
         self.cache_control.as_ref()
     }
@@ -211,6 +239,8 @@ impl Merge for LocConf {
         inherit(&mut self.forward_query, &prev.forward_query);
         inherit(&mut self.cache_control, &prev.cache_control);
         inherit(&mut self.track, &prev.track);
+        inherit(&mut self.miss_fallback, &prev.miss_fallback);
+        inherit(&mut self.status_domains, &prev.status_domains);
         if self.cache_control.is_none() {
             self.cache_control = Some(CacheControl::default());
         }

@@ -25,6 +25,7 @@ use ngx::ngx_log_error;
 
 use super::backoff::Backoff;
 use super::resp::{self, Frame};
+use super::tracking::TrackState;
 use super::{now_ms, RedisError};
 use crate::conf::PeerAddr;
 use crate::events::EventShared;
@@ -91,6 +92,9 @@ pub struct Conn {
     done: Vec<(Rc<Slot>, Result<Frame, RedisError>)>,
     /// The worker's visit-event spool (flushed here when the connection comes up) and counters.
     events: Rc<EventShared>,
+    /// Set on the invalidation connection: frames nobody asked for are reports for the cache,
+    /// and visit events never go here.
+    track: Option<Rc<TrackState>>,
 }
 
 pub type ConnRef = Rc<RefCell<Conn>>;
@@ -106,6 +110,27 @@ impl Conn {
         timeouts: Timeouts,
         backoff: Rc<Cell<Backoff>>,
         events: Rc<EventShared>,
+    ) -> Result<ConnRef, RedisError> {
+        Self::open_with(peer, timeouts, backoff, events, None)
+    }
+
+    /// Opens the invalidation connection ([`super::tracking`]).
+    pub fn open_tracking(
+        peer: &PeerAddr,
+        timeouts: Timeouts,
+        backoff: Rc<Cell<Backoff>>,
+        events: Rc<EventShared>,
+        track: Rc<TrackState>,
+    ) -> Result<ConnRef, RedisError> {
+        Self::open_with(peer, timeouts, backoff, events, Some(track))
+    }
+
+    fn open_with(
+        peer: &PeerAddr,
+        timeouts: Timeouts,
+        backoff: Rc<Cell<Backoff>>,
+        events: Rc<EventShared>,
+        track: Option<Rc<TrackState>>,
     ) -> Result<ConnRef, RedisError> {
         // SAFETY: an all-zero peer connection is nginx's documented starting state.
         let mut pc: ngx_peer_connection_t = unsafe { mem::zeroed() };
@@ -130,6 +155,7 @@ impl Conn {
             backoff,
             done: Vec::new(),
             events,
+            track,
         }));
         let mut me = conn.borrow_mut();
         // SAFETY: `pc` is fully initialised for a TCP (or unix) stream connect.
@@ -203,6 +229,9 @@ impl Conn {
 
     /// Moves the worker's spooled events onto this (ready) connection.
     fn flush_spool(&mut self) {
+        if self.track.is_some() {
+            return;
+        }
         for visits in self.events.flush_into(&mut self.out) {
             self.queued(Pending::Event(visits));
         }
@@ -400,6 +429,17 @@ impl Conn {
             if rest.is_empty() {
                 break;
             }
+            if let Some(track) = &self.track {
+                // Reports arrive between replies: parse everything, hand reports over.
+                match resp::parse(rest) {
+                    Ok(Some((frame, n))) if track.on_push(&frame) => {
+                        used += n;
+                        continue;
+                    }
+                    Ok(None) => break,
+                    _ => {}
+                }
+            }
             // Replies nobody reads are only measured: no allocation per visit event.
             let step = match self.pending.front() {
                 Some(Pending::Wait(_)) => {
@@ -485,10 +525,18 @@ impl Conn {
         self.backoff.set(b);
     }
 
+    /// Closes the socket now, failing whatever is outstanding.
+    pub fn close_now(&mut self) {
+        self.fail(RedisError::Closed);
+    }
+
     /// Closes the socket and fails every outstanding reply with `why`.
     fn fail(&mut self, why: RedisError) {
         self.close_socket();
         self.state = State::Closed;
+        if let Some(track) = &self.track {
+            track.on_closed();
+        }
         let mut lost_events = 0;
         for pending in self.pending.drain(..) {
             match pending {

@@ -4,6 +4,7 @@
 pub mod backoff;
 mod connection;
 mod pool;
+pub mod tracking;
 
 // RESP framing lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
 pub use shortlink_wire::resp;
@@ -12,6 +13,7 @@ use std::fmt;
 
 pub use connection::Reply;
 pub use pool::Pool;
+pub use tracking::Tracker;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RedisError {
@@ -33,6 +35,9 @@ pub enum RedisError {
     /// names another, or none while the code's check character failed here): the code may be
     /// a link issued under the sidecar's scheme, so "no such key" is not a 404.
     SchemeMismatch,
+    /// No record on a Redis that may lag behind the one the sidecar writes (a replica, with
+    /// `shortlink_miss_fallback on`): the link may have been created a moment ago.
+    NotYetThere,
 }
 
 impl RedisError {
@@ -52,6 +57,7 @@ impl fmt::Display for RedisError {
             RedisError::BadValue => "unreadable value",
             RedisError::Unprojected => "redis holds no projection marker",
             RedisError::SchemeMismatch => "the projection marker names another code scheme",
+            RedisError::NotYetThere => "no record yet on this redis",
         })
     }
 }

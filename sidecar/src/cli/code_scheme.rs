@@ -3,7 +3,7 @@
 
 use super::BoxError;
 use crate::config::Config;
-use crate::projection_marker::{ProjectionMarker, MARKER_KEY};
+use crate::projection::marker::{ProjectionMarker, MARKER_KEY};
 use crate::storage::{self, LinkFilter, Storage, CODE_SCHEME_SETTING};
 
 #[derive(Debug, clap::Subcommand)]

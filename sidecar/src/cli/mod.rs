@@ -53,6 +53,9 @@ pub enum Command {
     Resync(ResyncArgs),
     /// Apply database migrations and exit.
     Migrate,
+    /// Check the settings (flags, environment, `--config` file) without starting: every problem
+    /// at once, each with its file and key; exits 1 if there is any.
+    CheckConfig,
     /// Consume visit events without the HTTP API (several may run, each with its own
     /// `--consumer-name`); also runs the cleanup jobs if configured.
     Consume,
@@ -97,16 +100,38 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Import(args) => import::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,
-        Command::Consume => crate::analytics::commands::consume(&config).await,
-        Command::Cleanup => crate::analytics::commands::cleanup_once(&config).await,
+        Command::Consume => crate::visits::commands::consume(&config).await,
+        Command::Cleanup => crate::visits::commands::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
+        Command::CheckConfig => check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");
             Ok(())
         }
     }
+}
+
+/// A file's own problems were reported while parsing (crate::config_file); these are the
+/// settings' problems once merged.
+fn check_config(config: &Config) -> Result<(), BoxError> {
+    let problems = config.problems();
+    let source = match &config.config_file {
+        Some(file) => file.display().to_string(),
+        None => "flags and environment (no --config file)".to_owned(),
+    };
+    if problems.is_empty() {
+        println!("{source}: ok");
+        return Ok(());
+    }
+    let list: Vec<String> = problems.iter().map(|p| format!("\n  {p}")).collect();
+    Err(format!(
+        "{} problem(s) in the settings ({source}):{}",
+        problems.len(),
+        list.concat()
+    )
+    .into())
 }
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
@@ -119,9 +144,9 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
-    let background = crate::analytics::commands::start_background(config, app.state())?;
-    // Refills Redis from SQL whenever it lost its data (crate::projection_marker).
-    let marker = crate::projection_marker::spawn_keeper(config, app.state())?;
+    let background = crate::visits::commands::start_background(config, app.state())?;
+    // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
+    let marker = crate::projection::marker::spawn_keeper(config, app.state())?;
     let pruner = crate::service::spawn_idempotency_pruner(
         std::sync::Arc::clone(&app.state().links),
         config.idempotency_retention,

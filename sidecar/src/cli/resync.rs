@@ -4,8 +4,8 @@
 
 use super::{orphans, progress_bar, BoxError};
 use crate::config::Config;
+use crate::projection::marker::ProjectionMarker;
 use crate::projection::{Projection, RecordWrite, ISSUED_MARK_KEY};
-use crate::projection_marker::ProjectionMarker;
 use crate::storage::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -48,7 +48,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let filter = LinkFilter::default();
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
-    // Only a complete run vouches for the whole projection (crate::projection_marker).
+    // Only a complete run vouches for the whole projection (crate::projection::marker).
     let marker = ProjectionMarker::new(config)?;
     let token = match args.from_code {
         None => Some(marker.begin().await?),

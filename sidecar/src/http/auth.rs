@@ -6,8 +6,9 @@
 //! constant time all the same.
 //!
 //! Each key has a role (`storage::Role`), checked here against the route the request matched, so
-//! a route nobody listed for a narrow role is refused to it: `resolve` keys reach
-//! `GET /api/v1/resolve/{code}` and get 403 `forbidden` everywhere else.
+//! a route nobody listed for a narrow role is refused to it (403 `forbidden`): `viewer` keys read
+//! ([`READ_ROUTES`]), `issuer` keys read and change links ([`ISSUE_ROUTES`]), `resolve` keys reach
+//! `GET /api/v1/resolve/{code}` only, `admin` keys everything.
 
 use super::{AppState, Error};
 use crate::storage::Role;
@@ -83,14 +84,46 @@ pub async fn require_api_key(
     Ok(next.run(request).await)
 }
 
+/// What `viewer` and `issuer` keys may read (GET, HEAD). Not resolve: it repairs Redis, and it
+/// is nginx's, which has a key of its own.
+const READ_ROUTES: &[&str] = &[
+    "/api/v1/links",
+    "/api/v1/links/{code}",
+    "/api/v1/links/{code}/stats",
+    "/api/v1/links/{code}/qr",
+    "/api/v1/stats",
+    "/api/v1/campaigns/{campaign}",
+    "/api/v1/domains",
+    "/api/v1/domains/{domain}",
+    "/api/v1/openapi.json",
+];
+
+/// What `issuer` keys may change besides reading.
+const ISSUE_ROUTES: &[(Method, &str)] = &[
+    (Method::POST, "/api/v1/links"),
+    (Method::POST, "/api/v1/links/batch"),
+    (Method::PATCH, "/api/v1/links/{code}"),
+    (Method::DELETE, "/api/v1/links/{code}"),
+];
+
 /// Whether `role` may send `method` to `route` (the matched route pattern; `None` for paths no
 /// route matched).
 fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
+    let Some(route) = route else {
+        return role == Role::Admin;
+    };
+    let reads = (method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route);
     match role {
         Role::Admin => true,
+        Role::Issuer => {
+            reads
+                || ISSUE_ROUTES
+                    .iter()
+                    .any(|(allowed, pattern)| allowed == method && *pattern == route)
+        }
+        Role::Viewer => reads,
         Role::Resolve => {
-            (method == Method::GET || method == Method::HEAD)
-                && route == Some("/api/v1/resolve/{code}")
+            (method == Method::GET || method == Method::HEAD) && route == "/api/v1/resolve/{code}"
         }
     }
 }
@@ -113,6 +146,31 @@ mod tests {
             Some("/api/v1/links/{code}")
         ));
         assert!(permits(Role::Admin, &Method::GET, None));
+    }
+
+    #[test]
+    fn viewers_read_and_issuers_also_change_links() {
+        let code = Some("/api/v1/links/{code}");
+        for role in [Role::Viewer, Role::Issuer] {
+            assert!(permits(role, &Method::GET, code));
+            assert!(permits(role, &Method::HEAD, Some("/api/v1/stats")));
+            assert!(!permits(role, &Method::GET, Some("/api/v1/resolve/{code}")));
+            assert!(!permits(role, &Method::GET, None));
+        }
+        assert!(!permits(Role::Viewer, &Method::PATCH, code));
+        assert!(!permits(Role::Viewer, &Method::POST, Some("/api/v1/links")));
+        assert!(permits(Role::Issuer, &Method::PATCH, code));
+        assert!(permits(Role::Issuer, &Method::DELETE, code));
+        assert!(permits(
+            Role::Issuer,
+            &Method::POST,
+            Some("/api/v1/links/batch")
+        ));
+        assert!(!permits(
+            Role::Issuer,
+            &Method::POST,
+            Some("/api/v1/links/{code}")
+        ));
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl Error {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status_code();
+        crate::metrics::api_error(self.code());
         match &self {
             Error::Internal(cause) => tracing::error!(error = %cause, "internal error"),
             Error::DatabaseUnavailable(cause) => {

@@ -60,6 +60,7 @@ pub struct CreateLinkRequest {
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct UpdateLinkRequest {
     pub url: Option<String>,
     /// RFC 3339 in the future, or `null` to remove the expiry.
@@ -122,7 +123,7 @@ impl LinkView {
             LinkState::Revoked => "revoked",
         };
         LinkView {
-            short_url: domains.short_url(&link.code),
+            short_url: domains.short_url(&link.code, link.campaign.as_deref()),
             forward_query: link.flags.forward_query(),
             code: link.code,
             url: link.target,
@@ -149,10 +150,13 @@ pub struct LinkPage {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// `next_cursor` of the previous page.
+    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9_-]{1,64}$")]
     pub cursor: Option<String>,
     /// 1..=1000, default 50.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// Only links of this campaign.
     pub campaign: Option<String>,
@@ -304,7 +308,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
 /// the same link and creates nothing; the same key with another body is refused (422
 /// `idempotency_key_reused`).
 #[utoipa::path(post, path = "/api/v1/links", tag = "links", request_body = CreateLinkRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe; 1 to 255 visible ASCII characters", pattern = "^[!-~]{1,255}$")),
     responses(
         (status = 201, description = "created", body = LinkView),
         (status = 200, description = "idempotent: the existing live link for this URL and ref", body = LinkView),
@@ -331,7 +335,11 @@ pub async fn create_link(
         _ => None,
     };
     let (status, link) = match state.links.create(new, claim).await? {
-        Created::New(link) => (StatusCode::CREATED, link),
+        Created::New(link) => {
+            crate::metrics::links_created("single", 1);
+            domains.count_issued(&link.code, link.campaign.as_deref());
+            (StatusCode::CREATED, link)
+        }
         Created::Existing(link) => (StatusCode::OK, link),
     };
     Ok((status, Json(LinkView::new(link, &domains))))
@@ -355,8 +363,11 @@ pub async fn get_link(
 #[utoipa::path(patch, path = "/api/v1/links/{code}", tag = "links",
     params(("code" = String, Path)), request_body = UpdateLinkRequest,
     responses(
-        (status = 200, body = LinkView), (status = 404, body = ErrorBody),
+        (status = 200, body = LinkView),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 404, body = ErrorBody),
         (status = 410, description = "revoked links cannot change", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody),
     ))]
 pub async fn update_link(

@@ -3,10 +3,12 @@
 mod auth;
 mod batch;
 mod campaigns;
+mod domains;
 mod early_close;
 mod error;
 mod health;
 pub(crate) mod links;
+mod qr;
 mod resolve;
 mod stats;
 
@@ -14,6 +16,7 @@ pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
 pub(crate) use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail};
 
+use crate::domains::IssuingBases;
 use crate::service::LinkService;
 use crate::validate::{self, UrlPolicy};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};
@@ -41,7 +44,9 @@ pub struct AppState {
     pub links: Arc<LinkService>,
     pub settings: Arc<HttpSettings>,
     /// Visit statistics (issue 4).
-    pub analytics: crate::analytics::Analytics,
+    pub analytics: crate::visits::Analytics,
+    /// Per-domain health (issue 20): fed by requests, checked by the job.
+    pub domains: Arc<crate::domains::health::DomainHealth>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -59,18 +64,26 @@ pub fn router(state: AppState) -> Router {
         .merge(links::router())
         .merge(batch::router())
         .merge(campaigns::router())
+        .merge(domains::router())
         .merge(resolve::router())
         .merge(stats::router())
+        .merge(qr::router())
         .route("/openapi.json", get(openapi))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,
-        ));
+        ))
+        .route_layer(axum::middleware::from_fn(crate::metrics::track));
+    crate::metrics::install();
     Router::new()
         .nest("/api/v1", api)
-        .merge(health::router())
+        .merge(
+            health::router()
+                .route("/metrics", get(crate::metrics::serve))
+                .route_layer(axum::middleware::from_fn(crate::metrics::track)),
+        )
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
             Error::Request {
@@ -118,16 +131,19 @@ pub fn router(state: AppState) -> Router {
         links::revoke_link,
         batch::create_batch,
         campaigns::get_campaign,
+        domains::list_domains,
+        domains::get_domain,
         resolve::resolve,
         stats::link_stats,
         stats::global_stats,
+        qr::link_qr,
         health::healthz,
         health::readyz,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "resolve"), (name = "stats"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))
 )]
 pub struct ApiDoc;
 
@@ -141,6 +157,64 @@ impl utoipa::Modify for BearerAuth {
             "api_key",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// The answers any `/api/v1` operation can give besides its own: those of the auth layer and of
+/// a failing dependency. Added here once so that every operation lists them.
+struct CommonResponses;
+
+impl utoipa::Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        const COMMON: [(&str, &str); 4] = [
+            (
+                "401",
+                "no API key, or not a valid one (`missing_api_key`, `invalid_api_key`)",
+            ),
+            (
+                "403",
+                "the key's role does not allow this operation (`forbidden`)",
+            ),
+            (
+                "500",
+                "an internal error; the details are in the sidecar's log",
+            ),
+            (
+                "503",
+                "the database or Redis is unavailable; nothing was stored",
+            ),
+        ];
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/api/v1/") {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (status, description) in COMMON {
+                    let response = ResponseBuilder::new()
+                        .description(description)
+                        .content(
+                            "application/json",
+                            ContentBuilder::new()
+                                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                                .build(),
+                        )
+                        .build();
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert(response.into());
+                }
+            }
+        }
     }
 }
 
@@ -172,17 +246,34 @@ pub struct Path<T>(pub T);
 /// The request's view of the domain pool: where short URLs live and which hosts are ours.
 #[derive(Debug, Clone)]
 pub struct DomainContext {
-    pub public_base: Option<String>,
+    /// Where new short URLs are built: one base or several with weights.
+    pub issuing: Option<IssuingBases>,
     /// The pool from the request header together with `--short-domains`: a target on any of our
     /// domains would loop.
     pub own_domains: Vec<String>,
+    health: Arc<crate::domains::health::DomainHealth>,
 }
 
 impl DomainContext {
-    pub fn short_url(&self, code: &str) -> Option<String> {
-        self.public_base
+    /// Counts a new link under the host it is issued on (`shortlink_links_issued_total`), the
+    /// expected-traffic side of a domain's health.
+    pub fn count_issued(&self, code: &str, campaign: Option<&str>) {
+        if let Some(bases) = &self.issuing {
+            let base = bases.pick(code, campaign);
+            let host = url::Url::parse(base)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            self.health.issued_on(&host);
+            crate::metrics::links_issued(host);
+        }
+    }
+
+    /// The link's short URL on the base it is issued on ([`crate::domains::issuing`]).
+    pub fn short_url(&self, code: &str, campaign: Option<&str>) -> Option<String> {
+        self.issuing
             .as_ref()
-            .map(|base| format!("{base}/{code}"))
+            .map(|bases| format!("{}/{code}", bases.pick(code, campaign)))
     }
 }
 
@@ -200,13 +291,17 @@ impl FromRequestParts<AppState> for DomainContext {
                 }),
             }
         };
-        let public_base = match header(PUBLIC_BASE_HEADER)? {
-            Some(raw) => Some(validate::public_base(raw).map_err(|reason| Error::Request {
+        let issuing = match header(PUBLIC_BASE_HEADER)? {
+            Some(raw) => Some(IssuingBases::parse(raw).map_err(|reason| Error::Request {
                 status: StatusCode::BAD_REQUEST,
                 code: "invalid_header",
                 message: format!("the {PUBLIC_BASE_HEADER} header {reason}"),
             })?),
-            None => state.settings.public_base_url.clone(),
+            None => state
+                .settings
+                .public_base_url
+                .clone()
+                .map(IssuingBases::single),
         };
         let mut own_domains = state.settings.short_domains.clone();
         if let Some(pool) = header(POOL_HEADER)? {
@@ -216,11 +311,13 @@ impl FromRequestParts<AppState> for DomainContext {
                 code: "invalid_header",
                 message: format!("the {POOL_HEADER} header has {entry:?}, not a host name"),
             })?;
+            state.domains.saw_pool(&pool);
             own_domains.extend(pool);
         }
         Ok(DomainContext {
-            public_base,
+            issuing,
             own_domains,
+            health: Arc::clone(&state.domains),
         })
     }
 }

@@ -2,10 +2,11 @@
 //! (never from raw visits), so a link with millions of visits answers in milliseconds.
 
 use super::{AppState, Error, ErrorBody, Path, Query, Result};
-use crate::analytics::rollup::Interval;
-use crate::analytics::store::{Counts, Dimension, Entry, Stats, StatsQuery};
 use crate::storage;
+use crate::visits::rollup::Interval;
+use crate::visits::store::{Counts, Dimension, Entry, Stats, StatsQuery};
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
@@ -25,6 +26,7 @@ pub const MAX_TOP: u32 = 100;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct StatsParams {
     /// RFC 3339, rounded down to the interval (UTC). Default: the link's creation (all links:
     /// 30 days before `to`); by the hour, at most 48 hours before `to`.
@@ -32,11 +34,12 @@ pub struct StatsParams {
     /// RFC 3339, exclusive, rounded up to the interval (UTC). Default: now.
     pub to: Option<DateTime<Utc>>,
     /// `hour` or `day` (default).
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = "^(hour|day)$")]
     pub interval: Option<Interval>,
     /// Count bots and link previews as clicks (default false, or true with `--count-bots`).
     pub include_bots: Option<bool>,
     /// Entries per breakdown and top links, 1..=100 (default 10).
+    #[param(minimum = 1, maximum = 100)]
     pub top: Option<u32>,
 }
 
@@ -162,11 +165,14 @@ fn query(
         created.map_or(earliest, |c| c.max(earliest))
     });
     let top = params.top.unwrap_or(DEFAULT_TOP);
+    // A bound of one parameter, documented as such: 400 like every malformed query. 422 is for
+    // what the parameters say together (`from` after `to`, too many points).
     if !(1..=MAX_TOP).contains(&top) {
-        return Err(Error::invalid(
-            "invalid_top",
-            "top must be between 1 and 100",
-        ));
+        return Err(Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_top",
+            message: format!("top must be between 1 and {MAX_TOP}"),
+        });
     }
     let from = interval.floor(from.timestamp());
     let to = interval.ceil(to.timestamp());
@@ -194,7 +200,7 @@ fn query(
 
 fn view(q: &StatsQuery, stats: Stats) -> StatsView {
     let include_bots = q.include_bots;
-    let (breakdown_from, breakdown_to) = crate::analytics::store::breakdown_days(q);
+    let (breakdown_from, breakdown_to) = crate::visits::store::breakdown_days(q);
     let mut breakdowns = BreakdownsView::default();
     for (dimension, entries) in stats.breakdowns {
         let entries = entries
@@ -249,8 +255,9 @@ fn view(q: &StatsQuery, stats: Stats) -> StatsView {
     params(("code" = String, Path), StatsParams),
     responses(
         (status = 200, body = StatsView),
-        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 422, description = "`invalid_range`, `range_too_large`, `invalid_top`", body = ErrorBody),
+        (status = 400, description = "a malformed or out-of-bounds parameter (`invalid_query`, `invalid_top`)", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "`invalid_range`, `range_too_large`", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
 pub async fn link_stats(
@@ -274,8 +281,8 @@ pub async fn link_stats(
     params(StatsParams),
     responses(
         (status = 200, body = StatsView),
-        (status = 400, body = ErrorBody),
-        (status = 422, description = "`invalid_range`, `range_too_large`, `invalid_top`", body = ErrorBody),
+        (status = 400, description = "a malformed or out-of-bounds parameter (`invalid_query`, `invalid_top`)", body = ErrorBody),
+        (status = 422, description = "`invalid_range`, `range_too_large`", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
 pub async fn global_stats(

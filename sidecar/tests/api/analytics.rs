@@ -4,8 +4,8 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use shortlink_sidecar::analytics::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
-use shortlink_sidecar::analytics::store::{self as visit_store, VisitStore};
+use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
+use shortlink_sidecar::visits::store::{self as visit_store, VisitStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ const CURL: &str = "curl/8.5.0";
 
 fn geo_db() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../analytics/testdata/test-city.mmdb")
+        .join("../visit-enrich/testdata/test-city.mmdb")
         .display()
         .to_string()
 }
@@ -40,7 +40,7 @@ async fn consumer(app: &TestApp, name: &str, extra: &[&str]) -> Consumer {
     let mut args = vec!["--geoip-db", geo.as_str(), "--consumer-name", name];
     args.extend_from_slice(extra);
     let config = config(&app.database_url, &app.redis.url(), &args);
-    shortlink_sidecar::analytics::consumer(&config, store(app).await).expect("consumer")
+    shortlink_sidecar::visits::consumer(&config, store(app).await).expect("consumer")
 }
 
 /// One event as the module queues it: `XADD sl:events MAXLEN ~ cap * c .. t .. s .. ip .. ua ..`.
@@ -330,6 +330,23 @@ async fn counts_and_breakdowns(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(bad.status(), 400);
+    // Every parameter is checked as the OpenAPI document describes it: 400 and a JSON error.
+    for query in [
+        "top=0",
+        "top=101",
+        "top=1.5",
+        "include_bots=yes",
+        "from=yesterday",
+    ] {
+        let bad = app
+            .api(reqwest::Method::GET, &format!("/stats?{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400, "{query}");
+        let body: Value = bad.json().await.unwrap();
+        assert!(body["error"]["message"].is_string(), "{query}: {body}");
+    }
 }
 
 /// Crash after the commit and before XACK: the batch comes back and counts nothing twice. Crash
@@ -396,7 +413,7 @@ async fn redelivery_counts_once(backend: Backend) {
 /// A batch of which some visits are stored already (a redelivered entry read together with new
 /// ones, interleaved, one id twice): the new ones count once, the stored ones not again.
 async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
-    use shortlink_analytics::{Enricher, GeoDb, Visit, VisitEvent};
+    use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
     let app = spawn_app(backend).await;
     let code = app.create_code("https://shop.example/p").await;
     let enricher = Enricher::new(GeoDb::disabled(), false);
@@ -462,9 +479,9 @@ async fn reads_hold_about_one_transaction_of_visits(backend: Backend) {
         "1000",
     ];
     let config = config(&app.database_url, &app.redis.url(), &args);
-    let mut settings = shortlink_sidecar::analytics::consumer_settings(&config).unwrap();
+    let mut settings = shortlink_sidecar::visits::consumer_settings(&config).unwrap();
     settings.max_visits_per_transaction = Some(100);
-    let enricher = shortlink_sidecar::analytics::enricher(&config).unwrap();
+    let enricher = shortlink_sidecar::visits::enricher(&config).unwrap();
     let mut consumer = Consumer::new(
         &app.redis.url(),
         store(&app).await,
@@ -664,7 +681,7 @@ async fn cleanup_expires_idle_links(backend: Backend) {
 /// Two writers that met on SQLite's busy handler instead would starve the create, which polls for
 /// a lock the consumer takes again the moment it lets go.
 async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend) {
-    use shortlink_analytics::{Enricher, GeoDb, Visit, VisitEvent};
+    use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     const VISITS_PER_BATCH: usize = 2_000;
     const CREATES: usize = 20;

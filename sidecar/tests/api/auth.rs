@@ -10,6 +10,7 @@ crate::on_both_backends!(
     keys_from_the_cli_work_until_revoked,
     a_resolve_key_resolves_and_nothing_else,
     the_roles_migration_narrows_the_old_fallback_key,
+    viewers_read_and_issuers_change_links,
 );
 
 async fn requests_without_a_valid_key_are_refused(backend: Backend) {
@@ -296,4 +297,89 @@ async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
     };
     assert_eq!(role("nginx-resolve"), "resolve", "{listing}");
     assert_eq!(role("campaign tool"), "admin", "{listing}");
+}
+
+/// `viewer` keys read links, campaigns and statistics and change nothing; `issuer` keys also
+/// create, change and revoke links; neither resolves (nginx's key does).
+async fn viewers_read_and_issuers_change_links(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://a.example/", "code": "known", "campaign": "spring"}))
+        .await;
+    let key = |role: &str| {
+        sidecar_cli(
+            &app.database_url,
+            &["keys", "create", "--name", role, "--role", role],
+        )
+        .trim()
+        .to_owned()
+    };
+    let (viewer, issuer) = (key("viewer"), key("issuer"));
+    let send = |key: &str, method: Method, path: &str, body: Value| {
+        app.client
+            .request(method, app.url(&format!("/api/v1{path}")))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let reads = [
+        "/links",
+        "/links/known",
+        "/links/known/stats",
+        "/links/known/qr",
+        "/stats",
+        "/campaigns/spring",
+        "/openapi.json",
+    ];
+    for key in [&viewer, &issuer] {
+        for path in reads {
+            let response = send(key, Method::GET, path, json!(null)).await.unwrap();
+            assert_eq!(response.status(), 200, "GET {path}");
+        }
+        let response = send(key, Method::GET, "/resolve/known", json!(null))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "resolve");
+    }
+
+    let before = app.stored().await;
+    let writes = [
+        (Method::POST, "/links", json!({"url": "https://b.example/"})),
+        (
+            Method::POST,
+            "/links/batch",
+            json!([{"url": "https://b.example/"}]),
+        ),
+        (
+            Method::PATCH,
+            "/links/known",
+            json!({"url": "https://b.example/"}),
+        ),
+        (Method::DELETE, "/links/known", json!(null)),
+    ];
+    for (method, path, body) in &writes {
+        let response = send(&viewer, method.clone(), path, body.clone())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "viewer {method} {path}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "forbidden");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("may only read"),
+            "{error}"
+        );
+    }
+    assert_eq!(app.stored().await, before, "a viewer changed nothing");
+
+    for ((method, path, body), expected) in writes.iter().zip([201, 200, 200, 200]) {
+        let response = send(&issuer, method.clone(), path, body.clone())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), expected, "issuer {method} {path}");
+    }
+    let known: Value = app.get_link("known").await.json().await.unwrap();
+    assert_eq!(known["url"], "https://b.example/");
+    assert!(known["revoked_at"].is_string(), "{known}");
 }

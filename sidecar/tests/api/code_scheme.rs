@@ -5,7 +5,7 @@ use crate::helpers::{self, spawn_app, Backend, TestApp, TestDb, SECRET_HEX};
 use crate::on_both_backends;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use shortlink_sidecar::projection_marker::ProjectionMarker;
+use shortlink_sidecar::projection::marker::ProjectionMarker;
 use shortlink_sidecar::Application;
 use std::process::Command;
 

@@ -89,6 +89,8 @@ pub async fn spawn_app_with(backend: Backend, extra: &[&str]) -> TestApp {
         Backend::Postgres => TestDb::Postgres(PgPool::connect(&database_url).await.unwrap()),
     };
     let redis_client = redis::Client::open(redis.url()).unwrap();
+    // The workspace builds reqwest with rustls and no default provider (tests/Cargo.toml).
+    shortlink_e2e::install_tls_provider();
     TestApp {
         address,
         database_url,

@@ -205,6 +205,7 @@ async fn post_batch(
     body: Vec<u8>,
     stop_after: Option<usize>,
 ) -> Result<Vec<Value>, String> {
+    shortlink_e2e::install_tls_provider();
     let mut response = reqwest::Client::new()
         .post(format!("{base}/api/v1/links/batch"))
         .bearer_auth(API_KEY)

@@ -352,6 +352,8 @@ async fn list_pages_newest_first(backend: Backend) {
         "/links?limit=0",
         "/links?limit=1001",
         "/links?limit=x",
+        "/links?limit=1.5",
+        "/links?limit=-1",
     ] {
         let response = app.api(reqwest::Method::GET, bad).send().await.unwrap();
         assert_eq!(response.status(), 400, "{bad}");

@@ -61,6 +61,7 @@ async fn four_processes_issue_20000_unique_codes() {
     let per_client = LINKS / (PROCESSES * CLIENTS_PER_PROCESS);
     let mut clients = tokio::task::JoinSet::new();
     for (p, (_, base)) in sidecars.iter().enumerate() {
+        shortlink_e2e::install_tls_provider();
         let http = reqwest::Client::new();
         for c in 0..CLIENTS_PER_PROCESS {
             let http = http.clone();

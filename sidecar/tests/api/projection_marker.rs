@@ -1,11 +1,13 @@
-//! The projection marker `sl:meta:projection` (src/projection_marker.rs): the serving sidecar sets
+//! The projection marker `sl:meta:projection` (src/projection/marker.rs): the serving sidecar sets
 //! it once Redis holds every link, and puts links and marker back by itself after Redis loses its
 //! data; `resync` sets it after a complete run only; the refill never overwrites a newer record.
 
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::json;
-use shortlink_sidecar::projection_marker::{self, ProjectionMarker, MARKER_KEY};
+use shortlink_sidecar::projection::marker::{
+    self as projection_marker, ProjectionMarker, MARKER_KEY,
+};
 use std::time::{Duration, Instant};
 
 async fn marker_present(app: &TestApp) -> bool {

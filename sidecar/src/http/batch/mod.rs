@@ -24,7 +24,7 @@
 mod body;
 mod spool;
 
-use super::links::{self, CreateLinkRequest, LinkView};
+use super::links::{self, LinkView};
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, Result};
 use crate::service::{self, Claim, ItemFailure, ItemOutcome};
 use crate::storage::Backend;
@@ -102,9 +102,13 @@ struct ItemResult {
 /// Create links in bulk: a JSON array (≤ 10,000) or NDJSON (≤ 1,000,000 lines), answered in
 /// order, one result per item (NDJSON answers are NDJSON, streamed).
 #[utoipa::path(post, path = "/api/v1/links/batch", tag = "links",
-    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
-    request_body(content = Vec<CreateLinkRequest>,
-        description = "a JSON array, or one item per line with `Content-Type: application/x-ndjson`"),
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe; 1 to 255 visible ASCII characters", pattern = "^[!-~]{1,255}$")),
+    // Items are checked one by one: an item that is not a `CreateLinkRequest` gets its own 422
+    // result and the others go ahead, so the body's schema is "an array of anything".
+    request_body(content = Vec<serde_json::Value>,
+        description = "a JSON array of `CreateLinkRequest` items, or one item per line with \
+            `Content-Type: application/x-ndjson`; an item that is not a valid `CreateLinkRequest` \
+            is answered 422 in its own result, the others are created"),
     responses(
         (status = 200, description = "`{\"results\":[{index, status, link | error}]}`, or one \
             such result per line for NDJSON"),
@@ -374,7 +378,11 @@ fn render(
             Err(error) => error_result(index, &error),
             Ok(()) => match outcomes.next() {
                 Some((_, ItemOutcome::Created(link))) => ItemResult {
-                    index,
+                    index: {
+                        crate::metrics::links_created("batch", 1);
+                        domains.count_issued(&link.code, link.campaign.as_deref());
+                        index
+                    },
                     status: StatusCode::CREATED.as_u16(),
                     link: Some(LinkView::new(*link, domains)),
                     error: None,
@@ -406,6 +414,7 @@ fn render(
 }
 
 fn error_result(index: i64, error: &Error) -> ItemResult {
+    crate::metrics::api_error(error.code());
     ItemResult {
         index,
         status: error.status_code().as_u16(),

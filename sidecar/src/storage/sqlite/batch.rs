@@ -1,7 +1,7 @@
 //! A batch chunk's multi-row `INSERT`s: encoded ahead of the transaction
 //! ([`Storage::encode_rows`](crate::storage::Storage::encode_rows)), run inside it.
 
-use super::{opt_ts, ts, INSERT_COLUMNS, INSERT_ROWS};
+use super::rows::{opt_ts, ts, INSERT_COLUMNS, INSERT_ROWS};
 use crate::storage::{tags_column, url_hash_prefix, NewRow, StorageError, StorageResult};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteArguments;

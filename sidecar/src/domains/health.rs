@@ -1,0 +1,345 @@
+//! The domain health job: per short domain, its traffic against its share of the links issued
+//! on it, a DNS probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
+//! in metrics, and a signed webhook on every change of state.
+//!
+//! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), `--short-domains`, and
+//! the domains links were issued on. State lives in memory: after a restart the first check
+//! sets it again (and reports a domain that is not healthy, as a change from unknown).
+
+use super::{dns, http1};
+use crate::config::{Config, ConfigError};
+use crate::visits::store::VisitStore;
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use serde::Serialize;
+use sha2::Sha256;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A domain's clicks below this fraction of its expected share count as "far below".
+const FAR_BELOW: f64 = 0.1;
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+const WEBHOOK_ATTEMPTS: u32 = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    Healthy,
+    Degraded,
+    SuspectedBlocked,
+    Unreachable,
+}
+
+impl State {
+    pub const ALL: [State; 4] = [
+        State::Healthy,
+        State::Degraded,
+        State::SuspectedBlocked,
+        State::Unreachable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Healthy => "healthy",
+            State::Degraded => "degraded",
+            State::SuspectedBlocked => "suspected-blocked",
+            State::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// A domain's last check, as `GET /api/v1/domains` shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct DomainStatus {
+    pub domain: String,
+    pub state: State,
+    /// Why it is not healthy (empty when healthy).
+    pub reasons: Vec<String>,
+    pub last_probe: DateTime<Utc>,
+    /// Links issued on it within the window.
+    pub issued: u64,
+    /// Human clicks on it within the window.
+    pub clicks: i64,
+    /// Not probed yet: certificates are watched by the blackbox exporter (deploy/).
+    pub certificate_expires_at: Option<DateTime<Utc>>,
+}
+
+pub struct HealthSettings {
+    pub every: Duration,
+    pub window: Duration,
+    pub min_issued: u64,
+    pub resolver: Option<SocketAddr>,
+    pub edge_addresses: Vec<Ipv4Addr>,
+    pub canary: Option<(SocketAddr, String, String)>,
+    pub webhook: Option<(url::Url, Vec<u8>)>,
+    pub static_domains: Vec<String>,
+}
+
+impl HealthSettings {
+    pub fn from_config(config: &Config, static_domains: Vec<String>) -> Result<Self, ConfigError> {
+        let webhook = match (&config.domain_webhook_url, &config.domain_webhook_secret) {
+            (None, _) => None,
+            (Some(raw), secret) => {
+                let url = url::Url::parse(raw)
+                    .ok()
+                    .filter(|u| u.scheme() == "http" && u.host_str().is_some())
+                    .ok_or_else(|| {
+                        ConfigError::Webhook(format!("{raw:?} is not an http:// URL"))
+                    })?;
+                let secret = secret.as_deref().filter(|s| s.len() >= 16).ok_or_else(|| {
+                    ConfigError::Webhook(
+                        "--domain-webhook-secret (at least 16 bytes) signs the webhook".into(),
+                    )
+                })?;
+                Some((url, secret.as_bytes().to_vec()))
+            }
+        };
+        let canary = match (
+            &config.canary_edge,
+            &config.canary_code,
+            &config.canary_target,
+        ) {
+            (Some(edge), Some(code), Some(target)) => Some((*edge, code.clone(), target.clone())),
+            (None, None, None) => None,
+            _ => {
+                return Err(ConfigError::Webhook(
+                    "--canary-edge, --canary-code and --canary-target go together".into(),
+                ))
+            }
+        };
+        if config.domain_health_resolver.is_some() && config.edge_addresses.is_empty() {
+            return Err(ConfigError::Webhook(
+                "--domain-health-resolver needs --edge-addresses".into(),
+            ));
+        }
+        Ok(Self {
+            every: config.domain_health_every,
+            window: config.domain_health_window,
+            min_issued: config.domain_health_min_issued,
+            resolver: config.domain_health_resolver,
+            edge_addresses: config.edge_addresses.clone(),
+            canary,
+            webhook,
+            static_domains,
+        })
+    }
+}
+
+/// Shared between the API (which records issued links and the pool) and the job.
+#[derive(Debug, Default)]
+pub struct DomainHealth {
+    pool: Mutex<BTreeSet<String>>,
+    issued: Mutex<HashMap<String, VecDeque<Instant>>>,
+    statuses: Mutex<BTreeMap<String, DomainStatus>>,
+}
+
+impl DomainHealth {
+    pub fn saw_pool(&self, hosts: &[String]) {
+        let mut pool = self.pool.lock().expect("not poisoned");
+        for host in hosts {
+            if !pool.contains(host) {
+                pool.insert(host.clone());
+            }
+        }
+    }
+
+    pub fn issued_on(&self, domain: &str) {
+        let mut issued = self.issued.lock().expect("not poisoned");
+        issued
+            .entry(domain.to_owned())
+            .or_default()
+            .push_back(Instant::now());
+    }
+
+    pub fn statuses(&self) -> Vec<DomainStatus> {
+        let statuses = self.statuses.lock().expect("not poisoned");
+        statuses.values().cloned().collect()
+    }
+
+    pub fn status(&self, domain: &str) -> Option<DomainStatus> {
+        let statuses = self.statuses.lock().expect("not poisoned");
+        statuses.get(domain).cloned()
+    }
+
+    /// Links issued per domain within `window`, forgetting older ones.
+    fn issued_within(&self, window: Duration) -> HashMap<String, u64> {
+        let mut issued = self.issued.lock().expect("not poisoned");
+        let now = Instant::now();
+        issued
+            .iter_mut()
+            .map(|(domain, times)| {
+                while times
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) > window)
+                {
+                    times.pop_front();
+                }
+                (domain.clone(), times.len() as u64)
+            })
+            .collect()
+    }
+}
+
+/// Runs the checks every `settings.every` until the task is dropped.
+pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Arc<dyn VisitStore>) {
+    let mut tick = tokio::time::interval(settings.every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        check_all(&health, &settings, visits.as_ref()).await;
+    }
+}
+
+async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dyn VisitStore) {
+    let issued = health.issued_within(settings.window);
+    let since = Utc::now() - chrono::Duration::from_std(settings.window).unwrap_or_default();
+    let clicks: HashMap<String, i64> = match visits.clicks_by_domain(since).await {
+        Ok(rows) => rows.into_iter().collect(),
+        Err(error) => {
+            tracing::warn!(%error, "domain health: cannot read clicks");
+            return;
+        }
+    };
+    let mut domains: BTreeSet<String> = health.pool.lock().expect("not poisoned").clone();
+    domains.extend(settings.static_domains.iter().cloned());
+    domains.extend(issued.keys().cloned());
+    let issued_total: u64 = issued.values().sum();
+    let clicks_total: i64 = clicks.values().sum();
+    for domain in domains {
+        let (issued_here, clicks_here) = (
+            issued.get(&domain).copied().unwrap_or(0),
+            clicks.get(&domain).copied().unwrap_or(0),
+        );
+        let mut found: Vec<(State, String)> = Vec::new();
+        // Traffic: far below this domain's share while the others keep theirs.
+        if issued_here >= settings.min_issued && clicks_total > clicks_here {
+            let expected = clicks_total as f64 * issued_here as f64 / issued_total.max(1) as f64;
+            if (clicks_here as f64) < expected * FAR_BELOW {
+                found.push((
+                    State::SuspectedBlocked,
+                    format!(
+                        "{clicks_here} clicks in {} for {issued_here} links issued (expected about {expected:.0})",
+                        humantime::format_duration(settings.window)
+                    ),
+                ));
+            }
+        }
+        if let Some(resolver) = settings.resolver {
+            match dns::resolve_a(resolver, &domain, PROBE_TIMEOUT).await {
+                Ok(addresses)
+                    if addresses
+                        .iter()
+                        .any(|a| settings.edge_addresses.contains(a)) => {}
+                Ok(addresses) => found.push((
+                    State::Unreachable,
+                    format!("dns: resolves to {addresses:?}, not to the edge"),
+                )),
+                Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
+            }
+        }
+        if let Some((edge, code, target)) = &settings.canary {
+            let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
+            match http1::exchange(*edge, &head, b"", PROBE_TIMEOUT).await {
+                Ok(a)
+                    if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {
+                }
+                Ok(a) => found.push((
+                    State::Degraded,
+                    format!(
+                        "canary: answered {} to {}",
+                        a.status,
+                        a.location.as_deref().unwrap_or("nowhere")
+                    ),
+                )),
+                Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
+            }
+        }
+        let state = found
+            .iter()
+            .map(|(s, _)| *s)
+            .max()
+            .unwrap_or(State::Healthy);
+        let status = DomainStatus {
+            domain: domain.clone(),
+            state,
+            reasons: found.into_iter().map(|(_, r)| r).collect(),
+            last_probe: Utc::now(),
+            issued: issued_here,
+            clicks: clicks_here,
+            certificate_expires_at: None,
+        };
+        let previous = health
+            .statuses
+            .lock()
+            .expect("not poisoned")
+            .insert(domain.clone(), status.clone())
+            .map(|s| s.state);
+        for s in State::ALL {
+            metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
+                .set(f64::from(u8::from(s == state)));
+        }
+        let changed = match previous {
+            Some(previous) => previous != state,
+            None => state != State::Healthy,
+        };
+        if changed {
+            tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
+            if let Some((url, secret)) = &settings.webhook {
+                let body = serde_json::json!({
+                    "domain": domain,
+                    "state": state,
+                    "previous": previous,
+                    "reasons": status.reasons,
+                    "at": status.last_probe,
+                });
+                tokio::spawn(send_webhook(url.clone(), secret.clone(), body.to_string()));
+            }
+        }
+    }
+}
+
+/// `sha256=<hex of HMAC-SHA256(secret, body)>`.
+pub fn signature(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    mac.update(body);
+    let bytes = mac.finalize().into_bytes();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+/// POSTs the change, retried with backoff until a 2xx (receivers must accept a repeat).
+async fn send_webhook(url: url::Url, secret: Vec<u8>, body: String) {
+    let signature = signature(&secret, body.as_bytes());
+    let mut pause = Duration::from_millis(500);
+    for attempt in 1..=WEBHOOK_ATTEMPTS {
+        let result = match http1::split_url(&url).await {
+            Ok((to, host, path)) => {
+                let head = format!(
+                    "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nX-Shortlink-Signature: {signature}"
+                );
+                http1::exchange(to, &head, body.as_bytes(), PROBE_TIMEOUT).await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(a) if (200..300).contains(&a.status) => return,
+            Ok(a) => tracing::warn!(attempt, status = a.status, "domain webhook refused"),
+            Err(error) => tracing::warn!(attempt, %error, "domain webhook failed"),
+        }
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn signs_like_the_rfc_4231_vector() {
+        assert_eq!(
+            super::signature(b"Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! One HTTP/1.1 exchange over plain TCP, for the canary probe (a request to the edge as if sent
+//! to a short domain) and the state-change webhook. Plain `http://` only: the edge is probed on
+//! its internal address, and a webhook receiver on another host sits behind a local relay.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest answer read: a redirect or a webhook acknowledgement is a few hundred bytes.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+pub struct Answer {
+    pub status: u16,
+    pub location: Option<String>,
+}
+
+/// Sends `head` (request line and headers, without the blank line) and `body`; reads the status
+/// and `Location` of the answer.
+pub async fn exchange(
+    to: SocketAddr,
+    head: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> Result<Answer, String> {
+    tokio::time::timeout(timeout, async {
+        let mut stream = TcpStream::connect(to).await.map_err(|e| e.to_string())?;
+        let mut request = format!(
+            "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(body);
+        stream
+            .write_all(&request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        stream
+            .take(MAX_ANSWER)
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        parse(&answer).ok_or_else(|| "not an HTTP answer".to_owned())
+    })
+    .await
+    .map_err(|_| format!("no answer from {to} in {timeout:?}"))?
+}
+
+fn parse(answer: &[u8]) -> Option<Answer> {
+    let text = String::from_utf8_lossy(answer);
+    let head = text.split("\r\n\r\n").next()?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let location = lines.find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_owned())
+    });
+    Some(Answer { status, location })
+}
+
+/// `http://host:port/path` as (address to connect to, `Host` value, path). Names are resolved by
+/// the system resolver.
+pub async fn split_url(url: &url::Url) -> Result<(SocketAddr, String, String), String> {
+    if url.scheme() != "http" {
+        return Err("only http:// is supported".into());
+    }
+    let host = url.host_str().ok_or("no host")?.to_owned();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let to = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("the host has no address")?;
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    Ok((to, format!("{host}:{port}"), path))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_status_and_location() {
+        let a = super::parse(b"HTTP/1.1 302 Found\r\nlocation: https://x.example/\r\n\r\nbody")
+            .unwrap();
+        assert_eq!(
+            (a.status, a.location.as_deref()),
+            (302, Some("https://x.example/"))
+        );
+        assert!(super::parse(b"garbage").is_none());
+    }
+}

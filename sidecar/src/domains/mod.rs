@@ -1,0 +1,9 @@
+//! The short domains as the sidecar sees them: the issuing list (nginx's configuration, sent per
+//! request), which domain a new link is handed out on, and each domain's health.
+
+pub mod dns;
+pub mod health;
+mod http1;
+pub mod issuing;
+
+pub use issuing::{IssuingBase, IssuingBases, Spread};

@@ -1,0 +1,195 @@
+//! The sidecar's Prometheus metrics (`GET /metrics`, on the internal API server only; the public
+//! server never routes it). Counters and histograms are recorded where things happen, through
+//! the `metrics` facade; gauges that are cheaper to read than to keep (pool use, projection
+//! marker, stream length and consumer lag, visits processed) are sampled at scrape time.
+
+use crate::http::AppState;
+use crate::visits::consumer::{ConsumerCounters, GROUP, STREAM};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit,
+};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+static CONSUMER: OnceLock<Arc<ConsumerCounters>> = OnceLock::new();
+
+/// Latency buckets in seconds: a create is about a millisecond, a batch chunk up to seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Installs the recorder once per process (tests start several apps in one process).
+pub fn install() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+            .expect("buckets are not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was installed already; /metrics stays empty");
+        }
+        describe();
+        handle
+    })
+}
+
+/// Help lines (promtool wants one per family).
+fn describe() {
+    describe_gauge!(
+        "shortlink_domain_health",
+        "1 for each short domain's current health state (healthy, degraded, suspected-blocked, unreachable)."
+    );
+    describe_counter!(
+        "shortlink_links_issued_total",
+        "New links handed out, by the short domain they were issued on."
+    );
+    describe_counter!(
+        "shortlink_http_requests_total",
+        "API requests by route template, method and status."
+    );
+    describe_histogram!(
+        "shortlink_http_request_duration_seconds",
+        Unit::Seconds,
+        "API request latency by route template and method."
+    );
+    describe_counter!(
+        "shortlink_links_created_total",
+        "Links created, by single create or batch item."
+    );
+    describe_counter!(
+        "shortlink_api_errors_total",
+        "Errors answered (whole requests and batch items), by error code."
+    );
+    describe_histogram!(
+        "shortlink_write_duration_seconds",
+        Unit::Seconds,
+        "A create's SQL insert and Redis write-through."
+    );
+    describe_gauge!(
+        "shortlink_db_pool_connections",
+        "Database pool connections, open and idle, per pool."
+    );
+    describe_gauge!(
+        "shortlink_projection_complete",
+        "1 while the projection marker says Redis holds every link."
+    );
+    describe_gauge!(
+        "shortlink_events_stream_length",
+        "Entries in the sl:events stream."
+    );
+    describe_gauge!(
+        "shortlink_consumer_lag_entries",
+        "Entries of sl:events not yet delivered to the consumer group."
+    );
+    describe_gauge!(
+        "shortlink_redis_up",
+        "1 if the last scrape could read Redis."
+    );
+    describe_counter!(
+        "shortlink_visits_processed_total",
+        "Visits the consumer handled, by outcome."
+    );
+    describe_counter!(
+        "shortlink_events_read_total",
+        "sl:events entries the consumer read."
+    );
+}
+
+/// The consumer's counters, exported as `shortlink_visits_*` (one consumer per process).
+pub fn register_consumer(counters: Arc<ConsumerCounters>) {
+    let _ = CONSUMER.set(counters);
+}
+
+/// Counts and times every request under its route template (never the raw path: codes and
+/// campaigns would make a series each).
+pub async fn track(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let method = request.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    histogram!("shortlink_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
+        .record(started.elapsed());
+    counter!("shortlink_http_requests_total", "route" => route, "method" => method, "status" => status)
+        .increment(1);
+    response
+}
+
+/// Links created: `via` is `single` or `batch`.
+pub fn links_created(via: &'static str, n: u64) {
+    counter!("shortlink_links_created_total", "via" => via).increment(n);
+}
+
+/// A new link handed out on `domain` (a host of the issuing list: bounded by nginx's config).
+pub fn links_issued(domain: String) {
+    counter!("shortlink_links_issued_total", "domain" => domain).increment(1);
+}
+
+/// An API error answered, by its code (`invalid_url`, `redis_unavailable`, ...).
+pub fn api_error(code: &'static str) {
+    counter!("shortlink_api_errors_total", "code" => code).increment(1);
+}
+
+/// The SQL insert and the Redis write-through of a create.
+pub fn write_latency(store: &'static str, started: Instant) {
+    histogram!("shortlink_write_duration_seconds", "store" => store).record(started.elapsed());
+}
+
+/// `GET /metrics`.
+pub async fn serve(State(state): State<AppState>) -> Response {
+    sample(&state).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        install().render(),
+    )
+        .into_response()
+}
+
+async fn sample(state: &AppState) {
+    for (pool, size, idle) in state.links.storage().pool_use() {
+        gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "open").set(size as f64);
+        gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "idle").set(idle as f64);
+    }
+    match state.links.projection().pipeline_state(STREAM, GROUP).await {
+        Ok(pipeline) => {
+            gauge!("shortlink_projection_complete").set(f64::from(u8::from(pipeline.marker)));
+            gauge!("shortlink_events_stream_length").set(pipeline.stream_length as f64);
+            if let Some(lag) = pipeline.lag {
+                gauge!("shortlink_consumer_lag_entries").set(lag as f64);
+            }
+            gauge!("shortlink_redis_up").set(1.0);
+        }
+        Err(error) => {
+            tracing::debug!(%error, "metrics: redis");
+            gauge!("shortlink_redis_up").set(0.0);
+        }
+    }
+    if let Some(c) = CONSUMER.get() {
+        let get = ConsumerCounters::get;
+        // Absolute values of the consumer's own counters (monotonic since start).
+        for (outcome, value) in [
+            ("inserted", get(&c.inserted)),
+            ("duplicate", get(&c.duplicates)),
+            ("invalid", get(&c.invalid)),
+            ("ignored", get(&c.ignored)),
+            ("failed", get(&c.failed)),
+        ] {
+            counter!("shortlink_visits_processed_total", "outcome" => outcome).absolute(value);
+        }
+        counter!("shortlink_events_read_total").absolute(get(&c.read));
+    }
+}

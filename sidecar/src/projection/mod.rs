@@ -1,0 +1,535 @@
+//! The Redis projection of SQL that the nginx module reads (docs/ARCHITECTURE.md, "Link record,
+//! version 1"): key `sl:c:<code>`, value `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//!
+//! [`RecordWrite`] is the pure part (what to write for a link at a given time); [`Projection`]
+//! performs it on Redis, with bounded waits so a dead Redis costs a request at most the timeout.
+//! [`marker`] keeps `sl:meta:projection`, which says the projection is whole, and refills Redis
+//! from SQL when it lost its data.
+
+pub mod marker;
+
+use crate::storage::{Link, LinkState};
+use chrono::{DateTime, Utc};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::RwLock;
+
+/// Prefix of every link key.
+pub const KEY_PREFIX: &str = "sl:c:";
+
+/// The high-water mark of sequence numbers leased: one above the last number any sidecar may
+/// have issued a code for. Only ever raised ([`RAISE_MARK`]); see [`crate::issuer`].
+pub const ISSUED_MARK_KEY: &str = "sl:meta:issued";
+
+/// `KEYS[1]` = the mark, `ARGV[1]` = a decimal number: sets the mark to it if it is higher.
+/// Compared as decimal strings (length, then text): Lua's numbers are doubles, exact only up to
+/// 2^53, and sequence numbers go to 62^10.
+const RAISE_MARK: &str = r"
+local current = redis.call('GET', KEYS[1]) or '0'
+local new = ARGV[1]
+if #new > #current or (#new == #current and new > current) then
+    redis.call('SET', KEYS[1], new)
+end
+return 0
+";
+
+/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+pub const TOMBSTONE: &str = "1|R|410|0|0|";
+
+pub fn key(code: &str) -> String {
+    format!("{KEY_PREFIX}{code}")
+}
+
+/// The link record, version 1.
+pub fn encode_record(link: &Link) -> String {
+    if link.revoked_at.is_some() {
+        return TOMBSTONE.to_owned();
+    }
+    let expires = link.expires_at.map_or(0, |at| at.timestamp());
+    format!(
+        "1|L|{}|{}|{}|{}",
+        link.redirect, expires, link.flags.0, link.target
+    )
+}
+
+/// What Redis must hold for a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordWrite {
+    /// `SET key value`, clearing any TTL.
+    Set { key: String, value: String },
+    /// `SET key value EXAT at`: an expiring link answers 410 until `at`, then the key is gone (404).
+    SetUntil { key: String, value: String, at: i64 },
+    /// The key must not exist: a link past its grace period, or one that was never committed.
+    Delete { key: String },
+}
+
+impl RecordWrite {
+    /// The write that makes Redis agree with `link` at `now`, given the expired-link grace.
+    pub fn for_link(link: &Link, now: DateTime<Utc>, grace: Duration) -> Self {
+        let key = key(&link.code);
+        let value = encode_record(link);
+        match (link.state(now), link.expires_at) {
+            (LinkState::Revoked, _) | (_, None) => RecordWrite::Set { key, value },
+            (LinkState::Live | LinkState::Expired, Some(expires_at)) => {
+                let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+                let at = expires_at.timestamp().saturating_add(grace);
+                if at <= now.timestamp() {
+                    RecordWrite::Delete { key }
+                } else {
+                    RecordWrite::SetUntil { key, value, at }
+                }
+            }
+        }
+    }
+
+    /// The write that puts back what Redis held before a change that was not committed.
+    pub fn restore(
+        code: &str,
+        previous: Option<&Link>,
+        now: DateTime<Utc>,
+        grace: Duration,
+    ) -> Self {
+        match previous {
+            Some(link) => Self::for_link(link, now, grace),
+            None => RecordWrite::Delete { key: key(code) },
+        }
+    }
+
+    /// The key written or deleted.
+    pub fn key(&self) -> &str {
+        match self {
+            RecordWrite::Set { key, .. }
+            | RecordWrite::SetUntil { key, .. }
+            | RecordWrite::Delete { key } => key,
+        }
+    }
+
+    fn add_to(&self, pipe: &mut redis::Pipeline) {
+        match self {
+            RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).ignore(),
+            RecordWrite::SetUntil { key, value, at } => pipe
+                .cmd("SET")
+                .arg(key)
+                .arg(value)
+                .arg("EXAT")
+                .arg(*at)
+                .ignore(),
+            RecordWrite::Delete { key } => pipe.cmd("DEL").arg(key).ignore(),
+        };
+    }
+}
+
+/// `KEYS[1]` deleted if it holds `ARGV[1]`.
+const DELETE_IF_VALUE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// `MULTI`, one `SET ... NX` per record write (deletes skipped), `EXEC`; `None` if nothing is
+/// to be written. The reply is one `OK` or nil per `SET`.
+fn create_pipe(writes: &[RecordWrite]) -> Option<redis::Pipeline> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    let mut any = false;
+    for write in writes {
+        any |= set_if_absent(&mut pipe, write);
+    }
+    any.then_some(pipe)
+}
+
+/// Adds `SET ... NX` (with `EXAT` for an expiring link) for a write that sets a record; returns
+/// whether it added one (a delete adds nothing).
+fn set_if_absent(pipe: &mut redis::Pipeline, write: &RecordWrite) -> bool {
+    match write {
+        RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
+        RecordWrite::SetUntil { key, value, at } => pipe
+            .cmd("SET")
+            .arg(key)
+            .arg(value)
+            .arg("NX")
+            .arg("EXAT")
+            .arg(*at),
+        RecordWrite::Delete { .. } => return false,
+    };
+    true
+}
+
+/// The value a write sets (`None` for a delete).
+pub fn written_value(write: &RecordWrite) -> Option<&str> {
+    match write {
+        RecordWrite::Set { value, .. } | RecordWrite::SetUntil { value, .. } => Some(value),
+        RecordWrite::Delete { .. } => None,
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// A Redis connection that is made lazily and re-made after failures, so the sidecar starts and
+/// keeps serving reads while Redis is down; writes then fail within `timeout`.
+pub struct Projection {
+    client: redis::Client,
+    timeout: Duration,
+    connection: RwLock<Option<ConnectionManager>>,
+    /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
+    /// outage under fallback load does not pile up background connection attempts.
+    repair_failed_at: AtomicU64,
+    epoch: Instant,
+}
+
+/// The connection manager's own reply timeout, above any call's allowance (see `connection`).
+const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long repairs pause after one failed.
+const REPAIR_PAUSE: Duration = Duration::from_secs(1);
+
+impl std::fmt::Debug for Projection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Projection")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Projection {
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, ProjectionError> {
+        Ok(Self {
+            client: redis::Client::open(url)?,
+            timeout,
+            connection: RwLock::new(None),
+            repair_failed_at: AtomicU64::new(0),
+            epoch: Instant::now(),
+        })
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, ProjectionError> {
+        if let Some(connection) = self.connection.read().await.as_ref() {
+            return Ok(connection.clone());
+        }
+        let mut slot = self.connection.write().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        // No retries inside the manager: a request must fail fast, the next one tries again.
+        // Each call's own deadline (`run`) bounds its wait; the manager's response timeout only
+        // catches a reply that never comes, and must not cut a batch chunk's longer allowance.
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(self.timeout)
+            .set_response_timeout(self.timeout.max(MANAGER_RESPONSE_TIMEOUT))
+            .set_number_of_retries(0)
+            .set_max_delay(100);
+        let connection = tokio::time::timeout(
+            self.timeout,
+            ConnectionManager::new_with_config(self.client.clone(), config),
+        )
+        .await
+        .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Runs `pipe` within `allowance`. A command that finds the connection dropped (Redis
+    /// restarted) is retried once on the connection the manager re-makes; every write here is
+    /// idempotent, so a retry is harmless.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        allowance: Duration,
+    ) -> Result<T, ProjectionError> {
+        let deadline = tokio::time::Instant::now() + allowance;
+        let mut retried = false;
+        loop {
+            let attempt = async {
+                let mut connection = self.connection().await?;
+                Ok::<T, ProjectionError>(pipe.query_async::<T>(&mut connection).await?)
+            };
+            match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Err(ProjectionError::Redis(error)))
+                    if !retried && (error.is_connection_dropped() || error.is_io_error()) =>
+                {
+                    tracing::debug!(%error, "redis connection lost; retrying once");
+                    retried = true;
+                }
+                Ok(result) => return result,
+                Err(_) => return Err(ProjectionError::Timeout(allowance)),
+            }
+        }
+    }
+
+    /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`).
+    pub async fn apply(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        self.run(&pipe, self.timeout).await
+    }
+
+    /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
+    /// the timeout per thousand writes.
+    pub async fn apply_chunk(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
+    /// Writes a new link's record only where the key is missing (`SET NX`): a create never
+    /// overwrites a record. `Ok(None)`: written (or nothing to write). `Ok(Some(value))`: Redis
+    /// already holds the key, with this value, and nothing was written.
+    pub async fn create(&self, write: &RecordWrite) -> Result<Option<String>, ProjectionError> {
+        let Some(pipe) = create_pipe(std::slice::from_ref(write)) else {
+            return Ok(None);
+        };
+        let set: Vec<redis::Value> = self.run(&pipe, self.timeout).await?;
+        if set.first().is_some_and(|set| *set != redis::Value::Nil) {
+            return Ok(None);
+        }
+        Ok(Some(self.current_values(&[write.key()]).await?.remove(0)))
+    }
+
+    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC`, the timeout per thousand
+    /// writes): returns the keys Redis already held, with their values; the others were written.
+    pub async fn create_chunk(
+        &self,
+        writes: &[RecordWrite],
+    ) -> Result<Vec<(String, String)>, ProjectionError> {
+        let Some(pipe) = create_pipe(writes) else {
+            return Ok(Vec::new());
+        };
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        // `OK` or nil per `SET`, read without allocating a string per item.
+        let set: Vec<redis::Value> = self.run(&pipe, allowance).await?;
+        let refused: Vec<&str> = writes
+            .iter()
+            .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
+            .zip(&set)
+            .filter(|(_, set)| **set == redis::Value::Nil)
+            .map(|(write, _)| write.key())
+            .collect();
+        if refused.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = self.current_values(&refused).await?;
+        Ok(refused.into_iter().map(str::to_owned).zip(values).collect())
+    }
+
+    /// The values of `keys` (empty for a key gone meanwhile).
+    async fn current_values(&self, keys: &[&str]) -> Result<Vec<String>, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("MGET").arg(keys);
+        let (values,): (Vec<Option<String>>,) = self.run(&pipe, self.timeout).await?;
+        Ok(values.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// Deletes each key only if it still holds the value given: what a failed create wrote, and
+    /// never a record another write put there since.
+    pub async fn delete_if_unchanged(
+        &self,
+        written: &[(&str, &str)],
+    ) -> Result<(), ProjectionError> {
+        if written.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for (key, value) in written {
+            pipe.cmd("EVAL")
+                .arg(DELETE_IF_VALUE)
+                .arg(1)
+                .arg(key)
+                .arg(value)
+                .ignore();
+        }
+        let allowance = self.timeout * u32::try_from(written.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
+    /// Performs a batch of writes in one pipelined round trip, not atomically (for resync).
+    pub async fn apply_pipelined(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for write in writes {
+            write.add_to(&mut pipe);
+        }
+        // A long pipeline gets a proportionally longer wait.
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.run(&pipe, allowance).await
+    }
+
+    /// Writes the record only if the key is missing (`SET ... NX`), as the fallback resolver does:
+    /// it read SQL outside any transaction, so it may hold an older version than a concurrent
+    /// update, and must never overwrite what that update wrote. A `Delete` is skipped for the same
+    /// reason.
+    /// Skipped (`Ok`) for a short while after a failed repair.
+    pub async fn repair(&self, write: &RecordWrite) -> Result<(), ProjectionError> {
+        let failed_at = self.repair_failed_at.load(Ordering::Relaxed);
+        let now = self.millis();
+        if failed_at != 0 && now.saturating_sub(failed_at) < REPAIR_PAUSE.as_millis() as u64 {
+            return Ok(());
+        }
+        let result = self.repair_now(write).await;
+        if result.is_err() {
+            self.repair_failed_at
+                .store(self.millis().max(1), Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn millis(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    async fn repair_now(&self, write: &RecordWrite) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        if !set_if_absent(&mut pipe, write) {
+            return Ok(());
+        }
+        self.run::<(Option<String>,)>(&pipe, self.timeout)
+            .await
+            .map(drop)
+    }
+
+    /// One `SCAN` step over link keys (`MATCH sl:c:*`): the next cursor (0 when done) and the
+    /// keys found, about `count` slots' worth (possibly none; a key may come twice).
+    pub async fn scan_link_keys(
+        &self,
+        cursor: u64,
+        count: u32,
+    ) -> Result<(u64, Vec<String>), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{KEY_PREFIX}*"))
+            .arg("COUNT")
+            .arg(count);
+        let ((next, keys),): ((u64, Vec<String>),) = self.run(&pipe, self.timeout).await?;
+        Ok((next, keys))
+    }
+
+    /// Deletes `keys` in one round trip; returns how many existed.
+    pub async fn delete_keys(&self, keys: &[String]) -> Result<u64, ProjectionError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(keys);
+        let (deleted,): (u64,) = self.run(&pipe, self.timeout).await?;
+        Ok(deleted)
+    }
+
+    /// How many keys Redis holds (all of them: a progress estimate for the orphan scan).
+    pub async fn key_count(&self) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DBSIZE");
+        let (count,): (u64,) = self.run(&pipe, self.timeout).await?;
+        Ok(count)
+    }
+
+    /// The high-water mark of leased sequence numbers ([`ISSUED_MARK_KEY`]); 0 if none.
+    pub async fn issued_mark(&self) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(ISSUED_MARK_KEY);
+        let (mark,): (Option<u64>,) = self.run(&pipe, self.timeout).await?;
+        Ok(mark.unwrap_or(0))
+    }
+
+    /// Raises the high-water mark to `next` unless it is higher already.
+    pub async fn raise_issued_mark(&self, next: u64) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(RAISE_MARK)
+            .arg(1)
+            .arg(ISSUED_MARK_KEY)
+            .arg(next.to_string())
+            .ignore();
+        self.run::<()>(&pipe, self.timeout).await
+    }
+
+    /// For metrics: whether the projection marker is there, the visit stream's length, and the
+    /// consumer group's lag (entries not yet delivered; `None` before the group exists or when
+    /// Redis cannot tell).
+    pub async fn pipeline_state(
+        &self,
+        stream: &str,
+        group: &str,
+    ) -> Result<PipelineState, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("EXISTS")
+            .arg(marker::MARKER_KEY)
+            .cmd("XLEN")
+            .arg(stream);
+        let (marker, stream_length): (bool, u64) = self.run(&pipe, self.timeout).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("XINFO").arg("GROUPS").arg(stream);
+        let lag = match self.run::<(Vec<redis::Value>,)>(&pipe, self.timeout).await {
+            Ok((groups,)) => groups.iter().find_map(|g| group_lag(g, group)),
+            Err(_) => None,
+        };
+        Ok(PipelineState {
+            marker,
+            stream_length,
+            lag,
+        })
+    }
+
+    pub async fn ping(&self) -> Result<(), ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("PING");
+        self.run::<(String,)>(&pipe, self.timeout).await.map(drop)
+    }
+}
+
+/// What [`Projection::pipeline_state`] read.
+#[derive(Debug, Clone, Copy)]
+pub struct PipelineState {
+    pub marker: bool,
+    pub stream_length: u64,
+    pub lag: Option<u64>,
+}
+
+/// The `lag` of `group` in one entry of `XINFO GROUPS` (a map, or a flat list under RESP2).
+fn group_lag(entry: &redis::Value, group: &str) -> Option<u64> {
+    let pairs: Vec<(&redis::Value, &redis::Value)> = match entry {
+        redis::Value::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
+        redis::Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|c| Some((c.first()?, c.get(1)?)))
+            .collect(),
+        _ => return None,
+    };
+    let text = |v: &redis::Value| redis::from_redis_value::<String>(v).ok();
+    let field = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| text(k).as_deref() == Some(name))
+            .map(|(_, v)| *v)
+    };
+    if text(field("name")?)?.as_str() != group {
+        return None;
+    }
+    redis::from_redis_value::<u64>(field("lag")?).ok()
+}
+
+#[cfg(test)]
+mod tests;

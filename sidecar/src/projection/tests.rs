@@ -1,0 +1,92 @@
+use super::*;
+use crate::storage::LinkFlags;
+
+fn link() -> Link {
+    let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+    Link {
+        code: "abc1234".into(),
+        target: "https://example.com/a?b=c|d".into(),
+        url_hash: String::new(),
+        redirect: 302,
+        flags: LinkFlags(0),
+        created_at: at,
+        updated_at: at,
+        expires_at: None,
+        revoked_at: None,
+        visit_count: 0,
+        last_visit_at: None,
+        campaign: None,
+        recipient_ref: None,
+        tags: Vec::new(),
+    }
+}
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+#[test]
+fn records_follow_the_contract() {
+    let mut l = link();
+    assert_eq!(encode_record(&l), "1|L|302|0|0|https://example.com/a?b=c|d");
+    l.redirect = 301;
+    l.flags = LinkFlags::with_forward_query(true);
+    l.expires_at = DateTime::from_timestamp(1_798_761_600, 0);
+    assert_eq!(
+        encode_record(&l),
+        "1|L|301|1798761600|1|https://example.com/a?b=c|d"
+    );
+    l.revoked_at = Some(l.created_at);
+    assert_eq!(encode_record(&l), "1|R|410|0|0|");
+    assert_eq!(key("abc1234"), "sl:c:abc1234");
+}
+
+#[test]
+fn ttl_rules() {
+    let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+    let mut l = link();
+    assert!(matches!(
+        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::Set { .. }
+    ));
+
+    // Expiring: TTL at expiry + grace, also once expired but within grace.
+    l.expires_at = DateTime::from_timestamp(1_700_000_100, 0);
+    let until = RecordWrite::for_link(&l, now, DAY);
+    assert_eq!(
+        until,
+        RecordWrite::SetUntil {
+            key: "sl:c:abc1234".into(),
+            value: "1|L|302|1700000100|0|https://example.com/a?b=c|d".into(),
+            at: 1_700_000_100 + 86_400
+        }
+    );
+    let later = now + chrono::Duration::seconds(1000);
+    assert!(matches!(
+        RecordWrite::for_link(&l, later, DAY),
+        RecordWrite::SetUntil { .. }
+    ));
+    // Past grace: the key must be gone.
+    let much_later = now + chrono::Duration::days(2);
+    assert_eq!(
+        RecordWrite::for_link(&l, much_later, DAY),
+        RecordWrite::Delete {
+            key: "sl:c:abc1234".into()
+        }
+    );
+
+    // Revoked: tombstone without TTL, even if it had an expiry.
+    l.revoked_at = Some(now);
+    assert_eq!(
+        RecordWrite::for_link(&l, much_later, DAY),
+        RecordWrite::Set {
+            key: "sl:c:abc1234".into(),
+            value: TOMBSTONE.into()
+        }
+    );
+
+    assert_eq!(
+        RecordWrite::restore("zz", None, now, DAY),
+        RecordWrite::Delete {
+            key: "sl:c:zz".into()
+        }
+    );
+}

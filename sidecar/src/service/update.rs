@@ -1,0 +1,96 @@
+//! Changing a link: update and revoke, each a locked SQL row rewritten and its record re-projected.
+
+use super::{LinkPatch, LinkService, ServiceError};
+use crate::projection::RecordWrite;
+use crate::storage::{self, Link};
+
+impl LinkService {
+    pub async fn update(&self, code: &str, patch: LinkPatch) -> Result<Link, ServiceError> {
+        let mut tx = self.storage.begin().await?;
+        let Some(current) = tx.lock_link(code).await? else {
+            let _ = tx.rollback().await;
+            return Err(ServiceError::NotFound);
+        };
+        if current.revoked_at.is_some() {
+            let _ = tx.rollback().await;
+            return Err(ServiceError::Revoked);
+        }
+        let mut next = current.clone();
+        if let Some(target) = patch.target {
+            next.url_hash = target.hash();
+            next.target = target.into_string();
+        }
+        if let Some(expires_at) = patch.expires_at {
+            next.expires_at = expires_at;
+        }
+        if let Some(redirect) = patch.redirect {
+            next.redirect = redirect;
+        }
+        if let Some(forward) = patch.forward_query {
+            next.flags.set_forward_query(forward);
+        }
+        if let Some(campaign) = patch.campaign {
+            next.campaign = campaign;
+        }
+        if let Some(recipient_ref) = patch.recipient_ref {
+            next.recipient_ref = recipient_ref;
+        }
+        if let Some(tags) = patch.tags {
+            next.tags = tags;
+        }
+        next.updated_at = storage::now().max(current.updated_at);
+        tx.update_link(&next).await?;
+        self.publish_and_commit(tx, &next, Some(&current)).await?;
+        Ok(next)
+    }
+
+    /// Revokes a link for good. Revoking a revoked link changes nothing in SQL, rewrites the
+    /// tombstone (repairing Redis if needed) and returns the link as it is.
+    pub async fn revoke(&self, code: &str) -> Result<Link, ServiceError> {
+        let mut tx = self.storage.begin().await?;
+        let Some(current) = tx.lock_link(code).await? else {
+            let _ = tx.rollback().await;
+            return Err(ServiceError::NotFound);
+        };
+        let mut next = current.clone();
+        if current.revoked_at.is_none() {
+            let now = storage::now().max(current.updated_at);
+            next.revoked_at = Some(now);
+            next.updated_at = now;
+            tx.update_link(&next).await?;
+        }
+        self.publish_and_commit(tx, &next, Some(&current)).await?;
+        Ok(next)
+    }
+
+    async fn publish_and_commit(
+        &self,
+        tx: Box<dyn storage::LinkTx>,
+        link: &Link,
+        previous: Option<&Link>,
+    ) -> Result<(), ServiceError> {
+        let now = storage::now();
+        let write = RecordWrite::for_link(link, now, self.grace);
+        if let Err(error) = self.projection.apply(std::slice::from_ref(&write)).await {
+            tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
+            }
+            return Err(error.into());
+        }
+        if let Err(error) = tx.commit().await {
+            let restore = RecordWrite::restore(&link.code, previous, now, self.grace);
+            if let Err(redis) = self.projection.apply(&[restore]).await {
+                tracing::error!(
+                    code = %link.code,
+                    %error,
+                    %redis,
+                    "commit failed after the redis write, and redis could not be restored: \
+                     run `shortlink-sidecar resync`"
+                );
+            }
+            return Err(error.into());
+        }
+        Ok(())
+    }
+}

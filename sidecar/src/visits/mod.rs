@@ -1,0 +1,165 @@
+//! The visit pipeline's second half: the consumer of the `sl:events` stream the nginx module
+//! writes, the store and rollups behind the stats API, and the scheduled cleanup jobs. The first
+//! half, enrichment (agent, audience, geo, referrer, privacy), is the pure `shortlink-visit-enrich`
+//! crate; the stats API's handlers are `http::stats`.
+//!
+//! - [`consumer`]: consumer group reader → enrichment → one transaction per batch → XACK;
+//! - [`rollup`]: what a batch adds to the hourly/daily aggregates (pure);
+//! - [`store`]: the tables of `20261122000003_visits.sql` on SQLite and PostgreSQL;
+//! - [`cleanup`]: idle-link expiry and raw-visit retention.
+//!
+//! Nothing here is on the redirect path: nginx only appends to a Redis stream.
+
+pub mod cleanup;
+pub mod commands;
+pub mod consumer;
+pub mod rollup;
+pub mod store;
+
+use crate::config::Config;
+use crate::service::LinkService;
+use crate::storage::StorageResult;
+use cleanup::CleanupSettings;
+use consumer::{Consumer, ConsumerError, ConsumerSettings};
+use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
+use std::sync::Arc;
+use store::VisitStore;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// What the stats API needs.
+#[derive(Clone)]
+pub struct Analytics {
+    pub store: Arc<dyn VisitStore>,
+    /// `--count-bots`: bots and previews count as clicks unless a request says otherwise.
+    pub count_bots: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyticsError {
+    #[error(transparent)]
+    Geo(#[from] GeoError),
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    #[error("--consumer-batch must be between 1 and 10000")]
+    Batch,
+}
+
+/// Opens the visit store on the configured database (migrated already by `open_storage`).
+pub async fn open_store(config: &Config) -> StorageResult<Arc<dyn VisitStore>> {
+    store::connect(
+        &config.database_url,
+        config.db_max_connections,
+        config.db_timeout,
+    )
+    .await
+}
+
+/// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but
+/// cannot be read is an error.
+pub fn open_geo(config: &Config) -> Result<GeoDb, GeoError> {
+    let mut geo = match &config.geoip_db {
+        None => GeoDb::disabled(),
+        Some(path) => {
+            let geo = GeoDb::open_or_disabled(path)?;
+            if !geo.is_enabled() {
+                tracing::warn!(path = %path.display(), "geo database not found; geo fields stay empty");
+            }
+            geo
+        }
+    };
+    let optional = |attached: Result<(), GeoError>, what: &str| match attached {
+        Err(error) if error.is_missing() => {
+            tracing::warn!(path = %error.path.display(), "{what} not found; left out");
+            Ok(())
+        }
+        other => other,
+    };
+    if let Some(path) = &config.geoip_db_ipv6 {
+        optional(geo.attach_ipv6_db(path), "IPv6 geo database")?;
+    }
+    if let Some(path) = &config.geoip_isp_db {
+        optional(geo.attach_isp_db(path), "ISP database")?;
+    }
+    Ok(geo)
+}
+
+pub fn enricher(config: &Config) -> Result<Enricher, GeoError> {
+    Ok(Enricher::new(open_geo(config)?, config.anonymize_ip))
+}
+
+pub fn consumer_settings(config: &Config) -> Result<ConsumerSettings, AnalyticsError> {
+    if !(1..=10_000).contains(&config.consumer_batch) {
+        return Err(AnalyticsError::Batch);
+    }
+    let mut settings = ConsumerSettings::new(
+        config
+            .consumer_name
+            .clone()
+            .unwrap_or_else(consumer::default_name),
+    );
+    settings.batch = config.consumer_batch;
+    settings.claim_after = config.consumer_claim_after;
+    settings.count_bots = config.count_bots;
+    Ok(settings)
+}
+
+pub fn cleanup_settings(config: &Config) -> CleanupSettings {
+    CleanupSettings {
+        expire_idle_after: config.expire_idle_after,
+        visit_retention: config.visit_retention,
+    }
+}
+
+/// A consumer for the configured Redis and database.
+pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
+    Ok(Consumer::new(
+        &config.redis_url,
+        store,
+        Arc::new(enricher(config)?),
+        consumer_settings(config)?,
+    )?)
+}
+
+/// Background tasks of a process: the consumer and/or the cleanup jobs.
+pub struct Background {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts the consumer (if `with_consumer`) and the cleanup jobs (if configured).
+    pub fn spawn(
+        config: &Config,
+        links: Arc<LinkService>,
+        store: Arc<dyn VisitStore>,
+        with_consumer: bool,
+    ) -> Result<Self, AnalyticsError> {
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = Vec::new();
+        if with_consumer {
+            let consumer = consumer(config, Arc::clone(&store))?;
+            crate::metrics::register_consumer(consumer.counters());
+            tasks.push(tokio::spawn(consumer.run(stopped.clone())));
+        }
+        let cleanup = cleanup_settings(config);
+        if cleanup.is_enabled() {
+            tasks.push(tokio::spawn(cleanup::run(
+                cleanup,
+                config.cleanup_every,
+                links,
+                store,
+                stopped,
+            )));
+        }
+        Ok(Background { stop, tasks })
+    }
+
+    /// Asks every task to stop and waits for them (a batch in progress finishes or stays pending).
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! Rollups: what a batch of visits adds to the per-link aggregates, computed in memory so that a
+//! batch costs one upsert per distinct key instead of one per visit.
+//!
+//! Tables (migrations `20261122000003_visits.sql`):
+//! - `visit_buckets (code, span, bucket)`: humans, bots, previews and new visitors per link per
+//!   hour (span 3600) and per day (span 86400), plus the same under code `*` for all links;
+//! - `visit_agents (code, day, browser, os, device, agent)`, `visit_places (code, day, country,
+//!   region, city)`, `visit_sources (code, day, referrer_host, short_domain)`: daily breakdowns.
+//!   Dimensions that vary together share a table (a city implies its region and country; a browser
+//!   mostly implies its OS and device), so a visit costs three upserts rather than nine, and the rows
+//!   per link per day stay about as many as the largest single dimension has values.
+//! - `link_visitors (code, visitor)`: every human visitor hash ever seen per link.
+//!
+//! **Unique visitors** are exact, without HyperLogLog: a visitor (SHA-256 of IP and user agent) is
+//! counted once per link, in the hour and day of its first visit (`new_visitors`). Summing a range
+//! therefore gives the distinct visitors whose first visit falls in it, which is the number of
+//! distinct visitors of the range whenever the range starts before the link's first visit (the
+//! default, from the link's creation). Cost: one 16-byte key per (link, visitor), no scan at query
+//! time. For all links, unique visitors are the sum over links (a person on two links counts twice).
+//! Only people count: bots and previews never enter the visitor set.
+//!
+//! Stats read only these tables, never `visits`: a link with 10 million visits over a month is a
+//! few hundred bucket rows and some thousands of breakdown rows.
+
+use super::store::{Counts, ALL_LINKS};
+use shortlink_visit_enrich::{Audience, Visit};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Series granularity.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Interval {
+    Hour,
+    Day,
+}
+
+impl Interval {
+    pub fn seconds(self) -> i64 {
+        match self {
+            Interval::Hour => 3600,
+            Interval::Day => 86_400,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interval::Hour => "hour",
+            Interval::Day => "day",
+        }
+    }
+
+    /// The start of the bucket holding `unix_seconds`.
+    pub fn floor(self, unix_seconds: i64) -> i64 {
+        unix_seconds.div_euclid(self.seconds()) * self.seconds()
+    }
+
+    /// The end of the bucket holding `unix_seconds - 1` (`unix_seconds` itself when aligned).
+    pub fn ceil(self, unix_seconds: i64) -> i64 {
+        self.floor(unix_seconds + self.seconds() - 1)
+    }
+}
+
+/// Humans, bots and previews of one breakdown row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Audiences {
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+}
+
+impl Audiences {
+    fn add(&mut self, audience: Audience) {
+        match audience {
+            Audience::Human => self.humans += 1,
+            Audience::Bot => self.bots += 1,
+            Audience::Preview => self.previews += 1,
+        }
+    }
+
+    fn merge(&mut self, other: &Audiences) {
+        self.humans += other.humans;
+        self.bots += other.bots;
+        self.previews += other.previews;
+    }
+}
+
+pub type AgentKey<'a> = (&'a str, i64, &'a str, &'a str, &'static str, &'a str);
+pub type PlaceKey<'a> = (&'a str, i64, &'a str, &'a str, &'a str);
+pub type SourceKey<'a> = (&'a str, i64, &'a str, &'a str);
+
+/// What a batch adds, with keys borrowed from its visits: folding allocates map nodes only, not a
+/// string per key (this runs on the consumer's one write path, once per visit). Ordered maps:
+/// every backend writes keys in the same order, so concurrent consumers lock rows in the same
+/// order and cannot deadlock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deltas<'a> {
+    /// (code, span, bucket start) → counts.
+    pub buckets: BTreeMap<(&'a str, i64, i64), Counts>,
+    pub agents: BTreeMap<AgentKey<'a>, Audiences>,
+    pub places: BTreeMap<PlaceKey<'a>, Audiences>,
+    pub sources: BTreeMap<SourceKey<'a>, Audiences>,
+    /// code → (visits to add to `visit_count`, latest such visit in Unix ms).
+    pub links: BTreeMap<&'a str, (i64, i64)>,
+}
+
+/// The (code, visitor bytes) pairs a batch added to the visitor set, by code.
+pub type NewVisitors = HashMap<String, HashSet<Vec<u8>>>;
+
+fn text(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("")
+}
+
+/// Folds inserted visits into deltas. `new_visitors` holds the (code, visitor bytes) pairs the
+/// visitor set did not have before this batch; each is credited once, to its first visit here.
+/// `count_bots`: whether bots and previews also count in `links.visit_count` / `last_visit_at`.
+pub fn fold<'a>(
+    visits: &[&'a Visit],
+    mut new_visitors: NewVisitors,
+    count_bots: bool,
+) -> Deltas<'a> {
+    // Hash maps while folding (one lookup per visit and table), sorted once at the end: a B-tree
+    // insert per visit compared whole keys a dozen times over.
+    let mut buckets: HashMap<(&str, i64, i64), Counts> = HashMap::new();
+    let mut agents: HashMap<AgentKey, Audiences> = HashMap::new();
+    let mut places: HashMap<PlaceKey, Audiences> = HashMap::new();
+    let mut sources: HashMap<SourceKey, Audiences> = HashMap::new();
+    let mut links: HashMap<&str, (i64, i64)> = HashMap::new();
+    for visit in visits {
+        let seconds = visit.time_ms.div_euclid(1000);
+        let hour = Interval::Hour.floor(seconds);
+        let day = Interval::Day.floor(seconds);
+        let code = visit.code.as_str();
+        // Removed once credited, so a visitor's later visits in the batch are not new again.
+        let is_new = visit.audience == Audience::Human
+            && new_visitors.get_mut(code).is_some_and(|visitors| {
+                visitors.remove(super::store::visitor_bytes(&visit.visitor).as_slice())
+            });
+        for (span, bucket) in [(3600, hour), (86_400, day)] {
+            let c = buckets.entry((code, span, bucket)).or_default();
+            match visit.audience {
+                Audience::Human => c.humans += 1,
+                Audience::Bot => c.bots += 1,
+                Audience::Preview => c.previews += 1,
+            }
+            c.new_visitors += i64::from(is_new);
+        }
+        agents
+            .entry((
+                code,
+                day,
+                text(&visit.browser),
+                text(&visit.os),
+                visit.device.as_str(),
+                text(&visit.agent_label),
+            ))
+            .or_default()
+            .add(visit.audience);
+        places
+            .entry((
+                code,
+                day,
+                text(&visit.country),
+                text(&visit.region),
+                text(&visit.city),
+            ))
+            .or_default()
+            .add(visit.audience);
+        sources
+            .entry((
+                code,
+                day,
+                text(&visit.referrer_host),
+                text(&visit.short_domain),
+            ))
+            .or_default()
+            .add(visit.audience);
+        if count_bots || visit.audience == Audience::Human {
+            let link = links.entry(code).or_insert((0, i64::MIN));
+            link.0 += 1;
+            link.1 = link.1.max(visit.time_ms);
+        }
+    }
+    let mut d = Deltas {
+        buckets: buckets.into_iter().collect(),
+        agents: agents.into_iter().collect(),
+        places: places.into_iter().collect(),
+        sources: sources.into_iter().collect(),
+        links: links.into_iter().collect(),
+    };
+    // All links: the per-link rows summed under `*`, which folds each visit once instead of twice.
+    add_all_links(&mut d.buckets, |k| (ALL_LINKS, k.1, k.2), Counts::add);
+    add_all_links(
+        &mut d.agents,
+        |k| (ALL_LINKS, k.1, k.2, k.3, k.4, k.5),
+        Audiences::merge,
+    );
+    add_all_links(
+        &mut d.places,
+        |k| (ALL_LINKS, k.1, k.2, k.3, k.4),
+        Audiences::merge,
+    );
+    add_all_links(
+        &mut d.sources,
+        |k| (ALL_LINKS, k.1, k.2, k.3),
+        Audiences::merge,
+    );
+    d
+}
+
+impl<'a> Deltas<'a> {
+    /// Credits a new visitor of `code`, first seen in the batch at `time_ms`, to the hour and day
+    /// buckets of the link and of all links. Folding with no new visitors and crediting each one
+    /// to its first (human) visit afterwards gives what [`fold`] gives with them (a test checks):
+    /// the PostgreSQL store folds while the server inserts the visits, before it knows which
+    /// visitors are new.
+    pub fn credit_new_visitor(&mut self, code: &'a str, time_ms: i64) {
+        let seconds = time_ms.div_euclid(1000);
+        for span in [Interval::Hour, Interval::Day] {
+            for code in [code, ALL_LINKS] {
+                let key = (code, span.seconds(), span.floor(seconds));
+                self.buckets.entry(key).or_default().new_visitors += 1;
+            }
+        }
+    }
+}
+
+/// Adds to `rows` the sum of its rows under each key's all-links form (`all`).
+fn add_all_links<K: Ord + Copy, V: Default>(
+    rows: &mut BTreeMap<K, V>,
+    all: impl Fn(K) -> K,
+    add: impl Fn(&mut V, &V),
+) {
+    let mut sums: BTreeMap<K, V> = BTreeMap::new();
+    for (key, value) in rows.iter() {
+        add(sums.entry(all(*key)).or_default(), value);
+    }
+    for (key, value) in sums {
+        add(rows.entry(key).or_default(), &value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
+
+    fn visit(id: &str, code: &str, t: i64, ip: &str, ua: &str) -> Visit {
+        let event = VisitEvent::from_fields(
+            id,
+            [
+                ("c", code.to_owned()),
+                ("t", t.to_string()),
+                ("ip", ip.to_owned()),
+                ("ua", ua.to_owned()),
+            ],
+        )
+        .unwrap();
+        Enricher::new(GeoDb::disabled(), false).enrich(&event)
+    }
+
+    const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+
+    #[test]
+    fn folds_counts_buckets_and_links() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
+        let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
+        let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
+        let new: NewVisitors = [(
+            "abc".to_owned(),
+            [super::super::store::visitor_bytes(&a.visitor)].into(),
+        )]
+        .into();
+        let d = fold(&[&a, &b, &c], new.clone(), false);
+        let h = hour / 1000;
+        let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
+        assert_eq!(
+            at("abc", 3600, h),
+            Counts {
+                humans: 2,
+                bots: 0,
+                previews: 0,
+                new_visitors: 1
+            }
+        );
+        assert_eq!(at("abc", 3600, h + 3600).bots, 1);
+        assert_eq!(at(ALL_LINKS, 86_400, Interval::Day.floor(h)).humans, 2);
+        // Bots stay out of visit_count unless asked.
+        assert_eq!(d.links["abc"], (2, hour + 20));
+        assert_eq!(
+            fold(&[&a, &b, &c], new, true).links["abc"],
+            (3, hour + 3_600_000)
+        );
+        let bot_rows: i64 = d
+            .agents
+            .iter()
+            .filter(|(k, _)| k.0 == "abc" && k.4 == Device::Bot.as_str() && k.5 == "curl")
+            .map(|(_, v)| v.bots)
+            .sum();
+        assert_eq!(bot_rows, 1);
+    }
+
+    #[test]
+    fn all_links_rows_are_the_sums_of_the_links_rows() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let visits = [
+            visit("1-0", "abc", hour, "203.0.113.1", CHROME),
+            visit("1-1", "xyz", hour + 1, "203.0.113.1", CHROME),
+            visit("1-2", "xyz", hour + 2, "203.0.113.2", "curl/8"),
+            visit("1-3", "abc", hour + 3_600_000, "203.0.113.3", CHROME),
+        ];
+        let refs: Vec<&Visit> = visits.iter().collect();
+        let new: NewVisitors = [
+            (
+                "abc".to_owned(),
+                [super::super::store::visitor_bytes(&visits[0].visitor)].into(),
+            ),
+            (
+                "xyz".to_owned(),
+                [super::super::store::visitor_bytes(&visits[1].visitor)].into(),
+            ),
+        ]
+        .into();
+        let d = fold(&refs, new, false);
+        let star_hour = d.buckets[&(ALL_LINKS, 3600, hour / 1000)];
+        assert_eq!(
+            star_hour,
+            Counts {
+                humans: 2,
+                bots: 1,
+                previews: 0,
+                new_visitors: 2
+            }
+        );
+        for (k, v) in &d.agents {
+            if k.0 == ALL_LINKS {
+                let sum = d
+                    .agents
+                    .iter()
+                    .filter(|(o, _)| {
+                        o.0 != ALL_LINKS && (o.1, o.2, o.3, o.4, o.5) == (k.1, k.2, k.3, k.4, k.5)
+                    })
+                    .fold(Audiences::default(), |mut a, (_, b)| {
+                        a.merge(b);
+                        a
+                    });
+                assert_eq!(*v, sum);
+            }
+        }
+        let star_places: i64 = d
+            .places
+            .iter()
+            .filter(|(k, _)| k.0 == ALL_LINKS)
+            .map(|(_, a)| a.humans + a.bots)
+            .sum();
+        let star_sources: i64 = d
+            .sources
+            .iter()
+            .filter(|(k, _)| k.0 == ALL_LINKS)
+            .map(|(_, a)| a.humans + a.bots)
+            .sum();
+        assert_eq!((star_places, star_sources), (4, 4));
+        assert_eq!(d.links[&"xyz"], (1, hour + 1));
+    }
+
+    #[test]
+    fn crediting_new_visitors_afterwards_folds_the_same() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let visits = [
+            visit("1-0", "abc", hour, "203.0.113.1", CHROME),
+            visit("1-1", "abc", hour + 5, "203.0.113.1", CHROME),
+            visit("1-2", "xyz", hour + 3_600_000, "203.0.113.1", CHROME),
+            visit("1-3", "xyz", hour + 86_400_000, "203.0.113.2", CHROME),
+            visit("1-4", "xyz", hour + 7, "203.0.113.9", "curl/8"),
+        ];
+        let refs: Vec<&Visit> = visits.iter().collect();
+        let bytes = |i: usize| super::super::store::visitor_bytes(&visits[i].visitor);
+        let new: NewVisitors = [
+            ("abc".to_owned(), [bytes(0)].into()),
+            ("xyz".to_owned(), [bytes(2), bytes(3)].into()),
+        ]
+        .into();
+        let expected = fold(&refs, new, false);
+        let mut d = fold(&refs, NewVisitors::new(), false);
+        for i in [0, 2, 3] {
+            d.credit_new_visitor(&visits[i].code, visits[i].time_ms);
+        }
+        assert_eq!(d, expected);
+    }
+
+    #[test]
+    fn interval_alignment() {
+        assert_eq!(Interval::Hour.floor(7201), 7200);
+        assert_eq!(Interval::Hour.ceil(7201), 10_800);
+        assert_eq!(Interval::Hour.ceil(7200), 7200);
+        assert_eq!(Interval::Day.floor(-1), -86_400);
+    }
+}

@@ -1,0 +1,483 @@
+//! Storage of visits, rollups and stats: one trait, one implementation per backend, opened from the
+//! same database URL as the link storage (whose migrations create these tables too).
+//!
+//! The write path is [`VisitStore::store_batch`]: one transaction per batch that inserts the raw
+//! visits with `ON CONFLICT (event_id) DO NOTHING`, and folds only the rows actually inserted into
+//! the rollups and `links.visit_count` / `last_visit_at`. Which rows went in is known without
+//! sending them back when all did (SQLite: the insert's row count; PostgreSQL: a binary `COPY`
+//! that succeeded, all inside a savepoint); otherwise the insert is rolled back to the savepoint
+//! and made again with `ON CONFLICT DO NOTHING RETURNING event_id`. A batch
+//! delivered twice (the consumer died between commit and XACK) therefore changes nothing the
+//! second time.
+
+mod postgres;
+
+mod sqlite;
+
+pub use self::postgres::PgVisitStore;
+pub use self::sqlite::SqliteVisitStore;
+
+use super::rollup::{self, Deltas, Interval, NewVisitors};
+use crate::storage::{Backend, StorageError, StorageResult};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use shortlink_visit_enrich::Visit;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Rollup rows under this code count every link together (codes never contain `*`).
+pub const ALL_LINKS: &str = "*";
+
+/// Rows per multi-row statement at most on SQLite (21 parameters each for visits, under SQLite's
+/// 32766 limit).
+pub(crate) const SQLITE_ROWS_PER_STATEMENT: usize = 512;
+
+/// `rows` cut into statements of [`SQLITE_ROWS_PER_STATEMENT`] rows, and the rest into powers of
+/// two: every statement then has one of ten shapes, which the connection's statement cache keeps
+/// prepared. A rest of any size as one statement would be new SQL almost every batch, and
+/// SQLite parsing thousands of placeholders cost an eighth of the writer's time.
+pub(crate) fn sqlite_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = if rest.len() >= SQLITE_ROWS_PER_STATEMENT {
+            SQLITE_ROWS_PER_STATEMENT
+        } else {
+            1 << rest.len().ilog2()
+        };
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Visits inserted (and counted).
+    pub inserted: u64,
+    /// Visits already stored by an earlier delivery: skipped, not counted again.
+    pub duplicates: u64,
+}
+
+/// A stats question, with its range already aligned to `interval`.
+#[derive(Debug, Clone)]
+pub struct StatsQuery {
+    /// A link's code, or `None` for all links.
+    pub code: Option<String>,
+    /// Unix seconds, inclusive; a multiple of the interval.
+    pub from: i64,
+    /// Unix seconds, exclusive; a multiple of the interval.
+    pub to: i64,
+    pub interval: Interval,
+    /// Count bots and previews as clicks (in `clicks`, series and breakdowns).
+    pub include_bots: bool,
+    /// Entries per breakdown (and top links).
+    pub top: u32,
+}
+
+/// Counts of one bucket, or of a whole range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+    /// Human visitors seen for the first time (for this link; summed over links for `*`).
+    pub new_visitors: i64,
+}
+
+impl Counts {
+    pub fn add(&mut self, other: &Counts) {
+        self.humans += other.humans;
+        self.bots += other.bots;
+        self.previews += other.previews;
+        self.new_visitors += other.new_visitors;
+    }
+}
+
+/// One value of a breakdown with its counts. `value` is `None` for "unknown".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub value: Option<String>,
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+}
+
+/// The dimensions of a breakdown, and where each lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Browser,
+    Os,
+    Device,
+    /// Which bot or preview fetcher (machines only).
+    Agent,
+    Country,
+    Region,
+    City,
+    ReferrerHost,
+    ShortDomain,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 9] = [
+        Dimension::Browser,
+        Dimension::Os,
+        Dimension::Device,
+        Dimension::Agent,
+        Dimension::Country,
+        Dimension::Region,
+        Dimension::City,
+        Dimension::ReferrerHost,
+        Dimension::ShortDomain,
+    ];
+
+    /// (table, column): fixed strings, safe to format into SQL.
+    pub(crate) fn source(self) -> (&'static str, &'static str) {
+        match self {
+            Dimension::Browser => ("visit_agents", "browser"),
+            Dimension::Os => ("visit_agents", "os"),
+            Dimension::Device => ("visit_agents", "device"),
+            Dimension::Agent => ("visit_agents", "agent"),
+            Dimension::Country => ("visit_places", "country"),
+            Dimension::Region => ("visit_places", "region"),
+            Dimension::City => ("visit_places", "city"),
+            Dimension::ReferrerHost => ("visit_sources", "referrer_host"),
+            Dimension::ShortDomain => ("visit_sources", "short_domain"),
+        }
+    }
+
+    /// How entries of this breakdown are ranked: clicks as the query counts them, except the agent
+    /// breakdown, which is about machines and counts everyone whatever `include_bots` says.
+    fn rank(self, include_bots: bool, humans: i64, bots: i64, previews: i64) -> i64 {
+        if self == Dimension::Agent || include_bots {
+            humans + bots + previews
+        } else {
+            humans
+        }
+    }
+}
+
+/// The daily breakdown tables and the dimensions each holds. Stats read each table once, grouped
+/// by all its dimension columns over the range, and rank every dimension from those rows
+/// ([`rank_breakdowns`]): three scans instead of nine, and the rows are few (distinct value
+/// combinations in the range: a few hundred for a link with millions of visits).
+pub(crate) const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
+    (
+        "visit_agents",
+        &[
+            Dimension::Browser,
+            Dimension::Os,
+            Dimension::Device,
+            Dimension::Agent,
+        ],
+    ),
+    (
+        "visit_places",
+        &[Dimension::Country, Dimension::Region, Dimension::City],
+    ),
+    (
+        "visit_sources",
+        &[Dimension::ReferrerHost, Dimension::ShortDomain],
+    ),
+];
+
+/// One row of a breakdown table summed over a range: its dimension values in the table's column
+/// order ('' = unknown), then the counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GroupRow {
+    pub values: Vec<String>,
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+}
+
+/// Each dimension's top `top` entries from the grouped rows of its table: summed per value,
+/// ranked by [`Dimension::rank`] (entries ranking 0 left out), ties by value with unknown last.
+/// The agent breakdown lists machines only (humans have no agent label).
+pub(crate) fn rank_breakdowns(
+    dimensions: &[Dimension],
+    rows: &[GroupRow],
+    include_bots: bool,
+    top: u32,
+) -> Vec<(Dimension, Vec<Entry>)> {
+    let mut out = Vec::with_capacity(dimensions.len());
+    for (column, &dimension) in dimensions.iter().enumerate() {
+        let mut sums: std::collections::HashMap<&str, (i64, i64, i64)> = Default::default();
+        for row in rows {
+            let value = row.values.get(column).map_or("", String::as_str);
+            if dimension == Dimension::Agent && value.is_empty() {
+                continue;
+            }
+            let sum = sums.entry(value).or_default();
+            sum.0 += row.humans;
+            sum.1 += row.bots;
+            sum.2 += row.previews;
+        }
+        let mut ranked: Vec<(i64, &str, (i64, i64, i64))> = sums
+            .into_iter()
+            .map(|(value, (h, b, p))| (dimension.rank(include_bots, h, b, p), value, (h, b, p)))
+            .filter(|(rank, _, _)| *rank > 0)
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.is_empty().cmp(&b.1.is_empty()))
+                .then(a.1.cmp(b.1))
+        });
+        ranked.truncate(usize::try_from(top).unwrap_or(usize::MAX));
+        let entries = ranked
+            .into_iter()
+            .map(|(_, value, (humans, bots, previews))| Entry {
+                value: (!value.is_empty()).then(|| value.to_owned()),
+                humans,
+                bots,
+                previews,
+            })
+            .collect();
+        out.push((dimension, entries));
+    }
+    out
+}
+
+/// Answers of one stats query. Series are dense: one entry per bucket of the range, zeros included.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub totals: Counts,
+    /// (bucket start in Unix seconds, counts).
+    pub series: Vec<(i64, Counts)>,
+    pub breakdowns: Vec<(Dimension, Vec<Entry>)>,
+    /// All-links queries only: (code, counts), by clicks.
+    pub top_links: Vec<(String, Counts)>,
+}
+
+/// An idle link found by the expiry job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleLink {
+    pub code: String,
+}
+
+#[async_trait]
+pub trait VisitStore: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Stores a batch in one transaction: raw visits (insert-or-ignore by event id), then rollups,
+    /// visitor sets and link counters for the visits actually inserted.
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome>;
+
+    /// The query's non-empty buckets, in order.
+    async fn buckets(&self, query: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>>;
+
+    /// One breakdown table read once over the query's days, grouped by all of `dimensions` and
+    /// ranked per dimension.
+    async fn breakdowns(
+        &self,
+        query: &StatsQuery,
+        table: &str,
+        dimensions: &[Dimension],
+    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>>;
+
+    /// All-links queries: the links with the most clicks in the range.
+    async fn top_links(&self, query: &StatsQuery) -> StorageResult<Vec<(String, Counts)>>;
+
+    /// Rollups of one range: totals, dense series, breakdowns (whole UTC days covering the range)
+    /// and, for all links, the top links.
+    async fn stats(&self, q: &StatsQuery) -> StorageResult<Stats> {
+        // The series, the three breakdown tables and the top links are independent reads of small
+        // rollup tables: run them at once on several pool connections, so the answer takes about
+        // as long as the slowest query rather than the sum of five.
+        let breakdowns = futures_util::future::try_join_all(
+            BREAKDOWN_TABLES.map(|(table, dimensions)| self.breakdowns(q, table, dimensions)),
+        );
+        let top_links = async {
+            match q.code {
+                Some(_) => Ok(Vec::new()),
+                None => self.top_links(q).await,
+            }
+        };
+        let (sparse, breakdowns, top_links) =
+            tokio::try_join!(self.buckets(q), breakdowns, top_links)?;
+        let mut stats = Stats::default();
+        for (_, c) in &sparse {
+            stats.totals.add(c);
+        }
+        stats.series = dense_series(q, sparse);
+        stats.breakdowns = breakdowns.into_iter().flatten().collect();
+        stats
+            .breakdowns
+            .sort_by_key(|(d, _)| Dimension::ALL.iter().position(|all| all == d));
+        stats.top_links = top_links;
+        Ok(stats)
+    }
+
+    /// Live links (not revoked, not expired at `now`) whose last visit, or creation if never
+    /// visited, is before `idle_since`; in code order after `after`, at most `limit`.
+    async fn idle_links(
+        &self,
+        now: DateTime<Utc>,
+        idle_since: DateTime<Utc>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<IdleLink>>;
+
+    /// Deletes at most `limit` raw visits older than `before` (and visitor-set rows are kept:
+    /// unique counts need them); returns how many went.
+    async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64>;
+
+    /// Human visits since `since` per short domain (the domain health job's traffic signal).
+    async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>>;
+
+    /// Raw visits stored (tests and benchmarks).
+    async fn visit_rows(&self) -> StorageResult<i64>;
+}
+
+/// Opens the visit store on the database at `url` (already migrated by [`crate::storage::connect`]).
+pub async fn connect(
+    url: &str,
+    max_connections: u32,
+    acquire_timeout: Duration,
+) -> StorageResult<Arc<dyn VisitStore>> {
+    match Backend::from_url(url) {
+        Some(Backend::Sqlite) => Ok(Arc::new(
+            SqliteVisitStore::connect(url, max_connections, acquire_timeout).await?,
+        )),
+        Some(Backend::Postgres) => Ok(Arc::new(
+            PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
+        )),
+        None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(url))),
+    }
+}
+
+/// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.
+pub(crate) fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
+    let step = query.interval.seconds();
+    let mut sparse = sparse.into_iter().peekable();
+    let mut out = Vec::with_capacity(usize::try_from((query.to - query.from) / step).unwrap_or(0));
+    let mut at = query.from;
+    while at < query.to {
+        let mut counts = Counts::default();
+        while let Some((bucket, c)) = sparse.peek() {
+            if *bucket > at {
+                break;
+            }
+            if *bucket == at {
+                counts.add(c);
+            }
+            sparse.next();
+        }
+        out.push((at, counts));
+        at += step;
+    }
+    out
+}
+
+/// Decodes a visitor hash (32 hex characters) into its 16 bytes; anything else hashes as given.
+pub(crate) fn visitor_bytes(hex: &str) -> Vec<u8> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 2 != 0 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return bytes.to_vec();
+    }
+    bytes
+        .chunks(2)
+        .map(|pair| {
+            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            digit(pair[0]) << 4 | digit(pair[1])
+        })
+        .collect()
+}
+
+/// Shared by both backends: which days the breakdowns cover for a query.
+pub(crate) fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
+    let day = Interval::Day.seconds();
+    (
+        query.from.div_euclid(day) * day,
+        (query.to + day - 1).div_euclid(day) * day,
+    )
+}
+
+/// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
+pub(crate) fn deltas<'a>(
+    inserted: &[&'a Visit],
+    new_visitors: NewVisitors,
+    count_bots: bool,
+) -> Deltas<'a> {
+    rollup::fold(inserted, new_visitors, count_bots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_chunks_have_few_shapes() {
+        let rows: Vec<u32> = (0..1300).collect();
+        let sizes: Vec<usize> = sqlite_chunks(&rows).map(<[u32]>::len).collect();
+        assert_eq!(sizes, [512, 512, 256, 16, 4]);
+        let again: Vec<u32> = sqlite_chunks(&rows).flatten().copied().collect();
+        assert_eq!(again, rows);
+        assert_eq!(sqlite_chunks::<u32>(&[]).count(), 0);
+    }
+
+    #[test]
+    fn visitor_hex_decodes() {
+        assert_eq!(visitor_bytes("00ff10"), vec![0, 255, 16]);
+        assert_eq!(visitor_bytes("xyz"), b"xyz".to_vec());
+    }
+
+    #[test]
+    fn series_is_dense() {
+        let query = StatsQuery {
+            code: None,
+            from: 0,
+            to: 4 * 3600,
+            interval: Interval::Hour,
+            include_bots: false,
+            top: 10,
+        };
+        let one = Counts {
+            humans: 1,
+            ..Counts::default()
+        };
+        let series = dense_series(&query, vec![(3600, one), (3 * 3600, one)]);
+        let humans: Vec<i64> = series.iter().map(|(_, c)| c.humans).collect();
+        assert_eq!(humans, [0, 1, 0, 1]);
+        assert_eq!(breakdown_days(&query), (0, 86_400));
+    }
+
+    #[test]
+    fn breakdowns_rank_per_dimension() {
+        let row = |values: [&str; 2], humans, bots| GroupRow {
+            values: values.map(str::to_owned).to_vec(),
+            humans,
+            bots,
+            previews: 0,
+        };
+        let rows = [
+            row(["Chrome", ""], 3, 0),
+            row(["", ""], 3, 0),
+            row(["Safari", ""], 3, 0),
+            row(["Chrome", "curl"], 0, 5),
+            row(["Firefox", ""], 1, 0),
+        ];
+        let dims = [Dimension::Browser, Dimension::Agent];
+        let got = rank_breakdowns(&dims, &rows, false, 3);
+        let values = |i: usize| -> Vec<(Option<&str>, i64)> {
+            got[i]
+                .1
+                .iter()
+                .map(|e| (e.value.as_deref(), e.humans + e.bots))
+                .collect()
+        };
+        // Ranked by humans; ties by value, unknown last; cut at `top`.
+        assert_eq!(
+            values(0),
+            [(Some("Chrome"), 8), (Some("Safari"), 3), (None, 3)]
+        );
+        // Machines only, ranked by everyone.
+        assert_eq!(values(1), [(Some("curl"), 5)]);
+        let with_bots = rank_breakdowns(&dims, &rows, true, 1);
+        assert_eq!(with_bots[0].1[0].value.as_deref(), Some("Chrome"));
+        assert_eq!(with_bots[0].1[0].bots, 5);
+    }
+}

@@ -1,0 +1,327 @@
+//! The domain health job on loopback: a DNS server, an edge answering the canary and a webhook
+//! receiver, all in the test. Links issued on two domains, clicks on one only → the other is
+//! suspected blocked (webhook once), a domain resolving elsewhere is unreachable, a canary
+//! answering the wrong target is degraded; clicks coming back make it healthy again.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use shortlink_sidecar::domains::health::signature;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, UdpSocket};
+
+const SECRET: &str = "webhook-secret-0123456789";
+const CANARY_TARGET: &str = "https://canary.example/ok";
+
+/// Answers A queries: `s3.example` → 10.9.9.9 (not the edge), any other name → 127.0.0.1.
+async fn dns_server() -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 512];
+        loop {
+            let Ok((n, from)) = socket.recv_from(&mut buf).await else {
+                return;
+            };
+            let query = &buf[..n];
+            let name_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap();
+            let ip = if query[12..name_end].windows(2).any(|w| w == b"s3") {
+                [10, 9, 9, 9]
+            } else {
+                [127, 0, 0, 1]
+            };
+            let mut answer = query[..name_end + 5].to_vec();
+            answer[2] |= 0x80;
+            answer[7] = 1;
+            answer.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]);
+            answer.extend_from_slice(&ip);
+            let _ = socket.send_to(&answer, from).await;
+        }
+    });
+    addr
+}
+
+/// Reads one HTTP request: (head, body).
+async fn read_request(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        data.extend_from_slice(&buf[..n]);
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).into_owned();
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                return (head, data[end + 4..end + 4 + length].to_vec());
+            }
+        }
+    }
+    (String::from_utf8_lossy(&data).into_owned(), Vec::new())
+}
+
+/// The edge: the canary redirects to its target, except on `s4.example`.
+async fn edge() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (head, _) = read_request(&mut stream).await;
+            let target = if head.contains("Host: s4.example") {
+                "https://wrong.example/"
+            } else {
+                CANARY_TARGET
+            };
+            let answer =
+                format!("HTTP/1.1 302 Found\r\nLocation: {target}\r\nContent-Length: 0\r\n\r\n");
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    addr
+}
+
+type Received = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// Keeps (signature, body) of every POST.
+async fn webhook_receiver() -> (SocketAddr, Received) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let received: Received = Arc::default();
+    let kept = Arc::clone(&received);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (head, body) = read_request(&mut stream).await;
+            let signed = head
+                .lines()
+                .find_map(|l| l.strip_prefix("X-Shortlink-Signature: "))
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(signed, signature(SECRET.as_bytes(), &body));
+            kept.lock()
+                .unwrap()
+                .push((signed, serde_json::from_slice(&body).unwrap()));
+            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        }
+    });
+    (addr, received)
+}
+
+async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
+    let TestDb::Sqlite(pool) = &app.db else {
+        unreachable!("sqlite only")
+    };
+    let now = chrono::Utc::now().timestamp_millis();
+    for i in 0..count {
+        sqlx::query(
+            "INSERT INTO visits (event_id, code, visited_at, visitor, device, audience, short_domain) \
+             VALUES (?1, 'x', ?2, x'00', 'mobile', 'human', ?3)",
+        )
+        .bind(format!("{domain}-{i}-{now}"))
+        .bind(now)
+        .bind(domain)
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+}
+
+async fn state_of(app: &TestApp, domain: &str) -> Value {
+    let response = app
+        .api(Method::GET, &format!("/domains/{domain}"))
+        .send()
+        .await
+        .unwrap();
+    response.json().await.unwrap()
+}
+
+fn changes(received: &Received, domain: &str) -> Vec<Value> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, body)| body["domain"] == domain)
+        .map(|(_, body)| body.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
+    let (dns, edge, (hook, received)) =
+        (dns_server().await, edge().await, webhook_receiver().await);
+    let (dns, edge, hook) = (
+        dns.to_string(),
+        edge.to_string(),
+        format!("http://{hook}/hook"),
+    );
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        &[
+            "--domain-health-every",
+            "100ms",
+            "--domain-health-window",
+            "10m",
+            "--domain-health-min-issued",
+            "20",
+            "--domain-health-resolver",
+            &dns,
+            "--edge-addresses",
+            "127.0.0.1",
+            "--canary-edge",
+            &edge,
+            "--canary-code",
+            "canary1",
+            "--canary-target",
+            CANARY_TARGET,
+            "--domain-webhook-url",
+            &hook,
+            "--domain-webhook-secret",
+            SECRET,
+        ],
+    )
+    .await;
+    let items: Vec<Value> = (0..200)
+        .map(|i| json!({"url": format!("https://t.example/{i}")}))
+        .collect();
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .header(
+            "X-Shortlink-Public-Base",
+            "https://s1.example https://s2.example",
+        )
+        .header(
+            "X-Shortlink-Pool",
+            "s1.example s2.example s3.example s4.example",
+        )
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap();
+    add_clicks(&app, "s1.example", 60).await;
+
+    let settled = eventually(Duration::from_secs(10), || async {
+        state_of(&app, "s2.example").await["state"] == "suspected-blocked"
+            && state_of(&app, "s3.example").await["state"] == "unreachable"
+            && state_of(&app, "s4.example").await["state"] == "degraded"
+    })
+    .await;
+    assert!(
+        settled,
+        "{}",
+        app.api(Method::GET, "/domains")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    );
+    let s1 = state_of(&app, "s1.example").await;
+    assert_eq!(s1["state"], "healthy", "{s1}");
+    assert!(s1["issued"].as_u64().unwrap() > 100, "{s1}");
+    let s3 = state_of(&app, "s3.example").await;
+    assert!(
+        s3["reasons"][0].as_str().unwrap().contains("10.9.9.9"),
+        "{s3}"
+    );
+    let s4 = state_of(&app, "s4.example").await;
+    assert!(
+        s4["reasons"][0].as_str().unwrap().contains("wrong.example"),
+        "{s4}"
+    );
+
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            changes(&received, "s2.example").len() == 1
+        })
+        .await
+    );
+    let change = &changes(&received, "s2.example")[0];
+    assert_eq!(change["state"], "suspected-blocked");
+    // Healthy while nobody clicked anywhere (nothing to compare with), or not yet checked.
+    assert!(
+        change["previous"] == "healthy" || change["previous"].is_null(),
+        "{change}"
+    );
+    assert!(
+        changes(&received, "s1.example").is_empty(),
+        "healthy from the start: no change"
+    );
+
+    // Clicks come back on s2: healthy again, reported once more.
+    add_clicks(&app, "s2.example", 60).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            state_of(&app, "s2.example").await["state"] == "healthy"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            changes(&received, "s2.example").len() == 2
+        })
+        .await
+    );
+    let first_probe = state_of(&app, "s2.example").await["last_probe"].clone();
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            state_of(&app, "s2.example").await["last_probe"] != first_probe
+        })
+        .await
+    );
+    let s2 = changes(&received, "s2.example");
+    assert_eq!(s2.len(), 2, "one webhook per change: {s2:?}");
+    assert_eq!(
+        (s2[1]["state"].clone(), s2[1]["previous"].clone()),
+        (json!("healthy"), json!("suspected-blocked"))
+    );
+
+    let response = app
+        .api(Method::GET, "/domains/nope.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_domain");
+}
+
+#[tokio::test]
+async fn a_webhook_url_that_is_not_http_is_refused_at_start() {
+    for (url, needle) in [
+        ("ftp://hooks.example/x", "not an http:// URL"),
+        ("hooks", "not an http:// URL"),
+    ] {
+        let redis = testkit::RedisServer::start();
+        let dir = testkit::temp_dir();
+        let database = format!("sqlite://{}", dir.path().join("links.db").display());
+        let config = config(
+            &database,
+            &redis.url(),
+            &[
+                "--domain-webhook-url",
+                url,
+                "--domain-webhook-secret",
+                SECRET,
+            ],
+        );
+        let error = match shortlink_sidecar::Application::build(&config).await {
+            Ok(_) => panic!("{url} accepted"),
+            Err(error) => error.to_string(),
+        };
+        assert!(error.contains(needle), "{url}: {error}");
+    }
+}

@@ -1,0 +1,105 @@
+//! `GET /metrics`: the Prometheus page after traffic, without an API key, accepted by
+//! `promtool check metrics`. The recorder is one per process (tests share it): counts are checked
+//! as "at least".
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::json;
+use std::collections::HashMap;
+
+fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .filter_map(|line| {
+            let (key, value) = line.rsplit_once(' ')?;
+            Some((key.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_cover_requests_creates_errors_and_the_pipeline() {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_code("https://t.example/one").await;
+    let response = app
+        .post_batch(&json!([{"url": "https://t.example/a"}, {"url": "javascript:x"}]))
+        .await;
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap();
+    let bad = app.post_link(&json!({"url": "ftp://t.example/"})).await;
+    assert_eq!(bad.status(), 422);
+
+    let response = reqwest::get(app.url("/metrics")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let text = response.text().await.unwrap();
+    let s = samples(&text);
+    let at_least = |key: &str, n: f64| {
+        let value = s
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"));
+        assert!(value >= n, "{key} = {value}\n{text}");
+    };
+    at_least("shortlink_links_created_total{via=\"single\"}", 1.0);
+    at_least("shortlink_links_created_total{via=\"batch\"}", 1.0);
+    at_least(
+        "shortlink_api_errors_total{code=\"unsupported_scheme\"}",
+        2.0,
+    );
+    at_least(
+        "shortlink_http_requests_total{route=\"/api/v1/links\",method=\"POST\",status=\"201\"}",
+        1.0,
+    );
+    at_least(
+        "shortlink_http_request_duration_seconds_count{route=\"/api/v1/links\",method=\"POST\"}",
+        2.0,
+    );
+    at_least("shortlink_write_duration_seconds_count{store=\"sql\"}", 1.0);
+    at_least(
+        "shortlink_write_duration_seconds_count{store=\"redis\"}",
+        1.0,
+    );
+    at_least("shortlink_projection_complete", 0.0);
+    at_least("shortlink_events_stream_length", 0.0);
+    at_least("shortlink_redis_up", 1.0);
+    at_least(
+        "shortlink_db_pool_connections{pool=\"writer\",state=\"open\"}",
+        1.0,
+    );
+    // Route templates, never raw paths: no code shows up as a label.
+    assert!(!text.contains("t.example"), "{text}");
+    promtool_check(&text).await;
+
+    let response = app.api(Method::GET, "/metrics").send().await.unwrap();
+    assert_eq!(response.status(), 404, "the API has no /api/v1/metrics");
+}
+
+/// `promtool check metrics` (Debian's `prometheus` package, installed by scripts/setup).
+async fn promtool_check(text: &str) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run promtool (scripts/setup installs Debian's prometheus package)");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(text.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().await.unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -1,0 +1,95 @@
+//! The API contract: schemathesis (pinned, from a private virtualenv, see `scripts/schemathesis`)
+//! runs every check it has against the OpenAPI document the sidecar serves: on the sidecar itself,
+//! and through nginx's internal API server, which users reach. Every status an operation answers
+//! must be documented, every documented parameter validated, every schema-valid request accepted
+//! (up to the 422s of `tests/contract/schemathesis.toml`), and no answer may be a server error.
+
+use shortlink_e2e::{http_client, paths, System, API_KEY};
+use std::process::Command;
+
+/// Fixed, so that a failure reproduces (`st replay`) and CI does not flip; change it to explore.
+const SEED: &str = "20261123";
+const EXAMPLES_PER_OPERATION: &str = "100";
+
+fn schemathesis(origin: &str, operations: usize) {
+    let workspace = paths::workspace_dir();
+    let output = Command::new(workspace.join("scripts/schemathesis"))
+        .arg("--config-file")
+        .arg(workspace.join("tests/contract/schemathesis.toml"))
+        .arg("run")
+        .arg(format!("{origin}/api/v1/openapi.json"))
+        .args(["--header", &format!("Authorization: Bearer {API_KEY}")])
+        .args(["--checks", "all"])
+        .args(["--max-examples", EXAMPLES_PER_OPERATION])
+        .args(["--seed", SEED])
+        .args(["--workers", "2"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run scripts/schemathesis");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis against {origin} failed:\n{report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A run that tested nothing must not pass: the summary names the operations it covered.
+    assert!(
+        report.contains(&format!("Tested: {operations}")),
+        "schemathesis did not test all {operations} operations:\n{report}"
+    );
+}
+
+#[test]
+fn the_openapi_document_holds_for_the_sidecar_and_through_nginx() {
+    let system = System::start();
+    system.create(serde_json::json!({"url": "https://example.com/contract", "campaign": "c1"}));
+    let (status, document) = system.api().get("/openapi.json");
+    assert_eq!(status, 200);
+    let operations: usize = document["paths"]
+        .as_object()
+        .expect("paths")
+        .values()
+        .map(|item| item.as_object().expect("a path item").len())
+        .sum();
+    assert!(operations >= 15, "{operations} operations documented");
+    schemathesis(
+        &format!("http://127.0.0.1:{}", system.sidecar.port),
+        operations,
+    );
+    schemathesis(
+        &format!("http://127.0.0.1:{}", system.nginx.api_port),
+        operations,
+    );
+}
+
+#[test]
+fn unknown_methods_are_answered_with_allow_on_the_api_server() {
+    let system = System::start();
+    let client = http_client();
+    let api = format!("http://127.0.0.1:{}", system.nginx.api_port);
+    // TRACE is refused by nginx itself, PUT by the sidecar behind it: both say what is allowed.
+    for (method, path, allowed) in [
+        ("TRACE", "/api/v1/links", "GET, HEAD, POST, PATCH, DELETE"),
+        ("PUT", "/api/v1/links", "GET,HEAD,POST"),
+    ] {
+        let response = client
+            .request(method.parse().unwrap(), format!("{api}{path}"))
+            .bearer_auth(API_KEY)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("allow")
+                .and_then(|v| v.to_str().ok()),
+            Some(allowed),
+            "{method} {path}"
+        );
+        let body: serde_json::Value = response.json().unwrap();
+        assert_eq!(
+            body["error"]["code"], "method_not_allowed",
+            "{method} {path}"
+        );
+    }
+}

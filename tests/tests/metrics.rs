@@ -1,0 +1,271 @@
+//! The module's status page in the Prometheus format: counters per pool host, never mixed between
+//! hosts, anything else under "other", the Redis round-trip histogram, and a page `promtool check
+//! metrics` accepts. The plain format stays as it was.
+
+use serde_json::json;
+use shortlink_e2e::System;
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// `name{labels} value` lines of a Prometheus page, keyed by everything before the value.
+fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .filter_map(|line| {
+            let (key, value) = line.rsplit_once(' ')?;
+            Some((key.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+fn prometheus_page(system: &System, query: &str, accept: Option<&str>) -> (String, String) {
+    let url = format!(
+        "http://127.0.0.1:{}/shortlink_status{query}",
+        system.nginx.api_port
+    );
+    let mut request = shortlink_e2e::http_client().get(url);
+    if let Some(accept) = accept {
+        request = request.header("Accept", accept);
+    }
+    let response = request.send().expect("read the status page");
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (content_type, response.text().unwrap())
+}
+
+/// `promtool check metrics` (Debian's `prometheus` package, installed by scripts/setup) on `text`.
+pub fn promtool_check_metrics(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool (scripts/setup installs Debian's prometheus package)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
+    let system = System::start();
+    let code = system.create(json!({"url": "https://example.com/metrics"}));
+    let gone = system.create(json!({"url": "https://example.com/revoked"}));
+    let (status, body) = system.api().delete(&format!("/links/{gone}"));
+    assert!((200..300).contains(&status), "revoke: {status} {body}");
+    let path = format!("/{code}");
+    for _ in 0..3 {
+        assert_eq!(system.nginx.get("s1.test", &path).status(), 302);
+    }
+    assert_eq!(system.nginx.get("s2.test", &path).status(), 302);
+    assert_eq!(
+        system.nginx.get("s2.test", &format!("/{gone}")).status(),
+        410
+    );
+    assert_eq!(
+        system.nginx.get("s2.test", "/no-such-code-here").status(),
+        404
+    );
+    assert_eq!(system.nginx.get("elsewhere.test", &path).status(), 404);
+
+    let (content_type, text) = prometheus_page(&system, "?format=prometheus", None);
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let s = samples(&text);
+    let get = |metric: &str, domain: &str| -> f64 {
+        let key = format!("shortlink_domain_{metric}_total{{domain=\"{domain}\"}}");
+        *s.get(&key).unwrap_or_else(|| panic!("no {key} in\n{text}"))
+    };
+    assert_eq!(get("requests", "s1.test"), 3.0);
+    assert_eq!(get("redirects", "s1.test"), 3.0);
+    assert_eq!(get("not_found", "s1.test"), 0.0);
+    assert_eq!(get("gone", "s1.test"), 0.0);
+    assert_eq!(get("requests", "s2.test"), 3.0);
+    assert_eq!(get("redirects", "s2.test"), 1.0);
+    assert_eq!(get("gone", "s2.test"), 1.0);
+    assert_eq!(get("not_found", "s2.test"), 1.0);
+    // The code is cached after its first lookup, whichever host asked.
+    assert_eq!(
+        get("cache_hits", "s1.test") + get("cache_hits", "s2.test"),
+        3.0
+    );
+    assert_eq!(get("requests", "other"), 1.0);
+    assert_eq!(get("not_found", "other"), 1.0);
+    assert_eq!(get("redirects", "other"), 0.0);
+    assert!(!text.contains("elsewhere.test"), "{text}");
+    assert_eq!(s["shortlink_requests_total"], 7.0);
+    assert_eq!(s["shortlink_redirects_total"], 4.0);
+    // Lookups that went to Redis: the code once, the expired one once, the unknown one once.
+    let lookups = s["shortlink_redis_latency_seconds_count"];
+    assert_eq!(lookups, s["shortlink_cache_misses_total"], "{text}");
+    assert!(lookups >= 2.0, "{text}");
+    assert_eq!(
+        s["shortlink_redis_latency_seconds_bucket{le=\"+Inf\"}"],
+        lookups
+    );
+    promtool_check_metrics(&text);
+
+    // What Prometheus sends when it scrapes, without the query.
+    let accept = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4";
+    let (_, scraped) = prometheus_page(&system, "", Some(accept));
+    assert!(scraped.contains("# TYPE shortlink_domain_requests_total counter"));
+
+    // The plain page is unchanged: `name value` lines of the totals only.
+    let (content_type, plain) = prometheus_page(&system, "", None);
+    assert_eq!(content_type, "text/plain");
+    assert!(plain.starts_with("requests 7\nredirects 4\n"), "{plain}");
+    assert!(!plain.contains("domain"), "{plain}");
+    assert_eq!(system.nginx.counters()["redirects"], 4);
+
+    let (status, _) = system
+        .api()
+        .post("/links", &json!({"url": "ftp://example.com/"}));
+    assert_eq!(status, 422);
+
+    // The sidecar's page, through the internal API server only.
+    let url = format!("http://127.0.0.1:{}/metrics", system.nginx.api_port);
+    let response = shortlink_e2e::http_client().get(url).send().unwrap();
+    assert_eq!(response.status(), 200);
+    let sidecar = response.text().unwrap();
+    assert!(
+        sidecar.contains("shortlink_links_created_total{via=\"single\"} 2"),
+        "{sidecar}"
+    );
+    assert!(
+        sidecar.contains("shortlink_links_issued_total{domain=\"s1.test\"} 2"),
+        "{sidecar}"
+    );
+    promtool_check_metrics(&sidecar);
+    assert_eq!(system.nginx.get("s1.test", "/metrics").status(), 404);
+
+    // A bad value is refused by nginx -t; `off` stops per-domain counting, totals go on.
+    let domains = std::fs::read_to_string(system.nginx.domains_file()).unwrap();
+    std::fs::write(
+        system.nginx.domains_file(),
+        format!("{domains}\nshortlink_status_domains maybe;\n"),
+    )
+    .unwrap();
+    let (valid, output) = system.nginx.test_config();
+    assert!(!valid, "{output}");
+    assert!(output.contains("it must be \"on\" or \"off\""), "{output}");
+    std::fs::write(
+        system.nginx.domains_file(),
+        format!("{domains}\nshortlink_status_domains off;\n"),
+    )
+    .unwrap();
+    system.nginx.reload();
+    let domain_redirects = || {
+        let (_, page) = prometheus_page(&system, "?format=prometheus", None);
+        samples(&page)["shortlink_domain_redirects_total{domain=\"s1.test\"}"]
+    };
+    // Old workers count until they stop accepting: wait for redirects the table did not see.
+    assert!(testkit::wait_until(
+        std::time::Duration::from_secs(10),
+        || {
+            let before = domain_redirects();
+            (0..5).all(|_| system.nginx.get("s1.test", &path).status() == 302)
+                && domain_redirects() == before
+        }
+    ));
+    let before = (domain_redirects(), system.nginx.counters()["redirects"]);
+    for _ in 0..5 {
+        assert_eq!(system.nginx.get("s1.test", &path).status(), 302);
+    }
+    assert_eq!(
+        domain_redirects(),
+        before.0,
+        "counted with shortlink_status_domains off"
+    );
+    assert_eq!(system.nginx.counters()["redirects"], before.1 + 5);
+
+    // Every shortlink series the deployment files use is one of the two pages' families.
+    let families: Vec<&str> = text
+        .lines()
+        .chain(sidecar.lines())
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    for file in ["prometheus/alerts.yml", "grafana/shortlink.json"] {
+        let path = shortlink_e2e::paths::workspace_dir()
+            .join("deploy")
+            .join(file);
+        let body = std::fs::read_to_string(&path).unwrap();
+        for name in metric_names(&body) {
+            let family = ["_bucket", "_count", "_sum"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(&name);
+            assert!(
+                families.contains(&family),
+                "{file} uses {name}, which no page has"
+            );
+        }
+    }
+}
+
+/// `shortlink_*` identifiers in a file.
+fn metric_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("shortlink_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let before = rest[..at].chars().last();
+        if !matches!(before, Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '/') {
+            names.push(tail[..end].to_owned());
+        }
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// `promtool` on the deployment files: the scrape config and the rules are valid, and the unit
+/// tests prove the suspected-blocked and certificate alerts fire (and stay quiet otherwise).
+#[test]
+fn deployment_rules_pass_promtool() {
+    let dir = shortlink_e2e::paths::workspace_dir().join("deploy/prometheus");
+    for args in [
+        ["check", "config", "prometheus.yml"],
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts.test.yml"],
+    ] {
+        let output = Command::new("promtool")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("run promtool (scripts/setup installs Debian's prometheus package)");
+        assert!(
+            output.status.success(),
+            "promtool {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("../grafana/shortlink.json")).unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    assert!(dashboard["panels"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty()));
+}

@@ -1,0 +1,172 @@
+//! Enrichment of shortlink visit events: the pure first half of the visit pipeline (the second,
+//! `sidecar/src/visits/`, consumes the stream and stores and rolls up what this returns).
+//!
+//! The sidecar reads `sl:events` entries, turns each into a [`VisitEvent`], and [`Enricher::enrich`]s
+//! it into a [`Visit`] with every derived field the stats need (agent, audience, geo, referrer host,
+//! short domain, language, visitor hash). No I/O happens here after the geo database is opened, so
+//! this runs at stream speed and is tested without Redis or SQL.
+
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod event;
+pub mod geo;
+pub mod privacy;
+pub mod referrer;
+
+pub use agent::{Agent, Audience, Device};
+pub use event::{split_entry, EventError, VisitEvent};
+pub use geo::{Geo, GeoDb, GeoError};
+
+use agent::Classification;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Longest language tag kept (BCP 47 tags in practice are far shorter; this bounds junk).
+pub const MAX_LANGUAGE_LEN: usize = 16;
+
+/// Distinct user agents whose parse the [`Enricher`] remembers. Parsing (woothee's regexes plus the
+/// classifier table) is the most expensive step of enrichment, and traffic repeats a few hundred
+/// user agents over and over; the bound keeps a flood of unique junk agents from growing memory.
+pub const AGENT_CACHE_SIZE: usize = 4096;
+
+/// Turns events into visits.
+#[derive(Debug)]
+pub struct Enricher {
+    pub geo: GeoDb,
+    /// Store IPs truncated (IPv4 /24, IPv6 /48). Geo and the visitor hash still use the full address.
+    pub anonymize: bool,
+    /// User agent → its parse and classification (pure functions of the string, so caching them
+    /// changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill costs
+    /// one parse per distinct agent.
+    agents: Mutex<HashMap<String, Arc<(Agent, Classification)>>>,
+}
+
+/// One enriched visit, ready to store. Owned and flat so a storage layer can bind it directly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Visit {
+    /// Stream entry id: the idempotency key for at-least-once delivery.
+    pub event_id: String,
+    pub code: String,
+    /// Unix time of the redirect, in milliseconds.
+    pub time_ms: i64,
+    pub status: Option<u16>,
+    /// Client address as stored: truncated when [`Enricher::anonymize`] is on.
+    pub ip: Option<String>,
+    /// 32 hex characters of SHA-256(full ip, 0x00, user agent); see [`privacy::visitor_hash`].
+    pub visitor: String,
+    pub user_agent: Option<String>,
+    pub browser: Option<String>,
+    pub browser_version: Option<String>,
+    pub os: Option<String>,
+    pub os_version: Option<String>,
+    /// [`Device::Bot`] for every bot and preview, whatever device the UA claims (iMessage's fetcher
+    /// claims to be a Mac): device breakdowns describe people.
+    pub device: Device,
+    pub audience: Audience,
+    /// Who the bot or preview fetcher is ("WhatsApp", "Slack", "curl"); `None` for humans.
+    pub agent_label: Option<String>,
+    pub country: Option<String>,
+    pub region: Option<String>,
+    pub city: Option<String>,
+    pub isp: Option<String>,
+    pub referrer_host: Option<String>,
+    pub short_domain: Option<String>,
+    pub language: Option<String>,
+}
+
+impl Enricher {
+    pub fn new(geo: GeoDb, anonymize: bool) -> Self {
+        Enricher {
+            geo,
+            anonymize,
+            agents: Mutex::default(),
+        }
+    }
+
+    /// The parse and classification of `ua`, from the cache when seen before.
+    fn agent(&self, ua: &str) -> Arc<(Agent, Classification)> {
+        // A poisoned lock only means another thread panicked mid-insert: the map is still valid.
+        let lock = || self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = lock().get(ua) {
+            return Arc::clone(hit);
+        }
+        // Parsed outside the lock: two threads may parse the same agent once each, harmlessly.
+        let agent = Agent::parse(ua);
+        let class = agent::classify(Some(ua), &agent);
+        let parsed = Arc::new((agent, class));
+        let mut agents = lock();
+        if agents.len() >= AGENT_CACHE_SIZE {
+            agents.clear();
+        }
+        agents.insert(ua.to_owned(), Arc::clone(&parsed));
+        parsed
+    }
+
+    pub fn enrich(&self, event: &VisitEvent) -> Visit {
+        // No user agent and an empty one classify alike ("no user agent").
+        let ua = event.user_agent.as_deref().unwrap_or("");
+        let parsed = self.agent(ua);
+        let (agent, class) = (&parsed.0, parsed.1);
+        let device = if class.audience == Audience::Human {
+            agent.device
+        } else {
+            Device::Bot
+        };
+        let geo = event.ip.map(|ip| self.geo.lookup(ip)).unwrap_or_default();
+        let stored_ip = event
+            .ip
+            .map(|ip| {
+                if self.anonymize {
+                    privacy::anonymize_ip(ip)
+                } else {
+                    ip.to_canonical()
+                }
+            })
+            .map(|ip| ip.to_string());
+        Visit {
+            event_id: event.id.clone(),
+            code: event.code.clone(),
+            time_ms: event.time_ms,
+            status: event.status,
+            ip: stored_ip,
+            visitor: privacy::visitor_hash_hex(event.ip, ua),
+            user_agent: event.user_agent.clone(),
+            browser: agent.browser.clone(),
+            browser_version: agent.browser_version.clone(),
+            os: agent.os.clone(),
+            os_version: agent.os_version.clone(),
+            device,
+            audience: class.audience,
+            agent_label: class.label.map(str::to_owned),
+            country: geo.country,
+            region: geo.region,
+            city: geo.city,
+            isp: geo.isp,
+            referrer_host: event.referrer.as_deref().and_then(referrer::referrer_host),
+            short_domain: event.host.as_deref().and_then(referrer::short_domain),
+            language: event.accept_language.as_deref().and_then(language),
+        }
+    }
+}
+
+/// The first tag of an `Accept-Language` header, lowercased: "de-DE,de;q=0.9" → "de-de". Quality
+/// values are ignored: browsers list the preferred language first. A tag longer than
+/// [`MAX_LANGUAGE_LEN`] keeps its leading subtags that fit; `*` and junk give `None`.
+pub fn language(accept_language: &str) -> Option<String> {
+    let first = accept_language.split(',').next()?.split(';').next()?.trim();
+    let mut tag = first.replace('_', "-").to_ascii_lowercase();
+    let valid = tag.starts_with(|c: char| c.is_ascii_alphabetic())
+        && tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if !valid {
+        return None;
+    }
+    while tag.len() > MAX_LANGUAGE_LEN {
+        tag.truncate(tag.rfind('-')?);
+    }
+    Some(tag)
+}
+
+#[cfg(test)]
+mod tests;
