@@ -260,6 +260,23 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_CANARY_TARGET", global = true)]
     pub canary_target: Option<String>,
 
+    /// The edge's HTTPS listener (`ip:port`) the certificate probe connects to, with each domain as SNI; the probe is off unless set.
+    #[arg(long, env = "SHORTLINK_CERTIFICATE_EDGE", global = true)]
+    pub certificate_edge: Option<std::net::SocketAddr>,
+
+    /// PEM file of the roots the edge's certificates must chain to (default: the system's roots).
+    #[arg(long, env = "SHORTLINK_CERTIFICATE_CA", global = true)]
+    pub certificate_ca: Option<PathBuf>,
+
+    /// A certificate expiring within this many days makes its domain degraded.
+    #[arg(
+        long,
+        env = "SHORTLINK_CERTIFICATE_MIN_DAYS",
+        default_value_t = 14,
+        global = true
+    )]
+    pub certificate_min_days: u32,
+
     /// URL (http://) that receives a signed POST on every change of a domain's state.
     #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_URL", global = true)]
     pub domain_webhook_url: Option<String>,

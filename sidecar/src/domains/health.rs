@@ -1,11 +1,12 @@
 //! The domain health job: per short domain, its traffic against its share of the links issued
-//! on it, a DNS probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
+//! on it, a DNS probe, a certificate probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
 //! in metrics, and a signed webhook on every change of state.
 //!
 //! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), `--short-domains`, and
 //! the domains links were issued on. State lives in memory: after a restart the first check
 //! sets it again (and reports a domain that is not healthy, as a change from unknown).
 
+use super::certificate::CertificateProbe;
 use super::{dns, http1};
 use crate::config::{Config, ConfigError};
 use crate::visits::store::VisitStore;
@@ -62,7 +63,8 @@ pub struct DomainStatus {
     pub issued: u64,
     /// Human clicks on it within the window.
     pub clicks: i64,
-    /// Not probed yet: certificates are watched by the blackbox exporter (deploy/).
+    /// notAfter of the certificate the edge presents for the domain (null when the certificate
+    /// probe is off or no certificate was read).
     pub certificate_expires_at: Option<DateTime<Utc>>,
 }
 
@@ -73,6 +75,7 @@ pub struct HealthSettings {
     pub resolver: Option<SocketAddr>,
     pub edge_addresses: Vec<Ipv4Addr>,
     pub canary: Option<(SocketAddr, String, String)>,
+    pub certificate: Option<CertificateProbe>,
     pub webhook: Option<(url::Url, Vec<u8>)>,
     pub static_domains: Vec<String>,
 }
@@ -114,6 +117,23 @@ impl HealthSettings {
                 "--domain-health-resolver needs --edge-addresses".into(),
             ));
         }
+        // Roots are read at startup, so that a bad --certificate-ca stops the start.
+        let certificate = match config.certificate_edge {
+            Some(edge) => Some(
+                CertificateProbe::new(
+                    edge,
+                    config.certificate_ca.as_deref(),
+                    config.certificate_min_days,
+                )
+                .map_err(ConfigError::Webhook)?,
+            ),
+            None if config.certificate_ca.is_some() => {
+                return Err(ConfigError::Webhook(
+                    "--certificate-ca needs --certificate-edge".into(),
+                ))
+            }
+            None => None,
+        };
         Ok(Self {
             every: config.domain_health_every,
             window: config.domain_health_window,
@@ -121,6 +141,7 @@ impl HealthSettings {
             resolver: config.domain_health_resolver,
             edge_addresses: config.edge_addresses.clone(),
             canary,
+            certificate,
             webhook,
             static_domains,
         })
@@ -239,6 +260,19 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                 Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
             }
         }
+        let mut certificate_expires_at = None;
+        if let Some(probe) = &settings.certificate {
+            let probed = probe.check(&domain, PROBE_TIMEOUT).await;
+            certificate_expires_at = probed.expires_at;
+            found.extend(probed.problem);
+            let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.clone());
+            match probed.expires_at {
+                Some(at) => gauge.set(at.timestamp() as f64),
+                // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
+                // the failure itself shows in shortlink_domain_health.
+                None => gauge.set(f64::NAN),
+            }
+        }
         if let Some((edge, code, target)) = &settings.canary {
             let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
             match http1::exchange(*edge, &head, b"", PROBE_TIMEOUT).await {
@@ -268,7 +302,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             last_probe: Utc::now(),
             issued: issued_here,
             clicks: clicks_here,
-            certificate_expires_at: None,
+            certificate_expires_at,
         };
         let previous = health
             .statuses

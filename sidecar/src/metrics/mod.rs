@@ -46,6 +46,10 @@ fn describe() {
         "shortlink_domain_health",
         "1 for each short domain's current health state (healthy, degraded, suspected-blocked, unreachable)."
     );
+    describe_gauge!(
+        "shortlink_domain_certificate_expiry_timestamp_seconds",
+        "notAfter (Unix time) of the certificate the edge presents for each short domain; NaN when none was read."
+    );
     describe_counter!(
         "shortlink_links_issued_total",
         "New links handed out, by the short domain they were issued on."
