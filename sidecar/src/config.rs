@@ -277,9 +277,13 @@ pub struct Config {
     )]
     pub certificate_min_days: u32,
 
-    /// URL (http://) that receives a signed POST on every change of a domain's state.
+    /// URL (http:// or https://) that receives a signed POST on every change of a domain's state.
     #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_URL", global = true)]
     pub domain_webhook_url: Option<String>,
+
+    /// PEM roots an https:// webhook's certificate must chain to (default: the system's roots).
+    #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_CA", global = true)]
+    pub domain_webhook_ca: Option<PathBuf>,
 
     /// HMAC-SHA256 key of the webhook's `X-Shortlink-Signature` (required with --domain-webhook-url).
     #[arg(

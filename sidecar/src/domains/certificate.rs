@@ -48,7 +48,7 @@ impl CertificateProbe {
         // ring, as the rest of the tree; never the process-wide default provider, which the
         // tests and other crates may set differently.
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let roots = Arc::new(roots(ca)?);
+        let roots = Arc::new(roots(ca, "--certificate-ca")?);
         let verifier = WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
             .build()
             .map_err(|e| format!("certificate roots: {e}"))?;
@@ -130,20 +130,32 @@ impl CertificateProbe {
     }
 }
 
-fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
+/// A TLS client that verifies as browsers do, against `ca` (a PEM file named by `flag`) or the
+/// system's roots: the https:// webhook's.
+pub(super) fn verifying_connector(
+    ca: Option<&Path>,
+    flag: &str,
+) -> Result<tokio_rustls::TlsConnector, String> {
+    let config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS settings: {e}"))?
+            .with_root_certificates(roots(ca, flag)?)
+            .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+fn roots(ca: Option<&Path>, flag: &str) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     match ca {
         Some(path) => {
             let certs = CertificateDer::pem_file_iter(path)
                 .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("--certificate-ca {}: {e}", path.display()))?;
+                .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
             for cert in certs {
-                roots.add(cert).map_err(|e| {
-                    format!(
-                        "--certificate-ca {}: not a usable root: {e}",
-                        path.display()
-                    )
-                })?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("{flag} {}: not a usable root: {e}", path.display()))?;
             }
         }
         None => {
@@ -154,8 +166,8 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
     }
     if roots.is_empty() {
         return Err(match ca {
-            Some(path) => format!("--certificate-ca {}: no certificate in it", path.display()),
-            None => "no system trust roots found; name a PEM file with --certificate-ca".into(),
+            Some(path) => format!("{flag} {}: no certificate in it", path.display()),
+            None => format!("no system trust roots found; name a PEM file with {flag}"),
         });
     }
     Ok(roots)

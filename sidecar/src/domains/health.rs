@@ -7,13 +7,13 @@
 //! sets it again (and reports a domain that is not healthy, as a change from unknown).
 
 use super::certificate::CertificateProbe;
+pub use super::webhook::signature;
+use super::webhook::Webhook;
 use super::{dns, http1};
 use crate::config::{Config, ConfigError};
 use crate::visits::store::VisitStore;
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
 use serde::Serialize;
-use sha2::Sha256;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 /// A domain's clicks below this fraction of its expected share count as "far below".
 const FAR_BELOW: f64 = 0.1;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-const WEBHOOK_ATTEMPTS: u32 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -76,29 +75,13 @@ pub struct HealthSettings {
     pub edge_addresses: Vec<Ipv4Addr>,
     pub canary: Option<(SocketAddr, String, String)>,
     pub certificate: Option<CertificateProbe>,
-    pub webhook: Option<(url::Url, Vec<u8>)>,
+    pub webhook: Option<Webhook>,
     pub static_domains: Vec<String>,
 }
 
 impl HealthSettings {
     pub fn from_config(config: &Config, static_domains: Vec<String>) -> Result<Self, ConfigError> {
-        let webhook = match (&config.domain_webhook_url, &config.domain_webhook_secret) {
-            (None, _) => None,
-            (Some(raw), secret) => {
-                let url = url::Url::parse(raw)
-                    .ok()
-                    .filter(|u| u.scheme() == "http" && u.host_str().is_some())
-                    .ok_or_else(|| {
-                        ConfigError::Webhook(format!("{raw:?} is not an http:// URL"))
-                    })?;
-                let secret = secret.as_deref().filter(|s| s.len() >= 16).ok_or_else(|| {
-                    ConfigError::Webhook(
-                        "--domain-webhook-secret (at least 16 bytes) signs the webhook".into(),
-                    )
-                })?;
-                Some((url, secret.as_bytes().to_vec()))
-            }
-        };
+        let webhook = Webhook::from_config(config)?;
         let canary = match (
             &config.canary_edge,
             &config.canary_code,
@@ -275,7 +258,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
         }
         if let Some((edge, code, target)) = &settings.canary {
             let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
-            match http1::exchange(*edge, &head, b"", PROBE_TIMEOUT).await {
+            match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
                 Ok(a)
                     if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {
                 }
@@ -320,7 +303,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
         };
         if changed {
             tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
-            if let Some((url, secret)) = &settings.webhook {
+            if let Some(webhook) = &settings.webhook {
                 let body = serde_json::json!({
                     "domain": domain,
                     "state": state,
@@ -328,52 +311,8 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                     "reasons": status.reasons,
                     "at": status.last_probe,
                 });
-                tokio::spawn(send_webhook(url.clone(), secret.clone(), body.to_string()));
+                webhook.send(body.to_string());
             }
         }
-    }
-}
-
-/// `sha256=<hex of HMAC-SHA256(secret, body)>`.
-pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
-}
-
-/// POSTs the change, retried with backoff until a 2xx (receivers must accept a repeat).
-async fn send_webhook(url: url::Url, secret: Vec<u8>, body: String) {
-    let signature = signature(&secret, body.as_bytes());
-    let mut pause = Duration::from_millis(500);
-    for attempt in 1..=WEBHOOK_ATTEMPTS {
-        let result = match http1::split_url(&url).await {
-            Ok((to, host, path)) => {
-                let head = format!(
-                    "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nX-Shortlink-Signature: {signature}"
-                );
-                http1::exchange(to, &head, body.as_bytes(), PROBE_TIMEOUT).await
-            }
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(a) if (200..300).contains(&a.status) => return,
-            Ok(a) => tracing::warn!(attempt, status = a.status, "domain webhook refused"),
-            Err(error) => tracing::warn!(attempt, %error, "domain webhook failed"),
-        }
-        tokio::time::sleep(pause).await;
-        pause *= 2;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn signs_like_the_rfc_4231_vector() {
-        assert_eq!(
-            super::signature(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
     }
 }

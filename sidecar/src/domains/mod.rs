@@ -6,5 +6,6 @@ pub mod dns;
 pub mod health;
 mod http1;
 pub mod issuing;
+mod webhook;
 
 pub use issuing::{IssuingBase, IssuingBases, Spread};

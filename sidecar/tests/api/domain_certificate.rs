@@ -1,7 +1,9 @@
 //! The domain health job's certificate probe against a TLS edge in the test: certificates minted
 //! by a test root with a chosen notAfter, served by SNI and swapped while the job runs. A
 //! certificate 5 days from expiry → degraded with its date shown; one for another name →
-//! unreachable, as are an expired one, one from an unknown root and none; fresh certificates → healthy again. Bad `--certificate-ca` settings stop the start.
+//! unreachable, as are an expired one, one from an unknown root and none; fresh certificates
+//! → healthy again. Bad `--certificate-ca` settings stop the start. The state-change webhook
+//! over https://, verified against `--domain-webhook-ca`.
 
 use crate::helpers::*;
 use reqwest::Method;
@@ -13,6 +15,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 /// A root and the leaf certificates it signs.
@@ -59,7 +62,8 @@ impl Certificates {
 
 impl ResolvesServerCert for Certificates {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let name = hello.server_name()?;
+        // No SNI (a client reaching an IP address): the certificate kept under "".
+        let name = hello.server_name().unwrap_or("");
         self.0.lock().unwrap().get(name).cloned()
     }
 }
@@ -280,4 +284,130 @@ async fn bad_certificate_settings_stop_the_start() {
         };
         assert!(error.contains(needle), "{flags:?}: {error}");
     }
+}
+
+/// A webhook receiver over TLS on 127.0.0.1 (certificate for the IP): keeps the bodies whose
+/// signature checks.
+async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
+    let certificates = Arc::new(Certificates::default());
+    certificates.set("", ca.leaf("127.0.0.1", 30));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_cert_resolver(certificates);
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let kept = Arc::clone(&received);
+    let secret = secret.as_bytes().to_vec();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let Ok(mut stream) = acceptor.accept(tcp).await else {
+                continue;
+            };
+            let mut data = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The head, then Content-Length bytes of body.
+            let (head, body) = loop {
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                assert!(n > 0, "the request ended early: {data:?}");
+                data.extend_from_slice(&buf[..n]);
+                let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&data[..end]).into_owned();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: "))
+                    .map_or(0, |v| v.parse().unwrap());
+                if data.len() >= end + 4 + length {
+                    break (head, data[end + 4..end + 4 + length].to_vec());
+                }
+            };
+            let signed = head
+                .lines()
+                .find_map(|l| l.strip_prefix("X-Shortlink-Signature: "))
+                .unwrap_or_default();
+            assert_eq!(
+                signed,
+                shortlink_sidecar::domains::health::signature(&secret, &body)
+            );
+            kept.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
+            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+            let _ = stream.shutdown().await;
+        }
+    });
+    (addr, received)
+}
+
+#[tokio::test]
+async fn the_state_change_webhook_is_delivered_over_https() {
+    const SECRET: &str = "webhook-secret-0123456789";
+    let ca = TestCa::new("webhook root");
+    let dir = testkit::temp_dir();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.issuer.pem()).unwrap();
+    let (receiver, received) = https_receiver(&ca, SECRET).await;
+    // An edge with no certificate at all: the domain goes unreachable, a change to report.
+    let edge = tls_edge(Arc::default()).await.to_string();
+    let hook = format!("https://{receiver}/hook");
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        &[
+            "--short-domains",
+            "s1.example",
+            "--domain-health-every",
+            "100ms",
+            "--certificate-edge",
+            &edge,
+            "--certificate-ca",
+            ca_file.to_str().unwrap(),
+            "--domain-webhook-url",
+            &hook,
+            "--domain-webhook-secret",
+            SECRET,
+            "--domain-webhook-ca",
+            ca_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let delivered = eventually(Duration::from_secs(10), || async {
+        !received.lock().unwrap().is_empty()
+    })
+    .await;
+    assert!(delivered, "{:?}", domains(&app).await);
+    let change = received.lock().unwrap()[0].clone();
+    assert_eq!(
+        (change["domain"].clone(), change["state"].clone()),
+        (Value::from("s1.example"), Value::from("unreachable")),
+        "{change}"
+    );
+
+    // The CA option without an https:// webhook is a mistake: refused at start.
+    let redis = testkit::RedisServer::start();
+    let database = format!("sqlite://{}", dir.path().join("links.db").display());
+    let plain = format!("http://{receiver}/hook");
+    let config = config(
+        &database,
+        &redis.url(),
+        &[
+            "--domain-webhook-url",
+            &plain,
+            "--domain-webhook-secret",
+            SECRET,
+            "--domain-webhook-ca",
+            ca_file.to_str().unwrap(),
+        ],
+    );
+    let error = match shortlink_sidecar::Application::build(&config).await {
+        Ok(_) => panic!("--domain-webhook-ca accepted with an http:// webhook"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("is for an https:// webhook"), "{error}");
 }

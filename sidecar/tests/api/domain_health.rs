@@ -302,8 +302,8 @@ async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
 #[tokio::test]
 async fn a_webhook_url_that_is_not_http_is_refused_at_start() {
     for (url, needle) in [
-        ("ftp://hooks.example/x", "not an http:// URL"),
-        ("hooks", "not an http:// URL"),
+        ("ftp://hooks.example/x", "not an http:// or https:// URL"),
+        ("hooks", "not an http:// or https:// URL"),
     ] {
         let redis = testkit::RedisServer::start();
         let dir = testkit::temp_dir();
