@@ -401,6 +401,10 @@ impl Config {
         {
             problems.push(ConfigError::BootstrapKey);
         }
+        // Webhook URL and secret, probe flags that go together, CA files (read here too).
+        if let Err(e) = crate::domains::health::HealthSettings::from_config(self, Vec::new()) {
+            problems.push(e);
+        }
         problems
     }
 
