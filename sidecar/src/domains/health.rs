@@ -13,6 +13,7 @@ use super::{dns, http1};
 use crate::config::{Config, ConfigError};
 use crate::visits::store::VisitStore;
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -22,6 +23,8 @@ use std::time::{Duration, Instant};
 /// A domain's clicks below this fraction of its expected share count as "far below".
 const FAR_BELOW: f64 = 0.1;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Domains probed at the same time.
+const PROBES_AT_ONCE: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -211,6 +214,16 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
     domains.extend(issued.keys().cloned());
     let issued_total: u64 = issued.values().sum();
     let clicks_total: i64 = clicks.values().sum();
+    // Probes of different domains at once: one unreachable domain costs its timeouts, which
+    // must not push every other domain's check (and its webhook) back by as much.
+    let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
+        .map(|domain| async move {
+            let found = probe(&domain, settings).await;
+            (domain, found)
+        })
+        .buffer_unordered(PROBES_AT_ONCE)
+        .collect()
+        .await;
     for domain in domains {
         let (issued_here, clicks_here) = (
             issued.get(&domain).copied().unwrap_or(0),
@@ -230,49 +243,8 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                 ));
             }
         }
-        if let Some(resolver) = settings.resolver {
-            match dns::resolve_a(resolver, &domain, PROBE_TIMEOUT).await {
-                Ok(addresses)
-                    if addresses
-                        .iter()
-                        .any(|a| settings.edge_addresses.contains(a)) => {}
-                Ok(addresses) => found.push((
-                    State::Unreachable,
-                    format!("dns: resolves to {addresses:?}, not to the edge"),
-                )),
-                Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
-            }
-        }
-        let mut certificate_expires_at = None;
-        if let Some(probe) = &settings.certificate {
-            let probed = probe.check(&domain, PROBE_TIMEOUT).await;
-            certificate_expires_at = probed.expires_at;
-            found.extend(probed.problem);
-            let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.clone());
-            match probed.expires_at {
-                Some(at) => gauge.set(at.timestamp() as f64),
-                // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
-                // the failure itself shows in shortlink_domain_health.
-                None => gauge.set(f64::NAN),
-            }
-        }
-        if let Some((edge, code, target)) = &settings.canary {
-            let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
-            match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
-                Ok(a)
-                    if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {
-                }
-                Ok(a) => found.push((
-                    State::Degraded,
-                    format!(
-                        "canary: answered {} to {}",
-                        a.status,
-                        a.location.as_deref().unwrap_or("nowhere")
-                    ),
-                )),
-                Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
-            }
-        }
+        let (probe_findings, certificate_expires_at) = probed.remove(&domain).unwrap_or_default();
+        found.extend(probe_findings);
         let state = found
             .iter()
             .map(|(s, _)| *s)
@@ -315,4 +287,54 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             }
         }
     }
+}
+
+/// What the probes found for one domain (DNS, certificate, canary, in that order of reasons),
+/// and the certificate's expiry.
+type Probes = (Vec<(State, String)>, Option<DateTime<Utc>>);
+
+async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
+    let mut found: Vec<(State, String)> = Vec::new();
+    if let Some(resolver) = settings.resolver {
+        match dns::resolve_a(resolver, domain, PROBE_TIMEOUT).await {
+            Ok(addresses)
+                if addresses
+                    .iter()
+                    .any(|a| settings.edge_addresses.contains(a)) => {}
+            Ok(addresses) => found.push((
+                State::Unreachable,
+                format!("dns: resolves to {addresses:?}, not to the edge"),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
+        }
+    }
+    let mut certificate_expires_at = None;
+    if let Some(probe) = &settings.certificate {
+        let probed = probe.check(domain, PROBE_TIMEOUT).await;
+        certificate_expires_at = probed.expires_at;
+        found.extend(probed.problem);
+        let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.to_owned());
+        match probed.expires_at {
+            Some(at) => gauge.set(at.timestamp() as f64),
+            // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
+            // the failure itself shows in shortlink_domain_health.
+            None => gauge.set(f64::NAN),
+        }
+    }
+    if let Some((edge, code, target)) = &settings.canary {
+        let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
+        match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
+            Ok(a) if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {}
+            Ok(a) => found.push((
+                State::Degraded,
+                format!(
+                    "canary: answered {} to {}",
+                    a.status,
+                    a.location.as_deref().unwrap_or("nowhere")
+                ),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
+        }
+    }
+    (found, certificate_expires_at)
 }

@@ -411,3 +411,41 @@ async fn the_state_change_webhook_is_delivered_over_https() {
     };
     assert!(error.contains("is for an https:// webhook"), "{error}");
 }
+
+/// An edge that accepts connections and never answers: every domain waits out the probe's
+/// timeout (3 s), all at once rather than one after the other (6 domains, 18 s in a row).
+#[tokio::test]
+async fn a_silent_edge_times_the_domains_out_together() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let edge = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    let domains_list = "s1.example,s2.example,s3.example,s4.example,s5.example,s6.example";
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        &[
+            "--short-domains",
+            domains_list,
+            "--domain-health-every",
+            "100ms",
+            "--certificate-edge",
+            &edge,
+        ],
+    )
+    .await;
+    let all_checked = eventually(Duration::from_secs(12), || async {
+        let d = domains(&app).await;
+        d.len() == 6 && d.values().all(|s| s["state"] == "unreachable")
+    })
+    .await;
+    let d = domains(&app).await;
+    assert!(all_checked, "{d:?}");
+    for status in d.values() {
+        let reason = status["reasons"][0].as_str().unwrap();
+        assert!(reason.contains("no TLS answer from the edge"), "{status}");
+    }
+}
