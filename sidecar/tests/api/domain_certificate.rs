@@ -3,7 +3,7 @@
 //! certificate 5 days from expiry → degraded with its date shown; one for another name →
 //! unreachable, as are an expired one, one from an unknown root and none; fresh certificates
 //! → healthy again. Bad `--certificate-ca` settings stop the start. The state-change webhook
-//! over https://, verified against `--domain-webhook-ca`.
+//! over https://, verified against `--domain-webhook-ca`, retried after a refusal.
 
 use crate::helpers::*;
 use reqwest::Method;
@@ -287,7 +287,7 @@ async fn bad_certificate_settings_stop_the_start() {
 }
 
 /// A webhook receiver over TLS on 127.0.0.1 (certificate for the IP): keeps the bodies whose
-/// signature checks.
+/// signature checks, and answers the first one 503 (the sender must retry).
 async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
     let certificates = Arc::new(Certificates::default());
     certificates.set("", ca.leaf("127.0.0.1", 30));
@@ -336,10 +336,17 @@ async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec
                 signed,
                 shortlink_sidecar::domains::health::signature(&secret, &body)
             );
-            kept.lock()
-                .unwrap()
-                .push(serde_json::from_slice(&body).unwrap());
-            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+            let first = {
+                let mut kept = kept.lock().unwrap();
+                kept.push(serde_json::from_slice(&body).unwrap());
+                kept.len() == 1
+            };
+            let answer: &[u8] = if first {
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+            } else {
+                b"HTTP/1.1 204 No Content\r\n\r\n"
+            };
+            let _ = stream.write_all(answer).await;
             let _ = stream.shutdown().await;
         }
     });
@@ -347,7 +354,7 @@ async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec
 }
 
 #[tokio::test]
-async fn the_state_change_webhook_is_delivered_over_https() {
+async fn the_state_change_webhook_is_delivered_over_https_and_retried() {
     const SECRET: &str = "webhook-secret-0123456789";
     let ca = TestCa::new("webhook root");
     let dir = testkit::temp_dir();
@@ -377,12 +384,15 @@ async fn the_state_change_webhook_is_delivered_over_https() {
         ],
     )
     .await;
+    // Refused once, then delivered on the retry, 500 ms later: the same signed body twice.
     let delivered = eventually(Duration::from_secs(10), || async {
-        !received.lock().unwrap().is_empty()
+        received.lock().unwrap().len() >= 2
     })
     .await;
-    assert!(delivered, "{:?}", domains(&app).await);
-    let change = received.lock().unwrap()[0].clone();
+    assert!(delivered, "{:?} {:?}", received, domains(&app).await);
+    let attempts = received.lock().unwrap().clone();
+    assert_eq!(attempts[0], attempts[1]);
+    let change = attempts[0].clone();
     assert_eq!(
         (change["domain"].clone(), change["state"].clone()),
         (Value::from("s1.example"), Value::from("unreachable")),
