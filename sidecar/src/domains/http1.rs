@@ -88,11 +88,16 @@ pub async fn split_url(url: &url::Url) -> Result<(SocketAddr, String, String), S
     };
     let host = url.host_str().ok_or("no host")?.to_owned();
     let port = url.port_or_known_default().unwrap_or(default_port);
-    let to = tokio::net::lookup_host((host.as_str(), port))
-        .await
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("the host has no address")?;
+    // Address literals as they are: `[::1]` (how a URL writes one) is no name to resolve.
+    let to = match url.host() {
+        Some(url::Host::Ipv4(ip)) => SocketAddr::from((ip, port)),
+        Some(url::Host::Ipv6(ip)) => SocketAddr::from((ip, port)),
+        _ => tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or("the host has no address")?,
+    };
     let path = match url.query() {
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_owned(),
@@ -111,5 +116,23 @@ mod tests {
             (302, Some("https://x.example/"))
         );
         assert!(super::parse(b"garbage").is_none());
+    }
+
+    #[tokio::test]
+    async fn splits_urls_with_address_literals() {
+        let url = url::Url::parse("https://[::1]:8443/hook?x=1").unwrap();
+        let (to, host, path) = super::split_url(&url).await.unwrap();
+        assert_eq!(
+            (to.to_string(), host.as_str(), path.as_str()),
+            ("[::1]:8443".to_owned(), "[::1]:8443", "/hook?x=1")
+        );
+        let url = url::Url::parse("http://127.0.0.1/").unwrap();
+        let (to, host, _) = super::split_url(&url).await.unwrap();
+        assert_eq!(
+            (to.to_string(), host.as_str()),
+            ("127.0.0.1:80".to_owned(), "127.0.0.1:80")
+        );
+        let ftp = url::Url::parse("ftp://127.0.0.1/").unwrap();
+        assert!(super::split_url(&ftp).await.is_err());
     }
 }
