@@ -260,9 +260,30 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_CANARY_TARGET", global = true)]
     pub canary_target: Option<String>,
 
-    /// URL (http://) that receives a signed POST on every change of a domain's state.
+    /// The edge's HTTPS listener (`ip:port`) the certificate probe connects to, with each domain as SNI; the probe is off unless set.
+    #[arg(long, env = "SHORTLINK_CERTIFICATE_EDGE", global = true)]
+    pub certificate_edge: Option<std::net::SocketAddr>,
+
+    /// PEM file of the roots the edge's certificates must chain to (default: the system's roots).
+    #[arg(long, env = "SHORTLINK_CERTIFICATE_CA", global = true)]
+    pub certificate_ca: Option<PathBuf>,
+
+    /// A certificate expiring within this many days makes its domain degraded.
+    #[arg(
+        long,
+        env = "SHORTLINK_CERTIFICATE_MIN_DAYS",
+        default_value_t = 14,
+        global = true
+    )]
+    pub certificate_min_days: u32,
+
+    /// URL (http:// or https://) that receives a signed POST on every change of a domain's state.
     #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_URL", global = true)]
     pub domain_webhook_url: Option<String>,
+
+    /// PEM roots an https:// webhook's certificate must chain to (default: the system's roots).
+    #[arg(long, env = "SHORTLINK_DOMAIN_WEBHOOK_CA", global = true)]
+    pub domain_webhook_ca: Option<PathBuf>,
 
     /// HMAC-SHA256 key of the webhook's `X-Shortlink-Signature` (required with --domain-webhook-url).
     #[arg(
@@ -379,6 +400,10 @@ impl Config {
             .is_some_and(|key| key.trim().len() < 32)
         {
             problems.push(ConfigError::BootstrapKey);
+        }
+        // Webhook URL and secret, probe flags that go together, CA files (read here too).
+        if let Err(e) = crate::domains::health::HealthSettings::from_config(self, Vec::new()) {
+            problems.push(e);
         }
         problems
     }

@@ -1,18 +1,20 @@
 //! The domain health job: per short domain, its traffic against its share of the links issued
-//! on it, a DNS probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
+//! on it, a DNS probe, a certificate probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
 //! in metrics, and a signed webhook on every change of state.
 //!
 //! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), `--short-domains`, and
 //! the domains links were issued on. State lives in memory: after a restart the first check
 //! sets it again (and reports a domain that is not healthy, as a change from unknown).
 
+use super::certificate::CertificateProbe;
+pub use super::webhook::signature;
+use super::webhook::Webhook;
 use super::{dns, http1};
 use crate::config::{Config, ConfigError};
 use crate::visits::store::VisitStore;
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
+use futures_util::StreamExt;
 use serde::Serialize;
-use sha2::Sha256;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -21,7 +23,8 @@ use std::time::{Duration, Instant};
 /// A domain's clicks below this fraction of its expected share count as "far below".
 const FAR_BELOW: f64 = 0.1;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-const WEBHOOK_ATTEMPTS: u32 = 4;
+/// Domains probed at the same time.
+const PROBES_AT_ONCE: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -62,7 +65,8 @@ pub struct DomainStatus {
     pub issued: u64,
     /// Human clicks on it within the window.
     pub clicks: i64,
-    /// Not probed yet: certificates are watched by the blackbox exporter (deploy/).
+    /// notAfter of the certificate the edge presents for the domain (null when the certificate
+    /// probe is off or no certificate was read).
     pub certificate_expires_at: Option<DateTime<Utc>>,
 }
 
@@ -73,29 +77,14 @@ pub struct HealthSettings {
     pub resolver: Option<SocketAddr>,
     pub edge_addresses: Vec<Ipv4Addr>,
     pub canary: Option<(SocketAddr, String, String)>,
-    pub webhook: Option<(url::Url, Vec<u8>)>,
+    pub certificate: Option<CertificateProbe>,
+    pub webhook: Option<Webhook>,
     pub static_domains: Vec<String>,
 }
 
 impl HealthSettings {
     pub fn from_config(config: &Config, static_domains: Vec<String>) -> Result<Self, ConfigError> {
-        let webhook = match (&config.domain_webhook_url, &config.domain_webhook_secret) {
-            (None, _) => None,
-            (Some(raw), secret) => {
-                let url = url::Url::parse(raw)
-                    .ok()
-                    .filter(|u| u.scheme() == "http" && u.host_str().is_some())
-                    .ok_or_else(|| {
-                        ConfigError::Webhook(format!("{raw:?} is not an http:// URL"))
-                    })?;
-                let secret = secret.as_deref().filter(|s| s.len() >= 16).ok_or_else(|| {
-                    ConfigError::Webhook(
-                        "--domain-webhook-secret (at least 16 bytes) signs the webhook".into(),
-                    )
-                })?;
-                Some((url, secret.as_bytes().to_vec()))
-            }
-        };
+        let webhook = Webhook::from_config(config)?;
         let canary = match (
             &config.canary_edge,
             &config.canary_code,
@@ -114,6 +103,23 @@ impl HealthSettings {
                 "--domain-health-resolver needs --edge-addresses".into(),
             ));
         }
+        // Roots are read at startup, so that a bad --certificate-ca stops the start.
+        let certificate = match config.certificate_edge {
+            Some(edge) => Some(
+                CertificateProbe::new(
+                    edge,
+                    config.certificate_ca.as_deref(),
+                    config.certificate_min_days,
+                )
+                .map_err(ConfigError::Webhook)?,
+            ),
+            None if config.certificate_ca.is_some() => {
+                return Err(ConfigError::Webhook(
+                    "--certificate-ca needs --certificate-edge".into(),
+                ))
+            }
+            None => None,
+        };
         Ok(Self {
             every: config.domain_health_every,
             window: config.domain_health_window,
@@ -121,6 +127,7 @@ impl HealthSettings {
             resolver: config.domain_health_resolver,
             edge_addresses: config.edge_addresses.clone(),
             canary,
+            certificate,
             webhook,
             static_domains,
         })
@@ -207,6 +214,16 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
     domains.extend(issued.keys().cloned());
     let issued_total: u64 = issued.values().sum();
     let clicks_total: i64 = clicks.values().sum();
+    // Probes of different domains at once: one unreachable domain costs its timeouts, which
+    // must not push every other domain's check (and its webhook) back by as much.
+    let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
+        .map(|domain| async move {
+            let found = probe(&domain, settings).await;
+            (domain, found)
+        })
+        .buffer_unordered(PROBES_AT_ONCE)
+        .collect()
+        .await;
     for domain in domains {
         let (issued_here, clicks_here) = (
             issued.get(&domain).copied().unwrap_or(0),
@@ -226,36 +243,8 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                 ));
             }
         }
-        if let Some(resolver) = settings.resolver {
-            match dns::resolve_a(resolver, &domain, PROBE_TIMEOUT).await {
-                Ok(addresses)
-                    if addresses
-                        .iter()
-                        .any(|a| settings.edge_addresses.contains(a)) => {}
-                Ok(addresses) => found.push((
-                    State::Unreachable,
-                    format!("dns: resolves to {addresses:?}, not to the edge"),
-                )),
-                Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
-            }
-        }
-        if let Some((edge, code, target)) = &settings.canary {
-            let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
-            match http1::exchange(*edge, &head, b"", PROBE_TIMEOUT).await {
-                Ok(a)
-                    if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {
-                }
-                Ok(a) => found.push((
-                    State::Degraded,
-                    format!(
-                        "canary: answered {} to {}",
-                        a.status,
-                        a.location.as_deref().unwrap_or("nowhere")
-                    ),
-                )),
-                Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
-            }
-        }
+        let (probe_findings, certificate_expires_at) = probed.remove(&domain).unwrap_or_default();
+        found.extend(probe_findings);
         let state = found
             .iter()
             .map(|(s, _)| *s)
@@ -268,7 +257,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             last_probe: Utc::now(),
             issued: issued_here,
             clicks: clicks_here,
-            certificate_expires_at: None,
+            certificate_expires_at,
         };
         let previous = health
             .statuses
@@ -286,7 +275,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
         };
         if changed {
             tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
-            if let Some((url, secret)) = &settings.webhook {
+            if let Some(webhook) = &settings.webhook {
                 let body = serde_json::json!({
                     "domain": domain,
                     "state": state,
@@ -294,52 +283,58 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                     "reasons": status.reasons,
                     "at": status.last_probe,
                 });
-                tokio::spawn(send_webhook(url.clone(), secret.clone(), body.to_string()));
+                webhook.send(body.to_string());
             }
         }
     }
 }
 
-/// `sha256=<hex of HMAC-SHA256(secret, body)>`.
-pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
-}
+/// What the probes found for one domain (DNS, certificate, canary, in that order of reasons),
+/// and the certificate's expiry.
+type Probes = (Vec<(State, String)>, Option<DateTime<Utc>>);
 
-/// POSTs the change, retried with backoff until a 2xx (receivers must accept a repeat).
-async fn send_webhook(url: url::Url, secret: Vec<u8>, body: String) {
-    let signature = signature(&secret, body.as_bytes());
-    let mut pause = Duration::from_millis(500);
-    for attempt in 1..=WEBHOOK_ATTEMPTS {
-        let result = match http1::split_url(&url).await {
-            Ok((to, host, path)) => {
-                let head = format!(
-                    "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nX-Shortlink-Signature: {signature}"
-                );
-                http1::exchange(to, &head, body.as_bytes(), PROBE_TIMEOUT).await
-            }
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(a) if (200..300).contains(&a.status) => return,
-            Ok(a) => tracing::warn!(attempt, status = a.status, "domain webhook refused"),
-            Err(error) => tracing::warn!(attempt, %error, "domain webhook failed"),
+async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
+    let mut found: Vec<(State, String)> = Vec::new();
+    if let Some(resolver) = settings.resolver {
+        match dns::resolve_a(resolver, domain, PROBE_TIMEOUT).await {
+            Ok(addresses)
+                if addresses
+                    .iter()
+                    .any(|a| settings.edge_addresses.contains(a)) => {}
+            Ok(addresses) => found.push((
+                State::Unreachable,
+                format!("dns: resolves to {addresses:?}, not to the edge"),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
         }
-        tokio::time::sleep(pause).await;
-        pause *= 2;
     }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn signs_like_the_rfc_4231_vector() {
-        assert_eq!(
-            super::signature(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
+    let mut certificate_expires_at = None;
+    if let Some(probe) = &settings.certificate {
+        let probed = probe.check(domain, PROBE_TIMEOUT).await;
+        certificate_expires_at = probed.expires_at;
+        found.extend(probed.problem);
+        let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.to_owned());
+        match probed.expires_at {
+            Some(at) => gauge.set(at.timestamp() as f64),
+            // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
+            // the failure itself shows in shortlink_domain_health.
+            None => gauge.set(f64::NAN),
+        }
     }
+    if let Some((edge, code, target)) = &settings.canary {
+        let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
+        match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
+            Ok(a) if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {}
+            Ok(a) => found.push((
+                State::Degraded,
+                format!(
+                    "canary: answered {} to {}",
+                    a.status,
+                    a.location.as_deref().unwrap_or("nowhere")
+                ),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
+        }
+    }
+    (found, certificate_expires_at)
 }

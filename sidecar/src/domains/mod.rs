@@ -1,9 +1,11 @@
 //! The short domains as the sidecar sees them: the issuing list (nginx's configuration, sent per
 //! request), which domain a new link is handed out on, and each domain's health.
 
+mod certificate;
 pub mod dns;
 pub mod health;
 mod http1;
 pub mod issuing;
+mod webhook;
 
 pub use issuing::{IssuingBase, IssuingBases, Spread};

@@ -24,11 +24,23 @@ const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// Rollup delay buckets in seconds: from a consumer keeping up (well under a second) to one
+/// catching up after an outage (an hour).
+const ROLLUP_BUCKETS: [f64; 12] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0,
+];
+
 /// Installs the recorder once per process (tests start several apps in one process).
 pub fn install() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+            .expect("buckets are not empty")
+            // A full name wins over the suffix.
+            .set_buckets_for_metric(
+                Matcher::Full("shortlink_rollup_delay_seconds".into()),
+                &ROLLUP_BUCKETS,
+            )
             .expect("buckets are not empty")
             .build_recorder();
         let handle = recorder.handle();
@@ -45,6 +57,10 @@ fn describe() {
     describe_gauge!(
         "shortlink_domain_health",
         "1 for each short domain's current health state (healthy, degraded, suspected-blocked, unreachable)."
+    );
+    describe_gauge!(
+        "shortlink_domain_certificate_expiry_timestamp_seconds",
+        "notAfter (Unix time) of the certificate the edge presents for each short domain; NaN when none was read."
     );
     describe_counter!(
         "shortlink_links_issued_total",
@@ -96,6 +112,11 @@ fn describe() {
         "shortlink_visits_processed_total",
         "Visits the consumer handled, by outcome."
     );
+    describe_histogram!(
+        "shortlink_rollup_delay_seconds",
+        Unit::Seconds,
+        "From the oldest visit of a stored batch to the commit of its rollups."
+    );
     describe_counter!(
         "shortlink_events_read_total",
         "sl:events entries the consumer read."
@@ -144,6 +165,14 @@ pub fn api_error(code: &'static str) {
 /// The SQL insert and the Redis write-through of a create.
 pub fn write_latency(store: &'static str, started: Instant) {
     histogram!("shortlink_write_duration_seconds", "store" => store).record(started.elapsed());
+}
+
+/// A visit batch and its rollups committed; `oldest_visit_ms` is its oldest visit's time.
+pub fn rollup_delay(oldest_visit_ms: i64) {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    // A clock step on the edge can date a visit in the future: counted as no delay.
+    let delay = (now_ms.saturating_sub(oldest_visit_ms)).max(0) as f64 / 1000.0;
+    histogram!("shortlink_rollup_delay_seconds").record(delay);
 }
 
 /// `GET /metrics`.

@@ -154,3 +154,37 @@ fn check_config_reports_every_problem_of_the_merged_settings() {
         format!("{good}: ok\n")
     );
 }
+
+#[test]
+fn check_config_reports_domain_health_settings() {
+    let dir = testkit::temp_dir();
+    let missing = dir.path().join("missing.pem");
+    let output = sidecar(
+        &[
+            "check-config",
+            "--code-secret",
+            SECRET,
+            "--domain-webhook-url",
+            "ftp://hooks.example/x",
+        ],
+        &[],
+    );
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(text.contains("not an http:// or https:// URL"), "{text}");
+    let output = sidecar(
+        &[
+            "check-config",
+            "--code-secret",
+            SECRET,
+            "--certificate-edge",
+            "127.0.0.1:8443",
+            "--certificate-ca",
+            missing.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(text.contains("--certificate-ca"), "{text}");
+}

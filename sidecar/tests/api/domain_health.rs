@@ -1,13 +1,15 @@
 //! The domain health job on loopback: a DNS server, an edge answering the canary and a webhook
 //! receiver, all in the test. Links issued on two domains, clicks on one only → the other is
 //! suspected blocked (webhook once), a domain resolving elsewhere is unreachable, a canary
-//! answering the wrong target is degraded; clicks coming back make it healthy again.
+//! answering the wrong target is degraded; clicks coming back, the DNS record put back and the
+//! canary fixed make each healthy again.
 
 use crate::helpers::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 use shortlink_sidecar::domains::health::signature;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -16,8 +18,9 @@ use tokio::net::{TcpListener, UdpSocket};
 const SECRET: &str = "webhook-secret-0123456789";
 const CANARY_TARGET: &str = "https://canary.example/ok";
 
-/// Answers A queries: `s3.example` → 10.9.9.9 (not the edge), any other name → 127.0.0.1.
-async fn dns_server() -> SocketAddr {
+/// Answers A queries: `s3.example` → 10.9.9.9 (not the edge) while `moved`, any other name (and
+/// s3 once put back) → 127.0.0.1.
+async fn dns_server(moved: Arc<AtomicBool>) -> SocketAddr {
     let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let addr = socket.local_addr().unwrap();
     tokio::spawn(async move {
@@ -28,7 +31,9 @@ async fn dns_server() -> SocketAddr {
             };
             let query = &buf[..n];
             let name_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap();
-            let ip = if query[12..name_end].windows(2).any(|w| w == b"s3") {
+            let ip = if moved.load(Ordering::Relaxed)
+                && query[12..name_end].windows(2).any(|w| w == b"s3")
+            {
                 [10, 9, 9, 9]
             } else {
                 [127, 0, 0, 1]
@@ -72,14 +77,14 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
     (String::from_utf8_lossy(&data).into_owned(), Vec::new())
 }
 
-/// The edge: the canary redirects to its target, except on `s4.example`.
-async fn edge() -> SocketAddr {
+/// The edge: the canary redirects to its target, except on `s4.example` while `wrong`.
+async fn edge(wrong: Arc<AtomicBool>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             let (head, _) = read_request(&mut stream).await;
-            let target = if head.contains("Host: s4.example") {
+            let target = if wrong.load(Ordering::Relaxed) && head.contains("Host: s4.example") {
                 "https://wrong.example/"
             } else {
                 CANARY_TARGET
@@ -158,8 +163,15 @@ fn changes(received: &Received, domain: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
-    let (dns, edge, (hook, received)) =
-        (dns_server().await, edge().await, webhook_receiver().await);
+    let (moved, wrong) = (
+        Arc::new(AtomicBool::new(true)),
+        Arc::new(AtomicBool::new(true)),
+    );
+    let (dns, edge, (hook, received)) = (
+        dns_server(Arc::clone(&moved)).await,
+        edge(Arc::clone(&wrong)).await,
+        webhook_receiver().await,
+    );
     let (dns, edge, hook) = (
         dns.to_string(),
         edge.to_string(),
@@ -289,6 +301,29 @@ async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
         (json!("healthy"), json!("suspected-blocked"))
     );
 
+    // The DNS record put back and the canary fixed: both healthy again, each reported.
+    moved.store(false, Ordering::Relaxed);
+    wrong.store(false, Ordering::Relaxed);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            state_of(&app, "s3.example").await["state"] == "healthy"
+                && state_of(&app, "s4.example").await["state"] == "healthy"
+        })
+        .await
+    );
+    for domain in ["s3.example", "s4.example"] {
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                changes(&received, domain)
+                    .last()
+                    .is_some_and(|c| c["state"] == "healthy")
+            })
+            .await,
+            "{domain}: {:?}",
+            changes(&received, domain)
+        );
+    }
+
     let response = app
         .api(Method::GET, "/domains/nope.example")
         .send()
@@ -302,8 +337,8 @@ async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
 #[tokio::test]
 async fn a_webhook_url_that_is_not_http_is_refused_at_start() {
     for (url, needle) in [
-        ("ftp://hooks.example/x", "not an http:// URL"),
-        ("hooks", "not an http:// URL"),
+        ("ftp://hooks.example/x", "not an http:// or https:// URL"),
+        ("hooks", "not an http:// or https:// URL"),
     ] {
         let redis = testkit::RedisServer::start();
         let dir = testkit::temp_dir();

@@ -82,6 +82,59 @@ async fn metrics_cover_requests_creates_errors_and_the_pipeline() {
     assert_eq!(response.status(), 404, "the API has no /api/v1/metrics");
 }
 
+/// A visit stored by the consumer records its rollup delay, from the visit's time on the edge.
+#[tokio::test]
+async fn a_stored_visit_records_its_rollup_delay() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://t.example/delay").await;
+    // Redirected 3 seconds before the consumer gets to it.
+    let t = (chrono::Utc::now().timestamp_millis() - 3_000).to_string();
+    let mut xadd = redis::cmd("XADD");
+    xadd.arg(shortlink_sidecar::visits::consumer::STREAM)
+        .arg("*");
+    for (k, v) in [
+        ("c", code.as_str()),
+        ("t", &t),
+        ("s", "302"),
+        ("ip", "192.0.2.1"),
+        ("ua", "curl/8.5.0"),
+    ] {
+        xadd.arg(k).arg(v);
+    }
+    let _: String = xadd.query_async(&mut app.redis().await).await.unwrap();
+    let config = config(
+        &app.database_url,
+        &app.redis.url(),
+        &["--consumer-name", "delay"],
+    );
+    let store = shortlink_sidecar::visits::store::connect(
+        &app.database_url,
+        2,
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    let mut consumer = shortlink_sidecar::visits::consumer(&config, store).unwrap();
+    while consumer.step().await.unwrap() > 0 {}
+
+    let text = reqwest::get(app.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let s = samples(&text);
+    let count = s.get("shortlink_rollup_delay_seconds_count").copied();
+    assert!(count.is_some_and(|n| n >= 1.0), "{text}");
+    let sum = s.get("shortlink_rollup_delay_seconds_sum").copied();
+    assert!(sum.is_some_and(|n| n >= 3.0), "{text}");
+    assert!(
+        text.contains("shortlink_rollup_delay_seconds_bucket{le=\"3600\"}"),
+        "its own buckets, up to an hour: {text}"
+    );
+    promtool_check(&text).await;
+}
+
 /// `promtool check metrics` (Debian's `prometheus` package, installed by scripts/setup).
 async fn promtool_check(text: &str) {
     use tokio::io::AsyncWriteExt;

@@ -82,6 +82,10 @@ impl Writer {
         loop {
             match self.store.store_batch(visits, self.count_bots).await {
                 Ok(outcome) => {
+                    // The rollups commit with the visits (one transaction): this is their delay.
+                    if let Some(oldest) = visits.iter().map(|v| v.time_ms).min() {
+                        crate::metrics::rollup_delay(oldest);
+                    }
                     ConsumerCounters::add(&self.counters.inserted, outcome.inserted);
                     ConsumerCounters::add(&self.counters.duplicates, outcome.duplicates);
                     return Ok(());
