@@ -118,6 +118,9 @@ fn pool_domains_are_healthy_through_nginx_and_a_certificate_near_expiry_degrades
     // The job checks the pool as nginx sends it (X-Shortlink-Pool) with any API request.
     let (status, body) = api.get("/links");
     assert_eq!(status, 200, "{body}");
+    let (status, body) = api.get("/domains/s9.test");
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_domain", "{body}");
 
     let cert_of = |domain: &str| certs.path().join(domain).join("cert.pem");
     let expected: BTreeMap<&str, _> = POOL.iter().map(|d| (*d, not_after(&cert_of(d)))).collect();
@@ -278,7 +281,21 @@ fn a_malformed_weight_list_in_nginx_refuses_creates_by_name_and_stores_nothing()
             "{list:?}: create answered {last:?}, not {expected}"
         );
         // Listing links builds short URLs from the same list: the same error, not a wrong URL.
-        assert_eq!(api.get("/links"), (400, expected), "{list:?}");
+        assert_eq!(api.get("/links"), (400, expected.clone()), "{list:?}");
+        // A batch (streamed through nginx) is refused whole, before any item.
+        let response = shortlink_e2e::http_client()
+            .post(format!(
+                "http://127.0.0.1:{}/api/v1/links/batch",
+                system.nginx.api_port
+            ))
+            .bearer_auth(shortlink_e2e::API_KEY)
+            .header("content-type", "application/x-ndjson")
+            .body("{\"url\":\"https://example.com/b1\"}\n{\"url\":\"https://example.com/b2\"}\n")
+            .send()
+            .expect("reach the API server");
+        let status = response.status().as_u16();
+        let body: Value = serde_json::from_str(&response.text().unwrap()).unwrap();
+        assert_eq!((status, body), (400, expected), "{list:?}: batch");
     }
     // Nothing stored: the sidecar itself (no list from nginx) has no link.
     let (status, body) = system.sidecar.api().get("/links");
@@ -359,4 +376,53 @@ fn weighted_issuing_through_nginx_follows_the_weights_and_skips_a_draining_domai
         let response = system.nginx.get("s3.test", &format!("/{code}"));
         assert_eq!(response.status(), 302, "{code} on s3.test");
     }
+}
+
+#[test]
+fn spread_by_campaign_through_nginx_keeps_each_campaign_on_one_domain() {
+    let list = "http://s1.test weight=3 http://s2.test weight=1 spread=campaign";
+    let system = System::start_with(NginxOptions {
+        public_base: Some(list.to_owned()),
+        ..NginxOptions::default()
+    });
+    let api = system.api();
+    let host_of = |json: &Value| -> String {
+        let (code, short_url) = (
+            json["code"].as_str().unwrap(),
+            json["short_url"].as_str().unwrap(),
+        );
+        short_url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix(&format!("/{code}")))
+            .unwrap_or_else(|| panic!("short_url {short_url} of {code}"))
+            .to_owned()
+    };
+    let mut campaign_hosts = std::collections::BTreeSet::new();
+    for c in 0..12 {
+        let campaign = format!("spring-{c}");
+        let hosts: std::collections::BTreeSet<String> = (0..10)
+            .map(|i| {
+                let body =
+                    json!({"url": format!("https://example.com/c/{c}/{i}"), "campaign": campaign});
+                let (status, json) = api.post("/links", &body);
+                assert_eq!(status, 201, "{json}");
+                host_of(&json)
+            })
+            .collect();
+        assert_eq!(hosts.len(), 1, "campaign {campaign} on {hosts:?}");
+        campaign_hosts.extend(hosts);
+    }
+    // Campaigns themselves spread over both domains; links without a campaign go per link.
+    assert_eq!(campaign_hosts.len(), 2, "{campaign_hosts:?}");
+    let loose: std::collections::BTreeSet<String> = (0..40)
+        .map(|i| {
+            let (status, json) = api.post(
+                "/links",
+                &json!({"url": format!("https://example.com/l/{i}")}),
+            );
+            assert_eq!(status, 201, "{json}");
+            host_of(&json)
+        })
+        .collect();
+    assert_eq!(loose.len(), 2, "{loose:?}");
 }
