@@ -150,10 +150,21 @@ impl System {
         text
     }
 
-    /// Starts the sidecar again on its old port (after a crash or stop), on the same database.
+    /// Starts the sidecar again on its old port (after a crash or stop), on the same database,
+    /// with the flags it last started with.
     pub fn restart_sidecar(&mut self) {
+        let args = self.sidecar.args.clone();
+        self.restart_sidecar_with(&args);
+    }
+
+    /// Starts the sidecar again on its old port with `args` added to its usual flags: settings
+    /// that name this system's nginx (the domain health probes), whose ports exist only once it
+    /// runs. Later [`System::restart_sidecar`] calls keep them.
+    pub fn restart_sidecar_with<S: AsRef<str>>(&mut self, args: &[S]) {
         self.sidecar.process.stop();
-        self.sidecar = Sidecar::start_on_port(&self.dir, &self.redis, self.sidecar.port);
+        let database = self.database_url();
+        let args: Vec<String> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+        self.sidecar = Sidecar::spawn(&self.dir, &self.redis, &database, self.sidecar.port, args);
     }
 }
 
@@ -161,6 +172,8 @@ impl System {
 pub struct Sidecar {
     pub port: u16,
     pub process: Lifeline,
+    /// Flags beyond the usual ones ([`System::restart_sidecar_with`]).
+    args: Vec<String>,
 }
 
 impl Sidecar {
@@ -182,6 +195,16 @@ impl Sidecar {
         database_url: &str,
         port: u16,
     ) -> Self {
+        Self::spawn(dir, redis, database_url, port, Vec::new())
+    }
+
+    fn spawn(
+        dir: &tempfile::TempDir,
+        redis: &RedisServer,
+        database_url: &str,
+        port: u16,
+        args: Vec<String>,
+    ) -> Self {
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -192,6 +215,7 @@ impl Sidecar {
             .args(["--public-base-url", "http://s1.test"])
             .arg("--geoip-db")
             .arg(paths::workspace_dir().join("visit-enrich/testdata/test-city.mmdb"))
+            .args(&args)
             .env("RUST_LOG", "warn")
             .capture_stdout()
             .spawn();
@@ -217,7 +241,11 @@ impl Sidecar {
                 process.log_text()
             );
         }
-        Sidecar { port, process }
+        Sidecar {
+            port,
+            process,
+            args,
+        }
     }
 
     /// The sidecar's own API (no nginx in front: short URLs use `--public-base-url`).

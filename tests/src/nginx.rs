@@ -34,6 +34,9 @@ pub struct NginxOptions {
     pub tls_certs: Option<PathBuf>,
     /// The pool instead of [`POOL`].
     pub pool: Option<Vec<String>>,
+    /// `$shortlink_public_base` (the issuing list, weights and all) instead of
+    /// `http://<first pool domain>`.
+    pub public_base: Option<String>,
     /// `PLAIN_HTTP`: `redirect` (plain HTTP answers codes) or `to-https`.
     pub plain_http: &'static str,
     /// Where the plain HTTP server answers ACME HTTP-01 challenges from (default: in the prefix).
@@ -55,6 +58,7 @@ impl Default for NginxOptions {
             code_secret: None,
             tls_certs: None,
             pool: None,
+            public_base: None,
             plain_http: "redirect",
             acme_webroot: None,
         }
@@ -133,7 +137,13 @@ impl Nginx {
             ("CACHE", options.cache.to_owned()),
             ("FALLBACK", options.fallback.to_owned()),
             ("POOL", pool.join(" ")),
-            ("PUBLIC_BASE", format!("http://{}", pool[0])),
+            (
+                "PUBLIC_BASE",
+                options
+                    .public_base
+                    .clone()
+                    .unwrap_or_else(|| format!("http://{}", pool[0])),
+            ),
             ("TLS_LISTEN", format!("127.0.0.1:{tls_port}")),
             ("PLAIN_HTTP", options.plain_http.to_owned()),
             ("HTTPS_ORIGIN", format!("https://$host:{tls_port}")),

@@ -18,7 +18,12 @@ pub fn workspace_dir() -> PathBuf {
         .to_owned()
 }
 
+/// The sidecar: `SHORTLINK_SIDECAR` (e.g. a private copy, safe from a rebuild of the shared
+/// target directory while tests run), or the workspace build.
 pub fn sidecar_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("SHORTLINK_SIDECAR") {
+        return PathBuf::from(path);
+    }
     existing(
         profile_dir().join("shortlink-sidecar"),
         "cargo build -p shortlink-sidecar",

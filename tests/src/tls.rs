@@ -167,3 +167,33 @@ impl Certbot {
         assert!(ok, "certbot certonly -d {domain}:\n{output}");
     }
 }
+
+/// A new certificate for `domain` from the local CA in `dir`, valid for `days` (`scripts/local-ca`
+/// with `LOCAL_CA_DAYS`), replacing the one it had.
+pub fn reissue(dir: &Path, domain: &str, days: u32) {
+    let _ = std::fs::remove_dir_all(dir.join(domain));
+    let status = Command::new(paths::workspace_dir().join("scripts/local-ca"))
+        .arg(dir)
+        .arg(domain)
+        .env("LOCAL_CA_DAYS", days.to_string())
+        .status()
+        .expect("run scripts/local-ca");
+    assert!(status.success(), "scripts/local-ca failed");
+}
+
+/// The notAfter of the (first) certificate in a PEM file, as `openssl x509` reads it.
+pub fn not_after(cert: &Path) -> chrono::DateTime<chrono::Utc> {
+    let output = Command::new("openssl")
+        .args(["x509", "-noout", "-enddate", "-dateopt", "iso_8601", "-in"])
+        .arg(cert)
+        .output()
+        .expect("run openssl x509");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let date = text
+        .trim()
+        .strip_prefix("notAfter=")
+        .unwrap_or_else(|| panic!("no notAfter in {text:?} for {}", cert.display()));
+    chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M:%SZ")
+        .unwrap_or_else(|e| panic!("notAfter {date:?}: {e}"))
+        .and_utc()
+}

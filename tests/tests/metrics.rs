@@ -3,7 +3,8 @@
 //! metrics` accepts. The plain format stays as it was.
 
 use serde_json::json;
-use shortlink_e2e::System;
+use shortlink_e2e::tls::local_ca;
+use shortlink_e2e::{NginxOptions, System, POOL};
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -63,7 +64,26 @@ pub fn promtool_check_metrics(text: &str) {
 
 #[test]
 fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
-    let system = System::start();
+    // HTTPS on the pool and the sidecar's certificate probe on it: the sidecar's page then has
+    // every family the deployment files use, the certificate expiry among them.
+    let certs = testkit::temp_dir();
+    let root = local_ca(certs.path(), &POOL);
+    let mut system = System::start_with(NginxOptions {
+        tls_certs: Some(certs.path().to_owned()),
+        ..NginxOptions::default()
+    });
+    let (edge, root) = (
+        format!("127.0.0.1:{}", system.nginx.tls_port),
+        root.display().to_string(),
+    );
+    system.restart_sidecar_with(&[
+        "--domain-health-every",
+        "200ms",
+        "--certificate-edge",
+        &edge,
+        "--certificate-ca",
+        &root,
+    ]);
     let code = system.create(json!({"url": "https://example.com/metrics"}));
     let gone = system.create(json!({"url": "https://example.com/revoked"}));
     let (status, body) = system.api().delete(&format!("/links/{gone}"));
@@ -139,11 +159,24 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
         .post("/links", &json!({"url": "ftp://example.com/"}));
     assert_eq!(status, 422);
 
-    // The sidecar's page, through the internal API server only.
+    // The sidecar's page, through the internal API server only, once the health job has probed
+    // the pool's certificates (it learnt the pool from the creates above).
     let url = format!("http://127.0.0.1:{}/metrics", system.nginx.api_port);
-    let response = shortlink_e2e::http_client().get(url).send().unwrap();
-    assert_eq!(response.status(), 200);
-    let sidecar = response.text().unwrap();
+    let scrape = || {
+        let response = shortlink_e2e::http_client().get(&url).send().unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().unwrap()
+    };
+    let mut sidecar = scrape();
+    let probed = testkit::wait_until(std::time::Duration::from_secs(20), || {
+        sidecar = scrape();
+        POOL.iter().all(|domain| {
+            sidecar.contains(&format!(
+                "shortlink_domain_certificate_expiry_timestamp_seconds{{domain=\"{domain}\"}} "
+            ))
+        })
+    });
+    assert!(probed, "no certificate expiry for the pool:\n{sidecar}");
     assert!(
         sidecar.contains("shortlink_links_created_total{via=\"single\"} 2"),
         "{sidecar}"
@@ -195,15 +228,12 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
     );
     assert_eq!(system.nginx.counters()["redirects"], before.1 + 5);
 
-    // Every shortlink series the deployment files use is one of the two pages' families, or one
-    // only a probe this system does not configure writes: the certificate expiry needs the
-    // sidecar's --certificate-edge (checked on its page by sidecar/tests/api/domain_certificate.rs).
+    // Every shortlink series the deployment files use is one of the two pages' families.
     let families: Vec<&str> = text
         .lines()
         .chain(sidecar.lines())
         .filter_map(|line| line.strip_prefix("# TYPE "))
         .filter_map(|line| line.split(' ').next())
-        .chain(["shortlink_domain_certificate_expiry_timestamp_seconds"])
         .collect();
     for file in ["prometheus/alerts.yml", "grafana/shortlink.json"] {
         let path = shortlink_e2e::paths::workspace_dir()
