@@ -13,7 +13,7 @@ use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::request::{code, host};
 use crate::respond::{self, Outcome};
-use crate::status::{bump, bump_domain, bump_other, Counter, DomainCounter};
+use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, variables, worker, ShortlinkModule};
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -40,11 +40,12 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     // Decided first so that every request counts under its domain (or "other", keeping the
     // per-domain table to pool hosts).
     let allowed = host_allowed(r, mcf, lcf);
-    if allowed {
-        bump_domain(mcf, lcf, r, DomainCounter::Requests);
+    let domain = if allowed {
+        DomainCounts::of_pool_host(mcf, lcf, r)
     } else {
-        bump_other(mcf, lcf, DomainCounter::Requests);
-    }
+        DomainCounts::other(mcf, lcf)
+    };
+    domain.bump(DomainCounter::Requests);
     if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize == 0 {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
     }
@@ -52,12 +53,10 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     // response handler finalizes, and that discards the body (as for `return`).
     if !allowed {
         bump(mcf, Counter::HostRejects);
-        bump_other(mcf, lcf, DomainCounter::NotFound);
-        bump(mcf, Counter::NotFound);
-        return NGX_HTTP_NOT_FOUND as ngx_int_t;
+        return not_found(mcf, domain);
     }
     let Some(route) = &lcf.route else {
-        return not_found(r, mcf, lcf);
+        return not_found(mcf, domain);
     };
     // SAFETY: `unparsed_uri` points into request memory that lives as long as `r`; the slice
     // is not kept past the request (the lookup copies the code).
@@ -65,15 +64,15 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route) else {
         bump(mcf, Counter::Invalid);
-        return not_found(r, mcf, lcf);
+        return not_found(mcf, domain);
     };
     // SAFETY: `code` is a slice of `r.unparsed_uri`, which lives as long as the request.
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
-    if let Some(rc) = answer_from_cache(r, mcf, lcf, code) {
+    if let Some(rc) = answer_from_cache(r, mcf, lcf, domain, code) {
         bump(mcf, Counter::CacheHits);
-        bump_domain(mcf, lcf, r, DomainCounter::CacheHits);
+        domain.bump(DomainCounter::CacheHits);
         respond::track(r, mcf, lcf, code, rc);
         return rc;
     }
@@ -86,22 +85,21 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         // valid codes fail the check (crate::scheme).
         Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
             bump(mcf, Counter::CheckRejects);
-            return not_found(r, mcf, lcf);
+            return not_found(mcf, domain);
         }
         Shape::BadCheck => true,
         Shape::Invalid => {
             bump(mcf, Counter::Invalid);
-            return not_found(r, mcf, lcf);
+            return not_found(mcf, domain);
         }
     };
     bump(mcf, Counter::CacheMisses);
-    lookup::start(r, mcf, lcf, code, bad_check)
+    lookup::start(r, mcf, lcf, domain, code, bad_check)
 }
 
-/// A 404 for a host of the pool.
-fn not_found(r: &ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> ngx_int_t {
+fn not_found(mcf: &MainConf, domain: DomainCounts) -> ngx_int_t {
     bump(mcf, Counter::NotFound);
-    bump_domain(mcf, lcf, r, DomainCounter::NotFound);
+    domain.bump(DomainCounter::NotFound);
     NGX_HTTP_NOT_FOUND as ngx_int_t
 }
 
@@ -166,6 +164,7 @@ fn answer_from_cache(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
+    domain: DomainCounts,
     code: &[u8],
 ) -> Option<ngx_int_t> {
     let now = now_ms();
@@ -174,7 +173,7 @@ fn answer_from_cache(
             Hit::Link(link) => Outcome::CachedLink(link),
             Hit::Missing => Outcome::Missing,
         };
-        Some(respond::answer(r, mcf, lcf, outcome))
+        Some(respond::answer(r, mcf, lcf, domain, outcome))
     })
     .flatten()
 }

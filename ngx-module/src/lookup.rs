@@ -22,6 +22,7 @@ use crate::redis::resp::Frame;
 use crate::redis::RedisError;
 use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
+use crate::status::DomainCounts;
 use crate::{ffi, worker};
 
 /// What Redis said about a code, decoded.
@@ -82,11 +83,12 @@ pub fn start(
     r: &mut ngx_http_request_t,
     mcf: &'static MainConf,
     lcf: &'static LocConf,
+    domain: DomainCounts,
     code: &[u8],
     bad_check: bool,
 ) -> ngx_int_t {
     let Some(owned) = CodeBuf::new(code) else {
-        return respond::answer(r, mcf, lcf, Outcome::Missing);
+        return respond::answer(r, mcf, lcf, domain, Outcome::Missing);
     };
     // SAFETY: the request pool is live; the context is dropped by the pool's cleanup.
     let pool = unsafe { Pool::from_ngx_pool(r.pool) };
@@ -102,7 +104,7 @@ pub fn start(
     // until finish() finalizes it (nginx's r->main->count++).
     unsafe { (*r.main).set_count((*r.main).count() + 1) };
 
-    let task = spawn(run(r, ctx, mcf, lcf, owned, bad_check));
+    let task = spawn(run(r, ctx, mcf, lcf, domain, owned, bad_check));
     // SAFETY: `ctx` was just allocated in the live request's pool.
     let ctx = unsafe { &*ctx };
     ctx.in_handler.set(false);
@@ -110,7 +112,7 @@ pub fn start(
         // ngx 0.5.1 may run the task to completion inside spawn(): answer synchronously.
         // SAFETY: undoes the reference taken above; the request stays alive for the return.
         unsafe { (*r.main).set_count((*r.main).count() - 1) };
-        let rc = respond::answer(r, mcf, lcf, resolution.outcome());
+        let rc = respond::answer(r, mcf, lcf, domain, resolution.outcome());
         respond::track(r, mcf, lcf, code, rc);
         return rc;
     }
@@ -123,6 +125,7 @@ async fn run(
     ctx: *const RequestCtx,
     mcf: &'static MainConf,
     lcf: &'static LocConf,
+    domain: DomainCounts,
     code: CodeBuf,
     bad_check: bool,
 ) {
@@ -141,13 +144,14 @@ async fn run(
     if let Some(task) = ctx.task.take() {
         task.detach();
     }
-    ffi::guard((), || finish(r, mcf, lcf, &code, &resolution));
+    ffi::guard((), || finish(r, mcf, lcf, domain, &code, &resolution));
 }
 
 fn finish(
     r: *mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
+    domain: DomainCounts,
     code: &CodeBuf,
     resolution: &Resolution,
 ) {
@@ -155,7 +159,7 @@ fn finish(
     unsafe {
         let c = (*r).connection;
         let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
-            let rc = respond::answer(&mut *r, mcf, lcf, resolution.outcome());
+            let rc = respond::answer(&mut *r, mcf, lcf, domain, resolution.outcome());
             respond::track(&*r, mcf, lcf, code.as_bytes(), rc);
             rc
         });

@@ -14,7 +14,7 @@ use crate::events::Visit;
 use crate::record::{Answer, Link};
 use crate::redis::RedisError;
 use crate::request::location;
-use crate::status::{bump, bump_domain, Counter, DomainCounter};
+use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::worker;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
@@ -35,6 +35,7 @@ pub fn answer(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
+    domain: DomainCounts,
     outcome: Outcome<'_>,
 ) -> ngx_int_t {
     let answer = match outcome {
@@ -42,10 +43,10 @@ pub fn answer(
         Outcome::CachedLink(link) => link.answer(ngx_time() as u64),
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
-            bump_domain(mcf, lcf, r, DomainCounter::NotFound);
+            domain.bump(DomainCounter::NotFound);
             return NGX_HTTP_NOT_FOUND as ngx_int_t;
         }
-        Outcome::Failed(why) => return failed(r, mcf, lcf, why),
+        Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why),
     };
     match answer {
         Answer::Redirect {
@@ -56,21 +57,28 @@ pub fn answer(
             r,
             mcf,
             lcf,
+            domain,
             status,
             target,
             forward_query || lcf.forward_query(),
         ),
         Answer::Gone => {
             bump(mcf, Counter::Gone);
-            bump_domain(mcf, lcf, r, DomainCounter::Gone);
+            domain.bump(DomainCounter::Gone);
             HTTP_GONE
         }
     }
 }
 
 /// A Redis failure: the fallback location if one is set, else 503.
-fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisError) -> ngx_int_t {
-    bump_domain(mcf, lcf, r, DomainCounter::RedisErrors);
+fn failed(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+    why: RedisError,
+) -> ngx_int_t {
+    domain.bump(DomainCounter::RedisErrors);
     bump(
         mcf,
         match why {
@@ -83,7 +91,7 @@ fn failed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, why: RedisE
     match lcf.fallback() {
         Some(name) => {
             bump(mcf, Counter::Fallbacks);
-            bump_domain(mcf, lcf, r, DomainCounter::Fallbacks);
+            domain.bump(DomainCounter::Fallbacks);
             let mut name = ngx_str_t {
                 len: name.len(),
                 data: name.as_ptr().cast_mut(),
@@ -150,6 +158,7 @@ fn redirect(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
+    domain: DomainCounts,
     status: u16,
     target: &[u8],
     forward_query: bool,
@@ -192,7 +201,7 @@ fn redirect(
         }
     }
     bump(mcf, Counter::Redirects);
-    bump_domain(mcf, lcf, r, DomainCounter::Redirects);
+    domain.bump(DomainCounter::Redirects);
     status as ngx_int_t
 }
 

@@ -185,14 +185,15 @@ pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
     shared(mcf).map(|s| &s.counters)
 }
 
-/// Counts one event under the request's host (`shortlink_status_domains`, on by default). Only
-/// for requests whose host passed the pool check: others count under "other" by
-/// [`bump_other`].
-pub fn bump_domain(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t, counter: DomainCounter) {
-    if !lcf.status_domains() {
-        return;
-    }
-    if let Some(s) = shared(mcf) {
+/// Where a request counts per domain (`shortlink_status_domains`, on by default): its row of the
+/// shared table, found once per request, since finding it compares host names and costs more
+/// than the counting itself.
+#[derive(Clone, Copy)]
+pub struct DomainCounts(Option<(&'static DomainTable, Domain)>);
+
+impl DomainCounts {
+    /// A request whose host passed the pool check counts under that host.
+    pub fn of_pool_host(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t) -> Self {
         let host = &r.headers_in.server;
         let host = if host.data.is_null() {
             &[][..]
@@ -200,15 +201,25 @@ pub fn bump_domain(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t, counte
             // SAFETY: nginx's lower-cased host, `len` bytes of request memory (or empty).
             unsafe { std::slice::from_raw_parts(host.data, host.len) }
         };
-        s.domains.bump(s.domains.find(host), counter);
+        Self::counted(mcf, lcf, |table| table.find(host))
     }
-}
 
-/// Counts one event of a request whose host is not one of ours.
-pub fn bump_other(mcf: &MainConf, lcf: &LocConf, counter: DomainCounter) {
-    if lcf.status_domains() {
-        if let Some(s) = shared(mcf) {
-            s.domains.bump(Domain::Other, counter);
+    /// A request whose host is not one of ours counts under "other", which keeps the table to
+    /// pool hosts whatever `Host` headers arrive.
+    pub fn other(mcf: &MainConf, lcf: &LocConf) -> Self {
+        Self::counted(mcf, lcf, |_| Domain::Other)
+    }
+
+    fn counted(mcf: &MainConf, lcf: &LocConf, row: impl FnOnce(&DomainTable) -> Domain) -> Self {
+        if !lcf.status_domains() {
+            return Self(None);
+        }
+        Self(shared(mcf).map(|s| (&s.domains, row(&s.domains))))
+    }
+
+    pub fn bump(self, counter: DomainCounter) {
+        if let Some((table, domain)) = self.0 {
+            table.bump(domain, counter);
         }
     }
 }
