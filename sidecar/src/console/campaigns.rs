@@ -1,0 +1,228 @@
+//! Campaigns: find one, see its totals and per-recipient status (clicked or not, clicks, last
+//! click), a page of 50 at a time by keyset (so a campaign of a million recipients costs the
+//! same per page), and export every recipient as CSV, streamed.
+
+use super::layout::{self, when};
+use super::session::Operator;
+use super::{encode, links, PageResult};
+use crate::http::links::LinkView;
+use crate::http::{AppState, DomainContext, Error};
+use crate::storage::{Link, LinkFilter, ListCursor};
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::IntoResponse;
+use maud::html;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+const PAGE: u32 = 50;
+/// The newest links whose campaigns the list shows (there is no campaigns table to list).
+const RECENT: u32 = 500;
+const EXPORT_CHUNK: u32 = 1000;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CampaignQuery {
+    #[serde(default)]
+    name: String,
+    cursor: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    operator: Operator,
+    domains: DomainContext,
+    Query(query): Query<CampaignQuery>,
+) -> PageResult {
+    let name = query.name.trim();
+    if !name.is_empty() {
+        return detail(&state, &operator, &domains, name, query.cursor.as_deref()).await;
+    }
+    let recent = state
+        .links
+        .list(&LinkFilter::default(), None, RECENT)
+        .await?;
+    let campaigns: BTreeSet<String> = recent.into_iter().filter_map(|l| l.campaign).collect();
+    let body = html! {
+        h1 { "Campaigns" }
+        form.inline method="get" action="/console/campaigns" role="search" {
+            label { "Campaign name" input type="search" name="name" required; }
+            button type="submit" { "Open" }
+        }
+        h2 { "Campaigns of the " (RECENT) " newest links" }
+        ul {
+            @for campaign in &campaigns {
+                li { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
+            }
+            @if campaigns.is_empty() { li { "No campaign yet." } }
+        }
+    };
+    Ok(layout::page(&operator, "Campaigns", body).into_response())
+}
+
+async fn detail(
+    state: &AppState,
+    operator: &Operator,
+    domains: &DomainContext,
+    name: &str,
+    cursor: Option<&str>,
+) -> PageResult {
+    let totals = state.links.campaign(name).await?;
+    let filter = LinkFilter {
+        campaign: Some(name.to_owned()),
+        ..LinkFilter::default()
+    };
+    let cursor = cursor.and_then(ListCursor::decode);
+    let mut page = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
+    let next = (page.len() > PAGE as usize).then(|| {
+        page.truncate(PAGE as usize);
+        page.last().map(|last| {
+            ListCursor {
+                created_at: last.created_at,
+                code: last.code.clone(),
+            }
+            .encode()
+        })
+    });
+    let views: Vec<LinkView> = page
+        .into_iter()
+        .map(|link| LinkView::new(link, domains))
+        .collect();
+    let body = html! {
+        h1 { "Campaign " (name) }
+        div.cards {
+            div.card { "Links" b { (totals.links) } }
+            div.card { "Live" b { (totals.live) } }
+            div.card { "Expired" b { (totals.expired) } }
+            div.card { "Revoked" b { (totals.revoked) } }
+            div.card { "Visits" b { (totals.visits) } }
+        }
+        p { a href={ "/console/campaigns/recipients.csv?name=" (encode(name)) } download { "Export all recipients (CSV)" } }
+        h2 { "Recipients" }
+        div.wide { table {
+            thead { tr {
+                th scope="col" { "Recipient" } th scope="col" { "Code" } th scope="col" { "Clicked" }
+                th.num scope="col" { "Visits" } th scope="col" { "Last click" } th scope="col" { "State" }
+            } }
+            tbody {
+                @for link in &views {
+                    tr {
+                        td { (link.recipient_ref.as_deref().unwrap_or("—")) }
+                        td { a href={ "/console/links/" (link.code) } { (link.code) } }
+                        td { @if link.visit_count > 0 { "yes" } @else { "no" } }
+                        td.num { (link.visit_count) }
+                        td { (when(link.last_visit_at)) }
+                        td { (links::state_cell(link)) }
+                    }
+                }
+            }
+        } }
+        @if let Some(Some(next)) = next {
+            p { a href={ "/console/campaigns?name=" (encode(name)) "&cursor=" (encode(&next)) } { "Next page →" } }
+        }
+    };
+    Ok(layout::page(operator, &format!("Campaign {name}"), body).into_response())
+}
+
+/// One CSV field, quoted when it needs to be; a leading `=`, `+`, `-` or `@` is prefixed with
+/// `'` so that a spreadsheet never runs a recipient reference as a formula.
+pub(super) fn csv_field(out: &mut String, value: &str) {
+    let value = if value.starts_with(['=', '+', '-', '@']) {
+        format!("'{value}")
+    } else {
+        value.to_owned()
+    };
+    if value.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&value.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(&value);
+    }
+}
+
+fn csv_row(link: &Link) -> String {
+    let mut row = String::new();
+    csv_field(&mut row, link.recipient_ref.as_deref().unwrap_or(""));
+    row.push(',');
+    csv_field(&mut row, &link.code);
+    row.push_str(if link.visit_count > 0 {
+        ",yes,"
+    } else {
+        ",no,"
+    });
+    row.push_str(&link.visit_count.to_string());
+    row.push(',');
+    if let Some(at) = link.last_visit_at {
+        row.push_str(&at.to_rfc3339());
+    }
+    row.push('\n');
+    row
+}
+
+pub async fn export(
+    State(state): State<AppState>,
+    _operator: Operator,
+    Query(query): Query<CampaignQuery>,
+) -> PageResult {
+    let name = query.name.trim().to_owned();
+    if name.is_empty() {
+        return Err(Error::invalid("invalid_campaign", "name a campaign").into());
+    }
+    state.links.campaign(&name).await?;
+    let storage = Arc::clone(state.links.storage());
+    let filter = LinkFilter {
+        campaign: Some(name.clone()),
+        ..LinkFilter::default()
+    };
+    // Code order, a chunk at a time: memory stays flat for a million recipients.
+    let header = futures_util::stream::once(async {
+        Ok::<_, std::io::Error>("recipient,code,clicked,visits,last_click\n".to_owned())
+    });
+    let rows = futures_util::stream::unfold(Some(None::<String>), move |after| {
+        let storage = Arc::clone(&storage);
+        let filter = filter.clone();
+        async move {
+            let after = after?;
+            match storage
+                .scan_links(&filter, after.as_deref(), EXPORT_CHUNK)
+                .await
+            {
+                Ok(links) if links.is_empty() => None,
+                Ok(links) => {
+                    let last = links.last().map(|l| l.code.clone());
+                    let text: String = links.iter().map(csv_row).collect();
+                    Some((Ok(text), Some(last)))
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "campaign export stopped");
+                    Some((Err(std::io::Error::other("export failed")), None))
+                }
+            }
+        }
+    });
+    use futures_util::StreamExt;
+    let body = Body::from_stream(header.chain(rows));
+    let filename: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok((
+        [
+            (CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}-recipients.csv\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
