@@ -81,9 +81,14 @@ impl Operator {
     }
 }
 
+/// An empty `expected` (no sign-in cookie) matches nothing, not even an empty field.
 fn check_token(expected: &str, token: Option<&str>) -> Result<(), PageError> {
     match token {
-        Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+        Some(token)
+            if !expected.is_empty() && bool::from(token.as_bytes().ct_eq(expected.as_bytes())) =>
+        {
+            Ok(())
+        }
         _ => Err(PageError(Error::Request {
             status: StatusCode::FORBIDDEN,
             code: "invalid_csrf_token",
@@ -263,9 +268,6 @@ pub async fn sign_in(
     Form(form): Form<SignIn>,
 ) -> PageResult {
     let expected = cookie(&headers, SIGN_IN_COOKIE).unwrap_or_default();
-    if expected.is_empty() {
-        return Err(check_token("", None).unwrap_err());
-    }
     check_token(expected, form.csrf.as_deref())?;
     let key = form.key.unwrap_or_default();
     let key = key.trim();
