@@ -322,3 +322,33 @@ pub async fn results(
     )
         .into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_ndjson_rows_become_requests_or_errors() {
+        let rows = parse(
+            "\u{feff}url,code,expires_at,redirect,campaign,ref,tags\n\
+             https://a.example/,alias1,2099-01-01T00:00:00Z,301,spring,r1,a; b\n\
+             https://b.example/,,soon,,,,\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 2);
+        let first = rows[0].as_ref().unwrap();
+        assert_eq!(first.code.as_deref(), Some("alias1"));
+        assert_eq!(first.redirect, Some(301));
+        assert_eq!(first.recipient_ref.as_deref(), Some("r1"));
+        assert_eq!(first.tags, Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert!(rows[1].as_ref().unwrap_err().contains("RFC 3339"));
+
+        let rows = parse(b"{\"url\":\"https://a.example/\"}\n\n{\"nope\":1}\n").unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].is_ok() && rows[1].is_err());
+
+        assert!(parse(b"code\nabc\n").is_err(), "no url column");
+        assert!(parse(b"").is_err(), "no rows");
+    }
+}

@@ -226,3 +226,22 @@ pub async fn export(
     )
         .into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_fields_are_quoted_and_never_formulas() {
+        let field = |value: &str| {
+            let mut out = String::new();
+            csv_field(&mut out, value);
+            out
+        };
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(field("+1"), "'+1");
+    }
+}

@@ -38,6 +38,7 @@ button.link{background:none;border:none;color:#fff;padding:.3em .2em}
 .hint{color:#555;font-size:.9em}
 .short{font-size:1.3em;word-break:break-all}
 .qr svg{width:12em;height:12em;background:#fff}
+figure{margin:0}
 .chart svg{width:100%;height:auto;background:#fff;border:1px solid #d8dde3}
 .chart .human{fill:#2563eb}.chart .bot{fill:#9ca3af}.chart .preview{fill:#f59e0b}
 .legend span{margin-right:1em}
