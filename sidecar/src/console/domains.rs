@@ -16,9 +16,15 @@ pub async fn page(
 ) -> PageResult {
     let statuses = state.domains.statuses();
     let issuing = domains.issuing_description();
+    let mut pool = domains.own_domains.clone();
+    pool.sort();
+    pool.dedup();
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }
+        p { "Short domains (nginx's pool and --short-domains; every code answers on each): "
+            @if pool.is_empty() { "none reported" } @else { strong { (pool.join(", ")) } }
+        }
         div.wide { table {
             thead { tr {
                 th scope="col" { "Domain" } th scope="col" { "State" } th scope="col" { "Why" }
