@@ -1,4 +1,4 @@
-//! Campaigns: find one, see its totals and per-recipient status (clicked or not, clicks, last
+//! Campaigns: every campaign by name, 50 a page; find one, see its totals and per-recipient status (clicked or not, clicks, last
 //! click), a page of 50 at a time by keyset (so a campaign of a million recipients costs the
 //! same per page), and export every recipient as CSV, streamed.
 
@@ -14,12 +14,9 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use maud::html;
 use serde::Deserialize;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 const PAGE: u32 = 50;
-/// The newest links whose campaigns the list shows (there is no campaigns table to list).
-const RECENT: u32 = 500;
 const EXPORT_CHUNK: u32 = 1000;
 
 #[derive(Debug, Default, Deserialize)]
@@ -27,6 +24,9 @@ pub struct CampaignQuery {
     #[serde(default)]
     name: String,
     cursor: Option<String>,
+    /// The list's page: campaigns after this name.
+    #[serde(default)]
+    after: String,
 }
 
 pub async fn list(
@@ -39,23 +39,29 @@ pub async fn list(
     if !name.is_empty() {
         return detail(&state, &operator, &domains, name, query.cursor.as_deref()).await;
     }
-    let recent = state
+    let mut campaigns = state
         .links
-        .list(&LinkFilter::default(), None, RECENT)
+        .storage()
+        .list_campaigns(&query.after, PAGE + 1)
         .await?;
-    let campaigns: BTreeSet<String> = recent.into_iter().filter_map(|l| l.campaign).collect();
+    let next = (campaigns.len() > PAGE as usize).then(|| {
+        campaigns.truncate(PAGE as usize);
+        campaigns.last().cloned()
+    });
     let body = html! {
         h1 { "Campaigns" }
         form.inline method="get" action="/console/campaigns" role="search" {
             label { "Campaign name" input type="search" name="name" required; }
             button type="submit" { "Open" }
         }
-        h2 { "Campaigns of the " (RECENT) " newest links" }
         ul {
             @for campaign in &campaigns {
                 li { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
             }
             @if campaigns.is_empty() { li { "No campaign yet." } }
+        }
+        @if let Some(Some(last)) = next {
+            p { a href={ "/console/campaigns?after=" (encode(&last)) } { "Next page →" } }
         }
     };
     Ok(layout::page(&operator, "Campaigns", body).into_response())

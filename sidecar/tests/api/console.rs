@@ -13,6 +13,7 @@ use std::time::Duration;
 crate::on_both_backends!(
     every_page_renders_for_an_admin,
     a_revoked_key_ends_its_sessions,
+    campaigns_are_listed_by_name_a_page_at_a_time,
 );
 
 /// A browser's share of the work: cookies kept by name, redirects not followed.
@@ -484,4 +485,34 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
     assert!(lines[3].starts_with(&format!("3,201,bulk-three,{PUBLIC_BASE}/bulk-three")));
     let link: serde_json::Value = app.get_link("bulk-three").await.json().await.unwrap();
     assert_eq!(link["campaign"], "bulk");
+}
+
+async fn campaigns_are_listed_by_name_a_page_at_a_time(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut items: Vec<serde_json::Value> = (0..55)
+        .map(|i| json!({"url": format!("https://a.example/{i}"), "campaign": format!("c{i:02}")}))
+        .collect();
+    items.push(json!({"url": "https://a.example/again", "campaign": "c00"}));
+    items.push(json!({"url": "https://a.example/none"}));
+    let batch = app.post_batch(&items).await;
+    assert_eq!(batch.status(), StatusCode::OK);
+    let results = batch.text().await.unwrap();
+    assert_eq!(results.matches("\"status\":201").count(), 57, "{results}");
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+
+    let first = browser.page("/console/campaigns").await;
+    let listed = |page: &str| -> Vec<String> {
+        page.split("/console/campaigns?name=")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().to_owned())
+            .collect()
+    };
+    let expected: Vec<String> = (0..50).map(|i| format!("c{i:02}")).collect();
+    assert_eq!(listed(&first), expected, "{first}");
+    assert!(first.contains("/console/campaigns?after=c49"));
+    let second = browser.page("/console/campaigns?after=c49").await;
+    let expected: Vec<String> = (50..55).map(|i| format!("c{i:02}")).collect();
+    assert_eq!(listed(&second), expected);
+    assert!(!second.contains("Next page"));
 }
