@@ -30,9 +30,9 @@ pub use session::ConsoleState;
 use crate::http::{AppState, Error};
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_OPTIONS};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 
 /// Every console answer forbids anything not served by the console itself: no inline script or
@@ -81,6 +81,17 @@ pub fn router() -> Router<AppState> {
         .route("/console/domains", get(domains::page))
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
+        // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.
+        .route(
+            "/console/{*rest}",
+            any(|| async {
+                PageError(Error::Request {
+                    status: StatusCode::NOT_FOUND,
+                    code: "not_found",
+                    message: "there is no such console page".into(),
+                })
+            }),
+        )
         .layer(axum::middleware::map_response(secure_headers))
 }
 
