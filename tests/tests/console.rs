@@ -291,6 +291,35 @@ async fn the_console_works_in_a_real_browser() {
     );
     screenshot(c, "05-link-detail-with-visit").await;
 
+    // The campaign shows the recipient's first click; its CSV export too.
+    c.goto(&format!("{console}/campaigns?name=browser-spring"))
+        .await
+        .unwrap();
+    screenshot(c, "06-campaign-with-click").await;
+    let export = c
+        .execute_async(
+            "const done = arguments[arguments.length - 1];\
+             fetch(arguments[0]).then(r => r.text()).then(done);",
+            vec![Value::String(format!(
+                "{console}/campaigns/recipients.csv?name=browser-spring"
+            ))],
+        )
+        .await
+        .unwrap();
+    let row: Vec<&str> = export
+        .as_str()
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(&row[1..4], [code.as_str(), "yes", "1"], "{export}");
+    assert!(
+        !row[4].is_empty() && !row[5].is_empty(),
+        "first and last click: {export}"
+    );
+
     // Links list and search.
     c.goto(&format!("{console}/links?campaign=browser-spring"))
         .await

@@ -1,6 +1,6 @@
-//! Campaigns: every campaign by name, 50 a page; find one, see its totals and per-recipient status (clicked or not, clicks, last
-//! click), a page of 50 at a time by keyset (so a campaign of a million recipients costs the
-//! same per page), and export every recipient as CSV, streamed.
+//! Campaigns: every campaign by name, 50 a page; find one, see its totals and per-recipient status
+//! (clicked or not, clicks, first and last click), a page of 50 at a time by keyset (so a campaign
+//! of a million recipients costs the same per page), and export every recipient as CSV, streamed.
 
 use super::layout::{self, when};
 use super::session::Operator;
@@ -12,8 +12,10 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
+use chrono::{DateTime, Utc};
 use maud::html;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 const PAGE: u32 = 50;
@@ -95,6 +97,14 @@ async fn detail(
         .into_iter()
         .map(|link| LinkView::new(link, domains))
         .collect();
+    let codes: Vec<String> = views.iter().map(|view| view.code.clone()).collect();
+    let first: HashMap<String, DateTime<Utc>> = state
+        .analytics
+        .store
+        .first_visits(&codes)
+        .await?
+        .into_iter()
+        .collect();
     let body = html! {
         h1 { "Campaign " (name) }
         div.cards {
@@ -109,7 +119,8 @@ async fn detail(
         div.wide { table {
             thead { tr {
                 th scope="col" { "Recipient" } th scope="col" { "Code" } th scope="col" { "Clicked" }
-                th.num scope="col" { "Visits" } th scope="col" { "Last click" } th scope="col" { "State" }
+                th.num scope="col" { "Visits" } th scope="col" { "First click" } th scope="col" { "Last click" }
+                th scope="col" { "State" }
             } }
             tbody {
                 @for link in &views {
@@ -118,6 +129,7 @@ async fn detail(
                         td { a href={ "/console/links/" (link.code) } { (link.code) } }
                         td { @if link.visit_count > 0 { "yes" } @else { "no" } }
                         td.num { (link.visit_count) }
+                        td { (when(first.get(&link.code).copied())) }
                         td { (when(link.last_visit_at)) }
                         td { (links::state_cell(link)) }
                     }
@@ -148,7 +160,7 @@ pub(super) fn csv_field(out: &mut String, value: &str) {
     }
 }
 
-fn csv_row(link: &Link) -> String {
+fn csv_row(link: &Link, first: &HashMap<String, DateTime<Utc>>) -> String {
     let mut row = String::new();
     csv_field(&mut row, link.recipient_ref.as_deref().unwrap_or(""));
     row.push(',');
@@ -159,6 +171,10 @@ fn csv_row(link: &Link) -> String {
         ",no,"
     });
     row.push_str(&link.visit_count.to_string());
+    row.push(',');
+    if let Some(at) = first.get(&link.code) {
+        row.push_str(&at.to_rfc3339());
+    }
     row.push(',');
     if let Some(at) = link.last_visit_at {
         row.push_str(&at.to_rfc3339());
@@ -178,27 +194,40 @@ pub async fn export(
     }
     state.links.campaign(&name).await?;
     let storage = Arc::clone(state.links.storage());
+    let visits = Arc::clone(&state.analytics.store);
     let filter = LinkFilter {
         campaign: Some(name.clone()),
         ..LinkFilter::default()
     };
     // Code order, a chunk at a time: memory stays flat for a million recipients.
     let header = futures_util::stream::once(async {
-        Ok::<_, std::io::Error>("recipient,code,clicked,visits,last_click\n".to_owned())
+        Ok::<_, std::io::Error>("recipient,code,clicked,visits,first_click,last_click\n".to_owned())
     });
     let rows = futures_util::stream::unfold(Some(None::<String>), move |after| {
         let storage = Arc::clone(&storage);
+        let visits = Arc::clone(&visits);
         let filter = filter.clone();
         async move {
             let after = after?;
-            match storage
+            let chunk = match storage
                 .scan_links(&filter, after.as_deref(), EXPORT_CHUNK)
                 .await
             {
-                Ok(links) if links.is_empty() => None,
                 Ok(links) => {
+                    let codes: Vec<String> = links.iter().map(|l| l.code.clone()).collect();
+                    visits
+                        .first_visits(&codes)
+                        .await
+                        .map(|first| (links, first))
+                }
+                Err(error) => Err(error),
+            };
+            match chunk {
+                Ok((links, _)) if links.is_empty() => None,
+                Ok((links, first)) => {
+                    let first: HashMap<String, DateTime<Utc>> = first.into_iter().collect();
                     let last = links.last().map(|l| l.code.clone());
-                    let text: String = links.iter().map(csv_row).collect();
+                    let text: String = links.iter().map(|link| csv_row(link, &first)).collect();
                     Some((Ok(text), Some(last)))
                 }
                 Err(error) => {
