@@ -244,6 +244,7 @@ async fn run() -> bool {
         format!("/console/links/{hot}?interval=hour"),
         "/console/campaigns".to_owned(),
         "/console/campaigns?name=bench".to_owned(),
+        "/console/campaigns/totals?name=bench".to_owned(),
         "/console/domains".to_owned(),
         "/console/create".to_owned(),
         "/console/bulk".to_owned(),

@@ -77,6 +77,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/bulk/{job}", get(bulk::progress))
         .route("/console/bulk/{job}/results.csv", get(bulk::results))
         .route("/console/campaigns", get(campaigns::list))
+        .route("/console/campaigns/totals", get(campaigns::totals))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
         .route("/console/assets/console.css", get(layout::css))
