@@ -19,6 +19,7 @@ pub mod cli;
 pub mod code_scheme;
 pub mod config;
 pub mod config_file;
+pub mod console;
 pub mod domains;
 pub mod http;
 pub mod issuer;
@@ -138,6 +139,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         links: Arc::new(links),
         analytics,
         domains: Arc::default(),
+        console: Arc::default(),
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,

@@ -162,6 +162,11 @@ impl Nginx {
             render(&conf_dir, "domains.conf.template", &vars),
         )
         .expect("write domains.conf");
+        std::fs::write(
+            prefix.join("home.conf"),
+            render(&conf_dir, "home.conf.template", &vars),
+        )
+        .expect("write home.conf");
         for include in ["redirect", "to-https", "tls-domain"] {
             std::fs::write(
                 prefix.join(format!("{include}.conf")),

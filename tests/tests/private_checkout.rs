@@ -212,6 +212,7 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
     let template = [
         "nginx.conf.template",
         "domains.conf.template",
+        "home.conf.template",
         "redirect.conf.template",
         "to-https.conf.template",
         "tls-domain.conf.template",

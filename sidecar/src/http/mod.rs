@@ -3,14 +3,14 @@
 mod auth;
 mod batch;
 mod campaigns;
-mod domains;
+pub(crate) mod domains;
 mod early_close;
 mod error;
 mod health;
 pub(crate) mod links;
-mod qr;
+pub(crate) mod qr;
 mod resolve;
-mod stats;
+pub(crate) mod stats;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
 pub(crate) use batch::failure_error;
@@ -47,6 +47,8 @@ pub struct AppState {
     pub analytics: crate::visits::Analytics,
     /// Per-domain health (issue 20): fed by requests, checked by the job.
     pub domains: Arc<crate::domains::health::DomainHealth>,
+    /// The operator console's sessions and bulk uploads (issue 21).
+    pub console: Arc<crate::console::ConsoleState>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -79,6 +81,9 @@ pub fn router(state: AppState) -> Router {
     crate::metrics::install();
     Router::new()
         .nest("/api/v1", api)
+        // Not API: HTML for people, outside the OpenAPI document and the API-key layer (the
+        // console has sessions of its own).
+        .merge(crate::console::router())
         .merge(
             health::router()
                 .route("/metrics", get(crate::metrics::serve))
@@ -266,6 +271,23 @@ impl DomainContext {
                 .unwrap_or_default();
             self.health.issued_on(&host);
             crate::metrics::links_issued(host);
+        }
+    }
+
+    /// Where new links go, for people: each base with its weight, `draining` ones marked.
+    pub fn issuing_description(&self) -> String {
+        match &self.issuing {
+            None => "no issuing domain configured".into(),
+            Some(bases) => bases
+                .bases
+                .iter()
+                .map(|base| match (base.draining, bases.bases.len()) {
+                    (true, _) => format!("{} (draining)", base.url),
+                    (false, 1) => base.url.clone(),
+                    (false, _) => format!("{} (weight {})", base.url, base.weight),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
 

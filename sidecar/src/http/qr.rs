@@ -125,6 +125,15 @@ pub async fn link_qr(
     Ok((headers, body).into_response())
 }
 
+/// The QR code of `text` drawn as the API draws it: the console's inline image and downloads.
+pub(crate) fn render(text: &str, format: QrFormat, size: u32) -> Result<(&'static str, Vec<u8>)> {
+    let modules = Modules::encode(text, DEFAULT_MARGIN)?;
+    Ok(match format {
+        QrFormat::Svg => ("image/svg+xml", modules.svg(size).into_bytes()),
+        QrFormat::Png => ("image/png", modules.png(size)?),
+    })
+}
+
 /// Strong validator of one rendering: what is drawn and how.
 fn etag(short_url: &str, format: QrFormat, size: u32, margin: u32) -> String {
     let digest = Sha256::digest(format!("{short_url}\n{format:?}\n{size}\n{margin}"));

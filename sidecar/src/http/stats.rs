@@ -145,7 +145,7 @@ fn entry(e: Entry, include_bots: bool) -> EntryView {
 }
 
 /// Validates the parameters into an aligned query. `created`: the link's creation time.
-fn query(
+pub(crate) fn query(
     code: Option<String>,
     params: StatsParams,
     created: Option<DateTime<Utc>>,
@@ -198,7 +198,7 @@ fn query(
     })
 }
 
-fn view(q: &StatsQuery, stats: Stats) -> StatsView {
+pub(crate) fn view(q: &StatsQuery, stats: Stats) -> StatsView {
     let include_bots = q.include_bots;
     let (breakdown_from, breakdown_to) = crate::visits::store::breakdown_days(q);
     let mut breakdowns = BreakdownsView::default();

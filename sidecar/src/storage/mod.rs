@@ -175,6 +175,10 @@ pub trait Storage: Send + Sync + 'static {
     /// How many links the filter covers (for progress bars).
     async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64>;
 
+    /// Campaign names after `after` (`""`: from the first), in order, at most `limit`: one index
+    /// seek each (a skip scan of `links_campaign`), so a campaign's size does not matter.
+    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>>;
+
     /// Aggregates of one campaign at `now`.
     async fn campaign_stats(
         &self,

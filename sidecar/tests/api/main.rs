@@ -6,6 +6,7 @@ mod auth;
 mod batch;
 mod code_scheme;
 mod config_file;
+mod console;
 mod domain_certificate;
 mod domain_health;
 mod health;

@@ -182,6 +182,25 @@ impl Storage for PgStorage {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>> {
+        let rows = sqlx::query(
+            "WITH RECURSIVE c(name, n) AS ( \
+               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > $1), 1 \
+               UNION ALL \
+               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > c.name), c.n + 1 \
+               FROM c WHERE c.name IS NOT NULL AND c.n < $2 \
+             ) SELECT name FROM c WHERE name IS NOT NULL",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(StorageError::classify)?;
+        rows.iter()
+            .map(|row| row.try_get("name").map_err(StorageError::from))
+            .collect()
+    }
+
     async fn campaign_stats(
         &self,
         campaign: &str,

@@ -325,6 +325,10 @@ pub trait VisitStore: Send + Sync + 'static {
     /// unique counts need them); returns how many went.
     async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64>;
 
+    /// The first human visit to each of `codes` that has one (the console's per-recipient "first
+    /// click"): from the visitor set, one primary-key range per code.
+    async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>>;
+
     /// Human visits since `since` per short domain (the domain health job's traffic signal).
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>>;
 

@@ -461,6 +461,29 @@ impl VisitStore for SqliteVisitStore {
             .collect()
     }
 
+    async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>> {
+        if codes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query = sqlx::QueryBuilder::<Sqlite>::new(
+            "SELECT code, MIN(first_seen) AS first FROM link_visitors WHERE code IN (",
+        );
+        let mut list = query.separated(", ");
+        for code in codes {
+            list.push_bind(code);
+        }
+        query.push(") GROUP BY code");
+        let rows: Vec<(String, i64)> = query
+            .build_query_as()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(code, ms)| Some((code, DateTime::from_timestamp_millis(ms)?)))
+            .collect())
+    }
+
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>> {
         sqlx::query_as(
             "SELECT short_domain, COUNT(*) FROM visits WHERE visited_at >= ?1 \

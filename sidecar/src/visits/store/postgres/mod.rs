@@ -410,6 +410,16 @@ impl VisitStore for PgVisitStore {
             .collect()
     }
 
+    async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>> {
+        sqlx::query_as(
+            "SELECT code, MIN(first_seen) FROM link_visitors WHERE code = ANY($1) GROUP BY code",
+        )
+        .bind(codes)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)
+    }
+
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>> {
         sqlx::query_as(
             "SELECT short_domain, COUNT(*) FROM visits WHERE visited_at >= $1 \

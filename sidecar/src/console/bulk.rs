@@ -1,0 +1,354 @@
+//! Bulk upload: a CSV (header `url,code,expires_at,redirect,campaign,ref,tags`, tags separated by
+//! `;`) or NDJSON file (one `POST /api/v1/links` body a line) goes through the batch service in
+//! chunks, in a task of its own. The progress page reloads itself (an HTTP `Refresh` header: no
+//! script) until every row is done, then offers the results as CSV: one row per input line with
+//! the code and short URL, or the error.
+//!
+//! Jobs are kept in memory for [`KEEP`]: the results are for downloading right away.
+
+use super::campaigns::csv_field;
+use super::layout;
+use super::session::Operator;
+use super::{see_other, PageError, PageResult};
+use crate::http::links::{self as api, CreateLinkRequest};
+use crate::http::{failure_error, AppState, DomainContext, Error};
+use crate::service::ItemOutcome;
+use axum::extract::{Multipart, Path, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
+use axum::response::IntoResponse;
+use maud::html;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Rows per call of the batch service (one transaction each).
+const CHUNK: usize = 200;
+const MAX_ROWS: usize = 100_000;
+const KEEP: Duration = Duration::from_secs(60 * 60);
+const MAX_JOBS: usize = 50;
+
+#[derive(Default)]
+pub struct Jobs(Mutex<HashMap<String, Arc<Mutex<Job>>>>);
+
+#[derive(Default)]
+struct Job {
+    total: usize,
+    done: usize,
+    failed: usize,
+    /// CSV rows of the results, in input order.
+    rows: Vec<String>,
+    finished: bool,
+    started: Option<Instant>,
+}
+
+impl Jobs {
+    fn get(&self, id: &str) -> Option<Arc<Mutex<Job>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    fn insert(&self, id: String, job: Arc<Mutex<Job>>) {
+        let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.retain(|_, job| {
+            let job = job.lock().unwrap_or_else(|e| e.into_inner());
+            job.started.is_some_and(|at| at.elapsed() < KEEP)
+        });
+        if jobs.len() < MAX_JOBS {
+            jobs.insert(id, job);
+        }
+    }
+}
+
+fn result_row(line: usize, status: u16, code: &str, short_url: &str, error: &str) -> String {
+    let mut row = format!("{line},{status},");
+    csv_field(&mut row, code);
+    row.push(',');
+    csv_field(&mut row, short_url);
+    row.push(',');
+    csv_field(&mut row, error);
+    row.push('\n');
+    row
+}
+
+pub async fn page(operator: Operator) -> PageResult {
+    operator.require_issue()?;
+    let body = html! {
+        h1 { "Bulk upload" }
+        form.stack method="post" action="/console/bulk" enctype="multipart/form-data" {
+            (layout::csrf(&operator))
+            label for="file" { "CSV or NDJSON file" }
+            input #file type="file" name="file" accept=".csv,.ndjson,.jsonl,text/csv,application/x-ndjson" required;
+            button type="submit" { "Upload and create" }
+        }
+        p.hint {
+            "CSV: a header row with " code { "url" } " and any of " code { "code,expires_at,redirect,campaign,ref,tags" }
+            " (RFC 3339 expiry, tags separated by " code { ";" } "). NDJSON: one link per line, as for "
+            code { "POST /api/v1/links" } "."
+        }
+    };
+    Ok(layout::page(&operator, "Bulk upload", body).into_response())
+}
+
+/// The file's rows as create requests, or why a row cannot be read (its result is that error).
+fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| Error::invalid("invalid_body", "the file is not UTF-8 text"))?;
+    let text = text.trim_start_matches('\u{feff}');
+    let rows: Vec<Result<CreateLinkRequest, String>> = if text.trim_start().starts_with('{') {
+        text.lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}")))
+            .collect()
+    } else {
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
+        let header = reader
+            .headers()
+            .map_err(|_| Error::invalid("invalid_body", "the CSV has no header row"))?
+            .clone();
+        if !header.iter().any(|name| name == "url") {
+            return Err(Error::invalid(
+                "invalid_body",
+                "the CSV header has no url column",
+            ));
+        }
+        reader
+            .records()
+            .map(|record| {
+                let record = record.map_err(|e| format!("unreadable CSV row: {e}"))?;
+                let field = |name: &str| {
+                    header
+                        .iter()
+                        .position(|h| h == name)
+                        .and_then(|at| record.get(at))
+                        .filter(|value| !value.is_empty())
+                        .map(str::to_owned)
+                };
+                let expires_at = field("expires_at")
+                    .map(|at| {
+                        at.parse()
+                            .map_err(|_| format!("expires_at {at:?} is not RFC 3339"))
+                    })
+                    .transpose()?;
+                let redirect = field("redirect")
+                    .map(|r| {
+                        r.parse()
+                            .map_err(|_| format!("redirect {r:?} is not a number"))
+                    })
+                    .transpose()?;
+                Ok(CreateLinkRequest {
+                    url: field("url").unwrap_or_default(),
+                    code: field("code"),
+                    expires_at,
+                    redirect,
+                    forward_query: None,
+                    idempotent: None,
+                    campaign: field("campaign"),
+                    recipient_ref: field("ref"),
+                    tags: field("tags").map(|tags| {
+                        tags.split(';')
+                            .map(str::trim)
+                            .filter(|t| !t.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    }),
+                })
+            })
+            .collect()
+    };
+    if rows.is_empty() || rows.len() > MAX_ROWS {
+        return Err(Error::invalid(
+            "invalid_body",
+            format!("the file must have 1 to {MAX_ROWS} rows"),
+        ));
+    }
+    Ok(rows)
+}
+
+pub async fn upload(
+    State(state): State<AppState>,
+    operator: Operator,
+    domains: DomainContext,
+    mut multipart: Multipart,
+) -> PageResult {
+    let (mut csrf, mut file) = (None, None);
+    while let Some(field) = multipart.next_field().await.map_err(bad_upload)? {
+        match field.name() {
+            Some("csrf") => csrf = Some(field.text().await.map_err(bad_upload)?),
+            Some("file") => file = Some(field.bytes().await.map_err(bad_upload)?),
+            _ => {}
+        }
+    }
+    operator.check_csrf(csrf.as_deref())?;
+    operator.require_issue()?;
+    let rows = parse(&file.unwrap_or_default())?;
+    let id = super::session::random_token()?;
+    let job = Arc::new(Mutex::new(Job {
+        total: rows.len(),
+        started: Some(Instant::now()),
+        ..Job::default()
+    }));
+    state.console.jobs.insert(id.clone(), Arc::clone(&job));
+    tokio::spawn(run(state, domains, rows, job));
+    Ok(see_other(&format!("/console/bulk/{id}")))
+}
+
+fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
+    PageError(Error::Request {
+        status: error.status(),
+        code: "invalid_body",
+        message: "the upload could not be read".into(),
+    })
+}
+
+/// Creates the rows a chunk at a time, recording each row's result as it goes.
+async fn run(
+    state: AppState,
+    domains: DomainContext,
+    rows: Vec<Result<CreateLinkRequest, String>>,
+    job: Arc<Mutex<Job>>,
+) {
+    let mut rows = rows.into_iter().enumerate().peekable();
+    while rows.peek().is_some() {
+        let mut results: Vec<(usize, Option<String>)> = Vec::with_capacity(CHUNK);
+        let mut valid = Vec::with_capacity(CHUNK);
+        for (index, row) in rows.by_ref().take(CHUNK) {
+            let line = index + 1;
+            let checked = row.and_then(|request| {
+                api::new_link(&state, &domains, request).map_err(|e| e.message())
+            });
+            match checked {
+                Ok(new) => {
+                    valid.push((index as i64, new));
+                    results.push((line, None));
+                }
+                Err(message) => results.push((line, Some(result_row(line, 422, "", "", &message)))),
+            }
+        }
+        let outcomes: HashMap<i64, ItemOutcome> = state
+            .links
+            .create_chunk(valid, None)
+            .await
+            .into_iter()
+            .collect();
+        let mut outcomes = outcomes;
+        let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
+        for (line, row) in results {
+            let row = row.unwrap_or_else(|| match outcomes.remove(&(line as i64 - 1)) {
+                Some(ItemOutcome::Created(link)) => {
+                    crate::metrics::links_created("batch", 1);
+                    domains.count_issued(&link.code, link.campaign.as_deref());
+                    let url = domains.short_url(&link.code, link.campaign.as_deref());
+                    result_row(line, 201, &link.code, url.as_deref().unwrap_or(""), "")
+                }
+                Some(ItemOutcome::Existing(link)) => {
+                    let url = domains.short_url(&link.code, link.campaign.as_deref());
+                    result_row(line, 200, &link.code, url.as_deref().unwrap_or(""), "")
+                }
+                Some(ItemOutcome::Failed(failure)) => {
+                    let error = failure_error(failure);
+                    result_row(line, error.status_code().as_u16(), "", "", &error.message())
+                }
+                None => result_row(line, 500, "", "", "internal error"),
+            });
+            if !row.split(',').nth(1).is_some_and(|s| s.starts_with('2')) {
+                job.failed += 1;
+            }
+            job.rows.push(row);
+            job.done += 1;
+        }
+    }
+    job.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
+}
+
+pub async fn progress(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<String>,
+) -> PageResult {
+    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let (total, done, failed, finished) = {
+        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        (job.total, job.done, job.failed, job.finished)
+    };
+    let body = html! {
+        h1 { "Bulk upload" }
+        label for="progress" { "Rows done: " (done) " of " (total) }
+        progress #progress max=(total) value=(done) { (done) " of " (total) }
+        @if finished {
+            p.ok role="status" { "Finished: " (done - failed) " created, " (failed) " refused." }
+            p { a href={ "/console/bulk/" (id) "/results.csv" } download { "Download the results (CSV)" } }
+        } @else {
+            p role="status" { "Working… this page refreshes itself." }
+        }
+    };
+    let mut response = layout::page(&operator, "Bulk upload", body).into_response();
+    if !finished {
+        response
+            .headers_mut()
+            .insert(REFRESH, axum::http::HeaderValue::from_static("1"));
+    }
+    Ok(response)
+}
+
+pub async fn results(
+    State(state): State<AppState>,
+    _operator: Operator,
+    Path(id): Path<String>,
+) -> PageResult {
+    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let body = {
+        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let mut body = String::from("line,status,code,short_url,error\n");
+        for row in &job.rows {
+            body.push_str(row);
+        }
+        body
+    };
+    Ok((
+        [
+            (CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                CONTENT_DISPOSITION,
+                "attachment; filename=\"bulk-results.csv\"",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_and_ndjson_rows_become_requests_or_errors() {
+        let rows = parse(
+            "\u{feff}url,code,expires_at,redirect,campaign,ref,tags\n\
+             https://a.example/,alias1,2099-01-01T00:00:00Z,301,spring,r1,a; b\n\
+             https://b.example/,,soon,,,,\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 2);
+        let first = rows[0].as_ref().unwrap();
+        assert_eq!(first.code.as_deref(), Some("alias1"));
+        assert_eq!(first.redirect, Some(301));
+        assert_eq!(first.recipient_ref.as_deref(), Some("r1"));
+        assert_eq!(first.tags, Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert!(rows[1].as_ref().unwrap_err().contains("RFC 3339"));
+
+        let rows = parse(b"{\"url\":\"https://a.example/\"}\n\n{\"nope\":1}\n").unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].is_ok() && rows[1].is_err());
+
+        assert!(parse(b"code\nabc\n").is_err(), "no url column");
+        assert!(parse(b"").is_err(), "no rows");
+    }
+}

@@ -1,0 +1,318 @@
+//! Campaigns: every campaign by name, 50 a page; find one, see its totals and per-recipient status
+//! (clicked or not, clicks, first and last click), a page of 50 at a time by keyset (so a campaign
+//! of a million recipients costs the same per page), and export every recipient as CSV, streamed.
+
+use super::layout::{self, when};
+use super::session::Operator;
+use super::{encode, links, PageResult};
+use crate::http::links::LinkView;
+use crate::http::{AppState, DomainContext, Error};
+use crate::storage::{Link, LinkFilter, ListCursor};
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::IntoResponse;
+use chrono::{DateTime, Utc};
+use maud::html;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const PAGE: u32 = 50;
+const EXPORT_CHUNK: u32 = 1000;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CampaignQuery {
+    #[serde(default)]
+    name: String,
+    cursor: Option<String>,
+    /// The list's page: campaigns after this name.
+    #[serde(default)]
+    after: String,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    operator: Operator,
+    domains: DomainContext,
+    Query(query): Query<CampaignQuery>,
+) -> PageResult {
+    let name = query.name.trim();
+    if !name.is_empty() {
+        return detail(&state, &operator, &domains, name, query.cursor.as_deref()).await;
+    }
+    let mut campaigns = state
+        .links
+        .storage()
+        .list_campaigns(&query.after, PAGE + 1)
+        .await?;
+    let next = (campaigns.len() > PAGE as usize).then(|| {
+        campaigns.truncate(PAGE as usize);
+        campaigns.last().cloned()
+    });
+    let body = html! {
+        h1 { "Campaigns" }
+        form.inline method="get" action="/console/campaigns" role="search" {
+            label { "Campaign name" input type="search" name="name" required; }
+            button type="submit" { "Open" }
+        }
+        ul {
+            @for campaign in &campaigns {
+                li { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
+            }
+            @if campaigns.is_empty() { li { "No campaign yet." } }
+        }
+        @if let Some(Some(last)) = next {
+            p { a href={ "/console/campaigns?after=" (encode(&last)) } { "Next page →" } }
+        }
+    };
+    Ok(layout::page(&operator, "Campaigns", body).into_response())
+}
+
+async fn detail(
+    state: &AppState,
+    operator: &Operator,
+    domains: &DomainContext,
+    name: &str,
+    cursor: Option<&str>,
+) -> PageResult {
+    let filter = LinkFilter {
+        campaign: Some(name.to_owned()),
+        ..LinkFilter::default()
+    };
+    let cursor = cursor.and_then(ListCursor::decode);
+    let mut page = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
+    if page.is_empty() && cursor.is_none() {
+        return Err(no_such_campaign().into());
+    }
+    let next = (page.len() > PAGE as usize).then(|| {
+        page.truncate(PAGE as usize);
+        page.last().map(|last| {
+            ListCursor {
+                created_at: last.created_at,
+                code: last.code.clone(),
+            }
+            .encode()
+        })
+    });
+    let views: Vec<LinkView> = page
+        .into_iter()
+        .map(|link| LinkView::new(link, domains))
+        .collect();
+    let codes: Vec<String> = views.iter().map(|view| view.code.clone()).collect();
+    let first: HashMap<String, DateTime<Utc>> = state
+        .analytics
+        .store
+        .first_visits(&codes)
+        .await?
+        .into_iter()
+        .collect();
+    let body = html! {
+        h1 { "Campaign " (name) }
+        p {
+            a href={ "/console/campaigns/totals?name=" (encode(name)) } { "Totals: links by state, visits" }
+            " · "
+            a href={ "/console/campaigns/recipients.csv?name=" (encode(name)) } download { "Export all recipients (CSV)" }
+        }
+        h2 { "Recipients" }
+        div.wide { table {
+            thead { tr {
+                th scope="col" { "Recipient" } th scope="col" { "Code" } th scope="col" { "Clicked" }
+                th.num scope="col" { "Visits" } th scope="col" { "First click" } th scope="col" { "Last click" }
+                th scope="col" { "State" }
+            } }
+            tbody {
+                @for link in &views {
+                    tr {
+                        td { (link.recipient_ref.as_deref().unwrap_or("—")) }
+                        td { a href={ "/console/links/" (link.code) } { (link.code) } }
+                        td { @if link.visit_count > 0 { "yes" } @else { "no" } }
+                        td.num { (link.visit_count) }
+                        td { (when(first.get(&link.code).copied())) }
+                        td { (when(link.last_visit_at)) }
+                        td { (links::state_cell(link)) }
+                    }
+                }
+            }
+        } }
+        @if let Some(Some(next)) = next {
+            p { a href={ "/console/campaigns?name=" (encode(name)) "&cursor=" (encode(&next)) } { "Next page →" } }
+        }
+    };
+    Ok(layout::page(operator, &format!("Campaign {name}"), body).into_response())
+}
+
+fn no_such_campaign() -> Error {
+    Error::Request {
+        status: axum::http::StatusCode::NOT_FOUND,
+        code: "not_found",
+        message: "no link has this campaign".into(),
+    }
+}
+
+/// A campaign's totals on a page of their own: they count every link of the campaign (no
+/// per-campaign counters exist), a few hundred milliseconds for a million links, which the
+/// recipient pages should not pay on every click.
+pub async fn totals(
+    State(state): State<AppState>,
+    operator: Operator,
+    Query(query): Query<CampaignQuery>,
+) -> PageResult {
+    let name = query.name.trim();
+    let totals = state.links.campaign(name).await.map_err(|e| match e {
+        crate::service::ServiceError::NotFound => no_such_campaign(),
+        other => other.into(),
+    })?;
+    let body = html! {
+        h1 { "Campaign " (name) ": totals" }
+        div.cards {
+            div.card { "Links" b { (totals.links) } }
+            div.card { "Live" b { (totals.live) } }
+            div.card { "Expired" b { (totals.expired) } }
+            div.card { "Revoked" b { (totals.revoked) } }
+            div.card { "Visits" b { (totals.visits) } }
+        }
+        p { a href={ "/console/campaigns?name=" (encode(name)) } { "Recipients" } }
+    };
+    Ok(layout::page(&operator, &format!("Campaign {name}"), body).into_response())
+}
+
+/// One CSV field, quoted when it needs to be; a leading `=`, `+`, `-` or `@` is prefixed with
+/// `'` so that a spreadsheet never runs a recipient reference as a formula.
+pub(super) fn csv_field(out: &mut String, value: &str) {
+    let value = if value.starts_with(['=', '+', '-', '@']) {
+        format!("'{value}")
+    } else {
+        value.to_owned()
+    };
+    if value.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&value.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(&value);
+    }
+}
+
+fn csv_row(link: &Link, first: &HashMap<String, DateTime<Utc>>) -> String {
+    let mut row = String::new();
+    csv_field(&mut row, link.recipient_ref.as_deref().unwrap_or(""));
+    row.push(',');
+    csv_field(&mut row, &link.code);
+    row.push_str(if link.visit_count > 0 {
+        ",yes,"
+    } else {
+        ",no,"
+    });
+    row.push_str(&link.visit_count.to_string());
+    row.push(',');
+    if let Some(at) = first.get(&link.code) {
+        row.push_str(&at.to_rfc3339());
+    }
+    row.push(',');
+    if let Some(at) = link.last_visit_at {
+        row.push_str(&at.to_rfc3339());
+    }
+    row.push('\n');
+    row
+}
+
+pub async fn export(
+    State(state): State<AppState>,
+    _operator: Operator,
+    Query(query): Query<CampaignQuery>,
+) -> PageResult {
+    let name = query.name.trim().to_owned();
+    if name.is_empty() {
+        return Err(Error::invalid("invalid_campaign", "name a campaign").into());
+    }
+    let filter = LinkFilter {
+        campaign: Some(name.clone()),
+        ..LinkFilter::default()
+    };
+    if state.links.list(&filter, None, 1).await?.is_empty() {
+        return Err(no_such_campaign().into());
+    }
+    let storage = Arc::clone(state.links.storage());
+    let visits = Arc::clone(&state.analytics.store);
+    // Code order, a chunk at a time: memory stays flat for a million recipients.
+    let header = futures_util::stream::once(async {
+        Ok::<_, std::io::Error>("recipient,code,clicked,visits,first_click,last_click\n".to_owned())
+    });
+    let rows = futures_util::stream::unfold(Some(None::<String>), move |after| {
+        let storage = Arc::clone(&storage);
+        let visits = Arc::clone(&visits);
+        let filter = filter.clone();
+        async move {
+            let after = after?;
+            let chunk = match storage
+                .scan_links(&filter, after.as_deref(), EXPORT_CHUNK)
+                .await
+            {
+                Ok(links) => {
+                    let codes: Vec<String> = links.iter().map(|l| l.code.clone()).collect();
+                    visits
+                        .first_visits(&codes)
+                        .await
+                        .map(|first| (links, first))
+                }
+                Err(error) => Err(error),
+            };
+            match chunk {
+                Ok((links, _)) if links.is_empty() => None,
+                Ok((links, first)) => {
+                    let first: HashMap<String, DateTime<Utc>> = first.into_iter().collect();
+                    let last = links.last().map(|l| l.code.clone());
+                    let text: String = links.iter().map(|link| csv_row(link, &first)).collect();
+                    Some((Ok(text), Some(last)))
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "campaign export stopped");
+                    Some((Err(std::io::Error::other("export failed")), None))
+                }
+            }
+        }
+    });
+    use futures_util::StreamExt;
+    let body = Body::from_stream(header.chain(rows));
+    let filename: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok((
+        [
+            (CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}-recipients.csv\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_fields_are_quoted_and_never_formulas() {
+        let field = |value: &str| {
+            let mut out = String::new();
+            csv_field(&mut out, value);
+            out
+        };
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(field("+1"), "'+1");
+    }
+}

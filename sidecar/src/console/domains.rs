@@ -1,0 +1,50 @@
+//! Domains: the pool's health as `GET /api/v1/domains` reports it, and where new links are
+//! issued (the bases nginx sends with each request).
+
+use super::layout::{self, when};
+use super::session::Operator;
+use super::PageResult;
+use crate::http::{AppState, DomainContext};
+use axum::extract::State;
+use axum::response::IntoResponse;
+use maud::html;
+
+pub async fn page(
+    State(state): State<AppState>,
+    operator: Operator,
+    domains: DomainContext,
+) -> PageResult {
+    let statuses = state.domains.statuses();
+    let issuing = domains.issuing_description();
+    let mut pool = domains.own_domains.clone();
+    pool.sort();
+    pool.dedup();
+    let body = html! {
+        h1 { "Domains" }
+        p { "New links are issued on: " strong { (issuing) } }
+        p { "Short domains (nginx's pool and --short-domains; every code answers on each): "
+            @if pool.is_empty() { "none reported" } @else { strong { (pool.join(", ")) } }
+        }
+        div.wide { table {
+            thead { tr {
+                th scope="col" { "Domain" } th scope="col" { "State" } th scope="col" { "Why" }
+                th.num scope="col" { "Issued" } th.num scope="col" { "Human clicks" } th scope="col" { "Last check" }
+            } }
+            tbody {
+                @for d in &statuses {
+                    tr {
+                        td { (d.domain) }
+                        td { (d.state.as_str()) }
+                        td { (d.reasons.join("; ")) }
+                        td.num { (d.issued) }
+                        td.num { (d.clicks) }
+                        td { (when(Some(d.last_probe))) }
+                    }
+                }
+                @if statuses.is_empty() { tr { td colspan="6" { "No domain has been checked yet." } } }
+            }
+        } }
+        p.hint { "Issued and clicks count the health window of the domain checks." }
+    };
+    Ok(layout::page(&operator, "Domains", body).into_response())
+}

@@ -1,0 +1,150 @@
+//! The page shell (navigation, sign-out form), the stylesheet and the script, all in the binary.
+
+use super::session::Operator;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::response::IntoResponse;
+use maud::{html, Markup, DOCTYPE};
+
+/// One small stylesheet; a single column under 40em so that every page works on a phone.
+const CSS: &str = r#"
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.45 system-ui,sans-serif;color:#1b1f24;background:#f6f7f9}
+header{background:#1d3557;color:#fff;padding:.5em 1em;display:flex;flex-wrap:wrap;gap:.25em 1em;align-items:center}
+header a{color:#fff;text-decoration:none;padding:.3em .2em}
+header a:focus,header a:hover{text-decoration:underline}
+header form{margin-left:auto}
+main{max-width:72em;margin:0 auto;padding:1em}
+h1{font-size:1.5em;margin:.3em 0 .6em}
+h2{font-size:1.15em;margin:1.2em 0 .5em}
+a{color:#1d4ed8}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(9em,1fr));gap:.75em}
+.card{background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:.75em}
+.card b{display:block;font-size:1.6em}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:.35em .5em;border-bottom:1px solid #e3e6ea;vertical-align:top}
+td.num,th.num{text-align:right}
+.wide{overflow-x:auto}
+form.stack{display:grid;gap:.4em;max-width:36em;background:#fff;padding:1em;border:1px solid #d8dde3;border-radius:6px}
+form.inline{display:flex;flex-wrap:wrap;gap:.5em;align-items:end}
+form.inline label{display:flex;flex-direction:column;font-size:.9em}
+label{font-weight:600}
+input,select,button,textarea{font:inherit;padding:.4em;border:1px solid #9aa4b1;border-radius:4px;max-width:100%}
+button{background:#1d4ed8;color:#fff;border-color:#1d4ed8;cursor:pointer}
+button.danger{background:#b91c1c;border-color:#b91c1c}
+button.link{background:none;border:none;color:#fff;padding:.3em .2em}
+:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+.error{color:#b91c1c;font-weight:600}
+.ok{color:#15803d;font-weight:600}
+.hint{color:#555;font-size:.9em}
+.short{font-size:1.3em;word-break:break-all}
+.qr svg{width:12em;height:12em;background:#fff}
+figure{margin:0}
+.chart svg{width:100%;height:auto;background:#fff;border:1px solid #d8dde3}
+.chart .human{fill:#2563eb}.chart .bot{fill:#9ca3af}.chart .preview{fill:#f59e0b}
+.legend span{margin-right:1em}
+.legend .human{color:#2563eb}.legend .bot{color:#6b7280}.legend .preview{color:#b45309}
+progress{width:100%;height:1.5em}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(18em,1fr));gap:1em}
+.state-live{color:#15803d}.state-expired{color:#92400e}.state-revoked{color:#b91c1c}
+@media (max-width:40em){header form{margin-left:0}main{padding:.5em}th,td{padding:.3em}}
+"#;
+
+/// The copy button: the only script, and optional (the URL is selectable text anyway).
+const JS: &str = r#"
+document.querySelectorAll('button[data-copy]').forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener('click', function () {
+    var text = document.getElementById(button.dataset.copy).textContent.trim();
+    navigator.clipboard.writeText(text).then(function () {
+      button.textContent = 'Copied';
+    }, function () {
+      button.textContent = 'Copy failed: select the text';
+    });
+  });
+});
+"#;
+
+pub async fn css() -> impl IntoResponse {
+    (
+        [
+            (CONTENT_TYPE, "text/css; charset=utf-8"),
+            (CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        CSS,
+    )
+}
+
+pub async fn js() -> impl IntoResponse {
+    (
+        [
+            (CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        JS,
+    )
+}
+
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · shortlink" }
+            link rel="stylesheet" href="/console/assets/console.css";
+            script src="/console/assets/console.js" defer {}
+        }
+    }
+}
+
+/// A page without navigation: sign-in and errors.
+pub fn bare(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body { main { (body) } }
+        }
+    }
+}
+
+/// A signed-in page: navigation (creation pages only for roles that may issue) and sign-out.
+pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body {
+                header {
+                    nav aria-label="Console" {
+                        a href="/console/" { "Overview" }
+                        " "
+                        @if operator.may_issue() {
+                            a href="/console/create" { "Create" } " "
+                            a href="/console/bulk" { "Bulk upload" } " "
+                        }
+                        a href="/console/links" { "Links" } " "
+                        a href="/console/campaigns" { "Campaigns" } " "
+                        a href="/console/domains" { "Domains" }
+                    }
+                    form method="post" action="/console/sign-out" {
+                        input type="hidden" name="csrf" value=(operator.csrf);
+                        span { (operator.name) " (" (operator.role.as_str()) ") " }
+                        button.link type="submit" { "Sign out" }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// The hidden CSRF field every form carries.
+pub fn csrf(operator: &Operator) -> Markup {
+    html! { input type="hidden" name="csrf" value=(operator.csrf); }
+}
+
+/// A timestamp for people: UTC, to the minute.
+pub fn when(at: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    at.map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| "—".into())
+}

@@ -1,0 +1,148 @@
+//! The operator console under `/console/` (issue 21): HTML pages for the people who run SMS
+//! campaigns, served by the sidecar and reached only through nginx's internal API server (the
+//! public redirect servers never route `/console/`).
+//!
+//! Technology: server-rendered HTML with [`maud`]. Its templates are Rust expressions compiled
+//! into the binary and type-checked with the handlers, every interpolation is HTML-escaped
+//! unless wrapped in `PreEscaped` (used only for SVG we draw ourselves), and there is no
+//! template directory to ship or keep in step with the code (askama would have needed one, and
+//! its errors point at generated code). Charts are SVG drawn here ([`chart`]); the one
+//! stylesheet and the few lines of script (the copy button) are constants served from
+//! `/console/assets/`, so every page works with no internet access under
+//! `Content-Security-Policy: default-src 'self'` (set on every console answer, errors included).
+//!
+//! Sign-in takes an API key and opens a server-side session ([`session`]); each request re-reads
+//! the key, so a revoked key or a changed role takes effect at once. Every form carries the
+//! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`).
+
+mod bulk;
+mod campaigns;
+mod chart;
+mod detail;
+mod domains;
+mod layout;
+mod links;
+mod overview;
+pub(crate) mod session;
+
+pub use session::ConsoleState;
+
+use crate::http::{AppState, Error};
+use axum::extract::DefaultBodyLimit;
+use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_OPTIONS};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{any, get, post};
+use axum::Router;
+
+/// Every console answer forbids anything not served by the console itself: no inline script or
+/// style, no framing, forms post only here.
+const CSP: &str = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Largest bulk upload (the batch API itself streams without limit; the console holds the file).
+pub const MAX_UPLOAD_BYTES: usize = 4 * 1024 * 1024;
+
+/// The console's routes, with their full paths (merged, not nested: `/console/` itself is the
+/// overview, and nesting would leave the trailing slash unrouted).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/console",
+            get(|| async { Redirect::permanent("/console/") }),
+        )
+        .route("/console/", get(overview::page))
+        .route(
+            "/console/sign-in",
+            get(session::sign_in_page).post(session::sign_in),
+        )
+        .route("/console/sign-out", post(session::sign_out))
+        .route(
+            "/console/create",
+            get(links::create_page).post(links::create),
+        )
+        .route("/console/links", get(links::list))
+        .route("/console/links/{code}", get(detail::page))
+        .route("/console/links/{code}/qr", get(detail::qr_file))
+        .route("/console/links/{code}/edit", post(links::edit))
+        .route(
+            "/console/links/{code}/revoke",
+            get(links::revoke_confirm).post(links::revoke),
+        )
+        .route(
+            "/console/bulk",
+            get(bulk::page)
+                .post(bulk::upload)
+                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+        )
+        .route("/console/bulk/{job}", get(bulk::progress))
+        .route("/console/bulk/{job}/results.csv", get(bulk::results))
+        .route("/console/campaigns", get(campaigns::list))
+        .route("/console/campaigns/totals", get(campaigns::totals))
+        .route("/console/campaigns/recipients.csv", get(campaigns::export))
+        .route("/console/domains", get(domains::page))
+        .route("/console/assets/console.css", get(layout::css))
+        .route("/console/assets/console.js", get(layout::js))
+        // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.
+        .route(
+            "/console/{*rest}",
+            any(|| async {
+                PageError(Error::Request {
+                    status: StatusCode::NOT_FOUND,
+                    code: "not_found",
+                    message: "there is no such console page".into(),
+                })
+            }),
+        )
+        .layer(axum::middleware::map_response(secure_headers))
+}
+
+async fn secure_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers
+        .entry(CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
+    response
+}
+
+/// The crate's [`Error`] as an HTML page: the same status and the same message for people
+/// (internal causes are logged by [`Error`]'s own rendering, never shown).
+pub struct PageError(pub Error);
+
+impl<E: Into<Error>> From<E> for PageError {
+    fn from(error: E) -> Self {
+        PageError(error.into())
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.0.status_code();
+        let message = self.0.message();
+        // Logs and counts the error as the API does; only the status and message are kept.
+        drop(self.0.into_response());
+        let page = layout::bare(
+            "Error",
+            maud::html! {
+                h1 { "Error " (status.as_u16()) }
+                p.error role="alert" { (message) }
+                p { a href="/console/" { "Back to the overview" } }
+            },
+        );
+        (status, page).into_response()
+    }
+}
+
+pub type PageResult<T = Response> = std::result::Result<T, PageError>;
+
+/// After a successful POST: see the result with a GET (reloading never posts twice).
+fn see_other(location: &str) -> Response {
+    Redirect::to(location).into_response()
+}
+
+/// Percent-encodes a path segment or query value (campaigns and tags are free text).
+pub(crate) fn encode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}

@@ -1,0 +1,519 @@
+//! The operator console (`/console/`) over HTTP: sign-in with good and bad keys, the session
+//! cookie's attributes, CSRF tokens, roles, a revoked key ending its sessions, the CSP header,
+//! and every page rendering for a signed-in admin.
+
+use crate::helpers::*;
+use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+crate::on_both_backends!(
+    every_page_renders_for_an_admin,
+    a_revoked_key_ends_its_sessions,
+    campaigns_are_listed_by_name_a_page_at_a_time,
+);
+
+/// A browser's share of the work: cookies kept by name, redirects not followed.
+struct Browser<'a> {
+    app: &'a TestApp,
+    cookies: BTreeMap<String, String>,
+}
+
+impl<'a> Browser<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        Browser {
+            app,
+            cookies: BTreeMap::new(),
+        }
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self.app.client.request(method, self.app.url(path));
+        if !self.cookies.is_empty() {
+            let header: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect();
+            request = request.header(COOKIE, header.join("; "));
+        }
+        request
+    }
+
+    async fn send(&mut self, request: reqwest::RequestBuilder) -> reqwest::Response {
+        let response = request.send().await.unwrap();
+        for value in response.headers().get_all(SET_COOKIE) {
+            let value = value.to_str().unwrap();
+            let (pair, _) = value.split_once(';').unwrap_or((value, ""));
+            let (name, cookie) = pair.split_once('=').unwrap();
+            if cookie.is_empty() {
+                self.cookies.remove(name);
+            } else {
+                self.cookies.insert(name.to_owned(), cookie.to_owned());
+            }
+        }
+        response
+    }
+
+    async fn get(&mut self, path: &str) -> reqwest::Response {
+        let request = self.request(Method::GET, path);
+        self.send(request).await
+    }
+
+    /// GET that must answer 200; returns the page.
+    async fn page(&mut self, path: &str) -> String {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+        response.text().await.unwrap()
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        let request = self.request(Method::POST, path).form(form);
+        self.send(request).await
+    }
+
+    /// Signs in with `key`; returns the sign-in answer.
+    async fn sign_in(&mut self, key: &str) -> reqwest::Response {
+        let page = self.page("/console/sign-in").await;
+        let csrf = csrf_of(&page);
+        self.post("/console/sign-in", &[("key", key), ("csrf", &csrf)])
+            .await
+    }
+
+    /// The CSRF token of the signed-in session, from the overview's sign-out form.
+    async fn csrf(&mut self) -> String {
+        csrf_of(&self.page("/console/").await)
+    }
+}
+
+fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .expect("a CSRF field")
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+fn location(response: &reqwest::Response) -> &str {
+    response.headers()[LOCATION].to_str().unwrap()
+}
+
+fn new_key(app: &TestApp, name: &str, role: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(["keys", "create", "--name", name, "--role", role])
+        .args(["--database-url", &app.database_url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn revoke_key(app: &TestApp, name: &str) {
+    let list = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(["keys", "list", "--database-url", &app.database_url])
+        .output()
+        .unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    let id = list
+        .lines()
+        .find(|line| line.contains(name))
+        .and_then(|line| line.split_whitespace().next())
+        .expect("the key is listed")
+        .to_owned();
+    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(["keys", "revoke", &id, "--database-url", &app.database_url])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_takes_a_valid_key_and_refuses_others() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut browser = Browser::new(&app);
+
+    let anonymous = browser.get("/console/").await;
+    assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&anonymous), "/console/sign-in");
+
+    for wrong in ["slk_wrong", "", &format!("{API_KEY}x")] {
+        let refused = browser.sign_in(wrong).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{wrong:?}");
+        assert!(refused
+            .text()
+            .await
+            .unwrap()
+            .contains("not a valid API key"));
+        assert!(!browser.cookies.contains_key("shortlink_console"));
+    }
+    let resolve = new_key(&app, "fallback", "resolve");
+    let refused = browser.sign_in(&resolve).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    let signed_in = browser.sign_in(API_KEY).await;
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&signed_in), "/console/");
+    let cookie = signed_in
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|v| v.starts_with("shortlink_console="))
+        .unwrap()
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console/", "Max-Age="] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    let overview = browser.page("/console/").await;
+    assert!(overview.contains("Overview"));
+
+    // Behind TLS (nginx says so), the cookie is Secure too.
+    let mut tls = Browser::new(&app);
+    let page = tls
+        .send(
+            tls.request(Method::GET, "/console/sign-in")
+                .header("X-Forwarded-Proto", "https"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    let request = tls
+        .request(Method::POST, "/console/sign-in")
+        .header("X-Forwarded-Proto", "https")
+        .form(&[("key", API_KEY), ("csrf", &csrf_of(&page))]);
+    let response = tls.send(request).await;
+    let secure = response.headers().get_all(SET_COOKIE).iter().any(|v| {
+        v.to_str().unwrap().starts_with("shortlink_console=")
+            && v.to_str().unwrap().contains("; Secure")
+    });
+    assert!(secure);
+
+    // Signing out ends the session.
+    let csrf = browser.csrf().await;
+    let out = browser.post("/console/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        browser.get("/console/").await.status(),
+        StatusCode::SEE_OTHER
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forms_without_their_csrf_token_are_refused() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://a.example/").await;
+    let mut browser = Browser::new(&app);
+
+    // The sign-in form has a token of its own.
+    browser.page("/console/sign-in").await;
+    let no_token = browser.post("/console/sign-in", &[("key", API_KEY)]).await;
+    assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
+    assert!(!browser.cookies.contains_key("shortlink_console"));
+
+    assert_eq!(
+        browser.sign_in(API_KEY).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let before = app.stored().await;
+    for token in [None, Some("wrong"), Some("")] {
+        let mut create = vec![("url", "https://b.example/")];
+        let mut revoke = vec![];
+        if let Some(token) = token {
+            create.push(("csrf", token));
+            revoke.push(("csrf", token));
+        }
+        let response = browser.post("/console/create", &create).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{token:?}");
+        assert!(response.text().await.unwrap().contains("security token"));
+        let response = browser
+            .post(&format!("/console/links/{code}/revoke"), &revoke)
+            .await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let response = browser
+            .post(&format!("/console/links/{code}/edit"), &revoke)
+            .await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let response = browser.post("/console/sign-out", &revoke).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    }
+    assert_eq!(app.stored().await, before, "nothing changed");
+    let link: serde_json::Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["state"], "live");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://a.example/").await;
+    let viewer = new_key(&app, "support desk", "viewer");
+    let mut browser = Browser::new(&app);
+    assert_eq!(
+        browser.sign_in(&viewer).await.status(),
+        StatusCode::SEE_OTHER
+    );
+
+    let overview = browser.page("/console/").await;
+    assert!(!overview.contains("/console/create"));
+    assert!(!overview.contains("/console/bulk"));
+    let detail = browser.page(&format!("/console/links/{code}")).await;
+    assert!(!detail.contains("/revoke"));
+    assert!(!detail.contains("/edit"));
+    let list = browser.page("/console/links").await;
+    assert!(list.contains(&code));
+    assert!(!list.contains("Revoke"));
+
+    let csrf = browser.csrf().await;
+    let before = app.stored().await;
+    for path in ["/console/create", "/console/bulk"] {
+        assert_eq!(
+            browser.get(path).await.status(),
+            StatusCode::FORBIDDEN,
+            "{path}"
+        );
+    }
+    let create = browser
+        .post(
+            "/console/create",
+            &[("csrf", &csrf), ("url", "https://b.example/")],
+        )
+        .await;
+    assert_eq!(create.status(), StatusCode::FORBIDDEN);
+    let revoke_page = browser.get(&format!("/console/links/{code}/revoke")).await;
+    assert_eq!(revoke_page.status(), StatusCode::FORBIDDEN);
+    let revoke = browser
+        .post(&format!("/console/links/{code}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(revoke.status(), StatusCode::FORBIDDEN);
+    let edit = browser
+        .post(
+            &format!("/console/links/{code}/edit"),
+            &[("csrf", &csrf), ("url", "https://c.example/")],
+        )
+        .await;
+    assert_eq!(edit.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.stored().await, before);
+}
+
+async fn a_revoked_key_ends_its_sessions(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let key = new_key(&app, "ops laptop", "issuer");
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_in(&key).await.status(), StatusCode::SEE_OTHER);
+    browser.page("/console/").await;
+    revoke_key(&app, "ops laptop");
+    let after = browser.get("/console/").await;
+    assert_eq!(after.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&after), "/console/sign-in");
+    let again = browser.sign_in(&key).await;
+    assert_eq!(again.status(), StatusCode::UNAUTHORIZED);
+    assert!(again.text().await.unwrap().contains("revoked"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_answer_has_a_strict_csp() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut browser = Browser::new(&app);
+    for path in [
+        "/console/sign-in",
+        "/console/",
+        "/console/assets/console.css",
+    ] {
+        let response = browser.get(path).await;
+        let csp = response.headers()[CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap();
+        assert!(csp.starts_with("default-src 'self'"), "{path}: {csp}");
+    }
+    browser.sign_in(API_KEY).await;
+    for path in ["/console/", "/console/links/nosuchcode"] {
+        let response = browser.get(path).await;
+        assert!(
+            response.headers().contains_key(CONTENT_SECURITY_POLICY),
+            "{path}"
+        );
+    }
+    // No inline script or style anywhere: the CSP would block them.
+    let page = browser.page("/console/").await;
+    assert!(!page.contains("<script>") && !page.contains("style="));
+    // The API is untouched: still JSON behind a bearer key, and the console is not in its document.
+    let openapi: serde_json::Value = app
+        .api(Method::GET, "/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(!openapi["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|path| path.contains("console")));
+}
+
+async fn every_page_renders_for_an_admin(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(
+        browser.sign_in(API_KEY).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let csrf = browser.csrf().await;
+
+    // Create: then the link's page with its short URL, copy button and QR code.
+    browser.page("/console/create").await;
+    let created = browser
+        .post(
+            "/console/create",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://shop.example/spring"),
+                ("code", "spring-sale"),
+                ("redirect", "301"),
+                ("campaign", "spring 2026"),
+                ("tags", "sms, de"),
+                ("expires_at", "2099-01-01T10:00"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&created), "/console/links/spring-sale?created=1");
+    let detail = browser.page("/console/links/spring-sale?created=1").await;
+    assert!(detail.contains(&format!("{PUBLIC_BASE}/spring-sale")));
+    assert!(detail.contains("data-copy=\"short-url\""));
+    assert!(detail.contains("<svg") && detail.contains("QR code"));
+    let link: serde_json::Value = app.get_link("spring-sale").await.json().await.unwrap();
+    assert_eq!(link["redirect"], 301);
+    assert_eq!(link["campaign"], "spring 2026");
+    assert_eq!(link["tags"], json!(["sms", "de"]));
+    assert_eq!(link["expires_at"], "2099-01-01T10:00:00Z");
+
+    // A refused create shows the problem on the form.
+    let refused = browser
+        .post(
+            "/console/create",
+            &[("csrf", &csrf), ("url", "ftp://x.example/")],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().await.unwrap().contains("role=\"alert\""));
+
+    for path in [
+        "/console/",
+        "/console/links",
+        "/console/links?q=spring-sale",
+        "/console/links?q=https%3A%2F%2Fshop.example%2Fspring",
+        "/console/links?campaign=spring+2026&state=live",
+        "/console/links?tag=sms",
+        "/console/links/spring-sale?interval=hour",
+        "/console/links/spring-sale/revoke",
+        "/console/campaigns",
+        "/console/campaigns?name=spring+2026",
+        "/console/campaigns/totals?name=spring+2026",
+        "/console/domains",
+        "/console/bulk",
+    ] {
+        let page = browser.page(path).await;
+        assert!(page.starts_with("<!DOCTYPE html>"), "{path}");
+        if path.contains("spring") && !path.contains("interval") && !path.contains("totals") {
+            assert!(page.contains("spring-sale"), "{path}");
+        }
+    }
+    let png = browser
+        .get("/console/links/spring-sale/qr?format=png")
+        .await;
+    assert_eq!(png.status(), StatusCode::OK);
+    assert_eq!(png.headers()["content-type"], "image/png");
+    let csv = browser
+        .page("/console/campaigns/recipients.csv?name=spring+2026")
+        .await;
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.contains("spring-sale,no,0"));
+
+    // Edit the target, then revoke after the confirmation page.
+    let edited = browser
+        .post(
+            "/console/links/spring-sale/edit",
+            &[("csrf", &csrf), ("url", "https://shop.example/summer")],
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::SEE_OTHER);
+    let link: serde_json::Value = app.get_link("spring-sale").await.json().await.unwrap();
+    assert_eq!(link["url"], "https://shop.example/summer");
+    let revoked = browser
+        .post("/console/links/spring-sale/revoke", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(revoked.status(), StatusCode::SEE_OTHER);
+    let link: serde_json::Value = app.get_link("spring-sale").await.json().await.unwrap();
+    assert_eq!(link["state"], "revoked");
+
+    // Bulk: three rows, one refused; the results name each line.
+    let csv = "url,code,campaign,tags\nhttps://a.example/1,,bulk,x;y\nnot a url,,bulk,\nhttps://a.example/3,bulk-three,bulk,\n";
+    let form = reqwest::multipart::Form::new()
+        .text("csrf", csrf.clone())
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
+        );
+    let request = browser
+        .request(Method::POST, "/console/bulk")
+        .multipart(form);
+    let uploaded = browser.send(request).await;
+    assert_eq!(uploaded.status(), StatusCode::SEE_OTHER);
+    let job = location(&uploaded).to_owned();
+    let mut finished = false;
+    for _ in 0..100 {
+        if browser.page(&job).await.contains("Finished") {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(finished);
+    let results = browser.page(&format!("{job}/results.csv")).await;
+    let lines: Vec<&str> = results.lines().collect();
+    assert_eq!(lines.len(), 4, "{results}");
+    assert!(lines[1].starts_with("1,201,"), "{results}");
+    assert!(lines[2].starts_with("2,422,,,"), "{results}");
+    assert!(lines[3].starts_with(&format!("3,201,bulk-three,{PUBLIC_BASE}/bulk-three")));
+    let link: serde_json::Value = app.get_link("bulk-three").await.json().await.unwrap();
+    assert_eq!(link["campaign"], "bulk");
+}
+
+async fn campaigns_are_listed_by_name_a_page_at_a_time(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut items: Vec<serde_json::Value> = (0..55)
+        .map(|i| json!({"url": format!("https://a.example/{i}"), "campaign": format!("c{i:02}")}))
+        .collect();
+    items.push(json!({"url": "https://a.example/again", "campaign": "c00"}));
+    items.push(json!({"url": "https://a.example/none"}));
+    let batch = app.post_batch(&items).await;
+    assert_eq!(batch.status(), StatusCode::OK);
+    let results = batch.text().await.unwrap();
+    assert_eq!(results.matches("\"status\":201").count(), 57, "{results}");
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+
+    let first = browser.page("/console/campaigns").await;
+    let listed = |page: &str| -> Vec<String> {
+        page.split("/console/campaigns?name=")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().to_owned())
+            .collect()
+    };
+    let expected: Vec<String> = (0..50).map(|i| format!("c{i:02}")).collect();
+    assert_eq!(listed(&first), expected, "{first}");
+    assert!(first.contains("/console/campaigns?after=c49"));
+    let second = browser.page("/console/campaigns?after=c49").await;
+    let expected: Vec<String> = (50..55).map(|i| format!("c{i:02}")).collect();
+    assert_eq!(listed(&second), expected);
+    assert!(!second.contains("Next page"));
+}

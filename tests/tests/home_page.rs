@@ -1,0 +1,45 @@
+//! Each short domain's home page at `/` (nginx/home.conf.template): the branded 404 page until the
+//! operator names a URL for the domain, then a redirect there; other domains are unaffected.
+
+use shortlink_e2e::System;
+
+#[test]
+fn the_home_page_is_the_404_page_or_the_domains_own_redirect() {
+    let system = System::start();
+    let not_found = std::fs::read_to_string(
+        shortlink_e2e::paths::workspace_dir().join("nginx/errors/404.html"),
+    )
+    .unwrap();
+    for host in ["s1.test", "s2.test"] {
+        let home = system.nginx.get(host, "/");
+        assert_eq!(home.status(), 404, "{host}");
+        assert_eq!(home.text().unwrap(), not_found, "{host}: the branded page");
+    }
+
+    std::fs::write(
+        system.nginx.prefix.join("home.conf"),
+        "map $host $shortlink_home {\n    default \"\";\n    s2.test \"https://brand.example/\";\n}\n",
+    )
+    .unwrap();
+    system.nginx.reload();
+    // Old workers finish their connections after the reload: wait for a new one to answer.
+    let mut location = None;
+    let redirected = testkit::wait_until(std::time::Duration::from_secs(10), || {
+        let home = system.nginx.get("s2.test", "/");
+        location = home.headers().get("location").cloned();
+        home.status() == 302
+    });
+    assert!(redirected, "s2.test's home did not become a redirect");
+    assert_eq!(location.unwrap(), "https://brand.example/");
+    assert_eq!(system.nginx.get("s1.test", "/").status(), 404);
+    // Codes still answer beside the home page.
+    let code = system.create(serde_json::json!({"url": "https://example.com/x"}));
+    assert_eq!(
+        system.nginx.get("s2.test", &format!("/{code}")).status(),
+        302
+    );
+    assert_eq!(
+        system.nginx.get("s2.test", &format!("/{code}")).headers()["location"],
+        "https://example.com/x"
+    );
+}
