@@ -4,13 +4,15 @@
 
 use super::layout::{self, when};
 use super::session::Operator;
+use super::totals::Shown;
 use super::{encode, links, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::storage::{Link, LinkFilter, ListCursor};
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use maud::html;
@@ -144,25 +146,46 @@ async fn detail(
 
 fn no_such_campaign() -> Error {
     Error::Request {
-        status: axum::http::StatusCode::NOT_FOUND,
+        status: StatusCode::NOT_FOUND,
         code: "not_found",
         message: "no link has this campaign".into(),
     }
 }
 
-/// A campaign's totals on a page of their own: they count every link of the campaign (no
-/// per-campaign counters exist), a few hundred milliseconds for a million links, which the
-/// recipient pages should not pay on every click.
+/// A campaign's totals on a page of their own, as last counted in the background ([`totals`]):
+/// counting a million links takes longer than a page may.
 pub async fn totals(
     State(state): State<AppState>,
     operator: Operator,
     Query(query): Query<CampaignQuery>,
 ) -> PageResult {
     let name = query.name.trim();
-    let totals = state.links.campaign(name).await.map_err(|e| match e {
-        crate::service::ServiceError::NotFound => no_such_campaign(),
-        other => other.into(),
-    })?;
+    let count = match state.console.totals.show(&state.links, name) {
+        Shown::Counted(count) => count,
+        Shown::Counting => {
+            let body = html! {
+                h1 { "Campaign " (name) ": totals" }
+                p role="status" { "Counting the campaign's links… this page refreshes itself." }
+            };
+            let mut response =
+                layout::page(&operator, &format!("Campaign {name}"), body).into_response();
+            response
+                .headers_mut()
+                .insert(REFRESH, HeaderValue::from_static("1"));
+            return Ok(response);
+        }
+        Shown::Failed => {
+            return Err(Error::Request {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "unavailable",
+                message: "the campaign's totals could not be counted; reload to try again".into(),
+            }
+            .into())
+        }
+    };
+    let Some(totals) = count.stats else {
+        return Err(no_such_campaign().into());
+    };
     let body = html! {
         h1 { "Campaign " (name) ": totals" }
         div.cards {
@@ -172,6 +195,8 @@ pub async fn totals(
             div.card { "Revoked" b { (totals.revoked) } }
             div.card { "Visits" b { (totals.visits) } }
         }
+        p { "Counted " (when(Some(count.at))) "; counted again on a view after "
+            (super::totals::FRESH.as_secs()) " s." }
         p { a href={ "/console/campaigns?name=" (encode(name)) } { "Recipients" } }
     };
     Ok(layout::page(&operator, &format!("Campaign {name}"), body).into_response())

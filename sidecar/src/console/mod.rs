@@ -24,6 +24,7 @@ mod layout;
 mod links;
 mod overview;
 pub(crate) mod session;
+mod totals;
 
 pub use session::ConsoleState;
 

@@ -36,11 +36,12 @@ pub const LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// Beyond this many sessions the oldest are dropped (a flood of sign-ins cannot grow memory).
 const MAX_SESSIONS: usize = 10_000;
 
-/// What the console keeps between requests: sessions and bulk uploads.
+/// What the console keeps between requests: sessions, bulk uploads and campaign totals.
 #[derive(Default)]
 pub struct ConsoleState {
     sessions: Mutex<HashMap<String, Session>>,
     pub(super) jobs: super::bulk::Jobs,
+    pub(super) totals: std::sync::Arc<super::totals::Totals>,
 }
 
 #[derive(Clone)]

@@ -14,6 +14,7 @@ crate::on_both_backends!(
     every_page_renders_for_an_admin,
     a_revoked_key_ends_its_sessions,
     campaigns_are_listed_by_name_a_page_at_a_time,
+    campaign_totals_are_counted_in_the_background,
 );
 
 /// A browser's share of the work: cookies kept by name, redirects not followed.
@@ -516,4 +517,57 @@ async fn campaigns_are_listed_by_name_a_page_at_a_time(backend: Backend) {
     let expected: Vec<String> = (50..55).map(|i| format!("c{i:02}")).collect();
     assert_eq!(listed(&second), expected);
     assert!(!second.contains("Next page"));
+}
+
+/// Polls a totals page until its count is in (the first view only starts it).
+async fn counted_totals(browser: &mut Browser<'_>, path: &str) -> reqwest::Response {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = browser.get(path).await;
+        if !response.headers().contains_key("refresh") {
+            return response;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn campaign_totals_are_counted_in_the_background(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut codes = Vec::new();
+    for i in 0..3 {
+        let link = app
+            .create(json!({"url": format!("https://a.example/{i}"), "campaign": "autumn"}))
+            .await;
+        codes.push(link["code"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(app.delete_link(&codes[0]).await.status(), StatusCode::OK);
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+
+    // The first view never waits for the count: it says so and reloads itself.
+    let first = browser.get("/console/campaigns/totals?name=autumn").await;
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["refresh"], "1");
+    assert!(first.text().await.unwrap().contains("Counting"));
+
+    let counted = counted_totals(&mut browser, "/console/campaigns/totals?name=autumn").await;
+    assert_eq!(counted.status(), StatusCode::OK);
+    let page = counted.text().await.unwrap();
+    for card in [
+        "Links<b>3</b>",
+        "Live<b>2</b>",
+        "Revoked<b>1</b>",
+        "Visits<b>0</b>",
+    ] {
+        assert!(page.contains(card), "{card} in {page}");
+    }
+    assert!(page.contains("Counted "), "{page}");
+
+    // A campaign nobody used is a 404 once counted, like every unknown console page.
+    let unknown = counted_totals(&mut browser, "/console/campaigns/totals?name=nope").await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
 }
