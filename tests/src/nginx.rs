@@ -379,7 +379,8 @@ pub const ERROR_STATUSES: [u16; 3] = [404, 410, 503];
 
 /// `error-pages.conf` as `scripts/render-nginx` writes it, byte for byte: each page inside the
 /// configuration (read by nginx's master, never by a worker), cut into 2,000-byte pieces because a
-/// quoted nginx string holds at most 4 KiB.
+/// quoted nginx string holds at most 4 KiB. The static home page (`home.html`) comes last, in an
+/// internal location that `/` rewrites to.
 pub fn error_pages(conf_dir: &Path) -> Vec<u8> {
     let mut out = b"# Rendered by scripts/render-nginx from nginx/errors/*.html: edit those and render again.\n"
         .to_vec();
@@ -387,34 +388,41 @@ pub fn error_pages(conf_dir: &Path) -> Vec<u8> {
         out.extend(format!("error_page {status} @shortlink_{status};\n").bytes());
     }
     for status in ERROR_STATUSES {
-        let path = conf_dir.join("errors").join(format!("{status}.html"));
-        let page = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-        assert!(
-            !page.contains(&b'$'),
-            "{} contains $, which nginx would read as a variable",
-            path.display()
-        );
-        out.extend(
-            format!(
-                "location @shortlink_{status} {{\n    default_type \"text/html; charset=utf-8\";\n"
-            )
-            .bytes(),
-        );
-        let mut names = String::new();
-        for (i, piece) in page.chunks(2000).enumerate() {
-            out.extend(format!("    set $shortlink_page_{status}_{i} '").bytes());
-            for &byte in piece {
-                if byte == b'\\' || byte == b'\'' {
-                    out.push(b'\\');
-                }
-                out.push(byte);
-            }
-            out.extend(b"';\n");
-            names.push_str(&format!("$shortlink_page_{status}_{i}"));
-        }
-        out.extend(format!("    return {status} \"{names}\";\n}}\n").bytes());
+        let name = status.to_string();
+        let location = format!("@shortlink_{status}");
+        page_location(&mut out, conf_dir, &name, status, &location);
     }
+    page_location(&mut out, conf_dir, "home", 200, "= /.shortlink-home");
     out
+}
+
+fn page_location(out: &mut Vec<u8>, conf_dir: &Path, name: &str, status: u16, location: &str) {
+    let path = conf_dir.join("errors").join(format!("{name}.html"));
+    let page = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(
+        !page.contains(&b'$'),
+        "{} contains $, which nginx would read as a variable",
+        path.display()
+    );
+    out.extend(
+        format!("location {location} {{\n    default_type \"text/html; charset=utf-8\";\n").bytes(),
+    );
+    if !location.starts_with('@') {
+        out.extend(b"    internal;\n");
+    }
+    let mut names = String::new();
+    for (i, piece) in page.chunks(2000).enumerate() {
+        out.extend(format!("    set $shortlink_page_{name}_{i} '").bytes());
+        for &byte in piece {
+            if byte == b'\\' || byte == b'\'' {
+                out.push(b'\\');
+            }
+            out.push(byte);
+        }
+        out.extend(b"';\n");
+        names.push_str(&format!("$shortlink_page_{name}_{i}"));
+    }
+    out.extend(format!("    return {status} \"{names}\";\n}}\n").bytes());
 }
 
 /// A copy of the project's nginx templates (`nginx/`) in `dir`, with `line` added after the

@@ -1,5 +1,6 @@
 //! Each short domain's home page at `/` (nginx/home.conf.template): the branded 404 page until the
-//! operator names a URL for the domain, then a redirect there; other domains are unaffected.
+//! operator names a URL for the domain (then a redirect there) or `page` (the static home page);
+//! other domains are unaffected.
 
 use shortlink_e2e::System;
 
@@ -18,7 +19,7 @@ fn the_home_page_is_the_404_page_or_the_domains_own_redirect() {
 
     std::fs::write(
         system.nginx.prefix.join("home.conf"),
-        "map $host $shortlink_home {\n    default \"\";\n    s2.test \"https://brand.example/\";\n}\n",
+        "map $host $shortlink_home {\n    default \"\";\n    s2.test \"https://brand.example/\";\n    s3.test page;\n}\n",
     )
     .unwrap();
     system.nginx.reload();
@@ -32,6 +33,22 @@ fn the_home_page_is_the_404_page_or_the_domains_own_redirect() {
     assert!(redirected, "s2.test's home did not become a redirect");
     assert_eq!(location.unwrap(), "https://brand.example/");
     assert_eq!(system.nginx.get("s1.test", "/").status(), 404);
+    let home_page = std::fs::read_to_string(
+        shortlink_e2e::paths::workspace_dir().join("nginx/errors/home.html"),
+    )
+    .unwrap();
+    let page = system.nginx.get("s3.test", "/");
+    assert_eq!(page.status(), 200);
+    assert_eq!(
+        page.text().unwrap(),
+        home_page,
+        "s3.test: the static home page"
+    );
+    // The page's internal location is not a public path.
+    assert_eq!(
+        system.nginx.get("s3.test", "/.shortlink-home").status(),
+        404
+    );
     // Codes still answer beside the home page.
     let code = system.create(serde_json::json!({"url": "https://example.com/x"}));
     assert_eq!(
