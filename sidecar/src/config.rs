@@ -313,7 +313,14 @@ impl fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database_url))
             .field("redis_url", &redact_url(&self.redis_url))
-            .field("redis_sentinels", &self.redis_sentinels.iter().map(|s| redact_url(s)).collect::<Vec<_>>())
+            .field(
+                "redis_sentinels",
+                &self
+                    .redis_sentinels
+                    .iter()
+                    .map(|s| redact_url(s))
+                    .collect::<Vec<_>>(),
+            )
             .field("redis_sentinel_service", &self.redis_sentinel_service)
             .field("redis_wait_replicas", &self.redis_wait_replicas)
             .field("redis_wait_timeout", &self.redis_wait_timeout)

@@ -43,7 +43,11 @@ impl RedisServer {
                 .contains("master_link_status:up")),
             "the replica on port {} did not sync; log:\n{}",
             server.port,
-            server.process.as_ref().map(Lifeline::log_text).unwrap_or_default()
+            server
+                .process
+                .as_ref()
+                .map(Lifeline::log_text)
+                .unwrap_or_default()
         );
         server
     }

@@ -175,7 +175,11 @@ impl SentinelGroup {
             all_known,
             "the sentinels did not discover each other and the replicas: {:?}; log of the \
              first:\n{}",
-            group.sentinels.iter().map(SentinelServer::known).collect::<Vec<_>>(),
+            group
+                .sentinels
+                .iter()
+                .map(SentinelServer::known)
+                .collect::<Vec<_>>(),
             group.sentinels[0].log_text()
         );
         group

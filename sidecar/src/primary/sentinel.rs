@@ -110,7 +110,10 @@ impl Sentinels {
         }
     }
 
-    async fn connect(&self, info: ConnectionInfo) -> Result<MultiplexedConnection, ProjectionError> {
+    async fn connect(
+        &self,
+        info: ConnectionInfo,
+    ) -> Result<MultiplexedConnection, ProjectionError> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(self.timeout)
             .set_response_timeout(self.timeout);

@@ -128,9 +128,11 @@ impl Projection {
             pipe.add_command(cmd.clone()).ignore();
         }
         pipe.cmd("EXEC");
-        pipe.cmd("WAIT")
-            .arg(wait.replicas)
-            .arg(u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX).max(1));
+        pipe.cmd("WAIT").arg(wait.replicas).arg(
+            u64::try_from(wait.timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
         Some(pipe)
     }
 

@@ -9,9 +9,9 @@
 mod connection;
 pub mod marker;
 
+use crate::primary::Primary;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
-use crate::primary::Primary;
 use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -19,16 +19,21 @@ const AFTER: usize = 300;
 /// Concurrent create loops.
 const WRITERS: usize = 4;
 
+/// The sidecar as `serve` runs it: the API, the visit consumer and the projection marker's
+/// keeper, each on its own connection to the primary.
 struct Sidecar {
     address: String,
     storage: Arc<dyn Storage>,
     server: tokio::task::JoinHandle<()>,
+    keeper: tokio::task::JoinHandle<()>,
+    _background: shortlink_sidecar::visits::Background,
     _dir: tempfile::TempDir,
 }
 
 impl Drop for Sidecar {
     fn drop(&mut self) {
         self.server.abort();
+        self.keeper.abort();
     }
 }
 
@@ -36,8 +41,15 @@ async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     let dir = testkit::temp_dir();
     let database_url = format!("sqlite://{}", dir.path().join("var/links.db").display());
     let config = config(&database_url, redis_url, extra);
-    let app = Application::build(&config).await.expect("build the sidecar");
+    std::sync::LazyLock::force(&TRACING);
+    let app = Application::build(&config)
+        .await
+        .expect("build the sidecar");
     let address = format!("http://{}", app.local_addr());
+    let background = shortlink_sidecar::visits::commands::start_background(&config, app.state())
+        .expect("start the visit consumer");
+    let keeper = shortlink_sidecar::projection::marker::spawn_keeper(&config, app.state())
+        .expect("start the marker's keeper");
     let server = tokio::spawn(async move {
         app.run_until(std::future::pending()).await.expect("serve");
     });
@@ -46,6 +58,8 @@ async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
         address,
         storage,
         server,
+        keeper,
+        _background: background,
         _dir: dir,
     }
 }
@@ -151,6 +165,15 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         load.refused.load(Ordering::Relaxed)
     );
 
+    // The keeper set the marker on the primary at start-up; the replicas have it too.
+    assert!(
+        testkit::wait_until(Duration::from_secs(10), || {
+            std::iter::once(&group.primary)
+                .chain(&group.replicas)
+                .all(|server| server.cli_raw(&["EXISTS", MARKER_KEY]) == "1")
+        }),
+        "the projection marker is on the primary and its replicas before the kill"
+    );
     let acked_at_kill = load.acked();
     let refused_at_kill = load.refused.load(Ordering::Relaxed);
     let killed = Instant::now();
@@ -233,7 +256,11 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         .await
         .unwrap()
         .len();
-    assert_eq!(in_sql, acked.len(), "SQL holds exactly the acknowledged links");
+    assert_eq!(
+        in_sql,
+        acked.len(),
+        "SQL holds exactly the acknowledged links"
+    );
     // The marker came across with the data it vouches for (replication keeps the primary's
     // order), so the module keeps answering 404 from Redis for unknown codes.
     let marker: bool = redis.exists(MARKER_KEY).await.unwrap();
@@ -241,6 +268,34 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     eprintln!(
         "sentinel failover: 0 of {} acknowledged links missing or wrong on the new primary",
         acked.len()
+    );
+
+    // The visit consumer follows the promotion too: a visit queued on the new primary is counted.
+    let (code, _) = &acked[0];
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    let mut xadd = redis::cmd("XADD");
+    xadd.arg(shortlink_sidecar::visits::consumer::STREAM)
+        .arg("*");
+    for (field, value) in [
+        ("c", code.as_str()),
+        ("t", t.as_str()),
+        ("s", "302"),
+        ("ip", "192.0.2.7"),
+        (
+            "ua",
+            "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+        ),
+    ] {
+        xadd.arg(field).arg(value);
+    }
+    let _: String = xadd.query_async(&mut redis).await.unwrap();
+    let storage = &sidecar.storage;
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            storage.get_link(code).await.unwrap().unwrap().visit_count == 1
+        })
+        .await,
+        "the visit queued on the new primary was counted"
     );
 }
 
@@ -252,7 +307,12 @@ async fn too_few_replicas_refuse_the_write_and_store_nothing() {
     let mut replica = RedisServer::start_replica_of(&primary);
     let sidecar = start_sidecar(
         &primary.url(),
-        &["--redis-wait-replicas", "1", "--redis-wait-timeout", "200ms"],
+        &[
+            "--redis-wait-replicas",
+            "1",
+            "--redis-wait-timeout",
+            "200ms",
+        ],
     )
     .await;
     let client = client();
