@@ -330,8 +330,24 @@ pub fn spawn_keeper(
         // Log a Redis outage once, not once per check; a foreign marker once per change.
         let mut redis_down = false;
         let mut foreign: Option<String> = None;
+        let mut promotions = marker.primary.promotions();
         loop {
-            match marker.value().await {
+            let mut value = marker.value().await;
+            if value.is_ok() && marker.primary.promotions() != promotions {
+                // A promoted replica has the marker if it had the writes before it (replication
+                // keeps the primary's order), but the writes after it only if a `WAIT` vouched
+                // for them on this very replica: Sentinel promotes the most up-to-date replica,
+                // yet the one that acknowledged may be down too, and without
+                // --redis-wait-replicas nothing vouched at all. So a marker set on another
+                // primary vouches for nothing here: it goes (nginx falls back to SQL on a miss
+                // meanwhile) and the refill below puts back any link missing before setting it.
+                tracing::warn!("new Redis primary: refilling it from SQL before trusting it");
+                value = marker.clear().await.map(|()| None);
+                if value.is_ok() {
+                    promotions = marker.primary.promotions();
+                }
+            }
+            match value {
                 Ok(Some(value)) => {
                     redis_down = false;
                     let found = marker_fingerprint(&value).map(str::to_owned);

@@ -261,10 +261,14 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         acked.len(),
         "SQL holds exactly the acknowledged links"
     );
-    // The marker came across with the data it vouches for (replication keeps the primary's
-    // order), so the module keeps answering 404 from Redis for unknown codes.
-    let marker: bool = redis.exists(MARKER_KEY).await.unwrap();
-    assert!(marker, "the projection marker is on the new primary");
+    // The keeper refills the new primary from SQL and sets the marker again, so the module
+    // answers 404 from Redis again for unknown codes.
+    let marker_back = eventually(Duration::from_secs(20), || {
+        let mut redis = redis.clone();
+        async move { redis.exists::<_, bool>(MARKER_KEY).await.unwrap() }
+    })
+    .await;
+    assert!(marker_back, "the projection marker is back on the new primary");
     eprintln!(
         "sentinel failover: 0 of {} acknowledged links missing or wrong on the new primary",
         acked.len()
