@@ -54,9 +54,10 @@ impl Projection {
     /// (Redis restarted) is retried once on the connection the manager re-makes. With Sentinel:
     /// an error that may mean a failover drops the connection and the command is tried again, on
     /// the primary the sentinels name, up to [`FAILOVER_ATTEMPTS`] times within the allowance.
-    /// Every write here is idempotent (`SET`, `SET NX`, `DEL`, conditional scripts), so a retry
-    /// is harmless; a `SET NX` retried after its first try did land finds its own value, which
-    /// the callers accept as theirs.
+    /// Every write here is idempotent (`SET`, `DEL`, conditional scripts) or refuses to
+    /// overwrite (`SET NX`), so a retry never makes a record wrong: a create's `SET NX` retried
+    /// after its first try did land finds the key taken, and the create takes a fresh code as
+    /// for any taken code (the first record stays, an orphan for `resync`).
     pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
