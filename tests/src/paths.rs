@@ -18,7 +18,12 @@ pub fn workspace_dir() -> PathBuf {
         .to_owned()
 }
 
+/// The sidecar: `SHORTLINK_SIDECAR_BIN` (a build kept apart, e.g. from a target directory that
+/// other checkouts share), or the workspace build.
 pub fn sidecar_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("SHORTLINK_SIDECAR_BIN") {
+        return PathBuf::from(path);
+    }
     existing(
         profile_dir().join("shortlink-sidecar"),
         "cargo build -p shortlink-sidecar",
