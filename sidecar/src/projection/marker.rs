@@ -389,6 +389,12 @@ pub fn spawn_keeper(
                     redis_down = true;
                 }
             }
+            if !redis_down {
+                // Failed write-throughs (Sentinel, `WAIT`): see crate::projection's `doubt`.
+                if let Err(error) = links.settle_in_doubt().await {
+                    tracing::debug!(%error, "records in doubt not settled yet");
+                }
+            }
             tokio::time::sleep(interval).await;
         }
     }))

@@ -7,6 +7,7 @@
 //! from SQL when it lost its data.
 
 mod connection;
+mod doubt;
 pub mod marker;
 
 use crate::primary::Primary;
@@ -198,6 +199,8 @@ pub struct Projection {
     /// The connection, with the number it was made under (see `connection::Projection::run`).
     connection: RwLock<Option<(u64, ConnectionManager)>>,
     connections_made: AtomicU64,
+    /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
+    in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
     /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
     /// outage under fallback load does not pile up background connection attempts.
     repair_failed_at: AtomicU64,
@@ -245,6 +248,7 @@ impl Projection {
             wait,
             connection: RwLock::new(None),
             connections_made: AtomicU64::new(0),
+            in_doubt: std::sync::Mutex::default(),
             repair_failed_at: AtomicU64::new(0),
             epoch: Instant::now(),
         }
@@ -262,7 +266,8 @@ impl Projection {
         let Some(pipe) = self.transaction(|pipe| add_writes(pipe, writes)) else {
             return Ok(());
         };
-        self.run_transaction(&pipe, self.timeout).await.map(drop)
+        let result = self.run_transaction(&pipe, self.timeout).await.map(drop);
+        self.doubt_if_failed(writes, result)
     }
 
     /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
@@ -275,7 +280,8 @@ impl Projection {
             return Ok(());
         };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.run_transaction(&pipe, allowance).await.map(drop)
+        let result = self.run_transaction(&pipe, allowance).await.map(drop);
+        self.doubt_if_failed(writes, result)
     }
 
     /// Writes a new link's record only where the key is missing (`SET NX`): a create never
@@ -286,7 +292,8 @@ impl Projection {
         let Some(pipe) = self.transaction(|pipe| add_creates(pipe, writes)) else {
             return Ok(None);
         };
-        let set = self.run_transaction(&pipe, self.timeout).await?;
+        let set = self.run_transaction(&pipe, self.timeout).await;
+        let set = self.doubt_if_failed(writes, set)?;
         if set.first().is_some_and(|set| *set != redis::Value::Nil) {
             return Ok(None);
         }
@@ -304,7 +311,8 @@ impl Projection {
         };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
         // `OK` or nil per `SET`, read without allocating a string per item.
-        let set = self.run_transaction(&pipe, allowance).await?;
+        let set = self.run_transaction(&pipe, allowance).await;
+        let set = self.doubt_if_failed(writes, set)?;
         let refused: Vec<&str> = writes
             .iter()
             .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
