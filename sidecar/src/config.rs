@@ -423,6 +423,11 @@ impl Config {
         {
             problems.push(ConfigError::BootstrapKey);
         }
+        for address in &self.redis_sentinels {
+            if crate::primary::parse_sentinel_address(address).is_err() {
+                problems.push(ConfigError::Sentinel(redact_url(address)));
+            }
+        }
         problems
     }
 
@@ -456,4 +461,6 @@ pub enum ConfigError {
     SequenceBlock,
     #[error("--bootstrap-api-key must be at least 32 characters")]
     BootstrapKey,
+    #[error("--redis-sentinels: {0:?} is neither host:port nor a redis:// URL")]
+    Sentinel(String),
 }

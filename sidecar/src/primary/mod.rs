@@ -8,6 +8,8 @@
 
 mod sentinel;
 
+pub(crate) use sentinel::parse_address as parse_sentinel_address;
+
 use crate::config::Config;
 use crate::projection::ProjectionError;
 use redis::{ConnectionInfo, IntoConnectionInfo};

@@ -32,14 +32,7 @@ impl Sentinels {
     ) -> Result<Self, ProjectionError> {
         let sentinels = addresses
             .iter()
-            .map(|address| {
-                let url = if address.contains("://") {
-                    address.clone()
-                } else {
-                    format!("redis://{address}")
-                };
-                url.as_str().into_connection_info()
-            })
+            .map(|address| parse_address(address))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             sentinels,
@@ -134,6 +127,15 @@ impl Sentinels {
             .await
             .map_err(|_| ProjectionError::Timeout(self.timeout))?
             .map_err(Into::into)
+    }
+}
+
+/// A sentinel's address: `host:port` or a `redis://` URL.
+pub(crate) fn parse_address(address: &str) -> redis::RedisResult<ConnectionInfo> {
+    if address.contains("://") {
+        address.into_connection_info()
+    } else {
+        format!("redis://{address}").as_str().into_connection_info()
     }
 }
 

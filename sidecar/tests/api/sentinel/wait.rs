@@ -129,4 +129,28 @@ fn sentinel_settings_come_from_the_config_file() {
         !format!("{config:?}").contains(":pw@"),
         "sentinel passwords stay out of logs"
     );
+
+    // `check-config` names an address that is not one.
+    let cli = shortlink_sidecar::config_file::parse_from([
+        "shortlink-sidecar",
+        "--redis-sentinels",
+        "10.0.0.1:26379,10.0.0.2:notaport",
+    ])
+    .expect("flags parse");
+    let problems: Vec<String> = cli
+        .config
+        .problems()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("--redis-sentinels") && p.contains("notaport")),
+        "{problems:?}"
+    );
+    assert!(
+        !problems.iter().any(|p| p.contains("10.0.0.1:26379")),
+        "{problems:?}"
+    );
 }
