@@ -67,6 +67,38 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_REDIS_TIMEOUT", default_value = "1s", value_parser = humantime::parse_duration, global = true)]
     pub redis_timeout: Duration,
 
+    /// Redis Sentinel addresses (comma-separated `host:port` or `redis://[:password@]host:port`): the primary is the one they name for --redis-sentinel-service, and is followed through failovers; --redis-url then gives only the database, credentials and TLS. Unset: --redis-url is the one Redis.
+    #[arg(
+        long,
+        env = "SHORTLINK_REDIS_SENTINELS",
+        value_delimiter = ',',
+        global = true,
+        hide_env_values = true
+    )]
+    pub redis_sentinels: Vec<String>,
+
+    /// The service (master) name the sentinels monitor, as in `sentinel monitor <name> ...`.
+    #[arg(
+        long,
+        env = "SHORTLINK_REDIS_SENTINEL_SERVICE",
+        default_value = "shortlink",
+        global = true
+    )]
+    pub redis_sentinel_service: String,
+
+    /// Replicas that must hold each write (`WAIT`) before the API acknowledges it; fewer within --redis-wait-timeout answers 503 and undoes the write. 0 (the one-box default) sends no `WAIT`; with Sentinel use at least 1, or a failover may lose acknowledged links.
+    #[arg(
+        long,
+        env = "SHORTLINK_REDIS_WAIT_REPLICAS",
+        default_value_t = 0,
+        global = true
+    )]
+    pub redis_wait_replicas: u32,
+
+    /// Longest wait for --redis-wait-replicas replicas to acknowledge a write.
+    #[arg(long, env = "SHORTLINK_REDIS_WAIT_TIMEOUT", default_value = "1s", value_parser = humantime::parse_duration, global = true)]
+    pub redis_wait_timeout: Duration,
+
     /// How often the server checks that Redis still holds the whole projection (`sl:meta:projection`); when Redis lost its data, it is refilled from SQL.
     #[arg(long, env = "SHORTLINK_PROJECTION_CHECK_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration, global = true)]
     pub projection_check_interval: Duration,
@@ -302,6 +334,17 @@ impl fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database_url))
             .field("redis_url", &redact_url(&self.redis_url))
+            .field(
+                "redis_sentinels",
+                &self
+                    .redis_sentinels
+                    .iter()
+                    .map(|s| redact_url(s))
+                    .collect::<Vec<_>>(),
+            )
+            .field("redis_sentinel_service", &self.redis_sentinel_service)
+            .field("redis_wait_replicas", &self.redis_wait_replicas)
+            .field("redis_wait_timeout", &self.redis_wait_timeout)
             .field("projection_check_interval", &self.projection_check_interval)
             .field("code_length", &self.code_length)
             .field("code_check", &self.code_check)
@@ -405,6 +448,11 @@ impl Config {
         if let Err(e) = crate::domains::health::HealthSettings::from_config(self, Vec::new()) {
             problems.push(e);
         }
+        for address in &self.redis_sentinels {
+            if crate::primary::parse_sentinel_address(address).is_err() {
+                problems.push(ConfigError::Sentinel(redact_url(address)));
+            }
+        }
         problems
     }
 
@@ -438,4 +486,6 @@ pub enum ConfigError {
     SequenceBlock,
     #[error("--bootstrap-api-key must be at least 32 characters")]
     BootstrapKey,
+    #[error("--redis-sentinels: {0:?} is neither host:port nor a redis:// URL")]
+    Sentinel(String),
 }

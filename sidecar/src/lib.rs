@@ -24,6 +24,7 @@ pub mod domains;
 pub mod http;
 pub mod issuer;
 pub mod metrics;
+pub mod primary;
 pub mod projection;
 pub mod service;
 pub mod storage;
@@ -70,8 +71,14 @@ pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageEr
     .await
 }
 
+/// The write-through to the primary (`--redis-url`, or the one Sentinel names), with `WAIT` for
+/// `--redis-wait-replicas`.
 pub fn open_projection(config: &Config) -> Result<Projection, ProjectionError> {
-    Projection::new(&config.redis_url, config.redis_timeout)
+    Ok(Projection::with_primary(
+        primary::Primary::from_config(config)?,
+        config.redis_timeout,
+        projection::Wait::new(config.redis_wait_replicas, config.redis_wait_timeout),
+    ))
 }
 
 /// Everything the API needs, from the configuration: checks settings, opens the database

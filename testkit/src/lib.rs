@@ -7,10 +7,12 @@
 pub mod postgres;
 pub mod process;
 pub mod redis;
+pub mod sentinel;
 
 pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;
+pub use sentinel::{SentinelGroup, SentinelServer, SentinelTiming};
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

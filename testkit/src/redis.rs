@@ -11,6 +11,8 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     process: Option<Lifeline>,
+    /// The port of the primary this server started as a replica of (`--replicaof`).
+    replica_of: Option<u16>,
 }
 
 impl RedisServer {
@@ -19,9 +21,44 @@ impl RedisServer {
             port: free_port(),
             dir: temp_dir(),
             process: None,
+            replica_of: None,
         };
         server.start_again();
         server
+    }
+
+    /// A replica of `primary` (`--replicaof`), returned once its link to the primary is up and
+    /// the initial sync done.
+    pub fn start_replica_of(primary: &RedisServer) -> Self {
+        let mut server = RedisServer {
+            port: free_port(),
+            dir: temp_dir(),
+            process: None,
+            replica_of: Some(primary.port),
+        };
+        server.start_again();
+        assert!(
+            wait_until(Duration::from_secs(10), || server
+                .cli_raw(&["INFO", "replication"])
+                .contains("master_link_status:up")),
+            "the replica on port {} did not sync; log:\n{}",
+            server.port,
+            server
+                .process
+                .as_ref()
+                .map(Lifeline::log_text)
+                .unwrap_or_default()
+        );
+        server
+    }
+
+    /// `ROLE`'s first word: `master` or `slave`.
+    pub fn role(&self) -> String {
+        self.cli_raw(&["ROLE"])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     pub fn port(&self) -> u16 {
@@ -57,13 +94,16 @@ impl RedisServer {
     /// (Re)starts the server on the same port, empty.
     pub fn start_again(&mut self) {
         assert!(self.process.is_none(), "redis-server is already running");
-        let process = Lifeline::builder("redis-server", self.dir.path().join("redis.log"))
+        let mut builder = Lifeline::builder("redis-server", self.dir.path().join("redis.log"))
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .arg("--dir")
-            .arg(self.dir.path())
-            .spawn();
+            .arg(self.dir.path());
+        if let Some(primary) = self.replica_of {
+            builder = builder.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+        }
+        let process = builder.spawn();
         let port = self.port;
         assert!(
             wait_until(Duration::from_secs(10), || ping(port)),

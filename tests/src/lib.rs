@@ -79,6 +79,20 @@ impl System {
     /// Starts the sidecar and nginx in a state directory the test prepared (for example with a
     /// restored database at [`System::database_path`]).
     pub fn start_in(dir: tempfile::TempDir, redis: RedisServer, options: NginxOptions) -> Self {
+        Self::start_in_with(dir, redis, options, &[])
+    }
+
+    /// [`Self::start_on`] with more sidecar flags (e.g. `--redis-sentinels`).
+    pub fn start_on_with(redis: RedisServer, options: NginxOptions, sidecar_args: &[&str]) -> Self {
+        Self::start_in_with(testkit::temp_dir(), redis, options, sidecar_args)
+    }
+
+    fn start_in_with(
+        dir: tempfile::TempDir,
+        redis: RedisServer,
+        options: NginxOptions,
+        sidecar_args: &[&str],
+    ) -> Self {
         // Mode 0700, as root's home or `mktemp -d`: under a root master nginx's workers (`nobody`)
         // cannot enter it, so every test checks that they need no file in the prefix.
         std::fs::set_permissions(
@@ -86,7 +100,9 @@ impl System {
             std::os::unix::fs::PermissionsExt::from_mode(0o700),
         )
         .expect("make the system's directory private");
-        let sidecar = Sidecar::start(&dir, &redis);
+        let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+        let sidecar_args = sidecar_args.iter().map(|a| a.to_string()).collect();
+        let sidecar = Sidecar::spawn(&dir, &redis, &database, 0, sidecar_args);
         let resolve_key = create_resolve_key(&dir);
         let nginx = Nginx::start(&dir, &redis, sidecar.port, &resolve_key, options);
         System {
@@ -177,10 +193,6 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    fn start(dir: &tempfile::TempDir, redis: &RedisServer) -> Self {
-        Self::start_on_port(dir, redis, 0)
-    }
-
     fn start_on_port(dir: &tempfile::TempDir, redis: &RedisServer, port: u16) -> Self {
         let database = dir.path().join("shortlink.db");
         let url = format!("sqlite://{}", database.display());

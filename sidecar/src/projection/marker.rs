@@ -18,6 +18,7 @@
 //! token (and whatever pages were written), so the marker stays missing and the keeper starts over.
 
 use crate::config::Config;
+use crate::primary::{needs_rediscovery, Primary};
 use crate::projection::{ProjectionError, RecordWrite};
 use crate::storage::{self, LinkFilter, Storage, StorageError};
 use redis::aio::MultiplexedConnection;
@@ -108,7 +109,7 @@ pub struct ResyncToken(String);
 /// Reads and sets the marker and writes the refill's `SET NX` records, on a connection of its
 /// own: the projection's connection and API are the write path's (plain `SET`, `MULTI`).
 pub struct ProjectionMarker {
-    client: redis::Client,
+    primary: Primary,
     timeout: Duration,
     /// The code scheme's fingerprint, carried in the marker's value.
     fingerprint: Option<String>,
@@ -126,7 +127,7 @@ impl std::fmt::Debug for ProjectionMarker {
 impl ProjectionMarker {
     pub fn new(config: &Config) -> Result<Self, ProjectionError> {
         Ok(Self {
-            client: redis::Client::open(config.redis_url.as_str())?,
+            primary: Primary::from_config(config)?,
             timeout: config.redis_timeout,
             fingerprint: config
                 .code_scheme()
@@ -259,12 +260,13 @@ impl ProjectionMarker {
         let mut connection = match slot.as_ref() {
             Some(connection) => connection.clone(),
             None => {
-                let connection = tokio::time::timeout(
-                    self.timeout,
-                    self.client.get_multiplexed_async_connection(),
-                )
-                .await
-                .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+                let connecting = async {
+                    let client = self.primary.client().await?;
+                    Ok::<_, ProjectionError>(client.get_multiplexed_async_connection().await?)
+                };
+                let connection = tokio::time::timeout(self.timeout, connecting)
+                    .await
+                    .map_err(|_| ProjectionError::Timeout(self.timeout))??;
                 slot.insert(connection).clone()
             }
         };
@@ -272,8 +274,9 @@ impl ProjectionMarker {
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
-                // A broken connection is made again on the next call (Redis restarted).
-                if error.is_io_error() || error.is_connection_dropped() {
+                // A broken connection is made again on the next call (Redis restarted), to the
+                // primary the sentinels name then (a failover: also `READONLY`, `MASTERDOWN`).
+                if needs_rediscovery(&error) {
                     *slot = None;
                 }
                 Err(error.into())
@@ -327,8 +330,24 @@ pub fn spawn_keeper(
         // Log a Redis outage once, not once per check; a foreign marker once per change.
         let mut redis_down = false;
         let mut foreign: Option<String> = None;
+        let mut promotions = marker.primary.promotions();
         loop {
-            match marker.value().await {
+            let mut value = marker.value().await;
+            if value.is_ok() && marker.primary.promotions() != promotions {
+                // A promoted replica has the marker if it had the writes before it (replication
+                // keeps the primary's order), but the writes after it only if a `WAIT` vouched
+                // for them on this very replica: Sentinel promotes the most up-to-date replica,
+                // yet the one that acknowledged may be down too, and without
+                // --redis-wait-replicas nothing vouched at all. So a marker set on another
+                // primary vouches for nothing here: it goes (nginx falls back to SQL on a miss
+                // meanwhile) and the refill below puts back any link missing before setting it.
+                tracing::warn!("new Redis primary: refilling it from SQL before trusting it");
+                value = marker.clear().await.map(|()| None);
+                if value.is_ok() {
+                    promotions = marker.primary.promotions();
+                }
+            }
+            match value {
                 Ok(Some(value)) => {
                     redis_down = false;
                     let found = marker_fingerprint(&value).map(str::to_owned);
@@ -368,6 +387,12 @@ pub fn spawn_keeper(
                         tracing::warn!(%error, "cannot check the projection marker");
                     }
                     redis_down = true;
+                }
+            }
+            if !redis_down {
+                // Failed write-throughs (Sentinel, `WAIT`): see crate::projection's `doubt`.
+                if let Err(error) = links.settle_in_doubt().await {
+                    tracing::debug!(%error, "records in doubt not settled yet");
                 }
             }
             tokio::time::sleep(interval).await;

@@ -6,11 +6,14 @@
 //! [`marker`] keeps `sl:meta:projection`, which says the projection is whole, and refills Redis
 //! from SQL when it lost its data.
 
+mod connection;
+mod doubt;
 pub mod marker;
 
+use crate::primary::Primary;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
@@ -120,6 +123,14 @@ impl RecordWrite {
     }
 }
 
+/// Every write of `writes`; whether there was any.
+fn add_writes(pipe: &mut redis::Pipeline, writes: &[RecordWrite]) -> bool {
+    for write in writes {
+        write.add_to(pipe);
+    }
+    !writes.is_empty()
+}
+
 /// `KEYS[1]` deleted if it holds `ARGV[1]`.
 const DELETE_IF_VALUE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -128,16 +139,14 @@ end
 return 0
 ";
 
-/// `MULTI`, one `SET ... NX` per record write (deletes skipped), `EXEC`; `None` if nothing is
-/// to be written. The reply is one `OK` or nil per `SET`.
-fn create_pipe(writes: &[RecordWrite]) -> Option<redis::Pipeline> {
-    let mut pipe = redis::pipe();
-    pipe.atomic();
+/// One `SET ... NX` per record write (deletes skipped); whether there was any. In a
+/// transaction, the reply is one `OK` or nil per `SET`.
+fn add_creates(pipe: &mut redis::Pipeline, writes: &[RecordWrite]) -> bool {
     let mut any = false;
     for write in writes {
-        any |= set_if_absent(&mut pipe, write);
+        any |= set_if_absent(pipe, write);
     }
-    any.then_some(pipe)
+    any
 }
 
 /// Adds `SET ... NX` (with `EXAT` for an expiring link) for a write that sets a record; returns
@@ -171,22 +180,48 @@ pub enum ProjectionError {
     Redis(#[from] redis::RedisError),
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
+    /// Sentinel named no primary that answers as one (a failover under way, or none possible).
+    #[error("no redis primary: {0}")]
+    NoPrimary(&'static str),
+    /// `WAIT` counted fewer replicas than `--redis-wait-replicas` within its timeout.
+    #[error("the write reached {acknowledged} replica(s) of the {required} required")]
+    NotReplicated { acknowledged: u32, required: u32 },
 }
 
 /// A Redis connection that is made lazily and re-made after failures, so the sidecar starts and
-/// keeps serving reads while Redis is down; writes then fail within `timeout`.
+/// keeps serving reads while Redis is down; writes then fail within `timeout`. The connection
+/// itself (discovery, retries, `WAIT`) is in [`connection`].
 pub struct Projection {
-    client: redis::Client,
+    primary: Primary,
     timeout: Duration,
-    connection: RwLock<Option<ConnectionManager>>,
+    /// `--redis-wait-replicas`: the replicas that must hold a write before it is acknowledged.
+    wait: Option<Wait>,
+    /// The connection, with the number it was made under (see `connection::Projection::run`).
+    connection: RwLock<Option<(u64, ConnectionManager)>>,
+    connections_made: AtomicU64,
+    /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
+    in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
     /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
     /// outage under fallback load does not pile up background connection attempts.
     repair_failed_at: AtomicU64,
     epoch: Instant,
 }
 
-/// The connection manager's own reply timeout, above any call's allowance (see `connection`).
-const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many replicas must acknowledge a write-through (`WAIT numreplicas timeout`) before the
+/// API acknowledges it: Redis replicates asynchronously, and a failover promotes a replica, so
+/// an acknowledged write that no replica had would be lost (docs/DEPLOYMENT.md, "Sentinel").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    pub replicas: u32,
+    pub timeout: Duration,
+}
+
+impl Wait {
+    /// `None` (no `WAIT`) for 0 replicas: the one-box default.
+    pub fn new(replicas: u32, timeout: Duration) -> Option<Self> {
+        (replicas > 0).then_some(Self { replicas, timeout })
+    }
+}
 
 /// How long repairs pause after one failed.
 const REPAIR_PAUSE: Duration = Duration::from_secs(1);
@@ -195,73 +230,32 @@ impl std::fmt::Debug for Projection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Projection")
             .field("timeout", &self.timeout)
+            .field("wait", &self.wait)
             .finish_non_exhaustive()
     }
 }
 
 impl Projection {
+    /// The one Redis at `url`, no `WAIT`.
     pub fn new(url: &str, timeout: Duration) -> Result<Self, ProjectionError> {
-        Ok(Self {
-            client: redis::Client::open(url)?,
+        Ok(Self::with_primary(Primary::fixed(url)?, timeout, None))
+    }
+
+    pub fn with_primary(primary: Primary, timeout: Duration, wait: Option<Wait>) -> Self {
+        Self {
+            primary,
             timeout,
+            wait,
             connection: RwLock::new(None),
+            connections_made: AtomicU64::new(0),
+            in_doubt: std::sync::Mutex::default(),
             repair_failed_at: AtomicU64::new(0),
             epoch: Instant::now(),
-        })
+        }
     }
 
-    async fn connection(&self) -> Result<ConnectionManager, ProjectionError> {
-        if let Some(connection) = self.connection.read().await.as_ref() {
-            return Ok(connection.clone());
-        }
-        let mut slot = self.connection.write().await;
-        if let Some(connection) = slot.as_ref() {
-            return Ok(connection.clone());
-        }
-        // No retries inside the manager: a request must fail fast, the next one tries again.
-        // Each call's own deadline (`run`) bounds its wait; the manager's response timeout only
-        // catches a reply that never comes, and must not cut a batch chunk's longer allowance.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(self.timeout)
-            .set_response_timeout(self.timeout.max(MANAGER_RESPONSE_TIMEOUT))
-            .set_number_of_retries(0)
-            .set_max_delay(100);
-        let connection = tokio::time::timeout(
-            self.timeout,
-            ConnectionManager::new_with_config(self.client.clone(), config),
-        )
-        .await
-        .map_err(|_| ProjectionError::Timeout(self.timeout))??;
-        *slot = Some(connection.clone());
-        Ok(connection)
-    }
-
-    /// Runs `pipe` within `allowance`. A command that finds the connection dropped (Redis
-    /// restarted) is retried once on the connection the manager re-makes; every write here is
-    /// idempotent, so a retry is harmless.
-    async fn run<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-        allowance: Duration,
-    ) -> Result<T, ProjectionError> {
-        let deadline = tokio::time::Instant::now() + allowance;
-        let mut retried = false;
-        loop {
-            let attempt = async {
-                let mut connection = self.connection().await?;
-                Ok::<T, ProjectionError>(pipe.query_async::<T>(&mut connection).await?)
-            };
-            match tokio::time::timeout_at(deadline, attempt).await {
-                Ok(Err(ProjectionError::Redis(error)))
-                    if !retried && (error.is_connection_dropped() || error.is_io_error()) =>
-                {
-                    tracing::debug!(%error, "redis connection lost; retrying once");
-                    retried = true;
-                }
-                Ok(result) => return result,
-                Err(_) => return Err(ProjectionError::Timeout(allowance)),
-            }
-        }
+    pub fn primary(&self) -> &Primary {
+        &self.primary
     }
 
     /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`).
@@ -269,12 +263,11 @@ impl Projection {
         if writes.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for write in writes {
-            write.add_to(&mut pipe);
-        }
-        self.run(&pipe, self.timeout).await
+        let Some(pipe) = self.transaction(|pipe| add_writes(pipe, writes)) else {
+            return Ok(());
+        };
+        let result = self.run_transaction(&pipe, self.timeout).await.map(drop);
+        self.doubt_if_failed(writes, result)
     }
 
     /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
@@ -283,23 +276,24 @@ impl Projection {
         if writes.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for write in writes {
-            write.add_to(&mut pipe);
-        }
+        let Some(pipe) = self.transaction(|pipe| add_writes(pipe, writes)) else {
+            return Ok(());
+        };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.run(&pipe, allowance).await
+        let result = self.run_transaction(&pipe, allowance).await.map(drop);
+        self.doubt_if_failed(writes, result)
     }
 
     /// Writes a new link's record only where the key is missing (`SET NX`): a create never
     /// overwrites a record. `Ok(None)`: written (or nothing to write). `Ok(Some(value))`: Redis
     /// already holds the key, with this value, and nothing was written.
     pub async fn create(&self, write: &RecordWrite) -> Result<Option<String>, ProjectionError> {
-        let Some(pipe) = create_pipe(std::slice::from_ref(write)) else {
+        let writes = std::slice::from_ref(write);
+        let Some(pipe) = self.transaction(|pipe| add_creates(pipe, writes)) else {
             return Ok(None);
         };
-        let set: Vec<redis::Value> = self.run(&pipe, self.timeout).await?;
+        let set = self.run_transaction(&pipe, self.timeout).await;
+        let set = self.doubt_if_failed(writes, set)?;
         if set.first().is_some_and(|set| *set != redis::Value::Nil) {
             return Ok(None);
         }
@@ -312,12 +306,13 @@ impl Projection {
         &self,
         writes: &[RecordWrite],
     ) -> Result<Vec<(String, String)>, ProjectionError> {
-        let Some(pipe) = create_pipe(writes) else {
+        let Some(pipe) = self.transaction(|pipe| add_creates(pipe, writes)) else {
             return Ok(Vec::new());
         };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
         // `OK` or nil per `SET`, read without allocating a string per item.
-        let set: Vec<redis::Value> = self.run(&pipe, allowance).await?;
+        let set = self.run_transaction(&pipe, allowance).await;
+        let set = self.doubt_if_failed(writes, set)?;
         let refused: Vec<&str> = writes
             .iter()
             .filter(|write| !matches!(write, RecordWrite::Delete { .. }))

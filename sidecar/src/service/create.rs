@@ -1,7 +1,7 @@
 //! Creating one link: the code (alias or issued), the SQL insert and the `SET NX` write-through.
 
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
-use crate::projection::{written_value, RecordWrite};
+use crate::projection::{written_value, ProjectionError, RecordWrite};
 use crate::storage::{self, Link, LinkFlags, LinkState, Slot, StorageError};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
@@ -164,6 +164,17 @@ impl LinkService {
                 tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
                 if let Err(rollback) = tx.rollback().await {
                     tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
+                }
+                if matches!(error, ProjectionError::NotReplicated { .. }) {
+                    // The record is on the primary, too few replicas have it: take it back, so
+                    // a link not acknowledged is in neither store.
+                    let written: Vec<(&str, &str)> = written_value(&write)
+                        .map(|value| (write.key(), value))
+                        .into_iter()
+                        .collect();
+                    if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+                        tracing::warn!(code = %link.code, %redis, "unreplicated record not removed");
+                    }
                 }
                 return Err(error.into());
             }

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 pub mod batch;
 mod create;
+mod doubt;
 mod idempotency;
 mod model;
 mod read;

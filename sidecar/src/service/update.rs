@@ -1,7 +1,7 @@
 //! Changing a link: update and revoke, each a locked SQL row rewritten and its record re-projected.
 
 use super::{LinkPatch, LinkService, ServiceError};
-use crate::projection::RecordWrite;
+use crate::projection::{ProjectionError, RecordWrite};
 use crate::storage::{self, Link};
 
 impl LinkService {
@@ -75,6 +75,19 @@ impl LinkService {
             tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
             if let Err(rollback) = tx.rollback().await {
                 tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
+            }
+            if matches!(error, ProjectionError::NotReplicated { .. }) {
+                // The new record is on the primary, too few replicas have it: put the previous
+                // one back, as SQL keeps it.
+                let restore = RecordWrite::restore(&link.code, previous, now, self.grace);
+                if let Err(redis) = self.projection.apply(&[restore]).await {
+                    tracing::error!(
+                        code = %link.code,
+                        %redis,
+                        "an unreplicated change could not be undone in redis: run \
+                         `shortlink-sidecar resync`"
+                    );
+                }
             }
             return Err(error.into());
         }

@@ -113,12 +113,14 @@ pub fn cleanup_settings(config: &Config) -> CleanupSettings {
 
 /// A consumer for the configured Redis and database.
 pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
+    let primary = crate::primary::Primary::from_config(config).map_err(ConsumerError::from)?;
     Ok(Consumer::new(
         &config.redis_url,
         store,
         Arc::new(enricher(config)?),
         consumer_settings(config)?,
-    )?)
+    )?
+    .with_primary(primary))
 }
 
 /// Background tasks of a process: the consumer and/or the cleanup jobs.

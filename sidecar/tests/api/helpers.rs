@@ -13,7 +13,7 @@ use std::time::Duration;
 use testkit::RedisServer;
 
 /// Logs appear only with `TEST_LOG=1`.
-static TRACING: LazyLock<()> = LazyLock::new(|| {
+pub static TRACING: LazyLock<()> = LazyLock::new(|| {
     if std::env::var_os("TEST_LOG").is_some() {
         shortlink_sidecar::init_tracing();
     }

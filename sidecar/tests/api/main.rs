@@ -21,4 +21,5 @@ mod outages;
 mod projection_marker;
 mod qr;
 mod resolve;
+mod sentinel;
 mod validation;

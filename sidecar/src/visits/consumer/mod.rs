@@ -27,6 +27,7 @@ mod write;
 use write::{backoff, prepare, Prepared, Writer};
 
 use super::store::VisitStore;
+use crate::primary::Primary;
 use crate::storage::{Backend, StorageError};
 use redis::aio::MultiplexedConnection;
 
@@ -137,6 +138,9 @@ impl ConsumerCounters {
 pub enum ConsumerError {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Finding the primary through Sentinel failed.
+    #[error("redis: {0}")]
+    Primary(#[from] crate::projection::ProjectionError),
     #[error("unexpected reply to {0}")]
     Reply(&'static str),
     #[error(transparent)]
@@ -174,7 +178,7 @@ struct InFlight {
 }
 
 pub struct Consumer {
-    client: redis::Client,
+    primary: Primary,
     connection: Option<MultiplexedConnection>,
     enricher: Arc<Enricher>,
     settings: ConsumerSettings,
@@ -204,7 +208,7 @@ impl Consumer {
             .unwrap_or_else(|| max_visits_per_transaction(store.backend()))
             .max(1);
         Ok(Consumer {
-            client: redis::Client::open(redis_url)?,
+            primary: Primary::fixed(redis_url)?,
             connection: None,
             enricher,
             writer: Writer {
@@ -222,6 +226,12 @@ impl Consumer {
             group_ready: false,
             visits_per_entry: MAX_VISITS_PER_ENTRY,
         })
+    }
+
+    /// Reads from `primary` instead of the URL given to [`Self::new`] (Sentinel).
+    pub fn with_primary(mut self, primary: Primary) -> Self {
+        self.primary = primary;
+        self
     }
 
     pub fn counters(&self) -> Arc<ConsumerCounters> {

@@ -14,8 +14,10 @@ impl Consumer {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Duration::from_secs(5))
             .set_response_timeout(self.settings.block + Duration::from_secs(10));
-        let connection = self
-            .client
+        // With Sentinel, the primary as it is now: every failed command drops the connection
+        // (`query`), so after a failover the next one goes to the new primary.
+        let client = self.primary.client().await?;
+        let connection = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
         self.connection = Some(connection.clone());

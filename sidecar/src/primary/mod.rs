@@ -1,0 +1,137 @@
+//! Where the Redis primary is: the `--redis-url` itself (one box, the default), or the primary
+//! that Redis Sentinel names for `--redis-sentinel-service` (docs/DEPLOYMENT.md, "Sentinel").
+//!
+//! Every Redis user of the sidecar (the write-through, the projection marker, the visit
+//! consumer) asks [`Primary::client`] each time it makes a connection, and drops its connection
+//! on an error that [`needs_rediscovery`] says may mean a failover. So after a promotion the next
+//! connection goes to the new primary, whoever noticed first.
+
+mod sentinel;
+
+pub(crate) use sentinel::parse_address as parse_sentinel_address;
+
+use crate::config::Config;
+use crate::projection::ProjectionError;
+use redis::{ConnectionInfo, IntoConnectionInfo};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the sidecar reaches the primary. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Primary(Arc<Inner>);
+
+struct Inner {
+    source: Source,
+    /// The last primary address discovered, and how many times it changed (promotions seen).
+    last: Mutex<Option<String>>,
+    promotions: AtomicU64,
+}
+
+enum Source {
+    /// `--redis-url`: the one Redis, as before Sentinel support.
+    Fixed(redis::Client),
+    Sentinel(sentinel::Sentinels),
+}
+
+impl std::fmt::Debug for Primary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Primary")
+            .field("sentinel", &self.is_sentinel())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Primary {
+    /// From the configuration: Sentinel when `--redis-sentinels` is set, else `--redis-url`.
+    pub fn from_config(config: &Config) -> Result<Self, ProjectionError> {
+        if config.redis_sentinels.is_empty() {
+            return Self::fixed(&config.redis_url);
+        }
+        let node = config.redis_url.as_str().into_connection_info()?;
+        let sentinels = sentinel::Sentinels::new(
+            &config.redis_sentinels,
+            &config.redis_sentinel_service,
+            node,
+            config.redis_timeout,
+        )?;
+        Ok(Self::new(Source::Sentinel(sentinels)))
+    }
+
+    /// The one Redis at `url`.
+    pub fn fixed(url: &str) -> Result<Self, ProjectionError> {
+        Ok(Self::new(Source::Fixed(redis::Client::open(url)?)))
+    }
+
+    fn new(source: Source) -> Self {
+        Self(Arc::new(Inner {
+            source,
+            last: Mutex::new(None),
+            promotions: AtomicU64::new(0),
+        }))
+    }
+
+    pub fn is_sentinel(&self) -> bool {
+        matches!(self.0.source, Source::Sentinel(_))
+    }
+
+    /// A client for the primary as it is now: with Sentinel, asked of the sentinels again at each
+    /// call (callers call it only to make a connection, so this costs a round trip or two per
+    /// reconnection, never per command).
+    pub async fn client(&self) -> Result<redis::Client, ProjectionError> {
+        match &self.0.source {
+            Source::Fixed(client) => Ok(client.clone()),
+            Source::Sentinel(sentinels) => {
+                let info = sentinels.primary().await?;
+                self.note(&info);
+                Ok(redis::Client::open(info)?)
+            }
+        }
+    }
+
+    /// How many times the discovered primary changed since start-up.
+    pub fn promotions(&self) -> u64 {
+        self.0.promotions.load(Ordering::Relaxed)
+    }
+
+    fn note(&self, info: &ConnectionInfo) {
+        let address = info.addr.to_string();
+        let mut last = self.0.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref() == Some(address.as_str()) {
+            return;
+        }
+        if let Some(previous) = last.as_deref() {
+            self.0.promotions.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(previous, current = %address, "the Redis primary changed (failover)");
+        } else {
+            tracing::info!(primary = %address, "Redis primary found through Sentinel");
+        }
+        *last = Some(address);
+    }
+}
+
+/// Whether an error may mean the connection no longer reaches the primary: it broke, timed out
+/// or was refused (the primary died), or the server became a replica (`READONLY`, an old primary
+/// back as a replica of the new one) or lost its primary (`MASTERDOWN`). The caller drops its
+/// connection; the next one asks [`Primary::client`] again.
+pub fn needs_rediscovery(error: &redis::RedisError) -> bool {
+    error.is_io_error()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+        || error.is_timeout()
+        || matches!(
+            error.kind(),
+            redis::ErrorKind::ReadOnly | redis::ErrorKind::MasterDown
+        )
+}
+
+/// How many times a write is tried while a failover may be under way (Sentinel only): with
+/// `--redis-timeout` between the first try and the last, it covers Sentinel's detection and
+/// promotion for the usual `down-after-milliseconds` of a second or so, and a request still ends
+/// with a 503 within its allowance when the failover takes longer.
+pub const FAILOVER_ATTEMPTS: u32 = 8;
+
+/// Pause between two attempts while a failover may be under way.
+pub fn failover_backoff(attempt: u32) -> Duration {
+    Duration::from_millis(50u64 << attempt.min(4))
+}

@@ -1,0 +1,161 @@
+//! The projection's connection to the primary: made lazily, re-made after failures (after a
+//! failover, to the primary the sentinels name then), and the transactions of the write-through
+//! with their `WAIT`.
+
+use super::{Projection, ProjectionError, Wait};
+use crate::primary::{failover_backoff, needs_rediscovery, FAILOVER_ATTEMPTS};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The connection manager's own reply timeout, above any call's allowance (see `connection`).
+const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Projection {
+    /// The connection and the number it was made under.
+    async fn connection(&self) -> Result<(u64, ConnectionManager), ProjectionError> {
+        if let Some(connection) = self.connection.read().await.as_ref() {
+            return Ok(connection.clone());
+        }
+        let mut slot = self.connection.write().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        // No retries inside the manager: a request must fail fast, the next one tries again.
+        // Each call's own deadline (`run`) bounds its wait; the manager's response timeout only
+        // catches a reply that never comes, and must not cut a batch chunk's longer allowance.
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(self.timeout)
+            .set_response_timeout(self.timeout.max(MANAGER_RESPONSE_TIMEOUT))
+            .set_number_of_retries(0)
+            .set_max_delay(100);
+        let connecting = async {
+            let client = self.primary.client().await?;
+            Ok::<_, ProjectionError>(ConnectionManager::new_with_config(client, config).await?)
+        };
+        let manager = tokio::time::timeout(self.timeout, connecting)
+            .await
+            .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+        let made = self.connections_made.fetch_add(1, Ordering::Relaxed) + 1;
+        *slot = Some((made, manager.clone()));
+        Ok((made, manager))
+    }
+
+    /// Drops the connection numbered `made` (not one another request made since), so the next
+    /// call asks where the primary is.
+    async fn forget(&self, made: u64) {
+        let mut slot = self.connection.write().await;
+        if slot.as_ref().is_some_and(|(current, _)| *current == made) {
+            *slot = None;
+        }
+    }
+
+    /// Runs `pipe` within `allowance`. One Redis: a command that finds the connection dropped
+    /// (Redis restarted) is retried once on the connection the manager re-makes. With Sentinel:
+    /// an error that may mean a failover drops the connection and the command is tried again, on
+    /// the primary the sentinels name, up to [`FAILOVER_ATTEMPTS`] times within the allowance.
+    /// Every write here is idempotent (`SET`, `DEL`, conditional scripts) or refuses to
+    /// overwrite (`SET NX`), so a retry never makes a record wrong: a create's `SET NX` retried
+    /// after its first try did land finds the key taken, and the create takes a fresh code as
+    /// for any taken code (the first record stays, an orphan for `resync`).
+    pub(super) async fn run<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+        allowance: Duration,
+    ) -> Result<T, ProjectionError> {
+        let deadline = tokio::time::Instant::now() + allowance;
+        let sentinel = self.primary.is_sentinel();
+        let attempts = if sentinel { FAILOVER_ATTEMPTS } else { 2 };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut made = None;
+            let try_once = async {
+                let (number, mut connection) = self.connection().await?;
+                made = Some(number);
+                Ok::<T, ProjectionError>(pipe.query_async::<T>(&mut connection).await?)
+            };
+            let result = tokio::time::timeout_at(deadline, try_once).await;
+            let error = match result {
+                Ok(Err(error)) => error,
+                Ok(result) => return result,
+                Err(_) => return Err(ProjectionError::Timeout(allowance)),
+            };
+            let retry = match &error {
+                ProjectionError::Redis(e) if sentinel => needs_rediscovery(e),
+                ProjectionError::Redis(e) => e.is_connection_dropped() || e.is_io_error(),
+                // Sentinel between two primaries, or a connection attempt that timed out.
+                ProjectionError::NoPrimary(_) | ProjectionError::Timeout(_) => sentinel,
+                ProjectionError::NotReplicated { .. } => false,
+            };
+            if !retry || attempt >= attempts {
+                return Err(error);
+            }
+            tracing::debug!(%error, attempt, "redis command failed; trying again");
+            if sentinel {
+                if let Some(made) = made {
+                    self.forget(made).await;
+                }
+                let pause = failover_backoff(attempt);
+                if tokio::time::Instant::now() + pause >= deadline {
+                    return Err(error);
+                }
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+
+    /// The write-through's transaction: `add` puts its commands in (and says whether it added
+    /// any). Without `--redis-wait-replicas`, `MULTI`/`EXEC` as before. With it, `MULTI`, the
+    /// commands, `EXEC`, then `WAIT`, all in one pipeline, so on the same connection: `WAIT`
+    /// counts the replicas that acknowledged this connection's writes, and on another connection
+    /// it would vouch for nothing.
+    pub(super) fn transaction(
+        &self,
+        add: impl FnOnce(&mut redis::Pipeline) -> bool,
+    ) -> Option<redis::Pipeline> {
+        let mut body = redis::pipe();
+        if !add(&mut body) {
+            return None;
+        }
+        let Some(wait) = self.wait else {
+            body.atomic();
+            return Some(body);
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd("MULTI").ignore();
+        for cmd in body.cmd_iter() {
+            // `QUEUED`; the results come in `EXEC`'s reply.
+            pipe.add_command(cmd.clone()).ignore();
+        }
+        pipe.cmd("EXEC");
+        pipe.cmd("WAIT").arg(wait.replicas).arg(
+            u64::try_from(wait.timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
+        Some(pipe)
+    }
+
+    /// Runs a [`Self::transaction`]: `EXEC`'s reply, one value per command. With `WAIT`, fails
+    /// with [`ProjectionError::NotReplicated`] when fewer replicas than required acknowledged
+    /// in time: the writes are on the primary, and the caller undoes them as for any failure.
+    pub(super) async fn run_transaction(
+        &self,
+        pipe: &redis::Pipeline,
+        allowance: Duration,
+    ) -> Result<Vec<redis::Value>, ProjectionError> {
+        let Some(Wait { replicas, timeout }) = self.wait else {
+            return self.run(pipe, allowance).await;
+        };
+        let (exec, acknowledged): (Vec<redis::Value>, u32) =
+            self.run(pipe, allowance + timeout).await?;
+        if acknowledged < replicas {
+            return Err(ProjectionError::NotReplicated {
+                acknowledged,
+                required: replicas,
+            });
+        }
+        Ok(exec)
+    }
+}

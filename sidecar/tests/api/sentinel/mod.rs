@@ -1,0 +1,101 @@
+//! The sidecar on Redis Sentinel (docs/DEPLOYMENT.md, "Sentinel"): [`failover`] kills the primary
+//! under create load, [`frozen`] under update load with the replicas frozen, [`wait`] refuses what
+//! too few replicas hold. Real servers on loopback: 1 primary + 2 replicas + 3 sentinels.
+
+mod failover;
+mod frozen;
+mod wait;
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+use shortlink_sidecar::storage::Storage;
+use shortlink_sidecar::Application;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Concurrent write loops.
+const WRITERS: usize = 4;
+
+/// The sidecar as `serve` runs it: the API, the visit consumer and the projection marker's
+/// keeper, each on its own connection to the primary.
+struct Sidecar {
+    address: String,
+    storage: Arc<dyn Storage>,
+    server: tokio::task::JoinHandle<()>,
+    keeper: tokio::task::JoinHandle<()>,
+    _background: shortlink_sidecar::visits::Background,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        self.server.abort();
+        self.keeper.abort();
+    }
+}
+
+async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
+    let dir = testkit::temp_dir();
+    let database_url = format!("sqlite://{}", dir.path().join("var/links.db").display());
+    let config = config(&database_url, redis_url, extra);
+    std::sync::LazyLock::force(&TRACING);
+    let app = Application::build(&config)
+        .await
+        .expect("build the sidecar");
+    let address = format!("http://{}", app.local_addr());
+    let background = shortlink_sidecar::visits::commands::start_background(&config, app.state())
+        .expect("start the visit consumer");
+    let keeper = shortlink_sidecar::projection::marker::spawn_keeper(&config, app.state())
+        .expect("start the marker's keeper");
+    let server = tokio::spawn(async move {
+        app.run_until(std::future::pending()).await.expect("serve");
+    });
+    let storage = shortlink_sidecar::open_storage(&config).await.unwrap();
+    Sidecar {
+        address,
+        storage,
+        server,
+        keeper,
+        _background: background,
+        _dir: dir,
+    }
+}
+
+fn client() -> reqwest::Client {
+    shortlink_e2e::install_tls_provider();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+async fn post(client: &reqwest::Client, address: &str, url: &str) -> (u16, Value) {
+    let response = client
+        .post(format!("{address}/api/v1/links"))
+        .bearer_auth(API_KEY)
+        .json(&json!({ "url": url }))
+        .send()
+        .await
+        .expect("POST /links");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A sidecar on the group's sentinels, `WAIT`ing for one replica.
+async fn start_on_sentinels(group: &testkit::SentinelGroup, wait_timeout: &str) -> Sidecar {
+    let sentinels = group.addresses();
+    let flags = [
+        "--redis-sentinels",
+        &sentinels,
+        "--redis-sentinel-service",
+        testkit::sentinel::SERVICE,
+        "--redis-wait-replicas",
+        "1",
+        "--redis-wait-timeout",
+        wait_timeout,
+        "--projection-check-interval",
+        "200ms",
+    ];
+    // `--redis-url` gives only the database and credentials: the sentinels name the primary.
+    start_sidecar(&group.primary.url(), &flags).await
+}
