@@ -193,12 +193,6 @@ pub struct Sidecar {
 }
 
 impl Sidecar {
-    fn start_on_port(dir: &tempfile::TempDir, redis: &RedisServer, port: u16) -> Self {
-        let database = dir.path().join("shortlink.db");
-        let url = format!("sqlite://{}", database.display());
-        Self::start_on_database(dir, redis, &url, port)
-    }
-
     /// A sidecar on any database (e.g. a PostgreSQL the test controls), without nginx; its log is
     /// `sidecar.log` in `dir`. Reach its API directly with [`Sidecar::api`].
     pub fn start_on_database(
