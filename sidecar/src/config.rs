@@ -258,7 +258,11 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_WINDOW", default_value = "30m", value_parser = humantime::parse_duration, global = true)]
     pub domain_health_window: Duration,
 
-    /// Links issued on a domain within the window before its traffic is judged.
+    /// Half-life of the click curve: a link's human clicks are expected to halve with every such age after it is issued (SMS links are clicked mostly soon after sending); each domain's expected share of the window's clicks weighs its recently issued links by this curve.
+    #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_CLICK_HALF_LIFE", default_value = "1h", value_parser = humantime::parse_duration, global = true)]
+    pub domain_health_click_half_life: Duration,
+
+    /// Links issued on a domain within the click curve's horizon (the window plus 8 half-lives) before its traffic is judged.
     #[arg(
         long,
         env = "SHORTLINK_DOMAIN_HEALTH_MIN_ISSUED",

@@ -145,7 +145,10 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
     Ok(AppState {
         links: Arc::new(links),
         analytics,
-        domains: Arc::default(),
+        domains: Arc::new(domains::health::DomainHealth::new(
+            domains::health::ClickCurve::new(config.domain_health_click_half_life)
+                .horizon(config.domain_health_window),
+        )),
         console: Arc::default(),
         settings: Arc::new(HttpSettings {
             url_policy,

@@ -187,4 +187,24 @@ fn check_config_reports_domain_health_settings() {
     assert!(!output.status.success());
     let text = stderr(&output);
     assert!(text.contains("--certificate-ca"), "{text}");
+    // The click curve's half-life, from the file: a duration, more than zero.
+    let good = write(
+        dir.path(),
+        "curve.toml",
+        &format!("code_secret = \"{SECRET}\"\ndomain_health_click_half_life = \"20m\"\n"),
+    );
+    let output = sidecar(&["--config", &good, "check-config"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let zero = write(
+        dir.path(),
+        "zero.toml",
+        &format!("code_secret = \"{SECRET}\"\ndomain_health_click_half_life = \"0s\"\n"),
+    );
+    let output = sidecar(&["--config", &zero, "check-config"], &[]);
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains("--domain-health-click-half-life must be more than 0"),
+        "{text}"
+    );
 }
