@@ -6,6 +6,7 @@ pub mod dns;
 pub mod health;
 mod http1;
 pub mod issuing;
+mod traffic;
 mod webhook;
 
 pub use issuing::{IssuingBase, IssuingBases, Spread};

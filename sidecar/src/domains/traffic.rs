@@ -1,0 +1,359 @@
+//! The traffic side of domain health: links issued per domain counted per minute, weighed by the
+//! usual click curve of a link, and the finding "suspected blocked" when a domain's clicks fall
+//! far below its expected share of the window's clicks while other domains get theirs.
+
+use super::health::State;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// A domain's clicks below this fraction of its expected share count as "far below".
+const FAR_BELOW: f64 = 0.1;
+/// Fewer expected clicks than this judge nothing: none of them coming is no sign of a block
+/// (the chance of no click at all where 5 are expected is under 1%). Without it, a domain whose
+/// links are all old, expected a click or two, would be suspected whenever it got none.
+const MIN_EXPECTED_CLICKS: f64 = 5.0;
+/// Links older than the window plus this many half-lives are forgotten: less than 1/256 of
+/// their clicks is left to come.
+const HORIZON_HALF_LIVES: u32 = 8;
+/// Issued links are counted per minute.
+const BUCKET_SECONDS: u64 = 60;
+
+/// The usual click curve of a link: the share of its human clicks made by age `a` is
+/// `1 - 2^(-a / half_life)` (an exponential decay of the click rate, as SMS links are clicked
+/// mostly within minutes to hours of sending).
+#[derive(Debug, Clone, Copy)]
+pub struct ClickCurve {
+    /// Decay rate λ, per second.
+    rate: f64,
+    half_life: Duration,
+}
+
+impl ClickCurve {
+    pub fn new(half_life: Duration) -> Self {
+        // Zero is refused by the configuration check; a millisecond keeps the arithmetic sane.
+        let half_life = half_life.max(Duration::from_millis(1));
+        Self {
+            rate: std::f64::consts::LN_2 / half_life.as_secs_f64(),
+            half_life,
+        }
+    }
+
+    /// How far back issued links still count: the window plus 8 half-lives.
+    pub fn horizon(&self, window: Duration) -> Duration {
+        window.saturating_add(self.half_life.saturating_mul(HORIZON_HALF_LIVES))
+    }
+
+    /// The share of a link's clicks that fall within the last `window` seconds when the link is
+    /// `age` seconds old.
+    fn in_window(&self, age: f64, window: f64) -> f64 {
+        let before = (age - window).max(0.0);
+        (-self.rate * before).exp() - (-self.rate * age).exp()
+    }
+
+    /// The integral of [`Self::in_window`] over ages 0 to `age`.
+    fn integral(&self, age: f64, window: f64) -> f64 {
+        let rising = |a: f64| a + (-self.rate * a).exp_m1() / self.rate;
+        if age <= window {
+            rising(age)
+        } else {
+            rising(window)
+                + (-(-self.rate * window).exp_m1() - (-self.rate * (age - window)).exp_m1()
+                    + (-self.rate * age).exp_m1())
+                    / self.rate
+        }
+    }
+
+    /// The share of their clicks expected within the last `window` seconds of links issued evenly
+    /// at ages `young` to `old` seconds.
+    pub fn weight(&self, young: f64, old: f64, window: f64) -> f64 {
+        if old - young < 1e-6 {
+            return self.in_window(old, window);
+        }
+        ((self.integral(old, window) - self.integral(young, window)) / (old - young)).max(0.0)
+    }
+}
+
+/// Links issued per domain and per minute since `origin`: (minute, links) for the minutes that
+/// had any, oldest first, none older than `keep` minutes.
+#[derive(Debug)]
+pub(super) struct IssuedBuckets {
+    origin: Instant,
+    keep: u64,
+    domains: HashMap<String, VecDeque<(u64, u64)>>,
+}
+
+impl IssuedBuckets {
+    /// Counts from `origin` on, keeping minutes as far back as `horizon` (see
+    /// [`ClickCurve::horizon`]).
+    pub(super) fn new(origin: Instant, horizon: Duration) -> Self {
+        Self {
+            origin,
+            keep: horizon.as_secs().div_ceil(BUCKET_SECONDS),
+            domains: HashMap::new(),
+        }
+    }
+
+    fn minute(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.origin).as_secs() / BUCKET_SECONDS
+    }
+
+    pub(super) fn record(&mut self, domain: &str, links: u64, at: Instant) {
+        let minute = self.minute(at);
+        let keep = self.keep;
+        let buckets = match self.domains.get_mut(domain) {
+            Some(buckets) => buckets,
+            None => self.domains.entry(domain.to_owned()).or_default(),
+        };
+        match buckets.back_mut() {
+            Some((last, count)) if *last == minute => *count += links,
+            _ => buckets.push_back((minute, links)),
+        }
+        while buckets.front().is_some_and(|(m, _)| m + keep < minute) {
+            buckets.pop_front();
+        }
+    }
+
+    /// Per domain at `now`: (links issued within the horizon, their weight by `curve` for the
+    /// last `window`), forgetting older minutes.
+    pub(super) fn weighed(
+        &mut self,
+        now: Instant,
+        window: Duration,
+        curve: &ClickCurve,
+    ) -> HashMap<String, (u64, f64)> {
+        let minute = self.minute(now);
+        let since_origin = now.saturating_duration_since(self.origin).as_secs_f64();
+        let window = window.as_secs_f64();
+        let keep = self.keep;
+        self.domains
+            .iter_mut()
+            .map(|(domain, buckets)| {
+                while buckets.front().is_some_and(|(m, _)| m + keep < minute) {
+                    buckets.pop_front();
+                }
+                let (mut links, mut weight) = (0, 0.0);
+                for &(m, count) in buckets.iter() {
+                    let start = (m * BUCKET_SECONDS) as f64;
+                    let young = (since_origin - start - BUCKET_SECONDS as f64).max(0.0);
+                    let old = (since_origin - start).max(0.0);
+                    links += count;
+                    weight += count as f64 * curve.weight(young, old, window);
+                }
+                (domain.clone(), (links, weight))
+            })
+            .collect()
+    }
+}
+
+/// The traffic side of one domain's check.
+pub(super) struct Traffic {
+    /// Links issued on the domain within the curve's horizon, and their weight.
+    pub issued: u64,
+    pub weight: f64,
+    /// The sum of the weights of all domains.
+    pub weight_total: f64,
+    pub clicks: i64,
+    pub clicks_total: i64,
+}
+
+impl Traffic {
+    /// "Suspected blocked" with its reason when the domain's clicks are far below its expected
+    /// share of the window's clicks while other domains get theirs.
+    pub(super) fn finding(&self, min_issued: u64, window: Duration) -> Option<(State, String)> {
+        if self.issued < min_issued || self.clicks_total <= self.clicks || self.weight_total <= 0.0
+        {
+            return None;
+        }
+        let expected = self.clicks_total as f64 * self.weight / self.weight_total;
+        if expected < MIN_EXPECTED_CLICKS || self.clicks as f64 >= expected * FAR_BELOW {
+            return None;
+        }
+        let reason = format!(
+            "{} clicks in {} for {} links issued recently (expected about {expected:.0})",
+            self.clicks,
+            humantime::format_duration(window),
+            self.issued,
+        );
+        Some((State::SuspectedBlocked, reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    fn buckets(origin: Instant, horizon: Duration) -> IssuedBuckets {
+        IssuedBuckets::new(origin, horizon)
+    }
+
+    #[test]
+    fn the_curve_integral_matches_a_sum_of_its_values() {
+        let curve = ClickCurve::new(HOUR);
+        let window = 1800.0;
+        for age in [10.0, 900.0, 1800.0, 5000.0, 30_000.0] {
+            let steps = 100_000;
+            let step = age / steps as f64;
+            let sum: f64 = (0..steps)
+                .map(|i| curve.in_window((i as f64 + 0.5) * step, window) * step)
+                .sum();
+            let exact = curve.integral(age, window);
+            assert!(
+                (sum - exact).abs() < 1e-6 * age,
+                "age {age}: {sum} vs {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_weight_is_what_the_curve_leaves_for_the_window() {
+        let curve = ClickCurve::new(HOUR);
+        let window = 1800.0;
+        // Issued right now: no time to be clicked yet.
+        assert_eq!(curve.weight(0.0, 0.0, window), 0.0);
+        // Issued exactly a window ago: all the clicks of their first half hour, 1 - 2^-0.5.
+        let fresh = curve.weight(1800.0, 1800.0, window);
+        assert!((fresh - (1.0 - 0.5f64.sqrt())).abs() < 1e-9, "{fresh}");
+        // Issued 8 h ago: 2^-7.5 - 2^-8 of their clicks are left for this half hour.
+        let old = curve.weight(8.0 * 3600.0, 8.0 * 3600.0, window);
+        assert!(
+            (old - (2f64.powf(-7.5) - 2f64.powf(-8.0))).abs() < 1e-9,
+            "{old}"
+        );
+        // A minute's links: between the weights of its two edges.
+        let minute = curve.weight(1740.0, 1800.0, window);
+        assert!(minute > curve.weight(1740.0, 1740.0, window) && minute < fresh);
+    }
+
+    #[test]
+    fn issued_links_are_counted_per_minute_and_forgotten_after_the_horizon() {
+        let t0 = Instant::now();
+        let mut issued = buckets(t0, 2 * HOUR);
+        for _ in 0..1000 {
+            issued.record("s1.example", 1, t0 + Duration::from_secs(5));
+        }
+        issued.record("s1.example", 1_000_000, t0 + Duration::from_secs(59));
+        issued.record("s1.example", 7, t0 + MINUTE);
+        issued.record("s2.example", 3, t0 + HOUR);
+        // A million links in a minute are one bucket.
+        assert_eq!(
+            issued.domains["s1.example"],
+            VecDeque::from([(0, 1_001_000), (1, 7)])
+        );
+        let curve = ClickCurve::new(HOUR);
+        let at = |issued: &mut IssuedBuckets, t| {
+            buckets_weighed(issued, t, &curve)
+                .into_iter()
+                .map(|(domain, (links, _))| (domain, links))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(
+            at(&mut issued, t0 + 2 * HOUR),
+            BTreeMap::from([("s1.example".into(), 1_001_007), ("s2.example".into(), 3)])
+        );
+        // The first minute is past the horizon, then the second; the domain stays, with none.
+        assert_eq!(at(&mut issued, t0 + 2 * HOUR + MINUTE)["s1.example"], 7);
+        assert_eq!(at(&mut issued, t0 + 2 * HOUR + 2 * MINUTE)["s1.example"], 0);
+        assert!(issued.domains["s1.example"].is_empty());
+        // Recording prunes too: memory stays bounded when nobody checks.
+        issued.record("s2.example", 1, t0 + 4 * HOUR);
+        assert_eq!(issued.domains["s2.example"], VecDeque::from([(240, 1)]));
+    }
+
+    fn buckets_weighed(
+        issued: &mut IssuedBuckets,
+        now: Instant,
+        curve: &ClickCurve,
+    ) -> HashMap<String, (u64, f64)> {
+        issued.weighed(now, 30 * MINUTE, curve)
+    }
+
+    /// Findings per domain at `now` given the window's clicks per domain.
+    fn judge(
+        issued: &mut IssuedBuckets,
+        now: Instant,
+        clicks: &[(&str, i64)],
+    ) -> BTreeMap<String, Option<State>> {
+        let weighed = buckets_weighed(issued, now, &ClickCurve::new(HOUR));
+        let weight_total = weighed.values().map(|(_, w)| w).sum();
+        let clicks_total = clicks.iter().map(|(_, c)| c).sum();
+        weighed
+            .into_iter()
+            .map(|(domain, (links, weight))| {
+                let traffic = Traffic {
+                    issued: links,
+                    weight,
+                    weight_total,
+                    clicks: clicks
+                        .iter()
+                        .find(|(d, _)| *d == domain)
+                        .map_or(0, |(_, c)| *c),
+                    clicks_total,
+                };
+                let found = traffic.finding(50, 30 * MINUTE).map(|(state, _)| state);
+                (domain, found)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_domain_with_fresh_links_and_no_clicks_is_suspected_blocked() {
+        let t0 = Instant::now();
+        let mut issued = buckets(t0, ClickCurve::new(HOUR).horizon(30 * MINUTE));
+        issued.record("fresh.example", 1000, t0);
+        issued.record("blocked.example", 1000, t0);
+        let found = judge(&mut issued, t0 + 30 * MINUTE, &[("fresh.example", 200)]);
+        assert_eq!(found["fresh.example"], None);
+        assert_eq!(found["blocked.example"], Some(State::SuspectedBlocked));
+        // Some clicks, but under a tenth of its half (8 of 208): still suspected; a fair part: not.
+        let found = judge(
+            &mut issued,
+            t0 + 30 * MINUTE,
+            &[("fresh.example", 200), ("blocked.example", 8)],
+        );
+        assert_eq!(found["blocked.example"], Some(State::SuspectedBlocked));
+        let found = judge(
+            &mut issued,
+            t0 + 30 * MINUTE,
+            &[("fresh.example", 200), ("blocked.example", 60)],
+        );
+        assert_eq!(found["blocked.example"], None);
+    }
+
+    #[test]
+    fn a_domain_whose_links_are_old_is_not_expected_to_get_clicks_now() {
+        let t0 = Instant::now();
+        let mut issued = buckets(t0, ClickCurve::new(HOUR).horizon(30 * MINUTE));
+        issued.record("old.example", 1000, t0);
+        issued.record("fresh.example", 1000, t0 + 7 * HOUR + 30 * MINUTE);
+        let now = t0 + 8 * HOUR;
+        // Both within the horizon (8.5 h): the same raw count, over min_issued...
+        let weighed = buckets_weighed(&mut issued, now, &ClickCurve::new(HOUR));
+        assert_eq!(weighed["old.example"].0, 1000);
+        assert_eq!(weighed["fresh.example"].0, 1000);
+        // ...but the old links are expected about 0.5% of the clicks, not half of them.
+        let share =
+            weighed["old.example"].1 / (weighed["old.example"].1 + weighed["fresh.example"].1);
+        assert!(share < 0.01, "{share}");
+        let found = judge(&mut issued, now, &[("fresh.example", 200)]);
+        assert_eq!(found["old.example"], None);
+        assert_eq!(found["fresh.example"], None);
+    }
+
+    #[test]
+    fn links_issued_this_minute_are_not_expected_to_have_been_clicked_yet() {
+        let t0 = Instant::now();
+        let mut issued = buckets(t0, ClickCurve::new(HOUR).horizon(30 * MINUTE));
+        issued.record("earlier.example", 1000, t0);
+        issued.record("just-now.example", 1000, t0 + 30 * MINUTE);
+        let found = judge(
+            &mut issued,
+            t0 + 30 * MINUTE + Duration::from_secs(20),
+            &[("earlier.example", 200)],
+        );
+        assert_eq!(found["just-now.example"], None);
+    }
+}
