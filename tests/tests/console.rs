@@ -419,10 +419,15 @@ async fn the_console_works_in_a_real_browser() {
     );
     screenshot(c, "14-revoked-410").await;
 
+    // The overview once the campaign has been clicked (the README's picture).
+    c.goto(&format!("{console}/")).await.unwrap();
+    assert!(source(c).await.contains("Top campaigns"));
+    screenshot(c, "15-overview-with-clicks").await;
+
     // At phone width.
     c.set_window_size(390, 844).await.unwrap();
     c.goto(&format!("{console}/")).await.unwrap();
-    screenshot(c, "15-overview-phone").await;
+    screenshot(c, "16-overview-phone").await;
     c.set_window_size(1280, 1000).await.unwrap();
 
     // A viewer sees no create or revoke.
@@ -437,7 +442,7 @@ async fn the_console_works_in_a_real_browser() {
     c.goto(&format!("{console}/links/{code}")).await.unwrap();
     let page = source(c).await;
     assert!(!page.contains("/revoke") && !page.contains("/edit"));
-    screenshot(c, "16-viewer-link").await;
+    screenshot(c, "17-viewer-link").await;
 
     chrome.client.clone().close().await.unwrap();
     drop(chrome);

@@ -11,18 +11,18 @@ const AXIS: f64 = 18.0;
 
 /// `label` formats a bucket's start for its tooltip and the axis.
 pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String) -> Markup {
-    let max = points
+    let peak = points
         .iter()
         .map(|p| p.counts.humans + p.counts.bots + p.counts.previews)
         .max()
-        .unwrap_or(0)
-        .max(1);
+        .unwrap_or(0);
+    let max = peak.max(1);
     let total: i64 = points.iter().map(|p| p.counts.humans).sum();
     let step = WIDTH / points.len().max(1) as f64;
     let bar = (step * 0.8).max(1.0);
     let scale = (HEIGHT - AXIS) / max as f64;
     let description = format!(
-        "{} human clicks over {} buckets, at most {max} visits in one",
+        "{} human clicks over {} buckets, at most {peak} visits in one",
         total,
         points.len()
     );
@@ -49,7 +49,11 @@ pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String) -> Mar
             }
             figcaption.legend {
                 span.human { "■ humans" } span.bot { "■ bots" } span.preview { "■ link previews" }
-                span.hint { "(tallest bar: " (max) " visits)" }
+                @if peak == 0 {
+                    span.hint { "(no visits in this period)" }
+                } @else {
+                    span.hint { "(tallest bar: " (peak) @if peak == 1 { " visit)" } @else { " visits)" } }
+                }
             }
         }
     }

@@ -76,7 +76,7 @@ pub async fn page(
         _ => None,
     };
     let format = match interval {
-        Interval::Hour => "%d %H:00",
+        Interval::Hour => "%b %d %H:00",
         Interval::Day => "%b %d",
     };
     let b = &view.breakdowns;

@@ -68,7 +68,7 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
         h1 { "Overview" }
         h2 { "Last 24 hours" }
         (totals(&day.totals))
-        (chart::clicks(&day.series, |p| p.start.format("%H:00").to_string()))
+        (chart::clicks(&day.series, |p| p.start.format("%b %d %H:00").to_string()))
         h2 { "Last 30 days" }
         (totals(&month.totals))
         (chart::clicks(&month.series, |p| p.start.format("%b %d").to_string()))
