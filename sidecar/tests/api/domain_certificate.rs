@@ -13,6 +13,7 @@ use rustls::sign::CertifiedKey;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -108,6 +109,29 @@ fn days_left(status: &Value) -> f64 {
     (at - chrono::Utc::now()).num_seconds() as f64 / 86_400.0
 }
 
+/// A sidecar probing `domains` every 100 ms through `edge`, trusting `ca_file` if given, with
+/// `extra` flags.
+async fn spawn_probing(
+    domains: &str,
+    edge: &str,
+    ca_file: Option<&Path>,
+    extra: &[&str],
+) -> TestApp {
+    let mut args = vec![
+        "--short-domains",
+        domains,
+        "--domain-health-every",
+        "100ms",
+        "--certificate-edge",
+        edge,
+    ];
+    if let Some(ca_file) = ca_file {
+        args.extend(["--certificate-ca", ca_file.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    spawn_app_with(Backend::Sqlite, &args).await
+}
+
 #[tokio::test]
 async fn an_expiring_or_misnamed_certificate_shows_and_recovers_when_replaced() {
     let ca = TestCa::new("shortlink test root");
@@ -119,20 +143,8 @@ async fn an_expiring_or_misnamed_certificate_shows_and_recovers_when_replaced() 
     certificates.set("s2.example", ca.leaf("s2.example", 90));
     certificates.set("s3.example", ca.leaf("other.example", 90));
     let edge = tls_edge(Arc::clone(&certificates)).await.to_string();
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--short-domains",
-            "s1.example,s2.example,s3.example",
-            "--domain-health-every",
-            "100ms",
-            "--certificate-edge",
-            &edge,
-            "--certificate-ca",
-            ca_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let domains_list = "s1.example,s2.example,s3.example";
+    let app = spawn_probing(domains_list, &edge, Some(ca_file.as_path()), &[]).await;
 
     let settled = eventually(Duration::from_secs(10), || async {
         let d = domains(&app).await;
@@ -201,21 +213,9 @@ async fn an_untrusted_expired_or_missing_certificate_is_unreachable() {
     certificates.set("s1.example", stranger.leaf("s1.example", 90));
     certificates.set("s3.example", trusted.leaf("s3.example", -2));
     let edge = tls_edge(certificates).await.to_string();
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--short-domains",
-            // s2 has no certificate on the edge: the handshake fails.
-            "s1.example,s2.example,s3.example",
-            "--domain-health-every",
-            "100ms",
-            "--certificate-edge",
-            &edge,
-            "--certificate-ca",
-            ca_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    // s2 has no certificate on the edge: the handshake fails.
+    let domains_list = "s1.example,s2.example,s3.example";
+    let app = spawn_probing(domains_list, &edge, Some(ca_file.as_path()), &[]).await;
     let settled = eventually(Duration::from_secs(10), || async {
         let d = domains(&app).await;
         ["s1.example", "s2.example", "s3.example"]
@@ -364,26 +364,15 @@ async fn the_state_change_webhook_is_delivered_over_https_and_retried() {
     // An edge with no certificate at all: the domain goes unreachable, a change to report.
     let edge = tls_edge(Arc::default()).await.to_string();
     let hook = format!("https://{receiver}/hook");
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--short-domains",
-            "s1.example",
-            "--domain-health-every",
-            "100ms",
-            "--certificate-edge",
-            &edge,
-            "--certificate-ca",
-            ca_file.to_str().unwrap(),
-            "--domain-webhook-url",
-            &hook,
-            "--domain-webhook-secret",
-            SECRET,
-            "--domain-webhook-ca",
-            ca_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let webhook = [
+        "--domain-webhook-url",
+        &hook,
+        "--domain-webhook-secret",
+        SECRET,
+        "--domain-webhook-ca",
+        ca_file.to_str().unwrap(),
+    ];
+    let app = spawn_probing("s1.example", &edge, Some(ca_file.as_path()), &webhook).await;
     // Refused once, then delivered on the retry, 500 ms later: the same signed body twice.
     let delivered = eventually(Duration::from_secs(10), || async {
         received.lock().unwrap().len() >= 2
@@ -435,18 +424,7 @@ async fn a_silent_edge_times_the_domains_out_together() {
         }
     });
     let domains_list = "s1.example,s2.example,s3.example,s4.example,s5.example,s6.example";
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--short-domains",
-            domains_list,
-            "--domain-health-every",
-            "100ms",
-            "--certificate-edge",
-            &edge,
-        ],
-    )
-    .await;
+    let app = spawn_probing(domains_list, &edge, None, &[]).await;
     let all_checked = eventually(Duration::from_secs(12), || async {
         let d = domains(&app).await;
         d.len() == 6 && d.values().all(|s| s["state"] == "unreachable")
