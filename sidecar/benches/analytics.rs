@@ -23,6 +23,9 @@
 //!
 //! Run through `bench/analytics/run`.
 
+#[path = "common/rollups.rs"]
+mod rollups;
+
 use shortlink_sidecar::visits::consumer::{
     max_visits_per_transaction, Consumer, ConsumerSettings, STREAM,
 };
@@ -254,75 +257,7 @@ async fn insert_links(url: &str, links: usize) {
 
 /// Rollups of one link with `visits` visits spread over 30 days (see the module doc).
 async fn synthetic_rollups(url: &str, code: &str, visits: i64) -> i64 {
-    let days = 30i64;
-    let to = Interval::Day.floor(chrono::Utc::now().timestamp());
-    let from = to - days * 86_400;
-    let per_hour = visits / (days * 24);
-    let mut statements: Vec<String> = Vec::new();
-    for day in 0..days {
-        let d = from + day * 86_400;
-        statements.push(format!(
-            "INSERT INTO visit_buckets VALUES ('{code}', 86400, {d}, {}, {}, {}, {})",
-            per_hour * 24 * 8 / 10,
-            per_hour * 24 / 10,
-            per_hour * 24 / 10,
-            per_hour * 24 / 3
-        ));
-        for h in 0..24 {
-            statements.push(format!(
-                "INSERT INTO visit_buckets VALUES ('{code}', 3600, {}, {}, {}, {}, {})",
-                d + h * 3600,
-                per_hour * 8 / 10,
-                per_hour / 10,
-                per_hour / 10,
-                per_hour / 3
-            ));
-        }
-        let share = per_hour * 24;
-        let mut values = Vec::new();
-        for a in 0..60 {
-            values.push(format!(
-                "('{code}', {d}, 'browser{}', 'os{}', '{}', '{}', {}, {}, {})",
-                a % 20,
-                a % 6,
-                ["desktop", "mobile", "tablet"][a % 3],
-                if a % 10 == 0 { "Slack" } else { "" },
-                share / 60,
-                1,
-                1
-            ));
-        }
-        statements.push(format!(
-            "INSERT INTO visit_agents VALUES {}",
-            values.join(", ")
-        ));
-        let mut values = Vec::new();
-        for p in 0..300 {
-            values.push(format!(
-                "('{code}', {d}, 'C{}', 'region{}', 'city{p}', {}, 1, 1)",
-                p % 30,
-                p % 100,
-                share / 300
-            ));
-        }
-        statements.push(format!(
-            "INSERT INTO visit_places VALUES {}",
-            values.join(", ")
-        ));
-        let mut values = Vec::new();
-        for s in 0..40 {
-            values.push(format!(
-                "('{code}', {d}, 'ref{}.example', 's{}.example', {}, 1, 1)",
-                s % 20,
-                s / 20,
-                share / 40
-            ));
-        }
-        statements.push(format!(
-            "INSERT INTO visit_sources VALUES {}",
-            values.join(", ")
-        ));
-    }
+    let (from, statements) = rollups::statements(code, visits);
     if url.starts_with("sqlite:") {
         let pool = sqlx::SqlitePool::connect(url).await.unwrap();
         let mut tx = pool.begin().await.unwrap();

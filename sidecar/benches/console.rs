@@ -9,8 +9,10 @@
 //!
 //! Run through `bench/console/run`. Exits 1 if a page's p99 is over 50 ms.
 
+#[path = "common/rollups.rs"]
+mod rollups;
+
 use clap::Parser;
-use shortlink_sidecar::visits::rollup::Interval;
 use std::time::{Duration, Instant};
 
 const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
@@ -52,80 +54,12 @@ async fn insert_links(pool: &sqlx::SqlitePool, links: usize) {
     tx.commit().await.unwrap();
 }
 
-/// Rollups of `visits` visits over 30 days for `code` (`*`: all links), as `analytics.rs` writes
-/// them: hourly and daily buckets, and daily breakdown rows.
+/// Rollups of `visits` visits over 30 days for `code` (`*`: all links), as the consumer writes them.
 async fn synthetic_rollups(pool: &sqlx::SqlitePool, code: &str, visits: i64) {
-    let days = 30i64;
-    let to = Interval::Day.floor(chrono::Utc::now().timestamp());
-    let from = to - days * 86_400;
-    let per_hour = visits / (days * 24);
+    let (_, statements) = rollups::statements(code, visits);
     let mut tx = pool.begin().await.unwrap();
-    for day in 0..days {
-        let d = from + day * 86_400;
-        let mut statements = vec![format!(
-            "INSERT INTO visit_buckets VALUES ('{code}', 86400, {d}, {}, {}, {}, {})",
-            per_hour * 24 * 8 / 10,
-            per_hour * 24 / 10,
-            per_hour * 24 / 10,
-            per_hour * 24 / 3
-        )];
-        for h in 0..24 {
-            statements.push(format!(
-                "INSERT INTO visit_buckets VALUES ('{code}', 3600, {}, {}, {}, {}, {})",
-                d + h * 3600,
-                per_hour * 8 / 10,
-                per_hour / 10,
-                per_hour / 10,
-                per_hour / 3
-            ));
-        }
-        let share = per_hour * 24;
-        let agents: Vec<String> = (0..60)
-            .map(|a| {
-                format!(
-                    "('{code}', {d}, 'browser{}', 'os{}', '{}', '', {}, 1, 1)",
-                    a % 20,
-                    a % 6,
-                    ["desktop", "mobile", "tablet"][a % 3],
-                    share / 60
-                )
-            })
-            .collect();
-        statements.push(format!(
-            "INSERT INTO visit_agents VALUES {}",
-            agents.join(", ")
-        ));
-        let places: Vec<String> = (0..300)
-            .map(|p| {
-                format!(
-                    "('{code}', {d}, 'C{}', 'region{}', 'city{p}', {}, 1, 1)",
-                    p % 30,
-                    p % 100,
-                    share / 300
-                )
-            })
-            .collect();
-        statements.push(format!(
-            "INSERT INTO visit_places VALUES {}",
-            places.join(", ")
-        ));
-        let sources: Vec<String> = (0..40)
-            .map(|s| {
-                format!(
-                    "('{code}', {d}, 'ref{}.example', 's{}.example', {}, 1, 1)",
-                    s % 20,
-                    s / 20,
-                    share / 40
-                )
-            })
-            .collect();
-        statements.push(format!(
-            "INSERT INTO visit_sources VALUES {}",
-            sources.join(", ")
-        ));
-        for statement in &statements {
-            sqlx::query(statement).execute(&mut *tx).await.unwrap();
-        }
+    for statement in &statements {
+        sqlx::query(statement).execute(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
 }
