@@ -7,6 +7,7 @@
 mod api;
 mod nginx;
 pub mod paths;
+pub mod prometheus;
 pub mod qr;
 pub mod raw;
 pub mod tls;

@@ -4,9 +4,10 @@
 //! `$shortlink_public_base` map sends to the sidecar (weights, draining, malformed lists).
 
 use serde_json::{json, Value};
+use shortlink_e2e::prometheus::samples;
 use shortlink_e2e::tls::{local_ca, not_after, reissue};
 use shortlink_e2e::{Api, NginxOptions, System, POOL};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::time::Duration;
 use testkit::wait_until;
@@ -57,17 +58,6 @@ fn expires_at(status: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
     status["certificate_expires_at"]
         .as_str()
         .map(|at| chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc())
-}
-
-/// One page's `name{labels} value` samples.
-fn samples(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .filter_map(|line| {
-            let (key, value) = line.rsplit_once(' ')?;
-            Some((key.to_owned(), value.parse().ok()?))
-        })
-        .collect()
 }
 
 /// The module's Prometheus page and the sidecar's, as Prometheus scrapes them from the API server.

@@ -3,22 +3,11 @@
 //! metrics` accepts. The plain format stays as it was.
 
 use serde_json::json;
+use shortlink_e2e::prometheus::samples;
 use shortlink_e2e::tls::local_ca;
 use shortlink_e2e::{NginxOptions, System, POOL};
-use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
-
-/// `name{labels} value` lines of a Prometheus page, keyed by everything before the value.
-fn samples(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .filter_map(|line| {
-            let (key, value) = line.rsplit_once(' ')?;
-            Some((key.to_owned(), value.parse().ok()?))
-        })
-        .collect()
-}
 
 fn prometheus_page(system: &System, query: &str, accept: Option<&str>) -> (String, String) {
     let url = format!(

@@ -5,17 +5,7 @@
 use crate::helpers::*;
 use reqwest::Method;
 use serde_json::json;
-use std::collections::HashMap;
-
-fn samples(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .filter_map(|line| {
-            let (key, value) = line.rsplit_once(' ')?;
-            Some((key.to_owned(), value.parse().ok()?))
-        })
-        .collect()
-}
+use shortlink_e2e::prometheus::samples;
 
 #[tokio::test]
 async fn metrics_cover_requests_creates_errors_and_the_pipeline() {
