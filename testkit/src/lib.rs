@@ -4,11 +4,13 @@
 //! test process ends, however it ends, its servers are stopped and their directories removed. So a
 //! panicking or killed test never leaves a Redis, PostgreSQL or nginx behind.
 
+pub mod cluster;
 pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod sentinel;
 
+pub use cluster::RedisCluster;
 pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;

@@ -13,6 +13,8 @@ pub struct RedisServer {
     process: Option<Lifeline>,
     /// The port of the primary this server started as a replica of (`--replicaof`).
     replica_of: Option<u16>,
+    /// A Redis Cluster node (`--cluster-enabled yes`), with this node timeout in milliseconds.
+    cluster_node_timeout: Option<u64>,
 }
 
 impl RedisServer {
@@ -22,6 +24,21 @@ impl RedisServer {
             dir: temp_dir(),
             process: None,
             replica_of: None,
+            cluster_node_timeout: None,
+        };
+        server.start_again();
+        server
+    }
+
+    /// An empty Redis Cluster node (`--cluster-enabled yes`), not yet part of any cluster: see
+    /// [`crate::RedisCluster`], which joins them.
+    pub fn start_cluster_node(node_timeout: Duration) -> Self {
+        let mut server = RedisServer {
+            port: free_port(),
+            dir: temp_dir(),
+            process: None,
+            replica_of: None,
+            cluster_node_timeout: Some(node_timeout.as_millis() as u64),
         };
         server.start_again();
         server
@@ -35,6 +52,7 @@ impl RedisServer {
             dir: temp_dir(),
             process: None,
             replica_of: Some(primary.port),
+            cluster_node_timeout: None,
         };
         server.start_again();
         assert!(
@@ -102,6 +120,18 @@ impl RedisServer {
             .arg(self.dir.path());
         if let Some(primary) = self.replica_of {
             builder = builder.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+        }
+        if let Some(timeout) = self.cluster_node_timeout {
+            // nodes.conf is the node's identity: kept across a restart in the same directory,
+            // so a restarted node rejoins its cluster as itself.
+            builder = builder
+                .args([
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ])
+                .args(["--cluster-node-timeout", &timeout.to_string()]);
         }
         let process = builder.spawn();
         let port = self.port;

@@ -5,13 +5,15 @@
 //! - [`resp`]: RESP2 framing: the reader the module runs on every Redis reply, and command encoding;
 //! - [`record`]: the link record v1 in `sl:c:<code>`, the contract between the sidecar that writes
 //!   it and the module that reads it (docs/ARCHITECTURE.md);
-//! - [`path`]: where the code sits in a raw request URI.
+//! - [`path`]: where the code sits in a raw request URI;
+//! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs.
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
 
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 pub mod path;
 pub mod record;
 pub mod resp;
