@@ -18,6 +18,8 @@ use ngx::core::Pool;
 use crate::cache::Cached;
 use crate::conf::{LocConf, MainConf};
 use crate::record::{self, Link};
+use crate::redis::cluster::slots::{self, Redirect};
+use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
 use crate::redis::RedisError;
 use crate::respond::{self, Outcome};
@@ -171,14 +173,11 @@ fn finish(
 }
 
 async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool) -> Resolution {
-    let sent = worker::with(mcf, |w| (w.ticket(), w.lookup(code.as_bytes())));
-    let (ticket, reply) = match sent {
-        Some((ticket, Ok(reply))) => (ticket, reply),
-        Some((_, Err(why))) => return Resolution::Failed(why),
-        None => return Resolution::Failed(RedisError::Unavailable),
+    let Some(ticket) = worker::with(mcf, |w| w.ticket()) else {
+        return Resolution::Failed(RedisError::Unavailable);
     };
     let sent = std::time::Instant::now();
-    let reply = deadline(reply, lcf.timeout_ms()).await;
+    let reply = deadline(pin!(ask(mcf, code.as_bytes())), lcf.timeout_ms()).await;
     crate::status::observe_redis(mcf, sent.elapsed());
     let resolution = match reply {
         Err(()) => Resolution::Failed(RedisError::Timeout),
@@ -210,6 +209,47 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
         worker::with(mcf, |w| w.remember(code.as_bytes(), value, now, ticket));
     }
     resolution
+}
+
+/// Redirections a lookup follows before it is a failure: one `-ASK` after a `-MOVED` is the
+/// most a reshard asks of a client that has just read the map.
+const MAX_REDIRECTS: usize = 3;
+
+/// Sends the lookup and awaits its reply; on a cluster, follows `-MOVED` (the map learns it)
+/// and `-ASK` (map unchanged) to the node named. Other error replies (`-TRYAGAIN`,
+/// `-CLUSTERDOWN`) come back as they are: a failure, never a 404.
+async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
+    let mut target = Target::Owner;
+    for _ in 0..=MAX_REDIRECTS {
+        let reply = worker::with(mcf, |w| w.lookup(code, &target))
+            .unwrap_or(Err(RedisError::Unavailable))?;
+        let frame = match reply.await {
+            Ok(frame) => frame,
+            Err(why) => {
+                worker::with(mcf, |w| w.cluster().map(|c| c.failed()));
+                return Err(why);
+            }
+        };
+        let Frame::Error(error) = &frame else {
+            return Ok(frame);
+        };
+        target = match slots::redirect(error) {
+            Some(Redirect::Moved { slot, node }) => {
+                worker::with(mcf, |w| w.cluster().map(|c| c.moved(slot, &node)));
+                Target::Node(node)
+            }
+            Some(Redirect::Ask { node, .. }) => {
+                worker::with(mcf, |w| w.cluster().map(|c| c.asked()));
+                Target::Ask(node)
+            }
+            None => {
+                worker::with(mcf, |w| w.cluster().map(|c| c.failed()));
+                return Ok(frame);
+            }
+        };
+    }
+    worker::with(mcf, |w| w.cluster().map(|c| c.failed()));
+    Err(RedisError::ErrorReply)
 }
 
 /// Reads the reply to `MGET sl:c:<code> sl:meta:projection`, and the state the marker puts this

@@ -71,9 +71,20 @@ pub enum Counter {
     EventsDropped,
     /// Gauge: events spooled now, waiting for Redis.
     EventsBuffered,
+    /// Cluster: `-MOVED` and `-ASK` redirections followed by lookups.
+    ClusterRedirects,
+    /// Cluster: lookups that failed on the cluster's account (`-TRYAGAIN`, `-CLUSTERDOWN`, a slot
+    /// with no owner, too many redirections, a node unreachable); they went to the fallback.
+    ClusterFailures,
+    /// Cluster: slot maps read (`CLUSTER SHARDS`), whether or not they changed anything.
+    ClusterMapReads,
+    /// Cluster: changes of a worker's slot map (each drops that worker's cache).
+    ClusterMapChanges,
+    /// Gauge: primaries serving slots in the slot map a worker read last.
+    ClusterPrimaries,
 }
 
-const COUNT: usize = 20;
+const COUNT: usize = 25;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -96,6 +107,11 @@ const NAMES: [&str; COUNT] = [
     "events_failed",
     "events_dropped",
     "events_buffered",
+    "cluster_redirects",
+    "cluster_failures",
+    "cluster_map_reads",
+    "cluster_map_changes",
+    "cluster_primaries",
 ];
 
 #[repr(C)]
@@ -109,6 +125,11 @@ impl Counters {
 
     pub fn add(&self, counter: Counter, n: u64) {
         self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// For gauges every worker sets to the same value (the last writer wins).
+    pub fn set(&self, counter: Counter, n: u64) {
+        self.0[counter as usize].store(n, Ordering::Relaxed);
     }
 
     /// For gauges: takes back what this worker added before.
@@ -327,6 +348,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_dropped 0\nevents_buffered 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\n"));
     }
 }

@@ -17,6 +17,7 @@ use crate::cache::{Cache, Cached};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
+use crate::redis::cluster::{Cluster, Target};
 use crate::redis::tracking::Pending;
 use crate::redis::{Pool, RedisError, Reply, Tracker};
 use crate::request::host::PoolMemo;
@@ -33,6 +34,8 @@ const PROJECTION_MARKER: &[u8] = b"sl:meta:projection";
 pub struct Worker {
     conf: *const MainConf,
     redis: Option<Pool>,
+    /// Instead of `redis`, with `shortlink_redis_cluster`.
+    cluster: Option<Cluster>,
     cache: Option<Cache>,
     /// Keeps the cache coherent with Redis (`shortlink_cache_invalidation on`); while it is not
     /// subscribed the cache is neither read nor filled.
@@ -41,6 +44,9 @@ pub struct Worker {
     pub pools: PoolMemo,
     events: Rc<EventShared>,
     encoder: Encoder,
+    /// On a cluster: the visit streams (key and command head); batches take them in turn.
+    streams: Vec<(Vec<u8>, Encoder)>,
+    next_stream: usize,
     /// Visits not yet written.
     batch: Batch,
     /// Armed with the first visit of a batch: a timer of `flush_ms`, or with 0 posted to run
@@ -98,6 +104,10 @@ impl Worker {
                 .redis
                 .as_ref()
                 .map(|redis| Pool::new(redis, Rc::clone(&events))),
+            cluster: mcf.cluster.as_ref().map(|cluster| {
+                let track = mcf.cache_config().is_some() && mcf.cache_invalidation();
+                Cluster::new(cluster, Rc::clone(&events), crate::status::counters(mcf), track)
+            }),
             cache: mcf.cache_config().map(Cache::new),
             tracker: match (&mcf.redis, mcf.cache_config()) {
                 (Some(redis), Some(_)) if mcf.cache_invalidation() => {
@@ -108,6 +118,18 @@ impl Worker {
             pools: PoolMemo::default(),
             events,
             encoder: Encoder::new(mcf.events_max_len()),
+            streams: match mcf.cluster {
+                Some(_) => shortlink_wire::cluster::event_stream_keys()
+                    .into_iter()
+                    .map(|key| {
+                        let encoder = Encoder::for_stream(key.as_bytes(), mcf.events_max_len());
+                        (key.into_bytes(), encoder)
+                    })
+                    .collect(),
+                None => Vec::new(),
+            },
+            // Workers start on different streams, so their batches spread from the first one.
+            next_stream: std::process::id() as usize,
             batch: Batch::default(),
             flush: flush_event(),
             flush_ms: mcf.events_flush_ms(),
@@ -119,7 +141,7 @@ impl Worker {
     /// (or at once when it is full), on a connection if one is up, else into the spool.
     pub fn track(&mut self, visit: &Visit<'_>) {
         self.events.add(Counter::EventsQueued, 1);
-        if self.redis.is_none() {
+        if self.redis.is_none() && self.cluster.is_none() {
             self.events.add(Counter::EventsDropped, 1);
             return;
         }
@@ -151,6 +173,11 @@ impl Worker {
         if let Some(pool) = self.redis.as_mut() {
             let (encoder, batch) = (&self.encoder, &self.batch);
             pool.send_event(visits, |out| encoder.write_command(out, batch));
+        } else if let (Some(cluster), false) = (self.cluster.as_mut(), self.streams.is_empty()) {
+            self.next_stream = self.next_stream.wrapping_add(1);
+            let (key, encoder) = &self.streams[self.next_stream % self.streams.len()];
+            let batch = &self.batch;
+            cluster.send_event(key, visits, |out| encoder.write_command(out, batch));
         }
         self.batch.clear();
     }
@@ -159,6 +186,9 @@ impl Worker {
     /// may be missed (the subscription is down or not yet confirmed).
     pub fn cache(&mut self) -> Option<&mut Cache> {
         let cache = self.cache.as_mut()?;
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.sync_cache(cache).then_some(cache);
+        }
         if let Some(tracker) = self.tracker.as_mut() {
             tracker.ensure();
             match tracker.state().take() {
@@ -176,6 +206,9 @@ impl Worker {
     /// Taken when a lookup is sent and handed back to [`Worker::remember`]: `None` when its
     /// answer must not be cached because an invalidation may be missed meanwhile.
     pub fn ticket(&mut self) -> Option<u64> {
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.ticket();
+        }
         match self.tracker.as_mut() {
             Some(tracker) => {
                 tracker.ensure();
@@ -188,11 +221,21 @@ impl Worker {
     /// Sends `MGET sl:c:<code> sl:meta:projection`; the reply (the record, then the marker)
     /// arrives through the returned future. One command, so asking for the marker costs no
     /// round trip.
-    pub fn lookup(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
+    /// On a cluster the record's slot decides the node (or `target`, after a redirection) and
+    /// the marker is that slot's.
+    pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.lookup(code, target);
+        }
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
             .request(&[&[b"MGET"], &[KEY_PREFIX, code], &[PROJECTION_MARKER]])
+    }
+
+    /// The cluster, when the worker talks to one.
+    pub fn cluster(&mut self) -> Option<&mut Cluster> {
+        self.cluster.as_mut()
     }
 
     /// Whether the check character may reject a code without a lookup: only while the marker

@@ -42,7 +42,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 20] = [
+pub static mut COMMANDS: [ngx_command_t; 21] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -84,6 +84,12 @@ pub static mut COMMANDS: [ngx_command_t; 20] = [
         ngx_string!("shortlink_redis"),
         MAIN | NGX_CONF_1MORE,
         set_redis,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_redis_cluster"),
+        MAIN | NGX_CONF_1MORE,
+        super::cluster::set_redis_cluster,
         M,
     ),
     command(
@@ -156,7 +162,7 @@ pub static mut COMMANDS: [ngx_command_t; 20] = [
 ];
 
 /// Runs a directive's body against its conf struct `C` and reports any error the nginx way.
-fn shim<C>(
+pub(super) fn shim<C>(
     cf: *mut ngx_conf_t,
     cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -177,7 +183,7 @@ fn shim<C>(
     })
 }
 
-fn duplicate<T>(slot: &Option<T>) -> Result<(), ArgError> {
+pub(super) fn duplicate<T>(slot: &Option<T>) -> Result<(), ArgError> {
     match slot {
         Some(_) => Err(ArgError("is duplicate".into())),
         None => Ok(()),
@@ -339,6 +345,11 @@ extern "C" fn set_redis(
 ) -> *mut c_char {
     shim(cf, cmd, conf, |cf, mcf: &mut MainConf, args| {
         duplicate(&mcf.redis)?;
+        if mcf.cluster.is_some() {
+            return Err(ArgError(
+                "is exclusive with \"shortlink_redis_cluster\"".into(),
+            ));
+        }
         let spec = parse::redis(args)?;
         let peer = resolve(cf, &spec.address)?;
         mcf.redis = Some(Redis { spec, peer });
@@ -347,7 +358,7 @@ extern "C" fn set_redis(
 }
 
 /// Resolves `host:port` (or `unix:/path`) once, at config time, as nginx's upstreams do.
-fn resolve(cf: &mut ngx_conf_t, address: &[u8]) -> Result<PeerAddr, ArgError> {
+pub(super) fn resolve(cf: &mut ngx_conf_t, address: &[u8]) -> Result<PeerAddr, ArgError> {
     let shown = String::from_utf8_lossy(address);
     // SAFETY: ngx_url_t is plain data for which all-zero is the documented starting state; the
     // URL bytes are copied to the configuration pool first so the results may point into them.

@@ -1,6 +1,7 @@
 //! Module configuration: what each directive stored, and the checks `nginx -t` runs once the
 //! `http` block is read.
 
+pub mod cluster;
 pub mod commands;
 pub mod ext;
 pub mod parse;
@@ -34,12 +35,21 @@ pub struct Redis {
     pub peer: PeerAddr,
 }
 
+/// `shortlink_redis_cluster`: the seed nodes asked for the slot map, and the connection settings
+/// every node gets.
+pub struct RedisCluster {
+    pub spec: RedisSpec,
+    pub seeds: Vec<PeerAddr>,
+}
+
 /// `http`-level settings.
 pub struct MainConf {
     pub secret: Option<Vec<u8>>,
     pub code_length: Option<u8>,
     pub code_check: Option<bool>,
     pub redis: Option<Redis>,
+    /// Exclusive with `redis`.
+    pub cluster: Option<RedisCluster>,
     /// `None`: not set; `Some(None)`: `shortlink_cache off`.
     pub cache: Option<Option<CacheConfig>>,
     /// Whether any location says `shortlink on` (only then are secret and Redis required).
@@ -71,6 +81,7 @@ impl Default for MainConf {
             code_length: None,
             code_check: None,
             redis: None,
+            cluster: None,
             cache: None,
             used: false,
             status: false,
@@ -121,9 +132,10 @@ impl MainConf {
         self.expected_scheme =
             crate::scheme::Expected::new(scheme.fingerprint(), self.secret.is_some());
         self.scheme = Some(scheme);
-        if self.used && self.redis.is_none() {
+        if self.used && self.redis.is_none() && self.cluster.is_none() {
             return Err(ConfError(
-                "\"shortlink_redis\" is required by \"shortlink on\"".into(),
+                "\"shortlink_redis\" or \"shortlink_redis_cluster\" is required by \"shortlink on\""
+                    .into(),
             ));
         }
         if self.used || self.status {

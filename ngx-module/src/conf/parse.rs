@@ -182,6 +182,20 @@ pub fn redis(args: &[&[u8]]) -> Result<RedisSpec, ArgError> {
     Ok(spec)
 }
 
+/// `shortlink_redis_cluster <host:port> [<host:port> ...] [connections=N] [connect_timeout=T]
+/// [read_timeout=T]`: the seed nodes, then the parameters `shortlink_redis` takes (they apply to
+/// every node's connections). Returns the seeds and the spec (its `address` the first seed).
+pub fn redis_cluster(args: &[&[u8]]) -> Result<(Vec<Vec<u8>>, RedisSpec), ArgError> {
+    let seeds = args.iter().take_while(|a| !a.contains(&b'=')).count();
+    if seeds == 0 {
+        return err("missing seed address");
+    }
+    let mut spec_args = vec![args[0]];
+    spec_args.extend_from_slice(&args[seeds..]);
+    let spec = redis(&spec_args)?;
+    Ok((args[..seeds].iter().map(|a| a.to_vec()).collect(), spec))
+}
+
 pub fn positive_time(arg: &[u8]) -> Result<u64, ArgError> {
     match time_ms(arg)? {
         0 => err(format!("time \"{}\" must be greater than zero", show(arg))),
@@ -401,6 +415,17 @@ mod tests {
         assert!(redis(&[b"h:1", b"connections=0"]).is_err());
         assert!(redis(&[b"h:1", b"connect_timeout=0"]).is_err());
         assert!(redis(&[b"h:1", b"db=3"]).is_err());
+    }
+
+    #[test]
+    fn redis_cluster_directive() {
+        let (seeds, spec) =
+            redis_cluster(&[b"10.0.0.1:7000", b"10.0.0.2:7000", b"connections=3"]).unwrap();
+        assert_eq!(seeds, vec![b"10.0.0.1:7000".to_vec(), b"10.0.0.2:7000".to_vec()]);
+        assert_eq!(spec.connections, 3);
+        assert!(redis_cluster(&[]).is_err());
+        assert!(redis_cluster(&[b"connections=2"]).is_err());
+        assert!(redis_cluster(&[b"h:1", b"db=3"]).is_err());
     }
 
     #[test]

@@ -39,12 +39,17 @@ pub struct Encoder {
 
 impl Encoder {
     pub fn new(max_len: u64) -> Self {
+        Self::for_stream(STREAM_KEY, max_len)
+    }
+
+    /// The head for the stream `key` (one of a cluster's visit streams).
+    pub fn for_stream(key: &[u8], max_len: u64) -> Self {
         let cap = max_len.to_string();
         let mut head = Vec::with_capacity(64);
         push_header(&mut head, b'*', COMMAND_ARGS);
         for arg in [
             b"XADD".as_slice(),
-            STREAM_KEY,
+            key,
             b"MAXLEN",
             b"~",
             cap.as_bytes(),

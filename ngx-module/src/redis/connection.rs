@@ -77,6 +77,15 @@ pub struct Timeouts {
     pub read_ms: u64,
 }
 
+impl Timeouts {
+    pub fn of(spec: &crate::conf::parse::RedisSpec) -> Self {
+        Self {
+            connect_ms: spec.connect_timeout_ms,
+            read_ms: spec.read_timeout_ms,
+        }
+    }
+}
+
 pub struct Conn {
     pc: ngx_peer_connection_t,
     state: State,
@@ -95,6 +104,8 @@ pub struct Conn {
     /// Set on the invalidation connection: frames nobody asked for are reports for the cache,
     /// and visit events never go here.
     track: Option<Rc<TrackState>>,
+    /// A short-lived connection for a cluster's slot map: spooled visit events never go here.
+    control: bool,
 }
 
 pub type ConnRef = Rc<RefCell<Conn>>;
@@ -111,7 +122,7 @@ impl Conn {
         backoff: Rc<Cell<Backoff>>,
         events: Rc<EventShared>,
     ) -> Result<ConnRef, RedisError> {
-        Self::open_with(peer, timeouts, backoff, events, None)
+        Self::open_with(peer, timeouts, backoff, events, None, false)
     }
 
     /// Opens the invalidation connection ([`super::tracking`]).
@@ -122,7 +133,17 @@ impl Conn {
         events: Rc<EventShared>,
         track: Rc<TrackState>,
     ) -> Result<ConnRef, RedisError> {
-        Self::open_with(peer, timeouts, backoff, events, Some(track))
+        Self::open_with(peer, timeouts, backoff, events, Some(track), false)
+    }
+
+    /// Opens a connection that never takes spooled visit events (a cluster's slot map query).
+    pub fn open_control(
+        peer: &PeerAddr,
+        timeouts: Timeouts,
+        events: Rc<EventShared>,
+    ) -> Result<ConnRef, RedisError> {
+        let backoff = Rc::new(Cell::new(Backoff::default()));
+        Self::open_with(peer, timeouts, backoff, events, None, true)
     }
 
     fn open_with(
@@ -131,6 +152,7 @@ impl Conn {
         backoff: Rc<Cell<Backoff>>,
         events: Rc<EventShared>,
         track: Option<Rc<TrackState>>,
+        control: bool,
     ) -> Result<ConnRef, RedisError> {
         // SAFETY: an all-zero peer connection is nginx's documented starting state.
         let mut pc: ngx_peer_connection_t = unsafe { mem::zeroed() };
@@ -156,6 +178,7 @@ impl Conn {
             done: Vec::new(),
             events,
             track,
+            control,
         }));
         let mut me = conn.borrow_mut();
         // SAFETY: `pc` is fully initialised for a TCP (or unix) stream connect.
@@ -229,7 +252,7 @@ impl Conn {
 
     /// Moves the worker's spooled events onto this (ready) connection.
     fn flush_spool(&mut self) {
-        if self.track.is_some() {
+        if self.track.is_some() || self.control {
             return;
         }
         for visits in self.events.flush_into(&mut self.out) {

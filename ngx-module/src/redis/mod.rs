@@ -2,6 +2,7 @@
 //! pool with reconnect backoff.
 
 pub mod backoff;
+pub mod cluster;
 mod connection;
 mod pool;
 pub mod tracking;

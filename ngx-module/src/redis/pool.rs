@@ -7,6 +7,7 @@ use std::rc::Rc;
 use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Reply, Timeouts};
 use super::{now_ms, RedisError};
+use crate::conf::parse::RedisSpec;
 use crate::conf::{PeerAddr, Redis};
 use crate::events::EventShared;
 
@@ -21,14 +22,16 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(redis: &Redis, events: Rc<EventShared>) -> Self {
+        Self::for_peer(redis.peer, &redis.spec, events)
+    }
+
+    /// A pool to `peer` (a cluster node) with the settings of `spec`.
+    pub fn for_peer(peer: PeerAddr, spec: &RedisSpec, events: Rc<EventShared>) -> Self {
         Self {
-            peer: redis.peer,
-            timeouts: Timeouts {
-                connect_ms: redis.spec.connect_timeout_ms,
-                read_ms: redis.spec.read_timeout_ms,
-            },
-            max: redis.spec.connections,
-            conns: Vec::with_capacity(redis.spec.connections),
+            peer,
+            timeouts: Timeouts::of(spec),
+            max: spec.connections,
+            conns: Vec::with_capacity(spec.connections),
             backoff: Rc::new(Cell::new(Backoff::default())),
             events,
         }
@@ -77,6 +80,15 @@ impl Pool {
     pub fn request(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
         let conn = self.pick()?;
         let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
+        Ok(conn.send(args))
+    }
+
+    /// Queues `ASKING` and then the command on one connection (a cluster's `-ASK` redirection
+    /// holds for the next command of the connection only); the reply to `ASKING` is dropped.
+    pub fn request_asking(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
+        let conn = self.pick()?;
+        let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
+        drop(conn.send(&[&[b"ASKING"]]));
         Ok(conn.send(args))
     }
 

@@ -143,12 +143,14 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(redis: &Redis, events: Rc<EventShared>) -> Self {
+        Self::for_peer(redis.peer, Timeouts::of(&redis.spec), events)
+    }
+
+    /// The invalidation connection to `peer` (one per primary of a cluster).
+    pub fn for_peer(peer: PeerAddr, timeouts: Timeouts, events: Rc<EventShared>) -> Self {
         Self {
-            peer: redis.peer,
-            timeouts: Timeouts {
-                connect_ms: redis.spec.connect_timeout_ms,
-                read_ms: redis.spec.read_timeout_ms,
-            },
+            peer,
+            timeouts,
             backoff: Rc::new(Cell::new(Backoff::default())),
             events,
             state: Rc::new(TrackState::default()),

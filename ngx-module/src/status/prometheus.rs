@@ -53,7 +53,7 @@ impl Default for HistogramSnapshot {
 }
 
 /// Counters whose value can go down.
-const GAUGES: [&str; 1] = ["events_buffered"];
+const GAUGES: [&str; 2] = ["events_buffered", "cluster_primaries"];
 
 /// One help line per global counter, in [`NAMES`] order.
 const HELP: [&str; COUNT] = [
@@ -77,6 +77,11 @@ const HELP: [&str; COUNT] = [
     "Visit events Redis refused or may have lost.",
     "Visit events thrown away.",
     "Visit events spooled now, waiting for Redis.",
+    "Cluster MOVED and ASK redirections followed.",
+    "Lookups failed on the cluster's account (TRYAGAIN, CLUSTERDOWN, no owner, node down).",
+    "Cluster slot maps read.",
+    "Changes of a worker's cluster slot map.",
+    "Primaries serving slots in the last slot map read.",
 ];
 
 /// The whole page in the Prometheus text format.

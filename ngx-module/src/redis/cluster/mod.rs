@@ -1,0 +1,293 @@
+//! Redis Cluster, per worker: the slot map, a pool per node, an invalidation connection per
+//! primary, and the rules for routing a lookup or a visit batch to the node serving its slot.
+//!
+//! The map is read from a node (`CLUSTER SHARDS`) by a task on the event loop
+//! ([`refresh`]); lookups never wait for it. It is read again after a `-MOVED`, after a lookup
+//! failed on a node, when a slot has no owner, and every [`REFRESH_EVERY_MS`] while the worker is
+//! busy, so that a primary the worker never hears a `-MOVED` about (a failover, a new node) is
+//! tracked within that time. All of it is driven by [`Cluster::poll`], called on each use.
+
+mod addr;
+mod refresh;
+pub mod slots;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use shortlink_wire::cluster::{key_slot, slot_tag, MARKER_PREFIX};
+
+use super::connection::{Reply, Timeouts};
+use super::tracking::Pending;
+use super::{now_ms, Pool, RedisError, Tracker};
+use crate::cache::Cache;
+use crate::conf::parse::RedisSpec;
+use crate::conf::RedisCluster;
+use crate::events::EventShared;
+use crate::status::{Counter, Counters};
+use addr::Addrs;
+use refresh::Refresh;
+use slots::SlotMap;
+
+/// A busy worker reads the map this often, whatever happens.
+pub const REFRESH_EVERY_MS: u64 = 1_000;
+
+/// Where a lookup goes.
+pub enum Target {
+    /// The node the map says serves the key's slot.
+    Owner,
+    /// The node a `-MOVED` named.
+    Node(Vec<u8>),
+    /// The node an `-ASK` named: `ASKING` first.
+    Ask(Vec<u8>),
+}
+
+pub struct Cluster {
+    spec: RedisSpec,
+    events: Rc<EventShared>,
+    stats: Option<&'static Counters>,
+    map: SlotMap,
+    /// Whether a map was ever read: until then the cache is not trusted.
+    loaded: bool,
+    /// Bumped by every change of the map, so that a lookup answered across one is not cached.
+    generation: u64,
+    /// The cache must be dropped at its next access (the map changed).
+    flush_cache: bool,
+    /// Invalidation connections, one per primary of the map; `None` when the cache is not kept
+    /// coherent by tracking.
+    trackers: Option<Vec<(Vec<u8>, Tracker)>>,
+    nodes: HashMap<Vec<u8>, Pool>,
+    refresh: Refresh,
+    /// Last: the connections above point into it.
+    addrs: Addrs,
+}
+
+impl Cluster {
+    pub fn new(conf: &RedisCluster, events: Rc<EventShared>, stats: Option<&'static Counters>, track: bool) -> Self {
+        let mut cluster = Self {
+            spec: conf.spec.clone(),
+            refresh: Refresh::new(conf.seeds.clone(), Timeouts::of(&conf.spec)),
+            events,
+            stats,
+            map: SlotMap::empty(),
+            loaded: false,
+            generation: 0,
+            flush_cache: false,
+            trackers: track.then(Vec::new),
+            nodes: HashMap::new(),
+            addrs: Addrs::new(),
+        };
+        cluster.refresh.want();
+        cluster.poll();
+        cluster
+    }
+
+    /// Takes a map the refresh task read, and starts the next read when one is due.
+    pub fn poll(&mut self) {
+        let now = now_ms();
+        if let Some(read) = self.refresh.take() {
+            self.bump(Counter::ClusterMapReads, 1);
+            self.install(read);
+        }
+        if now.saturating_sub(self.refresh.last_start()) >= REFRESH_EVERY_MS {
+            self.refresh.want();
+        }
+        if self.refresh.is_due(now) {
+            // The primaries first: the seeds may be long gone.
+            let primaries: Vec<_> = self
+                .map
+                .primaries()
+                .iter()
+                .filter_map(|p| self.addrs.get(p))
+                .collect();
+            self.refresh.start(now, primaries, &self.events);
+        }
+    }
+
+    fn install(&mut self, map: SlotMap) {
+        self.loaded = true;
+        if let Some(stats) = self.stats {
+            stats.set(Counter::ClusterPrimaries, map.primaries().len() as u64);
+        }
+        if map == self.map {
+            return;
+        }
+        self.map = map;
+        self.changed();
+    }
+
+    /// The map changed: answers in flight may not be cached, the cache goes, and the
+    /// invalidation connections follow the primaries.
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.flush_cache = true;
+        self.bump(Counter::ClusterMapChanges, 1);
+        let Some(trackers) = self.trackers.as_mut() else {
+            return;
+        };
+        let mut old = std::mem::take(trackers);
+        for primary in self.map.primaries() {
+            let kept = old
+                .iter()
+                .position(|(name, _)| name == primary)
+                .map(|i| old.swap_remove(i));
+            let tracker = match kept {
+                Some(kept) => Some(kept),
+                None => self.addrs.get(primary).map(|peer| {
+                    let tracker =
+                        Tracker::for_peer(peer, Timeouts::of(&self.spec), Rc::clone(&self.events));
+                    (primary.clone(), tracker)
+                }),
+            };
+            trackers.extend(tracker);
+        }
+    }
+
+    fn bump(&self, counter: Counter, n: u64) {
+        if let Some(stats) = self.stats {
+            stats.add(counter, n);
+        }
+    }
+
+    /// Applies what the invalidation connections reported to `cache`, and says whether it may
+    /// be trusted: a map is loaded and every primary's connection is up.
+    pub fn sync_cache(&mut self, cache: &mut Cache) -> bool {
+        self.poll();
+        if std::mem::take(&mut self.flush_cache) {
+            cache.clear();
+        }
+        let Some(trackers) = self.trackers.as_mut() else {
+            return self.loaded;
+        };
+        let mut up = self.loaded && trackers.len() == self.map.primaries().len();
+        for (_, tracker) in trackers.iter_mut() {
+            tracker.ensure();
+            match tracker.state().take() {
+                Pending::Nothing => {}
+                Pending::Flush => cache.clear(),
+                Pending::Evict(codes) => codes.iter().for_each(|code| cache.remove(code)),
+            }
+            up &= tracker.state().is_up();
+        }
+        up
+    }
+
+    /// Names the moment a lookup is sent (see `Worker::ticket`): changes with the map and with
+    /// every report or change of trust of any invalidation connection.
+    pub fn ticket(&mut self) -> Option<u64> {
+        self.poll();
+        let Some(trackers) = self.trackers.as_mut() else {
+            return Some(self.generation);
+        };
+        if !self.loaded || trackers.len() != self.map.primaries().len() {
+            return None;
+        }
+        let mut sum = self.generation << 40;
+        for (_, tracker) in trackers.iter_mut() {
+            tracker.ensure();
+            sum = sum.wrapping_add(tracker.state().ticket()?);
+        }
+        Some(sum)
+    }
+
+    /// Sends `MGET sl:c:<code> sl:meta:projection:{<tag>}` (the marker of the record's slot) to
+    /// `target`.
+    pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
+        self.poll();
+        let mut key = [0u8; crate::worker::KEY_PREFIX.len() + shortcode::ALIAS_MAX_LEN];
+        let len = crate::worker::KEY_PREFIX.len() + code.len();
+        let key = key.get_mut(..len).ok_or(RedisError::BadValue)?;
+        key[..crate::worker::KEY_PREFIX.len()].copy_from_slice(crate::worker::KEY_PREFIX);
+        key[crate::worker::KEY_PREFIX.len()..].copy_from_slice(code);
+        let slot = key_slot(key);
+        let tag = slot_tag(slot).as_bytes();
+        let args: [&[&[u8]]; 3] = [
+            &[b"MGET"],
+            &[key],
+            &[MARKER_PREFIX.as_bytes(), b"{", tag, b"}"],
+        ];
+        let (node, asking) = match target {
+            Target::Owner => match self.map.owner(slot) {
+                Some(owner) => (owner, false),
+                None => return Err(self.failed()),
+            },
+            Target::Node(node) => (node.as_slice(), false),
+            Target::Ask(node) => (node.as_slice(), true),
+        };
+        let pool = pool_of(&mut self.nodes, &mut self.addrs, &self.spec, &self.events, node);
+        let sent = match pool {
+            Some(pool) if asking => pool.request_asking(&args),
+            Some(pool) => pool.request(&args),
+            None => Err(RedisError::Unavailable),
+        };
+        sent.map_err(|e| {
+            self.failed();
+            e
+        })
+    }
+
+    /// Counts a lookup that failed on the cluster's account and has the map read again (a node
+    /// that failed may have been replaced).
+    pub fn failed(&mut self) -> RedisError {
+        self.bump(Counter::ClusterFailures, 1);
+        self.refresh.want();
+        RedisError::Unavailable
+    }
+
+    /// A node answered `-MOVED`: the slot lives on `node` now; the whole map is read again.
+    pub fn moved(&mut self, slot: u16, node: &[u8]) {
+        self.bump(Counter::ClusterRedirects, 1);
+        if self.map.owner(slot) != Some(node) {
+            self.map.moved(slot, node);
+            self.changed();
+        }
+        self.refresh.want();
+    }
+
+    /// A node answered `-ASK`.
+    pub fn asked(&mut self) {
+        self.bump(Counter::ClusterRedirects, 1);
+    }
+
+    /// Queues a visit batch on the node serving `key`'s slot (a visit stream), or spools it
+    /// while that node is unknown.
+    pub fn send_event(&mut self, key: &[u8], visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
+        self.poll();
+        let pool = self.map.owner(key_slot(key)).and_then(|owner| {
+            pool_of(&mut self.nodes, &mut self.addrs, &self.spec, &self.events, owner)
+        });
+        match pool {
+            Some(pool) => pool.send_event(visits, write),
+            None => {
+                self.refresh.want();
+                self.events.spool(visits, write);
+            }
+        }
+    }
+
+}
+
+/// The pool of `node`, made on first use (takes the cluster's fields apart so that `node` may
+/// borrow its map).
+fn pool_of<'a>(
+    nodes: &'a mut HashMap<Vec<u8>, Pool>,
+    addrs: &mut Addrs,
+    spec: &RedisSpec,
+    events: &Rc<EventShared>,
+    node: &[u8],
+) -> Option<&'a mut Pool> {
+    if !nodes.contains_key(node) {
+        let peer = addrs.get(node)?;
+        nodes.insert(node.to_vec(), Pool::for_peer(peer, spec, Rc::clone(events)));
+    }
+    nodes.get_mut(node)
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Connections before the addresses they point into (fields drop in order, but the
+        // refresh task and trackers are made explicit here).
+        self.refresh.stop();
+        self.trackers = None;
+        self.nodes.clear();
+    }
+}

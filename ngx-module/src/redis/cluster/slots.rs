@@ -1,0 +1,299 @@
+//! The slot map as a worker sees it, read from `CLUSTER SHARDS` (or `CLUSTER SLOTS`), and the
+//! redirections (`-MOVED`, `-ASK`) a node may answer instead of a reply. Pure: no nginx here.
+
+use std::net::{IpAddr, SocketAddr};
+
+use shortlink_wire::cluster::SLOTS;
+use shortlink_wire::resp::Frame;
+
+/// No primary serves the slot (as far as the last map said).
+const NO_OWNER: u16 = u16::MAX;
+
+/// Which primary serves each slot, primaries named `ip:port`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SlotMap {
+    owners: Box<[u16]>,
+    primaries: Vec<Vec<u8>>,
+}
+
+impl SlotMap {
+    pub fn empty() -> Self {
+        Self {
+            owners: vec![NO_OWNER; usize::from(SLOTS)].into_boxed_slice(),
+            primaries: Vec::new(),
+        }
+    }
+
+    /// The primary serving `slot`, if any.
+    pub fn owner(&self, slot: u16) -> Option<&[u8]> {
+        let i = *self.owners.get(usize::from(slot))?;
+        self.primaries.get(usize::from(i)).map(Vec::as_slice)
+    }
+
+    /// Every primary that serves at least one slot.
+    pub fn primaries(&self) -> &[Vec<u8>] {
+        &self.primaries
+    }
+
+    /// Records that `slot` moved to `node` (a `-MOVED` reply), ahead of the next full map.
+    pub fn moved(&mut self, slot: u16, node: &[u8]) {
+        if usize::from(slot) >= self.owners.len() {
+            return;
+        }
+        let i = self.index_of(node);
+        self.owners[usize::from(slot)] = i;
+    }
+
+    fn index_of(&mut self, node: &[u8]) -> u16 {
+        match self.primaries.iter().position(|p| p == node) {
+            Some(i) => i as u16,
+            None => {
+                self.primaries.push(node.to_vec());
+                (self.primaries.len() - 1) as u16
+            }
+        }
+    }
+
+    fn assign(&mut self, start: i64, end: i64, node: &[u8]) -> Result<(), MapError> {
+        let slots = i64::from(SLOTS);
+        if !(0..slots).contains(&start) || !(start..slots).contains(&end) {
+            return Err(MapError);
+        }
+        let i = self.index_of(node);
+        self.owners[start as usize..=end as usize].fill(i);
+        Ok(())
+    }
+
+    /// Primaries that appear only because a `-MOVED` named them and own nothing now are kept:
+    /// the next full map replaces the whole map anyway.
+    pub fn served_slots(&self) -> usize {
+        self.owners.iter().filter(|&&o| o != NO_OWNER).count()
+    }
+
+    /// Reads a `CLUSTER SHARDS` reply (Redis 7): per shard its slot ranges and its nodes; the
+    /// owner is the shard's primary while its health is `online`.
+    pub fn from_shards(reply: &Frame) -> Result<Self, MapError> {
+        let Frame::Array(shards) = reply else {
+            return Err(MapError);
+        };
+        let mut map = Self::empty();
+        for shard in shards {
+            let ranges = field(shard, b"slots").ok_or(MapError)?;
+            let nodes = field(shard, b"nodes").ok_or(MapError)?;
+            let Frame::Array(nodes) = nodes else {
+                return Err(MapError);
+            };
+            let primary = nodes.iter().find(|node| {
+                bulk(field(node, b"role")) == Some(b"master")
+                    && bulk(field(node, b"health")) == Some(b"online")
+            });
+            let Some(primary) = primary else {
+                continue; // the shard's slots have no live owner now
+            };
+            let ip = bulk(field(primary, b"ip")).ok_or(MapError)?;
+            let port = int(field(primary, b"port"))
+                .or_else(|| int(field(primary, b"tls-port")))
+                .ok_or(MapError)?;
+            let name = node_name(ip, port).ok_or(MapError)?;
+            let Frame::Array(ranges) = ranges else {
+                return Err(MapError);
+            };
+            for pair in ranges.chunks(2) {
+                match pair {
+                    [Frame::Integer(start), Frame::Integer(end)] => {
+                        map.assign(*start, *end, &name)?
+                    }
+                    _ => return Err(MapError),
+                }
+            }
+        }
+        Ok(map)
+    }
+
+    /// Reads a `CLUSTER SLOTS` reply: `[start, end, [ip, port, id, ...], replicas...]` each.
+    pub fn from_slots(reply: &Frame) -> Result<Self, MapError> {
+        let Frame::Array(ranges) = reply else {
+            return Err(MapError);
+        };
+        let mut map = Self::empty();
+        for range in ranges {
+            let Frame::Array(items) = range else {
+                return Err(MapError);
+            };
+            let [Frame::Integer(start), Frame::Integer(end), Frame::Array(primary), ..] =
+                items.as_slice()
+            else {
+                return Err(MapError);
+            };
+            let [Frame::Bulk(ip), Frame::Integer(port), ..] = primary.as_slice() else {
+                return Err(MapError);
+            };
+            let name = node_name(ip, *port).ok_or(MapError)?;
+            map.assign(*start, *end, &name)?;
+        }
+        Ok(map)
+    }
+}
+
+/// A reply that is not a slot map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapError;
+
+/// `ip:port` as the module names a node (IPv6 bracketed); only IP literals are accepted, so
+/// that connecting to a node never waits on DNS inside the worker.
+pub fn node_name(ip: &[u8], port: i64) -> Option<Vec<u8>> {
+    let ip: IpAddr = std::str::from_utf8(ip).ok()?.parse().ok()?;
+    let port = u16::try_from(port).ok().filter(|&p| p != 0)?;
+    Some(SocketAddr::new(ip, port).to_string().into_bytes())
+}
+
+/// The value after `name` in a RESP2 map given as a flat array.
+fn field<'a>(map: &'a Frame, name: &[u8]) -> Option<&'a Frame> {
+    let Frame::Array(items) = map else {
+        return None;
+    };
+    items
+        .chunks(2)
+        .find(|pair| matches!(&pair[0], Frame::Bulk(k) | Frame::Simple(k) if k == name))
+        .and_then(|pair| pair.get(1))
+}
+
+fn bulk(frame: Option<&Frame>) -> Option<&[u8]> {
+    match frame? {
+        Frame::Bulk(b) | Frame::Simple(b) => Some(b),
+        _ => None,
+    }
+}
+
+fn int(frame: Option<&Frame>) -> Option<i64> {
+    match frame? {
+        Frame::Integer(n) if *n > 0 => Some(*n),
+        _ => None,
+    }
+}
+
+/// What an error reply from a cluster node asks of the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    /// The slot lives on `node` now: update the map, retry there.
+    Moved { slot: u16, node: Vec<u8> },
+    /// The slot is migrating and this key is on `node` already: retry there once after `ASKING`.
+    Ask { slot: u16, node: Vec<u8> },
+}
+
+/// Reads `MOVED <slot> <ip:port>` / `ASK <slot> <ip:port>`; anything else (`TRYAGAIN`,
+/// `CLUSTERDOWN`, other errors) is `None`: a failure.
+pub fn redirect(error: &[u8]) -> Option<Redirect> {
+    let text = std::str::from_utf8(error).ok()?;
+    let mut words = text.split(' ');
+    let kind = words.next()?;
+    let slot: u16 = words.next()?.parse().ok().filter(|&s| s < SLOTS)?;
+    let (ip, port) = words.next()?.rsplit_once(':')?;
+    let ip = ip.trim_start_matches('[').trim_end_matches(']');
+    let node = node_name(ip.as_bytes(), port.parse().ok()?)?;
+    match kind {
+        "MOVED" => Some(Redirect::Moved { slot, node }),
+        "ASK" => Some(Redirect::Ask { slot, node }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Frame {
+        Frame::Bulk(s.as_bytes().to_vec())
+    }
+
+    fn node(port: i64, role: &str, health: &str) -> Frame {
+        Frame::Array(vec![
+            b("id"),
+            b("abc"),
+            b("port"),
+            Frame::Integer(port),
+            b("ip"),
+            b("127.0.0.1"),
+            b("role"),
+            b(role),
+            b("health"),
+            b(health),
+        ])
+    }
+
+    fn shard(ranges: &[i64], nodes: Vec<Frame>) -> Frame {
+        Frame::Array(vec![
+            b("slots"),
+            Frame::Array(ranges.iter().map(|&n| Frame::Integer(n)).collect()),
+            b("nodes"),
+            Frame::Array(nodes),
+        ])
+    }
+
+    #[test]
+    fn shards_give_each_slot_its_online_primary() {
+        let reply = Frame::Array(vec![
+            shard(
+                &[0, 5460, 10923, 10923],
+                vec![node(7001, "replica", "online"), node(7000, "master", "online")],
+            ),
+            shard(&[5461, 10922], vec![node(7002, "master", "online")]),
+            shard(&[10924, 16383], vec![node(7003, "master", "failed")]),
+        ]);
+        let map = SlotMap::from_shards(&reply).unwrap();
+        assert_eq!(map.owner(0), Some(&b"127.0.0.1:7000"[..]));
+        assert_eq!(map.owner(10923), Some(&b"127.0.0.1:7000"[..]));
+        assert_eq!(map.owner(5461), Some(&b"127.0.0.1:7002"[..]));
+        assert_eq!(map.owner(16383), None);
+        assert_eq!(map.primaries().len(), 2);
+        assert_eq!(map.served_slots(), 10924);
+    }
+
+    #[test]
+    fn slots_reply_is_read_too() {
+        let range = |s, e, port| {
+            Frame::Array(vec![
+                Frame::Integer(s),
+                Frame::Integer(e),
+                Frame::Array(vec![b("127.0.0.1"), Frame::Integer(port), b("id")]),
+            ])
+        };
+        let map =
+            SlotMap::from_slots(&Frame::Array(vec![range(0, 99, 7000), range(100, 16383, 7001)]))
+                .unwrap();
+        assert_eq!(map.owner(99), Some(&b"127.0.0.1:7000"[..]));
+        assert_eq!(map.owner(100), Some(&b"127.0.0.1:7001"[..]));
+        assert!(SlotMap::from_slots(&Frame::Array(vec![range(5, 16384, 7000)])).is_err());
+        assert!(SlotMap::from_shards(&b("ERR unknown command")).is_err());
+    }
+
+    #[test]
+    fn moved_and_ask_are_read_other_errors_are_failures() {
+        assert_eq!(
+            redirect(b"MOVED 3999 127.0.0.1:6381"),
+            Some(Redirect::Moved {
+                slot: 3999,
+                node: b"127.0.0.1:6381".to_vec()
+            })
+        );
+        assert_eq!(
+            redirect(b"ASK 1 [::1]:7000"),
+            Some(Redirect::Ask {
+                slot: 1,
+                node: b"[::1]:7000".to_vec()
+            })
+        );
+        for other in [
+            &b"TRYAGAIN Multiple keys request during rehashing of slot"[..],
+            b"CLUSTERDOWN The cluster is down",
+            b"MOVED 16384 127.0.0.1:1",
+            b"MOVED 1 redis.example:6379",
+            b"MOVED 1 :6379",
+        ] {
+            assert_eq!(redirect(other), None, "{}", String::from_utf8_lossy(other));
+        }
+        let mut map = SlotMap::empty();
+        map.moved(7, b"127.0.0.1:1");
+        assert_eq!(map.owner(7), Some(&b"127.0.0.1:1"[..]));
+    }
+}
