@@ -5,6 +5,7 @@
 //! the sidecar and the module before running tests).
 
 mod api;
+pub mod cluster;
 mod nginx;
 pub mod paths;
 pub mod prometheus;

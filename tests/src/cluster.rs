@@ -1,0 +1,216 @@
+//! Redis Cluster support for the tests: a pipelined writer that routes each key to the primary
+//! serving its slot, and nginx with the module pointed at a cluster (`shortlink_redis_cluster`),
+//! with a fallback location of the test's own that answers [`FALLBACK_STATUS`].
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shortlink_wire::cluster::key_slot;
+use shortlink_wire::resp::{self, Frame};
+use testkit::{free_port, port_open, temp_dir, wait_until, Lifeline, RedisCluster};
+
+use crate::paths;
+
+/// What the fallback location answers: distinct from anything the module says itself.
+pub const FALLBACK_STATUS: u16 = 299;
+
+/// The value of a live 302 link to `target` (record version 1, docs/ARCHITECTURE.md).
+pub fn record(target: &str) -> String {
+    let value = format!("1|L|302|0|0|{target}");
+    assert!(shortlink_wire::record::decode(value.as_bytes()).is_ok());
+    value
+}
+
+/// One connection to one node, for pipelines.
+pub struct NodeConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl NodeConn {
+    pub fn open(addr: &str) -> Self {
+        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("set a read timeout");
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Sends every command at once, then reads one reply per command.
+    pub fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Vec<Frame> {
+        let mut out = Vec::new();
+        for command in commands {
+            let parts: Vec<[&[u8]; 1]> = command.iter().map(|a| [a.as_slice()]).collect();
+            let args: Vec<&[&[u8]]> = parts.iter().map(|p| p.as_slice()).collect();
+            resp::encode_command(&mut out, &args);
+        }
+        self.stream.write_all(&out).expect("write to the node");
+        (0..commands.len()).map(|_| self.read()).collect()
+    }
+
+    fn read(&mut self) -> Frame {
+        loop {
+            if let Some((frame, used)) = resp::parse(&self.buf).expect("RESP from the node") {
+                self.buf.drain(..used);
+                return frame;
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let n = self.stream.read(&mut chunk).expect("read from the node");
+            assert!(n > 0, "the node closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// Which primary (`host:port`) serves each slot, from `CLUSTER SLOTS`.
+pub fn slot_owners(any_node: &str) -> Vec<String> {
+    let reply = NodeConn::open(any_node).pipeline(&[vec![b"CLUSTER".to_vec(), b"SLOTS".to_vec()]]);
+    let mut owners = vec![String::new(); 16384];
+    let Some(Frame::Array(ranges)) = reply.into_iter().next() else {
+        panic!("CLUSTER SLOTS answered no array");
+    };
+    for range in ranges {
+        let Frame::Array(items) = range else {
+            panic!("a slot range that is no array")
+        };
+        let (Frame::Integer(start), Frame::Integer(end), Frame::Array(primary)) =
+            (&items[0], &items[1], &items[2])
+        else {
+            panic!("unexpected slot range {items:?}");
+        };
+        let (Frame::Bulk(ip), Frame::Integer(port)) = (&primary[0], &primary[1]) else {
+            panic!("unexpected node {primary:?}");
+        };
+        let addr = format!("{}:{port}", String::from_utf8_lossy(ip));
+        for slot in *start..=*end {
+            owners[slot as usize] = addr.clone();
+        }
+    }
+    owners
+}
+
+/// `SET`s every pair on the primary serving its key's slot, one pipeline per primary, then waits
+/// until each primary's replicas have them (so a failover loses none).
+pub fn set_all(cluster: &RedisCluster, pairs: &[(String, String)]) {
+    let any = cluster.nodes()[cluster.primaries()[0]].addr();
+    let owners = slot_owners(&any);
+    let mut by_node: HashMap<&str, Vec<Vec<Vec<u8>>>> = HashMap::new();
+    for (key, value) in pairs {
+        let owner = &owners[usize::from(key_slot(key.as_bytes()))];
+        by_node.entry(owner).or_default().push(vec![
+            b"SET".to_vec(),
+            key.as_bytes().to_vec(),
+            value.as_bytes().to_vec(),
+        ]);
+    }
+    for (node, mut commands) in by_node {
+        commands.push(vec![b"WAIT".to_vec(), b"1".to_vec(), b"5000".to_vec()]);
+        let replies = NodeConn::open(node).pipeline(&commands);
+        let (wait, sets) = replies.split_last().expect("replies");
+        for reply in sets {
+            assert_eq!(reply, &Frame::Simple(b"OK".to_vec()), "SET on {node}");
+        }
+        assert!(
+            matches!(wait, Frame::Integer(n) if *n >= 1),
+            "the replicas of {node} did not acknowledge: {wait:?}"
+        );
+    }
+}
+
+/// nginx with the module against a cluster, on a private prefix; stopped on drop.
+pub struct ClusterNginx {
+    pub port: u16,
+    pub prefix: PathBuf,
+    _process: Lifeline,
+    _dir: tempfile::TempDir,
+}
+
+impl ClusterNginx {
+    /// `workers` workers, `cache` the `shortlink_cache` arguments. Codes are 6 characters with
+    /// no check character; a failure goes to a location answering [`FALLBACK_STATUS`].
+    pub fn start(cluster: &RedisCluster, workers: u32, cache: &str) -> Self {
+        let dir = temp_dir();
+        let prefix = dir.path().join("nginx");
+        std::fs::create_dir_all(prefix.join("tmp")).expect("create the nginx prefix");
+        let module = prefix.join("ngx_shortlink.so");
+        std::fs::copy(paths::module_so(), &module).expect("copy the module");
+        let port = free_port();
+        let seeds = cluster.seeds().replace(',', " ");
+        let p = prefix.display();
+        let conf = format!(
+            r#"load_module {module};
+worker_processes {workers};
+pid {p}/nginx.pid;
+error_log {p}/error.log notice;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {p}/tmp/client_body;
+    proxy_temp_path {p}/tmp/proxy;
+    fastcgi_temp_path {p}/tmp/fastcgi;
+    uwsgi_temp_path {p}/tmp/uwsgi;
+    scgi_temp_path {p}/tmp/scgi;
+    shortlink_redis_cluster {seeds} connect_timeout=200ms read_timeout=1s;
+    shortlink_timeout 1s;
+    shortlink_code_check off;
+    shortlink_code_length 6;
+    shortlink_cache {cache};
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            shortlink on;
+            shortlink_fallback @fallback;
+        }}
+        location @fallback {{
+            return {FALLBACK_STATUS};
+        }}
+        location = /shortlink_status {{
+            shortlink_status;
+        }}
+    }}
+}}
+"#,
+            module = module.display(),
+        );
+        std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
+        let process = Lifeline::builder(paths::nginx_bin(), prefix.join("stderr.log"))
+            .arg("-p")
+            .arg(&prefix)
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .spawn();
+        let nginx = Self {
+            port,
+            prefix,
+            _process: process,
+            _dir: dir,
+        };
+        assert!(
+            wait_until(Duration::from_secs(10), || port_open(port)),
+            "nginx did not start; error log:\n{}",
+            nginx.error_log()
+        );
+        nginx
+    }
+
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.prefix.join("error.log")).unwrap_or_default()
+    }
+
+    /// The module's counters (`/shortlink_status`).
+    pub fn counters(&self) -> HashMap<String, u64> {
+        let body = crate::http_client()
+            .get(format!("http://127.0.0.1:{}/shortlink_status", self.port))
+            .send()
+            .and_then(|r| r.text())
+            .expect("status page");
+        crate::nginx::parse_counters(&body)
+    }
+}

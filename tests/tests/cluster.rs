@@ -1,0 +1,236 @@
+//! The module against a real Redis Cluster (3 primaries, 3 replicas) whose records and per-slot
+//! projection markers the test writes: routing by slot, the marker per slot, a reshard and a
+//! failover under load, and cache invalidation from every primary.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use shortlink_e2e::cluster::{record, set_all, slot_owners, ClusterNginx, NodeConn, FALLBACK_STATUS};
+use shortlink_e2e::http_client;
+use shortlink_wire::cluster::{key_slot, marker_key};
+use testkit::{wait_until, RedisCluster};
+
+const CODES: usize = 3000;
+
+/// Slots whose marker the test leaves out: a miss there is unknown, so it goes to the fallback.
+fn unmarked(slot: u16) -> bool {
+    slot % 5 == 0
+}
+
+fn code(i: usize) -> String {
+    format!("k{i:05}")
+}
+
+fn target(i: usize, version: u32) -> String {
+    format!("https://example.com/{i}/v{version}")
+}
+
+/// `CODES` links and the marker of every slot but the [`unmarked`] ones.
+fn load(cluster: &RedisCluster) -> HashMap<String, String> {
+    let links: HashMap<String, String> = (0..CODES).map(|i| (code(i), target(i, 1))).collect();
+    let mut pairs: Vec<(String, String)> = links
+        .iter()
+        .map(|(code, target)| (format!("sl:c:{code}"), record(target)))
+        .collect();
+    pairs.extend(
+        (0..16384u16)
+            .filter(|&slot| !unmarked(slot))
+            .map(|slot| (marker_key(slot), "1700000000000".to_owned())),
+    );
+    set_all(cluster, &pairs);
+    links
+}
+
+fn answer(port: u16, code: &str) -> Result<(u16, String), String> {
+    let response = http_client()
+        .get(format!("http://127.0.0.1:{port}/{code}"))
+        .send()
+        .map_err(|e| e.to_string())?;
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    Ok((response.status().as_u16(), location))
+}
+
+/// What a load run saw. A fallback answer is not wrong (the fallback would ask SQL); a wrong
+/// answer is a redirect elsewhere or a 404 for a link that exists.
+#[derive(Default)]
+struct Tally {
+    right: AtomicU64,
+    fallback: AtomicU64,
+    wrong: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// Redirect requests over every code from two threads until `stop`.
+fn run_load(
+    port: u16,
+    links: Arc<HashMap<String, String>>,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..2)
+        .map(|t| {
+            let (links, stop, tally) = (links.clone(), stop.clone(), tally.clone());
+            std::thread::spawn(move || {
+                let codes: Vec<(&String, &String)> = links.iter().collect();
+                let mut i = t * 7919;
+                while !stop.load(Ordering::Relaxed) {
+                    let (code, target) = codes[i % codes.len()];
+                    i += 1;
+                    match answer(port, code) {
+                        Ok((302, location)) if &location == target => &tally.right,
+                        Ok((FALLBACK_STATUS, _)) => &tally.fallback,
+                        Ok((status, location)) => {
+                            eprintln!("wrong answer for {code}: {status} {location}");
+                            &tally.wrong
+                        }
+                        Err(e) => {
+                            eprintln!("request for {code} failed: {e}");
+                            &tally.errors
+                        }
+                    }
+                    .fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect()
+}
+
+fn assert_all_served(port: u16, links: &HashMap<String, String>) {
+    for (code, target) in links {
+        assert_eq!(
+            answer(port, code).unwrap(),
+            (302, target.clone()),
+            "code {code} (slot {})",
+            key_slot(format!("sl:c:{code}").as_bytes())
+        );
+    }
+}
+
+/// A code of the module's shape that no link has, in a slot marked or not as asked.
+fn missing_code(marked: bool) -> String {
+    (0..)
+        .map(|i| format!("m{i:05}"))
+        .find(|c| unmarked(key_slot(format!("sl:c:{c}").as_bytes())) != marked)
+        .unwrap()
+}
+
+#[test]
+fn lookups_follow_the_slots_through_a_reshard() {
+    let cluster = RedisCluster::start();
+    let links = Arc::new(load(&cluster));
+    let nginx = ClusterNginx::start(&cluster, 2, "off");
+
+    assert_all_served(nginx.port, &links);
+    for marked in [true, false] {
+        let code = missing_code(marked);
+        let (status, _) = answer(nginx.port, &code).unwrap();
+        let expected = if marked { 404 } else { FALLBACK_STATUS };
+        assert_eq!(status, expected, "missing {code}, marked slot: {marked}");
+    }
+
+    // Half the slots change hands (a third of them twice over) while redirects run.
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let load = run_load(nginx.port, links.clone(), stop.clone(), tally.clone());
+    let primaries = cluster.primaries();
+    cluster.reshard(primaries[0], primaries[1], 4096);
+    cluster.reshard(primaries[2], primaries[1], 4096);
+    cluster.wait_ok(Duration::from_secs(30));
+    stop.store(true, Ordering::Relaxed);
+    load.into_iter().for_each(|t| t.join().unwrap());
+
+    let (right, fallback) = (tally.right.load(Ordering::Relaxed), tally.fallback.load(Ordering::Relaxed));
+    eprintln!("under reshard: {right} right, {fallback} to the fallback");
+    assert_eq!(tally.wrong.load(Ordering::Relaxed), 0, "wrong answers");
+    assert_eq!(
+        tally.errors.load(Ordering::Relaxed),
+        0,
+        "failed requests; error log:\n{}",
+        nginx.error_log()
+    );
+    assert!(right > 0);
+    assert_all_served(nginx.port, &links);
+    let counters = nginx.counters();
+    assert!(counters["cluster_redirects"] > 0, "{counters:?}");
+    assert_eq!(counters["cluster_primaries"], 3, "{counters:?}");
+}
+
+#[test]
+fn a_killed_primary_is_replaced_without_a_wrong_answer() {
+    let mut cluster = RedisCluster::start();
+    let links = Arc::new(load(&cluster));
+    let nginx = ClusterNginx::start(&cluster, 2, "size=10000 ttl=60s negative_ttl=1s");
+    assert_all_served(nginx.port, &links);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let load = run_load(nginx.port, links.clone(), stop.clone(), tally.clone());
+    let victim = cluster.owner_of(key_slot(b"sl:c:k00000")).unwrap();
+    cluster.kill(victim);
+    cluster.wait_ok(Duration::from_secs(30));
+    // Served again by the promoted replica, without a restart of nginx.
+    assert!(
+        wait_until(Duration::from_secs(10), || links
+            .iter()
+            .all(|(code, target)| answer(nginx.port, code).ok() == Some((302, target.clone())))),
+        "codes not all served after the failover; error log:\n{}",
+        nginx.error_log()
+    );
+    stop.store(true, Ordering::Relaxed);
+    load.into_iter().for_each(|t| t.join().unwrap());
+    eprintln!(
+        "across the failover: {} right, {} to the fallback",
+        tally.right.load(Ordering::Relaxed),
+        tally.fallback.load(Ordering::Relaxed)
+    );
+    assert_eq!(tally.wrong.load(Ordering::Relaxed), 0, "wrong answers");
+    assert_eq!(
+        tally.errors.load(Ordering::Relaxed),
+        0,
+        "failed requests; error log:\n{}",
+        nginx.error_log()
+    );
+    assert!(nginx.counters()["cluster_failures"] > 0);
+}
+
+#[test]
+fn a_changed_record_is_seen_by_every_worker_at_once() {
+    let cluster = RedisCluster::start();
+    let links = load(&cluster);
+    // A long TTL: only an invalidation can make the new target appear within the wait below.
+    let nginx = ClusterNginx::start(&cluster, 2, "size=10000 ttl=600s negative_ttl=1s");
+    let codes: Vec<usize> = (0..CODES).step_by(CODES / 6).collect();
+    // Fresh connections, many times over, so both workers cache every code.
+    for _ in 0..20 {
+        for &i in &codes {
+            assert_eq!(answer(nginx.port, &code(i)).unwrap(), (302, links[&code(i)].clone()));
+        }
+    }
+    let hits = nginx.counters()["cache_hits"];
+    assert!(hits > 0, "the cache was not used");
+
+    let owners = slot_owners(&cluster.nodes()[cluster.primaries()[0]].addr());
+    for &i in &codes {
+        let key = format!("sl:c:{}", code(i));
+        let owner = &owners[usize::from(key_slot(key.as_bytes()))];
+        let set = NodeConn::open(owner).pipeline(&[vec![
+            b"SET".to_vec(),
+            key.into_bytes(),
+            record(&target(i, 2)).into_bytes(),
+        ]]);
+        assert_eq!(set[0], shortlink_wire::resp::Frame::Simple(b"OK".to_vec()));
+    }
+    assert!(
+        wait_until(Duration::from_secs(3), || (0..20).all(|_| codes
+            .iter()
+            .all(|&i| answer(nginx.port, &code(i)).ok() == Some((302, target(i, 2)))))),
+        "an old target was still served"
+    );
+    assert!(nginx.counters()["cache_hits"] > hits);
+}
