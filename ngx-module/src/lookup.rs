@@ -215,10 +215,18 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
 /// most a reshard asks of a client that has just read the map.
 const MAX_REDIRECTS: usize = 3;
 
+/// How often a lookup waiting for the worker's first slot map looks again.
+const MAP_WAIT_MS: u64 = 5;
+
 /// Sends the lookup and awaits its reply; on a cluster, follows `-MOVED` (the map learns it)
 /// and `-ASK` (map unchanged) to the node named. Other error replies (`-TRYAGAIN`,
 /// `-CLUSTERDOWN`) come back as they are: a failure, never a 404.
 async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
+    // A worker's first lookups may come before its first slot map: they wait for the read
+    // (within the lookup's deadline) rather than go to the fallback.
+    while worker::with(mcf, |w| w.cluster().is_some_and(|c| c.first_map_pending())).unwrap_or(false) {
+        sleep(Duration::from_millis(MAP_WAIT_MS)).await;
+    }
     let mut target = Target::Owner;
     for _ in 0..=MAX_REDIRECTS {
         let reply = worker::with(mcf, |w| w.lookup(code, &target))

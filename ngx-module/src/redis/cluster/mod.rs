@@ -48,6 +48,8 @@ pub struct Cluster {
     map: SlotMap,
     /// Whether a map was ever read: until then the cache is not trusted.
     loaded: bool,
+    /// Whether a read of the map ever finished, well or not.
+    tried: bool,
     /// Bumped by every change of the map, so that a lookup answered across one is not cached.
     generation: u64,
     /// The cache must be dropped at its next access (the map changed).
@@ -70,6 +72,7 @@ impl Cluster {
             stats,
             map: SlotMap::empty(),
             loaded: false,
+            tried: false,
             generation: 0,
             flush_cache: false,
             trackers: track.then(Vec::new),
@@ -81,12 +84,21 @@ impl Cluster {
         cluster
     }
 
+    /// Whether the worker's first read of the slot map is still under way.
+    pub fn first_map_pending(&mut self) -> bool {
+        self.poll();
+        !self.tried
+    }
+
     /// Takes a map the refresh task read, and starts the next read when one is due.
     pub fn poll(&mut self) {
         let now = now_ms();
         if let Some(read) = self.refresh.take() {
-            self.bump(Counter::ClusterMapReads, 1);
-            self.install(read);
+            self.tried = true;
+            if let Some(map) = read {
+                self.bump(Counter::ClusterMapReads, 1);
+                self.install(map);
+            }
         }
         if now.saturating_sub(self.refresh.last_start()) >= REFRESH_EVERY_MS {
             self.refresh.want();

@@ -70,14 +70,15 @@ impl Refresh {
         }
     }
 
-    /// The map read by the last task, once it is done; a failed read is wanted again.
-    pub fn take(&mut self) -> Option<SlotMap> {
+    /// What the last task read, once it is done (`Some(None)`: every node failed, and the read
+    /// is wanted again).
+    pub fn take(&mut self) -> Option<Option<SlotMap>> {
         let done = self.result.borrow_mut().take()?;
         self.task = None;
         if done.is_none() {
             self.wanted = true;
         }
-        done
+        Some(done)
     }
 
     pub fn stop(&mut self) {

@@ -64,6 +64,22 @@ impl SlotMap {
         Ok(())
     }
 
+    /// Puts the primaries in name order, so that two reads of the same assignment compare
+    /// equal whatever order the node listed its shards in.
+    fn normalized(mut self) -> Self {
+        let mut order: Vec<usize> = (0..self.primaries.len()).collect();
+        order.sort_by(|&a, &b| self.primaries[a].cmp(&self.primaries[b]));
+        let mut rank = vec![0u16; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            rank[old] = new as u16;
+        }
+        for owner in self.owners.iter_mut().filter(|o| **o != NO_OWNER) {
+            *owner = rank[usize::from(*owner)];
+        }
+        self.primaries = order.iter().map(|&i| self.primaries[i].clone()).collect();
+        self
+    }
+
     /// Primaries that appear only because a `-MOVED` named them and own nothing now are kept:
     /// the next full map replaces the whole map anyway.
     pub fn served_slots(&self) -> usize {
@@ -107,7 +123,7 @@ impl SlotMap {
                 }
             }
         }
-        Ok(map)
+        Ok(map.normalized())
     }
 
     /// Reads a `CLUSTER SLOTS` reply: `[start, end, [ip, port, id, ...], replicas...]` each.
@@ -131,7 +147,7 @@ impl SlotMap {
             let name = node_name(ip, *port).ok_or(MapError)?;
             map.assign(*start, *end, &name)?;
         }
-        Ok(map)
+        Ok(map.normalized())
     }
 }
 
@@ -247,6 +263,12 @@ mod tests {
         assert_eq!(map.owner(16383), None);
         assert_eq!(map.primaries().len(), 2);
         assert_eq!(map.served_slots(), 10924);
+        // The same assignment listed in another order is the same map.
+        let Frame::Array(mut shards) = reply else {
+            unreachable!()
+        };
+        shards.reverse();
+        assert!(SlotMap::from_shards(&Frame::Array(shards)).unwrap() == map);
     }
 
     #[test]
