@@ -224,7 +224,8 @@ const MAP_WAIT_MS: u64 = 5;
 async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
     // A worker's first lookups may come before its first slot map: they wait for the read
     // (within the lookup's deadline) rather than go to the fallback.
-    while worker::with(mcf, |w| w.cluster().is_some_and(|c| c.first_map_pending())).unwrap_or(false) {
+    while worker::with(mcf, |w| w.cluster().is_some_and(|c| c.first_map_pending())).unwrap_or(false)
+    {
         sleep(Duration::from_millis(MAP_WAIT_MS)).await;
     }
     let mut target = Target::Owner;

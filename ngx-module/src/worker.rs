@@ -106,7 +106,12 @@ impl Worker {
                 .map(|redis| Pool::new(redis, Rc::clone(&events))),
             cluster: mcf.cluster.as_ref().map(|cluster| {
                 let track = mcf.cache_config().is_some() && mcf.cache_invalidation();
-                Cluster::new(cluster, Rc::clone(&events), crate::status::counters(mcf), track)
+                Cluster::new(
+                    cluster,
+                    Rc::clone(&events),
+                    crate::status::counters(mcf),
+                    track,
+                )
             }),
             cache: mcf.cache_config().map(Cache::new),
             tracker: match (&mcf.redis, mcf.cache_config()) {

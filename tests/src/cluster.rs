@@ -204,6 +204,16 @@ http {{
         std::fs::read_to_string(self.prefix.join("error.log")).unwrap_or_default()
     }
 
+    /// Fails the test if a worker died (a crash in the module shows only in the error log: the
+    /// master starts another worker).
+    pub fn assert_no_crash(&self) {
+        let log = self.error_log();
+        assert!(
+            !log.contains("exited on signal"),
+            "a worker crashed:\n{log}"
+        );
+    }
+
     /// The module's counters (`/shortlink_status`).
     pub fn counters(&self) -> HashMap<String, u64> {
         let body = crate::http_client()

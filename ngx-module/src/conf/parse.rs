@@ -421,7 +421,10 @@ mod tests {
     fn redis_cluster_directive() {
         let (seeds, spec) =
             redis_cluster(&[b"10.0.0.1:7000", b"10.0.0.2:7000", b"connections=3"]).unwrap();
-        assert_eq!(seeds, vec![b"10.0.0.1:7000".to_vec(), b"10.0.0.2:7000".to_vec()]);
+        assert_eq!(
+            seeds,
+            vec![b"10.0.0.1:7000".to_vec(), b"10.0.0.2:7000".to_vec()]
+        );
         assert_eq!(spec.connections, 3);
         assert!(redis_cluster(&[]).is_err());
         assert!(redis_cluster(&[b"connections=2"]).is_err());

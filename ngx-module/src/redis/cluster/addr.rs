@@ -7,7 +7,10 @@
 use std::collections::HashMap;
 use std::{mem, ptr};
 
-use nginx_sys::{ngx_create_pool, ngx_cycle, ngx_destroy_pool, ngx_parse_url, ngx_pool_t, ngx_str_t, ngx_url_t, NGX_OK};
+use nginx_sys::{
+    ngx_create_pool, ngx_cycle, ngx_destroy_pool, ngx_parse_url, ngx_pool_t, ngx_str_t, ngx_url_t,
+    NGX_OK,
+};
 
 use crate::conf::PeerAddr;
 

@@ -64,7 +64,12 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(conf: &RedisCluster, events: Rc<EventShared>, stats: Option<&'static Counters>, track: bool) -> Self {
+    pub fn new(
+        conf: &RedisCluster,
+        events: Rc<EventShared>,
+        stats: Option<&'static Counters>,
+        track: bool,
+    ) -> Self {
         let mut cluster = Self {
             spec: conf.spec.clone(),
             refresh: Refresh::new(conf.seeds.clone(), Timeouts::of(&conf.spec)),
@@ -225,15 +230,20 @@ impl Cluster {
             Target::Node(node) => (node.as_slice(), false),
             Target::Ask(node) => (node.as_slice(), true),
         };
-        let pool = pool_of(&mut self.nodes, &mut self.addrs, &self.spec, &self.events, node);
+        let pool = pool_of(
+            &mut self.nodes,
+            &mut self.addrs,
+            &self.spec,
+            &self.events,
+            node,
+        );
         let sent = match pool {
             Some(pool) if asking => pool.request_asking(&args),
             Some(pool) => pool.request(&args),
             None => Err(RedisError::Unavailable),
         };
-        sent.map_err(|e| {
+        sent.inspect_err(|_| {
             self.failed();
-            e
         })
     }
 
@@ -265,7 +275,13 @@ impl Cluster {
     pub fn send_event(&mut self, key: &[u8], visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.poll();
         let pool = self.map.owner(key_slot(key)).and_then(|owner| {
-            pool_of(&mut self.nodes, &mut self.addrs, &self.spec, &self.events, owner)
+            pool_of(
+                &mut self.nodes,
+                &mut self.addrs,
+                &self.spec,
+                &self.events,
+                owner,
+            )
         });
         match pool {
             Some(pool) => pool.send_event(visits, write),
@@ -275,7 +291,6 @@ impl Cluster {
             }
         }
     }
-
 }
 
 /// The pool of `node`, made on first use (takes the cluster's fields apart so that `node` may

@@ -251,7 +251,10 @@ mod tests {
         let reply = Frame::Array(vec![
             shard(
                 &[0, 5460, 10923, 10923],
-                vec![node(7001, "replica", "online"), node(7000, "master", "online")],
+                vec![
+                    node(7001, "replica", "online"),
+                    node(7000, "master", "online"),
+                ],
             ),
             shard(&[5461, 10922], vec![node(7002, "master", "online")]),
             shard(&[10924, 16383], vec![node(7003, "master", "failed")]),
@@ -280,9 +283,11 @@ mod tests {
                 Frame::Array(vec![b("127.0.0.1"), Frame::Integer(port), b("id")]),
             ])
         };
-        let map =
-            SlotMap::from_slots(&Frame::Array(vec![range(0, 99, 7000), range(100, 16383, 7001)]))
-                .unwrap();
+        let map = SlotMap::from_slots(&Frame::Array(vec![
+            range(0, 99, 7000),
+            range(100, 16383, 7001),
+        ]))
+        .unwrap();
         assert_eq!(map.owner(99), Some(&b"127.0.0.1:7000"[..]));
         assert_eq!(map.owner(100), Some(&b"127.0.0.1:7001"[..]));
         assert!(SlotMap::from_slots(&Frame::Array(vec![range(5, 16384, 7000)])).is_err());
