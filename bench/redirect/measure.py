@@ -36,6 +36,7 @@ DESCRIPTION = {
     "D": "shortlink module",
     "E": "D + visit tracking (batched XADD)",
     "F": "D without per-domain counters",
+    "G": "D on a 3-primary Redis Cluster (own nginx, one worker)",
 }
 # (workload, minimum D/F): per-domain counters must cost a hot redirect almost nothing (issue 20).
 DOMAIN_COUNTER_TARGETS = [("hot", 0.98)]
@@ -69,7 +70,11 @@ def parse_args():
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="leave the nginx worker and wrk on whatever CPUs the kernel picks")
     p.add_argument("--out")
+    p.add_argument("--cluster-nginx-pid", type=int, help="server G's nginx master (--cluster)")
+    p.add_argument("--cluster-prefix", help="server G's nginx prefix")
+    p.add_argument("--cluster-redis-pids", default="", help="the cluster's redis-server PIDs")
     a = p.parse_args()
+    a.cluster_redis_pids = [int(x) for x in a.cluster_redis_pids.split(",") if x]
     a.servers = a.servers.split(",")
     a.ports = {k: int(v) for k, v in (kv.split("=") for kv in a.ports.split(","))}
     return a
@@ -205,12 +210,18 @@ def run_wrk(args, server, workload, duration):
     raise RuntimeError(f"wrk gave no summary (exit {out.returncode}): {out.stderr.strip()}")
 
 
+def redis_ticks(args, server):
+    """CPU of the Redis that `server` reads: the cluster's nodes together for G."""
+    pids = args.cluster_redis_pids if server == "G" else [args.redis_pid]
+    return sum(cpu_ticks(pid) for pid in pids)
+
+
 def cell(args, worker, server, workload, round_no):
-    cpu0, redis0, rss0 = cpu_ticks(worker), cpu_ticks(args.redis_pid), rss_kib(worker)
+    cpu0, redis0, rss0 = cpu_ticks(worker), redis_ticks(args, server), rss_kib(worker)
     busy0, wrk0, t0 = machine_busy_ticks(), children_ticks(), time.time()
     r = run_wrk(args, server, workload, args.duration)
     busy1, wrk1, t1 = machine_busy_ticks(), children_ticks(), time.time()
-    cpu1, redis1, rss1 = cpu_ticks(worker), cpu_ticks(args.redis_pid), rss_kib(worker)
+    cpu1, redis1, rss1 = cpu_ticks(worker), redis_ticks(args, server), rss_kib(worker)
     # Everything else that ran on the machine meanwhile (other users' builds, ...), in CPUs; the
     # window includes wrk loading its code file, when it is the only one of ours that works.
     others = (busy1 - busy0) - (cpu1 - cpu0) - (redis1 - redis0) - (wrk1 - wrk0)
@@ -411,6 +422,23 @@ def report(args, cells, rss, failures, m):
                 met = "met" if ratio >= minimum else "**NOT met**"
                 L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | D/F >= {minimum:g} | {met} |")
             L.append("")
+        if "G" in args.servers:
+            L.append("Redis Cluster: G (the module on 3 primaries, `shortlink_redis_cluster`) against "
+                     "D (one Redis), same codes, same cache, same run; median req/s G/D, nginx worker "
+                     "CPU per request G/D (the accepted measure here) and Redis CPU per request G/D "
+                     "(all nodes together):")
+            L.append("")
+            L.append("| workload | req/s G/D | worker CPU/req G/D | Redis CPU/req G/D |")
+            L.append("|---|---:|---:|---:|")
+            for w in WORKLOADS:
+                d, g = by.get((w, "D")), by.get((w, "G"))
+                if not d or not g:
+                    continue
+                cpu = med(g, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
+                red = (med(g, "redis_us") / med(d, "redis_us") if med(d, "redis_us") > 0
+                       else float("nan"))
+                L.append(f"| {w} | {med(g, 'rps') / med(d, 'rps'):.2f} | {cpu:.2f} | {red:.2f} |")
+            L.append("")
     else:
         L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")
         L.append("")
@@ -436,7 +464,8 @@ def report(args, cells, rss, failures, m):
         L.append("")
         L += [f"- {f}" for f in failures[:50]]
         L.append("")
-    flags = (" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
+    flags = ((" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
+             + (" --cluster" if "G" in args.servers else ""))
     L.append(f"Command: `bench/redirect/run{flags}`; wall time {time.time() - args.started:.0f} s.")
     return "\n".join(L) + "\n"
 
@@ -452,6 +481,9 @@ def main():
     failures = []
     wait_ports([args.ports[s] for s in args.servers])
     worker = nginx_worker(args.nginx_pid)
+    workers = {s: worker for s in args.servers}
+    if "G" in args.servers:
+        workers["G"] = nginx_worker(args.cluster_nginx_pid)
     # The worker gets a CPU of its own and wrk the other, so that the two do not take turns on
     # one core (which made cells vary 2x between rounds); Redis floats, as its cost is part of
     # what B, C and D are compared on.
@@ -460,11 +492,13 @@ def main():
     args.pin_worker = None
     if args.pin and len(cpus) >= 2:
         args.pin_worker, args.pin_cpus = {cpus[-1]}, set(cpus[:-1])
-        pin(worker, args.pin_worker)
+        for w in set(workers.values()):
+            pin(w, args.pin_worker)
         log(f"pinned: nginx worker on CPU {cpus[-1]}, wrk on CPU {','.join(map(str, cpus[:-1]))}")
     log(f"nginx master {args.nginx_pid}, worker {worker}; servers " +
         ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers))
     log_offset = log_size(args.prefix)
+    g_offset = log_size(args.cluster_prefix) if args.cluster_prefix else 0
     check_correctness(args, failures)
     if failures:
         for f in failures[:20]:
@@ -482,7 +516,7 @@ def main():
             for s in args.servers:
                 if w == "uniform" and s == args.servers[0]:
                     rss.append((f"round {round_no}, before the uniform cells", rss_kib(worker)))
-                c = cell(args, worker, s, w, round_no)
+                c = cell(args, workers[s], s, w, round_no)
                 cells.append(c)
                 if w == "uniform" and s == args.servers[-1]:
                     rss.append((f"round {round_no}, after the uniform cells", rss_kib(worker)))
@@ -491,6 +525,8 @@ def main():
                     + (f" — {'; '.join(c['problems'])}" if c["problems"] else ""))
                 failures += [f"round {round_no} {w} {s}: {p}" for p in c["problems"]]
     bad_log = error_log_problems(args.prefix, log_offset)
+    if args.cluster_prefix:
+        bad_log += error_log_problems(args.cluster_prefix, g_offset)
     failures += [f"nginx error.log: {line}" for line in bad_log[:10]]
 
     text = report(args, cells, rss, failures, machine())
