@@ -273,6 +273,16 @@ pub fn http_client() -> reqwest::blocking::Client {
         .expect("build an HTTP client")
 }
 
+/// A redirect answer as the tests compare it: the status and the `Location` header ("" if none).
+pub fn status_and_location(response: &reqwest::blocking::Response) -> (u16, String) {
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    (response.status().as_u16(), location)
+}
+
 /// reqwest's TLS uses ring (already in the tree, unlike aws-lc): every client needs it installed,
 /// even one that never speaks HTTPS. Installing it again (another test thread) changes nothing.
 pub fn install_tls_provider() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use shortlink_e2e::cluster::{
     record, set_all, slot_owners, ClusterNginx, NodeConn, FALLBACK_STATUS,
 };
-use shortlink_e2e::http_client;
+use shortlink_e2e::{http_client, status_and_location};
 use shortlink_wire::cluster::{key_slot, marker_key};
 use testkit::{wait_until, RedisCluster};
 
@@ -60,12 +60,7 @@ fn answer(port: u16, code: &str) -> Result<(u16, String), String> {
                 .send()
         })
         .map_err(|e| e.to_string())?;
-    let location = response
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap_or_default().to_owned())
-        .unwrap_or_default();
-    Ok((response.status().as_u16(), location))
+    Ok(status_and_location(&response))
 }
 
 /// What a load run saw. A fallback answer is not wrong (the fallback would ask SQL); a wrong

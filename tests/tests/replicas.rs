@@ -70,12 +70,7 @@ fn answer(port: u16, code: &str) -> (u16, String) {
         .header("Host", "s1.test")
         .send()
         .expect("redirect request");
-    let location = response
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    (response.status().as_u16(), location)
+    shortlink_e2e::status_and_location(&response)
 }
 
 #[test]

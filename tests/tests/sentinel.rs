@@ -18,12 +18,7 @@ fn answer(client: &reqwest::blocking::Client, port: u16, code: &str) -> Option<(
         .header("Host", "s1.test")
         .send()
         .ok()?;
-    let location = response
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap_or_default().to_owned())
-        .unwrap_or_default();
-    Some((response.status().as_u16(), location))
+    Some(shortlink_e2e::status_and_location(&response))
 }
 
 #[derive(Default)]
