@@ -133,7 +133,8 @@ pub struct ClusterNginx {
 
 impl ClusterNginx {
     /// `workers` workers, `cache` the `shortlink_cache` arguments. Codes are 6 characters with
-    /// no check character; a failure goes to a location answering [`FALLBACK_STATUS`].
+    /// no check character; a failure goes to a location answering [`FALLBACK_STATUS`]; every
+    /// redirect makes a visit event.
     pub fn start(cluster: &RedisCluster, workers: u32, cache: &str) -> Self {
         let dir = temp_dir();
         let prefix = dir.path().join("nginx");
@@ -166,6 +167,7 @@ http {{
         location / {{
             shortlink on;
             shortlink_fallback @fallback;
+            shortlink_track on;
         }}
         location @fallback {{
             return {FALLBACK_STATUS};

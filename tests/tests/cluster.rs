@@ -11,7 +11,8 @@ use shortlink_e2e::cluster::{
     record, set_all, slot_owners, ClusterNginx, NodeConn, FALLBACK_STATUS,
 };
 use shortlink_e2e::{http_client, status_and_location};
-use shortlink_wire::cluster::{key_slot, marker_key};
+use shortlink_wire::cluster::{event_stream_keys, key_slot, marker_key};
+use shortlink_wire::resp::Frame;
 use testkit::{wait_until, RedisCluster};
 
 const CODES: usize = 3000;
@@ -258,7 +259,7 @@ fn a_changed_record_is_seen_by_every_worker_at_once() {
             key.into_bytes(),
             record(&target(i, 2)).into_bytes(),
         ]]);
-        assert_eq!(set[0], shortlink_wire::resp::Frame::Simple(b"OK".to_vec()));
+        assert_eq!(set[0], Frame::Simple(b"OK".to_vec()));
     }
     assert!(
         wait_until(Duration::from_secs(3), || (0..20).all(|_| codes
@@ -269,31 +270,63 @@ fn a_changed_record_is_seen_by_every_worker_at_once() {
         "an old target was still served"
     );
     assert!(nginx.counters()["cache_hits"] > hits);
+
+    // Every redirect made a visit event; the batches went to the cluster's streams, spread over
+    // them, each on the primary serving the stream's slot.
+    let counters = nginx.counters();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            let c = nginx.counters();
+            c["events_sent"] == c["events_queued"]
+        }),
+        "{counters:?}"
+    );
+    assert_eq!(nginx.counters()["events_failed"], 0);
+    let owners = slot_owners(&cluster.nodes()[cluster.primaries()[0]].addr());
+    let entries: Vec<i64> = event_stream_keys()
+        .iter()
+        .map(|key| {
+            let owner = &owners[usize::from(key_slot(key.as_bytes()))];
+            let reply =
+                NodeConn::open(owner).pipeline(&[vec![b"XLEN".to_vec(), key.as_bytes().to_vec()]]);
+            match reply[0] {
+                Frame::Integer(n) => n,
+                ref other => panic!("XLEN {key}: {other:?}"),
+            }
+        })
+        .collect();
+    assert!(
+        entries.iter().filter(|&&n| n > 0).count() >= 2,
+        "visit batches not spread over the streams: {entries:?}"
+    );
     nginx.assert_no_crash();
 }
 
 #[test]
-#[ignore]
-fn tmp_timing() {
-    let cluster = RedisCluster::start();
-    let links = load(&cluster);
-    for cache in ["off", "size=10000 ttl=60s negative_ttl=1s"] {
-        let nginx = ClusterNginx::start(&cluster, 2, cache);
-        let t = std::time::Instant::now();
-        for i in 0..300 {
-            answer(nginx.port, &code(i)).unwrap();
-        }
-        eprintln!("{cache}: 300 via answer in {:?}", t.elapsed());
-        let t = std::time::Instant::now();
-        let client = http_client();
-        for i in 0..300 {
-            client
-                .get(format!("http://127.0.0.1:{}/{}", nginx.port, code(i)))
-                .send()
-                .unwrap();
-        }
-        eprintln!("{cache}: 300 via one client in {:?}", t.elapsed());
-        eprintln!("{:?}", nginx.counters());
-    }
-    drop(links);
+fn nginx_refuses_one_redis_and_a_cluster_together() {
+    let dir = testkit::temp_dir();
+    let conf = dir.path().join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "load_module {};\nevents {{}}\nhttp {{\n    shortlink_redis 127.0.0.1:6379;\n    \
+             shortlink_redis_cluster 127.0.0.1:7000 127.0.0.1:7001;\n}}\n",
+            shortlink_e2e::paths::module_so().display()
+        ),
+    )
+    .unwrap();
+    let output = std::process::Command::new(shortlink_e2e::paths::nginx_bin())
+        .arg("-t")
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .expect("run nginx -t");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("\"shortlink_redis_cluster\" is exclusive with \"shortlink_redis\""),
+        "{stderr}"
+    );
 }

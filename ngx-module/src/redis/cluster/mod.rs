@@ -57,7 +57,8 @@ pub struct Cluster {
     /// Invalidation connections, one per primary of the map; `None` when the cache is not kept
     /// coherent by tracking.
     trackers: Option<Vec<(Vec<u8>, Tracker)>>,
-    nodes: HashMap<Vec<u8>, Pool>,
+    /// Looked up on every lookup: foldhash rather than SipHash (node names are no attacker's).
+    nodes: HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>,
     refresh: Refresh,
     /// Last: the connections above point into it.
     addrs: Addrs,
@@ -81,7 +82,7 @@ impl Cluster {
             generation: 0,
             flush_cache: false,
             trackers: track.then(Vec::new),
-            nodes: HashMap::new(),
+            nodes: HashMap::default(),
             addrs: Addrs::new(),
         };
         cluster.refresh.want();
@@ -296,7 +297,7 @@ impl Cluster {
 /// The pool of `node`, made on first use (takes the cluster's fields apart so that `node` may
 /// borrow its map).
 fn pool_of<'a>(
-    nodes: &'a mut HashMap<Vec<u8>, Pool>,
+    nodes: &'a mut HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>,
     addrs: &mut Addrs,
     spec: &RedisSpec,
     events: &Rc<EventShared>,
