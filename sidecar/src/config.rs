@@ -77,6 +77,16 @@ pub struct Config {
     )]
     pub redis_sentinels: Vec<String>,
 
+    /// Redis Cluster seed nodes (comma-separated `host:port` or `redis://[:password@]host:port`): the projection, markers and visit streams are spread over the cluster's primaries (per-slot markers, 16 visit streams; docs/ARCHITECTURE.md, "Redis Cluster"). Exclusive with --redis-sentinels. Unset: --redis-url (or Sentinel) is the one primary.
+    #[arg(
+        long,
+        env = "SHORTLINK_REDIS_CLUSTER",
+        value_delimiter = ',',
+        global = true,
+        hide_env_values = true
+    )]
+    pub redis_cluster: Vec<String>,
+
     /// The service (master) name the sentinels monitor, as in `sentinel monitor <name> ...`.
     #[arg(
         long,
@@ -347,6 +357,14 @@ impl fmt::Debug for Config {
                     .collect::<Vec<_>>(),
             )
             .field("redis_sentinel_service", &self.redis_sentinel_service)
+            .field(
+                "redis_cluster",
+                &self
+                    .redis_cluster
+                    .iter()
+                    .map(|s| redact_url(s))
+                    .collect::<Vec<_>>(),
+            )
             .field("redis_wait_replicas", &self.redis_wait_replicas)
             .field("redis_wait_timeout", &self.redis_wait_timeout)
             .field("projection_check_interval", &self.projection_check_interval)
@@ -457,6 +475,9 @@ impl Config {
                 problems.push(ConfigError::Sentinel(redact_url(address)));
             }
         }
+        if let Err(e) = crate::primary::check_cluster_seeds(self) {
+            problems.push(e);
+        }
         problems
     }
 
@@ -492,4 +513,7 @@ pub enum ConfigError {
     BootstrapKey,
     #[error("--redis-sentinels: {0:?} is neither host:port nor a redis:// URL")]
     Sentinel(String),
+    /// `--redis-cluster` set with `--redis-sentinels`, empty, or with a seed that is no address.
+    #[error("--redis-cluster: {0}")]
+    Cluster(String),
 }

@@ -116,10 +116,22 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         return Err(ConfigError::BootstrapKey.into());
     }
 
+    crate::primary::check_cluster_seeds(config)?;
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
     let marker = projection::marker::ProjectionMarker::new(config)?;
+    if !config.redis_cluster.is_empty() {
+        // A cluster client needs a seed to learn the slot map from: without one it cannot
+        // write a single link, and a wrong seed list is the likeliest reason.
+        if let Err(error) = marker.value().await {
+            let seeds = config.redis_cluster.join(",");
+            let seeds = config::redact_url(&seeds);
+            return Err(
+                ConfigError::Cluster(format!("no seed answered ({seeds}): {error}")).into(),
+            );
+        }
+    }
     code_scheme::check_redis(&marker, &scheme, config).await?;
     if let Some(key) = &config.bootstrap_api_key {
         let hash = http::hash_api_key(key.trim());

@@ -6,11 +6,13 @@
 //! on an error that [`needs_rediscovery`] says may mean a failover. So after a promotion the next
 //! connection goes to the new primary, whoever noticed first.
 
+mod connection;
 mod sentinel;
 
+pub use connection::{RedisConnection, Shard};
 pub(crate) use sentinel::parse_address as parse_sentinel_address;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::projection::ProjectionError;
 use redis::{ConnectionInfo, IntoConnectionInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +34,18 @@ enum Source {
     /// `--redis-url`: the one Redis, as before Sentinel support.
     Fixed(redis::Client),
     Sentinel(sentinel::Sentinels),
+    /// `--redis-cluster`: the seeds; the client learns the slot map from them and follows
+    /// failovers and reshards itself (`MOVED`, slot map refreshes).
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// How a connection is made: its timeouts, and whether a connection manager (reconnects by
+/// itself; the write path) or a plain multiplexed connection (made again by its user).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectOptions {
+    pub connection_timeout: Duration,
+    pub response_timeout: Duration,
+    pub manager: bool,
 }
 
 impl std::fmt::Debug for Primary {
@@ -45,6 +59,9 @@ impl std::fmt::Debug for Primary {
 impl Primary {
     /// From the configuration: Sentinel when `--redis-sentinels` is set, else `--redis-url`.
     pub fn from_config(config: &Config) -> Result<Self, ProjectionError> {
+        if !config.redis_cluster.is_empty() {
+            return Self::cluster(&config.redis_cluster);
+        }
         if config.redis_sentinels.is_empty() {
             return Self::fixed(&config.redis_url);
         }
@@ -63,6 +80,22 @@ impl Primary {
         Ok(Self::new(Source::Fixed(redis::Client::open(url)?)))
     }
 
+    /// The cluster that `seeds` (`host:port` or `redis://` URLs) belong to.
+    pub fn cluster(seeds: &[String]) -> Result<Self, ProjectionError> {
+        let seeds = seeds
+            .iter()
+            .map(|seed| parse_sentinel_address(seed))
+            .collect::<Result<Vec<_>, _>>()?;
+        let client = redis::cluster::ClusterClientBuilder::new(seeds)
+            // A write waits at most its own allowance (the projection's `run`); the client's
+            // retries (slot map refresh after `MOVED`, a node reconnected) fit inside it.
+            .retries(3)
+            .min_retry_wait(20)
+            .max_retry_wait(200)
+            .build()?;
+        Ok(Self::new(Source::Cluster(client)))
+    }
+
     fn new(source: Source) -> Self {
         Self(Arc::new(Inner {
             source,
@@ -75,11 +108,63 @@ impl Primary {
         matches!(self.0.source, Source::Sentinel(_))
     }
 
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.0.source, Source::Cluster(_))
+    }
+
+    /// Whether writes are replicated to nodes that a failover promotes (Sentinel or cluster):
+    /// then a failed write-through is in doubt (crate::projection's `doubt`).
+    pub fn fails_over(&self) -> bool {
+        !matches!(self.0.source, Source::Fixed(_))
+    }
+
+    /// A new connection: to the one Redis, the primary Sentinel names now, or the cluster.
+    pub async fn connect(
+        &self,
+        options: ConnectOptions,
+    ) -> Result<RedisConnection, ProjectionError> {
+        let connecting = async {
+            if let Source::Cluster(client) = &self.0.source {
+                let config = redis::cluster::ClusterConfig::new()
+                    .set_connection_timeout(options.connection_timeout)
+                    .set_response_timeout(options.response_timeout);
+                let connection = client.get_async_connection_with_config(config).await?;
+                return Ok(RedisConnection::Cluster(connection));
+            }
+            let client = self.client().await?;
+            if options.manager {
+                // No retries inside the manager: a request must fail fast, the next one tries
+                // again.
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(options.connection_timeout)
+                    .set_response_timeout(options.response_timeout)
+                    .set_number_of_retries(0)
+                    .set_max_delay(100);
+                let manager =
+                    redis::aio::ConnectionManager::new_with_config(client, config).await?;
+                return Ok(RedisConnection::Manager(manager));
+            }
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(options.connection_timeout)
+                .set_response_timeout(options.response_timeout);
+            let connection = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            Ok::<_, ProjectionError>(RedisConnection::Multiplexed(connection))
+        };
+        tokio::time::timeout(options.connection_timeout, connecting)
+            .await
+            .map_err(|_| ProjectionError::Timeout(options.connection_timeout))?
+    }
+
     /// A client for the primary as it is now: with Sentinel, asked of the sentinels again at each
     /// call (callers call it only to make a connection, so this costs a round trip or two per
     /// reconnection, never per command).
-    pub async fn client(&self) -> Result<redis::Client, ProjectionError> {
+    async fn client(&self) -> Result<redis::Client, ProjectionError> {
         match &self.0.source {
+            Source::Cluster(_) => Err(ProjectionError::NoPrimary(
+                "a cluster has no one primary to connect to",
+            )),
             Source::Fixed(client) => Ok(client.clone()),
             Source::Sentinel(sentinels) => {
                 let info = sentinels.primary().await?;
@@ -108,6 +193,38 @@ impl Primary {
         }
         *last = Some(address);
     }
+}
+
+/// `--redis-cluster`'s own problems: set with `--redis-sentinels`, no seed given, or a seed that
+/// is no address. (A seed that does not answer shows at start-up.)
+pub fn check_cluster_seeds(config: &Config) -> Result<(), ConfigError> {
+    if config.redis_cluster.is_empty() {
+        return Ok(());
+    }
+    if !config.redis_sentinels.is_empty() {
+        return Err(ConfigError::Cluster(
+            "cannot be used with --redis-sentinels: a cluster fails over by itself; give one"
+                .to_owned(),
+        ));
+    }
+    if config
+        .redis_cluster
+        .iter()
+        .all(|seed| seed.trim().is_empty())
+    {
+        return Err(ConfigError::Cluster(
+            "no seed node given (host:port,...)".to_owned(),
+        ));
+    }
+    for seed in &config.redis_cluster {
+        if seed.trim().is_empty() || parse_sentinel_address(seed.trim()).is_err() {
+            return Err(ConfigError::Cluster(format!(
+                "{:?} is neither host:port nor a redis:// URL",
+                crate::config::redact_url(seed)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether an error may mean the connection no longer reaches the primary: it broke, timed out

@@ -3,17 +3,18 @@
 //! with their `WAIT`.
 
 use super::{Projection, ProjectionError, Wait};
-use crate::primary::{failover_backoff, needs_rediscovery, FAILOVER_ATTEMPTS};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use crate::primary::{
+    failover_backoff, needs_rediscovery, ConnectOptions, RedisConnection, FAILOVER_ATTEMPTS,
+};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// The connection manager's own reply timeout, above any call's allowance (see `connection`).
+/// The connection's own reply timeout, above any call's allowance (see `connection`).
 const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Projection {
     /// The connection and the number it was made under.
-    async fn connection(&self) -> Result<(u64, ConnectionManager), ProjectionError> {
+    pub(super) async fn connection(&self) -> Result<(u64, RedisConnection), ProjectionError> {
         if let Some(connection) = self.connection.read().await.as_ref() {
             return Ok(connection.clone());
         }
@@ -21,24 +22,18 @@ impl Projection {
         if let Some(connection) = slot.as_ref() {
             return Ok(connection.clone());
         }
-        // No retries inside the manager: a request must fail fast, the next one tries again.
-        // Each call's own deadline (`run`) bounds its wait; the manager's response timeout only
-        // catches a reply that never comes, and must not cut a batch chunk's longer allowance.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(self.timeout)
-            .set_response_timeout(self.timeout.max(MANAGER_RESPONSE_TIMEOUT))
-            .set_number_of_retries(0)
-            .set_max_delay(100);
-        let connecting = async {
-            let client = self.primary.client().await?;
-            Ok::<_, ProjectionError>(ConnectionManager::new_with_config(client, config).await?)
+        // Each call's own deadline (`run`) bounds its wait; the connection's response timeout
+        // only catches a reply that never comes, and must not cut a batch chunk's longer
+        // allowance.
+        let options = ConnectOptions {
+            connection_timeout: self.timeout,
+            response_timeout: self.timeout.max(MANAGER_RESPONSE_TIMEOUT),
+            manager: true,
         };
-        let manager = tokio::time::timeout(self.timeout, connecting)
-            .await
-            .map_err(|_| ProjectionError::Timeout(self.timeout))??;
+        let connection = self.primary.connect(options).await?;
         let made = self.connections_made.fetch_add(1, Ordering::Relaxed) + 1;
-        *slot = Some((made, manager.clone()));
-        Ok((made, manager))
+        *slot = Some((made, connection.clone()));
+        Ok((made, connection))
     }
 
     /// Drops the connection numbered `made` (not one another request made since), so the next
@@ -54,6 +49,8 @@ impl Projection {
     /// (Redis restarted) is retried once on the connection the manager re-makes. With Sentinel:
     /// an error that may mean a failover drops the connection and the command is tried again, on
     /// the primary the sentinels name, up to [`FAILOVER_ATTEMPTS`] times within the allowance.
+    /// On a cluster alike: the connection made again learns the slot map afresh, so a write to
+    /// the slots of a primary that died goes to its replica once that is promoted.
     /// Every write here is idempotent (`SET`, `DEL`, conditional scripts) or refuses to
     /// overwrite (`SET NX`), so a retry never makes a record wrong: a create's `SET NX` retried
     /// after its first try did land finds the key taken, and the create takes a fresh code as
@@ -64,7 +61,7 @@ impl Projection {
         allowance: Duration,
     ) -> Result<T, ProjectionError> {
         let deadline = tokio::time::Instant::now() + allowance;
-        let sentinel = self.primary.is_sentinel();
+        let sentinel = self.primary.fails_over();
         let attempts = if sentinel { FAILOVER_ATTEMPTS } else { 2 };
         let mut attempt = 0;
         loop {

@@ -12,14 +12,14 @@
 use super::{written_value, Projection, ProjectionError, RecordWrite};
 
 impl Projection {
-    /// Notes the keys of `writes` when `result` is a failure (with Sentinel or `WAIT` only: one
+    /// Notes the keys of `writes` when `result` is a failure (with Sentinel, a cluster or `WAIT` only: one
     /// Redis behaves as before).
     pub(super) fn doubt_if_failed<T>(
         &self,
         writes: &[RecordWrite],
         result: Result<T, ProjectionError>,
     ) -> Result<T, ProjectionError> {
-        if result.is_err() && (self.primary.is_sentinel() || self.wait.is_some()) {
+        if result.is_err() && (self.primary.fails_over() || self.wait.is_some()) {
             let mut in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
             for write in writes {
                 in_doubt.insert(

@@ -9,11 +9,14 @@
 mod connection;
 mod doubt;
 pub mod marker;
+mod slots;
 
-use crate::primary::Primary;
+pub use slots::missing_marker_slots;
+use slots::pick;
+
+use crate::primary::{Primary, RedisConnection};
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
@@ -151,7 +154,7 @@ fn add_creates(pipe: &mut redis::Pipeline, writes: &[RecordWrite]) -> bool {
 
 /// Adds `SET ... NX` (with `EXAT` for an expiring link) for a write that sets a record; returns
 /// whether it added one (a delete adds nothing).
-fn set_if_absent(pipe: &mut redis::Pipeline, write: &RecordWrite) -> bool {
+pub(crate) fn set_if_absent(pipe: &mut redis::Pipeline, write: &RecordWrite) -> bool {
     match write {
         RecordWrite::Set { key, value } => pipe.cmd("SET").arg(key).arg(value).arg("NX"),
         RecordWrite::SetUntil { key, value, at } => pipe
@@ -197,7 +200,7 @@ pub struct Projection {
     /// `--redis-wait-replicas`: the replicas that must hold a write before it is acknowledged.
     wait: Option<Wait>,
     /// The connection, with the number it was made under (see `connection::Projection::run`).
-    connection: RwLock<Option<(u64, ConnectionManager)>>,
+    connection: RwLock<Option<(u64, RedisConnection)>>,
     connections_made: AtomicU64,
     /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
     in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
@@ -258,29 +261,37 @@ impl Projection {
         &self.primary
     }
 
-    /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`).
+    /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`; on a cluster, one
+    /// transaction per hash slot: see [`slots`]).
     pub async fn apply(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let Some(pipe) = self.transaction(|pipe| add_writes(pipe, writes)) else {
-            return Ok(());
-        };
-        let result = self.run_transaction(&pipe, self.timeout).await.map(drop);
-        self.doubt_if_failed(writes, result)
+        self.apply_within(writes, self.timeout).await
     }
 
     /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
     /// the timeout per thousand writes.
     pub async fn apply_chunk(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        self.apply_within(writes, allowance).await
+    }
+
+    async fn apply_within(
+        &self,
+        writes: &[RecordWrite],
+        allowance: Duration,
+    ) -> Result<(), ProjectionError> {
         if writes.is_empty() {
             return Ok(());
         }
-        let Some(pipe) = self.transaction(|pipe| add_writes(pipe, writes)) else {
-            return Ok(());
-        };
-        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        let result = self.run_transaction(&pipe, allowance).await.map(drop);
+        let result = self
+            .per_slot(writes.iter().map(RecordWrite::key), |group| async move {
+                let part = pick(writes, &group);
+                match self.transaction(|pipe| add_writes(pipe, &part)) {
+                    Some(pipe) => self.run_transaction(&pipe, allowance).await.map(drop),
+                    None => Ok(()),
+                }
+            })
+            .await
+            .map(drop);
         self.doubt_if_failed(writes, result)
     }
 
@@ -300,26 +311,37 @@ impl Projection {
         Ok(Some(self.current_values(&[write.key()]).await?.remove(0)))
     }
 
-    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC`, the timeout per thousand
-    /// writes): returns the keys Redis already held, with their values; the others were written.
+    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC`, per hash slot on a
+    /// cluster; the timeout per thousand writes): returns the keys Redis already held, with their
+    /// values; the others were written.
     pub async fn create_chunk(
         &self,
         writes: &[RecordWrite],
     ) -> Result<Vec<(String, String)>, ProjectionError> {
-        let Some(pipe) = self.transaction(|pipe| add_creates(pipe, writes)) else {
-            return Ok(Vec::new());
-        };
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        // `OK` or nil per `SET`, read without allocating a string per item.
-        let set = self.run_transaction(&pipe, allowance).await;
+        let set = self
+            .per_slot(writes.iter().map(RecordWrite::key), |group| async move {
+                let part = pick(writes, &group);
+                match self.transaction(|pipe| add_creates(pipe, &part)) {
+                    Some(pipe) => self.run_transaction(&pipe, allowance).await,
+                    None => Ok(Vec::new()),
+                }
+            })
+            .await;
         let set = self.doubt_if_failed(writes, set)?;
-        let refused: Vec<&str> = writes
-            .iter()
-            .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
-            .zip(&set)
-            .filter(|(_, set)| **set == redis::Value::Nil)
-            .map(|(write, _)| write.key())
-            .collect();
+        // `OK` or nil per `SET` (deletes send none), read without allocating a string per item.
+        let mut refused: Vec<&str> = Vec::new();
+        for (group, set) in &set {
+            refused.extend(
+                group
+                    .iter()
+                    .map(|&i| &writes[i])
+                    .filter(|write| !matches!(write, RecordWrite::Delete { .. }))
+                    .zip(set)
+                    .filter(|(_, set)| **set == redis::Value::Nil)
+                    .map(|(write, _)| write.key()),
+            );
+        }
         if refused.is_empty() {
             return Ok(Vec::new());
         }
@@ -327,12 +349,23 @@ impl Projection {
         Ok(refused.into_iter().map(str::to_owned).zip(values).collect())
     }
 
-    /// The values of `keys` (empty for a key gone meanwhile).
+    /// The values of `keys` (empty for a key gone meanwhile), in their order.
     async fn current_values(&self, keys: &[&str]) -> Result<Vec<String>, ProjectionError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("MGET").arg(keys);
-        let (values,): (Vec<Option<String>>,) = self.run(&pipe, self.timeout).await?;
-        Ok(values.into_iter().map(Option::unwrap_or_default).collect())
+        let parts = self
+            .per_slot(keys.iter().copied(), |group| async move {
+                let mut pipe = redis::pipe();
+                pipe.cmd("MGET").arg(&*pick(keys, &group));
+                let (values,): (Vec<Option<String>>,) = self.run(&pipe, self.timeout).await?;
+                Ok(values)
+            })
+            .await?;
+        let mut values = vec![String::new(); keys.len()];
+        for (group, part) in parts {
+            for (i, value) in group.into_iter().zip(part) {
+                values[i] = value.unwrap_or_default();
+            }
+        }
+        Ok(values)
     }
 
     /// Deletes each key only if it still holds the value given: what a failed create wrote, and
@@ -344,17 +377,21 @@ impl Projection {
         if written.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        for (key, value) in written {
-            pipe.cmd("EVAL")
-                .arg(DELETE_IF_VALUE)
-                .arg(1)
-                .arg(key)
-                .arg(value)
-                .ignore();
-        }
         let allowance = self.timeout * u32::try_from(written.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.run(&pipe, allowance).await
+        self.per_slot(written.iter().map(|(key, _)| *key), |group| async move {
+            let mut pipe = redis::pipe();
+            for (key, value) in pick(written, &group).iter() {
+                pipe.cmd("EVAL")
+                    .arg(DELETE_IF_VALUE)
+                    .arg(1)
+                    .arg(key)
+                    .arg(value)
+                    .ignore();
+            }
+            self.run::<()>(&pipe, allowance).await
+        })
+        .await
+        .map(drop)
     }
 
     /// Performs a batch of writes in one pipelined round trip, not atomically (for resync).
@@ -362,13 +399,15 @@ impl Projection {
         if writes.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        for write in writes {
-            write.add_to(&mut pipe);
-        }
         // A long pipeline gets a proportionally longer wait.
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.run(&pipe, allowance).await
+        self.per_slot(writes.iter().map(RecordWrite::key), |group| async move {
+            let mut pipe = redis::pipe();
+            add_writes(&mut pipe, &pick(writes, &group));
+            self.run::<()>(&pipe, allowance).await
+        })
+        .await
+        .map(drop)
     }
 
     /// Writes the record only if the key is missing (`SET ... NX`), as the fallback resolver does:
@@ -411,6 +450,9 @@ impl Projection {
         cursor: u64,
         count: u32,
     ) -> Result<(u64, Vec<String>), ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.scan_cluster(cursor, count).await;
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("SCAN")
             .arg(cursor)
@@ -427,14 +469,22 @@ impl Projection {
         if keys.is_empty() {
             return Ok(0);
         }
-        let mut pipe = redis::pipe();
-        pipe.cmd("DEL").arg(keys);
-        let (deleted,): (u64,) = self.run(&pipe, self.timeout).await?;
-        Ok(deleted)
+        let parts = self
+            .per_slot(keys.iter().map(String::as_str), |group| async move {
+                let mut pipe = redis::pipe();
+                pipe.cmd("DEL").arg(&*pick(keys, &group));
+                let (deleted,): (u64,) = self.run(&pipe, self.timeout).await?;
+                Ok(deleted)
+            })
+            .await?;
+        Ok(parts.into_iter().map(|(_, deleted)| deleted).sum())
     }
 
     /// How many keys Redis holds (all of them: a progress estimate for the orphan scan).
     pub async fn key_count(&self) -> Result<u64, ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.cluster_key_count().await;
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("DBSIZE");
         let (count,): (u64,) = self.run(&pipe, self.timeout).await?;
@@ -469,6 +519,9 @@ impl Projection {
         stream: &str,
         group: &str,
     ) -> Result<PipelineState, ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.cluster_pipeline_state(group).await;
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("EXISTS")
             .arg(marker::MARKER_KEY)

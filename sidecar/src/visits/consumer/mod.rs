@@ -28,8 +28,8 @@ use write::{backoff, prepare, Prepared, Writer};
 
 use super::store::VisitStore;
 use crate::primary::Primary;
+use crate::primary::RedisConnection;
 use crate::storage::{Backend, StorageError};
-use redis::aio::MultiplexedConnection;
 
 use shortlink_visit_enrich::Enricher;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +38,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events").
+/// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events"); on a Redis
+/// Cluster, the 16 streams of `shortlink_wire::cluster::event_stream_keys`, each with its own
+/// group, read in turn by one consumer (one write at a time still).
 pub const STREAM: &str = "sl:events";
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
@@ -173,21 +175,47 @@ const MAX_VISITS_PER_ENTRY: f64 = 512.0;
 
 /// A batch being written by a task of its own, not yet acknowledged.
 struct InFlight {
+    /// The stream (index into `Consumer::streams`) its entries came from.
+    stream: usize,
     ids: Vec<String>,
     write: JoinHandle<Result<(), ConsumerError>>,
 }
 
-pub struct Consumer {
-    primary: Primary,
-    connection: Option<MultiplexedConnection>,
-    enricher: Arc<Enricher>,
-    settings: ConsumerSettings,
-    counters: Arc<ConsumerCounters>,
-    writer: Writer,
+/// One stream the consumer reads, and where it is in it.
+struct StreamState {
+    key: String,
     phase: Phase,
     claim_cursor: String,
     last_claim: Option<Instant>,
     group_ready: bool,
+}
+
+impl StreamState {
+    fn new(key: String) -> Self {
+        StreamState {
+            key,
+            phase: Phase::OwnPending("0".to_owned()),
+            claim_cursor: "0-0".to_owned(),
+            last_claim: None,
+            group_ready: false,
+        }
+    }
+}
+
+pub struct Consumer {
+    primary: Primary,
+    connection: Option<RedisConnection>,
+    enricher: Arc<Enricher>,
+    settings: ConsumerSettings,
+    counters: Arc<ConsumerCounters>,
+    writer: Writer,
+    /// [`STREAM`], or a cluster's streams.
+    streams: Vec<StreamState>,
+    /// The stream read next, and the one the last read came from.
+    at: usize,
+    read_from: usize,
+    /// Reads in a row that found nothing new (a full round of them: all streams are drained).
+    idle: usize,
     /// Visits per entry expected in the next read: jumps up to what a read showed, halves its
     /// way down. Sizes `COUNT` so a read holds about one transaction's worth of visits: a read
     /// of `--consumer-batch` full entries held up to 512,000 visits (hundreds of MB, which the
@@ -220,18 +248,30 @@ impl Consumer {
             },
             settings,
             counters,
-            phase: Phase::OwnPending("0".to_owned()),
-            claim_cursor: "0-0".to_owned(),
-            last_claim: None,
-            group_ready: false,
+            streams: vec![StreamState::new(STREAM.to_owned())],
+            at: 0,
+            read_from: 0,
+            idle: 0,
             visits_per_entry: MAX_VISITS_PER_ENTRY,
         })
     }
 
-    /// Reads from `primary` instead of the URL given to [`Self::new`] (Sentinel).
+    /// Reads from `primary` instead of the URL given to [`Self::new`] (Sentinel, or a cluster
+    /// and its streams).
     pub fn with_primary(mut self, primary: Primary) -> Self {
+        if primary.is_cluster() {
+            self.streams = shortlink_wire::cluster::event_stream_keys()
+                .into_iter()
+                .map(StreamState::new)
+                .collect();
+        }
         self.primary = primary;
         self
+    }
+
+    /// Whether every stream is past its own pending entries.
+    fn all_new(&self) -> bool {
+        self.streams.iter().all(|s| s.phase == Phase::New)
     }
 
     pub fn counters(&self) -> Arc<ConsumerCounters> {
@@ -274,8 +314,9 @@ impl Consumer {
         if entries.is_empty() {
             return Ok(0);
         }
+        let stream = self.read_from;
         let ids = self.store(&entries).await?;
-        self.ack(&ids).await?;
+        self.ack_on(stream, &ids).await?;
         Ok(entries.len())
     }
 
@@ -298,7 +339,9 @@ impl Consumer {
                 // Let it finish (or fail) so no write outlives the error; it stays unacknowledged.
                 let _ = abandoned.write.await;
             }
-            self.phase = Phase::OwnPending("0".to_owned());
+            for stream in &mut self.streams {
+                stream.phase = Phase::OwnPending("0".to_owned());
+            }
         }
         result
     }
@@ -339,6 +382,7 @@ impl Consumer {
         let writer = self.writer.clone();
         let Prepared { ids, visits, .. } = prepared;
         *in_flight = Some(InFlight {
+            stream: self.read_from,
             ids,
             write: tokio::spawn(async move { writer.write_all(&visits).await }),
         });
@@ -348,7 +392,7 @@ impl Consumer {
     /// Waits for a batch's write and acknowledges it; returns how many entries that was.
     async fn settle(&mut self, batch: InFlight) -> Result<usize, ConsumerError> {
         batch.write.await??;
-        self.ack(&batch.ids).await?;
+        self.ack_on(batch.stream, &batch.ids).await?;
         Ok(batch.ids.len())
     }
 
@@ -360,7 +404,8 @@ impl Consumer {
         loop {
             let (read, acked) = self.turn(&mut in_flight).await?;
             total += acked;
-            if read == 0 && in_flight.is_none() && self.phase == Phase::New {
+            let drained = self.idle >= self.streams.len();
+            if read == 0 && in_flight.is_none() && self.all_new() && drained {
                 return Ok(total);
             }
         }

@@ -1,25 +1,25 @@
 //! The Redis side of the consumer: the connection, the group, reads (`XREADGROUP`, `XAUTOCLAIM`)
 //! and acknowledgements.
 
-use super::{Consumer, ConsumerCounters, ConsumerError, Phase, RawEntry, GROUP, STREAM};
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Value};
+use super::{Consumer, ConsumerCounters, ConsumerError, Phase, RawEntry, GROUP};
+use crate::primary::{ConnectOptions, RedisConnection};
+use redis::Value;
 use std::time::{Duration, Instant};
 
 impl Consumer {
-    async fn connection(&mut self) -> Result<MultiplexedConnection, ConsumerError> {
+    async fn connection(&mut self) -> Result<RedisConnection, ConsumerError> {
         if let Some(connection) = &self.connection {
             return Ok(connection.clone());
         }
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Duration::from_secs(5))
-            .set_response_timeout(self.settings.block + Duration::from_secs(10));
         // With Sentinel, the primary as it is now: every failed command drops the connection
-        // (`query`), so after a failover the next one goes to the new primary.
-        let client = self.primary.client().await?;
-        let connection = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+        // (`query`), so after a failover the next one goes to the new primary; a cluster's
+        // connection made again learns the slot map afresh.
+        let options = ConnectOptions {
+            connection_timeout: Duration::from_secs(5),
+            response_timeout: self.settings.block + Duration::from_secs(10),
+            manager: false,
+        };
+        let connection = self.primary.connect(options).await?;
         self.connection = Some(connection.clone());
         Ok(connection)
     }
@@ -43,7 +43,7 @@ impl Consumer {
     pub async fn ensure_group(&mut self) -> Result<(), ConsumerError> {
         let mut cmd = redis::cmd("XGROUP");
         cmd.arg("CREATE")
-            .arg(STREAM)
+            .arg(&self.streams[self.at].key)
             .arg(GROUP)
             .arg("0")
             .arg("MKSTREAM");
@@ -52,35 +52,53 @@ impl Consumer {
             Err(ConsumerError::Redis(e)) if e.code() == Some("BUSYGROUP") => {}
             Err(e) => return Err(e),
         }
-        self.group_ready = true;
+        self.streams[self.at].group_ready = true;
         Ok(())
     }
 
     /// The next batch: this consumer's own pending entries first, then entries idle too long with
     /// other consumers, then new entries (waiting up to `block` for them).
+    /// On a cluster, from one stream after the other: each read is of the next stream.
     pub async fn read_batch(&mut self) -> Result<Vec<RawEntry>, ConsumerError> {
-        if !self.group_ready {
+        self.read_from = self.at;
+        let result = self.read_current().await;
+        match &result {
+            Ok(entries) if entries.is_empty() => self.idle += 1,
+            _ => self.idle = 0,
+        }
+        self.at = (self.at + 1) % self.streams.len();
+        result
+    }
+
+    async fn read_current(&mut self) -> Result<Vec<RawEntry>, ConsumerError> {
+        if !self.streams[self.at].group_ready {
             self.ensure_group().await?;
         }
-        if let Phase::OwnPending(after) = &self.phase {
+        if let Phase::OwnPending(after) = &self.streams[self.at].phase {
             let after = after.clone();
             let entries = self.xreadgroup(&after, None).await?;
             match entries.last() {
                 Some(last) => {
-                    self.phase = Phase::OwnPending(last.id.clone());
+                    self.streams[self.at].phase = Phase::OwnPending(last.id.clone());
                     return Ok(entries);
                 }
-                None => self.phase = Phase::New,
+                None => self.streams[self.at].phase = Phase::New,
             }
         }
         let claim_every = (self.settings.claim_after / 2).max(Duration::from_millis(100));
-        if self.last_claim.is_none_or(|at| at.elapsed() >= claim_every) {
+        if self.streams[self.at]
+            .last_claim
+            .is_none_or(|at| at.elapsed() >= claim_every)
+        {
             let claimed = self.claim().await?;
             if !claimed.is_empty() {
                 return Ok(claimed);
             }
         }
-        self.xreadgroup(">", Some(self.settings.block)).await
+        // Several streams: the wait is shared among them, so a round takes about `block`.
+        let streams = u32::try_from(self.streams.len()).unwrap_or(u32::MAX);
+        let block = (self.settings.block / streams).max(Duration::from_millis(10));
+        self.xreadgroup(">", Some(block)).await
     }
 
     async fn xreadgroup(
@@ -97,11 +115,13 @@ impl Consumer {
         if let Some(block) = block {
             cmd.arg("BLOCK").arg(block.as_millis().max(1) as u64);
         }
-        cmd.arg("STREAMS").arg(STREAM).arg(after);
+        cmd.arg("STREAMS")
+            .arg(&self.streams[self.at].key)
+            .arg(after);
         let reply = match self.query(&cmd).await {
             Err(ConsumerError::Redis(e)) if e.code() == Some("NOGROUP") => {
                 // The stream or group was deleted behind our back: recreate and start over.
-                self.group_ready = false;
+                self.streams[self.at].group_ready = false;
                 return Err(ConsumerError::Redis(e));
             }
             other => other?,
@@ -136,11 +156,12 @@ impl Consumer {
     /// One `XAUTOCLAIM` step over the group's pending entries idle longer than `claim_after`.
     async fn claim(&mut self) -> Result<Vec<RawEntry>, ConsumerError> {
         let mut cmd = redis::cmd("XAUTOCLAIM");
-        cmd.arg(STREAM)
+        let stream = &self.streams[self.at];
+        cmd.arg(&stream.key)
             .arg(GROUP)
             .arg(&self.settings.name)
             .arg(self.settings.claim_after.as_millis() as u64)
-            .arg(&self.claim_cursor)
+            .arg(&stream.claim_cursor)
             .arg("COUNT")
             .arg(self.read_count());
         let reply = self.query(&cmd).await?;
@@ -156,10 +177,10 @@ impl Consumer {
         match cursor {
             // A full turn over the pending list: rest until the next claim interval.
             Some(cursor) if cursor == "0-0" => {
-                self.claim_cursor = cursor;
-                self.last_claim = Some(Instant::now());
+                self.streams[self.at].claim_cursor = cursor;
+                self.streams[self.at].last_claim = Some(Instant::now());
             }
-            Some(cursor) => self.claim_cursor = cursor,
+            Some(cursor) => self.streams[self.at].claim_cursor = cursor,
             None => return Err(ConsumerError::Reply("XAUTOCLAIM")),
         }
         if !entries.is_empty() {
@@ -173,12 +194,21 @@ impl Consumer {
         Ok(entries)
     }
 
+    /// Acknowledges entries of the stream the last read came from.
     pub async fn ack(&mut self, ids: &[String]) -> Result<(), ConsumerError> {
+        self.ack_on(self.read_from, ids).await
+    }
+
+    pub(super) async fn ack_on(
+        &mut self,
+        stream: usize,
+        ids: &[String],
+    ) -> Result<(), ConsumerError> {
         if ids.is_empty() {
             return Ok(());
         }
         let mut cmd = redis::cmd("XACK");
-        cmd.arg(STREAM).arg(GROUP).arg(ids);
+        cmd.arg(&self.streams[stream].key).arg(GROUP).arg(ids);
         self.query(&cmd).await?;
         ConsumerCounters::add(&self.counters.acked, ids.len() as u64);
         Ok(())

@@ -16,12 +16,15 @@
 //! throughout. A resync first stores a random token under `sl:meta:resync`; one script at the end
 //! sets the marker only if that token is still there. A `FLUSHALL` during the resync removes the
 //! token (and whatever pages were written), so the marker stays missing and the keeper starts over.
+//!
+//! On a Redis Cluster the marker and the token are kept per hash slot ([`cluster`]).
+
+mod cluster;
 
 use crate::config::Config;
-use crate::primary::{needs_rediscovery, Primary};
+use crate::primary::{needs_rediscovery, ConnectOptions, Primary, RedisConnection};
 use crate::projection::{ProjectionError, RecordWrite};
 use crate::storage::{self, LinkFilter, Storage, StorageError};
-use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -42,7 +45,7 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// `KEYS[1]` = token key, `KEYS[2]` = marker, `ARGV[1]` = our token, `ARGV[2]` = marker value.
 /// Atomic in Redis: no flush can fall between the check and the set.
-const SET_IF_TOKEN: &str = r"
+pub(super) const SET_IF_TOKEN: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('SET', KEYS[2], ARGV[2])
     redis.call('DEL', KEYS[1])
@@ -79,6 +82,16 @@ pub async fn refill(
     marker: &ProjectionMarker,
     grace: Duration,
 ) -> Result<RefillCounts, RefillError> {
+    refill_slots(storage, marker, grace, None).await
+}
+
+/// [`refill`], on a cluster only for the links of `slots` when given (`slots[slot]` true).
+pub(super) async fn refill_slots(
+    storage: &dyn Storage,
+    marker: &ProjectionMarker,
+    grace: Duration,
+    slots: Option<&[bool]>,
+) -> Result<RefillCounts, RefillError> {
     let filter = LinkFilter::default();
     let mut counts = RefillCounts::default();
     let mut after: Option<String> = None;
@@ -90,12 +103,13 @@ pub async fn refill(
         let writes: Vec<RecordWrite> = page
             .iter()
             .map(|link| RecordWrite::for_link(link, now, grace))
+            .filter(|write| slots.is_none_or(|slots| cluster::in_slots(slots, write.key())))
             .collect();
         counts.past_grace += writes
             .iter()
             .filter(|w| matches!(w, RecordWrite::Delete { .. }))
             .count() as u64;
-        counts.offered += page.len() as u64;
+        counts.offered += writes.len() as u64;
         marker.fill_missing(&writes).await?;
     }
     counts.offered -= counts.past_grace;
@@ -104,7 +118,11 @@ pub async fn refill(
 
 /// A token that proves no data loss happened since [`ProjectionMarker::begin`].
 #[derive(Debug)]
-pub struct ResyncToken(String);
+pub struct ResyncToken {
+    token: String,
+    /// On a cluster, the slots it was stored in (beside their markers).
+    slots: Vec<u16>,
+}
 
 /// Reads and sets the marker and writes the refill's `SET NX` records, on a connection of its
 /// own: the projection's connection and API are the write path's (plain `SET`, `MULTI`).
@@ -113,7 +131,7 @@ pub struct ProjectionMarker {
     timeout: Duration,
     /// The code scheme's fingerprint, carried in the marker's value.
     fingerprint: Option<String>,
-    connection: Mutex<Option<MultiplexedConnection>>,
+    connection: Mutex<Option<RedisConnection>>,
 }
 
 impl std::fmt::Debug for ProjectionMarker {
@@ -138,15 +156,19 @@ impl ProjectionMarker {
     }
 
     /// The marker's value, if it is there.
+    /// On a cluster, slot 0's marker: every marker carries the same fingerprint.
     pub async fn value(&self) -> Result<Option<String>, ProjectionError> {
         let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(MARKER_KEY);
+        pipe.cmd("GET").arg(self.marker_key(0));
         let (value,): (Option<String>,) = self.query(&pipe, self.timeout).await?;
         Ok(value)
     }
 
     /// Removes the marker (the module falls back, a serving sidecar refills and sets it).
     pub async fn clear(&self) -> Result<(), ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.clear_slots(&cluster::all_slots()).await;
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(MARKER_KEY).ignore();
         self.query::<()>(&pipe, self.timeout).await
@@ -162,6 +184,9 @@ impl ProjectionMarker {
 
     /// Whether the marker is there, i.e. Redis holds the whole projection.
     pub async fn is_present(&self) -> Result<bool, ProjectionError> {
+        if self.primary.is_cluster() {
+            return Ok(self.missing_slots().await?.is_empty());
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("EXISTS").arg(MARKER_KEY);
         let (exists,): (bool,) = self.query(&pipe, self.timeout).await?;
@@ -170,6 +195,11 @@ impl ProjectionMarker {
 
     /// Starts a full resync: stores a fresh token that [`Self::finish`] checks.
     pub async fn begin(&self) -> Result<ResyncToken, ProjectionError> {
+        self.begin_slots(&cluster::all_slots()).await
+    }
+
+    /// [`Self::begin`] for `slots` only (a cluster's; ignored on one Redis).
+    async fn begin_slots(&self, slots: &[u16]) -> Result<ResyncToken, ProjectionError> {
         let mut bytes = [0u8; 16];
         // The OS random source failing is not worth failing the resync for: the token only has
         // to differ from a concurrent resync's, and the clock and PID do that in practice.
@@ -178,23 +208,37 @@ impl ProjectionMarker {
             bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
         }
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        if self.primary.is_cluster() {
+            self.set_tokens(slots, &token).await?;
+            return Ok(ResyncToken {
+                token,
+                slots: slots.to_vec(),
+            });
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("SET").arg(RESYNC_TOKEN_KEY).arg(&token).ignore();
         self.query::<()>(&pipe, self.timeout).await?;
-        Ok(ResyncToken(token))
+        Ok(ResyncToken {
+            token,
+            slots: Vec::new(),
+        })
     }
 
     /// Sets the marker if Redis kept the token since [`Self::begin`], i.e. nothing the resync
     /// wrote was lost. `Ok(false)`: it was lost (or another resync started since); the marker
     /// stays missing.
+    /// On a cluster, per slot: `Ok(true)` when every slot kept its token and got its marker.
     pub async fn finish(&self, token: ResyncToken) -> Result<bool, ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.finish_slots(&token).await;
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
             .arg(SET_IF_TOKEN)
             .arg(2)
             .arg(RESYNC_TOKEN_KEY)
             .arg(MARKER_KEY)
-            .arg(&token.0)
+            .arg(&token.token)
             .arg(self.marker_value());
         let (set,): (bool,) = self.query(&pipe, self.timeout).await?;
         Ok(set)
@@ -228,6 +272,9 @@ impl ProjectionMarker {
 
     /// `SET NX` for every record write; deletes are skipped (see [`refill`]).
     async fn fill_missing(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if self.primary.is_cluster() {
+            return self.fill_missing_on_nodes(writes).await;
+        }
         let mut pipe = redis::pipe();
         for write in writes {
             match write {
@@ -257,19 +304,7 @@ impl ProjectionMarker {
         allowance: Duration,
     ) -> Result<T, ProjectionError> {
         let mut slot = self.connection.lock().await;
-        let mut connection = match slot.as_ref() {
-            Some(connection) => connection.clone(),
-            None => {
-                let connecting = async {
-                    let client = self.primary.client().await?;
-                    Ok::<_, ProjectionError>(client.get_multiplexed_async_connection().await?)
-                };
-                let connection = tokio::time::timeout(self.timeout, connecting)
-                    .await
-                    .map_err(|_| ProjectionError::Timeout(self.timeout))??;
-                slot.insert(connection).clone()
-            }
-        };
+        let mut connection = self.connection_in(&mut slot).await?;
         let result = tokio::time::timeout(allowance, pipe.query_async::<T>(&mut connection)).await;
         match result {
             Ok(Ok(value)) => Ok(value),
@@ -285,6 +320,34 @@ impl ProjectionMarker {
                 *slot = None;
                 Err(ProjectionError::Timeout(allowance))
             }
+        }
+    }
+}
+
+impl ProjectionMarker {
+    /// The marker's connection, made if there is none.
+    async fn connection_in(
+        &self,
+        slot: &mut Option<RedisConnection>,
+    ) -> Result<RedisConnection, ProjectionError> {
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        // Each call bounds its own wait (`query`): a refill's pipelines get longer ones.
+        let options = ConnectOptions {
+            connection_timeout: self.timeout,
+            response_timeout: self.timeout.max(Duration::from_secs(60)),
+            manager: false,
+        };
+        Ok(slot.insert(self.primary.connect(options).await?).clone())
+    }
+
+    /// The marker key: the one of slot `slot` on a cluster, [`MARKER_KEY`] otherwise.
+    fn marker_key(&self, slot: u16) -> String {
+        if self.primary.is_cluster() {
+            shortlink_wire::cluster::marker_key(slot)
+        } else {
+            MARKER_KEY.to_owned()
         }
     }
 }
@@ -331,7 +394,19 @@ pub fn spawn_keeper(
         let mut redis_down = false;
         let mut foreign: Option<String> = None;
         let mut promotions = marker.primary.promotions();
+        let mut shards = None;
         loop {
+            if marker.primary.is_cluster() {
+                let storage = links.storage().as_ref();
+                redis_down = !cluster::keep(storage, &marker, grace, &mut shards, redis_down).await;
+                if !redis_down {
+                    if let Err(error) = links.settle_in_doubt().await {
+                        tracing::debug!(%error, "records in doubt not settled yet");
+                    }
+                }
+                tokio::time::sleep(interval).await;
+                continue;
+            }
             let mut value = marker.value().await;
             if value.is_ok() && marker.primary.promotions() != promotions {
                 // A promoted replica has the marker if it had the writes before it (replication
