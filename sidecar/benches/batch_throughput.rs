@@ -234,7 +234,7 @@ fn measure(
         let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
         shortlink_e2e::Nginx::start(
             &nginx_dir,
-            &redis,
+            &redis.addr(),
             port.expect("the sidecar's port"),
             API_KEY,
             shortlink_e2e::NginxOptions::default(),

@@ -226,3 +226,64 @@ http {{
         crate::nginx::parse_counters(&body)
     }
 }
+
+/// The whole system on a cluster: the sidecar with `--redis-cluster`, nginx with
+/// `shortlink_redis_cluster` (the project's templates otherwise), a fresh SQLite database.
+pub struct ClusterSystem {
+    pub sidecar: crate::Sidecar,
+    pub nginx: crate::Nginx,
+    pub dir: tempfile::TempDir,
+}
+
+impl ClusterSystem {
+    /// Returns once the sidecar has marked the slots (a sample of them) as projected.
+    pub fn start(cluster: &RedisCluster, options: crate::NginxOptions) -> Self {
+        let dir = temp_dir();
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("make the system's directory private");
+        let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+        let seeds = cluster.seeds();
+        let first = cluster.urls().into_iter().next().expect("a running node");
+        let args = vec!["--redis-cluster".to_owned(), seeds.clone()];
+        let sidecar = crate::Sidecar::launch(&dir, &first, &database, 0, args, || {
+            markers_present(cluster)
+        });
+        let resolve_key = crate::create_resolve_key(&dir);
+        let options = crate::NginxOptions {
+            redis_cluster: Some(seeds.replace(',', " ")),
+            ..options
+        };
+        let any = cluster.nodes()[cluster.primaries()[0]].addr();
+        let nginx = crate::Nginx::start(&dir, &any, sidecar.port, &resolve_key, options);
+        Self {
+            sidecar,
+            nginx,
+            dir,
+        }
+    }
+
+    /// The REST API through nginx's internal API server.
+    pub fn api(&self) -> crate::Api {
+        crate::Api::new(
+            format!("http://127.0.0.1:{}", self.nginx.api_port),
+            crate::API_KEY,
+        )
+    }
+}
+
+/// Whether the per-slot projection markers of every 256th slot are set.
+fn markers_present(cluster: &RedisCluster) -> bool {
+    let Some(&first) = cluster.primaries().first() else {
+        return false;
+    };
+    let owners = slot_owners(&cluster.nodes()[first].addr());
+    (0..16384u16).step_by(256).all(|slot| {
+        let key = shortlink_wire::cluster::marker_key(slot);
+        let reply = NodeConn::open(&owners[usize::from(slot)])
+            .pipeline(&[vec![b"EXISTS".to_vec(), key.into_bytes()]]);
+        reply[0] == Frame::Integer(1)
+    })
+}

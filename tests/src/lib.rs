@@ -38,7 +38,7 @@ pub struct System {
 }
 
 /// `keys create --role resolve` on the system's database, as scripts/run does for nginx's fallback.
-fn create_resolve_key(dir: &tempfile::TempDir) -> String {
+pub(crate) fn create_resolve_key(dir: &tempfile::TempDir) -> String {
     let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
     let output = std::process::Command::new(paths::sidecar_bin())
         .args([
@@ -107,7 +107,7 @@ impl System {
         let sidecar_args = sidecar_args.iter().map(|a| a.to_string()).collect();
         let sidecar = Sidecar::spawn(&dir, &redis, &database, 0, sidecar_args);
         let resolve_key = create_resolve_key(&dir);
-        let nginx = Nginx::start(&dir, &redis, sidecar.port, &resolve_key, options);
+        let nginx = Nginx::start(&dir, &redis.addr(), sidecar.port, &resolve_key, options);
         System {
             redis,
             sidecar,
@@ -214,11 +214,32 @@ impl Sidecar {
         port: u16,
         args: Vec<String>,
     ) -> Self {
+        // Right after start-up the sidecar marks Redis as holding the whole projection
+        // (`sl:meta:projection`); until then nginx falls back for every code. Waiting for it
+        // (when Redis is up at all) gives tests a system answering from Redis, and a Redis that no
+        // longer changes by itself.
+        let projected = || {
+            redis.cli(&["PING"]) != "PONG"
+                || redis.cli(&["EXISTS", PROJECTION_MARKER]) == "(integer) 1"
+        };
+        Self::launch(dir, &redis.url(), database_url, port, args, projected)
+    }
+
+    /// The sidecar on `redis_url` (and whatever `args` add, such as `--redis-cluster`); returns
+    /// once it listens and `projected` says Redis holds the projection.
+    pub(crate) fn launch(
+        dir: &tempfile::TempDir,
+        redis_url: &str,
+        database_url: &str,
+        port: u16,
+        args: Vec<String>,
+        projected: impl Fn() -> bool,
+    ) -> Self {
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--database-url", database_url])
-            .args(["--redis-url", &redis.url()])
+            .args(["--redis-url", redis_url])
             .args(["--code-secret", CODE_SECRET])
             .args(["--bootstrap-api-key", API_KEY])
             .args(["--public-base-url", "http://s1.test"])
@@ -236,20 +257,12 @@ impl Sidecar {
             .next()
             .and_then(|port| port.trim().parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        // Right after start-up the sidecar marks Redis as holding the whole projection
-        // (`sl:meta:projection`); until then nginx falls back for every code. Waiting for it
-        // (when Redis is up at all) gives tests a system answering from Redis, and a Redis that no
-        // longer changes by itself.
-        if redis.cli(&["PING"]) == "PONG" {
-            let marked = testkit::wait_until(Duration::from_secs(10), || {
-                redis.cli(&["EXISTS", PROJECTION_MARKER]) == "(integer) 1"
-            });
-            assert!(
-                marked,
-                "the sidecar did not set {PROJECTION_MARKER}; log:\n{}",
-                process.log_text()
-            );
-        }
+        let marked = testkit::wait_until(Duration::from_secs(10), projected);
+        assert!(
+            marked,
+            "the sidecar did not mark the projection; log:\n{}",
+            process.log_text()
+        );
         Sidecar {
             port,
             process,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use testkit::{free_port, port_open, wait_until, Lifeline, RedisServer, Signal};
+use testkit::{free_port, port_open, wait_until, Lifeline, Signal};
 
 /// What a test may vary in the rendered configuration.
 #[derive(Debug, Clone)]
@@ -20,6 +20,8 @@ pub struct NginxOptions {
     pub events_buffer: u32,
     /// `shortlink_redis` address instead of the system's Redis (e.g. a fault-injecting proxy).
     pub redis_addr: Option<String>,
+    /// `shortlink_redis_cluster` seeds (space-separated) instead of `shortlink_redis`.
+    pub redis_cluster: Option<String>,
     /// Let nginx daemonize (its master then has no living parent), as binary upgrades need: nginx
     /// ignores USR2 while the parent that started it is alive. A lifeline-held `sh` stops whichever
     /// master `nginx.pid` names when the test ends; signal the master with [`Nginx::signal_master`].
@@ -53,6 +55,7 @@ impl Default for NginxOptions {
             // One worker: the status counters and the cache are per worker.
             workers: 1,
             redis_addr: None,
+            redis_cluster: None,
             daemon: false,
             conf_dir: None,
             code_secret: None,
@@ -80,7 +83,7 @@ impl Nginx {
     /// `sidecar_port` (benchmarks put it in front of a sidecar of their own).
     pub fn start(
         dir: &tempfile::TempDir,
-        redis: &RedisServer,
+        redis: &str,
         sidecar_port: u16,
         resolve_key: &str,
         options: NginxOptions,
@@ -126,7 +129,10 @@ impl Nginx {
             ("PREFIX", prefix.display().to_string()),
             (
                 "REDIS",
-                options.redis_addr.clone().unwrap_or_else(|| redis.addr()),
+                options
+                    .redis_addr
+                    .clone()
+                    .unwrap_or_else(|| redis.to_owned()),
             ),
             ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
             ("SECRET_FILE", secret.display().to_string()),
@@ -152,11 +158,14 @@ impl Nginx {
             ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
             ("EVENTS_BUFFER", options.events_buffer.to_string()),
         ];
-        std::fs::write(
-            prefix.join("nginx.conf"),
-            render(&conf_dir, "nginx.conf.template", &vars),
-        )
-        .expect("write nginx.conf");
+        let mut conf = render(&conf_dir, "nginx.conf.template", &vars);
+        if let Some(seeds) = &options.redis_cluster {
+            let addr = vars.iter().find(|(name, _)| *name == "REDIS").map(|v| &v.1);
+            let one = format!("shortlink_redis {};", addr.expect("REDIS is rendered"));
+            assert!(conf.contains(&one), "no \"{one}\" in the template");
+            conf = conf.replace(&one, &format!("shortlink_redis_cluster {seeds};"));
+        }
+        std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
         std::fs::write(
             prefix.join("domains.conf"),
             render(&conf_dir, "domains.conf.template", &vars),

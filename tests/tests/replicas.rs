@@ -93,7 +93,7 @@ fn two_edges_on_replicas_follow_the_primary_and_survive_a_frozen_replica() {
     let edge2_dir = temp_dir();
     let edge2 = Nginx::start(
         &edge2_dir,
-        &system.redis,
+        &system.redis.addr(),
         system.sidecar.port,
         &system.resolve_key,
         options(&replicas[1]),

@@ -1,0 +1,261 @@
+//! The whole system on a real Redis Cluster (3 primaries, 3 replicas): the sidecar with
+//! `--redis-cluster` writes records, per-slot markers and reads the 16 visit streams; nginx with
+//! `shortlink_redis_cluster` answers from the slot owners and writes the visits.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use shortlink_e2e::cluster::{slot_owners, ClusterSystem, NodeConn};
+use shortlink_e2e::{http_client, status_and_location, NginxOptions, API_KEY};
+use shortlink_wire::cluster::key_slot;
+use shortlink_wire::resp::Frame;
+use testkit::{wait_until, RedisCluster};
+
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like \
+                      Gecko) Chrome/120.0.0.0 Safari/537.36";
+
+fn answer(client: &reqwest::blocking::Client, port: u16, code: &str) -> Option<(u16, String)> {
+    let response = client
+        .get(format!("http://127.0.0.1:{port}/{code}"))
+        .header("Host", "s1.test")
+        .send()
+        .ok()?;
+    Some(status_and_location(&response))
+}
+
+/// Creates, a batch and analytics share one cluster and one system: none of them disturbs it.
+#[test]
+fn creates_batches_and_visits_work_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let system = ClusterSystem::start(&cluster, NginxOptions::default());
+    let client = http_client();
+    let port = system.nginx.redirect_port;
+
+    // Creates: every link redirects at once, from whichever primary serves its slot.
+    let mut links = Vec::new();
+    for i in 0..60 {
+        let url = format!("https://example.com/create/{i}");
+        let (status, body) = system.api().post("/links", &json!({ "url": url }));
+        assert_eq!(status, 201, "{body}");
+        links.push((body["code"].as_str().unwrap().to_owned(), url));
+    }
+    let slots: std::collections::HashSet<u16> = links
+        .iter()
+        .map(|(code, _)| key_slot(format!("sl:c:{code}").as_bytes()))
+        .collect();
+    assert!(slots.len() > 30, "codes in too few slots: {}", slots.len());
+    for (code, url) in &links {
+        assert_eq!(
+            answer(&client, port, code),
+            Some((302, url.clone())),
+            "{code}"
+        );
+    }
+    // An alias nobody created: a 404 (its slot's marker vouches for it), not the fallback.
+    assert_eq!(
+        answer(&client, port, "nobody-made-this").map(|a| a.0),
+        Some(404)
+    );
+
+    // A batch through nginx's API server: every item redirects.
+    let body: String = (0..20)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({ "url": format!("https://example.com/batch/{i}") })
+            )
+        })
+        .collect();
+    let response = client
+        .post(format!(
+            "http://127.0.0.1:{}/api/v1/links/batch",
+            system.nginx.api_port
+        ))
+        .bearer_auth(API_KEY)
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .expect("reach the API server");
+    assert_eq!(response.status(), 200);
+    let text = response.text().unwrap();
+    let results: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 20, "{text}");
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["status"], 201, "{result}");
+        let code = result["link"]["code"].as_str().unwrap();
+        let url = format!("https://example.com/batch/{i}");
+        assert_eq!(answer(&client, port, code), Some((302, url)), "{code}");
+    }
+
+    // Analytics: visits written by nginx to the cluster's streams reach the stats.
+    let (status, body) = system
+        .api()
+        .post("/links", &json!({ "url": "https://shop.example/spring" }));
+    assert_eq!(status, 201, "{body}");
+    let code = body["code"].as_str().unwrap();
+    for ip in ["203.0.113.10", "198.51.100.20", "192.0.2.30"] {
+        let response = client
+            .get(format!("http://127.0.0.1:{port}/{code}"))
+            .header("Host", "s1.test")
+            .header("X-Forwarded-For", ip)
+            .header("User-Agent", CHROME)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 302);
+    }
+    let mut stats = Value::Null;
+    let counted = wait_until(Duration::from_secs(20), || {
+        stats = system.api().get(&format!("/links/{code}/stats")).1;
+        stats["totals"]["clicks"] == 3 && stats["totals"]["unique_visitors"] == 3
+    });
+    assert!(counted, "visits did not arrive: {stats}");
+}
+
+#[derive(Default)]
+struct Load {
+    acked: Mutex<Vec<(String, String)>>,
+    refused: AtomicU64,
+    unexpected: Mutex<Vec<String>>,
+    redirects: AtomicU64,
+    /// Redirects elsewhere, or 404 for an acknowledged link (never allowed).
+    wrong: Mutex<Vec<String>>,
+    /// Error statuses or no answer (the fallback may refuse while its Redis fails over).
+    failed: AtomicU64,
+    stop: AtomicBool,
+}
+
+#[test]
+fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() {
+    let mut cluster = RedisCluster::start();
+    let system = ClusterSystem::start(
+        &cluster,
+        NginxOptions {
+            cache: "size=10000 ttl=1h negative_ttl=1s",
+            workers: 2,
+            ..NginxOptions::default()
+        },
+    );
+    let edge = system.nginx.redirect_port;
+    let load = Arc::new(Load::default());
+    let mut threads = Vec::new();
+    {
+        let load = Arc::clone(&load);
+        let api = system.sidecar.api();
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0;
+            while !load.stop.load(Ordering::Relaxed) {
+                i += 1;
+                let url = format!("https://example.com/load/{i}");
+                let (status, body) = api.post("/links", &json!({ "url": url }));
+                match status {
+                    201 => {
+                        let code = body["code"].as_str().unwrap().to_owned();
+                        load.acked.lock().unwrap().push((code, url));
+                    }
+                    503 => {
+                        load.refused.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    _ => load
+                        .unexpected
+                        .lock()
+                        .unwrap()
+                        .push(format!("{status} {body}")),
+                }
+            }
+        }));
+    }
+    {
+        let load = Arc::clone(&load);
+        threads.push(std::thread::spawn(move || {
+            let client = http_client();
+            let mut i = 0usize;
+            while !load.stop.load(Ordering::Relaxed) {
+                let link = {
+                    let acked = load.acked.lock().unwrap();
+                    (!acked.is_empty()).then(|| acked[i % acked.len()].clone())
+                };
+                i = i.wrapping_add(7919);
+                let Some((code, target)) = link else {
+                    std::thread::yield_now();
+                    continue;
+                };
+                load.redirects.fetch_add(1, Ordering::Relaxed);
+                match answer(&client, edge, &code) {
+                    Some((302, location)) if location == target => {}
+                    Some((status, _)) if status >= 500 => {
+                        load.failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {
+                        load.failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Some(other) => load
+                        .wrong
+                        .lock()
+                        .unwrap()
+                        .push(format!("{code}: {other:?}")),
+                }
+            }
+        }));
+    }
+    let acked = || load.acked.lock().unwrap().len();
+    assert!(wait_until(Duration::from_secs(60), || acked() >= 100));
+    let at_kill = acked();
+    let victim = cluster.primaries()[0];
+    cluster.kill(victim);
+    cluster.wait_ok(Duration::from_secs(30));
+    assert!(
+        wait_until(Duration::from_secs(60), || acked() >= at_kill + 100),
+        "creates did not come back: {} since the kill",
+        acked() - at_kill
+    );
+    load.stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let unexpected = load.unexpected.lock().unwrap().clone();
+    assert!(
+        unexpected.is_empty(),
+        "unexpected create answers: {unexpected:?}"
+    );
+    let wrong = load.wrong.lock().unwrap().clone();
+    assert!(wrong.is_empty(), "wrong redirects under load: {wrong:?}");
+
+    // Afterwards every acknowledged link redirects right, and the primary now serving its slot
+    // holds its record.
+    let links = load.acked.lock().unwrap().clone();
+    let client = http_client();
+    let owners = slot_owners(&cluster.nodes()[cluster.primaries()[0]].addr());
+    let mut bad = Vec::new();
+    for (code, target) in &links {
+        match answer(&client, edge, code) {
+            Some((302, location)) if &location == target => {}
+            other => bad.push(format!("{code}: {other:?}")),
+        }
+        let key = format!("sl:c:{code}");
+        let owner = &owners[usize::from(key_slot(key.as_bytes()))];
+        let record = NodeConn::open(owner).pipeline(&[vec![b"GET".to_vec(), key.into_bytes()]]);
+        match &record[0] {
+            Frame::Bulk(value) if value.ends_with(format!("|{target}").as_bytes()) => {}
+            other => bad.push(format!("{code} on {owner}: {other:?}")),
+        }
+    }
+    eprintln!(
+        "cluster e2e: {} links acknowledged ({at_kill} before the kill), {} creates refused; {} \
+         redirects under load, {} failed, 0 wrong; afterwards {} wrong",
+        links.len(),
+        load.refused.load(Ordering::Relaxed),
+        load.redirects.load(Ordering::Relaxed),
+        load.failed.load(Ordering::Relaxed),
+        bad.len(),
+    );
+    assert!(
+        bad.is_empty(),
+        "acknowledged links wrong afterwards: {bad:?}"
+    );
+}
