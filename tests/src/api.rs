@@ -25,6 +25,25 @@ impl Api {
         self.send(self.client.post(self.url(path)).json(body))
     }
 
+    /// Posts `body` as NDJSON (a batch) and returns the status and the answer's lines as JSON.
+    pub fn post_ndjson(&self, path: &str, body: String) -> (u16, Vec<Value>) {
+        let response = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(&self.key)
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+            .expect("reach the API");
+        let status = response.status().as_u16();
+        let text = response.text().unwrap_or_default();
+        let lines = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {text}")))
+            .collect();
+        (status, lines)
+    }
+
     pub fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
         self.send(self.client.patch(self.url(path)).json(body))
     }

@@ -6,6 +6,7 @@
 
 mod api;
 pub mod cluster;
+pub mod load;
 mod nginx;
 pub mod paths;
 pub mod prometheus;

@@ -3,7 +3,7 @@
 //! ones left nothing behind (404).
 
 use serde_json::{json, Value};
-use shortlink_e2e::{http_client, System, API_KEY};
+use shortlink_e2e::System;
 
 fn location(response: &reqwest::blocking::Response) -> &str {
     response
@@ -82,22 +82,9 @@ fn a_mixed_ndjson_batch_through_nginx_redirects_its_good_items_only() {
     // One line that is not JSON at all.
     body.push_str("{\"url\": \n");
 
-    let response = http_client()
-        .post(format!(
-            "http://127.0.0.1:{}/api/v1/links/batch",
-            system.nginx.api_port
-        ))
-        .bearer_auth(API_KEY)
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .expect("reach the API server");
-    assert_eq!(response.status(), 200);
-    let text = response.text().unwrap();
-    let results: Vec<Value> = text
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let (status, results) = system.api().post_ndjson("/links/batch", body);
+    assert_eq!(status, 200);
+    let text = format!("{results:?}");
     assert_eq!(results.len(), cases.len() + 1, "{text}");
     assert_eq!(results[cases.len()]["status"], 400, "{text}");
 

@@ -2,28 +2,20 @@
 //! `--redis-cluster` writes records, per-slot markers and reads the 16 visit streams; nginx with
 //! `shortlink_redis_cluster` answers from the slot owners and writes the visits.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use shortlink_e2e::cluster::{slot_owners, ClusterSystem, NodeConn};
-use shortlink_e2e::{http_client, status_and_location, NginxOptions, API_KEY};
+use shortlink_e2e::load::{redirect_answer, LoadRun};
+use shortlink_e2e::{http_client, NginxOptions};
 use shortlink_wire::cluster::key_slot;
 use shortlink_wire::resp::Frame;
 use testkit::{wait_until, RedisCluster};
 
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like \
                       Gecko) Chrome/120.0.0.0 Safari/537.36";
-
-fn answer(client: &reqwest::blocking::Client, port: u16, code: &str) -> Option<(u16, String)> {
-    let response = client
-        .get(format!("http://127.0.0.1:{port}/{code}"))
-        .header("Host", "s1.test")
-        .send()
-        .ok()?;
-    Some(status_and_location(&response))
-}
 
 /// Creates, a batch and analytics share one cluster and one system: none of them disturbs it.
 #[test]
@@ -48,14 +40,14 @@ fn creates_batches_and_visits_work_on_a_cluster() {
     assert!(slots.len() > 30, "codes in too few slots: {}", slots.len());
     for (code, url) in &links {
         assert_eq!(
-            answer(&client, port, code),
+            redirect_answer(&client, port, code),
             Some((302, url.clone())),
             "{code}"
         );
     }
     // An alias nobody created: a 404 (its slot's marker vouches for it), not the fallback.
     assert_eq!(
-        answer(&client, port, "nobody-made-this").map(|a| a.0),
+        redirect_answer(&client, port, "nobody-made-this").map(|a| a.0),
         Some(404)
     );
 
@@ -68,28 +60,19 @@ fn creates_batches_and_visits_work_on_a_cluster() {
             )
         })
         .collect();
-    let response = client
-        .post(format!(
-            "http://127.0.0.1:{}/api/v1/links/batch",
-            system.nginx.api_port
-        ))
-        .bearer_auth(API_KEY)
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .expect("reach the API server");
-    assert_eq!(response.status(), 200);
-    let text = response.text().unwrap();
-    let results: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (status, results) = system.api().post_ndjson("/links/batch", body);
+    assert_eq!(status, 200);
+    let text = format!("{results:?}");
     assert_eq!(results.len(), 20, "{text}");
     for (i, result) in results.iter().enumerate() {
         assert_eq!(result["status"], 201, "{result}");
         let code = result["link"]["code"].as_str().unwrap();
         let url = format!("https://example.com/batch/{i}");
-        assert_eq!(answer(&client, port, code), Some((302, url)), "{code}");
+        assert_eq!(
+            redirect_answer(&client, port, code),
+            Some((302, url)),
+            "{code}"
+        );
     }
 
     // Analytics: visits written by nginx to the cluster's streams reach the stats.
@@ -116,19 +99,6 @@ fn creates_batches_and_visits_work_on_a_cluster() {
     assert!(counted, "visits did not arrive: {stats}");
 }
 
-#[derive(Default)]
-struct Load {
-    acked: Mutex<Vec<(String, String)>>,
-    refused: AtomicU64,
-    unexpected: Mutex<Vec<String>>,
-    redirects: AtomicU64,
-    /// Redirects elsewhere, or 404 for an acknowledged link (never allowed).
-    wrong: Mutex<Vec<String>>,
-    /// Error statuses or no answer (the fallback may refuse while its Redis fails over).
-    failed: AtomicU64,
-    stop: AtomicBool,
-}
-
 #[test]
 fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() {
     let mut cluster = RedisCluster::start();
@@ -141,69 +111,9 @@ fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() 
         },
     );
     let edge = system.nginx.redirect_port;
-    let load = Arc::new(Load::default());
-    let mut threads = Vec::new();
-    {
-        let load = Arc::clone(&load);
-        let api = system.sidecar.api();
-        threads.push(std::thread::spawn(move || {
-            let mut i = 0;
-            while !load.stop.load(Ordering::Relaxed) {
-                i += 1;
-                let url = format!("https://example.com/load/{i}");
-                let (status, body) = api.post("/links", &json!({ "url": url }));
-                match status {
-                    201 => {
-                        let code = body["code"].as_str().unwrap().to_owned();
-                        load.acked.lock().unwrap().push((code, url));
-                    }
-                    503 => {
-                        load.refused.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    _ => load
-                        .unexpected
-                        .lock()
-                        .unwrap()
-                        .push(format!("{status} {body}")),
-                }
-            }
-        }));
-    }
-    {
-        let load = Arc::clone(&load);
-        threads.push(std::thread::spawn(move || {
-            let client = http_client();
-            let mut i = 0usize;
-            while !load.stop.load(Ordering::Relaxed) {
-                let link = {
-                    let acked = load.acked.lock().unwrap();
-                    (!acked.is_empty()).then(|| acked[i % acked.len()].clone())
-                };
-                i = i.wrapping_add(7919);
-                let Some((code, target)) = link else {
-                    std::thread::yield_now();
-                    continue;
-                };
-                load.redirects.fetch_add(1, Ordering::Relaxed);
-                match answer(&client, edge, &code) {
-                    Some((302, location)) if location == target => {}
-                    Some((status, _)) if status >= 500 => {
-                        load.failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    None => {
-                        load.failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Some(other) => load
-                        .wrong
-                        .lock()
-                        .unwrap()
-                        .push(format!("{code}: {other:?}")),
-                }
-            }
-        }));
-    }
-    let acked = || load.acked.lock().unwrap().len();
+    let run = LoadRun::start(|| system.sidecar.api(), 1, edge);
+    let load = Arc::clone(&run.load);
+    let acked = || load.acked_count();
     assert!(wait_until(Duration::from_secs(60), || acked() >= 100));
     let at_kill = acked();
     let victim = cluster.primaries()[0];
@@ -214,10 +124,7 @@ fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() 
         "creates did not come back: {} since the kill",
         acked() - at_kill
     );
-    load.stop.store(true, Ordering::Relaxed);
-    for thread in threads {
-        thread.join().unwrap();
-    }
+    let load = run.stop();
     let unexpected = load.unexpected.lock().unwrap().clone();
     assert!(
         unexpected.is_empty(),
@@ -233,7 +140,7 @@ fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() 
     let owners = slot_owners(&cluster.nodes()[cluster.primaries()[0]].addr());
     let mut bad = Vec::new();
     for (code, target) in &links {
-        match answer(&client, edge, code) {
+        match redirect_answer(&client, edge, code) {
             Some((302, location)) if &location == target => {}
             other => bad.push(format!("{code}: {other:?}")),
         }

@@ -2,37 +2,14 @@
 //! reads a replica; `kill -9` of the primary under create and redirect load; afterwards every
 //! acknowledged link redirects right through the edge and is on the new primary.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use shortlink_e2e::load::{redirect_answer, LoadRun};
 use shortlink_e2e::{http_client, NginxOptions, System};
 use testkit::sentinel::SERVICE;
 use testkit::{temp_dir, wait_until, SentinelGroup, SentinelTiming};
-
-/// (status, Location) of a redirect through the edge on `port`; `None` when the request failed.
-fn answer(client: &reqwest::blocking::Client, port: u16, code: &str) -> Option<(u16, String)> {
-    let response = client
-        .get(format!("http://127.0.0.1:{port}/{code}"))
-        .header("Host", "s1.test")
-        .send()
-        .ok()?;
-    Some(shortlink_e2e::status_and_location(&response))
-}
-
-#[derive(Default)]
-struct Load {
-    acked: Mutex<Vec<(String, String)>>,
-    refused: AtomicU64,
-    unexpected: Mutex<Vec<String>>,
-    redirects: AtomicU64,
-    /// Redirects that answered something else than the link's target (never allowed).
-    wrong: Mutex<Vec<String>>,
-    /// Redirects that failed (an error status or no answer).
-    failed: AtomicU64,
-    stop: AtomicBool,
-}
 
 #[test]
 fn primary_killed_under_load_every_acknowledged_link_redirects_through_the_edge() {
@@ -71,66 +48,9 @@ fn primary_killed_under_load_every_acknowledged_link_redirects_through_the_edge(
         ],
     );
     let edge = system.nginx.redirect_port;
-    let load = Arc::new(Load::default());
-
-    let mut threads = Vec::new();
-    for writer in 0..2 {
-        let load = Arc::clone(&load);
-        let api = system.sidecar.api();
-        threads.push(std::thread::spawn(move || {
-            let mut i = 0;
-            while !load.stop.load(Ordering::Relaxed) {
-                i += 1;
-                let url = format!("https://example.com/{writer}/{i}");
-                let (status, body) = api.post("/links", &json!({ "url": url }));
-                match status {
-                    201 => {
-                        let code = body["code"].as_str().unwrap().to_owned();
-                        load.acked.lock().unwrap().push((code, url));
-                    }
-                    503 => {
-                        load.refused.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    _ => load.unexpected.lock().unwrap().push(body.to_string()),
-                }
-            }
-        }));
-    }
-    {
-        let load = Arc::clone(&load);
-        threads.push(std::thread::spawn(move || {
-            let client = http_client();
-            let mut i = 0usize;
-            while !load.stop.load(Ordering::Relaxed) {
-                let link = {
-                    let acked = load.acked.lock().unwrap();
-                    (!acked.is_empty()).then(|| acked[i % acked.len()].clone())
-                };
-                i = i.wrapping_add(7919);
-                let Some((code, target)) = link else {
-                    std::thread::yield_now();
-                    continue;
-                };
-                load.redirects.fetch_add(1, Ordering::Relaxed);
-                match answer(&client, edge, &code) {
-                    Some((302, location)) if location == target => {}
-                    Some((status, _)) if status >= 500 => {
-                        load.failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    None => {
-                        load.failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Some(other) => load
-                        .wrong
-                        .lock()
-                        .unwrap()
-                        .push(format!("{code}: {other:?}")),
-                }
-            }
-        }));
-    }
-    let acked = || load.acked.lock().unwrap().len();
+    let run = LoadRun::start(|| system.sidecar.api(), 2, edge);
+    let load = Arc::clone(&run.load);
+    let acked = || load.acked_count();
     assert!(wait_until(Duration::from_secs(60), || acked() >= 200));
 
     let at_kill = acked();
@@ -157,10 +77,7 @@ fn primary_killed_under_load_every_acknowledged_link_redirects_through_the_edge(
         "creates did not come back: {} since the kill",
         acked() - at_kill
     );
-    load.stop.store(true, Ordering::Relaxed);
-    for thread in threads {
-        thread.join().unwrap();
-    }
+    let load = run.stop();
     let unexpected = load.unexpected.lock().unwrap().clone();
     assert!(
         unexpected.is_empty(),
@@ -177,7 +94,7 @@ fn primary_killed_under_load_every_acknowledged_link_redirects_through_the_edge(
     let mut bad = Vec::new();
     let mut missing = Vec::new();
     for (code, target) in &links {
-        match answer(&client, edge, code) {
+        match redirect_answer(&client, edge, code) {
             Some((302, location)) if &location == target => {}
             other => bad.push(format!("{code}: {other:?}")),
         }
