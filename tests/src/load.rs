@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::json;
+use testkit::wait_until;
 
 use crate::{http_client, status_and_location, Api};
 
@@ -69,6 +70,27 @@ impl LoadRun {
         let reader = Arc::clone(&load);
         threads.push(std::thread::spawn(move || redirect(edge, &reader)));
         Self { load, threads }
+    }
+
+    /// Waits (a minute at most) until `acked` links are acknowledged in all (creates came back
+    /// after a fault), stops, and asserts that no create answered unexpectedly and no redirect
+    /// was wrong.
+    pub fn stop_after(self, acked: usize) -> Arc<Load> {
+        let back = wait_until(Duration::from_secs(60), || self.load.acked_count() >= acked);
+        let so_far = self.load.acked_count();
+        let load = self.stop();
+        assert!(
+            back,
+            "creates did not come back: {so_far} acknowledged, {acked} awaited"
+        );
+        let unexpected = load.unexpected.lock().unwrap().clone();
+        assert!(
+            unexpected.is_empty(),
+            "unexpected create answers: {unexpected:?}"
+        );
+        let wrong = load.wrong.lock().unwrap().clone();
+        assert!(wrong.is_empty(), "wrong redirects under load: {wrong:?}");
+        load
     }
 
     /// Stops the threads and returns what they saw.
