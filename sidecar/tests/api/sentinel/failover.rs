@@ -16,24 +16,24 @@ const AFTER: usize = 300;
 
 /// What the create loops saw.
 #[derive(Default)]
-struct Load {
+pub(crate) struct Load {
     /// (code, target) of every 201.
-    acked: Mutex<Vec<(String, String)>>,
+    pub(crate) acked: Mutex<Vec<(String, String)>>,
     /// When each 201 came.
-    acked_at: Mutex<Vec<Instant>>,
-    refused: AtomicU64,
+    pub(crate) acked_at: Mutex<Vec<Instant>>,
+    pub(crate) refused: AtomicU64,
     /// Answers other than 201 and the 503s of an outage.
-    unexpected: Mutex<Vec<(u16, Value)>>,
-    stop: AtomicBool,
+    pub(crate) unexpected: Mutex<Vec<(u16, Value)>>,
+    pub(crate) stop: AtomicBool,
 }
 
 impl Load {
-    fn acked(&self) -> usize {
+    pub(crate) fn acked(&self) -> usize {
         self.acked.lock().unwrap().len()
     }
 }
 
-fn spawn_writers(address: &str, load: &Arc<Load>) -> Vec<tokio::task::JoinHandle<()>> {
+pub(crate) fn spawn_writers(address: &str, load: &Arc<Load>) -> Vec<tokio::task::JoinHandle<()>> {
     (0..WRITERS)
         .map(|writer| {
             let load = Arc::clone(load);

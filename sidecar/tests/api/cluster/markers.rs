@@ -1,0 +1,110 @@
+//! A primary that lost its data gets its slots' markers and records back from the keeper; a
+//! `resync` rewrites records on every primary, removes orphans on every primary (its `SCAN`
+//! walks them all) and sets all the markers.
+
+use super::*;
+use crate::helpers::{cli, eventually};
+use crate::sentinel::{client, post};
+use std::time::Duration;
+
+/// Creates `count` links; their codes.
+async fn create(sidecar: &Sidecar, count: usize) -> Vec<String> {
+    let http = client();
+    let mut codes = Vec::new();
+    for i in 0..count {
+        let (status, body) = post(&http, &sidecar.address, &format!("https://m.example/{i}")).await;
+        assert_eq!(status, 201, "{body}");
+        codes.push(body["code"].as_str().unwrap().to_owned());
+    }
+    codes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushed_primary_gets_its_markers_and_records_back() {
+    let cluster = RedisCluster::start();
+    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let codes = create(&sidecar, 60).await;
+    assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
+
+    let flushed = cluster.primaries()[0];
+    let lost: Vec<String> = codes
+        .iter()
+        .filter(|code| record_on_owner(&cluster, code).0 == flushed)
+        .cloned()
+        .collect();
+    assert!(!lost.is_empty(), "some of the links are on node {flushed}");
+    let others = markers_on_primaries(&cluster) - markers_on(&cluster, flushed);
+    cluster.nodes()[flushed].cli_raw(&["FLUSHALL"]);
+    assert_eq!(markers_on(&cluster, flushed), 0);
+
+    assert!(
+        eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await,
+        "markers back: {} of {SLOTS}",
+        markers_on_primaries(&cluster)
+    );
+    let mut connection = cluster_connection(&cluster).await;
+    let wrong = not_as_in_sql(&sidecar, &mut connection, &codes).await;
+    assert!(wrong.is_empty(), "records not back: {wrong:?}");
+    assert_eq!(
+        markers_on_primaries(&cluster) - markers_on(&cluster, flushed),
+        others,
+        "the other primaries' markers stayed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_covers_every_primary() {
+    let cluster = RedisCluster::start();
+    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let codes = create(&sidecar, 40).await;
+    assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
+    // Stop the keeper: what follows is resync's job alone.
+    sidecar.keeper.abort();
+    let mut connection = cluster_connection(&cluster).await;
+    // Records gone, a stale one, orphans (no link in SQL) and markers gone, on every primary.
+    for code in codes.iter().step_by(3) {
+        let _: () = connection.del(format!("sl:c:{code}")).await.unwrap();
+    }
+    let _: () = connection
+        .set(
+            format!("sl:c:{}", codes[1]),
+            "1|L|302|0|0|https://stale.example/",
+        )
+        .await
+        .unwrap();
+    let orphans: Vec<String> = (0..30).map(|i| format!("sl:c:orphan{i}")).collect();
+    for orphan in &orphans {
+        let _: () = connection
+            .set(orphan, "1|L|302|0|0|https://o.example/")
+            .await
+            .unwrap();
+    }
+    for primary in cluster.primaries() {
+        let orphans_here = cluster.nodes()[primary].cli_raw(&["KEYS", "sl:c:orphan*"]);
+        assert!(!orphans_here.is_empty(), "orphans on node {primary}");
+        for marker in cluster.nodes()[primary]
+            .cli_raw(&["KEYS", "sl:meta:projection:*"])
+            .lines()
+            .take(100)
+        {
+            cluster.nodes()[primary].cli_raw(&["DEL", marker]);
+        }
+    }
+    assert!(!all_markers(&cluster));
+
+    let seeds = cluster.seeds();
+    let resync = cli(
+        &sidecar.database_url,
+        &cluster.urls()[0],
+        &["--redis-cluster", &seeds, "resync"],
+    );
+    shortlink_sidecar::cli::run(resync).await.expect("resync");
+
+    let wrong = not_as_in_sql(&sidecar, &mut connection, &codes).await;
+    assert!(wrong.is_empty(), "records after resync: {wrong:?}");
+    for orphan in &orphans {
+        let left: bool = connection.exists(orphan).await.unwrap();
+        assert!(!left, "{orphan} removed");
+    }
+    assert!(all_markers(&cluster), "resync set every slot's marker");
+}
