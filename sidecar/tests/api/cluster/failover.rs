@@ -1,6 +1,6 @@
 //! `kill -9` of a primary under create load with `--redis-wait-replicas 1`: its replica is
-//! promoted, creates of its slots come back, and no acknowledged link is missing or stale on the
-//! slot's new owner.
+//! promoted, creates go on (those of its slots refused while it has no replica to `WAIT` for),
+//! and no acknowledged link is missing or stale on its slot's owner.
 
 use super::*;
 use crate::helpers::eventually;
@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BEFORE: usize = 300;
-const AFTER: usize = 300;
+/// Fewer after: the promoted replica has no replica of its own, so `WAIT 1` refuses (503) every
+/// create that lands in its slots, and on SQLite each such create holds the write lock for the
+/// whole `--redis-wait-timeout`.
+const AFTER: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
@@ -45,7 +48,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let promoted_after = killed.elapsed();
     let target = acked_at_kill + AFTER;
     assert!(
-        eventually(Duration::from_secs(60), || async { load.acked() >= target }).await,
+        eventually(Duration::from_secs(120), || async { load.acked() >= target }).await,
         "creates after the failover: {}",
         load.acked() - acked_at_kill
     );
