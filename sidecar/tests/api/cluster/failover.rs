@@ -5,7 +5,6 @@
 use super::*;
 use crate::helpers::eventually;
 use crate::sentinel::failover::{spawn_writers, Load};
-use shortlink_sidecar::storage::LinkFilter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,16 +47,14 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let promoted_after = killed.elapsed();
     let target = acked_at_kill + AFTER;
     assert!(
-        eventually(Duration::from_secs(120), || async { load.acked() >= target }).await,
+        eventually(Duration::from_secs(120), || async {
+            load.acked() >= target
+        })
+        .await,
         "creates after the failover: {}",
         load.acked() - acked_at_kill
     );
-    load.stop.store(true, Ordering::Relaxed);
-    for writer in writers {
-        writer.await.unwrap();
-    }
-    let unexpected = load.unexpected.lock().unwrap().clone();
-    assert!(unexpected.is_empty(), "unexpected answers: {unexpected:?}");
+    load.stop_writers(writers).await;
 
     let acked: Vec<(String, String)> = load.acked.lock().unwrap().clone();
     let codes: Vec<String> = acked.iter().map(|(code, _)| code.clone()).collect();
@@ -80,14 +77,8 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         acked.len(),
         wrong.len()
     );
-    let in_sql = sidecar
-        .storage
-        .scan_links(&LinkFilter::default(), None, 100_000)
-        .await
-        .unwrap()
-        .len();
     assert_eq!(
-        in_sql,
+        sidecar.links_in_sql().await,
         acked.len(),
         "SQL holds exactly the acknowledged links"
     );

@@ -4,26 +4,13 @@
 
 use super::*;
 use crate::helpers::{cli, eventually};
-use crate::sentinel::{client, post};
 use std::time::Duration;
-
-/// Creates `count` links; their codes.
-async fn create(sidecar: &Sidecar, count: usize) -> Vec<String> {
-    let http = client();
-    let mut codes = Vec::new();
-    for i in 0..count {
-        let (status, body) = post(&http, &sidecar.address, &format!("https://m.example/{i}")).await;
-        assert_eq!(status, 201, "{body}");
-        codes.push(body["code"].as_str().unwrap().to_owned());
-    }
-    codes
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flushed_primary_gets_its_markers_and_records_back() {
     let cluster = RedisCluster::start();
     let sidecar = start_on_cluster(&cluster, &[]).await;
-    let codes = create(&sidecar, 60).await;
+    let codes = create(&sidecar, 60, "m").await;
     assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
 
     let flushed = cluster.primaries()[0];
@@ -56,7 +43,7 @@ async fn a_flushed_primary_gets_its_markers_and_records_back() {
 async fn resync_covers_every_primary() {
     let cluster = RedisCluster::start();
     let sidecar = start_on_cluster(&cluster, &[]).await;
-    let codes = create(&sidecar, 40).await;
+    let codes = create(&sidecar, 40, "m").await;
     assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
     // Stop the keeper: what follows is resync's job alone.
     sidecar.keeper.abort();

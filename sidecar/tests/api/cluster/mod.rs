@@ -11,7 +11,7 @@ mod markers;
 mod visits;
 mod writes;
 
-use crate::sentinel::{start_sidecar, Sidecar};
+use crate::sentinel::{client, post, start_sidecar, Sidecar};
 use redis::AsyncCommands;
 use shortlink_sidecar::projection::encode_record;
 use shortlink_wire::cluster::{key_slot, SLOTS};
@@ -101,4 +101,17 @@ fn record_on_owner(cluster: &RedisCluster, code: &str) -> (usize, String) {
     );
     let owner = cluster.owner_of(slot).expect("a primary owns the slot");
     (owner, cluster.nodes()[owner].cli_raw(&["GET", &key]))
+}
+
+/// Creates `count` links to `https://<host>.example/<i>` one by one; their codes.
+async fn create(sidecar: &Sidecar, count: usize, host: &str) -> Vec<String> {
+    let http = client();
+    let mut codes = Vec::new();
+    for i in 0..count {
+        let url = format!("https://{host}.example/{i}");
+        let (status, body) = post(&http, &sidecar.address, &url).await;
+        assert_eq!(status, 201, "{body}");
+        codes.push(body["code"].as_str().unwrap().to_owned());
+    }
+    codes
 }

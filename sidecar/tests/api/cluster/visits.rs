@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::helpers::{config, eventually, API_KEY};
-use crate::sentinel::{client, post};
+use crate::sentinel::client;
 use serde_json::Value;
 use shortlink_sidecar::visits::consumer::GROUP;
 use shortlink_wire::cluster::event_stream_keys;
@@ -17,9 +17,7 @@ async fn visits_on_several_streams_reach_the_stats() {
     let cluster = RedisCluster::start();
     let sidecar = start_on_cluster(&cluster, &[]).await;
     let http = client();
-    let (status, body) = post(&http, &sidecar.address, "https://v.example/").await;
-    assert_eq!(status, 201, "{body}");
-    let code = body["code"].as_str().unwrap().to_owned();
+    let code = create(&sidecar, 1, "v").await.remove(0);
 
     // One visit on each of 5 streams, two on stream 0: 7 visits, different visitors.
     let streams = event_stream_keys();
@@ -55,23 +53,15 @@ async fn visits_on_several_streams_reach_the_stats() {
     );
 
     let stats_url = format!("{}/api/v1/links/{code}/stats", sidecar.address);
-    let counted = eventually(Duration::from_secs(20), || {
-        let request = http.get(&stats_url).bearer_auth(API_KEY);
-        async move {
-            let stats: Value = request.send().await.unwrap().json().await.unwrap();
-            stats["totals"]["clicks"] == 7
-        }
+    let stats = || async {
+        let response = http.get(&stats_url).bearer_auth(API_KEY).send().await;
+        response.unwrap().json::<Value>().await.unwrap()
+    };
+    let counted = eventually(Duration::from_secs(20), || async {
+        stats().await["totals"]["clicks"] == 7
     })
     .await;
-    let stats: Value = http
-        .get(&stats_url)
-        .bearer_auth(API_KEY)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = stats().await;
     assert!(counted, "7 visits counted: {stats}");
     assert_eq!(stats["totals"]["unique_visitors"], 7, "{stats}");
 

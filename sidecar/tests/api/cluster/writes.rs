@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::helpers::{eventually, API_KEY};
-use crate::sentinel::{client, post};
+use crate::sentinel::client;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,12 +14,7 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
     let sidecar = start_on_cluster(&cluster, &[]).await;
     let http = client();
 
-    let mut codes = Vec::new();
-    for i in 0..12 {
-        let (status, body) = post(&http, &sidecar.address, &format!("https://t.example/{i}")).await;
-        assert_eq!(status, 201, "{body}");
-        codes.push(body["code"].as_str().unwrap().to_owned());
-    }
+    let mut codes = create(&sidecar, 12, "t").await;
     let items: Vec<Value> = (0..40)
         .map(|i| json!({ "url": format!("https://b.example/{i}") }))
         .collect();

@@ -28,6 +28,15 @@ pub(crate) struct Sidecar {
     _dir: tempfile::TempDir,
 }
 
+impl Sidecar {
+    /// How many links SQL holds.
+    pub(crate) async fn links_in_sql(&self) -> usize {
+        let filter = shortlink_sidecar::storage::LinkFilter::default();
+        let links = self.storage.scan_links(&filter, None, 100_000).await;
+        links.unwrap().len()
+    }
+}
+
 impl Drop for Sidecar {
     fn drop(&mut self) {
         self.server.abort();
