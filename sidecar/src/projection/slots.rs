@@ -115,7 +115,8 @@ pub(super) fn pick<'w, T: Clone>(items: &'w [T], group: &[usize]) -> Cow<'w, [T]
 }
 
 /// The slots of a cluster whose projection marker is missing, asked of each primary with one
-/// pipeline of `EXISTS` for the markers of its slots.
+/// pipeline of `EXISTS` for the markers of its slots (sent by address: the slot map just read,
+/// not the client's, which may lag behind a reshard).
 pub async fn missing_marker_slots(
     connection: &mut RedisConnection,
 ) -> Result<Vec<u16>, ProjectionError> {
@@ -124,15 +125,12 @@ pub async fn missing_marker_slots(
     let mut covered = 0usize;
     for shard in &shards {
         let slots: Vec<u16> = shard.slots().collect();
-        let Some(&first) = slots.first() else {
-            continue;
-        };
         covered += slots.len();
         let mut pipe = redis::pipe();
         for &slot in &slots {
             pipe.cmd("EXISTS").arg(marker_key(slot));
         }
-        let present = connection.on_node_of(first, &pipe).await?;
+        let present = connection.on_node(&shard.primary, &pipe).await?;
         for (slot, present) in slots.iter().zip(present) {
             if !redis::from_redis_value::<bool>(&present)? {
                 missing.push(*slot);

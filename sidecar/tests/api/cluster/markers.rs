@@ -95,3 +95,41 @@ async fn resync_covers_every_primary() {
     }
     assert!(all_markers(&cluster), "resync set every slot's marker");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reshard_keeps_markers_and_records_and_the_keeper_follows_it() {
+    let cluster = RedisCluster::start();
+    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let codes = create(&sidecar, 40, "r").await;
+    assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
+    let primaries = cluster.primaries();
+    let (from, to) = (primaries[0], primaries[1]);
+    let before = markers_on(&cluster, to);
+    cluster.reshard(from, to, 500);
+    assert_eq!(
+        markers_on(&cluster, to),
+        before + 500,
+        "the markers moved with their slots"
+    );
+    assert!(all_markers(&cluster));
+
+    // The sidecar writes to the slots' new owner, and its keeper still finds every marker: a
+    // marker it found missing it would refill and set again, and a marker deleted now must come
+    // back.
+    let more = create(&sidecar, 40, "r2").await;
+    let moved_marker = cluster.nodes()[to]
+        .cli_raw(&["KEYS", "sl:meta:projection:*"])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    cluster.nodes()[to].cli_raw(&["DEL", &moved_marker]);
+    assert!(
+        eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await,
+        "the keeper restored the deleted marker after the reshard"
+    );
+    let mut connection = cluster_connection(&cluster).await;
+    let all: Vec<String> = codes.into_iter().chain(more).collect();
+    let wrong = not_as_in_sql(&sidecar, &mut connection, &all).await;
+    assert!(wrong.is_empty(), "records after the reshard: {wrong:?}");
+}
