@@ -143,6 +143,13 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         }
     }
     let projection = Arc::new(open_projection(config)?);
+    if projection.primary().is_cluster() {
+        // A cluster connection learns the slot map and connects to every primary: done now,
+        // not within the first create's `--redis-timeout`.
+        if let Err(error) = projection.ping().await {
+            tracing::warn!(%error, "redis cluster: first connection failed; retried per request");
+        }
+    }
     let issuer = Issuer::new(
         scheme,
         Arc::clone(&storage),

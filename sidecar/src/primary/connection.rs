@@ -6,7 +6,7 @@
 
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 /// A connection to the primary, or to a cluster. Cheap to clone (all kinds are handles).
@@ -76,13 +76,14 @@ impl RedisConnection {
         Ok(Some(parse_cluster_slots(reply)?))
     }
 
-    /// Sends `pipe` to the primary that serves `slot`, whatever slots its keys are in (they
-    /// must all be that node's: a key of another node's slot fails with `MOVED`). On one Redis,
-    /// plainly.
-    pub async fn on_node_of(&mut self, slot: u16, pipe: &Pipeline) -> RedisResult<Vec<Value>> {
+    /// Sends `pipe` to the node at `address` (`host:port`, as [`Shard::primary`] names it),
+    /// whatever slots its keys are in (they must all be that node's: a key of another node's
+    /// slot fails with `MOVED`). On one Redis, plainly.
+    pub async fn on_node(&mut self, address: &str, pipe: &Pipeline) -> RedisResult<Vec<Value>> {
         match self {
             Self::Cluster(connection) => {
-                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+                let (host, port) = split_address(address)?;
+                let route = SingleNodeRoutingInfo::ByAddress { host, port };
                 connection.route_pipeline(pipe, 0, pipe.len(), route).await
             }
             other => pipe.query_async(other).await,

@@ -10,9 +10,11 @@ mod connection;
 mod doubt;
 pub mod marker;
 mod slots;
+mod state;
 
 pub use slots::missing_marker_slots;
 use slots::pick;
+pub use state::PipelineState;
 
 use crate::primary::{Primary, RedisConnection};
 use crate::storage::{Link, LinkState};
@@ -511,72 +513,11 @@ impl Projection {
         self.run::<()>(&pipe, self.timeout).await
     }
 
-    /// For metrics: whether the projection marker is there, the visit stream's length, and the
-    /// consumer group's lag (entries not yet delivered; `None` before the group exists or when
-    /// Redis cannot tell).
-    pub async fn pipeline_state(
-        &self,
-        stream: &str,
-        group: &str,
-    ) -> Result<PipelineState, ProjectionError> {
-        if self.primary.is_cluster() {
-            return self.cluster_pipeline_state(group).await;
-        }
-        let mut pipe = redis::pipe();
-        pipe.cmd("EXISTS")
-            .arg(marker::MARKER_KEY)
-            .cmd("XLEN")
-            .arg(stream);
-        let (marker, stream_length): (bool, u64) = self.run(&pipe, self.timeout).await?;
-        let mut pipe = redis::pipe();
-        pipe.cmd("XINFO").arg("GROUPS").arg(stream);
-        let lag = match self.run::<(Vec<redis::Value>,)>(&pipe, self.timeout).await {
-            Ok((groups,)) => groups.iter().find_map(|g| group_lag(g, group)),
-            Err(_) => None,
-        };
-        Ok(PipelineState {
-            marker,
-            stream_length,
-            lag,
-        })
-    }
-
     pub async fn ping(&self) -> Result<(), ProjectionError> {
         let mut pipe = redis::pipe();
         pipe.cmd("PING");
         self.run::<(String,)>(&pipe, self.timeout).await.map(drop)
     }
-}
-
-/// What [`Projection::pipeline_state`] read.
-#[derive(Debug, Clone, Copy)]
-pub struct PipelineState {
-    pub marker: bool,
-    pub stream_length: u64,
-    pub lag: Option<u64>,
-}
-
-/// The `lag` of `group` in one entry of `XINFO GROUPS` (a map, or a flat list under RESP2).
-fn group_lag(entry: &redis::Value, group: &str) -> Option<u64> {
-    let pairs: Vec<(&redis::Value, &redis::Value)> = match entry {
-        redis::Value::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
-        redis::Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|c| Some((c.first()?, c.get(1)?)))
-            .collect(),
-        _ => return None,
-    };
-    let text = |v: &redis::Value| redis::from_redis_value::<String>(v).ok();
-    let field = |name: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| text(k).as_deref() == Some(name))
-            .map(|(_, v)| *v)
-    };
-    if text(field("name")?)?.as_str() != group {
-        return None;
-    }
-    redis::from_redis_value::<u64>(field("lag")?).ok()
 }
 
 #[cfg(test)]

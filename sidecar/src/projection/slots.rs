@@ -7,9 +7,9 @@
 //! before (`delete_if_unchanged`, the previous records), and the keys are in doubt until written
 //! again from SQL (`doubt`), so nothing half-written stays. One Redis keeps one group.
 
-use super::{group_lag, PipelineState, Projection, ProjectionError, KEY_PREFIX};
+use super::{Projection, ProjectionError, KEY_PREFIX};
 use crate::primary::RedisConnection;
-use shortlink_wire::cluster::{event_stream_keys, key_slot, marker_key, SLOTS};
+use shortlink_wire::cluster::{key_slot, marker_key, SLOTS};
 use std::borrow::Cow;
 use std::future::Future;
 
@@ -91,39 +91,6 @@ impl Projection {
         Ok((next, keys))
     }
 
-    /// [`Self::pipeline_state`] on a cluster: every slot's marker there, and the 16 visit
-    /// streams' lengths and lags summed (a lag Redis cannot tell makes the sum unknown).
-    pub(super) async fn cluster_pipeline_state(
-        &self,
-        group: &str,
-    ) -> Result<PipelineState, ProjectionError> {
-        let (_, mut connection) = self.connection().await?;
-        let allowance = self.timeout * 4;
-        let marker = tokio::time::timeout(allowance, missing_marker_slots(&mut connection))
-            .await
-            .map_err(|_| ProjectionError::Timeout(allowance))??
-            .is_empty();
-        let mut state = PipelineState {
-            marker,
-            stream_length: 0,
-            lag: Some(0),
-        };
-        for stream in event_stream_keys() {
-            let mut pipe = redis::pipe();
-            pipe.cmd("XLEN").arg(&stream);
-            let (length,): (u64,) = self.run(&pipe, self.timeout).await?;
-            state.stream_length += length;
-            let mut pipe = redis::pipe();
-            pipe.cmd("XINFO").arg("GROUPS").arg(&stream);
-            let lag = match self.run::<(Vec<redis::Value>,)>(&pipe, self.timeout).await {
-                Ok((groups,)) => groups.iter().find_map(|g| group_lag(g, group)),
-                Err(_) => None,
-            };
-            state.lag = state.lag.zip(lag).map(|(sum, lag)| sum + lag);
-        }
-        Ok(state)
-    }
-
     /// The keys of every primary of a cluster (`DBSIZE` summed).
     pub(super) async fn cluster_key_count(&self) -> Result<u64, ProjectionError> {
         let mut connection = self.connection().await?.1;
@@ -148,7 +115,8 @@ pub(super) fn pick<'w, T: Clone>(items: &'w [T], group: &[usize]) -> Cow<'w, [T]
 }
 
 /// The slots of a cluster whose projection marker is missing, asked of each primary with one
-/// pipeline of `EXISTS` for the markers of its slots.
+/// pipeline of `EXISTS` for the markers of its slots (sent by address: the slot map just read,
+/// not the client's, which may lag behind a reshard).
 pub async fn missing_marker_slots(
     connection: &mut RedisConnection,
 ) -> Result<Vec<u16>, ProjectionError> {
@@ -157,15 +125,12 @@ pub async fn missing_marker_slots(
     let mut covered = 0usize;
     for shard in &shards {
         let slots: Vec<u16> = shard.slots().collect();
-        let Some(&first) = slots.first() else {
-            continue;
-        };
         covered += slots.len();
         let mut pipe = redis::pipe();
         for &slot in &slots {
             pipe.cmd("EXISTS").arg(marker_key(slot));
         }
-        let present = connection.on_node_of(first, &pipe).await?;
+        let present = connection.on_node(&shard.primary, &pipe).await?;
         for (slot, present) in slots.iter().zip(present) {
             if !redis::from_redis_value::<bool>(&present)? {
                 missing.push(*slot);

@@ -4,6 +4,7 @@
 mod analytics;
 mod auth;
 mod batch;
+mod cluster;
 mod code_scheme;
 mod config_file;
 mod console;

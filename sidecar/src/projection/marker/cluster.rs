@@ -13,7 +13,7 @@
 //! vouched for.
 
 use super::{refill_slots, ProjectionMarker, RefillError, SET_IF_TOKEN};
-use crate::primary::{needs_rediscovery, Shard};
+use crate::primary::Shard;
 use crate::projection::{missing_marker_slots, ProjectionError, RecordWrite};
 use crate::storage::Storage;
 use shortlink_wire::cluster::{key_slot, marker_key, slot_tag, SLOTS};
@@ -129,19 +129,19 @@ impl ProjectionMarker {
                 }
             }
             let mut replies = Vec::with_capacity(cmds.len());
-            for index in 0..shards.len() {
+            for (index, shard) in shards.iter().enumerate() {
                 let mine: Vec<&(u16, redis::Cmd)> = cmds
                     .iter()
                     .filter(|(slot, _)| owner[usize::from(*slot)] == index)
                     .collect();
-                let Some((first, _)) = mine.first() else {
+                if mine.is_empty() {
                     continue;
-                };
+                }
                 let mut pipe = redis::pipe();
                 for (_, cmd) in &mine {
                     pipe.add_command(cmd.clone());
                 }
-                let values = connection.on_node_of(*first, &pipe).await?;
+                let values = connection.on_node(&shard.primary, &pipe).await?;
                 replies.extend(mine.iter().map(|(slot, _)| *slot).zip(values));
             }
             if replies.len() < cmds.len() {
@@ -164,15 +164,11 @@ impl ProjectionMarker {
         self.connection_in(&mut slot).await
     }
 
-    /// Drops the connection after an error that may mean the cluster changed under it: the next
-    /// one learns the slot map afresh.
+    /// Drops the connection after any error: the cluster may have changed under it (a node
+    /// the client never connected to, a slot map behind a reshard or a failover), and the next
+    /// one learns the slot map afresh. A check is seconds apart, so that costs little.
     async fn forget_if_broken<T>(&self, result: &Result<T, ProjectionError>) {
-        let broken = match result {
-            Err(ProjectionError::Redis(error)) => needs_rediscovery(error),
-            Err(_) => true,
-            Ok(_) => false,
-        };
-        if broken {
+        if result.is_err() {
             *self.connection.lock().await = None;
         }
     }

@@ -45,7 +45,7 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// `KEYS[1]` = token key, `KEYS[2]` = marker, `ARGV[1]` = our token, `ARGV[2]` = marker value.
 /// Atomic in Redis: no flush can fall between the check and the set.
-pub(super) const SET_IF_TOKEN: &str = r"
+const SET_IF_TOKEN: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('SET', KEYS[2], ARGV[2])
     redis.call('DEL', KEYS[1])
@@ -86,7 +86,7 @@ pub async fn refill(
 }
 
 /// [`refill`], on a cluster only for the links of `slots` when given (`slots[slot]` true).
-pub(super) async fn refill_slots(
+async fn refill_slots(
     storage: &dyn Storage,
     marker: &ProjectionMarker,
     grace: Duration,
@@ -259,7 +259,7 @@ impl ProjectionMarker {
             return Ok(());
         };
         if self.finish(token).await? {
-            println!("resync: projection marker {MARKER_KEY} set");
+            println!("resync: projection marker {} set", self.marker_name());
         } else {
             eprintln!(
                 "resync: Redis lost data during the run (or another resync started): projection \
@@ -340,6 +340,18 @@ impl ProjectionMarker {
             manager: false,
         };
         Ok(slot.insert(self.primary.connect(options).await?).clone())
+    }
+
+    /// For messages: the marker's key, or on a cluster its 16384 keys.
+    fn marker_name(&self) -> String {
+        if self.primary.is_cluster() {
+            format!(
+                "{}{{<tag>}} of every slot",
+                shortlink_wire::cluster::MARKER_PREFIX
+            )
+        } else {
+            MARKER_KEY.to_owned()
+        }
     }
 
     /// The marker key: the one of slot `slot` on a cluster, [`MARKER_KEY`] otherwise.

@@ -184,6 +184,8 @@ struct InFlight {
 /// One stream the consumer reads, and where it is in it.
 struct StreamState {
     key: String,
+    /// Appended to entry ids to make visit ids (`write::prepare`): `@<tag>` on a cluster.
+    id_suffix: Option<String>,
     phase: Phase,
     claim_cursor: String,
     last_claim: Option<Instant>,
@@ -192,8 +194,14 @@ struct StreamState {
 
 impl StreamState {
     fn new(key: String) -> Self {
+        // `sl:events:{<tag>}`: the tag marks the stream in visit ids.
+        let id_suffix = key
+            .split_once('{')
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map(|(tag, _)| format!("@{tag}"));
         StreamState {
             key,
+            id_suffix,
             phase: Phase::OwnPending("0".to_owned()),
             claim_cursor: "0-0".to_owned(),
             last_claim: None,
@@ -303,7 +311,8 @@ impl Consumer {
     /// Parses, enriches and stores a batch; returns the ids to acknowledge (all of them, unless the
     /// database stayed unavailable until shutdown).
     pub async fn store(&mut self, entries: &[RawEntry]) -> Result<Vec<String>, ConsumerError> {
-        let prepared = prepare(entries, &self.enricher, &self.counters);
+        let suffix = self.streams[self.read_from].id_suffix.as_deref();
+        let prepared = prepare(entries, suffix, &self.enricher, &self.counters);
         self.observe(entries.len(), prepared.seen);
         self.writer.write_all(&prepared.visits).await?;
         Ok(prepared.ids)
@@ -356,10 +365,12 @@ impl Consumer {
                 let n = entries.len();
                 let enricher = Arc::clone(&self.enricher);
                 let counters = Arc::clone(&self.counters);
+                let suffix = self.streams[self.read_from].id_suffix.clone();
                 // CPU-bound (user agent parsing, geo, hashing): off the async workers.
-                let prepared =
-                    tokio::task::spawn_blocking(move || prepare(&entries, &enricher, &counters))
-                        .await?;
+                let prepared = tokio::task::spawn_blocking(move || {
+                    prepare(&entries, suffix.as_deref(), &enricher, &counters)
+                })
+                .await?;
                 self.observe(n, prepared.seen);
                 Some((n, prepared))
             }

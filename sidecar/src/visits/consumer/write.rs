@@ -29,8 +29,12 @@ pub(super) struct Writer {
 /// Splits entries into visits (several per entry when the module packed them) and enriches them.
 /// Malformed visits and non-redirect answers are counted and left out; their entries are
 /// acknowledged with the rest.
+/// `suffix`: on a cluster, the stream's own mark appended to each entry id to make the visit id:
+/// entry ids are unique per stream only, and two streams' entries of the same millisecond would
+/// otherwise share an id and count once.
 pub(super) fn prepare(
     entries: &[RawEntry],
+    suffix: Option<&str>,
     enricher: &Enricher,
     counters: &ConsumerCounters,
 ) -> Prepared {
@@ -41,7 +45,11 @@ pub(super) fn prepare(
             ConsumerCounters::add(&counters.trimmed, 1);
             continue;
         };
-        for event in split_entry(&entry.id, fields) {
+        let id = match suffix {
+            Some(suffix) => std::borrow::Cow::Owned(format!("{}{suffix}", entry.id)),
+            None => std::borrow::Cow::Borrowed(entry.id.as_str()),
+        };
+        for event in split_entry(&id, fields) {
             seen += 1;
             ConsumerCounters::add(&counters.visits, 1);
             match event {

@@ -4,7 +4,6 @@
 use super::*;
 use redis::AsyncCommands;
 use shortlink_sidecar::projection::{encode_record, marker::MARKER_KEY};
-use shortlink_sidecar::storage::LinkFilter;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -16,24 +15,34 @@ const AFTER: usize = 300;
 
 /// What the create loops saw.
 #[derive(Default)]
-struct Load {
+pub(crate) struct Load {
     /// (code, target) of every 201.
-    acked: Mutex<Vec<(String, String)>>,
+    pub(crate) acked: Mutex<Vec<(String, String)>>,
     /// When each 201 came.
-    acked_at: Mutex<Vec<Instant>>,
-    refused: AtomicU64,
+    pub(crate) acked_at: Mutex<Vec<Instant>>,
+    pub(crate) refused: AtomicU64,
     /// Answers other than 201 and the 503s of an outage.
-    unexpected: Mutex<Vec<(u16, Value)>>,
-    stop: AtomicBool,
+    pub(crate) unexpected: Mutex<Vec<(u16, Value)>>,
+    pub(crate) stop: AtomicBool,
 }
 
 impl Load {
-    fn acked(&self) -> usize {
+    pub(crate) fn acked(&self) -> usize {
         self.acked.lock().unwrap().len()
+    }
+
+    /// Stops the create loops; none saw an answer but 201 and the 503s of an outage.
+    pub(crate) async fn stop_writers(&self, writers: Vec<tokio::task::JoinHandle<()>>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let unexpected = self.unexpected.lock().unwrap().clone();
+        assert!(unexpected.is_empty(), "unexpected answers: {unexpected:?}");
     }
 }
 
-fn spawn_writers(address: &str, load: &Arc<Load>) -> Vec<tokio::task::JoinHandle<()>> {
+pub(crate) fn spawn_writers(address: &str, load: &Arc<Load>) -> Vec<tokio::task::JoinHandle<()>> {
     (0..WRITERS)
         .map(|writer| {
             let load = Arc::clone(load);
@@ -114,12 +123,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         "creates after the failover: {}",
         load.acked() - acked_at_kill
     );
-    load.stop.store(true, Ordering::Relaxed);
-    for writer in writers {
-        writer.await.unwrap();
-    }
-    let unexpected = load.unexpected.lock().unwrap().clone();
-    assert!(unexpected.is_empty(), "unexpected answers: {unexpected:?}");
+    load.stop_writers(writers).await;
 
     let acked = load.acked.lock().unwrap().clone();
     let refused = load.refused.load(Ordering::Relaxed);
@@ -176,14 +180,8 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         wrong.len()
     );
     // Nothing refused stayed in SQL: it holds exactly the acknowledged links.
-    let in_sql = sidecar
-        .storage
-        .scan_links(&LinkFilter::default(), None, 100_000)
-        .await
-        .unwrap()
-        .len();
     assert_eq!(
-        in_sql,
+        sidecar.links_in_sql().await,
         acked.len(),
         "SQL holds exactly the acknowledged links"
     );

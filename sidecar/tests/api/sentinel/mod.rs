@@ -2,7 +2,7 @@
 //! under create load, [`frozen`] under update load with the replicas frozen, [`wait`] refuses what
 //! too few replicas hold. Real servers on loopback: 1 primary + 2 replicas + 3 sentinels.
 
-mod failover;
+pub(crate) mod failover;
 mod frozen;
 mod wait;
 
@@ -18,13 +18,23 @@ const WRITERS: usize = 4;
 
 /// The sidecar as `serve` runs it: the API, the visit consumer and the projection marker's
 /// keeper, each on its own connection to the primary.
-struct Sidecar {
-    address: String,
-    storage: Arc<dyn Storage>,
+pub(crate) struct Sidecar {
+    pub(crate) address: String,
+    pub(crate) database_url: String,
+    pub(crate) storage: Arc<dyn Storage>,
     server: tokio::task::JoinHandle<()>,
-    keeper: tokio::task::JoinHandle<()>,
+    pub(crate) keeper: tokio::task::JoinHandle<()>,
     _background: shortlink_sidecar::visits::Background,
     _dir: tempfile::TempDir,
+}
+
+impl Sidecar {
+    /// How many links SQL holds.
+    pub(crate) async fn links_in_sql(&self) -> usize {
+        let filter = shortlink_sidecar::storage::LinkFilter::default();
+        let links = self.storage.scan_links(&filter, None, 100_000).await;
+        links.unwrap().len()
+    }
 }
 
 impl Drop for Sidecar {
@@ -34,7 +44,7 @@ impl Drop for Sidecar {
     }
 }
 
-async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
+pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     let dir = testkit::temp_dir();
     let database_url = format!("sqlite://{}", dir.path().join("var/links.db").display());
     let config = config(&database_url, redis_url, extra);
@@ -53,6 +63,7 @@ async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     let storage = shortlink_sidecar::open_storage(&config).await.unwrap();
     Sidecar {
         address,
+        database_url,
         storage,
         server,
         keeper,
@@ -61,7 +72,7 @@ async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     }
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     shortlink_e2e::install_tls_provider();
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -69,7 +80,7 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-async fn post(client: &reqwest::Client, address: &str, url: &str) -> (u16, Value) {
+pub(crate) async fn post(client: &reqwest::Client, address: &str, url: &str) -> (u16, Value) {
     let response = client
         .post(format!("{address}/api/v1/links"))
         .bearer_auth(API_KEY)

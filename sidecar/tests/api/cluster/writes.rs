@@ -1,0 +1,88 @@
+//! Creates, a batch, an update and a revoke on a cluster: each record on the primary that owns
+//! its slot (found by the test from `CLUSTER NODES`), as SQL has it; every slot's marker set.
+
+use super::*;
+use crate::helpers::{eventually, API_KEY};
+use crate::sentinel::client;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
+    let cluster = RedisCluster::start();
+    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let http = client();
+
+    let mut codes = create(&sidecar, 12, "t").await;
+    let items: Vec<Value> = (0..40)
+        .map(|i| json!({ "url": format!("https://b.example/{i}") }))
+        .collect();
+    let response = http
+        .post(format!("{}/api/v1/links/batch", sidecar.address))
+        .bearer_auth(API_KEY)
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    for result in body["results"].as_array().unwrap() {
+        codes.push(result["link"]["code"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(codes.len(), 52, "{body}");
+
+    let patched = &codes[0];
+    let response = http
+        .patch(format!("{}/api/v1/links/{patched}", sidecar.address))
+        .bearer_auth(API_KEY)
+        .json(&json!({ "url": "https://t.example/moved", "redirect": 308 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let revoked = &codes[13];
+    let response = http
+        .delete(format!("{}/api/v1/links/{revoked}", sidecar.address))
+        .bearer_auth(API_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let mut owners = BTreeSet::new();
+    for code in &codes {
+        let link = sidecar.storage.get_link(code).await.unwrap().unwrap();
+        let (owner, record) = record_on_owner(&cluster, code);
+        assert_eq!(
+            record,
+            encode_record(&link),
+            "{code} on its owner, node {owner}"
+        );
+        owners.insert(owner);
+    }
+    assert_eq!(owners.len(), 3, "52 links spread over the 3 primaries");
+    assert!(record_on_owner(&cluster, patched)
+        .1
+        .contains("https://t.example/moved"));
+    assert_eq!(
+        record_on_owner(&cluster, revoked).1,
+        shortlink_sidecar::projection::TOMBSTONE
+    );
+
+    // The keeper set every slot's marker, each on the primary serving its slot.
+    assert!(
+        eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await,
+        "markers on the primaries: {}",
+        markers_on_primaries(&cluster)
+    );
+    for primary in cluster.primaries() {
+        let marker = cluster.nodes()[primary]
+            .cli_raw(&["KEYS", "sl:meta:projection:*"])
+            .lines()
+            .next()
+            .unwrap()
+            .to_owned();
+        assert_eq!(cluster.owner_of(key_slot(marker.as_bytes())), Some(primary));
+    }
+}
