@@ -242,6 +242,21 @@ pub fn needs_rediscovery(error: &redis::RedisError) -> bool {
         )
 }
 
+/// Whether an error from a cluster means the client's slot map is behind: a reshard or a
+/// failover moved the slot (`MOVED`, `ASK`), a slot is being migrated (`TRYAGAIN`) or has no owner
+/// for a moment (`CLUSTERDOWN`), or a transaction was discarded because one of its keys had moved
+/// (`EXECABORT`). Nothing of the command was applied; a connection made again reads the map afresh.
+pub fn slot_map_is_behind(error: &redis::RedisError) -> bool {
+    matches!(
+        error.kind(),
+        redis::ErrorKind::Moved
+            | redis::ErrorKind::Ask
+            | redis::ErrorKind::TryAgain
+            | redis::ErrorKind::ClusterDown
+            | redis::ErrorKind::ExecAbortError
+    )
+}
+
 /// How many times a write is tried while a failover may be under way (Sentinel only): with
 /// `--redis-timeout` between the first try and the last, it covers Sentinel's detection and
 /// promotion for the usual `down-after-milliseconds` of a second or so, and a request still ends

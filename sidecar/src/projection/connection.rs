@@ -4,7 +4,8 @@
 
 use super::{Projection, ProjectionError, Wait};
 use crate::primary::{
-    failover_backoff, needs_rediscovery, ConnectOptions, RedisConnection, FAILOVER_ATTEMPTS,
+    failover_backoff, needs_rediscovery, slot_map_is_behind, ConnectOptions, RedisConnection,
+    FAILOVER_ATTEMPTS,
 };
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -62,6 +63,7 @@ impl Projection {
     ) -> Result<T, ProjectionError> {
         let deadline = tokio::time::Instant::now() + allowance;
         let sentinel = self.primary.fails_over();
+        let cluster = self.primary.is_cluster();
         let attempts = if sentinel { FAILOVER_ATTEMPTS } else { 2 };
         let mut attempt = 0;
         loop {
@@ -79,7 +81,9 @@ impl Projection {
                 Err(_) => return Err(ProjectionError::Timeout(allowance)),
             };
             let retry = match &error {
-                ProjectionError::Redis(e) if sentinel => needs_rediscovery(e),
+                ProjectionError::Redis(e) if sentinel => {
+                    needs_rediscovery(e) || (cluster && slot_map_is_behind(e))
+                }
                 ProjectionError::Redis(e) => e.is_connection_dropped() || e.is_io_error(),
                 // Sentinel between two primaries, or a connection attempt that timed out.
                 ProjectionError::NoPrimary(_) | ProjectionError::Timeout(_) => sentinel,
