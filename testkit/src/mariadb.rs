@@ -61,7 +61,10 @@ impl MariaDb {
     }
 
     fn root(&self) -> PathBuf {
-        self.data.parent().expect("data sits in the root").to_owned()
+        self.data
+            .parent()
+            .expect("data sits in the root")
+            .to_owned()
     }
 
     /// Creates the system tables (mariadb-install-db); the server is not running yet.
@@ -196,7 +199,14 @@ impl MariaDb {
         let output = Command::new("mariadb")
             .arg("--no-defaults")
             .arg(format!("--socket={}", self.socket.display()))
-            .args(["-u", "root", "--batch", "--skip-column-names", "-D", database])
+            .args([
+                "-u",
+                "root",
+                "--batch",
+                "--skip-column-names",
+                "-D",
+                database,
+            ])
             .args(["-e", sql])
             .output()
             .map_err(|e| e.to_string())?;

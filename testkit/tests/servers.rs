@@ -61,7 +61,10 @@ fn mariadb_keeps_committed_data_across_a_restart() {
     let url = server.fresh_database_url();
     let name = url.rsplit('/').next().unwrap().to_owned();
     server
-        .sql_in(&name, "CREATE TABLE t (x int) ENGINE=InnoDB; INSERT INTO t VALUES (1)")
+        .sql_in(
+            &name,
+            "CREATE TABLE t (x int) ENGINE=InnoDB; INSERT INTO t VALUES (1)",
+        )
         .unwrap();
     server.stop();
     assert!(!server.is_running());
