@@ -8,6 +8,7 @@ mod model;
 pub mod mysql;
 pub(crate) mod pg_copy;
 mod postgres;
+mod sql;
 mod sqlite;
 pub(crate) mod sqlite_file;
 
@@ -16,8 +17,9 @@ pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, LinkState, ListCursor,
     NewRow, Role, Slot,
 };
-pub use self::postgres::PgStorage;
-pub use self::sqlite::SqliteStorage;
+use self::mysql::MysqlStorage;
+use self::postgres::PgStorage;
+use self::sqlite::SqliteStorage;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -144,7 +146,7 @@ pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn Storage>
     match Backend::from_url(&options.url) {
         Some(Backend::Sqlite) => Ok(Arc::new(SqliteStorage::connect(options).await?)),
         Some(Backend::Postgres) => Ok(Arc::new(PgStorage::connect(options).await?)),
-        Some(Backend::Mysql) => Err(StorageError::NotYet("links on MariaDB/MySQL")),
+        Some(Backend::Mysql) => Ok(Arc::new(MysqlStorage::connect(options).await?)),
         None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(
             &options.url,
         ))),

@@ -77,7 +77,14 @@ impl TestDb {
         match self {
             TestDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
             TestDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
-            TestDb::Mysql(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
+            // Text in a binary collation comes flagged BINARY, which sqlx reads only as bytes.
+            TestDb::Mysql(pool) => sqlx::query_scalar::<_, Vec<u8>>(sql)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|bytes| String::from_utf8(bytes).unwrap())
+                .collect(),
         }
     }
 
