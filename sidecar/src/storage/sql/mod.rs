@@ -4,6 +4,7 @@
 //! the bulk insert). Statements are written once with `?` for each value ([`statement`]); sqlx's
 //! query builder turns them into each database's placeholders (`?`, `$1`) when it runs.
 
+mod access;
 pub(crate) mod batch;
 mod driver;
 pub(crate) mod rows;
