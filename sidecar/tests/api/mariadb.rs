@@ -139,9 +139,7 @@ async fn a_restart_under_create_load_loses_no_acknowledged_link() {
     const CLIENTS: usize = 8;
     let mut server = MariaDb::dedicated();
     let dir = testkit::temp_dir();
-    let app = Arc::new(
-        spawn_app_at(Backend::Mariadb, server.fresh_database_url(), dir, &[]).await,
-    );
+    let app = Arc::new(spawn_app_at(Backend::Mariadb, server.fresh_database_url(), dir, &[]).await);
     let stop = Arc::new(AtomicBool::new(false));
     let acknowledged = Arc::new(AtomicUsize::new(0));
     let mut clients = tokio::task::JoinSet::new();
