@@ -196,7 +196,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         self.rows(query)
             .await?
             .iter()
-            .map(|row| Ok(D::read_text(row, "name")?))
+            .map(|row| D::read_text(row, "name"))
             .collect()
     }
 
