@@ -30,7 +30,8 @@ pub struct Config {
     )]
     pub listen: SocketAddr,
 
-    /// SQL database: `sqlite://path` (file and directory created on first run) or `postgres://...`.
+    /// SQL database: `sqlite://path` (file and directory created on first run), `postgres://...` or
+    /// `mysql://...` / `mariadb://...` (MariaDB 10.6+ or MySQL 8).
     #[arg(
         long,
         env = "SHORTLINK_DATABASE_URL",
@@ -433,6 +434,9 @@ impl Config {
         if let Err(e) = self.code_scheme() {
             problems.push(e);
         }
+        if crate::storage::Backend::from_url(&self.database_url).is_none() {
+            problems.push(ConfigError::DatabaseUrl(redact_url(&self.database_url)));
+        }
         if !(1..=1_000_000).contains(&self.sequence_block) {
             problems.push(ConfigError::SequenceBlock);
         }
@@ -507,6 +511,10 @@ pub enum ConfigError {
     Webhook(String),
     #[error("{flag}: {value:?} is not a host name")]
     Host { flag: &'static str, value: String },
+    #[error(
+        "--database-url {0:?}: use sqlite://..., postgres://... or mysql://... (mariadb://...)"
+    )]
+    DatabaseUrl(String),
     #[error("--sequence-block must be between 1 and 1000000")]
     SequenceBlock,
     #[error("--bootstrap-api-key must be at least 32 characters")]

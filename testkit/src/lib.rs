@@ -2,15 +2,18 @@
 //!
 //! Every process started here is tied to the test process by a lifeline (see [`process`]): when the
 //! test process ends, however it ends, its servers are stopped and their directories removed. So a
-//! panicking or killed test never leaves a Redis, PostgreSQL or nginx behind.
+//! panicking or killed test never leaves a Redis, PostgreSQL, MariaDB or nginx behind.
 
 pub mod cluster;
+pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod redis;
+mod restartable;
 pub mod sentinel;
 
 pub use cluster::RedisCluster;
+pub use mariadb::{mariadb, MariaDb};
 pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;

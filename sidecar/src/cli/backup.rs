@@ -18,8 +18,8 @@ pub struct BackupArgs {
 pub async fn run(config: &Config, args: BackupArgs) -> Result<(), BoxError> {
     if Backend::from_url(&config.database_url) != Some(Backend::Sqlite) {
         return Err(
-            "backup copies SQLite databases; for PostgreSQL use pg_dump \
-                    (see docs/BACKUP.md)"
+            "backup copies SQLite databases; for PostgreSQL use pg_dump, for MariaDB/MySQL \
+             mariadb-dump --single-transaction (see docs/BACKUP.md)"
                 .into(),
         );
     }

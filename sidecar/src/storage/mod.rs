@@ -5,8 +5,10 @@
 //! the SQL write and the commit (see [`crate::service`]).
 
 mod model;
+pub mod mysql;
 pub(crate) mod pg_copy;
 mod postgres;
+mod sql;
 mod sqlite;
 pub(crate) mod sqlite_file;
 
@@ -15,8 +17,9 @@ pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, LinkState, ListCursor,
     NewRow, Role, Slot,
 };
-pub use self::postgres::PgStorage;
-pub use self::sqlite::SqliteStorage;
+use self::mysql::MysqlStorage;
+use self::postgres::PgStorage;
+use self::sqlite::SqliteStorage;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -36,8 +39,13 @@ pub enum StorageError {
     Other(#[from] sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    #[error("unsupported database URL {0:?}: use sqlite://... or postgres://...")]
+    #[error(
+        "unsupported database URL {0:?}: use sqlite://..., postgres://... or mysql://... (mariadb://...)"
+    )]
     UnsupportedUrl(String),
+    /// A backend that does not do this yet.
+    #[error("not supported yet: {0}")]
+    NotYet(&'static str),
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
 }
@@ -62,6 +70,8 @@ impl StorageError {
                         || code.starts_with("28")
                         || code.starts_with("57P0")
                         || matches!(code.as_ref(), "55000" | "55P03" | "57014" | "3D000")
+                } else if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                    mysql_unavailable(my.number())
                 } else {
                     // SQLite: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
                     code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
@@ -83,9 +93,25 @@ impl StorageError {
     }
 }
 
+/// MariaDB/MySQL server errors worth retrying: the server is going away, out of connections or
+/// resources, or a lock wait ran out.
+fn mysql_unavailable(number: u16) -> bool {
+    matches!(
+        number,
+        // ER_CON_COUNT_ERROR, ER_OUT_OF_RESOURCES, ER_SERVER_SHUTDOWN, ER_NORMAL_SHUTDOWN,
+        // ER_TOO_MANY_USER_CONNECTIONS, ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK,
+        // ER_QUERY_INTERRUPTED, ER_CONNECTION_KILLED, ER_BAD_DB_ERROR, ER_ACCESS_DENIED_ERROR
+        1040 | 1041 | 1053 | 1077 | 1203 | 1205 | 1213 | 1317 | 1927 | 1049 | 1045
+            // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time), ER_QUERY_TIMEOUT (MySQL)
+            | 1969 | 3024
+            // CR_SERVER_GONE_ERROR, CR_SERVER_LOST (as the server reports them to some clients)
+            | 2006 | 2013
+    )
+}
+
 pub type StorageResult<T> = Result<T, StorageError>;
 
-/// Connection settings common to both backends.
+/// Connection settings common to every backend.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub url: String,
@@ -97,6 +123,8 @@ pub struct ConnectOptions {
 pub enum Backend {
     Sqlite,
     Postgres,
+    /// MariaDB or MySQL.
+    Mysql,
 }
 
 impl Backend {
@@ -105,6 +133,8 @@ impl Backend {
             Some(Backend::Sqlite)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Some(Backend::Postgres)
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            Some(Backend::Mysql)
         } else {
             None
         }
@@ -116,6 +146,7 @@ pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn Storage>
     match Backend::from_url(&options.url) {
         Some(Backend::Sqlite) => Ok(Arc::new(SqliteStorage::connect(options).await?)),
         Some(Backend::Postgres) => Ok(Arc::new(PgStorage::connect(options).await?)),
+        Some(Backend::Mysql) => Ok(Arc::new(MysqlStorage::connect(options).await?)),
         None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(
             &options.url,
         ))),
@@ -381,6 +412,8 @@ mod tests {
             Backend::from_url("postgresql://u@h/db"),
             Some(Backend::Postgres)
         );
-        assert_eq!(Backend::from_url("mysql://u@h/db"), None);
+        assert_eq!(Backend::from_url("mysql://u@h/db"), Some(Backend::Mysql));
+        assert_eq!(Backend::from_url("mariadb://u@h/db"), Some(Backend::Mysql));
+        assert_eq!(Backend::from_url("mssql://u@h/db"), None);
     }
 }

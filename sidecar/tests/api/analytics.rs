@@ -96,10 +96,7 @@ fn group<'a>(
 /// The stored visit ids (raw visits), sorted.
 async fn visit_ids(app: &TestApp) -> Vec<String> {
     let sql = "SELECT event_id FROM visits ORDER BY event_id";
-    match &app.db {
-        TestDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
-        TestDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
-    }
+    app.db.texts(sql).await
 }
 
 async fn get_json(app: &TestApp, path: &str) -> Value {
@@ -760,7 +757,7 @@ fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
 }
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     counts_and_breakdowns,
     redelivery_counts_once,
     partly_stored_batch_counts_the_new_visits,

@@ -5,13 +5,23 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::process::Command;
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     requests_without_a_valid_key_are_refused,
     keys_from_the_cli_work_until_revoked,
     a_resolve_key_resolves_and_nothing_else,
-    the_roles_migration_narrows_the_old_fallback_key,
     viewers_read_and_issuers_change_links,
 );
+
+// MariaDB's schema starts with roles (migrations/mysql): there is no older database to upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roles_migration_narrows_the_old_fallback_key_sqlite() {
+    the_roles_migration_narrows_the_old_fallback_key(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roles_migration_narrows_the_old_fallback_key_postgres() {
+    the_roles_migration_narrows_the_old_fallback_key(Backend::Postgres).await
+}
 
 async fn requests_without_a_valid_key_are_refused(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -263,6 +273,7 @@ async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
             sqlx::migrate!("../migrations/postgres"),
             testkit::postgres().fresh_database_url(),
         ),
+        Backend::Mariadb => unreachable!("MariaDB's first migration has the roles"),
     };
     let all = migrator.migrations.clone();
     migrator.migrations = all.iter().filter(|m| m.version < ROLES).cloned().collect();
@@ -289,6 +300,7 @@ async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
             migrator.migrations = all;
             migrator.run(&pool).await.unwrap();
         }
+        Backend::Mariadb => unreachable!(),
     }
     let listing = sidecar_cli(&url, &["keys", "list"]);
     let role = |name: &str| {

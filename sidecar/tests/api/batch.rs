@@ -2,11 +2,11 @@
 //! NDJSON streamed both ways, metadata filters and campaign aggregates.
 
 use crate::helpers::*;
-use crate::on_both_backends;
+use crate::on_each_backend;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-on_both_backends!(
+on_each_backend!(
     mixed_items_answer_in_order,
     an_alias_already_stored_fails_only_its_item,
     ndjson_batches_stream_one_result_per_line,

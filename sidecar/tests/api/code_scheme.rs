@@ -1,8 +1,8 @@
 //! The code scheme fingerprint (src/code_scheme.rs) and what protects sent links from a database
 //! restored older than Redis (src/issuer.rs high-water mark, `SET NX` creates in src/service.rs).
 
-use crate::helpers::{self, spawn_app, Backend, TestApp, TestDb, SECRET_HEX};
-use crate::on_both_backends;
+use crate::helpers::{self, spawn_app, Backend, TestApp, SECRET_HEX};
+use crate::on_each_backend;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
 use shortlink_sidecar::projection::marker::ProjectionMarker;
@@ -11,7 +11,7 @@ use std::process::Command;
 
 const OTHER_SECRET: &str = "ff0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1eff";
 
-on_both_backends!(
+on_each_backend!(
     a_wrong_secret_refuses_to_start_and_writes_nothing,
     a_redis_marked_by_another_scheme_is_refused,
     adopting_another_scheme_refuses_while_generated_links_exist,
@@ -31,44 +31,11 @@ struct Snapshot {
 }
 
 async fn snapshot(app: &TestApp) -> Snapshot {
-    let (links, api_keys, sequence, scheme) = match &app.db {
-        TestDb::Sqlite(pool) => (
-            sqlx::query_scalar("SELECT COUNT(*) FROM links")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT COUNT(*) FROM api_keys")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT next_value FROM sequence_blocks")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT value FROM settings WHERE name = 'code_scheme'")
-                .fetch_optional(pool)
-                .await
-                .unwrap(),
-        ),
-        TestDb::Postgres(pool) => (
-            sqlx::query_scalar("SELECT COUNT(*) FROM links")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT COUNT(*) FROM api_keys")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT next_value FROM sequence_blocks")
-                .fetch_one(pool)
-                .await
-                .unwrap(),
-            sqlx::query_scalar("SELECT value FROM settings WHERE name = 'code_scheme'")
-                .fetch_optional(pool)
-                .await
-                .unwrap(),
-        ),
-    };
+    let scheme = app
+        .db
+        .texts("SELECT value FROM settings WHERE name = 'code_scheme'")
+        .await
+        .pop();
     let mut redis = app.redis().await;
     let mut keys: Vec<String> = redis.keys("*").await.unwrap();
     keys.sort();
@@ -77,9 +44,12 @@ async fn snapshot(app: &TestApp) -> Snapshot {
         values.push((key.clone(), redis.get(&key).await.unwrap()));
     }
     Snapshot {
-        links,
-        api_keys,
-        sequence,
+        links: app.db.scalar("SELECT COUNT(*) FROM links").await,
+        api_keys: app.db.scalar("SELECT COUNT(*) FROM api_keys").await,
+        sequence: app
+            .db
+            .scalar("SELECT next_value FROM sequence_blocks")
+            .await,
         scheme,
         redis: values,
     }
@@ -303,35 +273,18 @@ impl ApiAt<'_> {
 /// Puts the database back to what it held before `newer` were created (as a restore of an
 /// older backup would): their rows gone, the sequence back to `sequence`.
 async fn restore_older(app: &TestApp, newer: &[(String, String)], sequence: i64) {
-    let codes: Vec<String> = newer.iter().map(|(code, _)| code.clone()).collect();
-    match &app.db {
-        TestDb::Sqlite(pool) => {
-            for code in &codes {
-                sqlx::query("DELETE FROM links WHERE code = ?1")
-                    .bind(code)
-                    .execute(pool)
-                    .await
-                    .unwrap();
-            }
-            sqlx::query("UPDATE sequence_blocks SET next_value = ?1")
-                .bind(sequence)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        TestDb::Postgres(pool) => {
-            sqlx::query("DELETE FROM links WHERE code = ANY($1)")
-                .bind(&codes)
-                .execute(pool)
-                .await
-                .unwrap();
-            sqlx::query("UPDATE sequence_blocks SET next_value = $1")
-                .bind(sequence)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-    }
+    let codes: Vec<String> = newer.iter().map(|(code, _)| format!("'{code}'")).collect();
+    app.db
+        .execute(&format!(
+            "DELETE FROM links WHERE code IN ({})",
+            codes.join(", ")
+        ))
+        .await;
+    app.db
+        .execute(&format!(
+            "UPDATE sequence_blocks SET next_value = {sequence}"
+        ))
+        .await;
 }
 
 async fn older_database_scenario(backend: Backend, keep_mark: bool) {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     every_page_renders_for_an_admin,
     a_revoked_key_ends_its_sessions,
     campaigns_are_listed_by_name_a_page_at_a_time,

@@ -1,5 +1,5 @@
-//! `spawn_app`: the sidecar's router in-process on 127.0.0.1:0, with a fresh SQLite file or
-//! PostgreSQL database and a fresh redis-server per test.
+//! `spawn_app`: the sidecar's router in-process on 127.0.0.1:0, with a fresh SQLite file,
+//! PostgreSQL or MariaDB database and a fresh redis-server per test.
 
 use clap::Parser;
 use redis::AsyncCommands;
@@ -7,7 +7,7 @@ use serde_json::Value;
 use shortcode::CodeScheme;
 use shortlink_sidecar::cli::Cli;
 use shortlink_sidecar::Application;
-use sqlx::{PgPool, SqlitePool};
+use sqlx::{MySqlPool, PgPool, SqlitePool};
 use std::sync::LazyLock;
 use std::time::Duration;
 use testkit::RedisServer;
@@ -28,12 +28,96 @@ pub const GRACE_SECS: i64 = 7 * 86_400;
 pub enum Backend {
     Sqlite,
     Postgres,
+    Mariadb,
+}
+
+impl Backend {
+    /// A fresh database of this backend (SQLite: a file in `dir`).
+    pub fn fresh_database_url(self, dir: &std::path::Path) -> String {
+        match self {
+            Backend::Sqlite => format!("sqlite://{}", dir.join("var/links.db").display()),
+            Backend::Postgres => testkit::postgres().fresh_database_url(),
+            Backend::Mariadb => testkit::mariadb().fresh_database_url(),
+        }
+    }
 }
 
 /// Direct access to the test's database, for assertions and for states the API cannot produce.
 pub enum TestDb {
     Sqlite(SqlitePool),
     Postgres(PgPool),
+    Mysql(MySqlPool),
+}
+
+impl TestDb {
+    pub async fn connect(backend: Backend, database_url: &str) -> Self {
+        match backend {
+            Backend::Sqlite => TestDb::Sqlite(SqlitePool::connect(database_url).await.unwrap()),
+            Backend::Postgres => TestDb::Postgres(PgPool::connect(database_url).await.unwrap()),
+            // The sidecar's own sessions: strict, UTC, and "key" quotes a name.
+            Backend::Mariadb => TestDb::Mysql(
+                shortlink_sidecar::storage::mysql::pool(database_url, 4, Duration::from_secs(10))
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+
+    /// A number the SQL computes (`SELECT COUNT(*) ...`), on any backend.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        match self {
+            TestDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+            TestDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+            TestDb::Mysql(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+        }
+    }
+
+    /// The first column of every row the SQL returns, as text.
+    pub async fn texts(&self, sql: &str) -> Vec<String> {
+        match self {
+            TestDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
+            TestDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await.unwrap(),
+            // Text in a binary collation comes flagged BINARY, which sqlx reads only as bytes.
+            TestDb::Mysql(pool) => sqlx::query_scalar::<_, Vec<u8>>(sql)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|bytes| String::from_utf8(bytes).unwrap())
+                .collect(),
+        }
+    }
+
+    /// Runs a statement without parameters; returns the rows it changed.
+    pub async fn execute(&self, sql: &str) -> u64 {
+        match self {
+            TestDb::Sqlite(pool) => sqlx::query(sql)
+                .execute(pool)
+                .await
+                .unwrap()
+                .rows_affected(),
+            TestDb::Postgres(pool) => sqlx::query(sql)
+                .execute(pool)
+                .await
+                .unwrap()
+                .rows_affected(),
+            TestDb::Mysql(pool) => sqlx::query(sql)
+                .execute(pool)
+                .await
+                .unwrap()
+                .rows_affected(),
+        }
+    }
+
+    /// `at` as a SQL literal of the backend's time columns.
+    pub fn time_literal(&self, at: chrono::DateTime<chrono::Utc>) -> String {
+        match self {
+            TestDb::Sqlite(_) | TestDb::Postgres(_) => {
+                format!("'{}'", at.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+            }
+            TestDb::Mysql(_) => format!("'{}'", at.format("%Y-%m-%d %H:%M:%S%.6f")),
+        }
+    }
 }
 
 pub struct TestApp {
@@ -69,12 +153,19 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 /// `extra` are more command-line flags, e.g. `["--short-domains", "s1.example"]`.
 pub async fn spawn_app_with(backend: Backend, extra: &[&str]) -> TestApp {
-    LazyLock::force(&TRACING);
     let dir = testkit::temp_dir();
-    let database_url = match backend {
-        Backend::Sqlite => format!("sqlite://{}", dir.path().join("var/links.db").display()),
-        Backend::Postgres => testkit::postgres().fresh_database_url(),
-    };
+    let database_url = backend.fresh_database_url(dir.path());
+    spawn_app_at(backend, database_url, dir, extra).await
+}
+
+/// [`spawn_app_with`] on a database of the caller's (e.g. on a server the test restarts).
+pub async fn spawn_app_at(
+    backend: Backend,
+    database_url: String,
+    dir: tempfile::TempDir,
+    extra: &[&str],
+) -> TestApp {
+    LazyLock::force(&TRACING);
     let redis = RedisServer::start();
     let config = config(&database_url, &redis.url(), extra);
     let app = Application::build(&config)
@@ -84,10 +175,7 @@ pub async fn spawn_app_with(backend: Backend, extra: &[&str]) -> TestApp {
     let server = tokio::spawn(async move {
         app.run_until(std::future::pending()).await.expect("serve");
     });
-    let db = match backend {
-        Backend::Sqlite => TestDb::Sqlite(SqlitePool::connect(&database_url).await.unwrap()),
-        Backend::Postgres => TestDb::Postgres(PgPool::connect(&database_url).await.unwrap()),
-    };
+    let db = TestDb::connect(backend, &database_url).await;
     let redis_client = redis::Client::open(redis.url()).unwrap();
     // The workspace builds reqwest with rustls and no default provider (tests/Cargo.toml).
     shortlink_e2e::install_tls_provider();
@@ -252,16 +340,8 @@ impl TestApp {
     }
 
     pub async fn stored(&self) -> Stored {
-        let (links, api_keys) = match &self.db {
-            TestDb::Sqlite(pool) => (
-                count(pool, "SELECT COUNT(*) FROM links").await,
-                count(pool, "SELECT COUNT(*) FROM api_keys").await,
-            ),
-            TestDb::Postgres(pool) => (
-                count_pg(pool, "SELECT COUNT(*) FROM links").await,
-                count_pg(pool, "SELECT COUNT(*) FROM api_keys").await,
-            ),
-        };
+        let links = self.db.scalar("SELECT COUNT(*) FROM links").await;
+        let api_keys = self.db.scalar("SELECT COUNT(*) FROM api_keys").await;
         let mut redis = self.redis().await;
         // Link data only: the projection marker and resync token (`sl:meta:*`) are bookkeeping.
         let mut keys: Vec<String> = redis.keys("*").await.unwrap();
@@ -296,25 +376,12 @@ impl TestApp {
         column: LinkTime,
         at: chrono::DateTime<chrono::Utc>,
     ) {
-        let column = column.as_str();
-        match &self.db {
-            TestDb::Sqlite(pool) => {
-                sqlx::query(&format!("UPDATE links SET {column} = ?1 WHERE code = ?2"))
-                    .bind(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-                    .bind(code)
-                    .execute(pool)
-                    .await
-                    .unwrap();
-            }
-            TestDb::Postgres(pool) => {
-                sqlx::query(&format!("UPDATE links SET {column} = $1 WHERE code = $2"))
-                    .bind(at)
-                    .bind(code)
-                    .execute(pool)
-                    .await
-                    .unwrap();
-            }
-        }
+        let sql = format!(
+            "UPDATE links SET {} = {} WHERE code = '{code}'",
+            column.as_str(),
+            self.db.time_literal(at)
+        );
+        assert_eq!(self.db.execute(&sql).await, 1, "{sql}");
     }
 
     /// Runs a subcommand in-process with this app's database and Redis.
@@ -322,14 +389,6 @@ impl TestApp {
         let cli = cli(&self.database_url, &self.redis.url(), args);
         shortlink_sidecar::cli::run(cli).await.expect("subcommand");
     }
-}
-
-async fn count(pool: &SqlitePool, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
-}
-
-async fn count_pg(pool: &PgPool, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
 
 pub fn now_secs() -> i64 {
@@ -358,7 +417,7 @@ where
 
 /// Generates one `#[tokio::test]` per backend for each listed `async fn name(Backend)`.
 #[macro_export]
-macro_rules! on_both_backends {
+macro_rules! on_each_backend {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
             $(
@@ -373,6 +432,14 @@ macro_rules! on_both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     super::$name($crate::helpers::Backend::Postgres).await
+                }
+            )*
+        }
+        mod mariadb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Mariadb).await
                 }
             )*
         }

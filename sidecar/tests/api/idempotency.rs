@@ -2,7 +2,7 @@
 //! creates nothing new, also after the sidecar was killed in the middle of the first attempt.
 
 use crate::helpers::*;
-use crate::on_both_backends;
+use crate::on_each_backend;
 use redis::AsyncCommands;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use testkit::process::{Lifeline, Signal};
 use testkit::RedisServer;
 
-on_both_backends!(
+on_each_backend!(
     single_create_retries,
     batch_retries_answer_identically,
     keys_past_retention_are_pruned
@@ -122,22 +122,11 @@ async fn keys_past_retention_are_pruned(backend: Backend) {
         .unwrap();
     // Eight days ago, behind the API's back (tests never sleep).
     let eight_days_ago = chrono::Utc::now() - chrono::Duration::days(8);
-    match &app.db {
-        TestDb::Sqlite(pool) => {
-            sqlx::query("UPDATE idempotency_keys SET created_at = ?1 WHERE key = 'old'")
-                .bind(eight_days_ago.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        TestDb::Postgres(pool) => {
-            sqlx::query("UPDATE idempotency_keys SET created_at = $1 WHERE key = 'old'")
-                .bind(eight_days_ago)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-    }
+    let sql = format!(
+        "UPDATE idempotency_keys SET created_at = {} WHERE \"key\" = 'old'",
+        app.db.time_literal(eight_days_ago)
+    );
+    assert_eq!(app.db.execute(&sql).await, 1);
     let config = config(&app.database_url, &app.redis.url(), &[]);
     assert_eq!(
         config.idempotency_retention,
@@ -237,10 +226,7 @@ async fn post_batch(
 
 async fn crash_and_retry(backend: Backend) {
     let dir = testkit::temp_dir();
-    let database_url = match backend {
-        Backend::Sqlite => format!("sqlite://{}", dir.path().join("links.db").display()),
-        Backend::Postgres => testkit::postgres().fresh_database_url(),
-    };
+    let database_url = backend.fresh_database_url(dir.path());
     let redis = RedisServer::start();
     let started = Instant::now();
 
@@ -281,22 +267,10 @@ async fn crash_and_retry(backend: Backend) {
         assert_eq!(result, &results[i], "item {i}");
     }
 
-    let links: i64 = match backend {
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(&database_url).await.unwrap();
-            sqlx::query_scalar("SELECT COUNT(*) FROM links")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-            sqlx::query_scalar("SELECT COUNT(*) FROM links")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
+    let links = TestDb::connect(backend, &database_url)
+        .await
+        .scalar("SELECT COUNT(*) FROM links")
+        .await;
     assert_eq!(links, CRASH_ITEMS as i64, "exactly one link per item");
     let mut connection = redis::Client::open(redis.url())
         .unwrap()
@@ -326,4 +300,9 @@ async fn killed_during_a_100k_batch_then_retried_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_during_a_100k_batch_then_retried_postgres() {
     crash_and_retry(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_a_100k_batch_then_retried_mariadb() {
+    crash_and_retry(Backend::Mariadb).await;
 }

@@ -2,12 +2,12 @@
 //! status): line numbers for bad rows, export → import round trips, Redis rebuilt after FLUSHALL.
 
 use crate::helpers::*;
-use crate::on_both_backends;
+use crate::on_each_backend;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::process::{Command, Output};
 
-on_both_backends!(
+on_each_backend!(
     export_then_import_reproduces_the_links,
     resync_removes_orphan_keys
 );

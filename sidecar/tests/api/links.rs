@@ -4,7 +4,7 @@
 use crate::helpers::*;
 use serde_json::{json, Value};
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     lifecycle_is_written_through_to_redis,
     expiring_links_get_expireat_plus_grace,
     custom_aliases,

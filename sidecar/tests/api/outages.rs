@@ -5,7 +5,7 @@ use crate::helpers::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-crate::on_both_backends!(redis_down_refuses_writes_and_stores_nothing);
+crate::on_each_backend!(redis_down_refuses_writes_and_stores_nothing);
 
 async fn redis_down_refuses_writes_and_stores_nothing(backend: Backend) {
     let mut app = spawn_app(backend).await;

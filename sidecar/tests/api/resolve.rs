@@ -4,7 +4,7 @@ use crate::helpers::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     resolve_answers_as_the_module_would,
     resolve_repairs_missing_redis_keys,
 );

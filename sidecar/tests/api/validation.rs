@@ -4,7 +4,7 @@ use crate::helpers::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-crate::on_both_backends!(
+crate::on_each_backend!(
     bad_link_bodies_are_refused_and_store_nothing,
     bad_requests_are_refused_and_store_nothing,
     host_lists_and_configured_short_domains,

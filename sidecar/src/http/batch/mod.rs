@@ -151,7 +151,7 @@ pub async fn create_batch(
     // transaction each, see `LinkService::create_chunks`), then answered in order.
     let parallel_groups = match state.links.storage().backend() {
         Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
-        Backend::Postgres => PARALLEL_GROUPS,
+        Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
     };
     let checked = check_ahead(
         stream::iter(first).chain(chunks),

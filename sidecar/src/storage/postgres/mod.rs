@@ -1,37 +1,84 @@
-//! PostgreSQL backend: several sidecar processes may share one database.
+//! PostgreSQL backend: several sidecar processes may share one database. What it does its own
+//! way: jsonb tags, an expression index on the URL-hash prefix, a table lock to quiesce writers,
+//! and batch inserts by binary `COPY` ([`copy`]).
 
-mod rows;
-mod tx;
+mod copy;
 
-use super::{
-    url_hash_prefix, ApiKey, Backend, CampaignStats, ConnectOptions, EncodedRows,
-    IdempotencyRecord, Link, LinkFilter, LinkTx, ListCursor, NewRow, Role, Storage, StorageError,
-    StorageResult,
-};
+use super::sql::{Dialect, SqlStorage, Statement, Value};
+use super::{Backend, ConnectOptions, EncodedRows, NewRow, StorageError, StorageResult};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use rows::{api_key_from_row, link_from_row, push_filter, select_links, LINK_COLUMNS};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Postgres, QueryBuilder, Row};
+use copy::LinksCopy;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Pool, Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
-use tx::{LinksCopy, PgTx};
 
-#[derive(Debug, Clone)]
-pub struct PgStorage {
-    pool: PgPool,
+/// The PostgreSQL dialect.
+#[derive(Clone)]
+pub(crate) struct Pg;
+
+pub(crate) type PgStorage = SqlStorage<Pg>;
+
+#[async_trait]
+impl Dialect for Pg {
+    type DB = Postgres;
+
+    const BACKEND: Backend = Backend::Postgres;
+
+    // Widened to the 64-bit integers the shared row mapping reads.
+    const LINK_COLUMNS: &'static str = "code, target, url_hash, \
+         redirect_status::int8 AS redirect_status, flags::int8 AS flags, created_at, updated_at, \
+         expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, \
+         tags::text AS tags";
+
+    const URL_PREFIX: &'static str = "left(url_hash, 16)";
+
+    const WRITES_URL_PREFIX: bool = false;
+
+    const TAGS_PARAM: &'static str = "?::jsonb";
+
+    const BIGINT: &'static str = "BIGINT";
+
+    fn push_tag(query: &mut Statement, tag: String) {
+        query
+            .push(" AND tags @> jsonb_build_array(")
+            .bind(Value::Text(tag))
+            .push("::text)");
+    }
+
+    async fn begin_quiesced(
+        pool: &Pool<Postgres>,
+    ) -> StorageResult<Transaction<'static, Postgres>> {
+        let mut tx = Self::begin(pool).await?;
+        // SHARE conflicts with the ROW EXCLUSIVE lock every INSERT/UPDATE takes: it waits for
+        // the link writes in flight and blocks new ones until this transaction ends.
+        sqlx::query("LOCK TABLE links IN SHARE MODE")
+            .execute(&mut *tx)
+            .await
+            .map_err(StorageError::classify)?;
+        Ok(tx)
+    }
+
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows> {
+        Ok(EncodedRows::new(LinksCopy::new(rows)))
+    }
+
+    async fn insert_links(
+        tx: &mut Transaction<'static, Postgres>,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>> {
+        let data = encoded
+            .into_inner::<LinksCopy>()
+            .unwrap_or_else(|| LinksCopy::new(rows));
+        if copy::copy_links(tx, data).await? {
+            return Ok(rows.iter().map(|row| row.link.code.clone()).collect());
+        }
+        copy::insert_links_skipping_conflicts(tx, rows).await
+    }
 }
 
 impl PgStorage {
-    async fn fetch_links(&self, mut query: QueryBuilder<'_, Postgres>) -> StorageResult<Vec<Link>> {
-        let rows = query
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        rows.iter().map(link_from_row).collect()
-    }
-
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         // Server-side bounds, so a request never waits indefinitely on a lock or a slow query
         // (answered 503), and a transaction left open by a stuck process cannot hold row locks.
@@ -52,429 +99,10 @@ impl PgStorage {
             .map_err(StorageError::classify)?;
         // The migrator takes an advisory lock, so sidecars starting together apply it once.
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
-    }
-}
-
-#[async_trait]
-impl Storage for PgStorage {
-    fn backend(&self) -> Backend {
-        Backend::Postgres
-    }
-
-    fn pool_use(&self) -> Vec<(&'static str, u32, usize)> {
-        vec![("main", self.pool.size(), self.pool.num_idle())]
-    }
-
-    async fn ping(&self) -> StorageResult<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        Ok(())
-    }
-
-    async fn lease_sequence_block(&self, size: u64) -> StorageResult<u64> {
-        let size = i64::try_from(size)
-            .map_err(|_| StorageError::Corrupt(format!("sequence block {size}")))?;
-        // One statement: the row lock serialises concurrent leases, so blocks never overlap.
-        let start: i64 = sqlx::query_scalar(
-            "UPDATE sequence_blocks SET next_value = next_value + $1 \
-             WHERE name = 'links' RETURNING next_value - $1",
-        )
-        .bind(size)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        u64::try_from(start).map_err(|_| StorageError::Corrupt(format!("sequence value {start}")))
-    }
-
-    async fn get_link(&self, code: &str) -> StorageResult<Option<Link>> {
-        let row = sqlx::query(&format!("SELECT {LINK_COLUMNS} FROM links WHERE code = $1"))
-            .bind(code)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        row.as_ref().map(link_from_row).transpose()
-    }
-
-    async fn find_live_link(
-        &self,
-        url_hash: &str,
-        recipient_ref: Option<&str>,
-        now: DateTime<Utc>,
-    ) -> StorageResult<Option<Link>> {
-        // Each form names its index's key and predicate (migration 9), so the planner can use it.
-        let (by, key) = match recipient_ref {
-            None => (
-                "left(url_hash, 16) = $3 AND recipient_ref IS NULL",
-                url_hash_prefix(url_hash),
-            ),
-            Some(recipient_ref) => ("recipient_ref = $3", recipient_ref),
-        };
-        let row = sqlx::query(&format!(
-            "SELECT {LINK_COLUMNS} FROM links \
-             WHERE {by} AND url_hash = $1 AND revoked_at IS NULL \
-               AND (expires_at IS NULL OR expires_at > $2) \
-             ORDER BY created_at DESC, code DESC LIMIT 1"
-        ))
-        .bind(url_hash)
-        .bind(now)
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        row.as_ref().map(link_from_row).transpose()
-    }
-
-    async fn list_links(
-        &self,
-        filter: &LinkFilter,
-        after: Option<&ListCursor>,
-        limit: u32,
-    ) -> StorageResult<Vec<Link>> {
-        let mut query = select_links(filter);
-        if let Some(cursor) = after {
-            query
-                .push(" AND (created_at, code) < (")
-                .push_bind(cursor.created_at)
-                .push(", ")
-                .push_bind(cursor.code.clone())
-                .push(")");
-        }
-        query
-            .push(" ORDER BY created_at DESC, code DESC LIMIT ")
-            .push_bind(i64::from(limit));
-        self.fetch_links(query).await
-    }
-
-    async fn scan_links(
-        &self,
-        filter: &LinkFilter,
-        after_code: Option<&str>,
-        limit: u32,
-    ) -> StorageResult<Vec<Link>> {
-        let mut query = select_links(filter);
-        query
-            .push(" AND code > ")
-            .push_bind(after_code.unwrap_or("").to_owned())
-            .push(" ORDER BY code LIMIT ")
-            .push_bind(i64::from(limit));
-        self.fetch_links(query).await
-    }
-
-    async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>> {
-        sqlx::query_scalar("SELECT code FROM links WHERE code = ANY($1)")
-            .bind(codes)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
-        let mut query = QueryBuilder::new("SELECT COUNT(*) FROM links");
-        push_filter(&mut query, filter);
-        let count: i64 = query
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>> {
-        let rows = sqlx::query(
-            "WITH RECURSIVE c(name, n) AS ( \
-               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > $1), 1 \
-               UNION ALL \
-               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > c.name), c.n + 1 \
-               FROM c WHERE c.name IS NOT NULL AND c.n < $2 \
-             ) SELECT name FROM c WHERE name IS NOT NULL",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        rows.iter()
-            .map(|row| row.try_get("name").map_err(StorageError::from))
-            .collect()
-    }
-
-    async fn campaign_stats(
-        &self,
-        campaign: &str,
-        now: DateTime<Utc>,
-    ) -> StorageResult<CampaignStats> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS links, \
-               COUNT(*) FILTER (WHERE revoked_at IS NULL \
-                                  AND (expires_at IS NULL OR expires_at > $2)) AS live, \
-               COUNT(*) FILTER (WHERE revoked_at IS NULL AND expires_at <= $2) AS expired, \
-               COUNT(*) FILTER (WHERE revoked_at IS NOT NULL) AS revoked, \
-               COALESCE(SUM(visit_count), 0)::BIGINT AS visits \
-             FROM links WHERE campaign = $1",
-        )
-        .bind(campaign)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(CampaignStats {
-            links: row.try_get("links")?,
-            live: row.try_get("live")?,
-            expired: row.try_get("expired")?,
-            revoked: row.try_get("revoked")?,
-            visits: row.try_get("visits")?,
+        Ok(Self {
+            dialect: Pg,
+            writer: pool.clone(),
+            reader: pool,
         })
-    }
-
-    async fn claim_idempotency_key(
-        &self,
-        api_key_id: i64,
-        key: &str,
-        request_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StorageResult<IdempotencyRecord> {
-        let inserted: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO idempotency_keys (api_key_id, key, request_hash, created_at) \
-             VALUES ($1, $2, $3, $4) ON CONFLICT (api_key_id, key) DO NOTHING RETURNING id",
-        )
-        .bind(api_key_id)
-        .bind(key)
-        .bind(request_hash)
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        if let Some(id) = inserted {
-            return Ok(IdempotencyRecord {
-                id,
-                request_hash: request_hash.to_owned(),
-                fresh: true,
-            });
-        }
-        let row = sqlx::query(
-            "SELECT id, request_hash FROM idempotency_keys WHERE api_key_id = $1 AND key = $2",
-        )
-        .bind(api_key_id)
-        .bind(key)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(IdempotencyRecord {
-            id: row.try_get("id")?,
-            request_hash: row.try_get("request_hash")?,
-            fresh: false,
-        })
-    }
-
-    async fn links_by_slots(
-        &self,
-        batch_id: i64,
-        from: i64,
-        to: i64,
-    ) -> StorageResult<Vec<(i64, Link)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT batch_index, {LINK_COLUMNS} FROM links \
-             WHERE batch_id = $1 AND batch_index BETWEEN $2 AND $3"
-        ))
-        .bind(batch_id)
-        .bind(from)
-        .bind(to)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("batch_index")?, link_from_row(row)?)))
-            .collect()
-    }
-
-    async fn prune_idempotency_keys(
-        &self,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> StorageResult<u64> {
-        let done = sqlx::query(
-            "DELETE FROM idempotency_keys WHERE id IN \
-             (SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2)",
-        )
-        .bind(before)
-        .bind(i64::from(limit))
-        .execute(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(done.rows_affected())
-    }
-
-    async fn raise_sequence(&self, next: u64) -> StorageResult<bool> {
-        let next = i64::try_from(next)
-            .map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))?;
-        let done = sqlx::query(
-            "UPDATE sequence_blocks SET next_value = $1 WHERE name = 'links' AND next_value < $1",
-        )
-        .bind(next)
-        .execute(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(done.rows_affected() > 0)
-    }
-
-    async fn delete_setting(&self, name: &str) -> StorageResult<()> {
-        sqlx::query("DELETE FROM settings WHERE name = $1")
-            .bind(name)
-            .execute(&self.pool)
-            .await
-            .map_err(StorageError::classify)?;
-        Ok(())
-    }
-
-    async fn sequence_next(&self) -> StorageResult<u64> {
-        let next: i64 =
-            sqlx::query_scalar("SELECT next_value FROM sequence_blocks WHERE name = 'links'")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(StorageError::classify)?;
-        u64::try_from(next).map_err(|_| StorageError::Corrupt(format!("sequence value {next}")))
-    }
-
-    async fn setting(&self, name: &str) -> StorageResult<Option<String>> {
-        sqlx::query_scalar("SELECT value FROM settings WHERE name = $1")
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    async fn init_setting(
-        &self,
-        name: &str,
-        value: &str,
-        now: DateTime<Utc>,
-    ) -> StorageResult<String> {
-        sqlx::query(
-            "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(name)
-        .bind(value)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        sqlx::query_scalar("SELECT value FROM settings WHERE name = $1")
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()> {
-        sqlx::query(
-            "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO UPDATE SET value = excluded.value, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(name)
-        .bind(value)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(())
-    }
-
-    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows> {
-        Ok(EncodedRows::new(LinksCopy::new(rows)))
-    }
-
-    async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
-        let tx = self.pool.begin().await.map_err(StorageError::classify)?;
-        Ok(Box::new(PgTx { tx }))
-    }
-
-    async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {
-        let mut tx = self.pool.begin().await.map_err(StorageError::classify)?;
-        // SHARE conflicts with the ROW EXCLUSIVE lock every INSERT/UPDATE takes: it waits for
-        // the link writes in flight and blocks new ones until this transaction ends.
-        sqlx::query("LOCK TABLE links IN SHARE MODE")
-            .execute(&mut *tx)
-            .await
-            .map_err(StorageError::classify)?;
-        Ok(Box::new(PgTx { tx }))
-    }
-
-    async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>> {
-        let row = sqlx::query(
-            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys WHERE key_hash = $1",
-        )
-        .bind(key_hash)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        row.as_ref().map(api_key_from_row).transpose()
-    }
-
-    async fn create_api_key(
-        &self,
-        name: &str,
-        role: Role,
-        key_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StorageResult<ApiKey> {
-        let row = sqlx::query(
-            "INSERT INTO api_keys (name, role, key_hash, created_at) VALUES ($1, $2, $3, $4) \
-             RETURNING id, name, role, key_hash, created_at, revoked_at",
-        )
-        .bind(name)
-        .bind(role.as_str())
-        .bind(key_hash)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        api_key_from_row(&row)
-    }
-
-    async fn ensure_api_key(
-        &self,
-        name: &str,
-        key_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StorageResult<bool> {
-        let done = sqlx::query(
-            "INSERT INTO api_keys (name, key_hash, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (key_hash) DO NOTHING",
-        )
-        .bind(name)
-        .bind(key_hash)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>> {
-        let rows = sqlx::query(
-            "SELECT id, name, role, key_hash, created_at, revoked_at FROM api_keys ORDER BY id",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        rows.iter().map(api_key_from_row).collect()
-    }
-
-    async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>> {
-        let row = sqlx::query(
-            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 \
-             RETURNING id, name, role, key_hash, created_at, revoked_at",
-        )
-        .bind(id)
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StorageError::classify)?;
-        row.as_ref().map(api_key_from_row).transpose()
     }
 }

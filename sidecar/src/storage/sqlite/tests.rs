@@ -1,6 +1,7 @@
-use super::rows::{parse_ts, ts};
 use super::*;
+use super::{parse_ts, ts};
 use crate::storage::Slot;
+use crate::storage::{Link, LinkFilter, Storage};
 use std::time::Duration;
 
 #[test]

@@ -58,7 +58,7 @@ pub const GROUP: &str = "sl-consumers";
 pub fn max_visits_per_transaction(backend: Backend) -> usize {
     match backend {
         Backend::Sqlite => 16_000,
-        Backend::Postgres => 32_000,
+        Backend::Postgres | Backend::Mysql => 32_000,
     }
 }
 

@@ -349,6 +349,9 @@ pub async fn connect(
         Some(Backend::Postgres) => Ok(Arc::new(
             PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
         )),
+        Some(Backend::Mysql) => Err(StorageError::NotYet(
+            "the visit store on MariaDB/MySQL (issue 23, branch mariadb-visits)",
+        )),
         None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(url))),
     }
 }
