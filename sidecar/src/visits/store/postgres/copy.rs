@@ -3,7 +3,7 @@
 //! caller runs it in a savepoint and takes the slow path when a row is already there
 //! ([`super::postgres`]).
 
-use super::visitor_bytes;
+use crate::visits::store::visitor_bytes;
 use crate::storage::pg_copy::CopyData;
 use shortlink_visit_enrich::Visit;
 
