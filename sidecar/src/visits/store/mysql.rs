@@ -7,8 +7,8 @@
 
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
-    add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders,
-    upsert_rollups, visit_bytes, VISIT_COLUMNS,
+    add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
+    visit_bytes, VISIT_COLUMNS,
 };
 use super::{deltas, BatchOutcome};
 use crate::storage::{mysql, My, StorageError, StorageResult};
@@ -307,7 +307,10 @@ impl VisitDialect for MysqlVisits {
         self.count_on_links(&mut tx, &d.links).await?;
         upsert_rollups::<My>(&mut *tx, &d, self.small_rows(), |rollup| {
             let new = |c: &str| format!("VALUES({c})");
-            format!("ON DUPLICATE KEY UPDATE {}", add_counters(rollup.counters, new))
+            format!(
+                "ON DUPLICATE KEY UPDATE {}",
+                add_counters(rollup.counters, new)
+            )
         })
         .await?;
         tx.commit().await.map_err(db)?;

@@ -5,8 +5,8 @@
 
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
-    add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders,
-    upsert_rollups, VISIT_COLUMNS,
+    add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
+    VISIT_COLUMNS,
 };
 use super::{deltas, BatchOutcome};
 use crate::storage::sql::Value;
@@ -15,16 +15,21 @@ use crate::visits::rollup::NewVisitors;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::Visit;
-use sqlx::sqlite::SqliteRow;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Pool, Row, Sqlite, Transaction};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Rows per multi-row statement at most (21 parameters each for visits, under SQLite's 32766
 /// limit).
 pub(crate) const ROWS_PER_STATEMENT: usize = 512;
 
-pub(crate) struct SqliteVisits;
+pub(crate) struct SqliteVisits {
+    /// Holds the file's one writer open while this store lives: it is shared by handle count, and
+    /// a second writer on the file would meet SQLITE_BUSY ([`sqlite_file::shared_writer`]).
+    _writer: Arc<SqlitePool>,
+}
 
 pub(crate) type SqliteVisitStore = SqlVisitStore<SqliteVisits>;
 
@@ -41,8 +46,8 @@ impl SqliteVisitStore {
         let reader =
             sqlite_file::reader(&connect, max_connections.clamp(1, 8), acquire_timeout).await?;
         Ok(Self {
-            dialect: SqliteVisits,
             writer: Pool::clone(&writer),
+            dialect: SqliteVisits { _writer: writer },
             reader,
         })
     }
