@@ -28,6 +28,16 @@ fn geo_db() -> String {
         .to_string()
 }
 
+/// A visit as the consumer makes it of one event (event id, code, Unix ms, client IP, user
+/// agent), without a geo database.
+fn enriched(id: String, code: &str, t: i64, ip: &str, ua: &str) -> shortlink_visit_enrich::Visit {
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    let fields = [("c", code), ("t", &t.to_string()), ("ip", ip), ("ua", ua)]
+        .map(|(k, v)| (k, v.to_owned()));
+    let event = VisitEvent::from_fields(id, fields).unwrap();
+    Enricher::new(GeoDb::disabled(), false).enrich(&event)
+}
+
 async fn store(app: &TestApp) -> Arc<dyn VisitStore> {
     visit_store::connect(&app.database_url, 4, Duration::from_secs(5))
         .await
@@ -410,24 +420,19 @@ async fn redelivery_counts_once(backend: Backend) {
 /// A batch of which some visits are stored already (a redelivered entry read together with new
 /// ones, interleaved, one id twice): the new ones count once, the stored ones not again.
 async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
-    use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+    use shortlink_visit_enrich::Visit;
     let app = spawn_app(backend).await;
     let code = app.create_code("https://shop.example/p").await;
-    let enricher = Enricher::new(GeoDb::disabled(), false);
     let t = chrono::Utc::now().timestamp_millis();
     let visits: Vec<Visit> = (0..40)
         .map(|i| {
-            let event = VisitEvent::from_fields(
+            enriched(
                 format!("{t}-{i}"),
-                [
-                    ("c", code.clone()),
-                    ("t", t.to_string()),
-                    ("ip", format!("198.51.100.{i}")),
-                    ("ua", IPHONE.to_owned()),
-                ],
+                &code,
+                t,
+                &format!("198.51.100.{i}"),
+                IPHONE,
             )
-            .unwrap();
-            enricher.enrich(&event)
         })
         .collect();
     let store = store(&app).await;
@@ -758,26 +763,15 @@ async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend)
 async fn codes_differing_in_case_keep_their_own_stats(backend: Backend) {
     use shortlink_sidecar::visits::rollup::Interval;
     use shortlink_sidecar::visits::store::StatsQuery;
-    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
     let app = spawn_app(backend).await;
-    let enricher = Enricher::new(GeoDb::disabled(), false);
     let t = chrono::Utc::now().timestamp_millis();
     // aB3: three people; Ab3: the first of them only.
     let visits: Vec<_> = [("aB3", 1), ("aB3", 2), ("aB3", 3), ("Ab3", 1)]
         .iter()
         .enumerate()
         .map(|(i, (code, person))| {
-            let event = VisitEvent::from_fields(
-                format!("1-{i}"),
-                [
-                    ("c", (*code).to_owned()),
-                    ("t", t.to_string()),
-                    ("ip", format!("198.51.100.{person}")),
-                    ("ua", CHROME.to_owned()),
-                ],
-            )
-            .unwrap();
-            enricher.enrich(&event)
+            let ip = format!("198.51.100.{person}");
+            enriched(format!("1-{i}"), code, t, &ip, CHROME)
         })
         .collect();
     let store = store(&app).await;
