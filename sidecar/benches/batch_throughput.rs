@@ -1,5 +1,5 @@
 //! Batch issuance throughput: `POST /api/v1/links/batch` with an NDJSON body of N items against
-//! the release `shortlink-sidecar serve` binary, on SQLite and PostgreSQL, at each size in
+//! the release `shortlink-sidecar serve` binary, on SQLite, PostgreSQL and MariaDB, at each size in
 //! `BENCH_SIZES` (default 100000,1000000). Throughput counts links durable in SQL and present in
 //! Redis (both counted at the end and checked equal to N); peak sidecar memory is its VmHWM. The
 //! reference, measured in the same run on the same machine, is raw pipelined `SET`s of N records
@@ -106,6 +106,12 @@ fn rss_split_kib(pid: u32) -> (u64, u64) {
 async fn sql_count(database_url: &str) -> i64 {
     if database_url.starts_with("sqlite:") {
         let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    } else if database_url.starts_with("mysql:") {
+        let pool = sqlx::MySqlPool::connect(database_url).await.unwrap();
         sqlx::query_scalar("SELECT COUNT(*) FROM links")
             .fetch_one(&pool)
             .await
@@ -225,6 +231,7 @@ fn measure(
     let database_file = database_dir.path().join("bench.db");
     let database_url = match backend {
         "sqlite" => format!("sqlite://{}", database_file.display()),
+        "mariadb" => testkit::mariadb().fresh_database_url(),
         _ => testkit::postgres().fresh_database_url(),
     };
     let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
@@ -288,7 +295,8 @@ struct Row {
 }
 
 fn main() {
-    let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    let backends =
+        std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres,mariadb".into());
     let sizes: Vec<usize> = std::env::var("BENCH_SIZES")
         .unwrap_or_else(|_| "100000,1000000".into())
         .split(',')
@@ -305,7 +313,7 @@ fn main() {
         .unwrap();
     let dir = testkit::temp_dir();
     let mut rows = Vec::new();
-    for backend in ["sqlite", "postgres"] {
+    for backend in ["sqlite", "postgres", "mariadb"] {
         if !backends.split(',').any(|b| b.trim() == backend) {
             continue;
         }

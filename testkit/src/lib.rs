@@ -9,6 +9,7 @@ pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod redis;
+mod restartable;
 pub mod sentinel;
 
 pub use cluster::RedisCluster;

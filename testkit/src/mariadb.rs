@@ -7,10 +7,10 @@
 //! the tests never use) cannot change what the tests see.
 
 use crate::process::{Lifeline, Signal};
+use crate::restartable::{fresh_database_name, Restartable};
 use crate::{free_port, wait_until};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -19,12 +19,8 @@ pub struct MariaDb {
     socket: PathBuf,
     data: PathBuf,
     log: PathBuf,
-    /// `None` while stopped ([`MariaDb::stop`]). Declared before `_janitor`, so it is dropped
-    /// (the server stopped) before the directory goes.
-    server: Option<Lifeline>,
-    /// Dedicated servers only: removes the directory once the test is done with the server, since
-    /// the server's own lifeline must not (it stops and starts again on the same data).
-    _janitor: Option<Lifeline>,
+    /// `None` until started.
+    server: Option<Restartable>,
 }
 
 /// The test process's MariaDB, started on first use.
@@ -38,7 +34,7 @@ impl MariaDb {
     fn start() -> Self {
         let mut server = Self::init();
         let root = server.root();
-        server.server = Some(server.spawn_server(Some(&root)));
+        server.server = Some(Restartable::shared(&root, &|dir| server.spawn_server(dir)));
         server.wait_ready();
         server
     }
@@ -48,14 +44,9 @@ impl MariaDb {
     pub fn dedicated() -> Self {
         let mut server = Self::init();
         let root = server.root();
-        // A process whose only job is to remove the directory when its lifeline ends.
-        server._janitor = Some(
-            Lifeline::builder("sleep", root.join("janitor.log"))
-                .arg("infinity")
-                .cleanup(&root)
-                .spawn(),
-        );
-        server.server = Some(server.spawn_server(None));
+        server.server = Some(Restartable::dedicated(&root, &|dir| {
+            server.spawn_server(dir)
+        }));
         server.wait_ready();
         server
     }
@@ -97,7 +88,6 @@ impl MariaDb {
             data,
             log: root.join("mariadb.log"),
             server: None,
-            _janitor: None,
         }
     }
 
@@ -138,34 +128,30 @@ impl MariaDb {
     /// Stops the server (a normal shutdown: sessions end, uncommitted transactions roll back)
     /// and waits until it is gone. Data stays for [`MariaDb::start_again`].
     pub fn stop(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            server.stop();
-        }
+        self.running().stop();
     }
 
     /// Kills the server (SIGKILL: no shutdown at all, InnoDB recovers from its log on the next
     /// start). Data stays for [`MariaDb::start_again`].
     pub fn kill(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            server.signal(Signal::Kill);
-            server.stop();
-        }
+        self.running().kill();
     }
 
     /// Starts the stopped server again on the same port and data, and waits until it answers.
     pub fn start_again(&mut self) {
-        assert!(self.server.is_none(), "the server is running");
-        assert!(
-            self._janitor.is_some(),
-            "only a dedicated server restarts (the shared one's directory goes with it)"
-        );
-        self.server = Some(self.spawn_server(None));
+        let mut server = self.server.take().expect("started");
+        server.start_again(&|dir| self.spawn_server(dir));
+        self.server = Some(server);
         self.wait_ready();
     }
 
     /// Whether the server is running (not stopped by [`MariaDb::stop`]).
     pub fn is_running(&self) -> bool {
-        self.server.as_ref().is_some_and(Lifeline::is_alive)
+        self.server.as_ref().is_some_and(Restartable::is_running)
+    }
+
+    fn running(&mut self) -> &mut Restartable {
+        self.server.as_mut().expect("started")
     }
 
     pub fn port(&self) -> u16 {
@@ -174,12 +160,7 @@ impl MariaDb {
 
     /// A new, empty database; returns its connection URL.
     pub fn fresh_database_url(&self) -> String {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = fresh_database_name();
         self.sql(&format!("CREATE DATABASE {name}"))
             .unwrap_or_else(|e| panic!("create database {name}: {e}"));
         self.database_url(&name)

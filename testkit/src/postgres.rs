@@ -6,11 +6,11 @@
 //! server down ([`Postgres::dedicated`]) gets a cluster of its own, so it cannot disturb the others.
 
 use crate::process::{Lifeline, Signal};
+use crate::restartable::{fresh_database_name, Restartable};
 use crate::{free_port, wait_until};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -20,12 +20,8 @@ pub struct Postgres {
     data: PathBuf,
     log: PathBuf,
     as_root: bool,
-    /// `None` while stopped ([`Postgres::stop`]). Declared before `_janitor`, so it is dropped
-    /// (the server stopped) before the directory goes.
-    server: Option<Lifeline>,
-    /// Dedicated clusters only: removes the directory once the test is done with the cluster, since
-    /// the server's own lifeline must not (the server stops and starts again on the same data).
-    _janitor: Option<Lifeline>,
+    /// `None` until started.
+    server: Option<Restartable>,
 }
 
 /// The test process's PostgreSQL, started on first use.
@@ -38,12 +34,8 @@ impl Postgres {
     /// The shared cluster: its server's lifeline removes the directory when it stops.
     fn start() -> Self {
         let mut cluster = Self::init();
-        let root = cluster
-            .data
-            .parent()
-            .expect("data sits in the root")
-            .to_owned();
-        cluster.server = Some(cluster.spawn_server(Some(&root)));
+        let root = cluster.root();
+        cluster.server = Some(Restartable::shared(&root, &|dir| cluster.spawn_server(dir)));
         cluster.wait_ready();
         cluster
     }
@@ -52,21 +44,19 @@ impl Postgres {
     /// drop (or when the test process ends).
     pub fn dedicated() -> Self {
         let mut cluster = Self::init();
-        let root = cluster
-            .data
-            .parent()
-            .expect("data sits in the root")
-            .to_owned();
-        // A process whose only job is to remove the directory when its lifeline ends.
-        cluster._janitor = Some(
-            Lifeline::builder("sleep", cluster.log.with_file_name("janitor.log"))
-                .arg("infinity")
-                .cleanup(&root)
-                .spawn(),
-        );
-        cluster.server = Some(cluster.spawn_server(None));
+        let root = cluster.root();
+        cluster.server = Some(Restartable::dedicated(&root, &|dir| {
+            cluster.spawn_server(dir)
+        }));
         cluster.wait_ready();
         cluster
+    }
+
+    fn root(&self) -> PathBuf {
+        self.data
+            .parent()
+            .expect("data sits in the root")
+            .to_owned()
     }
 
     /// Creates the cluster's files (initdb); the server is not running yet.
@@ -118,7 +108,6 @@ impl Postgres {
             log: root.join("postgres.log"),
             as_root,
             server: None,
-            _janitor: None,
         }
     }
 
@@ -158,25 +147,24 @@ impl Postgres {
     /// Stops the server with a fast shutdown (open sessions are terminated, transactions rolled
     /// back) and waits until it is gone. Data stays for [`Postgres::start_again`].
     pub fn stop(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            server.stop();
-        }
+        self.running().stop();
     }
 
     /// Starts the stopped server again on the same port and data, and waits until it answers.
     pub fn start_again(&mut self) {
-        assert!(self.server.is_none(), "the server is running");
-        assert!(
-            self._janitor.is_some(),
-            "only a dedicated cluster restarts (the shared one's directory goes with its server)"
-        );
-        self.server = Some(self.spawn_server(None));
+        let mut server = self.server.take().expect("started");
+        server.start_again(&|dir| self.spawn_server(dir));
+        self.server = Some(server);
         self.wait_ready();
     }
 
     /// Whether the server is running (not stopped by [`Postgres::stop`]).
     pub fn is_running(&self) -> bool {
-        self.server.as_ref().is_some_and(Lifeline::is_alive)
+        self.server.as_ref().is_some_and(Restartable::is_running)
+    }
+
+    fn running(&mut self) -> &mut Restartable {
+        self.server.as_mut().expect("started")
     }
 
     pub fn port(&self) -> u16 {
@@ -185,12 +173,7 @@ impl Postgres {
 
     /// A new, empty database; returns its connection URL.
     pub fn fresh_database_url(&self) -> String {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = fresh_database_name();
         self.psql(&format!("CREATE DATABASE {name}"))
             .unwrap_or_else(|e| panic!("create database {name}: {e}"));
         self.database_url(&name)

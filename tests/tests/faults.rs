@@ -597,7 +597,7 @@ fn stuck_redis_redirects_answer_within_the_timeout() {
     assert_no_worker_crash(&system);
 }
 
-/// What one create of [`postgres_restarted_under_create_load_answers_503_then_recovers`] saw.
+/// What one create of [`restarted_under_create_load_answers_503_then_recovers`] saw.
 #[derive(Debug, Default)]
 struct CreateTally {
     /// (code, url) of every 201.
@@ -610,11 +610,63 @@ struct CreateTally {
     slowest: Duration,
 }
 
-/// Bound on one create while PostgreSQL is down: the sidecar's pool waits at most `--db-timeout`
+/// Bound on one create while the database is down: the sidecar's pool waits at most `--db-timeout`
 /// (3 s by default) for a connection, then answers 503; plus slack for a shared 2-core machine.
 const CREATE_BOUND: Duration = Duration::from_secs(5);
 /// Concurrent create clients in that test.
 const WRITERS: usize = 4;
+
+/// A database server the fault test stops and starts again.
+trait Restartable {
+    const NAME: &'static str;
+    fn stop(&mut self);
+    fn start_again(&mut self);
+    /// `(code, target)` of every link in `database`.
+    fn links(&self, database: &str) -> std::collections::HashMap<String, String>;
+}
+
+impl Restartable for testkit::Postgres {
+    const NAME: &'static str = "PostgreSQL";
+    fn stop(&mut self) {
+        testkit::Postgres::stop(self)
+    }
+    fn start_again(&mut self) {
+        testkit::Postgres::start_again(self)
+    }
+    fn links(&self, database: &str) -> std::collections::HashMap<String, String> {
+        rows(
+            &self
+                .psql_in(database, "SELECT code, target FROM links")
+                .unwrap(),
+            '|',
+        )
+    }
+}
+
+impl Restartable for testkit::MariaDb {
+    const NAME: &'static str = "MariaDB";
+    fn stop(&mut self) {
+        testkit::MariaDb::stop(self)
+    }
+    fn start_again(&mut self) {
+        testkit::MariaDb::start_again(self)
+    }
+    fn links(&self, database: &str) -> std::collections::HashMap<String, String> {
+        rows(
+            &self
+                .sql_in(database, "SELECT code, target FROM links")
+                .unwrap(),
+            '\t',
+        )
+    }
+}
+
+fn rows(text: &str, separator: char) -> std::collections::HashMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once(separator))
+        .map(|(code, target)| (code.to_owned(), target.to_owned()))
+        .collect()
+}
 
 /// PostgreSQL stopped (fast shutdown) under a create load and started again, sidecar untouched: while
 /// it is down every create answers 503 `database_unavailable` within the pool's acquire timeout
@@ -624,10 +676,25 @@ const WRITERS: usize = 4;
 fn postgres_restarted_under_create_load_answers_503_then_recovers() {
     let mut postgres = testkit::Postgres::dedicated();
     let database_url = postgres.fresh_database_url();
+    restarted_under_create_load_answers_503_then_recovers(&mut postgres, &database_url);
+}
+
+/// The same on MariaDB (normal shutdown: sessions ended, open transactions rolled back).
+#[test]
+fn mariadb_restarted_under_create_load_answers_503_then_recovers() {
+    let mut mariadb = testkit::MariaDb::dedicated();
+    let database_url = mariadb.fresh_database_url();
+    restarted_under_create_load_answers_503_then_recovers(&mut mariadb, &database_url);
+}
+
+fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
+    server: &mut S,
+    database_url: &str,
+) {
     let database = database_url.rsplit('/').next().unwrap().to_owned();
     let redis = RedisServer::start();
     let dir = testkit::temp_dir();
-    let sidecar = shortlink_e2e::Sidecar::start_on_database(&dir, &redis, &database_url, 0);
+    let sidecar = shortlink_e2e::Sidecar::start_on_database(&dir, &redis, database_url, 0);
     let port = sidecar.port;
 
     let tallies = Arc::new(Mutex::new(Vec::<CreateTally>::new()));
@@ -693,7 +760,7 @@ fn postgres_restarted_under_create_load_answers_503_then_recovers() {
             >= 50),
         "creates before the outage"
     );
-    postgres.stop();
+    server.stop();
     let stopped = Instant::now();
     let before_outage = created.load(Ordering::Relaxed);
     // Two refused creates per writer. Each takes the pool's acquire timeout: sqlx keeps trying
@@ -702,19 +769,21 @@ fn postgres_restarted_under_create_load_answers_503_then_recovers() {
         wait_until(Duration::from_secs(30), || unavailable
             .load(Ordering::Relaxed)
             >= 2 * WRITERS as u64),
-        "503s while PostgreSQL is down: {} so far, {} created since the stop; sidecar log:\n{}",
+        "503s while {} is down: {} so far, {} created since the stop; sidecar log:\n{}",
+        S::NAME,
         unavailable.load(Ordering::Relaxed),
         created.load(Ordering::Relaxed) - before_outage,
         sidecar.process.log_text()
     );
     let created_while_down = created.load(Ordering::Relaxed) - before_outage;
-    postgres.start_again();
+    server.start_again();
     let restarted = Instant::now();
     let at_restart = created.load(Ordering::Relaxed);
     assert!(
         wait_until(Duration::from_secs(20), || created.load(Ordering::Relaxed)
             > at_restart),
-        "no create succeeded within 20 s of PostgreSQL's restart"
+        "no create succeeded within 20 s of {}'s restart",
+        S::NAME
     );
     let first_create_after = restarted.elapsed();
     assert!(
@@ -732,13 +801,7 @@ fn postgres_restarted_under_create_load_answers_503_then_recovers() {
     let refused: u64 = tallies.iter().map(|t| t.unavailable).sum();
     let unexpected: Vec<&String> = tallies.iter().flat_map(|t| &t.unexpected).collect();
     let links: Vec<&(String, String)> = tallies.iter().flat_map(|t| &t.created).collect();
-    let in_sql: std::collections::HashMap<String, String> = postgres
-        .psql_in(&database, "SELECT code, target FROM links")
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.split_once('|'))
-        .map(|(code, target)| (code.to_owned(), target.to_owned()))
-        .collect();
+    let in_sql = server.links(&database);
     let missing_in_sql = links
         .iter()
         .filter(|(code, url)| in_sql.get(code) != Some(url))
@@ -750,11 +813,12 @@ fn postgres_restarted_under_create_load_answers_503_then_recovers() {
         })
         .count();
     println!(
-        "PostgreSQL fast shutdown under creates: {} acknowledged ({before_outage} before the \
+        "{} stopped under creates: {} acknowledged ({before_outage} before the \
          stop, {created_while_down} while down), {refused} answered 503 database_unavailable, \
          {} unexpected; slowest create {slowest:?} (bound {CREATE_BOUND:?}); down {:?}; first \
          create {first_create_after:?} after the restart, same sidecar; acknowledged but missing: \
          {missing_in_sql} in SQL, {missing_in_redis} in Redis",
+        S::NAME,
         links.len(),
         unexpected.len(),
         restarted.duration_since(stopped),

@@ -113,7 +113,7 @@ fn mysql_unavailable(number: u16) -> bool {
 
 pub type StorageResult<T> = Result<T, StorageError>;
 
-/// Connection settings common to both backends.
+/// Connection settings common to every backend.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub url: String,

@@ -153,9 +153,19 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 /// `extra` are more command-line flags, e.g. `["--short-domains", "s1.example"]`.
 pub async fn spawn_app_with(backend: Backend, extra: &[&str]) -> TestApp {
-    LazyLock::force(&TRACING);
     let dir = testkit::temp_dir();
     let database_url = backend.fresh_database_url(dir.path());
+    spawn_app_at(backend, database_url, dir, extra).await
+}
+
+/// [`spawn_app_with`] on a database of the caller's (e.g. on a server the test restarts).
+pub async fn spawn_app_at(
+    backend: Backend,
+    database_url: String,
+    dir: tempfile::TempDir,
+    extra: &[&str],
+) -> TestApp {
+    LazyLock::force(&TRACING);
     let redis = RedisServer::start();
     let config = config(&database_url, &redis.url(), extra);
     let app = Application::build(&config)

@@ -1,5 +1,5 @@
 //! API tests against real servers: the sidecar's router in-process (or its binary), a fresh SQLite
-//! file or PostgreSQL database and a fresh redis-server per test.
+//! file, PostgreSQL or MariaDB database and a fresh redis-server per test.
 
 mod analytics;
 mod auth;
@@ -15,6 +15,7 @@ mod idempotency;
 mod import_export;
 mod issuing;
 mod links;
+mod mariadb;
 mod metrics;
 mod multiprocess;
 mod outages;

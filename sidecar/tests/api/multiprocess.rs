@@ -1,4 +1,4 @@
-//! Four sidecar processes on one PostgreSQL database and one Redis, eight concurrent clients each,
+//! Four sidecar processes on one PostgreSQL (or MariaDB) database and one Redis, eight concurrent clients each,
 //! 20,000 links in all: no duplicate code, and every link readable from Redis in the documented
 //! format. The processes are real (`shortlink-sidecar serve`), each leasing its own sequence blocks.
 
@@ -42,8 +42,17 @@ fn start_sidecar(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_processes_issue_20000_unique_codes() {
+    four_processes_issue_unique_codes(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_processes_issue_20000_unique_codes_on_mariadb() {
+    four_processes_issue_unique_codes(Backend::Mariadb).await;
+}
+
+async fn four_processes_issue_unique_codes(backend: Backend) {
     let dir = testkit::temp_dir();
-    let database_url = testkit::postgres().fresh_database_url();
+    let database_url = backend.fresh_database_url(dir.path());
     let redis = RedisServer::start();
 
     // Started together, so they also race on migrations and the bootstrap key.
@@ -118,11 +127,10 @@ async fn four_processes_issue_20000_unique_codes() {
     assert_eq!(sequences.len(), LINKS, "distinct sequence numbers");
 
     // SQL holds exactly these links.
-    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM links")
-        .fetch_one(&pool)
+    let count = TestDb::connect(backend, &database_url)
         .await
-        .unwrap();
+        .scalar("SELECT COUNT(*) FROM links")
+        .await;
     assert_eq!(count, LINKS as i64);
 
     // Every link is in Redis, in the documented format.

@@ -12,6 +12,7 @@ use super::sql::batch::{EncodedInsert, Limits};
 use super::sql::{Dialect, SqlStorage, Statement, Value};
 use super::{Backend, ConnectOptions, EncodedRows, NewRow, StorageError, StorageResult};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, Pool, Row, Transaction};
 
@@ -34,12 +35,7 @@ impl Dialect for My {
 
     const BACKEND: Backend = Backend::Mysql;
 
-    const LINK_COLUMNS: &'static str = "code, target, url_hash, redirect_status, flags, \
-         created_at, updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, \
-         recipient_ref, tags";
-
-    // A virtual column (migrations/mysql): NULL unless the link is live-able and has no recipient.
-    const URL_PREFIX: &'static str = "url_prefix";
+    // URL_PREFIX is a virtual column (migrations/mysql): NULL for revoked and recipient links.
 
     const WRITES_URL_PREFIX: bool = false;
 
@@ -48,6 +44,12 @@ impl Dialect for My {
     // A locking read sees the newest committed row, waits for a writer of it, and (with its gap
     // lock) keeps any other transaction from inserting the code until this one ends.
     const QUIESCE_READ: &'static str = " LOCK IN SHARE MODE";
+
+    // As DATETIME text: sqlx binds a DateTime<Utc> as a TIMESTAMP, which MariaDB turns into NULL
+    // past 2038 (an expiry in 2999 was stored as none).
+    fn time(at: DateTime<Utc>) -> Value {
+        Value::Text(at.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
+    }
 
     // Text in a binary collation (codes, keys) comes with MySQL's BINARY flag, which sqlx will
     // not decode as a String: read the bytes and check they are UTF-8.

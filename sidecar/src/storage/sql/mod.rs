@@ -4,6 +4,7 @@
 //! the bulk insert). Statements are written once with `?` for each value ([`statement`]); sqlx's
 //! query builder turns them into each database's placeholders (`?`, `$1`) when it runs.
 
+mod access;
 pub(crate) mod batch;
 mod driver;
 pub(crate) mod rows;
@@ -27,10 +28,13 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     const BACKEND: Backend;
 
     /// The link columns as selected, in the names [`rows::link`] reads.
-    const LINK_COLUMNS: &'static str;
+    const LINK_COLUMNS: &'static str = "code, target, url_hash, redirect_status, flags, \
+         created_at, updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, \
+         recipient_ref, tags";
 
-    /// The expression the live-link lookup's index holds (the URL hash's first 16 digits).
-    const URL_PREFIX: &'static str;
+    /// The expression the live-link lookup's index holds (the URL hash's first 16 digits): a
+    /// column unless the backend says otherwise.
+    const URL_PREFIX: &'static str = "url_prefix";
 
     /// Whether inserts and updates write the `url_prefix` column themselves (SQLite: a plain
     /// column; PostgreSQL indexes an expression, MariaDB computes a virtual column).

@@ -5,6 +5,7 @@
 //! `ON DUPLICATE KEY`): a unique conflict is answered by the database as an error and read as
 //! "already there", and a value written is read back in the same transaction.
 
+use super::access::{sequence_read, sequence_value};
 use super::rows::{self, API_KEY_COLUMNS};
 use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
 use crate::storage::{
@@ -13,7 +14,6 @@ use crate::storage::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::pool::PoolConnection;
 use sqlx::{Database, Pool};
 
 /// Links, keys and settings in a SQL database. Writes go to `writer`, reads to `reader`: the same
@@ -24,7 +24,7 @@ pub(crate) struct SqlStorage<D: Dialect> {
     pub(crate) reader: Pool<D::DB>,
 }
 
-type Row<D> = <<D as Dialect>::DB as Database>::Row;
+pub(super) type Row<D> = <<D as Dialect>::DB as Database>::Row;
 
 // By hand: a derive would ask the driver type itself to be Clone.
 impl<D: Dialect + Clone> Clone for SqlStorage<D> {
@@ -35,91 +35,6 @@ impl<D: Dialect + Clone> Clone for SqlStorage<D> {
             reader: self.reader.clone(),
         }
     }
-}
-
-impl<D: Dialect> SqlStorage<D> {
-    async fn read(&self) -> StorageResult<PoolConnection<D::DB>> {
-        self.reader.acquire().await.map_err(StorageError::classify)
-    }
-
-    async fn write(&self) -> StorageResult<PoolConnection<D::DB>> {
-        self.writer.acquire().await.map_err(StorageError::classify)
-    }
-
-    async fn rows(&self, query: Statement) -> StorageResult<Vec<Row<D>>> {
-        let mut connection = self.read().await?;
-        D::DB::fetch_all(&mut connection, query)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    async fn row(&self, query: Statement) -> StorageResult<Option<Row<D>>> {
-        let mut connection = self.read().await?;
-        D::DB::fetch_optional(&mut connection, query)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    async fn links(&self, query: Statement) -> StorageResult<Vec<Link>> {
-        self.rows(query)
-            .await?
-            .iter()
-            .map(rows::link::<D>)
-            .collect()
-    }
-
-    async fn text(&self, query: Statement, column: &str) -> StorageResult<Option<String>> {
-        match self.row(query).await? {
-            Some(row) => Ok(Some(D::read_text(&row, column)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Reads on the writer what was just written there (SQLite's readers are another pool).
-    async fn read_back(&self, query: Statement, what: &str) -> StorageResult<Row<D>> {
-        let mut connection = self.write().await?;
-        D::DB::fetch_optional(&mut connection, query)
-            .await
-            .map_err(StorageError::classify)?
-            .ok_or_else(|| StorageError::Corrupt(format!("{what} vanished")))
-    }
-
-    /// Runs a write on its own (autocommit); returns the rows it affected.
-    async fn execute(&self, query: Statement) -> StorageResult<u64> {
-        let mut connection = self.write().await?;
-        D::DB::execute(&mut connection, query)
-            .await
-            .map_err(StorageError::classify)
-    }
-
-    /// Runs an insert; `false` if a unique key refused it.
-    async fn insert_unless_taken(&self, query: Statement) -> StorageResult<bool> {
-        match self.execute(query).await {
-            Ok(_) => Ok(true),
-            Err(StorageError::Conflict) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn api_key_where(&self, condition: &str, value: Value) -> StorageResult<Option<ApiKey>> {
-        let query = statement(
-            &format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE {condition} = ?"),
-            [value],
-        );
-        self.row(query)
-            .await?
-            .as_ref()
-            .map(rows::api_key::<D>)
-            .transpose()
-    }
-}
-
-fn sequence_value(value: u64) -> StorageResult<i64> {
-    i64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
-}
-
-fn sequence_read(value: i64) -> StorageResult<u64> {
-    u64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
 }
 
 #[async_trait]

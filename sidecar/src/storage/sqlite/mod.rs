@@ -32,12 +32,6 @@ impl Dialect for Lite {
 
     const BACKEND: Backend = Backend::Sqlite;
 
-    const LINK_COLUMNS: &'static str = "code, target, url_hash, redirect_status, flags, \
-         created_at, updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, \
-         recipient_ref, tags";
-
-    const URL_PREFIX: &'static str = "url_prefix";
-
     const WRITES_URL_PREFIX: bool = true;
 
     const BIGINT: &'static str = "INTEGER";
