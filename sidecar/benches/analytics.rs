@@ -1,4 +1,4 @@
-//! Visit consumer throughput and stats query time, on SQLite and PostgreSQL.
+//! Visit consumer throughput and stats query time, on SQLite, PostgreSQL and MariaDB.
 //!
 //! For each backend: a fresh database with `BENCH_LINKS` links (default 1000), then for each
 //! packing in `BENCH_PER_ENTRY` (default `1,32`: single-visit entries, and 32 visits per entry as
@@ -241,6 +241,18 @@ async fn insert_links(url: &str, links: usize) {
                 .unwrap();
         }
         tx.commit().await.unwrap();
+    } else if url.starts_with("mysql:") {
+        let pool = mysql_pool(url).await;
+        let at: chrono::DateTime<chrono::Utc> = now.parse().unwrap();
+        for i in 0..links {
+            sqlx::query(&sql("?").replace("?1", "?").replace("?2, ?2", "?, ?"))
+                .bind(code(i))
+                .bind(at)
+                .bind(at)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
     } else {
         let pool = sqlx::PgPool::connect(url).await.unwrap();
         let at: chrono::DateTime<chrono::Utc> = now.parse().unwrap();
@@ -265,6 +277,13 @@ async fn synthetic_rollups(url: &str, code: &str, visits: i64) -> i64 {
             sqlx::query(s).execute(&mut *tx).await.unwrap();
         }
         tx.commit().await.unwrap();
+    } else if url.starts_with("mysql:") {
+        let pool = mysql_pool(url).await;
+        let mut tx = pool.begin().await.unwrap();
+        for s in &statements {
+            sqlx::query(s).execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
     } else {
         let pool = sqlx::PgPool::connect(url).await.unwrap();
         let mut tx = pool.begin().await.unwrap();
@@ -275,6 +294,13 @@ async fn synthetic_rollups(url: &str, code: &str, visits: i64) -> i64 {
         sqlx::query("ANALYZE").execute(&pool).await.unwrap();
     }
     from
+}
+
+/// A pool with the sidecar's own session settings (strict, UTC, utf8mb4).
+async fn mysql_pool(url: &str) -> sqlx::MySqlPool {
+    shortlink_sidecar::storage::mysql::pool(url, 2, Duration::from_secs(10))
+        .await
+        .unwrap()
 }
 
 fn ms(d: Duration) -> String {
@@ -289,7 +315,7 @@ fn main() {
         Ok("fields") => Format::Fields,
         _ => Format::Batch,
     };
-    let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres,mariadb".into());
     // Visits per stream entry, one run each: single-visit entries, and entries as the module packs
     // them under load.
     let per_entry_runs: Vec<usize> = std::env::var("BENCH_PER_ENTRY")
@@ -348,12 +374,13 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut stats_rows = Vec::new();
     let mut failed = false;
-    for backend in ["sqlite", "postgres"] {
+    for backend in ["sqlite", "postgres", "mariadb"] {
         if !only.contains(backend) {
             continue;
         }
         let url = match backend {
             "sqlite" => format!("sqlite://{}", dir.path().join("bench.db").display()),
+            "mariadb" => testkit::mariadb().fresh_database_url(),
             _ => testkit::postgres().fresh_database_url(),
         };
         runtime.block_on(async {

@@ -8,7 +8,7 @@ mod model;
 pub mod mysql;
 pub(crate) mod pg_copy;
 mod postgres;
-mod sql;
+pub(crate) mod sql;
 mod sqlite;
 pub(crate) mod sqlite_file;
 
@@ -20,6 +20,8 @@ pub use self::model::{
 use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
+// The visit store speaks the same dialects (crate::visits::store).
+pub(crate) use self::{mysql::My, postgres::Pg, sqlite::Lite};
 
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};

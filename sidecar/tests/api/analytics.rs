@@ -28,6 +28,16 @@ fn geo_db() -> String {
         .to_string()
 }
 
+/// A visit as the consumer makes it of one event (event id, code, Unix ms, client IP, user
+/// agent), without a geo database.
+fn enriched(id: String, code: &str, t: i64, ip: &str, ua: &str) -> shortlink_visit_enrich::Visit {
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    let fields = [("c", code), ("t", &t.to_string()), ("ip", ip), ("ua", ua)]
+        .map(|(k, v)| (k, v.to_owned()));
+    let event = VisitEvent::from_fields(id, fields).unwrap();
+    Enricher::new(GeoDb::disabled(), false).enrich(&event)
+}
+
 async fn store(app: &TestApp) -> Arc<dyn VisitStore> {
     visit_store::connect(&app.database_url, 4, Duration::from_secs(5))
         .await
@@ -410,24 +420,19 @@ async fn redelivery_counts_once(backend: Backend) {
 /// A batch of which some visits are stored already (a redelivered entry read together with new
 /// ones, interleaved, one id twice): the new ones count once, the stored ones not again.
 async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
-    use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+    use shortlink_visit_enrich::Visit;
     let app = spawn_app(backend).await;
     let code = app.create_code("https://shop.example/p").await;
-    let enricher = Enricher::new(GeoDb::disabled(), false);
     let t = chrono::Utc::now().timestamp_millis();
     let visits: Vec<Visit> = (0..40)
         .map(|i| {
-            let event = VisitEvent::from_fields(
+            enriched(
                 format!("{t}-{i}"),
-                [
-                    ("c", code.clone()),
-                    ("t", t.to_string()),
-                    ("ip", format!("198.51.100.{i}")),
-                    ("ua", IPHONE.to_owned()),
-                ],
+                &code,
+                t,
+                &format!("198.51.100.{i}"),
+                IPHONE,
             )
-            .unwrap();
-            enricher.enrich(&event)
         })
         .collect();
     let store = store(&app).await;
@@ -753,6 +758,50 @@ async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend)
     );
 }
 
+/// Codes are case-sensitive: `aB3` and `Ab3` are two links, whose visits, visitors and rollups
+/// never mix (MariaDB compares text case-insensitively unless a column says otherwise).
+async fn codes_differing_in_case_keep_their_own_stats(backend: Backend) {
+    use shortlink_sidecar::visits::rollup::Interval;
+    use shortlink_sidecar::visits::store::StatsQuery;
+    let app = spawn_app(backend).await;
+    let t = chrono::Utc::now().timestamp_millis();
+    // aB3: three people; Ab3: the first of them only.
+    let visits: Vec<_> = [("aB3", 1), ("aB3", 2), ("aB3", 3), ("Ab3", 1)]
+        .iter()
+        .enumerate()
+        .map(|(i, (code, person))| {
+            let ip = format!("198.51.100.{person}");
+            enriched(format!("1-{i}"), code, t, &ip, CHROME)
+        })
+        .collect();
+    let store = store(&app).await;
+    let outcome = store.store_batch(&visits, false).await.unwrap();
+    assert_eq!(outcome.inserted, 4);
+    let day = Interval::Day.floor(t / 1000);
+    let query = |code: Option<&str>| StatsQuery {
+        code: code.map(str::to_owned),
+        from: day,
+        to: day + 86_400,
+        interval: Interval::Day,
+        include_bots: false,
+        top: 10,
+    };
+    for (code, humans, new_visitors) in [("aB3", 3, 3), ("Ab3", 1, 1), ("ab3", 0, 0)] {
+        let stats = store.stats(&query(Some(code))).await.unwrap();
+        assert_eq!(
+            (stats.totals.humans, stats.totals.new_visitors),
+            (humans, new_visitors),
+            "{code}"
+        );
+    }
+    let top = store.stats(&query(None)).await.unwrap().top_links;
+    let top: Vec<(&str, i64)> = top.iter().map(|(c, n)| (c.as_str(), n.humans)).collect();
+    assert_eq!(top, [("aB3", 3), ("Ab3", 1)]);
+    let first = store.first_visits(&["Ab3".to_owned()]).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].0, "Ab3");
+}
+
 fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
 }
@@ -765,4 +814,5 @@ crate::on_each_backend!(
     killed_consumer_process,
     cleanup_expires_idle_links,
     creates_are_served_between_back_to_back_visit_batches,
+    codes_differing_in_case_keep_their_own_stats,
 );

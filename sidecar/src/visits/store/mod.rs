@@ -10,12 +10,15 @@
 //! delivered twice (the consumer died between commit and XACK) therefore changes nothing the
 //! second time.
 
+mod mysql;
 mod postgres;
-
+mod sql;
 mod sqlite;
+mod write;
 
-pub use self::postgres::PgVisitStore;
-pub use self::sqlite::SqliteVisitStore;
+pub(crate) use self::mysql::MysqlVisitStore;
+pub(crate) use self::postgres::PgVisitStore;
+pub(crate) use self::sqlite::SqliteVisitStore;
 
 use super::rollup::{self, Deltas, Interval, NewVisitors};
 use crate::storage::{Backend, StorageError, StorageResult};
@@ -27,31 +30,6 @@ use std::time::Duration;
 
 /// Rollup rows under this code count every link together (codes never contain `*`).
 pub const ALL_LINKS: &str = "*";
-
-/// Rows per multi-row statement at most on SQLite (21 parameters each for visits, under SQLite's
-/// 32766 limit).
-pub(crate) const SQLITE_ROWS_PER_STATEMENT: usize = 512;
-
-/// `rows` cut into statements of [`SQLITE_ROWS_PER_STATEMENT`] rows, and the rest into powers of
-/// two: every statement then has one of ten shapes, which the connection's statement cache keeps
-/// prepared. A rest of any size as one statement would be new SQL almost every batch, and
-/// SQLite parsing thousands of placeholders cost an eighth of the writer's time.
-pub(crate) fn sqlite_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
-    let mut rest = rows;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let n = if rest.len() >= SQLITE_ROWS_PER_STATEMENT {
-            SQLITE_ROWS_PER_STATEMENT
-        } else {
-            1 << rest.len().ilog2()
-        };
-        let (chunk, tail) = rest.split_at(n);
-        rest = tail;
-        Some(chunk)
-    })
-}
 
 /// What one batch did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -349,8 +327,8 @@ pub async fn connect(
         Some(Backend::Postgres) => Ok(Arc::new(
             PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
         )),
-        Some(Backend::Mysql) => Err(StorageError::NotYet(
-            "the visit store on MariaDB/MySQL (issue 23, branch mariadb-visits)",
+        Some(Backend::Mysql) => Ok(Arc::new(
+            MysqlVisitStore::connect(url, max_connections, acquire_timeout).await?,
         )),
         None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(url))),
     }
@@ -417,13 +395,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sqlite_chunks_have_few_shapes() {
+    fn chunks_have_few_shapes() {
         let rows: Vec<u32> = (0..1300).collect();
-        let sizes: Vec<usize> = sqlite_chunks(&rows).map(<[u32]>::len).collect();
-        assert_eq!(sizes, [512, 512, 256, 16, 4]);
-        let again: Vec<u32> = sqlite_chunks(&rows).flatten().copied().collect();
+        let sizes = |budget| -> Vec<usize> {
+            write::chunks(&rows, 512, budget, |_| 1)
+                .map(<[u32]>::len)
+                .collect()
+        };
+        assert_eq!(sizes(usize::MAX), [512, 512, 256, 16, 4]);
+        // A byte budget halves each chunk until it fits.
+        assert_eq!(sizes(300)[..3], [256, 256, 256]);
+        let again: Vec<u32> = write::chunks(&rows, 512, 300, |_| 1)
+            .flatten()
+            .copied()
+            .collect();
         assert_eq!(again, rows);
-        assert_eq!(sqlite_chunks::<u32>(&[]).count(), 0);
+        assert_eq!(write::chunks::<u32>(&[], 512, 1, |_| 1).count(), 0);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! caller runs it in a savepoint and takes the slow path when a row is already there
 //! ([`super::postgres`]).
 
-use super::visitor_bytes;
 use crate::storage::pg_copy::CopyData;
+use crate::visits::store::visitor_bytes;
 use shortlink_visit_enrich::Visit;
 
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).

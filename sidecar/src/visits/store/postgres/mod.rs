@@ -6,26 +6,23 @@
 mod copy;
 mod insert;
 
-use super::{
-    breakdown_days, rank_breakdowns, visitor_bytes, BatchOutcome, Counts, Dimension, Entry,
-    GroupRow, IdleLink, StatsQuery, VisitStore, ALL_LINKS,
-};
-use crate::storage::{Backend, StorageError, StorageResult};
+use super::sql::{SqlVisitStore, VisitDialect};
+use super::write::{distinct, first_seen, outcome};
+use super::BatchOutcome;
+use crate::storage::{Pg, StorageError, StorageResult};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use insert::{insert_visits, Inserted};
-use shortlink_visit_enrich::{Audience, Visit};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use shortlink_visit_enrich::Visit;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
-use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 use std::time::Duration;
 
-#[derive(Debug, Clone)]
-pub struct PgVisitStore {
-    pool: PgPool,
-}
+pub(crate) struct PgVisits;
+
+pub(crate) type PgVisitStore = SqlVisitStore<PgVisits>;
 
 impl PgVisitStore {
     pub async fn connect(
@@ -46,7 +43,11 @@ impl PgVisitStore {
             .connect_with(connect)
             .await
             .map_err(StorageError::classify)?;
-        Ok(Self { pool })
+        Ok(Self {
+            dialect: PgVisits,
+            writer: pool.clone(),
+            reader: pool,
+        })
     }
 }
 
@@ -56,15 +57,6 @@ fn db(error: sqlx::Error) -> StorageError {
 
 pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
-
-fn counts(row: &PgRow, from: usize) -> StorageResult<Counts> {
-    Ok(Counts {
-        humans: row.try_get(from)?,
-        bots: row.try_get(from + 1)?,
-        previews: row.try_get(from + 2)?,
-        new_visitors: row.try_get(from + 3)?,
-    })
 }
 
 /// `(humans, bots, previews)` arrays of a breakdown's rows.
@@ -83,38 +75,27 @@ fn audience_arrays<'a, K: 'a>(
 }
 
 #[async_trait]
-impl VisitStore for PgVisitStore {
-    fn backend(&self) -> Backend {
-        Backend::Postgres
-    }
+impl VisitDialect for PgVisits {
+    type Sql = Pg;
 
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
-        if visits.is_empty() {
-            return Ok(BatchOutcome::default());
-        }
-        // An id twice in one batch is stored and counted once.
-        let mut seen = HashSet::with_capacity(visits.len());
-        let unique: Vec<&Visit> = visits
-            .iter()
-            .filter(|v| seen.insert(v.event_id.as_str()))
-            .collect();
-        let mut tx = self.pool.begin().await.map_err(db)?;
+    const DELETE_VISITS_BEFORE: &'static str = "DELETE FROM visits WHERE event_id IN \
+         (SELECT event_id FROM visits WHERE visited_at < ? LIMIT ?)";
+
+    async fn store_batch(
+        &self,
+        pool: &PgPool,
+        visits: &[Visit],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome> {
+        let mut tx = pool.begin().await.map_err(db)?;
         let Inserted {
             visits: inserted,
             deltas: mut d,
-        } = insert_visits(&mut tx, &unique, count_bots).await?;
+        } = insert_visits(&mut tx, &distinct(visits), count_bots).await?;
 
-        // Each human visitor's first visit in the batch, by (code, visitor), in key order.
-        let mut first_seen: HashMap<(&str, Vec<u8>), i64> = HashMap::new();
-        for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
-            first_seen
-                .entry((v.code.as_str(), visitor_bytes(&v.visitor)))
-                .or_insert(v.time_ms);
-        }
-        let mut pairs: Vec<_> = first_seen.into_iter().collect();
-        pairs.sort();
+        let pairs = first_seen(&inserted);
         let (mut codes, mut visitors, mut times) = (Vec::new(), Vec::new(), Vec::new());
-        for ((code, visitor), at) in &pairs {
+        for (code, visitor, at) in &pairs {
             codes.push(*code);
             visitors.push(visitor.clone());
             times.push(at_ms(*at));
@@ -134,9 +115,9 @@ impl VisitStore for PgVisitStore {
             let code: &str = row.try_get(0)?;
             let visitor: &[u8] = row.try_get(1)?;
             if let Ok(i) =
-                pairs.binary_search_by(|((c, v), _)| (*c, v.as_slice()).cmp(&(code, visitor)))
+                pairs.binary_search_by(|(c, v, _)| (*c, v.as_slice()).cmp(&(code, visitor)))
             {
-                let ((code, _), at) = &pairs[i];
+                let (code, _, at) = &pairs[i];
                 d.credit_new_visitor(code, *at);
             }
         }
@@ -291,163 +272,6 @@ impl VisitStore for PgVisitStore {
         .map_err(db)?;
 
         tx.commit().await.map_err(db)?;
-        let inserted = inserted.len() as u64;
-        Ok(BatchOutcome {
-            inserted,
-            duplicates: visits.len() as u64 - inserted,
-        })
-    }
-
-    /// The query's non-empty buckets, in order.
-    async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
-        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
-        let rows = sqlx::query(
-            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
-             WHERE code = $1 AND span = $2 AND bucket >= $3 AND bucket < $4 ORDER BY bucket",
-        )
-        .bind(code)
-        .bind(span)
-        .bind(q.from)
-        .bind(q.to)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| Ok((row.try_get::<i64, _>(0)?, counts(row, 1)?)))
-            .collect()
-    }
-
-    /// The breakdowns of one daily rollup table over the whole days covering the query: its rows
-    /// summed per combination of dimension values, ranked per dimension in memory.
-    async fn breakdowns(
-        &self,
-        q: &StatsQuery,
-        table: &str,
-        dimensions: &[Dimension],
-    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
-        let (day_from, day_to) = breakdown_days(q);
-        let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
-        let columns = columns.join(", ");
-        let n = dimensions.len();
-        let rows = sqlx::query(&format!(
-            "SELECT {columns}, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8 FROM {table} \
-             WHERE code = $1 AND day >= $2 AND day < $3 GROUP BY {columns}"
-        ))
-        .bind(code)
-        .bind(day_from)
-        .bind(day_to)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        let rows = rows
-            .iter()
-            .map(|row| {
-                Ok(GroupRow {
-                    values: (0..n).map(|i| row.try_get(i)).collect::<Result<_, _>>()?,
-                    humans: row.try_get(n)?,
-                    bots: row.try_get(n + 1)?,
-                    previews: row.try_get(n + 2)?,
-                })
-            })
-            .collect::<StorageResult<Vec<_>>>()?;
-        Ok(rank_breakdowns(dimensions, &rows, q.include_bots, q.top))
-    }
-
-    /// All-links queries: the links with the most clicks over the range.
-    async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
-        let span = i32::try_from(q.interval.seconds()).unwrap_or(i32::MAX);
-        let rank = if q.include_bots {
-            "SUM(humans) + SUM(bots) + SUM(previews)"
-        } else {
-            "SUM(humans)"
-        };
-        let rows = sqlx::query(&format!(
-            "SELECT code, SUM(humans)::int8, SUM(bots)::int8, SUM(previews)::int8, \
-                   SUM(new_visitors)::int8 FROM visit_buckets \
-             WHERE span = $1 AND bucket >= $2 AND bucket < $3 AND code <> '*' \
-             GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT $4"
-        ))
-        .bind(span)
-        .bind(q.from)
-        .bind(q.to)
-        .bind(i64::from(q.top))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| Ok((row.try_get(0)?, counts(row, 1)?)))
-            .collect()
-    }
-
-    async fn idle_links(
-        &self,
-        now: DateTime<Utc>,
-        idle_since: DateTime<Utc>,
-        after: Option<&str>,
-        limit: u32,
-    ) -> StorageResult<Vec<IdleLink>> {
-        let rows = sqlx::query(
-            "SELECT code FROM links \
-             WHERE revoked_at IS NULL AND COALESCE(last_visit_at, created_at) < $1 \
-               AND (expires_at IS NULL OR expires_at > $2) AND code > $3 \
-             ORDER BY code LIMIT $4",
-        )
-        .bind(idle_since)
-        .bind(now)
-        .bind(after.unwrap_or(""))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                Ok(IdleLink {
-                    code: row.try_get(0)?,
-                })
-            })
-            .collect()
-    }
-
-    async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>> {
-        sqlx::query_as(
-            "SELECT code, MIN(first_seen) FROM link_visitors WHERE code = ANY($1) GROUP BY code",
-        )
-        .bind(codes)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)
-    }
-
-    async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>> {
-        sqlx::query_as(
-            "SELECT short_domain, COUNT(*) FROM visits WHERE visited_at >= $1 \
-             AND audience = 'human' AND short_domain IS NOT NULL GROUP BY short_domain",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)
-    }
-
-    async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64> {
-        let done = sqlx::query(
-            "DELETE FROM visits WHERE event_id IN \
-             (SELECT event_id FROM visits WHERE visited_at < $1 LIMIT $2)",
-        )
-        .bind(before)
-        .bind(i64::from(limit))
-        .execute(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(done.rows_affected())
-    }
-
-    async fn visit_rows(&self) -> StorageResult<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM visits")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)?)
+        Ok(outcome(visits.len(), inserted.len()))
     }
 }
