@@ -14,12 +14,17 @@ use super::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Pool, Sqlite, Transaction};
+use std::sync::Arc;
 
-/// The SQLite dialect.
+/// The SQLite dialect. It holds the file's one writer open while the storage lives: that writer
+/// is kept by handle count, and once the last handle goes the visit store would open a second
+/// writer on the file, which meets this one on SQLITE_BUSY ([`sqlite_file::shared_writer`]).
 #[derive(Clone)]
-pub(crate) struct Lite;
+pub(crate) struct Lite {
+    _writer: Arc<SqlitePool>,
+}
 
 pub(crate) type SqliteStorage = SqlStorage<Lite>;
 
@@ -145,9 +150,9 @@ impl SqliteStorage {
         )
         .await?;
         Ok(Self {
-            dialect: Lite,
             // Shared with the visit store on the same file ([`sqlite_file::shared_writer`]).
             writer: (*writer).clone(),
+            dialect: Lite { _writer: writer },
             reader,
         })
     }
