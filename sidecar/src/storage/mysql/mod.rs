@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, Pool, Row, Transaction};
+use std::time::Duration;
 
 /// The MariaDB/MySQL dialect, with the limits of the server it is connected to.
 #[derive(Clone)]
@@ -115,6 +116,40 @@ impl My {
     }
 }
 
+/// The named lock sidecars starting together take around the migrations.
+const MIGRATION_LOCK: &str = "shortlink:migrations";
+
+/// Applies the migrations once however many sidecars start together. sqlx's migrator asks for a
+/// named lock with `GET_LOCK(name, -1)` and ignores the answer; MariaDB does not read -1 as "wait
+/// for ever", so two migrators ran the same DDL (MySQL's DDL is not transactional) and left the
+/// migration marked as partially applied. So the lock is taken here, on the connection that then
+/// migrates, with a real timeout and its answer checked (the migrator's own `GET_LOCK` on the same
+/// connection then nests).
+async fn migrate(pool: &sqlx::MySqlPool, acquire_timeout: Duration) -> StorageResult<()> {
+    let mut conn = pool.acquire().await.map_err(StorageError::classify)?;
+    let wait = acquire_timeout.as_secs().max(60);
+    let locked: Option<i64> = sqlx::query_scalar("SELECT GET_LOCK(?, ?)")
+        .bind(MIGRATION_LOCK)
+        .bind(wait)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(StorageError::classify)?;
+    if locked != Some(1) {
+        return Err(StorageError::Migrate(sqlx::migrate::MigrateError::Execute(
+            sqlx::Error::Protocol(format!(
+                "another sidecar held the migration lock for {wait} s"
+            )),
+        )));
+    }
+    let migrated = sqlx::migrate!("../migrations/mysql").run(&mut *conn).await;
+    // Released with the session anyway; releasing it now lets the others go on at once.
+    let _ = sqlx::query("SELECT RELEASE_LOCK(?)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *conn)
+        .await;
+    Ok(migrated?)
+}
+
 impl MysqlStorage {
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         let pool = pool(
@@ -123,8 +158,7 @@ impl MysqlStorage {
             options.acquire_timeout,
         )
         .await?;
-        // The migrator takes a named lock (GET_LOCK), so sidecars starting together apply it once.
-        sqlx::migrate!("../migrations/mysql").run(&pool).await?;
+        migrate(&pool, options.acquire_timeout).await?;
         let packet: i64 = sqlx::query_scalar("SELECT CAST(@@max_allowed_packet AS SIGNED)")
             .fetch_one(&pool)
             .await

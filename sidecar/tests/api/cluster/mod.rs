@@ -15,6 +15,7 @@ use crate::sentinel::{client, post, start_sidecar, Sidecar};
 use redis::AsyncCommands;
 use shortlink_sidecar::projection::encode_record;
 use shortlink_wire::cluster::{key_slot, SLOTS};
+use std::time::Duration;
 use testkit::RedisCluster;
 
 /// A sidecar on `cluster`, `WAIT`ing for one replica per write, checking markers every 200 ms.
@@ -103,14 +104,27 @@ fn record_on_owner(cluster: &RedisCluster, code: &str) -> (usize, String) {
     (owner, cluster.nodes()[owner].cli_raw(&["GET", &key]))
 }
 
-/// Creates `count` links to `https://<host>.example/<i>` one by one; their codes.
+/// Creates `count` links to `https://<host>.example/<i>` one by one; their codes. A 503 is what
+/// the API promises while the cluster cannot take a write (nothing stored, retry later): on a
+/// loaded machine a 3 + 3 cluster with a 2 s node timeout may fail a primary over, so a create is
+/// tried again a few times, as a client would. Any other answer fails the test.
 async fn create(sidecar: &Sidecar, count: usize, host: &str) -> Vec<String> {
+    const ATTEMPTS: u32 = 20;
     let http = client();
     let mut codes = Vec::new();
     for i in 0..count {
         let url = format!("https://{host}.example/{i}");
-        let (status, body) = post(&http, &sidecar.address, &url).await;
-        assert_eq!(status, 201, "{body}");
+        let mut attempt = 1;
+        let body = loop {
+            let (status, body) = post(&http, &sidecar.address, &url).await;
+            if status == 503 && attempt < ATTEMPTS {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            assert_eq!(status, 201, "{body}");
+            break body;
+        };
         codes.push(body["code"].as_str().unwrap().to_owned());
     }
     codes
