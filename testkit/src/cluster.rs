@@ -3,13 +3,77 @@
 
 use crate::redis::RedisServer;
 use crate::wait_until;
+use std::net::TcpListener;
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The cluster's nodes, in the order they were started (the first `primaries` were created as
 /// primaries; roles change after a failover: ask [`RedisCluster::primaries`]).
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
+    /// The ports of killed nodes, held until the cluster is dropped: the live nodes keep calling
+    /// a dead node's address, and a node of another test's cluster started on that port would
+    /// answer, and the two clusters would learn each other's nodes by gossip.
+    reserved: Option<Reserved>,
+}
+
+/// Listeners on the ports of killed nodes that close every connection at once, as a dead port
+/// refuses it: clients fail fast instead of waiting on a connection that never answers.
+struct Reserved {
+    stop: Arc<AtomicBool>,
+    closer: Option<JoinHandle<()>>,
+    listeners: Arc<Mutex<Vec<TcpListener>>>,
+}
+
+impl Reserved {
+    fn new() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let listeners: Arc<Mutex<Vec<TcpListener>>> = Arc::default();
+        let closer = std::thread::spawn({
+            let (stop, listeners) = (Arc::clone(&stop), Arc::clone(&listeners));
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for listener in listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                        while let Ok((stream, _)) = listener.accept() {
+                            drop(stream);
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        });
+        Self {
+            stop,
+            closer: Some(closer),
+            listeners,
+        }
+    }
+
+    fn hold(&self, port: u16) {
+        // Bound right after the process died, before another test asks for a free port; if one
+        // got there first, nothing can be done about it here.
+        let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else {
+            return;
+        };
+        if listener.set_nonblocking(true).is_ok() {
+            self.listeners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(listener);
+        }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(closer) = self.closer.take() {
+            let _ = closer.join();
+        }
+    }
 }
 
 impl RedisCluster {
@@ -29,7 +93,10 @@ impl RedisCluster {
         let nodes: Vec<RedisServer> = (0..primaries * (1 + replicas))
             .map(|_| RedisServer::start_cluster_node(node_timeout))
             .collect();
-        let cluster = RedisCluster { nodes };
+        let cluster = RedisCluster {
+            nodes,
+            reserved: None,
+        };
         let mut args = vec!["--cluster".to_owned(), "create".to_owned()];
         args.extend(cluster.nodes.iter().map(RedisServer::addr));
         args.extend([
@@ -64,10 +131,6 @@ impl RedisCluster {
         &self.nodes
     }
 
-    pub fn node_mut(&mut self, index: usize) -> &mut RedisServer {
-        &mut self.nodes[index]
-    }
-
     /// The indexes (in [`RedisCluster::nodes`]) of the running nodes that are primaries now.
     pub fn primaries(&self) -> Vec<usize> {
         (0..self.nodes.len())
@@ -95,9 +158,16 @@ impl RedisCluster {
         self.running().map(RedisServer::url).collect()
     }
 
-    /// Kills node `index` with SIGKILL, as a crash would.
+    /// Kills node `index` with SIGKILL, as a crash would. Its ports stay reserved (see
+    /// `reserved`) while this cluster lives.
     pub fn kill(&mut self, index: usize) {
-        self.nodes[index].kill();
+        let node = &mut self.nodes[index];
+        node.kill();
+        let ports = [Some(node.port()), node.cluster_bus_port()];
+        let reserved = self.reserved.get_or_insert_with(Reserved::new);
+        for port in ports.into_iter().flatten() {
+            reserved.hold(port);
+        }
     }
 
     /// Waits until every running node reports `cluster_state:ok` and agrees on who serves every

@@ -13,8 +13,9 @@ pub struct RedisServer {
     process: Option<Lifeline>,
     /// The port of the primary this server started as a replica of (`--replicaof`).
     replica_of: Option<u16>,
-    /// A Redis Cluster node (`--cluster-enabled yes`), with this node timeout in milliseconds.
-    cluster_node_timeout: Option<u64>,
+    /// A Redis Cluster node (`--cluster-enabled yes`): its node timeout in milliseconds and its
+    /// cluster bus port (chosen free, not the default port + 10000, which may be taken).
+    cluster: Option<(u64, u16)>,
 }
 
 impl RedisServer {
@@ -24,7 +25,7 @@ impl RedisServer {
             dir: temp_dir(),
             process: None,
             replica_of: None,
-            cluster_node_timeout: None,
+            cluster: None,
         };
         server.start_again();
         server
@@ -38,7 +39,7 @@ impl RedisServer {
             dir: temp_dir(),
             process: None,
             replica_of: None,
-            cluster_node_timeout: Some(node_timeout.as_millis() as u64),
+            cluster: Some((node_timeout.as_millis() as u64, free_port())),
         };
         server.start_again();
         server
@@ -52,7 +53,7 @@ impl RedisServer {
             dir: temp_dir(),
             process: None,
             replica_of: Some(primary.port),
-            cluster_node_timeout: None,
+            cluster: None,
         };
         server.start_again();
         assert!(
@@ -81,6 +82,11 @@ impl RedisServer {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The cluster bus port of a cluster node.
+    pub fn cluster_bus_port(&self) -> Option<u16> {
+        self.cluster.map(|(_, bus_port)| bus_port)
     }
 
     pub fn url(&self) -> String {
@@ -121,7 +127,7 @@ impl RedisServer {
         if let Some(primary) = self.replica_of {
             builder = builder.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
         }
-        if let Some(timeout) = self.cluster_node_timeout {
+        if let Some((timeout, bus_port)) = self.cluster {
             // nodes.conf is the node's identity: kept across a restart in the same directory,
             // so a restarted node rejoins its cluster as itself.
             builder = builder
@@ -131,7 +137,8 @@ impl RedisServer {
                     "--cluster-config-file",
                     "nodes.conf",
                 ])
-                .args(["--cluster-node-timeout", &timeout.to_string()]);
+                .args(["--cluster-node-timeout", &timeout.to_string()])
+                .args(["--cluster-port", &bus_port.to_string()]);
         }
         let process = builder.spawn();
         let port = self.port;
