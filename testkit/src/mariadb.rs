@@ -67,9 +67,14 @@ impl MariaDb {
             .expect("create a MariaDB directory")
             .keep();
         let data = root.join("data");
+        // Its own temporary directory: servers bootstrapping side by side in the shared /tmp were
+        // seen to fail on each other's temporary tables ("Could not remove temporary table").
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(&tmp).expect("create MariaDB's tmpdir");
         let install = Command::new("mariadb-install-db")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--user={}", current_user()))
             // root without a password, over TCP from 127.0.0.1 (the tests' only client).
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
@@ -97,6 +102,10 @@ impl MariaDb {
             .arg(format!("--user={}", current_user()))
             .arg(format!("--datadir={}", self.data.display()))
             .arg(format!("--socket={}", self.socket.display()))
+            .arg(format!(
+                "--tmpdir={}",
+                self.data.with_file_name("tmp").display()
+            ))
             .arg(format!("--port={}", self.port))
             .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
             .arg(format!(
