@@ -9,8 +9,8 @@ pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod redis;
-mod restartable;
 pub mod sentinel;
+pub mod sql_server;
 
 pub use cluster::RedisCluster;
 pub use mariadb::{mariadb, MariaDb};
@@ -18,6 +18,7 @@ pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;
 pub use sentinel::{SentinelGroup, SentinelServer, SentinelTiming};
+pub use sql_server::SqlServer;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

@@ -1,73 +1,40 @@
-//! One private PostgreSQL cluster per test process, a fresh database per test; and dedicated
-//! clusters for tests that stop and start the server.
-//!
-//! A cluster takes a second or two to create, a database a few milliseconds: so the cluster is
-//! shared by the tests of one process and each test gets its own database. A test that takes the
-//! server down ([`Postgres::dedicated`]) gets a cluster of its own, so it cannot disturb the others.
+//! PostgreSQL for tests: one cluster per test process shared by its tests, each in a fresh
+//! database, and dedicated clusters for tests that stop the server ([`crate::sql_server`]).
 
 use crate::process::{Lifeline, Signal};
-use crate::restartable::{fresh_database_name, Restartable};
-use crate::{free_port, wait_until};
+use crate::sql_server::{Engine, SqlServer};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub struct Postgres {
-    port: u16,
-    socket_dir: PathBuf,
-    data: PathBuf,
-    log: PathBuf,
-    as_root: bool,
-    /// `None` until started.
-    server: Option<Restartable>,
-}
+pub type Postgres = SqlServer<PostgresEngine>;
 
 /// The test process's PostgreSQL, started on first use.
 pub fn postgres() -> &'static Postgres {
     static CLUSTER: OnceLock<Postgres> = OnceLock::new();
-    CLUSTER.get_or_init(Postgres::start)
+    CLUSTER.get_or_init(Postgres::shared)
 }
 
-impl Postgres {
-    /// The shared cluster: its server's lifeline removes the directory when it stops.
-    fn start() -> Self {
-        let mut cluster = Self::init();
-        let root = cluster.root();
-        cluster.server = Some(Restartable::shared(&root, &|dir| cluster.spawn_server(dir)));
-        cluster.wait_ready();
-        cluster
-    }
+/// A PostgreSQL cluster's files, and how its server runs.
+pub struct PostgresEngine {
+    socket_dir: PathBuf,
+    data: PathBuf,
+    log: PathBuf,
+    as_root: bool,
+}
 
-    /// A cluster of its own, for a test that stops and starts the server; stopped and removed on
-    /// drop (or when the test process ends).
-    pub fn dedicated() -> Self {
-        let mut cluster = Self::init();
-        let root = cluster.root();
-        cluster.server = Some(Restartable::dedicated(&root, &|dir| {
-            cluster.spawn_server(dir)
-        }));
-        cluster.wait_ready();
-        cluster
-    }
+impl Engine for PostgresEngine {
+    const NAME: &'static str = "PostgreSQL";
+    const DIR_PREFIX: &'static str = "shortlink-pg-";
+    const ADMIN_DATABASE: &'static str = "postgres";
+    const FIELD_SEPARATOR: char = '|';
+    const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-    fn root(&self) -> PathBuf {
-        self.data
-            .parent()
-            .expect("data sits in the root")
-            .to_owned()
-    }
-
-    /// Creates the cluster's files (initdb); the server is not running yet.
-    fn init() -> Self {
+    /// Creates the cluster's files (initdb).
+    fn init(root: &Path) -> Self {
         let bin = server_bin_dir();
-        // Not a TempDir: a lifeline removes it after the server stops, also at process exit.
-        let root = tempfile::Builder::new()
-            .prefix("shortlink-pg-")
-            .tempdir()
-            .expect("create a PostgreSQL directory")
-            .keep();
         let data = root.join("data");
         let socket_dir = root.join("run");
         std::fs::create_dir_all(&socket_dir).expect("create the socket directory");
@@ -75,7 +42,7 @@ impl Postgres {
         if as_root {
             let status = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
-                .arg(&root)
+                .arg(root)
                 .status()
                 .expect("run chown");
             assert!(status.success(), "chown the PostgreSQL directory");
@@ -101,28 +68,21 @@ impl Postgres {
             "initdb failed: {}",
             String::from_utf8_lossy(&initdb.stderr)
         );
-        Postgres {
-            port: free_port(),
+        PostgresEngine {
             socket_dir,
             data,
             log: root.join("postgres.log"),
             as_root,
-            server: None,
         }
     }
 
-    fn spawn_server(&self, cleanup: Option<&Path>) -> Lifeline {
+    fn spawn(&self, port: u16, cleanup: Option<&Path>) -> Lifeline {
         let server = server_command(self.as_root, server_bin_dir().join("postgres"));
         let mut builder = Lifeline::builder(&server[0], &self.log)
             .args(&server[1..])
             .arg("-D")
             .arg(&self.data)
-            .args([
-                "-p",
-                &self.port.to_string(),
-                "-c",
-                "listen_addresses=127.0.0.1",
-            ])
+            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
             .arg("-k")
             .arg(&self.socket_dir)
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
@@ -135,71 +95,16 @@ impl Postgres {
         builder.spawn()
     }
 
-    fn wait_ready(&self) {
-        assert!(
-            wait_until(Duration::from_secs(30), || self.psql("SELECT 1").is_ok()),
-            "PostgreSQL did not start on port {}; log:\n{}",
-            self.port,
-            std::fs::read_to_string(&self.log).unwrap_or_default()
-        );
+    fn log(&self) -> &Path {
+        &self.log
     }
 
-    /// Stops the server with a fast shutdown (open sessions are terminated, transactions rolled
-    /// back) and waits until it is gone. Data stays for [`Postgres::start_again`].
-    pub fn stop(&mut self) {
-        self.running().stop();
-    }
-
-    /// Starts the stopped server again on the same port and data, and waits until it answers.
-    pub fn start_again(&mut self) {
-        let mut server = self.server.take().expect("started");
-        server.start_again(&|dir| self.spawn_server(dir));
-        self.server = Some(server);
-        self.wait_ready();
-    }
-
-    /// Whether the server is running (not stopped by [`Postgres::stop`]).
-    pub fn is_running(&self) -> bool {
-        self.server.as_ref().is_some_and(Restartable::is_running)
-    }
-
-    fn running(&mut self) -> &mut Restartable {
-        self.server.as_mut().expect("started")
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// A new, empty database; returns its connection URL.
-    pub fn fresh_database_url(&self) -> String {
-        let name = fresh_database_name();
-        self.psql(&format!("CREATE DATABASE {name}"))
-            .unwrap_or_else(|e| panic!("create database {name}: {e}"));
-        self.database_url(&name)
-    }
-
-    pub fn database_url(&self, database: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
-    }
-
-    /// Runs SQL through psql on the `postgres` database; returns its unaligned output.
-    pub fn psql(&self, sql: &str) -> Result<String, String> {
-        self.psql_in("postgres", sql)
-    }
-
-    pub fn psql_in(&self, database: &str, sql: &str) -> Result<String, String> {
+    /// psql, unaligned, tuples only.
+    fn query(&self, port: u16, database: &str, sql: &str) -> Result<String, String> {
         let output = Command::new("psql")
             .arg("-h")
             .arg(&self.socket_dir)
-            .args([
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                database,
-            ])
+            .args(["-p", &port.to_string(), "-U", "postgres", "-d", database])
             .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .output()
             .map_err(|e| e.to_string())?;
@@ -208,6 +113,10 @@ impl Postgres {
         } else {
             Err(String::from_utf8_lossy(&output.stderr).into_owned())
         }
+    }
+
+    fn url(port: u16, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{port}/{database}")
     }
 }
 

@@ -29,14 +29,14 @@ fn postgres_gives_each_caller_a_fresh_database() {
     assert_ne!(first, second);
     let name = first.rsplit('/').next().unwrap();
     cluster
-        .psql_in(name, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+        .query_in(name, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
         .unwrap();
     assert_eq!(
-        cluster.psql_in(name, "SELECT count(*) FROM t").unwrap(),
+        cluster.query_in(name, "SELECT count(*) FROM t").unwrap(),
         "1"
     );
     let other = second.rsplit('/').next().unwrap();
-    assert!(cluster.psql_in(other, "SELECT count(*) FROM t").is_err());
+    assert!(cluster.query_in(other, "SELECT count(*) FROM t").is_err());
 }
 
 #[test]
@@ -48,11 +48,14 @@ fn mariadb_gives_each_caller_a_fresh_database() {
     assert!(first.starts_with("mysql://root@127.0.0.1:"));
     let name = first.rsplit('/').next().unwrap();
     server
-        .sql_in(name, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+        .query_in(name, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
         .unwrap();
-    assert_eq!(server.sql_in(name, "SELECT count(*) FROM t").unwrap(), "1");
+    assert_eq!(
+        server.query_in(name, "SELECT count(*) FROM t").unwrap(),
+        "1"
+    );
     let other = second.rsplit('/').next().unwrap();
-    assert!(server.sql_in(other, "SELECT count(*) FROM t").is_err());
+    assert!(server.query_in(other, "SELECT count(*) FROM t").is_err());
 }
 
 #[test]
@@ -61,7 +64,7 @@ fn mariadb_keeps_committed_data_across_a_restart() {
     let url = server.fresh_database_url();
     let name = url.rsplit('/').next().unwrap().to_owned();
     server
-        .sql_in(
+        .query_in(
             &name,
             "CREATE TABLE t (x int) ENGINE=InnoDB; INSERT INTO t VALUES (1)",
         )
@@ -70,10 +73,13 @@ fn mariadb_keeps_committed_data_across_a_restart() {
     assert!(!server.is_running());
     assert!(!port_open(server.port()));
     server.start_again();
-    server.sql_in(&name, "INSERT INTO t VALUES (2)").unwrap();
+    server.query_in(&name, "INSERT INTO t VALUES (2)").unwrap();
     server.kill();
     server.start_again();
-    assert_eq!(server.sql_in(&name, "SELECT count(*) FROM t").unwrap(), "2");
+    assert_eq!(
+        server.query_in(&name, "SELECT count(*) FROM t").unwrap(),
+        "2"
+    );
 
     let port = server.port();
     drop(server);

@@ -8,7 +8,8 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use testkit::{wait_until, RedisServer, Signal};
+use testkit::sql_server::Engine;
+use testkit::{wait_until, RedisServer, Signal, SqlServer};
 
 /// nginx's `shortlink_timeout` in these tests (NginxOptions' default).
 const LOOKUP_TIMEOUT: Duration = Duration::from_millis(300);
@@ -616,54 +617,16 @@ const CREATE_BOUND: Duration = Duration::from_secs(5);
 /// Concurrent create clients in that test.
 const WRITERS: usize = 4;
 
-/// A database server the fault test stops and starts again.
-trait Restartable {
-    const NAME: &'static str;
-    fn stop(&mut self);
-    fn start_again(&mut self);
-    /// `(code, target)` of every link in `database`.
-    fn links(&self, database: &str) -> std::collections::HashMap<String, String>;
-}
-
-impl Restartable for testkit::Postgres {
-    const NAME: &'static str = "PostgreSQL";
-    fn stop(&mut self) {
-        testkit::Postgres::stop(self)
-    }
-    fn start_again(&mut self) {
-        testkit::Postgres::start_again(self)
-    }
-    fn links(&self, database: &str) -> std::collections::HashMap<String, String> {
-        rows(
-            &self
-                .psql_in(database, "SELECT code, target FROM links")
-                .unwrap(),
-            '|',
-        )
-    }
-}
-
-impl Restartable for testkit::MariaDb {
-    const NAME: &'static str = "MariaDB";
-    fn stop(&mut self) {
-        testkit::MariaDb::stop(self)
-    }
-    fn start_again(&mut self) {
-        testkit::MariaDb::start_again(self)
-    }
-    fn links(&self, database: &str) -> std::collections::HashMap<String, String> {
-        rows(
-            &self
-                .sql_in(database, "SELECT code, target FROM links")
-                .unwrap(),
-            '\t',
-        )
-    }
-}
-
-fn rows(text: &str, separator: char) -> std::collections::HashMap<String, String> {
+/// `(code, target)` of every link in `database`.
+fn links_in<E: Engine>(
+    server: &SqlServer<E>,
+    database: &str,
+) -> std::collections::HashMap<String, String> {
+    let text = server
+        .query_in(database, "SELECT code, target FROM links")
+        .unwrap();
     text.lines()
-        .filter_map(|line| line.split_once(separator))
+        .filter_map(|line| line.split_once(E::FIELD_SEPARATOR))
         .map(|(code, target)| (code.to_owned(), target.to_owned()))
         .collect()
 }
@@ -687,8 +650,8 @@ fn mariadb_restarted_under_create_load_answers_503_then_recovers() {
     restarted_under_create_load_answers_503_then_recovers(&mut mariadb, &database_url);
 }
 
-fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
-    server: &mut S,
+fn restarted_under_create_load_answers_503_then_recovers<E: Engine>(
+    server: &mut SqlServer<E>,
     database_url: &str,
 ) {
     let database = database_url.rsplit('/').next().unwrap().to_owned();
@@ -770,7 +733,7 @@ fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
             .load(Ordering::Relaxed)
             >= 2 * WRITERS as u64),
         "503s while {} is down: {} so far, {} created since the stop; sidecar log:\n{}",
-        S::NAME,
+        E::NAME,
         unavailable.load(Ordering::Relaxed),
         created.load(Ordering::Relaxed) - before_outage,
         sidecar.process.log_text()
@@ -783,7 +746,7 @@ fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
         wait_until(Duration::from_secs(20), || created.load(Ordering::Relaxed)
             > at_restart),
         "no create succeeded within 20 s of {}'s restart",
-        S::NAME
+        E::NAME
     );
     let first_create_after = restarted.elapsed();
     assert!(
@@ -801,7 +764,7 @@ fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
     let refused: u64 = tallies.iter().map(|t| t.unavailable).sum();
     let unexpected: Vec<&String> = tallies.iter().flat_map(|t| &t.unexpected).collect();
     let links: Vec<&(String, String)> = tallies.iter().flat_map(|t| &t.created).collect();
-    let in_sql = server.links(&database);
+    let in_sql = links_in(server, &database);
     let missing_in_sql = links
         .iter()
         .filter(|(code, url)| in_sql.get(code) != Some(url))
@@ -818,7 +781,7 @@ fn restarted_under_create_load_answers_503_then_recovers<S: Restartable>(
          {} unexpected; slowest create {slowest:?} (bound {CREATE_BOUND:?}); down {:?}; first \
          create {first_create_after:?} after the restart, same sidecar; acknowledged but missing: \
          {missing_in_sql} in SQL, {missing_in_redis} in Redis",
-        S::NAME,
+        E::NAME,
         links.len(),
         unexpected.len(),
         restarted.duration_since(stopped),

@@ -86,7 +86,7 @@ async fn postgres_down_answers_503_and_recovers() {
     pool.close().await;
 
     cluster
-        .psql(&format!(
+        .query(&format!(
             "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
              SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'"
         ))
@@ -111,7 +111,7 @@ async fn postgres_down_answers_503_and_recovers() {
     assert_eq!(ready.status(), 503);
 
     cluster
-        .psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"))
+        .query(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"))
         .unwrap();
     let recovered = eventually(Duration::from_secs(10), || async {
         app.get_link(code).await.status() == 200
