@@ -211,11 +211,16 @@ impl Cluster {
     /// `target`.
     pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
         self.poll();
-        let mut key = [0u8; crate::worker::KEY_PREFIX.len() + shortcode::ALIAS_MAX_LEN];
-        let len = crate::worker::KEY_PREFIX.len() + code.len();
-        let key = key.get_mut(..len).ok_or(RedisError::BadValue)?;
-        key[..crate::worker::KEY_PREFIX.len()].copy_from_slice(crate::worker::KEY_PREFIX);
-        key[crate::worker::KEY_PREFIX.len()..].copy_from_slice(code);
+        // The whole key, for its slot: on the stack, as codes are at most an alias long.
+        const PREFIX: &[u8] = crate::worker::KEY_PREFIX;
+        let mut buf = [0u8; PREFIX.len() + shortcode::ALIAS_MAX_LEN];
+        let key = buf
+            .get_mut(..PREFIX.len() + code.len())
+            .ok_or(RedisError::BadValue)?;
+        let (prefix, rest) = key.split_at_mut(PREFIX.len());
+        prefix.copy_from_slice(PREFIX);
+        rest.copy_from_slice(code);
+        let key = &*key;
         let slot = key_slot(key);
         let tag = slot_tag(slot).as_bytes();
         let args: [&[&[u8]]; 3] = [
