@@ -2,7 +2,7 @@
 //! ([`Storage::encode_rows`](crate::storage::Storage::encode_rows)) so the write connection does
 //! not wait while they are put together; run inside it by the backend (SQLite, MariaDB).
 
-use super::rows::{insert_columns, link_placeholders, link_values_at};
+use super::rows::{insert_columns, link_marks, link_values_at};
 use super::{Dialect, Driver, Value};
 use crate::storage::{NewRow, StorageError, StorageResult};
 use chrono::{DateTime, Utc};
@@ -18,7 +18,8 @@ pub(crate) struct Limits {
 
 /// A chunk's rows as statements in code order: the code, creation-time and campaign indexes
 /// (all ordered by code among links created at the same time; InnoDB's table itself is ordered
-/// by code) then take the rows in order, leaf after leaf, instead of at random places.
+/// by code) then take the rows in order, leaf after leaf, instead of at random places. A column
+/// every row of a statement leaves at its default (see [`is_default`]) is not sent.
 pub(crate) struct EncodedInsert<DB: Driver> {
     pub(crate) statements: Vec<Statement<DB>>,
 }
@@ -42,33 +43,40 @@ impl<DB: Driver> EncodedInsert<DB> {
     ) -> StorageResult<Self> {
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_unstable_by(|&a, &b| rows[a].link.code.cmp(&rows[b].link.code));
-        let head = format!("{verb} links ({}) VALUES ", insert_columns::<D>());
-        let placeholders = link_placeholders::<D>();
+        let columns = insert_columns::<D>();
+        let columns: Vec<&str> = columns.split(", ").collect();
+        let marks = link_marks::<D>();
         // A batch's rows share their creation time: SQLite formats it once.
         let mut times = TimeCache::default();
         let mut statements = Vec::new();
         let mut at = 0;
         while at < order.len() {
-            let mut arguments = DB::Arguments::default();
             let mut part = Vec::new();
+            let mut values = Vec::new();
             let mut bytes = 0;
             while at < order.len() && part.len() < limits.rows && bytes < limits.bytes {
                 let row = &rows[order[at]];
                 bytes += row_bytes(row);
-                for value in times.values::<D>(row) {
-                    DB::add(&mut arguments, value).map_err(StorageError::Other)?;
-                }
+                values.push(times.values::<D>(row));
                 part.push(order[at]);
                 at += 1;
             }
-            let mut sql = String::with_capacity(head.len() + part.len() * (placeholders.len() + 2));
-            sql.push_str(&head);
-            for i in 0..part.len() {
-                if i > 0 {
-                    sql.push_str(", ");
+            let kept: Vec<bool> = (columns.iter().enumerate())
+                .map(|(c, column)| !values.iter().all(|row| is_default(column, &row[c])))
+                .collect();
+            let mut arguments = DB::Arguments::default();
+            for row in values {
+                for (value, _) in row.into_iter().zip(&kept).filter(|(_, &kept)| kept) {
+                    DB::add(&mut arguments, value).map_err(StorageError::Other)?;
                 }
-                sql.push_str(&placeholders);
             }
+            let names: Vec<&str> = kept_only(&columns, &kept);
+            let group = format!("({})", kept_only(&marks, &kept).join(", "));
+            let sql = format!(
+                "{verb} links ({}) VALUES {}",
+                names.join(", "),
+                vec![group; part.len()].join(", ")
+            );
             statements.push(Statement {
                 sql,
                 arguments,
@@ -76,6 +84,24 @@ impl<DB: Driver> EncodedInsert<DB> {
             });
         }
         Ok(Self { statements })
+    }
+}
+
+fn kept_only<'a>(all: &[&'a str], kept: &[bool]) -> Vec<&'a str> {
+    (all.iter().zip(kept))
+        .filter(|(_, &kept)| kept)
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// Whether `value` is what `column` holds when an insert leaves it out: every row of a
+/// statement at its default, the column is left out. Fewer bound values each cost the server
+/// less (a MariaDB statement spends more time on its values than on its rows).
+fn is_default(column: &str, value: &Value) -> bool {
+    match value {
+        Value::OptText(None) | Value::OptInt(None) | Value::OptTime(None) => true,
+        Value::Int(0) => matches!(column, "flags" | "visit_count"),
+        _ => false,
     }
 }
 

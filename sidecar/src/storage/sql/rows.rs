@@ -126,12 +126,17 @@ pub(crate) fn link_values_at<D: Dialect>(
 
 /// `(?, ?, ...)` for one row of [`link_values`].
 pub(crate) fn link_placeholders<D: Dialect>() -> String {
+    format!("({})", link_marks::<D>().join(", "))
+}
+
+/// The placeholder of each of [`link_values`].
+pub(crate) fn link_marks<D: Dialect>() -> Vec<&'static str> {
     let mut marks = vec!["?"; 16];
     marks[13] = D::TAGS_PARAM;
     if D::WRITES_URL_PREFIX {
         marks.push("?");
     }
-    format!("({})", marks.join(", "))
+    marks
 }
 
 /// The insert's column list for this backend.

@@ -128,3 +128,60 @@ async fn insert_links_reports_the_rows_inserted() {
         4
     );
 }
+
+/// A batch statement leaves out the columns all its rows leave at their default, and sends a
+/// column some row sets for every row: links read back as written either way.
+#[tokio::test]
+async fn batch_rows_read_back_as_written_with_columns_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = SqliteStorage::connect(&ConnectOptions {
+        url: format!("sqlite://{}", dir.path().join("t.db").display()),
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+    })
+    .await
+    .unwrap();
+    let plain = row("plain", None);
+    let mut rich = row(
+        "rich",
+        Some(Slot {
+            batch_id: 3,
+            index: 9,
+        }),
+    );
+    let link = &mut rich.link;
+    link.flags = crate::storage::LinkFlags(1);
+    link.expires_at = Some(link.created_at + chrono::Duration::days(30));
+    link.campaign = Some("spring".into());
+    link.recipient_ref = Some("r-1".into());
+    link.tags = vec!["vip".into()];
+    link.visit_count = 7;
+    let mut tx = storage.begin().await.unwrap();
+    for rows in [vec![plain.clone()], vec![rich.clone(), row("mixed", None)]] {
+        let encoded = storage.encode_rows(&rows).unwrap();
+        assert_eq!(
+            tx.insert_links(&rows, encoded).await.unwrap().len(),
+            rows.len()
+        );
+    }
+    tx.commit().await.unwrap();
+    for expected in [plain, rich, row("mixed", None)] {
+        let stored = storage
+            .get_link(&expected.link.code)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.code, expected.link.code);
+        assert_eq!(stored.flags, expected.link.flags);
+        assert_eq!(stored.expires_at, expected.link.expires_at);
+        assert_eq!(stored.campaign, expected.link.campaign);
+        assert_eq!(stored.recipient_ref, expected.link.recipient_ref);
+        assert_eq!(stored.tags, expected.link.tags);
+        assert_eq!(stored.visit_count, expected.link.visit_count);
+    }
+    let slots = storage.links_by_slots(3, 0, 100).await.unwrap();
+    let slots: Vec<(i64, &str)> = (slots.iter())
+        .map(|(index, link)| (*index, link.code.as_str()))
+        .collect();
+    assert_eq!(slots, [(9, "rich")]);
+}
