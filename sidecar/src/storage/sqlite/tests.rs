@@ -13,6 +13,19 @@ fn timestamps_sort_as_text_and_round_trip() {
     assert_eq!(parse_ts(&ts(a)).unwrap(), a);
 }
 
+/// A storage on a new database file, in a directory that goes with the returned guard.
+async fn fresh_storage() -> (tempfile::TempDir, SqliteStorage) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = SqliteStorage::connect(&ConnectOptions {
+        url: format!("sqlite://{}", dir.path().join("t.db").display()),
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+    })
+    .await
+    .unwrap();
+    (dir, storage)
+}
+
 fn row(code: &str, slot: Option<Slot>) -> NewRow {
     let now = crate::storage::now();
     NewRow {
@@ -40,14 +53,7 @@ fn row(code: &str, slot: Option<Slot>) -> NewRow {
 /// of `url_hash` (batch insert, single insert, update) keeps it in step.
 #[tokio::test]
 async fn live_link_lookup_follows_every_writer_of_the_url_hash() {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = SqliteStorage::connect(&ConnectOptions {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        max_connections: 2,
-        acquire_timeout: Duration::from_secs(10),
-    })
-    .await
-    .unwrap();
+    let (_dir, storage) = fresh_storage().await;
     let hash = |digit: &str| digit.repeat(64);
     let mut batch = row("a", None);
     batch.link.url_hash = hash("a");
@@ -83,14 +89,7 @@ async fn live_link_lookup_follows_every_writer_of_the_url_hash() {
 /// statement are skipped (the count no longer covers every row).
 #[tokio::test]
 async fn insert_links_reports_the_rows_inserted() {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = SqliteStorage::connect(&ConnectOptions {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        max_connections: 2,
-        acquire_timeout: Duration::from_secs(10),
-    })
-    .await
-    .unwrap();
+    let (_dir, storage) = fresh_storage().await;
     let slot = |index| Some(Slot { batch_id: 7, index });
     let mut tx = storage.begin().await.unwrap();
     let first = [row("a", None), row("b", slot(1))];
@@ -133,14 +132,7 @@ async fn insert_links_reports_the_rows_inserted() {
 /// column some row sets for every row: links read back as written either way.
 #[tokio::test]
 async fn batch_rows_read_back_as_written_with_columns_left_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = SqliteStorage::connect(&ConnectOptions {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        max_connections: 2,
-        acquire_timeout: Duration::from_secs(10),
-    })
-    .await
-    .unwrap();
+    let (_dir, storage) = fresh_storage().await;
     let plain = row("plain", None);
     let mut rich = row(
         "rich",
