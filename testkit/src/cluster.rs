@@ -20,25 +20,38 @@ pub struct RedisCluster {
     reserved: Option<Reserved>,
 }
 
-/// Listeners on the ports of killed nodes that close every connection at once, as a dead port
-/// refuses it: clients fail fast instead of waiting on a connection that never answers.
+/// Listeners on the ports of killed nodes. By default they close every connection at once, as a
+/// dead port refuses it; a blackholed node's ([`RedisCluster::blackhole`]) keep every connection
+/// open and never answer, as a machine that vanished from the network does.
 struct Reserved {
     stop: Arc<AtomicBool>,
     closer: Option<JoinHandle<()>>,
-    listeners: Arc<Mutex<Vec<TcpListener>>>,
+    listeners: Arc<Mutex<Vec<(TcpListener, Dead)>>>,
+}
+
+/// How a held port treats the connections it accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dead {
+    Refusing,
+    Blackholed,
 }
 
 impl Reserved {
     fn new() -> Self {
         let stop = Arc::new(AtomicBool::new(false));
-        let listeners: Arc<Mutex<Vec<TcpListener>>> = Arc::default();
+        let listeners: Arc<Mutex<Vec<(TcpListener, Dead)>>> = Arc::default();
         let closer = std::thread::spawn({
             let (stop, listeners) = (Arc::clone(&stop), Arc::clone(&listeners));
             move || {
+                let mut swallowed = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    for listener in listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                    for (listener, dead) in
+                        listeners.lock().unwrap_or_else(|p| p.into_inner()).iter()
+                    {
                         while let Ok((stream, _)) = listener.accept() {
-                            drop(stream);
+                            if *dead == Dead::Blackholed {
+                                swallowed.push(stream);
+                            }
                         }
                     }
                     std::thread::sleep(Duration::from_millis(10));
@@ -52,7 +65,7 @@ impl Reserved {
         }
     }
 
-    fn hold(&self, port: u16) {
+    fn hold(&self, port: u16, dead: Dead) {
         // Bound right after the process died, before another test asks for a free port; if one
         // got there first, nothing can be done about it here.
         let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else {
@@ -62,7 +75,7 @@ impl Reserved {
             self.listeners
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(listener);
+                .push((listener, dead));
         }
     }
 }
@@ -161,12 +174,23 @@ impl RedisCluster {
     /// Kills node `index` with SIGKILL, as a crash would. Its ports stay reserved (see
     /// `reserved`) while this cluster lives.
     pub fn kill(&mut self, index: usize) {
+        self.take_down(index, Dead::Refusing);
+    }
+
+    /// Kills node `index` and leaves its address swallowing connections: accepted, never
+    /// answered, never closed (a host gone from the network, a partition), while this cluster
+    /// lives. Clients learn of it only by their own timeouts.
+    pub fn blackhole(&mut self, index: usize) {
+        self.take_down(index, Dead::Blackholed);
+    }
+
+    fn take_down(&mut self, index: usize, dead: Dead) {
         let node = &mut self.nodes[index];
         node.kill();
         let ports = [Some(node.port()), node.cluster_bus_port()];
         let reserved = self.reserved.get_or_insert_with(Reserved::new);
         for port in ports.into_iter().flatten() {
-            reserved.hold(port);
+            reserved.hold(port, dead);
         }
     }
 

@@ -152,9 +152,16 @@ impl Primary {
                 .await?;
             Ok::<_, ProjectionError>(RedisConnection::Multiplexed(connection))
         };
-        tokio::time::timeout(options.connection_timeout, connecting)
+        // A cluster connection asks every seed at once, then one node for the slot map, then
+        // connects to every node of the map: a node that accepts connections but never answers
+        // costs a reply timeout in two of those steps.
+        let limit = match self.0.source {
+            Source::Cluster(_) => options.connection_timeout + options.response_timeout * 2,
+            _ => options.connection_timeout,
+        };
+        tokio::time::timeout(limit, connecting)
             .await
-            .map_err(|_| ProjectionError::Timeout(options.connection_timeout))?
+            .map_err(|_| ProjectionError::Timeout(limit))?
     }
 
     /// A client for the primary as it is now: with Sentinel, asked of the sentinels again at each

@@ -9,40 +9,77 @@ use crate::primary::{
 };
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 /// The connection's own reply timeout, above any call's allowance (see `connection`).
 const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The projection's connection: none yet (or dropped after a failure), being made, or made
+/// (with the number it was made under, see [`Projection::forget`]).
+pub(super) enum Slot {
+    Empty,
+    Connecting(JoinHandle<Result<RedisConnection, ProjectionError>>),
+    Ready(u64, RedisConnection),
+}
+
 impl Projection {
-    /// The connection and the number it was made under.
+    /// The connection and the number it was made under. It is made by a task of its own: a call
+    /// whose allowance ends while it waits does not cancel the making, and the next call waits
+    /// for the same task. Making a cluster connection can outlast one call's allowance (a seed
+    /// that swallows connections costs its reply timeout), and if each call cancelled it, none
+    /// would ever finish.
     pub(super) async fn connection(&self) -> Result<(u64, RedisConnection), ProjectionError> {
-        if let Some(connection) = self.connection.read().await.as_ref() {
-            return Ok(connection.clone());
+        if let Slot::Ready(made, connection) = &*self.connection.read().await {
+            return Ok((*made, connection.clone()));
         }
         let mut slot = self.connection.write().await;
-        if let Some(connection) = slot.as_ref() {
-            return Ok(connection.clone());
+        loop {
+            match &mut *slot {
+                Slot::Ready(made, connection) => return Ok((*made, connection.clone())),
+                Slot::Empty => *slot = Slot::Connecting(tokio::spawn(self.connect())),
+                Slot::Connecting(task) => {
+                    let connected = task.await;
+                    *slot = Slot::Empty;
+                    let connection = connected.map_err(|_| {
+                        ProjectionError::NoPrimary("the task connecting to redis stopped")
+                    })??;
+                    let made = self.connections_made.fetch_add(1, Ordering::Relaxed) + 1;
+                    *slot = Slot::Ready(made, connection.clone());
+                    return Ok((made, connection));
+                }
+            }
         }
-        // Each call's own deadline (`run`) bounds its wait; the connection's response timeout
-        // only catches a reply that never comes, and must not cut a batch chunk's longer
-        // allowance.
+    }
+
+    /// Makes a connection (within the time [`crate::primary::Primary::connect`] allows).
+    fn connect(
+        &self,
+    ) -> impl std::future::Future<Output = Result<RedisConnection, ProjectionError>> + 'static {
+        // Each call's own deadline (`run`) bounds its wait. One Redis or Sentinel: the connection's
+        // response timeout only catches a reply that never comes, and must not cut a batch
+        // chunk's longer allowance. A cluster: every request is one slot's transaction or one
+        // node's check, the longest the marker check (four timeouts, `state`); a node that stops
+        // answering must not hold the connection's slot map and seeds much longer than that.
+        let response_timeout = if self.primary.is_cluster() {
+            self.timeout * 4 + self.wait.map_or(Duration::ZERO, |wait| wait.timeout)
+        } else {
+            self.timeout.max(MANAGER_RESPONSE_TIMEOUT)
+        };
         let options = ConnectOptions {
             connection_timeout: self.timeout,
-            response_timeout: self.timeout.max(MANAGER_RESPONSE_TIMEOUT),
+            response_timeout,
             manager: true,
         };
-        let connection = self.primary.connect(options).await?;
-        let made = self.connections_made.fetch_add(1, Ordering::Relaxed) + 1;
-        *slot = Some((made, connection.clone()));
-        Ok((made, connection))
+        let primary = self.primary.clone();
+        async move { primary.connect(options).await }
     }
 
     /// Drops the connection numbered `made` (not one another request made since), so the next
     /// call asks where the primary is.
     async fn forget(&self, made: u64) {
         let mut slot = self.connection.write().await;
-        if slot.as_ref().is_some_and(|(current, _)| *current == made) {
-            *slot = None;
+        if matches!(&*slot, Slot::Ready(current, _) if *current == made) {
+            *slot = Slot::Empty;
         }
     }
 
@@ -78,7 +115,16 @@ impl Projection {
             let error = match result {
                 Ok(Err(error)) => error,
                 Ok(result) => return result,
-                Err(_) => return Err(ProjectionError::Timeout(allowance)),
+                Err(_) => {
+                    // A connection whose replies stopped (its node gone from the network, its
+                    // packets swallowed) would hold every later call until its own 60 s
+                    // timeout: the next call makes a new one (on a cluster, with the slot map
+                    // read afresh, which names the promoted replica).
+                    if let (true, Some(made)) = (sentinel, made) {
+                        self.forget(made).await;
+                    }
+                    return Err(ProjectionError::Timeout(allowance));
+                }
             };
             let retry = match &error {
                 ProjectionError::Redis(e) if sentinel => {

@@ -16,7 +16,7 @@ pub use slots::missing_marker_slots;
 use slots::pick;
 pub use state::PipelineState;
 
-use crate::primary::{Primary, RedisConnection};
+use crate::primary::Primary;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -201,8 +201,8 @@ pub struct Projection {
     timeout: Duration,
     /// `--redis-wait-replicas`: the replicas that must hold a write before it is acknowledged.
     wait: Option<Wait>,
-    /// The connection, with the number it was made under (see `connection::Projection::run`).
-    connection: RwLock<Option<(u64, RedisConnection)>>,
+    /// The connection, made or being made (see `connection::Projection::connection`).
+    connection: RwLock<connection::Slot>,
     connections_made: AtomicU64,
     /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
     in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
@@ -251,7 +251,7 @@ impl Projection {
             primary,
             timeout,
             wait,
-            connection: RwLock::new(None),
+            connection: RwLock::new(connection::Slot::Empty),
             connections_made: AtomicU64::new(0),
             in_doubt: std::sync::Mutex::default(),
             repair_failed_at: AtomicU64::new(0),
