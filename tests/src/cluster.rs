@@ -244,14 +244,14 @@ impl ClusterSystem {
             std::os::unix::fs::PermissionsExt::from_mode(0o700),
         )
         .expect("make the system's directory private");
-        let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+        let database = crate::sqlite_in(&dir);
         let seeds = cluster.seeds();
         let first = cluster.urls().into_iter().next().expect("a running node");
         let args = vec!["--redis-cluster".to_owned(), seeds.clone()];
         let sidecar = crate::Sidecar::launch(&dir, &first, &database, 0, args, || {
             markers_present(cluster)
         });
-        let resolve_key = crate::create_resolve_key(&dir);
+        let resolve_key = crate::create_resolve_key(&database);
         let options = crate::NginxOptions {
             redis_cluster: Some(seeds.replace(',', " ")),
             ..options

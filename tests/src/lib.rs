@@ -36,11 +36,17 @@ pub struct System {
     pub dir: tempfile::TempDir,
     /// nginx's fallback key (role `resolve`), as scripts/run makes it.
     pub resolve_key: String,
+    /// The sidecar's `--database-url`: SQLite in `dir` unless started on another database.
+    database: String,
+}
+
+/// The SQLite database a system keeps in its directory.
+fn sqlite_in(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("shortlink.db").display())
 }
 
 /// `keys create --role resolve` on the system's database, as scripts/run does for nginx's fallback.
-pub(crate) fn create_resolve_key(dir: &tempfile::TempDir) -> String {
-    let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
+pub(crate) fn create_resolve_key(database: &str) -> String {
     let output = std::process::Command::new(paths::sidecar_bin())
         .args([
             "keys",
@@ -50,7 +56,7 @@ pub(crate) fn create_resolve_key(dir: &tempfile::TempDir) -> String {
             "--role",
             "resolve",
         ])
-        .args(["--database-url", &database])
+        .args(["--database-url", database])
         .env("RUST_LOG", "warn")
         .output()
         .expect("run shortlink-sidecar keys create");
@@ -83,16 +89,32 @@ impl System {
     /// Starts the sidecar and nginx in a state directory the test prepared (for example with a
     /// restored database at [`System::database_path`]).
     pub fn start_in(dir: tempfile::TempDir, redis: RedisServer, options: NginxOptions) -> Self {
-        Self::start_in_with(dir, redis, options, &[])
+        let database = sqlite_in(&dir);
+        Self::start_in_with(dir, database, redis, options, &[])
     }
 
     /// [`Self::start_on`] with more sidecar flags (e.g. `--redis-sentinels`).
     pub fn start_on_with(redis: RedisServer, options: NginxOptions, sidecar_args: &[&str]) -> Self {
-        Self::start_in_with(testkit::temp_dir(), redis, options, sidecar_args)
+        let dir = testkit::temp_dir();
+        let database = sqlite_in(&dir);
+        Self::start_in_with(dir, database, redis, options, sidecar_args)
+    }
+
+    /// The system on the database at `database_url` (a PostgreSQL or MariaDB the test made)
+    /// instead of SQLite; [`System::database_path`] then names no file.
+    pub fn start_on_database(database_url: &str) -> Self {
+        Self::start_in_with(
+            testkit::temp_dir(),
+            database_url.to_owned(),
+            RedisServer::start(),
+            NginxOptions::default(),
+            &[],
+        )
     }
 
     fn start_in_with(
         dir: tempfile::TempDir,
+        database: String,
         redis: RedisServer,
         options: NginxOptions,
         sidecar_args: &[&str],
@@ -104,10 +126,9 @@ impl System {
             std::os::unix::fs::PermissionsExt::from_mode(0o700),
         )
         .expect("make the system's directory private");
-        let database = format!("sqlite://{}", dir.path().join("shortlink.db").display());
         let sidecar_args = sidecar_args.iter().map(|a| a.to_string()).collect();
         let sidecar = Sidecar::spawn(&dir, &redis, &database, 0, sidecar_args);
-        let resolve_key = create_resolve_key(&dir);
+        let resolve_key = create_resolve_key(&database);
         let nginx = Nginx::start(&dir, &redis.addr(), sidecar.port, &resolve_key, options);
         System {
             redis,
@@ -115,6 +136,7 @@ impl System {
             nginx,
             dir,
             resolve_key,
+            database,
         }
     }
 
@@ -137,9 +159,10 @@ impl System {
 impl System {
     /// The sidecar's database, as `--database-url` takes it.
     pub fn database_url(&self) -> String {
-        format!("sqlite://{}", self.database_path().display())
+        self.database.clone()
     }
 
+    /// The SQLite file of a system on SQLite (the default).
     pub fn database_path(&self) -> std::path::PathBuf {
         self.dir.path().join("shortlink.db")
     }
