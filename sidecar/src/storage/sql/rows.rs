@@ -129,14 +129,11 @@ pub(crate) fn link_placeholders<D: Dialect>() -> String {
     format!("({})", link_marks::<D>().join(", "))
 }
 
-/// The placeholder of each of [`link_values`].
+/// The placeholder of each of [`link_values`], column by column of [`insert_columns`].
 pub(crate) fn link_marks<D: Dialect>() -> Vec<&'static str> {
-    let mut marks = vec!["?"; 16];
-    marks[13] = D::TAGS_PARAM;
-    if D::WRITES_URL_PREFIX {
-        marks.push("?");
-    }
-    marks
+    (insert_columns::<D>().split(", "))
+        .map(|column| if column == "tags" { D::TAGS_PARAM } else { "?" })
+        .collect()
 }
 
 /// The insert's column list for this backend.

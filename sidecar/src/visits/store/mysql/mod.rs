@@ -250,22 +250,18 @@ async fn insert_returning<'q, T: NewRow>(
         .collect())
 }
 
-/// Inserts those of one chunk of `rows` not stored yet and returns them: with `RETURNING` where
-/// the server has it; else looked up first unless assumed new, then checked by the row count,
-/// and on a miscount (another writer stored some meanwhile) undone and done again behind a
-/// locking read.
-async fn insert_new<'q, T: NewRow>(
+/// Inserts those of one chunk of `rows` not stored yet and returns them, without `RETURNING`:
+/// looked up first unless `assume_new`, then checked by the row count; on a miscount (another
+/// writer stored some meanwhile) undone and done again behind a locking read.
+async fn insert_counted<'q, T: NewRow>(
     tx: &mut Transaction<'static, MySql>,
     rows: &[&'q T],
-    how: Detect,
+    assume_new: bool,
 ) -> StorageResult<Vec<&'q T>> {
-    if let Detect::Returning = how {
-        return insert_returning(tx, rows).await;
-    }
     run(tx, "SAVEPOINT new_rows").await?;
-    let new = match how {
-        Detect::LookUp => absent(tx, rows, false).await?,
-        Detect::AssumeNew | Detect::Returning => rows.to_vec(),
+    let new = match assume_new {
+        true => rows.to_vec(),
+        false => absent(tx, rows, false).await?,
     };
     if insert_ignore(tx, &new).await? != new.len() {
         run(tx, "ROLLBACK TO SAVEPOINT new_rows").await?;
@@ -281,24 +277,18 @@ async fn insert_new<'q, T: NewRow>(
     Ok(new)
 }
 
-/// How [`insert_new`] tells which rows are new.
-#[derive(Clone, Copy)]
-enum Detect {
-    /// The server returns the rows it inserted.
-    Returning,
-    /// All are taken to be new, checked by the row count.
-    AssumeNew,
-    /// Those stored are read first.
-    LookUp,
-}
-
 impl MysqlVisits {
-    /// How to tell the new rows, where without `RETURNING` most are expected new or not.
-    fn detect(&self, mostly_new: bool) -> Detect {
-        match (self.returning, mostly_new) {
-            (true, _) => Detect::Returning,
-            (false, true) => Detect::AssumeNew,
-            (false, false) => Detect::LookUp,
+    /// Inserts those of one chunk of `rows` not stored yet and returns them: as the server tells
+    /// where it has `RETURNING`, else [`insert_counted`], taking all to be new when `mostly_new`.
+    async fn insert_new<'q, T: NewRow>(
+        &self,
+        tx: &mut Transaction<'static, MySql>,
+        rows: &[&'q T],
+        mostly_new: bool,
+    ) -> StorageResult<Vec<&'q T>> {
+        match self.returning {
+            true => insert_returning(tx, rows).await,
+            false => insert_counted(tx, rows, mostly_new).await,
         }
     }
 
@@ -364,14 +354,14 @@ impl VisitDialect for MysqlVisits {
         let mut inserted = Vec::with_capacity(visits.len());
         for chunk in chunks(&distinct(visits), self.rows, self.bytes, visit_bytes) {
             // Redelivered visits are rare.
-            inserted.extend(insert_new(&mut tx, chunk, self.detect(true)).await?);
+            inserted.extend(self.insert_new(&mut tx, chunk, true).await?);
         }
         let pairs = first_seen(&inserted);
         let pairs: Vec<&Pair> = pairs.iter().collect();
         let mut new_visitors = NewVisitors::new();
         for chunk in chunks(&pairs, self.rows, self.bytes, |_| 64) {
             // Repeat visitors are common.
-            for (code, visitor, _) in insert_new(&mut tx, chunk, self.detect(false)).await? {
+            for (code, visitor, _) in self.insert_new(&mut tx, chunk, false).await? {
                 let visitors = new_visitors.entry((*code).to_owned()).or_default();
                 visitors.insert(visitor.clone());
             }
