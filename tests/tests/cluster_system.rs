@@ -99,6 +99,54 @@ fn creates_batches_and_visits_work_on_a_cluster() {
     assert!(counted, "visits did not arrive: {stats}");
 }
 
+/// A campaign-sized NDJSON batch through nginx's API server on a cluster: each 1,000-item chunk is
+/// split into one transaction per hash slot, on the primaries that own them. 100,000 lines (the
+/// million the API allows took 2.5 minutes here, see DEPLOYMENT.md, too long for every run).
+#[test]
+fn a_hundred_thousand_line_batch_goes_through_the_api_server_of_a_cluster() {
+    let cluster = RedisCluster::start();
+    let system = ClusterSystem::start(&cluster, NginxOptions::default());
+    let lines = 100_000;
+    let body: String = (0..lines)
+        .map(|i| {
+            let url = format!("https://example.com/campaign/{i}");
+            format!("{}\n", json!({ "url": url, "ref": format!("r{i}") }))
+        })
+        .collect();
+    let response = http_client()
+        .post(format!(
+            "http://127.0.0.1:{}/api/v1/links/batch",
+            system.nginx.api_port
+        ))
+        .bearer_auth(shortlink_e2e::API_KEY)
+        .header("content-type", "application/x-ndjson")
+        .timeout(Duration::from_secs(600))
+        .body(body)
+        .send()
+        .expect("reach the API server");
+    assert_eq!(response.status(), 200);
+    let text = response.text().expect("the whole answer");
+    let results: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), lines, "one result per line");
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], i, "results in order");
+        assert_eq!(result["status"], 201, "{result}");
+    }
+    let client = http_client();
+    for i in [0, 1, lines / 2, lines - 1] {
+        let code = results[i]["link"]["code"].as_str().unwrap();
+        let url = format!("https://example.com/campaign/{i}");
+        assert_eq!(
+            redirect_answer(&client, system.nginx.redirect_port, code),
+            Some((302, url)),
+            "line {i}"
+        );
+    }
+}
+
 #[test]
 fn a_killed_primary_under_create_and_redirect_load_loses_no_acknowledged_link() {
     a_lost_primary_under_load_loses_no_acknowledged_link(RedisCluster::kill);
