@@ -15,7 +15,7 @@ pub mod raw;
 pub mod tls;
 
 pub use api::Api;
-pub use nginx::{error_pages, templates_with, tls_domains, Nginx, NginxOptions, ERROR_STATUSES};
+pub use nginx::{error_pages, templates_with, Nginx, NginxOptions, ERROR_STATUSES};
 pub use raw::{raw_http, RawResponse};
 
 use std::time::Duration;
