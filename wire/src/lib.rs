@@ -6,7 +6,8 @@
 //! - [`record`]: the link record v1 in `sl:c:<code>`, the contract between the sidecar that writes
 //!   it and the module that reads it (docs/ARCHITECTURE.md);
 //! - [`path`]: where the code sits in a raw request URI;
-//! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs.
+//! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
+//! - [`rules`]: click-time rules, their bytes in the record and their evaluation.
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
@@ -17,3 +18,4 @@ pub mod cluster;
 pub mod path;
 pub mod record;
 pub mod resp;
+pub mod rules;

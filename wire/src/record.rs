@@ -125,7 +125,7 @@ fn decimal(field: &[u8]) -> Option<u64> {
 
 /// An absolute http(s) URL of visible ASCII: the value goes verbatim into a `Location` header,
 /// so anything else (CR, LF, spaces, non-ASCII) must never get through.
-fn is_valid_target(target: &[u8]) -> bool {
+pub(crate) fn is_valid_target(target: &[u8]) -> bool {
     let scheme_ok =
         starts_with_ignore_case(target, b"https://") || starts_with_ignore_case(target, b"http://");
     scheme_ok && target.iter().all(|&b| b.is_ascii_graphic())

@@ -1,0 +1,233 @@
+//! Click-time rules: where one link sends a click, decided from the request alone.
+//!
+//! A link may carry an ordered list of rules; each is a set of conditions that must all hold and an
+//! action (one target, or a weighted split over several). The first rule whose conditions hold
+//! answers; when none does, the link's own target does. The module evaluates them in the worker
+//! from the decoded record, and the sidecar's resolve fallback runs the very same code, so a click
+//! gets the same answer whichever of the two serves it.
+//!
+//! Evaluation allocates nothing and reads each request header at most once per condition: a
+//! link's rules are decoded once per cache fill ([`codec`]), never per click. The client's
+//! country is looked up only when a rule asks for it, and then once.
+
+pub mod codec;
+mod device;
+mod language;
+mod net;
+mod query;
+mod time;
+
+pub use device::{classify as device_class, Device};
+pub use net::Cidr;
+pub use time::Weekly;
+
+use std::net::IpAddr;
+
+/// At most this many rules on a link, conditions in a rule, variants in a split and values in one
+/// condition's list (languages, countries, address ranges). The API refuses more, with these
+/// numbers in its error; the decoder refuses a record that holds more.
+pub const MAX_RULES: usize = 16;
+pub const MAX_CONDITIONS: usize = 8;
+pub const MAX_VARIANTS: usize = 8;
+pub const MAX_VALUES: usize = 32;
+
+/// Where a rule sends a click: the same three things a link's own target has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub url: Box<[u8]>,
+    /// 301, 302, 307 or 308.
+    pub status: u16,
+    /// Append the short URL's query string to `url`.
+    pub forward_query: bool,
+}
+
+/// One arm of a split, chosen with probability `weight / sum of weights`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub weight: u16,
+    pub target: Target,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Target(Target),
+    /// A/B: `sticky` splits pick by the visitor (one phone always sees one variant), others per
+    /// click.
+    Split {
+        variants: Box<[Variant]>,
+        sticky: bool,
+    },
+}
+
+/// One condition of a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// The device class of the `User-Agent` is one of these (a bit per [`Device`]).
+    Device(u8),
+    /// The client's preferred language (`Accept-Language`, highest q first) is one of these,
+    /// lower case; `pt` holds for `pt-BR` too, `pt-br` only for `pt-BR`.
+    Language(Box<[Box<[u8]>]>),
+    /// The client's country (ISO 3166-1 alpha-2, upper case) is one of these.
+    Country(Box<[[u8; 2]]>),
+    /// The query string has this parameter (with this value, if given), compared decoded.
+    Query {
+        name: Box<[u8]>,
+        value: Option<Box<[u8]>>,
+    },
+    /// The client address lies in one of these ranges.
+    Ip(Box<[Cidr]>),
+    /// The click comes at or after this Unix second.
+    After(u64),
+    /// The click comes before this Unix second.
+    Before(u64),
+    /// The click comes on one of some weekdays, within some hours, in a time zone.
+    Weekly(Weekly),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub conditions: Box<[Condition]>,
+    pub action: Action,
+}
+
+/// What a rule evaluation reads of a click.
+#[derive(Debug, Clone, Copy)]
+pub struct Click<'a> {
+    pub now_unix: u64,
+    pub user_agent: &'a [u8],
+    pub accept_language: &'a [u8],
+    /// The raw query string, without the `?`.
+    pub query: &'a [u8],
+    /// The client address as nginx's realip settings give it.
+    pub client: Option<IpAddr>,
+    /// A stable number per visitor (e.g. a hash of address and agent), for sticky splits.
+    pub visitor: u64,
+    /// A fresh random number, for splits per click.
+    pub random: u64,
+}
+
+/// The answer of a rule, with which rule and variant gave it (recorded on the visit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice<'a> {
+    /// Index of the rule in the link's list.
+    pub rule: u8,
+    /// Index of the variant, for a split.
+    pub variant: Option<u8>,
+    pub target: &'a Target,
+}
+
+/// The first rule of `rules` whose conditions all hold for `click`, or `None` (the link's own
+/// target answers). `country` looks the client's country up; it is called at most once.
+pub fn choose<'r>(
+    rules: &'r [Rule],
+    click: &Click<'_>,
+    country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+) -> Option<Choice<'r>> {
+    let mut country = Lazy::new(country);
+    let mut device = None;
+    for (index, rule) in rules.iter().enumerate() {
+        let holds = rule
+            .conditions
+            .iter()
+            .all(|condition| condition_holds(condition, click, &mut device, &mut country));
+        if holds {
+            let (variant, target) = act(&rule.action, click, index);
+            return Some(Choice {
+                rule: index as u8,
+                variant,
+                target,
+            });
+        }
+    }
+    None
+}
+
+fn condition_holds<F: FnOnce(IpAddr) -> Option<[u8; 2]>>(
+    condition: &Condition,
+    click: &Click<'_>,
+    device: &mut Option<Device>,
+    country: &mut Lazy<F>,
+) -> bool {
+    match condition {
+        Condition::Device(mask) => {
+            let class = *device.get_or_insert_with(|| device::classify(click.user_agent));
+            mask & class.bit() != 0
+        }
+        Condition::Language(tags) => language::preferred_matches(click.accept_language, tags),
+        Condition::Country(codes) => click
+            .client
+            .and_then(|ip| country.get(ip))
+            .is_some_and(|found| codes.contains(&found)),
+        Condition::Query { name, value } => query::has(click.query, name, value.as_deref()),
+        Condition::Ip(ranges) => click
+            .client
+            .is_some_and(|ip| ranges.iter().any(|range| range.contains(ip))),
+        Condition::After(at) => click.now_unix >= *at,
+        Condition::Before(at) => click.now_unix < *at,
+        Condition::Weekly(window) => window.contains(click.now_unix),
+    }
+}
+
+fn act<'r>(action: &'r Action, click: &Click<'_>, rule: usize) -> (Option<u8>, &'r Target) {
+    match action {
+        Action::Target(target) => (None, target),
+        Action::Split { variants, sticky } => {
+            // Sticky: the same visitor lands on the same variant of the same rule; mixing the rule
+            // in keeps two splits of one link independent.
+            let draw = if *sticky {
+                mix(click.visitor ^ (rule as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            } else {
+                click.random
+            };
+            let index = pick(variants, draw);
+            (Some(index as u8), &variants[index].target)
+        }
+    }
+}
+
+/// The variant `draw` falls on, by weight. The codec guarantees a positive sum.
+fn pick(variants: &[Variant], draw: u64) -> usize {
+    let total: u64 = variants.iter().map(|v| u64::from(v.weight)).sum();
+    // Multiply-shift maps the draw onto [0, total) without the bias of a modulo.
+    let mut point = ((u128::from(draw) * u128::from(total)) >> 64) as u64;
+    for (index, variant) in variants.iter().enumerate() {
+        let weight = u64::from(variant.weight);
+        if point < weight {
+            return index;
+        }
+        point -= weight;
+    }
+    variants.len() - 1
+}
+
+/// SplitMix64's finaliser: spreads a visitor hash whose low bits may be poor over all 64.
+pub fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// The country lookup, done on first need and remembered for the other rules of the click.
+struct Lazy<F> {
+    lookup: Option<F>,
+    found: Option<[u8; 2]>,
+}
+
+impl<F: FnOnce(IpAddr) -> Option<[u8; 2]>> Lazy<F> {
+    fn new(lookup: F) -> Self {
+        Lazy {
+            lookup: Some(lookup),
+            found: None,
+        }
+    }
+
+    fn get(&mut self, ip: IpAddr) -> Option<[u8; 2]> {
+        if let Some(lookup) = self.lookup.take() {
+            self.found = lookup(ip);
+        }
+        self.found
+    }
+}
+
+#[cfg(test)]
+mod tests;
