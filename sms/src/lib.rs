@@ -3,6 +3,7 @@
 pub mod gsm;
 pub mod lookalike;
 pub mod segments;
+pub mod template;
 
 pub use gsm::Language;
 pub use segments::{

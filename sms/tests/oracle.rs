@@ -29,7 +29,18 @@ const GSM_EXT: &str = "\u{c}^{}\\[~]|€";
 /// Outside GSM-7 but in the BMP: Cyrillic, Greek small letters, CJK, accents, look-alikes, the
 /// grave accent, letters of the national tables.
 const BMP_OTHER: &str = "жщыЖабвгдαβγδ中文字한국어çáíóúôêãõşğıİŞĞ’“”—…\u{a0}`∞ªº€\u{feff}\u{ffff}";
-const ASTRAL: &[char] = &['😀', '😂', '🙏', '🚀', '𝒜', '🎉', '👍', '🧪', '\u{10ffff}', '\u{1f1eb}'];
+const ASTRAL: &[char] = &[
+    '😀',
+    '😂',
+    '🙏',
+    '🚀',
+    '𝒜',
+    '🎉',
+    '👍',
+    '🧪',
+    '\u{10ffff}',
+    '\u{1f1eb}',
+];
 /// Multi-code-point grapheme clusters (and CR LF, which the oracle splits itself).
 const CLUSTERS: &[&str] = &[
     "\r\n",
@@ -139,7 +150,9 @@ fn piece(rng: &mut StdRng, pools: &Pools, kind: Kind, out: &mut String) {
 /// Units of `text` in the encoding the kind aims at, counted here independently of the crate.
 fn units(text: &str, gsm: bool) -> usize {
     if gsm {
-        text.chars().map(|c| if GSM_EXT.contains(c) { 2 } else { 1 }).sum()
+        text.chars()
+            .map(|c| if GSM_EXT.contains(c) { 2 } else { 1 })
+            .sum()
     } else {
         text.encode_utf16().count()
     }
@@ -166,7 +179,11 @@ fn message(rng: &mut StdRng, pools: &Pools) -> String {
     let mut front: Vec<String> = Vec::new();
     if !gsm {
         // At least one character outside GSM-7, anywhere.
-        let first = if kind == Kind::Ucs2 { pick(rng, &pools.bmp_other) } else { '😀' };
+        let first = if kind == Kind::Ucs2 {
+            pick(rng, &pools.bmp_other)
+        } else {
+            '😀'
+        };
         text.push(first);
     }
     let mut piece_buf = String::new();
@@ -220,7 +237,10 @@ fn run_oracle(messages: &[String]) -> Vec<Verdict> {
             .enumerate()
             .map(|(i, shard)| s.spawn(move || run_oracle_shard(i, shard)))
             .collect();
-        shards.into_iter().flat_map(|h| h.join().expect("oracle shard")).collect()
+        shards
+            .into_iter()
+            .flat_map(|h| h.join().expect("oracle shard"))
+            .collect()
     })
 }
 
@@ -260,7 +280,11 @@ fn run_oracle_shard(shard: usize, messages: &[String]) -> Vec<Verdict> {
             }
         })
         .collect();
-    assert_eq!(verdicts.len(), messages.len(), "one oracle line per message");
+    assert_eq!(
+        verdicts.len(),
+        messages.len(),
+        "one oracle line per message"
+    );
     verdicts
 }
 
@@ -298,10 +322,16 @@ fn segment_counts_agree_with_sms_segments_calculator() {
                 cluster_differs += 1;
             }
             if v.by_grapheme < ours.segments {
-                wrong.push(format!("more segments than keeping clusters whole ({})", v.by_grapheme));
+                wrong.push(format!(
+                    "more segments than keeping clusters whole ({})",
+                    v.by_grapheme
+                ));
             }
         } else if v.by_grapheme != ours.segments {
-            wrong.push(format!("segments {} vs published {}", ours.segments, v.by_grapheme));
+            wrong.push(format!(
+                "segments {} vs published {}",
+                ours.segments, v.by_grapheme
+            ));
         }
         if wrong.is_empty() {
             match ours.encoding {
@@ -310,7 +340,11 @@ fn segment_counts_agree_with_sms_segments_calculator() {
             }
             multipart += usize::from(ours.segments > 1);
         } else if mismatches.len() < 20 {
-            mismatches.push(format!("{text:?} ({} chars): {}", text.chars().count(), wrong.join(", ")));
+            mismatches.push(format!(
+                "{text:?} ({} chars): {}",
+                text.chars().count(),
+                wrong.join(", ")
+            ));
         } else {
             mismatches.push(String::new());
         }
@@ -319,7 +353,12 @@ fn segment_counts_agree_with_sms_segments_calculator() {
         mismatches.is_empty(),
         "{} of {MESSAGES} messages disagree with the oracle; the first:\n{}",
         mismatches.len(),
-        mismatches.iter().filter(|m| !m.is_empty()).cloned().collect::<Vec<_>>().join("\n")
+        mismatches
+            .iter()
+            .filter(|m| !m.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     eprintln!(
         "oracle: generated in {generated:.1?}, counted by the oracle in {oracle:.1?}, compared in {:.1?}",
