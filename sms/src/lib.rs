@@ -2,6 +2,7 @@
 
 pub mod gsm;
 pub mod lookalike;
+pub mod phone;
 pub mod segments;
 pub mod template;
 
