@@ -159,7 +159,7 @@ fn national_messages_agree_with_gsmcodecs_tables() {
         pool
     };
     let ascii: Vec<char> = "abcdefghijklmnopqrstuvwxyz ".chars().collect();
-    let mut state = 0x7ab1_e5u64;
+    let mut state = 0x007a_b1e5_u64;
     let mut next = move |n: usize| {
         state = state
             .wrapping_mul(6364136223846793005)
