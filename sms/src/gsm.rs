@@ -1,12 +1,16 @@
 //! The GSM 7-bit alphabets of 3GPP TS 23.038: the default alphabet (§6.2.1), its extension table
 //! (§6.2.1.1) and the national language locking-shift (Annex A.3) and single-shift (Annex A.2)
-//! tables this crate knows.
+//! tables of all thirteen national languages. The default and Latin tables are written here by
+//! hand from the standard; the Indian ones are generated into `gsm/indic.rs`. Both are checked
+//! against an independent transcription (`tests/tables.rs`).
 //!
 //! A table is written here in the standard's own order (septet value = index) so it can be read
 //! against the specification. What the encoder needs is the other direction, "which tables hold
 //! this character", which [`lookup`] answers from an index built once.
 
 use std::sync::OnceLock;
+
+mod indic;
 
 /// The escape septet (0x1B): in a locking-shift table it announces that the next septet is read
 /// from the single-shift table, so a single-shift character costs two septets.
@@ -16,7 +20,7 @@ pub const ESC: u8 = 0x1b;
 /// standard leaves reserved). U+0000 is in no table, so it cannot collide.
 const NONE: char = '\0';
 
-/// A national language of TS 23.038 §6.2.1.2.4 that has a table here. The discriminant is the
+/// A national language of TS 23.038 §6.2.1.2.4. The discriminant is the
 /// national language identifier carried in the UDH information element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -24,11 +28,35 @@ pub enum Language {
     Turkish = 1,
     Spanish = 2,
     Portuguese = 3,
+    Bengali = 4,
+    Gujarati = 5,
+    Hindi = 6,
+    Kannada = 7,
+    Malayalam = 8,
+    Oriya = 9,
+    Punjabi = 10,
+    Tamil = 11,
+    Telugu = 12,
+    Urdu = 13,
 }
 
 impl Language {
     /// Every language with at least one table, in identifier order.
-    pub const ALL: [Language; 3] = [Language::Turkish, Language::Spanish, Language::Portuguese];
+    pub const ALL: [Language; 13] = [
+        Language::Turkish,
+        Language::Spanish,
+        Language::Portuguese,
+        Language::Bengali,
+        Language::Gujarati,
+        Language::Hindi,
+        Language::Kannada,
+        Language::Malayalam,
+        Language::Oriya,
+        Language::Punjabi,
+        Language::Tamil,
+        Language::Telugu,
+        Language::Urdu,
+    ];
 
     /// The national language identifier (the octet of IEI 0x24 / 0x25).
     pub fn id(self) -> u8 {
@@ -46,6 +74,16 @@ impl Language {
             Language::Turkish => "turkish",
             Language::Spanish => "spanish",
             Language::Portuguese => "portuguese",
+            Language::Bengali => "bengali",
+            Language::Gujarati => "gujarati",
+            Language::Hindi => "hindi",
+            Language::Kannada => "kannada",
+            Language::Malayalam => "malayalam",
+            Language::Oriya => "oriya",
+            Language::Punjabi => "punjabi",
+            Language::Tamil => "tamil",
+            Language::Telugu => "telugu",
+            Language::Urdu => "urdu",
         }
     }
 
@@ -228,6 +266,16 @@ pub fn locking_table(language: Language) -> Option<&'static [char; 128]> {
         Language::Turkish => Some(&TURKISH_LOCKING),
         Language::Spanish => None,
         Language::Portuguese => Some(&PORTUGUESE_LOCKING),
+        Language::Bengali => Some(&indic::BENGALI_LOCKING),
+        Language::Gujarati => Some(&indic::GUJARATI_LOCKING),
+        Language::Hindi => Some(&indic::HINDI_LOCKING),
+        Language::Kannada => Some(&indic::KANNADA_LOCKING),
+        Language::Malayalam => Some(&indic::MALAYALAM_LOCKING),
+        Language::Oriya => Some(&indic::ORIYA_LOCKING),
+        Language::Punjabi => Some(&indic::PUNJABI_LOCKING),
+        Language::Tamil => Some(&indic::TAMIL_LOCKING),
+        Language::Telugu => Some(&indic::TELUGU_LOCKING),
+        Language::Urdu => Some(&indic::URDU_LOCKING),
     }
 }
 
@@ -237,6 +285,16 @@ pub fn single_table(language: Language) -> &'static [(u8, char)] {
         Language::Turkish => TURKISH_SINGLE,
         Language::Spanish => SPANISH_SINGLE,
         Language::Portuguese => PORTUGUESE_SINGLE,
+        Language::Bengali => indic::BENGALI_SINGLE,
+        Language::Gujarati => indic::GUJARATI_SINGLE,
+        Language::Hindi => indic::HINDI_SINGLE,
+        Language::Kannada => indic::KANNADA_SINGLE,
+        Language::Malayalam => indic::MALAYALAM_SINGLE,
+        Language::Oriya => indic::ORIYA_SINGLE,
+        Language::Punjabi => indic::PUNJABI_SINGLE,
+        Language::Tamil => indic::TAMIL_SINGLE,
+        Language::Telugu => indic::TELUGU_SINGLE,
+        Language::Urdu => indic::URDU_SINGLE,
     }
 }
 
@@ -369,10 +427,11 @@ mod tests {
     }
 
     #[test]
-    fn tables_hold_each_character_once() {
+    fn latin_tables_hold_each_character_once() {
+        // (The Indian tables repeat a few characters, as the standard does: see `indic`.)
         let mut tables: Vec<Vec<char>> = vec![DEFAULT_LOCKING.to_vec()];
         tables.push(DEFAULT_SINGLE.iter().map(|&(_, c)| c).collect());
-        for l in Language::ALL {
+        for l in [Language::Turkish, Language::Spanish, Language::Portuguese] {
             if let Some(t) = locking_table(l) {
                 tables.push(t.to_vec());
             }

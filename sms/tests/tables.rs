@@ -167,10 +167,10 @@ fn national_messages_agree_with_gsmcodecs_tables() {
         ((state >> 33) % n as u64) as usize
     };
     let (mut checked, mut national) = (0, 0);
-    for round in 0..20_000 {
+    for round in 0..40_000 {
         // A language or two, each with its tables allowed or only its single shift.
         let mut options = Options::default();
-        for _ in 0..1 + next(2) {
+        for _ in 0..1 + usize::from(next(4) == 0) {
             let l = Language::ALL[next(Language::ALL.len())];
             options = if next(3) == 0 {
                 Options {
@@ -189,7 +189,8 @@ fn national_messages_agree_with_gsmcodecs_tables() {
                 options.single_shift.contains(l) || options.locking_shift.contains(l)
             })
             .collect();
-        let pool = pool_of(&allowed);
+        // Special characters from one language's tables (mixing scripts rarely encodes).
+        let pool = pool_of(&allowed[..1]);
         let len = [1, 140, 150, 155, 160, 300, 450][round % 7] + next(12);
         let special = [0.02, 0.1, 0.4][next(3)];
         let text: String = (0..len)
@@ -256,5 +257,8 @@ fn national_messages_agree_with_gsmcodecs_tables() {
         checked += 1;
     }
     eprintln!("tables: {checked} messages agree, {national} of them in national tables");
-    assert!(national > 5_000);
+    assert!(
+        national > 6_000,
+        "only {national} messages used national tables"
+    );
 }
