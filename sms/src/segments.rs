@@ -870,4 +870,42 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn indian_locking_tables_take_one_septet_per_character() {
+        let text = "नमस्ते, दुनिया";
+        assert_eq!(m(text).encoding, Encoding::Ucs2);
+        assert_eq!(m(text).units, 14);
+        let hindi = Options::default().with_language(Language::Hindi);
+        let r = measure(text, &hindi);
+        assert_eq!(
+            r.encoding,
+            Encoding::Gsm7 {
+                locking: Some(Language::Hindi),
+                single: None
+            }
+        );
+        assert_eq!((r.units, r.segments), (14, 1));
+        // 155 Devanagari characters are one SMS with the Hindi table, three in UCS-2.
+        let long = "नमस्ते ".repeat(22) + "नमस्";
+        assert_eq!(long.chars().count(), 158);
+        assert_eq!(m(&long).segments, 3);
+        assert_eq!(measure(&long, &hindi).segments, 2);
+        let long = "नमस्ते ".repeat(22) + "न";
+        assert_eq!(long.chars().count(), 155);
+        assert_eq!(measure(&long, &hindi).segments, 1);
+        // Devanagari digits are only in the Hindi single shift: both tables, two IEs.
+        let r = measure("नमस्ते १२३", &hindi);
+        let hi = Some(Language::Hindi);
+        assert_eq!(
+            (r.encoding, r.units),
+            (
+                Encoding::Gsm7 {
+                    locking: hi,
+                    single: hi
+                },
+                13
+            )
+        );
+    }
 }

@@ -14,7 +14,45 @@ use std::process::Command;
 /// Language id -> "locking" / "single" -> septet -> code point.
 type Tables = BTreeMap<u8, BTreeMap<String, BTreeMap<u8, u32>>>;
 
+/// Where this crate deliberately differs from gsmcodecs: the septets at which two other
+/// transcriptions of TS 23.038 (Android's GsmAlphabet, CyberChef's GSM-7 tables) agree with each
+/// other against it. (language id, table, septet, what gsmcodecs has, what this crate has.)
+const CORRECTIONS: &[(u8, &str, u8, Option<char>, Option<char>)] = &[
+    (4, "locking", 0x2c, Some('\''), Some(',')),
+    (5, "locking", 0x2c, Some('\''), Some(',')),
+    (6, "locking", 0x2c, Some('\''), Some(',')),
+    (7, "locking", 0x2c, Some('\''), Some(',')),
+    (8, "locking", 0x2c, Some('\''), Some(',')),
+    (9, "locking", 0x2c, Some('\''), Some(',')),
+    (10, "locking", 0x2c, Some('\''), Some(',')),
+    (11, "locking", 0x2c, Some('\''), Some(',')),
+    (12, "locking", 0x2c, Some('\''), Some(',')),
+    (13, "locking", 0x2c, Some('\''), Some(',')),
+    (12, "single", 0x65, None, Some('€')),
+];
+
+/// gsmcodecs' tables with [`CORRECTIONS`] applied, after checking that they are what it has.
 fn gsmcodecs() -> Tables {
+    let mut tables = gsmcodecs_raw();
+    for &(lang, table, septet, theirs, ours) in CORRECTIONS {
+        let t = tables
+            .get_mut(&lang)
+            .and_then(|t| t.get_mut(table))
+            .expect("table");
+        let had = t.get(&septet).and_then(|&c| char::from_u32(c));
+        assert_eq!(
+            had, theirs,
+            "gsmcodecs changed at {lang} {table} {septet:#x}: revisit CORRECTIONS"
+        );
+        match ours {
+            Some(c) => t.insert(septet, c as u32),
+            None => t.remove(&septet),
+        };
+    }
+    tables
+}
+
+fn gsmcodecs_raw() -> Tables {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/sms-oracle/tables");
     let output = Command::new("bash")
         .arg(&script)
