@@ -17,7 +17,9 @@ type Tables = BTreeMap<u8, BTreeMap<String, BTreeMap<u8, u32>>>;
 /// Where this crate deliberately differs from gsmcodecs: the septets at which two other
 /// transcriptions of TS 23.038 (Android's GsmAlphabet, CyberChef's GSM-7 tables) agree with each
 /// other against it. (language id, table, septet, what gsmcodecs has, what this crate has.)
-const CORRECTIONS: &[(u8, &str, u8, Option<char>, Option<char>)] = &[
+type Correction = (u8, &'static str, u8, Option<char>, Option<char>);
+
+const CORRECTIONS: &[Correction] = &[
     (4, "locking", 0x2c, Some('\''), Some(',')),
     (5, "locking", 0x2c, Some('\''), Some(',')),
     (6, "locking", 0x2c, Some('\''), Some(',')),
