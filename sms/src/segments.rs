@@ -312,22 +312,18 @@ fn candidates(options: &Options) -> ([Option<Candidate>; MAX_CANDIDATES], usize)
             .filter(|l| l.has_locking_shift())
             .map(Some),
     );
-    // Default first, then fewer IEs: ties on segments go to the earliest.
-    let mut all: Vec<(Option<Language>, Option<Language>)> = Vec::new();
+    // The choice minimises `Measure::cost` (segments, then IEs, then septets); a complete tie
+    // goes to the first pair in this order (lower language identifiers first).
+    let mask = |l: Option<Language>| l.map_or(1, |l| 1 << l.id());
     for locking in lockings {
         for single in std::iter::once(None).chain(options.single_shift.iter().map(Some)) {
-            all.push((locking, single));
+            out[n] = Some(Candidate {
+                encoding: Encoding::Gsm7 { locking, single },
+                locking: mask(locking),
+                single: mask(single),
+            });
+            n += 1;
         }
-    }
-    all.sort_by_key(|&(l, s)| usize::from(l.is_some()) + usize::from(s.is_some()));
-    for (locking, single) in all {
-        let mask = |l: Option<Language>| l.map_or(1, |l| 1 << l.id());
-        out[n] = Some(Candidate {
-            encoding: Encoding::Gsm7 { locking, single },
-            locking: mask(locking),
-            single: mask(single),
-        });
-        n += 1;
     }
     (out, n)
 }
