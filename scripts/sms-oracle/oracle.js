@@ -1,6 +1,6 @@
 // Reads messages (one JSON string a line) from the file named by argv[2] and writes, for each,
 // one tab-separated line to stdout as sms-segments-calculator sees it:
-//   encoding  segments-by-code-point  segments-by-grapheme  characters  clusters
+//   encoding  segments-by-code-point  segments-by-grapheme  characters  clusters  parts
 // - encoding: "GSM-7" or "UCS-2".
 // - segments-by-grapheme: the package as published. It never splits a grapheme cluster (a flag,
 //   a ZWJ emoji sequence, a letter with a combining mark) across parts, which is Twilio's
@@ -11,6 +11,7 @@
 // - characters: the package's numberOfCharacters (septets for GSM-7, clusters for UCS-2).
 // - clusters: 1 if some grapheme cluster holds more than one code point (where the two counts
 //   above may differ), else 0.
+// - parts: code points in each part of the split by code point, comma-separated.
 'use strict';
 const fs = require('fs');
 const readline = require('readline');
@@ -26,8 +27,10 @@ async function main() {
     // The clusters partition the text, so as many clusters as code points means they are the
     // code points, and the published count is already the one by code point.
     const clusters = m.graphemes.length !== codePoints.length ? 1 : 0;
-    const byCodePoint = clusters ? m._buildSegments(m._encodeChars(codePoints)).length : m.segmentsCount;
-    out.push(`${m.encodingName}\t${byCodePoint}\t${m.segmentsCount}\t${m.numberOfCharacters}\t${clusters}`);
+    const segments = clusters ? m._buildSegments(m._encodeChars(codePoints)) : m.segments;
+    // A segment holds its UDH placeholders and one encoded character per code point.
+    const parts = segments.map((s) => s.filter((c) => !c.isUserDataHeader).length).join(',');
+    out.push(`${m.encodingName}\t${segments.length}\t${m.segmentsCount}\t${m.numberOfCharacters}\t${clusters}\t${parts}`);
     if (out.length >= 10000) {
       process.stdout.write(out.join('\n') + '\n');
       out.length = 0;

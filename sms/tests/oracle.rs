@@ -3,17 +3,17 @@
 //!
 //! The test generates 100,000 seeded messages (GSM-7, extension characters, UCS-2, surrogate
 //! pairs, grapheme clusters, lengths around every boundary), has the oracle count them, and
-//! compares encoding, septets and segments for every one. It needs node and npm; without them it
-//! fails (it does not skip).
+//! compares encoding, septets, segments and where the parts break for every one. It needs node
+//! and npm; without them it fails (it does not skip).
 //!
 //! The oracle keeps grapheme clusters whole across parts (Twilio's practice); TS 23.040 does not
 //! ask for that, and this crate cuts between code points (never inside a surrogate pair or an
 //! escape sequence). So the comparison is exact against the oracle's own segment builder fed
 //! code points, and against the published behaviour for every message whose clusters are single
 //! code points; for the others ours must never be more (see `scripts/sms-oracle/oracle.js`).
-//! The oracle knows no national shift tables: those are checked in the unit tests.
+//! The oracle knows no national shift tables: `tests/tables.rs` checks those against gsmcodecs.
 
-use shortlink_sms::{measure, Encoding, Options};
+use shortlink_sms::{analyze, measure, Encoding, Options};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
@@ -224,6 +224,8 @@ struct Verdict {
     by_grapheme: usize,
     characters: usize,
     clusters: bool,
+    /// Code points in each part.
+    parts: Vec<usize>,
 }
 
 /// Node processes run at once (the oracle takes about a millisecond a message).
@@ -270,13 +272,17 @@ fn run_oracle_shard(shard: usize, messages: &[String]) -> Vec<Verdict> {
         .lines()
         .map(|line| {
             let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 5, "oracle line {line:?}");
+            assert_eq!(f.len(), 6, "oracle line {line:?}");
             Verdict {
                 encoding: f[0].to_owned(),
                 by_code_point: f[1].parse().expect("number"),
                 by_grapheme: f[2].parse().expect("number"),
                 characters: f[3].parse().expect("number"),
                 clusters: f[4] == "1",
+                parts: f[5]
+                    .split(',')
+                    .map(|n| n.parse().expect("number"))
+                    .collect(),
             }
         })
         .collect();
@@ -313,6 +319,15 @@ fn segment_counts_agree_with_sms_segments_calculator() {
         }
         if ours.segments != v.by_code_point {
             wrong.push(format!("segments {} vs {}", ours.segments, v.by_code_point));
+        }
+        let analysis = analyze(text, &options);
+        let parts: Vec<usize> = analysis
+            .parts
+            .iter()
+            .map(|p| analysis.text[p.start..p.end].chars().count())
+            .collect();
+        if parts != v.parts {
+            wrong.push(format!("parts of {parts:?} characters vs {:?}", v.parts));
         }
         if encoding == "GSM-7" && ours.units != v.characters {
             wrong.push(format!("septets {} vs {}", ours.units, v.characters));
