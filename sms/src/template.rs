@@ -340,9 +340,9 @@ impl Template {
                     let value = variables
                         .get(name)
                         .ok_or_else(|| RenderError::MissingVariable { name: name.clone() })?;
-                    // A value longer (in bytes) than the room left is too long in characters
-                    // too only if it is ASCII; count characters, but stop at the limit.
-                    chars += value.chars().take(max + 1 - chars.min(max)).count();
+                    // Count the value's characters only up to one past the room left, so a huge
+                    // value costs no more than the limit to refuse.
+                    chars += value.chars().take(max + 1 - chars).count();
                     if chars > max {
                         return Err(too_long());
                     }
