@@ -333,9 +333,16 @@ impl FromRequestParts<AppState> for DomainContext {
                 code: "invalid_header",
                 message: format!("the {POOL_HEADER} header has {entry:?}, not a host name"),
             })?;
-            state.domains.saw_pool(&pool);
             own_domains.extend(pool);
         }
+        // Listed (and checked) from the first request naming them, the domains endpoints' own
+        // included: not only once a link is issued.
+        state.domains.saw(
+            own_domains
+                .iter()
+                .cloned()
+                .chain(issuing.iter().flat_map(IssuingBases::hosts)),
+        );
         Ok(DomainContext {
             issuing,
             own_domains,
