@@ -10,6 +10,8 @@ mod health;
 pub(crate) mod links;
 pub(crate) mod qr;
 mod resolve;
+mod schema;
+use schema::SchemaFixes;
 pub(crate) mod stats;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
@@ -146,7 +148,7 @@ pub fn router(state: AppState) -> Router {
         health::readyz,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth, &CommonResponses),
+    modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))
 )]
