@@ -33,8 +33,15 @@ UTC = datetime.timezone.utc
 MAX_POINTS = 10_000
 INTERVAL_SECONDS = {"hour": 3600, "day": 86400}
 STATS = ("GET /api/v1/stats", "GET /api/v1/links/{code}/stats")
-WITH_EXPIRY = ("POST /api/v1/links", "PATCH /api/v1/links/{code}")
+LINK_BODIES = ("POST /api/v1/links", "PATCH /api/v1/links/{code}")
 WITH_IDEMPOTENCY_KEY = ("POST /api/v1/links", "POST /api/v1/links/batch")
+GENERATED_SHAPE = re.compile("[A-Za-z0-9]{7}")
+BYTE_LIMITS = {"campaign": 200, "ref": 200}
+MAX_TAG_BYTES = 64
+MAX_URL_BYTES = 5000
+# The characters of the URL pattern's alphabet that the URL parser may percent-encode (3 bytes).
+ENCODED = set("\"<>`{}'^|\\")
+NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
 
 
 def _parse(text):
@@ -54,11 +61,6 @@ def _future_expiry(body):
         body["expires_at"] = (datetime.datetime.now(UTC) + datetime.timedelta(days=1)).isoformat()
 
 
-GENERATED_SHAPE = re.compile("[A-Za-z0-9]{7}")
-BYTE_LIMITS = {"campaign": 200, "ref": 200}
-MAX_TAG_BYTES = 64
-
-
 def _utf8_len(text):
     return len(text.encode("utf-8", "surrogatepass"))
 
@@ -67,11 +69,6 @@ def _within(text, limit):
     while _utf8_len(text) > limit:
         text = text[:-1]
     return text
-
-
-MAX_URL_BYTES = 5000
-# At most what the URL parser percent-encodes among the characters the schema's pattern allows.
-ENCODED = set("\"<>`{}'^|\\")
 
 
 def _fitting_values(body):
@@ -88,9 +85,6 @@ def _fitting_values(body):
             body[field] = _within(body[field], limit)
     if isinstance(body.get("tags"), list):
         body["tags"] = [_within(t, MAX_TAG_BYTES) if isinstance(t, str) else t for t in body["tags"]]
-
-
-NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
 
 
 def _changes_something(body):
@@ -147,7 +141,7 @@ def _keep_rules(case):
     if meta is not None and not meta.generation.mode.is_positive:
         return case
     label = case.operation.label
-    if label in WITH_EXPIRY:
+    if label in LINK_BODIES:
         _future_expiry(case.body)
         _fitting_values(case.body)
     if label == "PATCH /api/v1/links/{code}":
