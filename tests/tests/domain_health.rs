@@ -2,13 +2,17 @@
 //! (DNS from a resolver in the test, the certificate nginx presents for each pool domain over
 //! HTTPS, the canary link redirecting through nginx), and the issuing list nginx's
 //! `$shortlink_public_base` map sends to the sidecar (weights, draining, malformed lists).
+//! Issue 32: right after a start, every domain is listed (`unknown`) and checked at once.
 
 use serde_json::{json, Value};
 use shortlink_e2e::prometheus::samples;
 use shortlink_e2e::tls::{local_ca, not_after, reissue};
-use shortlink_e2e::{Api, NginxOptions, System, POOL};
+use shortlink_e2e::{Api, NginxOptions, System, API_KEY, POOL};
 use std::collections::BTreeMap;
-use std::net::UdpSocket;
+use std::io::{Read, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use testkit::wait_until;
 
@@ -415,4 +419,143 @@ fn spread_by_campaign_through_nginx_keeps_each_campaign_on_one_domain() {
         })
         .collect();
     assert_eq!(loose.len(), 2, "{loose:?}");
+}
+
+/// A canary edge that holds each probe until `release` is set, then redirects it to
+/// [`CANARY_TARGET`]: a check cannot finish (and set a state) before the test has looked at the
+/// domains unchecked. Returns its `ip:port`.
+fn held_edge(release: Arc<AtomicBool>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the edge");
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let release = Arc::clone(&release);
+            std::thread::spawn(move || {
+                // Within the probe's 3 s timeout.
+                wait_until(Duration::from_secs(2), || release.load(Ordering::Relaxed));
+                let mut head = [0u8; 2048];
+                let _ = stream.read(&mut head);
+                let answer = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {CANARY_TARGET}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    addr.to_string()
+}
+
+/// Signs in to the console on the internal API server (sign-in form, then its session cookie)
+/// without naming the pool: only the console pages do that. Returns the session's `Cookie`.
+fn console_session(system: &System) -> String {
+    let client = shortlink_e2e::http_client();
+    let console = format!("http://127.0.0.1:{}/console", system.nginx.api_port);
+    let cookie_of = |response: &reqwest::blocking::Response, name: &str| -> String {
+        response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|v| v.split(';').next()?.strip_prefix(&format!("{name}=")))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {name} cookie: {:?}", response.headers()))
+    };
+    let form = client.get(format!("{console}/sign-in")).send().unwrap();
+    assert_eq!(form.status(), 200);
+    let csrf = cookie_of(&form, "shortlink_console_signin");
+    let signed_in = client
+        .post(format!("{console}/sign-in"))
+        .header("cookie", format!("shortlink_console_signin={csrf}"))
+        // The key and the hex token need no escaping.
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("key={API_KEY}&csrf={csrf}"))
+        .send()
+        .unwrap();
+    assert_eq!(signed_in.status(), 303, "sign-in");
+    format!(
+        "shortlink_console={}",
+        cookie_of(&signed_in, "shortlink_console")
+    )
+}
+
+#[test]
+fn right_after_start_every_domain_is_listed_unknown_and_its_first_check_runs_at_once() {
+    // s3.test is issued on but not in nginx's pool (a list being edited): listed all the same.
+    let mut system = System::start_with(NginxOptions {
+        public_base: Some("http://s1.test weight=3 http://s3.test".to_owned()),
+        ..NginxOptions::default()
+    });
+    let expected = ["s1.test", "s2.test", "s3.test"];
+    let release = Arc::new(AtomicBool::new(false));
+    let edge = held_edge(Arc::clone(&release));
+    // A fresh sidecar: nothing named yet, its start-up check found no domain to check, and the
+    // next tick is a minute away (the default, spelled out).
+    system.restart_sidecar_with(&[
+        "--domain-health-every",
+        "60s",
+        "--canary-edge",
+        &edge,
+        "--canary-code",
+        "canary",
+        "--canary-target",
+        CANARY_TARGET,
+    ]);
+    let api = system.api();
+    let cookie = console_session(&system);
+    let console_domains = || {
+        let response = shortlink_e2e::http_client()
+            .get(format!(
+                "http://127.0.0.1:{}/console/domains",
+                system.nginx.api_port
+            ))
+            .header("cookie", &cookie)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().unwrap()
+    };
+
+    // The first request naming the pool, a user opening the Domains page: every domain, unknown.
+    let page = console_domains();
+    for domain in expected {
+        assert!(
+            page.contains(&format!("<td>{domain}</td><td>unknown</td>")),
+            "{domain} not listed as unknown:\n{page}"
+        );
+    }
+    assert!(page.contains("<td>not yet</td>"), "{page}");
+    let listed = domains(&api);
+    assert_eq!(listed.keys().collect::<Vec<_>>(), expected, "{listed:#?}");
+    for status in listed.values() {
+        assert_eq!(status["state"], "unknown", "{status}");
+        assert_eq!(status["last_probe"], Value::Null, "{status}");
+        assert_eq!(status["reasons"], json!([]), "{status}");
+    }
+    let (status, body) = api.get("/domains/s3.test");
+    assert_eq!((status, &body["state"]), (200, &json!("unknown")), "{body}");
+
+    // That request started the first check: it ends as soon as the edge answers, not at the
+    // next tick a minute later.
+    release.store(true, Ordering::Relaxed);
+    let checked = || {
+        let found = domains(&api);
+        found.len() == expected.len() && found.values().all(|s| !s["last_probe"].is_null())
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), checked),
+        "no first check within 15 s:\n{:#?}\nsidecar log:\n{}",
+        domains(&api),
+        system.sidecar.process.log_text()
+    );
+    for (domain, status) in domains(&api) {
+        assert_eq!(status["state"], "healthy", "{domain}: {status}");
+    }
+    let page = console_domains();
+    for domain in expected {
+        assert!(
+            page.contains(&format!("<td>{domain}</td><td>healthy</td>")),
+            "{domain} not healthy on the page:\n{page}"
+        );
+    }
 }

@@ -38,13 +38,14 @@ pub async fn page(
                         td { (d.reasons.join("; ")) }
                         td.num { (d.issued) }
                         td.num { (d.clicks) }
-                        td { (when(Some(d.last_probe))) }
+                        td { @if d.last_probe.is_some() { (when(d.last_probe)) } @else { "not yet" } }
                     }
                 }
-                @if statuses.is_empty() { tr { td colspan="6" { "No domain has been checked yet." } } }
+                @if statuses.is_empty() { tr { td colspan="6" { "No short domain is known yet." } } }
             }
         } }
-        p.hint { "Issued and clicks count the health window of the domain checks." }
+        p.hint { "Issued and clicks count the health window of the domain checks. A domain is "
+            "unknown until its first check, which starts as soon as a request names it." }
     };
     Ok(layout::page(&operator, "Domains", body).into_response())
 }

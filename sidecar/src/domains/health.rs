@@ -14,9 +14,13 @@
 //! configurable half-life (`--domain-health-click-half-life`), not learned: the visits table has
 //! no link creation time to learn it from without a join with the links per check.
 //!
-//! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), `--short-domains`, and
-//! the domains links were issued on. State lives in memory: after a restart the first check
-//! sets it again (and reports a domain that is not healthy, as a change from unknown).
+//! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), the issuing list
+//! (`X-Shortlink-Public-Base`), `--short-domains`, and the domains links were issued on. A domain
+//! is listed, as `unknown`, from the first request that names it, and a request naming a domain
+//! not seen before wakes the job at once: without that, after a start the list stays empty until
+//! the second tick (the first finds no pool yet, no request having come), a whole
+//! `--domain-health-every` later. State lives in memory: after a restart the first check sets it
+//! again (and reports a domain that is not healthy, as a change from unknown).
 
 use super::certificate::CertificateProbe;
 pub use super::traffic::ClickCurve;
@@ -37,9 +41,12 @@ use std::time::{Duration, Instant};
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Domains probed at the same time.
 const PROBES_AT_ONCE: usize = 16;
+/// A domain's state. Ordered by severity: a check's worst finding wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
+    /// Known (named by a request or by `--short-domains`) but not checked yet.
+    Unknown,
     Healthy,
     Degraded,
     SuspectedBlocked,
@@ -47,7 +54,9 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 4] = [
+    /// The states a check can find, one `shortlink_domain_health` series each: `unknown` is only
+    /// ever shown before a domain's first check, and has no series.
+    pub const CHECKED: [State; 4] = [
         State::Healthy,
         State::Degraded,
         State::SuspectedBlocked,
@@ -56,6 +65,7 @@ impl State {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            State::Unknown => "unknown",
             State::Healthy => "healthy",
             State::Degraded => "degraded",
             State::SuspectedBlocked => "suspected-blocked",
@@ -68,13 +78,16 @@ impl State {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DomainStatus {
     pub domain: String,
+    /// `unknown` until the domain's first check.
     pub state: State,
-    /// Why it is not healthy (empty when healthy).
+    /// Why it is not healthy (empty when healthy or unknown).
     pub reasons: Vec<String>,
-    pub last_probe: DateTime<Utc>,
-    /// Links issued on it within the click curve's horizon (the window plus 8 half-lives).
+    /// When it was last checked; null until its first check.
+    pub last_probe: Option<DateTime<Utc>>,
+    /// Links issued on it within the click curve's horizon (the window plus 8 half-lives), as of
+    /// the last check (0 before the first).
     pub issued: u64,
-    /// Human clicks on it within the window.
+    /// Human clicks on it within the window, as of the last check (0 before the first).
     pub clicks: i64,
     /// notAfter of the certificate the edge presents for the domain (null when the certificate
     /// probe is off or no certificate was read).
@@ -152,12 +165,17 @@ impl HealthSettings {
     }
 }
 
-/// Shared between the API (which records issued links and the pool) and the job.
+/// Shared between the API (which records issued links and the domains requests name) and the job.
 #[derive(Debug)]
 pub struct DomainHealth {
-    pool: Mutex<BTreeSet<String>>,
+    /// Every domain a request has named (pool, issuing list, `--short-domains`).
+    known: Mutex<BTreeSet<String>>,
     issued: Mutex<IssuedBuckets>,
     statuses: Mutex<BTreeMap<String, DomainStatus>>,
+    /// Wakes the job when a request names a domain not seen before. A permit given while a check
+    /// runs is kept, so a domain named during a check still gets one right after it, and many
+    /// new domains at once cost one check, not one each.
+    new_domain: tokio::sync::Notify,
 }
 
 impl Default for DomainHealth {
@@ -171,18 +189,29 @@ impl DomainHealth {
     /// Remembers issued links for `horizon` (see [`ClickCurve::horizon`]).
     pub fn new(horizon: Duration) -> Self {
         Self {
-            pool: Mutex::default(),
+            known: Mutex::default(),
             issued: Mutex::new(IssuedBuckets::new(Instant::now(), horizon)),
             statuses: Mutex::default(),
+            new_domain: tokio::sync::Notify::new(),
         }
     }
 
-    pub fn saw_pool(&self, hosts: &[String]) {
-        let mut pool = self.pool.lock().expect("not poisoned");
-        for host in hosts {
-            if !pool.contains(host) {
-                pool.insert(host.clone());
+    /// Records the domains a request names (normalised host names); one not seen before is
+    /// listed as `unknown` at once and wakes the job for its first check.
+    pub fn saw<S: AsRef<str>>(&self, domains: impl IntoIterator<Item = S>) {
+        let mut new = false;
+        {
+            let mut known = self.known.lock().expect("not poisoned");
+            for domain in domains {
+                let domain = domain.as_ref();
+                if !domain.is_empty() && !known.contains(domain) {
+                    known.insert(domain.to_owned());
+                    new = true;
+                }
             }
+        }
+        if new {
+            self.new_domain.notify_one();
         }
     }
 
@@ -196,14 +225,44 @@ impl DomainHealth {
         issued.record(domain, links, Instant::now());
     }
 
+    /// Every domain checked or named so far, by name; those not checked yet as `unknown`.
     pub fn statuses(&self) -> Vec<DomainStatus> {
-        let statuses = self.statuses.lock().expect("not poisoned");
-        statuses.values().cloned().collect()
+        let known = self.known.lock().expect("not poisoned").clone();
+        let mut all = self.statuses.lock().expect("not poisoned").clone();
+        for domain in known {
+            all.entry(domain)
+                .or_insert_with_key(|domain| DomainStatus::unknown(domain));
+        }
+        all.into_values().collect()
     }
 
     pub fn status(&self, domain: &str) -> Option<DomainStatus> {
-        let statuses = self.statuses.lock().expect("not poisoned");
-        statuses.get(domain).cloned()
+        let checked = self
+            .statuses
+            .lock()
+            .expect("not poisoned")
+            .get(domain)
+            .cloned();
+        checked.or_else(|| {
+            let known = self.known.lock().expect("not poisoned");
+            known
+                .contains(domain)
+                .then(|| DomainStatus::unknown(domain))
+        })
+    }
+}
+
+impl DomainStatus {
+    fn unknown(domain: &str) -> Self {
+        Self {
+            domain: domain.to_owned(),
+            state: State::Unknown,
+            reasons: Vec::new(),
+            last_probe: None,
+            issued: 0,
+            clicks: 0,
+            certificate_expires_at: None,
+        }
     }
 }
 
@@ -212,7 +271,12 @@ pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Ar
     let mut tick = tokio::time::interval(settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            // A domain's first check right after the request that named it, not up to a whole
+            // interval later.
+            () = health.new_domain.notified() => {}
+        }
         check_all(&health, &settings, visits.as_ref()).await;
     }
 }
@@ -231,7 +295,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             return;
         }
     };
-    let mut domains: BTreeSet<String> = health.pool.lock().expect("not poisoned").clone();
+    let mut domains: BTreeSet<String> = health.known.lock().expect("not poisoned").clone();
     domains.extend(settings.static_domains.iter().cloned());
     domains.extend(issued.keys().cloned());
     let weight_total: f64 = issued.values().map(|(_, weight)| weight).sum();
@@ -268,11 +332,12 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             .map(|(s, _)| *s)
             .max()
             .unwrap_or(State::Healthy);
+        let checked_at = Utc::now();
         let status = DomainStatus {
             domain: domain.clone(),
             state,
             reasons: found.into_iter().map(|(_, r)| r).collect(),
-            last_probe: Utc::now(),
+            last_probe: Some(checked_at),
             issued: issued_here,
             clicks: clicks_here,
             certificate_expires_at,
@@ -283,7 +348,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             .expect("not poisoned")
             .insert(domain.clone(), status.clone())
             .map(|s| s.state);
-        for s in State::ALL {
+        for s in State::CHECKED {
             metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
                 .set(f64::from(u8::from(s == state)));
         }
@@ -299,7 +364,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                     "state": state,
                     "previous": previous,
                     "reasons": status.reasons,
-                    "at": status.last_probe,
+                    "at": checked_at,
                 });
                 webhook.send(body.to_string());
             }

@@ -121,6 +121,15 @@ impl IssuingBases {
         }
     }
 
+    /// The host names of the bases, draining ones included (still in the pool).
+    pub fn hosts(&self) -> impl Iterator<Item = String> + '_ {
+        self.bases.iter().filter_map(|base| {
+            url::Url::parse(&base.url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+        })
+    }
+
     /// The base a link is issued on: a weighted pick among the bases not draining.
     pub fn pick(&self, code: &str, campaign: Option<&str>) -> &str {
         let key = match (self.spread, campaign) {
@@ -221,5 +230,15 @@ mod tests {
         };
         let first = by_campaign.pick("x1", Some("spring"));
         assert!((0..100).all(|i| by_campaign.pick(&format!("x{i}"), Some("spring")) == first));
+    }
+
+    #[test]
+    fn hosts_are_every_base_draining_included() {
+        let list = IssuingBases::parse(
+            "https://a.example/go weight=3 http://b.example:8080 https://c.example draining",
+        )
+        .unwrap();
+        let hosts: Vec<String> = list.hosts().collect();
+        assert_eq!(hosts, ["a.example", "b.example", "c.example"]);
     }
 }

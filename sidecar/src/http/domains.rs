@@ -1,6 +1,6 @@
 //! `/api/v1/domains`: each short domain's health as the last check found it.
 
-use super::{AppState, Error, ErrorBody, Json, Path, Result};
+use super::{AppState, DomainContext, Error, ErrorBody, Json, Path, Result};
 use crate::domains::health::DomainStatus;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,21 +19,35 @@ pub struct DomainList {
     pub domains: Vec<DomainStatus>,
 }
 
-/// Every domain checked so far: pool, issuing domains and `--short-domains`.
+/// Every short domain: nginx's pool, the issuing domains and `--short-domains`, by name. A domain
+/// is listed from the first request naming it (this one included), as `unknown` until its first
+/// check, which that request starts.
 #[utoipa::path(get, path = "/api/v1/domains", tag = "domains",
-    responses((status = 200, body = DomainList), (status = 401, body = ErrorBody)))]
-pub async fn list_domains(State(state): State<AppState>) -> Json<DomainList> {
+    responses(
+        (status = 200, body = DomainList),
+        (status = 400, description = "`invalid_header`: the pool or issuing list nginx sends is malformed", body = ErrorBody),
+    ))]
+pub async fn list_domains(
+    State(state): State<AppState>,
+    // Extracted for what it records: the domains this request names.
+    _named: DomainContext,
+) -> Json<DomainList> {
     Json(DomainList {
         domains: state.domains.statuses(),
     })
 }
 
-/// One domain's health.
+/// One domain's health (`unknown` until its first check).
 #[utoipa::path(get, path = "/api/v1/domains/{domain}", tag = "domains",
     params(("domain" = String, Path)),
-    responses((status = 200, body = DomainStatus), (status = 404, description = "not a checked domain", body = ErrorBody)))]
+    responses(
+        (status = 200, body = DomainStatus),
+        (status = 400, description = "`invalid_header`: the pool or issuing list nginx sends is malformed", body = ErrorBody),
+        (status = 404, description = "`unknown_domain`: no request or setting has named this domain", body = ErrorBody),
+    ))]
 pub async fn get_domain(
     State(state): State<AppState>,
+    _named: DomainContext,
     Path(domain): Path<String>,
 ) -> Result<Json<DomainStatus>> {
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();
@@ -44,6 +58,6 @@ pub async fn get_domain(
         .ok_or_else(|| Error::Request {
             status: StatusCode::NOT_FOUND,
             code: "unknown_domain",
-            message: "no short domain of that name has been checked".into(),
+            message: "no short domain of that name is known".into(),
         })
 }

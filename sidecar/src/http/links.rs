@@ -33,14 +33,15 @@ pub const MAX_PAGE: u32 = 1000;
 #[serde(deny_unknown_fields)]
 pub struct CreateLinkRequest {
     /// Absolute http(s) URL; IDN hosts are stored as punycode.
-    #[schema(example = "https://shop.example/spring?utm_source=sms")]
+    #[schema(schema_with = super::schema::url)]
     pub url: String,
     /// Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape; generated if absent.
+    #[schema(schema_with = super::schema::alias)]
     pub code: Option<String>,
     /// RFC 3339, in the future; fractions of a second are dropped.
     pub expires_at: Option<DateTime<Utc>>,
     /// 301, 302 (default), 307 or 308.
-    #[schema(example = 302)]
+    #[schema(schema_with = super::schema::redirect)]
     pub redirect: Option<u16>,
     /// Append the short URL's query string to the target (default false).
     pub forward_query: Option<bool>,
@@ -48,13 +49,14 @@ pub struct CreateLinkRequest {
     /// of creating one: one recipient's link is never handed to another.
     pub idempotent: Option<bool>,
     /// The campaign the link belongs to (1 to 200 characters).
-    #[schema(example = "spring-sale")]
+    #[schema(schema_with = super::schema::meta)]
     pub campaign: Option<String>,
     /// An opaque recipient reference (1 to 200 characters).
     #[serde(rename = "ref")]
-    #[schema(rename = "ref")]
+    #[schema(rename = "ref", schema_with = super::schema::meta)]
     pub recipient_ref: Option<String>,
     /// Free tags (at most 32, each 1 to 64 characters).
+    #[schema(schema_with = super::schema::tags)]
     pub tags: Option<Vec<String>>,
 }
 
@@ -62,22 +64,25 @@ pub struct CreateLinkRequest {
 #[serde(deny_unknown_fields)]
 #[schema(min_properties = 1)]
 pub struct UpdateLinkRequest {
+    #[schema(schema_with = super::schema::new_url)]
     pub url: Option<String>,
     /// RFC 3339 in the future, or `null` to remove the expiry.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<DateTime<Utc>>, nullable)]
     pub expires_at: Option<Option<DateTime<Utc>>>,
+    #[schema(schema_with = super::schema::redirect)]
     pub redirect: Option<u16>,
     pub forward_query: Option<bool>,
     /// The campaign, or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, nullable)]
+    #[schema(schema_with = super::schema::meta)]
     pub campaign: Option<Option<String>>,
     /// The recipient reference, or `null` to remove it.
     #[serde(default, rename = "ref", deserialize_with = "present")]
-    #[schema(value_type = Option<String>, nullable, rename = "ref")]
+    #[schema(rename = "ref", schema_with = super::schema::meta)]
     pub recipient_ref: Option<Option<String>>,
     /// Replaces the tags (`[]` removes them).
+    #[schema(schema_with = super::schema::tags)]
     pub tags: Option<Vec<String>>,
 }
 
@@ -314,7 +319,12 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
         (status = 200, description = "idempotent: the existing live link for this URL and ref", body = LinkView),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 409, description = "the custom code is taken", body = ErrorBody),
-        (status = 415, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
+            the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
+            our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
+            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `idempotency_key_reused` (the `Idempotency-Key` was used with another request)", body = ErrorBody),
         (status = 503, description = "database or redis unavailable; nothing stored", body = ErrorBody),
     ))]
 pub async fn create_link(
@@ -366,9 +376,13 @@ pub async fn get_link(
         (status = 200, body = LinkView),
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 410, description = "revoked links cannot change", body = ErrorBody),
+        (status = 410, description = "`link_revoked`: revoked links cannot change", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody),
+        (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
+            the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \
+            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `empty_patch`", body = ErrorBody),
+        (status = 503, body = ErrorBody),
     ))]
 pub async fn update_link(
     State(state): State<AppState>,

@@ -10,6 +10,8 @@ mod health;
 pub(crate) mod links;
 pub(crate) mod qr;
 mod resolve;
+mod schema;
+use schema::SchemaFixes;
 pub(crate) mod stats;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
@@ -146,7 +148,7 @@ pub fn router(state: AppState) -> Router {
         health::readyz,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth, &CommonResponses),
+    modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))
 )]
@@ -333,9 +335,16 @@ impl FromRequestParts<AppState> for DomainContext {
                 code: "invalid_header",
                 message: format!("the {POOL_HEADER} header has {entry:?}, not a host name"),
             })?;
-            state.domains.saw_pool(&pool);
             own_domains.extend(pool);
         }
+        // Listed (and checked) from the first request naming them, the domains endpoints' own
+        // included: not only once a link is issued.
+        state.domains.saw(
+            own_domains
+                .iter()
+                .cloned()
+                .chain(issuing.iter().flat_map(IssuingBases::hosts)),
+        );
         Ok(DomainContext {
             issuing,
             own_domains,

@@ -60,4 +60,25 @@ async fn openapi_document_describes_the_api() {
         doc["components"]["securitySchemes"]["api_key"]["scheme"],
         "bearer"
     );
+    // What the schema must say for every request it calls valid to be accepted (issue 32).
+    for request in ["CreateLinkRequest", "UpdateLinkRequest"] {
+        assert_eq!(
+            schemas[request]["properties"]["redirect"]["enum"],
+            serde_json::json!([301, 302, 307, 308, null]),
+            "{request}"
+        );
+    }
+    let update = &schemas["UpdateLinkRequest"];
+    assert_eq!(update["minProperties"], 1, "{update}");
+    assert!(update.get("maxProperties").is_none(), "{update}");
+    assert_eq!(
+        schemas["State"]["enum"],
+        serde_json::json!([
+            "unknown",
+            "healthy",
+            "degraded",
+            "suspected-blocked",
+            "unreachable"
+        ])
+    );
 }

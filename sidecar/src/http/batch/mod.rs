@@ -115,8 +115,8 @@ struct ItemResult {
         (status = 400, body = super::ErrorBody), (status = 401, body = super::ErrorBody),
         (status = 413, description = "more than 10,000 items in a JSON array", body = super::ErrorBody),
         (status = 415, body = super::ErrorBody),
-        (status = 422, description = "not an array, or the Idempotency-Key was used with another \
-            request", body = super::ErrorBody),
+        (status = 422, description = "`invalid_body`: not an array; `idempotency_key_reused`: the \
+            Idempotency-Key was used with another request", body = super::ErrorBody),
     ))]
 pub async fn create_batch(
     State(state): State<AppState>,

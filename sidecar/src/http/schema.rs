@@ -1,0 +1,129 @@
+//! What the OpenAPI document must say that the derives cannot: with it, every request the
+//! document calls valid is one the API can accept (`tests/tests/contract.rs` checks it).
+
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::RefOr;
+
+/// The redirect statuses a link may answer with; anything else is 422 `invalid_redirect`.
+pub const REDIRECT_STATUSES: [u16; 4] = [301, 302, 307, 308];
+
+/// `redirect` of a create or an update: one of [`REDIRECT_STATUSES`], or null (the default 302
+/// on a create, unchanged on an update). An enum, not an integer: the schema must not call
+/// 2147483646 valid.
+pub fn redirect() -> Schema {
+    let mut values: Vec<serde_json::Value> =
+        REDIRECT_STATUSES.iter().map(|s| (*s).into()).collect();
+    values.push(serde_json::Value::Null);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .enum_values(Some(values))
+        .description(Some("301, 302 (default on a create), 307 or 308."))
+        .examples([serde_json::json!(302)])
+        .into()
+}
+
+/// A target URL the API accepts, as far as a pattern can say it: `http://` or `https://`, a host
+/// of the characters the URL parser takes in a domain (letters, digits and
+/// ``!"$&'()*+,;=_~{}`-``, no `%`), whose last label does not start with a digit (a numeric one
+/// is read as an IPv4 address), an optional port, then visible ASCII; at most 5000 bytes
+/// (`--max-url-length`'s default). The rest is 422: a host that is one of our short domains
+/// (`own_domain`) or not allowed, an `xn--` label that is not punycode, and international
+/// names (allowed, but not by this pattern).
+pub const URL_PATTERN: &str = concat!(
+    "^[Hh][Tt][Tt][Pp][Ss]?://",
+    "([A-Za-z0-9!\"$&'()*+,;=_~{}`-]*\\.)*",
+    "[A-Za-z!\"$&'()*+,;=_~{}`-][A-Za-z0-9!\"$&'()*+,;=_~{}`-]*\\.?",
+    "(:[0-9]{1,4})?([/?#][!-~]*)?$"
+);
+pub const MAX_URL_LENGTH: usize = 5000;
+/// No control character (Unicode Cc), as campaigns, references and tags must be.
+const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+
+fn nullable_string(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+}
+
+/// `url` of a create.
+pub fn url() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(URL_PATTERN))
+        .max_length(Some(MAX_URL_LENGTH))
+        .description(Some(
+            "Absolute http(s) URL; IDN hosts are stored as punycode. At most 5000 bytes by default \
+             (`--max-url-length`), before and after normalisation.",
+        ))
+        .examples([serde_json::json!("https://shop.example/spring?utm_source=sms")])
+        .into()
+}
+
+/// `url` of an update: the same, or null (unchanged).
+pub fn new_url() -> Schema {
+    nullable_string("The new target, as `url` of a create.")
+        .pattern(Some(URL_PATTERN))
+        .max_length(Some(MAX_URL_LENGTH))
+        .into()
+}
+
+/// `code` of a create: an alias. Not expressible here: an alias of the generated codes' shape
+/// (as many letters and digits as they have) is 422 `invalid_code`, as is `batch`.
+pub fn alias() -> Schema {
+    nullable_string(
+        "Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape (letters and digits \
+         only, as long as a generated code) and not `batch`; generated if absent.",
+    )
+    .pattern(Some("^[A-Za-z0-9_-]{3,64}$"))
+    .into()
+}
+
+/// `campaign` and `ref`: 1 to 200 characters without control characters (and at most 200 bytes
+/// in UTF-8, which no schema can say: else 422 `invalid_campaign`, `invalid_ref`).
+pub fn meta() -> Schema {
+    nullable_string(
+        "1 to 200 bytes (UTF-8) without control characters; on an update, null removes it.",
+    )
+    .min_length(Some(1))
+    .max_length(Some(200))
+    .pattern(Some(PRINTABLE))
+    .into()
+}
+
+/// `tags`: at most 32 tags of 1 to 64 characters without control characters (and at most 64
+/// bytes each: else 422 `invalid_tags`).
+pub fn tags() -> Schema {
+    let tag = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(64))
+        .pattern(Some(PRINTABLE));
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(tag)
+        .max_items(Some(32))
+        .description(Some(
+            "Free tags: at most 32, each 1 to 64 bytes (UTF-8) without control characters; on an \
+             update they replace the tags (`[]` removes them).",
+        ))
+        .into()
+}
+
+/// Fixes what utoipa-gen 5.5 gets wrong: it writes `#[schema(min_properties = 1)]` as
+/// `maxProperties: 1`, which would call every PATCH of two fields invalid and `{}` (422
+/// `empty_patch`) valid.
+pub struct SchemaFixes;
+
+impl utoipa::Modify for SchemaFixes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        if let Some(RefOr::T(Schema::Object(update))) =
+            components.schemas.get_mut("UpdateLinkRequest")
+        {
+            update.min_properties = Some(1);
+            update.max_properties = None;
+        }
+    }
+}

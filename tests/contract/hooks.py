@@ -1,0 +1,153 @@
+"""schemathesis hooks for tests/tests/contract.rs (loaded through SCHEMATHESIS_HOOKS).
+
+A few rules hold between values, or against the clock or the server's state, and no JSON Schema
+can state them; the OpenAPI document states them in words, with the 422 each one answers. So
+that `positive_data_acceptance` stays on for every operation with no status exempted, the
+positive cases are made to keep those rules, and only those, before they are sent:
+
+- `expires_at` of a create or an update is in the future (else 422 `invalid_expiry`);
+- an `Idempotency-Key` is not reused with another request (else 422 `idempotency_key_reused`):
+  each positive case gets a key of its own;
+- a stats query's `from` is before its `to`, at most 10,000 intervals apart (else 422
+  `invalid_range` or `range_too_large`);
+- an alias is not of the generated codes' shape (7 letters and digits under the test's scheme)
+  nor `batch` (else 422 `invalid_code`);
+- an update changes something: null is "unchanged" for `url`, `redirect`, `forward_query` and
+  `tags` but "remove" for the others, so a body of only the former, all null, is 422
+  `empty_patch`;
+- a target stays within 5000 bytes once normalised (a `/` added, characters percent-encoded),
+  not only as sent (else 422 `url_too_long`); a URL that might not is replaced by a short one;
+- a campaign, a reference and each tag fit their limit in UTF-8 bytes, where a schema counts
+  characters (else 422 `invalid_campaign`, `invalid_ref`, `invalid_tags`).
+
+Negative cases are left as generated.
+"""
+
+import datetime
+import re
+import uuid
+
+import schemathesis
+
+UTC = datetime.timezone.utc
+MAX_POINTS = 10_000
+INTERVAL_SECONDS = {"hour": 3600, "day": 86400}
+STATS = ("GET /api/v1/stats", "GET /api/v1/links/{code}/stats")
+LINK_BODIES = ("POST /api/v1/links", "PATCH /api/v1/links/{code}")
+WITH_IDEMPOTENCY_KEY = ("POST /api/v1/links", "POST /api/v1/links/batch")
+GENERATED_SHAPE = re.compile("[A-Za-z0-9]{7}")
+BYTE_LIMITS = {"campaign": 200, "ref": 200}
+MAX_TAG_BYTES = 64
+MAX_URL_BYTES = 5000
+# The characters of the URL pattern's alphabet that the URL parser may percent-encode (3 bytes).
+ENCODED = set("\"<>`{}'^|\\")
+NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
+
+
+def _parse(text):
+    """An RFC 3339 time as Python reads it, or None (then the case is changed another way)."""
+    try:
+        parsed = datetime.datetime.fromisoformat(str(text).upper())
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _future_expiry(body):
+    if not isinstance(body, dict) or not isinstance(body.get("expires_at"), str):
+        return
+    at = _parse(body["expires_at"])
+    if at is None or at <= datetime.datetime.now(UTC) + datetime.timedelta(minutes=1):
+        body["expires_at"] = (datetime.datetime.now(UTC) + datetime.timedelta(days=1)).isoformat()
+
+
+def _utf8_len(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _within(text, limit):
+    while _utf8_len(text) > limit:
+        text = text[:-1]
+    return text
+
+
+def _fitting_values(body):
+    if not isinstance(body, dict):
+        return
+    url = body.get("url")
+    if isinstance(url, str) and len(url) + 1 + 2 * sum(c in ENCODED for c in url) > MAX_URL_BYTES:
+        body["url"] = "https://example.com/long"
+    code = body.get("code")
+    if isinstance(code, str) and (GENERATED_SHAPE.fullmatch(code) or code == "batch"):
+        body["code"] = code[:-1] + "_"
+    for field, limit in BYTE_LIMITS.items():
+        if isinstance(body.get(field), str):
+            body[field] = _within(body[field], limit)
+    if isinstance(body.get("tags"), list):
+        body["tags"] = [_within(t, MAX_TAG_BYTES) if isinstance(t, str) else t for t in body["tags"]]
+
+
+def _changes_something(body):
+    if isinstance(body, dict) and body and all(
+        key in NULL_UNCHANGED and value is None for key, value in body.items()
+    ):
+        body["forward_query"] = False
+
+
+def _own_idempotency_key(headers):
+    for name in list(headers or {}):
+        if name.lower() == "idempotency-key":
+            headers[name] = f"{str(headers[name])[:200]}.{uuid.uuid4().hex}"
+
+
+def _stats_range(query):
+    """Keeps `from` < `to` (as the server aligns them to the interval) and the points bounded."""
+    if not query or ("from" not in query and "to" not in query):
+        return
+    seconds = INTERVAL_SECONDS.get(query.get("interval") or "day", 86400)
+    try:
+        to = _parse(query["to"]) if "to" in query else datetime.datetime.now(UTC)
+        start = _parse(query["from"]) if "from" in query else None
+        if to is None or ("from" in query and start is None):
+            raise ValueError("not readable here")
+        if start is not None:
+            low = start.timestamp() // seconds * seconds
+            high = -(-to.timestamp() // seconds) * seconds
+            if low < high and (high - low) / seconds <= MAX_POINTS:
+                return
+        # `from` one interval before `to`: a link's default `from`, its creation, may be after it.
+        query["from"] = (to - datetime.timedelta(seconds=seconds)).astimezone(UTC).isoformat()
+    except (ValueError, OverflowError, OSError):
+        # Times Python cannot handle: the defaults, always a valid range.
+        query.pop("from", None)
+        query.pop("to", None)
+
+
+@schemathesis.hook
+def map_case(context, case):
+    return _keep_rules(case)
+
+
+@schemathesis.hook
+def before_add_examples(context, examples):
+    """The examples phase fills what the schema gives no example for (`expires_at` with
+    2000-01-01), and runs no `map_case`."""
+    for case in examples:
+        _keep_rules(case)
+
+
+def _keep_rules(case):
+    meta = case.meta
+    if meta is not None and not meta.generation.mode.is_positive:
+        return case
+    label = case.operation.label
+    if label in LINK_BODIES:
+        _future_expiry(case.body)
+        _fitting_values(case.body)
+    if label == "PATCH /api/v1/links/{code}":
+        _changes_something(case.body)
+    if label in WITH_IDEMPOTENCY_KEY:
+        _own_idempotency_key(case.headers)
+    if label in STATS:
+        _stats_range(case.query)
+    return case
