@@ -153,9 +153,30 @@ impl Drop for EventShared {
 
 #[cfg(test)]
 mod tests {
-    use super::super::encode::tests::{command, visit};
-    use super::super::Encoder;
+    use super::super::{Batch, Encoder, Visit};
     use super::*;
+
+    fn visit() -> Visit<'static> {
+        Visit {
+            code: b"abc1234",
+            time_ms: 1_700_000_000_123,
+            status: 302,
+            ip: b"203.0.113.9",
+            ua: b"Mozilla/5.0",
+            referer: b"",
+            host: b"s1.example",
+            lang: b"",
+        }
+    }
+
+    /// The command for a batch of `visits`, as Redis would receive it.
+    fn command(encoder: &Encoder, visits: &[Visit<'_>]) -> Vec<u8> {
+        let mut batch = Batch::default();
+        visits.iter().for_each(|v| batch.push(v));
+        let mut out = Vec::new();
+        encoder.write_command(&mut out, &batch);
+        out
+    }
 
     #[test]
     fn spool_is_bounded_by_visits_and_bytes() {
