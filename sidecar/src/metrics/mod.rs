@@ -119,7 +119,7 @@ fn describe() {
     );
     describe_counter!(
         "shortlink_events_read_total",
-        "sl:events entries the consumer read."
+        format!("{STREAM} entries the consumer read.")
     );
 }
 

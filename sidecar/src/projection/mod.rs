@@ -1,5 +1,5 @@
-//! The Redis projection of SQL that the nginx module reads (docs/ARCHITECTURE.md, "Link record,
-//! version 1"): key `sl:c:<code>`, value `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//! The Redis projection of SQL that the nginx module reads: key `sl:c:<code>`, value the link
+//! record, both defined in `shortlink_wire` (the contract with the module).
 //!
 //! [`RecordWrite`] is the pure part (what to write for a link at a given time); [`Projection`]
 //! performs it on Redis, with bounded waits so a dead Redis costs a request at most the timeout.
@@ -19,16 +19,19 @@ pub use state::PipelineState;
 use crate::primary::Primary;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
+use shortlink_wire::record::Record;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
 
 /// Prefix of every link key.
-pub const KEY_PREFIX: &str = "sl:c:";
+pub use shortlink_wire::keys::LINK_PREFIX as KEY_PREFIX;
+/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+pub use shortlink_wire::record::TOMBSTONE;
 
 /// The high-water mark of sequence numbers leased: one above the last number any sidecar may
 /// have issued a code for. Only ever raised ([`RAISE_MARK`]); see [`crate::issuer`].
-pub const ISSUED_MARK_KEY: &str = "sl:meta:issued";
+pub use shortlink_wire::keys::ISSUED_MARK as ISSUED_MARK_KEY;
 
 /// `KEYS[1]` = the mark, `ARGV[1]` = a decimal number: sets the mark to it if it is higher.
 /// Compared as decimal strings (length, then text): Lua's numbers are doubles, exact only up to
@@ -42,23 +45,20 @@ end
 return 0
 ";
 
-/// The tombstone of a revoked link: answers 410 forever, has no TTL.
-pub const TOMBSTONE: &str = "1|R|410|0|0|";
+pub use shortlink_wire::keys::link_key as key;
 
-pub fn key(code: &str) -> String {
-    format!("{KEY_PREFIX}{code}")
-}
-
-/// The link record, version 1.
+/// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes).
 pub fn encode_record(link: &Link) -> String {
-    if link.revoked_at.is_some() {
-        return TOMBSTONE.to_owned();
-    }
-    let expires = link.expires_at.map_or(0, |at| at.timestamp());
-    format!(
-        "1|L|{}|{}|{}|{}",
-        link.redirect, expires, link.flags.0, link.target
-    )
+    let record = match link.revoked_at {
+        Some(_) => Record::Revoked,
+        None => Record::Live {
+            status: link.redirect,
+            expires_at: link.expires_at.map_or(0, |at| at.timestamp()),
+            flags: link.flags.0,
+            target: &link.target,
+        },
+    };
+    record.encode()
 }
 
 /// What Redis must hold for a link.

@@ -34,7 +34,7 @@ pub const MAX_HOST: usize = 255;
 /// `Accept-Language` values (only the first tag is used).
 pub const MAX_LANG: usize = 256;
 /// Codes: a code longer than any alias can only be a corrupt entry.
-pub const MAX_CODE: usize = 64;
+pub const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
 /// Client addresses, as text.
 pub const MAX_IP: usize = 64;
 

@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 /// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events"); on a Redis
 /// Cluster, the 16 streams of `shortlink_wire::cluster::event_stream_keys`, each with its own
 /// group, read in turn by one consumer (one write at a time still).
-pub const STREAM: &str = "sl:events";
+pub use shortlink_wire::keys::EVENT_STREAM as STREAM;
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
 /// Visits per transaction at most, by default ([`ConsumerSettings::max_visits_per_transaction`]).
