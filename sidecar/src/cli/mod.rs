@@ -2,6 +2,7 @@
 //! `migrate`, `backup`, `code-scheme show|adopt`.
 
 mod backup;
+mod check;
 mod code_scheme;
 mod export;
 mod import;
@@ -104,34 +105,13 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Cleanup => crate::visits::commands::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
-        Command::CheckConfig => check_config(&config),
+        Command::CheckConfig => check::check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");
             Ok(())
         }
     }
-}
-
-/// A file's own problems were reported while parsing (crate::config_file); these are the
-/// settings' problems once merged.
-fn check_config(config: &Config) -> Result<(), BoxError> {
-    let problems = config.problems();
-    let source = match &config.config_file {
-        Some(file) => file.display().to_string(),
-        None => "flags and environment (no --config file)".to_owned(),
-    };
-    if problems.is_empty() {
-        println!("{source}: ok");
-        return Ok(());
-    }
-    let list: Vec<String> = problems.iter().map(|p| format!("\n  {p}")).collect();
-    Err(format!(
-        "{} problem(s) in the settings ({source}):{}",
-        problems.len(),
-        list.concat()
-    )
-    .into())
 }
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
@@ -295,11 +275,11 @@ mod tests {
     #[test]
     fn database_passwords_are_redacted() {
         assert_eq!(
-            crate::config::redact_url("postgres://u:secret@h:5432/db"),
+            crate::redact::redact_url("postgres://u:secret@h:5432/db"),
             "postgres://u:****@h:5432/db"
         );
         assert_eq!(
-            crate::config::redact_url("sqlite://var/x.db"),
+            crate::redact::redact_url("sqlite://var/x.db"),
             "sqlite://var/x.db"
         );
     }

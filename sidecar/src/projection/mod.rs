@@ -17,6 +17,8 @@ use slots::pick;
 pub use state::PipelineState;
 
 use crate::primary::Primary;
+/// Errors of Redis writes; defined with the connection most of them come from.
+pub use crate::primary::ProjectionError;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
 use shortlink_wire::record::Record;
@@ -177,20 +179,6 @@ pub fn written_value(write: &RecordWrite) -> Option<&str> {
         RecordWrite::Set { value, .. } | RecordWrite::SetUntil { value, .. } => Some(value),
         RecordWrite::Delete { .. } => None,
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProjectionError {
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-    #[error("redis did not answer within {0:?}")]
-    Timeout(Duration),
-    /// Sentinel named no primary that answers as one (a failover under way, or none possible).
-    #[error("no redis primary: {0}")]
-    NoPrimary(&'static str),
-    /// `WAIT` counted fewer replicas than `--redis-wait-replicas` within its timeout.
-    #[error("the write reached {acknowledged} replica(s) of the {required} required")]
-    NotReplicated { acknowledged: u32, required: u32 },
 }
 
 /// A Redis connection that is made lazily and re-made after failures, so the sidecar starts and

@@ -149,7 +149,7 @@ pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn Storage>
         Some(Backend::Sqlite) => Ok(Arc::new(SqliteStorage::connect(options).await?)),
         Some(Backend::Postgres) => Ok(Arc::new(PgStorage::connect(options).await?)),
         Some(Backend::Mysql) => Ok(Arc::new(MysqlStorage::connect(options).await?)),
-        None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(
+        None => Err(StorageError::UnsupportedUrl(crate::redact::redact_url(
             &options.url,
         ))),
     }

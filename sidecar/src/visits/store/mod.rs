@@ -330,7 +330,7 @@ pub async fn connect(
         Some(Backend::Mysql) => Ok(Arc::new(
             MysqlVisitStore::connect(url, max_connections, acquire_timeout).await?,
         )),
-        None => Err(StorageError::UnsupportedUrl(crate::config::redact_url(url))),
+        None => Err(StorageError::UnsupportedUrl(crate::redact::redact_url(url))),
     }
 }
 
