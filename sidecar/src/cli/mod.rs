@@ -8,6 +8,7 @@ mod export;
 mod import;
 pub mod orphans;
 mod resync;
+pub mod visits;
 
 use crate::config::Config;
 use crate::storage;
@@ -101,8 +102,8 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Import(args) => import::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,
-        Command::Consume => crate::visits::commands::consume(&config).await,
-        Command::Cleanup => crate::visits::commands::cleanup_once(&config).await,
+        Command::Consume => visits::consume(&config).await,
+        Command::Cleanup => visits::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
         Command::CheckConfig => check::check_config(&config),
@@ -124,7 +125,7 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
-    let background = crate::visits::commands::start_background(config, app.state())?;
+    let background = visits::start_background(config, app.state())?;
     // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
     let marker = crate::projection::marker::spawn_keeper(config, app.state())?;
     let pruner = crate::service::spawn_idempotency_pruner(

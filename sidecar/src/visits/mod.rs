@@ -11,7 +11,6 @@
 //! Nothing here is on the redirect path: nginx only appends to a Redis stream.
 
 pub mod cleanup;
-pub mod commands;
 pub mod consumer;
 pub mod rollup;
 pub mod store;
