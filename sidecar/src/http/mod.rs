@@ -8,6 +8,7 @@ mod early_close;
 mod error;
 mod health;
 pub(crate) mod links;
+mod metrics;
 pub(crate) mod qr;
 mod resolve;
 pub(crate) mod stats;
@@ -86,7 +87,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::console::router())
         .merge(
             health::router()
-                .route("/metrics", get(crate::metrics::serve))
+                .route("/metrics", get(metrics::serve))
                 .route_layer(axum::middleware::from_fn(crate::metrics::track)),
         )
         .fallback(|| async { Error::NotFound })

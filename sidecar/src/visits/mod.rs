@@ -140,7 +140,7 @@ impl Background {
         let mut tasks = Vec::new();
         if with_consumer {
             let consumer = consumer(config, Arc::clone(&store))?;
-            crate::metrics::register_consumer(consumer.counters());
+            self::consumer::register(consumer.counters());
             tasks.push(tokio::spawn(consumer.run(stopped.clone())));
         }
         let cleanup = cleanup_settings(config);

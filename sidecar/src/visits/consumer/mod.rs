@@ -33,7 +33,7 @@ use crate::storage::{Backend, StorageError};
 
 use shortlink_visit_enrich::Enricher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -102,6 +102,19 @@ pub fn default_name() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "sidecar".to_owned());
     format!("{host}-{}", std::process::id())
+}
+
+/// The counters of this process's consumer, for `GET /metrics` (one consumer per process).
+static REGISTERED: OnceLock<Arc<ConsumerCounters>> = OnceLock::new();
+
+/// Makes `counters` the ones [`registered`] returns (the first registration wins).
+pub fn register(counters: Arc<ConsumerCounters>) {
+    let _ = REGISTERED.set(counters);
+}
+
+/// The counters of the consumer this process runs, if it runs one.
+pub fn registered() -> Option<&'static Arc<ConsumerCounters>> {
+    REGISTERED.get()
 }
 
 /// What the consumer has done since it started.
