@@ -12,8 +12,8 @@
 use super::export::FileFormat;
 use super::BoxError;
 use crate::config::Config;
-use crate::http::links;
 use crate::http::{AppState, Error};
+use crate::service::validate;
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -308,12 +308,12 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         target,
         code: row.code,
         expires_at,
-        redirect: links::redirect_status(row.redirect)?,
+        redirect: validate::redirect_status(row.redirect)?,
         forward_query: row.forward_query.unwrap_or(false),
         idempotent: false,
-        campaign: links::meta(row.campaign, "invalid_campaign", "campaign")?,
-        recipient_ref: links::meta(row.recipient_ref, "invalid_ref", "ref")?,
-        tags: links::tags(tags)?,
+        campaign: validate::meta(row.campaign, "invalid_campaign", "campaign")?,
+        recipient_ref: validate::meta(row.recipient_ref, "invalid_ref", "ref")?,
+        tags: validate::tags(tags)?,
         restore: restoring.then(|| Restore {
             created_at: created_at.unwrap_or(now),
             revoked_at,

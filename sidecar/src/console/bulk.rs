@@ -10,8 +10,9 @@ use super::campaigns::csv_field;
 use super::layout;
 use super::session::Operator;
 use super::{see_other, PageError, PageResult};
-use crate::http::links::{self as api, CreateLinkRequest};
+use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
+use crate::service::validate;
 use crate::service::ItemOutcome;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
@@ -220,7 +221,9 @@ async fn run(
         for (index, row) in rows.by_ref().take(CHUNK) {
             let line = index + 1;
             let checked = row.and_then(|request| {
-                api::new_link(&state, &domains, request).map_err(|e| e.message())
+                let policy = &state.settings.url_policy;
+                validate::new_link(&state.links, policy, &domains.own_domains, request.into())
+                    .map_err(|e| Error::from(e).message())
             });
             match checked {
                 Ok(new) => {
