@@ -1,6 +1,21 @@
-//! The link record, version 1, as the sidecar writes it to `sl:c:<code>` ([`crate::keys`]):
-//! `1|<state>|<status>|<expires_at>|<flags>|<target>`. Both halves are here, [`Record::encode`]
-//! for the sidecar and [`decode`] for the module, so they cannot drift apart.
+//! The link record, version 1, as the sidecar writes it to `sl:c:<code>` ([`crate::keys`]). Both
+//! halves are here, [`Record::encode`] for the sidecar and [`decode`] for the module, so they
+//! cannot drift apart.
+//!
+//! One ASCII line, fields separated by `|`; the target is last and may itself contain `|`:
+//! `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `1` | format version ([`VERSION`]) |
+//! | state | `L` live, `R` revoked |
+//! | status | `301`, `302`, `307` or `308` for `L`; `410` for `R` |
+//! | expires_at | Unix time in seconds after which the link is expired; `0` = never |
+//! | flags | decimal bit set: `1` = append the short URL's query string ([`FLAG_FORWARD_QUERY`]) |
+//! | target | absolute `http`/`https` URL, visible ASCII only (hosts as punycode, the rest percent-encoded); empty for `R` |
+//!
+//! Examples: `1|L|302|0|0|https://example.com/a?b=c`, `1|L|301|1798761600|1|https://shop.example/`,
+//! `1|R|410|0|0|` ([`TOMBSTONE`]).
 //!
 //! Versions: the first field names the layout. A reader meeting a version it does not know gets
 //! [`RecordError::Version`] ("not mine") and must treat it like a Redis failure (the module
