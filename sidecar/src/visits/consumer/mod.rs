@@ -184,7 +184,7 @@ enum Phase {
 
 /// Most visits the module packs into one entry (docs/ARCHITECTURE.md, "Visit events"): the
 /// first read assumes full entries, so it never holds more than about one transaction's worth.
-const MAX_VISITS_PER_ENTRY: f64 = 512.0;
+const MAX_VISITS_PER_ENTRY: f64 = shortlink_wire::event::BATCH_MAX_VISITS as f64;
 
 /// A batch being written by a task of its own, not yet acknowledged.
 struct InFlight {
