@@ -169,7 +169,6 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
             domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),
         )),
-        console: Arc::default(),
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,
@@ -229,7 +228,7 @@ impl Application {
                 Arc::clone(&self.state.analytics.store),
             ))
         });
-        let router = http::router(self.state);
+        let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

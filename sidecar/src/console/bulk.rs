@@ -8,7 +8,7 @@
 
 use super::campaigns::csv_field;
 use super::layout;
-use super::session::Operator;
+use super::session::{ConsoleState, Operator};
 use super::{see_other, PageError, PageResult};
 use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
@@ -17,6 +17,7 @@ use crate::service::ItemOutcome;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
 use axum::response::IntoResponse;
+use axum::Extension;
 use maud::html;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -173,6 +174,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
 
 pub async fn upload(
     State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     domains: DomainContext,
     mut multipart: Multipart,
@@ -194,7 +196,7 @@ pub async fn upload(
         started: Some(Instant::now()),
         ..Job::default()
     }));
-    state.console.jobs.insert(id.clone(), Arc::clone(&job));
+    console.jobs.insert(id.clone(), Arc::clone(&job));
     tokio::spawn(run(state, domains, rows, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
@@ -270,11 +272,11 @@ async fn run(
 }
 
 pub async fn progress(
-    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
     let (total, done, failed, finished) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.total, job.done, job.failed, job.finished)
@@ -300,11 +302,11 @@ pub async fn progress(
 }
 
 pub async fn results(
-    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     _operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         let mut body = String::from("line,status,code,short_url,error\n");

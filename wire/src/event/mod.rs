@@ -39,7 +39,7 @@ pub const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
 pub const MAX_IP: usize = 64;
 
 /// One visit, borrowed from the request.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct Visit<'a> {
     pub code: &'a [u8],
     pub time_ms: u64,
