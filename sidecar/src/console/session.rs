@@ -144,7 +144,7 @@ impl FromRequestParts<AppState> for Operator {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let to_sign_in = || Redirect::to("/console/sign-in").into_response();
-        let console = Arc::clone(console_state(parts)?);
+        let console = Arc::clone(console_state(parts).map_err(IntoResponse::into_response)?);
         let token = cookie(&parts.headers, COOKIE_NAME).ok_or_else(to_sign_in)?;
         let id = token_hash(token);
         let now = Instant::now();
@@ -186,11 +186,9 @@ impl FromRequestParts<AppState> for Operator {
 }
 
 /// The console's state, which its router carries as an extension (see [`super::router`]).
-fn console_state(parts: &Parts) -> Result<&Arc<ConsoleState>, Response> {
-    parts
-        .extensions
-        .get::<Arc<ConsoleState>>()
-        .ok_or_else(|| PageError(Error::Internal("console state missing".into())).into_response())
+fn console_state(parts: &Parts) -> Result<&Arc<ConsoleState>, PageError> {
+    (parts.extensions.get::<Arc<ConsoleState>>())
+        .ok_or_else(|| PageError(Error::Internal("console state missing".into())))
 }
 
 impl ConsoleState {
