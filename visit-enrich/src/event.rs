@@ -335,7 +335,7 @@ mod tests {
             .collect()
     }
 
-    /// A batch as the module writes it (ngx-module/src/events/encode.rs).
+    /// A batch as the module writes it (wire/src/event/encode.rs).
     fn batch(visits: &[[&str; 8]]) -> Vec<u8> {
         let mut out = vec![BATCH_FORMAT];
         for visit in visits {
