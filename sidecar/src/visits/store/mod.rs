@@ -20,16 +20,15 @@ pub(crate) use self::mysql::MysqlVisitStore;
 pub(crate) use self::postgres::PgVisitStore;
 pub(crate) use self::sqlite::SqliteVisitStore;
 
+pub(crate) use super::rollup::visitor_bytes;
 use super::rollup::{self, Deltas, Interval, NewVisitors};
+pub use super::rollup::{Counts, ALL_LINKS};
 use crate::storage::{Backend, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::Visit;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Rollup rows under this code count every link together (codes never contain `*`).
-pub const ALL_LINKS: &str = "*";
 
 /// What one batch did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,25 +53,6 @@ pub struct StatsQuery {
     pub include_bots: bool,
     /// Entries per breakdown (and top links).
     pub top: u32,
-}
-
-/// Counts of one bucket, or of a whole range.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub humans: i64,
-    pub bots: i64,
-    pub previews: i64,
-    /// Human visitors seen for the first time (for this link; summed over links for `*`).
-    pub new_visitors: i64,
-}
-
-impl Counts {
-    pub fn add(&mut self, other: &Counts) {
-        self.humans += other.humans;
-        self.bots += other.bots;
-        self.previews += other.previews;
-        self.new_visitors += other.new_visitors;
-    }
 }
 
 /// One value of a breakdown with its counts. `value` is `None` for "unknown".
@@ -355,21 +335,6 @@ pub(crate) fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Ve
         at += step;
     }
     out
-}
-
-/// Decodes a visitor hash (32 hex characters) into its 16 bytes; anything else hashes as given.
-pub(crate) fn visitor_bytes(hex: &str) -> Vec<u8> {
-    let bytes = hex.as_bytes();
-    if bytes.len() % 2 != 0 || !bytes.iter().all(u8::is_ascii_hexdigit) {
-        return bytes.to_vec();
-    }
-    bytes
-        .chunks(2)
-        .map(|pair| {
-            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-            digit(pair[0]) << 4 | digit(pair[1])
-        })
-        .collect()
 }
 
 /// Shared by both backends: which days the breakdowns cover for a query.
