@@ -6,12 +6,10 @@
 mod copy;
 mod insert;
 mod rollup;
-
+use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_seen, outcome};
-use super::BatchOutcome;
 use crate::storage::{Pg, StorageError, StorageResult};
-
 use crate::visits::rollup::Deltas;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
