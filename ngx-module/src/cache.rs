@@ -22,7 +22,7 @@ use std::ptr::{self, NonNull};
 
 use foldhash::fast::RandomState;
 
-use crate::record::{Answer, Link};
+use shortlink_wire::record::{Answer, Link};
 
 /// What a lookup resolved to, as handed to the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]

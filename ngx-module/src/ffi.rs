@@ -1,4 +1,5 @@
-//! The one rule for every `extern "C"` entry point: a panic must not unwind into nginx.
+//! The module's lowest layer over nginx itself: the one rule for every `extern "C"` entry point
+//! (a panic must not unwind into nginx), and nginx's clock.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -9,4 +10,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// treated as failed by its own checks.
 pub fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
+/// nginx's cached clock in milliseconds: monotonic enough for cache ages and timeouts; only
+/// differences of it are meaningful.
+pub fn now_ms() -> u64 {
+    // SAFETY: a plain integer nginx updates on its own thread, which is also ours.
+    unsafe { nginx_sys::ngx_current_msec as u64 }
 }

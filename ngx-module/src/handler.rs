@@ -2,7 +2,7 @@
 //! cache, then (rarely) Redis.
 
 use nginx_sys::{
-    ngx_current_msec, ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
+    ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
     ngx_http_variable_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD,
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_OK,
 };
@@ -11,6 +11,7 @@ use shortcode::Shape;
 
 use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
+use crate::ffi::now_ms;
 use crate::request::{code, host};
 use crate::respond::{self, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
@@ -21,12 +22,6 @@ pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
         // SAFETY: nginx calls content handlers with a live request.
         handle(unsafe { &mut *r })
     })
-}
-
-/// nginx's cached clock in milliseconds (monotonic enough for cache ages).
-pub fn now_ms() -> u64 {
-    // SAFETY: a plain integer nginx updates on this thread.
-    unsafe { ngx_current_msec as u64 }
 }
 
 fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {

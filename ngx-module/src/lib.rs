@@ -91,7 +91,8 @@ impl HttpModule for ShortlinkModule {
         ffi::guard(NGX_CONF_ERROR, || {
             // SAFETY: nginx passes a valid context and the main conf created by create_main_conf.
             let (cf, mcf) = unsafe { (&mut *cf, &mut *conf.cast::<MainConf>()) };
-            match mcf.finish(cf) {
+            // The counters zone is the status part's: conf only says whether it is needed.
+            match mcf.finish().and_then(|()| status::add_counters(cf, mcf)) {
                 Ok(()) => NGX_CONF_OK,
                 Err(e) => conf::ext::block_error(cf, &e),
             }

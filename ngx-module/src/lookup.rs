@@ -17,7 +17,6 @@ use ngx::core::Pool;
 
 use crate::cache::Cached;
 use crate::conf::{LocConf, MainConf};
-use crate::record::{self, Link};
 use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
@@ -26,6 +25,7 @@ use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
 use crate::status::DomainCounts;
 use crate::{ffi, worker};
+use shortlink_wire::record::{self, Link};
 
 /// What Redis said about a code, decoded.
 pub enum Resolution {
@@ -205,7 +205,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
         Resolution::Failed(_) => None,
     };
     if let Some(value) = cached {
-        let now = crate::handler::now_ms();
+        let now = ffi::now_ms();
         worker::with(mcf, |w| w.remember(code.as_bytes(), value, now, ticket));
     }
     resolution

@@ -11,11 +11,11 @@ use ngx::ngx_string;
 use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
-use crate::record::{Answer, Link};
 use crate::redis::RedisError;
 use crate::request::location;
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::worker;
+use shortlink_wire::record::{Answer, Link};
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;

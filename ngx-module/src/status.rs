@@ -24,7 +24,7 @@ use nginx_sys::{
 use ngx::http::{HttpModule, HttpModuleMainConf};
 use ngx::ngx_string;
 
-use crate::conf::{LocConf, MainConf};
+use crate::conf::{ConfError, LocConf, MainConf};
 use crate::{ffi, ShortlinkModule};
 use domains::{Domain, DomainTable};
 use prometheus::Histogram;
@@ -163,7 +163,16 @@ pub struct Shared {
 const ZONE_SIZE: usize = 128 * 1024;
 
 /// Declares the counters zone; nginx maps it before the workers start.
-pub fn add_zone(cf: &mut ngx_conf_t) -> Option<*mut ngx_shm_zone_t> {
+/// Adds the counters zone when the configuration needs one (`shortlink on` anywhere, or a
+/// status location).
+pub fn add_counters(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), ConfError> {
+    if mcf.used || mcf.status {
+        mcf.counters = add_zone(cf).ok_or("cannot add the counters zone")?;
+    }
+    Ok(())
+}
+
+fn add_zone(cf: &mut ngx_conf_t) -> Option<*mut ngx_shm_zone_t> {
     let mut name = ngx_string!("shortlink_counters");
     let tag = ShortlinkModule::module() as *const _ as *mut c_void;
     // SAFETY: called at configuration time with a valid `cf`; nginx copies the name.

@@ -23,13 +23,14 @@ use crate::redis::{Pool, RedisError, Reply, Tracker};
 use crate::request::host::PoolMemo;
 use crate::scheme::SchemeState;
 use crate::status::Counter;
+use shortlink_wire::keys;
 
-/// Redis key prefix of link records (docs/ARCHITECTURE.md).
-pub(crate) const KEY_PREFIX: &[u8] = b"sl:c:";
-/// Present while Redis holds every link (the sidecar sets it after a complete resync). A data
-/// loss (FLUSHALL, a restart without persistence) takes it away with the links, so a missing
-/// link is only "unknown" while the marker is there.
-const PROJECTION_MARKER: &[u8] = b"sl:meta:projection";
+/// The projection marker is present while Redis holds every link (the sidecar sets it after a
+/// complete resync). A data loss (FLUSHALL, a restart without persistence) takes it away with
+/// the links, so a missing link is only "unknown" while the marker is there.
+const PROJECTION_MARKER: &[u8] = keys::PROJECTION_MARKER.as_bytes();
+/// The record keys' prefix (`sl:c:<code>`).
+const LINK_PREFIX: &[u8] = keys::LINK_PREFIX.as_bytes();
 
 pub struct Worker {
     conf: *const MainConf,
@@ -235,7 +236,7 @@ impl Worker {
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
-            .request(&[&[b"MGET"], &[KEY_PREFIX, code], &[PROJECTION_MARKER]])
+            .request(&[&[b"MGET"], &[LINK_PREFIX, code], &[PROJECTION_MARKER]])
     }
 
     /// The cluster, when the worker talks to one.

@@ -32,6 +32,7 @@ use shortlink_sidecar::visits::consumer::{
 use shortlink_sidecar::visits::rollup::Interval;
 use shortlink_sidecar::visits::store::{self, StatsQuery, VisitStore};
 use shortlink_visit_enrich::{Enricher, GeoDb};
+use shortlink_wire::event::{Batch, Visit, BATCH_FIELD};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,12 +70,6 @@ enum Format {
     Batch,
     /// Plain field/value pairs, one group per visit beginning with `c` (tools and tests).
     Fields,
-}
-
-/// Appends one field of a `v` batch: its `u16` little-endian length, then the bytes.
-fn push_field(out: &mut Vec<u8>, value: &[u8]) {
-    out.extend_from_slice(&(value.len() as u16).to_le_bytes());
-    out.extend_from_slice(value);
 }
 
 /// Writes `visits` visit events, `per_entry` to a stream entry as the module packs them under load
@@ -117,7 +112,8 @@ async fn produce(
                 .arg("~")
                 .arg(10_000_000)
                 .arg("*");
-            let mut batch = vec![1u8];
+            // The module's own encoder (shortlink_wire::event), for `Format::Batch`.
+            let mut batch = Batch::default();
             for _ in 0..per_entry.min(visits - i) {
                 let r = next();
                 let visitor = (r % 50_000) as usize;
@@ -138,19 +134,28 @@ async fn produce(
                     ),
                     ("lang", "zh-CN,zh;q=0.9".to_owned()),
                 ];
+                if format == Format::Batch {
+                    let value = |n: usize| fields[n].1.as_bytes();
+                    batch.push(&Visit {
+                        code: value(0),
+                        time_ms: fields[1].1.parse().unwrap(),
+                        status: 302,
+                        ip: value(3),
+                        ua: value(4),
+                        referer: value(5),
+                        host: value(6),
+                        lang: value(7),
+                    });
+                }
                 for (name, value) in &fields {
-                    match format {
-                        Format::Batch => push_field(&mut batch, value.as_bytes()),
-                        Format::Fields if value.is_empty() => {}
-                        Format::Fields => {
-                            cmd.arg(*name).arg(value);
-                        }
+                    if format == Format::Fields && !value.is_empty() {
+                        cmd.arg(*name).arg(value);
                     }
                 }
                 i += 1;
             }
             if format == Format::Batch {
-                cmd.arg("v").arg(batch);
+                cmd.arg(BATCH_FIELD).arg(batch.bytes());
             }
             cmd.ignore();
             entries += 1;

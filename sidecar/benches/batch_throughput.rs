@@ -13,7 +13,7 @@
 //! and the speed-up printed. Prints a markdown table. Run through `bench/batch-throughput/run`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use testkit::process::Lifeline;
 use testkit::RedisServer;
 
@@ -26,22 +26,14 @@ fn start_sidecar(
     redis_url: &str,
     log: &Path,
 ) -> (Lifeline, String) {
-    let process = Lifeline::builder(binary, log)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--database-url", database_url, "--redis-url", redis_url])
-        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
-        .args(["--redis-timeout", "5s", "--db-timeout", "10s"])
-        .env("RUST_LOG", "warn")
-        .capture_stdout()
-        .spawn();
-    let line = process.wait_for_line(Duration::from_secs(60), |line| {
-        line.starts_with("shortlink-sidecar listening on ")
-    });
-    let addr = line
-        .trim_start_matches("shortlink-sidecar listening on ")
-        .trim()
-        .to_owned();
-    (process, format!("http://{addr}"))
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
+        args: &["--redis-timeout", "5s", "--db-timeout", "10s"],
+    }
+    .start(binary, log)
 }
 
 fn target(i: usize) -> String {

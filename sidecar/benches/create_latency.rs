@@ -38,22 +38,14 @@ fn ms(d: Duration) -> String {
 }
 
 fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
-    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--database-url", database_url, "--redis-url", redis_url])
-        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
-        .args(["--public-base-url", "https://s.example"])
-        .env("RUST_LOG", "warn")
-        .capture_stdout()
-        .spawn();
-    let line = process.wait_for_line(Duration::from_secs(60), |line| {
-        line.starts_with("shortlink-sidecar listening on ")
-    });
-    let addr = line
-        .trim_start_matches("shortlink-sidecar listening on ")
-        .trim()
-        .to_owned();
-    (process, format!("http://{addr}"))
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
+        args: &["--public-base-url", "https://s.example"],
+    }
+    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
 }
 
 async fn measure(base: &str, warmup: usize, n: usize) -> (Vec<Duration>, Vec<Duration>) {

@@ -1,9 +1,12 @@
-//! Command-line and environment configuration.
+//! Command-line and environment configuration: plain data. Each part validates the settings it
+//! owns where it builds itself from them; the whole check (`check-config`) is in `cli::check`,
+//! above every part, so no part's settings make the configuration depend on that part.
 //!
 //! Every option can be given as `--flag`, as the `SHORTLINK_*` variable named beside it, or as a key
 //! of the TOML file named by `--config` (crate::config_file); the flag wins over the variable, the
 //! variable over the file. Options are global, so they may come before or after the subcommand.
 
+use crate::redact::redact_url;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -391,17 +394,6 @@ impl fmt::Debug for Config {
     }
 }
 
-/// A connection URL with its password replaced, fit for logs.
-pub fn redact_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("****"));
-            url.to_string()
-        }
-        _ => raw.to_owned(),
-    }
-}
-
 impl Config {
     /// The code secret from `--code-secret` or `--code-secret-file`, as raw bytes.
     pub fn code_secret(&self) -> Result<Vec<u8>, ConfigError> {
@@ -425,64 +417,6 @@ impl Config {
             Some(path) => format!("--code-secret-file {}", path.display()),
             None => "--code-secret (SHORTLINK_CODE_SECRET)".to_owned(),
         }
-    }
-
-    /// Every problem of the settings that needs no server, all at once (`check-config`);
-    /// start-up checks the same (crate::build_state) and then the database and Redis.
-    pub fn problems(&self) -> Vec<ConfigError> {
-        let mut problems = Vec::new();
-        if let Err(e) = self.code_scheme() {
-            problems.push(e);
-        }
-        if crate::storage::Backend::from_url(&self.database_url).is_none() {
-            problems.push(ConfigError::DatabaseUrl(redact_url(&self.database_url)));
-        }
-        if !(1..=1_000_000).contains(&self.sequence_block) {
-            problems.push(ConfigError::SequenceBlock);
-        }
-        if let Some(Err(e)) = self
-            .public_base_url
-            .as_deref()
-            .map(crate::validate::public_base)
-        {
-            problems.push(ConfigError::PublicBase(e));
-        }
-        if let Err(value) = crate::validate::normalize_hosts(&self.short_domains) {
-            problems.push(ConfigError::Host {
-                flag: "--short-domains",
-                value,
-            });
-        }
-        if let Err(value) = crate::validate::UrlPolicy::new(
-            self.max_url_length,
-            &self.allow_hosts,
-            &self.block_hosts,
-        ) {
-            problems.push(ConfigError::Host {
-                flag: "--allow-hosts/--block-hosts",
-                value,
-            });
-        }
-        if self
-            .bootstrap_api_key
-            .as_ref()
-            .is_some_and(|key| key.trim().len() < 32)
-        {
-            problems.push(ConfigError::BootstrapKey);
-        }
-        // Webhook URL and secret, probe flags that go together, CA files (read here too).
-        if let Err(e) = crate::domains::health::HealthSettings::from_config(self, Vec::new()) {
-            problems.push(e);
-        }
-        for address in &self.redis_sentinels {
-            if crate::primary::parse_sentinel_address(address).is_err() {
-                problems.push(ConfigError::Sentinel(redact_url(address)));
-            }
-        }
-        if let Err(e) = crate::primary::check_cluster_seeds(self) {
-            problems.push(e);
-        }
-        problems
     }
 
     /// The code scheme shared with the nginx module.

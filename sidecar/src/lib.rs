@@ -26,6 +26,7 @@ pub mod issuer;
 pub mod metrics;
 pub mod primary;
 pub mod projection;
+pub mod redact;
 pub mod service;
 pub mod storage;
 pub mod validate;
@@ -126,7 +127,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         // write a single link, and a wrong seed list is the likeliest reason.
         if let Err(error) = marker.value().await {
             let seeds = config.redis_cluster.join(",");
-            let seeds = config::redact_url(&seeds);
+            let seeds = redact::redact_url(&seeds);
             return Err(
                 ConfigError::Cluster(format!("no seed answered ({seeds}): {error}")).into(),
             );
@@ -168,7 +169,6 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
             domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),
         )),
-        console: Arc::default(),
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,
@@ -228,7 +228,7 @@ impl Application {
                 Arc::clone(&self.state.analytics.store),
             ))
         });
-        let router = http::router(self.state);
+        let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

@@ -10,6 +10,7 @@ pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod sentinel;
+pub mod sidecar;
 pub mod sql_server;
 
 pub use cluster::RedisCluster;
@@ -18,6 +19,7 @@ pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;
 pub use sentinel::{SentinelGroup, SentinelServer, SentinelTiming};
+pub use sidecar::Sidecar;
 pub use sql_server::SqlServer;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};

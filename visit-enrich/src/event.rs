@@ -4,23 +4,21 @@
 //! pairs (empty fields omitted) may carry several visits too, each field group beginning with `c`
 //! ([`split_entry`]).
 //!
+//! The framing and the limits are the module's contract (`shortlink_wire::event`); this is what
+//! the fields mean.
+//!
 //! Parsing is tolerant on purpose: the stream is written by nginx workers from request headers, so an
 //! optional field that is missing, unparsable or huge must not cost the whole visit. Only `c` and `t`
 //! are required; without them the event cannot be attributed to a link or a time bucket.
 
+use shortlink_wire::event::{self as wire, BATCH_FIELD};
 use std::net::IpAddr;
 
-/// Longest code accepted: a code longer than any alias can only be a corrupt entry.
-pub const MAX_CODE_LEN: usize = shortcode::ALIAS_MAX_LEN;
-/// User agents are kept to this many bytes. Real ones are a few hundred; longer ones are junk or
-/// attacks, and the first KiB is all the classifier needs.
-pub const MAX_UA_LEN: usize = 1024;
-/// Referrers are kept to this many bytes (only their host is used downstream).
-pub const MAX_REFERRER_LEN: usize = 2048;
-/// `Host` values are kept to this many bytes (a DNS name is at most 253, plus a port).
-pub const MAX_HOST_LEN: usize = 260;
-/// `Accept-Language` values are kept to this many bytes (only the first tag is used).
-pub const MAX_LANG_LEN: usize = 256;
+/// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
+pub use shortlink_wire::event::{
+    MAX_CODE as MAX_CODE_LEN, MAX_HOST as MAX_HOST_LEN, MAX_LANG as MAX_LANG_LEN,
+    MAX_REFERER as MAX_REFERRER_LEN, MAX_UA as MAX_UA_LEN,
+};
 
 /// Why a stream entry could not become a [`VisitEvent`]. The consumer should ack (and count) such
 /// entries rather than retry them: redelivery cannot repair them.
@@ -35,14 +33,6 @@ pub enum EventError {
     #[error("visit event {id}: the batch is cut short or of an unknown format")]
     BadBatch { id: String },
 }
-
-/// The stream field holding a batch of visits written by the module.
-pub const BATCH_FIELD: &[u8] = b"v";
-/// First byte of a batch: the layout of what follows.
-const BATCH_FORMAT: u8 = 1;
-/// A batched visit's fields, in the order the module writes them, each a little-endian `u16`
-/// length and the bytes (length 0 = absent).
-const BATCH_FIELDS: [&[u8]; 8] = [b"c", b"t", b"s", b"ip", b"ua", b"ref", b"host", b"lang"];
 
 /// A parsed visit event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,36 +154,16 @@ where
 /// would get. A visit whose fields do not parse costs only itself; a batch cut short ends with
 /// one `BadBatch` for what could not be framed.
 fn split_batch(entry_id: &str, batch: &[u8]) -> Vec<Result<VisitEvent, EventError>> {
-    let bad = |index| EventError::BadBatch {
-        id: visit_id(entry_id, index),
-    };
-    let Some((&BATCH_FORMAT, mut rest)) = batch.split_first() else {
-        return vec![Err(bad(0))];
-    };
-    let mut visits = Vec::new();
-    while !rest.is_empty() {
-        let mut fields: [(&[u8], &[u8]); BATCH_FIELDS.len()] = [(&[], &[]); BATCH_FIELDS.len()];
-        for (slot, name) in fields.iter_mut().zip(BATCH_FIELDS) {
-            let Some((value, tail)) = take_field(rest) else {
-                visits.push(Err(bad(visits.len())));
-                return visits;
-            };
-            *slot = (name, value);
-            rest = tail;
-        }
-        visits.push(VisitEvent::from_fields(
-            visit_id(entry_id, visits.len()),
-            fields,
-        ));
-    }
-    visits
-}
-
-/// One length-prefixed field off the front of `bytes`, and what follows it.
-fn take_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = bytes.split_first_chunk::<2>()?;
-    let len = usize::from(u16::from_le_bytes(*len));
-    (rest.len() >= len).then(|| rest.split_at(len))
+    wire::visits(batch)
+        .enumerate()
+        .map(|(index, fields)| {
+            let id = visit_id(entry_id, index);
+            match fields {
+                Ok(fields) => VisitEvent::from_fields(id, fields),
+                Err(wire::BatchError) => Err(EventError::BadBatch { id }),
+            }
+        })
+        .collect()
 }
 
 /// The visit id of group `index` of entry `entry_id` (see [`split_entry`]).
@@ -246,6 +216,7 @@ fn set_text(slot: &mut Option<String>, value: &[u8], max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shortlink_wire::event::BATCH_FORMAT;
 
     fn parse(fields: &[(&str, &str)]) -> Result<VisitEvent, EventError> {
         VisitEvent::from_fields(
@@ -364,7 +335,7 @@ mod tests {
             .collect()
     }
 
-    /// A batch as the module writes it (ngx-module/src/events/encode.rs).
+    /// A batch as the module writes it (wire/src/event/encode.rs).
     fn batch(visits: &[[&str; 8]]) -> Vec<u8> {
         let mut out = vec![BATCH_FORMAT];
         for visit in visits {

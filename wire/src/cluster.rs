@@ -15,11 +15,8 @@ use std::sync::OnceLock;
 /// The number of hash slots of every Redis Cluster.
 pub const SLOTS: u16 = 16384;
 
-/// The prefix of the per-slot projection markers: `sl:meta:projection:{<tag>}`.
-pub const MARKER_PREFIX: &str = "sl:meta:projection:";
-
-/// The prefix of the visit streams of a cluster: `sl:events:{<tag>}`.
-pub const EVENT_STREAM_PREFIX: &str = "sl:events:";
+use crate::keys::RESYNC_TOKEN;
+pub use crate::keys::{EVENT_STREAM_PREFIX, MARKER_PREFIX};
 
 /// How many visit streams a cluster has. Enough that three to a dozen primaries each hold some;
 /// few enough that the consumer's round over all of them stays one short pass.
@@ -67,6 +64,11 @@ pub fn slot_tag(slot: u16) -> &'static str {
 /// The projection marker key that vouches for the records of `slot`.
 pub fn marker_key(slot: u16) -> String {
     format!("{MARKER_PREFIX}{{{}}}", slot_tag(slot))
+}
+
+/// The resync token key of `slot` (see [`crate::keys::RESYNC_TOKEN`]).
+pub fn token_key(slot: u16) -> String {
+    format!("{RESYNC_TOKEN}:{{{}}}", slot_tag(slot))
 }
 
 /// The marker key in the same slot as `key` (for the module's `MGET <record> <marker>`).

@@ -2,9 +2,15 @@
 //! other crates can link them (the nginx module's own rlib cannot be linked outside nginx: it
 //! references nginx symbols).
 //!
+//! This crate is the whole contract between the module and the sidecar: every byte either writes
+//! to Redis for the other is encoded and decoded here, with one set of names and limits.
+//!
+//! - [`keys`]: every Redis key name and prefix;
+//! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
+//!   module's decoder;
+//! - [`event`]: the visit events in `sl:events`: the module's encoder, the consumer's framing,
+//!   the limits both keep;
 //! - [`resp`]: RESP2 framing: the reader the module runs on every Redis reply, and command encoding;
-//! - [`record`]: the link record v1 in `sl:c:<code>`, the contract between the sidecar that writes
-//!   it and the module that reads it (docs/ARCHITECTURE.md);
 //! - [`path`]: where the code sits in a raw request URI;
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
 //! - [`rules`]: click-time rules, their bytes in the record and their evaluation.
@@ -12,9 +18,12 @@
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
 
-#![forbid(unsafe_code)]
+// One `unsafe` block, in the visit encoder's hot path (see `event::encode::Batch::push`).
+#![deny(unsafe_code)]
 
 pub mod cluster;
+pub mod event;
+pub mod keys;
 pub mod path;
 pub mod record;
 pub mod resp;

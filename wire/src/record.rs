@@ -1,10 +1,71 @@
-//! The link record, version 1, as the sidecar writes it to `sl:c:<code>`:
-//! `1|<state>|<status>|<expires_at>|<flags>|<target>` (see docs/ARCHITECTURE.md).
+//! The link record, version 1, as the sidecar writes it to `sl:c:<code>` ([`crate::keys`]). Both
+//! halves are here, [`Record::encode`] for the sidecar and [`decode`] for the module, so they
+//! cannot drift apart.
+//!
+//! One ASCII line, fields separated by `|`; the target is last and may itself contain `|`:
+//! `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `1` | format version ([`VERSION`]) |
+//! | state | `L` live, `R` revoked |
+//! | status | `301`, `302`, `307` or `308` for `L`; `410` for `R` |
+//! | expires_at | Unix time in seconds after which the link is expired; `0` = never |
+//! | flags | decimal bit set: `1` = append the short URL's query string ([`FLAG_FORWARD_QUERY`]) |
+//! | target | absolute `http`/`https` URL, visible ASCII only (hosts as punycode, the rest percent-encoded); empty for `R` |
+//!
+//! Examples: `1|L|302|0|0|https://example.com/a?b=c`, `1|L|301|1798761600|1|https://shop.example/`,
+//! `1|R|410|0|0|` ([`TOMBSTONE`]).
+//!
+//! Versions: the first field names the layout. A reader meeting a version it does not know gets
+//! [`RecordError::Version`] ("not mine") and must treat it like a Redis failure (the module
+//! then answers with its fallback), never as a 404: during a rolling upgrade a newer sidecar may
+//! write a version an older module cannot read yet.
 
 use std::fmt;
 
+/// The record version this crate writes, and the only one it reads.
+pub const VERSION: &str = "1";
+
 /// Flag bit 1: append the short URL's query string to the target.
 pub const FLAG_FORWARD_QUERY: u32 = 1;
+
+/// The status a revoked link answers.
+pub const REVOKED_STATUS: u16 = 410;
+
+/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+pub const TOMBSTONE: &str = "1|R|410|0|0|";
+
+/// A record as the sidecar writes it. The target is written verbatim: the sidecar has
+/// validated it (absolute http(s) URL of visible ASCII, see [`decode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    Live {
+        /// 301, 302, 307 or 308.
+        status: u16,
+        /// Unix seconds after which the link answers 410; 0 = never.
+        expires_at: i64,
+        /// Flag bits ([`FLAG_FORWARD_QUERY`]); bits this version does not know are kept.
+        flags: u32,
+        target: &'a str,
+    },
+    Revoked,
+}
+
+impl Record<'_> {
+    /// The value of the record's key.
+    pub fn encode(&self) -> String {
+        match self {
+            Record::Live {
+                status,
+                expires_at,
+                flags,
+                target,
+            } => format!("{VERSION}|L|{status}|{expires_at}|{flags}|{target}"),
+            Record::Revoked => TOMBSTONE.to_owned(),
+        }
+    }
+}
 
 /// A decoded record: what is cached, so a cache hit never parses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +116,7 @@ impl Link {
 /// must never turn a value it does not understand into a redirect or a 404.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordError {
+    /// A version this reader does not know: "not mine", written by a newer (or foreign) writer.
     Version,
     Fields,
     State,
@@ -82,7 +144,7 @@ impl fmt::Display for RecordError {
 pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
     // The target is last and may itself contain '|'.
     let mut fields = value.splitn(6, |&b| b == b'|');
-    if fields.next() != Some(b"1") {
+    if fields.next() != Some(VERSION.as_bytes()) {
         return Err(RecordError::Version);
     }
     let mut next = || fields.next().ok_or(RecordError::Fields);
@@ -108,7 +170,7 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
                 target: target.into(),
             })
         }
-        b"R" if status == 410 => Ok(Link::Revoked),
+        b"R" if status == u64::from(REVOKED_STATUS) => Ok(Link::Revoked),
         b"R" => Err(RecordError::Status),
         _ => Err(RecordError::State),
     }
@@ -159,6 +221,56 @@ mod tests {
             Ok(live(301, 1798761600, true, "https://shop.example/"))
         );
         assert_eq!(decode(b"1|R|410|0|0|"), Ok(Link::Revoked));
+    }
+
+    #[test]
+    fn what_is_encoded_decodes_to_the_same_link() {
+        for (status, expires_at, flags, target) in [
+            (302, 0, 0, "https://example.com/a?b=c"),
+            (301, 1798761600, FLAG_FORWARD_QUERY, "https://shop.example/"),
+            (307, 5, 6, "http://x.example/a|b"),
+            (308, 0, 7, "HTTPS://X.EXAMPLE/"),
+        ] {
+            let value = Record::Live {
+                status,
+                expires_at,
+                flags,
+                target,
+            }
+            .encode();
+            assert_eq!(
+                decode(value.as_bytes()),
+                Ok(live(
+                    status,
+                    expires_at as u64,
+                    flags & FLAG_FORWARD_QUERY != 0,
+                    target
+                )),
+                "{value}"
+            );
+        }
+        assert_eq!(Record::Revoked.encode(), TOMBSTONE);
+        assert_eq!(
+            decode(Record::Revoked.encode().as_bytes()),
+            Ok(Link::Revoked)
+        );
+    }
+
+    #[test]
+    fn a_newer_version_is_not_mine_whatever_follows() {
+        // What a future writer might put there: a reader must not guess at it.
+        for value in [
+            "2|L|302|0|0|https://x/",
+            "2|",
+            "10|L|302|0|0|https://x/",
+            "1x|R|410|0|0|",
+        ] {
+            assert_eq!(
+                decode(value.as_bytes()),
+                Err(RecordError::Version),
+                "{value}"
+            );
+        }
     }
 
     #[test]

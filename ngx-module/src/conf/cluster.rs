@@ -4,8 +4,8 @@ use std::ffi::{c_char, c_void};
 
 use nginx_sys::{ngx_command_t, ngx_conf_t};
 
-use super::commands::{duplicate, resolve, shim};
 use super::parse::{self, ArgError};
+use super::shim::{duplicate, resolve, shim};
 use super::{MainConf, RedisCluster};
 
 pub extern "C" fn set_redis_cluster(

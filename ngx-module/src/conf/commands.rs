@@ -1,25 +1,25 @@
 //! The directive table and its `extern "C"` shims. Each shim only finds its conf struct and
 //! arguments; parsing lives in `parse.rs`, and errors go through one reporting path.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 use std::{fs, mem, ptr};
 
 use nginx_sys::{
     ngx_command_t, ngx_conf_full_name, ngx_conf_t, ngx_http_compile_complex_value,
     ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_http_get_variable_index,
-    ngx_parse_url, ngx_pcalloc, ngx_str_t, ngx_uint_t, ngx_url_t, NGX_CONF_1MORE, NGX_CONF_FLAG,
-    NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    ngx_pcalloc, ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS,
+    NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
     NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
 };
-use ngx::core::{NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_string;
 
 use super::parse::{self, ArgError};
-use super::{ext, LocConf, MainConf, PeerAddr, PoolSource, Redis};
+use super::shim::{duplicate, resolve, shim};
+use super::{LocConf, MainConf, PoolSource, Redis};
 use crate::request::code::Route;
 use crate::request::host::PoolSet;
-use crate::{ffi, handler, status, ShortlinkModule};
+use crate::{handler, status, ShortlinkModule};
 
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 const ANY: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
@@ -160,35 +160,6 @@ pub static mut COMMANDS: [ngx_command_t; 21] = [
     ),
     ngx_command_t::empty(),
 ];
-
-/// Runs a directive's body against its conf struct `C` and reports any error the nginx way.
-pub(super) fn shim<C>(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-    body: impl FnOnce(&mut ngx_conf_t, &mut C, &[&[u8]]) -> Result<(), ArgError>,
-) -> *mut c_char {
-    ffi::guard(NGX_CONF_ERROR, || {
-        // SAFETY: nginx calls directive handlers with a valid parser context, the command from
-        // our table, and the conf struct selected by the command's `conf` offset, which is the
-        // `C` this shim was instantiated with.
-        let (cf, cmd, conf) = unsafe { (&mut *cf, &*cmd, &mut *conf.cast::<C>()) };
-        let name = cmd.name.to_str().unwrap_or("shortlink");
-        let args: Vec<Vec<u8>> = ext::values(cf).iter().map(|a| a.to_vec()).collect();
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        match body(cf, conf, &args) {
-            Ok(()) => NGX_CONF_OK,
-            Err(e) => ext::error(cf, name, &e),
-        }
-    })
-}
-
-pub(super) fn duplicate<T>(slot: &Option<T>) -> Result<(), ArgError> {
-    match slot {
-        Some(_) => Err(ArgError("is duplicate".into())),
-        None => Ok(()),
-    }
-}
 
 extern "C" fn set_enable(
     cf: *mut ngx_conf_t,
@@ -355,40 +326,6 @@ extern "C" fn set_redis(
         mcf.redis = Some(Redis { spec, peer });
         Ok(())
     })
-}
-
-/// Resolves `host:port` (or `unix:/path`) once, at config time, as nginx's upstreams do.
-pub(super) fn resolve(cf: &mut ngx_conf_t, address: &[u8]) -> Result<PeerAddr, ArgError> {
-    let shown = String::from_utf8_lossy(address);
-    // SAFETY: ngx_url_t is plain data for which all-zero is the documented starting state; the
-    // URL bytes are copied to the configuration pool first so the results may point into them.
-    unsafe {
-        let url = ngx_str_t::from_bytes(cf.pool, address)
-            .ok_or_else(|| ArgError("cannot allocate memory".into()))?;
-        let mut u: ngx_url_t = mem::zeroed();
-        u.url = url;
-        u.default_port = 6379;
-        if ngx_parse_url(cf.pool, &mut u) != NGX_OK as isize {
-            let why = if u.err.is_null() {
-                "invalid address".into()
-            } else {
-                CStr::from_ptr(u.err).to_string_lossy()
-            };
-            return Err(ArgError(format!("{why} in \"{shown}\"")));
-        }
-        if u.uri.len != 0 {
-            return Err(ArgError(format!("unexpected path in \"{shown}\"")));
-        }
-        if u.naddrs == 0 || u.addrs.is_null() {
-            return Err(ArgError(format!("no address found for \"{shown}\"")));
-        }
-        let addr = u.addrs;
-        Ok(PeerAddr {
-            sockaddr: (*addr).sockaddr,
-            socklen: (*addr).socklen,
-            name: ptr::addr_of_mut!((*addr).name),
-        })
-    }
 }
 
 extern "C" fn set_cache(

@@ -5,12 +5,12 @@ pub mod cluster;
 pub mod commands;
 pub mod ext;
 pub mod parse;
+mod shim;
 
 use std::fmt;
 
 use nginx_sys::{
-    ngx_conf_t, ngx_http_complex_value_t, ngx_int_t, ngx_shm_zone_t, ngx_str_t, ngx_uint_t,
-    sockaddr, socklen_t,
+    ngx_http_complex_value_t, ngx_int_t, ngx_shm_zone_t, ngx_str_t, ngx_uint_t, sockaddr, socklen_t,
 };
 use ngx::http::{Merge, MergeConfigError};
 use shortcode::CodeScheme;
@@ -110,12 +110,18 @@ impl fmt::Display for ConfError {
 
 impl std::error::Error for ConfError {}
 
+impl From<&str> for ConfError {
+    fn from(why: &str) -> Self {
+        ConfError(why.to_owned())
+    }
+}
+
 /// With the check character off, the scheme's keys are never used: any secret will do.
 const UNUSED_SECRET: [u8; shortcode::MIN_SECRET_LEN] = [0; shortcode::MIN_SECRET_LEN];
 
 impl MainConf {
     /// Fills defaults and checks what only the whole `http` block can tell.
-    pub fn finish(&mut self, cf: &mut ngx_conf_t) -> Result<(), ConfError> {
+    pub fn finish(&mut self) -> Result<(), ConfError> {
         let check = self.code_check.unwrap_or(true);
         let length = self.code_length.unwrap_or(shortcode::DEFAULT_BODY_LEN);
         let secret = match (&self.secret, check) {
@@ -137,10 +143,6 @@ impl MainConf {
                 "\"shortlink_redis\" or \"shortlink_redis_cluster\" is required by \"shortlink on\""
                     .into(),
             ));
-        }
-        if self.used || self.status {
-            self.counters = crate::status::add_zone(cf)
-                .ok_or_else(|| ConfError("cannot add the counters zone".into()))?;
         }
         Ok(())
     }

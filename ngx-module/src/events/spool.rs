@@ -153,9 +153,25 @@ impl Drop for EventShared {
 
 #[cfg(test)]
 mod tests {
-    use super::super::encode::tests::{command, visit};
-    use super::super::Encoder;
+    use super::super::{Batch, Encoder, Visit};
     use super::*;
+
+    fn visit() -> Visit<'static> {
+        Visit {
+            code: b"abc1234",
+            status: 302,
+            ..Visit::default()
+        }
+    }
+
+    /// The command for a batch of `visits`, as Redis would receive it.
+    fn command(encoder: &Encoder, visits: &[Visit<'_>]) -> Vec<u8> {
+        let mut batch = Batch::default();
+        visits.iter().for_each(|v| batch.push(v));
+        let mut out = Vec::new();
+        encoder.write_command(&mut out, &batch);
+        out
+    }
 
     #[test]
     fn spool_is_bounded_by_visits_and_bytes() {

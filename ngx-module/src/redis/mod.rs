@@ -63,8 +63,4 @@ impl fmt::Display for RedisError {
     }
 }
 
-/// nginx's cached clock, in milliseconds; only differences of it are meaningful.
-fn now_ms() -> u64 {
-    // SAFETY: a plain integer nginx updates on its own thread, which is also ours.
-    unsafe { nginx_sys::ngx_current_msec as u64 }
-}
+use crate::ffi::now_ms;

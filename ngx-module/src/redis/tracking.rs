@@ -26,6 +26,8 @@ use crate::conf::{PeerAddr, Redis};
 use crate::events::EventShared;
 
 const CHANNEL: &[u8] = b"__redis__:invalidate";
+/// The keys whose changes are reported: the link records.
+const LINK_PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
 /// Pending evictions kept for the next cache access; beyond that the whole cache is dropped.
 const MAX_PENDING: usize = 4096;
 /// How often an idle subscription proves it is alive. A Redis that stopped answering (a frozen
@@ -106,7 +108,7 @@ impl TrackState {
                 for key in keys {
                     match key {
                         Frame::Bulk(key) => {
-                            if let Some(code) = key.strip_prefix(crate::worker::KEY_PREFIX) {
+                            if let Some(code) = key.strip_prefix(LINK_PREFIX) {
                                 evict.push(code.to_vec());
                             }
                         }
@@ -244,7 +246,7 @@ async fn handshake(conn: &ConnRef) -> Result<(), RedisError> {
             &[id.as_bytes()],
             &[b"BCAST"],
             &[b"PREFIX"],
-            &[crate::worker::KEY_PREFIX],
+            &[LINK_PREFIX],
         ],
     )?;
     let subscribed = send(conn, &[&[b"SUBSCRIBE"], &[CHANNEL]])?;

@@ -12,8 +12,8 @@
 use super::export::FileFormat;
 use super::BoxError;
 use crate::config::Config;
-use crate::http::links;
 use crate::http::{AppState, Error};
+use crate::service::validate;
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -308,12 +308,12 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         target,
         code: row.code,
         expires_at,
-        redirect: links::redirect_status(row.redirect)?,
+        redirect: validate::redirect_status(row.redirect)?,
         forward_query: row.forward_query.unwrap_or(false),
         idempotent: false,
-        campaign: links::meta(row.campaign, "invalid_campaign", "campaign")?,
-        recipient_ref: links::meta(row.recipient_ref, "invalid_ref", "ref")?,
-        tags: links::tags(tags)?,
+        campaign: validate::meta(row.campaign, "invalid_campaign", "campaign")?,
+        recipient_ref: validate::meta(row.recipient_ref, "invalid_ref", "ref")?,
+        tags: validate::tags(tags)?,
         restore: restoring.then(|| Restore {
             created_at: created_at.unwrap_or(now),
             revoked_at,
@@ -343,6 +343,50 @@ struct Tally {
     failed: u64,
 }
 
+impl Tally {
+    /// Counts the outcomes of a chunk, reporting each failure at its line.
+    fn count(&mut self, lines: Vec<u64>, outcomes: Vec<(i64, ItemOutcome)>, report: &Report) {
+        for (line, (_, outcome)) in lines.into_iter().zip(outcomes) {
+            match outcome {
+                ItemOutcome::Created(_) => self.created += 1,
+                ItemOutcome::Existing(_) => self.existing += 1,
+                ItemOutcome::Failed(failure) => {
+                    self.failed += 1;
+                    let error = crate::http::failure_error(failure);
+                    report(line, error.code(), &error.message());
+                }
+            }
+        }
+    }
+
+    /// The summary line; an error if any row failed.
+    fn finish(self) -> Result<(), BoxError> {
+        println!(
+            "import: {} rows: {} created (or already imported), {} existing, {} failed",
+            self.rows, self.created, self.existing, self.failed
+        );
+        if self.failed > 0 {
+            return Err(format!(
+                "{} of {} rows failed (see the lines above)",
+                self.failed, self.rows
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Reports a row's problem: its line, the error code and the message.
+type Report<'a> = dyn Fn(u64, &str, &str) + 'a;
+
+/// The next chunk of valid rows, as `(index, link)` items and their lines; whether the file
+/// ended. Rows that do not parse or check are counted and reported here.
+struct Chunk {
+    items: Vec<(i64, NewLink)>,
+    lines: Vec<u64>,
+    finished: bool,
+}
+
 pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
     let format = args
         .format
@@ -350,12 +394,48 @@ pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
         .ok_or("cannot tell the format from the file name: give --format csv or --format ndjson")?;
     let state = crate::build_state(config).await?;
     let name = args.file.display().to_string();
+    let claim = claim_file(&state, &args).await?;
+    let bar = progress_bar(std::fs::metadata(&args.file)?.len());
+    let report = |line: u64, code: &str, message: &str| {
+        bar.suspend(|| eprintln!("{name}:{line}: {code}: {message}"));
+    };
+
+    let mut rows = Rows::open(&args.file, format)?;
+    let mut tally = Tally::default();
+    let mut in_flight = FuturesOrdered::new();
+    let mut index = 0i64;
+    let mut finished = false;
+    while !finished || !in_flight.is_empty() {
+        if !finished && in_flight.len() < PARALLEL_CHUNKS {
+            let chunk = read_chunk(&mut rows, &state, &mut tally, &mut index, &report)?;
+            finished = chunk.finished;
+            bar.set_position(rows.position());
+            if !chunk.items.is_empty() {
+                let (links, items, lines) = (state.links.clone(), chunk.items, chunk.lines);
+                let task =
+                    tokio::spawn(async move { links.create_chunk(items, Some(claim)).await });
+                in_flight.push_back(async move { (lines, task.await) });
+            }
+            continue;
+        }
+        let Some((lines, outcomes)) = in_flight.next().await else {
+            continue;
+        };
+        let outcomes = outcomes.map_err(|e| format!("import task failed: {e}"))?;
+        tally.count(lines, outcomes, &report);
+        bar.set_message(format!("{} links", tally.created + tally.existing));
+    }
+    bar.finish_and_clear();
+    tally.finish()
+}
+
+/// Claims the file's idempotency key (by default its digest): a second import of the same file
+/// answers what the first created, and another file under the same key is refused.
+async fn claim_file(state: &AppState, args: &ImportArgs) -> Result<service::Claim, BoxError> {
     let digest = file_digest(&args.file)?;
     let key = IdempotencyKey {
         api_key_id: CLI_API_KEY_ID,
-        key: args
-            .idempotency_key
-            .unwrap_or_else(|| format!("import:{digest}")),
+        key: (args.idempotency_key.clone()).unwrap_or_else(|| format!("import:{digest}")),
     };
     let claim = state
         .links
@@ -370,89 +450,57 @@ pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
             }
             other => other.to_string(),
         })?;
-    let size = std::fs::metadata(&args.file)?.len();
+    Ok(claim)
+}
+
+fn progress_bar(size: u64) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(size);
     if let Ok(style) = indicatif::ProgressStyle::with_template(
         "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left) {msg}",
     ) {
         bar.set_style(style);
     }
-    let report = |line: u64, code: &str, message: &str| {
-        bar.suspend(|| eprintln!("{name}:{line}: {code}: {message}"));
-    };
+    bar
+}
 
-    let mut rows = Rows::open(&args.file, format)?;
-    let mut tally = Tally::default();
-    let mut in_flight = FuturesOrdered::new();
-    let mut index = 0i64;
-    let mut finished = false;
-    while !finished || !in_flight.is_empty() {
-        if !finished && in_flight.len() < PARALLEL_CHUNKS {
-            let now = storage::now();
-            let mut items = Vec::with_capacity(CHUNK);
-            let mut lines = Vec::with_capacity(CHUNK);
-            while items.len() < CHUNK {
-                let Some(read) = rows.next()? else {
-                    finished = true;
-                    break;
-                };
-                tally.rows += 1;
-                let this = index;
-                index += 1;
-                match read.row {
-                    Err(message) => {
-                        tally.failed += 1;
-                        report(read.line, "invalid_row", &message);
-                    }
-                    Ok(row) => match new_link(&state, row, now) {
-                        Ok(new) => {
-                            items.push((this, new));
-                            lines.push(read.line);
-                        }
-                        Err(error) => {
-                            tally.failed += 1;
-                            report(read.line, error.code(), &error.message());
-                        }
-                    },
-                }
-            }
-            bar.set_position(rows.position());
-            if !items.is_empty() {
-                let links = state.links.clone();
-                let task =
-                    tokio::spawn(async move { links.create_chunk(items, Some(claim)).await });
-                in_flight.push_back(async move { (lines, task.await) });
-            }
-            continue;
-        }
-        let Some((lines, outcomes)) = in_flight.next().await else {
-            continue;
+/// Reads rows until a chunk is full or the file ends; `index` numbers every row read.
+fn read_chunk(
+    rows: &mut Rows,
+    state: &AppState,
+    tally: &mut Tally,
+    index: &mut i64,
+    report: &Report,
+) -> Result<Chunk, BoxError> {
+    let now = storage::now();
+    let mut chunk = Chunk {
+        items: Vec::with_capacity(CHUNK),
+        lines: Vec::with_capacity(CHUNK),
+        finished: false,
+    };
+    while chunk.items.len() < CHUNK {
+        let Some(read) = rows.next()? else {
+            chunk.finished = true;
+            break;
         };
-        let outcomes = outcomes.map_err(|e| format!("import task failed: {e}"))?;
-        for (line, (_, outcome)) in lines.into_iter().zip(outcomes) {
-            match outcome {
-                ItemOutcome::Created(_) => tally.created += 1,
-                ItemOutcome::Existing(_) => tally.existing += 1,
-                ItemOutcome::Failed(failure) => {
-                    tally.failed += 1;
-                    let error = crate::http::failure_error(failure);
-                    report(line, error.code(), &error.message());
-                }
+        tally.rows += 1;
+        let this = *index;
+        *index += 1;
+        match read.row {
+            Err(message) => {
+                tally.failed += 1;
+                report(read.line, "invalid_row", &message);
             }
+            Ok(row) => match new_link(state, row, now) {
+                Ok(new) => {
+                    chunk.items.push((this, new));
+                    chunk.lines.push(read.line);
+                }
+                Err(error) => {
+                    tally.failed += 1;
+                    report(read.line, error.code(), &error.message());
+                }
+            },
         }
-        bar.set_message(format!("{} links", tally.created + tally.existing));
     }
-    bar.finish_and_clear();
-    println!(
-        "import: {} rows: {} created (or already imported), {} existing, {} failed",
-        tally.rows, tally.created, tally.existing, tally.failed
-    );
-    if tally.failed > 0 {
-        return Err(format!(
-            "{} of {} rows failed (see the lines above)",
-            tally.failed, tally.rows
-        )
-        .into());
-    }
-    Ok(())
+    Ok(chunk)
 }

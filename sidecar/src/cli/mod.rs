@@ -2,11 +2,13 @@
 //! `migrate`, `backup`, `code-scheme show|adopt`.
 
 mod backup;
+mod check;
 mod code_scheme;
 mod export;
 mod import;
 pub mod orphans;
 mod resync;
+pub mod visits;
 
 use crate::config::Config;
 use crate::storage;
@@ -100,38 +102,17 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Import(args) => import::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,
-        Command::Consume => crate::visits::commands::consume(&config).await,
-        Command::Cleanup => crate::visits::commands::cleanup_once(&config).await,
+        Command::Consume => visits::consume(&config).await,
+        Command::Cleanup => visits::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
-        Command::CheckConfig => check_config(&config),
+        Command::CheckConfig => check::check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;
             println!("migrations applied");
             Ok(())
         }
     }
-}
-
-/// A file's own problems were reported while parsing (crate::config_file); these are the
-/// settings' problems once merged.
-fn check_config(config: &Config) -> Result<(), BoxError> {
-    let problems = config.problems();
-    let source = match &config.config_file {
-        Some(file) => file.display().to_string(),
-        None => "flags and environment (no --config file)".to_owned(),
-    };
-    if problems.is_empty() {
-        println!("{source}: ok");
-        return Ok(());
-    }
-    let list: Vec<String> = problems.iter().map(|p| format!("\n  {p}")).collect();
-    Err(format!(
-        "{} problem(s) in the settings ({source}):{}",
-        problems.len(),
-        list.concat()
-    )
-    .into())
 }
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
@@ -144,7 +125,7 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
-    let background = crate::visits::commands::start_background(config, app.state())?;
+    let background = visits::start_background(config, app.state())?;
     // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
     let marker = crate::projection::marker::spawn_keeper(config, app.state())?;
     let pruner = crate::service::spawn_idempotency_pruner(
@@ -295,11 +276,11 @@ mod tests {
     #[test]
     fn database_passwords_are_redacted() {
         assert_eq!(
-            crate::config::redact_url("postgres://u:secret@h:5432/db"),
+            crate::redact::redact_url("postgres://u:secret@h:5432/db"),
             "postgres://u:****@h:5432/db"
         );
         assert_eq!(
-            crate::config::redact_url("sqlite://var/x.db"),
+            crate::redact::redact_url("sqlite://var/x.db"),
             "sqlite://var/x.db"
         );
     }

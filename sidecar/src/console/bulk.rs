@@ -8,14 +8,16 @@
 
 use super::campaigns::csv_field;
 use super::layout;
-use super::session::Operator;
+use super::session::{ConsoleState, Operator};
 use super::{see_other, PageError, PageResult};
-use crate::http::links::{self as api, CreateLinkRequest};
+use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
+use crate::service::validate;
 use crate::service::ItemOutcome;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
 use axum::response::IntoResponse;
+use axum::Extension;
 use maud::html;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -172,6 +174,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
 
 pub async fn upload(
     State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     domains: DomainContext,
     mut multipart: Multipart,
@@ -193,7 +196,7 @@ pub async fn upload(
         started: Some(Instant::now()),
         ..Job::default()
     }));
-    state.console.jobs.insert(id.clone(), Arc::clone(&job));
+    console.jobs.insert(id.clone(), Arc::clone(&job));
     tokio::spawn(run(state, domains, rows, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
@@ -220,7 +223,9 @@ async fn run(
         for (index, row) in rows.by_ref().take(CHUNK) {
             let line = index + 1;
             let checked = row.and_then(|request| {
-                api::new_link(&state, &domains, request).map_err(|e| e.message())
+                let policy = &state.settings.url_policy;
+                validate::new_link(&state.links, policy, &domains.own_domains, request.into())
+                    .map_err(|e| Error::from(e).message())
             });
             match checked {
                 Ok(new) => {
@@ -267,11 +272,11 @@ async fn run(
 }
 
 pub async fn progress(
-    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
     let (total, done, failed, finished) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.total, job.done, job.failed, job.finished)
@@ -297,11 +302,11 @@ pub async fn progress(
 }
 
 pub async fn results(
-    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     _operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = state.console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         let mut body = String::from("line,status,code,short_url,error\n");

@@ -3,7 +3,7 @@
 //! of a million recipients costs the same per page), and export every recipient as CSV, streamed.
 
 use super::layout::{self, when};
-use super::session::Operator;
+use super::session::{ConsoleState, Operator};
 use super::totals::Shown;
 use super::{encode, links, PageResult};
 use crate::http::links::LinkView;
@@ -14,6 +14,7 @@ use axum::extract::{Query, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::IntoResponse;
+use axum::Extension;
 use chrono::{DateTime, Utc};
 use maud::html;
 use serde::Deserialize;
@@ -156,11 +157,12 @@ fn no_such_campaign() -> Error {
 /// counting a million links takes longer than a page may.
 pub async fn totals(
     State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     Query(query): Query<CampaignQuery>,
 ) -> PageResult {
     let name = query.name.trim();
-    let count = match state.console.totals.show(&state.links, name) {
+    let count = match console.totals.show(&state.links, name) {
         Shown::Counted(count) => count,
         Shown::Counting => {
             let body = html! {

@@ -1,11 +1,12 @@
 //! Creating, listing, editing and revoking links. Every change goes through the same validation
-//! (`http::links::new_link`, the URL policy) and the same service as the REST API.
+//! (`service::validate::new_link`, the URL policy) and the same service as the REST API.
 
 use super::layout::{self, when};
 use super::session::Operator;
 use super::{encode, see_other, PageError, PageResult};
-use crate::http::links::{self as api, CreateLinkRequest, LinkView};
+use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
+use crate::service::validate::{self, LinkRequest};
 use crate::service::{Created, LinkPatch};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
@@ -103,7 +104,7 @@ pub async fn create(
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let request = || -> Result<CreateLinkRequest, Error> {
+    let request = || -> Result<LinkRequest, Error> {
         let redirect = match optional(&form.redirect) {
             None => None,
             Some(text) => Some(text.parse::<u16>().map_err(|_| {
@@ -111,7 +112,7 @@ pub async fn create(
             })?),
         };
         let tags: Vec<String> = form.tags.split(',').filter_map(optional).collect();
-        Ok(CreateLinkRequest {
+        Ok(LinkRequest {
             url: form.url.trim().to_owned(),
             code: optional(&form.code),
             expires_at: parse_local(&form.expires_at)?,
@@ -123,7 +124,16 @@ pub async fn create(
             tags: (!tags.is_empty()).then_some(tags),
         })
     };
-    let created = match request().and_then(|r| api::new_link(&state, &domains, r)) {
+    let check = |r| {
+        let policy = &state.settings.url_policy;
+        Ok(validate::new_link(
+            &state.links,
+            policy,
+            &domains.own_domains,
+            r,
+        )?)
+    };
+    let created = match request().and_then(check) {
         Ok(new) => state.links.create(new, None).await.map_err(Error::from),
         Err(error) => Err(error),
     };

@@ -34,7 +34,8 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{any, get, post};
-use axum::Router;
+use axum::{Extension, Router};
+use std::sync::Arc;
 
 /// Every console answer forbids anything not served by the console itself: no inline script or
 /// style, no framing, forms post only here.
@@ -94,6 +95,8 @@ pub fn router() -> Router<AppState> {
                 })
             }),
         )
+        // Sessions, uploads and totals: the console's own state, one per router (per app).
+        .layer(Extension(Arc::new(ConsoleState::default())))
         .layer(axum::middleware::map_response(secure_headers))
 }
 

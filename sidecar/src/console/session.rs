@@ -20,11 +20,12 @@ use axum::http::header::{COOKIE, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
 use axum::Form;
 use maud::html;
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
@@ -143,15 +144,12 @@ impl FromRequestParts<AppState> for Operator {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let to_sign_in = || Redirect::to("/console/sign-in").into_response();
+        let console = Arc::clone(console_state(parts).map_err(IntoResponse::into_response)?);
         let token = cookie(&parts.headers, COOKIE_NAME).ok_or_else(to_sign_in)?;
         let id = token_hash(token);
         let now = Instant::now();
         let session = {
-            let mut sessions = state
-                .console
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut sessions = console.sessions.lock().unwrap_or_else(|e| e.into_inner());
             let live = sessions.get_mut(&id).filter(|s| {
                 now.duration_since(s.seen) < IDLE && now.duration_since(s.created) < LIFETIME
             });
@@ -180,11 +178,17 @@ impl FromRequestParts<AppState> for Operator {
                 secure: behind_tls(&parts.headers),
             }),
             _ => {
-                state.console.end_sessions_of(&session.key_hash);
+                console.end_sessions_of(&session.key_hash);
                 Err(to_sign_in())
             }
         }
     }
+}
+
+/// The console's state, which its router carries as an extension (see [`super::router`]).
+fn console_state(parts: &Parts) -> Result<&Arc<ConsoleState>, PageError> {
+    (parts.extensions.get::<Arc<ConsoleState>>())
+        .ok_or_else(|| PageError(Error::Internal("console state missing".into())))
 }
 
 impl ConsoleState {
@@ -265,6 +269,7 @@ pub struct SignIn {
 
 pub async fn sign_in(
     State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> PageResult {
@@ -294,7 +299,7 @@ pub async fn sign_in(
     if stored.role == Role::Resolve {
         return refused("This key is nginx's resolve key; it cannot sign in.");
     }
-    let (token, _) = state.console.open(hash)?;
+    let (token, _) = console.open(hash)?;
     let secure = behind_tls(&headers);
     let mut response = see_other("/console/");
     let cookies = response.headers_mut();
@@ -315,14 +320,14 @@ pub struct SignOut {
 }
 
 pub async fn sign_out(
-    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
     operator: Operator,
     headers: HeaderMap,
     Form(form): Form<SignOut>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     if let Some(token) = cookie(&headers, COOKIE_NAME) {
-        state.console.end(token);
+        console.end(token);
     }
     let mut response = see_other("/console/sign-in");
     response.headers_mut().append(

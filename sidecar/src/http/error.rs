@@ -5,6 +5,7 @@
 //! a generic message: driver and Redis errors never reach the client.
 
 use crate::projection::ProjectionError;
+use crate::service::validate::Invalid;
 use crate::service::ServiceError;
 use crate::storage::StorageError;
 use crate::validate::UrlError;
@@ -181,6 +182,15 @@ impl From<StorageError> for Error {
             StorageError::Unavailable(_) => Error::DatabaseUnavailable(error),
             StorageError::Conflict => Error::CodeTaken,
             other => Error::Internal(Box::new(other)),
+        }
+    }
+}
+
+impl From<Invalid> for Error {
+    fn from(invalid: Invalid) -> Self {
+        match invalid {
+            Invalid::Field { code, message } => Error::Invalid { code, message },
+            Invalid::Url(error) => Error::Url(error),
         }
     }
 }

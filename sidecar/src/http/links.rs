@@ -4,15 +4,15 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::service::validate::{self, LinkRequest};
 use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
 use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};
-use crate::validate::TargetUrl;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::Extension;
 use axum::Router;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -25,7 +25,6 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-pub const DEFAULT_REDIRECT: u16 = 302;
 pub const DEFAULT_PAGE: u32 = 50;
 pub const MAX_PAGE: u32 = 1000;
 
@@ -173,46 +172,8 @@ pub struct ListParams {
     pub tag: Option<String>,
 }
 
-/// Longest campaign and recipient reference, in bytes.
-pub const MAX_META_LEN: usize = 200;
-/// Most tags on a link, and longest tag in bytes.
-pub const MAX_TAGS: usize = 32;
-pub const MAX_TAG_LEN: usize = 64;
-/// Longest `Idempotency-Key`.
-pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+use crate::service::validate::MAX_IDEMPOTENCY_KEY_LEN;
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
-
-fn printable(value: &str, max: usize) -> bool {
-    !value.is_empty() && value.len() <= max && !value.chars().any(char::is_control)
-}
-
-pub(crate) fn meta(
-    value: Option<String>,
-    code: &'static str,
-    what: &str,
-) -> Result<Option<String>> {
-    match value {
-        Some(text) if !printable(&text, MAX_META_LEN) => Err(Error::invalid(
-            code,
-            format!("{what} must be 1 to {MAX_META_LEN} bytes without control characters"),
-        )),
-        other => Ok(other),
-    }
-}
-
-pub(crate) fn tags(value: Option<Vec<String>>) -> Result<Vec<String>> {
-    let tags = value.unwrap_or_default();
-    if tags.len() > MAX_TAGS || !tags.iter().all(|tag| printable(tag, MAX_TAG_LEN)) {
-        return Err(Error::invalid(
-            "invalid_tags",
-            format!(
-                "tags must be at most {MAX_TAGS} strings of 1 to {MAX_TAG_LEN} bytes without \
-                 control characters"
-            ),
-        ));
-    }
-    Ok(tags)
-}
 
 /// The request's `Idempotency-Key` (1 to 255 visible ASCII characters), scoped to its API key.
 pub(crate) fn idempotency_key(
@@ -225,10 +186,7 @@ pub(crate) fn idempotency_key(
     let key = value
         .to_str()
         .ok()
-        .filter(|key| {
-            (1..=MAX_IDEMPOTENCY_KEY_LEN).contains(&key.len())
-                && key.bytes().all(|b| b.is_ascii_graphic())
-        })
+        .and_then(|key| validate::idempotency_key(key, api_key.0))
         .ok_or_else(|| Error::Request {
             status: StatusCode::BAD_REQUEST,
             code: "invalid_header",
@@ -236,10 +194,7 @@ pub(crate) fn idempotency_key(
                 "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
             ),
         })?;
-    Ok(Some(IdempotencyKey {
-        api_key_id: api_key.0,
-        key: key.to_owned(),
-    }))
+    Ok(Some(key))
 }
 
 /// Checks a create request (single or batch item) and turns it into a [`NewLink`].
@@ -248,56 +203,28 @@ pub(crate) fn new_link(
     domains: &DomainContext,
     request: CreateLinkRequest,
 ) -> Result<NewLink> {
-    let target = target(state, domains, &request.url)?;
-    if let Some(code) = &request.code {
-        shortcode::parse_alias(state.links.scheme(), code)
-            .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
-        if code == "batch" {
-            // `/links/batch` is the batch route.
-            return Err(Error::invalid(
-                "invalid_code",
-                "the alias \"batch\" is reserved",
-            ));
+    Ok(validate::new_link(
+        &state.links,
+        &state.settings.url_policy,
+        &domains.own_domains,
+        request.into(),
+    )?)
+}
+
+impl From<CreateLinkRequest> for LinkRequest {
+    fn from(r: CreateLinkRequest) -> Self {
+        LinkRequest {
+            url: r.url,
+            code: r.code,
+            expires_at: r.expires_at,
+            redirect: r.redirect,
+            forward_query: r.forward_query,
+            idempotent: r.idempotent,
+            campaign: r.campaign,
+            recipient_ref: r.recipient_ref,
+            tags: r.tags,
         }
     }
-    Ok(NewLink {
-        target,
-        code: request.code,
-        expires_at: request.expires_at.map(expiry).transpose()?,
-        redirect: redirect_status(request.redirect)?,
-        forward_query: request.forward_query.unwrap_or(false),
-        idempotent: request.idempotent.unwrap_or(false),
-        campaign: meta(request.campaign, "invalid_campaign", "campaign")?,
-        recipient_ref: meta(request.recipient_ref, "invalid_ref", "ref")?,
-        tags: tags(request.tags)?,
-        restore: None,
-    })
-}
-
-pub(crate) fn redirect_status(value: Option<u16>) -> Result<u16> {
-    match value.unwrap_or(DEFAULT_REDIRECT) {
-        status @ (301 | 302 | 307 | 308) => Ok(status),
-        other => Err(Error::invalid(
-            "invalid_redirect",
-            format!("redirect must be 301, 302, 307 or 308, not {other}"),
-        )),
-    }
-}
-
-fn expiry(value: DateTime<Utc>) -> Result<DateTime<Utc>> {
-    // The Redis record carries whole seconds; keep SQL identical to it.
-    let value = value.trunc_subsecs(0);
-    if value <= Utc::now() {
-        return Err(Error::invalid(
-            "invalid_expiry",
-            "expires_at must be in the future",
-        ));
-    }
-    Ok(value)
-}
-
-fn target(state: &AppState, domains: &DomainContext, raw: &str) -> Result<TargetUrl> {
-    Ok(state.settings.url_policy.check(raw, &domains.own_domains)?)
 }
 
 /// A code from the path that could name a link; anything else cannot exist.
@@ -395,26 +322,29 @@ pub async fn update_link(
         target: request
             .url
             .as_deref()
-            .map(|raw| target(&state, &domains, raw))
+            .map(|raw| state.settings.url_policy.check(raw, &domains.own_domains))
             .transpose()?,
         expires_at: request
             .expires_at
-            .map(|at| at.map(expiry).transpose())
+            .map(|at| at.map(validate::expiry).transpose())
             .transpose()?,
         redirect: request
             .redirect
-            .map(|status| redirect_status(Some(status)))
+            .map(|status| validate::redirect_status(Some(status)))
             .transpose()?,
         forward_query: request.forward_query,
         campaign: request
             .campaign
-            .map(|value| meta(value, "invalid_campaign", "campaign"))
+            .map(|value| validate::meta(value, "invalid_campaign", "campaign"))
             .transpose()?,
         recipient_ref: request
             .recipient_ref
-            .map(|value| meta(value, "invalid_ref", "ref"))
+            .map(|value| validate::meta(value, "invalid_ref", "ref"))
             .transpose()?,
-        tags: request.tags.map(|value| tags(Some(value))).transpose()?,
+        tags: request
+            .tags
+            .map(|value| validate::tags(Some(value)))
+            .transpose()?,
     };
     if patch.target.is_none()
         && patch.expires_at.is_none()

@@ -8,6 +8,7 @@ mod early_close;
 mod error;
 mod health;
 pub(crate) mod links;
+mod metrics;
 pub(crate) mod qr;
 mod resolve;
 mod schema;
@@ -49,8 +50,6 @@ pub struct AppState {
     pub analytics: crate::visits::Analytics,
     /// Per-domain health (issue 20): fed by requests, checked by the job.
     pub domains: Arc<crate::domains::health::DomainHealth>,
-    /// The operator console's sessions and bulk uploads (issue 21).
-    pub console: Arc<crate::console::ConsoleState>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -63,7 +62,9 @@ pub struct HttpSettings {
     pub short_domains: Vec<String>,
 }
 
-pub fn router(state: AppState) -> Router {
+/// The whole app: the API, `pages` (the operator console: HTML for people, built above this
+/// layer), health and metrics, and what every request goes through.
+pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(links::router())
         .merge(batch::router())
@@ -85,10 +86,10 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         // Not API: HTML for people, outside the OpenAPI document and the API-key layer (the
         // console has sessions of its own).
-        .merge(crate::console::router())
+        .merge(pages)
         .merge(
             health::router()
-                .route("/metrics", get(crate::metrics::serve))
+                .route("/metrics", get(metrics::serve))
                 .route_layer(axum::middleware::from_fn(crate::metrics::track)),
         )
         .fallback(|| async { Error::NotFound })

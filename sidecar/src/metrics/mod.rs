@@ -1,23 +1,19 @@
 //! The sidecar's Prometheus metrics (`GET /metrics`, on the internal API server only; the public
 //! server never routes it). Counters and histograms are recorded where things happen, through
 //! the `metrics` facade; gauges that are cheaper to read than to keep (pool use, projection
-//! marker, stream length and consumer lag, visits processed) are sampled at scrape time.
+//! marker, stream length and consumer lag, visits processed) are sampled at scrape time, by the
+//! endpoint (`http::metrics`), which can reach the parts that know them.
 
-use crate::http::AppState;
-use crate::visits::consumer::{ConsumerCounters, GROUP, STREAM};
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use metrics::{
-    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit,
-};
+use axum::response::Response;
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, histogram, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::{Arc, OnceLock};
+use shortlink_wire::keys::EVENT_STREAM;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-static CONSUMER: OnceLock<Arc<ConsumerCounters>> = OnceLock::new();
 
 /// Latency buckets in seconds: a create is about a millisecond, a batch chunk up to seconds.
 const BUCKETS: [f64; 14] = [
@@ -119,13 +115,8 @@ fn describe() {
     );
     describe_counter!(
         "shortlink_events_read_total",
-        "sl:events entries the consumer read."
+        format!("{EVENT_STREAM} entries the consumer read.")
     );
-}
-
-/// The consumer's counters, exported as `shortlink_visits_*` (one consumer per process).
-pub fn register_consumer(counters: Arc<ConsumerCounters>) {
-    let _ = CONSUMER.set(counters);
 }
 
 /// Counts and times every request under its route template (never the raw path: codes and
@@ -173,52 +164,4 @@ pub fn rollup_delay(oldest_visit_ms: i64) {
     // A clock step on the edge can date a visit in the future: counted as no delay.
     let delay = (now_ms.saturating_sub(oldest_visit_ms)).max(0) as f64 / 1000.0;
     histogram!("shortlink_rollup_delay_seconds").record(delay);
-}
-
-/// `GET /metrics`.
-pub async fn serve(State(state): State<AppState>) -> Response {
-    sample(&state).await;
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        install().render(),
-    )
-        .into_response()
-}
-
-async fn sample(state: &AppState) {
-    for (pool, size, idle) in state.links.storage().pool_use() {
-        gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "open").set(size as f64);
-        gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "idle").set(idle as f64);
-    }
-    match state.links.projection().pipeline_state(STREAM, GROUP).await {
-        Ok(pipeline) => {
-            gauge!("shortlink_projection_complete").set(f64::from(u8::from(pipeline.marker)));
-            gauge!("shortlink_events_stream_length").set(pipeline.stream_length as f64);
-            if let Some(lag) = pipeline.lag {
-                gauge!("shortlink_consumer_lag_entries").set(lag as f64);
-            }
-            gauge!("shortlink_redis_up").set(1.0);
-        }
-        Err(error) => {
-            tracing::debug!(%error, "metrics: redis");
-            gauge!("shortlink_redis_up").set(0.0);
-        }
-    }
-    if let Some(c) = CONSUMER.get() {
-        let get = ConsumerCounters::get;
-        // Absolute values of the consumer's own counters (monotonic since start).
-        for (outcome, value) in [
-            ("inserted", get(&c.inserted)),
-            ("duplicate", get(&c.duplicates)),
-            ("invalid", get(&c.invalid)),
-            ("ignored", get(&c.ignored)),
-            ("failed", get(&c.failed)),
-        ] {
-            counter!("shortlink_visits_processed_total", "outcome" => outcome).absolute(value);
-        }
-        counter!("shortlink_events_read_total").absolute(get(&c.read));
-    }
 }

@@ -7,13 +7,14 @@
 //! connection goes to the new primary, whoever noticed first.
 
 mod connection;
+mod error;
 mod sentinel;
 
 pub use connection::{RedisConnection, Shard};
 pub(crate) use sentinel::parse_address as parse_sentinel_address;
 
 use crate::config::{Config, ConfigError};
-use crate::projection::ProjectionError;
+pub use error::ProjectionError;
 use redis::{ConnectionInfo, IntoConnectionInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -227,7 +228,7 @@ pub fn check_cluster_seeds(config: &Config) -> Result<(), ConfigError> {
         if seed.trim().is_empty() || parse_sentinel_address(seed.trim()).is_err() {
             return Err(ConfigError::Cluster(format!(
                 "{:?} is neither host:port nor a redis:// URL",
-                crate::config::redact_url(seed)
+                crate::redact::redact_url(seed)
             )));
         }
     }

@@ -5,7 +5,7 @@
 //! behind it. Here each sentinel gets a fresh connection and `--redis-timeout`, and the next one
 //! is asked when it fails: a majority of sentinels is what a failover needs, not all of them.
 
-use crate::projection::ProjectionError;
+use super::ProjectionError;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 use std::sync::atomic::{AtomicUsize, Ordering};

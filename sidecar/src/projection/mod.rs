@@ -1,5 +1,5 @@
-//! The Redis projection of SQL that the nginx module reads (docs/ARCHITECTURE.md, "Link record,
-//! version 1"): key `sl:c:<code>`, value `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//! The Redis projection of SQL that the nginx module reads: key `sl:c:<code>`, value the link
+//! record, both defined in `shortlink_wire` (the contract with the module).
 //!
 //! [`RecordWrite`] is the pure part (what to write for a link at a given time); [`Projection`]
 //! performs it on Redis, with bounded waits so a dead Redis costs a request at most the timeout.
@@ -17,18 +17,23 @@ use slots::pick;
 pub use state::PipelineState;
 
 use crate::primary::Primary;
+/// Errors of Redis writes; defined with the connection most of them come from.
+pub use crate::primary::ProjectionError;
 use crate::storage::{Link, LinkState};
 use chrono::{DateTime, Utc};
+use shortlink_wire::record::Record;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
 
 /// Prefix of every link key.
-pub const KEY_PREFIX: &str = "sl:c:";
+pub use shortlink_wire::keys::LINK_PREFIX as KEY_PREFIX;
+/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+pub use shortlink_wire::record::TOMBSTONE;
 
 /// The high-water mark of sequence numbers leased: one above the last number any sidecar may
 /// have issued a code for. Only ever raised ([`RAISE_MARK`]); see [`crate::issuer`].
-pub const ISSUED_MARK_KEY: &str = "sl:meta:issued";
+pub use shortlink_wire::keys::ISSUED_MARK as ISSUED_MARK_KEY;
 
 /// `KEYS[1]` = the mark, `ARGV[1]` = a decimal number: sets the mark to it if it is higher.
 /// Compared as decimal strings (length, then text): Lua's numbers are doubles, exact only up to
@@ -42,23 +47,20 @@ end
 return 0
 ";
 
-/// The tombstone of a revoked link: answers 410 forever, has no TTL.
-pub const TOMBSTONE: &str = "1|R|410|0|0|";
+pub use shortlink_wire::keys::link_key as key;
 
-pub fn key(code: &str) -> String {
-    format!("{KEY_PREFIX}{code}")
-}
-
-/// The link record, version 1.
+/// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes).
 pub fn encode_record(link: &Link) -> String {
-    if link.revoked_at.is_some() {
-        return TOMBSTONE.to_owned();
-    }
-    let expires = link.expires_at.map_or(0, |at| at.timestamp());
-    format!(
-        "1|L|{}|{}|{}|{}",
-        link.redirect, expires, link.flags.0, link.target
-    )
+    let record = match link.revoked_at {
+        Some(_) => Record::Revoked,
+        None => Record::Live {
+            status: link.redirect,
+            expires_at: link.expires_at.map_or(0, |at| at.timestamp()),
+            flags: link.flags.0,
+            target: &link.target,
+        },
+    };
+    record.encode()
 }
 
 /// What Redis must hold for a link.
@@ -177,20 +179,6 @@ pub fn written_value(write: &RecordWrite) -> Option<&str> {
         RecordWrite::Set { value, .. } | RecordWrite::SetUntil { value, .. } => Some(value),
         RecordWrite::Delete { .. } => None,
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProjectionError {
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-    #[error("redis did not answer within {0:?}")]
-    Timeout(Duration),
-    /// Sentinel named no primary that answers as one (a failover under way, or none possible).
-    #[error("no redis primary: {0}")]
-    NoPrimary(&'static str),
-    /// `WAIT` counted fewer replicas than `--redis-wait-replicas` within its timeout.
-    #[error("the write reached {acknowledged} replica(s) of the {required} required")]
-    NotReplicated { acknowledged: u32, required: u32 },
 }
 
 /// A Redis connection that is made lazily and re-made after failures, so the sidecar starts and

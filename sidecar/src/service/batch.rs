@@ -48,17 +48,15 @@ impl LinkService {
                 }
                 chunks
                     .iter()
-                    .map(|items| {
-                        items
-                            .iter()
-                            .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
-                            .collect()
-                    })
+                    .map(|items| failed_items(items, failure))
                     .collect()
             }
         }
     }
 
+    /// [`Self::create_chunks`], failing as a whole: plan and lease before the transaction, insert
+    /// and publish each chunk, drop the rows whose code Redis already held, end the transaction,
+    /// then create again (with fresh codes) the generated items that were refused.
     async fn try_create_chunks(
         &self,
         chunks: &[Vec<(i64, NewLink)>],
@@ -66,8 +64,66 @@ impl LinkService {
         attempt: usize,
     ) -> ChunksResult {
         let now = storage::now();
-        // Everything that needs no transaction first: on SQLite the lease needs the (single)
-        // write connection the transaction will hold.
+        let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
+        if plans.iter().all(|plan| plan.rows.is_empty()) {
+            return Ok(outcomes(plans, chunks, None));
+        }
+        let tx = self.storage.begin().await?;
+        let (mut tx, published) = self
+            .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
+            .await?;
+        let Published {
+            sent,
+            taken,
+            failed,
+        } = published;
+        // Items whose generated code Redis already held: created again, with fresh codes.
+        let mut refused = Refused::default();
+        if !failed && !taken.is_empty() {
+            refused = self.refuse_taken(&mut plans, chunks, &taken);
+            if let Err(error) = tx.delete_new_links(&refused.rows).await {
+                let _ = tx.rollback().await;
+                self.unpublish(&sent, &taken).await;
+                return Err(error.into());
+            }
+        }
+        let failure = self.end_transaction(tx, failed, &sent, &taken).await;
+        // After the transaction: on SQLite the sequence shares its one write connection.
+        for code in &refused.rows {
+            self.issuer.skip_past(code).await?;
+        }
+        let mut results = outcomes(plans, chunks, failure);
+        if !refused.retry.is_empty() {
+            let items: Vec<(i64, NewLink)> = (refused.retry.iter())
+                .map(|&(c, at)| chunks[c][at].clone())
+                .collect();
+            let outcomes = match failure {
+                Some(failure) => failed_items(&items, failure),
+                None if attempt >= GENERATED_CODE_ATTEMPTS => {
+                    failed_items(&items, ItemFailure::CodeTaken)
+                }
+                None => self
+                    .retry_chunk(items, claim, attempt + 1)
+                    .await?
+                    .pop()
+                    .unwrap_or_default(),
+            };
+            for ((c, at), (_, outcome)) in refused.retry.into_iter().zip(outcomes) {
+                results[c][at].1 = outcome;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Everything that needs no transaction, first: on SQLite the lease needs the (single) write
+    /// connection the transaction will hold. Each chunk's plan, one sequence lease for the
+    /// generated codes of them all, and each chunk's rows encoded for the backend.
+    async fn plan_group(
+        &self,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<ChunkPlan>, Vec<EncodedRows>), ServiceError> {
         let mut plans = Vec::with_capacity(chunks.len());
         for items in chunks {
             plans.push(self.plan_chunk(items, claim, now).await?);
@@ -79,15 +135,20 @@ impl LinkService {
             plan.build_rows(items, claim, now, &mut codes);
             encoded.push(self.storage.encode_rows(&plan.rows)?);
         }
-        if plans.iter().all(|plan| plan.rows.is_empty()) {
-            return Ok(plans
-                .into_iter()
-                .zip(chunks)
-                .map(|(plan, items)| finish(items, plan.outcomes))
-                .collect());
-        }
+        Ok((plans, encoded))
+    }
 
-        let mut tx = self.storage.begin().await?;
+    /// Inserts each chunk in `tx` and sends its Redis records while the next chunk is inserted;
+    /// waits for them all. A failed insert rolls back and removes what earlier chunks sent.
+    async fn insert_and_publish(
+        &self,
+        mut tx: Box<dyn storage::LinkTx>,
+        plans: &mut [ChunkPlan],
+        encoded: Vec<EncodedRows>,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {
         let mut redis_writes = Vec::with_capacity(plans.len());
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
             let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
@@ -96,8 +157,8 @@ impl LinkService {
                 Err(error) => {
                     let _ = tx.rollback().await;
                     // Writes already sent for earlier chunks of the group must not stay.
-                    let (sent, taken, _) = join_writes(redis_writes).await;
-                    self.unpublish(&sent, &taken).await;
+                    let sent = join_writes(redis_writes).await;
+                    self.unpublish(&sent.sent, &sent.taken).await;
                     return Err(error);
                 }
             };
@@ -107,92 +168,63 @@ impl LinkService {
                 (writes, result)
             }));
         }
-        // What was sent, and the keys Redis already held (`SET NX` refused) with their values.
-        let (sent, taken, redis_failed) = join_writes(redis_writes).await;
-        // Items whose generated code Redis already held: created again, with fresh codes.
-        let mut retry: Vec<(usize, usize)> = Vec::new();
-        let mut refused_rows = Vec::new();
-        if !redis_failed && !taken.is_empty() {
-            for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
-                for (r, row) in plan.rows.iter().enumerate() {
-                    let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
-                        continue;
-                    };
-                    let at = plan.todo[r];
-                    let explicit = items[at].1.code.is_some();
-                    if explicit && *existing == projection::encode_record(&row.link) {
-                        // An alias or imported code whose record is already there, as is.
-                        continue;
-                    }
-                    self.refused_code(&row.link.code, existing);
-                    plan.inserted.remove(&row.link.code);
-                    refused_rows.push(row.link.code.clone());
-                    if explicit {
-                        plan.outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
-                    } else {
-                        retry.push((c, at));
-                    }
+        Ok((tx, join_writes(redis_writes).await))
+    }
+
+    /// The rows whose record Redis already held (`taken`), unless it is this very record (an
+    /// alias or imported code already there, as is): no longer inserted; an explicit code fails
+    /// as taken, a generated one is to be retried.
+    fn refuse_taken(
+        &self,
+        plans: &mut [ChunkPlan],
+        chunks: &[Vec<(i64, NewLink)>],
+        taken: &HashMap<String, String>,
+    ) -> Refused {
+        let mut refused = Refused::default();
+        for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
+            for (r, row) in plan.rows.iter().enumerate() {
+                let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
+                    continue;
+                };
+                let at = plan.todo[r];
+                let explicit = items[at].1.code.is_some();
+                if explicit && *existing == projection::encode_record(&row.link) {
+                    continue;
+                }
+                self.refused_code(&row.link.code, existing);
+                plan.inserted.remove(&row.link.code);
+                refused.rows.push(row.link.code.clone());
+                if explicit {
+                    plan.outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
+                } else {
+                    refused.retry.push((c, at));
                 }
             }
-            if let Err(error) = tx.delete_new_links(&refused_rows).await {
-                let _ = tx.rollback().await;
-                self.unpublish(&sent, &taken).await;
-                return Err(error.into());
-            }
         }
-        let mut failure = None;
+        refused
+    }
+
+    /// Commits, or rolls back when a Redis write failed; after either failure removes what was
+    /// sent. Returns the failure of every inserted item, if any.
+    async fn end_transaction(
+        &self,
+        tx: Box<dyn storage::LinkTx>,
+        redis_failed: bool,
+        sent: &[Vec<RecordWrite>],
+        taken: &HashMap<String, String>,
+    ) -> Option<ItemFailure> {
         if redis_failed {
             if let Err(rollback) = tx.rollback().await {
                 tracing::warn!(error = %rollback, "rollback failed");
             }
-            self.unpublish(&sent, &taken).await;
-            failure = Some(ItemFailure::RedisUnavailable);
+            self.unpublish(sent, taken).await;
+            Some(ItemFailure::RedisUnavailable)
         } else if let Err(error) = tx.commit().await {
-            self.unpublish(&sent, &taken).await;
-            failure = Some(ItemFailure::of(&ServiceError::Storage(error)));
+            self.unpublish(sent, taken).await;
+            Some(ItemFailure::of(&ServiceError::Storage(error)))
+        } else {
+            None
         }
-        // After the transaction: on SQLite the sequence shares its one write connection.
-        for code in &refused_rows {
-            self.issuer.skip_past(code).await?;
-        }
-        let mut results: Vec<Vec<(i64, ItemOutcome)>> = plans
-            .into_iter()
-            .zip(chunks)
-            .map(|(mut plan, items)| {
-                for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
-                    if plan.inserted.contains(&row.link.code) {
-                        plan.outcomes[plan.todo[r]] = Some(match failure {
-                            None => ItemOutcome::Created(Box::new(row.link)),
-                            Some(failure) => ItemOutcome::Failed(failure),
-                        });
-                    }
-                }
-                finish(items, plan.outcomes)
-            })
-            .collect();
-        if !retry.is_empty() {
-            let items: Vec<(i64, NewLink)> =
-                retry.iter().map(|&(c, at)| chunks[c][at].clone()).collect();
-            let outcomes = match failure {
-                Some(failure) => items
-                    .iter()
-                    .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
-                    .collect(),
-                None if attempt >= GENERATED_CODE_ATTEMPTS => items
-                    .iter()
-                    .map(|(index, _)| (*index, ItemOutcome::Failed(ItemFailure::CodeTaken)))
-                    .collect(),
-                None => self
-                    .retry_chunk(items, claim, attempt + 1)
-                    .await?
-                    .pop()
-                    .unwrap_or_default(),
-            };
-            for ((c, at), (_, outcome)) in retry.into_iter().zip(outcomes) {
-                results[c][at].1 = outcome;
-            }
-        }
-        Ok(results)
     }
 
     /// [`Self::try_create_chunks`] again for items whose codes were refused, boxed: an async
@@ -359,9 +391,7 @@ impl LinkService {
 /// Waits for a group's Redis writes: the records each chunk sent, the keys `SET NX` found taken
 /// (with their values), and whether any write failed. A write task that panicked took its
 /// records with it: any it wrote are orphans for `resync`.
-async fn join_writes(
-    in_flight: Vec<ChunkWrite>,
-) -> (Vec<Vec<RecordWrite>>, HashMap<String, String>, bool) {
+async fn join_writes(in_flight: Vec<ChunkWrite>) -> Published {
     let mut sent = Vec::with_capacity(in_flight.len());
     let mut taken = HashMap::new();
     let mut failed = false;
@@ -382,7 +412,61 @@ async fn join_writes(
             }
         }
     }
-    (sent, taken, failed)
+    Published {
+        sent,
+        taken,
+        failed,
+    }
+}
+
+/// What a group's Redis writes did: see [`join_writes`].
+struct Published {
+    /// The records each chunk sent.
+    sent: Vec<Vec<RecordWrite>>,
+    /// The keys `SET NX` found taken, with their values.
+    taken: HashMap<String, String>,
+    /// Whether any write failed.
+    failed: bool,
+}
+
+/// Rows dropped because Redis already held their code.
+#[derive(Default)]
+struct Refused {
+    /// Their codes.
+    rows: Vec<String>,
+    /// `(chunk, item)` of the generated ones, to create again.
+    retry: Vec<(usize, usize)>,
+}
+
+/// Each chunk's outcomes: decided before the insert, else its row's (created, or `failure`).
+fn outcomes(
+    plans: Vec<ChunkPlan>,
+    chunks: &[Vec<(i64, NewLink)>],
+    failure: Option<ItemFailure>,
+) -> Vec<Vec<(i64, ItemOutcome)>> {
+    plans
+        .into_iter()
+        .zip(chunks)
+        .map(|(mut plan, items)| {
+            for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
+                if plan.inserted.contains(&row.link.code) {
+                    plan.outcomes[plan.todo[r]] = Some(match failure {
+                        None => ItemOutcome::Created(Box::new(row.link)),
+                        Some(failure) => ItemOutcome::Failed(failure),
+                    });
+                }
+            }
+            finish(items, plan.outcomes)
+        })
+        .collect()
+}
+
+/// Every item of `items`, failed with `failure`.
+fn failed_items(items: &[(i64, NewLink)], failure: ItemFailure) -> Vec<(i64, ItemOutcome)> {
+    items
+        .iter()
+        .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+        .collect()
 }
 
 type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;

@@ -35,6 +35,7 @@ mod idempotency;
 mod model;
 mod read;
 mod update;
+pub mod validate;
 
 pub use idempotency::{spawn_idempotency_pruner, PRUNE_EVERY};
 pub use model::{

@@ -1,6 +1,6 @@
 //! What the storage holds: links, their flags and states, list cursors, API keys and their roles.
 
-use super::{StorageError, StorageResult};
+use super::api::{StorageError, StorageResult};
 use chrono::{DateTime, Utc};
 
 /// A link as stored.
@@ -102,7 +102,7 @@ pub struct LinkFlags(pub u32);
 
 impl LinkFlags {
     /// Append the short URL's query string to the target.
-    pub const FORWARD_QUERY: u32 = 1;
+    pub const FORWARD_QUERY: u32 = shortlink_wire::record::FLAG_FORWARD_QUERY;
 
     pub fn with_forward_query(forward: bool) -> Self {
         LinkFlags(if forward { Self::FORWARD_QUERY } else { 0 })

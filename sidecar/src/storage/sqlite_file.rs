@@ -10,7 +10,7 @@
 //! makes a writer wait behind at most the transactions queued before it. A writer in another
 //! process (a CLI import, a consumer run on its own) still meets this one on the busy timeout.
 
-use super::{StorageError, StorageResult};
+use super::api::{StorageError, StorageResult};
 use sqlx::sqlite::SqliteSynchronous;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};

@@ -11,7 +11,6 @@
 //! Nothing here is on the redirect path: nginx only appends to a Redis stream.
 
 pub mod cleanup;
-pub mod commands;
 pub mod consumer;
 pub mod rollup;
 pub mod store;
@@ -141,7 +140,7 @@ impl Background {
         let mut tasks = Vec::new();
         if with_consumer {
             let consumer = consumer(config, Arc::clone(&store))?;
-            crate::metrics::register_consumer(consumer.counters());
+            self::consumer::register(consumer.counters());
             tasks.push(tokio::spawn(consumer.run(stopped.clone())));
         }
         let cleanup = cleanup_settings(config);

@@ -22,7 +22,6 @@
 //! Stats read only these tables, never `visits`: a link with 10 million visits over a month is a
 //! few hundred bucket rows and some thousands of breakdown rows.
 
-use super::store::{Counts, ALL_LINKS};
 use shortlink_visit_enrich::{Audience, Visit};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -134,9 +133,9 @@ pub fn fold<'a>(
         let code = visit.code.as_str();
         // Removed once credited, so a visitor's later visits in the batch are not new again.
         let is_new = visit.audience == Audience::Human
-            && new_visitors.get_mut(code).is_some_and(|visitors| {
-                visitors.remove(super::store::visitor_bytes(&visit.visitor).as_slice())
-            });
+            && new_visitors
+                .get_mut(code)
+                .is_some_and(|visitors| visitors.remove(visitor_bytes(&visit.visitor).as_slice()));
         for (span, bucket) in [(3600, hour), (86_400, day)] {
             let c = buckets.entry((code, span, bucket)).or_default();
             match visit.audience {
@@ -241,6 +240,43 @@ fn add_all_links<K: Ord + Copy, V: Default>(
     }
 }
 
+/// Rollup rows under this code count every link together (codes never contain `*`).
+pub const ALL_LINKS: &str = "*";
+
+/// Counts of one bucket, or of a whole range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub humans: i64,
+    pub bots: i64,
+    pub previews: i64,
+    /// Human visitors seen for the first time (for this link; summed over links for `*`).
+    pub new_visitors: i64,
+}
+
+impl Counts {
+    pub fn add(&mut self, other: &Counts) {
+        self.humans += other.humans;
+        self.bots += other.bots;
+        self.previews += other.previews;
+        self.new_visitors += other.new_visitors;
+    }
+}
+
+/// Decodes a visitor hash (32 hex characters) into its 16 bytes; anything else hashes as given.
+pub(crate) fn visitor_bytes(hex: &str) -> Vec<u8> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 2 != 0 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return bytes.to_vec();
+    }
+    bytes
+        .chunks(2)
+        .map(|pair| {
+            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+            digit(pair[0]) << 4 | digit(pair[1])
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,11 +304,8 @@ mod tests {
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
         let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
         let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
-        let new: NewVisitors = [(
-            "abc".to_owned(),
-            [super::super::store::visitor_bytes(&a.visitor)].into(),
-        )]
-        .into();
+        let new: NewVisitors =
+            [("abc".to_owned(), [super::visitor_bytes(&a.visitor)].into())].into();
         let d = fold(&[&a, &b, &c], new.clone(), false);
         let h = hour / 1000;
         let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
@@ -315,11 +348,11 @@ mod tests {
         let new: NewVisitors = [
             (
                 "abc".to_owned(),
-                [super::super::store::visitor_bytes(&visits[0].visitor)].into(),
+                [super::visitor_bytes(&visits[0].visitor)].into(),
             ),
             (
                 "xyz".to_owned(),
-                [super::super::store::visitor_bytes(&visits[1].visitor)].into(),
+                [super::visitor_bytes(&visits[1].visitor)].into(),
             ),
         ]
         .into();
@@ -376,7 +409,7 @@ mod tests {
             visit("1-4", "xyz", hour + 7, "203.0.113.9", "curl/8"),
         ];
         let refs: Vec<&Visit> = visits.iter().collect();
-        let bytes = |i: usize| super::super::store::visitor_bytes(&visits[i].visitor);
+        let bytes = |i: usize| super::visitor_bytes(&visits[i].visitor);
         let new: NewVisitors = [
             ("abc".to_owned(), [bytes(0)].into()),
             ("xyz".to_owned(), [bytes(2), bytes(3)].into()),

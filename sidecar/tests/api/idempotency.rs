@@ -163,20 +163,14 @@ fn start_sidecar(
     redis_url: &str,
     log: std::path::PathBuf,
 ) -> (Lifeline, String) {
-    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--database-url", database_url, "--redis-url", redis_url])
-        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
-        .env("RUST_LOG", "warn")
-        .capture_stdout()
-        .spawn();
-    let line = process.wait_for_line(Duration::from_secs(60), |line| {
-        line.starts_with("shortlink-sidecar listening on ")
-    });
-    let addr = line
-        .trim_start_matches("shortlink-sidecar listening on ")
-        .trim();
-    (process, format!("http://{addr}"))
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
+        args: &[],
+    }
+    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
 }
 
 fn ndjson_body() -> Vec<u8> {

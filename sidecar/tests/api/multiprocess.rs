@@ -6,7 +6,7 @@ use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use testkit::process::Lifeline;
 use testkit::RedisServer;
 
@@ -21,23 +21,15 @@ fn start_sidecar(
     redis_url: &str,
     log: std::path::PathBuf,
 ) -> (Lifeline, String) {
-    let process = Lifeline::builder(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--database-url", database_url, "--redis-url", redis_url])
-        .args(["--code-secret", SECRET_HEX, "--bootstrap-api-key", API_KEY])
-        .args(["--sequence-block", "100"])
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
         // No visit consumer: it would add the `sl:events` stream to the keys counted below.
-        .args(["--consumer", "false"])
-        .env("RUST_LOG", "warn")
-        .capture_stdout()
-        .spawn();
-    let line = process.wait_for_line(Duration::from_secs(60), |line| {
-        line.starts_with("shortlink-sidecar listening on ")
-    });
-    let addr = line
-        .trim_start_matches("shortlink-sidecar listening on ")
-        .trim();
-    (process, format!("http://{addr}"))
+        args: &["--sequence-block", "100", "--consumer", "false"],
+    }
+    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

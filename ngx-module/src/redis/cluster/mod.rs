@@ -212,7 +212,7 @@ impl Cluster {
     pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
         self.poll();
         // The whole key, for its slot: on the stack, as codes are at most an alias long.
-        const PREFIX: &[u8] = crate::worker::KEY_PREFIX;
+        const PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
         let mut buf = [0u8; PREFIX.len() + shortcode::ALIAS_MAX_LEN];
         let key = buf
             .get_mut(..PREFIX.len() + code.len())

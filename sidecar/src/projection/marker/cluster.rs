@@ -16,13 +16,9 @@ use super::{refill_slots, ProjectionMarker, RefillError, SET_IF_TOKEN};
 use crate::primary::Shard;
 use crate::projection::{missing_marker_slots, ProjectionError, RecordWrite};
 use crate::storage::Storage;
-use shortlink_wire::cluster::{key_slot, marker_key, slot_tag, SLOTS};
+pub use shortlink_wire::cluster::token_key;
+use shortlink_wire::cluster::{key_slot, marker_key, SLOTS};
 use std::time::{Duration, Instant};
-
-/// The resync token of `slot`, in that slot.
-pub fn token_key(slot: u16) -> String {
-    format!("{}:{{{}}}", super::RESYNC_TOKEN_KEY, slot_tag(slot))
-}
 
 pub(super) fn all_slots() -> Vec<u16> {
     (0..SLOTS).collect()
@@ -292,6 +288,7 @@ impl ProjectionMarker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shortlink_wire::cluster::slot_tag;
 
     #[test]
     fn a_failover_promotes_the_replica_a_reshard_does_not() {

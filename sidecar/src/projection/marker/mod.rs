@@ -32,9 +32,9 @@ use tokio::sync::Mutex;
 /// Present while Redis holds every link. Value: `<unix ms> <fingerprint>`, the time of the
 /// resync that set it and the code scheme's fingerprint the nginx module compares with its own
 /// (docs/ARCHITECTURE.md); a marker without one (older sidecars) says nothing about the scheme.
-pub const MARKER_KEY: &str = "sl:meta:projection";
+pub use shortlink_wire::keys::PROJECTION_MARKER as MARKER_KEY;
 /// The token of the resync in progress (see the module documentation).
-pub const RESYNC_TOKEN_KEY: &str = "sl:meta:resync";
+pub use shortlink_wire::keys::RESYNC_TOKEN as RESYNC_TOKEN_KEY;
 
 /// Links read per SQL page and written per Redis pipeline.
 const PAGE: u32 = 1000;

@@ -1,6 +1,6 @@
 //! Connections to MariaDB/MySQL: every session strict, in UTC, utf8mb4.
 
-use crate::storage::{StorageError, StorageResult};
+use crate::storage::api::{StorageError, StorageResult};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::Executor;
 use std::str::FromStr;

@@ -7,10 +7,11 @@
 //! a (compromised or impersonated) server asks for; sqlx does not implement it, and multi-row
 //! INSERTs already reach the throughput the benchmark asks for (bench/batch-throughput).
 
+use crate::storage::api::{StorageError, StorageResult};
+use crate::storage::model::NewRow;
 use crate::storage::sql::batch::EncodedInsert;
 use crate::storage::sql::rows::{insert_columns, link_placeholders, link_values, push_list};
 use crate::storage::sql::{statement, Dialect, Driver, Statement, Value};
-use crate::storage::{NewRow, StorageError, StorageResult};
 use sqlx::{MySql, Row, Transaction};
 use std::collections::HashSet;
 

@@ -8,9 +8,10 @@ mod insert;
 
 pub use connect::{pool, SQL_MODE};
 
+use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
+use super::model::NewRow;
 use super::sql::batch::{EncodedInsert, Limits};
 use super::sql::{Dialect, SqlStorage, Statement, Value};
-use super::{Backend, ConnectOptions, EncodedRows, NewRow, StorageError, StorageResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::mysql::MySqlRow;

@@ -1,9 +1,10 @@
 //! Batch inserts on PostgreSQL: the binary `COPY` of a chunk, and the insert that skips
 //! conflicts when the `COPY` met one.
 
+use crate::storage::api::{StorageError, StorageResult};
+use crate::storage::model::{tags_column, NewRow};
 use crate::storage::pg_copy::CopyData;
 use crate::storage::sql::rows::INSERT_COLUMNS;
-use crate::storage::{tags_column, NewRow, StorageError, StorageResult};
 use sqlx::{Postgres, Transaction};
 
 /// The binary `COPY` of [`copy_links`], columns in the order encoded.

@@ -4,8 +4,9 @@
 
 mod copy;
 
+use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
+use super::model::NewRow;
 use super::sql::{Dialect, SqlStorage, Statement, Value};
-use super::{Backend, ConnectOptions, EncodedRows, NewRow, StorageError, StorageResult};
 use async_trait::async_trait;
 use copy::LinksCopy;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

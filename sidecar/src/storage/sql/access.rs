@@ -4,7 +4,8 @@
 use super::rows::{self, API_KEY_COLUMNS};
 use super::store::{Row, SqlStorage};
 use super::{statement, Dialect, Driver, Statement, Value};
-use crate::storage::{ApiKey, Link, StorageError, StorageResult};
+use crate::storage::api::{StorageError, StorageResult};
+use crate::storage::model::{ApiKey, Link};
 use sqlx::pool::PoolConnection;
 
 impl<D: Dialect> SqlStorage<D> {

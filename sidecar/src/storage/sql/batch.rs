@@ -4,7 +4,8 @@
 
 use super::rows::{insert_columns, link_marks, link_values_at};
 use super::{Dialect, Driver, Value};
-use crate::storage::{NewRow, StorageError, StorageResult};
+use crate::storage::api::{StorageError, StorageResult};
+use crate::storage::model::NewRow;
 use chrono::{DateTime, Utc};
 
 /// How large one statement may grow.

@@ -15,7 +15,8 @@ pub(crate) use driver::{Driver, Value};
 pub(crate) use store::SqlStorage;
 pub(crate) use tx::SqlTx;
 
-use super::{Backend, EncodedRows, NewRow, StorageError, StorageResult};
+use super::api::{Backend, EncodedRows, StorageError, StorageResult};
+use super::model::NewRow;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Pool, Transaction};

@@ -2,9 +2,8 @@
 
 use super::Statement;
 use super::{Dialect, Driver, Value};
-use crate::storage::{
-    checked_flags, checked_redirect, parse_tags, ApiKey, Link, LinkFilter, LinkState, StorageResult,
-};
+use crate::storage::api::{checked_flags, checked_redirect, StorageResult};
+use crate::storage::model::{parse_tags, ApiKey, Link, LinkFilter, LinkState};
 use sqlx::Database;
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
@@ -81,7 +80,7 @@ pub(crate) fn push_list(query: &mut Statement, values: impl IntoIterator<Item = 
 /// The values of one link as [`INSERT_COLUMNS`] lists them (then `url_prefix` where written).
 pub(crate) fn link_values<D: Dialect>(
     link: &Link,
-    slot: Option<crate::storage::Slot>,
+    slot: Option<crate::storage::model::Slot>,
 ) -> Vec<Value> {
     link_values_at::<D>(
         link,
@@ -94,7 +93,7 @@ pub(crate) fn link_values<D: Dialect>(
 /// [`link_values`] with the creation and update times already in their stored form.
 pub(crate) fn link_values_at<D: Dialect>(
     link: &Link,
-    slot: Option<crate::storage::Slot>,
+    slot: Option<crate::storage::model::Slot>,
     created_at: Value,
     updated_at: Value,
 ) -> Vec<Value> {
@@ -112,13 +111,13 @@ pub(crate) fn link_values_at<D: Dialect>(
         D::opt_time(link.last_visit_at),
         Value::OptText(link.campaign.clone()),
         Value::OptText(link.recipient_ref.clone()),
-        Value::OptText(crate::storage::tags_column(&link.tags)),
+        Value::OptText(crate::storage::model::tags_column(&link.tags)),
         Value::OptInt(slot.map(|s| s.batch_id)),
         Value::OptInt(slot.map(|s| s.index)),
     ];
     if D::WRITES_URL_PREFIX {
         values.push(Value::Text(
-            crate::storage::url_hash_prefix(&link.url_hash).to_owned(),
+            crate::storage::model::url_hash_prefix(&link.url_hash).to_owned(),
         ));
     }
     values

@@ -8,9 +8,10 @@
 use super::access::{sequence_read, sequence_value};
 use super::rows::{self, API_KEY_COLUMNS};
 use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
-use crate::storage::{
-    url_hash_prefix, ApiKey, Backend, CampaignStats, EncodedRows, IdempotencyRecord, Link,
-    LinkFilter, LinkTx, ListCursor, NewRow, Role, Storage, StorageError, StorageResult,
+use crate::storage::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
+use crate::storage::model::{
+    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
+    NewRow, Role,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

@@ -2,7 +2,8 @@
 
 use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
 use super::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use crate::storage::{EncodedRows, Link, LinkTx, NewRow, Slot, StorageError, StorageResult};
+use crate::storage::api::{EncodedRows, LinkTx, StorageError, StorageResult};
+use crate::storage::model::{Link, NewRow, Slot};
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
 
@@ -141,12 +142,12 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
             D::opt_time(link.revoked_at),
             Value::OptText(link.campaign.clone()),
             Value::OptText(link.recipient_ref.clone()),
-            Value::OptText(crate::storage::tags_column(&link.tags)),
+            Value::OptText(crate::storage::model::tags_column(&link.tags)),
         ];
         if D::WRITES_URL_PREFIX {
             sql.push_str(", url_prefix = ?");
             values.push(Value::Text(
-                crate::storage::url_hash_prefix(&link.url_hash).to_owned(),
+                crate::storage::model::url_hash_prefix(&link.url_hash).to_owned(),
             ));
         }
         sql.push_str(" WHERE code = ?");

@@ -7,11 +7,11 @@
 //! mode, never wait for the writer. What else it does its own way: times stored as text, the
 //! URL-hash prefix a plain column (migration 7), and batch inserts with `OR IGNORE`.
 
+use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
+use super::model::NewRow;
 use super::sql::batch::{EncodedInsert, Limits};
 use super::sql::{Dialect, Driver, SqlStorage, Statement, Value};
-use super::{
-    sqlite_file, Backend, ConnectOptions, EncodedRows, NewRow, StorageError, StorageResult,
-};
+use super::sqlite_file;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{SqlitePool, SqliteRow};

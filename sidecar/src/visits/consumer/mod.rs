@@ -33,7 +33,7 @@ use crate::storage::{Backend, StorageError};
 
 use shortlink_visit_enrich::Enricher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 /// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events"); on a Redis
 /// Cluster, the 16 streams of `shortlink_wire::cluster::event_stream_keys`, each with its own
 /// group, read in turn by one consumer (one write at a time still).
-pub const STREAM: &str = "sl:events";
+pub use shortlink_wire::keys::EVENT_STREAM as STREAM;
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
 /// Visits per transaction at most, by default ([`ConsumerSettings::max_visits_per_transaction`]).
@@ -102,6 +102,19 @@ pub fn default_name() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "sidecar".to_owned());
     format!("{host}-{}", std::process::id())
+}
+
+/// The counters of this process's consumer, for `GET /metrics` (one consumer per process).
+static REGISTERED: OnceLock<Arc<ConsumerCounters>> = OnceLock::new();
+
+/// Makes `counters` the ones [`registered`] returns (the first registration wins).
+pub fn register(counters: Arc<ConsumerCounters>) {
+    let _ = REGISTERED.set(counters);
+}
+
+/// The counters of the consumer this process runs, if it runs one.
+pub fn registered() -> Option<&'static Arc<ConsumerCounters>> {
+    REGISTERED.get()
 }
 
 /// What the consumer has done since it started.
@@ -171,7 +184,7 @@ enum Phase {
 
 /// Most visits the module packs into one entry (docs/ARCHITECTURE.md, "Visit events"): the
 /// first read assumes full entries, so it never holds more than about one transaction's worth.
-const MAX_VISITS_PER_ENTRY: f64 = 512.0;
+const MAX_VISITS_PER_ENTRY: f64 = shortlink_wire::event::BATCH_MAX_VISITS as f64;
 
 /// A batch being written by a task of its own, not yet acknowledged.
 struct InFlight {

@@ -4,12 +4,13 @@
 //! A backend's [`VisitDialect`] holds only what differs: how visit times are stored, the idle-link
 //! and bounded-delete statements, and the batch write.
 
-use super::{
-    breakdown_days, rank_breakdowns, BatchOutcome, Counts, Dimension, Entry, GroupRow, IdleLink,
-    StatsQuery, VisitStore, ALL_LINKS,
+use super::api::{
+    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink,
+    StatsQuery, VisitStore,
 };
 use crate::storage::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use crate::storage::{Backend, StorageError, StorageResult};
+use crate::visits::rollup::{Counts, ALL_LINKS};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::Visit;

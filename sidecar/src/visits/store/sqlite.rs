@@ -3,12 +3,12 @@
 //! transaction in progress (16,000 visits hold it for a few hundred milliseconds). Multi-row `VALUES`
 //! statements in a few fixed sizes ([`chunks`]), kept prepared. Visit times are Unix milliseconds.
 
+use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
     VISIT_COLUMNS,
 };
-use super::{deltas, BatchOutcome};
 use crate::storage::sql::Value;
 use crate::storage::{sqlite_file, Lite, StorageError, StorageResult};
 use crate::visits::rollup::NewVisitors;

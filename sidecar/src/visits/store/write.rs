@@ -3,9 +3,10 @@
 //! multi-row `VALUES` statements (SQLite, MariaDB/MySQL), chunking, placeholders, the binds of one
 //! visit and the rollup upserts. PostgreSQL writes arrays instead ([`super::postgres`]).
 
-use super::{visitor_bytes, BatchOutcome};
+use super::api::BatchOutcome;
 use crate::storage::sql::{statement, Dialect, Driver, Value};
 use crate::storage::{StorageError, StorageResult};
+use crate::visits::rollup::visitor_bytes;
 use crate::visits::rollup::{Audiences, Deltas};
 use shortlink_visit_enrich::{Audience, Visit};
 use sqlx::{Database, Encode, Type};

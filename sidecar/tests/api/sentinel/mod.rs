@@ -53,7 +53,7 @@ pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
         .await
         .expect("build the sidecar");
     let address = format!("http://{}", app.local_addr());
-    let background = shortlink_sidecar::visits::commands::start_background(&config, app.state())
+    let background = shortlink_sidecar::cli::visits::start_background(&config, app.state())
         .expect("start the visit consumer");
     let keeper = shortlink_sidecar::projection::marker::spawn_keeper(&config, app.state())
         .expect("start the marker's keeper");

@@ -4,7 +4,7 @@
 //! ([`super::postgres`]).
 
 use crate::storage::pg_copy::CopyData;
-use crate::visits::store::visitor_bytes;
+use crate::visits::rollup::visitor_bytes;
 use shortlink_visit_enrich::Visit;
 
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).

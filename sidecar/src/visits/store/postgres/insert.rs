@@ -4,8 +4,8 @@
 use super::copy::{self, COPY_VISITS};
 use super::{at_ms, db};
 use crate::storage::StorageResult;
+use crate::visits::rollup::visitor_bytes;
 use crate::visits::rollup::{self, Deltas, NewVisitors};
-use crate::visits::store::visitor_bytes;
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::Visit;
 use sqlx::{Postgres, Row, Transaction};

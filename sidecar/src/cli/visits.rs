@@ -1,9 +1,9 @@
 //! The analytics subcommands (`consume`, `cleanup`) and the background tasks of `serve`.
 
-use super::{cleanup, Background};
-use crate::cli::BoxError;
+use super::BoxError;
 use crate::config::Config;
 use crate::http::AppState;
+use crate::visits::{cleanup, cleanup_settings, Background};
 use std::sync::Arc;
 
 /// Starts what `serve` runs beside the API: the consumer (unless `--consumer false`) and the
@@ -35,7 +35,7 @@ pub async fn consume(config: &Config) -> Result<(), BoxError> {
 
 /// `cleanup`: runs the configured jobs once and prints what they did.
 pub async fn cleanup_once(config: &Config) -> Result<(), BoxError> {
-    let settings = super::cleanup_settings(config);
+    let settings = cleanup_settings(config);
     if !settings.is_enabled() {
         return Err("nothing to do: set --expire-idle-after and/or --visit-retention".into());
     }

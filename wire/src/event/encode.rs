@@ -1,5 +1,6 @@
-//! Encoding of visit events. Each visit is appended to a [`Batch`] as it is made; the batch
-//! leaves as one `XADD sl:events MAXLEN ~ <cap> * v <batch>`, whose head [`Encoder`] encoded once.
+//! Encoding of visit events (the module's half). Each visit is appended to a [`Batch`] as it is
+//! made; the batch leaves as one `XADD sl:events MAXLEN ~ <cap> * v <batch>`, whose head
+//! [`Encoder`] encoded once.
 //!
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
@@ -8,9 +9,11 @@
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
 use super::{
-    truncate, Visit, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_REFERER, MAX_UA, STREAM_KEY,
+    truncate, Visit, BATCH_FIELD, BATCH_FORMAT, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_REFERER,
+    MAX_UA, VISIT_FIELDS,
 };
-use crate::redis::resp::push_header;
+use crate::keys::EVENT_STREAM;
+use crate::resp::push_header;
 use std::ptr;
 
 /// A batch is written out early once it holds this many visits or bytes, so one entry stays at
@@ -20,13 +23,6 @@ use std::ptr;
 /// ~40 bytes, and 128 of them cost Redis ~160 instructions a visit, 512 of them ~40.
 pub const BATCH_MAX_VISITS: usize = 512;
 pub const BATCH_MAX_BYTES: usize = 64 * 1024;
-
-/// The stream field holding a batch.
-pub const BATCH_FIELD: &[u8] = b"v";
-/// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 1;
-/// Fields of a visit, in the order they are written.
-pub const VISIT_FIELDS: [&str; 8] = ["c", "t", "s", "ip", "ua", "ref", "host", "lang"];
 
 /// Arguments of a command: the head `XADD sl:events MAXLEN ~ <cap> *` and `v <batch>`.
 const COMMAND_ARGS: usize = 8;
@@ -39,7 +35,7 @@ pub struct Encoder {
 
 impl Encoder {
     pub fn new(max_len: u64) -> Self {
-        Self::for_stream(STREAM_KEY, max_len)
+        Self::for_stream(EVENT_STREAM.as_bytes(), max_len)
     }
 
     /// The head for the stream `key` (one of a cluster's visit streams).
@@ -87,6 +83,11 @@ impl Batch {
         self.visits == 0
     }
 
+    /// The encoded batch: the value of the entry's [`BATCH_FIELD`].
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     pub fn is_full(&self) -> bool {
         self.visits >= BATCH_MAX_VISITS || self.bytes.len() >= BATCH_MAX_BYTES
     }
@@ -95,6 +96,10 @@ impl Batch {
     /// per tracked redirect, so it writes straight into the buffer's spare room: one capacity
     /// check and one length update per visit instead of one per piece (sixteen), which measured
     /// 436 instructions a visit under callgrind, most of them bookkeeping around ~40 bytes.
+    // Inlinable across the crate boundary, as it was when it lived in the module: it runs once
+    // per tracked redirect.
+    #[inline]
+    #[allow(unsafe_code)]
     pub fn push(&mut self, v: &Visit<'_>) {
         if self.time.1.is_empty() || self.time.0 != v.time_ms {
             self.time = (v.time_ms, Digits::of(v.time_ms));
@@ -198,7 +203,7 @@ impl Digits {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::redis::resp::{parse, Frame};
+    use crate::resp::{parse, Frame};
 
     pub fn visit() -> Visit<'static> {
         Visit {

@@ -1,0 +1,129 @@
+//! Framing a batch back into visits: the consumer's half of [`super::encode`]. What the fields
+//! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
+
+use super::{BATCH_FORMAT, VISIT_FIELDS};
+
+/// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
+/// absent field.
+pub type VisitFields<'a> = [(&'static [u8], &'a [u8]); VISIT_FIELDS.len()];
+
+/// A batch that cannot be framed (any further): empty, of an unknown format, or cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchError;
+
+/// The visits of a batch, in order. A batch that cannot be framed ends with one `Err` for
+/// what is left; the visits before it are whole.
+pub fn visits(batch: &[u8]) -> Visits<'_> {
+    match batch.split_first() {
+        Some((&BATCH_FORMAT, rest)) => Visits { rest: Ok(rest) },
+        _ => Visits {
+            rest: Err(BatchError),
+        },
+    }
+}
+
+/// The iterator of [`visits`].
+#[derive(Debug, Clone)]
+pub struct Visits<'a> {
+    /// What is still to be read; `Err` once an error is due, then the iterator ends.
+    rest: Result<&'a [u8], BatchError>,
+}
+
+impl<'a> Iterator for Visits<'a> {
+    type Item = Result<VisitFields<'a>, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut rest = match self.rest {
+            Ok([]) => return None,
+            Ok(rest) => rest,
+            Err(error) => {
+                self.rest = Ok(&[]);
+                return Some(Err(error));
+            }
+        };
+        let mut fields: VisitFields<'a> = [(&[], &[]); VISIT_FIELDS.len()];
+        for (slot, name) in fields.iter_mut().zip(VISIT_FIELDS) {
+            let Some((value, tail)) = take_field(rest) else {
+                self.rest = Ok(&[]);
+                return Some(Err(BatchError));
+            };
+            *slot = (name.as_bytes(), value);
+            rest = tail;
+        }
+        self.rest = Ok(rest);
+        Some(Ok(fields))
+    }
+}
+
+/// One length-prefixed field off the front of `bytes`, and what follows it.
+fn take_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = bytes.split_first_chunk::<2>()?;
+    let len = usize::from(u16::from_le_bytes(*len));
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::encode::tests::visit;
+    use super::super::{truncate, Batch, Visit, MAX_HOST, MAX_UA};
+    use super::*;
+
+    fn batch_of(visits: &[Visit<'_>]) -> Vec<u8> {
+        let mut batch = Batch::default();
+        for v in visits {
+            batch.push(v);
+        }
+        batch.bytes().to_vec()
+    }
+
+    fn value<'a>(fields: &VisitFields<'a>, name: &str) -> &'a [u8] {
+        fields
+            .iter()
+            .find(|(n, _)| *n == name.as_bytes())
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn what_is_encoded_decodes_to_the_same_visits() {
+        let host = vec![b'h'; MAX_HOST + 10];
+        let ua = "é".repeat(MAX_UA);
+        let second = Visit {
+            code: b"zz9",
+            time_ms: 7,
+            status: 410,
+            ip: b"",
+            host: &host,
+            ua: ua.as_bytes(),
+            ..visit()
+        };
+        let bytes = batch_of(&[visit(), second]);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 2);
+        for (fields, sent) in decoded.iter().zip([visit(), second]) {
+            assert_eq!(value(fields, "c"), sent.code);
+            assert_eq!(value(fields, "t"), sent.time_ms.to_string().as_bytes());
+            assert_eq!(value(fields, "s"), sent.status.to_string().as_bytes());
+            assert_eq!(value(fields, "ip"), sent.ip);
+            assert_eq!(value(fields, "ref"), sent.referer);
+            assert_eq!(value(fields, "lang"), sent.lang);
+        }
+        // Long values arrive cut to the shared limits, whole characters only.
+        assert_eq!(value(&decoded[1], "host"), truncate(&host, MAX_HOST));
+        assert_eq!(value(&decoded[1], "ua"), truncate(ua.as_bytes(), MAX_UA));
+        assert!(std::str::from_utf8(value(&decoded[1], "ua")).is_ok());
+    }
+
+    #[test]
+    fn a_batch_that_cannot_be_framed_ends_in_one_error() {
+        assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x02").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert!(visits(&[BATCH_FORMAT]).next().is_none());
+        let mut bytes = batch_of(&[visit(), visit()]);
+        bytes.pop();
+        let decoded: Vec<_> = visits(&bytes).collect();
+        assert_eq!(decoded.len(), 2);
+        assert!(decoded[0].is_ok());
+        assert_eq!(decoded[1], Err(BatchError));
+    }
+}

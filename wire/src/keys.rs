@@ -1,0 +1,57 @@
+//! Every Redis key name shortlink uses: the one place they are spelled. The module reads links
+//! and the projection marker and appends to the visit stream; the sidecar writes all of them.
+//! A Redis Cluster adds per-slot variants of the marker, the resync token and the visit stream
+//! ([`crate::cluster`] builds them from the prefixes here).
+
+/// Prefix of every link record: `sl:c:<code>` holds the [`crate::record`] of `<code>`.
+pub const LINK_PREFIX: &str = "sl:c:";
+
+/// The projection marker: present while Redis holds every link of SQL (a missing record is then
+/// a 404); its value names the code scheme. On a cluster, one per slot ([`MARKER_PREFIX`]).
+pub const PROJECTION_MARKER: &str = "sl:meta:projection";
+
+/// Prefix of a cluster's per-slot projection markers: `sl:meta:projection:{<tag>}`.
+pub const MARKER_PREFIX: &str = "sl:meta:projection:";
+
+/// The token a resync holds while it refills Redis; the marker is set only by the holder. On a
+/// cluster, one per slot: `sl:meta:resync:{<tag>}`.
+pub const RESYNC_TOKEN: &str = "sl:meta:resync";
+
+/// The high-water mark of sequence numbers leased to sidecars (only ever raised).
+pub const ISSUED_MARK: &str = "sl:meta:issued";
+
+/// The visit stream of one Redis (or a primary with replicas), read by the sidecar's consumer
+/// group. On a cluster, [`crate::cluster::EVENT_STREAMS`] streams `sl:events:{<tag>}`.
+pub const EVENT_STREAM: &str = "sl:events";
+
+/// Prefix of a cluster's visit streams: `sl:events:{<tag>}`.
+pub const EVENT_STREAM_PREFIX: &str = "sl:events:";
+
+/// The record key of `code`.
+pub fn link_key(code: &str) -> String {
+    format!("{LINK_PREFIX}{code}")
+}
+
+/// The code a record key names, if `key` is one.
+pub fn code_of(key: &str) -> Option<&str> {
+    key.strip_prefix(LINK_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_keys_round_trip() {
+        assert_eq!(link_key("aB3xY9"), "sl:c:aB3xY9");
+        assert_eq!(code_of(&link_key("aB3xY9")), Some("aB3xY9"));
+        assert_eq!(code_of("sl:meta:projection"), None);
+    }
+
+    #[test]
+    fn cluster_prefixes_extend_the_plain_names() {
+        // A cluster's keys are the plain ones plus `:{tag}`: operators grep for either.
+        assert_eq!(MARKER_PREFIX, format!("{PROJECTION_MARKER}:"));
+        assert_eq!(EVENT_STREAM_PREFIX, format!("{EVENT_STREAM}:"));
+    }
+}
