@@ -238,6 +238,15 @@ pub struct ClusterSystem {
 impl ClusterSystem {
     /// Returns once the sidecar has marked the slots (a sample of them) as projected.
     pub fn start(cluster: &RedisCluster, options: crate::NginxOptions) -> Self {
+        Self::start_with(cluster, options, &[])
+    }
+
+    /// [`Self::start`] with more sidecar flags.
+    pub fn start_with(
+        cluster: &RedisCluster,
+        options: crate::NginxOptions,
+        sidecar_args: &[&str],
+    ) -> Self {
         let dir = temp_dir();
         std::fs::set_permissions(
             dir.path(),
@@ -247,7 +256,8 @@ impl ClusterSystem {
         let database = crate::sqlite_in(&dir);
         let seeds = cluster.seeds();
         let first = cluster.urls().into_iter().next().expect("a running node");
-        let args = vec!["--redis-cluster".to_owned(), seeds.clone()];
+        let mut args = vec!["--redis-cluster".to_owned(), seeds.clone()];
+        args.extend(sidecar_args.iter().map(|arg| (*arg).to_owned()));
         let sidecar = crate::Sidecar::launch(&dir, &first, &database, 0, args, || {
             markers_present(cluster)
         });
