@@ -336,21 +336,11 @@ while :; do sleep 1 & wait $!; done"#;
 /// The pool's HTTPS servers, generated from `prefix`'s domains.conf by `scripts/tls-domains` as
 /// `scripts/render-nginx` and `scripts/reload` do (none without certificates).
 fn write_tls_domains(prefix: &Path, certs: Option<&Path>) {
-    let out = prefix.join("tls-domains.conf");
-    let Some(certs) = certs else {
-        std::fs::write(out, "# HTTPS is off: no server here.\n").expect("write tls-domains.conf");
-        return;
-    };
     let output = Command::new(paths::workspace_dir().join("scripts/tls-domains"))
-        .arg("--pool-from")
-        .arg(prefix.join("domains.conf"))
+        .arg("--prefix")
+        .arg(prefix)
         .arg("--certs")
-        .arg(certs)
-        .args(["--listen", ""])
-        .arg("--include")
-        .arg(prefix.join("tls-domain.conf"))
-        .arg("--out")
-        .arg(&out)
+        .arg(certs.unwrap_or(Path::new("")))
         .output()
         .expect("run scripts/tls-domains");
     assert!(
