@@ -58,9 +58,10 @@ pub fn encode_record(link: &Link) -> String {
             expires_at: link.expires_at.map_or(0, |at| at.timestamp()),
             flags: link.flags.0,
             target: &link.target,
+            extras: None,
         },
     };
-    record.encode()
+    String::from_utf8(record.encode()).expect("a version 1 record is ASCII")
 }
 
 /// What Redis must hold for a link.

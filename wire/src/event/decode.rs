@@ -1,7 +1,7 @@
 //! Framing a batch back into visits: the consumer's half of [`super::encode`]. What the fields
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
-use super::{BATCH_FORMAT, VISIT_FIELDS};
+use super::{BATCH_FORMAT, BATCH_FORMAT_1, FORMAT_1_FIELDS, VISIT_FIELDS};
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
 /// absent field.
@@ -15,9 +15,17 @@ pub struct BatchError;
 /// what is left; the visits before it are whole.
 pub fn visits(batch: &[u8]) -> Visits<'_> {
     match batch.split_first() {
-        Some((&BATCH_FORMAT, rest)) => Visits { rest: Ok(rest) },
+        Some((&BATCH_FORMAT, rest)) => Visits {
+            rest: Ok(rest),
+            fields: VISIT_FIELDS.len(),
+        },
+        Some((&BATCH_FORMAT_1, rest)) => Visits {
+            rest: Ok(rest),
+            fields: FORMAT_1_FIELDS,
+        },
         _ => Visits {
             rest: Err(BatchError),
+            fields: 0,
         },
     }
 }
@@ -27,6 +35,8 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
 pub struct Visits<'a> {
     /// What is still to be read; `Err` once an error is due, then the iterator ends.
     rest: Result<&'a [u8], BatchError>,
+    /// Fields per visit in this batch's format; the others are absent.
+    fields: usize,
 }
 
 impl<'a> Iterator for Visits<'a> {
@@ -41,8 +51,9 @@ impl<'a> Iterator for Visits<'a> {
                 return Some(Err(error));
             }
         };
-        let mut fields: VisitFields<'a> = [(&[], &[]); VISIT_FIELDS.len()];
-        for (slot, name) in fields.iter_mut().zip(VISIT_FIELDS) {
+        // Fields a format-1 batch does not have stay named and empty (absent).
+        let mut fields: VisitFields<'a> = VISIT_FIELDS.map(|name| (name.as_bytes(), &[][..]));
+        for (slot, name) in fields.iter_mut().zip(VISIT_FIELDS).take(self.fields) {
             let Some((value, tail)) = take_field(rest) else {
                 self.rest = Ok(&[]);
                 return Some(Err(BatchError));
@@ -115,10 +126,38 @@ mod tests {
     }
 
     #[test]
+    fn a_format_1_batch_reads_without_a_rule_and_the_rule_round_trips() {
+        // What a module from before click-time rules wrote: eight fields a visit.
+        let mut old = vec![BATCH_FORMAT_1];
+        for value in ["abc", "7", "302", "", "", "", "s1.example", "pt"] {
+            old.extend((value.len() as u16).to_le_bytes());
+            old.extend(value.as_bytes());
+        }
+        let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
+        assert_eq!(value(&decoded[0], "c"), b"abc");
+        assert_eq!(value(&decoded[0], "lang"), b"pt");
+        assert_eq!(value(&decoded[0], "rule"), b"");
+        let chosen = crate::record::Chosen {
+            rule: 2,
+            variant: Some(1),
+        };
+        let bytes = batch_of(&[Visit {
+            chosen: Some(chosen),
+            ..visit()
+        }]);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(value(&decoded[0], "rule"), b"2.1");
+        assert_eq!(
+            crate::event::parse_chosen(value(&decoded[0], "rule")),
+            Some(chosen)
+        );
+    }
+
+    #[test]
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
-        assert_eq!(visits(b"\x02").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
+        assert_eq!(visits(b"\x03").collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();

@@ -5,12 +5,12 @@
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
 //! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
-//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the eight fields in a fixed
+//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the nine fields in a fixed
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
 use super::{
-    truncate, Visit, BATCH_FIELD, BATCH_FORMAT, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_REFERER,
-    MAX_UA, VISIT_FIELDS,
+    chosen_text, truncate, Visit, BATCH_FIELD, BATCH_FORMAT, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG,
+    MAX_REFERER, MAX_UA, VISIT_FIELDS,
 };
 use crate::keys::EVENT_STREAM;
 use crate::resp::push_header;
@@ -116,6 +116,10 @@ impl Batch {
                 other_status.as_bytes()
             }
         };
+        let chosen = v.chosen.map(chosen_text);
+        let rule = chosen
+            .as_ref()
+            .map_or(&[][..], |(bytes, len)| &bytes[..*len]);
         let values: [&[u8]; VISIT_FIELDS.len()] = [
             truncate(v.code, MAX_CODE),
             self.time.1.as_bytes(),
@@ -125,6 +129,7 @@ impl Batch {
             truncate(v.referer, MAX_REFERER),
             truncate(v.host, MAX_HOST),
             truncate(v.lang, MAX_LANG),
+            rule,
         ];
         let fresh = self.bytes.is_empty();
         let len = usize::from(fresh) + values.iter().map(|value| 2 + value.len()).sum::<usize>();
@@ -215,6 +220,7 @@ pub(super) mod tests {
             referer: b"",
             host: b"s1.example",
             lang: b"",
+            chosen: None,
         }
     }
 

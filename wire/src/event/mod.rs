@@ -3,10 +3,12 @@
 //! made in one pass of nginx's event loop leave together as **one** stream entry,
 //! `XADD sl:events MAXLEN ~ <cap> * v <batch>`.
 //!
-//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the eight fields of
+//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the nine fields of
 //! [`VISIT_FIELDS`] in that order, each a little-endian `u16` length and the bytes (length 0 =
 //! absent). [`encode`] writes it (the module), [`decode`] frames it back (the consumer); the
-//! limits below are what the writer cuts to and the reader keeps.
+//! limits below are what the writer cuts to and the reader keeps. Format 1, written by modules
+//! before click-time rules, has the first eight fields only; the consumer reads both (upgrade
+//! the sidecars first).
 
 pub mod decode;
 pub mod encode;
@@ -14,12 +16,19 @@ pub mod encode;
 pub use decode::{visits, BatchError, VisitFields};
 pub use encode::{Batch, Encoder, BATCH_MAX_BYTES, BATCH_MAX_VISITS};
 
+use crate::record::Chosen;
+
 /// The stream field holding a batch.
 pub const BATCH_FIELD: &[u8] = b"v";
 /// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 1;
-/// Fields of a visit, in the order they are written.
-pub const VISIT_FIELDS: [&str; 8] = ["c", "t", "s", "ip", "ua", "ref", "host", "lang"];
+pub const BATCH_FORMAT: u8 = 2;
+/// The format before `rule`: its visits have the first [`FORMAT_1_FIELDS`] fields.
+pub const BATCH_FORMAT_1: u8 = 1;
+pub const FORMAT_1_FIELDS: usize = 8;
+/// Fields of a visit, in the order they are written. `rule` names the click-time rule that
+/// answered, `<rule>` or `<rule>.<variant>` (indexes from 0, [`chosen_text`]); empty when the
+/// link's own target did.
+pub const VISIT_FIELDS: [&str; 9] = ["c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule"];
 
 /// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
 /// request cannot make an event, the spool or the stream entry large; the consumer keeps no more
@@ -49,6 +58,47 @@ pub struct Visit<'a> {
     pub referer: &'a [u8],
     pub host: &'a [u8],
     pub lang: &'a [u8],
+    /// The rule (and variant) that answered; `None` for the link's own target.
+    pub chosen: Option<Chosen>,
+}
+
+/// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.
+pub fn chosen_text(chosen: Chosen) -> ([u8; 7], usize) {
+    let mut out = [0; 7];
+    let mut len = push_decimal(&mut out, 0, chosen.rule);
+    if let Some(variant) = chosen.variant {
+        out[len] = b'.';
+        len = push_decimal(&mut out, len + 1, variant);
+    }
+    (out, len)
+}
+
+/// The rule (and variant) a `rule` field names; `None` for an empty or malformed field.
+pub fn parse_chosen(text: &[u8]) -> Option<Chosen> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (rule, variant) = match text.split_once('.') {
+        Some((rule, variant)) => (rule, Some(variant.parse().ok()?)),
+        None => (text, None),
+    };
+    Some(Chosen {
+        rule: rule.parse().ok()?,
+        variant,
+    })
+}
+
+fn push_decimal(out: &mut [u8; 7], at: usize, n: u8) -> usize {
+    let digits = [n / 100, n / 10 % 10, n % 10];
+    let skip = if n >= 100 {
+        0
+    } else if n >= 10 {
+        1
+    } else {
+        2
+    };
+    for (i, digit) in digits[skip..].iter().enumerate() {
+        out[at + i] = b'0' + digit;
+    }
+    at + 3 - skip
 }
 
 /// `value` cut to at most `max` bytes, backing off to a UTF-8 character boundary so that a
@@ -85,5 +135,22 @@ mod tests {
         assert_eq!(truncate(s, 6), s);
         // Invalid UTF-8 (a run of continuation bytes) gets a plain cut.
         assert_eq!(truncate(&[0x80; 10], 4).len(), 4);
+    }
+
+    #[test]
+    fn the_rule_field_round_trips() {
+        for (rule, variant, text) in [
+            (0, None, "0"),
+            (15, Some(7), "15.7"),
+            (255, Some(255), "255.255"),
+        ] {
+            let chosen = Chosen { rule, variant };
+            let (bytes, len) = chosen_text(chosen);
+            assert_eq!(&bytes[..len], text.as_bytes());
+            assert_eq!(parse_chosen(text.as_bytes()), Some(chosen));
+        }
+        for bad in ["", ".", "1.", "x", "1.2.3", "256"] {
+            assert_eq!(parse_chosen(bad.as_bytes()), None, "{bad}");
+        }
     }
 }

@@ -1,9 +1,9 @@
-//! The link record, version 1, as the sidecar writes it to `sl:c:<code>` ([`crate::keys`]). Both
-//! halves are here, [`Record::encode`] for the sidecar and [`decode`] for the module, so they
-//! cannot drift apart.
+//! The link record, as the sidecar writes it to `sl:c:<code>` ([`crate::keys`]). Both halves are
+//! here, [`Record::encode`] for the sidecar and [`decode`] for the module and the sidecar's
+//! fallback, so they cannot drift apart.
 //!
-//! One ASCII line, fields separated by `|`; the target is last and may itself contain `|`:
-//! `1|<state>|<status>|<expires_at>|<flags>|<target>`.
+//! **Version 1**, every plain link: one ASCII line, fields separated by `|`; the target is last
+//! and may itself contain `|`: `1|<state>|<status>|<expires_at>|<flags>|<target>`.
 //!
 //! | field | meaning |
 //! |---|---|
@@ -17,15 +17,28 @@
 //! Examples: `1|L|302|0|0|https://example.com/a?b=c`, `1|L|301|1798761600|1|https://shop.example/`,
 //! `1|R|410|0|0|` ([`TOMBSTONE`]).
 //!
+//! **Version 2**, only for a live link with a lifecycle or rules ([`Extras`]): the same line with
+//! `2` first, then `\n` and the extras' binary fields ([`extras`]). A plain link stays version 1,
+//! so a module that predates version 2 still serves every plain link during an upgrade.
+//!
 //! Versions: the first field names the layout. A reader meeting a version it does not know gets
 //! [`RecordError::Version`] ("not mine") and must treat it like a Redis failure (the module
 //! then answers with its fallback), never as a 404: during a rolling upgrade a newer sidecar may
 //! write a version an older module cannot read yet.
 
+mod answer;
+pub mod extras;
+
+pub use answer::{Answer, Chosen, LinkView, LIFECYCLE_STATUS};
+pub use extras::Extras;
+
+use crate::rules::codec::RulesError;
 use std::fmt;
 
-/// The record version this crate writes, and the only one it reads.
+/// The record version of a plain link.
 pub const VERSION: &str = "1";
+/// The record version of a link with [`Extras`].
+pub const VERSION_EXTRAS: &str = "2";
 
 /// Flag bit 1: append the short URL's query string to the target.
 pub const FLAG_FORWARD_QUERY: u32 = 1;
@@ -35,6 +48,10 @@ pub const REVOKED_STATUS: u16 = 410;
 
 /// The tombstone of a revoked link: answers 410 forever, has no TTL.
 pub const TOMBSTONE: &str = "1|R|410|0|0|";
+
+/// The largest record the sidecar writes (and the API accepts a link's rules and URLs up to):
+/// the module keeps a decoded copy per cached link, and reads it in one Redis reply.
+pub const MAX_RECORD_BYTES: usize = 16 * 1024;
 
 /// A record as the sidecar writes it. The target is written verbatim: the sidecar has
 /// validated it (absolute http(s) URL of visible ASCII, see [`decode`]).
@@ -48,21 +65,33 @@ pub enum Record<'a> {
         /// Flag bits ([`FLAG_FORWARD_QUERY`]); bits this version does not know are kept.
         flags: u32,
         target: &'a str,
+        /// Lifecycle and rules; `None` or empty for a plain (version 1) link.
+        extras: Option<&'a Extras>,
     },
     Revoked,
 }
 
 impl Record<'_> {
     /// The value of the record's key.
-    pub fn encode(&self) -> String {
+    pub fn encode(&self) -> Vec<u8> {
         match self {
             Record::Live {
                 status,
                 expires_at,
                 flags,
                 target,
-            } => format!("{VERSION}|L|{status}|{expires_at}|{flags}|{target}"),
-            Record::Revoked => TOMBSTONE.to_owned(),
+                extras,
+            } => match extras.filter(|extras| !extras.is_empty()) {
+                None => format!("{VERSION}|L|{status}|{expires_at}|{flags}|{target}").into_bytes(),
+                Some(extras) => {
+                    let mut out =
+                        format!("{VERSION_EXTRAS}|L|{status}|{expires_at}|{flags}|{target}\n")
+                            .into_bytes();
+                    extras.encode(&mut out);
+                    out
+                }
+            },
+            Record::Revoked => TOMBSTONE.as_bytes().to_vec(),
         }
     }
 }
@@ -76,38 +105,37 @@ pub enum Link {
         expires_at: u64,
         forward_query: bool,
         target: Box<[u8]>,
+        /// Lifecycle and rules (version 2); `None` for a plain link.
+        extras: Option<Box<Extras>>,
     },
     Revoked,
 }
 
-/// What a link means at a given moment.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Answer<'a> {
-    Redirect {
-        status: u16,
-        target: &'a [u8],
-        forward_query: bool,
-    },
-    Gone,
-}
-
 impl Link {
-    pub fn answer(&self, now_unix: u64) -> Answer<'_> {
+    pub fn view(&self) -> LinkView<'_> {
         match self {
-            Link::Live { expires_at, .. } if *expires_at != 0 && *expires_at <= now_unix => {
-                Answer::Gone
-            }
             Link::Live {
                 status,
+                expires_at,
                 forward_query,
                 target,
-                ..
-            } => Answer::Redirect {
+                extras,
+            } => LinkView {
+                revoked: false,
                 status: *status,
-                target,
+                expires_at: *expires_at,
                 forward_query: *forward_query,
+                target,
+                extras: extras.as_deref(),
             },
-            Link::Revoked => Answer::Gone,
+            Link::Revoked => LinkView {
+                revoked: true,
+                status: REVOKED_STATUS,
+                expires_at: 0,
+                forward_query: false,
+                target: &[],
+                extras: None,
+            },
         }
     }
 }
@@ -116,7 +144,8 @@ impl Link {
 /// must never turn a value it does not understand into a redirect or a 404.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordError {
-    /// A version this reader does not know: "not mine", written by a newer (or foreign) writer.
+    /// A version (or, in version 2, a field) this reader does not know: "not mine", written by
+    /// a newer (or foreign) writer.
     Version,
     Fields,
     State,
@@ -124,6 +153,9 @@ pub enum RecordError {
     ExpiresAt,
     Flags,
     Target,
+    /// Version 2's fields are cut short, repeated or of the wrong size.
+    Extras,
+    Rules(RulesError),
 }
 
 impl fmt::Display for RecordError {
@@ -136,17 +168,30 @@ impl fmt::Display for RecordError {
             RecordError::ExpiresAt => "bad expires_at",
             RecordError::Flags => "bad flags",
             RecordError::Target => "bad target URL",
+            RecordError::Extras => "bad version 2 fields",
+            RecordError::Rules(why) => return write!(f, "bad rules: {why}"),
         };
         f.write_str(what)
     }
 }
 
 pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
+    let version_end = value.iter().position(|&b| b == b'|').unwrap_or(value.len());
+    let (line, extras) = match &value[..version_end] {
+        v if v == VERSION.as_bytes() => (value, None),
+        v if v == VERSION_EXTRAS.as_bytes() => {
+            // A target never holds a line break: the first one ends the line.
+            let end = value
+                .iter()
+                .position(|&b| b == b'\n')
+                .ok_or(RecordError::Fields)?;
+            let extras = Extras::decode(&value[end + 1..])?;
+            (&value[..end], Some(Box::new(extras)))
+        }
+        _ => return Err(RecordError::Version),
+    };
     // The target is last and may itself contain '|'.
-    let mut fields = value.splitn(6, |&b| b == b'|');
-    if fields.next() != Some(VERSION.as_bytes()) {
-        return Err(RecordError::Version);
-    }
+    let mut fields = line.splitn(6, |&b| b == b'|').skip(1);
     let mut next = || fields.next().ok_or(RecordError::Fields);
     let (state, status, expires_at, flags, target) = (next()?, next()?, next()?, next()?, next()?);
 
@@ -168,10 +213,12 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
                 expires_at,
                 forward_query: flags & FLAG_FORWARD_QUERY != 0,
                 target: target.into(),
+                extras,
             })
         }
-        b"R" if status == u64::from(REVOKED_STATUS) => Ok(Link::Revoked),
-        b"R" => Err(RecordError::Status),
+        // Only version 1 holds tombstones: a revoked link has nothing to add.
+        b"R" if status == u64::from(REVOKED_STATUS) && extras.is_none() => Ok(Link::Revoked),
+        b"R" if extras.is_none() => Err(RecordError::Status),
         _ => Err(RecordError::State),
     }
 }
@@ -187,7 +234,7 @@ fn decimal(field: &[u8]) -> Option<u64> {
 
 /// An absolute http(s) URL of visible ASCII: the value goes verbatim into a `Location` header,
 /// so anything else (CR, LF, spaces, non-ASCII) must never get through.
-pub(crate) fn is_valid_target(target: &[u8]) -> bool {
+pub fn is_valid_target(target: &[u8]) -> bool {
     let scheme_ok =
         starts_with_ignore_case(target, b"https://") || starts_with_ignore_case(target, b"http://");
     scheme_ok && target.iter().all(|&b| b.is_ascii_graphic())
@@ -207,6 +254,7 @@ mod tests {
             expires_at,
             forward_query,
             target: target.as_bytes().into(),
+            extras: None,
         }
     }
 
@@ -236,32 +284,31 @@ mod tests {
                 expires_at,
                 flags,
                 target,
+                extras: None,
             }
             .encode();
             assert_eq!(
-                decode(value.as_bytes()),
+                decode(&value),
                 Ok(live(
                     status,
                     expires_at as u64,
                     flags & FLAG_FORWARD_QUERY != 0,
                     target
                 )),
-                "{value}"
+                "{}",
+                String::from_utf8_lossy(&value)
             );
         }
-        assert_eq!(Record::Revoked.encode(), TOMBSTONE);
-        assert_eq!(
-            decode(Record::Revoked.encode().as_bytes()),
-            Ok(Link::Revoked)
-        );
+        assert_eq!(Record::Revoked.encode(), TOMBSTONE.as_bytes());
+        assert_eq!(decode(&Record::Revoked.encode()), Ok(Link::Revoked));
     }
 
     #[test]
     fn a_newer_version_is_not_mine_whatever_follows() {
         // What a future writer might put there: a reader must not guess at it.
         for value in [
-            "2|L|302|0|0|https://x/",
-            "2|",
+            "3|L|302|0|0|https://x/",
+            "3|",
             "10|L|302|0|0|https://x/",
             "1x|R|410|0|0|",
         ] {
@@ -291,7 +338,7 @@ mod tests {
 
     #[test]
     fn rejects_unknown_versions_and_garbage() {
-        assert_eq!(decode(b"2|L|302|0|0|https://x/"), Err(RecordError::Version));
+        assert_eq!(decode(b"3|L|302|0|0|https://x/"), Err(RecordError::Version));
         assert_eq!(decode(b"https://example.com"), Err(RecordError::Version));
         assert_eq!(decode(b""), Err(RecordError::Version));
         assert_eq!(decode(b"1|L|302|0|0"), Err(RecordError::Fields));
@@ -332,22 +379,37 @@ mod tests {
 
     #[test]
     fn expiry_is_judged_at_answer_time() {
+        fn answer(link: &Link, now: u64) -> Answer<'_> {
+            link.view().answer(now, no_click, no_country)
+        }
         let link = live(302, 1000, false, "https://x.example/");
         assert!(matches!(
-            link.answer(999),
+            answer(&link, 999),
             Answer::Redirect { status: 302, .. }
         ));
-        assert_eq!(link.answer(1000), Answer::Gone);
-        assert_eq!(link.answer(5000), Answer::Gone);
+        assert_eq!(answer(&link, 1000), Answer::Gone);
+        assert_eq!(answer(&link, 5000), Answer::Gone);
         let forever = live(301, 0, true, "https://x.example/");
         assert_eq!(
-            forever.answer(u64::MAX),
+            answer(&forever, u64::MAX),
             Answer::Redirect {
                 status: 301,
                 target: b"https://x.example/",
-                forward_query: true
+                forward_query: true,
+                chosen: None,
             }
         );
-        assert_eq!(Link::Revoked.answer(0), Answer::Gone);
+        assert_eq!(answer(&Link::Revoked, 0), Answer::Gone);
+    }
+
+    fn no_click() -> crate::rules::Click<'static> {
+        panic!("a plain link evaluates no rule")
+    }
+
+    fn no_country(_: std::net::IpAddr) -> Option<[u8; 2]> {
+        panic!("a plain link looks up no country")
     }
 }
+
+#[cfg(test)]
+mod extras_tests;

@@ -1,0 +1,120 @@
+//! What a link answers to one click: the one decision the module and the sidecar's fallback
+//! share, so a click gets the same answer whichever serves it.
+
+use std::net::IpAddr;
+
+use super::Extras;
+use crate::rules::{self, Click};
+
+/// A link's fields as a reader holds them: borrowed from a decoded [`super::Link`] or from a
+/// cache slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkView<'a> {
+    pub revoked: bool,
+    pub status: u16,
+    /// Unix seconds after which the link is expired; 0 = never.
+    pub expires_at: u64,
+    pub forward_query: bool,
+    pub target: &'a [u8],
+    pub extras: Option<&'a Extras>,
+}
+
+/// Which rule (and which variant of its split) answered a click: recorded on the visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chosen {
+    pub rule: u8,
+    pub variant: Option<u8>,
+}
+
+/// What a link means for one click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer<'a> {
+    Redirect {
+        status: u16,
+        target: &'a [u8],
+        forward_query: bool,
+        /// The rule that sent the click to `target`; none for the link's own target and for the
+        /// lifecycle's URLs.
+        chosen: Option<Chosen>,
+    },
+    /// Revoked, or expired without an expired URL: 410.
+    Gone,
+    /// Before `valid_since`, without a "not yet" URL: a page saying when the link opens.
+    NotYet { opens_at: u64 },
+}
+
+/// The status of the lifecycle's redirects (before and after the link lives): temporary, since
+/// the same click will be answered differently later or was answered differently before.
+pub const LIFECYCLE_STATUS: u16 = 302;
+
+impl<'a> LinkView<'a> {
+    /// The answer at `now_unix`. `click` is built only when a rule needs to be evaluated, and
+    /// `country` called at most once, when a rule asks for the client's country: a plain link
+    /// costs neither.
+    pub fn answer<'c>(
+        &self,
+        now_unix: u64,
+        click: impl FnOnce() -> Click<'c>,
+        country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+    ) -> Answer<'a> {
+        if self.revoked {
+            return Answer::Gone;
+        }
+        let expired = self.expires_at != 0 && self.expires_at <= now_unix;
+        let Some(extras) = self.extras else {
+            return if expired {
+                Answer::Gone
+            } else {
+                self.own_target()
+            };
+        };
+        if expired {
+            return match &extras.expired_url {
+                Some(url) => lifecycle_redirect(url),
+                None => Answer::Gone,
+            };
+        }
+        if extras.valid_since > now_unix {
+            return match &extras.not_yet_url {
+                Some(url) => lifecycle_redirect(url),
+                None => Answer::NotYet {
+                    opens_at: extras.valid_since,
+                },
+            };
+        }
+        if extras.rules.is_empty() {
+            return self.own_target();
+        }
+        let click = click();
+        match rules::choose(&extras.rules, &click, country) {
+            Some(choice) => Answer::Redirect {
+                status: choice.target.status,
+                target: &choice.target.url,
+                forward_query: choice.target.forward_query,
+                chosen: Some(Chosen {
+                    rule: choice.rule,
+                    variant: choice.variant,
+                }),
+            },
+            None => self.own_target(),
+        }
+    }
+
+    fn own_target(&self) -> Answer<'a> {
+        Answer::Redirect {
+            status: self.status,
+            target: self.target,
+            forward_query: self.forward_query,
+            chosen: None,
+        }
+    }
+}
+
+fn lifecycle_redirect(url: &[u8]) -> Answer<'_> {
+    Answer::Redirect {
+        status: LIFECYCLE_STATUS,
+        target: url,
+        forward_query: false,
+        chosen: None,
+    }
+}

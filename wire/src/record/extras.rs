@@ -1,0 +1,115 @@
+//! What a version-2 record carries beyond version 1's fields: the lifecycle of a link
+//! (`valid_since`, the URLs that answer before and after it lives) and its click-time rules.
+//!
+//! After the text line of version 1 and one `\n` (a target never holds one), a sequence of
+//! fields, each `tag:u8 len:u16 value` (big-endian length), each tag at most once:
+//!
+//! | tag | value |
+//! |---|---|
+//! | `s` | `valid_since`: Unix seconds, `u64` big-endian |
+//! | `n` | the "not yet" URL: where a click before `valid_since` goes (302) |
+//! | `e` | the expired URL: where a click after `expires_at` goes (302) instead of a 410 |
+//! | `r` | the rules, in [`crate::rules::codec`]'s form |
+//!
+//! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
+//! feature this reader cannot honour), never a partial answer.
+
+use super::{is_valid_target, RecordError};
+use crate::rules::{codec, Rule};
+
+const VALID_SINCE: u8 = b's';
+const NOT_YET_URL: u8 = b'n';
+const EXPIRED_URL: u8 = b'e';
+const RULES: u8 = b'r';
+
+/// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// Unix seconds before which the link does not redirect yet; 0 = from its creation.
+    pub valid_since: u64,
+    /// Where a click before `valid_since` goes; none: a "not yet" page.
+    pub not_yet_url: Option<Box<[u8]>>,
+    /// Where a click after `expires_at` goes; none: 410.
+    pub expired_url: Option<Box<[u8]>>,
+    /// Tried in order; the first that holds answers, else the link's own target.
+    pub rules: Box<[Rule]>,
+}
+
+impl Extras {
+    /// True when nothing here changes an answer: the record is then written as version 1.
+    pub fn is_empty(&self) -> bool {
+        self.valid_since == 0
+            && self.not_yet_url.is_none()
+            && self.expired_url.is_none()
+            && self.rules.is_empty()
+    }
+
+    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+        if self.valid_since != 0 {
+            field(out, VALID_SINCE, &self.valid_since.to_be_bytes());
+        }
+        if let Some(url) = &self.not_yet_url {
+            field(out, NOT_YET_URL, url);
+        }
+        if let Some(url) = &self.expired_url {
+            field(out, EXPIRED_URL, url);
+        }
+        if !self.rules.is_empty() {
+            let mut bytes = Vec::new();
+            codec::encode(&self.rules, &mut bytes);
+            field(out, RULES, &bytes);
+        }
+    }
+
+    pub(super) fn decode(mut bytes: &[u8]) -> Result<Extras, RecordError> {
+        let mut extras = Extras::default();
+        let mut seen = 0u32;
+        while let Some((&tag, rest)) = bytes.split_first() {
+            let [hi, lo, rest @ ..] = rest else {
+                return Err(RecordError::Extras);
+            };
+            let len = usize::from(u16::from_be_bytes([*hi, *lo]));
+            if rest.len() < len {
+                return Err(RecordError::Extras);
+            }
+            let (value, rest) = rest.split_at(len);
+            bytes = rest;
+            let bit = match tag {
+                VALID_SINCE => 1,
+                NOT_YET_URL => 2,
+                EXPIRED_URL => 4,
+                RULES => 8,
+                _ => return Err(RecordError::Version),
+            };
+            if seen & bit != 0 {
+                return Err(RecordError::Extras);
+            }
+            seen |= bit;
+            match tag {
+                VALID_SINCE => {
+                    let seconds: [u8; 8] = value.try_into().map_err(|_| RecordError::Extras)?;
+                    extras.valid_since = u64::from_be_bytes(seconds);
+                }
+                NOT_YET_URL => extras.not_yet_url = Some(url(value)?),
+                EXPIRED_URL => extras.expired_url = Some(url(value)?),
+                _ => extras.rules = codec::decode(value).map_err(RecordError::Rules)?,
+            }
+        }
+        Ok(extras)
+    }
+}
+
+fn field(out: &mut Vec<u8>, tag: u8, value: &[u8]) {
+    out.push(tag);
+    // The API keeps every value far below 64 KiB (crate::record::MAX_RECORD_BYTES).
+    out.extend((value.len() as u16).to_be_bytes());
+    out.extend_from_slice(value);
+}
+
+fn url(value: &[u8]) -> Result<Box<[u8]>, RecordError> {
+    if is_valid_target(value) {
+        Ok(value.into())
+    } else {
+        Err(RecordError::Target)
+    }
+}
