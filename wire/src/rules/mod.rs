@@ -100,7 +100,7 @@ pub struct Click<'a> {
     pub query: &'a [u8],
     /// The client address as nginx's realip settings give it.
     pub client: Option<IpAddr>,
-    /// A stable number per visitor (e.g. a hash of address and agent), for sticky splits.
+    /// A stable number per visitor ([`visitor`]), for sticky splits.
     pub visitor: u64,
     /// A fresh random number, for splits per click.
     pub random: u64,
@@ -198,6 +198,18 @@ fn pick(variants: &[Variant], draw: u64) -> usize {
         point -= weight;
     }
     variants.len() - 1
+}
+
+/// The visitor number of sticky splits: the client address as text (as nginx's realip gives
+/// it) and the `User-Agent`. The module and the sidecar's fallback both compute it here, so a
+/// phone gets the same variant from either. FNV-1a: stable across builds, machines and restarts
+/// (a seeded hasher would reshuffle visitors at every reload); [`mix`] spreads it before use.
+pub fn visitor(client: &[u8], user_agent: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in client.iter().chain(&[0]).chain(user_agent) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
 }
 
 /// SplitMix64's finaliser: spreads a visitor hash whose low bits may be poor over all 64.

@@ -471,3 +471,14 @@ fn values_the_evaluator_cannot_trust_are_refused() {
     assert_eq!(decode(&zone), Err(RulesError::Value));
     assert_eq!(decode(&[1, 0, b'x']), Err(RulesError::Tag));
 }
+
+#[test]
+fn the_visitor_number_is_stable_and_tells_visitors_apart() {
+    // Pinned: the module and the sidecar's fallback must agree across builds.
+    assert_eq!(visitor(b"", b""), 0xaf63_bd4c_8601_b7df);
+    assert_eq!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.1", IPHONE));
+    assert_ne!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.2", IPHONE));
+    assert_ne!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.1", ANDROID));
+    // The separator keeps "ab"+"c" apart from "a"+"bc".
+    assert_ne!(visitor(b"ab", b"c"), visitor(b"a", b"bc"));
+}
