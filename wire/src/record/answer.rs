@@ -43,6 +43,29 @@ pub enum Answer<'a> {
     NotYet { opens_at: u64 },
 }
 
+/// The status of the "not yet" page: the link exists but does not open to anyone yet (never a
+/// 404, which would tell a phone the link is wrong).
+pub const NOT_YET_STATUS: u16 = 403;
+
+/// The "not yet" page a click before `valid_since` gets when the link has no "not yet" URL: the
+/// module and the fallback send these very bytes (`text/html; charset=utf-8`, `no-store`).
+pub fn not_yet_page(opens_at: u64) -> Vec<u8> {
+    let when = i64::try_from(opens_at)
+        .ok()
+        .and_then(|seconds| chrono::DateTime::from_timestamp(seconds, 0))
+        .map_or_else(String::new, |at| {
+            at.format("%Y-%m-%d %H:%M UTC").to_string()
+        });
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\"><title>Not open yet</title></head>\
+         <body><h1>This link is not open yet</h1><p>It opens on \
+         <time datetime=\"{opens_at}\">{when}</time>. Please try again then.</p></body></html>\n"
+    )
+    .into_bytes()
+}
+
 /// The status of the lifecycle's redirects (before and after the link lives): temporary, since
 /// the same click will be answered differently later or was answered differently before.
 pub const LIFECYCLE_STATUS: u16 = 302;

@@ -209,3 +209,10 @@ fn not_yet_and_expired_urls_replace_the_page_and_the_410() {
         }
     ));
 }
+
+#[test]
+fn the_not_yet_page_says_when() {
+    let page = String::from_utf8(not_yet_page(1_798_761_600)).unwrap();
+    assert!(page.contains("2027-01-01 00:00 UTC"), "{page}");
+    assert!(page.contains("noindex"));
+}

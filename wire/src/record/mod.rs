@@ -29,7 +29,7 @@
 mod answer;
 pub mod extras;
 
-pub use answer::{Answer, Chosen, LinkView, LIFECYCLE_STATUS};
+pub use answer::{not_yet_page, Answer, Chosen, LinkView, LIFECYCLE_STATUS, NOT_YET_STATUS};
 pub use extras::Extras;
 
 use crate::rules::codec::RulesError;

@@ -478,7 +478,10 @@ fn the_visitor_number_is_stable_and_tells_visitors_apart() {
     assert_eq!(visitor(b"", b""), 0xaf63_bd4c_8601_b7df);
     assert_eq!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.1", IPHONE));
     assert_ne!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.2", IPHONE));
-    assert_ne!(visitor(b"192.0.2.1", IPHONE), visitor(b"192.0.2.1", ANDROID));
+    assert_ne!(
+        visitor(b"192.0.2.1", IPHONE),
+        visitor(b"192.0.2.1", ANDROID)
+    );
     // The separator keeps "ab"+"c" apart from "a"+"bc".
     assert_ne!(visitor(b"ab", b"c"), visitor(b"a", b"bc"));
 }
