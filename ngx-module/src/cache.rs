@@ -22,7 +22,7 @@ use std::ptr::{self, NonNull};
 
 use foldhash::fast::RandomState;
 
-use shortlink_wire::record::{Answer, Link};
+use shortlink_wire::record::{Extras, Link, LinkView, REVOKED_STATUS};
 
 /// What a lookup resolved to, as handed to the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,18 +47,19 @@ pub struct CachedLink<'a> {
     expires_at: u64,
     forward_query: bool,
     target: &'a [u8],
+    extras: Option<&'a Extras>,
 }
 
 impl<'a> CachedLink<'a> {
-    /// The same answer as [`Link::answer`] of the link it was stored from.
-    pub fn answer(&self, now_unix: u64) -> Answer<'a> {
-        if self.revoked || (self.expires_at != 0 && self.expires_at <= now_unix) {
-            return Answer::Gone;
-        }
-        Answer::Redirect {
+    /// The same view as [`Link::view`] of the link it was stored from.
+    pub fn view(&self) -> LinkView<'a> {
+        LinkView {
+            revoked: self.revoked,
             status: self.status,
-            target: self.target,
+            expires_at: self.expires_at,
             forward_query: self.forward_query,
+            target: self.target,
+            extras: self.extras,
         }
     }
 }
@@ -84,6 +85,9 @@ const MISSING: u8 = 3;
 const FORWARD_QUERY: u8 = 1;
 /// In way 0's flags only: way 1 was used last (else way 0).
 const WAY1_RECENT: u8 = 2;
+/// The link has lifecycle or rules: its bytes are spilled whatever their length, and the
+/// second word of `bytes` holds a leaked `Box<Extras>` the slot owns.
+const EXTRAS: u8 = 4;
 
 /// One entry, one cache line. All-zero is an empty slot, so the table can start as zeroed pages.
 #[repr(C, align(64))]
@@ -97,8 +101,9 @@ struct Slot {
     code_len: u16,
     /// Code plus target bytes.
     len: u16,
-    /// Code then target when `len <= INLINE`; else the first 8 bytes hold the address of a
-    /// leaked `Box<[u8]>` of `len` bytes (code then target) that this slot owns.
+    /// Code then target when `len <= INLINE` (and no [`EXTRAS`]); else the first word holds the
+    /// address of a leaked `Box<[u8]>` of `len` bytes (code then target) that this slot owns,
+    /// and with [`EXTRAS`] the second word that of its `Box<Extras>`.
     bytes: [u8; INLINE],
 }
 
@@ -113,13 +118,31 @@ const _: () = assert!(size_of::<Slot>() == 64 && size_of::<Set>() == 128);
 
 impl Slot {
     fn spilled(&self) -> bool {
-        usize::from(self.len) > INLINE
+        usize::from(self.len) > INLINE || self.flags & EXTRAS != 0
+    }
+
+    fn word(&self, index: usize) -> usize {
+        let mut addr = [0; size_of::<usize>()];
+        addr.copy_from_slice(&self.bytes[index * size_of::<usize>()..][..size_of::<usize>()]);
+        usize::from_ne_bytes(addr)
+    }
+
+    fn set_word(&mut self, index: usize, value: usize) {
+        self.bytes[index * size_of::<usize>()..][..size_of::<usize>()]
+            .copy_from_slice(&value.to_ne_bytes());
     }
 
     fn spill_ptr(&self) -> *mut u8 {
-        let mut addr = [0; size_of::<usize>()];
-        addr.copy_from_slice(&self.bytes[..size_of::<usize>()]);
-        usize::from_ne_bytes(addr) as *mut u8
+        self.word(0) as *mut u8
+    }
+
+    fn extras(&self) -> Option<&Extras> {
+        if self.flags & EXTRAS == 0 {
+            return None;
+        }
+        // SAFETY: with EXTRAS set the second word is the address of a live `Box<Extras>` this
+        // slot owns (written by `fill`, freed only by `clear`).
+        Some(unsafe { &*(self.word(1) as *const Extras) })
     }
 
     fn data(&self) -> &[u8] {
@@ -149,6 +172,7 @@ impl Slot {
             expires_at: self.expires_at,
             forward_query: self.flags & FORWARD_QUERY != 0,
             target: &self.data()[usize::from(self.code_len)..],
+            extras: self.extras(),
         })
     }
 
@@ -162,6 +186,10 @@ impl Slot {
             // slot forgets it below, so it is freed exactly once.
             drop(unsafe { Box::from_raw(block) });
         }
+        if self.kind != EMPTY && self.flags & EXTRAS != 0 {
+            // SAFETY: the box leaked in `fill`, forgotten below, so freed exactly once.
+            drop(unsafe { Box::from_raw(self.word(1) as *mut Extras) });
+        }
         let recent = self.flags & WAY1_RECENT;
         // SAFETY: all-zero is a valid (empty) slot.
         *self = unsafe { std::mem::zeroed() };
@@ -171,33 +199,42 @@ impl Slot {
 
     /// Stores an entry in an empty slot. Returns whether its bytes spilled to the heap.
     fn fill(&mut self, code: &[u8], value: &Cached, fresh_until: u64) -> bool {
-        let (kind, status, expires_at, forward_query, target): (_, _, _, _, &[u8]) = match value {
-            Cached::Missing => (MISSING, 0, 0, false, &[]),
-            Cached::Link(Link::Revoked) => (REVOKED, 0, 0, false, &[]),
-            Cached::Link(Link::Live {
-                status,
-                expires_at,
-                forward_query,
-                target,
-            }) => (LIVE, *status, *expires_at, *forward_query, target),
-        };
+        let (kind, status, expires_at, forward_query, target, extras): (_, _, _, _, &[u8], _) =
+            match value {
+                Cached::Missing => (MISSING, 0, 0, false, &[], None),
+                Cached::Link(Link::Revoked) => (REVOKED, REVOKED_STATUS, 0, false, &[], None),
+                Cached::Link(Link::Live {
+                    status,
+                    expires_at,
+                    forward_query,
+                    target,
+                    extras,
+                }) => (LIVE, *status, *expires_at, *forward_query, target, extras.as_deref()),
+            };
         let len = code.len() + target.len();
         self.fresh_until = fresh_until;
         self.expires_at = expires_at;
         self.status = status;
         self.kind = kind;
-        self.flags = (self.flags & WAY1_RECENT) | if forward_query { FORWARD_QUERY } else { 0 };
+        self.flags = (self.flags & WAY1_RECENT)
+            | if forward_query { FORWARD_QUERY } else { 0 }
+            | if extras.is_some() { EXTRAS } else { 0 };
         // `insert` only stores entries whose lengths fit.
         self.code_len = code.len() as u16;
         self.len = len as u16;
-        if len <= INLINE {
+        if let Some(extras) = extras {
+            // A copy per cache fill (not per click): the lookup's link is dropped after it.
+            let extras = Box::into_raw(Box::new(extras.clone()));
+            self.set_word(1, extras as usize);
+        }
+        if !self.spilled() {
             self.bytes[..code.len()].copy_from_slice(code);
             self.bytes[code.len()..len].copy_from_slice(target);
             false
         } else {
             let block: Box<[u8]> = [code, target].concat().into_boxed_slice();
             let addr = Box::into_raw(block).cast::<u8>() as usize;
-            self.bytes[..size_of::<usize>()].copy_from_slice(&addr.to_ne_bytes());
+            self.set_word(0, addr);
             true
         }
     }

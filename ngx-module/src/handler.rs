@@ -13,7 +13,7 @@ use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
 use crate::request::{code, host};
-use crate::respond::{self, Outcome};
+use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, variables, worker, ShortlinkModule};
 
@@ -65,11 +65,11 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
-    if let Some(rc) = answer_from_cache(r, mcf, lcf, domain, code) {
+    if let Some(answered) = answer_from_cache(r, mcf, lcf, domain, code) {
         bump(mcf, Counter::CacheHits);
         domain.bump(DomainCounter::CacheHits);
-        respond::track(r, mcf, lcf, code, rc);
-        return rc;
+        respond::track(r, mcf, lcf, code, answered);
+        return answered.rc;
     }
     let Some(scheme) = &mcf.scheme else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
@@ -161,7 +161,7 @@ fn answer_from_cache(
     lcf: &LocConf,
     domain: DomainCounts,
     code: &[u8],
-) -> Option<ngx_int_t> {
+) -> Option<Answered> {
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {

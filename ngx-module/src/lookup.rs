@@ -90,7 +90,7 @@ pub fn start(
     bad_check: bool,
 ) -> ngx_int_t {
     let Some(owned) = CodeBuf::new(code) else {
-        return respond::answer(r, mcf, lcf, domain, Outcome::Missing);
+        return respond::answer(r, mcf, lcf, domain, Outcome::Missing).rc;
     };
     // SAFETY: the request pool is live; the context is dropped by the pool's cleanup.
     let pool = unsafe { Pool::from_ngx_pool(r.pool) };
@@ -114,9 +114,9 @@ pub fn start(
         // ngx 0.5.1 may run the task to completion inside spawn(): answer synchronously.
         // SAFETY: undoes the reference taken above; the request stays alive for the return.
         unsafe { (*r.main).set_count((*r.main).count() - 1) };
-        let rc = respond::answer(r, mcf, lcf, domain, resolution.outcome());
-        respond::track(r, mcf, lcf, code, rc);
-        return rc;
+        let answered = respond::answer(r, mcf, lcf, domain, resolution.outcome());
+        respond::track(r, mcf, lcf, code, answered);
+        return answered.rc;
     }
     ctx.task.set(Some(task));
     NGX_DONE as ngx_int_t
@@ -161,9 +161,9 @@ fn finish(
     unsafe {
         let c = (*r).connection;
         let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
-            let rc = respond::answer(&mut *r, mcf, lcf, domain, resolution.outcome());
-            respond::track(&*r, mcf, lcf, code.as_bytes(), rc);
-            rc
+            let answered = respond::answer(&mut *r, mcf, lcf, domain, resolution.outcome());
+            respond::track(&*r, mcf, lcf, code.as_bytes(), answered);
+            answered.rc
         });
         ngx_http_finalize_request(r, rc);
         // We are outside the request's own event handler: run what finalizing posted, as

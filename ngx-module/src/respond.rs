@@ -1,5 +1,6 @@
 //! Turning a resolved code into nginx's answer. 404, 410 and 503 are returned as plain status
-//! codes so that `error_page` can brand them; redirects get `Location` and `Cache-Control`.
+//! codes so that `error_page` can brand them; redirects get `Location` and `Cache-Control`; a
+//! link that is not open yet gets wire's "not yet" page.
 
 use nginx_sys::{
     ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_list_push,
@@ -12,10 +13,10 @@ use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
 use crate::redis::RedisError;
-use crate::request::location;
+use crate::request::{click, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
-use crate::worker;
-use shortlink_wire::record::{Answer, Link};
+use crate::{page, worker};
+use shortlink_wire::record::{not_yet_page, Answer, Chosen, Link, NOT_YET_STATUS};
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
@@ -29,6 +30,19 @@ pub enum Outcome<'a> {
     Failed(RedisError),
 }
 
+/// What [`answer`] returned to nginx, and which click-time rule chose it (for the visit).
+#[derive(Debug, Clone, Copy)]
+pub struct Answered {
+    pub rc: ngx_int_t,
+    pub chosen: Option<Chosen>,
+}
+
+impl From<ngx_int_t> for Answered {
+    fn from(rc: ngx_int_t) -> Self {
+        Answered { rc, chosen: None }
+    }
+}
+
 /// Answers an outcome. Callers then pass the result to [`track`], outside any borrow of the
 /// worker state (a cache hit answers while borrowing the cache).
 pub fn answer(
@@ -37,35 +51,50 @@ pub fn answer(
     lcf: &LocConf,
     domain: DomainCounts,
     outcome: Outcome<'_>,
-) -> ngx_int_t {
-    let answer = match outcome {
-        Outcome::Link(link) => link.answer(ngx_time() as u64),
-        Outcome::CachedLink(link) => link.answer(ngx_time() as u64),
+) -> Answered {
+    let view = match outcome {
+        Outcome::Link(link) => link.view(),
+        Outcome::CachedLink(link) => link.view(),
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
             domain.bump(DomainCounter::NotFound);
-            return NGX_HTTP_NOT_FOUND as ngx_int_t;
+            return (NGX_HTTP_NOT_FOUND as ngx_int_t).into();
         }
-        Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why),
+        Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why).into(),
     };
-    match answer {
+    let now = ngx_time() as u64;
+    let country = |ip| mcf.geo.as_ref().and_then(|geo| geo.country(ip));
+    match view.answer(now, || click::of(r, now), country) {
         Answer::Redirect {
             status,
             target,
             forward_query,
-        } => redirect(
-            r,
-            mcf,
-            lcf,
-            domain,
-            status,
-            target,
-            forward_query || lcf.forward_query(),
-        ),
+            chosen,
+        } => {
+            if chosen.is_some() {
+                bump(mcf, Counter::RuleRedirects);
+            }
+            Answered {
+            rc: redirect(
+                r,
+                mcf,
+                lcf,
+                domain,
+                status,
+                target,
+                forward_query || lcf.forward_query(),
+            ),
+            chosen,
+        }
+        }
         Answer::Gone => {
             bump(mcf, Counter::Gone);
             domain.bump(DomainCounter::Gone);
-            HTTP_GONE
+            HTTP_GONE.into()
+        }
+        Answer::NotYet { opens_at } => {
+            bump(mcf, Counter::NotYet);
+            page::send(r, NOT_YET_STATUS, &not_yet_page(opens_at)).into()
         }
     }
 }
@@ -111,11 +140,17 @@ fn failed(
 /// a known link answers those (404s are probes, not visits; Redis failures are not answered by
 /// the module). Header values are borrowed from the request and encoded (truncated) straight
 /// onto the Redis connection's output or into the spool.
-pub fn track(r: &ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, code: &[u8], rc: ngx_int_t) {
-    if !lcf.track() || !matches!(rc, 301 | 302 | 307 | 308 | HTTP_GONE) {
+pub fn track(
+    r: &ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &[u8],
+    answered: Answered,
+) {
+    if !lcf.track() || !matches!(answered.rc, 301 | 302 | 307 | 308 | HTTP_GONE) {
         return;
     }
-    let status = rc as u16;
+    let status = answered.rc as u16;
     fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
         // SAFETY: a request header pointer is null or an element of the live request's header
         // list; the borrow is only used while encoding this event, inside the handler call.
@@ -150,6 +185,7 @@ pub fn track(r: &ngx_http_request_t, mcf: &MainConf, lcf: &LocConf, code: &[u8],
         referer: header(h.referer),
         host: str_bytes(&h.server),
         lang: header(h.accept_language),
+        chosen: answered.chosen,
     };
     worker::with(mcf, |w| w.track(&visit));
 }
@@ -205,7 +241,7 @@ fn redirect(
     status as ngx_int_t
 }
 
-fn push_header(
+pub(crate) fn push_header(
     r: &mut ngx_http_request_t,
     key: ngx_str_t,
     value: ngx_str_t,

@@ -39,6 +39,10 @@ pub enum Counter {
     /// Every 404 the module answered, whatever the reason (the next three are subsets).
     NotFound,
     Gone,
+    /// "Not yet" pages: clicks before a link's `valid_since`.
+    NotYet,
+    /// Redirects a click-time rule chose (a subset of `Redirects`).
+    RuleRedirects,
     /// Generated-shape codes with a wrong check character.
     CheckRejects,
     /// No code in the path, or a code of no known shape.
@@ -84,13 +88,15 @@ pub enum Counter {
     ClusterPrimaries,
 }
 
-const COUNT: usize = 25;
+const COUNT: usize = 27;
 
 const NAMES: [&str; COUNT] = [
     "requests",
     "redirects",
     "not_found",
     "gone",
+    "not_yet",
+    "rule_redirects",
     "check_rejects",
     "invalid",
     "host_rejects",

@@ -14,6 +14,7 @@ fn live(target: &[u8]) -> Link {
         expires_at: 0,
         forward_query: false,
         target: target.into(),
+        extras: None,
     }
 }
 
@@ -31,6 +32,7 @@ fn get(c: &mut Cache, code: &[u8], now_ms: u64) -> Option<Cached> {
             expires_at: l.expires_at,
             forward_query: l.forward_query,
             target: l.target.into(),
+            extras: l.extras.map(|extras| Box::new(extras.clone())),
         }),
     })
 }
@@ -188,8 +190,10 @@ fn cached_links_answer_like_the_link() {
             expires_at: 100,
             forward_query: true,
             target: (*b"https://example.com/a-target-that-does-not-fit-inline").into(),
+            extras: None,
         },
         Link::Revoked,
+        with_extras(b"https://x.example/"),
     ];
     for link in links {
         let mut c = cache(10);
@@ -197,10 +201,39 @@ fn cached_links_answer_like_the_link() {
         let Some(Hit::Link(cached)) = c.get(b"code", 1) else {
             panic!("no hit for {link:?}");
         };
-        for now in [0, 99, 100, 101] {
-            assert_eq!(cached.answer(now), link.answer(now), "{link:?} at {now}");
-        }
+        assert_eq!(cached.view(), link.view());
     }
+}
+
+fn with_extras(target: &[u8]) -> Link {
+    Link::Live {
+        status: 307,
+        expires_at: 0,
+        forward_query: false,
+        target: target.into(),
+        extras: Some(Box::new(Extras {
+            valid_since: 5,
+            expired_url: Some((*b"https://x.example/over").into()),
+            ..Extras::default()
+        })),
+    }
+}
+
+#[test]
+fn links_with_extras_keep_them_until_replaced_or_removed() {
+    let mut c = cache(10);
+    // Short enough to fit inline, but kept with its extras on the heap.
+    let ruled = with_extras(b"https://x.example/");
+    c.insert(b"k", Cached::Link(ruled.clone()), 0);
+    assert_eq!(c.spilled, 1);
+    assert_eq!(get(&mut c, b"k", 1), Some(Cached::Link(ruled)));
+    // Replaced by a plain link: both heap blocks go.
+    c.insert(b"k", link(2), 0);
+    assert_eq!(c.spilled, 0);
+    assert_eq!(get(&mut c, b"k", 1), Some(link(2)));
+    c.insert(b"k", Cached::Link(with_extras(b"https://y.example/")), 0);
+    c.remove(b"k");
+    assert_eq!((c.len(), c.spilled), (0, 0));
 }
 
 #[test]

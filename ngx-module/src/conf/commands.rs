@@ -17,6 +17,7 @@ use ngx::ngx_string;
 use super::parse::{self, ArgError};
 use super::shim::{duplicate, resolve, shim};
 use super::{LocConf, MainConf, PoolSource, Redis};
+use crate::geo::GeoDb;
 use crate::request::code::Route;
 use crate::request::host::PoolSet;
 use crate::{handler, status, ShortlinkModule};
@@ -42,7 +43,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 21] = [
+pub static mut COMMANDS: [ngx_command_t; 22] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -157,6 +158,12 @@ pub static mut COMMANDS: [ngx_command_t; 21] = [
         ANY | NGX_CONF_FLAG,
         set_status_domains,
         L,
+    ),
+    command(
+        ngx_string!("shortlink_geo"),
+        MAIN | NGX_CONF_TAKE12,
+        set_geo,
+        M,
     ),
     ngx_command_t::empty(),
 ];
@@ -361,10 +368,15 @@ extern "C" fn set_secret_file(
 /// The directive's path argument, relative paths taken from the config file's directory as
 /// nginx does for its own files.
 fn full_path(cf: &mut ngx_conf_t) -> Result<String, ArgError> {
-    // SAFETY: args[1] exists (NGX_CONF_TAKE1); ngx_conf_full_name replaces it in place with a
-    // string allocated from the cycle pool.
+    full_path_of(cf, 1)
+}
+
+/// [`full_path`] of the directive's `index`th argument (1 = the first).
+fn full_path_of(cf: &mut ngx_conf_t, index: usize) -> Result<String, ArgError> {
+    // SAFETY: the caller names an argument the directive's arity guarantees (args[0] is the
+    // name); ngx_conf_full_name replaces it in place with a string allocated from the cycle pool.
     let name = unsafe {
-        let name = (*cf.args).elts.cast::<ngx_str_t>().add(1);
+        let name = (*cf.args).elts.cast::<ngx_str_t>().add(index);
         if ngx_conf_full_name(cf.cycle, name, 1) != NGX_OK as isize {
             return Err(ArgError("cannot resolve the path".into()));
         }
@@ -479,6 +491,23 @@ extern "C" fn set_status_domains(
     shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
         duplicate(&lcf.status_domains)?;
         lcf.status_domains = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_geo(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, args| {
+        duplicate(&mcf.geo)?;
+        let path = full_path(cf)?;
+        let ipv6 = match args.get(1) {
+            Some(_) => Some(full_path_of(cf, 2)?),
+            None => None,
+        };
+        mcf.geo = Some(GeoDb::open(&path, ipv6.as_deref()).map_err(ArgError)?);
         Ok(())
     })
 }

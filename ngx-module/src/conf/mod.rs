@@ -72,6 +72,9 @@ pub struct MainConf {
     pub cache_invalidation: Option<bool>,
     /// Whether `shortlink_cache` gave `ttl=` (else the default depends on invalidation).
     pub cache_ttl_set: bool,
+    /// `shortlink_geo`: the country database of click-time rules; without it no country
+    /// condition holds.
+    pub geo: Option<crate::geo::GeoDb>,
 }
 
 impl Default for MainConf {
@@ -94,6 +97,7 @@ impl Default for MainConf {
             events_flush_ms: None,
             cache_invalidation: None,
             cache_ttl_set: false,
+            geo: None,
         }
     }
 }

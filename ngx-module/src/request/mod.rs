@@ -1,6 +1,7 @@
-//! Pure request-side rules: which code, which host, which `Location`.
+//! Request-side rules: which code, which host, which `Location`, what a click-time rule reads.
 
 // The code-in-path rule lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
 pub use shortlink_wire::path as code;
+pub mod click;
 pub mod host;
 pub mod location;

@@ -61,6 +61,8 @@ const HELP: [&str; COUNT] = [
     "Redirects answered.",
     "404 answers, whatever the reason.",
     "410 answers.",
+    "Not-yet pages: clicks before a link's valid_since.",
+    "Redirects a click-time rule chose.",
     "Generated-shape codes with a wrong check character.",
     "Requests with no code or a code of no known shape.",
     "Requests for hosts outside the pool.",

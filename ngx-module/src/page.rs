@@ -1,0 +1,54 @@
+//! A small page the module writes itself (the "not yet" page), for answers that are neither a
+//! redirect nor an error status nginx renders.
+
+use nginx_sys::{
+    ngx_chain_t, ngx_create_temp_buf, ngx_http_output_filter, ngx_http_request_t,
+    ngx_http_send_header, ngx_int_t, ngx_str_t, ngx_uint_t, NGX_ERROR,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_OK,
+};
+use ngx::ngx_string;
+
+use crate::respond::push_header;
+
+const CONTENT_TYPE: &[u8] = b"text/html; charset=utf-8";
+
+/// Sends `status` with `body` as HTML, never cached; returns what the content handler returns
+/// (or what finalizes the request).
+pub fn send(r: &mut ngx_http_request_t, status: u16, body: &[u8]) -> ngx_int_t {
+    let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    r.headers_out.status = ngx_uint_t::from(status);
+    r.headers_out.content_length_n = body.len() as i64;
+    // The type lives in static memory; nginx only reads it.
+    r.headers_out.content_type = ngx_str_t {
+        len: CONTENT_TYPE.len(),
+        data: CONTENT_TYPE.as_ptr().cast_mut(),
+    };
+    r.headers_out.content_type_len = "text/html".len();
+    let no_store = ngx_string!("no-store");
+    if push_header(r, ngx_string!("Cache-Control"), no_store).is_none() {
+        return error;
+    }
+    // SAFETY: `r` is a live request whose response headers are set above.
+    let rc = unsafe { ngx_http_send_header(r) };
+    if rc == NGX_ERROR as ngx_int_t || rc > NGX_OK as ngx_int_t || r.header_only() != 0 {
+        return rc;
+    }
+    // SAFETY: the request pool outlives the response; the buffer is filled before it is sent.
+    let buf = unsafe { ngx_create_temp_buf(r.pool, body.len()) };
+    let Some(buf) = (unsafe { buf.as_mut() }) else {
+        return error;
+    };
+    // SAFETY: `ngx_create_temp_buf` gave `body.len()` writable bytes from `buf.pos`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(body.as_ptr(), buf.pos, body.len());
+        buf.last = buf.pos.add(body.len());
+    }
+    buf.set_last_buf(1);
+    buf.set_last_in_chain(1);
+    let mut out = ngx_chain_t {
+        buf,
+        next: std::ptr::null_mut(),
+    };
+    // SAFETY: the chain lives for this call; the filters copy the link if they keep it.
+    unsafe { ngx_http_output_filter(r, &mut out) }
+}

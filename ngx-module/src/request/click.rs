@@ -1,0 +1,67 @@
+//! What click-time rules read of a request ([`shortlink_wire::rules::Click`]), taken from
+//! nginx's parsed request without copying. Built only for a link that has rules.
+
+use std::cell::Cell;
+use std::net::IpAddr;
+
+use nginx_sys::{ngx_http_request_t, ngx_str_t, ngx_table_elt_t};
+use shortlink_wire::rules::{self, Click};
+
+/// The click `r` makes at `now_unix`.
+pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
+    let h = &r.headers_in;
+    let user_agent = header(h.user_agent);
+    // After the realip module ran, `addr_text` is the client's address as its settings give it.
+    // SAFETY: the connection of a live request is live.
+    let client_text = str_bytes(unsafe { &(*r.connection).addr_text });
+    Click {
+        now_unix,
+        user_agent,
+        accept_language: header(h.accept_language),
+        query: str_bytes(&r.args),
+        client: std::str::from_utf8(client_text)
+            .ok()
+            .and_then(|text| text.parse::<IpAddr>().ok()),
+        visitor: rules::visitor(client_text, user_agent),
+        random: random(),
+    }
+}
+
+fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
+    // SAFETY: a request header pointer is null or an element of the live request's header list;
+    // callers use the bytes only while answering the request.
+    match unsafe { h.as_ref() } {
+        Some(h) => str_bytes(&h.value),
+        None => &[],
+    }
+}
+
+fn str_bytes(s: &ngx_str_t) -> &'static [u8] {
+    if s.data.is_null() || s.len == 0 {
+        return &[];
+    }
+    // SAFETY: nginx strings of a live request point at `len` readable bytes; see `header`.
+    unsafe { std::slice::from_raw_parts(s.data, s.len) }
+}
+
+thread_local! {
+    /// The worker's SplitMix64 state, seeded once from the clock and the process id: a split
+    /// per click needs an even spread, not secrecy.
+    static STATE: Cell<u64> = Cell::new(seed());
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+/// A fresh random number for a split per click.
+fn random() -> u64 {
+    STATE.with(|state| {
+        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(next);
+        rules::mix(next)
+    })
+}
