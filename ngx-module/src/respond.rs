@@ -75,17 +75,17 @@ pub fn answer(
                 bump(mcf, Counter::RuleRedirects);
             }
             Answered {
-            rc: redirect(
-                r,
-                mcf,
-                lcf,
-                domain,
-                status,
-                target,
-                forward_query || lcf.forward_query(),
-            ),
-            chosen,
-        }
+                rc: redirect(
+                    r,
+                    mcf,
+                    lcf,
+                    domain,
+                    status,
+                    target,
+                    forward_query || lcf.forward_query(),
+                ),
+                chosen,
+            }
         }
         Answer::Gone => {
             bump(mcf, Counter::Gone);

@@ -160,6 +160,26 @@ impl RedisServer {
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
+    /// `SET key value` with a binary value (redis-cli arguments cannot hold every byte, such as
+    /// a version 2 link record's).
+    pub fn set_bytes(&self, key: &str, value: &[u8]) {
+        let mut command = Vec::new();
+        for arg in [b"SET".as_slice(), key.as_bytes(), value] {
+            command.extend(format!("${}\r\n", arg.len()).into_bytes());
+            command.extend_from_slice(arg);
+            command.extend_from_slice(b"\r\n");
+        }
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to Redis");
+        stream
+            .write_all(&[b"*3\r\n".as_slice(), &command].concat())
+            .expect("send SET");
+        let mut reply = [0; 5];
+        stream
+            .read_exact(&mut reply)
+            .expect("read the reply to SET");
+        assert_eq!(&reply, b"+OK\r\n", "SET {key}");
+    }
+
     /// Runs one command through `redis-cli --raw` (plain values, no quoting).
     pub fn cli_raw(&self, args: &[&str]) -> String {
         let output = std::process::Command::new("redis-cli")

@@ -268,7 +268,7 @@ impl Sidecar {
             .args(["--bootstrap-api-key", API_KEY])
             .args(["--public-base-url", "http://s1.test"])
             .arg("--geoip-db")
-            .arg(paths::workspace_dir().join("visit-enrich/testdata/test-city.mmdb"))
+            .arg(paths::test_geo_db())
             .args(&args)
             .env("RUST_LOG", "warn")
             .capture_stdout()

@@ -154,6 +154,9 @@ impl Nginx {
             ("ACME_WEBROOT", acme_webroot.display().to_string()),
             ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
             ("EVENTS_BUFFER", options.events_buffer.to_string()),
+            // The sidecar's geo database in these tests (crate::System), so that the module's
+            // country rules and the fallback's place a client alike.
+            ("GEOIP_DB", paths::test_geo_db().display().to_string()),
         ];
         let mut conf = render(&conf_dir, "nginx.conf.template", &vars);
         if let Some(seeds) = &options.redis_cluster {
@@ -324,10 +327,36 @@ while :; do sleep 1 & wait $!; done"#;
         host: &str,
         path: &str,
     ) -> reqwest::blocking::Response {
+        self.request_with(method, host, path, &[])
+    }
+
+    /// A GET to the public redirect server with more request headers (a phone's `User-Agent`,
+    /// its `Accept-Language`, an `X-Forwarded-For` that the trusted-proxy settings turn into the
+    /// client address).
+    pub fn get_with(
+        &self,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::blocking::Response {
+        self.request_with(reqwest::Method::GET, host, path, headers)
+    }
+
+    fn request_with(
+        &self,
+        method: reqwest::Method,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::blocking::Response {
         let url = format!("http://127.0.0.1:{}{path}", self.redirect_port);
-        crate::http_client()
+        let mut request = crate::http_client()
             .request(method, url)
-            .header("Host", host)
+            .header("Host", host);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
             .send()
             .unwrap_or_else(|e| panic!("GET {path} on {host}: {e}"))
     }

@@ -11,6 +11,13 @@ pub fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// The small MaxMind-layout database the end-to-end tests give the sidecar and nginx alike
+/// (visit-enrich's test data: 203.0.113.0/24 AU, 198.51.100.0/24 DE, 192.0.2.0/24 US,
+/// 2001:db8:1::/48 JP).
+pub fn test_geo_db() -> PathBuf {
+    workspace_dir().join("visit-enrich/testdata/test-city.mmdb")
+}
+
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -17,7 +17,7 @@ fn an_unknown_record_version_is_served_by_the_fallback() {
     system.redis.cli_raw(&[
         "SET",
         &link_key(&code),
-        "2|L|302|0|0|https://example.com/v2|preview=on",
+        "3|L|302|0|0|https://example.com/v2|preview=on",
     ]);
 
     let before = system.nginx.counters();

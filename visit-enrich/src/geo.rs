@@ -158,33 +158,9 @@ fn decode(reader: &Reader<Vec<u8>>, ip: IpAddr) -> Option<Record> {
     reader.lookup(ip).ok()?.decode::<Record>().ok().flatten()
 }
 
-/// False for addresses that are not on the public internet. Documentation ranges (192.0.2.0/24,
-/// 2001:db8::/32, …) are left routable: real databases have no entries there, and the test
-/// databases use them.
-pub fn is_routable(ip: IpAddr) -> bool {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || a == 0
-                || a >= 240
-                || (a == 100 && (64..128).contains(&b))) // carrier-grade NAT, RFC 6598
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local, fc00::/7
-                || (first & 0xffc0) == 0xfe80) // link local, fe80::/10
-        }
-    }
-}
+/// False for addresses that are not on the public internet (shared with the module's country
+/// rules, so a rule and the stats place a client alike).
+pub use shortlink_wire::rules::is_routable;
 
 /// The union of both layouts; serde ignores the fields a database does not have.
 #[derive(Deserialize, Default)]

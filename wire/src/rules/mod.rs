@@ -18,7 +18,7 @@ mod query;
 mod time;
 
 pub use device::{classify as device_class, Device};
-pub use net::Cidr;
+pub use net::{is_routable, Cidr};
 pub use time::Weekly;
 
 use std::net::IpAddr;

@@ -1,0 +1,376 @@
+//! Click-time rules and the lifecycle, answered by the real module in nginx from a version 2
+//! record: each condition alone and combined, rule order, splits (proportions and stickiness),
+//! `valid_since` and the expired URL, and a record field the module does not know going to the
+//! fallback. The records are written as the sidecar writes them (`wire::record::Record::encode`).
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use shortlink_e2e::{http_client, status_and_location, System};
+use shortlink_wire::keys::link_key;
+use shortlink_wire::record::{Extras, Record};
+use shortlink_wire::rules::{Action, Cidr, Condition, Device, Rule, Target, Variant};
+
+const HOME: &str = "https://shop.example/home";
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+const ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36";
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+/// Countries in the end-to-end geo database (`shortlink_e2e::paths::test_geo_db`).
+const AUSTRALIA: &str = "203.0.113.9";
+const GERMANY: &str = "198.51.100.200";
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn target(url: &str) -> Target {
+    Target {
+        url: url.as_bytes().into(),
+        status: 302,
+        forward_query: false,
+    }
+}
+
+fn rule(conditions: Vec<Condition>, url: &str) -> Rule {
+    Rule {
+        conditions: conditions.into(),
+        action: Action::Target(target(url)),
+    }
+}
+
+fn rules(rules: Vec<Rule>) -> Extras {
+    Extras {
+        rules: rules.into(),
+        ..Extras::default()
+    }
+}
+
+/// A link created through the API, then given `extras` in Redis as the sidecar would write them.
+fn link_with(system: &System, extras: &Extras) -> String {
+    let code = system.create(json!({"url": HOME}));
+    let record = Record::Live {
+        status: 302,
+        expires_at: 0,
+        flags: 0,
+        target: HOME,
+        extras: Some(extras),
+    };
+    system.redis.set_bytes(&link_key(&code), &record.encode());
+    code
+}
+
+/// Where `code` sends a click with these headers.
+fn location(system: &System, code: &str, path_suffix: &str, headers: &[(&str, &str)]) -> String {
+    let response = system
+        .nginx
+        .get_with("s1.test", &format!("/{code}{path_suffix}"), headers);
+    let (status, location) = status_and_location(&response);
+    assert_eq!(status, 302, "{code}{path_suffix} {headers:?}");
+    location
+}
+
+#[test]
+fn each_condition_alone_and_combined() {
+    let system = System::start();
+    let at = now();
+    let cases: Vec<(Condition, Vec<(&str, &[(&str, &str)])>)> = vec![
+        (
+            Condition::Device(Device::Ios.bit() | Device::Android.bit()),
+            vec![
+                ("", &[("User-Agent", IPHONE)]),
+                ("", &[("User-Agent", ANDROID)]),
+            ],
+        ),
+        (
+            Condition::Language(vec![b"pt"[..].into()].into()),
+            vec![("", &[("Accept-Language", "fr;q=0.4, pt-BR, en;q=0.8")])],
+        ),
+        (
+            Condition::Country(vec![*b"AU"].into()),
+            vec![("", &[("X-Forwarded-For", AUSTRALIA)])],
+        ),
+        (
+            Condition::Query {
+                name: b"src"[..].into(),
+                value: Some(b"sms"[..].into()),
+            },
+            vec![("?src=sms", &[]), ("?a=1&src=sms", &[])],
+        ),
+        (
+            Condition::Ip(vec![Cidr::parse("192.0.2.0/24").unwrap()].into()),
+            vec![("", &[("X-Forwarded-For", "192.0.2.77")])],
+        ),
+        (Condition::After(at - 3600), vec![("", &[])]),
+        (Condition::Before(at + 3600), vec![("", &[])]),
+    ];
+    let misses: [(&str, &[(&str, &str)]); 6] = [
+        ("", &[("User-Agent", DESKTOP)]),
+        ("", &[("Accept-Language", "en-GB, pt;q=0.5")]),
+        ("", &[("X-Forwarded-For", GERMANY)]),
+        ("?src=email", &[]),
+        ("", &[("X-Forwarded-For", "192.0.3.1")]),
+        ("?src", &[]),
+    ];
+    for (condition, hits) in cases {
+        let code = link_with(
+            &system,
+            &rules(vec![rule(vec![condition.clone()], "https://rule.example/")]),
+        );
+        for (suffix, headers) in hits {
+            assert_eq!(
+                location(&system, &code, suffix, headers),
+                "https://rule.example/",
+                "{condition:?} should hold for {suffix} {headers:?}"
+            );
+        }
+        let holds_for_all = matches!(condition, Condition::After(_) | Condition::Before(_));
+        for (suffix, headers) in misses {
+            let expected = if holds_for_all {
+                "https://rule.example/"
+            } else {
+                HOME
+            };
+            assert_eq!(
+                location(&system, &code, suffix, headers),
+                expected,
+                "{condition:?} for {suffix} {headers:?}"
+            );
+        }
+    }
+    // A closed time window holds for nobody.
+    let code = link_with(
+        &system,
+        &rules(vec![rule(
+            vec![Condition::Before(at - 1)],
+            "https://rule.example/",
+        )]),
+    );
+    assert_eq!(location(&system, &code, "", &[]), HOME);
+
+    // Combined: an iPhone in Australia, and only that.
+    let code = link_with(
+        &system,
+        &rules(vec![rule(
+            vec![
+                Condition::Device(Device::Ios.bit()),
+                Condition::Country(vec![*b"AU"].into()),
+            ],
+            "https://au.example/ios",
+        )]),
+    );
+    let both = [("User-Agent", IPHONE), ("X-Forwarded-For", AUSTRALIA)];
+    assert_eq!(
+        location(&system, &code, "", &both),
+        "https://au.example/ios"
+    );
+    let elsewhere = [("User-Agent", IPHONE), ("X-Forwarded-For", GERMANY)];
+    assert_eq!(location(&system, &code, "", &elsewhere), HOME);
+    let android = [("User-Agent", ANDROID), ("X-Forwarded-For", AUSTRALIA)];
+    assert_eq!(location(&system, &code, "", &android), HOME);
+    assert!(system.nginx.counters()["rule_redirects"] > 0);
+}
+
+#[test]
+fn the_first_rule_that_holds_answers() {
+    let system = System::start();
+    let code = link_with(
+        &system,
+        &rules(vec![
+            rule(
+                vec![Condition::Device(Device::Ios.bit())],
+                "https://apps.apple.com/app/id1",
+            ),
+            rule(
+                vec![Condition::Country(vec![*b"AU"].into())],
+                "https://au.example/",
+            ),
+            rule(vec![], "https://catch-all.example/"),
+        ]),
+    );
+    let iphone_in_au = [("User-Agent", IPHONE), ("X-Forwarded-For", AUSTRALIA)];
+    assert_eq!(
+        location(&system, &code, "", &iphone_in_au),
+        "https://apps.apple.com/app/id1"
+    );
+    let android_in_au = [("User-Agent", ANDROID), ("X-Forwarded-For", AUSTRALIA)];
+    assert_eq!(
+        location(&system, &code, "", &android_in_au),
+        "https://au.example/"
+    );
+    // A rule without conditions always holds: the link's own target is never reached.
+    assert_eq!(
+        location(&system, &code, "", &[("User-Agent", DESKTOP)]),
+        "https://catch-all.example/"
+    );
+}
+
+fn split(sticky: bool) -> Extras {
+    rules(vec![Rule {
+        conditions: Box::new([]),
+        action: Action::Split {
+            variants: vec![
+                Variant {
+                    weight: 50,
+                    target: target("https://a.example/"),
+                },
+                Variant {
+                    weight: 50,
+                    target: target("https://b.example/"),
+                },
+            ]
+            .into(),
+            sticky,
+        },
+    }])
+}
+
+#[test]
+fn a_split_keeps_its_proportions_and_a_sticky_one_its_visitors() {
+    let system = System::start();
+    let client = http_client();
+    let url = |code: &str| format!("http://127.0.0.1:{}/{code}", system.nginx.redirect_port);
+    let click = |code: &str, ip: &str| {
+        let response = client
+            .get(url(code))
+            .header("Host", "s1.test")
+            .header("User-Agent", ANDROID)
+            .header("X-Forwarded-For", ip)
+            .send()
+            .expect("click");
+        status_and_location(&response).1
+    };
+
+    let random = link_with(&system, &split(false));
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    for _ in 0..10_000 {
+        *counts.entry(click(&random, "192.0.2.1")).or_default() += 1;
+    }
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    for (location, n) in &counts {
+        // 50% ± 2 points of 10,000 (the binomial's standard deviation is 50).
+        assert!((4_800..=5_200).contains(n), "{location}: {n} of 10,000");
+    }
+
+    let sticky = link_with(&system, &split(true));
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    for visitor in 0..200 {
+        let ip = format!("192.0.2.{visitor}");
+        let first = click(&sticky, &ip);
+        for _ in 0..5 {
+            assert_eq!(click(&sticky, &ip), first, "visitor {ip} changed variant");
+        }
+        *seen.entry(first).or_default() += 1;
+    }
+    // Different phones still spread over both variants.
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.values().all(|&n| n >= 60), "{seen:?}");
+}
+
+#[test]
+fn valid_since_answers_not_yet_then_opens() {
+    let system = System::start();
+    let opens = now() + 3600;
+    let code = link_with(
+        &system,
+        &Extras {
+            valid_since: opens,
+            ..Extras::default()
+        },
+    );
+    let response = system.nginx.get("s1.test", &format!("/{code}"));
+    assert_eq!(response.status().as_u16(), 403);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let page = response.text().unwrap();
+    assert!(page.contains("not open yet"), "{page}");
+    assert!(page.contains(&opens.to_string()), "{page}");
+    let head = system
+        .nginx
+        .request(reqwest::Method::HEAD, "s1.test", &format!("/{code}"));
+    assert_eq!(head.status().as_u16(), 403);
+    assert_eq!(system.nginx.counters()["not_yet"], 2);
+
+    // With a "not yet" URL the early click goes there instead.
+    let code = link_with(
+        &system,
+        &Extras {
+            valid_since: opens,
+            not_yet_url: Some(b"https://shop.example/soon"[..].into()),
+            ..Extras::default()
+        },
+    );
+    assert_eq!(
+        location(&system, &code, "", &[]),
+        "https://shop.example/soon"
+    );
+
+    // Once open, the link answers as usual.
+    let code = link_with(
+        &system,
+        &Extras {
+            valid_since: now() - 1,
+            ..Extras::default()
+        },
+    );
+    assert_eq!(location(&system, &code, "", &[]), HOME);
+}
+
+#[test]
+fn an_expired_link_goes_to_its_expired_url_or_answers_410() {
+    let system = System::start();
+    let code = system.create(json!({"url": HOME}));
+    let expired = |extras: &Extras| {
+        Record::Live {
+            status: 302,
+            expires_at: now() as i64 - 10,
+            flags: 0,
+            target: HOME,
+            extras: Some(extras),
+        }
+        .encode()
+    };
+    let with_url = Extras {
+        expired_url: Some(b"https://shop.example/over"[..].into()),
+        ..rules(vec![rule(vec![], "https://rule.example/")])
+    };
+    system
+        .redis
+        .set_bytes(&link_key(&code), &expired(&with_url));
+    assert_eq!(
+        location(&system, &code, "", &[]),
+        "https://shop.example/over"
+    );
+
+    // Rules alone do not outlive the link.
+    let without = rules(vec![rule(vec![], "https://rule.example/")]);
+    system.redis.set_bytes(&link_key(&code), &expired(&without));
+    let response = system.nginx.get("s1.test", &format!("/{code}"));
+    assert_eq!(response.status().as_u16(), 410);
+}
+
+#[test]
+fn a_field_the_module_does_not_know_goes_to_the_fallback() {
+    let system = System::start();
+    let code = system.create(json!({"url": "https://example.com/v1", "redirect": 301}));
+    // A version 2 record with a field a later sidecar might add (tag `z`), pointing elsewhere.
+    let mut value = b"2|L|302|0|0|https://example.com/elsewhere\n".to_vec();
+    value.extend_from_slice(b"z\x00\x02on");
+    system.redis.set_bytes(&link_key(&code), &value);
+    let before = system.nginx.counters();
+    let response = system.nginx.get("s1.test", &format!("/{code}"));
+    assert_eq!(
+        status_and_location(&response),
+        (301, "https://example.com/v1".to_owned())
+    );
+    assert_eq!(
+        system.nginx.counters()["fallbacks"],
+        before["fallbacks"] + 1
+    );
+}
