@@ -62,6 +62,20 @@ impl<'a> CachedLink<'a> {
             extras: self.extras,
         }
     }
+
+    /// An owned copy, for a task that outlives the borrow of the cache.
+    pub fn to_link(&self) -> Link {
+        if self.revoked {
+            return Link::Revoked;
+        }
+        Link::Live {
+            status: self.status,
+            expires_at: self.expires_at,
+            forward_query: self.forward_query,
+            target: self.target.into(),
+            extras: self.extras.map(|extras| Box::new(extras.clone())),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use nginx_sys::{
     ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_GET, NGX_HTTP_HEAD,
+    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_time, NGX_HTTP_GET, NGX_HTTP_HEAD,
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_OK,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
@@ -12,10 +12,12 @@ use shortcode::Shape;
 use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
+use crate::lookup::Job;
 use crate::request::{code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, variables, worker, ShortlinkModule};
+use shortlink_wire::record::Link;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
@@ -65,11 +67,19 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
-    if let Some(answered) = answer_from_cache(r, mcf, lcf, domain, code) {
-        bump(mcf, Counter::CacheHits);
-        domain.bump(DomainCounter::CacheHits);
-        respond::track(r, mcf, lcf, code, answered);
-        return answered.rc;
+    match answer_from_cache(r, mcf, lcf, domain, code) {
+        Some(FromCache::Answered(answered)) => {
+            bump(mcf, Counter::CacheHits);
+            domain.bump(DomainCounter::CacheHits);
+            respond::track(r, mcf, lcf, code, answered);
+            return answered.rc;
+        }
+        Some(FromCache::Count(link)) => {
+            bump(mcf, Counter::CacheHits);
+            domain.bump(DomainCounter::CacheHits);
+            return lookup::start(r, mcf, lcf, domain, code, Job::Count(link));
+        }
+        None => {}
     }
     let Some(scheme) = &mcf.scheme else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
@@ -89,7 +99,7 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         }
     };
     bump(mcf, Counter::CacheMisses);
-    lookup::start(r, mcf, lcf, domain, code, bad_check)
+    lookup::start(r, mcf, lcf, domain, code, Job::Lookup { bad_check })
 }
 
 fn not_found(mcf: &MainConf, domain: DomainCounts) -> ngx_int_t {
@@ -155,20 +165,33 @@ unsafe fn slice_or_empty<'a>(data: *const u8, len: usize) -> &'a [u8] {
     }
 }
 
+/// What a cache hit gives: the answer, or a link whose click must be counted first.
+enum FromCache {
+    Answered(Answered),
+    /// A copy of the cached link, for the task that counts the click (links with `max_visits`
+    /// only: the copy is their one allocation per click).
+    Count(Link),
+}
+
 fn answer_from_cache(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     domain: DomainCounts,
     code: &[u8],
-) -> Option<Answered> {
+) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {
+            Hit::Link(link) if link.view().needs_count(ngx_time() as u64) => {
+                return Some(FromCache::Count(link.to_link()));
+            }
             Hit::Link(link) => Outcome::CachedLink(link),
             Hit::Missing => Outcome::Missing,
         };
-        Some(respond::answer(r, mcf, lcf, domain, outcome))
+        Some(FromCache::Answered(respond::answer(
+            r, mcf, lcf, domain, outcome,
+        )))
     })
     .flatten()
 }

@@ -1,5 +1,6 @@
 //! The slow path: suspend the request, ask Redis on the event loop, answer when the reply (or
-//! the deadline) comes.
+//! the deadline) comes. Also the click count of a link with `max_visits`, one `INCR` before the
+//! answer, whether the record came from the cache or from Redis.
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use nginx_sys::{
     ngx_http_finalize_request, ngx_http_request_t, ngx_http_run_posted_requests, ngx_int_t,
-    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_time, NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
 use ngx::async_::{sleep, spawn, Task};
 use ngx::core::Pool;
@@ -30,14 +31,27 @@ use shortlink_wire::record::{self, Link};
 /// What Redis said about a code, decoded.
 pub enum Resolution {
     Link(Link),
+    /// A link with `max_visits`, and its click count with this click.
+    Counted(Link, u64),
     Missing,
     Failed(RedisError),
+}
+
+/// What the task does before answering.
+pub enum Job {
+    /// Read the record (and the marker). `bad_check`: the code's check character failed under
+    /// this module's scheme (looked up only because the projection marker has not shown that
+    /// scheme to be the sidecar's).
+    Lookup { bad_check: bool },
+    /// Count a click on this link (a cache hit on a link with `max_visits`).
+    Count(Link),
 }
 
 impl Resolution {
     fn outcome(&self) -> Outcome<'_> {
         match self {
             Resolution::Link(link) => Outcome::Link(link),
+            Resolution::Counted(link, visits) => Outcome::Counted(link, *visits),
             Resolution::Missing => Outcome::Missing,
             Resolution::Failed(why) => Outcome::Failed(*why),
         }
@@ -78,16 +92,14 @@ impl CodeBuf {
     }
 }
 
-/// Starts the lookup of `code` and returns what the content handler should return.
-/// `bad_check`: the code's check character failed under this module's scheme (looked up only
-/// because the projection marker has not shown that scheme to be the sidecar's).
+/// Starts `job` for `code` and returns what the content handler should return.
 pub fn start(
     r: &mut ngx_http_request_t,
     mcf: &'static MainConf,
     lcf: &'static LocConf,
     domain: DomainCounts,
     code: &[u8],
-    bad_check: bool,
+    job: Job,
 ) -> ngx_int_t {
     let Some(owned) = CodeBuf::new(code) else {
         return respond::answer(r, mcf, lcf, domain, Outcome::Missing).rc;
@@ -106,7 +118,7 @@ pub fn start(
     // until finish() finalizes it (nginx's r->main->count++).
     unsafe { (*r.main).set_count((*r.main).count() + 1) };
 
-    let task = spawn(run(r, ctx, mcf, lcf, domain, owned, bad_check));
+    let task = spawn(run(r, ctx, mcf, lcf, domain, owned, job));
     // SAFETY: `ctx` was just allocated in the live request's pool.
     let ctx = unsafe { &*ctx };
     ctx.in_handler.set(false);
@@ -129,9 +141,9 @@ async fn run(
     lcf: &'static LocConf,
     domain: DomainCounts,
     code: CodeBuf,
-    bad_check: bool,
+    job: Job,
 ) {
-    let resolution = CatchUnwind(pin!(resolve(mcf, lcf, &code, bad_check)))
+    let resolution = CatchUnwind(pin!(perform(mcf, lcf, &code, job)))
         .await
         .unwrap_or(Resolution::Failed(RedisError::Protocol));
     // SAFETY: the context lives in the request pool. The request is alive: we hold a reference
@@ -172,6 +184,35 @@ fn finish(
     }
 }
 
+async fn perform(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, job: Job) -> Resolution {
+    let link = match job {
+        Job::Count(link) => link,
+        Job::Lookup { bad_check } => match resolve(mcf, lcf, code, bad_check).await {
+            Resolution::Link(link) if link.view().needs_count(ngx_time() as u64) => link,
+            other => return other,
+        },
+    };
+    count(mcf, lcf, code, link).await
+}
+
+/// `INCR sl:n:<code>`: the click's number decides its answer. A failure is a Redis failure
+/// (the fallback counts on the primary, or the click gets a 503): an uncounted click is never
+/// redirected, so the cap holds whatever fails.
+async fn count(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, link: Link) -> Resolution {
+    let reply = match worker::with(mcf, |w| w.count(code.as_bytes())) {
+        Some(Ok(reply)) => reply,
+        Some(Err(why)) => return Resolution::Failed(why),
+        None => return Resolution::Failed(RedisError::Unavailable),
+    };
+    match deadline(pin!(reply), lcf.timeout_ms()).await {
+        Err(()) => Resolution::Failed(RedisError::Timeout),
+        Ok(Err(why)) => Resolution::Failed(why),
+        Ok(Ok(Frame::Integer(visits))) if visits > 0 => Resolution::Counted(link, visits as u64),
+        Ok(Ok(Frame::Error(_))) => Resolution::Failed(RedisError::ErrorReply),
+        Ok(Ok(_)) => Resolution::Failed(RedisError::BadValue),
+    }
+}
+
 async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool) -> Resolution {
     let Some(ticket) = worker::with(mcf, |w| w.ticket()) else {
         return Resolution::Failed(RedisError::Unavailable);
@@ -202,7 +243,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
     let cached = match &resolution {
         Resolution::Link(link) => Some(Cached::Link(link.clone())),
         Resolution::Missing => Some(Cached::Missing),
-        Resolution::Failed(_) => None,
+        Resolution::Counted(..) | Resolution::Failed(_) => None,
     };
     if let Some(value) = cached {
         let now = ffi::now_ms();

@@ -26,6 +26,8 @@ pub enum Outcome<'a> {
     Link(&'a Link),
     /// A cache hit, read in place in its slot.
     CachedLink(CachedLink<'a>),
+    /// A link with `max_visits`, and its click count with this click.
+    Counted(&'a Link, u64),
     Missing,
     Failed(RedisError),
 }
@@ -52,9 +54,10 @@ pub fn answer(
     domain: DomainCounts,
     outcome: Outcome<'_>,
 ) -> Answered {
-    let view = match outcome {
-        Outcome::Link(link) => link.view(),
-        Outcome::CachedLink(link) => link.view(),
+    let (view, visits) = match outcome {
+        Outcome::Link(link) => (link.view(), None),
+        Outcome::CachedLink(link) => (link.view(), None),
+        Outcome::Counted(link, visits) => (link.view(), Some(visits)),
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
             domain.bump(DomainCounter::NotFound);
@@ -64,7 +67,12 @@ pub fn answer(
     };
     let now = ngx_time() as u64;
     let country = |ip| mcf.geo.as_ref().and_then(|geo| geo.country(ip));
-    match view.answer(now, || click::of(r, now), country) {
+    let click = || click::of(r, now);
+    let answer = match visits {
+        None => view.answer(now, click, country),
+        Some(visits) => view.answer_counted(now, visits, click, country),
+    };
+    match answer {
         Answer::Redirect {
             status,
             target,
@@ -96,6 +104,9 @@ pub fn answer(
             bump(mcf, Counter::NotYet);
             page::send(r, NOT_YET_STATUS, &not_yet_page(opens_at)).into()
         }
+        // Callers count clicks that need it before answering (`needs_count`); a click that
+        // still asks is not redirected uncounted.
+        Answer::Count => failed(r, mcf, lcf, domain, RedisError::BadValue).into(),
     }
 }
 

@@ -239,6 +239,18 @@ impl Worker {
             .request(&[&[b"MGET"], &[LINK_PREFIX, code], &[PROJECTION_MARKER]])
     }
 
+    /// Sends `INCR sl:n:<code>`: one click on a link with `max_visits`. The reply is the count
+    /// with this click (every edge increments the same key, on the primary).
+    pub fn count(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.count(code);
+        }
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&[&[b"INCR"], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
+    }
+
     /// The cluster, when the worker talks to one.
     pub fn cluster(&mut self) -> Option<&mut Cluster> {
         self.cluster.as_mut()

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use shortlink_e2e::{http_client, status_and_location, System};
+use shortlink_e2e::{http_client, status_and_location, NginxOptions, System};
 use shortlink_wire::keys::link_key;
 use shortlink_wire::record::{Extras, Record};
 use shortlink_wire::rules::{Action, Cidr, Condition, Device, Rule, Target, Variant};
@@ -373,4 +373,108 @@ fn a_field_the_module_does_not_know_goes_to_the_fallback() {
         system.nginx.counters()["fallbacks"],
         before["fallbacks"] + 1
     );
+}
+
+#[test]
+fn max_visits_redirects_exactly_the_cap_under_concurrency() {
+    let system = System::start_with(NginxOptions {
+        workers: 2,
+        ..NginxOptions::default()
+    });
+    let cap = 250;
+    let code = link_with(
+        &system,
+        &Extras {
+            max_visits: cap,
+            expired_url: Some(b"https://shop.example/sold-out"[..].into()),
+            ..rules(vec![rule(
+                vec![Condition::Device(Device::Android.bit())],
+                "https://play.example/",
+            )])
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/{code}", system.nginx.redirect_port);
+    let (clients, per_client) = (64, 10);
+    let answers: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                scope.spawn(|| {
+                    let client = http_client();
+                    (0..per_client)
+                        .map(|_| {
+                            let response = client
+                                .get(&url)
+                                .header("Host", "s1.test")
+                                .header("User-Agent", ANDROID)
+                                .send()
+                                .expect("click");
+                            let (status, location) = status_and_location(&response);
+                            assert_eq!(status, 302);
+                            location
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    let redirected = answers
+        .iter()
+        .filter(|location| *location == "https://play.example/")
+        .count();
+    let sold_out = answers
+        .iter()
+        .filter(|location| *location == "https://shop.example/sold-out")
+        .count();
+    assert_eq!(
+        redirected as u64, cap,
+        "exactly the cap, whichever worker answered"
+    );
+    assert_eq!(redirected + sold_out, clients * per_client);
+    let counted = system
+        .redis
+        .cli_raw(&["GET", &shortlink_wire::keys::visit_count_key(&code)]);
+    assert_eq!(counted, (clients * per_client).to_string());
+}
+
+#[test]
+fn max_visits_counts_only_clicks_that_would_redirect() {
+    let system = System::start();
+    let code = link_with(
+        &system,
+        &Extras {
+            max_visits: 1,
+            valid_since: now() + 3600,
+            ..Extras::default()
+        },
+    );
+    let counter = shortlink_wire::keys::visit_count_key(&code);
+    // Before it opens: the page, and nothing counted.
+    for _ in 0..3 {
+        let response = system.nginx.get("s1.test", &format!("/{code}"));
+        assert_eq!(response.status().as_u16(), 403);
+    }
+    assert_eq!(system.redis.cli_raw(&["EXISTS", &counter]), "0");
+    // Open: one redirect, then 410 (no expired URL).
+    let open = Extras {
+        max_visits: 1,
+        ..Extras::default()
+    };
+    let record = Record::Live {
+        status: 302,
+        expires_at: 0,
+        flags: 0,
+        target: HOME,
+        extras: Some(&open),
+    };
+    system.redis.set_bytes(&link_key(&code), &record.encode());
+    assert_eq!(location(&system, &code, "", &[]), HOME);
+    for _ in 0..2 {
+        let response = system.nginx.get("s1.test", &format!("/{code}"));
+        assert_eq!(response.status().as_u16(), 410);
+    }
+    assert_eq!(system.redis.cli_raw(&["GET", &counter]), "3");
 }

@@ -27,6 +27,15 @@ pub const EVENT_STREAM: &str = "sl:events";
 /// Prefix of a cluster's visit streams: `sl:events:{<tag>}`.
 pub const EVENT_STREAM_PREFIX: &str = "sl:events:";
 
+/// Prefix of the click counters of links with `max_visits`: `sl:n:<code>` counts the clicks that
+/// asked to be redirected (an `INCR` each, from any edge). Deleted with the link.
+pub const VISIT_COUNT_PREFIX: &str = "sl:n:";
+
+/// The click counter of `code` ([`VISIT_COUNT_PREFIX`]).
+pub fn visit_count_key(code: &str) -> String {
+    format!("{VISIT_COUNT_PREFIX}{code}")
+}
+
 /// The record key of `code`.
 pub fn link_key(code: &str) -> String {
     format!("{LINK_PREFIX}{code}")

@@ -41,6 +41,9 @@ pub enum Answer<'a> {
     Gone,
     /// Before `valid_since`, without a "not yet" URL: a page saying when the link opens.
     NotYet { opens_at: u64 },
+    /// A link with `max_visits` that would redirect: count the click (`INCR` of
+    /// [`crate::keys::visit_count_key`]) and ask again with [`LinkView::answer_counted`].
+    Count,
 }
 
 /// The status of the "not yet" page: the link exists but does not open to anyone yet (never a
@@ -80,6 +83,41 @@ impl<'a> LinkView<'a> {
         click: impl FnOnce() -> Click<'c>,
         country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
     ) -> Answer<'a> {
+        self.decide(now_unix, None, click, country)
+    }
+
+    /// The answer to a click [`Answer::Count`] asked to count: `visits` is the counter after
+    /// this click's `INCR`. Past `max_visits` the link answers like an expired one, so no more
+    /// than `max_visits` clicks are ever redirected, from however many edges.
+    pub fn answer_counted<'c>(
+        &self,
+        now_unix: u64,
+        visits: u64,
+        click: impl FnOnce() -> Click<'c>,
+        country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+    ) -> Answer<'a> {
+        self.decide(now_unix, Some(visits), click, country)
+    }
+
+    /// Whether a click at `now_unix` must be counted before it is answered ([`Answer::Count`]):
+    /// a live, open, unexpired link with `max_visits`. Decided without the click.
+    pub fn needs_count(&self, now_unix: u64) -> bool {
+        match self.extras {
+            Some(extras) if extras.max_visits != 0 && !self.revoked => {
+                let expired = self.expires_at != 0 && self.expires_at <= now_unix;
+                !expired && extras.valid_since <= now_unix
+            }
+            _ => false,
+        }
+    }
+
+    fn decide<'c>(
+        &self,
+        now_unix: u64,
+        visits: Option<u64>,
+        click: impl FnOnce() -> Click<'c>,
+        country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+    ) -> Answer<'a> {
         if self.revoked {
             return Answer::Gone;
         }
@@ -92,10 +130,7 @@ impl<'a> LinkView<'a> {
             };
         };
         if expired {
-            return match &extras.expired_url {
-                Some(url) => lifecycle_redirect(url),
-                None => Answer::Gone,
-            };
+            return over(extras);
         }
         if extras.valid_since > now_unix {
             return match &extras.not_yet_url {
@@ -104,6 +139,13 @@ impl<'a> LinkView<'a> {
                     opens_at: extras.valid_since,
                 },
             };
+        }
+        if extras.max_visits != 0 {
+            match visits {
+                None => return Answer::Count,
+                Some(n) if n > extras.max_visits => return over(extras),
+                Some(_) => {}
+            }
         }
         if extras.rules.is_empty() {
             return self.own_target();
@@ -130,6 +172,14 @@ impl<'a> LinkView<'a> {
             forward_query: self.forward_query,
             chosen: None,
         }
+    }
+}
+
+/// An expired or capped link: its expired URL, else 410.
+fn over(extras: &Extras) -> Answer<'_> {
+    match &extras.expired_url {
+        Some(url) => lifecycle_redirect(url),
+        None => Answer::Gone,
     }
 }
 

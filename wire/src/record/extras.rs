@@ -10,6 +10,7 @@
 //! | `n` | the "not yet" URL: where a click before `valid_since` goes (302) |
 //! | `e` | the expired URL: where a click after `expires_at` goes (302) instead of a 410 |
 //! | `r` | the rules, in [`crate::rules::codec`]'s form |
+//! | `m` | `max_visits`: `u64` big-endian; clicks past it answer like an expired link |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
@@ -21,6 +22,7 @@ const VALID_SINCE: u8 = b's';
 const NOT_YET_URL: u8 = b'n';
 const EXPIRED_URL: u8 = b'e';
 const RULES: u8 = b'r';
+const MAX_VISITS: u8 = b'm';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +35,10 @@ pub struct Extras {
     pub expired_url: Option<Box<[u8]>>,
     /// Tried in order; the first that holds answers, else the link's own target.
     pub rules: Box<[Rule]>,
+    /// Redirects answered at most; 0 = no cap. Counted in Redis ([`crate::keys::visit_count_key`]),
+    /// one `INCR` per click that would redirect; the click that makes the count pass the cap, and
+    /// every one after, answers like an expired link.
+    pub max_visits: u64,
 }
 
 impl Extras {
@@ -42,6 +48,7 @@ impl Extras {
             && self.not_yet_url.is_none()
             && self.expired_url.is_none()
             && self.rules.is_empty()
+            && self.max_visits == 0
     }
 
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
@@ -53,6 +60,9 @@ impl Extras {
         }
         if let Some(url) = &self.expired_url {
             field(out, EXPIRED_URL, url);
+        }
+        if self.max_visits != 0 {
+            field(out, MAX_VISITS, &self.max_visits.to_be_bytes());
         }
         if !self.rules.is_empty() {
             let mut bytes = Vec::new();
@@ -79,6 +89,7 @@ impl Extras {
                 NOT_YET_URL => 2,
                 EXPIRED_URL => 4,
                 RULES => 8,
+                MAX_VISITS => 16,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -86,10 +97,8 @@ impl Extras {
             }
             seen |= bit;
             match tag {
-                VALID_SINCE => {
-                    let seconds: [u8; 8] = value.try_into().map_err(|_| RecordError::Extras)?;
-                    extras.valid_since = u64::from_be_bytes(seconds);
-                }
+                VALID_SINCE => extras.valid_since = u64_field(value)?,
+                MAX_VISITS => extras.max_visits = u64_field(value)?,
                 NOT_YET_URL => extras.not_yet_url = Some(url(value)?),
                 EXPIRED_URL => extras.expired_url = Some(url(value)?),
                 _ => extras.rules = codec::decode(value).map_err(RecordError::Rules)?,
@@ -104,6 +113,11 @@ fn field(out: &mut Vec<u8>, tag: u8, value: &[u8]) {
     // The API keeps every value far below 64 KiB (crate::record::MAX_RECORD_BYTES).
     out.extend((value.len() as u16).to_be_bytes());
     out.extend_from_slice(value);
+}
+
+fn u64_field(value: &[u8]) -> Result<u64, RecordError> {
+    let bytes: [u8; 8] = value.try_into().map_err(|_| RecordError::Extras)?;
+    Ok(u64::from_be_bytes(bytes))
 }
 
 fn url(value: &[u8]) -> Result<Box<[u8]>, RecordError> {

@@ -42,6 +42,7 @@ fn extras() -> Extras {
             },
         ]
         .into(),
+        max_visits: 0,
     }
 }
 
@@ -215,4 +216,58 @@ fn the_not_yet_page_says_when() {
     let page = String::from_utf8(not_yet_page(1_798_761_600)).unwrap();
     assert!(page.contains("2027-01-01 00:00 UTC"), "{page}");
     assert!(page.contains("noindex"));
+}
+
+#[test]
+fn a_capped_link_counts_then_answers_like_an_expired_one() {
+    let capped = Extras {
+        max_visits: 2,
+        valid_since: 100,
+        ..extras()
+    };
+    let link = decode(&encode(Some(&capped))).unwrap();
+    let view = link.view();
+    let country = |_| Some(*b"PT");
+    // Not open yet, or expired: nothing to count.
+    assert_eq!(
+        view.answer(50, || click(IPHONE), country),
+        Answer::NotYet { opens_at: 100 }
+    );
+    assert!(matches!(
+        view.answer(5_000, || click(IPHONE), country),
+        Answer::Redirect {
+            target: b"https://shop.example/over",
+            ..
+        }
+    ));
+    assert_eq!(view.answer(2_000, || click(IPHONE), country), Answer::Count);
+    assert!(view.needs_count(2_000));
+    assert!(!view.needs_count(50) && !view.needs_count(5_000));
+    for visits in [1, 2] {
+        assert!(matches!(
+            view.answer_counted(2_000, visits, || click(IPHONE), country),
+            Answer::Redirect {
+                target: b"https://apps.apple.com/app/id1",
+                ..
+            }
+        ));
+    }
+    assert!(matches!(
+        view.answer_counted(2_000, 3, || click(IPHONE), country),
+        Answer::Redirect {
+            target: b"https://shop.example/over",
+            chosen: None,
+            ..
+        }
+    ));
+    let without_url = Extras {
+        max_visits: 1,
+        ..Extras::default()
+    };
+    let link = decode(&encode(Some(&without_url))).unwrap();
+    assert_eq!(
+        link.view()
+            .answer_counted(2_000, 2, || click(IPHONE), country),
+        Answer::Gone
+    );
 }

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use shortlink_wire::cluster::{key_slot, slot_tag, MARKER_PREFIX};
+use shortlink_wire::keys::{LINK_PREFIX, VISIT_COUNT_PREFIX};
 
 use super::connection::{Reply, Timeouts};
 use super::tracking::Pending;
@@ -210,24 +211,33 @@ impl Cluster {
     /// Sends `MGET sl:c:<code> sl:meta:projection:{<tag>}` (the marker of the record's slot) to
     /// `target`.
     pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
-        self.poll();
-        // The whole key, for its slot: on the stack, as codes are at most an alias long.
-        const PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
-        let mut buf = [0u8; PREFIX.len() + shortcode::ALIAS_MAX_LEN];
-        let key = buf
-            .get_mut(..PREFIX.len() + code.len())
-            .ok_or(RedisError::BadValue)?;
-        let (prefix, rest) = key.split_at_mut(PREFIX.len());
-        prefix.copy_from_slice(PREFIX);
-        rest.copy_from_slice(code);
-        let key = &*key;
-        let slot = key_slot(key);
-        let tag = slot_tag(slot).as_bytes();
+        let mut buf = KeyBuf::new();
+        let key = buf.key(LINK_PREFIX.as_bytes(), code)?;
+        let tag = slot_tag(key_slot(key)).as_bytes();
         let args: [&[&[u8]]; 3] = [
             &[b"MGET"],
             &[key],
             &[MARKER_PREFIX.as_bytes(), b"{", tag, b"}"],
         ];
+        self.send_for(key, &args, target)
+    }
+
+    /// Sends `INCR sl:n:<code>` (a click on a link with `max_visits`) to the owner of its slot.
+    pub fn count(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
+        let mut buf = KeyBuf::new();
+        let key = buf.key(VISIT_COUNT_PREFIX.as_bytes(), code)?;
+        self.send_for(key, &[&[b"INCR"], &[key]], &Target::Owner)
+    }
+
+    /// Sends `args` to the node serving `key`'s slot (or `target`, after a redirection).
+    fn send_for(
+        &mut self,
+        key: &[u8],
+        args: &[&[&[u8]]],
+        target: &Target,
+    ) -> Result<Reply, RedisError> {
+        self.poll();
+        let slot = key_slot(key);
         let (node, asking) = match target {
             Target::Owner => match self.map.owner(slot) {
                 Some(owner) => (owner, false),
@@ -244,8 +254,8 @@ impl Cluster {
             node,
         );
         let sent = match pool {
-            Some(pool) if asking => pool.request_asking(&args),
-            Some(pool) => pool.request(&args),
+            Some(pool) if asking => pool.request_asking(args),
+            Some(pool) => pool.request(args),
             None => Err(RedisError::Unavailable),
         };
         sent.inspect_err(|_| {
@@ -322,5 +332,25 @@ impl Drop for Cluster {
         self.refresh.stop();
         self.trackers = None;
         self.nodes.clear();
+    }
+}
+
+/// A key built on the stack: codes are at most an alias long, prefixes a few bytes.
+struct KeyBuf([u8; 16 + shortcode::ALIAS_MAX_LEN]);
+
+impl KeyBuf {
+    fn new() -> Self {
+        KeyBuf([0; 16 + shortcode::ALIAS_MAX_LEN])
+    }
+
+    fn key(&mut self, prefix: &[u8], code: &[u8]) -> Result<&[u8], RedisError> {
+        let key = self
+            .0
+            .get_mut(..prefix.len() + code.len())
+            .ok_or(RedisError::BadValue)?;
+        let (head, rest) = key.split_at_mut(prefix.len());
+        head.copy_from_slice(prefix);
+        rest.copy_from_slice(code);
+        Ok(key)
     }
 }
