@@ -20,6 +20,9 @@ const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537
 const AUSTRALIA: &str = "203.0.113.9";
 const GERMANY: &str = "198.51.100.200";
 
+/// A path suffix (the query string) and request headers.
+type Click<'a> = (&'a str, &'a [(&'a str, &'a str)]);
+
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -77,7 +80,7 @@ fn location(system: &System, code: &str, path_suffix: &str, headers: &[(&str, &s
 fn each_condition_alone_and_combined() {
     let system = System::start();
     let at = now();
-    let cases: Vec<(Condition, Vec<(&str, &[(&str, &str)])>)> = vec![
+    let cases: Vec<(Condition, Vec<Click>)> = vec![
         (
             Condition::Device(Device::Ios.bit() | Device::Android.bit()),
             vec![
@@ -107,7 +110,7 @@ fn each_condition_alone_and_combined() {
         (Condition::After(at - 3600), vec![("", &[])]),
         (Condition::Before(at + 3600), vec![("", &[])]),
     ];
-    let misses: [(&str, &[(&str, &str)]); 6] = [
+    let misses: [Click; 6] = [
         ("", &[("User-Agent", DESKTOP)]),
         ("", &[("Accept-Language", "en-GB, pt;q=0.5")]),
         ("", &[("X-Forwarded-For", GERMANY)]),
