@@ -4,7 +4,8 @@
 use nginx_sys::{
     ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
     ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_time, NGX_HTTP_GET, NGX_HTTP_HEAD,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_OK,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_POST,
+    NGX_OK,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
@@ -13,6 +14,7 @@ use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
 use crate::lookup::Job;
+use crate::password::{self, Client, Submitted};
 use crate::request::{code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
@@ -22,11 +24,17 @@ use shortlink_wire::record::Link;
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
         // SAFETY: nginx calls content handlers with a live request.
-        handle(unsafe { &mut *r })
+        let r = unsafe { &mut *r };
+        // A password page's form: the body first, then the code as for a GET.
+        if r.method & NGX_HTTP_POST as usize != 0 {
+            return password::read_form(r);
+        }
+        handle(r, None)
     })
 }
 
-fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
+/// Answers a GET or HEAD, or (with the submitted `password`) a POST.
+pub fn handle(r: &mut ngx_http_request_t, password: Option<Submitted>) -> ngx_int_t {
     let (Some(mcf), Some(lcf)) = (
         ShortlinkModule::main_conf(r),
         ShortlinkModule::location_conf(r),
@@ -43,11 +51,11 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
         DomainCounts::other(mcf, lcf)
     };
     domain.bump(DomainCounter::Requests);
-    if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize == 0 {
+    if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST) as usize == 0 {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
     }
-    // No ngx_http_discard_request_body here: every answer is a status that nginx's special
-    // response handler finalizes, and that discards the body (as for `return`).
+    // No ngx_http_discard_request_body here: a status answer is finalized by nginx's special
+    // response handler, which discards the body (as for `return`); pages discard it themselves.
     if !allowed {
         bump(mcf, Counter::HostRejects);
         return not_found(mcf, domain);
@@ -67,7 +75,12 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
-    match answer_from_cache(r, mcf, lcf, domain, code) {
+    // A password goes to Redis anyway (attempts are counted there): no cache shortcut.
+    let cached = match password {
+        None => answer_from_cache(r, mcf, lcf, domain, code),
+        Some(_) => None,
+    };
+    match cached {
         Some(FromCache::Answered(answered)) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
@@ -98,6 +111,14 @@ fn handle(r: &mut ngx_http_request_t) -> ngx_int_t {
             return not_found(mcf, domain);
         }
     };
+    if let Some(password) = password {
+        let job = Job::Unlock {
+            password,
+            client: Client::of(r),
+            bad_check,
+        };
+        return lookup::start(r, mcf, lcf, domain, code, job);
+    }
     bump(mcf, Counter::CacheMisses);
     lookup::start(r, mcf, lcf, domain, code, Job::Lookup { bad_check })
 }
@@ -183,7 +204,7 @@ fn answer_from_cache(
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {
-            Hit::Link(link) if link.view().needs_count(ngx_time() as u64) => {
+            Hit::Link(link) if link.view().needs_count(ngx_time() as u64, false) => {
                 return Some(FromCache::Count(link.to_link()));
             }
             Hit::Link(link) => Outcome::CachedLink(link),

@@ -15,6 +15,7 @@ pub mod geo;
 mod handler;
 mod lookup;
 mod page;
+mod password;
 pub mod redis;
 pub mod request;
 mod respond;

@@ -18,6 +18,7 @@ use ngx::core::Pool;
 
 use crate::cache::Cached;
 use crate::conf::{LocConf, MainConf};
+use crate::password::{Client, Submitted};
 use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
@@ -26,13 +27,18 @@ use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
 use crate::status::DomainCounts;
 use crate::{ffi, worker};
-use shortlink_wire::record::{self, Link};
+use shortlink_wire::keys;
+use shortlink_wire::record::password::MAX_ATTEMPTS;
+use shortlink_wire::record::{self, Checked, Link};
 
 /// What Redis said about a code, decoded.
 pub enum Resolution {
     Link(Link),
-    /// A link with `max_visits`, and its click count with this click.
-    Counted(Link, u64),
+    /// A link whose click was counted (`max_visits`) or whose password was given right.
+    Checked(Link, Checked),
+    /// A wrong password, or one attempt too many.
+    WrongPassword,
+    RateLimited,
     Missing,
     Failed(RedisError),
 }
@@ -45,13 +51,21 @@ pub enum Job {
     Lookup { bad_check: bool },
     /// Count a click on this link (a cache hit on a link with `max_visits`).
     Count(Link),
+    /// A password page's form: read the record, count the attempt, check the password.
+    Unlock {
+        password: Submitted,
+        client: Client,
+        bad_check: bool,
+    },
 }
 
 impl Resolution {
     fn outcome(&self) -> Outcome<'_> {
         match self {
             Resolution::Link(link) => Outcome::Link(link),
-            Resolution::Counted(link, visits) => Outcome::Counted(link, *visits),
+            Resolution::Checked(link, checked) => Outcome::Checked(link, *checked),
+            Resolution::WrongPassword => Outcome::WrongPassword,
+            Resolution::RateLimited => Outcome::RateLimited,
             Resolution::Missing => Outcome::Missing,
             Resolution::Failed(why) => Outcome::Failed(*why),
         }
@@ -185,20 +199,91 @@ fn finish(
 }
 
 async fn perform(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, job: Job) -> Resolution {
-    let link = match job {
-        Job::Count(link) => link,
+    let now = ngx_time() as u64;
+    let (link, unlocked) = match job {
+        Job::Count(link) => (link, false),
         Job::Lookup { bad_check } => match resolve(mcf, lcf, code, bad_check).await {
-            Resolution::Link(link) if link.view().needs_count(ngx_time() as u64) => link,
+            Resolution::Link(link) if link.view().needs_count(now, false) => (link, false),
             other => return other,
         },
+        Job::Unlock {
+            password,
+            client,
+            bad_check,
+        } => {
+            let link = match resolve(mcf, lcf, code, bad_check).await {
+                Resolution::Link(link) => link,
+                other => return other,
+            };
+            // A link that asks no password now (none, not open yet, over) answers the POST as
+            // it would a GET.
+            let protected = link.view().needs_password(now);
+            if protected {
+                if let Err(resolution) = unlock(mcf, lcf, code, &link, &password, &client).await {
+                    return resolution;
+                }
+            }
+            if !link.view().needs_count(now, protected) {
+                let checked = Checked {
+                    visits: None,
+                    unlocked: protected,
+                };
+                return Resolution::Checked(link, checked);
+            }
+            (link, protected)
+        }
     };
-    count(mcf, lcf, code, link).await
+    count(mcf, lcf, code, link, unlocked).await
+}
+
+/// Counts the attempt (one `EVAL` per attempt: the counter and its window set atomically), then
+/// checks the password. `Err` is the resolution to answer instead of the link.
+async fn unlock(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    link: &Link,
+    password: &Submitted,
+    client: &Client,
+) -> Result<(), Resolution> {
+    let key = keys::password_attempts_key(code.as_bytes(), client.as_bytes());
+    let reply = match worker::with(mcf, |w| w.count_attempt(&key)) {
+        Some(Ok(reply)) => reply,
+        Some(Err(why)) => return Err(Resolution::Failed(why)),
+        None => return Err(Resolution::Failed(RedisError::Unavailable)),
+    };
+    let attempts = match deadline(pin!(reply), lcf.timeout_ms()).await {
+        Err(()) => return Err(Resolution::Failed(RedisError::Timeout)),
+        Ok(Err(why)) => return Err(Resolution::Failed(why)),
+        Ok(Ok(Frame::Integer(n))) if n > 0 => n as u64,
+        Ok(Ok(Frame::Error(_))) => return Err(Resolution::Failed(RedisError::ErrorReply)),
+        Ok(Ok(_)) => return Err(Resolution::Failed(RedisError::BadValue)),
+    };
+    if attempts > MAX_ATTEMPTS {
+        return Err(Resolution::RateLimited);
+    }
+    let right = link
+        .view()
+        .extras
+        .and_then(|extras| extras.password.as_ref())
+        .is_some_and(|expected| expected.matches(password.as_bytes()));
+    if right {
+        Ok(())
+    } else {
+        Err(Resolution::WrongPassword)
+    }
 }
 
 /// `INCR sl:n:<code>`: the click's number decides its answer. A failure is a Redis failure
 /// (the fallback counts on the primary, or the click gets a 503): an uncounted click is never
 /// redirected, so the cap holds whatever fails.
-async fn count(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, link: Link) -> Resolution {
+async fn count(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    link: Link,
+    unlocked: bool,
+) -> Resolution {
     let reply = match worker::with(mcf, |w| w.count(code.as_bytes())) {
         Some(Ok(reply)) => reply,
         Some(Err(why)) => return Resolution::Failed(why),
@@ -207,7 +292,13 @@ async fn count(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, link: Link) -> Res
     match deadline(pin!(reply), lcf.timeout_ms()).await {
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
-        Ok(Ok(Frame::Integer(visits))) if visits > 0 => Resolution::Counted(link, visits as u64),
+        Ok(Ok(Frame::Integer(visits))) if visits > 0 => {
+            let checked = Checked {
+                visits: Some(visits as u64),
+                unlocked,
+            };
+            Resolution::Checked(link, checked)
+        }
         Ok(Ok(Frame::Error(_))) => Resolution::Failed(RedisError::ErrorReply),
         Ok(Ok(_)) => Resolution::Failed(RedisError::BadValue),
     }
@@ -243,7 +334,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
     let cached = match &resolution {
         Resolution::Link(link) => Some(Cached::Link(link.clone())),
         Resolution::Missing => Some(Cached::Missing),
-        Resolution::Counted(..) | Resolution::Failed(_) => None,
+        _ => None,
     };
     if let Some(value) = cached {
         let now = ffi::now_ms();

@@ -1,9 +1,9 @@
-//! A small page the module writes itself (the "not yet" page), for answers that are neither a
-//! redirect nor an error status nginx renders.
+//! A small page the module writes itself (the "not yet" page, the password form), for answers
+//! that are neither a redirect nor an error status nginx renders.
 
 use nginx_sys::{
-    ngx_chain_t, ngx_create_temp_buf, ngx_http_output_filter, ngx_http_request_t,
-    ngx_http_send_header, ngx_int_t, ngx_str_t, ngx_uint_t, NGX_ERROR,
+    ngx_chain_t, ngx_create_temp_buf, ngx_http_discard_request_body, ngx_http_output_filter,
+    ngx_http_request_t, ngx_http_send_header, ngx_int_t, ngx_str_t, ngx_uint_t, NGX_ERROR,
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_OK,
 };
 use ngx::ngx_string;
@@ -16,6 +16,11 @@ const CONTENT_TYPE: &[u8] = b"text/html; charset=utf-8";
 /// (or what finalizes the request).
 pub fn send(r: &mut ngx_http_request_t, status: u16, body: &[u8]) -> ngx_int_t {
     let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    // A GET's stray body must not be read as the connection's next request (a POST's was read).
+    // SAFETY: a live request; nginx reads and drops the body on its own events.
+    if unsafe { ngx_http_discard_request_body(r) } != NGX_OK as ngx_int_t {
+        return error;
+    }
     r.headers_out.status = ngx_uint_t::from(status);
     r.headers_out.content_length_n = body.len() as i64;
     // The type lives in static memory; nginx only reads it.

@@ -16,7 +16,10 @@ use crate::redis::RedisError;
 use crate::request::{click, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
-use shortlink_wire::record::{not_yet_page, Answer, Chosen, Link, NOT_YET_STATUS};
+use shortlink_wire::record::password::{
+    password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
+};
+use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Link, NOT_YET_STATUS};
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
@@ -26,8 +29,11 @@ pub enum Outcome<'a> {
     Link(&'a Link),
     /// A cache hit, read in place in its slot.
     CachedLink(CachedLink<'a>),
-    /// A link with `max_visits`, and its click count with this click.
-    Counted(&'a Link, u64),
+    /// A link whose click was counted or whose password was given right.
+    Checked(&'a Link, Checked),
+    /// A wrong password, or one attempt too many.
+    WrongPassword,
+    RateLimited,
     Missing,
     Failed(RedisError),
 }
@@ -54,10 +60,18 @@ pub fn answer(
     domain: DomainCounts,
     outcome: Outcome<'_>,
 ) -> Answered {
-    let (view, visits) = match outcome {
-        Outcome::Link(link) => (link.view(), None),
-        Outcome::CachedLink(link) => (link.view(), None),
-        Outcome::Counted(link, visits) => (link.view(), Some(visits)),
+    let (view, checked) = match outcome {
+        Outcome::Link(link) => (link.view(), Checked::default()),
+        Outcome::CachedLink(link) => (link.view(), Checked::default()),
+        Outcome::Checked(link, checked) => (link.view(), checked),
+        Outcome::WrongPassword => {
+            bump(mcf, Counter::PasswordRejects);
+            return page::send(r, PASSWORD_STATUS, &password_page(true)).into();
+        }
+        Outcome::RateLimited => {
+            bump(mcf, Counter::PasswordRejects);
+            return page::send(r, RATE_LIMITED_STATUS, &rate_limited_page()).into();
+        }
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
             domain.bump(DomainCounter::NotFound);
@@ -67,11 +81,7 @@ pub fn answer(
     };
     let now = ngx_time() as u64;
     let country = |ip| mcf.geo.as_ref().and_then(|geo| geo.country(ip));
-    let click = || click::of(r, now);
-    let answer = match visits {
-        None => view.answer(now, click, country),
-        Some(visits) => view.answer_counted(now, visits, click, country),
-    };
+    let answer = view.answer_checked(now, checked, || click::of(r, now), country);
     match answer {
         Answer::Redirect {
             status,
@@ -82,6 +92,8 @@ pub fn answer(
             if chosen.is_some() {
                 bump(mcf, Counter::RuleRedirects);
             }
+            // After a password form: a redirect the browser follows with a GET.
+            let status = if is_post(r) { UNLOCKED_STATUS } else { status };
             Answered {
                 rc: redirect(
                     r,
@@ -103,6 +115,10 @@ pub fn answer(
         Answer::NotYet { opens_at } => {
             bump(mcf, Counter::NotYet);
             page::send(r, NOT_YET_STATUS, &not_yet_page(opens_at)).into()
+        }
+        Answer::Password => {
+            bump(mcf, Counter::PasswordPrompts);
+            page::send(r, PASSWORD_STATUS, &password_page(false)).into()
         }
         // Callers count clicks that need it before answering (`needs_count`); a click that
         // still asks is not redirected uncounted.
@@ -128,7 +144,8 @@ fn failed(
             _ => Counter::RedisErrors,
         },
     );
-    match lcf.fallback() {
+    // The fallback answers GETs: a password form meeting a Redis failure gets a 503.
+    match lcf.fallback().filter(|_| !is_post(r)) {
         Some(name) => {
             bump(mcf, Counter::Fallbacks);
             domain.bump(DomainCounter::Fallbacks);
@@ -158,7 +175,7 @@ pub fn track(
     code: &[u8],
     answered: Answered,
 ) {
-    if !lcf.track() || !matches!(answered.rc, 301 | 302 | 307 | 308 | HTTP_GONE) {
+    if !lcf.track() || !matches!(answered.rc, 301 | 302 | 303 | 307 | 308 | HTTP_GONE) {
         return;
     }
     let status = answered.rc as u16;
@@ -199,6 +216,10 @@ pub fn track(
         chosen: answered.chosen,
     };
     worker::with(mcf, |w| w.track(&visit));
+}
+
+fn is_post(r: &ngx_http_request_t) -> bool {
+    r.method & nginx_sys::NGX_HTTP_POST as usize != 0
 }
 
 fn redirect(

@@ -43,6 +43,10 @@ pub enum Counter {
     NotYet,
     /// Redirects a click-time rule chose (a subset of `Redirects`).
     RuleRedirects,
+    /// Password pages shown (a protected link clicked without its password).
+    PasswordPrompts,
+    /// Password forms refused: a wrong password, or too many attempts.
+    PasswordRejects,
     /// Generated-shape codes with a wrong check character.
     CheckRejects,
     /// No code in the path, or a code of no known shape.
@@ -88,7 +92,7 @@ pub enum Counter {
     ClusterPrimaries,
 }
 
-const COUNT: usize = 27;
+const COUNT: usize = 29;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -97,6 +101,8 @@ const NAMES: [&str; COUNT] = [
     "gone",
     "not_yet",
     "rule_redirects",
+    "password_prompts",
+    "password_rejects",
     "check_rejects",
     "invalid",
     "host_rejects",

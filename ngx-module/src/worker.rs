@@ -24,6 +24,7 @@ use crate::request::host::PoolMemo;
 use crate::scheme::SchemeState;
 use crate::status::Counter;
 use shortlink_wire::keys;
+use shortlink_wire::record::password;
 
 /// The projection marker is present while Redis holds every link (the sidecar sets it after a
 /// complete resync). A data loss (FLUSHALL, a restart without persistence) takes it away with
@@ -249,6 +250,26 @@ impl Worker {
             .as_mut()
             .ok_or(RedisError::Unavailable)?
             .request(&[&[b"INCR"], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
+    }
+
+    /// Counts a password attempt ([`password::ATTEMPT_SCRIPT`]) on `key`, the attempt counter of
+    /// one link and client; the reply is the attempts in the window.
+    pub fn count_attempt(&mut self, key: &[u8]) -> Result<Reply, RedisError> {
+        let window = password::ATTEMPT_WINDOW_SECS.to_string();
+        let args: [&[&[u8]]; 5] = [
+            &[b"EVAL"],
+            &[password::ATTEMPT_SCRIPT.as_bytes()],
+            &[b"1"],
+            &[key],
+            &[window.as_bytes()],
+        ];
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(key, &args, &Target::Owner);
+        }
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&args)
     }
 
     /// The cluster, when the worker talks to one.

@@ -36,6 +36,15 @@ pub fn visit_count_key(code: &str) -> String {
     format!("{VISIT_COUNT_PREFIX}{code}")
 }
 
+/// Prefix of the password attempt counters: `sl:pw:<code>:<client address>` counts one
+/// client's attempts on one link, expiring with its window ([`crate::record::password`]).
+pub const PASSWORD_ATTEMPTS_PREFIX: &str = "sl:pw:";
+
+/// The attempt counter of `client` on `code` ([`PASSWORD_ATTEMPTS_PREFIX`]).
+pub fn password_attempts_key(code: &[u8], client: &[u8]) -> Vec<u8> {
+    [PASSWORD_ATTEMPTS_PREFIX.as_bytes(), code, b":", client].concat()
+}
+
 /// The record key of `code`.
 pub fn link_key(code: &str) -> String {
     format!("{LINK_PREFIX}{code}")

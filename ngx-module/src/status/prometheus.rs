@@ -63,6 +63,8 @@ const HELP: [&str; COUNT] = [
     "410 answers.",
     "Not-yet pages: clicks before a link's valid_since.",
     "Redirects a click-time rule chose.",
+    "Password pages shown.",
+    "Password forms refused: wrong password or too many attempts.",
     "Generated-shape codes with a wrong check character.",
     "Requests with no code or a code of no known shape.",
     "Requests for hosts outside the pool.",

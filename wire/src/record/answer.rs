@@ -42,8 +42,20 @@ pub enum Answer<'a> {
     /// Before `valid_since`, without a "not yet" URL: a page saying when the link opens.
     NotYet { opens_at: u64 },
     /// A link with `max_visits` that would redirect: count the click (`INCR` of
-    /// [`crate::keys::visit_count_key`]) and ask again with [`LinkView::answer_counted`].
+    /// [`crate::keys::visit_count_key`]) and ask again with [`LinkView::answer_checked`].
     Count,
+    /// A password-protected link, and no right password given: the password page
+    /// ([`super::password`]); a right one is checked, then asked again with `unlocked`.
+    Password,
+}
+
+/// What the reader established about a click before asking again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// The click's number ([`Answer::Count`]).
+    pub visits: Option<u64>,
+    /// The link's password was given, and right.
+    pub unlocked: bool,
 }
 
 /// The status of the "not yet" page: the link exists but does not open to anyone yet (never a
@@ -83,38 +95,17 @@ impl<'a> LinkView<'a> {
         click: impl FnOnce() -> Click<'c>,
         country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
     ) -> Answer<'a> {
-        self.decide(now_unix, None, click, country)
+        self.answer_checked(now_unix, Checked::default(), click, country)
     }
 
-    /// The answer to a click [`Answer::Count`] asked to count: `visits` is the counter after
-    /// this click's `INCR`. Past `max_visits` the link answers like an expired one, so no more
-    /// than `max_visits` clicks are ever redirected, from however many edges.
-    pub fn answer_counted<'c>(
+    /// The answer once the reader checked what [`Answer::Count`] or [`Answer::Password`] asked
+    /// for. Past `max_visits` (`visits` is the counter after this click's `INCR`) the link
+    /// answers like an expired one, so no more than `max_visits` clicks are ever redirected,
+    /// from however many edges.
+    pub fn answer_checked<'c>(
         &self,
         now_unix: u64,
-        visits: u64,
-        click: impl FnOnce() -> Click<'c>,
-        country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
-    ) -> Answer<'a> {
-        self.decide(now_unix, Some(visits), click, country)
-    }
-
-    /// Whether a click at `now_unix` must be counted before it is answered ([`Answer::Count`]):
-    /// a live, open, unexpired link with `max_visits`. Decided without the click.
-    pub fn needs_count(&self, now_unix: u64) -> bool {
-        match self.extras {
-            Some(extras) if extras.max_visits != 0 && !self.revoked => {
-                let expired = self.expires_at != 0 && self.expires_at <= now_unix;
-                !expired && extras.valid_since <= now_unix
-            }
-            _ => false,
-        }
-    }
-
-    fn decide<'c>(
-        &self,
-        now_unix: u64,
-        visits: Option<u64>,
+        checked: Checked,
         click: impl FnOnce() -> Click<'c>,
         country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
     ) -> Answer<'a> {
@@ -140,8 +131,11 @@ impl<'a> LinkView<'a> {
                 },
             };
         }
+        if extras.password.is_some() && !checked.unlocked {
+            return Answer::Password;
+        }
         if extras.max_visits != 0 {
-            match visits {
+            match checked.visits {
                 None => return Answer::Count,
                 Some(n) if n > extras.max_visits => return over(extras),
                 Some(_) => {}
@@ -162,6 +156,32 @@ impl<'a> LinkView<'a> {
                 }),
             },
             None => self.own_target(),
+        }
+    }
+
+    /// Whether a click at `now_unix` must be counted before it is answered ([`Answer::Count`]):
+    /// a live, open, unexpired link with `max_visits`, unlocked if it has a password. Decided
+    /// without the click.
+    pub fn needs_count(&self, now_unix: u64, unlocked: bool) -> bool {
+        match self.extras {
+            Some(extras) if extras.max_visits != 0 && !self.revoked => {
+                let expired = self.expires_at != 0 && self.expires_at <= now_unix;
+                let locked = extras.password.is_some() && !unlocked;
+                !expired && !locked && extras.valid_since <= now_unix
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a click at `now_unix` meets the password ([`Answer::Password`]): a live, open,
+    /// unexpired link with a password.
+    pub fn needs_password(&self, now_unix: u64) -> bool {
+        match self.extras {
+            Some(extras) if extras.password.is_some() && !self.revoked => {
+                let expired = self.expires_at != 0 && self.expires_at <= now_unix;
+                !expired && extras.valid_since <= now_unix
+            }
+            _ => false,
         }
     }
 

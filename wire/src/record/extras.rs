@@ -11,10 +11,12 @@
 //! | `e` | the expired URL: where a click after `expires_at` goes (302) instead of a 410 |
 //! | `r` | the rules, in [`crate::rules::codec`]'s form |
 //! | `m` | `max_visits`: `u64` big-endian; clicks past it answer like an expired link |
+//! | `p` | the password: 16 bytes of salt, then the SHA-256 digest ([`super::password`]) |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
 
+use super::password::Password;
 use super::{is_valid_target, RecordError};
 use crate::rules::{codec, Rule};
 
@@ -23,6 +25,7 @@ const NOT_YET_URL: u8 = b'n';
 const EXPIRED_URL: u8 = b'e';
 const RULES: u8 = b'r';
 const MAX_VISITS: u8 = b'm';
+const PASSWORD: u8 = b'p';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct Extras {
     /// one `INCR` per click that would redirect; the click that makes the count pass the cap, and
     /// every one after, answers like an expired link.
     pub max_visits: u64,
+    /// Clicks must give this password first ([`super::password`]).
+    pub password: Option<Password>,
 }
 
 impl Extras {
@@ -49,6 +54,7 @@ impl Extras {
             && self.expired_url.is_none()
             && self.rules.is_empty()
             && self.max_visits == 0
+            && self.password.is_none()
     }
 
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
@@ -63,6 +69,9 @@ impl Extras {
         }
         if self.max_visits != 0 {
             field(out, MAX_VISITS, &self.max_visits.to_be_bytes());
+        }
+        if let Some(password) = &self.password {
+            field(out, PASSWORD, &password.to_bytes());
         }
         if !self.rules.is_empty() {
             let mut bytes = Vec::new();
@@ -90,6 +99,7 @@ impl Extras {
                 EXPIRED_URL => 4,
                 RULES => 8,
                 MAX_VISITS => 16,
+                PASSWORD => 32,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -99,6 +109,9 @@ impl Extras {
             match tag {
                 VALID_SINCE => extras.valid_since = u64_field(value)?,
                 MAX_VISITS => extras.max_visits = u64_field(value)?,
+                PASSWORD => {
+                    extras.password = Some(Password::from_bytes(value).ok_or(RecordError::Extras)?)
+                }
                 NOT_YET_URL => extras.not_yet_url = Some(url(value)?),
                 EXPIRED_URL => extras.expired_url = Some(url(value)?),
                 _ => extras.rules = codec::decode(value).map_err(RecordError::Rules)?,

@@ -43,6 +43,7 @@ fn extras() -> Extras {
         ]
         .into(),
         max_visits: 0,
+        password: None,
     }
 }
 
@@ -241,11 +242,11 @@ fn a_capped_link_counts_then_answers_like_an_expired_one() {
         }
     ));
     assert_eq!(view.answer(2_000, || click(IPHONE), country), Answer::Count);
-    assert!(view.needs_count(2_000));
-    assert!(!view.needs_count(50) && !view.needs_count(5_000));
+    assert!(view.needs_count(2_000, false));
+    assert!(!view.needs_count(50, false) && !view.needs_count(5_000, false));
     for visits in [1, 2] {
         assert!(matches!(
-            view.answer_counted(2_000, visits, || click(IPHONE), country),
+            view.answer_checked(2_000, counted(visits), || click(IPHONE), country),
             Answer::Redirect {
                 target: b"https://apps.apple.com/app/id1",
                 ..
@@ -253,7 +254,7 @@ fn a_capped_link_counts_then_answers_like_an_expired_one() {
         ));
     }
     assert!(matches!(
-        view.answer_counted(2_000, 3, || click(IPHONE), country),
+        view.answer_checked(2_000, counted(3), || click(IPHONE), country),
         Answer::Redirect {
             target: b"https://shop.example/over",
             chosen: None,
@@ -267,7 +268,55 @@ fn a_capped_link_counts_then_answers_like_an_expired_one() {
     let link = decode(&encode(Some(&without_url))).unwrap();
     assert_eq!(
         link.view()
-            .answer_counted(2_000, 2, || click(IPHONE), country),
+            .answer_checked(2_000, counted(2), || click(IPHONE), country),
         Answer::Gone
     );
+}
+
+fn counted(visits: u64) -> Checked {
+    Checked {
+        visits: Some(visits),
+        unlocked: false,
+    }
+}
+
+#[test]
+fn a_password_comes_after_the_lifecycle_and_before_the_count() {
+    let locked = Extras {
+        password: Some(super::password::Password::new(b"open sesame", [3; 16])),
+        max_visits: 5,
+        ..extras()
+    };
+    let link = decode(&encode(Some(&locked))).unwrap();
+    assert_eq!(link, decode(&encode(Some(&locked))).unwrap());
+    let view = link.view();
+    let country = |_| None;
+    assert_eq!(
+        view.answer(999, || click(IPHONE), country),
+        Answer::NotYet { opens_at: 1_000 }
+    );
+    assert_eq!(
+        view.answer(2_000, || click(IPHONE), country),
+        Answer::Password
+    );
+    assert!(!view.needs_count(2_000, false));
+    assert!(view.needs_count(2_000, true));
+    assert!(view.needs_password(2_000));
+    assert!(!view.needs_password(999) && !view.needs_password(5_000));
+    let unlocked = Checked {
+        visits: None,
+        unlocked: true,
+    };
+    assert_eq!(
+        view.answer_checked(2_000, unlocked, || click(IPHONE), country),
+        Answer::Count
+    );
+    let counted_and_unlocked = Checked {
+        visits: Some(1),
+        unlocked: true,
+    };
+    assert!(matches!(
+        view.answer_checked(2_000, counted_and_unlocked, || click(IPHONE), country),
+        Answer::Redirect { .. }
+    ));
 }

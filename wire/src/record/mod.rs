@@ -28,8 +28,11 @@
 
 mod answer;
 pub mod extras;
+pub mod password;
 
-pub use answer::{not_yet_page, Answer, Chosen, LinkView, LIFECYCLE_STATUS, NOT_YET_STATUS};
+pub use answer::{
+    not_yet_page, Answer, Checked, Chosen, LinkView, LIFECYCLE_STATUS, NOT_YET_STATUS,
+};
 pub use extras::Extras;
 
 use crate::rules::codec::RulesError;

@@ -230,7 +230,7 @@ impl Cluster {
     }
 
     /// Sends `args` to the node serving `key`'s slot (or `target`, after a redirection).
-    fn send_for(
+    pub fn send_for(
         &mut self,
         key: &[u8],
         args: &[&[&[u8]]],

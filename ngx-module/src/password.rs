@@ -1,0 +1,116 @@
+//! POSTs to a code: a password page's form. The body is read (small, in memory) before the code
+//! is looked at; the password then travels with the lookup task, which limits attempts per link
+//! and client in Redis before checking it (`shortlink_wire::record::password`).
+
+use nginx_sys::{
+    ngx_http_finalize_request, ngx_http_read_client_request_body, ngx_http_request_t, ngx_int_t,
+    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+    NGX_HTTP_SPECIAL_RESPONSE,
+};
+use shortlink_wire::record::password::{form_value, FIELD, MAX_PASSWORD_BYTES};
+
+use crate::{ffi, handler};
+
+/// Form bodies larger than this are refused: a password form is a few dozen bytes.
+const MAX_BODY: usize = 4096;
+
+/// A submitted password, owned by the lookup task without a heap allocation.
+pub struct Submitted {
+    bytes: [u8; MAX_PASSWORD_BYTES],
+    len: usize,
+}
+
+impl Submitted {
+    fn new(value: &[u8]) -> Option<Submitted> {
+        let mut bytes = [0; MAX_PASSWORD_BYTES];
+        bytes.get_mut(..value.len())?.copy_from_slice(value);
+        Some(Submitted {
+            bytes,
+            len: value.len(),
+        })
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The client's address as text (after realip), for its attempt counter.
+pub struct Client {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Client {
+    pub fn of(r: &ngx_http_request_t) -> Client {
+        // SAFETY: the connection of a live request is live; `addr_text` points at `len` bytes.
+        let text = unsafe {
+            let addr = &(*r.connection).addr_text;
+            if addr.data.is_null() {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(addr.data, addr.len)
+            }
+        };
+        let mut bytes = [0; 64];
+        let len = text.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&text[..len]);
+        Client { bytes, len }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Starts reading a POST's body; [`form_read`] carries on with the request once it is in.
+pub fn read_form(r: &mut ngx_http_request_t) -> ngx_int_t {
+    // SAFETY: a live request in its content handler, as the call requires; nginx keeps the
+    // request alive (its own reference) until `form_read` finalizes it.
+    let rc = unsafe { ngx_http_read_client_request_body(r, Some(form_read)) };
+    if rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t {
+        return rc;
+    }
+    NGX_DONE as ngx_int_t
+}
+
+extern "C" fn form_read(r: *mut ngx_http_request_t) {
+    let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
+        // SAFETY: nginx calls the body handler with the live request whose body it read.
+        let r = unsafe { &mut *r };
+        match submitted(r) {
+            Ok(password) => handler::handle(r, Some(password)),
+            Err(rc) => rc,
+        }
+    });
+    // SAFETY: releases the reference the body read took; `rc` may be NGX_DONE when a lookup
+    // task holds its own reference and finalizes later.
+    unsafe { ngx_http_finalize_request(r, rc) };
+}
+
+/// The password field of the body just read (empty when the field is absent, so that a POST to
+/// a protected link without it is a wrong attempt, and to any other link is harmless).
+fn submitted(r: &ngx_http_request_t) -> Result<Submitted, ngx_int_t> {
+    let too_large = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE as ngx_int_t;
+    let mut body = [0u8; MAX_BODY];
+    let mut len = 0;
+    // SAFETY: after the body handler is called, `request_body` is null or nginx's body, whose
+    // chain links and buffers live in the request pool for the life of the request.
+    let mut link = unsafe { r.request_body.as_ref() }.map_or(std::ptr::null_mut(), |b| b.bufs);
+    // SAFETY: each link of the chain is valid until its `next` is null.
+    while let Some(chain) = unsafe { link.as_ref() } {
+        // SAFETY: a chain link's buffer is valid; an in-memory one holds `pos..last`.
+        let buf = unsafe { &*chain.buf };
+        if buf.in_file() != 0 {
+            return Err(too_large);
+        }
+        let n = buf.last as usize - buf.pos as usize;
+        let into = body.get_mut(len..len + n).ok_or(too_large)?;
+        // SAFETY: see above; `into` has room for `n` bytes.
+        into.copy_from_slice(unsafe { std::slice::from_raw_parts(buf.pos, n) });
+        len += n;
+        link = chain.next;
+    }
+    let value = form_value(&body[..len], FIELD).unwrap_or_default();
+    Submitted::new(&value).ok_or(too_large)
+}

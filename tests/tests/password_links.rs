@@ -1,0 +1,131 @@
+//! Password-protected links through the real module: the page, a wrong and a right password,
+//! the limit on attempts per link and client, and what a Redis failure does to a form.
+
+use serde_json::json;
+use shortlink_e2e::{http_client, status_and_location, System};
+use shortlink_wire::keys::{link_key, visit_count_key};
+use shortlink_wire::record::password::{Password, MAX_ATTEMPTS};
+use shortlink_wire::record::{Extras, Record};
+
+const TARGET: &str = "https://private.example/report";
+
+fn protected(system: &System, password: &str, max_visits: u64) -> String {
+    let code = system.create(json!({"url": TARGET, "redirect": 307}));
+    let extras = Extras {
+        password: Some(Password::new(password.as_bytes(), [9; 16])),
+        max_visits,
+        ..Extras::default()
+    };
+    let record = Record::Live {
+        status: 307,
+        expires_at: 0,
+        flags: 0,
+        target: TARGET,
+        extras: Some(&extras),
+    };
+    system.redis.set_bytes(&link_key(&code), &record.encode());
+    code
+}
+
+fn submit(system: &System, code: &str, body: &str, client: &str) -> reqwest::blocking::Response {
+    http_client()
+        .post(format!(
+            "http://127.0.0.1:{}/{code}",
+            system.nginx.redirect_port
+        ))
+        .header("Host", "s1.test")
+        .header("X-Forwarded-For", client)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body.to_owned())
+        .send()
+        .expect("POST the form")
+}
+
+#[test]
+fn the_page_then_a_wrong_and_a_right_password() {
+    let system = System::start();
+    let code = protected(&system, "sésame 42", 0);
+
+    let page = system.nginx.get("s1.test", &format!("/{code}"));
+    assert_eq!(page.status().as_u16(), 401);
+    assert_eq!(page.headers()["cache-control"], "no-store");
+    let html = page.text().unwrap();
+    assert!(html.contains("<form method=\"post\">"), "{html}");
+    assert!(!html.contains("not right"));
+
+    let wrong = submit(&system, &code, "password=sesame+42", "192.0.2.10");
+    assert_eq!(wrong.status().as_u16(), 401);
+    assert!(wrong.text().unwrap().contains("not right"));
+
+    // The browser's encoding of "sésame 42"; the answer a GET follows, whatever the link's status.
+    let right = submit(&system, &code, "password=s%C3%A9same+42", "192.0.2.10");
+    assert_eq!(
+        status_and_location(&right),
+        (303, TARGET.to_owned()),
+        "a right password opens the link"
+    );
+    let counters = system.nginx.counters();
+    assert_eq!(counters["password_prompts"], 1);
+    assert_eq!(counters["password_rejects"], 1);
+}
+
+#[test]
+fn attempts_are_limited_per_link_and_client() {
+    let system = System::start();
+    let code = protected(&system, "right", 0);
+    for _ in 0..MAX_ATTEMPTS {
+        let response = submit(&system, &code, "password=guess", "192.0.2.20");
+        assert_eq!(response.status().as_u16(), 401);
+    }
+    // One more, even the right one, waits for the window.
+    let limited = submit(&system, &code, "password=right", "192.0.2.20");
+    assert_eq!(limited.status().as_u16(), 429);
+    assert!(limited.text().unwrap().contains("Too many attempts"));
+    // Another client is not held back by the first one's guesses.
+    let other = submit(&system, &code, "password=right", "192.0.2.21");
+    assert_eq!(status_and_location(&other), (303, TARGET.to_owned()));
+    // The counter expires with its window.
+    let ttl: i64 = system
+        .redis
+        .cli_raw(&["TTL", &format!("sl:pw:{code}:192.0.2.20")])
+        .parse()
+        .unwrap();
+    assert!((1..=600).contains(&ttl), "ttl {ttl}");
+}
+
+#[test]
+fn pages_do_not_count_against_max_visits_and_opens_do() {
+    let system = System::start();
+    let code = protected(&system, "pw", 1);
+    for _ in 0..3 {
+        let page = system.nginx.get("s1.test", &format!("/{code}"));
+        assert_eq!(page.status().as_u16(), 401);
+    }
+    assert_eq!(
+        system.redis.cli_raw(&["EXISTS", &visit_count_key(&code)]),
+        "0"
+    );
+    let opened = submit(&system, &code, "password=pw", "192.0.2.30");
+    assert_eq!(status_and_location(&opened), (303, TARGET.to_owned()));
+    let over = submit(&system, &code, "password=pw", "192.0.2.30");
+    assert_eq!(over.status().as_u16(), 410);
+}
+
+#[test]
+fn a_form_meeting_a_redis_failure_gets_503_not_the_fallback() {
+    let mut system = System::start();
+    let code = protected(&system, "pw", 0);
+    system.redis.stop();
+    let response = submit(&system, &code, "password=pw", "192.0.2.40");
+    assert_eq!(response.status().as_u16(), 503);
+}
+
+#[test]
+fn a_post_to_a_link_without_a_password_is_answered_like_a_get() {
+    let system = System::start();
+    let code = system.create(json!({"url": TARGET}));
+    let response = submit(&system, &code, "anything=1", "192.0.2.50");
+    assert_eq!(status_and_location(&response), (303, TARGET.to_owned()));
+    let missing = submit(&system, "zzzzzzz", "password=x", "192.0.2.50");
+    assert_eq!(missing.status().as_u16(), 404);
+}

@@ -1,0 +1,193 @@
+//! A password-protected link: the record keeps a salted SHA-256 digest of the password, and the
+//! module (or the fallback) checks a submitted password against it in microseconds, so the check
+//! never holds a worker. A slow hash would protect nothing here: whoever can read the record can
+//! read its target, which is all the password guards. What keeps guessing slow is the limit on
+//! attempts per link and client, counted in Redis ([`crate::keys::password_attempts_key`]).
+
+use sha2::{Digest, Sha256};
+
+pub const SALT_LEN: usize = 16;
+/// Longer submissions are refused unread.
+pub const MAX_PASSWORD_BYTES: usize = 128;
+/// Attempts one client may make on one link per window; the next gets 429 until the window
+/// (counted from the first attempt) ends.
+pub const MAX_ATTEMPTS: u64 = 10;
+pub const ATTEMPT_WINDOW_SECS: u64 = 600;
+/// Counts one attempt: `EVAL ATTEMPT_SCRIPT 1 <attempts key> <window seconds>` answers the
+/// attempts in the window, this one included. One script, so the counter never exists without
+/// its expiry (an `INCR` and an `EXPIRE` sent apart could leave a client locked out for good).
+pub const ATTEMPT_SCRIPT: &str = "local n = redis.call('INCR', KEYS[1]) \
+     if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return n";
+
+/// The form field the password page submits.
+pub const FIELD: &str = "password";
+/// The password page's status: the link exists and opens with its password.
+pub const PASSWORD_STATUS: u16 = 401;
+/// Too many attempts.
+pub const RATE_LIMITED_STATUS: u16 = 429;
+/// A correct password's redirect: a POST must not be repeated at the target (307/308 would).
+pub const UNLOCKED_STATUS: u16 = 303;
+
+/// The digest in a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Password {
+    pub salt: [u8; SALT_LEN],
+    pub digest: [u8; 32],
+}
+
+impl Password {
+    /// The digest of `password` under `salt` (the sidecar draws a fresh salt per link).
+    pub fn new(password: &[u8], salt: [u8; SALT_LEN]) -> Password {
+        Password {
+            salt,
+            digest: digest(&salt, password),
+        }
+    }
+
+    /// Whether `given` is the password, comparing in constant time.
+    pub fn matches(&self, given: &[u8]) -> bool {
+        if given.len() > MAX_PASSWORD_BYTES {
+            return false;
+        }
+        let other = digest(&self.salt, given);
+        self.digest
+            .iter()
+            .zip(other)
+            .fold(0, |diff, (a, b)| diff | (a ^ b))
+            == 0
+    }
+
+    pub(super) fn to_bytes(&self) -> [u8; SALT_LEN + 32] {
+        let mut bytes = [0; SALT_LEN + 32];
+        bytes[..SALT_LEN].copy_from_slice(&self.salt);
+        bytes[SALT_LEN..].copy_from_slice(&self.digest);
+        bytes
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Option<Password> {
+        let (salt, digest) = bytes.split_at_checked(SALT_LEN)?;
+        Some(Password {
+            salt: salt.try_into().ok()?,
+            digest: digest.try_into().ok()?,
+        })
+    }
+}
+
+fn digest(salt: &[u8], password: &[u8]) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(b"shortlink password v1\0")
+        .chain_update(salt)
+        .chain_update(password)
+        .finalize()
+        .into()
+}
+
+/// The value of form field `name` in an `application/x-www-form-urlencoded` body, decoded
+/// (`+` is a space, `%XX` a byte); `None` when absent, malformed or longer than
+/// [`MAX_PASSWORD_BYTES`].
+pub fn form_value(body: &[u8], name: &str) -> Option<Vec<u8>> {
+    let value = body.split(|&b| b == b'&').find_map(|pair| {
+        let (key, value) = split_once(pair, b'=')?;
+        (key == name.as_bytes()).then_some(value)
+    })?;
+    let mut out = Vec::with_capacity(value.len());
+    let mut bytes = value.iter();
+    while let Some(&b) = bytes.next() {
+        out.push(match b {
+            b'+' => b' ',
+            b'%' => {
+                let hi = hex(*bytes.next()?)?;
+                let lo = hex(*bytes.next()?)?;
+                hi << 4 | lo
+            }
+            b => b,
+        });
+        if out.len() > MAX_PASSWORD_BYTES {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn split_once(bytes: &[u8], separator: u8) -> Option<(&[u8], &[u8])> {
+    let at = bytes.iter().position(|&b| b == separator)?;
+    Some((&bytes[..at], &bytes[at + 1..]))
+}
+
+fn hex(digit: u8) -> Option<u8> {
+    (digit as char).to_digit(16).map(|d| d as u8)
+}
+
+/// The password page (`wrong`: after a wrong password), posting back to the same URL: the module
+/// and the fallback send these very bytes.
+pub fn password_page(wrong: bool) -> Vec<u8> {
+    let notice = if wrong {
+        "<p role=\"alert\">That password is not right. Please try again.</p>"
+    } else {
+        ""
+    };
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\"><title>Password required</title></head>\
+         <body><h1>This link is protected</h1>{notice}<form method=\"post\">\
+         <label>Password <input type=\"password\" name=\"{FIELD}\" autocomplete=\"off\" \
+         autofocus required maxlength=\"{MAX_PASSWORD_BYTES}\"></label> \
+         <button type=\"submit\">Open</button></form></body></html>\n"
+    )
+    .into_bytes()
+}
+
+/// The page after too many attempts.
+pub fn rate_limited_page() -> Vec<u8> {
+    b"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta name=\"robots\" content=\"noindex\">\
+      <title>Too many attempts</title></head><body><h1>Too many attempts</h1>\
+      <p>Please wait a few minutes before trying this link's password again.</p></body></html>\n"
+        .to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_and_nothing_else_matches() {
+        let password = Password::new(b"s3cret pass", [7; SALT_LEN]);
+        assert!(password.matches(b"s3cret pass"));
+        for wrong in [&b""[..], b"s3cret", b"s3cret pass ", b"S3cret pass"] {
+            assert!(!password.matches(wrong));
+        }
+        // The salt changes the digest: equal passwords of two links look unrelated.
+        assert_ne!(
+            Password::new(b"x", [1; 16]).digest,
+            Password::new(b"x", [2; 16]).digest
+        );
+        let bytes = password.to_bytes();
+        assert_eq!(Password::from_bytes(&bytes), Some(password));
+        assert_eq!(Password::from_bytes(&bytes[1..]), None);
+    }
+
+    #[test]
+    fn form_values_decode_like_a_browser_encodes_them() {
+        assert_eq!(
+            form_value(b"password=a+b%21%C3%A9", FIELD),
+            Some("a b!é".into())
+        );
+        assert_eq!(form_value(b"x=1&password=&y=2", FIELD), Some(vec![]));
+        assert_eq!(form_value(b"passwords=1", FIELD), None);
+        assert_eq!(form_value(b"password=%G1", FIELD), None);
+        assert_eq!(form_value(b"password=%4", FIELD), None);
+        let long = format!("password={}", "a".repeat(MAX_PASSWORD_BYTES + 1));
+        assert_eq!(form_value(long.as_bytes(), FIELD), None);
+    }
+
+    #[test]
+    fn the_page_posts_the_field_back() {
+        let page = String::from_utf8(password_page(true)).unwrap();
+        assert!(page.contains("method=\"post\"") && page.contains("name=\"password\""));
+        assert!(page.contains("not right"));
+        assert!(!String::from_utf8(password_page(false))
+            .unwrap()
+            .contains("not right"));
+    }
+}
