@@ -1,6 +1,6 @@
 //! bench-gen-codes: the redirect benchmark's data.
 //!
-//! Usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS]
+//! Usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS] [RULED]
 //!
 //! - stdout: RESP `SET sl:c:<code> 1|L|302|0|0|https://example.com/<n>` for n in 0..COUNT, then
 //!   `SET sl:meta:projection` with the scheme's fingerprint (Redis now holds every link, as after
@@ -12,9 +12,17 @@
 //! - OUT_DIR/bogus.txt: BOGUS (default 100000) random strings of the generated shape whose check
 //!   character is wrong (the module rejects them without asking Redis);
 //! - OUT_DIR/sample.txt: `<code> <target>` for a few codes, and `<code> 404` for a valid code that
-//!   is not loaded, for the correctness check.
+//!   is not loaded, for the correctness check;
+//! - with RULED > 0 (issue 34's cells): RULED more codes whose records carry five click-time rules
+//!   (device, language, country, query, then a 50/50 split: a desktop click from the US in
+//!   English without the query walks every condition, looks its country up and lands in the
+//!   split), in OUT_DIR/rules-uniform.txt and, HOT of them, rules-hot.txt; and HOT codes with a
+//!   `max_visits` no benchmark reaches (every click counted), in capped-hot.txt. Their records
+//!   come from `shortlink_wire::record`, as the sidecar writes them.
 
 use shortcode::{parse_hex_secret, CodeScheme, Shape, ALPHABET};
+use shortlink_wire::record::{Extras, Record};
+use shortlink_wire::rules::{Action, Condition, Device, Rule, Target, Variant};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -36,7 +44,7 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: Option<T>) -> R
     match args.get(i) {
         Some(s) => s.parse().map_err(|_| format!("bad argument {s:?}")),
         None => default.ok_or_else(|| {
-            "usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS]".to_owned()
+            "usage: bench-gen-codes SECRET_FILE COUNT OUT_DIR [HOT] [BOGUS] [RULED]".to_owned()
         }),
     }
 }
@@ -48,6 +56,7 @@ fn run() -> Result<(), String> {
     let out: String = arg(&args, 2, None)?;
     let hot: u64 = arg(&args, 3, Some(1000))?;
     let bogus: u64 = arg(&args, 4, Some(100_000))?;
+    let ruled: u64 = arg(&args, 5, Some(0))?;
     let hot = hot.min(count).max(1);
 
     let text = std::fs::read_to_string(&secret_file).map_err(|e| format!("{secret_file}: {e}"))?;
@@ -84,6 +93,52 @@ fn run() -> Result<(), String> {
         }
         if n < 3 || n == count - 1 {
             writeln!(sample, "{code} https://example.com/{n}").map_err(io)?;
+        }
+    }
+    if ruled > 0 {
+        let mut rules_uniform = create("rules-uniform.txt")?;
+        let mut rules_hot = create("rules-hot.txt")?;
+        let mut capped_hot = create("capped-hot.txt")?;
+        let five_rules = five_rules();
+        let capped = Extras {
+            max_visits: 1 << 62,
+            ..Extras::default()
+        };
+        let ruled_hot_step = (ruled / hot.min(ruled)).max(1);
+        for i in 0..ruled + hot {
+            let n = count + 1 + i;
+            let code = scheme.encode(n).map_err(|e| e.to_string())?;
+            let target = format!("https://example.com/{n}");
+            let extras = if i < ruled { &five_rules } else { &capped };
+            let value = Record::Live {
+                status: 302,
+                expires_at: 0,
+                flags: 0,
+                target: &target,
+                extras: Some(extras),
+            }
+            .encode();
+            let key = format!("sl:c:{code}");
+            write!(
+                resp,
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+                key.len(),
+                value.len()
+            )
+            .map_err(io)?;
+            resp.write_all(&value).map_err(io)?;
+            resp.write_all(b"\r\n").map_err(io)?;
+            if i >= ruled {
+                writeln!(capped_hot, "/{code}").map_err(io)?;
+                continue;
+            }
+            writeln!(rules_uniform, "/{code}").map_err(io)?;
+            if i % ruled_hot_step == 0 && i / ruled_hot_step < hot {
+                writeln!(rules_hot, "/{code}").map_err(io)?;
+            }
+        }
+        for mut f in [rules_uniform, rules_hot, capped_hot] {
+            f.flush().map_err(io)?;
         }
     }
     // As the sidecar sets it: the time and the code scheme's fingerprint, without which the
@@ -123,4 +178,61 @@ fn run() -> Result<(), String> {
         f.flush().map_err(io)?;
     }
     Ok(())
+}
+
+/// Device, language, country and query rules that a desktop click from the US in English
+/// without `?src=email` fails one by one, then a 50/50 split that answers it.
+fn five_rules() -> Extras {
+    let target = |url: &str| Target {
+        url: url.as_bytes().into(),
+        status: 302,
+        forward_query: false,
+    };
+    let rule = |condition: Condition, url: &str| Rule {
+        conditions: Box::new([condition]),
+        action: Action::Target(target(url)),
+    };
+    let split = Rule {
+        conditions: Box::new([]),
+        action: Action::Split {
+            variants: [
+                Variant {
+                    weight: 1,
+                    target: target("https://example.com/a"),
+                },
+                Variant {
+                    weight: 1,
+                    target: target("https://example.com/b"),
+                },
+            ]
+            .into(),
+            sticky: true,
+        },
+    };
+    Extras {
+        rules: vec![
+            rule(
+                Condition::Device(Device::Ios.bit() | Device::Android.bit()),
+                "https://apps.example/install",
+            ),
+            rule(
+                Condition::Language(vec![b"pt"[..].into(), b"es"[..].into()].into()),
+                "https://example.com/iberia",
+            ),
+            rule(
+                Condition::Country(vec![*b"PT", *b"BR", *b"ES"].into()),
+                "https://example.com/shop-pt",
+            ),
+            rule(
+                Condition::Query {
+                    name: b"src"[..].into(),
+                    value: Some(b"email"[..].into()),
+                },
+                "https://example.com/email",
+            ),
+            split,
+        ]
+        .into(),
+        ..Extras::default()
+    }
 }
