@@ -481,3 +481,60 @@ fn max_visits_counts_only_clicks_that_would_redirect() {
     }
     assert_eq!(system.redis.cli_raw(&["GET", &counter]), "3");
 }
+
+#[test]
+fn the_geo_database_is_checked_by_nginx_t_and_swapped_on_reload() {
+    let system = System::start();
+    let code = link_with(
+        &system,
+        &rules(vec![rule(
+            vec![Condition::Country(vec![*b"DE"].into())],
+            "https://de.example/",
+        )]),
+    );
+    let from_germany = [("X-Forwarded-For", GERMANY)];
+    assert_eq!(
+        location(&system, &code, "", &from_germany),
+        "https://de.example/"
+    );
+
+    let conf = system.nginx.prefix.join("nginx.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let current = shortlink_e2e::paths::test_geo_db().display().to_string();
+    assert!(text.contains(&current), "nginx.conf maps {current}");
+    let with_geo = |path: &str| std::fs::write(&conf, text.replace(&current, path)).unwrap();
+
+    // A file that is not a geo database fails the configuration test, naming it.
+    let bogus = system.nginx.prefix.join("not-a-database.mmdb");
+    std::fs::write(&bogus, b"not a database").unwrap();
+    with_geo(bogus.to_str().unwrap());
+    let (ok, output) = system.nginx.test_config();
+    assert!(
+        !ok && output.contains("cannot open geo database"),
+        "{output}"
+    );
+    with_geo("/nonexistent/geo.mmdb");
+    assert!(!system.nginx.test_config().0);
+
+    // Another database, mapped by the reload: this one does not place the German address.
+    let other =
+        shortlink_e2e::paths::workspace_dir().join("visit-enrich/testdata/test-dbip-city.mmdb");
+    with_geo(other.to_str().unwrap());
+    system.nginx.reload();
+    let swapped = testkit::wait_until(std::time::Duration::from_secs(10), || {
+        location(&system, &code, "", &from_germany) == HOME
+    });
+    assert!(swapped, "the reload did not swap the geo database");
+    // Australia is in both.
+    let australia = link_with(
+        &system,
+        &rules(vec![rule(
+            vec![Condition::Country(vec![*b"AU"].into())],
+            "https://au.example/",
+        )]),
+    );
+    assert_eq!(
+        location(&system, &australia, "", &[("X-Forwarded-For", AUSTRALIA)]),
+        "https://au.example/"
+    );
+}
