@@ -5,6 +5,7 @@
 //! This crate is the whole contract between the module and the sidecar: every byte either writes
 //! to Redis for the other is encoded and decoded here, with one set of names and limits.
 //!
+//! - [`agent`]: who sent a request (link preview fetchers, other machines), one table;
 //! - [`keys`]: every Redis key name and prefix;
 //! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
 //!   module's decoder;
@@ -21,6 +22,7 @@
 // One `unsafe` block, in the visit encoder's hot path (see `event::encode::Batch::push`).
 #![deny(unsafe_code)]
 
+pub mod agent;
 pub mod cluster;
 pub mod event;
 pub mod keys;
