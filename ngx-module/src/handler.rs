@@ -15,11 +15,10 @@ use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
 use crate::lookup::Job;
 use crate::password::{self, Client, Submitted};
-use crate::request::{code, host};
+use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, variables, worker, ShortlinkModule};
-use shortlink_wire::record::Link;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
@@ -87,10 +86,10 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<Submitted>) -> ngx_in
             respond::track(r, mcf, lcf, code, answered);
             return answered.rc;
         }
-        Some(FromCache::Count(link)) => {
+        Some(FromCache::Later(job)) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
-            return lookup::start(r, mcf, lcf, domain, code, Job::Count(link));
+            return lookup::start(r, mcf, lcf, domain, code, job);
         }
         None => {}
     }
@@ -186,12 +185,12 @@ unsafe fn slice_or_empty<'a>(data: *const u8, len: usize) -> &'a [u8] {
     }
 }
 
-/// What a cache hit gives: the answer, or a link whose click must be counted first.
+/// What a cache hit gives: the answer, or a link that needs Redis once more first.
 enum FromCache {
     Answered(Answered),
-    /// A copy of the cached link, for the task that counts the click (links with `max_visits`
-    /// only: the copy is their one allocation per click).
-    Count(Link),
+    /// Count the click (links with `max_visits`), or read the card (a preview fetcher on a link
+    /// with one), on a copy of the cached link: their one allocation per click.
+    Later(Job),
 }
 
 fn answer_from_cache(
@@ -204,8 +203,11 @@ fn answer_from_cache(
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {
+            Hit::Link(link) if click::wants_card(r, &link.view()) => {
+                return Some(FromCache::Later(Job::Card(link.to_link())));
+            }
             Hit::Link(link) if link.view().needs_count(ngx_time() as u64, false) => {
-                return Some(FromCache::Count(link.to_link()));
+                return Some(FromCache::Later(Job::Count(link.to_link())));
             }
             Hit::Link(link) => Outcome::CachedLink(link),
             Hit::Missing => Outcome::Missing,

@@ -23,6 +23,7 @@ use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
 use crate::redis::RedisError;
+use crate::request::click;
 use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
 use crate::status::DomainCounts;
@@ -36,6 +37,8 @@ pub enum Resolution {
     Link(Link),
     /// A link whose click was counted (`max_visits`) or whose password was given right.
     Checked(Link, Checked),
+    /// A link with a card, asked for by a preview fetcher, and the card's value.
+    Card(Link, Vec<u8>),
     /// A wrong password, or one attempt too many.
     WrongPassword,
     RateLimited,
@@ -51,6 +54,8 @@ pub enum Job {
     Lookup { bad_check: bool },
     /// Count a click on this link (a cache hit on a link with `max_visits`).
     Count(Link),
+    /// Read this link's card (a cache hit on a link with a card, from a preview fetcher).
+    Card(Link),
     /// A password page's form: read the record, count the attempt, check the password.
     Unlock {
         password: Submitted,
@@ -64,6 +69,7 @@ impl Resolution {
         match self {
             Resolution::Link(link) => Outcome::Link(link),
             Resolution::Checked(link, checked) => Outcome::Checked(link, *checked),
+            Resolution::Card(link, card) => Outcome::Card(link, card),
             Resolution::WrongPassword => Outcome::WrongPassword,
             Resolution::RateLimited => Outcome::RateLimited,
             Resolution::Missing => Outcome::Missing,
@@ -157,7 +163,7 @@ async fn run(
     code: CodeBuf,
     job: Job,
 ) {
-    let resolution = CatchUnwind(pin!(perform(mcf, lcf, &code, job)))
+    let resolution = CatchUnwind(pin!(perform(r, mcf, lcf, &code, job)))
         .await
         .unwrap_or(Resolution::Failed(RedisError::Protocol));
     // SAFETY: the context lives in the request pool. The request is alive: we hold a reference
@@ -198,11 +204,22 @@ fn finish(
     }
 }
 
-async fn perform(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, job: Job) -> Resolution {
+async fn perform(
+    r: *const ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    job: Job,
+) -> Resolution {
     let now = ngx_time() as u64;
     let (link, unlocked) = match job {
         Job::Count(link) => (link, false),
+        Job::Card(link) => return card(mcf, lcf, code, link).await,
         Job::Lookup { bad_check } => match resolve(mcf, lcf, code, bad_check).await {
+            // SAFETY: the request outlives its task (see `run`).
+            Resolution::Link(link) if click::wants_card(unsafe { &*r }, &link.view()) => {
+                return card(mcf, lcf, code, link).await;
+            }
             Resolution::Link(link) if link.view().needs_count(now, false) => (link, false),
             other => return other,
         },
@@ -234,6 +251,19 @@ async fn perform(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, job: Job) -> Res
         }
     };
     count(mcf, lcf, code, link, unlocked).await
+}
+
+/// `GET sl:p:<code>`: the card a preview fetcher gets. Without one (deleted meanwhile, Redis
+/// failing) the fetcher gets what a click gets: a card never costs a click its answer.
+async fn card(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, link: Link) -> Resolution {
+    let reply = match worker::with(mcf, |w| w.card(code.as_bytes())) {
+        Some(Ok(reply)) => reply,
+        _ => return Resolution::Link(link),
+    };
+    match deadline(pin!(reply), lcf.timeout_ms()).await {
+        Ok(Ok(Frame::Bulk(value))) => Resolution::Card(link, value),
+        _ => Resolution::Link(link),
+    }
 }
 
 /// Counts the attempt (one `EVAL` per attempt: the counter and its window set atomically), then

@@ -16,10 +16,17 @@ use crate::redis::RedisError;
 use crate::request::{click, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
+use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
 };
 use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Link, NOT_YET_STATUS};
+
+/// How a card's target is decided: as for a click within `max_visits`, without counting.
+const PREVIEW_CHECKED: Checked = Checked {
+    visits: Some(0),
+    unlocked: false,
+};
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
@@ -31,6 +38,8 @@ pub enum Outcome<'a> {
     CachedLink(CachedLink<'a>),
     /// A link whose click was counted or whose password was given right.
     Checked(&'a Link, Checked),
+    /// A preview fetcher asking for a link with a card: the card's value from `sl:p:<code>`.
+    Card(&'a Link, &'a [u8]),
     /// A wrong password, or one attempt too many.
     WrongPassword,
     RateLimited,
@@ -38,16 +47,25 @@ pub enum Outcome<'a> {
     Failed(RedisError),
 }
 
-/// What [`answer`] returned to nginx, and which click-time rule chose it (for the visit).
+/// What [`answer`] returned to nginx, and what the visit records.
 #[derive(Debug, Clone, Copy)]
 pub struct Answered {
     pub rc: ngx_int_t,
+    /// The status a visit records (a redirect, a 410, a card's 200); `None`: not a visit (404,
+    /// pages, failures).
+    pub visit: Option<u16>,
+    /// The click-time rule that chose the target.
     pub chosen: Option<Chosen>,
 }
 
 impl From<ngx_int_t> for Answered {
+    /// An answer that is not a visit.
     fn from(rc: ngx_int_t) -> Self {
-        Answered { rc, chosen: None }
+        Answered {
+            rc,
+            visit: None,
+            chosen: None,
+        }
     }
 }
 
@@ -60,10 +78,13 @@ pub fn answer(
     domain: DomainCounts,
     outcome: Outcome<'_>,
 ) -> Answered {
-    let (view, checked) = match outcome {
-        Outcome::Link(link) => (link.view(), Checked::default()),
-        Outcome::CachedLink(link) => (link.view(), Checked::default()),
-        Outcome::Checked(link, checked) => (link.view(), checked),
+    let (view, checked, card) = match outcome {
+        Outcome::Link(link) => (link.view(), Checked::default(), None),
+        Outcome::CachedLink(link) => (link.view(), Checked::default(), None),
+        Outcome::Checked(link, checked) => (link.view(), checked, None),
+        // A preview is not a click: it is not counted against `max_visits` (the card shows
+        // where a click within the cap would go).
+        Outcome::Card(link, value) => (link.view(), PREVIEW_CHECKED, preview::decode(value)),
         Outcome::WrongPassword => {
             bump(mcf, Counter::PasswordRejects);
             return page::send(r, PASSWORD_STATUS, &password_page(true)).into();
@@ -92,25 +113,33 @@ pub fn answer(
             if chosen.is_some() {
                 bump(mcf, Counter::RuleRedirects);
             }
+            if let Some(card) = card {
+                bump(mcf, Counter::PreviewCards);
+                let rc = page::send(r, CARD_STATUS, &card_page(&card, target));
+                return Answered {
+                    rc,
+                    visit: Some(CARD_STATUS),
+                    chosen,
+                };
+            }
             // After a password form: a redirect the browser follows with a GET.
             let status = if is_post(r) { UNLOCKED_STATUS } else { status };
+            let forward_query = forward_query || lcf.forward_query();
+            let rc = redirect(r, mcf, lcf, domain, status, target, forward_query);
             Answered {
-                rc: redirect(
-                    r,
-                    mcf,
-                    lcf,
-                    domain,
-                    status,
-                    target,
-                    forward_query || lcf.forward_query(),
-                ),
+                rc,
+                visit: (rc == status as ngx_int_t).then_some(status),
                 chosen,
             }
         }
         Answer::Gone => {
             bump(mcf, Counter::Gone);
             domain.bump(DomainCounter::Gone);
-            HTTP_GONE.into()
+            Answered {
+                rc: HTTP_GONE,
+                visit: Some(HTTP_GONE as u16),
+                chosen: None,
+            }
         }
         Answer::NotYet { opens_at } => {
             bump(mcf, Counter::NotYet);
@@ -164,9 +193,9 @@ fn failed(
     }
 }
 
-/// With `shortlink_track on`, queues a visit event when [`answer`] gave a redirect or a 410: only
-/// a known link answers those (404s are probes, not visits; Redis failures are not answered by
-/// the module). Header values are borrowed from the request and encoded (truncated) straight
+/// With `shortlink_track on`, queues a visit event when [`answer`] gave a redirect, a 410 or a
+/// preview card: only a known link answers those (404s are probes, not visits; Redis failures
+/// are not answered by the module; pages before the target are not visits yet). Header values are borrowed from the request and encoded (truncated) straight
 /// onto the Redis connection's output or into the spool.
 pub fn track(
     r: &ngx_http_request_t,
@@ -175,10 +204,9 @@ pub fn track(
     code: &[u8],
     answered: Answered,
 ) {
-    if !lcf.track() || !matches!(answered.rc, 301 | 302 | 303 | 307 | 308 | HTTP_GONE) {
+    let Some(status) = answered.visit.filter(|_| lcf.track()) else {
         return;
-    }
-    let status = answered.rc as u16;
+    };
     fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
         // SAFETY: a request header pointer is null or an element of the live request's header
         // list; the borrow is only used while encoding this event, inside the handler call.

@@ -47,6 +47,8 @@ pub enum Counter {
     PasswordPrompts,
     /// Password forms refused: a wrong password, or too many attempts.
     PasswordRejects,
+    /// Preview cards answered to link preview fetchers (instead of a redirect).
+    PreviewCards,
     /// Generated-shape codes with a wrong check character.
     CheckRejects,
     /// No code in the path, or a code of no known shape.
@@ -92,7 +94,7 @@ pub enum Counter {
     ClusterPrimaries,
 }
 
-const COUNT: usize = 29;
+const COUNT: usize = 30;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -103,6 +105,7 @@ const NAMES: [&str; COUNT] = [
     "rule_redirects",
     "password_prompts",
     "password_rejects",
+    "preview_cards",
     "check_rejects",
     "invalid",
     "host_rejects",

@@ -252,6 +252,21 @@ impl Worker {
             .request(&[&[b"INCR"], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
     }
 
+    /// Sends `GET sl:p:<code>`: a link's preview card.
+    pub fn card(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
+        let mut key = Vec::with_capacity(keys::PREVIEW_PREFIX.len() + code.len());
+        key.extend_from_slice(keys::PREVIEW_PREFIX.as_bytes());
+        key.extend_from_slice(code);
+        let args: [&[&[u8]]; 2] = [&[b"GET"], &[&key]];
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(&key, &args, &Target::Owner);
+        }
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&args)
+    }
+
     /// Counts a password attempt ([`password::ATTEMPT_SCRIPT`]) on `key`, the attempt counter of
     /// one link and client; the reply is the attempts in the window.
     pub fn count_attempt(&mut self, key: &[u8]) -> Result<Reply, RedisError> {

@@ -45,6 +45,15 @@ pub fn password_attempts_key(code: &[u8], client: &[u8]) -> Vec<u8> {
     [PASSWORD_ATTEMPTS_PREFIX.as_bytes(), code, b":", client].concat()
 }
 
+/// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
+/// [`crate::record::FLAG_PREVIEW`] ([`crate::preview`]).
+pub const PREVIEW_PREFIX: &str = "sl:p:";
+
+/// The card key of `code` ([`PREVIEW_PREFIX`]).
+pub fn preview_key(code: &str) -> String {
+    format!("{PREVIEW_PREFIX}{code}")
+}
+
 /// The record key of `code`.
 pub fn link_key(code: &str) -> String {
     format!("{LINK_PREFIX}{code}")

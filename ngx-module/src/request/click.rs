@@ -5,6 +5,8 @@ use std::cell::Cell;
 use std::net::IpAddr;
 
 use nginx_sys::{ngx_http_request_t, ngx_str_t, ngx_table_elt_t};
+use shortlink_wire::agent;
+use shortlink_wire::record::LinkView;
 use shortlink_wire::rules::{self, Click};
 
 /// The click `r` makes at `now_unix`.
@@ -25,6 +27,17 @@ pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
         visitor: rules::visitor(client_text, user_agent),
         random: random(),
     }
+}
+
+/// The `User-Agent` of `r` (empty if none).
+pub fn user_agent(r: &ngx_http_request_t) -> &[u8] {
+    header(r.headers_in.user_agent)
+}
+
+/// Whether `r` comes from a link preview fetcher and `link` has a card for it: the one check a
+/// plain link never pays for (no card, no look at the agent).
+pub fn wants_card(r: &ngx_http_request_t, link: &LinkView<'_>) -> bool {
+    link.extras.is_some_and(|extras| extras.has_card) && agent::is_preview(user_agent(r))
 }
 
 fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {

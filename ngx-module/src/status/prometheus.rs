@@ -65,6 +65,7 @@ const HELP: [&str; COUNT] = [
     "Redirects a click-time rule chose.",
     "Password pages shown.",
     "Password forms refused: wrong password or too many attempts.",
+    "Preview cards answered to link preview fetchers.",
     "Generated-shape codes with a wrong check character.",
     "Requests with no code or a code of no known shape.",
     "Requests for hosts outside the pool.",

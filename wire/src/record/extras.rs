@@ -12,6 +12,7 @@
 //! | `r` | the rules, in [`crate::rules::codec`]'s form |
 //! | `m` | `max_visits`: `u64` big-endian; clicks past it answer like an expired link |
 //! | `p` | the password: 16 bytes of salt, then the SHA-256 digest ([`super::password`]) |
+//! | `c` | (empty) the link has a preview card in `sl:p:<code>` ([`crate::preview`]) |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
@@ -26,6 +27,7 @@ const EXPIRED_URL: u8 = b'e';
 const RULES: u8 = b'r';
 const MAX_VISITS: u8 = b'm';
 const PASSWORD: u8 = b'p';
+const CARD: u8 = b'c';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +46,9 @@ pub struct Extras {
     pub max_visits: u64,
     /// Clicks must give this password first ([`super::password`]).
     pub password: Option<Password>,
+    /// Preview fetchers get the card in `sl:p:<code>` ([`crate::preview`]) instead of the
+    /// redirect; everyone else is unaffected.
+    pub has_card: bool,
 }
 
 impl Extras {
@@ -55,6 +60,7 @@ impl Extras {
             && self.rules.is_empty()
             && self.max_visits == 0
             && self.password.is_none()
+            && !self.has_card
     }
 
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
@@ -72,6 +78,9 @@ impl Extras {
         }
         if let Some(password) = &self.password {
             field(out, PASSWORD, &password.to_bytes());
+        }
+        if self.has_card {
+            field(out, CARD, &[]);
         }
         if !self.rules.is_empty() {
             let mut bytes = Vec::new();
@@ -100,6 +109,7 @@ impl Extras {
                 RULES => 8,
                 MAX_VISITS => 16,
                 PASSWORD => 32,
+                CARD => 64,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -109,6 +119,8 @@ impl Extras {
             match tag {
                 VALID_SINCE => extras.valid_since = u64_field(value)?,
                 MAX_VISITS => extras.max_visits = u64_field(value)?,
+                CARD if value.is_empty() => extras.has_card = true,
+                CARD => return Err(RecordError::Extras),
                 PASSWORD => {
                     extras.password = Some(Password::from_bytes(value).ok_or(RecordError::Extras)?)
                 }

@@ -44,6 +44,7 @@ fn extras() -> Extras {
         .into(),
         max_visits: 0,
         password: None,
+        has_card: true,
     }
 }
 
