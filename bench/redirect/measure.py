@@ -5,7 +5,9 @@
    answers are checked too), a valid code that is not loaded and bogus codes answer 404, A answers its
    fixed 302; then a spot check of 200 uniform codes (their targets are known: line i is sequence i).
 2. Cells: rounds x workloads x servers, servers interleaved A B C D E within each workload. Each cell is
-   one bounded wrk run; around it the nginx worker's and Redis's utime+stime and the worker's VmRSS.
+   one bounded wrk run; around it the nginx worker's and Redis's utime+stime and the worker's VmRSS
+   (G's and O's own workers for G and O: O is D's configuration on a second nginx loading a baseline
+   build of the module, for a same-run D/O).
 3. Medians across rounds, ratios against the targets, memory, machine: a markdown report on stdout
    and, if --out, in that file.
 
@@ -15,6 +17,7 @@ Exit status: 0 when every cell ran and answered correctly (performance targets n
 
 import argparse
 import datetime
+import hashlib
 import http.client
 import json
 import os
@@ -37,6 +40,7 @@ DESCRIPTION = {
     "E": "D + visit tracking (batched XADD)",
     "F": "D without per-domain counters",
     "G": "D on a 3-primary Redis Cluster (own nginx, one worker)",
+    "O": "D with the baseline module (own nginx, one worker)",
 }
 # (workload, minimum D/F): per-domain counters must cost a hot redirect almost nothing (issue 20).
 DOMAIN_COUNTER_TARGETS = [("hot", 0.98)]
@@ -73,6 +77,10 @@ def parse_args():
     p.add_argument("--cluster-nginx-pid", type=int, help="server G's nginx master (--cluster)")
     p.add_argument("--cluster-prefix", help="server G's nginx prefix")
     p.add_argument("--cluster-redis-pids", default="", help="the cluster's redis-server PIDs")
+    p.add_argument("--baseline-nginx-pid", type=int, help="server O's nginx master")
+    p.add_argument("--baseline-prefix", help="server O's nginx prefix")
+    p.add_argument("--baseline-module", help="server O's module .so (BENCH_BASELINE_MODULE)")
+    p.add_argument("--module-so", help="D's module .so (named in the report next to O's)")
     a = p.parse_args()
     a.cluster_redis_pids = [int(x) for x in a.cluster_redis_pids.split(",") if x]
     a.servers = a.servers.split(",")
@@ -283,7 +291,17 @@ def sh(*cmd):
         return "?"
 
 
-def machine():
+def so_id(path):
+    """A module .so as the report names it: its path and the start of its SHA-256."""
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    except OSError:
+        digest = "?"
+    return f"`{path}` (sha256 {digest})"
+
+
+def machine(args):
     model = "?"
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -303,7 +321,9 @@ def machine():
         "wrk": sh("sh", "-c", "wrk -v 2>&1 | head -1").split(" [")[0],
         "commit": commit + (" (uncommitted changes)" if dirty else "")
         + (f"; module {os.environ['BENCH_MODULE']} (BENCH_MODULE, not this checkout's build)"
-           if os.environ.get("BENCH_MODULE") else ""),
+           if os.environ.get("BENCH_MODULE") else "")
+        + (f"; D's module {so_id(args.module_so)}, O's (BENCH_BASELINE_MODULE) "
+           f"{so_id(args.baseline_module)}" if args.baseline_module else ""),
     }
 
 
@@ -439,12 +459,31 @@ def report(args, cells, rss, failures, m):
                        else float("nan"))
                 L.append(f"| {w} | {med(g, 'rps') / med(d, 'rps'):.2f} | {cpu:.2f} | {red:.2f} |")
             L.append("")
+        if "O" in args.servers:
+            L.append("Against the baseline build: O (D's configuration on its own nginx, loading "
+                     "BENCH_BASELINE_MODULE) and D (this build), same Redis, codes and caches, rounds "
+                     "interleaved in the same run; median req/s D/O, nginx worker CPU per request O/D "
+                     "and Redis CPU per request O/D (higher is better for D):")
+            L.append("")
+            L.append("| workload | req/s D/O | D/O per round | worker CPU/req O/D | Redis CPU/req O/D |")
+            L.append("|---|---:|---|---:|---:|")
+            for w in WORKLOADS:
+                d, o = by.get((w, "D")), by.get((w, "O"))
+                if not d or not o:
+                    continue
+                cpu = med(o, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
+                red = (med(o, "redis_us") / med(d, "redis_us") if med(d, "redis_us") > 0
+                       else float("nan"))
+                rounds = " / ".join(f"{cd['rps'] / co['rps']:.2f}" for cd, co in zip(d, o))
+                L.append(f"| {w} | {med(d, 'rps') / med(o, 'rps'):.2f} | {rounds} | {cpu:.2f} | "
+                         f"{red:.2f} |")
+            L.append("")
     else:
         L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")
         L.append("")
-    L.append("Memory: nginx worker VmRSS. One worker serves A to D, so it includes the Lua VM and "
+    L.append("Memory: nginx worker VmRSS. One worker serves A to F, so it includes the Lua VM and "
              "the pages of C's shared dict it touched; the per-server rows are the change during that "
-             "server's uniform cells.")
+             "server's uniform cells (in G's and O's own workers for G and O).")
     L.append("")
     L.append("| | KiB |")
     L.append("|---|---:|")
@@ -466,7 +505,9 @@ def report(args, cells, rss, failures, m):
         L.append("")
     flags = ((" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
              + (" --cluster" if "G" in args.servers else ""))
-    L.append(f"Command: `bench/redirect/run{flags}`; wall time {time.time() - args.started:.0f} s.")
+    env = f"BENCH_BASELINE_MODULE={args.baseline_module} " if args.baseline_module else ""
+    L.append(f"Command: `{env}bench/redirect/run{flags}`; wall time "
+             f"{time.time() - args.started:.0f} s.")
     return "\n".join(L) + "\n"
 
 
@@ -484,6 +525,8 @@ def main():
     workers = {s: worker for s in args.servers}
     if "G" in args.servers:
         workers["G"] = nginx_worker(args.cluster_nginx_pid)
+    if "O" in args.servers:
+        workers["O"] = nginx_worker(args.baseline_nginx_pid)
     # The worker gets a CPU of its own and wrk the other, so that the two do not take turns on
     # one core (which made cells vary 2x between rounds); Redis floats, as its cost is part of
     # what B, C and D are compared on.
@@ -496,9 +539,11 @@ def main():
             pin(w, args.pin_worker)
         log(f"pinned: nginx worker on CPU {cpus[-1]}, wrk on CPU {','.join(map(str, cpus[:-1]))}")
     log(f"nginx master {args.nginx_pid}, worker {worker}; servers " +
-        ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers))
+        ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers)
+        + "".join(f"; {s}'s worker {workers[s]}" for s in ("G", "O") if s in workers))
     log_offset = log_size(args.prefix)
     g_offset = log_size(args.cluster_prefix) if args.cluster_prefix else 0
+    o_offset = log_size(args.baseline_prefix) if args.baseline_prefix else 0
     check_correctness(args, failures)
     if failures:
         for f in failures[:20]:
@@ -527,9 +572,11 @@ def main():
     bad_log = error_log_problems(args.prefix, log_offset)
     if args.cluster_prefix:
         bad_log += error_log_problems(args.cluster_prefix, g_offset)
+    if args.baseline_prefix:
+        bad_log += error_log_problems(args.baseline_prefix, o_offset)
     failures += [f"nginx error.log: {line}" for line in bad_log[:10]]
 
-    text = report(args, cells, rss, failures, machine())
+    text = report(args, cells, rss, failures, machine(args))
     print(text)
     if args.out:
         out = args.out
