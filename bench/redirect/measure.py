@@ -29,6 +29,25 @@ import sys
 import time
 
 WORKLOADS = ["hot", "uniform", "bogus"]
+# With --rules (issue 34), on D only: a phone's click (agent, language, a US address through
+# X-Forwarded-For) on plain codes, on codes with five click-time rules, and on capped codes
+# (max_visits: one INCR a click). Each names its code file and whether it sends PHONE.
+RULES_WORKLOADS = {
+    "phone-hot": ("hot", True),
+    "rules-hot": ("rules-hot", True),
+    "capped-hot": ("capped-hot", True),
+    "phone-uniform": ("uniform", True),
+    "rules-uniform": ("rules-uniform", True),
+}
+PHONE = [
+    "User-Agent: Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/124.0.0.0 Safari/537.36",
+    "Accept-Language: en-US,en;q=0.9",
+    "X-Forwarded-For: 8.8.8.8",
+]
+# (workload, reference, maximum worker CPU per request of workload / reference) — issue 34.
+RULES_TARGETS = [("rules-hot", "phone-hot", 1.25), ("rules-uniform", "phone-uniform", 1.25),
+                 ("capped-hot", "phone-hot", 1.5)]
 # (workload, numerator, denominator, minimum) — the targets of issue 6.
 TARGETS = [("hot", "D", "A", 0.95), ("uniform", "D", "B", 2.0), ("bogus", "D", "A", 0.95)]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -71,6 +90,8 @@ def parse_args():
     p.add_argument("--wrk-script", required=True)
     p.add_argument("--started", type=float, default=time.time())
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--rules", action="store_true",
+                   help="also the click-time rules cells (issue 34), on D only")
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="leave the nginx worker and wrk on whatever CPUs the kernel picks")
     p.add_argument("--out")
@@ -200,15 +221,42 @@ def check_correctness(args, failures):
         + (f", {len(failures)} wrong" if failures else ", all as expected"))
 
 
+def write_phone_headers(path):
+    with open(path, "w") as f:
+        f.write("\n".join(PHONE) + "\n")
+
+
+def check_rules_answers(args):
+    """A phone's click on D: the five rules' split for rule codes (a sticky variant), the link's own
+    target for capped codes."""
+    failures = []
+    headers = dict(line.split(": ", 1) for line in PHONE)
+    for name, prefix in (("rules-hot", ("https://example.com/a", "https://example.com/b")),
+                         ("capped-hot", ("https://example.com/",))):
+        for path in read_lines(os.path.join(args.codes_dir, f"{name}.txt"))[:20]:
+            conn = http.client.HTTPConnection("127.0.0.1", args.ports["D"], timeout=5)
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            location = response.getheader("Location") or ""
+            conn.close()
+            if response.status != 302 or not location.startswith(prefix):
+                failures.append(f"D {name} {path}: got {response.status} {location}")
+    log(f"rules cells: {'all as expected' if not failures else f'{len(failures)} wrong'}")
+    return failures
+
+
 # --- cells ------------------------------------------------------------------------------------------
 
 
 def run_wrk(args, server, workload, duration):
-    code_file = os.path.join(args.codes_dir, f"{workload}.txt")
+    codes, phone = RULES_WORKLOADS.get(workload, (workload, False))
+    code_file = os.path.join(args.codes_dir, f"{codes}.txt")
     cmd = [
         "wrk", "-t1", f"-c{args.connections}", f"-d{duration:g}s", "--timeout", "2s",
         "-s", args.wrk_script, f"http://127.0.0.1:{args.ports[server]}", "--", code_file,
     ]
+    if phone:
+        cmd.append(args.phone_headers)
     # Bounded: wrk stops itself after `duration`; loading a 1M-line code file takes a few seconds.
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120,
                          preexec_fn=lambda: pin(0, args.pin_cpus))
@@ -370,7 +418,7 @@ def report(args, cells, rss, failures, m):
     by = {}
     for c in cells:
         by.setdefault((c["workload"], c["server"]), []).append(c)
-    for w in WORKLOADS:
+    for w in WORKLOADS + list(RULES_WORKLOADS):
         for s in args.servers:
             cs = by.get((w, s), [])
             if not cs:
@@ -459,6 +507,31 @@ def report(args, cells, rss, failures, m):
                        else float("nan"))
                 L.append(f"| {w} | {med(g, 'rps') / med(d, 'rps'):.2f} | {cpu:.2f} | {red:.2f} |")
             L.append("")
+        if args.rules:
+            L.append("")
+            L.append("Click-time rules (issue 34), D only, every request a phone's (a desktop "
+                     "Chrome, `Accept-Language: en-US`, client 8.8.8.8 through `X-Forwarded-For`): "
+                     "phone = plain codes; rules = codes with five rules (device, language, "
+                     "country, query, then a sticky 50/50 split), so each click walks every "
+                     "condition, looks its country up in the geo database and lands in the split; "
+                     "capped = codes with `max_visits` (one `INCR` a click). Worker CPU per "
+                     "request, workload / reference (lower is better for the workload, the "
+                     "accepted measure here), Redis CPU per request of each (µs) and req/s "
+                     "workload / reference:")
+            L.append("")
+            L.append("| workload | reference | worker CPU/req | Redis µs/req | req/s | target | |")
+            L.append("|---|---|---:|---:|---:|---|---|")
+            for w, ref, maximum in RULES_TARGETS:
+                a, b = by.get((w, "D")), by.get((ref, "D"))
+                if not a or not b:
+                    continue
+                cpu = med(a, "cpu_us") / max(med(b, "cpu_us"), 1e-9)
+                redis = f"{med(a, 'redis_us'):.1f} / {med(b, 'redis_us'):.1f}"
+                rps = med(a, "rps") / max(med(b, "rps"), 1e-9)
+                met = "met" if cpu <= maximum else "NOT met"
+                L.append(f"| {w} | {ref} | {cpu:.2f} | {redis} | {rps:.2f} | "
+                         f"<= {maximum} | {met} |")
+            L.append("")
         if "O" in args.servers:
             L.append("Against the baseline build: O (D's configuration on its own nginx, loading "
                      "BENCH_BASELINE_MODULE) and D (this build), same Redis, codes and caches, rounds "
@@ -504,6 +577,7 @@ def report(args, cells, rss, failures, m):
         L += [f"- {f}" for f in failures[:50]]
         L.append("")
     flags = ((" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
+             + (" --rules" if args.rules else "")
              + (" --cluster" if "G" in args.servers else ""))
     env = f"BENCH_BASELINE_MODULE={args.baseline_module} " if args.baseline_module else ""
     L.append(f"Command: `{env}bench/redirect/run{flags}`; wall time "
@@ -519,6 +593,9 @@ def loadavg():
 def main():
     args = parse_args()
     args.loadavg_start = loadavg()
+    if args.rules:
+        args.phone_headers = os.path.join(args.codes_dir, "phone-headers.txt")
+        write_phone_headers(args.phone_headers)
     failures = []
     wait_ports([args.ports[s] for s in args.servers])
     worker = nginx_worker(args.nginx_pid)
@@ -545,6 +622,8 @@ def main():
     g_offset = log_size(args.cluster_prefix) if args.cluster_prefix else 0
     o_offset = log_size(args.baseline_prefix) if args.baseline_prefix else 0
     check_correctness(args, failures)
+    if args.rules:
+        failures += check_rules_answers(args)
     if failures:
         for f in failures[:20]:
             log(f"WRONG: {f}")
@@ -555,20 +634,22 @@ def main():
 
     cells = []
     rss = [("at start (after the correctness check and warm-up)", rss_kib(worker))]
-    total = args.rounds * len(WORKLOADS) * len(args.servers)
+    plan = [(w, s) for w in WORKLOADS for s in args.servers]
+    if args.rules:
+        plan += [(w, "D") for w in RULES_WORKLOADS]
+    total = args.rounds * len(plan)
     for round_no in range(1, args.rounds + 1):
-        for w in WORKLOADS:
-            for s in args.servers:
-                if w == "uniform" and s == args.servers[0]:
-                    rss.append((f"round {round_no}, before the uniform cells", rss_kib(worker)))
-                c = cell(args, workers[s], s, w, round_no)
-                cells.append(c)
-                if w == "uniform" and s == args.servers[-1]:
-                    rss.append((f"round {round_no}, after the uniform cells", rss_kib(worker)))
-                log(f"[{len(cells)}/{total}] round {round_no} {w:7} {s}: {fmt_rps(c['rps'])} req/s, "
-                    f"p99 {c['p99_ms']:.2f} ms, {c['cpu_us']:.1f} µs CPU/req, wrk {c['wrk_us']:.1f} µs/req"
-                    + (f" — {'; '.join(c['problems'])}" if c["problems"] else ""))
-                failures += [f"round {round_no} {w} {s}: {p}" for p in c["problems"]]
+        for w, s in plan:
+            if w == "uniform" and s == args.servers[0]:
+                rss.append((f"round {round_no}, before the uniform cells", rss_kib(worker)))
+            c = cell(args, workers[s], s, w, round_no)
+            cells.append(c)
+            if w == "uniform" and s == args.servers[-1]:
+                rss.append((f"round {round_no}, after the uniform cells", rss_kib(worker)))
+            log(f"[{len(cells)}/{total}] round {round_no} {w:13} {s}: {fmt_rps(c['rps'])} req/s, "
+                f"p99 {c['p99_ms']:.2f} ms, {c['cpu_us']:.1f} µs CPU/req, wrk {c['wrk_us']:.1f} µs/req"
+                + (f" — {'; '.join(c['problems'])}" if c["problems"] else ""))
+            failures += [f"round {round_no} {w} {s}: {p}" for p in c["problems"]]
     bad_log = error_log_problems(args.prefix, log_offset)
     if args.cluster_prefix:
         bad_log += error_log_problems(args.cluster_prefix, g_offset)

@@ -1,5 +1,6 @@
 -- wrk script for the redirect benchmark: every request is GET /<code> for a code picked uniformly
--- at random from the code file given after `--` (one path a line). Requests are formatted once in
+-- at random from the code file given after `--` (one path a line), with the headers of an optional
+-- second file. Requests are formatted once in
 -- init(), so request() costs wrk a random number and a table index.
 -- done() prints one JSON line (prefixed "BENCH ") that bench/redirect/measure.py reads, with wrk's
 -- own CPU time during the run: on two cores the client shares a CPU with Redis, so its cost per
@@ -15,11 +16,20 @@ function setup(thread)
 end
 
 function init(args)
-    local file = assert(args[1], "usage: wrk -s wrk-codes.lua URL -- CODE_FILE")
+    local file = assert(args[1], "usage: wrk -s wrk-codes.lua URL -- CODE_FILE [HEADER_FILE]")
+    -- An optional second file of "Name: value" lines sent with every request (a phone's agent,
+    -- language and address for the click-time rules cells).
+    local headers = {}
+    if args[2] then
+        for line in io.lines(args[2]) do
+            local name, value = line:match("^([^:]+):%s*(.*)$")
+            if name then headers[name] = value end
+        end
+    end
     for path in io.lines(file) do
         if path ~= "" then
             count = count + 1
-            requests[count] = wrk.format("GET", path)
+            requests[count] = wrk.format("GET", path, headers)
         end
     end
     assert(count > 0, "no codes in " .. file)
