@@ -145,6 +145,7 @@ async fn produce(
                         referer: value(5),
                         host: value(6),
                         lang: value(7),
+                        chosen: None,
                     });
                 }
                 for (name, value) in &fields {

@@ -314,6 +314,7 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         campaign: validate::meta(row.campaign, "invalid_campaign", "campaign")?,
         recipient_ref: validate::meta(row.recipient_ref, "invalid_ref", "ref")?,
         tags: validate::tags(tags)?,
+        extras: Default::default(),
         restore: restoring.then(|| Restore {
             created_at: created_at.unwrap_or(now),
             revoked_at,

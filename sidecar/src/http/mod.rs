@@ -11,7 +11,7 @@ pub(crate) mod links;
 mod metrics;
 pub(crate) mod qr;
 mod resolve;
-mod schema;
+pub(crate) mod schema;
 use schema::SchemaFixes;
 pub(crate) mod stats;
 

@@ -303,6 +303,7 @@ async fn orphan_removal_waits_for_writes_in_flight() {
         campaign: None,
         recipient_ref: None,
         tags: Vec::new(),
+        extras: Default::default(),
     };
     // The write path's steps 1 and 2: SQL insert in a transaction, then the Redis record.
     let mut tx = storage.begin().await.unwrap();

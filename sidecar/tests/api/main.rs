@@ -23,5 +23,6 @@ mod outages;
 mod projection_marker;
 mod qr;
 mod resolve;
+mod rules;
 mod sentinel;
 mod validation;
