@@ -60,6 +60,8 @@ pub struct HttpSettings {
     pub public_base_url: Option<String>,
     /// Fallback short domains, normalised.
     pub short_domains: Vec<String>,
+    /// The client's country, for rules the fallback and the preview evaluate.
+    pub countries: Arc<crate::visits::countries::Countries>,
 }
 
 /// The whole app: the API, `pages` (the operator console: HTML for people, built above this

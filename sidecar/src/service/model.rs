@@ -160,7 +160,16 @@ pub enum Created {
 /// What the redirect path answers for a code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
-    Redirect { status: u16, location: String },
+    Redirect {
+        status: u16,
+        location: String,
+        /// The rule (and variant) that chose the target; `None` for the link's own.
+        chosen: Option<shortlink_wire::record::Chosen>,
+    },
     NotFound,
     Gone,
+    /// Before `valid_since`, without a "not yet" URL: `wire`'s "not yet" page.
+    NotYet {
+        opens_at: u64,
+    },
 }

@@ -24,5 +24,6 @@ mod projection_marker;
 mod qr;
 mod resolve;
 mod rules;
+mod rules_fallback;
 mod sentinel;
 mod validation;
