@@ -51,6 +51,9 @@ pub struct VisitEvent {
     pub referrer: Option<String>,
     pub host: Option<String>,
     pub accept_language: Option<String>,
+    /// The click-time rule (and variant) that answered, `<rule>` or `<rule>.<variant>`;
+    /// `None` for the link's own target or a malformed field.
+    pub rule: Option<String>,
 }
 
 impl VisitEvent {
@@ -77,6 +80,7 @@ impl VisitEvent {
             referrer: None,
             host: None,
             accept_language: None,
+            rule: None,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -92,6 +96,13 @@ impl VisitEvent {
                 b"ref" => set_text(&mut event.referrer, value, MAX_REFERRER_LEN),
                 b"host" => set_text(&mut event.host, value, MAX_HOST_LEN),
                 b"lang" => set_text(&mut event.accept_language, value, MAX_LANG_LEN),
+                // Read back through wire's parser: only a well-formed `3` or `3.1` is stored.
+                b"rule" if event.rule.is_none() => {
+                    event.rule = wire::parse_chosen(value).map(|chosen| {
+                        let (text, len) = wire::chosen_text(chosen);
+                        String::from_utf8_lossy(&text[..len]).into_owned()
+                    })
+                }
                 _ => {}
             }
         }
@@ -216,7 +227,7 @@ fn set_text(slot: &mut Option<String>, value: &[u8], max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shortlink_wire::event::BATCH_FORMAT;
+    use shortlink_wire::event::{BATCH_FORMAT, BATCH_FORMAT_1};
 
     fn parse(fields: &[(&str, &str)]) -> Result<VisitEvent, EventError> {
         VisitEvent::from_fields(
@@ -335,9 +346,10 @@ mod tests {
             .collect()
     }
 
-    /// A batch as the module writes it (wire/src/event/encode.rs).
+    /// A batch as the module wrote it before click-time rules (format 1, eight fields a
+    /// visit; wire/src/event/encode.rs): still read during an upgrade.
     fn batch(visits: &[[&str; 8]]) -> Vec<u8> {
-        let mut out = vec![BATCH_FORMAT];
+        let mut out = vec![BATCH_FORMAT_1];
         for visit in visits {
             for value in visit {
                 out.extend_from_slice(&(value.len() as u16).to_le_bytes());
