@@ -9,6 +9,7 @@ mod error;
 mod health;
 pub(crate) mod links;
 mod metrics;
+pub(crate) mod preview;
 pub(crate) mod qr;
 mod resolve;
 pub(crate) mod schema;
@@ -69,6 +70,7 @@ pub struct HttpSettings {
 pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(links::router())
+        .merge(preview::router())
         .merge(batch::router())
         .merge(campaigns::router())
         .merge(domains::router())
@@ -139,6 +141,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         links::get_link,
         links::update_link,
         links::revoke_link,
+        preview::preview,
         batch::create_batch,
         campaigns::get_campaign,
         domains::list_domains,

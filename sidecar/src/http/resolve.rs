@@ -96,7 +96,7 @@ fn not_yet(opens_at: u64) -> Response {
 }
 
 /// A fresh random number for a split per click.
-fn random_u64() -> u64 {
+pub(super) fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     // The OS generator does not fail on supported systems; a zero draw is still a valid draw.
     let _ = getrandom::fill(&mut bytes);

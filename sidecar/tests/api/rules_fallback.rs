@@ -12,6 +12,7 @@ use std::path::PathBuf;
 crate::on_each_backend!(
     the_fallback_answers_by_the_rules,
     the_fallback_answers_the_lifecycle,
+    the_preview_answers_a_made_up_phone,
 );
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 \
@@ -212,4 +213,93 @@ async fn the_fallback_answers_the_lifecycle(backend: Backend) {
         (302, "https://t.example/over".to_owned())
     );
     assert_eq!(click(&app, gone, &[]).await.0, 410);
+}
+
+async fn preview(app: &TestApp, code: &str, body: Value) -> (u16, Value) {
+    let response = app
+        .api(Method::POST, &format!("/links/{code}/preview"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+async fn the_preview_answers_a_made_up_phone(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let since = now_secs() + 3600;
+    let link = app
+        .create(json!({
+            "url": "https://t.example/own",
+            "valid_since": rfc3339(since),
+            "rules": [
+                {"if": {"device": ["ios"]}, "then": {"url": "https://apps.example/ios"}},
+                {"if": {"country": ["PT"]},
+                 "split": {"variants": [{"weight": 1, "url": "https://t.example/pt", "redirect": 307}]}}
+            ]
+        }))
+        .await;
+    let code = link["code"].as_str().unwrap();
+    let later = rfc3339(since + 60);
+
+    let (status, answer) = preview(&app, code, json!({})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["answer"], "not_yet");
+    assert_eq!(answer["status"], 403);
+    assert_eq!(answer["opens_at"], json!(rfc3339(since)));
+
+    let (_, answer) = preview(&app, code, json!({"user_agent": IPHONE, "time": later})).await;
+    assert_eq!(
+        (
+            answer["status"].clone(),
+            answer["location"].clone(),
+            answer["rule"].clone()
+        ),
+        (json!(302), json!("https://apps.example/ios"), json!("0"))
+    );
+    let (_, answer) = preview(&app, code, json!({"country": "pt", "time": later})).await;
+    assert_eq!(
+        (
+            answer["status"].clone(),
+            answer["location"].clone(),
+            answer["rule"].clone()
+        ),
+        (json!(307), json!("https://t.example/pt"), json!("1.0"))
+    );
+    assert_eq!(
+        (answer["rule_index"].clone(), answer["variant"].clone()),
+        (json!(1), json!(0))
+    );
+    let (_, answer) = preview(&app, code, json!({"time": later, "query": "a=1"})).await;
+    assert_eq!(answer["location"], "https://t.example/own");
+    assert_eq!(answer["rule"], Value::Null);
+
+    // Unsaved rules: answered, checked, and not stored.
+    let before = app.stored().await;
+    let (_, answer) = preview(
+        &app,
+        code,
+        json!({"time": later, "query": "src=sms",
+               "rules": [{"if": {"query": [{"name": "src"}]}, "then": {"url": "https://t.example/sms"}}]}),
+    )
+    .await;
+    assert_eq!(answer["location"], "https://t.example/sms", "{answer}");
+    let (status, answer) = preview(
+        &app,
+        code,
+        json!({"rules": [{"if": {"ip": ["nope"]}, "then": {"url": "https://t.example/"}}]}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        answer["error"]["message"],
+        "rules[0].if.ip[0]: invalid CIDR"
+    );
+    let (status, _) = preview(&app, code, json!({"ip": "not-an-ip"})).await;
+    assert_eq!(status, 422);
+    let (status, _) = preview(&app, code, json!({"colour": "red"})).await;
+    assert!(status == 400 || status == 422);
+    assert_eq!(app.stored().await, before);
+    let (status, _) = preview(&app, "nosuchlink", json!({})).await;
+    assert_eq!(status, 404);
 }
