@@ -7,6 +7,7 @@ use super::{AppState, DomainContext, Error, ErrorBody, Json, Path, Result};
 use crate::service::click::{self, ClickInput};
 use crate::service::validate;
 use crate::service::Resolution;
+use crate::storage::Link;
 use axum::extract::State;
 use axum::routing::post;
 use axum::Router;
@@ -72,10 +73,20 @@ pub async fn preview(
     Path(code): Path<String>,
     Json(request): Json<PreviewRequest>,
 ) -> Result<Json<PreviewView>> {
-    let mut link = state.links.get(&code).await?;
+    let link = state.links.get(&code).await?;
+    Ok(Json(answer(&state, &domains.own_domains, link, request)?))
+}
+
+/// The preview of `request` for `link` (the API's and the console's).
+pub(crate) fn answer(
+    state: &AppState,
+    own_domains: &[String],
+    mut link: Link,
+    request: PreviewRequest,
+) -> Result<PreviewView> {
     if let Some(rules) = request.rules {
         let policy = &state.settings.url_policy;
-        link.extras.rules = validate::rules_column(policy, &domains.own_domains, Some(rules))?;
+        link.extras.rules = validate::rules_column(policy, own_domains, Some(rules))?;
         validate::whole_link(&link)?;
     }
     if let Some(text) = &request.ip {
@@ -111,7 +122,7 @@ pub async fn preview(
     };
     let now = request.time.unwrap_or_else(Utc::now);
     let now = u64::try_from(now.timestamp()).unwrap_or(0);
-    Ok(Json(view(click::answer(&link, &click, now, &country))))
+    Ok(view(click::answer(&link, &click, now, &country)))
 }
 
 fn view(resolution: Resolution) -> PreviewView {
