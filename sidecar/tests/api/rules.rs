@@ -116,6 +116,26 @@ async fn rules_and_lifecycle_round_trip_normalised(backend: Backend) {
         other => panic!("not a split: {other:?}"),
     }
 
+    // The OpenAPI document describes the rules and the preview.
+    let doc: Value = app
+        .api(Method::GET, "/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for schema in [
+        "RuleSpec",
+        "Conditions",
+        "SplitSpec",
+        "PreviewRequest",
+        "RuleView",
+    ] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+    }
+    assert!(doc["paths"]["/api/v1/links/{code}/preview"]["post"].is_object());
+
     // A plain link still writes version 1 and reads back without the new fields.
     let plain = app.create(json!({"url": "https://t.example/plain"})).await;
     let plain_code = plain["code"].as_str().unwrap();

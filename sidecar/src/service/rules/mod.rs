@@ -91,6 +91,7 @@ pub struct TargetSpec {
     pub url: String,
     /// 301, 302 (default), 307 or 308.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::http::schema::redirect)]
     pub redirect: Option<u16>,
     /// Append the short URL's query string (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +116,7 @@ pub struct VariantSpec {
     #[schema(schema_with = crate::http::schema::url)]
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::http::schema::redirect)]
     pub redirect: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_query: Option<bool>,
