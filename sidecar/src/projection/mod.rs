@@ -130,7 +130,11 @@ impl RecordWrite {
     pub fn for_link(link: &Link, now: DateTime<Utc>, grace: Duration) -> Self {
         let key = key(&link.code);
         let value = encode_record(link);
-        match (link.state(now), link.expires_at) {
+        // A link with an expired URL keeps answering it after expiry: its record never goes.
+        let expires_at = link
+            .expires_at
+            .filter(|_| link.extras.expired_url.is_none());
+        match (link.state(now), expires_at) {
             (LinkState::Revoked, _) | (_, None) => RecordWrite::Set { key, value },
             (LinkState::Live | LinkState::Expired, Some(expires_at)) => {
                 let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);

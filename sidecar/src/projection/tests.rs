@@ -131,3 +131,19 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         matches!(&extras.rules[0].action, Action::Target(t) if &*t.url == b"https://apps.example/")
     );
 }
+
+#[test]
+fn a_link_with_an_expired_url_keeps_its_record_after_expiry() {
+    let mut l = link();
+    let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    l.expires_at = DateTime::from_timestamp(1_700_000_000, 0);
+    assert!(matches!(
+        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::Delete { .. }
+    ));
+    l.extras.expired_url = Some("https://over.example/".into());
+    assert!(matches!(
+        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::Set { .. }
+    ));
+}

@@ -213,6 +213,19 @@ async fn the_fallback_answers_the_lifecycle(backend: Backend) {
         (302, "https://t.example/over".to_owned())
     );
     assert_eq!(click(&app, gone, &[]).await.0, 410);
+
+    // Past the grace period: the plain link's key is gone (404), the one with an expired URL
+    // keeps answering it, in Redis (no TTL) and from the fallback.
+    for code in [over, gone] {
+        app.set_expiry_in_sql(code, now_secs() - 30 * 86_400).await;
+    }
+    app.run_cli(&["resync"]).await;
+    assert_eq!(
+        click(&app, over, &[]).await,
+        (302, "https://t.example/over".to_owned())
+    );
+    assert_eq!(app.redis_expiretime(over).await, -1);
+    assert_eq!(click(&app, gone, &[]).await.0, 404);
 }
 
 async fn preview(app: &TestApp, code: &str, body: Value) -> (u16, Value) {
