@@ -173,6 +173,10 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
             url_policy,
             public_base_url,
             short_domains,
+            countries: Arc::new(visits::countries::Countries::new(
+                config.geoip_db.clone(),
+                config.geoip_db_ipv6.clone(),
+            )),
         }),
     })
 }

@@ -18,7 +18,13 @@ positive cases are made to keep those rules, and only those, before they are sen
 - a target stays within 5000 bytes once normalised (a `/` added, characters percent-encoded),
   not only as sent (else 422 `url_too_long`); a URL that might not is replaced by a short one;
 - a campaign, a reference and each tag fit their limit in UTF-8 bytes, where a schema counts
-  characters (else 422 `invalid_campaign`, `invalid_ref`, `invalid_tags`).
+  characters (else 422 `invalid_campaign`, `invalid_ref`, `invalid_tags`);
+- click-time rules hold real CIDRs, IANA zones, language tags and weights that do not sum to 0,
+  and the link's record stays within 16 KiB (else 422 `invalid_rules`, `record_too_large`): a
+  positive case's non-empty `rules` become a known-good rule set; `valid_since` is put in the
+  past, so it is before any expiry (else 422 `invalid_valid_since`); `not_yet_url` and
+  `expired_url` fit as `url` does;
+- a preview's `ip` is an address and its `country` an ISO code (else 422 `invalid_preview`).
 
 Negative cases are left as generated.
 """
@@ -42,6 +48,13 @@ MAX_URL_BYTES = 5000
 # The characters of the URL pattern's alphabet that the URL parser may percent-encode (3 bytes).
 ENCODED = set("\"<>`{}'^|\\")
 NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
+PREVIEW = "POST /api/v1/links/{code}/preview"
+VALID_RULES = [
+    {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
+    {"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "Europe/Lisbon"}},
+     "split": {"sticky": True, "variants": [{"weight": 1, "url": "https://example.com/a"}]}},
+]
+PAST = "2000-01-01T00:00:00+00:00"
 
 
 def _parse(text):
@@ -74,9 +87,10 @@ def _within(text, limit):
 def _fitting_values(body):
     if not isinstance(body, dict):
         return
-    url = body.get("url")
-    if isinstance(url, str) and len(url) + 1 + 2 * sum(c in ENCODED for c in url) > MAX_URL_BYTES:
-        body["url"] = "https://example.com/long"
+    for field in ("url", "not_yet_url", "expired_url"):
+        url = body.get(field)
+        if isinstance(url, str) and len(url) + 1 + 2 * sum(c in ENCODED for c in url) > MAX_URL_BYTES:
+            body[field] = "https://example.com/long"
     code = body.get("code")
     if isinstance(code, str) and (GENERATED_SHAPE.fullmatch(code) or code == "batch"):
         body["code"] = code[:-1] + "_"
@@ -85,6 +99,26 @@ def _fitting_values(body):
             body[field] = _within(body[field], limit)
     if isinstance(body.get("tags"), list):
         body["tags"] = [_within(t, MAX_TAG_BYTES) if isinstance(t, str) else t for t in body["tags"]]
+
+
+def _valid_rules(body):
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("rules"), list) and body["rules"]:
+        body["rules"] = VALID_RULES
+    if isinstance(body.get("valid_since"), str):
+        body["valid_since"] = PAST
+
+
+def _valid_phone(body):
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("ip"), str):
+        body["ip"] = "192.0.2.7"
+    if isinstance(body.get("country"), str):
+        body["country"] = "PT"
+    if isinstance(body.get("rules"), list) and body["rules"]:
+        body["rules"] = VALID_RULES
 
 
 def _changes_something(body):
@@ -144,6 +178,9 @@ def _keep_rules(case):
     if label in LINK_BODIES:
         _future_expiry(case.body)
         _fitting_values(case.body)
+        _valid_rules(case.body)
+    if label == PREVIEW:
+        _valid_phone(case.body)
     if label == "PATCH /api/v1/links/{code}":
         _changes_something(case.body)
     if label in WITH_IDEMPOTENCY_KEY:

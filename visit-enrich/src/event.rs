@@ -51,6 +51,9 @@ pub struct VisitEvent {
     pub referrer: Option<String>,
     pub host: Option<String>,
     pub accept_language: Option<String>,
+    /// The click-time rule (and variant) that answered, `<rule>` or `<rule>.<variant>`;
+    /// `None` for the link's own target or a malformed field.
+    pub rule: Option<String>,
 }
 
 impl VisitEvent {
@@ -77,6 +80,7 @@ impl VisitEvent {
             referrer: None,
             host: None,
             accept_language: None,
+            rule: None,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -92,6 +96,13 @@ impl VisitEvent {
                 b"ref" => set_text(&mut event.referrer, value, MAX_REFERRER_LEN),
                 b"host" => set_text(&mut event.host, value, MAX_HOST_LEN),
                 b"lang" => set_text(&mut event.accept_language, value, MAX_LANG_LEN),
+                // Read back through wire's parser: only a well-formed `3` or `3.1` is stored.
+                b"rule" if event.rule.is_none() => {
+                    event.rule = wire::parse_chosen(value).map(|chosen| {
+                        let (text, len) = wire::chosen_text(chosen);
+                        String::from_utf8_lossy(&text[..len]).into_owned()
+                    })
+                }
                 _ => {}
             }
         }
@@ -335,8 +346,8 @@ mod tests {
             .collect()
     }
 
-    /// A batch as a module from before click-time rules writes it (format 1, eight fields a
-    /// visit; wire/src/event/encode.rs writes format 2): still read.
+    /// A batch as the module wrote it before click-time rules (format 1, eight fields a
+    /// visit; wire/src/event/encode.rs): still read during an upgrade.
     fn batch(visits: &[[&str; 8]]) -> Vec<u8> {
         let mut out = vec![BATCH_FORMAT_1];
         for visit in visits {

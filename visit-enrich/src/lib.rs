@@ -74,6 +74,8 @@ pub struct Visit {
     pub referrer_host: Option<String>,
     pub short_domain: Option<String>,
     pub language: Option<String>,
+    /// The click-time rule (and variant) that answered; `None` for the link's own target.
+    pub rule: Option<String>,
 }
 
 impl Enricher {
@@ -147,6 +149,7 @@ impl Enricher {
             referrer_host: event.referrer.as_deref().and_then(referrer::referrer_host),
             short_domain: event.host.as_deref().and_then(referrer::short_domain),
             language: event.accept_language.as_deref().and_then(language),
+            rule: event.rule.clone(),
         }
     }
 }

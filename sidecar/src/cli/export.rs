@@ -53,7 +53,7 @@ pub struct ExportArgs {
 }
 
 /// The CSV header, in order; NDJSON objects have the same fields.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 15] = [
     "code",
     "url",
     "redirect",
@@ -65,6 +65,10 @@ pub const COLUMNS: [&str; 11] = [
     "campaign",
     "ref",
     "tags",
+    "valid_since",
+    "not_yet_url",
+    "expired_url",
+    "rules",
 ];
 
 #[derive(Serialize)]
@@ -81,6 +85,15 @@ struct ExportRow<'a> {
     #[serde(rename = "ref")]
     recipient_ref: Option<&'a str>,
     tags: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valid_since: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_yet_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expired_url: Option<&'a str>,
+    /// The stored rules: an array in NDJSON, the stored JSON text verbatim in CSV.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rules: Option<serde_json::Value>,
 }
 
 const PAGE: u32 = 1000;
@@ -173,6 +186,13 @@ enum Sink {
 
 impl Sink {
     fn write(&mut self, link: &Link, now: DateTime<Utc>) -> Result<(), BoxError> {
+        let rules = match (&*self, link.extras.rules.as_deref()) {
+            (Sink::Ndjson(_), Some(text)) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| format!("link {}: stored rules are not JSON: {e}", link.code))?,
+            ),
+            _ => None,
+        };
         let row = ExportRow {
             code: &link.code,
             url: &link.target,
@@ -185,6 +205,10 @@ impl Sink {
             campaign: link.campaign.as_deref(),
             recipient_ref: link.recipient_ref.as_deref(),
             tags: &link.tags,
+            valid_since: link.extras.valid_since.map(time),
+            not_yet_url: link.extras.not_yet_url.as_deref(),
+            expired_url: link.extras.expired_url.as_deref(),
+            rules,
         };
         match self {
             Sink::Ndjson(out) => {
@@ -203,6 +227,10 @@ impl Sink {
                 row.campaign.unwrap_or(""),
                 row.recipient_ref.unwrap_or(""),
                 &csv_tags(row.tags),
+                row.valid_since.as_deref().unwrap_or(""),
+                row.not_yet_url.unwrap_or(""),
+                row.expired_url.unwrap_or(""),
+                link.extras.rules.as_deref().unwrap_or(""),
             ])?,
         }
         Ok(())

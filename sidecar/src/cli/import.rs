@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::service::validate;
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
-use crate::storage;
+use crate::storage::{self, LinkExtras};
 use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
@@ -58,6 +58,11 @@ struct ImportRow {
     #[serde(rename = "ref")]
     recipient_ref: Option<String>,
     tags: Option<Tags>,
+    valid_since: Option<String>,
+    not_yet_url: Option<String>,
+    expired_url: Option<String>,
+    /// The rules in their API form: an array in NDJSON, its JSON text in a CSV field.
+    rules: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,7 +106,7 @@ impl Rows {
                     .iter()
                     .map(|name| name.trim().to_ascii_lowercase())
                     .collect();
-                const KNOWN: [&str; 12] = [
+                const KNOWN: [&str; 16] = [
                     "url",
                     "code",
                     "alias",
@@ -114,6 +119,10 @@ impl Rows {
                     "campaign",
                     "ref",
                     "tags",
+                    "valid_since",
+                    "not_yet_url",
+                    "expired_url",
+                    "rules",
                 ];
                 if let Some(unknown) = columns.iter().find(|c| !KNOWN.contains(&c.as_str())) {
                     return Err(format!(
@@ -227,6 +236,14 @@ fn csv_row(columns: &[String], record: &csv::StringRecord) -> Result<ImportRow, 
             "campaign" => row.campaign = text,
             "ref" => row.recipient_ref = text,
             "tags" => row.tags = text.map(Tags::Text),
+            "valid_since" => row.valid_since = text,
+            "not_yet_url" => row.not_yet_url = text,
+            "expired_url" => row.expired_url = text,
+            "rules" => {
+                row.rules = Some(
+                    serde_json::from_str(value).map_err(|e| format!("rules is not JSON: {e}"))?,
+                )
+            }
             _ => {}
         }
     }
@@ -304,16 +321,37 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
                 .collect(),
         ),
     };
+    let (policy, own) = (&state.settings.url_policy, &state.settings.short_domains);
+    let extras = LinkExtras {
+        valid_since: time("valid_since", row.valid_since)?
+            .map(validate::valid_since)
+            .transpose()?,
+        not_yet_url: validate::lifecycle_url(policy, own, row.not_yet_url, "not_yet_url")?,
+        expired_url: validate::lifecycle_url(policy, own, row.expired_url, "expired_url")?,
+        rules: validate::rules_column(policy, own, row.rules)?,
+    };
+    let redirect = validate::redirect_status(row.redirect)?;
+    let forward_query = row.forward_query.unwrap_or(false);
+    if !extras.is_empty() {
+        validate::whole(
+            target.as_str(),
+            redirect,
+            forward_query,
+            expires_at,
+            &extras,
+        )?;
+    }
     Ok(NewLink {
         target,
         code: row.code,
         expires_at,
-        redirect: validate::redirect_status(row.redirect)?,
-        forward_query: row.forward_query.unwrap_or(false),
+        redirect,
+        forward_query,
         idempotent: false,
         campaign: validate::meta(row.campaign, "invalid_campaign", "campaign")?,
         recipient_ref: validate::meta(row.recipient_ref, "invalid_ref", "ref")?,
         tags: validate::tags(tags)?,
+        extras,
         restore: restoring.then(|| Restore {
             created_at: created_at.unwrap_or(now),
             revoked_at,

@@ -159,6 +159,11 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
                             .map(str::to_owned)
                             .collect()
                     }),
+                    // A CSV upload has no lifecycle or rules columns: plain links.
+                    valid_since: None,
+                    not_yet_url: None,
+                    expired_url: None,
+                    rules: None,
                 })
             })
             .collect()

@@ -102,6 +102,13 @@ pub async fn page(
                     dt { "Tags" } dd { (link.tags.join(", ")) }
                     dt { "Clicks (all time)" } dd { (link.visit_count) }
                     dt { "Last click" } dd { (when(link.last_visit_at)) }
+                    @if link.valid_since.is_some() { dt { "Opens" } dd { (when(link.valid_since)) } }
+                    @if let Some(url) = &link.not_yet_url { dt { "Before it opens" } dd { (url) } }
+                    @if let Some(url) = &link.expired_url { dt { "After it expires" } dd { (url) } }
+                    dt { "Rules" } dd {
+                        (link.rules.as_ref().map_or(0, Vec::len)) " · "
+                        a href={ "/console/links/" (link.code) "/rules" } { "edit and preview" }
+                    }
                 }
             }
             @if let Some(svg) = &qr_svg {

@@ -122,6 +122,7 @@ pub async fn create(
             campaign: optional(&form.campaign),
             recipient_ref: None,
             tags: (!tags.is_empty()).then_some(tags),
+            ..LinkRequest::default()
         })
     };
     let check = |r| {
@@ -353,6 +354,7 @@ pub async fn edit(
         campaign: None,
         recipient_ref: None,
         tags: None,
+        ..LinkPatch::default()
     };
     state.links.update(&code, patch).await?;
     Ok(see_other(&format!("/console/links/{code}?updated=1")))

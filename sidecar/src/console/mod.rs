@@ -23,6 +23,7 @@ mod domains;
 mod layout;
 mod links;
 mod overview;
+mod rules;
 pub(crate) mod session;
 mod totals;
 
@@ -66,6 +67,14 @@ pub fn router() -> Router<AppState> {
         .route("/console/links/{code}", get(detail::page))
         .route("/console/links/{code}/qr", get(detail::qr_file))
         .route("/console/links/{code}/edit", post(links::edit))
+        .route(
+            "/console/links/{code}/rules",
+            get(rules::page).post(rules::save),
+        )
+        .route(
+            "/console/links/{code}/rules/preview",
+            post(rules::try_phone),
+        )
         .route(
             "/console/links/{code}/revoke",
             get(links::revoke_confirm).post(links::revoke),

@@ -98,6 +98,9 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/openapi.json",
 ];
 
+/// What a phone would get from a link: `viewer` and `issuer` keys may ask.
+const PREVIEW_ROUTE: &str = "/api/v1/links/{code}/preview";
+
 /// What `issuer` keys may change besides reading.
 const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
@@ -112,7 +115,9 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let Some(route) = route else {
         return role == Role::Admin;
     };
-    let reads = (method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route);
+    // A preview is a POST that reads: it answers a made-up click and changes nothing.
+    let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
+        || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
         Role::Admin => true,
         Role::Issuer => {

@@ -200,6 +200,7 @@ impl From<ServiceError> for Error {
         use crate::issuer::IssueError;
         match error {
             ServiceError::NotFound => Error::NotFound,
+            ServiceError::Invalid(invalid) => invalid.into(),
             ServiceError::Revoked => Error::Revoked,
             ServiceError::CodeTaken => Error::CodeTaken,
             ServiceError::Storage(e) | ServiceError::Issue(IssueError::Storage(e)) => e.into(),

@@ -4,6 +4,7 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::service::rules::{self, RuleSpec};
 use crate::service::validate::{self, LinkRequest};
 use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
 use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};
@@ -57,6 +58,17 @@ pub struct CreateLinkRequest {
     /// Free tags (at most 32, each 1 to 64 characters).
     #[schema(schema_with = super::schema::tags)]
     pub tags: Option<Vec<String>>,
+    /// RFC 3339: before it, clicks go to `not_yet_url` (302) or get a "not yet" page (403).
+    pub valid_since: Option<DateTime<Utc>>,
+    /// Where clicks before `valid_since` go; validated like `url`.
+    #[schema(schema_with = super::schema::optional_url)]
+    pub not_yet_url: Option<String>,
+    /// Where clicks after `expires_at` go (302) instead of a 410; validated like `url`.
+    #[schema(schema_with = super::schema::optional_url)]
+    pub expired_url: Option<String>,
+    /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
+    #[schema(value_type = Option<Vec<RuleSpec>>)]
+    pub rules: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -83,6 +95,22 @@ pub struct UpdateLinkRequest {
     /// Replaces the tags (`[]` removes them).
     #[schema(schema_with = super::schema::tags)]
     pub tags: Option<Vec<String>>,
+    /// RFC 3339, or `null` to open the link now.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub valid_since: Option<Option<DateTime<Utc>>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::optional_url)]
+    pub not_yet_url: Option<Option<String>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::optional_url)]
+    pub expired_url: Option<Option<String>>,
+    /// Replaces the rules (`[]` or `null` removes them).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
+    pub rules: Option<Option<serde_json::Value>>,
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -117,6 +145,15 @@ pub struct LinkView {
     #[schema(rename = "ref")]
     pub recipient_ref: Option<String>,
     pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_since: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_yet_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    /// The rules as written, normalised; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<RuleSpec>>,
 }
 
 impl LinkView {
@@ -142,6 +179,16 @@ impl LinkView {
             campaign: link.campaign,
             recipient_ref: link.recipient_ref,
             tags: link.tags,
+            valid_since: link.extras.valid_since,
+            not_yet_url: link.extras.not_yet_url,
+            expired_url: link.extras.expired_url,
+            // Checked when written; a row that no longer parses reads as no rules, as the
+            // projection then writes it (logged there).
+            rules: link
+                .extras
+                .rules
+                .as_deref()
+                .and_then(|text| rules::parse_stored(text).ok()),
         }
     }
 }
@@ -223,6 +270,10 @@ impl From<CreateLinkRequest> for LinkRequest {
             campaign: r.campaign,
             recipient_ref: r.recipient_ref,
             tags: r.tags,
+            valid_since: r.valid_since,
+            not_yet_url: r.not_yet_url,
+            expired_url: r.expired_url,
+            rules: r.rules,
         }
     }
 }
@@ -318,6 +369,7 @@ pub async fn update_link(
     Json(request): Json<UpdateLinkRequest>,
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
+    let (policy, own) = (&state.settings.url_policy, &domains.own_domains);
     let patch = LinkPatch {
         target: request
             .url
@@ -345,18 +397,28 @@ pub async fn update_link(
             .tags
             .map(|value| validate::tags(Some(value)))
             .transpose()?,
+        valid_since: request
+            .valid_since
+            .map(|at| at.map(validate::valid_since).transpose())
+            .transpose()?,
+        not_yet_url: request
+            .not_yet_url
+            .map(|url| validate::lifecycle_url(policy, own, url, "not_yet_url"))
+            .transpose()?,
+        expired_url: request
+            .expired_url
+            .map(|url| validate::lifecycle_url(policy, own, url, "expired_url"))
+            .transpose()?,
+        rules: request
+            .rules
+            .map(|rules| validate::rules_column(policy, own, rules))
+            .transpose()?,
     };
-    if patch.target.is_none()
-        && patch.expires_at.is_none()
-        && patch.redirect.is_none()
-        && patch.forward_query.is_none()
-        && patch.campaign.is_none()
-        && patch.recipient_ref.is_none()
-        && patch.tags.is_none()
-    {
+    if patch.is_empty() {
         return Err(Error::invalid(
             "empty_patch",
-            "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags",
+            "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
+             valid_since, not_yet_url, expired_url, rules",
         ));
     }
     let link = state.links.update(&code, patch).await?;

@@ -9,9 +9,10 @@ mod error;
 mod health;
 pub(crate) mod links;
 mod metrics;
+pub(crate) mod preview;
 pub(crate) mod qr;
 mod resolve;
-mod schema;
+pub(crate) mod schema;
 use schema::SchemaFixes;
 pub(crate) mod stats;
 
@@ -60,6 +61,8 @@ pub struct HttpSettings {
     pub public_base_url: Option<String>,
     /// Fallback short domains, normalised.
     pub short_domains: Vec<String>,
+    /// The client's country, for rules the fallback and the preview evaluate.
+    pub countries: Arc<crate::visits::countries::Countries>,
 }
 
 /// The whole app: the API, `pages` (the operator console: HTML for people, built above this
@@ -67,6 +70,7 @@ pub struct HttpSettings {
 pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(links::router())
+        .merge(preview::router())
         .merge(batch::router())
         .merge(campaigns::router())
         .merge(domains::router())
@@ -137,6 +141,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         links::get_link,
         links::update_link,
         links::revoke_link,
+        preview::preview,
         batch::create_batch,
         campaigns::get_campaign,
         domains::list_domains,

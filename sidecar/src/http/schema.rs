@@ -67,6 +67,14 @@ pub fn new_url() -> Schema {
         .into()
 }
 
+/// `not_yet_url` and `expired_url`: a URL as `url`, or null.
+pub fn optional_url() -> Schema {
+    nullable_string("An absolute http(s) URL, validated like `url`; null for none.")
+        .pattern(Some(URL_PATTERN))
+        .max_length(Some(MAX_URL_LENGTH))
+        .into()
+}
+
 /// `code` of a create: an alias. Not expressible here: an alias of the generated codes' shape
 /// (as many letters and digits as they have) is 422 `invalid_code`, as is `batch`.
 pub fn alias() -> Schema {

@@ -4,7 +4,7 @@
 use super::{AppState, Error, ErrorBody, Path, Query, Result};
 use crate::storage;
 use crate::visits::rollup::Interval;
-use crate::visits::store::{Counts, Dimension, Entry, Stats, StatsQuery};
+use crate::visits::store::{Counts, Dimension, Entry, RuleEntry, Stats, StatsQuery};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -62,6 +62,39 @@ pub struct StatsView {
     /// All-links stats only: links with the most clicks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_links: Option<Vec<TopLinkView>>,
+    /// Link stats only: clicks per click-time rule and split variant over the range (the A/B
+    /// result), from the raw visits; an entry with `rule` `null` is the link's own target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<RuleView>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RuleView {
+    /// `<rule>` or `<rule>.<variant>` (indexes from 0, in the link's `rules`); `null`: the
+    /// link's own target.
+    pub rule: Option<String>,
+    /// The rule's index; `null` for the own target.
+    pub rule_index: Option<u8>,
+    /// The split variant's index, for a split.
+    pub variant: Option<u8>,
+    pub clicks: i64,
+    pub unique_visitors: i64,
+}
+
+impl RuleView {
+    fn new(entry: RuleEntry) -> Self {
+        let chosen = entry
+            .rule
+            .as_deref()
+            .and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()));
+        RuleView {
+            rule_index: chosen.map(|c| c.rule),
+            variant: chosen.and_then(|c| c.variant),
+            rule: entry.rule,
+            clicks: entry.clicks,
+            unique_visitors: entry.unique_visitors,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -234,6 +267,7 @@ pub(crate) fn view(q: &StatsQuery, stats: Stats) -> StatsView {
                 counts: CountsView::new(c, include_bots),
             })
             .collect(),
+        rules: None,
         breakdown_from: at(breakdown_from),
         breakdown_to: at(breakdown_to),
         breakdowns,
@@ -272,8 +306,13 @@ pub async fn link_stats(
         Some(link.created_at),
         state.analytics.count_bots,
     )?;
-    let stats = state.analytics.store.stats(&q).await?;
-    Ok(Json(view(&q, stats)))
+    let (stats, rules) = tokio::try_join!(
+        state.analytics.store.stats(&q),
+        state.analytics.store.rule_breakdown(&q)
+    )?;
+    let mut view = view(&q, stats);
+    view.rules = Some(rules.into_iter().map(RuleView::new).collect());
+    Ok(Json(view))
 }
 
 /// Visit statistics of all links together, with the top links.

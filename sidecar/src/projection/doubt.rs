@@ -24,7 +24,7 @@ impl Projection {
             for write in writes {
                 in_doubt.insert(
                     write.key().to_owned(),
-                    written_value(write).map(str::to_owned),
+                    written_value(write).map(<[u8]>::to_vec),
                 );
             }
         }
@@ -32,7 +32,7 @@ impl Projection {
     }
 
     /// The keys in doubt, with the value each failed write sent (`None` for a delete).
-    pub fn in_doubt(&self) -> Vec<(String, Option<String>)> {
+    pub fn in_doubt(&self) -> Vec<(String, Option<Vec<u8>>)> {
         let in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
         in_doubt
             .iter()
@@ -42,7 +42,7 @@ impl Projection {
 
     /// `key` written again from SQL: no longer in doubt, unless a write that failed since sent
     /// another value.
-    pub fn settled(&self, key: &str, sent: &Option<String>) {
+    pub fn settled(&self, key: &str, sent: &Option<Vec<u8>>) {
         let mut in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
         if in_doubt.get(key) == Some(sent) {
             in_doubt.remove(key);

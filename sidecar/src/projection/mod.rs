@@ -19,9 +19,10 @@ pub use state::PipelineState;
 use crate::primary::Primary;
 /// Errors of Redis writes; defined with the connection most of them come from.
 pub use crate::primary::ProjectionError;
-use crate::storage::{Link, LinkState};
+use crate::service::rules;
+use crate::storage::{Link, LinkExtras, LinkState};
 use chrono::{DateTime, Utc};
-use shortlink_wire::record::Record;
+use shortlink_wire::record::{Extras, Record};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
@@ -49,28 +50,82 @@ return 0
 
 pub use shortlink_wire::keys::link_key as key;
 
-/// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes).
-pub fn encode_record(link: &Link) -> String {
-    let record = match link.revoked_at {
-        Some(_) => Record::Revoked,
-        None => Record::Live {
-            status: link.redirect,
-            expires_at: link.expires_at.map_or(0, |at| at.timestamp()),
-            flags: link.flags.0,
-            target: &link.target,
-            extras: None,
-        },
+/// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes):
+/// version 1 text for a plain link, version 2 (binary after the line) with a lifecycle or rules.
+pub fn encode_record(link: &Link) -> Vec<u8> {
+    match link.revoked_at {
+        Some(_) => Record::Revoked.encode(),
+        None => encode_live(
+            &link.target,
+            link.redirect,
+            link.flags.0,
+            link.expires_at,
+            &wire_extras(&link.code, &link.extras),
+        ),
+    }
+}
+
+/// The record of a live link from its parts: what [`encode_record`] writes, and what the API
+/// measures against `MAX_RECORD_BYTES` before anything is stored.
+pub fn encode_live(
+    target: &str,
+    status: u16,
+    flags: u32,
+    expires_at: Option<DateTime<Utc>>,
+    extras: &Extras,
+) -> Vec<u8> {
+    Record::Live {
+        status,
+        expires_at: expires_at.map_or(0, |at| at.timestamp()),
+        flags,
+        target,
+        extras: Some(extras),
+    }
+    .encode()
+}
+
+/// The wire form of a stored link's extras. Stored rules were checked when written; rules that
+/// no longer convert (a hand-edited row) are logged and left out rather than failing every
+/// write of the link: the link then answers its own target, as before it had rules.
+pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
+    let rules = match extras.rules.as_deref().map(rules::parse_stored) {
+        None => Vec::new(),
+        Some(Ok(specs)) => rules::to_wire(&specs).unwrap_or_else(|error| {
+            tracing::error!(%code, %error, "stored rules do not convert; left out of the record");
+            Vec::new()
+        }),
+        Some(Err(error)) => {
+            tracing::error!(%code, %error, "stored rules are not JSON; left out of the record");
+            Vec::new()
+        }
     };
-    String::from_utf8(record.encode()).expect("a version 1 record is ASCII")
+    let url = |url: &Option<String>| url.as_deref().map(|url| url.as_bytes().into());
+    Extras {
+        valid_since: extras
+            .valid_since
+            .map_or(0, |at| u64::try_from(at.timestamp()).unwrap_or(0)),
+        not_yet_url: url(&extras.not_yet_url),
+        expired_url: url(&extras.expired_url),
+        rules: rules.into(),
+        // The API does not take these yet (the module and the fallback answer them; SQL and the
+        // API are the next step of issue 34, cards of issue 35).
+        max_visits: 0,
+        password: None,
+        has_card: false,
+    }
 }
 
 /// What Redis must hold for a link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordWrite {
     /// `SET key value`, clearing any TTL.
-    Set { key: String, value: String },
+    Set { key: String, value: Vec<u8> },
     /// `SET key value EXAT at`: an expiring link answers 410 until `at`, then the key is gone (404).
-    SetUntil { key: String, value: String, at: i64 },
+    SetUntil {
+        key: String,
+        value: Vec<u8>,
+        at: i64,
+    },
     /// The key must not exist: a link past its grace period, or one that was never committed.
     Delete { key: String },
 }
@@ -80,7 +135,11 @@ impl RecordWrite {
     pub fn for_link(link: &Link, now: DateTime<Utc>, grace: Duration) -> Self {
         let key = key(&link.code);
         let value = encode_record(link);
-        match (link.state(now), link.expires_at) {
+        // A link with an expired URL keeps answering it after expiry: its record never goes.
+        let expires_at = link
+            .expires_at
+            .filter(|_| link.extras.expired_url.is_none());
+        match (link.state(now), expires_at) {
             (LinkState::Revoked, _) | (_, None) => RecordWrite::Set { key, value },
             (LinkState::Live | LinkState::Expired, Some(expires_at)) => {
                 let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
@@ -175,7 +234,7 @@ pub(crate) fn set_if_absent(pipe: &mut redis::Pipeline, write: &RecordWrite) -> 
 }
 
 /// The value a write sets (`None` for a delete).
-pub fn written_value(write: &RecordWrite) -> Option<&str> {
+pub fn written_value(write: &RecordWrite) -> Option<&[u8]> {
     match write {
         RecordWrite::Set { value, .. } | RecordWrite::SetUntil { value, .. } => Some(value),
         RecordWrite::Delete { .. } => None,
@@ -194,7 +253,7 @@ pub struct Projection {
     connection: RwLock<connection::Slot>,
     connections_made: AtomicU64,
     /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
-    in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
+    in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<Vec<u8>>>>,
     /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
     /// outage under fallback load does not pile up background connection attempts.
     repair_failed_at: AtomicU64,
@@ -289,7 +348,7 @@ impl Projection {
     /// Writes a new link's record only where the key is missing (`SET NX`): a create never
     /// overwrites a record. `Ok(None)`: written (or nothing to write). `Ok(Some(value))`: Redis
     /// already holds the key, with this value, and nothing was written.
-    pub async fn create(&self, write: &RecordWrite) -> Result<Option<String>, ProjectionError> {
+    pub async fn create(&self, write: &RecordWrite) -> Result<Option<Vec<u8>>, ProjectionError> {
         let writes = std::slice::from_ref(write);
         let Some(pipe) = self.transaction(|pipe| add_creates(pipe, writes)) else {
             return Ok(None);
@@ -308,7 +367,7 @@ impl Projection {
     pub async fn create_chunk(
         &self,
         writes: &[RecordWrite],
-    ) -> Result<Vec<(String, String)>, ProjectionError> {
+    ) -> Result<Vec<(String, Vec<u8>)>, ProjectionError> {
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
         let set = self
             .per_slot(writes.iter().map(RecordWrite::key), |group| async move {
@@ -341,16 +400,16 @@ impl Projection {
     }
 
     /// The values of `keys` (empty for a key gone meanwhile), in their order.
-    async fn current_values(&self, keys: &[&str]) -> Result<Vec<String>, ProjectionError> {
+    async fn current_values(&self, keys: &[&str]) -> Result<Vec<Vec<u8>>, ProjectionError> {
         let parts = self
             .per_slot(keys.iter().copied(), |group| async move {
                 let mut pipe = redis::pipe();
                 pipe.cmd("MGET").arg(&*pick(keys, &group));
-                let (values,): (Vec<Option<String>>,) = self.run(&pipe, self.timeout).await?;
+                let (values,): (Vec<Option<Vec<u8>>>,) = self.run(&pipe, self.timeout).await?;
                 Ok(values)
             })
             .await?;
-        let mut values = vec![String::new(); keys.len()];
+        let mut values = vec![Vec::new(); keys.len()];
         for (group, part) in parts {
             for (i, value) in group.into_iter().zip(part) {
                 values[i] = value.unwrap_or_default();
@@ -363,7 +422,7 @@ impl Projection {
     /// never a record another write put there since.
     pub async fn delete_if_unchanged(
         &self,
-        written: &[(&str, &str)],
+        written: &[(&str, &[u8])],
     ) -> Result<(), ProjectionError> {
         if written.is_empty() {
             return Ok(());
@@ -500,6 +559,16 @@ impl Projection {
             .arg(next.to_string())
             .ignore();
         self.run::<()>(&pipe, self.timeout).await
+    }
+
+    /// `INCR sl:n:<code>`: one click on a link with `max_visits`, counted where the module counts
+    /// it; the reply is the click's number.
+    pub async fn count_click(&self, code: &str) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("INCR")
+            .arg(shortlink_wire::keys::visit_count_key(code));
+        let (visits,): (u64,) = self.run(&pipe, self.timeout).await?;
+        Ok(visits)
     }
 
     pub async fn ping(&self) -> Result<(), ProjectionError> {

@@ -18,6 +18,7 @@ fn link() -> Link {
         campaign: None,
         recipient_ref: None,
         tags: Vec::new(),
+        extras: Default::default(),
     }
 }
 
@@ -26,16 +27,19 @@ const DAY: Duration = Duration::from_secs(86_400);
 #[test]
 fn records_follow_the_contract() {
     let mut l = link();
-    assert_eq!(encode_record(&l), "1|L|302|0|0|https://example.com/a?b=c|d");
+    assert_eq!(
+        encode_record(&l),
+        b"1|L|302|0|0|https://example.com/a?b=c|d"
+    );
     l.redirect = 301;
     l.flags = LinkFlags::with_forward_query(true);
     l.expires_at = DateTime::from_timestamp(1_798_761_600, 0);
     assert_eq!(
         encode_record(&l),
-        "1|L|301|1798761600|1|https://example.com/a?b=c|d"
+        b"1|L|301|1798761600|1|https://example.com/a?b=c|d"
     );
     l.revoked_at = Some(l.created_at);
-    assert_eq!(encode_record(&l), "1|R|410|0|0|");
+    assert_eq!(encode_record(&l), b"1|R|410|0|0|");
     assert_eq!(key("abc1234"), "sl:c:abc1234");
 }
 
@@ -89,4 +93,57 @@ fn ttl_rules() {
             key: "sl:c:zz".into()
         }
     );
+}
+
+#[test]
+fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
+    use crate::storage::LinkExtras;
+    use shortlink_wire::record::{decode, Link as WireLink};
+    use shortlink_wire::rules::{Action, Condition};
+    let mut l = link();
+    l.extras = LinkExtras {
+        valid_since: DateTime::from_timestamp(1_800_000_000, 0),
+        not_yet_url: Some("https://soon.example/".into()),
+        expired_url: None,
+        rules: Some(
+            r#"[{"if":{"device":["ios"]},"then":{"url":"https://apps.example/","redirect":302,"forward_query":false}}]"#
+                .into(),
+        ),
+    };
+    let value = encode_record(&l);
+    assert!(value.starts_with(b"2|L|302|0|0|https://example.com/a?b=c|d\n"));
+    let WireLink::Live {
+        extras: Some(extras),
+        ..
+    } = decode(&value).unwrap()
+    else {
+        panic!("not a live version 2 record");
+    };
+    assert_eq!(extras.valid_since, 1_800_000_000);
+    assert_eq!(
+        extras.not_yet_url.as_deref(),
+        Some(&b"https://soon.example/"[..])
+    );
+    assert_eq!(extras.expired_url, None);
+    assert_eq!(extras.rules.len(), 1);
+    assert_eq!(&*extras.rules[0].conditions, &[Condition::Device(1)]);
+    assert!(
+        matches!(&extras.rules[0].action, Action::Target(t) if &*t.url == b"https://apps.example/")
+    );
+}
+
+#[test]
+fn a_link_with_an_expired_url_keeps_its_record_after_expiry() {
+    let mut l = link();
+    let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    l.expires_at = DateTime::from_timestamp(1_700_000_000, 0);
+    assert!(matches!(
+        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::Delete { .. }
+    ));
+    l.extras.expired_url = Some("https://over.example/".into());
+    assert!(matches!(
+        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::Set { .. }
+    ));
 }

@@ -178,7 +178,7 @@ impl LinkService {
         &self,
         plans: &mut [ChunkPlan],
         chunks: &[Vec<(i64, NewLink)>],
-        taken: &HashMap<String, String>,
+        taken: &HashMap<String, Vec<u8>>,
     ) -> Refused {
         let mut refused = Refused::default();
         for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
@@ -211,7 +211,7 @@ impl LinkService {
         tx: Box<dyn storage::LinkTx>,
         redis_failed: bool,
         sent: &[Vec<RecordWrite>],
-        taken: &HashMap<String, String>,
+        taken: &HashMap<String, Vec<u8>>,
     ) -> Option<ItemFailure> {
         if redis_failed {
             if let Err(rollback) = tx.rollback().await {
@@ -371,8 +371,8 @@ impl LinkService {
     /// After a group failed: deletes every record it sent, each only if it still holds the value
     /// sent (a write's outcome may be unknown), and never a key its `SET NX` found `taken`. Best
     /// effort; what is left behind is an orphan `resync` removes.
-    async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, String>) {
-        let written: Vec<(&str, &str)> = sent
+    async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, Vec<u8>>) {
+        let written: Vec<(&str, &[u8])> = sent
             .iter()
             .flatten()
             .filter(|write| !taken.contains_key(write.key()))
@@ -424,7 +424,7 @@ struct Published {
     /// The records each chunk sent.
     sent: Vec<Vec<RecordWrite>>,
     /// The keys `SET NX` found taken, with their values.
-    taken: HashMap<String, String>,
+    taken: HashMap<String, Vec<u8>>,
     /// Whether any write failed.
     failed: bool,
 }
@@ -475,7 +475,7 @@ type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
 /// taken, with their values.
 type ChunkWrite = tokio::task::JoinHandle<(
     Vec<RecordWrite>,
-    Result<Vec<(String, String)>, ProjectionError>,
+    Result<Vec<(String, Vec<u8>)>, ProjectionError>,
 )>;
 
 /// A chunk of a group on its way through [`LinkService::create_chunks`].

@@ -100,11 +100,14 @@ impl LinkService {
 
     /// A create found its code in Redis but not in SQL: SQL is behind Redis (restored from an
     /// older backup). The record stays as it is: it may be a link already sent.
-    pub(super) fn refused_code(&self, code: &str, existing: &str) {
+    pub(super) fn refused_code(&self, code: &str, existing: &[u8]) {
         self.refused_codes.fetch_add(1, Ordering::Relaxed);
+        // A version 2 record is binary after its first line: log that line.
+        let line = existing.split(|&b| b == b'\n').next().unwrap_or_default();
+        let existing = String::from_utf8_lossy(line);
         tracing::error!(
             code,
-            existing,
+            %existing,
             "a new link's code is already in Redis but not in the database: the database is \
              behind Redis (restored from an older backup?). The code was refused and left as it \
              is; see docs/BACKUP.md"
@@ -152,7 +155,9 @@ impl LinkService {
         crate::metrics::write_latency("redis", redis_started);
         let ours = match created {
             Ok(None) => true,
-            Ok(Some(existing)) if explicit && Some(existing.as_str()) == written_value(&write) => {
+            Ok(Some(existing))
+                if explicit && Some(existing.as_slice()) == written_value(&write) =>
+            {
                 false
             }
             Ok(Some(existing)) => {
@@ -168,7 +173,7 @@ impl LinkService {
                 if matches!(error, ProjectionError::NotReplicated { .. }) {
                     // The record is on the primary, too few replicas have it: take it back, so
                     // a link not acknowledged is in neither store.
-                    let written: Vec<(&str, &str)> = written_value(&write)
+                    let written: Vec<(&str, &[u8])> = written_value(&write)
                         .map(|value| (write.key(), value))
                         .into_iter()
                         .collect();
@@ -180,7 +185,7 @@ impl LinkService {
             }
         };
         if let Err(error) = tx.commit().await {
-            let written: Vec<(&str, &str)> = written_value(&write)
+            let written: Vec<(&str, &[u8])> = written_value(&write)
                 .filter(|_| ours)
                 .map(|value| (write.key(), value))
                 .into_iter()
@@ -221,5 +226,6 @@ pub(super) fn new_link(new: NewLink, code: String, url_hash: String, now: DateTi
         campaign: new.campaign,
         recipient_ref: new.recipient_ref,
         tags: new.tags,
+        extras: new.extras,
     }
 }

@@ -25,7 +25,7 @@ impl LinkService {
                 Ok(None) => match &sent {
                     Some(value) => {
                         self.projection
-                            .delete_if_unchanged(&[(key.as_str(), value.as_str())])
+                            .delete_if_unchanged(&[(key.as_str(), value.as_slice())])
                             .await
                     }
                     None => Ok(()),

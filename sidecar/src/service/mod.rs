@@ -29,11 +29,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod batch;
+pub mod click;
 mod create;
 mod doubt;
 mod idempotency;
 mod model;
 mod read;
+pub mod rules;
 mod update;
 pub mod validate;
 
@@ -58,6 +60,10 @@ pub enum ServiceError {
     Redis(#[from] ProjectionError),
     #[error(transparent)]
     Issue(IssueError),
+    /// A change that is valid field by field but not as a whole (a record over its size limit,
+    /// opening after its expiry).
+    #[error(transparent)]
+    Invalid(validate::Invalid),
     /// The idempotency key was used before with another request.
     #[error("the idempotency key was used with another request")]
     IdempotencyKeyReused,

@@ -2,7 +2,7 @@
 
 use super::ServiceError;
 use crate::issuer::IssueError;
-use crate::storage::{Link, StorageError};
+use crate::storage::{Link, LinkExtras, StorageError};
 use crate::validate::{hex, TargetUrl};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -22,6 +22,8 @@ pub struct NewLink {
     pub campaign: Option<String>,
     pub recipient_ref: Option<String>,
     pub tags: Vec<String>,
+    /// Lifecycle and rules, checked (`validate::extras`).
+    pub extras: LinkExtras,
     /// Set by `import` only: recreate an exported link as it was (its code may have the generated
     /// shape, its expiry may be past, it may be revoked).
     pub restore: Option<Restore>,
@@ -103,6 +105,7 @@ impl ItemFailure {
             }
             ServiceError::Issue(IssueError::Exhausted(_)) => ItemFailure::CodesExhausted,
             ServiceError::NotFound
+            | ServiceError::Invalid(_)
             | ServiceError::Revoked
             | ServiceError::Storage(_)
             | ServiceError::Issue(_) => ItemFailure::Internal,
@@ -123,6 +126,28 @@ pub struct LinkPatch {
     /// `Some(None)` clears.
     pub recipient_ref: Option<Option<String>>,
     pub tags: Option<Vec<String>>,
+    /// `Some(None)` clears; each checked like a create's (`validate::extras`).
+    pub valid_since: Option<Option<DateTime<Utc>>>,
+    pub not_yet_url: Option<Option<String>>,
+    pub expired_url: Option<Option<String>>,
+    /// The normalised JSON text of the rules; `Some(None)` removes them.
+    pub rules: Option<Option<String>>,
+}
+
+impl LinkPatch {
+    pub fn is_empty(&self) -> bool {
+        self.target.is_none()
+            && self.expires_at.is_none()
+            && self.redirect.is_none()
+            && self.forward_query.is_none()
+            && self.campaign.is_none()
+            && self.recipient_ref.is_none()
+            && self.tags.is_none()
+            && self.valid_since.is_none()
+            && self.not_yet_url.is_none()
+            && self.expired_url.is_none()
+            && self.rules.is_none()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -135,7 +160,18 @@ pub enum Created {
 /// What the redirect path answers for a code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
-    Redirect { status: u16, location: String },
+    Redirect {
+        status: u16,
+        location: String,
+        /// The rule (and variant) that chose the target; `None` for the link's own.
+        chosen: Option<shortlink_wire::record::Chosen>,
+    },
     NotFound,
     Gone,
+    /// Before `valid_since`, without a "not yet" URL: `wire`'s "not yet" page.
+    NotYet {
+        opens_at: u64,
+    },
+    /// A password-protected link: `wire`'s password page.
+    Password,
 }

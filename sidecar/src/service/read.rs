@@ -1,5 +1,6 @@
 //! Reads, and the resolver behind nginx's fallback.
 
+use super::click::{self, ClickInput, CountFirst, CountryOf};
 use super::{LinkService, Resolution, ServiceError};
 use crate::projection::RecordWrite;
 use crate::storage::{self, CampaignStats, Link, LinkFilter, LinkState, ListCursor};
@@ -34,12 +35,13 @@ impl LinkService {
         Ok(stats)
     }
 
-    /// What nginx would answer for `code` (and the request's raw `query`), from SQL. Repairs the
-    /// Redis key in the background if it is missing.
+    /// What nginx would answer for `code` and this click, from SQL. Repairs the Redis key in the
+    /// background if it is missing.
     pub async fn resolve(
         &self,
         code: &str,
-        query: Option<&str>,
+        click: &ClickInput<'_>,
+        country: CountryOf<'_>,
     ) -> Result<Resolution, ServiceError> {
         if !self.issuer.scheme().shape(code.as_bytes()).may_exist() {
             return Ok(Resolution::NotFound);
@@ -50,19 +52,26 @@ impl LinkService {
         let now = storage::now();
         let write = RecordWrite::for_link(&link, now, self.grace);
         let resolution = match link.state(now) {
-            LinkState::Live => Resolution::Redirect {
-                status: link.redirect,
-                location: match query {
-                    Some(query) if link.flags.forward_query() => append_query(&link.target, query),
-                    _ => link.target.clone(),
-                },
-            },
-            LinkState::Revoked => Resolution::Gone,
-            // 410 while the key would still exist (expiry + grace), then 404, as nginx answers.
+            // 410 (or the expired URL) while the key would still exist (expiry + grace), then
+            // 404, as nginx answers.
             LinkState::Expired if matches!(write, RecordWrite::Delete { .. }) => {
                 Resolution::NotFound
             }
-            LinkState::Expired => Resolution::Gone,
+            _ => {
+                let now = unix_seconds(now);
+                match click::answer(&link, click, now, country, None) {
+                    Ok(resolution) => resolution,
+                    // Counted on the primary as the module counts: a failure is a 503, never
+                    // an uncounted redirect.
+                    Err(CountFirst) => {
+                        let visits = self.projection.count_click(code).await?;
+                        // With the count given, the answer never asks for one again; were it to,
+                        // a 410 is the answer that redirects no one.
+                        click::answer(&link, click, now, country, Some(visits))
+                            .unwrap_or(Resolution::Gone)
+                    }
+                }
+            }
         };
         let projection = Arc::clone(&self.projection);
         tokio::spawn(async move {
@@ -72,6 +81,10 @@ impl LinkService {
         });
         Ok(resolution)
     }
+}
+
+fn unix_seconds(at: chrono::DateTime<chrono::Utc>) -> u64 {
+    u64::try_from(at.timestamp()).unwrap_or(0)
 }
 
 /// Appends a request's query string to a target, before its fragment.

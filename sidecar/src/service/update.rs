@@ -38,6 +38,22 @@ impl LinkService {
         if let Some(tags) = patch.tags {
             next.tags = tags;
         }
+        if let Some(valid_since) = patch.valid_since {
+            next.extras.valid_since = valid_since;
+        }
+        if let Some(url) = patch.not_yet_url {
+            next.extras.not_yet_url = url;
+        }
+        if let Some(url) = patch.expired_url {
+            next.extras.expired_url = url;
+        }
+        if let Some(rules) = patch.rules {
+            next.extras.rules = rules;
+        }
+        if let Err(invalid) = super::validate::whole_link(&next) {
+            let _ = tx.rollback().await;
+            return Err(ServiceError::Invalid(invalid));
+        }
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
         self.publish_and_commit(tx, &next, Some(&current)).await?;

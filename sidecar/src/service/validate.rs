@@ -2,9 +2,12 @@
 //! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
 //! it their own way.
 
-use super::{IdempotencyKey, LinkService, NewLink};
+use super::{rules, IdempotencyKey, LinkService, NewLink};
+use crate::projection;
+use crate::storage::{Link, LinkExtras};
 use crate::validate::{UrlError, UrlPolicy};
 use chrono::{DateTime, SubsecRound, Utc};
+use shortlink_wire::record::MAX_RECORD_BYTES;
 use std::borrow::Cow;
 
 /// Redirect status of a link created without one.
@@ -50,6 +53,11 @@ pub struct LinkRequest {
     pub campaign: Option<String>,
     pub recipient_ref: Option<String>,
     pub tags: Option<Vec<String>>,
+    pub valid_since: Option<DateTime<Utc>>,
+    pub not_yet_url: Option<String>,
+    pub expired_url: Option<String>,
+    /// The JSON of `rules`, checked by [`rules::check`] (errors name the rule and field).
+    pub rules: Option<serde_json::Value>,
 }
 
 fn printable(value: &str, max: usize) -> bool {
@@ -139,16 +147,138 @@ pub fn new_link(
             ));
         }
     }
+    let extras = LinkExtras {
+        valid_since: request.valid_since.map(valid_since).transpose()?,
+        not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
+        expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
+        rules: rules_column(policy, own_domains, request.rules)?,
+    };
+    let expires_at = request.expires_at.map(expiry).transpose()?;
+    let redirect = redirect_status(request.redirect)?;
+    let forward_query = request.forward_query.unwrap_or(false);
+    if !extras.is_empty() {
+        whole(
+            target.as_str(),
+            redirect,
+            forward_query,
+            expires_at,
+            &extras,
+        )?;
+    }
     Ok(NewLink {
         target,
         code: request.code,
-        expires_at: request.expires_at.map(expiry).transpose()?,
-        redirect: redirect_status(request.redirect)?,
-        forward_query: request.forward_query.unwrap_or(false),
+        expires_at,
+        redirect,
+        forward_query,
         idempotent: request.idempotent.unwrap_or(false),
         campaign: meta(request.campaign, "invalid_campaign", "campaign")?,
         recipient_ref: meta(request.recipient_ref, "invalid_ref", "ref")?,
         tags: tags(request.tags)?,
+        extras,
         restore: None,
     })
+}
+
+/// `valid_since`: whole seconds (the record's), any time after 1970 (a past one is allowed: a
+/// link may be written as "open since").
+pub fn valid_since(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
+    let value = value.trunc_subsecs(0);
+    if value.timestamp() < 0 {
+        return Err(Invalid::new(
+            "invalid_valid_since",
+            "valid_since must be after 1970",
+        ));
+    }
+    Ok(value)
+}
+
+/// `not_yet_url` or `expired_url` (`field`), checked and normalised exactly like a target.
+pub fn lifecycle_url(
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    value: Option<String>,
+    field: &str,
+) -> Result<Option<String>, Invalid> {
+    value
+        .map(|raw| {
+            policy
+                .check(&raw, own_domains)
+                .map(|url| url.into_string())
+                .map_err(|error| Invalid::new(error.code(), format!("{field}: {error}")))
+        })
+        .transpose()
+}
+
+/// The `rules` column of a request's rules: their normalised JSON, `None` for none (absent,
+/// `null` or `[]`).
+pub fn rules_column(
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    value: Option<serde_json::Value>,
+) -> Result<Option<String>, Invalid> {
+    let Some(value) = value.filter(|value| !value.is_null()) else {
+        return Ok(None);
+    };
+    let check_url = |raw: &str| -> Result<String, UrlError> {
+        Ok(policy.check(raw, own_domains)?.into_string())
+    };
+    let checked = rules::check(value, &check_url)?;
+    if checked.specs.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        serde_json::to_string(&checked.specs).expect("rules serialise"),
+    ))
+}
+
+/// What only the whole link can say: it opens before it expires, and its record fits.
+pub fn whole(
+    target: &str,
+    redirect: u16,
+    forward_query: bool,
+    expires_at: Option<DateTime<Utc>>,
+    extras: &LinkExtras,
+) -> Result<(), Invalid> {
+    if let (Some(since), Some(until)) = (extras.valid_since, expires_at) {
+        if since >= until {
+            return Err(Invalid::new(
+                "invalid_valid_since",
+                "valid_since must be before expires_at",
+            ));
+        }
+    }
+    let flags = crate::storage::LinkFlags::with_forward_query(forward_query).0;
+    let record = projection::encode_live(
+        target,
+        redirect,
+        flags,
+        expires_at,
+        &projection::wire_extras("", extras),
+    );
+    if record.len() > MAX_RECORD_BYTES {
+        return Err(Invalid::new(
+            "record_too_large",
+            format!(
+                "the link's rules and URLs make a record of {} bytes, over the limit of \
+                 {MAX_RECORD_BYTES}: use fewer or shorter rules or URLs",
+                record.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`whole`] for a stored link after a change.
+pub fn whole_link(link: &Link) -> Result<(), Invalid> {
+    if link.extras.is_empty() {
+        return Ok(());
+    }
+    whole(
+        &link.target,
+        link.redirect,
+        link.flags.forward_query(),
+        link.expires_at,
+        &link.extras,
+    )
 }

@@ -14,8 +14,8 @@ mod sqlite;
 pub(crate) mod sqlite_file;
 
 pub use self::model::{
-    ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, LinkState, ListCursor,
-    NewRow, Role, Slot,
+    ApiKey, CampaignStats, IdempotencyRecord, Link, LinkExtras, LinkFilter, LinkFlags, LinkState,
+    ListCursor, NewRow, Role, Slot,
 };
 use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;

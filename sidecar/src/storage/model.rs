@@ -27,6 +27,31 @@ pub struct Link {
     pub recipient_ref: Option<String>,
     /// Caller metadata: free tags, in the caller's order.
     pub tags: Vec<String>,
+    /// Lifecycle and click-time rules; all empty for a plain link.
+    pub extras: LinkExtras,
+}
+
+/// What a link may have beyond a target (issue 34): when it opens, where it sends clicks
+/// before it opens and after it expires, and its click-time rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkExtras {
+    /// Whole seconds: before it, the link answers its "not yet" URL or page.
+    pub valid_since: Option<DateTime<Utc>>,
+    /// Normalised like a target.
+    pub not_yet_url: Option<String>,
+    /// Normalised like a target; instead of a 410 once expired.
+    pub expired_url: Option<String>,
+    /// The rules in their API form (`service::rules::RuleSpec`), as normalised JSON text.
+    pub rules: Option<String>,
+}
+
+impl LinkExtras {
+    pub fn is_empty(&self) -> bool {
+        self.valid_since.is_none()
+            && self.not_yet_url.is_none()
+            && self.expired_url.is_none()
+            && self.rules.is_none()
+    }
 }
 
 /// Where a link came from in a request sent with an `Idempotency-Key`: the key's row and the

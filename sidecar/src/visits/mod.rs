@@ -12,6 +12,7 @@
 
 pub mod cleanup;
 pub mod consumer;
+pub mod countries;
 pub mod rollup;
 pub mod store;
 

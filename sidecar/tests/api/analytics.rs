@@ -815,4 +815,71 @@ crate::on_each_backend!(
     cleanup_expires_idle_links,
     creates_are_served_between_back_to_back_visit_batches,
     codes_differing_in_case_keep_their_own_stats,
+    visits_carry_their_rule_and_link_stats_break_down_by_it,
 );
+
+/// Visits name the click-time rule (and split variant) that answered (issue 34): the consumer
+/// stores it, from the module's batches (format 2) and from plain fields, and link stats count
+/// clicks and unique visitors per rule, the own target (`null`) included.
+async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backend) {
+    use shortlink_wire::event::{Batch, Visit as WireVisit, BATCH_FIELD};
+    use shortlink_wire::record::Chosen;
+    let app = spawn_app(backend).await;
+    let code = app.create_code("https://t.example/ab").await;
+    let t = chrono::Utc::now().timestamp_millis().to_string();
+    // The module's own encoder: three visits of variant 0 of rule 1 (two people), one of 1.1.
+    let mut batch = Batch::default();
+    for (ip, variant) in [
+        ("203.0.113.1", 0),
+        ("203.0.113.1", 0),
+        ("203.0.113.2", 0),
+        ("203.0.113.3", 1),
+    ] {
+        batch.push(&WireVisit {
+            code: code.as_bytes(),
+            time_ms: t.parse().unwrap(),
+            status: 302,
+            ip: ip.as_bytes(),
+            ua: IPHONE.as_bytes(),
+            referer: b"",
+            host: b"s1.example",
+            lang: b"",
+            chosen: Some(Chosen {
+                rule: 1,
+                variant: Some(variant),
+            }),
+        });
+    }
+    let _: String = redis::cmd("XADD")
+        .arg(STREAM)
+        .arg("*")
+        .arg(BATCH_FIELD)
+        .arg(batch.bytes())
+        .query_async(&mut app.redis().await)
+        .await
+        .unwrap();
+    // Plain fields: rule 0, the own target, and a malformed rule field (stored as none).
+    visit(&app, &code, "198.51.100.7", IPHONE, &[("rule", "0")]).await;
+    visit(&app, &code, "198.51.100.8", IPHONE, &[]).await;
+    visit(&app, &code, "198.51.100.9", IPHONE, &[("rule", "x.y")]).await;
+    consumer(&app, "rules", &[]).await.drain().await.unwrap();
+
+    let stored = app
+        .db
+        .texts("SELECT COALESCE(rule, '-') FROM visits ORDER BY event_id")
+        .await;
+    assert_eq!(stored, ["1.0", "1.0", "1.0", "1.1", "0", "-", "-"]);
+    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    assert_eq!(
+        stats["rules"],
+        json!([
+            {"rule": null, "rule_index": null, "variant": null, "clicks": 2, "unique_visitors": 2},
+            {"rule": "0", "rule_index": 0, "variant": null, "clicks": 1, "unique_visitors": 1},
+            {"rule": "1.0", "rule_index": 1, "variant": 0, "clicks": 3, "unique_visitors": 2},
+            {"rule": "1.1", "rule_index": 1, "variant": 1, "clicks": 1, "unique_visitors": 1},
+        ]),
+        "{stats}"
+    );
+    let all = get_json(&app, "/stats").await;
+    assert!(all.get("rules").is_none(), "link stats only");
+}

@@ -15,7 +15,63 @@ crate::on_each_backend!(
     a_revoked_key_ends_its_sessions,
     campaigns_are_listed_by_name_a_page_at_a_time,
     campaign_totals_are_counted_in_the_background,
+    the_rule_editor_saves_refuses_and_previews,
 );
+
+/// The rule editor of a link (issue 34): saves rules written in the API's form, shows the API's
+/// error for bad ones (storing nothing), and answers "what would this phone get" for the text
+/// in the editor before it is saved.
+async fn the_rule_editor_saves_refuses_and_previews(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app.create_code("https://t.example/own").await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let csrf = browser.csrf().await;
+    let page = browser.page(&format!("/console/links/{code}")).await;
+    assert!(page.contains(&format!("/console/links/{code}/rules")));
+    browser.page(&format!("/console/links/{code}/rules")).await;
+
+    let bad = r#"[{"if": {"ip": ["10.0.0.1/8"]}, "then": {"url": "https://t.example/x"}}]"#;
+    let before = app.stored().await;
+    let refused = browser
+        .post(
+            &format!("/console/links/{code}/rules"),
+            &[("csrf", &csrf), ("rules", bad)],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("rules[0].if.ip[0]: invalid CIDR"), "{text}");
+    assert!(text.contains("10.0.0.1/8"), "the editor keeps the text");
+    assert_eq!(app.stored().await, before);
+
+    // Previewed before saving: the editor's rules answer, the stored link has none.
+    let rules = r#"[{"if": {"language": ["pt"]}, "then": {"url": "https://t.example/pt"}}]"#;
+    let previewed = browser
+        .post(
+            &format!("/console/links/{code}/rules/preview"),
+            &[("csrf", &csrf), ("rules", rules), ("language", "pt-PT")],
+        )
+        .await;
+    assert_eq!(previewed.status(), StatusCode::OK);
+    let text = previewed.text().await.unwrap();
+    assert!(text.contains("https://t.example/pt"), "{text}");
+    assert_eq!(app.stored().await, before);
+
+    let saved = browser
+        .post(
+            &format!("/console/links/{code}/rules"),
+            &[("csrf", &csrf), ("rules", rules)],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    let link: serde_json::Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["rules"][0]["then"]["url"], "https://t.example/pt");
+    let page = browser
+        .page(&format!("/console/links/{code}/rules?saved=1"))
+        .await;
+    assert!(page.contains("Saved."));
+}
 
 /// A browser's share of the work: cookies kept by name, redirects not followed.
 struct Browser<'a> {

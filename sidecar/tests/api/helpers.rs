@@ -144,7 +144,7 @@ pub struct Stored {
     pub links: i64,
     pub api_keys: i64,
     pub redis_keys: i64,
-    pub redis_values: Vec<(String, Option<String>)>,
+    pub redis_values: Vec<(String, Option<Vec<u8>>)>,
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
@@ -330,6 +330,15 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The record's bytes (a version 2 record is binary after its first line).
+    pub async fn redis_record(&self, code: &str) -> Option<Vec<u8>> {
+        self.redis()
+            .await
+            .get(format!("sl:c:{code}"))
+            .await
+            .unwrap()
+    }
+
     /// Redis `EXPIRETIME`: -1 without TTL, -2 if the key is missing, else the Unix time.
     pub async fn redis_expiretime(&self, code: &str) -> i64 {
         redis::cmd("EXPIRETIME")
@@ -350,7 +359,7 @@ impl TestApp {
         keys.sort();
         let mut redis_values = Vec::new();
         for key in keys {
-            let value: Option<String> = redis.get(&key).await.unwrap();
+            let value: Option<Vec<u8>> = redis.get(&key).await.unwrap();
             redis_values.push((key, value));
         }
         Stored {

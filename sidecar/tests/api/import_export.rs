@@ -122,6 +122,20 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
         }));
     }
     items.push(json!({"url": "https://t.example/alias", "code": "my-alias"}));
+    // Lifecycle and rules (issue 34) travel too, and give the same version 2 records.
+    items.push(json!({
+        "url": "https://t.example/rules",
+        "valid_since": "2990-01-01T00:00:00Z",
+        "expires_at": "2999-01-01T00:00:00Z",
+        "not_yet_url": "https://t.example/soon",
+        "expired_url": "https://t.example/over",
+        "rules": [
+            {"if": {"device": ["ios"], "ip": ["10.0.0.0/8"], "query": [{"name": "a,b", "value": "\"x\""}]},
+             "then": {"url": "https://t.example/ios"}},
+            {"split": {"sticky": true, "variants": [
+                {"weight": 1, "url": "https://t.example/a"}, {"weight": 2, "url": "https://t.example/b"}]}}
+        ]
+    }));
     let body: Value = app.post_batch(&items).await.json().await.unwrap();
     let codes: Vec<&str> = body["results"]
         .as_array()
@@ -303,6 +317,7 @@ async fn orphan_removal_waits_for_writes_in_flight() {
         campaign: None,
         recipient_ref: None,
         tags: Vec::new(),
+        extras: Default::default(),
     };
     // The write path's steps 1 and 2: SQL insert in a transaction, then the Redis record.
     let mut tx = storage.begin().await.unwrap();

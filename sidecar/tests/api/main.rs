@@ -23,5 +23,7 @@ mod outages;
 mod projection_marker;
 mod qr;
 mod resolve;
+mod rules;
+mod rules_fallback;
 mod sentinel;
 mod validation;

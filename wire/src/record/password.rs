@@ -57,6 +57,32 @@ impl Password {
             == 0
     }
 
+    /// Salt and digest as lower-case hex: the text form the sidecar stores in SQL.
+    pub fn to_hex(&self) -> String {
+        self.to_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The inverse of [`Password::to_hex`].
+    pub fn from_hex(hex: &str) -> Option<Password> {
+        if hex.len() != 2 * (SALT_LEN + 32) || !hex.is_ascii() {
+            return None;
+        }
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()?;
+        Password::from_bytes(&bytes)
+    }
+
+    /// A digest no password has (finding one would break SHA-256): what a link whose stored
+    /// digest is unreadable gets, so that it stays closed rather than opening to everyone.
+    pub fn unmatchable() -> Password {
+        Password {
+            salt: [0; SALT_LEN],
+            digest: [0; 32],
+        }
+    }
+
     pub(super) fn to_bytes(&self) -> [u8; SALT_LEN + 32] {
         let mut bytes = [0; SALT_LEN + 32];
         bytes[..SALT_LEN].copy_from_slice(&self.salt);
@@ -163,8 +189,15 @@ mod tests {
             Password::new(b"x", [2; 16]).digest
         );
         let bytes = password.to_bytes();
-        assert_eq!(Password::from_bytes(&bytes), Some(password));
         assert_eq!(Password::from_bytes(&bytes[1..]), None);
+        assert_eq!(
+            Password::from_hex(&password.to_hex()),
+            Some(password.clone())
+        );
+        assert_eq!(Password::from_bytes(&bytes), Some(password));
+        assert_eq!(Password::from_hex("00"), None);
+        assert_eq!(Password::from_hex(&"zz".repeat(48)), None);
+        assert!(!Password::unmatchable().matches(b""));
     }
 
     #[test]

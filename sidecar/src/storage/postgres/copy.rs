@@ -10,7 +10,7 @@ use sqlx::{Postgres, Transaction};
 /// The binary `COPY` of [`copy_links`], columns in the order encoded.
 pub(super) const COPY_LINKS: &str = "COPY links (code, target, url_hash, redirect_status, flags, created_at, \
      updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
-     batch_id, batch_index) FROM STDIN (FORMAT binary)";
+     valid_since, not_yet_url, expired_url, rules, batch_id, batch_index) FROM STDIN (FORMAT binary)";
 
 /// A chunk's rows as the binary `COPY` data of [`COPY_LINKS`].
 pub(super) struct LinksCopy(Vec<u8>);
@@ -20,7 +20,7 @@ impl LinksCopy {
         let mut data = CopyData::with_capacity(rows.len(), 300);
         for NewRow { link, slot } in rows {
             let tags = tags_column(&link.tags);
-            data.tuple(16)
+            data.tuple(20)
                 .text(&link.code)
                 .text(&link.target)
                 .text(&link.url_hash)
@@ -35,6 +35,10 @@ impl LinksCopy {
                 .opt_text(link.campaign.as_deref())
                 .opt_text(link.recipient_ref.as_deref())
                 .opt_jsonb(tags.as_deref())
+                .opt_timestamptz(link.extras.valid_since)
+                .opt_text(link.extras.not_yet_url.as_deref())
+                .opt_text(link.extras.expired_url.as_deref())
+                .opt_text(link.extras.rules.as_deref())
                 .opt_int8(slot.map(|s| s.batch_id))
                 .opt_int8(slot.map(|s| s.index));
         }
@@ -91,6 +95,10 @@ pub(super) async fn insert_links_skipping_conflicts(
     let mut campaign = Vec::with_capacity(n);
     let mut recipient_ref = Vec::with_capacity(n);
     let mut tags = Vec::with_capacity(n);
+    let mut valid_since = Vec::with_capacity(n);
+    let mut not_yet_url = Vec::with_capacity(n);
+    let mut expired_url = Vec::with_capacity(n);
+    let mut rules = Vec::with_capacity(n);
     let mut batch_id = Vec::with_capacity(n);
     let mut batch_index = Vec::with_capacity(n);
     for row in rows {
@@ -109,18 +117,24 @@ pub(super) async fn insert_links_skipping_conflicts(
         campaign.push(link.campaign.as_deref());
         recipient_ref.push(link.recipient_ref.as_deref());
         tags.push(tags_column(&link.tags));
+        valid_since.push(link.extras.valid_since);
+        not_yet_url.push(link.extras.not_yet_url.as_deref());
+        expired_url.push(link.extras.expired_url.as_deref());
+        rules.push(link.extras.rules.as_deref());
         batch_id.push(row.slot.map(|s| s.batch_id));
         batch_index.push(row.slot.map(|s| s.index));
     }
     // Any unique conflict (code or slot) skips the row; RETURNING names those inserted.
     let inserted: Vec<String> = sqlx::query_scalar(&format!(
         "INSERT INTO links ({INSERT_COLUMNS}) \
-             SELECT c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg::jsonb, bi, bx \
+             SELECT c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg::jsonb, vs, ny, ex, ru, \
+                    bi, bx \
              FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int2[], $5::int4[], \
                          $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], \
                          $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::text[], \
-                         $13::text[], $14::text[], $15::int8[], $16::int8[]) \
-               AS u(c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg, bi, bx) \
+                         $13::text[], $14::text[], $15::timestamptz[], $16::text[], \
+                         $17::text[], $18::text[], $19::int8[], $20::int8[]) \
+               AS u(c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg, vs, ny, ex, ru, bi, bx) \
              ON CONFLICT DO NOTHING RETURNING code"
     ))
     .bind(code)
@@ -137,6 +151,10 @@ pub(super) async fn insert_links_skipping_conflicts(
     .bind(campaign)
     .bind(recipient_ref)
     .bind(tags)
+    .bind(valid_since)
+    .bind(not_yet_url)
+    .bind(expired_url)
+    .bind(rules)
     .bind(batch_id)
     .bind(batch_index)
     .fetch_all(&mut **tx)

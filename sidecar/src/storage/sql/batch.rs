@@ -115,6 +115,14 @@ fn row_bytes(row: &NewRow) -> usize {
         + link.campaign.as_ref().map_or(0, String::len)
         + link.recipient_ref.as_ref().map_or(0, String::len)
         + link.tags.iter().map(|tag| tag.len() + 3).sum::<usize>()
+        + [
+            &link.extras.not_yet_url,
+            &link.extras.expired_url,
+            &link.extras.rules,
+        ]
+        .iter()
+        .map(|text| text.as_ref().map_or(0, String::len))
+        .sum::<usize>()
 }
 
 /// The stored form of the last creation and update time seen, kept.

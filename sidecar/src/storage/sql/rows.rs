@@ -3,7 +3,7 @@
 use super::Statement;
 use super::{Dialect, Driver, Value};
 use crate::storage::api::{checked_flags, checked_redirect, StorageResult};
-use crate::storage::model::{parse_tags, ApiKey, Link, LinkFilter, LinkState};
+use crate::storage::model::{parse_tags, ApiKey, Link, LinkExtras, LinkFilter, LinkState};
 use sqlx::Database;
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
@@ -12,7 +12,7 @@ type Row<D> = <<D as Dialect>::DB as Database>::Row;
 /// writes it, [`Dialect::WRITES_URL_PREFIX`]).
 pub(crate) const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
      updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
-     batch_id, batch_index";
+     valid_since, not_yet_url, expired_url, rules, batch_id, batch_index";
 
 pub(crate) const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
 
@@ -112,6 +112,10 @@ pub(crate) fn link_values_at<D: Dialect>(
         Value::OptText(link.campaign.clone()),
         Value::OptText(link.recipient_ref.clone()),
         Value::OptText(crate::storage::model::tags_column(&link.tags)),
+        D::opt_time(link.extras.valid_since),
+        Value::OptText(link.extras.not_yet_url.clone()),
+        Value::OptText(link.extras.expired_url.clone()),
+        Value::OptText(link.extras.rules.clone()),
         Value::OptInt(slot.map(|s| s.batch_id)),
         Value::OptInt(slot.map(|s| s.index)),
     ];
@@ -160,6 +164,12 @@ pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
         campaign: D::read_opt_text(row, "campaign")?,
         recipient_ref: D::read_opt_text(row, "recipient_ref")?,
         tags: parse_tags(D::read_opt_text(row, "tags")?)?,
+        extras: LinkExtras {
+            valid_since: D::read_opt_time(row, "valid_since")?,
+            not_yet_url: D::read_opt_text(row, "not_yet_url")?,
+            expired_url: D::read_opt_text(row, "expired_url")?,
+            rules: D::read_opt_text(row, "rules")?,
+        },
     })
 }
 

@@ -129,7 +129,8 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
         let mut sql = format!(
             "UPDATE links SET target = ?, url_hash = ?, redirect_status = ?, flags = ?, \
              updated_at = ?, expires_at = ?, revoked_at = ?, campaign = ?, \
-             recipient_ref = ?, tags = {}",
+             recipient_ref = ?, tags = {}, valid_since = ?, not_yet_url = ?, expired_url = ?, \
+             rules = ?",
             D::TAGS_PARAM
         );
         let mut values = vec![
@@ -143,6 +144,10 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
             Value::OptText(link.campaign.clone()),
             Value::OptText(link.recipient_ref.clone()),
             Value::OptText(crate::storage::model::tags_column(&link.tags)),
+            D::opt_time(link.extras.valid_since),
+            Value::OptText(link.extras.not_yet_url.clone()),
+            Value::OptText(link.extras.expired_url.clone()),
+            Value::OptText(link.extras.rules.clone()),
         ];
         if D::WRITES_URL_PREFIX {
             sql.push_str(", url_prefix = ?");

@@ -44,6 +44,7 @@ fn row(code: &str, slot: Option<Slot>) -> NewRow {
             campaign: None,
             recipient_ref: None,
             tags: Vec::new(),
+            extras: Default::default(),
         },
         slot,
     }

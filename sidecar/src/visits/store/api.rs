@@ -188,6 +188,17 @@ pub struct Stats {
     pub top_links: Vec<(String, Counts)>,
 }
 
+/// The clicks a link's click-time rule (or variant) answered over a range, from the raw visits
+/// (which carry the rule): the A/B result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleEntry {
+    /// `<rule>` or `<rule>.<variant>`; `None` for the link's own target.
+    pub rule: Option<String>,
+    pub clicks: i64,
+    /// Distinct visitors (hash of IP and user agent) among those clicks.
+    pub unique_visitors: i64,
+}
+
 /// An idle link found by the expiry job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleLink {
@@ -267,6 +278,11 @@ pub trait VisitStore: Send + Sync + 'static {
 
     /// Human visits since `since` per short domain (the domain health job's traffic signal).
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>>;
+
+    /// A link's clicks per answering rule (and variant) in the query's range, from the raw
+    /// visits: humans only unless the query includes bots. Visits deleted by the retention job
+    /// are no longer counted here.
+    async fn rule_breakdown(&self, query: &StatsQuery) -> StorageResult<Vec<RuleEntry>>;
 
     /// Raw visits stored (tests and benchmarks).
     async fn visit_rows(&self) -> StorageResult<i64>;

@@ -22,7 +22,9 @@ pub(crate) use self::postgres::PgVisitStore;
 pub(crate) use self::sqlite::SqliteVisitStore;
 
 pub(crate) use self::api::breakdown_days;
-pub use self::api::{BatchOutcome, Dimension, Entry, IdleLink, Stats, StatsQuery, VisitStore};
+pub use self::api::{
+    BatchOutcome, Dimension, Entry, IdleLink, RuleEntry, Stats, StatsQuery, VisitStore,
+};
 pub use super::rollup::{Counts, ALL_LINKS};
 use crate::storage::{Backend, StorageError, StorageResult};
 use std::sync::Arc;

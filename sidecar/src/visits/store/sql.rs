@@ -5,7 +5,7 @@
 //! and bounded-delete statements, and the batch write.
 
 use super::api::{
-    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink,
+    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
     StatsQuery, VisitStore,
 };
 use crate::storage::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
@@ -254,6 +254,43 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
                 ))
             })
             .collect()
+    }
+
+    async fn rule_breakdown(&self, q: &StatsQuery) -> StorageResult<Vec<RuleEntry>> {
+        let Some(code) = &q.code else {
+            return Ok(Vec::new());
+        };
+        let time = |unix: i64| V::visit_time(DateTime::from_timestamp(unix, 0).unwrap_or_default());
+        let audience = if q.include_bots {
+            ""
+        } else {
+            " AND audience = 'human'"
+        };
+        let query = statement(
+            &format!(
+                "SELECT rule, COUNT(*) AS clicks, COUNT(DISTINCT visitor) AS visitors FROM visits \
+                 WHERE code = ? AND visited_at >= ? AND visited_at < ?{audience} GROUP BY rule"
+            ),
+            [Value::Text(code.clone()), time(q.from), time(q.to)],
+        );
+        let mut entries = (self.rows(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok(RuleEntry {
+                    rule: V::Sql::read_opt_text(row, "rule")?,
+                    clicks: Db::<V>::int(row, "clicks")?,
+                    unique_visitors: Db::<V>::int(row, "visitors")?,
+                })
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        // The own target first, then rules in their order (backends sort NULL differently).
+        entries.sort_by_key(|entry| {
+            let chosen = entry
+                .rule
+                .as_deref()
+                .and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()));
+            chosen.map(|c| (c.rule, c.variant))
+        });
+        Ok(entries)
     }
 
     async fn visit_rows(&self) -> StorageResult<i64> {

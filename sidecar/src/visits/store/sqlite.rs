@@ -7,7 +7,7 @@ use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
-    VISIT_COLUMNS,
+    VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
 use crate::storage::sql::Value;
 use crate::storage::{sqlite_file, Lite, StorageError, StorageResult};
@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Rows per multi-row statement at most (21 parameters each for visits, under SQLite's 32766
+/// Rows per multi-row statement at most (22 parameters each for visits, under SQLite's 32766
 /// limit).
 pub(crate) const ROWS_PER_STATEMENT: usize = 512;
 
@@ -82,7 +82,7 @@ async fn insert_visits<'q>(
     for chunk in chunks_of(visits) {
         let sql = format!(
             "INSERT INTO visits ({VISIT_COLUMNS}) VALUES {} ON CONFLICT (event_id) DO NOTHING",
-            placeholders(chunk.len(), 21)
+            placeholders(chunk.len(), VISIT_COLUMN_COUNT)
         );
         let insert = |sql| bind_visits(sqlx::query(sql), chunk, |ms| ms);
         sqlx::query("SAVEPOINT visits_chunk")

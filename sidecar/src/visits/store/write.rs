@@ -85,7 +85,10 @@ pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
 pub(crate) const VISIT_COLUMNS: &str =
     "event_id, code, visited_at, status, ip, visitor, user_agent, browser, \
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
-     referrer_host, short_domain, language";
+     referrer_host, short_domain, language, rule";
+
+/// How many [`VISIT_COLUMNS`] there are: the parameters of one visit.
+pub(crate) const VISIT_COLUMN_COUNT: usize = 22;
 
 /// Bytes a visit takes in a multi-row insert, about (its text plus the fixed fields).
 pub(crate) fn visit_bytes(v: &&Visit) -> usize {
@@ -106,6 +109,7 @@ pub(crate) fn visit_bytes(v: &&Visit) -> usize {
         + text(&v.referrer_host)
         + text(&v.short_domain)
         + text(&v.language)
+        + text(&v.rule)
 }
 
 type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
@@ -148,7 +152,8 @@ where
             .bind(text(&v.isp))
             .bind(text(&v.referrer_host))
             .bind(text(&v.short_domain))
-            .bind(text(&v.language));
+            .bind(text(&v.language))
+            .bind(text(&v.rule));
     }
     query
 }

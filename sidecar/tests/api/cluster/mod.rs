@@ -83,7 +83,13 @@ async fn not_as_in_sql(
             .unwrap()
             .unwrap_or_else(|| panic!("{code} is in SQL"));
         let record: Option<String> = connection.get(format!("sl:c:{code}")).await.unwrap();
-        if record.as_deref() != Some(encode_record(&link).as_str()) {
+        if record.as_deref()
+            != Some(
+                String::from_utf8(encode_record(&link))
+                    .unwrap_or_default()
+                    .as_str(),
+            )
+        {
             wrong.push((code.clone(), record));
         }
     }

@@ -167,7 +167,9 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         let record: Option<String> = redis.get(format!("sl:c:{code}")).await.unwrap();
         match record {
             None => missing.push(code.clone()),
-            Some(record) if record != encode_record(&link) => wrong.push((code.clone(), record)),
+            Some(record) if record.as_bytes() != encode_record(&link) => {
+                wrong.push((code.clone(), record))
+            }
             Some(_) => {}
         }
     }

@@ -14,7 +14,7 @@ use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
-    visit_bytes, VISIT_COLUMNS,
+    visit_bytes, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
 use crate::storage::{mysql, My, StorageError, StorageResult};
 use crate::visits::rollup::NewVisitors;
@@ -29,7 +29,7 @@ use std::time::Duration;
 /// The dialect, with the statement sizes the server allows.
 pub(crate) struct MysqlVisits {
     /// Rows per multi-row statement at most: a power of two under 65,535 values per prepared
-    /// statement (21 per visit).
+    /// statement (22 per visit).
     rows: usize,
     /// Bytes of values per statement: half of `max_allowed_packet`, leaving room for framing.
     bytes: usize,
@@ -130,7 +130,7 @@ impl NewRow for Visit {
     fn insert_sql(n: usize) -> String {
         format!(
             "INSERT IGNORE INTO visits ({VISIT_COLUMNS}) VALUES {}",
-            placeholders(n, 21)
+            placeholders(n, VISIT_COLUMN_COUNT)
         )
     }
 

@@ -10,9 +10,9 @@ use shortlink_visit_enrich::Visit;
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).
 pub(super) const COPY_VISITS: &str = "COPY visits (event_id, code, visited_at, status, ip, \
      visitor, user_agent, browser, browser_version, os, os_version, device, audience, agent, \
-     country, region, city, isp, referrer_host, short_domain, language) FROM STDIN (FORMAT binary)";
+     country, region, city, isp, referrer_host, short_domain, language, rule) FROM STDIN (FORMAT binary)";
 
-const COLUMNS: i16 = 21;
+const COLUMNS: i16 = 22;
 
 /// The whole binary `COPY` stream of `visits`.
 pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
@@ -41,7 +41,8 @@ pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
             .opt_text(v.isp.as_deref())
             .opt_text(v.referrer_host.as_deref())
             .opt_text(v.short_domain.as_deref())
-            .opt_text(v.language.as_deref());
+            .opt_text(v.language.as_deref())
+            .opt_text(v.rule.as_deref());
     }
     copy.finish()
 }

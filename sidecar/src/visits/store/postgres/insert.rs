@@ -35,6 +35,7 @@ pub(super) struct VisitColumns<'a> {
     referrer_host: Vec<Option<&'a str>>,
     short_domain: Vec<Option<&'a str>>,
     language: Vec<Option<&'a str>>,
+    rule: Vec<Option<&'a str>>,
 }
 
 impl<'a> VisitColumns<'a> {
@@ -62,6 +63,7 @@ impl<'a> VisitColumns<'a> {
             c.referrer_host.push(v.referrer_host.as_deref());
             c.short_domain.push(v.short_domain.as_deref());
             c.language.push(v.language.as_deref());
+            c.rule.push(v.rule.as_deref());
         }
         c
     }
@@ -70,11 +72,11 @@ impl<'a> VisitColumns<'a> {
 pub(super) const INSERT_VISITS: &str =
     "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, \
        user_agent, browser, browser_version, os, os_version, device, audience, agent, country, \
-       region, city, isp, referrer_host, short_domain, language) \
+       region, city, isp, referrer_host, short_domain, language, rule) \
      SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::int2[], \
        $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[], $10::text[], \
        $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
-       $17::text[], $18::text[], $19::text[], $20::text[], $21::text[]) \
+       $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]) \
      ON CONFLICT (event_id) DO NOTHING";
 
 /// The insert of `c` into `visits` (`sql`: [`INSERT_VISITS`], perhaps with `RETURNING`).
@@ -104,6 +106,7 @@ pub(super) fn visits_insert<'q>(
         .bind(&c.referrer_host)
         .bind(&c.short_domain)
         .bind(&c.language)
+        .bind(&c.rule)
 }
 
 /// A batch's visits once inserted: those that went in (all of them unless some were stored by an
