@@ -107,7 +107,9 @@ class Callgrind:
         self.out = os.path.join(out_dir, f"callgrind.{name}")
         self.proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}.%p",
-             "--dump-instr=no", "--collect-atstart=yes"] + argv,
+             "--dump-instr=no", "--collect-atstart=yes",
+             # Names in every dump, so one cell's file can be annotated on its own.
+             "--compress-strings=no"] + argv,
             stdout=subprocess.DEVNULL, stderr=open(f"{self.out}.log", "w"))
 
     def control(self, flag):

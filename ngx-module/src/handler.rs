@@ -13,7 +13,7 @@ use shortcode::Shape;
 use crate::cache::Hit;
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
-use crate::lookup::Job;
+use crate::lookup::{Job, Unlock};
 use crate::password::{self, Client, Submitted};
 use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
@@ -33,7 +33,7 @@ pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
 }
 
 /// Answers a GET or HEAD, or (with the submitted `password`) a POST.
-pub fn handle(r: &mut ngx_http_request_t, password: Option<Submitted>) -> ngx_int_t {
+pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t {
     let (Some(mcf), Some(lcf)) = (
         ShortlinkModule::main_conf(r),
         ShortlinkModule::location_conf(r),
@@ -111,11 +111,11 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<Submitted>) -> ngx_in
         }
     };
     if let Some(password) = password {
-        let job = Job::Unlock {
-            password,
+        let job = Job::Unlock(Box::new(Unlock {
+            password: password.clone(),
             client: Client::of(r),
             bad_check,
-        };
+        }));
         return lookup::start(r, mcf, lcf, domain, code, job);
     }
     bump(mcf, Counter::CacheMisses);

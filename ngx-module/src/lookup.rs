@@ -56,12 +56,15 @@ pub enum Job {
     Count(Link),
     /// Read this link's card (a cache hit on a link with a card, from a preview fetcher).
     Card(Link),
-    /// A password page's form: read the record, count the attempt, check the password.
-    Unlock {
-        password: Submitted,
-        client: Client,
-        bad_check: bool,
-    },
+    /// A password page's form: read the record, count the attempt, check the password. Boxed:
+    /// the task carries its job, and plain lookups should not carry a password's room.
+    Unlock(Box<Unlock>),
+}
+
+pub struct Unlock {
+    pub password: Submitted,
+    pub client: Client,
+    pub bad_check: bool,
 }
 
 impl Resolution {
@@ -223,11 +226,12 @@ async fn perform(
             Resolution::Link(link) if link.view().needs_count(now, false) => (link, false),
             other => return other,
         },
-        Job::Unlock {
-            password,
-            client,
-            bad_check,
-        } => {
+        Job::Unlock(form) => {
+            let Unlock {
+                password,
+                client,
+                bad_check,
+            } = *form;
             let link = match resolve(mcf, lcf, code, bad_check).await {
                 Resolution::Link(link) => link,
                 other => return other,

@@ -14,7 +14,8 @@ use crate::{ffi, handler};
 /// Form bodies larger than this are refused: a password form is a few dozen bytes.
 const MAX_BODY: usize = 4096;
 
-/// A submitted password, owned by the lookup task without a heap allocation.
+/// A submitted password, owned by the lookup task.
+#[derive(Clone)]
 pub struct Submitted {
     bytes: [u8; MAX_PASSWORD_BYTES],
     len: usize,
@@ -79,7 +80,7 @@ extern "C" fn form_read(r: *mut ngx_http_request_t) {
         // SAFETY: nginx calls the body handler with the live request whose body it read.
         let r = unsafe { &mut *r };
         match submitted(r) {
-            Ok(password) => handler::handle(r, Some(password)),
+            Ok(password) => handler::handle(r, Some(&password)),
             Err(rc) => rc,
         }
     });

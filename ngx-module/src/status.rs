@@ -262,6 +262,7 @@ impl DomainCounts {
         Self(shared(mcf).map(|s| (&s.domains, row(&s.domains))))
     }
 
+    #[inline]
     pub fn bump(self, counter: DomainCounter) {
         if let Some((table, domain)) = self.0 {
             table.bump(domain, counter);

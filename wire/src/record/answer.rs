@@ -102,7 +102,29 @@ impl<'a> LinkView<'a> {
     /// for. Past `max_visits` (`visits` is the counter after this click's `INCR`) the link
     /// answers like an expired one, so no more than `max_visits` clicks are ever redirected,
     /// from however many edges.
+    #[inline]
     pub fn answer_checked<'c>(
+        &self,
+        now_unix: u64,
+        checked: Checked,
+        click: impl FnOnce() -> Click<'c>,
+        country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+    ) -> Answer<'a> {
+        // A plain link (nearly every click) is answered here, inlined into the caller; the
+        // lifecycle and the rules stay out of line.
+        if self.extras.is_none() {
+            let expired = self.revoked || (self.expires_at != 0 && self.expires_at <= now_unix);
+            return if expired {
+                Answer::Gone
+            } else {
+                self.own_target()
+            };
+        }
+        self.decide(now_unix, checked, click, country)
+    }
+
+    #[inline(never)]
+    fn decide<'c>(
         &self,
         now_unix: u64,
         checked: Checked,
@@ -185,6 +207,7 @@ impl<'a> LinkView<'a> {
         }
     }
 
+    #[inline]
     fn own_target(&self) -> Answer<'a> {
         Answer::Redirect {
             status: self.status,
