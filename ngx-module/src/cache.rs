@@ -19,6 +19,7 @@ use std::alloc::{self, Layout};
 use std::hash::BuildHasher;
 use std::mem::{align_of, size_of};
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
@@ -73,7 +74,15 @@ impl<'a> CachedLink<'a> {
             expires_at: self.expires_at,
             forward_query: self.forward_query,
             target: self.target.into(),
-            extras: self.extras.map(|extras| Box::new(extras.clone())),
+            extras: self.extras.map(|extras| {
+                // SAFETY: `extras` points into an `Arc<Extras>` the slot holds a count of
+                // (`fill`); the new count is the returned link's own.
+                unsafe {
+                    let raw: *const Extras = extras;
+                    Arc::increment_strong_count(raw);
+                    Arc::from_raw(raw)
+                }
+            }),
         }
     }
 }
@@ -100,7 +109,7 @@ const FORWARD_QUERY: u8 = 1;
 /// In way 0's flags only: way 1 was used last (else way 0).
 const WAY1_RECENT: u8 = 2;
 /// The link has lifecycle or rules: its bytes are spilled whatever their length, and the
-/// second word of `bytes` holds a leaked `Box<Extras>` the slot owns.
+/// second word of `bytes` holds an `Arc<Extras>` (`Arc::into_raw`) the slot holds a count of.
 const EXTRAS: u8 = 4;
 
 /// One entry, one cache line. All-zero is an empty slot, so the table can start as zeroed pages.
@@ -117,7 +126,7 @@ struct Slot {
     len: u16,
     /// Code then target when `len <= INLINE` (and no [`EXTRAS`]); else the first word holds the
     /// address of a leaked `Box<[u8]>` of `len` bytes (code then target) that this slot owns,
-    /// and with [`EXTRAS`] the second word that of its `Box<Extras>`.
+    /// and with [`EXTRAS`] the second word that of its `Arc<Extras>` (`Arc::into_raw`).
     bytes: [u8; INLINE],
 }
 
@@ -154,8 +163,8 @@ impl Slot {
         if self.flags & EXTRAS == 0 {
             return None;
         }
-        // SAFETY: with EXTRAS set the second word is the address of a live `Box<Extras>` this
-        // slot owns (written by `fill`, freed only by `clear`).
+        // SAFETY: with EXTRAS set the second word is `Arc::into_raw` of an `Arc<Extras>` whose
+        // count this slot holds (taken in `fill`, given back only by `clear`).
         Some(unsafe { &*(self.word(1) as *const Extras) })
     }
 
@@ -201,8 +210,9 @@ impl Slot {
             drop(unsafe { Box::from_raw(block) });
         }
         if self.kind != EMPTY && self.flags & EXTRAS != 0 {
-            // SAFETY: the box leaked in `fill`, forgotten below, so freed exactly once.
-            drop(unsafe { Box::from_raw(self.word(1) as *mut Extras) });
+            // SAFETY: the count `fill` took with `Arc::into_raw`, given back once: the slot
+            // forgets the pointer below.
+            drop(unsafe { Arc::from_raw(self.word(1) as *const Extras) });
         }
         let recent = self.flags & WAY1_RECENT;
         // SAFETY: all-zero is a valid (empty) slot.
@@ -229,7 +239,7 @@ impl Slot {
                     *expires_at,
                     *forward_query,
                     target,
-                    extras.as_deref(),
+                    extras.as_ref(),
                 ),
             };
         let len = code.len() + target.len();
@@ -244,8 +254,8 @@ impl Slot {
         self.code_len = code.len() as u16;
         self.len = len as u16;
         if let Some(extras) = extras {
-            // A copy per cache fill (not per click): the lookup's link is dropped after it.
-            let extras = Box::into_raw(Box::new(extras.clone()));
+            // One more count on the decoded extras, not a copy of them.
+            let extras = Arc::into_raw(Arc::clone(extras));
             self.set_word(1, extras as usize);
         }
         if !self.spilled() {

@@ -32,7 +32,7 @@ fn get(c: &mut Cache, code: &[u8], now_ms: u64) -> Option<Cached> {
             expires_at: l.expires_at,
             forward_query: l.forward_query,
             target: l.target.into(),
-            extras: l.extras.map(|extras| Box::new(extras.clone())),
+            extras: l.extras.map(|extras| std::sync::Arc::new(extras.clone())),
         }),
     })
 }
@@ -211,7 +211,7 @@ fn with_extras(target: &[u8]) -> Link {
         expires_at: 0,
         forward_query: false,
         target: target.into(),
-        extras: Some(Box::new(Extras {
+        extras: Some(std::sync::Arc::new(Extras {
             valid_since: 5,
             expired_url: Some((*b"https://x.example/over").into()),
             ..Extras::default()

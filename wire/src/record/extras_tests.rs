@@ -82,7 +82,7 @@ fn a_link_with_extras_round_trips_as_version_2() {
             expires_at: 5_000,
             forward_query: true,
             target: b"https://shop.example/|x"[..].into(),
-            extras: Some(Box::new(extras())),
+            extras: Some(std::sync::Arc::new(extras())),
         })
     );
 }

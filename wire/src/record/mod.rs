@@ -37,6 +37,7 @@ pub use extras::Extras;
 
 use crate::rules::codec::RulesError;
 use std::fmt;
+use std::sync::Arc;
 
 /// The record version of a plain link.
 pub const VERSION: &str = "1";
@@ -108,8 +109,9 @@ pub enum Link {
         expires_at: u64,
         forward_query: bool,
         target: Box<[u8]>,
-        /// Lifecycle and rules (version 2); `None` for a plain link.
-        extras: Option<Box<Extras>>,
+        /// Lifecycle and rules (version 2); `None` for a plain link. Shared, not copied: the
+        /// module's cache and the lookup answering the click hold the one decoded copy.
+        extras: Option<Arc<Extras>>,
     },
     Revoked,
 }
@@ -189,7 +191,7 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
                 .position(|&b| b == b'\n')
                 .ok_or(RecordError::Fields)?;
             let extras = Extras::decode(&value[end + 1..])?;
-            (&value[..end], Some(Box::new(extras)))
+            (&value[..end], Some(Arc::new(extras)))
         }
         _ => return Err(RecordError::Version),
     };
