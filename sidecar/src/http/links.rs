@@ -297,6 +297,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
         (status = 200, description = "idempotent: the existing live link for this URL and ref", body = LinkView),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 409, description = "the custom code is taken", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
@@ -355,6 +356,7 @@ pub async fn get_link(
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 410, description = "`link_revoked`: revoked links cannot change", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \

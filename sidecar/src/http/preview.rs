@@ -64,6 +64,7 @@ pub struct PreviewView {
     responses(
         (status = 200, body = PreviewView),
         (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_preview` (an address or country that is not one), \
             `invalid_rules` and the URL errors of `rules`", body = ErrorBody),
