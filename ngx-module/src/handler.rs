@@ -203,13 +203,17 @@ fn answer_from_cache(
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get(code, now)? {
-            Hit::Link(link) if click::wants_card(r, &link.view()) => {
-                return Some(FromCache::Later(Job::Card(link.to_link())));
+            Hit::Link(link) => {
+                // A plain link (no extras) skips both checks at their first test.
+                let view = link.view();
+                if click::wants_card(r, &view) {
+                    return Some(FromCache::Later(Job::Card(link.to_link())));
+                }
+                if view.needs_count(ngx_time() as u64, false) {
+                    return Some(FromCache::Later(Job::Count(link.to_link())));
+                }
+                Outcome::CachedLink(link)
             }
-            Hit::Link(link) if link.view().needs_count(ngx_time() as u64, false) => {
-                return Some(FromCache::Later(Job::Count(link.to_link())));
-            }
-            Hit::Link(link) => Outcome::CachedLink(link),
             Hit::Missing => Outcome::Missing,
         };
         Some(FromCache::Answered(respond::answer(

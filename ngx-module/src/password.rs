@@ -9,6 +9,7 @@ use nginx_sys::{
 };
 use shortlink_wire::record::password::{form_value, FIELD, MAX_PASSWORD_BYTES};
 
+use crate::request::click;
 use crate::{ffi, handler};
 
 /// Form bodies larger than this are refused: a password form is a few dozen bytes.
@@ -44,15 +45,7 @@ pub struct Client {
 
 impl Client {
     pub fn of(r: &ngx_http_request_t) -> Client {
-        // SAFETY: the connection of a live request is live; `addr_text` points at `len` bytes.
-        let text = unsafe {
-            let addr = &(*r.connection).addr_text;
-            if addr.data.is_null() {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(addr.data, addr.len)
-            }
-        };
+        let text = click::client_text(r);
         let mut bytes = [0; 64];
         let len = text.len().min(bytes.len());
         bytes[..len].copy_from_slice(&text[..len]);

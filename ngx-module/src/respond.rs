@@ -207,30 +207,13 @@ pub fn track(
     let Some(status) = answered.visit.filter(|_| lcf.track()) else {
         return;
     };
-    fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
-        // SAFETY: a request header pointer is null or an element of the live request's header
-        // list; the borrow is only used while encoding this event, inside the handler call.
-        match unsafe { h.as_ref() } {
-            Some(h) => str_bytes(&h.value),
-            None => &[],
-        }
-    }
-    fn str_bytes(s: &ngx_str_t) -> &'static [u8] {
-        if s.data.is_null() || s.len == 0 {
-            return &[];
-        }
-        // SAFETY: nginx strings of a live request point at `len` readable bytes; see above.
-        unsafe { std::slice::from_raw_parts(s.data, s.len) }
-    }
-    // SAFETY: `ngx_cached_time` always points at the current cached time slot; the connection
-    // of a live request is live. After the realip module ran, `addr_text` is the client's.
-    let (time_ms, ip) = unsafe {
+    use click::{header, str_bytes};
+    // SAFETY: `ngx_cached_time` always points at the current cached time slot.
+    let time_ms = unsafe {
         let t = &*ngx_cached_time;
-        (
-            t.sec as u64 * 1000 + t.msec as u64,
-            str_bytes(&(*r.connection).addr_text),
-        )
+        t.sec as u64 * 1000 + t.msec as u64
     };
+    let ip = click::client_text(r);
     let h = &r.headers_in;
     let visit = Visit {
         code,

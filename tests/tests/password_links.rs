@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use shortlink_e2e::{http_client, status_and_location, System};
-use shortlink_wire::keys::{link_key, visit_count_key};
+use shortlink_wire::keys::{link_key, password_attempts_key, visit_count_key};
 use shortlink_wire::record::password::{Password, MAX_ATTEMPTS};
 use shortlink_wire::record::{Extras, Record};
 
@@ -87,7 +87,10 @@ fn attempts_are_limited_per_link_and_client() {
     // The counter expires with its window.
     let ttl: i64 = system
         .redis
-        .cli_raw(&["TTL", &format!("sl:pw:{code}:192.0.2.20")])
+        .cli_raw(&[
+            "TTL",
+            &String::from_utf8(password_attempts_key(code.as_bytes(), b"192.0.2.20")).unwrap(),
+        ])
         .parse()
         .unwrap();
     assert!((1..=600).contains(&ttl), "ttl {ttl}");

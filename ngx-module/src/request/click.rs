@@ -1,5 +1,6 @@
 //! What click-time rules read of a request ([`shortlink_wire::rules::Click`]), taken from
-//! nginx's parsed request without copying. Built only for a link that has rules.
+//! nginx's parsed request without copying. Built only for a link that has rules. The accessors
+//! here are the module's one way to read a request's headers and client (the visit event too).
 
 use std::cell::Cell;
 use std::net::IpAddr;
@@ -13,9 +14,7 @@ use shortlink_wire::rules::{self, Click};
 pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
     let h = &r.headers_in;
     let user_agent = header(h.user_agent);
-    // After the realip module ran, `addr_text` is the client's address as its settings give it.
-    // SAFETY: the connection of a live request is live.
-    let client_text = str_bytes(unsafe { &(*r.connection).addr_text });
+    let client_text = client_text(r);
     Click {
         now_unix,
         user_agent,
@@ -40,16 +39,24 @@ pub fn wants_card(r: &ngx_http_request_t, link: &LinkView<'_>) -> bool {
     link.extras.is_some_and(|extras| extras.has_card) && agent::is_preview(user_agent(r))
 }
 
-fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
+/// The client's address as text: after the realip module ran, as its settings give it.
+pub(crate) fn client_text(r: &ngx_http_request_t) -> &[u8] {
+    // SAFETY: the connection of a live request is live.
+    str_bytes(unsafe { &(*r.connection).addr_text })
+}
+
+/// A request header's value (empty if absent).
+pub(crate) fn header(h: *mut ngx_table_elt_t) -> &'static [u8] {
     // SAFETY: a request header pointer is null or an element of the live request's header list;
-    // callers use the bytes only while answering the request.
+    // callers use the bytes only while answering the request (or encoding its visit).
     match unsafe { h.as_ref() } {
         Some(h) => str_bytes(&h.value),
         None => &[],
     }
 }
 
-fn str_bytes(s: &ngx_str_t) -> &'static [u8] {
+/// The bytes of a string of a live request (empty if unset).
+pub(crate) fn str_bytes(s: &ngx_str_t) -> &'static [u8] {
     if s.data.is_null() || s.len == 0 {
         return &[];
     }
