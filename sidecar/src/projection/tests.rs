@@ -125,11 +125,10 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         Some(&b"https://soon.example/"[..])
     );
     assert_eq!(extras.expired_url, None);
-    assert_eq!(extras.rules.len(), 1);
-    assert_eq!(&*extras.rules[0].conditions, &[Condition::Device(1)]);
-    assert!(
-        matches!(&extras.rules[0].action, Action::Target(t) if &*t.url == b"https://apps.example/")
-    );
+    let rules = extras.rules.to_rules();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(&*rules[0].conditions, &[Condition::Device(1)]);
+    assert!(matches!(&rules[0].action, Action::Target(t) if &*t.url == b"https://apps.example/"));
 }
 
 #[test]

@@ -100,12 +100,13 @@ async fn rules_and_lifecycle_round_trip_normalised(backend: Backend) {
         extras.expired_url.as_deref(),
         Some(&b"https://t.example/over"[..])
     );
-    assert_eq!(extras.rules.len(), 2);
-    let first = &extras.rules[0];
+    let rules = extras.rules.to_rules();
+    assert_eq!(rules.len(), 2);
+    let first = &rules[0];
     assert_eq!(first.conditions.len(), 8, "each query entry is a condition");
     assert_eq!(first.conditions[0], Condition::Device(1 | 2));
     assert!(first.conditions.contains(&Condition::After(1_767_225_600)));
-    match &extras.rules[1].action {
+    match &rules[1].action {
         Action::Split { variants, sticky } => {
             assert!(sticky);
             assert_eq!(variants.len(), 2);

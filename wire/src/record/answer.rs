@@ -170,7 +170,7 @@ impl<'a> LinkView<'a> {
         match rules::choose(&extras.rules, &click, country) {
             Some(choice) => Answer::Redirect {
                 status: choice.target.status,
-                target: &choice.target.url,
+                target: choice.target.url,
                 forward_query: choice.target.forward_query,
                 chosen: Some(Chosen {
                     rule: choice.rule,

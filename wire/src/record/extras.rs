@@ -19,7 +19,7 @@
 
 use super::password::Password;
 use super::{is_valid_target, RecordError};
-use crate::rules::{codec, Rule};
+use crate::rules::RuleSet;
 
 const VALID_SINCE: u8 = b's';
 const NOT_YET_URL: u8 = b'n';
@@ -39,7 +39,7 @@ pub struct Extras {
     /// Where a click after `expires_at` goes; none: 410.
     pub expired_url: Option<Box<[u8]>>,
     /// Tried in order; the first that holds answers, else the link's own target.
-    pub rules: Box<[Rule]>,
+    pub rules: RuleSet,
     /// Redirects answered at most; 0 = no cap. Counted in Redis ([`crate::keys::visit_count_key`]),
     /// one `INCR` per click that would redirect; the click that makes the count pass the cap, and
     /// every one after, answers like an expired link.
@@ -83,9 +83,7 @@ impl Extras {
             field(out, CARD, &[]);
         }
         if !self.rules.is_empty() {
-            let mut bytes = Vec::new();
-            codec::encode(&self.rules, &mut bytes);
-            field(out, RULES, &bytes);
+            field(out, RULES, self.rules.as_bytes());
         }
     }
 
@@ -126,7 +124,7 @@ impl Extras {
                 }
                 NOT_YET_URL => extras.not_yet_url = Some(url(value)?),
                 EXPIRED_URL => extras.expired_url = Some(url(value)?),
-                _ => extras.rules = codec::decode(value).map_err(RecordError::Rules)?,
+                _ => extras.rules = RuleSet::new(value).map_err(RecordError::Rules)?,
             }
         }
         Ok(extras)

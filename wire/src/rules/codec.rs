@@ -20,8 +20,8 @@
 //! Integers are big-endian.
 
 use super::{
-    Action, Cidr, Condition, Device, Rule, Target, Variant, Weekly, MAX_CONDITIONS, MAX_RULES,
-    MAX_VALUES, MAX_VARIANTS,
+    Action, Cidr, Condition, Device, Rule, Target, TargetRef, Variant, Weekly, MAX_CONDITIONS,
+    MAX_RULES, MAX_VALUES, MAX_VARIANTS,
 };
 use crate::record::is_valid_target;
 use std::fmt;
@@ -151,157 +151,278 @@ fn encode_target(target: &Target, out: &mut Vec<u8>) {
     out.extend_from_slice(&target.url);
 }
 
-/// The rules in `bytes`, all of them checked.
+/// The rules in `bytes`, all of them checked, as values (the API's round trips and tests; the
+/// module evaluates [`super::RuleSet`]'s bytes in place instead).
 pub fn decode(bytes: &[u8]) -> Result<Box<[Rule]>, RulesError> {
-    let mut reader = Reader { bytes };
-    let count = reader.count(MAX_RULES)?;
-    let mut rules = Vec::with_capacity(count);
-    for _ in 0..count {
-        let conditions = reader.count(MAX_CONDITIONS)?;
-        let conditions = (0..conditions)
-            .map(|_| decode_condition(&mut reader))
+    RawRules::new(bytes)?
+        .map(|rule| rule.and_then(|rule| rule.to_rule()))
+        .collect()
+}
+
+/// Whether `bytes` decode, with every check [`decode`] makes, without allocating.
+pub fn check(bytes: &[u8]) -> Result<(), RulesError> {
+    for rule in RawRules::new(bytes)? {
+        let rule = rule?;
+        for condition in rule.conditions() {
+            condition.check()?;
+        }
+        rule.action.check()?;
+    }
+    Ok(())
+}
+
+/// The rules of `bytes` as they lie there, one at a time. The structure (lengths, tags, counts)
+/// is checked as it is read; the values only by [`check`], so a reader of checked bytes pays for
+/// no check twice.
+pub(super) struct RawRules<'a> {
+    reader: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> RawRules<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Result<RawRules<'a>, RulesError> {
+        let mut reader = Reader { bytes };
+        let left = reader.count(MAX_RULES)?;
+        Ok(RawRules { reader, left })
+    }
+
+    fn rule(&mut self) -> Result<RawRule<'a>, RulesError> {
+        let count = self.reader.count(MAX_CONDITIONS)?;
+        let start = self.reader.bytes;
+        for _ in 0..count {
+            self.reader.condition()?;
+        }
+        let conditions = &start[..start.len() - self.reader.bytes.len()];
+        let action = self.reader.action()?;
+        Ok(RawRule {
+            conditions,
+            count,
+            action,
+        })
+    }
+}
+
+impl<'a> Iterator for RawRules<'a> {
+    type Item = Result<RawRule<'a>, RulesError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            if self.reader.bytes.is_empty() {
+                return None;
+            }
+            self.reader.bytes = &[];
+            return Some(Err(RulesError::Length));
+        }
+        self.left -= 1;
+        let rule = self.rule();
+        if rule.is_err() {
+            self.left = 0;
+            self.reader.bytes = &[];
+        }
+        Some(rule)
+    }
+}
+
+/// One rule as it lies in the bytes.
+pub(super) struct RawRule<'a> {
+    /// The conditions' bytes, `count` of them, already read once.
+    conditions: &'a [u8],
+    count: usize,
+    pub(super) action: RawAction<'a>,
+}
+
+impl<'a> RawRule<'a> {
+    pub(super) fn conditions(&self) -> impl Iterator<Item = RawCondition<'a>> {
+        let mut reader = Reader {
+            bytes: self.conditions,
+        };
+        // Read once already when the rule was: these reads cannot fail.
+        (0..self.count).map_while(move |_| reader.condition().ok())
+    }
+
+    fn to_rule(&self) -> Result<Rule, RulesError> {
+        let conditions = self
+            .conditions()
+            .map(|condition| condition.check().and_then(|()| condition.to_condition()))
             .collect::<Result<Box<[_]>, _>>()?;
-        let action = match reader.u8()? {
-            b't' => Action::Target(decode_target(&mut reader)?),
-            b's' => {
-                let sticky = reader.flag()?;
-                let n = reader.count(MAX_VARIANTS)?;
-                if n == 0 {
+        self.action.check()?;
+        let action = match &self.action {
+            RawAction::Target(target) => Action::Target(target.to_target()),
+            split @ RawAction::Split { sticky, .. } => Action::Split {
+                variants: split
+                    .variants()
+                    .map(|(weight, target)| Variant {
+                        weight,
+                        target: target.to_target(),
+                    })
+                    .collect(),
+                sticky: *sticky,
+            },
+        };
+        Ok(Rule { conditions, action })
+    }
+}
+
+/// One condition as it lies in the bytes.
+pub(super) enum RawCondition<'a> {
+    Device(u8),
+    /// `count` tags, each `len:u8 tag`.
+    Language {
+        count: usize,
+        bytes: &'a [u8],
+    },
+    /// Two bytes a country.
+    Country(&'a [u8]),
+    Query {
+        name: &'a [u8],
+        value: Option<&'a [u8]>,
+    },
+    /// `count` ranges, each `family:u8 prefix:u8 addr`.
+    Ip {
+        count: usize,
+        bytes: &'a [u8],
+    },
+    After(u64),
+    Before(u64),
+    Weekly {
+        days: u8,
+        hours: u32,
+        zone: &'a [u8],
+    },
+}
+
+impl<'a> RawCondition<'a> {
+    pub(super) fn languages(count: usize, bytes: &'a [u8]) -> impl Iterator<Item = &'a [u8]> {
+        let mut reader = Reader { bytes };
+        (0..count).map_while(move |_| {
+            let len = reader.u8().ok()?;
+            reader.take(usize::from(len)).ok()
+        })
+    }
+
+    /// The ranges of an `Ip` condition; a range whose prefix does not fit its address (refused
+    /// by [`check`]) is left out.
+    pub(super) fn ranges(count: usize, bytes: &'a [u8]) -> impl Iterator<Item = Cidr> + 'a {
+        let mut reader = Reader { bytes };
+        (0..count).map_while(move |_| reader.range().ok())
+    }
+
+    fn check(&self) -> Result<(), RulesError> {
+        let valid = match *self {
+            RawCondition::Device(mask) => {
+                let known = Device::ALL
+                    .iter()
+                    .fold(0, |mask, device| mask | device.bit());
+                mask != 0 && mask & !known == 0
+            }
+            RawCondition::Language { count, bytes } => Self::languages(count, bytes).all(|tag| {
+                !tag.is_empty()
+                    && tag
+                        .iter()
+                        .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }),
+            RawCondition::Country(codes) => codes.iter().all(u8::is_ascii_uppercase),
+            RawCondition::Query { name, .. } => !name.is_empty(),
+            RawCondition::Ip { count, bytes } => Self::ranges(count, bytes).count() == count,
+            RawCondition::After(_) | RawCondition::Before(_) => true,
+            RawCondition::Weekly { days, hours, zone } => {
+                days != 0
+                    && days & !Weekly::ALL_DAYS == 0
+                    && hours != 0
+                    && weekly_zone(zone).is_some()
+            }
+        };
+        valid.then_some(()).ok_or(RulesError::Value)
+    }
+
+    fn to_condition(&self) -> Result<Condition, RulesError> {
+        Ok(match *self {
+            RawCondition::Device(mask) => Condition::Device(mask),
+            RawCondition::Language { count, bytes } => {
+                Condition::Language(Self::languages(count, bytes).map(Into::into).collect())
+            }
+            RawCondition::Country(codes) => Condition::Country(
+                codes
+                    .chunks_exact(2)
+                    .map(|code| [code[0], code[1]])
+                    .collect(),
+            ),
+            RawCondition::Query { name, value } => Condition::Query {
+                name: name.into(),
+                value: value.map(Into::into),
+            },
+            RawCondition::Ip { count, bytes } => {
+                Condition::Ip(Self::ranges(count, bytes).collect())
+            }
+            RawCondition::After(at) => Condition::After(at),
+            RawCondition::Before(at) => Condition::Before(at),
+            RawCondition::Weekly { days, hours, zone } => Condition::Weekly(Weekly {
+                days,
+                hours,
+                zone: weekly_zone(zone).ok_or(RulesError::Value)?,
+            }),
+        })
+    }
+}
+
+/// A weekly window's zone, by its IANA name.
+pub(super) fn weekly_zone(name: &[u8]) -> Option<chrono_tz::Tz> {
+    std::str::from_utf8(name).ok().and_then(Weekly::zone_named)
+}
+
+/// A rule's action as it lies in the bytes.
+pub(super) enum RawAction<'a> {
+    Target(TargetRef<'a>),
+    /// `count` variants, each `weight:u16 target`.
+    Split {
+        sticky: bool,
+        count: usize,
+        bytes: &'a [u8],
+    },
+}
+
+impl<'a> RawAction<'a> {
+    /// A split's variants: weight and target.
+    pub(super) fn variants(&self) -> impl Iterator<Item = (u16, TargetRef<'a>)> {
+        let (count, bytes) = match *self {
+            RawAction::Split { count, bytes, .. } => (count, bytes),
+            RawAction::Target(_) => (0, &[][..]),
+        };
+        let mut reader = Reader { bytes };
+        (0..count).map_while(move |_| Some((reader.u16().ok()?, reader.target().ok()?)))
+    }
+
+    fn check(&self) -> Result<(), RulesError> {
+        match self {
+            RawAction::Target(target) => check_target(target),
+            RawAction::Split { count, .. } => {
+                if *count == 0 {
                     return Err(RulesError::Count);
                 }
-                let variants = (0..n)
-                    .map(|_| {
-                        Ok(Variant {
-                            weight: reader.u16()?,
-                            target: decode_target(&mut reader)?,
-                        })
-                    })
-                    .collect::<Result<Box<[_]>, RulesError>>()?;
-                if variants.iter().all(|variant| variant.weight == 0) {
-                    return Err(RulesError::Value);
+                let mut total = 0u32;
+                for (weight, target) in self.variants() {
+                    check_target(&target)?;
+                    total += u32::from(weight);
                 }
-                Action::Split { variants, sticky }
+                (total > 0).then_some(()).ok_or(RulesError::Value)
             }
-            _ => return Err(RulesError::Tag),
-        };
-        rules.push(Rule { conditions, action });
+        }
     }
-    if !reader.bytes.is_empty() {
-        return Err(RulesError::Length);
-    }
-    Ok(rules.into_boxed_slice())
 }
 
-fn decode_condition(reader: &mut Reader<'_>) -> Result<Condition, RulesError> {
-    Ok(match reader.u8()? {
-        b'd' => {
-            let mask = reader.u8()?;
-            let known = Device::ALL
-                .iter()
-                .fold(0, |mask, device| mask | device.bit());
-            if mask == 0 || mask & !known != 0 {
-                return Err(RulesError::Value);
-            }
-            Condition::Device(mask)
-        }
-        b'l' => {
-            let n = reader.values()?;
-            let tags = (0..n)
-                .map(|_| {
-                    let len = reader.u8()?;
-                    let tag = reader.take(usize::from(len))?;
-                    let valid = !tag.is_empty()
-                        && tag
-                            .iter()
-                            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-                    valid.then(|| tag.into()).ok_or(RulesError::Value)
-                })
-                .collect::<Result<Box<[_]>, _>>()?;
-            Condition::Language(tags)
-        }
-        b'c' => {
-            let n = reader.values()?;
-            let codes = (0..n)
-                .map(|_| {
-                    let code: [u8; 2] = reader.take(2)?.try_into().expect("two bytes");
-                    code.iter()
-                        .all(u8::is_ascii_uppercase)
-                        .then_some(code)
-                        .ok_or(RulesError::Value)
-                })
-                .collect::<Result<Box<[_]>, _>>()?;
-            Condition::Country(codes)
-        }
-        b'q' => {
-            let len = reader.u8()?;
-            let name = reader.take(usize::from(len))?;
-            if name.is_empty() {
-                return Err(RulesError::Value);
-            }
-            let value = if reader.flag()? {
-                let len = reader.u16()?;
-                Some(reader.take(usize::from(len))?.into())
-            } else {
-                None
-            };
-            Condition::Query {
-                name: name.into(),
-                value,
-            }
-        }
-        b'i' => {
-            let n = reader.values()?;
-            let ranges = (0..n)
-                .map(|_| {
-                    let family = reader.u8()?;
-                    let prefix = reader.u8()?;
-                    let addr = match family {
-                        4 => IpAddr::V4(Ipv4Addr::from(
-                            <[u8; 4]>::try_from(reader.take(4)?).expect("four bytes"),
-                        )),
-                        6 => IpAddr::V6(Ipv6Addr::from(
-                            <[u8; 16]>::try_from(reader.take(16)?).expect("sixteen bytes"),
-                        )),
-                        _ => return Err(RulesError::Value),
-                    };
-                    Cidr::new(addr, prefix).ok_or(RulesError::Value)
-                })
-                .collect::<Result<Box<[_]>, _>>()?;
-            Condition::Ip(ranges)
-        }
-        b'a' => Condition::After(reader.u64()?),
-        b'b' => Condition::Before(reader.u64()?),
-        b'w' => {
-            let days = reader.u8()?;
-            let hours = reader.take(3)?;
-            let hours = u32::from_be_bytes([0, hours[0], hours[1], hours[2]]);
-            let len = reader.u8()?;
-            let zone = std::str::from_utf8(reader.take(usize::from(len))?)
-                .ok()
-                .and_then(Weekly::zone_named)
-                .ok_or(RulesError::Value)?;
-            if days == 0 || days & !Weekly::ALL_DAYS != 0 || hours == 0 {
-                return Err(RulesError::Value);
-            }
-            Condition::Weekly(Weekly { days, hours, zone })
-        }
-        _ => return Err(RulesError::Tag),
-    })
+fn check_target(target: &TargetRef<'_>) -> Result<(), RulesError> {
+    let valid = matches!(target.status, 301 | 302 | 307 | 308) && is_valid_target(target.url);
+    valid.then_some(()).ok_or(RulesError::Value)
 }
 
-fn decode_target(reader: &mut Reader<'_>) -> Result<Target, RulesError> {
-    let status = reader.u16()?;
-    let flags = reader.u8()?;
-    let len = reader.u16()?;
-    let url = reader.take(usize::from(len))?;
-    if !matches!(status, 301 | 302 | 307 | 308) || !is_valid_target(url) {
-        return Err(RulesError::Value);
+impl TargetRef<'_> {
+    fn to_target(self) -> Target {
+        Target {
+            url: self.url.into(),
+            status: self.status,
+            forward_query: self.forward_query,
+        }
     }
-    Ok(Target {
-        url: url.into(),
-        status,
-        forward_query: flags & FLAG_FORWARD_QUERY != 0,
-    })
 }
 
 struct Reader<'a> {
@@ -348,6 +469,116 @@ impl<'a> Reader<'a> {
             return Err(RulesError::Count);
         }
         Ok(n)
+    }
+
+    /// One condition's structure: its tag, lengths and counts.
+    fn condition(&mut self) -> Result<RawCondition<'a>, RulesError> {
+        Ok(match self.u8()? {
+            b'd' => RawCondition::Device(self.u8()?),
+            b'l' => {
+                let count = self.values()?;
+                let start = self.bytes;
+                for _ in 0..count {
+                    let len = self.u8()?;
+                    self.take(usize::from(len))?;
+                }
+                RawCondition::Language {
+                    count,
+                    bytes: &start[..start.len() - self.bytes.len()],
+                }
+            }
+            b'c' => {
+                let count = self.values()?;
+                RawCondition::Country(self.take(2 * count)?)
+            }
+            b'q' => {
+                let len = self.u8()?;
+                let name = self.take(usize::from(len))?;
+                let value = if self.flag()? {
+                    let len = self.u16()?;
+                    Some(self.take(usize::from(len))?)
+                } else {
+                    None
+                };
+                RawCondition::Query { name, value }
+            }
+            b'i' => {
+                let count = self.values()?;
+                let start = self.bytes;
+                for _ in 0..count {
+                    let family = self.u8()?;
+                    self.u8()?;
+                    match family {
+                        4 => self.take(4)?,
+                        6 => self.take(16)?,
+                        _ => return Err(RulesError::Value),
+                    };
+                }
+                RawCondition::Ip {
+                    count,
+                    bytes: &start[..start.len() - self.bytes.len()],
+                }
+            }
+            b'a' => RawCondition::After(self.u64()?),
+            b'b' => RawCondition::Before(self.u64()?),
+            b'w' => {
+                let days = self.u8()?;
+                let hours = self.take(3)?;
+                let hours = u32::from_be_bytes([0, hours[0], hours[1], hours[2]]);
+                let len = self.u8()?;
+                let zone = self.take(usize::from(len))?;
+                RawCondition::Weekly { days, hours, zone }
+            }
+            _ => return Err(RulesError::Tag),
+        })
+    }
+
+    fn action(&mut self) -> Result<RawAction<'a>, RulesError> {
+        Ok(match self.u8()? {
+            b't' => RawAction::Target(self.target()?),
+            b's' => {
+                let sticky = self.flag()?;
+                let count = self.count(MAX_VARIANTS)?;
+                let start = self.bytes;
+                for _ in 0..count {
+                    self.u16()?;
+                    self.target()?;
+                }
+                RawAction::Split {
+                    sticky,
+                    count,
+                    bytes: &start[..start.len() - self.bytes.len()],
+                }
+            }
+            _ => return Err(RulesError::Tag),
+        })
+    }
+
+    fn target(&mut self) -> Result<TargetRef<'a>, RulesError> {
+        let status = self.u16()?;
+        let flags = self.u8()?;
+        let len = self.u16()?;
+        Ok(TargetRef {
+            url: self.take(usize::from(len))?,
+            status,
+            forward_query: flags & FLAG_FORWARD_QUERY != 0,
+        })
+    }
+
+    /// One range of an `Ip` condition; `Value` when its prefix does not fit.
+    fn range(&mut self) -> Result<Cidr, RulesError> {
+        let family = self.u8()?;
+        let prefix = self.u8()?;
+        let addr = match family {
+            4 => IpAddr::V4(Ipv4Addr::from(
+                <[u8; 4]>::try_from(self.take(4)?).map_err(|_| RulesError::Length)?,
+            )),
+            6 => IpAddr::V6(Ipv6Addr::from(
+                <[u8; 16]>::try_from(self.take(16)?).map_err(|_| RulesError::Length)?,
+            )),
+            _ => return Err(RulesError::Value),
+        };
+        Cidr::new(addr, prefix).ok_or(RulesError::Value)
     }
 
     /// A condition's list: one value at least, [`MAX_VALUES`] at most.

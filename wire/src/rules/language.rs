@@ -4,9 +4,9 @@
 //! boundary (`pt` for `pt-BR`), ignoring case.
 
 /// Whether the preferred language of `header` matches one of `tags` (lower case).
-pub fn preferred_matches(header: &[u8], tags: &[Box<[u8]>]) -> bool {
+pub fn preferred_matches<'t>(header: &[u8], mut tags: impl Iterator<Item = &'t [u8]>) -> bool {
     match preferred(header) {
-        Some(preferred) => tags.iter().any(|tag| matches(tag, preferred)),
+        Some(preferred) => tags.any(|tag| matches(tag, preferred)),
         None => false,
     }
 }

@@ -6,9 +6,11 @@
 //! from the decoded record, and the sidecar's resolve fallback runs the very same code, so a click
 //! gets the same answer whichever of the two serves it.
 //!
-//! Evaluation allocates nothing and reads each request header at most once per condition: a
-//! link's rules are decoded once per cache fill ([`codec`]), never per click. The client's
-//! country is looked up only when a rule asks for it, and then once.
+//! A reader holds a link's rules as a [`RuleSet`]: their encoded bytes ([`codec`]), checked once
+//! when the record is read and evaluated in place, so a cache fill costs one allocation however
+//! many rules, values and targets the link has. Evaluation allocates nothing and reads each
+//! request header at most once per condition. The client's country is looked up only when a rule
+//! asks for it, and then once.
 
 pub mod codec;
 mod device;
@@ -17,6 +19,7 @@ mod net;
 mod query;
 mod time;
 
+use codec::{RawAction, RawCondition, RawRules, RulesError};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
 pub use time::Weekly;
@@ -38,6 +41,14 @@ pub struct Target {
     /// 301, 302, 307 or 308.
     pub status: u16,
     /// Append the short URL's query string to `url`.
+    pub forward_query: bool,
+}
+
+/// A [`Target`] as it lies in a [`RuleSet`]'s bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetRef<'a> {
+    pub url: &'a [u8],
+    pub status: u16,
     pub forward_query: bool,
 }
 
@@ -90,6 +101,68 @@ pub struct Rule {
     pub action: Action,
 }
 
+/// A link's rules in their encoded form, checked: what a reader keeps and evaluates ([`choose`]).
+/// Empty for a link without rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    bytes: Box<[u8]>,
+}
+
+impl RuleSet {
+    /// The rules encoded in `bytes`, with every check [`codec::decode`] makes.
+    pub fn new(bytes: &[u8]) -> Result<RuleSet, RulesError> {
+        codec::check(bytes)?;
+        Ok(match bytes {
+            [0] => RuleSet::default(),
+            _ => RuleSet {
+                bytes: bytes.into(),
+            },
+        })
+    }
+
+    /// `rules`, encoded. Rules over the limits encode, and then fail [`RuleSet::new`] (the
+    /// record's decoder): the API checks the limits first, with errors a user can act on.
+    pub fn encode(rules: &[Rule]) -> RuleSet {
+        if rules.is_empty() {
+            return RuleSet::default();
+        }
+        let mut bytes = Vec::new();
+        codec::encode(rules, &mut bytes);
+        RuleSet {
+            bytes: bytes.into(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// How many rules.
+    pub fn len(&self) -> usize {
+        self.bytes.first().map_or(0, |&count| usize::from(count))
+    }
+
+    /// The encoded form, as the record carries it.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The rules as values.
+    pub fn to_rules(&self) -> Box<[Rule]> {
+        if self.is_empty() {
+            return Box::default();
+        }
+        // Checked when made: decoding cannot fail.
+        codec::decode(&self.bytes).unwrap_or_default()
+    }
+}
+
+impl From<Vec<Rule>> for RuleSet {
+    fn from(rules: Vec<Rule>) -> RuleSet {
+        RuleSet::encode(&rules)
+    }
+}
+
 /// What a rule evaluation reads of a click.
 #[derive(Debug, Clone, Copy)]
 pub struct Click<'a> {
@@ -113,25 +186,26 @@ pub struct Choice<'a> {
     pub rule: u8,
     /// Index of the variant, for a split.
     pub variant: Option<u8>,
-    pub target: &'a Target,
+    pub target: TargetRef<'a>,
 }
 
 /// The first rule of `rules` whose conditions all hold for `click`, or `None` (the link's own
 /// target answers). `country` looks the client's country up; it is called at most once.
 pub fn choose<'r>(
-    rules: &'r [Rule],
+    rules: &'r RuleSet,
     click: &Click<'_>,
     country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
 ) -> Option<Choice<'r>> {
     let mut country = Lazy::new(country);
     let mut device = None;
-    for (index, rule) in rules.iter().enumerate() {
+    // The bytes were checked when the set was made: reading them again cannot fail.
+    let raw = RawRules::new(&rules.bytes).ok()?;
+    for (index, rule) in raw.map_while(Result::ok).enumerate() {
         let holds = rule
-            .conditions
-            .iter()
-            .all(|condition| condition_holds(condition, click, &mut device, &mut country));
+            .conditions()
+            .all(|condition| condition_holds(&condition, click, &mut device, &mut country));
         if holds {
-            let (variant, target) = act(&rule.action, click, index);
+            let (variant, target) = act(&rule.action, click, index)?;
             return Some(Choice {
                 rule: index as u8,
                 variant,
@@ -143,61 +217,75 @@ pub fn choose<'r>(
 }
 
 fn condition_holds<F: FnOnce(IpAddr) -> Option<[u8; 2]>>(
-    condition: &Condition,
+    condition: &RawCondition<'_>,
     click: &Click<'_>,
     device: &mut Option<Device>,
     country: &mut Lazy<F>,
 ) -> bool {
-    match condition {
-        Condition::Device(mask) => {
+    match *condition {
+        RawCondition::Device(mask) => {
             let class = *device.get_or_insert_with(|| device::classify(click.user_agent));
             mask & class.bit() != 0
         }
-        Condition::Language(tags) => language::preferred_matches(click.accept_language, tags),
-        Condition::Country(codes) => click
+        RawCondition::Language { count, bytes } => language::preferred_matches(
+            click.accept_language,
+            RawCondition::languages(count, bytes),
+        ),
+        RawCondition::Country(codes) => click
             .client
             .and_then(|ip| country.get(ip))
-            .is_some_and(|found| codes.contains(&found)),
-        Condition::Query { name, value } => query::has(click.query, name, value.as_deref()),
-        Condition::Ip(ranges) => click
+            .is_some_and(|found| codes.chunks_exact(2).any(|code| code == found)),
+        RawCondition::Query { name, value } => query::has(click.query, name, value),
+        RawCondition::Ip { count, bytes } => click
             .client
-            .is_some_and(|ip| ranges.iter().any(|range| range.contains(ip))),
-        Condition::After(at) => click.now_unix >= *at,
-        Condition::Before(at) => click.now_unix < *at,
-        Condition::Weekly(window) => window.contains(click.now_unix),
+            .is_some_and(|ip| RawCondition::ranges(count, bytes).any(|range| range.contains(ip))),
+        RawCondition::After(at) => click.now_unix >= at,
+        RawCondition::Before(at) => click.now_unix < at,
+        RawCondition::Weekly { days, hours, zone } => codec::weekly_zone(zone)
+            .is_some_and(|zone| Weekly { days, hours, zone }.contains(click.now_unix)),
     }
 }
 
-fn act<'r>(action: &'r Action, click: &Click<'_>, rule: usize) -> (Option<u8>, &'r Target) {
-    match action {
-        Action::Target(target) => (None, target),
-        Action::Split { variants, sticky } => {
+fn act<'r>(
+    action: &RawAction<'r>,
+    click: &Click<'_>,
+    rule: usize,
+) -> Option<(Option<u8>, TargetRef<'r>)> {
+    match *action {
+        RawAction::Target(target) => Some((None, target)),
+        RawAction::Split { sticky, .. } => {
             // Sticky: the same visitor lands on the same variant of the same rule; mixing the rule
             // in keeps two splits of one link independent.
-            let draw = if *sticky {
+            let draw = if sticky {
                 mix(click.visitor ^ (rule as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
             } else {
                 click.random
             };
-            let index = pick(variants, draw);
-            (Some(index as u8), &variants[index].target)
+            let total: u64 = action.variants().map(|(weight, _)| u64::from(weight)).sum();
+            let (index, target) = pick(action.variants(), total, draw)?;
+            Some((Some(index as u8), target))
         }
     }
 }
 
-/// The variant `draw` falls on, by weight. The codec guarantees a positive sum.
-fn pick(variants: &[Variant], draw: u64) -> usize {
-    let total: u64 = variants.iter().map(|v| u64::from(v.weight)).sum();
+/// The variant `draw` falls on, by weight, among variants weighing `total` (positive: checked).
+fn pick<'r>(
+    variants: impl Iterator<Item = (u16, TargetRef<'r>)>,
+    total: u64,
+    draw: u64,
+) -> Option<(usize, TargetRef<'r>)> {
     // Multiply-shift maps the draw onto [0, total) without the bias of a modulo.
     let mut point = ((u128::from(draw) * u128::from(total)) >> 64) as u64;
-    for (index, variant) in variants.iter().enumerate() {
-        let weight = u64::from(variant.weight);
+    let mut last = None;
+    for (index, (weight, target)) in variants.enumerate() {
+        let weight = u64::from(weight);
         if point < weight {
-            return index;
+            return Some((index, target));
         }
         point -= weight;
+        last = Some((index, target));
     }
-    variants.len() - 1
+    last
 }
 
 /// The visitor number of sticky splits: the client address as text (as nginx's realip gives

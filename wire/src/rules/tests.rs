@@ -36,8 +36,19 @@ fn click() -> Click<'static> {
     }
 }
 
-fn chosen<'r>(rules: &'r [Rule], click: &Click<'_>) -> Option<&'r [u8]> {
-    choose(rules, click, |_| Some(*b"PT")).map(|choice| &*choice.target.url)
+/// [`super::choose`] over `rules`, encoded as a reader holds them (leaked: a test's few bytes).
+fn choose(
+    rules: &[Rule],
+    click: &Click<'_>,
+    country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
+) -> Option<Choice<'static>> {
+    let set: &'static RuleSet = Box::leak(Box::new(RuleSet::encode(rules)));
+    assert_eq!(RuleSet::new(set.as_bytes()).as_ref(), Ok(set));
+    super::choose(set, click, country)
+}
+
+fn chosen(rules: &[Rule], click: &Click<'_>) -> Option<&'static [u8]> {
+    choose(rules, click, |_| Some(*b"PT")).map(|choice| choice.target.url)
 }
 
 #[test]
@@ -195,7 +206,7 @@ fn country_is_looked_up_once_and_only_when_asked() {
         lookups += 1;
         Some(*b"PT")
     });
-    assert_eq!(&*choice.unwrap().target.url, b"https://pt.example/");
+    assert_eq!(choice.unwrap().target.url, b"https://pt.example/");
     assert_eq!(lookups, 1);
 
     c.user_agent = IPHONE;
