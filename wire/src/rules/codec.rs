@@ -425,11 +425,17 @@ impl TargetRef<'_> {
     }
 }
 
-struct Reader<'a> {
+/// Reads the grammar's parts: `take` and the integers check only that the bytes are there, and
+/// `condition`, `action` and `target` only the structure ([`check`] checks values).
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], RulesError> {
         if self.bytes.len() < n {
             return Err(RulesError::Length);
@@ -439,7 +445,7 @@ impl<'a> Reader<'a> {
         Ok(taken)
     }
 
-    fn u8(&mut self) -> Result<u8, RulesError> {
+    pub(super) fn u8(&mut self) -> Result<u8, RulesError> {
         Ok(self.take(1)?[0])
     }
 
@@ -472,7 +478,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One condition's structure: its tag, lengths and counts.
-    fn condition(&mut self) -> Result<RawCondition<'a>, RulesError> {
+    pub(super) fn condition(&mut self) -> Result<RawCondition<'a>, RulesError> {
         Ok(match self.u8()? {
             b'd' => RawCondition::Device(self.u8()?),
             b'l' => {
@@ -533,7 +539,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn action(&mut self) -> Result<RawAction<'a>, RulesError> {
+    pub(super) fn action(&mut self) -> Result<RawAction<'a>, RulesError> {
         Ok(match self.u8()? {
             b't' => RawAction::Target(self.target()?),
             b's' => {

@@ -19,7 +19,7 @@ mod net;
 mod query;
 mod time;
 
-use codec::{RawAction, RawCondition, RawRules, RulesError};
+use codec::{RawAction, RawCondition, RulesError};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
 pub use time::Weekly;
@@ -198,16 +198,22 @@ pub fn choose<'r>(
 ) -> Option<Choice<'r>> {
     let mut country = Lazy::new(country);
     let mut device = None;
-    // The bytes were checked when the set was made: reading them again cannot fail.
-    let raw = RawRules::new(&rules.bytes).ok()?;
-    for (index, rule) in raw.map_while(Result::ok).enumerate() {
-        let holds = rule
-            .conditions()
-            .all(|condition| condition_holds(&condition, click, &mut device, &mut country));
+    // One pass over the bytes, checked when the set was made (a read cannot fail): each
+    // condition is read and, while all before it held, evaluated.
+    let mut reader = codec::Reader::new(&rules.bytes);
+    let count = reader.u8().ok()?;
+    for index in 0..count {
+        let conditions = reader.u8().ok()?;
+        let mut holds = true;
+        for _ in 0..conditions {
+            let condition = reader.condition().ok()?;
+            holds = holds && condition_holds(&condition, click, &mut device, &mut country);
+        }
+        let action = reader.action().ok()?;
         if holds {
-            let (variant, target) = act(&rule.action, click, index)?;
+            let (variant, target) = act(&action, click, usize::from(index))?;
             return Some(Choice {
-                rule: index as u8,
+                rule: index,
                 variant,
                 target,
             });
