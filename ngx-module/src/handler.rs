@@ -18,7 +18,7 @@ use crate::password::{self, Client, Submitted};
 use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
-use crate::{ffi, lookup, variables, worker, ShortlinkModule};
+use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
@@ -67,8 +67,7 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route) else {
-        bump(mcf, Counter::Invalid);
-        return not_found(mcf, domain);
+        return not_a_code(r, mcf, domain, raw_uri);
     };
     // SAFETY: `code` is a slice of `r.unparsed_uri`, which lives as long as the request.
     unsafe { variables::set_code(r, mcf, code) };
@@ -105,10 +104,7 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
             return not_found(mcf, domain);
         }
         Shape::BadCheck => true,
-        Shape::Invalid => {
-            bump(mcf, Counter::Invalid);
-            return not_found(mcf, domain);
-        }
+        Shape::Invalid => return not_a_code(r, mcf, domain, raw_uri),
     };
     if let Some(password) = password {
         let job = Job::Unlock(Box::new(Unlock {
@@ -120,6 +116,24 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     }
     bump(mcf, Counter::CacheMisses);
     lookup::start(r, mcf, lcf, domain, code, Job::Lookup { bad_check })
+}
+
+/// A path no code can be: one of the app-link files, else 404. Asked only once the path failed
+/// to be a code, so a redirect never pays for it.
+fn not_a_code(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    domain: DomainCounts,
+    raw_uri: &[u8],
+) -> ngx_int_t {
+    if let Some(file) = mcf.app_links.file(raw_uri) {
+        if r.method & NGX_HTTP_POST as usize != 0 {
+            return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
+        }
+        return page::send_as(r, &page::CONFIG_JSON, 200, file);
+    }
+    bump(mcf, Counter::Invalid);
+    not_found(mcf, domain)
 }
 
 fn not_found(mcf: &MainConf, domain: DomainCounts) -> ngx_int_t {

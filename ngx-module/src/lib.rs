@@ -7,6 +7,7 @@
 //! FFI entry points are thin shims over safe Rust, wrapped by [`ffi::guard`] so that no panic
 //! crosses into nginx.
 
+mod app_links;
 pub mod cache;
 pub mod conf;
 pub mod events;

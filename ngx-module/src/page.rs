@@ -1,5 +1,5 @@
-//! A small page the module writes itself (the "not yet" page, the password form), for answers
-//! that are neither a redirect nor an error status nginx renders.
+//! A small page the module writes itself (the "not yet" page, the password form, the app-link
+//! files), for answers that are neither a redirect nor an error status nginx renders.
 
 use nginx_sys::{
     ngx_chain_t, ngx_create_temp_buf, ngx_http_discard_request_body, ngx_http_output_filter,
@@ -10,11 +10,37 @@ use ngx::ngx_string;
 
 use crate::respond::push_header;
 
-const CONTENT_TYPE: &[u8] = b"text/html; charset=utf-8";
+/// What is sent, and for how long a client or CDN may keep it.
+pub struct Kind {
+    content_type: &'static [u8],
+    /// `content_type` up to its parameters, as nginx keeps it apart.
+    type_len: usize,
+    cache_control: &'static str,
+}
+
+/// A page for one person at one moment: never cached.
+pub const HTML: Kind = Kind {
+    content_type: b"text/html; charset=utf-8",
+    type_len: "text/html".len(),
+    cache_control: "no-store",
+};
+
+/// A file of the deployment's configuration (the app-link files): Apple's and Google's
+/// verifiers fetch them at install time and cache them on their side anyway.
+pub const CONFIG_JSON: Kind = Kind {
+    content_type: b"application/json",
+    type_len: "application/json".len(),
+    cache_control: "public, max-age=3600",
+};
 
 /// Sends `status` with `body` as HTML, never cached; returns what the content handler returns
 /// (or what finalizes the request).
 pub fn send(r: &mut ngx_http_request_t, status: u16, body: &[u8]) -> ngx_int_t {
+    send_as(r, &HTML, status, body)
+}
+
+/// Sends `status` with `body` as `kind`.
+pub fn send_as(r: &mut ngx_http_request_t, kind: &Kind, status: u16, body: &[u8]) -> ngx_int_t {
     let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     // A GET's stray body must not be read as the connection's next request (a POST's was read).
     // SAFETY: a live request; nginx reads and drops the body on its own events.
@@ -25,12 +51,15 @@ pub fn send(r: &mut ngx_http_request_t, status: u16, body: &[u8]) -> ngx_int_t {
     r.headers_out.content_length_n = body.len() as i64;
     // The type lives in static memory; nginx only reads it.
     r.headers_out.content_type = ngx_str_t {
-        len: CONTENT_TYPE.len(),
-        data: CONTENT_TYPE.as_ptr().cast_mut(),
+        len: kind.content_type.len(),
+        data: kind.content_type.as_ptr().cast_mut(),
     };
-    r.headers_out.content_type_len = "text/html".len();
-    let no_store = ngx_string!("no-store");
-    if push_header(r, ngx_string!("Cache-Control"), no_store).is_none() {
+    r.headers_out.content_type_len = kind.type_len;
+    let cache_control = ngx_str_t {
+        len: kind.cache_control.len(),
+        data: kind.cache_control.as_ptr().cast_mut(),
+    };
+    if push_header(r, ngx_string!("Cache-Control"), cache_control).is_none() {
         return error;
     }
     // SAFETY: `r` is a live request whose response headers are set above.

@@ -171,11 +171,13 @@ impl Nginx {
             render(&conf_dir, "domains.conf.template", &vars),
         )
         .expect("write domains.conf");
-        std::fs::write(
-            prefix.join("home.conf"),
-            render(&conf_dir, "home.conf.template", &vars),
-        )
-        .expect("write home.conf");
+        for operators in ["home", "apps"] {
+            std::fs::write(
+                prefix.join(format!("{operators}.conf")),
+                render(&conf_dir, &format!("{operators}.conf.template"), &vars),
+            )
+            .expect("write an operator's include");
+        }
         for include in ["redirect", "to-https", "tls-domain"] {
             std::fs::write(
                 prefix.join(format!("{include}.conf")),

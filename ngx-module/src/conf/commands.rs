@@ -43,7 +43,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 22] = [
+pub static mut COMMANDS: [ngx_command_t; 24] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -163,6 +163,18 @@ pub static mut COMMANDS: [ngx_command_t; 22] = [
         ngx_string!("shortlink_geo"),
         MAIN | NGX_CONF_TAKE12,
         set_geo,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_apple_app"),
+        MAIN | NGX_CONF_1MORE,
+        add_apple_app,
+        M,
+    ),
+    command(
+        ngx_string!("shortlink_android_app"),
+        MAIN | NGX_CONF_1MORE,
+        add_android_app,
         M,
     ),
     ngx_command_t::empty(),
@@ -510,4 +522,36 @@ extern "C" fn set_geo(
         mcf.geo = Some(GeoDb::open(&path, ipv6.as_deref()).map_err(ArgError)?);
         Ok(())
     })
+}
+
+extern "C" fn add_apple_app(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        let args = texts(args)?;
+        mcf.app_links
+            .add_apple(args[0], &args[1..])
+            .map_err(ArgError)
+    })
+}
+
+extern "C" fn add_android_app(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
+        let args = texts(args)?;
+        mcf.app_links
+            .add_android(args[0], &args[1..])
+            .map_err(ArgError)
+    })
+}
+
+fn texts<'a>(args: &[&'a [u8]]) -> Result<Vec<&'a str>, ArgError> {
+    args.iter()
+        .map(|arg| std::str::from_utf8(arg).map_err(|_| ArgError("takes ASCII text".into())))
+        .collect()
 }

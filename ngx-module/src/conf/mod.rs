@@ -75,6 +75,9 @@ pub struct MainConf {
     /// `shortlink_geo`: the country database of click-time rules; without it no country
     /// condition holds.
     pub geo: Option<crate::geo::GeoDb>,
+    /// `shortlink_apple_app`, `shortlink_android_app`: the well-known files of the apps that
+    /// open short links.
+    pub app_links: crate::app_links::AppLinks,
 }
 
 impl Default for MainConf {
@@ -98,6 +101,7 @@ impl Default for MainConf {
             cache_invalidation: None,
             cache_ttl_set: false,
             geo: None,
+            app_links: Default::default(),
         }
     }
 }
