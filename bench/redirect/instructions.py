@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from measure import PHONE, RULES_TARGETS, RULES_WORKLOADS, write_phone_headers
+
 SERVERS = {
     "A": "`return 302` (ceiling)",
     "B": "lua-resty-redis",
@@ -52,6 +54,9 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=10, help="wrk duration per cell")
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--wrk-script", required=True)
+    p.add_argument("--rules", action="store_true",
+                   help="also issue 34's cells on D: a phone's clicks on plain, rule and capped "
+                        "codes (measure.RULES_WORKLOADS)")
     return p.parse_args()
 
 
@@ -79,11 +84,13 @@ async def warm_up(port, paths, connections):
     return statuses
 
 
-def wrk(args, port, code_file, connections):
-    """Runs wrk against `port` for `args.seconds`; returns its summary."""
+def wrk(args, port, code_file, connections, headers=None):
+    """Runs wrk against `port` for `args.seconds` (sending the header file `headers`, if given);
+    returns its summary."""
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{args.seconds:g}s", "--timeout", "10s",
-         "-s", args.wrk_script, f"http://127.0.0.1:{port}", "--", code_file],
+         "-s", args.wrk_script, f"http://127.0.0.1:{port}", "--", code_file]
+        + ([headers] if headers else []),
         capture_output=True, text=True, timeout=args.seconds + 120)
     for line in out.stdout.splitlines():
         if line.startswith("BENCH "):
@@ -161,8 +168,13 @@ def port_open(port):
 def main():
     args = parse_args()
     ports = {k: int(v) for k, v in (kv.split("=") for kv in args.ports.split(","))}
-    paths = {w: [line.strip() for line in open(os.path.join(args.codes_dir, f"{w}.txt"))]
-             for w in ("hot", "bogus", "uniform")}
+    code_files = {w: w for w in ("hot", "bogus", "uniform")}
+    if args.rules:
+        code_files.update({w: codes for w, (codes, _) in RULES_WORKLOADS.items()})
+        phone_headers = os.path.join(args.codes_dir, "phone-headers.txt")
+        write_phone_headers(phone_headers)
+    paths = {w: [line.strip() for line in open(os.path.join(args.codes_dir, f"{f}.txt"))]
+             for w, f in code_files.items()}
     out_dir = os.path.join(args.prefix, "callgrind")
     os.makedirs(out_dir, exist_ok=True)
     redis = Callgrind("redis", out_dir, [
@@ -177,7 +189,9 @@ def main():
             asyncio.run(warm_up(port, paths[workload], connections))
         nginx.zero()
         redis.zero()
-        summary = wrk(args, port, os.path.join(args.codes_dir, f"{workload}.txt"), connections)
+        phone = args.rules and RULES_WORKLOADS.get(workload, (None, False))[1]
+        summary = wrk(args, port, os.path.join(args.codes_dir, f"{code_files[workload]}.txt"),
+                      connections, phone_headers if phone else None)
         n_ir, r_ir = nginx.dump(), redis.dump()
         requests = summary["requests"]
         errors = sum(summary[k] for k in ("connect_errors", "read_errors", "write_errors",
@@ -217,6 +231,9 @@ def main():
         for server, workload in (("A", "hot"), ("D", "hot"), ("E", "hot"), ("F", "hot"),
                                  ("A", "bogus"), ("D", "bogus")):
             cell(server, workload, args.connections, warm=True)
+        if args.rules:
+            for workload in ("phone-hot", "rules-hot", "capped-hot"):
+                cell("D", workload, args.connections, warm=True)
         nginx.stop()
         for port in ports.values():
             wait_for(lambda port=port: not port_open(port), "nginx to stop")
@@ -225,6 +242,9 @@ def main():
         nginx = start_nginx(args.uncached_conf)
         for server in ("B", "D", "E"):
             cell(server, "uniform", args.uncached_connections, warm=False)
+        if args.rules:
+            for workload in ("phone-uniform", "rules-uniform"):
+                cell("D", workload, args.uncached_connections, warm=False)
     finally:
         if nginx:
             nginx.stop()
@@ -265,6 +285,18 @@ def main():
           "", f"E wrote {batches['hot']:.1f} (hot) and {batches['uniform']:.1f} (uniform) visits "
           "per stream entry on average (a batch leaves `shortlink_events_flush` after its "
           "first visit, or at 512 visits or 64 KiB).", ""]
+    if args.rules:
+        L += ["Click-time rules (issue 34), D, every request a phone's ("
+              + "; ".join(PHONE) + "): phone = plain codes; rules = five rules (device, "
+              "language, country through the geo database, query, then a sticky split); capped "
+              "= `max_visits` (one INCR a click). Uniform: module cache off, so every request "
+              "decodes its record. nginx instructions per request, workload ÷ reference:", "",
+              "| workload | reference | nginx | nginx + Redis | target (worker CPU) |",
+              "|---|---|---:|---:|---|"]
+        for workload, reference, target in RULES_TARGETS:
+            L.append(f"| {workload} | {reference} | {1 / ratio(('D', reference), ('D', workload)):.3f}"
+                     f" | {1 / ratio(('D', reference), ('D', workload), True):.3f} | ≤ {target} |")
+        L.append("")
     print("\n".join(L))
 
 

@@ -2,7 +2,7 @@
 //! a table of requests, each with the answer it must get, then proof that none of them changed the
 //! database or Redis (both dumped before and after and compared byte for byte).
 
-use serde_json::json;
+use serde_json::{json, Value};
 use shortlink_e2e::{raw_http, System, API_KEY};
 use std::process::Command;
 use std::time::Duration;
@@ -628,6 +628,95 @@ fn hostile_inputs_get_clear_answers_and_change_nothing() {
         api_request("PATCH", &format!("/api/v1/links/{code}"), AUTH, JSON, b"{}"),
         422,
         "empty_patch",
+    );
+    // ---- internal API server: click-time rules (issue 34) ----
+    let long_url = format!("https://t.example/{}", "a".repeat(4000));
+    let many_rules = vec![json!({"if": {}, "then": {"url": long_url}}); 16];
+    for (name, rules, status, error) in [
+        (
+            "rule with an unknown condition",
+            json!([{"if": {"colour": ["red"]}, "then": {"url": "https://t.example/"}}]),
+            422,
+            "invalid_rules",
+        ),
+        (
+            "rule with a CIDR that has host bits",
+            json!([{"if": {"ip": ["10.0.0.1/8"]}, "then": {"url": "https://t.example/"}}]),
+            422,
+            "invalid_rules",
+        ),
+        (
+            "split whose weights sum to zero",
+            json!([{"if": {}, "split": {"variants": [{"weight": 0, "url": "https://a.example/"}, {"weight": 0, "url": "https://b.example/"}]}}]),
+            422,
+            "invalid_rules",
+        ),
+        (
+            "rule to a javascript: target",
+            json!([{"if": {"device": ["ios"]}, "then": {"url": "javascript:alert(1)"}}]),
+            422,
+            "unsupported_scheme",
+        ),
+        (
+            "seventeen rules",
+            Value::Array(vec![
+                json!({"if": {}, "then": {"url": "https://t.example/"}});
+                17
+            ]),
+            422,
+            "invalid_rules",
+        ),
+        (
+            "rules over the record's size",
+            Value::Array(many_rules),
+            422,
+            "record_too_large",
+        ),
+        (
+            "rule in an unknown time zone",
+            json!([{"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "../../etc/passwd"}}, "then": {"url": "https://t.example/"}}]),
+            422,
+            "invalid_rules",
+        ),
+    ] {
+        let create =
+            serde_json::to_vec(&json!({"url": "https://a.example/", "rules": rules})).unwrap();
+        t.api(
+            format!("create: {name}"),
+            api_request("POST", "/api/v1/links", AUTH, JSON, &create),
+            status,
+            error,
+        );
+        let patch = serde_json::to_vec(&json!({ "rules": rules })).unwrap();
+        t.api(
+            format!("PATCH: {name}"),
+            api_request(
+                "PATCH",
+                &format!("/api/v1/links/{code}"),
+                AUTH,
+                JSON,
+                &patch,
+            ),
+            status,
+            error,
+        );
+    }
+    t.api(
+        "rules nested a thousand deep",
+        api_request(
+            "POST",
+            "/api/v1/links",
+            AUTH,
+            JSON,
+            format!(
+                r#"{{"url":"https://a.example/","rules":{}{}}}"#,
+                "[".repeat(1000),
+                "]".repeat(1000)
+            )
+            .as_bytes(),
+        ),
+        400,
+        "malformed_json",
     );
     t.api(
         "PUT on the collection",
