@@ -5,6 +5,7 @@
 //! the sidecar and the module before running tests).
 
 mod api;
+pub mod browser;
 pub mod cluster;
 pub mod load;
 mod nginx;

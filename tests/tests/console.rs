@@ -4,13 +4,12 @@
 //!
 //! Also, without a browser: the console answers only on the internal API server.
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{json, Value};
-use shortlink_e2e::{paths, System, API_KEY};
+use fantoccini::{Client, Locator};
+use serde_json::Value;
+use shortlink_e2e::{browser, paths, System, API_KEY};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A phone's user agent: the analytics count it as a human (HeadlessChrome is a bot).
@@ -67,82 +66,6 @@ fn target_server() -> u16 {
         }
     });
     port
-}
-
-struct Chrome {
-    driver: Child,
-    client: Client,
-    profile: tempfile::TempDir,
-}
-
-impl Drop for Chrome {
-    fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn chrome() -> Chrome {
-    for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
-        assert!(
-            std::path::Path::new(program).exists(),
-            "{program} is missing: run scripts/setup (Debian packages chromium, chromium-driver)"
-        );
-    }
-    let port = free_port();
-    let driver = Command::new("/usr/bin/chromedriver")
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
-    let profile = testkit::temp_dir();
-    let args = vec![
-        "--headless=new".to_owned(),
-        "--no-sandbox".into(),
-        "--disable-gpu".into(),
-        "--disable-quic".into(),
-        "--no-first-run".into(),
-        "--disable-background-networking".into(),
-        "--disable-component-update".into(),
-        "--disable-sync".into(),
-        "--disable-dev-shm-usage".into(),
-        "--window-size=1280,1000".into(),
-        format!("--user-agent={PHONE_UA}"),
-        "--host-resolver-rules=MAP s1.test 127.0.0.1, MAP target.test 127.0.0.1".into(),
-        format!("--user-data-dir={}", profile.path().display()),
-    ];
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({"binary": "/usr/bin/chromium", "args": args}),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let client = loop {
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        match ClientBuilder::new(connector)
-            .capabilities(capabilities.clone())
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
-            Ok(client) => break client,
-            Err(error) if Instant::now() > deadline => panic!("no WebDriver session: {error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    };
-    Chrome {
-        driver,
-        client,
-        profile,
-    }
 }
 
 fn screenshots_dir() -> PathBuf {
@@ -233,7 +156,8 @@ async fn the_console_works_in_a_real_browser() {
     let console = format!("http://127.0.0.1:{}/console", system.nginx.api_port);
     let short_port = system.nginx.redirect_port;
     let target_port = target_server();
-    let chrome = chrome().await;
+    let chrome =
+        browser::chrome(PHONE_UA, "MAP s1.test 127.0.0.1, MAP target.test 127.0.0.1").await;
     let c = &chrome.client;
 
     // A wrong key is refused with a message.

@@ -1,0 +1,79 @@
+//! Debian's `chromium`, headless, driven through `chromedriver` over WebDriver: the browser tests
+//! (the console, the preview card) see pages as a real browser renders them.
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A browser session; the driver (and its browser) stop when it is dropped.
+pub struct Chrome {
+    driver: Child,
+    pub client: Client,
+    /// The browser's profile directory, also a place for files to upload.
+    pub profile: tempfile::TempDir,
+}
+
+impl Drop for Chrome {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// A headless chromium sending `user_agent`, resolving hosts by `host_rules` (Chromium's
+/// `--host-resolver-rules`, e.g. `MAP s1.test 127.0.0.1`).
+pub async fn chrome(user_agent: &str, host_rules: &str) -> Chrome {
+    for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+        assert!(
+            std::path::Path::new(program).exists(),
+            "{program} is missing: run scripts/setup (Debian packages chromium, chromium-driver)"
+        );
+    }
+    let port = testkit::free_port();
+    let driver = Command::new("/usr/bin/chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let profile = testkit::temp_dir();
+    let args = vec![
+        "--headless=new".to_owned(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-quic".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-dev-shm-usage".into(),
+        "--window-size=1280,1000".into(),
+        format!("--user-agent={user_agent}"),
+        format!("--host-resolver-rules={host_rules}"),
+        format!("--user-data-dir={}", profile.path().display()),
+    ];
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({"binary": "/usr/bin/chromium", "args": args}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let client = loop {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(capabilities.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(client) => break client,
+            Err(error) if Instant::now() > deadline => panic!("no WebDriver session: {error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    Chrome {
+        driver,
+        client,
+        profile,
+    }
+}
