@@ -228,7 +228,7 @@ def write_phone_headers(path):
 
 def check_rules_answers(args):
     """A phone's click on D: the five rules' split for rule codes (a sticky variant), the link's own
-    target for capped codes."""
+    target for capped codes; from a Portuguese address, the country rule's target."""
     failures = []
     headers = dict(line.split(": ", 1) for line in PHONE)
     for name, prefix in (("rules-hot", ("https://example.com/a", "https://example.com/b")),
@@ -241,6 +241,16 @@ def check_rules_answers(args):
             conn.close()
             if response.status != 302 or not location.startswith(prefix):
                 failures.append(f"D {name} {path}: got {response.status} {location}")
+    # The geo database is mapped and the client comes through X-Forwarded-For: a Portuguese
+    # address meets the country rule (else the cells would measure rules without a lookup).
+    for path in read_lines(os.path.join(args.codes_dir, "rules-hot.txt"))[:5]:
+        conn = http.client.HTTPConnection("127.0.0.1", args.ports["D"], timeout=5)
+        conn.request("GET", path, headers={**headers, "X-Forwarded-For": "193.136.0.1"})
+        response = conn.getresponse()
+        location = response.getheader("Location") or ""
+        conn.close()
+        if location != "https://example.com/shop-pt":
+            failures.append(f"D rules-hot {path} from Portugal: got {response.status} {location}")
     log(f"rules cells: {'all as expected' if not failures else f'{len(failures)} wrong'}")
     return failures
 

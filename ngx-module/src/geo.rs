@@ -9,8 +9,7 @@
 
 use std::net::IpAddr;
 
-use maxminddb::{Mmap, Reader};
-use serde::Deserialize;
+use maxminddb::{Mmap, PathElement, Reader};
 use shortlink_wire::rules::is_routable;
 
 pub struct GeoDb {
@@ -19,22 +18,20 @@ pub struct GeoDb {
     ipv6: Option<Reader<Mmap>>,
 }
 
-/// The two layouts in use: MaxMind's nested `country.iso_code` and the flat `country_code` of
-/// the `@ip-location-db` files, with the registered country last, in the visit pipeline's order
-/// (`visit-enrich`). Every other field is skipped without being decoded.
-#[derive(Deserialize)]
-struct CountryFields<'a> {
-    #[serde(borrow)]
-    country: Option<Nested<'a>>,
-    country_code: Option<&'a str>,
-    #[serde(borrow)]
-    registered_country: Option<Nested<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Nested<'a> {
-    iso_code: Option<&'a str>,
-}
+/// Where the country code lies in the two layouts in use: the flat `country_code` of the
+/// `@ip-location-db` files (the DB-IP Lite data shortlink installs), MaxMind's nested
+/// `country.iso_code`, then the registered country, as the visit pipeline (`visit-enrich`) reads
+/// them. A database has one layout or the other, so the order of the first two changes no
+/// answer; the flat one comes first because it is the one installed, and a path is read without
+/// decoding the rest of the record.
+const COUNTRY_PATHS: [&[PathElement<'static>]; 3] = [
+    &[PathElement::Key("country_code")],
+    &[PathElement::Key("country"), PathElement::Key("iso_code")],
+    &[
+        PathElement::Key("registered_country"),
+        PathElement::Key("iso_code"),
+    ],
+];
 
 impl GeoDb {
     /// Maps `path` (and `ipv6_path`); an unreadable or invalid file is an error `nginx -t` shows.
@@ -54,7 +51,7 @@ impl GeoDb {
             };
             reader
                 .lookup(probe)
-                .and_then(|found| found.decode::<CountryFields>())
+                .and_then(|found| found.decode_path::<&str>(COUNTRY_PATHS[0]))
                 .map_err(|e| format!("geo database \"{path}\" is not usable: {e}"))?;
             Ok::<_, String>(reader)
         };
@@ -75,10 +72,10 @@ impl GeoDb {
             (Some(ipv6), IpAddr::V6(_)) => ipv6,
             _ => &self.reader,
         };
-        let fields = reader.lookup(ip).ok()?.decode::<CountryFields>().ok()??;
-        let code = (fields.country.and_then(|c| c.iso_code))
-            .or(fields.country_code)
-            .or_else(|| fields.registered_country.and_then(|c| c.iso_code))?;
+        let found = reader.lookup(ip).ok()?;
+        let code = COUNTRY_PATHS
+            .iter()
+            .find_map(|path| found.decode_path::<&str>(path).ok().flatten())?;
         let code: [u8; 2] = code.as_bytes().try_into().ok()?;
         code.iter()
             .all(u8::is_ascii_alphabetic)

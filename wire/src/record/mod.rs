@@ -242,7 +242,12 @@ fn decimal(field: &[u8]) -> Option<u64> {
 pub fn is_valid_target(target: &[u8]) -> bool {
     let scheme_ok =
         starts_with_ignore_case(target, b"https://") || starts_with_ignore_case(target, b"http://");
-    scheme_ok && target.iter().all(|&b| b.is_ascii_graphic())
+    // Every byte looked at, without an early exit, so the loop vectorises: records are checked
+    // at every cache fill, and a link with rules holds several URLs.
+    let visible = target
+        .iter()
+        .fold(true, |visible, &b| visible & b.is_ascii_graphic());
+    scheme_ok && visible
 }
 
 fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {

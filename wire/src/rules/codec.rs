@@ -159,16 +159,20 @@ pub fn decode(bytes: &[u8]) -> Result<Box<[Rule]>, RulesError> {
         .collect()
 }
 
-/// Whether `bytes` decode, with every check [`decode`] makes, without allocating.
+/// Whether `bytes` decode, with every check [`decode`] makes, without allocating: one pass,
+/// each part checked as it is read (a record's rules are checked at every cache fill).
 pub fn check(bytes: &[u8]) -> Result<(), RulesError> {
-    for rule in RawRules::new(bytes)? {
-        let rule = rule?;
-        for condition in rule.conditions() {
-            condition.check()?;
+    let mut reader = Reader { bytes };
+    for _ in 0..reader.count(MAX_RULES)? {
+        for _ in 0..reader.count(MAX_CONDITIONS)? {
+            reader.condition()?.check()?;
         }
-        rule.action.check()?;
+        reader.action()?.check()?;
     }
-    Ok(())
+    match reader.bytes {
+        [] => Ok(()),
+        _ => Err(RulesError::Length),
+    }
 }
 
 /// The rules of `bytes` as they lie there, one at a time. The structure (lengths, tags, counts)
@@ -373,10 +377,11 @@ pub(super) fn weekly_zone(name: &[u8]) -> Option<chrono_tz::Tz> {
 /// A rule's action as it lies in the bytes.
 pub(super) enum RawAction<'a> {
     Target(TargetRef<'a>),
-    /// `count` variants, each `weight:u16 target`.
+    /// `count` variants, each `weight:u16 target`, weighing `total` together.
     Split {
         sticky: bool,
         count: usize,
+        total: u32,
         bytes: &'a [u8],
     },
 }
@@ -395,16 +400,14 @@ impl<'a> RawAction<'a> {
     fn check(&self) -> Result<(), RulesError> {
         match self {
             RawAction::Target(target) => check_target(target),
-            RawAction::Split { count, .. } => {
+            RawAction::Split { count, total, .. } => {
                 if *count == 0 {
                     return Err(RulesError::Count);
                 }
-                let mut total = 0u32;
-                for (weight, target) in self.variants() {
+                for (_, target) in self.variants() {
                     check_target(&target)?;
-                    total += u32::from(weight);
                 }
-                (total > 0).then_some(()).ok_or(RulesError::Value)
+                (*total > 0).then_some(()).ok_or(RulesError::Value)
             }
         }
     }
@@ -546,13 +549,15 @@ impl<'a> Reader<'a> {
                 let sticky = self.flag()?;
                 let count = self.count(MAX_VARIANTS)?;
                 let start = self.bytes;
+                let mut total = 0;
                 for _ in 0..count {
-                    self.u16()?;
+                    total += u32::from(self.u16()?);
                     self.target()?;
                 }
                 RawAction::Split {
                     sticky,
                     count,
+                    total,
                     bytes: &start[..start.len() - self.bytes.len()],
                 }
             }

@@ -1,4 +1,4 @@
-use super::codec::{decode, encode, RulesError};
+use super::codec::{check, decode, encode, RulesError};
 use super::*;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -61,6 +61,54 @@ fn device_classes() {
     assert_eq!(device_class(LINUX), Device::Desktop);
     assert_eq!(device_class(b"curl/8.5.0"), Device::Other);
     assert_eq!(device_class(b""), Device::Other);
+}
+
+/// The classification by its definition (substrings anywhere, in the documented order), against
+/// which the one-pass search is checked on real agents and on every prefix of each.
+fn device_by_definition(agent: &[u8]) -> Device {
+    let has = |needle: &[u8]| agent.windows(needle.len()).any(|window| window == needle);
+    if has(b"iPhone") || has(b"iPad") || has(b"iPod") || (has(b"Macintosh") && has(b"Mobile/")) {
+        Device::Ios
+    } else if has(b"Android") {
+        Device::Android
+    } else if has(b"Windows NT")
+        || has(b"Macintosh")
+        || has(b"CrOS")
+        || (has(b"X11") && has(b"Linux"))
+    {
+        Device::Desktop
+    } else {
+        Device::Other
+    }
+}
+
+#[test]
+fn device_classes_match_their_definition() {
+    let agents: [&[u8]; 12] = [
+        IPHONE,
+        IPAD_DESKTOP,
+        ANDROID,
+        WINDOWS,
+        MAC,
+        LINUX,
+        b"Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+        b"Dalvik/2.1.0 (Linux; U; Android 13; SM-A536B Build/TP1A.220624.014)",
+        b"iPod touch; X11 Linux",
+        b"Mozilla/5.0 (X11; FreeBSD amd64) Gecko/20100101 Firefox/126.0",
+        b"WhatsApp/2.23.20.0 A",
+        b"PPPiPadMMobile/Macintosh",
+    ];
+    for agent in agents {
+        for end in 0..=agent.len() {
+            let prefix = &agent[..end];
+            assert_eq!(
+                device_class(prefix),
+                device_by_definition(prefix),
+                "{}",
+                String::from_utf8_lossy(prefix)
+            );
+        }
+    }
 }
 
 #[test]
@@ -405,6 +453,35 @@ fn rules_round_trip() {
     let mut empty = Vec::new();
     encode(&[], &mut empty);
     assert_eq!(decode(&empty).unwrap().len(), 0);
+}
+
+/// `check` (what a reader runs at every cache fill) and `decode` are two passes over the same
+/// grammar: they must accept exactly the same bytes. Every single-byte change of an encoding of
+/// every kind of rule, and every truncation, is given to both.
+#[test]
+fn check_accepts_exactly_what_decode_accepts() {
+    let mut bytes = Vec::new();
+    encode(&every_kind(), &mut bytes);
+    let agree = |bytes: &[u8]| {
+        assert_eq!(
+            check(bytes).is_ok(),
+            decode(bytes).is_ok(),
+            "check and decode disagree on {bytes:?}"
+        );
+    };
+    for end in 0..=bytes.len() {
+        agree(&bytes[..end]);
+    }
+    let mut accepted = 0;
+    for at in 0..bytes.len() {
+        for value in [0u8, 1, 2, 4, 6, 0x20, b'A', b'a', 0x7f, 0xff, bytes[at] ^ 1] {
+            let mut changed = bytes.clone();
+            changed[at] = value;
+            agree(&changed);
+            accepted += usize::from(check(&changed).is_ok());
+        }
+    }
+    assert!(accepted > 0, "some changes are still valid rules");
 }
 
 #[test]
