@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from measure import PHONE, RULES_TARGETS, RULES_WORKLOADS, write_phone_headers
+from measure import PHONE, RULES_TARGETS, RULES_WORKLOADS, write_header_files
 
 SERVERS = {
     "A": "`return 302` (ceiling)",
@@ -55,8 +55,9 @@ def parse_args():
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--wrk-script", required=True)
     p.add_argument("--rules", action="store_true",
-                   help="also issue 34's cells on D: a phone's clicks on plain, rule and capped "
-                        "codes (measure.RULES_WORKLOADS)")
+                   help="also issue 34's and 35's cells on D: a phone's clicks on plain, rule "
+                        "and capped codes, a preview fetcher's on carded codes "
+                        "(measure.RULES_WORKLOADS)")
     return p.parse_args()
 
 
@@ -171,8 +172,7 @@ def main():
     code_files = {w: w for w in ("hot", "bogus", "uniform")}
     if args.rules:
         code_files.update({w: codes for w, (codes, _) in RULES_WORKLOADS.items()})
-        phone_headers = os.path.join(args.codes_dir, "phone-headers.txt")
-        write_phone_headers(phone_headers)
+        header_files = write_header_files(args.codes_dir)
     paths = {w: [line.strip() for line in open(os.path.join(args.codes_dir, f"{f}.txt"))]
              for w, f in code_files.items()}
     out_dir = os.path.join(args.prefix, "callgrind")
@@ -189,9 +189,9 @@ def main():
             asyncio.run(warm_up(port, paths[workload], connections))
         nginx.zero()
         redis.zero()
-        phone = args.rules and RULES_WORKLOADS.get(workload, (None, False))[1]
+        headers = RULES_WORKLOADS.get(workload, (None, None))[1] if args.rules else None
         summary = wrk(args, port, os.path.join(args.codes_dir, f"{code_files[workload]}.txt"),
-                      connections, phone_headers if phone else None)
+                      connections, header_files[headers] if headers else None)
         n_ir, r_ir = nginx.dump(), redis.dump()
         requests = summary["requests"]
         errors = sum(summary[k] for k in ("connect_errors", "read_errors", "write_errors",
@@ -232,7 +232,7 @@ def main():
                                  ("A", "bogus"), ("D", "bogus")):
             cell(server, workload, args.connections, warm=True)
         if args.rules:
-            for workload in ("phone-hot", "rules-hot", "capped-hot"):
+            for workload in ("phone-hot", "rules-hot", "capped-hot", "card-hot"):
                 cell("D", workload, args.connections, warm=True)
         nginx.stop()
         for port in ports.values():
@@ -289,7 +289,8 @@ def main():
         L += ["Click-time rules (issue 34), D, every request a phone's ("
               + "; ".join(PHONE) + "): phone = plain codes; rules = five rules (device, "
               "language, country through the geo database, query, then a sticky split); capped "
-              "= `max_visits` (one INCR a click). Uniform: module cache off, so every request "
+              "= `max_visits` (one INCR a click); card = WhatsApp's preview fetcher on codes with "
+              "a card (issue 35). Uniform: module cache off, so every request "
               "decodes its record. nginx instructions per request, workload ÷ reference:", "",
               "| workload | reference | nginx | nginx + Redis | target (worker CPU) |",
               "|---|---|---:|---:|---|"]

@@ -31,13 +31,15 @@ import time
 WORKLOADS = ["hot", "uniform", "bogus"]
 # With --rules (issue 34), on D only: a phone's click (agent, language, a US address through
 # X-Forwarded-For) on plain codes, on codes with five click-time rules, and on capped codes
-# (max_visits: one INCR a click). Each names its code file and whether it sends PHONE.
+# (max_visits: one INCR a click); and (issue 35) a messaging app's link preview fetcher on codes
+# with a card. Each names its code file and the headers it sends (HEADERS).
 RULES_WORKLOADS = {
-    "phone-hot": ("hot", True),
-    "rules-hot": ("rules-hot", True),
-    "capped-hot": ("capped-hot", True),
-    "phone-uniform": ("uniform", True),
-    "rules-uniform": ("rules-uniform", True),
+    "phone-hot": ("hot", "phone"),
+    "rules-hot": ("rules-hot", "phone"),
+    "capped-hot": ("capped-hot", "phone"),
+    "card-hot": ("card-hot", "fetcher"),
+    "phone-uniform": ("uniform", "phone"),
+    "rules-uniform": ("rules-uniform", "phone"),
 }
 PHONE = [
     "User-Agent: Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -45,9 +47,12 @@ PHONE = [
     "Accept-Language: en-US,en;q=0.9",
     "X-Forwarded-For: 8.8.8.8",
 ]
-# (workload, reference, maximum worker CPU per request of workload / reference) — issue 34.
+# WhatsApp's fetcher, as it sends itself (wire::agent's table).
+FETCHER = ["User-Agent: WhatsApp/2.23.20.0 A", "X-Forwarded-For: 8.8.8.8"]
+HEADERS = {"phone": PHONE, "fetcher": FETCHER}
+# (workload, reference, maximum worker CPU per request of workload / reference) — issues 34, 35.
 RULES_TARGETS = [("rules-hot", "phone-hot", 1.25), ("rules-uniform", "phone-uniform", 1.25),
-                 ("capped-hot", "phone-hot", 1.5)]
+                 ("capped-hot", "phone-hot", 1.5), ("card-hot", "phone-hot", 3.0)]
 # (workload, numerator, denominator, minimum) — the targets of issue 6.
 TARGETS = [("hot", "D", "A", 0.95), ("uniform", "D", "B", 2.0), ("bogus", "D", "A", 0.95)]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -221,14 +226,20 @@ def check_correctness(args, failures):
         + (f", {len(failures)} wrong" if failures else ", all as expected"))
 
 
-def write_phone_headers(path):
-    with open(path, "w") as f:
-        f.write("\n".join(PHONE) + "\n")
+def write_header_files(codes_dir):
+    """HEADERS, one file each (`<name>-headers.txt`, for wrk-codes.lua); returns their paths."""
+    paths = {}
+    for name, lines in HEADERS.items():
+        paths[name] = os.path.join(codes_dir, f"{name}-headers.txt")
+        with open(paths[name], "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return paths
 
 
 def check_rules_answers(args):
     """A phone's click on D: the five rules' split for rule codes (a sticky variant), the link's own
-    target for capped codes; from a Portuguese address, the country rule's target."""
+    target for capped codes; from a Portuguese address, the country rule's target; the card page
+    for a preview fetcher on a carded code."""
     failures = []
     headers = dict(line.split(": ", 1) for line in PHONE)
     for name, prefix in (("rules-hot", ("https://example.com/a", "https://example.com/b")),
@@ -251,6 +262,17 @@ def check_rules_answers(args):
         conn.close()
         if location != "https://example.com/shop-pt":
             failures.append(f"D rules-hot {path} from Portugal: got {response.status} {location}")
+    # A fetcher gets the card page of a carded code (people get its redirect, checked above for
+    # the other kinds).
+    fetcher = dict(line.split(": ", 1) for line in FETCHER)
+    for path in read_lines(os.path.join(args.codes_dir, "card-hot.txt"))[:5]:
+        conn = http.client.HTTPConnection("127.0.0.1", args.ports["D"], timeout=5)
+        conn.request("GET", path, headers=fetcher)
+        response = conn.getresponse()
+        page = response.read().decode(errors="replace")
+        conn.close()
+        if response.status != 200 or 'property="og:title"' not in page:
+            failures.append(f"D card-hot {path}: got {response.status} {page[:80]!r}")
     log(f"rules cells: {'all as expected' if not failures else f'{len(failures)} wrong'}")
     return failures
 
@@ -259,14 +281,14 @@ def check_rules_answers(args):
 
 
 def run_wrk(args, server, workload, duration):
-    codes, phone = RULES_WORKLOADS.get(workload, (workload, False))
+    codes, headers = RULES_WORKLOADS.get(workload, (workload, None))
     code_file = os.path.join(args.codes_dir, f"{codes}.txt")
     cmd = [
         "wrk", "-t1", f"-c{args.connections}", f"-d{duration:g}s", "--timeout", "2s",
         "-s", args.wrk_script, f"http://127.0.0.1:{args.ports[server]}", "--", code_file,
     ]
-    if phone:
-        cmd.append(args.phone_headers)
+    if headers:
+        cmd.append(args.header_files[headers])
     # Bounded: wrk stops itself after `duration`; loading a 1M-line code file takes a few seconds.
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120,
                          preexec_fn=lambda: pin(0, args.pin_cpus))
@@ -524,7 +546,9 @@ def report(args, cells, rss, failures, m):
                      "phone = plain codes; rules = codes with five rules (device, language, "
                      "country, query, then a sticky 50/50 split), so each click walks every "
                      "condition, looks its country up in the geo database and lands in the split; "
-                     "capped = codes with `max_visits` (one `INCR` a click). Worker CPU per "
+                     "capped = codes with `max_visits` (one `INCR` a click); card = a messaging "
+                     "app's preview fetcher (WhatsApp) on codes with a preview card (issue 35: "
+                     "one more Redis read, the card page instead of the redirect). Worker CPU per "
                      "request, workload / reference (lower is better for the workload, the "
                      "accepted measure here), Redis CPU per request of each (µs) and req/s "
                      "workload / reference:")
@@ -604,8 +628,7 @@ def main():
     args = parse_args()
     args.loadavg_start = loadavg()
     if args.rules:
-        args.phone_headers = os.path.join(args.codes_dir, "phone-headers.txt")
-        write_phone_headers(args.phone_headers)
+        args.header_files = write_header_files(args.codes_dir)
     failures = []
     wait_ports([args.ports[s] for s in args.servers])
     worker = nginx_worker(args.nginx_pid)

@@ -5,7 +5,9 @@
 use std::cell::Cell;
 use std::net::IpAddr;
 
-use nginx_sys::{ngx_http_request_t, ngx_str_t, ngx_table_elt_t};
+use nginx_sys::{
+    ngx_http_request_t, ngx_str_t, ngx_table_elt_t, sockaddr_in, sockaddr_in6, AF_INET, AF_INET6,
+};
 use shortlink_wire::agent;
 use shortlink_wire::record::LinkView;
 use shortlink_wire::rules::{self, Click};
@@ -20,9 +22,7 @@ pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
         user_agent,
         accept_language: header(h.accept_language),
         query: str_bytes(&r.args),
-        client: std::str::from_utf8(client_text)
-            .ok()
-            .and_then(|text| text.parse::<IpAddr>().ok()),
+        client: client_addr(r),
         visitor: rules::visitor(client_text, user_agent),
         random: random(),
     }
@@ -37,6 +37,29 @@ pub fn user_agent(r: &ngx_http_request_t) -> &[u8] {
 /// plain link never pays for (no card, no look at the agent).
 pub fn wants_card(r: &ngx_http_request_t, link: &LinkView<'_>) -> bool {
     link.extras.is_some_and(|extras| extras.has_card) && agent::is_preview(user_agent(r))
+}
+
+/// The client's address, read from the connection's socket address, which the realip module
+/// replaces as it replaces the text (no parsing per click); `None` on a Unix socket.
+fn client_addr(r: &ngx_http_request_t) -> Option<IpAddr> {
+    // SAFETY: the connection of a live request is live; `sockaddr` points at an address of the
+    // family its first field names, for the life of the connection (or of realip's copy, in the
+    // request pool).
+    unsafe {
+        let sockaddr = (*r.connection).sockaddr;
+        match u32::from(sockaddr.as_ref()?.sa_family) {
+            AF_INET => {
+                let v4 = &*sockaddr.cast::<sockaddr_in>();
+                // `s_addr` holds the address in network order: its bytes in memory are the octets.
+                Some(IpAddr::from(v4.sin_addr.s_addr.to_ne_bytes()))
+            }
+            AF_INET6 => {
+                let v6 = &*sockaddr.cast::<sockaddr_in6>();
+                Some(IpAddr::from(v6.sin6_addr.__in6_u.__u6_addr8))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The client's address as text: after the realip module ran, as its settings give it.

@@ -16,11 +16,15 @@
 //! - with RULED > 0 (issue 34's cells): RULED more codes whose records carry five click-time rules
 //!   (device, language, country, query, then a 50/50 split: a desktop click from the US in
 //!   English without the query walks every condition, looks its country up and lands in the
-//!   split), in OUT_DIR/rules-uniform.txt and, HOT of them, rules-hot.txt; and HOT codes with a
-//!   `max_visits` no benchmark reaches (every click counted), in capped-hot.txt. Their records
-//!   come from `shortlink_wire::record`, as the sidecar writes them.
+//!   split), in OUT_DIR/rules-uniform.txt and, HOT of them, rules-hot.txt; HOT codes with a
+//!   `max_visits` no benchmark reaches (every click counted), in capped-hot.txt; and HOT codes
+//!   with a preview card (issue 35: the record's card flag and the card in `sl:p:<code>`), in
+//!   card-hot.txt. Their records and cards come from `shortlink_wire`, as the sidecar writes
+//!   them.
 
 use shortcode::{parse_hex_secret, CodeScheme, Shape, ALPHABET};
+use shortlink_wire::keys::{link_key, preview_key};
+use shortlink_wire::preview::Card;
 use shortlink_wire::record::{Extras, Record};
 use shortlink_wire::rules::{Action, Condition, Device, Rule, Target, Variant};
 use std::fs::File;
@@ -99,17 +103,46 @@ fn run() -> Result<(), String> {
         let mut rules_uniform = create("rules-uniform.txt")?;
         let mut rules_hot = create("rules-hot.txt")?;
         let mut capped_hot = create("capped-hot.txt")?;
+        let mut card_hot = create("card-hot.txt")?;
         let five_rules = five_rules();
         let capped = Extras {
             max_visits: 1 << 62,
             ..Extras::default()
         };
+        let carded = Extras {
+            has_card: true,
+            ..Extras::default()
+        };
+        let card = Card {
+            title: "Spring sale: 20% off everything today",
+            description: "Our biggest sale of the season, in every shop and online until Sunday.",
+            image: "https://cdn.example.com/spring-sale-1200x630.jpg",
+            site_name: "Example Shop",
+        }
+        .encode();
+        let mut set = |key: &str, value: &[u8]| -> io::Result<()> {
+            write!(
+                resp,
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+                key.len(),
+                value.len()
+            )?;
+            resp.write_all(value)?;
+            resp.write_all(b"\r\n")
+        };
         let ruled_hot_step = (ruled / hot.min(ruled)).max(1);
-        for i in 0..ruled + hot {
+        for i in 0..ruled + 2 * hot {
             let n = count + 1 + i;
             let code = scheme.encode(n).map_err(|e| e.to_string())?;
             let target = format!("https://example.com/{n}");
-            let extras = if i < ruled { &five_rules } else { &capped };
+            let (extras, list) = if i < ruled {
+                (&five_rules, None)
+            } else if i < ruled + hot {
+                (&capped, Some(&mut capped_hot))
+            } else {
+                set(&preview_key(&code), &card).map_err(io)?;
+                (&carded, Some(&mut card_hot))
+            };
             let value = Record::Live {
                 status: 302,
                 expires_at: 0,
@@ -118,18 +151,9 @@ fn run() -> Result<(), String> {
                 extras: Some(extras),
             }
             .encode();
-            let key = format!("sl:c:{code}");
-            write!(
-                resp,
-                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
-                key.len(),
-                value.len()
-            )
-            .map_err(io)?;
-            resp.write_all(&value).map_err(io)?;
-            resp.write_all(b"\r\n").map_err(io)?;
-            if i >= ruled {
-                writeln!(capped_hot, "/{code}").map_err(io)?;
+            set(&link_key(&code), &value).map_err(io)?;
+            if let Some(list) = list {
+                writeln!(list, "/{code}").map_err(io)?;
                 continue;
             }
             writeln!(rules_uniform, "/{code}").map_err(io)?;
@@ -137,7 +161,7 @@ fn run() -> Result<(), String> {
                 writeln!(rules_hot, "/{code}").map_err(io)?;
             }
         }
-        for mut f in [rules_uniform, rules_hot, capped_hot] {
+        for mut f in [rules_uniform, rules_hot, capped_hot, card_hot] {
             f.flush().map_err(io)?;
         }
     }
