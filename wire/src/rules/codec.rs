@@ -175,6 +175,22 @@ pub fn check(bytes: &[u8]) -> Result<(), RulesError> {
     }
 }
 
+/// Where each rule's action starts and the rule ends, in `bytes`, by structure alone; stops at
+/// the first rule whose structure does not read.
+pub(super) fn spans(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut reader = Reader { bytes };
+    let count = reader.u8().map_or(0, usize::from);
+    let offset = move |reader: &Reader<'_>| bytes.len() - reader.bytes.len();
+    (0..count).map_while(move |_| {
+        for _ in 0..reader.u8().ok()? {
+            reader.condition().ok()?;
+        }
+        let action_at = offset(&reader);
+        reader.action().ok()?;
+        Some((action_at, offset(&reader)))
+    })
+}
+
 /// The rules of `bytes` as they lie there, one at a time. The structure (lengths, tags, counts)
 /// is checked as it is read; the values only by [`check`], so a reader of checked bytes pays for
 /// no check twice.
@@ -439,29 +455,35 @@ impl<'a> Reader<'a> {
         Reader { bytes }
     }
 
+    // The integer readers are inlined into `condition` and `action`, which a click runs a few
+    // dozen times: a call each would cost more than the read.
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], RulesError> {
-        if self.bytes.len() < n {
-            return Err(RulesError::Length);
-        }
-        let (taken, rest) = self.bytes.split_at(n);
+        let (taken, rest) = self.bytes.split_at_checked(n).ok_or(RulesError::Length)?;
         self.bytes = rest;
         Ok(taken)
     }
 
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], RulesError> {
+        let (taken, rest) = self.bytes.split_first_chunk().ok_or(RulesError::Length)?;
+        self.bytes = rest;
+        Ok(*taken)
+    }
+
+    #[inline]
     pub(super) fn u8(&mut self) -> Result<u8, RulesError> {
-        Ok(self.take(1)?[0])
+        Ok(self.array::<1>()?[0])
     }
 
+    #[inline]
     fn u16(&mut self) -> Result<u16, RulesError> {
-        Ok(u16::from_be_bytes(
-            self.take(2)?.try_into().expect("two bytes"),
-        ))
+        Ok(u16::from_be_bytes(self.array()?))
     }
 
+    #[inline]
     fn u64(&mut self) -> Result<u64, RulesError> {
-        Ok(u64::from_be_bytes(
-            self.take(8)?.try_into().expect("eight bytes"),
-        ))
+        Ok(u64::from_be_bytes(self.array()?))
     }
 
     fn flag(&mut self) -> Result<bool, RulesError> {
@@ -581,12 +603,8 @@ impl<'a> Reader<'a> {
         let family = self.u8()?;
         let prefix = self.u8()?;
         let addr = match family {
-            4 => IpAddr::V4(Ipv4Addr::from(
-                <[u8; 4]>::try_from(self.take(4)?).map_err(|_| RulesError::Length)?,
-            )),
-            6 => IpAddr::V6(Ipv6Addr::from(
-                <[u8; 16]>::try_from(self.take(16)?).map_err(|_| RulesError::Length)?,
-            )),
+            4 => IpAddr::V4(Ipv4Addr::from(self.array::<4>()?)),
+            6 => IpAddr::V6(Ipv6Addr::from(self.array::<16>()?)),
             _ => return Err(RulesError::Value),
         };
         Cidr::new(addr, prefix).ok_or(RulesError::Value)

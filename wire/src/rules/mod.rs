@@ -17,11 +17,13 @@ mod device;
 mod language;
 mod net;
 mod query;
+mod set;
 mod time;
 
 use codec::{RawAction, RawCondition, RulesError};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
+pub use set::RuleSet;
 pub use time::Weekly;
 
 use std::net::IpAddr;
@@ -101,68 +103,6 @@ pub struct Rule {
     pub action: Action,
 }
 
-/// A link's rules in their encoded form, checked: what a reader keeps and evaluates ([`choose`]).
-/// Empty for a link without rules.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RuleSet {
-    bytes: Box<[u8]>,
-}
-
-impl RuleSet {
-    /// The rules encoded in `bytes`, with every check [`codec::decode`] makes.
-    pub fn new(bytes: &[u8]) -> Result<RuleSet, RulesError> {
-        codec::check(bytes)?;
-        Ok(match bytes {
-            [0] => RuleSet::default(),
-            _ => RuleSet {
-                bytes: bytes.into(),
-            },
-        })
-    }
-
-    /// `rules`, encoded. Rules over the limits encode, and then fail [`RuleSet::new`] (the
-    /// record's decoder): the API checks the limits first, with errors a user can act on.
-    pub fn encode(rules: &[Rule]) -> RuleSet {
-        if rules.is_empty() {
-            return RuleSet::default();
-        }
-        let mut bytes = Vec::new();
-        codec::encode(rules, &mut bytes);
-        RuleSet {
-            bytes: bytes.into(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// How many rules.
-    pub fn len(&self) -> usize {
-        self.bytes.first().map_or(0, |&count| usize::from(count))
-    }
-
-    /// The encoded form, as the record carries it.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The rules as values.
-    pub fn to_rules(&self) -> Box<[Rule]> {
-        if self.is_empty() {
-            return Box::default();
-        }
-        // Checked when made: decoding cannot fail.
-        codec::decode(&self.bytes).unwrap_or_default()
-    }
-}
-
-impl From<Vec<Rule>> for RuleSet {
-    fn from(rules: Vec<Rule>) -> RuleSet {
-        RuleSet::encode(&rules)
-    }
-}
-
 /// What a rule evaluation reads of a click.
 #[derive(Debug, Clone, Copy)]
 pub struct Click<'a> {
@@ -198,26 +138,31 @@ pub fn choose<'r>(
 ) -> Option<Choice<'r>> {
     let mut country = Lazy::new(country);
     let mut device = None;
-    // One pass over the bytes, checked when the set was made (a read cannot fail): each
-    // condition is read and, while all before it held, evaluated.
-    let mut reader = codec::Reader::new(&rules.bytes);
-    let count = reader.u8().ok()?;
-    for index in 0..count {
-        let conditions = reader.u8().ok()?;
-        let mut holds = true;
-        for _ in 0..conditions {
-            let condition = reader.condition().ok()?;
-            holds = holds && condition_holds(&condition, click, &mut device, &mut country);
-        }
-        let action = reader.action().ok()?;
+    // The bytes were checked when the set was made (a read cannot fail), and the set knows
+    // where each rule's action starts and ends: a rule's conditions are read while they hold,
+    // its action only when they all do.
+    let bytes = rules.as_bytes();
+    let mut start = 1;
+    for (index, (action_at, end)) in rules.spans().enumerate() {
+        let mut conditions = codec::Reader::new(bytes.get(start..action_at)?);
+        let count = conditions.u8().ok()?;
+        let holds = (0..count).all(|_| {
+            conditions.condition().is_ok_and(|condition| {
+                condition_holds(&condition, click, &mut device, &mut country)
+            })
+        });
         if holds {
-            let (variant, target) = act(&action, click, usize::from(index))?;
+            let action = codec::Reader::new(bytes.get(action_at..end)?)
+                .action()
+                .ok()?;
+            let (variant, target) = act(&action, click, index)?;
             return Some(Choice {
-                rule: index,
+                rule: index as u8,
                 variant,
                 target,
             });
         }
+        start = end;
     }
     None
 }
