@@ -20,7 +20,7 @@ mod query;
 mod set;
 mod time;
 
-use codec::{RawAction, RawCondition, RulesError};
+use codec::{RawAction, RawCondition};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
 pub use set::RuleSet;
