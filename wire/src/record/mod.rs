@@ -239,19 +239,27 @@ fn decimal(field: &[u8]) -> Option<u64> {
 
 /// An absolute http(s) URL of visible ASCII: the value goes verbatim into a `Location` header,
 /// so anything else (CR, LF, spaces, non-ASCII) must never get through.
+///
+/// Checked at every cache fill, once per URL of the record (a link with rules holds several), so
+/// in two word-sized steps: the scheme compared as one 8-byte word with every byte's case bit
+/// set, then every byte looked at without an early exit (the loop vectorises). Setting the case
+/// bit turns only letters' capitals and two control bytes into the scheme's bytes, and the
+/// second step refuses control bytes.
 pub fn is_valid_target(target: &[u8]) -> bool {
-    let scheme_ok =
-        starts_with_ignore_case(target, b"https://") || starts_with_ignore_case(target, b"http://");
-    // Every byte looked at, without an early exit, so the loop vectorises: records are checked
-    // at every cache fill, and a link with rules holds several URLs.
-    let visible = target
-        .iter()
-        .fold(true, |visible, &b| visible & b.is_ascii_graphic());
-    scheme_ok && visible
-}
-
-fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
-    s.len() > prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    const CASE_BITS: u64 = 0x2020_2020_2020_2020;
+    const HTTPS: u64 = u64::from_le_bytes(*b"https://");
+    const HTTP: u64 = u64::from_le_bytes(*b"http://\0");
+    const SEVEN_BYTES: u64 = 0x00ff_ffff_ffff_ffff;
+    let Some(first) = target.first_chunk::<8>() else {
+        return false;
+    };
+    let word = u64::from_le_bytes(*first) | CASE_BITS;
+    let scheme_ok = (word == HTTPS && target.len() > 8)
+        || (word & SEVEN_BYTES) == (HTTP | CASE_BITS) & SEVEN_BYTES;
+    let invisible = target.iter().fold(0u8, |invisible, &b| {
+        invisible | u8::from(!b.is_ascii_graphic())
+    });
+    scheme_ok && invisible == 0
 }
 
 #[cfg(test)]
@@ -265,6 +273,39 @@ mod tests {
             forward_query,
             target: target.as_bytes().into(),
             extras: None,
+        }
+    }
+
+    /// The target check by its definition, against which the word-sized one is held: every
+    /// byte value at every position of an http and an https URL, and every prefix.
+    #[test]
+    fn target_check_matches_its_definition() {
+        let by_definition = |target: &[u8]| {
+            let starts = |prefix: &[u8]| {
+                target.len() > prefix.len() && target[..prefix.len()].eq_ignore_ascii_case(prefix)
+            };
+            (starts(b"https://") || starts(b"http://")) && target.iter().all(u8::is_ascii_graphic)
+        };
+        for url in [
+            &b"https://a.example/x?y=1"[..],
+            b"HTTP://b.example/",
+            b"hTtP://c",
+        ] {
+            for end in 0..=url.len() {
+                assert_eq!(is_valid_target(&url[..end]), by_definition(&url[..end]));
+            }
+            for at in 0..url.len().min(12) {
+                for byte in 0..=255u8 {
+                    let mut changed = url.to_vec();
+                    changed[at] = byte;
+                    assert_eq!(
+                        is_valid_target(&changed),
+                        by_definition(&changed),
+                        "{}",
+                        String::from_utf8_lossy(&changed)
+                    );
+                }
+            }
         }
     }
 

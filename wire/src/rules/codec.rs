@@ -162,12 +162,23 @@ pub fn decode(bytes: &[u8]) -> Result<Box<[Rule]>, RulesError> {
 /// Whether `bytes` decode, with every check [`decode`] makes, without allocating: one pass,
 /// each part checked as it is read (a record's rules are checked at every cache fill).
 pub fn check(bytes: &[u8]) -> Result<(), RulesError> {
+    check_spans(bytes, |_, _| {})
+}
+
+/// [`check`], telling `span` where each rule's action starts and the rule ends.
+pub(super) fn check_spans(
+    bytes: &[u8],
+    mut span: impl FnMut(usize, usize),
+) -> Result<(), RulesError> {
     let mut reader = Reader { bytes };
+    let offset = |reader: &Reader<'_>| bytes.len() - reader.bytes.len();
     for _ in 0..reader.count(MAX_RULES)? {
         for _ in 0..reader.count(MAX_CONDITIONS)? {
             reader.condition()?.check()?;
         }
+        let action_at = offset(&reader);
         reader.action()?.check()?;
+        span(action_at, offset(&reader));
     }
     match reader.bytes {
         [] => Ok(()),

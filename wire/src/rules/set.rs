@@ -18,10 +18,12 @@ pub struct RuleSet {
 const SPAN: usize = 8;
 
 impl RuleSet {
-    /// The rules encoded in `bytes`, with every check [`codec::decode`] makes.
+    /// The rules encoded in `bytes`, with every check [`codec::decode`] makes (in the same pass
+    /// that finds the spans: this runs at every cache fill of a rule link).
     pub fn new(bytes: &[u8]) -> Result<RuleSet, RulesError> {
-        codec::check(bytes)?;
-        Ok(RuleSet::indexed(bytes))
+        let mut checked = Ok(());
+        let set = RuleSet::with_spans(bytes, |push| checked = codec::check_spans(bytes, push));
+        checked.map(|()| set)
     }
 
     /// `rules`, encoded. Rules over the limits encode, and then fail [`RuleSet::new`] (the
@@ -29,20 +31,25 @@ impl RuleSet {
     pub fn encode(rules: &[Rule]) -> RuleSet {
         let mut bytes = Vec::new();
         codec::encode(rules, &mut bytes);
-        RuleSet::indexed(&bytes)
+        RuleSet::with_spans(&bytes, |mut push| {
+            for (action_at, end) in codec::spans(&bytes) {
+                push(action_at, end);
+            }
+        })
     }
 
-    fn indexed(bytes: &[u8]) -> RuleSet {
+    /// `bytes` and the spans `find` gives its callback, in one allocation.
+    fn with_spans(bytes: &[u8], find: impl FnOnce(&mut dyn FnMut(usize, usize))) -> RuleSet {
         let count = bytes.first().map_or(0, |&count| usize::from(count));
-        if count == 0 {
-            return RuleSet::default();
-        }
         let mut data = Vec::with_capacity(bytes.len() + SPAN * count);
         data.extend_from_slice(bytes);
-        for (action_at, end) in codec::spans(bytes) {
+        find(&mut |action_at, end| {
             // Records are far below 4 GiB (record::MAX_RECORD_BYTES).
             data.extend((action_at as u32).to_ne_bytes());
             data.extend((end as u32).to_ne_bytes());
+        });
+        if count == 0 {
+            return RuleSet::default();
         }
         RuleSet {
             data: data.into_boxed_slice(),
