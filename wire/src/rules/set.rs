@@ -31,7 +31,7 @@ impl RuleSet {
     pub fn encode(rules: &[Rule]) -> RuleSet {
         let mut bytes = Vec::new();
         codec::encode(rules, &mut bytes);
-        RuleSet::with_spans(&bytes, |mut push| {
+        RuleSet::with_spans(&bytes, |push| {
             for (action_at, end) in codec::spans(&bytes) {
                 push(action_at, end);
             }
