@@ -4,8 +4,9 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::service::card::{self, CardSpec};
 use crate::service::rules::{self, RuleSpec};
-use crate::service::validate::{self, LinkRequest};
+use crate::service::validate::{self, LinkRequest, PlainPassword};
 use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
 use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};
 use axum::extract::State;
@@ -69,6 +70,16 @@ pub struct CreateLinkRequest {
     /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
     #[schema(value_type = Option<Vec<RuleSpec>>)]
     pub rules: Option<serde_json::Value>,
+    /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
+    /// expired link (`expired_url` or 410).
+    #[schema(schema_with = super::schema::max_visits)]
+    pub max_visits: Option<i64>,
+    /// A password page first; the right password opens the link. Write-only: stored as a
+    /// salted digest, never returned (reads say `password_protected`).
+    #[schema(schema_with = super::schema::password)]
+    pub password: Option<PlainPassword>,
+    /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
+    pub preview: Option<CardSpec>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -111,6 +122,19 @@ pub struct UpdateLinkRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
     pub rules: Option<Option<serde_json::Value>>,
+    /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
+    /// clicks ever redirected, so lowering it below them closes the link at once.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::max_visits)]
+    pub max_visits: Option<Option<i64>>,
+    /// A new password (replacing any), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::password)]
+    pub password: Option<Option<PlainPassword>>,
+    /// A new card (replacing the old one whole), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CardSpec>, nullable)]
+    pub preview: Option<Option<CardSpec>>,
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -154,6 +178,17 @@ pub struct LinkView {
     /// The rules as written, normalised; absent for none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rules: Option<Vec<RuleSpec>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<i64>,
+    /// The clicks counted against `max_visits` so far (read of one link only; absent when
+    /// Redis could not be asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits_counted: Option<u64>,
+    /// Whether a password guards the link (the password itself is never returned).
+    pub password_protected: bool,
+    /// The preview card; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<CardSpec>,
 }
 
 impl LinkView {
@@ -189,6 +224,15 @@ impl LinkView {
                 .rules
                 .as_deref()
                 .and_then(|text| rules::parse_stored(text).ok()),
+            max_visits: link.extras.max_visits,
+            visits_counted: None,
+            password_protected: link.extras.password_digest.is_some(),
+            // As the rules: checked when written; a row that no longer parses reads as none.
+            preview: link
+                .extras
+                .preview
+                .as_deref()
+                .and_then(|text| card::parse_stored(text).ok()),
         }
     }
 }
@@ -274,6 +318,9 @@ impl From<CreateLinkRequest> for LinkRequest {
             not_yet_url: r.not_yet_url,
             expired_url: r.expired_url,
             rules: r.rules,
+            max_visits: r.max_visits,
+            password: r.password,
+            preview: r.preview,
         }
     }
 }
@@ -302,7 +349,8 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
             our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
-            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
             `idempotency_key_reused` (the `Idempotency-Key` was used with another request)", body = ErrorBody),
         (status = 503, description = "database or redis unavailable; nothing stored", body = ErrorBody),
     ))]
@@ -345,7 +393,13 @@ pub async fn get_link(
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
     let link = state.links.get(&code).await?;
-    Ok(Json(LinkView::new(link, &domains)))
+    let capped = link.extras.max_visits.is_some();
+    let mut view = LinkView::new(link, &domains);
+    if capped {
+        // One GET, only here: a listing would cost one per link. Redis down only hides it.
+        view.visits_counted = state.links.projection().visit_count(&code).await.ok();
+    }
+    Ok(Json(view))
 }
 
 /// Change a link's target, expiry, redirect status or query forwarding.
@@ -360,7 +414,8 @@ pub async fn get_link(
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \
-            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
             `empty_patch`", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
@@ -415,12 +470,24 @@ pub async fn update_link(
             .rules
             .map(|rules| validate::rules_column(policy, own, rules))
             .transpose()?,
+        max_visits: request
+            .max_visits
+            .map(|cap| cap.map(validate::max_visits).transpose())
+            .transpose()?,
+        password_digest: request
+            .password
+            .map(|plain| plain.map(validate::password).transpose())
+            .transpose()?,
+        preview: request
+            .preview
+            .map(|preview| card::column(policy, own, preview))
+            .transpose()?,
     };
     if patch.is_empty() {
         return Err(Error::invalid(
             "empty_patch",
             "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
-             valid_since, not_yet_url, expired_url, rules",
+             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
         ));
     }
     let link = state.links.update(&code, patch).await?;

@@ -105,6 +105,9 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         valid_since: DateTime::from_timestamp(1_800_000_000, 0),
         not_yet_url: Some("https://soon.example/".into()),
         expired_url: None,
+        max_visits: Some(3),
+        password_digest: None,
+        preview: None,
         rules: Some(
             r#"[{"if":{"device":["ios"]},"then":{"url":"https://apps.example/","redirect":302,"forward_query":false}}]"#
                 .into(),

@@ -142,7 +142,8 @@ impl LinkService {
     /// The write-through of a new link: its record goes in with `SET NX`, so a create never
     /// overwrites a record (a code in Redis but not in SQL means SQL is behind Redis). Returns
     /// `false`, rolled back, when Redis holds the code already; an `explicit` code (alias,
-    /// import) whose record is there exactly as it would be written is accepted.
+    /// import) whose record is there exactly as it would be written is accepted. A card goes in
+    /// after the record (a fetcher in between gets the redirect, as without a card).
     async fn publish_new_and_commit(
         &self,
         tx: Box<dyn storage::LinkTx>,
@@ -184,12 +185,29 @@ impl LinkService {
                 return Err(error.into());
             }
         };
+        let card = RecordWrite::new_card(link, &write);
+        // What to take back if the link is not committed after all: the record if this create
+        // wrote it, and the card.
+        let written: Vec<(&str, &[u8])> = written_value(&write)
+            .filter(|_| ours)
+            .map(|value| (write.key(), value))
+            .into_iter()
+            .chain(
+                card.iter()
+                    .filter_map(|card| Some((card.key(), written_value(card)?))),
+            )
+            .collect();
+        if let Some(card) = &card {
+            if let Err(error) = self.projection.apply(std::slice::from_ref(card)).await {
+                tracing::warn!(code = %link.code, %error, "redis card write failed; rolling back");
+                let _ = tx.rollback().await;
+                if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+                    tracing::warn!(code = %link.code, %redis, "record of a failed create not removed");
+                }
+                return Err(error.into());
+            }
+        }
         if let Err(error) = tx.commit().await {
-            let written: Vec<(&str, &[u8])> = written_value(&write)
-                .filter(|_| ours)
-                .map(|value| (write.key(), value))
-                .into_iter()
-                .collect();
             if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
                 tracing::error!(
                     code = %link.code,
