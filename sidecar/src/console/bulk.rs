@@ -11,7 +11,7 @@ use super::campaigns::csv_field;
 use super::layout;
 use super::session::{ConsoleState, Operator};
 use super::{see_other, PageError, PageResult};
-use crate::http::links::CreateLinkRequest;
+use crate::http::links::{CreateLinkRequest, WholeNumber};
 use crate::http::{failure_error, AppState, DomainContext, Error};
 use crate::service::card::CardSpec;
 use crate::service::validate;
@@ -194,7 +194,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
                     not_yet_url: None,
                     expired_url: None,
                     rules: None,
-                    max_visits,
+                    max_visits: max_visits.map(WholeNumber),
                     password: field("password").map(PlainPassword),
                     preview: card(&field),
                 })
@@ -386,6 +386,28 @@ mod tests {
         assert_eq!(first.recipient_ref.as_deref(), Some("r1"));
         assert_eq!(first.tags, Some(vec!["a".to_owned(), "b".to_owned()]));
         assert!(rows[1].as_ref().unwrap_err().contains("RFC 3339"));
+
+        // A cap, a password and a card in columns of their own; a cap must be a number.
+        let rows = parse(
+            "url,max_visits,password,preview_title,preview_description,preview_image
+             https://a.example/,5,s3cret,T,D,https://i.example/a.png
+             https://b.example/,many,,,,
+"
+            .as_bytes(),
+        )
+        .unwrap();
+        let first = rows[0].as_ref().unwrap();
+        assert_eq!(first.max_visits, Some(WholeNumber(5)));
+        assert_eq!(
+            first.password.as_ref().map(|p| p.0.as_str()),
+            Some("s3cret")
+        );
+        let card = first.preview.as_ref().unwrap();
+        assert_eq!(
+            (card.title.as_str(), card.site_name.as_deref()),
+            ("T", None)
+        );
+        assert!(rows[1].as_ref().unwrap_err().contains("max_visits"));
 
         let rows = parse(b"{\"url\":\"https://a.example/\"}\n\n{\"nope\":1}\n").unwrap();
         assert_eq!(rows.len(), 2);

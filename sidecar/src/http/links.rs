@@ -73,7 +73,7 @@ pub struct CreateLinkRequest {
     /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
     /// expired link (`expired_url` or 410).
     #[schema(schema_with = super::schema::max_visits)]
-    pub max_visits: Option<i64>,
+    pub max_visits: Option<WholeNumber>,
     /// A password page first; the right password opens the link. Write-only: stored as a
     /// salted digest, never returned (reads say `password_protected`).
     #[schema(schema_with = super::schema::password)]
@@ -126,7 +126,7 @@ pub struct UpdateLinkRequest {
     /// clicks ever redirected, so lowering it below them closes the link at once.
     #[serde(default, deserialize_with = "present")]
     #[schema(schema_with = super::schema::max_visits)]
-    pub max_visits: Option<Option<i64>>,
+    pub max_visits: Option<Option<WholeNumber>>,
     /// A new password (replacing any), or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
     #[schema(schema_with = super::schema::password)]
@@ -135,6 +135,42 @@ pub struct UpdateLinkRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<CardSpec>, nullable)]
     pub preview: Option<Option<CardSpec>>,
+}
+
+/// An integer as JSON may write it: `3079` or `3079.0` (JSON Schema's `integer` takes both).
+/// Whole numbers beyond `i64` saturate, so that validation refuses them with its own message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct WholeNumber(pub i64);
+
+impl<'de> Deserialize<'de> for WholeNumber {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WholeNumber;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(n))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(i64::try_from(n).unwrap_or(i64::MAX)))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> std::result::Result<WholeNumber, E> {
+                if n.fract() != 0.0 || n.is_nan() {
+                    return Err(E::invalid_value(serde::de::Unexpected::Float(n), &self));
+                }
+                // `as` saturates at the bounds, which validation then refuses.
+                Ok(WholeNumber(n as i64))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -318,7 +354,7 @@ impl From<CreateLinkRequest> for LinkRequest {
             not_yet_url: r.not_yet_url,
             expired_url: r.expired_url,
             rules: r.rules,
-            max_visits: r.max_visits,
+            max_visits: r.max_visits.map(|n| n.0),
             password: r.password,
             preview: r.preview,
         }
@@ -472,7 +508,7 @@ pub async fn update_link(
             .transpose()?,
         max_visits: request
             .max_visits
-            .map(|cap| cap.map(validate::max_visits).transpose())
+            .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
             .transpose()?,
         password_digest: request
             .password

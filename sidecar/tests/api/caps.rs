@@ -139,6 +139,12 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
     let wire = extras(&app, link["code"].as_str().unwrap()).await.unwrap();
     assert!(wire.max_visits == 7 && wire.password.unwrap().matches(b"x"));
 
+    // JSON may write an integer as `4.0` (the schema's `integer` allows it).
+    let whole = app
+        .create(json!({"url": "https://t.example/w", "max_visits": 4.0}))
+        .await;
+    assert_eq!(whole["max_visits"], json!(4));
+
     // The OpenAPI document describes both.
     let doc: Value = app
         .api(Method::GET, "/openapi.json")

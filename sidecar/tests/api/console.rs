@@ -546,6 +546,7 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
         "/console/links?tag=sms",
         "/console/links/spring-sale?interval=hour",
         "/console/links/spring-sale/revoke",
+        "/console/links/spring-sale/card",
         "/console/campaigns",
         "/console/campaigns?name=spring+2026",
         "/console/campaigns/totals?name=spring+2026",
