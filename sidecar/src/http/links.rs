@@ -47,7 +47,9 @@ pub struct CreateLinkRequest {
     /// Append the short URL's query string to the target (default false).
     pub forward_query: Option<bool>,
     /// Return the newest live link with the same URL and the same `ref` (or none) (200) instead
-    /// of creating one: one recipient's link is never handed to another.
+    /// of creating one: one recipient's link is never handed to another. Only a link with the
+    /// same options (lifecycle, rules, cap, card) is returned, and never one with a password,
+    /// nor for a request with one (a password cannot be compared with a stored digest).
     pub idempotent: Option<bool>,
     /// The campaign the link belongs to (1 to 200 characters).
     #[schema(schema_with = super::schema::meta)]

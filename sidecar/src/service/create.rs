@@ -2,7 +2,7 @@
 
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::projection::{written_value, ProjectionError, RecordWrite};
-use crate::storage::{self, Link, LinkFlags, LinkState, Slot, StorageError};
+use crate::storage::{self, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
 
@@ -135,7 +135,9 @@ impl LinkService {
             }
         };
         Ok(candidate.filter(|link| {
-            link.state(now) == LinkState::Live && link.target == new.target.as_str()
+            link.state(now) == LinkState::Live
+                && link.target == new.target.as_str()
+                && same_options(&link.extras, &new.extras)
         }))
     }
 
@@ -221,6 +223,13 @@ impl LinkService {
         }
         Ok(true)
     }
+}
+
+/// Whether an existing link answers as a new request asks: the same options, and a password on
+/// neither. A password cannot be compared with another's salted digest, so a request with one
+/// always gets a link of its own, and one without is never handed a protected link.
+fn same_options(existing: &LinkExtras, new: &LinkExtras) -> bool {
+    existing.password_digest.is_none() && new.password_digest.is_none() && existing == new
 }
 
 /// The link a new item becomes.

@@ -139,6 +139,34 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
     let wire = extras(&app, link["code"].as_str().unwrap()).await.unwrap();
     assert!(wire.max_visits == 7 && wire.password.unwrap().matches(b"x"));
 
+    // An idempotent create never hands out a protected link, nor reuses one for a password,
+    // nor a link with other options.
+    let open = app
+        .create(json!({"url": "https://t.example/i", "idempotent": true}))
+        .await;
+    for body in [
+        json!({"url": "https://t.example/i", "idempotent": true, "password": "p"}),
+        json!({"url": "https://t.example/i", "idempotent": true, "max_visits": 2}),
+    ] {
+        let other = app.post_link(&body).await;
+        assert_eq!(other.status(), 201, "{body}");
+        let other: Value = other.json().await.unwrap();
+        assert_ne!(other["code"], open["code"], "{body}");
+    }
+    // The newest live link (the capped one) with the same options is the answer.
+    let capped = app
+        .post_link(&json!({"url": "https://t.example/i", "idempotent": true, "max_visits": 2}))
+        .await;
+    assert_eq!(capped.status(), 200, "the same options: the same link");
+    let again = app
+        .post_link(&json!({"url": "https://t.example/i", "idempotent": true, "password": "p"}))
+        .await;
+    assert_eq!(
+        again.status(),
+        201,
+        "a password always gets a link of its own"
+    );
+
     // JSON may write an integer as `4.0` (the schema's `integer` allows it).
     let whole = app
         .create(json!({"url": "https://t.example/w", "max_visits": 4.0}))
