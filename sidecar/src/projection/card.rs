@@ -90,9 +90,7 @@ impl RecordWrite {
         match previous {
             Some(link) => Self::for_link_and_card(link, now, grace),
             None => vec![
-                RecordWrite::Delete {
-                    key: super::key(code),
-                },
+                Self::restore(code, None, now, grace),
                 RecordWrite::Delete {
                     key: preview_key(code),
                 },
