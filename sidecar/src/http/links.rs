@@ -440,7 +440,7 @@ pub async fn get_link(
     Ok(Json(view))
 }
 
-/// Change a link's target, expiry, redirect status or query forwarding.
+/// Change a link: any of its fields, each as a create takes it; `null` removes an optional one.
 #[utoipa::path(patch, path = "/api/v1/links/{code}", tag = "links",
     params(("code" = String, Path)), request_body = UpdateLinkRequest,
     responses(

@@ -26,7 +26,7 @@ pub const MAX_VISITS_LIMIT: i64 = (1 << 53) - 1;
 
 /// A password as the caller sent it. Never logged (its `Debug` says nothing) and never stored:
 /// [`password`] turns it into the salted digest SQL keeps.
-#[derive(Clone, serde::Deserialize, serde::Serialize)]
+#[derive(Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct PlainPassword(pub String);
 

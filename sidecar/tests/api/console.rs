@@ -17,7 +17,48 @@ crate::on_each_backend!(
     campaign_totals_are_counted_in_the_background,
     the_rule_editor_saves_refuses_and_previews,
     the_card_page_saves_refuses_and_draws_the_card,
+    the_create_form_takes_a_cap_and_a_password,
 );
+
+/// The create form's cap and password: stored as the API stores them; a refused form never
+/// shows the password again.
+async fn the_create_form_takes_a_cap_and_a_password(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let csrf = browser.csrf().await;
+    let form = |cap: &'static str| {
+        vec![
+            ("url", "https://t.example/private"),
+            ("code", "private-one"),
+            ("max_visits", cap),
+            ("password", "hush hush"),
+        ]
+    };
+    let mut bad = form("0");
+    bad.push(("csrf", &csrf));
+    let refused = browser.post("/console/create", &bad).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("max_visits must be 1 to"), "{text}");
+    assert!(
+        !text.contains("hush hush"),
+        "the password is not shown again"
+    );
+
+    let mut good = form("3");
+    good.push(("csrf", &csrf));
+    let created = browser.post("/console/create", &good).await;
+    assert!(created.status().is_success() || created.status().is_redirection());
+    let link: serde_json::Value = app.get_link("private-one").await.json().await.unwrap();
+    assert_eq!(link["max_visits"], 3);
+    assert_eq!(link["password_protected"], true);
+    let page = browser.page("/console/links/private-one").await;
+    assert!(
+        page.contains("Visit cap") && page.contains("protected"),
+        "{page}"
+    );
+}
 
 /// The preview card of a link (issue 35): the form refuses what the API refuses (storing
 /// nothing), draws the unsaved card escaped, saves it and removes it; only this page may load
