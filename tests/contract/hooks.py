@@ -24,7 +24,10 @@ positive cases are made to keep those rules, and only those, before they are sen
   positive case's non-empty `rules` become a known-good rule set; `valid_since` is put in the
   past, so it is before any expiry (else 422 `invalid_valid_since`); `not_yet_url` and
   `expired_url` fit as `url` does;
-- a preview's `ip` is an address and its `country` an ISO code (else 422 `invalid_preview`).
+- a preview's `ip` is an address and its `country` an ISO code (else 422 `invalid_preview`);
+- a password and a card's title, description and site name fit their limit in UTF-8 bytes
+  (else 422 `invalid_password`, `invalid_preview`), and a card's image stays within its limit
+  once normalised (else 422 `invalid_preview`): a long one is replaced by a short one.
 
 Negative cases are left as generated.
 """
@@ -48,6 +51,10 @@ MAX_URL_BYTES = 5000
 # The characters of the URL pattern's alphabet that the URL parser may percent-encode (3 bytes).
 ENCODED = set("\"<>`{}'^|\\")
 NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
+# wire::record::password::MAX_PASSWORD_BYTES and wire::preview's limits.
+MAX_PASSWORD_BYTES = 128
+CARD_LIMITS = {"title": 300, "description": 1000, "site_name": 100}
+MAX_IMAGE_BYTES = 2048
 PREVIEW = "POST /api/v1/links/{code}/preview"
 VALID_RULES = [
     {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
@@ -99,6 +106,16 @@ def _fitting_values(body):
             body[field] = _within(body[field], limit)
     if isinstance(body.get("tags"), list):
         body["tags"] = [_within(t, MAX_TAG_BYTES) if isinstance(t, str) else t for t in body["tags"]]
+    if isinstance(body.get("password"), str):
+        body["password"] = _within(body["password"], MAX_PASSWORD_BYTES)
+    card = body.get("preview")
+    if isinstance(card, dict):
+        for field, limit in CARD_LIMITS.items():
+            if isinstance(card.get(field), str):
+                card[field] = _within(card[field], limit)
+        image = card.get("image")
+        if isinstance(image, str) and len(image) + 1 + 2 * sum(c in ENCODED for c in image) > MAX_IMAGE_BYTES:
+            card["image"] = "https://example.com/card.png"
 
 
 def _valid_rules(body):

@@ -1,12 +1,11 @@
 //! Preview cards through the real module: each messaging app's fetcher gets the card page with
 //! its tags, escaped; browsers and phones get the redirect; a link without a card (or whose card
-//! is gone) is answered to fetchers exactly as before.
+//! is gone) is answered to fetchers exactly as before. Cards are set through the sidecar's API.
 
 use serde_json::json;
 use shortlink_e2e::{status_and_location, System};
-use shortlink_wire::keys::{link_key, preview_key};
+use shortlink_wire::keys::preview_key;
 use shortlink_wire::preview::Card;
-use shortlink_wire::record::{Extras, Record};
 
 const TARGET: &str = "https://shop.example/spring?utm_source=sms";
 
@@ -28,21 +27,12 @@ const PEOPLE: [&str; 3] = [
 ];
 
 fn with_card(system: &System, card: &Card<'_>) -> String {
-    let code = system.create(json!({"url": TARGET}));
-    let extras = Extras {
-        has_card: true,
-        ..Extras::default()
-    };
-    let record = Record::Live {
-        status: 302,
-        expires_at: 0,
-        flags: 0,
-        target: TARGET,
-        extras: Some(&extras),
-    };
-    system.redis.set_bytes(&preview_key(&code), &card.encode());
-    system.redis.set_bytes(&link_key(&code), &record.encode());
-    code
+    let mut preview =
+        json!({"title": card.title, "description": card.description, "image": card.image});
+    if !card.site_name.is_empty() {
+        preview["site_name"] = json!(card.site_name);
+    }
+    system.create(json!({"url": TARGET, "preview": preview}))
 }
 
 fn get(system: &System, code: &str, agent: &str) -> reqwest::blocking::Response {
@@ -96,7 +86,15 @@ fn without_a_card_fetchers_get_the_redirect() {
     let system = System::start();
     let plain = system.create(json!({"url": TARGET}));
     // A card flag whose card is gone: the redirect, never an error.
-    let orphan = with_card(&system, &Card::default());
+    let orphan = with_card(
+        &system,
+        &Card {
+            title: "Gone",
+            description: "Soon",
+            image: "https://cdn.example/gone.jpg",
+            site_name: "",
+        },
+    );
     system.redis.cli(&["DEL", &preview_key(&orphan)]);
     for code in [&plain, &orphan] {
         for (name, agent) in FETCHERS {

@@ -46,7 +46,7 @@ pub fn password_attempts_key(code: &[u8], client: &[u8]) -> Vec<u8> {
 }
 
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
-/// [`crate::record::FLAG_PREVIEW`] ([`crate::preview`]).
+/// [`crate::record::Extras::has_card`] ([`crate::preview`]).
 pub const PREVIEW_PREFIX: &str = "sl:p:";
 
 /// The card key of `code` ([`PREVIEW_PREFIX`]).

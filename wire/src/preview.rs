@@ -1,7 +1,7 @@
 //! A link's preview card: what messaging apps draw before anyone taps (Open Graph and Twitter
 //! card tags), kept out of the hot record in `sl:p:<code>` ([`crate::keys::preview_key`]) and
 //! read only when a preview fetcher ([`crate::agent::is_preview`]) asks for a link whose record
-//! says it has one ([`crate::record::FLAG_PREVIEW`]).
+//! says it has one ([`crate::record::Extras::has_card`]).
 //!
 //! The value: a format byte ([`FORMAT`]), then title, description, image URL and site name, each
 //! a little-endian `u16` length and UTF-8 bytes (length 0 = absent).

@@ -53,7 +53,7 @@ pub struct ExportArgs {
 }
 
 /// The CSV header, in order; NDJSON objects have the same fields.
-pub const COLUMNS: [&str; 15] = [
+pub const COLUMNS: [&str; 18] = [
     "code",
     "url",
     "redirect",
@@ -69,6 +69,9 @@ pub const COLUMNS: [&str; 15] = [
     "not_yet_url",
     "expired_url",
     "rules",
+    "max_visits",
+    "password_digest",
+    "preview",
 ];
 
 #[derive(Serialize)]
@@ -94,6 +97,14 @@ struct ExportRow<'a> {
     /// The stored rules: an array in NDJSON, the stored JSON text verbatim in CSV.
     #[serde(skip_serializing_if = "Option::is_none")]
     rules: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_visits: Option<i64>,
+    /// The salted digest, never a password: an import restores the link's password with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    password_digest: Option<&'a str>,
+    /// The card: an object in NDJSON, the stored JSON text verbatim in CSV.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<serde_json::Value>,
 }
 
 const PAGE: u32 = 1000;
@@ -193,6 +204,13 @@ impl Sink {
             ),
             _ => None,
         };
+        let preview = match (&*self, link.extras.preview.as_deref()) {
+            (Sink::Ndjson(_), Some(text)) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| format!("link {}: stored card is not JSON: {e}", link.code))?,
+            ),
+            _ => None,
+        };
         let row = ExportRow {
             code: &link.code,
             url: &link.target,
@@ -209,6 +227,9 @@ impl Sink {
             not_yet_url: link.extras.not_yet_url.as_deref(),
             expired_url: link.extras.expired_url.as_deref(),
             rules,
+            max_visits: link.extras.max_visits,
+            password_digest: link.extras.password_digest.as_deref(),
+            preview,
         };
         match self {
             Sink::Ndjson(out) => {
@@ -231,6 +252,9 @@ impl Sink {
                 row.not_yet_url.unwrap_or(""),
                 row.expired_url.unwrap_or(""),
                 link.extras.rules.as_deref().unwrap_or(""),
+                &row.max_visits.map(|n| n.to_string()).unwrap_or_default(),
+                row.password_digest.unwrap_or(""),
+                link.extras.preview.as_deref().unwrap_or(""),
             ])?,
         }
         Ok(())

@@ -13,6 +13,7 @@ use super::export::FileFormat;
 use super::BoxError;
 use crate::config::Config;
 use crate::http::{AppState, Error};
+use crate::service::card::{self, CardSpec};
 use crate::service::validate;
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage::{self, LinkExtras};
@@ -63,6 +64,12 @@ struct ImportRow {
     expired_url: Option<String>,
     /// The rules in their API form: an array in NDJSON, its JSON text in a CSV field.
     rules: Option<serde_json::Value>,
+    max_visits: Option<i64>,
+    /// The password's salted digest as `export` wrote it (never the password itself), so a
+    /// restored link opens with the password it had.
+    password_digest: Option<String>,
+    /// The card in its API form: an object in NDJSON, its JSON text in a CSV field.
+    preview: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -106,7 +113,7 @@ impl Rows {
                     .iter()
                     .map(|name| name.trim().to_ascii_lowercase())
                     .collect();
-                const KNOWN: [&str; 16] = [
+                const KNOWN: [&str; 19] = [
                     "url",
                     "code",
                     "alias",
@@ -123,6 +130,9 @@ impl Rows {
                     "not_yet_url",
                     "expired_url",
                     "rules",
+                    "max_visits",
+                    "password_digest",
+                    "preview",
                 ];
                 if let Some(unknown) = columns.iter().find(|c| !KNOWN.contains(&c.as_str())) {
                     return Err(format!(
@@ -239,6 +249,19 @@ fn csv_row(columns: &[String], record: &csv::StringRecord) -> Result<ImportRow, 
             "valid_since" => row.valid_since = text,
             "not_yet_url" => row.not_yet_url = text,
             "expired_url" => row.expired_url = text,
+            "max_visits" => {
+                row.max_visits = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("max_visits {value:?} is not a number"))?,
+                )
+            }
+            "password_digest" => row.password_digest = text,
+            "preview" => {
+                row.preview = Some(
+                    serde_json::from_str(value).map_err(|e| format!("preview is not JSON: {e}"))?,
+                )
+            }
             "rules" => {
                 row.rules = Some(
                     serde_json::from_str(value).map_err(|e| format!("rules is not JSON: {e}"))?,
@@ -248,6 +271,17 @@ fn csv_row(columns: &[String], record: &csv::StringRecord) -> Result<ImportRow, 
         }
     }
     Ok(row)
+}
+
+/// A row's card, in its API form; its checks are the API's (`card::column`).
+fn import_card(value: Option<serde_json::Value>) -> Result<Option<CardSpec>, Error> {
+    value
+        .filter(|value| !value.is_null())
+        .map(|value| {
+            serde_json::from_value(value)
+                .map_err(|e| Error::invalid("invalid_preview", format!("preview: {e}")))
+        })
+        .transpose()
 }
 
 fn time(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, Error> {
@@ -329,6 +363,12 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         not_yet_url: validate::lifecycle_url(policy, own, row.not_yet_url, "not_yet_url")?,
         expired_url: validate::lifecycle_url(policy, own, row.expired_url, "expired_url")?,
         rules: validate::rules_column(policy, own, row.rules)?,
+        max_visits: row.max_visits.map(validate::max_visits).transpose()?,
+        password_digest: row
+            .password_digest
+            .map(validate::password_digest)
+            .transpose()?,
+        preview: card::column(policy, own, import_card(row.preview)?)?,
     };
     let redirect = validate::redirect_status(row.redirect)?;
     let forward_query = row.forward_query.unwrap_or(false);

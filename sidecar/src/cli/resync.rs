@@ -66,17 +66,18 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         let Some(last) = page.last() else { break };
         let last = last.code.clone();
         let now = storage::now();
+        // Each record with its card key (written or removed: a card SQL no longer has goes).
         let writes: Vec<RecordWrite> = page
             .iter()
-            .map(|link| {
-                let write = RecordWrite::for_link(link, now, config.expired_grace);
-                match (link.state(now), &write) {
+            .flat_map(|link| {
+                let writes = RecordWrite::for_link_and_card(link, now, config.expired_grace);
+                match (link.state(now), &writes[0]) {
                     (_, RecordWrite::Delete { .. }) => removed += 1,
                     (LinkState::Live, _) => live += 1,
                     (LinkState::Expired, _) => expired += 1,
                     (LinkState::Revoked, _) => revoked += 1,
                 }
-                write
+                writes
             })
             .collect();
         if let Err(error) = projection.apply_pipelined(&writes).await {

@@ -1,5 +1,6 @@
-//! Bulk upload: a CSV (header `url,code,expires_at,redirect,campaign,ref,tags`, tags separated by
-//! `;`) or NDJSON file (one `POST /api/v1/links` body a line) goes through the batch service in
+//! Bulk upload: a CSV (header `url,code,expires_at,redirect,campaign,ref,tags,max_visits,password`
+//! and the card's `preview_title,preview_description,preview_image,preview_site_name`, tags
+//! separated by `;`) or NDJSON file (one `POST /api/v1/links` body a line) goes through the batch service in
 //! chunks, in a task of its own. The progress page reloads itself (an HTTP `Refresh` header: no
 //! script) until every row is done, then offers the results as CSV: one row per input line with
 //! the code and short URL, or the error.
@@ -10,9 +11,11 @@ use super::campaigns::csv_field;
 use super::layout;
 use super::session::{ConsoleState, Operator};
 use super::{see_other, PageError, PageResult};
-use crate::http::links::CreateLinkRequest;
+use crate::http::links::{CreateLinkRequest, WholeNumber};
 use crate::http::{failure_error, AppState, DomainContext, Error};
+use crate::service::card::CardSpec;
 use crate::service::validate;
+use crate::service::validate::PlainPassword;
 use crate::service::ItemOutcome;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
@@ -86,7 +89,7 @@ pub async fn page(operator: Operator) -> PageResult {
             button type="submit" { "Upload and create" }
         }
         p.hint {
-            "CSV: a header row with " code { "url" } " and any of " code { "code,expires_at,redirect,campaign,ref,tags" }
+            "CSV: a header row with " code { "url" } " and any of " code { "code,expires_at,redirect,campaign,ref,tags,max_visits,password,preview_title,preview_description,preview_image,preview_site_name" }
             " (RFC 3339 expiry, tags separated by " code { ";" } "). NDJSON: one link per line, as for "
             code { "POST /api/v1/links" } "."
         }
@@ -95,6 +98,27 @@ pub async fn page(operator: Operator) -> PageResult {
 }
 
 /// The file's rows as create requests, or why a row cannot be read (its result is that error).
+/// The card of a CSV row's `preview_*` columns, if it has any (a missing title, text or image is
+/// then refused by the card's checks, naming it).
+fn card(field: &dyn Fn(&str) -> Option<String>) -> Option<CardSpec> {
+    let [title, description, image, site_name] = [
+        "preview_title",
+        "preview_description",
+        "preview_image",
+        "preview_site_name",
+    ]
+    .map(field);
+    if title.is_none() && description.is_none() && image.is_none() && site_name.is_none() {
+        return None;
+    }
+    Some(CardSpec {
+        title: title.unwrap_or_default(),
+        description: description.unwrap_or_default(),
+        image: image.unwrap_or_default(),
+        site_name,
+    })
+}
+
 fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| Error::invalid("invalid_body", "the file is not UTF-8 text"))?;
@@ -143,6 +167,12 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
                             .map_err(|_| format!("redirect {r:?} is not a number"))
                     })
                     .transpose()?;
+                let max_visits = field("max_visits")
+                    .map(|n| {
+                        n.parse()
+                            .map_err(|_| format!("max_visits {n:?} is not a number"))
+                    })
+                    .transpose()?;
                 Ok(CreateLinkRequest {
                     url: field("url").unwrap_or_default(),
                     code: field("code"),
@@ -159,11 +189,14 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
                             .map(str::to_owned)
                             .collect()
                     }),
-                    // A CSV upload has no lifecycle or rules columns: plain links.
+                    // A CSV upload has no lifecycle or rules columns.
                     valid_since: None,
                     not_yet_url: None,
                     expired_url: None,
                     rules: None,
+                    max_visits: max_visits.map(WholeNumber),
+                    password: field("password").map(PlainPassword),
+                    preview: card(&field),
                 })
             })
             .collect()
@@ -353,6 +386,28 @@ mod tests {
         assert_eq!(first.recipient_ref.as_deref(), Some("r1"));
         assert_eq!(first.tags, Some(vec!["a".to_owned(), "b".to_owned()]));
         assert!(rows[1].as_ref().unwrap_err().contains("RFC 3339"));
+
+        // A cap, a password and a card in columns of their own; a cap must be a number.
+        let rows = parse(
+            "url,max_visits,password,preview_title,preview_description,preview_image
+             https://a.example/,5,s3cret,T,D,https://i.example/a.png
+             https://b.example/,many,,,,
+"
+            .as_bytes(),
+        )
+        .unwrap();
+        let first = rows[0].as_ref().unwrap();
+        assert_eq!(first.max_visits, Some(WholeNumber(5)));
+        assert_eq!(
+            first.password.as_ref().map(|p| p.0.as_str()),
+            Some("s3cret")
+        );
+        let card = first.preview.as_ref().unwrap();
+        assert_eq!(
+            (card.title.as_str(), card.site_name.as_deref()),
+            ("T", None)
+        );
+        assert!(rows[1].as_ref().unwrap_err().contains("max_visits"));
 
         let rows = parse(b"{\"url\":\"https://a.example/\"}\n\n{\"nope\":1}\n").unwrap();
         assert_eq!(rows.len(), 2);

@@ -109,6 +109,12 @@ pub async fn page(
                         (link.rules.as_ref().map_or(0, Vec::len)) " · "
                         a href={ "/console/links/" (link.code) "/rules" } { "edit and preview" }
                     }
+                    @if let Some(cap) = link.max_visits { dt { "Visit cap" } dd { (cap) } }
+                    @if link.password_protected { dt { "Password" } dd { "protected" } }
+                    dt { "Preview card" } dd {
+                        (link.preview.as_ref().map_or("none", |card| card.title.as_str())) " · "
+                        a href={ "/console/links/" (link.code) "/card" } { "edit and preview" }
+                    }
                 }
             }
             @if let Some(svg) = &qr_svg {

@@ -45,11 +45,16 @@ figure{margin:0}
 .legend .human{color:#2563eb}.legend .bot{color:#6b7280}.legend .preview{color:#b45309}
 progress{width:100%;height:1.5em}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(18em,1fr));gap:1em}
+.bubble{margin:0;max-width:22em;background:#e7f6dc;border-radius:10px;padding:.4em;align-self:start}
+.bubble img{display:block;width:100%;max-height:12em;object-fit:cover;border-radius:6px}
+.bubble-text{display:flex;flex-direction:column;gap:.15em;padding:.4em;background:#fff;border-radius:6px;margin-top:.3em;overflow-wrap:anywhere}
+.bubble-text small{color:#555}
 .state-live{color:#15803d}.state-expired{color:#92400e}.state-revoked{color:#b91c1c}
 @media (max-width:40em){header form{margin-left:0}main{padding:.5em}th,td{padding:.3em}}
 "#;
 
-/// The copy button: the only script, and optional (the URL is selectable text anyway).
+/// The copy button and the card page's live card: the only script, and optional (the URL is
+/// selectable text anyway; the card page has a "Preview" button).
 const JS: &str = r#"
 document.querySelectorAll('button[data-copy]').forEach(function (button) {
   button.hidden = false;
@@ -60,6 +65,19 @@ document.querySelectorAll('button[data-copy]').forEach(function (button) {
     }, function () {
       button.textContent = 'Copy failed: select the text';
     });
+  });
+});
+document.querySelectorAll('[data-card-field]').forEach(function (field) {
+  var shown = document.getElementById('card-' + field.name);
+  if (!shown) return;
+  field.addEventListener('input', function () {
+    var value = field.value.trim();
+    if (field.name === 'image') {
+      shown.hidden = value.indexOf('https://') !== 0;
+      if (!shown.hidden) shown.src = value;
+    } else {
+      shown.textContent = value;
+    }
   });
 });
 "#;

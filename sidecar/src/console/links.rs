@@ -6,7 +6,7 @@ use super::session::Operator;
 use super::{encode, see_other, PageError, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
-use crate::service::validate::{self, LinkRequest};
+use crate::service::validate::{self, LinkRequest, PlainPassword};
 use crate::service::{Created, LinkPatch};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
@@ -36,6 +36,11 @@ pub struct CreateForm {
     /// Comma-separated.
     #[serde(default)]
     tags: String,
+    #[serde(default)]
+    max_visits: String,
+    /// Never shown again (a refused form comes back without it), nor in `Debug`.
+    #[serde(default)]
+    password: PlainPassword,
 }
 
 fn optional(text: &str) -> Option<String> {
@@ -85,6 +90,10 @@ fn form_page(operator: &Operator, form: &CreateForm, problem: Option<&str>) -> M
                 input #campaign type="text" name="campaign" value=(form.campaign) maxlength="200";
                 label for="tags" { "Tags, comma-separated (optional)" }
                 input #tags type="text" name="tags" value=(form.tags);
+                label for="max_visits" { "Visit cap (optional)" }
+                input #max_visits type="number" name="max_visits" min="1" value=(form.max_visits);
+                label for="password" { "Password (optional)" }
+                input #password type="password" name="password" autocomplete="new-password";
                 button type="submit" { "Create" }
             }
         },
@@ -112,6 +121,12 @@ pub async fn create(
             })?),
         };
         let tags: Vec<String> = form.tags.split(',').filter_map(optional).collect();
+        let max_visits = match optional(&form.max_visits) {
+            None => None,
+            Some(text) => Some(text.parse::<i64>().map_err(|_| {
+                Error::invalid("invalid_max_visits", "the visit cap is not a number")
+            })?),
+        };
         Ok(LinkRequest {
             url: form.url.trim().to_owned(),
             code: optional(&form.code),
@@ -122,6 +137,9 @@ pub async fn create(
             campaign: optional(&form.campaign),
             recipient_ref: None,
             tags: (!tags.is_empty()).then_some(tags),
+            max_visits,
+            // As typed: spaces may be part of a password.
+            password: Some(form.password.clone()).filter(|password| !password.0.is_empty()),
             ..LinkRequest::default()
         })
     };

@@ -17,6 +17,7 @@
 
 mod bulk;
 mod campaigns;
+mod card;
 mod chart;
 mod detail;
 mod domains;
@@ -76,6 +77,11 @@ pub fn router() -> Router<AppState> {
             post(rules::try_phone),
         )
         .route(
+            "/console/links/{code}/card",
+            get(card::page).post(card::save),
+        )
+        .route("/console/links/{code}/card/preview", post(card::preview))
+        .route(
             "/console/links/{code}/revoke",
             get(links::revoke_confirm).post(links::revoke),
         )
@@ -111,7 +117,10 @@ pub fn router() -> Router<AppState> {
 
 async fn secure_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
-    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    // A page may widen it for itself (the card page loads the card's image).
+    headers
+        .entry(CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CSP));
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers
         .entry(CACHE_CONTROL)

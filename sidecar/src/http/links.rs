@@ -4,8 +4,9 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::service::card::{self, CardSpec};
 use crate::service::rules::{self, RuleSpec};
-use crate::service::validate::{self, LinkRequest};
+use crate::service::validate::{self, LinkRequest, PlainPassword};
 use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
 use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};
 use axum::extract::State;
@@ -46,7 +47,9 @@ pub struct CreateLinkRequest {
     /// Append the short URL's query string to the target (default false).
     pub forward_query: Option<bool>,
     /// Return the newest live link with the same URL and the same `ref` (or none) (200) instead
-    /// of creating one: one recipient's link is never handed to another.
+    /// of creating one: one recipient's link is never handed to another. Only a link with the
+    /// same options (lifecycle, rules, cap, card) is returned, and never one with a password,
+    /// nor for a request with one (a password cannot be compared with a stored digest).
     pub idempotent: Option<bool>,
     /// The campaign the link belongs to (1 to 200 characters).
     #[schema(schema_with = super::schema::meta)]
@@ -69,6 +72,16 @@ pub struct CreateLinkRequest {
     /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
     #[schema(value_type = Option<Vec<RuleSpec>>)]
     pub rules: Option<serde_json::Value>,
+    /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
+    /// expired link (`expired_url` or 410).
+    #[schema(schema_with = super::schema::max_visits)]
+    pub max_visits: Option<WholeNumber>,
+    /// A password page first; the right password opens the link. Write-only: stored as a
+    /// salted digest, never returned (reads say `password_protected`).
+    #[schema(schema_with = super::schema::password)]
+    pub password: Option<PlainPassword>,
+    /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
+    pub preview: Option<CardSpec>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -111,6 +124,55 @@ pub struct UpdateLinkRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
     pub rules: Option<Option<serde_json::Value>>,
+    /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
+    /// clicks ever redirected, so lowering it below them closes the link at once.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::max_visits)]
+    pub max_visits: Option<Option<WholeNumber>>,
+    /// A new password (replacing any), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = super::schema::password)]
+    pub password: Option<Option<PlainPassword>>,
+    /// A new card (replacing the old one whole), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CardSpec>, nullable)]
+    pub preview: Option<Option<CardSpec>>,
+}
+
+/// An integer as JSON may write it: `3079` or `3079.0` (JSON Schema's `integer` takes both).
+/// Whole numbers beyond `i64` saturate, so that validation refuses them with its own message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct WholeNumber(pub i64);
+
+impl<'de> Deserialize<'de> for WholeNumber {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WholeNumber;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(n))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(i64::try_from(n).unwrap_or(i64::MAX)))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> std::result::Result<WholeNumber, E> {
+                if n.fract() != 0.0 || n.is_nan() {
+                    return Err(E::invalid_value(serde::de::Unexpected::Float(n), &self));
+                }
+                // `as` saturates at the bounds, which validation then refuses.
+                Ok(WholeNumber(n as i64))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -154,6 +216,17 @@ pub struct LinkView {
     /// The rules as written, normalised; absent for none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rules: Option<Vec<RuleSpec>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<i64>,
+    /// The clicks counted against `max_visits` so far (read of one link only; absent when
+    /// Redis could not be asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits_counted: Option<u64>,
+    /// Whether a password guards the link (the password itself is never returned).
+    pub password_protected: bool,
+    /// The preview card; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<CardSpec>,
 }
 
 impl LinkView {
@@ -189,6 +262,15 @@ impl LinkView {
                 .rules
                 .as_deref()
                 .and_then(|text| rules::parse_stored(text).ok()),
+            max_visits: link.extras.max_visits,
+            visits_counted: None,
+            password_protected: link.extras.password_digest.is_some(),
+            // As the rules: checked when written; a row that no longer parses reads as none.
+            preview: link
+                .extras
+                .preview
+                .as_deref()
+                .and_then(|text| card::parse_stored(text).ok()),
         }
     }
 }
@@ -274,6 +356,9 @@ impl From<CreateLinkRequest> for LinkRequest {
             not_yet_url: r.not_yet_url,
             expired_url: r.expired_url,
             rules: r.rules,
+            max_visits: r.max_visits.map(|n| n.0),
+            password: r.password,
+            preview: r.preview,
         }
     }
 }
@@ -302,7 +387,8 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
             our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
-            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
             `idempotency_key_reused` (the `Idempotency-Key` was used with another request)", body = ErrorBody),
         (status = 503, description = "database or redis unavailable; nothing stored", body = ErrorBody),
     ))]
@@ -345,10 +431,16 @@ pub async fn get_link(
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
     let link = state.links.get(&code).await?;
-    Ok(Json(LinkView::new(link, &domains)))
+    let capped = link.extras.max_visits.is_some();
+    let mut view = LinkView::new(link, &domains);
+    if capped {
+        // One GET, only here: a listing would cost one per link. Redis down only hides it.
+        view.visits_counted = state.links.projection().visit_count(&code).await.ok();
+    }
+    Ok(Json(view))
 }
 
-/// Change a link's target, expiry, redirect status or query forwarding.
+/// Change a link: any of its fields, each as a create takes it; `null` removes an optional one.
 #[utoipa::path(patch, path = "/api/v1/links/{code}", tag = "links",
     params(("code" = String, Path)), request_body = UpdateLinkRequest,
     responses(
@@ -360,7 +452,8 @@ pub async fn get_link(
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \
-            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_body`, \
+            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
             `empty_patch`", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
@@ -415,12 +508,24 @@ pub async fn update_link(
             .rules
             .map(|rules| validate::rules_column(policy, own, rules))
             .transpose()?,
+        max_visits: request
+            .max_visits
+            .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
+            .transpose()?,
+        password_digest: request
+            .password
+            .map(|plain| plain.map(validate::password).transpose())
+            .transpose()?,
+        preview: request
+            .preview
+            .map(|preview| card::column(policy, own, preview))
+            .transpose()?,
     };
     if patch.is_empty() {
         return Err(Error::invalid(
             "empty_patch",
             "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
-             valid_since, not_yet_url, expired_url, rules",
+             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
         ));
     }
     let link = state.links.update(&code, patch).await?;

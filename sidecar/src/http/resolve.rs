@@ -30,6 +30,9 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
     responses(
         (status = 301, description = "redirect; `Location` is the target (plus the request's query string if the link forwards queries)"),
         (status = 302), (status = 307), (status = 308),
+        (status = 401, description = "a password-protected link: the password page (HTML; its form \
+            posts to the short URL, which nginx answers); or no valid API key (JSON)",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
         (status = 403, description = "before `valid_since`, without a `not_yet_url`: the \"not yet\" page (HTML)"),
         (status = 404, body = ErrorBody),
         (status = 410, description = "revoked, or expired within the grace period", body = ErrorBody),

@@ -37,7 +37,7 @@ pub const URL_PATTERN: &str = concat!(
 );
 pub const MAX_URL_LENGTH: usize = 5000;
 /// No control character (Unicode Cc), as campaigns, references and tags must be.
-const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+pub(crate) const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 
 fn nullable_string(description: &str) -> ObjectBuilder {
     ObjectBuilder::new()
@@ -72,6 +72,35 @@ pub fn optional_url() -> Schema {
     nullable_string("An absolute http(s) URL, validated like `url`; null for none.")
         .pattern(Some(URL_PATTERN))
         .max_length(Some(MAX_URL_LENGTH))
+        .into()
+}
+
+/// `max_visits`: 1 to 2^53 - 1, or null (none; on an update, removes the cap).
+pub fn max_visits() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(1))
+        .maximum(Some(crate::service::validate::MAX_VISITS_LIMIT))
+        .description(Some(
+            "At most this many clicks are redirected, 1 to 2^53 - 1; null for none (on an \
+             update, removes the cap; the clicks counted so far stay counted).",
+        ))
+        .examples([serde_json::json!(1000)])
+        .into()
+}
+
+/// `password`: 1 to `MAX_PASSWORD_BYTES` bytes (at most that many characters, and bytes in
+/// UTF-8, which no schema can say: else 422 `invalid_password`), or null.
+pub fn password() -> Schema {
+    use shortlink_wire::record::password::MAX_PASSWORD_BYTES;
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(format!(
+            "Write-only: the link's password, 1 to {MAX_PASSWORD_BYTES} bytes (UTF-8); stored \
+             only as a salted digest. Null for none (on an update, removes it)."
+        )))
+        .min_length(Some(1))
+        .max_length(Some(MAX_PASSWORD_BYTES))
         .into()
 }
 

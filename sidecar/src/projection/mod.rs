@@ -1,17 +1,20 @@
 //! The Redis projection of SQL that the nginx module reads: key `sl:c:<code>`, value the link
-//! record, both defined in `shortlink_wire` (the contract with the module).
+//! record, and beside it a link's preview card ([`card`]), all defined in `shortlink_wire` (the
+//! contract with the module).
 //!
 //! [`RecordWrite`] is the pure part (what to write for a link at a given time); [`Projection`]
 //! performs it on Redis, with bounded waits so a dead Redis costs a request at most the timeout.
 //! [`marker`] keeps `sl:meta:projection`, which says the projection is whole, and refills Redis
 //! from SQL when it lost its data.
 
+mod card;
 mod connection;
 mod doubt;
 pub mod marker;
 mod slots;
 mod state;
 
+pub use card::{card_value, preview_key};
 pub use slots::missing_marker_slots;
 use slots::pick;
 pub use state::PipelineState;
@@ -22,6 +25,7 @@ pub use crate::primary::ProjectionError;
 use crate::service::rules;
 use crate::storage::{Link, LinkExtras, LinkState};
 use chrono::{DateTime, Utc};
+use shortlink_wire::record::password::Password;
 use shortlink_wire::record::{Extras, Record};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -107,11 +111,17 @@ pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
         not_yet_url: url(&extras.not_yet_url),
         expired_url: url(&extras.expired_url),
         rules: rules.into(),
-        // The API does not take these yet (the module and the fallback answer them; SQL and the
-        // API are the next step of issue 34, cards of issue 35).
-        max_visits: 0,
-        password: None,
-        has_card: false,
+        max_visits: extras
+            .max_visits
+            .map_or(0, |cap| u64::try_from(cap).unwrap_or(0)),
+        password: extras.password_digest.as_deref().map(|hex| {
+            Password::from_hex(hex).unwrap_or_else(|| {
+                // Closed rather than open to everyone: a hand-edited row must not unlock it.
+                tracing::error!(%code, "stored password digest is not hex; the link stays locked");
+                Password::unmatchable()
+            })
+        }),
+        has_card: card::has_card(extras),
     }
 }
 
@@ -569,6 +579,22 @@ impl Projection {
             .arg(shortlink_wire::keys::visit_count_key(code));
         let (visits,): (u64,) = self.run(&pipe, self.timeout).await?;
         Ok(visits)
+    }
+
+    /// Deletes the click counter of `code` (`sl:n:<code>`): the link is revoked.
+    pub async fn delete_visit_count(&self, code: &str) -> Result<(), ProjectionError> {
+        self.delete_keys(&[shortlink_wire::keys::visit_count_key(code)])
+            .await
+            .map(drop)
+    }
+
+    /// The clicks counted on `code` so far (`GET sl:n:<code>`; 0 for none).
+    pub async fn visit_count(&self, code: &str) -> Result<u64, ProjectionError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET")
+            .arg(shortlink_wire::keys::visit_count_key(code));
+        let (visits,): (Option<u64>,) = self.run(&pipe, self.timeout).await?;
+        Ok(visits.unwrap_or(0))
     }
 
     pub async fn ping(&self) -> Result<(), ProjectionError> {

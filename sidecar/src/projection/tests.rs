@@ -105,6 +105,9 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         valid_since: DateTime::from_timestamp(1_800_000_000, 0),
         not_yet_url: Some("https://soon.example/".into()),
         expired_url: None,
+        max_visits: Some(3),
+        password_digest: None,
+        preview: None,
         rules: Some(
             r#"[{"if":{"device":["ios"]},"then":{"url":"https://apps.example/","redirect":302,"forward_query":false}}]"#
                 .into(),
@@ -145,4 +148,66 @@ fn a_link_with_an_expired_url_keeps_its_record_after_expiry() {
         RecordWrite::for_link(&l, now, DAY),
         RecordWrite::Set { .. }
     ));
+}
+
+#[test]
+fn the_card_key_follows_the_record() {
+    use shortlink_wire::keys::{preview_key, visit_count_key};
+    let mut l = link();
+    let now = DateTime::from_timestamp(1_700_000_100, 0).unwrap();
+    // No card: the key is removed, and a new link writes none.
+    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    assert_eq!(writes[1].key(), preview_key(&l.code));
+    assert!(matches!(writes[1], RecordWrite::Delete { .. }));
+    assert_eq!(RecordWrite::new_card(&l, &writes[0]), None);
+
+    l.extras.preview =
+        Some(r#"{"title":"T","description":"D","image":"https://i.example/a.png"}"#.into());
+    l.expires_at = DateTime::from_timestamp(1_700_000_200, 0);
+    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    let RecordWrite::SetUntil { at, .. } = writes[0] else {
+        panic!("an expiring record: {writes:?}");
+    };
+    let RecordWrite::SetUntil {
+        value, at: card_at, ..
+    } = &writes[1]
+    else {
+        panic!("an expiring card: {writes:?}");
+    };
+    assert_eq!(*card_at, at, "the card goes with its record");
+    let decoded = shortlink_wire::preview::decode(value).unwrap();
+    assert_eq!((decoded.title, decoded.site_name), ("T", ""));
+    assert_eq!(
+        RecordWrite::new_card(&l, &writes[0]).as_ref(),
+        Some(&writes[1])
+    );
+    let shortlink_wire::record::Link::Live {
+        extras: Some(extras),
+        ..
+    } = shortlink_wire::record::decode(&encode_record(&l)).unwrap()
+    else {
+        panic!("a version 2 record");
+    };
+    assert!(extras.has_card);
+
+    // Revoked, or past its grace: the card goes; past its grace, a capped link's counter too.
+    let mut revoked = l.clone();
+    revoked.revoked_at = Some(now);
+    assert!(matches!(
+        RecordWrite::for_link_and_card(&revoked, now, DAY)[1],
+        RecordWrite::Delete { .. }
+    ));
+    l.extras.max_visits = Some(5);
+    let later = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let writes = RecordWrite::for_link_and_card(&l, later, DAY);
+    let deleted: Vec<&str> = writes.iter().map(RecordWrite::key).collect();
+    assert!(writes
+        .iter()
+        .all(|w| matches!(w, RecordWrite::Delete { .. })));
+    assert_eq!(deleted[2], visit_count_key(&l.code));
+
+    // A card that no longer reads back is left out of both.
+    l.extras.preview = Some("{not json".into());
+    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    assert!(matches!(writes[1], RecordWrite::Delete { .. }));
 }

@@ -86,6 +86,7 @@ impl LinkService {
                 self.unpublish(&sent, &taken).await;
                 return Err(error.into());
             }
+            self.unpublish_cards(&sent, &taken, &refused.rows).await;
         }
         let failure = self.end_transaction(tx, failed, &sent, &taken).await;
         // After the transaction: on SQLite the sequence shares its one write connection.
@@ -364,7 +365,11 @@ impl LinkService {
         Ok(rows
             .iter()
             .filter(|row| plan.inserted.contains(&row.link.code))
-            .map(|row| RecordWrite::for_link(&row.link, now, self.grace))
+            .flat_map(|row| {
+                let record = RecordWrite::for_link(&row.link, now, self.grace);
+                let card = RecordWrite::new_card(&row.link, &record);
+                std::iter::once(record).chain(card)
+            })
             .collect())
     }
 
@@ -384,6 +389,31 @@ impl LinkService {
                 keys = written.len(),
                 "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
             );
+        }
+    }
+}
+
+impl LinkService {
+    /// The cards sent for rows refused because Redis held their code: removed (if unchanged),
+    /// since the record they would go with is another's.
+    async fn unpublish_cards(
+        &self,
+        sent: &[Vec<RecordWrite>],
+        taken: &HashMap<String, Vec<u8>>,
+        codes: &[String],
+    ) {
+        let cards: HashSet<String> = codes
+            .iter()
+            .map(|code| projection::preview_key(code))
+            .collect();
+        let written: Vec<(&str, &[u8])> = sent
+            .iter()
+            .flatten()
+            .filter(|write| cards.contains(write.key()) && !taken.contains_key(write.key()))
+            .filter_map(|write| Some((write.key(), written_value(write)?)))
+            .collect();
+        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+            tracing::warn!(%redis, "the cards of refused codes could not be removed");
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::projection::{written_value, ProjectionError, RecordWrite};
-use crate::storage::{self, Link, LinkFlags, LinkState, Slot, StorageError};
+use crate::storage::{self, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
 
@@ -135,14 +135,17 @@ impl LinkService {
             }
         };
         Ok(candidate.filter(|link| {
-            link.state(now) == LinkState::Live && link.target == new.target.as_str()
+            link.state(now) == LinkState::Live
+                && link.target == new.target.as_str()
+                && same_options(&link.extras, &new.extras)
         }))
     }
 
     /// The write-through of a new link: its record goes in with `SET NX`, so a create never
     /// overwrites a record (a code in Redis but not in SQL means SQL is behind Redis). Returns
     /// `false`, rolled back, when Redis holds the code already; an `explicit` code (alias,
-    /// import) whose record is there exactly as it would be written is accepted.
+    /// import) whose record is there exactly as it would be written is accepted. A card goes in
+    /// after the record (a fetcher in between gets the redirect, as without a card).
     async fn publish_new_and_commit(
         &self,
         tx: Box<dyn storage::LinkTx>,
@@ -184,12 +187,29 @@ impl LinkService {
                 return Err(error.into());
             }
         };
+        let card = RecordWrite::new_card(link, &write);
+        // What to take back if the link is not committed after all: the record if this create
+        // wrote it, and the card.
+        let written: Vec<(&str, &[u8])> = written_value(&write)
+            .filter(|_| ours)
+            .map(|value| (write.key(), value))
+            .into_iter()
+            .chain(
+                card.iter()
+                    .filter_map(|card| Some((card.key(), written_value(card)?))),
+            )
+            .collect();
+        if let Some(card) = &card {
+            if let Err(error) = self.projection.apply(std::slice::from_ref(card)).await {
+                tracing::warn!(code = %link.code, %error, "redis card write failed; rolling back");
+                let _ = tx.rollback().await;
+                if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+                    tracing::warn!(code = %link.code, %redis, "record of a failed create not removed");
+                }
+                return Err(error.into());
+            }
+        }
         if let Err(error) = tx.commit().await {
-            let written: Vec<(&str, &[u8])> = written_value(&write)
-                .filter(|_| ours)
-                .map(|value| (write.key(), value))
-                .into_iter()
-                .collect();
             if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
                 tracing::error!(
                     code = %link.code,
@@ -203,6 +223,13 @@ impl LinkService {
         }
         Ok(true)
     }
+}
+
+/// Whether an existing link answers as a new request asks: the same options, and a password on
+/// neither. A password cannot be compared with another's salted digest, so a request with one
+/// always gets a link of its own, and one without is never handed a protected link.
+fn same_options(existing: &LinkExtras, new: &LinkExtras) -> bool {
+    existing.password_digest.is_none() && new.password_digest.is_none() && existing == new
 }
 
 /// The link a new item becomes.

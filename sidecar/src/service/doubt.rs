@@ -3,6 +3,7 @@
 use super::{LinkService, ServiceError};
 use crate::projection::{RecordWrite, KEY_PREFIX};
 use crate::storage;
+use shortlink_wire::keys::{PREVIEW_PREFIX, VISIT_COUNT_PREFIX};
 
 impl LinkService {
     /// Writes every record in doubt again as SQL has it, under the row's lock so no update
@@ -13,14 +14,18 @@ impl LinkService {
     pub async fn settle_in_doubt(&self) -> Result<usize, ServiceError> {
         let mut settled = 0;
         for (key, sent) in self.projection.in_doubt() {
-            let Some(code) = key.strip_prefix(KEY_PREFIX) else {
+            // A record, or a key that goes with one (its card, its click counter).
+            let Some(code) = [KEY_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
+                .iter()
+                .find_map(|prefix| key.strip_prefix(prefix))
+            else {
                 continue;
             };
             let mut tx = self.storage.begin().await?;
             let result = match tx.lock_link(code).await {
                 Ok(Some(link)) => {
-                    let write = RecordWrite::for_link(&link, storage::now(), self.grace);
-                    self.projection.apply(&[write]).await
+                    let writes = RecordWrite::for_link_and_card(&link, storage::now(), self.grace);
+                    self.projection.apply(&writes).await
                 }
                 Ok(None) => match &sent {
                     Some(value) => {

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod batch;
+pub mod card;
 pub mod click;
 mod create;
 mod doubt;

@@ -132,6 +132,13 @@ pub struct LinkPatch {
     pub expired_url: Option<Option<String>>,
     /// The normalised JSON text of the rules; `Some(None)` removes them.
     pub rules: Option<Option<String>>,
+    /// `Some(None)` removes the cap; the clicks counted so far stay counted (the cap is on
+    /// clicks ever redirected).
+    pub max_visits: Option<Option<i64>>,
+    /// A new password's digest (`validate::password`), replacing any; `Some(None)` removes it.
+    pub password_digest: Option<Option<String>>,
+    /// The card's normalised JSON (`card::column`); `Some(None)` removes it.
+    pub preview: Option<Option<String>>,
 }
 
 impl LinkPatch {
@@ -147,6 +154,9 @@ impl LinkPatch {
             && self.not_yet_url.is_none()
             && self.expired_url.is_none()
             && self.rules.is_none()
+            && self.max_visits.is_none()
+            && self.password_digest.is_none()
+            && self.preview.is_none()
     }
 }
 

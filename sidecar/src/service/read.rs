@@ -73,10 +73,14 @@ impl LinkService {
                 }
             }
         };
+        let card = RecordWrite::new_card(&link, &write);
         let projection = Arc::clone(&self.projection);
         tokio::spawn(async move {
-            if let Err(error) = projection.repair(&write).await {
-                tracing::debug!(%error, "redis repair after fallback resolve failed");
+            // The card after the record, as a create writes them.
+            for write in std::iter::once(write).chain(card) {
+                if let Err(error) = projection.repair(&write).await {
+                    tracing::debug!(%error, "redis repair after fallback resolve failed");
+                }
             }
         });
         Ok(resolution)

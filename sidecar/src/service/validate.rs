@@ -2,11 +2,12 @@
 //! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
 //! it their own way.
 
-use super::{rules, IdempotencyKey, LinkService, NewLink};
+use super::{card, rules, IdempotencyKey, LinkService, NewLink};
 use crate::projection;
 use crate::storage::{Link, LinkExtras};
 use crate::validate::{UrlError, UrlPolicy};
 use chrono::{DateTime, SubsecRound, Utc};
+use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
 use shortlink_wire::record::MAX_RECORD_BYTES;
 use std::borrow::Cow;
 
@@ -19,6 +20,21 @@ pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_LEN: usize = 64;
 /// Longest `Idempotency-Key`.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+/// The highest `max_visits`: the largest integer every JSON reader (a JavaScript one included)
+/// reads exactly.
+pub const MAX_VISITS_LIMIT: i64 = (1 << 53) - 1;
+
+/// A password as the caller sent it. Never logged (its `Debug` says nothing) and never stored:
+/// [`password`] turns it into the salted digest SQL keeps.
+#[derive(Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(transparent)]
+pub struct PlainPassword(pub String);
+
+impl std::fmt::Debug for PlainPassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlainPassword(..)")
+    }
+}
 
 /// Why a request cannot become a link: a stable error code and a message for the caller.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +74,9 @@ pub struct LinkRequest {
     pub expired_url: Option<String>,
     /// The JSON of `rules`, checked by [`rules::check`] (errors name the rule and field).
     pub rules: Option<serde_json::Value>,
+    pub max_visits: Option<i64>,
+    pub password: Option<PlainPassword>,
+    pub preview: Option<card::CardSpec>,
 }
 
 fn printable(value: &str, max: usize) -> bool {
@@ -152,6 +171,9 @@ pub fn new_link(
         not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
         expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
         rules: rules_column(policy, own_domains, request.rules)?,
+        max_visits: request.max_visits.map(max_visits).transpose()?,
+        password_digest: request.password.map(password).transpose()?,
+        preview: card::column(policy, own_domains, request.preview)?,
     };
     let expires_at = request.expires_at.map(expiry).transpose()?;
     let redirect = redirect_status(request.redirect)?;
@@ -191,6 +213,48 @@ pub fn valid_since(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
         ));
     }
     Ok(value)
+}
+
+/// `max_visits`: 1 to [`MAX_VISITS_LIMIT`].
+pub fn max_visits(value: i64) -> Result<i64, Invalid> {
+    if !(1..=MAX_VISITS_LIMIT).contains(&value) {
+        return Err(Invalid::new(
+            "invalid_max_visits",
+            format!("max_visits must be 1 to {MAX_VISITS_LIMIT}, not {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+/// `password`: 1 to `MAX_PASSWORD_BYTES` bytes, turned into what SQL keeps (the salted digest
+/// as hex, a fresh salt per link). The error never repeats the value.
+pub fn password(value: PlainPassword) -> Result<String, Invalid> {
+    let plain = value.0.as_bytes();
+    if !(1..=MAX_PASSWORD_BYTES).contains(&plain.len()) {
+        return Err(Invalid::new(
+            "invalid_password",
+            format!("password must be 1 to {MAX_PASSWORD_BYTES} bytes (UTF-8)"),
+        ));
+    }
+    let mut salt = [0; SALT_LEN];
+    getrandom::fill(&mut salt).map_err(|_| {
+        Invalid::new(
+            "password_unavailable",
+            "no random salt could be drawn for the password; try again",
+        )
+    })?;
+    Ok(Password::new(plain, salt).to_hex())
+}
+
+/// A stored digest carried by `export` and `import`: what [`password`] made, read back.
+pub fn password_digest(hex: String) -> Result<String, Invalid> {
+    match Password::from_hex(&hex) {
+        Some(digest) => Ok(digest.to_hex()),
+        None => Err(Invalid::new(
+            "invalid_password_digest",
+            "password_digest must be the hex salt and digest an export wrote",
+        )),
+    }
 }
 
 /// `not_yet_url` or `expired_url` (`field`), checked and normalised exactly like a target.

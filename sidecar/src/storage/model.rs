@@ -32,7 +32,7 @@ pub struct Link {
 }
 
 /// What a link may have beyond a target (issue 34): when it opens, where it sends clicks
-/// before it opens and after it expires, and its click-time rules.
+/// before it opens and after it expires, its click-time rules, its visit cap, password and preview card.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinkExtras {
     /// Whole seconds: before it, the link answers its "not yet" URL or page.
@@ -43,6 +43,13 @@ pub struct LinkExtras {
     pub expired_url: Option<String>,
     /// The rules in their API form (`service::rules::RuleSpec`), as normalised JSON text.
     pub rules: Option<String>,
+    /// At least 1: at most this many clicks are redirected (counted in Redis, not here).
+    pub max_visits: Option<i64>,
+    /// The password's salted digest as hex (`wire::record::password::Password::to_hex`); the
+    /// password itself is never kept.
+    pub password_digest: Option<String>,
+    /// The preview card in its API form (`service::card::CardSpec`), as normalised JSON text.
+    pub preview: Option<String>,
 }
 
 impl LinkExtras {
@@ -51,6 +58,9 @@ impl LinkExtras {
             && self.not_yet_url.is_none()
             && self.expired_url.is_none()
             && self.rules.is_none()
+            && self.max_visits.is_none()
+            && self.password_digest.is_none()
+            && self.preview.is_none()
     }
 }
 

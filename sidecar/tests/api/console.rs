@@ -16,7 +16,122 @@ crate::on_each_backend!(
     campaigns_are_listed_by_name_a_page_at_a_time,
     campaign_totals_are_counted_in_the_background,
     the_rule_editor_saves_refuses_and_previews,
+    the_card_page_saves_refuses_and_draws_the_card,
+    the_create_form_takes_a_cap_and_a_password,
 );
+
+/// The create form's cap and password: stored as the API stores them; a refused form never
+/// shows the password again.
+async fn the_create_form_takes_a_cap_and_a_password(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let csrf = browser.csrf().await;
+    let form = |cap: &'static str| {
+        vec![
+            ("url", "https://t.example/private"),
+            ("code", "private-one"),
+            ("max_visits", cap),
+            ("password", "hush hush"),
+        ]
+    };
+    let mut bad = form("0");
+    bad.push(("csrf", &csrf));
+    let refused = browser.post("/console/create", &bad).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("max_visits must be 1 to"), "{text}");
+    assert!(
+        !text.contains("hush hush"),
+        "the password is not shown again"
+    );
+
+    let mut good = form("3");
+    good.push(("csrf", &csrf));
+    let created = browser.post("/console/create", &good).await;
+    assert!(created.status().is_success() || created.status().is_redirection());
+    let link: serde_json::Value = app.get_link("private-one").await.json().await.unwrap();
+    assert_eq!(link["max_visits"], 3);
+    assert_eq!(link["password_protected"], true);
+    let page = browser.page("/console/links/private-one").await;
+    assert!(
+        page.contains("Visit cap") && page.contains("protected"),
+        "{page}"
+    );
+}
+
+/// The preview card of a link (issue 35): the form refuses what the API refuses (storing
+/// nothing), draws the unsaved card escaped, saves it and removes it; only this page may load
+/// the card's image from elsewhere.
+async fn the_card_page_saves_refuses_and_draws_the_card(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app.create_code("https://t.example/own").await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let csrf = browser.csrf().await;
+    let page = browser.page(&format!("/console/links/{code}")).await;
+    assert!(page.contains(&format!("/console/links/{code}/card")));
+    let path = format!("/console/links/{code}/card");
+    let response = browser.get(&path).await;
+    let policy = response.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(policy.contains("img-src 'self' https:"), "{policy}");
+    let overview = browser.get("/console/").await;
+    assert!(!overview.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .contains("img-src"));
+
+    let before = app.stored().await;
+    let form = |image: &'static str| {
+        vec![
+            ("title", "Spring <sale>"),
+            ("description", "20% & more"),
+            ("image", image),
+            ("site_name", "Shop"),
+        ]
+    };
+    let mut bad = form("http://cdn.example/a.png");
+    bad.push(("csrf", &csrf));
+    let refused = browser.post(&path, &bad).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.text().await.unwrap();
+    assert!(
+        text.contains("preview.image must be an https URL"),
+        "{text}"
+    );
+    assert_eq!(app.stored().await, before);
+
+    let mut good = form("https://cdn.example/a.png");
+    good.push(("csrf", &csrf));
+    let previewed = browser.post(&format!("{path}/preview"), &good).await;
+    assert_eq!(previewed.status(), StatusCode::OK);
+    let text = previewed.text().await.unwrap();
+    assert!(
+        text.contains("Spring &lt;sale&gt;") && !text.contains("<sale>"),
+        "{text}"
+    );
+    assert!(text.contains("src=\"https://cdn.example/a.png\""), "{text}");
+    assert_eq!(app.stored().await, before, "a preview stores nothing");
+
+    let saved = browser.post(&path, &good).await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    let link: serde_json::Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(link["preview"]["title"], "Spring <sale>");
+    assert!(browser
+        .page(&format!("{path}?saved=1"))
+        .await
+        .contains("Saved."));
+
+    let removed = browser
+        .post(&path, &[("csrf", &csrf), ("remove", "1")])
+        .await;
+    assert_eq!(removed.status(), StatusCode::SEE_OTHER);
+    let link: serde_json::Value = app.get_link(&code).await.json().await.unwrap();
+    assert!(link.get("preview").is_none(), "{link}");
+}
 
 /// The rule editor of a link (issue 34): saves rules written in the API's form, shows the API's
 /// error for bad ones (storing nothing), and answers "what would this phone get" for the text
@@ -472,6 +587,7 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
         "/console/links?tag=sms",
         "/console/links/spring-sale?interval=hour",
         "/console/links/spring-sale/revoke",
+        "/console/links/spring-sale/card",
         "/console/campaigns",
         "/console/campaigns?name=spring+2026",
         "/console/campaigns/totals?name=spring+2026",

@@ -122,9 +122,15 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
         }));
     }
     items.push(json!({"url": "https://t.example/alias", "code": "my-alias"}));
-    // Lifecycle and rules (issue 34) travel too, and give the same version 2 records.
+    // Lifecycle, rules, caps, passwords (issue 34) and cards (issue 35) travel too, and give the
+    // same version 2 records and card keys: the password as its digest, so the restored link
+    // opens with the same password.
     items.push(json!({
         "url": "https://t.example/rules",
+        "max_visits": 9,
+        "password": "open sesame",
+        "preview": {"title": "A \"card\", with; commas", "description": "Text, over two lines?",
+                    "image": "https://i.example/a.png", "site_name": "Shop"},
         "valid_since": "2990-01-01T00:00:00Z",
         "expires_at": "2999-01-01T00:00:00Z",
         "not_yet_url": "https://t.example/soon",

@@ -4,6 +4,8 @@
 mod analytics;
 mod auth;
 mod batch;
+mod caps;
+mod cards;
 mod cluster;
 mod code_scheme;
 mod config_file;

@@ -100,16 +100,25 @@ async fn refill_slots(
         let Some(last) = page.last() else { break };
         after = Some(last.code.clone());
         let now = storage::now();
+        // Each record with its card, each kept if its own key is in `slots` (on a cluster the
+        // card may live in another slot than its record).
         let writes: Vec<RecordWrite> = page
             .iter()
-            .map(|link| RecordWrite::for_link(link, now, grace))
+            .flat_map(|link| {
+                let record = RecordWrite::for_link(link, now, grace);
+                let card = RecordWrite::new_card(link, &record);
+                std::iter::once(record).chain(card)
+            })
             .filter(|write| slots.is_none_or(|slots| cluster::in_slots(slots, write.key())))
             .collect();
-        counts.past_grace += writes
+        let records = writes
             .iter()
+            .filter(|w| shortlink_wire::keys::code_of(w.key()).is_some());
+        counts.past_grace += records
+            .clone()
             .filter(|w| matches!(w, RecordWrite::Delete { .. }))
             .count() as u64;
-        counts.offered += writes.len() as u64;
+        counts.offered += records.count() as u64;
         marker.fill_missing(&writes).await?;
     }
     counts.offered -= counts.past_grace;

@@ -30,7 +30,8 @@ impl Dialect for Pg {
     const LINK_COLUMNS: &'static str = "code, target, url_hash, \
          redirect_status::int8 AS redirect_status, flags::int8 AS flags, created_at, updated_at, \
          expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, \
-         tags::text AS tags, valid_since, not_yet_url, expired_url, rules";
+         tags::text AS tags, valid_since, not_yet_url, expired_url, rules, max_visits, \
+         password_digest, preview";
 
     const URL_PREFIX: &'static str = "left(url_hash, 16)";
 

@@ -119,6 +119,8 @@ fn row_bytes(row: &NewRow) -> usize {
             &link.extras.not_yet_url,
             &link.extras.expired_url,
             &link.extras.rules,
+            &link.extras.password_digest,
+            &link.extras.preview,
         ]
         .iter()
         .map(|text| text.as_ref().map_or(0, String::len))

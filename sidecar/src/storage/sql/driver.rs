@@ -43,6 +43,7 @@ pub(crate) trait Driver: Database + Sized {
     fn text(row: &Self::Row, column: &str) -> Result<String, sqlx::Error>;
     fn opt_text(row: &Self::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
     fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error>;
+    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
     fn time(row: &Self::Row, column: &str) -> Result<DateTime<Utc>, sqlx::Error>;
     fn opt_time(row: &Self::Row, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error>;
 }
@@ -120,6 +121,10 @@ where
     }
 
     fn int(row: &Self::Row, column: &str) -> Result<i64, sqlx::Error> {
+        row.try_get(column)
+    }
+
+    fn opt_int(row: &Self::Row, column: &str) -> Result<Option<i64>, sqlx::Error> {
         row.try_get(column)
     }
 

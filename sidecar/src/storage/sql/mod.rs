@@ -31,7 +31,8 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// The link columns as selected, in the names [`rows::link`] reads.
     const LINK_COLUMNS: &'static str = "code, target, url_hash, redirect_status, flags, \
          created_at, updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, \
-         recipient_ref, tags, valid_since, not_yet_url, expired_url, rules";
+         recipient_ref, tags, valid_since, not_yet_url, expired_url, rules, max_visits, \
+         password_digest, preview";
 
     /// The expression the live-link lookup's index holds (the URL hash's first 16 digits): a
     /// column unless the backend says otherwise.

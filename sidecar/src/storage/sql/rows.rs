@@ -12,7 +12,8 @@ type Row<D> = <<D as Dialect>::DB as Database>::Row;
 /// writes it, [`Dialect::WRITES_URL_PREFIX`]).
 pub(crate) const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
      updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
-     valid_since, not_yet_url, expired_url, rules, batch_id, batch_index";
+     valid_since, not_yet_url, expired_url, rules, max_visits, password_digest, preview, \
+     batch_id, batch_index";
 
 pub(crate) const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
 
@@ -116,6 +117,9 @@ pub(crate) fn link_values_at<D: Dialect>(
         Value::OptText(link.extras.not_yet_url.clone()),
         Value::OptText(link.extras.expired_url.clone()),
         Value::OptText(link.extras.rules.clone()),
+        Value::OptInt(link.extras.max_visits),
+        Value::OptText(link.extras.password_digest.clone()),
+        Value::OptText(link.extras.preview.clone()),
         Value::OptInt(slot.map(|s| s.batch_id)),
         Value::OptInt(slot.map(|s| s.index)),
     ];
@@ -169,6 +173,9 @@ pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
             not_yet_url: D::read_opt_text(row, "not_yet_url")?,
             expired_url: D::read_opt_text(row, "expired_url")?,
             rules: D::read_opt_text(row, "rules")?,
+            max_visits: D::DB::opt_int(row, "max_visits")?,
+            password_digest: D::read_opt_text(row, "password_digest")?,
+            preview: D::read_opt_text(row, "preview")?,
         },
     })
 }

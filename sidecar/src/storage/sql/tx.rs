@@ -130,7 +130,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
             "UPDATE links SET target = ?, url_hash = ?, redirect_status = ?, flags = ?, \
              updated_at = ?, expires_at = ?, revoked_at = ?, campaign = ?, \
              recipient_ref = ?, tags = {}, valid_since = ?, not_yet_url = ?, expired_url = ?, \
-             rules = ?",
+             rules = ?, max_visits = ?, password_digest = ?, preview = ?",
             D::TAGS_PARAM
         );
         let mut values = vec![
@@ -148,6 +148,9 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
             Value::OptText(link.extras.not_yet_url.clone()),
             Value::OptText(link.extras.expired_url.clone()),
             Value::OptText(link.extras.rules.clone()),
+            Value::OptInt(link.extras.max_visits),
+            Value::OptText(link.extras.password_digest.clone()),
+            Value::OptText(link.extras.preview.clone()),
         ];
         if D::WRITES_URL_PREFIX {
             sql.push_str(", url_prefix = ?");

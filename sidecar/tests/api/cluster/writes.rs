@@ -86,3 +86,67 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
         assert_eq!(cluster.owner_of(key_slot(marker.as_bytes())), Some(primary));
     }
 }
+
+/// Preview cards (issue 35) on a cluster: each card key is written, replaced and removed on the
+/// primary owning its own slot, which is often not its record's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_land_on_the_primary_owning_their_own_slot() {
+    use shortlink_wire::keys::preview_key;
+    let cluster = RedisCluster::start();
+    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let http = client();
+    let card = json!({"title": "T", "description": "D", "image": "https://i.example/a.png"});
+    let items: Vec<Value> = (0..24)
+        .map(|i| json!({ "url": format!("https://c.example/{i}"), "preview": card }))
+        .collect();
+    let body: Value = http
+        .post(format!("{}/api/v1/links/batch", sidecar.address))
+        .bearer_auth(API_KEY)
+        .json(&items)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let codes: Vec<String> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["link"]["code"].as_str().unwrap().to_owned())
+        .collect();
+    let card_on_owner = |code: &str| {
+        let key = preview_key(code);
+        let owner = cluster.owner_of(key_slot(key.as_bytes())).unwrap();
+        (owner, cluster.nodes()[owner].cli_raw(&["EXISTS", &key]))
+    };
+    let mut apart = 0;
+    for code in &codes {
+        let (owner, exists) = card_on_owner(code);
+        assert_eq!(exists, "1", "{code}'s card on its owner, node {owner}");
+        apart += usize::from(owner != record_on_owner(&cluster, code).0);
+    }
+    assert!(
+        apart > 0,
+        "some cards live on another primary than their record"
+    );
+
+    let (removed, revoked) = (&codes[0], &codes[1]);
+    let response = http
+        .patch(format!("{}/api/v1/links/{removed}", sidecar.address))
+        .bearer_auth(API_KEY)
+        .json(&json!({ "preview": null }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let response = http
+        .delete(format!("{}/api/v1/links/{revoked}", sidecar.address))
+        .bearer_auth(API_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(card_on_owner(removed).1, "0");
+    assert_eq!(card_on_owner(revoked).1, "0");
+}

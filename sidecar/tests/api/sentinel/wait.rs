@@ -97,6 +97,46 @@ async fn too_few_replicas_refuse_the_write_and_store_nothing() {
         format!("sl:c:{code}"),
         "nothing of the batch is in Redis"
     );
+
+    // Preview cards go with their records: a refused create, batch item or update leaves none.
+    let card = json!({"title": "T", "description": "D", "image": "https://i.example/a.png"});
+    for (method, path, body) in [
+        (
+            reqwest::Method::POST,
+            "/links".to_owned(),
+            json!({"url": "https://f.example/", "preview": card}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/links/batch".to_owned(),
+            json!([{"url": "https://g.example/", "preview": card}]),
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("/links/{code}"),
+            json!({"preview": card}),
+        ),
+    ] {
+        let response = client
+            .request(method, format!("{}/api/v1{path}", sidecar.address))
+            .bearer_auth(API_KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let text = response.text().await.unwrap();
+        assert!(text.contains("redis_unavailable"), "{path}: {text}");
+    }
+    assert_eq!(
+        primary.cli_raw(&["KEYS", "sl:p:*"]),
+        "",
+        "no card left behind"
+    );
+    assert_eq!(
+        primary.cli_raw(&["GET", &format!("sl:c:{code}")]),
+        before,
+        "the record as before"
+    );
 }
 
 /// The Sentinel settings from the `--config` file, as every other setting.

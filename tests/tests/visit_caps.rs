@@ -1,0 +1,40 @@
+//! `max_visits` set through the sidecar's API, answered by the real module: exactly the cap is
+//! redirected, then the link answers like an expired one; revoking takes its counter along.
+
+use serde_json::json;
+use shortlink_e2e::{status_and_location, System};
+use shortlink_wire::keys::visit_count_key;
+
+const TARGET: &str = "https://shop.example/flash";
+const SOLD_OUT: &str = "https://shop.example/sold-out";
+
+#[test]
+fn a_cap_from_the_api_redirects_exactly_n_clicks_then_answers_gone() {
+    let system = System::start();
+    let capped = system.create(json!({"url": TARGET, "max_visits": 3}));
+    let with_url = system.create(json!({"url": TARGET, "max_visits": 2, "expired_url": SOLD_OUT}));
+    for _ in 0..3 {
+        let response = system.nginx.get("s1.test", &format!("/{capped}"));
+        assert_eq!(status_and_location(&response), (302, TARGET.to_owned()));
+    }
+    for _ in 0..2 {
+        let response = system.nginx.get("s1.test", &format!("/{capped}"));
+        assert_eq!(response.status().as_u16(), 410, "past the cap");
+    }
+    for expected in [TARGET, TARGET, SOLD_OUT, SOLD_OUT] {
+        let response = system.nginx.get("s1.test", &format!("/{with_url}"));
+        assert_eq!(status_and_location(&response), (302, expected.to_owned()));
+    }
+    assert_eq!(
+        system.redis.cli_raw(&["GET", &visit_count_key(&capped)]),
+        "5"
+    );
+
+    // Revoking (DELETE) takes the counter with the link.
+    let (status, _) = system.api().delete(&format!("/links/{capped}"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        system.redis.cli_raw(&["EXISTS", &visit_count_key(&capped)]),
+        "0"
+    );
+}
