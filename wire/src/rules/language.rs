@@ -12,30 +12,42 @@ pub fn preferred_matches<'t>(header: &[u8], mut tags: impl Iterator<Item = &'t [
 }
 
 /// The language range with the highest q-value, the first of equals; `None` when there is none.
+/// Each item is cut at its first `;` (the range before, the parameters after), so the usual
+/// `en-US,en;q=0.9` is read in one short pass.
 fn preferred(header: &[u8]) -> Option<&[u8]> {
     let mut best: Option<(&[u8], u16)> = None;
     for item in header.split(|&b| b == b',') {
-        let mut parts = item.split(|&b| b == b';');
-        let range = trim(parts.next().unwrap_or_default());
+        let (range, params) = match item.iter().position(|&b| b == b';') {
+            Some(semicolon) => (&item[..semicolon], Some(&item[semicolon + 1..])),
+            None => (item, None),
+        };
+        let range = trim(range);
         if range.is_empty() || range == b"*" {
             continue;
         }
-        let q = parts
-            .find_map(|param| {
-                let param = trim(param);
-                let value = param
-                    .strip_prefix(b"q=")
-                    .or_else(|| param.strip_prefix(b"Q="))?;
-                Some(qvalue(value))
-            })
-            .unwrap_or(Some(1000));
         // A malformed q-value makes the range unusable, not the header.
-        let Some(q) = q else { continue };
+        let Some(q) = params.map_or(Some(1000), q_param) else {
+            continue;
+        };
         if q > 0 && best.is_none_or(|(_, best_q)| q > best_q) {
             best = Some((range, q));
         }
     }
     best.map(|(range, _)| range)
+}
+
+/// The q-value of an item's parameters (`q=0.8`, the first `q` if several); 1 without one.
+fn q_param(params: &[u8]) -> Option<u16> {
+    for param in params.split(|&b| b == b';') {
+        let param = trim(param);
+        if let Some(value) = param
+            .strip_prefix(b"q=")
+            .or_else(|| param.strip_prefix(b"Q="))
+        {
+            return qvalue(value);
+        }
+    }
+    Some(1000)
 }
 
 /// A q-value in thousandths: `0`, `0.5`, `1`, `1.000` (at most three decimals).
