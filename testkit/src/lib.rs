@@ -34,6 +34,21 @@ pub fn free_port() -> u16 {
         .expect("bind an ephemeral port on 127.0.0.1")
 }
 
+/// `N` distinct ports that were free a moment ago on 127.0.0.1: bound together while drawn, so no
+/// two are the same (drawn one by one, two may be, and one configuration would then listen twice
+/// on a port). For a server that must be told several port numbers.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port on 127.0.0.1"))
+        .collect();
+    std::array::from_fn(|i| {
+        listeners[i]
+            .local_addr()
+            .expect("a bound listener has an address")
+            .port()
+    })
+}
+
 /// A fresh temporary directory, removed on drop.
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()

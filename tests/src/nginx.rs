@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use testkit::{free_port, port_open, wait_until, Lifeline, Signal};
+use testkit::{port_open, wait_until, Lifeline, Signal};
 
 /// What a test may vary in the rendered configuration.
 #[derive(Debug, Clone)]
@@ -106,9 +106,7 @@ impl Nginx {
             format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
         );
 
-        let redirect_port = free_port();
-        let api_port = free_port();
-        let tls_port = free_port();
+        let [redirect_port, api_port, tls_port] = testkit::free_ports();
         let pool = options
             .pool
             .clone()
