@@ -4,14 +4,14 @@
 
 use super::layout;
 use super::session::Operator;
-use super::{see_other, PageResult, CSP};
+use super::{refused_form, see_other, PageResult, CSP};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::service::card::{self, CardSpec};
 use crate::service::LinkPatch;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::Form;
 use maud::{html, Markup};
@@ -110,17 +110,9 @@ pub async fn preview(
 
 /// The page again, with the form as sent and the error (422).
 fn refused(operator: &Operator, view: &LinkView, form: &CardForm, error: Error) -> Response {
-    let status = error.status_code();
-    let message = error.message();
-    // Logs and counts the error as the API does.
-    drop(error.into_response());
-    let mut response = render(operator, view, Some(form.spec()), Some(message), false);
-    *response.status_mut() = if status.is_client_error() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        status
-    };
-    response
+    refused_form(error, |message| {
+        render(operator, view, Some(form.spec()), Some(message), false)
+    })
 }
 
 fn render(

@@ -159,6 +159,22 @@ impl IntoResponse for PageError {
 
 pub type PageResult<T = Response> = std::result::Result<T, PageError>;
 
+/// A form's page shown again with the error that refused it: the error logged and counted as
+/// the API does, the page (`page` gets the error's message) answered 422 for a person's mistake,
+/// else with the error's own status.
+fn refused_form(error: Error, page: impl FnOnce(String) -> Response) -> Response {
+    let status = error.status_code();
+    let message = error.message();
+    drop(error.into_response());
+    let mut response = page(message);
+    *response.status_mut() = if status.is_client_error() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        status
+    };
+    response
+}
+
 /// After a successful POST: see the result with a GET (reloading never posts twice).
 fn see_other(location: &str) -> Response {
     Redirect::to(location).into_response()

@@ -4,7 +4,7 @@
 
 use super::layout;
 use super::session::Operator;
-use super::{see_other, PageResult};
+use super::{refused_form, see_other, PageResult};
 use crate::http::links::LinkView;
 use crate::http::preview::{self, PreviewRequest, PreviewView};
 use crate::http::{AppState, DomainContext, Error};
@@ -12,7 +12,6 @@ use crate::service::validate;
 use crate::service::LinkPatch;
 use crate::storage::Link;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Form;
 use chrono::{NaiveDateTime, TimeZone, Utc};
@@ -166,21 +165,14 @@ fn refused(
     form: &RulesForm,
     error: Error,
 ) -> axum::response::Response {
-    let status = error.status_code();
-    let shown = Shown {
-        form: Some(form),
-        error: Some(error.message()),
-        answer: None,
-    };
-    // Logs and counts the error as the API does.
-    drop(error.into_response());
-    let mut response = render(operator, link, domains, shown, false);
-    *response.status_mut() = if status.is_client_error() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        status
-    };
-    response
+    refused_form(error, |message| {
+        let shown = Shown {
+            form: Some(form),
+            error: Some(message),
+            answer: None,
+        };
+        render(operator, link, domains, shown, false)
+    })
 }
 
 fn render(

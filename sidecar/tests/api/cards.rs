@@ -202,31 +202,7 @@ async fn bad_cards_are_refused_and_store_nothing(backend: Backend) {
     for (preview, code, message) in &cases {
         let body = json!({"url": "https://t.example/own", "preview": preview});
         let patch = json!({"preview": preview});
-        for (label, response) in [
-            ("create", app.post_link(&body).await),
-            ("batch", app.post_batch(&[&body]).await),
-            ("patch", app.patch_link("existing", &patch).await),
-        ] {
-            let status = response.status().as_u16();
-            let answer: Value = response.json().await.unwrap();
-            let error = match label {
-                "batch" => answer["results"][0]["error"].clone(),
-                _ => {
-                    assert!(
-                        status == 422 || status == 400,
-                        "{label} {preview}: {answer}"
-                    );
-                    answer["error"].clone()
-                }
-            };
-            if *code == "invalid_body" {
-                assert!(error["code"].is_string(), "{label} {preview}: {answer}");
-                continue;
-            }
-            assert_eq!(error["code"], json!(code), "{label} {preview}: {answer}");
-            let text = error["message"].as_str().unwrap_or_default();
-            assert!(text.contains(message), "{label} {preview}: {text}");
-        }
+        app.refused_everywhere(&body, &patch, code, message).await;
     }
     assert_eq!(
         app.stored().await,

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use redis::AsyncCommands;
-use serde_json::Value;
+use serde_json::{json, Value};
 use shortcode::CodeScheme;
 use shortlink_sidecar::cli::Cli;
 use shortlink_sidecar::Application;
@@ -299,6 +299,43 @@ impl TestApp {
             .send()
             .await
             .unwrap()
+    }
+
+    /// Sends `body` as a create and as a one-item batch, and `patch` to link `existing`; each
+    /// must be refused with error `code` (any code for `invalid_body`, which serde words itself)
+    /// and a message containing `message`. Returns the three answers, labelled.
+    pub async fn refused_everywhere(
+        &self,
+        body: &Value,
+        patch: &Value,
+        code: &str,
+        message: &str,
+    ) -> Vec<(&'static str, Value)> {
+        let mut answers = Vec::new();
+        for (label, response) in [
+            ("create", self.post_link(body).await),
+            ("batch", self.post_batch(&[body]).await),
+            ("patch", self.patch_link("existing", patch).await),
+        ] {
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap();
+            let error = match label {
+                "batch" => answer["results"][0]["error"].clone(),
+                _ => {
+                    assert!(status == 422 || status == 400, "{label} {patch}: {answer}");
+                    answer["error"].clone()
+                }
+            };
+            if code == "invalid_body" {
+                assert!(error["code"].is_string(), "{label} {patch}: {answer}");
+            } else {
+                assert_eq!(error["code"], json!(code), "{label} {patch}: {answer}");
+                let text = error["message"].as_str().unwrap_or_default();
+                assert!(text.contains(message), "{label} {patch}: {text}");
+            }
+            answers.push((label, answer));
+        }
+        answers
     }
 
     pub async fn delete_link(&self, code: &str) -> reqwest::Response {
