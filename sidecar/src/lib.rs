@@ -225,20 +225,20 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let job = self.health.map(|settings| {
-            tokio::spawn(domains::health::run(
+        let visits = Arc::clone(&self.state.analytics.store);
+        let job = match self.health {
+            Some(settings) => tokio::spawn(domains::health::run(
                 Arc::clone(&self.state.domains),
                 settings,
-                Arc::clone(&self.state.analytics.store),
-            ))
-        });
+                visits,
+            )),
+            None => tokio::spawn(domains::health::forget_old_clicks_hourly(visits)),
+        };
         let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
-        if let Some(job) = job {
-            job.abort();
-        }
+        job.abort();
         served
     }
 }

@@ -266,6 +266,13 @@ impl DomainStatus {
     }
 }
 
+/// The per-minute domain counts are kept this long (or the window, if longer): a day of each
+/// domain's traffic for an operator's own queries, at most 1,440 rows per domain.
+const CLICK_MINUTES_KEPT: Duration = Duration::from_secs(86_400);
+
+/// With the checks off, the per-minute counts are still written and are forgotten this often.
+const FORGET_EVERY_WITHOUT_CHECKS: Duration = Duration::from_secs(3600);
+
 /// Runs the checks every `settings.every` until the task is dropped.
 pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Arc<dyn VisitStore>) {
     let mut tick = tokio::time::interval(settings.every);
@@ -278,6 +285,23 @@ pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Ar
             () = health.new_domain.notified() => {}
         }
         check_all(&health, &settings, visits.as_ref()).await;
+    }
+}
+
+/// Forgets the per-minute domain counts every hour until the task is dropped: what [`run`] does
+/// at each check, for a sidecar whose checks are off.
+pub async fn forget_old_clicks_hourly(visits: Arc<dyn VisitStore>) {
+    let mut tick = tokio::time::interval(FORGET_EVERY_WITHOUT_CHECKS);
+    loop {
+        tick.tick().await;
+        forget_old_clicks(visits.as_ref(), Duration::ZERO).await;
+    }
+}
+
+async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
+    let kept = chrono::Duration::from_std(window.max(CLICK_MINUTES_KEPT)).unwrap_or_default();
+    if let Err(error) = visits.forget_domain_clicks_before(Utc::now() - kept).await {
+        tracing::warn!(%error, "domain health: cannot forget old per-minute clicks");
     }
 }
 
@@ -295,6 +319,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
             return;
         }
     };
+    forget_old_clicks(visits, settings.window).await;
     let mut domains: BTreeSet<String> = health.known.lock().expect("not poisoned").clone();
     domains.extend(settings.static_domains.iter().cloned());
     domains.extend(issued.keys().cloned());

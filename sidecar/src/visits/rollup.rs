@@ -100,6 +100,8 @@ pub struct Deltas<'a> {
     pub agents: BTreeMap<AgentKey<'a>, Audiences>,
     pub places: BTreeMap<PlaceKey<'a>, Audiences>,
     pub sources: BTreeMap<SourceKey<'a>, Audiences>,
+    /// (minute start, short domain) → visits: what the domain health check reads.
+    pub domain_minutes: BTreeMap<(i64, &'a str), Audiences>,
     /// code → (visits to add to `visit_count`, latest such visit in Unix ms).
     pub links: BTreeMap<&'a str, (i64, i64)>,
 }
@@ -125,6 +127,7 @@ pub fn fold<'a>(
     let mut agents: HashMap<AgentKey, Audiences> = HashMap::new();
     let mut places: HashMap<PlaceKey, Audiences> = HashMap::new();
     let mut sources: HashMap<SourceKey, Audiences> = HashMap::new();
+    let mut domain_minutes: HashMap<(i64, &str), Audiences> = HashMap::new();
     let mut links: HashMap<&str, (i64, i64)> = HashMap::new();
     for visit in visits {
         let seconds = visit.time_ms.div_euclid(1000);
@@ -175,6 +178,13 @@ pub fn fold<'a>(
             ))
             .or_default()
             .add(visit.audience);
+        if let Some(domain) = &visit.short_domain {
+            let minute = seconds - seconds.rem_euclid(60);
+            domain_minutes
+                .entry((minute, domain))
+                .or_default()
+                .add(visit.audience);
+        }
         if count_bots || visit.audience == Audience::Human {
             let link = links.entry(code).or_insert((0, i64::MIN));
             link.0 += 1;
@@ -186,6 +196,7 @@ pub fn fold<'a>(
         agents: agents.into_iter().collect(),
         places: places.into_iter().collect(),
         sources: sources.into_iter().collect(),
+        domain_minutes: domain_minutes.into_iter().collect(),
         links: links.into_iter().collect(),
     };
     // All links: the per-link rows summed under `*`, which folds each visit once instead of twice.

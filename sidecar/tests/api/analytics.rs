@@ -816,7 +816,94 @@ crate::on_each_backend!(
     creates_are_served_between_back_to_back_visit_batches,
     codes_differing_in_case_keep_their_own_stats,
     visits_carry_their_rule_and_link_stats_break_down_by_it,
+    domain_health_counts_equal_the_raw_visits,
 );
+
+/// The domain health check's clicks per domain (issue 41) come from per-minute counts kept as
+/// visits are written: over a run with several domains, people, bots and previews, spread over
+/// five minutes and partly delivered twice, they equal the raw visits' counts, from any minute on;
+/// forgetting old minutes drops only those.
+async fn domain_health_counts_equal_the_raw_visits(backend: Backend) {
+    use std::collections::BTreeMap;
+    let app = spawn_app(backend).await;
+    let code = app.create_code("https://shop.example/d").await;
+    let domains = ["s1.example", "s2.example", "S3.example:443"];
+    let agents = [IPHONE, CHROME, SLACKBOT, CURL];
+    let minute_now = chrono::Utc::now().timestamp() / 60 * 60;
+    let mut sent: Vec<(i64, String, String)> = Vec::new(); // (Unix ms, host, user agent)
+    for i in 0..240_i64 {
+        // One visit every 1.25 s over the five minutes before this one.
+        let t = (minute_now - 300) * 1000 + i * 1_250;
+        let host = domains[(i % 3) as usize];
+        let ua = agents[(i % 4) as usize];
+        sent.push((t, host.to_owned(), ua.to_owned()));
+    }
+    let ips: Vec<String> = (0..sent.len())
+        .map(|i| format!("198.51.100.{}", i % 250))
+        .collect();
+    for chunk in sent.chunks(8).zip(ips.chunks(8)) {
+        let times: Vec<String> = chunk.0.iter().map(|(t, _, _)| t.to_string()).collect();
+        let groups: Vec<Vec<(&str, &str)>> = (chunk.0.iter().zip(chunk.1).zip(&times))
+            .map(|(((_, host, ua), ip), t)| group(&code, t, ip, ua, &[("host", host.as_str())]))
+            .collect();
+        xadd_packed(&app, &groups).await;
+    }
+    // Half the entries stored, then "killed" before acknowledging: delivered twice.
+    let mut first = consumer(&app, "twice", &["--consumer-batch", "15"]).await;
+    let batch = first.read_batch().await.unwrap();
+    first.store(&batch).await.unwrap();
+    drop(first);
+    consumer(&app, "twice", &[]).await.drain().await.unwrap();
+    assert_eq!(pending(&app).await, 0);
+    let store = store(&app).await;
+    assert_eq!(store.visit_rows().await.unwrap(), 240);
+
+    let counted = |since: i64| {
+        let store = Arc::clone(&store);
+        async move {
+            let since = chrono::DateTime::from_timestamp(since, 0).unwrap();
+            let rows = store.clicks_by_domain(since).await.unwrap();
+            rows.into_iter().collect::<BTreeMap<String, i64>>()
+        }
+    };
+    let raw = |since_ms: i64| {
+        let mut clicks: BTreeMap<String, i64> = BTreeMap::new();
+        for (t, host, ua) in &sent {
+            if *t >= since_ms && (ua == IPHONE || ua == CHROME) {
+                let domain = host.to_ascii_lowercase().replace(":443", "");
+                *clicks.entry(domain).or_default() += 1;
+            }
+        }
+        clicks
+    };
+    // Everything: the same as the raw rows in the database.
+    let all = counted(minute_now - 600).await;
+    for (domain, clicks) in &all {
+        let sql = format!(
+            "SELECT COUNT(*) FROM visits WHERE audience = 'human' AND short_domain = '{domain}'"
+        );
+        assert_eq!(app.db.scalar(&sql).await, *clicks, "{domain}");
+    }
+    assert_eq!(all, raw(0));
+    assert_eq!(all.values().sum::<i64>(), 120, "people only");
+    // From within a minute on: that whole minute and the later ones.
+    for back in [300, 240, 150, 61, 0] {
+        let since = minute_now - back;
+        let from_minute = since - since.rem_euclid(60);
+        assert_eq!(
+            counted(since).await,
+            raw(from_minute * 1000),
+            "since now-{back}s"
+        );
+    }
+    // Forgetting the minutes before now-2min keeps the later ones whole.
+    let cut = chrono::DateTime::from_timestamp(minute_now - 120, 0).unwrap();
+    assert!(store.forget_domain_clicks_before(cut).await.unwrap() > 0);
+    assert_eq!(
+        counted(minute_now - 600).await,
+        raw((minute_now - 120) * 1000)
+    );
+}
 
 /// Visits name the click-time rule (and split variant) that answered (issue 34): the consumer
 /// stores it, from the module's batches (format 2) and from plain fields, and link stats count

@@ -123,23 +123,30 @@ async fn webhook_receiver() -> (SocketAddr, Received) {
     (addr, received)
 }
 
+const PHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 \
+                     (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
+
+/// `count` human clicks on `domain`, stored as the visit consumer stores them (raw visits and the
+/// per-minute counts the health check reads).
 async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
-    let TestDb::Sqlite(pool) = &app.db else {
-        unreachable!("sqlite only")
-    };
-    let now = chrono::Utc::now().timestamp_millis();
-    for i in 0..count {
-        sqlx::query(
-            "INSERT INTO visits (event_id, code, visited_at, visitor, device, audience, short_domain) \
-             VALUES (?1, 'x', ?2, x'00', 'mobile', 'human', ?3)",
-        )
-        .bind(format!("{domain}-{i}-{now}"))
-        .bind(now)
-        .bind(domain)
-        .execute(pool)
-        .await
-        .unwrap();
-    }
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    let now = chrono::Utc::now().timestamp_millis().to_string();
+    let visits: Vec<_> = (0..count)
+        .map(|i| {
+            let fields = [("c", "x"), ("t", &now), ("ua", PHONE), ("host", domain)]
+                .map(|(k, v)| (k, v.to_owned()));
+            let event = VisitEvent::from_fields(format!("{now}-{domain}-{i}"), fields).unwrap();
+            Enricher::new(GeoDb::disabled(), false).enrich(&event)
+        })
+        .collect();
+    let store =
+        shortlink_sidecar::visits::store::connect(&app.database_url, 1, Duration::from_secs(5))
+            .await
+            .unwrap();
+    assert_eq!(
+        store.store_batch(&visits, false).await.unwrap().inserted,
+        count as u64
+    );
 }
 
 async fn state_of(app: &TestApp, domain: &str) -> Value {

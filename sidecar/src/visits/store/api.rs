@@ -276,8 +276,13 @@ pub trait VisitStore: Send + Sync + 'static {
     /// click"): from the visitor set, one primary-key range per code.
     async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>>;
 
-    /// Human visits since `since` per short domain (the domain health job's traffic signal).
+    /// Human visits per short domain from the start of the minute holding `since` (the domain
+    /// health job's traffic signal), read from the per-minute counts the batch writes keep: a few
+    /// rows per domain, whatever the traffic.
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>>;
+
+    /// Drops the per-minute domain counts of the minutes before the one holding `before`.
+    async fn forget_domain_clicks_before(&self, before: DateTime<Utc>) -> StorageResult<u64>;
 
     /// A link's clicks per answering rule (and variant) in the query's range, from the raw
     /// visits: humans only unless the query includes bots. Visits deleted by the retention job

@@ -242,18 +242,30 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
 
     async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>> {
         let query = statement(
-            "SELECT short_domain, COUNT(*) AS clicks FROM visits WHERE visited_at >= ? \
-             AND audience = 'human' AND short_domain IS NOT NULL GROUP BY short_domain",
-            [V::visit_time(since)],
+            &format!(
+                "SELECT short_domain, {} FROM domain_clicks WHERE minute >= ? \
+                 GROUP BY short_domain",
+                Self::sums(&["humans"])
+            ),
+            [Value::Int(minute_of(since))],
         );
         (self.rows(&self.reader, query).await?.iter())
             .map(|row| {
                 Ok((
                     V::Sql::read_text(row, "short_domain")?,
-                    Db::<V>::int(row, "clicks")?,
+                    Db::<V>::int(row, "humans")?,
                 ))
             })
             .collect()
+    }
+
+    async fn forget_domain_clicks_before(&self, before: DateTime<Utc>) -> StorageResult<u64> {
+        let query = statement(
+            "DELETE FROM domain_clicks WHERE minute < ?",
+            [Value::Int(minute_of(before))],
+        );
+        let mut connection = self.writer.acquire().await.map_err(db)?;
+        Db::<V>::execute(&mut connection, query).await.map_err(db)
     }
 
     async fn rule_breakdown(&self, q: &StatsQuery) -> StorageResult<Vec<RuleEntry>> {
@@ -301,4 +313,10 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
             None => Ok(0),
         }
     }
+}
+
+/// The start of the minute holding `at`, in Unix seconds: the key of `domain_clicks`.
+fn minute_of(at: DateTime<Utc>) -> i64 {
+    let seconds = at.timestamp();
+    seconds - seconds.rem_euclid(60)
 }

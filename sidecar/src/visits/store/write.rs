@@ -177,8 +177,8 @@ fn audiences(mut row: Vec<Value>, a: &Audiences) -> Vec<Value> {
     row
 }
 
-/// The four rollup tables' rows of `d`, each in key order.
-pub(crate) fn rollups(d: &Deltas) -> [Rollup; 4] {
+/// The five rollup tables' rows of `d`, each in key order.
+pub(crate) fn rollups(d: &Deltas) -> [Rollup; 5] {
     [
         Rollup {
             table: "visit_buckets",
@@ -224,6 +224,14 @@ pub(crate) fn rollups(d: &Deltas) -> [Rollup; 4] {
                     let key = vec![text(code), Value::Int(*day), text(referrer), text(domain)];
                     audiences(key, a)
                 })
+                .collect(),
+        },
+        Rollup {
+            table: "domain_clicks",
+            keys: &["minute", "short_domain"],
+            counters: AUDIENCES,
+            rows: (d.domain_minutes.iter())
+                .map(|((minute, domain), a)| audiences(vec![Value::Int(*minute), text(domain)], a))
                 .collect(),
         },
     ]
