@@ -390,17 +390,17 @@ fn main() {
             _ => testkit::postgres().fresh_database_url(),
         };
         runtime.block_on(async {
-            shortlink_sidecar::storage::connect(&shortlink_sidecar::storage::ConnectOptions {
+            let options = shortlink_sidecar::storage::ConnectOptions {
                 url: url.clone(),
                 max_connections: 4,
                 acquire_timeout: Duration::from_secs(10),
-            })
-            .await
-            .expect("migrate");
-            insert_links(&url, links).await;
-            let store: Arc<dyn VisitStore> = store::connect(&url, 4, Duration::from_secs(10))
+                sqlite_cache: Default::default(),
+            };
+            shortlink_sidecar::storage::connect(&options)
                 .await
-                .unwrap();
+                .expect("migrate");
+            insert_links(&url, links).await;
+            let store: Arc<dyn VisitStore> = store::connect(&options).await.unwrap();
 
             let mut stored = 0;
             let runs = per_entry_runs.iter().flat_map(|&per_entry| {

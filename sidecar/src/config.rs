@@ -53,6 +53,24 @@ pub struct Config {
     )]
     pub db_max_connections: u32,
 
+    /// SQLite only: page cache of the one write connection, in MiB. Inserts land all over the primary-key B-trees; a cache holding their hot pages keeps visit batches and creates from re-reading them.
+    #[arg(
+        long,
+        env = "SHORTLINK_SQLITE_WRITER_CACHE_MIB",
+        default_value_t = 32,
+        global = true
+    )]
+    pub sqlite_writer_cache_mib: u32,
+
+    /// SQLite only: page cache of each read connection, in MiB (up to --db-max-connections for links and 8 for visits are open at once; one idle for a minute is closed). Point reads and stats need little: the kernel's page cache holds the file for all of them.
+    #[arg(
+        long,
+        env = "SHORTLINK_SQLITE_READER_CACHE_MIB",
+        default_value_t = 4,
+        global = true
+    )]
+    pub sqlite_reader_cache_mib: u32,
+
     /// How long a request waits for a database connection before answering 503.
     #[arg(long, env = "SHORTLINK_DB_TIMEOUT", default_value = "3s", value_parser = humantime::parse_duration, global = true)]
     pub db_timeout: Duration,

@@ -32,8 +32,12 @@ pub async fn run(config: &Config, args: BackupArgs) -> Result<(), BoxError> {
         .ok_or("the backup path must be valid UTF-8")?;
     // Migrated and checked like any start (a database without a recorded scheme gets one).
     let storage = crate::open_storage(config).await?;
-    let options =
-        crate::storage::sqlite_file::connect_options(&config.database_url, config.db_timeout)?;
+    let settings = crate::connect_options(config);
+    let options = crate::storage::sqlite_file::connect_options(
+        &settings.url,
+        settings.acquire_timeout,
+        settings.sqlite_cache,
+    )?;
     let mut connection = sqlx::SqliteConnection::connect_with(&options).await?;
     sqlx::query("VACUUM INTO ?1")
         .bind(target)

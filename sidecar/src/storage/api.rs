@@ -101,6 +101,27 @@ pub struct ConnectOptions {
     pub url: String,
     pub max_connections: u32,
     pub acquire_timeout: Duration,
+    /// Page caches of SQLite's connections (other backends keep theirs in the server).
+    pub sqlite_cache: SqliteCache,
+}
+
+/// SQLite's page cache per connection, in MiB: what bounds most of the sidecar's memory on
+/// SQLite, as every open connection fills its own cache up to this size and keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteCache {
+    /// The one write connection's (shared by links and visits).
+    pub writer_mib: u32,
+    /// Each read connection's.
+    pub reader_mib: u32,
+}
+
+impl Default for SqliteCache {
+    fn default() -> Self {
+        Self {
+            writer_mib: 32,
+            reader_mib: 4,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,8 +24,8 @@ use self::sqlite::SqliteStorage;
 pub(crate) use self::{mysql::My, postgres::Pg, sqlite::Lite};
 
 pub use self::api::{
-    now, Backend, ConnectOptions, EncodedRows, LinkTx, Storage, StorageError, StorageResult,
-    CODE_SCHEME_SETTING, RESTORED_BEHIND_REDIS_SETTING,
+    now, Backend, ConnectOptions, EncodedRows, LinkTx, SqliteCache, Storage, StorageError,
+    StorageResult, CODE_SCHEME_SETTING, RESTORED_BEHIND_REDIS_SETTING,
 };
 use std::sync::Arc;
 

@@ -10,7 +10,7 @@
 //! makes a writer wait behind at most the transactions queued before it. A writer in another
 //! process (a CLI import, a consumer run on its own) still meets this one on the busy timeout.
 
-use super::api::{StorageError, StorageResult};
+use super::api::{SqliteCache, StorageError, StorageResult};
 use sqlx::sqlite::SqliteSynchronous;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
@@ -25,6 +25,7 @@ use tokio::sync::Mutex;
 pub(crate) fn connect_options(
     url: &str,
     busy_timeout: Duration,
+    cache: SqliteCache,
 ) -> StorageResult<SqliteConnectOptions> {
     Ok(SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
@@ -35,8 +36,9 @@ pub(crate) fn connect_options(
         .busy_timeout(busy_timeout)
         .foreign_keys(true)
         // Codes are a keyed permutation, so inserts land all over the primary-key B-tree: a
-        // 32 MiB page cache (default 2 MiB) keeps batch inserts from re-reading pages.
-        .pragma("cache_size", "-32768")
+        // writer's cache of 32 MiB (SQLite's default is 2 MiB) keeps batch inserts from
+        // re-reading pages. Readers take theirs in [`reader`].
+        .pragma("cache_size", cache_pragma(cache.writer_mib))
         // A multi-row INSERT ... ON CONFLICT keeps a statement journal; in a file that costs a
         // filesystem write (and block zeroing) per page it touches.
         .pragma("temp_store", "memory")
@@ -140,17 +142,31 @@ async fn checkpoint(
         .await
 }
 
-/// A read pool on the same file; in WAL mode readers never wait for the writer.
+/// `PRAGMA cache_size` of `mib` MiB (a negative size is in KiB).
+fn cache_pragma(mib: u32) -> String {
+    format!("-{}", u64::from(mib) * 1024)
+}
+
+/// A read pool on the same file; in WAL mode readers never wait for the writer. Each connection
+/// has its own page cache of `cache.reader_mib` (point reads and stats need little, and the
+/// kernel's page cache holds the file for all of them), and one idle for a minute is closed,
+/// cache and all, so that memory taken by a burst of reads is given back.
 pub(crate) async fn reader(
     connect: &SqliteConnectOptions,
     max_connections: u32,
     acquire_timeout: Duration,
+    cache: SqliteCache,
 ) -> StorageResult<SqlitePool> {
     SqlitePoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(acquire_timeout)
-        .idle_timeout(Some(Duration::from_secs(600)))
-        .connect_with(connect.clone().read_only(true))
+        .idle_timeout(Some(Duration::from_secs(60)))
+        .connect_with(
+            connect
+                .clone()
+                .read_only(true)
+                .pragma("cache_size", cache_pragma(cache.reader_mib)),
+        )
         .await
         .map_err(StorageError::classify)
 }
@@ -175,7 +191,7 @@ mod tests {
     use super::*;
 
     async fn writer(url: &str) -> Arc<SqlitePool> {
-        let connect = connect_options(url, Duration::from_secs(5)).unwrap();
+        let connect = connect_options(url, Duration::from_secs(5), SqliteCache::default()).unwrap();
         shared_writer(&connect, Duration::from_secs(5))
             .await
             .unwrap()
@@ -203,5 +219,31 @@ mod tests {
         assert!(weak.upgrade().is_none());
         let reopened = writer(&url).await;
         assert!(!reopened.is_closed());
+    }
+
+    #[tokio::test]
+    async fn the_writer_and_each_reader_have_the_page_cache_they_are_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("a.db").display());
+        let cache = SqliteCache {
+            writer_mib: 48,
+            reader_mib: 3,
+        };
+        let connect = connect_options(&url, Duration::from_secs(5), cache).unwrap();
+        let writer = shared_writer(&connect, Duration::from_secs(5))
+            .await
+            .unwrap();
+        let reader = reader(&connect, 2, Duration::from_secs(5), cache)
+            .await
+            .unwrap();
+        let cache_size = |pool: SqlitePool| async move {
+            let (kib,): (i64,) = sqlx::query_as("PRAGMA cache_size")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            kib
+        };
+        assert_eq!(cache_size((*writer).clone()).await, -48 * 1024);
+        assert_eq!(cache_size(reader).await, -3 * 1024);
     }
 }

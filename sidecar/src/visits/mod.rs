@@ -47,12 +47,7 @@ pub enum AnalyticsError {
 
 /// Opens the visit store on the configured database (migrated already by `open_storage`).
 pub async fn open_store(config: &Config) -> StorageResult<Arc<dyn VisitStore>> {
-    store::connect(
-        &config.database_url,
-        config.db_max_connections,
-        config.db_timeout,
-    )
-    .await
+    store::connect(&crate::connect_options(config)).await
 }
 
 /// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but

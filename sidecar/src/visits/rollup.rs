@@ -22,8 +22,9 @@
 //! Stats read only these tables, never `visits`: a link with 10 million visits over a month is a
 //! few hundred bucket rows and some thousands of breakdown rows.
 
+use foldhash::{HashMap, HashSet};
 use shortlink_visit_enrich::{Audience, Visit};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// Series granularity.
 #[derive(
@@ -123,12 +124,12 @@ pub fn fold<'a>(
 ) -> Deltas<'a> {
     // Hash maps while folding (one lookup per visit and table), sorted once at the end: a B-tree
     // insert per visit compared whole keys a dozen times over.
-    let mut buckets: HashMap<(&str, i64, i64), Counts> = HashMap::new();
-    let mut agents: HashMap<AgentKey, Audiences> = HashMap::new();
-    let mut places: HashMap<PlaceKey, Audiences> = HashMap::new();
-    let mut sources: HashMap<SourceKey, Audiences> = HashMap::new();
-    let mut domain_minutes: HashMap<(i64, &str), Audiences> = HashMap::new();
-    let mut links: HashMap<&str, (i64, i64)> = HashMap::new();
+    let mut buckets: HashMap<(&str, i64, i64), Counts> = HashMap::default();
+    let mut agents: HashMap<AgentKey, Audiences> = HashMap::default();
+    let mut places: HashMap<PlaceKey, Audiences> = HashMap::default();
+    let mut sources: HashMap<SourceKey, Audiences> = HashMap::default();
+    let mut domain_minutes: HashMap<(i64, &str), Audiences> = HashMap::default();
+    let mut links: HashMap<&str, (i64, i64)> = HashMap::default();
     for visit in visits {
         let seconds = visit.time_ms.div_euclid(1000);
         let hour = Interval::Hour.floor(seconds);
@@ -315,8 +316,12 @@ mod tests {
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
         let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
         let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
-        let new: NewVisitors =
-            [("abc".to_owned(), [super::visitor_bytes(&a.visitor)].into())].into();
+        let new: NewVisitors = [(
+            "abc".to_owned(),
+            [super::visitor_bytes(&a.visitor)].into_iter().collect(),
+        )]
+        .into_iter()
+        .collect();
         let d = fold(&[&a, &b, &c], new.clone(), false);
         let h = hour / 1000;
         let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
@@ -359,14 +364,19 @@ mod tests {
         let new: NewVisitors = [
             (
                 "abc".to_owned(),
-                [super::visitor_bytes(&visits[0].visitor)].into(),
+                [super::visitor_bytes(&visits[0].visitor)]
+                    .into_iter()
+                    .collect(),
             ),
             (
                 "xyz".to_owned(),
-                [super::visitor_bytes(&visits[1].visitor)].into(),
+                [super::visitor_bytes(&visits[1].visitor)]
+                    .into_iter()
+                    .collect(),
             ),
         ]
-        .into();
+        .into_iter()
+        .collect();
         let d = fold(&refs, new, false);
         let star_hour = d.buckets[&(ALL_LINKS, 3600, hour / 1000)];
         assert_eq!(
@@ -422,12 +432,13 @@ mod tests {
         let refs: Vec<&Visit> = visits.iter().collect();
         let bytes = |i: usize| super::visitor_bytes(&visits[i].visitor);
         let new: NewVisitors = [
-            ("abc".to_owned(), [bytes(0)].into()),
-            ("xyz".to_owned(), [bytes(2), bytes(3)].into()),
+            ("abc".to_owned(), [bytes(0)].into_iter().collect()),
+            ("xyz".to_owned(), [bytes(2), bytes(3)].into_iter().collect()),
         ]
-        .into();
+        .into_iter()
+        .collect();
         let expected = fold(&refs, new, false);
-        let mut d = fold(&refs, NewVisitors::new(), false);
+        let mut d = fold(&refs, NewVisitors::default(), false);
         for i in [0, 2, 3] {
             d.credit_new_visitor(&visits[i].code, visits[i].time_ms);
         }

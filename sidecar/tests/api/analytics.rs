@@ -5,7 +5,7 @@ use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
 use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
-use shortlink_sidecar::visits::store::{self as visit_store, VisitStore};
+use shortlink_sidecar::visits::store::VisitStore;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,9 +39,7 @@ fn enriched(id: String, code: &str, t: i64, ip: &str, ua: &str) -> shortlink_vis
 }
 
 async fn store(app: &TestApp) -> Arc<dyn VisitStore> {
-    visit_store::connect(&app.database_url, 4, Duration::from_secs(5))
-        .await
-        .expect("open the visit store")
+    app.visit_store().await
 }
 
 /// A consumer on the app's Redis and database, with the test geo database.

@@ -139,10 +139,7 @@ async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
             Enricher::new(GeoDb::disabled(), false).enrich(&event)
         })
         .collect();
-    let store =
-        shortlink_sidecar::visits::store::connect(&app.database_url, 1, Duration::from_secs(5))
-            .await
-            .unwrap();
+    let store = app.visit_store().await;
     assert_eq!(
         store.store_batch(&visits, false).await.unwrap().inserted,
         count as u64

@@ -352,6 +352,21 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The visit store on the app's database, as the consumer opens it.
+    pub async fn visit_store(
+        &self,
+    ) -> std::sync::Arc<dyn shortlink_sidecar::visits::store::VisitStore> {
+        let options = shortlink_sidecar::storage::ConnectOptions {
+            url: self.database_url.clone(),
+            max_connections: 4,
+            acquire_timeout: Duration::from_secs(5),
+            sqlite_cache: Default::default(),
+        };
+        shortlink_sidecar::visits::store::connect(&options)
+            .await
+            .expect("open the visit store")
+    }
+
     pub async fn redis(&self) -> redis::aio::MultiplexedConnection {
         self.redis_client
             .get_multiplexed_async_connection()

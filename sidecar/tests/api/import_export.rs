@@ -304,6 +304,7 @@ async fn orphan_removal_waits_for_writes_in_flight() {
         url: app.database_url.clone(),
         max_connections: 4,
         acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
     };
     let storage = storage::connect(&options).await.unwrap();
     let projection = Arc::new(Projection::new(&app.redis.url(), Duration::from_secs(2)).unwrap());

@@ -97,13 +97,7 @@ async fn a_stored_visit_records_its_rollup_delay() {
         &app.redis.url(),
         &["--consumer-name", "delay"],
     );
-    let store = shortlink_sidecar::visits::store::connect(
-        &app.database_url,
-        2,
-        std::time::Duration::from_secs(5),
-    )
-    .await
-    .unwrap();
+    let store = app.visit_store().await;
     let mut consumer = shortlink_sidecar::visits::consumer(&config, store).unwrap();
     while consumer.step().await.unwrap() > 0 {}
 

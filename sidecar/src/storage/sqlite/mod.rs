@@ -134,7 +134,11 @@ fn encode(rows: &[NewRow]) -> StorageResult<EncodedInsert<Sqlite>> {
 
 impl SqliteStorage {
     pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
-        let connect = sqlite_file::connect_options(&options.url, options.acquire_timeout)?;
+        let connect = sqlite_file::connect_options(
+            &options.url,
+            options.acquire_timeout,
+            options.sqlite_cache,
+        )?;
         if let Some(dir) = connect.get_filename().parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir)
@@ -147,6 +151,7 @@ impl SqliteStorage {
             &connect,
             options.max_connections.max(1),
             options.acquire_timeout,
+            options.sqlite_cache,
         )
         .await?;
         Ok(Self {

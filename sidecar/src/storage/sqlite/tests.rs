@@ -20,6 +20,7 @@ async fn fresh_storage() -> (tempfile::TempDir, SqliteStorage) {
         url: format!("sqlite://{}", dir.path().join("t.db").display()),
         max_connections: 2,
         acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
     })
     .await
     .unwrap();

@@ -26,20 +26,19 @@ pub use self::api::{
     BatchOutcome, Dimension, Entry, IdleLink, RuleEntry, Stats, StatsQuery, VisitStore,
 };
 pub use super::rollup::{Counts, ALL_LINKS};
-use crate::storage::{Backend, StorageError, StorageResult};
+use crate::storage::{Backend, ConnectOptions, StorageError, StorageResult};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// Opens the visit store on the database at `url` (already migrated by [`crate::storage::connect`]).
-pub async fn connect(
-    url: &str,
-    max_connections: u32,
-    acquire_timeout: Duration,
-) -> StorageResult<Arc<dyn VisitStore>> {
+/// Opens the visit store on the database `options` name (already migrated by
+/// [`crate::storage::connect`]).
+pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn VisitStore>> {
+    let (url, max_connections, acquire_timeout) = (
+        options.url.as_str(),
+        options.max_connections,
+        options.acquire_timeout,
+    );
     match Backend::from_url(url) {
-        Some(Backend::Sqlite) => Ok(Arc::new(
-            SqliteVisitStore::connect(url, max_connections, acquire_timeout).await?,
-        )),
+        Some(Backend::Sqlite) => Ok(Arc::new(SqliteVisitStore::connect(options).await?)),
         Some(Backend::Postgres) => Ok(Arc::new(
             PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
         )),

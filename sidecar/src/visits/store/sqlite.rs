@@ -10,7 +10,7 @@ use super::write::{
     VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
 use crate::storage::sql::Value;
-use crate::storage::{sqlite_file, Lite, StorageError, StorageResult};
+use crate::storage::{sqlite_file, ConnectOptions, Lite, StorageError, StorageResult};
 use crate::visits::rollup::NewVisitors;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -19,7 +19,10 @@ use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Pool, Row, Sqlite, Transaction};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+
+/// Read connections of the visit store at most (stats and the health check; the link store
+/// has its own).
+const MAX_READERS: u32 = 8;
 
 /// Rows per multi-row statement at most (22 parameters each for visits, under SQLite's 32766
 /// limit).
@@ -34,17 +37,15 @@ pub(crate) struct SqliteVisits {
 pub(crate) type SqliteVisitStore = SqlVisitStore<SqliteVisits>;
 
 impl SqliteVisitStore {
-    pub async fn connect(
-        url: &str,
-        max_connections: u32,
-        acquire_timeout: Duration,
-    ) -> StorageResult<Self> {
-        let connect = sqlite_file::connect_options(url, acquire_timeout)?;
+    pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
+        let (url, acquire_timeout) = (&options.url, options.acquire_timeout);
+        let connect = sqlite_file::connect_options(url, acquire_timeout, options.sqlite_cache)?;
         // Shared with the link store on the same file, so a create queues behind at most the
         // visit transaction in progress.
         let writer = sqlite_file::shared_writer(&connect, acquire_timeout).await?;
+        let readers = options.max_connections.clamp(1, MAX_READERS);
         let reader =
-            sqlite_file::reader(&connect, max_connections.clamp(1, 8), acquire_timeout).await?;
+            sqlite_file::reader(&connect, readers, acquire_timeout, options.sqlite_cache).await?;
         Ok(Self {
             writer: Pool::clone(&writer),
             dialect: SqliteVisits { _writer: writer },
@@ -117,7 +118,7 @@ async fn insert_visitors(
     tx: &mut Transaction<'static, Sqlite>,
     pairs: &[(&str, Vec<u8>, i64)],
 ) -> StorageResult<NewVisitors> {
-    let mut new = NewVisitors::new();
+    let mut new = NewVisitors::default();
     for chunk in chunks_of(pairs) {
         let sql = format!(
             "INSERT INTO link_visitors (code, visitor, first_seen) VALUES {} \

@@ -8,9 +8,9 @@ use crate::storage::sql::{statement, Dialect, Driver, Value};
 use crate::storage::{StorageError, StorageResult};
 use crate::visits::rollup::visitor_bytes;
 use crate::visits::rollup::{Audiences, Deltas};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use shortlink_visit_enrich::{Audience, Visit};
 use sqlx::{Database, Encode, Type};
-use std::collections::{HashMap, HashSet};
 
 /// The visits of a batch with each event id once: an id twice in one batch is stored and counted
 /// once.

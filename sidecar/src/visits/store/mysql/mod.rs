@@ -358,7 +358,7 @@ impl VisitDialect for MysqlVisits {
         }
         let pairs = first_seen(&inserted);
         let pairs: Vec<&Pair> = pairs.iter().collect();
-        let mut new_visitors = NewVisitors::new();
+        let mut new_visitors = NewVisitors::default();
         for chunk in chunks(&pairs, self.rows, self.bytes, |_| 64) {
             // Repeat visitors are common.
             for (code, visitor, _) in self.insert_new(&mut tx, chunk, false).await? {

@@ -29,6 +29,7 @@ async fn store(returning: bool) -> MysqlVisitStore {
         url: url.clone(),
         max_connections: 4,
         acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
     };
     crate::storage::connect(&options).await.expect("migrate");
     let mut store = MysqlVisitStore::connect(&url, 4, Duration::from_secs(10))

@@ -134,7 +134,7 @@ pub(super) async fn insert_visits<'v>(
     let mut copy = tx.copy_in_raw(COPY_VISITS).await.map_err(db)?;
     copy.send(data).await.map_err(db)?;
     // The server is inserting the rows now, the answer comes after CopyDone: fold meanwhile.
-    let deltas = rollup::fold(visits, NewVisitors::new(), count_bots);
+    let deltas = rollup::fold(visits, NewVisitors::default(), count_bots);
     match copy.finish().await {
         Ok(_) => {
             sqlx::query("RELEASE SAVEPOINT visits_batch")
@@ -167,6 +167,6 @@ pub(super) async fn insert_visits<'v>(
         .filter(|v| ids.contains(&v.event_id))
         .copied()
         .collect();
-    let deltas = rollup::fold(&visits, NewVisitors::new(), count_bots);
+    let deltas = rollup::fold(&visits, NewVisitors::default(), count_bots);
     Ok(Inserted { visits, deltas })
 }
