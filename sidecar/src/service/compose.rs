@@ -35,6 +35,7 @@ pub const FORCED_CHARS: usize = 100;
     serde::Deserialize,
     serde::Serialize,
     utoipa::ToSchema,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum OverBudget {

@@ -522,3 +522,69 @@ async fn an_interrupted_compose_retried_gives_the_same_codes(backend: Backend) {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "idempotency_key_reused");
 }
+
+#[tokio::test]
+async fn the_command_line_composes_a_file_as_the_api_does() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let dir = testkit::temp_dir();
+    let input = dir.path().join("recipients.csv");
+    let output = dir.path().join("messages.ndjson");
+    std::fs::write(
+        &input,
+        "phone,name,url\n0612345678,Ann,https://shop.example/a\n0612,Bo,https://shop.example/b\n",
+    )
+    .unwrap();
+    let (input, output_path) = (input.to_str().unwrap(), output.to_str().unwrap());
+    let common = [
+        "compose",
+        input,
+        "--template",
+        TEMPLATE,
+        "--country",
+        "FR",
+        "--budget",
+        "1",
+    ];
+    app.run_cli(&[&common[..], &["--dry-run", "--output", output_path]].concat())
+        .await;
+    let dry = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(app.stored().await.links, 0);
+    app.run_cli(
+        &[
+            &common[..],
+            &["--output", output_path, "--idempotency-key", "k1"],
+        ]
+        .concat(),
+    )
+    .await;
+    let lines: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["phone"], "+33612345678");
+    assert_eq!(lines[0]["status"], 201);
+    assert_eq!(lines[1]["error"]["code"], "invalid_phone");
+    assert_eq!(lines[2]["summary"]["segments"], 1);
+    let dry: Vec<Value> = dry
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(dry[2]["summary"], lines[2]["summary"]);
+    // Again with the key: the same code, nothing new.
+    app.run_cli(
+        &[
+            &common[..],
+            &["--output", output_path, "--idempotency-key", "k1"],
+        ]
+        .concat(),
+    )
+    .await;
+    let again: Vec<Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(again[0]["code"], lines[0]["code"]);
+    assert_eq!(app.stored().await.links, 1);
+}

@@ -35,38 +35,48 @@ pub fn router() -> Router<AppState> {
 }
 
 /// The campaign: its template and options.
-#[derive(Debug, Deserialize, Serialize, IntoParams)]
+#[derive(Debug, Deserialize, Serialize, IntoParams, clap::Args)]
 #[into_params(parameter_in = Query)]
 pub struct ComposeParams {
     /// The message: `{{name}}` for a recipient's variable, `{{link}}` (required) for the
     /// recipient's short URL. At most 4,000 characters and 100 placeholders.
     #[param(min_length = 1, max_length = 4000)]
+    #[arg(long)]
     pub template: String,
     /// Target URL of recipients without their own `url`, with `{{name}}` variables
     /// (percent-encoded when inserted).
+    #[arg(long)]
     pub url_template: Option<String>,
     /// The campaign of every link (1 to 200 characters).
     #[param(min_length = 1, max_length = 200)]
+    #[arg(long)]
     pub campaign: Option<String>,
     /// Most segments per message (1 to 10).
     #[param(minimum = 1, maximum = 10)]
+    #[arg(long)]
     pub budget: Option<usize>,
     /// `report` (default): messages over the budget are issued and flagged; `refuse`: they get
     /// the error `over_budget` and no link.
     #[param(value_type = Option<OverBudget>)]
+    #[arg(long, value_enum)]
     pub over_budget: Option<OverBudget>,
     /// The short URL without `https://` in the text (see the README for which phones link it).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub strip_scheme: Option<bool>,
     /// Replace look-alikes (curly quotes, dashes, odd spaces, …) with their GSM-7 equivalents
     /// when that saves segments; each replacement is listed.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub replace_lookalikes: Option<bool>,
     /// National language shift tables the SMS gateway supports, comma-separated: `turkish`,
     /// `spanish`, `portuguese`, `bengali`, `gujarati`, `hindi`, `kannada`, `malayalam`,
     /// `oriya`, `punjabi`, `tamil`, `telugu`, `urdu`.
+    #[arg(long)]
     pub languages: Option<String>,
     /// Country of numbers written without their country code (ISO 3166-1 alpha-2, e.g. `FR`).
+    #[arg(long)]
     pub country: Option<String>,
     /// Check and measure, issue nothing.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub dry_run: Option<bool>,
 }
 
