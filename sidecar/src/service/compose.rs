@@ -214,10 +214,7 @@ impl Campaign {
         scratch: &mut String,
     ) -> Result<Prepared, RecipientError> {
         let phone = sms::normalize_phone(&recipient.phone, self.country)?;
-        let measure = self
-            .template
-            .measure_with_link_len(&recipient.variables, link_len, &self.sms, scratch)
-            .map_err(RecipientError::Render)?;
+        let measure = self.measure(&recipient.variables, link_len, scratch)?;
         if let (Some(budget), OverBudget::Refuse) = (self.budget, self.over_budget) {
             if measure.segments > budget {
                 return Err(RecipientError::OverBudget {
@@ -240,6 +237,18 @@ impl Campaign {
             (None, None) => return Err(RecipientError::NoUrl),
         };
         Ok(Prepared { phone, target })
+    }
+
+    /// The numbers of a message with these variables and a link of `link_len` characters.
+    pub fn measure(
+        &self,
+        variables: &BTreeMap<String, String>,
+        link_len: usize,
+        scratch: &mut String,
+    ) -> Result<sms::Measure, RecipientError> {
+        (self.template)
+            .measure_with_link_len(variables, link_len, &self.sms, scratch)
+            .map_err(RecipientError::Render)
     }
 
     /// The link as the text carries it: the short URL, without its scheme if asked.

@@ -81,7 +81,7 @@ pub struct ComposeParams {
 }
 
 impl ComposeParams {
-    fn spec(&self) -> CampaignSpec {
+    pub(crate) fn spec(&self) -> CampaignSpec {
         CampaignSpec {
             template: self.template.clone(),
             url_template: self.url_template.clone(),
@@ -260,7 +260,7 @@ fn accepts_csv(headers: &HeaderMap) -> bool {
 
 /// The longest base a link can be issued on, as the text carries it: what the budget and a dry
 /// run measure with (exact with one issuing domain; an upper bound with several).
-fn longest_base(domains: &DomainContext, strip_scheme: bool) -> Result<String> {
+pub(crate) fn longest_base(domains: &DomainContext, strip_scheme: bool) -> Result<String> {
     let bases = domains.issuing.as_ref().ok_or_else(|| {
         Error::invalid(
             "no_issuing_domain",
