@@ -156,7 +156,13 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         health::healthz,
         health::readyz,
     ),
-    components(schemas(ErrorBody, ErrorDetail, compose::RecipientResult, compose::SummaryLine)),
+    components(schemas(
+        ErrorBody,
+        ErrorDetail,
+        compose::RecipientResult,
+        compose::SummaryLine,
+        crate::service::compose::OverBudget
+    )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))

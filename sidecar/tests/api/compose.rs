@@ -534,7 +534,8 @@ async fn the_command_line_composes_a_file_as_the_api_does() {
         "phone,name,url\n0612345678,Ann,https://shop.example/a\n0612,Bo,https://shop.example/b\n",
     )
     .unwrap();
-    let (input, output_path) = (input.to_str().unwrap(), output.to_str().unwrap());
+    let (input, output_path) = (input.to_str().unwrap(), output.to_str().unwrap().to_owned());
+    let output_path = output_path.as_str();
     let common = [
         "compose",
         input,
@@ -545,46 +546,84 @@ async fn the_command_line_composes_a_file_as_the_api_does() {
         "--budget",
         "1",
     ];
-    app.run_cli(&[&common[..], &["--dry-run", "--output", output_path]].concat())
-        .await;
-    let dry = std::fs::read_to_string(&output).unwrap();
+    // Runs the command with `more` arguments; its answer's lines.
+    let app = &app;
+    let run = |more: &'static [&'static str]| {
+        let args = [&common[..], more, &["--output", output_path]].concat();
+        async move {
+            app.run_cli(&args).await;
+            let answer = std::fs::read_to_string(output_path).unwrap();
+            let lines: Vec<Value> = answer
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            lines
+        }
+    };
+    let dry = run(&["--dry-run"]).await;
     assert_eq!(app.stored().await.links, 0);
-    app.run_cli(
-        &[
-            &common[..],
-            &["--output", output_path, "--idempotency-key", "k1"],
-        ]
-        .concat(),
-    )
-    .await;
-    let lines: Vec<Value> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run(&["--idempotency-key", "k1"]).await;
     assert_eq!(lines[0]["phone"], "+33612345678");
     assert_eq!(lines[0]["status"], 201);
     assert_eq!(lines[1]["error"]["code"], "invalid_phone");
     assert_eq!(lines[2]["summary"]["segments"], 1);
-    let dry: Vec<Value> = dry
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(dry[2]["summary"], lines[2]["summary"]);
     // Again with the key: the same code, nothing new.
-    app.run_cli(
-        &[
-            &common[..],
-            &["--output", output_path, "--idempotency-key", "k1"],
-        ]
-        .concat(),
-    )
-    .await;
-    let again: Vec<Value> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let again = run(&["--idempotency-key", "k1"]).await;
     assert_eq!(again[0]["code"], lines[0]["code"]);
     assert_eq!(app.stored().await.links, 1);
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_compose_with_every_reference_resolved() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let doc: Value = app
+        .api(reqwest::Method::GET, "/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let operation = &doc["paths"]["/api/v1/compose"]["post"];
+    let params: Vec<&str> = operation["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "template",
+        "budget",
+        "over_budget",
+        "strip_scheme",
+        "replace_lookalikes",
+        "languages",
+        "country",
+        "dry_run",
+        "Idempotency-Key",
+    ] {
+        assert!(params.contains(&name), "{name} in {params:?}");
+    }
+    let content = operation["requestBody"]["content"].as_object().unwrap();
+    assert!(content.contains_key("application/x-ndjson") && content.contains_key("text/csv"));
+    // Every `$ref` of the document names a schema it defines.
+    let text = doc.to_string();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for reference in text.split("\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().unwrap();
+        assert!(
+            schemas.contains_key(name),
+            "{name} is referenced but not defined"
+        );
+    }
+    for name in [
+        "RecipientResult",
+        "SummaryLine",
+        "Summary",
+        "ForcedChar",
+        "OverBudget",
+    ] {
+        assert!(schemas.contains_key(name), "{name}");
+    }
 }

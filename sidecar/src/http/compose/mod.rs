@@ -178,7 +178,13 @@ pub async fn compose(
     let claim = match &key {
         None => None,
         Some(key) => {
-            let head = serde_json::to_vec(&params).unwrap_or_default();
+            // The campaign and, for CSV, the columns: the same lines under other columns are
+            // another request.
+            let columns = match &input {
+                Input::Csv(columns) => columns.as_slice(),
+                Input::Ndjson => &[],
+            };
+            let head = serde_json::to_vec(&(&params, columns)).unwrap_or_default();
             let lines = first.iter().flat_map(|chunk| chunk.items.iter());
             let canonical: Vec<Vec<u8>> = std::iter::once(head)
                 .chain(lines.map(body::canonical))
