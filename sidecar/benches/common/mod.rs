@@ -22,7 +22,15 @@ pub fn start_sidecar(
         redis_url,
         secret_hex: SECRET_HEX,
         api_key: API_KEY,
-        args: &["--redis-timeout", "5s", "--db-timeout", "10s"],
+        // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
+        args: &[
+            "--redis-timeout",
+            "5s",
+            "--db-timeout",
+            "10s",
+            "--public-base-url",
+            "https://s1.example",
+        ],
     }
     .start(binary, log)
 }

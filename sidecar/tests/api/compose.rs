@@ -14,11 +14,15 @@ const TEMPLATE: &str = "Hi {{name}}, 20% off today: {{link}} Reply STOP to end";
 async fn compose(app: &TestApp, query: &[(&str, &str)], recipients: &[Value]) -> Vec<Value> {
     let body = ndjson(recipients);
     let response = send(app, query, "application/x-ndjson", None, body).await;
-    let status = response.status();
+    assert_eq!(response.status(), 200);
+    lines(response).await
+}
+
+/// An NDJSON answer's lines.
+async fn lines(response: reqwest::Response) -> Vec<Value> {
     let text = response.text().await.unwrap();
-    assert_eq!(status, 200, "{text}");
     text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {text}")))
         .collect()
 }
 
@@ -410,21 +414,13 @@ async fn csv_in_and_out() {
     let app = spawn_app(Backend::Sqlite).await;
     let csv = "phone,ref,name,url\n06 12 34 56 78,c-1,\"Ann, Jr\",https://shop.example/a\n06 12,c-2,Bo,https://shop.example/b\n";
     let query = [("template", TEMPLATE), ("country", "FR")];
-    let ndjson = send(&app, &query, "text/csv", None, csv.into())
-        .await
-        .text()
-        .await
-        .unwrap();
-    let lines: Vec<Value> = ndjson
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(lines[0]["index"], 0);
-    assert!(lines[0]["text"]
+    let answer = lines(send(&app, &query, "text/csv", None, csv.into()).await).await;
+    assert_eq!(answer[0]["index"], 0);
+    assert!(answer[0]["text"]
         .as_str()
         .unwrap()
         .starts_with("Hi Ann, Jr, 20% off"));
-    assert_eq!(lines[1]["error"]["code"], "invalid_phone");
+    assert_eq!(answer[1]["error"]["code"], "invalid_phone");
     let response = post_compose(&app, &query)
         .header("content-type", "text/csv")
         .header("accept", "text/csv")
@@ -479,13 +475,7 @@ async fn an_interrupted_compose_retried_gives_the_same_codes(backend: Backend) {
         ndjson(&recipients[..1_200]),
     )
     .await;
-    let first: Vec<Value> = response
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let first = lines(response).await;
     assert_eq!(first.len(), 1_201);
     let response = send(
         &app,
@@ -495,13 +485,7 @@ async fn an_interrupted_compose_retried_gives_the_same_codes(backend: Backend) {
         ndjson(&recipients),
     )
     .await;
-    let retry: Vec<Value> = response
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let retry = lines(response).await;
     assert_eq!(retry.len(), 1_501);
     for (a, b) in first.iter().zip(&retry).take(1_200) {
         assert_eq!(a["code"], b["code"]);

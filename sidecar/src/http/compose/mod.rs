@@ -48,7 +48,7 @@ pub struct ComposeParams {
     #[arg(long)]
     pub url_template: Option<String>,
     /// The campaign of every link (1 to 200 characters).
-    #[param(min_length = 1, max_length = 200)]
+    #[param(schema_with = crate::http::schema::campaign)]
     #[arg(long)]
     pub campaign: Option<String>,
     /// Most segments per message (1 to 10).
@@ -132,6 +132,8 @@ impl From<CampaignError> for Error {
             error_message`) ending with a `summary` row",
             content((RecipientResult = "application/x-ndjson"), (String = "text/csv"))),
         (status = 400, description = "`invalid_query`, `invalid_header`, `incomplete_body`", body = super::ErrorBody),
+        (status = 414, description = "through nginx's API server: a query (the template) longer \
+            than nginx's `large_client_header_buffers` (8 KiB by default)"),
         (status = 415, body = super::ErrorBody),
         (status = 422, description = "refused before anything is issued: `invalid_template` \
             (unbalanced braces, an unknown variable, no `{{link}}`, too long), \
