@@ -561,14 +561,7 @@ async fn the_command_line_composes_a_file_as_the_api_does() {
 #[tokio::test]
 async fn the_openapi_document_describes_compose_with_every_reference_resolved() {
     let app = spawn_app(Backend::Sqlite).await;
-    let doc: Value = app
-        .api(reqwest::Method::GET, "/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = app.get_json("/openapi.json").await;
     let operation = &doc["paths"]["/api/v1/compose"]["post"];
     let params: Vec<&str> = operation["parameters"]
         .as_array()
