@@ -27,7 +27,13 @@ positive cases are made to keep those rules, and only those, before they are sen
 - a preview's `ip` is an address and its `country` an ISO code (else 422 `invalid_preview`);
 - a password and a card's title, description and site name fit their limit in UTF-8 bytes
   (else 422 `invalid_password`, `invalid_preview`), and a card's image stays within its limit
-  once normalised (else 422 `invalid_preview`): a long one is replaced by a short one.
+  once normalised (else 422 `invalid_preview`): a long one is replaced by a short one;
+- a compose's template names only variables the recipients bring, balances its braces, has a
+  `{{link}}` and fits a message (else 422 `invalid_template`), its URL template too (else 422
+  `invalid_url_template`), its languages and country are known (else 422 `invalid_language`,
+  `invalid_country`), its campaign fits 200 bytes, and a CSV body has its `phone` header (else 422
+  `invalid_csv`): the campaign becomes a known-good one; the recipients stay as generated, each
+  refused on its own line.
 
 Negative cases are left as generated.
 """
@@ -43,7 +49,8 @@ MAX_POINTS = 10_000
 INTERVAL_SECONDS = {"hour": 3600, "day": 86400}
 STATS = ("GET /api/v1/stats", "GET /api/v1/links/{code}/stats")
 LINK_BODIES = ("POST /api/v1/links", "PATCH /api/v1/links/{code}")
-WITH_IDEMPOTENCY_KEY = ("POST /api/v1/links", "POST /api/v1/links/batch")
+COMPOSE = "POST /api/v1/compose"
+WITH_IDEMPOTENCY_KEY = ("POST /api/v1/links", "POST /api/v1/links/batch", COMPOSE)
 GENERATED_SHAPE = re.compile("[A-Za-z0-9]{7}")
 BYTE_LIMITS = {"campaign": 200, "ref": 200}
 MAX_TAG_BYTES = 64
@@ -138,6 +145,21 @@ def _valid_phone(body):
         body["rules"] = VALID_RULES
 
 
+def _valid_campaign(case):
+    query = case.query if case.query is not None else {}
+    query["template"] = "Hi, {{link}}"
+    query.pop("url_template", None)
+    if "languages" in query:
+        query["languages"] = "turkish,spanish"
+    if "country" in query:
+        query["country"] = "PT"
+    if isinstance(query.get("campaign"), str):
+        query["campaign"] = _within(query["campaign"], BYTE_LIMITS["campaign"])
+    case.query = query
+    if case.media_type == "text/csv":
+        case.body = "phone\n" + (case.body if isinstance(case.body, str) else "")
+
+
 def _changes_something(body):
     if isinstance(body, dict) and body and all(
         key in NULL_UNCHANGED and value is None for key, value in body.items()
@@ -198,6 +220,8 @@ def _keep_rules(case):
         _valid_rules(case.body)
     if label == PREVIEW:
         _valid_phone(case.body)
+    if label == COMPOSE:
+        _valid_campaign(case)
     if label == "PATCH /api/v1/links/{code}":
         _changes_something(case.body)
     if label in WITH_IDEMPOTENCY_KEY:

@@ -1,7 +1,7 @@
 //! Debian's `chromium`, headless, driven through `chromedriver` over WebDriver: the browser tests
 //! (the console, the preview card) see pages as a real browser renders them.
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,5 +75,49 @@ pub async fn chrome(user_agent: &str, host_rules: &str) -> Chrome {
         driver,
         client,
         profile,
+    }
+}
+
+/// Signs in to the console at `console` (`http://…/console`) with `key`.
+pub async fn sign_in(client: &Client, console: &str, key: &str) {
+    client.goto(&format!("{console}/sign-in")).await.unwrap();
+    let field = match client.find(Locator::Css("#key")).await {
+        Ok(field) => field,
+        Err(e) => panic!("no key field ({e}) in {}", client.source().await.unwrap()),
+    };
+    field.send_keys(key).await.unwrap();
+    submit(client, "main form button[type=submit]").await;
+}
+
+/// Clicks `selector` and waits for the next page: the click may return before the answer to a
+/// form's POST has loaded.
+pub async fn submit(client: &Client, selector: &str) {
+    client
+        .execute("window.shortlinkOldPage = true;", vec![])
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css(selector))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let loaded = client
+            .execute(
+                "return window.shortlinkOldPage === undefined && document.readyState === 'complete';",
+                vec![],
+            )
+            .await;
+        if matches!(loaded, Ok(serde_json::Value::Bool(true))) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no new page after clicking {selector}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -6,7 +6,8 @@
 
 use fantoccini::{Client, Locator};
 use serde_json::Value;
-use shortlink_e2e::{browser, paths, System, API_KEY};
+use shortlink_e2e::browser::{self, sign_in, submit};
+use shortlink_e2e::{paths, System, API_KEY};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -101,53 +102,10 @@ async fn eventually_contains(client: &Client, url: &str, needle: &str, within: D
     }
 }
 
-async fn sign_in(client: &Client, console: &str, key: &str) {
-    client.goto(&format!("{console}/sign-in")).await.unwrap();
-    let field = match client.find(Locator::Css("#key")).await {
-        Ok(field) => field,
-        Err(e) => panic!("no key field ({e}) in {}", source(client).await),
-    };
-    field.send_keys(key).await.unwrap();
-    submit(client, "main form button[type=submit]").await;
-}
-
 async fn fill(client: &Client, selector: &str, text: &str) {
     let field = client.find(Locator::Css(selector)).await.unwrap();
     field.clear().await.unwrap();
     field.send_keys(text).await.unwrap();
-}
-
-/// Clicks `selector` and waits for the next page: the click may return before the answer to a
-/// form's POST has loaded.
-async fn submit(client: &Client, selector: &str) {
-    client
-        .execute("window.shortlinkOldPage = true;", vec![])
-        .await
-        .unwrap();
-    client
-        .find(Locator::Css(selector))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let loaded = client
-            .execute(
-                "return window.shortlinkOldPage === undefined && document.readyState === 'complete';",
-                vec![],
-            )
-            .await;
-        if matches!(loaded, Ok(Value::Bool(true))) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no new page after clicking {selector}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

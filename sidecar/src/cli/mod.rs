@@ -1,9 +1,10 @@
-//! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `resync`,
+//! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `compose`, `resync`,
 //! `migrate`, `backup`, `code-scheme show|adopt`.
 
 mod backup;
 mod check;
 mod code_scheme;
+mod compose;
 mod export;
 mod import;
 pub mod orphans;
@@ -17,6 +18,7 @@ use std::io::Write;
 
 pub use backup::BackupArgs;
 pub use code_scheme::CodeSchemeCommand;
+pub use compose::ComposeArgs;
 pub use export::ExportArgs;
 pub use import::ImportArgs;
 pub use resync::ResyncArgs;
@@ -50,6 +52,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Write links as CSV or NDJSON (what `import` reads), optionally only some of them.
     Export(ExportArgs),
+    /// Compose a campaign's SMS from a file of recipients: per recipient its link, text,
+    /// encoding and segments, then the totals (as `POST /api/v1/compose`; `--dry-run` issues
+    /// nothing).
+    Compose(ComposeArgs),
     /// Rebuild Redis from SQL: every link rewritten (live, expiring with their TTL, revoked as
     /// tombstones); links past their grace period are removed.
     Resync(ResyncArgs),
@@ -101,6 +107,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Keys { command } => keys(&config, command).await,
         Command::Import(args) => import::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
+        Command::Compose(args) => compose::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,
         Command::Consume => visits::consume(&config).await,
         Command::Cleanup => visits::cleanup_once(&config).await,

@@ -53,8 +53,10 @@ progress{width:100%;height:1.5em}
 @media (max-width:40em){header form{margin-left:0}main{padding:.5em}th,td{padding:.3em}}
 "#;
 
-/// The copy button and the card page's live card: the only script, and optional (the URL is
-/// selectable text anyway; the card page has a "Preview" button).
+/// The copy button, the card page's live card and the composer's live counter: the only script,
+/// and optional (the URL is selectable text anyway; the card page and the composer have a
+/// "Preview" button). The counter is the server's (`/console/compose/count`), so the numbers
+/// are those of the Rust code that composes, never a second implementation in script.
 const JS: &str = r#"
 document.querySelectorAll('button[data-copy]').forEach(function (button) {
   button.hidden = false;
@@ -80,6 +82,27 @@ document.querySelectorAll('[data-card-field]').forEach(function (field) {
     }
   });
 });
+var composer = document.getElementById('composer');
+if (composer) {
+  var counter = document.getElementById('compose-counter');
+  var pending = null;
+  var asked = 0;
+  var count = function () {
+    var ask = ++asked;
+    fetch('/console/compose/count', {
+      method: 'POST',
+      credentials: 'same-origin',
+      body: new URLSearchParams(new FormData(composer))
+    }).then(function (answer) { return answer.json(); }).then(function (answer) {
+      // Only the latest question's answer is shown.
+      if (ask === asked) counter.textContent = answer.text;
+    });
+  };
+  composer.addEventListener('input', function () {
+    clearTimeout(pending);
+    pending = setTimeout(count, 120);
+  });
+}
 "#;
 
 pub async fn css() -> impl IntoResponse {
@@ -139,6 +162,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
                         @if operator.may_issue() {
                             a href="/console/create" { "Create" } " "
                             a href="/console/bulk" { "Bulk upload" } " "
+                            a href="/console/compose" { "Compose" } " "
                         }
                         a href="/console/links" { "Links" } " "
                         a href="/console/campaigns" { "Campaigns" } " "

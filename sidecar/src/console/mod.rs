@@ -19,6 +19,7 @@ mod bulk;
 mod campaigns;
 mod card;
 mod chart;
+mod compose;
 mod detail;
 mod domains;
 mod layout;
@@ -92,6 +93,8 @@ pub fn router() -> Router<AppState> {
                 .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
         )
         .route("/console/bulk/{job}", get(bulk::progress))
+        .route("/console/compose", get(compose::page).post(compose::sample))
+        .route("/console/compose/count", post(compose::count))
         .route("/console/bulk/{job}/results.csv", get(bulk::results))
         .route("/console/campaigns", get(campaigns::list))
         .route("/console/campaigns/totals", get(campaigns::totals))

@@ -30,7 +30,7 @@ pub fn router() -> Router<AppState> {
 pub const DEFAULT_PAGE: u32 = 50;
 pub const MAX_PAGE: u32 = 1000;
 
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateLinkRequest {
     /// Absolute http(s) URL; IDN hosts are stored as punycode.

@@ -3,6 +3,7 @@
 mod auth;
 mod batch;
 mod campaigns;
+pub(crate) mod compose;
 pub(crate) mod domains;
 mod early_close;
 mod error;
@@ -72,6 +73,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(links::router())
         .merge(preview::router())
         .merge(batch::router())
+        .merge(compose::router())
         .merge(campaigns::router())
         .merge(domains::router())
         .merge(resolve::router())
@@ -143,6 +145,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         links::revoke_link,
         preview::preview,
         batch::create_batch,
+        compose::compose,
         campaigns::get_campaign,
         domains::list_domains,
         domains::get_domain,
@@ -153,7 +156,13 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         health::healthz,
         health::readyz,
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(
+        ErrorBody,
+        ErrorDetail,
+        compose::RecipientResult,
+        compose::SummaryLine,
+        crate::service::compose::OverBudget
+    )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))

@@ -127,6 +127,17 @@ pub fn meta() -> Schema {
     .into()
 }
 
+/// A compose's `campaign` query parameter: as a link's `campaign`, never null.
+pub fn campaign() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some("1 to 200 bytes (UTF-8) without control characters."))
+        .min_length(Some(1))
+        .max_length(Some(200))
+        .pattern(Some(PRINTABLE))
+        .into()
+}
+
 /// `tags`: at most 32 tags of 1 to 64 characters without control characters (and at most 64
 /// bytes each: else 422 `invalid_tags`).
 pub fn tags() -> Schema {

@@ -31,6 +31,7 @@ use std::time::Duration;
 pub mod batch;
 pub mod card;
 pub mod click;
+pub mod compose;
 mod create;
 mod doubt;
 mod idempotency;

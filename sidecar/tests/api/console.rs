@@ -20,6 +20,61 @@ crate::on_each_backend!(
     the_create_form_takes_a_cap_and_a_password,
 );
 
+/// The composer: the counter for the typed template, a sample of messages from pasted
+/// recipients (the API's dry run), a refused template shown again; nothing issued.
+#[tokio::test]
+async fn the_composer_counts_and_samples_without_issuing() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/compose").await;
+    assert!(page.contains("id=\"compose-counter\""), "{page}");
+    let csrf = browser.csrf().await;
+    let template = "Hi {{name}}, \u{20ac}5 off: {{link}}";
+    let recipients =
+        "phone,name,url\n0612345678,Ann,https://shop.example/\n06,Bo,https://shop.example/";
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("template", template),
+        ("recipients", recipients),
+        ("country", "FR"),
+        ("budget", "1"),
+    ];
+    let count = browser.post("/console/compose/count", &form).await;
+    let count: serde_json::Value = count.json().await.unwrap();
+    // "Hi Ann, €5 off: " (16) and the link (https://s.example/ and 7 characters: 25).
+    assert_eq!(
+        count["text"],
+        "41 characters · GSM-7 · 42 units · 1 segment"
+    );
+    let sample = browser.post("/console/compose", &form).await;
+    assert_eq!(sample.status(), StatusCode::OK);
+    let sample = sample.text().await.unwrap();
+    assert!(
+        sample.contains("Hi Ann, \u{20ac}5 off: https://s.example/xxxxxxx"),
+        "{sample}"
+    );
+    assert!(sample.contains("+33612345678"));
+    assert!(sample.contains("invalid phone number"));
+    assert!(sample.contains("1 segments for 1 messages"), "{sample}");
+    let bad = [
+        ("csrf", csrf.as_str()),
+        ("template", "Hi {{name}"),
+        ("recipients", recipients),
+    ];
+    let refused = browser.post("/console/compose", &bad).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().await.unwrap().contains("is not closed"));
+    let count: serde_json::Value = browser
+        .post("/console/compose/count", &bad)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(count["text"].as_str().unwrap().contains("is not closed"));
+    assert_eq!(app.stored().await.links, 0);
+}
+
 /// The create form's cap and password: stored as the API stores them; a refused form never
 /// shows the password again.
 async fn the_create_form_takes_a_cap_and_a_password(backend: Backend) {
@@ -435,6 +490,7 @@ async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
     let overview = browser.page("/console/").await;
     assert!(!overview.contains("/console/create"));
     assert!(!overview.contains("/console/bulk"));
+    assert!(!overview.contains("/console/compose"));
     let detail = browser.page(&format!("/console/links/{code}")).await;
     assert!(!detail.contains("/revoke"));
     assert!(!detail.contains("/edit"));
@@ -444,7 +500,7 @@ async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
 
     let csrf = browser.csrf().await;
     let before = app.stored().await;
-    for path in ["/console/create", "/console/bulk"] {
+    for path in ["/console/create", "/console/bulk", "/console/compose"] {
         assert_eq!(
             browser.get(path).await.status(),
             StatusCode::FORBIDDEN,
@@ -593,6 +649,7 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
         "/console/campaigns/totals?name=spring+2026",
         "/console/domains",
         "/console/bulk",
+        "/console/compose",
     ] {
         let page = browser.page(path).await;
         assert!(page.starts_with("<!DOCTYPE html>"), "{path}");

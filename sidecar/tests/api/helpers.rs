@@ -286,6 +286,12 @@ impl TestApp {
         response.text().await.unwrap();
     }
 
+    /// `GET /api/v1{path}`'s JSON body.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.api(reqwest::Method::GET, path).send().await.unwrap();
+        response.json().await.unwrap()
+    }
+
     pub async fn get_link(&self, code: &str) -> reqwest::Response {
         self.api(reqwest::Method::GET, &format!("/links/{code}"))
             .send()

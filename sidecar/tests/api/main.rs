@@ -8,6 +8,7 @@ mod caps;
 mod cards;
 mod cluster;
 mod code_scheme;
+mod compose;
 mod config_file;
 mod console;
 mod domain_certificate;

@@ -12,10 +12,10 @@ use futures_util::{stream, Stream};
 use std::pin::Pin;
 use tokio::sync::{mpsc, oneshot};
 
-pub(super) type SpoolResult = std::result::Result<(), SpoolError>;
+pub(crate) type SpoolResult = std::result::Result<(), SpoolError>;
 
 /// One item as read, not yet parsed.
-pub(super) enum RawItem {
+pub(crate) enum RawItem {
     Line(Vec<u8>),
     Value(serde_json::Value),
     /// A line longer than [`MAX_LINE_BYTES`].
@@ -24,16 +24,16 @@ pub(super) enum RawItem {
     TooMany,
 }
 
-pub(super) struct RawChunk {
+pub(crate) struct RawChunk {
     /// Index of the first item.
     pub first: i64,
     pub items: Vec<RawItem>,
 }
 
-pub(super) type ChunkStream = Pin<Box<dyn Stream<Item = RawChunk> + Send>>;
+pub(crate) type ChunkStream = Pin<Box<dyn Stream<Item = RawChunk> + Send>>;
 
 /// A JSON array body, read whole (it is bounded), cut into chunks.
-pub(super) async fn json_chunks(body: Body) -> Result<ChunkStream> {
+pub(crate) async fn json_chunks(body: Body) -> Result<ChunkStream> {
     let bytes = axum::body::to_bytes(body, MAX_JSON_BYTES)
         .await
         .map_err(|_| Error::Request {
@@ -77,11 +77,14 @@ pub(super) async fn json_chunks(body: Body) -> Result<ChunkStream> {
     Ok(Box::pin(stream::iter(chunks)))
 }
 
-/// An NDJSON body: read into a [`spool`] as fast as it arrives, and cut into chunks by a task
+/// An NDJSON (or CSV) body of at most `max_items` lines: read into a [`spool`] as fast as it arrives, and cut into chunks by a task
 /// that hands over one chunk at a time (at most two waiting), so a slow writer slows the cutting
 /// rather than filling memory. The receiver is told when the body has been read in full (or the
 /// reading stopped): the answer must not start before (see [`spool`]).
-pub(super) fn ndjson_chunks(body: Body) -> (ChunkStream, oneshot::Receiver<SpoolResult>) {
+pub(crate) fn ndjson_chunks(
+    body: Body,
+    max_items: usize,
+) -> (ChunkStream, oneshot::Receiver<SpoolResult>) {
     let (mut reader, body_read) = spool::spool(body);
     let (sender, receiver) = mpsc::channel::<RawChunk>(2);
     tokio::spawn(async move {
@@ -102,7 +105,7 @@ pub(super) fn ndjson_chunks(body: Body) -> (ChunkStream, oneshot::Receiver<Spool
                 }
             }
             for item in read {
-                if count == MAX_NDJSON_ITEMS {
+                if count == max_items {
                     items.push(RawItem::TooMany);
                     done = true;
                     break;
@@ -178,7 +181,7 @@ impl LineSplitter {
 }
 
 /// An item as a create request, or why it cannot be one.
-pub(super) fn parse(item: RawItem) -> Result<CreateLinkRequest> {
+pub(crate) fn parse(item: RawItem) -> Result<CreateLinkRequest> {
     match item {
         RawItem::Line(line) => serde_json::from_slice(&line).map_err(item_json_error),
         RawItem::Value(value) => serde_json::from_value(value).map_err(item_json_error),
@@ -195,7 +198,7 @@ pub(super) fn parse(item: RawItem) -> Result<CreateLinkRequest> {
     }
 }
 
-fn item_json_error(error: serde_json::Error) -> Error {
+pub(crate) fn item_json_error(error: serde_json::Error) -> Error {
     use serde_json::error::Category;
     let (status, code) = match error.classify() {
         Category::Data => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
@@ -210,7 +213,7 @@ fn item_json_error(error: serde_json::Error) -> Error {
 
 /// What identifies an item for its idempotency key: the parsed request in canonical form, or
 /// the reason it could not be parsed.
-pub(super) fn canonical(item: &RawItem) -> Vec<u8> {
+pub(crate) fn canonical(item: &RawItem) -> Vec<u8> {
     let parsed = match item {
         RawItem::Line(line) => serde_json::from_slice::<CreateLinkRequest>(line).ok(),
         RawItem::Value(value) => serde_json::from_value::<CreateLinkRequest>(value.clone()).ok(),

@@ -21,23 +21,24 @@
 //! the middle of the first attempt) answers the items already committed from SQL and creates only
 //! the missing ones.
 
-mod body;
+pub(crate) mod body;
+pub(crate) mod pipeline;
 mod spool;
 
 use super::links::{self, LinkView};
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, Result};
-use crate::service::{self, Claim, ItemFailure, ItemOutcome};
-use crate::storage::Backend;
+use crate::service::{self, ItemFailure};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
-use body::RawChunk;
-use futures_util::{stream, Stream, StreamExt};
+use body::RawItem;
+use futures_util::{stream, StreamExt};
+use pipeline::{Answer, Checked, Items, Mode};
 use serde::Serialize;
-use std::pin::Pin;
+use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/links/batch", post(create_batch))
@@ -54,23 +55,12 @@ pub const GROUP_CHUNKS: usize = 8;
 /// Checked chunks kept waiting for the writer: a group's worth, so a full group is ready when
 /// the previous one is handed to its transaction.
 pub const CHECKED_AHEAD: usize = GROUP_CHUNKS;
-/// Groups written at once on PostgreSQL (concurrent transactions). Two: one commits while the
-/// other inserts; with four, full groups (8,000 rows each) took more memory and were no faster
-/// (the server is the bottleneck).
-pub const PARALLEL_GROUPS: usize = 2;
-/// Groups written at once on SQLite: two. Their transactions queue for the one write
-/// connection, so the second only gets ready (plan, codes, rows) while the first writes, and
-/// starts inserting the moment it commits. More would only wait longer, and under load could
-/// outwait the pool's acquire timeout (503).
-pub const PARALLEL_GROUPS_SQLITE: usize = 2;
 /// Chunks' results held while the body is still being read (about 400 KB each): the writing
 /// waits once they are full, the reading of the body does not.
 pub const HELD_FRAMES: usize = 2 * GROUP_CHUNKS;
-/// Groups rendered at once (after their commit).
-const PARALLEL_RENDERS: usize = 2;
 /// Room reserved per rendered result: a created link's NDJSON line is ~400 bytes (the bench's
 /// items: 404 with the newline, and a short URL adds its length), so it is rarely outgrown.
-const RESULT_BYTES: usize = 512;
+pub(crate) const RESULT_BYTES: usize = 512;
 /// Most items in a JSON array body.
 pub const MAX_JSON_ITEMS: usize = 10_000;
 /// Most lines in an NDJSON body.
@@ -130,7 +120,7 @@ pub async fn create_batch(
     let (mut chunks, body_read) = match format {
         Format::Json => (body::json_chunks(body).await?, None),
         Format::Ndjson => {
-            let (chunks, body_read) = body::ndjson_chunks(body);
+            let (chunks, body_read) = body::ndjson_chunks(body, MAX_NDJSON_ITEMS);
             (chunks, Some(body_read))
         }
     };
@@ -147,48 +137,15 @@ pub async fn create_batch(
             Some(state.links.claim(key, &hash).await?)
         }
     };
-    // Chunks are checked in parallel tasks, then written in groups of those ready (one
-    // transaction each, see `LinkService::create_chunks`), then answered in order.
-    let parallel_groups = match state.links.storage().backend() {
-        Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
-        Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
-    };
-    let checked = check_ahead(
-        stream::iter(first).chain(chunks),
-        state.clone(),
-        domains.clone(),
-    );
-    let writer = state;
-    let results = checked
-        .ready_chunks(GROUP_CHUNKS)
-        .map(move |group| tokio::spawn(write_group(writer.clone(), group, claim)))
-        .buffered(parallel_groups)
-        .map(move |written| {
-            let domains = domains.clone();
-            tokio::task::spawn_blocking(move || {
-                written
-                    .and_then(|group| group)
-                    .map(|group| render_group(group, &domains, format))
-            })
-        })
-        .buffered(PARALLEL_RENDERS)
-        .flat_map(|joined| {
-            stream::iter(match joined {
-                Ok(Ok(frames)) => frames.into_iter().map(Ok).collect(),
-                Ok(Err(error)) | Err(error) => {
-                    tracing::error!(%error, "batch chunk task failed");
-                    vec![Err(std::io::Error::other("batch chunk failed"))]
-                }
-            })
-        });
-    let results = run_ahead(results, HELD_FRAMES);
+    let items = Arc::new(LinkItems {
+        state: state.clone(),
+        domains: domains.clone(),
+        format,
+    });
+    let chunks = stream::iter(first).chain(chunks);
+    let results = pipeline::run(items, state, domains, chunks, claim, Mode::Write);
     if let Some(body_read) = body_read {
-        // The answer starts once the body is in (nginx would stop passing the rest of it).
-        match body_read.await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => return Err(body_error(error)),
-            Err(_) => return Err(Error::Internal("the batch body reader stopped".into())),
-        }
+        body_in(body_read).await?;
     }
     let (content_type, body) = match format {
         Format::Ndjson => (NDJSON, Body::from_stream(results)),
@@ -209,25 +166,16 @@ pub async fn create_batch(
         .into_response())
 }
 
-/// Drives `results` in a task of its own, `held` items ahead of whoever reads them: the batch
-/// goes on being written while its answer cannot start yet, up to that many results.
-fn run_ahead<T: Send + 'static>(
-    results: impl Stream<Item = T> + Send + 'static,
-    held: usize,
-) -> impl Stream<Item = T> + Send + 'static {
-    let (sender, receiver) = tokio::sync::mpsc::channel(held);
-    tokio::spawn(async move {
-        let mut results = std::pin::pin!(results);
-        while let Some(result) = results.next().await {
-            if sender.send(result).await.is_err() {
-                // The answer was dropped (client gone): stop writing.
-                return;
-            }
-        }
-    });
-    stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|result| (result, receiver))
-    })
+/// Waits until the body is in: the answer must not start before (nginx would stop passing the
+/// rest of it, see [`spool`]).
+pub(crate) async fn body_in(
+    body_read: tokio::sync::oneshot::Receiver<body::SpoolResult>,
+) -> Result<()> {
+    match body_read.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(body_error(error)),
+        Err(_) => Err(Error::Internal("the body reader stopped".into())),
+    }
 }
 
 /// The answer to a body that could not be read in full. Groups already committed stay (each
@@ -239,7 +187,7 @@ fn body_error(error: spool::SpoolError) -> Error {
             status: StatusCode::BAD_REQUEST,
             code: "incomplete_body",
             message: "the request body broke off before its end; retry with the same \
-                      Idempotency-Key to finish the batch"
+                      Idempotency-Key to finish it"
                 .into(),
         },
         spool::SpoolError::File(error) => Error::Internal(Box::new(error)),
@@ -270,144 +218,46 @@ fn format(headers: &HeaderMap) -> Result<Format> {
     }
 }
 
-/// Checks chunks in parallel tasks, ahead of the writer: a task pulls the body's chunks and
-/// keeps up to [`CHECKED_AHEAD`] checked ones waiting, so while a group is written the next one
-/// is read and checked, and the writer finds a full group ready. Driven by the writer's pulls
-/// alone, checking would only start on the chunks the body reader had ready, and groups would
-/// stay small (more, costlier commits).
-fn check_ahead(
-    chunks: impl Stream<Item = RawChunk> + Send + 'static,
+/// Batch items: create requests, answered `{index, status, link | error}`.
+struct LinkItems {
     state: AppState,
     domains: DomainContext,
-) -> Pin<Box<dyn Stream<Item = CheckResult> + Send>> {
-    let (sender, receiver) = tokio::sync::mpsc::channel::<CheckResult>(CHECKED_AHEAD);
-    tokio::spawn(async move {
-        let mut checked = std::pin::pin!(chunks
-            .map(move |chunk| {
-                let (state, domains) = (state.clone(), domains.clone());
-                tokio::task::spawn_blocking(move || check_chunk(&state, &domains, chunk))
-            })
-            .buffered(PARALLEL_CHUNKS));
-        while let Some(chunk) = checked.next().await {
-            if sender.send(chunk).await.is_err() {
-                // The answer was dropped (client gone): stop reading.
-                return;
-            }
-        }
-    });
-    Box::pin(stream::unfold(receiver, |mut receiver| async move {
-        receiver.recv().await.map(|chunk| (chunk, receiver))
-    }))
-}
-
-type CheckResult = std::result::Result<CheckedChunk, tokio::task::JoinError>;
-
-/// A chunk after checking: every item's index with its verdict, and the valid items.
-struct CheckedChunk {
-    checked: Vec<(i64, std::result::Result<(), Error>)>,
-    valid: Vec<(i64, service::NewLink)>,
-}
-
-/// Parses and validates a chunk's items.
-fn check_chunk(state: &AppState, domains: &DomainContext, chunk: RawChunk) -> CheckedChunk {
-    let mut checked = Vec::with_capacity(chunk.items.len());
-    let mut valid = Vec::with_capacity(chunk.items.len());
-    for (offset, item) in chunk.items.into_iter().enumerate() {
-        let index = chunk.first + offset as i64;
-        match body::parse(item).and_then(|request| links::new_link(state, domains, request)) {
-            Ok(new) => {
-                valid.push((index, new));
-                checked.push((index, Ok(())));
-            }
-            Err(error) => checked.push((index, Err(error))),
-        }
-    }
-    CheckedChunk { checked, valid }
-}
-
-/// A written group: per chunk, the checked items and the outcomes of the valid ones.
-type WrittenGroup = Vec<(
-    Vec<(i64, std::result::Result<(), Error>)>,
-    Vec<(i64, ItemOutcome)>,
-)>;
-
-/// Writes a group of checked chunks in one transaction. A chunk task that failed fails the
-/// answer (the body stream breaks off).
-async fn write_group(
-    state: AppState,
-    group: Vec<CheckResult>,
-    claim: Option<Claim>,
-) -> std::result::Result<WrittenGroup, tokio::task::JoinError> {
-    let mut checked = Vec::with_capacity(group.len());
-    let mut valid = Vec::with_capacity(group.len());
-    for chunk in group {
-        let chunk = chunk?;
-        checked.push(chunk.checked);
-        valid.push(chunk.valid);
-    }
-    let outcomes = state.links.create_chunks(valid, claim).await;
-    Ok(checked.into_iter().zip(outcomes).collect())
-}
-
-/// Every item's result of a written group, in order: one frame per chunk. One buffer for the
-/// whole group (400 bytes reserved a result) outgrew its estimate and doubled while the old
-/// one was still held: 9.6 MB at once for 8,000 results, twice over with two renders in
-/// flight, the largest transient allocation of a batch (heaptrack).
-fn render_group(group: WrittenGroup, domains: &DomainContext, format: Format) -> Vec<Vec<u8>> {
-    group
-        .into_iter()
-        .map(|(checked, outcomes)| {
-            let mut out = Vec::with_capacity(checked.len() * RESULT_BYTES);
-            render(&mut out, checked, outcomes, domains, format);
-            out
-        })
-        .collect()
-}
-
-/// Appends the results of a chunk's items.
-fn render(
-    out: &mut Vec<u8>,
-    checked: Vec<(i64, std::result::Result<(), Error>)>,
-    outcomes: Vec<(i64, ItemOutcome)>,
-    domains: &DomainContext,
     format: Format,
-) {
-    let mut outcomes = outcomes.into_iter();
-    for (index, checked) in checked {
-        let result = match checked {
-            Err(error) => error_result(index, &error),
-            Ok(()) => match outcomes.next() {
-                Some((_, ItemOutcome::Created(link))) => ItemResult {
-                    index: {
-                        crate::metrics::links_created("batch", 1);
-                        domains.count_issued(&link.code, link.campaign.as_deref());
-                        index
-                    },
-                    status: StatusCode::CREATED.as_u16(),
-                    link: Some(LinkView::new(*link, domains)),
-                    error: None,
-                },
-                Some((_, ItemOutcome::Existing(link))) => ItemResult {
-                    index,
-                    status: StatusCode::OK.as_u16(),
-                    link: Some(LinkView::new(*link, domains)),
-                    error: None,
-                },
-                Some((_, ItemOutcome::Failed(failure))) => {
-                    error_result(index, &failure_error(failure))
-                }
-                None => error_result(index, &failure_error(ItemFailure::Internal)),
+}
+
+impl Items for LinkItems {
+    type Kept = ();
+    const VIA: &'static str = "batch";
+
+    fn check(&self, _index: i64, item: RawItem) -> Checked<()> {
+        match body::parse(item)
+            .and_then(|request| links::new_link(&self.state, &self.domains, request))
+        {
+            Ok(new) => Checked::Valid(new, ()),
+            Err(error) => Checked::Refused(error, None),
+        }
+    }
+
+    fn render(&self, out: &mut Vec<u8>, index: i64, answer: Answer<()>) {
+        let result = match answer {
+            Answer::Refused(error, _) => error_result(index, &error),
+            Answer::Link { link, status, .. } => ItemResult {
+                index,
+                status: status.as_u16(),
+                link: Some(LinkView::new(*link, &self.domains)),
+                error: None,
             },
+            // Batches always write.
+            Answer::Planned(()) => error_result(index, &failure_error(ItemFailure::Internal)),
         };
-        match format {
-            Format::Ndjson => {}
+        match self.format {
             Format::Json if index > 0 => out.push(b','),
-            Format::Json => {}
+            Format::Json | Format::Ndjson => {}
         }
         if serde_json::to_writer(&mut *out, &result).is_err() {
             out.extend_from_slice(b"{}");
         }
-        if format == Format::Ndjson {
+        if self.format == Format::Ndjson {
             out.push(b'\n');
         }
     }

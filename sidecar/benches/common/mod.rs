@@ -1,0 +1,243 @@
+//! What the benches that issue links share: the sidecar under test, its CPU and memory from
+//! /proc, the links counted in SQL and Redis, and a streamed NDJSON answer read and counted.
+// Each bench uses its own part of this module.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Instant;
+use testkit::process::Lifeline;
+use testkit::RedisServer;
+
+pub const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
+pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+pub fn start_sidecar(
+    binary: &Path,
+    database_url: &str,
+    redis_url: &str,
+    log: &Path,
+) -> (Lifeline, String) {
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
+        // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
+        args: &[
+            "--redis-timeout",
+            "5s",
+            "--db-timeout",
+            "10s",
+            "--public-base-url",
+            "https://s1.example",
+        ],
+    }
+    .start(binary, log)
+}
+
+pub fn target(i: usize) -> String {
+    format!("https://shop.example/spring-sale?utm_source=sms&utm_campaign=c42&r={i}")
+}
+
+/// CPU time a process has used (user + system), in seconds.
+pub fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at its closing parenthesis.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; 100 ticks/s.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// One `kB` field of `/proc/<pid>/status` (0 when the process or the field is gone).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Peak resident memory of a process, in KiB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM")
+}
+
+/// Resident memory of a process now, anonymous and file-backed, in KiB: the allocator's share
+/// and the mapped files' (binary, SQLite's shared memory).
+pub fn rss_split_kib(pid: u32) -> (u64, u64) {
+    let file = status_kib(pid, "RssFile") + status_kib(pid, "RssShmem");
+    (status_kib(pid, "RssAnon"), file)
+}
+
+pub async fn sql_count(database_url: &str) -> i64 {
+    if database_url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    } else if database_url.starts_with("mysql:") {
+        let pool = sqlx::MySqlPool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    } else {
+        let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+        sqlx::query_scalar("SELECT COUNT(*) FROM links")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    }
+}
+
+pub async fn dbsize(redis_url: &str) -> i64 {
+    let mut connection = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Link keys only (other features may keep keys of their own).
+    let mut cursor = 0u64;
+    let mut count = 0i64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg("sl:c:*")
+            .arg("COUNT")
+            .arg(10_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        count += keys.len() as i64;
+        if next == 0 {
+            return count;
+        }
+        cursor = next;
+    }
+}
+
+/// Posts an NDJSON `body` to `path` (with its query), reads the streamed answer; returns
+/// (seconds, lines answered 201).
+pub async fn post_ndjson(base: &str, path: &str, body: Vec<u8>) -> (f64, usize) {
+    shortlink_e2e::install_tls_provider();
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let mut response = client
+        .post(format!("{base}/api/v1{path}"))
+        .bearer_auth(API_KEY)
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200);
+    let mut created = 0usize;
+    let mut carry = Vec::new();
+    while let Some(chunk) = response.chunk().await.expect("read the answer") {
+        carry.extend_from_slice(&chunk);
+        let end = carry
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        created += carry[..end]
+            .split(|&b| b == b'\n')
+            .filter(|line| line.windows(12).any(|w| w == b"\"status\":201"))
+            .count();
+        carry.drain(..end);
+    }
+    (started.elapsed().as_secs_f64(), created)
+}
+
+/// One measured run of a sidecar binary.
+pub struct Run {
+    pub secs: f64,
+    pub hwm_kib: u64,
+    /// Sidecar CPU (user + system) for the whole run, start-up included.
+    pub cpu: f64,
+}
+
+/// Issues `n` links through `binary` on a fresh database and Redis by posting `payload` to
+/// `path`, and checks every one of them is in both.
+#[allow(clippy::too_many_arguments)]
+pub fn measure(
+    runtime: &tokio::runtime::Runtime,
+    binary: &Path,
+    backend: &str,
+    (path, payload): (&str, Vec<u8>),
+    n: usize,
+    dir: &Path,
+    label: &str,
+    through_nginx: bool,
+) -> Run {
+    let redis = RedisServer::start();
+    // A directory of its own per cell, so that a size given twice (to see the spread of one
+    // cell) starts from an empty database too; the database goes with the cell.
+    let database_dir = testkit::temp_dir();
+    let database_file = database_dir.path().join("bench.db");
+    let database_url = match backend {
+        "sqlite" => format!("sqlite://{}", database_file.display()),
+        "mariadb" => testkit::mariadb().fresh_database_url(),
+        _ => testkit::postgres().fresh_database_url(),
+    };
+    let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
+    let (sidecar, direct) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let nginx_dir = testkit::temp_dir();
+    let nginx = through_nginx.then(|| {
+        let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
+        shortlink_e2e::Nginx::start(
+            &nginx_dir,
+            &redis.addr(),
+            port.expect("the sidecar's port"),
+            API_KEY,
+            shortlink_e2e::NginxOptions::default(),
+        )
+    });
+    let base = match &nginx {
+        Some(nginx) => format!("http://127.0.0.1:{}", nginx.api_port),
+        None => direct,
+    };
+    let (secs, created) = runtime.block_on(post_ndjson(&base, path, payload));
+    let hwm_kib = vm_hwm_kib(sidecar.pid());
+    let cpu = cpu_secs(sidecar.pid());
+    let (in_sql, in_redis) =
+        runtime.block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
+    assert_eq!(
+        created, n,
+        "every item answered 201 ({label}, {backend}, {n})"
+    );
+    assert_eq!(in_sql, n as i64, "every link durable in SQL");
+    assert_eq!(in_redis, n as i64, "every link in Redis");
+    let (anon_kib, file_kib) = rss_split_kib(sidecar.pid());
+    drop(nginx);
+    drop(sidecar);
+    let db_mib = match backend {
+        "sqlite" => format!(
+            ", database file {} MiB",
+            std::fs::metadata(&database_file).map_or(0, |meta| meta.len() >> 20)
+        ),
+        _ => String::new(),
+    };
+    let route = if through_nginx { "via nginx" } else { "direct" };
+    eprintln!(
+        "{label} {route} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
+         (at the end: anonymous {} MiB, file-backed {} MiB){db_mib}",
+        n as f64 / secs,
+        hwm_kib / 1024,
+        anon_kib / 1024,
+        file_kib / 1024
+    );
+    Run { secs, hwm_kib, cpu }
+}
