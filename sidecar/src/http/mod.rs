@@ -167,7 +167,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         health::healthz,
         health::readyz,
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(ErrorBody, ErrorDetail, crate::webhooks::FeedEvent)),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "health"))

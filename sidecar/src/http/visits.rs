@@ -46,8 +46,7 @@ pub struct FeedParams {
 /// the cursor of one already read.
 #[utoipa::path(get, path = "/api/v1/visits", tag = "visits", params(FeedParams),
     responses(
-        (status = 200, description = "NDJSON, one `FeedEvent` per line",
-            content_type = "application/x-ndjson", body = crate::webhooks::FeedEvent,
+        (status = 200, description = "`application/x-ndjson`: one `FeedEvent` per line",
             headers(("X-Shortlink-Cursor" = String, description = "resume from here"))),
         (status = 400, description = "`invalid_cursor`, `invalid_query`", body = ErrorBody),
     ))]

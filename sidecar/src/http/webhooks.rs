@@ -54,8 +54,8 @@ pub struct FailureList {
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, \
             `host_not_allowed`, `private_address` (loopback, private or link-local, unless the deployment \
-            allows them), `invalid_secret` (missing, or not 16 to 256 bytes), `invalid_name`, \
-            `invalid_filter`, `invalid_batch`, `invalid_body`", body = ErrorBody),
+            allows them), `invalid_body`; values outside the schema: `invalid_secret`, \
+            `invalid_name`, `invalid_filter`, `invalid_batch`", body = ErrorBody),
     ))]
 pub async fn create_webhook(
     State(state): State<AppState>,
@@ -84,7 +84,7 @@ pub async fn get_webhook(
     Ok(Json(state.webhooks.get(&id).await?))
 }
 
-/// Replace what a subscription is (its place in the feed stays; a left-out secret is kept).
+/// Replace what a subscription is, secret included (its place in the feed stays).
 #[utoipa::path(put, path = "/api/v1/webhooks/{id}", tag = "webhooks", request_body = SubscriptionRequest,
     params(("id" = String, Path)),
     responses(

@@ -103,7 +103,6 @@ impl WebhookService {
     /// A new subscription, delivering the visits stored from now on.
     pub async fn create(&self, request: SubscriptionRequest) -> WebhookResult<SubscriptionView> {
         let (spec, secret) = request.check(&self.checks())?;
-        let secret = secret.ok_or_else(|| Invalid::new("invalid_secret", "secret is required"))?;
         let webhooks = self.store.webhooks();
         let subscription = Subscription {
             id: new_id()?,
@@ -135,7 +134,7 @@ impl WebhookService {
         }
     }
 
-    /// Replaces what the subscription is; its place in the feed stays.
+    /// Replaces what the subscription is, secret included; its place in the feed stays.
     pub async fn replace(
         &self,
         id: &str,
@@ -143,10 +142,7 @@ impl WebhookService {
     ) -> WebhookResult<SubscriptionView> {
         let (spec, secret) = request.check(&self.checks())?;
         let webhooks = self.store.webhooks();
-        if !webhooks
-            .update_subscription(id, &spec, secret.as_deref())
-            .await?
-        {
+        if !webhooks.update_subscription(id, &spec, &secret).await? {
             return Err(WebhookError::NotFound);
         }
         self.get(id).await

@@ -104,12 +104,12 @@ pub trait WebhookStore: Send + Sync {
     async fn insert_subscription(&self, subscription: &Subscription) -> StorageResult<()>;
     async fn subscriptions(&self) -> StorageResult<Vec<Subscription>>;
     async fn subscription(&self, id: &str) -> StorageResult<Option<Subscription>>;
-    /// Changes what a subscription is (and its secret, when given); `false` when there is none.
+    /// Changes what a subscription is; `false` when there is none.
     async fn update_subscription(
         &self,
         id: &str,
         spec: &SubscriptionSpec,
-        secret: Option<&str>,
+        secret: &str,
     ) -> StorageResult<bool>;
     async fn delete_subscription(&self, id: &str) -> StorageResult<bool>;
     /// Sends the subscription back to `cursor` (a replay) and clears its retry state.
@@ -404,16 +404,16 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
         &self,
         id: &str,
         spec: &SubscriptionSpec,
-        secret: Option<&str>,
+        secret: &str,
     ) -> StorageResult<bool> {
         let mut values = spec_values(spec).to_vec();
-        values.push(Value::OptText(secret.map(str::to_owned)));
+        values.push(Value::Text(secret.to_owned()));
         values.push(Value::Text(id.to_owned()));
         let changed = self
             .write(statement(
                 "UPDATE webhook_subscriptions SET name = ?, url = ?, campaigns = ?, tags = ?, \
                    include_bots = ?, batch_size = ?, batch_ms = ?, \
-                   secret = COALESCE(?, secret), revision = revision + 1 WHERE id = ?",
+                   secret = ?, revision = revision + 1 WHERE id = ?",
                 values,
             ))
             .await?;

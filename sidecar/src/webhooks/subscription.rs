@@ -18,34 +18,40 @@ const DEFAULT_BATCH_MS: u32 = 1000;
 /// Campaigns or tags in a filter at most.
 const MAX_FILTER: usize = 100;
 
-/// A subscription as created (`POST`) or replaced (`PUT`).
+/// A subscription as created (`POST`) or replaced (`PUT`, every field again).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionRequest {
     /// For people (default: the URL's host).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
     /// Where events are POSTed: `http://` or `https://` (verified against the system's roots or
     /// `--webhook-ca`), on a public address unless the deployment allows private ones.
+    #[schema(schema_with = crate::http::schema::url)]
     pub url: String,
-    /// The HMAC-SHA256 key of `X-Shortlink-Signature`, 16 to 256 bytes. Required on create; on
-    /// replace, left out keeps the current one. Never shown again.
-    #[serde(default)]
-    pub secret: Option<String>,
+    /// The HMAC-SHA256 key of `X-Shortlink-Signature`: 16 to 256 visible ASCII characters.
+    /// Never shown again (reads show its last 4 characters).
+    #[schema(pattern = "^[!-~]{16,256}$")]
+    pub secret: String,
     /// Only visits of links in these campaigns, or carrying any of `tags` (both empty: all).
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub campaigns: Vec<String>,
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub tags: Vec<String>,
     /// Bots and link previews too (default: people only).
     #[serde(default)]
     pub include_bots: bool,
-    /// Events per POST at most, 1 to 1000 (default 100).
+    /// Events per POST at most (default 100).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
     pub batch_size: Option<u32>,
-    /// How long a POST waits for more events before it goes with fewer, 0 to 60000 ms
-    /// (default 1000; 0 sends what there is at once).
+    /// How long a POST waits for more events before it goes with fewer, in ms (default 1000;
+    /// 0 sends what there is at once).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 60000)]
     pub batch_ms: Option<u32>,
 }
 
@@ -159,8 +165,8 @@ pub struct Checks<'a> {
 }
 
 impl SubscriptionRequest {
-    /// The checked spec, and the secret when one was given.
-    pub fn check(self, checks: &Checks<'_>) -> Result<(SubscriptionSpec, Option<String>), Invalid> {
+    /// The checked spec and the secret.
+    pub fn check(self, checks: &Checks<'_>) -> Result<(SubscriptionSpec, String), Invalid> {
         let target = checks.policy.check(&self.url, checks.own_domains)?;
         let url = url::Url::parse(target.as_str())
             .map_err(|_| Invalid::new("invalid_url", "the url is not a URL"))?;
@@ -172,27 +178,25 @@ impl SubscriptionRequest {
                 ));
             }
         }
-        let name = match self.name.map(|n| n.trim().to_owned()) {
-            Some(name) if name.is_empty() || name.chars().count() > 100 => {
+        let name = match self.name {
+            Some(name) if !(1..=100).contains(&name.chars().count()) => {
                 return Err(Invalid::new("invalid_name", "name: 1 to 100 characters"))
             }
             Some(name) => name,
             None => url.host_str().unwrap_or_default().to_owned(),
         };
-        let secret = self.secret;
-        if secret
-            .as_ref()
-            .is_some_and(|s| !(16..=256).contains(&s.len()))
-        {
-            return Err(Invalid::new("invalid_secret", "secret: 16 to 256 bytes"));
+        let visible = |s: &str| s.bytes().all(|b| b.is_ascii_graphic());
+        if !(16..=256).contains(&self.secret.len()) || !visible(&self.secret) {
+            return Err(Invalid::new(
+                "invalid_secret",
+                "secret: 16 to 256 visible ASCII characters",
+            ));
         }
-        for list in [&self.campaigns, &self.tags] {
-            if list.len() > MAX_FILTER || list.iter().any(|v| v.is_empty() || v.len() > 200) {
-                return Err(Invalid::new(
-                    "invalid_filter",
-                    format!("campaigns and tags: at most {MAX_FILTER} each, 1 to 200 bytes"),
-                ));
-            }
+        if self.campaigns.len() > MAX_FILTER || self.tags.len() > MAX_FILTER {
+            return Err(Invalid::new(
+                "invalid_filter",
+                format!("campaigns and tags: at most {MAX_FILTER} each"),
+            ));
         }
         let batch_size = self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         let batch_ms = self.batch_ms.unwrap_or(DEFAULT_BATCH_MS);
@@ -211,6 +215,6 @@ impl SubscriptionRequest {
             batch_size,
             batch_ms,
         };
-        Ok((spec, secret))
+        Ok((spec, self.secret))
     }
 }

@@ -528,7 +528,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
             json!({"url": "ftp://hooks.example/", "secret": HOOK_SECRET}),
             "unsupported_scheme",
         ),
-        (json!({"url": "https://hooks.example/"}), "invalid_secret"),
+        (json!({"url": "https://hooks.example/"}), "invalid_body"),
         (
             json!({"url": "https://hooks.example/", "secret": "short"}),
             "invalid_secret",
@@ -542,7 +542,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
             "invalid_batch",
         ),
         (
-            json!({"url": "https://hooks.example/", "secret": HOOK_SECRET, "campaigns": [""]}),
+            json!({"url": "https://hooks.example/", "secret": HOOK_SECRET, "campaigns": vec!["c"; 101]}),
             "invalid_filter",
         ),
     ];
@@ -574,7 +574,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
     let id = created["id"].as_str().unwrap();
     let moved = app
         .api(reqwest::Method::PUT, &format!("/webhooks/{id}"))
-        .json(&json!({"url": "http://192.168.0.10/in"}))
+        .json(&json!({"url": "http://192.168.0.10/in", "secret": HOOK_SECRET}))
         .send()
         .await
         .unwrap();
