@@ -4,6 +4,7 @@
 use super::layout::{self, when};
 use super::session::Operator;
 use super::{refused_form, see_other, PageError, PageResult};
+use crate::http::links::WholeNumber;
 use crate::http::{AppState, Error, Path};
 use crate::storage::Role;
 use crate::webhooks::service::{FailureView, ReplayRequest};
@@ -46,10 +47,10 @@ fn list(text: &str) -> Vec<String> {
 
 impl WebhookForm {
     fn request(&self) -> Result<SubscriptionRequest, Error> {
-        let number = |text: &str, field: &str| -> Result<Option<u32>, Error> {
+        let number = |text: &str, field: &str| -> Result<Option<WholeNumber>, Error> {
             match text.trim() {
                 "" => Ok(None),
-                n => n.parse().map(Some).map_err(|_| {
+                n => n.parse().map(|n| Some(WholeNumber(n))).map_err(|_| {
                     Error::invalid("invalid_batch", format!("{field} must be a whole number"))
                 }),
             }

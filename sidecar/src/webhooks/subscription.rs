@@ -3,6 +3,7 @@
 use super::address;
 use super::cursor::Cursor;
 use super::feed::FeedFilter;
+use crate::http::links::WholeNumber;
 use crate::service::validate::Invalid;
 use crate::validate::UrlPolicy;
 use chrono::{DateTime, Utc};
@@ -46,13 +47,13 @@ pub struct SubscriptionRequest {
     pub include_bots: bool,
     /// Events per POST at most (default 100).
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 1000)]
-    pub batch_size: Option<u32>,
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    pub batch_size: Option<WholeNumber>,
     /// How long a POST waits for more events before it goes with fewer, in ms (default 1000;
     /// 0 sends what there is at once).
     #[serde(default)]
-    #[schema(minimum = 0, maximum = 60000)]
-    pub batch_ms: Option<u32>,
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 60000)]
+    pub batch_ms: Option<WholeNumber>,
 }
 
 /// What a subscription is, checked.
@@ -164,6 +165,13 @@ pub struct Checks<'a> {
     pub allow_private: bool,
 }
 
+fn batch_error() -> Invalid {
+    Invalid::new(
+        "invalid_batch",
+        format!("batch_size: 1 to {MAX_BATCH_SIZE}; batch_ms: 0 to {MAX_BATCH_MS}"),
+    )
+}
+
 impl SubscriptionRequest {
     /// The checked spec and the secret.
     pub fn check(self, checks: &Checks<'_>) -> Result<(SubscriptionSpec, String), Invalid> {
@@ -198,13 +206,17 @@ impl SubscriptionRequest {
                 format!("campaigns and tags: at most {MAX_FILTER} each"),
             ));
         }
-        let batch_size = self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
-        let batch_ms = self.batch_ms.unwrap_or(DEFAULT_BATCH_MS);
+        // Out of range, and beyond u32 too: refused below.
+        let number =
+            |n: Option<WholeNumber>, default| n.map_or(Ok(default), |n| u32::try_from(n.0));
+        let (Ok(batch_size), Ok(batch_ms)) = (
+            number(self.batch_size, DEFAULT_BATCH_SIZE),
+            number(self.batch_ms, DEFAULT_BATCH_MS),
+        ) else {
+            return Err(batch_error());
+        };
         if !(1..=MAX_BATCH_SIZE).contains(&batch_size) || batch_ms > MAX_BATCH_MS {
-            return Err(Invalid::new(
-                "invalid_batch",
-                format!("batch_size: 1 to {MAX_BATCH_SIZE}; batch_ms: 0 to {MAX_BATCH_MS}"),
-            ));
+            return Err(batch_error());
         }
         let spec = SubscriptionSpec {
             name,

@@ -568,10 +568,11 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
     assert_eq!(list["webhooks"], json!([]), "nothing stored");
     let created = subscribe(
         &app,
-        json!({"url": "https://hooks.example/in", "secret": HOOK_SECRET, "campaigns": ["spring"]}),
+        json!({"url": "https://hooks.example/in", "secret": HOOK_SECRET, "campaigns": ["spring"], "batch_size": 50.0}),
     )
     .await;
     let id = created["id"].as_str().unwrap();
+    assert_eq!(created["batch_size"], 50, "an integer as JSON may write it");
     let moved = app
         .api(reqwest::Method::PUT, &format!("/webhooks/{id}"))
         .json(&json!({"url": "http://192.168.0.10/in", "secret": HOOK_SECRET}))
