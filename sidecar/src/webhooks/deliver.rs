@@ -306,19 +306,10 @@ impl Task {
             };
             self.pending.drain(..n);
             self.at = after;
-            let progress = self.progress();
-            let lease = self.renewed();
-            if !self
-                .deliverer
-                .store
-                .webhooks()
-                .give_up(&lease, &progress, &failure)
-                .await?
-            {
+            if !self.save(Some(&failure)).await? {
                 return Ok(Step::Stop);
             }
             crate::metrics::webhook_failed(&self.subscription.id, n as u64);
-            self.after_save();
             return Ok(Step::Go);
         }
         crate::metrics::webhook_retried(&s.id);
@@ -349,12 +340,6 @@ impl Task {
         self.lease.clone()
     }
 
-    fn after_save(&mut self) {
-        self.subscription.cursor = self.at;
-        self.unsaved = 0;
-        self.saved_at = Instant::now();
-    }
-
     /// Saves the progress (renewing the lease) when `now` is asked, or something is unsaved and
     /// [`SAVE_EVERY`] has passed, or half the lease has. `false`: the lease is no longer ours or
     /// the subscription changed; the task ends and the next scan starts over from what is stored.
@@ -367,18 +352,23 @@ impl Task {
         if !due {
             return Ok(true);
         }
+        self.save(None).await
+    }
+
+    /// Saves the progress under a renewed lease, recording `failure` with it when given.
+    async fn save(&mut self, failure: Option<&Failure>) -> StorageResult<bool> {
         let progress = self.progress();
         let lease = self.renewed();
-        if !self
-            .deliverer
-            .store
-            .webhooks()
-            .advance(&lease, &progress)
-            .await?
-        {
-            return Ok(false);
+        let webhooks = self.deliverer.store.webhooks();
+        let saved = match failure {
+            Some(failure) => webhooks.give_up(&lease, &progress, failure).await?,
+            None => webhooks.advance(&lease, &progress).await?,
+        };
+        if saved {
+            self.subscription.cursor = self.at;
+            self.unsaved = 0;
+            self.saved_at = Instant::now();
         }
-        self.after_save();
-        Ok(true)
+        Ok(saved)
     }
 }

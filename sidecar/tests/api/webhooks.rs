@@ -185,14 +185,33 @@ fn hook(receiver: &Receiver, batch_size: u32) -> Value {
     json!({"url": receiver.url(), "secret": HOOK_SECRET, "batch_size": batch_size, "batch_ms": 20})
 }
 
-async fn webhook(app: &TestApp, id: &str) -> Value {
-    let answer = app
-        .api(reqwest::Method::GET, &format!("/webhooks/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+/// A GET that must answer 200, as JSON.
+async fn get_json(app: &TestApp, path: &str) -> Value {
+    let answer = app.api(reqwest::Method::GET, path).send().await.unwrap();
+    assert_eq!(answer.status(), 200, "GET {path}");
     answer.json().await.unwrap()
+}
+
+async fn webhook(app: &TestApp, id: &str) -> Value {
+    get_json(app, &format!("/webhooks/{id}")).await
+}
+
+/// A subscription (`batch_size`) to a receiver that refuses everything, and `visits` visits
+/// stored in transactions of `per_batch`: the receiver, the subscription's id and the visits' ids.
+async fn refused_visits(
+    app: &TestApp,
+    batch_size: u32,
+    visits: usize,
+    per_batch: usize,
+) -> (Receiver, String, HashSet<String>) {
+    let receiver = Receiver::start().await;
+    receiver.state.failing.store(true, Ordering::SeqCst);
+    let code = link(app, "spring", "r-1").await;
+    let subscription = subscribe(app, hook(&receiver, batch_size)).await;
+    let id = subscription["id"].as_str().unwrap().to_owned();
+    let store = visit_store(app).await;
+    let stored = store_visits(store.as_ref(), &code, "v", visits, per_batch).await;
+    (receiver, id, stored.into_iter().collect())
 }
 
 #[tokio::test]
@@ -345,18 +364,7 @@ async fn feed_pages_in_order_on_mariadb() {
 #[tokio::test]
 async fn a_receiver_down_for_a_while_gets_everything_on_the_retry_schedule() {
     let app = spawn_app_with(Backend::Sqlite, FLAGS).await;
-    let receiver = Receiver::start().await;
-    receiver.state.failing.store(true, Ordering::SeqCst);
-    let code = link(&app, "spring", "r-1").await;
-    let id = subscribe(&app, hook(&receiver, 50)).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let store = visit_store(&app).await;
-    let stored: HashSet<String> = store_visits(store.as_ref(), &code, "v", 400, 100)
-        .await
-        .into_iter()
-        .collect();
+    let (receiver, id, stored) = refused_visits(&app, 50, 400, 100).await;
 
     eventually(Duration::from_secs(30), "three refused POSTs", || {
         receiver.state.refused_at.lock().unwrap().len() >= 3
@@ -503,27 +511,20 @@ async fn two_sidecars_share_the_subscriptions_without_sending_twice() {
 #[tokio::test]
 async fn subscriptions_refuse_private_targets_and_bad_settings() {
     let app = spawn_app(Backend::Sqlite).await;
-    let refused = [
+    let private = [
+        "http://127.0.0.1:9/hook",
+        "http://10.1.2.3/hook",
+        "https://[::1]/hook",
+        "https://localhost/hook",
+        "http://169.254.169.254/latest",
+    ];
+    let private = private.map(|url| {
         (
-            json!({"url": "http://127.0.0.1:9/hook", "secret": HOOK_SECRET}),
+            json!({"url": url, "secret": HOOK_SECRET}),
             "private_address",
-        ),
-        (
-            json!({"url": "http://10.1.2.3/hook", "secret": HOOK_SECRET}),
-            "private_address",
-        ),
-        (
-            json!({"url": "https://[::1]/hook", "secret": HOOK_SECRET}),
-            "private_address",
-        ),
-        (
-            json!({"url": "https://localhost/hook", "secret": HOOK_SECRET}),
-            "private_address",
-        ),
-        (
-            json!({"url": "http://169.254.169.254/latest", "secret": HOOK_SECRET}),
-            "private_address",
-        ),
+        )
+    });
+    let others = [
         (
             json!({"url": "ftp://hooks.example/", "secret": HOOK_SECRET}),
             "unsupported_scheme",
@@ -546,7 +547,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
             "invalid_filter",
         ),
     ];
-    for (body, code) in refused {
+    for (body, code) in private.into_iter().chain(others) {
         let answer = app
             .api(reqwest::Method::POST, "/webhooks")
             .json(&body)
@@ -557,14 +558,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
         let error: Value = answer.json().await.unwrap();
         assert_eq!(error["error"]["code"], code, "{body}");
     }
-    let list: Value = app
-        .api(reqwest::Method::GET, "/webhooks")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = get_json(&app, "/webhooks").await;
     assert_eq!(list["webhooks"], json!([]), "nothing stored");
     let created = subscribe(
         &app,
@@ -599,31 +593,13 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
 async fn events_given_up_after_the_window_are_kept_and_replayed() {
     let flags = [FLAGS, &["--webhook-retry-window", "2s"]].concat();
     let app = spawn_app_with(Backend::Sqlite, &flags).await;
-    let receiver = Receiver::start().await;
-    receiver.state.failing.store(true, Ordering::SeqCst);
-    let code = link(&app, "spring", "r-1").await;
-    let id = subscribe(&app, hook(&receiver, 100)).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let store = visit_store(&app).await;
-    let stored: HashSet<String> = store_visits(store.as_ref(), &code, "v", 150, 150)
-        .await
-        .into_iter()
-        .collect();
+    let (receiver, id, stored) = refused_visits(&app, 100, 150, 150).await;
     let since = chrono::Utc::now() - chrono::Duration::minutes(1);
 
     let failures_path = format!("/webhooks/{id}/failures");
     let deadline = Instant::now() + Duration::from_secs(30);
     let failures = loop {
-        let failures: Value = app
-            .api(reqwest::Method::GET, &failures_path)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let failures = get_json(&app, &failures_path).await;
         let given_up: i64 = failures["failures"]
             .as_array()
             .unwrap()
