@@ -361,7 +361,7 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_WEBHOOK_RETRY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration, global = true)]
     pub webhook_retry_window: Duration,
 
-    /// Longest wait for a receiver's answer to one POST.
+    /// Longest wait for a receiver's answer to one POST; at most half of --webhook-lease.
     #[arg(long, env = "SHORTLINK_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, global = true)]
     pub webhook_timeout: Duration,
 

@@ -319,8 +319,25 @@ impl Task {
         if !self.save_if_due(true).await? {
             return Ok(Step::Stop);
         }
-        let go = pause(&mut self.stop, pause_for).await;
-        Ok(if go { Step::Go } else { Step::Stop })
+        self.hold(pause_for).await
+    }
+
+    /// Waits `total` while keeping the lease (a backoff outlasts it): another sidecar must not
+    /// take over and send the same batch while this one is about to send it again.
+    async fn hold(&mut self, total: Duration) -> StorageResult<Step> {
+        let started = Instant::now();
+        while let Some(left) = total
+            .checked_sub(started.elapsed())
+            .filter(|d| !d.is_zero())
+        {
+            if !pause(&mut self.stop, left.min(self.deliverer.settings.lease / 4)).await {
+                return Ok(Step::Stop);
+            }
+            if !self.save_if_due(false).await? {
+                return Ok(Step::Stop);
+            }
+        }
+        Ok(Step::Go)
     }
 
     fn progress(&self) -> Progress {

@@ -50,9 +50,12 @@ impl WebhookSettings {
         if config.webhook_lease < Duration::from_secs(1) {
             return problem("--webhook-lease must be at least 1s");
         }
-        if config.webhook_timeout.is_zero() || config.webhook_timeout >= config.webhook_lease {
-            // A POST outliving the lease would let another sidecar send the same batch meanwhile.
-            return problem("--webhook-timeout must be above 0 and below --webhook-lease");
+        if config.webhook_timeout.is_zero() || config.webhook_timeout * 2 > config.webhook_lease {
+            // The lease is renewed once half of it has passed: a POST longer than the other half
+            // could outlive it and let another sidecar send the same batch meanwhile.
+            return problem(
+                "--webhook-timeout must be above 0 and at most half of --webhook-lease",
+            );
         }
         if config.webhook_poll.is_zero() {
             return problem("--webhook-poll must be above 0");
