@@ -5,8 +5,8 @@
 //! 1. `BENCH_EVENTS` visits (default 100,000) stored as the consumer stores them (transactions of
 //!    16,000); the reference is the feed read alone (`FeedReader`, no HTTP).
 //! 2. One subscription from the start of the feed, `batch_size` 1000, `batch_ms` 0, to an axum
-//!    receiver on loopback that parses each body and counts its events: events/s until all
-//!    arrived. Issue 36 asks for at least 20,000/s.
+//!    receiver on loopback that parses each body and counts its events: events/s from the first
+//!    POST's arrival until all arrived. Issue 36 asks for at least 20,000/s.
 //! 3. The same with `batch_size` 1 (one event per POST) for the first `BENCH_SINGLE` events
 //!    (default 10,000). At least 2,000/s.
 //! 4. The consumer's work per visit (enrich + store, transactions of 16,000) for `BENCH_CONSUMER`
@@ -105,8 +105,9 @@ async fn receiver() -> (String, Arc<AtomicU64>) {
     (url, count)
 }
 
-/// Seconds until `count` reaches `n` (polled every millisecond; fails after 10 minutes).
-async fn until(count: &AtomicU64, n: u64, started: Instant) -> f64 {
+/// Waits until `count` reaches `n` (polled every millisecond; fails after 10 minutes).
+async fn until(count: &AtomicU64, n: u64) {
+    let started = Instant::now();
     while count.load(Ordering::Relaxed) < n {
         assert!(
             started.elapsed() < Duration::from_secs(600),
@@ -114,12 +115,22 @@ async fn until(count: &AtomicU64, n: u64, started: Instant) -> f64 {
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    started.elapsed().as_secs_f64()
+}
+
+/// Events per second from the first POST's arrival until `count` reaches `n` (a subscription is
+/// picked up by the deliverer's next look, up to a second after it is made: not delivery).
+async fn rate_until(count: &AtomicU64, n: u64) -> f64 {
+    until(count, 1).await;
+    let (started, first) = (Instant::now(), count.load(Ordering::Relaxed));
+    until(count, n).await;
+    (n - first) as f64 / started.elapsed().as_secs_f64()
 }
 
 async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_ms: u32) -> String {
     let request = serde_json::from_value(serde_json::json!({
         "url": url, "secret": SECRET, "batch_size": batch_size, "batch_ms": batch_ms,
+        // Every visit, the bench's bots too: each one stored is one to deliver.
+        "include_bots": true,
     }))
     .unwrap();
     service.create(request).await.unwrap().id
@@ -169,6 +180,7 @@ fn main() {
         let delivering = tokio::spawn(deliverer.run(stopped));
 
         consume(store.as_ref(), &enricher, "a", 0, events).await;
+        eprintln!("stored {events} visits");
         let started = Instant::now();
         let mut reader = FeedReader::new(Arc::clone(&store), Privacy::default());
         let all = FeedFilter {
@@ -182,6 +194,7 @@ fn main() {
             cursor = page.next;
         }
         let feed_rate = events as f64 / started.elapsed().as_secs_f64();
+        eprintln!("feed read: {feed_rate:.0} events/s");
 
         let from_start = || ReplayRequest {
             from: Some(chrono::DateTime::UNIX_EPOCH),
@@ -191,10 +204,10 @@ fn main() {
         for (batch_size, n) in [(1000, events), (1, single)] {
             let (hook, count) = receiver().await;
             let id = subscribe(&service, &hook, batch_size, 0).await;
-            let started = Instant::now();
             service.replay(&id, from_start()).await.unwrap();
-            let rate = n as f64 / until(&count, n as u64, started).await;
+            let rate = rate_until(&count, n as u64).await;
             service.delete(&id).await.unwrap();
+            eprintln!("delivered {n}, {batch_size} per POST: {rate:.0} events/s");
             rates.push(rate);
         }
         println!("| delivery | events | events/s | feed read alone, events/s | ratio |");
@@ -229,9 +242,8 @@ fn main() {
             hooks.push((subscribe(&service, &hook, 100, 100).await, count));
         }
         let with = run("w").await;
-        let delivered_since = Instant::now();
         for (_, count) in &hooks {
-            until(count, consumed as u64, delivered_since).await;
+            until(count, consumed as u64).await;
         }
         for (id, _) in &hooks {
             service.delete(id).await.unwrap();

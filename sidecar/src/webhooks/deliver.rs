@@ -18,7 +18,7 @@ use super::WebhookSettings;
 use crate::storage::StorageResult;
 use crate::visits::store::VisitStore;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -145,8 +145,9 @@ struct Task {
     subscription: Subscription,
     lease: Lease,
     reader: FeedReader,
-    /// Read, not yet delivered, with the cursor after each.
-    pending: Vec<(Cursor, FeedEvent)>,
+    /// Read, not yet delivered, with the cursor after each (a queue: one event per POST takes
+    /// them from the front one at a time).
+    pending: VecDeque<(Cursor, FeedEvent)>,
     /// The cursor after the last event read (or passed over by the filter).
     read_to: Cursor,
     /// When the oldest pending event was read: a batch waits `batch_ms` from then for more.
@@ -178,7 +179,7 @@ impl Task {
             subscription,
             lease,
             reader,
-            pending: Vec::new(),
+            pending: VecDeque::new(),
             waiting_since: None,
             unsaved: 0,
             saved_at: Instant::now(),
@@ -227,10 +228,10 @@ impl Task {
             }
             for event in page.events {
                 let after = event.cursor.parse().unwrap_or(page.next);
-                self.pending.push((after, event));
+                self.pending.push_back((after, event));
             }
         }
-        let lag = (self.pending.first())
+        let lag = (self.pending.front())
             .map_or(0, |(_, e)| (chrono::Utc::now() - e.time).num_milliseconds());
         crate::metrics::webhook_lag(self.id(), lag.max(0) as f64 / 1000.0);
         let waited = self.waiting_since.map_or(Duration::ZERO, |t| t.elapsed());
@@ -255,7 +256,9 @@ impl Task {
 
     /// POSTs the first `n` pending events.
     async fn send(&mut self, n: usize) -> StorageResult<Step> {
-        let events: Vec<FeedEvent> = self.pending[..n].iter().map(|(_, e)| e.clone()).collect();
+        let events: Vec<FeedEvent> = (self.pending.iter().take(n))
+            .map(|(_, e)| e.clone())
+            .collect();
         let after = match n == self.pending.len() {
             true => self.read_to,
             false => self.pending[n - 1].0,
