@@ -361,6 +361,39 @@ pub struct Config {
         hide_env_values = true
     )]
     pub domain_webhook_secret: Option<String>,
+
+    // --- Click webhooks and the visit feed (issue 36) ---
+    /// Deliver click webhooks from this process (`--webhooks false` where another sidecar does; several may, sharing the work by lease).
+    #[arg(long, env = "SHORTLINK_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub webhooks: bool,
+
+    /// Let webhook URLs reach loopback, private and link-local addresses (names resolving to them included); off, a subscription cannot point the sidecar at internal services.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_ALLOW_PRIVATE", global = true)]
+    pub webhook_allow_private: bool,
+
+    /// PEM roots an https:// click webhook's certificate must chain to (default: the system's roots).
+    #[arg(long, env = "SHORTLINK_WEBHOOK_CA", global = true)]
+    pub webhook_ca: Option<PathBuf>,
+
+    /// How long a failing POST is retried (backoff from 1 s, doubling, at most 5 min apart) before its events are recorded as failed, kept for replay, and passed over.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_RETRY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration, global = true)]
+    pub webhook_retry_window: Duration,
+
+    /// Longest wait for a receiver's answer to one POST; at most half of --webhook-lease.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, global = true)]
+    pub webhook_timeout: Duration,
+
+    /// How long a sidecar's hold on a subscription lasts unrenewed (renewed every half of it); then another sidecar takes its delivery over.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_LEASE", default_value = "30s", value_parser = humantime::parse_duration, global = true)]
+    pub webhook_lease: Duration,
+
+    /// How often a delivery that has caught up looks for new visits.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_POLL", default_value = "250ms", value_parser = humantime::parse_duration, global = true)]
+    pub webhook_poll: Duration,
+
+    /// Put the visitor's address, as the visit store kept it (see --anonymize-ip), in feed and webhook events.
+    #[arg(long, env = "SHORTLINK_WEBHOOK_INCLUDE_IP", global = true)]
+    pub webhook_include_ip: bool,
 }
 
 // Secrets stay out of logs.
@@ -461,6 +494,8 @@ pub enum ConfigError {
     PublicBase(String),
     #[error("domain health: {0}")]
     Webhook(String),
+    #[error("click webhooks: {0}")]
+    ClickWebhooks(String),
     #[error("{flag}: {value:?} is not a host name")]
     Host { flag: &'static str, value: String },
     #[error(

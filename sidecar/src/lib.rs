@@ -11,6 +11,8 @@
 //! - [`code_scheme`]: the code scheme's fingerprint, checked against the data at start-up;
 //! - [`visits`]: the visit pipeline after enrichment (`sl:events` consumer, visit store, rollups,
 //!   cleanup); enrichment itself is the pure `shortlink-visit-enrich` crate;
+//! - [`webhooks`]: the resumable visit feed and signed click webhooks ([`signing`]: how the
+//!   sidecar signs what it POSTs);
 //! - [`validate`]: target URL policy; [`cli`]: subcommands.
 
 #![forbid(unsafe_code)]
@@ -28,9 +30,11 @@ pub mod primary;
 pub mod projection;
 pub mod redact;
 pub mod service;
+pub mod signing;
 pub mod storage;
 pub mod validate;
 pub mod visits;
+pub mod webhooks;
 
 use crate::config::{Config, ConfigError};
 use crate::http::{AppState, HttpSettings};
@@ -170,9 +174,16 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         store: visits::open_store(config).await?,
         count_bots: config.count_bots,
     };
+    let webhooks = webhooks::WebhookService::new(
+        Arc::clone(&analytics.store),
+        url_policy.clone(),
+        short_domains.clone(),
+        &webhooks::WebhookSettings::from_config(config)?,
+    );
     Ok(AppState {
         links: Arc::new(links),
         analytics,
+        webhooks: Arc::new(webhooks),
         domains: Arc::new(domains::health::DomainHealth::new(
             domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),
@@ -195,6 +206,8 @@ pub struct Application {
     state: AppState,
     /// `None` with `--domain-health-every 0`.
     health: Option<domains::health::HealthSettings>,
+    /// `None` with `--webhooks false`.
+    delivery: Option<Arc<webhooks::deliver::Deliverer>>,
 }
 
 impl Application {
@@ -205,6 +218,17 @@ impl Application {
             state.settings.short_domains.clone(),
         )?;
         let health = (!config.domain_health_every.is_zero()).then_some(health);
+        let webhook_settings = webhooks::WebhookSettings::from_config(config)?;
+        let delivery = match webhook_settings.deliver {
+            true => Some(
+                webhooks::deliver::Deliverer::new(
+                    Arc::clone(&state.analytics.store),
+                    webhook_settings,
+                )
+                .map_err(ConfigError::ClickWebhooks)?,
+            ),
+            false => None,
+        };
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartupError::Listen {
@@ -215,6 +239,7 @@ impl Application {
             listener,
             state,
             health,
+            delivery,
         })
     }
 
@@ -242,12 +267,28 @@ impl Application {
             )),
             None => tokio::spawn(domains::health::forget_old_clicks_hourly(visits)),
         };
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        // Aborted with this future too (a test drops a server as a crash would).
+        let delivery = (self.delivery).map(|d| AbortOnDrop(tokio::spawn(d.run(stopped))));
         let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
         job.abort();
+        let _ = stop.send(true);
+        if let Some(mut delivery) = delivery {
+            let _ = (&mut delivery.0).await;
+        }
         served
+    }
+}
+
+/// A task that ends when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

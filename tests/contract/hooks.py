@@ -25,6 +25,11 @@ positive cases are made to keep those rules, and only those, before they are sen
   past, so it is before any expiry (else 422 `invalid_valid_since`); `not_yet_url` and
   `expired_url` fit as `url` does;
 - a preview's `ip` is an address and its `country` an ISO code (else 422 `invalid_preview`);
+- a webhook's URL is on a public host (else 422 `private_address`; the pattern admits loopback
+  and private addresses, which the deployment refuses): a positive case's URL becomes a public
+  one, on a host the contract run never delivers to (its sidecar runs with `--webhooks false`);
+- a replay names exactly one of `from` and `failure`, and a failure the webhook has (else 422
+  `invalid_replay`, `unknown_failure`): a positive case replays from a time;
 - a password and a card's title, description and site name fit their limit in UTF-8 bytes
   (else 422 `invalid_password`, `invalid_preview`), and a card's image stays within its limit
   once normalised (else 422 `invalid_preview`): a long one is replaced by a short one;
@@ -63,6 +68,8 @@ MAX_PASSWORD_BYTES = 128
 CARD_LIMITS = {"title": 300, "description": 1000, "site_name": 100}
 MAX_IMAGE_BYTES = 2048
 PREVIEW = "POST /api/v1/links/{code}/preview"
+WEBHOOK_BODIES = ("POST /api/v1/webhooks", "PUT /api/v1/webhooks/{id}")
+REPLAY = "POST /api/v1/webhooks/{id}/replay"
 VALID_RULES = [
     {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
     {"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "Europe/Lisbon"}},
@@ -228,4 +235,8 @@ def _keep_rules(case):
         _own_idempotency_key(case.headers)
     if label in STATS:
         _stats_range(case.query)
+    if label in WEBHOOK_BODIES and isinstance(case.body, dict):
+        case.body["url"] = "https://hooks.example/in"
+    if label == REPLAY:
+        case.body = {"from": datetime.datetime.now(UTC).isoformat()}
     return case

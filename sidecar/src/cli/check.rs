@@ -78,6 +78,9 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
     if let Err(e) = HealthSettings::from_config(config, Vec::new()) {
         problems.push(e);
     }
+    if let Err(e) = crate::webhooks::WebhookSettings::from_config(config) {
+        problems.push(e);
+    }
     for address in &config.redis_sentinels {
         if primary::parse_sentinel_address(address).is_err() {
             problems.push(ConfigError::Sentinel(redact_url(address)));

@@ -167,6 +167,9 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
                         a href="/console/links" { "Links" } " "
                         a href="/console/campaigns" { "Campaigns" } " "
                         a href="/console/domains" { "Domains" }
+                        @if operator.role == crate::storage::Role::Admin {
+                            " " a href="/console/webhooks" { "Webhooks" }
+                        }
                     }
                     form method="post" action="/console/sign-out" {
                         input type="hidden" name="csrf" value=(operator.csrf);

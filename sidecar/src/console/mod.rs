@@ -28,6 +28,7 @@ mod overview;
 mod rules;
 pub(crate) mod session;
 mod totals;
+mod webhooks;
 
 pub use session::ConsoleState;
 
@@ -100,6 +101,13 @@ pub fn router() -> Router<AppState> {
         .route("/console/campaigns/totals", get(campaigns::totals))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
+        .route(
+            "/console/webhooks",
+            get(webhooks::page).post(webhooks::create),
+        )
+        .route("/console/webhooks/{id}", get(webhooks::detail))
+        .route("/console/webhooks/{id}/replay", post(webhooks::replay))
+        .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
         // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.

@@ -136,13 +136,20 @@ pub(super) fn verifying_connector(
     ca: Option<&Path>,
     flag: &str,
 ) -> Result<tokio_rustls::TlsConnector, String> {
-    let config =
+    let config = verifying_config(ca, flag)?;
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// The settings of [`verifying_connector`], for clients that make their own connections (the
+/// click webhooks' pooled HTTP client).
+pub(crate) fn verifying_config(ca: Option<&Path>, flag: &str) -> Result<ClientConfig, String> {
+    Ok(
         ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS settings: {e}"))?
             .with_root_certificates(roots(ca, flag)?)
-            .with_no_client_auth();
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+            .with_no_client_auth(),
+    )
 }
 
 fn roots(ca: Option<&Path>, flag: &str) -> Result<RootCertStore, String> {

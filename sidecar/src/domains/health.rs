@@ -25,7 +25,6 @@
 use super::certificate::CertificateProbe;
 pub use super::traffic::ClickCurve;
 use super::traffic::{IssuedBuckets, Traffic};
-pub use super::webhook::signature;
 use super::webhook::Webhook;
 use super::{dns, http1};
 use crate::config::{Config, ConfigError};

@@ -1,7 +1,7 @@
 //! The short domains as the sidecar sees them: the issuing list (nginx's configuration, sent per
 //! request), which domain a new link is handed out on, and each domain's health.
 
-mod certificate;
+pub(crate) mod certificate;
 pub mod dns;
 pub mod health;
 mod http1;

@@ -1,12 +1,11 @@
-//! The domain health job's webhook: on every change of a domain's state, a JSON POST signed with
-//! HMAC-SHA256 (`X-Shortlink-Signature`), retried with backoff, to an `http://` or `https://` URL
+//! The domain health job's webhook: on every change of a domain's state, a JSON POST signed as
+//! every webhook of the sidecar is ([`crate::signing`]), retried with backoff, to an `http://` or `https://` URL
 //! (the latter verified against `--domain-webhook-ca` or the system's roots).
 
 use super::{certificate, http1};
 use crate::config::{Config, ConfigError};
-use hmac::{Hmac, Mac};
+use crate::signing;
 use rustls::pki_types::ServerName;
-use sha2::Sha256;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,13 +73,15 @@ impl Webhook {
 
     /// POSTs until a 2xx, with backoff (receivers must accept a repeat).
     async fn deliver(self, body: String) {
-        let signature = signature(&self.secret, body.as_bytes());
         let mut pause = Duration::from_millis(500);
         for attempt in 1..=ATTEMPTS {
             let result = match http1::split_url(&self.url).await {
                 Ok((to, host, path)) => {
+                    // Signed per attempt: the signed time is when it was sent.
+                    let signature = signing::signature_now(&self.secret, body.as_bytes());
                     let head = format!(
-                        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nX-Shortlink-Signature: {signature}"
+                        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{}: {signature}",
+                        signing::HEADER
                     );
                     let tls = match (&self.tls, self.url.host_str()) {
                         (Some(connector), Some(name)) => {
@@ -108,25 +109,5 @@ impl Webhook {
             tokio::time::sleep(pause).await;
             pause *= 2;
         }
-    }
-}
-
-/// `sha256=<hex of HMAC-SHA256(secret, body)>`.
-pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn signs_like_the_rfc_4231_vector() {
-        assert_eq!(
-            super::signature(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
     }
 }

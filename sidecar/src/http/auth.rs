@@ -92,6 +92,7 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/links/{code}/stats",
     "/api/v1/links/{code}/qr",
     "/api/v1/stats",
+    "/api/v1/visits",
     "/api/v1/campaigns/{campaign}",
     "/api/v1/domains",
     "/api/v1/domains/{domain}",

@@ -73,7 +73,8 @@ pub struct ErrorDetail {
     /// `invalid_query`, `invalid_cursor`, `empty_patch`, `invalid_header`, `missing_api_key`,
     /// `invalid_api_key`, `revoked_api_key`, `forbidden`, `not_found`, `method_not_allowed`, `link_revoked`,
     /// `gone`, `code_taken`, `database_unavailable`, `redis_unavailable`, `codes_exhausted`,
-    /// `internal`.
+    /// `private_address`, `invalid_secret`, `invalid_name`, `invalid_filter`, `invalid_batch`,
+    /// `invalid_replay`, `unknown_failure`, `internal`.
     pub code: String,
     /// For people; may change.
     pub message: String,

@@ -16,6 +16,8 @@ mod resolve;
 pub(crate) mod schema;
 use schema::SchemaFixes;
 pub(crate) mod stats;
+mod visits;
+mod webhooks;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
 pub(crate) use batch::failure_error;
@@ -52,6 +54,8 @@ pub struct AppState {
     pub analytics: crate::visits::Analytics,
     /// Per-domain health (issue 20): fed by requests, checked by the job.
     pub domains: Arc<crate::domains::health::DomainHealth>,
+    /// Click webhook subscriptions and the visit feed (issue 36).
+    pub webhooks: Arc<crate::webhooks::WebhookService>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -79,6 +83,8 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(resolve::router())
         .merge(stats::router())
         .merge(qr::router())
+        .merge(visits::router())
+        .merge(webhooks::router())
         .route("/openapi.json", get(openapi))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
@@ -153,6 +159,14 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         stats::link_stats,
         stats::global_stats,
         qr::link_qr,
+        visits::visit_feed,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::get_webhook,
+        webhooks::replace_webhook,
+        webhooks::delete_webhook,
+        webhooks::webhook_failures,
+        webhooks::replay_webhook,
         health::healthz,
         health::readyz,
     ),
@@ -161,11 +175,12 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         ErrorDetail,
         compose::RecipientResult,
         compose::SummaryLine,
-        crate::service::compose::OverBudget
+        crate::service::compose::OverBudget,
+        crate::webhooks::FeedEvent
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "health"))
 )]
 pub struct ApiDoc;
 

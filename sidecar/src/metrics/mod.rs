@@ -117,6 +117,22 @@ fn describe() {
         "shortlink_events_read_total",
         format!("{EVENT_STREAM} entries the consumer read.")
     );
+    describe_counter!(
+        "shortlink_webhook_events_delivered_total",
+        "Click webhook events a receiver acknowledged (2xx), per subscription."
+    );
+    describe_counter!(
+        "shortlink_webhook_retries_total",
+        "Click webhook POSTs that failed and will be retried, per subscription."
+    );
+    describe_counter!(
+        "shortlink_webhook_events_failed_total",
+        "Click webhook events given up on after the retry window (replayable), per subscription."
+    );
+    describe_gauge!(
+        "shortlink_webhook_lag_seconds",
+        "Age of the oldest click not yet delivered, per subscription this process delivers; 0 when caught up."
+    );
 }
 
 /// Counts and times every request under its route template (never the raw path: codes and
@@ -164,4 +180,28 @@ pub fn rollup_delay(oldest_visit_ms: i64) {
     // A clock step on the edge can date a visit in the future: counted as no delay.
     let delay = (now_ms.saturating_sub(oldest_visit_ms)).max(0) as f64 / 1000.0;
     histogram!("shortlink_rollup_delay_seconds").record(delay);
+}
+
+/// Click webhook events acknowledged by `subscription`'s receiver (ids: few, made by the API).
+pub fn webhook_delivered(subscription: &str, n: u64) {
+    counter!("shortlink_webhook_events_delivered_total", "subscription" => subscription.to_owned())
+        .increment(n);
+}
+
+/// A click webhook POST that failed and will be retried.
+pub fn webhook_retried(subscription: &str) {
+    counter!("shortlink_webhook_retries_total", "subscription" => subscription.to_owned())
+        .increment(1);
+}
+
+/// Click webhook events given up on after the retry window.
+pub fn webhook_failed(subscription: &str, n: u64) {
+    counter!("shortlink_webhook_events_failed_total", "subscription" => subscription.to_owned())
+        .increment(n);
+}
+
+/// How old the oldest undelivered click of `subscription` is.
+pub fn webhook_lag(subscription: &str, seconds: f64) {
+    metrics::gauge!("shortlink_webhook_lag_seconds", "subscription" => subscription.to_owned())
+        .set(seconds);
 }

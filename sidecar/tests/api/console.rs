@@ -800,3 +800,65 @@ async fn campaign_totals_are_counted_in_the_background(backend: Backend) {
     let unknown = counted_totals(&mut browser, "/console/campaigns/totals?name=nope").await;
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
 }
+
+/// Click webhooks (issue 36): the page refuses what the API refuses (a private address, storing
+/// nothing), adds a subscription and shows its secret only by its end, replays and removes it.
+#[tokio::test]
+async fn the_webhooks_page_adds_refuses_replays_and_removes() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let csrf = browser.csrf().await;
+    assert!(browser
+        .page("/console/")
+        .await
+        .contains("/console/webhooks"));
+    let secret = "console-webhook-secret-1234";
+    let form = |url: &'static str| {
+        vec![
+            ("url", url),
+            ("secret", secret),
+            ("campaigns", "spring, autumn"),
+            ("batch_size", "50"),
+        ]
+    };
+    let mut private = form("http://127.0.0.1:9/hook");
+    private.push(("csrf", &csrf));
+    let refused = browser.post("/console/webhooks", &private).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("not a public address"), "{text}");
+    assert!(text.contains("No webhook yet."), "nothing stored");
+
+    let mut public = form("https://hooks.example/in");
+    public.push(("csrf", &csrf));
+    let added = browser.post("/console/webhooks", &public).await;
+    assert_eq!(added.status(), StatusCode::SEE_OTHER);
+    let detail = location(&added).to_owned();
+    let page = browser.page(&detail).await;
+    assert!(page.contains("…1234") && !page.contains(secret), "{page}");
+    assert!(page.contains("campaigns spring, autumn"), "{page}");
+    let listed = browser.page("/console/webhooks").await;
+    assert!(listed.contains("https://hooks.example/in"), "{listed}");
+
+    let replay = format!("{detail}/replay");
+    let bad = browser
+        .post(&replay, &[("csrf", &csrf), ("from", "yesterday")])
+        .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let good = browser
+        .post(
+            &replay,
+            &[("csrf", &csrf), ("from", "2026-01-01T00:00:00Z")],
+        )
+        .await;
+    assert_eq!(good.status(), StatusCode::SEE_OTHER);
+    let removed = browser
+        .post(&format!("{detail}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(removed.status(), StatusCode::SEE_OTHER);
+    assert!(browser
+        .page("/console/webhooks")
+        .await
+        .contains("No webhook yet."));
+}

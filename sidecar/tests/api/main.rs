@@ -30,3 +30,4 @@ mod rules;
 mod rules_fallback;
 mod sentinel;
 mod validation;
+mod webhooks;

@@ -291,6 +291,9 @@ pub trait VisitStore: Send + Sync + 'static {
 
     /// Raw visits stored (tests and benchmarks).
     async fn visit_rows(&self) -> StorageResult<i64>;
+
+    /// The visit feed and the click webhooks' state, in the same database.
+    fn webhooks(&self) -> &dyn crate::webhooks::WebhookStore;
 }
 
 /// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.

@@ -19,6 +19,7 @@ mod write;
 
 pub(crate) use self::mysql::MysqlVisitStore;
 pub(crate) use self::postgres::PgVisitStore;
+pub(crate) use self::sql::{SqlVisitStore, VisitDialect};
 pub(crate) use self::sqlite::SqliteVisitStore;
 
 pub(crate) use self::api::breakdown_days;

@@ -305,6 +305,10 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         Ok(entries)
     }
 
+    fn webhooks(&self) -> &dyn crate::webhooks::WebhookStore {
+        self
+    }
+
     async fn visit_rows(&self) -> StorageResult<i64> {
         let query = Statement::new("SELECT COUNT(*) AS n FROM visits");
         let rows = self.rows(&self.reader, query).await?;

@@ -189,6 +189,7 @@ impl VisitDialect for SqliteVisits {
             }
             query.execute(&mut *tx).await.map_err(db)?;
         }
+        crate::webhooks::feed::append::<Lite>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome(visits.len(), inserted.len()))
     }

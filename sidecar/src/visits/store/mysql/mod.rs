@@ -376,6 +376,7 @@ impl VisitDialect for MysqlVisits {
             )
         })
         .await?;
+        crate::webhooks::feed::append::<My>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome(visits.len(), inserted.len()))
     }

@@ -1,0 +1,533 @@
+//! What the feed and the webhooks keep in SQL: the [`WebhookStore`] trait and its one
+//! implementation over every backend's visit store (same statements everywhere; times are Unix
+//! milliseconds in integer columns, so no backend stores them its own way).
+
+use super::cursor::Cursor;
+use super::subscription::{Subscription, SubscriptionSpec};
+use crate::storage::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use crate::storage::{StorageError, StorageResult};
+use crate::visits::store::{SqlVisitStore, VisitDialect};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Pool};
+
+type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
+type Row<V> = <Db<V> as Database>::Row;
+
+/// One row of `visit_feed`: the visits one transaction stored, in the order it wrote them.
+#[derive(Debug, Clone)]
+pub struct FeedBatch {
+    pub seq: i64,
+    pub committed_ms: i64,
+    pub event_ids: Vec<String>,
+}
+
+/// A stored visit with what its link says about it, as the feed reads it.
+#[derive(Debug, Clone, Default)]
+pub struct FeedRow {
+    pub event_id: String,
+    pub code: String,
+    pub visited_at: DateTime<Utc>,
+    pub status: Option<i64>,
+    pub ip: Option<String>,
+    pub browser: Option<String>,
+    pub browser_version: Option<String>,
+    pub os: Option<String>,
+    pub os_version: Option<String>,
+    pub device: String,
+    pub audience: String,
+    pub agent: Option<String>,
+    pub country: Option<String>,
+    pub region: Option<String>,
+    pub city: Option<String>,
+    pub referrer_host: Option<String>,
+    pub short_domain: Option<String>,
+    pub language: Option<String>,
+    pub rule: Option<String>,
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    /// The link's tags column (JSON), rules (JSON) and targets.
+    pub tags: Option<String>,
+    pub target: Option<String>,
+    pub rules: Option<String>,
+    pub not_yet_url: Option<String>,
+    pub expired_url: Option<String>,
+    pub valid_since: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// What a deliverer writes back after an attempt: where the subscription stands now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    pub cursor: Cursor,
+    /// Events delivered by this attempt (added to the total).
+    pub delivered: i64,
+    pub failing_since_ms: Option<i64>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+}
+
+/// A deliverer's hold on a subscription: writes under it are refused once another sidecar took
+/// the lease or the subscription changed (`revision`).
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub id: String,
+    pub owner: String,
+    pub revision: i64,
+    pub until_ms: i64,
+}
+
+/// Events given up on after the retry window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub id: i64,
+    pub from: Cursor,
+    pub to: Cursor,
+    pub events: i64,
+    pub failed_ms: i64,
+    pub error: String,
+}
+
+#[async_trait]
+pub trait WebhookStore: Send + Sync {
+    /// Up to `limit` feed rows from `from_seq` on, in order.
+    async fn feed_batches(&self, from_seq: i64, limit: u32) -> StorageResult<Vec<FeedBatch>>;
+    /// The visits of `ids` still stored (retention may have removed some), in no order.
+    async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>>;
+    /// The last feed row's seq (0 for none).
+    async fn feed_head(&self) -> StorageResult<i64>;
+    /// The first feed row committed at or after `at_ms`.
+    async fn feed_seq_since(&self, at_ms: i64) -> StorageResult<Option<i64>>;
+    /// Removes the feed rows committed before `before_ms` (their visits' retention is over).
+    async fn prune_feed(&self, before_ms: i64) -> StorageResult<u64>;
+
+    async fn insert_subscription(&self, subscription: &Subscription) -> StorageResult<()>;
+    async fn subscriptions(&self) -> StorageResult<Vec<Subscription>>;
+    async fn subscription(&self, id: &str) -> StorageResult<Option<Subscription>>;
+    /// Changes what a subscription is; `false` when there is none.
+    async fn update_subscription(
+        &self,
+        id: &str,
+        spec: &SubscriptionSpec,
+        secret: &str,
+    ) -> StorageResult<bool>;
+    async fn delete_subscription(&self, id: &str) -> StorageResult<bool>;
+    /// Sends the subscription back to `cursor` (a replay) and clears its retry state.
+    async fn rewind(&self, id: &str, cursor: Cursor) -> StorageResult<bool>;
+
+    /// Takes or renews the lease when it is free, expired or already `lease.owner`'s.
+    async fn claim(&self, lease: &Lease, now_ms: i64) -> StorageResult<bool>;
+    /// Saves `progress` (and renews the lease) unless the lease or revision is no longer current.
+    async fn advance(&self, lease: &Lease, progress: &Progress) -> StorageResult<bool>;
+    /// [`WebhookStore::advance`] past events given up on, recording them, in one transaction.
+    async fn give_up(
+        &self,
+        lease: &Lease,
+        progress: &Progress,
+        failure: &Failure,
+    ) -> StorageResult<bool>;
+    /// The subscription's failures, newest first.
+    async fn failures(&self, id: &str, limit: u32) -> StorageResult<Vec<Failure>>;
+    async fn failure(&self, id: &str, failure: i64) -> StorageResult<Option<Failure>>;
+}
+
+fn db(error: sqlx::Error) -> StorageError {
+    StorageError::classify(error)
+}
+
+const SUBSCRIPTION_COLUMNS: &str = "id, name, url, secret, campaigns, tags, include_bots, \
+     batch_size, batch_ms, created_ms, revision, cursor_seq, cursor_index, lease_owner, \
+     lease_until_ms, delivered, failing_since_ms, attempts, last_error";
+
+const FAILURE_COLUMNS: &str =
+    "id, from_seq, from_index, to_seq, to_index, events, failed_ms, error";
+
+/// Fenced by the lease and the revision the deliverer read.
+const SAVE_PROGRESS: &str = "UPDATE webhook_subscriptions SET cursor_seq = ?, cursor_index = ?, \
+     delivered = delivered + ?, failing_since_ms = ?, attempts = ?, last_error = ?, \
+     lease_until_ms = ? WHERE id = ? AND lease_owner = ? AND revision = ?";
+
+fn progress_values(lease: &Lease, p: &Progress) -> Vec<Value> {
+    vec![
+        Value::Int(p.cursor.seq),
+        Value::Int(p.cursor.index),
+        Value::Int(p.delivered),
+        Value::OptInt(p.failing_since_ms),
+        Value::Int(p.attempts),
+        Value::OptText(p.last_error.clone()),
+        Value::Int(lease.until_ms),
+        Value::Text(lease.id.clone()),
+        Value::Text(lease.owner.clone()),
+        Value::Int(lease.revision),
+    ]
+}
+
+fn json_list(values: &[String]) -> Value {
+    Value::Text(serde_json::to_string(values).unwrap_or_else(|_| "[]".into()))
+}
+
+fn spec_values(spec: &SubscriptionSpec) -> [Value; 7] {
+    [
+        Value::Text(spec.name.clone()),
+        Value::Text(spec.url.to_string()),
+        json_list(&spec.campaigns),
+        json_list(&spec.tags),
+        Value::Int(i64::from(spec.include_bots)),
+        Value::Int(i64::from(spec.batch_size)),
+        Value::Int(i64::from(spec.batch_ms)),
+    ]
+}
+
+impl<V: VisitDialect> SqlVisitStore<V> {
+    async fn all(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
+        let mut connection = pool.acquire().await.map_err(db)?;
+        Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
+    }
+
+    async fn write(&self, query: Statement) -> StorageResult<u64> {
+        let mut connection = self.writer.acquire().await.map_err(db)?;
+        Db::<V>::execute(&mut connection, query).await.map_err(db)
+    }
+
+    fn text(row: &Row<V>, column: &str) -> StorageResult<String> {
+        V::Sql::read_text(row, column)
+    }
+
+    fn opt_text(row: &Row<V>, column: &str) -> StorageResult<Option<String>> {
+        V::Sql::read_opt_text(row, column)
+    }
+
+    fn int(row: &Row<V>, column: &str) -> StorageResult<i64> {
+        Ok(Db::<V>::int(row, column)?)
+    }
+
+    fn subscription_row(row: &Row<V>) -> StorageResult<Subscription> {
+        let list = |column: &str| -> StorageResult<Vec<String>> {
+            let text = Self::text(row, column)?;
+            serde_json::from_str(&text)
+                .map_err(|_| StorageError::Corrupt(format!("webhook {column} {text:?}")))
+        };
+        let url = Self::text(row, "url")?;
+        Ok(Subscription {
+            id: Self::text(row, "id")?,
+            spec: SubscriptionSpec {
+                name: Self::text(row, "name")?,
+                url: url::Url::parse(&url)
+                    .map_err(|_| StorageError::Corrupt(format!("webhook url {url:?}")))?,
+                campaigns: list("campaigns")?,
+                tags: list("tags")?,
+                include_bots: Self::int(row, "include_bots")? != 0,
+                batch_size: u32::try_from(Self::int(row, "batch_size")?).unwrap_or(1),
+                batch_ms: u32::try_from(Self::int(row, "batch_ms")?).unwrap_or(0),
+            },
+            secret: Self::text(row, "secret")?,
+            created_ms: Self::int(row, "created_ms")?,
+            revision: Self::int(row, "revision")?,
+            cursor: Cursor {
+                seq: Self::int(row, "cursor_seq")?,
+                index: Self::int(row, "cursor_index")?,
+            },
+            lease_owner: Self::opt_text(row, "lease_owner")?,
+            lease_until_ms: Self::int(row, "lease_until_ms")?,
+            delivered: Self::int(row, "delivered")?,
+            failing_since_ms: Db::<V>::opt_int(row, "failing_since_ms")?,
+            attempts: Self::int(row, "attempts")?,
+            last_error: Self::opt_text(row, "last_error")?,
+        })
+    }
+
+    fn failure_row(row: &Row<V>) -> StorageResult<Failure> {
+        Ok(Failure {
+            id: Self::int(row, "id")?,
+            from: Cursor {
+                seq: Self::int(row, "from_seq")?,
+                index: Self::int(row, "from_index")?,
+            },
+            to: Cursor {
+                seq: Self::int(row, "to_seq")?,
+                index: Self::int(row, "to_index")?,
+            },
+            events: Self::int(row, "events")?,
+            failed_ms: Self::int(row, "failed_ms")?,
+            error: Self::text(row, "error")?,
+        })
+    }
+
+    fn feed_row(row: &Row<V>) -> StorageResult<FeedRow> {
+        let text = |c: &str| Self::opt_text(row, c);
+        Ok(FeedRow {
+            event_id: Self::text(row, "event_id")?,
+            code: Self::text(row, "code")?,
+            visited_at: V::read_visit_time(row, "visited_at")?,
+            status: Db::<V>::opt_int(row, "status")?,
+            ip: text("ip")?,
+            browser: text("browser")?,
+            browser_version: text("browser_version")?,
+            os: text("os")?,
+            os_version: text("os_version")?,
+            device: Self::text(row, "device")?,
+            audience: Self::text(row, "audience")?,
+            agent: text("agent")?,
+            country: text("country")?,
+            region: text("region")?,
+            city: text("city")?,
+            referrer_host: text("referrer_host")?,
+            short_domain: text("short_domain")?,
+            language: text("language")?,
+            rule: text("rule")?,
+            campaign: text("campaign")?,
+            recipient_ref: text("recipient_ref")?,
+            tags: text("tags")?,
+            target: text("target")?,
+            rules: text("rules")?,
+            not_yet_url: text("not_yet_url")?,
+            expired_url: text("expired_url")?,
+            valid_since: V::Sql::read_opt_time(row, "valid_since")?,
+            expires_at: V::Sql::read_opt_time(row, "expires_at")?,
+        })
+    }
+}
+
+#[async_trait]
+impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
+    async fn feed_batches(&self, from_seq: i64, limit: u32) -> StorageResult<Vec<FeedBatch>> {
+        let query = statement(
+            "SELECT seq, committed_ms, event_ids FROM visit_feed WHERE seq >= ? \
+             ORDER BY seq LIMIT ?",
+            [Value::Int(from_seq), Value::Int(i64::from(limit))],
+        );
+        (self.all(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok(FeedBatch {
+                    seq: Self::int(row, "seq")?,
+                    committed_ms: Self::int(row, "committed_ms")?,
+                    event_ids: (Self::text(row, "event_ids")?.split('\n'))
+                        .map(str::to_owned)
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
+    async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST) {
+            // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
+            let tags = match <V::Sql as Dialect>::BACKEND {
+                crate::storage::Backend::Postgres => "l.tags::text",
+                _ => "l.tags",
+            };
+            let query = statement(
+                &format!(
+                    "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
+                       v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
+                       v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
+                       v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
+                       {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
+                       l.valid_since, l.expires_at \
+                     FROM visits v LEFT JOIN links l ON l.code = v.code \
+                     WHERE v.event_id IN ({})",
+                    V::Sql::BIGINT,
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                chunk.iter().cloned().map(Value::Text),
+            );
+            for row in self.all(&self.reader, query).await? {
+                rows.push(Self::feed_row(&row)?);
+            }
+        }
+        Ok(rows)
+    }
+
+    async fn feed_head(&self) -> StorageResult<i64> {
+        let query = Statement::new("SELECT COALESCE(MAX(seq), 0) AS seq FROM visit_feed");
+        match self.all(&self.reader, query).await?.first() {
+            Some(row) => Self::int(row, "seq"),
+            None => Ok(0),
+        }
+    }
+
+    async fn feed_seq_since(&self, at_ms: i64) -> StorageResult<Option<i64>> {
+        let query = statement(
+            "SELECT seq FROM visit_feed WHERE committed_ms >= ? ORDER BY committed_ms, seq LIMIT 1",
+            [Value::Int(at_ms)],
+        );
+        match self.all(&self.reader, query).await?.first() {
+            Some(row) => Ok(Some(Self::int(row, "seq")?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn prune_feed(&self, before_ms: i64) -> StorageResult<u64> {
+        self.write(statement(
+            "DELETE FROM visit_feed WHERE committed_ms < ?",
+            [Value::Int(before_ms)],
+        ))
+        .await
+    }
+
+    async fn insert_subscription(&self, s: &Subscription) -> StorageResult<()> {
+        let mut values = vec![Value::Text(s.id.clone()), Value::Text(s.secret.clone())];
+        values.extend(spec_values(&s.spec));
+        values.extend([s.created_ms, s.cursor.seq, s.cursor.index].map(Value::Int));
+        self.write(statement(
+            "INSERT INTO webhook_subscriptions (id, secret, name, url, campaigns, tags, \
+               include_bots, batch_size, batch_ms, created_ms, cursor_seq, cursor_index) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
+        ))
+        .await?;
+        Ok(())
+    }
+
+    async fn subscriptions(&self) -> StorageResult<Vec<Subscription>> {
+        let query = Statement::new(format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY created_ms, id"
+        ));
+        (self.all(&self.reader, query).await?.iter())
+            .map(Self::subscription_row)
+            .collect()
+    }
+
+    async fn subscription(&self, id: &str) -> StorageResult<Option<Subscription>> {
+        let query = statement(
+            &format!("SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE id = ?"),
+            [Value::Text(id.to_owned())],
+        );
+        // From the writer: a deliverer reloading after a refused write must see that write's cause.
+        (self.all(&self.writer, query).await?.first())
+            .map(Self::subscription_row)
+            .transpose()
+    }
+
+    async fn update_subscription(
+        &self,
+        id: &str,
+        spec: &SubscriptionSpec,
+        secret: &str,
+    ) -> StorageResult<bool> {
+        let mut values = spec_values(spec).to_vec();
+        values.push(Value::Text(secret.to_owned()));
+        values.push(Value::Text(id.to_owned()));
+        let changed = self
+            .write(statement(
+                "UPDATE webhook_subscriptions SET name = ?, url = ?, campaigns = ?, tags = ?, \
+                   include_bots = ?, batch_size = ?, batch_ms = ?, \
+                   secret = ?, revision = revision + 1 WHERE id = ?",
+                values,
+            ))
+            .await?;
+        Ok(changed > 0)
+    }
+
+    async fn delete_subscription(&self, id: &str) -> StorageResult<bool> {
+        let mut tx = self.writer.begin().await.map_err(db)?;
+        let id = || [Value::Text(id.to_owned())];
+        // Explicitly, not by the foreign key: SQLite enforces it only per connection setting.
+        let failures = statement(
+            "DELETE FROM webhook_failures WHERE subscription_id = ?",
+            id(),
+        );
+        Db::<V>::execute(&mut tx, failures).await.map_err(db)?;
+        let gone = statement("DELETE FROM webhook_subscriptions WHERE id = ?", id());
+        let deleted = Db::<V>::execute(&mut tx, gone).await.map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(deleted > 0)
+    }
+
+    async fn rewind(&self, id: &str, cursor: Cursor) -> StorageResult<bool> {
+        let changed = self
+            .write(statement(
+                "UPDATE webhook_subscriptions SET cursor_seq = ?, cursor_index = ?, \
+                   failing_since_ms = NULL, attempts = 0, last_error = NULL, \
+                   revision = revision + 1 WHERE id = ?",
+                [
+                    Value::Int(cursor.seq),
+                    Value::Int(cursor.index),
+                    Value::Text(id.to_owned()),
+                ],
+            ))
+            .await?;
+        Ok(changed > 0)
+    }
+
+    async fn claim(&self, lease: &Lease, now_ms: i64) -> StorageResult<bool> {
+        let claimed = self
+            .write(statement(
+                "UPDATE webhook_subscriptions SET lease_owner = ?, lease_until_ms = ? \
+                 WHERE id = ? AND (lease_owner = ? OR lease_owner IS NULL OR lease_until_ms < ?)",
+                [
+                    Value::Text(lease.owner.clone()),
+                    Value::Int(lease.until_ms),
+                    Value::Text(lease.id.clone()),
+                    Value::Text(lease.owner.clone()),
+                    Value::Int(now_ms),
+                ],
+            ))
+            .await?;
+        Ok(claimed > 0)
+    }
+
+    async fn advance(&self, lease: &Lease, progress: &Progress) -> StorageResult<bool> {
+        let saved = self
+            .write(statement(SAVE_PROGRESS, progress_values(lease, progress)))
+            .await?;
+        Ok(saved > 0)
+    }
+
+    async fn give_up(
+        &self,
+        lease: &Lease,
+        progress: &Progress,
+        failure: &Failure,
+    ) -> StorageResult<bool> {
+        let mut tx = self.writer.begin().await.map_err(db)?;
+        let save = statement(SAVE_PROGRESS, progress_values(lease, progress));
+        if Db::<V>::execute(&mut tx, save).await.map_err(db)? == 0 {
+            return Ok(false);
+        }
+        let record = statement(
+            "INSERT INTO webhook_failures (subscription_id, from_seq, from_index, to_seq, \
+               to_index, events, failed_ms, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                Value::Text(lease.id.clone()),
+                Value::Int(failure.from.seq),
+                Value::Int(failure.from.index),
+                Value::Int(failure.to.seq),
+                Value::Int(failure.to.index),
+                Value::Int(failure.events),
+                Value::Int(failure.failed_ms),
+                Value::Text(failure.error.clone()),
+            ],
+        );
+        Db::<V>::execute(&mut tx, record).await.map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
+    }
+
+    async fn failures(&self, id: &str, limit: u32) -> StorageResult<Vec<Failure>> {
+        let query = statement(
+            &format!(
+                "SELECT {FAILURE_COLUMNS} FROM webhook_failures WHERE subscription_id = ? \
+                 ORDER BY id DESC LIMIT ?"
+            ),
+            [Value::Text(id.to_owned()), Value::Int(i64::from(limit))],
+        );
+        (self.all(&self.reader, query).await?.iter())
+            .map(Self::failure_row)
+            .collect()
+    }
+
+    async fn failure(&self, id: &str, failure: i64) -> StorageResult<Option<Failure>> {
+        let query = statement(
+            &format!(
+                "SELECT {FAILURE_COLUMNS} FROM webhook_failures \
+                 WHERE subscription_id = ? AND id = ?"
+            ),
+            [Value::Text(id.to_owned()), Value::Int(failure)],
+        );
+        (self.all(&self.reader, query).await?.first())
+            .map(Self::failure_row)
+            .transpose()
+    }
+}
