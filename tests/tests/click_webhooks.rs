@@ -12,6 +12,8 @@ use std::time::Duration;
 use testkit::{wait_until, RedisServer, Signal};
 
 const SECRET: &str = "e2e-webhook-secret-0123456789";
+/// Clicks sent, half before the sidecar is killed and half while it is down (issue 36's 10,000).
+const CLICKS: usize = 10_000;
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 
 #[derive(Default)]
@@ -135,7 +137,7 @@ fn every_click_through_nginx_reaches_the_receiver_across_a_killed_sidecar() {
     assert_eq!(status, 201, "{subscription}");
 
     let client = shortlink_e2e::http_client();
-    for n in 0..1500 {
+    for n in 0..CLICKS / 2 {
         click(&client, &system, &code, n);
     }
     click(&client, &system, &other, 0);
@@ -144,7 +146,7 @@ fn every_click_through_nginx_reaches_the_receiver_across_a_killed_sidecar() {
     });
     assert!(under_way, "no delivery started");
     system.sidecar.process.signal(Signal::Kill);
-    for n in 1500..3000 {
+    for n in CLICKS / 2..CLICKS {
         click(&client, &system, &code, n);
     }
     system.restart_sidecar();
@@ -158,12 +160,12 @@ fn every_click_through_nginx_reaches_the_receiver_across_a_killed_sidecar() {
             .cloned()
             .collect::<HashSet<_>>()
     };
-    let all = wait_until(Duration::from_secs(90), || unique().len() >= 3000);
+    let all = wait_until(Duration::from_secs(180), || unique().len() >= CLICKS);
     let r = received.lock().unwrap();
-    assert!(all, "{} of 3000 clicks delivered", unique_len(&r));
+    assert!(all, "{} of {CLICKS} clicks delivered", unique_len(&r));
     assert_eq!(r.bad_signatures, 0);
     // Exactly once after de-duplication, and the other campaign's click never sent.
-    assert_eq!(unique_len(&r), 3000);
+    assert_eq!(unique_len(&r), CLICKS);
     assert!(r.events.iter().all(|e| e["code"] == code.as_str()));
     let first = &r.events[0];
     assert_eq!(first["campaign"], "spring");

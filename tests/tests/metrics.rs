@@ -72,7 +72,19 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
         &edge,
         "--certificate-ca",
         &root,
+        "--webhook-allow-private",
+        "--webhook-poll",
+        "50ms",
     ]);
+    // A click webhook subscription, so that its per-subscription families have a series: its
+    // receiver is a socket that never answers (the POSTs time out; only the metrics matter).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let receiver = format!("http://{}/hook", silent.local_addr().unwrap());
+    let (status, body) = system.api().post(
+        "/webhooks",
+        &json!({"url": receiver, "secret": "metrics-test-secret-0123456789"}),
+    );
+    assert_eq!(status, 201, "{body}");
     let code = system.create(json!({"url": "https://example.com/metrics"}));
     let gone = system.create(json!({"url": "https://example.com/revoked"}));
     let (status, body) = system.api().delete(&format!("/links/{gone}"));
@@ -163,7 +175,7 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
             sidecar.contains(&format!(
                 "shortlink_domain_certificate_expiry_timestamp_seconds{{domain=\"{domain}\"}} "
             ))
-        })
+        }) && sidecar.contains("shortlink_webhook_lag_seconds{")
     });
     assert!(probed, "no certificate expiry for the pool:\n{sidecar}");
     assert!(
