@@ -107,18 +107,6 @@ async fn visit_ids(app: &TestApp) -> Vec<String> {
     app.db.texts(sql).await
 }
 
-async fn get_json(app: &TestApp, path: &str) -> Value {
-    let response = app
-        .api(reqwest::Method::GET, path)
-        .send()
-        .await
-        .expect("GET");
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
-
 /// `{value: clicks}` of one breakdown.
 fn breakdown(stats: &Value, name: &str) -> Vec<(Option<String>, i64)> {
     stats["breakdowns"][name]
@@ -220,7 +208,7 @@ async fn counts_and_breakdowns(backend: Backend) {
     }
     assert!(!ids.contains(&format!("{packed}:1")), "the garbage group");
 
-    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    let stats = app.get_json(&format!("/links/{code}/stats")).await;
     let totals = &stats["totals"];
     assert_eq!(totals["clicks"], 4, "{stats}");
     assert_eq!(totals["humans"], 4);
@@ -284,11 +272,15 @@ async fn counts_and_breakdowns(backend: Backend) {
         (Some(4), Some(2))
     );
 
-    let with_bots = get_json(&app, &format!("/links/{code}/stats?include_bots=true")).await;
+    let with_bots = app
+        .get_json(&format!("/links/{code}/stats?include_bots=true"))
+        .await;
     assert_eq!(with_bots["totals"]["clicks"], 7);
     assert_eq!(with_bots["totals"]["unique_visitors"], 3, "people only");
 
-    let hourly = get_json(&app, &format!("/links/{code}/stats?interval=hour")).await;
+    let hourly = app
+        .get_json(&format!("/links/{code}/stats?interval=hour"))
+        .await;
     // From the link's creation hour to the end of the current hour.
     let points = hourly["series"].as_array().unwrap().len();
     assert!((1..=2).contains(&points), "{hourly}");
@@ -305,7 +297,7 @@ async fn counts_and_breakdowns(backend: Backend) {
     assert_eq!(link["visit_count"], 4, "{link}");
     assert!(link["last_visit_at"].is_string(), "{link}");
 
-    let global = get_json(&app, "/stats").await;
+    let global = app.get_json("/stats").await;
     assert_eq!(global["totals"]["clicks"], 4);
     assert_eq!(global["top_links"][0]["code"], code.as_str());
     assert_eq!(global["top_links"][0]["clicks"], 4);
@@ -407,7 +399,7 @@ async fn redelivery_counts_once(backend: Backend) {
         rescuer.step().await.unwrap();
     }
 
-    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    let stats = app.get_json(&format!("/links/{code}/stats")).await;
     assert_eq!(stats["totals"]["clicks"], 60, "{stats}");
     assert_eq!(stats["totals"]["unique_visitors"], 60);
     let link: Value = app.get_link(&code).await.json().await.unwrap();
@@ -442,10 +434,10 @@ async fn partly_stored_batch_counts_the_new_visits(backend: Backend) {
     let second = store.store_batch(&all, false).await.unwrap();
     assert_eq!((second.inserted, second.duplicates), (20, 21));
 
-    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    let stats = app.get_json(&format!("/links/{code}/stats")).await;
     assert_eq!(stats["totals"]["clicks"], 40, "{stats}");
     assert_eq!(stats["totals"]["unique_visitors"], 40);
-    let all_links = get_json(&app, "/stats").await;
+    let all_links = app.get_json("/stats").await;
     assert_eq!(all_links["totals"]["clicks"], 40, "{all_links}");
     let link: Value = app.get_link(&code).await.json().await.unwrap();
     assert_eq!(link["visit_count"], 40);
@@ -586,7 +578,7 @@ async fn killed_consumer_process(backend: Backend) {
     let len: i64 = app.redis().await.xlen(STREAM).await.unwrap();
     assert_eq!(len as usize, EVENTS / PER_ENTRY);
     assert_eq!(store.visit_rows().await.unwrap() as usize, EVENTS);
-    let global = get_json(&app, "/stats").await;
+    let global = app.get_json("/stats").await;
     assert_eq!(
         global["totals"]["clicks"], EVENTS as i64,
         "{}",
@@ -668,11 +660,13 @@ async fn cleanup_expires_idle_links(backend: Backend) {
         "the old raw visit is gone"
     );
     let from = (old - chrono::Duration::days(200)).to_rfc3339();
-    let stats = get_json(
-        &app,
-        &format!("/links/{}/stats?from={}", code[1], urlencode(&from)),
-    )
-    .await;
+    let stats = app
+        .get_json(&format!(
+            "/links/{}/stats?from={}",
+            code[1],
+            urlencode(&from)
+        ))
+        .await;
     assert_eq!(stats["totals"]["clicks"], 2, "rollups stay");
 }
 
@@ -954,7 +948,7 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
         .texts("SELECT COALESCE(rule, '-') FROM visits ORDER BY event_id")
         .await;
     assert_eq!(stored, ["1.0", "1.0", "1.0", "1.1", "0", "-", "-"]);
-    let stats = get_json(&app, &format!("/links/{code}/stats")).await;
+    let stats = app.get_json(&format!("/links/{code}/stats")).await;
     assert_eq!(
         stats["rules"],
         json!([
@@ -965,6 +959,6 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
         ]),
         "{stats}"
     );
-    let all = get_json(&app, "/stats").await;
+    let all = app.get_json("/stats").await;
     assert!(all.get("rules").is_none(), "link stats only");
 }

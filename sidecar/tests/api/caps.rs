@@ -3,7 +3,6 @@
 //! the record and counter Redis then holds, read with `wire` as the module reads them.
 
 use crate::helpers::*;
-use reqwest::Method;
 use serde_json::{json, Value};
 use shortlink_wire::keys::visit_count_key;
 use shortlink_wire::record::password::MAX_PASSWORD_BYTES;
@@ -174,14 +173,7 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
     assert_eq!(whole["max_visits"], json!(4));
 
     // The OpenAPI document describes both.
-    let doc: Value = app
-        .api(Method::GET, "/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = app.get_json("/openapi.json").await;
     let create = &doc["components"]["schemas"]["CreateLinkRequest"]["properties"];
     assert_eq!(create["max_visits"]["minimum"], json!(1));
     assert_eq!(create["password"]["maxLength"], json!(MAX_PASSWORD_BYTES));

@@ -3,7 +3,6 @@
 //! rebuilt with it — read with `wire` as the module reads it.
 
 use crate::helpers::*;
-use reqwest::Method;
 use serde_json::{json, Value};
 use shortlink_wire::keys::preview_key;
 use shortlink_wire::preview::{self, MAX_DESCRIPTION, MAX_TITLE};
@@ -127,14 +126,7 @@ async fn cards_are_written_replaced_and_removed_with_the_record(backend: Backend
     assert!(card_value(&app, with).await.is_some() && has_card(&app, with).await);
     assert_eq!(card_value(&app, plain).await, None);
 
-    let doc: Value = app
-        .api(Method::GET, "/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = app.get_json("/openapi.json").await;
     let spec = &doc["components"]["schemas"]["CardSpec"]["properties"];
     assert_eq!(spec["title"]["maxLength"], json!(MAX_TITLE));
 }

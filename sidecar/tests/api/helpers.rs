@@ -287,9 +287,13 @@ impl TestApp {
     }
 
     /// `GET /api/v1{path}`'s JSON body.
+    /// A GET through the API that must answer 200, as JSON.
     pub async fn get_json(&self, path: &str) -> Value {
         let response = self.api(reqwest::Method::GET, path).send().await.unwrap();
-        response.json().await.unwrap()
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
     }
 
     pub async fn get_link(&self, code: &str) -> reqwest::Response {

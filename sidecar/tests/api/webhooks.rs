@@ -179,15 +179,8 @@ fn hook(receiver: &Receiver, batch_size: u32) -> Value {
     json!({"url": receiver.url(), "secret": HOOK_SECRET, "batch_size": batch_size, "batch_ms": 20})
 }
 
-/// A GET that must answer 200, as JSON.
-async fn get_json(app: &TestApp, path: &str) -> Value {
-    let answer = app.api(reqwest::Method::GET, path).send().await.unwrap();
-    assert_eq!(answer.status(), 200, "GET {path}");
-    answer.json().await.unwrap()
-}
-
 async fn webhook(app: &TestApp, id: &str) -> Value {
-    get_json(app, &format!("/webhooks/{id}")).await
+    app.get_json(&format!("/webhooks/{id}")).await
 }
 
 /// A subscription (`batch_size`) to a receiver that refuses everything, and `visits` visits
@@ -552,7 +545,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
         let error: Value = answer.json().await.unwrap();
         assert_eq!(error["error"]["code"], code, "{body}");
     }
-    let list = get_json(&app, "/webhooks").await;
+    let list = app.get_json("/webhooks").await;
     assert_eq!(list["webhooks"], json!([]), "nothing stored");
     let created = subscribe(
         &app,
@@ -593,7 +586,7 @@ async fn events_given_up_after_the_window_are_kept_and_replayed() {
     let failures_path = format!("/webhooks/{id}/failures");
     let deadline = Instant::now() + Duration::from_secs(30);
     let failures = loop {
-        let failures = get_json(&app, &failures_path).await;
+        let failures = app.get_json(&failures_path).await;
         let given_up: i64 = failures["failures"]
             .as_array()
             .unwrap()
