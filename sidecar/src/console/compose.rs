@@ -44,6 +44,7 @@ pub struct ComposeForm {
     languages: String,
     strip_scheme: Option<String>,
     replace_lookalikes: Option<String>,
+    shortest_domain: Option<String>,
 }
 
 impl ComposeForm {
@@ -63,6 +64,7 @@ impl ComposeForm {
             over_budget: None,
             strip_scheme: Some(self.strip_scheme.is_some()),
             replace_lookalikes: Some(self.replace_lookalikes.is_some()),
+            shortest_domain: Some(self.shortest_domain.is_some()),
             languages: text(&self.languages),
             country: text(&self.country),
             dry_run: Some(true),
@@ -130,6 +132,7 @@ pub async fn count(
     Form(form): Form<ComposeForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
+    operator.require_issue()?;
     Ok(Json(serde_json::json!({ "text": counter(&state, &domains, &form) })).into_response())
 }
 
@@ -138,7 +141,8 @@ pub async fn count(
 fn counter(state: &AppState, domains: &DomainContext, form: &ComposeForm) -> String {
     let measured = form.params().and_then(|params| {
         let spec: CampaignSpec = params.spec();
-        let base = compose::longest_base(domains, spec.strip_scheme)?;
+        let domains = params.issuing(domains.clone());
+        let base = compose::longest_base(&domains, spec.strip_scheme)?;
         let link_len = base.chars().count() + 1 + state.links.scheme().code_len();
         let (columns, variables) = form.first_recipient();
         let known = |name: &str| columns.is_empty() || columns.iter().any(|c| c == name);
@@ -230,6 +234,7 @@ fn render(
             label for="languages" { "National language tables the gateway supports" }
             input #languages name="languages" value=(form.languages) placeholder="turkish, spanish, portuguese, hindi…";
             label { input type="checkbox" name="strip_scheme" checked[checked(&form.strip_scheme)]; " Short URL without https://" }
+            label { input type="checkbox" name="shortest_domain" checked[checked(&form.shortest_domain)]; " Issue on the shortest domain of the pool" }
             label { input type="checkbox" name="replace_lookalikes" checked[checked(&form.replace_lookalikes)]; " Replace look-alikes (curly quotes, dashes) when it saves segments" }
             button type="submit" { "Preview the messages" }
         }

@@ -110,6 +110,18 @@ impl IssuingBases {
     }
 
     /// One base, as `--public-base-url` gives it.
+    /// The shortest base new links may go to, alone (draining ones are never picked): the
+    /// composer's way to keep a message as short as the pool allows, whatever the weights say.
+    pub fn shortest(&self) -> Self {
+        match (self.bases.iter())
+            .filter(|base| !base.draining)
+            .min_by_key(|base| base.url.len())
+        {
+            Some(base) => Self::single(base.url.clone()),
+            None => self.clone(),
+        }
+    }
+
     pub fn single(url: String) -> Self {
         Self {
             bases: vec![IssuingBase {

@@ -323,6 +323,13 @@ impl DomainContext {
         }
     }
 
+    /// The same request, issuing every link on the shortest issuing base
+    /// ([`IssuingBases::shortest`]).
+    pub fn on_shortest_base(mut self) -> Self {
+        self.issuing = self.issuing.as_ref().map(IssuingBases::shortest);
+        self
+    }
+
     /// The link's short URL on the base it is issued on ([`crate::domains::issuing`]).
     pub fn short_url(&self, code: &str, campaign: Option<&str>) -> Option<String> {
         self.issuing

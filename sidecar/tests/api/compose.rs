@@ -337,6 +337,59 @@ async fn options_shorten_the_message() {
 }
 
 #[tokio::test]
+async fn the_shortest_issuing_domain_on_request() {
+    let app = spawn_app(Backend::Sqlite).await;
+    // Weighted towards the long domain; the shortest is draining, so never issued on.
+    let bases = "https://a-much-longer-short-domain.example weight=9 https://s.example weight=1 \
+                 https://x.io draining";
+    let template = [("template", "{{link}}"), ("country", "FR")];
+    let who = json!({"phone": "0612345678", "url": "https://shop.example/"});
+    let recipients = vec![who; 20];
+    let run = |shortest: bool| {
+        let mut query = template.to_vec();
+        if shortest {
+            query.push(("shortest_domain", "true"));
+        }
+        post_compose(&app, &query)
+            .header("X-Shortlink-Public-Base", bases)
+            .header("content-type", "application/x-ndjson")
+            .body(ndjson(&recipients))
+    };
+    let hosts = |answer: &[Value]| -> Vec<String> {
+        answer[..20]
+            .iter()
+            .map(|line| {
+                let url = url::Url::parse(line["short_url"].as_str().unwrap()).unwrap();
+                url.host_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let spread = lines(run(false).send().await.unwrap()).await;
+    assert!(hosts(&spread).iter().any(|host| host != "s.example"));
+    let shortest = lines(run(true).send().await.unwrap()).await;
+    assert!(hosts(&shortest).iter().all(|host| host == "s.example"));
+    for line in &shortest[..20] {
+        assert_eq!(line["text"], line["short_url"]);
+    }
+    // A dry run measures with the base the links will get: the shortest, exactly.
+    let mut query = template.to_vec();
+    query.extend([("shortest_domain", "true"), ("dry_run", "true")]);
+    let dry = post_compose(&app, &query)
+        .header("X-Shortlink-Public-Base", bases)
+        .header("content-type", "application/x-ndjson")
+        .body(ndjson(&recipients[..1]))
+        .send()
+        .await
+        .unwrap();
+    let dry = lines(dry).await;
+    assert_eq!(dry[0]["characters"], shortest[0]["characters"]);
+    assert!(dry[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://s.example/"));
+}
+
+#[tokio::test]
 async fn url_templates_and_link_options_per_recipient() {
     let app = spawn_app(Backend::Sqlite).await;
     let query = [
@@ -412,7 +465,8 @@ async fn budgets_report_or_refuse() {
 #[tokio::test]
 async fn csv_in_and_out() {
     let app = spawn_app(Backend::Sqlite).await;
-    let csv = "phone,ref,name,url\n06 12 34 56 78,c-1,\"Ann, Jr\",https://shop.example/a\n06 12,c-2,Bo,https://shop.example/b\n";
+    // The third recipient's name holds a line break (a spreadsheet cell of two lines).
+    let csv = "phone,ref,name,url\n06 12 34 56 78,c-1,\"Ann, Jr\",https://shop.example/a\n06 12,c-2,Bo,https://shop.example/b\r\n06 12 34 56 79,c-3,\"Cy\r\nDee\",https://shop.example/c\n";
     let query = [("template", TEMPLATE), ("country", "FR")];
     let answer = lines(send(&app, &query, "text/csv", None, csv.into()).await).await;
     assert_eq!(answer[0]["index"], 0);
@@ -421,6 +475,15 @@ async fn csv_in_and_out() {
         .unwrap()
         .starts_with("Hi Ann, Jr, 20% off"));
     assert_eq!(answer[1]["error"]["code"], "invalid_phone");
+    assert_eq!(answer[2]["index"], 2);
+    assert!(
+        answer[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Hi Cy\r\nDee, 20% off"),
+        "{}",
+        answer[2]
+    );
     let response = post_compose(&app, &query)
         .header("content-type", "text/csv")
         .header("accept", "text/csv")
@@ -437,14 +500,15 @@ async fn csv_in_and_out() {
     let headers = reader.headers().unwrap().clone();
     assert_eq!(&headers[0], "index");
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
     assert_eq!(&rows[0][column("phone")], "+33612345678");
     assert_eq!(&rows[0][column("segments")], "1");
     assert_eq!(&rows[1][column("error_code")], "invalid_phone");
-    assert_eq!(&rows[2][column("index")], "summary");
-    let summary: Value = serde_json::from_str(&rows[2][column("text")]).unwrap();
-    assert_eq!(summary["recipients"], 2);
+    assert!(rows[2][column("text")].starts_with("Hi Cy\r\nDee,"));
+    assert_eq!(&rows[3][column("index")], "summary");
+    let summary: Value = serde_json::from_str(&rows[3][column("text")]).unwrap();
+    assert_eq!(summary["recipients"], 3);
     // A header without a phone column is refused before anything.
     let response = send(&app, &query, "text/csv", None, "ref,name\nc-1,Ann\n".into()).await;
     assert_eq!(response.status(), 422);

@@ -527,6 +527,14 @@ async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
         )
         .await;
     assert_eq!(edit.status(), StatusCode::FORBIDDEN);
+    // The composer's counter is the composer's too.
+    let count = browser
+        .post(
+            "/console/compose/count",
+            &[("csrf", &csrf), ("template", "{{link}}")],
+        )
+        .await;
+    assert_eq!(count.status(), StatusCode::FORBIDDEN);
     assert_eq!(app.stored().await, before);
 }
 

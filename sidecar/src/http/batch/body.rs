@@ -77,18 +77,29 @@ pub(crate) async fn json_chunks(body: Body) -> Result<ChunkStream> {
     Ok(Box::pin(stream::iter(chunks)))
 }
 
-/// An NDJSON (or CSV) body of at most `max_items` lines: read into a [`spool`] as fast as it arrives, and cut into chunks by a task
+/// How a streamed body is cut into items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// One item a line (NDJSON).
+    Lines,
+    /// One item a CSV record: a line break inside a quoted field belongs to the field (RFC 4180),
+    /// as a spreadsheet writes a cell with several lines.
+    CsvRecords,
+}
+
+/// An NDJSON (or CSV) body of at most `max_items` items: read into a [`spool`] as fast as it arrives, and cut into chunks by a task
 /// that hands over one chunk at a time (at most two waiting), so a slow writer slows the cutting
 /// rather than filling memory. The receiver is told when the body has been read in full (or the
 /// reading stopped): the answer must not start before (see [`spool`]).
 pub(crate) fn ndjson_chunks(
     body: Body,
+    framing: Framing,
     max_items: usize,
 ) -> (ChunkStream, oneshot::Receiver<SpoolResult>) {
     let (mut reader, body_read) = spool::spool(body);
     let (sender, receiver) = mpsc::channel::<RawChunk>(2);
     tokio::spawn(async move {
-        let mut lines = LineSplitter::default();
+        let mut lines = LineSplitter::new(framing);
         let mut items = Vec::with_capacity(CHUNK);
         let mut first = 0i64;
         let mut count = 0usize;
@@ -136,21 +147,50 @@ pub(crate) fn ndjson_chunks(
     (chunks, body_read)
 }
 
-/// Cuts a byte stream into non-blank lines of at most [`MAX_LINE_BYTES`].
-#[derive(Default)]
+/// Cuts a byte stream into non-blank items (lines, or CSV records) of at most
+/// [`MAX_LINE_BYTES`].
 struct LineSplitter {
+    framing: Framing,
     pending: Vec<u8>,
     overlong: bool,
+    /// Inside a quoted CSV field: a line break there does not end the record. An escaped quote
+    /// (`""`) toggles twice, so counting quotes is enough.
+    quoted: bool,
 }
 
 impl LineSplitter {
+    fn new(framing: Framing) -> Self {
+        LineSplitter {
+            framing,
+            pending: Vec::new(),
+            overlong: false,
+            quoted: false,
+        }
+    }
+
     fn feed(&mut self, mut data: &[u8], out: &mut Vec<RawItem>) {
-        while let Some(at) = data.iter().position(|&b| b == b'\n') {
+        while let Some(at) = self.item_end(data) {
             self.push(&data[..at]);
             self.end_line(out);
             data = &data[at + 1..];
         }
         self.push(data);
+    }
+
+    /// Where the current item ends in `data` (its line break), if it does; keeps the quote
+    /// state of the bytes scanned.
+    fn item_end(&mut self, data: &[u8]) -> Option<usize> {
+        if self.framing == Framing::Lines {
+            return data.iter().position(|&b| b == b'\n');
+        }
+        for (at, &byte) in data.iter().enumerate() {
+            match byte {
+                b'"' => self.quoted = !self.quoted,
+                b'\n' if !self.quoted => return Some(at),
+                _ => {}
+            }
+        }
+        None
     }
 
     fn finish(&mut self, out: &mut Vec<RawItem>) {
@@ -170,6 +210,7 @@ impl LineSplitter {
     }
 
     fn end_line(&mut self, out: &mut Vec<RawItem>) {
+        self.quoted = false;
         if std::mem::take(&mut self.overlong) {
             out.push(RawItem::TooLong);
         } else if !self.pending.trim_ascii().is_empty() {
@@ -235,7 +276,11 @@ mod tests {
     use super::*;
 
     fn lines(input: &[&[u8]]) -> Vec<String> {
-        let mut splitter = LineSplitter::default();
+        items(Framing::Lines, input)
+    }
+
+    fn items(framing: Framing, input: &[&[u8]]) -> Vec<String> {
+        let mut splitter = LineSplitter::new(framing);
         let mut out = Vec::new();
         for part in input {
             splitter.feed(part, &mut out);
@@ -261,5 +306,25 @@ mod tests {
             lines(&[b"{}\n", &long, b"\n{}"]),
             ["{}", "<too long>", "{}"]
         );
+    }
+
+    #[test]
+    fn csv_records_keep_quoted_line_breaks_across_frames() {
+        let body: [&[u8]; 3] = [
+            b"phone,note\r\n0612,\"two\r\nlines\"\r\n0613,\"say \"\"hi",
+            b"\"\"\n and \"\n",
+            b"0614,plain",
+        ];
+        assert_eq!(
+            items(Framing::CsvRecords, &body),
+            [
+                "phone,note\r",
+                "0612,\"two\r\nlines\"\r",
+                "0613,\"say \"\"hi\"\"\n and \"",
+                "0614,plain"
+            ]
+        );
+        // As lines, the same body breaks inside the quotes.
+        assert_eq!(lines(&body).len(), 6);
     }
 }

@@ -120,7 +120,8 @@ pub async fn create_batch(
     let (mut chunks, body_read) = match format {
         Format::Json => (body::json_chunks(body).await?, None),
         Format::Ndjson => {
-            let (chunks, body_read) = body::ndjson_chunks(body, MAX_NDJSON_ITEMS);
+            let (chunks, body_read) =
+                body::ndjson_chunks(body, body::Framing::Lines, MAX_NDJSON_ITEMS);
             (chunks, Some(body_read))
         }
     };

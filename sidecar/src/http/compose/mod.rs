@@ -63,6 +63,10 @@ pub struct ComposeParams {
     /// The short URL without `https://` in the text (see the README for which phones link it).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub strip_scheme: Option<bool>,
+    /// Issue every link on the shortest issuing domain (draining ones excepted) instead of
+    /// spreading links by weight: texts as short as the pool allows, and the budget exact.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub shortest_domain: Option<bool>,
     /// Replace look-alikes (curly quotes, dashes, odd spaces, …) with their GSM-7 equivalents
     /// when that saves segments; each replacement is listed.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -81,6 +85,15 @@ pub struct ComposeParams {
 }
 
 impl ComposeParams {
+    /// Where this campaign's links are issued: the request's issuing bases, or only the
+    /// shortest of them.
+    pub(crate) fn issuing(&self, domains: DomainContext) -> DomainContext {
+        match self.shortest_domain.unwrap_or(false) {
+            true => domains.on_shortest_base(),
+            false => domains,
+        }
+    }
+
     pub(crate) fn spec(&self) -> CampaignSpec {
         CampaignSpec {
             template: self.template.clone(),
@@ -162,9 +175,15 @@ pub async fn compose(
     if let Some(campaign) = &params.campaign {
         service::validate::meta(Some(campaign.clone()), "invalid_campaign", "campaign")?;
     }
+    let domains = params.issuing(domains);
     let spec = params.spec();
     let longest_base = longest_base(&domains, spec.strip_scheme)?;
-    let (mut chunks, body_read) = body::ndjson_chunks(body, MAX_NDJSON_ITEMS + usize::from(csv_in));
+    let framing = match csv_in {
+        true => body::Framing::CsvRecords,
+        false => body::Framing::Lines,
+    };
+    let (mut chunks, body_read) =
+        body::ndjson_chunks(body, framing, MAX_NDJSON_ITEMS + usize::from(csv_in));
     let mut first = chunks.next().await;
     let input = match csv_in {
         true => {

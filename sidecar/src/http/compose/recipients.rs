@@ -3,8 +3,8 @@
 //! NDJSON: `{"phone":"06 12 34 56 78","ref":"c-1","variables":{"name":"Ann"},
 //! "url":"https://…","link":{"expires_at":"…"}}`; only `phone` is required. CSV: a header
 //! line, then one recipient a line; the columns `phone`, `ref`, `url` and `link` (a JSON object)
-//! are those fields, every other column is a variable. A CSV record is one line: a quoted field
-//! cannot hold a line break (a message variable has no use for one).
+//! are those fields, every other column is a variable. A quoted field may hold line breaks
+//! (RFC 4180): the body is cut into records, not lines ([`body::Framing::CsvRecords`]).
 
 use crate::http::batch::body::{self, RawItem};
 use crate::http::links::CreateLinkRequest;
@@ -160,7 +160,7 @@ fn csv_record(line: &[u8]) -> std::result::Result<Vec<String>, String> {
         .read_record(&mut csv::StringRecord::new())
         .unwrap_or(true)
     {
-        return Err("a CSV record is one line (no line breaks in quoted fields)".into());
+        return Err("the line holds more than one CSV record".into());
     }
     Ok(record.iter().map(|field| field.trim().to_owned()).collect())
 }
@@ -226,6 +226,8 @@ mod tests {
         assert_eq!(parsed.recipient.variables["name"], "Ann, Jr");
         let known = input.known_variables(std::iter::empty());
         assert_eq!(known.into_iter().collect::<Vec<_>>(), ["name"]);
+        let two_lines = input.parse(line("0612,c-2,\"Cy\nDee\",")).unwrap();
+        assert_eq!(two_lines.recipient.variables["name"], "Cy\nDee");
         assert!(input.parse(line("1,2")).is_err());
         assert!(input.parse(line("\"open,x,y,z")).is_err());
         assert!(Input::csv(Some(line("ref,name"))).is_err());
