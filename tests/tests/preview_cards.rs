@@ -10,9 +10,10 @@ use shortlink_wire::preview::Card;
 const TARGET: &str = "https://shop.example/spring?utm_source=sms";
 
 /// As each service sends it (sources in wire::agent::RULES).
-const FETCHERS: [(&str, &str); 8] = [
+const FETCHERS: [(&str, &str); 9] = [
     ("iMessage", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"),
     ("WhatsApp", "WhatsApp/2.23.20.0 A"),
+    ("Signal", "WhatsApp/2"),
     ("Telegram", "TelegramBot (like TwitterBot)"),
     ("Messenger", "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"),
     ("Slack", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"),

@@ -86,6 +86,8 @@ pub const RULES: &[Rule] = &[
     // KakaoTalk: "facebookexternalhit/1.1; kakaotalk-scrap/1.0; +https://devtalk.kakao.com/…" (ua-parser-js fetchers list).
     rule(Contains("kakaotalk-scrap"), Preview, "KakaoTalk"),
     // WhatsApp's fetcher: "WhatsApp/2.23.20.0 A", "WhatsApp/2.21.4.22 i" (matomo device-detector#5463, opengraphplus.com).
+    // Signal's apps fetch previews as "WhatsApp/2" on purpose (sites serve that agent their tags),
+    // so Signal is counted under WhatsApp.
     rule(Prefix("whatsapp/"), Preview, "WhatsApp"),
     // Telegram: "TelegramBot (like TwitterBot)" (wire-ios-link-preview#59).
     rule(Contains("telegrambot"), Preview, "Telegram"),
@@ -241,6 +243,7 @@ mod tests {
     fn previews_are_told_apart_from_people_and_other_machines() {
         for preview in [
             "WhatsApp/2.23.20.0 A",
+            "WhatsApp/2",
             "TelegramBot (like TwitterBot)",
             "  facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
             "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0",
