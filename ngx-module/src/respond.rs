@@ -22,12 +22,6 @@ use shortlink_wire::record::password::{
 };
 use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Link, NOT_YET_STATUS};
 
-/// How a card's target is decided: as for a click within `max_visits`, without counting.
-const PREVIEW_CHECKED: Checked = Checked {
-    visits: Some(0),
-    unlocked: false,
-};
-
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
 
@@ -82,9 +76,7 @@ pub fn answer(
         Outcome::Link(link) => (link.view(), Checked::default(), None),
         Outcome::CachedLink(link) => (link.view(), Checked::default(), None),
         Outcome::Checked(link, checked) => (link.view(), checked, None),
-        // A preview is not a click: it is not counted against `max_visits` (the card shows
-        // where a click within the cap would go).
-        Outcome::Card(link, value) => (link.view(), PREVIEW_CHECKED, preview::decode(value)),
+        Outcome::Card(link, value) => (link.view(), Checked::PREVIEW, preview::decode(value)),
         Outcome::WrongPassword => {
             bump(mcf, Counter::PasswordRejects);
             return page::send(r, PASSWORD_STATUS, &password_page(true)).into();

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use shortlink_e2e::{status_and_location, System};
+use shortlink_wire::keys::visit_count_key;
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 const ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36";
@@ -95,4 +96,45 @@ fn the_fallback_says_not_yet_like_the_module() {
     assert_eq!(from_module.0, 403);
     system.redis.stop();
     assert_eq!(page(&system), from_module);
+}
+
+#[test]
+fn the_fallback_draws_the_card_like_the_module() {
+    let mut system = System::start();
+    let code = system.create(json!({
+        "url": "https://shop.example/home",
+        "rules": [{"if": {"language": ["pt"]}, "then": {"url": "https://shop.example/pt"}}],
+        "max_visits": 5,
+        "preview": {"title": "Spring <sale>", "description": "20% off & more",
+                    "image": "https://cdn.example/spring.jpg"}
+    }));
+    let get = |system: &System, agent: &str| {
+        let response = system.nginx.get_with(
+            "s1.test",
+            &format!("/{code}"),
+            &[("User-Agent", agent), ("Accept-Language", "pt-BR")],
+        );
+        let (status, location) = status_and_location(&response);
+        (status, location, response.text().unwrap())
+    };
+    let fetcher = "WhatsApp/2.23.20.0 A";
+    let from_module = (get(&system, fetcher), get(&system, IPHONE));
+    // Only the person's click was counted: a preview is not a click.
+    let counted = system.redis.cli_raw(&["GET", &visit_count_key(&code)]);
+    assert_eq!(counted, "1");
+    assert_eq!(from_module.0 .0, 200);
+    assert!(
+        from_module
+            .0
+             .2
+            .contains("content=\"https://shop.example/pt\""),
+        "the card is drawn for the rule's target: {}",
+        from_module.0 .2
+    );
+    assert_eq!(from_module.1 .1, "https://shop.example/pt");
+    system.redis.stop();
+    // The card needs no count, so it is drawn with Redis down; a click on the capped link cannot
+    // be counted, so it is not redirected.
+    assert_eq!(get(&system, fetcher), from_module.0);
+    assert_eq!(get(&system, IPHONE).0, 503);
 }

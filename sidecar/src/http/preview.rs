@@ -43,7 +43,9 @@ pub struct PreviewRequest {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PreviewView {
-    /// `redirect`, `gone` (410), `not_yet` (the "not yet" page).
+    /// `redirect`, `gone` (410), `not_yet` (the "not yet" page), `password` (the password
+    /// page), `card` (a preview fetcher's agent on a link with a card: the card page, 200, drawn
+    /// for `location`).
     pub answer: &'static str,
     /// The HTTP status the phone would get.
     pub status: u16,
@@ -131,6 +133,17 @@ pub(crate) fn answer(
     Ok(view(resolution))
 }
 
+impl PreviewView {
+    fn set_chosen(&mut self, chosen: Option<shortlink_wire::record::Chosen>) {
+        if let Some(chosen) = chosen {
+            let (text, len) = shortlink_wire::event::chosen_text(chosen);
+            self.rule = Some(String::from_utf8_lossy(&text[..len]).into_owned());
+            self.rule_index = Some(chosen.rule);
+            self.variant = chosen.variant;
+        }
+    }
+}
+
 fn view(resolution: Resolution) -> PreviewView {
     let mut view = PreviewView {
         answer: "redirect",
@@ -149,12 +162,13 @@ fn view(resolution: Resolution) -> PreviewView {
         } => {
             view.status = status;
             view.location = Some(location);
-            if let Some(chosen) = chosen {
-                let (text, len) = shortlink_wire::event::chosen_text(chosen);
-                view.rule = Some(String::from_utf8_lossy(&text[..len]).into_owned());
-                view.rule_index = Some(chosen.rule);
-                view.variant = chosen.variant;
-            }
+            view.set_chosen(chosen);
+        }
+        Resolution::Card { target, chosen, .. } => {
+            view.answer = "card";
+            view.status = shortlink_wire::preview::CARD_STATUS;
+            view.location = Some(target);
+            view.set_chosen(chosen);
         }
         Resolution::Gone | Resolution::NotFound => {
             view.answer = "gone";

@@ -1,5 +1,6 @@
 //! `GET /api/v1/resolve/{code}`: nginx's fallback when Redis is unavailable. Answers exactly what
-//! the module would (redirect, 404, 410 or the "not yet" page) from SQL, rules included, and
+//! the module would (redirect, 404, 410, the "not yet", password or card page) from SQL, rules
+//! included, and
 //! repairs the Redis key in the background.
 
 use super::{AppState, Error, ErrorBody, Path, Result};
@@ -10,6 +11,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use shortlink_wire::preview::CARD_STATUS;
 use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
 use shortlink_wire::record::{not_yet_page, NOT_YET_STATUS};
 
@@ -28,6 +30,8 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
 #[utoipa::path(get, path = "/api/v1/resolve/{code}", tag = "resolve",
     params(("code" = String, Path)),
     responses(
+        (status = 200, description = "a link preview fetcher's `User-Agent` on a link with a card: \
+            the card page (HTML, Open Graph and Twitter card tags), as the module draws it"),
         (status = 301, description = "redirect; `Location` is the target (plus the request's query string if the link forwards queries)"),
         (status = 302), (status = 307), (status = 308),
         (status = 401, description = "a password-protected link: the password page (HTML; its form \
@@ -84,6 +88,7 @@ pub async fn resolve(
             page(PASSWORD_STATUS, password_page(false)),
             CACHE_CONTROL_TEMPORARY,
         ),
+        Resolution::Card { page: card, .. } => (page(CARD_STATUS, card), CACHE_CONTROL_TEMPORARY),
     };
     response.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -92,7 +97,7 @@ pub async fn resolve(
     Ok(response)
 }
 
-/// One of `wire`'s pages ("not yet", password), byte for byte what the module sends.
+/// One of `wire`'s pages ("not yet", password, card), byte for byte what the module sends.
 fn page(status: u16, body: Vec<u8>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
     (

@@ -80,13 +80,17 @@ mod schema {
 impl CardSpec {
     /// The card as Redis keeps it.
     pub fn encode(&self) -> Vec<u8> {
+        self.card().encode()
+    }
+
+    /// The card as `wire` draws it.
+    pub fn card(&self) -> Card<'_> {
         Card {
             title: &self.title,
             description: &self.description,
             image: &self.image,
             site_name: self.site_name.as_deref().unwrap_or(""),
         }
-        .encode()
     }
 }
 

@@ -2,9 +2,12 @@
 //! module runs: the fallback (`resolve`) and the preview answer through here, so neither can
 //! drift from what nginx answers.
 
+use super::card;
 use super::{append_query, Resolution};
 use crate::projection::encode_record;
 use crate::storage::Link;
+use shortlink_wire::agent;
+use shortlink_wire::preview::card_page;
 use shortlink_wire::record::{self, Answer, Checked, LinkView};
 use shortlink_wire::rules::{self, Click};
 use std::net::IpAddr;
@@ -33,7 +36,8 @@ pub struct CountFirst;
 
 /// What `link` answers to `click` at `now_unix`, `visits` being the click's number once counted.
 /// The link goes through its own record, encoded and decoded as the module gets it, so what nginx
-/// reads and what this answers are one thing.
+/// reads and what this answers are one thing. A preview fetcher ([`agent::is_preview`]) asking
+/// for a link with a card gets the card page, uncounted, as from the module.
 pub fn answer(
     link: &Link,
     click: &ClickInput<'_>,
@@ -62,30 +66,42 @@ pub fn answer(
         visitor: rules::visitor(client_text.as_bytes(), click.user_agent),
         random: click.random,
     };
+    let card = (link.extras.preview.as_deref())
+        .filter(|_| agent::is_preview(click.user_agent))
+        .and_then(|text| card::parse_stored(text).ok());
     // The fallback answers GETs: a password is only ever checked by the module (its form posts
     // to nginx), so here a protected link asks for it.
-    let checked = Checked {
-        visits,
-        unlocked: false,
-    };
-    Ok(
-        match view.answer_checked(now_unix, checked, make_click, country) {
-            Answer::Redirect {
-                status,
-                target,
-                forward_query,
-                chosen,
-            } => Resolution::Redirect {
-                status,
-                location: location(target, forward_query, click.query),
-                chosen,
-            },
-            Answer::Gone => Resolution::Gone,
-            Answer::NotYet { opens_at } => Resolution::NotYet { opens_at },
-            Answer::Password => Resolution::Password,
-            Answer::Count => return Err(CountFirst),
+    let checked = match card {
+        Some(_) => Checked::PREVIEW,
+        None => Checked {
+            visits,
+            unlocked: false,
         },
-    )
+    };
+    let answer = view.answer_checked(now_unix, checked, make_click, country);
+    if let (Some(card), Answer::Redirect { target, chosen, .. }) = (&card, &answer) {
+        return Ok(Resolution::Card {
+            page: card_page(&card.card(), target),
+            target: String::from_utf8_lossy(target).into_owned(),
+            chosen: *chosen,
+        });
+    }
+    Ok(match answer {
+        Answer::Redirect {
+            status,
+            target,
+            forward_query,
+            chosen,
+        } => Resolution::Redirect {
+            status,
+            location: location(target, forward_query, click.query),
+            chosen,
+        },
+        Answer::Gone => Resolution::Gone,
+        Answer::NotYet { opens_at } => Resolution::NotYet { opens_at },
+        Answer::Password => Resolution::Password,
+        Answer::Count => return Err(CountFirst),
+    })
 }
 
 fn own_target(link: &Link, click: &ClickInput<'_>) -> Resolution {

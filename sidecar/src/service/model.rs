@@ -184,4 +184,11 @@ pub enum Resolution {
     },
     /// A password-protected link: `wire`'s password page.
     Password,
+    /// A preview fetcher asking for a link with a card: `wire`'s card page (200), drawn for the
+    /// target a click would get.
+    Card {
+        page: Vec<u8>,
+        target: String,
+        chosen: Option<shortlink_wire::record::Chosen>,
+    },
 }

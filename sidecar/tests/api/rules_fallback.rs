@@ -315,4 +315,22 @@ async fn the_preview_answers_a_made_up_phone(backend: Backend) {
     assert_eq!(app.stored().await, before);
     let (status, _) = preview(&app, "nosuchlink", json!({})).await;
     assert_eq!(status, 404);
+
+    // A messaging app's fetcher on a link with a card: the card, drawn for the rule's target.
+    let carded = app
+        .create(json!({
+            "url": "https://t.example/own",
+            "rules": [{"if": {"device": ["ios"]}, "then": {"url": "https://apps.example/ios"}}],
+            "preview": {"title": "Sale", "description": "Today", "image": "https://cdn.example/i.jpg"}
+        }))
+        .await;
+    let carded = carded["code"].as_str().unwrap();
+    let (_, answer) = preview(&app, carded, json!({"user_agent": "WhatsApp/2.23.20.0 A"})).await;
+    assert_eq!(
+        (answer["answer"].clone(), answer["status"].clone()),
+        (json!("card"), json!(200))
+    );
+    assert_eq!(answer["location"], "https://t.example/own");
+    let (_, answer) = preview(&app, carded, json!({"user_agent": IPHONE})).await;
+    assert_eq!(answer["answer"], "redirect");
 }

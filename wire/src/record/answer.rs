@@ -58,6 +58,15 @@ pub struct Checked {
     pub unlocked: bool,
 }
 
+impl Checked {
+    /// How a preview card's target is decided: as for a click within `max_visits`, without
+    /// counting (a preview is not a click; the card shows where a click within the cap would go).
+    pub const PREVIEW: Checked = Checked {
+        visits: Some(0),
+        unlocked: false,
+    };
+}
+
 /// The status of the "not yet" page: the link exists but does not open to anyone yet (never a
 /// 404, which would tell a phone the link is wrong).
 pub const NOT_YET_STATUS: u16 = 403;
