@@ -41,6 +41,8 @@ pub struct Enricher {
     /// changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill costs
     /// one parse per distinct agent.
     agents: Mutex<HashMap<String, Arc<(Agent, Classification)>>>,
+    /// At most this many agents in `agents`; 0 parses every visit's agent.
+    agent_cache_size: usize,
 }
 
 /// One enriched visit, ready to store. Owned and flat so a storage layer can bind it directly.
@@ -84,7 +86,22 @@ impl Enricher {
             geo,
             anonymize,
             agents: Mutex::default(),
+            agent_cache_size: AGENT_CACHE_SIZE,
         }
+    }
+
+    /// Remembers at most `entries` user agents' parses (0: none, every visit parses its own).
+    pub fn with_agent_cache(mut self, entries: usize) -> Self {
+        self.agent_cache_size = entries;
+        self
+    }
+
+    /// How many user agents' parses are remembered now.
+    pub fn cached_agents(&self) -> usize {
+        self.agents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// The parse and classification of `ua`, from the cache when seen before.
@@ -98,8 +115,11 @@ impl Enricher {
         let agent = Agent::parse(ua);
         let class = agent::classify(Some(ua), &agent);
         let parsed = Arc::new((agent, class));
+        if self.agent_cache_size == 0 {
+            return parsed;
+        }
         let mut agents = lock();
-        if agents.len() >= AGENT_CACHE_SIZE {
+        if agents.len() >= self.agent_cache_size {
             agents.clear();
         }
         agents.insert(ua.to_owned(), Arc::clone(&parsed));

@@ -30,4 +30,5 @@ mod rules;
 mod rules_fallback;
 mod sentinel;
 mod validation;
+mod visit_caches;
 mod webhooks;
