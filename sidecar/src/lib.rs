@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod primary;
 pub mod projection;
 pub mod redact;
+pub(crate) mod schema;
 pub mod service;
 pub mod signing;
 pub mod storage;

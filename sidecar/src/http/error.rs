@@ -192,6 +192,7 @@ impl From<Invalid> for Error {
         match invalid {
             Invalid::Field { code, message } => Error::Invalid { code, message },
             Invalid::Url(error) => Error::Url(error),
+            Invalid::NoRandomness(error) => Error::Internal(Box::new(error)),
         }
     }
 }

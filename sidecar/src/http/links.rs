@@ -34,15 +34,15 @@ pub const MAX_PAGE: u32 = 1000;
 #[serde(deny_unknown_fields)]
 pub struct CreateLinkRequest {
     /// Absolute http(s) URL; IDN hosts are stored as punycode.
-    #[schema(schema_with = super::schema::url)]
+    #[schema(schema_with = crate::schema::url)]
     pub url: String,
     /// Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape; generated if absent.
-    #[schema(schema_with = super::schema::alias)]
+    #[schema(schema_with = crate::schema::alias)]
     pub code: Option<String>,
     /// RFC 3339, in the future; fractions of a second are dropped.
     pub expires_at: Option<DateTime<Utc>>,
     /// 301, 302 (default), 307 or 308.
-    #[schema(schema_with = super::schema::redirect)]
+    #[schema(schema_with = crate::schema::redirect)]
     pub redirect: Option<u16>,
     /// Append the short URL's query string to the target (default false).
     pub forward_query: Option<bool>,
@@ -52,33 +52,33 @@ pub struct CreateLinkRequest {
     /// nor for a request with one (a password cannot be compared with a stored digest).
     pub idempotent: Option<bool>,
     /// The campaign the link belongs to (1 to 200 characters).
-    #[schema(schema_with = super::schema::meta)]
+    #[schema(schema_with = crate::schema::meta)]
     pub campaign: Option<String>,
     /// An opaque recipient reference (1 to 200 characters).
     #[serde(rename = "ref")]
-    #[schema(rename = "ref", schema_with = super::schema::meta)]
+    #[schema(rename = "ref", schema_with = crate::schema::meta)]
     pub recipient_ref: Option<String>,
     /// Free tags (at most 32, each 1 to 64 characters).
-    #[schema(schema_with = super::schema::tags)]
+    #[schema(schema_with = crate::schema::tags)]
     pub tags: Option<Vec<String>>,
     /// RFC 3339: before it, clicks go to `not_yet_url` (302) or get a "not yet" page (403).
     pub valid_since: Option<DateTime<Utc>>,
     /// Where clicks before `valid_since` go; validated like `url`.
-    #[schema(schema_with = super::schema::optional_url)]
+    #[schema(schema_with = crate::schema::optional_url)]
     pub not_yet_url: Option<String>,
     /// Where clicks after `expires_at` go (302) instead of a 410; validated like `url`.
-    #[schema(schema_with = super::schema::optional_url)]
+    #[schema(schema_with = crate::schema::optional_url)]
     pub expired_url: Option<String>,
     /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
     #[schema(value_type = Option<Vec<RuleSpec>>)]
     pub rules: Option<serde_json::Value>,
     /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
     /// expired link (`expired_url` or 410).
-    #[schema(schema_with = super::schema::max_visits)]
+    #[schema(schema_with = crate::schema::max_visits)]
     pub max_visits: Option<WholeNumber>,
     /// A password page first; the right password opens the link. Write-only: stored as a
     /// salted digest, never returned (reads say `password_protected`).
-    #[schema(schema_with = super::schema::password)]
+    #[schema(schema_with = crate::schema::password)]
     pub password: Option<PlainPassword>,
     /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
     pub preview: Option<CardSpec>,
@@ -88,25 +88,25 @@ pub struct CreateLinkRequest {
 #[serde(deny_unknown_fields)]
 #[schema(min_properties = 1)]
 pub struct UpdateLinkRequest {
-    #[schema(schema_with = super::schema::new_url)]
+    #[schema(schema_with = crate::schema::new_url)]
     pub url: Option<String>,
     /// RFC 3339 in the future, or `null` to remove the expiry.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<DateTime<Utc>>, nullable)]
     pub expires_at: Option<Option<DateTime<Utc>>>,
-    #[schema(schema_with = super::schema::redirect)]
+    #[schema(schema_with = crate::schema::redirect)]
     pub redirect: Option<u16>,
     pub forward_query: Option<bool>,
     /// The campaign, or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = super::schema::meta)]
+    #[schema(schema_with = crate::schema::meta)]
     pub campaign: Option<Option<String>>,
     /// The recipient reference, or `null` to remove it.
     #[serde(default, rename = "ref", deserialize_with = "present")]
-    #[schema(rename = "ref", schema_with = super::schema::meta)]
+    #[schema(rename = "ref", schema_with = crate::schema::meta)]
     pub recipient_ref: Option<Option<String>>,
     /// Replaces the tags (`[]` removes them).
-    #[schema(schema_with = super::schema::tags)]
+    #[schema(schema_with = crate::schema::tags)]
     pub tags: Option<Vec<String>>,
     /// RFC 3339, or `null` to open the link now.
     #[serde(default, deserialize_with = "present")]
@@ -114,11 +114,11 @@ pub struct UpdateLinkRequest {
     pub valid_since: Option<Option<DateTime<Utc>>>,
     /// Validated like `url`, or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = super::schema::optional_url)]
+    #[schema(schema_with = crate::schema::optional_url)]
     pub not_yet_url: Option<Option<String>>,
     /// Validated like `url`, or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = super::schema::optional_url)]
+    #[schema(schema_with = crate::schema::optional_url)]
     pub expired_url: Option<Option<String>>,
     /// Replaces the rules (`[]` or `null` removes them).
     #[serde(default, deserialize_with = "present")]
@@ -127,11 +127,11 @@ pub struct UpdateLinkRequest {
     /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
     /// clicks ever redirected, so lowering it below them closes the link at once.
     #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = super::schema::max_visits)]
+    #[schema(schema_with = crate::schema::max_visits)]
     pub max_visits: Option<Option<WholeNumber>>,
     /// A new password (replacing any), or `null` to remove it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = super::schema::password)]
+    #[schema(schema_with = crate::schema::password)]
     pub password: Option<Option<PlainPassword>>,
     /// A new card (replacing the old one whole), or `null` to remove it.
     #[serde(default, deserialize_with = "present")]

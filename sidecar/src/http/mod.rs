@@ -13,8 +13,6 @@ mod metrics;
 pub(crate) mod preview;
 pub(crate) mod qr;
 mod resolve;
-pub(crate) mod schema;
-use schema::SchemaFixes;
 pub(crate) mod stats;
 mod visits;
 mod webhooks;
@@ -24,6 +22,7 @@ pub(crate) use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail};
 
 use crate::domains::IssuingBases;
+use crate::schema::SchemaFixes;
 use crate::service::LinkService;
 use crate::validate::{self, UrlPolicy};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts};

@@ -27,7 +27,7 @@ pub struct CardSpec {
 /// The fields' schemas, with `wire`'s limits (in characters: a schema cannot count UTF-8 bytes,
 /// which the API does, answering 422 `invalid_preview` past them).
 mod schema {
-    use crate::http::schema::{PRINTABLE, URL_PATTERN};
+    use crate::schema::{PRINTABLE, URL_PATTERN};
     use shortlink_wire::preview::{MAX_DESCRIPTION, MAX_IMAGE, MAX_SITE_NAME, MAX_TITLE};
     use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 

@@ -20,9 +20,8 @@ pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_LEN: usize = 64;
 /// Longest `Idempotency-Key`.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
-/// The highest `max_visits`: the largest integer every JSON reader (a JavaScript one included)
-/// reads exactly.
-pub const MAX_VISITS_LIMIT: i64 = (1 << 53) - 1;
+/// The highest `max_visits`: the largest integer every JSON reader reads exactly.
+pub const MAX_VISITS_LIMIT: i64 = crate::schema::MAX_JSON_INTEGER;
 
 /// A password as the caller sent it. Never logged (its `Debug` says nothing) and never stored:
 /// [`password`] turns it into the salted digest SQL keeps.
@@ -46,6 +45,10 @@ pub enum Invalid {
     },
     #[error("invalid url: {0}")]
     Url(#[from] UrlError),
+    /// Not the request's fault: the operating system gave no randomness (a password's salt). The
+    /// API answers 500 without the cause.
+    #[error("no randomness from the operating system")]
+    NoRandomness(#[source] getrandom::Error),
 }
 
 impl Invalid {
@@ -237,12 +240,7 @@ pub fn password(value: PlainPassword) -> Result<String, Invalid> {
         ));
     }
     let mut salt = [0; SALT_LEN];
-    getrandom::fill(&mut salt).map_err(|_| {
-        Invalid::new(
-            "password_unavailable",
-            "no random salt could be drawn for the password; try again",
-        )
-    })?;
+    getrandom::fill(&mut salt).map_err(Invalid::NoRandomness)?;
     Ok(Password::new(plain, salt).to_hex())
 }
 

@@ -29,7 +29,7 @@ pub struct SubscriptionRequest {
     pub name: Option<String>,
     /// Where events are POSTed: `http://` or `https://` (verified against the system's roots or
     /// `--webhook-ca`), on a public address unless the deployment allows private ones.
-    #[schema(schema_with = crate::http::schema::url)]
+    #[schema(schema_with = crate::schema::url)]
     pub url: String,
     /// The HMAC-SHA256 key of `X-Shortlink-Signature`: 16 to 256 visible ASCII characters.
     /// Never shown again (reads show its last 4 characters).

@@ -48,7 +48,7 @@ pub struct ComposeParams {
     #[arg(long)]
     pub url_template: Option<String>,
     /// The campaign of every link (1 to 200 characters).
-    #[param(schema_with = crate::http::schema::campaign)]
+    #[param(schema_with = crate::schema::campaign)]
     #[arg(long)]
     pub campaign: Option<String>,
     /// Most segments per message (1 to 10).

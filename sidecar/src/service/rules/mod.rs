@@ -87,11 +87,11 @@ pub struct WeeklySpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
-    #[schema(schema_with = crate::http::schema::url)]
+    #[schema(schema_with = crate::schema::url)]
     pub url: String,
     /// 301, 302 (default), 307 or 308.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::http::schema::redirect)]
+    #[schema(schema_with = crate::schema::redirect)]
     pub redirect: Option<u16>,
     /// Append the short URL's query string (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,10 +113,10 @@ pub struct SplitSpec {
 pub struct VariantSpec {
     /// 0 to 65535; the weights of a split must not all be 0.
     pub weight: u16,
-    #[schema(schema_with = crate::http::schema::url)]
+    #[schema(schema_with = crate::schema::url)]
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::http::schema::redirect)]
+    #[schema(schema_with = crate::schema::redirect)]
     pub redirect: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_query: Option<bool>,

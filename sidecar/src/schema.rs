@@ -4,6 +4,10 @@
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
 
+/// The largest integer every JSON reader keeps exact (2^53 - 1, JavaScript's
+/// `Number.MAX_SAFE_INTEGER`): the bound of the API's counts, such as `max_visits`.
+pub const MAX_JSON_INTEGER: i64 = (1 << 53) - 1;
+
 /// The redirect statuses a link may answer with; anything else is 422 `invalid_redirect`.
 pub const REDIRECT_STATUSES: [u16; 4] = [301, 302, 307, 308];
 
@@ -80,7 +84,7 @@ pub fn max_visits() -> Schema {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
         .minimum(Some(1))
-        .maximum(Some(crate::service::validate::MAX_VISITS_LIMIT))
+        .maximum(Some(MAX_JSON_INTEGER))
         .description(Some(
             "At most this many clicks are redirected, 1 to 2^53 - 1; null for none (on an \
              update, removes the cap; the clicks counted so far stay counted).",
