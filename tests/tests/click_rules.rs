@@ -325,6 +325,89 @@ fn valid_since_answers_not_yet_then_opens() {
     assert_eq!(location(&system, &code, "", &[]), HOME);
 }
 
+/// Wall-clock seconds, with their fraction.
+fn now_precise() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn valid_since_opens_at_its_second_under_concurrency() {
+    let system = System::start_with(NginxOptions {
+        workers: 2,
+        ..NginxOptions::default()
+    });
+    let opens = now() + 2;
+    let code = link_with(
+        &system,
+        &Extras {
+            valid_since: opens,
+            ..Extras::default()
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/{code}", system.nginx.redirect_port);
+    // Clicks from 32 clients until each has been redirected 20 times, across the opening second.
+    let (clients, redirects_each, most_each) = (32, 20, 5_000);
+    let deadline = now_precise() + 30.0;
+    // (sent at, answered at, status, location) of every click.
+    let clicks: Vec<(f64, f64, u16, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                scope.spawn(|| {
+                    let client = http_client();
+                    let mut seen = Vec::new();
+                    let mut redirected = 0;
+                    while redirected < redirects_each
+                        && seen.len() < most_each
+                        && now_precise() < deadline
+                    {
+                        let sent = now_precise();
+                        let response = client
+                            .get(&url)
+                            .header("Host", "s1.test")
+                            .send()
+                            .expect("click");
+                        let answered = now_precise();
+                        let (status, location) = status_and_location(&response);
+                        redirected += usize::from(status == 302);
+                        seen.push((sent, answered, status, location));
+                    }
+                    assert_eq!(redirected, redirects_each, "this client was never let in");
+                    seen
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    let opens_at = opens as f64;
+    let mut not_yet: u64 = 0;
+    for (sent, answered, status, location) in &clicks {
+        match status {
+            // nginx's clock never runs ahead of the wall clock: no redirect before the second.
+            302 => {
+                assert_eq!(location, HOME);
+                assert!(
+                    *answered >= opens_at,
+                    "redirected at {answered}, opens {opens}"
+                );
+            }
+            // And it lags by at most a turn of its event loop: no "not yet" a second after.
+            403 => {
+                not_yet += 1;
+                assert!(*sent < opens_at + 1.0, "not yet at {sent}, opened {opens}");
+            }
+            other => panic!("a click across the opening got {other}"),
+        }
+    }
+    assert!(not_yet > 0, "no click came before the opening");
+    assert_eq!(system.nginx.counters()["not_yet"], not_yet);
+}
+
 #[test]
 fn an_expired_link_goes_to_its_expired_url_or_answers_410() {
     let system = System::start();

@@ -124,3 +124,79 @@ async fn chromium_reads_the_card_a_fetcher_gets() {
         .await
         .unwrap();
 }
+
+/// The console's card page redraws the bubble from the form as it is typed, before anything is
+/// saved: markup typed into the title stays text, and an image shows only from an https URL.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_draws_the_card_as_it_is_typed() {
+    let (system, code) = tokio::task::spawn_blocking(|| {
+        let system = System::start();
+        let code = system.create(json!({"url": "https://shop.example/spring"}));
+        (system, code)
+    })
+    .await
+    .unwrap();
+    let console = format!("http://127.0.0.1:{}/console", system.nginx.api_port);
+    let chrome = browser::chrome("Mozilla/5.0 (X11; Linux x86_64) Chrome/126", "").await;
+    let c = &chrome.client;
+    browser::sign_in(c, &console, shortlink_e2e::API_KEY).await;
+    c.goto(&format!("{console}/links/{code}/card"))
+        .await
+        .unwrap();
+    let typed = [
+        ("#title", "Spring <b>sale</b> & more"),
+        ("#description", "Today only"),
+        ("#site_name", "Example Shop"),
+    ];
+    for (field, text) in typed {
+        c.find(Locator::Css(field))
+            .await
+            .unwrap()
+            .send_keys(text)
+            .await
+            .unwrap();
+    }
+    // Each keystroke's `input` event redraws at once: no round trip to wait for.
+    for (field, text) in typed {
+        let shown = format!("#card-{}", &field[1..]);
+        let drawn = c.find(Locator::Css(&shown)).await.unwrap();
+        assert_eq!(drawn.text().await.unwrap(), text, "{shown}");
+    }
+    assert!(
+        c.find(Locator::Css("#card-title b")).await.is_err(),
+        "markup typed into the title became an element"
+    );
+
+    let image = c.find(Locator::Css("#image")).await.unwrap();
+    let drawn_image = c.find(Locator::Css("#card-image")).await.unwrap();
+    image
+        .send_keys("http://cdn.example/card.jpg")
+        .await
+        .unwrap();
+    // The `hidden` attribute, not what is painted: the image's host resolves nowhere here.
+    assert!(
+        drawn_image.attr("hidden").await.unwrap().is_some(),
+        "a plain http image"
+    );
+    image.clear().await.unwrap();
+    image
+        .send_keys("https://cdn.example/card.jpg")
+        .await
+        .unwrap();
+    assert_eq!(
+        drawn_image.attr("src").await.unwrap().as_deref(),
+        Some("https://cdn.example/card.jpg")
+    );
+    assert_eq!(drawn_image.attr("hidden").await.unwrap(), None);
+
+    // Nothing was saved by typing.
+    let (status, link) =
+        tokio::task::spawn_blocking(move || system.api().get(&format!("/links/{code}")))
+            .await
+            .unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        link.get("preview").is_none_or(|card| card.is_null()),
+        "{link}"
+    );
+}

@@ -10,7 +10,7 @@ use shortlink_wire::preview::Card;
 const TARGET: &str = "https://shop.example/spring?utm_source=sms";
 
 /// As each service sends it (sources in wire::agent::RULES).
-const FETCHERS: [(&str, &str); 9] = [
+const FETCHERS: [(&str, &str); 10] = [
     ("iMessage", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"),
     ("WhatsApp", "WhatsApp/2.23.20.0 A"),
     ("Signal", "WhatsApp/2"),
@@ -20,6 +20,7 @@ const FETCHERS: [(&str, &str); 9] = [
     ("Discord", "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)"),
     ("Viber", "Viber/20.6.0"),
     ("Samsung Messages", "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0"),
+    ("Google Messages (RCS)", "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Mobile Safari/537.36 (compatible; GoogleMessages; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-messages)"),
 ];
 const PEOPLE: [&str; 3] = [
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",

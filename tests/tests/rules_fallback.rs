@@ -1,6 +1,6 @@
 //! The fallback answers a click exactly as the module does: the same requests against one link
-//! with rules, a schedule and a sticky split, first through nginx with Redis up (the module),
-//! then with Redis stopped (nginx's fallback, the sidecar reading SQL).
+//! with rules, a schedule, a weekly window in a time zone and a sticky split, first through nginx
+//! with Redis up (the module), then with Redis stopped (nginx's fallback, the sidecar reading SQL).
 
 use serde_json::json;
 use shortlink_e2e::{status_and_location, System};
@@ -11,7 +11,7 @@ const ANDROID: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.
 const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
 
 /// (query suffix, User-Agent, Accept-Language, client address)
-const CLICKS: [(&str, &str, &str, &str); 10] = [
+const CLICKS: [(&str, &str, &str, &str); 11] = [
     ("", IPHONE, "en", "192.0.2.1"),
     ("", ANDROID, "en", "192.0.2.2"),
     ("", DESKTOP, "pt-BR,pt;q=0.9", "192.0.2.3"),
@@ -22,7 +22,25 @@ const CLICKS: [(&str, &str, &str, &str); 10] = [
     ("", DESKTOP, "de", "2001:db8:1:ffff::1"),
     ("", DESKTOP, "en", "192.0.2.77"),
     ("", DESKTOP, "en", "192.0.2.78"),
+    ("?when", DESKTOP, "en", "192.0.2.5"),
 ];
+
+/// A weekly window on the clock of a zone that is now on a day of its own: Kiritimati keeps
+/// UTC+14 all year, so its weekday is computed here without a time-zone database, and is a day
+/// ahead of UTC for most of the day. `open`: this hour and the next (the test cannot straddle
+/// both); otherwise every hour but those two.
+fn kiritimati_window(open: bool) -> serde_json::Value {
+    let local = chrono::Utc::now() + chrono::Duration::hours(14);
+    let (day, hour) = (
+        chrono::Datelike::weekday(&local),
+        chrono::Timelike::hour(&local),
+    );
+    let name =
+        ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][day.num_days_from_monday() as usize];
+    let now = [hour, (hour + 1) % 24];
+    let hours: Vec<u32> = (0..24).filter(|h| now.contains(h) == open).collect();
+    json!({"days": [name], "hours": hours, "zone": "Pacific/Kiritimati"})
+}
 
 fn answers(system: &System, code: &str) -> Vec<(u16, String)> {
     CLICKS
@@ -55,6 +73,10 @@ fn the_fallback_gives_the_module_s_answers() {
             {"if": {"query": [{"name": "src", "value": "sms"}]}, "then": {"url": "https://shop.example/sms"}},
             {"if": {"ip": ["10.0.0.0/8"]}, "then": {"url": "https://intranet.example/"}},
             {"if": {"country": ["JP"]}, "then": {"url": "https://shop.example/jp"}},
+            {"if": {"query": [{"name": "when"}], "weekly": kiritimati_window(false)},
+             "then": {"url": "https://shop.example/closed"}},
+            {"if": {"query": [{"name": "when"}], "weekly": kiritimati_window(true)},
+             "then": {"url": "https://shop.example/open"}},
             {"if": {}, "split": {"sticky": true, "variants": [
                 {"weight": 1, "url": "https://shop.example/a"},
                 {"weight": 1, "url": "https://shop.example/b"}]}}
@@ -62,7 +84,9 @@ fn the_fallback_gives_the_module_s_answers() {
     }));
     let from_module = answers(&system, &code);
     // Every rule answered at least once: the comparison covers all of them.
-    for expected in ["ios", "android", "/pt", "/au", "/sms", "intranet", "/jp"] {
+    for expected in [
+        "ios", "android", "/pt", "/au", "/sms", "intranet", "/jp", "/open",
+    ] {
         assert!(
             from_module
                 .iter()
@@ -70,6 +94,12 @@ fn the_fallback_gives_the_module_s_answers() {
             "no click reached {expected}: {from_module:?}"
         );
     }
+    assert!(
+        !from_module
+            .iter()
+            .any(|(_, location)| location.contains("/closed")),
+        "a window closed at this hour held: {from_module:?}"
+    );
     let before = system.nginx.counters()["fallbacks"];
     system.redis.stop();
     let from_fallback = answers(&system, &code);

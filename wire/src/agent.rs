@@ -132,6 +132,11 @@ pub const RULES: &[Rule] = &[
         Preview,
         "Samsung Messages",
     ),
+    // Google Messages (RCS chats and SMS on Android): Google lists its preview fetcher among its
+    // user-triggered fetchers by the token "GoogleMessages" (developers.google.com/crawling, Google
+    // user-triggered fetchers, 2026-01), in the "(compatible; <token>; +<doc URL>)" form its other
+    // fetchers use. Before any rule a phone's own words would match.
+    rule(Contains("googlemessages"), Preview, "Google Messages"),
     // Microsoft Teams / Outlook / Bing previews: "MicrosoftPreview/2.0", "BingPreview/1.0b" (ua-parser-js fetchers).
     rule(Contains("microsoftpreview"), Preview, "Microsoft"),
     rule(Contains("bingpreview"), Preview, "Microsoft"),
@@ -229,6 +234,10 @@ pub const MAX_AGENT: usize = 512;
 mod tests {
     use super::*;
 
+    /// Google Messages' fetcher: an Android phone's agent naming the fetcher, as Google's
+    /// user-triggered fetchers do.
+    const GOOGLE_MESSAGES: &str = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Mobile Safari/537.36 (compatible; GoogleMessages; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-messages)";
+
     #[test]
     fn rules_are_lowercase_and_labelled() {
         // Matching lowercases the UA once; an uppercase pattern would never match.
@@ -248,6 +257,7 @@ mod tests {
             "  facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
             "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0",
             "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            GOOGLE_MESSAGES,
         ] {
             assert!(is_preview(preview.as_bytes()), "{preview}");
         }

@@ -228,6 +228,41 @@ async fn the_rule_editor_saves_refuses_and_previews(backend: Backend) {
     assert!(text.contains("https://t.example/pt"), "{text}");
     assert_eq!(app.stored().await, before);
 
+    // Every field of the phone is read: its User-Agent, country, address, query and time.
+    let phone_rules = r#"[
+        {"if": {"device": ["ios"]}, "then": {"url": "https://t.example/ios"}},
+        {"if": {"country": ["AU"]}, "then": {"url": "https://t.example/au"}},
+        {"if": {"ip": ["192.0.2.0/24"]}, "then": {"url": "https://t.example/net"}},
+        {"if": {"query": [{"name": "src", "value": "sms"}]}, "then": {"url": "https://t.example/sms"}},
+        {"if": {"weekly": {"days": ["sat"], "hours": [9], "zone": "Asia/Tokyo"}},
+         "then": {"url": "https://t.example/saturday"}}
+    ]"#;
+    let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+    let phones: [(&str, &str, &str); 7] = [
+        ("user_agent", iphone, "https://t.example/ios"),
+        ("country", "au", "https://t.example/au"),
+        ("ip", "192.0.2.8", "https://t.example/net"),
+        ("query", "src=sms", "https://t.example/sms"),
+        // Saturday 09:30 in Tokyo is Saturday 00:30 UTC; Friday 09:30 UTC is not.
+        ("time", "2026-11-28T00:30", "https://t.example/saturday"),
+        ("time", "2026-11-27T09:30", "https://t.example/own"),
+        ("ip", "198.51.100.7", "https://t.example/own"),
+    ];
+    for (field, value, expected) in phones {
+        let previewed = browser
+            .post(
+                &format!("/console/links/{code}/rules/preview"),
+                &[("csrf", &csrf), ("rules", phone_rules), (field, value)],
+            )
+            .await;
+        assert_eq!(previewed.status(), StatusCode::OK, "{field}={value}");
+        let text = previewed.text().await.unwrap();
+        assert!(
+            text.contains(&format!("<dt>Location</dt><dd>{expected}</dd>")),
+            "{field}={value}: {text}"
+        );
+    }
+
     let saved = browser
         .post(
             &format!("/console/links/{code}/rules"),

@@ -286,7 +286,6 @@ impl TestApp {
         response.text().await.unwrap();
     }
 
-    /// `GET /api/v1{path}`'s JSON body.
     /// A GET through the API that must answer 200, as JSON.
     pub async fn get_json(&self, path: &str) -> Value {
         let response = self.api(reqwest::Method::GET, path).send().await.unwrap();

@@ -12,6 +12,7 @@ crate::on_each_backend!(
     rules_and_lifecycle_round_trip_normalised,
     hostile_rules_are_refused_and_store_nothing,
     a_patch_sets_and_clears_rules,
+    a_batch_issues_links_with_rules_and_a_schedule,
 );
 
 fn rfc3339(unix: i64) -> String {
@@ -143,6 +144,52 @@ async fn rules_and_lifecycle_round_trip_normalised(backend: Backend) {
     assert!(plain.get("rules").is_none() && plain.get("valid_since").is_none());
     assert_eq!(
         app.redis_get(plain_code).await.unwrap(),
+        "1|L|302|0|0|https://t.example/plain"
+    );
+}
+
+/// A campaign's links come through the batch: its items take rules and a schedule exactly as a
+/// create does, and Redis holds each one's version 2 record.
+async fn a_batch_issues_links_with_rules_and_a_schedule(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let since = now_secs() + 3600;
+    let items: Vec<Value> = (0..3)
+        .map(|i| {
+            json!({
+                "url": format!("https://t.example/{i}"),
+                "valid_since": rfc3339(since),
+                "not_yet_url": "https://T.example/soon",
+                "rules": full_rules(),
+            })
+        })
+        .chain([json!({"url": "https://t.example/plain"})])
+        .collect();
+    let body: Value = app.post_batch(&items).await.json().await.unwrap();
+    let results = body["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4, "{body}");
+    for (i, result) in results.iter().enumerate().take(3) {
+        let link = &result["link"];
+        assert_eq!(link["rules"], normalised_rules(), "{body}");
+        assert_eq!(link["valid_since"], json!(rfc3339(since)));
+        let code = link["code"].as_str().unwrap();
+        let read: Value = app.get_link(code).await.json().await.unwrap();
+        assert_eq!(read["rules"], normalised_rules());
+        assert_eq!(read["url"], json!(format!("https://t.example/{i}")));
+        let record = app.redis_record(code).await.unwrap();
+        let WireLink::Live {
+            extras: Some(extras),
+            ..
+        } = decode(&record).unwrap()
+        else {
+            panic!("item {i} is not a version 2 live record: {record:?}");
+        };
+        assert_eq!(extras.valid_since, since as u64);
+        assert_eq!(extras.rules.to_rules().len(), 2);
+    }
+    // The plain item beside them stays a version 1 record.
+    let plain = results[3]["link"]["code"].as_str().unwrap();
+    assert_eq!(
+        app.redis_get(plain).await.unwrap(),
         "1|L|302|0|0|https://t.example/plain"
     );
 }

@@ -35,6 +35,7 @@ const CASES: &[(&str, &str, Audience, Option<&str>)] = &[
     ("QQ URL checker", "Mozilla/5.0 (Linux; U; Android 4.4.2; zh-cn; GT-I9500 Build/KOT49H) AppleWebKit/537.36 (KHTML, like Gecko)Version/4.0 MQQBrowser/5.0 QQ-URL-Manager Mobile Safari/537.36", Audience::Preview, Some("QQ")),
     ("WeChat share extension", "WeChatShareExtensionNew/8.0.40.33 CFNetwork/1410.0.3 Darwin/22.6.0", Audience::Preview, Some("WeChat")),
     ("Samsung Messages", "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0", Audience::Preview, Some("Samsung Messages")),
+    ("Google Messages (RCS)", "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Mobile Safari/537.36 (compatible; GoogleMessages; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-messages)", Audience::Preview, Some("Google Messages")),
     ("Google-PageRenderer", "Mozilla/5.0 (Windows NT 6.1; rv:6.0) Gecko/20110814 Firefox/6.0 Google (+https://developers.google.com/+/web/snippet/) Google-PageRenderer", Audience::Preview, Some("Google")),
     ("curl", "curl/8.5.0", Audience::Bot, Some("curl")),
     ("python-requests", "python-requests/2.31.0", Audience::Bot, Some("python-requests")),
