@@ -69,20 +69,7 @@ pub enum StartupError {
 
 /// Opens the database named in the configuration (applying migrations).
 pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageError> {
-    storage::connect(&connect_options(config)).await
-}
-
-/// The database connection settings of the configuration.
-pub fn connect_options(config: &Config) -> ConnectOptions {
-    ConnectOptions {
-        url: config.database_url.clone(),
-        max_connections: config.db_max_connections,
-        acquire_timeout: config.db_timeout,
-        sqlite_cache: storage::SqliteCache {
-            writer_mib: config.sqlite_writer_cache_mib,
-            reader_mib: config.sqlite_reader_cache_mib,
-        },
-    }
+    storage::connect(&ConnectOptions::from_config(config)).await
 }
 
 /// The write-through to the primary (`--redis-url`, or the one Sentinel names), with `WAIT` for

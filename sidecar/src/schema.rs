@@ -179,3 +179,41 @@ impl utoipa::Modify for SchemaFixes {
         }
     }
 }
+
+/// An integer as JSON may write it: `3079` or `3079.0` (JSON Schema's `integer` takes both).
+/// Whole numbers beyond `i64` saturate, so that validation refuses them with its own message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct WholeNumber(pub i64);
+
+impl<'de> serde::Deserialize<'de> for WholeNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WholeNumber;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(n))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<WholeNumber, E> {
+                Ok(WholeNumber(i64::try_from(n).unwrap_or(i64::MAX)))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> std::result::Result<WholeNumber, E> {
+                if n.fract() != 0.0 || n.is_nan() {
+                    return Err(E::invalid_value(serde::de::Unexpected::Float(n), &self));
+                }
+                // `as` saturates at the bounds, which validation then refuses.
+                Ok(WholeNumber(n as i64))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}

@@ -32,7 +32,7 @@ pub async fn run(config: &Config, args: BackupArgs) -> Result<(), BoxError> {
         .ok_or("the backup path must be valid UTF-8")?;
     // Migrated and checked like any start (a database without a recorded scheme gets one).
     let storage = crate::open_storage(config).await?;
-    let settings = crate::connect_options(config);
+    let settings = crate::storage::ConnectOptions::from_config(config);
     let options = crate::storage::sqlite_file::connect_options(
         &settings.url,
         settings.acquire_timeout,

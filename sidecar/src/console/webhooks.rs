@@ -4,8 +4,8 @@
 use super::layout::{self, when};
 use super::session::Operator;
 use super::{refused_form, see_other, PageError, PageResult};
-use crate::http::links::WholeNumber;
 use crate::http::{AppState, Error, Path};
+use crate::schema::WholeNumber;
 use crate::storage::Role;
 use crate::webhooks::service::{FailureView, ReplayRequest};
 use crate::webhooks::subscription::{SubscriptionRequest, SubscriptionView};

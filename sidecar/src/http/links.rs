@@ -4,6 +4,7 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::schema::WholeNumber;
 use crate::service::card::{self, CardSpec};
 use crate::service::rules::{self, RuleSpec};
 use crate::service::validate::{self, LinkRequest, PlainPassword};
@@ -137,42 +138,6 @@ pub struct UpdateLinkRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<CardSpec>, nullable)]
     pub preview: Option<Option<CardSpec>>,
-}
-
-/// An integer as JSON may write it: `3079` or `3079.0` (JSON Schema's `integer` takes both).
-/// Whole numbers beyond `i64` saturate, so that validation refuses them with its own message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct WholeNumber(pub i64);
-
-impl<'de> Deserialize<'de> for WholeNumber {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = WholeNumber;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a whole number")
-            }
-
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> std::result::Result<WholeNumber, E> {
-                Ok(WholeNumber(n))
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<WholeNumber, E> {
-                Ok(WholeNumber(i64::try_from(n).unwrap_or(i64::MAX)))
-            }
-
-            fn visit_f64<E: serde::de::Error>(self, n: f64) -> std::result::Result<WholeNumber, E> {
-                if n.fract() != 0.0 || n.is_nan() {
-                    return Err(E::invalid_value(serde::de::Unexpected::Float(n), &self));
-                }
-                // `as` saturates at the bounds, which validation then refuses.
-                Ok(WholeNumber(n as i64))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.

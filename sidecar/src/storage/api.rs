@@ -105,6 +105,21 @@ pub struct ConnectOptions {
     pub sqlite_cache: SqliteCache,
 }
 
+impl ConnectOptions {
+    /// The database connection settings of the configuration.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            url: config.database_url.clone(),
+            max_connections: config.db_max_connections,
+            acquire_timeout: config.db_timeout,
+            sqlite_cache: SqliteCache {
+                writer_mib: config.sqlite_writer_cache_mib,
+                reader_mib: config.sqlite_reader_cache_mib,
+            },
+        }
+    }
+}
+
 /// SQLite's page cache per connection, in MiB: what bounds most of the sidecar's memory on
 /// SQLite, as every open connection fills its own cache up to this size and keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,7 +47,7 @@ pub enum AnalyticsError {
 
 /// Opens the visit store on the configured database (migrated already by `open_storage`).
 pub async fn open_store(config: &Config) -> StorageResult<Arc<dyn VisitStore>> {
-    store::connect(&crate::connect_options(config)).await
+    store::connect(&crate::storage::ConnectOptions::from_config(config)).await
 }
 
 /// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but

@@ -3,7 +3,7 @@
 use super::address;
 use super::cursor::Cursor;
 use super::feed::FeedFilter;
-use crate::http::links::WholeNumber;
+use crate::schema::WholeNumber;
 use crate::service::validate::Invalid;
 use crate::validate::UrlPolicy;
 use chrono::{DateTime, Utc};

@@ -404,10 +404,9 @@ pub async fn restore(
 /// down is not an error here: the next check tries again.
 pub fn spawn_keeper(
     config: &Config,
-    state: &crate::http::AppState,
+    links: Arc<crate::service::LinkService>,
 ) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
     let marker = ProjectionMarker::new(config)?;
-    let links = Arc::clone(&state.links);
     let grace = config.expired_grace;
     let interval = config.projection_check_interval.max(MIN_INTERVAL);
     Ok(tokio::spawn(async move {
