@@ -10,7 +10,10 @@
 //! internal API server (the project's own configuration, the address the README gives users),
 //! and the ratio printed (`BENCH_NGINX=0` skips the second).
 //! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
-//! and the speed-up printed. Prints a markdown table. Run through `bench/batch-throughput/run`.
+//! and the speed-up printed. With `BENCH_CLUSTER=1`, each cell is also measured on a fresh 3 + 3
+//! Redis Cluster (`--redis-cluster`, straight to the sidecar), right after the same cell on one
+//! Redis, and a second table gives the ratio cluster / one Redis (issue 39: a chunk goes one
+//! pipeline per primary). Prints markdown tables. Run through `bench/batch-throughput/run`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,7 +21,7 @@ use testkit::RedisServer;
 
 mod common;
 
-use common::{measure, target, Run};
+use common::{measure, measure_on, target, Run};
 
 fn body(n: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(n * 110);
@@ -62,6 +65,8 @@ struct Row {
     run: Run,
     via_nginx: Option<Run>,
     baseline: Option<Run>,
+    /// The same cell on a 3 + 3 cluster (`BENCH_CLUSTER=1`).
+    cluster: Option<Run>,
     reference_secs: f64,
 }
 
@@ -78,6 +83,7 @@ fn main() {
     let baseline = std::env::var_os("BENCH_BASELINE_SIDECAR").map(PathBuf::from);
     let current = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
     let through_nginx = std::env::var("BENCH_NGINX").map_or(true, |v| v != "0");
+    let on_cluster = std::env::var("BENCH_CLUSTER").is_ok_and(|v| v == "1");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -103,6 +109,20 @@ fn main() {
                 )
             };
             let run = cell(&current, "current", false);
+            let cluster = on_cluster.then(|| {
+                let batch = ("/links/batch", body(n));
+                measure_on(
+                    &runtime,
+                    &current,
+                    backend,
+                    batch,
+                    n,
+                    dir.path(),
+                    "current",
+                    false,
+                    true,
+                )
+            });
             let via_nginx = through_nginx.then(|| cell(&current, "current", true));
             let baseline = (baseline.as_deref()).map(|binary| cell(binary, "baseline", false));
             let reference_secs = runtime.block_on(redis_reference(n));
@@ -112,6 +132,7 @@ fn main() {
                 run,
                 via_nginx,
                 baseline,
+                cluster,
                 reference_secs,
             });
         }
@@ -151,5 +172,25 @@ fn main() {
             reference,
             rate / reference
         );
+    }
+    if rows.iter().any(|row| row.cluster.is_some()) {
+        println!();
+        println!("| backend | links | one Redis links/s | 3 + 3 cluster links/s | cluster / one Redis | one Redis CPU µs/link | cluster CPU µs/link |");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
+        for row in &rows {
+            let Some(cluster) = &row.cluster else {
+                continue;
+            };
+            println!(
+                "| {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {:.1} |",
+                row.backend,
+                row.n,
+                row.n as f64 / row.run.secs,
+                row.n as f64 / cluster.secs,
+                row.run.secs / cluster.secs,
+                row.run.cpu * 1e6 / row.n as f64,
+                cluster.cpu * 1e6 / row.n as f64,
+            );
+        }
     }
 }

@@ -17,20 +17,33 @@ pub fn start_sidecar(
     redis_url: &str,
     log: &Path,
 ) -> (Lifeline, String) {
+    start_sidecar_with(binary, database_url, redis_url, &[], log)
+}
+
+/// [`start_sidecar`] with flags of the cell's own after the common ones (`--redis-cluster ...`).
+pub fn start_sidecar_with(
+    binary: &Path,
+    database_url: &str,
+    redis_url: &str,
+    extra: &[&str],
+    log: &Path,
+) -> (Lifeline, String) {
+    let mut args = vec![
+        "--redis-timeout",
+        "5s",
+        "--db-timeout",
+        "10s",
+        "--public-base-url",
+        "https://s1.example",
+    ];
+    args.extend_from_slice(extra);
     testkit::Sidecar {
         database_url,
         redis_url,
         secret_hex: SECRET_HEX,
         api_key: API_KEY,
         // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
-        args: &[
-            "--redis-timeout",
-            "5s",
-            "--db-timeout",
-            "10s",
-            "--public-base-url",
-            "https://s1.example",
-        ],
+        args: &args,
     }
     .start(binary, log)
 }
@@ -176,12 +189,44 @@ pub fn measure(
     runtime: &tokio::runtime::Runtime,
     binary: &Path,
     backend: &str,
-    (path, payload): (&str, Vec<u8>),
+    payload: (&str, Vec<u8>),
     n: usize,
     dir: &Path,
     label: &str,
     through_nginx: bool,
 ) -> Run {
+    measure_on(
+        runtime,
+        binary,
+        backend,
+        payload,
+        n,
+        dir,
+        label,
+        through_nginx,
+        false,
+    )
+}
+
+/// [`measure`], on a fresh 3 + 3 Redis Cluster (`testkit::RedisCluster`, `--redis-cluster`)
+/// when `cluster` is set: links counted on every primary. Straight to the sidecar only.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_on(
+    runtime: &tokio::runtime::Runtime,
+    binary: &Path,
+    backend: &str,
+    (path, payload): (&str, Vec<u8>),
+    n: usize,
+    dir: &Path,
+    label: &str,
+    through_nginx: bool,
+    cluster: bool,
+) -> Run {
+    assert!(
+        !(cluster && through_nginx),
+        "the cluster cell runs straight to the sidecar"
+    );
+    let cluster = cluster.then(testkit::RedisCluster::start);
     let redis = RedisServer::start();
     // A directory of its own per cell, so that a size given twice (to see the spread of one
     // cell) starts from an empty database too; the database goes with the cell.
@@ -192,8 +237,14 @@ pub fn measure(
         "mariadb" => testkit::mariadb().fresh_database_url(),
         _ => testkit::postgres().fresh_database_url(),
     };
-    let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
-    let (sidecar, direct) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let on = if cluster.is_some() { "cluster" } else { "redis" };
+    let log = dir.join(format!("sidecar-{label}-{backend}-{on}-{n}.log"));
+    let seeds = cluster.as_ref().map(testkit::RedisCluster::seeds);
+    let extra: Vec<&str> = match &seeds {
+        Some(seeds) => vec!["--redis-cluster", seeds.as_str()],
+        None => Vec::new(),
+    };
+    let (sidecar, direct) = start_sidecar_with(binary, &database_url, &redis.url(), &extra, &log);
     let nginx_dir = testkit::temp_dir();
     let nginx = through_nginx.then(|| {
         let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
@@ -212,8 +263,19 @@ pub fn measure(
     let (secs, created) = runtime.block_on(post_ndjson(&base, path, payload));
     let hwm_kib = vm_hwm_kib(sidecar.pid());
     let cpu = cpu_secs(sidecar.pid());
-    let (in_sql, in_redis) =
-        runtime.block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
+    let redis_urls: Vec<String> = match &cluster {
+        Some(cluster) => (cluster.primaries().into_iter())
+            .map(|i| cluster.nodes()[i].url())
+            .collect(),
+        None => vec![redis.url()],
+    };
+    let (in_sql, in_redis) = runtime.block_on(async {
+        let mut in_redis = 0;
+        for url in &redis_urls {
+            in_redis += dbsize(url).await;
+        }
+        (sql_count(&database_url).await, in_redis)
+    });
     assert_eq!(
         created, n,
         "every item answered 201 ({label}, {backend}, {n})"
@@ -230,7 +292,11 @@ pub fn measure(
         ),
         _ => String::new(),
     };
-    let route = if through_nginx { "via nginx" } else { "direct" };
+    let route = match (through_nginx, &cluster) {
+        (true, _) => "via nginx",
+        (false, Some(_)) => "direct, 3 + 3 cluster",
+        (false, None) => "direct",
+    };
     eprintln!(
         "{label} {route} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
          (at the end: anonymous {} MiB, file-backed {} MiB){db_mib}",
