@@ -32,7 +32,7 @@ use super::{Projection, ProjectionError};
 use crate::primary::{ConnectOptions, Shard};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{ErrorKind, Pipeline, RedisError, Value};
-use shortlink_wire::cluster::{key_slot, SLOTS};
+use shortlink_wire::cluster::SLOTS;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};

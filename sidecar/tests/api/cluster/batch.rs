@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::helpers::{eventually, API_KEY};
+use crate::sentinel::client;
 use serde_json::Value;
 use shortlink_sidecar::primary::RedisConnection;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ async fn post_batch(
     key: &str,
     mut progress: impl FnMut(usize),
 ) -> Vec<Value> {
-    let mut response = reqwest::Client::new()
+    let mut response = client()
         .post(format!("{}/api/v1/links/batch", sidecar.address))
         .bearer_auth(API_KEY)
         .header("content-type", "application/x-ndjson")
@@ -57,7 +58,7 @@ fn code_of(result: &Value) -> Option<String> {
 }
 
 /// The record of each of `codes` read directly on the primary that owns its slot (from the
-/// cluster's own `CLUSTER SLOTS`, each primary asked with one `MGET` per thousand keys): the
+/// cluster's own `CLUSTER SLOTS`, each primary asked with a pipeline of `GET`s per thousand keys): the
 /// node's index in `cluster.nodes()` and the value.
 async fn records_on_owners(
     cluster: &RedisCluster,
@@ -90,12 +91,12 @@ async fn records_on_owners(
             .await
             .unwrap();
         for part in codes.chunks(1000) {
-            let keys: Vec<String> = part.iter().map(|code| format!("sl:c:{code}")).collect();
-            let values: Vec<Option<String>> = redis::cmd("MGET")
-                .arg(&keys)
-                .query_async(&mut direct)
-                .await
-                .unwrap();
+            // One `GET` each: a node refuses an `MGET` across slots.
+            let mut pipe = redis::pipe();
+            for code in part {
+                pipe.cmd("GET").arg(format!("sl:c:{code}"));
+            }
+            let values: Vec<Option<String>> = pipe.query_async(&mut direct).await.unwrap();
             for (code, value) in part.iter().zip(values) {
                 records.insert((*code).clone(), (nodes[at], value));
             }
