@@ -167,6 +167,7 @@ impl Projection {
                 match outcome {
                     Outcome::Done(replies) => done.push((part.group, replies)),
                     Outcome::Redirected { address, asking } if round < REDIRECTIONS => {
+                        tracing::debug!(%address, asking, "a slot's transaction sent again");
                         behind = true;
                         todo.push(Part {
                             group: part.group,
@@ -185,6 +186,7 @@ impl Projection {
             }
         }
         if behind {
+            tracing::debug!("a slot was served elsewhere than the map said; the map is read again");
             self.forget_node_map();
         }
         if !elsewhere.is_empty() {

@@ -221,9 +221,11 @@ async fn a_primary_killed_mid_batch_loses_no_acknowledged_line_and_a_retry_finis
     // The promoted replica's fellow replica follows it (a full sync): `WAIT 1` can be met again.
     let synced = eventually(Duration::from_secs(30), || async {
         cluster.primaries().into_iter().all(|primary| {
-            cluster.nodes()[primary]
-                .cli_raw(&["INFO", "replication"])
-                .contains("connected_slaves:1")
+            let info = cluster.nodes()[primary].cli_raw(&["INFO", "replication"]);
+            info.lines()
+                .find_map(|line| line.strip_prefix("connected_slaves:"))
+                .and_then(|n| n.trim().parse::<u32>().ok())
+                .is_some_and(|n| n >= 1)
         }) && cluster.nodes().iter().enumerate().all(|(i, node)| {
             i == victim
                 || node.role() != "slave"
