@@ -237,7 +237,11 @@ pub fn measure_on(
         "mariadb" => testkit::mariadb().fresh_database_url(),
         _ => testkit::postgres().fresh_database_url(),
     };
-    let on = if cluster.is_some() { "cluster" } else { "redis" };
+    let on = if cluster.is_some() {
+        "cluster"
+    } else {
+        "redis"
+    };
     let log = dir.join(format!("sidecar-{label}-{backend}-{on}-{n}.log"));
     let seeds = cluster.as_ref().map(testkit::RedisCluster::seeds);
     let extra: Vec<&str> = match &seeds {

@@ -95,7 +95,10 @@ pub(super) enum Outcome {
     /// Executed: `EXEC`'s replies, one per command.
     Done(Vec<Value>),
     /// Not executed: the slot is served elsewhere (`-MOVED`), or its key is there (`-ASK`).
-    Redirected { address: String, asking: bool },
+    Redirected {
+        address: String,
+        asking: bool,
+    },
     /// Not executed and the node cannot say where: for the per-slot path.
     Elsewhere,
     Failed(ProjectionError),
@@ -189,7 +192,8 @@ impl Projection {
             tracing::debug!("a slot was served elsewhere than the map said; the map is read again");
             self.forget_node_map();
         }
-        if !elsewhere.is_empty() {
+        // Once a part failed the write fails whatever the rest does: the caller undoes it all.
+        if !elsewhere.is_empty() && failure.is_none() {
             tracing::debug!(
                 slots = elsewhere.len(),
                 "slots not written on their primary's pipeline; sent slot by slot"
@@ -247,11 +251,16 @@ impl Projection {
             }
             Ok(Err(error)) => {
                 self.forget_node(&address);
-                parts.iter().map(|_| Outcome::Failed(copy_error(&error))).collect()
+                parts
+                    .iter()
+                    .map(|_| Outcome::Failed(copy_error(&error)))
+                    .collect()
             }
             Err(_) => {
-                // Its replies may still come: the connection is made again for the next write.
+                // Its replies may still come: the connection is made again for the next write,
+                // and the map read again (the node may be gone, its slots failed over).
                 self.forget_node(&address);
+                self.forget_node_map();
                 parts
                     .iter()
                     .map(|_| Outcome::Failed(ProjectionError::Timeout(allowance)))
@@ -263,19 +272,33 @@ impl Projection {
 
     /// The slot map, read with `CLUSTER SLOTS` unless known.
     async fn node_map(&self) -> Result<Arc<NodeMap>, ProjectionError> {
-        if let Some(map) = self.primaries().map.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(map) = self
+            .primaries()
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
             return Ok(map);
         }
         let mut connection = self.connection().await?.1;
         let shards = connection.shards().await?.unwrap_or_default();
         let map = Arc::new(NodeMap::from_shards(&shards));
-        *self.primaries().map.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&map));
+        *self
+            .primaries()
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&map));
         Ok(map)
     }
 
     /// The map is behind (a redirection, a node gone): read it again for the next write.
     fn forget_node_map(&self) {
-        *self.primaries().map.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self
+            .primaries()
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// The write-through's connection to the node at `address`, made if need be.
@@ -290,7 +313,9 @@ impl Projection {
         let options = ConnectOptions {
             connection_timeout: self.timeout,
             // Each call's own deadline bounds its wait (`send_to_primary`).
-            response_timeout: self.timeout.max(super::connection::MANAGER_RESPONSE_TIMEOUT),
+            response_timeout: self
+                .timeout
+                .max(super::connection::MANAGER_RESPONSE_TIMEOUT),
             manager: false,
         };
         let connection = self.primary.connect_node(address, options).await?;
@@ -304,7 +329,10 @@ impl Projection {
 
     fn forget_node(&self, address: &str) {
         let nodes = &self.primaries().nodes;
-        nodes.lock().unwrap_or_else(|e| e.into_inner()).remove(address);
+        nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(address);
     }
 
     fn primaries(&self) -> &Primaries {

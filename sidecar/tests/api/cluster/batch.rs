@@ -149,13 +149,24 @@ async fn a_batch_goes_in_one_pipeline_per_primary_and_lands_on_the_owners() {
 
     let results = post_batch(&sidecar, ndjson(LINES, "p"), "per-primary", |_| ()).await;
     let codes: Vec<String> = results.iter().filter_map(code_of).collect();
-    assert_eq!(codes.len(), LINES, "every line created: {:?}", &results[..3]);
+    assert_eq!(
+        codes.len(),
+        LINES,
+        "every line created: {:?}",
+        &results[..3]
+    );
 
     let wrong = wrong_on_owners(&sidecar, &cluster, &codes).await;
-    assert!(wrong.is_empty(), "missing or stale on their owner: {wrong:?}");
+    assert!(
+        wrong.is_empty(),
+        "missing or stale on their owner: {wrong:?}"
+    );
     let records = records_on_owners(&cluster, &codes).await;
     for primary in cluster.primaries() {
-        let links = records.values().filter(|(node, _)| *node == primary).count();
+        let links = records
+            .values()
+            .filter(|(node, _)| *node == primary)
+            .count();
         let (transactions, waits) = (
             calls(&cluster, primary, "exec"),
             calls(&cluster, primary, "wait"),
@@ -164,7 +175,10 @@ async fn a_batch_goes_in_one_pipeline_per_primary_and_lands_on_the_owners() {
         assert!(links > LINES / 6, "node {primary} holds a share: {links}");
         // One transaction per slot of each chunk, one `WAIT` per chunk (5 chunks of 1,000),
         // not one per transaction; the keeper may check a marker meanwhile.
-        assert!(transactions >= links as u64 / 2, "{transactions} transactions");
+        assert!(
+            transactions >= links as u64 / 2,
+            "{transactions} transactions"
+        );
         assert!(
             (1..=10).contains(&waits),
             "node {primary}: {waits} WAITs for {transactions} transactions"
@@ -246,7 +260,11 @@ async fn a_primary_killed_mid_batch_loses_no_acknowledged_line_and_a_retry_finis
     );
     for (before, after) in first.iter().zip(&again) {
         if let Some(code) = code_of(before) {
-            assert_eq!(Some(code), code_of(after), "an acknowledged line keeps its code");
+            assert_eq!(
+                Some(code),
+                code_of(after),
+                "an acknowledged line keeps its code"
+            );
         }
     }
     assert_eq!(sidecar.links_in_sql().await, LINES);
