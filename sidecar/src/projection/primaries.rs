@@ -272,33 +272,24 @@ impl Projection {
 
     /// The slot map, read with `CLUSTER SLOTS` unless known.
     async fn node_map(&self) -> Result<Arc<NodeMap>, ProjectionError> {
-        if let Some(map) = self
-            .primaries()
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
+        if let Some(map) = lock(&self.primaries.map).clone() {
             return Ok(map);
         }
-        let mut connection = self.connection().await?.1;
-        let shards = connection.shards().await?.unwrap_or_default();
+        let read = async {
+            let mut connection = self.connection().await?.1;
+            Ok::<_, ProjectionError>(connection.shards().await?.unwrap_or_default())
+        };
+        let shards = tokio::time::timeout(self.timeout, read)
+            .await
+            .map_err(|_| ProjectionError::Timeout(self.timeout))??;
         let map = Arc::new(NodeMap::from_shards(&shards));
-        *self
-            .primaries()
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&map));
+        *lock(&self.primaries.map) = Some(Arc::clone(&map));
         Ok(map)
     }
 
     /// The map is behind (a redirection, a node gone): read it again for the next write.
     fn forget_node_map(&self) {
-        *self
-            .primaries()
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.primaries.map) = None;
     }
 
     /// The write-through's connection to the node at `address`, made if need be.
@@ -306,8 +297,7 @@ impl Projection {
         &self,
         address: &str,
     ) -> Result<MultiplexedConnection, ProjectionError> {
-        let nodes = &self.primaries().nodes;
-        if let Some(connection) = nodes.lock().unwrap_or_else(|e| e.into_inner()).get(address) {
+        if let Some(connection) = lock(&self.primaries.nodes).get(address) {
             return Ok(connection.clone());
         }
         let options = ConnectOptions {
@@ -319,24 +309,14 @@ impl Projection {
             manager: false,
         };
         let connection = self.primary.connect_node(address, options).await?;
-        Ok(nodes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        Ok(lock(&self.primaries.nodes)
             .entry(address.to_owned())
             .or_insert(connection)
             .clone())
     }
 
     fn forget_node(&self, address: &str) {
-        let nodes = &self.primaries().nodes;
-        nodes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(address);
-    }
-
-    fn primaries(&self) -> &Primaries {
-        &self.primaries
+        lock(&self.primaries.nodes).remove(address);
     }
 
     /// Runs `per_slot` for each of `groups` concurrently; once all have finished, their results
@@ -446,6 +426,10 @@ fn transaction_outcome(queued: &[Value], exec: &Value) -> Outcome {
             "EXEC answered neither replies nor an error",
         )))),
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn server_error(value: &Value) -> Option<RedisError> {
