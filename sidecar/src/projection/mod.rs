@@ -363,10 +363,9 @@ impl Projection {
             return Ok(());
         }
         let allowance = chunk_allowance(self.timeout, writes.len());
-        let add = |group: &[usize], pipe: &mut redis::Pipeline| {
-            for &i in group {
-                writes[i].add_to(pipe);
-            }
+        let add = |i: usize, pipe: &mut redis::Pipeline| {
+            writes[i].add_to(pipe);
+            true
         };
         let result = self
             .per_primary(
@@ -419,11 +418,7 @@ impl Projection {
         writes: &[RecordWrite],
     ) -> Result<Vec<(String, Vec<u8>)>, ProjectionError> {
         let allowance = chunk_allowance(self.timeout, writes.len());
-        let add = |group: &[usize], pipe: &mut redis::Pipeline| {
-            for &i in group {
-                set_if_absent(pipe, &writes[i]);
-            }
-        };
+        let add = |i: usize, pipe: &mut redis::Pipeline| set_if_absent(pipe, &writes[i]);
         let set = self
             .per_primary(
                 writes.iter().map(RecordWrite::key),
@@ -489,10 +484,9 @@ impl Projection {
             return Ok(());
         }
         let allowance = chunk_allowance(self.timeout, written.len());
-        let add = |group: &[usize], pipe: &mut redis::Pipeline| {
-            for &i in group {
-                delete_if_value(pipe, written[i]);
-            }
+        let add = |i: usize, pipe: &mut redis::Pipeline| {
+            delete_if_value(pipe, written[i]);
+            true
         };
         // No `WAIT`: an undo vouches for nothing, and a delete a replica missed leaves an
         // orphan (`resync`), never a link that SQL refused reported as created.

@@ -1,16 +1,17 @@
 //! The write-through of a batch chunk on a Redis Cluster, one pipeline per primary.
 //!
 //! A chunk's ~1,000 records fall in ~1,000 hash slots. Each slot keeps its own transaction
-//! (`MULTI`, its commands, `EXEC`: a transaction may only hold keys of one slot), but all the
-//! transactions of the slots one primary serves go in one pipeline, sent on a connection of the
-//! write-through's own to that primary, with `--redis-wait-replicas` one `WAIT` at its end: three
-//! requests per chunk on a 3-primary cluster instead of a thousand.
+//! (`MULTI`, its commands, `EXEC`: a transaction may only hold keys of one slot; a slot with one
+//! command, as most are, sends it alone, atomic by itself), but the parts of all the slots one
+//! primary serves go in one pipeline, sent on a connection of the write-through's own to that
+//! primary, with `--redis-wait-replicas` one `WAIT` at its end: three requests per chunk on a
+//! 3-primary cluster instead of a thousand.
 //!
 //! Where each slot goes is the slot map read with `CLUSTER SLOTS` ([`NodeMap`]), kept until a
-//! node says it is behind. The node decides, not the map: a node executes a transaction only for
-//! a slot it serves, and answers `-MOVED` (another node serves it: a reshard done, a failover) or
-//! `-ASK` (being migrated, the key is on the target) for the others, which discards that slot's
-//! transaction (`EXECABORT`) and nothing else of the pipeline. Such a slot is sent again to the
+//! node says it is behind. The node decides, not the map: a node runs a slot's part only for a
+//! slot it serves, and answers `-MOVED` (another node serves it: a reshard done, a failover) or
+//! `-ASK` (being migrated, the key is on the target) for the others, which refuses that slot's
+//! command or discards its transaction (`EXECABORT`) and nothing else of the pipeline. Such a slot is sent again to the
 //! node named (`ASKING` first for `-ASK`) at most [`REDIRECTIONS`] times, and the map is read
 //! again for the next write; a slot still not written, a slot the node cannot serve right now
 //! (`-TRYAGAIN`, `-CLUSTERDOWN`) and every slot of a node that cannot be reached go through the
@@ -105,17 +106,19 @@ pub(super) enum Outcome {
 }
 
 impl Projection {
-    /// Runs one transaction per slot of `keys` (`add` puts a group's commands in; it may put
-    /// none), grouped per primary on a cluster as the module's doc says; with `wait`, one `WAIT`
-    /// per primary. `per_slot` is the path of a slot that could not be written that way (one
-    /// slot's transaction through the cluster client). Without a cluster, `per_slot` for the one
-    /// group of all. Once every part has finished: `EXEC`'s replies per group, or the first error.
+    /// Runs one transaction per slot of `keys` (`add` puts the command of the item at an index
+    /// in, and says whether there was one; a slot of one command sends it alone), grouped per
+    /// primary on a cluster as the module's doc says; with `wait`, one `WAIT` per primary.
+    /// `per_slot` is the path of a slot that could not be written that way (one slot's
+    /// transaction through the cluster client). Without a cluster, `per_slot` for the one group
+    /// of all. Once every part has finished: the replies per group (`EXEC`'s, or the one
+    /// command's), or the first error.
     pub(super) async fn per_primary<'k, F, Fut>(
         &self,
         keys: impl Iterator<Item = &'k str>,
         allowance: Duration,
         wait: bool,
-        add: impl Fn(&[usize], &mut Pipeline),
+        add: impl Fn(usize, &mut Pipeline) -> bool,
         per_slot: F,
     ) -> Result<Vec<(Vec<usize>, Vec<Value>)>, ProjectionError>
     where
@@ -214,7 +217,7 @@ impl Projection {
         &self,
         address: String,
         parts: Vec<Part>,
-        add: &impl Fn(&[usize], &mut Pipeline),
+        add: &impl Fn(usize, &mut Pipeline) -> bool,
         wait: Option<super::Wait>,
         allowance: Duration,
         deadline: Instant,
@@ -225,11 +228,21 @@ impl Projection {
             if part.asking {
                 pipe.cmd("ASKING");
             }
-            let multi = pipe.len();
-            pipe.cmd("MULTI");
-            add(&part.group, &mut pipe);
-            pipe.cmd("EXEC");
-            layout.push((multi, pipe.len() - 1));
+            let at = pipe.len();
+            layout.push(match part.group[..] {
+                // One command is atomic by itself: no transaction around it (most slots of a
+                // chunk hold one record: a third of the commands a primary runs).
+                [item] if add(item, &mut pipe) => Placed::Alone(at),
+                [_] => Placed::Nothing,
+                _ => {
+                    pipe.cmd("MULTI");
+                    for &item in &part.group {
+                        add(item, &mut pipe);
+                    }
+                    pipe.cmd("EXEC");
+                    Placed::Transaction(at, pipe.len() - 1)
+                }
+            });
         }
         if let Some(wait) = wait {
             pipe.cmd("WAIT").arg(wait.replicas).arg(
@@ -348,11 +361,22 @@ impl Projection {
     }
 }
 
-/// What became of each transaction of a primary's pipeline, from its replies. `layout` holds,
-/// per part, the index of its `MULTI` and of its `EXEC`; a `WAIT` reply, if any, is last.
+/// Where a slot's part is in its primary's pipeline.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Placed {
+    /// No command: nothing to write for it (a create's delete).
+    Nothing,
+    /// One command, at this index, alone: atomic by itself.
+    Alone(usize),
+    /// A transaction: `MULTI` at the first index, `EXEC` at the second.
+    Transaction(usize, usize),
+}
+
+/// What became of each slot's part of a primary's pipeline, from its replies (`layout`: where
+/// each part is; a `WAIT` reply, if any, is last).
 pub(super) fn read_replies(
     replies: &[Value],
-    layout: &[(usize, usize)],
+    layout: &[Placed],
     wait: Option<super::Wait>,
 ) -> Vec<Outcome> {
     let short = || {
@@ -381,11 +405,19 @@ pub(super) fn read_replies(
     };
     layout
         .iter()
-        .map(|&(multi, exec)| {
-            let Some(reply) = replies.get(exec) else {
-                return short();
+        .map(|&placed| {
+            let outcome = match placed {
+                Placed::Nothing => Outcome::Done(Vec::new()),
+                Placed::Alone(at) => match replies.get(at) {
+                    None => short(),
+                    Some(Value::ServerError(error)) => refused(RedisError::from(error.clone())),
+                    Some(reply) => Outcome::Done(vec![reply.clone()]),
+                },
+                Placed::Transaction(multi, exec) => match replies.get(exec) {
+                    None => short(),
+                    Some(reply) => transaction_outcome(&replies[multi..exec], reply),
+                },
             };
-            let outcome = transaction_outcome(&replies[multi..exec], reply);
             match (outcome, &replicated) {
                 (Outcome::Done(_), Err(error)) => Outcome::Failed(copy_error(error)),
                 (outcome, _) => outcome,
@@ -409,22 +441,28 @@ fn transaction_outcome(queued: &[Value], exec: &Value) -> Outcome {
                 .iter()
                 .find_map(server_error)
                 .unwrap_or_else(|| RedisError::from(aborted.clone()));
-            match error.kind() {
-                ErrorKind::Moved | ErrorKind::Ask => match error.redirect_node() {
-                    Some((address, _)) => Outcome::Redirected {
-                        address: address.to_owned(),
-                        asking: error.kind() == ErrorKind::Ask,
-                    },
-                    None => Outcome::Elsewhere,
-                },
-                ErrorKind::TryAgain | ErrorKind::ClusterDown => Outcome::Elsewhere,
-                _ => Outcome::Failed(ProjectionError::Redis(error)),
-            }
+            refused(error)
         }
         _ => Outcome::Failed(ProjectionError::Redis(RedisError::from((
             ErrorKind::TypeError,
             "EXEC answered neither replies nor an error",
         )))),
+    }
+}
+
+/// A slot's part that did not run, by why: sent again where the node says, left to the
+/// per-slot path, or a failure.
+fn refused(error: RedisError) -> Outcome {
+    match error.kind() {
+        ErrorKind::Moved | ErrorKind::Ask => match error.redirect_node() {
+            Some((address, _)) => Outcome::Redirected {
+                address: address.to_owned(),
+                asking: error.kind() == ErrorKind::Ask,
+            },
+            None => Outcome::Elsewhere,
+        },
+        ErrorKind::TryAgain | ErrorKind::ClusterDown => Outcome::Elsewhere,
+        _ => Outcome::Failed(ProjectionError::Redis(error)),
     }
 }
 
@@ -511,7 +549,12 @@ mod tests {
             reply("-EXECABORT Transaction discarded because of previous errors.\r\n"),
             reply(":1\r\n"),
         ];
-        let layout = [(0, 3), (4, 6), (7, 9), (10, 12)];
+        let layout = [
+            Placed::Transaction(0, 3),
+            Placed::Transaction(4, 6),
+            Placed::Transaction(7, 9),
+            Placed::Transaction(10, 12),
+        ];
         let outcomes = read_replies(&replies, &layout, wait(1));
         assert!(
             matches!(&outcomes[0], Outcome::Done(set) if set.len() == 2 && set[1] == Value::Nil),
@@ -539,7 +582,8 @@ mod tests {
             reply("-EXECABORT Transaction discarded because of previous errors.\r\n"),
             reply(":0\r\n"),
         ];
-        let outcomes = read_replies(&replies, &[(0, 2), (3, 5)], wait(1));
+        let layout = [Placed::Transaction(0, 2), Placed::Transaction(3, 5)];
+        let outcomes = read_replies(&replies, &layout, wait(1));
         assert!(
             matches!(
                 &outcomes[0],
@@ -556,7 +600,7 @@ mod tests {
             "{outcomes:?}"
         );
         // Without `--redis-wait-replicas` there is no `WAIT` reply to read.
-        let outcomes = read_replies(&replies[..6], &[(0, 2), (3, 5)], None);
+        let outcomes = read_replies(&replies[..6], &layout, None);
         assert!(matches!(&outcomes[0], Outcome::Done(_)), "{outcomes:?}");
     }
 
@@ -570,7 +614,12 @@ mod tests {
             queued(),
             reply("*1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
         ];
-        let outcomes = read_replies(&replies, &[(0, 2), (3, 5), (6, 8)], None);
+        let layout = [
+            Placed::Transaction(0, 2),
+            Placed::Transaction(3, 5),
+            Placed::Transaction(6, 8),
+        ];
+        let outcomes = read_replies(&replies, &layout, None);
         assert!(
             matches!(&outcomes[0], Outcome::Failed(ProjectionError::Redis(e)) if e.code() == Some("OOM")),
             "{outcomes:?}"
@@ -580,6 +629,50 @@ mod tests {
             "{outcomes:?}"
         );
         assert!(matches!(&outcomes[2], Outcome::Failed(_)), "{outcomes:?}");
+    }
+
+    #[test]
+    fn a_slot_of_one_command_sends_it_alone() {
+        // A written record, a taken one, one moved away, one being migrated, a card to delete
+        // (a create sends nothing for it), then `WAIT`.
+        let replies = vec![
+            reply("+OK\r\n"),
+            reply("$-1\r\n"),
+            reply("-MOVED 12 127.0.0.1:7001\r\n"),
+            reply("+OK\r\n"),
+            reply("-ASK 13 127.0.0.1:7002\r\n"),
+            reply(":1\r\n"),
+        ];
+        // `ASKING` (index 3) goes before the part redirected with `-ASK` when sent again; here
+        // it stands for any reply that is not the part's own.
+        let layout = [
+            Placed::Alone(0),
+            Placed::Alone(1),
+            Placed::Alone(2),
+            Placed::Alone(4),
+            Placed::Nothing,
+        ];
+        let outcomes = read_replies(&replies, &layout, wait(1));
+        assert!(
+            matches!(&outcomes[0], Outcome::Done(set) if set[..] == [Value::Okay]),
+            "{outcomes:?}"
+        );
+        assert!(
+            matches!(&outcomes[1], Outcome::Done(set) if set[..] == [Value::Nil]),
+            "{outcomes:?}"
+        );
+        assert!(
+            matches!(&outcomes[2], Outcome::Redirected { asking: false, .. }),
+            "{outcomes:?}"
+        );
+        assert!(
+            matches!(&outcomes[3], Outcome::Redirected { asking: true, .. }),
+            "{outcomes:?}"
+        );
+        assert!(
+            matches!(&outcomes[4], Outcome::Done(set) if set.is_empty()),
+            "{outcomes:?}"
+        );
     }
 
     #[test]
