@@ -175,6 +175,7 @@ pub async fn post_ndjson(base: &str, path: &str, body: Vec<u8>) -> (f64, usize) 
 }
 
 /// One measured run of a sidecar binary.
+#[derive(Debug, Clone)]
 pub struct Run {
     pub secs: f64,
     pub hwm_kib: u64,
