@@ -10,7 +10,12 @@
 //! internal API server (the project's own configuration, the address the README gives users),
 //! and the ratio printed (`BENCH_NGINX=0` skips the second).
 //! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
-//! and the speed-up printed. Prints a markdown table. Run through `bench/batch-throughput/run`.
+//! and the speed-up printed. With `BENCH_CLUSTER=1`, each cell is also measured on a fresh 3 + 3
+//! Redis Cluster (`--redis-cluster`, straight to the sidecar), right after the same cell on one
+//! Redis, and a second table gives the ratio cluster / one Redis (issue 39: a chunk goes one
+//! pipeline per primary); `BENCH_ROUNDS` (default 3) pairs of one-Redis and cluster cells, one
+//! after the other, so a change in the machine's load moves both sides of a ratio, and the median
+//! ratio is the one to read. Prints markdown tables. Run through `bench/batch-throughput/run`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,7 +23,7 @@ use testkit::RedisServer;
 
 mod common;
 
-use common::{measure, target, Run};
+use common::{measure, measure_on, target, Run};
 
 fn body(n: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(n * 110);
@@ -62,6 +67,9 @@ struct Row {
     run: Run,
     via_nginx: Option<Run>,
     baseline: Option<Run>,
+    /// Rounds of the cell on one Redis, then on a 3 + 3 cluster (`BENCH_CLUSTER=1`); the first
+    /// round's one-Redis side is `run`.
+    cluster: Vec<(Run, Run)>,
     reference_secs: f64,
 }
 
@@ -78,6 +86,11 @@ fn main() {
     let baseline = std::env::var_os("BENCH_BASELINE_SIDECAR").map(PathBuf::from);
     let current = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
     let through_nginx = std::env::var("BENCH_NGINX").map_or(true, |v| v != "0");
+    let on_cluster = std::env::var("BENCH_CLUSTER").is_ok_and(|v| v == "1");
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -103,6 +116,27 @@ fn main() {
                 )
             };
             let run = cell(&current, "current", false);
+            let on = |cluster| {
+                let batch = ("/links/batch", body(n));
+                measure_on(
+                    &runtime,
+                    &current,
+                    backend,
+                    batch,
+                    n,
+                    dir.path(),
+                    "current",
+                    false,
+                    cluster,
+                )
+            };
+            let mut cluster = Vec::new();
+            if on_cluster {
+                cluster.push((run.clone(), on(true)));
+                for _ in 1..rounds {
+                    cluster.push((on(false), on(true)));
+                }
+            }
             let via_nginx = through_nginx.then(|| cell(&current, "current", true));
             let baseline = (baseline.as_deref()).map(|binary| cell(binary, "baseline", false));
             let reference_secs = runtime.block_on(redis_reference(n));
@@ -112,6 +146,7 @@ fn main() {
                 run,
                 via_nginx,
                 baseline,
+                cluster,
                 reference_secs,
             });
         }
@@ -151,5 +186,35 @@ fn main() {
             reference,
             rate / reference
         );
+    }
+    if rows.iter().any(|row| !row.cluster.is_empty()) {
+        println!();
+        println!("| backend | links | round | one Redis links/s | 3 + 3 cluster links/s | cluster / one Redis | one Redis CPU µs/link | cluster CPU µs/link |");
+        println!("|---|---:|---|---:|---:|---:|---:|---:|");
+        for row in rows.iter().filter(|row| !row.cluster.is_empty()) {
+            let per = |cpu: f64| cpu * 1e6 / row.n as f64;
+            let mut ratios = Vec::new();
+            for (round, (one, cluster)) in row.cluster.iter().enumerate() {
+                ratios.push(one.secs / cluster.secs);
+                println!(
+                    "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {:.1} |",
+                    row.backend,
+                    row.n,
+                    round + 1,
+                    row.n as f64 / one.secs,
+                    row.n as f64 / cluster.secs,
+                    one.secs / cluster.secs,
+                    per(one.cpu),
+                    per(cluster.cpu),
+                );
+            }
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "| {} | {} | median | | | **{:.2}** (target ≥ 0.8) | | |",
+                row.backend,
+                row.n,
+                ratios[ratios.len() / 2]
+            );
+        }
     }
 }

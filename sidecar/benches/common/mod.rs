@@ -17,20 +17,33 @@ pub fn start_sidecar(
     redis_url: &str,
     log: &Path,
 ) -> (Lifeline, String) {
+    start_sidecar_with(binary, database_url, redis_url, &[], log)
+}
+
+/// [`start_sidecar`] with flags of the cell's own after the common ones (`--redis-cluster ...`).
+pub fn start_sidecar_with(
+    binary: &Path,
+    database_url: &str,
+    redis_url: &str,
+    extra: &[&str],
+    log: &Path,
+) -> (Lifeline, String) {
+    let mut args = vec![
+        "--redis-timeout",
+        "5s",
+        "--db-timeout",
+        "10s",
+        "--public-base-url",
+        "https://s1.example",
+    ];
+    args.extend_from_slice(extra);
     testkit::Sidecar {
         database_url,
         redis_url,
         secret_hex: SECRET_HEX,
         api_key: API_KEY,
         // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
-        args: &[
-            "--redis-timeout",
-            "5s",
-            "--db-timeout",
-            "10s",
-            "--public-base-url",
-            "https://s1.example",
-        ],
+        args: &args,
     }
     .start(binary, log)
 }
@@ -102,20 +115,33 @@ pub async fn sql_count(database_url: &str) -> i64 {
     }
 }
 
+/// How many keys matching `pattern` the Redis servers at `urls` hold together.
+pub async fn count_keys(urls: &[String], pattern: &str) -> i64 {
+    let mut count = 0;
+    for url in urls {
+        count += count_matching(url, pattern).await;
+    }
+    count
+}
+
 pub async fn dbsize(redis_url: &str) -> i64 {
+    // Link keys only (other features may keep keys of their own).
+    count_matching(redis_url, "sl:c:*").await
+}
+
+async fn count_matching(redis_url: &str, pattern: &str) -> i64 {
     let mut connection = redis::Client::open(redis_url)
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    // Link keys only (other features may keep keys of their own).
     let mut cursor = 0u64;
     let mut count = 0i64;
     loop {
         let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
             .arg(cursor)
             .arg("MATCH")
-            .arg("sl:c:*")
+            .arg(pattern)
             .arg("COUNT")
             .arg(10_000)
             .query_async(&mut connection)
@@ -162,6 +188,7 @@ pub async fn post_ndjson(base: &str, path: &str, body: Vec<u8>) -> (f64, usize) 
 }
 
 /// One measured run of a sidecar binary.
+#[derive(Debug, Clone)]
 pub struct Run {
     pub secs: f64,
     pub hwm_kib: u64,
@@ -176,12 +203,44 @@ pub fn measure(
     runtime: &tokio::runtime::Runtime,
     binary: &Path,
     backend: &str,
-    (path, payload): (&str, Vec<u8>),
+    payload: (&str, Vec<u8>),
     n: usize,
     dir: &Path,
     label: &str,
     through_nginx: bool,
 ) -> Run {
+    measure_on(
+        runtime,
+        binary,
+        backend,
+        payload,
+        n,
+        dir,
+        label,
+        through_nginx,
+        false,
+    )
+}
+
+/// [`measure`], on a fresh 3 + 3 Redis Cluster (`testkit::RedisCluster`, `--redis-cluster`)
+/// when `cluster` is set: links counted on every primary. Straight to the sidecar only.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_on(
+    runtime: &tokio::runtime::Runtime,
+    binary: &Path,
+    backend: &str,
+    (path, payload): (&str, Vec<u8>),
+    n: usize,
+    dir: &Path,
+    label: &str,
+    through_nginx: bool,
+    cluster: bool,
+) -> Run {
+    assert!(
+        !(cluster && through_nginx),
+        "the cluster cell runs straight to the sidecar"
+    );
+    let cluster = cluster.then(testkit::RedisCluster::start);
     let redis = RedisServer::start();
     // A directory of its own per cell, so that a size given twice (to see the spread of one
     // cell) starts from an empty database too; the database goes with the cell.
@@ -192,8 +251,32 @@ pub fn measure(
         "mariadb" => testkit::mariadb().fresh_database_url(),
         _ => testkit::postgres().fresh_database_url(),
     };
-    let log = dir.join(format!("sidecar-{label}-{backend}-{n}.log"));
-    let (sidecar, direct) = start_sidecar(binary, &database_url, &redis.url(), &log);
+    let on = if cluster.is_some() {
+        "cluster"
+    } else {
+        "redis"
+    };
+    let log = dir.join(format!("sidecar-{label}-{backend}-{on}-{n}.log"));
+    let seeds = cluster.as_ref().map(testkit::RedisCluster::seeds);
+    let extra: Vec<&str> = match &seeds {
+        Some(seeds) => vec!["--redis-cluster", seeds.as_str()],
+        None => Vec::new(),
+    };
+    let (sidecar, direct) = start_sidecar_with(binary, &database_url, &redis.url(), &extra, &log);
+    let redis_urls: Vec<String> = match &cluster {
+        Some(cluster) => (cluster.primaries().into_iter())
+            .map(|i| cluster.nodes()[i].url())
+            .collect(),
+        None => vec![redis.url()],
+    };
+    // The projection marked whole before the clock starts (on a cluster the keeper sets 16,384
+    // per-slot markers at start-up): the batch is measured against a running sidecar, not its
+    // first seconds.
+    let markers = if cluster.is_some() { 16_384 } else { 1 };
+    let marked = testkit::wait_until(std::time::Duration::from_secs(60), || {
+        runtime.block_on(count_keys(&redis_urls, "sl:meta:projection*")) >= markers
+    });
+    assert!(marked, "the sidecar marked the projection whole");
     let nginx_dir = testkit::temp_dir();
     let nginx = through_nginx.then(|| {
         let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
@@ -212,8 +295,13 @@ pub fn measure(
     let (secs, created) = runtime.block_on(post_ndjson(&base, path, payload));
     let hwm_kib = vm_hwm_kib(sidecar.pid());
     let cpu = cpu_secs(sidecar.pid());
-    let (in_sql, in_redis) =
-        runtime.block_on(async { (sql_count(&database_url).await, dbsize(&redis.url()).await) });
+    let (in_sql, in_redis) = runtime.block_on(async {
+        let mut in_redis = 0;
+        for url in &redis_urls {
+            in_redis += dbsize(url).await;
+        }
+        (sql_count(&database_url).await, in_redis)
+    });
     assert_eq!(
         created, n,
         "every item answered 201 ({label}, {backend}, {n})"
@@ -230,7 +318,11 @@ pub fn measure(
         ),
         _ => String::new(),
     };
-    let route = if through_nginx { "via nginx" } else { "direct" };
+    let route = match (through_nginx, &cluster) {
+        (true, _) => "via nginx",
+        (false, Some(_)) => "direct, 3 + 3 cluster",
+        (false, None) => "direct",
+    };
     eprintln!(
         "{label} {route} {backend} {n}: {secs:.2} s, {:.0} links/s, sidecar CPU {cpu:.2} s, VmHWM {} MiB \
          (at the end: anonymous {} MiB, file-backed {} MiB){db_mib}",

@@ -104,7 +104,7 @@ impl RedisConnection {
     }
 }
 
-fn split_address(address: &str) -> RedisResult<(String, u16)> {
+pub(super) fn split_address(address: &str) -> RedisResult<(String, u16)> {
     address
         .rsplit_once(':')
         .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))

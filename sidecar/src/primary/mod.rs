@@ -36,8 +36,13 @@ enum Source {
     Fixed(redis::Client),
     Sentinel(sentinel::Sentinels),
     /// `--redis-cluster`: the seeds; the client learns the slot map from them and follows
-    /// failovers and reshards itself (`MOVED`, slot map refreshes).
-    Cluster(redis::cluster::ClusterClient),
+    /// failovers and reshards itself (`MOVED`, slot map refreshes). `node` is the first seed's
+    /// connection settings (credentials, TLS), used for the write-through's own connection to
+    /// each primary ([`Primary::connect_node`]).
+    Cluster {
+        client: redis::cluster::ClusterClient,
+        node: ConnectionInfo,
+    },
 }
 
 /// How a connection is made: its timeouts, and whether a connection manager (reconnects by
@@ -87,6 +92,10 @@ impl Primary {
             .iter()
             .map(|seed| parse_sentinel_address(seed))
             .collect::<Result<Vec<_>, _>>()?;
+        let node = seeds
+            .first()
+            .cloned()
+            .ok_or(ProjectionError::NoPrimary("no cluster seed given"))?;
         let client = redis::cluster::ClusterClientBuilder::new(seeds)
             // A write waits at most its own allowance (the projection's `run`); the client's
             // retries (slot map refresh after `MOVED`, a node reconnected) fit inside it.
@@ -94,7 +103,7 @@ impl Primary {
             .min_retry_wait(20)
             .max_retry_wait(200)
             .build()?;
-        Ok(Self::new(Source::Cluster(client)))
+        Ok(Self::new(Source::Cluster { client, node }))
     }
 
     fn new(source: Source) -> Self {
@@ -110,7 +119,7 @@ impl Primary {
     }
 
     pub fn is_cluster(&self) -> bool {
-        matches!(self.0.source, Source::Cluster(_))
+        matches!(self.0.source, Source::Cluster { .. })
     }
 
     /// Whether writes are replicated to nodes that a failover promotes (Sentinel or cluster):
@@ -125,7 +134,7 @@ impl Primary {
         options: ConnectOptions,
     ) -> Result<RedisConnection, ProjectionError> {
         let connecting = async {
-            if let Source::Cluster(client) = &self.0.source {
+            if let Source::Cluster { client, .. } = &self.0.source {
                 let config = redis::cluster::ClusterConfig::new()
                     .set_connection_timeout(options.connection_timeout)
                     .set_response_timeout(options.response_timeout);
@@ -157,7 +166,7 @@ impl Primary {
         // connects to every node of the map: a node that accepts connections but never answers
         // costs a reply timeout in two of those steps.
         let limit = match self.0.source {
-            Source::Cluster(_) => options.connection_timeout + options.response_timeout * 2,
+            Source::Cluster { .. } => options.connection_timeout + options.response_timeout * 2,
             _ => options.connection_timeout,
         };
         tokio::time::timeout(limit, connecting)
@@ -165,12 +174,52 @@ impl Primary {
             .map_err(|_| ProjectionError::Timeout(limit))?
     }
 
+    /// A connection of its own to one node of a cluster (`host:port`, as `CLUSTER SLOTS` names it),
+    /// with the seeds' credentials and TLS: what the write-through sends a primary's whole share
+    /// of a batch chunk on (`crate::projection`'s `primaries`), outside the cluster client, which
+    /// would fail or resend a whole pipeline for one slot's redirection.
+    pub async fn connect_node(
+        &self,
+        address: &str,
+        options: ConnectOptions,
+    ) -> Result<redis::aio::MultiplexedConnection, ProjectionError> {
+        let Source::Cluster { node, .. } = &self.0.source else {
+            return Err(ProjectionError::NoPrimary("not a cluster"));
+        };
+        let (host, port) = connection::split_address(address)?;
+        let mut info = node.clone();
+        info.addr = match info.addr {
+            redis::ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                tls_params,
+            },
+            _ => redis::ConnectionAddr::Tcp(host, port),
+        };
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(options.connection_timeout)
+            .set_response_timeout(options.response_timeout);
+        let connecting = async {
+            redis::Client::open(info)?
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+        };
+        Ok(tokio::time::timeout(options.connection_timeout, connecting)
+            .await
+            .map_err(|_| ProjectionError::Timeout(options.connection_timeout))??)
+    }
+
     /// A client for the primary as it is now: with Sentinel, asked of the sentinels again at each
     /// call (callers call it only to make a connection, so this costs a round trip or two per
     /// reconnection, never per command).
     async fn client(&self) -> Result<redis::Client, ProjectionError> {
         match &self.0.source {
-            Source::Cluster(_) => Err(ProjectionError::NoPrimary(
+            Source::Cluster { .. } => Err(ProjectionError::NoPrimary(
                 "a cluster has no one primary to connect to",
             )),
             Source::Fixed(client) => Ok(client.clone()),

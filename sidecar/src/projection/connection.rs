@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// The connection's own reply timeout, above any call's allowance (see `connection`).
-const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const MANAGER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The projection's connection: none yet (or dropped after a failure), being made, or made
 /// (with the number it was made under, see [`Projection::forget`]).

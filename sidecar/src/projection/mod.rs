@@ -11,6 +11,7 @@ mod card;
 mod connection;
 mod doubt;
 pub mod marker;
+mod primaries;
 mod slots;
 mod state;
 
@@ -216,6 +217,21 @@ end
 return 0
 ";
 
+/// `EVAL` of [`DELETE_IF_VALUE`] for `key` and `value`, its reply ignored.
+fn delete_if_value(pipe: &mut redis::Pipeline, (key, value): (&str, &[u8])) {
+    pipe.cmd("EVAL")
+        .arg(DELETE_IF_VALUE)
+        .arg(1)
+        .arg(key)
+        .arg(value)
+        .ignore();
+}
+
+/// A batch's allowance: the timeout per thousand writes begun.
+fn chunk_allowance(timeout: Duration, writes: usize) -> Duration {
+    timeout * u32::try_from(writes / 1000 + 1).unwrap_or(u32::MAX)
+}
+
 /// One `SET ... NX` per record write (deletes skipped); whether there was any. In a
 /// transaction, the reply is one `OK` or nil per `SET`.
 fn add_creates(pipe: &mut redis::Pipeline, writes: &[RecordWrite]) -> bool {
@@ -264,6 +280,8 @@ pub struct Projection {
     connections_made: AtomicU64,
     /// Records whose write-through failed, with Sentinel or `WAIT` (see [`doubt`]).
     in_doubt: std::sync::Mutex<std::collections::HashMap<String, Option<Vec<u8>>>>,
+    /// On a cluster, the slot map and a connection per primary for batch writes ([`primaries`]).
+    primaries: primaries::Primaries,
     /// When a repair last failed (ms since `epoch`): repairs pause for a while after, so a Redis
     /// outage under fallback load does not pile up background connection attempts.
     repair_failed_at: AtomicU64,
@@ -312,6 +330,7 @@ impl Projection {
             connection: RwLock::new(connection::Slot::Empty),
             connections_made: AtomicU64::new(0),
             in_doubt: std::sync::Mutex::default(),
+            primaries: primaries::Primaries::default(),
             repair_failed_at: AtomicU64::new(0),
             epoch: Instant::now(),
         }
@@ -324,35 +343,55 @@ impl Projection {
     /// Performs the writes in one round trip, atomically (`MULTI`/`EXEC`; on a cluster, one
     /// transaction per hash slot: see [`slots`]).
     pub async fn apply(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
-        self.apply_within(writes, self.timeout).await
-    }
-
-    /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`), allowing
-    /// the timeout per thousand writes.
-    pub async fn apply_chunk(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
-        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.apply_within(writes, allowance).await
-    }
-
-    async fn apply_within(
-        &self,
-        writes: &[RecordWrite],
-        allowance: Duration,
-    ) -> Result<(), ProjectionError> {
         if writes.is_empty() {
             return Ok(());
         }
         let result = self
-            .per_slot(writes.iter().map(RecordWrite::key), |group| async move {
-                let part = pick(writes, &group);
-                match self.transaction(|pipe| add_writes(pipe, &part)) {
-                    Some(pipe) => self.run_transaction(&pipe, allowance).await.map(drop),
-                    None => Ok(()),
-                }
+            .per_slot(writes.iter().map(RecordWrite::key), |group| {
+                self.apply_slot(writes, group, self.timeout)
             })
             .await
             .map(drop);
         self.doubt_if_failed(writes, result)
+    }
+
+    /// Performs a batch chunk's writes in one round trip, atomically (`MULTI`/`EXEC`; on a
+    /// cluster, one transaction per hash slot in one pipeline per primary: see [`primaries`]),
+    /// allowing the timeout per thousand writes.
+    pub async fn apply_chunk(&self, writes: &[RecordWrite]) -> Result<(), ProjectionError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let allowance = chunk_allowance(self.timeout, writes.len());
+        let add = |i: usize, pipe: &mut redis::Pipeline| {
+            writes[i].add_to(pipe);
+            true
+        };
+        let result = self
+            .per_primary(
+                writes.iter().map(RecordWrite::key),
+                allowance,
+                true,
+                add,
+                |group| self.apply_slot(writes, group, allowance),
+            )
+            .await
+            .map(drop);
+        self.doubt_if_failed(writes, result)
+    }
+
+    /// One slot's transaction of [`Self::apply`] (`group`: the indices of its writes).
+    async fn apply_slot(
+        &self,
+        writes: &[RecordWrite],
+        group: Vec<usize>,
+        allowance: Duration,
+    ) -> Result<Vec<redis::Value>, ProjectionError> {
+        let part = pick(writes, &group);
+        match self.transaction(|pipe| add_writes(pipe, &part)) {
+            Some(pipe) => self.run_transaction(&pipe, allowance).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Writes a new link's record only where the key is missing (`SET NX`): a create never
@@ -371,22 +410,29 @@ impl Projection {
         Ok(Some(self.current_values(&[write.key()]).await?.remove(0)))
     }
 
-    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC`, per hash slot on a
-    /// cluster; the timeout per thousand writes): returns the keys Redis already held, with their
-    /// values; the others were written.
+    /// [`Self::create`] for a batch chunk, atomically (`MULTI`/`EXEC` per hash slot on a
+    /// cluster, in one pipeline per primary; the timeout per thousand writes): returns the keys
+    /// Redis already held, with their values; the others were written.
     pub async fn create_chunk(
         &self,
         writes: &[RecordWrite],
     ) -> Result<Vec<(String, Vec<u8>)>, ProjectionError> {
-        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        let allowance = chunk_allowance(self.timeout, writes.len());
+        let add = |i: usize, pipe: &mut redis::Pipeline| set_if_absent(pipe, &writes[i]);
         let set = self
-            .per_slot(writes.iter().map(RecordWrite::key), |group| async move {
-                let part = pick(writes, &group);
-                match self.transaction(|pipe| add_creates(pipe, &part)) {
-                    Some(pipe) => self.run_transaction(&pipe, allowance).await,
-                    None => Ok(Vec::new()),
-                }
-            })
+            .per_primary(
+                writes.iter().map(RecordWrite::key),
+                allowance,
+                true,
+                add,
+                |group| async move {
+                    let part = pick(writes, &group);
+                    match self.transaction(|pipe| add_creates(pipe, &part)) {
+                        Some(pipe) => self.run_transaction(&pipe, allowance).await,
+                        None => Ok(Vec::new()),
+                    }
+                },
+            )
             .await;
         let set = self.doubt_if_failed(writes, set)?;
         // `OK` or nil per `SET` (deletes send none), read without allocating a string per item.
@@ -437,19 +483,26 @@ impl Projection {
         if written.is_empty() {
             return Ok(());
         }
-        let allowance = self.timeout * u32::try_from(written.len() / 1000 + 1).unwrap_or(u32::MAX);
-        self.per_slot(written.iter().map(|(key, _)| *key), |group| async move {
-            let mut pipe = redis::pipe();
-            for (key, value) in pick(written, &group).iter() {
-                pipe.cmd("EVAL")
-                    .arg(DELETE_IF_VALUE)
-                    .arg(1)
-                    .arg(key)
-                    .arg(value)
-                    .ignore();
-            }
-            self.run::<()>(&pipe, allowance).await
-        })
+        let allowance = chunk_allowance(self.timeout, written.len());
+        let add = |i: usize, pipe: &mut redis::Pipeline| {
+            delete_if_value(pipe, written[i]);
+            true
+        };
+        // No `WAIT`: an undo vouches for nothing, and a delete a replica missed leaves an
+        // orphan (`resync`), never a link that SQL refused reported as created.
+        self.per_primary(
+            written.iter().map(|(key, _)| *key),
+            allowance,
+            false,
+            add,
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for &i in &group {
+                    delete_if_value(&mut pipe, written[i]);
+                }
+                self.run::<()>(&pipe, allowance).await.map(|()| Vec::new())
+            },
+        )
         .await
         .map(drop)
     }
@@ -460,7 +513,7 @@ impl Projection {
             return Ok(());
         }
         // A long pipeline gets a proportionally longer wait.
-        let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
+        let allowance = chunk_allowance(self.timeout, writes.len());
         self.per_slot(writes.iter().map(RecordWrite::key), |group| async move {
             let mut pipe = redis::pipe();
             add_writes(&mut pipe, &pick(writes, &group));

@@ -6,6 +6,9 @@
 //! fails the whole write, after every part has finished: the caller then undoes all of it as
 //! before (`delete_if_unchanged`, the previous records), and the keys are in doubt until written
 //! again from SQL (`doubt`), so nothing half-written stays. One Redis keeps one group.
+//!
+//! This is the path of single writes and of the slots a batch chunk could not write on its
+//! primary's pipeline; a batch chunk's slots go one pipeline per primary ([`super::primaries`]).
 
 use super::{Projection, ProjectionError, KEY_PREFIX};
 use crate::primary::RedisConnection;
@@ -20,6 +23,15 @@ impl Projection {
         if !self.primary.is_cluster() {
             return vec![keys.enumerate().map(|(i, _)| i).collect()];
         }
+        let groups = self.slot_groups_with_slots(keys);
+        groups.into_iter().map(|(_, group)| group).collect()
+    }
+
+    /// Indices of `keys` by hash slot, with the slot (in the order slots first appear).
+    pub(super) fn slot_groups_with_slots<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Vec<(u16, Vec<usize>)> {
         let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
         let mut index = std::collections::HashMap::new();
         for (i, key) in keys.enumerate() {
@@ -30,7 +42,7 @@ impl Projection {
             });
             groups[at].1.push(i);
         }
-        groups.into_iter().map(|(_, group)| group).collect()
+        groups
     }
 
     /// Runs `each` for every slot group of `keys` concurrently; once all have finished, their
@@ -45,21 +57,7 @@ impl Projection {
         Fut: Future<Output = Result<T, ProjectionError>>,
     {
         let groups = self.slot_groups(keys);
-        let runs = groups.into_iter().map(|group| {
-            let run = each(group.clone());
-            async move { (group, run.await) }
-        });
-        let mut done = Vec::new();
-        let mut failure = None;
-        for (group, result) in futures_util::future::join_all(runs).await {
-            match result {
-                Ok(value) => done.push((group, value)),
-                Err(error) => {
-                    failure.get_or_insert(error);
-                }
-            }
-        }
-        failure.map_or(Ok(done), Err)
+        self.per_slot_groups(groups, each).await
     }
 
     /// `SCAN` over link keys on a cluster: every primary in turn. The cursor carries the primary's

@@ -2,9 +2,11 @@
 //! [`writes`] land on the node owning their slot, with every slot's marker set; [`markers`] a
 //! primary flushed is refilled by the keeper, and `resync` covers every primary; [`visits`] the
 //! 16 visit streams are consumed; [`failover`] a primary killed under create load loses no
-//! acknowledged link; [`config`] bad cluster settings are refused clearly. Real servers on
+//! acknowledged link; [`batch`] batch chunks go one pipeline per primary, through a primary
+//! killed and a reshard mid-batch; [`config`] bad cluster settings are refused clearly. Real servers on
 //! loopback: 3 primaries + 3 replicas (testkit::RedisCluster), one cluster per test.
 
+mod batch;
 mod config;
 mod failover;
 mod markers;
