@@ -11,8 +11,9 @@
 //! node says it is behind. The node decides, not the map: a node runs a slot's part only for a
 //! slot it serves, and answers `-MOVED` (another node serves it: a reshard done, a failover) or
 //! `-ASK` (being migrated, the key is on the target) for the others, which refuses that slot's
-//! command or discards its transaction (`EXECABORT`) and nothing else of the pipeline. Such a slot is sent again to the
-//! node named (`ASKING` first for `-ASK`) at most [`REDIRECTIONS`] times, and the map is read
+//! command or discards its transaction (`EXECABORT`) and nothing else of the pipeline. Such a
+//! slot is sent again to the node named (`ASKING` first for `-ASK`) at most [`REDIRECTIONS`]
+//! times, and the map is read
 //! again for the next write; a slot still not written, a slot the node cannot serve right now
 //! (`-TRYAGAIN`, `-CLUSTERDOWN`) and every slot of a node that cannot be reached go through the
 //! per-slot path of [`super::slots`] (the cluster client, which follows redirections and
