@@ -301,12 +301,9 @@ mod tests {
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
         let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
         let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
-        let new: NewVisitors = [(
-            "abc".to_owned(),
-            [a.visitor.to_vec()].into_iter().collect(),
-        )]
-        .into_iter()
-        .collect();
+        let new: NewVisitors = [("abc".to_owned(), [a.visitor.to_vec()].into_iter().collect())]
+            .into_iter()
+            .collect();
         let d = fold(&[&a, &b, &c], new.clone(), false);
         let h = hour / 1000;
         let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
@@ -349,15 +346,11 @@ mod tests {
         let new: NewVisitors = [
             (
                 "abc".to_owned(),
-                [visits[0].visitor.to_vec()]
-                    .into_iter()
-                    .collect(),
+                [visits[0].visitor.to_vec()].into_iter().collect(),
             ),
             (
                 "xyz".to_owned(),
-                [visits[1].visitor.to_vec()]
-                    .into_iter()
-                    .collect(),
+                [visits[1].visitor.to_vec()].into_iter().collect(),
             ),
         ]
         .into_iter()

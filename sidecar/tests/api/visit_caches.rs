@@ -126,7 +126,7 @@ async fn the_agent_cache_changes_no_stored_row_on(backend: Backend) {
     let mut dumps = Vec::new();
     for cache in [AGENT_CACHE_SIZE, 0] {
         let app = spawn_app(backend).await;
-        let geo = GeoDb::open(&geo_db()).expect("the test geo database");
+        let geo = GeoDb::open(geo_db()).expect("the test geo database");
         let enricher = Enricher::new(geo, false).with_agent_cache(cache);
         let store = app.visit_store().await;
         let mut most_cached = 0;

@@ -123,7 +123,8 @@ async fn insert_user_agents(
             "INSERT INTO user_agents (id, agent) VALUES {} ON CONFLICT (id) DO NOTHING",
             placeholders(chunk.len(), 2)
         );
-        let query = (chunk.iter()).fold(sqlx::query(&sql), |q, (id, agent)| q.bind(id).bind(*agent));
+        let query =
+            (chunk.iter()).fold(sqlx::query(&sql), |q, (id, agent)| q.bind(id).bind(*agent));
         query.execute(&mut **tx).await.map_err(db)?;
     }
     Ok(())

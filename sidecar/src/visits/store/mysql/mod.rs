@@ -354,7 +354,9 @@ impl VisitDialect for MysqlVisits {
             inserted.extend(self.insert_new(&mut tx, chunk, true).await?);
         }
         let agents = user_agents(&inserted);
-        for chunk in chunks(&agents, self.rows, self.bytes, |(_, agent)| 16 + agent.len()) {
+        for chunk in chunks(&agents, self.rows, self.bytes, |(_, agent)| {
+            16 + agent.len()
+        }) {
             let sql = format!(
                 "INSERT IGNORE INTO user_agents (id, agent) VALUES {}",
                 placeholders(chunk.len(), 2)
