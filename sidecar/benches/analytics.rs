@@ -11,7 +11,9 @@
 //! comma list, for packed entries; reads of `BENCH_CONSUMER_BATCH` entries at most, default 1000,
 //! which caps a transaction at that many entries' visits) (raw visits, visitor set, rollups,
 //! link counters), XACK (`BENCH_CONSUMERS` consumers of the group at once, default 1),
-//! the next batch read and enriched while the previous one is written. The reference, measured
+//! the next batch read and enriched while the previous one is written; the bench process's CPU
+//! time per visit while it drains (the consumer with its SQLite; not redis-server nor a database
+//! server) is printed beside the rate. The reference, measured
 //! in the same run on the same Redis with the same entries, is the stream alone: XREADGROUP COUNT
 //! 1000 + XACK, no parsing, no enrichment, no SQL; both are given in visits per second.
 //!
@@ -19,7 +21,8 @@
 //! (inserting 10M raw visits through the consumer would take minutes per backend and the stats
 //! never read raw visits): 750 hourly/daily buckets and about 12,000 daily breakdown rows (60 user
 //! agent combinations, 300 places, 40 sources a day). Then `BENCH_STATS_N` (default 50) stats
-//! queries for the whole 30 days (series by day, all nine breakdowns), timed in-process.
+//! queries for the whole 30 days (series by day, all nine breakdowns), timed in-process
+//! (`BENCH_STATS_N=0` skips the stats part).
 //!
 //! Run through `bench/analytics/run`.
 
@@ -309,6 +312,19 @@ async fn mysql_pool(url: &str) -> sqlx::MySqlPool {
         .unwrap()
 }
 
+/// CPU time this process has used (user + system), in seconds: the consumer, its SQLite and its
+/// Redis client (redis-server and the database servers are other processes).
+fn own_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at its closing parenthesis;
+    // utime and stime are the 12th and 13th after it, in ticks of 1/100 s.
+    let fields: Vec<f64> = (stat.rsplit_once(')').map_or("", |(_, rest)| rest))
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    (fields.get(11).unwrap_or(&0.0) + fields.get(12).unwrap_or(&0.0)) / 100.0
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
@@ -375,9 +391,9 @@ fn main() {
         );
     }
     println!(
-        "| backend | visits/entry | visits/transaction | visits | consumer visits/s | stream-only reference visits/s | ratio |"
+        "| backend | visits/entry | visits/transaction | visits | consumer visits/s | stream-only reference visits/s | ratio | consumer CPU µs/visit |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut stats_rows = Vec::new();
     let mut failed = false;
     for backend in ["sqlite", "postgres", "mariadb"] {
@@ -429,6 +445,7 @@ fn main() {
                     })
                     .collect();
                 let started = Instant::now();
+                let cpu_before = own_cpu_secs();
                 let drains: Vec<_> = consumers
                     .into_iter()
                     .map(|mut consumer| tokio::spawn(async move { consumer.drain().await.unwrap() }))
@@ -438,12 +455,13 @@ fn main() {
                     consumed += drain.await.unwrap();
                 }
                 let elapsed = started.elapsed();
+                let cpu_us = (own_cpu_secs() - cpu_before) * 1e6 / events as f64;
                 assert_eq!(consumed, entries);
                 stored += events;
                 assert_eq!(store.visit_rows().await.unwrap() as usize, stored);
                 let rate = events as f64 / elapsed.as_secs_f64();
                 println!(
-                    "| {backend} | {per_entry} | {} | {events} | {rate:.0} | {reference:.0} | {:.3} |",
+                    "| {backend} | {per_entry} | {} | {events} | {rate:.0} | {reference:.0} | {:.3} | {cpu_us:.2} |",
                     cap.unwrap_or_else(|| max_visits_per_transaction(store.backend()))
                         .min(1000 * per_entry),
                     rate / reference
@@ -454,6 +472,9 @@ fn main() {
                 }
             }
 
+            if stats_n == 0 {
+                return;
+            }
             let from = synthetic_rollups(&url, "hot", 10_000_000).await;
             let query = StatsQuery {
                 code: Some("hot".into()),

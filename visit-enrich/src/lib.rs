@@ -37,12 +37,21 @@ pub struct Enricher {
     pub geo: GeoDb,
     /// Store IPs truncated (IPv4 /24, IPv6 /48). Geo and the visitor hash still use the full address.
     pub anonymize: bool,
-    /// User agent → its parse and classification (pure functions of the string, so caching them
-    /// changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill costs
-    /// one parse per distinct agent.
-    agents: Mutex<HashMap<String, Arc<(Agent, Classification)>>>,
+    /// User agent → its parse, classification and id (pure functions of the string, so caching
+    /// them changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill
+    /// costs one parse per distinct agent.
+    agents: Mutex<HashMap<String, Arc<KnownAgent>>>,
     /// At most this many agents in `agents`; 0 parses every visit's agent.
     agent_cache_size: usize,
+}
+
+/// What the agent cache keeps of one user agent.
+#[derive(Debug)]
+struct KnownAgent {
+    agent: Agent,
+    class: Classification,
+    /// [`agent::user_agent_id`] of the string.
+    id: i64,
 }
 
 /// One enriched visit, ready to store. Owned and flat so a storage layer can bind it directly.
@@ -56,9 +65,13 @@ pub struct Visit {
     pub status: Option<u16>,
     /// Client address as stored: truncated when [`Enricher::anonymize`] is on.
     pub ip: Option<String>,
-    /// 32 hex characters of SHA-256(full ip, 0x00, user agent); see [`privacy::visitor_hash`].
-    pub visitor: String,
+    /// 16 bytes of SHA-256(full ip, 0x00, user agent); see [`privacy::visitor_hash`]. Stored as
+    /// these bytes; [`privacy::visitor_hex`] is its text form.
+    pub visitor: [u8; 16],
     pub user_agent: Option<String>,
+    /// [`agent::user_agent_id`] of `user_agent`: raw visits store this id, the string once in
+    /// `user_agents`.
+    pub user_agent_id: Option<i64>,
     pub browser: Option<String>,
     pub browser_version: Option<String>,
     pub os: Option<String>,
@@ -104,8 +117,8 @@ impl Enricher {
             .len()
     }
 
-    /// The parse and classification of `ua`, from the cache when seen before.
-    fn agent(&self, ua: &str) -> Arc<(Agent, Classification)> {
+    /// The parse, classification and id of `ua`, from the cache when seen before.
+    fn agent(&self, ua: &str) -> Arc<KnownAgent> {
         // A poisoned lock only means another thread panicked mid-insert: the map is still valid.
         let lock = || self.agents.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hit) = lock().get(ua) {
@@ -114,7 +127,8 @@ impl Enricher {
         // Parsed outside the lock: two threads may parse the same agent once each, harmlessly.
         let agent = Agent::parse(ua);
         let class = agent::classify(Some(ua), &agent);
-        let parsed = Arc::new((agent, class));
+        let id = agent::user_agent_id(ua);
+        let parsed = Arc::new(KnownAgent { agent, class, id });
         if self.agent_cache_size == 0 {
             return parsed;
         }
@@ -130,31 +144,29 @@ impl Enricher {
         // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
         let parsed = self.agent(ua);
-        let (agent, class) = (&parsed.0, parsed.1);
+        let (agent, class) = (&parsed.agent, parsed.class);
         let device = if class.audience == Audience::Human {
             agent.device
         } else {
             Device::Bot
         };
         let geo = event.ip.map(|ip| self.geo.lookup(ip)).unwrap_or_default();
-        let stored_ip = event
-            .ip
-            .map(|ip| {
-                if self.anonymize {
-                    privacy::anonymize_ip(ip)
-                } else {
-                    ip.to_canonical()
-                }
-            })
-            .map(|ip| ip.to_string());
+        // Formatted once: the visitor hash and the stored address (unless anonymised) share it.
+        let canonical = event.ip.map(|ip| ip.to_canonical().to_string());
+        let visitor = privacy::visitor_hash_of_text(canonical.as_deref(), ua);
+        let stored_ip = match (self.anonymize, event.ip) {
+            (true, Some(ip)) => Some(privacy::anonymize_ip(ip).to_string()),
+            _ => canonical,
+        };
         Visit {
             event_id: event.id.clone(),
             code: event.code.clone(),
             time_ms: event.time_ms,
             status: event.status,
             ip: stored_ip,
-            visitor: privacy::visitor_hash_hex(event.ip, ua),
+            visitor,
             user_agent: event.user_agent.clone(),
+            user_agent_id: event.user_agent.as_ref().map(|_| parsed.id),
             browser: agent.browser.clone(),
             browser_version: agent.browser_version.clone(),
             os: agent.os.clone(),

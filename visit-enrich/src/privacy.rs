@@ -26,10 +26,17 @@ pub fn anonymize_ip(ip: IpAddr) -> IpAddr {
 /// 16 bytes of SHA-256(ip text, 0x00, user agent). A missing IP or UA hashes as empty text; the
 /// 0x00 separator keeps ("1.2.3.4", "5x") and ("1.2.3.45", "x") apart.
 pub fn visitor_hash(ip: Option<IpAddr>, ua: &str) -> [u8; 16] {
+    // Canonical form, so the same client hashes alike whether it arrived mapped or not.
+    let text = ip.map(|ip| ip.to_canonical().to_string());
+    visitor_hash_of_text(text.as_deref(), ua)
+}
+
+/// [`visitor_hash`] of an address already in its canonical text form (`IpAddr::to_canonical`,
+/// then `to_string`): the enricher formats each address once, for this and the stored `ip`.
+pub fn visitor_hash_of_text(ip: Option<&str>, ua: &str) -> [u8; 16] {
     let mut hasher = Sha256::new();
     if let Some(ip) = ip {
-        // Canonical form, so the same client hashes alike whether it arrived mapped or not.
-        hasher.update(ip.to_canonical().to_string().as_bytes());
+        hasher.update(ip.as_bytes());
     }
     hasher.update([0u8]);
     hasher.update(ua.as_bytes());
@@ -39,11 +46,16 @@ pub fn visitor_hash(ip: Option<IpAddr>, ua: &str) -> [u8; 16] {
     out
 }
 
-/// Lowercase hex of a visitor hash (32 characters), the form stored and compared downstream.
+/// Lowercase hex of a visitor hash (32 characters).
 pub fn visitor_hash_hex(ip: Option<IpAddr>, ua: &str) -> String {
+    visitor_hex(&visitor_hash(ip, ua))
+}
+
+/// Lowercase hex of a visitor hash's bytes.
+pub fn visitor_hex(visitor: &[u8; 16]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hex = String::with_capacity(32);
-    for b in visitor_hash(ip, ua) {
+    for &b in visitor {
         hex.push(char::from(HEX[usize::from(b >> 4)]));
         hex.push(char::from(HEX[usize::from(b & 15)]));
     }

@@ -29,7 +29,8 @@ fn enriches_a_human_visit() {
         ("Ab3dE9", 1_700_000_000_123, Some(302))
     );
     assert_eq!(v.ip.as_deref(), Some("203.0.113.77"));
-    assert_eq!(v.visitor, privacy::visitor_hash_hex(e.ip, IPHONE));
+    assert_eq!(v.visitor, privacy::visitor_hash(e.ip, IPHONE));
+    assert_eq!(v.user_agent_id, Some(agent::user_agent_id(IPHONE)));
     assert_eq!(
         (v.browser.as_deref(), v.os.as_deref(), v.device),
         (Some("Safari"), Some("iPhone"), Device::Mobile)

@@ -139,7 +139,7 @@ pub fn fold<'a>(
         let is_new = visit.audience == Audience::Human
             && new_visitors
                 .get_mut(code)
-                .is_some_and(|visitors| visitors.remove(visitor_bytes(&visit.visitor).as_slice()));
+                .is_some_and(|visitors| visitors.remove(visit.visitor.as_slice()));
         for (span, bucket) in [(3600, hour), (86_400, day)] {
             let c = buckets.entry((code, span, bucket)).or_default();
             match visit.audience {
@@ -274,21 +274,6 @@ impl Counts {
     }
 }
 
-/// Decodes a visitor hash (32 hex characters) into its 16 bytes; anything else hashes as given.
-pub(crate) fn visitor_bytes(hex: &str) -> Vec<u8> {
-    let bytes = hex.as_bytes();
-    if bytes.len() % 2 != 0 || !bytes.iter().all(u8::is_ascii_hexdigit) {
-        return bytes.to_vec();
-    }
-    bytes
-        .chunks(2)
-        .map(|pair| {
-            let digit = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-            digit(pair[0]) << 4 | digit(pair[1])
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,12 +301,9 @@ mod tests {
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
         let b = visit("1-1", "abc", hour + 20, "203.0.113.1", CHROME);
         let c = visit("1-2", "abc", hour + 3_600_000, "203.0.113.2", "curl/8");
-        let new: NewVisitors = [(
-            "abc".to_owned(),
-            [super::visitor_bytes(&a.visitor)].into_iter().collect(),
-        )]
-        .into_iter()
-        .collect();
+        let new: NewVisitors = [("abc".to_owned(), [a.visitor.to_vec()].into_iter().collect())]
+            .into_iter()
+            .collect();
         let d = fold(&[&a, &b, &c], new.clone(), false);
         let h = hour / 1000;
         let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
@@ -364,15 +346,11 @@ mod tests {
         let new: NewVisitors = [
             (
                 "abc".to_owned(),
-                [super::visitor_bytes(&visits[0].visitor)]
-                    .into_iter()
-                    .collect(),
+                [visits[0].visitor.to_vec()].into_iter().collect(),
             ),
             (
                 "xyz".to_owned(),
-                [super::visitor_bytes(&visits[1].visitor)]
-                    .into_iter()
-                    .collect(),
+                [visits[1].visitor.to_vec()].into_iter().collect(),
             ),
         ]
         .into_iter()
@@ -430,7 +408,7 @@ mod tests {
             visit("1-4", "xyz", hour + 7, "203.0.113.9", "curl/8"),
         ];
         let refs: Vec<&Visit> = visits.iter().collect();
-        let bytes = |i: usize| super::visitor_bytes(&visits[i].visitor);
+        let bytes = |i: usize| visits[i].visitor.to_vec();
         let new: NewVisitors = [
             ("abc".to_owned(), [bytes(0)].into_iter().collect()),
             ("xyz".to_owned(), [bytes(2), bytes(3)].into_iter().collect()),

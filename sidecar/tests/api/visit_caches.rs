@@ -1,6 +1,6 @@
 //! The consumer's caches change nothing it stores (issue 38): the same 100,000 events, enriched
-//! with and without the user-agent cache and written through the visit store, leave every visit,
-//! visitor and rollup row identical.
+//! with and without the user-agent cache (each agent's parse and its `user_agents` id) and written
+//! through the visit store, leave every visit, user agent, visitor and rollup row identical.
 
 use crate::helpers::*;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent, AGENT_CACHE_SIZE};
@@ -11,8 +11,9 @@ const EVENTS: usize = 100_000;
 /// A visit batch as the consumer writes one.
 const BATCH: usize = 1_000;
 /// Every table a visit batch writes but the feed (whose rows carry the commit's own clock).
-const VISIT_TABLES: [&str; 7] = [
+const VISIT_TABLES: [&str; 8] = [
     "visits",
+    "user_agents",
     "link_visitors",
     "visit_buckets",
     "visit_agents",
@@ -81,8 +82,21 @@ fn geo_db() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../visit-enrich/testdata/test-city.mmdb")
 }
 
-/// The visit tables' rows, as `sqlite3 .dump` writes them.
-fn dump(app: &TestApp) -> String {
+/// The visit tables' rows as text: on SQLite as `sqlite3 .dump` writes them, on PostgreSQL each
+/// table's rows in their text form (`row::text`), sorted, under an `INSERT INTO <table> ` line.
+async fn dump(app: &TestApp) -> String {
+    if let TestDb::Postgres(_) = &app.db {
+        let mut dump = String::new();
+        for table in VISIT_TABLES {
+            let rows = (app.db)
+                .texts(&format!("SELECT t::text FROM {table} t ORDER BY 1"))
+                .await;
+            for row in rows {
+                dump.push_str(&format!("INSERT INTO {table} {row}\n"));
+            }
+        }
+        return dump;
+    }
     let path = app.database_url.trim_start_matches("sqlite://");
     let output = Command::new("sqlite3")
         .arg(path)
@@ -95,6 +109,15 @@ fn dump(app: &TestApp) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_cache_changes_no_stored_row() {
+    the_agent_cache_changes_no_stored_row_on(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_cache_changes_no_stored_row_on_postgres() {
+    the_agent_cache_changes_no_stored_row_on(Backend::Postgres).await;
+}
+
+async fn the_agent_cache_changes_no_stored_row_on(backend: Backend) {
     let events = events();
     let agents: std::collections::HashSet<_> =
         events.iter().map(|event| &event.user_agent).collect();
@@ -102,7 +125,7 @@ async fn the_agent_cache_changes_no_stored_row() {
     assert!(agents.len() > AGENT_CACHE_SIZE, "{} agents", agents.len());
     let mut dumps = Vec::new();
     for cache in [AGENT_CACHE_SIZE, 0] {
-        let app = spawn_app(Backend::Sqlite).await;
+        let app = spawn_app(backend).await;
         let geo = GeoDb::open(geo_db()).expect("the test geo database");
         let enricher = Enricher::new(geo, false).with_agent_cache(cache);
         let store = app.visit_store().await;
@@ -117,7 +140,7 @@ async fn the_agent_cache_changes_no_stored_row() {
             0 => assert_eq!(most_cached, 0),
             _ => assert!((1..=AGENT_CACHE_SIZE).contains(&most_cached)),
         }
-        dumps.push(dump(&app));
+        dumps.push(dump(&app).await);
     }
     let rows = |dump: &str| dump.lines().filter(|l| l.starts_with("INSERT")).count();
     assert!(rows(&dumps[0]) > EVENTS, "every visit and its rollups");

@@ -103,3 +103,14 @@ fn parses_browser_os_device() {
     let a = Agent::parse(IPHONE_SAFARI);
     assert_eq!(a.os_version.as_deref(), Some("17.5.1"));
 }
+
+#[test]
+fn user_agent_ids_are_stable_and_distinct() {
+    // The first 8 bytes of SHA-256("curl/8.5.0"): ids stored in SQL must never change.
+    assert_eq!(user_agent_id("curl/8.5.0"), user_agent_id("curl/8.5.0"));
+    assert_ne!(user_agent_id("curl/8.5.0"), user_agent_id("curl/8.5.1"));
+    assert_eq!(
+        user_agent_id(""),
+        i64::from_be_bytes(*b"\xe3\xb0\xc4\x42\x98\xfc\x1c\x14")
+    );
+}

@@ -53,7 +53,7 @@ pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn VisitSto
 mod tests {
     use super::api::*;
     use super::*;
-    use crate::visits::rollup::{visitor_bytes, Interval};
+    use crate::visits::rollup::Interval;
 
     #[test]
     fn chunks_have_few_shapes() {
@@ -72,12 +72,6 @@ mod tests {
             .collect();
         assert_eq!(again, rows);
         assert_eq!(write::chunks::<u32>(&[], 512, 1, |_| 1).count(), 0);
-    }
-
-    #[test]
-    fn visitor_hex_decodes() {
-        assert_eq!(visitor_bytes("00ff10"), vec![0, 255, 16]);
-        assert_eq!(visitor_bytes("xyz"), b"xyz".to_vec());
     }
 
     #[test]

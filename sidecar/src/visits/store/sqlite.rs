@@ -7,7 +7,7 @@ use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
-    VISIT_COLUMNS, VISIT_COLUMN_COUNT,
+    user_agents, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
 use crate::storage::sql::Value;
 use crate::storage::{sqlite_file, ConnectOptions, Lite, StorageError, StorageResult};
@@ -113,10 +113,27 @@ async fn insert_visits<'q>(
     Ok(inserted)
 }
 
+/// Stores the user agents the visits refer to that are not stored yet.
+async fn insert_user_agents(
+    tx: &mut Transaction<'static, Sqlite>,
+    agents: &[(i64, &str)],
+) -> StorageResult<()> {
+    for chunk in chunks_of(agents) {
+        let sql = format!(
+            "INSERT INTO user_agents (id, agent) VALUES {} ON CONFLICT (id) DO NOTHING",
+            placeholders(chunk.len(), 2)
+        );
+        let query =
+            (chunk.iter()).fold(sqlx::query(&sql), |q, (id, agent)| q.bind(id).bind(*agent));
+        query.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(())
+}
+
 /// Inserts the (code, visitor) pairs not yet known; returns those that were new.
 async fn insert_visitors(
     tx: &mut Transaction<'static, Sqlite>,
-    pairs: &[(&str, Vec<u8>, i64)],
+    pairs: &[(&str, &[u8; 16], i64)],
 ) -> StorageResult<NewVisitors> {
     let mut new = NewVisitors::default();
     for chunk in chunks_of(pairs) {
@@ -130,9 +147,12 @@ async fn insert_visitors(
             query = query.bind(*code).bind(visitor.as_slice()).bind(at);
         }
         for row in query.fetch_all(&mut **tx).await.map_err(db)? {
-            new.entry(row.try_get(0)?)
-                .or_default()
-                .insert(row.try_get(1)?);
+            let (code, visitor): (&str, &[u8]) = (row.try_get(0)?, row.try_get(1)?);
+            // A code's string is allocated once per batch, not once per new visitor.
+            match new.get_mut(code) {
+                Some(visitors) => visitors.insert(visitor.to_vec()),
+                None => (new.entry(code.to_owned()).or_default()).insert(visitor.to_vec()),
+            };
         }
     }
     Ok(new)
@@ -164,6 +184,7 @@ impl VisitDialect for SqliteVisits {
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
         let inserted = insert_visits(&mut tx, &distinct(visits)).await?;
+        insert_user_agents(&mut tx, &user_agents(&inserted)).await?;
         let new_visitors = insert_visitors(&mut tx, &first_seen(&inserted)).await?;
         let d = deltas(&inserted, new_visitors, count_bots);
         upsert_rollups::<Lite>(&mut *tx, &d, ROWS_PER_STATEMENT, |rollup| {

@@ -6,7 +6,6 @@
 use super::api::BatchOutcome;
 use crate::storage::sql::{statement, Dialect, Driver, Value};
 use crate::storage::{StorageError, StorageResult};
-use crate::visits::rollup::visitor_bytes;
 use crate::visits::rollup::{Audiences, Deltas};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use shortlink_visit_enrich::{Audience, Visit};
@@ -24,11 +23,11 @@ pub(crate) fn distinct(visits: &[Visit]) -> Vec<&Visit> {
 
 /// Each human visitor's first visit among `inserted`, as (code, visitor bytes, Unix ms), in key
 /// order (so concurrent writers take the rows' locks in the same order).
-pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, Vec<u8>, i64)> {
-    let mut first: HashMap<(&str, Vec<u8>), i64> = HashMap::new();
+pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64)> {
+    let mut first: HashMap<(&str, &[u8; 16]), i64> = HashMap::new();
     for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
         first
-            .entry((v.code.as_str(), visitor_bytes(&v.visitor)))
+            .entry((v.code.as_str(), &v.visitor))
             .or_insert(v.time_ms);
     }
     let mut pairs: Vec<_> = first
@@ -37,6 +36,23 @@ pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, Vec<u8>, i
         .collect();
     pairs.sort();
     pairs
+}
+
+/// The user agents of `inserted`, each once as (id, string), in id order (so concurrent writers
+/// take the rows' locks in the same order): the `user_agents` rows the batch's visits refer to.
+/// Inserted with every batch, not remembered as stored: a batch repeats a few hundred agents at
+/// most, each a lookup of one small-table key, and a rolled-back transaction cannot leave a
+/// remembered row that is not there.
+pub(crate) fn user_agents<'v>(inserted: &[&'v Visit]) -> Vec<(i64, &'v str)> {
+    let mut agents: HashMap<i64, &str> = HashMap::new();
+    for v in inserted {
+        if let (Some(id), Some(agent)) = (v.user_agent_id, v.user_agent.as_deref()) {
+            agents.entry(id).or_insert(agent);
+        }
+    }
+    let mut agents: Vec<_> = agents.into_iter().collect();
+    agents.sort_unstable();
+    agents
 }
 
 pub(crate) fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
@@ -83,7 +99,7 @@ pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
 }
 
 pub(crate) const VISIT_COLUMNS: &str =
-    "event_id, code, visited_at, status, ip, visitor, user_agent, browser, \
+    "event_id, code, visited_at, status, ip, visitor, agent_id, browser, \
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
      referrer_host, short_domain, language, rule";
 
@@ -96,7 +112,6 @@ pub(crate) fn visit_bytes(v: &&Visit) -> usize {
     96 + v.event_id.len()
         + v.code.len()
         + text(&v.ip)
-        + text(&v.user_agent)
         + text(&v.browser)
         + text(&v.browser_version)
         + text(&v.os)
@@ -126,7 +141,7 @@ where
     &'q str: Encode<'q, DB> + Type<DB>,
     Option<&'q str>: Encode<'q, DB> + Type<DB>,
     Option<i64>: Encode<'q, DB> + Type<DB>,
-    Vec<u8>: Encode<'q, DB> + Type<DB>,
+    &'q [u8]: Encode<'q, DB> + Type<DB>,
 {
     for v in chunk {
         // `&str`, not `&String`: sqlx copies owned strings into its arguments, borrows these.
@@ -137,8 +152,8 @@ where
             .bind(time(v.time_ms))
             .bind(v.status.map(i64::from))
             .bind(text(&v.ip))
-            .bind(visitor_bytes(&v.visitor))
-            .bind(text(&v.user_agent))
+            .bind(v.visitor.as_slice())
+            .bind(v.user_agent_id)
             .bind(text(&v.browser))
             .bind(text(&v.browser_version))
             .bind(text(&v.os))

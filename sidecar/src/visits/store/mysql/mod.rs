@@ -14,7 +14,7 @@ use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
-    visit_bytes, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
+    user_agents, visit_bytes, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
 use crate::storage::{mysql, My, StorageError, StorageResult};
 use crate::visits::rollup::NewVisitors;
@@ -90,7 +90,7 @@ fn at_ms(ms: i64) -> DateTime<Utc> {
 type Query<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
 
 /// A (code, visitor bytes, first seen in Unix ms) pair of `link_visitors`.
-type Pair<'v> = (&'v str, Vec<u8>, i64);
+type Pair<'v> = (&'v str, &'v [u8; 16], i64);
 
 /// Rows a chunk inserts when new, and how to tell which are already stored.
 trait NewRow: Sync {
@@ -155,10 +155,7 @@ impl NewRow for Pair<'_> {
     const KEY_COLUMNS: &'static str = "code, visitor";
 
     fn key(&self) -> Vec<u8> {
-        // BINARY(16) pads with zeros: compare as stored.
-        let mut visitor = self.1.clone();
-        visitor.resize(visitor.len().max(16), 0);
-        [self.0.as_bytes(), &[0], &visitor].concat()
+        [self.0.as_bytes(), &[0], self.1].concat()
     }
 
     fn key_of(row: &MySqlRow) -> StorageResult<Vec<u8>> {
@@ -356,6 +353,20 @@ impl VisitDialect for MysqlVisits {
             // Redelivered visits are rare.
             inserted.extend(self.insert_new(&mut tx, chunk, true).await?);
         }
+        let agents = user_agents(&inserted);
+        for chunk in chunks(&agents, self.rows, self.bytes, |(_, agent)| {
+            16 + agent.len()
+        }) {
+            let sql = format!(
+                "INSERT IGNORE INTO user_agents (id, agent) VALUES {}",
+                placeholders(chunk.len(), 2)
+            );
+            (chunk.iter())
+                .fold(sqlx::query(&sql), |q, (id, agent)| q.bind(id).bind(*agent))
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
         let pairs = first_seen(&inserted);
         let pairs: Vec<&Pair> = pairs.iter().collect();
         let mut new_visitors = NewVisitors::default();
@@ -363,7 +374,7 @@ impl VisitDialect for MysqlVisits {
             // Repeat visitors are common.
             for (code, visitor, _) in self.insert_new(&mut tx, chunk, false).await? {
                 let visitors = new_visitors.entry((*code).to_owned()).or_default();
-                visitors.insert(visitor.clone());
+                visitors.insert(visitor.to_vec());
             }
         }
         let d = deltas(&inserted, new_visitors, count_bots);

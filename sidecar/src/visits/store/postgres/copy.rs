@@ -4,20 +4,19 @@
 //! ([`super::postgres`]).
 
 use crate::storage::pg_copy::CopyData;
-use crate::visits::rollup::visitor_bytes;
 use shortlink_visit_enrich::Visit;
 
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).
 pub(super) const COPY_VISITS: &str = "COPY visits (event_id, code, visited_at, status, ip, \
-     visitor, user_agent, browser, browser_version, os, os_version, device, audience, agent, \
+     visitor, agent_id, browser, browser_version, os, os_version, device, audience, agent, \
      country, region, city, isp, referrer_host, short_domain, language, rule) FROM STDIN (FORMAT binary)";
 
 const COLUMNS: i16 = 22;
 
 /// The whole binary `COPY` stream of `visits`.
 pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
-    // About 200 bytes of fixed fields and framing plus the text, most of it the user agent.
-    let mut copy = CopyData::with_capacity(visits.len(), 400);
+    // About 200 bytes of fixed fields and framing plus the text (the user agent is an id).
+    let mut copy = CopyData::with_capacity(visits.len(), 300);
     for v in visits {
         copy.tuple(COLUMNS)
             .text(&v.event_id)
@@ -26,8 +25,8 @@ pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
             .timestamptz(super::at_ms(v.time_ms))
             .opt_int2(v.status.and_then(|s| i16::try_from(s).ok()))
             .opt_text(v.ip.as_deref())
-            .bytes(&visitor_bytes(&v.visitor))
-            .opt_text(v.user_agent.as_deref())
+            .bytes(&v.visitor)
+            .opt_int8(v.user_agent_id)
             .opt_text(v.browser.as_deref())
             .opt_text(v.browser_version.as_deref())
             .opt_text(v.os.as_deref())

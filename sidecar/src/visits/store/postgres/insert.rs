@@ -4,7 +4,6 @@
 use super::copy::{self, COPY_VISITS};
 use super::{at_ms, db};
 use crate::storage::StorageResult;
-use crate::visits::rollup::visitor_bytes;
 use crate::visits::rollup::{self, Deltas, NewVisitors};
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::Visit;
@@ -19,8 +18,8 @@ pub(super) struct VisitColumns<'a> {
     visited_at: Vec<DateTime<Utc>>,
     status: Vec<Option<i16>>,
     ip: Vec<Option<&'a str>>,
-    visitor: Vec<Vec<u8>>,
-    user_agent: Vec<Option<&'a str>>,
+    visitor: Vec<&'a [u8]>,
+    agent_id: Vec<Option<i64>>,
     browser: Vec<Option<&'a str>>,
     browser_version: Vec<Option<&'a str>>,
     os: Vec<Option<&'a str>>,
@@ -47,8 +46,8 @@ impl<'a> VisitColumns<'a> {
             c.visited_at.push(at_ms(v.time_ms));
             c.status.push(v.status.and_then(|s| i16::try_from(s).ok()));
             c.ip.push(v.ip.as_deref());
-            c.visitor.push(visitor_bytes(&v.visitor));
-            c.user_agent.push(v.user_agent.as_deref());
+            c.visitor.push(&v.visitor);
+            c.agent_id.push(v.user_agent_id);
             c.browser.push(v.browser.as_deref());
             c.browser_version.push(v.browser_version.as_deref());
             c.os.push(v.os.as_deref());
@@ -71,10 +70,10 @@ impl<'a> VisitColumns<'a> {
 
 pub(super) const INSERT_VISITS: &str =
     "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, \
-       user_agent, browser, browser_version, os, os_version, device, audience, agent, country, \
+       agent_id, browser, browser_version, os, os_version, device, audience, agent, country, \
        region, city, isp, referrer_host, short_domain, language, rule) \
      SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::int2[], \
-       $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[], $10::text[], \
+       $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[], $10::text[], \
        $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]) \
      ON CONFLICT (event_id) DO NOTHING";
@@ -91,7 +90,7 @@ pub(super) fn visits_insert<'q>(
         .bind(&c.status)
         .bind(&c.ip)
         .bind(&c.visitor)
-        .bind(&c.user_agent)
+        .bind(&c.agent_id)
         .bind(&c.browser)
         .bind(&c.browser_version)
         .bind(&c.os)

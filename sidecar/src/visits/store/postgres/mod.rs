@@ -8,7 +8,7 @@ mod insert;
 mod rollup;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
-use super::write::{distinct, first_seen, outcome};
+use super::write::{distinct, first_seen, outcome, user_agents};
 use crate::storage::{Pg, StorageError, StorageResult};
 use crate::visits::rollup::Deltas;
 use async_trait::async_trait;
@@ -77,6 +77,7 @@ impl VisitDialect for PgVisits {
             visits: inserted,
             deltas: mut d,
         } = insert_visits(&mut tx, &distinct(visits), count_bots).await?;
+        insert_user_agents(&mut tx, &inserted).await?;
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
@@ -84,6 +85,28 @@ impl VisitDialect for PgVisits {
         tx.commit().await.map_err(db)?;
         Ok(outcome(visits.len(), inserted.len()))
     }
+}
+
+/// Stores the user agents the visits refer to that are not stored yet, in id order (two
+/// consumers storing the same new agent wait on each other's row, never in a cycle).
+async fn insert_user_agents(
+    tx: &mut Transaction<'static, Postgres>,
+    inserted: &[&Visit],
+) -> StorageResult<()> {
+    let (ids, agents): (Vec<i64>, Vec<&str>) = user_agents(inserted).into_iter().unzip();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO user_agents (id, agent) SELECT * FROM UNNEST($1::int8[], $2::text[]) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(&agents)
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    Ok(())
 }
 
 /// Records each human visitor's first visit to a link, and credits a new visitor to the rollups
@@ -97,7 +120,7 @@ async fn credit_new_visitors<'v>(
     let (mut codes, mut visitors, mut times) = (Vec::new(), Vec::new(), Vec::new());
     for (code, visitor, at) in &pairs {
         codes.push(*code);
-        visitors.push(visitor.clone());
+        visitors.push(visitor.as_slice());
         times.push(at_ms(*at));
     }
     let rows = sqlx::query(
