@@ -221,8 +221,12 @@ async fn a_restart_under_create_load_loses_no_acknowledged_link() {
     let stored = app.db.texts("SELECT code FROM links").await;
     assert!(stored.len() >= acknowledged.load(Ordering::Relaxed));
     for code in &stored {
-        let link: Value = app.get_link(code).await.json().await.unwrap();
-        let target = link["url"].as_str().unwrap();
+        let response = app.get_link(code).await;
+        let status = response.status();
+        let link: Value = response.json().await.unwrap();
+        let target = link["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("stored {code}: GET answered {status} {link}"));
         assert_eq!(
             app.redis_get(code).await.unwrap(),
             format!("1|L|302|0|0|{target}"),
