@@ -288,6 +288,31 @@ while :; do sleep 1 & wait $!; done"#;
         self.process.signal(Signal::Hup);
     }
 
+    /// [`Self::reload`], returning once every worker of the old configuration has exited: until
+    /// then an old worker may still take a request and answer it by the old configuration.
+    pub fn reload_and_retire_old_workers(&self) {
+        let old = self.workers();
+        self.reload();
+        let retired = wait_until(Duration::from_secs(30), || {
+            let now = self.workers();
+            !now.is_empty() && now.iter().all(|pid| !old.contains(pid))
+        });
+        assert!(
+            retired,
+            "the old workers {old:?} did not exit after the reload"
+        );
+    }
+
+    /// The master's child processes: its workers (and helpers such as a cache manager).
+    fn workers(&self) -> Vec<u32> {
+        let pid = self.process.pid();
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|child| child.parse().ok())
+            .collect()
+    }
+
     fn run(&self, args: &[&str]) -> (bool, String) {
         let output = Command::new(&self.bin)
             .arg("-p")

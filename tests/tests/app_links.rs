@@ -48,9 +48,9 @@ fn every_pool_domain_claims_the_apps_from_one_configuration() {
 
     let apps = system.nginx.prefix.join("apps.conf");
     std::fs::write(&apps, apps_conf(FINGERPRINT)).unwrap();
-    system.nginx.reload();
-    // Old workers finish their connections after the reload, and one may still take a request:
-    // wait until new workers answer every file on every domain.
+    system.nginx.reload_and_retire_old_workers();
+    // The reload returned once the old workers exited; the new ones answer every file on every
+    // domain.
     let everywhere = |hosts: &[&str]| {
         wait_until(Duration::from_secs(10), || {
             hosts.iter().all(|host| {
@@ -121,7 +121,7 @@ fn every_pool_domain_claims_the_apps_from_one_configuration() {
     let domains = std::fs::read_to_string(system.nginx.domains_file()).unwrap();
     let domains = domains.replace("s1.test s2.test", "s1.test s2.test s3.test");
     std::fs::write(system.nginx.domains_file(), domains).unwrap();
-    system.nginx.reload();
+    system.nginx.reload_and_retire_old_workers();
     assert!(everywhere(&["s1.test", "s2.test", "s3.test"]));
     assert_eq!(
         served(&system, "s3.test", ANDROID)[0]["target"]["package_name"],
