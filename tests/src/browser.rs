@@ -3,6 +3,7 @@
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,12 @@ pub struct Chrome {
 
 impl Drop for Chrome {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        // The driver's whole process group: the driver alone would leave the Chromium processes
+        // it started running after the test.
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &group])
+            .status();
         let _ = self.driver.wait();
     }
 }
@@ -33,6 +39,8 @@ pub async fn chrome(user_agent: &str, host_rules: &str) -> Chrome {
     let port = testkit::free_port();
     let driver = Command::new("/usr/bin/chromedriver")
         .arg(format!("--port={port}"))
+        // A process group of its own, which the browsers it starts join: see `Drop`.
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
