@@ -66,7 +66,7 @@ pub struct Visit {
     /// Client address as stored: truncated when [`Enricher::anonymize`] is on.
     pub ip: Option<String>,
     /// 16 bytes of SHA-256(full ip, 0x00, user agent); see [`privacy::visitor_hash`]. Stored as
-    /// these bytes; [`privacy::visitor_hex`] is its text form.
+    /// these bytes.
     pub visitor: [u8; 16],
     pub user_agent: Option<String>,
     /// [`agent::user_agent_id`] of `user_agent`: raw visits store this id, the string once in

@@ -46,22 +46,6 @@ pub fn visitor_hash_of_text(ip: Option<&str>, ua: &str) -> [u8; 16] {
     out
 }
 
-/// Lowercase hex of a visitor hash (32 characters).
-pub fn visitor_hash_hex(ip: Option<IpAddr>, ua: &str) -> String {
-    visitor_hex(&visitor_hash(ip, ua))
-}
-
-/// Lowercase hex of a visitor hash's bytes.
-pub fn visitor_hex(visitor: &[u8; 16]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(32);
-    for &b in visitor {
-        hex.push(char::from(HEX[usize::from(b >> 4)]));
-        hex.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    hex
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,9 +69,8 @@ mod tests {
     fn hash_is_stable_and_separated() {
         // The definition is pinned below (SHA-256 of "ip\0ua", first 16 bytes): changing it would split
         // every unique-visitor count at the deploy.
-        let h = visitor_hash_hex(Some(ip("1.2.3.4")), "curl/8");
-        assert_eq!(h.len(), 32);
-        assert_eq!(h, visitor_hash_hex(Some(ip("::ffff:1.2.3.4")), "curl/8"));
+        let h = visitor_hash(Some(ip("1.2.3.4")), "curl/8");
+        assert_eq!(h, visitor_hash(Some(ip("::ffff:1.2.3.4")), "curl/8"));
         assert_ne!(
             visitor_hash(Some(ip("1.2.3.4")), "5x"),
             visitor_hash(Some(ip("1.2.3.45")), "x")

@@ -348,7 +348,7 @@ impl Projection {
         }
         let result = self
             .per_slot(writes.iter().map(RecordWrite::key), |group| {
-                self.apply_slot(writes, group, self.timeout)
+                self.slot_transaction(writes, group, self.timeout, add_writes)
             })
             .await
             .map(drop);
@@ -373,22 +373,24 @@ impl Projection {
                 allowance,
                 true,
                 add,
-                |group| self.apply_slot(writes, group, allowance),
+                |group| self.slot_transaction(writes, group, allowance, add_writes),
             )
             .await
             .map(drop);
         self.doubt_if_failed(writes, result)
     }
 
-    /// One slot's transaction of [`Self::apply`] (`group`: the indices of its writes).
-    async fn apply_slot(
+    /// One slot's transaction (`group`: the indices of its writes), its commands added by `add`
+    /// ([`add_writes`] or [`add_creates`]); nothing is sent when `add` adds none.
+    async fn slot_transaction(
         &self,
         writes: &[RecordWrite],
         group: Vec<usize>,
         allowance: Duration,
+        add: fn(&mut redis::Pipeline, &[RecordWrite]) -> bool,
     ) -> Result<Vec<redis::Value>, ProjectionError> {
         let part = pick(writes, &group);
-        match self.transaction(|pipe| add_writes(pipe, &part)) {
+        match self.transaction(|pipe| add(pipe, &part)) {
             Some(pipe) => self.run_transaction(&pipe, allowance).await,
             None => Ok(Vec::new()),
         }
@@ -425,13 +427,7 @@ impl Projection {
                 allowance,
                 true,
                 add,
-                |group| async move {
-                    let part = pick(writes, &group);
-                    match self.transaction(|pipe| add_creates(pipe, &part)) {
-                        Some(pipe) => self.run_transaction(&pipe, allowance).await,
-                        None => Ok(Vec::new()),
-                    }
-                },
+                |group| self.slot_transaction(writes, group, allowance, add_creates),
             )
             .await;
         let set = self.doubt_if_failed(writes, set)?;
