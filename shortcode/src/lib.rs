@@ -12,12 +12,18 @@
 //! Custom aliases are `[A-Za-z0-9_-]{3,64}` that do **not** have the generated shape (exactly
 //! `L + 1` base62 characters), so an alias can never take a code the sequence will reach later.
 //!
+//! Imported codes (another shortener's, kept exactly) are `[A-Za-z0-9._~-]{1,64}` of any shape.
+//!
 //! This crate does no I/O and allocates only to return an encoded code.
 
 mod alias;
 mod feistel;
+mod imported;
 
 pub use alias::{parse_alias, AliasError, ALIAS_MAX_LEN, ALIAS_MIN_LEN};
+pub use imported::{
+    is_imported_charset, parse_imported, ImportedCodeError, IMPORTED_MAX_LEN, IMPORTED_MIN_LEN,
+};
 
 use feistel::Feistel;
 use sha2::{Digest, Sha256};
