@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use super::{SpoolLimits, DEFAULT_SPOOL};
 use crate::cache::CacheConfig;
-use crate::events::{SpoolLimits, DEFAULT_SPOOL};
 
 /// A directive argument that does not parse; shown by `nginx -t` after the directive name.
 #[derive(Debug, Clone, PartialEq, Eq)]

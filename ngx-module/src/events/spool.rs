@@ -3,19 +3,8 @@
 
 use std::cell::RefCell;
 
+use crate::conf::SpoolLimits;
 use crate::status::{Counter, Counters};
-
-/// Limits of the spool, in visits and in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpoolLimits {
-    pub events: usize,
-    pub bytes: usize,
-}
-
-pub const DEFAULT_SPOOL: SpoolLimits = SpoolLimits {
-    events: 10_000,
-    bytes: 8 << 20,
-};
 
 /// Encoded event commands (each carrying one or more visits), bounded by visits and by bytes.
 /// One contiguous buffer: flushing it is a single copy onto the connection's output.

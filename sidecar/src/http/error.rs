@@ -15,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use std::borrow::Cow;
 
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// 400/415/422 from a body, query or path the API cannot read.

@@ -1,0 +1,33 @@
+//! What every handler can reach, built once at start-up.
+
+use crate::service::LinkService;
+use crate::validate::UrlPolicy;
+use std::sync::Arc;
+
+/// Largest request body accepted: a URL of the maximum length plus JSON fields fits many times over.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub links: Arc<LinkService>,
+    pub settings: Arc<HttpSettings>,
+    /// Visit statistics (issue 4).
+    pub analytics: crate::visits::Analytics,
+    /// Per-domain health (issue 20): fed by requests, checked by the job.
+    pub domains: Arc<crate::domains::health::DomainHealth>,
+    /// Click webhook subscriptions and the visit feed (issue 36).
+    pub webhooks: Arc<crate::webhooks::WebhookService>,
+}
+
+/// Request-handling settings derived from the configuration once, at start-up.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub url_policy: UrlPolicy,
+    /// Fallback base of `short_url`, without a trailing slash.
+    pub public_base_url: Option<String>,
+    /// Fallback short domains, normalised.
+    pub short_domains: Vec<String>,
+    /// The client's country, for rules the fallback and the preview evaluate.
+    pub countries: Arc<crate::visits::countries::Countries>,
+}
