@@ -25,6 +25,7 @@ pub mod console;
 pub mod domains;
 pub mod http;
 pub mod issuer;
+pub mod link;
 pub mod metrics;
 pub mod primary;
 pub mod projection;

@@ -13,7 +13,7 @@ use super::export::FileFormat;
 use super::BoxError;
 use crate::config::Config;
 use crate::http::{AppState, Error};
-use crate::service::card::{self, CardSpec};
+use crate::link::card::{self, CardSpec};
 use crate::service::validate;
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage::{self, LinkExtras};

@@ -134,8 +134,12 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     tracing::info!(%addr, "listening");
     let background = visits::start_background(config, app.state())?;
     // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
-    let marker =
-        crate::projection::marker::spawn_keeper(config, std::sync::Arc::clone(&app.state().links))?;
+    let links = &app.state().links;
+    let marker = crate::projection::marker::spawn_keeper(
+        config,
+        std::sync::Arc::clone(links.storage()),
+        std::sync::Arc::clone(links.projection()),
+    )?;
     let pruner = crate::service::spawn_idempotency_pruner(
         std::sync::Arc::clone(&app.state().links),
         config.idempotency_retention,

@@ -7,7 +7,7 @@ use super::session::Operator;
 use super::{refused_form, see_other, PageResult, CSP};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
-use crate::service::card::{self, CardSpec};
+use crate::link::card::{self, CardSpec};
 use crate::service::LinkPatch;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;

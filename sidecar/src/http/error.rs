@@ -4,8 +4,8 @@
 //! Client errors say what was wrong. Internal errors are logged with their cause and answered with
 //! a generic message: driver and Redis errors never reach the client.
 
+use crate::link::Invalid;
 use crate::projection::ProjectionError;
-use crate::service::validate::Invalid;
 use crate::service::ServiceError;
 use crate::storage::StorageError;
 use crate::validate::UrlError;

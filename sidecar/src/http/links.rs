@@ -4,9 +4,9 @@
 //! leave the write path to [`crate::service`]. Nothing is stored unless every field is valid.
 
 use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use crate::link::card::{self, CardSpec};
+use crate::link::rules::{self, RuleSpec};
 use crate::schema::WholeNumber;
-use crate::service::card::{self, CardSpec};
-use crate::service::rules::{self, RuleSpec};
 use crate::service::validate::{self, LinkRequest, PlainPassword};
 use crate::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
 use crate::storage::{self, Link, LinkFilter, LinkState, ListCursor};

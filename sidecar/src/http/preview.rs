@@ -37,7 +37,7 @@ pub struct PreviewRequest {
     /// The short URL's query string, without `?`.
     pub query: Option<String>,
     /// Rules to try instead of the stored ones (`[]`: none).
-    #[schema(value_type = Option<Vec<crate::service::rules::RuleSpec>>)]
+    #[schema(value_type = Option<Vec<crate::link::rules::RuleSpec>>)]
     pub rules: Option<serde_json::Value>,
 }
 

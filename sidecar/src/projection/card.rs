@@ -4,7 +4,7 @@
 //! cluster the card key hashes to its own slot: every write is routed by its own key.
 
 use super::RecordWrite;
-use crate::service::card;
+use crate::link::card;
 use crate::storage::{Link, LinkExtras};
 pub use shortlink_wire::keys::preview_key;
 use shortlink_wire::keys::visit_count_key;

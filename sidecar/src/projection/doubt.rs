@@ -6,10 +6,15 @@
 //! hold a refused change: an update SQL rolled back, a link SQL never committed.
 //!
 //! So with Sentinel or `--redis-wait-replicas` every key of a failed write-through is kept here,
-//! with the value sent, until [`crate::service::LinkService::settle_in_doubt`] has written it again
-//! from SQL (the marker's keeper calls it on every check).
+//! with the value sent, until [`Projection::settle_in_doubt`] has written it again from SQL (the
+//! marker's keeper calls it on every check).
 
-use super::{written_value, Projection, ProjectionError, RecordWrite};
+use std::time::Duration;
+
+use super::marker::RefillError;
+use super::{written_value, Projection, ProjectionError, RecordWrite, KEY_PREFIX};
+use crate::storage::{self, Storage};
+use shortlink_wire::keys::{PREVIEW_PREFIX, VISIT_COUNT_PREFIX};
 
 impl Projection {
     /// Notes the keys of `writes` when `result` is a failure (with Sentinel, a cluster or `WAIT` only: one
@@ -47,5 +52,54 @@ impl Projection {
         if in_doubt.get(key) == Some(sent) {
             in_doubt.remove(key);
         }
+    }
+
+    /// Writes every record in doubt again as SQL has it, under the row's lock so no update
+    /// interleaves: the link's record (`WAIT`ed like any write-through), or, for a link SQL does
+    /// not have, the removal of what the failed write sent (only if Redis still holds exactly
+    /// that). Returns how many were settled; the first failure stops the round (the next check
+    /// tries again, e.g. once a replica is promoted).
+    pub async fn settle_in_doubt(
+        &self,
+        storage: &dyn Storage,
+        grace: Duration,
+    ) -> Result<usize, RefillError> {
+        let mut settled = 0;
+        for (key, sent) in self.in_doubt() {
+            // A record, or a key that goes with one (its card, its click counter).
+            let Some(code) = [KEY_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
+                .iter()
+                .find_map(|prefix| key.strip_prefix(prefix))
+            else {
+                continue;
+            };
+            let mut tx = storage.begin().await?;
+            let result = match tx.lock_link(code).await {
+                Ok(Some(link)) => {
+                    let writes = RecordWrite::for_link_and_card(&link, storage::now(), grace);
+                    self.apply(&writes).await
+                }
+                Ok(None) => match &sent {
+                    Some(value) => {
+                        self.delete_if_unchanged(&[(key.as_str(), value.as_slice())])
+                            .await
+                    }
+                    None => Ok(()),
+                },
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    return Err(error.into());
+                }
+            };
+            // Nothing changed in SQL: the transaction only held the row.
+            let _ = tx.rollback().await;
+            result?;
+            self.settled(&key, &sent);
+            settled += 1;
+        }
+        if settled > 0 {
+            tracing::info!(settled, "records in doubt written again from SQL");
+        }
+        Ok(settled)
     }
 }

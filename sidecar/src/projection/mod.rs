@@ -20,10 +20,10 @@ pub use slots::missing_marker_slots;
 use slots::pick;
 pub use state::PipelineState;
 
+use crate::link::rules;
 use crate::primary::Primary;
 /// Errors of Redis writes; defined with the connection most of them come from.
 pub use crate::primary::ProjectionError;
-use crate::service::rules;
 use crate::storage::{Link, LinkExtras, LinkState};
 use chrono::{DateTime, Utc};
 use shortlink_wire::record::password::Password;

@@ -2,9 +2,9 @@
 //! cluster every slot's marker), the visit stream's length and the consumer group's lag (on a
 //! cluster, summed over the 16 streams).
 
-use super::marker;
 use super::{missing_marker_slots, Projection, ProjectionError};
 use shortlink_wire::cluster::event_stream_keys;
+use shortlink_wire::keys::PROJECTION_MARKER;
 
 impl Projection {
     /// For metrics: whether the projection marker is there, the visit stream's length, and the
@@ -20,7 +20,7 @@ impl Projection {
         }
         let mut pipe = redis::pipe();
         pipe.cmd("EXISTS")
-            .arg(marker::MARKER_KEY)
+            .arg(PROJECTION_MARKER)
             .cmd("XLEN")
             .arg(stream);
         let (marker, stream_length): (bool, u64) = self.run(&pipe, self.timeout).await?;

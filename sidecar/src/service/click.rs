@@ -2,8 +2,8 @@
 //! module runs: the fallback (`resolve`) and the preview answer through here, so neither can
 //! drift from what nginx answers.
 
-use super::card;
 use super::{append_query, Resolution};
+use crate::link::card;
 use crate::projection::encode_record;
 use crate::storage::Link;
 use shortlink_wire::agent;

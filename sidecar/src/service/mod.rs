@@ -29,15 +29,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod batch;
-pub mod card;
 pub mod click;
 pub mod compose;
 mod create;
-mod doubt;
 mod idempotency;
 mod model;
 mod read;
-pub mod rules;
 mod update;
 pub mod validate;
 

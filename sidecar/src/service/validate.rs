@@ -2,17 +2,16 @@
 //! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
 //! it their own way.
 
-use super::{card, rules, IdempotencyKey, LinkService, NewLink};
+use super::{IdempotencyKey, LinkService, NewLink};
+use crate::link::{card, rules};
+pub use crate::link::{redirect_status, Invalid, DEFAULT_REDIRECT};
 use crate::projection;
 use crate::storage::{Link, LinkExtras};
 use crate::validate::{UrlError, UrlPolicy};
 use chrono::{DateTime, SubsecRound, Utc};
 use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
 use shortlink_wire::record::MAX_RECORD_BYTES;
-use std::borrow::Cow;
 
-/// Redirect status of a link created without one.
-pub const DEFAULT_REDIRECT: u16 = 302;
 /// Longest campaign and recipient reference, in bytes.
 pub const MAX_META_LEN: usize = 200;
 /// Most tags on a link, and longest tag in bytes.
@@ -32,31 +31,6 @@ pub struct PlainPassword(pub String);
 impl std::fmt::Debug for PlainPassword {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("PlainPassword(..)")
-    }
-}
-
-/// Why a request cannot become a link: a stable error code and a message for the caller.
-#[derive(Debug, thiserror::Error)]
-pub enum Invalid {
-    #[error("{message}")]
-    Field {
-        code: &'static str,
-        message: Cow<'static, str>,
-    },
-    #[error("invalid url: {0}")]
-    Url(#[from] UrlError),
-    /// Not the request's fault: the operating system gave no randomness (a password's salt). The
-    /// API answers 500 without the cause.
-    #[error("no randomness from the operating system")]
-    NoRandomness(#[source] getrandom::Error),
-}
-
-impl Invalid {
-    pub fn new(code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        Invalid::Field {
-            code,
-            message: message.into(),
-        }
     }
 }
 
@@ -124,16 +98,6 @@ pub fn idempotency_key(key: &str, api_key_id: i64) -> Option<IdempotencyKey> {
         api_key_id,
         key: key.to_owned(),
     })
-}
-
-pub fn redirect_status(value: Option<u16>) -> Result<u16, Invalid> {
-    match value.unwrap_or(DEFAULT_REDIRECT) {
-        status @ (301 | 302 | 307 | 308) => Ok(status),
-        other => Err(Invalid::new(
-            "invalid_redirect",
-            format!("redirect must be 301, 302, 307 or 308, not {other}"),
-        )),
-    }
 }
 
 /// An expiry: in the future, whole seconds.

@@ -41,14 +41,14 @@ pub struct LinkExtras {
     pub not_yet_url: Option<String>,
     /// Normalised like a target; instead of a 410 once expired.
     pub expired_url: Option<String>,
-    /// The rules in their API form (`service::rules::RuleSpec`), as normalised JSON text.
+    /// The rules in their API form (`link::rules::RuleSpec`), as normalised JSON text.
     pub rules: Option<String>,
     /// At least 1: at most this many clicks are redirected (counted in Redis, not here).
     pub max_visits: Option<i64>,
     /// The password's salted digest as hex (`wire::record::password::Password::to_hex`); the
     /// password itself is never kept.
     pub password_digest: Option<String>,
-    /// The preview card in its API form (`service::card::CardSpec`), as normalised JSON text.
+    /// The preview card in its API form (`link::card::CardSpec`), as normalised JSON text.
     pub preview: Option<String>,
 }
 

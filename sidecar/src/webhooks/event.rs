@@ -104,7 +104,7 @@ fn target(row: &FeedRow) -> Option<String> {
     if let Some(chosen) =
         (row.rule.as_deref()).and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()))
     {
-        let rules = crate::service::rules::parse_stored(row.rules.as_deref()?).ok()?;
+        let rules = crate::link::rules::parse_stored(row.rules.as_deref()?).ok()?;
         let rule = rules.get(usize::from(chosen.rule))?;
         return match (chosen.variant, &rule.then, &rule.split) {
             (None, Some(then), _) => Some(then.url.clone()),

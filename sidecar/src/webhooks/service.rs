@@ -6,7 +6,7 @@ use super::feed::{FeedFilter, FeedReader, Page};
 use super::store::Failure;
 use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
 use super::WebhookSettings;
-use crate::service::validate::Invalid;
+use crate::link::Invalid;
 use crate::storage::StorageError;
 use crate::validate::UrlPolicy;
 use crate::visits::store::VisitStore;

@@ -3,8 +3,8 @@
 use super::address;
 use super::cursor::Cursor;
 use super::feed::FeedFilter;
+use crate::link::Invalid;
 use crate::schema::WholeNumber;
-use crate::service::validate::Invalid;
 use crate::validate::UrlPolicy;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

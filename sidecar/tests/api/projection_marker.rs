@@ -42,8 +42,12 @@ async fn the_keeper_refills_redis_after_a_flush() {
 
     let config = keeper_config(&app).await;
     let state = shortlink_sidecar::build_state(&config).await.unwrap();
-    let keeper =
-        projection_marker::spawn_keeper(&config, std::sync::Arc::clone(&state.links)).unwrap();
+    let keeper = projection_marker::spawn_keeper(
+        &config,
+        std::sync::Arc::clone(state.links.storage()),
+        std::sync::Arc::clone(state.links.projection()),
+    )
+    .unwrap();
     // Start-up: Redis was complete but unmarked; the keeper fills nothing new and sets the marker.
     assert!(eventually(Duration::from_secs(10), || marker_present(&app)).await);
     assert_eq!(app.stored().await, before);

@@ -23,7 +23,7 @@ mod cluster;
 
 use crate::config::Config;
 use crate::primary::{needs_rediscovery, ConnectOptions, Primary, RedisConnection};
-use crate::projection::{ProjectionError, RecordWrite};
+use crate::projection::{Projection, ProjectionError, RecordWrite};
 use crate::storage::{self, LinkFilter, Storage, StorageError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -404,7 +404,8 @@ pub async fn restore(
 /// down is not an error here: the next check tries again.
 pub fn spawn_keeper(
     config: &Config,
-    links: Arc<crate::service::LinkService>,
+    storage: Arc<dyn Storage>,
+    projection: Arc<Projection>,
 ) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
     let marker = ProjectionMarker::new(config)?;
     let grace = config.expired_grace;
@@ -417,10 +418,10 @@ pub fn spawn_keeper(
         let mut shards = None;
         loop {
             if marker.primary.is_cluster() {
-                let storage = links.storage().as_ref();
-                redis_down = !cluster::keep(storage, &marker, grace, &mut shards, redis_down).await;
+                redis_down =
+                    !cluster::keep(storage.as_ref(), &marker, grace, &mut shards, redis_down).await;
                 if !redis_down {
-                    if let Err(error) = links.settle_in_doubt().await {
+                    if let Err(error) = projection.settle_in_doubt(storage.as_ref(), grace).await {
                         tracing::debug!(%error, "records in doubt not settled yet");
                     }
                 }
@@ -464,8 +465,7 @@ pub fn spawn_keeper(
                          filled; restoring it from SQL (nginx falls back to the sidecar meanwhile)"
                     );
                     let started = Instant::now();
-                    let storage = links.storage().as_ref();
-                    match restore(storage, &marker, grace).await {
+                    match restore(storage.as_ref(), &marker, grace).await {
                         Ok(Some(counts)) => tracing::info!(
                             records = counts.offered,
                             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -486,7 +486,7 @@ pub fn spawn_keeper(
             }
             if !redis_down {
                 // Failed write-throughs (Sentinel, `WAIT`): see crate::projection's `doubt`.
-                if let Err(error) = links.settle_in_doubt().await {
+                if let Err(error) = projection.settle_in_doubt(storage.as_ref(), grace).await {
                     tracing::debug!(%error, "records in doubt not settled yet");
                 }
             }

@@ -55,9 +55,11 @@ pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     let address = format!("http://{}", app.local_addr());
     let background = shortlink_sidecar::cli::visits::start_background(&config, app.state())
         .expect("start the visit consumer");
+    let links = &app.state().links;
     let keeper = shortlink_sidecar::projection::marker::spawn_keeper(
         &config,
-        std::sync::Arc::clone(&app.state().links),
+        std::sync::Arc::clone(links.storage()),
+        std::sync::Arc::clone(links.projection()),
     )
     .expect("start the marker's keeper");
     let server = tokio::spawn(async move {

@@ -3,7 +3,7 @@
 //! projected to Redis (URLs already normalised).
 
 use super::{Conditions, RuleSpec, SplitSpec, VariantSpec, WeeklySpec};
-use crate::service::validate::{redirect_status, Invalid};
+use crate::link::{redirect_status, Invalid};
 use crate::validate::UrlError;
 use chrono::{DateTime, SubsecRound, Utc};
 use shortlink_wire::record::is_valid_target;

@@ -2,7 +2,7 @@
 //! JSON text) and what a read returns. The card itself lives beside the record in Redis
 //! (`wire::keys::preview_key`, `wire::preview::Card`), read only for preview fetchers.
 
-use super::validate::Invalid;
+use super::Invalid;
 use crate::validate::UrlPolicy;
 use serde::{Deserialize, Serialize};
 use shortlink_wire::preview::{Card, MAX_DESCRIPTION, MAX_IMAGE, MAX_SITE_NAME, MAX_TITLE};
