@@ -81,7 +81,7 @@ pub enum Counter {
     EventsDropped,
     /// Gauge: events spooled now, waiting for Redis.
     EventsBuffered,
-    /// Cluster: `-MOVED` and `-ASK` redirections followed by lookups.
+    /// Cluster: `-MOVED` and `-ASK` redirections followed by lookups and visit batches.
     ClusterRedirects,
     /// Cluster: lookups that failed on the cluster's account (`-TRYAGAIN`, `-CLUSTERDOWN`, a slot
     /// with no owner, too many redirections, a node unreachable); they went to the fallback.
@@ -92,9 +92,12 @@ pub enum Counter {
     ClusterMapChanges,
     /// Gauge: primaries serving slots in the slot map a worker read last.
     ClusterPrimaries,
+    /// Cluster: visit events in batches a node redirected (`-MOVED`, `-ASK`), sent again to the
+    /// node named instead of counted failed.
+    EventsRerouted,
 }
 
-const COUNT: usize = 30;
+const COUNT: usize = 31;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -127,6 +130,7 @@ const NAMES: [&str; COUNT] = [
     "cluster_map_reads",
     "cluster_map_changes",
     "cluster_primaries",
+    "events_rerouted",
 ];
 
 #[repr(C)]
@@ -373,6 +377,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\n"));
     }
 }

@@ -99,7 +99,11 @@ impl Worker {
         let events = Rc::new(EventShared::new(
             mcf.events_spool(),
             crate::status::counters(mcf),
+            mcf.cluster.is_some(),
         ));
+        let mut flush = flush_event();
+        // The box keeps the event's address for the worker's life; Drop clears it first.
+        events.set_wake(&mut *flush);
         Self {
             conf: mcf,
             redis: mcf
@@ -138,7 +142,7 @@ impl Worker {
             // Workers start on different streams, so their batches spread from the first one.
             next_stream: std::process::id() as usize,
             batch: Batch::default(),
-            flush: flush_event(),
+            flush,
             flush_ms: mcf.events_flush_ms(),
             scheme: SchemeState::Unknown,
         }
@@ -175,6 +179,10 @@ impl Worker {
         self.disarm_flush();
         let visits = self.batch.len();
         if visits == 0 {
+            // Woken by a batch a cluster node redirected (`EventShared::reroute`): poll sends it.
+            if let Some(cluster) = self.cluster.as_mut() {
+                cluster.poll();
+            }
             return;
         }
         if let Some(pool) = self.redis.as_mut() {
@@ -359,6 +367,7 @@ impl Drop for Worker {
     fn drop(&mut self) {
         // nginx must not keep a pointer to memory about to be freed.
         self.disarm_flush();
+        self.events.set_wake(ptr::null_mut());
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }

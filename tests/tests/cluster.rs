@@ -12,6 +12,7 @@ use shortlink_e2e::cluster::{
 };
 use shortlink_e2e::{http_client, status_and_location};
 use shortlink_wire::cluster::{event_stream_keys, key_slot, marker_key};
+use shortlink_wire::event::{self, BATCH_FIELD};
 use shortlink_wire::resp::Frame;
 use testkit::{wait_until, RedisCluster};
 
@@ -187,6 +188,134 @@ fn lookups_follow_the_slots_through_a_reshard() {
     assert!(counters["cluster_redirects"] > 0, "{counters:?}");
     assert_eq!(counters["cluster_primaries"], 3, "{counters:?}");
     nginx.assert_no_crash();
+}
+
+/// Visit batches keep flowing while the slots of the visit streams move: a node that answers a
+/// batch `-ASK` (its stream's keys already moved) or `-MOVED` (the slot moved) did not store it,
+/// and the module sends it to the node named. Every visit made is in a stream, once.
+#[test]
+fn visit_batches_follow_their_streams_through_a_slot_migration() {
+    let cluster = RedisCluster::start();
+    let links = Arc::new(load(&cluster));
+    let nginx = ClusterNginx::start(&cluster, 2, "off");
+    let primaries = cluster.primaries();
+    let (from, to) = (
+        &cluster.nodes()[primaries[0]],
+        &cluster.nodes()[primaries[1]],
+    );
+    let owners = slot_owners(&from.addr());
+    let moving: Vec<u16> = event_stream_keys()
+        .iter()
+        .map(|key| key_slot(key.as_bytes()))
+        .filter(|&slot| owners[usize::from(slot)] == from.addr())
+        .collect();
+    assert!(!moving.is_empty(), "no visit stream on the first primary");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let load = run_load(nginx.port, links.clone(), stop.clone(), tally.clone());
+    let rerouted_after = |count: u64| {
+        wait_until(Duration::from_secs(20), || {
+            nginx.counters()["events_rerouted"] > count
+        })
+    };
+    // Keys moved, slots still migrating: the old owner answers `-ASK` for them.
+    let (from_id, to_id) = (
+        from.cli_raw(&["CLUSTER", "MYID"]),
+        to.cli_raw(&["CLUSTER", "MYID"]),
+    );
+    for &slot in &moving {
+        let slot = slot.to_string();
+        to.cli_raw(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        from.cli_raw(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        let keys = from.cli_raw(&["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+        for key in keys.lines().filter(|key| !key.is_empty()) {
+            let (host, port) = to
+                .addr()
+                .rsplit_once(':')
+                .map(|(h, p)| (h.to_owned(), p.to_owned()))
+                .unwrap();
+            let reply = from.cli_raw(&["MIGRATE", &host, &port, key, "0", "5000"]);
+            assert_eq!(reply.trim(), "OK", "MIGRATE {key}");
+        }
+    }
+    assert!(
+        rerouted_after(0),
+        "no batch was redirected while its stream's slot migrated"
+    );
+    // The slots change hands: the old owner answers `-MOVED` until every worker reads the map.
+    let asked = nginx.counters()["events_rerouted"];
+    for &slot in &moving {
+        let slot = slot.to_string();
+        for node in cluster.nodes() {
+            node.cli_raw(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+    }
+    assert!(
+        rerouted_after(asked),
+        "no batch was redirected once its stream's slot moved"
+    );
+    stop.store(true, Ordering::Relaxed);
+    load.into_iter().for_each(|t| t.join().unwrap());
+    wait_for_agreement(&cluster);
+
+    assert_eq!(tally.wrong.load(Ordering::Relaxed), 0, "wrong answers");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let c = nginx.counters();
+            c["events_sent"] == c["events_queued"] && c["events_buffered"] == 0
+        }),
+        "visits still waiting: {:?}",
+        nginx.counters()
+    );
+    let counters = nginx.counters();
+    assert_eq!(counters["events_failed"], 0, "{counters:?}");
+    assert_eq!(counters["events_dropped"], 0, "{counters:?}");
+    let redirects = tally.right.load(Ordering::Relaxed);
+    assert_eq!(counters["events_queued"], redirects, "a visit per redirect");
+    let owners = slot_owners(&to.addr());
+    let stored: u64 = event_stream_keys()
+        .iter()
+        .map(|key| stream_visits(&owners[usize::from(key_slot(key.as_bytes()))], key))
+        .sum();
+    assert_eq!(
+        stored, redirects,
+        "visits in the streams; counters {counters:?}"
+    );
+    nginx.assert_no_crash();
+}
+
+/// The visits stored in `key`'s stream, on its owner.
+fn stream_visits(owner: &str, key: &str) -> u64 {
+    let reply = NodeConn::open(owner).pipeline(&[vec![
+        b"XRANGE".to_vec(),
+        key.as_bytes().to_vec(),
+        b"-".to_vec(),
+        b"+".to_vec(),
+    ]]);
+    let Frame::Array(entries) = &reply[0] else {
+        panic!("XRANGE {key}: {:?}", reply[0]);
+    };
+    entries
+        .iter()
+        .map(|entry| match entry {
+            Frame::Array(parts) => match parts.get(1) {
+                Some(Frame::Array(fields)) => fields
+                    .chunks(2)
+                    .filter_map(|pair| match pair {
+                        [Frame::Bulk(name), Frame::Bulk(batch)]
+                            if name.as_slice() == BATCH_FIELD =>
+                        {
+                            Some(event::decode::visits(batch).filter(Result::is_ok).count() as u64)
+                        }
+                        _ => None,
+                    })
+                    .sum::<u64>(),
+                other => panic!("entry of {key} without fields: {other:?}"),
+            },
+            other => panic!("entry of {key}: {other:?}"),
+        })
+        .sum()
 }
 
 #[test]

@@ -10,4 +10,4 @@
 mod spool;
 
 pub use shortlink_wire::event::{Batch, Encoder, Visit, BATCH_MAX_BYTES, BATCH_MAX_VISITS};
-pub use spool::{EventShared, Spool};
+pub use spool::{EventShared, KeptCommand, Rerouted, Spool, Spooled, MAX_REDIRECTS};

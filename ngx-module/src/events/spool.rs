@@ -1,7 +1,10 @@
 //! The bounded per-worker spool (`shortlink_events_buffer`): encoded event commands waiting
 //! while Redis is unreachable, and the counters every part of the event path shares.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::ptr;
+
+use nginx_sys::{ngx_event_t, ngx_post_event, ngx_posted_events};
 
 use crate::conf::SpoolLimits;
 use crate::status::{Counter, Counters};
@@ -11,8 +14,8 @@ use crate::status::{Counter, Counters};
 #[derive(Debug)]
 pub struct Spool {
     buf: Vec<u8>,
-    /// Visits carried by each spooled command, in order.
-    commands: Vec<u32>,
+    /// Each spooled command, in order.
+    commands: Vec<Spooled>,
     visits: usize,
     limits: SpoolLimits,
 }
@@ -53,12 +56,15 @@ impl Spool {
             return false;
         }
         self.visits += visits;
-        self.commands.push(visits as u32);
+        self.commands.push(Spooled {
+            visits: visits as u32,
+            len: (self.buf.len() - before) as u32,
+        });
         true
     }
 
-    /// Moves every spooled command to the end of `out`; returns the visits each one carries.
-    pub fn drain_into(&mut self, out: &mut Vec<u8>) -> Vec<u32> {
+    /// Moves every spooled command to the end of `out`, in order.
+    pub fn drain_into(&mut self, out: &mut Vec<u8>) -> Vec<Spooled> {
         out.extend_from_slice(&self.buf);
         self.buf.clear();
         if self.buf.capacity() > 64 * 1024 {
@@ -70,18 +76,94 @@ impl Spool {
     }
 }
 
+/// One command of the spool: the visits it carries and its length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spooled {
+    pub visits: u32,
+    pub len: u32,
+}
+
+/// An event command a cluster node did not run because its stream's slot is elsewhere
+/// (`-MOVED`) or moving (`-ASK`): nothing of it was stored, so it is sent again, as it is, to the
+/// node the error names.
+#[derive(Debug)]
+pub struct Rerouted {
+    /// The error reply without its `-` and line end: `MOVED <slot> <ip:port>` or `ASK ...`.
+    pub error: Vec<u8>,
+    pub visits: u32,
+    pub command: KeptCommand,
+}
+
+/// An event command's bytes, kept on a cluster until its reply.
+#[derive(Debug)]
+pub struct KeptCommand {
+    pub bytes: Box<[u8]>,
+    /// Redirections it has followed: nodes that keep sending it on (a cluster whose nodes
+    /// disagree for long) make it a failure at [`MAX_REDIRECTS`].
+    pub redirects: u8,
+}
+
+/// Redirections an event command follows before it counts as failed; a reshard asks for two at
+/// most (`-ASK` while its slot moves, `-MOVED` once it has).
+pub const MAX_REDIRECTS: u8 = 5;
+
 /// A worker's spool and counters, shared by its Redis pool and connections (a connection that
 /// comes up flushes the spool itself).
 pub struct EventShared {
     pub spool: RefCell<Spool>,
     stats: Option<&'static Counters>,
+    /// On a cluster, connections keep a copy of each event command until its reply, so that a
+    /// redirected one can be sent again ([`Rerouted`]). One Redis never redirects: no copies.
+    keep_commands: bool,
+    rerouted: RefCell<Vec<Rerouted>>,
+    /// The worker's flush event, posted when a command is rerouted so that it leaves without
+    /// waiting for the next visit; null while the worker has none.
+    wake: Cell<*mut ngx_event_t>,
 }
 
 impl EventShared {
-    pub fn new(limits: SpoolLimits, stats: Option<&'static Counters>) -> Self {
+    pub fn new(limits: SpoolLimits, stats: Option<&'static Counters>, cluster: bool) -> Self {
         Self {
             spool: RefCell::new(Spool::new(limits)),
             stats,
+            keep_commands: cluster,
+            rerouted: RefCell::new(Vec::new()),
+            wake: Cell::new(ptr::null_mut()),
+        }
+    }
+
+    /// Whether connections keep each event command until its reply (a cluster's).
+    pub fn keeps_commands(&self) -> bool {
+        self.keep_commands
+    }
+
+    /// Sets (or, with null, clears) the event posted when a command is rerouted. The caller
+    /// keeps it alive and clears it before freeing it.
+    pub fn set_wake(&self, event: *mut ngx_event_t) {
+        self.wake.set(event);
+    }
+
+    /// Keeps a redirected command to be sent again, and wakes the worker to send it. Its visits
+    /// count as sent again only when they are.
+    pub fn reroute(&self, rerouted: Rerouted) {
+        self.sub(Counter::EventsSent, rerouted.visits as usize);
+        self.add(Counter::EventsRerouted, rerouted.visits as usize);
+        self.rerouted.borrow_mut().push(rerouted);
+        let event = self.wake.get();
+        // SAFETY: a non-null `wake` is the worker's live flush event (set_wake's contract);
+        // posting an event that is already posted does nothing.
+        unsafe {
+            if !event.is_null() && (*event).posted() == 0 {
+                ngx_post_event(event, ptr::addr_of_mut!(ngx_posted_events));
+            }
+        }
+    }
+
+    /// The commands rerouted since the last call.
+    pub fn take_rerouted(&self) -> Vec<Rerouted> {
+        match self.rerouted.try_borrow_mut() {
+            Ok(mut rerouted) if !rerouted.is_empty() => std::mem::take(&mut *rerouted),
+            _ => Vec::new(),
         }
     }
 
@@ -97,8 +179,8 @@ impl EventShared {
         }
     }
 
-    /// Moves the spool onto a connection's output; returns the visits of each command moved.
-    pub fn flush_into(&self, out: &mut Vec<u8>) -> Vec<u32> {
+    /// Moves the spool onto a connection's output; returns the commands moved, in order.
+    pub fn flush_into(&self, out: &mut Vec<u8>) -> Vec<Spooled> {
         let Ok(mut spool) = self.spool.try_borrow_mut() else {
             return Vec::new();
         };
@@ -132,7 +214,16 @@ impl EventShared {
 impl Drop for EventShared {
     /// The worker is exiting (or its configuration was replaced): spooled events are lost.
     fn drop(&mut self) {
+        let rerouted: usize = self
+            .rerouted
+            .get_mut()
+            .iter()
+            .map(|r| r.visits as usize)
+            .sum();
         let n = self.spool.get_mut().len();
+        if rerouted > 0 {
+            self.add(Counter::EventsDropped, rerouted);
+        }
         if n > 0 {
             self.sub(Counter::EventsBuffered, n);
             self.add(Counter::EventsDropped, n);
@@ -195,7 +286,11 @@ mod tests {
         );
 
         let mut out = Vec::new();
-        assert_eq!(spool.drain_into(&mut out), [1, 1]);
+        let one_command = Spooled {
+            visits: 1,
+            len: one.len() as u32,
+        };
+        assert_eq!(spool.drain_into(&mut out), [one_command, one_command]);
         assert_eq!(out, [one.clone(), one.clone()].concat());
         assert!(spool.is_empty() && spool.bytes() == 0);
 

@@ -28,7 +28,7 @@ use super::resp::{self, Frame};
 use super::tracking::TrackState;
 use super::{now_ms, RedisError};
 use crate::conf::PeerAddr;
-use crate::events::EventShared;
+use crate::events::{EventShared, KeptCommand, Rerouted};
 use crate::ffi;
 use crate::status::Counter;
 
@@ -59,9 +59,13 @@ impl Future for Reply {
 
 enum Pending {
     Wait(Rc<Slot>),
-    /// An event command carrying this many visits: its reply is read and dropped, an error
-    /// reply counted against the visits.
-    Event(u32),
+    /// An event command carrying `visits`: its reply is read and dropped, an error reply counted
+    /// against the visits. On a cluster `command` keeps its bytes, to send it again elsewhere if
+    /// the node redirects it.
+    Event {
+        visits: u32,
+        command: Option<KeptCommand>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,8 +250,31 @@ impl Conn {
     /// (after any spooled ones, so they keep their order). Must only be called when `is_ready()`.
     pub fn send_event(&mut self, visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.flush_spool();
+        let start = self.out.len();
         write(&mut self.out);
-        self.queued(Pending::Event(visits as u32));
+        self.queued_event(visits as u32, start);
+    }
+
+    /// Queues an event command a node redirected ([`Rerouted`]) as it was, after `ASKING` for
+    /// an `-ASK` (whose reply is dropped).
+    pub fn resend_event(&mut self, rerouted: Rerouted, asking: bool) {
+        if asking {
+            drop(self.send(&[&[b"ASKING"]]));
+        }
+        self.out.extend_from_slice(&rerouted.command.bytes);
+        self.queued(Pending::Event {
+            visits: rerouted.visits,
+            command: Some(rerouted.command),
+        });
+    }
+
+    /// Books the event command of `visits` written to `out` from `start` on.
+    fn queued_event(&mut self, visits: u32, start: usize) {
+        let command = self.events.keeps_commands().then(|| KeptCommand {
+            bytes: self.out[start..].into(),
+            redirects: 0,
+        });
+        self.queued(Pending::Event { visits, command });
     }
 
     /// Moves the worker's spooled events onto this (ready) connection.
@@ -255,8 +282,10 @@ impl Conn {
         if self.track.is_some() || self.control {
             return;
         }
-        for visits in self.events.flush_into(&mut self.out) {
-            self.queued(Pending::Event(visits));
+        let mut start = self.out.len();
+        for spooled in self.events.flush_into(&mut self.out) {
+            self.queued_event(spooled.visits, start);
+            start += spooled.len as usize;
         }
     }
 
@@ -483,8 +512,15 @@ impl Conn {
                         (Some(Pending::Wait(slot)), Some(frame)) => {
                             self.done.push((slot, Ok(frame)))
                         }
-                        (Some(Pending::Event(visits)), _) if error => {
-                            event_errors += visits as usize
+                        (Some(Pending::Event { visits, command }), _) if error => {
+                            match (command, redirection(&rest[..n])) {
+                                (Some(command), Some(error)) => self.events.reroute(Rerouted {
+                                    error: error.to_vec(),
+                                    visits,
+                                    command,
+                                }),
+                                _ => event_errors += visits as usize,
+                            }
                         }
                         _ => {}
                     }
@@ -564,7 +600,7 @@ impl Conn {
         for pending in self.pending.drain(..) {
             match pending {
                 Pending::Wait(slot) => self.done.push((slot, Err(why))),
-                Pending::Event(visits) => lost_events += visits as usize,
+                Pending::Event { visits, .. } => lost_events += visits as usize,
             }
         }
         if lost_events > 0 {
@@ -594,6 +630,13 @@ impl Conn {
         };
         ngx_log_error!(NGX_LOG_ERR, self.pc.log, "shortlink: {msg} ({name})");
     }
+}
+
+/// The text of an error reply that redirects a cluster command (`-MOVED ...`, `-ASK ...`): the
+/// node did not run it. Any other error (`-TRYAGAIN`, `-CLUSTERDOWN`, `-OOM`) is a failure.
+fn redirection(reply: &[u8]) -> Option<&[u8]> {
+    let text = reply.strip_prefix(b"-")?.strip_suffix(b"\r\n")?;
+    (text.starts_with(b"MOVED ") || text.starts_with(b"ASK ")).then_some(text)
 }
 
 impl Drop for Conn {
@@ -642,4 +685,29 @@ fn dispatch(ev: *mut ngx_event_t, handle: fn(&mut Conn, &mut ngx_event_t)) {
             me.done = done;
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redirection;
+
+    #[test]
+    fn only_moved_and_ask_redirect_an_event_command() {
+        assert_eq!(
+            redirection(b"-MOVED 3999 127.0.0.1:6381\r\n"),
+            Some(&b"MOVED 3999 127.0.0.1:6381"[..])
+        );
+        assert_eq!(
+            redirection(b"-ASK 12 [::1]:7000\r\n"),
+            Some(&b"ASK 12 [::1]:7000"[..])
+        );
+        for failure in [
+            &b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"[..],
+            b"-CLUSTERDOWN The cluster is down\r\n",
+            b"-MOVEDX 1 a:1\r\n",
+            b"+OK\r\n",
+        ] {
+            assert_eq!(redirection(failure), None);
+        }
+    }
 }

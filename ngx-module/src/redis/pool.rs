@@ -9,7 +9,7 @@ use super::connection::{Conn, ConnRef, Reply, Timeouts};
 use super::{now_ms, RedisError};
 use crate::conf::parse::RedisSpec;
 use crate::conf::{PeerAddr, Redis};
-use crate::events::EventShared;
+use crate::events::{EventShared, Rerouted};
 
 pub struct Pool {
     peer: PeerAddr,
@@ -64,6 +64,25 @@ impl Pool {
                 self.conns.push(conn);
             }
         }
+    }
+
+    /// Sends an event command a node redirected here ([`Rerouted`]) again: on a ready connection,
+    /// after `ASKING` for an `-ASK`; with none ready, spooled like any event (a node that then
+    /// gets it without `ASKING` redirects it once more).
+    pub fn resend_event(&mut self, rerouted: Rerouted, asking: bool) {
+        self.conns
+            .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
+        let ready = preferred(&self.conns, Conn::is_ready);
+        if let Some(mut conn) = ready.and_then(|(_, c)| c.try_borrow_mut().ok()) {
+            let visits = rerouted.visits as usize;
+            conn.resend_event(rerouted, asking);
+            self.events.add(crate::status::Counter::EventsSent, visits);
+            return;
+        }
+        let bytes = rerouted.command.bytes;
+        self.send_event(rerouted.visits as usize, |out| {
+            out.extend_from_slice(&bytes)
+        });
     }
 
     fn open(&self) -> Result<ConnRef, RedisError> {

@@ -82,11 +82,12 @@ const HELP: [&str; COUNT] = [
     "Visit events Redis refused or may have lost.",
     "Visit events thrown away.",
     "Visit events spooled now, waiting for Redis.",
-    "Cluster MOVED and ASK redirections followed.",
+    "Cluster MOVED and ASK redirections followed, by lookups and visit batches.",
     "Lookups failed on the cluster's account (TRYAGAIN, CLUSTERDOWN, no owner, node down).",
     "Cluster slot maps read.",
     "Changes of a worker's cluster slot map.",
     "Primaries serving slots in the last slot map read.",
+    "Visit events a cluster node redirected (MOVED, ASK) and that were sent again.",
 ];
 
 /// The whole page in the Prometheus text format.

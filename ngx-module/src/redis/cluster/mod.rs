@@ -23,11 +23,11 @@ use super::{now_ms, Pool, RedisError, Tracker};
 use crate::cache::Cache;
 use crate::conf::parse::RedisSpec;
 use crate::conf::RedisCluster;
-use crate::events::EventShared;
+use crate::events::{EventShared, Rerouted, MAX_REDIRECTS};
 use crate::status::{Counter, Counters};
 use addr::Addrs;
 use refresh::Refresh;
-use slots::SlotMap;
+use slots::{Redirect, SlotMap};
 
 /// A busy worker reads the map this often, whatever happens.
 pub const REFRESH_EVERY_MS: u64 = 1_000;
@@ -120,6 +120,53 @@ impl Cluster {
                 .collect();
             self.refresh.start(now, primaries, &self.events);
         }
+        self.resend_rerouted();
+    }
+
+    /// Sends again the visit batches nodes redirected: to the node a `-MOVED` names (the map
+    /// learns it, as from a lookup), or once after `ASKING` to the node an `-ASK` names.
+    fn resend_rerouted(&mut self) {
+        for mut rerouted in self.events.take_rerouted() {
+            let visits = rerouted.visits as usize;
+            let (node, asking) = match slots::redirect(&rerouted.error) {
+                _ if rerouted.command.redirects >= MAX_REDIRECTS => {
+                    self.events.add(Counter::EventsFailed, visits);
+                    continue;
+                }
+                Some(Redirect::Moved { slot, node }) => {
+                    self.moved(slot, &node);
+                    (node, false)
+                }
+                Some(Redirect::Ask { node, .. }) => {
+                    self.asked();
+                    (node, true)
+                }
+                None => {
+                    self.events.add(Counter::EventsFailed, visits);
+                    continue;
+                }
+            };
+            rerouted.command.redirects += 1;
+            match pool_of(
+                &mut self.nodes,
+                &mut self.addrs,
+                &self.spec,
+                &self.events,
+                &node,
+            ) {
+                Some(pool) => pool.resend_event(rerouted, asking),
+                None => self.spool_rerouted(rerouted),
+            }
+        }
+    }
+
+    /// A redirected batch for a node this worker cannot reach yet waits in the spool.
+    fn spool_rerouted(&mut self, rerouted: Rerouted) {
+        self.refresh.want();
+        let bytes = rerouted.command.bytes;
+        self.events.spool(rerouted.visits as usize, |out| {
+            out.extend_from_slice(&bytes)
+        });
     }
 
     fn install(&mut self, map: SlotMap) {
