@@ -130,7 +130,7 @@ impl Cluster {
             let visits = rerouted.visits as usize;
             let (node, asking) = match slots::redirect(&rerouted.error) {
                 _ if rerouted.command.redirects >= MAX_REDIRECTS => {
-                    self.events.add(Counter::EventsFailed, visits);
+                    self.give_up(visits);
                     continue;
                 }
                 Some(Redirect::Moved { slot, node }) => {
@@ -142,7 +142,7 @@ impl Cluster {
                     (node, true)
                 }
                 None => {
-                    self.events.add(Counter::EventsFailed, visits);
+                    self.give_up(visits);
                     continue;
                 }
             };
@@ -158,6 +158,13 @@ impl Cluster {
                 None => self.spool_rerouted(rerouted),
             }
         }
+    }
+
+    /// A redirected batch that is not sent again counts as sent and failed, as a batch a node
+    /// refused with any other error.
+    fn give_up(&self, visits: usize) {
+        self.events.add(Counter::EventsSent, visits);
+        self.events.add(Counter::EventsFailed, visits);
     }
 
     /// A redirected batch for a node this worker cannot reach yet waits in the spool.
