@@ -11,6 +11,7 @@
 use super::store::VisitStore;
 use crate::service::{LinkPatch, LinkService, ServiceError};
 use crate::storage::{self, StorageError};
+use crate::webhooks::Webhooks;
 use chrono::SubsecRound;
 use std::sync::Arc;
 use std::time::Duration;

@@ -25,6 +25,7 @@
 use foldhash::{HashMap, HashSet};
 use shortlink_visit_enrich::{Audience, Visit};
 use std::collections::BTreeMap;
+use std::hash::Hash;
 
 /// Series granularity.
 #[derive(
@@ -192,32 +193,24 @@ pub fn fold<'a>(
             link.1 = link.1.max(visit.time_ms);
         }
     }
-    let mut d = Deltas {
-        buckets: buckets.into_iter().collect(),
-        agents: agents.into_iter().collect(),
-        places: places.into_iter().collect(),
-        sources: sources.into_iter().collect(),
+    // All links: the per-link rows summed under `*`, which folds each visit once instead of twice;
+    // summed and merged in the hash maps, each table sorted once.
+    Deltas {
+        buckets: with_all_links(buckets, |k| (ALL_LINKS, k.1, k.2), Counts::add),
+        agents: with_all_links(
+            agents,
+            |k| (ALL_LINKS, k.1, k.2, k.3, k.4, k.5),
+            Audiences::merge,
+        ),
+        places: with_all_links(
+            places,
+            |k| (ALL_LINKS, k.1, k.2, k.3, k.4),
+            Audiences::merge,
+        ),
+        sources: with_all_links(sources, |k| (ALL_LINKS, k.1, k.2, k.3), Audiences::merge),
         domain_minutes: domain_minutes.into_iter().collect(),
         links: links.into_iter().collect(),
-    };
-    // All links: the per-link rows summed under `*`, which folds each visit once instead of twice.
-    add_all_links(&mut d.buckets, |k| (ALL_LINKS, k.1, k.2), Counts::add);
-    add_all_links(
-        &mut d.agents,
-        |k| (ALL_LINKS, k.1, k.2, k.3, k.4, k.5),
-        Audiences::merge,
-    );
-    add_all_links(
-        &mut d.places,
-        |k| (ALL_LINKS, k.1, k.2, k.3, k.4),
-        Audiences::merge,
-    );
-    add_all_links(
-        &mut d.sources,
-        |k| (ALL_LINKS, k.1, k.2, k.3),
-        Audiences::merge,
-    );
-    d
+    }
 }
 
 impl<'a> Deltas<'a> {
@@ -237,19 +230,20 @@ impl<'a> Deltas<'a> {
     }
 }
 
-/// Adds to `rows` the sum of its rows under each key's all-links form (`all`).
-fn add_all_links<K: Ord + Copy, V: Default>(
-    rows: &mut BTreeMap<K, V>,
+/// `rows` with the sum of its rows under each key's all-links form (`all`) added, in key order.
+fn with_all_links<K: Ord + Hash + Copy, V: Default>(
+    mut rows: HashMap<K, V>,
     all: impl Fn(K) -> K,
     add: impl Fn(&mut V, &V),
-) {
-    let mut sums: BTreeMap<K, V> = BTreeMap::new();
+) -> BTreeMap<K, V> {
+    let mut sums: HashMap<K, V> = HashMap::default();
     for (key, value) in rows.iter() {
         add(sums.entry(all(*key)).or_default(), value);
     }
     for (key, value) in sums {
         add(rows.entry(key).or_default(), &value);
     }
+    rows.into_iter().collect()
 }
 
 /// Rollup rows under this code count every link together (codes never contain `*`).

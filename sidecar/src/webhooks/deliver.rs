@@ -14,7 +14,7 @@ use super::event::FeedEvent;
 use super::feed::FeedReader;
 use super::store::{Failure, Lease, Progress};
 use super::subscription::Subscription;
-use super::WebhookSettings;
+use super::{WebhookSettings, Webhooks};
 use crate::storage::StorageResult;
 use crate::visits::store::VisitStore;
 use serde::Serialize;

@@ -24,7 +24,7 @@ pub mod subscription;
 pub use cursor::Cursor;
 pub use event::{FeedEvent, Privacy};
 pub use service::{WebhookError, WebhookService};
-pub use store::WebhookStore;
+pub use store::{WebhookStore, Webhooks};
 
 use crate::config::{Config, ConfigError};
 use std::path::PathBuf;

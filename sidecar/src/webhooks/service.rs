@@ -5,7 +5,7 @@ use super::event::Privacy;
 use super::feed::{FeedFilter, FeedReader, Page};
 use super::store::Failure;
 use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
-use super::WebhookSettings;
+use super::{WebhookSettings, Webhooks};
 use crate::link::Invalid;
 use crate::storage::StorageError;
 use crate::validate::UrlPolicy;

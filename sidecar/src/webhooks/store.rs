@@ -6,7 +6,9 @@ use super::cursor::Cursor;
 use super::subscription::{Subscription, SubscriptionSpec};
 use crate::storage::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use crate::storage::{StorageError, StorageResult};
-use crate::visits::store::{SqlVisitStore, VisitDialect};
+use crate::visits::store::{
+    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Pool};
@@ -86,6 +88,28 @@ pub struct Failure {
     pub events: i64,
     pub failed_ms: i64,
     pub error: String,
+}
+
+/// The feed and the webhooks' state of the database a visit store writes to: the same store,
+/// seen as a [`WebhookStore`] (implemented below for every SQL backend's visit store). The
+/// webhooks depend on the visit stores, not the reverse.
+pub trait Webhooks {
+    fn webhooks(&self) -> &dyn WebhookStore;
+}
+
+impl Webhooks for dyn VisitStore {
+    fn webhooks(&self) -> &dyn WebhookStore {
+        let store = self.as_any();
+        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
+            store
+        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
+            store
+        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
+            store
+        } else {
+            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        }
+    }
 }
 
 #[async_trait]

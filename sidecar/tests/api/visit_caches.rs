@@ -83,8 +83,34 @@ fn geo_db() -> PathBuf {
 }
 
 /// The visit tables' rows as text: on SQLite as `sqlite3 .dump` writes them, on PostgreSQL each
-/// table's rows in their text form (`row::text`), sorted, under an `INSERT INTO <table> ` line.
+/// table's rows in their text form (`row::text`), on MariaDB each row's columns in hex (`NULL`
+/// for none), sorted, under an `INSERT INTO <table> ` line.
 async fn dump(app: &TestApp) -> String {
+    if let TestDb::Mysql(_) = &app.db {
+        let mut dump = String::new();
+        for table in VISIT_TABLES {
+            let columns = (app.db)
+                .texts(&format!(
+                    "SELECT column_name FROM information_schema.columns WHERE \
+                     table_schema = DATABASE() AND table_name = '{table}' \
+                     ORDER BY ordinal_position"
+                ))
+                .await;
+            let hex: Vec<String> = (columns.iter())
+                .map(|c| format!("IFNULL(HEX(`{c}`), 'NULL')"))
+                .collect();
+            let rows = (app.db)
+                .texts(&format!(
+                    "SELECT CONCAT_WS(',', {}) AS r FROM {table} ORDER BY r",
+                    hex.join(", ")
+                ))
+                .await;
+            for row in rows {
+                dump.push_str(&format!("INSERT INTO {table} {row}\n"));
+            }
+        }
+        return dump;
+    }
     if let TestDb::Postgres(_) = &app.db {
         let mut dump = String::new();
         for table in VISIT_TABLES {
@@ -115,6 +141,11 @@ async fn the_agent_cache_changes_no_stored_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_cache_changes_no_stored_row_on_postgres() {
     the_agent_cache_changes_no_stored_row_on(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_cache_changes_no_stored_row_on_mariadb() {
+    the_agent_cache_changes_no_stored_row_on(Backend::Mariadb).await;
 }
 
 async fn the_agent_cache_changes_no_stored_row_on(backend: Backend) {
@@ -149,6 +180,12 @@ async fn the_agent_cache_changes_no_stored_row_on(backend: Backend) {
             dumps[0].contains(&format!("INSERT INTO {table} ")),
             "{table} has rows"
         );
+    }
+    // To compare two builds' rows (the SQLite batch write of issue 38 against the one before it):
+    // VISIT_CACHES_DUMP=<dir> writes each backend's dump there.
+    if let Some(dir) = std::env::var_os("VISIT_CACHES_DUMP") {
+        let file = PathBuf::from(dir).join(format!("{backend:?}.dump"));
+        std::fs::write(file, &dumps[0]).expect("write the dump");
     }
     // Compared whole, not printed: the dumps are tens of megabytes.
     assert!(

@@ -292,8 +292,9 @@ pub trait VisitStore: Send + Sync + 'static {
     /// Raw visits stored (tests and benchmarks).
     async fn visit_rows(&self) -> StorageResult<i64>;
 
-    /// The visit feed and the click webhooks' state, in the same database.
-    fn webhooks(&self) -> &dyn crate::webhooks::WebhookStore;
+    /// The store as itself: what the layers above keep in the same database finds the store's
+    /// backend by its type (the visit feed and the click webhooks' state, `webhooks/store.rs`).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.

@@ -11,6 +11,7 @@
 //! second time.
 
 mod api;
+mod feed;
 mod mysql;
 mod postgres;
 mod sql;

@@ -305,7 +305,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         Ok(entries)
     }
 
-    fn webhooks(&self) -> &dyn crate::webhooks::WebhookStore {
+    fn as_any(&self) -> &dyn std::any::Any {
         self
     }
 

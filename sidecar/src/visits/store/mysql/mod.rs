@@ -387,7 +387,7 @@ impl VisitDialect for MysqlVisits {
             )
         })
         .await?;
-        crate::webhooks::feed::append::<My>(&mut tx, &inserted).await?;
+        super::feed::append::<My>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome(visits.len(), inserted.len()))
     }

@@ -81,7 +81,7 @@ impl VisitDialect for PgVisits {
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
-        crate::webhooks::feed::append::<Pg>(&mut tx, &inserted).await?;
+        super::feed::append::<Pg>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(db)?;
         Ok(outcome(visits.len(), inserted.len()))
     }
