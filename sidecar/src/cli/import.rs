@@ -396,6 +396,7 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
             created_at: created_at.unwrap_or(now),
             revoked_at,
         }),
+        foreign: false,
     })
 }
 

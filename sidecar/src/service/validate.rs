@@ -202,6 +202,7 @@ pub fn new_link(
         tags: tags(request.tags)?,
         extras,
         restore: None,
+        foreign: false,
     })
 }
 

@@ -5,6 +5,7 @@
 //! the SQL write and the commit (see [`crate::service`]).
 
 mod api;
+mod imported;
 mod model;
 pub mod mysql;
 pub(crate) mod pg_copy;
@@ -17,6 +18,7 @@ pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkExtras, LinkFilter, LinkFlags, LinkState,
     ListCursor, NewRow, Role, Slot,
 };
+pub use self::imported::ImportedLink;
 use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
