@@ -92,9 +92,11 @@ impl LinkService {
         // Redis write was made for them; created again with the next numbers.
         if !failed {
             for (c, plan) in plans.iter_mut().enumerate() {
-                refused
-                    .retry
-                    .extend(std::mem::take(&mut plan.retry).into_iter().map(|at| (c, at)));
+                refused.retry.extend(
+                    std::mem::take(&mut plan.retry)
+                        .into_iter()
+                        .map(|at| (c, at)),
+                );
             }
         }
         let failure = self.end_transaction(tx, failed, &sent, &taken).await;

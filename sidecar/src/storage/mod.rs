@@ -14,11 +14,11 @@ pub(crate) mod sql;
 mod sqlite;
 pub(crate) mod sqlite_file;
 
+pub use self::imported::ImportedLink;
 pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkExtras, LinkFilter, LinkFlags, LinkState,
     ListCursor, NewRow, Role, Slot,
 };
-pub use self::imported::ImportedLink;
 use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;

@@ -5,8 +5,7 @@ use super::{rows, statement, Dialect, Driver, Statement, Value, IN_LIST};
 use crate::storage::api::StorageResult;
 use crate::storage::imported::ImportedLink;
 
-const COLUMNS: &str =
-    "code, source, domain, source_target, title, source_visits, imported_at_ms";
+const COLUMNS: &str = "code, source, domain, source_target, title, source_visits, imported_at_ms";
 
 impl<D: Dialect> SqlStorage<D> {
     pub(super) async fn imported_rows(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>> {

@@ -8,8 +8,8 @@
 use super::access::{sequence_read, sequence_value};
 use super::rows::{self, API_KEY_COLUMNS};
 use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
-use crate::storage::imported::ImportedLink;
 use crate::storage::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
+use crate::storage::imported::ImportedLink;
 use crate::storage::model::{
     url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
     NewRow, Role,
