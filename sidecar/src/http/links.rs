@@ -328,9 +328,12 @@ impl From<CreateLinkRequest> for LinkRequest {
     }
 }
 
-/// A code from the path that could name a link; anything else cannot exist.
+/// A code from the path that could name a link (ours, or one imported from another shortener,
+/// which `import --from` alone creates); anything else cannot exist.
 fn path_code(state: &AppState, code: &str) -> Result<()> {
-    if state.links.scheme().shape(code.as_bytes()).may_exist() {
+    if state.links.scheme().shape(code.as_bytes()).may_exist()
+        || shortcode::is_imported_charset(code.as_bytes())
+    {
         Ok(())
     } else {
         Err(Error::NotFound)

@@ -62,9 +62,11 @@ impl Source for YourlsDb {
             return Ok(None);
         }
         // Keyset by keyword (the primary key, binary collation in YOURLS 1.9): a page costs the
-        // same at the end of a million links as at the start.
+        // same at the end of a million links as at the start. The column is ordered, not its
+        // cast (named apart: an ORDER BY name means the select list's first, and the cast
+        // compares in the connection's case-insensitive collation, skipping `Promo` after `bad`).
         let rows = sqlx::query(&format!(
-            "SELECT CAST(keyword AS CHAR) AS keyword, CAST(url AS CHAR) AS url, \
+            "SELECT CAST(keyword AS CHAR) AS code, CAST(url AS CHAR) AS url, \
              CAST(title AS CHAR) AS title, DATE_FORMAT(`timestamp`, '%Y-%m-%d %H:%i:%s') AS created, \
              CAST(clicks AS SIGNED) AS clicks FROM {} WHERE keyword > ? ORDER BY keyword LIMIT ?",
             self.url_table
@@ -78,7 +80,7 @@ impl Source for YourlsDb {
         }
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
-            let code: String = row.try_get("keyword")?;
+            let code: String = row.try_get("code")?;
             let created: Option<String> = row.try_get("created")?;
             items.push(Ok(SourceLink {
                 target: row.try_get::<Option<String>, _>("url")?.unwrap_or_default(),
