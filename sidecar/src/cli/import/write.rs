@@ -168,7 +168,7 @@ impl<'a> Writer<'a> {
             extras,
             restore: Some(Restore {
                 created_at: link.created_at.unwrap_or(now),
-                revoked_at: None,
+                revoked_at: link.revoked.then_some(now),
             }),
             foreign: true,
         })

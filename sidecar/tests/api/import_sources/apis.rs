@@ -113,8 +113,10 @@ async fn kutt_api_links_are_kept() {
     ];
     let (outcome, report) = import(&app, &args).await;
     outcome.unwrap();
-    assert_eq!(report["imported"], 2, "{report}");
+    assert_eq!(report["imported"], 3, "{report}");
     assert_eq!(skipped(&report, "password_protected"), 1, "{report}");
+    // A banned link stays out of reach: imported revoked (410), never working again.
+    assert_eq!(app.resolve("spam1").await.status(), 410);
     assert_eq!(source.state.second_pages.load(Ordering::Relaxed), 2);
     let (target, flags, visits) = link_row(&app, "kt1").await.unwrap();
     assert_eq!(target, "https://kutt-target.example/a?x=1");
@@ -125,7 +127,10 @@ async fn kutt_api_links_are_kept() {
         .db
         .texts("SELECT domain FROM imported_links ORDER BY code")
         .await;
-    assert_eq!(domains, ["kutt.old.example", "k2.old.example"]);
+    assert_eq!(
+        domains,
+        ["kutt.old.example", "k2.old.example", "kutt.old.example"]
+    );
     let link: Value = app.get_json("/links/kt2").await;
     assert_eq!(link["expires_at"], "2031-01-01T00:00:00Z");
 }

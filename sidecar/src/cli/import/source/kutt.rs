@@ -88,10 +88,13 @@ fn link(item: &Value) -> Item {
         expires_at: item["expire_in"].as_str().and_then(time::parse),
         title: text(&item["description"]),
         visits: item["visit_count"].as_i64().unwrap_or(0),
-        // Kutt redirects to the target as stored, without the short URL's query.
+        // Kutt redirects (`res.redirect(link.target)`: Express's 302) to the target as stored,
+        // without the short URL's query.
         forward_query: false,
         redirect: 302,
         password: item["password"].as_bool().unwrap_or(false),
+        // Kutt sends a banned link's visitors to its /banned page.
+        revoked: item["banned"].as_bool().unwrap_or(false),
         code,
         ..SourceLink::default()
     })

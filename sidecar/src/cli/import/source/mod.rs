@@ -68,6 +68,9 @@ pub struct SourceLink {
     pub redirect: u16,
     /// Protected by a password we cannot carry over (Kutt keeps a bcrypt hash we never see).
     pub password: bool,
+    /// The old shortener no longer redirects it (Kutt's banned links): imported revoked, so it
+    /// answers 410 rather than working again.
+    pub revoked: bool,
 }
 
 /// One recorded visit of a link.
