@@ -312,14 +312,6 @@ pub trait Storage: Send + Sync + 'static {
     /// The import records (`imported_links`) of these codes, in no order.
     async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>>;
 
-    /// A source's import records by code, after `after`.
-    async fn imported_page(
-        &self,
-        source: &str,
-        after: &str,
-        limit: u32,
-    ) -> StorageResult<Vec<ImportedLink>>;
-
     /// Records where imported links came from; a code recorded already keeps its first record.
     async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()>;
 

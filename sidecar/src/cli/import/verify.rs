@@ -49,8 +49,8 @@ struct Difference {
 struct VerifyReport {
     checked: u64,
     same: u64,
-    /// Links not asked: unreadable rows, expired links (the old shortener no longer redirected
-    /// them either).
+    /// Links not asked: unreadable rows, expired or banned links (the old shortener no longer
+    /// redirected them either).
     not_asked: u64,
     differences: Vec<Difference>,
 }
@@ -70,7 +70,7 @@ pub async fn run(mut args: VerifyArgs) -> Result<(), BoxError> {
         let mut links = Vec::with_capacity(items.len());
         for item in items {
             match item {
-                Ok(mut link) if link.expires_at.is_none_or(|at| at > now) => {
+                Ok(mut link) if !link.revoked && link.expires_at.is_none_or(|at| at > now) => {
                     if link.domain.is_empty() {
                         link.domain.clone_from(&default_domain);
                     }

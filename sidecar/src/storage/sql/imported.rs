@@ -1,8 +1,8 @@
 //! `imported_links` (issue 40), the same statements on every backend: times are integers there.
 
 use super::store::SqlStorage;
-use super::{rows, statement, Dialect, Driver, Statement, Value, IN_LIST};
-use crate::storage::api::StorageResult;
+use super::{rows, Dialect, Driver, Statement, Value, IN_LIST};
+use crate::storage::api::{Backend, StorageResult};
 use crate::storage::imported::ImportedLink;
 
 const COLUMNS: &str = "code, source, domain, source_target, title, source_visits, imported_at_ms";
@@ -22,33 +22,20 @@ impl<D: Dialect> SqlStorage<D> {
         Ok(found)
     }
 
-    pub(super) async fn imported_page(
-        &self,
-        source: &str,
-        after: &str,
-        limit: u32,
-    ) -> StorageResult<Vec<ImportedLink>> {
-        let query = statement(
-            &format!(
-                "SELECT {COLUMNS} FROM imported_links WHERE source = ? AND code > ? \
-                 ORDER BY code LIMIT ?"
-            ),
-            [
-                Value::Text(source.to_owned()),
-                Value::Text(after.to_owned()),
-                Value::Int(i64::from(limit)),
-            ],
-        );
-        self.rows(query).await?.iter().map(read::<D>).collect()
-    }
-
-    /// Inserts each row unless its code has one already (a concurrent or earlier run's): the
-    /// first record of a code is the one kept.
+    /// Inserts the rows whose code has none yet (a concurrent or earlier run's record is the one
+    /// kept), many per statement: a page of 1,000 links is ten statements, not 1,000 commits.
     pub(super) async fn insert_imported(&self, links: &[ImportedLink]) -> StorageResult<()> {
-        for link in links {
-            let query = statement(
-                &format!("INSERT INTO imported_links ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-                [
+        // Each backend's "skip a row whose key is taken", without failing the statement.
+        let (head, tail) = match D::BACKEND {
+            Backend::Sqlite => ("INSERT OR IGNORE INTO", ""),
+            Backend::Postgres => ("INSERT INTO", " ON CONFLICT (code) DO NOTHING"),
+            Backend::Mysql => ("INSERT IGNORE INTO", ""),
+        };
+        for part in links.chunks(100) {
+            let mut query = Statement::new(format!("{head} imported_links ({COLUMNS}) VALUES "));
+            for (i, link) in part.iter().enumerate() {
+                query.push(if i == 0 { "(" } else { ", (" });
+                let values = [
                     Value::Text(link.code.clone()),
                     Value::Text(link.source.clone()),
                     Value::Text(link.domain.clone()),
@@ -56,9 +43,17 @@ impl<D: Dialect> SqlStorage<D> {
                     Value::OptText(link.title.clone()),
                     Value::Int(link.source_visits),
                     Value::Int(link.imported_at_ms),
-                ],
-            );
-            self.insert_unless_taken(query).await?;
+                ];
+                for (v, value) in values.into_iter().enumerate() {
+                    if v > 0 {
+                        query.push(", ");
+                    }
+                    query.bind(value);
+                }
+                query.push(")");
+            }
+            query.push(tail);
+            self.execute(query).await?;
         }
         Ok(())
     }

@@ -498,15 +498,6 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         self.imported_rows(codes).await
     }
 
-    async fn imported_page(
-        &self,
-        source: &str,
-        after: &str,
-        limit: u32,
-    ) -> StorageResult<Vec<ImportedLink>> {
-        SqlStorage::imported_page(self, source, after, limit).await
-    }
-
     async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()> {
         self.insert_imported(links).await
     }

@@ -3,7 +3,44 @@
 
 use super::{fixture, import, link_row, skipped};
 use crate::helpers::*;
+use crate::on_each_backend;
 use serde_json::{json, Value};
+
+on_each_backend!(an_import_runs_twice_on_every_backend);
+
+/// The import's own table on each backend: recorded, read back (a second run finds every link
+/// already imported), the visit total raised once; the codes' case kept.
+async fn an_import_runs_twice_on_every_backend(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let dir = testkit::temp_dir();
+    let file = write(
+        &dir,
+        "links.csv",
+        "code,url,domain,visits,tags\n\
+         Ab,https://old.example/upper,s.old.example,7,x|y\n\
+         ab,https://old.example/lower,s.old.example,0,\n\
+         x.y~,https://old.example/dot,t.old.example,2,\n",
+    );
+    for run in 0..2 {
+        let (outcome, report) = import(&app, &["--from", "csv", &file]).await;
+        outcome.unwrap();
+        let (imported, already) = if run == 0 { (3, 0) } else { (0, 3) };
+        assert_eq!(report["imported"], imported, "{report}");
+        assert_eq!(skipped(&report, "already_imported"), already, "{report}");
+    }
+    assert_eq!(
+        app.db.scalar("SELECT COUNT(*) FROM imported_links").await,
+        3
+    );
+    let upper: Value = app.get_json("/links/Ab").await;
+    assert_eq!(upper["url"], "https://old.example/upper");
+    assert_eq!(upper["visit_count"], 7);
+    assert_eq!(upper["tags"], json!(["x", "y"]));
+    let lower: Value = app.get_json("/links/ab").await;
+    assert_eq!(lower["url"], "https://old.example/lower");
+    assert_eq!(app.get_json("/links/x.y~").await["visit_count"], 2);
+    assert!(app.redis_record("x.y~").await.is_some());
+}
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);

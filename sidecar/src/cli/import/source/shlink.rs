@@ -133,6 +133,7 @@ fn link(item: &Value) -> Item {
         // REDIRECT_STATUS_CODE's default; a server set otherwise: say so with --redirect.
         redirect: 302,
         password: false,
+        revoked: false,
         code,
     })
 }
