@@ -251,7 +251,7 @@ pub struct LinkPage {
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// `next_cursor` of the previous page.
-    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9_-]{1,64}$")]
+    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9._~-]{1,64}$")]
     pub cursor: Option<String>,
     /// 1..=1000, default 50.
     #[param(minimum = 1, maximum = 1000)]

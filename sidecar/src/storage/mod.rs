@@ -54,6 +54,12 @@ mod tests {
             code: "a_b-c".into(),
         };
         assert_eq!(ListCursor::decode(&cursor.encode()), Some(cursor));
+        // An imported code with dots and a tilde (issue 40).
+        let imported = ListCursor {
+            created_at: now(),
+            code: "a.b~c".into(),
+        };
+        assert_eq!(ListCursor::decode(&imported.encode()), Some(imported));
         assert_eq!(ListCursor::decode("x.abc"), None);
         assert_eq!(ListCursor::decode("12.a'b"), None);
         assert_eq!(ListCursor::decode("12"), None);

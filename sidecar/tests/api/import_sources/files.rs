@@ -146,6 +146,26 @@ async fn generic_csv_keeps_codes_and_reports_collisions() {
     assert_eq!(app.resolve("x.y~z").await.status(), 302);
     assert_eq!(app.resolve("a").await.status(), 302);
 
+    // Listed one by one: a cursor can stand on an imported code (`x.y~z`).
+    let mut listed = Vec::new();
+    let mut path = "/links?limit=1".to_owned();
+    loop {
+        let page: Value = app.get_json(&path).await;
+        listed.extend(
+            page["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["code"].clone()),
+        );
+        let Some(cursor) = page["next_cursor"].as_str() else {
+            break;
+        };
+        path = format!("/links?limit=1&cursor={cursor}");
+    }
+    assert_eq!(listed.len(), 5, "{listed:?}");
+    assert!(listed.contains(&json!("x.y~z")), "{listed:?}");
+
     // A second run: nothing changes.
     let stored = app.stored().await;
     let (outcome, again) = import(&app, &["--from", "csv", &file]).await;
