@@ -307,15 +307,24 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         .url_policy
         .check(&url, &state.settings.short_domains)?;
     let scheme = state.links.scheme();
-    if let Some(code) = &row.code {
-        // Generated-shape codes come from an export; any other is an alias.
-        if scheme.decode(code).is_none() {
-            shortcode::parse_alias(scheme, code)
-                .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
-        }
-    }
     let created_at = time("created_at", row.created_at)?;
     let mut revoked_at = time("revoked_at", row.revoked_at)?;
+    // Another shortener's code (imported with `--from`, issue 40) in an export being restored:
+    // kept as it was, like the rest of the row.
+    let mut foreign = false;
+    if let Some(code) = &row.code {
+        // Generated-shape codes come from an export; any other is an alias, or an imported code
+        // when the row restores an exported link.
+        if scheme.decode(code).is_none() {
+            if let Err(alias) = shortcode::parse_alias(scheme, code) {
+                let exported = created_at.is_some() || row.state.is_some();
+                if !exported || shortcode::parse_imported(code).is_err() {
+                    return Err(Error::invalid("invalid_code", alias.to_string()));
+                }
+                foreign = true;
+            }
+        }
+    }
     match row.state.as_deref() {
         None | Some("live" | "expired") => {}
         Some("revoked") => revoked_at = revoked_at.or(Some(now)),
@@ -391,7 +400,7 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
             created_at: created_at.unwrap_or(now),
             revoked_at,
         }),
-        foreign: false,
+        foreign,
     })
 }
 

@@ -267,6 +267,42 @@ async fn issuer_skips_an_imported_code_of_our_shape() {
     }
 }
 
+/// `export` then `import` (a restore onto a fresh database) keeps imported codes too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_codes_survive_export_and_import() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let dir = testkit::temp_dir();
+    let file = write(
+        &dir,
+        "links.csv",
+        "code,url,domain\nq,https://old.example/q,s.old.example\nx.y~z,https://old.example/dot,s.old.example\n",
+    );
+    let (outcome, _) = import(&app, &["--from", "csv", &file]).await;
+    outcome.unwrap();
+    let export = dir.path().join("export.csv");
+    app.run_cli(&["export", "--output", export.to_str().unwrap()])
+        .await;
+
+    let restored = spawn_app(Backend::Sqlite).await;
+    restored
+        .run_cli(&["import", export.to_str().unwrap()])
+        .await;
+    assert_eq!(
+        link_row(&restored, "q").await.unwrap().0,
+        "https://old.example/q"
+    );
+    assert_eq!(
+        link_row(&restored, "x.y~z").await.unwrap().0,
+        "https://old.example/dot"
+    );
+    assert_eq!(restored.resolve("x.y~z").await.status(), 302);
+    // Not through the public API's alias rule, though.
+    let response = restored
+        .post_link(&json!({"url": "https://new.example/", "code": "n.ew"}))
+        .await;
+    assert_eq!(response.status(), 422);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shlink_and_bitly_csv_exports_are_read() {
     let app = spawn_app(Backend::Sqlite).await;
