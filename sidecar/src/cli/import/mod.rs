@@ -72,6 +72,10 @@ pub struct SourceArgs {
     /// domain, a CSV without a domain column).
     #[arg(long, env = "SHORTLINK_IMPORT_SOURCE_DOMAIN")]
     pub source_domain: Option<String>,
+    /// Whether every link appends the short URL's query to its target, whatever the source's
+    /// own behaviour (default: the source's; Shlink's per link).
+    #[arg(long, env = "SHORTLINK_IMPORT_FORWARD_QUERY")]
+    pub forward_query: Option<bool>,
     /// Links asked per page of the source's API.
     #[arg(long, env = "SHORTLINK_IMPORT_PAGE_SIZE", default_value_t = 100)]
     pub page_size: u32,
@@ -103,6 +107,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
         args.dry_run,
         !args.no_visits,
     );
+    writer.forward_query = args.source.forward_query;
     let mut report = Report {
         source: args.from.name().to_owned(),
         dry_run: args.dry_run,

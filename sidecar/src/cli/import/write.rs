@@ -28,6 +28,8 @@ pub struct Writer<'a> {
     pub default_domain: String,
     pub dry_run: bool,
     pub visits: bool,
+    /// `--forward-query`: overrides the source's behaviour for every link.
+    pub forward_query: Option<bool>,
     enricher: Enricher,
     /// Codes met in this run and their domain: a code twice in the source is one collision.
     seen: HashMap<String, String>,
@@ -53,6 +55,7 @@ impl<'a> Writer<'a> {
             default_domain: default_domain.unwrap_or_default().to_ascii_lowercase(),
             dry_run,
             visits,
+            forward_query: None,
             // Addresses are located by the source where it did (YOURLS, Shlink); ours would need
             // --geoip-db, which the import does not open.
             enricher: Enricher::new(GeoDb::disabled(), false),
@@ -113,6 +116,7 @@ impl<'a> Writer<'a> {
     /// Checks a link as a create is checked, except its code: another shortener's, kept exactly.
     fn check(&self, link: &SourceLink, now: DateTime<Utc>) -> Result<NewLink, (Reason, String)> {
         shortcode::parse_imported(&link.code).map_err(|e| (Reason::InvalidCode, e.to_string()))?;
+        let forward_query = self.forward_query.unwrap_or(link.forward_query);
         if link.password {
             return Err((
                 Reason::PasswordProtected,
@@ -149,7 +153,7 @@ impl<'a> Writer<'a> {
             validate::whole(
                 target.as_str(),
                 redirect,
-                link.forward_query,
+                forward_query,
                 expires_at,
                 &extras,
             )
@@ -160,7 +164,7 @@ impl<'a> Writer<'a> {
             code: Some(link.code.clone()),
             expires_at,
             redirect,
-            forward_query: link.forward_query,
+            forward_query,
             idempotent: false,
             campaign: None,
             recipient_ref: None,

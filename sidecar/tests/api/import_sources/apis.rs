@@ -173,6 +173,12 @@ async fn bitly_api_links_are_kept() {
         response.headers()["location"],
         "https://brand.example/landing?utm_campaign=june&utm_source=sms"
     );
+    // `--forward-query false` overrides the source's behaviour (on a fresh database).
+    let other = spawn_app(Backend::Sqlite).await;
+    let (outcome, _) = import(&other, &[&args[..], &["--forward-query", "false"]].concat()).await;
+    outcome.unwrap();
+    assert_eq!(link_row(&other, "3xYz9Ab").await.unwrap().1 & 1, 0);
+
     // A wrong token: refused before anything is written.
     let (outcome, _) = import(
         &app,
