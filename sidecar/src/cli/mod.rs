@@ -20,6 +20,7 @@ pub use backup::BackupArgs;
 pub use code_scheme::CodeSchemeCommand;
 pub use compose::ComposeArgs;
 pub use export::ExportArgs;
+pub use import::verify::VerifyArgs;
 pub use import::ImportArgs;
 pub use resync::ResyncArgs;
 
@@ -47,9 +48,13 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
-    /// Create links from a CSV or NDJSON file, through the same write path as the API; resumable
-    /// (run it again after a failure: rows already imported are not created twice).
+    /// Create links from our own CSV or NDJSON file, or move another shortener's links here
+    /// (`--from yourls|shlink|kutt|bitly|csv`, codes kept), through the same write path as the
+    /// API; resumable (run it again after a failure: links already imported are not created twice).
     Import(ImportArgs),
+    /// Ask our edge for every link of another shortener, as its phones would, and report each
+    /// that does not answer as before (run it before switching DNS).
+    VerifyImport(VerifyArgs),
     /// Write links as CSV or NDJSON (what `import` reads), optionally only some of them.
     Export(ExportArgs),
     /// Compose a campaign's SMS from a file of recipients: per recipient its link, text,
@@ -106,6 +111,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Serve => serve(&config).await,
         Command::Keys { command } => keys(&config, command).await,
         Command::Import(args) => import::run(&config, args).await,
+        Command::VerifyImport(args) => import::verify::run(args).await,
         Command::Export(args) => export::run(&config, args).await,
         Command::Compose(args) => compose::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,

@@ -4,7 +4,7 @@
 pub(crate) mod certificate;
 pub mod dns;
 pub mod health;
-mod http1;
+pub(crate) mod http1;
 pub mod issuing;
 mod traffic;
 mod webhook;

@@ -251,7 +251,7 @@ pub struct LinkPage {
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// `next_cursor` of the previous page.
-    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9_-]{1,64}$")]
+    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9._~-]{1,64}$")]
     pub cursor: Option<String>,
     /// 1..=1000, default 50.
     #[param(minimum = 1, maximum = 1000)]
@@ -328,9 +328,12 @@ impl From<CreateLinkRequest> for LinkRequest {
     }
 }
 
-/// A code from the path that could name a link; anything else cannot exist.
+/// A code from the path that could name a link (ours, or one imported from another shortener,
+/// which `import --from` alone creates); anything else cannot exist.
 fn path_code(state: &AppState, code: &str) -> Result<()> {
-    if state.links.scheme().shape(code.as_bytes()).may_exist() {
+    if state.links.scheme().shape(code.as_bytes()).may_exist()
+        || shortcode::is_imported_charset(code.as_bytes())
+    {
         Ok(())
     } else {
         Err(Error::NotFound)

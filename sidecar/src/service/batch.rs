@@ -88,6 +88,17 @@ impl LinkService {
             }
             self.unpublish_cards(&sent, &taken, &refused.rows).await;
         }
+        // Items whose generated code a row already held (an imported code of our shape): no
+        // Redis write was made for them; created again with the next numbers.
+        if !failed {
+            for (c, plan) in plans.iter_mut().enumerate() {
+                refused.retry.extend(
+                    std::mem::take(&mut plan.retry)
+                        .into_iter()
+                        .map(|at| (c, at)),
+                );
+            }
+        }
         let failure = self.end_transaction(tx, failed, &sent, &taken).await;
         // After the transaction: on SQLite the sequence shares its one write connection.
         for code in &refused.rows {
@@ -282,8 +293,11 @@ impl LinkService {
         let todo: Vec<usize> = (0..items.len())
             .filter(|&at| outcomes[at].is_none())
             .collect();
+        // Not another shortener's: its shape is a coincidence, and moving the sequence to its
+        // number would waste the code space below it (the issuer skips it instead).
         let restored_max = todo
             .iter()
+            .filter(|&&at| !items[at].1.foreign)
             .filter_map(|&at| items[at].1.code.as_deref())
             .filter_map(|code| self.issuer.scheme().decode(code))
             .max();
@@ -313,6 +327,7 @@ impl LinkService {
             generated,
             rows: Vec::new(),
             inserted: HashSet::new(),
+            retry: Vec::new(),
         })
     }
 
@@ -351,15 +366,12 @@ impl LinkService {
             let (index, new) = &items[at];
             plan.outcomes[at] = Some(match won.remove(index) {
                 Some(link) => replayed(link, new, &new.target.hash()),
-                None => {
-                    if new.code.is_none() {
-                        tracing::error!(
-                            code = %rows[r].link.code,
-                            "generated code already exists: was the sequence table reset?"
-                        );
-                    }
-                    ItemOutcome::Failed(ItemFailure::CodeTaken)
+                None if new.code.is_none() => {
+                    self.generated_code_taken(&rows[r].link.code).await;
+                    plan.retry.push(at);
+                    continue;
                 }
+                None => ItemOutcome::Failed(ItemFailure::CodeTaken),
             });
         }
         Ok(rows
@@ -521,6 +533,8 @@ struct ChunkPlan {
     rows: Vec<NewRow>,
     /// Codes the insert took.
     inserted: HashSet<String>,
+    /// Items whose generated code a row already held, to create again with the next numbers.
+    retry: Vec<usize>,
 }
 
 impl ChunkPlan {

@@ -48,7 +48,7 @@ impl LinkService {
         } else {
             GENERATED_CODE_ATTEMPTS
         };
-        for attempt in 1..=attempts {
+        for _ in 1..=attempts {
             // Lease before beginning: on SQLite the lease needs the (single) write connection.
             link.code = match &alias {
                 Some(code) => code.clone(),
@@ -74,11 +74,7 @@ impl LinkService {
                         }
                     }
                     if alias.is_none() {
-                        tracing::error!(
-                            code = %link.code,
-                            attempt,
-                            "generated code already exists: was the sequence table reset?"
-                        );
+                        self.generated_code_taken(&link.code).await;
                     }
                     continue;
                 }
@@ -96,6 +92,21 @@ impl LinkService {
             self.issuer.skip_past(&link.code).await?;
         }
         Err(ServiceError::CodeTaken)
+    }
+
+    /// A generated code met a row that holds it already; the caller tries the next number. An
+    /// imported code of our shape (`import --from` keeps another shortener's codes as they are)
+    /// is expected to: it is skipped quietly. Anything else means the sequence went back.
+    pub(super) async fn generated_code_taken(&self, code: &str) {
+        match self.storage.imported_links(&[code.to_owned()]).await {
+            Ok(found) if !found.is_empty() => {
+                tracing::info!(code, "generated code is an imported link's: skipped");
+            }
+            _ => tracing::error!(
+                code,
+                "generated code already exists: was the sequence table reset?"
+            ),
+        }
     }
 
     /// A create found its code in Redis but not in SQL: SQL is behind Redis (restored from an

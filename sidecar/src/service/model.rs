@@ -27,6 +27,11 @@ pub struct NewLink {
     /// Set by `import` only: recreate an exported link as it was (its code may have the generated
     /// shape, its expiry may be past, it may be revoked).
     pub restore: Option<Restore>,
+    /// The code is another shortener's (`import --from`, checked with
+    /// `shortcode::parse_imported`). A generated shape with a valid check says nothing of our
+    /// sequence then (a 7-character Bitly code has one 1 time in 62): it does not move the
+    /// sequence, and the issuer, meeting it later, skips to the next number.
+    pub foreign: bool,
 }
 
 /// Times of an exported link, recreated by `import`.

@@ -166,6 +166,7 @@ pub fn new_link(
         tags: tags(request.tags)?,
         extras,
         restore: None,
+        foreign: false,
     })
 }
 

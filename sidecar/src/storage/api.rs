@@ -2,6 +2,7 @@
 //! implements, their errors, the backend kinds and connection settings. Below the backends and
 //! the facade (`storage/mod.rs`) that picks one, so neither imports the other in a circle.
 
+use super::imported::ImportedLink;
 use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, ListCursor, NewRow,
     Role, Slot,
@@ -307,6 +308,15 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Marks the key revoked (keeping the first revocation time); `None` if there is no such key.
     async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>>;
+
+    /// The import records (`imported_links`) of these codes, in no order.
+    async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>>;
+
+    /// Records where imported links came from; a code recorded already keeps its first record.
+    async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()>;
+
+    /// Raises a link's `visit_count` to at least `total` (an imported link's history).
+    async fn raise_visit_count(&self, code: &str, total: i64) -> StorageResult<()>;
 }
 
 /// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements

@@ -5,6 +5,7 @@
 //! the SQL write and the commit (see [`crate::service`]).
 
 mod api;
+mod imported;
 mod model;
 pub mod mysql;
 pub(crate) mod pg_copy;
@@ -13,6 +14,7 @@ pub(crate) mod sql;
 mod sqlite;
 pub(crate) mod sqlite_file;
 
+pub use self::imported::ImportedLink;
 pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkExtras, LinkFilter, LinkFlags, LinkState,
     ListCursor, NewRow, Role, Slot,
@@ -52,6 +54,12 @@ mod tests {
             code: "a_b-c".into(),
         };
         assert_eq!(ListCursor::decode(&cursor.encode()), Some(cursor));
+        // An imported code with dots and a tilde (issue 40).
+        let imported = ListCursor {
+            created_at: now(),
+            code: "a.b~c".into(),
+        };
+        assert_eq!(ListCursor::decode(&imported.encode()), Some(imported));
         assert_eq!(ListCursor::decode("x.abc"), None);
         assert_eq!(ListCursor::decode("12.a'b"), None);
         assert_eq!(ListCursor::decode("12"), None);

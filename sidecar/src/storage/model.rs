@@ -192,10 +192,9 @@ impl ListCursor {
     pub fn decode(text: &str) -> Option<Self> {
         let (micros, code) = text.split_once('.')?;
         let created_at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
-        let valid_code = (1..=shortcode::ALIAS_MAX_LEN).contains(&code.len())
-            && code
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        // Any code a link can have: ours, or an imported one (`.` and `~` too; the first `.`
+        // ends the time, so a code's own dots stay in the code).
+        let valid_code = shortcode::is_imported_charset(code.as_bytes());
         valid_code.then(|| ListCursor {
             created_at,
             code: code.to_owned(),

@@ -17,6 +17,7 @@ mod health;
 mod helpers;
 mod idempotency;
 mod import_export;
+mod import_sources;
 mod issuing;
 mod links;
 mod mariadb;

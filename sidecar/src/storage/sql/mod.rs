@@ -7,6 +7,7 @@
 mod access;
 pub(crate) mod batch;
 mod driver;
+mod imported;
 pub(crate) mod rows;
 mod store;
 mod tx;

@@ -9,6 +9,7 @@ use super::access::{sequence_read, sequence_value};
 use super::rows::{self, API_KEY_COLUMNS};
 use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
 use crate::storage::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
+use crate::storage::imported::ImportedLink;
 use crate::storage::model::{
     url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
     NewRow, Role,
@@ -491,5 +492,17 @@ impl<D: Dialect> Storage for SqlStorage<D> {
             .await
             .map_err(StorageError::classify)?;
         row.as_ref().map(rows::api_key::<D>).transpose()
+    }
+
+    async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>> {
+        self.imported_rows(codes).await
+    }
+
+    async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()> {
+        self.insert_imported(links).await
+    }
+
+    async fn raise_visit_count(&self, code: &str, total: i64) -> StorageResult<()> {
+        SqlStorage::raise_visit_count(self, code, total).await
     }
 }

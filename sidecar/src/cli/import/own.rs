@@ -1,4 +1,4 @@
-//! `import FILE`: links from CSV (with a header line) or NDJSON, written through the service's
+//! `import FILE` (`--from shortlink`, the default): our own links from CSV (with a header line) or NDJSON, written through the service's
 //! batch path (one transaction and one Redis `MULTI` per chunk), several chunks in flight.
 //!
 //! Bad rows are reported with their line number and do not stop the others; the exit status is
@@ -9,8 +9,8 @@
 //! Rows written by `export` (with `state`, `created_at`, `revoked_at`, generated-shape codes,
 //! expiries in the past) are recreated as they were.
 
-use super::export::FileFormat;
-use super::BoxError;
+use crate::cli::export::FileFormat;
+use crate::cli::BoxError;
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::{self, CardSpec};
@@ -25,16 +25,11 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct ImportArgs {
-    /// CSV with a header line (url, code or alias, expires_at, redirect, forward_query, campaign,
-    /// ref, tags as `a;b`, and export's state, created_at, revoked_at) or NDJSON with those fields.
+/// What `import FILE` (our own format) is given.
+#[derive(Debug, Clone)]
+pub struct OwnArgs {
     pub file: PathBuf,
-    /// csv or ndjson; default from the extension (`.csv`, `.ndjson`, `.jsonl`).
-    #[arg(long, value_enum)]
     pub format: Option<FileFormat>,
-    /// Makes the import resumable under this key; default: derived from the file's content.
-    #[arg(long)]
     pub idempotency_key: Option<String>,
 }
 
@@ -312,15 +307,24 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         .url_policy
         .check(&url, &state.settings.short_domains)?;
     let scheme = state.links.scheme();
-    if let Some(code) = &row.code {
-        // Generated-shape codes come from an export; any other is an alias.
-        if scheme.decode(code).is_none() {
-            shortcode::parse_alias(scheme, code)
-                .map_err(|e| Error::invalid("invalid_code", e.to_string()))?;
-        }
-    }
     let created_at = time("created_at", row.created_at)?;
     let mut revoked_at = time("revoked_at", row.revoked_at)?;
+    // Another shortener's code (imported with `--from`, issue 40) in an export being restored:
+    // kept as it was, like the rest of the row.
+    let mut foreign = false;
+    if let Some(code) = &row.code {
+        // Generated-shape codes come from an export; any other is an alias, or an imported code
+        // when the row restores an exported link.
+        if scheme.decode(code).is_none() {
+            if let Err(alias) = shortcode::parse_alias(scheme, code) {
+                let exported = created_at.is_some() || row.state.is_some();
+                if !exported || shortcode::parse_imported(code).is_err() {
+                    return Err(Error::invalid("invalid_code", alias.to_string()));
+                }
+                foreign = true;
+            }
+        }
+    }
     match row.state.as_deref() {
         None | Some("live" | "expired") => {}
         Some("revoked") => revoked_at = revoked_at.or(Some(now)),
@@ -396,6 +400,7 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
             created_at: created_at.unwrap_or(now),
             revoked_at,
         }),
+        foreign,
     })
 }
 
@@ -465,7 +470,7 @@ struct Chunk {
     finished: bool,
 }
 
-pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
+pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     let format = args
         .format
         .or_else(|| FileFormat::from_path(&args.file))
@@ -509,7 +514,7 @@ pub async fn run(config: &Config, args: ImportArgs) -> Result<(), BoxError> {
 
 /// Claims the file's idempotency key (by default its digest): a second import of the same file
 /// answers what the first created, and another file under the same key is refused.
-async fn claim_file(state: &AppState, args: &ImportArgs) -> Result<service::Claim, BoxError> {
+async fn claim_file(state: &AppState, args: &OwnArgs) -> Result<service::Claim, BoxError> {
     let digest = file_digest(&args.file)?;
     let key = IdempotencyKey {
         api_key_id: CLI_API_KEY_ID,
