@@ -92,9 +92,12 @@ pub enum Counter {
     ClusterMapChanges,
     /// Gauge: primaries serving slots in the slot map a worker read last.
     ClusterPrimaries,
+    /// Lookups of codes only `shortlink_imported_codes` sends to Redis (no shape of ours, or a
+    /// wrong check character): a subset of `CacheMisses`.
+    ImportedLookups,
 }
 
-const COUNT: usize = 30;
+const COUNT: usize = 31;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -127,6 +130,7 @@ const NAMES: [&str; COUNT] = [
     "cluster_map_reads",
     "cluster_map_changes",
     "cluster_primaries",
+    "imported_lookups",
 ];
 
 #[repr(C)]
@@ -373,6 +377,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nimported_lookups 0\n"));
     }
 }

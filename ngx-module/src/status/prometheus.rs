@@ -87,6 +87,7 @@ const HELP: [&str; COUNT] = [
     "Cluster slot maps read.",
     "Changes of a worker's cluster slot map.",
     "Primaries serving slots in the last slot map read.",
+    "Lookups of codes only shortlink_imported_codes sends to Redis.",
 ];
 
 /// The whole page in the Prometheus text format.
