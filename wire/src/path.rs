@@ -17,7 +17,9 @@ pub enum TrailingSlash {
     /// `/abc/` is no code (our own links never end in `/`).
     #[default]
     Refused,
-    /// `/abc/` answers as `/abc`; `/abc//` and `/abc/x` still are no code.
+    /// `/abc/` answers as `/abc`; `/abc//` and `/abc/x` still are no code. In a regex location
+    /// (last segment) `/go/` then names the code `go`: a regex that needs a code segment after
+    /// `/go/` keeps such paths out.
     Ignored,
 }
 
@@ -144,6 +146,8 @@ mod tests {
         }
         assert_eq!(lenient(b"/s/abc/", &prefix("/s/")), Some(&b"abc"[..]));
         assert_eq!(lenient(b"/go/abc/", &Route::LastSegment), Some(&b"abc"[..]));
+        // The last segment is the last one before the slash, whatever the location's regex.
+        assert_eq!(lenient(b"/go/", &Route::LastSegment), Some(&b"go"[..]));
     }
 
     #[test]
