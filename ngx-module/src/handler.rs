@@ -84,6 +84,7 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
+    // Codes only imported-codes locations look up are cached for those locations only.
     // A password goes to Redis anyway (attempts are counted there): no cache shortcut.
     let cached = match password {
         None => answer_from_cache(r, mcf, lcf, domain, code),
