@@ -87,6 +87,18 @@ impl<'a> CachedLink<'a> {
     }
 }
 
+/// Which locations an entry answers for. The cache is the worker's, shared by its locations, and
+/// a hit skips the shape check: a code only an imported-codes location looks up must not answer
+/// elsewhere, where it is no code and stays a 404 without a lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every location: a code of one of our shapes.
+    All,
+    /// `shortlink_imported_codes on` locations only (as an entry's scope); such a location
+    /// reads every entry (as a reader's scope).
+    Imported,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheConfig {
     pub capacity: usize,
@@ -111,6 +123,8 @@ const WAY1_RECENT: u8 = 2;
 /// The link has lifecycle or rules: its bytes are spilled whatever their length, and the
 /// second word of `bytes` holds an `Arc<Extras>` (`Arc::into_raw`) the slot holds a count of.
 const EXTRAS: u8 = 4;
+/// Stored with [`Scope::Imported`]: answers only imported-codes locations.
+const IMPORTED: u8 = 8;
 
 /// One entry, one cache line. All-zero is an empty slot, so the table can start as zeroed pages.
 #[repr(C, align(64))]
@@ -222,7 +236,7 @@ impl Slot {
     }
 
     /// Stores an entry in an empty slot. Returns whether its bytes spilled to the heap.
-    fn fill(&mut self, code: &[u8], value: &Cached, fresh_until: u64) -> bool {
+    fn fill(&mut self, code: &[u8], value: &Cached, fresh_until: u64, scope: Scope) -> bool {
         let (kind, status, expires_at, forward_query, target, extras): (_, _, _, _, &[u8], _) =
             match value {
                 Cached::Missing => (MISSING, 0, 0, false, &[], None),
@@ -249,7 +263,12 @@ impl Slot {
         self.kind = kind;
         self.flags = (self.flags & WAY1_RECENT)
             | if forward_query { FORWARD_QUERY } else { 0 }
-            | if extras.is_some() { EXTRAS } else { 0 };
+            | if extras.is_some() { EXTRAS } else { 0 }
+            | if scope == Scope::Imported {
+                IMPORTED
+            } else {
+                0
+            };
         // `insert` only stores entries whose lengths fit.
         self.code_len = code.len() as u16;
         self.len = len as u16;
@@ -385,12 +404,22 @@ impl Cache {
         self.table.set(index)
     }
 
-    /// The cached answer for `code` if it is still fresh at `now_ms`.
+    /// The cached answer for `code` if it is still fresh at `now_ms`, for any location.
     pub fn get(&mut self, code: &[u8], now_ms: u64) -> Option<Hit<'_>> {
+        self.get_in(code, now_ms, Scope::All)
+    }
+
+    /// The cached answer for `code` if it is still fresh at `now_ms` and answers a location that
+    /// reads `reader` ([`Scope`]).
+    pub fn get_in(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
         let set = self.set_of(code);
         let way = set.ways.iter().position(|slot| slot.holds(code))?;
         // A stale entry stays until the lookup that follows this miss replaces it.
         if now_ms >= set.ways[way].fresh_until {
+            return None;
+        }
+        // Elsewhere such a code takes the shape check; a lookup it passes replaces the entry.
+        if set.ways[way].flags & IMPORTED != 0 && reader == Scope::All {
             return None;
         }
         touch(set, way);
@@ -425,7 +454,13 @@ impl Cache {
         self.len = 0;
     }
 
+    /// Stores what a lookup of `code` found, for every location.
     pub fn insert(&mut self, code: &[u8], value: Cached, now_ms: u64) {
+        self.insert_in(code, value, now_ms, Scope::All);
+    }
+
+    /// Stores what a lookup of `code` found, for the locations `scope` names.
+    pub fn insert_in(&mut self, code: &[u8], value: Cached, now_ms: u64, scope: Scope) {
         let ttl = ttl_for(&self.config, &value);
         let target_len = match &value {
             Cached::Link(Link::Live { target, .. }) => target.len(),
@@ -449,7 +484,7 @@ impl Cache {
             });
         let slot = &mut set.ways[way];
         let (was_empty, freed) = (slot.kind == EMPTY, slot.clear());
-        let spilled = slot.fill(code, &value, now_ms.saturating_add(ttl));
+        let spilled = slot.fill(code, &value, now_ms.saturating_add(ttl), scope);
         touch(set, way);
         self.len += usize::from(was_empty);
         self.spilled = self.spilled + usize::from(spilled) - usize::from(freed);

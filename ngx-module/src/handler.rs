@@ -7,14 +7,16 @@ use nginx_sys::{
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_POST,
     NGX_OK,
 };
+use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
-use crate::cache::Hit;
+use crate::cache::{Hit, Scope};
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
-use crate::lookup::{Job, Unlock};
+use crate::lookup::{Candidate, Job, Unlock};
 use crate::password::{self, Client, Submitted};
+use crate::request::candidate::{self, CodeCase};
 use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
@@ -66,13 +68,23 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     // is not kept past the request (the lookup copies the code).
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
-    let Some(code) = code::extract(raw_uri, route) else {
+    let Some(code) = code::extract(raw_uri, route, lcf.trailing_slash()) else {
         return not_a_code(r, mcf, domain, raw_uri);
     };
-    // SAFETY: `code` is a slice of `r.unparsed_uri`, which lives as long as the request.
+    let code = match lcf.code_case() {
+        CodeCase::Exact => code,
+        CodeCase::Lower => match lowered(r, mcf, code) {
+            Some(code) => code,
+            None => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+        },
+    };
+    // What is looked up is what the fallback gets: lower-cased, without the trailing slash.
+    // SAFETY: `code` is a slice of `r.unparsed_uri` or of the request pool, both living as
+    // long as the request.
     unsafe { variables::set_code(r, mcf, code) };
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
+    // Codes only imported-codes locations look up are cached for those locations only.
     // A password goes to Redis anyway (attempts are counted there): no cache shortcut.
     let cached = match password {
         None => answer_from_cache(r, mcf, lcf, domain, code),
@@ -95,27 +107,60 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     let Some(scheme) = &mcf.scheme else {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
-    let bad_check = match scheme.shape(code) {
-        Shape::Generated | Shape::Alias => false,
+    let shape = scheme.shape(code);
+    // Tested only once our shapes have failed: a plain redirect never pays for it.
+    let imported = |code| lcf.imported_codes() && candidate::imported_lookup(shape, code);
+    let (bad_check, scope) = match shape {
+        Shape::Generated | Shape::Alias => (false, Scope::All),
+        Shape::BadCheck if imported(code) => (true, Scope::Imported),
         // Only while the projection marker names this module's scheme: under another secret
         // valid codes fail the check (crate::scheme).
         Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
             bump(mcf, Counter::CheckRejects);
             return not_found(mcf, domain);
         }
-        Shape::BadCheck => true,
+        Shape::BadCheck => (true, Scope::All),
+        Shape::Invalid if imported(code) => (false, Scope::Imported),
         Shape::Invalid => return not_a_code(r, mcf, domain, raw_uri),
     };
+    let candidate = Candidate { bad_check, scope };
     if let Some(password) = password {
         let job = Job::Unlock(Box::new(Unlock {
             password: password.clone(),
             client: Client::of(r),
-            bad_check,
+            candidate,
         }));
         return lookup::start(r, mcf, lcf, domain, code, job);
     }
     bump(mcf, Counter::CacheMisses);
-    lookup::start(r, mcf, lcf, domain, code, Job::Lookup { bad_check })
+    if scope == Scope::Imported {
+        bump(mcf, Counter::ImportedLookups);
+    }
+    lookup::start(r, mcf, lcf, domain, code, Job::Lookup(candidate))
+}
+
+/// `code` as a `shortlink_code_case lower` location looks it up: lower-cased in the request
+/// pool (it becomes `$shortlink_code`, which must outlive the handler), or as it is when
+/// [`candidate::lowers`] says so. `None`: out of memory.
+fn lowered<'a>(r: &ngx_http_request_t, mcf: &MainConf, code: &'a [u8]) -> Option<&'a [u8]> {
+    let Some(scheme) = &mcf.scheme else {
+        return Some(code);
+    };
+    if !candidate::lowers(scheme, code) {
+        return Some(code);
+    }
+    // SAFETY: the request's pool is live for the rest of the request.
+    let pool = unsafe { Pool::from_ngx_pool(r.pool) };
+    let data = pool.alloc_unaligned(code.len()).cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` is `code.len()` bytes of the request pool, ours alone, freed with the
+    // request (which outlives every use of the code: `$shortlink_code`, the lookup's copy).
+    let copy = unsafe { std::slice::from_raw_parts_mut(data, code.len()) };
+    copy.copy_from_slice(code);
+    copy.make_ascii_lowercase();
+    Some(copy)
 }
 
 /// A path no code can be: one of the app-link files, else 404. Asked only once the path failed
@@ -216,7 +261,7 @@ fn answer_from_cache(
 ) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
-        let outcome = match w.cache()?.get(code, now)? {
+        let outcome = match w.cache()?.get_in(code, now, lcf.cache_scope())? {
             Hit::Link(link) => {
                 // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();

@@ -16,7 +16,7 @@ use nginx_sys::{
 use ngx::async_::{sleep, spawn, Task};
 use ngx::core::Pool;
 
-use crate::cache::Cached;
+use crate::cache::{Cached, Scope};
 use crate::conf::{LocConf, MainConf};
 use crate::password::{Client, Submitted};
 use crate::redis::cluster::slots::{self, Redirect};
@@ -46,12 +46,22 @@ pub enum Resolution {
     Failed(RedisError),
 }
 
+/// What the shape check said about a code it sent to Redis.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    /// The code's check character failed under this module's scheme: looked up because the
+    /// projection marker has not shown that scheme to be the sidecar's, or because the location
+    /// carries imported codes. A miss is a 404 only while the marker names this scheme.
+    pub bad_check: bool,
+    /// Who may answer from what the lookup finds: [`Scope::Imported`] when only an imported-codes
+    /// location would have looked the code up.
+    pub scope: Scope,
+}
+
 /// What the task does before answering.
 pub enum Job {
-    /// Read the record (and the marker). `bad_check`: the code's check character failed under
-    /// this module's scheme (looked up only because the projection marker has not shown that
-    /// scheme to be the sidecar's).
-    Lookup { bad_check: bool },
+    /// Read the record (and the marker).
+    Lookup(Candidate),
     /// Count a click on this link (a cache hit on a link with `max_visits`).
     Count(Link),
     /// Read this link's card (a cache hit on a link with a card, from a preview fetcher).
@@ -64,7 +74,7 @@ pub enum Job {
 pub struct Unlock {
     pub password: Submitted,
     pub client: Client,
-    pub bad_check: bool,
+    pub candidate: Candidate,
 }
 
 impl Resolution {
@@ -91,8 +101,12 @@ struct RequestCtx {
     task: Cell<Option<Task<()>>>,
 }
 
-/// Codes longer than this never get here: aliases stop at 64 characters.
-const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
+/// Codes longer than this never get here: aliases and imported codes stop at 64 characters.
+const MAX_CODE: usize = if shortcode::ALIAS_MAX_LEN > shortcode::IMPORTED_MAX_LEN {
+    shortcode::ALIAS_MAX_LEN
+} else {
+    shortcode::IMPORTED_MAX_LEN
+};
 
 /// The code, owned by the task without a heap allocation.
 struct CodeBuf {
@@ -218,7 +232,7 @@ async fn perform(
     let (link, unlocked) = match job {
         Job::Count(link) => (link, false),
         Job::Card(link) => return card(mcf, lcf, code, link).await,
-        Job::Lookup { bad_check } => match resolve(mcf, lcf, code, bad_check).await {
+        Job::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
             // SAFETY: the request outlives its task (see `run`).
             Resolution::Link(link) if click::wants_card(unsafe { &*r }, &link.view()) => {
                 return card(mcf, lcf, code, link).await;
@@ -230,9 +244,9 @@ async fn perform(
             let Unlock {
                 password,
                 client,
-                bad_check,
+                candidate,
             } = *form;
-            let link = match resolve(mcf, lcf, code, bad_check).await {
+            let link = match resolve(mcf, lcf, code, candidate).await {
                 Resolution::Link(link) => link,
                 other => return other,
             };
@@ -338,7 +352,12 @@ async fn count(
     }
 }
 
-async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool) -> Resolution {
+async fn resolve(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    candidate: Candidate,
+) -> Resolution {
     let Some(ticket) = worker::with(mcf, |w| w.ticket()) else {
         return Resolution::Failed(RedisError::Unavailable);
     };
@@ -349,7 +368,7 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
         Ok(Ok(frame)) => {
-            let (resolution, marker) = interpret(frame, &mcf.expected_scheme, bad_check);
+            let (resolution, marker) = interpret(frame, &mcf.expected_scheme, candidate.bad_check);
             if let Some((state, value)) = marker {
                 worker::with(mcf, |w| {
                     w.observe_scheme(state, mcf.expected_scheme.as_str(), &value)
@@ -372,7 +391,9 @@ async fn resolve(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, bad_check: bool)
     };
     if let Some(value) = cached {
         let now = ffi::now_ms();
-        worker::with(mcf, |w| w.remember(code.as_bytes(), value, now, ticket));
+        worker::with(mcf, |w| {
+            w.remember(code.as_bytes(), value, now, ticket, candidate.scope)
+        });
     }
     resolution
 }

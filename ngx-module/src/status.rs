@@ -95,9 +95,12 @@ pub enum Counter {
     /// Cluster: visit events in batches a node redirected (`-MOVED`, `-ASK`), sent again to the
     /// node named instead of counted failed.
     EventsRerouted,
+    /// Lookups of codes only `shortlink_imported_codes` sends to Redis (no shape of ours, or a
+    /// wrong check character): a subset of `CacheMisses`.
+    ImportedLookups,
 }
 
-const COUNT: usize = 31;
+const COUNT: usize = 32;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -131,6 +134,7 @@ const NAMES: [&str; COUNT] = [
     "cluster_map_changes",
     "cluster_primaries",
     "events_rerouted",
+    "imported_lookups",
 ];
 
 #[repr(C)]
@@ -377,6 +381,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\nimported_lookups 0\n"));
     }
 }

@@ -46,7 +46,8 @@ extern "C" fn get_code(
 ///
 /// # Safety
 /// `code` must point into memory that lives as long as the request (the handler passes a slice
-/// of `r->unparsed_uri`, which sits in the request's header buffer until the request is freed).
+/// of `r->unparsed_uri`, which sits in the request's header buffer until the request is freed,
+/// or, lower-cased by `shortlink_code_case lower`, a copy in the request's pool).
 pub unsafe fn set_code(r: &mut ngx_http_request_t, mcf: &MainConf, code: &[u8]) {
     let Ok(index) = usize::try_from(mcf.code_var_index) else {
         return;

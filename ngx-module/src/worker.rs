@@ -13,7 +13,7 @@ use nginx_sys::{
 };
 use ngx::ngx_log_error;
 
-use crate::cache::{Cache, Cached};
+use crate::cache::{Cache, Cached, Scope};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
@@ -337,12 +337,19 @@ impl Worker {
 
     /// Caches a lookup's answer unless an invalidation (or a change of trust) arrived since
     /// `ticket` was taken: the answer may predate it.
-    pub fn remember(&mut self, code: &[u8], value: Cached, now_ms: u64, ticket: Option<u64>) {
+    pub fn remember(
+        &mut self,
+        code: &[u8],
+        value: Cached,
+        now_ms: u64,
+        ticket: Option<u64>,
+        scope: Scope,
+    ) {
         if ticket.is_none() || ticket != self.ticket() {
             return;
         }
         if let Some(cache) = self.cache() {
-            cache.insert(code, value, now_ms);
+            cache.insert_in(code, value, now_ms, scope);
         }
     }
 }

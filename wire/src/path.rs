@@ -9,12 +9,27 @@ pub enum Route {
     LastSegment,
 }
 
+/// Whether one `/` after the code still names it (`shortlink_trailing_slash`).
+///
+/// Shlink can answer `/abc/` as `/abc`; links copied from its domain may carry the slash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrailingSlash {
+    /// `/abc/` is no code (our own links never end in `/`).
+    #[default]
+    Refused,
+    /// `/abc/` answers as `/abc`; `/abc//` and `/abc/x` still are no code. In a regex location
+    /// (last segment) `/go/` then names the code `go`: a regex that needs a code segment after
+    /// `/go/` keeps such paths out.
+    Ignored,
+}
+
 /// The candidate code in a raw request URI (`r->unparsed_uri`, query string included).
 ///
 /// The raw URI is used on purpose: nginx's normalised `r->uri` has `%`-escapes decoded and
 /// slashes merged, which would let `/%61bc1234` or `//abc1234` alias a code. The code must be the
-/// whole remainder of the path: no further `/`, no `%`.
-pub fn extract<'a>(raw_uri: &'a [u8], route: &Route) -> Option<&'a [u8]> {
+/// whole remainder of the path: no further `/` (but the one trailing slash `slash` may allow),
+/// no `%`.
+pub fn extract<'a>(raw_uri: &'a [u8], route: &Route, slash: TrailingSlash) -> Option<&'a [u8]> {
     let code = match route {
         // A location prefix holds no `?`: if the URI starts with it, it lies within the path. One
         // pass then finds the code's end and refuses a `/` or `%` before the query.
@@ -24,16 +39,24 @@ pub fn extract<'a>(raw_uri: &'a [u8], route: &Route) -> Option<&'a [u8]> {
                 .iter()
                 .position(|&b| matches!(b, b'?' | b'/' | b'%'))
                 .unwrap_or(rest.len());
-            if rest.get(end).is_some_and(|&b| b != b'?') {
-                return None;
+            match rest.get(end) {
+                None | Some(b'?') => {}
+                // Only the path's last byte: `/abc//` or `/abc/x` stay no code.
+                Some(b'/')
+                    if slash == TrailingSlash::Ignored
+                        && matches!(rest.get(end + 1), None | Some(b'?')) => {}
+                Some(_) => return None,
             }
             &rest[..end]
         }
         Route::LastSegment => {
-            let path = match raw_uri.iter().position(|&b| b == b'?') {
+            let mut path = match raw_uri.iter().position(|&b| b == b'?') {
                 Some(q) => &raw_uri[..q],
                 None => raw_uri,
             };
+            if slash == TrailingSlash::Ignored {
+                path = path.strip_suffix(b"/").unwrap_or(path);
+            }
             let slash = path.iter().rposition(|&b| b == b'/')?;
             let code = &path[slash + 1..];
             if code.contains(&b'%') {
@@ -51,6 +74,15 @@ mod tests {
 
     fn prefix(p: &str) -> Route {
         Route::Prefix(p.as_bytes().to_vec())
+    }
+
+    /// As our own locations read paths (no trailing slash).
+    fn extract<'a>(raw_uri: &'a [u8], route: &Route) -> Option<&'a [u8]> {
+        super::extract(raw_uri, route, TrailingSlash::Refused)
+    }
+
+    fn lenient<'a>(raw_uri: &'a [u8], route: &Route) -> Option<&'a [u8]> {
+        super::extract(raw_uri, route, TrailingSlash::Ignored)
     }
 
     #[test]
@@ -96,5 +128,45 @@ mod tests {
         );
         assert_eq!(extract(b"/go/", &Route::LastSegment), None);
         assert_eq!(extract(b"abc", &Route::LastSegment), None);
+    }
+
+    #[test]
+    fn one_trailing_slash_is_ignored_where_allowed() {
+        for route in [prefix("/"), Route::LastSegment] {
+            assert_eq!(lenient(b"/abc/", &route), Some(&b"abc"[..]), "{route:?}");
+            assert_eq!(
+                lenient(b"/abc/?x=1", &route),
+                Some(&b"abc"[..]),
+                "{route:?}"
+            );
+            assert_eq!(lenient(b"/abc", &route), Some(&b"abc"[..]), "{route:?}");
+            assert_eq!(lenient(b"/abc?x=/", &route), Some(&b"abc"[..]), "{route:?}");
+            assert_eq!(extract(b"/abc/", &route), None, "{route:?}");
+            assert_eq!(extract(b"/abc/?x=1", &route), None, "{route:?}");
+        }
+        assert_eq!(lenient(b"/s/abc/", &prefix("/s/")), Some(&b"abc"[..]));
+        assert_eq!(lenient(b"/go/abc/", &Route::LastSegment), Some(&b"abc"[..]));
+        // The last segment is the last one before the slash, whatever the location's regex.
+        assert_eq!(lenient(b"/go/", &Route::LastSegment), Some(&b"go"[..]));
+    }
+
+    #[test]
+    fn a_trailing_slash_bends_no_other_rule() {
+        for route in [prefix("/"), Route::LastSegment] {
+            // One slash only, and only after a code.
+            assert_eq!(lenient(b"/abc//", &route), None, "{route:?}");
+            assert_eq!(lenient(b"/abc//?x", &route), None, "{route:?}");
+            assert_eq!(lenient(b"/", &route), None, "{route:?}");
+            assert_eq!(lenient(b"//", &route), None, "{route:?}");
+            // Escapes stay refused, the slash included.
+            assert_eq!(lenient(b"/abc%2F", &route), None, "{route:?}");
+            assert_eq!(lenient(b"/%61bc/", &route), None, "{route:?}");
+        }
+        let root = prefix("/");
+        assert_eq!(lenient(b"/abc/x", &root), None);
+        assert_eq!(lenient(b"/abc/x/", &root), None);
+        assert_eq!(lenient(b"//abc/", &root), None);
+        assert_eq!(lenient(b"/s/", &prefix("/s/")), None);
+        assert_eq!(lenient(b"/s//", &prefix("/s/")), None);
     }
 }

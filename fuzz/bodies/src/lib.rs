@@ -121,7 +121,7 @@ pub fn visit_event(data: &[u8]) {
 ///
 /// Byte 0 picks the parser; the rest is its input.
 pub fn module_parsers(data: &[u8]) {
-    use shortlink_wire::path::{extract, Route};
+    use shortlink_wire::path::{extract, Route, TrailingSlash};
     use shortlink_wire::{record, resp};
 
     let Some((&which, input)) = data.split_first() else {
@@ -146,9 +146,11 @@ pub fn module_parsers(data: &[u8]) {
         }
         _ => {
             for route in [Route::LastSegment, Route::Prefix(b"/s/".to_vec())] {
-                if let Some(code) = extract(input, &route) {
-                    assert!(!code.is_empty());
-                    assert!(!code.iter().any(|&b| matches!(b, b'/' | b'%' | b'?')));
+                for slash in [TrailingSlash::Refused, TrailingSlash::Ignored] {
+                    if let Some(code) = extract(input, &route, slash) {
+                        assert!(!code.is_empty());
+                        assert!(!code.iter().any(|&b| matches!(b, b'/' | b'%' | b'?')));
+                    }
                 }
             }
         }

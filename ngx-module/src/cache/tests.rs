@@ -243,3 +243,50 @@ fn large_tables_start_untouched_and_aligned() {
     c.insert(b"abc", link(1), 0);
     assert_eq!(get(&mut c, b"abc", 1), Some(link(1)));
 }
+
+#[test]
+fn imported_entries_answer_imported_locations_only() {
+    let mut c = cache(10);
+    c.insert_in(b"1", link(1), 0, Scope::Imported);
+    c.insert_in(b"2", Cached::Missing, 0, Scope::Imported);
+    assert_eq!(
+        get(&mut c, b"1", 1),
+        None,
+        "a plain location takes the shape check"
+    );
+    assert_eq!(get(&mut c, b"2", 1), None);
+    assert!(matches!(
+        c.get_in(b"1", 1, Scope::Imported),
+        Some(Hit::Link(l)) if l.target == b"b"
+    ));
+    assert_eq!(c.get_in(b"2", 1, Scope::Imported), Some(Hit::Missing));
+    // An entry for every location answers imported ones too.
+    c.insert(b"abc", link(3), 0);
+    assert!(c.get_in(b"abc", 1, Scope::Imported).is_some());
+    // A lookup a plain location makes (e.g. while the check character is not trusted) widens
+    // the entry; one an imported location makes narrows it again.
+    c.insert(b"1", link(4), 0);
+    assert_eq!(get(&mut c, b"1", 1), Some(link(4)));
+    c.insert_in(b"1", link(4), 0, Scope::Imported);
+    assert_eq!(get(&mut c, b"1", 1), None);
+    assert_eq!(c.len(), 3);
+}
+
+#[test]
+fn the_imported_flag_leaves_recency_alone() {
+    // One set of two ways: every code lands in it.
+    let mut c = cache(2);
+    c.insert_in(b"a", link(1), 0, Scope::Imported);
+    c.insert(b"b", link(2), 0);
+    // `a` is least recent: a third code replaces it, not `b`.
+    c.insert(b"c", link(3), 0);
+    assert_eq!(get(&mut c, b"b", 1), Some(link(2)));
+    assert_eq!(c.get_in(b"a", 1, Scope::Imported), None);
+    // Way 0's recency bit shares the flags byte: the imported flag must not disturb it.
+    assert!(c.get_in(b"c", 1, Scope::Imported).is_some());
+    c.insert_in(b"d", link(4), 0, Scope::Imported);
+    assert_eq!(get(&mut c, b"b", 1), None, "least recent, replaced");
+    assert_eq!(get(&mut c, b"c", 1), Some(link(3)));
+    assert!(c.get_in(b"d", 1, Scope::Imported).is_some());
+    assert_eq!(get(&mut c, b"d", 1), None);
+}

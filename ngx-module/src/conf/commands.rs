@@ -43,7 +43,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 24] = [
+pub static mut COMMANDS: [ngx_command_t; 27] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -157,6 +157,24 @@ pub static mut COMMANDS: [ngx_command_t; 24] = [
         ngx_string!("shortlink_status_domains"),
         ANY | NGX_CONF_FLAG,
         set_status_domains,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_imported_codes"),
+        ANY | NGX_CONF_FLAG,
+        set_imported_codes,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_code_case"),
+        ANY | NGX_CONF_TAKE1,
+        set_code_case,
+        L,
+    ),
+    command(
+        ngx_string!("shortlink_trailing_slash"),
+        ANY | NGX_CONF_FLAG,
+        set_trailing_slash,
         L,
     ),
     command(
@@ -503,6 +521,42 @@ extern "C" fn set_status_domains(
     shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
         duplicate(&lcf.status_domains)?;
         lcf.status_domains = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_imported_codes(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.imported_codes)?;
+        lcf.imported_codes = Some(parse::flag(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_code_case(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.code_case)?;
+        lcf.code_case = Some(parse::code_case(args[0])?);
+        Ok(())
+    })
+}
+
+extern "C" fn set_trailing_slash(
+    cf: *mut ngx_conf_t,
+    cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
+        duplicate(&lcf.trailing_slash)?;
+        lcf.trailing_slash = Some(parse::flag(args[0])?);
         Ok(())
     })
 }

@@ -15,8 +15,9 @@ use nginx_sys::{
 use ngx::http::{Merge, MergeConfigError};
 use shortcode::CodeScheme;
 
-use crate::cache::CacheConfig;
-use crate::request::code::Route;
+use crate::cache::{CacheConfig, Scope};
+use crate::request::candidate::CodeCase;
+use crate::request::code::{Route, TrailingSlash};
 use crate::request::host::PoolSet;
 use parse::{ArgError, CacheControl, RedisSpec};
 
@@ -219,6 +220,13 @@ pub struct LocConf {
     pub miss_fallback: Option<bool>,
     /// `shortlink_status_domains`: count this location's requests per host in the status zone.
     pub status_domains: Option<bool>,
+    /// `shortlink_imported_codes`: the domain carries another shortener's codes, looked up
+    /// whatever their shape ([`crate::request::candidate`]).
+    pub imported_codes: Option<bool>,
+    /// `shortlink_code_case`.
+    pub code_case: Option<CodeCase>,
+    /// `shortlink_trailing_slash`: `/abc/` answers as `/abc`.
+    pub trailing_slash: Option<bool>,
 }
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
@@ -258,6 +266,30 @@ impl LocConf {
     pub fn cache_control(&self) -> Option<&CacheControl> {
         self.cache_control.as_ref()
     }
+
+    pub fn imported_codes(&self) -> bool {
+        self.imported_codes.unwrap_or(false)
+    }
+
+    pub fn code_case(&self) -> CodeCase {
+        self.code_case.unwrap_or_default()
+    }
+
+    pub fn trailing_slash(&self) -> TrailingSlash {
+        match self.trailing_slash {
+            Some(true) => TrailingSlash::Ignored,
+            _ => TrailingSlash::Refused,
+        }
+    }
+
+    /// Which of the cache's entries this location may answer from.
+    pub fn cache_scope(&self) -> Scope {
+        if self.imported_codes() {
+            Scope::Imported
+        } else {
+            Scope::All
+        }
+    }
 }
 
 impl Merge for LocConf {
@@ -275,6 +307,9 @@ impl Merge for LocConf {
         inherit(&mut self.track, &prev.track);
         inherit(&mut self.miss_fallback, &prev.miss_fallback);
         inherit(&mut self.status_domains, &prev.status_domains);
+        inherit(&mut self.imported_codes, &prev.imported_codes);
+        inherit(&mut self.code_case, &prev.code_case);
+        inherit(&mut self.trailing_slash, &prev.trailing_slash);
         if self.cache_control.is_none() {
             self.cache_control = Some(CacheControl::default());
         }

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::{SpoolLimits, DEFAULT_SPOOL};
 use crate::cache::CacheConfig;
+use crate::request::candidate::CodeCase;
 
 /// A directive argument that does not parse; shown by `nginx -t` after the directive name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,6 +338,20 @@ pub fn lone_variable(arg: &[u8]) -> Option<&[u8]> {
     ok.then_some(name)
 }
 
+/// `shortlink_code_case exact | lower`.
+pub fn code_case(arg: &[u8]) -> Result<CodeCase, ArgError> {
+    if arg.eq_ignore_ascii_case(b"exact") {
+        Ok(CodeCase::Exact)
+    } else if arg.eq_ignore_ascii_case(b"lower") {
+        Ok(CodeCase::Lower)
+    } else {
+        err(format!(
+            "invalid value \"{}\", it must be \"exact\" or \"lower\"",
+            show(arg)
+        ))
+    }
+}
+
 pub fn code_length(arg: &[u8]) -> Result<u8, ArgError> {
     let range = shortcode::MIN_BODY_LEN..=shortcode::MAX_BODY_LEN;
     match decimal(arg).and_then(|n| u8::try_from(n).ok()) {
@@ -498,5 +513,19 @@ mod tests {
         assert!(code_length(b"3").is_err());
         assert!(code_length(b"11").is_err());
         assert!(code_length(b"x").is_err());
+    }
+
+    #[test]
+    fn code_case_directive() {
+        assert_eq!(code_case(b"exact"), Ok(CodeCase::Exact));
+        assert_eq!(code_case(b"lower"), Ok(CodeCase::Lower));
+        assert_eq!(code_case(b"LOWER"), Ok(CodeCase::Lower));
+        assert_eq!(
+            code_case(b"upper"),
+            Err(ArgError(
+                "invalid value \"upper\", it must be \"exact\" or \"lower\"".into()
+            ))
+        );
+        assert!(code_case(b"").is_err());
     }
 }

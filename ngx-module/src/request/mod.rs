@@ -2,6 +2,7 @@
 
 // The code-in-path rule lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
 pub use shortlink_wire::path as code;
+pub mod candidate;
 pub mod click;
 pub mod host;
 pub mod location;

@@ -88,6 +88,7 @@ const HELP: [&str; COUNT] = [
     "Changes of a worker's cluster slot map.",
     "Primaries serving slots in the last slot map read.",
     "Visit events a cluster node redirected (MOVED, ASK) and that were sent again.",
+    "Lookups of codes only shortlink_imported_codes sends to Redis.",
 ];
 
 /// The whole page in the Prometheus text format.
