@@ -141,7 +141,9 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
 
 /// `code` as a `shortlink_code_case lower` location looks it up: lower-cased in the request
 /// pool (it becomes `$shortlink_code`, which must outlive the handler), or as it is when
-/// [`candidate::lowers`] says so. `None`: out of memory.
+/// [`candidate::lowers`] says so. `None`: out of memory. Kept out of line: only `lower`
+/// locations call it, and inlined it would grow every request's stack frame.
+#[inline(never)]
 fn lowered<'a>(r: &ngx_http_request_t, mcf: &MainConf, code: &'a [u8]) -> Option<&'a [u8]> {
     let Some(scheme) = &mcf.scheme else {
         return Some(code);
