@@ -6,7 +6,7 @@ mod check;
 mod code_scheme;
 mod compose;
 mod export;
-mod import;
+pub(crate) mod import;
 pub mod orphans;
 mod resync;
 pub mod visits;

@@ -5,10 +5,10 @@
 //! replays the source's links against an edge ([`verify`]).
 
 mod own;
-mod report;
-mod source;
+pub(crate) mod report;
+pub(crate) mod source;
 pub mod verify;
-mod write;
+pub(crate) mod write;
 
 use crate::cli::export::FileFormat;
 use crate::cli::BoxError;
