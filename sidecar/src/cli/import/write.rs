@@ -328,7 +328,7 @@ impl<'a> Writer<'a> {
         }
         if link.visits > 0 {
             (self.state.links.storage())
-                .raise_visit_count(&link.code, link.visits)
+                .raise_visit_count(&link.code, link.visits, storage::now())
                 .await?;
         }
         Ok(())
