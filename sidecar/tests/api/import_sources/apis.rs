@@ -137,7 +137,8 @@ async fn kutt_api_links_are_kept() {
     // expiry counts from it); a link never visited keeps none.
     assert!(link["last_visit_at"].is_null());
     let kt1: Value = app.get_json("/links/kt1").await;
-    let last = chrono::DateTime::parse_from_rfc3339(kt1["last_visit_at"].as_str().unwrap()).unwrap();
+    let last =
+        chrono::DateTime::parse_from_rfc3339(kt1["last_visit_at"].as_str().unwrap()).unwrap();
     assert!((chrono::Utc::now() - last.to_utc()).num_seconds().abs() < 60);
 }
 
