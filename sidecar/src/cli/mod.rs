@@ -6,6 +6,7 @@ mod check;
 mod code_scheme;
 mod compose;
 mod export;
+mod format;
 pub(crate) mod import;
 pub mod orphans;
 mod resync;
