@@ -1,6 +1,7 @@
 //! `export`: links as CSV or NDJSON, in code order, a page at a time (memory stays flat), in the
 //! columns `import` reads, so that an export imported on a fresh database reproduces the links.
 
+use super::format::FileFormat;
 use super::{progress_bar, BoxError};
 use crate::config::Config;
 use crate::storage::{self, Link, LinkFilter, LinkState};
@@ -8,23 +9,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FileFormat {
-    Csv,
-    Ndjson,
-}
-
-impl FileFormat {
-    /// From a file name's extension (`.csv`; `.ndjson`, `.jsonl`).
-    pub fn from_path(path: &std::path::Path) -> Option<Self> {
-        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "csv" => Some(FileFormat::Csv),
-            "ndjson" | "jsonl" => Some(FileFormat::Ndjson),
-            _ => None,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StateArg {

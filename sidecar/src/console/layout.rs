@@ -169,6 +169,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
                         a href="/console/domains" { "Domains" }
                         @if operator.role == crate::storage::Role::Admin {
                             " " a href="/console/webhooks" { "Webhooks" }
+                            " " a href="/console/import" { "Import" }
                         }
                     }
                     form method="post" action="/console/sign-out" {

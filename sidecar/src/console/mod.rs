@@ -22,6 +22,7 @@ mod chart;
 mod compose;
 mod detail;
 mod domains;
+mod import;
 mod layout;
 mod links;
 mod overview;
@@ -94,6 +95,17 @@ pub fn router() -> Router<AppState> {
                 .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
         )
         .route("/console/bulk/{job}", get(bulk::progress))
+        .route(
+            "/console/import",
+            get(import::page)
+                .post(import::start)
+                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+        )
+        .route("/console/import/{job}", get(import::progress))
+        .route(
+            "/console/import/{job}/report.json",
+            get(import::report_file),
+        )
         .route("/console/compose", get(compose::page).post(compose::sample))
         .route("/console/compose/count", post(compose::count))
         .route("/console/bulk/{job}/results.csv", get(bulk::results))

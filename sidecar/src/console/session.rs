@@ -42,6 +42,7 @@ const MAX_SESSIONS: usize = 10_000;
 pub struct ConsoleState {
     sessions: Mutex<HashMap<String, Session>>,
     pub(super) jobs: super::bulk::Jobs,
+    pub(super) imports: super::import::Imports,
     pub(super) totals: std::sync::Arc<super::totals::Totals>,
 }
 

@@ -315,8 +315,14 @@ pub trait Storage: Send + Sync + 'static {
     /// Records where imported links came from; a code recorded already keeps its first record.
     async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()>;
 
-    /// Raises a link's `visit_count` to at least `total` (an imported link's history).
-    async fn raise_visit_count(&self, code: &str, total: i64) -> StorageResult<()>;
+    /// Raises a link's `visit_count` to at least `total` (an imported link's history), and
+    /// gives a link without a last visit `at`.
+    async fn raise_visit_count(
+        &self,
+        code: &str,
+        total: i64,
+        at: DateTime<Utc>,
+    ) -> StorageResult<()>;
 }
 
 /// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements

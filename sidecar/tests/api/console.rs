@@ -905,3 +905,64 @@ async fn the_webhooks_page_adds_refuses_replays_and_removes() {
         .await
         .contains("No webhook yet."));
 }
+
+/// Import from another shortener (issue 40): admins only; a CSV export uploaded, imported by the
+/// command's code in a task, the report on the page (a collision with one of ours named) and as
+/// JSON; codes kept as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_import_another_shorteners_links() {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create(json!({"url": "https://ours.example/", "code": "taken-one"}))
+        .await;
+    let issuer = new_key(&app, "issuer", "issuer");
+    let mut browser = Browser::new(&app);
+    browser.sign_in(&issuer).await;
+    assert_eq!(
+        browser.get("/console/import").await.status(),
+        StatusCode::FORBIDDEN
+    );
+
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let form = browser.page("/console/import").await;
+    assert!(form.contains("Import from another shortener"));
+    let csrf = browser.csrf().await;
+    let csv = "code,url,domain,visits\nq.1,https://old.example/q,s.old.example,4\ntaken-one,https://old.example/t,s.old.example,0\n";
+    let form = reqwest::multipart::Form::new()
+        .text("csrf", csrf)
+        .text("from", "csv")
+        .text("source_domain", "s.old.example")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("old.csv"),
+        );
+    let request = browser
+        .request(Method::POST, "/console/import")
+        .multipart(form);
+    let started = browser.send(request).await;
+    assert_eq!(started.status(), StatusCode::SEE_OTHER);
+    let job = location(&started).to_owned();
+    let mut page = String::new();
+    for _ in 0..100 {
+        page = browser.page(&job).await;
+        if page.contains("Finished.") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(page.contains("Finished."), "{page}");
+    assert!(page.contains("1 imported"), "{page}");
+    assert!(
+        page.contains("taken-one") && page.contains("collision"),
+        "{page}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&browser.page(&format!("{job}/report.json")).await).unwrap();
+    assert_eq!(report["imported"], 1);
+    assert_eq!(report["skipped"]["collision"], 1);
+    let link: serde_json::Value = app.get_link("q.1").await.json().await.unwrap();
+    assert_eq!(link["url"], "https://old.example/q");
+    assert_eq!(link["visit_count"], 4);
+    let ours: serde_json::Value = app.get_link("taken-one").await.json().await.unwrap();
+    assert_eq!(ours["url"], "https://ours.example/");
+}

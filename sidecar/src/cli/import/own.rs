@@ -9,8 +9,8 @@
 //! Rows written by `export` (with `state`, `created_at`, `revoked_at`, generated-shape codes,
 //! expiries in the past) are recreated as they were.
 
-use crate::cli::export::FileFormat;
-use crate::cli::BoxError;
+use super::source::BoxError;
+use crate::cli::format::FileFormat;
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::{self, CardSpec};

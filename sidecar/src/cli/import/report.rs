@@ -33,7 +33,7 @@ pub struct Problem {
     pub message: String,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Clone, Serialize)]
 pub struct Report {
     pub source: String,
     pub dry_run: bool,

@@ -3,9 +3,7 @@
 //! old shortener answered: a redirect to its target. Run before switching DNS; a difference is a
 //! link that would break.
 
-use super::source::{self, SourceKind, SourceLink};
-use super::SourceArgs;
-use crate::cli::BoxError;
+use super::source::{self, BoxError, SourceArgs, SourceKind, SourceLink};
 use crate::domains::http1;
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;

@@ -8,8 +8,7 @@
 //! stored under stable ids (a visit stored before is skipped), the total only raises the count.
 
 use super::report::{Reason, Report};
-use super::source::{Item, Source, SourceLink, SourceVisit};
-use crate::cli::BoxError;
+use super::source::{BoxError, Item, Source, SourceLink, SourceVisit};
 use crate::http::{AppState, Error};
 use crate::service::validate;
 use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
@@ -328,7 +327,7 @@ impl<'a> Writer<'a> {
         }
         if link.visits > 0 {
             (self.state.links.storage())
-                .raise_visit_count(&link.code, link.visits)
+                .raise_visit_count(&link.code, link.visits, storage::now())
                 .await?;
         }
         Ok(())

@@ -4,6 +4,7 @@ use super::store::SqlStorage;
 use super::{rows, Dialect, Driver, Statement, Value, IN_LIST};
 use crate::storage::api::{Backend, StorageResult};
 use crate::storage::imported::ImportedLink;
+use chrono::{DateTime, Utc};
 
 const COLUMNS: &str = "code, source, domain, source_target, title, source_visits, imported_at_ms";
 
@@ -60,11 +61,21 @@ impl<D: Dialect> SqlStorage<D> {
 
     /// Raises a link's `visit_count` to at least `total` (never lowers it: visits counted since,
     /// or individual visits imported first, stay counted), so running it twice changes nothing.
-    pub(super) async fn raise_visit_count(&self, code: &str, total: i64) -> StorageResult<()> {
+    /// A link without a last visit gets `at`: its old visits happened before it (the source
+    /// does not say when), so an idle-link expiry counts from the import, not from a creation
+    /// years ago.
+    pub(super) async fn raise_visit_count(
+        &self,
+        code: &str,
+        total: i64,
+        at: DateTime<Utc>,
+    ) -> StorageResult<()> {
         let mut query = Statement::new("UPDATE links SET visit_count = ");
         query
             .bind(Value::Int(total))
-            .push(" WHERE code = ")
+            .push(", last_visit_at = COALESCE(last_visit_at, ")
+            .bind(D::time(at))
+            .push(") WHERE code = ")
             .bind(Value::Text(code.to_owned()))
             .push(" AND visit_count < ")
             .bind(Value::Int(total));

@@ -502,7 +502,12 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         self.insert_imported(links).await
     }
 
-    async fn raise_visit_count(&self, code: &str, total: i64) -> StorageResult<()> {
-        SqlStorage::raise_visit_count(self, code, total).await
+    async fn raise_visit_count(
+        &self,
+        code: &str,
+        total: i64,
+        at: DateTime<Utc>,
+    ) -> StorageResult<()> {
+        SqlStorage::raise_visit_count(self, code, total, at).await
     }
 }

@@ -133,6 +133,13 @@ async fn kutt_api_links_are_kept() {
     );
     let link: Value = app.get_json("/links/kt2").await;
     assert_eq!(link["expires_at"], "2031-01-01T00:00:00Z");
+    // Old visits, time unknown: the import is the last visit we can vouch for (an idle-link
+    // expiry counts from it); a link never visited keeps none.
+    assert!(link["last_visit_at"].is_null());
+    let kt1: Value = app.get_json("/links/kt1").await;
+    let last =
+        chrono::DateTime::parse_from_rfc3339(kt1["last_visit_at"].as_str().unwrap()).unwrap();
+    assert!((chrono::Utc::now() - last.to_utc()).num_seconds().abs() < 60);
 }
 
 /// Bitly: pages by `pagination.next`, the bearer token, ids on bit.ly and a custom domain,

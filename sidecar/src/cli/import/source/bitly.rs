@@ -6,8 +6,7 @@
 
 use super::fetch::{base, Fetch};
 use super::{time, Item, Source, SourceLink, Unreadable};
-use crate::cli::import::SourceArgs;
-use crate::cli::BoxError;
+use super::{BoxError, SourceArgs};
 use async_trait::async_trait;
 use serde_json::Value;
 

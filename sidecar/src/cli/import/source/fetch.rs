@@ -2,7 +2,7 @@
 //! `Retry-After` says, a server error retried a few times, any other answer an error that quotes
 //! the start of the page (an HTML login or error page says more than its status).
 
-use crate::cli::BoxError;
+use super::BoxError;
 use std::time::Duration;
 
 /// Tries per request: rate limits and server errors are waited out this many times.

@@ -11,10 +11,48 @@ mod shlink;
 mod time;
 mod yourls;
 
-use super::SourceArgs;
-use crate::cli::BoxError;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use std::path::PathBuf;
+
+/// Any error of a source, said as it is (the command's own error type, defined here so that
+/// the importer's files need nothing of the subcommands' module).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where another shortener's links are read from (`import` and `verify-import`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// The source's export file, when it is read from one (set from `import FILE`).
+    #[arg(skip)]
+    pub file: Option<PathBuf>,
+    /// The source's base URL: Shlink's or Kutt's server, Bitly's API (default
+    /// https://api-ssl.bitly.com).
+    #[arg(long, env = "SHORTLINK_IMPORT_SOURCE_URL")]
+    pub source_url: Option<String>,
+    /// The source's API key (Shlink `X-Api-Key`, Kutt `X-API-KEY`) or token (Bitly).
+    #[arg(long, env = "SHORTLINK_IMPORT_SOURCE_KEY", hide_env_values = true)]
+    pub source_key: Option<String>,
+    /// YOURLS's database, `mysql://user:password@host:port/yourls`.
+    #[arg(long, env = "SHORTLINK_IMPORT_SOURCE_DATABASE", hide_env_values = true)]
+    pub source_database: Option<String>,
+    /// YOURLS's table prefix (`YOURLS_DB_PREFIX`).
+    #[arg(long, env = "SHORTLINK_IMPORT_TABLE_PREFIX", default_value = "yourls_")]
+    pub table_prefix: String,
+    /// Bitly's group GUID whose links are read.
+    #[arg(long, env = "SHORTLINK_IMPORT_BITLY_GROUP")]
+    pub bitly_group: Option<String>,
+    /// The domain of links whose source does not name one (YOURLS's site, Shlink's default
+    /// domain, a CSV without a domain column).
+    #[arg(long, env = "SHORTLINK_IMPORT_SOURCE_DOMAIN")]
+    pub source_domain: Option<String>,
+    /// Whether every link appends the short URL's query to its target, whatever the source's
+    /// own behaviour (default: the source's; Shlink's per link).
+    #[arg(long, env = "SHORTLINK_IMPORT_FORWARD_QUERY")]
+    pub forward_query: Option<bool>,
+    /// Links asked per page of the source's API.
+    #[arg(long, env = "SHORTLINK_IMPORT_PAGE_SIZE", default_value_t = 100)]
+    pub page_size: u32,
+}
 
 /// The shorteners `import --from` reads (`shortlink`, our own export, is read by `own`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -4,8 +4,7 @@
 
 use super::fetch::{base, escape, Fetch};
 use super::{derived_visit_id, time, Item, Source, SourceLink, SourceVisit, Unreadable};
-use crate::cli::import::SourceArgs;
-use crate::cli::BoxError;
+use super::{BoxError, SourceArgs};
 use async_trait::async_trait;
 use serde_json::Value;
 

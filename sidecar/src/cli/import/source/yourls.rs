@@ -5,8 +5,7 @@
 //! answers one domain (its `YOURLS_SITE`), given as `--source-domain`.
 
 use super::{time, Item, Source, SourceLink, SourceVisit};
-use crate::cli::import::SourceArgs;
-use crate::cli::BoxError;
+use super::{BoxError, SourceArgs};
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::Row;

@@ -1,0 +1,281 @@
+//! Import from another shortener (issue 40), the console's way to `import --from`: a source's API
+//! (Shlink, Kutt, Bitly, with its URL and key) or an export file (a generic CSV, Shlink's or
+//! Bitly's), imported in a task of its own by the command's own code, with the same report. The
+//! progress page reloads itself until the import ends, then shows the counts and every link not
+//! imported, and offers the report as JSON. Admins only: an import keeps codes the API's alias
+//! rule refuses. Jobs are kept in memory, as bulk uploads.
+
+use super::layout;
+use super::session::{ConsoleState, Operator};
+use super::{see_other, PageError, PageResult};
+use crate::cli::import::report::{reason_name, Report};
+use crate::cli::import::source::{self, SourceKind};
+use crate::cli::import::write::Writer;
+use crate::cli::import::SourceArgs;
+use crate::http::{AppState, Error};
+use crate::storage::Role;
+use axum::extract::{Multipart, Path, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
+use axum::response::IntoResponse;
+use axum::Extension;
+use maud::html;
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+
+/// Problems listed on the page (the JSON report has them all).
+const SHOWN: usize = 200;
+const MAX_JOBS: usize = 20;
+
+#[derive(Default)]
+pub struct Imports(Mutex<HashMap<String, Arc<Mutex<Job>>>>);
+
+#[derive(Default)]
+struct Job {
+    report: Report,
+    finished: bool,
+    error: Option<String>,
+}
+
+fn require_admin(operator: &Operator) -> Result<(), PageError> {
+    match operator.role {
+        Role::Admin => Ok(()),
+        role => Err(PageError(Error::Forbidden(role))),
+    }
+}
+
+pub async fn page(operator: Operator) -> PageResult {
+    require_admin(&operator)?;
+    let body = html! {
+        h1 { "Import from another shortener" }
+        p { "Links keep their code, target, times, tags and visit totals; a code that is already a link is reported, never overwritten. Run it again at any time: what is imported already is skipped. See docs/MIGRATING.md." }
+        form.stack method="post" action="/console/import" enctype="multipart/form-data" {
+            (layout::csrf(&operator))
+            label for="from" { "Source" }
+            select #from name="from" {
+                option value="shlink" { "Shlink 4.x (API v3, or its CSV export)" }
+                option value="kutt" { "Kutt v2/v3 (API v2)" }
+                option value="bitly" { "Bitly (API v4, or its CSV export)" }
+                option value="csv" { "CSV: code, url, domain, created_at, expires_at, title, tags, visits" }
+            }
+            label for="source_url" { "API URL (Shlink, Kutt; Bitly: empty for api-ssl.bitly.com)" }
+            input #source_url type="url" name="source_url";
+            label for="source_key" { "API key or token" }
+            input #source_key type="password" name="source_key" autocomplete="off";
+            label for="bitly_group" { "Bitly group GUID" }
+            input #bitly_group type="text" name="bitly_group";
+            label for="source_domain" { "Domain of links whose source names none" }
+            input #source_domain type="text" name="source_domain";
+            label for="file" { "Or an export file (CSV)" }
+            input #file type="file" name="file" accept=".csv,text/csv";
+            label { input type="checkbox" name="dry_run" value="1"; " Dry run: check everything, write nothing" }
+            button type="submit" { "Import" }
+        }
+    };
+    Ok(layout::page(&operator, "Import", body).into_response())
+}
+
+fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
+    PageError(Error::Request {
+        status: error.status(),
+        code: "invalid_body",
+        message: "the upload could not be read".into(),
+    })
+}
+
+fn invalid(message: impl Into<String>) -> PageError {
+    PageError(Error::invalid("invalid_import", message.into()))
+}
+
+pub async fn start(
+    State(state): State<AppState>,
+    Extension(console): Extension<Arc<ConsoleState>>,
+    operator: Operator,
+    mut multipart: Multipart,
+) -> PageResult {
+    let mut fields: HashMap<String, String> = HashMap::new();
+    let mut file = None;
+    while let Some(field) = multipart.next_field().await.map_err(bad_upload)? {
+        let name = field.name().unwrap_or_default().to_owned();
+        if name == "file" {
+            let bytes = field.bytes().await.map_err(bad_upload)?;
+            file = Some(bytes).filter(|bytes| !bytes.is_empty());
+        } else {
+            fields.insert(name, field.text().await.map_err(bad_upload)?);
+        }
+    }
+    operator.check_csrf(fields.get("csrf").map(String::as_str))?;
+    require_admin(&operator)?;
+    let field = |name: &str| {
+        fields
+            .get(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let kind = match field("from").as_deref() {
+        Some("shlink") => SourceKind::Shlink,
+        Some("kutt") => SourceKind::Kutt,
+        Some("bitly") => SourceKind::Bitly,
+        Some("csv") => SourceKind::Csv,
+        _ => return Err(invalid("choose a source")),
+    };
+    // The upload waits in a temporary file (deleted with the job's task) for the file sources,
+    // which read a path.
+    let upload = match file {
+        Some(bytes) => {
+            let mut temp = tempfile::NamedTempFile::new().map_err(|e| invalid(e.to_string()))?;
+            temp.write_all(&bytes).map_err(|e| invalid(e.to_string()))?;
+            Some(temp)
+        }
+        None => None,
+    };
+    let args = SourceArgs {
+        file: upload.as_ref().map(|temp| temp.path().to_owned()),
+        source_url: field("source_url"),
+        source_key: field("source_key"),
+        source_database: None,
+        table_prefix: "yourls_".into(),
+        bitly_group: field("bitly_group"),
+        source_domain: field("source_domain"),
+        forward_query: None,
+        page_size: 100,
+    };
+    // Opened here, so a missing key or an unreadable file is said on the form's answer.
+    let opened = source::open(kind, &args)
+        .await
+        .map_err(|e| invalid(e.to_string()))?;
+    let id = super::session::random_token()?;
+    let dry_run = field("dry_run").is_some();
+    let job = Arc::new(Mutex::new(Job {
+        report: Report {
+            source: kind.name().to_owned(),
+            dry_run,
+            ..Report::default()
+        },
+        ..Job::default()
+    }));
+    {
+        let mut jobs = console.imports.0.lock().unwrap_or_else(|e| e.into_inner());
+        if jobs.len() >= MAX_JOBS {
+            jobs.retain(|_, job| !job.lock().unwrap_or_else(|e| e.into_inner()).finished);
+        }
+        jobs.insert(id.clone(), Arc::clone(&job));
+    }
+    let domain = args.source_domain.clone();
+    tokio::spawn(async move {
+        let _upload = upload;
+        let outcome = run(&state, kind, opened, domain.as_deref(), dry_run, &job).await;
+        let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
+        job.error = outcome.err();
+        job.finished = true;
+    });
+    Ok(see_other(&format!("/console/import/{id}")))
+}
+
+/// The command's loop, the report copied into the job after every page.
+async fn run(
+    state: &AppState,
+    kind: SourceKind,
+    mut source: Box<dyn source::Source>,
+    domain: Option<&str>,
+    dry_run: bool,
+    job: &Mutex<Job>,
+) -> Result<(), String> {
+    let mut writer = Writer::new(state, kind.name(), domain, dry_run, true);
+    let mut report = Report {
+        source: kind.name().to_owned(),
+        dry_run,
+        ..Report::default()
+    };
+    while let Some(items) = source.next_page().await.map_err(|e| e.to_string())? {
+        writer
+            .page(&mut *source, items, &mut report)
+            .await
+            .map_err(|e| e.to_string())?;
+        job.lock().unwrap_or_else(|e| e.into_inner()).report = report.clone();
+    }
+    Ok(())
+}
+
+pub async fn progress(
+    Extension(console): Extension<Arc<ConsoleState>>,
+    operator: Operator,
+    Path(id): Path<String>,
+) -> PageResult {
+    require_admin(&operator)?;
+    let job = console.imports.get(&id).ok_or(Error::NotFound)?;
+    let (report, finished, error) = {
+        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        (job.report.clone(), job.finished, job.error.clone())
+    };
+    let body = html! {
+        h1 { "Import from " (report.source) @if report.dry_run { " (dry run)" } }
+        p role="status" { (report.summary()) }
+        @if let Some(error) = &error {
+            p.error role="alert" { "Stopped: " (error) ". Run the import again to continue." }
+        } @else if finished {
+            p.ok { "Finished." }
+        } @else {
+            p { "Working… this page refreshes itself." }
+        }
+        @if finished {
+            p { a href={ "/console/import/" (id) "/report.json" } download { "Download the report (JSON)" } }
+        }
+        @if !report.problems.is_empty() {
+            table {
+                thead { tr { th { "code" } th { "domain" } th { "reason" } th { "why" } } }
+                tbody {
+                    @for problem in report.problems.iter().take(SHOWN) {
+                        tr {
+                            td { code { (problem.code) } }
+                            td { (problem.domain) }
+                            td { (reason_name(problem.reason)) }
+                            td { (problem.message) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let mut response = layout::page(&operator, "Import", body).into_response();
+    if !finished {
+        response
+            .headers_mut()
+            .insert(REFRESH, axum::http::HeaderValue::from_static("1"));
+    }
+    Ok(response)
+}
+
+pub async fn report_file(
+    Extension(console): Extension<Arc<ConsoleState>>,
+    operator: Operator,
+    Path(id): Path<String>,
+) -> PageResult {
+    require_admin(&operator)?;
+    let job = console.imports.get(&id).ok_or(Error::NotFound)?;
+    let body = {
+        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_vec_pretty(&job.report).map_err(|e| invalid(e.to_string()))?
+    };
+    Ok((
+        [
+            (CONTENT_TYPE, "application/json"),
+            (
+                CONTENT_DISPOSITION,
+                "attachment; filename=\"import-report.json\"",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+impl Imports {
+    fn get(&self, id: &str) -> Option<Arc<Mutex<Job>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+}
