@@ -330,13 +330,9 @@ pub(super) fn insert_visits<'v>(
 }
 
 /// Stores the user agents the visits refer to that are not stored yet.
-pub(super) fn insert_user_agents(
-    handle: &Handle<'_>,
-    agents: &[(i64, &str)],
-) -> StorageResult<()> {
-    let mut insert = handle.prepare(
-        "INSERT INTO user_agents (id, agent) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-    )?;
+pub(super) fn insert_user_agents(handle: &Handle<'_>, agents: &[(i64, &str)]) -> StorageResult<()> {
+    let mut insert = handle
+        .prepare("INSERT INTO user_agents (id, agent) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")?;
     for (id, agent) in agents {
         insert.int(1, *id);
         insert.text(2, agent);
@@ -461,7 +457,10 @@ pub(super) fn add_rollups(handle: &Handle<'_>, d: &Deltas<'_>) -> StorageResult<
 
 /// Adds to each link's `visit_count` and moves its `last_visit_at` forward: (code, visits, time
 /// in the `links` text form).
-pub(super) fn add_to_links(handle: &Handle<'_>, links: &[(&str, i64, String)]) -> StorageResult<()> {
+pub(super) fn add_to_links(
+    handle: &Handle<'_>,
+    links: &[(&str, i64, String)],
+) -> StorageResult<()> {
     let mut update = handle.prepare(
         "UPDATE links SET visit_count = visit_count + ?, \
            last_visit_at = MAX(COALESCE(last_visit_at, ''), ?) \
