@@ -182,10 +182,12 @@ async fn the_agent_cache_changes_no_stored_row_on(backend: Backend) {
         );
     }
     // To compare two builds' rows (the SQLite batch write of issue 38 against the one before it):
-    // VISIT_CACHES_DUMP=<dir> writes each backend's dump there.
+    // VISIT_CACHES_DUMP=<dir> writes each backend's two dumps there.
     if let Some(dir) = std::env::var_os("VISIT_CACHES_DUMP") {
-        let file = PathBuf::from(dir).join(format!("{backend:?}.dump"));
-        std::fs::write(file, &dumps[0]).expect("write the dump");
+        for (dump, name) in dumps.iter().zip(["cached", "uncached"]) {
+            let file = PathBuf::from(&dir).join(format!("{backend:?}-{name}.dump"));
+            std::fs::write(file, dump).expect("write the dump");
+        }
     }
     // Compared whole, not printed: the dumps are tens of megabytes.
     assert!(

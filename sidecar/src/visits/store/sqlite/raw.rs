@@ -54,10 +54,9 @@ pub(super) async fn with_handle<R>(
         db: locked.as_raw_handle(),
         _locked: PhantomData,
     };
-    let result = write(&handle);
-    drop(handle);
-    drop(locked);
-    result
+    // `handle` (and every statement prepared on it) ends here, before `locked` gives the
+    // connection back to the worker.
+    write(&handle)
 }
 
 impl Handle<'_> {
