@@ -4,9 +4,9 @@
 //! The write path is [`VisitStore::store_batch`]: one transaction per batch that inserts the raw
 //! visits with `ON CONFLICT (event_id) DO NOTHING`, and folds only the rows actually inserted into
 //! the rollups and `links.visit_count` / `last_visit_at`. Which rows went in is known without
-//! sending them back when all did (SQLite: the insert's row count; PostgreSQL: a binary `COPY`
-//! that succeeded, all inside a savepoint); otherwise the insert is rolled back to the savepoint
-//! and made again with `ON CONFLICT DO NOTHING RETURNING event_id`. A batch
+//! sending them back (SQLite: each one-row insert's change count, `sqlite/raw.rs`; PostgreSQL: a
+//! binary `COPY` that succeeded inside a savepoint, otherwise rolled back to it and made again
+//! with `ON CONFLICT DO NOTHING RETURNING event_id`; MariaDB: see `mysql`). A batch
 //! delivered twice (the consumer died between commit and XACK) therefore changes nothing the
 //! second time.
 

@@ -105,7 +105,9 @@ impl VisitDialect for SqliteVisits {
             .await?;
         }
         let d = deltas(&inserted, new_visitors, count_bots);
-        raw::with_handle(&mut tx, |h| raw::add_rollups(h, &d)).await?;
+        for table in raw::Rollup::ALL {
+            raw::with_handle(&mut tx, |h| raw::add_rollup(h, &d, table)).await?;
+        }
         let links: Vec<(&str, i64, String)> = (d.links.iter())
             .map(|(code, (n, at))| (*code, *n, link_ts(*at)))
             .collect();

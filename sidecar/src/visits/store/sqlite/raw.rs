@@ -54,10 +54,9 @@ pub(super) async fn with_handle<R>(
         db: locked.as_raw_handle(),
         _locked: PhantomData,
     };
-    let result = write(&handle);
-    drop(handle);
-    drop(locked);
-    result
+    // `handle` (and every statement prepared on it) ends here, before `locked` gives the
+    // connection back to the worker.
+    write(&handle)
 }
 
 impl Handle<'_> {
@@ -392,65 +391,98 @@ fn audiences(statement: &mut Statement<'_, '_>, first: c_int, a: &Audiences) {
     statement.int(first + 2, a.previews);
 }
 
-/// Adds the five rollup tables' rows of `d` (the same rows, values and order as
-/// `write::rollups`, which the MariaDB store writes).
-pub(super) fn add_rollups(handle: &Handle<'_>, d: &Deltas<'_>) -> StorageResult<()> {
-    let counters = ["humans", "bots", "previews", "new_visitors"];
-    let mut add = handle.prepare(&upsert(
-        "visit_buckets",
-        &["code", "span", "bucket"],
-        &counters,
-    ))?;
-    for ((code, span, bucket), c) in &d.buckets {
-        add.text(1, code);
-        add.int(2, *span);
-        add.int(3, *bucket);
-        add.int(4, c.humans);
-        add.int(5, c.bots);
-        add.int(6, c.previews);
-        add.int(7, c.new_visitors);
-        add.execute()?;
-    }
-    let keys = ["code", "day", "browser", "os", "device", "agent"];
-    let mut add = handle.prepare(&upsert("visit_agents", &keys, &AUDIENCES))?;
-    for ((code, day, browser, os, device, agent), a) in &d.agents {
-        add.text(1, code);
-        add.int(2, *day);
-        add.text(3, browser);
-        add.text(4, os);
-        add.text(5, device);
-        add.text(6, agent);
-        audiences(&mut add, 7, a);
-        add.execute()?;
-    }
-    let keys = ["code", "day", "country", "region", "city"];
-    let mut add = handle.prepare(&upsert("visit_places", &keys, &AUDIENCES))?;
-    for ((code, day, country, region, city), a) in &d.places {
-        add.text(1, code);
-        add.int(2, *day);
-        add.text(3, country);
-        add.text(4, region);
-        add.text(5, city);
-        audiences(&mut add, 6, a);
-        add.execute()?;
-    }
-    let keys = ["code", "day", "referrer_host", "short_domain"];
-    let mut add = handle.prepare(&upsert("visit_sources", &keys, &AUDIENCES))?;
-    for ((code, day, referrer, domain), a) in &d.sources {
-        add.text(1, code);
-        add.int(2, *day);
-        add.text(3, referrer);
-        add.text(4, domain);
-        audiences(&mut add, 5, a);
-        add.execute()?;
-    }
-    let keys = ["minute", "short_domain"];
-    let mut add = handle.prepare(&upsert("domain_clicks", &keys, &AUDIENCES))?;
-    for ((minute, domain), a) in &d.domain_minutes {
-        add.int(1, *minute);
-        add.text(2, domain);
-        audiences(&mut add, 3, a);
-        add.execute()?;
+/// The five rollup tables, each written under a lock of its own (a batch's rows of one table are
+/// thousands of upserts: a few milliseconds of the runtime thread).
+#[derive(Clone, Copy)]
+pub(super) enum Rollup {
+    Buckets,
+    Agents,
+    Places,
+    Sources,
+    DomainClicks,
+}
+
+impl Rollup {
+    pub(super) const ALL: [Rollup; 5] = [
+        Rollup::Buckets,
+        Rollup::Agents,
+        Rollup::Places,
+        Rollup::Sources,
+        Rollup::DomainClicks,
+    ];
+}
+
+/// Adds one rollup table's rows of `d` (the same rows, values and order as `write::rollups`,
+/// which the MariaDB store writes).
+pub(super) fn add_rollup(handle: &Handle<'_>, d: &Deltas<'_>, table: Rollup) -> StorageResult<()> {
+    match table {
+        Rollup::Buckets => {
+            let counters = ["humans", "bots", "previews", "new_visitors"];
+            let mut add = handle.prepare(&upsert(
+                "visit_buckets",
+                &["code", "span", "bucket"],
+                &counters,
+            ))?;
+            for ((code, span, bucket), c) in &d.buckets {
+                add.text(1, code);
+                add.int(2, *span);
+                add.int(3, *bucket);
+                add.int(4, c.humans);
+                add.int(5, c.bots);
+                add.int(6, c.previews);
+                add.int(7, c.new_visitors);
+                add.execute()?;
+            }
+        }
+        Rollup::Agents => {
+            let keys = ["code", "day", "browser", "os", "device", "agent"];
+            let mut add = handle.prepare(&upsert("visit_agents", &keys, &AUDIENCES))?;
+            for ((code, day, browser, os, device, agent), a) in &d.agents {
+                add.text(1, code);
+                add.int(2, *day);
+                add.text(3, browser);
+                add.text(4, os);
+                add.text(5, device);
+                add.text(6, agent);
+                audiences(&mut add, 7, a);
+                add.execute()?;
+            }
+        }
+        Rollup::Places => {
+            let keys = ["code", "day", "country", "region", "city"];
+            let mut add = handle.prepare(&upsert("visit_places", &keys, &AUDIENCES))?;
+            for ((code, day, country, region, city), a) in &d.places {
+                add.text(1, code);
+                add.int(2, *day);
+                add.text(3, country);
+                add.text(4, region);
+                add.text(5, city);
+                audiences(&mut add, 6, a);
+                add.execute()?;
+            }
+        }
+        Rollup::Sources => {
+            let keys = ["code", "day", "referrer_host", "short_domain"];
+            let mut add = handle.prepare(&upsert("visit_sources", &keys, &AUDIENCES))?;
+            for ((code, day, referrer, domain), a) in &d.sources {
+                add.text(1, code);
+                add.int(2, *day);
+                add.text(3, referrer);
+                add.text(4, domain);
+                audiences(&mut add, 5, a);
+                add.execute()?;
+            }
+        }
+        Rollup::DomainClicks => {
+            let keys = ["minute", "short_domain"];
+            let mut add = handle.prepare(&upsert("domain_clicks", &keys, &AUDIENCES))?;
+            for ((minute, domain), a) in &d.domain_minutes {
+                add.int(1, *minute);
+                add.text(2, domain);
+                audiences(&mut add, 3, a);
+                add.execute()?;
+            }
+        }
     }
     Ok(())
 }
