@@ -19,7 +19,7 @@ use crate::service::validate;
 use crate::service::validate::PlainPassword;
 use crate::service::ItemOutcome;
 use axum::extract::{Multipart, Path, State};
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
@@ -331,13 +331,12 @@ pub async fn progress(
             p role="status" { "Working… this page refreshes itself." }
         }
     };
-    let mut response = layout::page(&operator, "Bulk upload", body).into_response();
-    if !finished {
-        response
-            .headers_mut()
-            .insert(REFRESH, axum::http::HeaderValue::from_static("1"));
-    }
-    Ok(response)
+    Ok(layout::progress_page(
+        &operator,
+        "Bulk upload",
+        body,
+        finished,
+    ))
 }
 
 pub async fn results(

@@ -11,8 +11,8 @@ use crate::http::{AppState, DomainContext, Error};
 use crate::storage::{Link, LinkFilter, ListCursor};
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Extension;
 use chrono::{DateTime, Utc};
@@ -169,12 +169,8 @@ pub async fn totals(
                 h1 { "Campaign " (name) ": totals" }
                 p role="status" { "Counting the campaign's links… this page refreshes itself." }
             };
-            let mut response =
-                layout::page(&operator, &format!("Campaign {name}"), body).into_response();
-            response
-                .headers_mut()
-                .insert(REFRESH, HeaderValue::from_static("1"));
-            return Ok(response);
+            let title = format!("Campaign {name}");
+            return Ok(layout::progress_page(&operator, &title, body, false));
         }
         Shown::Failed => {
             return Err(Error::Request {

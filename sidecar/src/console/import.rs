@@ -15,7 +15,7 @@ use crate::cli::import::SourceArgs;
 use crate::http::{AppState, Error};
 use crate::storage::Role;
 use axum::extract::{Multipart, Path, State};
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, REFRESH};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
@@ -237,13 +237,7 @@ pub async fn progress(
             }
         }
     };
-    let mut response = layout::page(&operator, "Import", body).into_response();
-    if !finished {
-        response
-            .headers_mut()
-            .insert(REFRESH, axum::http::HeaderValue::from_static("1"));
-    }
-    Ok(response)
+    Ok(layout::progress_page(&operator, "Import", body, finished))
 }
 
 pub async fn report_file(

@@ -1,8 +1,9 @@
 //! The page shell (navigation, sign-out form), the stylesheet and the script, all in the binary.
 
 use super::session::Operator;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::response::IntoResponse;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, REFRESH};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 /// One small stylesheet; a single column under 40em so that every page works on a phone.
@@ -185,6 +186,18 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
 }
 
 /// The hidden CSRF field every form carries.
+/// A page about work still under way (a bulk upload, an import, a campaign being counted): it
+/// reloads itself every second until `finished`.
+pub fn progress_page(operator: &Operator, title: &str, body: Markup, finished: bool) -> Response {
+    let mut response = page(operator, title, body).into_response();
+    if !finished {
+        response
+            .headers_mut()
+            .insert(REFRESH, HeaderValue::from_static("1"));
+    }
+    response
+}
+
 pub fn csrf(operator: &Operator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf); }
 }
