@@ -84,7 +84,8 @@ pub enum Counter {
     /// Cluster: `-MOVED` and `-ASK` redirections followed by lookups and visit batches.
     ClusterRedirects,
     /// Cluster: lookups that failed on the cluster's account (`-TRYAGAIN`, `-CLUSTERDOWN`, a slot
-    /// with no owner, too many redirections, a node unreachable); they went to the fallback.
+    /// with no owner, too many redirections, a node unreachable); they went to the fallback. Also
+    /// visit batches bounced between nodes that disagree on a slot's owner (they wait, not lost).
     ClusterFailures,
     /// Cluster: slot maps read (`CLUSTER SHARDS`), whether or not they changed anything.
     ClusterMapReads,

@@ -179,9 +179,11 @@ impl Worker {
         self.disarm_flush();
         let visits = self.batch.len();
         if visits == 0 {
-            // Woken by a batch a cluster node redirected (`EventShared::reroute`): poll sends it.
+            // Woken on a cluster for a batch a node redirected (`EventShared::reroute`), which
+            // poll sends, or one held back in the spool (`EventShared::wake_in`).
             if let Some(cluster) = self.cluster.as_mut() {
                 cluster.poll();
+                cluster.flush_spool();
             }
             return;
         }

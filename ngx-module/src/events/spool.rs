@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::ptr;
 
-use nginx_sys::{ngx_event_t, ngx_post_event, ngx_posted_events};
+use nginx_sys::{ngx_add_timer, ngx_event_t, ngx_post_event, ngx_posted_events};
 
 use crate::conf::SpoolLimits;
 use crate::status::{Counter, Counters};
@@ -98,13 +98,13 @@ pub struct Rerouted {
 #[derive(Debug)]
 pub struct KeptCommand {
     pub bytes: Box<[u8]>,
-    /// Redirections it has followed: nodes that keep sending it on (a cluster whose nodes
-    /// disagree for long) make it a failure at [`MAX_REDIRECTS`].
+    /// Redirections it has followed in a row; see [`MAX_REDIRECTS`].
     pub redirects: u8,
 }
 
-/// Redirections an event command follows before it counts as failed; a reshard asks for two at
-/// most (`-ASK` while its slot moves, `-MOVED` once it has).
+/// Redirections an event command follows in a row; a reshard asks for two at most (`-ASK` while
+/// its slot moves, `-MOVED` once it has). More means nodes that disagree on the slot's owner
+/// bounce it between them: it then waits in the spool for them to agree.
 pub const MAX_REDIRECTS: u8 = 5;
 
 /// A worker's spool and counters, shared by its Redis pool and connections (a connection that
@@ -155,6 +155,19 @@ impl EventShared {
         unsafe {
             if !event.is_null() && (*event).posted() == 0 {
                 ngx_post_event(event, ptr::addr_of_mut!(ngx_posted_events));
+            }
+        }
+    }
+
+    /// Has the worker's flush event run in `ms`, unless it is already armed or posted: a command
+    /// held back in the spool then leaves even when no visit comes to carry it.
+    pub fn wake_in(&self, ms: u64) {
+        let event = self.wake.get();
+        // SAFETY: a non-null `wake` is the worker's live flush event (set_wake's contract); it
+        // is only armed while neither on the timer tree nor posted.
+        unsafe {
+            if !event.is_null() && (*event).posted() == 0 && (*event).timer_set() == 0 {
+                ngx_add_timer(event, ms as _);
             }
         }
     }

@@ -10,6 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -252,7 +253,7 @@ impl Conn {
         self.flush_spool();
         let start = self.out.len();
         write(&mut self.out);
-        self.queued_event(visits as u32, start);
+        self.queued_event(visits as u32, start..self.out.len());
     }
 
     /// Queues an event command a node redirected ([`Rerouted`]) as it was, after `ASKING` for
@@ -268,24 +269,25 @@ impl Conn {
         });
     }
 
-    /// Books the event command of `visits` written to `out` from `start` on.
-    fn queued_event(&mut self, visits: u32, start: usize) {
+    /// Books the event command of `visits` written to `out[command]`.
+    fn queued_event(&mut self, visits: u32, command: Range<usize>) {
         let command = self.events.keeps_commands().then(|| KeptCommand {
-            bytes: self.out[start..].into(),
+            bytes: self.out[command].into(),
             redirects: 0,
         });
         self.queued(Pending::Event { visits, command });
     }
 
     /// Moves the worker's spooled events onto this (ready) connection.
-    fn flush_spool(&mut self) {
+    pub fn flush_spool(&mut self) {
         if self.track.is_some() || self.control {
             return;
         }
         let mut start = self.out.len();
         for spooled in self.events.flush_into(&mut self.out) {
-            self.queued_event(spooled.visits, start);
-            start += spooled.len as usize;
+            let end = start + spooled.len as usize;
+            self.queued_event(spooled.visits, start..end);
+            start = end;
         }
     }
 

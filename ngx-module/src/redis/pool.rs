@@ -85,6 +85,18 @@ impl Pool {
         });
     }
 
+    /// Moves the worker's spool onto a ready connection; `false` when none is ready.
+    pub fn flush_spool(&mut self) -> bool {
+        let ready = preferred(&self.conns, Conn::is_ready);
+        match ready.and_then(|(_, c)| c.try_borrow_mut().ok()) {
+            Some(mut conn) => {
+                conn.flush_spool();
+                true
+            }
+            None => false,
+        }
+    }
+
     fn open(&self) -> Result<ConnRef, RedisError> {
         Conn::open(
             &self.peer,

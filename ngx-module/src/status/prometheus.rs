@@ -83,7 +83,7 @@ const HELP: [&str; COUNT] = [
     "Visit events thrown away.",
     "Visit events spooled now, waiting for Redis.",
     "Cluster MOVED and ASK redirections followed, by lookups and visit batches.",
-    "Lookups failed on the cluster's account (TRYAGAIN, CLUSTERDOWN, no owner, node down).",
+    "Lookups failed on the cluster's account (TRYAGAIN, CLUSTERDOWN, no owner, node down), and visit batches bounced between nodes that disagree.",
     "Cluster slot maps read.",
     "Changes of a worker's cluster slot map.",
     "Primaries serving slots in the last slot map read.",

@@ -32,6 +32,10 @@ use slots::{Redirect, SlotMap};
 /// A busy worker reads the map this often, whatever happens.
 pub const REFRESH_EVERY_MS: u64 = 1_000;
 
+/// How long a visit batch that nodes bounced between them waits before it is sent again: long
+/// enough for an operator's next `SETSLOT` to land, short against the visit stream's readers.
+const BOUNCED_BATCH_WAIT_MS: u64 = 100;
+
 /// Where a lookup goes.
 pub enum Target {
     /// The node the map says serves the key's slot.
@@ -130,7 +134,7 @@ impl Cluster {
             let visits = rerouted.visits as usize;
             let (node, asking) = match slots::redirect(&rerouted.error) {
                 _ if rerouted.command.redirects >= MAX_REDIRECTS => {
-                    self.give_up(visits);
+                    self.bounced(rerouted);
                     continue;
                 }
                 Some(Redirect::Moved { slot, node }) => {
@@ -165,6 +169,31 @@ impl Cluster {
     fn give_up(&self, visits: usize) {
         self.events.add(Counter::EventsSent, visits);
         self.events.add(Counter::EventsFailed, visits);
+    }
+
+    /// A batch nodes kept redirecting: they disagree on its stream's owner, as between the two
+    /// `CLUSTER SETSLOT ... NODE` of a reshard that told the old owner first (it redirects to
+    /// the new one, which until told redirects back). Counted as a cluster failure, it waits in
+    /// the spool while the map is read again, then leaves with its redirections counted anew.
+    fn bounced(&mut self, rerouted: Rerouted) {
+        self.bump(Counter::ClusterFailures, 1);
+        self.spool_rerouted(rerouted);
+        self.events.wake_in(BOUNCED_BATCH_WAIT_MS);
+    }
+
+    /// Moves the spool onto a ready connection to any node: one that does not own a batch's
+    /// stream redirects it to the one that does. With none ready, the next connection to come
+    /// up takes it.
+    pub fn flush_spool(&mut self) {
+        if self
+            .events
+            .spool
+            .try_borrow()
+            .map_or(true, |s| s.is_empty())
+        {
+            return;
+        }
+        let _ = self.nodes.values_mut().any(Pool::flush_spool);
     }
 
     /// A redirected batch for a node this worker cannot reach yet waits in the spool.
