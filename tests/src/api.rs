@@ -1,6 +1,11 @@
 //! The sidecar's REST API, as a test client.
 
+use std::time::Duration;
+
 use serde_json::Value;
+
+/// How long a streamed batch or campaign may take to answer in full.
+const BULK_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Api {
     base: String,
@@ -32,11 +37,15 @@ impl Api {
             .post(self.url(path))
             .bearer_auth(&self.key)
             .header("content-type", "application/x-ndjson")
+            // A campaign-sized stream outlasts the client's 10 s on a loaded machine.
+            .timeout(BULK_TIMEOUT)
             .body(body)
             .send()
             .expect("reach the API");
         let status = response.status().as_u16();
-        let text = response.text().unwrap_or_default();
+        let text = response
+            .text()
+            .unwrap_or_else(|e| panic!("read the NDJSON answer of {path}: {e}"));
         let lines = text
             .lines()
             .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {text}")))
