@@ -65,7 +65,11 @@ DESCRIPTION = {
     "F": "D without per-domain counters",
     "G": "D on a 3-primary Redis Cluster (own nginx, one worker)",
     "O": "D with the baseline module (own nginx, one worker)",
+    "R": "G reading each primary's replica (`read_replicas=127.0.0.0/8`; own nginx, one worker)",
 }
+# (workload, minimum G/R worker CPU per request): reading replicas must cost a lookup no more than
+# reading primaries (issue 39).
+REPLICA_TARGETS = [("uniform", 0.9)]
 # (workload, minimum D/F): per-domain counters must cost a hot redirect almost nothing (issue 20).
 DOMAIN_COUNTER_TARGETS = [("hot", 0.98)]
 # (workload, minimum E/D): tracking must cost a redirect almost nothing (issue 4).
@@ -103,6 +107,9 @@ def parse_args():
     p.add_argument("--cluster-nginx-pid", type=int, help="server G's nginx master (--cluster)")
     p.add_argument("--cluster-prefix", help="server G's nginx prefix")
     p.add_argument("--cluster-redis-pids", default="", help="the cluster's redis-server PIDs")
+    p.add_argument("--cluster-ports", default="", help="the cluster's node ports (MGET counts)")
+    p.add_argument("--replicas-nginx-pid", type=int, help="server R's nginx master (--replicas)")
+    p.add_argument("--replicas-prefix", help="server R's nginx prefix")
     p.add_argument("--baseline-nginx-pid", type=int, help="server O's nginx master")
     p.add_argument("--baseline-prefix", help="server O's nginx prefix")
     p.add_argument("--baseline-module", help="server O's module .so (BENCH_BASELINE_MODULE)")
@@ -299,8 +306,8 @@ def run_wrk(args, server, workload, duration):
 
 
 def redis_ticks(args, server):
-    """CPU of the Redis that `server` reads: the cluster's nodes together for G."""
-    pids = args.cluster_redis_pids if server == "G" else [args.redis_pid]
+    """CPU of the Redis that `server` reads: the cluster's nodes together for G and R."""
+    pids = args.cluster_redis_pids if server in ("G", "R") else [args.redis_pid]
     return sum(cpu_ticks(pid) for pid in pids)
 
 
@@ -539,6 +546,8 @@ def report(args, cells, rss, failures, m):
                        else float("nan"))
                 L.append(f"| {w} | {med(g, 'rps') / med(d, 'rps'):.2f} | {cpu:.2f} | {red:.2f} |")
             L.append("")
+        if "R" in args.servers:
+            L += replicas_report(args, by)
         if args.rules:
             L.append("")
             L.append("Click-time rules (issue 34), D only, every request a phone's (a desktop "
@@ -612,11 +621,56 @@ def report(args, cells, rss, failures, m):
         L.append("")
     flags = ((" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
              + (" --rules" if args.rules else "")
-             + (" --cluster" if "G" in args.servers else ""))
+             + (" --cluster" if "G" in args.servers or "R" in args.servers else "")
+             + (" --replicas" if "R" in args.servers else ""))
     env = f"BENCH_BASELINE_MODULE={args.baseline_module} " if args.baseline_module else ""
     L.append(f"Command: `{env}bench/redirect/run{flags}`; wall time "
              f"{time.time() - args.started:.0f} s.")
     return "\n".join(L) + "\n"
+
+
+def mget_calls(args):
+    """{role: MGETs served} over the cluster's nodes (`INFO commandstats`), by `ROLE`."""
+    calls = {}
+    for port in filter(None, args.cluster_ports.split(",")):
+        def cli(*words):
+            return subprocess.run(["redis-cli", "-p", port, *words], capture_output=True,
+                                  text=True, timeout=10).stdout
+        role = cli("role").split("\n", 1)[0].strip()
+        n = 0
+        for line in cli("info", "commandstats").splitlines():
+            if line.startswith("cmdstat_mget:calls="):
+                n = int(line.split("=", 1)[1].split(",", 1)[0])
+        calls[role] = calls.get(role, 0) + n
+    return calls
+
+
+def replicas_report(args, by):
+    """G (reading primaries) against R (reading replicas) on the same cluster."""
+    L = ["Cluster replicas: R (`read_replicas=127.0.0.0/8`: each slot read from its primary's "
+         "replica) against G (the primaries), same cluster, codes and cache, same run; median "
+         "worker CPU per request G/R (the accepted measure here; >= 0.9 means a lookup on a replica "
+         "costs the worker at most ~11% more), Redis CPU per request G/R (all six nodes), req/s R/G:",
+         "", "| workload | worker CPU/req G/R | target | | Redis CPU/req G/R | req/s R/G |",
+         "|---|---:|---|---|---:|---:|"]
+    targets = dict(REPLICA_TARGETS)
+    for w in WORKLOADS:
+        g, r = by.get((w, "G")), by.get((w, "R"))
+        if not g or not r:
+            continue
+        cpu = med(g, "cpu_us") / med(r, "cpu_us") if med(r, "cpu_us") > 0 else float("nan")
+        red = med(g, "redis_us") / med(r, "redis_us") if med(r, "redis_us") > 0 else float("nan")
+        target, met = "", ""
+        if w in targets:
+            target = f">= {targets[w]:g}"
+            met = "met" if cpu >= targets[w] else "**NOT met**"
+        L.append(f"| {w} | {cpu:.2f} | {target} | {met} | {red:.2f} | "
+                 f"{med(r, 'rps') / med(g, 'rps'):.2f} |")
+    start, end = args.mgets_start, getattr(args, "mgets_end", {})
+    served = {role: end.get(role, 0) - start.get(role, 0) for role in end}
+    L += ["", f"MGETs served during the cells: primaries {served.get('master', 0):,}, replicas "
+          f"{served.get('slave', 0):,} (G's lookups go to primaries, R's to replicas).", ""]
+    return L
 
 
 def loadavg():
@@ -637,6 +691,8 @@ def main():
         workers["G"] = nginx_worker(args.cluster_nginx_pid)
     if "O" in args.servers:
         workers["O"] = nginx_worker(args.baseline_nginx_pid)
+    if "R" in args.servers:
+        workers["R"] = nginx_worker(args.replicas_nginx_pid)
     # The worker gets a CPU of its own and wrk the other, so that the two do not take turns on
     # one core (which made cells vary 2x between rounds); Redis floats, as its cost is part of
     # what B, C and D are compared on.
@@ -650,10 +706,12 @@ def main():
         log(f"pinned: nginx worker on CPU {cpus[-1]}, wrk on CPU {','.join(map(str, cpus[:-1]))}")
     log(f"nginx master {args.nginx_pid}, worker {worker}; servers " +
         ", ".join(f"{s}=:{args.ports[s]}" for s in args.servers)
-        + "".join(f"; {s}'s worker {workers[s]}" for s in ("G", "O") if s in workers))
+        + "".join(f"; {s}'s worker {workers[s]}" for s in ("G", "O", "R") if s in workers))
     log_offset = log_size(args.prefix)
     g_offset = log_size(args.cluster_prefix) if args.cluster_prefix else 0
     o_offset = log_size(args.baseline_prefix) if args.baseline_prefix else 0
+    r_offset = log_size(args.replicas_prefix) if args.replicas_prefix else 0
+    args.mgets_start = mget_calls(args)
     check_correctness(args, failures)
     if args.rules:
         failures += check_rules_answers(args)
@@ -688,6 +746,9 @@ def main():
         bad_log += error_log_problems(args.cluster_prefix, g_offset)
     if args.baseline_prefix:
         bad_log += error_log_problems(args.baseline_prefix, o_offset)
+    if args.replicas_prefix:
+        bad_log += error_log_problems(args.replicas_prefix, r_offset)
+    args.mgets_end = mget_calls(args)
     failures += [f"nginx error.log: {line}" for line in bad_log[:10]]
 
     text = report(args, cells, rss, failures, machine(args))

@@ -407,7 +407,8 @@ const MAP_WAIT_MS: u64 = 5;
 
 /// Sends the lookup and awaits its reply; on a cluster, follows `-MOVED` (the map learns it)
 /// and `-ASK` (map unchanged) to the node named. Other error replies (`-TRYAGAIN`,
-/// `-CLUSTERDOWN`) come back as they are: a failure, never a 404.
+/// `-CLUSTERDOWN`) come back as they are: a failure, never a 404. A record missing on a replica
+/// is asked of the primary: the replica may not have it yet, and a 404 must be the primary's.
 async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
     // A worker's first lookups may come before its first slot map: they wait for the read
     // (within the lookup's deadline) rather than go to the fallback.
@@ -415,7 +416,7 @@ async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
     {
         sleep(Duration::from_millis(MAP_WAIT_MS)).await;
     }
-    let mut target = Target::Owner;
+    let mut target = Target::Read;
     for _ in 0..=MAX_REDIRECTS {
         let reply = worker::with(mcf, |w| w.lookup(code, &target))
             .unwrap_or(Err(RedisError::Unavailable))?;
@@ -427,6 +428,14 @@ async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
             }
         };
         let Frame::Error(error) = &frame else {
+            let ask_owner = matches!(target, Target::Read)
+                && record_missing(&frame)
+                && worker::with(mcf, |w| w.cluster().is_some_and(|c| c.reads_replica(code)))
+                    .unwrap_or(false);
+            if ask_owner {
+                target = Target::Owner;
+                continue;
+            }
             return Ok(frame);
         };
         target = match slots::redirect(error) {
@@ -446,6 +455,11 @@ async fn ask(mcf: &MainConf, code: &[u8]) -> Result<Frame, RedisError> {
     }
     worker::with(mcf, |w| w.cluster().map(|c| c.failed()));
     Err(RedisError::ErrorReply)
+}
+
+/// Whether a lookup's reply holds no record.
+fn record_missing(reply: &Frame) -> bool {
+    matches!(reply, Frame::Array(items) if items.first() == Some(&Frame::Null))
 }
 
 /// Reads the reply to `MGET sl:c:<code> sl:meta:projection`, and the state the marker puts this

@@ -99,9 +99,12 @@ pub enum Counter {
     /// Lookups of codes only `shortlink_imported_codes` sends to Redis (no shape of ours, or a
     /// wrong check character): a subset of `CacheMisses`.
     ImportedLookups,
+    /// Gauge: primaries whose slots the worker reads from a replica in its zone
+    /// (`read_replicas=`), in the slot map it read last.
+    ClusterReplicasRead,
 }
 
-const COUNT: usize = 32;
+const COUNT: usize = 33;
 
 const NAMES: [&str; COUNT] = [
     "requests",
@@ -136,6 +139,7 @@ const NAMES: [&str; COUNT] = [
     "cluster_primaries",
     "events_rerouted",
     "imported_lookups",
+    "cluster_replicas_read",
 ];
 
 #[repr(C)]
@@ -382,6 +386,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\nimported_lookups 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\nimported_lookups 0\ncluster_replicas_read 0\n"));
     }
 }

@@ -11,11 +11,12 @@
 //! and the ratio printed (`BENCH_NGINX=0` skips the second).
 //! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
 //! and the speed-up printed. With `BENCH_CLUSTER=1`, each cell is also measured on a fresh 3 + 3
-//! Redis Cluster (`--redis-cluster`, straight to the sidecar), right after the same cell on one
-//! Redis, and a second table gives the ratio cluster / one Redis (issue 39: a chunk goes one
-//! pipeline per primary); `BENCH_ROUNDS` (default 3) pairs of one-Redis and cluster cells, one
-//! after the other, so a change in the machine's load moves both sides of a ratio, and the median
-//! ratio is the one to read. Prints markdown tables. Run through `bench/batch-throughput/run`.
+//! Redis Cluster (`--redis-cluster`; nginx with `shortlink_redis_cluster`), right after the same
+//! cell on one Redis, by the same route (through nginx's API server unless `BENCH_NGINX=0`), and a
+//! second table gives the ratio cluster / one Redis (issue 39: a chunk goes one pipeline per
+//! primary); `BENCH_ROUNDS` (default 3) pairs of one-Redis and cluster cells, one after the
+//! other, so a change in the machine's load moves both sides of a ratio, and the median ratio is
+//! the one to read. Prints markdown tables. Run through `bench/batch-throughput/run`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -126,18 +127,21 @@ fn main() {
                     n,
                     dir.path(),
                     "current",
-                    false,
+                    through_nginx,
                     cluster,
                 )
             };
-            let mut cluster = Vec::new();
-            if on_cluster {
-                cluster.push((run.clone(), on(true)));
-                for _ in 1..rounds {
-                    cluster.push((on(false), on(true)));
-                }
-            }
             let via_nginx = through_nginx.then(|| cell(&current, "current", true));
+            // Both sides of a pair take the same route; the first one-Redis side is a cell above.
+            let mut cluster = Vec::new();
+            for round in 0..if on_cluster { rounds } else { 0 } {
+                let one = match (round, &via_nginx) {
+                    (0, Some(via_nginx)) => via_nginx.clone(),
+                    (0, None) => run.clone(),
+                    _ => on(false),
+                };
+                cluster.push((one, on(true)));
+            }
             let baseline = (baseline.as_deref()).map(|binary| cell(binary, "baseline", false));
             let reference_secs = runtime.block_on(redis_reference(n));
             rows.push(Row {
@@ -188,6 +192,13 @@ fn main() {
         );
     }
     if rows.iter().any(|row| !row.cluster.is_empty()) {
+        println!();
+        let route = if through_nginx {
+            "through nginx's API server (`shortlink_redis_cluster` on the cluster side)"
+        } else {
+            "straight to the sidecar (BENCH_NGINX=0)"
+        };
+        println!("One Redis against a 3 + 3 Redis Cluster, each pair {route}:");
         println!();
         println!("| backend | links | round | one Redis links/s | 3 + 3 cluster links/s | cluster / one Redis | one Redis CPU µs/link | cluster CPU µs/link |");
         println!("|---|---:|---|---:|---:|---:|---:|---:|");

@@ -136,6 +136,11 @@ impl ClusterNginx {
     /// no check character; a failure goes to a location answering [`FALLBACK_STATUS`]; every
     /// redirect makes a visit event.
     pub fn start(cluster: &RedisCluster, workers: u32, cache: &str) -> Self {
+        Self::start_with(cluster, workers, cache, "")
+    }
+
+    /// [`Self::start`] with more `shortlink_redis_cluster` parameters (`read_replicas=...`).
+    pub fn start_with(cluster: &RedisCluster, workers: u32, cache: &str, params: &str) -> Self {
         let dir = temp_dir();
         let prefix = dir.path().join("nginx");
         std::fs::create_dir_all(prefix.join("tmp")).expect("create the nginx prefix");
@@ -157,7 +162,7 @@ http {{
     fastcgi_temp_path {p}/tmp/fastcgi;
     uwsgi_temp_path {p}/tmp/uwsgi;
     scgi_temp_path {p}/tmp/scgi;
-    shortlink_redis_cluster {seeds} connect_timeout=200ms read_timeout=1s;
+    shortlink_redis_cluster {seeds} connect_timeout=200ms read_timeout=1s {params};
     shortlink_timeout 1s;
     shortlink_code_check off;
     shortlink_code_length 6;

@@ -2,152 +2,38 @@
 //! projection markers the test writes: routing by slot, the marker per slot, a reshard and a
 //! failover under load, and cache invalidation from every primary.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use shortlink_e2e::cluster::{
-    record, set_all, slot_owners, ClusterNginx, NodeConn, FALLBACK_STATUS,
+use shortlink_e2e::cluster::{record, slot_owners, ClusterNginx, NodeConn, FALLBACK_STATUS};
+use shortlink_e2e::cluster_links::{
+    answer, assert_all_served, code, load, missing_code, run_load, target, wait_for_agreement,
+    Tally, CODES,
 };
-use shortlink_e2e::{http_client, status_and_location};
-use shortlink_wire::cluster::{event_stream_keys, key_slot, marker_key};
+use shortlink_wire::cluster::{event_stream_keys, key_slot};
 use shortlink_wire::event::{self, BATCH_FIELD};
 use shortlink_wire::resp::Frame;
 use testkit::{wait_until, RedisCluster};
 
-const CODES: usize = 3000;
-
-/// Slots whose marker the test leaves out: a miss there is unknown, so it goes to the fallback.
-fn unmarked(slot: u16) -> bool {
-    slot % 5 == 0
-}
-
-fn code(i: usize) -> String {
-    format!("k{i:05}")
-}
-
-fn target(i: usize, version: u32) -> String {
-    format!("https://example.com/{i}/v{version}")
-}
-
-/// `CODES` links and the marker of every slot but the [`unmarked`] ones.
-fn load(cluster: &RedisCluster) -> HashMap<String, String> {
-    let links: HashMap<String, String> = (0..CODES).map(|i| (code(i), target(i, 1))).collect();
-    let mut pairs: Vec<(String, String)> = links
-        .iter()
-        .map(|(code, target)| (format!("sl:c:{code}"), record(target)))
-        .collect();
-    pairs.extend(
-        (0..16384u16)
-            .filter(|&slot| !unmarked(slot))
-            .map(|slot| (marker_key(slot), "1700000000000".to_owned())),
-    );
-    set_all(cluster, &pairs);
-    links
-}
-
-thread_local! {
-    /// One client per thread: building one costs more than the request.
-    static CLIENT: reqwest::blocking::Client = http_client();
-}
-
-/// A request on a connection of its own, so that requests spread over nginx's workers.
-fn answer(port: u16, code: &str) -> Result<(u16, String), String> {
-    let response = CLIENT
-        .with(|client| {
-            client
-                .get(format!("http://127.0.0.1:{port}/{code}"))
-                .header("Connection", "close")
-                .send()
-        })
-        .map_err(|e| e.to_string())?;
-    Ok(status_and_location(&response))
-}
-
-/// What a load run saw. A fallback answer is not wrong (the fallback would ask SQL); a wrong
-/// answer is a redirect elsewhere or a 404 for a link that exists.
-#[derive(Default)]
-struct Tally {
-    right: AtomicU64,
-    fallback: AtomicU64,
-    wrong: AtomicU64,
-    errors: AtomicU64,
-}
-
-/// Redirect requests over every code from two threads until `stop`.
-fn run_load(
-    port: u16,
-    links: Arc<HashMap<String, String>>,
-    stop: Arc<AtomicBool>,
-    tally: Arc<Tally>,
-) -> Vec<std::thread::JoinHandle<()>> {
-    (0..2)
-        .map(|t| {
-            let (links, stop, tally) = (links.clone(), stop.clone(), tally.clone());
-            std::thread::spawn(move || {
-                let codes: Vec<(&String, &String)> = links.iter().collect();
-                let mut i = t * 7919;
-                while !stop.load(Ordering::Relaxed) {
-                    let (code, target) = codes[i % codes.len()];
-                    i += 1;
-                    match answer(port, code) {
-                        Ok((302, location)) if &location == target => &tally.right,
-                        Ok((FALLBACK_STATUS, _)) => &tally.fallback,
-                        Ok((status, location)) => {
-                            eprintln!("wrong answer for {code}: {status} {location}");
-                            &tally.wrong
-                        }
-                        Err(e) => {
-                            eprintln!("request for {code} failed: {e}");
-                            &tally.errors
-                        }
-                    }
-                    .fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect()
-}
-
-fn assert_all_served(port: u16, links: &HashMap<String, String>) {
-    for (code, target) in links {
-        assert_eq!(
-            answer(port, code).unwrap(),
-            (302, target.clone()),
-            "code {code} (slot {})",
-            key_slot(format!("sl:c:{code}").as_bytes())
-        );
-    }
-}
-
-/// A code of the module's shape that no link has, in a slot marked or not as asked.
-fn missing_code(marked: bool) -> String {
-    (0..)
-        .map(|i| format!("m{i:05}"))
-        .find(|c| unmarked(key_slot(format!("sl:c:{c}").as_bytes())) != marked)
-        .unwrap()
-}
-
-/// Waits until every node gives the same owner for every slot.
-fn wait_for_agreement(cluster: &RedisCluster) {
-    cluster.wait_ok(Duration::from_secs(30));
-    let agreed = wait_until(Duration::from_secs(30), || {
-        let maps: Vec<Vec<String>> = cluster
-            .nodes()
-            .iter()
-            .map(|node| slot_owners(&node.addr()))
-            .collect();
-        maps.windows(2).all(|pair| pair[0] == pair[1])
-    });
-    assert!(agreed, "the nodes did not agree on the slot map");
-}
-
 #[test]
 fn lookups_follow_the_slots_through_a_reshard() {
+    lookups_through_a_reshard("", 0);
+}
+
+/// Each shard's replica is read: after the reshard too (a replica follows its primary's slots).
+#[test]
+fn lookups_on_replicas_follow_the_slots_through_a_reshard() {
+    lookups_through_a_reshard(READ_REPLICAS, 3);
+}
+
+/// Every node of the test cluster listens on loopback: every replica is in the edge's zone.
+const READ_REPLICAS: &str = "read_replicas=127.0.0.0/8";
+
+fn lookups_through_a_reshard(params: &str, replicas_read: u64) {
     let cluster = RedisCluster::start();
     let links = Arc::new(load(&cluster));
-    let nginx = ClusterNginx::start(&cluster, 2, "off");
+    let nginx = ClusterNginx::start_with(&cluster, 2, "off", params);
 
     assert_all_served(nginx.port, &links);
     for marked in [true, false] {
@@ -187,6 +73,10 @@ fn lookups_follow_the_slots_through_a_reshard() {
     let counters = nginx.counters();
     assert!(counters["cluster_redirects"] > 0, "{counters:?}");
     assert_eq!(counters["cluster_primaries"], 3, "{counters:?}");
+    assert_eq!(
+        counters["cluster_replicas_read"], replicas_read,
+        "{counters:?}"
+    );
     nginx.assert_no_crash();
 }
 
@@ -348,9 +238,20 @@ fn stream_visits(owner: &str, key: &str) -> u64 {
 
 #[test]
 fn a_killed_primary_is_replaced_without_a_wrong_answer() {
+    killed_primary("", 0);
+}
+
+/// The killed primary's replica is promoted: its slots are read from it as their primary, the
+/// other shards' from their replicas.
+#[test]
+fn a_killed_primary_is_replaced_without_a_wrong_answer_on_replicas() {
+    killed_primary(READ_REPLICAS, 2);
+}
+
+fn killed_primary(params: &str, replicas_read_after: u64) {
     let mut cluster = RedisCluster::start();
     let links = Arc::new(load(&cluster));
-    let nginx = ClusterNginx::start(&cluster, 2, "size=10000 ttl=60s negative_ttl=1s");
+    let nginx = ClusterNginx::start_with(&cluster, 2, "size=10000 ttl=60s negative_ttl=1s", params);
     assert_all_served(nginx.port, &links);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -385,6 +286,13 @@ fn a_killed_primary_is_replaced_without_a_wrong_answer() {
         nginx.error_log()
     );
     assert!(nginx.counters()["cluster_failures"] > 0);
+    assert!(
+        wait_until(Duration::from_secs(5), || nginx.counters()
+            ["cluster_replicas_read"]
+            == replicas_read_after),
+        "{:?}",
+        nginx.counters()
+    );
     nginx.assert_no_crash();
 }
 

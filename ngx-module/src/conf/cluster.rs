@@ -18,12 +18,17 @@ pub extern "C" fn set_redis_cluster(
         if mcf.redis.is_some() {
             return Err(ArgError("is exclusive with \"shortlink_redis\"".into()));
         }
-        let (seeds, spec) = parse::redis_cluster(args)?;
-        let seeds = seeds
+        let args = parse::redis_cluster(args)?;
+        let seeds = args
+            .seeds
             .iter()
             .map(|seed| resolve(cf, seed))
             .collect::<Result<_, _>>()?;
-        mcf.cluster = Some(RedisCluster { spec, seeds });
+        mcf.cluster = Some(RedisCluster {
+            spec: args.spec,
+            seeds,
+            read_replicas: args.read_replicas,
+        });
         Ok(())
     })
 }

@@ -48,11 +48,12 @@ pub struct Redis {
     pub peer: PeerAddr,
 }
 
-/// `shortlink_redis_cluster`: the seed nodes asked for the slot map, and the connection settings
-/// every node gets.
+/// `shortlink_redis_cluster`: the seed nodes asked for the slot map, the connection settings
+/// every node gets, and the zone whose replicas this edge reads.
 pub struct RedisCluster {
     pub spec: RedisSpec,
     pub seeds: Vec<PeerAddr>,
+    pub read_replicas: Vec<shortlink_wire::rules::Cidr>,
 }
 
 /// `http`-level settings.

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use shortlink_wire::rules::Cidr;
+
 use super::{SpoolLimits, DEFAULT_SPOOL};
 use crate::cache::CacheConfig;
 use crate::request::candidate::CodeCase;
@@ -183,18 +185,48 @@ pub fn redis(args: &[&[u8]]) -> Result<RedisSpec, ArgError> {
     Ok(spec)
 }
 
+/// What `shortlink_redis_cluster` says, before the seeds are resolved by nginx.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterArgs {
+    pub seeds: Vec<Vec<u8>>,
+    /// The settings every node's connections get (`address` is the first seed).
+    pub spec: RedisSpec,
+    /// `read_replicas=`: the networks of this edge's zone; a slot is read from an online replica
+    /// there when its shard has one. Empty: every lookup reads the primary.
+    pub read_replicas: Vec<Cidr>,
+}
+
 /// `shortlink_redis_cluster <host:port> [<host:port> ...] [connections=N] [connect_timeout=T]
-/// [read_timeout=T]`: the seed nodes, then the parameters `shortlink_redis` takes (they apply to
-/// every node's connections). Returns the seeds and the spec (its `address` the first seed).
-pub fn redis_cluster(args: &[&[u8]]) -> Result<(Vec<Vec<u8>>, RedisSpec), ArgError> {
+/// [read_timeout=T] [read_replicas=<network>[,<network>...]]`: the seed nodes, then the
+/// parameters `shortlink_redis` takes (they apply to every node's connections), then the zone
+/// whose replicas this edge reads.
+pub fn redis_cluster(args: &[&[u8]]) -> Result<ClusterArgs, ArgError> {
     let seeds = args.iter().take_while(|a| !a.contains(&b'=')).count();
     if seeds == 0 {
         return err("missing seed address");
     }
     let mut spec_args = vec![args[0]];
-    spec_args.extend_from_slice(&args[seeds..]);
-    let spec = redis(&spec_args)?;
-    Ok((args[..seeds].iter().map(|a| a.to_vec()).collect(), spec))
+    let mut read_replicas = Vec::new();
+    for arg in &args[seeds..] {
+        match key_value(arg)? {
+            (b"read_replicas", v) => read_replicas = networks(v)?,
+            _ => spec_args.push(arg),
+        }
+    }
+    Ok(ClusterArgs {
+        seeds: args[..seeds].iter().map(|a| a.to_vec()).collect(),
+        spec: redis(&spec_args)?,
+        read_replicas,
+    })
+}
+
+/// `10.1.0.0/16,fd00::/8`: IP networks, or single addresses.
+fn networks(value: &[u8]) -> Result<Vec<Cidr>, ArgError> {
+    let bad = || ArgError(format!("invalid network list \"{}\"", show(value)));
+    let text = std::str::from_utf8(value).map_err(|_| bad())?;
+    text.split(',')
+        .map(|net| Cidr::parse(net).ok_or_else(bad))
+        .collect()
 }
 
 pub fn positive_time(arg: &[u8]) -> Result<u64, ArgError> {
@@ -434,16 +466,37 @@ mod tests {
 
     #[test]
     fn redis_cluster_directive() {
-        let (seeds, spec) =
-            redis_cluster(&[b"10.0.0.1:7000", b"10.0.0.2:7000", b"connections=3"]).unwrap();
+        let args = redis_cluster(&[b"10.0.0.1:7000", b"10.0.0.2:7000", b"connections=3"]).unwrap();
         assert_eq!(
-            seeds,
+            args.seeds,
             vec![b"10.0.0.1:7000".to_vec(), b"10.0.0.2:7000".to_vec()]
         );
-        assert_eq!(spec.connections, 3);
+        assert_eq!(args.spec.connections, 3);
+        assert!(args.read_replicas.is_empty());
         assert!(redis_cluster(&[]).is_err());
         assert!(redis_cluster(&[b"connections=2"]).is_err());
         assert!(redis_cluster(&[b"h:1", b"db=3"]).is_err());
+    }
+
+    #[test]
+    fn read_replicas_names_the_edges_zone() {
+        let args = redis_cluster(&[
+            b"h:1",
+            b"read_replicas=10.1.0.0/16,fd00::/8",
+            b"read_timeout=2s",
+        ])
+        .unwrap();
+        let zone: Vec<String> = args.read_replicas.iter().map(|c| c.to_string()).collect();
+        assert_eq!(zone, ["10.1.0.0/16", "fd00::/8"]);
+        assert_eq!(args.spec.read_timeout_ms, 2000);
+        for bad in [
+            &b"read_replicas="[..],
+            b"read_replicas=10.1.0.1/16",
+            b"read_replicas=eu-west",
+        ] {
+            let e = redis_cluster(&[b"h:1", bad]).unwrap_err();
+            assert!(e.0.contains("invalid network list"), "{e}");
+        }
     }
 
     #[test]

@@ -109,8 +109,9 @@ pub struct Conn {
     /// Set on the invalidation connection: frames nobody asked for are reports for the cache,
     /// and visit events never go here.
     track: Option<Rc<TrackState>>,
-    /// A short-lived connection for a cluster's slot map: spooled visit events never go here.
-    control: bool,
+    /// Whether spooled visit events may leave here: not on a cluster's slot-map query, and not
+    /// on a replica read (a replica refuses writes).
+    takes_events: bool,
 }
 
 pub type ConnRef = Rc<RefCell<Conn>>;
@@ -127,7 +128,20 @@ impl Conn {
         backoff: Rc<Cell<Backoff>>,
         events: Rc<EventShared>,
     ) -> Result<ConnRef, RedisError> {
-        Self::open_with(peer, timeouts, backoff, events, None, false)
+        Self::open_with(peer, timeouts, backoff, events, None, true)
+    }
+
+    /// Opens a connection that reads a cluster replica: `READONLY` goes first (its reply is
+    /// dropped; a replica that refused it answers lookups with `-MOVED`, which they follow).
+    pub fn open_reader(
+        peer: &PeerAddr,
+        timeouts: Timeouts,
+        backoff: Rc<Cell<Backoff>>,
+        events: Rc<EventShared>,
+    ) -> Result<ConnRef, RedisError> {
+        let conn = Self::open_with(peer, timeouts, backoff, events, None, false)?;
+        drop(conn.borrow_mut().send(&[&[b"READONLY"]]));
+        Ok(conn)
     }
 
     /// Opens the invalidation connection ([`super::tracking`]).
@@ -148,7 +162,7 @@ impl Conn {
         events: Rc<EventShared>,
     ) -> Result<ConnRef, RedisError> {
         let backoff = Rc::new(Cell::new(Backoff::default()));
-        Self::open_with(peer, timeouts, backoff, events, None, true)
+        Self::open_with(peer, timeouts, backoff, events, None, false)
     }
 
     fn open_with(
@@ -157,7 +171,7 @@ impl Conn {
         backoff: Rc<Cell<Backoff>>,
         events: Rc<EventShared>,
         track: Option<Rc<TrackState>>,
-        control: bool,
+        takes_events: bool,
     ) -> Result<ConnRef, RedisError> {
         // SAFETY: an all-zero peer connection is nginx's documented starting state.
         let mut pc: ngx_peer_connection_t = unsafe { mem::zeroed() };
@@ -183,7 +197,7 @@ impl Conn {
             done: Vec::new(),
             events,
             track,
-            control,
+            takes_events,
         }));
         let mut me = conn.borrow_mut();
         // SAFETY: `pc` is fully initialised for a TCP (or unix) stream connect.
@@ -280,7 +294,7 @@ impl Conn {
 
     /// Moves the worker's spooled events onto this (ready) connection.
     pub fn flush_spool(&mut self) {
-        if self.track.is_some() || self.control {
+        if !self.takes_events {
             return;
         }
         let mut start = self.out.len();

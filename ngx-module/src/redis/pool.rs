@@ -18,6 +18,8 @@ pub struct Pool {
     conns: Vec<ConnRef>,
     backoff: Rc<Cell<Backoff>>,
     events: Rc<EventShared>,
+    /// Reads a cluster replica: every connection says `READONLY` first and takes no events.
+    replica: bool,
 }
 
 impl Pool {
@@ -34,6 +36,15 @@ impl Pool {
             conns: Vec::with_capacity(spec.connections),
             backoff: Rc::new(Cell::new(Backoff::default())),
             events,
+            replica: false,
+        }
+    }
+
+    /// A pool that reads the cluster replica at `peer` (lookups only).
+    pub fn for_replica(peer: PeerAddr, spec: &RedisSpec, events: Rc<EventShared>) -> Self {
+        Self {
+            replica: true,
+            ..Self::for_peer(peer, spec, events)
         }
     }
 
@@ -87,6 +98,9 @@ impl Pool {
 
     /// Moves the worker's spool onto a ready connection; `false` when none is ready.
     pub fn flush_spool(&mut self) -> bool {
+        if self.replica {
+            return false;
+        }
         let ready = preferred(&self.conns, Conn::is_ready);
         match ready.and_then(|(_, c)| c.try_borrow_mut().ok()) {
             Some(mut conn) => {
@@ -98,7 +112,12 @@ impl Pool {
     }
 
     fn open(&self) -> Result<ConnRef, RedisError> {
-        Conn::open(
+        let open = if self.replica {
+            Conn::open_reader
+        } else {
+            Conn::open
+        };
+        open(
             &self.peer,
             self.timeouts,
             Rc::clone(&self.backoff),

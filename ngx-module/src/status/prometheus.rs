@@ -53,7 +53,11 @@ impl Default for HistogramSnapshot {
 }
 
 /// Counters whose value can go down.
-const GAUGES: [&str; 2] = ["events_buffered", "cluster_primaries"];
+const GAUGES: [&str; 3] = [
+    "events_buffered",
+    "cluster_primaries",
+    "cluster_replicas_read",
+];
 
 /// One help line per global counter, in [`NAMES`] order.
 const HELP: [&str; COUNT] = [
@@ -89,6 +93,7 @@ const HELP: [&str; COUNT] = [
     "Primaries serving slots in the last slot map read.",
     "Visit events a cluster node redirected (MOVED, ASK) and that were sent again.",
     "Lookups of codes only shortlink_imported_codes sends to Redis.",
+    "Primaries whose slots a worker reads from a replica in its zone (read_replicas=).",
 ];
 
 /// The whole page in the Prometheus text format.

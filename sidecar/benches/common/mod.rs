@@ -222,8 +222,8 @@ pub fn measure(
     )
 }
 
-/// [`measure`], on a fresh 3 + 3 Redis Cluster (`testkit::RedisCluster`, `--redis-cluster`)
-/// when `cluster` is set: links counted on every primary. Straight to the sidecar only.
+/// [`measure`], on a fresh 3 + 3 Redis Cluster (`testkit::RedisCluster`, `--redis-cluster`, and
+/// nginx with `shortlink_redis_cluster`) when `cluster` is set: links counted on every primary.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_on(
     runtime: &tokio::runtime::Runtime,
@@ -236,10 +236,6 @@ pub fn measure_on(
     through_nginx: bool,
     cluster: bool,
 ) -> Run {
-    assert!(
-        !(cluster && through_nginx),
-        "the cluster cell runs straight to the sidecar"
-    );
     let cluster = cluster.then(testkit::RedisCluster::start);
     let redis = RedisServer::start();
     // A directory of its own per cell, so that a size given twice (to see the spread of one
@@ -280,12 +276,16 @@ pub fn measure_on(
     let nginx_dir = testkit::temp_dir();
     let nginx = through_nginx.then(|| {
         let port = direct.rsplit(':').next().and_then(|p| p.parse().ok());
+        let options = shortlink_e2e::NginxOptions {
+            redis_cluster: seeds.as_ref().map(|seeds| seeds.replace(',', " ")),
+            ..Default::default()
+        };
         shortlink_e2e::Nginx::start(
             &nginx_dir,
             &redis.addr(),
             port.expect("the sidecar's port"),
             API_KEY,
-            shortlink_e2e::NginxOptions::default(),
+            options,
         )
     });
     let base = match &nginx {
@@ -319,7 +319,8 @@ pub fn measure_on(
         _ => String::new(),
     };
     let route = match (through_nginx, &cluster) {
-        (true, _) => "via nginx",
+        (true, Some(_)) => "via nginx, 3 + 3 cluster",
+        (true, None) => "via nginx",
         (false, Some(_)) => "direct, 3 + 3 cluster",
         (false, None) => "direct",
     };

@@ -1,7 +1,7 @@
 //! `export`: links as CSV or NDJSON, in code order, a page at a time (memory stays flat), in the
 //! columns `import` reads, so that an export imported on a fresh database reproduces the links.
 
-use super::format::FileFormat;
+use super::format::{FileFormat, LINK_COLUMNS};
 use super::{progress_bar, BoxError};
 use crate::config::Config;
 use crate::storage::{self, Link, LinkFilter, LinkState};
@@ -35,28 +35,6 @@ pub struct ExportArgs {
     #[arg(long = "ref")]
     pub recipient_ref: Option<String>,
 }
-
-/// The CSV header, in order; NDJSON objects have the same fields.
-pub const COLUMNS: [&str; 18] = [
-    "code",
-    "url",
-    "redirect",
-    "forward_query",
-    "state",
-    "expires_at",
-    "created_at",
-    "revoked_at",
-    "campaign",
-    "ref",
-    "tags",
-    "valid_since",
-    "not_yet_url",
-    "expired_url",
-    "rules",
-    "max_visits",
-    "password_digest",
-    "preview",
-];
 
 #[derive(Serialize)]
 struct ExportRow<'a> {
@@ -147,7 +125,7 @@ pub async fn run(config: &Config, args: ExportArgs) -> Result<(), BoxError> {
             let mut csv = csv::WriterBuilder::new()
                 .has_headers(false)
                 .from_writer(out);
-            csv.write_record(COLUMNS)?;
+            csv.write_record(LINK_COLUMNS)?;
             Sink::Csv(Box::new(csv))
         }
         FileFormat::Ndjson => Sink::Ndjson(out),

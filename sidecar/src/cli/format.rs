@@ -17,3 +17,27 @@ impl FileFormat {
         }
     }
 }
+
+/// A link's columns in shortlink's own CSV, in order: what `export` writes (NDJSON objects have
+/// the same fields) and what `import --from shortlink` reads (which also takes `alias` for
+/// `code`).
+pub const LINK_COLUMNS: [&str; 18] = [
+    "code",
+    "url",
+    "redirect",
+    "forward_query",
+    "state",
+    "expires_at",
+    "created_at",
+    "revoked_at",
+    "campaign",
+    "ref",
+    "tags",
+    "valid_since",
+    "not_yet_url",
+    "expired_url",
+    "rules",
+    "max_visits",
+    "password_digest",
+    "preview",
+];

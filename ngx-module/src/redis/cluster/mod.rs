@@ -1,5 +1,10 @@
 //! Redis Cluster, per worker: the slot map, a pool per node, an invalidation connection per
-//! primary, and the rules for routing a lookup or a visit batch to the node serving its slot.
+//! node read, and the rules for routing a lookup or a visit batch to the node serving its slot.
+//!
+//! With `read_replicas=` a lookup reads its slot from an online replica in the edge's zone
+//! (`READONLY`), and the invalidation connection of that primary's slots goes to that replica:
+//! the cache is told of a change when the node it reads has it, as an edge on a replica of one
+//! Redis. Writes (visit counts, events) always go to the primary.
 //!
 //! The map is read from a node (`CLUSTER SHARDS`) by a task on the event loop
 //! ([`refresh`]); lookups never wait for it. It is read again after a `-MOVED`, after a lookup
@@ -22,7 +27,7 @@ use super::tracking::Pending;
 use super::{now_ms, Pool, RedisError, Tracker};
 use crate::cache::Cache;
 use crate::conf::parse::RedisSpec;
-use crate::conf::RedisCluster;
+use crate::conf::{PeerAddr, RedisCluster};
 use crate::events::{EventShared, Rerouted, MAX_REDIRECTS};
 use crate::status::{Counter, Counters};
 use addr::Addrs;
@@ -38,6 +43,9 @@ const BOUNCED_BATCH_WAIT_MS: u64 = 100;
 
 /// Where a lookup goes.
 pub enum Target {
+    /// The node the map says the key's slot is read from: a replica in the edge's zone, else
+    /// the owner.
+    Read,
     /// The node the map says serves the key's slot.
     Owner,
     /// The node a `-MOVED` named.
@@ -59,11 +67,13 @@ pub struct Cluster {
     generation: u64,
     /// The cache must be dropped at its next access (the map changed).
     flush_cache: bool,
-    /// Invalidation connections, one per primary of the map; `None` when the cache is not kept
-    /// coherent by tracking.
+    /// Invalidation connections, one per node read (`SlotMap::readers`); `None` when the cache
+    /// is not kept coherent by tracking.
     trackers: Option<Vec<(Vec<u8>, Tracker)>>,
-    /// Looked up on every lookup: foldhash rather than SipHash (node names are no attacker's).
-    nodes: HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>,
+    /// Pools for commands to the node that owns a slot, or that a redirection named.
+    nodes: Pools,
+    /// `READONLY` pools for lookups on the replicas read, kept only while the map reads them.
+    replicas: Pools,
     refresh: Refresh,
     /// Last: the connections above point into it.
     addrs: Addrs,
@@ -78,7 +88,11 @@ impl Cluster {
     ) -> Self {
         let mut cluster = Self {
             spec: conf.spec.clone(),
-            refresh: Refresh::new(conf.seeds.clone(), Timeouts::of(&conf.spec)),
+            refresh: Refresh::new(
+                conf.seeds.clone(),
+                Timeouts::of(&conf.spec),
+                &conf.read_replicas,
+            ),
             events,
             stats,
             map: SlotMap::empty(),
@@ -88,6 +102,7 @@ impl Cluster {
             flush_cache: false,
             trackers: track.then(Vec::new),
             nodes: HashMap::default(),
+            replicas: HashMap::default(),
             addrs: Addrs::new(),
         };
         cluster.refresh.want();
@@ -153,6 +168,7 @@ impl Cluster {
             rerouted.command.redirects += 1;
             match pool_of(
                 &mut self.nodes,
+                Pool::for_peer,
                 &mut self.addrs,
                 &self.spec,
                 &self.events,
@@ -209,6 +225,7 @@ impl Cluster {
         self.loaded = true;
         if let Some(stats) = self.stats {
             stats.set(Counter::ClusterPrimaries, map.primaries().len() as u64);
+            stats.set(Counter::ClusterReplicasRead, map.replicas_read() as u64);
         }
         if map == self.map {
             return;
@@ -218,26 +235,29 @@ impl Cluster {
     }
 
     /// The map changed: answers in flight may not be cached, the cache goes, and the
-    /// invalidation connections follow the primaries.
+    /// invalidation connections and replica pools follow the nodes read.
     fn changed(&mut self) {
         self.generation += 1;
         self.flush_cache = true;
         self.bump(Counter::ClusterMapChanges, 1);
+        let map = &self.map;
+        self.replicas
+            .retain(|name, _| map.readers().any(|reader| reader == name.as_slice()));
         let Some(trackers) = self.trackers.as_mut() else {
             return;
         };
         let mut old = std::mem::take(trackers);
-        for primary in self.map.primaries() {
+        for reader in self.map.readers() {
             let kept = old
                 .iter()
-                .position(|(name, _)| name == primary)
+                .position(|(name, _)| name == reader)
                 .map(|i| old.swap_remove(i));
             let tracker = match kept {
                 Some(kept) => Some(kept),
-                None => self.addrs.get(primary).map(|peer| {
+                None => self.addrs.get(reader).map(|peer| {
                     let tracker =
                         Tracker::for_peer(peer, Timeouts::of(&self.spec), Rc::clone(&self.events));
-                    (primary.clone(), tracker)
+                    (reader.to_vec(), tracker)
                 }),
             };
             trackers.extend(tracker);
@@ -251,7 +271,7 @@ impl Cluster {
     }
 
     /// Applies what the invalidation connections reported to `cache`, and says whether it may
-    /// be trusted: a map is loaded and every primary's connection is up.
+    /// be trusted: a map is loaded and the connection of every node read is up.
     pub fn sync_cache(&mut self, cache: &mut Cache) -> bool {
         self.poll();
         if std::mem::take(&mut self.flush_cache) {
@@ -291,6 +311,14 @@ impl Cluster {
         Some(sum)
     }
 
+    /// Whether `code`'s slot is read from a replica: a record missing there may only not have
+    /// arrived yet.
+    pub fn reads_replica(&self, code: &[u8]) -> bool {
+        let mut buf = KeyBuf::new();
+        buf.key(LINK_PREFIX.as_bytes(), code)
+            .is_ok_and(|key| self.map.reader(key_slot(key)).is_some_and(|(_, r)| r))
+    }
+
     /// Sends `MGET sl:c:<code> sl:meta:projection:{<tag>}` (the marker of the record's slot) to
     /// `target`.
     pub fn lookup(&mut self, code: &[u8], target: &Target) -> Result<Reply, RedisError> {
@@ -321,21 +349,24 @@ impl Cluster {
     ) -> Result<Reply, RedisError> {
         self.poll();
         let slot = key_slot(key);
-        let (node, asking) = match target {
-            Target::Owner => match self.map.owner(slot) {
-                Some(owner) => (owner, false),
+        let (node, asking, replica) = match target {
+            Target::Read => match self.map.reader(slot) {
+                Some((node, replica)) => (node, false, replica),
                 None => return Err(self.failed()),
             },
-            Target::Node(node) => (node.as_slice(), false),
-            Target::Ask(node) => (node.as_slice(), true),
+            Target::Owner => match self.map.owner(slot) {
+                Some(owner) => (owner, false, false),
+                None => return Err(self.failed()),
+            },
+            Target::Node(node) => (node.as_slice(), false, false),
+            Target::Ask(node) => (node.as_slice(), true, false),
         };
-        let pool = pool_of(
-            &mut self.nodes,
-            &mut self.addrs,
-            &self.spec,
-            &self.events,
-            node,
-        );
+        let (pools, make): (_, fn(_, &_, _) -> _) = if replica {
+            (&mut self.replicas, Pool::for_replica)
+        } else {
+            (&mut self.nodes, Pool::for_peer)
+        };
+        let pool = pool_of(pools, make, &mut self.addrs, &self.spec, &self.events, node);
         let sent = match pool {
             Some(pool) if asking => pool.request_asking(args),
             Some(pool) => pool.request(args),
@@ -376,6 +407,7 @@ impl Cluster {
         let pool = self.map.owner(key_slot(key)).and_then(|owner| {
             pool_of(
                 &mut self.nodes,
+                Pool::for_peer,
                 &mut self.addrs,
                 &self.spec,
                 &self.events,
@@ -392,20 +424,25 @@ impl Cluster {
     }
 }
 
-/// The pool of `node`, made on first use (takes the cluster's fields apart so that `node` may
-/// borrow its map).
+/// Pools by node name. Looked up on every lookup: foldhash rather than SipHash (node names are
+/// no attacker's).
+type Pools = HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>;
+
+/// The pool of `node` in `pools`, made by `make` on first use (takes the cluster's fields apart
+/// so that `node` may borrow its map).
 fn pool_of<'a>(
-    nodes: &'a mut HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>,
+    pools: &'a mut Pools,
+    make: fn(PeerAddr, &RedisSpec, Rc<EventShared>) -> Pool,
     addrs: &mut Addrs,
     spec: &RedisSpec,
     events: &Rc<EventShared>,
     node: &[u8],
 ) -> Option<&'a mut Pool> {
-    if !nodes.contains_key(node) {
+    if !pools.contains_key(node) {
         let peer = addrs.get(node)?;
-        nodes.insert(node.to_vec(), Pool::for_peer(peer, spec, Rc::clone(events)));
+        pools.insert(node.to_vec(), make(peer, spec, Rc::clone(events)));
     }
-    nodes.get_mut(node)
+    pools.get_mut(node)
 }
 
 impl Drop for Cluster {
@@ -415,6 +452,7 @@ impl Drop for Cluster {
         self.refresh.stop();
         self.trackers = None;
         self.nodes.clear();
+        self.replicas.clear();
     }
 }
 

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use ngx::async_::{spawn, Task};
+use shortlink_wire::rules::Cidr;
 
 use super::slots::SlotMap;
 use crate::conf::PeerAddr;
@@ -21,6 +22,8 @@ const MIN_GAP_MS: u64 = 100;
 pub struct Refresh {
     seeds: Vec<PeerAddr>,
     timeouts: Timeouts,
+    /// Whose replicas are read (`read_replicas=`).
+    zone: Rc<[Cidr]>,
     wanted: bool,
     last_start: u64,
     /// Where the task leaves its result (`None` inside: every node failed).
@@ -29,10 +32,11 @@ pub struct Refresh {
 }
 
 impl Refresh {
-    pub fn new(seeds: Vec<PeerAddr>, timeouts: Timeouts) -> Self {
+    pub fn new(seeds: Vec<PeerAddr>, timeouts: Timeouts, zone: &[Cidr]) -> Self {
         Self {
             seeds,
             timeouts,
+            zone: zone.into(),
             wanted: false,
             last_start: 0,
             result: Rc::new(RefCell::new(None)),
@@ -61,6 +65,7 @@ impl Refresh {
         let task = spawn(read(
             candidates,
             self.timeouts,
+            Rc::clone(&self.zone),
             Rc::clone(events),
             Rc::clone(&self.result),
         ));
@@ -89,6 +94,7 @@ impl Refresh {
 async fn read(
     candidates: Vec<PeerAddr>,
     timeouts: Timeouts,
+    zone: Rc<[Cidr]>,
     events: Rc<EventShared>,
     result: Rc<RefCell<Option<Option<SlotMap>>>>,
 ) {
@@ -97,7 +103,7 @@ async fn read(
         let Ok(conn) = Conn::open_control(peer, timeouts, Rc::clone(&events)) else {
             continue;
         };
-        let read = ask(&conn).await;
+        let read = ask(&conn, &zone).await;
         if let Ok(mut c) = conn.try_borrow_mut() {
             c.close_now();
         }
@@ -111,11 +117,11 @@ async fn read(
 
 /// The map as `conn`'s node sees it. A node that serves no slot (a lone node, a cluster not yet
 /// formed) is not believed.
-async fn ask(conn: &ConnRef) -> Result<SlotMap, RedisError> {
+async fn ask(conn: &ConnRef, zone: &[Cidr]) -> Result<SlotMap, RedisError> {
     let shards = send(conn, b"SHARDS")?.await?;
     let map = match shards {
-        Frame::Error(_) => SlotMap::from_slots(&send(conn, b"SLOTS")?.await?),
-        reply => SlotMap::from_shards(&reply),
+        Frame::Error(_) => SlotMap::from_slots(&send(conn, b"SLOTS")?.await?, zone),
+        reply => SlotMap::from_shards(&reply, zone),
     };
     match map {
         Ok(map) if map.served_slots() > 0 => Ok(map),

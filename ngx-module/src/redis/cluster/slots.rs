@@ -5,15 +5,20 @@ use std::net::{IpAddr, SocketAddr};
 
 use shortlink_wire::cluster::SLOTS;
 use shortlink_wire::resp::Frame;
+use shortlink_wire::rules::Cidr;
 
 /// No primary serves the slot (as far as the last map said).
 const NO_OWNER: u16 = u16::MAX;
 
-/// Which primary serves each slot, primaries named `ip:port`.
+/// Which primary serves each slot, and which node this edge reads it from; nodes named
+/// `ip:port`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SlotMap {
     owners: Box<[u16]>,
     primaries: Vec<Vec<u8>>,
+    /// Per primary (same index): the online replica in the edge's zone that its slots are read
+    /// from, if it has one.
+    replicas: Vec<Option<Vec<u8>>>,
 }
 
 impl SlotMap {
@@ -21,6 +26,7 @@ impl SlotMap {
         Self {
             owners: vec![NO_OWNER; usize::from(SLOTS)].into_boxed_slice(),
             primaries: Vec::new(),
+            replicas: Vec::new(),
         }
     }
 
@@ -33,6 +39,29 @@ impl SlotMap {
     /// Every primary that serves at least one slot.
     pub fn primaries(&self) -> &[Vec<u8>] {
         &self.primaries
+    }
+
+    /// The node `slot` is read from, and whether it is a replica (which must be told
+    /// `READONLY`): its primary's replica in the edge's zone, else the primary.
+    pub fn reader(&self, slot: u16) -> Option<(&[u8], bool)> {
+        let i = usize::from(*self.owners.get(usize::from(slot))?);
+        match self.replicas.get(i)? {
+            Some(replica) => Some((replica, true)),
+            None => self.primaries.get(i).map(|p| (p.as_slice(), false)),
+        }
+    }
+
+    /// Every node lookups read, one per primary: where the cache's invalidations must come from.
+    pub fn readers(&self) -> impl Iterator<Item = &[u8]> {
+        self.primaries
+            .iter()
+            .zip(&self.replicas)
+            .map(|(primary, replica)| replica.as_deref().unwrap_or(primary))
+    }
+
+    /// How many primaries' slots are read from a replica.
+    pub fn replicas_read(&self) -> usize {
+        self.replicas.iter().filter(|r| r.is_some()).count()
     }
 
     /// Records that `slot` moved to `node` (a `-MOVED` reply), ahead of the next full map.
@@ -49,6 +78,7 @@ impl SlotMap {
             Some(i) => i as u16,
             None => {
                 self.primaries.push(node.to_vec());
+                self.replicas.push(None);
                 (self.primaries.len() - 1) as u16
             }
         }
@@ -77,6 +107,7 @@ impl SlotMap {
             *owner = rank[usize::from(*owner)];
         }
         self.primaries = order.iter().map(|&i| self.primaries[i].clone()).collect();
+        self.replicas = order.iter().map(|&i| self.replicas[i].take()).collect();
         self
     }
 
@@ -86,9 +117,19 @@ impl SlotMap {
         self.owners.iter().filter(|&&o| o != NO_OWNER).count()
     }
 
+    /// Reads `primary`'s replica: the lowest-named of `candidates` (so that every worker of
+    /// every edge in the zone picks the same one and its cache follows one node).
+    fn read_from(&mut self, primary: &[u8], candidates: impl Iterator<Item = Vec<u8>>) {
+        if let Some(replica) = candidates.min() {
+            let i = usize::from(self.index_of(primary));
+            self.replicas[i] = Some(replica);
+        }
+    }
+
     /// Reads a `CLUSTER SHARDS` reply (Redis 7): per shard its slot ranges and its nodes; the
-    /// owner is the shard's primary while its health is `online`.
-    pub fn from_shards(reply: &Frame) -> Result<Self, MapError> {
+    /// owner is the shard's primary while its health is `online`, and its slots are read from
+    /// an `online` replica in `zone` if there is one.
+    pub fn from_shards(reply: &Frame, zone: &[Cidr]) -> Result<Self, MapError> {
         let Frame::Array(shards) = reply else {
             return Err(MapError);
         };
@@ -122,12 +163,24 @@ impl SlotMap {
                     _ => return Err(MapError),
                 }
             }
+            if ranges.is_empty() {
+                continue;
+            }
+            let replicas = nodes.iter().filter_map(|node| {
+                let online = bulk(field(node, b"role")) == Some(b"replica")
+                    && bulk(field(node, b"health")) == Some(b"online");
+                let ip = bulk(field(node, b"ip")).filter(|_| online)?;
+                let port = int(field(node, b"port")).or_else(|| int(field(node, b"tls-port")))?;
+                in_zone(ip, port, zone)
+            });
+            map.read_from(&name, replicas);
         }
         Ok(map.normalized())
     }
 
-    /// Reads a `CLUSTER SLOTS` reply: `[start, end, [ip, port, id, ...], replicas...]` each.
-    pub fn from_slots(reply: &Frame) -> Result<Self, MapError> {
+    /// Reads a `CLUSTER SLOTS` reply: `[start, end, [ip, port, id, ...], replicas...]` each
+    /// (failed replicas are not listed).
+    pub fn from_slots(reply: &Frame, zone: &[Cidr]) -> Result<Self, MapError> {
         let Frame::Array(ranges) = reply else {
             return Err(MapError);
         };
@@ -136,7 +189,7 @@ impl SlotMap {
             let Frame::Array(items) = range else {
                 return Err(MapError);
             };
-            let [Frame::Integer(start), Frame::Integer(end), Frame::Array(primary), ..] =
+            let [Frame::Integer(start), Frame::Integer(end), Frame::Array(primary), replicas @ ..] =
                 items.as_slice()
             else {
                 return Err(MapError);
@@ -146,6 +199,14 @@ impl SlotMap {
             };
             let name = node_name(ip, *port).ok_or(MapError)?;
             map.assign(*start, *end, &name)?;
+            let replicas = replicas.iter().filter_map(|replica| match replica {
+                Frame::Array(node) => match node.as_slice() {
+                    [Frame::Bulk(ip), Frame::Integer(port), ..] => in_zone(ip, *port, zone),
+                    _ => None,
+                },
+                _ => None,
+            });
+            map.read_from(&name, replicas);
         }
         Ok(map.normalized())
     }
@@ -161,6 +222,15 @@ pub fn node_name(ip: &[u8], port: i64) -> Option<Vec<u8>> {
     let ip: IpAddr = std::str::from_utf8(ip).ok()?.parse().ok()?;
     let port = u16::try_from(port).ok().filter(|&p| p != 0)?;
     Some(SocketAddr::new(ip, port).to_string().into_bytes())
+}
+
+/// The name of the node at `ip:port` when that address lies in `zone`.
+fn in_zone(ip: &[u8], port: i64, zone: &[Cidr]) -> Option<Vec<u8>> {
+    let addr: IpAddr = std::str::from_utf8(ip).ok()?.parse().ok()?;
+    zone.iter()
+        .any(|net| net.contains(addr))
+        .then(|| node_name(ip, port))
+        .flatten()
 }
 
 /// The value after `name` in a RESP2 map given as a flat array.
@@ -223,13 +293,17 @@ mod tests {
     }
 
     fn node(port: i64, role: &str, health: &str) -> Frame {
+        node_at("127.0.0.1", port, role, health)
+    }
+
+    fn node_at(ip: &str, port: i64, role: &str, health: &str) -> Frame {
         Frame::Array(vec![
             b("id"),
             b("abc"),
             b("port"),
             Frame::Integer(port),
             b("ip"),
-            b("127.0.0.1"),
+            b(ip),
             b("role"),
             b(role),
             b("health"),
@@ -259,7 +333,7 @@ mod tests {
             shard(&[5461, 10922], vec![node(7002, "master", "online")]),
             shard(&[10924, 16383], vec![node(7003, "master", "failed")]),
         ]);
-        let map = SlotMap::from_shards(&reply).unwrap();
+        let map = SlotMap::from_shards(&reply, &[]).unwrap();
         assert_eq!(map.owner(0), Some(&b"127.0.0.1:7000"[..]));
         assert_eq!(map.owner(10923), Some(&b"127.0.0.1:7000"[..]));
         assert_eq!(map.owner(5461), Some(&b"127.0.0.1:7002"[..]));
@@ -271,7 +345,7 @@ mod tests {
             unreachable!()
         };
         shards.reverse();
-        assert!(SlotMap::from_shards(&Frame::Array(shards)).unwrap() == map);
+        assert!(SlotMap::from_shards(&Frame::Array(shards), &[]).unwrap() == map);
     }
 
     #[test]
@@ -283,15 +357,77 @@ mod tests {
                 Frame::Array(vec![b("127.0.0.1"), Frame::Integer(port), b("id")]),
             ])
         };
-        let map = SlotMap::from_slots(&Frame::Array(vec![
-            range(0, 99, 7000),
-            range(100, 16383, 7001),
-        ]))
+        let map = SlotMap::from_slots(
+            &Frame::Array(vec![range(0, 99, 7000), range(100, 16383, 7001)]),
+            &[],
+        )
         .unwrap();
         assert_eq!(map.owner(99), Some(&b"127.0.0.1:7000"[..]));
         assert_eq!(map.owner(100), Some(&b"127.0.0.1:7001"[..]));
-        assert!(SlotMap::from_slots(&Frame::Array(vec![range(5, 16384, 7000)])).is_err());
-        assert!(SlotMap::from_shards(&b("ERR unknown command")).is_err());
+        assert!(SlotMap::from_slots(&Frame::Array(vec![range(5, 16384, 7000)]), &[]).is_err());
+        assert!(SlotMap::from_shards(&b("ERR unknown command"), &[]).is_err());
+    }
+
+    fn zone(nets: &[&str]) -> Vec<Cidr> {
+        nets.iter().map(|n| Cidr::parse(n).unwrap()).collect()
+    }
+
+    #[test]
+    fn slots_are_read_from_an_online_replica_in_the_zone() {
+        let reply = Frame::Array(vec![
+            shard(
+                &[0, 8191],
+                vec![
+                    node_at("10.0.0.1", 7000, "master", "online"),
+                    node_at("10.2.0.5", 7000, "replica", "online"),
+                    node_at("10.1.0.9", 7000, "replica", "online"),
+                    node_at("10.1.0.3", 7000, "replica", "online"),
+                ],
+            ),
+            shard(
+                &[8192, 16383],
+                vec![
+                    node_at("10.0.0.2", 7000, "master", "online"),
+                    node_at("10.1.0.4", 7000, "replica", "loading"),
+                ],
+            ),
+        ]);
+        let map = SlotMap::from_shards(&reply, &zone(&["10.1.0.0/16"])).unwrap();
+        // The lowest-named of the zone's online replicas; a loading one is not read.
+        assert_eq!(map.reader(0), Some((&b"10.1.0.3:7000"[..], true)));
+        assert_eq!(map.reader(8192), Some((&b"10.0.0.2:7000"[..], false)));
+        assert_eq!(map.owner(0), Some(&b"10.0.0.1:7000"[..]));
+        assert_eq!(map.replicas_read(), 1);
+        let readers: Vec<&[u8]> = map.readers().collect();
+        assert_eq!(readers, [&b"10.1.0.3:7000"[..], b"10.0.0.2:7000"]);
+        // Without a zone, or with another one, the primaries are read.
+        for other in [zone(&[]), zone(&["10.9.0.0/16"])] {
+            let map = SlotMap::from_shards(&reply, &other).unwrap();
+            assert_eq!(map.reader(0), Some((&b"10.0.0.1:7000"[..], false)));
+            assert_eq!(map.replicas_read(), 0);
+        }
+        // A replica that moves or goes is a change of the map.
+        let elsewhere = SlotMap::from_shards(&reply, &zone(&["10.2.0.0/16"])).unwrap();
+        assert!(elsewhere != map);
+        assert_eq!(elsewhere.reader(5), Some((&b"10.2.0.5:7000"[..], true)));
+    }
+
+    #[test]
+    fn slots_reply_lists_replicas_after_the_primary() {
+        let node = |ip: &str| Frame::Array(vec![b(ip), Frame::Integer(7000), b("id")]);
+        let reply = Frame::Array(vec![Frame::Array(vec![
+            Frame::Integer(0),
+            Frame::Integer(16383),
+            node("10.0.0.1"),
+            node("10.1.0.7"),
+        ])]);
+        let map = SlotMap::from_slots(&reply, &zone(&["10.1.0.7"])).unwrap();
+        assert_eq!(map.reader(16383), Some((&b"10.1.0.7:7000"[..], true)));
+        // A -MOVED to a node the map does not know: read from that primary until the next map.
+        let mut moved = map.clone();
+        moved.moved(3, b"10.0.0.9:7000");
+        assert_eq!(moved.reader(3), Some((&b"10.0.0.9:7000"[..], false)));
+        assert_eq!(moved.reader(4), Some((&b"10.1.0.7:7000"[..], true)));
     }
 
     #[test]

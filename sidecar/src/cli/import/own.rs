@@ -10,7 +10,7 @@
 //! expiries in the past) are recreated as they were.
 
 use super::source::BoxError;
-use crate::cli::format::FileFormat;
+use crate::cli::format::{FileFormat, LINK_COLUMNS};
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::{self, CardSpec};
@@ -108,32 +108,12 @@ impl Rows {
                     .iter()
                     .map(|name| name.trim().to_ascii_lowercase())
                     .collect();
-                const KNOWN: [&str; 19] = [
-                    "url",
-                    "code",
-                    "alias",
-                    "expires_at",
-                    "redirect",
-                    "forward_query",
-                    "state",
-                    "created_at",
-                    "revoked_at",
-                    "campaign",
-                    "ref",
-                    "tags",
-                    "valid_since",
-                    "not_yet_url",
-                    "expired_url",
-                    "rules",
-                    "max_visits",
-                    "password_digest",
-                    "preview",
-                ];
-                if let Some(unknown) = columns.iter().find(|c| !KNOWN.contains(&c.as_str())) {
+                let known = |c: &str| c == "alias" || LINK_COLUMNS.contains(&c);
+                if let Some(unknown) = columns.iter().find(|c| !known(c)) {
                     return Err(format!(
-                        "{}: line 1: unknown column {unknown:?} (known: {})",
+                        "{}: line 1: unknown column {unknown:?} (known: alias, {})",
                         path.display(),
-                        KNOWN.join(", ")
+                        LINK_COLUMNS.join(", ")
                     )
                     .into());
                 }
