@@ -471,34 +471,36 @@ def report(args, cells, rss, failures, m):
                 f"{med(cs, 'redis_us'):.1f} | {med(cs, 'wrk_us'):.1f} | {med(cs, 'other_cpus'):.2f} | "
                 f"{errs}{note} |")
     L.append("")
-    if "D" in args.servers:
-        L.append("Ratios of median req/s (and, in parentheses, of CPU per request: reference / D, "
-                 "higher is better for D):")
-        L.append("")
-        L.append("| workload | D/A | D/B | D/C | target | |")
-        L.append("|---|---:|---:|---:|---|---|")
-        for w in WORKLOADS:
-            d = by.get((w, "D"))
-            if not d:
-                continue
-            cols = []
-            ratio = {}
-            for ref in ["A", "B", "C"]:
-                r = by.get((w, ref))
-                if not r:
-                    cols.append("—")
+    # Any server with the module: D, its variants, the cluster servers and the baseline.
+    if any(s in args.servers for s in "DEFGOR"):
+        if "D" in args.servers:
+            L.append("Ratios of median req/s (and, in parentheses, of CPU per request: reference / D, "
+                     "higher is better for D):")
+            L.append("")
+            L.append("| workload | D/A | D/B | D/C | target | |")
+            L.append("|---|---:|---:|---:|---|---|")
+            for w in WORKLOADS:
+                d = by.get((w, "D"))
+                if not d:
                     continue
-                ratio[ref] = med(d, "rps") / med(r, "rps")
-                cpu = med(r, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
-                cols.append(f"{ratio[ref]:.2f} ({cpu:.2f})")
-            target = [t for t in TARGETS if t[0] == w][0]
-            if target[2] not in ratio:
-                met = "not measured"  # BENCH_SERVERS left the reference out
-            else:
-                met = "met" if ratio[target[2]] >= target[3] else "**NOT met**"
-            L.append(f"| {w} | {' | '.join(cols)} | {target[1]}/{target[2]} >= {target[3]:g} | "
-                     f"{met} |")
-        L.append("")
+                cols = []
+                ratio = {}
+                for ref in ["A", "B", "C"]:
+                    r = by.get((w, ref))
+                    if not r:
+                        cols.append("—")
+                        continue
+                    ratio[ref] = med(d, "rps") / med(r, "rps")
+                    cpu = med(r, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
+                    cols.append(f"{ratio[ref]:.2f} ({cpu:.2f})")
+                target = [t for t in TARGETS if t[0] == w][0]
+                if target[2] not in ratio:
+                    met = "not measured"  # BENCH_SERVERS left the reference out
+                else:
+                    met = "met" if ratio[target[2]] >= target[3] else "**NOT met**"
+                L.append(f"| {w} | {' | '.join(cols)} | {target[1]}/{target[2]} >= {target[3]:g} | "
+                         f"{met} |")
+            L.append("")
         if "E" in args.servers:
             L.append("Tracking: E (D with `shortlink_track on`) against D, median req/s (and CPU per "
                      "request, D / E):")
@@ -595,7 +597,7 @@ def report(args, cells, rss, failures, m):
                          f"{red:.2f} |")
             L.append("")
     else:
-        L.append("Server D (the module) was left out (`--no-module`): no ratios, targets not measured.")
+        L.append("The module was left out (`--no-module`): no ratios, targets not measured.")
         L.append("")
     L.append("Memory: nginx worker VmRSS. One worker serves A to F, so it includes the Lua VM and "
              "the pages of C's shared dict it touched; the per-server rows are the change during that "
@@ -619,7 +621,8 @@ def report(args, cells, rss, failures, m):
         L.append("")
         L += [f"- {f}" for f in failures[:50]]
         L.append("")
-    flags = ((" --smoke" if args.smoke else "") + ("" if "D" in args.servers else " --no-module")
+    flags = ((" --smoke" if args.smoke else "")
+             + ("" if any(s in args.servers for s in "DEFGOR") else " --no-module")
              + (" --rules" if args.rules else "")
              + (" --cluster" if "G" in args.servers or "R" in args.servers else "")
              + (" --replicas" if "R" in args.servers else ""))
