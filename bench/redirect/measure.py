@@ -531,7 +531,7 @@ def report(args, cells, rss, failures, m):
                 met = "met" if ratio >= minimum else "**NOT met**"
                 L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | D/F >= {minimum:g} | {met} |")
             L.append("")
-        if "G" in args.servers:
+        if "G" in args.servers and "D" in args.servers:
             L.append("Redis Cluster: G (the module on 3 primaries, `shortlink_redis_cluster`) against "
                      "D (one Redis), same codes, same cache, same run; median req/s G/D, nginx worker "
                      "CPU per request G/D (the accepted measure here) and Redis CPU per request G/D "
