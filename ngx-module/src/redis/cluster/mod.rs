@@ -27,7 +27,7 @@ use super::tracking::Pending;
 use super::{now_ms, Pool, RedisError, Tracker};
 use crate::cache::Cache;
 use crate::conf::parse::RedisSpec;
-use crate::conf::{PeerAddr, RedisCluster};
+use crate::conf::RedisCluster;
 use crate::events::{EventShared, Rerouted, MAX_REDIRECTS};
 use crate::status::{Counter, Counters};
 use addr::Addrs;
@@ -101,8 +101,8 @@ impl Cluster {
             generation: 0,
             flush_cache: false,
             trackers: track.then(Vec::new),
-            nodes: HashMap::default(),
-            replicas: HashMap::default(),
+            nodes: Pools::new(false),
+            replicas: Pools::new(true),
             addrs: Addrs::new(),
         };
         cluster.refresh.want();
@@ -166,14 +166,10 @@ impl Cluster {
                 }
             };
             rerouted.command.redirects += 1;
-            match pool_of(
-                &mut self.nodes,
-                Pool::for_peer,
-                &mut self.addrs,
-                &self.spec,
-                &self.events,
-                &node,
-            ) {
+            match self
+                .nodes
+                .get(&node, &mut self.addrs, &self.spec, &self.events)
+            {
                 Some(pool) => pool.resend_event(rerouted, asking),
                 None => self.spool_rerouted(rerouted),
             }
@@ -209,7 +205,7 @@ impl Cluster {
         {
             return;
         }
-        let _ = self.nodes.values_mut().any(Pool::flush_spool);
+        let _ = self.nodes.by_node.values_mut().any(Pool::flush_spool);
     }
 
     /// A redirected batch for a node this worker cannot reach yet waits in the spool.
@@ -242,6 +238,7 @@ impl Cluster {
         self.bump(Counter::ClusterMapChanges, 1);
         let map = &self.map;
         self.replicas
+            .by_node
             .retain(|name, _| map.readers().any(|reader| reader == name.as_slice()));
         let Some(trackers) = self.trackers.as_mut() else {
             return;
@@ -361,12 +358,12 @@ impl Cluster {
             Target::Node(node) => (node.as_slice(), false, false),
             Target::Ask(node) => (node.as_slice(), true, false),
         };
-        let (pools, make): (_, fn(_, &_, _) -> _) = if replica {
-            (&mut self.replicas, Pool::for_replica)
+        let pools = if replica {
+            &mut self.replicas
         } else {
-            (&mut self.nodes, Pool::for_peer)
+            &mut self.nodes
         };
-        let pool = pool_of(pools, make, &mut self.addrs, &self.spec, &self.events, node);
+        let pool = pools.get(node, &mut self.addrs, &self.spec, &self.events);
         let sent = match pool {
             Some(pool) if asking => pool.request_asking(args),
             Some(pool) => pool.request(args),
@@ -405,14 +402,8 @@ impl Cluster {
     pub fn send_event(&mut self, key: &[u8], visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
         self.poll();
         let pool = self.map.owner(key_slot(key)).and_then(|owner| {
-            pool_of(
-                &mut self.nodes,
-                Pool::for_peer,
-                &mut self.addrs,
-                &self.spec,
-                &self.events,
-                owner,
-            )
+            self.nodes
+                .get(owner, &mut self.addrs, &self.spec, &self.events)
         });
         match pool {
             Some(pool) => pool.send_event(visits, write),
@@ -424,25 +415,43 @@ impl Cluster {
     }
 }
 
-/// Pools by node name. Looked up on every lookup: foldhash rather than SipHash (node names are
-/// no attacker's).
-type Pools = HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>;
+/// A worker's pools of one kind, by node name, each made on first use.
+struct Pools {
+    /// Whether they read replicas (`READONLY`, lookups only).
+    replica: bool,
+    /// Looked up on every lookup: foldhash rather than SipHash (node names are no attacker's).
+    by_node: HashMap<Vec<u8>, Pool, foldhash::fast::RandomState>,
+}
 
-/// The pool of `node` in `pools`, made by `make` on first use (takes the cluster's fields apart
-/// so that `node` may borrow its map).
-fn pool_of<'a>(
-    pools: &'a mut Pools,
-    make: fn(PeerAddr, &RedisSpec, Rc<EventShared>) -> Pool,
-    addrs: &mut Addrs,
-    spec: &RedisSpec,
-    events: &Rc<EventShared>,
-    node: &[u8],
-) -> Option<&'a mut Pool> {
-    if !pools.contains_key(node) {
-        let peer = addrs.get(node)?;
-        pools.insert(node.to_vec(), make(peer, spec, Rc::clone(events)));
+impl Pools {
+    fn new(replica: bool) -> Self {
+        Self {
+            replica,
+            by_node: HashMap::default(),
+        }
     }
-    pools.get_mut(node)
+
+    /// The pool of `node` (takes the cluster's other fields apart so that `node` may borrow its
+    /// map).
+    fn get(
+        &mut self,
+        node: &[u8],
+        addrs: &mut Addrs,
+        spec: &RedisSpec,
+        events: &Rc<EventShared>,
+    ) -> Option<&mut Pool> {
+        if !self.by_node.contains_key(node) {
+            let peer = addrs.get(node)?;
+            let events = Rc::clone(events);
+            let pool = if self.replica {
+                Pool::for_replica(peer, spec, events)
+            } else {
+                Pool::for_peer(peer, spec, events)
+            };
+            self.by_node.insert(node.to_vec(), pool);
+        }
+        self.by_node.get_mut(node)
+    }
 }
 
 impl Drop for Cluster {
@@ -451,8 +460,8 @@ impl Drop for Cluster {
         // refresh task and trackers are made explicit here).
         self.refresh.stop();
         self.trackers = None;
-        self.nodes.clear();
-        self.replicas.clear();
+        self.nodes.by_node.clear();
+        self.replicas.by_node.clear();
     }
 }
 
