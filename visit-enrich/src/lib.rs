@@ -141,6 +141,12 @@ impl Enricher {
     }
 
     pub fn enrich(&self, event: &VisitEvent) -> Visit {
+        self.enrich_owned(event.clone())
+    }
+
+    /// [`Enricher::enrich`] taking the event, whose strings move into the visit rather than being
+    /// copied (the consumer's path: four allocations and copies a visit fewer).
+    pub fn enrich_owned(&self, event: VisitEvent) -> Visit {
         // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
         let parsed = self.agent(ua);
@@ -159,14 +165,14 @@ impl Enricher {
             _ => canonical,
         };
         Visit {
-            event_id: event.id.clone(),
-            code: event.code.clone(),
+            event_id: event.id,
+            code: event.code,
             time_ms: event.time_ms,
             status: event.status,
             ip: stored_ip,
             visitor,
-            user_agent: event.user_agent.clone(),
             user_agent_id: event.user_agent.as_ref().map(|_| parsed.id),
+            user_agent: event.user_agent,
             browser: agent.browser.clone(),
             browser_version: agent.browser_version.clone(),
             os: agent.os.clone(),
@@ -181,7 +187,7 @@ impl Enricher {
             referrer_host: event.referrer.as_deref().and_then(referrer::referrer_host),
             short_domain: event.host.as_deref().and_then(referrer::short_domain),
             language: event.accept_language.as_deref().and_then(language),
-            rule: event.rule.clone(),
+            rule: event.rule,
         }
     }
 }

@@ -56,7 +56,7 @@ pub(super) fn prepare(
     let seen = events.iter().map(Vec::len).sum();
     ConsumerCounters::add(&counters.visits, seen as u64);
     let mut visits = Vec::with_capacity(seen);
-    for event in events.iter().flatten() {
+    for event in events.into_iter().flatten() {
         match event {
             Err(error) => {
                 tracing::debug!(%error, "unreadable visit event acknowledged");
@@ -65,7 +65,7 @@ pub(super) fn prepare(
             Ok(event) if event.status.is_some_and(|s| !(300..400).contains(&s)) => {
                 ConsumerCounters::add(&counters.ignored, 1);
             }
-            Ok(event) => visits.push(enricher.enrich(event)),
+            Ok(event) => visits.push(enricher.enrich_owned(event)),
         }
     }
     Prepared {
