@@ -92,6 +92,11 @@ fn answers(port: u16, i: usize) -> Vec<(u16, String)> {
         .collect()
 }
 
+/// Whether every one of [`answers`] is `expected`.
+fn always_answers(port: u16, i: usize, expected: &(u16, String)) -> bool {
+    answers(port, i).iter().all(|a| a == expected)
+}
+
 #[test]
 fn lookups_read_the_replicas_and_a_miss_there_asks_the_primary() {
     let cluster = RedisCluster::start();
@@ -158,9 +163,7 @@ fn changes_reach_the_cache_through_the_replicas_read() {
     let nginx = ClusterNginx::start_with(&cluster, 2, CACHE, READ_REPLICAS);
     assert_all_served(nginx.port, &links);
     for &i in &sample() {
-        assert!(answers(nginx.port, i)
-            .iter()
-            .all(|a| a == &(302, target(i, 1))));
+        assert!(always_answers(nginx.port, i, &(302, target(i, 1))));
     }
     assert!(nginx.counters()["cache_hits"] > 0);
 
@@ -182,10 +185,11 @@ fn changes_reach_the_cache_through_the_replicas_read() {
         })
         .collect();
     for (i, expected) in &changed {
+        let settled = wait_until(Duration::from_secs(2), || {
+            always_answers(nginx.port, *i, expected)
+        });
         assert!(
-            wait_until(Duration::from_secs(2), || answers(nginx.port, *i)
-                .iter()
-                .all(|a| a == expected)),
+            settled,
             "code {} still answered {:?}, expected {expected:?}",
             code(*i),
             answers(nginx.port, *i)
@@ -211,9 +215,7 @@ fn a_frozen_replica_is_not_read_stale() {
         .collect();
     assert!(shard.len() >= 3, "too few sampled codes on {primary}");
     for &i in &shard {
-        assert!(answers(nginx.port, i)
-            .iter()
-            .all(|a| a == &(302, target(i, 1))));
+        assert!(always_answers(nginx.port, i, &(302, target(i, 1))));
     }
 
     // The replica read for these codes stops (SIGSTOP): it neither answers nor reports the
@@ -242,12 +244,12 @@ fn a_frozen_replica_is_not_read_stale() {
         }
     }
     frozen.signal(Signal::Cont);
+    let new_target = |i: usize| always_answers(nginx.port, i, &(302, target(i, 2)));
+    let thawed = wait_until(Duration::from_secs(20), || {
+        shard.iter().all(|&i| new_target(i))
+    });
     assert!(
-        wait_until(Duration::from_secs(20), || shard.iter().all(|&i| answers(
-            nginx.port, i
-        )
-        .iter()
-        .all(|a| a == &(302, target(i, 2))))),
+        thawed,
         "the thawed replica's edge did not serve the new targets; error log:\n{}",
         nginx.error_log()
     );
