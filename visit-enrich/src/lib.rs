@@ -18,7 +18,6 @@ pub use agent::{Agent, Audience, Device};
 pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
 
-use agent::Classification;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,18 +39,52 @@ pub struct Enricher {
     /// User agent → its parse, classification and id (pure functions of the string, so caching
     /// them changes no result). Emptied when full rather than LRU-evicted: simpler, and a refill
     /// costs one parse per distinct agent.
-    agents: Mutex<HashMap<String, Arc<KnownAgent>>>,
+    agents: Mutex<HashMap<String, Arc<AgentFacts>>>,
     /// At most this many agents in `agents`; 0 parses every visit's agent.
     agent_cache_size: usize,
 }
 
-/// What the agent cache keeps of one user agent.
-#[derive(Debug)]
-struct KnownAgent {
-    agent: Agent,
-    class: Classification,
+/// What one user agent string says about who clicked, worked out once per distinct string (the
+/// [`Enricher`]'s cache) and shared by every visit that sent it: a visit points here instead of
+/// carrying copies of these strings, which were most of its allocations and of its size
+/// (issue 38).
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub struct AgentFacts {
+    pub browser: Option<String>,
+    pub browser_version: Option<String>,
+    pub os: Option<String>,
+    pub os_version: Option<String>,
+    /// [`Device::Bot`] for every bot and preview, whatever device the UA claims (iMessage's fetcher
+    /// claims to be a Mac): device breakdowns describe people.
+    pub device: Device,
+    pub audience: Audience,
+    /// Who the bot or preview fetcher is ("WhatsApp", "Slack", "curl"); `None` for humans.
+    pub agent_label: Option<&'static str>,
     /// [`agent::user_agent_id`] of the string.
-    id: i64,
+    #[serde(skip)]
+    pub id: i64,
+}
+
+impl AgentFacts {
+    /// Parses and classifies `ua` (empty: no user agent).
+    fn of(ua: &str) -> AgentFacts {
+        let agent = Agent::parse(ua);
+        let class = agent::classify(Some(ua), &agent);
+        AgentFacts {
+            browser: agent.browser,
+            browser_version: agent.browser_version,
+            os: agent.os,
+            os_version: agent.os_version,
+            device: if class.audience == Audience::Human {
+                agent.device
+            } else {
+                Device::Bot
+            },
+            audience: class.audience,
+            agent_label: class.label,
+            id: agent::user_agent_id(ua),
+        }
+    }
 }
 
 /// One enriched visit, ready to store. Owned and flat so a storage layer can bind it directly.
@@ -72,16 +105,9 @@ pub struct Visit {
     /// [`agent::user_agent_id`] of `user_agent`: raw visits store this id, the string once in
     /// `user_agents`.
     pub user_agent_id: Option<i64>,
-    pub browser: Option<String>,
-    pub browser_version: Option<String>,
-    pub os: Option<String>,
-    pub os_version: Option<String>,
-    /// [`Device::Bot`] for every bot and preview, whatever device the UA claims (iMessage's fetcher
-    /// claims to be a Mac): device breakdowns describe people.
-    pub device: Device,
-    pub audience: Audience,
-    /// Who the bot or preview fetcher is ("WhatsApp", "Slack", "curl"); `None` for humans.
-    pub agent_label: Option<String>,
+    /// What `user_agent` says (without one: what an empty one says).
+    #[serde(flatten)]
+    pub agent: Arc<AgentFacts>,
     pub country: Option<String>,
     pub region: Option<String>,
     pub city: Option<String>,
@@ -118,17 +144,14 @@ impl Enricher {
     }
 
     /// The parse, classification and id of `ua`, from the cache when seen before.
-    fn agent(&self, ua: &str) -> Arc<KnownAgent> {
+    fn agent(&self, ua: &str) -> Arc<AgentFacts> {
         // A poisoned lock only means another thread panicked mid-insert: the map is still valid.
         let lock = || self.agents.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(hit) = lock().get(ua) {
             return Arc::clone(hit);
         }
         // Parsed outside the lock: two threads may parse the same agent once each, harmlessly.
-        let agent = Agent::parse(ua);
-        let class = agent::classify(Some(ua), &agent);
-        let id = agent::user_agent_id(ua);
-        let parsed = Arc::new(KnownAgent { agent, class, id });
+        let parsed = Arc::new(AgentFacts::of(ua));
         if self.agent_cache_size == 0 {
             return parsed;
         }
@@ -149,13 +172,7 @@ impl Enricher {
     pub fn enrich_owned(&self, event: VisitEvent) -> Visit {
         // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
-        let parsed = self.agent(ua);
-        let (agent, class) = (&parsed.agent, parsed.class);
-        let device = if class.audience == Audience::Human {
-            agent.device
-        } else {
-            Device::Bot
-        };
+        let agent = self.agent(ua);
         let geo = event.ip.map(|ip| self.geo.lookup(ip)).unwrap_or_default();
         // Formatted once: the visitor hash and the stored address (unless anonymised) share it.
         let canonical = event.ip.map(|ip| ip.to_canonical().to_string());
@@ -171,15 +188,9 @@ impl Enricher {
             status: event.status,
             ip: stored_ip,
             visitor,
-            user_agent_id: event.user_agent.as_ref().map(|_| parsed.id),
+            user_agent_id: event.user_agent.as_ref().map(|_| agent.id),
             user_agent: event.user_agent,
-            browser: agent.browser.clone(),
-            browser_version: agent.browser_version.clone(),
-            os: agent.os.clone(),
-            os_version: agent.os_version.clone(),
-            device,
-            audience: class.audience,
-            agent_label: class.label.map(str::to_owned),
+            agent,
             country: geo.country,
             region: geo.region,
             city: geo.city,

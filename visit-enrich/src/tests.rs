@@ -31,14 +31,12 @@ fn enriches_a_human_visit() {
     assert_eq!(v.ip.as_deref(), Some("203.0.113.77"));
     assert_eq!(v.visitor, privacy::visitor_hash(e.ip, IPHONE));
     assert_eq!(v.user_agent_id, Some(agent::user_agent_id(IPHONE)));
+    let agent = &v.agent;
     assert_eq!(
-        (v.browser.as_deref(), v.os.as_deref(), v.device),
+        (agent.browser.as_deref(), agent.os.as_deref(), agent.device),
         (Some("Safari"), Some("iPhone"), Device::Mobile)
     );
-    assert_eq!(
-        (v.audience, v.agent_label.as_deref()),
-        (Audience::Human, None)
-    );
+    assert_eq!((agent.audience, agent.agent_label), (Audience::Human, None));
     assert_eq!((v.country.as_deref(), v.city.as_deref()), (None, None));
     assert_eq!(v.referrer_host.as_deref(), Some("facebook.com"));
     assert_eq!(v.short_domain.as_deref(), Some("s1.example"));
@@ -80,12 +78,12 @@ fn machines_get_the_bot_device() {
         ("ua", imessage),
     ]));
     assert_eq!(
-        (v.audience, v.agent_label.as_deref(), v.device),
+        (v.agent.audience, v.agent.agent_label, v.agent.device),
         (Audience::Preview, Some("iMessage"), Device::Bot)
     );
     let v = Enricher::new(GeoDb::disabled(), false).enrich(&event(&[("c", "abc"), ("t", "1")]));
     assert_eq!(
-        (v.audience, v.device, v.ip, v.user_agent),
+        (v.agent.audience, v.agent.device, v.ip, v.user_agent),
         (Audience::Bot, Device::Bot, None, None)
     );
 }

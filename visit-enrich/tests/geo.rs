@@ -127,7 +127,7 @@ fn missing_database_breaks_nothing() {
     .unwrap();
     let visit = Enricher::new(db, true).enrich(&event);
     assert_eq!(
-        (visit.country, visit.city, visit.audience),
+        (visit.country, visit.city, visit.agent.audience),
         (None, None, Audience::Bot)
     );
     assert_eq!(visit.ip.as_deref(), Some("203.0.113.0"));

@@ -151,13 +151,13 @@ pub fn fold<'a>(
         let day = Interval::Day.floor(seconds);
         let code = visit.code.as_str();
         // Removed once credited, so a visitor's later visits in the batch are not new again.
-        let is_new = visit.audience == Audience::Human
+        let is_new = visit.agent.audience == Audience::Human
             && new_visitors
                 .get_mut(code)
                 .is_some_and(|visitors| visitors.remove(visit.visitor.as_slice()));
         for (span, bucket) in [(3600, hour), (86_400, day)] {
             let c = buckets.entry((code, span, bucket)).or_default();
-            match visit.audience {
+            match visit.agent.audience {
                 Audience::Human => c.humans += 1,
                 Audience::Bot => c.bots += 1,
                 Audience::Preview => c.previews += 1,
@@ -168,13 +168,13 @@ pub fn fold<'a>(
             .entry((
                 code,
                 day,
-                text(&visit.browser),
-                text(&visit.os),
-                visit.device.as_str(),
-                text(&visit.agent_label),
+                text(&visit.agent.browser),
+                text(&visit.agent.os),
+                visit.agent.device.as_str(),
+                visit.agent.agent_label.unwrap_or(unknown()),
             ))
             .or_default()
-            .add(visit.audience);
+            .add(visit.agent.audience);
         places
             .entry((
                 code,
@@ -184,7 +184,7 @@ pub fn fold<'a>(
                 text(&visit.city),
             ))
             .or_default()
-            .add(visit.audience);
+            .add(visit.agent.audience);
         sources
             .entry((
                 code,
@@ -193,15 +193,15 @@ pub fn fold<'a>(
                 text(&visit.short_domain),
             ))
             .or_default()
-            .add(visit.audience);
+            .add(visit.agent.audience);
         if let Some(domain) = &visit.short_domain {
             let minute = seconds - seconds.rem_euclid(60);
             domain_minutes
                 .entry((minute, domain))
                 .or_default()
-                .add(visit.audience);
+                .add(visit.agent.audience);
         }
-        if count_bots || visit.audience == Audience::Human {
+        if count_bots || visit.agent.audience == Audience::Human {
             let link = links.entry(code).or_insert((0, i64::MIN));
             link.0 += 1;
             link.1 = link.1.max(visit.time_ms);

@@ -25,7 +25,10 @@ pub(crate) fn distinct(visits: &[Visit]) -> Vec<&Visit> {
 /// order (so concurrent writers take the rows' locks in the same order).
 pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64)> {
     let mut first: HashMap<(&str, &[u8; 16]), i64> = HashMap::new();
-    for v in inserted.iter().filter(|v| v.audience == Audience::Human) {
+    let humans = inserted
+        .iter()
+        .filter(|v| v.agent.audience == Audience::Human);
+    for v in humans {
         first
             .entry((v.code.as_str(), &v.visitor))
             .or_insert(v.time_ms);
@@ -112,11 +115,11 @@ pub(crate) fn visit_bytes(v: &&Visit) -> usize {
     96 + v.event_id.len()
         + v.code.len()
         + text(&v.ip)
-        + text(&v.browser)
-        + text(&v.browser_version)
-        + text(&v.os)
-        + text(&v.os_version)
-        + text(&v.agent_label)
+        + text(&v.agent.browser)
+        + text(&v.agent.browser_version)
+        + text(&v.agent.os)
+        + text(&v.agent.os_version)
+        + v.agent.agent_label.map_or(0, str::len)
         + text(&v.country)
         + text(&v.region)
         + text(&v.city)
@@ -154,13 +157,13 @@ where
             .bind(text(&v.ip))
             .bind(v.visitor.as_slice())
             .bind(v.user_agent_id)
-            .bind(text(&v.browser))
-            .bind(text(&v.browser_version))
-            .bind(text(&v.os))
-            .bind(text(&v.os_version))
-            .bind(v.device.as_str())
-            .bind(v.audience.as_str())
-            .bind(text(&v.agent_label))
+            .bind(text(&v.agent.browser))
+            .bind(text(&v.agent.browser_version))
+            .bind(text(&v.agent.os))
+            .bind(text(&v.agent.os_version))
+            .bind(v.agent.device.as_str())
+            .bind(v.agent.audience.as_str())
+            .bind(v.agent.agent_label)
             .bind(text(&v.country))
             .bind(text(&v.region))
             .bind(text(&v.city))
