@@ -67,9 +67,11 @@ impl VisitEvent {
         V: AsRef<[u8]>,
     {
         let id = id.into();
-        // Copied out: with owned pairs (`Vec<u8>` from a Redis reply) `value` dies each iteration.
-        let mut code: Option<Vec<u8>> = None;
-        let mut time: Option<Vec<u8>> = None;
+        // Checked as they come (with owned pairs, `Vec<u8>` from a Redis reply, `value` dies each
+        // iteration); `Some(None)`: present but malformed, reported once the required fields are
+        // known to be there.
+        let mut code: Option<Option<String>> = None;
+        let mut time: Option<Option<i64>> = None;
         let mut event = VisitEvent {
             id: String::new(),
             code: String::new(),
@@ -88,8 +90,10 @@ impl VisitEvent {
                 continue;
             }
             match key.as_ref() {
-                b"c" if code.is_none() => code = Some(value.to_vec()),
-                b"t" if time.is_none() => time = Some(value.to_vec()),
+                b"c" if code.is_none() => code = Some(parse_code(value)),
+                b"t" if time.is_none() => {
+                    time = Some(parse_ascii::<i64>(value).filter(|t| *t >= 0));
+                }
                 b"s" if event.status.is_none() => event.status = parse_ascii(value),
                 b"ip" if event.ip.is_none() => event.ip = parse_ascii(value),
                 b"ua" => set_text(&mut event.user_agent, value, MAX_UA_LEN),
@@ -112,14 +116,11 @@ impl VisitEvent {
         };
         let code = code.ok_or_else(|| missing("c"))?;
         let time = time.ok_or_else(|| missing("t"))?;
-        if code.len() > MAX_CODE_LEN || !code.iter().all(|b| b.is_ascii_graphic()) {
+        let Some(code) = code else {
             return Err(EventError::BadCode { id });
-        }
-        event.time_ms = parse_ascii::<i64>(&time)
-            .filter(|t| *t >= 0)
-            .ok_or_else(|| EventError::BadTime { id: id.clone() })?;
-        // Checked ASCII above, so this never replaces anything.
-        event.code = String::from_utf8_lossy(&code).into_owned();
+        };
+        event.time_ms = time.ok_or_else(|| EventError::BadTime { id: id.clone() })?;
+        event.code = code;
         event.id = id;
         Ok(event)
     }
@@ -197,6 +198,14 @@ where
     )
 }
 
+/// A code as the module writes it: printable ASCII, at most [`MAX_CODE_LEN`] bytes.
+fn parse_code(value: &[u8]) -> Option<String> {
+    if value.len() > MAX_CODE_LEN || !value.iter().all(u8::is_ascii_graphic) {
+        return None;
+    }
+    std::str::from_utf8(value).ok().map(str::to_owned)
+}
+
 fn parse_ascii<T: std::str::FromStr>(value: &[u8]) -> Option<T> {
     std::str::from_utf8(value).ok()?.trim().parse().ok()
 }
@@ -207,18 +216,15 @@ fn set_text(slot: &mut Option<String>, value: &[u8], max: usize) {
     if slot.is_some() {
         return;
     }
+    // Borrowed when the bytes are UTF-8 (nearly always), so the kept text is the one allocation.
     let text = String::from_utf8_lossy(&value[..value.len().min(max)]);
-    let mut text = text.into_owned();
     // Lossy decoding can grow the text (a cut multi-byte char becomes 3-byte U+FFFD): cut again on a
     // char boundary so the limit holds.
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    let trimmed = text.trim();
+    let trimmed = text[..end].trim();
     if !trimmed.is_empty() {
         *slot = Some(trimmed.to_owned());
     }
