@@ -8,6 +8,7 @@ mod api;
 pub mod browser;
 pub mod cluster;
 pub mod cluster_links;
+pub mod docs;
 pub mod load;
 mod nginx;
 pub mod paths;
