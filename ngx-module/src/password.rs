@@ -95,15 +95,20 @@ fn submitted(r: &ngx_http_request_t) -> Result<Submitted, ngx_int_t> {
     while let Some(chain) = unsafe { link.as_ref() } {
         // SAFETY: a chain link's buffer is valid; an in-memory one holds `pos..last`.
         let buf = unsafe { &*chain.buf };
+        link = chain.next;
         if buf.in_file() != 0 {
             return Err(too_large);
         }
+        // An empty body (`Content-Length: 0`, a chunked body of no chunks) ends in a zeroed
+        // `last_buf` whose `pos` is null: nothing to read, and no slice may be made of it.
+        if buf.pos.is_null() || buf.last <= buf.pos {
+            continue;
+        }
         let n = buf.last as usize - buf.pos as usize;
         let into = body.get_mut(len..len + n).ok_or(too_large)?;
-        // SAFETY: see above; `into` has room for `n` bytes.
+        // SAFETY: see above; `pos` is not null and `into` has room for `n` bytes.
         into.copy_from_slice(unsafe { std::slice::from_raw_parts(buf.pos, n) });
         len += n;
-        link = chain.next;
     }
     let value = form_value(&body[..len], FIELD).unwrap_or_default();
     Submitted::new(&value).ok_or(too_large)

@@ -304,7 +304,7 @@ while :; do sleep 1 & wait $!; done"#;
     }
 
     /// The master's child processes: its workers (and helpers such as a cache manager).
-    fn workers(&self) -> Vec<u32> {
+    pub fn workers(&self) -> Vec<u32> {
         let pid = self.process.pid();
         std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
             .unwrap_or_default()

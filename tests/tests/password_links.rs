@@ -3,9 +3,11 @@
 //! made through the sidecar's API, which keeps only the password's salted digest.
 
 use serde_json::json;
+use shortlink_e2e::raw::raw_http;
 use shortlink_e2e::{http_client, status_and_location, System};
 use shortlink_wire::keys::{password_attempts_key, visit_count_key};
 use shortlink_wire::record::password::MAX_ATTEMPTS;
+use std::time::Duration;
 
 const TARGET: &str = "https://private.example/report";
 
@@ -121,4 +123,41 @@ fn a_post_to_a_link_without_a_password_is_answered_like_a_get() {
     assert_eq!(status_and_location(&response), (303, TARGET.to_owned()));
     let missing = submit(&system, "zzzzzzz", "password=x", "192.0.2.50");
     assert_eq!(missing.status().as_u16(), 404);
+}
+
+/// An empty form body (`Content-Length: 0`, a chunked body of no chunks) ends nginx's body chain
+/// in a buffer without memory (`pos` null). Read as a slice it is undefined behaviour, which a
+/// debug build of the module (what these tests load from target/debug) turns into an abort of the
+/// worker. Anyone can send it: the body is read before the code is looked at.
+#[test]
+fn an_empty_form_body_leaves_the_worker_alive() {
+    let system = System::start();
+    let plain = system.create(json!({"url": TARGET}));
+    let locked = protected(&system, "open sesame", 0);
+    let workers = system.nginx.workers();
+    assert!(!workers.is_empty(), "no workers");
+    let bodies = [
+        ("Content-Length: 0", "Content-Length: 0\r\n\r\n"),
+        ("no chunks", "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+    ];
+    for (what, body) in bodies {
+        // A plain link answers the POST as a GET; a protected one takes it as a wrong attempt.
+        for (code, status) in [(&plain, 303), (&locked, 401)] {
+            let request = format!(
+                "POST /{code} HTTP/1.1\r\nHost: s1.test\r\nConnection: close\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\n{body}"
+            );
+            let response = raw_http(
+                system.nginx.redirect_port,
+                request.as_bytes(),
+                Duration::from_secs(5),
+            );
+            assert_eq!(response.status, status, "{what} to a {status} link");
+        }
+    }
+    assert_eq!(system.nginx.workers(), workers, "a worker was replaced");
+    assert_eq!(
+        system.nginx.error_log_lines("exited on signal"),
+        Vec::<String>::new()
+    );
 }
