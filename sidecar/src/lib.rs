@@ -24,6 +24,7 @@ pub mod code_scheme;
 pub mod config;
 pub mod config_file;
 pub mod console;
+pub mod csv_cell;
 pub mod domains;
 pub mod http;
 pub mod issuer;

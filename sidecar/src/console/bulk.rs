@@ -7,10 +7,10 @@
 //!
 //! Jobs are kept in memory for [`KEEP`]: the results are for downloading right away.
 
-use super::campaigns::csv_field;
 use super::layout;
 use super::session::{ConsoleState, Operator};
 use super::{see_other, PageError, PageResult};
+use crate::csv_cell::push_field as csv_field;
 use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
 use crate::link::card::CardSpec;

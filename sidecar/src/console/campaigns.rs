@@ -6,6 +6,7 @@ use super::layout::{self, when};
 use super::session::{ConsoleState, Operator};
 use super::totals::Shown;
 use super::{encode, links, PageResult};
+use crate::csv_cell::push_field as csv_field;
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::storage::{Link, LinkFilter, ListCursor};
@@ -200,23 +201,6 @@ pub async fn totals(
     Ok(layout::page(&operator, &format!("Campaign {name}"), body).into_response())
 }
 
-/// One CSV field, quoted when it needs to be; a leading `=`, `+`, `-` or `@` is prefixed with
-/// `'` so that a spreadsheet never runs a recipient reference as a formula.
-pub(super) fn csv_field(out: &mut String, value: &str) {
-    let value = if value.starts_with(['=', '+', '-', '@']) {
-        format!("'{value}")
-    } else {
-        value.to_owned()
-    };
-    if value.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&value.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(&value);
-    }
-}
-
 fn csv_row(link: &Link, first: &HashMap<String, DateTime<Utc>>) -> String {
     let mut row = String::new();
     csv_field(&mut row, link.recipient_ref.as_deref().unwrap_or(""));
@@ -319,23 +303,4 @@ pub async fn export(
         body,
     )
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::csv_field;
-
-    #[test]
-    fn csv_fields_are_quoted_and_never_formulas() {
-        let field = |value: &str| {
-            let mut out = String::new();
-            csv_field(&mut out, value);
-            out
-        };
-        assert_eq!(field("plain"), "plain");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
-        assert_eq!(field("+1"), "'+1");
-    }
 }

@@ -668,3 +668,55 @@ async fn the_openapi_document_describes_compose_with_every_reference_resolved() 
         assert!(schemas.contains_key(name), "{name}");
     }
 }
+
+/// CSV injection: whatever a recipient's `ref`, message or phone starts with, the CSV answer's
+/// cell opens as text in a spreadsheet (the console's downloads' rule).
+#[tokio::test]
+async fn csv_answer_cells_are_never_formulas() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let hostile = [
+        "=HYPERLINK(\"https://evil.example\",\"x\")",
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+        "@SUM(A1)",
+        "\t=1",
+        "\r=1",
+    ];
+    let mut recipients: Vec<Value> = hostile
+        .iter()
+        .map(|r| json!({"phone": "0612345678", "ref": r, "variables": {"name": r}, "url": "https://shop.example/sale"}))
+        .collect();
+    // A phone that is not one, quoted back in the error.
+    recipients.push(json!({"phone": "=1+1", "ref": "p", "variables": {"name": "x"}, "url": "https://shop.example/sale"}));
+    let response = post_compose(
+        &app,
+        &[("template", "{{name}} {{link}}"), ("country", "FR")],
+    )
+    .header("content-type", "application/x-ndjson")
+    .header("accept", "text/csv")
+    .body(ndjson(&recipients))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    for (row, hostile) in rows.iter().zip(hostile) {
+        // A ref with a tab or CR is refused (422), and quoted back in its row all the same.
+        assert_eq!(&row[column("ref")], format!("'{hostile}"), "{row:?}");
+        assert_eq!(&row[column("phone")], "+33612345678", "a phone is a number");
+        if &row[column("status")] == "201" {
+            assert!(row[column("text")].starts_with('\''), "{row:?}");
+        }
+    }
+    let issued = rows.iter().filter(|row| &row[column("status")] == "201");
+    assert_eq!(issued.count(), 4, "the printable ones issued");
+    let bad_phone = &rows[hostile.len()];
+    assert_eq!(&bad_phone[column("error_code")], "invalid_phone");
+    for cell in bad_phone.iter() {
+        assert!(!cell.starts_with(['=', '+', '-', '@']), "{bad_phone:?}");
+    }
+}

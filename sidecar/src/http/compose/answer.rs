@@ -304,6 +304,8 @@ fn csv_row(out: &mut Vec<u8>, r: &RecipientResult) {
         Some(e) => (e.code.clone(), e.message.clone()),
         None => Default::default(),
     };
+    // Text others chose (ref, phone, message, errors quoting them) opens as text in a
+    // spreadsheet, never as a formula.
     let row = [
         r.index.to_string(),
         if r.status == 0 {
@@ -327,6 +329,10 @@ fn csv_row(out: &mut Vec<u8>, r: &RecipientResult) {
         error_message,
     ];
     let mut writer = csv::WriterBuilder::new().from_writer(out);
-    let _ = writer.write_record(row);
+    let cells: Vec<_> = row
+        .iter()
+        .map(|cell| crate::csv_cell::neutralise(cell))
+        .collect();
+    let _ = writer.write_record(cells.iter().map(|cell| cell.as_bytes()));
     let _ = writer.flush();
 }
