@@ -14,7 +14,7 @@ use shortcode::Shape;
 use crate::cache::{Hit, Scope};
 use crate::conf::{LocConf, MainConf, PoolSource};
 use crate::ffi::now_ms;
-use crate::lookup::{Candidate, Job, Unlock};
+use crate::lookup::{Candidate, Job, Record, Unlock};
 use crate::password::{self, Client, Submitted};
 use crate::request::candidate::{self, CodeCase};
 use crate::request::{click, code, host};
@@ -85,11 +85,9 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
     // Codes only imported-codes locations look up are cached for those locations only.
-    // A password goes to Redis anyway (attempts are counted there): no cache shortcut.
-    let cached = match password {
-        None => answer_from_cache(r, mcf, lcf, domain, code),
-        Some(_) => None,
-    };
+    // A POST is answered from the cache too: only a link that asks its password goes to Redis
+    // (attempts are counted there), or anyone could force a lookup per request.
+    let cached = answer_from_cache(r, mcf, lcf, domain, code, password);
     match cached {
         Some(FromCache::Answered(answered)) => {
             bump(mcf, Counter::CacheHits);
@@ -128,7 +126,7 @@ pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_i
         let job = Job::Unlock(Box::new(Unlock {
             password: password.clone(),
             client: Client::of(r),
-            candidate,
+            record: Record::Lookup(candidate),
         }));
         return lookup::start(r, mcf, lcf, domain, code, job);
     }
@@ -254,12 +252,15 @@ enum FromCache {
     Later(Job),
 }
 
+/// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
+/// (Redis counts the attempt); any other is answered as a GET is, without its card.
 fn answer_from_cache(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     domain: DomainCounts,
     code: &[u8],
+    password: Option<&Submitted>,
 ) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
@@ -267,7 +268,16 @@ fn answer_from_cache(
             Hit::Link(link) => {
                 // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();
-                if click::wants_card(r, &view) {
+                if let Some(password) = password {
+                    if view.needs_password(ngx_time() as u64) {
+                        let unlock = Unlock {
+                            password: password.clone(),
+                            client: Client::of(r),
+                            record: Record::Cached(link.to_link()),
+                        };
+                        return Some(FromCache::Later(Job::Unlock(Box::new(unlock))));
+                    }
+                } else if click::wants_card(r, &view) {
                     return Some(FromCache::Later(Job::Card(link.to_link())));
                 }
                 if view.needs_count(ngx_time() as u64, false) {

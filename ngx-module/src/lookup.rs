@@ -74,7 +74,15 @@ pub enum Job {
 pub struct Unlock {
     pub password: Submitted,
     pub client: Client,
-    pub candidate: Candidate,
+    pub record: Record,
+}
+
+/// Where an unlock finds the link.
+pub enum Record {
+    /// A copy of the cached link: only the attempt goes to Redis.
+    Cached(Link),
+    /// Not cached: read it first.
+    Lookup(Candidate),
 }
 
 impl Resolution {
@@ -244,11 +252,14 @@ async fn perform(
             let Unlock {
                 password,
                 client,
-                candidate,
+                record,
             } = *form;
-            let link = match resolve(mcf, lcf, code, candidate).await {
-                Resolution::Link(link) => link,
-                other => return other,
+            let link = match record {
+                Record::Cached(link) => link,
+                Record::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
+                    Resolution::Link(link) => link,
+                    other => return other,
+                },
             };
             // A link that asks no password now (none, not open yet, over) answers the POST as
             // it would a GET.

@@ -161,3 +161,58 @@ fn an_empty_form_body_leaves_the_worker_alive() {
         Vec::<String>::new()
     );
 }
+
+/// Calls of `command` Redis has executed (`INFO commandstats`).
+fn redis_calls(system: &System, command: &str) -> u64 {
+    let prefix = format!("cmdstat_{command}:calls=");
+    system
+        .redis
+        .cli_raw(&["INFO", "commandstats"])
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+/// GETs `code` until one is a cache hit: the worker's cache holds it.
+fn cached(system: &System, code: &str) {
+    let held = testkit::wait_until(Duration::from_secs(10), || {
+        let hits = system.nginx.counters()["cache_hits"];
+        system.nginx.get("s1.test", &format!("/{code}"));
+        system.nginx.counters()["cache_hits"] > hits
+    });
+    assert!(held, "{code} never came from the cache");
+}
+
+/// A POST is answered from the worker's cache like a GET: only a link that asks its password
+/// costs Redis anything, and then only the attempt (no lookup). Otherwise anyone could force a
+/// Redis lookup per request for any code.
+#[test]
+fn a_post_is_answered_from_the_cache() {
+    let system = System::start();
+    let plain = system.create(json!({"url": TARGET}));
+    let locked = protected(&system, "open sesame", 0);
+    cached(&system, &plain);
+    cached(&system, &locked);
+
+    let (lookups, attempts) = (redis_calls(&system, "mget"), redis_calls(&system, "eval"));
+    let hits = system.nginx.counters()["cache_hits"];
+    for _ in 0..5 {
+        let response = submit(&system, &plain, "password=x", "192.0.2.70");
+        assert_eq!(status_and_location(&response), (303, TARGET.to_owned()));
+    }
+    assert_eq!(redis_calls(&system, "mget"), lookups, "a POST looked up");
+    assert_eq!(redis_calls(&system, "eval"), attempts, "a POST counted");
+    assert_eq!(system.nginx.counters()["cache_hits"], hits + 5);
+
+    let wrong = submit(&system, &locked, "password=wrong", "192.0.2.70");
+    assert_eq!(wrong.status().as_u16(), 401);
+    let right = submit(&system, &locked, "password=open+sesame", "192.0.2.70");
+    assert_eq!(status_and_location(&right), (303, TARGET.to_owned()));
+    assert_eq!(redis_calls(&system, "mget"), lookups, "an unlock looked up");
+    assert_eq!(
+        redis_calls(&system, "eval"),
+        attempts + 2,
+        "one EVAL per attempt"
+    );
+}
