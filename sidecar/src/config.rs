@@ -371,6 +371,14 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_WEBHOOK_ALLOW_PRIVATE", global = true)]
     pub webhook_allow_private: bool,
 
+    /// Let import sources (the console's and the `import` command's --source-url) reach loopback, private and link-local addresses (names resolving to them included); off, an import cannot point the sidecar at internal services.
+    #[arg(long, env = "SHORTLINK_IMPORT_ALLOW_PRIVATE", global = true)]
+    pub import_allow_private: bool,
+
+    /// Proxy (http:// or https://) for webhook deliveries and import sources; without it the environment's HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are ignored. Through it, names are resolved by the proxy, which must refuse internal addresses itself (address literals are still checked here).
+    #[arg(long, env = "SHORTLINK_OUTBOUND_PROXY", global = true)]
+    pub outbound_proxy: Option<url::Url>,
+
     /// PEM roots an https:// click webhook's certificate must chain to (default: the system's roots).
     #[arg(long, env = "SHORTLINK_WEBHOOK_CA", global = true)]
     pub webhook_ca: Option<PathBuf>,

@@ -30,6 +30,7 @@ pub mod http;
 pub mod issuer;
 pub mod link;
 pub mod metrics;
+pub mod outbound;
 pub mod primary;
 pub mod projection;
 pub mod redact;
@@ -188,6 +189,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
                 config.geoip_db.clone(),
                 config.geoip_db_ipv6.clone(),
             )),
+            import_policy: outbound::Policy::imports(config),
         }),
     })
 }

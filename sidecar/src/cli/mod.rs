@@ -112,7 +112,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Serve => serve(&config).await,
         Command::Keys { command } => keys(&config, command).await,
         Command::Import(args) => import::run(&config, args).await,
-        Command::VerifyImport(args) => import::verify::run(args).await,
+        Command::VerifyImport(args) => import::verify::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
         Command::Compose(args) => compose::run(&config, args).await,
         Command::Resync(args) => resync::run(&config, args).await,

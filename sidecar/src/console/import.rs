@@ -139,6 +139,7 @@ pub async fn start(
         source_domain: field("source_domain"),
         forward_query: None,
         page_size: 100,
+        outbound: state.settings.import_policy.clone(),
     };
     // Opened here, so a missing key or an unreadable file is said on the form's answer.
     let opened = source::open(kind, &args)

@@ -30,4 +30,6 @@ pub struct HttpSettings {
     pub short_domains: Vec<String>,
     /// The client's country, for rules the fallback and the preview evaluate.
     pub countries: Arc<crate::visits::countries::Countries>,
+    /// Where the console's imports may fetch from.
+    pub import_policy: crate::outbound::Policy,
 }

@@ -1,15 +1,16 @@
 //! The webhooks' HTTP client: one pool of kept-alive connections for every subscription, TLS
-//! verified against the system's roots or `--webhook-ca`, names resolved to public addresses
-//! only ([`address::PublicResolver`]), no redirects followed, every POST signed.
+//! verified against the system's roots or `--webhook-ca`, the outbound rules of
+//! [`crate::outbound`] (public addresses only, no redirects, no proxy from the environment),
+//! every POST signed.
 
-use super::address::{self, PublicResolver};
 use super::WebhookSettings;
+use crate::outbound::Policy;
 use crate::signing;
 use std::time::Duration;
 
 pub struct Sender {
     client: reqwest::Client,
-    allow_private: bool,
+    policy: Policy,
 }
 
 /// How a POST went wrong, for the retry state and the logs.
@@ -25,32 +26,22 @@ pub enum SendError {
 
 impl Sender {
     pub fn new(settings: &WebhookSettings) -> Result<Self, String> {
-        let tls =
-            crate::domains::certificate::verifying_config(settings.ca.as_deref(), "--webhook-ca")?;
-        let client = reqwest::Client::builder()
-            .use_preconfigured_tls(tls)
-            .dns_resolver(std::sync::Arc::new(PublicResolver {
-                allow_private: settings.allow_private,
-            }))
-            .redirect(reqwest::redirect::Policy::none())
+        let policy = Policy {
+            allow_private: settings.allow_private,
+            proxy: settings.proxy.clone(),
+        };
+        let client = policy
+            .client(settings.ca.as_deref(), "--webhook-ca")?
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout.min(Duration::from_secs(5)))
             .build()
             .map_err(|e| format!("webhook client: {e}"))?;
-        Ok(Self {
-            client,
-            allow_private: settings.allow_private,
-        })
+        Ok(Self { client, policy })
     }
 
     /// POSTs `body` (JSON) signed with `secret`; a 2xx is success, anything else an error.
     pub async fn post(&self, url: &url::Url, secret: &str, body: Vec<u8>) -> Result<(), SendError> {
-        if !self.allow_private {
-            // Literals never reach the resolver.
-            if let Some(host) = address::refused_host(url) {
-                return Err(SendError::Private(host));
-            }
-        }
+        self.policy.check(url).map_err(SendError::Private)?;
         let signature = signing::signature_now(secret.as_bytes(), &body);
         let answer = self
             .client
@@ -81,4 +72,49 @@ fn describe(error: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhooks::Privacy;
+
+    fn sender(allow_private: bool) -> Sender {
+        Sender::new(&WebhookSettings {
+            deliver: true,
+            allow_private,
+            proxy: None,
+            ca: None,
+            retry_window: Duration::from_secs(60),
+            timeout: Duration::from_secs(2),
+            lease: Duration::from_secs(30),
+            poll: Duration::from_secs(1),
+            privacy: Privacy { include_ip: false },
+        })
+        .unwrap()
+    }
+
+    /// The delivery path checks the address again when it sends (a subscription saved before
+    /// the check existed, or a URL put in the database by hand): nothing is sent.
+    #[tokio::test]
+    async fn tunnelled_and_reserved_addresses_are_refused_at_send() {
+        let sender = sender(false);
+        for host in [
+            "[64:ff9b::7f00:1]",
+            "[64:ff9b:1::a00:5]",
+            "[::127.0.0.1]",
+            "[2002:7f00:1::1]",
+            "[2001:0:808:808::f7f7:f7f7]",
+            "[fec0::1]",
+            "192.0.0.8",
+            "[::ffff:127.0.0.1]",
+        ] {
+            let url = url::Url::parse(&format!("http://{host}:9/hook")).unwrap();
+            let sent = sender.post(&url, "0123456789abcdef", b"{}".to_vec()).await;
+            assert!(
+                matches!(sent, Err(SendError::Private(_))),
+                "{url}: {sent:?}"
+            );
+        }
+    }
 }

@@ -6,12 +6,12 @@
 //! - [`event`]: what one visit looks like to a receiver;
 //! - [`subscription`], [`service`]: subscriptions as the API and the console take and show them;
 //! - [`deliver`]: per-subscription delivery under a lease, retries, failures; [`client`]: the
-//!   signed POST; [`address`]: which addresses a webhook may reach;
+//!   signed POST, through the outbound rules of [`crate::outbound`] (which addresses a webhook
+//!   may reach, no redirects, no implicit proxy);
 //! - [`store`]: the SQL of all of it.
 //!
 //! docs/ARCHITECTURE.md, "Click webhooks and the visit feed", says why it is built this way.
 
-pub mod address;
 pub mod client;
 pub mod cursor;
 pub mod deliver;
@@ -36,6 +36,8 @@ pub struct WebhookSettings {
     /// Whether this process delivers.
     pub deliver: bool,
     pub allow_private: bool,
+    /// `--outbound-proxy`.
+    pub proxy: Option<url::Url>,
     pub ca: Option<PathBuf>,
     pub retry_window: Duration,
     pub timeout: Duration,
@@ -68,6 +70,7 @@ impl WebhookSettings {
         Ok(Self {
             deliver: config.webhooks,
             allow_private: config.webhook_allow_private,
+            proxy: config.outbound_proxy.clone(),
             ca: config.webhook_ca.clone(),
             retry_window: config.webhook_retry_window,
             timeout: config.webhook_timeout,

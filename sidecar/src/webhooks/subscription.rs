@@ -1,9 +1,9 @@
 //! A click webhook subscription: what the API takes, what it shows, and the checks between.
 
-use super::address;
 use super::cursor::Cursor;
 use super::feed::FeedFilter;
 use crate::link::Invalid;
+use crate::outbound::address;
 use crate::schema::WholeNumber;
 use crate::validate::UrlPolicy;
 use chrono::{DateTime, Utc};

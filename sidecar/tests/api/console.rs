@@ -8,6 +8,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 crate::on_each_backend!(
@@ -965,4 +967,125 @@ async fn admins_import_another_shorteners_links() {
     assert_eq!(link["visit_count"], 4);
     let ours: serde_json::Value = app.get_link("taken-one").await.json().await.unwrap();
     assert_eq!(ours["url"], "https://ours.example/");
+}
+
+/// A service inside the deployment's network: counts its requests and the API keys it was sent,
+/// answers a page that must never reach the browser.
+struct Internal {
+    url: String,
+    hits: Arc<AtomicUsize>,
+    keys: Arc<AtomicUsize>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+const INTERNAL_PAGE: &str = "<h1>internal admin: secret-token-51</h1>";
+
+impl Internal {
+    /// `redirect_to`: answer every request with a 302 there instead.
+    async fn start(redirect_to: Option<String>) -> Self {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let keys = Arc::new(AtomicUsize::new(0));
+        let (h, k) = (Arc::clone(&hits), Arc::clone(&keys));
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+            h.fetch_add(1, Ordering::SeqCst);
+            if headers.contains_key("x-api-key") {
+                k.fetch_add(1, Ordering::SeqCst);
+            }
+            let redirect_to = redirect_to.clone();
+            async move {
+                match redirect_to {
+                    Some(to) => (StatusCode::FOUND, [(LOCATION, to)], String::new()),
+                    None => (
+                        StatusCode::OK,
+                        [(reqwest::header::CONTENT_TYPE, "text/html".to_owned())],
+                        INTERNAL_PAGE.to_owned(),
+                    ),
+                }
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Internal {
+            url,
+            hits,
+            keys,
+            _server: server,
+        }
+    }
+}
+
+/// Starts a Kutt import of `source_url` from the console; returns the form's status and the
+/// page the browser ends on (the error, or the progress page once the job stopped).
+async fn console_import(browser: &mut Browser<'_>, source_url: &str) -> (StatusCode, String) {
+    let csrf = browser.csrf().await;
+    let form = reqwest::multipart::Form::new()
+        .text("csrf", csrf)
+        .text("from", "kutt")
+        .text("source_url", source_url.to_owned())
+        .text("source_key", "kutt-key");
+    let request = browser
+        .request(Method::POST, "/console/import")
+        .multipart(form);
+    let started = browser.send(request).await;
+    if started.status() != StatusCode::SEE_OTHER {
+        return (started.status(), started.text().await.unwrap());
+    }
+    let job = location(&started).to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let page = browser.page(&job).await;
+        if page.contains("Stopped:") || page.contains("Finished.") {
+            return (StatusCode::SEE_OTHER, page);
+        }
+        assert!(std::time::Instant::now() < deadline, "{page}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// SSRF through the console's import (issue 51): a source URL on loopback, or named
+/// `localhost`, is refused and never fetched; with `--import-allow-private`, a source that
+/// redirects elsewhere is not followed (its key never sent on) and an answer's body is never
+/// shown on the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_import_reaches_no_internal_service() {
+    let internal = Internal::start(None).await;
+    let redirector = Internal::start(Some(format!("{}/api/v2/links", internal.url))).await;
+    let port = internal.url.rsplit(':').next().unwrap().to_owned();
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    for url in [
+        internal.url.clone(),
+        format!("http://localhost:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+        redirector.url.clone(),
+    ] {
+        let (status, page) = console_import(&mut browser, &url).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {page}");
+        assert!(page.contains("not a public address"), "{url}: {page}");
+    }
+    assert_eq!(internal.hits.load(Ordering::SeqCst), 0);
+    assert_eq!(redirector.hits.load(Ordering::SeqCst), 0);
+
+    let open = spawn_app_with(Backend::Sqlite, &["--import-allow-private"]).await;
+    let mut browser = Browser::new(&open);
+    browser.sign_in(API_KEY).await;
+    let (_, page) = console_import(&mut browser, &redirector.url).await;
+    assert!(page.contains("redirects are not followed"), "{page}");
+    assert_eq!(
+        redirector.keys.load(Ordering::SeqCst),
+        1,
+        "the source was asked"
+    );
+    assert_eq!(internal.hits.load(Ordering::SeqCst), 0, "not followed");
+    let (_, page) = console_import(&mut browser, &internal.url).await;
+    assert!(page.contains("Stopped:"), "{page}");
+    assert_eq!(internal.hits.load(Ordering::SeqCst), 1, "allowed: asked");
+    assert!(
+        !page.contains("secret-token-51"),
+        "the answer quoted: {page}"
+    );
 }

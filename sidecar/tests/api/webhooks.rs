@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use testkit::Lifeline;
 
 const HOOK_SECRET: &str = "a-webhook-secret-of-some-length";
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
@@ -576,6 +577,38 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
     assert_eq!(again.status(), 404);
 }
 
+/// The ranges the review found missing (issue 51): IPv6 addresses that carry a non-public IPv4
+/// address (NAT64, IPv4-compatible, 6to4), local-use NAT64, Teredo, site-local, and the IETF's
+/// 192.0.0.0/24, each refused when the subscription is saved.
+#[tokio::test]
+async fn subscriptions_refuse_tunnelled_and_reserved_addresses() {
+    let app = spawn_app(Backend::Sqlite).await;
+    for host in [
+        "[64:ff9b::7f00:1]",
+        "[64:ff9b::a9fe:a9fe]",
+        "[64:ff9b:1::a00:5]",
+        "[::127.0.0.1]",
+        "[::10.0.0.5]",
+        "[2002:7f00:1::1]",
+        "[2002:c0a8:101::1]",
+        "[2001:0:808:808::f7f7:f7f7]",
+        "[fec0::1]",
+        "192.0.0.8",
+    ] {
+        let body = json!({"url": format!("http://{host}/hook"), "secret": HOOK_SECRET});
+        let answer = app
+            .api(reqwest::Method::POST, "/webhooks")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 422, "{body}");
+        let error: Value = answer.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "private_address", "{body}");
+    }
+    assert_eq!(app.get_json("/webhooks").await["webhooks"], json!([]));
+}
+
 #[tokio::test]
 async fn events_given_up_after_the_window_are_kept_and_replayed() {
     let flags = [FLAGS, &["--webhook-retry-window", "2s"]].concat();
@@ -635,4 +668,109 @@ async fn events_given_up_after_the_window_are_kept_and_replayed() {
         assert_eq!(answer.status(), 422);
         assert_eq!(answer.json::<Value>().await.unwrap()["error"]["code"], code);
     }
+}
+
+/// A proxy on loopback that only counts the connections it gets.
+async fn counting_proxy() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (url, count)
+}
+
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+/// The environment's proxy variables are ignored (issue 51): through a proxy, the proxy would
+/// resolve names and the address checks would not apply. A sidecar process started with every
+/// proxy variable pointing at a listener delivers to its receiver directly, and its `import`
+/// asks its source directly; the listener gets no connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_variables_in_the_environment_are_ignored() {
+    let (proxy, proxied) = counting_proxy().await;
+    // This process's API and visit store; deliveries by the child process below.
+    let app = spawn_app_with(Backend::Sqlite, &[FLAGS, &["--webhooks", "false"]].concat()).await;
+    let receiver = Receiver::start().await;
+    let code = link(&app, "spring", "r-1").await;
+    subscribe(&app, hook(&receiver, 10)).await;
+    let dir = testkit::temp_dir();
+    let binary = env!("CARGO_BIN_EXE_shortlink-sidecar");
+    let common = [
+        "--database-url",
+        &app.database_url,
+        "--redis-url",
+        &app.redis.url(),
+        "--code-secret",
+        SECRET_HEX,
+    ];
+    let with_proxy = |builder: testkit::process::Builder| {
+        PROXY_VARIABLES
+            .iter()
+            .fold(builder, |b, name| b.env(name, &proxy))
+            .env("NO_PROXY", "")
+            .env("no_proxy", "")
+            .env("RUST_LOG", "warn")
+    };
+    let sidecar = with_proxy(Lifeline::builder(binary, dir.path().join("sidecar.log")))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(common)
+        .args(FLAGS)
+        .capture_stdout()
+        .spawn();
+    sidecar.wait_for_line(Duration::from_secs(60), |line| {
+        line.starts_with("shortlink-sidecar listening on ")
+    });
+    let store = app.visit_store().await;
+    let stored: HashSet<String> = store_visits(store.as_ref(), &code, "v", 20, 10)
+        .await
+        .into_iter()
+        .collect();
+    eventually(Duration::from_secs(30), "delivered directly", || {
+        receiver.unique() == stored
+    })
+    .await;
+    drop(sidecar);
+
+    // An import source that answers an empty page of Kutt's links.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let source = axum::Router::new().fallback(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { axum::Json(json!({"total": 0, "data": []})) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let source_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, source).await.unwrap() });
+    let import = with_proxy(Lifeline::builder(binary, dir.path().join("import.log")))
+        .args(common)
+        .args(["import", "--from", "kutt", "--source-url", &source_url])
+        .args(["--source-key", "k", "--dry-run", "--import-allow-private"])
+        .spawn();
+    eventually(Duration::from_secs(30), "the import's source asked", || {
+        asked.load(Ordering::SeqCst) > 0 || !import.is_alive()
+    })
+    .await;
+    drop(import);
+    assert!(
+        asked.load(Ordering::SeqCst) > 0,
+        "the source was asked directly"
+    );
+    assert_eq!(
+        proxied.load(Ordering::SeqCst),
+        0,
+        "nothing through the proxy"
+    );
 }

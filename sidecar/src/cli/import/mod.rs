@@ -62,6 +62,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
         .await;
     }
     args.source.file = args.file.clone();
+    args.source.outbound = crate::outbound::Policy::imports(config);
     args.source.page_size = args.source.page_size.clamp(1, 1000);
     let state = crate::build_state(config).await?;
     let mut source = source::open(args.from, &args.source).await?;

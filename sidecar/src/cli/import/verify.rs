@@ -53,12 +53,13 @@ struct VerifyReport {
     differences: Vec<Difference>,
 }
 
-pub async fn run(mut args: VerifyArgs) -> Result<(), BoxError> {
+pub async fn run(config: &crate::config::Config, mut args: VerifyArgs) -> Result<(), BoxError> {
     if args.from == SourceKind::Shortlink {
         return Err("verify-import checks another shortener's links (--from yourls, shlink, kutt, bitly or csv)".into());
     }
     let edge = edge_address(&args.edge).await?;
     args.source.file = args.file.clone();
+    args.source.outbound = crate::outbound::Policy::imports(config);
     args.source.page_size = args.source.page_size.clamp(1, 1000);
     let default_domain = args.source.source_domain.clone().unwrap_or_default();
     let mut source = source::open(args.from, &args.source).await?;

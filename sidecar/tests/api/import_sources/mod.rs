@@ -20,12 +20,13 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Runs `import` in-process with the app's database and Redis, and `--report`; returns the
-/// outcome and the report.
+/// Runs `import` in-process with the app's database and Redis, `--import-allow-private` and
+/// `--report`; returns the outcome and the report.
 pub async fn import(app: &TestApp, args: &[&str]) -> (Result<(), String>, Value) {
     let dir = testkit::temp_dir();
     let report = dir.path().join("report.json");
-    let mut all = vec!["import"];
+    // The sources' fakes are on loopback.
+    let mut all = vec!["import", "--import-allow-private"];
     all.extend_from_slice(args);
     all.extend(["--report", report.to_str().unwrap()]);
     let outcome = shortlink_sidecar::cli::run(cli(&app.database_url, &app.redis.url(), &all))

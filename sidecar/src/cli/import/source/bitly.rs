@@ -2,7 +2,8 @@
 //! `links[]` (id `bit.ly/abc` or `custom.domain/abc`, long_url, title, created_at, tags,
 //! archived) and `pagination.next`, the next page's URL (its `search_after`); a link's total is
 //! `GET /v4/bitlinks/{id}/clicks/summary?unit=month&units=-1` (`total_clicks`). Bitly does not
-//! hand out individual clicks.
+//! hand out individual clicks. `pagination.next` is followed only on the API's own origin
+//! ([`Fetch`] refuses any other, so the token never leaves it).
 
 use super::fetch::{base, Fetch};
 use super::{time, Item, Source, SourceLink, Unreadable};
@@ -31,7 +32,11 @@ impl BitlyApi {
             .ok_or("--from bitly needs --bitly-group")?;
         let base = base(args.source_url.as_deref().unwrap_or(API));
         Ok(Self {
-            fetch: Fetch::new(Some(("Authorization", format!("Bearer {token}"))))?,
+            fetch: Fetch::new(
+                &base,
+                Some(("Authorization", format!("Bearer {token}"))),
+                &args.outbound,
+            )?,
             next: Some(format!(
                 "{base}/v4/groups/{group}/bitlinks?size={}",
                 args.page_size.min(100)

@@ -1,8 +1,13 @@
 //! GETs of a source's API: its authentication header, `429 Too Many Requests` waited out as
-//! `Retry-After` says, a server error retried a few times, any other answer an error that quotes
-//! the start of the page (an HTML login or error page says more than its status).
+//! `Retry-After` says, a server error retried a few times, any other answer an error. Through
+//! the outbound rules of [`crate::outbound`] (public addresses only unless
+//! `--import-allow-private`, no redirects, no proxy from the environment), and only to the
+//! origin of `--source-url`: a pagination link elsewhere is refused, never followed with the key.
+//! Errors say the status and never quote the answer (they are shown on the console's progress
+//! page); the start of the answer goes to the log only.
 
 use super::BoxError;
+use crate::outbound::Policy;
 use std::time::Duration;
 
 /// Tries per request: rate limits and server errors are waited out this many times.
@@ -14,15 +19,29 @@ const MAX_BODY: usize = 32 << 20;
 
 pub struct Fetch {
     client: reqwest::Client,
+    policy: Policy,
+    /// The source's origin (scheme, host, port): every request stays on it.
+    origin: url::Origin,
     /// The authentication header, its name and value.
     auth: Option<(&'static str, String)>,
 }
 
 impl Fetch {
-    pub fn new(auth: Option<(&'static str, String)>) -> Result<Self, BoxError> {
-        let tls = crate::domains::certificate::verifying_config(None, "--source-url")?;
-        let client = reqwest::Client::builder()
-            .use_preconfigured_tls(tls)
+    /// A client for the source at `base` (its API's URL).
+    pub fn new(
+        base: &str,
+        auth: Option<(&'static str, String)>,
+        policy: &Policy,
+    ) -> Result<Self, BoxError> {
+        let url = url::Url::parse(base).map_err(|e| format!("--source-url {base}: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("--source-url {base}: http:// or https:// only").into());
+        }
+        policy
+            .check(&url)
+            .map_err(|host| refused(&host, "--source-url"))?;
+        let client = policy
+            .client(None, "--source-url")?
             .timeout(Duration::from_secs(60))
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!(
@@ -31,26 +50,48 @@ impl Fetch {
                 " import"
             ))
             .build()?;
-        Ok(Self { client, auth })
+        Ok(Self {
+            client,
+            policy: policy.clone(),
+            origin: url.origin(),
+            auth,
+        })
     }
 
     /// GETs `url` and parses its JSON answer.
     pub async fn json(&self, url: &str) -> Result<serde_json::Value, BoxError> {
         let body = self.get(url).await?;
         serde_json::from_slice(&body).map_err(|e| {
-            format!(
-                "GET {url}: the answer is not JSON ({e}): {}",
-                excerpt(&body)
-            )
-            .into()
+            tracing::warn!(%url, answer = %excerpt(&body), "source answer is not JSON");
+            format!("GET {url}: the answer is not JSON ({e})").into()
         })
     }
 
+    /// `url` when it is on the source's origin and allowed by the policy.
+    fn checked(&self, url: &str) -> Result<url::Url, BoxError> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("GET {url}: {e}"))?;
+        if parsed.origin() != self.origin {
+            return Err(format!(
+                "GET {url}: not on the source's origin {}; not followed",
+                self.origin.ascii_serialization()
+            )
+            .into());
+        }
+        self.policy
+            .check(&parsed)
+            .map_err(|host| refused(&host, url))?;
+        Ok(parsed)
+    }
+
     async fn get(&self, url: &str) -> Result<Vec<u8>, BoxError> {
+        let parsed = self.checked(url)?;
         let mut tries = 0;
         loop {
             tries += 1;
-            let mut request = self.client.get(url).header("Accept", "application/json");
+            let mut request = self
+                .client
+                .get(parsed.clone())
+                .header("Accept", "application/json");
             if let Some((name, value)) = &self.auth {
                 request = request.header(*name, value);
             }
@@ -61,7 +102,7 @@ impl Fetch {
                     tokio::time::sleep(backoff(tries)).await;
                     continue;
                 }
-                Err(error) => return Err(format!("GET {url}: {error}").into()),
+                Err(error) => return Err(format!("GET {url}: {}", describe(&error)).into()),
             };
             let status = response.status();
             let wait = retry_after(response.headers());
@@ -79,9 +120,33 @@ impl Fetch {
                 tokio::time::sleep(wait).await;
                 continue;
             }
-            return Err(format!("GET {url}: {status}: {}", excerpt(&body)).into());
+            tracing::warn!(%url, %status, answer = %excerpt(&body), "source refused");
+            if status.is_redirection() {
+                return Err(format!(
+                    "GET {url}: {status}; redirects are not followed (give the final URL)"
+                )
+                .into());
+            }
+            return Err(format!("GET {url}: {status}").into());
         }
     }
+}
+
+fn refused(host: &str, what: &str) -> BoxError {
+    format!("{what}: {host} is not a public address (--import-allow-private lifts this)").into()
+}
+
+/// The error and its causes (reqwest's own text is only "error sending request"), which name
+/// the refusal of a name resolving to internal addresses.
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare in APIs: then our own backoff).
@@ -94,7 +159,7 @@ fn backoff(tries: u32) -> Duration {
     Duration::from_millis(500 << tries.min(6))
 }
 
-/// The start of an answer, on one line, for an error message.
+/// The start of an answer, on one line, for the log.
 fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
     text.split_whitespace().collect::<Vec<_>>().join(" ")

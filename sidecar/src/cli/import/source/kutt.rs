@@ -27,7 +27,7 @@ impl KuttApi {
             .clone()
             .ok_or("--from kutt needs --source-key")?;
         Ok(Self {
-            fetch: Fetch::new(Some(("X-API-KEY", key)))?,
+            fetch: Fetch::new(url, Some(("X-API-KEY", key)), &args.outbound)?,
             base: base(url),
             skip: 0,
             total: None,

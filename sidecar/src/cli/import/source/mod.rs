@@ -52,6 +52,10 @@ pub struct SourceArgs {
     /// Links asked per page of the source's API.
     #[arg(long, env = "SHORTLINK_IMPORT_PAGE_SIZE", default_value_t = 100)]
     pub page_size: u32,
+    /// Where the source's API may be reached (set from `--import-allow-private` and
+    /// `--outbound-proxy`).
+    #[arg(skip)]
+    pub outbound: crate::outbound::Policy,
 }
 
 /// The shorteners `import --from` reads (`shortlink`, our own export, is read by `own`).

@@ -28,7 +28,7 @@ impl ShlinkApi {
             .clone()
             .ok_or("--from shlink needs --source-key")?;
         Ok(Self {
-            fetch: Fetch::new(Some(("X-Api-Key", key)))?,
+            fetch: Fetch::new(url, Some(("X-Api-Key", key)), &args.outbound)?,
             base: base(url),
             page: 0,
             pages: None,
