@@ -183,11 +183,13 @@ pub struct Config {
     )]
     pub bootstrap_api_key: Option<String>,
 
-    /// Longest accepted target URL, in bytes, before and after normalisation (punycode, percent-encoding).
+    /// Longest accepted target URL, in bytes, before and after normalisation (punycode, percent-encoding);
+    /// at most 8192, what the shipped nginx configurations carry (shortlink_wire::limits).
     #[arg(
         long,
         env = "SHORTLINK_MAX_URL_LENGTH",
-        default_value_t = 5000,
+        default_value_t = shortlink_wire::limits::TARGET_BYTES,
+        value_parser = parse_max_url_length,
         global = true
     )]
     pub max_url_length: usize,
@@ -519,4 +521,20 @@ pub enum ConfigError {
     /// `--redis-cluster` set with `--redis-sentinels`, empty, or with a seed that is no address.
     #[error("--redis-cluster: {0}")]
     Cluster(String),
+}
+
+/// `--max-url-length`: a target longer than nginx's buffers carry would answer a click with 502
+/// whenever Redis is away (the fallback proxies the sidecar's `Location`), so it is refused here.
+fn parse_max_url_length(value: &str) -> Result<usize, String> {
+    use shortlink_wire::limits::TARGET_BYTES_CEILING;
+    let length: usize = value
+        .parse()
+        .map_err(|_| format!("{value:?} is not a number of bytes"))?;
+    if !(1..=TARGET_BYTES_CEILING).contains(&length) {
+        return Err(format!(
+            "must be 1 to {TARGET_BYTES_CEILING} bytes: the shipped nginx configurations carry \
+             answers sized for that (shortlink_wire::limits)"
+        ));
+    }
+    Ok(length)
 }

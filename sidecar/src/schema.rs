@@ -39,7 +39,7 @@ pub const URL_PATTERN: &str = concat!(
     "[A-Za-z!\"$&'()*+,;=_~{}`-][A-Za-z0-9!\"$&'()*+,;=_~{}`-]*\\.?",
     "(:[0-9]{1,4})?([/?#][!-~]*)?$"
 );
-pub const MAX_URL_LENGTH: usize = 5000;
+pub const MAX_URL_LENGTH: usize = shortlink_wire::limits::TARGET_BYTES;
 /// No control character (Unicode Cc), as campaigns, references and tags must be.
 pub(crate) const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 

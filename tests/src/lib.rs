@@ -106,12 +106,17 @@ impl System {
     /// The system on the database at `database_url` (a PostgreSQL or MariaDB the test made)
     /// instead of SQLite; [`System::database_path`] then names no file.
     pub fn start_on_database(database_url: &str) -> Self {
+        Self::start_on_database_with(database_url, &[])
+    }
+
+    /// [`Self::start_on_database`] with more sidecar flags.
+    pub fn start_on_database_with(database_url: &str, sidecar_args: &[&str]) -> Self {
         Self::start_in_with(
             testkit::temp_dir(),
             database_url.to_owned(),
             RedisServer::start(),
             NginxOptions::default(),
-            &[],
+            sidecar_args,
         )
     }
 

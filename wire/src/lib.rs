@@ -7,6 +7,7 @@
 //!
 //! - [`agent`]: who sent a request (link preview fetchers, other machines), one table;
 //! - [`keys`]: every Redis key name and prefix;
+//! - [`limits`]: every size the API accepts, and the room each hop of a click needs for it;
 //! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
 //!   module's decoder;
 //! - [`event`]: the visit events in `sl:events`: the module's encoder, the consumer's framing,
@@ -27,6 +28,7 @@ pub mod agent;
 pub mod cluster;
 pub mod event;
 pub mod keys;
+pub mod limits;
 pub mod path;
 pub mod preview;
 pub mod record;

@@ -4,8 +4,8 @@ use crate::service::LinkService;
 use crate::validate::UrlPolicy;
 use std::sync::Arc;
 
-/// Largest request body accepted: a URL of the maximum length plus JSON fields fits many times over.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Largest request body accepted (shortlink_wire::limits::REQUEST_BODY_BYTES).
+pub const MAX_BODY_BYTES: usize = shortlink_wire::limits::REQUEST_BODY_BYTES;
 
 /// What every handler can reach.
 #[derive(Clone)]

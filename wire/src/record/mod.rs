@@ -53,9 +53,8 @@ pub const REVOKED_STATUS: u16 = 410;
 /// The tombstone of a revoked link: answers 410 forever, has no TTL.
 pub const TOMBSTONE: &str = "1|R|410|0|0|";
 
-/// The largest record the sidecar writes (and the API accepts a link's rules and URLs up to):
-/// the module keeps a decoded copy per cached link, and reads it in one Redis reply.
-pub const MAX_RECORD_BYTES: usize = 16 * 1024;
+/// The largest record the sidecar writes ([`crate::limits::RECORD_BYTES`]).
+pub const MAX_RECORD_BYTES: usize = crate::limits::RECORD_BYTES;
 
 /// A record as the sidecar writes it. The target is written verbatim: the sidecar has
 /// validated it (absolute http(s) URL of visible ASCII, see [`decode`]).
