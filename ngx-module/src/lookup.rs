@@ -29,7 +29,6 @@ use crate::scheme::{self, SchemeState};
 use crate::status::DomainCounts;
 use crate::{ffi, worker};
 use shortlink_wire::keys;
-use shortlink_wire::record::password::MAX_ATTEMPTS;
 use shortlink_wire::record::{self, Checked, Link};
 
 /// What Redis said about a code, decoded.
@@ -39,9 +38,9 @@ pub enum Resolution {
     Checked(Link, Checked),
     /// A link with a card, asked for by a preview fetcher, and the card's value.
     Card(Link, Vec<u8>),
-    /// A wrong password, or one attempt too many.
     WrongPassword,
-    RateLimited,
+    /// An attempt over a budget: the seconds until the next one may be made.
+    RateLimited(u64),
     Missing,
     Failed(RedisError),
 }
@@ -92,7 +91,7 @@ impl Resolution {
             Resolution::Checked(link, checked) => Outcome::Checked(link, *checked),
             Resolution::Card(link, card) => Outcome::Card(link, card),
             Resolution::WrongPassword => Outcome::WrongPassword,
-            Resolution::RateLimited => Outcome::RateLimited,
+            Resolution::RateLimited(wait) => Outcome::RateLimited(*wait),
             Resolution::Missing => Outcome::Missing,
             Resolution::Failed(why) => Outcome::Failed(*why),
         }
@@ -295,8 +294,9 @@ async fn card(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf, link: Link) -> Reso
     }
 }
 
-/// Counts the attempt (one `EVAL` per attempt: the counter and its window set atomically), then
-/// checks the password. `Err` is the resolution to answer instead of the link.
+/// Checks the password, then has Redis check the attempt against the client's and the link's
+/// budgets (one `EVAL`; a wrong password is counted, a right one only checked). `Err` is the
+/// resolution to answer instead of the link.
 async fn unlock(
     mcf: &MainConf,
     lcf: &LocConf,
@@ -305,31 +305,26 @@ async fn unlock(
     password: &Submitted,
     client: &Client,
 ) -> Result<(), Resolution> {
-    let key = keys::password_attempts_key(code.as_bytes(), client.as_bytes());
-    let reply = match worker::with(mcf, |w| w.count_attempt(&key)) {
-        Some(Ok(reply)) => reply,
-        Some(Err(why)) => return Err(Resolution::Failed(why)),
-        None => return Err(Resolution::Failed(RedisError::Unavailable)),
-    };
-    let attempts = match deadline(pin!(reply), lcf.timeout_ms()).await {
-        Err(()) => return Err(Resolution::Failed(RedisError::Timeout)),
-        Ok(Err(why)) => return Err(Resolution::Failed(why)),
-        Ok(Ok(Frame::Integer(n))) if n > 0 => n as u64,
-        Ok(Ok(Frame::Error(_))) => return Err(Resolution::Failed(RedisError::ErrorReply)),
-        Ok(Ok(_)) => return Err(Resolution::Failed(RedisError::BadValue)),
-    };
-    if attempts > MAX_ATTEMPTS {
-        return Err(Resolution::RateLimited);
-    }
     let right = link
         .view()
         .extras
         .and_then(|extras| extras.password.as_ref())
         .is_some_and(|expected| expected.matches(password.as_bytes()));
-    if right {
-        Ok(())
-    } else {
-        Err(Resolution::WrongPassword)
+    let client_key = keys::password_client_key(code.as_bytes(), client.as_bytes());
+    let link_key = keys::password_link_key(code.as_bytes());
+    let reply = match worker::with(mcf, |w| w.count_attempt(&client_key, &link_key, right)) {
+        Some(Ok(reply)) => reply,
+        Some(Err(why)) => return Err(Resolution::Failed(why)),
+        None => return Err(Resolution::Failed(RedisError::Unavailable)),
+    };
+    match deadline(pin!(reply), lcf.timeout_ms()).await {
+        Err(()) => Err(Resolution::Failed(RedisError::Timeout)),
+        Ok(Err(why)) => Err(Resolution::Failed(why)),
+        Ok(Ok(Frame::Integer(0))) if right => Ok(()),
+        Ok(Ok(Frame::Integer(0))) => Err(Resolution::WrongPassword),
+        Ok(Ok(Frame::Integer(wait))) if wait > 0 => Err(Resolution::RateLimited(wait as u64)),
+        Ok(Ok(Frame::Error(_))) => Err(Resolution::Failed(RedisError::ErrorReply)),
+        Ok(Ok(_)) => Err(Resolution::Failed(RedisError::BadValue)),
     }
 }
 

@@ -1,13 +1,14 @@
 //! POSTs to a code: a password page's form. The body is read (small, in memory) before the code
-//! is looked at; the password then travels with the lookup task, which limits attempts per link
-//! and client in Redis before checking it (`shortlink_wire::record::password`).
+//! is looked at; the password then travels with the lookup task, which checks it and has Redis
+//! count the attempt against the link's and the client's budgets
+//! (`shortlink_wire::record::password`).
 
 use nginx_sys::{
     ngx_http_finalize_request, ngx_http_read_client_request_body, ngx_http_request_t, ngx_int_t,
     NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
     NGX_HTTP_SPECIAL_RESPONSE,
 };
-use shortlink_wire::record::password::{form_value, FIELD, MAX_PASSWORD_BYTES};
+use shortlink_wire::record::password::{client_key, form_value, FIELD, MAX_PASSWORD_BYTES};
 
 use crate::request::click;
 use crate::{ffi, handler};
@@ -37,7 +38,8 @@ impl Submitted {
     }
 }
 
-/// The client's address as text (after realip), for its attempt counter.
+/// Who the client is to its attempt budget (after realip): its IPv4 address or IPv6 /64
+/// ([`client_key`]).
 pub struct Client {
     bytes: [u8; 64],
     len: usize,
@@ -45,10 +47,10 @@ pub struct Client {
 
 impl Client {
     pub fn of(r: &ngx_http_request_t) -> Client {
-        let text = click::client_text(r);
+        let key = client_key(click::client_text(r));
         let mut bytes = [0; 64];
-        let len = text.len().min(bytes.len());
-        bytes[..len].copy_from_slice(&text[..len]);
+        let len = key.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&key[..len]);
         Client { bytes, len }
     }
 

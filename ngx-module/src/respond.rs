@@ -34,9 +34,9 @@ pub enum Outcome<'a> {
     Checked(&'a Link, Checked),
     /// A preview fetcher asking for a link with a card: the card's value from `sl:p:<code>`.
     Card(&'a Link, &'a [u8]),
-    /// A wrong password, or one attempt too many.
     WrongPassword,
-    RateLimited,
+    /// An attempt over a budget: the seconds until the next one may be made.
+    RateLimited(u64),
     Missing,
     Failed(RedisError),
 }
@@ -81,8 +81,11 @@ pub fn answer(
             bump(mcf, Counter::PasswordRejects);
             return page::send(r, PASSWORD_STATUS, &password_page(true)).into();
         }
-        Outcome::RateLimited => {
+        Outcome::RateLimited(wait) => {
             bump(mcf, Counter::PasswordRejects);
+            if retry_after(r, wait).is_none() {
+                return (NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).into();
+            }
             return page::send(r, RATE_LIMITED_STATUS, &rate_limited_page()).into();
         }
         Outcome::Missing => {
@@ -274,6 +277,23 @@ fn redirect(
     bump(mcf, Counter::Redirects);
     domain.bump(DomainCounter::Redirects);
     status as ngx_int_t
+}
+
+/// `Retry-After: <seconds>`, its value in the request pool.
+fn retry_after(r: &mut ngx_http_request_t, seconds: u64) -> Option<()> {
+    let text = seconds.to_string();
+    // SAFETY: the request pool outlives the response headers.
+    let data = unsafe { ngx_pnalloc(r.pool, text.len()) }.cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` has room for `text.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
+    let value = ngx_str_t {
+        len: text.len(),
+        data,
+    };
+    push_header(r, ngx_string!("Retry-After"), value).map(|_| ())
 }
 
 pub(crate) fn push_header(

@@ -277,19 +277,30 @@ impl Worker {
             .request(&args)
     }
 
-    /// Counts a password attempt ([`password::ATTEMPT_SCRIPT`]) on `key`, the attempt counter of
-    /// one link and client; the reply is the attempts in the window.
-    pub fn count_attempt(&mut self, key: &[u8]) -> Result<Reply, RedisError> {
-        let window = password::ATTEMPT_WINDOW_SECS.to_string();
-        let args: [&[&[u8]]; 5] = [
+    /// Checks (and, when `right` is false, counts) a password attempt against a client's and a
+    /// link's budgets ([`password::ATTEMPT_SCRIPT`]; both keys in the link's hash slot). The
+    /// reply: 0 to go ahead, else the seconds to wait.
+    pub fn count_attempt(
+        &mut self,
+        client_key: &[u8],
+        link_key: &[u8],
+        right: bool,
+    ) -> Result<Reply, RedisError> {
+        let [right, client_burst, client_ms, link_burst, link_ms] = password::attempt_args(right);
+        let args: [&[&[u8]]; 10] = [
             &[b"EVAL"],
             &[password::ATTEMPT_SCRIPT.as_bytes()],
-            &[b"1"],
-            &[key],
-            &[window.as_bytes()],
+            &[b"2"],
+            &[client_key],
+            &[link_key],
+            &[right.as_bytes()],
+            &[client_burst.as_bytes()],
+            &[client_ms.as_bytes()],
+            &[link_burst.as_bytes()],
+            &[link_ms.as_bytes()],
         ];
         if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.send_for(key, &args, &Target::Owner);
+            return cluster.send_for(link_key, &args, &Target::Owner);
         }
         self.redis
             .as_mut()

@@ -1,12 +1,15 @@
 //! Password-protected links through the real module: the page, a wrong and a right password,
-//! the limit on attempts per link and client, and what a Redis failure does to a form. Links are
+//! the attempt budgets per client (an IPv4 address, an IPv6 /64) and per link, what a Redis
+//! failure does to a form, an empty form, and forms answered from the worker's cache. Links are
 //! made through the sidecar's API, which keeps only the password's salted digest.
 
 use serde_json::json;
 use shortlink_e2e::raw::raw_http;
 use shortlink_e2e::{http_client, status_and_location, System};
-use shortlink_wire::keys::{password_attempts_key, visit_count_key};
-use shortlink_wire::record::password::MAX_ATTEMPTS;
+use shortlink_wire::keys::{password_client_key, password_link_key, visit_count_key};
+use shortlink_wire::record::password::{
+    CLIENT_BURST, CLIENT_INTERVAL_SECS, LINK_BURST, LINK_INTERVAL_SECS,
+};
 use std::time::Duration;
 
 const TARGET: &str = "https://private.example/report";
@@ -61,37 +64,154 @@ fn the_page_then_a_wrong_and_a_right_password() {
     assert_eq!(counters["password_rejects"], 1);
 }
 
+/// The `Retry-After` of a 429, in seconds.
+fn retry_after(response: &reqwest::blocking::Response) -> u64 {
+    response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Lets `interval` seconds pass for a budget: its stored time (milliseconds, GCRA) moves back.
+fn let_pass(system: &System, key: &[u8], interval: u64) {
+    let key = String::from_utf8(key.to_vec()).unwrap();
+    let tat: u64 = system.redis.cli_raw(&["GET", &key]).parse().unwrap();
+    let earlier = (tat - interval * 1000).to_string();
+    assert_eq!(
+        system.redis.cli_raw(&["SET", &key, &earlier, "KEEPTTL"]),
+        "OK"
+    );
+}
+
+/// A client that used its burst of wrong passwords waits one interval for the next attempt (a
+/// neighbour behind the same NAT is not locked out for long), and is told so; others are not
+/// held back at all.
 #[test]
-fn attempts_are_limited_per_link_and_client() {
+fn a_client_waits_one_interval_after_its_burst() {
     let system = System::start();
-    let code = protected(&system, "right", 0);
-    for _ in 0..MAX_ATTEMPTS {
+    let code = protected(&system, "right password", 0);
+    for _ in 0..CLIENT_BURST {
         let response = submit(&system, &code, "password=guess", "192.0.2.20");
         assert_eq!(response.status().as_u16(), 401);
     }
-    // One more, even the right one, waits for the window.
-    let limited = submit(&system, &code, "password=right", "192.0.2.20");
+    // One more, even the right one, waits.
+    let limited = submit(&system, &code, "password=right+password", "192.0.2.20");
     assert_eq!(limited.status().as_u16(), 429);
+    let wait = retry_after(&limited);
+    assert!(
+        (1..=CLIENT_INTERVAL_SECS).contains(&wait),
+        "Retry-After {wait}"
+    );
     assert!(limited.text().unwrap().contains("Too many attempts"));
     // Another client is not held back by the first one's guesses.
-    let other = submit(&system, &code, "password=right", "192.0.2.21");
+    let other = submit(&system, &code, "password=right+password", "192.0.2.21");
     assert_eq!(status_and_location(&other), (303, TARGET.to_owned()));
-    // The counter expires with its window.
-    let ttl: i64 = system
+    // The budget expires once it is full again.
+    let key = password_client_key(code.as_bytes(), b"192.0.2.20");
+    let ttl: u64 = system
         .redis
-        .cli_raw(&[
-            "TTL",
-            &String::from_utf8(password_attempts_key(code.as_bytes(), b"192.0.2.20")).unwrap(),
-        ])
+        .cli_raw(&["TTL", &String::from_utf8(key.clone()).unwrap()])
         .parse()
         .unwrap();
-    assert!((1..=600).contains(&ttl), "ttl {ttl}");
+    assert!(
+        (1..=CLIENT_BURST * CLIENT_INTERVAL_SECS).contains(&ttl),
+        "ttl {ttl}"
+    );
+    // One interval later the client may try again.
+    let_pass(&system, &key, CLIENT_INTERVAL_SECS);
+    let again = submit(&system, &code, "password=right+password", "192.0.2.20");
+    assert_eq!(status_and_location(&again), (303, TARGET.to_owned()));
+}
+
+/// An IPv6 client rotating through its /64 is one client: 20 addresses, one budget.
+#[test]
+fn twenty_addresses_of_one_ipv6_slash_64_are_one_client() {
+    let system = System::start();
+    let code = protected(&system, "right password", 0);
+    let statuses: Vec<u16> = (1..=20)
+        .map(|host| {
+            let address = format!("2001:db8:5:6::{host:x}");
+            submit(&system, &code, "password=guess", &address)
+                .status()
+                .as_u16()
+        })
+        .collect();
+    let mut expected = vec![401; CLIENT_BURST as usize];
+    expected.resize(20, 429);
+    assert_eq!(statuses, expected);
+    // The next /64 is another client.
+    let next = submit(&system, &code, "password=right+password", "2001:db8:5:7::1");
+    assert_eq!(status_and_location(&next), (303, TARGET.to_owned()));
+}
+
+/// However many addresses guess, a link takes `LINK_BURST` wrong passwords and then one per
+/// interval: a fresh client is refused too, even with the right password (or a guesser would
+/// learn which guess was right).
+#[test]
+fn a_links_budget_holds_across_many_ipv4_clients() {
+    let system = System::start();
+    let code = protected(&system, "right password", 0);
+    for client in 1..=LINK_BURST {
+        let address = format!("198.51.100.{client}");
+        let response = submit(&system, &code, "password=guess", &address);
+        assert_eq!(response.status().as_u16(), 401, "guess {client}");
+    }
+    let fresh = submit(&system, &code, "password=right+password", "203.0.113.1");
+    assert_eq!(fresh.status().as_u16(), 429);
+    let wait = retry_after(&fresh);
+    assert!(
+        (1..=LINK_INTERVAL_SECS).contains(&wait),
+        "Retry-After {wait}"
+    );
+    // One interval later the link takes one more attempt.
+    let_pass(
+        &system,
+        &password_link_key(code.as_bytes()),
+        LINK_INTERVAL_SECS,
+    );
+    let later = submit(&system, &code, "password=right+password", "203.0.113.1");
+    assert_eq!(status_and_location(&later), (303, TARGET.to_owned()));
+}
+
+/// One noisy client spends at most its own burst of the link's budget, however long it keeps
+/// guessing: refused attempts cost nothing, so the others keep the rest of the link's budget.
+#[test]
+fn a_noisy_client_does_not_spend_the_others_budget() {
+    let system = System::start();
+    let code = protected(&system, "right password", 0);
+    let refused = (0..3 * CLIENT_BURST)
+        .filter(|_| {
+            let response = submit(&system, &code, "password=guess", "192.0.2.90");
+            response.status() == 429
+        })
+        .count() as u64;
+    assert_eq!(refused, 2 * CLIENT_BURST);
+    for client in 1..=LINK_BURST - CLIENT_BURST {
+        let address = format!("198.51.100.{client}");
+        let response = submit(&system, &code, "password=guess", &address);
+        assert_eq!(response.status().as_u16(), 401, "guess {client}");
+    }
+    let right = submit(&system, &code, "password=right+password", "198.51.100.200");
+    assert_eq!(right.status().as_u16(), 429, "the link's budget is spent");
+}
+
+/// Right passwords are checked, not counted: a link whose password is shared with many people
+/// (or one person opening it again and again) is never throttled by them.
+#[test]
+fn right_passwords_do_not_spend_the_budgets() {
+    let system = System::start();
+    let code = protected(&system, "right password", 0);
+    for _ in 0..LINK_BURST + 1 {
+        let response = submit(&system, &code, "password=right+password", "192.0.2.80");
+        assert_eq!(status_and_location(&response), (303, TARGET.to_owned()));
+    }
 }
 
 #[test]
 fn pages_do_not_count_against_max_visits_and_opens_do() {
     let system = System::start();
-    let code = protected(&system, "pw", 1);
+    let code = protected(&system, "open sesame", 1);
     for _ in 0..3 {
         let page = system.nginx.get("s1.test", &format!("/{code}"));
         assert_eq!(page.status().as_u16(), 401);
@@ -100,18 +220,18 @@ fn pages_do_not_count_against_max_visits_and_opens_do() {
         system.redis.cli_raw(&["EXISTS", &visit_count_key(&code)]),
         "0"
     );
-    let opened = submit(&system, &code, "password=pw", "192.0.2.30");
+    let opened = submit(&system, &code, "password=open+sesame", "192.0.2.30");
     assert_eq!(status_and_location(&opened), (303, TARGET.to_owned()));
-    let over = submit(&system, &code, "password=pw", "192.0.2.30");
+    let over = submit(&system, &code, "password=open+sesame", "192.0.2.30");
     assert_eq!(over.status().as_u16(), 410);
 }
 
 #[test]
 fn a_form_meeting_a_redis_failure_gets_503_not_the_fallback() {
     let mut system = System::start();
-    let code = protected(&system, "pw", 0);
+    let code = protected(&system, "open sesame", 0);
     system.redis.stop();
-    let response = submit(&system, &code, "password=pw", "192.0.2.40");
+    let response = submit(&system, &code, "password=open+sesame", "192.0.2.40");
     assert_eq!(response.status().as_u16(), 503);
 }
 

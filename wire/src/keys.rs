@@ -36,13 +36,20 @@ pub fn visit_count_key(code: &str) -> String {
     format!("{VISIT_COUNT_PREFIX}{code}")
 }
 
-/// Prefix of the password attempt counters: `sl:pw:<code>:<client address>` counts one
-/// client's attempts on one link, expiring with its window ([`crate::record::password`]).
+/// Prefix of the password attempt budgets ([`crate::record::password::ATTEMPT_SCRIPT`]):
+/// `sl:pw:{<code>}` is a link's budget across all clients, `sl:pw:{<code>}:<client>` one
+/// client's on that link. The braces are a hash tag: on a cluster both live in one slot, so one
+/// script reads and writes both.
 pub const PASSWORD_ATTEMPTS_PREFIX: &str = "sl:pw:";
 
-/// The attempt counter of `client` on `code` ([`PASSWORD_ATTEMPTS_PREFIX`]).
-pub fn password_attempts_key(code: &[u8], client: &[u8]) -> Vec<u8> {
-    [PASSWORD_ATTEMPTS_PREFIX.as_bytes(), code, b":", client].concat()
+/// The budget of `code` across all clients ([`PASSWORD_ATTEMPTS_PREFIX`]).
+pub fn password_link_key(code: &[u8]) -> Vec<u8> {
+    [PASSWORD_ATTEMPTS_PREFIX.as_bytes(), b"{", code, b"}"].concat()
+}
+
+/// The budget of `client` (a [`crate::record::password::client_key`]) on `code`.
+pub fn password_client_key(code: &[u8], client: &[u8]) -> Vec<u8> {
+    [&password_link_key(code), &b":"[..], client].concat()
 }
 
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
@@ -73,6 +80,21 @@ mod tests {
         assert_eq!(link_key("aB3xY9"), "sl:c:aB3xY9");
         assert_eq!(code_of(&link_key("aB3xY9")), Some("aB3xY9"));
         assert_eq!(code_of("sl:meta:projection"), None);
+    }
+
+    #[test]
+    fn a_links_password_budgets_share_its_hash_slot() {
+        use crate::cluster::key_slot;
+        for code in [&b"aB3xY9"[..], b"promo-2025", b"a}b", b"{x}"] {
+            let link = password_link_key(code);
+            let client = password_client_key(code, b"2001:db8:1:2::/64");
+            assert_eq!(key_slot(&link), key_slot(&client), "{code:?}");
+        }
+        assert_eq!(password_link_key(b"aB3xY9"), b"sl:pw:{aB3xY9}");
+        assert_eq!(
+            password_client_key(b"aB3xY9", b"192.0.2.1"),
+            b"sl:pw:{aB3xY9}:192.0.2.1"
+        );
     }
 
     #[test]

@@ -1,23 +1,90 @@
 //! A password-protected link: the record keeps a salted SHA-256 digest of the password, and the
-//! module (or the fallback) checks a submitted password against it in microseconds, so the check
-//! never holds a worker. A slow hash would protect nothing here: whoever can read the record can
-//! read its target, which is all the password guards. What keeps guessing slow is the limit on
-//! attempts per link and client, counted in Redis ([`crate::keys::password_attempts_key`]).
+//! module checks a submitted password against it in microseconds, so the check never holds a
+//! worker. A slow hash would protect nothing here: whoever can read the record can read its
+//! target, which is all the password guards. What keeps guessing slow is the attempt budget in
+//! Redis ([`ATTEMPT_SCRIPT`]): one per client, one per link across all clients.
+
+use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
 pub const SALT_LEN: usize = 16;
 /// Longer submissions are refused unread.
 pub const MAX_PASSWORD_BYTES: usize = 128;
-/// Attempts one client may make on one link per window; the next gets 429 until the window
-/// (counted from the first attempt) ends.
-pub const MAX_ATTEMPTS: u64 = 10;
-pub const ATTEMPT_WINDOW_SECS: u64 = 600;
-/// Counts one attempt: `EVAL ATTEMPT_SCRIPT 1 <attempts key> <window seconds>` answers the
-/// attempts in the window, this one included. One script, so the counter never exists without
-/// its expiry (an `INCR` and an `EXPIRE` sent apart could leave a client locked out for good).
-pub const ATTEMPT_SCRIPT: &str = "local n = redis.call('INCR', KEYS[1]) \
-     if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return n";
+
+/// Wrong passwords one client ([`client_key`]) may give one link at once; after them, one more
+/// per [`CLIENT_INTERVAL_SECS`]. Someone behind the same address as a guesser (a shared NAT) waits
+/// at most that interval, not a long window.
+pub const CLIENT_BURST: u64 = 5;
+pub const CLIENT_INTERVAL_SECS: u64 = 120;
+/// Wrong passwords one link takes from all clients together at once; after them, one more per
+/// [`LINK_INTERVAL_SECS`], however many addresses guess.
+pub const LINK_BURST: u64 = 20;
+pub const LINK_INTERVAL_SECS: u64 = 60;
+/// The most wrong passwords a link takes in any hour: its burst, then one per interval.
+pub const MAX_WRONG_PER_HOUR: u64 = LINK_BURST + 3600 / LINK_INTERVAL_SECS;
+
+// One client alone never empties a link's budget (its burst is smaller and it refills slower),
+// so one guesser never locks the others out: only many clients together can.
+const _: () = assert!(CLIENT_BURST < LINK_BURST && CLIENT_INTERVAL_SECS > LINK_INTERVAL_SECS);
+
+/// Checks, and when wrong counts, one attempt against both budgets, kept as GCRA "theoretical
+/// arrival times" (one integer of milliseconds per key, expiring when its budget is full again):
+/// `EVAL ATTEMPT_SCRIPT 2 <client key> <link key> <right> <client burst> <client interval ms>
+/// <link burst> <link interval ms>` ([`attempt_args`]), keys from
+/// [`crate::keys::password_client_key`] and [`crate::keys::password_link_key`] (one hash slot).
+/// `<right>` is `1` when the password matched: such an attempt is checked but not counted, so a
+/// link whose password is shared with many people is not throttled by them; it is still refused
+/// while a budget is empty, or a guesser would learn a right guess from the answer.
+/// The reply: 0, go ahead (then the password decides); n > 0, refused, retry in n seconds.
+/// Redis's clock, not the edges', so every edge counts alike; one script, so no key is ever left
+/// without its expiry.
+pub const ATTEMPT_SCRIPT: &str = "redis.replicate_commands() \
+     local t = redis.call('TIME') \
+     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
+     local wait, tats = 0, {} \
+     for i = 1, 2 do \
+       local burst, interval = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1]) \
+       local tat = math.max(tonumber(redis.call('GET', KEYS[i]) or 0) or 0, now) \
+       wait = math.max(wait, tat - now - (burst - 1) * interval) \
+       tats[i] = tat + interval \
+     end \
+     if wait > 0 then return math.ceil(wait / 1000) end \
+     if ARGV[1] == '0' then \
+       for i = 1, 2 do \
+         redis.call('SET', KEYS[i], string.format('%d', tats[i]), 'PX', \
+           string.format('%d', tats[i] - now)) \
+       end \
+     end \
+     return 0";
+
+/// The arguments after the keys of [`ATTEMPT_SCRIPT`], for a `right` or wrong password.
+pub fn attempt_args(right: bool) -> [String; 5] {
+    [
+        if right { "1" } else { "0" }.to_owned(),
+        CLIENT_BURST.to_string(),
+        (CLIENT_INTERVAL_SECS * 1000).to_string(),
+        LINK_BURST.to_string(),
+        (LINK_INTERVAL_SECS * 1000).to_string(),
+    ]
+}
+
+/// Who a client is to its budget: an IPv4 address as it is, an IPv6 address by its /64 (a
+/// subscriber gets at least that much and may rotate through it freely), an IPv4-mapped IPv6
+/// address as its IPv4. Text that is no address (a unix socket's) stays as it is.
+pub fn client_key(address: &[u8]) -> Vec<u8> {
+    let parsed = std::str::from_utf8(address)
+        .ok()
+        .and_then(|text| text.parse::<IpAddr>().ok());
+    match parsed.map(|ip| ip.to_canonical()) {
+        Some(IpAddr::V4(v4)) => v4.to_string().into_bytes(),
+        Some(IpAddr::V6(v6)) => {
+            let [a, b, c, d, ..] = v6.segments();
+            format!("{a:x}:{b:x}:{c:x}:{d:x}::/64").into_bytes()
+        }
+        None => address.to_vec(),
+    }
+}
 
 /// The form field the password page submits.
 pub const FIELD: &str = "password";
@@ -212,6 +279,25 @@ mod tests {
         assert_eq!(form_value(b"password=%4", FIELD), None);
         let long = format!("password={}", "a".repeat(MAX_PASSWORD_BYTES + 1));
         assert_eq!(form_value(long.as_bytes(), FIELD), None);
+    }
+
+    #[test]
+    fn clients_are_addresses_and_ipv6_slash_64s() {
+        let key = |text: &str| String::from_utf8(client_key(text.as_bytes())).unwrap();
+        assert_eq!(key("192.0.2.10"), "192.0.2.10");
+        assert_eq!(key("::ffff:192.0.2.10"), "192.0.2.10");
+        assert_eq!(key("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:3::1"), "2001:db8:1:3::/64");
+        assert_eq!(key("unix:"), "unix:");
+    }
+
+    #[test]
+    fn the_budget_numbers_agree() {
+        assert_eq!(MAX_WRONG_PER_HOUR, 80);
+        let args = attempt_args(false);
+        assert_eq!(args, ["0", "5", "120000", "20", "60000"]);
+        assert_eq!(attempt_args(true)[0], "1");
     }
 
     #[test]
