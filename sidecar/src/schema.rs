@@ -93,17 +93,20 @@ pub fn max_visits() -> Schema {
         .into()
 }
 
-/// `password`: 1 to `MAX_PASSWORD_BYTES` bytes (at most that many characters, and bytes in
-/// UTF-8, which no schema can say: else 422 `invalid_password`), or null.
+/// `password`: at least `MIN_PASSWORD_CHARS` characters and at most `MAX_PASSWORD_BYTES` bytes
+/// (at most that many characters, and bytes in UTF-8, which no schema can say: else 422
+/// `invalid_password`), or null.
 pub fn password() -> Schema {
+    use crate::service::validate::MIN_PASSWORD_CHARS;
     use shortlink_wire::record::password::MAX_PASSWORD_BYTES;
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
         .description(Some(format!(
-            "Write-only: the link's password, 1 to {MAX_PASSWORD_BYTES} bytes (UTF-8); stored \
-             only as a salted digest. Null for none (on an update, removes it)."
+            "Write-only: the link's password, at least {MIN_PASSWORD_CHARS} characters and at \
+             most {MAX_PASSWORD_BYTES} bytes (UTF-8); stored only as a salted digest. Null for \
+             none (on an update, removes it)."
         )))
-        .min_length(Some(1))
+        .min_length(Some(MIN_PASSWORD_CHARS))
         .max_length(Some(MAX_PASSWORD_BYTES))
         .into()
 }

@@ -194,14 +194,22 @@ pub fn max_visits(value: i64) -> Result<i64, Invalid> {
     Ok(value)
 }
 
-/// `password`: 1 to `MAX_PASSWORD_BYTES` bytes, turned into what SQL keeps (the salted digest
-/// as hex, a fresh salt per link). The error never repeats the value.
+/// Shortest password taken, in characters: the module's guess budget (docs/SECURITY.md, "Password
+/// links") only makes guessing slow; a short password would still fall to it.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+
+/// `password`: at least [`MIN_PASSWORD_CHARS`] characters and at most `MAX_PASSWORD_BYTES` bytes,
+/// turned into what SQL keeps (the salted digest as hex, a fresh salt per link). The error never
+/// repeats the value.
 pub fn password(value: PlainPassword) -> Result<String, Invalid> {
     let plain = value.0.as_bytes();
-    if !(1..=MAX_PASSWORD_BYTES).contains(&plain.len()) {
+    if value.0.chars().count() < MIN_PASSWORD_CHARS || plain.len() > MAX_PASSWORD_BYTES {
         return Err(Invalid::new(
             "invalid_password",
-            format!("password must be 1 to {MAX_PASSWORD_BYTES} bytes (UTF-8)"),
+            format!(
+                "password must be at least {MIN_PASSWORD_CHARS} characters and at most \
+                 {MAX_PASSWORD_BYTES} bytes (UTF-8)"
+            ),
         ));
     }
     let mut salt = [0; SALT_LEN];

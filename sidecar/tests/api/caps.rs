@@ -127,7 +127,9 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
 
     // Batch items take them too.
     let body: Value = app
-        .post_batch(&[json!({"url": "https://t.example/b", "max_visits": 7, "password": "x"})])
+        .post_batch(&[
+            json!({"url": "https://t.example/b", "max_visits": 7, "password": "x-batch-secret"}),
+        ])
         .await
         .json()
         .await
@@ -136,7 +138,7 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
     assert_eq!(link["max_visits"], json!(7), "{body}");
     assert_eq!(link["password_protected"], json!(true));
     let wire = extras(&app, link["code"].as_str().unwrap()).await.unwrap();
-    assert!(wire.max_visits == 7 && wire.password.unwrap().matches(b"x"));
+    assert!(wire.max_visits == 7 && wire.password.unwrap().matches(b"x-batch-secret"));
 
     // An idempotent create never hands out a protected link, nor reuses one for a password,
     // nor a link with other options.
@@ -144,7 +146,7 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
         .create(json!({"url": "https://t.example/i", "idempotent": true}))
         .await;
     for body in [
-        json!({"url": "https://t.example/i", "idempotent": true, "password": "p"}),
+        json!({"url": "https://t.example/i", "idempotent": true, "password": "p-idempotent"}),
         json!({"url": "https://t.example/i", "idempotent": true, "max_visits": 2}),
     ] {
         let other = app.post_link(&body).await;
@@ -158,7 +160,9 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
         .await;
     assert_eq!(capped.status(), 200, "the same options: the same link");
     let again = app
-        .post_link(&json!({"url": "https://t.example/i", "idempotent": true, "password": "p"}))
+        .post_link(
+            &json!({"url": "https://t.example/i", "idempotent": true, "password": "p-idempotent"}),
+        )
         .await;
     assert_eq!(
         again.status(),
@@ -177,6 +181,7 @@ async fn caps_and_passwords_round_trip(backend: Backend) {
     let create = &doc["components"]["schemas"]["CreateLinkRequest"]["properties"];
     assert_eq!(create["max_visits"]["minimum"], json!(1));
     assert_eq!(create["password"]["maxLength"], json!(MAX_PASSWORD_BYTES));
+    assert_eq!(create["password"]["minLength"], json!(8));
     assert!(
         doc["components"]["schemas"]["LinkView"]["properties"]["password_protected"].is_object()
     );
@@ -209,7 +214,13 @@ async fn bad_caps_and_passwords_are_refused_and_store_nothing(backend: Backend) 
         (
             json!({"password": ""}),
             "invalid_password",
-            "password must be 1 to",
+            "password must be at least 8 characters",
+        ),
+        // Seven characters (eight bytes): characters count, not bytes.
+        (
+            json!({"password": "sésame7"}),
+            "invalid_password",
+            "password must be at least 8 characters",
         ),
         (json!({"password": too_long}), "invalid_password", "bytes"),
         (json!({"password": 1234}), "invalid_body", ""),
