@@ -38,6 +38,7 @@ pub enum Resolution {
     Checked(Link, Checked),
     /// A link with a card, asked for by a preview fetcher, and the card's value.
     Card(Link, Vec<u8>),
+    /// A wrong password (counted).
     WrongPassword,
     /// An attempt over a budget: the seconds until the next one may be made.
     RateLimited(u64),

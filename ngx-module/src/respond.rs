@@ -34,6 +34,7 @@ pub enum Outcome<'a> {
     Checked(&'a Link, Checked),
     /// A preview fetcher asking for a link with a card: the card's value from `sl:p:<code>`.
     Card(&'a Link, &'a [u8]),
+    /// A wrong password (counted).
     WrongPassword,
     /// An attempt over a budget: the seconds until the next one may be made.
     RateLimited(u64),

@@ -4,13 +4,15 @@
 //! made through the sidecar's API, which keeps only the password's salted digest.
 
 use serde_json::json;
+use shortlink_e2e::cluster::ClusterSystem;
 use shortlink_e2e::raw::raw_http;
-use shortlink_e2e::{http_client, status_and_location, System};
+use shortlink_e2e::{http_client, status_and_location, NginxOptions, System};
 use shortlink_wire::keys::{password_client_key, password_link_key, visit_count_key};
 use shortlink_wire::record::password::{
     CLIENT_BURST, CLIENT_INTERVAL_SECS, LINK_BURST, LINK_INTERVAL_SECS,
 };
 use std::time::Duration;
+use testkit::RedisCluster;
 
 const TARGET: &str = "https://private.example/report";
 
@@ -23,11 +25,13 @@ fn protected(system: &System, password: &str, max_visits: u64) -> String {
 }
 
 fn submit(system: &System, code: &str, body: &str, client: &str) -> reqwest::blocking::Response {
+    submit_to(system.nginx.redirect_port, code, body, client)
+}
+
+/// The form as a browser posts it, from `client` (nginx trusts `X-Forwarded-For` from loopback).
+fn submit_to(port: u16, code: &str, body: &str, client: &str) -> reqwest::blocking::Response {
     http_client()
-        .post(format!(
-            "http://127.0.0.1:{}/{code}",
-            system.nginx.redirect_port
-        ))
+        .post(format!("http://127.0.0.1:{port}/{code}"))
         .header("Host", "s1.test")
         .header("X-Forwarded-For", client)
         .header("Content-Type", "application/x-www-form-urlencoded")
@@ -194,6 +198,29 @@ fn a_noisy_client_does_not_spend_the_others_budget() {
     }
     let right = submit(&system, &code, "password=right+password", "198.51.100.200");
     assert_eq!(right.status().as_u16(), 429, "the link's budget is spent");
+}
+
+/// On a Redis Cluster a link's two budgets share its hash slot: one `EVAL` on the slot's owner.
+#[test]
+fn the_budgets_hold_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let system = ClusterSystem::start(&cluster, NginxOptions::default());
+    let (status, body) = system.api().post(
+        "/links",
+        &json!({"url": TARGET, "redirect": 307, "password": "right password"}),
+    );
+    assert_eq!(status, 201, "{body}");
+    let code = body["code"].as_str().unwrap();
+    let port = system.nginx.redirect_port;
+    for host in 1..=CLIENT_BURST {
+        let address = format!("2001:db8:9:9::{host:x}");
+        let response = submit_to(port, code, "password=guess", &address);
+        assert_eq!(response.status().as_u16(), 401, "guess {host}");
+    }
+    let limited = submit_to(port, code, "password=right+password", "2001:db8:9:9::99");
+    assert_eq!(limited.status().as_u16(), 429);
+    let other = submit_to(port, code, "password=right+password", "192.0.2.1");
+    assert_eq!(status_and_location(&other), (303, TARGET.to_owned()));
 }
 
 /// Right passwords are checked, not counted: a link whose password is shared with many people
