@@ -3,7 +3,10 @@
 //! with `-`, `_`, `.` and `~`), and the guide's own shell blocks run with its placeholders
 //! (paths, ports, the YOURLS database) substituted: step 1 puts the domain's server in
 //! `var/nginx/servers.d/` and reloads, step 2 imports and verifies. Every imported link must then
-//! answer as YOURLS did (301 to its target), as `verify-import` says and as asked directly.
+//! answer as YOURLS did (301 to its target), as `verify-import` says and as asked directly. Along
+//! the way: `import --dry-run` counts the visits it would import, a keyword over 64 characters is
+//! refused by the import and not asked by `verify-import` (for that reason, not as a difference),
+//! and `verify-import`'s own requests add no visit to any link.
 
 use shortlink_e2e::{http_client, paths, status_and_location};
 use std::os::unix::process::CommandExt;
@@ -12,6 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const DOMAIN: &str = "y.old.example";
+const TOO_LONG: &str = "k123456789k123456789k123456789k123456789k123456789k123456789k1234";
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 /// YOURLS 1.9's tables, as its installer (yourls-install.php) creates them.
 const SCHEMA: [&str; 2] = [
@@ -50,6 +55,8 @@ fn keywords() -> Vec<String> {
         String::from_utf8(out).unwrap()
     };
     let mut keywords: Vec<String> = (1..=60).map(base36).collect();
+    // YOURLS takes keywords up to 100 characters; ours stop at 64.
+    keywords.push(TOO_LONG.to_owned());
     for custom in [
         "Promo12",
         "abcdefg",
@@ -235,8 +242,26 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
     );
     assert!(Path::new(&format!("{var_path}/nginx/servers.d/{DOMAIN}.conf")).exists());
 
-    // Step 2: import, then verify (exit status 0: nothing differs).
+    // Step 2: import, then verify (exit status 0: nothing differs). First what the import would
+    // do: the guide's import command with --dry-run.
     let step2 = localize(guide_block(&guide, "2. **Import**"));
+    let dry_run = step2.replacen(
+        "--source-domain y.old.example\n",
+        "--source-domain y.old.example --dry-run\n",
+        1,
+    );
+    let dry_run = &dry_run[..dry_run.find("verify-import").unwrap()];
+    let dry_run = &dry_run[..dry_run.rfind('\n').unwrap()];
+    let output = run_bash(dry_run, &env);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let n = keywords.len();
+    let kept = n - 1;
+    assert!(
+        output.status.success() && text.contains(&format!("{kept} would be imported")),
+        "{dry_run}\n{text}"
+    );
+    assert!(text.contains("2 visits would be imported"), "{text}");
+
     let output = run_bash(&step2, &env);
     let text = format!(
         "{}{}",
@@ -244,21 +269,57 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(output.status.success(), "step 2:\n{step2}\n{text}");
-    let n = keywords.len();
     assert!(
-        text.contains(&format!("{n} links read: {n} imported")),
+        text.contains(&format!(
+            "{n} links read: {kept} imported, 0 already imported, skipped: 1 invalid_code; \
+             2 visits imported"
+        )),
         "{text}"
     );
     assert!(
         text.contains(&format!(
-            "{n} links asked of http://127.0.0.1:{http_port}: {n} answer as before, 0 differ"
+            "{kept} links asked of http://127.0.0.1:{http_port}: {kept} answer as before, 0 differ \
+             (1 not asked, 1 of them refused by the import"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{TOO_LONG} ({DOMAIN}): not asked: the import refuses it (imported code is 65 \
+             characters; it must be 1 to 64)"
         )),
         "{text}"
     );
 
-    // And asked directly: each old answer, YOURLS's 301 to the target.
+    // verify-import's requests are no visits: a visitor's click after them is the only one
+    // added to the visit YOURLS logged for `1`, once the consumer has stored that click (the
+    // stream is read in order, so verify's request, earlier, has been read by then).
     let client = http_client();
-    for keyword in &keywords {
+    let response = client
+        .get(format!("http://127.0.0.1:{http_port}/1"))
+        .header("Host", DOMAIN)
+        .header("User-Agent", BROWSER)
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 301);
+    let api_key = std::fs::read_to_string(var.path().join("api-key")).unwrap();
+    let clicks = || -> i64 {
+        let stats: serde_json::Value = client
+            .get(format!(
+                "http://127.0.0.1:{api_port}/api/v1/links/1/stats?include_bots=true"
+            ))
+            .bearer_auth(api_key.trim())
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        stats["totals"]["clicks"].as_i64().unwrap_or(-1)
+    };
+    testkit::wait_until(Duration::from_secs(30), || clicks() >= 2);
+    assert_eq!(clicks(), 2, "the logged visit and the click, nothing else");
+
+    // And asked directly: each old answer, YOURLS's 301 to the target.
+    for keyword in keywords.iter().filter(|k| k.as_str() != TOO_LONG) {
         let response = client
             .get(format!("http://127.0.0.1:{http_port}/{keyword}"))
             .header("Host", DOMAIN)

@@ -132,8 +132,16 @@ fn tls_after_a_plain_run_keeps_the_edited_pool_and_serves_every_pool_domain() {
 #[test]
 fn tls_from_a_fresh_state_directory_then_plain() {
     let var = testkit::temp_dir();
-    run_check(var.path(), true);
-    run_check(var.path(), false);
+    let first = run_check(var.path(), true);
+    // nginx's key is made on the first run and goes to a file, never to the terminal.
+    let made = format!(
+        "created nginx's API key (role resolve: it may only resolve codes) in {}/resolve-key",
+        var.path().display()
+    );
+    assert!(first.contains(&made), "{first}");
+    assert!(!first.contains("shown only this once"), "{first}");
+    let again = run_check(var.path(), false);
+    assert!(!again.contains("created nginx's API key"), "{again}");
 }
 
 /// A domains.conf rendered before the HTTPS servers were generated: its server lines (or the note

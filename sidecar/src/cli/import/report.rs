@@ -41,7 +41,9 @@ pub struct Report {
     pub read: u64,
     /// Created now (with `--dry-run`: would be).
     pub imported: u64,
-    /// Individual visits stored now (a visit stored before is not counted again).
+    /// Individual visits stored now (a visit stored before is not counted again). With
+    /// `--dry-run`: those of the links that would be created (an already imported link's
+    /// missing visits, left by an interrupted run, are not counted).
     pub visits_imported: u64,
     /// Links not imported now, by reason.
     pub skipped: BTreeMap<Reason, u64>,
@@ -86,7 +88,11 @@ impl Report {
         if !others.is_empty() {
             out.push_str(&format!(", skipped: {}", others.join(", ")));
         }
-        out.push_str(&format!("; {} visits imported", self.visits_imported));
+        out.push_str(&format!(
+            "; {} visits {}imported",
+            self.visits_imported,
+            if self.dry_run { "would be " } else { "" }
+        ));
         out
     }
 }

@@ -1,7 +1,12 @@
 //! `verify-import`: every link of the source, asked of our edge as a phone would ask it (`GET
 //! /<code>` with the `Host` of its domain, redirects not followed), and compared with what the
 //! old shortener answered: a redirect to its target. Run before switching DNS; a difference is a
-//! link that would break.
+//! link that would break. A link whose code no import keeps (see [`shortcode::parse_imported`])
+//! is not asked: it is listed, with the reason, as the import listed it.
+//!
+//! Its requests carry `User-Agent: shortlink-verify-import/<version>`
+//! ([`crate::visits::VERIFY_IMPORT_AGENT`]): the visit consumer leaves them out of every link's
+//! stats, so a verification adds no visit.
 
 use super::source::{self, BoxError, SourceArgs, SourceKind, SourceLink};
 use crate::domains::http1;
@@ -43,13 +48,24 @@ struct Difference {
     problem: String,
 }
 
+/// A link the import refuses, so not asked: its code cannot be stored as it is.
+#[derive(Debug, Serialize)]
+struct Refused {
+    code: String,
+    domain: String,
+    problem: String,
+}
+
 #[derive(Debug, Default, Serialize)]
 struct VerifyReport {
     checked: u64,
     same: u64,
     /// Links not asked: unreadable rows, expired or banned links (the old shortener no longer
-    /// redirected them either).
+    /// redirected them either), and `refused`.
     not_asked: u64,
+    /// Of `not_asked`: links whose code the import refuses (over 64 characters, or a character
+    /// outside `[A-Za-z0-9._~-]`). They will not answer here; the import reported them too.
+    refused: Vec<Refused>,
     differences: Vec<Difference>,
 }
 
@@ -72,6 +88,17 @@ pub async fn run(config: &crate::config::Config, mut args: VerifyArgs) -> Result
                 Ok(mut link) if !link.revoked && link.expires_at.is_none_or(|at| at > now) => {
                     if link.domain.is_empty() {
                         link.domain.clone_from(&default_domain);
+                    }
+                    if let Err(error) = shortcode::parse_imported(&link.code) {
+                        let problem = format!("not asked: the import refuses it ({error})");
+                        eprintln!("{} ({}): {problem}", link.code, link.domain);
+                        report.not_asked += 1;
+                        report.refused.push(Refused {
+                            code: link.code,
+                            domain: link.domain,
+                            problem,
+                        });
+                        continue;
                     }
                     links.push(link);
                 }
@@ -100,8 +127,12 @@ pub async fn run(config: &crate::config::Config, mut args: VerifyArgs) -> Result
             }
         }
     }
+    let refused = match report.refused.len() {
+        0 => String::new(),
+        n => format!(", {n} of them refused by the import: they will not answer here"),
+    };
     println!(
-        "verify-import --from {}: {} links asked of {}: {} answer as before, {} differ ({} not asked)",
+        "verify-import --from {}: {} links asked of {}: {} answer as before, {} differ ({} not asked{refused})",
         args.from.name(),
         report.checked,
         args.edge,
@@ -134,16 +165,20 @@ async fn edge_address(edge: &str) -> Result<SocketAddr, BoxError> {
     Ok(address.ok_or_else(|| format!("--edge {edge:?}: no address"))?)
 }
 
+/// `GET /<code>` as a phone asks it, but under our own agent (see the top). The code passed
+/// [`shortcode::parse_imported`]: every character of it goes raw in a path.
 async fn ask(edge: SocketAddr, link: &SourceLink) -> Result<http1::Answer, String> {
-    if !shortcode::is_imported_charset(link.code.as_bytes()) {
-        return Err("the code cannot be carried in a path as it is".into());
-    }
     let host = if link.domain.is_empty() {
         edge.to_string()
     } else {
         link.domain.clone()
     };
-    let head = format!("GET /{} HTTP/1.1\r\nHost: {host}", link.code);
+    let head = format!(
+        "GET /{} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}{}",
+        link.code,
+        crate::visits::VERIFY_IMPORT_AGENT,
+        env!("CARGO_PKG_VERSION")
+    );
     http1::exchange(edge, None, &head, &[], Duration::from_secs(10)).await
 }
 

@@ -101,6 +101,12 @@ impl<'a> Writer<'a> {
         let (fresh, mut history) = self.sort(candidates, report).await?;
         if self.dry_run {
             report.imported += fresh.len() as u64;
+            // What the import would store: every individual visit of a link it would create.
+            if self.visits {
+                for candidate in &fresh {
+                    report.visits_imported += source.visits(&candidate.link).await?.len() as u64;
+                }
+            }
             return Ok(());
         }
         history.extend(self.create(fresh, report).await?);

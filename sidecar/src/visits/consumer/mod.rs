@@ -15,8 +15,8 @@
 //!
 //! Visits that cannot be stored are acknowledged with their entry and counted, never retried:
 //! unparseable ones (`invalid`; one bad group of a packed entry costs only itself), events that
-//! are not redirects (`ignored`, e.g. 410 answers), and entries trimmed from the stream (`MAXLEN
-//! ~`) before they were read (`trimmed`). A batch the database refuses for a reason other than
+//! are not redirects or are `verify-import`'s own requests (`ignored`, e.g. 410 answers), and
+//! entries trimmed from the stream (`MAXLEN ~`) before they were read (`trimmed`). A batch the database refuses for a reason other than
 //! unavailability is retried, then split in halves until the offending visit is isolated and
 //! dropped (`failed`, logged); while the database is unavailable the batch is retried with
 //! backoff, forever, and nothing is acknowledged.
