@@ -278,7 +278,11 @@ impl Sidecar {
             .arg("--geoip-db")
             .arg(paths::test_geo_db())
             .args(&args)
-            .env("RUST_LOG", "warn")
+            // `E2E_LOG=debug cargo test ...` shows what the sidecar did in a failed test's log.
+            .env(
+                "RUST_LOG",
+                std::env::var("E2E_LOG").unwrap_or("warn".into()),
+            )
             .capture_stdout()
             .spawn();
         let line = process.wait_for_line(Duration::from_secs(30), |line| {
