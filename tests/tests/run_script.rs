@@ -279,3 +279,46 @@ fn a_port_in_use_stops_the_run_before_anything_starts_naming_its_variable() {
         }
     }
 }
+
+/// scripts/run's readiness check (scripts/lib/servers.sh) on its own: a Redis answering on the
+/// port is not enough, the process scripts/run started must be the one holding it. Run by bash as
+/// scripts/run runs it: `$!` is the server just started.
+fn readiness(script: &str) -> (bool, String) {
+    let output = Command::new("bash")
+        .args(["-euo", "pipefail", "-c"])
+        .arg(format!("source scripts/lib/servers.sh\n{script}"))
+        .current_dir(paths::workspace_dir())
+        .output()
+        .expect("run bash");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[test]
+fn a_server_is_ready_only_when_the_started_process_holds_its_port() {
+    // Another Redis on the port, and a started "server" that never binds it (as a redis-server
+    // that failed to bind): not ready, though PING on the port is answered.
+    let foreign = RedisServer::start();
+    let port = foreign.port();
+    let (ready, text) = readiness(&format!(
+        "sleep 1 & wait_ready Redis $! /dev/null {port} redis_is {port} $!"
+    ));
+    assert!(!ready, "the other Redis was taken for ours:\n{text}");
+    assert!(text.contains("Redis exited before it was ready"), "{text}");
+
+    // The Redis started here, on a free port: ready.
+    let dir = testkit::temp_dir();
+    let port = testkit::free_port();
+    let (ready, text) = readiness(&format!(
+        "redis-server --port {port} --bind 127.0.0.1 --dir {} --save '' >/dev/null &\n\
+         pid=$!\n\
+         trap 'kill $pid' EXIT\n\
+         wait_ready Redis $pid /dev/null {port} redis_is {port} $pid",
+        dir.path().display()
+    ));
+    assert!(ready, "{text}");
+}
