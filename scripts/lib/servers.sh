@@ -8,8 +8,10 @@
 # ::ffff:127.0.0.1. /proc/net/tcp{,6}: "local_address" is ADDR:PORT in hex, state 0A is LISTEN,
 # the tenth field the socket's inode.
 listening_inodes() { # port [exact]
-    local port_hex
+    local port_hex table tables=()
     port_hex=$(printf '%04X' "$1")
+    # No IPv6 in the kernel: no tcp6 table.
+    for table in /proc/net/tcp /proc/net/tcp6; do [ -r "$table" ] && tables+=("$table"); done
     awk -v port="$port_hex" -v exact="${2:-}" '
         $4 == "0A" {
             split($2, local_address, ":")
@@ -18,7 +20,7 @@ listening_inodes() { # port [exact]
             if (address == "0100007F" || (exact == "" && (address ~ /^0+$/ ||
                 address == "0000000000000000FFFF00000100007F")))
                 print $10
-        }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+        }' "${tables[@]}"
 }
 
 # Who holds socket inode $1, as "name (pid N)", when that process is this user's to look at.
@@ -48,7 +50,8 @@ check_ports_free() { # VARIABLE=port...
             exit 1
         fi
         seen+="$port=$variable "
-        inode=$(listening_inodes "$port" | head -n1)
+        inode=$(listening_inodes "$port")
+        inode=${inode%%$'\n'*}
         if [ -n "$inode" ]; then
             holder=$(socket_holder "$inode")
             echo "run: port $port ($variable) is already in use${holder:+ by $holder}; stop it, or run on another port: $variable=<free port> scripts/run" >&2
