@@ -101,6 +101,45 @@ struct Run {
     child: Child,
 }
 
+impl Run {
+    /// Started on state directory `var` and `ports` (HTTP, API, sidecar, Redis, HTTPS), once it
+    /// says it is up.
+    fn start(var: &Path, ports: [u16; 5]) -> Run {
+        let log = var.join("run.out");
+        let out = std::fs::File::create(&log).unwrap();
+        let mut command = Command::new(paths::workspace_dir().join("scripts/run"));
+        command
+            .env("SHORTLINK_VAR", var)
+            .env("SHORTLINK_BIN_DIR", paths::profile_dir())
+            .env("SHORTLINK_GEOIP_DB", paths::test_geo_db())
+            .env("SHORTLINK_WORKERS", "1");
+        let variables = ["HTTP", "API", "SIDECAR", "REDIS", "HTTPS"];
+        for (variable, port) in variables.iter().zip(ports) {
+            command.env(format!("SHORTLINK_{variable}_PORT"), port.to_string());
+        }
+        let child = command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("start scripts/run");
+        let mut run = Run { child };
+        let up = testkit::wait_until(Duration::from_secs(120), || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("Ctrl-C stops everything")
+                || matches!(run.child.try_wait(), Ok(Some(_)))
+        });
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            up && output.contains("Ctrl-C stops everything"),
+            "scripts/run did not come up:\n{output}"
+        );
+        run
+    }
+}
+
 impl Drop for Run {
     fn drop(&mut self) {
         // scripts/run stops its servers on TERM; the group is killed if it has not within 30 s.
@@ -172,38 +211,9 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
     let var = testkit::temp_dir();
     let var_path = var.path().to_str().unwrap().to_owned();
     let [http_port, api_port, sidecar_port, redis_port, https_port] = testkit::free_ports::<5>();
-    let log = var.path().join("run.out");
-    let out = std::fs::File::create(&log).unwrap();
+    let ports = [http_port, api_port, sidecar_port, redis_port, https_port];
     let geo = paths::test_geo_db();
-    let child = Command::new(paths::workspace_dir().join("scripts/run"))
-        .env("SHORTLINK_VAR", &var_path)
-        .env("SHORTLINK_BIN_DIR", paths::profile_dir())
-        .env("SHORTLINK_GEOIP_DB", &geo)
-        .env("SHORTLINK_WORKERS", "1")
-        .env("SHORTLINK_HTTP_PORT", http_port.to_string())
-        .env("SHORTLINK_HTTPS_PORT", https_port.to_string())
-        .env("SHORTLINK_API_PORT", api_port.to_string())
-        .env("SHORTLINK_SIDECAR_PORT", sidecar_port.to_string())
-        .env("SHORTLINK_REDIS_PORT", redis_port.to_string())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .expect("start scripts/run");
-    let mut run = Run { child };
-    let up = testkit::wait_until(Duration::from_secs(120), || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("Ctrl-C stops everything")
-            || matches!(run.child.try_wait(), Ok(Some(_)))
-    });
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
-        up && output.contains("Ctrl-C stops everything"),
-        "scripts/run did not come up:\n{output}"
-    );
-
+    let run = Run::start(var.path(), ports);
     // The guide's blocks, with its placeholders made this system's.
     let guide = std::fs::read_to_string(paths::workspace_dir().join("docs/MIGRATING.md")).unwrap();
     let localize = |block: String| {
@@ -331,5 +341,21 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
             "/{keyword} on {DOMAIN}"
         );
     }
+
+    // scripts/run rewrites nginx.conf at every start, never servers.d: after a restart the old
+    // codes still answer.
     drop(run);
+    let _run = Run::start(var.path(), ports);
+    for keyword in ["1", "z", "1o", "a~b", "Promo12"] {
+        let response = client
+            .get(format!("http://127.0.0.1:{http_port}/{keyword}"))
+            .header("Host", DOMAIN)
+            .send()
+            .unwrap();
+        assert_eq!(
+            status_and_location(&response),
+            (301, target(keyword)),
+            "/{keyword} on {DOMAIN} after a restart"
+        );
+    }
 }
