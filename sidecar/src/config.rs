@@ -165,6 +165,19 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_PUBLIC_BASE_URL", global = true)]
     pub public_base_url: Option<String>,
 
+    /// Secret nginx's API server sends as `X-Shortlink-Proxy-Secret` (16+ letters and digits): only requests carrying it add `X-Shortlink-Pool` and `X-Shortlink-Public-Base` names to the domain health job; unset, the job checks configured domains only.
+    #[arg(
+        long,
+        env = "SHORTLINK_PROXY_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub proxy_secret: Option<String>,
+
+    /// File holding the proxy secret (alternative to `--proxy-secret`; scripts/run and the Debian package write one).
+    #[arg(long, env = "SHORTLINK_PROXY_SECRET_FILE", global = true)]
+    pub proxy_secret_file: Option<PathBuf>,
+
     /// Our short domains (comma-separated): refused as targets, as are the hosts of a request's `X-Shortlink-Pool`.
     #[arg(
         long,
@@ -500,6 +513,8 @@ pub enum ConfigError {
     },
     #[error("code scheme: {0}")]
     Scheme(shortcode::SchemeError),
+    #[error("{0}")]
+    ProxySecret(String),
     #[error("--public-base-url: {0}")]
     PublicBase(String),
     #[error("domain health: {0}")]

@@ -197,6 +197,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
                 config.geoip_db.clone(),
                 config.geoip_db_ipv6.clone(),
             )),
+            proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
             import_policy: outbound::Policy::imports(config),
         }),
     })
@@ -215,6 +216,12 @@ pub struct Application {
 impl Application {
     pub async fn build(config: &Config) -> Result<Self, StartupError> {
         let state = build_state(config).await?;
+        if state.settings.proxy_secret.is_none() {
+            tracing::warn!(
+                "no --proxy-secret: X-Shortlink-Pool and X-Shortlink-Public-Base add no domain to \
+                 the health checks (only --short-domains and --public-base-url are checked)"
+            );
+        }
         let health = domains::health::HealthSettings::from_config(
             config,
             state.settings.short_domains.clone(),

@@ -27,6 +27,9 @@ use testkit::{Lifeline, RedisServer};
 /// The code secret every end-to-end system shares (the module and the sidecar must agree).
 pub const CODE_SECRET: &str = "5e1f0d7c3b2a19887766554433221100ffeeddccbbaa99887766554433221100";
 pub const API_KEY: &str = "slk_e2e_test_key_0123456789abcdefghijklmnopqrstuvwxyz";
+/// What nginx's API server sends as `X-Shortlink-Proxy-Secret` and the sidecar's
+/// `--proxy-secret`: its pool headers count as nginx's.
+pub const PROXY_SECRET: &str = "e2eproxysecret0123456789abcdef";
 pub const POOL: [&str; 2] = ["s1.test", "s2.test"];
 /// Set by the sidecar while Redis holds every link (docs/ARCHITECTURE.md).
 pub const PROJECTION_MARKER: &str = "sl:meta:projection";
@@ -274,6 +277,7 @@ impl Sidecar {
             .args(["--redis-url", redis_url])
             .args(["--code-secret", CODE_SECRET])
             .args(["--bootstrap-api-key", API_KEY])
+            .args(["--proxy-secret", PROXY_SECRET])
             .args(["--public-base-url", "http://s1.test"])
             .arg("--geoip-db")
             .arg(paths::test_geo_db())

@@ -1,6 +1,6 @@
 //! nginx with the shortlink module, configured from the project's templates.
 
-use crate::{paths, CODE_SECRET, POOL};
+use crate::{paths, CODE_SECRET, POOL, PROXY_SECRET};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,6 +104,11 @@ impl Nginx {
         write_private(
             &prefix.join("resolve-key.conf"),
             format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
+        );
+        // nginx's proof to the sidecar, as scripts/render-nginx writes it.
+        write_private(
+            &prefix.join("proxy-secret.conf"),
+            format!("proxy_set_header X-Shortlink-Proxy-Secret \"{PROXY_SECRET}\";\n").as_bytes(),
         );
 
         let [redirect_port, api_port, tls_port] = testkit::free_ports();

@@ -559,3 +559,33 @@ fn right_after_start_every_domain_is_listed_unknown_and_its_first_check_runs_at_
         );
     }
 }
+
+/// Issue 51: the pool headers count only from nginx. Sent straight to the sidecar's port (without
+/// nginx's `X-Shortlink-Proxy-Secret`, or with a wrong one), any names in them are never listed
+/// nor checked; nginx's own requests name its pool.
+#[test]
+fn pool_names_sent_straight_to_the_sidecar_are_never_checked() {
+    let system = System::start();
+    let client = shortlink_e2e::http_client();
+    let direct = format!("http://127.0.0.1:{}/api/v1/links", system.sidecar.port);
+    for secret in ["", "not-nginx-secret-0123456789"] {
+        let mut request = client
+            .get(&direct)
+            .bearer_auth(API_KEY)
+            .header("X-Shortlink-Pool", "junk1.test s1.test")
+            .header("X-Shortlink-Public-Base", "https://junk2.test");
+        if !secret.is_empty() {
+            request = request.header("X-Shortlink-Proxy-Secret", secret);
+        }
+        let answer = request.send().expect("reach the sidecar");
+        assert_eq!(answer.status(), 200);
+    }
+    // Through nginx: its pool (and the issuing base it sends), never the names above.
+    let listed = domains(&system.api());
+    for domain in POOL {
+        assert!(listed.contains_key(domain), "{listed:?}");
+    }
+    for junk in ["junk1.test", "junk2.test"] {
+        assert!(!listed.contains_key(junk), "{junk} listed: {listed:?}");
+    }
+}

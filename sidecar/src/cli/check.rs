@@ -45,6 +45,9 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
     if storage::Backend::from_url(&config.database_url).is_none() {
         problems.push(ConfigError::DatabaseUrl(redact_url(&config.database_url)));
     }
+    if let Err(e) = crate::http::proxy_secret::ProxySecret::from_config(config) {
+        problems.push(e);
+    }
     if !(1..=1_000_000).contains(&config.sequence_block) {
         problems.push(ConfigError::SequenceBlock);
     }

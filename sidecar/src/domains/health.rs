@@ -15,7 +15,11 @@
 //! no link creation time to learn it from without a join with the links per check.
 //!
 //! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), the issuing list
-//! (`X-Shortlink-Public-Base`), `--short-domains`, and the domains links were issued on. A domain
+//! (`X-Shortlink-Public-Base`), `--short-domains`, and the domains links were issued on; the
+//! headers count only on requests that came through nginx (`crate::http::proxy_secret`), so a
+//! name nobody configured is never probed. Names from requests are at most [`MAX_NAMED`], and
+//! one no request has named for [`FORGET_UNNAMED`] is dropped (a domain taken out of nginx's
+//! pool stops being checked; the configured ones never drop). A domain
 //! is listed, as `unknown`, from the first request that names it, and a request naming a domain
 //! not seen before wakes the job at once: without that, after a start the list stays empty until
 //! the second tick (the first finds no pool yet, no request having come), a whole
@@ -38,6 +42,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most domains requests may name: a pool is a few dozen; beyond this, new names are ignored.
+pub const MAX_NAMED: usize = 1000;
+/// A name no request has named for this long is forgotten. Long: a deployment may go a weekend
+/// without an API request, and its pool must stay checked meanwhile.
+pub const FORGET_UNNAMED: Duration = Duration::from_secs(7 * 86_400);
 /// Domains probed at the same time.
 const PROBES_AT_ONCE: usize = 16;
 /// A domain's state. Ordered by severity: a check's worst finding wins.
@@ -167,8 +176,9 @@ impl HealthSettings {
 /// Shared between the API (which records issued links and the domains requests name) and the job.
 #[derive(Debug)]
 pub struct DomainHealth {
-    /// Every domain a request has named (pool, issuing list, `--short-domains`).
-    known: Mutex<BTreeSet<String>>,
+    /// Every domain a request has named (pool, issuing list, `--short-domains`), with when it
+    /// was last named.
+    known: Mutex<HashMap<String, Instant>>,
     issued: Mutex<IssuedBuckets>,
     statuses: Mutex<BTreeMap<String, DomainStatus>>,
     /// Wakes the job when a request names a domain not seen before. A permit given while a check
@@ -199,19 +209,38 @@ impl DomainHealth {
     /// listed as `unknown` at once and wakes the job for its first check.
     pub fn saw<S: AsRef<str>>(&self, domains: impl IntoIterator<Item = S>) {
         let mut new = false;
+        let now = Instant::now();
         {
             let mut known = self.known.lock().expect("not poisoned");
             for domain in domains {
                 let domain = domain.as_ref();
-                if !domain.is_empty() && !known.contains(domain) {
-                    known.insert(domain.to_owned());
-                    new = true;
+                if domain.is_empty() {
+                    continue;
+                }
+                let room = known.len() < MAX_NAMED;
+                match known.get_mut(domain) {
+                    Some(seen) => *seen = now,
+                    None if room => {
+                        known.insert(domain.to_owned(), now);
+                        new = true;
+                    }
+                    None => tracing::warn!(
+                        domain,
+                        "domain health: {MAX_NAMED} domains named already; not checked"
+                    ),
                 }
             }
         }
         if new {
             self.new_domain.notify_one();
         }
+    }
+
+    /// Drops the names no request has named for [`FORGET_UNNAMED`] as of `now`; the rest.
+    fn forget_unnamed(&self, now: Instant) -> BTreeSet<String> {
+        let mut known = self.known.lock().expect("not poisoned");
+        known.retain(|_, seen| now.saturating_duration_since(*seen) < FORGET_UNNAMED);
+        known.keys().cloned().collect()
     }
 
     pub fn issued_on(&self, domain: &str) {
@@ -226,7 +255,13 @@ impl DomainHealth {
 
     /// Every domain checked or named so far, by name; those not checked yet as `unknown`.
     pub fn statuses(&self) -> Vec<DomainStatus> {
-        let known = self.known.lock().expect("not poisoned").clone();
+        let known: Vec<String> = self
+            .known
+            .lock()
+            .expect("not poisoned")
+            .keys()
+            .cloned()
+            .collect();
         let mut all = self.statuses.lock().expect("not poisoned").clone();
         for domain in known {
             all.entry(domain)
@@ -245,7 +280,7 @@ impl DomainHealth {
         checked.or_else(|| {
             let known = self.known.lock().expect("not poisoned");
             known
-                .contains(domain)
+                .contains_key(domain)
                 .then(|| DomainStatus::unknown(domain))
         })
     }
@@ -319,9 +354,11 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
         }
     };
     forget_old_clicks(visits, settings.window).await;
-    let mut domains: BTreeSet<String> = health.known.lock().expect("not poisoned").clone();
+    let mut domains = health.forget_unnamed(Instant::now());
     domains.extend(settings.static_domains.iter().cloned());
     domains.extend(issued.keys().cloned());
+    // A forgotten domain leaves the list too.
+    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| domains.contains(domain));
     let weight_total: f64 = issued.values().map(|(_, weight)| weight).sum();
     let clicks_total: i64 = clicks.values().sum();
     // Probes of different domains at once: one unreachable domain costs its timeouts, which
@@ -444,4 +481,23 @@ async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
         }
     }
     (found, certificate_expires_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_domains_are_bounded_and_forgotten() {
+        let health = DomainHealth::default();
+        health.saw((0..MAX_NAMED + 50).map(|n| format!("d{n}.example")));
+        assert_eq!(health.statuses().len(), MAX_NAMED, "at most MAX_NAMED");
+        assert!(health.status("d0.example").is_some());
+        assert!(health.status(&format!("d{MAX_NAMED}.example")).is_none());
+        let later = Instant::now() + FORGET_UNNAMED / 2;
+        assert_eq!(health.forget_unnamed(later).len(), MAX_NAMED);
+        let much_later = Instant::now() + FORGET_UNNAMED + Duration::from_secs(1);
+        assert!(health.forget_unnamed(much_later).is_empty());
+        assert!(health.status("d0.example").is_none());
+    }
 }

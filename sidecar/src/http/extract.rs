@@ -43,6 +43,9 @@ pub struct DomainContext {
     /// The pool from the request header together with `--short-domains`: a target on any of our
     /// domains would loop.
     pub own_domains: Vec<String>,
+    /// Whether `issuing` is the deployment's: from the configuration, or from a request that came
+    /// through nginx ([`super::proxy_secret`]). Only then is a link counted under its host.
+    issuing_trusted: bool,
     health: Arc<crate::domains::health::DomainHealth>,
 }
 
@@ -56,8 +59,13 @@ impl DomainContext {
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_owned))
                 .unwrap_or_default();
-            self.health.issued_on(&host);
-            crate::metrics::links_issued(host);
+            if self.issuing_trusted {
+                self.health.issued_on(&host);
+                crate::metrics::links_issued(host);
+            } else {
+                // A name nobody configured: no health entry, no metric label of its own.
+                crate::metrics::links_issued("other".to_owned());
+            }
         }
     }
 
@@ -107,6 +115,9 @@ impl FromRequestParts<AppState> for DomainContext {
                 }),
             }
         };
+        let trusted = (state.settings.proxy_secret.as_ref())
+            .is_some_and(|secret| secret.matches(&parts.headers));
+        let issuing_trusted = trusted || parts.headers.get(PUBLIC_BASE_HEADER).is_none();
         let issuing = match header(PUBLIC_BASE_HEADER)? {
             Some(raw) => Some(IssuingBases::parse(raw).map_err(|reason| Error::Request {
                 status: StatusCode::BAD_REQUEST,
@@ -129,17 +140,24 @@ impl FromRequestParts<AppState> for DomainContext {
             })?;
             own_domains.extend(pool);
         }
+        // Names the job may check: the configuration's, and nginx's (its pool is its config).
+        let named = match trusted {
+            true => own_domains.clone(),
+            false => state.settings.short_domains.clone(),
+        };
         // Listed (and checked) from the first request naming them, the domains endpoints' own
-        // included: not only once a link is issued.
+        // included: not only once a link is issued. Headers from anyone but nginx serve this
+        // request only: the job never probes a name nobody configured.
+        let issuing_hosts = issuing.iter().filter(|_| issuing_trusted);
         state.domains.saw(
-            own_domains
-                .iter()
-                .cloned()
-                .chain(issuing.iter().flat_map(IssuingBases::hosts)),
+            named
+                .into_iter()
+                .chain(issuing_hosts.flat_map(IssuingBases::hosts)),
         );
         Ok(DomainContext {
             issuing,
             own_domains,
+            issuing_trusted,
             health: Arc::clone(&state.domains),
         })
     }

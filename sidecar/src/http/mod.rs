@@ -14,6 +14,7 @@ pub(crate) mod links;
 mod metrics;
 mod openapi;
 pub(crate) mod preview;
+pub mod proxy_secret;
 pub(crate) mod qr;
 mod resolve;
 mod state;

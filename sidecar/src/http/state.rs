@@ -30,6 +30,8 @@ pub struct HttpSettings {
     pub short_domains: Vec<String>,
     /// The client's country, for rules the fallback and the preview evaluate.
     pub countries: Arc<crate::visits::countries::Countries>,
+    /// Requests carrying it came through nginx ([`super::proxy_secret`]).
+    pub proxy_secret: Option<super::proxy_secret::ProxySecret>,
     /// Where the console's imports may fetch from.
     pub import_policy: crate::outbound::Policy,
 }

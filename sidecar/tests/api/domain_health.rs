@@ -364,3 +364,64 @@ async fn a_webhook_url_that_is_not_http_is_refused_at_start() {
         assert!(error.contains(needle), "{url}: {error}");
     }
 }
+
+/// The pool headers count only from nginx (issue 51): sent straight to the sidecar, without the
+/// proxy secret or with a wrong one, they shape that request's answer but add no name to the
+/// domains the job checks; with the secret (nginx's requests), they do.
+#[tokio::test]
+async fn pool_names_sent_around_nginx_are_never_checked() {
+    let app = spawn_app_with(Backend::Sqlite, &["--short-domains", "s1.example"]).await;
+    let direct = reqwest::Client::new();
+    for secret in [None, Some("wrong-secret-0123456789")] {
+        let mut request = direct
+            .post(app.url("/api/v1/links"))
+            .bearer_auth(API_KEY)
+            .header("X-Shortlink-Pool", "junk1.example s1.example")
+            .header("X-Shortlink-Public-Base", "https://junk2.example")
+            .json(&json!({"url": "https://t.example/x"}));
+        if let Some(secret) = secret {
+            request = request.header("X-Shortlink-Proxy-Secret", secret);
+        }
+        let created = request.send().await.unwrap();
+        assert_eq!(created.status(), 201);
+        let link: Value = created.json().await.unwrap();
+        assert!(
+            link["short_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://junk2.example/"),
+            "the request's own answer follows its header: {link}"
+        );
+        // Its pool still refuses targets on those names (the request's own rule).
+        let own = direct
+            .post(app.url("/api/v1/links"))
+            .bearer_auth(API_KEY)
+            .header("X-Shortlink-Pool", "junk1.example")
+            .json(&json!({"url": "https://junk1.example/loop"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(own.status(), 422);
+    }
+    let listed = |domains: &Value, name: &str| {
+        domains["domains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["domain"] == name)
+    };
+    let domains = app.get_json("/domains").await;
+    assert!(listed(&domains, "s1.example"), "{domains}");
+    for junk in ["junk1.example", "junk2.example"] {
+        assert!(!listed(&domains, junk), "{junk} is checked: {domains}");
+    }
+    // The same headers with nginx's secret (the app's own client sends it) are nginx's.
+    let response = app
+        .api(Method::GET, "/domains")
+        .header("X-Shortlink-Pool", "pool.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(listed(&app.get_json("/domains").await, "pool.example"));
+}

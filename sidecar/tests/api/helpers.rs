@@ -22,6 +22,9 @@ pub static TRACING: LazyLock<()> = LazyLock::new(|| {
 pub const API_KEY: &str = "slk_test0000000000000000000000000000000000000000000000000000000000";
 pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 pub const PUBLIC_BASE: &str = "https://s.example";
+/// The secret nginx would send (`X-Shortlink-Proxy-Secret`): the app's own client sends it, as
+/// nginx does, so its pool headers count as nginx's.
+pub const PROXY_SECRET: &str = "testproxysecret0123456789";
 pub const GRACE_SECS: i64 = 7 * 86_400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +187,10 @@ pub async fn spawn_app_at(
         database_url,
         client: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .default_headers(reqwest::header::HeaderMap::from_iter([(
+                reqwest::header::HeaderName::from_static("x-shortlink-proxy-secret"),
+                reqwest::header::HeaderValue::from_static(PROXY_SECRET),
+            )]))
             .build()
             .unwrap(),
         redis,
@@ -224,6 +231,8 @@ pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
         PUBLIC_BASE,
         "--bootstrap-api-key",
         API_KEY,
+        "--proxy-secret",
+        PROXY_SECRET,
         "--redis-timeout",
         "500ms",
         "--db-timeout",
