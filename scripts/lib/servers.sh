@@ -36,7 +36,7 @@ socket_holder() { # inode
 # Every NAME=PORT given is a distinct port with no listener on it, or the run stops here, before
 # it has started anything, naming the port and the variable that moves it.
 check_ports_free() { # VARIABLE=port...
-    local pair variable port inode holder seen=" "
+    local pair variable port seen=" "
     for pair in "$@"; do
         variable=${pair%%=*}
         port=${pair#*=}
@@ -50,14 +50,19 @@ check_ports_free() { # VARIABLE=port...
             exit 1
         fi
         seen+="$port=$variable "
-        inode=$(listening_inodes "$port")
-        inode=${inode%%$'\n'*}
-        if [ -n "$inode" ]; then
-            holder=$(socket_holder "$inode")
-            echo "run: port $port ($variable) is already in use${holder:+ by $holder}; stop it, or run on another port: $variable=<free port> scripts/run" >&2
-            exit 1
-        fi
+        ! port_taken "$variable" "$port" || exit 1
     done
+}
+
+# Whether a process listens on $2: if so, says so, naming the variable $1 that moves it.
+port_taken() { # VARIABLE port
+    local inode holder
+    for inode in $(listening_inodes "$2"); do
+        holder=$(socket_holder "$inode")
+        echo "run: port $2 ($1) is already in use${holder:+ by $holder}; stop it, or run on another port: $1=<free port> scripts/run" >&2
+        return 0
+    done
+    return 1
 }
 
 # Process $1 is running (not exited, not a zombie waiting to be reaped).
@@ -74,25 +79,31 @@ holds_port() { # pid port
     return 1
 }
 
-# Waits until process $pid, started by scripts/run, holds every port given and `probe` (a command,
-# talking to it through those ports) succeeds. Stops the run if it exits first or takes too long.
-wait_ready() { # what pid log "port..." probe...
-    local what=$1 pid=$2 log=$3 ports=$4 port held
+# Waits until process $pid, started by scripts/run, holds every port given (VARIABLE=port) and
+# `probe` (a command, talking to it through those ports) succeeds. Stops the run if it exits first
+# or takes too long, naming a port another process took meanwhile (after check_ports_free).
+wait_ready() { # what pid log "VARIABLE=port..." probe...
+    local what=$1 pid=$2 log=$3 pairs=$4 pair held
     shift 4
     local deadline=$((SECONDS + 60))
     while [ "$SECONDS" -lt "$deadline" ]; do
         if ! alive "$pid"; then
+            for pair in $pairs; do port_taken "${pair%%=*}" "${pair#*=}" && exit 1; done
             echo "run: $what exited before it was ready; see $log" >&2
             exit 1
         fi
         held=1
-        for port in $ports; do
-            holds_port "$pid" "$port" || { held=0; break; }
+        for pair in $pairs; do
+            holds_port "$pid" "${pair#*=}" || { held=0; break; }
         done
         [ "$held" = 1 ] && "$@" >/dev/null 2>&1 && return 0
         sleep 0.05
     done
-    echo "run: $what did not come up on port(s) $ports within 60 s; see $log" >&2
+    for pair in $pairs; do
+        holds_port "$pid" "${pair#*=}" && continue
+        port_taken "${pair%%=*}" "${pair#*=}" && exit 1
+    done
+    echo "run: $what did not come up on $pairs within 60 s; see $log" >&2
     exit 1
 }
 

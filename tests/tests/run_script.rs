@@ -305,10 +305,15 @@ fn a_server_is_ready_only_when_the_started_process_holds_its_port() {
     let foreign = RedisServer::start();
     let port = foreign.port();
     let (ready, text) = readiness(&format!(
-        "sleep 1 & wait_ready Redis $! /dev/null {port} redis_is {port} $!"
+        "sleep 1 & wait_ready Redis $! /dev/null SHORTLINK_REDIS_PORT={port} redis_is {port} $!"
     ));
     assert!(!ready, "the other Redis was taken for ours:\n{text}");
-    assert!(text.contains("Redis exited before it was ready"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "port {port} (SHORTLINK_REDIS_PORT) is already in use by redis-server"
+        )),
+        "{text}"
+    );
 
     // The Redis started here, on a free port: ready.
     let dir = testkit::temp_dir();
@@ -317,7 +322,7 @@ fn a_server_is_ready_only_when_the_started_process_holds_its_port() {
         "redis-server --port {port} --bind 127.0.0.1 --dir {} --save '' >/dev/null &\n\
          pid=$!\n\
          trap 'kill $pid' EXIT\n\
-         wait_ready Redis $pid /dev/null {port} redis_is {port} $pid",
+         wait_ready Redis $pid /dev/null SHORTLINK_REDIS_PORT={port} redis_is {port} $pid",
         dir.path().display()
     ));
     assert!(ready, "{text}");
