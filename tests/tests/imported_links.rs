@@ -3,10 +3,11 @@
 //! checked by `verify-import` against the redirect server (with each link's domain as `Host`),
 //! and a sample asked directly.
 //!
-//! Only codes today's module looks up are used: aliases (`[A-Za-z0-9_-]{3,64}`, not of the
+//! Only codes a pool domain looks up are used: aliases (`[A-Za-z0-9_-]{3,64}`, not of the
 //! generated shape) and codes of the generated shape with a valid check character (as 1 Bitly
-//! code in 62 has). One- and two-character codes, `.`, `~` and bad check characters need the
-//! module's imported-domain locations (the module side of issue 40).
+//! code in 62 has). One- and two-character codes, `.`, `~` and bad check characters need an
+//! imported domain's server of its own (`shortlink_imported_codes`): imported_codes.rs, and
+//! migration_guide.rs for the whole YOURLS path through scripts/run.
 
 use serde_json::{json, Value};
 use shortlink_e2e::{status_and_location, System, CODE_SECRET, POOL};
