@@ -81,6 +81,8 @@ fn answer(response: reqwest::blocking::Response) -> Answer {
 
 /// The links of the walk, each holding one limit at its maximum.
 struct Links {
+    /// The longest target the sidecar takes (`--max-url-length`).
+    max: usize,
     /// An alias of the longest code, the longest target, forwarding the longest query, and a
     /// card whose every field is as long as allowed.
     long: String,
@@ -121,9 +123,8 @@ fn ruled_body(url_len: usize, rule_targets: &[String; 3]) -> Value {
 }
 
 /// Creates the walk's links, each refused one byte past its limit.
-fn create_links(system: &System) -> Links {
+fn create_links(system: &System, max: usize) -> Links {
     let api = system.api();
-    let max = limits::TARGET_BYTES;
     let long = format!("{:a<width$}", "longest-", width = limits::CODE_BYTES);
     let long_target = target("long", max);
     let created = system.create(json!({
@@ -146,7 +147,9 @@ fn create_links(system: &System) -> Links {
 
     // The record's limit: the longest own target that still fits beside three of the longest
     // rule targets, found by halving; one byte more is refused by name.
-    let rule_targets = ["rule", "split-a", "split-b"].map(|tag| target(tag, max));
+    // Three rule targets as long as allowed that a record still holds beside a short target.
+    let rule_len = max.min((limits::RECORD_BYTES - 200) / 3);
+    let rule_targets = ["rule", "split-a", "split-b"].map(|tag| target(tag, rule_len));
     let fits = |len: usize| {
         let (status, body) = api.post("/links", &ruled_body(len, &rule_targets));
         match status {
@@ -172,13 +175,13 @@ fn create_links(system: &System) -> Links {
     let not_yet_target = target("not-yet", max);
     let opens = chrono::Utc::now() + chrono::Duration::hours(1);
     let not_yet = system.create(json!({
-        "url": target("opened", max), "valid_since": opens.to_rfc3339(),
+        "url": target("opened", 100), "valid_since": opens.to_rfc3339(),
         "not_yet_url": not_yet_target, "campaign": CAMPAIGN,
     }));
     let expired_target = target("expired", max);
     let ends = chrono::Utc::now() + chrono::Duration::seconds(3);
     let expiring = system.create(json!({
-        "url": target("before-expiry", max), "expires_at": ends.to_rfc3339(),
+        "url": target("before-expiry", 100), "expires_at": ends.to_rfc3339(),
         "expired_url": expired_target, "campaign": CAMPAIGN,
     }));
     let password = system.create(json!({
@@ -186,6 +189,7 @@ fn create_links(system: &System) -> Links {
         "campaign": CAMPAIGN,
     }));
     Links {
+        max,
         long,
         long_target,
         ruled,
@@ -305,13 +309,13 @@ fn check_password(system: &System, links: &Links) {
         .expect("post the password");
     let (status, location) = status_and_location(&response);
     assert_eq!(status, 303);
-    assert_eq!(location, target("protected", limits::TARGET_BYTES));
+    assert_eq!(location, target("protected", links.max));
 }
 
 /// A single API call's body, and a batch's line, of the largest size; one byte more refused.
-fn check_bodies(system: &System) {
+fn check_bodies(system: &System, max: usize) {
     let padded = |len: usize| {
-        let item = json!({"url": target("body", limits::TARGET_BYTES), "campaign": CAMPAIGN});
+        let item = json!({"url": target("body", max), "campaign": CAMPAIGN});
         let text = item.to_string();
         let (head, _) = text.split_at(text.len() - 1);
         format!("{head}{}}}", " ".repeat(len - text.len()))
@@ -349,7 +353,7 @@ fn check_bodies(system: &System) {
     for link in [&created, &results[0]["link"]] {
         let code = link["code"].as_str().unwrap();
         let location = status_and_location(&system.nginx.get("s1.test", &format!("/{code}")));
-        assert_eq!(location, (302, target("body", limits::TARGET_BYTES)));
+        assert_eq!(location, (302, target("body", max)));
     }
 }
 
@@ -524,7 +528,8 @@ fn check_export_import(system: &System, links: &Links, fresh: System, answers: &
     let file = system.dir.path().join("export.ndjson");
     let output = system.sidecar_cli(&["export", "--output", file.to_str().unwrap()]);
     assert!(output.status.success(), "export: {output:?}");
-    let output = fresh.sidecar_cli(&["import", file.to_str().unwrap()]);
+    let max = links.max.to_string();
+    let output = fresh.sidecar_cli(&["import", "--max-url-length", &max, file.to_str().unwrap()]);
     assert!(output.status.success(), "import: {output:?}");
     let clicks = Clicks {
         system: &fresh,
@@ -535,7 +540,9 @@ fn check_export_import(system: &System, links: &Links, fresh: System, answers: &
     assert_eq!(imported[..5], answers[..5]);
 }
 
-fn walk(system: System, fresh: System) {
+/// The walk on `system`, whose sidecar takes targets of up to `max` bytes; `fresh` (a system on a
+/// new database, as long a `max`) receives its export.
+fn walk(system: System, fresh: System, max: usize) {
     let (url, delivered) = receiver();
     let (status, subscription) = system.api().post(
         "/webhooks",
@@ -545,7 +552,7 @@ fn walk(system: System, fresh: System) {
                 "include_bots": true}),
     );
     assert_eq!(status, 201, "{subscription}");
-    let links = create_links(&system);
+    let links = create_links(&system, max);
     let clicks = Clicks {
         system: &system,
         links: &links,
@@ -559,7 +566,7 @@ fn walk(system: System, fresh: System) {
     check_module_answers(&links, &from_module);
     check_request_line_limit(&system, &links);
     check_password(&system, &links);
-    check_bodies(&system);
+    check_bodies(&system, max);
     check_api_resolve(&system, &links);
     check_reads(&system, &links);
     check_console(&system, &links);
@@ -591,21 +598,23 @@ fn walk(system: System, fresh: System) {
     check_api_resolve(&system, &links);
 }
 
+/// SQLite with targets raised to the most `--max-url-length` allows.
 #[test]
 fn every_limit_holds_on_every_path_on_sqlite() {
-    let flags = SIDECAR_FLAGS;
+    let ceiling = limits::TARGET_BYTES_CEILING.to_string();
+    let mut flags = SIDECAR_FLAGS.to_vec();
+    flags.extend(["--max-url-length", &ceiling]);
     let system = System::start_on_with(testkit::RedisServer::start(), Default::default(), &flags);
-    walk(system, System::start());
+    walk(system, System::start(), limits::TARGET_BYTES_CEILING);
 }
 
+/// PostgreSQL with the default target limit.
 #[test]
 fn every_limit_holds_on_every_path_on_postgresql() {
     let postgres = testkit::postgres();
     let system = System::start_on_database_with(&postgres.fresh_database_url(), &SIDECAR_FLAGS);
-    walk(
-        system,
-        System::start_on_database(&postgres.fresh_database_url()),
-    );
+    let fresh = System::start_on_database(&postgres.fresh_database_url());
+    walk(system, fresh, limits::TARGET_BYTES);
 }
 
 /// Every shipped nginx file that proxies to the sidecar gives the answer's header the room the
