@@ -1,7 +1,10 @@
 //! What the OpenAPI document must say that the derives cannot: with it, every request the
 //! document calls valid is one the API can accept (`tests/tests/contract.rs` checks it).
 
-use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
+    SchemaType, Type,
+};
 use utoipa::openapi::RefOr;
 
 /// The largest integer every JSON reader keeps exact (2^53 - 1, JavaScript's
@@ -49,34 +52,70 @@ fn nullable_string(description: &str) -> ObjectBuilder {
         .description(Some(description))
 }
 
-/// `url` of a create.
-pub fn url() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
+/// What `--max-url-length` bounds is the URL as sent and as normalised. A schema can say one of
+/// the two ways it grows: a bare host gets a `/` (`https://a.example?x` is stored as
+/// `https://a.example/?x`), so a URL without that `/` must be a byte shorter. The other,
+/// percent-encoding, it cannot count: it is in the description.
+const LIMIT: &str = "At most 5000 bytes by default (`--max-url-length`) as sent and once \
+     normalised: a `/` is added after a bare host (the schema says that one), and `\"`, `<`, `>` \
+     anywhere, `{`, `}` and `` ` `` in the path, `` ` `` in the fragment and `'` in the query are \
+     percent-encoded, 3 bytes each (else 422 `url_too_long`).";
+
+/// A target URL: [`URL_PATTERN`], at most [`MAX_URL_LENGTH`] bytes, and a byte less without a
+/// path (see [`LIMIT`]); `kind` says whether null is allowed too.
+fn target_url(kind: SchemaType, description: String) -> Schema {
+    // Each part names the type too: generators (hypothesis-jsonschema) refuse to merge a typed
+    // schema with untyped alternatives.
+    let url = ObjectBuilder::new()
+        .schema_type(kind.clone())
         .pattern(Some(URL_PATTERN))
-        .max_length(Some(MAX_URL_LENGTH))
-        .description(Some(
-            "Absolute http(s) URL; IDN hosts are stored as punycode. At most 5000 bytes by default \
-             (`--max-url-length`), before and after normalisation.",
-        ))
-        .examples([serde_json::json!("https://shop.example/spring?utm_source=sms")])
+        .max_length(Some(MAX_URL_LENGTH));
+    let normalised = AnyOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(kind.clone())
+                .max_length(Some(MAX_URL_LENGTH - 1)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(kind)
+                .pattern(Some("^[A-Za-z]+://[^/?#]*/")),
+        );
+    AllOfBuilder::new()
+        .item(url)
+        .item(normalised)
+        .description(Some(description))
         .into()
+}
+
+/// `url` of a create (and of a rule's target, a webhook).
+pub fn url() -> Schema {
+    let Schema::AllOf(mut url) = target_url(
+        Type::String.into(),
+        format!("Absolute http(s) URL; IDN hosts are stored as punycode. {LIMIT}"),
+    ) else {
+        unreachable!("target_url builds an allOf")
+    };
+    url.examples = vec![serde_json::json!(
+        "https://shop.example/spring?utm_source=sms"
+    )];
+    Schema::AllOf(url)
 }
 
 /// `url` of an update: the same, or null (unchanged).
 pub fn new_url() -> Schema {
-    nullable_string("The new target, as `url` of a create.")
-        .pattern(Some(URL_PATTERN))
-        .max_length(Some(MAX_URL_LENGTH))
-        .into()
+    target_url(
+        SchemaType::from_iter([Type::String, Type::Null]),
+        format!("The new target, as `url` of a create; null: unchanged. {LIMIT}"),
+    )
 }
 
 /// `not_yet_url` and `expired_url`: a URL as `url`, or null.
 pub fn optional_url() -> Schema {
-    nullable_string("An absolute http(s) URL, validated like `url`; null for none.")
-        .pattern(Some(URL_PATTERN))
-        .max_length(Some(MAX_URL_LENGTH))
-        .into()
+    target_url(
+        SchemaType::from_iter([Type::String, Type::Null]),
+        format!("An absolute http(s) URL, validated like `url`; null for none. {LIMIT}"),
+    )
 }
 
 /// `max_visits`: 1 to 2^53 - 1, or null (none; on an update, removes the cap).
@@ -164,6 +203,38 @@ pub fn tags() -> Schema {
         .into()
 }
 
+/// A preview's `ip`: an IPv4 or IPv6 address (no zone index, no CIDR), or null.
+pub fn ip() -> Schema {
+    let address = |format| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+    };
+    AnyOfBuilder::new()
+        .item(address(KnownFormat::Ipv4))
+        .item(address(KnownFormat::Ipv6))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some(
+            "The client address, IPv4 or IPv6 (`192.0.2.7`, `2001:db8::1`); else 422 \
+             `invalid_preview`.",
+        ))
+        .into()
+}
+
+/// `schema` that also has exactly one of `fields` present and non-null (each an object or a
+/// value of `types`): a rule's `then`/`split`, a replay's `from`/`failure`.
+fn exactly_one_of(schema: Schema, fields: &[(&str, Type)]) -> Schema {
+    let mut one_of = OneOfBuilder::new();
+    for (field, kind) in fields {
+        one_of = one_of.item(
+            ObjectBuilder::new()
+                .property(*field, ObjectBuilder::new().schema_type(kind.clone()))
+                .required(*field),
+        );
+    }
+    AllOfBuilder::new().item(schema).item(one_of).into()
+}
+
 /// Fixes what utoipa-gen 5.5 gets wrong: it writes `#[schema(min_properties = 1)]` as
 /// `maxProperties: 1`, which would call every PATCH of two fields invalid and `{}` (422
 /// `empty_patch`) valid.
@@ -180,6 +251,51 @@ impl utoipa::Modify for SchemaFixes {
             update.min_properties = Some(1);
             update.max_properties = None;
         }
+        // The rules' counts (wire's MAX_RULES, MAX_VARIANTS, MAX_VALUES; a list condition that
+        // is present holds at least one value, a split at least one variant), else 422
+        // `invalid_rules`.
+        use shortlink_wire::rules::{MAX_RULES, MAX_VALUES, MAX_VARIANTS};
+        for request in ["CreateLinkRequest", "UpdateLinkRequest", "PreviewRequest"] {
+            bound_array(components, request, "rules", 0, MAX_RULES);
+        }
+        for list in ["device", "language", "country", "query", "ip"] {
+            bound_array(components, "Conditions", list, 1, MAX_VALUES);
+        }
+        bound_array(components, "SplitSpec", "variants", 1, MAX_VARIANTS);
+        // serde takes either field as optional; the checks want exactly one (else 422
+        // `invalid_rules`, `invalid_replay`), which the derive cannot say.
+        for (name, fields) in [
+            (
+                "RuleSpec",
+                [("then", Type::Object), ("split", Type::Object)],
+            ),
+            (
+                "ReplayRequest",
+                [("from", Type::String), ("failure", Type::Integer)],
+            ),
+        ] {
+            if let Some(RefOr::T(schema)) = components.schemas.remove(name) {
+                let fixed = exactly_one_of(schema, &fields);
+                components.schemas.insert(name.to_owned(), RefOr::T(fixed));
+            }
+        }
+    }
+}
+
+/// `min..=max` items for the array property `field` of the component `name`.
+fn bound_array(
+    components: &mut utoipa::openapi::Components,
+    name: &str,
+    field: &str,
+    min: usize,
+    max: usize,
+) {
+    let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name) else {
+        return;
+    };
+    if let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut(field) {
+        array.min_items = (min > 0).then_some(min);
+        array.max_items = Some(max);
     }
 }
 

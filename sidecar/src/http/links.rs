@@ -356,7 +356,11 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
             our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
             `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
-            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_rules` (what no schema can say of `rules`: real CIDRs, IANA zones, \
+            language tags, days `mon` to `sun` and hours 0 to 23 without an empty list, weights of a split \
+            not all 0, a variant's `weight` written without a fraction (`3`, not `3.0`), at most 8 conditions a \
+            rule, each `query` entry counting as one), `record_too_large` (the link's record over 16 KiB), \
+            `invalid_valid_since` (`valid_since` not before `expires_at`), `invalid_body`, \
             `idempotency_key_reused` (the `Idempotency-Key` was used with another request)", body = ErrorBody),
         (status = 503, description = "database or redis unavailable; nothing stored", body = ErrorBody),
     ))]
@@ -421,8 +425,12 @@ pub async fn get_link(
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \
             `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
-            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_body`, \
-            `empty_patch`", body = ErrorBody),
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_rules` (what no schema can say of `rules`: real CIDRs, IANA zones, \
+            language tags, days `mon` to `sun` and hours 0 to 23 without an empty list, weights of a split \
+            not all 0, a variant's `weight` written without a fraction (`3`, not `3.0`), at most 8 conditions a \
+            rule, each `query` entry counting as one), `record_too_large` (the link's record over 16 KiB), \
+            `invalid_valid_since` (`valid_since` not before `expires_at`), `invalid_body`, \
+            `empty_patch` (nothing would change: `url`, `redirect`, `forward_query` and `tags` null only)", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
 pub async fn update_link(

@@ -28,9 +28,11 @@ pub struct PreviewRequest {
     pub user_agent: Option<String>,
     /// The phone's `Accept-Language` (`pt-BR,en;q=0.8`).
     pub language: Option<String>,
-    /// ISO alpha-2; if absent, looked up from `ip` in the geo database.
+    /// ISO alpha-2 (either case); if absent, looked up from `ip` in the geo database.
+    #[schema(pattern = "^[A-Za-z]{2}$")]
     pub country: Option<String>,
     /// The client address.
+    #[schema(schema_with = crate::schema::ip)]
     pub ip: Option<String>,
     /// RFC 3339; default now.
     pub time: Option<DateTime<Utc>>,

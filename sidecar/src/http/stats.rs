@@ -291,7 +291,9 @@ pub(crate) fn view(q: &StatsQuery, stats: Stats) -> StatsView {
         (status = 200, body = StatsView),
         (status = 400, description = "a malformed or out-of-bounds parameter (`invalid_query`, `invalid_top`)", body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 422, description = "`invalid_range`, `range_too_large`", body = ErrorBody),
+        (status = 422, description = "what no schema can say of the range: `invalid_range` (`from` \
+            not before `to` once both are aligned to `interval`), `range_too_large` (more than 10,000 \
+            intervals)", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
 pub async fn link_stats(
@@ -321,7 +323,9 @@ pub async fn link_stats(
     responses(
         (status = 200, body = StatsView),
         (status = 400, description = "a malformed or out-of-bounds parameter (`invalid_query`, `invalid_top`)", body = ErrorBody),
-        (status = 422, description = "`invalid_range`, `range_too_large`", body = ErrorBody),
+        (status = 422, description = "what no schema can say of the range: `invalid_range` (`from` \
+            not before `to` once both are aligned to `interval`), `range_too_large` (more than 10,000 \
+            intervals)", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
 pub async fn global_stats(

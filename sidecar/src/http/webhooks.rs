@@ -136,8 +136,9 @@ pub async fn webhook_failures(
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
-        (status = 422, description = "`invalid_replay` (neither or both of `from` and `failure`), \
-            `unknown_failure`, `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_replay` (neither or both of `from` and `failure`, as \
+            the schema says), `unknown_failure` (a `failure` this webhook does not have: no schema can \
+            know), `invalid_body`", body = ErrorBody),
     ))]
 pub async fn replay_webhook(
     State(state): State<AppState>,

@@ -96,9 +96,11 @@ struct ItemResult {
     // Items are checked one by one: an item that is not a `CreateLinkRequest` gets its own 422
     // result and the others go ahead, so the body's schema is "an array of anything".
     request_body(content = Vec<serde_json::Value>,
-        description = "a JSON array of `CreateLinkRequest` items, or one item per line with \
-            `Content-Type: application/x-ndjson`; an item that is not a valid `CreateLinkRequest` \
-            is answered 422 in its own result, the others are created"),
+        description = "a JSON array of `CreateLinkRequest` items (at most 10,000), or one item \
+            per line with `Content-Type: application/x-ndjson`; an item that is not a valid \
+            `CreateLinkRequest` (`[[null, null]]` holds two such items) is answered 422 in its \
+            own result, the others are created. No schema can say it: an `Idempotency-Key` sent \
+            again with another body is 422 `idempotency_key_reused`"),
     responses(
         (status = 200, description = "`{\"results\":[{index, status, link | error}]}`, or one \
             such result per line for NDJSON"),

@@ -39,8 +39,16 @@ pub fn router() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct ComposeParams {
     /// The message: `{{name}}` for a recipient's variable, `{{link}}` (required) for the
-    /// recipient's short URL. At most 4,000 characters and 100 placeholders.
-    #[param(min_length = 1, max_length = 4000)]
+    /// recipient's short URL. At most 4,000 characters and 100 placeholders; beyond what the
+    /// pattern says, the braces must balance, every variable must be a column of the CSV
+    /// header (or a key of the first 1,000 NDJSON recipients' `variables`), and the message
+    /// with its link and every variable empty must fit 1,530 characters (else 422
+    /// `invalid_template`).
+    #[param(
+        min_length = 1,
+        max_length = 4000,
+        pattern = "\\{\\{[ \\t]*link[ \\t]*\\}\\}"
+    )]
     #[arg(long)]
     pub template: String,
     /// Target URL of recipients without their own `url`, with `{{name}}` variables
@@ -76,7 +84,9 @@ pub struct ComposeParams {
     /// `oriya`, `punjabi`, `tamil`, `telugu`, `urdu`.
     #[arg(long)]
     pub languages: Option<String>,
-    /// Country of numbers written without their country code (ISO 3166-1 alpha-2, e.g. `FR`).
+    /// Country of numbers written without their country code (ISO 3166-1 alpha-2, e.g. `FR`;
+    /// a code libphonenumber does not know is 422 `invalid_country`).
+    #[param(pattern = "^[A-Za-z]{2}$")]
     #[arg(long)]
     pub country: Option<String>,
     /// Check and measure, issue nothing.
@@ -151,7 +161,8 @@ impl From<CampaignError> for Error {
         (status = 422, description = "refused before anything is issued: `invalid_template` \
             (unbalanced braces, an unknown variable, no `{{link}}`, too long), \
             `invalid_url_template`, `invalid_budget`, `invalid_language`, `invalid_country`, \
-            `invalid_campaign`, `invalid_csv` (the header), `no_issuing_domain`, \
+            `invalid_campaign`, `invalid_csv` (what no schema of a CSV body can say: a \
+            header line with a `phone` column and no column twice), `no_issuing_domain`, \
             `idempotency_key_reused`", body = super::ErrorBody),
     ))]
 pub async fn compose(
