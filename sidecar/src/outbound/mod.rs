@@ -44,11 +44,12 @@ impl Policy {
         ca_flag: &str,
     ) -> Result<reqwest::ClientBuilder, String> {
         let tls = crate::domains::certificate::verifying_config(ca, ca_flag)?;
+        // Through a proxy, the only name resolved here is the proxy's own, which the operator
+        // chose (often an internal one): the targets' names are resolved by the proxy.
+        let allow_private = self.allow_private || self.proxy.is_some();
         let builder = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
-            .dns_resolver(Arc::new(PublicResolver {
-                allow_private: self.allow_private,
-            }))
+            .dns_resolver(Arc::new(PublicResolver { allow_private }))
             .redirect(reqwest::redirect::Policy::none());
         Ok(match &self.proxy {
             Some(proxy) => builder.proxy(

@@ -79,11 +79,11 @@ mod tests {
     use super::*;
     use crate::webhooks::Privacy;
 
-    fn sender(allow_private: bool) -> Sender {
+    fn sender(allow_private: bool, proxy: Option<url::Url>) -> Sender {
         Sender::new(&WebhookSettings {
             deliver: true,
             allow_private,
-            proxy: None,
+            proxy,
             ca: None,
             retry_window: Duration::from_secs(60),
             timeout: Duration::from_secs(2),
@@ -98,7 +98,7 @@ mod tests {
     /// the check existed, or a URL put in the database by hand): nothing is sent.
     #[tokio::test]
     async fn tunnelled_and_reserved_addresses_are_refused_at_send() {
-        let sender = sender(false);
+        let sender = sender(false, None);
         for host in [
             "[64:ff9b::7f00:1]",
             "[64:ff9b:1::a00:5]",
@@ -116,5 +116,23 @@ mod tests {
                 "{url}: {sent:?}"
             );
         }
+    }
+
+    /// `--outbound-proxy`: every POST goes to the proxy (named here by a name that resolves to
+    /// loopback: the proxy is the operator's choice, not a receiver's).
+    #[tokio::test]
+    async fn an_explicit_proxy_is_used() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let proxy = url::Url::parse(&format!("http://localhost:{port}")).unwrap();
+        let accepted = tokio::spawn(async move {
+            let accept = tokio::time::timeout(Duration::from_secs(5), listener.accept());
+            matches!(accept.await, Ok(Ok(_)))
+        });
+        let url = url::Url::parse("http://hooks.example/in").unwrap();
+        let sender = sender(false, Some(proxy));
+        let sent = sender.post(&url, "0123456789abcdef", b"{}".to_vec());
+        let _ = tokio::time::timeout(Duration::from_secs(5), sent).await;
+        assert!(accepted.await.unwrap(), "the proxy got the connection");
     }
 }
