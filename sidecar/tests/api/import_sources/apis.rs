@@ -3,8 +3,9 @@
 use super::source_server::{self, KEY};
 use super::{import, link_row, skipped};
 use crate::helpers::*;
-use serde_json::Value;
-use std::sync::atomic::Ordering;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Shlink: codes with `.`/`~` kept, forwardQuery per link, validUntil/validSince/maxVisits,
 /// tags, the same code on a second domain reported as a collision, individual visits stored so
@@ -203,4 +204,64 @@ async fn bitly_api_links_are_kept() {
     )
     .await;
     assert!(outcome.unwrap_err().contains("403"));
+}
+
+/// A server answering every request with `answer(path)`, counting them and the ones that carried
+/// an `Authorization` header.
+async fn counting_server(
+    answer: impl Fn(&str) -> Value + Clone + Send + Sync + 'static,
+) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(AtomicUsize::new(0));
+    let (h, t) = (Arc::clone(&hits), Arc::clone(&tokens));
+    let app = axum::Router::new().fallback(
+        move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+            h.fetch_add(1, Ordering::SeqCst);
+            if headers.contains_key("authorization") {
+                t.fetch_add(1, Ordering::SeqCst);
+            }
+            let body = answer(uri.path());
+            async move { axum::Json(body) }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, hits, tokens)
+}
+
+/// Bitly's `pagination.next` is followed only on the API's own origin (issue 51): a page naming
+/// another host stops the import there, and that host never gets a request, nor the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bitly_pagination_elsewhere_is_not_followed() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let (elsewhere, elsewhere_hits, _) =
+        counting_server(|_| json!({"links": [], "pagination": {"next": ""}})).await;
+    let next = format!("{elsewhere}/v4/groups/Bg1aBcDeF2/bitlinks?search_after=x");
+    let (source, _, tokens) = counting_server(move |path| match path.ends_with("/summary") {
+        true => json!({"total_clicks": 1}),
+        false => json!({
+            "links": [{"id": "bit.ly/away1", "long_url": "https://brand.example/a"}],
+            "pagination": {"next": next, "total": 2},
+        }),
+    })
+    .await;
+    let args = [
+        "--from",
+        "bitly",
+        "--source-url",
+        &source,
+        "--source-key",
+        KEY,
+        "--bitly-group",
+        "Bg1aBcDeF2",
+    ];
+    let (outcome, _) = import(&app, &args).await;
+    let error = outcome.unwrap_err();
+    assert!(error.contains("not on the source's origin"), "{error}");
+    assert!(
+        tokens.load(Ordering::SeqCst) >= 2,
+        "the source itself was asked"
+    );
+    assert_eq!(elsewhere_hits.load(Ordering::SeqCst), 0, "not followed");
 }
