@@ -357,8 +357,18 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
     let mut domains = health.forget_unnamed(Instant::now());
     domains.extend(settings.static_domains.iter().cloned());
     domains.extend(issued.keys().cloned());
-    // A forgotten domain leaves the list too.
-    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| domains.contains(domain));
+    // A forgotten domain leaves the list too, and its state series drop to 0 (the exporter keeps
+    // a series once written: a stale 1 would say it is still healthy or down).
+    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| {
+        let kept = domains.contains(domain);
+        if !kept {
+            for s in State::CHECKED {
+                metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
+                    .set(0.0);
+            }
+        }
+        kept
+    });
     let weight_total: f64 = issued.values().map(|(_, weight)| weight).sum();
     let clicks_total: i64 = clicks.values().sum();
     // Probes of different domains at once: one unreachable domain costs its timeouts, which
