@@ -256,12 +256,52 @@ impl utoipa::Modify for SchemaFixes {
         // `invalid_rules`.
         use shortlink_wire::rules::{MAX_RULES, MAX_VALUES, MAX_VARIANTS};
         for request in ["CreateLinkRequest", "UpdateLinkRequest", "PreviewRequest"] {
-            bound_array(components, request, "rules", 0, MAX_RULES);
+            bound_array(components, request, "rules", 0, Some(MAX_RULES));
         }
         for list in ["device", "language", "country", "query", "ip"] {
-            bound_array(components, "Conditions", list, 1, MAX_VALUES);
+            bound_array(components, "Conditions", list, 1, Some(MAX_VALUES));
         }
-        bound_array(components, "SplitSpec", "variants", 1, MAX_VARIANTS);
+        bound_array(components, "SplitSpec", "variants", 1, Some(MAX_VARIANTS));
+        // The values rules check one by one (`link/rules/convert.rs`), each case-insensitive
+        // where the check is.
+        let day = concat!(
+            "^([Mm][Oo][Nn]|[Tt][Uu][Ee]|[Ww][Ee][Dd]|[Tt][Hh][Uu]|[Ff][Rr][Ii]|",
+            "[Ss][Aa][Tt]|[Ss][Uu][Nn])$"
+        );
+        let device = concat!(
+            "^([Ii][Oo][Ss]|[Aa][Nn][Dd][Rr][Oo][Ii][Dd]|[Dd][Ee][Ss][Kk][Tt][Oo][Pp]|",
+            "[Oo][Tt][Hh][Ee][Rr])$"
+        );
+        for (name, field, pattern, max_length) in [
+            ("Conditions", "device", device, None),
+            (
+                "Conditions",
+                "language",
+                "^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$",
+                Some(35),
+            ),
+            ("Conditions", "country", "^[A-Za-z]{2}$", None),
+            ("WeeklySpec", "days", day, None),
+        ] {
+            if let Some(item) = array_item(components, name, field) {
+                item.pattern = Some(pattern.to_owned());
+                item.max_length = max_length;
+            }
+        }
+        bound_array(components, "WeeklySpec", "days", 1, None);
+        bound_array(components, "WeeklySpec", "hours", 1, None);
+        if let Some(hour) = array_item(components, "WeeklySpec", "hours") {
+            hour.maximum = Some(23.into());
+        }
+        // A query condition's name and value, in bytes (characters here: the schema's count).
+        if let Some(RefOr::T(Schema::Object(query))) = components.schemas.get_mut("QuerySpec") {
+            for (field, min, max) in [("name", Some(1), 255), ("value", None, 1024)] {
+                if let Some(RefOr::T(Schema::Object(text))) = query.properties.get_mut(field) {
+                    text.min_length = min;
+                    text.max_length = Some(max);
+                }
+            }
+        }
         // serde takes either field as optional; the checks want exactly one (else 422
         // `invalid_rules`, `invalid_replay`), which the derive cannot say.
         for (name, fields) in [
@@ -282,20 +322,41 @@ impl utoipa::Modify for SchemaFixes {
     }
 }
 
-/// `min..=max` items for the array property `field` of the component `name`.
+/// At least `min` (0: any) and at most `max` items for the array property `field` of the component `name`.
 fn bound_array(
     components: &mut utoipa::openapi::Components,
     name: &str,
     field: &str,
     min: usize,
-    max: usize,
+    max: Option<usize>,
 ) {
     let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name) else {
         return;
     };
     if let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut(field) {
         array.min_items = (min > 0).then_some(min);
-        array.max_items = Some(max);
+        array.max_items = max;
+    }
+}
+
+/// The object schema of the items of the array property `field` of the component `name`.
+fn array_item<'a>(
+    components: &'a mut utoipa::openapi::Components,
+    name: &str,
+    field: &str,
+) -> Option<&'a mut utoipa::openapi::schema::Object> {
+    let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name) else {
+        return None;
+    };
+    let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut(field) else {
+        return None;
+    };
+    match &mut array.items {
+        utoipa::openapi::schema::ArrayItems::RefOrSchema(item) => match item.as_mut() {
+            RefOr::T(Schema::Object(item)) => Some(item),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
