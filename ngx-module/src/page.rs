@@ -7,6 +7,7 @@ use nginx_sys::{
     NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_OK,
 };
 use ngx::ngx_string;
+use shortlink_wire::page::SECURITY_HEADERS;
 
 use crate::respond::push_header;
 
@@ -32,21 +33,6 @@ pub const CONFIG_JSON: Kind = Kind {
     type_len: "application/json".len(),
     cache_control: "public, max-age=3600",
 };
-
-/// Sent with every page and file the module writes. Nothing on them loads anything (no script,
-/// style or image: a card's image is a tag for fetchers, never shown; the password form posts to
-/// the page's own URL, which `default-src` does not govern, and `form-action` is left out because
-/// browsers apply it to the 303 that follows), no other site may frame them (a password form in
-/// a frame invites clickjacking), no browser sniffs them into another type, and the short URL does
-/// not travel on in `Referer`.
-const SECURITY_HEADERS: [(&str, &str); 3] = [
-    (
-        "Content-Security-Policy",
-        "default-src 'none'; frame-ancestors 'none'",
-    ),
-    ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "no-referrer"),
-];
 
 /// Sends `status` with `body` as HTML, never cached; returns what the content handler returns
 /// (or what finalizes the request).
@@ -77,6 +63,7 @@ pub fn send_as(r: &mut ngx_http_request_t, kind: &Kind, status: u16, body: &[u8]
     if push_header(r, ngx_string!("Cache-Control"), cache_control).is_none() {
         return error;
     }
+    // Every page and file the module writes, as the fallback's (`wire::page`).
     for (name, value) in SECURITY_HEADERS {
         // Both live in static memory; nginx only reads them.
         let name = ngx_str_t {

@@ -1,6 +1,6 @@
 //! The pages the module writes itself (the password form and its answers, the "not yet" page, a
-//! preview card, the app-link files) carry headers that keep them out of frames, out of type
-//! sniffing and out of `Referer`, and let them load nothing.
+//! preview card, the app-link files), and the same pages from the fallback, carry headers that
+//! keep them out of frames, out of type sniffing and out of `Referer`, and let them load nothing.
 
 use reqwest::blocking::Response;
 use serde_json::json;
@@ -91,6 +91,20 @@ fn every_module_page_has_the_security_headers() {
     let redirect = system.nginx.get("s1.test", &format!("/{plain}"));
     assert_eq!(redirect.status().as_u16(), 302);
     assert!(redirect.headers().get("content-security-policy").is_none());
+
+    // With Redis away the sidecar's fallback draws the same pages, with the same headers.
+    let mut system = system;
+    system.redis.stop();
+    let fallbacks = system.nginx.counters()["fallbacks"];
+    let prompt = system.nginx.get("s1.test", &format!("/{protected}"));
+    assert_page_headers("the fallback's password page", &prompt, 401);
+    let not_yet = system.nginx.get("s1.test", &format!("/{later}"));
+    assert_page_headers("the fallback's \"not yet\" page", &not_yet, 403);
+    let card = system
+        .nginx
+        .get_with("s1.test", &format!("/{carded}"), &[("User-Agent", FETCHER)]);
+    assert_page_headers("the fallback's preview card", &card, 200);
+    assert_eq!(system.nginx.counters()["fallbacks"], fallbacks + 3);
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //!   the limits both keep;
 //! - [`resp`]: RESP2 framing: the reader the module runs on every Redis reply, and command encoding;
 //! - [`path`]: where the code sits in a raw request URI;
+//! - [`page`]: the headers every page a click can get carries;
 //! - [`preview`]: a link's preview card, in a key of its own, and the page fetchers get;
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
 //! - [`rules`]: click-time rules, their bytes in the record and their evaluation.
@@ -29,6 +30,7 @@ pub mod cluster;
 pub mod event;
 pub mod keys;
 pub mod limits;
+pub mod page;
 pub mod path;
 pub mod preview;
 pub mod record;

@@ -97,10 +97,11 @@ pub async fn resolve(
     Ok(response)
 }
 
-/// One of `wire`'s pages ("not yet", password, card), byte for byte what the module sends.
+/// One of `wire`'s pages ("not yet", password, card), byte for byte what the module sends, with
+/// the module's headers.
 fn page(status: u16, body: Vec<u8>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
-    (
+    let mut response = (
         status,
         [(
             header::CONTENT_TYPE,
@@ -108,7 +109,13 @@ fn page(status: u16, body: Vec<u8>) -> Response {
         )],
         body,
     )
-        .into_response()
+        .into_response();
+    for (name, value) in shortlink_wire::page::SECURITY_HEADERS {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
 }
 
 /// A fresh random number for a split per click.
