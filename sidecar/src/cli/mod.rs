@@ -265,6 +265,23 @@ mod tests {
     }
 
     #[test]
+    fn max_url_length_stops_at_what_nginx_carries() {
+        use shortlink_wire::limits::TARGET_BYTES_CEILING;
+        let parse = |value: &str| Cli::try_parse_from(["x", "--max-url-length", value]);
+        let ceiling = TARGET_BYTES_CEILING.to_string();
+        assert_eq!(
+            parse(&ceiling).unwrap().config.max_url_length,
+            TARGET_BYTES_CEILING
+        );
+        let refused = parse(&(TARGET_BYTES_CEILING + 1).to_string())
+            .err()
+            .unwrap();
+        assert!(refused.to_string().contains(&ceiling), "{refused}");
+        assert!(parse("0").is_err());
+        assert!(parse("many").is_err());
+    }
+
+    #[test]
     fn code_secret_from_flag_or_file() {
         let cli = Cli::try_parse_from(["x", "--code-secret", SECRET]).unwrap();
         assert_eq!(cli.config.code_secret().unwrap().len(), 16);
