@@ -69,3 +69,16 @@ impl Policy {
         }
     }
 }
+
+/// A request's error with its causes: reqwest's own text is only "error sending request", and
+/// the cause names what went wrong (a refused internal address, a timeout, a TLS failure).
+pub fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -4,7 +4,7 @@
 //! every POST signed.
 
 use super::WebhookSettings;
-use crate::outbound::Policy;
+use crate::outbound::{self, Policy};
 use crate::signing;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ impl Sender {
             .body(body)
             .send()
             .await
-            .map_err(|e| SendError::Transport(describe(&e)))?;
+            .map_err(|e| SendError::Transport(outbound::describe(&e)))?;
         let status = answer.status();
         // Read to the end, so that the connection goes back to the pool.
         let _ = answer.bytes().await;
@@ -60,18 +60,6 @@ impl Sender {
             false => Err(SendError::Status(status.as_u16())),
         }
     }
-}
-
-/// The error with its causes (reqwest's own text is only "error sending request").
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! page); the start of the answer goes to the log only.
 
 use super::BoxError;
-use crate::outbound::Policy;
+use crate::outbound::{self, Policy};
 use std::time::Duration;
 
 /// Tries per request: rate limits and server errors are waited out this many times.
@@ -102,7 +102,9 @@ impl Fetch {
                     tokio::time::sleep(backoff(tries)).await;
                     continue;
                 }
-                Err(error) => return Err(format!("GET {url}: {}", describe(&error)).into()),
+                Err(error) => {
+                    return Err(format!("GET {url}: {}", outbound::describe(&error)).into())
+                }
             };
             let status = response.status();
             let wait = retry_after(response.headers());
@@ -134,19 +136,6 @@ impl Fetch {
 
 fn refused(host: &str, what: &str) -> BoxError {
     format!("{what}: {host} is not a public address (--import-allow-private lifts this)").into()
-}
-
-/// The error and its causes (reqwest's own text is only "error sending request"), which name
-/// the refusal of a name resolving to internal addresses.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare in APIs: then our own backoff).
