@@ -136,8 +136,9 @@ pub fn max_visits() -> Schema {
 /// (at most that many characters, and bytes in UTF-8, which no schema can say: else 422
 /// `invalid_password`), or null.
 pub fn password() -> Schema {
-    use crate::service::validate::MIN_PASSWORD_CHARS;
-    use shortlink_wire::record::password::MAX_PASSWORD_BYTES;
+    use shortlink_wire::limits::{
+        PASSWORD_BYTES as MAX_PASSWORD_BYTES, PASSWORD_MIN_CHARS as MIN_PASSWORD_CHARS,
+    };
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
         .description(Some(format!(

@@ -4,6 +4,11 @@
 //! the visit pipeline (`visit-enrich`) labels every visit with it, and the module answers preview
 //! fetchers of a link with a card with it, so the two never disagree about who is a preview.
 
+/// The start of `verify-import`'s `User-Agent` (then its version): its requests check an edge
+/// before DNS moves, nobody's visits, so the visit consumer stores none of them. A client sending
+/// this agent is left out of the stats the same way (as it could be by sending no request at all).
+pub const VERIFY_IMPORT_AGENT: &str = "shortlink-verify-import/";
+
 /// Who made the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(

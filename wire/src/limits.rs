@@ -56,6 +56,10 @@ const _: () = assert!(shortcode::IMPORTED_MAX_LEN == CODE_BYTES);
 /// The longest password a link may have, and a password form may submit.
 pub const PASSWORD_BYTES: usize = crate::record::password::MAX_PASSWORD_BYTES;
 
+/// The shortest password a link may have, in characters: the attempt budgets
+/// (docs/SECURITY.md, "Password links") make guessing slow, not impossible.
+pub const PASSWORD_MIN_CHARS: usize = 8;
+
 /// A preview card's fields, in bytes.
 pub const CARD_TITLE_BYTES: usize = preview::MAX_TITLE;
 pub const CARD_DESCRIPTION_BYTES: usize = preview::MAX_DESCRIPTION;

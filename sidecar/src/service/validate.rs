@@ -196,7 +196,7 @@ pub fn max_visits(value: i64) -> Result<i64, Invalid> {
 
 /// Shortest password taken, in characters: the module's guess budget (docs/SECURITY.md, "Password
 /// links") only makes guessing slow; a short password would still fall to it.
-pub const MIN_PASSWORD_CHARS: usize = 8;
+pub const MIN_PASSWORD_CHARS: usize = shortlink_wire::limits::PASSWORD_MIN_CHARS;
 
 /// `password`: at least [`MIN_PASSWORD_CHARS`] characters and at most `MAX_PASSWORD_BYTES` bytes,
 /// turned into what SQL keeps (the salted digest as hex, a fresh salt per link). The error never

@@ -27,11 +27,6 @@ use store::VisitStore;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The start of `verify-import`'s `User-Agent` (then its version): its requests check an edge
-/// before DNS moves, nobody's visits, so the consumer stores none of them. A client sending this
-/// agent is left out of the stats the same way (as it could be by sending no request at all).
-pub const VERIFY_IMPORT_AGENT: &str = "shortlink-verify-import/";
-
 /// What the stats API needs.
 #[derive(Clone)]
 pub struct Analytics {

@@ -5,7 +5,7 @@
 //! is not asked: it is listed, with the reason, as the import listed it.
 //!
 //! Its requests carry `User-Agent: shortlink-verify-import/<version>`
-//! ([`crate::visits::VERIFY_IMPORT_AGENT`]): the visit consumer leaves them out of every link's
+//! ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]): the visit consumer leaves them out of every link's
 //! stats, so a verification adds no visit.
 
 use super::source::{self, BoxError, SourceArgs, SourceKind, SourceLink};
@@ -176,7 +176,7 @@ async fn ask(edge: SocketAddr, link: &SourceLink) -> Result<http1::Answer, Strin
     let head = format!(
         "GET /{} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}{}",
         link.code,
-        crate::visits::VERIFY_IMPORT_AGENT,
+        shortlink_wire::agent::VERIFY_IMPORT_AGENT,
         env!("CARGO_PKG_VERSION")
     );
     http1::exchange(edge, None, &head, &[], Duration::from_secs(10)).await

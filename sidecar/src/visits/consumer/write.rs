@@ -28,7 +28,7 @@ pub(super) struct Writer {
 
 /// Splits entries into visits (several per entry when the module packed them) and enriches them.
 /// Malformed visits, non-redirect answers and `verify-import`'s own requests
-/// ([`crate::visits::VERIFY_IMPORT_AGENT`]) are counted and left out; their entries are
+/// ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]) are counted and left out; their entries are
 /// acknowledged with the rest.
 /// `suffix`: on a cluster, the stream's own mark appended to each entry id to make the visit id:
 /// entry ids are unique per stream only, and two streams' entries of the same millisecond would
@@ -66,7 +66,7 @@ pub(super) fn prepare(
             Ok(event)
                 if event.status.is_some_and(|s| !(300..400).contains(&s))
                     || event.user_agent.as_deref().is_some_and(|agent| {
-                        agent.starts_with(crate::visits::VERIFY_IMPORT_AGENT)
+                        agent.starts_with(shortlink_wire::agent::VERIFY_IMPORT_AGENT)
                     }) =>
             {
                 ConsumerCounters::add(&counters.ignored, 1);
