@@ -2,10 +2,10 @@
 //! cache, then (rarely) Redis.
 
 use nginx_sys::{
-    ngx_http_complex_value, ngx_http_get_indexed_variable, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_time, NGX_HTTP_GET, NGX_HTTP_HEAD,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND, NGX_HTTP_POST,
-    NGX_OK,
+    ngx_http_complex_value, ngx_http_finalize_request, ngx_http_get_indexed_variable,
+    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_time, NGX_HTTP_GET,
+    NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND,
+    NGX_HTTP_POST, NGX_OK,
 };
 use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
@@ -28,14 +28,30 @@ pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
         let r = unsafe { &mut *r };
         // A password page's form: the body first, then the code as for a GET.
         if r.method & NGX_HTTP_POST as usize != 0 {
-            return password::read_form(r);
+            return password::read_form(r, Some(form_read));
         }
         handle(r, None)
     })
 }
 
+/// nginx's body handler for a password form: the body is in, so the code is handled as for
+/// a GET, with the submitted password.
+extern "C" fn form_read(r: *mut ngx_http_request_t) {
+    let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
+        // SAFETY: nginx calls the body handler with the live request whose body it read.
+        let r = unsafe { &mut *r };
+        match password::submitted(r) {
+            Ok(password) => handle(r, Some(&password)),
+            Err(rc) => rc,
+        }
+    });
+    // SAFETY: releases the reference the body read took; `rc` may be NGX_DONE when a lookup
+    // task holds its own reference and finalizes later.
+    unsafe { ngx_http_finalize_request(r, rc) };
+}
+
 /// Answers a GET or HEAD, or (with the submitted `password`) a POST.
-pub fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t {
+fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t {
     let (Some(mcf), Some(lcf)) = (
         ShortlinkModule::main_conf(r),
         ShortlinkModule::location_conf(r),

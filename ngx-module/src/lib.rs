@@ -14,6 +14,7 @@ pub mod events;
 mod ffi;
 pub mod geo;
 mod handler;
+mod headers;
 mod lookup;
 mod page;
 mod password;

@@ -9,7 +9,7 @@ use nginx_sys::{
 use ngx::ngx_string;
 use shortlink_wire::page::SECURITY_HEADERS;
 
-use crate::respond::push_header;
+use crate::headers::push_header;
 
 /// What is sent, and for how long a client or CDN may keep it.
 pub struct Kind {

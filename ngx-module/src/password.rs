@@ -4,14 +4,12 @@
 //! (`shortlink_wire::record::password`).
 
 use nginx_sys::{
-    ngx_http_finalize_request, ngx_http_read_client_request_body, ngx_http_request_t, ngx_int_t,
-    NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-    NGX_HTTP_SPECIAL_RESPONSE,
+    ngx_http_client_body_handler_pt, ngx_http_read_client_request_body, ngx_http_request_t,
+    ngx_int_t, NGX_DONE, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NGX_HTTP_SPECIAL_RESPONSE,
 };
 use shortlink_wire::record::password::{client_key, form_value, FIELD, MAX_PASSWORD_BYTES};
 
 use crate::request::click;
-use crate::{ffi, handler};
 
 /// Form bodies larger than this are refused: a password form is a few dozen bytes.
 const MAX_BODY: usize = 4096;
@@ -59,34 +57,21 @@ impl Client {
     }
 }
 
-/// Starts reading a POST's body; [`form_read`] carries on with the request once it is in.
-pub fn read_form(r: &mut ngx_http_request_t) -> ngx_int_t {
+/// Starts reading a POST's body; nginx calls `then` once it is in, which reads it with
+/// [`submitted`] and carries on with the request.
+pub fn read_form(r: &mut ngx_http_request_t, then: ngx_http_client_body_handler_pt) -> ngx_int_t {
     // SAFETY: a live request in its content handler, as the call requires; nginx keeps the
-    // request alive (its own reference) until `form_read` finalizes it.
-    let rc = unsafe { ngx_http_read_client_request_body(r, Some(form_read)) };
+    // request alive (its own reference) until `then` finalizes it.
+    let rc = unsafe { ngx_http_read_client_request_body(r, then) };
     if rc >= NGX_HTTP_SPECIAL_RESPONSE as ngx_int_t {
         return rc;
     }
     NGX_DONE as ngx_int_t
 }
 
-extern "C" fn form_read(r: *mut ngx_http_request_t) {
-    let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
-        // SAFETY: nginx calls the body handler with the live request whose body it read.
-        let r = unsafe { &mut *r };
-        match submitted(r) {
-            Ok(password) => handler::handle(r, Some(&password)),
-            Err(rc) => rc,
-        }
-    });
-    // SAFETY: releases the reference the body read took; `rc` may be NGX_DONE when a lookup
-    // task holds its own reference and finalizes later.
-    unsafe { ngx_http_finalize_request(r, rc) };
-}
-
 /// The password field of the body just read (empty when the field is absent, so that a POST to
 /// a protected link without it is a wrong attempt, and to any other link is harmless).
-fn submitted(r: &ngx_http_request_t) -> Result<Submitted, ngx_int_t> {
+pub fn submitted(r: &ngx_http_request_t) -> Result<Submitted, ngx_int_t> {
     let too_large = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE as ngx_int_t;
     let mut body = [0u8; MAX_BODY];
     let mut len = 0;

@@ -3,15 +3,16 @@
 //! link that is not open yet gets wire's "not yet" page.
 
 use nginx_sys::{
-    ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_list_push,
-    ngx_pnalloc, ngx_str_t, ngx_table_elt_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR,
-    NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
+    ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_pnalloc,
+    ngx_str_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND,
+    NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::ngx_string;
 
 use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
+use crate::headers::push_header;
 use crate::redis::RedisError;
 use crate::request::{click, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
@@ -295,25 +296,4 @@ fn retry_after(r: &mut ngx_http_request_t, seconds: u64) -> Option<()> {
         data,
     };
     push_header(r, ngx_string!("Retry-After"), value).map(|_| ())
-}
-
-pub(crate) fn push_header(
-    r: &mut ngx_http_request_t,
-    key: ngx_str_t,
-    value: ngx_str_t,
-) -> Option<*mut ngx_table_elt_t> {
-    // SAFETY: the output header list of a live request; the new element is zeroed before use so
-    // fields that differ between nginx versions (such as `next`) start out empty.
-    unsafe {
-        let h = ngx_list_push(&mut r.headers_out.headers).cast::<ngx_table_elt_t>();
-        if h.is_null() {
-            return None;
-        }
-        std::ptr::write_bytes(h, 0, 1);
-        let header = &mut *h;
-        header.hash = 1;
-        header.key = key;
-        header.value = value;
-        Some(h)
-    }
 }
