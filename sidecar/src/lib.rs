@@ -21,12 +21,14 @@
 //!   user's behalf (webhooks, imports);
 //! - [`metrics`]: Prometheus metrics; [`redact`]: secrets kept out of logs; [`csv_cell`]: CSV
 //!   cells a spreadsheet never runs as formulas;
-//! - [`validate`]: target URL policy; [`cli`]: subcommands (import, export, compose, …).
+//! - [`validate`]: target URL policy; [`cli`]: subcommands (import, export, compose, …);
+//! - [`background`]: how every periodic job and consumer is started and stopped.
 
 // One module may call C: the SQLite visit batch write (visits/store/sqlite/raw.rs, issue 38),
 // which allows it for itself and requires a `// SAFETY:` comment on each block.
 #![deny(unsafe_code)]
 
+pub mod background;
 pub mod cli;
 pub mod code_scheme;
 pub mod config;
@@ -211,6 +213,8 @@ pub struct Application {
     health: Option<domains::health::HealthSettings>,
     /// `None` with `--webhooks false`.
     delivery: Option<Arc<webhooks::deliver::Deliverer>>,
+    /// The background work, stopped after the requests in flight (see [`Self::tasks`]).
+    tasks: background::Tasks,
 }
 
 impl Application {
@@ -249,6 +253,7 @@ impl Application {
             state,
             health,
             delivery,
+            tasks: background::Tasks::new(),
         })
     }
 
@@ -262,42 +267,41 @@ impl Application {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    /// Where a caller adds background work to run beside the API: [`Self::run_until`] starts
+    /// the domain health checks and webhook delivery there too, and stops them all together.
+    pub fn tasks(&mut self) -> &mut background::Tasks {
+        &mut self.tasks
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight, then stops the
+    /// background work within [`background::DRAIN`]. Dropping this future (a test dropping a
+    /// server as a crash would) aborts the background work at once.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let mut tasks = self.tasks;
         let visits = Arc::clone(&self.state.analytics.store);
-        let job = match self.health {
-            Some(settings) => tokio::spawn(domains::health::run(
-                Arc::clone(&self.state.domains),
-                settings,
-                visits,
-            )),
-            None => tokio::spawn(domains::health::forget_old_clicks_hourly(visits)),
-        };
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        // Aborted with this future too (a test drops a server as a crash would).
-        let delivery = (self.delivery).map(|d| AbortOnDrop(tokio::spawn(d.run(stopped))));
+        match self.health {
+            Some(settings) => {
+                let health = Arc::clone(&self.state.domains);
+                tasks.spawn("domain health", move |shutdown| {
+                    domains::health::run(health, settings, visits, shutdown)
+                });
+            }
+            None => tasks.spawn("domain click counts", move |shutdown| {
+                domains::health::forget_old_clicks_hourly(visits, shutdown)
+            }),
+        }
+        if let Some(delivery) = self.delivery {
+            tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
+        }
         let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
-        job.abort();
-        let _ = stop.send(true);
-        if let Some(mut delivery) = delivery {
-            let _ = (&mut delivery.0).await;
-        }
+        tasks.shutdown(background::DRAIN).await;
         served
-    }
-}
-
-/// A task that ends when its handle is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

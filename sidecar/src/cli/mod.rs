@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
+use std::sync::Arc;
 
 pub use backup::BackupArgs;
 pub use code_scheme::CodeSchemeCommand;
@@ -131,7 +132,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
     tracing::info!(?config, "starting");
-    let app = Application::build(config).await?;
+    let mut app = Application::build(config).await?;
     let addr = app.local_addr();
     // Test harnesses and scripts read this exact line to learn the port.
     let mut stdout = std::io::stdout().lock();
@@ -139,22 +140,29 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
-    let background = visits::start_background(config, app.state())?;
-    // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
-    let links = &app.state().links;
-    let marker = crate::projection::marker::spawn_keeper(
+    let state = app.state().clone();
+    let tasks = app.tasks();
+    crate::visits::spawn_background(
+        tasks,
         config,
-        std::sync::Arc::clone(links.storage()),
-        std::sync::Arc::clone(links.projection()),
+        Arc::clone(&state.links),
+        Arc::clone(&state.analytics.store),
+        config.consumer,
     )?;
-    let pruner = crate::service::spawn_idempotency_pruner(
-        std::sync::Arc::clone(&app.state().links),
-        config.idempotency_retention,
-    );
+    // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
+    let links = &state.links;
+    let keeper = crate::projection::marker::Keeper::new(
+        config,
+        Arc::clone(links.storage()),
+        Arc::clone(links.projection()),
+    )?;
+    tasks.spawn("projection marker keeper", |shutdown| keeper.run(shutdown));
+    let (links, retention) = (Arc::clone(links), config.idempotency_retention);
+    tasks.spawn("idempotency key pruner", move |shutdown| {
+        crate::service::prune_idempotency_keys_every(links, retention, shutdown)
+    });
+    // Stops the API, then every task above with the ones `run_until` started.
     app.run_until(crate::shutdown_signal()).await?;
-    marker.abort();
-    pruner.abort();
-    background.shutdown().await;
     Ok(())
 }
 

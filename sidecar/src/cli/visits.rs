@@ -6,8 +6,9 @@ use crate::http::AppState;
 use crate::visits::{cleanup, cleanup_settings, Background};
 use std::sync::Arc;
 
-/// Starts what `serve` runs beside the API: the consumer (unless `--consumer false`) and the
-/// cleanup jobs (when configured).
+/// What `serve` runs beside the API on tasks of their own: the consumer (unless
+/// `--consumer false`) and the cleanup jobs (when configured); for a caller that builds its own
+/// server (tests).
 pub fn start_background(config: &Config, state: &AppState) -> Result<Background, BoxError> {
     Ok(Background::spawn(
         config,

@@ -31,6 +31,7 @@ pub use super::traffic::ClickCurve;
 use super::traffic::{IssuedBuckets, Traffic};
 use super::webhook::Webhook;
 use super::{dns, http1};
+use crate::background::{self, Shutdown};
 use crate::config::{Config, ConfigError};
 use crate::visits::store::VisitStore;
 use chrono::{DateTime, Utc};
@@ -307,8 +308,14 @@ const CLICK_MINUTES_KEPT: Duration = Duration::from_secs(86_400);
 /// With the checks off, the per-minute counts are still written and are forgotten this often.
 const FORGET_EVERY_WITHOUT_CHECKS: Duration = Duration::from_secs(3600);
 
-/// Runs the checks every `settings.every` until the task is dropped.
-pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Arc<dyn VisitStore>) {
+/// Runs the checks every `settings.every` until `shutdown` (a check in progress is dropped: its
+/// probes have nothing to save).
+pub async fn run(
+    health: Arc<DomainHealth>,
+    settings: HealthSettings,
+    visits: Arc<dyn VisitStore>,
+    mut shutdown: Shutdown,
+) {
     let mut tick = tokio::time::interval(settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -317,17 +324,24 @@ pub async fn run(health: Arc<DomainHealth>, settings: HealthSettings, visits: Ar
             // A domain's first check right after the request that named it, not up to a whole
             // interval later.
             () = health.new_domain.notified() => {}
+            () = background::fired(&mut shutdown) => return,
         }
-        check_all(&health, &settings, visits.as_ref()).await;
+        tokio::select! {
+            () = check_all(&health, &settings, visits.as_ref()) => {}
+            () = background::fired(&mut shutdown) => return,
+        }
     }
 }
 
-/// Forgets the per-minute domain counts every hour until the task is dropped: what [`run`] does
-/// at each check, for a sidecar whose checks are off.
-pub async fn forget_old_clicks_hourly(visits: Arc<dyn VisitStore>) {
+/// Forgets the per-minute domain counts every hour until `shutdown`: what [`run`] does at each
+/// check, for a sidecar whose checks are off.
+pub async fn forget_old_clicks_hourly(visits: Arc<dyn VisitStore>, mut shutdown: Shutdown) {
     let mut tick = tokio::time::interval(FORGET_EVERY_WITHOUT_CHECKS);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = background::fired(&mut shutdown) => return,
+        }
         forget_old_clicks(visits.as_ref(), Duration::ZERO).await;
     }
 }

@@ -1,6 +1,7 @@
 //! `Idempotency-Key` claims, and the pruning of old keys.
 
 use super::{Claim, IdempotencyKey, LinkService, ServiceError};
+use crate::background::{self, Shutdown};
 use crate::storage;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -12,23 +13,31 @@ const PRUNE_CHUNK: u32 = 10_000;
 /// How often `serve` prunes idempotency keys.
 pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
-/// Prunes idempotency keys older than `retention` now and every [`PRUNE_EVERY`], until aborted.
-pub fn spawn_idempotency_pruner(
+/// Prunes idempotency keys older than `retention` now and every [`PRUNE_EVERY`], until
+/// `shutdown` (a [`crate::background::Tasks`] job; a prune in progress is dropped, its deletes
+/// being a chunk per statement).
+pub async fn prune_idempotency_keys_every(
     links: Arc<LinkService>,
     retention: Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(PRUNE_EVERY);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            every.tick().await;
-            match links.prune_idempotency_keys(retention).await {
-                Ok(0) => {}
-                Ok(pruned) => tracing::info!(pruned, "idempotency keys past retention pruned"),
-                Err(error) => tracing::warn!(%error, "pruning idempotency keys failed"),
-            }
+    mut shutdown: Shutdown,
+) {
+    let mut every = tokio::time::interval(PRUNE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = background::fired(&mut shutdown) => return,
         }
-    })
+        let pruned = tokio::select! {
+            pruned = links.prune_idempotency_keys(retention) => pruned,
+            () = background::fired(&mut shutdown) => return,
+        };
+        match pruned {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "idempotency keys past retention pruned"),
+            Err(error) => tracing::warn!(%error, "pruning idempotency keys failed"),
+        }
+    }
 }
 
 impl LinkService {

@@ -38,7 +38,7 @@ mod read;
 mod update;
 pub mod validate;
 
-pub use idempotency::{spawn_idempotency_pruner, PRUNE_EVERY};
+pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
 pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,

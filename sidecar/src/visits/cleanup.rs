@@ -9,13 +9,13 @@
 //!   every stat, stay.
 
 use super::store::VisitStore;
+use crate::background::{self, Shutdown};
 use crate::service::{LinkPatch, LinkService, ServiceError};
 use crate::storage::{self, StorageError};
 use crate::webhooks::Webhooks;
 use chrono::SubsecRound;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 
 /// Links looked at per page.
 const PAGE: u32 = 500;
@@ -136,24 +136,20 @@ pub async fn run_once(
     Ok(report)
 }
 
-/// Runs the enabled jobs every `every` until `shutdown` turns true; failures are logged and the
-/// next run tries again.
+/// Runs the enabled jobs every `every` until `shutdown` (a [`crate::background::Tasks`] job): a
+/// run in progress finishes first; failures are logged and the next run tries again.
 pub async fn run(
     settings: CleanupSettings,
     every: Duration,
     links: Arc<LinkService>,
     store: Arc<dyn VisitStore>,
-    mut shutdown: watch::Receiver<bool>,
+    mut shutdown: Shutdown,
 ) {
     loop {
         if let Err(error) = run_once(&settings, &links, store.as_ref()).await {
             tracing::warn!(%error, "cleanup job failed; retrying at the next run");
         }
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = shutdown.changed() => {}
-        }
-        if *shutdown.borrow() {
+        if !background::pause(&mut shutdown, every).await {
             return;
         }
     }

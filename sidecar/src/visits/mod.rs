@@ -16,6 +16,7 @@ pub mod countries;
 pub mod rollup;
 pub mod store;
 
+use crate::background::Tasks;
 use crate::config::Config;
 use crate::service::LinkService;
 use crate::storage::StorageResult;
@@ -24,8 +25,6 @@ use consumer::{Consumer, ConsumerError, ConsumerSettings};
 use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
 use std::sync::Arc;
 use store::VisitStore;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 /// What the stats API needs.
 #[derive(Clone)]
@@ -118,45 +117,50 @@ pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer,
     .with_primary(primary))
 }
 
-/// Background tasks of a process: the consumer and/or the cleanup jobs.
-pub struct Background {
-    stop: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+/// Starts the consumer (if `with_consumer`) and the cleanup jobs (if configured) among `tasks`.
+/// On shutdown the consumer finishes its batch in progress (or leaves it pending, never
+/// half-counted) and a cleanup run in progress finishes, within the runner's deadline.
+pub fn spawn_background(
+    tasks: &mut Tasks,
+    config: &Config,
+    links: Arc<LinkService>,
+    store: Arc<dyn VisitStore>,
+    with_consumer: bool,
+) -> Result<(), AnalyticsError> {
+    if with_consumer {
+        let consumer = consumer(config, Arc::clone(&store))?;
+        self::consumer::register(consumer.counters());
+        tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
+    }
+    let cleanup = cleanup_settings(config);
+    if cleanup.is_enabled() {
+        let every = config.cleanup_every;
+        tasks.spawn("visit cleanup", move |shutdown| {
+            cleanup::run(cleanup, every, links, store, shutdown)
+        });
+    }
+    Ok(())
 }
 
+/// The consumer and/or the cleanup jobs on their own [`Tasks`] (`consume`, and tests that run
+/// them beside an API server).
+pub struct Background(Tasks);
+
 impl Background {
-    /// Starts the consumer (if `with_consumer`) and the cleanup jobs (if configured).
+    /// [`spawn_background`] on tasks of its own.
     pub fn spawn(
         config: &Config,
         links: Arc<LinkService>,
         store: Arc<dyn VisitStore>,
         with_consumer: bool,
     ) -> Result<Self, AnalyticsError> {
-        let (stop, stopped) = watch::channel(false);
-        let mut tasks = Vec::new();
-        if with_consumer {
-            let consumer = consumer(config, Arc::clone(&store))?;
-            self::consumer::register(consumer.counters());
-            tasks.push(tokio::spawn(consumer.run(stopped.clone())));
-        }
-        let cleanup = cleanup_settings(config);
-        if cleanup.is_enabled() {
-            tasks.push(tokio::spawn(cleanup::run(
-                cleanup,
-                config.cleanup_every,
-                links,
-                store,
-                stopped,
-            )));
-        }
-        Ok(Background { stop, tasks })
+        let mut tasks = Tasks::new();
+        spawn_background(&mut tasks, config, links, store, with_consumer)?;
+        Ok(Background(tasks))
     }
 
-    /// Asks every task to stop and waits for them (a batch in progress finishes or stays pending).
+    /// Stops the tasks within [`crate::background::DRAIN`].
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        self.0.shutdown(crate::background::DRAIN).await;
     }
 }

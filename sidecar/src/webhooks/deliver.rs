@@ -15,13 +15,13 @@ use super::feed::FeedReader;
 use super::store::{Failure, Lease, Progress};
 use super::subscription::Subscription;
 use super::{WebhookSettings, Webhooks};
+use crate::background::{self, pause, Shutdown};
 use crate::storage::StorageResult;
 use crate::visits::store::VisitStore;
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
 /// How often the subscriptions are looked at (new ones, leases to take over).
@@ -54,14 +54,6 @@ fn now_ms() -> i64 {
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Waits `pause` unless asked to stop first; `false` when stopping.
-async fn pause(stop: &mut watch::Receiver<bool>, pause: Duration) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(pause) => !*stop.borrow(),
-        _ = stop.changed() => false,
-    }
 }
 
 /// The pause before retry number `attempts` (1 = the first retry).
@@ -97,9 +89,10 @@ impl Deliverer {
         }
     }
 
-    /// Runs until `stop`; the tasks end with it (a batch in flight is sent again by whoever
+    /// Runs until `stop` (a [`crate::background::Tasks`] job); the tasks end with it, each saving
+    /// the cursor of what it delivered (a batch in flight is abandoned and sent again by whoever
     /// delivers next, as its cursor was not saved).
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+    pub async fn run(self: Arc<Self>, mut stop: Shutdown) {
         let mut tasks = JoinSet::new();
         let mut running: HashMap<String, AbortHandle> = HashMap::new();
         loop {
@@ -112,14 +105,16 @@ impl Deliverer {
                 break;
             }
         }
-        tasks.shutdown().await;
+        // Each task sees `stop` too and saves its cursor before returning; the runner's deadline
+        // aborts one that does not in time.
+        while tasks.join_next().await.is_some() {}
     }
 
     async fn start_tasks(
         self: &Arc<Self>,
         tasks: &mut JoinSet<()>,
         running: &mut HashMap<String, AbortHandle>,
-        stop: &watch::Receiver<bool>,
+        stop: &Shutdown,
     ) -> StorageResult<()> {
         let now = now_ms();
         for subscription in self.store.webhooks().subscriptions().await? {
@@ -156,7 +151,7 @@ struct Task {
     at: Cursor,
     unsaved: i64,
     saved_at: Instant,
-    stop: watch::Receiver<bool>,
+    stop: Shutdown,
 }
 
 enum Step {
@@ -169,7 +164,7 @@ impl Task {
         deliverer: Arc<Deliverer>,
         subscription: Subscription,
         lease: Lease,
-        stop: watch::Receiver<bool>,
+        stop: Shutdown,
     ) -> Self {
         let reader = FeedReader::new(Arc::clone(&deliverer.store), deliverer.settings.privacy);
         Task {
@@ -265,11 +260,12 @@ impl Task {
         };
         let body = serde_json::to_vec(&Body { events: &events }).unwrap_or_default();
         let spec = &self.subscription.spec;
-        let sent = self
-            .deliverer
-            .sender
-            .post(&spec.url, &self.subscription.secret, body)
-            .await;
+        let post = (self.deliverer.sender).post(&spec.url, &self.subscription.secret, body);
+        let sent = tokio::select! {
+            sent = post => sent,
+            // Stopping: this batch is abandoned (its cursor is not saved, so it is sent again).
+            () = background::fired(&mut self.stop) => return Ok(Step::Stop),
+        };
         match sent {
             Ok(()) => {
                 crate::metrics::webhook_delivered(self.id(), n as u64);

@@ -8,7 +8,7 @@
 //! (fallback to the sidecar, which answers from SQL). The sidecar puts the projection back and
 //! only then sets the marker again:
 //!
-//! - while serving, [`spawn_keeper`] checks the marker at start-up and then every
+//! - while serving, [`Keeper`] checks the marker at start-up and then every
 //!   `--projection-check-interval`; when it is missing it refills Redis from SQL and sets it;
 //! - the `resync` command sets it after a complete run.
 //!
@@ -21,6 +21,7 @@
 
 mod cluster;
 
+use crate::background::{self, Shutdown};
 use crate::config::Config;
 use crate::primary::{needs_rediscovery, ConnectOptions, Primary, RedisConnection};
 use crate::projection::{Projection, ProjectionError, RecordWrite};
@@ -402,15 +403,47 @@ pub async fn restore(
 /// Keeps the marker while the sidecar serves: checks it at once, then every
 /// `--projection-check-interval`, and restores the projection when it is missing. Redis being
 /// down is not an error here: the next check tries again.
-pub fn spawn_keeper(
-    config: &Config,
+pub struct Keeper {
+    marker: ProjectionMarker,
+    grace: Duration,
+    interval: Duration,
     storage: Arc<dyn Storage>,
     projection: Arc<Projection>,
-) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
-    let marker = ProjectionMarker::new(config)?;
-    let grace = config.expired_grace;
-    let interval = config.projection_check_interval.max(MIN_INTERVAL);
-    Ok(tokio::spawn(async move {
+}
+
+impl Keeper {
+    pub fn new(
+        config: &Config,
+        storage: Arc<dyn Storage>,
+        projection: Arc<Projection>,
+    ) -> Result<Self, ProjectionError> {
+        Ok(Keeper {
+            marker: ProjectionMarker::new(config)?,
+            grace: config.expired_grace,
+            interval: config.projection_check_interval.max(MIN_INTERVAL),
+            storage,
+            projection,
+        })
+    }
+
+    /// Keeps the marker until `shutdown` (a [`crate::background::Tasks`] job). A restore in
+    /// progress is dropped: the marker it had not set yet stays missing, so the next keeper
+    /// restores again.
+    pub async fn run(self, mut shutdown: Shutdown) {
+        tokio::select! {
+            () = self.keep() => {}
+            () = background::fired(&mut shutdown) => {}
+        }
+    }
+
+    async fn keep(self) {
+        let Keeper {
+            marker,
+            grace,
+            interval,
+            storage,
+            projection,
+        } = self;
         // Log a Redis outage once, not once per check; a foreign marker once per change.
         let mut redis_down = false;
         let mut foreign: Option<String> = None;
@@ -492,5 +525,20 @@ pub fn spawn_keeper(
             }
             tokio::time::sleep(interval).await;
         }
+    }
+}
+
+/// A [`Keeper`] alone on a task, until the task is aborted (for a caller that runs no
+/// [`crate::background::Tasks`], such as a test).
+pub fn spawn_keeper(
+    config: &Config,
+    storage: Arc<dyn Storage>,
+    projection: Arc<Projection>,
+) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
+    let keeper = Keeper::new(config, storage, projection)?;
+    Ok(tokio::spawn(async move {
+        // Held for as long as the task runs: the signal never fires.
+        let (_never, shutdown) = tokio::sync::watch::channel(false);
+        keeper.run(shutdown).await;
     }))
 }
