@@ -1,5 +1,8 @@
-//! The directive table and its `extern "C"` shims. Each shim only finds its conf struct and
-//! arguments; parsing lives in `parse.rs`, and errors go through one reporting path.
+//! The directive table. Most directives set one `Option` field of a conf struct once: they are
+//! rows of [`value!`] (`slot.rs`, one generic setter as nginx's `ngx_conf_set_*_slot`), each with
+//! its parser: the pure ones in `parse.rs`, the few that resolve a path, a variable or an
+//! address at config time below. Four directives do more than store a value (install a content
+//! handler, add to a list) and keep their own shims. Errors go through one reporting path.
 
 use std::ffi::{c_char, c_void};
 use std::{fs, mem, ptr};
@@ -15,7 +18,8 @@ use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_string;
 
 use super::parse::{self, ArgError};
-use super::shim::{duplicate, resolve, shim};
+use super::shim::{resolve, shim};
+use super::slot::value;
 use super::{LocConf, MainConf, PoolSource, Redis};
 use crate::geo::GeoDb;
 use crate::request::code::Route;
@@ -28,6 +32,7 @@ const LOC: u32 = NGX_HTTP_LOC_CONF;
 
 type SetFn = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
 
+/// A row with its own shim: a directive that does more than store one value.
 const fn command(name: ngx_str_t, type_: u32, set: SetFn, conf: usize) -> ngx_command_t {
     ngx_command_t {
         name,
@@ -51,138 +56,141 @@ pub static mut COMMANDS: [ngx_command_t; 27] = [
         set_status,
         L,
     ),
-    command(
-        ngx_string!("shortlink_pool"),
+    value!("shortlink_pool", ANY | NGX_CONF_TAKE1, LocConf.pool, pool),
+    value!(
+        "shortlink_timeout",
         ANY | NGX_CONF_TAKE1,
-        set_pool,
-        L,
+        LocConf.timeout_ms,
+        |_, a| parse::positive_time(a[0])
     ),
-    command(
-        ngx_string!("shortlink_timeout"),
+    // `off` (stored empty) undoes an inherited fallback.
+    value!(
+        "shortlink_fallback",
         ANY | NGX_CONF_TAKE1,
-        set_timeout,
-        L,
+        LocConf.fallback,
+        |_, a| {
+            if a[0] == b"off" {
+                Ok(Vec::new())
+            } else {
+                parse::fallback(a[0])
+            }
+        }
     ),
-    command(
-        ngx_string!("shortlink_fallback"),
-        ANY | NGX_CONF_TAKE1,
-        set_fallback,
-        L,
-    ),
-    command(
-        ngx_string!("shortlink_forward_query"),
+    value!(
+        "shortlink_forward_query",
         ANY | NGX_CONF_FLAG,
-        set_forward_query,
-        L,
+        LocConf.forward_query,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_cache_control"),
+    value!(
+        "shortlink_cache_control",
         ANY | NGX_CONF_1MORE,
-        set_cache_control,
-        L,
+        LocConf.cache_control,
+        |_, a| parse::cache_control(a)
     ),
-    command(
-        ngx_string!("shortlink_redis"),
+    value!(
+        "shortlink_redis",
         MAIN | NGX_CONF_1MORE,
-        set_redis,
-        M,
+        MainConf.redis,
+        redis,
+        check = |mcf| match mcf.cluster {
+            Some(_) => Err(ArgError(
+                "is exclusive with \"shortlink_redis_cluster\"".into()
+            )),
+            None => Ok(()),
+        }
     ),
-    command(
-        ngx_string!("shortlink_redis_cluster"),
+    value!(
+        "shortlink_redis_cluster",
         MAIN | NGX_CONF_1MORE,
-        super::cluster::set_redis_cluster,
-        M,
+        MainConf.cluster,
+        super::cluster::redis_cluster,
+        check = |mcf| match mcf.redis {
+            Some(_) => Err(ArgError("is exclusive with \"shortlink_redis\"".into())),
+            None => Ok(()),
+        }
     ),
-    command(
-        ngx_string!("shortlink_cache"),
+    value!(
+        "shortlink_cache",
         MAIN | NGX_CONF_1MORE,
-        set_cache,
-        M,
+        MainConf.cache,
+        |_, a| parse::cache(a),
+        post = |mcf, a| mcf.cache_ttl_set = a.iter().any(|a| a.starts_with(b"ttl="))
     ),
-    command(
-        ngx_string!("shortlink_code_secret_file"),
+    value!(
+        "shortlink_code_secret_file",
         MAIN | NGX_CONF_TAKE1,
-        set_secret_file,
-        M,
+        MainConf.secret,
+        secret_file
     ),
-    command(
-        ngx_string!("shortlink_code_length"),
+    value!(
+        "shortlink_code_length",
         MAIN | NGX_CONF_TAKE1,
-        set_code_length,
-        M,
+        MainConf.code_length,
+        |_, a| parse::code_length(a[0])
     ),
-    command(
-        ngx_string!("shortlink_code_check"),
+    value!(
+        "shortlink_code_check",
         MAIN | NGX_CONF_FLAG,
-        set_code_check,
-        M,
+        MainConf.code_check,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_track"),
-        ANY | NGX_CONF_FLAG,
-        set_track,
-        L,
-    ),
-    command(
-        ngx_string!("shortlink_events_max_len"),
+    value!("shortlink_track", ANY | NGX_CONF_FLAG, LocConf.track, flag),
+    value!(
+        "shortlink_events_max_len",
         MAIN | NGX_CONF_TAKE1,
-        set_events_max_len,
-        M,
+        MainConf.events_max_len,
+        |_, a| parse::events_max_len(a[0])
     ),
-    command(
-        ngx_string!("shortlink_events_buffer"),
+    value!(
+        "shortlink_events_buffer",
         MAIN | NGX_CONF_TAKE12,
-        set_events_buffer,
-        M,
+        MainConf.events_buffer,
+        |_, a| parse::events_buffer(a)
     ),
-    command(
-        ngx_string!("shortlink_events_flush"),
+    value!(
+        "shortlink_events_flush",
         MAIN | NGX_CONF_TAKE1,
-        set_events_flush,
-        M,
+        MainConf.events_flush_ms,
+        |_, a| parse::events_flush(a[0])
     ),
-    command(
-        ngx_string!("shortlink_cache_invalidation"),
+    value!(
+        "shortlink_cache_invalidation",
         MAIN | NGX_CONF_FLAG,
-        set_cache_invalidation,
-        M,
+        MainConf.cache_invalidation,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_miss_fallback"),
+    value!(
+        "shortlink_miss_fallback",
         ANY | NGX_CONF_FLAG,
-        set_miss_fallback,
-        L,
+        LocConf.miss_fallback,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_status_domains"),
+    value!(
+        "shortlink_status_domains",
         ANY | NGX_CONF_FLAG,
-        set_status_domains,
-        L,
+        LocConf.status_domains,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_imported_codes"),
+    value!(
+        "shortlink_imported_codes",
         ANY | NGX_CONF_FLAG,
-        set_imported_codes,
-        L,
+        LocConf.imported_codes,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_code_case"),
+    value!(
+        "shortlink_code_case",
         ANY | NGX_CONF_TAKE1,
-        set_code_case,
-        L,
+        LocConf.code_case,
+        |_, a| parse::code_case(a[0])
     ),
-    command(
-        ngx_string!("shortlink_trailing_slash"),
+    value!(
+        "shortlink_trailing_slash",
         ANY | NGX_CONF_FLAG,
-        set_trailing_slash,
-        L,
+        LocConf.trailing_slash,
+        flag
     ),
-    command(
-        ngx_string!("shortlink_geo"),
-        MAIN | NGX_CONF_TAKE12,
-        set_geo,
-        M,
-    ),
+    value!("shortlink_geo", MAIN | NGX_CONF_TAKE12, MainConf.geo, geo),
     command(
         ngx_string!("shortlink_apple_app"),
         MAIN | NGX_CONF_1MORE,
@@ -197,6 +205,48 @@ pub static mut COMMANDS: [ngx_command_t; 27] = [
     ),
     ngx_command_t::empty(),
 ];
+
+/// `on`/`off`, the parser of every flag directive.
+fn flag(_: &mut ngx_conf_t, args: &[&[u8]]) -> Result<bool, ArgError> {
+    parse::flag(args[0])
+}
+
+/// `shortlink_pool`: a fixed list parsed once, a lone variable, or a complex value.
+fn pool(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<PoolSource, ArgError> {
+    Ok(if !args[0].contains(&b'$') {
+        PoolSource::Fixed(PoolSet::parse(args[0]))
+    } else if let Some(name) = parse::lone_variable(args[0]) {
+        PoolSource::Variable(variable_index(cf, name)?)
+    } else {
+        PoolSource::Complex(compile_complex_value(cf)?)
+    })
+}
+
+/// `shortlink_redis`: its settings, the address resolved once, at config time.
+fn redis(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<Redis, ArgError> {
+    let spec = parse::redis(args)?;
+    let peer = resolve(cf, &spec.address)?;
+    Ok(Redis { spec, peer })
+}
+
+/// `shortlink_code_secret_file`: the key of the check character, read at config time.
+fn secret_file(cf: &mut ngx_conf_t, _: &[&[u8]]) -> Result<Vec<u8>, ArgError> {
+    let path = full_path(cf)?;
+    let text =
+        fs::read_to_string(&path).map_err(|e| ArgError(format!("cannot read \"{path}\": {e}")))?;
+    shortcode::parse_hex_secret(&text)
+        .map_err(|e| ArgError(format!("in \"{path}\": {e} (hex digits expected)")))
+}
+
+/// `shortlink_geo`: the country database (IPv4, and optionally a separate IPv6 one).
+fn geo(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<GeoDb, ArgError> {
+    let path = full_path(cf)?;
+    let ipv6 = match args.get(1) {
+        Some(_) => Some(full_path_of(cf, 2)?),
+        None => None,
+    };
+    GeoDb::open(&path, ipv6.as_deref()).map_err(ArgError)
+}
 
 extern "C" fn set_enable(
     cf: *mut ngx_conf_t,
@@ -239,24 +289,6 @@ extern "C" fn set_status(
     })
 }
 
-extern "C" fn set_pool(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |cf, lcf: &mut LocConf, args| {
-        duplicate(&lcf.pool)?;
-        lcf.pool = Some(if !args[0].contains(&b'$') {
-            PoolSource::Fixed(PoolSet::parse(args[0]))
-        } else if let Some(name) = parse::lone_variable(args[0]) {
-            PoolSource::Variable(variable_index(cf, name)?)
-        } else {
-            PoolSource::Complex(compile_complex_value(cf)?)
-        });
-        Ok(())
-    })
-}
-
 /// The index of variable `name`, which nginx checks exists once the configuration is read.
 fn variable_index(cf: &mut ngx_conf_t, name: &[u8]) -> Result<ngx_uint_t, ArgError> {
     // SAFETY: `cf.pool` is the configuration pool; nginx copies the name it keeps.
@@ -293,108 +325,6 @@ fn compile_complex_value(cf: &mut ngx_conf_t) -> Result<*mut ngx_http_complex_va
     Ok(cv)
 }
 
-extern "C" fn set_timeout(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.timeout_ms)?;
-        lcf.timeout_ms = Some(parse::positive_time(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_fallback(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.fallback)?;
-        // `off` (stored empty) undoes an inherited fallback.
-        lcf.fallback = Some(if args[0] == b"off" {
-            Vec::new()
-        } else {
-            parse::fallback(args[0])?
-        });
-        Ok(())
-    })
-}
-
-extern "C" fn set_forward_query(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.forward_query)?;
-        lcf.forward_query = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_cache_control(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.cache_control)?;
-        lcf.cache_control = Some(parse::cache_control(args)?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_redis(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, args| {
-        duplicate(&mcf.redis)?;
-        if mcf.cluster.is_some() {
-            return Err(ArgError(
-                "is exclusive with \"shortlink_redis_cluster\"".into(),
-            ));
-        }
-        let spec = parse::redis(args)?;
-        let peer = resolve(cf, &spec.address)?;
-        mcf.redis = Some(Redis { spec, peer });
-        Ok(())
-    })
-}
-
-extern "C" fn set_cache(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.cache)?;
-        mcf.cache = Some(parse::cache(args)?);
-        mcf.cache_ttl_set = args.iter().any(|a| a.starts_with(b"ttl="));
-        Ok(())
-    })
-}
-
-extern "C" fn set_secret_file(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, _| {
-        duplicate(&mcf.secret)?;
-        let path = full_path(cf)?;
-        let text = fs::read_to_string(&path)
-            .map_err(|e| ArgError(format!("cannot read \"{path}\": {e}")))?;
-        let secret = shortcode::parse_hex_secret(&text)
-            .map_err(|e| ArgError(format!("in \"{path}\": {e} (hex digits expected)")))?;
-        mcf.secret = Some(secret);
-        Ok(())
-    })
-}
-
 /// The directive's path argument, relative paths taken from the config file's directory as
 /// nginx does for its own files.
 fn full_path(cf: &mut ngx_conf_t) -> Result<String, ArgError> {
@@ -415,167 +345,6 @@ fn full_path_of(cf: &mut ngx_conf_t, index: usize) -> Result<String, ArgError> {
     name.to_str()
         .map(str::to_owned)
         .map_err(|_| ArgError("path is not UTF-8".into()))
-}
-
-extern "C" fn set_code_length(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.code_length)?;
-        mcf.code_length = Some(parse::code_length(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_code_check(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.code_check)?;
-        mcf.code_check = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_track(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.track)?;
-        lcf.track = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_events_max_len(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.events_max_len)?;
-        mcf.events_max_len = Some(parse::events_max_len(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_events_buffer(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.events_buffer)?;
-        mcf.events_buffer = Some(parse::events_buffer(args)?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_events_flush(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.events_flush_ms)?;
-        mcf.events_flush_ms = Some(parse::events_flush(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_cache_invalidation(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
-        duplicate(&mcf.cache_invalidation)?;
-        mcf.cache_invalidation = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_miss_fallback(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.miss_fallback)?;
-        lcf.miss_fallback = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_status_domains(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.status_domains)?;
-        lcf.status_domains = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_imported_codes(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.imported_codes)?;
-        lcf.imported_codes = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_code_case(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.code_case)?;
-        lcf.code_case = Some(parse::code_case(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_trailing_slash(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |_, lcf: &mut LocConf, args| {
-        duplicate(&lcf.trailing_slash)?;
-        lcf.trailing_slash = Some(parse::flag(args[0])?);
-        Ok(())
-    })
-}
-
-extern "C" fn set_geo(
-    cf: *mut ngx_conf_t,
-    cmd: *mut ngx_command_t,
-    conf: *mut c_void,
-) -> *mut c_char {
-    shim(cf, cmd, conf, |cf, mcf: &mut MainConf, args| {
-        duplicate(&mcf.geo)?;
-        let path = full_path(cf)?;
-        let ipv6 = match args.get(1) {
-            Some(_) => Some(full_path_of(cf, 2)?),
-            None => None,
-        };
-        mcf.geo = Some(GeoDb::open(&path, ipv6.as_deref()).map_err(ArgError)?);
-        Ok(())
-    })
 }
 
 extern "C" fn add_apple_app(

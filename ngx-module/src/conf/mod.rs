@@ -6,6 +6,7 @@ pub mod commands;
 pub mod ext;
 pub mod parse;
 mod shim;
+mod slot;
 
 use std::fmt;
 
