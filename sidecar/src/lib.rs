@@ -97,42 +97,79 @@ pub fn open_projection(config: &Config) -> Result<Projection, ProjectionError> {
     ))
 }
 
+/// The settings the API is wired with, each checked: a configuration error is found here,
+/// before a database is opened, a migration applied or Redis touched.
+struct Checked {
+    scheme: shortcode::CodeScheme,
+    public_base_url: Option<String>,
+    short_domains: Vec<String>,
+    url_policy: UrlPolicy,
+    webhooks: webhooks::WebhookSettings,
+    proxy_secret: Option<http::proxy_secret::ProxySecret>,
+}
+
+impl Checked {
+    fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        let scheme = config.code_scheme()?;
+        if !(1..=1_000_000).contains(&config.sequence_block) {
+            return Err(ConfigError::SequenceBlock);
+        }
+        let public_base_url = config
+            .public_base_url
+            .as_deref()
+            .map(validate::public_base)
+            .transpose()
+            .map_err(ConfigError::PublicBase)?;
+        let short_domains = validate::normalize_hosts(&config.short_domains).map_err(|value| {
+            ConfigError::Host {
+                flag: "--short-domains",
+                value,
+            }
+        })?;
+        let url_policy = UrlPolicy::new(
+            config.max_url_length,
+            &config.allow_hosts,
+            &config.block_hosts,
+        )
+        .map_err(|value| ConfigError::Host {
+            flag: "--allow-hosts/--block-hosts",
+            value,
+        })?;
+        if config
+            .bootstrap_api_key
+            .as_ref()
+            .is_some_and(|key| key.trim().len() < 32)
+        {
+            return Err(ConfigError::BootstrapKey);
+        }
+        crate::primary::check_cluster_seeds(config)?;
+        Ok(Checked {
+            scheme,
+            public_base_url,
+            short_domains,
+            url_policy,
+            webhooks: webhooks::WebhookSettings::from_config(config)?,
+            proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
+        })
+    }
+}
+
 /// Everything the API needs, from the configuration: checks settings, opens the database
 /// (migrations, bootstrap key) and prepares the Redis connection (made lazily: Redis may be down).
 pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
-    let scheme = config.code_scheme()?;
-    if !(1..=1_000_000).contains(&config.sequence_block) {
-        return Err(ConfigError::SequenceBlock.into());
-    }
-    let public_base_url = config
-        .public_base_url
-        .as_deref()
-        .map(validate::public_base)
-        .transpose()
-        .map_err(ConfigError::PublicBase)?;
-    let short_domains =
-        validate::normalize_hosts(&config.short_domains).map_err(|value| ConfigError::Host {
-            flag: "--short-domains",
-            value,
-        })?;
-    let url_policy = UrlPolicy::new(
-        config.max_url_length,
-        &config.allow_hosts,
-        &config.block_hosts,
-    )
-    .map_err(|value| ConfigError::Host {
-        flag: "--allow-hosts/--block-hosts",
-        value,
-    })?;
-    if config
-        .bootstrap_api_key
-        .as_ref()
-        .is_some_and(|key| key.trim().len() < 32)
-    {
-        return Err(ConfigError::BootstrapKey.into());
-    }
+    wire_state(config, Checked::from_config(config)?).await
+}
 
-    crate::primary::check_cluster_seeds(config)?;
+/// [`build_state`] once the settings are checked.
+async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, StartupError> {
+    let Checked {
+        scheme,
+        public_base_url,
+        short_domains,
+        url_policy,
+        webhooks: webhook_settings,
+        proxy_secret,
+    } = checked;
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
@@ -181,7 +218,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
         Arc::clone(&analytics.store),
         url_policy.clone(),
         short_domains.clone(),
-        &webhooks::WebhookSettings::from_config(config)?,
+        &webhook_settings,
     );
     Ok(AppState {
         links: Arc::new(links),
@@ -199,7 +236,7 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
                 config.geoip_db.clone(),
                 config.geoip_db_ipv6.clone(),
             )),
-            proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
+            proxy_secret,
             import_policy: outbound::Policy::imports(config),
         }),
     })
@@ -219,19 +256,19 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: &Config) -> Result<Self, StartupError> {
-        let state = build_state(config).await?;
-        if state.settings.proxy_secret.is_none() {
+        // Every setting checked before anything is opened.
+        let checked = Checked::from_config(config)?;
+        let health =
+            domains::health::HealthSettings::from_config(config, checked.short_domains.clone())?;
+        let health = (!config.domain_health_every.is_zero()).then_some(health);
+        let webhook_settings = checked.webhooks.clone();
+        if checked.proxy_secret.is_none() {
             tracing::warn!(
                 "no --proxy-secret: X-Shortlink-Pool and X-Shortlink-Public-Base add no domain to \
                  the health checks (only --short-domains and --public-base-url are checked)"
             );
         }
-        let health = domains::health::HealthSettings::from_config(
-            config,
-            state.settings.short_domains.clone(),
-        )?;
-        let health = (!config.domain_health_every.is_zero()).then_some(health);
-        let webhook_settings = webhooks::WebhookSettings::from_config(config)?;
+        let state = wire_state(config, checked).await?;
         let delivery = match webhook_settings.deliver {
             true => Some(
                 webhooks::deliver::Deliverer::new(
