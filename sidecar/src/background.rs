@@ -73,10 +73,11 @@ impl Tasks {
     /// tasks still running then are aborted (and logged by name).
     pub async fn shutdown(mut self, deadline: Duration) {
         let _ = self.stop.send(true);
+        tracing::debug!(tasks = self.tasks.len(), "stopping the background tasks");
         let until = tokio::time::Instant::now() + deadline;
         for (name, mut task) in std::mem::take(&mut self.tasks) {
             match tokio::time::timeout_at(until, &mut task).await {
-                Ok(Ok(())) => {}
+                Ok(Ok(())) => tracing::debug!(task = name, "background task stopped"),
                 Ok(Err(error)) if error.is_panic() => {
                     tracing::error!(task = name, "background task panicked");
                 }
