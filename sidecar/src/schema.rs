@@ -1,5 +1,5 @@
 //! What the OpenAPI document must say that the derives cannot: with it, every request the
-//! document calls valid is one the API can accept (`tests/tests/contract.rs` checks it).
+//! document calls valid is one the API can accept (`tests/tests/e2e/contract.rs` checks it).
 
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,

@@ -1,4 +1,4 @@
-"""schemathesis hooks for tests/tests/contract.rs (loaded through SCHEMATHESIS_HOOKS).
+"""schemathesis hooks for tests/tests/e2e/contract.rs (loaded through SCHEMATHESIS_HOOKS).
 
 A few rules hold between values, or against the clock or the server's state, and no JSON Schema
 can state them; the OpenAPI document states them in words, with the 422 each one answers. So

@@ -1,4 +1,4 @@
-//! The Markdown side of the docs test (tests/tests/docs.rs, conventions in docs/DOCS-TESTS.md):
+//! The Markdown side of the docs test (tests/tests/e2e/docs.rs, conventions in docs/DOCS-TESTS.md):
 //! finding the fenced blocks of a page, splitting a shell block into steps with the output the
 //! page shows for each, and checking a real output against a shown one by shape.
 

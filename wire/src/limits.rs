@@ -5,7 +5,7 @@
 //! new machine. Each hop has buffers of its own (nginx's proxy buffer above all), and a limit
 //! that one hop does not carry breaks sent links during exactly the outage the fallback exists
 //! for. So the limits live here, the hops size themselves from them, and
-//! `tests/tests/limits.rs` walks each one at its maximum through every path: raising a limit
+//! `tests/tests/e2e/limits.rs` walks each one at its maximum through every path: raising a limit
 //! here fails that walk until every hop carries it.
 
 use crate::preview;
@@ -39,7 +39,7 @@ pub const ANSWER_HEADER_BYTES: usize = LOCATION_BYTES + 4096;
 /// `proxy_buffer_size` of every shipped nginx location that proxies to the sidecar (the
 /// fallback, the API server, the imported-domain server, the Debian package's site): nginx
 /// reads an upstream's whole header block into this one buffer and answers 502 ("upstream sent
-/// too big header") when it does not fit. `tests/tests/limits.rs` reads the shipped files.
+/// too big header") when it does not fit. `tests/tests/e2e/limits.rs` reads the shipped files.
 pub const PROXY_BUFFER_BYTES: usize = 32 * 1024;
 
 const _: () = assert!(ANSWER_HEADER_BYTES <= PROXY_BUFFER_BYTES);

@@ -477,7 +477,7 @@ fn check_feed(system: &System, links: &Links) {
 }
 
 /// A webhook receiver on loopback that keeps every event it is sent (signatures are another
-/// test's concern: tests/tests/click_webhooks.rs).
+/// test's concern: tests/tests/e2e/click_webhooks.rs).
 fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
     fn serve(stream: TcpStream, events: &Mutex<Vec<Value>>) -> std::io::Result<()> {
         let mut reader = BufReader::new(stream.try_clone()?);

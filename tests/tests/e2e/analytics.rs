@@ -95,7 +95,7 @@ fn redirects_keep_working_when_redis_is_gone_and_lost_events_are_counted() {
     // The module's own answers make the events, so the cache must keep answering while Redis is
     // gone: TTL-only mode. With invalidation on (the default) an outage makes the cache untrusted,
     // every redirect goes through the fallback, and those make no events
-    // (`tests/tests/invalidation.rs`, docs/RELIABILITY.md).
+    // (`tests/tests/e2e/invalidation.rs`, docs/RELIABILITY.md).
     let conf = testkit::temp_dir();
     shortlink_e2e::templates_with(
         conf.path(),

@@ -1,0 +1,48 @@
+//! The end-to-end tests, one module per concern, linked into one test binary: every test binary
+//! links reqwest, tokio, fantoccini and the rest, and one per file (42) spent most of an e2e build
+//! linking them. Tests run as many at a time as there are cores (`cargo test`'s default), now across
+//! modules as they did within a file, so none may assume it is alone in the process. One module:
+//! `cargo test -p shortlink-e2e --test e2e -- <module>::`.
+
+mod analytics;
+mod app_links;
+mod batch;
+mod batch_flow;
+mod click_rules;
+mod click_webhooks;
+mod cluster;
+mod cluster_replicas;
+mod cluster_system;
+mod code_scheme;
+mod compose;
+mod compose_browser;
+mod console;
+mod contract;
+mod docs;
+mod domain_health;
+mod domains;
+mod faults;
+mod home_page;
+mod hostile;
+mod imported_codes;
+mod imported_links;
+mod invalidation;
+mod layering;
+mod limits;
+mod metrics;
+mod migration_guide;
+mod module_pages;
+mod password_links;
+mod preview_card_browser;
+mod preview_cards;
+mod private_checkout;
+mod qr;
+mod record_versions;
+mod redirect;
+mod replicas;
+mod rules_fallback;
+mod run_script;
+mod secrets;
+mod sentinel;
+mod tls;
+mod visit_caps;
