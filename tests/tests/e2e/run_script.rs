@@ -236,18 +236,24 @@ fn processes_of_run(var: &Path) -> Vec<String> {
 fn a_port_in_use_stops_the_run_before_anything_starts_naming_its_variable() {
     for (index, variable) in PORT_VARIABLES.iter().enumerate() {
         let var = testkit::temp_dir();
-        let mut ports = testkit::free_ports::<5>();
         let mut foreign_redis = None;
         let mut _listener = None;
-        if *variable == "SHORTLINK_REDIS_PORT" {
+        let taken = if *variable == "SHORTLINK_REDIS_PORT" {
             let redis = RedisServer::start();
-            ports[index] = redis.port();
+            let port = redis.port();
             foreign_redis = Some(redis);
+            port
         } else {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            ports[index] = listener.local_addr().unwrap().port();
+            let port = listener.local_addr().unwrap().port();
             _listener = Some(listener);
-        }
+            port
+        };
+        // The other ports are chosen once the taken one is held (the system hands out no port in
+        // use): chosen before, one of them could be the port the foreign Redis then picked, and
+        // the run would name that port's variable instead.
+        let mut ports = testkit::free_ports::<5>();
+        ports[index] = taken;
         // The HTTPS port is only listened on with --tls.
         let tls = *variable == "SHORTLINK_HTTPS_PORT";
         let logs = testkit::temp_dir();
