@@ -12,6 +12,7 @@ pub mod redis;
 pub mod sentinel;
 pub mod sidecar;
 pub mod sql_server;
+pub mod yourls;
 
 pub use cluster::RedisCluster;
 pub use mariadb::{mariadb, MariaDb};

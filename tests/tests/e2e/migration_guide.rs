@@ -18,29 +18,6 @@ const DOMAIN: &str = "y.old.example";
 const TOO_LONG: &str = "k123456789k123456789k123456789k123456789k123456789k123456789k1234";
 const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
-/// YOURLS 1.9's tables, as its installer (yourls-install.php) creates them.
-const SCHEMA: [&str; 2] = [
-    "CREATE TABLE `yourls_url` (
-        `keyword` varchar(100) BINARY NOT NULL,
-        `url` text BINARY NOT NULL,
-        `title` text CHARACTER SET utf8mb4,
-        `timestamp` timestamp NOT NULL DEFAULT current_timestamp(),
-        `ip` varchar(41) NOT NULL,
-        `clicks` int(10) unsigned NOT NULL,
-        PRIMARY KEY (`keyword`)
-    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
-    "CREATE TABLE `yourls_log` (
-        `click_id` int(11) NOT NULL auto_increment,
-        `click_time` datetime NOT NULL,
-        `shorturl` varchar(100) BINARY NOT NULL,
-        `referrer` varchar(200) NOT NULL,
-        `user_agent` varchar(255) NOT NULL,
-        `ip_address` varchar(41) NOT NULL,
-        `country_code` char(2) NOT NULL,
-        PRIMARY KEY (`click_id`)
-    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
-];
-
 /// The keywords of the YOURLS instance: its generated ones (base 36, one and two characters)
 /// and custom ones of the shapes that broke on a pool domain.
 fn keywords() -> Vec<String> {
@@ -174,7 +151,7 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
     let mariadb = testkit::mariadb();
     let yourls = mariadb.fresh_database_url();
     let database = yourls.rsplit('/').next().unwrap().to_owned();
-    for sql in SCHEMA {
+    for sql in testkit::yourls::SCHEMA {
         mariadb.query_in(&database, sql).unwrap();
     }
     let keywords = keywords();

@@ -5,32 +5,6 @@ use super::{import, link_row, skipped};
 use crate::helpers::*;
 use sqlx::mysql::MySqlPoolOptions;
 
-/// YOURLS 1.9's tables, as its installer creates them (prefix `yourls_`).
-const SCHEMA: [&str; 2] = [
-    "CREATE TABLE IF NOT EXISTS `yourls_url` (
-        `keyword` varchar(100) BINARY NOT NULL,
-        `url` text BINARY NOT NULL,
-        `title` text CHARACTER SET utf8mb4,
-        `timestamp` timestamp NOT NULL DEFAULT current_timestamp(),
-        `ip` varchar(41) NOT NULL,
-        `clicks` int(10) unsigned NOT NULL,
-        PRIMARY KEY (`keyword`),
-        KEY `ip` (`ip`),
-        KEY `timestamp` (`timestamp`)
-    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
-    "CREATE TABLE IF NOT EXISTS `yourls_log` (
-        `click_id` int(11) NOT NULL auto_increment,
-        `click_time` datetime NOT NULL,
-        `shorturl` varchar(100) BINARY NOT NULL,
-        `referrer` varchar(200) NOT NULL,
-        `user_agent` varchar(255) NOT NULL,
-        `ip_address` varchar(41) NOT NULL,
-        `country_code` char(2) NOT NULL,
-        PRIMARY KEY (`click_id`),
-        KEY `shorturl` (`shorturl`)
-    ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
-];
-
 const ROWS: [&str; 2] = [
     "INSERT INTO yourls_url (keyword, url, title, timestamp, ip, clicks) VALUES
         ('1', 'https://yourls-target.example/one', 'One', '2019-04-01 10:00:00', '203.0.113.9', 2),
@@ -47,7 +21,7 @@ const ROWS: [&str; 2] = [
 async fn yourls_database_links_and_log_are_kept() {
     let yourls = testkit::mariadb().fresh_database_url();
     let pool = MySqlPoolOptions::new().connect(&yourls).await.unwrap();
-    for sql in SCHEMA.iter().chain(&ROWS) {
+    for sql in testkit::yourls::SCHEMA.iter().chain(&ROWS) {
         sqlx::query(sql).execute(&pool).await.unwrap();
     }
     let app = spawn_app(Backend::Sqlite).await;
