@@ -1,5 +1,5 @@
 //! Enrichment of shortlink visit events: the pure first half of the visit pipeline (the second,
-//! `sidecar/src/visits/`, consumes the stream and stores and rolls up what this returns).
+//! `sidecar/crates/visits/src/`, consumes the stream and stores and rolls up what this returns).
 //!
 //! The sidecar reads `sl:events` entries, turns each into a [`VisitEvent`], and [`Enricher::enrich`]s
 //! it into a [`Visit`] with every derived field the stats need (agent, audience, geo, referrer host,

@@ -4,7 +4,7 @@
 
 use shortcode::{CodeScheme, Shape};
 #[cfg(feature = "url-validator")]
-use shortlink_sidecar::validate::{normalize_hosts, UrlPolicy};
+use shortlink_model::validate::{normalize_hosts, UrlPolicy};
 #[cfg(feature = "url-validator")]
 use std::sync::OnceLock;
 

@@ -28,13 +28,6 @@ pub fn check_config(config: &Config) -> Result<(), BoxError> {
     .into())
 }
 
-impl Config {
-    /// [`problems`] of these settings: the method lives here, above the parts it asks.
-    pub fn problems(&self) -> Vec<ConfigError> {
-        problems(self)
-    }
-}
-
 /// Every problem of the settings that needs no server, all at once (`check-config`);
 /// start-up checks the same (crate::build_state) and then the database and Redis.
 pub fn problems(config: &Config) -> Vec<ConfigError> {

@@ -19,6 +19,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 pub use backup::BackupArgs;
+pub use check::problems as config_problems;
 pub use code_scheme::CodeSchemeCommand;
 pub use compose::ComposeArgs;
 pub use export::ExportArgs;

@@ -1,6 +1,6 @@
 //! Large, retried, slow and broken NDJSON batches through nginx's internal API server, the address
 //! the README gives campaign tools. nginx passes no more of a request body once the sidecar's answer
-//! has started (`sidecar/src/http/batch/spool.rs`), so these run at the sizes the API promises, read
+//! has started (`sidecar/crates/api/src/batch/spool.rs`), so these run at the sizes the API promises, read
 //! the way real clients read, and check afterwards that SQL and Redis agree link for link and that
 //! no connection is left open.
 

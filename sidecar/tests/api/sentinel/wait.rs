@@ -177,9 +177,7 @@ fn sentinel_settings_come_from_the_config_file() {
         "10.0.0.1:26379,10.0.0.2:notaport",
     ])
     .expect("flags parse");
-    let problems: Vec<String> = cli
-        .config
-        .problems()
+    let problems: Vec<String> = shortlink_sidecar::cli::config_problems(&cli.config)
         .iter()
         .map(ToString::to_string)
         .collect();

@@ -1,0 +1,194 @@
+//! API keys: `Authorization: Bearer <key>` on every `/api/v1` route.
+//!
+//! A key is 32 random bytes (`slk_` + 64 hex digits), shown once when created; the database keeps
+//! only its SHA-256. A request's key is hashed and looked up by that hash, so the lookup's timing
+//! depends only on a digest the caller cannot steer; the stored digest is then compared in
+//! constant time all the same.
+//!
+//! Each key has a role (`storage::Role`), checked here against the route the request matched, so
+//! a route nobody listed for a narrow role is refused to it (403 `forbidden`): `viewer` keys read
+//! ([`READ_ROUTES`]), `issuer` keys read and change links ([`ISSUE_ROUTES`]), `resolve` keys reach
+//! `GET /api/v1/resolve/{code}` only, `admin` keys everything.
+
+use super::{AppState, Error};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::{Digest, Sha256};
+use shortlink_model::validate::hex;
+use shortlink_store::Role;
+use subtle::ConstantTimeEq;
+
+const KEY_PREFIX: &str = "slk_";
+/// Longest Authorization value examined; longer ones are refused unread.
+const MAX_KEY_LEN: usize = 256;
+
+/// A new random API key.
+pub fn generate_api_key() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("{KEY_PREFIX}{}", hex(&bytes)))
+}
+
+/// What the database stores for `key`: SHA-256, lower-case hex.
+pub fn hash_api_key(key: &str) -> String {
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+/// The API key id of an authenticated request, for handlers and logs.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiKeyId(pub i64);
+
+pub async fn require_api_key(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, Error> {
+    let key = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, token) = value.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .filter(|token| !token.is_empty())
+        .ok_or(Error::MissingApiKey)?;
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::InvalidApiKey);
+    }
+    let presented = hash_api_key(key);
+    let stored = state
+        .links
+        .storage()
+        .api_key_by_hash(&presented)
+        .await?
+        .ok_or(Error::InvalidApiKey)?;
+    if !bool::from(stored.key_hash.as_bytes().ct_eq(presented.as_bytes())) {
+        return Err(Error::InvalidApiKey);
+    }
+    if stored.revoked_at.is_some() {
+        return Err(Error::RevokedApiKey);
+    }
+    tracing::Span::current().record("api_key", stored.id);
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    if !permits(stored.role, request.method(), route) {
+        return Err(Error::Forbidden(stored.role));
+    }
+    request.extensions_mut().insert(ApiKeyId(stored.id));
+    Ok(next.run(request).await)
+}
+
+/// What `viewer` and `issuer` keys may read (GET, HEAD). Not resolve: it repairs Redis, and it
+/// is nginx's, which has a key of its own.
+const READ_ROUTES: &[&str] = &[
+    "/api/v1/links",
+    "/api/v1/links/{code}",
+    "/api/v1/links/{code}/stats",
+    "/api/v1/links/{code}/qr",
+    "/api/v1/stats",
+    "/api/v1/visits",
+    "/api/v1/campaigns/{campaign}",
+    "/api/v1/domains",
+    "/api/v1/domains/{domain}",
+    "/api/v1/openapi.json",
+];
+
+/// What a phone would get from a link: `viewer` and `issuer` keys may ask.
+const PREVIEW_ROUTE: &str = "/api/v1/links/{code}/preview";
+
+/// What `issuer` keys may change besides reading.
+const ISSUE_ROUTES: &[(Method, &str)] = &[
+    (Method::POST, "/api/v1/links"),
+    (Method::POST, "/api/v1/links/batch"),
+    (Method::PATCH, "/api/v1/links/{code}"),
+    (Method::DELETE, "/api/v1/links/{code}"),
+];
+
+/// Whether `role` may send `method` to `route` (the matched route pattern; `None` for paths no
+/// route matched).
+fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
+    let Some(route) = route else {
+        return role == Role::Admin;
+    };
+    // A preview is a POST that reads: it answers a made-up click and changes nothing.
+    let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
+        || (method == Method::POST && route == PREVIEW_ROUTE);
+    match role {
+        Role::Admin => true,
+        Role::Issuer => {
+            reads
+                || ISSUE_ROUTES
+                    .iter()
+                    .any(|(allowed, pattern)| allowed == method && *pattern == route)
+        }
+        Role::Viewer => reads,
+        Role::Resolve => {
+            (method == Method::GET || method == Method::HEAD) && route == "/api/v1/resolve/{code}"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resolve_key_reaches_resolve_only() {
+        let resolve = Some("/api/v1/resolve/{code}");
+        assert!(permits(Role::Resolve, &Method::GET, resolve));
+        assert!(permits(Role::Resolve, &Method::HEAD, resolve));
+        assert!(!permits(Role::Resolve, &Method::POST, resolve));
+        assert!(!permits(Role::Resolve, &Method::GET, Some("/api/v1/links")));
+        assert!(!permits(Role::Resolve, &Method::GET, None));
+        assert!(permits(
+            Role::Admin,
+            &Method::DELETE,
+            Some("/api/v1/links/{code}")
+        ));
+        assert!(permits(Role::Admin, &Method::GET, None));
+    }
+
+    #[test]
+    fn viewers_read_and_issuers_also_change_links() {
+        let code = Some("/api/v1/links/{code}");
+        for role in [Role::Viewer, Role::Issuer] {
+            assert!(permits(role, &Method::GET, code));
+            assert!(permits(role, &Method::HEAD, Some("/api/v1/stats")));
+            assert!(!permits(role, &Method::GET, Some("/api/v1/resolve/{code}")));
+            assert!(!permits(role, &Method::GET, None));
+        }
+        assert!(!permits(Role::Viewer, &Method::PATCH, code));
+        assert!(!permits(Role::Viewer, &Method::POST, Some("/api/v1/links")));
+        assert!(permits(Role::Issuer, &Method::PATCH, code));
+        assert!(permits(Role::Issuer, &Method::DELETE, code));
+        assert!(permits(
+            Role::Issuer,
+            &Method::POST,
+            Some("/api/v1/links/batch")
+        ));
+        assert!(!permits(
+            Role::Issuer,
+            &Method::POST,
+            Some("/api/v1/links/{code}")
+        ));
+    }
+
+    #[test]
+    fn keys_are_random_and_hashed() {
+        let a = generate_api_key().unwrap();
+        let b = generate_api_key().unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(KEY_PREFIX) && a.len() == KEY_PREFIX.len() + 64);
+        assert_eq!(hash_api_key(&a).len(), 64);
+        assert_eq!(
+            hash_api_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

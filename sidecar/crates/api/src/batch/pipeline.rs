@@ -1,0 +1,270 @@
+//! The streamed write path of a request with many items, shared by the batch and by compose:
+//! chunks of raw items checked ahead in parallel, written in groups through
+//! [`shortlink_core::service::LinkService::create_chunks`], answered in order (see the batch's module
+//! documentation for the why of each stage). What an item is and how it is answered is the
+//! [`Items`] of the request.
+
+use super::body::RawChunk;
+use super::{CHECKED_AHEAD, GROUP_CHUNKS, HELD_FRAMES, PARALLEL_CHUNKS, RESULT_BYTES};
+use crate::{failure_error, AppState, DomainContext, Error};
+use axum::http::StatusCode;
+use futures_util::{stream, Stream, StreamExt};
+use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
+use shortlink_store::{Backend, Link};
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Groups written at once on PostgreSQL and MariaDB (concurrent transactions). Two: one commits
+/// while the other inserts; with four, full groups (8,000 rows each) took more memory and were
+/// no faster (the server is the bottleneck).
+pub const PARALLEL_GROUPS: usize = 2;
+/// Groups written at once on SQLite: two. Their transactions queue for the one write
+/// connection, so the second only gets ready (plan, codes, rows) while the first writes, and
+/// starts inserting the moment it commits. More would only wait longer, and under load could
+/// outwait the pool's acquire timeout (503).
+pub const PARALLEL_GROUPS_SQLITE: usize = 2;
+/// Groups rendered at once (after their commit).
+const PARALLEL_RENDERS: usize = 2;
+
+/// What a streamed request's items are: how one is checked into a link, and how it is answered.
+pub(crate) trait Items: Send + Sync + 'static {
+    /// What an item keeps from its check to its answer besides its link.
+    type Kept: Send + 'static;
+    /// The `via` label of the links it creates (`shortlink_links_created_total`).
+    const VIA: &'static str;
+    /// Checks the item at `index`: the link to create, or why there is none.
+    fn check(&self, index: i64, item: super::body::RawItem) -> Checked<Self::Kept>;
+    /// Appends the answer of the item at `index`.
+    fn render(&self, out: &mut Vec<u8>, index: i64, answer: Answer<Self::Kept>);
+}
+
+/// An item after its check.
+// Returned and taken apart at once, never kept: boxing the link would cost an allocation an item.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Checked<K> {
+    Valid(service::NewLink, K),
+    /// Nothing is created for it; what it kept, if it got that far.
+    Refused(Error, Option<K>),
+}
+
+/// An item's answer.
+pub(crate) enum Answer<K> {
+    Refused(Error, Option<K>),
+    /// Created (201), by this request or an earlier one with its `Idempotency-Key`, or found
+    /// live for an `idempotent` item (200).
+    Link {
+        link: Box<Link>,
+        status: StatusCode,
+        kept: K,
+    },
+    /// A dry run: checked and valid, nothing created.
+    Planned(K),
+}
+
+/// Whether the links are created, or only checked (a dry run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Write,
+    DryRun,
+}
+
+/// The answer's frames, one per chunk in order, for `chunks` (`claim`: the request's
+/// `Idempotency-Key`). They start flowing at once, `HELD_FRAMES` ahead of the reader: the
+/// caller must not start answering before the body is read (see the spool).
+pub(crate) fn run<I: Items>(
+    items: Arc<I>,
+    state: AppState,
+    domains: DomainContext,
+    chunks: impl Stream<Item = RawChunk> + Send + 'static,
+    claim: Option<Claim>,
+    mode: Mode,
+) -> impl Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    let parallel_groups = match state.links.storage().backend() {
+        Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
+        Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
+    };
+    let checked = check_ahead(chunks, Arc::clone(&items));
+    let results = checked
+        .ready_chunks(GROUP_CHUNKS)
+        .map(move |group| tokio::spawn(write_group(state.clone(), group, claim, mode)))
+        .buffered(parallel_groups)
+        .map(move |written| {
+            let (items, domains) = (Arc::clone(&items), domains.clone());
+            tokio::task::spawn_blocking(move || {
+                written
+                    .and_then(|group| group)
+                    .map(|group| render_group(&*items, group, &domains, mode))
+            })
+        })
+        .buffered(PARALLEL_RENDERS)
+        .flat_map(|joined| {
+            stream::iter(match joined {
+                Ok(Ok(frames)) => frames.into_iter().map(Ok).collect(),
+                Ok(Err(error)) | Err(error) => {
+                    tracing::error!(%error, "a chunk task failed");
+                    vec![Err(std::io::Error::other("chunk failed"))]
+                }
+            })
+        });
+    run_ahead(results, HELD_FRAMES)
+}
+
+/// Drives `results` in a task of its own, `held` items ahead of whoever reads them: the request
+/// goes on being written while its answer cannot start yet, up to that many results.
+fn run_ahead<T: Send + 'static>(
+    results: impl Stream<Item = T> + Send + 'static,
+    held: usize,
+) -> impl Stream<Item = T> + Send + 'static {
+    let (sender, receiver) = tokio::sync::mpsc::channel(held);
+    tokio::spawn(async move {
+        let mut results = std::pin::pin!(results);
+        while let Some(result) = results.next().await {
+            if sender.send(result).await.is_err() {
+                // The answer was dropped (client gone): stop writing.
+                return;
+            }
+        }
+    });
+    stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|result| (result, receiver))
+    })
+}
+
+/// Checks chunks in parallel tasks, ahead of the writer: a task pulls the body's chunks and
+/// keeps up to [`CHECKED_AHEAD`] checked ones waiting, so while a group is written the next one
+/// is read and checked, and the writer finds a full group ready. Driven by the writer's pulls
+/// alone, checking would only start on the chunks the body reader had ready, and groups would
+/// stay small (more, costlier commits).
+fn check_ahead<I: Items>(
+    chunks: impl Stream<Item = RawChunk> + Send + 'static,
+    items: Arc<I>,
+) -> Pin<Box<dyn Stream<Item = CheckResult<I::Kept>> + Send>> {
+    let (sender, receiver) = tokio::sync::mpsc::channel(CHECKED_AHEAD);
+    tokio::spawn(async move {
+        let mut checked = std::pin::pin!(chunks
+            .map(move |chunk| {
+                let items = Arc::clone(&items);
+                tokio::task::spawn_blocking(move || check_chunk(&*items, chunk))
+            })
+            .buffered(PARALLEL_CHUNKS));
+        while let Some(chunk) = checked.next().await {
+            if sender.send(chunk).await.is_err() {
+                // The answer was dropped (client gone): stop reading.
+                return;
+            }
+        }
+    });
+    Box::pin(stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    }))
+}
+
+type CheckResult<K> = std::result::Result<CheckedChunk<K>, tokio::task::JoinError>;
+
+/// Per item, what it kept, or why it was refused.
+type Verdicts<K> = Vec<(i64, std::result::Result<K, (Error, Option<K>)>)>;
+
+/// A chunk after checking: every item's verdict, and the links of the valid ones.
+struct CheckedChunk<K> {
+    checked: Verdicts<K>,
+    valid: Vec<(i64, service::NewLink)>,
+}
+
+fn check_chunk<I: Items>(items: &I, chunk: RawChunk) -> CheckedChunk<I::Kept> {
+    let mut checked = Vec::with_capacity(chunk.items.len());
+    let mut valid = Vec::with_capacity(chunk.items.len());
+    for (offset, item) in chunk.items.into_iter().enumerate() {
+        let index = chunk.first + offset as i64;
+        match items.check(index, item) {
+            Checked::Valid(new, kept) => {
+                valid.push((index, new));
+                checked.push((index, Ok(kept)));
+            }
+            Checked::Refused(error, kept) => checked.push((index, Err((error, kept)))),
+        }
+    }
+    CheckedChunk { checked, valid }
+}
+
+/// A written group: per chunk, the verdicts and the outcomes of the valid items.
+type WrittenGroup<K> = Vec<(Verdicts<K>, Vec<(i64, ItemOutcome)>)>;
+
+/// Writes a group of checked chunks in one transaction (nothing in a dry run). A chunk task
+/// that failed fails the answer (the body stream breaks off).
+async fn write_group<K>(
+    state: AppState,
+    group: Vec<CheckResult<K>>,
+    claim: Option<Claim>,
+    mode: Mode,
+) -> std::result::Result<WrittenGroup<K>, tokio::task::JoinError> {
+    let mut checked = Vec::with_capacity(group.len());
+    let mut valid = Vec::with_capacity(group.len());
+    for chunk in group {
+        let chunk = chunk?;
+        checked.push(chunk.checked);
+        valid.push(chunk.valid);
+    }
+    let outcomes = match mode {
+        Mode::Write => state.links.create_chunks(valid, claim).await,
+        Mode::DryRun => valid.iter().map(|_| Vec::new()).collect(),
+    };
+    Ok(checked.into_iter().zip(outcomes).collect())
+}
+
+/// Every item's answer of a written group, in order: one frame per chunk. One buffer for the
+/// whole group (400 bytes reserved a result) outgrew its estimate and doubled while the old
+/// one was still held: 9.6 MB at once for 8,000 results, twice over with two renders in
+/// flight, the largest transient allocation of a batch (heaptrack).
+fn render_group<I: Items>(
+    items: &I,
+    group: WrittenGroup<I::Kept>,
+    domains: &DomainContext,
+    mode: Mode,
+) -> Vec<Vec<u8>> {
+    group
+        .into_iter()
+        .map(|(checked, outcomes)| {
+            let mut out = Vec::with_capacity(checked.len() * RESULT_BYTES);
+            let mut outcomes = outcomes.into_iter();
+            for (index, checked) in checked {
+                let answer = match checked {
+                    Err((error, kept)) => Answer::Refused(error, kept),
+                    Ok(kept) if mode == Mode::DryRun => Answer::Planned(kept),
+                    Ok(kept) => answer(I::VIA, outcomes.next(), kept, domains),
+                };
+                items.render(&mut out, index, answer);
+            }
+            out
+        })
+        .collect()
+}
+
+/// A valid item's answer from its outcome, counting a new link (metrics, domain health).
+fn answer<K>(
+    via: &'static str,
+    outcome: Option<(i64, ItemOutcome)>,
+    kept: K,
+    domains: &DomainContext,
+) -> Answer<K> {
+    let failure = match outcome {
+        Some((_, ItemOutcome::Created(link))) => {
+            shortlink_core::metrics::links_created(via, 1);
+            domains.count_issued(&link.code, link.campaign.as_deref());
+            return Answer::Link {
+                link,
+                status: StatusCode::CREATED,
+                kept,
+            };
+        }
+        Some((_, ItemOutcome::Existing(link))) => {
+            return Answer::Link {
+                link,
+                status: StatusCode::OK,
+                kept,
+            }
+        }
+        Some((_, ItemOutcome::Failed(failure))) => failure,
+        None => ItemFailure::Internal,
+    };
+    Answer::Refused(failure_error(failure), Some(kept))
+}

@@ -1,0 +1,164 @@
+//! Extractors: axum's, with rejections that answer as every other API error, and the request's
+//! view of the domain pool.
+
+use super::{AppState, Error, Result};
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use shortlink_domains::IssuingBases;
+use shortlink_model::validate;
+use std::sync::Arc;
+
+/// Request headers set by the internal nginx API server (docs/ARCHITECTURE.md, "The domain pool").
+pub const PUBLIC_BASE_HEADER: &str = "x-shortlink-public-base";
+pub const POOL_HEADER: &str = "x-shortlink-pool";
+
+/// `axum::Json` whose rejections become [`Error`]s with a JSON body.
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(Error))]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// `axum::extract::Query` whose rejections become [`Error`]s.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(Error))]
+pub struct Query<T>(pub T);
+
+/// `axum::extract::Path` whose rejections become [`Error`]s.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(Error))]
+pub struct Path<T>(pub T);
+
+/// The request's view of the domain pool: where short URLs live and which hosts are ours.
+#[derive(Debug, Clone)]
+pub struct DomainContext {
+    /// Where new short URLs are built: one base or several with weights.
+    pub issuing: Option<IssuingBases>,
+    /// The pool from the request header together with `--short-domains`: a target on any of our
+    /// domains would loop.
+    pub own_domains: Vec<String>,
+    /// Whether `issuing` is the deployment's: from the configuration, or from a request that came
+    /// through nginx ([`super::proxy_secret`]). Only then is a link counted under its host.
+    issuing_trusted: bool,
+    health: Arc<shortlink_domains::health::DomainHealth>,
+}
+
+impl DomainContext {
+    /// Counts a new link under the host it is issued on (`shortlink_links_issued_total`), the
+    /// expected-traffic side of a domain's health.
+    pub fn count_issued(&self, code: &str, campaign: Option<&str>) {
+        if let Some(bases) = &self.issuing {
+            let base = bases.pick(code, campaign);
+            let host = url::Url::parse(base)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            if self.issuing_trusted {
+                self.health.issued_on(&host);
+                shortlink_core::metrics::links_issued(host);
+            } else {
+                // A name nobody configured: no health entry, no metric label of its own.
+                shortlink_core::metrics::links_issued("other".to_owned());
+            }
+        }
+    }
+
+    /// Where new links go, for people: each base with its weight, `draining` ones marked.
+    pub fn issuing_description(&self) -> String {
+        match &self.issuing {
+            None => "no issuing domain configured".into(),
+            Some(bases) => bases
+                .bases
+                .iter()
+                .map(|base| match (base.draining, bases.bases.len()) {
+                    (true, _) => format!("{} (draining)", base.url),
+                    (false, 1) => base.url.clone(),
+                    (false, _) => format!("{} (weight {})", base.url, base.weight),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// The same request, issuing every link on the shortest issuing base
+    /// ([`IssuingBases::shortest`]).
+    pub fn on_shortest_base(mut self) -> Self {
+        self.issuing = self.issuing.as_ref().map(IssuingBases::shortest);
+        self
+    }
+
+    /// The link's short URL on the base it is issued on ([`shortlink_domains::issuing`]).
+    pub fn short_url(&self, code: &str, campaign: Option<&str>) -> Option<String> {
+        self.issuing
+            .as_ref()
+            .map(|bases| format!("{}/{code}", bases.pick(code, campaign)))
+    }
+}
+
+impl FromRequestParts<AppState> for DomainContext {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let header = |name: &str| -> Result<Option<&str>> {
+            match parts.headers.get(name) {
+                None => Ok(None),
+                Some(value) => value.to_str().map(Some).map_err(|_| Error::Request {
+                    status: StatusCode::BAD_REQUEST,
+                    code: "invalid_header",
+                    message: format!("the {name} header is not ASCII"),
+                }),
+            }
+        };
+        let trusted = (state.settings.proxy_secret.as_ref())
+            .is_some_and(|secret| secret.matches(&parts.headers));
+        let issuing_trusted = trusted || parts.headers.get(PUBLIC_BASE_HEADER).is_none();
+        let issuing = match header(PUBLIC_BASE_HEADER)? {
+            Some(raw) => Some(IssuingBases::parse(raw).map_err(|reason| Error::Request {
+                status: StatusCode::BAD_REQUEST,
+                code: "invalid_header",
+                message: format!("the {PUBLIC_BASE_HEADER} header {reason}"),
+            })?),
+            None => state
+                .settings
+                .public_base_url
+                .clone()
+                .map(IssuingBases::single),
+        };
+        let mut own_domains = state.settings.short_domains.clone();
+        if let Some(pool) = header(POOL_HEADER)? {
+            let hosts: Vec<&str> = pool.split_ascii_whitespace().collect();
+            let pool = validate::normalize_hosts(&hosts).map_err(|entry| Error::Request {
+                status: StatusCode::BAD_REQUEST,
+                code: "invalid_header",
+                message: format!("the {POOL_HEADER} header has {entry:?}, not a host name"),
+            })?;
+            own_domains.extend(pool);
+        }
+        // Names the job may check: the configuration's, and nginx's (its pool is its config).
+        let named = match trusted {
+            true => own_domains.clone(),
+            false => state.settings.short_domains.clone(),
+        };
+        // Listed (and checked) from the first request naming them, the domains endpoints' own
+        // included: not only once a link is issued. Headers from anyone but nginx serve this
+        // request only: the job never probes a name nobody configured.
+        let issuing_hosts = issuing.iter().filter(|_| issuing_trusted);
+        state.domains.saw(
+            named
+                .into_iter()
+                .chain(issuing_hosts.flat_map(IssuingBases::hosts)),
+        );
+        Ok(DomainContext {
+            issuing,
+            own_domains,
+            issuing_trusted,
+            health: Arc::clone(&state.domains),
+        })
+    }
+}

@@ -1,0 +1,103 @@
+//! The HTTP API: `/api/v1/*` behind API-key auth, `/healthz` and `/readyz` open. This file
+//! wires the parts; what handlers share lives below them (`state`, `extract`, `error`).
+
+#![deny(unsafe_code)]
+
+mod auth;
+mod batch;
+mod campaigns;
+pub mod compose;
+pub(crate) mod domains;
+mod early_close;
+mod error;
+mod extract;
+mod health;
+pub mod links;
+mod metrics;
+mod openapi;
+pub mod preview;
+pub mod proxy_secret;
+pub mod qr;
+mod resolve;
+mod state;
+pub mod stats;
+mod visits;
+mod webhooks;
+
+pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
+pub use batch::failure_error;
+pub use error::{Error, ErrorBody, ErrorDetail, Result};
+pub use extract::{DomainContext, Json, Path, Query, POOL_HEADER, PUBLIC_BASE_HEADER};
+pub use openapi::ApiDoc;
+pub use state::{AppState, HttpSettings, MAX_BODY_BYTES};
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use tower_http::trace::TraceLayer;
+
+/// The whole app: the API, `pages` (the operator console: HTML for people, built above this
+/// layer), health and metrics, and what every request goes through.
+pub fn router(state: AppState, pages: Router<AppState>) -> Router {
+    let api = Router::new()
+        .merge(links::router())
+        .merge(preview::router())
+        .merge(batch::router())
+        .merge(compose::router())
+        .merge(campaigns::router())
+        .merge(domains::router())
+        .merge(resolve::router())
+        .merge(stats::router())
+        .merge(qr::router())
+        .merge(visits::router())
+        .merge(webhooks::router())
+        .route("/openapi.json", get(openapi::serve))
+        // Its own fallback, so that unknown /api/v1 paths are behind auth too.
+        .fallback(|| async { Error::NotFound })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_api_key,
+        ))
+        .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track));
+    shortlink_core::metrics::install();
+    Router::new()
+        .nest("/api/v1", api)
+        // Not API: HTML for people, outside the OpenAPI document and the API-key layer (the
+        // console has sessions of its own).
+        .merge(pages)
+        .merge(
+            health::router()
+                .route("/metrics", get(metrics::serve))
+                .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+        )
+        .fallback(|| async { Error::NotFound })
+        .method_not_allowed_fallback(|| async {
+            Error::Request {
+                status: StatusCode::METHOD_NOT_ALLOWED,
+                code: "method_not_allowed",
+                message: "this method is not allowed on this path".into(),
+            }
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(
+            early_close::close_after_client_error,
+        ))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &axum::extract::Request| {
+                    // The path only: query strings may carry recipients' data.
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        path = %request.uri().path(),
+                        api_key = tracing::field::Empty,
+                    )
+                })
+                // 5xx answers (503 while Redis or the database is down) are logged where they arise.
+                .on_failure(
+                    tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG),
+                ),
+        )
+        .with_state(state)
+}

@@ -1,0 +1,587 @@
+//! `/api/v1/links`: create, read, update, revoke and list links.
+//!
+//! Handlers turn request bodies into validated domain values ([`NewLink`], [`LinkPatch`]) and
+//! leave the write path to [`shortlink_core::service`]. Nothing is stored unless every field is valid.
+
+use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::get;
+use axum::Extension;
+use axum::Router;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+use shortlink_core::service::validate::{self, LinkRequest, PlainPassword};
+use shortlink_core::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
+use shortlink_model::link::card::{self, CardSpec};
+use shortlink_model::link::rules::{self, RuleSpec};
+use shortlink_model::schema::WholeNumber;
+use shortlink_store::{self as storage, Link, LinkFilter, LinkState, ListCursor};
+use utoipa::{IntoParams, ToSchema};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/links", get(list_links).post(create_link))
+        .route(
+            "/links/{code}",
+            get(get_link).patch(update_link).delete(revoke_link),
+        )
+}
+
+pub const DEFAULT_PAGE: u32 = 50;
+pub const MAX_PAGE: u32 = 1000;
+
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateLinkRequest {
+    /// Absolute http(s) URL; IDN hosts are stored as punycode.
+    #[schema(schema_with = shortlink_model::schema::url)]
+    pub url: String,
+    /// Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape; generated if absent.
+    #[schema(schema_with = shortlink_model::schema::alias)]
+    pub code: Option<String>,
+    /// RFC 3339, in the future; fractions of a second are dropped.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// 301, 302 (default), 307 or 308.
+    #[schema(schema_with = shortlink_model::schema::redirect)]
+    pub redirect: Option<u16>,
+    /// Append the short URL's query string to the target (default false).
+    pub forward_query: Option<bool>,
+    /// Return the newest live link with the same URL and the same `ref` (or none) (200) instead
+    /// of creating one: one recipient's link is never handed to another. Only a link with the
+    /// same options (lifecycle, rules, cap, card) is returned, and never one with a password,
+    /// nor for a request with one (a password cannot be compared with a stored digest).
+    pub idempotent: Option<bool>,
+    /// The campaign the link belongs to (1 to 200 characters).
+    #[schema(schema_with = shortlink_model::schema::meta)]
+    pub campaign: Option<String>,
+    /// An opaque recipient reference (1 to 200 characters).
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref", schema_with = shortlink_model::schema::meta)]
+    pub recipient_ref: Option<String>,
+    /// Free tags (at most 32, each 1 to 64 characters).
+    #[schema(schema_with = shortlink_model::schema::tags)]
+    pub tags: Option<Vec<String>>,
+    /// RFC 3339: before it, clicks go to `not_yet_url` (302) or get a "not yet" page (403).
+    pub valid_since: Option<DateTime<Utc>>,
+    /// Where clicks before `valid_since` go; validated like `url`.
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub not_yet_url: Option<String>,
+    /// Where clicks after `expires_at` go (302) instead of a 410; validated like `url`.
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub expired_url: Option<String>,
+    /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
+    #[schema(value_type = Option<Vec<RuleSpec>>)]
+    pub rules: Option<serde_json::Value>,
+    /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
+    /// expired link (`expired_url` or 410).
+    #[schema(schema_with = shortlink_model::schema::max_visits)]
+    pub max_visits: Option<WholeNumber>,
+    /// A password page first; the right password opens the link. Write-only: stored as a
+    /// salted digest, never returned (reads say `password_protected`).
+    #[schema(schema_with = shortlink_model::schema::password)]
+    pub password: Option<PlainPassword>,
+    /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
+    pub preview: Option<CardSpec>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
+pub struct UpdateLinkRequest {
+    #[schema(schema_with = shortlink_model::schema::new_url)]
+    pub url: Option<String>,
+    /// RFC 3339 in the future, or `null` to remove the expiry.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub expires_at: Option<Option<DateTime<Utc>>>,
+    #[schema(schema_with = shortlink_model::schema::redirect)]
+    pub redirect: Option<u16>,
+    pub forward_query: Option<bool>,
+    /// The campaign, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::meta)]
+    pub campaign: Option<Option<String>>,
+    /// The recipient reference, or `null` to remove it.
+    #[serde(default, rename = "ref", deserialize_with = "present")]
+    #[schema(rename = "ref", schema_with = shortlink_model::schema::meta)]
+    pub recipient_ref: Option<Option<String>>,
+    /// Replaces the tags (`[]` removes them).
+    #[schema(schema_with = shortlink_model::schema::tags)]
+    pub tags: Option<Vec<String>>,
+    /// RFC 3339, or `null` to open the link now.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub valid_since: Option<Option<DateTime<Utc>>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub not_yet_url: Option<Option<String>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub expired_url: Option<Option<String>>,
+    /// Replaces the rules (`[]` or `null` removes them).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
+    pub rules: Option<Option<serde_json::Value>>,
+    /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
+    /// clicks ever redirected, so lowering it below them closes the link at once.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::max_visits)]
+    pub max_visits: Option<Option<WholeNumber>>,
+    /// A new password (replacing any), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::password)]
+    pub password: Option<Option<PlainPassword>>,
+    /// A new card (replacing the old one whole), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CardSpec>, nullable)]
+    pub preview: Option<Option<CardSpec>>,
+}
+
+/// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
+fn present<'de, D, T>(deserializer: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LinkView {
+    pub code: String,
+    pub url: String,
+    /// Public base (header `X-Shortlink-Public-Base`, else `--public-base-url`) + `/` + code;
+    /// `null` when neither is set.
+    pub short_url: Option<String>,
+    pub redirect: u16,
+    pub forward_query: bool,
+    /// `live`, `expired` or `revoked`.
+    pub state: &'static str,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub visit_count: i64,
+    pub last_visit_at: Option<DateTime<Utc>>,
+    pub campaign: Option<String>,
+    /// The recipient reference.
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_since: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_yet_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expired_url: Option<String>,
+    /// The rules as written, normalised; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<RuleSpec>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<i64>,
+    /// The clicks counted against `max_visits` so far (read of one link only; absent when
+    /// Redis could not be asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits_counted: Option<u64>,
+    /// Whether a password guards the link (the password itself is never returned).
+    pub password_protected: bool,
+    /// The preview card; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<CardSpec>,
+}
+
+impl LinkView {
+    pub fn new(link: Link, domains: &DomainContext) -> Self {
+        let state = match link.state(storage::now()) {
+            LinkState::Live => "live",
+            LinkState::Expired => "expired",
+            LinkState::Revoked => "revoked",
+        };
+        LinkView {
+            short_url: domains.short_url(&link.code, link.campaign.as_deref()),
+            forward_query: link.flags.forward_query(),
+            code: link.code,
+            url: link.target,
+            redirect: link.redirect,
+            state,
+            expires_at: link.expires_at,
+            created_at: link.created_at,
+            updated_at: link.updated_at,
+            revoked_at: link.revoked_at,
+            visit_count: link.visit_count,
+            last_visit_at: link.last_visit_at,
+            campaign: link.campaign,
+            recipient_ref: link.recipient_ref,
+            tags: link.tags,
+            valid_since: link.extras.valid_since,
+            not_yet_url: link.extras.not_yet_url,
+            expired_url: link.extras.expired_url,
+            // Checked when written; a row that no longer parses reads as no rules, as the
+            // projection then writes it (logged there).
+            rules: link
+                .extras
+                .rules
+                .as_deref()
+                .and_then(|text| rules::parse_stored(text).ok()),
+            max_visits: link.extras.max_visits,
+            visits_counted: None,
+            password_protected: link.extras.password_digest.is_some(),
+            // As the rules: checked when written; a row that no longer parses reads as none.
+            preview: link
+                .extras
+                .preview
+                .as_deref()
+                .and_then(|text| card::parse_stored(text).ok()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LinkPage {
+    pub links: Vec<LinkView>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// `next_cursor` of the previous page.
+    #[param(pattern = "^-?[0-9]{1,16}\\.[A-Za-z0-9._~-]{1,64}$")]
+    pub cursor: Option<String>,
+    /// 1..=1000, default 50.
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// Only links of this campaign.
+    pub campaign: Option<String>,
+    /// Only links with this recipient reference.
+    #[serde(rename = "ref")]
+    #[param(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    /// Only links carrying this tag.
+    pub tag: Option<String>,
+}
+
+use shortlink_core::service::validate::MAX_IDEMPOTENCY_KEY_LEN;
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+/// The request's `Idempotency-Key` (1 to 255 visible ASCII characters), scoped to its API key.
+pub(crate) fn idempotency_key(
+    headers: &HeaderMap,
+    api_key: ApiKeyId,
+) -> Result<Option<IdempotencyKey>> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .and_then(|key| validate::idempotency_key(key, api_key.0))
+        .ok_or_else(|| Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_header",
+            message: format!(
+                "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
+            ),
+        })?;
+    Ok(Some(key))
+}
+
+/// Checks a create request (single or batch item) and turns it into a [`NewLink`].
+pub(crate) fn new_link(
+    state: &AppState,
+    domains: &DomainContext,
+    request: CreateLinkRequest,
+) -> Result<NewLink> {
+    Ok(validate::new_link(
+        &state.links,
+        &state.settings.url_policy,
+        &domains.own_domains,
+        request.into(),
+    )?)
+}
+
+impl From<CreateLinkRequest> for LinkRequest {
+    fn from(r: CreateLinkRequest) -> Self {
+        LinkRequest {
+            url: r.url,
+            code: r.code,
+            expires_at: r.expires_at,
+            redirect: r.redirect,
+            forward_query: r.forward_query,
+            idempotent: r.idempotent,
+            campaign: r.campaign,
+            recipient_ref: r.recipient_ref,
+            tags: r.tags,
+            valid_since: r.valid_since,
+            not_yet_url: r.not_yet_url,
+            expired_url: r.expired_url,
+            rules: r.rules,
+            max_visits: r.max_visits.map(|n| n.0),
+            password: r.password,
+            preview: r.preview,
+        }
+    }
+}
+
+/// A code from the path that could name a link (ours, or one imported from another shortener,
+/// which `import --from` alone creates); anything else cannot exist.
+fn path_code(state: &AppState, code: &str) -> Result<()> {
+    if state.links.scheme().shape(code.as_bytes()).may_exist()
+        || shortcode::is_imported_charset(code.as_bytes())
+    {
+        Ok(())
+    } else {
+        Err(Error::NotFound)
+    }
+}
+
+/// Create a link. With an `Idempotency-Key` header, a retry with the same key and body answers
+/// the same link and creates nothing; the same key with another body is refused (422
+/// `idempotency_key_reused`).
+#[utoipa::path(post, path = "/api/v1/links", tag = "links", request_body = CreateLinkRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe; 1 to 255 visible ASCII characters", pattern = "^[!-~]{1,255}$")),
+    responses(
+        (status = 201, description = "created", body = LinkView),
+        (status = 200, description = "idempotent: the existing live link for this URL and ref", body = LinkView),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 409, description = "the custom code is taken", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
+            the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
+            our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
+            `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_rules` (what no schema can say of `rules`: real CIDRs, IANA zones, \
+            language tags, days `mon` to `sun` and hours 0 to 23 without an empty list, weights of a split \
+            not all 0, a variant's `weight` written without a fraction (`3`, not `3.0`), at most 8 conditions a \
+            rule, each `query` entry counting as one), `record_too_large` (the link's record over 16 KiB), \
+            `invalid_valid_since` (`valid_since` not before `expires_at`), `invalid_body`, \
+            `idempotency_key_reused` (the `Idempotency-Key` was used with another request)", body = ErrorBody),
+        (status = 503, description = "database or redis unavailable; nothing stored", body = ErrorBody),
+    ))]
+pub async fn create_link(
+    State(state): State<AppState>,
+    Extension(api_key): Extension<ApiKeyId>,
+    headers: HeaderMap,
+    domains: DomainContext,
+    Json(request): Json<CreateLinkRequest>,
+) -> Result<(StatusCode, Json<LinkView>)> {
+    let key = idempotency_key(&headers, api_key)?;
+    let hash = key.as_ref().map(|_| {
+        let canonical = serde_json::to_vec(&request).unwrap_or_default();
+        service::request_hash("create", [canonical.as_slice()])
+    });
+    let new = new_link(&state, &domains, request)?;
+    let claim = match (&key, &hash) {
+        (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
+        _ => None,
+    };
+    let (status, link) = match state.links.create(new, claim).await? {
+        Created::New(link) => {
+            shortlink_core::metrics::links_created("single", 1);
+            domains.count_issued(&link.code, link.campaign.as_deref());
+            (StatusCode::CREATED, link)
+        }
+        Created::Existing(link) => (StatusCode::OK, link),
+    };
+    Ok((status, Json(LinkView::new(link, &domains))))
+}
+
+/// Read a link, in any state.
+#[utoipa::path(get, path = "/api/v1/links/{code}", tag = "links",
+    params(("code" = String, Path)),
+    responses((status = 200, body = LinkView), (status = 404, body = ErrorBody)))]
+pub async fn get_link(
+    State(state): State<AppState>,
+    domains: DomainContext,
+    Path(code): Path<String>,
+) -> Result<Json<LinkView>> {
+    path_code(&state, &code)?;
+    let link = state.links.get(&code).await?;
+    let capped = link.extras.max_visits.is_some();
+    let mut view = LinkView::new(link, &domains);
+    if capped {
+        // One GET, only here: a listing would cost one per link. Redis down only hides it.
+        view.visits_counted = state.links.projection().visit_count(&code).await.ok();
+    }
+    Ok(Json(view))
+}
+
+/// Change a link: any of its fields, each as a create takes it; `null` removes an optional one.
+#[utoipa::path(patch, path = "/api/v1/links/{code}", tag = "links",
+    params(("code" = String, Path)), request_body = UpdateLinkRequest,
+    responses(
+        (status = 200, body = LinkView),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 410, description = "`link_revoked`: revoked links cannot change", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
+            the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain`, `host_not_allowed`, \
+            `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
+            `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_rules` (what no schema can say of `rules`: real CIDRs, IANA zones, \
+            language tags, days `mon` to `sun` and hours 0 to 23 without an empty list, weights of a split \
+            not all 0, a variant's `weight` written without a fraction (`3`, not `3.0`), at most 8 conditions a \
+            rule, each `query` entry counting as one), `record_too_large` (the link's record over 16 KiB), \
+            `invalid_valid_since` (`valid_since` not before `expires_at`), `invalid_body`, \
+            `empty_patch` (nothing would change: `url`, `redirect`, `forward_query` and `tags` null only)", body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+pub async fn update_link(
+    State(state): State<AppState>,
+    domains: DomainContext,
+    Path(code): Path<String>,
+    Json(request): Json<UpdateLinkRequest>,
+) -> Result<Json<LinkView>> {
+    path_code(&state, &code)?;
+    let (policy, own) = (&state.settings.url_policy, &domains.own_domains);
+    let patch = LinkPatch {
+        target: request
+            .url
+            .as_deref()
+            .map(|raw| state.settings.url_policy.check(raw, &domains.own_domains))
+            .transpose()?,
+        expires_at: request
+            .expires_at
+            .map(|at| at.map(validate::expiry).transpose())
+            .transpose()?,
+        redirect: request
+            .redirect
+            .map(|status| validate::redirect_status(Some(status)))
+            .transpose()?,
+        forward_query: request.forward_query,
+        campaign: request
+            .campaign
+            .map(|value| validate::meta(value, "invalid_campaign", "campaign"))
+            .transpose()?,
+        recipient_ref: request
+            .recipient_ref
+            .map(|value| validate::meta(value, "invalid_ref", "ref"))
+            .transpose()?,
+        tags: request
+            .tags
+            .map(|value| validate::tags(Some(value)))
+            .transpose()?,
+        valid_since: request
+            .valid_since
+            .map(|at| at.map(validate::valid_since).transpose())
+            .transpose()?,
+        not_yet_url: request
+            .not_yet_url
+            .map(|url| validate::lifecycle_url(policy, own, url, "not_yet_url"))
+            .transpose()?,
+        expired_url: request
+            .expired_url
+            .map(|url| validate::lifecycle_url(policy, own, url, "expired_url"))
+            .transpose()?,
+        rules: request
+            .rules
+            .map(|rules| validate::rules_column(policy, own, rules))
+            .transpose()?,
+        max_visits: request
+            .max_visits
+            .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
+            .transpose()?,
+        password_digest: request
+            .password
+            .map(|plain| plain.map(validate::password).transpose())
+            .transpose()?,
+        preview: request
+            .preview
+            .map(|preview| card::column(policy, own, preview))
+            .transpose()?,
+    };
+    if patch.is_empty() {
+        return Err(Error::invalid(
+            "empty_patch",
+            "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
+             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
+        ));
+    }
+    let link = state.links.update(&code, patch).await?;
+    Ok(Json(LinkView::new(link, &domains)))
+}
+
+/// Revoke a link: it answers 410 from now on and its code is never reissued. Revoking again
+/// returns the revoked link unchanged (200).
+#[utoipa::path(delete, path = "/api/v1/links/{code}", tag = "links",
+    params(("code" = String, Path)),
+    responses(
+        (status = 200, body = LinkView), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+pub async fn revoke_link(
+    State(state): State<AppState>,
+    domains: DomainContext,
+    Path(code): Path<String>,
+) -> Result<Json<LinkView>> {
+    path_code(&state, &code)?;
+    let link = state.links.revoke(&code).await?;
+    Ok(Json(LinkView::new(link, &domains)))
+}
+
+/// List links, newest first (keyset pagination), optionally only those of a campaign, recipient
+/// reference or tag.
+#[utoipa::path(get, path = "/api/v1/links", tag = "links", params(ListParams),
+    responses((status = 200, body = LinkPage), (status = 400, body = ErrorBody)))]
+pub async fn list_links(
+    State(state): State<AppState>,
+    domains: DomainContext,
+    Query(params): Query<ListParams>,
+) -> Result<Json<LinkPage>> {
+    let limit = params.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_query",
+            message: format!("limit must be 1 to {MAX_PAGE}"),
+        });
+    }
+    let cursor = params
+        .cursor
+        .as_deref()
+        .map(|text| {
+            ListCursor::decode(text).ok_or(Error::Request {
+                status: StatusCode::BAD_REQUEST,
+                code: "invalid_cursor",
+                message: "cursor is not a next_cursor from this API".into(),
+            })
+        })
+        .transpose()?;
+    // One extra row tells whether there is a next page.
+    let filter = LinkFilter {
+        campaign: params.campaign,
+        recipient_ref: params.recipient_ref,
+        tag: params.tag,
+        state: None,
+    };
+    let mut links = state
+        .links
+        .list(&filter, cursor.as_ref(), limit + 1)
+        .await?;
+    let next_cursor = if links.len() > limit as usize {
+        links.truncate(limit as usize);
+        links.last().map(|last| {
+            ListCursor {
+                created_at: last.created_at,
+                code: last.code.clone(),
+            }
+            .encode()
+        })
+    } else {
+        None
+    };
+    Ok(Json(LinkPage {
+        links: links
+            .into_iter()
+            .map(|link| LinkView::new(link, &domains))
+            .collect(),
+        next_cursor,
+    }))
+}

@@ -1,0 +1,129 @@
+//! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers and types.
+
+use super::*;
+use shortlink_model::schema::SchemaFixes;
+use utoipa::OpenApi;
+
+/// The OpenAPI document, generated from the handlers and types.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "shortlink sidecar",
+        description = "Issues short codes for SMS campaigns; SQL is the source of truth, Redis the \
+                       projection nginx reads. Every /api/v1 route needs `Authorization: Bearer <key>`."
+    ),
+    paths(
+        links::create_link,
+        links::list_links,
+        links::get_link,
+        links::update_link,
+        links::revoke_link,
+        preview::preview,
+        batch::create_batch,
+        compose::compose,
+        campaigns::get_campaign,
+        domains::list_domains,
+        domains::get_domain,
+        resolve::resolve,
+        stats::link_stats,
+        stats::global_stats,
+        qr::link_qr,
+        visits::visit_feed,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::get_webhook,
+        webhooks::replace_webhook,
+        webhooks::delete_webhook,
+        webhooks::webhook_failures,
+        webhooks::replay_webhook,
+        health::healthz,
+        health::readyz,
+    ),
+    components(schemas(
+        ErrorBody,
+        ErrorDetail,
+        compose::RecipientResult,
+        compose::SummaryLine,
+        shortlink_core::service::compose::OverBudget,
+        shortlink_webhooks::FeedEvent
+    )),
+    modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
+    security(("api_key" = [])),
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "health"))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The answers any `/api/v1` operation can give besides its own: those of the auth layer and of
+/// a failing dependency. Added here once so that every operation lists them.
+struct CommonResponses;
+
+impl utoipa::Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        const COMMON: [(&str, &str); 4] = [
+            (
+                "401",
+                "no API key, or not a valid one (`missing_api_key`, `invalid_api_key`)",
+            ),
+            (
+                "403",
+                "the key's role does not allow this operation (`forbidden`)",
+            ),
+            (
+                "500",
+                "an internal error; the details are in the sidecar's log",
+            ),
+            (
+                "503",
+                "the database or Redis is unavailable; nothing was stored",
+            ),
+        ];
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/api/v1/") {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (status, description) in COMMON {
+                    let response = ResponseBuilder::new()
+                        .description(description)
+                        .content(
+                            "application/json",
+                            ContentBuilder::new()
+                                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                                .build(),
+                        )
+                        .build();
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert(response.into());
+                }
+            }
+        }
+    }
+}
+
+pub(super) async fn serve() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(ApiDoc::openapi())
+}

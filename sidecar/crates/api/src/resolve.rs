@@ -1,0 +1,127 @@
+//! `GET /api/v1/resolve/{code}`: nginx's fallback when Redis is unavailable. Answers exactly what
+//! the module would (redirect, 404, 410, the "not yet", password or card page) from SQL, rules
+//! included, and
+//! repairs the Redis key in the background.
+
+use super::{AppState, Error, ErrorBody, Path, Result};
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use shortlink_core::service::click::ClickInput;
+use shortlink_core::service::Resolution;
+use shortlink_wire::preview::CARD_STATUS;
+use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
+use shortlink_wire::record::{not_yet_page, NOT_YET_STATUS};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/resolve/{code}", get(resolve))
+}
+
+/// `Cache-Control` of permanent redirects (301, 308), as the module sends by default
+/// (`shortlink_cache_control permanent=...`).
+pub const CACHE_CONTROL_PERMANENT: &str = "public, max-age=3600";
+/// `Cache-Control` of temporary redirects (302, 307), as the module sends by default; also sent
+/// with 404/410 here, which caches would otherwise be free to keep (a 404 code may be created soon).
+pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
+
+/// Resolve a code as the redirect path would.
+#[utoipa::path(get, path = "/api/v1/resolve/{code}", tag = "resolve",
+    params(("code" = String, Path)),
+    responses(
+        (status = 200, description = "a link preview fetcher's `User-Agent` on a link with a card: \
+            the card page (HTML, Open Graph and Twitter card tags), as the module draws it"),
+        (status = 301, description = "redirect; `Location` is the target (plus the request's query string if the link forwards queries)"),
+        (status = 302), (status = 307), (status = 308),
+        (status = 401, description = "a password-protected link: the password page (HTML; its form \
+            posts to the short URL, which nginx answers); or no valid API key (JSON)",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 403, description = "before `valid_since`, without a `not_yet_url`: the \"not yet\" page (HTML)"),
+        (status = 404, body = ErrorBody),
+        (status = 410, description = "revoked, or expired within the grace period", body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+pub async fn resolve(
+    State(state): State<AppState>,
+    Path(code): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let header = |name: &str| headers.get(name).map_or(&b""[..], HeaderValue::as_bytes);
+    let client = headers
+        .get("x-real-ip")
+        .and_then(|value| value.to_str().ok());
+    let click = ClickInput {
+        user_agent: header("user-agent"),
+        accept_language: header("accept-language"),
+        query: query.as_deref(),
+        client,
+        random: random_u64(),
+    };
+    let countries = &state.settings.countries;
+    let country = |ip| countries.country(ip);
+    let resolution = state.links.resolve(&code, &click, &country).await?;
+    let (mut response, cache_control) = match resolution {
+        Resolution::Redirect {
+            status, location, ..
+        } => {
+            let status = StatusCode::from_u16(status).map_err(|e| Error::Internal(Box::new(e)))?;
+            let location =
+                HeaderValue::from_str(&location).map_err(|e| Error::Internal(Box::new(e)))?;
+            let cache_control = match status.as_u16() {
+                301 | 308 => CACHE_CONTROL_PERMANENT,
+                _ => CACHE_CONTROL_TEMPORARY,
+            };
+            (
+                (status, [(header::LOCATION, location)]).into_response(),
+                cache_control,
+            )
+        }
+        Resolution::NotFound => (Error::NotFound.into_response(), CACHE_CONTROL_TEMPORARY),
+        Resolution::Gone => (Error::Gone.into_response(), CACHE_CONTROL_TEMPORARY),
+        Resolution::NotYet { opens_at } => (
+            page(NOT_YET_STATUS, not_yet_page(opens_at)),
+            CACHE_CONTROL_TEMPORARY,
+        ),
+        Resolution::Password => (
+            page(PASSWORD_STATUS, password_page(false)),
+            CACHE_CONTROL_TEMPORARY,
+        ),
+        Resolution::Card { page: card, .. } => (page(CARD_STATUS, card), CACHE_CONTROL_TEMPORARY),
+    };
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    Ok(response)
+}
+
+/// One of `wire`'s pages ("not yet", password, card), byte for byte what the module sends, with
+/// the module's headers.
+fn page(status: u16, body: Vec<u8>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response();
+    for (name, value) in shortlink_wire::page::SECURITY_HEADERS {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A fresh random number for a split per click.
+pub(super) fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // The OS generator does not fail on supported systems; a zero draw is still a valid draw.
+    let _ = getrandom::fill(&mut bytes);
+    u64::from_ne_bytes(bytes)
+}

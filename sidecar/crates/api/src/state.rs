@@ -1,0 +1,37 @@
+//! What every handler can reach, built once at start-up.
+
+use shortlink_core::service::LinkService;
+use shortlink_model::validate::UrlPolicy;
+use std::sync::Arc;
+
+/// Largest request body accepted (shortlink_wire::limits::REQUEST_BODY_BYTES).
+pub const MAX_BODY_BYTES: usize = shortlink_wire::limits::REQUEST_BODY_BYTES;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub links: Arc<LinkService>,
+    pub settings: Arc<HttpSettings>,
+    /// Visit statistics (issue 4).
+    pub analytics: shortlink_visits::Analytics,
+    /// Per-domain health (issue 20): fed by requests, checked by the job.
+    pub domains: Arc<shortlink_domains::health::DomainHealth>,
+    /// Click webhook subscriptions and the visit feed (issue 36).
+    pub webhooks: Arc<shortlink_webhooks::WebhookService>,
+}
+
+/// Request-handling settings derived from the configuration once, at start-up.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub url_policy: UrlPolicy,
+    /// Fallback base of `short_url`, without a trailing slash.
+    pub public_base_url: Option<String>,
+    /// Fallback short domains, normalised.
+    pub short_domains: Vec<String>,
+    /// The client's country, for rules the fallback and the preview evaluate.
+    pub countries: Arc<shortlink_visits::countries::Countries>,
+    /// Requests carrying it came through nginx ([`super::proxy_secret`]).
+    pub proxy_secret: Option<super::proxy_secret::ProxySecret>,
+    /// Where the console's imports may fetch from.
+    pub import_policy: shortlink_core::outbound::Policy,
+}

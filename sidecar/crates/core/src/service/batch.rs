@@ -1,0 +1,589 @@
+//! Batch creates: chunks of items written in groups, one transaction per group, with the same
+//! write-through as a single create (see [`LinkService::create_chunks`]).
+
+use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
+use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
+use crate::projection::{self, written_value, ProjectionError, RecordWrite};
+use chrono::{DateTime, Utc};
+use shortlink_store::{self as storage, EncodedRows, Link, NewRow, Slot};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+impl LinkService {
+    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. See
+    /// [`Self::create_chunks`].
+    pub async fn create_chunk(
+        &self,
+        items: Vec<(i64, NewLink)>,
+        claim: Option<Claim>,
+    ) -> Vec<(i64, ItemOutcome)> {
+        self.create_chunks(vec![items], claim)
+            .await
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
+    /// codes and every chunk's rows encoded for the backend, then per chunk a bulk insert whose
+    /// Redis records (one `MULTI`) are sent while the next chunk is inserted; once every Redis
+    /// write has succeeded, the commit. That is the write-through of [`Self::create`], per
+    /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
+    /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
+    /// attempt with the same key are returned instead of created again.
+    pub async fn create_chunks(
+        &self,
+        chunks: Vec<Vec<(i64, NewLink)>>,
+        claim: Option<Claim>,
+    ) -> Vec<Vec<(i64, ItemOutcome)>> {
+        match self.try_create_chunks(&chunks, claim, 1).await {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let failure = ItemFailure::of(&error);
+                if failure == ItemFailure::Internal {
+                    tracing::error!(%error, "batch chunk failed");
+                } else {
+                    tracing::warn!(%error, "batch chunk failed");
+                }
+                chunks
+                    .iter()
+                    .map(|items| failed_items(items, failure))
+                    .collect()
+            }
+        }
+    }
+
+    /// [`Self::create_chunks`], failing as a whole: plan and lease before the transaction, insert
+    /// and publish each chunk, drop the rows whose code Redis already held, end the transaction,
+    /// then create again (with fresh codes) the generated items that were refused.
+    async fn try_create_chunks(
+        &self,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+        attempt: usize,
+    ) -> ChunksResult {
+        let now = storage::now();
+        let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
+        if plans.iter().all(|plan| plan.rows.is_empty()) {
+            return Ok(outcomes(plans, chunks, None));
+        }
+        let tx = self.storage.begin().await?;
+        let (mut tx, published) = self
+            .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
+            .await?;
+        let Published {
+            sent,
+            taken,
+            failed,
+        } = published;
+        // Items whose generated code Redis already held: created again, with fresh codes.
+        let mut refused = Refused::default();
+        if !failed && !taken.is_empty() {
+            refused = self.refuse_taken(&mut plans, chunks, &taken);
+            if let Err(error) = tx.delete_new_links(&refused.rows).await {
+                let _ = tx.rollback().await;
+                self.unpublish(&sent, &taken).await;
+                return Err(error.into());
+            }
+            self.unpublish_cards(&sent, &taken, &refused.rows).await;
+        }
+        // Items whose generated code a row already held (an imported code of our shape): no
+        // Redis write was made for them; created again with the next numbers.
+        if !failed {
+            for (c, plan) in plans.iter_mut().enumerate() {
+                refused.retry.extend(
+                    std::mem::take(&mut plan.retry)
+                        .into_iter()
+                        .map(|at| (c, at)),
+                );
+            }
+        }
+        let failure = self.end_transaction(tx, failed, &sent, &taken).await;
+        // After the transaction: on SQLite the sequence shares its one write connection.
+        for code in &refused.rows {
+            self.issuer.skip_past(code).await?;
+        }
+        let mut results = outcomes(plans, chunks, failure);
+        if !refused.retry.is_empty() {
+            let items: Vec<(i64, NewLink)> = (refused.retry.iter())
+                .map(|&(c, at)| chunks[c][at].clone())
+                .collect();
+            let outcomes = match failure {
+                Some(failure) => failed_items(&items, failure),
+                None if attempt >= GENERATED_CODE_ATTEMPTS => {
+                    failed_items(&items, ItemFailure::CodeTaken)
+                }
+                None => self
+                    .retry_chunk(items, claim, attempt + 1)
+                    .await?
+                    .pop()
+                    .unwrap_or_default(),
+            };
+            for ((c, at), (_, outcome)) in refused.retry.into_iter().zip(outcomes) {
+                results[c][at].1 = outcome;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Everything that needs no transaction, first: on SQLite the lease needs the (single) write
+    /// connection the transaction will hold. Each chunk's plan, one sequence lease for the
+    /// generated codes of them all, and each chunk's rows encoded for the backend.
+    async fn plan_group(
+        &self,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<ChunkPlan>, Vec<EncodedRows>), ServiceError> {
+        let mut plans = Vec::with_capacity(chunks.len());
+        for items in chunks {
+            plans.push(self.plan_chunk(items, claim, now).await?);
+        }
+        let generated: usize = plans.iter().map(|plan| plan.generated).sum();
+        let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
+        let mut encoded = Vec::with_capacity(plans.len());
+        for (plan, items) in plans.iter_mut().zip(chunks) {
+            plan.build_rows(items, claim, now, &mut codes);
+            encoded.push(self.storage.encode_rows(&plan.rows)?);
+        }
+        Ok((plans, encoded))
+    }
+
+    /// Inserts each chunk in `tx` and sends its Redis records while the next chunk is inserted;
+    /// waits for them all. A failed insert rolls back and removes what earlier chunks sent.
+    async fn insert_and_publish(
+        &self,
+        mut tx: Box<dyn storage::LinkTx>,
+        plans: &mut [ChunkPlan],
+        encoded: Vec<EncodedRows>,
+        chunks: &[Vec<(i64, NewLink)>],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {
+        let mut redis_writes = Vec::with_capacity(plans.len());
+        for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
+            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
+            let writes = match inserted.await {
+                Ok(writes) => writes,
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    // Writes already sent for earlier chunks of the group must not stay.
+                    let sent = join_writes(redis_writes).await;
+                    self.unpublish(&sent.sent, &sent.taken).await;
+                    return Err(error);
+                }
+            };
+            let projection = Arc::clone(&self.projection);
+            redis_writes.push(tokio::spawn(async move {
+                let result = projection.create_chunk(&writes).await;
+                (writes, result)
+            }));
+        }
+        Ok((tx, join_writes(redis_writes).await))
+    }
+
+    /// The rows whose record Redis already held (`taken`), unless it is this very record (an
+    /// alias or imported code already there, as is): no longer inserted; an explicit code fails
+    /// as taken, a generated one is to be retried.
+    fn refuse_taken(
+        &self,
+        plans: &mut [ChunkPlan],
+        chunks: &[Vec<(i64, NewLink)>],
+        taken: &HashMap<String, Vec<u8>>,
+    ) -> Refused {
+        let mut refused = Refused::default();
+        for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
+            for (r, row) in plan.rows.iter().enumerate() {
+                let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
+                    continue;
+                };
+                let at = plan.todo[r];
+                let explicit = items[at].1.code.is_some();
+                if explicit && *existing == projection::encode_record(&row.link) {
+                    continue;
+                }
+                self.refused_code(&row.link.code, existing);
+                plan.inserted.remove(&row.link.code);
+                refused.rows.push(row.link.code.clone());
+                if explicit {
+                    plan.outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
+                } else {
+                    refused.retry.push((c, at));
+                }
+            }
+        }
+        refused
+    }
+
+    /// Commits, or rolls back when a Redis write failed; after either failure removes what was
+    /// sent. Returns the failure of every inserted item, if any.
+    async fn end_transaction(
+        &self,
+        tx: Box<dyn storage::LinkTx>,
+        redis_failed: bool,
+        sent: &[Vec<RecordWrite>],
+        taken: &HashMap<String, Vec<u8>>,
+    ) -> Option<ItemFailure> {
+        if redis_failed {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            self.unpublish(sent, taken).await;
+            Some(ItemFailure::RedisUnavailable)
+        } else if let Err(error) = tx.commit().await {
+            self.unpublish(sent, taken).await;
+            Some(ItemFailure::of(&ServiceError::Storage(error)))
+        } else {
+            None
+        }
+    }
+
+    /// [`Self::try_create_chunks`] again for items whose codes were refused, boxed: an async
+    /// function cannot hold its own future.
+    fn retry_chunk(
+        &self,
+        items: Vec<(i64, NewLink)>,
+        claim: Option<Claim>,
+        attempt: usize,
+    ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + '_>> {
+        Box::pin(async move { self.try_create_chunks(&[items], claim, attempt).await })
+    }
+
+    /// What a chunk needs before its transaction: replays of an earlier attempt, existing links
+    /// for `idempotent` items, the sequence raised past restored codes, aliases used twice.
+    async fn plan_chunk(
+        &self,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<ChunkPlan, ServiceError> {
+        let mut outcomes: Vec<Option<ItemOutcome>> = vec![None; items.len()];
+        let hashes: Vec<String> = items.iter().map(|(_, new)| new.target.hash()).collect();
+
+        // A retry: what an earlier attempt committed is the answer.
+        if let (Some(claim), Some(first), Some(last)) = (
+            claim.filter(|claim| !claim.fresh),
+            items.first(),
+            items.last(),
+        ) {
+            let known: HashMap<i64, Link> = self
+                .storage
+                .links_by_slots(claim.batch_id, first.0, last.0)
+                .await?
+                .into_iter()
+                .collect();
+            if !known.is_empty() {
+                for (at, (index, new)) in items.iter().enumerate() {
+                    if let Some(link) = known.get(index) {
+                        outcomes[at] = Some(replayed(link.clone(), new, &hashes[at]));
+                    }
+                }
+            }
+        }
+        for (at, (_, new)) in items.iter().enumerate() {
+            if outcomes[at].is_none() && new.idempotent {
+                if let Some(existing) = self.find_existing(new, &hashes[at], now).await? {
+                    outcomes[at] = Some(ItemOutcome::Existing(Box::new(existing)));
+                }
+            }
+        }
+
+        // The rest is inserted; imported codes of the generated shape move the sequence past them.
+        let todo: Vec<usize> = (0..items.len())
+            .filter(|&at| outcomes[at].is_none())
+            .collect();
+        // Not another shortener's: its shape is a coincidence, and moving the sequence to its
+        // number would waste the code space below it (the issuer skips it instead).
+        let restored_max = todo
+            .iter()
+            .filter(|&&at| !items[at].1.foreign)
+            .filter_map(|&at| items[at].1.code.as_deref())
+            .filter_map(|code| self.issuer.scheme().decode(code))
+            .max();
+        if let Some(max) = restored_max {
+            self.issuer.raise_sequence(max + 1).await?;
+        }
+        // An alias used twice in one chunk: the first use takes it (one statement cannot tell).
+        let mut aliases = HashSet::new();
+        let todo: Vec<usize> = todo
+            .into_iter()
+            .filter(|&at| match &items[at].1.code {
+                Some(code) if !aliases.insert(code.as_str()) => {
+                    outcomes[at] = Some(ItemOutcome::Failed(ItemFailure::CodeTaken));
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        let generated = todo
+            .iter()
+            .filter(|&&at| items[at].1.code.is_none())
+            .count();
+        Ok(ChunkPlan {
+            outcomes,
+            hashes,
+            todo,
+            generated,
+            rows: Vec::new(),
+            inserted: HashSet::new(),
+            retry: Vec::new(),
+        })
+    }
+
+    /// Inserts a planned chunk (`encoded`: its rows, encoded before the transaction began)
+    /// inside `tx`; returns the Redis writes of the rows inserted.
+    async fn insert_planned(
+        &self,
+        tx: &mut dyn storage::LinkTx,
+        plan: &mut ChunkPlan,
+        encoded: EncodedRows,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RecordWrite>, ServiceError> {
+        if plan.rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        plan.inserted = tx
+            .insert_links(&plan.rows, encoded)
+            .await?
+            .into_iter()
+            .collect();
+        let rows = &plan.rows;
+        // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
+        // (its row is the answer), or the code is taken.
+        let skipped: Vec<usize> = (0..rows.len())
+            .filter(|&r| !plan.inserted.contains(&rows[r].link.code))
+            .collect();
+        let mut won: HashMap<i64, Link> = HashMap::new();
+        if let Some(claim) = claim.filter(|_| !skipped.is_empty()) {
+            let indexes: Vec<i64> = skipped.iter().map(|&r| items[plan.todo[r]].0).collect();
+            won.extend(tx.links_by_slot_list(claim.batch_id, &indexes).await?);
+        }
+        for &r in &skipped {
+            let at = plan.todo[r];
+            let (index, new) = &items[at];
+            plan.outcomes[at] = Some(match won.remove(index) {
+                Some(link) => replayed(link, new, &new.target.hash()),
+                None if new.code.is_none() => {
+                    self.generated_code_taken(&rows[r].link.code).await;
+                    plan.retry.push(at);
+                    continue;
+                }
+                None => ItemOutcome::Failed(ItemFailure::CodeTaken),
+            });
+        }
+        Ok(rows
+            .iter()
+            .filter(|row| plan.inserted.contains(&row.link.code))
+            .flat_map(|row| {
+                let record = RecordWrite::for_link(&row.link, now, self.grace);
+                let card = RecordWrite::new_card(&row.link, &record);
+                std::iter::once(record).chain(card)
+            })
+            .collect())
+    }
+
+    /// After a group failed: deletes every record it sent, each only if it still holds the value
+    /// sent (a write's outcome may be unknown), and never a key its `SET NX` found `taken`. Best
+    /// effort; what is left behind is an orphan `resync` removes.
+    async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, Vec<u8>>) {
+        let written: Vec<(&str, &[u8])> = sent
+            .iter()
+            .flatten()
+            .filter(|write| !taken.contains_key(write.key()))
+            .filter_map(|write| Some((write.key(), written_value(write)?)))
+            .collect();
+        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+            tracing::error!(
+                %redis,
+                keys = written.len(),
+                "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
+            );
+        }
+    }
+}
+
+impl LinkService {
+    /// The cards sent for rows refused because Redis held their code: removed (if unchanged),
+    /// since the record they would go with is another's.
+    async fn unpublish_cards(
+        &self,
+        sent: &[Vec<RecordWrite>],
+        taken: &HashMap<String, Vec<u8>>,
+        codes: &[String],
+    ) {
+        let cards: HashSet<String> = codes
+            .iter()
+            .map(|code| projection::preview_key(code))
+            .collect();
+        let written: Vec<(&str, &[u8])> = sent
+            .iter()
+            .flatten()
+            .filter(|write| cards.contains(write.key()) && !taken.contains_key(write.key()))
+            .filter_map(|write| Some((write.key(), written_value(write)?)))
+            .collect();
+        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
+            tracing::warn!(%redis, "the cards of refused codes could not be removed");
+        }
+    }
+}
+
+/// Waits for a group's Redis writes: the records each chunk sent, the keys `SET NX` found taken
+/// (with their values), and whether any write failed. A write task that panicked took its
+/// records with it: any it wrote are orphans for `resync`.
+async fn join_writes(in_flight: Vec<ChunkWrite>) -> Published {
+    let mut sent = Vec::with_capacity(in_flight.len());
+    let mut taken = HashMap::new();
+    let mut failed = false;
+    for write in in_flight {
+        match write.await {
+            Ok((writes, Ok(refused))) => {
+                taken.extend(refused);
+                sent.push(writes);
+            }
+            Ok((writes, Err(error))) => {
+                tracing::warn!(%error, "redis write failed; rolling back the chunk");
+                failed = true;
+                sent.push(writes);
+            }
+            Err(error) => {
+                tracing::error!(%error, "redis write task failed");
+                failed = true;
+            }
+        }
+    }
+    Published {
+        sent,
+        taken,
+        failed,
+    }
+}
+
+/// What a group's Redis writes did: see [`join_writes`].
+struct Published {
+    /// The records each chunk sent.
+    sent: Vec<Vec<RecordWrite>>,
+    /// The keys `SET NX` found taken, with their values.
+    taken: HashMap<String, Vec<u8>>,
+    /// Whether any write failed.
+    failed: bool,
+}
+
+/// Rows dropped because Redis already held their code.
+#[derive(Default)]
+struct Refused {
+    /// Their codes.
+    rows: Vec<String>,
+    /// `(chunk, item)` of the generated ones, to create again.
+    retry: Vec<(usize, usize)>,
+}
+
+/// Each chunk's outcomes: decided before the insert, else its row's (created, or `failure`).
+fn outcomes(
+    plans: Vec<ChunkPlan>,
+    chunks: &[Vec<(i64, NewLink)>],
+    failure: Option<ItemFailure>,
+) -> Vec<Vec<(i64, ItemOutcome)>> {
+    plans
+        .into_iter()
+        .zip(chunks)
+        .map(|(mut plan, items)| {
+            for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
+                if plan.inserted.contains(&row.link.code) {
+                    plan.outcomes[plan.todo[r]] = Some(match failure {
+                        None => ItemOutcome::Created(Box::new(row.link)),
+                        Some(failure) => ItemOutcome::Failed(failure),
+                    });
+                }
+            }
+            finish(items, plan.outcomes)
+        })
+        .collect()
+}
+
+/// Every item of `items`, failed with `failure`.
+fn failed_items(items: &[(i64, NewLink)], failure: ItemFailure) -> Vec<(i64, ItemOutcome)> {
+    items
+        .iter()
+        .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+        .collect()
+}
+
+type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
+
+/// A chunk's Redis write in flight: gives back its records, and the keys its `SET NX` found
+/// taken, with their values.
+type ChunkWrite = tokio::task::JoinHandle<(
+    Vec<RecordWrite>,
+    Result<Vec<(String, Vec<u8>)>, ProjectionError>,
+)>;
+
+/// A chunk of a group on its way through [`LinkService::create_chunks`].
+struct ChunkPlan {
+    /// Per item: decided before the insert (replayed, existing, refused), else by it.
+    outcomes: Vec<Option<ItemOutcome>>,
+    /// URL hashes, per item (moved into the rows).
+    hashes: Vec<String>,
+    /// Items to insert, as positions in the chunk; `rows[r]` is item `todo[r]`.
+    todo: Vec<usize>,
+    /// How many of them need a generated code.
+    generated: usize,
+    rows: Vec<NewRow>,
+    /// Codes the insert took.
+    inserted: HashSet<String>,
+    /// Items whose generated code a row already held, to create again with the next numbers.
+    retry: Vec<usize>,
+}
+
+impl ChunkPlan {
+    fn build_rows(
+        &mut self,
+        items: &[(i64, NewLink)],
+        claim: Option<Claim>,
+        now: DateTime<Utc>,
+        codes: &mut impl Iterator<Item = String>,
+    ) {
+        self.rows = Vec::with_capacity(self.todo.len());
+        for &at in &self.todo {
+            let (index, new) = &items[at];
+            let code = match &new.code {
+                Some(code) => code.clone(),
+                None => codes.next().unwrap_or_default(),
+            };
+            let url_hash = std::mem::take(&mut self.hashes[at]);
+            self.rows.push(NewRow {
+                link: new_link(new.clone(), code, url_hash, now),
+                slot: claim.map(|claim| Slot {
+                    batch_id: claim.batch_id,
+                    index: *index,
+                }),
+            });
+        }
+    }
+}
+
+/// An item an earlier attempt with the same key committed: the same answer, if it is the same
+/// item (same URL, and same alias if it had one).
+fn replayed(link: Link, new: &NewLink, url_hash: &str) -> ItemOutcome {
+    let same_code = new.code.as_ref().is_none_or(|code| *code == link.code);
+    if link.url_hash == url_hash && same_code {
+        ItemOutcome::Created(Box::new(link))
+    } else {
+        ItemOutcome::Failed(ItemFailure::IdempotencyMismatch)
+    }
+}
+
+fn finish(items: &[(i64, NewLink)], outcomes: Vec<Option<ItemOutcome>>) -> Vec<(i64, ItemOutcome)> {
+    items
+        .iter()
+        .zip(outcomes)
+        .map(|((index, _), outcome)| {
+            (
+                *index,
+                outcome.unwrap_or(ItemOutcome::Failed(ItemFailure::Internal)),
+            )
+        })
+        .collect()
+}

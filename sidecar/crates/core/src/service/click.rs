@@ -1,0 +1,126 @@
+//! What a link answers to one click, decided by `wire`'s [`LinkView::answer`], the function the
+//! module runs: the fallback (`resolve`) and the preview answer through here, so neither can
+//! drift from what nginx answers.
+
+use super::{append_query, Resolution};
+use crate::projection::encode_record;
+use shortlink_model::link::card;
+use shortlink_store::Link;
+use shortlink_wire::agent;
+use shortlink_wire::preview::card_page;
+use shortlink_wire::record::{self, Answer, Checked, LinkView};
+use shortlink_wire::rules::{self, Click};
+use std::net::IpAddr;
+
+/// The parts of a request a link's rules read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClickInput<'a> {
+    pub user_agent: &'a [u8],
+    pub accept_language: &'a [u8],
+    /// The raw query string, without `?`.
+    pub query: Option<&'a str>,
+    /// The client address as text, as nginx's realip gives it (`X-Real-IP`): the module hashes
+    /// this text for sticky splits, so the fallback must hash the same.
+    pub client: Option<&'a str>,
+    /// A fresh random number, for splits per click.
+    pub random: u64,
+}
+
+/// The client's country (ISO alpha-2, upper case), if known.
+pub type CountryOf<'a> = &'a (dyn Fn(IpAddr) -> Option<[u8; 2]> + Sync);
+
+/// A link with `max_visits` that would redirect: count the click (`INCR` of its counter, as the
+/// module does) and ask again with the count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountFirst;
+
+/// What `link` answers to `click` at `now_unix`, `visits` being the click's number once counted.
+/// The link goes through its own record, encoded and decoded as the module gets it, so what nginx
+/// reads and what this answers are one thing. A preview fetcher ([`agent::is_preview`]) asking
+/// for a link with a card gets the card page, uncounted, as from the module.
+pub fn answer(
+    link: &Link,
+    click: &ClickInput<'_>,
+    now_unix: u64,
+    country: CountryOf<'_>,
+    visits: Option<u64>,
+) -> Result<Resolution, CountFirst> {
+    let value = encode_record(link);
+    let decoded = match record::decode(&value) {
+        Ok(decoded) => decoded,
+        Err(error) => {
+            // The sidecar wrote it: this is a bug, never a client's fault. The module would
+            // take it as "not mine" and ask the fallback; answer as the link's own target.
+            tracing::error!(code = %link.code, %error, "a record the sidecar encodes does not decode");
+            return Ok(own_target(link, click));
+        }
+    };
+    let view: LinkView<'_> = decoded.view();
+    let client_text = click.client.unwrap_or("");
+    let make_click = || Click {
+        now_unix,
+        user_agent: click.user_agent,
+        accept_language: click.accept_language,
+        query: click.query.unwrap_or("").as_bytes(),
+        client: click.client.and_then(|text| text.parse::<IpAddr>().ok()),
+        visitor: rules::visitor(client_text.as_bytes(), click.user_agent),
+        random: click.random,
+    };
+    let card = (link.extras.preview.as_deref())
+        .filter(|_| agent::is_preview(click.user_agent))
+        .and_then(|text| card::parse_stored(text).ok());
+    // The fallback answers GETs: a password is only ever checked by the module (its form posts
+    // to nginx), so here a protected link asks for it.
+    let checked = match card {
+        Some(_) => Checked::PREVIEW,
+        None => Checked {
+            visits,
+            unlocked: false,
+        },
+    };
+    let answer = view.answer_checked(now_unix, checked, make_click, country);
+    if let (Some(card), Answer::Redirect { target, chosen, .. }) = (&card, &answer) {
+        return Ok(Resolution::Card {
+            page: card_page(&card.card(), target),
+            target: String::from_utf8_lossy(target).into_owned(),
+            chosen: *chosen,
+        });
+    }
+    Ok(match answer {
+        Answer::Redirect {
+            status,
+            target,
+            forward_query,
+            chosen,
+        } => Resolution::Redirect {
+            status,
+            location: location(target, forward_query, click.query),
+            chosen,
+        },
+        Answer::Gone => Resolution::Gone,
+        Answer::NotYet { opens_at } => Resolution::NotYet { opens_at },
+        Answer::Password => Resolution::Password,
+        Answer::Count => return Err(CountFirst),
+    })
+}
+
+fn own_target(link: &Link, click: &ClickInput<'_>) -> Resolution {
+    Resolution::Redirect {
+        status: link.redirect,
+        location: location(
+            link.target.as_bytes(),
+            link.flags.forward_query(),
+            click.query,
+        ),
+        chosen: None,
+    }
+}
+
+/// A target (validated visible ASCII), plus the query when it forwards one.
+fn location(target: &[u8], forward_query: bool, query: Option<&str>) -> String {
+    let target = String::from_utf8_lossy(target);
+    match query {
+        Some(query) if forward_query => append_query(&target, query),
+        _ => target.into_owned(),
+    }
+}

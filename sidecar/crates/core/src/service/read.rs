@@ -1,0 +1,145 @@
+//! Reads, and the resolver behind nginx's fallback.
+
+use super::click::{self, ClickInput, CountFirst, CountryOf};
+use super::{LinkService, Resolution, ServiceError};
+use crate::projection::RecordWrite;
+use shortlink_store::{self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor};
+use std::sync::Arc;
+
+impl LinkService {
+    pub async fn get(&self, code: &str) -> Result<Link, ServiceError> {
+        self.storage
+            .get_link(code)
+            .await?
+            .ok_or(ServiceError::NotFound)
+    }
+
+    pub async fn list(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> Result<Vec<Link>, ServiceError> {
+        Ok(self.storage.list_links(filter, after, limit).await?)
+    }
+
+    /// Aggregates of a campaign; `NotFound` if it has no link.
+    pub async fn campaign(&self, campaign: &str) -> Result<CampaignStats, ServiceError> {
+        let stats = self
+            .storage
+            .campaign_stats(campaign, storage::now())
+            .await?;
+        if stats.links == 0 {
+            return Err(ServiceError::NotFound);
+        }
+        Ok(stats)
+    }
+
+    /// What nginx would answer for `code` and this click, from SQL. Repairs the Redis key in the
+    /// background if it is missing.
+    pub async fn resolve(
+        &self,
+        code: &str,
+        click: &ClickInput<'_>,
+        country: CountryOf<'_>,
+    ) -> Result<Resolution, ServiceError> {
+        // An imported code (another shortener's, issue 40) may have any shape of its charset: the
+        // module sends one here only from a location whose domain carries imported codes.
+        if !self.issuer.scheme().shape(code.as_bytes()).may_exist()
+            && !shortcode::is_imported_charset(code.as_bytes())
+        {
+            return Ok(Resolution::NotFound);
+        }
+        let Some(link) = self.storage.get_link(code).await? else {
+            return Ok(Resolution::NotFound);
+        };
+        let now = storage::now();
+        let write = RecordWrite::for_link(&link, now, self.grace);
+        let resolution = match link.state(now) {
+            // 410 (or the expired URL) while the key would still exist (expiry + grace), then
+            // 404, as nginx answers.
+            LinkState::Expired if matches!(write, RecordWrite::Delete { .. }) => {
+                Resolution::NotFound
+            }
+            _ => {
+                let now = unix_seconds(now);
+                match click::answer(&link, click, now, country, None) {
+                    Ok(resolution) => resolution,
+                    // Counted on the primary as the module counts: a failure is a 503, never
+                    // an uncounted redirect.
+                    Err(CountFirst) => {
+                        let visits = self.projection.count_click(code).await?;
+                        // With the count given, the answer never asks for one again; were it to,
+                        // a 410 is the answer that redirects no one.
+                        click::answer(&link, click, now, country, Some(visits))
+                            .unwrap_or(Resolution::Gone)
+                    }
+                }
+            }
+        };
+        let card = RecordWrite::new_card(&link, &write);
+        let projection = Arc::clone(&self.projection);
+        tokio::spawn(async move {
+            // The card after the record, as a create writes them.
+            for write in std::iter::once(write).chain(card) {
+                if let Err(error) = projection.repair(&write).await {
+                    tracing::debug!(%error, "redis repair after fallback resolve failed");
+                }
+            }
+        });
+        Ok(resolution)
+    }
+}
+
+fn unix_seconds(at: chrono::DateTime<chrono::Utc>) -> u64 {
+    u64::try_from(at.timestamp()).unwrap_or(0)
+}
+
+/// Appends a request's query string to a target, before its fragment.
+pub fn append_query(target: &str, query: &str) -> String {
+    if query.is_empty() {
+        return target.to_owned();
+    }
+    let (base, fragment) = match target.find('#') {
+        Some(at) => target.split_at(at),
+        None => (target, ""),
+    };
+    let separator = if base.ends_with('?') || base.ends_with('&') {
+        ""
+    } else if base.contains('?') {
+        "&"
+    } else {
+        "?"
+    };
+    format!("{base}{separator}{query}{fragment}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::append_query;
+
+    #[test]
+    fn query_forwarding() {
+        assert_eq!(append_query("https://a.example/", ""), "https://a.example/");
+        assert_eq!(
+            append_query("https://a.example/", "x=1"),
+            "https://a.example/?x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/?a=b", "x=1"),
+            "https://a.example/?a=b&x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/?", "x=1"),
+            "https://a.example/?x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/p#f", "x=1"),
+            "https://a.example/p?x=1#f"
+        );
+        assert_eq!(
+            append_query("https://a.example/?a#f?g", "x"),
+            "https://a.example/?a&x#f?g"
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! What makes a link request acceptable, whoever sends it: the REST API, the console's forms and
+//! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
+//! it their own way.
+
+use super::{IdempotencyKey, LinkService, NewLink};
+use crate::projection;
+use chrono::{DateTime, SubsecRound, Utc};
+use shortlink_model::link::{card, rules};
+pub use shortlink_model::link::{redirect_status, Invalid, DEFAULT_REDIRECT};
+use shortlink_model::validate::{UrlError, UrlPolicy};
+use shortlink_store::{Link, LinkExtras};
+use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
+use shortlink_wire::record::MAX_RECORD_BYTES;
+
+/// Longest campaign and recipient reference, in bytes.
+pub const MAX_META_LEN: usize = 200;
+/// Most tags on a link, and longest tag in bytes.
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_LEN: usize = 64;
+/// Longest `Idempotency-Key`.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+/// The highest `max_visits`: the largest integer every JSON reader reads exactly.
+pub const MAX_VISITS_LIMIT: i64 = shortlink_model::schema::MAX_JSON_INTEGER;
+
+/// A password as the caller sent it. Never logged (its `Debug` says nothing) and never stored:
+/// [`password`] turns it into the salted digest SQL keeps.
+#[derive(Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(transparent)]
+pub struct PlainPassword(pub String);
+
+impl std::fmt::Debug for PlainPassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlainPassword(..)")
+    }
+}
+
+/// A request for one link, as its sender parsed it (every field as given, none checked).
+#[derive(Debug, Default)]
+pub struct LinkRequest {
+    pub url: String,
+    pub code: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub redirect: Option<u16>,
+    pub forward_query: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub valid_since: Option<DateTime<Utc>>,
+    pub not_yet_url: Option<String>,
+    pub expired_url: Option<String>,
+    /// The JSON of `rules`, checked by [`rules::check`] (errors name the rule and field).
+    pub rules: Option<serde_json::Value>,
+    pub max_visits: Option<i64>,
+    pub password: Option<PlainPassword>,
+    pub preview: Option<card::CardSpec>,
+}
+
+fn printable(value: &str, max: usize) -> bool {
+    !value.is_empty() && value.len() <= max && !value.chars().any(char::is_control)
+}
+
+/// A campaign or recipient reference (`what`), refused with `code`.
+pub fn meta(
+    value: Option<String>,
+    code: &'static str,
+    what: &str,
+) -> Result<Option<String>, Invalid> {
+    match value {
+        Some(text) if !printable(&text, MAX_META_LEN) => Err(Invalid::new(
+            code,
+            format!("{what} must be 1 to {MAX_META_LEN} bytes without control characters"),
+        )),
+        other => Ok(other),
+    }
+}
+
+pub fn tags(value: Option<Vec<String>>) -> Result<Vec<String>, Invalid> {
+    let tags = value.unwrap_or_default();
+    if tags.len() > MAX_TAGS || !tags.iter().all(|tag| printable(tag, MAX_TAG_LEN)) {
+        return Err(Invalid::new(
+            "invalid_tags",
+            format!(
+                "tags must be at most {MAX_TAGS} strings of 1 to {MAX_TAG_LEN} bytes without \
+                 control characters"
+            ),
+        ));
+    }
+    Ok(tags)
+}
+
+/// An idempotency key (1 to 255 visible ASCII characters), scoped to its API key; `None` if
+/// `key` is not one.
+pub fn idempotency_key(key: &str, api_key_id: i64) -> Option<IdempotencyKey> {
+    ((1..=MAX_IDEMPOTENCY_KEY_LEN).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_graphic()))
+    .then(|| IdempotencyKey {
+        api_key_id,
+        key: key.to_owned(),
+    })
+}
+
+/// An expiry: in the future, whole seconds.
+pub fn expiry(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
+    // The Redis record carries whole seconds; keep SQL identical to it.
+    let value = value.trunc_subsecs(0);
+    if value <= Utc::now() {
+        return Err(Invalid::new(
+            "invalid_expiry",
+            "expires_at must be in the future",
+        ));
+    }
+    Ok(value)
+}
+
+/// Checks a create request (single or batch item) and turns it into a [`NewLink`]. A target on
+/// one of `own_domains` would loop.
+pub fn new_link(
+    links: &LinkService,
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    request: LinkRequest,
+) -> Result<NewLink, Invalid> {
+    let target = policy.check(&request.url, own_domains)?;
+    if let Some(code) = &request.code {
+        shortcode::parse_alias(links.scheme(), code)
+            .map_err(|e| Invalid::new("invalid_code", e.to_string()))?;
+        if code == "batch" {
+            // `/links/batch` is the batch route.
+            return Err(Invalid::new(
+                "invalid_code",
+                "the alias \"batch\" is reserved",
+            ));
+        }
+    }
+    let extras = LinkExtras {
+        valid_since: request.valid_since.map(valid_since).transpose()?,
+        not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
+        expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
+        rules: rules_column(policy, own_domains, request.rules)?,
+        max_visits: request.max_visits.map(max_visits).transpose()?,
+        password_digest: request.password.map(password).transpose()?,
+        preview: card::column(policy, own_domains, request.preview)?,
+    };
+    let expires_at = request.expires_at.map(expiry).transpose()?;
+    let redirect = redirect_status(request.redirect)?;
+    let forward_query = request.forward_query.unwrap_or(false);
+    if !extras.is_empty() {
+        whole(
+            target.as_str(),
+            redirect,
+            forward_query,
+            expires_at,
+            &extras,
+        )?;
+    }
+    Ok(NewLink {
+        target,
+        code: request.code,
+        expires_at,
+        redirect,
+        forward_query,
+        idempotent: request.idempotent.unwrap_or(false),
+        campaign: meta(request.campaign, "invalid_campaign", "campaign")?,
+        recipient_ref: meta(request.recipient_ref, "invalid_ref", "ref")?,
+        tags: tags(request.tags)?,
+        extras,
+        restore: None,
+        foreign: false,
+    })
+}
+
+/// `valid_since`: whole seconds (the record's), any time after 1970 (a past one is allowed: a
+/// link may be written as "open since").
+pub fn valid_since(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
+    let value = value.trunc_subsecs(0);
+    if value.timestamp() < 0 {
+        return Err(Invalid::new(
+            "invalid_valid_since",
+            "valid_since must be after 1970",
+        ));
+    }
+    Ok(value)
+}
+
+/// `max_visits`: 1 to [`MAX_VISITS_LIMIT`].
+pub fn max_visits(value: i64) -> Result<i64, Invalid> {
+    if !(1..=MAX_VISITS_LIMIT).contains(&value) {
+        return Err(Invalid::new(
+            "invalid_max_visits",
+            format!("max_visits must be 1 to {MAX_VISITS_LIMIT}, not {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+/// Shortest password taken, in characters: the module's guess budget (docs/SECURITY.md, "Password
+/// links") only makes guessing slow; a short password would still fall to it.
+pub const MIN_PASSWORD_CHARS: usize = shortlink_wire::limits::PASSWORD_MIN_CHARS;
+
+/// `password`: at least [`MIN_PASSWORD_CHARS`] characters and at most `MAX_PASSWORD_BYTES` bytes,
+/// turned into what SQL keeps (the salted digest as hex, a fresh salt per link). The error never
+/// repeats the value.
+pub fn password(value: PlainPassword) -> Result<String, Invalid> {
+    let plain = value.0.as_bytes();
+    if value.0.chars().count() < MIN_PASSWORD_CHARS || plain.len() > MAX_PASSWORD_BYTES {
+        return Err(Invalid::new(
+            "invalid_password",
+            format!(
+                "password must be at least {MIN_PASSWORD_CHARS} characters and at most \
+                 {MAX_PASSWORD_BYTES} bytes (UTF-8)"
+            ),
+        ));
+    }
+    let mut salt = [0; SALT_LEN];
+    getrandom::fill(&mut salt).map_err(Invalid::NoRandomness)?;
+    Ok(Password::new(plain, salt).to_hex())
+}
+
+/// A stored digest carried by `export` and `import`: what [`password`] made, read back.
+pub fn password_digest(hex: String) -> Result<String, Invalid> {
+    match Password::from_hex(&hex) {
+        Some(digest) => Ok(digest.to_hex()),
+        None => Err(Invalid::new(
+            "invalid_password_digest",
+            "password_digest must be the hex salt and digest an export wrote",
+        )),
+    }
+}
+
+/// `not_yet_url` or `expired_url` (`field`), checked and normalised exactly like a target.
+pub fn lifecycle_url(
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    value: Option<String>,
+    field: &str,
+) -> Result<Option<String>, Invalid> {
+    value
+        .map(|raw| {
+            policy
+                .check(&raw, own_domains)
+                .map(|url| url.into_string())
+                .map_err(|error| Invalid::new(error.code(), format!("{field}: {error}")))
+        })
+        .transpose()
+}
+
+/// The `rules` column of a request's rules: their normalised JSON, `None` for none (absent,
+/// `null` or `[]`).
+pub fn rules_column(
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    value: Option<serde_json::Value>,
+) -> Result<Option<String>, Invalid> {
+    let Some(value) = value.filter(|value| !value.is_null()) else {
+        return Ok(None);
+    };
+    let check_url = |raw: &str| -> Result<String, UrlError> {
+        Ok(policy.check(raw, own_domains)?.into_string())
+    };
+    let checked = rules::check(value, &check_url)?;
+    if checked.specs.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        serde_json::to_string(&checked.specs).expect("rules serialise"),
+    ))
+}
+
+/// What only the whole link can say: it opens before it expires, and its record fits.
+pub fn whole(
+    target: &str,
+    redirect: u16,
+    forward_query: bool,
+    expires_at: Option<DateTime<Utc>>,
+    extras: &LinkExtras,
+) -> Result<(), Invalid> {
+    if let (Some(since), Some(until)) = (extras.valid_since, expires_at) {
+        if since >= until {
+            return Err(Invalid::new(
+                "invalid_valid_since",
+                "valid_since must be before expires_at",
+            ));
+        }
+    }
+    let flags = shortlink_store::LinkFlags::with_forward_query(forward_query).0;
+    let record = projection::encode_live(
+        target,
+        redirect,
+        flags,
+        expires_at,
+        &projection::wire_extras("", extras),
+    );
+    if record.len() > MAX_RECORD_BYTES {
+        return Err(Invalid::new(
+            "record_too_large",
+            format!(
+                "the link's rules and URLs make a record of {} bytes, over the limit of \
+                 {MAX_RECORD_BYTES}: use fewer or shorter rules or URLs",
+                record.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`whole`] for a stored link after a change.
+pub fn whole_link(link: &Link) -> Result<(), Invalid> {
+    if link.extras.is_empty() {
+        return Ok(());
+    }
+    whole(
+        &link.target,
+        link.redirect,
+        link.flags.forward_query(),
+        link.expires_at,
+        &link.extras,
+    )
+}

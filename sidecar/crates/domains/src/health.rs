@@ -1,0 +1,527 @@
+//! The domain health job: per short domain, its traffic against its expected share, a DNS probe,
+//! a certificate probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
+//! in metrics, and a signed webhook on every change of state.
+//!
+//! Traffic: the human clicks of the last window on each domain against its expected share of all
+//! of them. Links issued are counted in memory per domain and per minute (only the minutes with
+//! links, and only as far back as the click curve's horizon: memory does not grow with the
+//! number of links). Each minute's links weigh what the [`ClickCurve`] expects of their clicks
+//! to fall in the window: links issued just now have had no time to be clicked, links issued
+//! many half-lives ago are hardly clicked any more. A domain's expected clicks are the window's
+//! clicks × its weight / the sum of the weights of all domains; far below that (at least 5
+//! clicks expected, and at least `min_issued` links issued within the horizon) while other
+//! domains get clicks is "suspected blocked". The curve is a fixed exponential decay with a
+//! configurable half-life (`--domain-health-click-half-life`), not learned: the visits table has
+//! no link creation time to learn it from without a join with the links per check.
+//!
+//! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), the issuing list
+//! (`X-Shortlink-Public-Base`), `--short-domains`, and the domains links were issued on; the
+//! headers count only on requests that came through nginx (the API's `proxy_secret`), so a
+//! name nobody configured is never probed. Names from requests are at most [`MAX_NAMED`], and
+//! one no request has named for [`FORGET_UNNAMED`] is dropped (a domain taken out of nginx's
+//! pool stops being checked; the configured ones never drop). A domain
+//! is listed, as `unknown`, from the first request that names it, and a request naming a domain
+//! not seen before wakes the job at once: without that, after a start the list stays empty until
+//! the second tick (the first finds no pool yet, no request having come), a whole
+//! `--domain-health-every` later. State lives in memory: after a restart the first check sets it
+//! again (and reports a domain that is not healthy, as a change from unknown).
+
+use super::certificate::CertificateProbe;
+pub use super::traffic::ClickCurve;
+use super::traffic::{IssuedBuckets, Traffic};
+use super::webhook::Webhook;
+use super::{dns, http1};
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use serde::Serialize;
+use shortlink_config::{Config, ConfigError};
+use shortlink_core::background::{self, Shutdown};
+use shortlink_visits::store::VisitStore;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most domains requests may name: a pool is a few dozen; beyond this, new names are ignored.
+pub const MAX_NAMED: usize = 1000;
+/// A name no request has named for this long is forgotten. Long: a deployment may go a weekend
+/// without an API request, and its pool must stay checked meanwhile.
+pub const FORGET_UNNAMED: Duration = Duration::from_secs(7 * 86_400);
+/// Domains probed at the same time.
+const PROBES_AT_ONCE: usize = 16;
+/// A domain's state. Ordered by severity: a check's worst finding wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Known (named by a request or by `--short-domains`) but not checked yet.
+    Unknown,
+    Healthy,
+    Degraded,
+    SuspectedBlocked,
+    Unreachable,
+}
+
+impl State {
+    /// The states a check can find, one `shortlink_domain_health` series each: `unknown` is only
+    /// ever shown before a domain's first check, and has no series.
+    pub const CHECKED: [State; 4] = [
+        State::Healthy,
+        State::Degraded,
+        State::SuspectedBlocked,
+        State::Unreachable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Unknown => "unknown",
+            State::Healthy => "healthy",
+            State::Degraded => "degraded",
+            State::SuspectedBlocked => "suspected-blocked",
+            State::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// A domain's last check, as `GET /api/v1/domains` shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct DomainStatus {
+    pub domain: String,
+    /// `unknown` until the domain's first check.
+    pub state: State,
+    /// Why it is not healthy (empty when healthy or unknown).
+    pub reasons: Vec<String>,
+    /// When it was last checked; null until its first check.
+    pub last_probe: Option<DateTime<Utc>>,
+    /// Links issued on it within the click curve's horizon (the window plus 8 half-lives), as of
+    /// the last check (0 before the first).
+    pub issued: u64,
+    /// Human clicks on it within the window, as of the last check (0 before the first).
+    pub clicks: i64,
+    /// notAfter of the certificate the edge presents for the domain (null when the certificate
+    /// probe is off or no certificate was read).
+    pub certificate_expires_at: Option<DateTime<Utc>>,
+}
+
+pub struct HealthSettings {
+    pub every: Duration,
+    pub window: Duration,
+    pub curve: ClickCurve,
+    pub min_issued: u64,
+    pub resolver: Option<SocketAddr>,
+    pub edge_addresses: Vec<Ipv4Addr>,
+    pub canary: Option<(SocketAddr, String, String)>,
+    pub certificate: Option<CertificateProbe>,
+    pub webhook: Option<Webhook>,
+    pub static_domains: Vec<String>,
+}
+
+impl HealthSettings {
+    pub fn from_config(config: &Config, static_domains: Vec<String>) -> Result<Self, ConfigError> {
+        let webhook = Webhook::from_config(config)?;
+        let canary = match (
+            &config.canary_edge,
+            &config.canary_code,
+            &config.canary_target,
+        ) {
+            (Some(edge), Some(code), Some(target)) => Some((*edge, code.clone(), target.clone())),
+            (None, None, None) => None,
+            _ => {
+                return Err(ConfigError::Webhook(
+                    "--canary-edge, --canary-code and --canary-target go together".into(),
+                ))
+            }
+        };
+        if config.domain_health_click_half_life.is_zero() {
+            return Err(ConfigError::Webhook(
+                "--domain-health-click-half-life must be more than 0".into(),
+            ));
+        }
+        if config.domain_health_resolver.is_some() && config.edge_addresses.is_empty() {
+            return Err(ConfigError::Webhook(
+                "--domain-health-resolver needs --edge-addresses".into(),
+            ));
+        }
+        // Roots are read at startup, so that a bad --certificate-ca stops the start.
+        let certificate = match config.certificate_edge {
+            Some(edge) => Some(
+                CertificateProbe::new(
+                    edge,
+                    config.certificate_ca.as_deref(),
+                    config.certificate_min_days,
+                )
+                .map_err(ConfigError::Webhook)?,
+            ),
+            None if config.certificate_ca.is_some() => {
+                return Err(ConfigError::Webhook(
+                    "--certificate-ca needs --certificate-edge".into(),
+                ))
+            }
+            None => None,
+        };
+        Ok(Self {
+            every: config.domain_health_every,
+            window: config.domain_health_window,
+            curve: ClickCurve::new(config.domain_health_click_half_life),
+            min_issued: config.domain_health_min_issued,
+            resolver: config.domain_health_resolver,
+            edge_addresses: config.edge_addresses.clone(),
+            canary,
+            certificate,
+            webhook,
+            static_domains,
+        })
+    }
+}
+
+/// Shared between the API (which records issued links and the domains requests name) and the job.
+#[derive(Debug)]
+pub struct DomainHealth {
+    /// Every domain a request has named (pool, issuing list, `--short-domains`), with when it
+    /// was last named.
+    known: Mutex<HashMap<String, Instant>>,
+    issued: Mutex<IssuedBuckets>,
+    statuses: Mutex<BTreeMap<String, DomainStatus>>,
+    /// Wakes the job when a request names a domain not seen before. A permit given while a check
+    /// runs is kept, so a domain named during a check still gets one right after it, and many
+    /// new domains at once cost one check, not one each.
+    new_domain: tokio::sync::Notify,
+}
+
+impl Default for DomainHealth {
+    /// Keeps issued links as far back as the default window (30m) and half-life (1h) need.
+    fn default() -> Self {
+        Self::new(ClickCurve::new(Duration::from_secs(3600)).horizon(Duration::from_secs(1800)))
+    }
+}
+
+impl DomainHealth {
+    /// Remembers issued links for `horizon` (see [`ClickCurve::horizon`]).
+    pub fn new(horizon: Duration) -> Self {
+        Self {
+            known: Mutex::default(),
+            issued: Mutex::new(IssuedBuckets::new(Instant::now(), horizon)),
+            statuses: Mutex::default(),
+            new_domain: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Records the domains a request names (normalised host names); one not seen before is
+    /// listed as `unknown` at once and wakes the job for its first check.
+    pub fn saw<S: AsRef<str>>(&self, domains: impl IntoIterator<Item = S>) {
+        let mut new = false;
+        let now = Instant::now();
+        {
+            let mut known = self.known.lock().expect("not poisoned");
+            for domain in domains {
+                let domain = domain.as_ref();
+                if domain.is_empty() {
+                    continue;
+                }
+                let room = known.len() < MAX_NAMED;
+                match known.get_mut(domain) {
+                    Some(seen) => *seen = now,
+                    None if room => {
+                        known.insert(domain.to_owned(), now);
+                        new = true;
+                    }
+                    None => tracing::warn!(
+                        domain,
+                        "domain health: {MAX_NAMED} domains named already; not checked"
+                    ),
+                }
+            }
+        }
+        if new {
+            self.new_domain.notify_one();
+        }
+    }
+
+    /// Drops the names no request has named for [`FORGET_UNNAMED`] as of `now`; the rest.
+    fn forget_unnamed(&self, now: Instant) -> BTreeSet<String> {
+        let mut known = self.known.lock().expect("not poisoned");
+        known.retain(|_, seen| now.saturating_duration_since(*seen) < FORGET_UNNAMED);
+        known.keys().cloned().collect()
+    }
+
+    pub fn issued_on(&self, domain: &str) {
+        self.issued_on_many(domain, 1);
+    }
+
+    /// Counts `links` issued on `domain` now, under one lock.
+    pub fn issued_on_many(&self, domain: &str, links: u64) {
+        let mut issued = self.issued.lock().expect("not poisoned");
+        issued.record(domain, links, Instant::now());
+    }
+
+    /// Every domain checked or named so far, by name; those not checked yet as `unknown`.
+    pub fn statuses(&self) -> Vec<DomainStatus> {
+        let known: Vec<String> = self
+            .known
+            .lock()
+            .expect("not poisoned")
+            .keys()
+            .cloned()
+            .collect();
+        let mut all = self.statuses.lock().expect("not poisoned").clone();
+        for domain in known {
+            all.entry(domain)
+                .or_insert_with_key(|domain| DomainStatus::unknown(domain));
+        }
+        all.into_values().collect()
+    }
+
+    pub fn status(&self, domain: &str) -> Option<DomainStatus> {
+        let checked = self
+            .statuses
+            .lock()
+            .expect("not poisoned")
+            .get(domain)
+            .cloned();
+        checked.or_else(|| {
+            let known = self.known.lock().expect("not poisoned");
+            known
+                .contains_key(domain)
+                .then(|| DomainStatus::unknown(domain))
+        })
+    }
+}
+
+impl DomainStatus {
+    fn unknown(domain: &str) -> Self {
+        Self {
+            domain: domain.to_owned(),
+            state: State::Unknown,
+            reasons: Vec::new(),
+            last_probe: None,
+            issued: 0,
+            clicks: 0,
+            certificate_expires_at: None,
+        }
+    }
+}
+
+/// The per-minute domain counts are kept this long (or the window, if longer): a day of each
+/// domain's traffic for an operator's own queries, at most 1,440 rows per domain.
+const CLICK_MINUTES_KEPT: Duration = Duration::from_secs(86_400);
+
+/// With the checks off, the per-minute counts are still written and are forgotten this often.
+const FORGET_EVERY_WITHOUT_CHECKS: Duration = Duration::from_secs(3600);
+
+/// Runs the checks every `settings.every` until `shutdown` (a check in progress is dropped: its
+/// probes have nothing to save).
+pub async fn run(
+    health: Arc<DomainHealth>,
+    settings: HealthSettings,
+    visits: Arc<dyn VisitStore>,
+    mut shutdown: Shutdown,
+) {
+    let mut tick = tokio::time::interval(settings.every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            // A domain's first check right after the request that named it, not up to a whole
+            // interval later.
+            () = health.new_domain.notified() => {}
+            () = background::fired(&mut shutdown) => return,
+        }
+        tokio::select! {
+            () = check_all(&health, &settings, visits.as_ref()) => {}
+            () = background::fired(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Forgets the per-minute domain counts every hour until `shutdown`: what [`run`] does at each
+/// check, for a sidecar whose checks are off.
+pub async fn forget_old_clicks_hourly(visits: Arc<dyn VisitStore>, mut shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(FORGET_EVERY_WITHOUT_CHECKS);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = background::fired(&mut shutdown) => return,
+        }
+        forget_old_clicks(visits.as_ref(), Duration::ZERO).await;
+    }
+}
+
+async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
+    let kept = chrono::Duration::from_std(window.max(CLICK_MINUTES_KEPT)).unwrap_or_default();
+    if let Err(error) = visits.forget_domain_clicks_before(Utc::now() - kept).await {
+        tracing::warn!(%error, "domain health: cannot forget old per-minute clicks");
+    }
+}
+
+async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dyn VisitStore) {
+    let issued = health.issued.lock().expect("not poisoned").weighed(
+        Instant::now(),
+        settings.window,
+        &settings.curve,
+    );
+    let since = Utc::now() - chrono::Duration::from_std(settings.window).unwrap_or_default();
+    let clicks: HashMap<String, i64> = match visits.clicks_by_domain(since).await {
+        Ok(rows) => rows.into_iter().collect(),
+        Err(error) => {
+            tracing::warn!(%error, "domain health: cannot read clicks");
+            return;
+        }
+    };
+    forget_old_clicks(visits, settings.window).await;
+    let mut domains = health.forget_unnamed(Instant::now());
+    domains.extend(settings.static_domains.iter().cloned());
+    domains.extend(issued.keys().cloned());
+    // A forgotten domain leaves the list too, and its state series drop to 0 (the exporter keeps
+    // a series once written: a stale 1 would say it is still healthy or down).
+    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| {
+        let kept = domains.contains(domain);
+        if !kept {
+            for s in State::CHECKED {
+                metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
+                    .set(0.0);
+            }
+        }
+        kept
+    });
+    let weight_total: f64 = issued.values().map(|(_, weight)| weight).sum();
+    let clicks_total: i64 = clicks.values().sum();
+    // Probes of different domains at once: one unreachable domain costs its timeouts, which
+    // must not push every other domain's check (and its webhook) back by as much.
+    let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
+        .map(|domain| async move {
+            let found = probe(&domain, settings).await;
+            (domain, found)
+        })
+        .buffer_unordered(PROBES_AT_ONCE)
+        .collect()
+        .await;
+    for domain in domains {
+        let (issued_here, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
+        let clicks_here = clicks.get(&domain).copied().unwrap_or(0);
+        let traffic = Traffic {
+            issued: issued_here,
+            weight,
+            weight_total,
+            clicks: clicks_here,
+            clicks_total,
+        };
+        // Traffic: far below this domain's share while the others keep theirs.
+        let mut found: Vec<(State, String)> = traffic
+            .finding(settings.min_issued, settings.window)
+            .into_iter()
+            .collect();
+        let (probe_findings, certificate_expires_at) = probed.remove(&domain).unwrap_or_default();
+        found.extend(probe_findings);
+        let state = found
+            .iter()
+            .map(|(s, _)| *s)
+            .max()
+            .unwrap_or(State::Healthy);
+        let checked_at = Utc::now();
+        let status = DomainStatus {
+            domain: domain.clone(),
+            state,
+            reasons: found.into_iter().map(|(_, r)| r).collect(),
+            last_probe: Some(checked_at),
+            issued: issued_here,
+            clicks: clicks_here,
+            certificate_expires_at,
+        };
+        let previous = health
+            .statuses
+            .lock()
+            .expect("not poisoned")
+            .insert(domain.clone(), status.clone())
+            .map(|s| s.state);
+        for s in State::CHECKED {
+            metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
+                .set(f64::from(u8::from(s == state)));
+        }
+        let changed = match previous {
+            Some(previous) => previous != state,
+            None => state != State::Healthy,
+        };
+        if changed {
+            tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
+            if let Some(webhook) = &settings.webhook {
+                let body = serde_json::json!({
+                    "domain": domain,
+                    "state": state,
+                    "previous": previous,
+                    "reasons": status.reasons,
+                    "at": checked_at,
+                });
+                webhook.send(body.to_string());
+            }
+        }
+    }
+}
+
+/// What the probes found for one domain (DNS, certificate, canary, in that order of reasons),
+/// and the certificate's expiry.
+type Probes = (Vec<(State, String)>, Option<DateTime<Utc>>);
+
+async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
+    let mut found: Vec<(State, String)> = Vec::new();
+    if let Some(resolver) = settings.resolver {
+        match dns::resolve_a(resolver, domain, PROBE_TIMEOUT).await {
+            Ok(addresses)
+                if addresses
+                    .iter()
+                    .any(|a| settings.edge_addresses.contains(a)) => {}
+            Ok(addresses) => found.push((
+                State::Unreachable,
+                format!("dns: resolves to {addresses:?}, not to the edge"),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
+        }
+    }
+    let mut certificate_expires_at = None;
+    if let Some(probe) = &settings.certificate {
+        let probed = probe.check(domain, PROBE_TIMEOUT).await;
+        certificate_expires_at = probed.expires_at;
+        found.extend(probed.problem);
+        let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.to_owned());
+        match probed.expires_at {
+            Some(at) => gauge.set(at.timestamp() as f64),
+            // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
+            // the failure itself shows in shortlink_domain_health.
+            None => gauge.set(f64::NAN),
+        }
+    }
+    if let Some((edge, code, target)) = &settings.canary {
+        let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
+        match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
+            Ok(a) if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {}
+            Ok(a) => found.push((
+                State::Degraded,
+                format!(
+                    "canary: answered {} to {}",
+                    a.status,
+                    a.location.as_deref().unwrap_or("nowhere")
+                ),
+            )),
+            Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
+        }
+    }
+    (found, certificate_expires_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_domains_are_bounded_and_forgotten() {
+        let health = DomainHealth::default();
+        health.saw((0..MAX_NAMED + 50).map(|n| format!("d{n}.example")));
+        assert_eq!(health.statuses().len(), MAX_NAMED, "at most MAX_NAMED");
+        assert!(health.status("d0.example").is_some());
+        assert!(health.status(&format!("d{MAX_NAMED}.example")).is_none());
+        let later = Instant::now() + FORGET_UNNAMED / 2;
+        assert_eq!(health.forget_unnamed(later).len(), MAX_NAMED);
+        let much_later = Instant::now() + FORGET_UNNAMED + Duration::from_secs(1);
+        assert!(health.forget_unnamed(much_later).is_empty());
+        assert!(health.status("d0.example").is_none());
+    }
+}

@@ -1,0 +1,14 @@
+//! The short domains as the sidecar sees them: the issuing list (nginx's configuration, sent per
+//! request), which domain a new link is handed out on, and each domain's health.
+
+#![deny(unsafe_code)]
+
+pub(crate) mod certificate;
+pub mod dns;
+pub mod health;
+pub mod http1;
+pub mod issuing;
+mod traffic;
+mod webhook;
+
+pub use issuing::{IssuingBase, IssuingBases, Spread};

@@ -1,0 +1,408 @@
+//! What the storage is, whatever the backend: the [`Storage`] and [`LinkTx`] traits every backend
+//! implements, their errors, the backend kinds and connection settings. Below the backends and
+//! the facade (`storage/mod.rs`) that picks one, so neither imports the other in a circle.
+
+use super::imported::ImportedLink;
+use super::model::{
+    ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, ListCursor, NewRow,
+    Role, Slot,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, SubsecRound, Utc};
+use std::any::Any;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A unique constraint refused the write (a taken code).
+    #[error("unique constraint violated")]
+    Conflict,
+    /// The database cannot be reached or is overloaded: worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error: {0}")]
+    Other(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(
+        "unsupported database URL {0:?}: use sqlite://..., postgres://... or mysql://... (mariadb://...)"
+    )]
+    UnsupportedUrl(String),
+    /// A backend that does not do this yet.
+    #[error("not supported yet: {0}")]
+    NotYet(&'static str),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+}
+
+impl StorageError {
+    /// Sorts a driver error: unique violations, connectivity problems, the rest.
+    pub fn classify(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StorageError::Conflict,
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                let unavailable = if db
+                    .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .is_some()
+                {
+                    // Class 08 connection exception, 53 insufficient resources, 28 authorization
+                    // refused, 57P0x operator intervention (shutdown, crash recovery, cannot
+                    // connect now), 55000 "database is not currently accepting connections",
+                    // 55P03 lock timeout, 57014 statement timeout, 3D000 no such database.
+                    code.starts_with("08")
+                        || code.starts_with("53")
+                        || code.starts_with("28")
+                        || code.starts_with("57P0")
+                        || matches!(code.as_ref(), "55000" | "55P03" | "57014" | "3D000")
+                } else if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                    mysql_unavailable(my.number())
+                } else {
+                    // SQLite: SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
+                    code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
+                };
+                if unavailable {
+                    StorageError::Unavailable(error)
+                } else {
+                    StorageError::Other(error)
+                }
+            }
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => StorageError::Unavailable(error),
+            _ => StorageError::Other(error),
+        }
+    }
+}
+
+/// MariaDB/MySQL server errors worth retrying: the server is going away, out of connections or
+/// resources, or a lock wait ran out.
+fn mysql_unavailable(number: u16) -> bool {
+    matches!(
+        number,
+        // ER_CON_COUNT_ERROR, ER_OUT_OF_RESOURCES, ER_SERVER_SHUTDOWN, ER_NORMAL_SHUTDOWN,
+        // ER_TOO_MANY_USER_CONNECTIONS, ER_LOCK_WAIT_TIMEOUT, ER_LOCK_DEADLOCK,
+        // ER_QUERY_INTERRUPTED, ER_CONNECTION_KILLED, ER_BAD_DB_ERROR, ER_ACCESS_DENIED_ERROR
+        1040 | 1041 | 1053 | 1077 | 1203 | 1205 | 1213 | 1317 | 1927 | 1049 | 1045
+            // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time), ER_QUERY_TIMEOUT (MySQL)
+            | 1969 | 3024
+            // CR_SERVER_GONE_ERROR, CR_SERVER_LOST (as the server reports them to some clients)
+            | 2006 | 2013
+    )
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+/// Connection settings common to every backend.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub url: String,
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+    /// Page caches of SQLite's connections (other backends keep theirs in the server).
+    pub sqlite_cache: SqliteCache,
+}
+
+impl ConnectOptions {
+    /// The database connection settings of the configuration.
+    pub fn from_config(config: &shortlink_config::Config) -> Self {
+        Self {
+            url: config.database_url.clone(),
+            max_connections: config.db_max_connections,
+            acquire_timeout: config.db_timeout,
+            sqlite_cache: SqliteCache {
+                writer_mib: config.sqlite_writer_cache_mib,
+                reader_mib: config.sqlite_reader_cache_mib,
+            },
+        }
+    }
+}
+
+/// SQLite's page cache per connection, in MiB: what bounds most of the sidecar's memory on
+/// SQLite, as every open connection fills its own cache up to this size and keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteCache {
+    /// The one write connection's (shared by links and visits).
+    pub writer_mib: u32,
+    /// Each read connection's.
+    pub reader_mib: u32,
+}
+
+impl Default for SqliteCache {
+    fn default() -> Self {
+        Self {
+            writer_mib: 32,
+            reader_mib: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+    /// MariaDB or MySQL.
+    Mysql,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            Some(Backend::Mysql)
+        } else {
+            None
+        }
+    }
+}
+
+/// The current time as stored: UTC, microsecond precision (what PostgreSQL keeps).
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Whether the database answers.
+    async fn ping(&self) -> StorageResult<()>;
+
+    /// Per connection pool: its name, open connections and idle ones (for metrics).
+    fn pool_use(&self) -> Vec<(&'static str, u32, usize)> {
+        Vec::new()
+    }
+
+    /// Leases `size` sequence numbers; returns the first. Atomic across processes.
+    async fn lease_sequence_block(&self, size: u64) -> StorageResult<u64>;
+
+    async fn get_link(&self, code: &str) -> StorageResult<Option<Link>>;
+
+    /// The newest link with this URL hash and this recipient reference (`None`: links without
+    /// one) that is neither revoked nor expired at `now`.
+    async fn find_live_link(
+        &self,
+        url_hash: &str,
+        recipient_ref: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Option<Link>>;
+
+    /// Newest first, starting after `after`.
+    async fn list_links(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
+
+    /// Every link in code order, `limit` at a time, starting after `after_code` (resync, export).
+    async fn scan_links(
+        &self,
+        filter: &LinkFilter,
+        after_code: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
+
+    /// Which of `codes` have a link (in any state), read outside any transaction.
+    async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>>;
+
+    /// How many links the filter covers (for progress bars).
+    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64>;
+
+    /// Campaign names after `after` (`""`: from the first), in order, at most `limit`: one index
+    /// seek each (a skip scan of `links_campaign`), so a campaign's size does not matter.
+    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>>;
+
+    /// Aggregates of one campaign at `now`.
+    async fn campaign_stats(
+        &self,
+        campaign: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<CampaignStats>;
+
+    /// Inserts the idempotency key unless it exists; returns its row either way.
+    async fn claim_idempotency_key(
+        &self,
+        api_key_id: i64,
+        key: &str,
+        request_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<IdempotencyRecord>;
+
+    /// The links created by the request `batch_id` with item indexes in `from..=to`, as
+    /// `(index, link)`.
+    async fn links_by_slots(
+        &self,
+        batch_id: i64,
+        from: i64,
+        to: i64,
+    ) -> StorageResult<Vec<(i64, Link)>>;
+
+    /// Deletes at most `limit` idempotency keys created before `before`; returns how many.
+    /// Links keep their slot columns: a later key never reuses a pruned key's id.
+    async fn prune_idempotency_keys(&self, before: DateTime<Utc>, limit: u32)
+        -> StorageResult<u64>;
+
+    /// Moves the sequence to at least `next` (an import restored generated codes up to it, or
+    /// the database was restored from a backup older than the codes issued); returns whether
+    /// it moved.
+    async fn raise_sequence(&self, next: u64) -> StorageResult<bool>;
+
+    /// A recorded setting (table `settings`), e.g. [`CODE_SCHEME_SETTING`].
+    async fn setting(&self, name: &str) -> StorageResult<Option<String>>;
+
+    /// Records a setting unless one is recorded; returns the value recorded now (ours, or the
+    /// one a concurrent first start recorded).
+    async fn init_setting(
+        &self,
+        name: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<String>;
+
+    /// Records a setting, replacing any.
+    async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()>;
+
+    async fn delete_setting(&self, name: &str) -> StorageResult<()>;
+
+    /// The next sequence number a lease would start at.
+    async fn sequence_next(&self) -> StorageResult<u64>;
+
+    /// Makes `rows` ready for [`LinkTx::insert_links`] on this backend (no I/O).
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows>;
+
+    /// Starts a write transaction; dropping it uncommitted rolls it back.
+    async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
+
+    /// Starts a transaction that first waits for every link write in flight to end (commit or
+    /// rollback) and keeps new ones waiting until it ends. Inside it, a code SQL does not have
+    /// cannot belong to a write between its Redis write and its commit: `resync` deletes
+    /// orphan Redis keys under it. Hold it briefly.
+    async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>>;
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>>;
+
+    async fn create_api_key(
+        &self,
+        name: &str,
+        role: Role,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<ApiKey>;
+
+    /// Inserts the key unless one with this hash exists; returns whether it was inserted.
+    async fn ensure_api_key(
+        &self,
+        name: &str,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<bool>;
+
+    async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>>;
+
+    /// Marks the key revoked (keeping the first revocation time); `None` if there is no such key.
+    async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>>;
+
+    /// The import records (`imported_links`) of these codes, in no order.
+    async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>>;
+
+    /// Records where imported links came from; a code recorded already keeps its first record.
+    async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()>;
+
+    /// Raises a link's `visit_count` to at least `total` (an imported link's history), and
+    /// gives a link without a last visit `at`.
+    async fn raise_visit_count(
+        &self,
+        code: &str,
+        total: i64,
+        at: DateTime<Utc>,
+    ) -> StorageResult<()>;
+}
+
+/// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements
+/// and their arguments, or the `COPY` data). Encoding comes before the transaction, so the write
+/// connection does not wait while a chunk is put together: on SQLite, whose one writer bounds a
+/// batch, that wait was ~7% of the transaction's time.
+pub struct EncodedRows(Box<dyn Any + Send>);
+
+impl EncodedRows {
+    pub(super) fn new<T: Any + Send>(encoded: T) -> Self {
+        Self(Box::new(encoded))
+    }
+
+    /// The backend's own form; `None` if another backend made it.
+    pub(super) fn into_inner<T: Any>(self) -> Option<T> {
+        self.0.downcast().ok().map(|encoded| *encoded)
+    }
+}
+
+/// A write transaction on links.
+#[async_trait]
+pub trait LinkTx: Send {
+    /// Inserts a new link; [`StorageError::Conflict`] if the code (or the slot) is taken.
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()>;
+
+    /// Inserts many links in bulk, skipping those whose code or slot is taken; returns the codes
+    /// inserted. `encoded` is `rows` as [`Storage::encode_rows`] made them.
+    async fn insert_links(
+        &mut self,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>>;
+
+    /// Links created by the request `batch_id` with these indexes, as `(index, link)`: inside the
+    /// transaction, after a conflicting insert.
+    async fn links_by_slot_list(
+        &mut self,
+        batch_id: i64,
+        indexes: &[i64],
+    ) -> StorageResult<Vec<(i64, Link)>>;
+
+    /// Which of `codes` have a link (in any state).
+    async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>>;
+
+    /// Deletes links this transaction inserted (their codes were refused by Redis, see
+    /// `shortlink_core::service`); nothing else may be passed.
+    async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()>;
+
+    /// Reads a link and locks it against concurrent writers until the transaction ends.
+    async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;
+
+    /// Writes every mutable field of `link`, metadata included (matched by code).
+    async fn update_link(&mut self, link: &Link) -> StorageResult<()>;
+
+    async fn commit(self: Box<Self>) -> StorageResult<()>;
+
+    async fn rollback(self: Box<Self>) -> StorageResult<()>;
+}
+
+/// The setting holding the code scheme's fingerprint ([`shortcode::CodeScheme::fingerprint`]).
+pub const CODE_SCHEME_SETTING: &str = "code_scheme";
+
+/// Set (to the high-water mark found) when a lease found the database's sequence behind Redis's
+/// mark, i.e. the database was restored older than Redis: Redis may hold sent links SQL lacks,
+/// which `resync` must not take for orphans. Cleared by `resync --remove-orphans-after-restore`.
+pub const RESTORED_BEHIND_REDIS_SETTING: &str = "restored_behind_redis";
+
+/// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
+/// checked on the way out.
+pub fn checked_redirect(value: i64) -> StorageResult<u16> {
+    match value {
+        301 | 302 | 307 | 308 => Ok(value as u16),
+        other => Err(StorageError::Corrupt(format!(
+            "redirect status {other} in the database"
+        ))),
+    }
+}
+
+pub fn checked_flags(value: i64) -> StorageResult<LinkFlags> {
+    u32::try_from(value)
+        .map(LinkFlags)
+        .map_err(|_| StorageError::Corrupt(format!("link flags {value} in the database")))
+}

@@ -1,0 +1,269 @@
+//! What the storage holds: links, their flags and states, list cursors, API keys and their roles.
+
+use super::api::{StorageError, StorageResult};
+use chrono::{DateTime, Utc};
+
+/// A link as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub code: String,
+    /// Normalised ASCII target URL.
+    pub target: String,
+    /// SHA-256 (hex) of `target`.
+    pub url_hash: String,
+    /// 301, 302, 307 or 308.
+    pub redirect: u16,
+    pub flags: LinkFlags,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Whole seconds: the Redis record carries Unix seconds.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub visit_count: i64,
+    pub last_visit_at: Option<DateTime<Utc>>,
+    /// Caller metadata: the campaign the link belongs to.
+    pub campaign: Option<String>,
+    /// Caller metadata: an opaque recipient reference (`ref` in the API).
+    pub recipient_ref: Option<String>,
+    /// Caller metadata: free tags, in the caller's order.
+    pub tags: Vec<String>,
+    /// Lifecycle and click-time rules; all empty for a plain link.
+    pub extras: LinkExtras,
+}
+
+/// What a link may have beyond a target (issue 34): when it opens, where it sends clicks
+/// before it opens and after it expires, its click-time rules, its visit cap, password and preview card.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkExtras {
+    /// Whole seconds: before it, the link answers its "not yet" URL or page.
+    pub valid_since: Option<DateTime<Utc>>,
+    /// Normalised like a target.
+    pub not_yet_url: Option<String>,
+    /// Normalised like a target; instead of a 410 once expired.
+    pub expired_url: Option<String>,
+    /// The rules in their API form (`link::rules::RuleSpec`), as normalised JSON text.
+    pub rules: Option<String>,
+    /// At least 1: at most this many clicks are redirected (counted in Redis, not here).
+    pub max_visits: Option<i64>,
+    /// The password's salted digest as hex (`wire::record::password::Password::to_hex`); the
+    /// password itself is never kept.
+    pub password_digest: Option<String>,
+    /// The preview card in its API form (`link::card::CardSpec`), as normalised JSON text.
+    pub preview: Option<String>,
+}
+
+impl LinkExtras {
+    pub fn is_empty(&self) -> bool {
+        self.valid_since.is_none()
+            && self.not_yet_url.is_none()
+            && self.expired_url.is_none()
+            && self.rules.is_none()
+            && self.max_visits.is_none()
+            && self.password_digest.is_none()
+            && self.preview.is_none()
+    }
+}
+
+/// Where a link came from in a request sent with an `Idempotency-Key`: the key's row and the
+/// item's index (0 for a single create). Unique, so a retry can find what was committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub batch_id: i64,
+    pub index: i64,
+}
+
+/// A link to insert, with its slot if the request had an idempotency key.
+#[derive(Debug, Clone)]
+pub struct NewRow {
+    pub link: Link,
+    pub slot: Option<Slot>,
+}
+
+/// Which links a listing, export or count covers; `None` fields do not filter.
+#[derive(Debug, Clone, Default)]
+pub struct LinkFilter {
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    /// Links carrying this tag.
+    pub tag: Option<String>,
+    /// Links in this state at `now`.
+    pub state: Option<(LinkState, DateTime<Utc>)>,
+}
+
+/// Per-campaign aggregates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CampaignStats {
+    pub links: i64,
+    pub live: i64,
+    pub expired: i64,
+    pub revoked: i64,
+    /// Sum of `visit_count`.
+    pub visits: i64,
+}
+
+/// The row of an idempotency key, claimed or found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    pub id: i64,
+    pub request_hash: String,
+    /// This call inserted it: no link can have its slots yet (unless a concurrent request with the
+    /// same key races, which the slots' unique index settles).
+    pub fresh: bool,
+}
+
+/// What the URL-hash index holds: the first 16 hex digits (64 bits) of the hash. A quarter of the
+/// full hash's size, so batch inserts dirty (and write to the WAL) far fewer index pages; lookups
+/// compare the full hash on the few rows it finds.
+pub fn url_hash_prefix(url_hash: &str) -> &str {
+    url_hash.get(..16).unwrap_or(url_hash)
+}
+
+/// Tags as stored: a JSON array, or NULL for none.
+pub fn tags_column(tags: &[String]) -> Option<String> {
+    (!tags.is_empty()).then(|| serde_json::to_string(tags).unwrap_or_else(|_| "[]".into()))
+}
+
+pub fn parse_tags(text: Option<String>) -> StorageResult<Vec<String>> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|_| StorageError::Corrupt(format!("tags {text:?} in the database"))),
+    }
+}
+
+/// The link record's flag bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkFlags(pub u32);
+
+impl LinkFlags {
+    /// Append the short URL's query string to the target.
+    pub const FORWARD_QUERY: u32 = shortlink_wire::record::FLAG_FORWARD_QUERY;
+
+    pub fn with_forward_query(forward: bool) -> Self {
+        LinkFlags(if forward { Self::FORWARD_QUERY } else { 0 })
+    }
+
+    pub fn forward_query(self) -> bool {
+        self.0 & Self::FORWARD_QUERY != 0
+    }
+
+    pub fn set_forward_query(&mut self, forward: bool) {
+        if forward {
+            self.0 |= Self::FORWARD_QUERY;
+        } else {
+            self.0 &= !Self::FORWARD_QUERY;
+        }
+    }
+}
+
+/// What a link answers at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    Live,
+    Expired,
+    Revoked,
+}
+
+impl Link {
+    pub fn state(&self, now: DateTime<Utc>) -> LinkState {
+        if self.revoked_at.is_some() {
+            LinkState::Revoked
+        } else if self.expires_at.is_some_and(|at| at <= now) {
+            LinkState::Expired
+        } else {
+            LinkState::Live
+        }
+    }
+}
+
+/// Position in the newest-first listing: the last link of the previous page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub created_at: DateTime<Utc>,
+    pub code: String,
+}
+
+impl ListCursor {
+    /// Opaque to clients: `<unix microseconds>.<code>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at.timestamp_micros(), self.code)
+    }
+
+    pub fn decode(text: &str) -> Option<Self> {
+        let (micros, code) = text.split_once('.')?;
+        let created_at = DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+        // Any code a link can have: ours, or an imported one (`.` and `~` too; the first `.`
+        // ends the time, so a code's own dots stay in the code).
+        let valid_code = shortcode::is_imported_charset(code.as_bytes());
+        valid_code.then(|| ListCursor {
+            created_at,
+            code: code.to_owned(),
+        })
+    }
+}
+
+/// What an API key may do (`api_keys.role`). A new role is a variant here, an arm in
+/// `http::auth::permits` and a wider CHECK in a migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// Every route (what every key could do before roles existed).
+    Admin,
+    /// Creates, changes and revokes links; reads links, campaigns and statistics.
+    Issuer,
+    /// Reads links, campaigns and statistics; changes nothing.
+    Viewer,
+    /// `GET /api/v1/resolve/{code}` only: nginx's fallback.
+    Resolve,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Issuer => "issuer",
+            Role::Viewer => "viewer",
+            Role::Resolve => "resolve",
+        }
+    }
+
+    /// What the role allows, for people (error messages, `keys list`).
+    pub fn scope(self) -> &'static str {
+        match self {
+            Role::Admin => "may use every route",
+            Role::Issuer => "may create, change, revoke and read links and read statistics",
+            Role::Viewer => "may only read links, campaigns and statistics",
+            Role::Resolve => "may only resolve codes (GET /api/v1/resolve/{code})",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = StorageError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "admin" => Ok(Role::Admin),
+            "issuer" => Ok(Role::Issuer),
+            "viewer" => Ok(Role::Viewer),
+            "resolve" => Ok(Role::Resolve),
+            other => Err(StorageError::Corrupt(format!("API key role {other:?}"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+    /// SHA-256 (hex) of the key; the key itself is never stored.
+    pub key_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}

@@ -1,0 +1,513 @@
+//! The [`Storage`] of every SQL backend, written once over its [`Dialect`].
+//!
+//! Statements avoid what the backends do differently where a portable form costs nothing that
+//! matters: no `RETURNING` (MariaDB lacks it on UPDATE), no `ON CONFLICT` (MySQL says
+//! `ON DUPLICATE KEY`): a unique conflict is answered by the database as an error and read as
+//! "already there", and a value written is read back in the same transaction.
+
+use super::access::{sequence_read, sequence_value};
+use super::rows::{self, API_KEY_COLUMNS};
+use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
+use crate::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
+use crate::imported::ImportedLink;
+use crate::model::{
+    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
+    NewRow, Role,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Pool};
+
+/// Links, keys and settings in a SQL database. Writes go to `writer`, reads to `reader`: the same
+/// pool except on SQLite, whose one writer is a pool of its own ([`super::super::sqlite_file`]).
+pub struct SqlStorage<D: Dialect> {
+    pub dialect: D,
+    pub writer: Pool<D::DB>,
+    pub reader: Pool<D::DB>,
+}
+
+pub(super) type Row<D> = <<D as Dialect>::DB as Database>::Row;
+
+// By hand: a derive would ask the driver type itself to be Clone.
+impl<D: Dialect + Clone> Clone for SqlStorage<D> {
+    fn clone(&self) -> Self {
+        Self {
+            dialect: self.dialect.clone(),
+            writer: self.writer.clone(),
+            reader: self.reader.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> Storage for SqlStorage<D> {
+    fn backend(&self) -> Backend {
+        D::BACKEND
+    }
+
+    fn pool_use(&self) -> Vec<(&'static str, u32, usize)> {
+        if D::BACKEND == Backend::Sqlite {
+            vec![
+                ("writer", self.writer.size(), self.writer.num_idle()),
+                ("reader", self.reader.size(), self.reader.num_idle()),
+            ]
+        } else {
+            vec![("main", self.writer.size(), self.writer.num_idle())]
+        }
+    }
+
+    async fn ping(&self) -> StorageResult<()> {
+        self.row(Statement::new("SELECT 1")).await?;
+        Ok(())
+    }
+
+    async fn lease_sequence_block(&self, size: u64) -> StorageResult<u64> {
+        // The update's row lock, held to the commit, serialises concurrent leases: the value read
+        // back is this lease's, so blocks never overlap.
+        let size = sequence_value(size)?;
+        let mut tx = D::begin(&self.writer).await?;
+        let update = statement(
+            "UPDATE sequence_blocks SET next_value = next_value + ? WHERE name = 'links'",
+            [Value::Int(size)],
+        );
+        D::DB::execute(&mut tx, update)
+            .await
+            .map_err(StorageError::classify)?;
+        let read = Statement::new("SELECT next_value FROM sequence_blocks WHERE name = 'links'");
+        let row = D::DB::fetch_optional(&mut tx, read)
+            .await
+            .map_err(StorageError::classify)?
+            .ok_or_else(|| StorageError::Corrupt("no links sequence".into()))?;
+        let end = D::DB::int(&row, "next_value")?;
+        tx.commit().await.map_err(StorageError::classify)?;
+        sequence_read(end - size)
+    }
+
+    async fn get_link(&self, code: &str) -> StorageResult<Option<Link>> {
+        let query = statement(
+            &format!("SELECT {} FROM links WHERE code = ?", D::LINK_COLUMNS),
+            [Value::Text(code.to_owned())],
+        );
+        self.row(query)
+            .await?
+            .as_ref()
+            .map(rows::link::<D>)
+            .transpose()
+    }
+
+    async fn find_live_link(
+        &self,
+        url_hash: &str,
+        recipient_ref: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Option<Link>> {
+        // Each form names its index's key and predicate (migration 9), so the planner can use it.
+        let (by, key) = match recipient_ref {
+            None => (
+                format!("{} = ? AND recipient_ref IS NULL", D::URL_PREFIX),
+                url_hash_prefix(url_hash),
+            ),
+            Some(recipient_ref) => ("recipient_ref = ?".to_owned(), recipient_ref),
+        };
+        let query = statement(
+            &format!(
+                "SELECT {} FROM links \
+                 WHERE {by} AND url_hash = ? AND revoked_at IS NULL \
+                   AND (expires_at IS NULL OR expires_at > ?) \
+                 ORDER BY created_at DESC, code DESC LIMIT 1",
+                D::LINK_COLUMNS
+            ),
+            [
+                Value::Text(key.to_owned()),
+                Value::Text(url_hash.to_owned()),
+                D::time(now),
+            ],
+        );
+        self.row(query)
+            .await?
+            .as_ref()
+            .map(rows::link::<D>)
+            .transpose()
+    }
+
+    async fn list_links(
+        &self,
+        filter: &LinkFilter,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = rows::select_links::<D>(filter);
+        if let Some(cursor) = after {
+            query.push(" AND (created_at, code) < (");
+            query.bind(D::time(cursor.created_at));
+            query.push(", ");
+            query.bind(Value::Text(cursor.code.clone()));
+            query.push(")");
+        }
+        query.push(" ORDER BY created_at DESC, code DESC LIMIT ");
+        query.bind(Value::Int(i64::from(limit)));
+        self.links(query).await
+    }
+
+    async fn scan_links(
+        &self,
+        filter: &LinkFilter,
+        after_code: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let mut query = rows::select_links::<D>(filter);
+        query.push(" AND code > ");
+        query.bind(Value::Text(after_code.unwrap_or("").to_owned()));
+        query.push(" ORDER BY code LIMIT ");
+        query.bind(Value::Int(i64::from(limit)));
+        self.links(query).await
+    }
+
+    async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>> {
+        let mut found = Vec::with_capacity(codes.len());
+        for part in codes.chunks(IN_LIST) {
+            let query = rows::in_list::<D>(
+                "SELECT code FROM links WHERE code IN",
+                part.iter().map(|code| Value::Text(code.clone())),
+            );
+            for row in self.rows(query).await? {
+                found.push(D::read_text(&row, "code")?);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn count_links(&self, filter: &LinkFilter) -> StorageResult<u64> {
+        let mut query = Statement::new("SELECT COUNT(*) AS n FROM links");
+        rows::push_filter::<D>(&mut query, filter);
+        let row = self.row(query).await?;
+        let count = row.map(|row| D::DB::int(&row, "n")).transpose()?;
+        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    }
+
+    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>> {
+        let query = statement(
+            "WITH RECURSIVE c(name, n) AS ( \
+               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > ?), 1 \
+               UNION ALL \
+               SELECT (SELECT MIN(campaign) FROM links WHERE campaign > c.name), c.n + 1 \
+               FROM c WHERE c.name IS NOT NULL AND c.n < ? \
+             ) SELECT name FROM c WHERE name IS NOT NULL",
+            [Value::Text(after.to_owned()), Value::Int(i64::from(limit))],
+        );
+        self.rows(query)
+            .await?
+            .iter()
+            .map(|row| D::read_text(row, "name"))
+            .collect()
+    }
+
+    async fn campaign_stats(
+        &self,
+        campaign: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<CampaignStats> {
+        let int = D::BIGINT;
+        let query = statement(
+            &format!(
+                "SELECT COUNT(*) AS links, \
+                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NULL \
+                     AND (expires_at IS NULL OR expires_at > ?) THEN 1 ELSE 0 END), 0) AS {int}) AS live, \
+                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at <= ? \
+                     THEN 1 ELSE 0 END), 0) AS {int}) AS expired, \
+                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NOT NULL THEN 1 ELSE 0 END), 0) \
+                     AS {int}) AS revoked, \
+                   CAST(COALESCE(SUM(visit_count), 0) AS {int}) AS visits \
+                 FROM links WHERE campaign = ?"
+            ),
+            [D::time(now), D::time(now), Value::Text(campaign.to_owned())],
+        );
+        let row = self
+            .row(query)
+            .await?
+            .ok_or_else(|| StorageError::Corrupt("no campaign aggregate".into()))?;
+        Ok(CampaignStats {
+            links: D::DB::int(&row, "links")?,
+            live: D::DB::int(&row, "live")?,
+            expired: D::DB::int(&row, "expired")?,
+            revoked: D::DB::int(&row, "revoked")?,
+            visits: D::DB::int(&row, "visits")?,
+        })
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        api_key_id: i64,
+        key: &str,
+        request_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<IdempotencyRecord> {
+        let fresh = self
+            .insert_unless_taken(statement(
+                "INSERT INTO idempotency_keys (api_key_id, \"key\", request_hash, created_at) \
+                 VALUES (?, ?, ?, ?)",
+                [
+                    Value::Int(api_key_id),
+                    Value::Text(key.to_owned()),
+                    Value::Text(request_hash.to_owned()),
+                    D::time(now),
+                ],
+            ))
+            .await?;
+        // From the writer: a reader (SQLite's own pool) sees the row as soon as it is committed
+        // too, but the writer is where it was just written.
+        let query = statement(
+            "SELECT id, request_hash FROM idempotency_keys WHERE api_key_id = ? AND \"key\" = ?",
+            [Value::Int(api_key_id), Value::Text(key.to_owned())],
+        );
+        let row = self.read_back(query, "idempotency key").await?;
+        Ok(IdempotencyRecord {
+            id: D::DB::int(&row, "id")?,
+            request_hash: D::read_text(&row, "request_hash")?,
+            fresh,
+        })
+    }
+
+    async fn links_by_slots(
+        &self,
+        batch_id: i64,
+        from: i64,
+        to: i64,
+    ) -> StorageResult<Vec<(i64, Link)>> {
+        let query = statement(
+            &format!(
+                "SELECT batch_index, {} FROM links \
+                 WHERE batch_id = ? AND batch_index BETWEEN ? AND ?",
+                D::LINK_COLUMNS
+            ),
+            [Value::Int(batch_id), Value::Int(from), Value::Int(to)],
+        );
+        self.rows(query)
+            .await?
+            .iter()
+            .map(rows::slot_link::<D>)
+            .collect()
+    }
+
+    async fn prune_idempotency_keys(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> StorageResult<u64> {
+        // Ids first, then a delete by id: MariaDB has no LIMIT in an IN subquery, SQLite no
+        // DELETE ... LIMIT.
+        let query = statement(
+            "SELECT id FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?",
+            [D::time(before), Value::Int(i64::from(limit))],
+        );
+        let ids: Vec<Value> = self
+            .rows(query)
+            .await?
+            .iter()
+            .map(|row| Ok(Value::Int(D::DB::int(row, "id")?)))
+            .collect::<StorageResult<_>>()?;
+        let mut deleted = 0;
+        for part in ids.chunks(IN_LIST) {
+            deleted += self
+                .execute(rows::in_list::<D>(
+                    "DELETE FROM idempotency_keys WHERE id IN",
+                    part.iter().cloned(),
+                ))
+                .await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn raise_sequence(&self, next: u64) -> StorageResult<bool> {
+        let next = sequence_value(next)?;
+        let done = self
+            .execute(statement(
+                "UPDATE sequence_blocks SET next_value = ? WHERE name = 'links' AND next_value < ?",
+                [Value::Int(next), Value::Int(next)],
+            ))
+            .await?;
+        Ok(done > 0)
+    }
+
+    async fn setting(&self, name: &str) -> StorageResult<Option<String>> {
+        let query = statement(
+            "SELECT value FROM settings WHERE name = ?",
+            [Value::Text(name.to_owned())],
+        );
+        self.text(query, "value").await
+    }
+
+    async fn init_setting(
+        &self,
+        name: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<String> {
+        self.insert_unless_taken(statement(
+            "INSERT INTO settings (name, value, updated_at) VALUES (?, ?, ?)",
+            [
+                Value::Text(name.to_owned()),
+                Value::Text(value.to_owned()),
+                D::time(now),
+            ],
+        ))
+        .await?;
+        let query = statement(
+            "SELECT value FROM settings WHERE name = ?",
+            [Value::Text(name.to_owned())],
+        );
+        let row = self.read_back(query, &format!("setting {name}")).await?;
+        Ok(D::read_text(&row, "value")?)
+    }
+
+    async fn set_setting(&self, name: &str, value: &str, now: DateTime<Utc>) -> StorageResult<()> {
+        let update = || {
+            statement(
+                "UPDATE settings SET value = ?, updated_at = ? WHERE name = ?",
+                [
+                    Value::Text(value.to_owned()),
+                    D::time(now),
+                    Value::Text(name.to_owned()),
+                ],
+            )
+        };
+        // Matched rows (MySQL's affected rows are matched ones for this client), so 0 means
+        // there is no such setting yet; a concurrent first insert makes ours a conflict.
+        if self.execute(update()).await? == 0
+            && !self
+                .insert_unless_taken(statement(
+                    "INSERT INTO settings (name, value, updated_at) VALUES (?, ?, ?)",
+                    [
+                        Value::Text(name.to_owned()),
+                        Value::Text(value.to_owned()),
+                        D::time(now),
+                    ],
+                ))
+                .await?
+        {
+            self.execute(update()).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_setting(&self, name: &str) -> StorageResult<()> {
+        self.execute(statement(
+            "DELETE FROM settings WHERE name = ?",
+            [Value::Text(name.to_owned())],
+        ))
+        .await?;
+        Ok(())
+    }
+
+    async fn sequence_next(&self) -> StorageResult<u64> {
+        let query = Statement::new("SELECT next_value FROM sequence_blocks WHERE name = 'links'");
+        let row = self.read_back(query, "the links sequence").await?;
+        sequence_read(D::DB::int(&row, "next_value")?)
+    }
+
+    fn encode_rows(&self, rows: &[NewRow]) -> StorageResult<EncodedRows> {
+        self.dialect.encode_rows(rows)
+    }
+
+    async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
+        let tx = D::begin(&self.writer).await?;
+        Ok(Box::new(SqlTx::<D>::new(tx, false)))
+    }
+
+    async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {
+        let tx = D::begin_quiesced(&self.writer).await?;
+        Ok(Box::new(SqlTx::<D>::new(tx, true)))
+    }
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>> {
+        self.api_key_where("key_hash", Value::Text(key_hash.to_owned()))
+            .await
+    }
+
+    async fn create_api_key(
+        &self,
+        name: &str,
+        role: Role,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<ApiKey> {
+        self.execute(statement(
+            "INSERT INTO api_keys (name, role, key_hash, created_at) VALUES (?, ?, ?, ?)",
+            [
+                Value::Text(name.to_owned()),
+                Value::Text(role.as_str().to_owned()),
+                Value::Text(key_hash.to_owned()),
+                D::time(now),
+            ],
+        ))
+        .await?;
+        let query = statement(
+            &format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?"),
+            [Value::Text(key_hash.to_owned())],
+        );
+        let row = self.read_back(query, "API key").await?;
+        rows::api_key::<D>(&row)
+    }
+
+    async fn ensure_api_key(
+        &self,
+        name: &str,
+        key_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StorageResult<bool> {
+        self.insert_unless_taken(statement(
+            "INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)",
+            [
+                Value::Text(name.to_owned()),
+                Value::Text(key_hash.to_owned()),
+                D::time(now),
+            ],
+        ))
+        .await
+    }
+
+    async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>> {
+        let query = Statement::new(format!(
+            "SELECT {API_KEY_COLUMNS} FROM api_keys ORDER BY id"
+        ));
+        self.rows(query)
+            .await?
+            .iter()
+            .map(rows::api_key::<D>)
+            .collect()
+    }
+
+    async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>> {
+        self.execute(statement(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
+            [D::time(now), Value::Int(id)],
+        ))
+        .await?;
+        let query = statement(
+            &format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE id = ?"),
+            [Value::Int(id)],
+        );
+        let mut connection = self.write().await?;
+        let row = D::DB::fetch_optional(&mut connection, query)
+            .await
+            .map_err(StorageError::classify)?;
+        row.as_ref().map(rows::api_key::<D>).transpose()
+    }
+
+    async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>> {
+        self.imported_rows(codes).await
+    }
+
+    async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()> {
+        self.insert_imported(links).await
+    }
+
+    async fn raise_visit_count(
+        &self,
+        code: &str,
+        total: i64,
+        at: DateTime<Utc>,
+    ) -> StorageResult<()> {
+        SqlStorage::raise_visit_count(self, code, total, at).await
+    }
+}

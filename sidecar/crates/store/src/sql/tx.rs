@@ -1,0 +1,174 @@
+//! The [`LinkTx`] of every SQL backend, written once over its [`Dialect`].
+
+use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
+use super::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
+use crate::model::{Link, NewRow, Slot};
+use async_trait::async_trait;
+use sqlx::{Database, Transaction};
+
+pub struct SqlTx<D: Dialect> {
+    tx: Transaction<'static, D::DB>,
+    /// Begun by [`Storage::begin_quiesced`](crate::Storage::begin_quiesced): reads of
+    /// codes add [`Dialect::QUIESCE_READ`].
+    quiesced: bool,
+}
+
+type Row<D> = <<D as Dialect>::DB as Database>::Row;
+
+impl<D: Dialect> SqlTx<D> {
+    pub fn new(tx: Transaction<'static, D::DB>, quiesced: bool) -> Self {
+        Self { tx, quiesced }
+    }
+
+    async fn rows(&mut self, query: Statement) -> StorageResult<Vec<Row<D>>> {
+        D::DB::fetch_all(&mut self.tx, query)
+            .await
+            .map_err(StorageError::classify)
+    }
+
+    async fn execute(&mut self, query: Statement) -> StorageResult<u64> {
+        D::DB::execute(&mut self.tx, query)
+            .await
+            .map_err(StorageError::classify)
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> LinkTx for SqlTx<D> {
+    async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
+        let query = statement(
+            &format!(
+                "INSERT INTO links ({}) VALUES {}",
+                insert_columns::<D>(),
+                link_placeholders::<D>()
+            ),
+            link_values::<D>(link, slot),
+        );
+        self.execute(query).await?;
+        Ok(())
+    }
+
+    async fn insert_links(
+        &mut self,
+        rows: &[NewRow],
+        encoded: EncodedRows,
+    ) -> StorageResult<Vec<String>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        D::insert_links(&mut self.tx, rows, encoded).await
+    }
+
+    async fn links_by_slot_list(
+        &mut self,
+        batch_id: i64,
+        indexes: &[i64],
+    ) -> StorageResult<Vec<(i64, Link)>> {
+        let mut found = Vec::new();
+        for part in indexes.chunks(IN_LIST) {
+            let mut query = statement(
+                &format!(
+                    "SELECT batch_index, {} FROM links WHERE batch_id = ? AND batch_index IN",
+                    D::LINK_COLUMNS
+                ),
+                [Value::Int(batch_id)],
+            );
+            push_list(&mut query, part.iter().map(|&index| Value::Int(index)));
+            for row in self.rows(query).await? {
+                found.push(rows::slot_link::<D>(&row)?);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>> {
+        let mut found = Vec::with_capacity(codes.len());
+        for part in codes.chunks(IN_LIST) {
+            let mut query = rows::in_list::<D>(
+                "SELECT code FROM links WHERE code IN",
+                part.iter().map(|code| Value::Text(code.clone())),
+            );
+            if self.quiesced {
+                query.push(D::QUIESCE_READ);
+            }
+            for row in self.rows(query).await? {
+                found.push(D::read_text(&row, "code")?);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()> {
+        for part in codes.chunks(IN_LIST) {
+            self.execute(rows::in_list::<D>(
+                "DELETE FROM links WHERE code IN",
+                part.iter().map(|code| Value::Text(code.clone())),
+            ))
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {
+        let query = statement(
+            &format!(
+                "SELECT {} FROM links WHERE code = ?{}",
+                D::LINK_COLUMNS,
+                D::FOR_UPDATE
+            ),
+            [Value::Text(code.to_owned())],
+        );
+        let row = D::DB::fetch_optional(&mut self.tx, query)
+            .await
+            .map_err(StorageError::classify)?;
+        row.as_ref().map(rows::link::<D>).transpose()
+    }
+
+    async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
+        let mut sql = format!(
+            "UPDATE links SET target = ?, url_hash = ?, redirect_status = ?, flags = ?, \
+             updated_at = ?, expires_at = ?, revoked_at = ?, campaign = ?, \
+             recipient_ref = ?, tags = {}, valid_since = ?, not_yet_url = ?, expired_url = ?, \
+             rules = ?, max_visits = ?, password_digest = ?, preview = ?",
+            D::TAGS_PARAM
+        );
+        let mut values = vec![
+            Value::Text(link.target.clone()),
+            Value::Text(link.url_hash.clone()),
+            Value::Int(i64::from(link.redirect)),
+            Value::Int(i64::from(link.flags.0)),
+            D::time(link.updated_at),
+            D::opt_time(link.expires_at),
+            D::opt_time(link.revoked_at),
+            Value::OptText(link.campaign.clone()),
+            Value::OptText(link.recipient_ref.clone()),
+            Value::OptText(crate::model::tags_column(&link.tags)),
+            D::opt_time(link.extras.valid_since),
+            Value::OptText(link.extras.not_yet_url.clone()),
+            Value::OptText(link.extras.expired_url.clone()),
+            Value::OptText(link.extras.rules.clone()),
+            Value::OptInt(link.extras.max_visits),
+            Value::OptText(link.extras.password_digest.clone()),
+            Value::OptText(link.extras.preview.clone()),
+        ];
+        if D::WRITES_URL_PREFIX {
+            sql.push_str(", url_prefix = ?");
+            values.push(Value::Text(
+                crate::model::url_hash_prefix(&link.url_hash).to_owned(),
+            ));
+        }
+        sql.push_str(" WHERE code = ?");
+        values.push(Value::Text(link.code.clone()));
+        self.execute(statement(&sql, values)).await?;
+        Ok(())
+    }
+
+    async fn commit(self: Box<Self>) -> StorageResult<()> {
+        self.tx.commit().await.map_err(StorageError::classify)
+    }
+
+    async fn rollback(self: Box<Self>) -> StorageResult<()> {
+        self.tx.rollback().await.map_err(StorageError::classify)
+    }
+}

@@ -1,0 +1,152 @@
+//! Scheduled jobs, both off by default:
+//!
+//! - `--expire-idle-after D`: links with no (counted) visit for `D` — by `last_visit_at`, or
+//!   `created_at` if never visited — get `expires_at = now` through the link write path
+//!   ([`LinkService::update`]: SQL and the Redis record together), so nginx answers 410 at once and
+//!   404 after `--expired-grace`. Revoked and already expired links are left alone. A visit still
+//!   in the stream when the job runs does not save a link (the job reads SQL).
+//! - `--visit-retention D`: raw visits older than `D` are deleted in chunks; rollups, and with them
+//!   every stat, stay.
+
+use super::store::VisitStore;
+use chrono::SubsecRound;
+use shortlink_core::background::{self, Shutdown};
+use shortlink_core::service::{LinkPatch, LinkService, ServiceError};
+use shortlink_store::{self as storage, StorageError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Links looked at per page.
+const PAGE: u32 = 500;
+/// Visits deleted per statement (short write locks on SQLite).
+const DELETE_CHUNK: u32 = 10_000;
+
+#[derive(Debug, Clone, Default)]
+pub struct CleanupSettings {
+    pub expire_idle_after: Option<Duration>,
+    pub visit_retention: Option<Duration>,
+}
+
+impl CleanupSettings {
+    pub fn is_enabled(&self) -> bool {
+        self.expire_idle_after.is_some() || self.visit_retention.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub links_expired: u64,
+    pub visits_deleted: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("duration out of range")]
+    Range,
+}
+
+fn ago(duration: Duration) -> Result<chrono::DateTime<chrono::Utc>, CleanupError> {
+    let delta = chrono::Duration::from_std(duration).map_err(|_| CleanupError::Range)?;
+    storage::now()
+        .checked_sub_signed(delta)
+        .ok_or(CleanupError::Range)
+}
+
+/// Expires every live link idle for `idle`; returns how many.
+pub async fn expire_idle_links(
+    links: &LinkService,
+    store: &dyn VisitStore,
+    idle: Duration,
+) -> Result<u64, CleanupError> {
+    let idle_since = ago(idle)?;
+    let mut after: Option<String> = None;
+    let mut expired = 0;
+    loop {
+        let now = storage::now();
+        let page = store
+            .idle_links(now, idle_since, after.as_deref(), PAGE)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.code.clone());
+        for link in &page {
+            let patch = LinkPatch {
+                // Whole seconds, as the Redis record carries them.
+                expires_at: Some(Some(storage::now().trunc_subsecs(0))),
+                ..LinkPatch::default()
+            };
+            match links.update(&link.code, patch).await {
+                Ok(_) => expired += 1,
+                // Revoked or deleted since the page was read.
+                Err(ServiceError::NotFound | ServiceError::Revoked) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+    if expired > 0 {
+        tracing::info!(expired, idle = %humantime::format_duration(idle), "expired idle links");
+    }
+    Ok(expired)
+}
+
+/// Deletes raw visits older than `retention`; returns how many.
+pub async fn delete_old_visits(
+    store: &dyn VisitStore,
+    retention: Duration,
+) -> Result<u64, CleanupError> {
+    let before = ago(retention)?;
+    let mut deleted = 0;
+    loop {
+        let n = store.delete_visits_before(before, DELETE_CHUNK).await?;
+        deleted += n;
+        if n < u64::from(DELETE_CHUNK) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    // The feed's rows of those visits: a reader skips ids whose visit is gone, so they may go
+    // after the visits (one row per visit transaction, few to delete).
+    store.prune_feed(before.timestamp_millis()).await?;
+    if deleted > 0 {
+        tracing::info!(deleted, "deleted raw visits past retention");
+    }
+    Ok(deleted)
+}
+
+/// Runs the enabled jobs once.
+pub async fn run_once(
+    settings: &CleanupSettings,
+    links: &LinkService,
+    store: &dyn VisitStore,
+) -> Result<CleanupReport, CleanupError> {
+    let mut report = CleanupReport::default();
+    if let Some(idle) = settings.expire_idle_after {
+        report.links_expired = expire_idle_links(links, store, idle).await?;
+    }
+    if let Some(retention) = settings.visit_retention {
+        report.visits_deleted = delete_old_visits(store, retention).await?;
+    }
+    Ok(report)
+}
+
+/// Runs the enabled jobs every `every` until `shutdown` (a [`shortlink_core::background::Tasks`] job): a
+/// run in progress finishes first; failures are logged and the next run tries again.
+pub async fn run(
+    settings: CleanupSettings,
+    every: Duration,
+    links: Arc<LinkService>,
+    store: Arc<dyn VisitStore>,
+    mut shutdown: Shutdown,
+) {
+    loop {
+        if let Err(error) = run_once(&settings, &links, store.as_ref()).await {
+            tracing::warn!(%error, "cleanup job failed; retrying at the next run");
+        }
+        if !background::pause(&mut shutdown, every).await {
+            return;
+        }
+    }
+}

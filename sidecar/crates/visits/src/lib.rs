@@ -1,0 +1,169 @@
+//! The visit pipeline's second half: the consumer of the `sl:events` stream the nginx module
+//! writes, the store and rollups behind the stats API, and the scheduled cleanup jobs. The first
+//! half, enrichment (agent, audience, geo, referrer, privacy), is the pure `shortlink-visit-enrich`
+//! crate; the stats API's handlers are `http::stats`.
+//!
+//! - [`consumer`]: consumer group reader → enrichment → one transaction per batch → XACK;
+//! - [`rollup`]: what a batch adds to the hourly/daily aggregates (pure);
+//! - [`store`]: the tables of `20261122000003_visits.sql` on SQLite and PostgreSQL;
+//! - [`cleanup`]: idle-link expiry and raw-visit retention.
+//!
+//! Nothing here is on the redirect path: nginx only appends to a Redis stream.
+
+#![deny(unsafe_code)]
+
+pub mod cleanup;
+pub mod consumer;
+pub mod countries;
+pub mod rollup;
+pub mod store;
+
+use cleanup::CleanupSettings;
+use consumer::{Consumer, ConsumerError, ConsumerSettings};
+use shortlink_config::Config;
+use shortlink_core::background::Tasks;
+use shortlink_core::service::LinkService;
+use shortlink_store::StorageResult;
+use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
+use std::sync::Arc;
+use store::VisitStore;
+
+/// What the stats API needs.
+#[derive(Clone)]
+pub struct Analytics {
+    pub store: Arc<dyn VisitStore>,
+    /// `--count-bots`: bots and previews count as clicks unless a request says otherwise.
+    pub count_bots: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyticsError {
+    #[error(transparent)]
+    Geo(#[from] GeoError),
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    #[error("--consumer-batch must be between 1 and 10000")]
+    Batch,
+}
+
+/// Opens the visit store on the configured database (migrated already by `open_storage`).
+pub async fn open_store(config: &Config) -> StorageResult<Arc<dyn VisitStore>> {
+    store::connect(&shortlink_store::ConnectOptions::from_config(config)).await
+}
+
+/// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but
+/// cannot be read is an error.
+pub fn open_geo(config: &Config) -> Result<GeoDb, GeoError> {
+    let mut geo = match &config.geoip_db {
+        None => GeoDb::disabled(),
+        Some(path) => {
+            let geo = GeoDb::open_or_disabled(path)?;
+            if !geo.is_enabled() {
+                tracing::warn!(path = %path.display(), "geo database not found; geo fields stay empty");
+            }
+            geo
+        }
+    };
+    let optional = |attached: Result<(), GeoError>, what: &str| match attached {
+        Err(error) if error.is_missing() => {
+            tracing::warn!(path = %error.path.display(), "{what} not found; left out");
+            Ok(())
+        }
+        other => other,
+    };
+    if let Some(path) = &config.geoip_db_ipv6 {
+        optional(geo.attach_ipv6_db(path), "IPv6 geo database")?;
+    }
+    if let Some(path) = &config.geoip_isp_db {
+        optional(geo.attach_isp_db(path), "ISP database")?;
+    }
+    Ok(geo)
+}
+
+pub fn enricher(config: &Config) -> Result<Enricher, GeoError> {
+    Ok(Enricher::new(open_geo(config)?, config.anonymize_ip))
+}
+
+pub fn consumer_settings(config: &Config) -> Result<ConsumerSettings, AnalyticsError> {
+    if !(1..=10_000).contains(&config.consumer_batch) {
+        return Err(AnalyticsError::Batch);
+    }
+    let mut settings = ConsumerSettings::new(
+        config
+            .consumer_name
+            .clone()
+            .unwrap_or_else(consumer::default_name),
+    );
+    settings.batch = config.consumer_batch;
+    settings.claim_after = config.consumer_claim_after;
+    settings.count_bots = config.count_bots;
+    Ok(settings)
+}
+
+pub fn cleanup_settings(config: &Config) -> CleanupSettings {
+    CleanupSettings {
+        expire_idle_after: config.expire_idle_after,
+        visit_retention: config.visit_retention,
+    }
+}
+
+/// A consumer for the configured Redis and database.
+pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
+    let primary =
+        shortlink_core::primary::Primary::from_config(config).map_err(ConsumerError::from)?;
+    Ok(Consumer::new(
+        &config.redis_url,
+        store,
+        Arc::new(enricher(config)?),
+        consumer_settings(config)?,
+    )?
+    .with_primary(primary))
+}
+
+/// Starts the consumer (if `with_consumer`) and the cleanup jobs (if configured) among `tasks`.
+/// On shutdown the consumer finishes its batch in progress (or leaves it pending, never
+/// half-counted) and a cleanup run in progress finishes, within the runner's deadline.
+pub fn spawn_background(
+    tasks: &mut Tasks,
+    config: &Config,
+    links: Arc<LinkService>,
+    store: Arc<dyn VisitStore>,
+    with_consumer: bool,
+) -> Result<(), AnalyticsError> {
+    if with_consumer {
+        let consumer = consumer(config, Arc::clone(&store))?;
+        self::consumer::register(consumer.counters());
+        tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
+    }
+    let cleanup = cleanup_settings(config);
+    if cleanup.is_enabled() {
+        let every = config.cleanup_every;
+        tasks.spawn("visit cleanup", move |shutdown| {
+            cleanup::run(cleanup, every, links, store, shutdown)
+        });
+    }
+    Ok(())
+}
+
+/// The consumer and/or the cleanup jobs on their own [`Tasks`] (`consume`, and tests that run
+/// them beside an API server).
+pub struct Background(Tasks);
+
+impl Background {
+    /// [`spawn_background`] on tasks of its own.
+    pub fn spawn(
+        config: &Config,
+        links: Arc<LinkService>,
+        store: Arc<dyn VisitStore>,
+        with_consumer: bool,
+    ) -> Result<Self, AnalyticsError> {
+        let mut tasks = Tasks::new();
+        spawn_background(&mut tasks, config, links, store, with_consumer)?;
+        Ok(Background(tasks))
+    }
+
+    /// Stops the tasks within [`shortlink_core::background::DRAIN`].
+    pub async fn shutdown(self) {
+        self.0.shutdown(shortlink_core::background::DRAIN).await;
+    }
+}

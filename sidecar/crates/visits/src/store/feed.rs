@@ -1,0 +1,48 @@
+//! The visit feed's writing side: every visit transaction records the visits it inserted as one
+//! row of `visit_feed` (read by `webhooks/feed.rs` for `GET /api/v1/visits` and the click
+//! webhooks). Here, below the backends' batch writes, so the visit stores need nothing from the
+//! webhooks, which read what is written here.
+
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
+use shortlink_store::{StorageError, StorageResult};
+use shortlink_visit_enrich::Visit;
+use sqlx::Database;
+
+/// Records the visits a transaction inserted as the next feed row. Called last, just before the
+/// commit: the clock row's lock is then held only for this insert and the commit, and a writer
+/// that took a later seq cannot commit before this one does (it waits for the lock), so a reader
+/// never sees seq `n + 1` without `n`.
+pub async fn append<D: Dialect>(
+    connection: &mut <D::DB as Database>::Connection,
+    inserted: &[&Visit],
+) -> StorageResult<()> {
+    if inserted.is_empty() {
+        return Ok(());
+    }
+    let db = StorageError::classify;
+    let tick = Statement::new("UPDATE visit_feed_clock SET seq = seq + 1 WHERE id = 1");
+    D::DB::execute(connection, tick).await.map_err(db)?;
+    let read = Statement::new("SELECT seq FROM visit_feed_clock WHERE id = 1");
+    let row = D::DB::fetch_optional(connection, read)
+        .await
+        .map_err(db)?
+        .ok_or_else(|| StorageError::Corrupt("visit_feed_clock has no row".into()))?;
+    let seq = D::DB::int(&row, "seq")?;
+    let mut ids = String::with_capacity(inserted.len() * 24);
+    for (i, visit) in inserted.iter().enumerate() {
+        if i > 0 {
+            ids.push('\n');
+        }
+        ids.push_str(&visit.event_id);
+    }
+    let row = statement(
+        "INSERT INTO visit_feed (seq, committed_ms, event_ids) VALUES (?, ?, ?)",
+        [
+            Value::Int(seq),
+            Value::Int(chrono::Utc::now().timestamp_millis()),
+            Value::Text(ids),
+        ],
+    );
+    D::DB::execute(connection, row).await.map_err(db)?;
+    Ok(())
+}

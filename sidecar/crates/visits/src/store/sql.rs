@@ -1,0 +1,335 @@
+//! The [`VisitStore`] of every SQL backend, written once: the stats, breakdowns, top links, idle
+//! links, first visits, clicks per domain and cleanup are the same statements everywhere (written
+//! with `?`, rendered with each database's placeholders, sums cast to the dialect's 64-bit type).
+//! A backend's [`VisitDialect`] holds only what differs: how visit times are stored, the idle-link
+//! and bounded-delete statements, and the batch write.
+
+use super::api::{
+    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
+    StatsQuery, VisitStore,
+};
+use crate::rollup::{Counts, ALL_LINKS};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use shortlink_store::{Backend, StorageError, StorageResult};
+use shortlink_visit_enrich::Visit;
+use sqlx::{Database, Pool};
+
+type Row<V> = <<<V as VisitDialect>::Sql as Dialect>::DB as Database>::Row;
+type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
+
+/// What one backend's visit store does its own way.
+#[async_trait]
+pub trait VisitDialect: Send + Sync + 'static {
+    /// The link storage's dialect: placeholders, text and time of `links`, the 64-bit type.
+    type Sql: Dialect;
+
+    /// The live links idle since `?`: a condition on `links` (MariaDB: an indexed virtual column).
+    const IDLE_SINCE: &'static str =
+        "revoked_at IS NULL AND COALESCE(last_visit_at, created_at) < ?";
+
+    /// Deletes at most `?` (the second value) raw visits before `?` (the first).
+    const DELETE_VISITS_BEFORE: &'static str;
+
+    /// A time of `visits` or `link_visitors` as stored (SQLite: Unix milliseconds).
+    fn visit_time(at: DateTime<Utc>) -> Value {
+        Value::Time(at)
+    }
+
+    fn read_visit_time(row: &Row<Self>, column: &str) -> StorageResult<DateTime<Utc>> {
+        <Self::Sql as Dialect>::read_time(row, column)
+    }
+
+    /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
+    async fn store_batch(
+        &self,
+        writer: &Pool<Db<Self>>,
+        visits: &[Visit],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome>;
+}
+
+/// Visits in a SQL database. Writes go to `writer`, reads to `reader`: the same pool except on
+/// SQLite, whose one writer is shared with the link store ([`shortlink_store::sqlite_file`]).
+pub struct SqlVisitStore<V: VisitDialect> {
+    pub dialect: V,
+    pub writer: Pool<Db<V>>,
+    pub reader: Pool<Db<V>>,
+}
+
+fn db(error: sqlx::Error) -> StorageError {
+    StorageError::classify(error)
+}
+
+impl<V: VisitDialect> SqlVisitStore<V> {
+    async fn rows(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
+        let mut connection = pool.acquire().await.map_err(db)?;
+        Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
+    }
+
+    fn counts(row: &Row<V>) -> StorageResult<Counts> {
+        Ok(Counts {
+            humans: Db::<V>::int(row, "humans")?,
+            bots: Db::<V>::int(row, "bots")?,
+            previews: Db::<V>::int(row, "previews")?,
+            new_visitors: Db::<V>::int(row, "new_visitors")?,
+        })
+    }
+
+    /// `CAST(SUM(c) AS <64-bit>) AS c` for each of `columns`.
+    fn sums(columns: &[&str]) -> String {
+        let sums: Vec<String> = columns
+            .iter()
+            .map(|c| format!("CAST(SUM({c}) AS {}) AS {c}", V::Sql::BIGINT))
+            .collect();
+        sums.join(", ")
+    }
+}
+
+#[async_trait]
+impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
+    fn backend(&self) -> Backend {
+        V::Sql::BACKEND
+    }
+
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
+        if visits.is_empty() {
+            return Ok(BatchOutcome::default());
+        }
+        self.dialect
+            .store_batch(&self.writer, visits, count_bots)
+            .await
+    }
+
+    /// The query's non-empty buckets, in order.
+    async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
+        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let query = statement(
+            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
+             WHERE code = ? AND span = ? AND bucket >= ? AND bucket < ? ORDER BY bucket",
+            [
+                Value::Text(code.to_owned()),
+                Value::Int(q.interval.seconds()),
+                Value::Int(q.from),
+                Value::Int(q.to),
+            ],
+        );
+        (self.rows(&self.reader, query).await?.iter())
+            .map(|row| Ok((Db::<V>::int(row, "bucket")?, Self::counts(row)?)))
+            .collect()
+    }
+
+    /// The breakdowns of one daily rollup table over the whole days covering the query: its rows
+    /// summed per combination of dimension values, ranked per dimension in memory.
+    async fn breakdowns(
+        &self,
+        q: &StatsQuery,
+        table: &str,
+        dimensions: &[Dimension],
+    ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
+        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let (day_from, day_to) = breakdown_days(q);
+        let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
+        let query = statement(
+            &format!(
+                "SELECT {}, {} FROM {table} WHERE code = ? AND day >= ? AND day < ? GROUP BY {}",
+                columns.join(", "),
+                Self::sums(&["humans", "bots", "previews"]),
+                columns.join(", "),
+            ),
+            [
+                Value::Text(code.to_owned()),
+                Value::Int(day_from),
+                Value::Int(day_to),
+            ],
+        );
+        let rows = (self.rows(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok(GroupRow {
+                    values: (columns.iter())
+                        .map(|c| V::Sql::read_text(row, c))
+                        .collect::<StorageResult<_>>()?,
+                    humans: Db::<V>::int(row, "humans")?,
+                    bots: Db::<V>::int(row, "bots")?,
+                    previews: Db::<V>::int(row, "previews")?,
+                })
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        Ok(rank_breakdowns(dimensions, &rows, q.include_bots, q.top))
+    }
+
+    /// All-links queries: the links with the most clicks over the range.
+    async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
+        let rank = if q.include_bots {
+            "SUM(humans) + SUM(bots) + SUM(previews)"
+        } else {
+            "SUM(humans)"
+        };
+        let query = statement(
+            &format!(
+                "SELECT code, {} FROM visit_buckets \
+                 WHERE span = ? AND bucket >= ? AND bucket < ? AND code <> '*' \
+                 GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT ?",
+                Self::sums(&["humans", "bots", "previews", "new_visitors"]),
+            ),
+            [q.interval.seconds(), q.from, q.to, i64::from(q.top)].map(Value::Int),
+        );
+        (self.rows(&self.reader, query).await?.iter())
+            .map(|row| Ok((V::Sql::read_text(row, "code")?, Self::counts(row)?)))
+            .collect()
+    }
+
+    async fn idle_links(
+        &self,
+        now: DateTime<Utc>,
+        idle_since: DateTime<Utc>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<IdleLink>> {
+        let query = statement(
+            &format!(
+                "SELECT code FROM links WHERE {} \
+                   AND (expires_at IS NULL OR expires_at > ?) AND code > ? \
+                 ORDER BY code LIMIT ?",
+                V::IDLE_SINCE
+            ),
+            [
+                V::Sql::time(idle_since),
+                V::Sql::time(now),
+                Value::Text(after.unwrap_or("").to_owned()),
+                Value::Int(i64::from(limit)),
+            ],
+        );
+        (self.rows(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok(IdleLink {
+                    code: V::Sql::read_text(row, "code")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_visits_before(&self, before: DateTime<Utc>, limit: u32) -> StorageResult<u64> {
+        let query = statement(
+            V::DELETE_VISITS_BEFORE,
+            [V::visit_time(before), Value::Int(i64::from(limit))],
+        );
+        let mut connection = self.writer.acquire().await.map_err(db)?;
+        Db::<V>::execute(&mut connection, query).await.map_err(db)
+    }
+
+    async fn prune_feed(&self, before_ms: i64) -> StorageResult<u64> {
+        let query = statement(
+            "DELETE FROM visit_feed WHERE committed_ms < ?",
+            [Value::Int(before_ms)],
+        );
+        let mut connection = self.writer.acquire().await.map_err(db)?;
+        Db::<V>::execute(&mut connection, query).await.map_err(db)
+    }
+
+    async fn first_visits(&self, codes: &[String]) -> StorageResult<Vec<(String, DateTime<Utc>)>> {
+        let mut first = Vec::with_capacity(codes.len());
+        for chunk in codes.chunks(IN_LIST) {
+            let query = statement(
+                &format!(
+                    "SELECT code, MIN(first_seen) AS first FROM link_visitors \
+                     WHERE code IN ({}) GROUP BY code",
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                chunk.iter().cloned().map(Value::Text),
+            );
+            for row in self.rows(&self.reader, query).await? {
+                first.push((
+                    V::Sql::read_text(&row, "code")?,
+                    V::read_visit_time(&row, "first")?,
+                ));
+            }
+        }
+        Ok(first)
+    }
+
+    async fn clicks_by_domain(&self, since: DateTime<Utc>) -> StorageResult<Vec<(String, i64)>> {
+        let query = statement(
+            &format!(
+                "SELECT short_domain, {} FROM domain_clicks WHERE minute >= ? \
+                 GROUP BY short_domain",
+                Self::sums(&["humans"])
+            ),
+            [Value::Int(minute_of(since))],
+        );
+        (self.rows(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok((
+                    V::Sql::read_text(row, "short_domain")?,
+                    Db::<V>::int(row, "humans")?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn forget_domain_clicks_before(&self, before: DateTime<Utc>) -> StorageResult<u64> {
+        let query = statement(
+            "DELETE FROM domain_clicks WHERE minute < ?",
+            [Value::Int(minute_of(before))],
+        );
+        let mut connection = self.writer.acquire().await.map_err(db)?;
+        Db::<V>::execute(&mut connection, query).await.map_err(db)
+    }
+
+    async fn rule_breakdown(&self, q: &StatsQuery) -> StorageResult<Vec<RuleEntry>> {
+        let Some(code) = &q.code else {
+            return Ok(Vec::new());
+        };
+        let time = |unix: i64| V::visit_time(DateTime::from_timestamp(unix, 0).unwrap_or_default());
+        let audience = if q.include_bots {
+            ""
+        } else {
+            " AND audience = 'human'"
+        };
+        let query = statement(
+            &format!(
+                "SELECT rule, COUNT(*) AS clicks, COUNT(DISTINCT visitor) AS visitors FROM visits \
+                 WHERE code = ? AND visited_at >= ? AND visited_at < ?{audience} GROUP BY rule"
+            ),
+            [Value::Text(code.clone()), time(q.from), time(q.to)],
+        );
+        let mut entries = (self.rows(&self.reader, query).await?.iter())
+            .map(|row| {
+                Ok(RuleEntry {
+                    rule: V::Sql::read_opt_text(row, "rule")?,
+                    clicks: Db::<V>::int(row, "clicks")?,
+                    unique_visitors: Db::<V>::int(row, "visitors")?,
+                })
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        // The own target first, then rules in their order (backends sort NULL differently).
+        entries.sort_by_key(|entry| {
+            let chosen = entry
+                .rule
+                .as_deref()
+                .and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()));
+            chosen.map(|c| (c.rule, c.variant))
+        });
+        Ok(entries)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    async fn visit_rows(&self) -> StorageResult<i64> {
+        let query = Statement::new("SELECT COUNT(*) AS n FROM visits");
+        let rows = self.rows(&self.reader, query).await?;
+        match rows.first() {
+            Some(row) => Ok(Db::<V>::int(row, "n")?),
+            None => Ok(0),
+        }
+    }
+}
+
+/// The start of the minute holding `at`, in Unix seconds: the key of `domain_clicks`.
+fn minute_of(at: DateTime<Utc>) -> i64 {
+    let seconds = at.timestamp();
+    seconds - seconds.rem_euclid(60)
+}

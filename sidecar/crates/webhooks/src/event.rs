@@ -1,0 +1,172 @@
+//! One visit as the feed and the webhooks give it away: the same fields in both.
+
+use super::cursor::Cursor;
+use super::store::FeedRow;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Whether events carry the visitor's address (`--webhook-include-ip`): only what the visit
+/// store kept (truncated under `--anonymize-ip`), and never unless the deployment says so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Privacy {
+    pub include_ip: bool,
+}
+
+/// A stored visit (one click), enriched.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FeedEvent {
+    /// The visit's stable id: the same in every delivery and in the feed; de-duplicate on it.
+    pub id: String,
+    /// Resume the feed after this event: `GET /api/v1/visits?after=<cursor>`.
+    pub cursor: String,
+    pub code: String,
+    pub campaign: Option<String>,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    pub tags: Vec<String>,
+    /// When nginx answered the click.
+    pub time: DateTime<Utc>,
+    /// The host the click came to.
+    pub short_domain: Option<String>,
+    /// The HTTP status nginx answered (a redirect, or 410).
+    pub status: Option<i64>,
+    /// Where the answer sent the visitor: the rule's or variant's target when a click-time rule
+    /// answered, else the link's own (or its not-yet / expired target by the click's time); as
+    /// the link holds them now. Null for a 410.
+    pub target: Option<String>,
+    /// The click-time rule that answered, `<rule>` or `<rule>.<variant>` (indexes from 0).
+    pub rule: Option<String>,
+    /// `human`, `bot` or `preview` (a messaging app's link preview fetcher).
+    pub audience: String,
+    /// Which bot or preview fetcher.
+    pub agent: Option<String>,
+    pub device: String,
+    pub os: Option<String>,
+    pub os_version: Option<String>,
+    pub browser: Option<String>,
+    pub browser_version: Option<String>,
+    /// ISO 3166-1 alpha-2.
+    pub country: Option<String>,
+    pub region: Option<String>,
+    pub city: Option<String>,
+    pub referrer_host: Option<String>,
+    pub language: Option<String>,
+    /// Only with `--webhook-include-ip`: the address as the visit store kept it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+}
+
+impl FeedEvent {
+    pub fn new(row: FeedRow, cursor: Cursor, privacy: Privacy) -> Self {
+        let target = target(&row);
+        let tags = row
+            .tags
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        FeedEvent {
+            id: row.event_id,
+            cursor: cursor.to_string(),
+            code: row.code,
+            campaign: row.campaign,
+            recipient_ref: row.recipient_ref,
+            tags,
+            time: row.visited_at,
+            short_domain: row.short_domain,
+            status: row.status,
+            target,
+            rule: row.rule,
+            audience: row.audience,
+            agent: row.agent,
+            device: row.device,
+            os: row.os,
+            os_version: row.os_version,
+            browser: row.browser,
+            browser_version: row.browser_version,
+            country: row.country,
+            region: row.region,
+            city: row.city,
+            referrer_host: row.referrer_host,
+            language: row.language,
+            ip: row.ip.filter(|_| privacy.include_ip),
+        }
+    }
+}
+
+/// The target the click was sent to, from what the visit recorded (status, rule, time) and the
+/// link's targets.
+fn target(row: &FeedRow) -> Option<String> {
+    if row.status == Some(410) {
+        return None;
+    }
+    if let Some(chosen) =
+        (row.rule.as_deref()).and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()))
+    {
+        let rules = shortlink_model::link::rules::parse_stored(row.rules.as_deref()?).ok()?;
+        let rule = rules.get(usize::from(chosen.rule))?;
+        return match (chosen.variant, &rule.then, &rule.split) {
+            (None, Some(then), _) => Some(then.url.clone()),
+            (Some(variant), _, Some(split)) => {
+                Some(split.variants.get(usize::from(variant))?.url.clone())
+            }
+            _ => None,
+        };
+    }
+    if row.valid_since.is_some_and(|since| row.visited_at < since) {
+        return row.not_yet_url.clone();
+    }
+    if row.expires_at.is_some_and(|end| row.visited_at >= end) {
+        return row.expired_url.clone();
+    }
+    row.target.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_follows_the_answer() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let row = FeedRow {
+            visited_at: at("2026-01-02T00:00:00Z"),
+            target: Some("https://own.example/".into()),
+            rules: Some(
+                r#"[{"if":{},"then":{"url":"https://rule.example/"}},
+                    {"if":{},"split":{"variants":[{"weight":1,"url":"https://a.example/"},
+                                                  {"weight":1,"url":"https://b.example/"}]}}]"#
+                    .into(),
+            ),
+            expired_url: Some("https://over.example/".into()),
+            ..FeedRow::default()
+        };
+        let with = |rule: Option<&str>, status| {
+            target(&FeedRow {
+                rule: rule.map(str::to_owned),
+                status,
+                ..row.clone()
+            })
+        };
+        assert_eq!(
+            with(None, Some(302)).as_deref(),
+            Some("https://own.example/")
+        );
+        assert_eq!(
+            with(Some("0"), None).as_deref(),
+            Some("https://rule.example/")
+        );
+        assert_eq!(
+            with(Some("1.1"), None).as_deref(),
+            Some("https://b.example/")
+        );
+        assert_eq!(with(Some("7"), None), None);
+        assert_eq!(with(None, Some(410)), None);
+        let expired = FeedRow {
+            expires_at: Some(at("2026-01-01T00:00:00Z")),
+            ..row.clone()
+        };
+        assert_eq!(target(&expired).as_deref(), Some("https://over.example/"));
+    }
+}

@@ -1,0 +1,152 @@
+//! The visit feed: every stored visit once, in the order the transactions storing them committed,
+//! with a cursor to resume from. Written by the visit stores, one row in each visit write
+//! transaction (`visits/store/feed.rs`); read by [`FeedReader`] for `GET /api/v1/visits` and the
+//! webhook deliverers.
+
+use super::cursor::Cursor;
+use super::event::{FeedEvent, Privacy};
+use super::store::{FeedBatch, Webhooks};
+use shortlink_store::StorageResult;
+use shortlink_visits::store::VisitStore;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Which visits a reader wants.
+#[derive(Debug, Clone, Default)]
+pub struct FeedFilter {
+    /// Any of these campaigns, or any of `tags` (both empty: every visit).
+    pub campaigns: Vec<String>,
+    pub tags: Vec<String>,
+    /// Only this recipient reference.
+    pub recipient_ref: Option<String>,
+    /// Bots and link previews too, not only people.
+    pub include_bots: bool,
+}
+
+impl FeedFilter {
+    fn admits(&self, event: &FeedEvent) -> bool {
+        let chosen = (self.campaigns.is_empty() && self.tags.is_empty())
+            || (event.campaign.as_ref()).is_some_and(|c| self.campaigns.contains(c))
+            || event.tags.iter().any(|t| self.tags.contains(t));
+        chosen
+            && (self.recipient_ref.is_none() || event.recipient_ref == self.recipient_ref)
+            && (self.include_bots || event.audience == "human")
+    }
+}
+
+/// What one read found.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub events: Vec<FeedEvent>,
+    /// Where the next read starts: after the last event, or after every row looked at when the
+    /// filter left them out.
+    pub next: Cursor,
+}
+
+/// Feed rows read at a time.
+const ROWS_PER_READ: u32 = 8;
+
+/// Visits looked at by one read at most, matching or not: a narrow filter over a long stretch
+/// of the feed answers in steps, each with a cursor further on.
+const SCAN_LIMIT: usize = 50_000;
+
+/// Reads the feed. Keeps the rows it read last: a deliverer sending one event per POST reads
+/// the same row (up to 16,000 ids) many times over.
+pub struct FeedReader {
+    store: Arc<dyn VisitStore>,
+    privacy: Privacy,
+    rows: Vec<Arc<FeedBatch>>,
+}
+
+impl FeedReader {
+    pub fn new(store: Arc<dyn VisitStore>, privacy: Privacy) -> Self {
+        Self {
+            store,
+            privacy,
+            rows: Vec::new(),
+        }
+    }
+
+    /// The first row from `seq` on. The kept rows answer while they reach `seq`: rows commit in
+    /// seq order, so none can appear between two rows already seen.
+    async fn row_from(&mut self, seq: i64) -> StorageResult<Option<Arc<FeedBatch>>> {
+        if self.rows.last().is_none_or(|last| last.seq < seq) {
+            let rows = self
+                .store
+                .webhooks()
+                .feed_batches(seq, ROWS_PER_READ)
+                .await?;
+            self.rows = rows.into_iter().map(Arc::new).collect();
+        }
+        Ok(self.rows.iter().find(|row| row.seq >= seq).cloned())
+    }
+
+    /// Up to `limit` events after `from` that `filter` admits.
+    pub async fn read(
+        &mut self,
+        from: Cursor,
+        filter: &FeedFilter,
+        limit: usize,
+    ) -> StorageResult<Page> {
+        let mut page = Page {
+            next: from,
+            ..Page::default()
+        };
+        let mut scanned = 0;
+        while page.events.len() < limit && scanned < SCAN_LIMIT {
+            let Some(row) = self.row_from(page.next.seq).await? else {
+                break;
+            };
+            if row.seq > page.next.seq {
+                // The rows before it were pruned (retention).
+                page.next = Cursor::after_row(row.seq - 1);
+            }
+            let len = row.event_ids.len();
+            let start = usize::try_from(page.next.index).map_or(len, |i| i.min(len));
+            let end = len.min(start + (limit - page.events.len()).clamp(100, 1000));
+            scanned += end - start;
+            self.collect(&row, start..end, filter, limit, &mut page)
+                .await?;
+            if page.next.index >= len as i64 {
+                page.next = Cursor::after_row(row.seq);
+            }
+        }
+        Ok(page)
+    }
+
+    /// Adds the admitted events of `row`'s ids in `range` to `page`, up to `limit`, and moves
+    /// its cursor past what it looked at.
+    async fn collect(
+        &self,
+        row: &FeedBatch,
+        range: std::ops::Range<usize>,
+        filter: &FeedFilter,
+        limit: usize,
+        page: &mut Page,
+    ) -> StorageResult<()> {
+        let ids = &row.event_ids[range.clone()];
+        let mut found: HashMap<String, _> = (self.store.webhooks().feed_rows(ids).await?)
+            .into_iter()
+            .map(|r| (r.event_id.clone(), r))
+            .collect();
+        for (index, id) in range.zip(ids) {
+            let after = Cursor {
+                seq: row.seq,
+                index: index as i64 + 1,
+            };
+            page.next = after;
+            // Gone: removed by the retention job.
+            let Some(visit) = found.remove(id) else {
+                continue;
+            };
+            let event = FeedEvent::new(visit, after, self.privacy);
+            if filter.admits(&event) {
+                page.events.push(event);
+                if page.events.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+//! What the API and the console do with subscriptions and the feed: checks, then one store call.
+
+use super::cursor::Cursor;
+use super::event::Privacy;
+use super::feed::{FeedFilter, FeedReader, Page};
+use super::store::Failure;
+use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
+use super::{WebhookSettings, Webhooks};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shortlink_model::link::Invalid;
+use shortlink_model::validate::UrlPolicy;
+use shortlink_store::StorageError;
+use shortlink_visits::store::VisitStore;
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("no such webhook")]
+    NotFound,
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+pub type WebhookResult<T> = Result<T, WebhookError>;
+
+/// Events given up on after the retry window, as the API shows them.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FailureView {
+    pub id: i64,
+    /// The feed positions of the first event given up on and of the one after the last.
+    pub from: String,
+    pub to: String,
+    pub events: i64,
+    pub failed_at: DateTime<Utc>,
+    pub error: String,
+}
+
+impl From<Failure> for FailureView {
+    fn from(f: Failure) -> Self {
+        FailureView {
+            id: f.id,
+            from: f.from.to_string(),
+            to: f.to.to_string(),
+            events: f.events,
+            failed_at: DateTime::from_timestamp_millis(f.failed_ms).unwrap_or_default(),
+            error: f.error,
+        }
+    }
+}
+
+/// Where a replay starts: at a time, or at a failure. Delivery goes on from there through every
+/// later event (receivers de-duplicate by id).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRequest {
+    /// The visits stored at or after this time (RFC 3339).
+    #[serde(default)]
+    pub from: Option<DateTime<Utc>>,
+    /// The first event of this failure (`GET .../failures`).
+    #[serde(default)]
+    pub failure: Option<i64>,
+}
+
+pub struct WebhookService {
+    store: Arc<dyn VisitStore>,
+    policy: UrlPolicy,
+    own_domains: Vec<String>,
+    allow_private: bool,
+    privacy: Privacy,
+}
+
+/// Failures listed at most.
+const FAILURES_SHOWN: u32 = 100;
+
+impl WebhookService {
+    pub fn new(
+        store: Arc<dyn VisitStore>,
+        policy: UrlPolicy,
+        own_domains: Vec<String>,
+        settings: &WebhookSettings,
+    ) -> Self {
+        Self {
+            store,
+            policy,
+            own_domains,
+            allow_private: settings.allow_private,
+            privacy: settings.privacy,
+        }
+    }
+
+    fn checks(&self) -> Checks<'_> {
+        Checks {
+            policy: &self.policy,
+            own_domains: &self.own_domains,
+            allow_private: self.allow_private,
+        }
+    }
+
+    /// A new subscription, delivering the visits stored from now on.
+    pub async fn create(&self, request: SubscriptionRequest) -> WebhookResult<SubscriptionView> {
+        let (spec, secret) = request.check(&self.checks())?;
+        let webhooks = self.store.webhooks();
+        let subscription = Subscription {
+            id: new_id()?,
+            spec,
+            secret,
+            created_ms: Utc::now().timestamp_millis(),
+            revision: 1,
+            cursor: Cursor::after_row(webhooks.feed_head().await?),
+            lease_owner: None,
+            lease_until_ms: 0,
+            delivered: 0,
+            failing_since_ms: None,
+            attempts: 0,
+            last_error: None,
+        };
+        webhooks.insert_subscription(&subscription).await?;
+        Ok(SubscriptionView::from(&subscription))
+    }
+
+    pub async fn list(&self) -> WebhookResult<Vec<SubscriptionView>> {
+        let all = self.store.webhooks().subscriptions().await?;
+        Ok(all.iter().map(SubscriptionView::from).collect())
+    }
+
+    pub async fn get(&self, id: &str) -> WebhookResult<SubscriptionView> {
+        match self.store.webhooks().subscription(id).await? {
+            Some(s) => Ok(SubscriptionView::from(&s)),
+            None => Err(WebhookError::NotFound),
+        }
+    }
+
+    /// Replaces what the subscription is, secret included; its place in the feed stays.
+    pub async fn replace(
+        &self,
+        id: &str,
+        request: SubscriptionRequest,
+    ) -> WebhookResult<SubscriptionView> {
+        let (spec, secret) = request.check(&self.checks())?;
+        let webhooks = self.store.webhooks();
+        if !webhooks.update_subscription(id, &spec, &secret).await? {
+            return Err(WebhookError::NotFound);
+        }
+        self.get(id).await
+    }
+
+    pub async fn delete(&self, id: &str) -> WebhookResult<()> {
+        match self.store.webhooks().delete_subscription(id).await? {
+            true => Ok(()),
+            false => Err(WebhookError::NotFound),
+        }
+    }
+
+    pub async fn failures(&self, id: &str) -> WebhookResult<Vec<FailureView>> {
+        self.get(id).await?;
+        let failures = self.store.webhooks().failures(id, FAILURES_SHOWN).await?;
+        Ok(failures.into_iter().map(FailureView::from).collect())
+    }
+
+    pub async fn replay(
+        &self,
+        id: &str,
+        request: ReplayRequest,
+    ) -> WebhookResult<SubscriptionView> {
+        let webhooks = self.store.webhooks();
+        let cursor = match (request.from, request.failure) {
+            (Some(from), None) => {
+                match webhooks.feed_seq_since(from.timestamp_millis()).await? {
+                    Some(seq) => Cursor { seq, index: 0 },
+                    // Nothing stored since: from the end.
+                    None => Cursor::after_row(webhooks.feed_head().await?),
+                }
+            }
+            (None, Some(failure)) => match webhooks.failure(id, failure).await? {
+                Some(failure) => failure.from,
+                None => {
+                    return Err(
+                        Invalid::new("unknown_failure", "this webhook has no such failure").into(),
+                    )
+                }
+            },
+            _ => {
+                return Err(Invalid::new(
+                    "invalid_replay",
+                    "give either `from` (a time) or `failure` (an id)",
+                )
+                .into())
+            }
+        };
+        if !webhooks.rewind(id, cursor).await? {
+            return Err(WebhookError::NotFound);
+        }
+        self.get(id).await
+    }
+
+    /// A page of the feed (`GET /api/v1/visits`).
+    pub async fn feed(
+        &self,
+        after: Cursor,
+        filter: &FeedFilter,
+        limit: usize,
+    ) -> WebhookResult<Page> {
+        let mut reader = FeedReader::new(Arc::clone(&self.store), self.privacy);
+        Ok(reader.read(after, filter, limit).await?)
+    }
+}
+
+/// `wh_` and 16 random hex digits.
+fn new_id() -> WebhookResult<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| StorageError::Corrupt(format!("no randomness for an id: {e}")))?;
+    Ok(format!("wh_{}", shortlink_model::validate::hex(&bytes)))
+}
