@@ -8,8 +8,8 @@
 //! Jobs are kept in memory for [`KEEP`]: the results are for downloading right away.
 
 use super::layout;
-use super::session::{ConsoleState, Operator};
-use super::{see_other, PageError, PageResult};
+use super::operator::Operator;
+use super::page::{see_other, PageError, PageResult};
 use crate::csv_cell::push_field as csv_field;
 use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
@@ -213,7 +213,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
 
 pub async fn upload(
     State(state): State<AppState>,
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
     operator: Operator,
     domains: DomainContext,
     mut multipart: Multipart,
@@ -235,7 +235,7 @@ pub async fn upload(
         started: Some(Instant::now()),
         ..Job::default()
     }));
-    console.jobs.insert(id.clone(), Arc::clone(&job));
+    jobs.insert(id.clone(), Arc::clone(&job));
     tokio::spawn(run(state, domains, rows, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
@@ -311,11 +311,11 @@ async fn run(
 }
 
 pub async fn progress(
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = jobs.get(&id).ok_or(Error::NotFound)?;
     let (total, done, failed, finished) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.total, job.done, job.failed, job.finished)
@@ -340,11 +340,11 @@ pub async fn progress(
 }
 
 pub async fn results(
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
     _operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = console.jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = jobs.get(&id).ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         let mut body = String::from("line,status,code,short_url,error\n");

@@ -3,9 +3,10 @@
 //! of a million recipients costs the same per page), and export every recipient as CSV, streamed.
 
 use super::layout::{self, when};
-use super::session::{ConsoleState, Operator};
-use super::totals::Shown;
-use super::{encode, links, PageResult};
+use super::links;
+use super::operator::Operator;
+use super::page::{encode, PageResult};
+use super::totals::{Shown, Totals};
 use crate::csv_cell::push_field as csv_field;
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
@@ -158,12 +159,12 @@ fn no_such_campaign() -> Error {
 /// counting a million links takes longer than a page may.
 pub async fn totals(
     State(state): State<AppState>,
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(totals): Extension<Arc<Totals>>,
     operator: Operator,
     Query(query): Query<CampaignQuery>,
 ) -> PageResult {
     let name = query.name.trim();
-    let count = match console.totals.show(&state.links, name) {
+    let count = match totals.show(&state.links, name) {
         Shown::Counted(count) => count,
         Shown::Counting => {
             let body = html! {

@@ -3,8 +3,8 @@
 //! console's script, as the fields are typed. Checked by the API's own code (`card::column`).
 
 use super::layout;
-use super::session::Operator;
-use super::{refused_form, see_other, PageResult, CSP};
+use super::operator::Operator;
+use super::page::{refused_form, see_other, PageResult, CSP};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::link::card::{self, CardSpec};

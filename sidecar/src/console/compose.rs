@@ -4,8 +4,8 @@
 //! handler, so the console shows what the API answers; nothing is issued from here.
 
 use super::layout;
-use super::session::Operator;
-use super::{refused_form, PageResult};
+use super::operator::Operator;
+use super::page::{refused_form, PageResult};
 use crate::http::compose::{self, ComposeParams};
 use crate::http::{self, ApiKeyId, AppState, DomainContext, Error};
 use crate::service::compose::{Campaign, CampaignSpec};

@@ -3,8 +3,9 @@
 //! domain; bots and previews in columns of their own and by agent).
 
 use super::layout::{self, when};
-use super::session::Operator;
-use super::{chart, overview, PageResult};
+use super::operator::Operator;
+use super::page::PageResult;
+use super::{chart, overview};
 use crate::http::links::LinkView;
 use crate::http::qr::{self, QrFormat};
 use crate::http::stats::{self, EntryView, StatsParams};

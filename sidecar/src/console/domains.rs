@@ -2,8 +2,8 @@
 //! issued (the bases nginx sends with each request).
 
 use super::layout::{self, when};
-use super::session::Operator;
-use super::PageResult;
+use super::operator::Operator;
+use super::page::PageResult;
 use crate::http::{AppState, DomainContext};
 use axum::extract::State;
 use axum::response::IntoResponse;

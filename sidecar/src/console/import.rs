@@ -6,8 +6,8 @@
 //! rule refuses. Jobs are kept in memory, as bulk uploads.
 
 use super::layout;
-use super::session::{ConsoleState, Operator};
-use super::{see_other, PageError, PageResult};
+use super::operator::Operator;
+use super::page::{see_other, PageError, PageResult};
 use crate::cli::import::report::{reason_name, Report};
 use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
@@ -89,7 +89,7 @@ fn invalid(message: impl Into<String>) -> PageError {
 
 pub async fn start(
     State(state): State<AppState>,
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(imports): Extension<Arc<Imports>>,
     operator: Operator,
     mut multipart: Multipart,
 ) -> PageResult {
@@ -156,7 +156,7 @@ pub async fn start(
         ..Job::default()
     }));
     {
-        let mut jobs = console.imports.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut jobs = imports.0.lock().unwrap_or_else(|e| e.into_inner());
         if jobs.len() >= MAX_JOBS {
             jobs.retain(|_, job| !job.lock().unwrap_or_else(|e| e.into_inner()).finished);
         }
@@ -199,12 +199,12 @@ async fn run(
 }
 
 pub async fn progress(
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(imports): Extension<Arc<Imports>>,
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
     require_admin(&operator)?;
-    let job = console.imports.get(&id).ok_or(Error::NotFound)?;
+    let job = imports.get(&id).ok_or(Error::NotFound)?;
     let (report, finished, error) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.report.clone(), job.finished, job.error.clone())
@@ -242,12 +242,12 @@ pub async fn progress(
 }
 
 pub async fn report_file(
-    Extension(console): Extension<Arc<ConsoleState>>,
+    Extension(imports): Extension<Arc<Imports>>,
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
     require_admin(&operator)?;
-    let job = console.imports.get(&id).ok_or(Error::NotFound)?;
+    let job = imports.get(&id).ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         serde_json::to_vec_pretty(&job.report).map_err(|e| invalid(e.to_string()))?

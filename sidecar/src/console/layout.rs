@@ -1,6 +1,6 @@
 //! The page shell (navigation, sign-out form), the stylesheet and the script, all in the binary.
 
-use super::session::Operator;
+use super::operator::Operator;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, REFRESH};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};

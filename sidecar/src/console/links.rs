@@ -2,8 +2,8 @@
 //! (`service::validate::new_link`, the URL policy) and the same service as the REST API.
 
 use super::layout::{self, when};
-use super::session::Operator;
-use super::{encode, see_other, PageError, PageResult};
+use super::operator::Operator;
+use super::page::{encode, see_other, PageError, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::service::validate::{self, LinkRequest, PlainPassword};

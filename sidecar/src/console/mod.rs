@@ -25,26 +25,25 @@ mod domains;
 mod import;
 mod layout;
 mod links;
+mod operator;
 mod overview;
+mod page;
 mod rules;
 pub(crate) mod session;
+mod sign_in;
 mod totals;
 mod webhooks;
 
-pub use session::ConsoleState;
+use page::PageError;
 
 use crate::http::{AppState, Error};
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{Redirect, Response};
 use axum::routing::{any, get, post};
 use axum::{Extension, Router};
 use std::sync::Arc;
-
-/// Every console answer forbids anything not served by the console itself: no inline script or
-/// style, no framing, forms post only here.
-const CSP: &str = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Largest bulk upload (the batch API itself streams without limit; the console holds the file).
 pub const MAX_UPLOAD_BYTES: usize = 4 * 1024 * 1024;
@@ -60,9 +59,9 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview::page))
         .route(
             "/console/sign-in",
-            get(session::sign_in_page).post(session::sign_in),
+            get(sign_in::sign_in_page).post(sign_in::sign_in),
         )
-        .route("/console/sign-out", post(session::sign_out))
+        .route("/console/sign-out", post(sign_in::sign_out))
         .route(
             "/console/create",
             get(links::create_page).post(links::create),
@@ -134,7 +133,10 @@ pub fn router() -> Router<AppState> {
             }),
         )
         // Sessions, uploads and totals: the console's own state, one per router (per app).
-        .layer(Extension(Arc::new(ConsoleState::default())))
+        .layer(Extension(Arc::new(session::Sessions::default())))
+        .layer(Extension(Arc::new(bulk::Jobs::default())))
+        .layer(Extension(Arc::new(import::Imports::default())))
+        .layer(Extension(Arc::new(totals::Totals::default())))
         .layer(axum::middleware::map_response(secure_headers))
 }
 
@@ -143,67 +145,11 @@ async fn secure_headers(mut response: Response) -> Response {
     // A page may widen it for itself (the card page loads the card's image).
     headers
         .entry(CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static(CSP));
+        .or_insert(HeaderValue::from_static(page::CSP));
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers
         .entry(CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
     headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     response
-}
-
-/// The crate's [`Error`] as an HTML page: the same status and the same message for people
-/// (internal causes are logged by [`Error`]'s own rendering, never shown).
-pub struct PageError(pub Error);
-
-impl<E: Into<Error>> From<E> for PageError {
-    fn from(error: E) -> Self {
-        PageError(error.into())
-    }
-}
-
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let status = self.0.status_code();
-        let message = self.0.message();
-        // Logs and counts the error as the API does; only the status and message are kept.
-        drop(self.0.into_response());
-        let page = layout::bare(
-            "Error",
-            maud::html! {
-                h1 { "Error " (status.as_u16()) }
-                p.error role="alert" { (message) }
-                p { a href="/console/" { "Back to the overview" } }
-            },
-        );
-        (status, page).into_response()
-    }
-}
-
-pub type PageResult<T = Response> = std::result::Result<T, PageError>;
-
-/// A form's page shown again with the error that refused it: the error logged and counted as
-/// the API does, the page (`page` gets the error's message) answered 422 for a person's mistake,
-/// else with the error's own status.
-fn refused_form(error: Error, page: impl FnOnce(String) -> Response) -> Response {
-    let status = error.status_code();
-    let message = error.message();
-    drop(error.into_response());
-    let mut response = page(message);
-    *response.status_mut() = if status.is_client_error() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        status
-    };
-    response
-}
-
-/// After a successful POST: see the result with a GET (reloading never posts twice).
-fn see_other(location: &str) -> Response {
-    Redirect::to(location).into_response()
-}
-
-/// Percent-encodes a path segment or query value (campaigns and tags are free text).
-pub(crate) fn encode(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }

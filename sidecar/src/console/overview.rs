@@ -2,9 +2,10 @@
 //! top links and the top campaigns. The numbers are those of `GET /api/v1/stats` (the same
 //! query and view code, read from the rollups).
 
+use super::chart;
 use super::layout;
-use super::session::Operator;
-use super::{chart, encode, PageResult};
+use super::operator::Operator;
+use super::page::{encode, PageResult};
 use crate::http::stats::{self, CountsView, StatsParams, StatsView};
 use crate::http::AppState;
 use crate::visits::rollup::Interval;

@@ -3,8 +3,8 @@
 //! for the text in the editor before it is saved.
 
 use super::layout;
-use super::session::Operator;
-use super::{refused_form, see_other, PageResult};
+use super::operator::Operator;
+use super::page::{refused_form, see_other, PageResult};
 use crate::http::links::LinkView;
 use crate::http::preview::{self, PreviewRequest, PreviewView};
 use crate::http::{AppState, DomainContext, Error};

@@ -2,8 +2,8 @@
 //! add one, and each one's failures with replay (from a failure or from a time) and removal.
 
 use super::layout::{self, when};
-use super::session::Operator;
-use super::{refused_form, see_other, PageError, PageResult};
+use super::operator::Operator;
+use super::page::{refused_form, see_other, PageError, PageResult};
 use crate::http::{AppState, Error, Path};
 use crate::schema::WholeNumber;
 use crate::storage::Role;

@@ -23,10 +23,6 @@ const ALLOWED: &[(&str, &str)] = &[
          configured stores); another slice owns cli/mod.rs",
     ),
     (
-        "sidecar/src: console/bulk.rs console/campaigns.rs console/card.rs console/compose.rs console/detail.rs console/domains.rs console/import.rs console/layout.rs console/links.rs console/mod.rs console/overview.rs console/rules.rs console/session.rs console/webhooks.rs",
-        "console/mod.rs routes to every page and pages link to each other's routes",
-    ),
-    (
         "sidecar/crates/api/src: batch/body.rs batch/mod.rs batch/pipeline.rs",
         "batch/mod.rs is the handler that parses the body and runs the pipeline, and they name its item type",
     ),
