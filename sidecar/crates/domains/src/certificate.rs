@@ -7,7 +7,7 @@
 //! "expired 2 days ago" or "for another name, expires on …" rather than a bare handshake error.
 //! The handshake's signatures are still checked, so the edge holds the key of what it presents.
 
-use super::health::State;
+use super::state::State;
 use chrono::{DateTime, Utc};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;

@@ -27,6 +27,7 @@
 //! again (and reports a domain that is not healthy, as a change from unknown).
 
 use super::certificate::CertificateProbe;
+pub use super::state::State;
 pub use super::traffic::ClickCurve;
 use super::traffic::{IssuedBuckets, Traffic};
 use super::webhook::Webhook;
@@ -50,39 +51,6 @@ pub const MAX_NAMED: usize = 1000;
 pub const FORGET_UNNAMED: Duration = Duration::from_secs(7 * 86_400);
 /// Domains probed at the same time.
 const PROBES_AT_ONCE: usize = 16;
-/// A domain's state. Ordered by severity: a check's worst finding wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum State {
-    /// Known (named by a request or by `--short-domains`) but not checked yet.
-    Unknown,
-    Healthy,
-    Degraded,
-    SuspectedBlocked,
-    Unreachable,
-}
-
-impl State {
-    /// The states a check can find, one `shortlink_domain_health` series each: `unknown` is only
-    /// ever shown before a domain's first check, and has no series.
-    pub const CHECKED: [State; 4] = [
-        State::Healthy,
-        State::Degraded,
-        State::SuspectedBlocked,
-        State::Unreachable,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Unknown => "unknown",
-            State::Healthy => "healthy",
-            State::Degraded => "degraded",
-            State::SuspectedBlocked => "suspected-blocked",
-            State::Unreachable => "unreachable",
-        }
-    }
-}
-
 /// A domain's last check, as `GET /api/v1/domains` shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DomainStatus {

@@ -8,6 +8,7 @@ pub mod dns;
 pub mod health;
 pub mod http1;
 pub mod issuing;
+mod state;
 mod traffic;
 mod webhook;
 

@@ -2,7 +2,7 @@
 //! usual click curve of a link, and the finding "suspected blocked" when a domain's clicks fall
 //! far below its expected share of the window's clicks while other domains get theirs.
 
-use super::health::State;
+use super::state::State;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
