@@ -50,6 +50,8 @@ pub use shortlink_webhooks as webhooks;
 use crate::config::{Config, ConfigError};
 use crate::http::{AppState, HttpSettings};
 use crate::issuer::Issuer;
+use crate::primary::Primary;
+use crate::projection::marker::ProjectionMarker;
 use crate::projection::{Projection, ProjectionError};
 use crate::service::LinkService;
 use crate::storage::{ConnectOptions, Storage, StorageError};
@@ -85,11 +87,15 @@ pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageEr
 /// The write-through to the primary (`--redis-url`, or the one Sentinel names), with `WAIT` for
 /// `--redis-wait-replicas`.
 pub fn open_projection(config: &Config) -> Result<Projection, ProjectionError> {
-    Ok(Projection::with_primary(
-        primary::Primary::from_config(config)?,
+    Ok(projection_on(Primary::from_config(config)?, config))
+}
+
+fn projection_on(primary: Primary, config: &Config) -> Projection {
+    Projection::with_primary(
+        primary,
         config.redis_timeout,
         projection::Wait::new(config.redis_wait_replicas, config.redis_wait_timeout),
-    ))
+    )
 }
 
 /// The settings the API is wired with, each checked: a configuration error is found here,
@@ -101,13 +107,17 @@ struct Checked {
     url_policy: UrlPolicy,
     webhooks: webhooks::WebhookSettings,
     proxy_secret: Option<http::proxy_secret::ProxySecret>,
+    /// The write-through's and the marker's ways to the primary, each its own (a `Primary`
+    /// counts the promotions its user has seen).
+    projection_primary: Primary,
+    marker_primary: Primary,
 }
 
 impl Checked {
-    fn from_config(config: &Config) -> Result<Self, ConfigError> {
+    fn from_config(config: &Config) -> Result<Self, StartupError> {
         let scheme = config.code_scheme()?;
         if !(1..=1_000_000).contains(&config.sequence_block) {
-            return Err(ConfigError::SequenceBlock);
+            return Err(ConfigError::SequenceBlock.into());
         }
         let public_base_url = config
             .public_base_url
@@ -135,7 +145,7 @@ impl Checked {
             .as_ref()
             .is_some_and(|key| key.trim().len() < 32)
         {
-            return Err(ConfigError::BootstrapKey);
+            return Err(ConfigError::BootstrapKey.into());
         }
         crate::primary::check_cluster_seeds(config)?;
         Ok(Checked {
@@ -145,6 +155,8 @@ impl Checked {
             url_policy,
             webhooks: webhooks::WebhookSettings::from_config(config)?,
             proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
+            projection_primary: Primary::from_config(config)?,
+            marker_primary: Primary::from_config(config)?,
         })
     }
 }
@@ -155,7 +167,8 @@ pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
     wire_state(config, Checked::from_config(config)?).await
 }
 
-/// [`build_state`] once the settings are checked.
+/// [`build_state`] once the settings are checked: what fails here is the database, Redis or
+/// the data (the code scheme), not a setting.
 async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, StartupError> {
     let Checked {
         scheme,
@@ -164,11 +177,13 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         url_policy,
         webhooks: webhook_settings,
         proxy_secret,
+        projection_primary,
+        marker_primary,
     } = checked;
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
-    let marker = projection::marker::ProjectionMarker::new(config)?;
+    let marker = ProjectionMarker::with_primary(marker_primary, config);
     if !config.redis_cluster.is_empty() {
         // A cluster client needs a seed to learn the slot map from: without one it cannot
         // write a single link, and a wrong seed list is the likeliest reason.
@@ -190,7 +205,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             tracing::info!("bootstrap API key stored");
         }
     }
-    let projection = Arc::new(open_projection(config)?);
+    let projection = Arc::new(projection_on(projection_primary, config));
     if projection.primary().is_cluster() {
         // A cluster connection learns the slot map and connects to every primary: done now,
         // not within the first create's `--redis-timeout`.
@@ -237,26 +252,130 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
     })
 }
 
-/// A built server with its listener bound (so the port is known before it runs).
+/// The background work of a server, as configured and checked before anything is opened.
+struct Jobs {
+    /// `None` with `--domain-health-every 0` (the click counts are still forgotten hourly).
+    health: Option<domains::health::HealthSettings>,
+    /// The deliverer's client; `None` with `--webhooks false`.
+    delivery: Option<(webhooks::client::Sender, webhooks::WebhookSettings)>,
+    /// A serving sidecar's own jobs; `None` for [`Application::build`].
+    serving: Option<ServingJobs>,
+}
+
+/// What `serve` runs beside the API and the jobs every server has.
+struct ServingJobs {
+    /// The visit consumer (unless `--consumer false`) and the cleanup jobs (when configured).
+    visits: visits::VisitJobs,
+    /// The projection marker's keeper, on its own way to the primary.
+    keeper_primary: Primary,
+}
+
+impl Jobs {
+    fn from_config(
+        config: &Config,
+        checked: &Checked,
+        serving: bool,
+    ) -> Result<Self, StartupError> {
+        let health =
+            domains::health::HealthSettings::from_config(config, checked.short_domains.clone())?;
+        let delivery = match checked.webhooks.deliver {
+            true => Some((
+                webhooks::client::Sender::new(&checked.webhooks)
+                    .map_err(ConfigError::ClickWebhooks)?,
+                checked.webhooks.clone(),
+            )),
+            false => None,
+        };
+        let serving = match serving {
+            true => Some(ServingJobs {
+                visits: visits::VisitJobs::from_config(config, config.consumer)?,
+                keeper_primary: Primary::from_config(config)?,
+            }),
+            false => None,
+        };
+        Ok(Jobs {
+            health: (!config.domain_health_every.is_zero()).then_some(health),
+            delivery,
+            serving,
+        })
+    }
+
+    /// Starts every job among `tasks`, on the wired `state`.
+    fn spawn(
+        self,
+        tasks: &mut background::Tasks,
+        config: &Config,
+        state: &AppState,
+    ) -> Result<(), StartupError> {
+        let visits = Arc::clone(&state.analytics.store);
+        match self.health {
+            Some(settings) => {
+                let health = Arc::clone(&state.domains);
+                let visits = Arc::clone(&visits);
+                tasks.spawn("domain health", move |shutdown| {
+                    domains::health::run(health, settings, visits, shutdown)
+                });
+            }
+            None => {
+                let visits = Arc::clone(&visits);
+                tasks.spawn("domain click counts", move |shutdown| {
+                    domains::health::forget_old_clicks_hourly(visits, shutdown)
+                });
+            }
+        }
+        if let Some((sender, settings)) = self.delivery {
+            let delivery =
+                webhooks::deliver::Deliverer::with_sender(Arc::clone(&visits), sender, settings);
+            tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
+        }
+        let Some(serving) = self.serving else {
+            return Ok(());
+        };
+        let links = &state.links;
+        serving.visits.spawn(tasks, Arc::clone(links), visits)?;
+        // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
+        let keeper = projection::marker::Keeper::new(
+            ProjectionMarker::with_primary(serving.keeper_primary, config),
+            config,
+            Arc::clone(links.storage()),
+            Arc::clone(links.projection()),
+        );
+        tasks.spawn("projection marker keeper", |shutdown| keeper.run(shutdown));
+        let (links, retention) = (Arc::clone(links), config.idempotency_retention);
+        tasks.spawn("idempotency key pruner", move |shutdown| {
+            service::prune_idempotency_keys_every(links, retention, shutdown)
+        });
+        Ok(())
+    }
+}
+
+/// A built server with its listener bound (so the port is known before it runs) and its
+/// background work started.
 pub struct Application {
     listener: tokio::net::TcpListener,
     state: AppState,
-    /// `None` with `--domain-health-every 0`.
-    health: Option<domains::health::HealthSettings>,
-    /// `None` with `--webhooks false`.
-    delivery: Option<Arc<webhooks::deliver::Deliverer>>,
-    /// The background work, stopped after the requests in flight (see [`Self::tasks`]).
+    /// The background work, stopped after the requests in flight (see [`Self::run_until`]).
     tasks: background::Tasks,
 }
 
 impl Application {
+    /// The API with the domain health checks and webhook delivery, as the tests run it (no visit
+    /// consumer, no marker keeper).
     pub async fn build(config: &Config) -> Result<Self, StartupError> {
+        Self::build_with(config, false).await
+    }
+
+    /// The server as `serve` runs it: [`Self::build`]'s, plus the visit consumer (unless
+    /// `--consumer false`) and cleanup jobs, the projection marker's keeper and the idempotency
+    /// key pruner.
+    pub async fn build_serving(config: &Config) -> Result<Self, StartupError> {
+        Self::build_with(config, true).await
+    }
+
+    async fn build_with(config: &Config, serving: bool) -> Result<Self, StartupError> {
         // Every setting checked before anything is opened.
         let checked = Checked::from_config(config)?;
-        let health =
-            domains::health::HealthSettings::from_config(config, checked.short_domains.clone())?;
-        let health = (!config.domain_health_every.is_zero()).then_some(health);
-        let webhook_settings = checked.webhooks.clone();
+        let jobs = Jobs::from_config(config, &checked, serving)?;
         if checked.proxy_secret.is_none() {
             tracing::warn!(
                 "no --proxy-secret: X-Shortlink-Pool and X-Shortlink-Public-Base add no domain to \
@@ -264,28 +383,18 @@ impl Application {
             );
         }
         let state = wire_state(config, checked).await?;
-        let delivery = match webhook_settings.deliver {
-            true => Some(
-                webhooks::deliver::Deliverer::new(
-                    Arc::clone(&state.analytics.store),
-                    webhook_settings,
-                )
-                .map_err(ConfigError::ClickWebhooks)?,
-            ),
-            false => None,
-        };
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartupError::Listen {
                 addr: config.listen,
                 source,
             })?;
+        let mut tasks = background::Tasks::new();
+        jobs.spawn(&mut tasks, config, &state)?;
         Ok(Self {
             listener,
             state,
-            health,
-            delivery,
-            tasks: background::Tasks::new(),
+            tasks,
         })
     }
 
@@ -299,40 +408,18 @@ impl Application {
         &self.state
     }
 
-    /// Where a caller adds background work to run beside the API: [`Self::run_until`] starts
-    /// the domain health checks and webhook delivery there too, and stops them all together.
-    pub fn tasks(&mut self) -> &mut background::Tasks {
-        &mut self.tasks
-    }
-
     /// Serves until `shutdown` completes, then finishes the requests in flight, then stops the
-    /// background work within [`background::DRAIN`]. Dropping this future (a test dropping a
-    /// server as a crash would) aborts the background work at once.
+    /// background work within [`background::DRAIN`]. Dropping this future, or an `Application`
+    /// never run (a test dropping a server as a crash would), aborts the background work at once.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let mut tasks = self.tasks;
-        let visits = Arc::clone(&self.state.analytics.store);
-        match self.health {
-            Some(settings) => {
-                let health = Arc::clone(&self.state.domains);
-                tasks.spawn("domain health", move |shutdown| {
-                    domains::health::run(health, settings, visits, shutdown)
-                });
-            }
-            None => tasks.spawn("domain click counts", move |shutdown| {
-                domains::health::forget_old_clicks_hourly(visits, shutdown)
-            }),
-        }
-        if let Some(delivery) = self.delivery {
-            tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
-        }
         let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
-        tasks.shutdown(background::DRAIN).await;
+        self.tasks.shutdown(background::DRAIN).await;
         served
     }
 }

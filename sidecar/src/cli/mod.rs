@@ -10,13 +10,12 @@ mod format;
 pub(crate) mod import;
 pub mod orphans;
 mod resync;
-pub mod visits;
+mod visits;
 
 use crate::config::Config;
 use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
-use std::sync::Arc;
 
 pub use backup::BackupArgs;
 pub use check::problems as config_problems;
@@ -133,7 +132,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
     tracing::info!(?config, "starting");
-    let mut app = Application::build(config).await?;
+    let app = Application::build_serving(config).await?;
     let addr = app.local_addr();
     // Test harnesses and scripts read this exact line to learn the port.
     let mut stdout = std::io::stdout().lock();
@@ -141,28 +140,7 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");
-    let state = app.state().clone();
-    let tasks = app.tasks();
-    crate::visits::spawn_background(
-        tasks,
-        config,
-        Arc::clone(&state.links),
-        Arc::clone(&state.analytics.store),
-        config.consumer,
-    )?;
-    // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
-    let links = &state.links;
-    let keeper = crate::projection::marker::Keeper::new(
-        config,
-        Arc::clone(links.storage()),
-        Arc::clone(links.projection()),
-    )?;
-    tasks.spawn("projection marker keeper", |shutdown| keeper.run(shutdown));
-    let (links, retention) = (Arc::clone(links), config.idempotency_retention);
-    tasks.spawn("idempotency key pruner", move |shutdown| {
-        crate::service::prune_idempotency_keys_every(links, retention, shutdown)
-    });
-    // Stops the API, then every task above with the ones `run_until` started.
+    // Stops the API, then every background task.
     app.run_until(crate::shutdown_signal()).await?;
     Ok(())
 }

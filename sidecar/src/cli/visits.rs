@@ -1,36 +1,25 @@
-//! The analytics subcommands (`consume`, `cleanup`) and the background tasks of `serve`.
+//! The analytics subcommands (`consume`, `cleanup`).
 
 use super::BoxError;
+use crate::background::{Tasks, DRAIN};
 use crate::config::Config;
-use crate::http::AppState;
-use crate::visits::{cleanup, cleanup_settings, Background};
+use crate::visits::{cleanup, cleanup_settings, VisitJobs};
 use std::sync::Arc;
-
-/// What `serve` runs beside the API on tasks of their own: the consumer (unless
-/// `--consumer false`) and the cleanup jobs (when configured); for a caller that builds its own
-/// server (tests).
-pub fn start_background(config: &Config, state: &AppState) -> Result<Background, BoxError> {
-    Ok(Background::spawn(
-        config,
-        Arc::clone(&state.links),
-        Arc::clone(&state.analytics.store),
-        config.consumer,
-    )?)
-}
 
 /// `consume`: a standalone consumer (no HTTP API) until SIGTERM or Ctrl-C. Runs the cleanup jobs
 /// too when they are configured.
 pub async fn consume(config: &Config) -> Result<(), BoxError> {
     tracing::info!(?config, "starting the visit consumer");
+    let jobs = VisitJobs::from_config(config, true)?;
     let state = crate::build_state(config).await?;
-    let background = Background::spawn(
-        config,
+    let mut tasks = Tasks::new();
+    jobs.spawn(
+        &mut tasks,
         Arc::clone(&state.links),
         Arc::clone(&state.analytics.store),
-        true,
     )?;
     crate::shutdown_signal().await;
-    background.shutdown().await;
+    tasks.shutdown(DRAIN).await;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 
 mod analytics;
 mod auth;
+mod background;
 mod batch;
 mod caps;
 mod cards;

@@ -5,6 +5,7 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::json;
+use shortlink_sidecar::background::{Tasks, DRAIN};
 use shortlink_sidecar::projection::marker::{
     self as projection_marker, ProjectionMarker, MARKER_KEY,
 };
@@ -42,12 +43,14 @@ async fn the_keeper_refills_redis_after_a_flush() {
 
     let config = keeper_config(&app).await;
     let state = shortlink_sidecar::build_state(&config).await.unwrap();
-    let keeper = projection_marker::spawn_keeper(
+    let keeper = projection_marker::Keeper::new(
+        ProjectionMarker::new(&config).unwrap(),
         &config,
         std::sync::Arc::clone(state.links.storage()),
         std::sync::Arc::clone(state.links.projection()),
-    )
-    .unwrap();
+    );
+    let mut tasks = Tasks::new();
+    tasks.spawn("projection marker keeper", |shutdown| keeper.run(shutdown));
     // Start-up: Redis was complete but unmarked; the keeper fills nothing new and sets the marker.
     assert!(eventually(Duration::from_secs(10), || marker_present(&app)).await);
     assert_eq!(app.stored().await, before);
@@ -71,7 +74,7 @@ async fn the_keeper_refills_redis_after_a_flush() {
             before.redis_keys
         );
     }
-    keeper.abort();
+    tasks.shutdown(DRAIN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -142,23 +142,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_task_that_ignores_the_signal_is_aborted_at_the_deadline() {
-        let dropped = Arc::new(AtomicBool::new(false));
+    async fn tasks_that_ignore_the_signal_are_cut_at_the_one_deadline_and_the_others_drained() {
+        const BOUND: Duration = Duration::from_millis(600);
+        let dropped = [(); 2].map(|()| Arc::new(AtomicBool::new(false)));
+        let drained = Arc::new(AtomicBool::new(false));
         let mut tasks = Tasks::new();
-        let guard = SetOnDrop(Arc::clone(&dropped));
-        tasks.spawn("stubborn", |_shutdown| async move {
-            let _guard = guard;
-            std::future::pending::<()>().await;
+        // Two first in line: the bound is for all of them together, not per task, and the
+        // tasks after them still get their drain within it.
+        for dropped in &dropped {
+            let guard = SetOnDrop(Arc::clone(dropped));
+            tasks.spawn("stubborn", |_shutdown| async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            });
+        }
+        let done = Arc::clone(&drained);
+        tasks.spawn("periodic", |mut shutdown| async move {
+            while pause(&mut shutdown, Duration::from_secs(3600)).await {}
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            done.store(true, Ordering::SeqCst);
         });
-        let started = tokio::time::Instant::now();
-        tasks.shutdown(Duration::from_millis(200)).await;
-        let took = started.elapsed();
-        assert!(
-            took >= Duration::from_millis(200) && took < Duration::from_secs(5),
-            "{took:?}"
-        );
         tokio::task::yield_now().await;
-        assert!(dropped.load(Ordering::SeqCst), "aborted at the deadline");
+        let started = tokio::time::Instant::now();
+        tasks.shutdown(BOUND).await;
+        let took = started.elapsed();
+        // Two bounds (one per stubborn task) would be 1200 ms.
+        assert!(took >= BOUND && took < BOUND * 2 - BOUND / 3, "{took:?}");
+        assert!(drained.load(Ordering::SeqCst), "the other task drained");
+        tokio::task::yield_now().await;
+        for dropped in &dropped {
+            assert!(dropped.load(Ordering::SeqCst), "aborted at the deadline");
+        }
     }
 
     #[tokio::test]

@@ -22,10 +22,12 @@ use cleanup::CleanupSettings;
 use consumer::{Consumer, ConsumerError, ConsumerSettings};
 use shortlink_config::Config;
 use shortlink_core::background::Tasks;
+use shortlink_core::primary::Primary;
 use shortlink_core::service::LinkService;
 use shortlink_store::StorageResult;
 use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
 use std::sync::Arc;
+use std::time::Duration;
 use store::VisitStore;
 
 /// What the stats API needs.
@@ -109,61 +111,83 @@ pub fn cleanup_settings(config: &Config) -> CleanupSettings {
 
 /// A consumer for the configured Redis and database.
 pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
-    let primary =
-        shortlink_core::primary::Primary::from_config(config).map_err(ConsumerError::from)?;
-    Ok(Consumer::new(
-        &config.redis_url,
-        store,
-        Arc::new(enricher(config)?),
-        consumer_settings(config)?,
-    )?
-    .with_primary(primary))
+    ConsumerParts::from_config(config)?.build(store)
 }
 
-/// Starts the consumer (if `with_consumer`) and the cleanup jobs (if configured) among `tasks`.
-/// On shutdown the consumer finishes its batch in progress (or leaves it pending, never
-/// half-counted) and a cleanup run in progress finishes, within the runner's deadline.
-pub fn spawn_background(
-    tasks: &mut Tasks,
-    config: &Config,
-    links: Arc<LinkService>,
-    store: Arc<dyn VisitStore>,
-    with_consumer: bool,
-) -> Result<(), AnalyticsError> {
-    if with_consumer {
-        let consumer = consumer(config, Arc::clone(&store))?;
-        self::consumer::register(consumer.counters());
-        tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
-    }
-    let cleanup = cleanup_settings(config);
-    if cleanup.is_enabled() {
-        let every = config.cleanup_every;
-        tasks.spawn("visit cleanup", move |shutdown| {
-            cleanup::run(cleanup, every, links, store, shutdown)
-        });
-    }
-    Ok(())
+/// What a consumer is made of besides its store, each checked against the configuration.
+struct ConsumerParts {
+    redis_url: String,
+    primary: Primary,
+    enricher: Arc<Enricher>,
+    settings: ConsumerSettings,
 }
 
-/// The consumer and/or the cleanup jobs on their own [`Tasks`] (`consume`, and tests that run
-/// them beside an API server).
-pub struct Background(Tasks);
+impl ConsumerParts {
+    fn from_config(config: &Config) -> Result<Self, AnalyticsError> {
+        let settings = consumer_settings(config)?;
+        let enricher = Arc::new(enricher(config)?);
+        let primary = Primary::from_config(config).map_err(ConsumerError::from)?;
+        // `Consumer::new` parses `--redis-url` again (it gives the credentials and database
+        // under Sentinel): refused here, not once the database is open.
+        Primary::fixed(&config.redis_url).map_err(ConsumerError::from)?;
+        Ok(ConsumerParts {
+            redis_url: config.redis_url.clone(),
+            primary,
+            enricher,
+            settings,
+        })
+    }
 
-impl Background {
-    /// [`spawn_background`] on tasks of its own.
+    fn build(self, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
+        Ok(
+            Consumer::new(&self.redis_url, store, self.enricher, self.settings)?
+                .with_primary(self.primary),
+        )
+    }
+}
+
+/// The visit pipeline's background jobs as configured: the consumer (for `serve` unless
+/// `--consumer false`; always for `consume`) and the cleanup jobs (when enabled). Made from the
+/// configuration before anything is opened, so a wrong setting stops the start-up first.
+pub struct VisitJobs {
+    consumer: Option<ConsumerParts>,
+    cleanup: Option<(CleanupSettings, Duration)>,
+}
+
+impl VisitJobs {
+    pub fn from_config(config: &Config, with_consumer: bool) -> Result<Self, AnalyticsError> {
+        let consumer = match with_consumer {
+            true => Some(ConsumerParts::from_config(config)?),
+            false => None,
+        };
+        let cleanup = cleanup_settings(config);
+        Ok(VisitJobs {
+            consumer,
+            cleanup: cleanup
+                .is_enabled()
+                .then_some((cleanup, config.cleanup_every)),
+        })
+    }
+
+    /// Starts the jobs among `tasks`. On shutdown the consumer finishes its batch in progress
+    /// (or leaves it pending, never half-counted) and a cleanup run in progress finishes,
+    /// within the drain bound of [`Tasks::shutdown`].
     pub fn spawn(
-        config: &Config,
+        self,
+        tasks: &mut Tasks,
         links: Arc<LinkService>,
         store: Arc<dyn VisitStore>,
-        with_consumer: bool,
-    ) -> Result<Self, AnalyticsError> {
-        let mut tasks = Tasks::new();
-        spawn_background(&mut tasks, config, links, store, with_consumer)?;
-        Ok(Background(tasks))
-    }
-
-    /// Stops the tasks within [`shortlink_core::background::DRAIN`].
-    pub async fn shutdown(self) {
-        self.0.shutdown(shortlink_core::background::DRAIN).await;
+    ) -> Result<(), AnalyticsError> {
+        if let Some(parts) = self.consumer {
+            let consumer = parts.build(Arc::clone(&store))?;
+            self::consumer::register(consumer.counters());
+            tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
+        }
+        if let Some((settings, every)) = self.cleanup {
+            tasks.spawn("visit cleanup", move |shutdown| {
+                cleanup::run(settings, every, links, store, shutdown)
+            });
+        }
+        Ok(())
     }
 }

@@ -66,18 +66,28 @@ pub fn backoff(attempts: i64) -> Duration {
 
 impl Deliverer {
     pub fn new(store: Arc<dyn VisitStore>, settings: WebhookSettings) -> Result<Arc<Self>, String> {
+        Ok(Self::with_sender(store, Sender::new(&settings)?, settings))
+    }
+
+    /// With the `sender` made from `settings` when the configuration was checked (so wiring the
+    /// deliverer cannot fail on a setting).
+    pub fn with_sender(
+        store: Arc<dyn VisitStore>,
+        sender: Sender,
+        settings: WebhookSettings,
+    ) -> Arc<Self> {
         let owner = format!(
             "{}-{}-{}",
             std::env::var("HOSTNAME").unwrap_or_else(|_| "sidecar".into()),
             std::process::id(),
             now_ms()
         );
-        Ok(Arc::new(Self {
-            sender: Sender::new(&settings)?,
+        Arc::new(Self {
+            sender,
             store,
             settings,
             owner,
-        }))
+        })
     }
 
     fn lease(&self, subscription: &Subscription) -> Lease {

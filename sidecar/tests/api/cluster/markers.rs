@@ -42,11 +42,11 @@ async fn a_flushed_primary_gets_its_markers_and_records_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_covers_every_primary() {
     let cluster = RedisCluster::start();
-    let sidecar = start_on_cluster(&cluster, &[]).await;
+    let mut sidecar = start_on_cluster(&cluster, &[]).await;
     let codes = create(&sidecar, 40, "m").await;
     assert!(eventually(Duration::from_secs(20), || async { all_markers(&cluster) }).await);
-    // Stop the keeper: what follows is resync's job alone.
-    sidecar.keeper.abort();
+    // Stop the keeper (with the server): what follows is resync's job alone.
+    sidecar.stop().await;
     let mut connection = cluster_connection(&cluster).await;
     // Records gone, a stale one, orphans (no link in SQL) and markers gone, on every primary.
     for code in codes.iter().step_by(3) {

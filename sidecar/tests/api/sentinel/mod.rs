@@ -16,15 +16,14 @@ use std::time::Duration;
 /// Concurrent write loops.
 const WRITERS: usize = 4;
 
-/// The sidecar as `serve` runs it: the API, the visit consumer and the projection marker's
-/// keeper, each on its own connection to the primary.
+/// The sidecar as `serve` runs it ([`Application::build_serving`]): the API, the visit consumer
+/// and the projection marker's keeper, each on its own connection to the primary.
 pub(crate) struct Sidecar {
     pub(crate) address: String,
     pub(crate) database_url: String,
     pub(crate) storage: Arc<dyn Storage>,
     server: tokio::task::JoinHandle<()>,
-    pub(crate) keeper: tokio::task::JoinHandle<()>,
-    _background: shortlink_sidecar::visits::Background,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -35,12 +34,20 @@ impl Sidecar {
         let links = self.storage.scan_links(&filter, None, 100_000).await;
         links.unwrap().len()
     }
+
+    /// Stops the API and its background work (the keeper with it) as SIGTERM stops `serve`.
+    pub(crate) async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.server).await.expect("the server stopped");
+    }
 }
 
 impl Drop for Sidecar {
     fn drop(&mut self) {
+        // Aborting the server drops its background tasks, which aborts them.
         self.server.abort();
-        self.keeper.abort();
     }
 }
 
@@ -49,21 +56,16 @@ pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     let database_url = format!("sqlite://{}", dir.path().join("var/links.db").display());
     let config = config(&database_url, redis_url, extra);
     std::sync::LazyLock::force(&TRACING);
-    let app = Application::build(&config)
+    let app = Application::build_serving(&config)
         .await
         .expect("build the sidecar");
     let address = format!("http://{}", app.local_addr());
-    let background = shortlink_sidecar::cli::visits::start_background(&config, app.state())
-        .expect("start the visit consumer");
-    let links = &app.state().links;
-    let keeper = shortlink_sidecar::projection::marker::spawn_keeper(
-        &config,
-        std::sync::Arc::clone(links.storage()),
-        std::sync::Arc::clone(links.projection()),
-    )
-    .expect("start the marker's keeper");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        app.run_until(std::future::pending()).await.expect("serve");
+        let stopped = async {
+            let _ = stopped.await;
+        };
+        app.run_until(stopped).await.expect("serve");
     });
     let storage = shortlink_sidecar::open_storage(&config).await.unwrap();
     Sidecar {
@@ -71,8 +73,7 @@ pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
         database_url,
         storage,
         server,
-        keeper,
-        _background: background,
+        stop: Some(stop),
         _dir: dir,
     }
 }

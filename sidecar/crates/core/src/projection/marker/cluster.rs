@@ -9,7 +9,7 @@
 //! refills only the links of those slots: after one primary lost its data, that is a third of the
 //! links written, not all of them, and the SQL scan costs the same either way. It also watches
 //! the slot map: a slot whose new primary was its replica (a failover) loses its marker first, as
-//! with Sentinel (see `spawn_keeper`), since the promoted replica may lack writes no `WAIT`
+//! with Sentinel (see [`super::Keeper`]), since the promoted replica may lack writes no `WAIT`
 //! vouched for.
 
 use super::{refill_slots, ProjectionMarker, RefillError, SET_IF_TOKEN};

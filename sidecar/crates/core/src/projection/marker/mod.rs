@@ -154,15 +154,21 @@ impl std::fmt::Debug for ProjectionMarker {
 
 impl ProjectionMarker {
     pub fn new(config: &Config) -> Result<Self, ProjectionError> {
-        Ok(Self {
-            primary: Primary::from_config(config)?,
+        Ok(Self::with_primary(Primary::from_config(config)?, config))
+    }
+
+    /// On `primary`, made from the configuration when it was checked (the wiring then cannot
+    /// fail on a Redis setting); give it a `Primary` of its own, not a clone of another user's.
+    pub fn with_primary(primary: Primary, config: &Config) -> Self {
+        Self {
+            primary,
             timeout: config.redis_timeout,
             fingerprint: config
                 .code_scheme()
                 .ok()
                 .map(|scheme| scheme.fingerprint().to_owned()),
             connection: Mutex::new(None),
-        })
+        }
     }
 
     /// The marker's value, if it is there.
@@ -412,18 +418,20 @@ pub struct Keeper {
 }
 
 impl Keeper {
+    /// Keeps `marker` (on a connection of its own: see [`ProjectionMarker::with_primary`]).
     pub fn new(
+        marker: ProjectionMarker,
         config: &Config,
         storage: Arc<dyn Storage>,
         projection: Arc<Projection>,
-    ) -> Result<Self, ProjectionError> {
-        Ok(Keeper {
-            marker: ProjectionMarker::new(config)?,
+    ) -> Self {
+        Keeper {
+            marker,
             grace: config.expired_grace,
             interval: config.projection_check_interval.max(MIN_INTERVAL),
             storage,
             projection,
-        })
+        }
     }
 
     /// Keeps the marker until `shutdown` (a [`crate::background::Tasks`] job). A restore in
@@ -526,19 +534,4 @@ impl Keeper {
             tokio::time::sleep(interval).await;
         }
     }
-}
-
-/// A [`Keeper`] alone on a task, until the task is aborted (for a caller that runs no
-/// [`crate::background::Tasks`], such as a test).
-pub fn spawn_keeper(
-    config: &Config,
-    storage: Arc<dyn Storage>,
-    projection: Arc<Projection>,
-) -> Result<tokio::task::JoinHandle<()>, ProjectionError> {
-    let keeper = Keeper::new(config, storage, projection)?;
-    Ok(tokio::spawn(async move {
-        // Held for as long as the task runs: the signal never fires.
-        let (_never, shutdown) = tokio::sync::watch::channel(false);
-        keeper.run(shutdown).await;
-    }))
 }

@@ -1,0 +1,60 @@
+//! A serving sidecar's background work (`Application::build_serving`, src/lib.rs): every job
+//! starts on one `Tasks` and stops on its one signal, after the requests in flight.
+
+use crate::helpers::*;
+use redis::AsyncCommands;
+use shortlink_sidecar::background::DRAIN;
+use shortlink_sidecar::projection::marker::MARKER_KEY;
+use shortlink_sidecar::Application;
+use std::time::{Duration, Instant};
+
+/// Every job `serve` runs is on: the visit consumer, the cleanup jobs, the marker's keeper, the
+/// idempotency key pruner, the domain health checks and webhook delivery. Each observes the
+/// signal, so the shutdown takes what their drains take, far short of the bound at which one
+/// that ignored it would be aborted (a task cut at the bound: `background`'s unit tests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_every_background_task_on_the_signal_well_within_the_drain() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let config = config(
+        &app.database_url,
+        &app.redis.url(),
+        &[
+            "--projection-check-interval",
+            "50ms",
+            "--expire-idle-after",
+            "30d",
+            "--visit-retention",
+            "30d",
+        ],
+    );
+    assert!(config.consumer && config.webhooks);
+    let server = Application::build_serving(&config).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    // Running: the keeper sets the marker (the test app runs no keeper) and the consumer has
+    // made its group on the stream.
+    let redis = app.redis().await;
+    let started = |mut redis: redis::aio::MultiplexedConnection| async move {
+        let marker: bool = redis.exists(MARKER_KEY).await.unwrap_or(false);
+        let groups: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg("sl:events")
+            .query_async(&mut redis)
+            .await;
+        marker && matches!(groups, Ok(redis::Value::Array(groups)) if !groups.is_empty())
+    };
+    assert!(eventually(Duration::from_secs(20), || started(redis.clone())).await);
+
+    let signalled = Instant::now();
+    stop.send(()).unwrap();
+    tokio::time::timeout(DRAIN * 2, running)
+        .await
+        .expect("run_until returns")
+        .unwrap()
+        .unwrap();
+    let took = signalled.elapsed();
+    println!("serve's background work stopped {took:.0?} after the signal (drain bound {DRAIN:?})");
+    assert!(took < DRAIN / 2, "a task waited for the bound: {took:?}");
+}
