@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod api;
+mod error;
 mod imported;
 mod model;
 pub mod mysql;
@@ -28,9 +29,10 @@ use self::sqlite::SqliteStorage;
 pub use self::{mysql::My, postgres::Pg, sqlite::Lite};
 
 pub use self::api::{
-    now, Backend, ConnectOptions, EncodedRows, LinkTx, SqliteCache, Storage, StorageError,
-    StorageResult, CODE_SCHEME_SETTING, RESTORED_BEHIND_REDIS_SETTING,
+    now, Backend, ConnectOptions, EncodedRows, LinkTx, SqliteCache, Storage, CODE_SCHEME_SETTING,
+    RESTORED_BEHIND_REDIS_SETTING,
 };
+pub use self::error::{StorageError, StorageResult};
 use std::sync::Arc;
 
 /// Opens the database named by `options.url` and applies its migrations.

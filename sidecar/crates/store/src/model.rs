@@ -1,6 +1,6 @@
 //! What the storage holds: links, their flags and states, list cursors, API keys and their roles.
 
-use super::api::{StorageError, StorageResult};
+use super::error::{StorageError, StorageResult};
 use chrono::{DateTime, Utc};
 
 /// A link as stored.
