@@ -1,7 +1,7 @@
 //! One visit as the feed and the webhooks give it away: the same fields in both.
 
 use super::cursor::Cursor;
-use super::store::FeedRow;
+use super::row::FeedRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;

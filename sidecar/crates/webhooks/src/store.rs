@@ -3,9 +3,9 @@
 //! milliseconds in integer columns, so no backend stores them its own way).
 
 use super::cursor::Cursor;
+pub use super::row::FeedRow;
 use super::subscription::{Subscription, SubscriptionSpec};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visits::store::{
@@ -22,40 +22,6 @@ pub struct FeedBatch {
     pub seq: i64,
     pub committed_ms: i64,
     pub event_ids: Vec<String>,
-}
-
-/// A stored visit with what its link says about it, as the feed reads it.
-#[derive(Debug, Clone, Default)]
-pub struct FeedRow {
-    pub event_id: String,
-    pub code: String,
-    pub visited_at: DateTime<Utc>,
-    pub status: Option<i64>,
-    pub ip: Option<String>,
-    pub browser: Option<String>,
-    pub browser_version: Option<String>,
-    pub os: Option<String>,
-    pub os_version: Option<String>,
-    pub device: String,
-    pub audience: String,
-    pub agent: Option<String>,
-    pub country: Option<String>,
-    pub region: Option<String>,
-    pub city: Option<String>,
-    pub referrer_host: Option<String>,
-    pub short_domain: Option<String>,
-    pub language: Option<String>,
-    pub rule: Option<String>,
-    pub campaign: Option<String>,
-    pub recipient_ref: Option<String>,
-    /// The link's tags column (JSON), rules (JSON) and targets.
-    pub tags: Option<String>,
-    pub target: Option<String>,
-    pub rules: Option<String>,
-    pub not_yet_url: Option<String>,
-    pub expired_url: Option<String>,
-    pub valid_since: Option<DateTime<Utc>>,
-    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// What a deliverer writes back after an attempt: where the subscription stands now.

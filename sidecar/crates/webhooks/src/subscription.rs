@@ -1,7 +1,7 @@
 //! A click webhook subscription: what the API takes, what it shows, and the checks between.
 
 use super::cursor::Cursor;
-use super::feed::FeedFilter;
+use super::filter::FeedFilter;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::outbound::address;
