@@ -21,18 +21,23 @@
 //! dropped (`failed`, logged); while the database is unavailable the batch is retried with
 //! backoff, forever, and nothing is acknowledged.
 
+mod counters;
+mod entry;
+mod error;
 mod stream;
 mod write;
 
+pub use counters::ConsumerCounters;
+pub use entry::RawEntry;
+pub use error::ConsumerError;
 use write::{backoff, prepare, Prepared, Writer};
 
 use super::store::VisitStore;
 use shortlink_core::primary::Primary;
 use shortlink_core::primary::RedisConnection;
-use shortlink_store::{Backend, StorageError};
+use shortlink_store::Backend;
 
 use shortlink_visit_enrich::Enricher;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -115,62 +120,6 @@ pub fn register(counters: Arc<ConsumerCounters>) {
 /// The counters of the consumer this process runs, if it runs one.
 pub fn registered() -> Option<&'static Arc<ConsumerCounters>> {
     REGISTERED.get()
-}
-
-/// What the consumer has done since it started.
-#[derive(Debug, Default)]
-pub struct ConsumerCounters {
-    /// Stream entries read (one entry may carry several visits).
-    pub read: AtomicU64,
-    /// Visits found in those entries, well-formed or not (`invalid` counts the malformed ones).
-    pub visits: AtomicU64,
-    pub inserted: AtomicU64,
-    pub duplicates: AtomicU64,
-    pub invalid: AtomicU64,
-    pub ignored: AtomicU64,
-    pub trimmed: AtomicU64,
-    pub failed: AtomicU64,
-    pub acked: AtomicU64,
-    /// The most visits one read has held (reads are sized to about one transaction's worth).
-    pub largest_read: AtomicU64,
-}
-
-impl ConsumerCounters {
-    fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-
-    fn max(counter: &AtomicU64, n: u64) {
-        counter.fetch_max(n, Ordering::Relaxed);
-    }
-
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConsumerError {
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-    /// Finding the primary through Sentinel failed.
-    #[error("redis: {0}")]
-    Primary(#[from] shortlink_core::projection::ProjectionError),
-    #[error("unexpected reply to {0}")]
-    Reply(&'static str),
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error("shutting down")]
-    Shutdown,
-    #[error("a consumer task stopped: {0}")]
-    Task(#[from] tokio::task::JoinError),
-}
-
-/// One stream entry as read: `fields` is `None` when the entry was trimmed away while pending.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawEntry {
-    pub id: String,
-    pub fields: Option<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 /// Where the next read comes from.

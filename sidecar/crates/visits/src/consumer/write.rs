@@ -1,6 +1,8 @@
 //! The database side of the consumer: preparing a read batch (split, enrich) and writing it.
 
-use super::{ConsumerCounters, ConsumerError, RawEntry};
+use super::counters::ConsumerCounters;
+use super::entry::RawEntry;
+use super::error::ConsumerError;
 use crate::store::VisitStore;
 use shortlink_store::StorageError;
 use shortlink_visit_enrich::{split_entry, Enricher, Visit};

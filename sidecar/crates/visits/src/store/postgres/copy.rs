@@ -3,8 +3,14 @@
 //! caller runs it in a savepoint and takes the slow path when a row is already there
 //! ([`super::postgres`]).
 
+use chrono::{DateTime, Utc};
 use shortlink_store::pg_copy::CopyData;
 use shortlink_visit_enrich::Visit;
+
+/// A visit's time as PostgreSQL's `timestamptz` takes it, for `COPY` and the slow path alike.
+pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
 
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).
 pub(super) const COPY_VISITS: &str = "COPY visits (event_id, code, visited_at, status, ip, \
@@ -22,7 +28,7 @@ pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
             .text(&v.event_id)
             .text(&v.code)
             // As the array path bound it: chrono's range, the Unix epoch when out of it.
-            .timestamptz(super::at_ms(v.time_ms))
+            .timestamptz(at_ms(v.time_ms))
             .opt_int2(v.status.and_then(|s| i16::try_from(s).ok()))
             .opt_text(v.ip.as_deref())
             .bytes(&v.visitor)

@@ -1,11 +1,10 @@
 //! Inserting a batch of raw visits: binary `COPY` into a temporary table, or one `INSERT` over
 //! `UNNEST` of column arrays, returning the rows actually inserted.
 
-use super::copy::{self, COPY_VISITS};
-use super::{at_ms, db};
+use super::copy::{self, at_ms, COPY_VISITS};
 use crate::rollup::{self, Deltas, NewVisitors};
 use chrono::{DateTime, Utc};
-use shortlink_store::StorageResult;
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;
@@ -129,9 +128,12 @@ pub(super) async fn insert_visits<'v>(
     sqlx::query("SAVEPOINT visits_batch")
         .execute(&mut **tx)
         .await
-        .map_err(db)?;
-    let mut copy = tx.copy_in_raw(COPY_VISITS).await.map_err(db)?;
-    copy.send(data).await.map_err(db)?;
+        .map_err(StorageError::classify)?;
+    let mut copy = tx
+        .copy_in_raw(COPY_VISITS)
+        .await
+        .map_err(StorageError::classify)?;
+    copy.send(data).await.map_err(StorageError::classify)?;
     // The server is inserting the rows now, the answer comes after CopyDone: fold meanwhile.
     let deltas = rollup::fold(visits, NewVisitors::default(), count_bots);
     match copy.finish().await {
@@ -139,25 +141,25 @@ pub(super) async fn insert_visits<'v>(
             sqlx::query("RELEASE SAVEPOINT visits_batch")
                 .execute(&mut **tx)
                 .await
-                .map_err(db)?;
+                .map_err(StorageError::classify)?;
             return Ok(Inserted {
                 visits: visits.to_vec(),
                 deltas,
             });
         }
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {}
-        Err(e) => return Err(db(e)),
+        Err(e) => return Err(StorageError::classify(e)),
     }
     sqlx::query("ROLLBACK TO SAVEPOINT visits_batch")
         .execute(&mut **tx)
         .await
-        .map_err(db)?;
+        .map_err(StorageError::classify)?;
     let c = VisitColumns::of(visits);
     let returning = format!("{INSERT_VISITS} RETURNING event_id");
     let ids: HashSet<String> = visits_insert(&returning, &c)
         .fetch_all(&mut **tx)
         .await
-        .map_err(db)?
+        .map_err(StorageError::classify)?
         .iter()
         .map(|row| row.try_get(0))
         .collect::<Result<_, _>>()?;

@@ -11,7 +11,7 @@ use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_seen, outcome, user_agents};
 use crate::rollup::Deltas;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use copy::at_ms;
 use insert::{insert_visits, Inserted};
 use shortlink_store::{Pg, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
@@ -51,14 +51,6 @@ impl PgVisitStore {
     }
 }
 
-fn db(error: sqlx::Error) -> StorageError {
-    StorageError::classify(error)
-}
-
-pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
-
 #[async_trait]
 impl VisitDialect for PgVisits {
     type Sql = Pg;
@@ -72,7 +64,7 @@ impl VisitDialect for PgVisits {
         visits: &[Visit],
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
-        let mut tx = pool.begin().await.map_err(db)?;
+        let mut tx = pool.begin().await.map_err(StorageError::classify)?;
         let Inserted {
             visits: inserted,
             deltas: mut d,
@@ -82,7 +74,7 @@ impl VisitDialect for PgVisits {
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
         super::feed::append::<Pg>(&mut tx, &inserted).await?;
-        tx.commit().await.map_err(db)?;
+        tx.commit().await.map_err(StorageError::classify)?;
         Ok(outcome(visits.len(), inserted.len()))
     }
 }
@@ -105,7 +97,7 @@ async fn insert_user_agents(
     .bind(&agents)
     .execute(&mut **tx)
     .await
-    .map_err(db)?;
+    .map_err(StorageError::classify)?;
     Ok(())
 }
 
@@ -133,7 +125,7 @@ async fn credit_new_visitors<'v>(
     .bind(&times)
     .fetch_all(&mut **tx)
     .await
-    .map_err(db)?;
+    .map_err(StorageError::classify)?;
     for row in &rows {
         let code: &str = row.try_get(0)?;
         let visitor: &[u8] = row.try_get(1)?;
@@ -164,7 +156,7 @@ async fn add_to_links(
         .bind(&link_codes)
         .execute(&mut **tx)
         .await
-        .map_err(db)?;
+        .map_err(StorageError::classify)?;
     sqlx::query(
         "UPDATE links AS l SET visit_count = l.visit_count + v.n, \
            last_visit_at = GREATEST(l.last_visit_at, v.at) \
@@ -176,6 +168,6 @@ async fn add_to_links(
     .bind(&link_at)
     .execute(&mut **tx)
     .await
-    .map_err(db)?;
+    .map_err(StorageError::classify)?;
     Ok(())
 }

@@ -2,11 +2,10 @@
 //! for every backend, each table as one statement over `UNNEST` of one array per column (where
 //! the other backends write multi-row `VALUES`).
 
-use super::db;
 use crate::rollup::Deltas;
 use crate::store::write::{self, Rollup};
 use shortlink_store::sql::Value;
-use shortlink_store::StorageResult;
+use shortlink_store::{StorageError, StorageResult};
 use sqlx::{Postgres, Transaction};
 
 /// One column's values, as an array parameter.
@@ -65,7 +64,10 @@ pub(super) async fn upsert(
                 Column::Int(values) => query.bind(values),
             };
         }
-        query.execute(&mut **tx).await.map_err(db)?;
+        query
+            .execute(&mut **tx)
+            .await
+            .map_err(StorageError::classify)?;
     }
     Ok(())
 }
