@@ -1,6 +1,10 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers and types.
 
-use super::*;
+use super::error::{ErrorBody, ErrorDetail};
+use super::{
+    batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
+    webhooks,
+};
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
 
