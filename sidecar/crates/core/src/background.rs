@@ -118,17 +118,20 @@ mod tests {
         }
     }
 
+    /// A periodic job: pauses until the signal, then drains for 50 ms (a drain may await) and
+    /// says so in `drained`.
+    async fn periodic(mut shutdown: Shutdown, drained: Arc<AtomicBool>) {
+        while pause(&mut shutdown, Duration::from_secs(3600)).await {}
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drained.store(true, Ordering::SeqCst);
+    }
+
     #[tokio::test]
     async fn a_task_that_observes_the_signal_finishes_its_drain() {
         let drained = Arc::new(AtomicBool::new(false));
         let mut tasks = Tasks::new();
         let done = Arc::clone(&drained);
-        tasks.spawn("periodic", |mut shutdown| async move {
-            while pause(&mut shutdown, Duration::from_secs(3600)).await {}
-            // The drain itself may await.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            done.store(true, Ordering::SeqCst);
-        });
+        tasks.spawn("periodic", |shutdown| periodic(shutdown, done));
         tokio::task::yield_now().await;
         let started = tokio::time::Instant::now();
         tasks.shutdown(DRAIN).await;
@@ -157,11 +160,7 @@ mod tests {
             });
         }
         let done = Arc::clone(&drained);
-        tasks.spawn("periodic", |mut shutdown| async move {
-            while pause(&mut shutdown, Duration::from_secs(3600)).await {}
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            done.store(true, Ordering::SeqCst);
-        });
+        tasks.spawn("periodic", |shutdown| periodic(shutdown, done));
         tokio::task::yield_now().await;
         let started = tokio::time::Instant::now();
         tasks.shutdown(BOUND).await;
