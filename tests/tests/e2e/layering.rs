@@ -23,10 +23,6 @@ const ALLOWED: &[(&str, &str)] = &[
          configured stores); another slice owns cli/mod.rs",
     ),
     (
-        "sidecar/crates/api/src: batch/body.rs batch/mod.rs batch/pipeline.rs",
-        "batch/mod.rs is the handler that parses the body and runs the pipeline, and they name its item type",
-    ),
-    (
         "sidecar/crates/core/src: projection/card.rs projection/connection.rs projection/mod.rs projection/primaries.rs projection/slots.rs projection/state.rs",
         "projection/mod.rs is the Projection its parts are methods of, and they reach its connection",
     ),

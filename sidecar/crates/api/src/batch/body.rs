@@ -1,11 +1,10 @@
 //! Reading a batch body into chunks of raw items: a JSON array read whole, or NDJSON lines
 //! read as they arrive (through a [`spool`]).
 
+use super::limits::{CHUNK, MAX_JSON_BYTES, MAX_JSON_ITEMS, MAX_LINE_BYTES, MAX_NDJSON_ITEMS};
 use super::links::CreateLinkRequest;
 use super::spool::{self, SpoolError};
-use super::{
-    Error, Result, CHUNK, MAX_JSON_BYTES, MAX_JSON_ITEMS, MAX_LINE_BYTES, MAX_NDJSON_ITEMS,
-};
+use crate::error::{Error, Result};
 use axum::body::Body;
 use axum::http::StatusCode;
 use futures_util::{stream, Stream};

@@ -1,27 +1,32 @@
 //! `POST /api/v1/links/batch`: many links in one request, for campaigns.
 //!
-//! The body is a JSON array (at most [`MAX_JSON_ITEMS`] items) or an NDJSON stream
-//! (`Content-Type: application/x-ndjson`, at most [`MAX_NDJSON_ITEMS`] lines). Each item is what
-//! `POST /links` takes and is checked the same way; the answer has one result per item, in order:
-//! `{"index":i,"status":201,"link":{...}}` or `{"index":i,"status":422,"error":{...}}`. A bad item
-//! never fails the others.
+//! The body is a JSON array (at most [`MAX_JSON_ITEMS`](limits::MAX_JSON_ITEMS) items) or an
+//! NDJSON stream (`Content-Type: application/x-ndjson`, at most [`MAX_NDJSON_ITEMS`] lines).
+//! Each item is what `POST /links` takes and is checked the same way; the answer has one result
+//! per item, in order: `{"index":i,"status":201,"link":{...}}` or
+//! `{"index":i,"status":422,"error":{...}}`. A bad item never fails the others.
 //!
 //! Both ways are streamed: the body is read as fast as the client sends it (kept in a spool, see
-//! [`spool`] for why), a task cuts it into items and checks them [`CHUNK`] at a time ([`PARALLEL_CHUNKS`]
-//! chunks on blocking threads), keeping up to [`CHECKED_AHEAD`] checked chunks ready; the writer
-//! takes them in groups of up to [`GROUP_CHUNKS`]: codes from the issuer's batch reserve, one
+//! [`spool`] for why), a task cuts it into items and checks them [`CHUNK`](limits::CHUNK) at a
+//! time ([`PARALLEL_CHUNKS`](limits::PARALLEL_CHUNKS) chunks on blocking threads), keeping up to
+//! [`CHECKED_AHEAD`](limits::CHECKED_AHEAD) checked chunks ready; the writer takes them in groups
+//! of up to [`GROUP_CHUNKS`](limits::GROUP_CHUNKS): codes from the issuer's batch reserve, one
 //! bulk insert per chunk in one transaction, each chunk's Redis `MULTI` sent while the next
-//! chunk is inserted, then the commit (see [`shortlink_core::service::LinkService::create_chunks`]); the
-//! next group is prepared meanwhile. A group's results are rendered (on a blocking thread) and
-//! sent as soon as it is committed, in order, but never before the whole body has been read:
-//! until then up to [`HELD_FRAMES`] chunks' results wait, and the writing with them. Memory is
-//! bounded by the chunks in flight, however long the batch.
+//! chunk is inserted, then the commit (see
+//! [`shortlink_core::service::LinkService::create_chunks`]); the next group is prepared meanwhile.
+//! A group's results are rendered (on a blocking thread) and sent as soon as it is committed, in
+//! order, but never before the whole body has been read:
+//! until then up to [`HELD_FRAMES`](limits::HELD_FRAMES) chunks' results wait, and the writing
+//! with them. Memory is bounded by the chunks in flight, however long the batch. The sizes are
+//! [`limits`]'s.
 //!
 //! With an `Idempotency-Key`, every link records its item's index; a retry (also after a crash in
 //! the middle of the first attempt) answers the items already committed from SQL and creates only
 //! the missing ones.
 
 pub(crate) mod body;
+mod failure;
+mod limits;
 pub(crate) mod pipeline;
 mod spool;
 
@@ -34,7 +39,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
 use body::RawItem;
+pub use failure::failure_error;
 use futures_util::{stream, StreamExt};
+pub use limits::MAX_NDJSON_ITEMS;
 use pipeline::{Answer, Checked, Items, Mode};
 use serde::Serialize;
 use shortlink_core::service::{self, ItemFailure};
@@ -43,32 +50,6 @@ use std::sync::Arc;
 pub fn router() -> Router<AppState> {
     Router::new().route("/links/batch", post(create_batch))
 }
-
-/// Items per chunk: one bulk insert, one Redis `MULTI`.
-pub const CHUNK: usize = 1000;
-/// Chunks checked (parsed, validated) at once, in parallel blocking tasks: a few, as each
-/// thread brings its own allocator arena (peak memory), and checking is not the bottleneck.
-pub const PARALLEL_CHUNKS: usize = 4;
-/// Most chunks per group: one transaction and one response frame. A group takes the chunks
-/// already checked, so a small batch never waits for more.
-pub const GROUP_CHUNKS: usize = 8;
-/// Checked chunks kept waiting for the writer: a group's worth, so a full group is ready when
-/// the previous one is handed to its transaction.
-pub const CHECKED_AHEAD: usize = GROUP_CHUNKS;
-/// Chunks' results held while the body is still being read (about 400 KB each): the writing
-/// waits once they are full, the reading of the body does not.
-pub const HELD_FRAMES: usize = 2 * GROUP_CHUNKS;
-/// Room reserved per rendered result: a created link's NDJSON line is ~400 bytes (the bench's
-/// items: 404 with the newline, and a short URL adds its length), so it is rarely outgrown.
-pub(crate) const RESULT_BYTES: usize = 512;
-/// Most items in a JSON array body.
-pub const MAX_JSON_ITEMS: usize = 10_000;
-/// Most lines in an NDJSON body.
-pub const MAX_NDJSON_ITEMS: usize = 1_000_000;
-/// Largest JSON array body: the item limit times a generous item.
-pub const MAX_JSON_BYTES: usize = 80 * 1024 * 1024;
-/// Longest NDJSON line (one item).
-pub const MAX_LINE_BYTES: usize = super::MAX_BODY_BYTES;
 
 const NDJSON: &str = "application/x-ndjson";
 
@@ -276,42 +257,5 @@ fn error_result(index: i64, error: &Error) -> ItemResult {
             code: error.code().to_owned(),
             message: error.message(),
         }),
-    }
-}
-
-/// The error a failed item answers.
-pub fn failure_error(failure: ItemFailure) -> Error {
-    let (status, code, message) = match failure {
-        ItemFailure::CodeTaken => return Error::CodeTaken,
-        ItemFailure::IdempotencyMismatch => (
-            StatusCode::CONFLICT,
-            "idempotency_mismatch",
-            "this item differs from the one sent first with this Idempotency-Key",
-        ),
-        ItemFailure::RedisUnavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unavailable",
-            "redis is unavailable, this item was not stored; retry later",
-        ),
-        ItemFailure::DatabaseUnavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "database_unavailable",
-            "the database is unavailable, this item was not stored; retry later",
-        ),
-        ItemFailure::CodesExhausted => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "codes_exhausted",
-            "no generated codes are left at this code length",
-        ),
-        ItemFailure::Internal => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "internal error",
-        ),
-    };
-    Error::Request {
-        status,
-        code,
-        message: message.into(),
     }
 }

@@ -5,8 +5,9 @@
 //! [`Items`] of the request.
 
 use super::body::RawChunk;
-use super::{CHECKED_AHEAD, GROUP_CHUNKS, HELD_FRAMES, PARALLEL_CHUNKS, RESULT_BYTES};
-use crate::{failure_error, AppState, DomainContext, Error};
+use super::failure::failure_error;
+use super::limits::{CHECKED_AHEAD, GROUP_CHUNKS, HELD_FRAMES, PARALLEL_CHUNKS, RESULT_BYTES};
+use crate::{AppState, DomainContext, Error};
 use axum::http::StatusCode;
 use futures_util::{stream, Stream, StreamExt};
 use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
