@@ -1,6 +1,7 @@
 //! Batch creates: chunks of items written in groups, one transaction per group, with the same
 //! write-through as a single create (see [`LinkService::create_chunks`]).
 
+use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use crate::projection::{self, written_value, ProjectionError, RecordWrite};
@@ -231,11 +232,14 @@ impl LinkService {
             }
             self.unpublish(sent, taken).await;
             Some(ItemFailure::RedisUnavailable)
-        } else if let Err(error) = tx.commit().await {
-            self.unpublish(sent, taken).await;
-            Some(ItemFailure::of(&ServiceError::Storage(error)))
         } else {
-            None
+            let records = sent.iter().map(Vec::len).sum();
+            let undo = async {
+                let written = unpublished(sent, taken);
+                self.projection.delete_if_unchanged(&written).await
+            };
+            let committed = self.commit_or_undo(tx, Scope::Batch(records), undo).await;
+            committed.err().map(|error| ItemFailure::of(&error))
         }
     }
 
@@ -389,12 +393,7 @@ impl LinkService {
     /// sent (a write's outcome may be unknown), and never a key its `SET NX` found `taken`. Best
     /// effort; what is left behind is an orphan `resync` removes.
     async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, Vec<u8>>) {
-        let written: Vec<(&str, &[u8])> = sent
-            .iter()
-            .flatten()
-            .filter(|write| !taken.contains_key(write.key()))
-            .filter_map(|write| Some((write.key(), written_value(write)?)))
-            .collect();
+        let written = unpublished(sent, taken);
         if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
             tracing::error!(
                 %redis,
@@ -428,6 +427,19 @@ impl LinkService {
             tracing::warn!(%redis, "the cards of refused codes could not be removed");
         }
     }
+}
+
+/// What a failed group takes back: every record it sent, but never a key its `SET NX` found
+/// `taken` (another's record).
+fn unpublished<'a>(
+    sent: &'a [Vec<RecordWrite>],
+    taken: &HashMap<String, Vec<u8>>,
+) -> Vec<(&'a str, &'a [u8])> {
+    sent.iter()
+        .flatten()
+        .filter(|write| !taken.contains_key(write.key()))
+        .filter_map(|write| Some((write.key(), written_value(write)?)))
+        .collect()
 }
 
 /// Waits for a group's Redis writes: the records each chunk sent, the keys `SET NX` found taken

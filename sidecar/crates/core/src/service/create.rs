@@ -1,7 +1,8 @@
 //! Creating one link: the code (alias or issued), the SQL insert and the `SET NX` write-through.
 
+use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
-use crate::projection::{written_value, ProjectionError, RecordWrite};
+use crate::projection::{written_value, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::{
     self as storage, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError,
@@ -182,21 +183,14 @@ impl LinkService {
                 return Ok(false);
             }
             Err(error) => {
-                tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
-                if let Err(rollback) = tx.rollback().await {
-                    tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
-                }
-                if matches!(error, ProjectionError::NotReplicated { .. }) {
-                    // The record is on the primary, too few replicas have it: take it back, so
-                    // a link not acknowledged is in neither store.
-                    let written: Vec<(&str, &[u8])> = written_value(&write)
-                        .map(|value| (write.key(), value))
-                        .into_iter()
-                        .collect();
-                    if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
-                        tracing::warn!(code = %link.code, %redis, "unreplicated record not removed");
-                    }
-                }
+                // The record is on the primary if too few replicas have it: taken back then.
+                let written: Vec<(&str, &[u8])> = written_value(&write)
+                    .map(|value| (write.key(), value))
+                    .into_iter()
+                    .collect();
+                let undo = self.projection.delete_if_unchanged(&written);
+                self.roll_back_after_redis(tx, Scope::Link(&link.code), &error, undo)
+                    .await;
                 return Err(error.into());
             }
         };
@@ -222,18 +216,9 @@ impl LinkService {
                 return Err(error.into());
             }
         }
-        if let Err(error) = tx.commit().await {
-            if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
-                tracing::error!(
-                    code = %link.code,
-                    %error,
-                    %redis,
-                    "commit failed after the redis write, and redis could not be restored: \
-                     run `shortlink-sidecar resync`"
-                );
-            }
-            return Err(error.into());
-        }
+        let undo = self.projection.delete_if_unchanged(&written);
+        self.commit_or_undo(tx, Scope::Link(&link.code), undo)
+            .await?;
         Ok(true)
     }
 }

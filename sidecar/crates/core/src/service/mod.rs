@@ -30,6 +30,7 @@ use std::time::Duration;
 
 pub mod batch;
 pub mod click;
+mod commit;
 pub mod compose;
 mod create;
 mod idempotency;

@@ -1,7 +1,8 @@
 //! Changing a link: update and revoke, each a locked SQL row rewritten and its record re-projected.
 
+use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
-use crate::projection::{ProjectionError, RecordWrite};
+use crate::projection::RecordWrite;
 use shortlink_store::{self as storage, Link};
 
 impl LinkService {
@@ -102,39 +103,17 @@ impl LinkService {
     ) -> Result<(), ServiceError> {
         let now = storage::now();
         let writes = RecordWrite::for_link_and_card(link, now, self.grace);
-        if let Err(error) = self.projection.apply(&writes).await {
-            tracing::warn!(code = %link.code, %error, "redis write failed; rolling back");
-            if let Err(rollback) = tx.rollback().await {
-                tracing::warn!(code = %link.code, error = %rollback, "rollback failed");
-            }
-            if matches!(error, ProjectionError::NotReplicated { .. }) {
-                // The new record is on the primary, too few replicas have it: put the previous
-                // one back, as SQL keeps it.
-                let restore = RecordWrite::restore_with_card(&link.code, previous, now, self.grace);
-                if let Err(redis) = self.projection.apply(&restore).await {
-                    tracing::error!(
-                        code = %link.code,
-                        %redis,
-                        "an unreplicated change could not be undone in redis: run \
-                         `shortlink-sidecar resync`"
-                    );
-                }
-            }
-            return Err(error.into());
-        }
-        if let Err(error) = tx.commit().await {
+        // Undoing puts the previous record back, as SQL keeps it.
+        let restore = || {
             let restore = RecordWrite::restore_with_card(&link.code, previous, now, self.grace);
-            if let Err(redis) = self.projection.apply(&restore).await {
-                tracing::error!(
-                    code = %link.code,
-                    %error,
-                    %redis,
-                    "commit failed after the redis write, and redis could not be restored: \
-                     run `shortlink-sidecar resync`"
-                );
-            }
+            async move { self.projection.apply(&restore).await }
+        };
+        let scope = Scope::Link(&link.code);
+        if let Err(error) = self.projection.apply(&writes).await {
+            self.roll_back_after_redis(tx, scope, &error, restore())
+                .await;
             return Err(error.into());
         }
-        Ok(())
+        self.commit_or_undo(tx, scope, restore()).await
     }
 }

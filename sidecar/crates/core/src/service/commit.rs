@@ -1,0 +1,73 @@
+//! How every write-through ends (create, batch, update, revoke): once Redis holds the new
+//! records, the commit. When Redis fails the transaction is rolled back; when the commit fails
+//! after the Redis write, Redis is put back as SQL keeps it. Each writer says what "put back"
+//! means for it (delete what it wrote, or restore the previous record); the order, the logging
+//! and the advice to run `resync` are here, once.
+
+use super::{LinkService, ServiceError};
+use crate::projection::ProjectionError;
+use shortlink_store::LinkTx;
+use std::future::Future;
+
+/// Whose records a write sent, as its log lines name them.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Scope<'a> {
+    Link(&'a str),
+    /// A batch group: how many records it sent.
+    Batch(usize),
+}
+
+impl LinkService {
+    /// Commits `tx`; if the commit fails, `undo` takes Redis back to what SQL keeps (best effort:
+    /// what it cannot undo is logged, for `resync`). `undo` runs only on that failure.
+    pub(super) async fn commit_or_undo(
+        &self,
+        tx: Box<dyn LinkTx>,
+        scope: Scope<'_>,
+        undo: impl Future<Output = Result<(), ProjectionError>>,
+    ) -> Result<(), ServiceError> {
+        let Err(error) = tx.commit().await else {
+            return Ok(());
+        };
+        if let Err(redis) = undo.await {
+            const ADVICE: &str = "commit failed after the redis write, and redis could not be \
+                                  restored: run `shortlink-sidecar resync`";
+            match scope {
+                Scope::Link(code) => tracing::error!(code, %error, %redis, "{ADVICE}"),
+                Scope::Batch(records) => tracing::error!(records, %error, %redis, "{ADVICE}"),
+            }
+        }
+        Err(error.into())
+    }
+
+    /// After the Redis write failed (`error`): rolls `tx` back. A record that reached the primary
+    /// but too few replicas ([`ProjectionError::NotReplicated`]) is taken back with `undo`, so a
+    /// write not acknowledged is in neither store.
+    pub(super) async fn roll_back_after_redis(
+        &self,
+        tx: Box<dyn LinkTx>,
+        scope: Scope<'_>,
+        error: &ProjectionError,
+        undo: impl Future<Output = Result<(), ProjectionError>>,
+    ) {
+        match scope {
+            Scope::Link(code) => tracing::warn!(code, %error, "redis write failed; rolling back"),
+            Scope::Batch(records) => {
+                tracing::warn!(records, %error, "redis write failed; rolling back")
+            }
+        }
+        if let Err(rollback) = tx.rollback().await {
+            tracing::warn!(error = %rollback, "rollback failed");
+        }
+        if matches!(error, ProjectionError::NotReplicated { .. }) {
+            if let Err(redis) = undo.await {
+                const ADVICE: &str = "an unreplicated write could not be undone in redis: run \
+                                      `shortlink-sidecar resync`";
+                match scope {
+                    Scope::Link(code) => tracing::error!(code, %redis, "{ADVICE}"),
+                    Scope::Batch(records) => tracing::error!(records, %redis, "{ADVICE}"),
+                }
+            }
+        }
+    }
+}
