@@ -1,10 +1,11 @@
 //! Batch inserts on PostgreSQL: the binary `COPY` of a chunk, and the insert that skips
 //! conflicts when the `COPY` met one.
 
+use super::Pg;
 use crate::api::{StorageError, StorageResult};
 use crate::model::{tags_column, NewRow};
 use crate::pg_copy::CopyData;
-use crate::sql::rows::INSERT_COLUMNS;
+use crate::sql::rows::insert_columns;
 use sqlx::{Postgres, Transaction};
 
 /// The binary `COPY` of [`copy_links`], columns in the order encoded.
@@ -136,7 +137,7 @@ pub(super) async fn insert_links_skipping_conflicts(
     }
     // Any unique conflict (code or slot) skips the row; RETURNING names those inserted.
     let inserted: Vec<String> = sqlx::query_scalar(&format!(
-        "INSERT INTO links ({INSERT_COLUMNS}) \
+        "INSERT INTO links ({}) \
              SELECT c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg::jsonb, vs, ny, ex, ru, \
                     mv, pw, pv, bi, bx \
              FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int2[], $5::int4[], \
@@ -147,7 +148,8 @@ pub(super) async fn insert_links_skipping_conflicts(
                          $22::int8[], $23::int8[]) \
                AS u(c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg, vs, ny, ex, ru, mv, pw, \
                     pv, bi, bx) \
-             ON CONFLICT DO NOTHING RETURNING code"
+             ON CONFLICT DO NOTHING RETURNING code",
+        insert_columns::<Pg>()
     ))
     .bind(code)
     .bind(target)

@@ -6,6 +6,7 @@ mod copy;
 
 use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
 use super::model::NewRow;
+use super::sql::rows::{self, Stored};
 use super::sql::{Dialect, SqlStorage, Statement, Value};
 use async_trait::async_trait;
 use copy::LinksCopy;
@@ -26,12 +27,15 @@ impl Dialect for Pg {
 
     const BACKEND: Backend = Backend::Postgres;
 
-    // Widened to the 64-bit integers the shared row mapping reads.
-    const LINK_COLUMNS: &'static str = "code, target, url_hash, \
-         redirect_status::int8 AS redirect_status, flags::int8 AS flags, created_at, updated_at, \
-         expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, \
-         tags::text AS tags, valid_since, not_yet_url, expired_url, rules, max_visits, \
-         password_digest, preview";
+    /// Widened to the 64-bit integers and the text the shared row mapping reads.
+    fn select_column(column: &rows::Column) -> std::borrow::Cow<'static, str> {
+        let name = column.name;
+        match column.stored {
+            Stored::Plain => name.into(),
+            Stored::SmallInt => format!("{name}::int8 AS {name}").into(),
+            Stored::Json => format!("{name}::text AS {name}").into(),
+        }
+    }
 
     const URL_PREFIX: &'static str = "left(url_hash, 16)";
 

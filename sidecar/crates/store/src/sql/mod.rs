@@ -29,11 +29,11 @@ pub trait Dialect: Send + Sync + Sized + 'static {
 
     const BACKEND: Backend;
 
-    /// The link columns as selected, in the names [`rows::link`] reads.
-    const LINK_COLUMNS: &'static str = "code, target, url_hash, redirect_status, flags, \
-         created_at, updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, \
-         recipient_ref, tags, valid_since, not_yet_url, expired_url, rules, max_visits, \
-         password_digest, preview";
+    /// A link column as selected, under the name [`rows::link`] reads: as it is, unless the
+    /// backend must widen it for the shared row mapping.
+    fn select_column(column: &rows::Column) -> std::borrow::Cow<'static, str> {
+        column.name.into()
+    }
 
     /// The expression the live-link lookup's index holds (the URL hash's first 16 digits): a
     /// column unless the backend says otherwise.

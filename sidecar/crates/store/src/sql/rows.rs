@@ -1,25 +1,220 @@
 //! Rows and query shapes every backend shares: the filter, link and API-key rows.
 
-use super::Statement;
-use super::{Dialect, Driver, Value};
-use crate::api::{checked_flags, checked_redirect, StorageResult};
+use super::{statement, Dialect, Driver, Statement, Value};
+use crate::api::{checked_flags, checked_redirect, Backend, StorageResult};
 use crate::model::{parse_tags, ApiKey, Link, LinkExtras, LinkFilter, LinkState};
 use sqlx::Database;
+use std::sync::OnceLock;
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
 
-/// Columns written by an insert: the link's and its slot (and `url_prefix` where the backend
-/// writes it, [`Dialect::WRITES_URL_PREFIX`]).
-pub const INSERT_COLUMNS: &str = "code, target, url_hash, redirect_status, flags, created_at, \
-     updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
-     valid_since, not_yet_url, expired_url, rules, max_visits, password_digest, preview, \
-     batch_id, batch_index";
+/// How a column of `links` is stored, where the backends differ on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    Plain,
+    /// Narrower than 64 bits on PostgreSQL (`int2`, `int4`): selected widened.
+    SmallInt,
+    /// JSON (`jsonb` on PostgreSQL): written with [`Dialect::TAGS_PARAM`], selected as text.
+    Json,
+}
+
+/// A column of `links` that holds part of a [`Link`].
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    pub stored: Stored,
+    /// Whether an update rewrites it: the code and creation time never change, and the visit
+    /// counters are the click path's, not the link's writers'.
+    pub updated: bool,
+}
+
+const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
+    Column {
+        name,
+        stored,
+        updated,
+    }
+}
+
+/// The link's columns, in the order of [`link_values`]: the one list the insert, the update and
+/// the select are derived from.
+pub const LINK: [Column; 21] = [
+    column("code", Stored::Plain, false),
+    column("target", Stored::Plain, true),
+    column("url_hash", Stored::Plain, true),
+    column("redirect_status", Stored::SmallInt, true),
+    column("flags", Stored::SmallInt, true),
+    column("created_at", Stored::Plain, false),
+    column("updated_at", Stored::Plain, true),
+    column("expires_at", Stored::Plain, true),
+    column("revoked_at", Stored::Plain, true),
+    column("visit_count", Stored::Plain, false),
+    column("last_visit_at", Stored::Plain, false),
+    column("campaign", Stored::Plain, true),
+    column("recipient_ref", Stored::Plain, true),
+    column("tags", Stored::Json, true),
+    column("valid_since", Stored::Plain, true),
+    column("not_yet_url", Stored::Plain, true),
+    column("expired_url", Stored::Plain, true),
+    column("rules", Stored::Plain, true),
+    column("max_visits", Stored::Plain, true),
+    column("password_digest", Stored::Plain, true),
+    column("preview", Stored::Plain, true),
+];
+
+/// The values of a link, column by column of [`LINK`], with the creation and update times in
+/// their stored form.
+fn link_columns<D: Dialect>(
+    link: &Link,
+    created_at: Value,
+    updated_at: Value,
+) -> [Value; LINK.len()] {
+    [
+        Value::Text(link.code.clone()),
+        Value::Text(link.target.clone()),
+        Value::Text(link.url_hash.clone()),
+        Value::Int(i64::from(link.redirect)),
+        Value::Int(i64::from(link.flags.0)),
+        created_at,
+        updated_at,
+        D::opt_time(link.expires_at),
+        D::opt_time(link.revoked_at),
+        Value::Int(link.visit_count),
+        D::opt_time(link.last_visit_at),
+        Value::OptText(link.campaign.clone()),
+        Value::OptText(link.recipient_ref.clone()),
+        Value::OptText(crate::model::tags_column(&link.tags)),
+        D::opt_time(link.extras.valid_since),
+        Value::OptText(link.extras.not_yet_url.clone()),
+        Value::OptText(link.extras.expired_url.clone()),
+        Value::OptText(link.extras.rules.clone()),
+        Value::OptInt(link.extras.max_visits),
+        Value::OptText(link.extras.password_digest.clone()),
+        Value::OptText(link.extras.preview.clone()),
+    ]
+}
+
+/// A column's placeholder in an insert or update.
+fn mark<D: Dialect>(column: &Column) -> &'static str {
+    match column.stored {
+        Stored::Json => D::TAGS_PARAM,
+        Stored::Plain | Stored::SmallInt => "?",
+    }
+}
+
+/// The columns an insert writes beyond the link's: its slot.
+const SLOT_COLUMNS: [&str; 2] = ["batch_id", "batch_index"];
+
+/// The column written beside the link's where the backend keeps it itself
+/// ([`Dialect::WRITES_URL_PREFIX`]).
+const URL_PREFIX_COLUMN: &str = "url_prefix";
+
+fn url_prefix(link: &Link) -> Value {
+    Value::Text(crate::model::url_hash_prefix(&link.url_hash).to_owned())
+}
+
+/// One string per backend, made once: the statements derived from [`LINK`] are the same for
+/// every query of a backend.
+type PerBackend = [OnceLock<String>; 3];
+
+fn per_backend<D: Dialect>(cache: &'static PerBackend, make: fn() -> String) -> &'static str {
+    let at = match D::BACKEND {
+        Backend::Sqlite => 0,
+        Backend::Postgres => 1,
+        Backend::Mysql => 2,
+    };
+    cache[at].get_or_init(make)
+}
+
+/// The link columns as selected, in the names [`link`] reads.
+pub fn select_columns<D: Dialect>() -> &'static str {
+    static CACHE: PerBackend = [const { OnceLock::new() }; 3];
+    per_backend::<D>(&CACHE, || {
+        (LINK.iter())
+            .map(|column| D::select_column(column))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// The insert's column list for this backend: the link's, its slot, and `url_prefix` where
+/// written.
+pub fn insert_columns<D: Dialect>() -> &'static str {
+    static CACHE: PerBackend = [const { OnceLock::new() }; 3];
+    per_backend::<D>(&CACHE, || {
+        (LINK.iter().map(|column| column.name))
+            .chain(SLOT_COLUMNS)
+            .chain(D::WRITES_URL_PREFIX.then_some(URL_PREFIX_COLUMN))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// The placeholder of each of [`link_values`], column by column of [`insert_columns`].
+pub fn link_marks<D: Dialect>() -> Vec<&'static str> {
+    (LINK.iter().map(mark::<D>))
+        .chain(SLOT_COLUMNS.map(|_| "?"))
+        .chain(D::WRITES_URL_PREFIX.then_some("?"))
+        .collect()
+}
+
+/// `(?, ?, ...)` for one row of [`link_values`].
+pub fn link_placeholders<D: Dialect>() -> String {
+    format!("({})", link_marks::<D>().join(", "))
+}
+
+/// The values of one link as [`insert_columns`] lists them.
+pub fn link_values<D: Dialect>(link: &Link, slot: Option<crate::model::Slot>) -> Vec<Value> {
+    link_values_at::<D>(
+        link,
+        slot,
+        D::time(link.created_at),
+        D::time(link.updated_at),
+    )
+}
+
+/// [`link_values`] with the creation and update times already in their stored form.
+pub fn link_values_at<D: Dialect>(
+    link: &Link,
+    slot: Option<crate::model::Slot>,
+    created_at: Value,
+    updated_at: Value,
+) -> Vec<Value> {
+    let mut values = Vec::with_capacity(LINK.len() + SLOT_COLUMNS.len() + 1);
+    values.extend(link_columns::<D>(link, created_at, updated_at));
+    values.push(Value::OptInt(slot.map(|s| s.batch_id)));
+    values.push(Value::OptInt(slot.map(|s| s.index)));
+    if D::WRITES_URL_PREFIX {
+        values.push(url_prefix(link));
+    }
+    values
+}
+
+/// `UPDATE links SET ... WHERE code = ?` rewriting every column an update changes (see
+/// [`Column::updated`]) to `link`'s values.
+pub fn update_link<D: Dialect>(link: &Link) -> Statement {
+    static CACHE: PerBackend = [const { OnceLock::new() }; 3];
+    let sql = per_backend::<D>(&CACHE, || {
+        let set: Vec<String> = (LINK.iter().filter(|column| column.updated))
+            .map(|column| format!("{} = {}", column.name, mark::<D>(column)))
+            .chain(D::WRITES_URL_PREFIX.then(|| format!("{URL_PREFIX_COLUMN} = ?")))
+            .collect();
+        format!("UPDATE links SET {} WHERE code = ?", set.join(", "))
+    });
+    let columns = link_columns::<D>(link, D::time(link.created_at), D::time(link.updated_at));
+    let values = (LINK.iter().zip(columns))
+        .filter(|(column, _)| column.updated)
+        .map(|(_, value)| value)
+        .chain(D::WRITES_URL_PREFIX.then(|| url_prefix(link)))
+        .chain([Value::Text(link.code.clone())]);
+    statement(sql, values)
+}
 
 pub const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
 
 /// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend with `AND ...`.
 pub fn select_links<D: Dialect>(filter: &LinkFilter) -> Statement {
-    let mut query = Statement::new(format!("SELECT {} FROM links", D::LINK_COLUMNS));
+    let mut query = Statement::new(format!("SELECT {} FROM links", select_columns::<D>()));
     push_filter::<D>(&mut query, filter);
     query
 }
@@ -73,77 +268,6 @@ pub fn push_list(query: &mut Statement, values: impl IntoIterator<Item = Value>)
         query.bind(value);
     }
     query.push(")");
-}
-
-/// The values of one link as [`INSERT_COLUMNS`] lists them (then `url_prefix` where written).
-pub fn link_values<D: Dialect>(link: &Link, slot: Option<crate::model::Slot>) -> Vec<Value> {
-    link_values_at::<D>(
-        link,
-        slot,
-        D::time(link.created_at),
-        D::time(link.updated_at),
-    )
-}
-
-/// [`link_values`] with the creation and update times already in their stored form.
-pub fn link_values_at<D: Dialect>(
-    link: &Link,
-    slot: Option<crate::model::Slot>,
-    created_at: Value,
-    updated_at: Value,
-) -> Vec<Value> {
-    let mut values = vec![
-        Value::Text(link.code.clone()),
-        Value::Text(link.target.clone()),
-        Value::Text(link.url_hash.clone()),
-        Value::Int(i64::from(link.redirect)),
-        Value::Int(i64::from(link.flags.0)),
-        created_at,
-        updated_at,
-        D::opt_time(link.expires_at),
-        D::opt_time(link.revoked_at),
-        Value::Int(link.visit_count),
-        D::opt_time(link.last_visit_at),
-        Value::OptText(link.campaign.clone()),
-        Value::OptText(link.recipient_ref.clone()),
-        Value::OptText(crate::model::tags_column(&link.tags)),
-        D::opt_time(link.extras.valid_since),
-        Value::OptText(link.extras.not_yet_url.clone()),
-        Value::OptText(link.extras.expired_url.clone()),
-        Value::OptText(link.extras.rules.clone()),
-        Value::OptInt(link.extras.max_visits),
-        Value::OptText(link.extras.password_digest.clone()),
-        Value::OptText(link.extras.preview.clone()),
-        Value::OptInt(slot.map(|s| s.batch_id)),
-        Value::OptInt(slot.map(|s| s.index)),
-    ];
-    if D::WRITES_URL_PREFIX {
-        values.push(Value::Text(
-            crate::model::url_hash_prefix(&link.url_hash).to_owned(),
-        ));
-    }
-    values
-}
-
-/// `(?, ?, ...)` for one row of [`link_values`].
-pub fn link_placeholders<D: Dialect>() -> String {
-    format!("({})", link_marks::<D>().join(", "))
-}
-
-/// The placeholder of each of [`link_values`], column by column of [`insert_columns`].
-pub fn link_marks<D: Dialect>() -> Vec<&'static str> {
-    (insert_columns::<D>().split(", "))
-        .map(|column| if column == "tags" { D::TAGS_PARAM } else { "?" })
-        .collect()
-}
-
-/// The insert's column list for this backend.
-pub fn insert_columns<D: Dialect>() -> String {
-    if D::WRITES_URL_PREFIX {
-        format!("{INSERT_COLUMNS}, url_prefix")
-    } else {
-        INSERT_COLUMNS.to_owned()
-    }
 }
 
 pub fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {

@@ -85,7 +85,10 @@ impl<D: Dialect> Storage for SqlStorage<D> {
 
     async fn get_link(&self, code: &str) -> StorageResult<Option<Link>> {
         let query = statement(
-            &format!("SELECT {} FROM links WHERE code = ?", D::LINK_COLUMNS),
+            &format!(
+                "SELECT {} FROM links WHERE code = ?",
+                rows::select_columns::<D>()
+            ),
             [Value::Text(code.to_owned())],
         );
         self.row(query)
@@ -115,7 +118,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
                  WHERE {by} AND url_hash = ? AND revoked_at IS NULL \
                    AND (expires_at IS NULL OR expires_at > ?) \
                  ORDER BY created_at DESC, code DESC LIMIT 1",
-                D::LINK_COLUMNS
+                rows::select_columns::<D>()
             ),
             [
                 Value::Text(key.to_owned()),
@@ -278,7 +281,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
             &format!(
                 "SELECT batch_index, {} FROM links \
                  WHERE batch_id = ? AND batch_index BETWEEN ? AND ?",
-                D::LINK_COLUMNS
+                rows::select_columns::<D>()
             ),
             [Value::Int(batch_id), Value::Int(from), Value::Int(to)],
         );

@@ -70,7 +70,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
             let mut query = statement(
                 &format!(
                     "SELECT batch_index, {} FROM links WHERE batch_id = ? AND batch_index IN",
-                    D::LINK_COLUMNS
+                    rows::select_columns::<D>()
                 ),
                 [Value::Int(batch_id)],
             );
@@ -114,7 +114,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
         let query = statement(
             &format!(
                 "SELECT {} FROM links WHERE code = ?{}",
-                D::LINK_COLUMNS,
+                rows::select_columns::<D>(),
                 D::FOR_UPDATE
             ),
             [Value::Text(code.to_owned())],
@@ -126,41 +126,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     }
 
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
-        let mut sql = format!(
-            "UPDATE links SET target = ?, url_hash = ?, redirect_status = ?, flags = ?, \
-             updated_at = ?, expires_at = ?, revoked_at = ?, campaign = ?, \
-             recipient_ref = ?, tags = {}, valid_since = ?, not_yet_url = ?, expired_url = ?, \
-             rules = ?, max_visits = ?, password_digest = ?, preview = ?",
-            D::TAGS_PARAM
-        );
-        let mut values = vec![
-            Value::Text(link.target.clone()),
-            Value::Text(link.url_hash.clone()),
-            Value::Int(i64::from(link.redirect)),
-            Value::Int(i64::from(link.flags.0)),
-            D::time(link.updated_at),
-            D::opt_time(link.expires_at),
-            D::opt_time(link.revoked_at),
-            Value::OptText(link.campaign.clone()),
-            Value::OptText(link.recipient_ref.clone()),
-            Value::OptText(crate::model::tags_column(&link.tags)),
-            D::opt_time(link.extras.valid_since),
-            Value::OptText(link.extras.not_yet_url.clone()),
-            Value::OptText(link.extras.expired_url.clone()),
-            Value::OptText(link.extras.rules.clone()),
-            Value::OptInt(link.extras.max_visits),
-            Value::OptText(link.extras.password_digest.clone()),
-            Value::OptText(link.extras.preview.clone()),
-        ];
-        if D::WRITES_URL_PREFIX {
-            sql.push_str(", url_prefix = ?");
-            values.push(Value::Text(
-                crate::model::url_hash_prefix(&link.url_hash).to_owned(),
-            ));
-        }
-        sql.push_str(" WHERE code = ?");
-        values.push(Value::Text(link.code.clone()));
-        self.execute(statement(&sql, values)).await?;
+        self.execute(rows::update_link::<D>(link)).await?;
         Ok(())
     }
 
