@@ -13,10 +13,10 @@ use super::source::BoxError;
 use crate::cli::format::{FileFormat, LINK_COLUMNS};
 use crate::config::Config;
 use crate::http::{AppState, Error};
-use crate::link::card::{self, CardSpec};
-use crate::service::validate;
+use crate::link::card::CardSpec;
+use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
-use crate::storage::{self, LinkExtras};
+use crate::storage;
 use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
@@ -277,34 +277,14 @@ fn time(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, Erro
     .transpose()
 }
 
-/// Checks a row as `POST /links` checks an item, plus what restoring an export needs.
+/// Checks a row as `POST /links` checks an item (`validate::imported_link`), keeping what
+/// restoring an export needs: its code, its times and its password's digest.
 fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewLink, Error> {
     let url = row
         .url
         .ok_or_else(|| Error::invalid("missing_url", "url is required"))?;
-    let target = state
-        .settings
-        .url_policy
-        .check(&url, &state.settings.short_domains)?;
-    let scheme = state.links.scheme();
     let created_at = time("created_at", row.created_at)?;
     let mut revoked_at = time("revoked_at", row.revoked_at)?;
-    // Another shortener's code (imported with `--from`, issue 40) in an export being restored:
-    // kept as it was, like the rest of the row.
-    let mut foreign = false;
-    if let Some(code) = &row.code {
-        // Generated-shape codes come from an export; any other is an alias, or an imported code
-        // when the row restores an exported link.
-        if scheme.decode(code).is_none() {
-            if let Err(alias) = shortcode::parse_alias(scheme, code) {
-                let exported = created_at.is_some() || row.state.is_some();
-                if !exported || shortcode::parse_imported(code).is_err() {
-                    return Err(Error::invalid("invalid_code", alias.to_string()));
-                }
-                foreign = true;
-            }
-        }
-    }
     match row.state.as_deref() {
         None | Some("live" | "expired") => {}
         Some("revoked") => revoked_at = revoked_at.or(Some(now)),
@@ -316,13 +296,6 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
         }
     }
     let restoring = created_at.is_some() || revoked_at.is_some() || row.state.is_some();
-    let expires_at = time("expires_at", row.expires_at)?.map(|at| at.trunc_subsecs(0));
-    if !restoring && expires_at.is_some_and(|at| at <= now) {
-        return Err(Error::invalid(
-            "invalid_expiry",
-            "expires_at must be in the future",
-        ));
-    }
     let tags = match row.tags {
         None => None,
         Some(Tags::List(list)) => Some(list),
@@ -339,49 +312,43 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
                 .collect(),
         ),
     };
-    let (policy, own) = (&state.settings.url_policy, &state.settings.short_domains);
-    let extras = LinkExtras {
-        valid_since: time("valid_since", row.valid_since)?
-            .map(validate::valid_since)
-            .transpose()?,
-        not_yet_url: validate::lifecycle_url(policy, own, row.not_yet_url, "not_yet_url")?,
-        expired_url: validate::lifecycle_url(policy, own, row.expired_url, "expired_url")?,
-        rules: validate::rules_column(policy, own, row.rules)?,
-        max_visits: row.max_visits.map(validate::max_visits).transpose()?,
-        password_digest: row
-            .password_digest
-            .map(validate::password_digest)
-            .transpose()?,
-        preview: card::column(policy, own, import_card(row.preview)?)?,
-    };
-    let redirect = validate::redirect_status(row.redirect)?;
-    let forward_query = row.forward_query.unwrap_or(false);
-    if !extras.is_empty() {
-        validate::whole(
-            target.as_str(),
-            redirect,
-            forward_query,
-            expires_at,
-            &extras,
-        )?;
-    }
-    Ok(NewLink {
-        target,
+    let request = LinkRequest {
+        url,
         code: row.code,
-        expires_at,
-        redirect,
-        forward_query,
-        idempotent: false,
-        campaign: validate::meta(row.campaign, "invalid_campaign", "campaign")?,
-        recipient_ref: validate::meta(row.recipient_ref, "invalid_ref", "ref")?,
-        tags: validate::tags(tags)?,
-        extras,
+        expires_at: time("expires_at", row.expires_at)?,
+        redirect: row.redirect,
+        forward_query: row.forward_query,
+        campaign: row.campaign,
+        recipient_ref: row.recipient_ref,
+        tags,
+        valid_since: time("valid_since", row.valid_since)?,
+        not_yet_url: row.not_yet_url,
+        expired_url: row.expired_url,
+        rules: row.rules,
+        max_visits: row.max_visits,
+        preview: import_card(row.preview)?,
+        ..LinkRequest::default()
+    };
+    let kept = Kept {
+        // Another shortener's code (imported with `--from`, issue 40) in an export being
+        // restored: kept as it was, like the rest of the row.
+        origin: Origin::Export {
+            exported: created_at.is_some() || row.state.is_some(),
+        },
         restore: restoring.then(|| Restore {
             created_at: created_at.unwrap_or(now),
             revoked_at,
         }),
-        foreign,
-    })
+        password_digest: row.password_digest,
+    };
+    let settings = &state.settings;
+    Ok(validate::imported_link(
+        &state.links,
+        &settings.url_policy,
+        &settings.short_domains,
+        request,
+        kept,
+    )?)
 }
 
 fn file_digest(path: &std::path::Path) -> Result<String, BoxError> {

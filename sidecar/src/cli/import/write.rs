@@ -10,10 +10,10 @@
 use super::report::{Reason, Report};
 use super::source::{BoxError, Item, Source, SourceLink, SourceVisit};
 use crate::http::{AppState, Error};
-use crate::service::validate;
+use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
-use crate::storage::{self, ImportedLink, LinkExtras};
-use chrono::{DateTime, SubsecRound, Utc};
+use crate::storage::{self, ImportedLink};
+use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};
 
@@ -118,10 +118,9 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// Checks a link as a create is checked, except its code: another shortener's, kept exactly.
+    /// Checks a link as a create is checked (`validate::imported_link`), except its code:
+    /// another shortener's, kept exactly, with its times.
     fn check(&self, link: &SourceLink, now: DateTime<Utc>) -> Result<NewLink, (Reason, String)> {
-        shortcode::parse_imported(&link.code).map_err(|e| (Reason::InvalidCode, e.to_string()))?;
-        let forward_query = self.forward_query.unwrap_or(link.forward_query);
         if link.password {
             return Err((
                 Reason::PasswordProtected,
@@ -130,56 +129,33 @@ impl<'a> Writer<'a> {
                     .into(),
             ));
         }
-        let invalid = |error: Error| {
-            (
-                Reason::Invalid,
-                format!("{}: {}", error.code(), error.message()),
-            )
-        };
-        let settings = &self.state.settings;
-        let target = (settings.url_policy)
-            .check(&link.target, &settings.short_domains)
-            .map_err(|e| invalid(e.into()))?;
-        let extras = LinkExtras {
-            valid_since: (link.valid_since)
-                .map(validate::valid_since)
-                .transpose()
-                .map_err(|e| invalid(e.into()))?,
-            max_visits: (link.max_visits)
-                .map(validate::max_visits)
-                .transpose()
-                .map_err(|e| invalid(e.into()))?,
-            ..LinkExtras::default()
-        };
-        let redirect =
-            validate::redirect_status(Some(link.redirect)).map_err(|e| invalid(e.into()))?;
-        let expires_at = link.expires_at.map(|at| at.trunc_subsecs(0));
-        if !extras.is_empty() {
-            validate::whole(
-                target.as_str(),
-                redirect,
-                forward_query,
-                expires_at,
-                &extras,
-            )
-            .map_err(|e| invalid(e.into()))?;
-        }
-        Ok(NewLink {
-            target,
+        let request = LinkRequest {
+            url: link.target.clone(),
             code: Some(link.code.clone()),
-            expires_at,
-            redirect,
-            forward_query,
-            idempotent: false,
-            campaign: None,
-            recipient_ref: None,
-            tags: validate::tags(Some(link.tags.clone())).map_err(|e| invalid(e.into()))?,
-            extras,
+            expires_at: link.expires_at,
+            redirect: Some(link.redirect),
+            forward_query: Some(self.forward_query.unwrap_or(link.forward_query)),
+            tags: Some(link.tags.clone()),
+            valid_since: link.valid_since,
+            max_visits: link.max_visits,
+            ..LinkRequest::default()
+        };
+        let kept = Kept {
+            origin: Origin::Foreign,
             restore: Some(Restore {
                 created_at: link.created_at.unwrap_or(now),
                 revoked_at: link.revoked.then_some(now),
             }),
-            foreign: true,
+            password_digest: None,
+        };
+        let settings = &self.state.settings;
+        let (policy, own) = (&settings.url_policy, &settings.short_domains);
+        validate::imported_link(&self.state.links, policy, own, request, kept).map_err(|invalid| {
+            let error = Error::from(invalid);
+            match error.code() {
+                "invalid_code" => (Reason::InvalidCode, error.message()),
+                code => (Reason::Invalid, format!("{code}: {}", error.message())),
+            }
         })
     }
 

@@ -2,9 +2,10 @@
 //! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
 //! it their own way.
 
-use super::{IdempotencyKey, LinkService, NewLink};
+use super::{IdempotencyKey, LinkService, NewLink, Restore};
 use crate::projection;
 use chrono::{DateTime, SubsecRound, Utc};
+use shortcode::CodeScheme;
 use shortlink_model::link::{card, rules};
 pub use shortlink_model::link::{redirect_status, Invalid, DEFAULT_REDIRECT};
 use shortlink_model::validate::{UrlError, UrlPolicy};
@@ -121,28 +122,65 @@ pub fn new_link(
     own_domains: &[String],
     request: LinkRequest,
 ) -> Result<NewLink, Invalid> {
+    imported_link(links, policy, own_domains, request, Kept::default())
+}
+
+/// What an import keeps of a link that a create decides itself.
+#[derive(Debug, Default)]
+pub struct Kept {
+    pub origin: Origin,
+    /// The link's times as they were. Its expiry may then be past: it is kept, not refused.
+    pub restore: Option<Restore>,
+    /// The password's salted digest as `export` wrote it, instead of a password
+    /// ([`password_digest`]).
+    pub password_digest: Option<String>,
+}
+
+/// Where a link's code comes from, which says what a code may be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A create: a custom alias (not `batch`), or none for a generated one.
+    #[default]
+    Request,
+    /// A row of our own export (`import FILE`): an alias or a code of the generated shape; and
+    /// another shortener's code when the row restores an exported link (`exported`).
+    Export { exported: bool },
+    /// Another shortener's link (`import --from`): its code kept exactly.
+    Foreign,
+}
+
+/// Checks a link `import` writes as a create's request is checked ([`new_link`]), with what the
+/// import keeps of it (`kept`).
+pub fn imported_link(
+    links: &LinkService,
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    request: LinkRequest,
+    kept: Kept,
+) -> Result<NewLink, Invalid> {
     let target = policy.check(&request.url, own_domains)?;
-    if let Some(code) = &request.code {
-        shortcode::parse_alias(links.scheme(), code)
-            .map_err(|e| Invalid::new("invalid_code", e.to_string()))?;
-        if code == "batch" {
-            // `/links/batch` is the batch route.
-            return Err(Invalid::new(
-                "invalid_code",
-                "the alias \"batch\" is reserved",
-            ));
-        }
-    }
+    let foreign = match &request.code {
+        Some(code) => code_origin(links.scheme(), code, kept.origin)?,
+        None => false,
+    };
+    let password_digest = match (request.password, kept.password_digest) {
+        (Some(plain), _) => Some(password(plain)?),
+        (None, digest) => digest.map(password_digest).transpose()?,
+    };
     let extras = LinkExtras {
         valid_since: request.valid_since.map(valid_since).transpose()?,
         not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
         expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
         rules: rules_column(policy, own_domains, request.rules)?,
         max_visits: request.max_visits.map(max_visits).transpose()?,
-        password_digest: request.password.map(password).transpose()?,
+        password_digest,
         preview: card::column(policy, own_domains, request.preview)?,
     };
-    let expires_at = request.expires_at.map(expiry).transpose()?;
+    let expires_at = match kept.restore {
+        None => request.expires_at.map(expiry).transpose()?,
+        // The record carries whole seconds.
+        Some(_) => request.expires_at.map(|at| at.trunc_subsecs(0)),
+    };
     let redirect = redirect_status(request.redirect)?;
     let forward_query = request.forward_query.unwrap_or(false);
     if !extras.is_empty() {
@@ -165,9 +203,40 @@ pub fn new_link(
         recipient_ref: meta(request.recipient_ref, "invalid_ref", "ref")?,
         tags: tags(request.tags)?,
         extras,
-        restore: None,
-        foreign: false,
+        restore: kept.restore,
+        foreign,
     })
+}
+
+/// Checks a code given with a link, as its `origin` allows; whether it is another shortener's
+/// (see [`NewLink::foreign`]).
+pub fn code_origin(scheme: &CodeScheme, code: &str, origin: Origin) -> Result<bool, Invalid> {
+    let invalid = |error: &dyn std::fmt::Display| Invalid::new("invalid_code", error.to_string());
+    match origin {
+        Origin::Request => {
+            shortcode::parse_alias(scheme, code).map_err(|e| invalid(&e))?;
+            if code == "batch" {
+                // `/links/batch` is the batch route.
+                return Err(Invalid::new(
+                    "invalid_code",
+                    "the alias \"batch\" is reserved",
+                ));
+            }
+            Ok(false)
+        }
+        // A generated shape comes from an export; any other is an alias, or a foreign code the
+        // exported link had.
+        Origin::Export { .. } if scheme.decode(code).is_some() => Ok(false),
+        Origin::Export { exported } => match shortcode::parse_alias(scheme, code) {
+            Ok(_) => Ok(false),
+            Err(_) if exported && shortcode::parse_imported(code).is_ok() => Ok(true),
+            Err(alias) => Err(invalid(&alias)),
+        },
+        Origin::Foreign => {
+            shortcode::parse_imported(code).map_err(|e| invalid(&e))?;
+            Ok(true)
+        }
+    }
 }
 
 /// `valid_since`: whole seconds (the record's), any time after 1970 (a past one is allowed: a
