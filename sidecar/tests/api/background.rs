@@ -58,3 +58,26 @@ async fn serve_stops_every_background_task_on_the_signal_well_within_the_drain()
     println!("serve's background work stopped {took:.0?} after the signal (drain bound {DRAIN:?})");
     assert!(took < DRAIN / 2, "a task waited for the bound: {took:?}");
 }
+
+/// A wrong setting of one of `serve`'s jobs stops it before anything is opened: no database
+/// file, no migration, no port (the jobs were once made after the wiring, which left a migrated
+/// database behind).
+#[tokio::test]
+async fn a_wrong_setting_of_a_job_stops_serve_before_the_database_is_opened() {
+    let dir = testkit::temp_dir();
+    // A geo database that exists but cannot be read (a directory) is an error, not "left out".
+    let geo = dir.path().display().to_string();
+    let cases: [(&[&str], &str); 2] = [
+        (&["--consumer-batch", "0"], "--consumer-batch"),
+        (&["--geoip-db", &geo], &geo),
+    ];
+    for (flags, says) in cases {
+        let database = dir.path().join("links.db");
+        let url = format!("sqlite://{}", database.display());
+        let args: Vec<&str> = flags.iter().copied().chain(["serve"]).collect();
+        let serve = shortlink_sidecar::cli::run(cli(&url, "redis://127.0.0.1:1", &args));
+        let error = serve.await.expect_err("refused");
+        assert!(error.to_string().contains(says), "{flags:?}: {error}");
+        assert!(!database.exists(), "{flags:?}: the database was opened");
+    }
+}
