@@ -21,19 +21,7 @@ use crate::request::candidate::CodeCase;
 use crate::request::code::{Route, TrailingSlash};
 use crate::request::host::PoolSet;
 use parse::{ArgError, CacheControl, RedisSpec};
-
-/// Limits of a worker's event spool (`shortlink_events_buffer`), in visits and in bytes. Settings
-/// are plain data here; the spool itself is `crate::events`'.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpoolLimits {
-    pub events: usize,
-    pub bytes: usize,
-}
-
-pub const DEFAULT_SPOOL: SpoolLimits = SpoolLimits {
-    events: 10_000,
-    bytes: 8 << 20,
-};
+pub use parse::{SpoolLimits, DEFAULT_SPOOL};
 
 /// Where Redis is, resolved by nginx at config time. The pointers are into the configuration
 /// pool, which lives as long as the configuration.

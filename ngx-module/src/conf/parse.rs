@@ -4,9 +4,21 @@ use std::fmt;
 
 use shortlink_wire::rules::Cidr;
 
-use super::{SpoolLimits, DEFAULT_SPOOL};
 use crate::cache::CacheConfig;
 use crate::request::candidate::CodeCase;
+
+/// Limits of a worker's event spool (`shortlink_events_buffer`), in visits and in bytes. Settings
+/// are plain data here; the spool itself is `crate::events`'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpoolLimits {
+    pub events: usize,
+    pub bytes: usize,
+}
+
+pub const DEFAULT_SPOOL: SpoolLimits = SpoolLimits {
+    events: 10_000,
+    bytes: 8 << 20,
+};
 
 /// A directive argument that does not parse; shown by `nginx -t` after the directive name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,12 +25,13 @@ use nginx_sys::{
 use ngx::ngx_log_error;
 
 use super::backoff::Backoff;
+use super::error::RedisError;
 use super::resp::{self, Frame};
-use super::tracking::TrackState;
-use super::{now_ms, RedisError};
+use super::track_state::TrackState;
 use crate::conf::PeerAddr;
 use crate::events::{EventShared, KeptCommand, Rerouted};
 use crate::ffi;
+use crate::ffi::now_ms;
 use crate::status::Counter;
 
 /// Where one reply lands. Shared by the connection's FIFO and the task awaiting it; if the task

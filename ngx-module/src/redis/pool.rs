@@ -6,10 +6,11 @@ use std::rc::Rc;
 
 use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Reply, Timeouts};
-use super::{now_ms, RedisError};
+use super::error::RedisError;
 use crate::conf::parse::RedisSpec;
 use crate::conf::{PeerAddr, Redis};
 use crate::events::{EventShared, Rerouted};
+use crate::ffi::now_ms;
 
 pub struct Pool {
     peer: PeerAddr,

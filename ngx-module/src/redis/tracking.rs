@@ -12,7 +12,7 @@
 //! says so, and counts every report and every change of trust so that a lookup answered across
 //! one of them is not cached (its value may predate the change).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -20,117 +20,18 @@ use ngx::async_::{sleep, spawn, Task};
 
 use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Timeouts};
+use super::error::RedisError;
 use super::resp::Frame;
-use super::{now_ms, RedisError};
+pub use super::track_state::{Pending, TrackState};
+use super::track_state::{CHANNEL, LINK_PREFIX};
 use crate::conf::{PeerAddr, Redis};
 use crate::events::EventShared;
+use crate::ffi::now_ms;
 
-const CHANNEL: &[u8] = b"__redis__:invalidate";
-/// The keys whose changes are reported: the link records.
-const LINK_PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
-/// Pending evictions kept for the next cache access; beyond that the whole cache is dropped.
-const MAX_PENDING: usize = 4096;
 /// How often an idle subscription proves it is alive. A Redis that stopped answering (a frozen
 /// replica, a cut network) stops sending invalidations too: within this plus the read timeout
 /// the cache is no longer trusted.
 pub const PING_EVERY_MS: u64 = 500;
-
-/// What the invalidation connection tells the worker's cache. Shared with the connection,
-/// which records reports as they arrive; the cache applies them at its next access.
-#[derive(Default)]
-pub struct TrackState {
-    /// Bumped by every report and every change of `up`.
-    seq: Cell<u64>,
-    up: Cell<bool>,
-    /// Codes (keys without the prefix) to evict.
-    evict: RefCell<Vec<Vec<u8>>>,
-    /// Drop the whole cache: a null report (FLUSHALL, a replica's full resync), an overflow of
-    /// `evict`, or a fresh subscription (reports may have been missed before it).
-    flush: Cell<bool>,
-}
-
-/// What to apply to the cache before reading it.
-pub enum Pending {
-    Nothing,
-    Flush,
-    Evict(Vec<Vec<u8>>),
-}
-
-impl TrackState {
-    pub fn is_up(&self) -> bool {
-        self.up.get()
-    }
-
-    /// Names the moment a lookup was sent: its answer may be cached only if the ticket is
-    /// unchanged when it comes back.
-    pub fn ticket(&self) -> Option<u64> {
-        self.up.get().then(|| self.seq.get())
-    }
-
-    fn set_up(&self, up: bool) {
-        if self.up.replace(up) != up {
-            self.seq.set(self.seq.get() + 1);
-            self.flush.set(true);
-            self.evict.borrow_mut().clear();
-        }
-    }
-
-    /// Takes what arrived since the last call.
-    pub fn take(&self) -> Pending {
-        if self.flush.replace(false) {
-            self.evict.borrow_mut().clear();
-            return Pending::Flush;
-        }
-        let mut evict = self.evict.borrow_mut();
-        if evict.is_empty() {
-            Pending::Nothing
-        } else {
-            Pending::Evict(std::mem::take(&mut *evict))
-        }
-    }
-
-    /// Called by the connection for each frame that is not a reply to a command. Returns
-    /// whether it was an invalidation message.
-    pub fn on_push(&self, frame: &Frame) -> bool {
-        let Frame::Array(items) = frame else {
-            return false;
-        };
-        let [Frame::Bulk(kind), Frame::Bulk(channel), keys] = items.as_slice() else {
-            return false;
-        };
-        if kind != b"message" || channel != CHANNEL {
-            return false;
-        }
-        self.seq.set(self.seq.get() + 1);
-        match keys {
-            Frame::Array(keys) => {
-                let mut evict = self.evict.borrow_mut();
-                for key in keys {
-                    match key {
-                        Frame::Bulk(key) => {
-                            if let Some(code) = key.strip_prefix(LINK_PREFIX) {
-                                evict.push(code.to_vec());
-                            }
-                        }
-                        _ => self.flush.set(true),
-                    }
-                }
-                if evict.len() > MAX_PENDING {
-                    evict.clear();
-                    self.flush.set(true);
-                }
-            }
-            // A null list means "everything changed".
-            _ => self.flush.set(true),
-        }
-        true
-    }
-
-    /// The connection broke: nothing it promised holds any more.
-    pub fn on_closed(&self) {
-        self.set_up(false);
-    }
-}
 
 /// The worker's invalidation connection, reopened (with backoff) when it breaks.
 pub struct Tracker {

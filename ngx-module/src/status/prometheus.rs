@@ -4,8 +4,8 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::counters::{COUNT, NAMES};
 use super::domains::{DOMAIN_COUNT, DOMAIN_METRICS};
-use super::{COUNT, NAMES};
 
 /// Upper bounds in microseconds: loopback Redis answers in well under a millisecond, the default
 /// lookup timeout is 200 ms.

@@ -46,18 +46,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "sidecar/crates/store/src: mysql/insert.rs mysql/mod.rs",
         "insert.rs is MysqlStorage's insert, a method of mod.rs's type",
     ),
-    (
-        "ngx-module/src: conf/mod.rs conf/parse.rs",
-        "to break",
-    ),
-    (
-        "ngx-module/src: status.rs status/prometheus.rs",
-        "to break",
-    ),
-    (
-        "ngx-module/src: redis/connection.rs redis/mod.rs redis/pool.rs redis/tracking.rs",
-        "to break",
-    ),
 ];
 
 fn repo() -> PathBuf {
