@@ -31,10 +31,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "marker/ belongs to the background-work slice",
     ),
     (
-        "sidecar/crates/core/src: service/click.rs service/idempotency.rs service/mod.rs service/model.rs service/read.rs",
-        "service/mod.rs is LinkService, whose methods live in the leaves",
-    ),
-    (
         "sidecar/crates/model/src: link/rules/convert.rs link/rules/mod.rs",
         "convert.rs is the rules' wire form, written for mod.rs's types",
     ),

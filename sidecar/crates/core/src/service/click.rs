@@ -2,7 +2,7 @@
 //! module runs: the fallback (`resolve`) and the preview answer through here, so neither can
 //! drift from what nginx answers.
 
-use super::{append_query, Resolution};
+use super::model::Resolution;
 use crate::projection::encode_record;
 use shortlink_model::link::card;
 use shortlink_store::Link;
@@ -122,5 +122,54 @@ fn location(target: &[u8], forward_query: bool, query: Option<&str>) -> String {
     match query {
         Some(query) if forward_query => append_query(&target, query),
         _ => target.into_owned(),
+    }
+}
+
+/// Appends a request's query string to a target, before its fragment.
+pub fn append_query(target: &str, query: &str) -> String {
+    if query.is_empty() {
+        return target.to_owned();
+    }
+    let (base, fragment) = match target.find('#') {
+        Some(at) => target.split_at(at),
+        None => (target, ""),
+    };
+    let separator = if base.ends_with('?') || base.ends_with('&') {
+        ""
+    } else if base.contains('?') {
+        "&"
+    } else {
+        "?"
+    };
+    format!("{base}{separator}{query}{fragment}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::append_query;
+
+    #[test]
+    fn query_forwarding() {
+        assert_eq!(append_query("https://a.example/", ""), "https://a.example/");
+        assert_eq!(
+            append_query("https://a.example/", "x=1"),
+            "https://a.example/?x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/?a=b", "x=1"),
+            "https://a.example/?a=b&x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/?", "x=1"),
+            "https://a.example/?x=1"
+        );
+        assert_eq!(
+            append_query("https://a.example/p#f", "x=1"),
+            "https://a.example/p?x=1#f"
+        );
+        assert_eq!(
+            append_query("https://a.example/?a#f?g", "x"),
+            "https://a.example/?a&x#f?g"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! `Idempotency-Key` claims, and the pruning of old keys.
 
-use super::{Claim, IdempotencyKey, LinkService, ServiceError};
+use super::error::ServiceError;
+use super::links::LinkService;
+use super::model::{Claim, IdempotencyKey};
 use crate::background::{self, Shutdown};
 use chrono::{DateTime, Utc};
 use shortlink_store as storage;

@@ -19,104 +19,27 @@
 //!
 //! The parts: [`create`] (one link), [`batch`] (chunks of items), [`update`] (update and revoke),
 //! [`read`] (reads and the fallback's resolver), [`idempotency`] (`Idempotency-Key` claims), and
-//! [`model`], the requests and outcomes they share.
-
-use crate::issuer::{IssueError, Issuer};
-use crate::projection::{Projection, ProjectionError};
-use shortlink_store::{Storage, StorageError};
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::Duration;
+//! [`model`], the requests and outcomes they share; [`LinkService`] (`links`), what they are
+//! methods of, and [`ServiceError`] (`error`) sit below them all.
 
 pub mod batch;
 pub mod click;
 mod commit;
 pub mod compose;
 mod create;
+mod error;
 mod idempotency;
+mod links;
 mod model;
 mod read;
 mod update;
 pub mod validate;
 
+pub use click::append_query;
+pub use error::ServiceError;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
+pub use links::LinkService;
 pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,
 };
-pub use read::append_query;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    #[error("no such link")]
-    NotFound,
-    #[error("the link is revoked")]
-    Revoked,
-    #[error("the code is taken")]
-    CodeTaken,
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error(transparent)]
-    Redis(#[from] ProjectionError),
-    #[error(transparent)]
-    Issue(IssueError),
-    /// A change that is valid field by field but not as a whole (a record over its size limit,
-    /// opening after its expiry).
-    #[error(transparent)]
-    Invalid(validate::Invalid),
-    /// The idempotency key was used before with another request.
-    #[error("the idempotency key was used with another request")]
-    IdempotencyKeyReused,
-}
-
-impl From<IssueError> for ServiceError {
-    fn from(error: IssueError) -> Self {
-        match error {
-            // The issuer's high-water mark lives in Redis: the same outage as a record write.
-            IssueError::Redis(error) => ServiceError::Redis(error),
-            other => ServiceError::Issue(other),
-        }
-    }
-}
-
-pub struct LinkService {
-    storage: Arc<dyn Storage>,
-    projection: Arc<Projection>,
-    issuer: Issuer,
-    grace: Duration,
-    /// Codes refused because Redis already held them (see `refused_code`).
-    refused_codes: AtomicU64,
-}
-
-impl LinkService {
-    pub fn new(
-        storage: Arc<dyn Storage>,
-        projection: Arc<Projection>,
-        issuer: Issuer,
-        grace: Duration,
-    ) -> Self {
-        Self {
-            storage,
-            projection,
-            issuer,
-            grace,
-            refused_codes: AtomicU64::new(0),
-        }
-    }
-
-    pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
-    }
-
-    pub fn projection(&self) -> &Arc<Projection> {
-        &self.projection
-    }
-
-    pub fn scheme(&self) -> &shortcode::CodeScheme {
-        self.issuer.scheme()
-    }
-
-    pub fn grace(&self) -> Duration {
-        self.grace
-    }
-}

@@ -1,6 +1,6 @@
 //! The requests and outcomes of the write path, shared by its parts.
 
-use super::ServiceError;
+use super::error::ServiceError;
 use crate::issuer::IssueError;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};

@@ -1,7 +1,9 @@
 //! Reads, and the resolver behind nginx's fallback.
 
 use super::click::{self, ClickInput, CountFirst, CountryOf};
-use super::{LinkService, Resolution, ServiceError};
+use super::error::ServiceError;
+use super::links::LinkService;
+use super::model::Resolution;
 use crate::projection::RecordWrite;
 use shortlink_store::{self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor};
 use std::sync::Arc;
@@ -93,53 +95,4 @@ impl LinkService {
 
 fn unix_seconds(at: chrono::DateTime<chrono::Utc>) -> u64 {
     u64::try_from(at.timestamp()).unwrap_or(0)
-}
-
-/// Appends a request's query string to a target, before its fragment.
-pub fn append_query(target: &str, query: &str) -> String {
-    if query.is_empty() {
-        return target.to_owned();
-    }
-    let (base, fragment) = match target.find('#') {
-        Some(at) => target.split_at(at),
-        None => (target, ""),
-    };
-    let separator = if base.ends_with('?') || base.ends_with('&') {
-        ""
-    } else if base.contains('?') {
-        "&"
-    } else {
-        "?"
-    };
-    format!("{base}{separator}{query}{fragment}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::append_query;
-
-    #[test]
-    fn query_forwarding() {
-        assert_eq!(append_query("https://a.example/", ""), "https://a.example/");
-        assert_eq!(
-            append_query("https://a.example/", "x=1"),
-            "https://a.example/?x=1"
-        );
-        assert_eq!(
-            append_query("https://a.example/?a=b", "x=1"),
-            "https://a.example/?a=b&x=1"
-        );
-        assert_eq!(
-            append_query("https://a.example/?", "x=1"),
-            "https://a.example/?x=1"
-        );
-        assert_eq!(
-            append_query("https://a.example/p#f", "x=1"),
-            "https://a.example/p?x=1#f"
-        );
-        assert_eq!(
-            append_query("https://a.example/?a#f?g", "x"),
-            "https://a.example/?a&x#f?g"
-        );
-    }
 }

@@ -1,0 +1,39 @@
+//! The write path's one error type.
+
+use crate::issuer::IssueError;
+use crate::projection::ProjectionError;
+use shortlink_model::link::Invalid;
+use shortlink_store::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("no such link")]
+    NotFound,
+    #[error("the link is revoked")]
+    Revoked,
+    #[error("the code is taken")]
+    CodeTaken,
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Redis(#[from] ProjectionError),
+    #[error(transparent)]
+    Issue(IssueError),
+    /// A change that is valid field by field but not as a whole (a record over its size limit,
+    /// opening after its expiry).
+    #[error(transparent)]
+    Invalid(Invalid),
+    /// The idempotency key was used before with another request.
+    #[error("the idempotency key was used with another request")]
+    IdempotencyKeyReused,
+}
+
+impl From<IssueError> for ServiceError {
+    fn from(error: IssueError) -> Self {
+        match error {
+            // The issuer's high-water mark lives in Redis: the same outage as a record write.
+            IssueError::Redis(error) => ServiceError::Redis(error),
+            other => ServiceError::Issue(other),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The link service: what every operation of the write path and every read is a method of
+//! (their `impl LinkService` blocks are in the files of the parts). Its fields are the parts'.
+
+use crate::issuer::Issuer;
+use crate::projection::Projection;
+use shortlink_store::Storage;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct LinkService {
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) projection: Arc<Projection>,
+    pub(super) issuer: Issuer,
+    pub(super) grace: Duration,
+    /// Codes refused because Redis already held them (see `refused_code`).
+    pub(super) refused_codes: AtomicU64,
+}
+
+impl LinkService {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        projection: Arc<Projection>,
+        issuer: Issuer,
+        grace: Duration,
+    ) -> Self {
+        Self {
+            storage,
+            projection,
+            issuer,
+            grace,
+            refused_codes: AtomicU64::new(0),
+        }
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub fn projection(&self) -> &Arc<Projection> {
+        &self.projection
+    }
+
+    pub fn scheme(&self) -> &shortcode::CodeScheme {
+        self.issuer.scheme()
+    }
+
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+}
