@@ -121,6 +121,9 @@ impl<'a> Writer<'a> {
     /// Checks a link as a create is checked (`validate::imported_link`), except its code:
     /// another shortener's, kept exactly, with its times.
     fn check(&self, link: &SourceLink, now: DateTime<Utc>) -> Result<NewLink, (Reason, String)> {
+        // The code first: a link whose code cannot be kept is reported as that, whatever else.
+        validate::code_origin(self.state.links.scheme(), &link.code, Origin::Foreign)
+            .map_err(|invalid| (Reason::InvalidCode, invalid.to_string()))?;
         if link.password {
             return Err((
                 Reason::PasswordProtected,
@@ -152,10 +155,10 @@ impl<'a> Writer<'a> {
         let (policy, own) = (&settings.url_policy, &settings.short_domains);
         validate::imported_link(&self.state.links, policy, own, request, kept).map_err(|invalid| {
             let error = Error::from(invalid);
-            match error.code() {
-                "invalid_code" => (Reason::InvalidCode, error.message()),
-                code => (Reason::Invalid, format!("{code}: {}", error.message())),
-            }
+            (
+                Reason::Invalid,
+                format!("{}: {}", error.code(), error.message()),
+            )
         })
     }
 

@@ -163,17 +163,16 @@ pub fn imported_link(
         Some(code) => code_origin(links.scheme(), code, kept.origin)?,
         None => false,
     };
-    let password_digest = match (request.password, kept.password_digest) {
-        (Some(plain), _) => Some(password(plain)?),
-        (None, digest) => digest.map(password_digest).transpose()?,
-    };
     let extras = LinkExtras {
         valid_since: request.valid_since.map(valid_since).transpose()?,
         not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
         expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
         rules: rules_column(policy, own_domains, request.rules)?,
         max_visits: request.max_visits.map(max_visits).transpose()?,
-        password_digest,
+        password_digest: match (request.password, kept.password_digest) {
+            (Some(plain), _) => Some(password(plain)?),
+            (None, digest) => digest.map(password_digest).transpose()?,
+        },
         preview: card::column(policy, own_domains, request.preview)?,
     };
     let expires_at = match kept.restore {
