@@ -179,3 +179,55 @@ async fn batch_rows_read_back_as_written_with_columns_left_out() {
         .collect();
     assert_eq!(slots, [(9, "rich")]);
 }
+
+/// An update rewrites every field a link's writers change, and leaves what it does not own: the
+/// code, the creation time, and the visit counters the click path raises meanwhile (the updater
+/// read them before). The column list decides both (`sql::rows::LINK`).
+#[tokio::test]
+async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
+    let (_dir, storage) = fresh_storage().await;
+    let first = row("u", None).link;
+    let mut tx = storage.begin().await.unwrap();
+    tx.insert_link(&first, None).await.unwrap();
+    tx.commit().await.unwrap();
+    let clicked_at = first.created_at + chrono::Duration::seconds(5);
+    storage
+        .raise_visit_count("u", 40, clicked_at)
+        .await
+        .unwrap();
+
+    let later = first.created_at + chrono::Duration::seconds(10);
+    let mut next = first.clone();
+    next.target = "https://t.example/moved".into();
+    next.url_hash = "f".repeat(64);
+    next.redirect = 308;
+    next.flags = crate::LinkFlags(1);
+    next.created_at = later;
+    next.updated_at = later;
+    next.expires_at = Some(later + chrono::Duration::days(1));
+    next.revoked_at = Some(later);
+    next.campaign = Some("autumn".into());
+    next.recipient_ref = Some("r-2".into());
+    next.tags = vec!["a".into(), "b".into()];
+    next.extras = crate::LinkExtras {
+        valid_since: Some(first.created_at),
+        not_yet_url: Some("https://t.example/soon".into()),
+        expired_url: Some("https://t.example/gone".into()),
+        rules: Some("[]".into()),
+        max_visits: Some(100),
+        password_digest: Some("00".into()),
+        preview: Some("{}".into()),
+    };
+    let mut tx = storage.begin().await.unwrap();
+    tx.update_link(&next).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let stored = storage.get_link("u").await.unwrap().unwrap();
+    let expected = Link {
+        created_at: first.created_at,
+        visit_count: 40,
+        last_visit_at: Some(clicked_at),
+        ..next
+    };
+    assert_eq!(stored, expected);
+}
