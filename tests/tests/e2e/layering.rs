@@ -26,8 +26,9 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "sidecar/crates/core/src: projection/card.rs projection/connection.rs projection/mod.rs projection/primaries.rs projection/slots.rs projection/state.rs",
         "the parts are impl blocks of mod.rs's Projection (and RecordWrite), and Projection holds \
-         their state (connection::Slot, primaries::Primaries): moving the struct out does not \
-         break it, splitting it per part would, a change of its own",
+         their state (connection::Slot, primaries::Primaries), so moving the struct to a file of \
+         its own would not break the circle; splitting that state per part would, a change of \
+         its own",
     ),
     (
         "sidecar/crates/core/src: projection/marker/cluster.rs projection/marker/mod.rs",
@@ -202,6 +203,28 @@ fn the_measure_tells_a_crossing_circle_from_one_inside_a_folder() {
         judge(&report, &[circle, "src: a/x.rs a/mod.rs"]),
         (vec![], vec!["src: a/x.rs a/mod.rs".to_string()])
     );
+
+    // A shared root: c/root.rs, which every other file of c/ imports, imports a leaf back.
+    write(
+        "src/lib.rs",
+        "mod a;\nmod b;\nmod c;\npub fn wire() { a::run(); }\n",
+    );
+    write("src/c/mod.rs", "mod root;\nmod x;\nmod y;\nmod z;\n");
+    write("src/c/root.rs", "pub struct Root;\nuse super::x::X;\n");
+    for leaf in ["x", "y", "z"] {
+        let text = format!(
+            "pub struct {};\nuse super::root::Root;\n",
+            leaf.to_uppercase()
+        );
+        write(&format!("src/c/{leaf}.rs"), &text);
+    }
+    let (code, report) = run();
+    assert_eq!(code, Some(0), "{report}");
+    assert!(
+        report.contains("base  2: c/root.rs c/x.rs (via c/root.rs)"),
+        "{report}"
+    );
+    std::fs::remove_dir_all(dir.path().join("src/c")).unwrap();
 
     // The crate root is read like any file: one that defines what a part uses is a base file.
     write("src/a/inner.rs", "pub struct I;\nuse super::other::O;\n");
