@@ -50,6 +50,20 @@ impl LinkService {
         error: &ProjectionError,
         undo: impl Future<Output = Result<(), ProjectionError>>,
     ) {
+        let reached = matches!(error, ProjectionError::NotReplicated { .. });
+        self.roll_back_and_undo(tx, scope, error, reached.then_some(undo))
+            .await;
+    }
+
+    /// After a Redis write failed (`error`) when earlier ones of the same write had succeeded (a
+    /// card after its record): rolls `tx` back and takes back what reached Redis with `undo`.
+    pub(super) async fn roll_back_and_undo(
+        &self,
+        tx: Box<dyn LinkTx>,
+        scope: Scope<'_>,
+        error: &ProjectionError,
+        undo: Option<impl Future<Output = Result<(), ProjectionError>>>,
+    ) {
         match scope {
             Scope::Link(code) => tracing::warn!(code, %error, "redis write failed; rolling back"),
             Scope::Batch(records) => {
@@ -59,14 +73,15 @@ impl LinkService {
         if let Err(rollback) = tx.rollback().await {
             tracing::warn!(error = %rollback, "rollback failed");
         }
-        if matches!(error, ProjectionError::NotReplicated { .. }) {
-            if let Err(redis) = undo.await {
-                const ADVICE: &str = "an unreplicated write could not be undone in redis: run \
-                                      `shortlink-sidecar resync`";
-                match scope {
-                    Scope::Link(code) => tracing::error!(code, %redis, "{ADVICE}"),
-                    Scope::Batch(records) => tracing::error!(records, %redis, "{ADVICE}"),
-                }
+        let Some(undo) = undo else {
+            return;
+        };
+        if let Err(redis) = undo.await {
+            const ADVICE: &str = "a failed write could not be undone in redis: run \
+                                  `shortlink-sidecar resync`";
+            match scope {
+                Scope::Link(code) => tracing::error!(code, %redis, "{ADVICE}"),
+                Scope::Batch(records) => tracing::error!(records, %redis, "{ADVICE}"),
             }
         }
     }

@@ -208,11 +208,9 @@ impl LinkService {
             .collect();
         if let Some(card) = &card {
             if let Err(error) = self.projection.apply(std::slice::from_ref(card)).await {
-                tracing::warn!(code = %link.code, %error, "redis card write failed; rolling back");
-                let _ = tx.rollback().await;
-                if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
-                    tracing::warn!(code = %link.code, %redis, "record of a failed create not removed");
-                }
+                let undo = self.projection.delete_if_unchanged(&written);
+                self.roll_back_and_undo(tx, Scope::Link(&link.code), &error, Some(undo))
+                    .await;
                 return Err(error.into());
             }
         }
