@@ -300,13 +300,14 @@ impl Jobs {
         })
     }
 
-    /// Starts every job among `tasks`, on the wired `state`.
+    /// Starts every job among `tasks`, on the wired `state`: nothing left to refuse, every
+    /// setting was checked in [`Self::from_config`].
     fn spawn(
         self,
         tasks: &mut background::Tasks,
         config: &Config,
         state: &AppState,
-    ) -> Result<(), StartupError> {
+    ) {
         let visits = Arc::clone(&state.analytics.store);
         match self.health {
             Some(settings) => {
@@ -329,10 +330,10 @@ impl Jobs {
             tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
         }
         let Some(serving) = self.serving else {
-            return Ok(());
+            return;
         };
         let links = &state.links;
-        serving.visits.spawn(tasks, Arc::clone(links), visits)?;
+        serving.visits.spawn(tasks, Arc::clone(links), visits);
         // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
         let keeper = projection::marker::Keeper::new(
             ProjectionMarker::with_primary(serving.keeper_primary, config),
@@ -345,7 +346,6 @@ impl Jobs {
         tasks.spawn("idempotency key pruner", move |shutdown| {
             service::prune_idempotency_keys_every(links, retention, shutdown)
         });
-        Ok(())
     }
 }
 
@@ -390,7 +390,7 @@ impl Application {
                 source,
             })?;
         let mut tasks = background::Tasks::new();
-        jobs.spawn(&mut tasks, config, &state)?;
+        jobs.spawn(&mut tasks, config, &state);
         Ok(Self {
             listener,
             state,

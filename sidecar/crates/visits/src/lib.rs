@@ -111,12 +111,12 @@ pub fn cleanup_settings(config: &Config) -> CleanupSettings {
 
 /// A consumer for the configured Redis and database.
 pub fn consumer(config: &Config, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
-    ConsumerParts::from_config(config)?.build(store)
+    Ok(ConsumerParts::from_config(config)?.build(store))
 }
 
-/// What a consumer is made of besides its store, each checked against the configuration.
+/// What a consumer is made of besides its store, each checked against the configuration: the
+/// Redis it reads (`--redis-url`, Sentinel or a cluster) parsed once, here.
 struct ConsumerParts {
-    redis_url: String,
     primary: Primary,
     enricher: Arc<Enricher>,
     settings: ConsumerSettings,
@@ -127,22 +127,15 @@ impl ConsumerParts {
         let settings = consumer_settings(config)?;
         let enricher = Arc::new(enricher(config)?);
         let primary = Primary::from_config(config).map_err(ConsumerError::from)?;
-        // `Consumer::new` parses `--redis-url` again (it gives the credentials and database
-        // under Sentinel): refused here, not once the database is open.
-        Primary::fixed(&config.redis_url).map_err(ConsumerError::from)?;
         Ok(ConsumerParts {
-            redis_url: config.redis_url.clone(),
             primary,
             enricher,
             settings,
         })
     }
 
-    fn build(self, store: Arc<dyn VisitStore>) -> Result<Consumer, AnalyticsError> {
-        Ok(
-            Consumer::new(&self.redis_url, store, self.enricher, self.settings)?
-                .with_primary(self.primary),
-        )
+    fn build(self, store: Arc<dyn VisitStore>) -> Consumer {
+        Consumer::from_primary(self.primary, store, self.enricher, self.settings)
     }
 }
 
@@ -171,15 +164,11 @@ impl VisitJobs {
 
     /// Starts the jobs among `tasks`. On shutdown the consumer finishes its batch in progress
     /// (or leaves it pending, never half-counted) and a cleanup run in progress finishes,
-    /// within the drain bound of [`Tasks::shutdown`].
-    pub fn spawn(
-        self,
-        tasks: &mut Tasks,
-        links: Arc<LinkService>,
-        store: Arc<dyn VisitStore>,
-    ) -> Result<(), AnalyticsError> {
+    /// within the drain bound of [`Tasks::shutdown`]. Cannot fail: the settings were checked by
+    /// [`Self::from_config`] (the Redis to read parsed there, once).
+    pub fn spawn(self, tasks: &mut Tasks, links: Arc<LinkService>, store: Arc<dyn VisitStore>) {
         if let Some(parts) = self.consumer {
-            let consumer = parts.build(Arc::clone(&store))?;
+            let consumer = parts.build(Arc::clone(&store));
             self::consumer::register(consumer.counters());
             tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
         }
@@ -188,6 +177,5 @@ impl VisitJobs {
                 cleanup::run(settings, every, links, store, shutdown)
             });
         }
-        Ok(())
     }
 }

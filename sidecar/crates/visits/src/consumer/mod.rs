@@ -194,19 +194,43 @@ pub struct Consumer {
 }
 
 impl Consumer {
+    /// A consumer of the one Redis at `redis_url`.
     pub fn new(
         redis_url: &str,
         store: Arc<dyn VisitStore>,
         enricher: Arc<Enricher>,
         settings: ConsumerSettings,
     ) -> Result<Self, ConsumerError> {
+        Ok(Self::from_primary(
+            Primary::fixed(redis_url)?,
+            store,
+            enricher,
+            settings,
+        ))
+    }
+
+    /// A consumer reading from `primary` (one Redis, Sentinel's primary, or a cluster and its
+    /// streams), checked already: nothing left to refuse once the configuration passed.
+    pub fn from_primary(
+        primary: Primary,
+        store: Arc<dyn VisitStore>,
+        enricher: Arc<Enricher>,
+        settings: ConsumerSettings,
+    ) -> Self {
         let counters: Arc<ConsumerCounters> = Arc::default();
         let per_transaction = settings
             .max_visits_per_transaction
             .unwrap_or_else(|| max_visits_per_transaction(store.backend()))
             .max(1);
-        Ok(Consumer {
-            primary: Primary::fixed(redis_url)?,
+        let streams = match primary.is_cluster() {
+            true => shortlink_wire::cluster::event_stream_keys()
+                .into_iter()
+                .map(StreamState::new)
+                .collect(),
+            false => vec![StreamState::new(STREAM.to_owned())],
+        };
+        Consumer {
+            primary,
             connection: None,
             enricher,
             writer: Writer {
@@ -218,25 +242,12 @@ impl Consumer {
             },
             settings,
             counters,
-            streams: vec![StreamState::new(STREAM.to_owned())],
+            streams,
             at: 0,
             read_from: 0,
             idle: 0,
             visits_per_entry: MAX_VISITS_PER_ENTRY,
-        })
-    }
-
-    /// Reads from `primary` instead of the URL given to [`Self::new`] (Sentinel, or a cluster
-    /// and its streams).
-    pub fn with_primary(mut self, primary: Primary) -> Self {
-        if primary.is_cluster() {
-            self.streams = shortlink_wire::cluster::event_stream_keys()
-                .into_iter()
-                .map(StreamState::new)
-                .collect();
         }
-        self.primary = primary;
-        self
     }
 
     /// Whether every stream is past its own pending entries.
