@@ -425,3 +425,79 @@ async fn pool_names_sent_around_nginx_are_never_checked() {
     assert_eq!(response.status(), 200);
     assert!(listed(&app.get_json("/domains").await, "pool.example"));
 }
+
+/// An alert sent just before the shutdown reaches a slow receiver before the server has stopped:
+/// the health job waits for its webhooks in flight within the drain (a detached delivery was
+/// cut off with the process, unsent and unlogged).
+#[tokio::test]
+async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
+    const SLOW: Duration = Duration::from_secs(1);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    // (arrived, answered): answered is counted before the answer is written, so a sender that
+    // has read its answer is counted.
+    let counts: Arc<Mutex<(usize, usize)>> = Arc::default();
+    let kept = Arc::clone(&counts);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let kept = Arc::clone(&kept);
+            tokio::spawn(async move {
+                read_request(&mut stream).await;
+                kept.lock().unwrap().0 += 1;
+                tokio::time::sleep(SLOW).await;
+                kept.lock().unwrap().1 += 1;
+                let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+            });
+        }
+    });
+    let app = spawn_app(Backend::Sqlite).await;
+    // The canary's edge refuses connections: every domain is unreachable at the first check,
+    // a change that sends an alert.
+    let config = config(
+        &app.database_url,
+        &app.redis.url(),
+        &[
+            "--short-domains",
+            "s1.example",
+            "--domain-health-every",
+            "1h",
+            "--canary-edge",
+            "127.0.0.1:1",
+            "--canary-code",
+            "canary1",
+            "--canary-target",
+            CANARY_TARGET,
+            "--domain-webhook-url",
+            &hook,
+            "--domain-webhook-secret",
+            SECRET,
+        ],
+    );
+    let server = shortlink_sidecar::Application::build(&config)
+        .await
+        .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    let arrived = eventually(Duration::from_secs(10), || async {
+        counts.lock().unwrap().0 > 0
+    })
+    .await;
+    assert!(arrived, "no alert reached the receiver");
+    let signalled = std::time::Instant::now();
+    stop.send(()).unwrap();
+    let drain = shortlink_sidecar::background::DRAIN;
+    tokio::time::timeout(drain * 2, running)
+        .await
+        .expect("run_until returns")
+        .unwrap()
+        .unwrap();
+    let took = signalled.elapsed();
+    let (arrived, answered) = *counts.lock().unwrap();
+    assert!(
+        answered >= 1 && answered == arrived,
+        "stopped with alerts unanswered: {answered} of {arrived} answered, {took:?} after the signal"
+    );
+    assert!(took < drain, "{took:?}");
+}

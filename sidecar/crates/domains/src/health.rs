@@ -30,7 +30,7 @@ use super::certificate::CertificateProbe;
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
 use super::traffic::{IssuedBuckets, Traffic};
-use super::webhook::Webhook;
+use super::webhook::{Alerts, Webhook, ALERT_DRAIN};
 use super::{dns, http1};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
@@ -277,13 +277,15 @@ const CLICK_MINUTES_KEPT: Duration = Duration::from_secs(86_400);
 const FORGET_EVERY_WITHOUT_CHECKS: Duration = Duration::from_secs(3600);
 
 /// Runs the checks every `settings.every` until `shutdown` (a check in progress is dropped: its
-/// probes have nothing to save).
+/// probes have nothing to save), then waits for the webhook alerts in flight up to
+/// [`ALERT_DRAIN`] (those still undelivered then are logged as not sent).
 pub async fn run(
     health: Arc<DomainHealth>,
     settings: HealthSettings,
     visits: Arc<dyn VisitStore>,
     mut shutdown: Shutdown,
 ) {
+    let mut alerts = Alerts::default();
     let mut tick = tokio::time::interval(settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -292,13 +294,14 @@ pub async fn run(
             // A domain's first check right after the request that named it, not up to a whole
             // interval later.
             () = health.new_domain.notified() => {}
-            () = background::fired(&mut shutdown) => return,
+            () = background::fired(&mut shutdown) => break,
         }
         tokio::select! {
-            () = check_all(&health, &settings, visits.as_ref()) => {}
-            () = background::fired(&mut shutdown) => return,
+            () = check_all(&health, &settings, visits.as_ref(), &mut alerts) => {}
+            () = background::fired(&mut shutdown) => break,
         }
     }
+    alerts.drain(ALERT_DRAIN).await;
 }
 
 /// Forgets the per-minute domain counts every hour until `shutdown`: what [`run`] does at each
@@ -321,7 +324,12 @@ async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
     }
 }
 
-async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dyn VisitStore) {
+async fn check_all(
+    health: &DomainHealth,
+    settings: &HealthSettings,
+    visits: &dyn VisitStore,
+    alerts: &mut Alerts,
+) {
     let issued = health.issued.lock().expect("not poisoned").weighed(
         Instant::now(),
         settings.window,
@@ -419,7 +427,7 @@ async fn check_all(health: &DomainHealth, settings: &HealthSettings, visits: &dy
                     "reasons": status.reasons,
                     "at": checked_at,
                 });
-                webhook.send(body.to_string());
+                alerts.send(webhook, body.to_string());
             }
         }
     }

@@ -1,13 +1,19 @@
 //! The domain health job's webhook: on every change of a domain's state, a JSON POST signed as
 //! every webhook of the sidecar is ([`shortlink_core::signing`]), retried with backoff, to an `http://` or `https://` URL
 //! (the latter verified against `--domain-webhook-ca` or the system's roots).
+//!
+//! The deliveries are tasks of the health job's own ([`Alerts`]), not detached: on shutdown the
+//! job waits for the alerts in flight up to a bound within [`background::DRAIN`], and each one
+//! still undelivered then is logged as not sent, never lost silently.
 
 use super::http1;
 use rustls::pki_types::ServerName;
 use shortlink_config::{Config, ConfigError};
+use shortlink_core::background;
 use shortlink_core::signing;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinSet;
 
 const ATTEMPTS: u32 = 4;
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -66,13 +72,10 @@ impl Webhook {
         }))
     }
 
-    /// Delivers `body` in the background.
-    pub fn send(&self, body: String) {
-        tokio::spawn(self.clone().deliver(body));
-    }
-
-    /// POSTs until a 2xx, with backoff (receivers must accept a repeat).
+    /// POSTs until a 2xx, with backoff (receivers must accept a repeat); what is not delivered
+    /// is logged, also when the delivery is dropped (aborted at shutdown).
     async fn deliver(self, body: String) {
+        let mut unsent = Unsent(Some(&body));
         let mut pause = Duration::from_millis(500);
         for attempt in 1..=ATTEMPTS {
             let result = match http1::split_url(&self.url).await {
@@ -90,7 +93,8 @@ impl Webhook {
                             match ServerName::try_from(name.to_owned()) {
                                 Ok(name) => Some((connector, name)),
                                 Err(_) => {
-                                    tracing::warn!(%name, "domain webhook: not a TLS name");
+                                    unsent.0 = None;
+                                    tracing::warn!(%name, body, "domain webhook not sent: not a TLS name");
                                     return;
                                 }
                             }
@@ -102,12 +106,70 @@ impl Webhook {
                 Err(e) => Err(e),
             };
             match result {
-                Ok(a) if (200..300).contains(&a.status) => return,
+                Ok(a) if (200..300).contains(&a.status) => {
+                    unsent.0 = None;
+                    return;
+                }
                 Ok(a) => tracing::warn!(attempt, status = a.status, "domain webhook refused"),
                 Err(error) => tracing::warn!(attempt, %error, "domain webhook failed"),
             }
-            tokio::time::sleep(pause).await;
-            pause *= 2;
+            if attempt < ATTEMPTS {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+        }
+        unsent.0 = None;
+        tracing::warn!(attempts = ATTEMPTS, body, "domain webhook not sent");
+    }
+}
+
+/// Logs its alert as not sent when dropped still holding it: a delivery aborted mid-way.
+struct Unsent<'a>(Option<&'a str>);
+
+impl Drop for Unsent<'_> {
+    fn drop(&mut self) {
+        if let Some(body) = self.0 {
+            tracing::warn!(body, "domain webhook not sent: stopped at shutdown");
+        }
+    }
+}
+
+/// How long the health job waits for its alerts in flight once stopping: short of the bound at
+/// which [`background::Tasks`] would abort the job itself, so that it logs what is left.
+pub const ALERT_DRAIN: Duration = background::DRAIN.saturating_sub(Duration::from_secs(2));
+
+/// The alerts being delivered, as tasks owned by the health job.
+#[derive(Default)]
+pub struct Alerts(JoinSet<()>);
+
+impl Alerts {
+    /// Starts delivering `body` (the check goes on meanwhile: a receiver's backoff must not hold
+    /// back the next domain's alert).
+    pub fn send(&mut self, webhook: &Webhook, body: String) {
+        self.reap();
+        self.0.spawn(webhook.clone().deliver(body));
+    }
+
+    /// Forgets the deliveries that have finished.
+    fn reap(&mut self) {
+        while self.0.try_join_next().is_some() {}
+    }
+
+    /// Waits up to `bound` for the deliveries in flight; the ones still going then are aborted
+    /// and logged as not sent (before this returns).
+    pub async fn drain(mut self, bound: Duration) {
+        self.reap();
+        if self.0.is_empty() {
+            return;
+        }
+        tracing::debug!(
+            alerts = self.0.len(),
+            "domain health: waiting for its webhooks"
+        );
+        let all = async { while self.0.join_next().await.is_some() {} };
+        if tokio::time::timeout(bound, all).await.is_err() {
+            self.0.abort_all();
+            while self.0.join_next().await.is_some() {}
         }
     }
 }
