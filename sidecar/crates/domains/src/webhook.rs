@@ -173,3 +173,78 @@ impl Alerts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Counts the warnings saying an alert was not sent.
+    #[derive(Clone, Default)]
+    struct NotSent(Arc<AtomicUsize>);
+
+    struct Message(String);
+
+    impl Visit for Message {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl Subscriber for NotSent {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            if message.0.contains("not sent") {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    /// A receiver that takes the alert and never answers: the drain stops at its bound, and the
+    /// alert is logged as not sent before it returns, not dropped silently.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_alert_still_in_flight_at_the_bound_is_logged_as_not_sent() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = url::Url::parse(&format!("http://{}/hook", listener.local_addr().unwrap()));
+        let (taken, mut arrived) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            taken.send(stream).await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let webhook = Webhook {
+            url: url.unwrap(),
+            secret: b"a-secret-of-16-bytes".as_slice().into(),
+            tls: None,
+        };
+        let not_sent = NotSent::default();
+        let count = Arc::clone(&not_sent.0);
+        // Current thread: the deliveries run where the subscriber is the default.
+        let _default = tracing::subscriber::set_default(not_sent);
+        let mut alerts = Alerts::default();
+        alerts.send(&webhook, r#"{"domain":"s1.example"}"#.to_owned());
+        let _stream = arrived.recv().await.unwrap();
+        const BOUND: Duration = Duration::from_millis(200);
+        let started = std::time::Instant::now();
+        alerts.drain(BOUND).await;
+        let took = started.elapsed();
+        assert!(took >= BOUND && took < TIMEOUT, "{took:?}");
+        assert_eq!(count.load(Ordering::SeqCst), 1, "logged as not sent once");
+    }
+}
