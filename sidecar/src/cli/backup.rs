@@ -2,7 +2,7 @@
 //! read transaction, so the copy is a snapshot, and the running sidecar keeps writing). On
 //! PostgreSQL, `pg_dump` does the same (docs/BACKUP.md).
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::config::Config;
 use crate::storage::{Backend, CODE_SCHEME_SETTING};
 use sqlx::Connection;

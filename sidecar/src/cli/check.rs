@@ -1,7 +1,7 @@
 //! `check-config`: every problem of the settings that needs no server, all at once. The parts
 //! own their checks; this asks each of them, from above.
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::config::{Config, ConfigError};
 use crate::domains::health::HealthSettings;
 use crate::redact::redact_url;

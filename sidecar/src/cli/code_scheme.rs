@@ -1,7 +1,7 @@
 //! `code-scheme show|adopt`: the code scheme fingerprint recorded with the data
 //! ([`crate::code_scheme`]), and the one deliberate way to change it.
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::config::Config;
 use crate::projection::marker::{ProjectionMarker, MARKER_KEY};
 use crate::storage::{self, LinkFilter, Storage, CODE_SCHEME_SETTING};

@@ -2,8 +2,8 @@
 //! (`POST /api/v1/compose`) in this process: the same options, checks, links and answer, with
 //! no server to run and no API key (idempotency keys are the command line's own).
 
+use super::error::BoxError;
 use super::format::FileFormat;
-use super::BoxError;
 use crate::config::Config;
 use crate::http::compose::ComposeParams;
 use crate::http::{self, ApiKeyId, DomainContext, PUBLIC_BASE_HEADER};

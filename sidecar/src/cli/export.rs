@@ -1,8 +1,9 @@
 //! `export`: links as CSV or NDJSON, in code order, a page at a time (memory stays flat), in the
 //! columns `import` reads, so that an export imported on a fresh database reproduces the links.
 
+use super::error::BoxError;
 use super::format::{FileFormat, LINK_COLUMNS};
-use super::{progress_bar, BoxError};
+use super::progress::progress_bar;
 use crate::config::Config;
 use crate::storage::{self, Link, LinkFilter, LinkState};
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -5,10 +5,12 @@ mod backup;
 mod check;
 mod code_scheme;
 mod compose;
+pub(crate) mod error;
 mod export;
 mod format;
 pub(crate) mod import;
 pub mod orphans;
+mod progress;
 mod resync;
 mod visits;
 
@@ -26,7 +28,7 @@ pub use import::verify::VerifyArgs;
 pub use import::ImportArgs;
 pub use resync::ResyncArgs;
 
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use error::BoxError;
 
 #[derive(Debug, clap::Parser)]
 #[command(
@@ -189,19 +191,6 @@ async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
         },
     }
     Ok(())
-}
-
-/// A progress bar on stderr (drawn only when stderr is a terminal).
-fn progress_bar(len: u64, unit: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
-    let template = format!(
-        "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} {unit} \
-         ({{per_sec}}, {{eta}} left)"
-    );
-    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
-        bar.set_style(style);
-    }
-    bar
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! [`Storage::begin_quiesced`], which waits for every link write in flight to finish and holds new
 //! ones back, and deleted while it is held: at that moment a code SQL lacks has no write in flight.
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::projection::{Projection, ProjectionError, KEY_PREFIX};
 use crate::storage::{Storage, StorageError};
 use std::collections::HashSet;
@@ -120,7 +120,7 @@ pub(super) async fn resync_step(
     projection: &Projection,
     from: u64,
 ) -> Result<(), BoxError> {
-    let bar = super::progress_bar(projection.key_count().await?, "redis keys");
+    let bar = super::progress::progress_bar(projection.key_count().await?, "redis keys");
     let counts = remove_orphans(storage, projection, from, |n| bar.inc(n))
         .await
         .map_err(|stopped| {

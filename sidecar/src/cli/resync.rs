@@ -2,7 +2,9 @@
 //! `--from-code` (the last code it printed). Then remove orphan keys ([`super::orphans`]);
 //! resumable with `--orphans-from` (the cursor it printed). A complete run sets the projection marker.
 
-use super::{orphans, progress_bar, BoxError};
+use super::error::BoxError;
+use super::orphans;
+use super::progress::progress_bar;
 use crate::config::Config;
 use crate::projection::marker::ProjectionMarker;
 use crate::projection::{Projection, RecordWrite, ISSUED_MARK_KEY};

@@ -1,6 +1,6 @@
 //! The analytics subcommands (`consume`, `cleanup`).
 
-use super::BoxError;
+use super::error::BoxError;
 use crate::background::{Tasks, DRAIN};
 use crate::config::Config;
 use crate::visits::{cleanup, cleanup_settings, VisitJobs};

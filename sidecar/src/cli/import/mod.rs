@@ -10,10 +10,10 @@ pub(crate) mod source;
 pub mod verify;
 pub(crate) mod write;
 
+use crate::cli::error::BoxError;
 use crate::cli::format::FileFormat;
 use crate::config::Config;
 use report::{Reason, Report};
-use source::BoxError;
 pub use source::{SourceArgs, SourceKind};
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@
 //! Rows written by `export` (with `state`, `created_at`, `revoked_at`, generated-shape codes,
 //! expiries in the past) are recreated as they were.
 
-use super::source::BoxError;
+use crate::cli::error::BoxError;
 use crate::cli::format::{FileFormat, LINK_COLUMNS};
 use crate::config::Config;
 use crate::http::{AppState, Error};

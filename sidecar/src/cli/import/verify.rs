@@ -8,7 +8,8 @@
 //! ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]): the visit consumer leaves them out of every link's
 //! stats, so a verification adds no visit.
 
-use super::source::{self, BoxError, SourceArgs, SourceKind, SourceLink};
+use super::source::{self, SourceArgs, SourceKind, SourceLink};
+use crate::cli::error::BoxError;
 use crate::domains::http1;
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;

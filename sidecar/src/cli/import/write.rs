@@ -8,7 +8,8 @@
 //! stored under stable ids (a visit stored before is skipped), the total only raises the count.
 
 use super::report::{Reason, Report};
-use super::source::{BoxError, Item, Source, SourceLink, SourceVisit};
+use super::source::{Item, Source, SourceLink, SourceVisit};
+use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};

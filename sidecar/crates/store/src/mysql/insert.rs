@@ -15,7 +15,7 @@ use crate::sql::{statement, Dialect, Driver, Statement, Value};
 use sqlx::{MySql, Row, Transaction};
 use std::collections::HashSet;
 
-use super::My;
+use super::marker::My;
 
 /// Runs the statements; returns the codes inserted. A statement that meets a taken code or slot
 /// is rolled back by InnoDB on its own (the transaction goes on), and its rows are inserted again

@@ -5,8 +5,10 @@
 
 mod connect;
 mod insert;
+mod marker;
 
 pub use connect::{pool, SQL_MODE};
+pub use marker::My;
 
 use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
 use super::model::NewRow;
@@ -17,14 +19,6 @@ use chrono::{DateTime, Utc};
 use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, Pool, Row, Transaction};
 use std::time::Duration;
-
-/// The MariaDB/MySQL dialect, with the limits of the server it is connected to.
-#[derive(Clone)]
-pub struct My {
-    /// Bytes of values per multi-row INSERT: half the server's `max_allowed_packet`, leaving
-    /// room for the statement text and the protocol's framing.
-    insert_bytes: usize,
-}
 
 pub type MysqlStorage = SqlStorage<My>;
 

@@ -1,7 +1,7 @@
 //! Batch inserts on PostgreSQL: the binary `COPY` of a chunk, and the insert that skips
 //! conflicts when the `COPY` met one.
 
-use super::Pg;
+use super::marker::Pg;
 use crate::api::{StorageError, StorageResult};
 use crate::model::{tags_column, NewRow};
 use crate::pg_copy::CopyData;

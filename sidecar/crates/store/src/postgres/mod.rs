@@ -3,10 +3,13 @@
 //! and batch inserts by binary `COPY` ([`copy`]).
 
 mod copy;
+mod marker;
+
+pub use marker::Pg;
 
 use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
 use super::model::NewRow;
-use super::sql::rows::{self, Stored};
+use super::sql::columns::{Column, Stored};
 use super::sql::{Dialect, SqlStorage, Statement, Value};
 use async_trait::async_trait;
 use copy::LinksCopy;
@@ -14,10 +17,6 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Pool, Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
-
-/// The PostgreSQL dialect.
-#[derive(Clone)]
-pub struct Pg;
 
 pub type PgStorage = SqlStorage<Pg>;
 
@@ -28,7 +27,7 @@ impl Dialect for Pg {
     const BACKEND: Backend = Backend::Postgres;
 
     /// Widened to the 64-bit integers and the text the shared row mapping reads.
-    fn select_column(column: &rows::Column) -> std::borrow::Cow<'static, str> {
+    fn select_column(column: &Column) -> std::borrow::Cow<'static, str> {
         let name = column.name;
         match column.stored {
             Stored::Plain => name.into(),

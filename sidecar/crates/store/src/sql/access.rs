@@ -1,9 +1,11 @@
 //! How [`SqlStorage`] reaches its pools: reads on the reader, writes and read-backs on the writer,
 //! every driver error sorted by [`StorageError::classify`].
 
+use super::dialect::Dialect;
+use super::driver::Driver;
 use super::rows::{self, API_KEY_COLUMNS};
+use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
-use super::{statement, Dialect, Driver, Statement, Value};
 use crate::api::{StorageError, StorageResult};
 use crate::model::{ApiKey, Link};
 use sqlx::pool::PoolConnection;

@@ -2,8 +2,10 @@
 //! ([`Storage::encode_rows`](crate::Storage::encode_rows)) so the write connection does
 //! not wait while they are put together; run inside it by the backend (SQLite, MariaDB).
 
+use super::dialect::Dialect;
+use super::driver::Driver;
 use super::rows::{insert_columns, link_marks, link_values_at};
-use super::{Dialect, Driver, Value};
+use super::statement::Value;
 use crate::api::{StorageError, StorageResult};
 use crate::model::NewRow;
 use chrono::{DateTime, Utc};

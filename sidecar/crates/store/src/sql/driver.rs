@@ -1,22 +1,10 @@
 //! What the shared SQL needs of a sqlx driver, gathered in one trait so generic code names one
 //! bound instead of a dozen.
 
-use super::Statement;
+use super::statement::{Statement, Value};
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
-
-/// A value bound to a statement. The backends differ in how they store times (SQLite: text), so
-/// shared code binds values through [`super::Dialect`], which turns times into what it stores.
-#[derive(Debug, Clone)]
-pub enum Value {
-    Text(String),
-    OptText(Option<String>),
-    Int(i64),
-    OptInt(Option<i64>),
-    Time(DateTime<Utc>),
-    OptTime(Option<DateTime<Utc>>),
-}
 
 /// A sqlx database whose connections run queries built by [`QueryBuilder`] and that encodes and
 /// decodes the few Rust types the storage uses. Every sqlx driver the sidecar builds qualifies

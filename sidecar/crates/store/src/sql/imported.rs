@@ -1,7 +1,10 @@
 //! `imported_links` (issue 40), the same statements on every backend: times are integers there.
 
+use super::dialect::Dialect;
+use super::driver::Driver;
+use super::rows;
+use super::statement::{Statement, Value, IN_LIST};
 use super::store::SqlStorage;
-use super::{rows, Dialect, Driver, Statement, Value, IN_LIST};
 use crate::api::{Backend, StorageResult};
 use crate::imported::ImportedLink;
 use chrono::{DateTime, Utc};

@@ -1,66 +1,15 @@
 //! Rows and query shapes every backend shares: the filter, link and API-key rows.
 
-use super::{statement, Dialect, Driver, Statement, Value};
+use super::columns::{Column, Stored, LINK};
+use super::dialect::Dialect;
+use super::driver::Driver;
+use super::statement::{statement, Statement, Value};
 use crate::api::{checked_flags, checked_redirect, Backend, StorageResult};
 use crate::model::{parse_tags, ApiKey, Link, LinkExtras, LinkFilter, LinkState};
 use sqlx::Database;
 use std::sync::OnceLock;
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
-
-/// How a column of `links` is stored, where the backends differ on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stored {
-    Plain,
-    /// Narrower than 64 bits on PostgreSQL (`int2`, `int4`): selected widened.
-    SmallInt,
-    /// JSON (`jsonb` on PostgreSQL): written with [`Dialect::TAGS_PARAM`], selected as text.
-    Json,
-}
-
-/// A column of `links` that holds part of a [`Link`].
-#[derive(Debug, Clone, Copy)]
-pub struct Column {
-    pub name: &'static str,
-    pub stored: Stored,
-    /// Whether an update rewrites it: the code and creation time never change, and the visit
-    /// counters are the click path's, not the link's writers'.
-    pub updated: bool,
-}
-
-const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
-    Column {
-        name,
-        stored,
-        updated,
-    }
-}
-
-/// The link's columns, in the order of [`link_values`]: the one list the insert, the update and
-/// the select are derived from.
-pub const LINK: [Column; 21] = [
-    column("code", Stored::Plain, false),
-    column("target", Stored::Plain, true),
-    column("url_hash", Stored::Plain, true),
-    column("redirect_status", Stored::SmallInt, true),
-    column("flags", Stored::SmallInt, true),
-    column("created_at", Stored::Plain, false),
-    column("updated_at", Stored::Plain, true),
-    column("expires_at", Stored::Plain, true),
-    column("revoked_at", Stored::Plain, true),
-    column("visit_count", Stored::Plain, false),
-    column("last_visit_at", Stored::Plain, false),
-    column("campaign", Stored::Plain, true),
-    column("recipient_ref", Stored::Plain, true),
-    column("tags", Stored::Json, true),
-    column("valid_since", Stored::Plain, true),
-    column("not_yet_url", Stored::Plain, true),
-    column("expired_url", Stored::Plain, true),
-    column("rules", Stored::Plain, true),
-    column("max_visits", Stored::Plain, true),
-    column("password_digest", Stored::Plain, true),
-    column("preview", Stored::Plain, true),
-];
 
 /// The values of a link, column by column of [`LINK`], with the creation and update times in
 /// their stored form.

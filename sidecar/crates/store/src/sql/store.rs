@@ -6,8 +6,11 @@
 //! "already there", and a value written is read back in the same transaction.
 
 use super::access::{sequence_read, sequence_value};
+use super::dialect::Dialect;
+use super::driver::Driver;
 use super::rows::{self, API_KEY_COLUMNS};
-use super::{statement, Dialect, Driver, SqlTx, Statement, Value, IN_LIST};
+use super::statement::{statement, Statement, Value, IN_LIST};
+use super::tx::SqlTx;
 use crate::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
 use crate::imported::ImportedLink;
 use crate::model::{

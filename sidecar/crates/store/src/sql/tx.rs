@@ -1,7 +1,9 @@
 //! The [`LinkTx`] of every SQL backend, written once over its [`Dialect`].
 
+use super::dialect::Dialect;
+use super::driver::Driver;
 use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
-use super::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::model::{Link, NewRow, Slot};
 use async_trait::async_trait;

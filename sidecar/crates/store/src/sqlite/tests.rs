@@ -182,7 +182,7 @@ async fn batch_rows_read_back_as_written_with_columns_left_out() {
 
 /// An update rewrites every field a link's writers change, and leaves what it does not own: the
 /// code, the creation time, and the visit counters the click path raises meanwhile (the updater
-/// read them before). The column list decides both (`sql::rows::LINK`).
+/// read them before). The column list decides both (`sql::columns::LINK`).
 #[tokio::test]
 async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     let (_dir, storage) = fresh_storage().await;

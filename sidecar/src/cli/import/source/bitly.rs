@@ -5,9 +5,11 @@
 //! hand out individual clicks. `pagination.next` is followed only on the API's own origin
 //! ([`Fetch`] refuses any other, so the token never leaves it).
 
+use super::args::SourceArgs;
 use super::fetch::{base, Fetch};
-use super::{time, Item, Source, SourceLink, Unreadable};
-use super::{BoxError, SourceArgs};
+use super::item::{Item, Source, SourceLink, Unreadable};
+use super::time;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use serde_json::Value;
 

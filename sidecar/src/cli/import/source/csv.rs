@@ -5,8 +5,9 @@
 //! case, spaces or underscores; a short URL column gives the domain and code when there is no
 //! code column.
 
-use super::BoxError;
-use super::{time, Item, Source, SourceLink, Unreadable};
+use super::item::{Item, Source, SourceLink, Unreadable};
+use super::time;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use std::fs::File;
 use std::io::BufReader;

@@ -2,9 +2,11 @@
 //! (address, target, description, expire_in, created_at, visit_count, domain, password, link)
 //! and `total`. Kutt keeps visit totals and daily aggregates, not individual visits.
 
+use super::args::SourceArgs;
 use super::fetch::{base, Fetch};
-use super::{time, Item, Source, SourceLink, Unreadable};
-use super::{BoxError, SourceArgs};
+use super::item::{Item, Source, SourceLink, Unreadable};
+use super::time;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use serde_json::Value;
 

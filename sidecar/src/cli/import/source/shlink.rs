@@ -2,9 +2,11 @@
 //! `shortUrls.data[]` and `shortUrls.pagination`; a link's visits are
 //! `GET /rest/v3/short-urls/{code}/visits?domain=&page=&itemsPerPage=` (`visits.data[]`).
 
+use super::args::SourceArgs;
 use super::fetch::{base, escape, Fetch};
-use super::{derived_visit_id, time, Item, Source, SourceLink, SourceVisit, Unreadable};
-use super::{BoxError, SourceArgs};
+use super::item::{derived_visit_id, Item, Source, SourceLink, SourceVisit, Unreadable};
+use super::time;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use serde_json::Value;
 

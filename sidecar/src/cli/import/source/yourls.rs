@@ -4,8 +4,10 @@
 //! writes them in the server's time zone: run with a UTC server, or expect them shifted). YOURLS
 //! answers one domain (its `YOURLS_SITE`), given as `--source-domain`.
 
-use super::{time, Item, Source, SourceLink, SourceVisit};
-use super::{BoxError, SourceArgs};
+use super::args::SourceArgs;
+use super::item::{Item, Source, SourceLink, SourceVisit};
+use super::time;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::Row;

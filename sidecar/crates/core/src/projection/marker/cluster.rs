@@ -12,7 +12,8 @@
 //! with Sentinel (see [`super::Keeper`]), since the promoted replica may lack writes no `WAIT`
 //! vouched for.
 
-use super::{refill_slots, ProjectionMarker, RefillError, SET_IF_TOKEN};
+use super::handle::{ProjectionMarker, ResyncToken, SET_IF_TOKEN};
+use super::refill::{refill_slots, RefillError};
 use crate::primary::Shard;
 use crate::projection::{missing_marker_slots, ProjectionError, RecordWrite};
 use shortlink_store::Storage;
@@ -22,14 +23,6 @@ use std::time::{Duration, Instant};
 
 pub(super) fn all_slots() -> Vec<u16> {
     (0..SLOTS).collect()
-}
-
-/// Whether `key`'s slot is one of `slots` (`slots[slot]`).
-pub(super) fn in_slots(slots: &[bool], key: &str) -> bool {
-    slots
-        .get(usize::from(key_slot(key.as_bytes())))
-        .copied()
-        .unwrap_or(false)
 }
 
 impl ProjectionMarker {
@@ -66,10 +59,7 @@ impl ProjectionMarker {
     }
 
     /// Sets the marker of every slot of `token` whose token is still there; whether all were.
-    pub(super) async fn finish_slots(
-        &self,
-        token: &super::ResyncToken,
-    ) -> Result<bool, ProjectionError> {
+    pub(super) async fn finish_slots(&self, token: &ResyncToken) -> Result<bool, ProjectionError> {
         let value = self.marker_value();
         let cmds = token.slots.iter().map(|&slot| {
             let mut cmd = redis::cmd("EVAL");

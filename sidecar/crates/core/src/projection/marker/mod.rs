@@ -20,15 +20,19 @@
 //! On a Redis Cluster the marker and the token are kept per hash slot ([`cluster`]).
 
 mod cluster;
+mod handle;
+mod refill;
+
+pub use handle::{ProjectionMarker, ResyncToken};
+pub use refill::{refill, RefillCounts, RefillError};
 
 use crate::background::{self, Shutdown};
-use crate::primary::{needs_rediscovery, ConnectOptions, Primary, RedisConnection};
 use crate::projection::{Projection, ProjectionError, RecordWrite};
+use handle::{unix_ms, SET_IF_TOKEN};
 use shortlink_config::Config;
-use shortlink_store::{self as storage, LinkFilter, Storage, StorageError};
+use shortlink_store::Storage;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Mutex;
 
 /// Present while Redis holds every link. Value: `<unix ms> <fingerprint>`, the time of the
 /// resync that set it and the code scheme's fingerprint the nginx module compares with its own
@@ -37,140 +41,11 @@ pub use shortlink_wire::keys::PROJECTION_MARKER as MARKER_KEY;
 /// The token of the resync in progress (see the module documentation).
 pub use shortlink_wire::keys::RESYNC_TOKEN as RESYNC_TOKEN_KEY;
 
-/// Links read per SQL page and written per Redis pipeline.
-const PAGE: u32 = 1000;
-
 /// Shortest pause between two checks, whatever the configuration says: a check is one `EXISTS`,
 /// but a zero interval would be a busy loop.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
-/// `KEYS[1]` = token key, `KEYS[2]` = marker, `ARGV[1]` = our token, `ARGV[2]` = marker value.
-/// Atomic in Redis: no flush can fall between the check and the set.
-const SET_IF_TOKEN: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    redis.call('SET', KEYS[2], ARGV[2])
-    redis.call('DEL', KEYS[1])
-    return 1
-end
-return 0
-";
-
-/// What a refill found.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct RefillCounts {
-    /// Records written where the key was missing (`SET NX`; an existing key is left alone).
-    pub offered: u64,
-    /// Links past their grace period: no record, nothing deleted.
-    pub past_grace: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RefillError {
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error(transparent)]
-    Redis(#[from] ProjectionError),
-}
-
-/// Writes every link's record from SQL to Redis where the key is missing, in code order, a page
-/// at a time: the `resync` command's walk (`scan_links`, `RecordWrite::for_link`), with `SET NX`
-/// instead of `SET` and no deletes. Why: it runs beside the API. A create, update or revoke
-/// writes its record through while the refill is under way, and that record is newer than the
-/// SQL page the refill read a moment earlier; it must never be overwritten (a revoked link would
-/// redirect again). After a data loss the missing keys are exactly the ones to fill.
-pub async fn refill(
-    storage: &dyn Storage,
-    marker: &ProjectionMarker,
-    grace: Duration,
-) -> Result<RefillCounts, RefillError> {
-    refill_slots(storage, marker, grace, None).await
-}
-
-/// [`refill`], on a cluster only for the links of `slots` when given (`slots[slot]` true).
-async fn refill_slots(
-    storage: &dyn Storage,
-    marker: &ProjectionMarker,
-    grace: Duration,
-    slots: Option<&[bool]>,
-) -> Result<RefillCounts, RefillError> {
-    let filter = LinkFilter::default();
-    let mut counts = RefillCounts::default();
-    let mut after: Option<String> = None;
-    loop {
-        let page = storage.scan_links(&filter, after.as_deref(), PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.code.clone());
-        let now = storage::now();
-        // Each record with its card, each kept if its own key is in `slots` (on a cluster the
-        // card may live in another slot than its record).
-        let writes: Vec<RecordWrite> = page
-            .iter()
-            .flat_map(|link| {
-                let record = RecordWrite::for_link(link, now, grace);
-                let card = RecordWrite::new_card(link, &record);
-                std::iter::once(record).chain(card)
-            })
-            .filter(|write| slots.is_none_or(|slots| cluster::in_slots(slots, write.key())))
-            .collect();
-        let records = writes
-            .iter()
-            .filter(|w| shortlink_wire::keys::code_of(w.key()).is_some());
-        counts.past_grace += records
-            .clone()
-            .filter(|w| matches!(w, RecordWrite::Delete { .. }))
-            .count() as u64;
-        counts.offered += records.count() as u64;
-        marker.fill_missing(&writes).await?;
-    }
-    counts.offered -= counts.past_grace;
-    Ok(counts)
-}
-
-/// A token that proves no data loss happened since [`ProjectionMarker::begin`].
-#[derive(Debug)]
-pub struct ResyncToken {
-    token: String,
-    /// On a cluster, the slots it was stored in (beside their markers).
-    slots: Vec<u16>,
-}
-
-/// Reads and sets the marker and writes the refill's `SET NX` records, on a connection of its
-/// own: the projection's connection and API are the write path's (plain `SET`, `MULTI`).
-pub struct ProjectionMarker {
-    primary: Primary,
-    timeout: Duration,
-    /// The code scheme's fingerprint, carried in the marker's value.
-    fingerprint: Option<String>,
-    connection: Mutex<Option<RedisConnection>>,
-}
-
-impl std::fmt::Debug for ProjectionMarker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProjectionMarker")
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
-    }
-}
-
 impl ProjectionMarker {
-    pub fn new(config: &Config) -> Result<Self, ProjectionError> {
-        Ok(Self::with_primary(Primary::from_config(config)?, config))
-    }
-
-    /// On `primary`, made from the configuration when it was checked (the wiring then cannot
-    /// fail on a Redis setting); give it a `Primary` of its own, not a clone of another user's.
-    pub fn with_primary(primary: Primary, config: &Config) -> Self {
-        Self {
-            primary,
-            timeout: config.redis_timeout,
-            fingerprint: config
-                .code_scheme()
-                .ok()
-                .map(|scheme| scheme.fingerprint().to_owned()),
-            connection: Mutex::new(None),
-        }
-    }
-
     /// The marker's value, if it is there.
     /// On a cluster, slot 0's marker: every marker carries the same fingerprint.
     pub async fn value(&self) -> Result<Option<String>, ProjectionError> {
@@ -188,14 +63,6 @@ impl ProjectionMarker {
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(MARKER_KEY).ignore();
         self.query::<()>(&pipe, self.timeout).await
-    }
-
-    /// What the marker is set to: the time and our fingerprint.
-    fn marker_value(&self) -> String {
-        match &self.fingerprint {
-            Some(fingerprint) => format!("{} {fingerprint}", unix_ms()),
-            None => unix_ms().to_string(),
-        }
     }
 
     /// Whether the marker is there, i.e. Redis holds the whole projection.
@@ -313,71 +180,6 @@ impl ProjectionMarker {
         let allowance = self.timeout * u32::try_from(writes.len() / 1000 + 1).unwrap_or(u32::MAX);
         self.query(&pipe, allowance).await
     }
-
-    async fn query<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-        allowance: Duration,
-    ) -> Result<T, ProjectionError> {
-        let mut slot = self.connection.lock().await;
-        let mut connection = self.connection_in(&mut slot).await?;
-        let result = tokio::time::timeout(allowance, pipe.query_async::<T>(&mut connection)).await;
-        match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
-                // A broken connection is made again on the next call (Redis restarted), to the
-                // primary the sentinels name then (a failover: also `READONLY`, `MASTERDOWN`).
-                if needs_rediscovery(&error) {
-                    *slot = None;
-                }
-                Err(error.into())
-            }
-            Err(_) => {
-                *slot = None;
-                Err(ProjectionError::Timeout(allowance))
-            }
-        }
-    }
-}
-
-impl ProjectionMarker {
-    /// The marker's connection, made if there is none.
-    async fn connection_in(
-        &self,
-        slot: &mut Option<RedisConnection>,
-    ) -> Result<RedisConnection, ProjectionError> {
-        if let Some(connection) = slot.as_ref() {
-            return Ok(connection.clone());
-        }
-        // Each call bounds its own wait (`query`): a refill's pipelines get longer ones.
-        let options = ConnectOptions {
-            connection_timeout: self.timeout,
-            response_timeout: self.timeout.max(Duration::from_secs(60)),
-            manager: false,
-        };
-        Ok(slot.insert(self.primary.connect(options).await?).clone())
-    }
-
-    /// For messages: the marker's key, or on a cluster its 16384 keys.
-    fn marker_name(&self) -> String {
-        if self.primary.is_cluster() {
-            format!(
-                "{}{{<tag>}} of every slot",
-                shortlink_wire::cluster::MARKER_PREFIX
-            )
-        } else {
-            MARKER_KEY.to_owned()
-        }
-    }
-
-    /// The marker key: the one of slot `slot` on a cluster, [`MARKER_KEY`] otherwise.
-    fn marker_key(&self, slot: u16) -> String {
-        if self.primary.is_cluster() {
-            shortlink_wire::cluster::marker_key(slot)
-        } else {
-            MARKER_KEY.to_owned()
-        }
-    }
 }
 
 /// The fingerprint in a marker's value, if it carries one.
@@ -386,12 +188,6 @@ pub fn marker_fingerprint(value: &str) -> Option<&str> {
         .split_once(' ')
         .map(|(_, fingerprint)| fingerprint.trim())
         .filter(|fingerprint| !fingerprint.is_empty())
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Refills Redis from SQL ([`refill`]) and sets the marker. `Ok(None)`: Redis lost data again

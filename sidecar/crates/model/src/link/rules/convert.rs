@@ -2,7 +2,7 @@
 //! checked (URLs validated and normalised, errors naming the field) and when a stored link is
 //! projected to Redis (URLs already normalised).
 
-use super::{Conditions, RuleSpec, SplitSpec, VariantSpec, WeeklySpec};
+use super::spec::{Conditions, RuleSpec, SplitSpec, VariantSpec, WeeklySpec};
 use crate::link::{redirect_status, Invalid};
 use crate::validate::UrlError;
 use chrono::{DateTime, SubsecRound, Utc};
