@@ -312,7 +312,7 @@ pub const RESTORED_BEHIND_REDIS_SETTING: &str = "restored_behind_redis";
 
 /// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
 /// checked on the way out.
-pub fn checked_redirect(value: i64) -> StorageResult<u16> {
+pub(crate) fn checked_redirect(value: i64) -> StorageResult<u16> {
     match value {
         301 | 302 | 307 | 308 => Ok(value as u16),
         other => Err(StorageError::Corrupt(format!(
@@ -321,7 +321,7 @@ pub fn checked_redirect(value: i64) -> StorageResult<u16> {
     }
 }
 
-pub fn checked_flags(value: i64) -> StorageResult<LinkFlags> {
+pub(crate) fn checked_flags(value: i64) -> StorageResult<LinkFlags> {
     u32::try_from(value)
         .map(LinkFlags)
         .map_err(|_| StorageError::Corrupt(format!("link flags {value} in the database")))

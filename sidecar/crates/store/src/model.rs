@@ -114,16 +114,16 @@ pub struct IdempotencyRecord {
 /// What the URL-hash index holds: the first 16 hex digits (64 bits) of the hash. A quarter of the
 /// full hash's size, so batch inserts dirty (and write to the WAL) far fewer index pages; lookups
 /// compare the full hash on the few rows it finds.
-pub fn url_hash_prefix(url_hash: &str) -> &str {
+pub(crate) fn url_hash_prefix(url_hash: &str) -> &str {
     url_hash.get(..16).unwrap_or(url_hash)
 }
 
 /// Tags as stored: a JSON array, or NULL for none.
-pub fn tags_column(tags: &[String]) -> Option<String> {
+pub(crate) fn tags_column(tags: &[String]) -> Option<String> {
     (!tags.is_empty()).then(|| serde_json::to_string(tags).unwrap_or_else(|_| "[]".into()))
 }
 
-pub fn parse_tags(text: Option<String>) -> StorageResult<Vec<String>> {
+pub(crate) fn parse_tags(text: Option<String>) -> StorageResult<Vec<String>> {
     match text {
         None => Ok(Vec::new()),
         Some(text) => serde_json::from_str(&text)
@@ -137,7 +137,7 @@ pub struct LinkFlags(pub u32);
 
 impl LinkFlags {
     /// Append the short URL's query string to the target.
-    pub const FORWARD_QUERY: u32 = shortlink_wire::record::FLAG_FORWARD_QUERY;
+    pub(crate) const FORWARD_QUERY: u32 = shortlink_wire::record::FLAG_FORWARD_QUERY;
 
     pub fn with_forward_query(forward: bool) -> Self {
         LinkFlags(if forward { Self::FORWARD_QUERY } else { 0 })

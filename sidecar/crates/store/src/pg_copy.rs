@@ -57,7 +57,7 @@ impl CopyData {
     }
 
     /// A `jsonb` field from its JSON text.
-    pub fn opt_jsonb(&mut self, json: Option<&str>) -> &mut Self {
+    pub(crate) fn opt_jsonb(&mut self, json: Option<&str>) -> &mut Self {
         let Some(json) = json else {
             return self.null();
         };
@@ -68,7 +68,7 @@ impl CopyData {
         self
     }
 
-    pub fn int2(&mut self, value: i16) -> &mut Self {
+    pub(crate) fn int2(&mut self, value: i16) -> &mut Self {
         self.bytes(&value.to_be_bytes())
     }
 
@@ -79,11 +79,11 @@ impl CopyData {
         }
     }
 
-    pub fn int4(&mut self, value: i32) -> &mut Self {
+    pub(crate) fn int4(&mut self, value: i32) -> &mut Self {
         self.bytes(&value.to_be_bytes())
     }
 
-    pub fn int8(&mut self, value: i64) -> &mut Self {
+    pub(crate) fn int8(&mut self, value: i64) -> &mut Self {
         self.bytes(&value.to_be_bytes())
     }
 
@@ -98,14 +98,14 @@ impl CopyData {
         self.int8(at.timestamp_micros() - PG_EPOCH_MICROS)
     }
 
-    pub fn opt_timestamptz(&mut self, at: Option<DateTime<Utc>>) -> &mut Self {
+    pub(crate) fn opt_timestamptz(&mut self, at: Option<DateTime<Utc>>) -> &mut Self {
         match at {
             Some(at) => self.timestamptz(at),
             None => self.null(),
         }
     }
 
-    pub fn null(&mut self) -> &mut Self {
+    pub(crate) fn null(&mut self) -> &mut Self {
         self.out.extend_from_slice(&(-1i32).to_be_bytes());
         self
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 /// range, a bad date) is an error, never truncated or zeroed with a warning, so nothing
 /// half-written is stored. ANSI_QUOTES: `"key"` names a column, as in the other backends' SQL;
 /// strings are single-quoted everywhere. PIPES_AS_CONCAT: `||` concatenates, as elsewhere.
-pub const SQL_MODE: &str = "STRICT_ALL_TABLES,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
+const SQL_MODE: &str = "STRICT_ALL_TABLES,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
 ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO,ANSI_QUOTES,PIPES_AS_CONCAT";
 
 /// A pool on `url` (`mysql://` or `mariadb://`) whose sessions all run in [`SQL_MODE`], UTC and

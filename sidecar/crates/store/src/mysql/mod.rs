@@ -7,7 +7,7 @@ mod connect;
 mod insert;
 mod marker;
 
-pub use connect::{pool, SQL_MODE};
+pub use connect::pool;
 pub use marker::My;
 
 use super::api::{Backend, ConnectOptions, EncodedRows, StorageError, StorageResult};
@@ -20,7 +20,7 @@ use sqlx::mysql::MySqlRow;
 use sqlx::{MySql, Pool, Row, Transaction};
 use std::time::Duration;
 
-pub type MysqlStorage = SqlStorage<My>;
+pub(crate) type MysqlStorage = SqlStorage<My>;
 
 /// Rows per multi-row INSERT (16 values each, under a prepared statement's 65,535). Measured
 /// (bench/batch-throughput, 100k links): 4,000-row statements ran at a third of the speed of
@@ -148,7 +148,7 @@ async fn migrate(pool: &sqlx::MySqlPool, acquire_timeout: Duration) -> StorageRe
 }
 
 impl MysqlStorage {
-    pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
+    pub(crate) async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         let pool = pool(
             &options.url,
             options.max_connections,

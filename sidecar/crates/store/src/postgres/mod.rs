@@ -18,7 +18,7 @@ use sqlx::{Pool, Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub type PgStorage = SqlStorage<Pg>;
+pub(crate) type PgStorage = SqlStorage<Pg>;
 
 #[async_trait]
 impl Dialect for Pg {
@@ -84,7 +84,7 @@ impl Dialect for Pg {
 }
 
 impl PgStorage {
-    pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
+    pub(crate) async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         // Server-side bounds, so a request never waits indefinitely on a lock or a slow query
         // (answered 503), and a transaction left open by a stuck process cannot hold row locks.
         let lock_timeout = format!("{}ms", options.acquire_timeout.as_millis().max(1));

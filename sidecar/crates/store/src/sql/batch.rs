@@ -12,26 +12,26 @@ use chrono::{DateTime, Utc};
 
 /// How large one statement may grow.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Rows per statement (the backend's limit on bound values, divided by values per row).
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Bytes of values per statement, estimated (MySQL: under `max_allowed_packet`).
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 /// A chunk's rows as statements in code order: the code, creation-time and campaign indexes
 /// (all ordered by code among links created at the same time; InnoDB's table itself is ordered
 /// by code) then take the rows in order, leaf after leaf, instead of at random places. A column
 /// every row of a statement leaves at its default (see [`is_default`]) is not sent.
-pub struct EncodedInsert<DB: Driver> {
-    pub statements: Vec<Statement<DB>>,
+pub(crate) struct EncodedInsert<DB: Driver> {
+    pub(crate) statements: Vec<Statement<DB>>,
 }
 
-pub struct Statement<DB: Driver> {
-    pub sql: String,
-    pub arguments: DB::Arguments<'static>,
+pub(crate) struct Statement<DB: Driver> {
+    pub(crate) sql: String,
+    pub(crate) arguments: DB::Arguments<'static>,
     /// The rows it inserts, as positions in the chunk.
-    pub rows: Vec<usize>,
+    pub(crate) rows: Vec<usize>,
 }
 
 /// Bytes a row costs beyond its text: sixteen values' framing, the fixed-size ones.
@@ -39,7 +39,7 @@ const ROW_OVERHEAD: usize = 160;
 
 impl<DB: Driver> EncodedInsert<DB> {
     /// `verb` starts each statement (`INSERT INTO`, `INSERT OR IGNORE INTO`).
-    pub fn new<D: Dialect<DB = DB>>(
+    pub(crate) fn new<D: Dialect<DB = DB>>(
         rows: &[NewRow],
         verb: &str,
         limits: Limits,

@@ -3,7 +3,7 @@
 
 /// How a column of `links` is stored, where the backends differ on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stored {
+pub(crate) enum Stored {
     Plain,
     /// Narrower than 64 bits on PostgreSQL (`int2`, `int4`): selected widened.
     SmallInt,
@@ -14,11 +14,11 @@ pub enum Stored {
 /// A column of `links` that holds part of a [`Link`](crate::Link).
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
-    pub name: &'static str,
-    pub stored: Stored,
+    pub(crate) name: &'static str,
+    pub(crate) stored: Stored,
     /// Whether an update rewrites it: the code and creation time never change, and the visit
     /// counters are the click path's, not the link's writers'.
-    pub updated: bool,
+    pub(crate) updated: bool,
 }
 
 const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
@@ -31,7 +31,7 @@ const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
 
 /// The link's columns, in the order of [`link_values`](super::rows::link_values): the one list the insert, the update and
 /// the select are derived from.
-pub const LINK: [Column; 21] = [
+pub(crate) const LINK: [Column; 21] = [
     column("code", Stored::Plain, false),
     column("target", Stored::Plain, true),
     column("url_hash", Stored::Plain, true),

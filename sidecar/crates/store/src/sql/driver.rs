@@ -126,7 +126,7 @@ where
 }
 
 /// The count every driver's query result has, as a trait (sqlx has it only as inherent methods).
-pub trait RowsAffected {
+pub(crate) trait RowsAffected {
     fn rows_affected(&self) -> u64;
 }
 

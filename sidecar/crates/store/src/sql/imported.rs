@@ -15,7 +15,7 @@ impl<D: Dialect> SqlStorage<D> {
     pub(super) async fn imported_rows(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>> {
         let mut found = Vec::with_capacity(codes.len());
         for part in codes.chunks(IN_LIST) {
-            let query = rows::in_list::<D>(
+            let query = rows::in_list(
                 &format!("SELECT {COLUMNS} FROM imported_links WHERE code IN"),
                 part.iter().map(|code| Value::Text(code.clone())),
             );

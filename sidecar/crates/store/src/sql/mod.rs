@@ -5,12 +5,12 @@
 //! query builder turns them into each database's placeholders (`?`, `$1`) when it runs.
 
 mod access;
-pub mod batch;
-pub mod columns;
+pub(crate) mod batch;
+pub(crate) mod columns;
 mod dialect;
 mod driver;
 mod imported;
-pub mod rows;
+pub(crate) mod rows;
 mod statement;
 mod store;
 mod tx;
@@ -19,5 +19,4 @@ mod tx;
 pub use dialect::Dialect;
 pub use driver::Driver;
 pub use statement::{statement, Statement, Value, IN_LIST};
-pub use store::SqlStorage;
-pub use tx::SqlTx;
+pub(crate) use store::SqlStorage;

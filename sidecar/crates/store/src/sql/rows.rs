@@ -76,7 +76,7 @@ fn per_backend<D: Dialect>(cache: &'static PerBackend, make: fn() -> String) -> 
 }
 
 /// The link columns as selected, in the names [`link`] reads.
-pub fn select_columns<D: Dialect>() -> &'static str {
+pub(crate) fn select_columns<D: Dialect>() -> &'static str {
     static CACHE: PerBackend = [const { OnceLock::new() }; 3];
     per_backend::<D>(&CACHE, || {
         (LINK.iter())
@@ -88,7 +88,7 @@ pub fn select_columns<D: Dialect>() -> &'static str {
 
 /// The insert's column list for this backend: the link's, its slot, and `url_prefix` where
 /// written.
-pub fn insert_columns<D: Dialect>() -> &'static str {
+pub(crate) fn insert_columns<D: Dialect>() -> &'static str {
     static CACHE: PerBackend = [const { OnceLock::new() }; 3];
     per_backend::<D>(&CACHE, || {
         (LINK.iter().map(|column| column.name))
@@ -100,7 +100,7 @@ pub fn insert_columns<D: Dialect>() -> &'static str {
 }
 
 /// The placeholder of each of [`link_values`], column by column of [`insert_columns`].
-pub fn link_marks<D: Dialect>() -> Vec<&'static str> {
+pub(crate) fn link_marks<D: Dialect>() -> Vec<&'static str> {
     (LINK.iter().map(mark::<D>))
         .chain(SLOT_COLUMNS.map(|_| "?"))
         .chain(D::WRITES_URL_PREFIX.then_some("?"))
@@ -108,12 +108,12 @@ pub fn link_marks<D: Dialect>() -> Vec<&'static str> {
 }
 
 /// `(?, ?, ...)` for one row of [`link_values`].
-pub fn link_placeholders<D: Dialect>() -> String {
+pub(crate) fn link_placeholders<D: Dialect>() -> String {
     format!("({})", link_marks::<D>().join(", "))
 }
 
 /// The values of one link as [`insert_columns`] lists them.
-pub fn link_values<D: Dialect>(link: &Link, slot: Option<crate::model::Slot>) -> Vec<Value> {
+pub(crate) fn link_values<D: Dialect>(link: &Link, slot: Option<crate::model::Slot>) -> Vec<Value> {
     link_values_at::<D>(
         link,
         slot,
@@ -123,7 +123,7 @@ pub fn link_values<D: Dialect>(link: &Link, slot: Option<crate::model::Slot>) ->
 }
 
 /// [`link_values`] with the creation and update times already in their stored form.
-pub fn link_values_at<D: Dialect>(
+pub(crate) fn link_values_at<D: Dialect>(
     link: &Link,
     slot: Option<crate::model::Slot>,
     created_at: Value,
@@ -141,7 +141,7 @@ pub fn link_values_at<D: Dialect>(
 
 /// `UPDATE links SET ... WHERE code = ?` rewriting every column an update changes (see
 /// [`Column::updated`]) to `link`'s values.
-pub fn update_link<D: Dialect>(link: &Link) -> Statement {
+pub(crate) fn update_link<D: Dialect>(link: &Link) -> Statement {
     static CACHE: PerBackend = [const { OnceLock::new() }; 3];
     let sql = per_backend::<D>(&CACHE, || {
         let set: Vec<String> = (LINK.iter().filter(|column| column.updated))
@@ -159,17 +159,17 @@ pub fn update_link<D: Dialect>(link: &Link) -> Statement {
     statement(sql, values)
 }
 
-pub const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
+pub(crate) const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
 
 /// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend with `AND ...`.
-pub fn select_links<D: Dialect>(filter: &LinkFilter) -> Statement {
+pub(crate) fn select_links<D: Dialect>(filter: &LinkFilter) -> Statement {
     let mut query = Statement::new(format!("SELECT {} FROM links", select_columns::<D>()));
     push_filter::<D>(&mut query, filter);
     query
 }
 
 /// Appends `WHERE` conditions for `filter`; callers may add more with `AND`.
-pub fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter) {
+pub(crate) fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter) {
     query.push(" WHERE 1 = 1");
     if let Some(campaign) = &filter.campaign {
         query.push(" AND campaign = ");
@@ -201,14 +201,14 @@ pub fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter) {
 }
 
 /// `<head> (<values>)`: a comma-separated list of bound values closing the statement.
-pub fn in_list<D: Dialect>(head: &str, values: impl IntoIterator<Item = Value>) -> Statement {
+pub(crate) fn in_list(head: &str, values: impl IntoIterator<Item = Value>) -> Statement {
     let mut query = Statement::new(head);
     push_list(&mut query, values);
     query
 }
 
 /// Appends ` (<values>)`.
-pub fn push_list(query: &mut Statement, values: impl IntoIterator<Item = Value>) {
+pub(crate) fn push_list(query: &mut Statement, values: impl IntoIterator<Item = Value>) {
     query.push(" (");
     for (i, value) in values.into_iter().enumerate() {
         if i > 0 {
@@ -219,7 +219,7 @@ pub fn push_list(query: &mut Statement, values: impl IntoIterator<Item = Value>)
     query.push(")");
 }
 
-pub fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
+pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
     Ok(Link {
         code: D::read_text(row, "code")?,
         target: D::read_text(row, "target")?,
@@ -248,11 +248,11 @@ pub fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
 }
 
 /// A row of `SELECT batch_index, <link columns>`.
-pub fn slot_link<D: Dialect>(row: &Row<D>) -> StorageResult<(i64, Link)> {
+pub(crate) fn slot_link<D: Dialect>(row: &Row<D>) -> StorageResult<(i64, Link)> {
     Ok((D::DB::int(row, "batch_index")?, link::<D>(row)?))
 }
 
-pub fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
+pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
     Ok(ApiKey {
         id: D::DB::int(row, "id")?,
         name: D::read_text(row, "name")?,

@@ -23,10 +23,10 @@ use sqlx::{Database, Pool};
 
 /// Links, keys and settings in a SQL database. Writes go to `writer`, reads to `reader`: the same
 /// pool except on SQLite, whose one writer is a pool of its own ([`super::super::sqlite_file`]).
-pub struct SqlStorage<D: Dialect> {
-    pub dialect: D,
-    pub writer: Pool<D::DB>,
-    pub reader: Pool<D::DB>,
+pub(crate) struct SqlStorage<D: Dialect> {
+    pub(crate) dialect: D,
+    pub(crate) writer: Pool<D::DB>,
+    pub(crate) reader: Pool<D::DB>,
 }
 
 pub(super) type Row<D> = <<D as Dialect>::DB as Database>::Row;
@@ -172,7 +172,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     async fn existing_codes(&self, codes: &[String]) -> StorageResult<Vec<String>> {
         let mut found = Vec::with_capacity(codes.len());
         for part in codes.chunks(IN_LIST) {
-            let query = rows::in_list::<D>(
+            let query = rows::in_list(
                 "SELECT code FROM links WHERE code IN",
                 part.iter().map(|code| Value::Text(code.clone())),
             );
@@ -315,7 +315,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         let mut deleted = 0;
         for part in ids.chunks(IN_LIST) {
             deleted += self
-                .execute(rows::in_list::<D>(
+                .execute(rows::in_list(
                     "DELETE FROM idempotency_keys WHERE id IN",
                     part.iter().cloned(),
                 ))

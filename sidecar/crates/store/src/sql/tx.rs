@@ -9,7 +9,7 @@ use crate::model::{Link, NewRow, Slot};
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
 
-pub struct SqlTx<D: Dialect> {
+pub(crate) struct SqlTx<D: Dialect> {
     tx: Transaction<'static, D::DB>,
     /// Begun by [`Storage::begin_quiesced`](crate::Storage::begin_quiesced): reads of
     /// codes add [`Dialect::QUIESCE_READ`].
@@ -19,7 +19,7 @@ pub struct SqlTx<D: Dialect> {
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
 
 impl<D: Dialect> SqlTx<D> {
-    pub fn new(tx: Transaction<'static, D::DB>, quiesced: bool) -> Self {
+    pub(crate) fn new(tx: Transaction<'static, D::DB>, quiesced: bool) -> Self {
         Self { tx, quiesced }
     }
 
@@ -87,7 +87,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     async fn existing_codes(&mut self, codes: &[String]) -> StorageResult<Vec<String>> {
         let mut found = Vec::with_capacity(codes.len());
         for part in codes.chunks(IN_LIST) {
-            let mut query = rows::in_list::<D>(
+            let mut query = rows::in_list(
                 "SELECT code FROM links WHERE code IN",
                 part.iter().map(|code| Value::Text(code.clone())),
             );
@@ -103,7 +103,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
 
     async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()> {
         for part in codes.chunks(IN_LIST) {
-            self.execute(rows::in_list::<D>(
+            self.execute(rows::in_list(
                 "DELETE FROM links WHERE code IN",
                 part.iter().map(|code| Value::Text(code.clone())),
             ))

@@ -26,7 +26,7 @@ pub struct Lite {
     _writer: Arc<SqlitePool>,
 }
 
-pub type SqliteStorage = SqlStorage<Lite>;
+pub(crate) type SqliteStorage = SqlStorage<Lite>;
 
 /// Rows per multi-row INSERT: 17 binds each, well under SQLite's 32,766 variables.
 const INSERT_ROWS: usize = 1000;
@@ -133,7 +133,7 @@ fn encode(rows: &[NewRow]) -> StorageResult<EncodedInsert<Sqlite>> {
 }
 
 impl SqliteStorage {
-    pub async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
+    pub(crate) async fn connect(options: &ConnectOptions) -> StorageResult<Self> {
         let connect = sqlite_file::connect_options(
             &options.url,
             options.acquire_timeout,
