@@ -100,7 +100,7 @@ impl Dimension {
 /// by all its dimension columns over the range, and rank every dimension from those rows
 /// ([`rank_breakdowns`]): three scans instead of nine, and the rows are few (distinct value
 /// combinations in the range: a few hundred for a link with millions of visits).
-pub const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
+pub(crate) const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
     (
         "visit_agents",
         &[
@@ -123,7 +123,7 @@ pub const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
 /// One row of a breakdown table summed over a range: its dimension values in the table's column
 /// order ('' = unknown), then the counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupRow {
+pub(crate) struct GroupRow {
     pub values: Vec<String>,
     pub humans: i64,
     pub bots: i64,
@@ -133,7 +133,7 @@ pub struct GroupRow {
 /// Each dimension's top `top` entries from the grouped rows of its table: summed per value,
 /// ranked by [`Dimension::rank`] (entries ranking 0 left out), ties by value with unknown last.
 /// The agent breakdown lists machines only (humans have no agent label).
-pub fn rank_breakdowns(
+pub(crate) fn rank_breakdowns(
     dimensions: &[Dimension],
     rows: &[GroupRow],
     include_bots: bool,
@@ -301,7 +301,7 @@ pub trait VisitStore: Send + Sync + 'static {
 }
 
 /// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.
-pub fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
+pub(crate) fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
     let step = query.interval.seconds();
     let mut sparse = sparse.into_iter().peekable();
     let mut out = Vec::with_capacity(usize::try_from((query.to - query.from) / step).unwrap_or(0));
@@ -333,7 +333,7 @@ pub fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
 }
 
 /// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
-pub fn deltas<'a>(
+pub(crate) fn deltas<'a>(
     inserted: &[&'a Visit],
     new_visitors: NewVisitors,
     count_bots: bool,

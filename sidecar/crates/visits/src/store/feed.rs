@@ -12,7 +12,7 @@ use sqlx::Database;
 /// commit: the clock row's lock is then held only for this insert and the commit, and a writer
 /// that took a later seq cannot commit before this one does (it waits for the lock), so a reader
 /// never sees seq `n + 1` without `n`.
-pub async fn append<D: Dialect>(
+pub(crate) async fn append<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     inserted: &[&Visit],
 ) -> StorageResult<()> {

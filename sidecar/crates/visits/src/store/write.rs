@@ -13,7 +13,7 @@ use sqlx::{Database, Encode, Type};
 
 /// The visits of a batch with each event id once: an id twice in one batch is stored and counted
 /// once.
-pub fn distinct(visits: &[Visit]) -> Vec<&Visit> {
+pub(crate) fn distinct(visits: &[Visit]) -> Vec<&Visit> {
     let mut seen = HashSet::with_capacity(visits.len());
     visits
         .iter()
@@ -23,7 +23,7 @@ pub fn distinct(visits: &[Visit]) -> Vec<&Visit> {
 
 /// Each human visitor's first visit among `inserted`, as (code, visitor bytes, Unix ms), in key
 /// order (so concurrent writers take the rows' locks in the same order).
-pub fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64)> {
+pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64)> {
     let mut first: HashMap<(&str, &[u8; 16]), i64> = HashMap::new();
     let humans = inserted
         .iter()
@@ -46,7 +46,7 @@ pub fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64
 /// Inserted with every batch, not remembered as stored: a batch repeats a few hundred agents at
 /// most, each a lookup of one small-table key, and a rolled-back transaction cannot leave a
 /// remembered row that is not there.
-pub fn user_agents<'v>(inserted: &[&'v Visit]) -> Vec<(i64, &'v str)> {
+pub(crate) fn user_agents<'v>(inserted: &[&'v Visit]) -> Vec<(i64, &'v str)> {
     let mut agents: HashMap<i64, &str> = HashMap::new();
     for v in inserted {
         if let (Some(id), Some(agent)) = (v.user_agent_id, v.user_agent.as_deref()) {
@@ -58,7 +58,7 @@ pub fn user_agents<'v>(inserted: &[&'v Visit]) -> Vec<(i64, &'v str)> {
     agents
 }
 
-pub fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
+pub(crate) fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
     BatchOutcome {
         inserted: inserted as u64,
         duplicates: (batch - inserted) as u64,
@@ -70,7 +70,7 @@ pub fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
 /// shapes, which the connection's statement cache keeps prepared. A rest of any size as one
 /// statement would be new SQL almost every batch (SQLite parsing thousands of placeholders cost
 /// an eighth of the writer's time).
-pub fn chunks<'r, T>(
+pub(crate) fn chunks<'r, T>(
     rows: &'r [T],
     max: usize,
     budget: usize,
@@ -96,21 +96,21 @@ pub fn chunks<'r, T>(
 }
 
 /// `(?, ?, ?), (?, ?, ?)`: `rows` groups of `columns` placeholders.
-pub fn placeholders(rows: usize, columns: usize) -> String {
+pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
     let group = format!("({})", vec!["?"; columns].join(", "));
     vec![group; rows].join(", ")
 }
 
-pub const VISIT_COLUMNS: &str =
+pub(crate) const VISIT_COLUMNS: &str =
     "event_id, code, visited_at, status, ip, visitor, agent_id, browser, \
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
      referrer_host, short_domain, language, rule";
 
 /// How many [`VISIT_COLUMNS`] there are: the parameters of one visit.
-pub const VISIT_COLUMN_COUNT: usize = 22;
+pub(crate) const VISIT_COLUMN_COUNT: usize = 22;
 
 /// Bytes a visit takes in a multi-row insert, about (its text plus the fixed fields).
-pub fn visit_bytes(v: &&Visit) -> usize {
+pub(crate) fn visit_bytes(v: &&Visit) -> usize {
     let text = |value: &Option<String>| value.as_deref().map_or(0, str::len);
     96 + v.event_id.len()
         + v.code.len()
@@ -133,7 +133,7 @@ pub fn visit_bytes(v: &&Visit) -> usize {
 type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
 
 /// Binds the [`VISIT_COLUMNS`] of each of `chunk`, the time as `time` makes it from Unix ms.
-pub fn bind_visits<'q, DB, T>(
+pub(crate) fn bind_visits<'q, DB, T>(
     mut query: Query<'q, DB>,
     chunk: &[&'q Visit],
     time: impl Fn(i64) -> T,
@@ -177,7 +177,7 @@ where
 }
 
 /// The rows of one rollup table to add to: key columns, then counters.
-pub struct Rollup {
+pub(crate) struct Rollup {
     pub table: &'static str,
     pub keys: &'static [&'static str],
     pub counters: &'static [&'static str],
@@ -196,7 +196,7 @@ fn audiences(mut row: Vec<Value>, a: &Audiences) -> Vec<Value> {
 }
 
 /// The five rollup tables' rows of `d`, each in key order.
-pub fn rollups(d: &Deltas) -> [Rollup; 5] {
+pub(crate) fn rollups(d: &Deltas) -> [Rollup; 5] {
     [
         Rollup {
             table: "visit_buckets",
@@ -257,7 +257,7 @@ pub fn rollups(d: &Deltas) -> [Rollup; 5] {
 
 /// Adds every rollup's rows in multi-row upserts of at most `max_rows` rows, `conflict` saying
 /// what the backend does with a key already there (given the counters).
-pub async fn upsert_rollups<D: Dialect>(
+pub(crate) async fn upsert_rollups<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     d: &Deltas<'_>,
     max_rows: usize,
@@ -282,7 +282,7 @@ pub async fn upsert_rollups<D: Dialect>(
 }
 
 /// `c = c + <new>` for each counter, `new` naming the value proposed for a column.
-pub fn add_counters(counters: &[&str], new: impl Fn(&str) -> String) -> String {
+pub(crate) fn add_counters(counters: &[&str], new: impl Fn(&str) -> String) -> String {
     let updates: Vec<String> = counters
         .iter()
         .map(|c| format!("{c} = {c} + {}", new(c)))
