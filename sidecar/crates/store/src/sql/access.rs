@@ -94,11 +94,3 @@ impl<D: Dialect> SqlStorage<D> {
             .transpose()
     }
 }
-
-pub(super) fn sequence_value(value: u64) -> StorageResult<i64> {
-    i64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
-}
-
-pub(super) fn sequence_read(value: i64) -> StorageResult<u64> {
-    u64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
-}

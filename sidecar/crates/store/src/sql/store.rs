@@ -5,7 +5,6 @@
 //! `ON DUPLICATE KEY`): a unique conflict is answered by the database as an error and read as
 //! "already there", and a value written is read back in the same transaction.
 
-use super::access::{sequence_read, sequence_value};
 use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows::{self, API_KEY_COLUMNS};
@@ -516,4 +515,14 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     ) -> StorageResult<()> {
         SqlStorage::raise_visit_count(self, code, total, at).await
     }
+}
+
+/// A sequence's value as SQL keeps it (a signed 64-bit integer).
+fn sequence_value(value: u64) -> StorageResult<i64> {
+    i64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
+}
+
+/// A sequence's value as SQL returned it.
+fn sequence_read(value: i64) -> StorageResult<u64> {
+    u64::try_from(value).map_err(|_| StorageError::Corrupt(format!("sequence value {value}")))
 }
