@@ -302,12 +302,7 @@ impl Jobs {
 
     /// Starts every job among `tasks`, on the wired `state`: nothing left to refuse, every
     /// setting was checked in [`Self::from_config`].
-    fn spawn(
-        self,
-        tasks: &mut background::Tasks,
-        config: &Config,
-        state: &AppState,
-    ) {
+    fn spawn(self, tasks: &mut background::Tasks, config: &Config, state: &AppState) {
         let visits = Arc::clone(&state.analytics.store);
         match self.health {
             Some(settings) => {
