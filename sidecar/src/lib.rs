@@ -1,31 +1,14 @@
 //! The shortlink sidecar: issues short codes, keeps links in SQL (the source of truth) and writes
 //! them through to Redis in the form the nginx module reads (docs/ARCHITECTURE.md).
 //!
-//! - [`config`]: command-line and environment settings; [`config_file`]: the same in TOML;
-//! - [`http`]: the REST API (`/api/v1`, auth, errors, OpenAPI) and health endpoints; `schema`
-//!   (crate-private): what the OpenAPI document states beyond the derives;
-//! - [`console`]: the operator's HTML pages under `/console/`;
-//! - [`service`]: the write path (create, batch, update/revoke: SQL transaction + Redis
-//!   write-through) and the reads and resolver; [`link`]: a link's typed parts (preview card,
-//!   click-time rules) between API, SQL and record;
-//! - [`storage`]: one trait, SQLite, PostgreSQL and MariaDB implementations, migrations;
-//! - [`projection`]: the Redis link record and its writes, and its marker `sl:meta:projection`
-//!   (refilling Redis after it lost its data); [`issuer`]: sequence blocks → codes;
-//! - [`primary`]: where the Redis primary is (the URL, or Sentinel's answer);
-//! - [`code_scheme`]: the code scheme's fingerprint, checked against the data at start-up;
-//! - [`domains`]: the short domains, which one a new link is handed out on, and their health;
-//! - [`visits`]: the visit pipeline after enrichment (`sl:events` consumer, visit store, rollups,
-//!   cleanup); enrichment itself is the pure `shortlink-visit-enrich` crate;
-//! - [`webhooks`]: the resumable visit feed and signed click webhooks ([`signing`]: how the
-//!   sidecar signs what it POSTs); [`outbound`]: the one HTTP client for requests made on a
-//!   user's behalf (webhooks, imports);
-//! - [`metrics`]: Prometheus metrics; [`redact`]: secrets kept out of logs; [`csv_cell`]: CSV
-//!   cells a spreadsheet never runs as formulas;
-//! - [`validate`]: target URL policy; [`cli`]: subcommands (import, export, compose, …);
-//! - [`background`]: how every periodic job and consumer is started and stopped.
+//! This crate is the top of the sidecar's crates (sidecar/README.md "Crates"): the subcommands
+//! ([`cli`]), the operator's pages under `/console/` ([`console`]), the `--config` file
+//! ([`config_file`]), and the wiring below: settings checked first (`Checked`), then the state
+//! built from them, then the server and the background jobs started on one `background::Tasks`.
+//! Everything else lives in the crates it re-exports.
 
-// One module may call C: the SQLite visit batch write (visits/store/sqlite/raw.rs, issue 38),
-// which allows it for itself and requires a `// SAFETY:` comment on each block.
+// No module here calls C; the one that does (the SQLite visit batch write) is in
+// `shortlink-visits`, which allows it for that module alone.
 #![deny(unsafe_code)]
 
 pub mod cli;
