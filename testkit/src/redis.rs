@@ -1,7 +1,7 @@
 //! A private redis-server per test.
 
 use crate::process::{Lifeline, Signal};
-use crate::{free_port, temp_dir, wait_until};
+use crate::{free_port, free_ports, temp_dir, wait_until};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -27,21 +27,24 @@ impl RedisServer {
             replica_of: None,
             cluster: None,
         };
-        server.start_again();
+        server.start_fresh();
         server
     }
 
     /// An empty Redis Cluster node (`--cluster-enabled yes`), not yet part of any cluster: see
     /// [`crate::RedisCluster`], which joins them.
     pub fn start_cluster_node(node_timeout: Duration) -> Self {
+        // Drawn together: drawn one by one, the client port and the bus port could be the same
+        // port, and the node would then fail to listen on its bus (seen in a cold test run).
+        let [port, bus_port] = free_ports();
         let mut server = RedisServer {
-            port: free_port(),
+            port,
             dir: temp_dir(),
             process: None,
             replica_of: None,
-            cluster: Some((node_timeout.as_millis() as u64, free_port())),
+            cluster: Some((node_timeout.as_millis() as u64, bus_port)),
         };
-        server.start_again();
+        server.start_fresh();
         server
     }
 
@@ -55,7 +58,7 @@ impl RedisServer {
             replica_of: Some(primary.port),
             cluster: None,
         };
-        server.start_again();
+        server.start_fresh();
         assert!(
             wait_until(Duration::from_secs(10), || server
                 .cli_raw(&["INFO", "replication"])
@@ -115,8 +118,42 @@ impl RedisServer {
         }
     }
 
+    /// The first start, on ports this server chose: a port that was free when drawn may have
+    /// been taken since by another process of a busy machine, so on "Address already in use" the
+    /// server draws new ports and starts again (a few times), instead of failing the test.
+    fn start_fresh(&mut self) {
+        for _ in 0..4 {
+            match self.try_start() {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => {
+                    self.port = free_port();
+                    if let Some((timeout, _)) = self.cluster {
+                        let [port, bus_port] = free_ports();
+                        self.port = port;
+                        self.cluster = Some((timeout, bus_port));
+                    }
+                }
+                Err(log) => panic!(
+                    "redis-server did not answer PING on port {}; log:\n{log}",
+                    self.port
+                ),
+            }
+        }
+        self.start_again();
+    }
+
     /// (Re)starts the server on the same port, empty.
     pub fn start_again(&mut self) {
+        if let Err(log) = self.try_start() {
+            panic!(
+                "redis-server did not answer PING on port {}; log:\n{log}",
+                self.port
+            );
+        }
+    }
+
+    /// Starts the server; on failure, its log.
+    fn try_start(&mut self) -> Result<(), String> {
         assert!(self.process.is_none(), "redis-server is already running");
         let mut builder = Lifeline::builder("redis-server", self.dir.path().join("redis.log"))
             .args(["--port", &self.port.to_string()])
@@ -142,12 +179,15 @@ impl RedisServer {
         }
         let process = builder.spawn();
         let port = self.port;
-        assert!(
-            wait_until(Duration::from_secs(10), || ping(port)),
-            "redis-server did not answer PING on port {port}; log:\n{}",
-            process.log_text()
-        );
+        // A server that could not listen exits at once: no need to wait out the deadline.
+        let up = wait_until(Duration::from_secs(10), || {
+            ping(port) || !process.is_alive()
+        });
+        if !up || !ping(port) {
+            return Err(process.log_text());
+        }
         self.process = Some(process);
+        Ok(())
     }
 
     /// Runs one command through `redis-cli` and returns its raw output, trimmed.
