@@ -6,6 +6,7 @@ use redis::AsyncCommands;
 use shortlink_sidecar::background::DRAIN;
 use shortlink_sidecar::projection::marker::MARKER_KEY;
 use shortlink_sidecar::Application;
+use shortlink_wire::keys::EVENT_STREAM;
 use std::time::{Duration, Instant};
 
 /// Every job `serve` runs is on: the visit consumer, the cleanup jobs, the marker's keeper, the
@@ -40,7 +41,7 @@ async fn serve_stops_every_background_task_on_the_signal_well_within_the_drain()
         let marker: bool = redis.exists(MARKER_KEY).await.unwrap_or(false);
         let groups: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
             .arg("GROUPS")
-            .arg("sl:events")
+            .arg(EVENT_STREAM)
             .query_async(&mut redis)
             .await;
         marker && matches!(groups, Ok(redis::Value::Array(groups)) if !groups.is_empty())
