@@ -126,11 +126,12 @@ impl RedisServer {
             match self.try_start() {
                 Ok(()) => return,
                 Err(log) if log.contains("Address already in use") => {
-                    self.port = free_port();
                     if let Some((timeout, _)) = self.cluster {
                         let [port, bus_port] = free_ports();
                         self.port = port;
                         self.cluster = Some((timeout, bus_port));
+                    } else {
+                        self.port = free_port();
                     }
                 }
                 Err(log) => panic!(
