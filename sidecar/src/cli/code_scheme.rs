@@ -89,7 +89,7 @@ async fn count_generated(storage: &dyn Storage, fingerprint: &str) -> Result<u64
     let mut after: Option<String> = None;
     loop {
         let page = storage
-            .scan_links(&LinkFilter::default(), after.as_deref(), PAGE)
+            .scan_links(&LinkFilter::all_workspaces(), after.as_deref(), PAGE)
             .await?;
         let Some(last) = page.last() else {
             return Ok(count);

@@ -4,6 +4,7 @@
 
 use super::error::BoxError;
 use super::format::FileFormat;
+use super::workspaces::WorkspaceArg;
 use crate::config::Config;
 use crate::http::compose::ComposeParams;
 use crate::http::{self, ApiKeyId, DomainContext, PUBLIC_BASE_HEADER};
@@ -42,6 +43,9 @@ pub struct ComposeArgs {
     pub issuing: Option<String>,
     #[command(flatten)]
     pub campaign: ComposeParams,
+    /// The workspace whose links the campaign gets.
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
 }
 
 pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
@@ -54,6 +58,10 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
         .or_else(|| args.output.as_deref().and_then(FileFormat::from_path))
         .unwrap_or(format);
     let state = crate::build_state(config).await?;
+    let workspace = args
+        .workspace
+        .resolve(state.links.storage().as_ref())
+        .await?;
     let headers = headers(&args, format, output_format)?;
     let (mut parts, ()) = axum::http::Request::new(()).into_parts();
     parts.headers = headers.clone();
@@ -61,6 +69,7 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
     let file = tokio::fs::File::open(&args.file).await?;
     let answer = http::compose::compose(
         State(state),
+        http::InWorkspace(workspace.id),
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
         domains,

@@ -4,6 +4,7 @@
 use super::error::BoxError;
 use super::format::{FileFormat, LINK_COLUMNS};
 use super::progress::progress_bar;
+use super::workspaces::WorkspaceArg;
 use crate::config::Config;
 use crate::storage::{self, Link, LinkFilter, LinkState};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -35,6 +36,9 @@ pub struct ExportArgs {
     /// Only links with this recipient reference.
     #[arg(long = "ref")]
     pub recipient_ref: Option<String>,
+    /// The workspace whose links are written.
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
 }
 
 #[derive(Serialize)]
@@ -99,19 +103,18 @@ pub async fn run(config: &Config, args: ExportArgs) -> Result<(), BoxError> {
         .format
         .or_else(|| args.output.as_deref().and_then(FileFormat::from_path))
         .unwrap_or(FileFormat::Csv);
-    let filter = LinkFilter {
-        campaign: args.campaign,
-        recipient_ref: args.recipient_ref,
-        tag: None,
-        state: args.state.map(|state| {
-            let state = match state {
-                StateArg::Live => LinkState::Live,
-                StateArg::Expired => LinkState::Expired,
-                StateArg::Revoked => LinkState::Revoked,
-            };
-            (state, storage::now())
-        }),
-    };
+    let workspace = args.workspace.resolve(storage.as_ref()).await?;
+    let mut filter = LinkFilter::in_workspace(workspace.id);
+    filter.campaign = args.campaign;
+    filter.recipient_ref = args.recipient_ref;
+    filter.state = args.state.map(|state| {
+        let state = match state {
+            StateArg::Live => LinkState::Live,
+            StateArg::Expired => LinkState::Expired,
+            StateArg::Revoked => LinkState::Revoked,
+        };
+        (state, storage::now())
+    });
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(
             std::fs::File::create(path)

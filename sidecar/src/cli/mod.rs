@@ -1,5 +1,5 @@
-//! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `compose`, `resync`,
-//! `migrate`, `backup`, `code-scheme show|adopt`.
+//! Subcommands: `serve` (default), `keys create|list|revoke`, `workspaces …`, `import`, `export`,
+//! `compose`, `resync`, `migrate`, `backup`, `code-scheme show|adopt`.
 
 mod backup;
 mod check;
@@ -9,14 +9,15 @@ pub(crate) mod error;
 mod export;
 mod format;
 pub(crate) mod import;
+mod keys;
 pub mod orphans;
 mod progress;
 mod resync;
 mod visits;
+mod workspaces;
 
 use crate::config::Config;
-use crate::storage;
-use crate::{http, Application};
+use crate::Application;
 use std::io::Write;
 
 pub use backup::BackupArgs;
@@ -26,7 +27,9 @@ pub use compose::ComposeArgs;
 pub use export::ExportArgs;
 pub use import::verify::VerifyArgs;
 pub use import::ImportArgs;
+pub use keys::KeysCommand;
 pub use resync::ResyncArgs;
+pub use workspaces::{WorkspaceArg, WorkspacesCommand};
 
 pub use error::BoxError;
 
@@ -51,6 +54,11 @@ pub enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Manage workspaces (the brands or clients this installation serves).
+    Workspaces {
+        #[command(subcommand)]
+        command: WorkspacesCommand,
     },
     /// Create links from our own CSV or NDJSON file, or move another shortener's links here
     /// (`--from yourls|shlink|kutt|bitly|csv`, codes kept), through the same write path as the
@@ -89,31 +97,12 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, clap::Subcommand)]
-pub enum KeysCommand {
-    /// Create a key and print it (on stdout, once: only its hash is stored).
-    Create {
-        /// What the key is for, e.g. the campaign tool using it.
-        #[arg(long)]
-        name: String,
-        /// `admin`: every route; `resolve`: only `GET /api/v1/resolve/{code}` (nginx's fallback).
-        #[arg(long, value_enum, default_value_t = storage::Role::Admin)]
-        role: storage::Role,
-    },
-    /// List keys (never the keys themselves).
-    List,
-    /// Revoke a key by id; requests with it are refused from then on.
-    Revoke {
-        /// The id shown by `keys list`.
-        id: i64,
-    },
-}
-
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
     let config = cli.config;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&config).await,
-        Command::Keys { command } => keys(&config, command).await,
+        Command::Keys { command } => keys::run(&config, command).await,
+        Command::Workspaces { command } => workspaces::run(&config, command).await,
         Command::Import(args) => import::run(&config, args).await,
         Command::VerifyImport(args) => import::verify::run(&config, args).await,
         Command::Export(args) => export::run(&config, args).await,
@@ -144,52 +133,6 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     tracing::info!(%addr, "listening");
     // Stops the API, then every background task.
     app.run_until(crate::shutdown_signal()).await?;
-    Ok(())
-}
-
-async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
-    let storage = crate::open_storage(config).await?;
-    match command {
-        KeysCommand::Create { name, role } => {
-            let name = name.trim();
-            if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-                return Err("--name must be 1 to 200 printable characters".into());
-            }
-            let key = http::generate_api_key()?;
-            let created = storage
-                .create_api_key(name, role, &http::hash_api_key(&key), storage::now())
-                .await?;
-            eprintln!(
-                "created API key {} ({:?}, role {}: it {}); it is shown only this once:",
-                created.id,
-                created.name,
-                created.role,
-                created.role.scope()
-            );
-            println!("{key}");
-        }
-        KeysCommand::List => {
-            println!(
-                "{:>6}  {:<7}  {:<27}  {:<27}  name",
-                "id", "role", "created", "revoked"
-            );
-            for key in storage.list_api_keys().await? {
-                println!(
-                    "{:>6}  {:<7}  {:<27}  {:<27}  {}",
-                    key.id,
-                    key.role.as_str(),
-                    key.created_at.to_rfc3339(),
-                    key.revoked_at
-                        .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339()),
-                    key.name
-                );
-            }
-        }
-        KeysCommand::Revoke { id } => match storage.revoke_api_key(id, storage::now()).await? {
-            Some(key) => println!("revoked API key {} ({:?})", key.id, key.name),
-            None => return Err(format!("no API key has id {id}").into()),
-        },
-    }
     Ok(())
 }
 
@@ -231,7 +174,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             cli.command,
-            Some(Command::Keys { command: KeysCommand::Create { ref name, role: storage::Role::Admin } })
+            Some(Command::Keys { command: KeysCommand::Create { ref name, role: crate::storage::Role::Admin, .. } })
                 if name == "tool"
         ));
         assert!(!cli.config.code_check);

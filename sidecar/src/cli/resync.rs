@@ -47,7 +47,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         }
         return orphans::resync_step(storage.as_ref(), &projection, cursor).await;
     }
-    let filter = LinkFilter::default();
+    let filter = LinkFilter::all_workspaces();
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
     // Only a complete run vouches for the whole projection (crate::projection::marker).

@@ -18,6 +18,7 @@ use crate::schema::WholeNumber;
 use crate::service::validate;
 use crate::service::validate::PlainPassword;
 use crate::service::ItemOutcome;
+use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
@@ -33,8 +34,10 @@ const MAX_ROWS: usize = 100_000;
 const KEEP: Duration = Duration::from_secs(60 * 60);
 const MAX_JOBS: usize = 50;
 
+/// Running and recent jobs by id, each with the workspace that started it: another workspace's
+/// job is not found.
 #[derive(Default)]
-pub struct Jobs(Mutex<HashMap<String, Arc<Mutex<Job>>>>);
+pub struct Jobs(Mutex<HashMap<String, (WorkspaceId, Arc<Mutex<Job>>)>>);
 
 #[derive(Default)]
 struct Job {
@@ -48,22 +51,20 @@ struct Job {
 }
 
 impl Jobs {
-    fn get(&self, id: &str) -> Option<Arc<Mutex<Job>>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
+    fn get(&self, workspace: WorkspaceId, id: &str) -> Option<Arc<Mutex<Job>>> {
+        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (owner, job) = jobs.get(id)?;
+        (*owner == workspace).then(|| Arc::clone(job))
     }
 
-    fn insert(&self, id: String, job: Arc<Mutex<Job>>) {
+    fn insert(&self, workspace: WorkspaceId, id: String, job: Arc<Mutex<Job>>) {
         let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        jobs.retain(|_, job| {
+        jobs.retain(|_, (_, job)| {
             let job = job.lock().unwrap_or_else(|e| e.into_inner());
             job.started.is_some_and(|at| at.elapsed() < KEEP)
         });
         if jobs.len() < MAX_JOBS {
-            jobs.insert(id, job);
+            jobs.insert(id, (workspace, job));
         }
     }
 }
@@ -235,8 +236,8 @@ pub async fn upload(
         started: Some(Instant::now()),
         ..Job::default()
     }));
-    jobs.insert(id.clone(), Arc::clone(&job));
-    tokio::spawn(run(state, domains, rows, job));
+    jobs.insert(operator.workspace, id.clone(), Arc::clone(&job));
+    tokio::spawn(run(state, operator.workspace, domains, rows, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
 
@@ -251,6 +252,7 @@ fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
 /// Creates the rows a chunk at a time, recording each row's result as it goes.
 async fn run(
     state: AppState,
+    workspace: WorkspaceId,
     domains: DomainContext,
     rows: Vec<Result<CreateLinkRequest, String>>,
     job: Arc<Mutex<Job>>,
@@ -263,7 +265,8 @@ async fn run(
             let line = index + 1;
             let checked = row.and_then(|request| {
                 let policy = &state.settings.url_policy;
-                validate::new_link(&state.links, policy, &domains.own_domains, request.into())
+                let own = &domains.own_domains;
+                validate::new_link(&state.links, workspace, policy, own, request.into())
                     .map_err(|e| Error::from(e).message())
             });
             match checked {
@@ -315,7 +318,7 @@ pub async fn progress(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = jobs.get(operator.workspace, &id).ok_or(Error::NotFound)?;
     let (total, done, failed, finished) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.total, job.done, job.failed, job.finished)
@@ -341,10 +344,10 @@ pub async fn progress(
 
 pub async fn results(
     Extension(jobs): Extension<Arc<Jobs>>,
-    _operator: Operator,
+    operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    let job = jobs.get(&id).ok_or(Error::NotFound)?;
+    let job = jobs.get(operator.workspace, &id).ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         let mut body = String::from("line,status,code,short_url,error\n");

@@ -49,7 +49,7 @@ pub async fn list(
     let mut campaigns = state
         .links
         .storage()
-        .list_campaigns(&query.after, PAGE + 1)
+        .list_campaigns(operator.workspace, &query.after, PAGE + 1)
         .await?;
     let next = (campaigns.len() > PAGE as usize).then(|| {
         campaigns.truncate(PAGE as usize);
@@ -81,10 +81,8 @@ async fn detail(
     name: &str,
     cursor: Option<&str>,
 ) -> PageResult {
-    let filter = LinkFilter {
-        campaign: Some(name.to_owned()),
-        ..LinkFilter::default()
-    };
+    let mut filter = LinkFilter::in_workspace(operator.workspace);
+    filter.campaign = Some(name.to_owned());
     let cursor = cursor.and_then(ListCursor::decode);
     let mut page = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
     if page.is_empty() && cursor.is_none() {
@@ -164,7 +162,7 @@ pub async fn totals(
     Query(query): Query<CampaignQuery>,
 ) -> PageResult {
     let name = query.name.trim();
-    let count = match totals.show(&state.links, name) {
+    let count = match totals.show(&state.links, operator.workspace, name) {
         Shown::Counted(count) => count,
         Shown::Counting => {
             let body = html! {
@@ -227,17 +225,15 @@ fn csv_row(link: &Link, first: &HashMap<String, DateTime<Utc>>) -> String {
 
 pub async fn export(
     State(state): State<AppState>,
-    _operator: Operator,
+    operator: Operator,
     Query(query): Query<CampaignQuery>,
 ) -> PageResult {
     let name = query.name.trim().to_owned();
     if name.is_empty() {
         return Err(Error::invalid("invalid_campaign", "name a campaign").into());
     }
-    let filter = LinkFilter {
-        campaign: Some(name.clone()),
-        ..LinkFilter::default()
-    };
+    let mut filter = LinkFilter::in_workspace(operator.workspace);
+    filter.campaign = Some(name.clone());
     if state.links.list(&filter, None, 1).await?.is_empty() {
         return Err(no_such_campaign().into());
     }

@@ -56,7 +56,7 @@ pub async fn page(
     Path(code): Path<String>,
     Query(query): Query<CardQuery>,
 ) -> PageResult {
-    let view = LinkView::new(state.links.get(&code).await?, &domains);
+    let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     let shown = view.preview.clone();
     Ok(render(&operator, &view, shown, None, query.saved.is_some()))
 }
@@ -71,7 +71,7 @@ pub async fn save(
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let view = LinkView::new(state.links.get(&code).await?, &domains);
+    let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     let column = match form.remove {
         Some(_) => Ok(None),
         None => card::column(
@@ -89,7 +89,7 @@ pub async fn save(
         preview: Some(preview),
         ..LinkPatch::default()
     };
-    match state.links.update(&code, patch).await {
+    match state.links.update(operator.workspace, &code, patch).await {
         Ok(_) => Ok(see_other(&format!("/console/links/{code}/card?saved=1"))),
         Err(error) => Ok(refused(&operator, &view, &form, error.into())),
     }
@@ -104,7 +104,7 @@ pub async fn preview(
     Form(form): Form<CardForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    let view = LinkView::new(state.links.get(&code).await?, &domains);
+    let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     Ok(render(&operator, &view, Some(form.spec()), None, false))
 }
 

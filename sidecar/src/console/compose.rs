@@ -10,6 +10,7 @@ use crate::http::compose::{self, ComposeParams};
 use crate::http::{self, ApiKeyId, AppState, DomainContext, Error};
 use crate::service::compose::{Campaign, CampaignSpec};
 use crate::service::CLI_API_KEY_ID;
+use crate::storage::WorkspaceId;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -116,7 +117,7 @@ pub async fn sample(
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let counter = counter(&state, &domains, &form);
-    match dry_run(state, domains, &form).await {
+    match dry_run(state, operator.workspace, domains, &form).await {
         Ok(lines) => Ok(render(&operator, &form, &counter, Some(&lines), None)),
         Err(error) => Ok(refused_form(error, |message| {
             render(&operator, &form, &counter, None, Some(message))
@@ -170,6 +171,7 @@ fn counter(state: &AppState, domains: &DomainContext, form: &ComposeForm) -> Str
 /// The answer's lines (the last is the summary) to a dry run of the form.
 async fn dry_run(
     state: AppState,
+    workspace: WorkspaceId,
     domains: DomainContext,
     form: &ComposeForm,
 ) -> Result<Vec<Value>, Error> {
@@ -187,6 +189,7 @@ async fn dry_run(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
     let answer = compose::compose(
         State(state),
+        http::InWorkspace(workspace),
         // A dry run claims no idempotency key: no key of the operator's is involved.
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,

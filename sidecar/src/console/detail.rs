@@ -51,7 +51,7 @@ pub async fn page(
     Path(code): Path<String>,
     Query(query): Query<DetailQuery>,
 ) -> PageResult {
-    let link = LinkView::new(state.links.get(&code).await?, &domains);
+    let link = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     let interval = match query.interval.as_deref() {
         Some("hour") => Interval::Hour,
         _ => Interval::Day,
@@ -173,12 +173,12 @@ pub struct QrQuery {
 /// session instead).
 pub async fn qr_file(
     State(state): State<AppState>,
-    _operator: Operator,
+    operator: Operator,
     domains: DomainContext,
     Path(code): Path<String>,
     Query(query): Query<QrQuery>,
 ) -> PageResult {
-    let link = LinkView::new(state.links.get(&code).await?, &domains);
+    let link = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     if link.state != "live" {
         return Err(Error::Gone.into());
     }

@@ -14,6 +14,7 @@ use crate::cli::import::write::Writer;
 use crate::cli::import::SourceArgs;
 use crate::http::{AppState, Error};
 use crate::storage::Role;
+use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
@@ -27,8 +28,10 @@ use std::sync::{Arc, Mutex};
 const SHOWN: usize = 200;
 const MAX_JOBS: usize = 20;
 
+/// Import jobs by id, each with the workspace that started it: another workspace's job is not
+/// found.
 #[derive(Default)]
-pub struct Imports(Mutex<HashMap<String, Arc<Mutex<Job>>>>);
+pub struct Imports(Mutex<HashMap<String, (WorkspaceId, Arc<Mutex<Job>>)>>);
 
 #[derive(Default)]
 struct Job {
@@ -158,14 +161,16 @@ pub async fn start(
     {
         let mut jobs = imports.0.lock().unwrap_or_else(|e| e.into_inner());
         if jobs.len() >= MAX_JOBS {
-            jobs.retain(|_, job| !job.lock().unwrap_or_else(|e| e.into_inner()).finished);
+            jobs.retain(|_, (_, job)| !job.lock().unwrap_or_else(|e| e.into_inner()).finished);
         }
-        jobs.insert(id.clone(), Arc::clone(&job));
+        jobs.insert(id.clone(), (operator.workspace, Arc::clone(&job)));
     }
     let domain = args.source_domain.clone();
+    let workspace = operator.workspace;
     tokio::spawn(async move {
         let _upload = upload;
-        let outcome = run(&state, kind, opened, domain.as_deref(), dry_run, &job).await;
+        let source = (kind, opened, domain.as_deref());
+        let outcome = run(&state, workspace, source, dry_run, &job).await;
         let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
         job.error = outcome.err();
         job.finished = true;
@@ -176,13 +181,12 @@ pub async fn start(
 /// The command's loop, the report copied into the job after every page.
 async fn run(
     state: &AppState,
-    kind: SourceKind,
-    mut source: Box<dyn source::Source>,
-    domain: Option<&str>,
+    workspace: WorkspaceId,
+    (kind, mut source, domain): (SourceKind, Box<dyn source::Source>, Option<&str>),
     dry_run: bool,
     job: &Mutex<Job>,
 ) -> Result<(), String> {
-    let mut writer = Writer::new(state, kind.name(), domain, dry_run, true);
+    let mut writer = Writer::new(state, workspace, kind.name(), domain, dry_run, true);
     let mut report = Report {
         source: kind.name().to_owned(),
         dry_run,
@@ -204,7 +208,9 @@ pub async fn progress(
     Path(id): Path<String>,
 ) -> PageResult {
     require_admin(&operator)?;
-    let job = imports.get(&id).ok_or(Error::NotFound)?;
+    let job = imports
+        .get(operator.workspace, &id)
+        .ok_or(Error::NotFound)?;
     let (report, finished, error) = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         (job.report.clone(), job.finished, job.error.clone())
@@ -247,7 +253,9 @@ pub async fn report_file(
     Path(id): Path<String>,
 ) -> PageResult {
     require_admin(&operator)?;
-    let job = imports.get(&id).ok_or(Error::NotFound)?;
+    let job = imports
+        .get(operator.workspace, &id)
+        .ok_or(Error::NotFound)?;
     let body = {
         let job = job.lock().unwrap_or_else(|e| e.into_inner());
         serde_json::to_vec_pretty(&job.report).map_err(|e| invalid(e.to_string()))?
@@ -266,11 +274,9 @@ pub async fn report_file(
 }
 
 impl Imports {
-    fn get(&self, id: &str) -> Option<Arc<Mutex<Job>>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
+    fn get(&self, workspace: WorkspaceId, id: &str) -> Option<Arc<Mutex<Job>>> {
+        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (owner, job) = jobs.get(id)?;
+        (*owner == workspace).then(|| Arc::clone(job))
     }
 }

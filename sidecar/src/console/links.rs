@@ -147,6 +147,7 @@ pub async fn create(
         let policy = &state.settings.url_policy;
         Ok(validate::new_link(
             &state.links,
+            operator.workspace,
             policy,
             &domains.own_domains,
             r,
@@ -251,13 +252,13 @@ pub async fn list(
                     state
                         .links
                         .storage()
-                        .find_live_link(&target.hash(), None, now)
+                        .find_live_link(operator.workspace, &target.hash(), None, now)
                         .await?
                 }
                 Err(_) => None,
             }
         } else {
-            match state.links.get(&q).await {
+            match state.links.get(operator.workspace, &q).await {
                 Ok(link) => Some(link),
                 Err(crate::service::ServiceError::NotFound) => None,
                 Err(error) => return Err(error.into()),
@@ -271,12 +272,10 @@ pub async fn list(
             "revoked" => Some((LinkState::Revoked, now)),
             _ => None,
         };
-        let filter = LinkFilter {
-            campaign: optional(&query.campaign),
-            recipient_ref: None,
-            tag: optional(&query.tag),
-            state: link_state,
-        };
+        let mut filter = LinkFilter::in_workspace(operator.workspace);
+        filter.campaign = optional(&query.campaign);
+        filter.tag = optional(&query.tag);
+        filter.state = link_state;
         let cursor = query.cursor.as_deref().and_then(ListCursor::decode);
         let mut links = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
         if links.len() > PAGE as usize {
@@ -374,7 +373,7 @@ pub async fn edit(
         tags: None,
         ..LinkPatch::default()
     };
-    state.links.update(&code, patch).await?;
+    state.links.update(operator.workspace, &code, patch).await?;
     Ok(see_other(&format!("/console/links/{code}?updated=1")))
 }
 
@@ -385,7 +384,7 @@ pub async fn revoke_confirm(
     Path(code): Path<String>,
 ) -> PageResult {
     operator.require_issue()?;
-    let link = LinkView::new(state.links.get(&code).await?, &domains);
+    let link = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     let body = html! {
         h1 { "Revoke " (link.code) "?" }
         p { "The short URL " strong { (link.short_url.as_deref().unwrap_or(&link.code)) } " will answer "
@@ -414,6 +413,6 @@ pub async fn revoke(
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    state.links.revoke(&code).await?;
+    state.links.revoke(operator.workspace, &code).await?;
     Ok(see_other(&format!("/console/links/{code}?revoked=1")))
 }

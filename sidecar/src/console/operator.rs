@@ -2,15 +2,18 @@
 //! them so the page layout can show the operator without depending on sign-in.
 
 use crate::http::Error;
-use crate::storage::Role;
+use crate::storage::{Role, WorkspaceId};
 use axum::http::StatusCode;
 use subtle::ConstantTimeEq;
 
-/// A signed-in person: their key's name and role, and the session's CSRF token.
+/// A signed-in person: their key's name, role and workspace, and the session's CSRF token.
 #[derive(Clone)]
 pub struct Operator {
     pub name: String,
     pub role: Role,
+    /// Every page shows and changes this workspace's objects only, as the key's API requests do.
+    pub workspace: WorkspaceId,
+    pub workspace_slug: String,
     pub csrf: String,
     pub secure: bool,
 }

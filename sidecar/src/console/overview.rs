@@ -56,7 +56,7 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
     // Campaign of each of the top links, summed.
     let mut campaigns: HashMap<String, i64> = HashMap::new();
     for top in top_links {
-        if let Ok(link) = state.links.get(&top.code).await {
+        if let Ok(link) = state.links.get(operator.workspace, &top.code).await {
             if let Some(campaign) = link.campaign {
                 *campaigns.entry(campaign).or_default() += top.counts.humans;
             }

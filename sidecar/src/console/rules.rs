@@ -59,7 +59,7 @@ pub async fn page(
     Path(code): Path<String>,
     Query(query): Query<RulesQuery>,
 ) -> PageResult {
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(operator.workspace, &code).await?;
     let saved = query.saved.is_some();
     Ok(render(&operator, link, &domains, Shown::default(), saved))
 }
@@ -74,7 +74,7 @@ pub async fn save(
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(operator.workspace, &code).await?;
     let checked = parse(&form.rules).and_then(|rules| {
         validate::rules_column(
             &state.settings.url_policy,
@@ -91,7 +91,7 @@ pub async fn save(
         rules: Some(rules),
         ..LinkPatch::default()
     };
-    match state.links.update(&code, patch).await {
+    match state.links.update(operator.workspace, &code, patch).await {
         Ok(_) => Ok(see_other(&format!("/console/links/{code}/rules?saved=1"))),
         Err(error) => Ok(refused(&operator, link, &domains, &form, error.into())),
     }
@@ -106,7 +106,7 @@ pub async fn try_phone(
     Form(form): Form<RulesForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(operator.workspace, &code).await?;
     let request = parse(&form.rules).and_then(|rules| {
         Ok(PreviewRequest {
             user_agent: optional(&form.user_agent),

@@ -117,10 +117,17 @@ impl FromRequestParts<AppState> for Operator {
             .api_key_by_hash(&session.key_hash)
             .await
             .map_err(|e| PageError::from(e).into_response())?;
-        match key {
-            Some(key) if key.revoked_at.is_none() && key.role != Role::Resolve => Ok(Operator {
+        // An operator key acts in no workspace, and a suspended workspace's keys in none.
+        let signed_in = key
+            .filter(|key| key.revoked_at.is_none() && key.role != Role::Resolve)
+            .and_then(|mut key| Some((key.workspace.take()?, key)))
+            .filter(|(workspace, _)| !workspace.suspended);
+        match signed_in {
+            Some((workspace, key)) => Ok(Operator {
                 name: key.name,
                 role: key.role,
+                workspace: workspace.id,
+                workspace_slug: workspace.slug,
                 csrf: session.csrf,
                 secure: behind_tls(&parts.headers),
             }),

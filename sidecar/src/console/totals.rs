@@ -5,7 +5,7 @@
 //! count runs it says so and reloads itself (an HTTP `Refresh`, as the bulk progress page does).
 
 use crate::service::{LinkService, ServiceError};
-use crate::storage::CampaignStats;
+use crate::storage::{CampaignStats, WorkspaceId};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,9 +17,12 @@ pub const FRESH: Duration = Duration::from_secs(30);
 /// bytes, but campaign names come from the query string).
 const KEPT: usize = 10_000;
 
+/// A campaign of a workspace: two workspaces may both have a campaign named `spring`.
+type Campaign = (WorkspaceId, String);
+
 #[derive(Default)]
 pub struct Totals {
-    campaigns: Mutex<HashMap<String, Entry>>,
+    campaigns: Mutex<HashMap<Campaign, Entry>>,
 }
 
 #[derive(Default)]
@@ -51,12 +54,18 @@ pub enum Shown {
 impl Totals {
     /// The campaign's last count, starting a new one in the background when there is none or it
     /// is older than [`FRESH`] (at most one count per campaign at a time).
-    pub fn show(self: &Arc<Self>, links: &Arc<LinkService>, campaign: &str) -> Shown {
+    pub fn show(
+        self: &Arc<Self>,
+        links: &Arc<LinkService>,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> Shown {
+        let key = (workspace, campaign.to_owned());
         let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
-        if !campaigns.contains_key(campaign) && campaigns.len() >= KEPT {
+        if !campaigns.contains_key(&key) && campaigns.len() >= KEPT {
             evict_stalest(&mut campaigns);
         }
-        let entry = campaigns.entry(campaign.to_owned()).or_default();
+        let entry = campaigns.entry(key.clone()).or_default();
         if std::mem::take(&mut entry.failed) && entry.last.is_none() {
             return Shown::Failed;
         }
@@ -66,11 +75,7 @@ impl Totals {
             .is_none_or(|count| count.taken.elapsed() >= FRESH);
         if stale && !entry.counting {
             entry.counting = true;
-            tokio::spawn(count(
-                Arc::clone(self),
-                Arc::clone(links),
-                campaign.to_owned(),
-            ));
+            tokio::spawn(count(Arc::clone(self), Arc::clone(links), key));
         }
         match &entry.last {
             Some(count) => Shown::Counted(count.clone()),
@@ -78,9 +83,9 @@ impl Totals {
         }
     }
 
-    fn finish(&self, campaign: &str, outcome: Option<Count>) {
+    fn finish(&self, campaign: Campaign, outcome: Option<Count>) {
         let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = campaigns.entry(campaign.to_owned()).or_default();
+        let entry = campaigns.entry(campaign).or_default();
         entry.counting = false;
         entry.failed = outcome.is_none();
         if outcome.is_some() {
@@ -89,13 +94,14 @@ impl Totals {
     }
 }
 
-async fn count(totals: Arc<Totals>, links: Arc<LinkService>, campaign: String) {
-    let stats = match links.campaign(&campaign).await {
+async fn count(totals: Arc<Totals>, links: Arc<LinkService>, campaign: Campaign) {
+    let stats = match links.campaign(campaign.0, &campaign.1).await {
         Ok(stats) => Some(stats),
         Err(ServiceError::NotFound) => None,
         Err(e) => {
-            tracing::error!(error = %e, campaign, "counting a campaign's totals failed");
-            totals.finish(&campaign, None);
+            let name = &campaign.1;
+            tracing::error!(error = %e, campaign = name, "counting a campaign's totals failed");
+            totals.finish(campaign, None);
             return;
         }
     };
@@ -104,13 +110,13 @@ async fn count(totals: Arc<Totals>, links: Arc<LinkService>, campaign: String) {
         at: Utc::now(),
         taken: Instant::now(),
     };
-    totals.finish(&campaign, Some(count));
+    totals.finish(campaign, Some(count));
 }
 
 /// Drops the tenth of the entries counted longest ago, failed ones first (never one being
 /// counted: its task will come back to it).
-fn evict_stalest(campaigns: &mut HashMap<String, Entry>) {
-    let mut taken: Vec<(Option<Instant>, String)> = campaigns
+fn evict_stalest(campaigns: &mut HashMap<Campaign, Entry>) {
+    let mut taken: Vec<(Option<Instant>, Campaign)> = campaigns
         .iter()
         .filter(|(_, entry)| !entry.counting)
         .map(|(name, entry)| (entry.last.as_ref().map(|count| count.taken), name.clone()))

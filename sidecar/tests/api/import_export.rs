@@ -311,6 +311,7 @@ async fn orphan_removal_waits_for_writes_in_flight() {
     let now = storage::now();
     let link = Link {
         code: app.scheme.encode(7_000_000).unwrap(),
+        workspace: storage::WorkspaceId::DEFAULT,
         target: "https://t.example/in-flight".into(),
         url_hash: "0".repeat(64),
         redirect: 302,

@@ -8,17 +8,23 @@
 //! Each key has a role (`storage::Role`), checked here against the route the request matched, so
 //! a route nobody listed for a narrow role is refused to it (403 `forbidden`): `viewer` keys read
 //! ([`READ_ROUTES`]), `issuer` keys read and change links ([`ISSUE_ROUTES`]), `resolve` keys reach
-//! `GET /api/v1/resolve/{code}` only, `admin` keys everything.
+//! `GET /api/v1/resolve/{code}` only, `admin` keys everything of their workspace, `operator` keys
+//! the workspaces (`/api/v1/workspaces…`) and nothing in them.
+//!
+//! Each key but an operator's acts in one workspace ([`InWorkspace`]): a request sees and changes
+//! that workspace's objects only, and another's answer as if they did not exist (404).
 
 use super::{AppState, Error};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
+use shortlink_core::service::slugs;
 use shortlink_model::validate::hex;
-use shortlink_store::Role;
+use shortlink_store::{Role, WorkspaceId};
 use subtle::ConstantTimeEq;
 
 const KEY_PREFIX: &str = "slk_";
@@ -40,6 +46,20 @@ pub fn hash_api_key(key: &str) -> String {
 /// The API key id of an authenticated request, for handlers and logs.
 #[derive(Debug, Clone, Copy)]
 pub struct ApiKeyId(pub i64);
+
+/// The workspace an authenticated request acts in: its key's. Every handler that reads or
+/// changes an owned object takes one, so a handler cannot forget whose objects it may see. An
+/// operator key has none: the routes that need one are not its ([`permits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InWorkspace(pub WorkspaceId);
+
+impl<S: Send + Sync> FromRequestParts<S> for InWorkspace {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
+        (parts.extensions.get::<InWorkspace>().copied()).ok_or(Error::Forbidden(Role::Operator))
+    }
+}
 
 pub async fn require_api_key(
     State(state): State<AppState>,
@@ -72,6 +92,14 @@ pub async fn require_api_key(
     if stored.revoked_at.is_some() {
         return Err(Error::RevokedApiKey);
     }
+    if let Some(workspace) = &stored.workspace {
+        if workspace.suspended {
+            return Err(Error::WorkspaceSuspended);
+        }
+        // What the link records of this request's writes name.
+        slugs::remember_slug(workspace.id, &workspace.slug);
+        request.extensions_mut().insert(InWorkspace(workspace.id));
+    }
     tracing::Span::current().record("api_key", stored.id);
     let route = request
         .extensions()
@@ -102,6 +130,10 @@ const READ_ROUTES: &[&str] = &[
 /// What a phone would get from a link: `viewer` and `issuer` keys may ask.
 const PREVIEW_ROUTE: &str = "/api/v1/links/{code}/preview";
 
+/// The operator's: workspaces and their keys. Nobody else's, not even an admin's (an admin's
+/// power ends at its workspace).
+const OPERATOR_PREFIX: &str = "/api/v1/workspaces";
+
 /// What `issuer` keys may change besides reading.
 const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
@@ -116,10 +148,13 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let Some(route) = route else {
         return role == Role::Admin;
     };
+    let operators = route == OPERATOR_PREFIX || route.starts_with("/api/v1/workspaces/");
     // A preview is a POST that reads: it answers a made-up click and changes nothing.
     let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
         || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
+        Role::Operator => operators || route == "/api/v1/openapi.json",
+        _ if operators => false,
         Role::Admin => true,
         Role::Issuer => {
             reads

@@ -1,6 +1,6 @@
 //! `/api/v1/campaigns/{campaign}`: per-campaign aggregates of the links carrying that campaign.
 
-use super::{AppState, ErrorBody, Json, Path, Result};
+use super::{AppState, ErrorBody, InWorkspace, Json, Path, Result};
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
@@ -32,9 +32,10 @@ pub struct CampaignView {
     ))]
 pub async fn get_campaign(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(campaign): Path<String>,
 ) -> Result<Json<CampaignView>> {
-    let stats = state.links.campaign(&campaign).await?;
+    let stats = state.links.campaign(workspace, &campaign).await?;
     Ok(Json(CampaignView {
         campaign,
         links: stats.links,

@@ -43,6 +43,9 @@ pub enum Error {
     /// 403: a valid key whose role does not cover this route (e.g. a `resolve` key creating).
     #[error("api key role {0} does not allow this route")]
     Forbidden(shortlink_store::Role),
+    /// 403: the key's workspace is suspended by the operator.
+    #[error("workspace suspended")]
+    WorkspaceSuspended,
     #[error("no such link")]
     NotFound,
     #[error("the link is revoked")]
@@ -97,7 +100,7 @@ impl Error {
             Error::MissingApiKey | Error::InvalidApiKey | Error::RevokedApiKey => {
                 StatusCode::UNAUTHORIZED
             }
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::Forbidden(_) | Error::WorkspaceSuspended => StatusCode::FORBIDDEN,
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Revoked | Error::Gone => StatusCode::GONE,
             Error::CodeTaken => StatusCode::CONFLICT,
@@ -116,6 +119,7 @@ impl Error {
             Error::InvalidApiKey => "invalid_api_key",
             Error::RevokedApiKey => "revoked_api_key",
             Error::Forbidden(_) => "forbidden",
+            Error::WorkspaceSuspended => "workspace_suspended",
             Error::NotFound => "not_found",
             Error::Revoked => "link_revoked",
             Error::Gone => "gone",
@@ -136,6 +140,9 @@ impl Error {
             Error::InvalidApiKey => "the API key is not valid".into(),
             Error::RevokedApiKey => "the API key has been revoked".into(),
             Error::Forbidden(role) => format!("this key {}", role.scope()),
+            Error::WorkspaceSuspended => {
+                "this key's workspace is suspended; ask the installation's operator".into()
+            }
             Error::NotFound => "no link has this code".into(),
             Error::Revoked => "the link is revoked and cannot change".into(),
             Error::Gone => "the link has expired or was revoked".into(),

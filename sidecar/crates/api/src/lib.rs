@@ -24,10 +24,12 @@ pub mod stats;
 mod visits;
 mod webhooks;
 
-pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
+pub use auth::{generate_api_key, hash_api_key, ApiKeyId, InWorkspace};
 pub use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
-pub use extract::{DomainContext, Json, Path, Query, POOL_HEADER, PUBLIC_BASE_HEADER};
+pub use extract::{
+    DomainContext, Json, Path, Query, POOL_HEADER, PUBLIC_BASE_HEADER, WORKSPACE_HEADER,
+};
 pub use openapi::ApiDoc;
 pub use state::{AppState, HttpSettings, MAX_BODY_BYTES};
 

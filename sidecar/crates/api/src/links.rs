@@ -3,7 +3,9 @@
 //! Handlers turn request bodies into validated domain values ([`NewLink`], [`LinkPatch`]) and
 //! leave the write path to [`shortlink_core::service`]. Nothing is stored unless every field is valid.
 
-use super::{ApiKeyId, AppState, DomainContext, Error, ErrorBody, Json, Path, Query, Result};
+use super::{
+    ApiKeyId, AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Query, Result,
+};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
@@ -16,7 +18,7 @@ use shortlink_core::service::{self, Created, IdempotencyKey, LinkPatch, NewLink}
 use shortlink_model::link::card::{self, CardSpec};
 use shortlink_model::link::rules::{self, RuleSpec};
 use shortlink_model::schema::WholeNumber;
-use shortlink_store::{self as storage, Link, LinkFilter, LinkState, ListCursor};
+use shortlink_store::{self as storage, Link, LinkFilter, LinkState, ListCursor, WorkspaceId};
 use utoipa::{IntoParams, ToSchema};
 
 pub fn router() -> Router<AppState> {
@@ -294,11 +296,13 @@ pub(crate) fn idempotency_key(
 /// Checks a create request (single or batch item) and turns it into a [`NewLink`].
 pub(crate) fn new_link(
     state: &AppState,
+    workspace: WorkspaceId,
     domains: &DomainContext,
     request: CreateLinkRequest,
 ) -> Result<NewLink> {
     Ok(validate::new_link(
         &state.links,
+        workspace,
         &state.settings.url_policy,
         &domains.own_domains,
         request.into(),
@@ -366,6 +370,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
     ))]
 pub async fn create_link(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -376,7 +381,7 @@ pub async fn create_link(
         let canonical = serde_json::to_vec(&request).unwrap_or_default();
         service::request_hash("create", [canonical.as_slice()])
     });
-    let new = new_link(&state, &domains, request)?;
+    let new = new_link(&state, workspace, &domains, request)?;
     let claim = match (&key, &hash) {
         (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
         _ => None,
@@ -398,11 +403,12 @@ pub async fn create_link(
     responses((status = 200, body = LinkView), (status = 404, body = ErrorBody)))]
 pub async fn get_link(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Path(code): Path<String>,
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(workspace, &code).await?;
     let capped = link.extras.max_visits.is_some();
     let mut view = LinkView::new(link, &domains);
     if capped {
@@ -435,6 +441,7 @@ pub async fn get_link(
     ))]
 pub async fn update_link(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Path(code): Path<String>,
     Json(request): Json<UpdateLinkRequest>,
@@ -504,7 +511,7 @@ pub async fn update_link(
              valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
         ));
     }
-    let link = state.links.update(&code, patch).await?;
+    let link = state.links.update(workspace, &code, patch).await?;
     Ok(Json(LinkView::new(link, &domains)))
 }
 
@@ -518,11 +525,12 @@ pub async fn update_link(
     ))]
 pub async fn revoke_link(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Path(code): Path<String>,
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
-    let link = state.links.revoke(&code).await?;
+    let link = state.links.revoke(workspace, &code).await?;
     Ok(Json(LinkView::new(link, &domains)))
 }
 
@@ -532,6 +540,7 @@ pub async fn revoke_link(
     responses((status = 200, body = LinkPage), (status = 400, body = ErrorBody)))]
 pub async fn list_links(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Query(params): Query<ListParams>,
 ) -> Result<Json<LinkPage>> {
@@ -555,12 +564,10 @@ pub async fn list_links(
         })
         .transpose()?;
     // One extra row tells whether there is a next page.
-    let filter = LinkFilter {
-        campaign: params.campaign,
-        recipient_ref: params.recipient_ref,
-        tag: params.tag,
-        state: None,
-    };
+    let mut filter = LinkFilter::in_workspace(workspace);
+    filter.campaign = params.campaign;
+    filter.recipient_ref = params.recipient_ref;
+    filter.tag = params.tag;
     let mut links = state
         .links
         .list(&filter, cursor.as_ref(), limit + 1)

@@ -3,7 +3,7 @@
 //! With `rules` in the body, the answer is for that unsaved rule set instead of the stored one
 //! (checked as a PATCH would check it), so an editor can try rules before saving them.
 
-use super::{AppState, DomainContext, Error, ErrorBody, Json, Path, Result};
+use super::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Result};
 use axum::extract::State;
 use axum::routing::post;
 use axum::Router;
@@ -75,11 +75,12 @@ pub struct PreviewView {
     ))]
 pub async fn preview(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Path(code): Path<String>,
     Json(request): Json<PreviewRequest>,
 ) -> Result<Json<PreviewView>> {
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(workspace, &code).await?;
     Ok(Json(answer(&state, &domains.own_domains, link, request)?))
 }
 

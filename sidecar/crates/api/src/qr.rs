@@ -6,7 +6,7 @@
 //! screen wear at the size of a URL shortener's codes. Both renderings are built here from the
 //! module matrix, so the SVG carries no text from the request at all.
 
-use super::{AppState, DomainContext, Error, ErrorBody, Path, Query, Result};
+use super::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Path, Query, Result};
 use axum::extract::State;
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, X_CONTENT_TYPE_OPTIONS,
@@ -70,6 +70,7 @@ pub struct QrParams {
     ))]
 pub async fn link_qr(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     domains: DomainContext,
     Path(code): Path<String>,
     Query(params): Query<QrParams>,
@@ -84,7 +85,7 @@ pub async fn link_qr(
             message: format!("size must be {MIN_SIZE} to {MAX_SIZE} and margin 0 to {MAX_MARGIN}"),
         });
     }
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(workspace, &code).await?;
     if link.state(storage::now()) != LinkState::Live {
         return Err(Error::Gone);
     }

@@ -3,7 +3,7 @@
 //! included, and
 //! repairs the Redis key in the background.
 
-use super::{AppState, Error, ErrorBody, Path, Result};
+use super::{AppState, Error, ErrorBody, Path, Result, WORKSPACE_HEADER};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -61,7 +61,16 @@ pub async fn resolve(
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
-    let resolution = state.links.resolve(&code, &click, &country).await?;
+    // The short domain's workspace, as nginx maps it: a code of another workspace is not found
+    // there, as the module answers. Sent only by configurations that map hosts to workspaces.
+    let host_workspace = match headers.get(WORKSPACE_HEADER) {
+        None => None,
+        // A value that is not a slug names no workspace: nothing answers under it.
+        Some(value) => Some(value.to_str().unwrap_or("")),
+    };
+    let resolution = (state.links)
+        .resolve(host_workspace, &code, &click, &country)
+        .await?;
     let (mut response, cache_control) = match resolution {
         Resolution::Redirect {
             status, location, ..

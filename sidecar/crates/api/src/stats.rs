@@ -1,7 +1,7 @@
 //! `GET /api/v1/links/{code}/stats` and `GET /api/v1/stats`: visit statistics from the rollups
 //! (never from raw visits), so a link with millions of visits answers in milliseconds.
 
-use super::{AppState, Error, ErrorBody, Path, Query, Result};
+use super::{AppState, Error, ErrorBody, InWorkspace, Path, Query, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -298,10 +298,11 @@ pub fn view(q: &StatsQuery, stats: Stats) -> StatsView {
     ))]
 pub async fn link_stats(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(code): Path<String>,
     Query(params): Query<StatsParams>,
 ) -> Result<Json<StatsView>> {
-    let link = state.links.get(&code).await?;
+    let link = state.links.get(workspace, &code).await?;
     let q = query(
         Some(link.code),
         params,

@@ -69,7 +69,7 @@ async fn check_existing_codes(
         return Ok(());
     }
     let links = storage
-        .scan_links(&LinkFilter::default(), None, SAMPLE)
+        .scan_links(&LinkFilter::all_workspaces(), None, SAMPLE)
         .await?;
     let (mut generated, mut failing) = (0usize, 0usize);
     for link in &links {

@@ -7,6 +7,7 @@ use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, ListCursor, NewRow,
     Role, Slot,
 };
+use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
 use std::any::Any;
@@ -102,12 +103,19 @@ pub trait Storage: Send + Sync + 'static {
     /// Leases `size` sequence numbers; returns the first. Atomic across processes.
     async fn lease_sequence_block(&self, size: u64) -> StorageResult<u64>;
 
-    async fn get_link(&self, code: &str) -> StorageResult<Option<Link>>;
+    /// `workspace`'s link with this code; `None` for a code another workspace owns, as for a
+    /// code nobody does (one query either way).
+    async fn get_link(&self, workspace: WorkspaceId, code: &str) -> StorageResult<Option<Link>>;
 
-    /// The newest link with this URL hash and this recipient reference (`None`: links without
-    /// one) that is neither revoked nor expired at `now`.
+    /// The link with this code, whoever owns it: for nginx's fallback (which then checks the
+    /// host's workspace), the projection's repairs and the installation's own jobs.
+    async fn link_by_code(&self, code: &str) -> StorageResult<Option<Link>>;
+
+    /// `workspace`'s newest link with this URL hash and this recipient reference (`None`: links
+    /// without one) that is neither revoked nor expired at `now`.
     async fn find_live_link(
         &self,
+        workspace: WorkspaceId,
         url_hash: &str,
         recipient_ref: Option<&str>,
         now: DateTime<Utc>,
@@ -137,11 +145,17 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Campaign names after `after` (`""`: from the first), in order, at most `limit`: one index
     /// seek each (a skip scan of `links_campaign`), so a campaign's size does not matter.
-    async fn list_campaigns(&self, after: &str, limit: u32) -> StorageResult<Vec<String>>;
+    async fn list_campaigns(
+        &self,
+        workspace: WorkspaceId,
+        after: &str,
+        limit: u32,
+    ) -> StorageResult<Vec<String>>;
 
-    /// Aggregates of one campaign at `now`.
+    /// Aggregates of one campaign of `workspace` at `now`.
     async fn campaign_stats(
         &self,
+        workspace: WorkspaceId,
         campaign: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<CampaignStats>;
@@ -208,15 +222,18 @@ pub trait Storage: Send + Sync + 'static {
 
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>>;
 
+    /// A key acting in `workspace` (`None` only for [`Role::Operator`], which acts in none).
     async fn create_api_key(
         &self,
         name: &str,
         role: Role,
+        workspace: Option<WorkspaceId>,
         key_hash: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<ApiKey>;
 
-    /// Inserts the key unless one with this hash exists; returns whether it was inserted.
+    /// Inserts an `admin` key of the default workspace unless one with this hash exists;
+    /// returns whether it was inserted.
     async fn ensure_api_key(
         &self,
         name: &str,
@@ -224,10 +241,44 @@ pub trait Storage: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> StorageResult<bool>;
 
-    async fn list_api_keys(&self) -> StorageResult<Vec<ApiKey>>;
+    /// The keys of `workspace`, or of the whole installation (operator keys included) for `None`.
+    async fn list_api_keys(&self, workspace: Option<WorkspaceId>) -> StorageResult<Vec<ApiKey>>;
 
-    /// Marks the key revoked (keeping the first revocation time); `None` if there is no such key.
-    async fn revoke_api_key(&self, id: i64, now: DateTime<Utc>) -> StorageResult<Option<ApiKey>>;
+    /// Marks the key revoked (keeping the first revocation time); `None` if there is no such key
+    /// in `workspace` (`None`: anywhere).
+    async fn revoke_api_key(
+        &self,
+        workspace: Option<WorkspaceId>,
+        id: i64,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Option<ApiKey>>;
+
+    /// Every workspace, by id.
+    async fn workspaces(&self) -> StorageResult<Vec<Workspace>>;
+
+    async fn workspace(&self, id: WorkspaceId) -> StorageResult<Option<Workspace>>;
+
+    async fn workspace_by_slug(&self, slug: &str) -> StorageResult<Option<Workspace>>;
+
+    /// [`StorageError::Conflict`] if the slug is taken.
+    async fn create_workspace(
+        &self,
+        slug: &str,
+        name: &str,
+        quotas: Quotas,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Workspace>;
+
+    /// `None` if there is no such workspace.
+    async fn change_workspace(
+        &self,
+        id: WorkspaceId,
+        change: &WorkspaceChange,
+    ) -> StorageResult<Option<Workspace>>;
+
+    /// Deletes a workspace with its links (and their visits and rollups), keys and webhook
+    /// subscriptions, in one transaction. The caller has taken the links out of Redis.
+    async fn delete_workspace(&self, id: WorkspaceId) -> StorageResult<DeletedWorkspace>;
 
     /// The import records (`imported_links`) of these codes, in no order.
     async fn imported_links(&self, codes: &[String]) -> StorageResult<Vec<ImportedLink>>;
@@ -291,8 +342,16 @@ pub trait LinkTx: Send {
     /// `shortlink_core::service`); nothing else may be passed.
     async fn delete_new_links(&mut self, codes: &[String]) -> StorageResult<()>;
 
-    /// Reads a link and locks it against concurrent writers until the transaction ends.
-    async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>>;
+    /// Reads `workspace`'s link and locks it against concurrent writers until the transaction
+    /// ends; `None` for a code another workspace owns, as for one nobody does.
+    async fn lock_link(
+        &mut self,
+        workspace: WorkspaceId,
+        code: &str,
+    ) -> StorageResult<Option<Link>>;
+
+    /// [`Self::lock_link`] whoever owns the code: the projection's repair of a key in doubt.
+    async fn lock_link_by_code(&mut self, code: &str) -> StorageResult<Option<Link>>;
 
     /// Writes every mutable field of `link`, metadata included (matched by code).
     async fn update_link(&mut self, link: &Link) -> StorageResult<()>;

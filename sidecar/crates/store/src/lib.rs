@@ -16,15 +16,20 @@ mod postgres;
 pub mod sql;
 mod sqlite;
 pub mod sqlite_file;
+mod workspace;
 
 pub use self::imported::ImportedLink;
 pub use self::model::{
-    ApiKey, CampaignStats, IdempotencyRecord, Link, LinkExtras, LinkFilter, LinkFlags, LinkState,
-    ListCursor, NewRow, Role, Slot,
+    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter,
+    LinkFlags, LinkState, ListCursor, NewRow, Role, Slot,
 };
 use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
+pub use self::workspace::{
+    is_valid_slug, DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId, DEFAULT_SLUG,
+    MAX_SLUG_LEN,
+};
 // The visit store (`shortlink_visits::store`) speaks the same dialects.
 pub use self::{mysql::My, postgres::Pg, sqlite::Lite};
 

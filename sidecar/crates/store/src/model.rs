@@ -1,12 +1,15 @@
 //! What the storage holds: links, their flags and states, list cursors, API keys and their roles.
 
 use super::error::{StorageError, StorageResult};
+use super::workspace::WorkspaceId;
 use chrono::{DateTime, Utc};
 
 /// A link as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     pub code: String,
+    /// Who owns it; never changes.
+    pub workspace: WorkspaceId,
     /// Normalised ASCII target URL.
     pub target: String,
     /// SHA-256 (hex) of `target`.
@@ -79,15 +82,45 @@ pub struct NewRow {
     pub slot: Option<Slot>,
 }
 
-/// Which links a listing, export or count covers; `None` fields do not filter.
-#[derive(Debug, Clone, Default)]
+/// Which links a listing, export or count covers; `None` fields do not filter. Made for one
+/// workspace ([`LinkFilter::in_workspace`]) or, by the jobs that tend the whole installation,
+/// for all ([`LinkFilter::all_workspaces`]): there is no filter that forgot to say.
+#[derive(Debug, Clone)]
 pub struct LinkFilter {
+    workspace: Option<WorkspaceId>,
     pub campaign: Option<String>,
     pub recipient_ref: Option<String>,
     /// Links carrying this tag.
     pub tag: Option<String>,
     /// Links in this state at `now`.
     pub state: Option<(LinkState, DateTime<Utc>)>,
+}
+
+impl LinkFilter {
+    /// Every link of `workspace`.
+    pub fn in_workspace(workspace: WorkspaceId) -> Self {
+        Self::of(Some(workspace))
+    }
+
+    /// Every link of the installation: resync, refill, the operator's export.
+    pub fn all_workspaces() -> Self {
+        Self::of(None)
+    }
+
+    fn of(workspace: Option<WorkspaceId>) -> Self {
+        Self {
+            workspace,
+            campaign: None,
+            recipient_ref: None,
+            tag: None,
+            state: None,
+        }
+    }
+
+    /// The workspace it is limited to; `None` for the whole installation.
+    pub fn workspace(&self) -> Option<WorkspaceId> {
+        self.workspace
+    }
 }
 
 /// Per-campaign aggregates.
@@ -214,6 +247,9 @@ pub enum Role {
     Viewer,
     /// `GET /api/v1/resolve/{code}` only: nginx's fallback.
     Resolve,
+    /// Manages workspaces (create, rename, suspend, delete, quotas) and their keys; acts in no
+    /// workspace, so it reads and changes no link.
+    Operator,
 }
 
 impl Role {
@@ -223,6 +259,7 @@ impl Role {
             Role::Issuer => "issuer",
             Role::Viewer => "viewer",
             Role::Resolve => "resolve",
+            Role::Operator => "operator",
         }
     }
 
@@ -233,6 +270,7 @@ impl Role {
             Role::Issuer => "may create, change, revoke and read links and read statistics",
             Role::Viewer => "may only read links, campaigns and statistics",
             Role::Resolve => "may only resolve codes (GET /api/v1/resolve/{code})",
+            Role::Operator => "may only manage workspaces and their keys",
         }
     }
 }
@@ -252,6 +290,7 @@ impl std::str::FromStr for Role {
             "issuer" => Ok(Role::Issuer),
             "viewer" => Ok(Role::Viewer),
             "resolve" => Ok(Role::Resolve),
+            "operator" => Ok(Role::Operator),
             other => Err(StorageError::Corrupt(format!("API key role {other:?}"))),
         }
     }
@@ -262,8 +301,28 @@ pub struct ApiKey {
     pub id: i64,
     pub name: String,
     pub role: Role,
+    /// The workspace it acts in; `None` for an operator key.
+    pub workspace: Option<KeyWorkspace>,
+    /// Its own request rate, instead of the installation's default.
+    pub rate: Option<KeyRate>,
     /// SHA-256 (hex) of the key; the key itself is never stored.
     pub key_hash: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A key's own request rate: `per_second` on average, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRate {
+    pub per_second: u64,
+    pub burst: u64,
+}
+
+/// The workspace of a key, as its lookup reads it (one join, so authenticating a request stays
+/// one query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyWorkspace {
+    pub id: WorkspaceId,
+    pub slug: String,
+    pub suspended: bool,
 }

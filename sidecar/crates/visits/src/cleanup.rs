@@ -78,7 +78,7 @@ pub async fn expire_idle_links(
                 expires_at: Some(Some(storage::now().trunc_subsecs(0))),
                 ..LinkPatch::default()
             };
-            match links.update(&link.code, patch).await {
+            match links.update(link.workspace, &link.code, patch).await {
                 Ok(_) => expired += 1,
                 // Revoked or deleted since the page was read.
                 Err(ServiceError::NotFound | ServiceError::Revoked) => {}

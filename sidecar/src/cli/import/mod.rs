@@ -10,6 +10,7 @@ pub(crate) mod source;
 pub mod verify;
 pub(crate) mod write;
 
+use super::workspaces::WorkspaceArg;
 use crate::cli::error::BoxError;
 use crate::cli::format::FileFormat;
 use crate::config::Config;
@@ -44,6 +45,9 @@ pub struct ImportArgs {
     /// Import links and their visit totals only, not their individual visits.
     #[arg(long)]
     pub no_visits: bool,
+    /// The workspace the links go to.
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
 }
 
 pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> {
@@ -57,6 +61,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
                 file,
                 format: args.format,
                 idempotency_key: args.idempotency_key,
+                workspace: args.workspace,
             },
         )
         .await;
@@ -65,9 +70,14 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
     args.source.outbound = crate::outbound::Policy::imports(config);
     args.source.page_size = args.source.page_size.clamp(1, 1000);
     let state = crate::build_state(config).await?;
+    let workspace = args
+        .workspace
+        .resolve(state.links.storage().as_ref())
+        .await?;
     let mut source = source::open(args.from, &args.source).await?;
     let mut writer = write::Writer::new(
         &state,
+        workspace.id,
         args.from.name(),
         args.source.source_domain.as_deref(),
         args.dry_run,

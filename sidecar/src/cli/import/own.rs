@@ -11,12 +11,14 @@
 
 use crate::cli::error::BoxError;
 use crate::cli::format::{FileFormat, LINK_COLUMNS};
+use crate::cli::workspaces::WorkspaceArg;
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::CardSpec;
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage;
+use crate::storage::WorkspaceId;
 use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
@@ -31,6 +33,7 @@ pub struct OwnArgs {
     pub file: PathBuf,
     pub format: Option<FileFormat>,
     pub idempotency_key: Option<String>,
+    pub workspace: WorkspaceArg,
 }
 
 /// Rows per chunk (one transaction, one Redis MULTI) and chunks in flight.
@@ -279,7 +282,12 @@ fn time(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, Erro
 
 /// Checks a row as `POST /links` checks an item (`validate::imported_link`), keeping what
 /// restoring an export needs: its code, its times and its password's digest.
-fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewLink, Error> {
+fn new_link(
+    state: &AppState,
+    workspace: WorkspaceId,
+    row: ImportRow,
+    now: DateTime<Utc>,
+) -> Result<NewLink, Error> {
     let url = row
         .url
         .ok_or_else(|| Error::invalid("missing_url", "url is required"))?;
@@ -344,6 +352,7 @@ fn new_link(state: &AppState, row: ImportRow, now: DateTime<Utc>) -> Result<NewL
     let settings = &state.settings;
     Ok(validate::imported_link(
         &state.links,
+        workspace,
         &settings.url_policy,
         &settings.short_domains,
         request,
@@ -423,6 +432,11 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         .or_else(|| FileFormat::from_path(&args.file))
         .ok_or("cannot tell the format from the file name: give --format csv or --format ndjson")?;
     let state = crate::build_state(config).await?;
+    let workspace = args
+        .workspace
+        .resolve(state.links.storage().as_ref())
+        .await?
+        .id;
     let name = args.file.display().to_string();
     let claim = claim_file(&state, &args).await?;
     let bar = progress_bar(std::fs::metadata(&args.file)?.len());
@@ -437,7 +451,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     let mut finished = false;
     while !finished || !in_flight.is_empty() {
         if !finished && in_flight.len() < PARALLEL_CHUNKS {
-            let chunk = read_chunk(&mut rows, &state, &mut tally, &mut index, &report)?;
+            let chunk = read_chunk(
+                &mut rows, &state, workspace, &mut tally, &mut index, &report,
+            )?;
             finished = chunk.finished;
             bar.set_position(rows.position());
             if !chunk.items.is_empty() {
@@ -497,6 +513,7 @@ fn progress_bar(size: u64) -> indicatif::ProgressBar {
 fn read_chunk(
     rows: &mut Rows,
     state: &AppState,
+    workspace: WorkspaceId,
     tally: &mut Tally,
     index: &mut i64,
     report: &Report,
@@ -520,7 +537,7 @@ fn read_chunk(
                 tally.failed += 1;
                 report(read.line, "invalid_row", &message);
             }
-            Ok(row) => match new_link(state, row, now) {
+            Ok(row) => match new_link(state, workspace, row, now) {
                 Ok(new) => {
                     chunk.items.push((this, new));
                     chunk.lines.push(read.line);

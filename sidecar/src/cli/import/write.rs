@@ -13,6 +13,7 @@ use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
+use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
@@ -23,6 +24,8 @@ const VISIT_CHUNK: usize = 5000;
 
 pub struct Writer<'a> {
     pub state: &'a AppState,
+    /// Where the links go.
+    pub workspace: WorkspaceId,
     pub source: &'static str,
     /// For links whose source does not name their domain.
     pub default_domain: String,
@@ -44,6 +47,7 @@ struct Candidate {
 impl<'a> Writer<'a> {
     pub fn new(
         state: &'a AppState,
+        workspace: WorkspaceId,
         source: &'static str,
         default_domain: Option<&str>,
         dry_run: bool,
@@ -51,6 +55,7 @@ impl<'a> Writer<'a> {
     ) -> Self {
         Self {
             state,
+            workspace,
             source,
             default_domain: default_domain.unwrap_or_default().to_ascii_lowercase(),
             dry_run,
@@ -154,7 +159,15 @@ impl<'a> Writer<'a> {
         };
         let settings = &self.state.settings;
         let (policy, own) = (&settings.url_policy, &settings.short_domains);
-        validate::imported_link(&self.state.links, policy, own, request, kept).map_err(|invalid| {
+        validate::imported_link(
+            &self.state.links,
+            self.workspace,
+            policy,
+            own,
+            request,
+            kept,
+        )
+        .map_err(|invalid| {
             let error = Error::from(invalid);
             (
                 Reason::Invalid,
@@ -209,7 +222,8 @@ impl<'a> Writer<'a> {
             }
             // A link with this code but no import record: this run's own, created by a run
             // interrupted before it recorded it (same target, same creation time), or another.
-            let ours = storage.get_link(&link.code).await?;
+            // Whoever owns it: a code is one across workspaces.
+            let ours = storage.link_by_code(&link.code).await?;
             let created_at = candidate.new.restore.map(|r| r.created_at);
             match ours {
                 Some(ours)

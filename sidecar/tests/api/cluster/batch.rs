@@ -114,7 +114,7 @@ async fn wrong_on_owners(
     let records = records_on_owners(cluster, codes).await;
     let mut wrong = Vec::new();
     for code in codes {
-        let link = sidecar.storage.get_link(code).await.unwrap();
+        let link = sidecar.storage.link_by_code(code).await.unwrap();
         let link = link.unwrap_or_else(|| panic!("{code} is in SQL"));
         let expected = String::from_utf8(encode_record(&link)).unwrap();
         let (_, record) = &records[code];

@@ -59,7 +59,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let acked: Vec<(String, String)> = load.acked.lock().unwrap().clone();
     let codes: Vec<String> = acked.iter().map(|(code, _)| code.clone()).collect();
     for (code, url) in &acked {
-        let link = sidecar.storage.get_link(code).await.unwrap().unwrap();
+        let link = sidecar.storage.link_by_code(code).await.unwrap().unwrap();
         assert_eq!(&link.target, url, "SQL holds {code} as created");
     }
     let mut connection = cluster_connection(&cluster).await;

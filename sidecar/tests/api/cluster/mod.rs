@@ -80,7 +80,7 @@ async fn not_as_in_sql(
     for code in codes {
         let link = sidecar
             .storage
-            .get_link(code)
+            .link_by_code(code)
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{code} is in SQL"));

@@ -52,7 +52,7 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
 
     let mut owners = BTreeSet::new();
     for code in &codes {
-        let link = sidecar.storage.get_link(code).await.unwrap().unwrap();
+        let link = sidecar.storage.link_by_code(code).await.unwrap().unwrap();
         let (owner, record) = record_on_owner(&cluster, code);
         assert_eq!(
             record,

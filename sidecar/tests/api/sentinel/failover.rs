@@ -159,7 +159,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     for (code, url) in &acked {
         let link = sidecar
             .storage
-            .get_link(code)
+            .link_by_code(code)
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("acknowledged link {code} is not in SQL"));
@@ -225,7 +225,13 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let storage = &sidecar.storage;
     assert!(
         eventually(Duration::from_secs(30), || async {
-            storage.get_link(code).await.unwrap().unwrap().visit_count == 1
+            storage
+                .link_by_code(code)
+                .await
+                .unwrap()
+                .unwrap()
+                .visit_count
+                == 1
         })
         .await,
         "the visit queued on the new primary was counted"

@@ -122,7 +122,7 @@ async fn replicas_frozen_then_primary_killed_keeps_every_acknowledged_change() {
         .unwrap();
     let acked = acked.lock().unwrap().clone();
     for code in &codes {
-        let link = sidecar.storage.get_link(code).await.unwrap().unwrap();
+        let link = sidecar.storage.link_by_code(code).await.unwrap().unwrap();
         if let Some(target) = acked.get(code) {
             assert_eq!(
                 &link.target, target,
@@ -135,7 +135,7 @@ async fn replicas_frozen_then_primary_killed_keeps_every_acknowledged_change() {
     let wrong = loop {
         let mut wrong = Vec::new();
         for code in &codes {
-            let link = sidecar.storage.get_link(code).await.unwrap().unwrap();
+            let link = sidecar.storage.link_by_code(code).await.unwrap().unwrap();
             let record: Option<String> = redis.get(format!("sl:c:{code}")).await.unwrap();
             if record.as_deref()
                 != Some(

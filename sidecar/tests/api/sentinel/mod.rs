@@ -30,7 +30,7 @@ pub(crate) struct Sidecar {
 impl Sidecar {
     /// How many links SQL holds.
     pub(crate) async fn links_in_sql(&self) -> usize {
-        let filter = shortlink_sidecar::storage::LinkFilter::default();
+        let filter = shortlink_sidecar::storage::LinkFilter::all_workspaces();
         let links = self.storage.scan_links(&filter, None, 100_000).await;
         links.unwrap().len()
     }

@@ -47,7 +47,7 @@ async fn too_few_replicas_refuse_the_write_and_store_nothing() {
     );
     let in_sql = sidecar
         .storage
-        .scan_links(&LinkFilter::default(), None, 100)
+        .scan_links(&LinkFilter::all_workspaces(), None, 100)
         .await
         .unwrap();
     assert_eq!(in_sql.len(), 1, "the refused link is not in SQL");
@@ -84,7 +84,7 @@ async fn too_few_replicas_refuse_the_write_and_store_nothing() {
     );
     let links = sidecar
         .storage
-        .scan_links(&LinkFilter::default(), None, 100)
+        .scan_links(&LinkFilter::all_workspaces(), None, 100)
         .await
         .unwrap();
     assert_eq!(links.len(), 1, "nothing of the batch is in SQL");

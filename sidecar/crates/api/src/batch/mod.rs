@@ -31,7 +31,7 @@ pub(crate) mod pipeline;
 mod spool;
 
 use super::links::{self, LinkView};
-use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, Result};
+use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -45,6 +45,7 @@ pub use limits::MAX_NDJSON_ITEMS;
 use pipeline::{Answer, Checked, Items, Mode};
 use serde::Serialize;
 use shortlink_core::service::{self, ItemFailure};
+use shortlink_store::WorkspaceId;
 use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
@@ -93,6 +94,7 @@ struct ItemResult {
     ))]
 pub async fn create_batch(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -123,6 +125,7 @@ pub async fn create_batch(
     };
     let items = Arc::new(LinkItems {
         state: state.clone(),
+        workspace,
         domains: domains.clone(),
         format,
     });
@@ -205,6 +208,7 @@ fn format(headers: &HeaderMap) -> Result<Format> {
 /// Batch items: create requests, answered `{index, status, link | error}`.
 struct LinkItems {
     state: AppState,
+    workspace: WorkspaceId,
     domains: DomainContext,
     format: Format,
 }
@@ -214,9 +218,9 @@ impl Items for LinkItems {
     const VIA: &'static str = "batch";
 
     fn check(&self, _index: i64, item: RawItem) -> Checked<()> {
-        match body::parse(item)
-            .and_then(|request| links::new_link(&self.state, &self.domains, request))
-        {
+        match body::parse(item).and_then(|request| {
+            links::new_link(&self.state, self.workspace, &self.domains, request)
+        }) {
             Ok(new) => Checked::Valid(new, ()),
             Err(error) => Checked::Refused(error, None),
         }

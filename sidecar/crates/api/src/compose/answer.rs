@@ -33,6 +33,8 @@ pub struct Kept {
 /// A request's recipients: how they are read, checked and answered.
 pub struct Recipients {
     pub state: AppState,
+    /// The workspace its links go to.
+    pub workspace: shortlink_store::WorkspaceId,
     pub domains: DomainContext,
     pub campaign: Campaign,
     pub campaign_name: Option<String>,
@@ -143,7 +145,9 @@ impl Items for Recipients {
             line.recipient_ref,
             line.link,
         );
-        match request.and_then(|request| links::new_link(&self.state, &self.domains, request)) {
+        match request.and_then(|request| {
+            links::new_link(&self.state, self.workspace, &self.domains, request)
+        }) {
             Ok(new) => Checked::Valid(new, kept),
             Err(error) => Checked::Refused(error, Some(kept)),
         }

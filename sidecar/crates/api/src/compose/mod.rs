@@ -14,7 +14,7 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{links, ApiKeyId, AppState, DomainContext, Error, Query, Result};
+use super::{links, ApiKeyId, AppState, DomainContext, Error, InWorkspace, Query, Result};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -167,6 +167,7 @@ impl From<CampaignError> for Error {
     ))]
 pub async fn compose(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -227,6 +228,7 @@ pub async fn compose(
     };
     let recipients = Arc::new(Recipients {
         state: state.clone(),
+        workspace,
         domains: domains.clone(),
         campaign,
         campaign_name: params.campaign.clone(),

@@ -74,7 +74,7 @@ impl Projection {
                 continue;
             };
             let mut tx = storage.begin().await?;
-            let result = match tx.lock_link(code).await {
+            let result = match tx.lock_link_by_code(code).await {
                 Ok(Some(link)) => {
                     let writes = RecordWrite::for_link_and_card(&link, storage::now(), grace);
                     self.apply(&writes).await

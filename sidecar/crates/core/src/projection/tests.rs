@@ -5,6 +5,7 @@ fn link() -> Link {
     let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
     Link {
         code: "abc1234".into(),
+        workspace: shortlink_store::WorkspaceId::DEFAULT,
         target: "https://example.com/a?b=c|d".into(),
         url_hash: String::new(),
         redirect: 302,

@@ -141,10 +141,10 @@ impl LinkService {
     ) -> Result<Option<Link>, ServiceError> {
         let candidate = match &new.code {
             // With an alias, only that alias can be "the existing link".
-            Some(code) => self.storage.get_link(code).await?,
+            Some(code) => self.storage.get_link(new.workspace, code).await?,
             None => {
                 self.storage
-                    .find_live_link(url_hash, new.recipient_ref.as_deref(), now)
+                    .find_live_link(new.workspace, url_hash, new.recipient_ref.as_deref(), now)
                     .await?
             }
         };
@@ -236,6 +236,7 @@ pub(super) fn new_link(new: NewLink, code: String, url_hash: String, now: DateTi
     };
     Link {
         code,
+        workspace: new.workspace,
         target: new.target.into_string(),
         url_hash,
         redirect: new.redirect,

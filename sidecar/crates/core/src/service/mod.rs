@@ -34,6 +34,7 @@ mod model;
 mod read;
 mod update;
 pub mod validate;
+pub mod workspaces;
 
 pub use click::append_query;
 pub use error::ServiceError;
@@ -43,3 +44,4 @@ pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,
 };
+pub use workspaces::{slugs, WorkspaceError};

@@ -5,11 +5,13 @@ use crate::issuer::IssueError;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use shortlink_model::validate::{hex, TargetUrl};
-use shortlink_store::{Link, LinkExtras, StorageError};
+use shortlink_store::{Link, LinkExtras, StorageError, WorkspaceId};
 
 /// A validated request to create a link.
 #[derive(Debug, Clone)]
 pub struct NewLink {
+    /// Who will own it.
+    pub workspace: WorkspaceId,
     pub target: TargetUrl,
     /// A custom alias (already checked with `shortcode::parse_alias`), or `None` to generate.
     pub code: Option<String>,

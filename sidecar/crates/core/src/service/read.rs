@@ -4,14 +4,17 @@ use super::click::{self, ClickInput, CountFirst, CountryOf};
 use super::error::ServiceError;
 use super::links::LinkService;
 use super::model::Resolution;
+use super::workspaces::slugs;
 use crate::projection::RecordWrite;
-use shortlink_store::{self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor};
+use shortlink_store::{
+    self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor, WorkspaceId,
+};
 use std::sync::Arc;
 
 impl LinkService {
-    pub async fn get(&self, code: &str) -> Result<Link, ServiceError> {
+    pub async fn get(&self, workspace: WorkspaceId, code: &str) -> Result<Link, ServiceError> {
         self.storage
-            .get_link(code)
+            .get_link(workspace, code)
             .await?
             .ok_or(ServiceError::NotFound)
     }
@@ -26,10 +29,14 @@ impl LinkService {
     }
 
     /// Aggregates of a campaign; `NotFound` if it has no link.
-    pub async fn campaign(&self, campaign: &str) -> Result<CampaignStats, ServiceError> {
+    pub async fn campaign(
+        &self,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> Result<CampaignStats, ServiceError> {
         let stats = self
             .storage
-            .campaign_stats(campaign, storage::now())
+            .campaign_stats(workspace, campaign, storage::now())
             .await?;
         if stats.links == 0 {
             return Err(ServiceError::NotFound);
@@ -38,9 +45,11 @@ impl LinkService {
     }
 
     /// What nginx would answer for `code` and this click, from SQL. Repairs the Redis key in the
-    /// background if it is missing.
+    /// background if it is missing. With `host_workspace` (the slug nginx maps the short domain
+    /// to), a code of another workspace is not found, as the module answers.
     pub async fn resolve(
         &self,
+        host_workspace: Option<&str>,
         code: &str,
         click: &ClickInput<'_>,
         country: CountryOf<'_>,
@@ -52,9 +61,14 @@ impl LinkService {
         {
             return Ok(Resolution::NotFound);
         }
-        let Some(link) = self.storage.get_link(code).await? else {
+        let Some(link) = self.storage.link_by_code(code).await? else {
             return Ok(Resolution::NotFound);
         };
+        if let Some(host_workspace) = host_workspace {
+            if *slugs::of(self.storage.as_ref(), link.workspace).await? != *host_workspace {
+                return Ok(Resolution::NotFound);
+            }
+        }
         let now = storage::now();
         let write = RecordWrite::for_link(&link, now, self.grace);
         let resolution = match link.state(now) {

@@ -3,12 +3,17 @@
 use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
 use crate::projection::RecordWrite;
-use shortlink_store::{self as storage, Link};
+use shortlink_store::{self as storage, Link, WorkspaceId};
 
 impl LinkService {
-    pub async fn update(&self, code: &str, patch: LinkPatch) -> Result<Link, ServiceError> {
+    pub async fn update(
+        &self,
+        workspace: WorkspaceId,
+        code: &str,
+        patch: LinkPatch,
+    ) -> Result<Link, ServiceError> {
         let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(code).await? else {
+        let Some(current) = tx.lock_link(workspace, code).await? else {
             let _ = tx.rollback().await;
             return Err(ServiceError::NotFound);
         };
@@ -74,9 +79,9 @@ impl LinkService {
     /// tombstone (repairing Redis if needed) and returns the link as it is. The link's click
     /// counter (`max_visits`) goes once the revoke is committed, never before: a revoke undone
     /// after a failure must find the count it had, or the cap would start again.
-    pub async fn revoke(&self, code: &str) -> Result<Link, ServiceError> {
+    pub async fn revoke(&self, workspace: WorkspaceId, code: &str) -> Result<Link, ServiceError> {
         let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(code).await? else {
+        let Some(current) = tx.lock_link(workspace, code).await? else {
             let _ = tx.rollback().await;
             return Err(ServiceError::NotFound);
         };

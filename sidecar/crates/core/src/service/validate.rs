@@ -9,7 +9,7 @@ use shortcode::CodeScheme;
 use shortlink_model::link::{card, rules};
 pub use shortlink_model::link::{redirect_status, Invalid, DEFAULT_REDIRECT};
 use shortlink_model::validate::{UrlError, UrlPolicy};
-use shortlink_store::{Link, LinkExtras};
+use shortlink_store::{Link, LinkExtras, WorkspaceId};
 use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
 use shortlink_wire::record::MAX_RECORD_BYTES;
 
@@ -114,15 +114,23 @@ pub fn expiry(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
     Ok(value)
 }
 
-/// Checks a create request (single or batch item) and turns it into a [`NewLink`]. A target on
-/// one of `own_domains` would loop.
+/// Checks a create request (single or batch item) of `workspace` and turns it into a
+/// [`NewLink`]. A target on one of `own_domains` would loop.
 pub fn new_link(
     links: &LinkService,
+    workspace: WorkspaceId,
     policy: &UrlPolicy,
     own_domains: &[String],
     request: LinkRequest,
 ) -> Result<NewLink, Invalid> {
-    imported_link(links, policy, own_domains, request, Kept::default())
+    imported_link(
+        links,
+        workspace,
+        policy,
+        own_domains,
+        request,
+        Kept::default(),
+    )
 }
 
 /// What an import keeps of a link that a create decides itself.
@@ -153,6 +161,7 @@ pub enum Origin {
 /// import keeps of it (`kept`).
 pub fn imported_link(
     links: &LinkService,
+    workspace: WorkspaceId,
     policy: &UrlPolicy,
     own_domains: &[String],
     request: LinkRequest,
@@ -192,6 +201,7 @@ pub fn imported_link(
         )?;
     }
     Ok(NewLink {
+        workspace,
         target,
         code: request.code,
         expires_at,

@@ -3,7 +3,7 @@
 
 use super::dialect::Dialect;
 use super::driver::Driver;
-use super::rows::{self, API_KEY_COLUMNS};
+use super::rows::{self, API_KEY_SELECT};
 use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
@@ -84,7 +84,7 @@ impl<D: Dialect> SqlStorage<D> {
         value: Value,
     ) -> StorageResult<Option<ApiKey>> {
         let query = statement(
-            &format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE {condition} = ?"),
+            &format!("{API_KEY_SELECT} WHERE k.{condition} = ?"),
             [value],
         );
         self.row(query)

@@ -104,6 +104,7 @@ fn is_default(column: &str, value: &Value) -> bool {
     match value {
         Value::OptText(None) | Value::OptInt(None) | Value::OptTime(None) => true,
         Value::Int(0) => matches!(column, "flags" | "visit_count"),
+        Value::Int(1) => column == "workspace_id",
         _ => false,
     }
 }

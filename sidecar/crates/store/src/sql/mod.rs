@@ -14,6 +14,7 @@ pub(crate) mod rows;
 mod statement;
 mod store;
 mod tx;
+mod workspaces;
 
 // The toolkit as the backends and the crates above name it.
 pub use dialect::Dialect;

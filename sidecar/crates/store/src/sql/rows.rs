@@ -5,7 +5,10 @@ use super::dialect::Dialect;
 use super::driver::Driver;
 use super::statement::{statement, Statement, Value};
 use crate::api::{checked_flags, checked_redirect, Backend, StorageResult};
-use crate::model::{parse_tags, ApiKey, Link, LinkExtras, LinkFilter, LinkState};
+use crate::model::{
+    parse_tags, ApiKey, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter, LinkState,
+};
+use crate::workspace::WorkspaceId;
 use sqlx::Database;
 use std::sync::OnceLock;
 
@@ -40,6 +43,7 @@ fn link_columns<D: Dialect>(
         Value::OptInt(link.extras.max_visits),
         Value::OptText(link.extras.password_digest.clone()),
         Value::OptText(link.extras.preview.clone()),
+        Value::Int(link.workspace.get()),
     ]
 }
 
@@ -159,7 +163,11 @@ pub(crate) fn update_link<D: Dialect>(link: &Link) -> Statement {
     statement(sql, values)
 }
 
-pub(crate) const API_KEY_COLUMNS: &str = "id, name, role, key_hash, created_at, revoked_at";
+/// Keys with their workspace; conditions name the key's columns as `k.<column>`.
+pub(crate) const API_KEY_SELECT: &str =
+    "SELECT k.id, k.name, k.role, k.workspace_id, k.rate_per_second, k.rate_burst, k.key_hash, \
+       k.created_at, k.revoked_at, w.slug AS workspace_slug, w.suspended_at AS workspace_suspended \
+     FROM api_keys k LEFT JOIN workspaces w ON w.id = k.workspace_id";
 
 /// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend with `AND ...`.
 pub(crate) fn select_links<D: Dialect>(filter: &LinkFilter) -> Statement {
@@ -170,7 +178,15 @@ pub(crate) fn select_links<D: Dialect>(filter: &LinkFilter) -> Statement {
 
 /// Appends `WHERE` conditions for `filter`; callers may add more with `AND`.
 pub(crate) fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter) {
-    query.push(" WHERE 1 = 1");
+    match filter.workspace() {
+        Some(workspace) => {
+            query.push(" WHERE workspace_id = ");
+            query.bind(Value::Int(workspace.get()));
+        }
+        None => {
+            query.push(" WHERE 1 = 1");
+        }
+    }
     if let Some(campaign) = &filter.campaign {
         query.push(" AND campaign = ");
         query.bind(Value::Text(campaign.clone()));
@@ -222,6 +238,7 @@ pub(crate) fn push_list(query: &mut Statement, values: impl IntoIterator<Item = 
 pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
     Ok(Link {
         code: D::read_text(row, "code")?,
+        workspace: WorkspaceId::from_db(D::DB::int(row, "workspace_id")?),
         target: D::read_text(row, "target")?,
         url_hash: D::read_text(row, "url_hash")?,
         redirect: checked_redirect(D::DB::int(row, "redirect_status")?)?,
@@ -257,6 +274,24 @@ pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
         id: D::DB::int(row, "id")?,
         name: D::read_text(row, "name")?,
         role: D::read_text(row, "role")?.parse()?,
+        workspace: match D::DB::opt_int(row, "workspace_id")? {
+            None => None,
+            Some(id) => Some(KeyWorkspace {
+                id: WorkspaceId::from_db(id),
+                slug: D::read_text(row, "workspace_slug")?,
+                suspended: D::read_opt_time(row, "workspace_suspended")?.is_some(),
+            }),
+        },
+        rate: match (
+            D::DB::opt_int(row, "rate_per_second")?,
+            D::DB::opt_int(row, "rate_burst")?,
+        ) {
+            (Some(per_second), Some(burst)) => Some(KeyRate {
+                per_second: u64::try_from(per_second).unwrap_or(0),
+                burst: u64::try_from(burst).unwrap_or(1),
+            }),
+            _ => None,
+        },
         key_hash: D::read_text(row, "key_hash")?,
         created_at: D::read_time(row, "created_at")?,
         revoked_at: D::read_opt_time(row, "revoked_at")?,

@@ -6,6 +6,7 @@ use super::rows::{self, insert_columns, link_placeholders, link_values, push_lis
 use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::model::{Link, NewRow, Slot};
+use crate::workspace::WorkspaceId;
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
 
@@ -33,6 +34,30 @@ impl<D: Dialect> SqlTx<D> {
         D::DB::execute(&mut self.tx, query)
             .await
             .map_err(StorageError::classify)
+    }
+
+    /// Reads the link with `code` (of `workspace` only, if given) and locks its row.
+    async fn lock_where(
+        &mut self,
+        code: &str,
+        workspace: Option<WorkspaceId>,
+    ) -> StorageResult<Option<Link>> {
+        let mut query = statement(
+            &format!(
+                "SELECT {} FROM links WHERE code = ?",
+                rows::select_columns::<D>()
+            ),
+            [Value::Text(code.to_owned())],
+        );
+        if let Some(workspace) = workspace {
+            query.push(" AND workspace_id = ");
+            query.bind(Value::Int(workspace.get()));
+        }
+        query.push(D::FOR_UPDATE);
+        let row = D::DB::fetch_optional(&mut self.tx, query)
+            .await
+            .map_err(StorageError::classify)?;
+        row.as_ref().map(rows::link::<D>).transpose()
     }
 }
 
@@ -112,19 +137,16 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
         Ok(())
     }
 
-    async fn lock_link(&mut self, code: &str) -> StorageResult<Option<Link>> {
-        let query = statement(
-            &format!(
-                "SELECT {} FROM links WHERE code = ?{}",
-                rows::select_columns::<D>(),
-                D::FOR_UPDATE
-            ),
-            [Value::Text(code.to_owned())],
-        );
-        let row = D::DB::fetch_optional(&mut self.tx, query)
-            .await
-            .map_err(StorageError::classify)?;
-        row.as_ref().map(rows::link::<D>).transpose()
+    async fn lock_link(
+        &mut self,
+        workspace: WorkspaceId,
+        code: &str,
+    ) -> StorageResult<Option<Link>> {
+        self.lock_where(code, Some(workspace)).await
+    }
+
+    async fn lock_link_by_code(&mut self, code: &str) -> StorageResult<Option<Link>> {
+        self.lock_where(code, None).await
     }
 
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {

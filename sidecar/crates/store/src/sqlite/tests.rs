@@ -1,7 +1,7 @@
 use super::*;
 use super::{parse_ts, ts};
 use crate::Slot;
-use crate::{Link, LinkFilter, Storage};
+use crate::{Link, LinkFilter, Storage, WorkspaceId};
 use std::time::Duration;
 
 #[test]
@@ -32,6 +32,7 @@ fn row(code: &str, slot: Option<Slot>) -> NewRow {
     NewRow {
         link: Link {
             code: code.into(),
+            workspace: WorkspaceId::DEFAULT,
             target: format!("https://t.example/{code}"),
             url_hash: format!("{code:0>64}"),
             redirect: 302,
@@ -71,7 +72,10 @@ async fn live_link_lookup_follows_every_writer_of_the_url_hash() {
     let found = |hash: String| {
         let storage = storage.clone();
         async move {
-            let link = storage.find_live_link(&hash, None, now).await.unwrap();
+            let link = storage
+                .find_live_link(WorkspaceId::DEFAULT, &hash, None, now)
+                .await
+                .unwrap();
             link.map(|link| link.code)
         }
     };
@@ -125,7 +129,10 @@ async fn insert_links_reports_the_rows_inserted() {
         .is_empty());
     tx.commit().await.unwrap();
     assert_eq!(
-        storage.count_links(&LinkFilter::default()).await.unwrap(),
+        storage
+            .count_links(&LinkFilter::in_workspace(WorkspaceId::DEFAULT))
+            .await
+            .unwrap(),
         4
     );
 }
@@ -161,7 +168,7 @@ async fn batch_rows_read_back_as_written_with_columns_left_out() {
     tx.commit().await.unwrap();
     for expected in [plain, rich, row("mixed", None)] {
         let stored = storage
-            .get_link(&expected.link.code)
+            .get_link(WorkspaceId::DEFAULT, &expected.link.code)
             .await
             .unwrap()
             .unwrap();
@@ -222,7 +229,7 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     tx.update_link(&next).await.unwrap();
     tx.commit().await.unwrap();
 
-    let stored = storage.get_link("u").await.unwrap().unwrap();
+    let stored = storage.link_by_code("u").await.unwrap().unwrap();
     let expected = Link {
         created_at: first.created_at,
         visit_count: 40,

@@ -203,6 +203,7 @@ pub struct RuleEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleLink {
     pub code: String,
+    pub workspace: shortlink_store::WorkspaceId,
 }
 
 #[async_trait]

@@ -12,7 +12,7 @@ use crate::rollup::{Counts, ALL_LINKS};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{Backend, StorageError, StorageResult};
+use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
 use sqlx::{Database, Pool};
 
@@ -189,7 +189,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
     ) -> StorageResult<Vec<IdleLink>> {
         let query = statement(
             &format!(
-                "SELECT code FROM links WHERE {} \
+                "SELECT code, workspace_id FROM links WHERE {} \
                    AND (expires_at IS NULL OR expires_at > ?) AND code > ? \
                  ORDER BY code LIMIT ?",
                 V::IDLE_SINCE
@@ -205,6 +205,10 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
             .map(|row| {
                 Ok(IdleLink {
                     code: V::Sql::read_text(row, "code")?,
+                    workspace: WorkspaceId::from_db(<V::Sql as Dialect>::DB::int(
+                        row,
+                        "workspace_id",
+                    )?),
                 })
             })
             .collect()

@@ -48,7 +48,7 @@ pub(super) async fn refill_slots(
     grace: Duration,
     slots: Option<&[bool]>,
 ) -> Result<RefillCounts, RefillError> {
-    let filter = LinkFilter::default();
+    let filter = LinkFilter::all_workspaces();
     let mut counts = RefillCounts::default();
     let mut after: Option<String> = None;
     loop {

@@ -1,0 +1,171 @@
+//! Workspaces (issue 53): the operator's create, change and delete, and the slugs link records
+//! carry.
+//!
+//! A link record names its workspace by slug (nginx's host map does), and records are encoded
+//! where no query can run (`RecordWrite::for_link`). Slugs never change and ids are never
+//! reused, so every process keeps what it learnt in [`slugs`]: filled at start-up, by the
+//! requests' authentication (which reads the key's workspace anyway) and before every job that
+//! writes records of many workspaces (refill, resync, repairs).
+
+use super::{LinkService, ServiceError};
+use crate::projection::KEY_PREFIX;
+use shortlink_store::{
+    self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, Storage, StorageError,
+    Workspace, WorkspaceChange, WorkspaceId, DEFAULT_SLUG,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// The slugs of the workspaces this process has met, by id.
+pub mod slugs {
+    use super::*;
+    use std::sync::OnceLock;
+
+    fn table() -> &'static RwLock<HashMap<WorkspaceId, Arc<str>>> {
+        static TABLE: OnceLock<RwLock<HashMap<WorkspaceId, Arc<str>>>> = OnceLock::new();
+        TABLE.get_or_init(|| {
+            RwLock::new(HashMap::from([(
+                WorkspaceId::DEFAULT,
+                Arc::from(DEFAULT_SLUG),
+            )]))
+        })
+    }
+
+    /// The slug of `id`, if this process has met it.
+    pub fn get(id: WorkspaceId) -> Option<Arc<str>> {
+        let table = table()
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        table.get(&id).cloned()
+    }
+
+    /// Remembers a workspace's slug (it never changes).
+    pub fn remember(workspace: &Workspace) {
+        remember_slug(workspace.id, &workspace.slug);
+    }
+
+    /// Remembers the slug of `id` (it never changes).
+    pub fn remember_slug(id: WorkspaceId, slug: &str) {
+        if get(id).is_none() {
+            let mut table = table()
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            table.insert(id, Arc::from(slug));
+        }
+    }
+
+    /// Reads every workspace's slug.
+    pub async fn load(storage: &dyn Storage) -> Result<(), StorageError> {
+        for workspace in storage.workspaces().await? {
+            remember(&workspace);
+        }
+        Ok(())
+    }
+
+    /// The slug of `id`, read from the database if this process has not met it yet.
+    pub async fn of(storage: &dyn Storage, id: WorkspaceId) -> Result<Arc<str>, StorageError> {
+        if let Some(slug) = get(id) {
+            return Ok(slug);
+        }
+        let workspace = storage
+            .workspace(id)
+            .await?
+            .ok_or_else(|| StorageError::Corrupt(format!("workspace {id} does not exist")))?;
+        remember(&workspace);
+        Ok(Arc::from(workspace.slug.as_str()))
+    }
+}
+
+/// Why a workspace change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("no such workspace")]
+    NotFound,
+    #[error("a workspace with this slug exists")]
+    SlugTaken,
+    #[error("a slug is 1 to 32 of a-z, 0-9 and '-', not starting with '-'")]
+    BadSlug,
+    #[error("the default workspace cannot be deleted")]
+    DefaultKept,
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+impl From<StorageError> for WorkspaceError {
+    fn from(error: StorageError) -> Self {
+        match error {
+            StorageError::Conflict => WorkspaceError::SlugTaken,
+            other => WorkspaceError::Service(other.into()),
+        }
+    }
+}
+
+/// Links read per page while a deleted workspace's records leave Redis.
+const DELETE_PAGE: u32 = 1000;
+
+impl LinkService {
+    pub async fn create_workspace(
+        &self,
+        slug: &str,
+        name: &str,
+        quotas: Quotas,
+    ) -> Result<Workspace, WorkspaceError> {
+        if !is_valid_slug(slug) {
+            return Err(WorkspaceError::BadSlug);
+        }
+        let workspace = (self.storage)
+            .create_workspace(slug, name, quotas, storage::now())
+            .await?;
+        slugs::remember(&workspace);
+        Ok(workspace)
+    }
+
+    pub async fn change_workspace(
+        &self,
+        id: WorkspaceId,
+        change: &WorkspaceChange,
+    ) -> Result<Workspace, WorkspaceError> {
+        (self.storage.change_workspace(id, change).await?).ok_or(WorkspaceError::NotFound)
+    }
+
+    /// Deletes a workspace and everything it owns. Its links leave Redis first, page by page, so
+    /// no record outlives its row: a code of a deleted workspace answers 404 everywhere (an
+    /// operator's deliberate act; links once sent by that client stop working).
+    pub async fn delete_workspace(
+        &self,
+        id: WorkspaceId,
+    ) -> Result<DeletedWorkspace, WorkspaceError> {
+        if id == WorkspaceId::DEFAULT {
+            return Err(WorkspaceError::DefaultKept);
+        }
+        if self.storage.workspace(id).await?.is_none() {
+            return Err(WorkspaceError::NotFound);
+        }
+        // Suspended first: its keys stop creating links while the records go.
+        let suspend = WorkspaceChange {
+            suspended_at: Some(Some(storage::now())),
+            ..WorkspaceChange::default()
+        };
+        self.storage.change_workspace(id, &suspend).await?;
+        let filter = LinkFilter::in_workspace(id);
+        let mut after: Option<String> = None;
+        loop {
+            let page = (self.storage)
+                .scan_links(&filter, after.as_deref(), DELETE_PAGE)
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.code.clone());
+            let keys: Vec<String> = (page.iter())
+                .flat_map(|link| {
+                    [
+                        format!("{KEY_PREFIX}{}", link.code),
+                        shortlink_wire::keys::preview_key(&link.code),
+                        shortlink_wire::keys::visit_count_key(&link.code),
+                    ]
+                })
+                .collect();
+            (self.projection.delete_keys(&keys).await).map_err(ServiceError::from)?;
+        }
+        Ok(self.storage.delete_workspace(id).await?)
+    }
+}

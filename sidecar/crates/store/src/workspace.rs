@@ -1,0 +1,119 @@
+//! Workspaces (issue 53): who owns a link, a key, a webhook subscription.
+//!
+//! Every read or write of an owned object names its workspace with a [`WorkspaceId`]: the
+//! storage and the service take one, so a query that forgot to filter does not compile. The few
+//! jobs that act on the whole installation (resync, refill, export by the operator) say so with
+//! [`LinkFilter::all_workspaces`](crate::LinkFilter::all_workspaces) or a method named for it.
+
+use crate::error::{StorageError, StorageResult};
+use chrono::{DateTime, Utc};
+use std::fmt;
+
+/// The id of a workspace (`workspaces.id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkspaceId(i64);
+
+impl WorkspaceId {
+    /// The workspace every installation has, which an installation from before workspaces
+    /// became (migration `workspaces`).
+    pub const DEFAULT: WorkspaceId = WorkspaceId(1);
+
+    /// An id read from the database or named by an operator; whether it exists is the caller's
+    /// question.
+    pub const fn from_db(id: i64) -> Self {
+        WorkspaceId(id)
+    }
+
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The slug of the default workspace.
+pub const DEFAULT_SLUG: &str = "default";
+
+/// Longest slug: it rides in link records and nginx's host map.
+pub const MAX_SLUG_LEN: usize = 32;
+
+/// Whether `slug` may name a workspace: 1 to 32 of `a-z`, `0-9` and `-`, not starting with `-`
+/// (what nginx's map, the link record and a URL path all carry without escaping).
+pub fn is_valid_slug(slug: &str) -> bool {
+    let bytes = slug.as_bytes();
+    (1..=MAX_SLUG_LEN).contains(&bytes.len())
+        && bytes[0] != b'-'
+        && (bytes.iter()).all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Per-workspace limits; `None` takes the installation's default (a setting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quotas {
+    pub links_per_day: Option<u64>,
+    pub compose_recipients: Option<u64>,
+    pub webhooks: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    pub id: WorkspaceId,
+    /// Never changes: nginx's host map and the link records name the workspace by it.
+    pub slug: String,
+    /// What people see; may be renamed.
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// A suspended workspace's keys are refused; its links keep answering.
+    pub suspended_at: Option<DateTime<Utc>>,
+    pub quotas: Quotas,
+}
+
+/// A change to a workspace; `None` fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceChange {
+    pub name: Option<String>,
+    /// `Some(Some(at))` suspends, `Some(None)` resumes.
+    pub suspended_at: Option<Option<DateTime<Utc>>>,
+    /// Replaces the quotas as a whole.
+    pub quotas: Option<Quotas>,
+}
+
+/// What deleting a workspace removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeletedWorkspace {
+    pub links: u64,
+    pub keys: u64,
+    pub webhooks: u64,
+}
+
+/// A quota as stored; the API refuses values beyond `i64::MAX`, so saturating loses nothing.
+pub(crate) fn quota_column(value: Option<u64>) -> Option<i64> {
+    value.map(|value| i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn quota_read(value: Option<i64>) -> StorageResult<Option<u64>> {
+    value
+        .map(|value| {
+            u64::try_from(value)
+                .map_err(|_| StorageError::Corrupt(format!("quota {value} in the database")))
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        for good in ["default", "a", "brand-a", "0", "a-", &"a".repeat(32)] {
+            assert!(is_valid_slug(good), "{good}");
+        }
+        for bad in ["", "-a", "A", "a_b", "a.b", "a b", "é", &"a".repeat(33)] {
+            assert!(!is_valid_slug(bad), "{bad}");
+        }
+    }
+}
