@@ -175,7 +175,10 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
                     }
                     form method="post" action="/console/sign-out" {
                         input type="hidden" name="csrf" value=(operator.csrf);
-                        span { (operator.name) " (" (operator.role.as_str()) ") " }
+                        span {
+                            (operator.name) " (" (operator.role.as_str()) ", workspace "
+                            (operator.workspace_slug) ") "
+                        }
                         button.link type="submit" { "Sign out" }
                     }
                 }

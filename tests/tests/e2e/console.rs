@@ -319,7 +319,7 @@ async fn the_console_works_in_a_real_browser() {
     let viewer = String::from_utf8(viewer.stdout).unwrap().trim().to_owned();
     sign_in(c, &console, &viewer).await;
     let overview = source(c).await;
-    assert!(overview.contains("support (viewer)"));
+    assert!(overview.contains("support (viewer, workspace default)"));
     assert!(!overview.contains("/console/create"));
     c.goto(&format!("{console}/links/{code}")).await.unwrap();
     let page = source(c).await;

@@ -124,6 +124,7 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/campaigns/{campaign}",
     "/api/v1/domains",
     "/api/v1/domains/{domain}",
+    "/api/v1/workspace",
     "/api/v1/openapi.json",
 ];
 

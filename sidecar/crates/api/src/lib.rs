@@ -23,6 +23,7 @@ mod state;
 pub mod stats;
 mod visits;
 mod webhooks;
+mod workspaces;
 
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId, InWorkspace};
 pub use batch::failure_error;
@@ -54,6 +55,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(qr::router())
         .merge(visits::router())
         .merge(webhooks::router())
+        .merge(workspaces::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })

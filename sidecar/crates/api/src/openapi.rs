@@ -3,7 +3,7 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
     batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
-    webhooks,
+    webhooks, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -40,6 +40,18 @@ use utoipa::OpenApi;
         webhooks::delete_webhook,
         webhooks::webhook_failures,
         webhooks::replay_webhook,
+        workspaces::list_workspaces,
+        workspaces::create_workspace,
+        workspaces::get_workspace,
+        workspaces::change_workspace,
+        workspaces::delete_workspace,
+        workspaces::list_workspace_keys,
+        workspaces::create_workspace_key,
+        workspaces::revoke_workspace_key,
+        workspaces::own_workspace,
+        workspaces::list_keys,
+        workspaces::create_key,
+        workspaces::revoke_key,
         health::healthz,
         health::readyz,
     ),
@@ -53,7 +65,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
 pub struct ApiDoc;
 

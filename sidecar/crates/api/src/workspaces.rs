@@ -1,0 +1,433 @@
+//! Workspaces (issue 53): `/api/v1/workspaces…`, the operator's (create, rename, suspend, quotas,
+//! delete with the data, and each workspace's keys), and `/api/v1/workspace` and `/api/v1/keys`,
+//! a workspace's own view of itself and its keys.
+
+use super::{
+    generate_api_key, hash_api_key, AppState, Error, ErrorBody, InWorkspace, Json, Path, Result,
+};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::Router;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shortlink_core::service::WorkspaceError;
+use shortlink_store::{
+    self as storage, ApiKey, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/workspaces", get(list_workspaces).post(create_workspace))
+        .route(
+            "/workspaces/{slug}",
+            get(get_workspace)
+                .patch(change_workspace)
+                .delete(delete_workspace),
+        )
+        .route(
+            "/workspaces/{slug}/keys",
+            get(list_workspace_keys).post(create_workspace_key),
+        )
+        .route("/workspaces/{slug}/keys/{id}", delete(revoke_workspace_key))
+        .route("/workspace", get(own_workspace))
+        .route("/keys", get(list_keys).post(create_key))
+        .route("/keys/{id}", delete(revoke_key))
+}
+
+impl From<WorkspaceError> for Error {
+    fn from(error: WorkspaceError) -> Self {
+        let (status, code) = match &error {
+            WorkspaceError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            WorkspaceError::SlugTaken => (StatusCode::CONFLICT, "slug_taken"),
+            WorkspaceError::BadSlug => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_slug"),
+            WorkspaceError::DefaultKept => (StatusCode::CONFLICT, "default_workspace"),
+            WorkspaceError::Service(_) => {
+                let WorkspaceError::Service(service) = error else {
+                    return Error::NotFound;
+                };
+                return service.into();
+            }
+        };
+        Error::Request {
+            status,
+            code,
+            message: error.to_string(),
+        }
+    }
+}
+
+/// A workspace as the operator sees it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WorkspaceView {
+    /// Never changes: nginx's host map names the workspace by it.
+    pub slug: String,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// Set while the workspace's keys are refused.
+    pub suspended_at: Option<DateTime<Utc>>,
+    pub quotas: QuotasView,
+}
+
+/// Per-workspace limits; `null`: the installation's default.
+#[derive(Serialize, Deserialize, Default, Clone, Copy, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotasView {
+    /// Links created per UTC day.
+    pub links_per_day: Option<u64>,
+    /// Recipients of one compose.
+    pub compose_recipients: Option<u64>,
+    /// Webhook subscriptions.
+    pub webhooks: Option<u64>,
+}
+
+impl From<QuotasView> for Quotas {
+    fn from(view: QuotasView) -> Self {
+        Quotas {
+            links_per_day: view.links_per_day,
+            compose_recipients: view.compose_recipients,
+            webhooks: view.webhooks,
+        }
+    }
+}
+
+impl From<Workspace> for WorkspaceView {
+    fn from(workspace: Workspace) -> Self {
+        let quotas = workspace.quotas;
+        WorkspaceView {
+            slug: workspace.slug,
+            name: workspace.name,
+            created_at: workspace.created_at,
+            suspended_at: workspace.suspended_at,
+            quotas: QuotasView {
+                links_per_day: quotas.links_per_day,
+                compose_recipients: quotas.compose_recipients,
+                webhooks: quotas.webhooks,
+            },
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WorkspaceList {
+    pub workspaces: Vec<WorkspaceView>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorkspaceRequest {
+    /// 1 to 32 of `a-z`, `0-9` and `-`, not starting with `-`; never changes.
+    pub slug: String,
+    /// What people see (default: the slug); 1 to 200 printable characters.
+    pub name: Option<String>,
+    #[serde(default)]
+    pub quotas: QuotasView,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeWorkspaceRequest {
+    pub name: Option<String>,
+    /// `true` refuses the workspace's keys (its links keep answering); `false` accepts them again.
+    pub suspended: Option<bool>,
+    /// Replaces the quotas as a whole.
+    pub quotas: Option<QuotasView>,
+}
+
+/// What deleting a workspace removed.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DeletedView {
+    pub links: u64,
+    pub keys: u64,
+    pub webhooks: u64,
+}
+
+/// A key, never the key itself (except once, when created).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct KeyView {
+    pub id: i64,
+    pub name: String,
+    /// `admin`, `issuer`, `viewer` or `resolve`.
+    pub role: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Only in the answer that created it: send it as `Authorization: Bearer <key>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl From<ApiKey> for KeyView {
+    fn from(key: ApiKey) -> Self {
+        KeyView {
+            id: key.id,
+            name: key.name,
+            role: key.role.as_str().to_owned(),
+            created_at: key.created_at,
+            revoked_at: key.revoked_at,
+            key: None,
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeyView>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    /// What the key is for, e.g. the campaign tool using it; 1 to 200 printable characters.
+    pub name: String,
+    /// `admin`, `issuer` or `viewer` (nginx's `resolve` key and operator keys are made with the CLI).
+    pub role: String,
+}
+
+fn checked_name(name: &str) -> Result<&str> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "invalid_name",
+            "a name is 1 to 200 printable characters",
+        ));
+    }
+    Ok(name)
+}
+
+fn quotas_in_range(quotas: &QuotasView) -> Result<()> {
+    let values = [quotas.links_per_day, quotas.compose_recipients, quotas.webhooks];
+    if values.into_iter().flatten().any(|value| value > i64::MAX as u64) {
+        return Err(Error::invalid(
+            "invalid_quota",
+            "a quota is at most 9223372036854775807",
+        ));
+    }
+    Ok(())
+}
+
+/// The workspace with this slug; a missing one answers 404.
+async fn by_slug(state: &AppState, slug: &str) -> Result<Workspace> {
+    (state.links.storage().workspace_by_slug(slug).await?)
+        .ok_or_else(|| WorkspaceError::NotFound.into())
+}
+
+/// Every workspace of the installation.
+#[utoipa::path(get, path = "/api/v1/workspaces", tag = "workspaces",
+    responses((status = 200, body = WorkspaceList), (status = 403, body = ErrorBody)))]
+pub async fn list_workspaces(State(state): State<AppState>) -> Result<Json<WorkspaceList>> {
+    let workspaces = state.links.storage().workspaces().await?;
+    Ok(Json(WorkspaceList {
+        workspaces: workspaces.into_iter().map(WorkspaceView::from).collect(),
+    }))
+}
+
+/// Create a workspace; then map its short domains to its slug in nginx's `domains.conf`.
+#[utoipa::path(post, path = "/api/v1/workspaces", tag = "workspaces",
+    request_body = CreateWorkspaceRequest,
+    responses(
+        (status = 201, body = WorkspaceView),
+        (status = 409, description = "`slug_taken`", body = ErrorBody),
+        (status = 422, description = "`invalid_slug`, `invalid_name`, `invalid_quota`, `invalid_body`",
+            body = ErrorBody),
+    ))]
+pub async fn create_workspace(
+    State(state): State<AppState>,
+    Json(request): Json<CreateWorkspaceRequest>,
+) -> Result<(StatusCode, Json<WorkspaceView>)> {
+    let name = checked_name(request.name.as_deref().unwrap_or(&request.slug))?;
+    quotas_in_range(&request.quotas)?;
+    let workspace = (state.links)
+        .create_workspace(&request.slug, name, request.quotas.into())
+        .await?;
+    Ok((StatusCode::CREATED, Json(workspace.into())))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{slug}", tag = "workspaces",
+    params(("slug" = String, Path)),
+    responses((status = 200, body = WorkspaceView), (status = 404, body = ErrorBody)))]
+pub async fn get_workspace(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Json<WorkspaceView>> {
+    Ok(Json(by_slug(&state, &slug).await?.into()))
+}
+
+/// Rename, suspend or resume, or set the quotas.
+#[utoipa::path(patch, path = "/api/v1/workspaces/{slug}", tag = "workspaces",
+    params(("slug" = String, Path)), request_body = ChangeWorkspaceRequest,
+    responses(
+        (status = 200, body = WorkspaceView), (status = 404, body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `invalid_quota`, `invalid_body`", body = ErrorBody),
+    ))]
+pub async fn change_workspace(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Json(request): Json<ChangeWorkspaceRequest>,
+) -> Result<Json<WorkspaceView>> {
+    let name = request.name.as_deref().map(checked_name).transpose()?;
+    if let Some(quotas) = &request.quotas {
+        quotas_in_range(quotas)?;
+    }
+    let workspace = by_slug(&state, &slug).await?;
+    let change = WorkspaceChange {
+        name: name.map(str::to_owned),
+        suspended_at: request
+            .suspended
+            .map(|suspended| suspended.then(storage::now)),
+        quotas: request.quotas.map(Quotas::from),
+    };
+    let changed = state.links.change_workspace(workspace.id, &change).await?;
+    Ok(Json(changed.into()))
+}
+
+/// Delete a workspace with everything it owns: its links stop answering (404), its keys and
+/// webhooks go. The default workspace cannot be deleted.
+#[utoipa::path(delete, path = "/api/v1/workspaces/{slug}", tag = "workspaces",
+    params(("slug" = String, Path)),
+    responses(
+        (status = 200, body = DeletedView), (status = 404, body = ErrorBody),
+        (status = 409, description = "`default_workspace`", body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+pub async fn delete_workspace(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Json<DeletedView>> {
+    let workspace = by_slug(&state, &slug).await?;
+    let deleted = state.links.delete_workspace(workspace.id).await?;
+    Ok(Json(DeletedView {
+        links: deleted.links,
+        keys: deleted.keys,
+        webhooks: deleted.webhooks,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{slug}/keys", tag = "workspaces",
+    params(("slug" = String, Path)),
+    responses((status = 200, body = KeyList), (status = 404, body = ErrorBody)))]
+pub async fn list_workspace_keys(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Json<KeyList>> {
+    let workspace = by_slug(&state, &slug).await?;
+    keys_of(&state, workspace.id).await
+}
+
+/// A key of the workspace: its first `admin` key is how the operator hands a workspace over.
+#[utoipa::path(post, path = "/api/v1/workspaces/{slug}/keys", tag = "workspaces",
+    params(("slug" = String, Path)), request_body = CreateKeyRequest,
+    responses(
+        (status = 201, description = "the key is in `key`, shown only this once", body = KeyView),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_body`", body = ErrorBody),
+    ))]
+pub async fn create_workspace_key(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Json(request): Json<CreateKeyRequest>,
+) -> Result<(StatusCode, Json<KeyView>)> {
+    let workspace = by_slug(&state, &slug).await?;
+    new_key(&state, workspace.id, request).await
+}
+
+#[utoipa::path(delete, path = "/api/v1/workspaces/{slug}/keys/{id}", tag = "workspaces",
+    params(("slug" = String, Path), ("id" = i64, Path)),
+    responses((status = 200, body = KeyView), (status = 404, body = ErrorBody)))]
+pub async fn revoke_workspace_key(
+    State(state): State<AppState>,
+    Path((slug, id)): Path<(String, i64)>,
+) -> Result<Json<KeyView>> {
+    let workspace = by_slug(&state, &slug).await?;
+    revoke(&state, workspace.id, id).await
+}
+
+/// The workspace this key acts in.
+#[utoipa::path(get, path = "/api/v1/workspace", tag = "keys",
+    responses((status = 200, body = WorkspaceView)))]
+pub async fn own_workspace(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+) -> Result<Json<WorkspaceView>> {
+    let workspace = (state.links.storage().workspace(workspace).await?)
+        .ok_or(Error::WorkspaceSuspended)?;
+    Ok(Json(workspace.into()))
+}
+
+/// The keys of this key's workspace (admin keys only).
+#[utoipa::path(get, path = "/api/v1/keys", tag = "keys",
+    responses((status = 200, body = KeyList), (status = 403, body = ErrorBody)))]
+pub async fn list_keys(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+) -> Result<Json<KeyList>> {
+    keys_of(&state, workspace).await
+}
+
+/// A key of this key's workspace (admin keys only).
+#[utoipa::path(post, path = "/api/v1/keys", tag = "keys", request_body = CreateKeyRequest,
+    responses(
+        (status = 201, description = "the key is in `key`, shown only this once", body = KeyView),
+        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_body`", body = ErrorBody),
+    ))]
+pub async fn create_key(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    Json(request): Json<CreateKeyRequest>,
+) -> Result<(StatusCode, Json<KeyView>)> {
+    new_key(&state, workspace, request).await
+}
+
+/// Revoke a key of this key's workspace; requests with it are refused from then on.
+#[utoipa::path(delete, path = "/api/v1/keys/{id}", tag = "keys", params(("id" = i64, Path)),
+    responses((status = 200, body = KeyView), (status = 404, body = ErrorBody)))]
+pub async fn revoke_key(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    Path(id): Path<i64>,
+) -> Result<Json<KeyView>> {
+    revoke(&state, workspace, id).await
+}
+
+async fn keys_of(state: &AppState, workspace: WorkspaceId) -> Result<Json<KeyList>> {
+    let keys = state.links.storage().list_api_keys(Some(workspace)).await?;
+    Ok(Json(KeyList {
+        keys: keys.into_iter().map(KeyView::from).collect(),
+    }))
+}
+
+async fn new_key(
+    state: &AppState,
+    workspace: WorkspaceId,
+    request: CreateKeyRequest,
+) -> Result<(StatusCode, Json<KeyView>)> {
+    let name = checked_name(&request.name)?;
+    let role = match request.role.as_str() {
+        "admin" => Role::Admin,
+        "issuer" => Role::Issuer,
+        "viewer" => Role::Viewer,
+        _ => {
+            return Err(Error::invalid(
+                "invalid_role",
+                "a role is `admin`, `issuer` or `viewer`",
+            ))
+        }
+    };
+    let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
+    let created = (state.links.storage())
+        .create_api_key(name, role, Some(workspace), &hash_api_key(&key), storage::now())
+        .await?;
+    let mut view = KeyView::from(created);
+    view.key = Some(key);
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+async fn revoke(state: &AppState, workspace: WorkspaceId, id: i64) -> Result<Json<KeyView>> {
+    let revoked = (state.links.storage())
+        .revoke_api_key(Some(workspace), id, storage::now())
+        .await?;
+    revoked.map(|key| Json(key.into())).ok_or(Error::Request {
+        status: StatusCode::NOT_FOUND,
+        code: "not_found",
+        message: "no API key has this id".into(),
+    })
+}
