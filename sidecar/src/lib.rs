@@ -21,8 +21,8 @@ pub use shortlink_api as http;
 pub use shortlink_config as config;
 pub use shortlink_config::redact;
 pub use shortlink_core::{
-    background, code_scheme, csv_cell, issuer, metrics, outbound, primary, projection, service,
-    signing,
+    background, code_scheme, csv_cell, issuer, limits, metrics, outbound, primary, projection,
+    service, signing,
 };
 pub use shortlink_domains as domains;
 pub use shortlink_model::{link, schema, validate};
@@ -94,6 +94,8 @@ struct Checked {
     /// counts the promotions its user has seen).
     projection_primary: Primary,
     marker_primary: Primary,
+    /// The rate limits' and quotas' own way to the primary.
+    limits_primary: Primary,
 }
 
 impl Checked {
@@ -140,6 +142,7 @@ impl Checked {
             proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
             projection_primary: Primary::from_config(config)?,
             marker_primary: Primary::from_config(config)?,
+            limits_primary: Primary::from_config(config)?,
         })
     }
 }
@@ -162,6 +165,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         proxy_secret,
         projection_primary,
         marker_primary,
+        limits_primary,
     } = checked;
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
@@ -217,6 +221,11 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         links: Arc::new(links),
         analytics,
         webhooks: Arc::new(webhooks),
+        limits: Arc::new(shortlink_core::limits::Limits::new(
+            limits_primary,
+            config.redis_timeout,
+            shortlink_core::limits::LimitSettings::from_config(config),
+        )),
         domains: Arc::new(domains::health::DomainHealth::new(
             domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),

@@ -27,6 +27,7 @@ mod multiprocess;
 mod outages;
 mod projection_marker;
 mod qr;
+mod rate_limits;
 mod resolve;
 mod rules;
 mod rules_fallback;

@@ -18,6 +18,7 @@ mod openapi;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
+pub mod rate_limit;
 mod resolve;
 mod state;
 pub mod stats;
@@ -55,6 +56,11 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
+        // Inside the key check: it counts the key that check found.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            rate_limit::limit_api_key,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,
