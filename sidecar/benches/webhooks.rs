@@ -160,7 +160,6 @@ fn main() {
         let storage = shortlink_sidecar::storage::connect(&options)
             .await
             .expect("migrate");
-        drop(storage);
         insert_link(&url).await;
         let store: Arc<dyn VisitStore> = store::connect(&options).await.unwrap();
         let enricher = Enricher::new(GeoDb::disabled(), false);
@@ -173,7 +172,7 @@ fn main() {
         .unwrap();
         let settings = WebhookSettings::from_config(&cli.config).unwrap();
         let policy = UrlPolicy::new(5000, &[], &[]).unwrap();
-        let service = WebhookService::new(Arc::clone(&store), policy, Vec::new(), &settings);
+        let service = WebhookService::new(Arc::clone(&store), storage, policy, Vec::new(), &settings);
         let (stop, stopped) = watch::channel(false);
         let deliverer = Deliverer::new(Arc::clone(&store), settings).unwrap();
         let delivering = tokio::spawn(deliverer.run(stopped));

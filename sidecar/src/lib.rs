@@ -11,6 +11,7 @@
 // `shortlink-visits`, which allows it for that module alone.
 #![deny(unsafe_code)]
 
+pub mod audit_retention;
 pub mod cli;
 pub mod config_file;
 pub mod console;
@@ -213,6 +214,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
     };
     let webhooks = webhooks::WebhookService::new(
         Arc::clone(&analytics.store),
+        Arc::clone(links.storage()),
         url_policy.clone(),
         short_domains.clone(),
         &webhook_settings,
@@ -333,6 +335,13 @@ impl Jobs {
         tasks.spawn("idempotency key pruner", move |shutdown| {
             service::prune_idempotency_keys_every(links, retention, shutdown)
         });
+        if !config.audit_retention.is_zero() {
+            let (storage, retention) = (Arc::clone(state.links.storage()), config.audit_retention);
+            let every = config.cleanup_every;
+            tasks.spawn("audit log pruner", move |shutdown| {
+                audit_retention::prune_every(storage, retention, every, shutdown)
+            });
+        }
     }
 }
 

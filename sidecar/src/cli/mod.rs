@@ -1,6 +1,7 @@
 //! Subcommands: `serve` (default), `keys create|list|revoke`, `import`, `export`, `compose`, `resync`,
-//! `migrate`, `backup`, `code-scheme show|adopt`.
+//! `migrate`, `backup`, `code-scheme show|adopt`, `audit verify`.
 
+pub(crate) mod audit;
 mod backup;
 mod check;
 mod code_scheme;
@@ -19,6 +20,7 @@ use crate::storage;
 use crate::{http, Application};
 use std::io::Write;
 
+pub use audit::AuditCommand;
 pub use backup::BackupArgs;
 pub use check::problems as config_problems;
 pub use code_scheme::CodeSchemeCommand;
@@ -87,6 +89,11 @@ pub enum Command {
         #[command(subcommand)]
         command: CodeSchemeCommand,
     },
+    /// The audit log: `verify` checks its hash chains.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -123,6 +130,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Cleanup => visits::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
+        Command::Audit { command } => audit::run(&config, command).await,
         Command::CheckConfig => check::check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;
@@ -159,6 +167,17 @@ async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
             let created = storage
                 .create_api_key(name, role, &http::hash_api_key(&key), storage::now())
                 .await?;
+            // The name and role, never the key (nor its hash).
+            let changes = storage::audit::Changes::new()
+                .set("name", created.name.clone())
+                .set("role", created.role.as_str());
+            audit::record(
+                storage.as_ref(),
+                "key.create",
+                created.id.to_string(),
+                changes,
+            )
+            .await?;
             eprintln!(
                 "created API key {} ({:?}, role {}: it {}); it is shown only this once:",
                 created.id,
@@ -186,7 +205,11 @@ async fn keys(config: &Config, command: KeysCommand) -> Result<(), BoxError> {
             }
         }
         KeysCommand::Revoke { id } => match storage.revoke_api_key(id, storage::now()).await? {
-            Some(key) => println!("revoked API key {} ({:?})", key.id, key.name),
+            Some(key) => {
+                let changes = storage::audit::Changes::new().set("name", key.name.clone());
+                audit::record(storage.as_ref(), "key.revoke", key.id.to_string(), changes).await?;
+                println!("revoked API key {} ({:?})", key.id, key.name)
+            }
             None => return Err(format!("no API key has id {id}").into()),
         },
     }

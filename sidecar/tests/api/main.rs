@@ -2,6 +2,7 @@
 //! file, PostgreSQL or MariaDB database and a fresh redis-server per test.
 
 mod analytics;
+mod audit;
 mod auth;
 mod background;
 mod batch;

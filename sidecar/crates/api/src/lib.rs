@@ -3,6 +3,7 @@
 
 #![deny(unsafe_code)]
 
+mod audit;
 mod auth;
 mod batch;
 mod campaigns;
@@ -18,6 +19,7 @@ mod openapi;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
+pub mod request_id;
 pub mod rate_limit;
 mod resolve;
 mod state;
@@ -25,6 +27,7 @@ pub mod stats;
 mod visits;
 mod webhooks;
 
+pub use audit::Recorder;
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId};
 pub use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
@@ -53,6 +56,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(qr::router())
         .merge(visits::router())
         .merge(webhooks::router())
+        .merge(audit::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
@@ -86,6 +90,10 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
             }
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            request_id::tag_request,
+        ))
         .layer(axum::middleware::from_fn(
             early_close::close_after_client_error,
         ))

@@ -2,7 +2,7 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
+    audit, batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
     webhooks,
 };
 use shortlink_model::schema::SchemaFixes;
@@ -40,6 +40,7 @@ use utoipa::OpenApi;
         webhooks::delete_webhook,
         webhooks::webhook_failures,
         webhooks::replay_webhook,
+        audit::list_audit,
         health::healthz,
         health::readyz,
     ),
@@ -53,7 +54,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "audit"), (name = "health"))
 )]
 pub struct ApiDoc;
 

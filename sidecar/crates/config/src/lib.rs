@@ -296,6 +296,11 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_VISIT_RETENTION", value_parser = humantime::parse_duration, global = true)]
     pub visit_retention: Option<Duration>,
 
+    /// Delete audit log rows older than this (e.g. `400d`) from the start of each chain, keeping
+    /// the chain checkable from the last one deleted; `0` (the default) keeps them forever.
+    #[arg(long, env = "SHORTLINK_AUDIT_RETENTION", default_value = "0", value_parser = humantime::parse_duration, global = true)]
+    pub audit_retention: Duration,
+
     /// How often the expiry and retention jobs run (when either is set).
     #[arg(long, env = "SHORTLINK_CLEANUP_EVERY", default_value = "1h", value_parser = humantime::parse_duration, global = true)]
     pub cleanup_every: Duration,
@@ -514,6 +519,7 @@ impl fmt::Debug for Config {
             .field("count_bots", &self.count_bots)
             .field("expire_idle_after", &self.expire_idle_after)
             .field("visit_retention", &self.visit_retention)
+            .field("audit_retention", &self.audit_retention)
             .finish_non_exhaustive()
     }
 }

@@ -95,6 +95,39 @@ pub struct RequestInfo {
     pub client_addr: Option<String>,
 }
 
+/// Who asks for a change and from where: what every audit row of a request shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub workspace_id: i64,
+    pub actor: Actor,
+    pub request: RequestInfo,
+}
+
+impl Origin {
+    /// In the default workspace, without request details (a subcommand, a job).
+    pub fn new(actor: Actor) -> Self {
+        Self {
+            workspace_id: DEFAULT_WORKSPACE,
+            actor,
+            request: RequestInfo::default(),
+        }
+    }
+
+    /// The entry recording `action` on `object` by this origin.
+    pub fn entry(&self, action: &str, object: impl Into<String>, changes: Changes) -> AuditEntry {
+        AuditEntry {
+            workspace_id: self.workspace_id,
+            actor: self.actor.clone(),
+            action: action.to_owned(),
+            object: object.into(),
+            changes,
+            request: self.request.clone(),
+            batch_size: None,
+            idempotency_key: None,
+        }
+    }
+}
+
 /// One change to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {

@@ -91,6 +91,10 @@ async fn verify_chain(storage: &dyn Storage, head: &AuditHead) -> StorageResult<
         anchor_seq,
         problem: None,
     };
+    if head.last.is_none() {
+        report.problem = Some(Problem::NoHead);
+        return Ok(report);
+    }
     let (mut expected, mut prev) = (anchor_seq + 1, anchor_hash);
     let mut after = 0;
     'pages: loop {
