@@ -3,7 +3,29 @@
 //! change to the rest of it reads as a secret's ([`Changes::secret`]).
 
 use super::subscription::SubscriptionSpec;
+use serde_json::Value;
 use shortlink_store::audit::Changes;
+
+/// The fields recorded as they are, in [`plain`]'s order.
+const PLAIN: [&str; 6] = [
+    "name",
+    "campaigns",
+    "tags",
+    "include_bots",
+    "batch_size",
+    "batch_ms",
+];
+
+fn plain(spec: &SubscriptionSpec) -> [Value; 6] {
+    [
+        spec.name.clone().into(),
+        spec.campaigns.clone().into(),
+        spec.tags.clone().into(),
+        spec.include_bots.into(),
+        spec.batch_size.into(),
+        spec.batch_ms.into(),
+    ]
+}
 
 /// A subscription as it was (`None`: created) and as it is (`None`: deleted), with its secret.
 pub(crate) fn changes(
@@ -13,21 +35,11 @@ pub(crate) fn changes(
     let origin = |side: Option<(&SubscriptionSpec, &str)>| {
         side.map(|(spec, _)| spec.url.origin().ascii_serialization())
     };
-    let field = |side: Option<(&SubscriptionSpec, &str)>,
-                 read: fn(&SubscriptionSpec) -> serde_json::Value| {
-        side.map_or(serde_json::Value::Null, |(spec, _)| read(spec))
-    };
     let mut changes = Changes::new().diff("url_origin", origin(before), origin(after));
-    let fields: [(&str, fn(&SubscriptionSpec) -> serde_json::Value); 6] = [
-        ("name", |s| s.name.clone().into()),
-        ("campaigns", |s| s.campaigns.clone().into()),
-        ("tags", |s| s.tags.clone().into()),
-        ("include_bots", |s| s.include_bots.into()),
-        ("batch_size", |s| s.batch_size.into()),
-        ("batch_ms", |s| s.batch_ms.into()),
-    ];
-    for (name, read) in fields {
-        changes = changes.diff(name, field(before, read), field(after, read));
+    let (old, new) = (before.map(|(s, _)| plain(s)), after.map(|(s, _)| plain(s)));
+    for (i, name) in PLAIN.iter().enumerate() {
+        let value = |side: &Option<[Value; 6]>| side.as_ref().map_or(Value::Null, |v| v[i].clone());
+        changes = changes.diff(name, value(&old), value(&new));
     }
     let url_changed =
         before.map(|(spec, _)| spec.url.as_str()) != after.map(|(spec, _)| spec.url.as_str());
