@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use shortlink_wire::record::{Extras, Link, LinkView, REVOKED_STATUS};
+use shortlink_wire::record::{Extras, Link, LinkView, WorkspaceName, REVOKED_STATUS};
 
 /// What a lookup resolved to, as handed to the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,15 +59,27 @@ impl<'a> CachedLink<'a> {
             status: self.status,
             expires_at: self.expires_at,
             forward_query: self.forward_query,
-            target: self.target,
+            // A revoked entry keeps its workspace where a live one keeps its target.
+            target: if self.revoked { &[] } else { self.target },
             extras: self.extras,
         }
+    }
+
+    /// The name of the link's workspace; `None`: `default` ([`Link::workspace`]).
+    #[inline]
+    pub fn workspace(&self) -> Option<&'a [u8]> {
+        if self.revoked {
+            return (!self.target.is_empty()).then_some(self.target);
+        }
+        Some(self.extras?.workspace.as_ref()?.as_bytes())
     }
 
     /// An owned copy, for a task that outlives the borrow of the cache.
     pub fn to_link(&self) -> Link {
         if self.revoked {
-            return Link::Revoked;
+            return Link::Revoked {
+                workspace: WorkspaceName::parse(self.target),
+            };
         }
         Link::Live {
             status: self.status,
@@ -240,7 +252,12 @@ impl Slot {
         let (kind, status, expires_at, forward_query, target, extras): (_, _, _, _, &[u8], _) =
             match value {
                 Cached::Missing => (MISSING, 0, 0, false, &[], None),
-                Cached::Link(Link::Revoked) => (REVOKED, REVOKED_STATUS, 0, false, &[], None),
+                // Its workspace where a live link's target goes: no allocation, and a revoked
+                // entry of `default` stays as it was.
+                Cached::Link(Link::Revoked { workspace }) => {
+                    let workspace = workspace.as_ref().map_or(&[][..], WorkspaceName::as_bytes);
+                    (REVOKED, REVOKED_STATUS, 0, false, workspace, None)
+                }
                 Cached::Link(Link::Live {
                     status,
                     expires_at,
@@ -464,7 +481,10 @@ impl Cache {
         let ttl = ttl_for(&self.config, &value);
         let target_len = match &value {
             Cached::Link(Link::Live { target, .. }) => target.len(),
-            _ => 0,
+            Cached::Link(Link::Revoked { workspace }) => {
+                workspace.map_or(0, |name| name.as_bytes().len())
+            }
+            Cached::Missing => 0,
         };
         // Lengths are kept in 16 bits; nothing that long is a code (it is just not cached).
         if ttl == 0 || code.len() + target_len > usize::from(u16::MAX) {

@@ -2,21 +2,22 @@
 //! cache, then (rarely) Redis.
 
 use nginx_sys::{
-    ngx_http_complex_value, ngx_http_finalize_request, ngx_http_get_indexed_variable,
-    ngx_http_request_t, ngx_http_variable_value_t, ngx_int_t, ngx_str_t, ngx_time, NGX_HTTP_GET,
+    ngx_http_finalize_request, ngx_http_request_t, ngx_int_t, ngx_time, NGX_HTTP_GET,
     NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_HTTP_NOT_FOUND,
-    NGX_HTTP_POST, NGX_OK,
+    NGX_HTTP_POST,
 };
 use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
 use crate::cache::{Hit, Scope};
-use crate::conf::{LocConf, MainConf, PoolSource};
+use crate::conf::{LocConf, MainConf, PoolSource, WorkspaceSource};
 use crate::ffi::now_ms;
 use crate::lookup::{Candidate, Job, Record, Unlock};
 use crate::password::{self, Client, Submitted};
 use crate::request::candidate::{self, CodeCase};
+use crate::request::value::{self, slice_or_empty};
+use crate::request::workspace::{self, HostWorkspace};
 use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
@@ -98,12 +99,15 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     // SAFETY: `code` is a slice of `r.unparsed_uri` or of the request pool, both living as
     // long as the request.
     unsafe { variables::set_code(r, mcf, code) };
+    // Before any answer that depends on the link: a code of another workspace answers as an
+    // unknown code, from the cache or from Redis.
+    let workspace = host_workspace(r, lcf);
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
     // Codes only imported-codes locations look up are cached for those locations only.
     // A POST is answered from the cache too: only a link that asks its password goes to Redis
     // (attempts are counted there), or anyone could force a lookup per request.
-    let cached = answer_from_cache(r, mcf, lcf, domain, code, password);
+    let cached = answer_from_cache(r, mcf, lcf, domain, code, password, workspace);
     match cached {
         Some(FromCache::Answered(answered)) => {
             bump(mcf, Counter::CacheHits);
@@ -137,7 +141,11 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         Shape::Invalid if imported(code) => (false, Scope::Imported),
         Shape::Invalid => return not_a_code(r, mcf, domain, raw_uri),
     };
-    let candidate = Candidate { bad_check, scope };
+    let candidate = Candidate {
+        bad_check,
+        scope,
+        workspace,
+    };
     if let Some(password) = password {
         let job = Job::Unlock(Box::new(Unlock {
             password: password.clone(),
@@ -211,53 +219,29 @@ fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bo
     let pool: &[u8] = match &lcf.pool {
         None => return true,
         Some(PoolSource::Fixed(set)) => return set.contains(host),
-        Some(PoolSource::Variable(index)) => {
-            // SAFETY: `index` came from ngx_http_get_variable_index for this configuration;
-            // the value lives in request (or configuration) memory for the rest of this call.
-            match unsafe { ngx_http_get_indexed_variable(r, *index).as_ref() } {
-                // SAFETY: a found variable's `data` holds `len` bytes.
-                Some(v) if variable_found(v) => unsafe { slice_or_empty(v.data, variable_len(v)) },
-                _ => return false,
-            }
-        }
-        Some(PoolSource::Complex(cv)) => {
-            let mut value = ngx_str_t::default();
-            // SAFETY: `cv` was compiled at config time for this location; nginx evaluates it
-            // into request-pool memory.
-            if unsafe { ngx_http_complex_value(r, *cv, &mut value) } != NGX_OK as ngx_int_t {
-                return false;
-            }
-            // SAFETY: nginx set `value` to `len` bytes of request memory (or len 0).
-            unsafe { slice_or_empty(value.data, value.len) }
-        }
+        Some(PoolSource::Dynamic(source)) => match value::of(r, *source) {
+            Some(pool) => pool,
+            None => return false,
+        },
     };
     worker::with(mcf, |w| w.pools.contains(pool, host)).unwrap_or_else(|| host::in_pool(host, pool))
 }
 
-/// The bit-field word of a variable value, read at once (bindgen's getters go bit by bit).
-fn variable_word(v: &ngx_http_variable_value_t) -> u32 {
-    // SAFETY: `__BindgenBitfieldUnit<[u8; 4]>` is `repr(C)` around its 4-byte storage.
-    u32::from_le_bytes(unsafe { *std::ptr::addr_of!(v._bitfield_1).cast::<[u8; 4]>() })
-}
-
-fn variable_len(v: &ngx_http_variable_value_t) -> usize {
-    (variable_word(v) & 0x0fff_ffff) as usize
-}
-
-/// `valid` set and `not_found` clear (bits 28 and 30 of the C bit-fields).
-fn variable_found(v: &ngx_http_variable_value_t) -> bool {
-    variable_word(v) & (1 << 28 | 1 << 30) == 1 << 28
-}
-
-/// # Safety
-/// `data` must be null with `len` 0, or point at `len` readable bytes living past the use.
-unsafe fn slice_or_empty<'a>(data: *const u8, len: usize) -> &'a [u8] {
-    if data.is_null() || len == 0 {
-        &[]
-    } else {
-        // SAFETY: per the contract above.
-        unsafe { std::slice::from_raw_parts(data, len) }
+/// The workspace of the request's host (`shortlink_workspace`), evaluated once per request.
+fn host_workspace(r: &mut ngx_http_request_t, lcf: &LocConf) -> HostWorkspace {
+    let source = match lcf.workspace {
+        None => return HostWorkspace::Unchecked,
+        Some(WorkspaceSource::Fixed(name)) => return HostWorkspace::of_name(name),
+        Some(WorkspaceSource::Dynamic(source)) => source,
+    };
+    // SAFETY: it points into request memory (or is empty) for the life of the request.
+    let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
+    let value = value::of(r, source).unwrap_or_default();
+    let workspace = HostWorkspace::of_value(value);
+    if workspace == HostWorkspace::Nothing {
+        workspace::warn_once(value, host);
     }
+    workspace
 }
 
 /// What a cache hit gives: the answer, or a link that needs Redis once more first.
@@ -269,7 +253,8 @@ enum FromCache {
 }
 
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
-/// (Redis counts the attempt); any other is answered as a GET is, without its card.
+/// (Redis counts the attempt); any other is answered as a GET is, without its card. A link of
+/// another workspace than the host's is a cached miss, whatever the method.
 fn answer_from_cache(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -277,10 +262,12 @@ fn answer_from_cache(
     domain: DomainCounts,
     code: &[u8],
     password: Option<&Submitted>,
+    workspace: HostWorkspace,
 ) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get_in(code, now, lcf.cache_scope())? {
+            Hit::Link(link) if !workspace.admits(link.workspace()) => Outcome::Missing,
             Hit::Link(link) => {
                 // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();

@@ -24,6 +24,7 @@ use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
 use crate::redis::RedisError;
 use crate::request::click;
+use crate::request::workspace::HostWorkspace;
 use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
 use crate::status::DomainCounts;
@@ -56,6 +57,9 @@ pub struct Candidate {
     /// Who may answer from what the lookup finds: [`Scope::Imported`] when only an imported-codes
     /// location would have looked the code up.
     pub scope: Scope,
+    /// The host's workspace: a link of another answers as a missing record (and is cached as
+    /// found, for the hosts of its own).
+    pub workspace: HostWorkspace,
 }
 
 /// What the task does before answering.
@@ -241,6 +245,9 @@ async fn perform(
         Job::Count(link) => (link, false),
         Job::Card(link) => return card(mcf, lcf, code, link).await,
         Job::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
+            Resolution::Link(link) if foreign(&link, candidate.workspace) => {
+                return Resolution::Missing;
+            }
             // SAFETY: the request outlives its task (see `run`).
             Resolution::Link(link) if click::wants_card(unsafe { &*r }, &link.view()) => {
                 return card(mcf, lcf, code, link).await;
@@ -257,6 +264,10 @@ async fn perform(
             let link = match record {
                 Record::Cached(link) => link,
                 Record::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
+                    // Before the attempt is counted: another workspace's link is not there.
+                    Resolution::Link(link) if foreign(&link, candidate.workspace) => {
+                        return Resolution::Missing;
+                    }
                     Resolution::Link(link) => link,
                     other => return other,
                 },
@@ -280,6 +291,12 @@ async fn perform(
         }
     };
     count(mcf, lcf, code, link, unlocked).await
+}
+
+/// Whether `link` belongs to a workspace other than the host's. Links from the cache were
+/// judged before their job was made (`handler::answer_from_cache`).
+fn foreign(link: &Link, host: HostWorkspace) -> bool {
+    !host.admits(link.workspace().map(|name| name.as_bytes()))
 }
 
 /// `GET sl:p:<code>`: the card a preview fetcher gets. Without one (deleted meanwhile, Redis

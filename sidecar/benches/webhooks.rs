@@ -133,7 +133,12 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
         "include_bots": true,
     }))
     .unwrap();
-    service.create(request).await.unwrap().id
+    service.create(request, &bench_origin()).await.unwrap().id
+}
+
+/// Who the audit log names for the bench's subscriptions.
+fn bench_origin() -> shortlink_sidecar::storage::audit::Origin {
+    shortlink_sidecar::storage::audit::Origin::new(shortlink_sidecar::storage::audit::Actor::cli())
 }
 
 fn main() {
@@ -160,7 +165,6 @@ fn main() {
         let storage = shortlink_sidecar::storage::connect(&options)
             .await
             .expect("migrate");
-        drop(storage);
         insert_link(&url).await;
         let store: Arc<dyn VisitStore> = store::connect(&options).await.unwrap();
         let enricher = Enricher::new(GeoDb::disabled(), false);
@@ -173,7 +177,8 @@ fn main() {
         .unwrap();
         let settings = WebhookSettings::from_config(&cli.config).unwrap();
         let policy = UrlPolicy::new(5000, &[], &[]).unwrap();
-        let service = WebhookService::new(Arc::clone(&store), policy, Vec::new(), &settings);
+        let service =
+            WebhookService::new(Arc::clone(&store), storage, policy, Vec::new(), &settings);
         let (stop, stopped) = watch::channel(false);
         let deliverer = Deliverer::new(Arc::clone(&store), settings).unwrap();
         let delivering = tokio::spawn(deliverer.run(stopped));
@@ -205,7 +210,7 @@ fn main() {
             let id = subscribe(&service, &hook, batch_size, 0).await;
             service.replay(&id, from_start()).await.unwrap();
             let rate = rate_until(&count, n as u64).await;
-            service.delete(&id).await.unwrap();
+            service.delete(&id, &bench_origin()).await.unwrap();
             eprintln!("delivered {n}, {batch_size} per POST: {rate:.0} events/s");
             rates.push(rate);
         }
@@ -245,7 +250,7 @@ fn main() {
             until(count, consumed as u64).await;
         }
         for (id, _) in &hooks {
-            service.delete(id).await.unwrap();
+            service.delete(id, &bench_origin()).await.unwrap();
         }
         let after = run("m").await;
         let without = (before + after) / 2.0;

@@ -11,6 +11,7 @@
 // `shortlink-visits`, which allows it for that module alone.
 #![deny(unsafe_code)]
 
+pub mod audit_retention;
 pub mod cli;
 pub mod config_file;
 pub mod console;
@@ -21,8 +22,8 @@ pub use shortlink_api as http;
 pub use shortlink_config as config;
 pub use shortlink_config::redact;
 pub use shortlink_core::{
-    background, code_scheme, csv_cell, issuer, metrics, outbound, primary, projection, service,
-    signing,
+    background, code_scheme, csv_cell, issuer, limits, metrics, outbound, primary, projection,
+    service, signing,
 };
 pub use shortlink_domains as domains;
 pub use shortlink_model::{link, schema, validate};
@@ -94,6 +95,8 @@ struct Checked {
     /// counts the promotions its user has seen).
     projection_primary: Primary,
     marker_primary: Primary,
+    /// The rate limits' and quotas' own way to the primary.
+    limits_primary: Primary,
 }
 
 impl Checked {
@@ -140,6 +143,7 @@ impl Checked {
             proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
             projection_primary: Primary::from_config(config)?,
             marker_primary: Primary::from_config(config)?,
+            limits_primary: Primary::from_config(config)?,
         })
     }
 }
@@ -162,6 +166,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         proxy_secret,
         projection_primary,
         marker_primary,
+        limits_primary,
     } = checked;
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
@@ -211,6 +216,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
     };
     let webhooks = webhooks::WebhookService::new(
         Arc::clone(&analytics.store),
+        Arc::clone(links.storage()),
         url_policy.clone(),
         short_domains.clone(),
         &webhook_settings,
@@ -219,6 +225,11 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         links: Arc::new(links),
         analytics,
         webhooks: Arc::new(webhooks),
+        limits: Arc::new(shortlink_core::limits::Limits::new(
+            limits_primary,
+            config.redis_timeout,
+            shortlink_core::limits::LimitSettings::from_config(config),
+        )),
         domains: Arc::new(domains::health::DomainHealth::new(
             domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),
@@ -326,6 +337,13 @@ impl Jobs {
         tasks.spawn("idempotency key pruner", move |shutdown| {
             service::prune_idempotency_keys_every(links, retention, shutdown)
         });
+        if !config.audit_retention.is_zero() {
+            let (storage, retention) = (Arc::clone(state.links.storage()), config.audit_retention);
+            let every = config.cleanup_every;
+            tasks.spawn("audit log pruner", move |shutdown| {
+                audit_retention::prune_every(storage, retention, every, shutdown)
+            });
+        }
     }
 }
 

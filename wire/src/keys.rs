@@ -52,6 +52,27 @@ pub fn password_client_key(code: &[u8], client: &[u8]) -> Vec<u8> {
     [&password_link_key(code), &b":"[..], client].concat()
 }
 
+/// Prefix of the API keys' request budgets: `sl:rl:{k<id>}` holds one key's GCRA "theoretical
+/// arrival time" (microseconds of Redis's clock) with a TTL that ends when its burst is full again.
+/// Shared by every sidecar on the same Redis, so a key's limit is one budget, not one per process;
+/// the hash tag keeps the one key the limiter's script touches in a slot of its own on a cluster.
+pub const RATE_LIMIT_PREFIX: &str = "sl:rl:";
+
+/// The request budget of API key `id` ([`RATE_LIMIT_PREFIX`]).
+pub fn api_key_rate_key(id: i64) -> String {
+    format!("{RATE_LIMIT_PREFIX}{{k{id}}}")
+}
+
+/// Prefix of the workspaces' daily quotas: `sl:q:links:{w<workspace>:<yyyymmdd>}` counts the links
+/// a workspace reserved on that UTC day (an integer, expiring a day after the day ends). One hash
+/// tag per workspace and day: a reservation is one script on one key, wherever the slot lives.
+pub const QUOTA_PREFIX: &str = "sl:q:";
+
+/// The link count of `workspace` on the UTC day `day` (`yyyymmdd`) ([`QUOTA_PREFIX`]).
+pub fn links_quota_key(workspace: i64, day: &str) -> String {
+    format!("{QUOTA_PREFIX}links:{{w{workspace}:{day}}}")
+}
+
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
 /// [`crate::record::Extras::has_card`] ([`crate::preview`]).
 pub const PREVIEW_PREFIX: &str = "sl:p:";
@@ -94,6 +115,20 @@ mod tests {
         assert_eq!(
             password_client_key(b"aB3xY9", b"192.0.2.1"),
             b"sl:pw:{aB3xY9}:192.0.2.1"
+        );
+    }
+
+    #[test]
+    fn limit_keys_are_one_hash_tag_each() {
+        use crate::cluster::key_slot;
+        assert_eq!(api_key_rate_key(42), "sl:rl:{k42}");
+        assert_eq!(links_quota_key(1, "20261126"), "sl:q:links:{w1:20261126}");
+        // The tag is the key's own: key 1 and key 12 (or workspace 1's two days) are not bound to
+        // one slot, so a cluster spreads them like any other keys.
+        assert_eq!(key_slot(api_key_rate_key(7).as_bytes()), key_slot(b"k7"));
+        assert_eq!(
+            key_slot(links_quota_key(3, "20261126").as_bytes()),
+            key_slot(b"w3:20261126")
         );
     }
 

@@ -26,7 +26,7 @@ fn link(n: u8) -> Cached {
 fn get(c: &mut Cache, code: &[u8], now_ms: u64) -> Option<Cached> {
     Some(match c.get(code, now_ms)? {
         Hit::Missing => Cached::Missing,
-        Hit::Link(l) if l.revoked => Cached::Link(Link::Revoked),
+        Hit::Link(l) if l.revoked => Cached::Link(l.to_link()),
         Hit::Link(l) => Cached::Link(Link::Live {
             status: l.status,
             expires_at: l.expires_at,
@@ -192,7 +192,10 @@ fn cached_links_answer_like_the_link() {
             target: (*b"https://example.com/a-target-that-does-not-fit-inline").into(),
             extras: None,
         },
-        Link::Revoked,
+        Link::Revoked { workspace: None },
+        Link::Revoked {
+            workspace: Some(brand_a()),
+        },
         with_extras(b"https://x.example/"),
     ];
     for link in links {
@@ -202,6 +205,47 @@ fn cached_links_answer_like_the_link() {
             panic!("no hit for {link:?}");
         };
         assert_eq!(cached.view(), link.view());
+    }
+}
+
+fn brand_a() -> WorkspaceName {
+    WorkspaceName::parse(b"brand-a").unwrap()
+}
+
+/// A cache hit names the workspace the link's record named (revoked or live, inline or
+/// spilled), and a copy taken for a task keeps it.
+#[test]
+fn cached_links_keep_their_workspace() {
+    let in_a = Link::Live {
+        status: 302,
+        expires_at: 0,
+        forward_query: false,
+        target: (*b"https://a.example/").into(),
+        extras: Some(std::sync::Arc::new(Extras {
+            workspace: Some(brand_a()),
+            ..Extras::default()
+        })),
+    };
+    let links = [
+        live(b"https://example.com/x"),
+        in_a,
+        Link::Revoked { workspace: None },
+        Link::Revoked {
+            workspace: Some(brand_a()),
+        },
+    ];
+    for code in [&b"code"[..], &[b'c'; 30]] {
+        for link in &links {
+            let mut c = cache(10);
+            c.insert(code, Cached::Link(link.clone()), 0);
+            let Some(Hit::Link(cached)) = c.get(code, 1) else {
+                panic!("no hit for {link:?}");
+            };
+            let named = link.workspace().map(WorkspaceName::as_bytes);
+            assert_eq!(cached.workspace(), named, "{link:?}");
+            assert_eq!(&cached.to_link(), link);
+            assert_eq!(cached.view(), link.view());
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use ngx::ngx_string;
 use super::parse::{self, ArgError};
 use super::shim::{resolve, shim};
 use super::slot::value;
-use super::{LocConf, MainConf, PoolSource, Redis};
+use super::{Dynamic, LocConf, MainConf, PoolSource, Redis, WorkspaceSource};
 use crate::geo::GeoDb;
 use crate::request::code::Route;
 use crate::request::host::PoolSet;
@@ -48,7 +48,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 27] = [
+pub static mut COMMANDS: [ngx_command_t; 28] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -57,6 +57,12 @@ pub static mut COMMANDS: [ngx_command_t; 27] = [
         L,
     ),
     value!("shortlink_pool", ANY | NGX_CONF_TAKE1, LocConf.pool, pool),
+    value!(
+        "shortlink_workspace",
+        ANY | NGX_CONF_TAKE1,
+        LocConf.workspace,
+        workspace
+    ),
     value!(
         "shortlink_timeout",
         ANY | NGX_CONF_TAKE1,
@@ -215,10 +221,25 @@ fn flag(_: &mut ngx_conf_t, args: &[&[u8]]) -> Result<bool, ArgError> {
 fn pool(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<PoolSource, ArgError> {
     Ok(if !args[0].contains(&b'$') {
         PoolSource::Fixed(PoolSet::parse(args[0]))
-    } else if let Some(name) = parse::lone_variable(args[0]) {
-        PoolSource::Variable(variable_index(cf, name)?)
     } else {
-        PoolSource::Complex(compile_complex_value(cf)?)
+        PoolSource::Dynamic(dynamic(cf, args[0])?)
+    })
+}
+
+/// `shortlink_workspace`: a fixed name checked once, a lone variable, or a complex value.
+fn workspace(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<WorkspaceSource, ArgError> {
+    Ok(if !args[0].contains(&b'$') {
+        WorkspaceSource::Fixed(parse::workspace(args[0])?)
+    } else {
+        WorkspaceSource::Dynamic(dynamic(cf, args[0])?)
+    })
+}
+
+/// A value holding variables: a lone variable's index, or the compiled complex value.
+fn dynamic(cf: &mut ngx_conf_t, arg: &[u8]) -> Result<Dynamic, ArgError> {
+    Ok(match parse::lone_variable(arg) {
+        Some(name) => Dynamic::Variable(variable_index(cf, name)?),
+        None => Dynamic::Complex(compile_complex_value(cf)?),
     })
 }
 

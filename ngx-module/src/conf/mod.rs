@@ -22,6 +22,7 @@ use crate::request::code::{Route, TrailingSlash};
 use crate::request::host::PoolSet;
 use parse::{ArgError, CacheControl, RedisSpec};
 pub use parse::{SpoolLimits, DEFAULT_SPOOL};
+use shortlink_wire::record::WorkspaceName;
 
 /// Where Redis is, resolved by nginx at config time. The pointers are into the configuration
 /// pool, which lives as long as the configuration.
@@ -183,15 +184,28 @@ impl MainConf {
     }
 }
 
-/// Where `shortlink_pool` takes its names from, chosen at config time so that a request does the
-/// least work: a fixed list is parsed once, a lone variable is read without copying.
-#[derive(Clone)]
-pub enum PoolSource {
-    Fixed(PoolSet),
+/// A directive's value that holds variables, chosen at config time so that a request does the
+/// least work: a lone variable is read without copying.
+#[derive(Clone, Copy)]
+pub enum Dynamic {
     /// The index of the single variable the directive names (`$shortlink_pool`).
     Variable(ngx_uint_t),
     /// Text mixing variables and literals, evaluated per request.
     Complex(*mut ngx_http_complex_value_t),
+}
+
+/// Where `shortlink_pool` takes its names from: a fixed list is parsed once.
+#[derive(Clone)]
+pub enum PoolSource {
+    Fixed(PoolSet),
+    Dynamic(Dynamic),
+}
+
+/// Where `shortlink_workspace` takes the host's workspace from: a fixed name is checked once.
+#[derive(Clone, Copy)]
+pub enum WorkspaceSource {
+    Fixed(WorkspaceName),
+    Dynamic(Dynamic),
 }
 
 /// Location-level settings (also accepted at `http` and `server` level, inherited down).
@@ -200,6 +214,9 @@ pub struct LocConf {
     /// Set by `shortlink on` in this very location.
     pub route: Option<Route>,
     pub pool: Option<PoolSource>,
+    /// `shortlink_workspace`: the workspace of the request's host; a code of another workspace
+    /// answers as an unknown one. Unset: no check.
+    pub workspace: Option<WorkspaceSource>,
     pub timeout_ms: Option<u64>,
     pub fallback: Option<Vec<u8>>,
     pub forward_query: Option<bool>,
@@ -290,6 +307,7 @@ impl Merge for LocConf {
             }
         }
         inherit(&mut self.pool, &prev.pool);
+        inherit(&mut self.workspace, &prev.workspace);
         inherit(&mut self.timeout_ms, &prev.timeout_ms);
         inherit(&mut self.fallback, &prev.fallback);
         inherit(&mut self.forward_query, &prev.forward_query);

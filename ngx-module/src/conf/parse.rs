@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::rules::Cidr;
 
 use crate::cache::CacheConfig;
@@ -382,6 +383,16 @@ pub fn lone_variable(arg: &[u8]) -> Option<&[u8]> {
     ok.then_some(name)
 }
 
+/// `shortlink_workspace <name>` without variables: the name of a workspace.
+pub fn workspace(arg: &[u8]) -> Result<WorkspaceName, ArgError> {
+    WorkspaceName::parse(arg).ok_or_else(|| {
+        ArgError(format!(
+            "\"{}\" is not a workspace name ([a-z0-9][a-z0-9-]{{0,31}})",
+            show(arg)
+        ))
+    })
+}
+
 /// `shortlink_code_case exact | lower`.
 pub fn code_case(arg: &[u8]) -> Result<CodeCase, ArgError> {
     if arg.eq_ignore_ascii_case(b"exact") {
@@ -592,5 +603,17 @@ mod tests {
             ))
         );
         assert!(code_case(b"").is_err());
+    }
+
+    #[test]
+    fn workspace_directive() {
+        assert_eq!(workspace(b"brand-a").unwrap().as_str(), "brand-a");
+        assert_eq!(
+            workspace(b"Brand_A"),
+            Err(ArgError(
+                "\"Brand_A\" is not a workspace name ([a-z0-9][a-z0-9-]{0,31})".into()
+            ))
+        );
+        assert!(workspace(b"").is_err());
     }
 }

@@ -6,3 +6,5 @@ pub mod candidate;
 pub mod click;
 pub mod host;
 pub mod location;
+pub mod value;
+pub mod workspace;

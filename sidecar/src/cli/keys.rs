@@ -1,5 +1,6 @@
 //! `keys create|list|revoke`: API keys, each acting in one workspace (an operator's in none).
 
+use super::audit;
 use super::workspaces::WorkspaceArg;
 use super::BoxError;
 use crate::config::Config;
@@ -61,6 +62,12 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
                     storage::now(),
                 )
                 .await?;
+            // The name, role and workspace, never the key (nor its hash).
+            let changes = storage::audit::Changes::new()
+                .set("name", created.name.clone())
+                .set("role", created.role.as_str());
+            let chain = workspace.as_ref().map(|workspace| workspace.id);
+            audit::record_in(storage.as_ref(), chain, "key.create", created.id, changes).await?;
             let place = workspace.map_or_else(String::new, |workspace| {
                 format!(" in workspace {:?}", workspace.slug)
             });
@@ -93,7 +100,13 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
         }
         KeysCommand::Revoke { id } => {
             match storage.revoke_api_key(None, id, storage::now()).await? {
-                Some(key) => println!("revoked API key {} ({:?})", key.id, key.name),
+                Some(key) => {
+                    let changes = storage::audit::Changes::new().set("name", key.name.clone());
+                    let chain = key.workspace.as_ref().map(|workspace| workspace.id);
+                    audit::record_in(storage.as_ref(), chain, "key.revoke", key.id, changes)
+                        .await?;
+                    println!("revoked API key {} ({:?})", key.id, key.name)
+                }
                 None => return Err(format!("no API key has id {id}").into()),
             }
         }

@@ -1,6 +1,7 @@
 //! Subcommands: `serve` (default), `keys create|list|revoke`, `workspaces …`, `import`, `export`,
-//! `compose`, `resync`, `migrate`, `backup`, `code-scheme show|adopt`.
+//! `compose`, `resync`, `migrate`, `backup`, `code-scheme show|adopt`, `audit verify`.
 
+pub(crate) mod audit;
 mod backup;
 mod check;
 mod code_scheme;
@@ -20,6 +21,7 @@ use crate::config::Config;
 use crate::Application;
 use std::io::Write;
 
+pub use audit::AuditCommand;
 pub use backup::BackupArgs;
 pub use check::problems as config_problems;
 pub use code_scheme::CodeSchemeCommand;
@@ -95,6 +97,11 @@ pub enum Command {
         #[command(subcommand)]
         command: CodeSchemeCommand,
     },
+    /// The audit log: `verify` checks its hash chains.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
@@ -112,6 +119,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Cleanup => visits::cleanup_once(&config).await,
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
+        Command::Audit { command } => audit::run(&config, command).await,
         Command::CheckConfig => check::check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;

@@ -171,6 +171,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
                         @if operator.role == crate::storage::Role::Admin {
                             " " a href="/console/webhooks" { "Webhooks" }
                             " " a href="/console/import" { "Import" }
+                            " " a href="/console/audit" { "Audit log" }
                         }
                     }
                     form method="post" action="/console/sign-out" {

@@ -15,6 +15,7 @@
 //! the key, so a revoked key or a changed role takes effect at once. Every form carries the
 //! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`).
 
+mod audit;
 mod bulk;
 mod campaigns;
 mod card;
@@ -119,6 +120,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}", get(webhooks::detail))
         .route("/console/webhooks/{id}/replay", post(webhooks::replay))
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
+        .route("/console/audit", get(audit::page))
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
         // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.

@@ -1,6 +1,7 @@
 //! Click webhooks (admin only, as the API): the subscriptions with their delivery state, a form to
 //! add one, and each one's failures with replay (from a failure or from a time) and removal.
 
+use super::audit;
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageError, PageResult};
@@ -11,7 +12,7 @@ use crate::webhooks::service::{FailureView, ReplayRequest};
 use crate::webhooks::subscription::{SubscriptionRequest, SubscriptionView};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -85,12 +86,14 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
 pub async fn create(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(request): audit::Tagged,
     Form(form): Form<WebhookForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     require_admin(&operator)?;
+    let origin = audit::origin(&operator, request);
     let created = match form.request() {
-        Ok(request) => state.webhooks.create(request).await.map_err(Error::from),
+        Ok(request) => (state.webhooks.create(request, &origin).await).map_err(Error::from),
         Err(error) => Err(error),
     };
     match created {
@@ -318,10 +321,12 @@ pub async fn delete(
     State(state): State<AppState>,
     operator: Operator,
     Path(id): Path<String>,
+    Extension(request): audit::Tagged,
     Form(form): Form<DeleteForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     require_admin(&operator)?;
-    state.webhooks.delete(&id).await?;
+    let origin = audit::origin(&operator, request);
+    state.webhooks.delete(&id, &origin).await?;
     Ok(see_other("/console/webhooks"))
 }

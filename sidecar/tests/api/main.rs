@@ -2,6 +2,7 @@
 //! file, PostgreSQL or MariaDB database and a fresh redis-server per test.
 
 mod analytics;
+mod audit;
 mod auth;
 mod background;
 mod batch;
@@ -27,6 +28,7 @@ mod multiprocess;
 mod outages;
 mod projection_marker;
 mod qr;
+mod rate_limits;
 mod resolve;
 mod rules;
 mod rules_fallback;

@@ -82,6 +82,7 @@ http {{
     shortlink_code_length 6;
     shortlink_cache size=1000 ttl=10s negative_ttl=1s;
     map $host $shortlink_home {{ default ""; }}
+    map $host $shortlink_workspace {{ default default; }}
     # Nothing listens there: the example's @resolve is never reached in these tests.
     upstream shortlink_sidecar {{ server 127.0.0.1:{sidecar}; }}
     server {{

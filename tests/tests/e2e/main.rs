@@ -46,3 +46,4 @@ mod secrets;
 mod sentinel;
 mod tls;
 mod visit_caps;
+mod workspace_hosts;

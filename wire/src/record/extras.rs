@@ -13,12 +13,13 @@
 //! | `m` | `max_visits`: `u64` big-endian; clicks past it answer like an expired link |
 //! | `p` | the password: 16 bytes of salt, then the SHA-256 digest ([`super::password`]) |
 //! | `c` | (empty) the link has a preview card in `sl:p:<code>` ([`crate::preview`]) |
+//! | `w` | the link's workspace ([`WorkspaceName`]), never `default`: a record without it is of `default` |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
 
 use super::password::Password;
-use super::{is_valid_target, RecordError};
+use super::{is_valid_target, RecordError, WorkspaceName};
 use crate::rules::RuleSet;
 
 const VALID_SINCE: u8 = b's';
@@ -28,6 +29,7 @@ const RULES: u8 = b'r';
 const MAX_VISITS: u8 = b'm';
 const PASSWORD: u8 = b'p';
 const CARD: u8 = b'c';
+const WORKSPACE: u8 = b'w';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,11 +51,20 @@ pub struct Extras {
     /// Preview fetchers get the card in `sl:p:<code>` ([`crate::preview`]) instead of the
     /// redirect; everyone else is unaffected.
     pub has_card: bool,
+    /// The workspace the link belongs to; `None` (or `default`, which is never written) for
+    /// `default`. The module answers the link only on hosts nginx maps to this workspace.
+    pub workspace: Option<WorkspaceName>,
 }
 
 impl Extras {
-    /// True when nothing here changes an answer: the record is then written as version 1.
+    /// True when nothing here changes an answer or names a workspace: the record is then
+    /// written as version 1.
     pub fn is_empty(&self) -> bool {
+        self.only_workspace() && self.foreign_workspace().is_none()
+    }
+
+    /// Nothing but (maybe) a workspace: all a revoked link's record may carry.
+    pub(super) fn only_workspace(&self) -> bool {
         self.valid_since == 0
             && self.not_yet_url.is_none()
             && self.expired_url.is_none()
@@ -61,6 +72,11 @@ impl Extras {
             && self.max_visits == 0
             && self.password.is_none()
             && !self.has_card
+    }
+
+    /// The workspace as written: `None` for `default`.
+    pub(super) fn foreign_workspace(&self) -> Option<&WorkspaceName> {
+        self.workspace.as_ref().filter(|name| !name.is_default())
     }
 
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
@@ -81,6 +97,9 @@ impl Extras {
         }
         if self.has_card {
             field(out, CARD, &[]);
+        }
+        if let Some(workspace) = self.foreign_workspace() {
+            field(out, WORKSPACE, workspace.as_bytes());
         }
         if !self.rules.is_empty() {
             field(out, RULES, self.rules.as_bytes());
@@ -108,6 +127,7 @@ impl Extras {
                 MAX_VISITS => 16,
                 PASSWORD => 32,
                 CARD => 64,
+                WORKSPACE => 128,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -124,6 +144,10 @@ impl Extras {
                 }
                 NOT_YET_URL => extras.not_yet_url = Some(url(value)?),
                 EXPIRED_URL => extras.expired_url = Some(url(value)?),
+                WORKSPACE => {
+                    let name = WorkspaceName::parse(value).ok_or(RecordError::Workspace)?;
+                    extras.workspace = Some(name).filter(|name| !name.is_default());
+                }
                 _ => extras.rules = RuleSet::new(value).map_err(RecordError::Rules)?,
             }
         }

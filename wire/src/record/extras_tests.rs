@@ -45,6 +45,7 @@ fn extras() -> Extras {
         max_visits: 0,
         password: None,
         has_card: true,
+        workspace: None,
     }
 }
 

@@ -21,6 +21,13 @@
 //! `2` first, then `\n` and the extras' binary fields ([`extras`]). A plain link stays version 1,
 //! so a module that predates version 2 still serves every plain link during an upgrade.
 //!
+//! **Workspaces**: a link of the workspace `default` names none, so its record keeps the bytes
+//! above. A link of any other workspace names it in version 2's field `w` ([`extras`]): a live
+//! one as one more extra (a plain link of another workspace is version 2 with that field only),
+//! a revoked one as a version-2 tombstone, `2|R|410|0|0|` then `\n` and the field `w` (no other
+//! field). A reader predating workspaces meets a field it does not know, so such a record is
+//! "not mine" to it: it never answers another workspace's code as if it were `default`'s.
+//!
 //! Versions: the first field names the layout. A reader meeting a version it does not know gets
 //! [`RecordError::Version`] ("not mine") and must treat it like a Redis failure (the module
 //! then answers with its fallback), never as a 404: during a rolling upgrade a newer sidecar may
@@ -29,11 +36,13 @@
 mod answer;
 pub mod extras;
 pub mod password;
+mod workspace;
 
 pub use answer::{
     not_yet_page, Answer, Checked, Chosen, LinkView, LIFECYCLE_STATUS, NOT_YET_STATUS,
 };
 pub use extras::Extras;
+pub use workspace::{InvalidWorkspaceName, WorkspaceName};
 
 use crate::rules::codec::RulesError;
 use std::fmt;
@@ -50,7 +59,8 @@ pub const FLAG_FORWARD_QUERY: u32 = 1;
 /// The status a revoked link answers.
 pub const REVOKED_STATUS: u16 = 410;
 
-/// The tombstone of a revoked link: answers 410 forever, has no TTL.
+/// The tombstone of a revoked link of the workspace `default`: answers 410 forever, has no TTL.
+/// Another workspace's tombstone names it ([`Record::RevokedIn`]).
 pub const TOMBSTONE: &str = "1|R|410|0|0|";
 
 /// The largest record the sidecar writes ([`crate::limits::RECORD_BYTES`]).
@@ -68,10 +78,24 @@ pub enum Record<'a> {
         /// Flag bits ([`FLAG_FORWARD_QUERY`]); bits this version does not know are kept.
         flags: u32,
         target: &'a str,
-        /// Lifecycle and rules; `None` or empty for a plain (version 1) link.
+        /// Lifecycle, rules and workspace; `None` or empty for a plain (version 1) link of
+        /// the workspace `default`.
         extras: Option<&'a Extras>,
     },
+    /// A revoked link of the workspace `default`: [`TOMBSTONE`].
     Revoked,
+    /// A revoked link of this workspace (`default` gives [`TOMBSTONE`]).
+    RevokedIn(WorkspaceName),
+}
+
+impl Record<'static> {
+    /// The tombstone of a link of `workspace` (`None`: `default`).
+    pub fn revoked(workspace: Option<WorkspaceName>) -> Self {
+        match workspace {
+            Some(name) => Record::RevokedIn(name),
+            None => Record::Revoked,
+        }
+    }
 }
 
 impl Record<'_> {
@@ -95,6 +119,16 @@ impl Record<'_> {
                 }
             },
             Record::Revoked => TOMBSTONE.as_bytes().to_vec(),
+            Record::RevokedIn(name) if name.is_default() => TOMBSTONE.as_bytes().to_vec(),
+            Record::RevokedIn(name) => {
+                let mut out = format!("{VERSION_EXTRAS}|R|{REVOKED_STATUS}|0|0|\n").into_bytes();
+                let only_workspace = Extras {
+                    workspace: Some(*name),
+                    ..Extras::default()
+                };
+                only_workspace.encode(&mut out);
+                out
+            }
         }
     }
 }
@@ -108,14 +142,26 @@ pub enum Link {
         expires_at: u64,
         forward_query: bool,
         target: Box<[u8]>,
-        /// Lifecycle and rules (version 2); `None` for a plain link. Shared, not copied: the
-        /// module's cache and the lookup answering the click hold the one decoded copy.
+        /// Lifecycle, rules and workspace (version 2); `None` for a plain link of `default`.
+        /// Shared, not copied: the module's cache and the lookup answering the click hold the
+        /// one decoded copy.
         extras: Option<Arc<Extras>>,
     },
-    Revoked,
+    Revoked {
+        /// `None`: the workspace `default`.
+        workspace: Option<WorkspaceName>,
+    },
 }
 
 impl Link {
+    /// The link's workspace; `None`: `default`.
+    pub fn workspace(&self) -> Option<&WorkspaceName> {
+        match self {
+            Link::Live { extras, .. } => extras.as_deref()?.workspace.as_ref(),
+            Link::Revoked { workspace } => workspace.as_ref(),
+        }
+    }
+
     pub fn view(&self) -> LinkView<'_> {
         match self {
             Link::Live {
@@ -132,7 +178,7 @@ impl Link {
                 target,
                 extras: extras.as_deref(),
             },
-            Link::Revoked => LinkView {
+            Link::Revoked { .. } => LinkView {
                 revoked: true,
                 status: REVOKED_STATUS,
                 expires_at: 0,
@@ -159,6 +205,8 @@ pub enum RecordError {
     Target,
     /// Version 2's fields are cut short, repeated or of the wrong size.
     Extras,
+    /// Version 2's workspace is not `[a-z0-9][a-z0-9-]{0,31}`.
+    Workspace,
     Rules(RulesError),
 }
 
@@ -173,6 +221,7 @@ impl fmt::Display for RecordError {
             RecordError::Flags => "bad flags",
             RecordError::Target => "bad target URL",
             RecordError::Extras => "bad version 2 fields",
+            RecordError::Workspace => "bad workspace name",
             RecordError::Rules(why) => return write!(f, "bad rules: {why}"),
         };
         f.write_str(what)
@@ -220,9 +269,17 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
                 extras,
             })
         }
-        // Only version 1 holds tombstones: a revoked link has nothing to add.
-        b"R" if status == u64::from(REVOKED_STATUS) && extras.is_none() => Ok(Link::Revoked),
-        b"R" if extras.is_none() => Err(RecordError::Status),
+        // Version 2 holds only the tombstones of other workspaces, naming nothing else.
+        b"R" if extras
+            .as_ref()
+            .is_some_and(|extras| !extras.only_workspace() || extras.workspace.is_none()) =>
+        {
+            Err(RecordError::State)
+        }
+        b"R" if status == u64::from(REVOKED_STATUS) => Ok(Link::Revoked {
+            workspace: extras.and_then(|extras| extras.workspace),
+        }),
+        b"R" => Err(RecordError::Status),
         _ => Err(RecordError::State),
     }
 }
@@ -318,7 +375,10 @@ mod tests {
             decode(b"1|L|301|1798761600|1|https://shop.example/"),
             Ok(live(301, 1798761600, true, "https://shop.example/"))
         );
-        assert_eq!(decode(b"1|R|410|0|0|"), Ok(Link::Revoked));
+        assert_eq!(
+            decode(b"1|R|410|0|0|"),
+            Ok(Link::Revoked { workspace: None })
+        );
     }
 
     #[test]
@@ -350,7 +410,10 @@ mod tests {
             );
         }
         assert_eq!(Record::Revoked.encode(), TOMBSTONE.as_bytes());
-        assert_eq!(decode(&Record::Revoked.encode()), Ok(Link::Revoked));
+        assert_eq!(
+            decode(&Record::Revoked.encode()),
+            Ok(Link::Revoked { workspace: None })
+        );
     }
 
     #[test]
@@ -449,7 +512,7 @@ mod tests {
                 chosen: None,
             }
         );
-        assert_eq!(answer(&Link::Revoked, 0), Answer::Gone);
+        assert_eq!(answer(&Link::Revoked { workspace: None }, 0), Answer::Gone);
     }
 
     fn no_click() -> crate::rules::Click<'static> {
@@ -463,3 +526,6 @@ mod tests {
 
 #[cfg(test)]
 mod extras_tests;
+
+#[cfg(test)]
+mod workspace_tests;

@@ -109,6 +109,9 @@ pub async fn require_api_key(
         return Err(Error::Forbidden(stored.role));
     }
     request.extensions_mut().insert(ApiKeyId(stored.id));
+    // Who the audit log names for this request's changes.
+    let actor = shortlink_store::audit::Actor::key(stored.id, stored.name);
+    request.extensions_mut().insert(actor);
     Ok(next.run(request).await)
 }
 

@@ -61,6 +61,10 @@ pub enum Error {
     RedisUnavailable(#[source] ProjectionError),
     #[error("no codes left")]
     CodesExhausted(#[source] shortcode::SchemeError),
+    /// 429: past the key's rate or a workspace's quota ([`crate::rate_limit`]), with
+    /// `Retry-After` and the `RateLimit-Policy` / `RateLimit` fields.
+    #[error("{}", .0.message)]
+    RateLimited(Box<crate::rate_limit::Throttled>),
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -79,7 +83,7 @@ pub struct ErrorDetail {
     /// `invalid_api_key`, `revoked_api_key`, `forbidden`, `not_found`, `method_not_allowed`, `link_revoked`,
     /// `gone`, `code_taken`, `database_unavailable`, `redis_unavailable`, `codes_exhausted`,
     /// `private_address`, `invalid_secret`, `invalid_name`, `invalid_filter`, `invalid_batch`,
-    /// `invalid_replay`, `unknown_failure`, `internal`.
+    /// `invalid_replay`, `unknown_failure`, `rate_limited`, `quota_exceeded`, `internal`.
     pub code: String,
     /// For people; may change.
     pub message: String,
@@ -107,6 +111,7 @@ impl Error {
             Error::DatabaseUnavailable(_)
             | Error::RedisUnavailable(_)
             | Error::CodesExhausted(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -127,6 +132,7 @@ impl Error {
             Error::DatabaseUnavailable(_) => "database_unavailable",
             Error::RedisUnavailable(_) => "redis_unavailable",
             Error::CodesExhausted(_) => "codes_exhausted",
+            Error::RateLimited(throttled) => throttled.code,
             Error::Internal(_) => "internal",
         }
     }
@@ -152,6 +158,7 @@ impl Error {
                 "redis is unavailable, nothing was stored; retry later".into()
             }
             Error::CodesExhausted(_) => "no generated codes are left at this code length".into(),
+            Error::RateLimited(throttled) => throttled.message.clone(),
             Error::Internal(_) => "internal error".into(),
         }
     }
@@ -181,6 +188,9 @@ impl IntoResponse for Error {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Error::RateLimited(throttled) = &self {
+            throttled.apply(response.headers_mut());
         }
         response
     }

@@ -3,6 +3,7 @@
 
 #![deny(unsafe_code)]
 
+mod audit;
 mod auth;
 mod batch;
 mod campaigns;
@@ -18,6 +19,8 @@ mod openapi;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
+pub mod rate_limit;
+pub mod request_id;
 mod resolve;
 mod state;
 pub mod stats;
@@ -25,6 +28,7 @@ mod visits;
 mod webhooks;
 mod workspaces;
 
+pub use audit::Recorder;
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId, InWorkspace};
 pub use batch::failure_error;
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
@@ -56,9 +60,15 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(visits::router())
         .merge(webhooks::router())
         .merge(workspaces::router())
+        .merge(audit::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
+        // Inside the key check: it counts the key that check found.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            rate_limit::limit_api_key,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_api_key,
@@ -84,6 +94,10 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
             }
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            request_id::tag_request,
+        ))
         .layer(axum::middleware::from_fn(
             early_close::close_after_client_error,
         ))

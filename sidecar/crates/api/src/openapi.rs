@@ -2,7 +2,7 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
+    audit, batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
     webhooks, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
@@ -52,6 +52,7 @@ use utoipa::OpenApi;
         workspaces::list_keys,
         workspaces::create_key,
         workspaces::revoke_key,
+        audit::list_audit,
         health::healthz,
         health::readyz,
     ),
@@ -65,7 +66,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "workspaces"), (name = "keys"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "audit"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
 pub struct ApiDoc;
 

@@ -18,6 +18,8 @@ pub struct AppState {
     pub domains: Arc<shortlink_domains::health::DomainHealth>,
     /// Click webhook subscriptions and the visit feed (issue 36).
     pub webhooks: Arc<shortlink_webhooks::WebhookService>,
+    /// Per-key rate limits and workspace quotas (issue 53), shared through Redis.
+    pub limits: Arc<shortlink_core::limits::Limits>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.

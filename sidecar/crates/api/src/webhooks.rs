@@ -1,6 +1,6 @@
 //! `/api/v1/webhooks`: click webhook subscriptions (admin keys only), their failures and replay.
 
-use super::{AppState, Error, ErrorBody, Json, Path, Result};
+use super::{AppState, Error, ErrorBody, Json, Path, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -59,9 +59,10 @@ pub struct FailureList {
     ))]
 pub async fn create_webhook(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<(StatusCode, Json<SubscriptionView>)> {
-    let view = state.webhooks.create(request).await?;
+    let view = state.webhooks.create(request, &origin).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -98,9 +99,10 @@ pub async fn get_webhook(
 pub async fn replace_webhook(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<Json<SubscriptionView>> {
-    Ok(Json(state.webhooks.replace(&id, request).await?))
+    Ok(Json(state.webhooks.replace(&id, request, &origin).await?))
 }
 
 /// Unsubscribe: nothing more is sent (a POST in flight may still arrive).
@@ -110,8 +112,9 @@ pub async fn replace_webhook(
 pub async fn delete_webhook(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Recorder(origin): Recorder,
 ) -> Result<StatusCode> {
-    state.webhooks.delete(&id).await?;
+    state.webhooks.delete(&id, &origin).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

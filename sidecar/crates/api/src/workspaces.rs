@@ -195,8 +195,16 @@ fn checked_name(name: &str) -> Result<&str> {
 }
 
 fn quotas_in_range(quotas: &QuotasView) -> Result<()> {
-    let values = [quotas.links_per_day, quotas.compose_recipients, quotas.webhooks];
-    if values.into_iter().flatten().any(|value| value > i64::MAX as u64) {
+    let values = [
+        quotas.links_per_day,
+        quotas.compose_recipients,
+        quotas.webhooks,
+    ];
+    if values
+        .into_iter()
+        .flatten()
+        .any(|value| value > i64::MAX as u64)
+    {
         return Err(Error::invalid(
             "invalid_quota",
             "a quota is at most 9223372036854775807",
@@ -348,8 +356,8 @@ pub async fn own_workspace(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
 ) -> Result<Json<WorkspaceView>> {
-    let workspace = (state.links.storage().workspace(workspace).await?)
-        .ok_or(Error::WorkspaceSuspended)?;
+    let workspace =
+        (state.links.storage().workspace(workspace).await?).ok_or(Error::WorkspaceSuspended)?;
     Ok(Json(workspace.into()))
 }
 
@@ -414,7 +422,13 @@ async fn new_key(
     };
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let created = (state.links.storage())
-        .create_api_key(name, role, Some(workspace), &hash_api_key(&key), storage::now())
+        .create_api_key(
+            name,
+            role,
+            Some(workspace),
+            &hash_api_key(&key),
+            storage::now(),
+        )
         .await?;
     let mut view = KeyView::from(created);
     view.key = Some(key);

@@ -296,6 +296,11 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_VISIT_RETENTION", value_parser = humantime::parse_duration, global = true)]
     pub visit_retention: Option<Duration>,
 
+    /// Delete audit log rows older than this (e.g. `400d`) from the start of each chain, keeping
+    /// the chain checkable from the last one deleted; `0` (the default) keeps them forever.
+    #[arg(long, env = "SHORTLINK_AUDIT_RETENTION", default_value = "0", value_parser = humantime::parse_duration, global = true)]
+    pub audit_retention: Duration,
+
     /// How often the expiry and retention jobs run (when either is set).
     #[arg(long, env = "SHORTLINK_CLEANUP_EVERY", default_value = "1h", value_parser = humantime::parse_duration, global = true)]
     pub cleanup_every: Duration,
@@ -421,6 +426,52 @@ pub struct Config {
     /// Put the visitor's address, as the visit store kept it (see --anonymize-ip), in feed and webhook events.
     #[arg(long, env = "SHORTLINK_WEBHOOK_INCLUDE_IP", global = true)]
     pub webhook_include_ip: bool,
+
+    // --- Rate limits and quotas (issue 53; docs/SECURITY.md, "Rate limits and quotas") ---
+    /// Requests per second each API key may send to /api/v1 (all sidecars on one Redis together; `GET /api/v1/resolve/{code}`, nginx's fallback, is never limited); 0 turns the limit off.
+    #[arg(
+        long,
+        env = "SHORTLINK_API_RATE_LIMIT",
+        default_value_t = 0,
+        global = true
+    )]
+    pub api_rate_limit: u32,
+
+    /// Requests an API key may send at once before --api-rate-limit paces it (at least 1).
+    #[arg(
+        long,
+        env = "SHORTLINK_API_RATE_BURST",
+        default_value_t = 100,
+        global = true
+    )]
+    pub api_rate_burst: u32,
+
+    /// Links a workspace may create per UTC day (creates, batches, composes, imports through the API); a request that does not fit is refused whole. 0: unlimited.
+    #[arg(
+        long,
+        env = "SHORTLINK_WORKSPACE_LINKS_PER_DAY",
+        default_value_t = 0,
+        global = true
+    )]
+    pub workspace_links_per_day: u64,
+
+    /// Most recipients one compose may have. 0: unlimited.
+    #[arg(
+        long,
+        env = "SHORTLINK_WORKSPACE_COMPOSE_RECIPIENTS",
+        default_value_t = 0,
+        global = true
+    )]
+    pub workspace_compose_recipients: u64,
+
+    /// Most click webhook subscriptions a workspace may have. 0: unlimited.
+    #[arg(
+        long,
+        env = "SHORTLINK_WORKSPACE_WEBHOOKS",
+        default_value_t = 0,
+        global = true
+    )]
+    pub workspace_webhooks: u64,
 }
 
 // Secrets stay out of logs.
@@ -468,6 +519,7 @@ impl fmt::Debug for Config {
             .field("count_bots", &self.count_bots)
             .field("expire_idle_after", &self.expire_idle_after)
             .field("visit_retention", &self.visit_retention)
+            .field("audit_retention", &self.audit_retention)
             .finish_non_exhaustive()
     }
 }

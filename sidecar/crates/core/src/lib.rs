@@ -7,6 +7,8 @@
 //!   (refilling Redis after it lost its data); [`primary`]: where the Redis primary is (the
 //!   URL, or Sentinel's answer); [`issuer`]: sequence blocks → codes; [`code_scheme`]: the code
 //!   scheme's fingerprint, checked against the data at start-up;
+//! - [`limits`]: per-key rate limits and per-workspace quotas, shared by every sidecar through
+//!   Redis;
 //! - [`background`]: how every periodic job and consumer is started and stopped;
 //! - [`outbound`]: the one HTTP client for requests made on a user's behalf (webhooks, imports),
 //!   and TLS clients that verify as browsers do; [`signing`]: how the sidecar signs what it POSTs;
@@ -18,6 +20,7 @@ pub mod background;
 pub mod code_scheme;
 pub mod csv_cell;
 pub mod issuer;
+pub mod limits;
 pub mod metrics;
 pub mod outbound;
 pub mod primary;

@@ -2,6 +2,7 @@
 //! implements, their errors, the backend kinds and connection settings. Below the backends and
 //! the facade (`storage/mod.rs`) that picks one, so neither imports the other in a circle.
 
+use super::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use super::imported::ImportedLink;
 use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, ListCursor, NewRow,
@@ -294,6 +295,28 @@ pub trait Storage: Send + Sync + 'static {
         total: i64,
         at: DateTime<Utc>,
     ) -> StorageResult<()>;
+
+    /// Appends an audit row in a transaction of its own (a change that is not a [`LinkTx`];
+    /// inside one, use [`LinkTx::append_audit`]).
+    async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()>;
+
+    /// Audit rows, newest first.
+    async fn list_audit(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditRecord>>;
+
+    /// Every audit chain's head, and the workspaces with rows but no head.
+    async fn audit_heads(&self) -> StorageResult<Vec<AuditHead>>;
+
+    /// A chain's rows with `seq` above `after_seq`, in chain order, at most `limit`.
+    async fn audit_chain(
+        &self,
+        workspace_id: i64,
+        after_seq: i64,
+        limit: u32,
+    ) -> StorageResult<Vec<AuditRecord>>;
+
+    /// Deletes audit rows older than `before_ms` (Unix ms) from the start of each chain, moving
+    /// its anchor; returns how many.
+    async fn prune_audit(&self, before_ms: i64) -> StorageResult<u64>;
 }
 
 /// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements
@@ -355,6 +378,9 @@ pub trait LinkTx: Send {
 
     /// Writes every mutable field of `link`, metadata included (matched by code).
     async fn update_link(&mut self, link: &Link) -> StorageResult<()>;
+
+    /// Appends an audit row in this transaction: it commits, or rolls back, with the change.
+    async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()>;
 
     async fn commit(self: Box<Self>) -> StorageResult<()>;
 

@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod api;
+pub mod audit;
 mod error;
 mod imported;
 mod model;

@@ -9,12 +9,14 @@
 //! - [`deliver`]: per-subscription delivery under a lease, retries, failures; [`client`]: the
 //!   signed POST, through the outbound rules of [`shortlink_core::outbound`] (which addresses a webhook
 //!   may reach, no redirects, no implicit proxy);
+//! - `audit`: what a subscription change records in the audit log;
 //! - [`store`]: the SQL of all of it; `settings`: [`WebhookSettings`], from the configuration.
 //!
 //! docs/ARCHITECTURE.md, "Click webhooks and the visit feed", says why it is built this way.
 
 #![deny(unsafe_code)]
 
+mod audit;
 pub mod client;
 pub mod cursor;
 pub mod deliver;

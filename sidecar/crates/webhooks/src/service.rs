@@ -1,5 +1,6 @@
 //! What the API and the console do with subscriptions and the feed: checks, then one store call.
 
+use super::audit;
 use super::cursor::Cursor;
 use super::event::Privacy;
 use super::feed::{FeedFilter, FeedReader, Page};
@@ -10,7 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlPolicy;
-use shortlink_store::StorageError;
+use shortlink_store::audit::Origin;
+use shortlink_store::{Storage, StorageError};
 use shortlink_visits::store::VisitStore;
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -67,6 +69,9 @@ pub struct ReplayRequest {
 
 pub struct WebhookService {
     store: Arc<dyn VisitStore>,
+    /// Where changes are recorded (the audit log is the links' storage's). Subscriptions live
+    /// in the visit store, so a change's row is appended just after it, not in its transaction.
+    audit: Arc<dyn Storage>,
     policy: UrlPolicy,
     own_domains: Vec<String>,
     allow_private: bool,
@@ -79,12 +84,14 @@ const FAILURES_SHOWN: u32 = 100;
 impl WebhookService {
     pub fn new(
         store: Arc<dyn VisitStore>,
+        audit: Arc<dyn Storage>,
         policy: UrlPolicy,
         own_domains: Vec<String>,
         settings: &WebhookSettings,
     ) -> Self {
         Self {
             store,
+            audit,
             policy,
             own_domains,
             allow_private: settings.allow_private,
@@ -101,7 +108,11 @@ impl WebhookService {
     }
 
     /// A new subscription, delivering the visits stored from now on.
-    pub async fn create(&self, request: SubscriptionRequest) -> WebhookResult<SubscriptionView> {
+    pub async fn create(
+        &self,
+        request: SubscriptionRequest,
+        origin: &Origin,
+    ) -> WebhookResult<SubscriptionView> {
         let (spec, secret) = request.check(&self.checks())?;
         let webhooks = self.store.webhooks();
         let subscription = Subscription {
@@ -119,6 +130,9 @@ impl WebhookService {
             last_error: None,
         };
         webhooks.insert_subscription(&subscription).await?;
+        let changes = audit::changes(None, Some((&subscription.spec, &subscription.secret)));
+        let entry = origin.entry("webhook.create", &subscription.id, changes);
+        self.audit.append_audit(&entry).await?;
         Ok(SubscriptionView::from(&subscription))
     }
 
@@ -139,20 +153,31 @@ impl WebhookService {
         &self,
         id: &str,
         request: SubscriptionRequest,
+        origin: &Origin,
     ) -> WebhookResult<SubscriptionView> {
         let (spec, secret) = request.check(&self.checks())?;
         let webhooks = self.store.webhooks();
+        let before = webhooks.subscription(id).await?;
         if !webhooks.update_subscription(id, &spec, &secret).await? {
             return Err(WebhookError::NotFound);
         }
+        let before = before.as_ref().map(|b| (&b.spec, b.secret.as_str()));
+        let changes = audit::changes(before, Some((&spec, &secret)));
+        let entry = origin.entry("webhook.update", id, changes);
+        self.audit.append_audit(&entry).await?;
         self.get(id).await
     }
 
-    pub async fn delete(&self, id: &str) -> WebhookResult<()> {
-        match self.store.webhooks().delete_subscription(id).await? {
-            true => Ok(()),
-            false => Err(WebhookError::NotFound),
+    pub async fn delete(&self, id: &str, origin: &Origin) -> WebhookResult<()> {
+        let webhooks = self.store.webhooks();
+        let before = webhooks.subscription(id).await?;
+        if !webhooks.delete_subscription(id).await? {
+            return Err(WebhookError::NotFound);
         }
+        let before = before.as_ref().map(|b| (&b.spec, b.secret.as_str()));
+        let entry = origin.entry("webhook.delete", id, audit::changes(before, None));
+        self.audit.append_audit(&entry).await?;
+        Ok(())
     }
 
     pub async fn failures(&self, id: &str) -> WebhookResult<Vec<FailureView>> {

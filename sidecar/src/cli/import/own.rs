@@ -438,7 +438,7 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         .await?
         .id;
     let name = args.file.display().to_string();
-    let claim = claim_file(&state, &args).await?;
+    let (claim, claim_key) = claim_file(&state, &args).await?;
     let bar = progress_bar(std::fs::metadata(&args.file)?.len());
     let report = |line: u64, code: &str, message: &str| {
         bar.suspend(|| eprintln!("{name}:{line}: {code}: {message}"));
@@ -472,12 +472,25 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         bar.set_message(format!("{} links", tally.created + tally.existing));
     }
     bar.finish_and_clear();
+    let counts = [
+        ("rows", tally.rows),
+        ("created", tally.created),
+        ("existing", tally.existing),
+        ("failed", tally.failed),
+    ];
+    let storage = state.links.storage();
+    crate::cli::audit::record_import(storage.as_ref(), workspace, &name, &counts, Some(claim_key))
+        .await?;
     tally.finish()
 }
 
 /// Claims the file's idempotency key (by default its digest): a second import of the same file
 /// answers what the first created, and another file under the same key is refused.
-async fn claim_file(state: &AppState, args: &OwnArgs) -> Result<service::Claim, BoxError> {
+/// The claim, and the key it was claimed under (for the audit row).
+async fn claim_file(
+    state: &AppState,
+    args: &OwnArgs,
+) -> Result<(service::Claim, String), BoxError> {
     let digest = file_digest(&args.file)?;
     let key = IdempotencyKey {
         api_key_id: CLI_API_KEY_ID,
@@ -496,7 +509,7 @@ async fn claim_file(state: &AppState, args: &OwnArgs) -> Result<service::Claim, 
             }
             other => other.to_string(),
         })?;
-    Ok(claim)
+    Ok((claim, key.key))
 }
 
 fn progress_bar(size: u64) -> indicatif::ProgressBar {

@@ -129,6 +129,14 @@ fn describe() {
         "shortlink_webhook_events_failed_total",
         "Click webhook events given up on after the retry window (replayable), per subscription."
     );
+    describe_counter!(
+        "shortlink_rate_limited_total",
+        "Requests and reservations refused by the per-key rate limit or a workspace quota, by limit."
+    );
+    describe_counter!(
+        "shortlink_rate_limiter_errors_total",
+        "Requests let through unlimited because the limits' Redis failed, by limit."
+    );
     describe_gauge!(
         "shortlink_webhook_lag_seconds",
         "Age of the oldest click not yet delivered, per subscription this process delivers; 0 when caught up."

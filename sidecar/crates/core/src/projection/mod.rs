@@ -123,6 +123,8 @@ pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
             })
         }),
         has_card: card::has_card(extras),
+        // Every link is of `default` until the lead's workspaces land (issue 53).
+        workspace: None,
     }
 }
 

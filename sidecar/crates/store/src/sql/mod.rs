@@ -5,6 +5,7 @@
 //! query builder turns them into each database's placeholders (`?`, `$1`) when it runs.
 
 mod access;
+mod audit;
 pub(crate) mod batch;
 pub(crate) mod columns;
 mod dialect;

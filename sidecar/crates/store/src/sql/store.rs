@@ -11,6 +11,7 @@ use super::rows;
 use super::statement::{statement, Statement, Value, IN_LIST};
 use super::tx::SqlTx;
 use crate::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageResult};
+use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use crate::imported::ImportedLink;
 use crate::model::{
     url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
@@ -567,6 +568,31 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         at: DateTime<Utc>,
     ) -> StorageResult<()> {
         SqlStorage::raise_visit_count(self, code, total, at).await
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()> {
+        self.append_audit_alone(entry).await
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditRecord>> {
+        self.audit_rows(filter).await
+    }
+
+    async fn audit_heads(&self) -> StorageResult<Vec<AuditHead>> {
+        self.audit_head_rows().await
+    }
+
+    async fn audit_chain(
+        &self,
+        workspace_id: i64,
+        after_seq: i64,
+        limit: u32,
+    ) -> StorageResult<Vec<AuditRecord>> {
+        self.audit_chain_rows(workspace_id, after_seq, limit).await
+    }
+
+    async fn prune_audit(&self, before_ms: i64) -> StorageResult<u64> {
+        self.prune_audit_rows(before_ms).await
     }
 }
 

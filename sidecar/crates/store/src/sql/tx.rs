@@ -5,6 +5,7 @@ use super::driver::Driver;
 use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
 use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
+use crate::audit::AuditEntry;
 use crate::model::{Link, NewRow, Slot};
 use crate::workspace::WorkspaceId;
 use async_trait::async_trait;
@@ -152,6 +153,10 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
         self.execute(rows::update_link::<D>(link)).await?;
         Ok(())
+    }
+
+    async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()> {
+        super::audit::append::<D>(&mut self.tx, entry).await
     }
 
     async fn commit(self: Box<Self>) -> StorageResult<()> {

@@ -1,0 +1,263 @@
+//! The per-key rate limit on `/api/v1` (after authentication: it needs the key), and the HTTP
+//! form of every limit's answer: `429` with `Retry-After`, and on every answer of a limited key
+//! the `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers-11
+//! (structured-field lists: `"<policy>";q=<quota>;w=<window s>` and
+//! `"<policy>";r=<remaining>;t=<s until reset>`).
+//!
+//! `GET /api/v1/resolve/{code}` is never limited: it is nginx's fallback while Redis misses a
+//! link, and a click must not get a 429 because the API is busy.
+//!
+//! When the limiter's Redis fails, the request goes through unlimited (fail-open) and
+//! `shortlink_rate_limiter_errors_total` counts it: every write needs that Redis anyway and fails
+//! on its own, while reads from SQL (stats, lists, exports) keep working through an outage.
+
+use super::{ApiKeyId, AppState, Error};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use shortlink_core::limits::{Limit, LimitsUnavailable, Quota, QuotaError};
+use std::time::Duration;
+
+/// Not limited: nginx's fallback.
+const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
+
+/// The policy name of the per-key limit in the headers.
+const API_KEY_POLICY: &str = "api-key";
+
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+/// One policy's state as the headers give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimitHeaders {
+    pub policy: &'static str,
+    pub quota: u64,
+    /// `w`: seconds; `None` for a count that no time window renews.
+    pub window: Option<u64>,
+    pub remaining: u64,
+    /// `t`: seconds until the quota is whole again; `None` when no wait renews it.
+    pub reset: Option<u64>,
+}
+
+impl RateLimitHeaders {
+    /// `RateLimit-Policy`'s member.
+    pub fn policy_value(&self) -> String {
+        let mut value = format!("\"{}\";q={}", self.policy, self.quota);
+        if let Some(window) = self.window {
+            value.push_str(&format!(";w={window}"));
+        }
+        value
+    }
+
+    /// `RateLimit`'s member.
+    pub fn limit_value(&self) -> String {
+        let mut value = format!("\"{}\";r={}", self.policy, self.remaining);
+        if let Some(reset) = self.reset {
+            value.push_str(&format!(";t={reset}"));
+        }
+        value
+    }
+
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        for (name, value) in [
+            (&RATELIMIT_POLICY, self.policy_value()),
+            (&RATELIMIT, self.limit_value()),
+        ] {
+            // Policy names are ours and numbers are digits: always a valid value.
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name.clone(), value);
+            }
+        }
+    }
+}
+
+/// A refusal by a limit: what [`Error::RateLimited`] carries.
+#[derive(Debug)]
+pub struct Throttled {
+    /// `rate_limited` (the key's rate) or `quota_exceeded` (a workspace's quota).
+    pub code: &'static str,
+    pub message: String,
+    pub headers: RateLimitHeaders,
+    /// `Retry-After`, whole seconds; `None` when waiting will not help.
+    pub retry_after: Option<u64>,
+}
+
+impl Throttled {
+    pub(crate) fn apply(&self, headers: &mut HeaderMap) {
+        self.headers.apply(headers);
+        if let Some(seconds) = self.retry_after {
+            headers.insert(axum::http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+    }
+}
+
+/// Whole seconds, rounded up (a client waiting the rounded-down value would be refused again).
+pub fn whole_seconds(duration: Duration) -> u64 {
+    duration.as_micros().div_ceil(1_000_000) as u64
+}
+
+/// The rate `key` is held to: the settings' for every key today; per-key values stored with
+/// the key replace it here.
+pub fn key_limit(state: &AppState, _key: ApiKeyId) -> Limit {
+    state.limits.settings.api_key
+}
+
+/// The middleware: counts the request against its key's rate, answers 429 past it, and puts the
+/// key's `RateLimit-Policy` and `RateLimit` on every answer.
+pub async fn limit_api_key(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    let key = request.extensions().get::<ApiKeyId>().copied();
+    let (Some(key), false) = (key, route == Some(RESOLVE_ROUTE)) else {
+        return next.run(request).await;
+    };
+    let limit = key_limit(&state, key);
+    if limit.is_off() {
+        return next.run(request).await;
+    }
+    let decision = match state.limits.rate.check(key.0, limit).await {
+        Ok(decision) => decision,
+        Err(error) => {
+            shortlink_core::limits::unavailable(API_KEY_POLICY);
+            if let LimitsUnavailable::Redis(error) = error {
+                tracing::warn!(%error, "rate limiter: redis failed; requests pass unlimited");
+            }
+            return next.run(request).await;
+        }
+    };
+    let headers = RateLimitHeaders {
+        policy: API_KEY_POLICY,
+        quota: u64::from(limit.burst),
+        window: Some(limit.window_secs()),
+        remaining: decision.remaining,
+        reset: Some(whole_seconds(decision.reset)),
+    };
+    if !decision.allowed {
+        return Error::RateLimited(Box::new(Throttled {
+            code: "rate_limited",
+            message: format!(
+                "this API key may send {} requests per second ({} at once); retry later",
+                limit.per_second, limit.burst
+            ),
+            headers,
+            retry_after: Some(whole_seconds(decision.retry_after).max(1)),
+        }))
+        .into_response();
+    }
+    let mut response = next.run(request).await;
+    headers.apply(response.headers_mut());
+    response
+}
+
+impl From<QuotaError> for Error {
+    fn from(error: QuotaError) -> Self {
+        match error {
+            QuotaError::Exceeded {
+                quota,
+                limit,
+                used,
+                retry_after,
+            } => {
+                let message = match quota {
+                    Quota::LinksPerDay => format!(
+                        "this request would take the workspace past its {limit} links per UTC \
+                         day ({used} used); nothing was created"
+                    ),
+                    Quota::ComposeRecipients => {
+                        format!("a compose may have at most {limit} recipients")
+                    }
+                    Quota::Webhooks => {
+                        format!("the workspace may have at most {limit} webhook subscriptions")
+                    }
+                };
+                let retry_after = retry_after.map(whole_seconds);
+                Error::RateLimited(Box::new(Throttled {
+                    code: "quota_exceeded",
+                    message,
+                    headers: RateLimitHeaders {
+                        policy: quota.name(),
+                        quota: limit,
+                        window: quota.window_secs(),
+                        remaining: limit.saturating_sub(used),
+                        reset: retry_after,
+                    },
+                    retry_after,
+                }))
+            }
+            QuotaError::Unavailable(LimitsUnavailable::Redis(error)) => {
+                Error::RedisUnavailable(error)
+            }
+            QuotaError::Unavailable(LimitsUnavailable::Paused) => {
+                Error::RedisUnavailable(shortlink_core::primary::ProjectionError::NoPrimary(
+                    "redis failed less than a second ago",
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_follow_the_drafts_structured_syntax() {
+        let headers = RateLimitHeaders {
+            policy: "api-key",
+            quota: 100,
+            window: Some(2),
+            remaining: 57,
+            reset: Some(1),
+        };
+        assert_eq!(headers.policy_value(), r#""api-key";q=100;w=2"#);
+        assert_eq!(headers.limit_value(), r#""api-key";r=57;t=1"#);
+        let count = RateLimitHeaders {
+            policy: "webhooks",
+            quota: 10,
+            window: None,
+            remaining: 0,
+            reset: None,
+        };
+        assert_eq!(count.policy_value(), r#""webhooks";q=10"#);
+        assert_eq!(count.limit_value(), r#""webhooks";r=0"#);
+        let mut map = HeaderMap::new();
+        headers.apply(&mut map);
+        assert_eq!(map["ratelimit-policy"], r#""api-key";q=100;w=2"#);
+        assert_eq!(map["ratelimit"], r#""api-key";r=57;t=1"#);
+    }
+
+    #[test]
+    fn seconds_round_up() {
+        assert_eq!(whole_seconds(Duration::ZERO), 0);
+        assert_eq!(whole_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(whole_seconds(Duration::from_millis(1000)), 1);
+        assert_eq!(whole_seconds(Duration::from_millis(1001)), 2);
+    }
+
+    #[test]
+    fn a_day_quota_answers_with_its_headers_and_retry_after() {
+        let error: Error = QuotaError::Exceeded {
+            quota: Quota::LinksPerDay,
+            limit: 1000,
+            used: 990,
+            retry_after: Some(Duration::from_millis(3_600_500)),
+        }
+        .into();
+        let response = error.into_response();
+        assert_eq!(response.status(), 429);
+        let headers = response.headers();
+        assert_eq!(headers["retry-after"], "3601");
+        assert_eq!(
+            headers["ratelimit-policy"],
+            r#""links-per-day";q=1000;w=86400"#
+        );
+        assert_eq!(headers["ratelimit"], r#""links-per-day";r=10;t=3601"#);
+    }
+}

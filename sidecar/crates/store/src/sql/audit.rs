@@ -1,0 +1,349 @@
+//! The audit log's statements (`crate::audit`), the same on every backend: times are integers,
+//! and the head row's lock (`FOR UPDATE`; SQLite: its one writer) serialises a chain's appends.
+
+use super::dialect::Dialect;
+use super::driver::Driver;
+use super::statement::{statement, Statement, Value};
+use super::store::{Row, SqlStorage};
+use crate::api::{Backend, StorageError, StorageResult};
+use crate::audit::hash::{row_hash, GENESIS};
+use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
+use chrono::Utc;
+use sqlx::Database;
+
+type Connection<D> = <<D as Dialect>::DB as Database>::Connection;
+
+const COLUMNS: &str = "id, workspace_id, seq, at_ms, actor_kind, actor_id, actor_name, action, \
+    object, changes, request_id, client_addr, batch_size, idempotency_key, prev_hash, hash";
+
+/// Appends `entry` to its workspace's chain on `connection`, which must be in a transaction:
+/// the head stays locked until it ends, so the row and the change it records commit together.
+pub(crate) async fn append<D: Dialect>(
+    connection: &mut Connection<D>,
+    entry: &AuditEntry,
+) -> StorageResult<()> {
+    let workspace = entry.workspace_id;
+    let (last_seq, last_hash) = match lock_head::<D>(connection, workspace).await? {
+        Some(head) => (head.0, head.1),
+        None => {
+            // A workspace's first row: make its head (a concurrent first append's is kept),
+            // then lock it like any other.
+            let (head, tail) = match D::BACKEND {
+                Backend::Sqlite => ("INSERT OR IGNORE INTO", ""),
+                Backend::Postgres => ("INSERT INTO", " ON CONFLICT (workspace_id) DO NOTHING"),
+                Backend::Mysql => ("INSERT IGNORE INTO", ""),
+            };
+            let insert = statement(
+                &format!(
+                    "{head} audit_heads (workspace_id, last_seq, last_hash, anchor_seq, \
+                     anchor_hash) VALUES (?, 0, ?, 0, ?){tail}"
+                ),
+                [
+                    Value::Int(workspace),
+                    Value::Text(GENESIS.into()),
+                    Value::Text(GENESIS.into()),
+                ],
+            );
+            execute::<D>(connection, insert).await?;
+            lock_head::<D>(connection, workspace)
+                .await?
+                .ok_or_else(|| StorageError::Corrupt("audit head vanished".into()))?
+        }
+    };
+    let mut row = AuditRecord {
+        id: 0,
+        workspace_id: workspace,
+        seq: last_seq + 1,
+        at_ms: Utc::now().timestamp_millis(),
+        actor_kind: entry.actor.kind.as_str().to_owned(),
+        actor_id: entry.actor.id,
+        actor_name: entry.actor.name.clone(),
+        action: entry.action.clone(),
+        object: entry.object.clone(),
+        changes: entry.changes.to_json(),
+        request_id: entry.request.request_id.clone(),
+        client_addr: entry.request.client_addr.clone(),
+        batch_size: entry.batch_size,
+        idempotency_key: entry.idempotency_key.clone(),
+        prev_hash: last_hash,
+        hash: String::new(),
+    };
+    row.hash = row_hash(&row);
+    let insert = statement(
+        "INSERT INTO audit_log (workspace_id, seq, at_ms, actor_kind, actor_id, actor_name, \
+         action, object, changes, request_id, client_addr, batch_size, idempotency_key, \
+         prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            Value::Int(row.workspace_id),
+            Value::Int(row.seq),
+            Value::Int(row.at_ms),
+            Value::Text(row.actor_kind.clone()),
+            Value::OptInt(row.actor_id),
+            Value::Text(row.actor_name.clone()),
+            Value::Text(row.action.clone()),
+            Value::Text(row.object.clone()),
+            Value::Text(row.changes.clone()),
+            Value::OptText(row.request_id.clone()),
+            Value::OptText(row.client_addr.clone()),
+            Value::OptInt(row.batch_size),
+            Value::OptText(row.idempotency_key.clone()),
+            Value::Text(row.prev_hash.clone()),
+            Value::Text(row.hash.clone()),
+        ],
+    );
+    execute::<D>(connection, insert).await?;
+    let update = statement(
+        "UPDATE audit_heads SET last_seq = ?, last_hash = ? WHERE workspace_id = ?",
+        [
+            Value::Int(row.seq),
+            Value::Text(row.hash),
+            Value::Int(workspace),
+        ],
+    );
+    execute::<D>(connection, update).await?;
+    Ok(())
+}
+
+/// The head's last row, locked until the transaction ends.
+async fn lock_head<D: Dialect>(
+    connection: &mut Connection<D>,
+    workspace: i64,
+) -> StorageResult<Option<(i64, String)>> {
+    let query = statement(
+        &format!(
+            "SELECT last_seq, last_hash FROM audit_heads WHERE workspace_id = ?{}",
+            D::FOR_UPDATE
+        ),
+        [Value::Int(workspace)],
+    );
+    let row = D::DB::fetch_optional(connection, query)
+        .await
+        .map_err(StorageError::classify)?;
+    row.map(|row| {
+        Ok((
+            D::DB::int(&row, "last_seq")?,
+            D::read_text(&row, "last_hash")?,
+        ))
+    })
+    .transpose()
+}
+
+async fn execute<D: Dialect>(
+    connection: &mut Connection<D>,
+    query: Statement,
+) -> StorageResult<u64> {
+    D::DB::execute(connection, query)
+        .await
+        .map_err(StorageError::classify)
+}
+
+impl<D: Dialect> SqlStorage<D> {
+    pub(super) async fn append_audit_alone(&self, entry: &AuditEntry) -> StorageResult<()> {
+        let mut tx = D::begin(&self.writer).await?;
+        append::<D>(&mut tx, entry).await?;
+        tx.commit().await.map_err(StorageError::classify)
+    }
+
+    pub(super) async fn audit_rows(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditRecord>> {
+        let mut query = Statement::new(format!("SELECT {COLUMNS} FROM audit_log WHERE 1 = 1"));
+        if let Some(workspace) = filter.workspace_id {
+            query
+                .push(" AND workspace_id = ")
+                .bind(Value::Int(workspace));
+        }
+        if let Some(action) = &filter.action {
+            match action.strip_suffix('*') {
+                // A family, `webhook.*`: the range of names starting `webhook.` (byte order:
+                // every column compared here has a binary collation).
+                Some(prefix) if !prefix.is_empty() => {
+                    let mut end = prefix.as_bytes().to_vec();
+                    if let Some(last) = end.last_mut() {
+                        *last = last.saturating_add(1);
+                    }
+                    let end = String::from_utf8_lossy(&end).into_owned();
+                    query
+                        .push(" AND action >= ")
+                        .bind(Value::Text(prefix.to_owned()))
+                        .push(" AND action < ")
+                        .bind(Value::Text(end));
+                }
+                _ => {
+                    query
+                        .push(" AND action = ")
+                        .bind(Value::Text(action.clone()));
+                }
+            }
+        }
+        if let Some(actor) = &filter.actor {
+            match actor
+                .strip_prefix("key:")
+                .and_then(|id| id.parse::<i64>().ok())
+            {
+                Some(id) => query
+                    .push(" AND actor_kind = 'key' AND actor_id = ")
+                    .bind(Value::Int(id)),
+                None => query
+                    .push(" AND actor_name = ")
+                    .bind(Value::Text(actor.clone())),
+            };
+        }
+        if let Some(object) = &filter.object {
+            query
+                .push(" AND object = ")
+                .bind(Value::Text(object.clone()));
+        }
+        if let Some(since) = filter.since_ms {
+            query.push(" AND at_ms >= ").bind(Value::Int(since));
+        }
+        if let Some(until) = filter.until_ms {
+            query.push(" AND at_ms < ").bind(Value::Int(until));
+        }
+        if let Some(before) = filter.before_id {
+            query.push(" AND id < ").bind(Value::Int(before));
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .bind(Value::Int(i64::from(filter.limit)));
+        self.rows(query).await?.iter().map(record::<D>).collect()
+    }
+
+    pub(super) async fn audit_head_rows(&self) -> StorageResult<Vec<AuditHead>> {
+        let query = Statement::new(
+            "SELECT workspace_id, last_seq, last_hash, anchor_seq, anchor_hash FROM audit_heads",
+        );
+        let mut heads = Vec::new();
+        for row in self.rows(query).await? {
+            heads.push(AuditHead {
+                workspace_id: D::DB::int(&row, "workspace_id")?,
+                last: Some((
+                    D::DB::int(&row, "last_seq")?,
+                    D::read_text(&row, "last_hash")?,
+                )),
+                anchor: Some((
+                    D::DB::int(&row, "anchor_seq")?,
+                    D::read_text(&row, "anchor_hash")?,
+                )),
+            });
+        }
+        // Rows of a workspace without a head: no append made them.
+        let orphans = Statement::new(
+            "SELECT DISTINCT workspace_id FROM audit_log \
+             WHERE workspace_id NOT IN (SELECT workspace_id FROM audit_heads)",
+        );
+        for row in self.rows(orphans).await? {
+            heads.push(AuditHead {
+                workspace_id: D::DB::int(&row, "workspace_id")?,
+                last: None,
+                anchor: None,
+            });
+        }
+        heads.sort_by_key(|head| head.workspace_id);
+        Ok(heads)
+    }
+
+    pub(super) async fn audit_chain_rows(
+        &self,
+        workspace: i64,
+        after_seq: i64,
+        limit: u32,
+    ) -> StorageResult<Vec<AuditRecord>> {
+        let query = statement(
+            &format!(
+                "SELECT {COLUMNS} FROM audit_log WHERE workspace_id = ? AND seq > ? \
+                 ORDER BY seq LIMIT ?"
+            ),
+            [
+                Value::Int(workspace),
+                Value::Int(after_seq),
+                Value::Int(i64::from(limit)),
+            ],
+        );
+        self.rows(query).await?.iter().map(record::<D>).collect()
+    }
+
+    /// Deletes each chain's rows older than `before_ms`, oldest first and only as a prefix of the
+    /// chain, and moves its anchor to the last row deleted; returns how many were deleted.
+    pub(super) async fn prune_audit_rows(&self, before_ms: i64) -> StorageResult<u64> {
+        let mut deleted = 0;
+        for head in self.audit_head_rows().await? {
+            if head.last.is_none() {
+                continue;
+            }
+            while let Some(count) = self.prune_audit_page(head.workspace_id, before_ms).await? {
+                deleted += count;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// One page of [`Self::prune_audit_rows`] in its own transaction (appends wait on the head
+    /// only that long); `None` when nothing more is old enough.
+    async fn prune_audit_page(&self, workspace: i64, before_ms: i64) -> StorageResult<Option<u64>> {
+        let mut tx = D::begin(&self.writer).await?;
+        let query = statement(
+            &format!(
+                "SELECT anchor_seq FROM audit_heads WHERE workspace_id = ?{}",
+                D::FOR_UPDATE
+            ),
+            [Value::Int(workspace)],
+        );
+        let Some(head) = D::DB::fetch_optional(&mut tx, query)
+            .await
+            .map_err(StorageError::classify)?
+        else {
+            return Ok(None);
+        };
+        let anchor = D::DB::int(&head, "anchor_seq")?;
+        let query = statement(
+            "SELECT seq, at_ms, hash FROM audit_log WHERE workspace_id = ? AND seq > ? \
+             ORDER BY seq LIMIT 1000",
+            [Value::Int(workspace), Value::Int(anchor)],
+        );
+        let rows = D::DB::fetch_all(&mut tx, query)
+            .await
+            .map_err(StorageError::classify)?;
+        let mut cut = None;
+        for row in &rows {
+            if D::DB::int(row, "at_ms")? >= before_ms {
+                break;
+            }
+            cut = Some((D::DB::int(row, "seq")?, D::read_text(row, "hash")?));
+        }
+        let Some((seq, hash)) = cut else {
+            return Ok(None);
+        };
+        let delete = statement(
+            "DELETE FROM audit_log WHERE workspace_id = ? AND seq > ? AND seq <= ?",
+            [Value::Int(workspace), Value::Int(anchor), Value::Int(seq)],
+        );
+        let count = execute::<D>(&mut tx, delete).await?;
+        let update = statement(
+            "UPDATE audit_heads SET anchor_seq = ?, anchor_hash = ? WHERE workspace_id = ?",
+            [Value::Int(seq), Value::Text(hash), Value::Int(workspace)],
+        );
+        execute::<D>(&mut tx, update).await?;
+        tx.commit().await.map_err(StorageError::classify)?;
+        Ok(Some(count))
+    }
+}
+
+fn record<D: Dialect>(row: &Row<D>) -> StorageResult<AuditRecord> {
+    Ok(AuditRecord {
+        id: D::DB::int(row, "id")?,
+        workspace_id: D::DB::int(row, "workspace_id")?,
+        seq: D::DB::int(row, "seq")?,
+        at_ms: D::DB::int(row, "at_ms")?,
+        actor_kind: D::read_text(row, "actor_kind")?,
+        actor_id: D::DB::opt_int(row, "actor_id")?,
+        actor_name: D::read_text(row, "actor_name")?,
+        action: D::read_text(row, "action")?,
+        object: D::read_text(row, "object")?,
+        changes: D::read_text(row, "changes")?,
+        request_id: D::read_opt_text(row, "request_id")?,
+        client_addr: D::read_opt_text(row, "client_addr")?,
+        batch_size: D::DB::opt_int(row, "batch_size")?,
+        idempotency_key: D::read_opt_text(row, "idempotency_key")?,
+        prev_hash: D::read_text(row, "prev_hash")?,
+        hash: D::read_text(row, "hash")?,
+    })
+}

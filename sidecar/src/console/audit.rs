@@ -1,0 +1,141 @@
+//! The audit log (admin only, as `GET /api/v1/audit`): newest first, the API's filters as a
+//! form, and a link to the next (older) page. And what console changes record as their origin.
+
+use super::layout::{self, when};
+use super::operator::Operator;
+use super::page::{PageError, PageResult};
+use crate::http::{AppState, Error, Query};
+use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo, DEFAULT_WORKSPACE};
+use crate::storage::Role;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::Extension;
+use chrono::{DateTime, Utc};
+use maud::html;
+use serde::Deserialize;
+
+/// Rows per page.
+const PAGE: u32 = 50;
+
+/// The origin of a console change: the signed-in person, and the request as nginx tagged it.
+pub fn origin(operator: &Operator, request: RequestInfo) -> Origin {
+    Origin {
+        // The session's workspace, once people have one (issue 53).
+        workspace_id: DEFAULT_WORKSPACE,
+        actor: Actor::console(operator.name.clone()),
+        request,
+    }
+}
+
+/// The request's id and client (`crate::http::request_id` puts it on every request).
+pub type Tagged = Extension<RequestInfo>;
+
+/// The filter form, as sent: empty fields do not filter.
+#[derive(Debug, Default, Deserialize)]
+pub struct AuditForm {
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    actor: String,
+    #[serde(default)]
+    object: String,
+    /// RFC 3339.
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    after: Option<i64>,
+}
+
+fn text(value: &str) -> Option<String> {
+    Some(value.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+fn time(value: &str, field: &str) -> Result<Option<i64>, Error> {
+    match value.trim() {
+        "" => Ok(None),
+        v => DateTime::parse_from_rfc3339(v)
+            .map(|at| Some(at.with_timezone(&Utc).timestamp_millis()))
+            .map_err(|_| {
+                Error::invalid(
+                    "invalid_time",
+                    format!("{field} must be a time like 2026-11-26T08:00:00Z"),
+                )
+            }),
+    }
+}
+
+pub async fn page(
+    State(state): State<AppState>,
+    operator: Operator,
+    Query(form): Query<AuditForm>,
+) -> PageResult {
+    if operator.role != Role::Admin {
+        return Err(PageError(Error::Forbidden(operator.role)));
+    }
+    let filter = AuditFilter {
+        workspace_id: None,
+        action: text(&form.action),
+        actor: text(&form.actor),
+        object: text(&form.object),
+        since_ms: time(&form.since, "since")?,
+        until_ms: time(&form.until, "until")?,
+        before_id: form.after,
+        limit: PAGE,
+    };
+    let rows = state.links.storage().list_audit(&filter).await?;
+    let next = (rows.len() == PAGE as usize)
+        .then(|| rows.last().map(|row| row.id))
+        .flatten()
+        .map(|after| {
+            let query = [
+                ("action", form.action.as_str()),
+                ("actor", form.actor.as_str()),
+                ("object", form.object.as_str()),
+                ("since", form.since.as_str()),
+                ("until", form.until.as_str()),
+            ];
+            let mut url = url::form_urlencoded::Serializer::new(String::new());
+            for (name, value) in query.iter().filter(|(_, v)| !v.trim().is_empty()) {
+                url.append_pair(name, value);
+            }
+            url.append_pair("after", &after.to_string());
+            format!("/console/audit?{}", url.finish())
+        });
+    let body = html! {
+        h1 { "Audit log" }
+        p { "Every change, newest first: who, what, and each changed field before and after "
+            "(secrets never). " code { "shortlink-sidecar audit verify" } " checks the rows' hash chain." }
+        form.inline method="get" action="/console/audit" {
+            label { "Action" input name="action" placeholder="webhook.*" value=(form.action); }
+            label { "Actor" input name="actor" placeholder="key:3 or a name" value=(form.actor); }
+            label { "Object" input name="object" value=(form.object); }
+            label { "Since" input name="since" placeholder="2026-11-26T00:00:00Z" value=(form.since); }
+            label { "Until" input name="until" value=(form.until); }
+            button type="submit" { "Filter" }
+        }
+        div.wide { table {
+            thead { tr {
+                th scope="col" { "When" } th scope="col" { "Actor" } th scope="col" { "Action" }
+                th scope="col" { "Object" } th scope="col" { "Changes" } th scope="col" { "Request" }
+            } }
+            tbody {
+                @for row in &rows {
+                    tr {
+                        td { (when(DateTime::from_timestamp_millis(row.at_ms))) }
+                        td { (row.actor_kind) " " (row.actor_name)
+                            @if let Some(id) = row.actor_id { " (" (id) ")" } }
+                        td { code { (row.action) } }
+                        td { (row.object) }
+                        td { code { (row.changes) } }
+                        td { (row.request_id.as_deref().unwrap_or("-"))
+                            @if let Some(addr) = &row.client_addr { br; (addr) } }
+                    }
+                }
+                @if rows.is_empty() { tr { td colspan="6" { "No row matches." } } }
+            }
+        } }
+        @if let Some(next) = &next { p { a href=(next) { "Next page (older)" } } }
+    };
+    Ok(layout::page(&operator, "Audit log", body).into_response())
+}

@@ -1,0 +1,57 @@
+//! The audit log (issue 53): the chain on every backend and what `audit verify` finds after SQL
+//! edits (chain.rs), retention (retention.rs), and what the API, the CLI and the console record
+//! (api.rs).
+
+mod api;
+mod chain;
+mod retention;
+
+use crate::helpers::Backend;
+use shortlink_sidecar::storage::audit::{Actor, AuditEntry, Changes};
+use shortlink_sidecar::storage::{ConnectOptions, Storage};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A storage on a fresh database of `backend` (its migrations applied), the database's URL, and
+/// the directory that holds a SQLite file.
+async fn fresh_storage(backend: Backend) -> (Arc<dyn Storage>, String, tempfile::TempDir) {
+    let dir = testkit::temp_dir();
+    let url = backend.fresh_database_url(dir.path());
+    let storage = shortlink_sidecar::storage::connect(&ConnectOptions {
+        url: url.clone(),
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
+    })
+    .await
+    .expect("open the database");
+    (storage, url, dir)
+}
+
+/// The `n`th test entry: a key's link update with one changed field.
+fn entry(n: usize) -> AuditEntry {
+    let changes = Changes::new().diff(
+        "target",
+        format!("https://a.example/{n}"),
+        format!("https://b.example/{n}"),
+    );
+    AuditEntry::new(
+        Actor::key(7, "tool"),
+        "link.update",
+        format!("code{n}"),
+        changes,
+    )
+}
+
+/// `audit verify` through the binary: whether it exited 0, and what it printed.
+fn verify_cli(database_url: &str) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(["audit", "verify", "--database-url", database_url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
