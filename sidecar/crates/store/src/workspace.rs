@@ -41,13 +41,15 @@ pub const DEFAULT_SLUG: &str = "default";
 /// Longest slug: it rides in link records and nginx's host map.
 pub const MAX_SLUG_LEN: usize = 32;
 
-/// Whether `slug` may name a workspace: 1 to 32 of `a-z`, `0-9` and `-`, not starting with `-`
-/// (what nginx's map, the link record and a URL path all carry without escaping).
+/// Whether `slug` may name a workspace: 1 to 32 of `a-z` and `0-9` in words joined by single
+/// `-` (what nginx's map, the link record and a URL path all carry without escaping). A record
+/// may name more (`--`, a trailing `-`): the sidecar keeps those for names no workspace can take.
 pub fn is_valid_slug(slug: &str) -> bool {
     let bytes = slug.as_bytes();
-    (1..=MAX_SLUG_LEN).contains(&bytes.len())
-        && bytes[0] != b'-'
-        && (bytes.iter()).all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    let word = |word: &str| {
+        !word.is_empty() && (word.bytes()).all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
+    (1..=MAX_SLUG_LEN).contains(&bytes.len()) && slug.split('-').all(word)
 }
 
 /// Per-workspace limits; `None` takes the installation's default (a setting).
@@ -109,10 +111,21 @@ mod tests {
 
     #[test]
     fn slugs() {
-        for good in ["default", "a", "brand-a", "0", "a-", &"a".repeat(32)] {
+        for good in ["default", "a", "brand-a", "0", "a-1-b", &"a".repeat(32)] {
             assert!(is_valid_slug(good), "{good}");
         }
-        for bad in ["", "-a", "A", "a_b", "a.b", "a b", "é", &"a".repeat(33)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a--b",
+            "A",
+            "a_b",
+            "a.b",
+            "a b",
+            "é",
+            &"a".repeat(33),
+        ] {
             assert!(!is_valid_slug(bad), "{bad}");
         }
     }

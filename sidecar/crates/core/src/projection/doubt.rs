@@ -65,7 +65,12 @@ impl Projection {
         grace: Duration,
     ) -> Result<usize, RefillError> {
         let mut settled = 0;
-        for (key, sent) in self.in_doubt() {
+        let in_doubt = self.in_doubt();
+        if !in_doubt.is_empty() {
+            // The records of every workspace name its slug.
+            super::slugs::load(storage).await?;
+        }
+        for (key, sent) in in_doubt {
             // A record, or a key that goes with one (its card, its click counter).
             let Some(code) = [KEY_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
                 .iter()

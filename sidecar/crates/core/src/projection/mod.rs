@@ -13,6 +13,7 @@ mod doubt;
 pub mod marker;
 mod primaries;
 mod slots;
+pub mod slugs;
 mod state;
 
 pub use card::{card_value, preview_key};
@@ -58,15 +59,22 @@ pub use shortlink_wire::keys::link_key as key;
 /// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes):
 /// version 1 text for a plain link, version 2 (binary after the line) with a lifecycle or rules.
 pub fn encode_record(link: &Link) -> Vec<u8> {
+    // A workspace other than `default` is named in the record: nginx answers the code only on
+    // that workspace's hosts.
+    let workspace = slugs::in_record(link.workspace);
     match link.revoked_at {
-        Some(_) => Record::Revoked.encode(),
-        None => encode_live(
-            &link.target,
-            link.redirect,
-            link.flags.0,
-            link.expires_at,
-            &wire_extras(&link.code, &link.extras),
-        ),
+        Some(_) => Record::revoked(workspace).encode(),
+        None => {
+            let mut extras = wire_extras(&link.code, &link.extras);
+            extras.workspace = workspace;
+            encode_live(
+                &link.target,
+                link.redirect,
+                link.flags.0,
+                link.expires_at,
+                &extras,
+            )
+        }
     }
 }
 
@@ -123,7 +131,7 @@ pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
             })
         }),
         has_card: card::has_card(extras),
-        // Every link is of `default` until the lead's workspaces land (issue 53).
+        // Named by `encode_record`, which knows the link's workspace.
         workspace: None,
     }
 }

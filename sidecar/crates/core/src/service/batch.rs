@@ -4,7 +4,7 @@
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use crate::projection::{self, written_value, ProjectionError, RecordWrite};
+use crate::projection::{self, slugs, written_value, ProjectionError, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::{self as storage, EncodedRows, Link, NewRow, Slot};
 use std::collections::{HashMap, HashSet};
@@ -64,6 +64,15 @@ impl LinkService {
         claim: Option<Claim>,
         attempt: usize,
     ) -> ChunksResult {
+        // Their records name the workspace's slug.
+        let workspaces: HashSet<_> = chunks
+            .iter()
+            .flatten()
+            .map(|(_, new)| new.workspace)
+            .collect();
+        for workspace in workspaces {
+            slugs::of(self.storage.as_ref(), workspace).await?;
+        }
         let now = storage::now();
         let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
         if plans.iter().all(|plan| plan.rows.is_empty()) {

@@ -2,7 +2,7 @@
 
 use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
-use crate::projection::{written_value, RecordWrite};
+use crate::projection::{slugs, written_value, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::{
     self as storage, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError,
@@ -37,6 +37,8 @@ impl LinkService {
                 return Ok(Created::New(link));
             }
         }
+        // Its record names the workspace's slug.
+        slugs::of(self.storage.as_ref(), new.workspace).await?;
         let now = storage::now();
         let url_hash = new.target.hash();
         if new.idempotent {

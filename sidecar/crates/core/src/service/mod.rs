@@ -36,6 +36,7 @@ mod update;
 pub mod validate;
 pub mod workspaces;
 
+pub use crate::projection::slugs;
 pub use click::append_query;
 pub use error::ServiceError;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
@@ -44,4 +45,4 @@ pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,
 };
-pub use workspaces::{slugs, WorkspaceError};
+pub use workspaces::WorkspaceError;

@@ -4,7 +4,7 @@ use super::click::{self, ClickInput, CountFirst, CountryOf};
 use super::error::ServiceError;
 use super::links::LinkService;
 use super::model::Resolution;
-use super::workspaces::slugs;
+use crate::projection::slugs;
 use crate::projection::RecordWrite;
 use shortlink_store::{
     self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor, WorkspaceId,
@@ -64,10 +64,10 @@ impl LinkService {
         let Some(link) = self.storage.link_by_code(code).await? else {
             return Ok(Resolution::NotFound);
         };
-        if let Some(host_workspace) = host_workspace {
-            if *slugs::of(self.storage.as_ref(), link.workspace).await? != *host_workspace {
-                return Ok(Resolution::NotFound);
-            }
+        // Known here before the repair below writes the record that names it.
+        let workspace = slugs::of(self.storage.as_ref(), link.workspace).await?;
+        if host_workspace.is_some_and(|host| host.as_bytes() != workspace.as_bytes()) {
+            return Ok(Resolution::NotFound);
         }
         let now = storage::now();
         let write = RecordWrite::for_link(&link, now, self.grace);

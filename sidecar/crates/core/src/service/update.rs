@@ -2,7 +2,7 @@
 
 use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
-use crate::projection::RecordWrite;
+use crate::projection::{slugs, RecordWrite};
 use shortlink_store::{self as storage, Link, WorkspaceId};
 
 impl LinkService {
@@ -106,6 +106,7 @@ impl LinkService {
         link: &Link,
         previous: Option<&Link>,
     ) -> Result<(), ServiceError> {
+        slugs::of(self.storage.as_ref(), link.workspace).await?;
         let now = storage::now();
         let writes = RecordWrite::for_link_and_card(link, now, self.grace);
         // Undoing puts the previous record back, as SQL keeps it.

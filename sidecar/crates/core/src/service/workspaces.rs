@@ -1,80 +1,14 @@
 //! Workspaces (issue 53): the operator's create, change and delete, and the slugs link records
 //! carry.
 //!
-//! A link record names its workspace by slug (nginx's host map does), and records are encoded
-//! where no query can run (`RecordWrite::for_link`). Slugs never change and ids are never
-//! reused, so every process keeps what it learnt in [`slugs`]: filled at start-up, by the
-//! requests' authentication (which reads the key's workspace anyway) and before every job that
-//! writes records of many workspaces (refill, resync, repairs).
+//! The slugs link records carry are kept by [`crate::projection::slugs`].
 
 use super::{LinkService, ServiceError};
-use crate::projection::KEY_PREFIX;
+use crate::projection::{slugs, KEY_PREFIX};
 use shortlink_store::{
-    self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, Storage, StorageError,
-    Workspace, WorkspaceChange, WorkspaceId, DEFAULT_SLUG,
+    self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, StorageError, Workspace,
+    WorkspaceChange, WorkspaceId,
 };
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-
-/// The slugs of the workspaces this process has met, by id.
-pub mod slugs {
-    use super::*;
-    use std::sync::OnceLock;
-
-    fn table() -> &'static RwLock<HashMap<WorkspaceId, Arc<str>>> {
-        static TABLE: OnceLock<RwLock<HashMap<WorkspaceId, Arc<str>>>> = OnceLock::new();
-        TABLE.get_or_init(|| {
-            RwLock::new(HashMap::from([(
-                WorkspaceId::DEFAULT,
-                Arc::from(DEFAULT_SLUG),
-            )]))
-        })
-    }
-
-    /// The slug of `id`, if this process has met it.
-    pub fn get(id: WorkspaceId) -> Option<Arc<str>> {
-        let table = table()
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        table.get(&id).cloned()
-    }
-
-    /// Remembers a workspace's slug (it never changes).
-    pub fn remember(workspace: &Workspace) {
-        remember_slug(workspace.id, &workspace.slug);
-    }
-
-    /// Remembers the slug of `id` (it never changes).
-    pub fn remember_slug(id: WorkspaceId, slug: &str) {
-        if get(id).is_none() {
-            let mut table = table()
-                .write()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            table.insert(id, Arc::from(slug));
-        }
-    }
-
-    /// Reads every workspace's slug.
-    pub async fn load(storage: &dyn Storage) -> Result<(), StorageError> {
-        for workspace in storage.workspaces().await? {
-            remember(&workspace);
-        }
-        Ok(())
-    }
-
-    /// The slug of `id`, read from the database if this process has not met it yet.
-    pub async fn of(storage: &dyn Storage, id: WorkspaceId) -> Result<Arc<str>, StorageError> {
-        if let Some(slug) = get(id) {
-            return Ok(slug);
-        }
-        let workspace = storage
-            .workspace(id)
-            .await?
-            .ok_or_else(|| StorageError::Corrupt(format!("workspace {id} does not exist")))?;
-        remember(&workspace);
-        Ok(Arc::from(workspace.slug.as_str()))
-    }
-}
 
 /// Why a workspace change was refused.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +17,7 @@ pub enum WorkspaceError {
     NotFound,
     #[error("a workspace with this slug exists")]
     SlugTaken,
-    #[error("a slug is 1 to 32 of a-z, 0-9 and '-', not starting with '-'")]
+    #[error("a slug is 1 to 32 of a-z and 0-9, in words joined by single '-'")]
     BadSlug,
     #[error("the default workspace cannot be deleted")]
     DefaultKept,

@@ -48,6 +48,8 @@ pub(super) async fn refill_slots(
     grace: Duration,
     slots: Option<&[bool]>,
 ) -> Result<RefillCounts, RefillError> {
+    // The records of every workspace name its slug.
+    super::super::slugs::load(storage).await?;
     let filter = LinkFilter::all_workspaces();
     let mut counts = RefillCounts::default();
     let mut after: Option<String> = None;
