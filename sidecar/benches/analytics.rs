@@ -477,6 +477,7 @@ fn main() {
             }
             let from = synthetic_rollups(&url, "hot", 10_000_000).await;
             let query = StatsQuery {
+        workspace: shortlink_sidecar::storage::WorkspaceId::DEFAULT,
                 code: Some("hot".into()),
                 from,
                 to: from + 30 * 86_400,

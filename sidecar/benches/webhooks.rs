@@ -133,7 +133,15 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
         "include_bots": true,
     }))
     .unwrap();
-    service.create(request, &bench_origin()).await.unwrap().id
+    service
+        .create(
+            shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+            request,
+            &bench_origin(),
+        )
+        .await
+        .unwrap()
+        .id
 }
 
 /// Who the audit log names for the bench's subscriptions.
@@ -187,10 +195,8 @@ fn main() {
         eprintln!("stored {events} visits");
         let started = Instant::now();
         let mut reader = FeedReader::new(Arc::clone(&store), Privacy::default());
-        let all = FeedFilter {
-            include_bots: true,
-            ..FeedFilter::default()
-        };
+        let mut all = FeedFilter::of(shortlink_sidecar::storage::WorkspaceId::DEFAULT);
+        all.include_bots = true;
         let (mut cursor, mut read) = (Cursor::default(), 0);
         while read < events {
             let page = reader.read(cursor, &all, 1000).await.unwrap();
@@ -208,9 +214,23 @@ fn main() {
         for (batch_size, n) in [(1000, events), (1, single)] {
             let (hook, count) = receiver().await;
             let id = subscribe(&service, &hook, batch_size, 0).await;
-            service.replay(&id, from_start()).await.unwrap();
+            service
+                .replay(
+                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+                    &id,
+                    from_start(),
+                )
+                .await
+                .unwrap();
             let rate = rate_until(&count, n as u64).await;
-            service.delete(&id, &bench_origin()).await.unwrap();
+            service
+                .delete(
+                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+                    &id,
+                    &bench_origin(),
+                )
+                .await
+                .unwrap();
             eprintln!("delivered {n}, {batch_size} per POST: {rate:.0} events/s");
             rates.push(rate);
         }
@@ -250,7 +270,14 @@ fn main() {
             until(count, consumed as u64).await;
         }
         for (id, _) in &hooks {
-            service.delete(id, &bench_origin()).await.unwrap();
+            service
+                .delete(
+                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+                    id,
+                    &bench_origin(),
+                )
+                .await
+                .unwrap();
         }
         let after = run("m").await;
         let without = (before + after) / 2.0;

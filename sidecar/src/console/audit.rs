@@ -5,7 +5,7 @@ use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{PageError, PageResult};
 use crate::http::{AppState, Error, Query};
-use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo, DEFAULT_WORKSPACE};
+use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo};
 use crate::storage::Role;
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -20,8 +20,7 @@ const PAGE: u32 = 50;
 /// The origin of a console change: the signed-in person, and the request as nginx tagged it.
 pub fn origin(operator: &Operator, request: RequestInfo) -> Origin {
     Origin {
-        // The session's workspace, once people have one (issue 53).
-        workspace_id: DEFAULT_WORKSPACE,
+        workspace_id: operator.workspace.get(),
         actor: Actor::console(operator.name.clone()),
         request,
     }
@@ -74,7 +73,8 @@ pub async fn page(
         return Err(PageError(Error::Forbidden(operator.role)));
     }
     let filter = AuditFilter {
-        workspace_id: None,
+        // The signed-in key's workspace: its chain only.
+        workspace_id: Some(operator.workspace.get()),
         action: text(&form.action),
         actor: text(&form.actor),
         object: text(&form.object),

@@ -68,7 +68,13 @@ pub async fn page(
         include_bots: Some(false),
         top: Some(10),
     };
-    let q = stats::query(Some(link.code.clone()), params, None, false)?;
+    let q = stats::query(
+        operator.workspace,
+        Some(link.code.clone()),
+        params,
+        None,
+        false,
+    )?;
     let view = stats::view(&q, state.analytics.store.stats(&q).await?);
     let qr_svg = match (&link.short_url, link.state) {
         (Some(url), "live") => {

@@ -21,6 +21,7 @@ const CAMPAIGN_SAMPLE: u32 = 50;
 
 pub(super) async fn global(
     state: &AppState,
+    workspace: crate::storage::WorkspaceId,
     interval: Interval,
     window: Duration,
     top: u32,
@@ -33,7 +34,7 @@ pub(super) async fn global(
         include_bots: Some(false),
         top: Some(top),
     };
-    let q = stats::query(None, params, None, false)?;
+    let q = stats::query(workspace, None, params, None, false)?;
     let result = state.analytics.store.stats(&q).await?;
     Ok(stats::view(&q, result))
 }
@@ -50,8 +51,22 @@ pub(super) fn totals(counts: &CountsView) -> Markup {
 }
 
 pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
-    let day = global(&state, Interval::Hour, Duration::hours(24), 10).await?;
-    let month = global(&state, Interval::Day, Duration::days(30), CAMPAIGN_SAMPLE).await?;
+    let day = global(
+        &state,
+        operator.workspace,
+        Interval::Hour,
+        Duration::hours(24),
+        10,
+    )
+    .await?;
+    let month = global(
+        &state,
+        operator.workspace,
+        Interval::Day,
+        Duration::days(30),
+        CAMPAIGN_SAMPLE,
+    )
+    .await?;
     let top_links = month.top_links.as_deref().unwrap_or_default();
     // Campaign of each of the top links, summed.
     let mut campaigns: HashMap<String, i64> = HashMap::new();

@@ -79,7 +79,7 @@ fn require_admin(operator: &Operator) -> Result<(), PageError> {
 
 pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
     require_admin(&operator)?;
-    let webhooks = state.webhooks.list().await?;
+    let webhooks = state.webhooks.list(operator.workspace).await?;
     Ok(render(&operator, &webhooks, &WebhookForm::default(), None))
 }
 
@@ -93,13 +93,17 @@ pub async fn create(
     require_admin(&operator)?;
     let origin = audit::origin(&operator, request);
     let created = match form.request() {
-        Ok(request) => (state.webhooks.create(request, &origin).await).map_err(Error::from),
+        Ok(request) => (state
+            .webhooks
+            .create(operator.workspace, request, &origin)
+            .await)
+            .map_err(Error::from),
         Err(error) => Err(error),
     };
     match created {
         Ok(view) => Ok(see_other(&format!("/console/webhooks/{}", view.id))),
         Err(error) => {
-            let webhooks = state.webhooks.list().await?;
+            let webhooks = state.webhooks.list(operator.workspace).await?;
             Ok(refused_form(error, |message| {
                 render(&operator, &webhooks, &form, Some(message))
             }))
@@ -201,8 +205,8 @@ pub async fn detail(
     Path(id): Path<String>,
 ) -> PageResult {
     require_admin(&operator)?;
-    let webhook = state.webhooks.get(&id).await?;
-    let failures = state.webhooks.failures(&id).await?;
+    let webhook = state.webhooks.get(operator.workspace, &id).await?;
+    let failures = state.webhooks.failures(operator.workspace, &id).await?;
     Ok(render_detail(&operator, &webhook, &failures, None))
 }
 
@@ -294,7 +298,7 @@ pub async fn replay(
             };
             state
                 .webhooks
-                .replay(&id, request)
+                .replay(operator.workspace, &id, request)
                 .await
                 .map_err(Error::from)
         }
@@ -303,8 +307,8 @@ pub async fn replay(
     match replayed {
         Ok(_) => Ok(see_other(&format!("/console/webhooks/{id}"))),
         Err(error) => {
-            let webhook = state.webhooks.get(&id).await?;
-            let failures = state.webhooks.failures(&id).await?;
+            let webhook = state.webhooks.get(operator.workspace, &id).await?;
+            let failures = state.webhooks.failures(operator.workspace, &id).await?;
             Ok(refused_form(error, |message| {
                 render_detail(&operator, &webhook, &failures, Some(message))
             }))
@@ -327,6 +331,9 @@ pub async fn delete(
     operator.check_csrf(form.csrf.as_deref())?;
     require_admin(&operator)?;
     let origin = audit::origin(&operator, request);
-    state.webhooks.delete(&id, &origin).await?;
+    state
+        .webhooks
+        .delete(operator.workspace, &id, &origin)
+        .await?;
     Ok(see_other("/console/webhooks"))
 }

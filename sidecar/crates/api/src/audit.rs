@@ -2,7 +2,7 @@
 //! `auth::READ_ROUTES` does not list it). And [`Recorder`], what handlers that change something
 //! take to record it.
 
-use super::{AppState, Error, ErrorBody, Json, Query, Result};
+use super::{AppState, Error, ErrorBody, InWorkspace, Json, Query, Result};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -10,14 +10,15 @@ use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_store::audit::{
-    Actor, AuditFilter, AuditRecord, Origin, RequestInfo, DEFAULT_WORKSPACE,
-};
+use shortlink_store::audit::{Actor, AuditFilter, AuditRecord, Origin, RequestInfo};
 use utoipa::{IntoParams, ToSchema};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/audit", get(list_audit))
 }
+
+/// The chain of what belongs to no workspace: operator keys' changes, workspaces themselves.
+pub const INSTALLATION_CHAIN: i64 = 0;
 
 /// Rows per page unless `limit` says otherwise, and at most.
 const DEFAULT_LIMIT: u32 = 50;
@@ -42,8 +43,9 @@ impl FromRequestParts<AppState> for Recorder {
             .cloned()
             .unwrap_or_default();
         Ok(Recorder(Origin {
-            // The workspace of the key, once keys have one (issue 53).
-            workspace_id: DEFAULT_WORKSPACE,
+            // The key's workspace's chain; an operator key's changes are the installation's.
+            workspace_id: (parts.extensions.get::<InWorkspace>())
+                .map_or(INSTALLATION_CHAIN, |workspace| workspace.0.get()),
             actor,
             request,
         }))
@@ -136,6 +138,7 @@ pub struct AuditPage {
     ))]
 pub async fn list_audit(
     State(state): State<AppState>,
+    workspace: Option<InWorkspace>,
     Query(query): Query<AuditQuery>,
 ) -> Result<Json<AuditPage>> {
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
@@ -147,7 +150,8 @@ pub async fn list_audit(
         });
     }
     let filter = AuditFilter {
-        workspace_id: None,
+        // A workspace's admin reads its chain; the operator (no workspace) every chain.
+        workspace_id: workspace.map(|workspace| workspace.0.get()),
         action: query.action,
         actor: query.actor,
         object: query.object,

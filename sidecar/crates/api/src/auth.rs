@@ -15,7 +15,7 @@
 //! that workspace's objects only, and another's answer as if they did not exist (404).
 
 use super::{AppState, Error};
-use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, OptionalFromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::Method;
@@ -58,6 +58,16 @@ impl<S: Send + Sync> FromRequestParts<S> for InWorkspace {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
         (parts.extensions.get::<InWorkspace>().copied()).ok_or(Error::Forbidden(Role::Operator))
+    }
+}
+
+/// `Option<InWorkspace>`: for the routes an operator key shares with a workspace's (the audit
+/// log), where none means "every workspace".
+impl<S: Send + Sync> OptionalFromRequestParts<S> for InWorkspace {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, Self::Rejection> {
+        Ok(parts.extensions.get::<InWorkspace>().copied())
     }
 }
 
@@ -157,7 +167,7 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
         || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
-        Role::Operator => operators || route == "/api/v1/openapi.json",
+        Role::Operator => operators || route == "/api/v1/audit" || route == "/api/v1/openapi.json",
         _ if operators => false,
         Role::Admin => true,
         Role::Issuer => {

@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_store as storage;
+use shortlink_store::{self as storage, WorkspaceId};
 use shortlink_visits::rollup::Interval;
 use shortlink_visits::store::{Counts, Dimension, Entry, RuleEntry, Stats, StatsQuery};
 use utoipa::{IntoParams, ToSchema};
@@ -179,6 +179,7 @@ fn entry(e: Entry, include_bots: bool) -> EntryView {
 
 /// Validates the parameters into an aligned query. `created`: the link's creation time.
 pub fn query(
+    workspace: WorkspaceId,
     code: Option<String>,
     params: StatsParams,
     created: Option<DateTime<Utc>>,
@@ -222,6 +223,7 @@ pub fn query(
         ));
     }
     Ok(StatsQuery {
+        workspace,
         code,
         from,
         to,
@@ -304,6 +306,7 @@ pub async fn link_stats(
 ) -> Result<Json<StatsView>> {
     let link = state.links.get(workspace, &code).await?;
     let q = query(
+        workspace,
         Some(link.code),
         params,
         Some(link.created_at),
@@ -331,9 +334,10 @@ pub async fn link_stats(
     ))]
 pub async fn global_stats(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Query(params): Query<StatsParams>,
 ) -> Result<Json<StatsView>> {
-    let q = query(None, params, None, state.analytics.count_bots)?;
+    let q = query(workspace, None, params, None, state.analytics.count_bots)?;
     let stats = state.analytics.store.stats(&q).await?;
     Ok(Json(view(&q, stats)))
 }
@@ -355,6 +359,7 @@ mod tests {
     #[test]
     fn ranges_align_and_are_bounded() {
         let q = query(
+            WorkspaceId::DEFAULT,
             None,
             params(
                 Some("2026-01-01T10:30:00Z"),
@@ -369,6 +374,7 @@ mod tests {
         assert_eq!(at(q.to).to_rfc3339(), "2026-01-01T13:00:00+00:00");
         assert!(!q.include_bots);
         assert!(query(
+            WorkspaceId::DEFAULT,
             None,
             params(
                 Some("2026-01-02T00:00:00Z"),
@@ -380,6 +386,7 @@ mod tests {
         )
         .is_err());
         assert!(query(
+            WorkspaceId::DEFAULT,
             None,
             params(
                 Some("2020-01-01T00:00:00Z"),
@@ -393,6 +400,7 @@ mod tests {
         // A link's default range starts at its creation.
         let created: DateTime<Utc> = "2026-01-01T05:00:00Z".parse().unwrap();
         let q = query(
+            WorkspaceId::DEFAULT,
             Some("abc".into()),
             params(None, Some("2026-01-03T00:00:00Z"), None),
             Some(created),

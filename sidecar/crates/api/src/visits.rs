@@ -1,7 +1,7 @@
 //! `GET /api/v1/visits`: the resumable visit feed, for pulling every click into a warehouse. The
 //! same events as the click webhooks, in the same order, as NDJSON.
 
-use super::{AppState, Error, ErrorBody, Query, Result};
+use super::{AppState, Error, ErrorBody, InWorkspace, Query, Result};
 use axum::extract::State;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -52,6 +52,7 @@ pub struct FeedParams {
     ))]
 pub async fn visit_feed(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Query(params): Query<FeedParams>,
 ) -> Result<Response> {
     let after = match params.after.as_deref() {
@@ -70,12 +71,10 @@ pub async fn visit_feed(
             message: format!("limit must be between 1 and {MAX_LIMIT}"),
         });
     }
-    let filter = FeedFilter {
-        campaigns: params.campaign.into_iter().collect(),
-        tags: Vec::new(),
-        recipient_ref: params.recipient_ref,
-        include_bots: true,
-    };
+    let mut filter = FeedFilter::of(workspace);
+    filter.campaigns = params.campaign.into_iter().collect();
+    filter.recipient_ref = params.recipient_ref;
+    filter.include_bots = true;
     let page = state.webhooks.feed(after, &filter, limit as usize).await?;
     let mut body = Vec::with_capacity(page.events.len() * 512);
     for event in &page.events {

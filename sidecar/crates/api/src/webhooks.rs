@@ -1,6 +1,6 @@
 //! `/api/v1/webhooks`: click webhook subscriptions (admin keys only), their failures and replay.
 
-use super::{AppState, Error, ErrorBody, Json, Path, Recorder, Result};
+use super::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -59,19 +59,23 @@ pub struct FailureList {
     ))]
 pub async fn create_webhook(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<(StatusCode, Json<SubscriptionView>)> {
-    let view = state.webhooks.create(request, &origin).await?;
+    let view = state.webhooks.create(workspace, request, &origin).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// Every subscription with its delivery state.
 #[utoipa::path(get, path = "/api/v1/webhooks", tag = "webhooks",
     responses((status = 200, body = WebhookList)))]
-pub async fn list_webhooks(State(state): State<AppState>) -> Result<Json<WebhookList>> {
+pub async fn list_webhooks(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+) -> Result<Json<WebhookList>> {
     Ok(Json(WebhookList {
-        webhooks: state.webhooks.list().await?,
+        webhooks: state.webhooks.list(workspace).await?,
     }))
 }
 
@@ -80,9 +84,10 @@ pub async fn list_webhooks(State(state): State<AppState>) -> Result<Json<Webhook
     responses((status = 200, body = SubscriptionView), (status = 404, body = ErrorBody)))]
 pub async fn get_webhook(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(id): Path<String>,
 ) -> Result<Json<SubscriptionView>> {
-    Ok(Json(state.webhooks.get(&id).await?))
+    Ok(Json(state.webhooks.get(workspace, &id).await?))
 }
 
 /// Replace what a subscription is, secret included (its place in the feed stays).
@@ -98,11 +103,17 @@ pub async fn get_webhook(
     ))]
 pub async fn replace_webhook(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(id): Path<String>,
     Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<Json<SubscriptionView>> {
-    Ok(Json(state.webhooks.replace(&id, request, &origin).await?))
+    Ok(Json(
+        state
+            .webhooks
+            .replace(workspace, &id, request, &origin)
+            .await?,
+    ))
 }
 
 /// Unsubscribe: nothing more is sent (a POST in flight may still arrive).
@@ -111,10 +122,11 @@ pub async fn replace_webhook(
     responses((status = 204, description = "deleted"), (status = 404, body = ErrorBody)))]
 pub async fn delete_webhook(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(id): Path<String>,
     Recorder(origin): Recorder,
 ) -> Result<StatusCode> {
-    state.webhooks.delete(&id, &origin).await?;
+    state.webhooks.delete(workspace, &id, &origin).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -124,10 +136,11 @@ pub async fn delete_webhook(
     responses((status = 200, body = FailureList), (status = 404, body = ErrorBody)))]
 pub async fn webhook_failures(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(id): Path<String>,
 ) -> Result<Json<FailureList>> {
     Ok(Json(FailureList {
-        failures: state.webhooks.failures(&id).await?,
+        failures: state.webhooks.failures(workspace, &id).await?,
     }))
 }
 
@@ -145,8 +158,9 @@ pub async fn webhook_failures(
     ))]
 pub async fn replay_webhook(
     State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
     Path(id): Path<String>,
     Json(request): Json<ReplayRequest>,
 ) -> Result<Json<SubscriptionView>> {
-    Ok(Json(state.webhooks.replay(&id, request).await?))
+    Ok(Json(state.webhooks.replay(workspace, &id, request).await?))
 }

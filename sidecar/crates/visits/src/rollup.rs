@@ -23,7 +23,9 @@
 //! few hundred bucket rows and some thousands of breakdown rows.
 
 use foldhash::{HashMap, HashSet};
+use shortlink_store::WorkspaceId;
 use shortlink_visit_enrich::{Audience, Visit};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::hash::Hash;
 
@@ -95,8 +97,10 @@ pub type SourceKey<'a> = (&'a str, i64, &'a str, &'a str);
 /// string per key (this runs on the consumer's one write path, once per visit). Ordered maps:
 /// every backend writes keys in the same order, so concurrent consumers lock rows in the same
 /// order and cannot deadlock.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deltas<'a> {
+    /// Where each link's visits are summed for all links.
+    pub all_links: &'a AllLinks,
     /// (code, span, bucket start) → counts.
     pub buckets: BTreeMap<(&'a str, i64, i64), Counts>,
     pub agents: BTreeMap<AgentKey<'a>, Audiences>,
@@ -134,6 +138,7 @@ fn text(value: &Option<String>) -> &str {
 /// `count_bots`: whether bots and previews also count in `links.visit_count` / `last_visit_at`.
 pub fn fold<'a>(
     visits: &[&'a Visit],
+    all_links: &'a AllLinks,
     mut new_visitors: NewVisitors,
     count_bots: bool,
 ) -> Deltas<'a> {
@@ -209,19 +214,17 @@ pub fn fold<'a>(
     }
     // All links: the per-link rows summed under `*`, which folds each visit once instead of twice;
     // summed and merged in the hash maps, each table sorted once.
+    let all = |code: &'a str| all_links.key(code);
     Deltas {
-        buckets: with_all_links(buckets, |k| (ALL_LINKS, k.1, k.2), Counts::add),
+        all_links,
+        buckets: with_all_links(buckets, |k| (all(k.0), k.1, k.2), Counts::add),
         agents: with_all_links(
             agents,
-            |k| (ALL_LINKS, k.1, k.2, k.3, k.4, k.5),
+            |k| (all(k.0), k.1, k.2, k.3, k.4, k.5),
             Audiences::merge,
         ),
-        places: with_all_links(
-            places,
-            |k| (ALL_LINKS, k.1, k.2, k.3, k.4),
-            Audiences::merge,
-        ),
-        sources: with_all_links(sources, |k| (ALL_LINKS, k.1, k.2, k.3), Audiences::merge),
+        places: with_all_links(places, |k| (all(k.0), k.1, k.2, k.3, k.4), Audiences::merge),
+        sources: with_all_links(sources, |k| (all(k.0), k.1, k.2, k.3), Audiences::merge),
         domain_minutes: domain_minutes.into_iter().collect(),
         links: links.into_iter().collect(),
     }
@@ -236,7 +239,7 @@ impl<'a> Deltas<'a> {
     pub fn credit_new_visitor(&mut self, code: &'a str, time_ms: i64) {
         let seconds = time_ms.div_euclid(1000);
         for span in [Interval::Hour, Interval::Day] {
-            for code in [code, ALL_LINKS] {
+            for code in [code, self.all_links.key(code)] {
                 let key = (code, span.seconds(), span.floor(seconds));
                 self.buckets.entry(key).or_default().new_visitors += 1;
             }
@@ -260,8 +263,40 @@ fn with_all_links<K: Ord + Hash + Copy, V: Default>(
     rows.into_iter().collect()
 }
 
-/// Rollup rows under this code count every link together (codes never contain `*`).
+/// Rollup rows under this code count every link of the default workspace together (codes never
+/// contain `*`).
 pub const ALL_LINKS: &str = "*";
+
+/// The code under which rollup rows count every link of `workspace` together: [`ALL_LINKS`] for
+/// the default workspace (the rows it had before workspaces), `*<id>` for another (issue 53).
+pub fn all_links_code(workspace: WorkspaceId) -> Cow<'static, str> {
+    match workspace {
+        WorkspaceId::DEFAULT => Cow::Borrowed(ALL_LINKS),
+        other => Cow::Owned(format!("{ALL_LINKS}{other}")),
+    }
+}
+
+/// Where a batch's links are summed for all links: each link of another workspace than the
+/// default under its workspace's [`all_links_code`], every other one under [`ALL_LINKS`]. Made
+/// before folding, from the links' owners (which never change).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllLinks {
+    elsewhere: HashMap<String, String>,
+}
+
+impl AllLinks {
+    /// `code` is a link of `workspace`.
+    pub fn insert(&mut self, code: String, workspace: WorkspaceId) {
+        if workspace != WorkspaceId::DEFAULT {
+            self.elsewhere
+                .insert(code, all_links_code(workspace).into_owned());
+        }
+    }
+
+    pub fn key(&self, code: &str) -> &str {
+        self.elsewhere.get(code).map_or(ALL_LINKS, String::as_str)
+    }
+}
 
 /// Counts of one bucket, or of a whole range.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -285,6 +320,12 @@ impl Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every link of the default workspace.
+    fn no_workspaces() -> &'static AllLinks {
+        static NONE: std::sync::OnceLock<AllLinks> = std::sync::OnceLock::new();
+        NONE.get_or_init(AllLinks::default)
+    }
     use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
 
     fn visit(id: &str, code: &str, t: i64, ip: &str, ua: &str) -> Visit {
@@ -304,6 +345,32 @@ mod tests {
     const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
 
     #[test]
+    fn each_workspace_sums_its_own_links() {
+        let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
+        let ours = visit("1-0", "ours", hour + 10, "203.0.113.1", CHROME);
+        let theirs = visit("1-1", "theirs", hour + 20, "203.0.113.2", CHROME);
+        let mut all_links = AllLinks::default();
+        all_links.insert("theirs".into(), WorkspaceId::from_db(7));
+        all_links.insert("ours".into(), WorkspaceId::DEFAULT);
+        let visitors = [theirs.visitor.to_vec()].into_iter().collect();
+        let new: NewVisitors = [("theirs".to_owned(), visitors)].into_iter().collect();
+        let mut d = fold(&[&ours, &theirs], &all_links, new, false);
+        d.credit_new_visitor("ours", hour + 10);
+        let h = hour / 1000;
+        let at = |code: &str| d.buckets[&(code, 3600, h)];
+        assert_eq!(all_links_code(WorkspaceId::from_db(7)), "*7");
+        assert_eq!((at("*").humans, at("*").new_visitors), (1, 1));
+        assert_eq!((at("*7").humans, at("*7").new_visitors), (1, 1));
+        let day = Interval::Day.floor(h);
+        let places = |code: &str| {
+            (d.places.keys())
+                .filter(|k| k.0 == code && k.1 == day)
+                .count()
+        };
+        assert_eq!((places("*"), places("*7")), (1, 1));
+    }
+
+    #[test]
     fn folds_counts_buckets_and_links() {
         let hour = 1_700_000_000_000 / 3_600_000 * 3_600_000;
         let a = visit("1-0", "abc", hour + 10, "203.0.113.1", CHROME);
@@ -312,7 +379,7 @@ mod tests {
         let new: NewVisitors = [("abc".to_owned(), [a.visitor.to_vec()].into_iter().collect())]
             .into_iter()
             .collect();
-        let d = fold(&[&a, &b, &c], new.clone(), false);
+        let d = fold(&[&a, &b, &c], no_workspaces(), new.clone(), false);
         let h = hour / 1000;
         let at = |code, span, bucket| d.buckets[&(code, span, bucket)];
         assert_eq!(
@@ -329,7 +396,7 @@ mod tests {
         // Bots stay out of visit_count unless asked.
         assert_eq!(d.links["abc"], (2, hour + 20));
         assert_eq!(
-            fold(&[&a, &b, &c], new, true).links["abc"],
+            fold(&[&a, &b, &c], no_workspaces(), new, true).links["abc"],
             (3, hour + 3_600_000)
         );
         let bot_rows: i64 = d
@@ -363,7 +430,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let d = fold(&refs, new, false);
+        let d = fold(&refs, no_workspaces(), new, false);
         let star_hour = d.buckets[&(ALL_LINKS, 3600, hour / 1000)];
         assert_eq!(
             star_hour,
@@ -423,8 +490,8 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let expected = fold(&refs, new, false);
-        let mut d = fold(&refs, NewVisitors::default(), false);
+        let expected = fold(&refs, no_workspaces(), new, false);
+        let mut d = fold(&refs, no_workspaces(), NewVisitors::default(), false);
         for i in [0, 2, 3] {
             d.credit_new_visitor(&visits[i].code, visits[i].time_ms);
         }
@@ -437,7 +504,7 @@ mod tests {
         let mapped = |text: &str| text.is_empty() && text.as_ptr() as usize >= 4096;
         assert!(mapped(unknown()));
         let v = visit("1-0", "abc", 0, "203.0.113.1", CHROME);
-        let d = fold(&[&v], NewVisitors::default(), false);
+        let d = fold(&[&v], no_workspaces(), NewVisitors::default(), false);
         let (place, _) = d.places.first_key_value().unwrap();
         let (source, _) = d.sources.first_key_value().unwrap();
         let (agent, _) = d.agents.first_key_value().unwrap();

@@ -226,7 +226,10 @@ impl Task {
         let wait_for = Duration::from_millis(u64::from(spec.batch_ms));
         if self.pending.len() < batch {
             let want = READ_AHEAD.max(batch) - self.pending.len();
-            let page = self.reader.read(self.read_to, &spec.filter(), want).await?;
+            let page = self
+                .reader
+                .read(self.read_to, &self.subscription.filter(), want)
+                .await?;
             self.read_to = page.next;
             if self.pending.is_empty() && !page.events.is_empty() {
                 self.waiting_since = Some(Instant::now());

@@ -117,6 +117,10 @@ impl FeedReader {
             let Some(visit) = found.remove(id) else {
                 continue;
             };
+            // Another workspace's visits are not there for this reader (issue 53).
+            if !filter.owns(visit.workspace) {
+                continue;
+            }
             let event = FeedEvent::new(visit, after, self.privacy);
             if filter.admits(&event) {
                 page.events.push(event);

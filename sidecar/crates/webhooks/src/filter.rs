@@ -2,10 +2,12 @@
 //! file so a subscription names it without importing the feed reader.
 
 use super::event::FeedEvent;
+use shortlink_store::WorkspaceId;
 
-/// Which visits a reader wants.
-#[derive(Debug, Clone, Default)]
+/// Which visits a reader wants: always of one workspace's links ([`FeedFilter::of`]).
+#[derive(Debug, Clone)]
 pub struct FeedFilter {
+    workspace: WorkspaceId,
     /// Any of these campaigns, or any of `tags` (both empty: every visit).
     pub campaigns: Vec<String>,
     pub tags: Vec<String>,
@@ -16,6 +18,24 @@ pub struct FeedFilter {
 }
 
 impl FeedFilter {
+    /// Every visit of `workspace`'s links; narrow it with the fields.
+    pub fn of(workspace: WorkspaceId) -> Self {
+        Self {
+            workspace,
+            campaigns: Vec::new(),
+            tags: Vec::new(),
+            recipient_ref: None,
+            include_bots: false,
+        }
+    }
+
+    /// Whether a visit of a link owned by `owner` may be read at all. A visit of a code SQL
+    /// does not hold (Redis had a record SQL lost in a restore) is the default workspace's, as
+    /// every such visit was before workspaces; a deleted workspace's visits went with it.
+    pub(crate) fn owns(&self, owner: Option<WorkspaceId>) -> bool {
+        owner.unwrap_or(WorkspaceId::DEFAULT) == self.workspace
+    }
+
     pub(crate) fn admits(&self, event: &FeedEvent) -> bool {
         let chosen = (self.campaigns.is_empty() && self.tags.is_empty())
             || (event.campaign.as_ref()).is_some_and(|c| self.campaigns.contains(c))

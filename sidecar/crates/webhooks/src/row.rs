@@ -7,6 +7,8 @@ use chrono::{DateTime, Utc};
 #[derive(Debug, Clone, Default)]
 pub struct FeedRow {
     pub event_id: String,
+    /// The owner of the visit's link; `None` if the link is no longer stored.
+    pub workspace: Option<shortlink_store::WorkspaceId>,
     pub code: String,
     pub visited_at: DateTime<Utc>,
     pub status: Option<i64>,

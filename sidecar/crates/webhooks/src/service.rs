@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlPolicy;
 use shortlink_store::audit::Origin;
-use shortlink_store::{Storage, StorageError};
+use shortlink_store::{Storage, StorageError, WorkspaceId};
 use shortlink_visits::store::VisitStore;
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -110,6 +110,7 @@ impl WebhookService {
     /// A new subscription, delivering the visits stored from now on.
     pub async fn create(
         &self,
+        workspace: WorkspaceId,
         request: SubscriptionRequest,
         origin: &Origin,
     ) -> WebhookResult<SubscriptionView> {
@@ -117,6 +118,7 @@ impl WebhookService {
         let webhooks = self.store.webhooks();
         let subscription = Subscription {
             id: new_id()?,
+            workspace,
             spec,
             secret,
             created_ms: Utc::now().timestamp_millis(),
@@ -136,28 +138,42 @@ impl WebhookService {
         Ok(SubscriptionView::from(&subscription))
     }
 
-    pub async fn list(&self) -> WebhookResult<Vec<SubscriptionView>> {
+    /// `workspace`'s subscriptions (each workspace has a few: read whole, kept by owner).
+    pub async fn list(&self, workspace: WorkspaceId) -> WebhookResult<Vec<SubscriptionView>> {
         let all = self.store.webhooks().subscriptions().await?;
-        Ok(all.iter().map(SubscriptionView::from).collect())
+        let theirs = all.iter().filter(|s| s.workspace == workspace);
+        Ok(theirs.map(SubscriptionView::from).collect())
     }
 
-    pub async fn get(&self, id: &str) -> WebhookResult<SubscriptionView> {
+    /// How many subscriptions `workspace` has (its quota).
+    pub async fn count(&self, workspace: WorkspaceId) -> WebhookResult<u64> {
+        Ok(self.list(workspace).await?.len() as u64)
+    }
+
+    pub async fn get(&self, workspace: WorkspaceId, id: &str) -> WebhookResult<SubscriptionView> {
+        Ok(SubscriptionView::from(&self.owned(workspace, id).await?))
+    }
+
+    /// The subscription `id` if `workspace` owns it; another workspace's is not found, as a
+    /// missing one.
+    async fn owned(&self, workspace: WorkspaceId, id: &str) -> WebhookResult<Subscription> {
         match self.store.webhooks().subscription(id).await? {
-            Some(s) => Ok(SubscriptionView::from(&s)),
-            None => Err(WebhookError::NotFound),
+            Some(s) if s.workspace == workspace => Ok(s),
+            _ => Err(WebhookError::NotFound),
         }
     }
 
     /// Replaces what the subscription is, secret included; its place in the feed stays.
     pub async fn replace(
         &self,
+        workspace: WorkspaceId,
         id: &str,
         request: SubscriptionRequest,
         origin: &Origin,
     ) -> WebhookResult<SubscriptionView> {
+        let before = Some(self.owned(workspace, id).await?);
         let (spec, secret) = request.check(&self.checks())?;
         let webhooks = self.store.webhooks();
-        let before = webhooks.subscription(id).await?;
         if !webhooks.update_subscription(id, &spec, &secret).await? {
             return Err(WebhookError::NotFound);
         }
@@ -165,12 +181,17 @@ impl WebhookService {
         let changes = audit::changes(before, Some((&spec, &secret)));
         let entry = origin.entry("webhook.update", id, changes);
         self.audit.append_audit(&entry).await?;
-        self.get(id).await
+        self.get(workspace, id).await
     }
 
-    pub async fn delete(&self, id: &str, origin: &Origin) -> WebhookResult<()> {
+    pub async fn delete(
+        &self,
+        workspace: WorkspaceId,
+        id: &str,
+        origin: &Origin,
+    ) -> WebhookResult<()> {
+        let before = Some(self.owned(workspace, id).await?);
         let webhooks = self.store.webhooks();
-        let before = webhooks.subscription(id).await?;
         if !webhooks.delete_subscription(id).await? {
             return Err(WebhookError::NotFound);
         }
@@ -180,17 +201,23 @@ impl WebhookService {
         Ok(())
     }
 
-    pub async fn failures(&self, id: &str) -> WebhookResult<Vec<FailureView>> {
-        self.get(id).await?;
+    pub async fn failures(
+        &self,
+        workspace: WorkspaceId,
+        id: &str,
+    ) -> WebhookResult<Vec<FailureView>> {
+        self.owned(workspace, id).await?;
         let failures = self.store.webhooks().failures(id, FAILURES_SHOWN).await?;
         Ok(failures.into_iter().map(FailureView::from).collect())
     }
 
     pub async fn replay(
         &self,
+        workspace: WorkspaceId,
         id: &str,
         request: ReplayRequest,
     ) -> WebhookResult<SubscriptionView> {
+        self.owned(workspace, id).await?;
         let webhooks = self.store.webhooks();
         let cursor = match (request.from, request.failure) {
             (Some(from), None) => {
@@ -219,7 +246,7 @@ impl WebhookService {
         if !webhooks.rewind(id, cursor).await? {
             return Err(WebhookError::NotFound);
         }
-        self.get(id).await
+        self.get(workspace, id).await
     }
 
     /// A page of the feed (`GET /api/v1/visits`).

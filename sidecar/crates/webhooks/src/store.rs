@@ -7,7 +7,7 @@ pub use super::row::FeedRow;
 use super::subscription::{Subscription, SubscriptionSpec};
 use async_trait::async_trait;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult};
+use shortlink_store::{StorageError, StorageResult, WorkspaceId};
 use shortlink_visits::store::{
     MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
 };
@@ -123,7 +123,8 @@ fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
 }
 
-const SUBSCRIPTION_COLUMNS: &str = "id, name, url, secret, campaigns, tags, include_bots, \
+const SUBSCRIPTION_COLUMNS: &str =
+    "id, workspace_id, name, url, secret, campaigns, tags, include_bots, \
      batch_size, batch_ms, created_ms, revision, cursor_seq, cursor_index, lease_owner, \
      lease_until_ms, delivered, failing_since_ms, attempts, last_error";
 
@@ -197,6 +198,7 @@ fn subscription_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<Subscription
     let url = text::<V>(row, "url")?;
     Ok(Subscription {
         id: text::<V>(row, "id")?,
+        workspace: WorkspaceId::from_db(int::<V>(row, "workspace_id")?),
         spec: SubscriptionSpec {
             name: text::<V>(row, "name")?,
             url: url::Url::parse(&url)
@@ -243,6 +245,7 @@ fn failure_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<Failure> {
 fn feed_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<FeedRow> {
     let opt = |c: &str| opt_text::<V>(row, c);
     Ok(FeedRow {
+        workspace: Db::<V>::opt_int(row, "workspace_id")?.map(WorkspaceId::from_db),
         event_id: text::<V>(row, "event_id")?,
         code: text::<V>(row, "code")?,
         visited_at: V::read_visit_time(row, "visited_at")?,
@@ -310,7 +313,7 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                        v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
                        v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
                        {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
-                       l.valid_since, l.expires_at \
+                       l.valid_since, l.expires_at, l.workspace_id \
                      FROM visits v LEFT JOIN links l ON l.code = v.code \
                      WHERE v.event_id IN ({})",
                     V::Sql::BIGINT,
@@ -347,13 +350,20 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
     async fn insert_subscription(&self, s: &Subscription) -> StorageResult<()> {
         let mut values = vec![Value::Text(s.id.clone()), Value::Text(s.secret.clone())];
         values.extend(spec_values(&s.spec));
-        values.extend([s.created_ms, s.cursor.seq, s.cursor.index].map(Value::Int));
+        let numbers = [
+            s.created_ms,
+            s.cursor.seq,
+            s.cursor.index,
+            s.workspace.get(),
+        ];
+        values.extend(numbers.map(Value::Int));
         write(
             self,
             statement(
                 "INSERT INTO webhook_subscriptions (id, secret, name, url, campaigns, tags, \
-               include_bots, batch_size, batch_ms, created_ms, cursor_seq, cursor_index) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               include_bots, batch_size, batch_ms, created_ms, cursor_seq, cursor_index, \
+               workspace_id) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             ),
         )

@@ -8,6 +8,7 @@ use shortlink_core::outbound::address;
 use shortlink_model::link::Invalid;
 use shortlink_model::schema::WholeNumber;
 use shortlink_model::validate::UrlPolicy;
+use shortlink_store::WorkspaceId;
 use utoipa::ToSchema;
 
 /// Events per POST at most, and the default.
@@ -68,21 +69,12 @@ pub struct SubscriptionSpec {
     pub batch_ms: u32,
 }
 
-impl SubscriptionSpec {
-    pub fn filter(&self) -> FeedFilter {
-        FeedFilter {
-            campaigns: self.campaigns.clone(),
-            tags: self.tags.clone(),
-            recipient_ref: None,
-            include_bots: self.include_bots,
-        }
-    }
-}
-
 /// A stored subscription with its delivery state.
 #[derive(Debug, Clone)]
 pub struct Subscription {
     pub id: String,
+    /// Whose visits it receives; never changes.
+    pub workspace: WorkspaceId,
     pub spec: SubscriptionSpec,
     pub secret: String,
     pub created_ms: i64,
@@ -95,6 +87,17 @@ pub struct Subscription {
     pub failing_since_ms: Option<i64>,
     pub attempts: i64,
     pub last_error: Option<String>,
+}
+
+impl Subscription {
+    /// The visits it delivers: its workspace's, narrowed by its choice.
+    pub fn filter(&self) -> FeedFilter {
+        let mut filter = FeedFilter::of(self.workspace);
+        filter.campaigns = self.spec.campaigns.clone();
+        filter.tags = self.spec.tags.clone();
+        filter.include_bots = self.spec.include_bots;
+        filter
+    }
 }
 
 /// A subscription as the API shows it: the secret only by its last characters.

@@ -2,10 +2,10 @@
 //! it speaks, and the helpers every backend shares. Below the backends and the facade
 //! (`visits/store/mod.rs`) that picks one, so neither imports the other in a circle.
 
-use crate::rollup::{self, Counts, Deltas, Interval, NewVisitors};
+use crate::rollup::{self, AllLinks, Counts, Deltas, Interval, NewVisitors};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{Backend, StorageResult};
+use shortlink_store::{Backend, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
 
 /// What one batch did.
@@ -20,6 +20,9 @@ pub struct BatchOutcome {
 /// A stats question, with its range already aligned to `interval`.
 #[derive(Debug, Clone)]
 pub struct StatsQuery {
+    /// Whose links: a link's code must be one of its (the caller checked), and "all links" are
+    /// its links.
+    pub workspace: WorkspaceId,
     /// A link's code, or `None` for all links.
     pub code: Option<String>,
     /// Unix seconds, inclusive; a multiple of the interval.
@@ -336,8 +339,9 @@ pub fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
 /// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
 pub(crate) fn deltas<'a>(
     inserted: &[&'a Visit],
+    all_links: &'a AllLinks,
     new_visitors: NewVisitors,
     count_bots: bool,
 ) -> Deltas<'a> {
-    rollup::fold(inserted, new_visitors, count_bots)
+    rollup::fold(inserted, all_links, new_visitors, count_bots)
 }

@@ -8,7 +8,7 @@ use super::api::{
     breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
     StatsQuery, VisitStore,
 };
-use crate::rollup::{Counts, ALL_LINKS};
+use crate::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
@@ -46,6 +46,7 @@ pub trait VisitDialect: Send + Sync + 'static {
         &self,
         writer: &Pool<Db<Self>>,
         visits: &[Visit],
+        all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome>;
 }
@@ -77,6 +78,40 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         })
     }
 
+    /// Whether the installation has no workspace but the default (the usual case: then no
+    /// rollup needs to know whose a link is).
+    async fn only_default_workspace(&self) -> StorageResult<bool> {
+        let others = Statement::new("SELECT id FROM workspaces WHERE id <> 1 LIMIT 1");
+        Ok(self.rows(&self.reader, others).await?.is_empty())
+    }
+
+    /// Where the batch's links are summed for all links (issue 53): asked of the links only
+    /// while the installation has a workspace besides the default, and only for theirs.
+    async fn all_links(&self, visits: &[Visit]) -> StorageResult<AllLinks> {
+        let mut all_links = AllLinks::default();
+        if self.only_default_workspace().await? {
+            return Ok(all_links);
+        }
+        let codes: Vec<&str> = (visits.iter().map(|visit| visit.code.as_str()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for chunk in codes.chunks(IN_LIST) {
+            let query = statement(
+                &format!(
+                    "SELECT code, workspace_id FROM links WHERE workspace_id <> 1 AND code IN ({})",
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                chunk.iter().map(|code| Value::Text((*code).to_owned())),
+            );
+            for row in self.rows(&self.reader, query).await? {
+                let workspace = WorkspaceId::from_db(Db::<V>::int(&row, "workspace_id")?);
+                all_links.insert(V::Sql::read_text(&row, "code")?, workspace);
+            }
+        }
+        Ok(all_links)
+    }
+
     /// `CAST(SUM(c) AS <64-bit>) AS c` for each of `columns`.
     fn sums(columns: &[&str]) -> String {
         let sums: Vec<String> = columns
@@ -97,14 +132,16 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         if visits.is_empty() {
             return Ok(BatchOutcome::default());
         }
+        let all_links = self.all_links(visits).await?;
         self.dialect
-            .store_batch(&self.writer, visits, count_bots)
+            .store_batch(&self.writer, visits, &all_links, count_bots)
             .await
     }
 
     /// The query's non-empty buckets, in order.
     async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let all_links = all_links_code(q.workspace);
+        let code = q.code.as_deref().unwrap_or(&all_links);
         let query = statement(
             "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
              WHERE code = ? AND span = ? AND bucket >= ? AND bucket < ? ORDER BY bucket",
@@ -128,7 +165,8 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         table: &str,
         dimensions: &[Dimension],
     ) -> StorageResult<Vec<(Dimension, Vec<Entry>)>> {
-        let code = q.code.as_deref().unwrap_or(ALL_LINKS);
+        let all_links = all_links_code(q.workspace);
+        let code = q.code.as_deref().unwrap_or(&all_links);
         let (day_from, day_to) = breakdown_days(q);
         let columns: Vec<&str> = dimensions.iter().map(|d| d.source().1).collect();
         let query = statement(
@@ -161,6 +199,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
 
     /// All-links queries: the links with the most clicks over the range.
     async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
+        let shared = !self.only_default_workspace().await?;
         let rank = if q.include_bots {
             "SUM(humans) + SUM(bots) + SUM(previews)"
         } else {
@@ -169,11 +208,20 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let query = statement(
             &format!(
                 "SELECT code, {} FROM visit_buckets \
-                 WHERE span = ? AND bucket >= ? AND bucket < ? AND code <> '*' \
+                 WHERE span = ? AND bucket >= ? AND bucket < ? AND code NOT LIKE '{ALL_LINKS}%'{} \
                  GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT ?",
                 Self::sums(&["humans", "bots", "previews", "new_visitors"]),
+                // Only the workspace's links; nothing to leave out while it is the only one.
+                match shared {
+                    false => "",
+                    true => " AND code IN (SELECT code FROM links WHERE workspace_id = ?)",
+                },
             ),
-            [q.interval.seconds(), q.from, q.to, i64::from(q.top)].map(Value::Int),
+            [q.interval.seconds(), q.from, q.to]
+                .into_iter()
+                .chain(shared.then_some(q.workspace.get()))
+                .chain([i64::from(q.top)])
+                .map(Value::Int),
         );
         (self.rows(&self.reader, query).await?.iter())
             .map(|row| Ok((V::Sql::read_text(row, "code")?, Self::counts(row)?)))

@@ -16,7 +16,7 @@ use super::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
     user_agents, visit_bytes, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
-use crate::rollup::NewVisitors;
+use crate::rollup::{AllLinks, NewVisitors};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::{mysql, My, StorageError, StorageResult};
@@ -345,6 +345,7 @@ impl VisitDialect for MysqlVisits {
         &self,
         writer: &Pool<MySql>,
         visits: &[Visit],
+        all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin().await.map_err(db)?;
@@ -377,7 +378,7 @@ impl VisitDialect for MysqlVisits {
                 visitors.insert(visitor.to_vec());
             }
         }
-        let d = deltas(&inserted, new_visitors, count_bots);
+        let d = deltas(&inserted, all_links, new_visitors, count_bots);
         self.count_on_links(&mut tx, &d.links).await?;
         upsert_rollups::<My>(&mut *tx, &d, self.small_rows(), |rollup| {
             let new = |c: &str| format!("VALUES({c})");

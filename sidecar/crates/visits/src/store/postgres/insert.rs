@@ -2,7 +2,7 @@
 //! `UNNEST` of column arrays, returning the rows actually inserted.
 
 use super::copy::{self, at_ms, COPY_VISITS};
-use crate::rollup::{self, Deltas, NewVisitors};
+use crate::rollup::{self, AllLinks, Deltas, NewVisitors};
 use chrono::{DateTime, Utc};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
@@ -122,6 +122,7 @@ pub(super) struct Inserted<'v> {
 pub(super) async fn insert_visits<'v>(
     tx: &mut Transaction<'static, Postgres>,
     visits: &[&'v Visit],
+    all_links: &'v AllLinks,
     count_bots: bool,
 ) -> StorageResult<Inserted<'v>> {
     let data = copy::encode(visits);
@@ -135,7 +136,7 @@ pub(super) async fn insert_visits<'v>(
         .map_err(StorageError::classify)?;
     copy.send(data).await.map_err(StorageError::classify)?;
     // The server is inserting the rows now, the answer comes after CopyDone: fold meanwhile.
-    let deltas = rollup::fold(visits, NewVisitors::default(), count_bots);
+    let deltas = rollup::fold(visits, all_links, NewVisitors::default(), count_bots);
     match copy.finish().await {
         Ok(_) => {
             sqlx::query("RELEASE SAVEPOINT visits_batch")
@@ -168,6 +169,6 @@ pub(super) async fn insert_visits<'v>(
         .filter(|v| ids.contains(&v.event_id))
         .copied()
         .collect();
-    let deltas = rollup::fold(&visits, NewVisitors::default(), count_bots);
+    let deltas = rollup::fold(&visits, all_links, NewVisitors::default(), count_bots);
     Ok(Inserted { visits, deltas })
 }

@@ -9,7 +9,7 @@ mod rollup;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_seen, outcome, user_agents};
-use crate::rollup::Deltas;
+use crate::rollup::{AllLinks, Deltas};
 use async_trait::async_trait;
 use copy::at_ms;
 use insert::{insert_visits, Inserted};
@@ -62,13 +62,14 @@ impl VisitDialect for PgVisits {
         &self,
         pool: &PgPool,
         visits: &[Visit],
+        all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = pool.begin().await.map_err(StorageError::classify)?;
         let Inserted {
             visits: inserted,
             deltas: mut d,
-        } = insert_visits(&mut tx, &distinct(visits), count_bots).await?;
+        } = insert_visits(&mut tx, &distinct(visits), all_links, count_bots).await?;
         insert_user_agents(&mut tx, &inserted).await?;
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
         add_to_links(&mut tx, &d).await?;

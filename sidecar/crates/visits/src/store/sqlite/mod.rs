@@ -9,7 +9,7 @@ mod raw;
 use super::api::{deltas, BatchOutcome};
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_seen, outcome, user_agents, VISIT_COLUMNS, VISIT_COLUMN_COUNT};
-use crate::rollup::NewVisitors;
+use crate::rollup::{AllLinks, NewVisitors};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::Value;
@@ -87,6 +87,7 @@ impl VisitDialect for SqliteVisits {
         &self,
         writer: &Pool<Sqlite>,
         visits: &[Visit],
+        all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
@@ -104,7 +105,7 @@ impl VisitDialect for SqliteVisits {
             })
             .await?;
         }
-        let d = deltas(&inserted, new_visitors, count_bots);
+        let d = deltas(&inserted, all_links, new_visitors, count_bots);
         for table in raw::Rollup::ALL {
             raw::with_handle(&mut tx, |h| raw::add_rollup(h, &d, table)).await?;
         }
