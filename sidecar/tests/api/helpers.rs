@@ -370,6 +370,19 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The app's link storage, opened again (a second pool on the same database).
+    pub async fn storage(&self) -> std::sync::Arc<dyn shortlink_sidecar::storage::Storage> {
+        let options = shortlink_sidecar::storage::ConnectOptions {
+            url: self.database_url.clone(),
+            max_connections: 2,
+            acquire_timeout: Duration::from_secs(5),
+            sqlite_cache: Default::default(),
+        };
+        shortlink_sidecar::storage::connect(&options)
+            .await
+            .expect("open the storage")
+    }
+
     /// The visit store on the app's database, as the consumer opens it.
     pub async fn visit_store(
         &self,

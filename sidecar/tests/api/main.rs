@@ -36,3 +36,4 @@ mod sentinel;
 mod validation;
 mod visit_caches;
 mod webhooks;
+mod workspaces;

@@ -1,0 +1,66 @@
+//! Workspaces (issue 53): what the operator does with them, and what one workspace's keys can
+//! learn of another's objects (nothing: [`isolation`]).
+
+mod isolation;
+mod operator;
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+use shortlink_sidecar::http::{generate_api_key, hash_api_key};
+use shortlink_sidecar::storage::{self, Role};
+
+/// An operator key, made as `keys create --role operator` makes it.
+pub async fn operator_key(app: &TestApp) -> String {
+    let key = generate_api_key().unwrap();
+    let storage = app.storage().await;
+    (storage.create_api_key(
+        "operator",
+        Role::Operator,
+        None,
+        &hash_api_key(&key),
+        storage::now(),
+    ))
+    .await
+    .unwrap();
+    key
+}
+
+/// A request with `key` instead of the bootstrap key.
+pub fn with_key(
+    app: &TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+) -> reqwest::RequestBuilder {
+    app.client
+        .request(method, app.url(&format!("/api/v1{path}")))
+        .bearer_auth(key)
+}
+
+/// Creates the workspace `slug` as the operator.
+pub async fn create_workspace(app: &TestApp, operator: &str, slug: &str) -> Value {
+    let answer = with_key(app, operator, reqwest::Method::POST, "/workspaces")
+        .json(&json!({"slug": slug, "name": format!("Brand {slug}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    answer.json().await.unwrap()
+}
+
+/// A key of `role` in `slug`, made by the operator; returns the key.
+pub async fn workspace_key(app: &TestApp, operator: &str, slug: &str, role: &str) -> String {
+    let answer = with_key(
+        app,
+        operator,
+        reqwest::Method::POST,
+        &format!("/workspaces/{slug}/keys"),
+    )
+    .json(&json!({"name": format!("{slug}-{role}"), "role": role}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    let key: Value = answer.json().await.unwrap();
+    key["key"].as_str().unwrap().to_owned()
+}

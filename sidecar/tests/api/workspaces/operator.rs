@@ -1,0 +1,261 @@
+//! The operator's workspaces and a workspace admin's keys, and what a workspace means for a
+//! link's record and for nginx's fallback.
+
+use super::*;
+use reqwest::Method;
+use shortlink_wire::record;
+
+async fn link_in(app: &TestApp, key: &str, body: Value) -> Value {
+    let answer = with_key(app, key, Method::POST, "/links")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    answer.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    let created = create_workspace(&app, &operator, "brand-a").await;
+    assert_eq!(created["slug"], "brand-a");
+    assert!(created["quotas"]["links_per_day"].is_null());
+    // Refused: a taken slug, a malformed one, unknown fields; the default cannot go.
+    for (body, status, code) in [
+        (json!({"slug": "brand-a"}), 409, "slug_taken"),
+        (json!({"slug": "Brand_A"}), 422, "invalid_slug"),
+        (json!({"slug": "a--b"}), 422, "invalid_slug"),
+        (json!({"slug": "ok", "colour": "red"}), 422, "invalid_body"),
+    ] {
+        let answer = with_key(&app, &operator, Method::POST, "/workspaces")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{body}");
+        let error: Value = answer.json().await.unwrap();
+        assert_eq!(error["error"]["code"], code, "{body}");
+    }
+    let answer = with_key(&app, &operator, Method::DELETE, "/workspaces/default")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 409);
+    let list: Value = with_key(&app, &operator, Method::GET, "/workspaces")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let slugs: Vec<&str> = (list["workspaces"].as_array().unwrap().iter())
+        .map(|w| w["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs, ["default", "brand-a"]);
+
+    // An operator key reaches no link; a workspace admin no workspace.
+    let answer = with_key(&app, &operator, Method::GET, "/links")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 403);
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let answer = with_key(&app, &admin, Method::GET, "/workspaces/brand-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 403);
+    let own: Value = with_key(&app, &admin, Method::GET, "/workspace")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(own["slug"], "brand-a");
+
+    // Rename and quotas; suspended, its keys are refused and its links keep answering.
+    let link = link_in(&app, &admin, json!({"url": "https://a.example/spring"})).await;
+    let code = link["code"].as_str().unwrap();
+    let changed: Value = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}, "suspended": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(changed["name"], "Brand A Ltd");
+    assert_eq!(changed["quotas"]["links_per_day"], 1000);
+    assert!(changed["suspended_at"].is_string());
+    let answer = with_key(&app, &admin, Method::GET, "/links")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 403);
+    let error: Value = answer.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "workspace_suspended");
+    assert_eq!(app.resolve(code).await.status(), 302);
+    let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"suspended": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        with_key(&app, &admin, Method::GET, "/links")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    // Deleted with its data: the link no longer answers, in Redis or SQL; the key is gone.
+    let deleted: Value = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (deleted["links"].as_u64(), deleted["keys"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(app.redis_record(code).await, None);
+    assert_eq!(app.resolve(code).await.status(), 404);
+    assert_eq!(
+        with_key(&app, &admin, Method::GET, "/links")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(app.get_link(code).await.status(), 404);
+}
+
+#[tokio::test]
+async fn a_workspace_admin_manages_its_own_keys() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let answer = with_key(&app, &admin, Method::POST, "/keys")
+        .json(&json!({"name": "campaign tool", "role": "issuer"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let key: Value = answer.json().await.unwrap();
+    let issuer = key["key"].as_str().unwrap().to_owned();
+    // Its keys act in its workspace: the issuer's link is the admin's to read.
+    let link = link_in(&app, &issuer, json!({"url": "https://a.example/tool"})).await;
+    let code = link["code"].as_str().unwrap();
+    let read = with_key(&app, &admin, Method::GET, &format!("/links/{code}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    // Neither operator nor resolve keys, nor issuers making keys.
+    for role in ["operator", "resolve"] {
+        let answer = with_key(&app, &admin, Method::POST, "/keys")
+            .json(&json!({"name": "x", "role": role}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 422, "{role}");
+    }
+    let answer = with_key(&app, &issuer, Method::GET, "/keys")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 403);
+    let list: Value = with_key(&app, &admin, Method::GET, "/keys")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["keys"].as_array().unwrap().len(), 2);
+    assert!(
+        !list.to_string().contains("slk_"),
+        "no key shown again: {list}"
+    );
+    let id = key["id"].as_i64().unwrap();
+    let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    let answer = with_key(&app, &issuer, Method::GET, "/links")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 401);
+    // The default workspace's admin cannot revoke brand-a's key: as if it did not exist.
+    let answer = app
+        .api(Method::DELETE, &format!("/keys/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+}
+
+#[tokio::test]
+async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let ours = link_in(&app, &admin, json!({"url": "https://a.example/x"})).await;
+    let ours = ours["code"].as_str().unwrap().to_owned();
+    let default = app.create_code("https://d.example/x").await;
+    // The default workspace's record keeps the bytes it had before workspaces.
+    let plain = app.redis_record(&default).await.unwrap();
+    assert!(
+        plain.starts_with(b"1|L|302|0|0|https://d.example/x"),
+        "{plain:?}"
+    );
+    let named = record::decode(&app.redis_record(&ours).await.unwrap()).unwrap();
+    assert_eq!(named.workspace().map(|w| w.as_str()), Some("brand-a"));
+    // Revoked, its tombstone names it too.
+    let answer = with_key(&app, &admin, Method::DELETE, &format!("/links/{ours}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let tombstone = record::decode(&app.redis_record(&ours).await.unwrap()).unwrap();
+    assert_eq!(tombstone.workspace().map(|w| w.as_str()), Some("brand-a"));
+
+    let live = link_in(&app, &admin, json!({"url": "https://a.example/y"})).await;
+    let live = live["code"].as_str().unwrap().to_owned();
+    let resolve = |code: String, host: Option<&'static str>| {
+        let mut request = app.api(Method::GET, &format!("/resolve/{code}"));
+        if let Some(host) = host {
+            request = request.header("x-shortlink-workspace", host);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(resolve(live.clone(), Some("brand-a")).await, 302);
+    assert_eq!(
+        resolve(live.clone(), None).await,
+        302,
+        "an old nginx config sends none"
+    );
+    for host in ["brand-b", "default", ""] {
+        assert_eq!(resolve(live.clone(), Some(host)).await, 404, "{host:?}");
+        assert_eq!(
+            resolve(ours.clone(), Some(host)).await,
+            404,
+            "revoked, on {host:?}"
+        );
+    }
+    assert_eq!(resolve(ours.clone(), Some("brand-a")).await, 410);
+    assert_eq!(resolve(default.clone(), Some("default")).await, 302);
+    assert_eq!(resolve(default, Some("brand-a")).await, 404);
+}
