@@ -463,7 +463,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         ("failed", tally.failed),
     ];
     let storage = state.links.storage();
-    crate::cli::audit::record_import(storage.as_ref(), &name, &counts, Some(claim_key)).await?;
+    let origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
+    crate::cli::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key))
+        .await?;
     tally.finish()
 }
 
