@@ -99,15 +99,12 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     // SAFETY: `code` is a slice of `r.unparsed_uri` or of the request pool, both living as
     // long as the request.
     unsafe { variables::set_code(r, mcf, code) };
-    // Before any answer that depends on the link: a code of another workspace answers as an
-    // unknown code, from the cache or from Redis.
-    let workspace = host_workspace(r, lcf);
     // Cached codes passed the shape check when they were stored (the cache belongs to this
     // configuration): a hit skips the keyed check character, a bogus code costs one probe.
     // Codes only imported-codes locations look up are cached for those locations only.
     // A POST is answered from the cache too: only a link that asks its password goes to Redis
     // (attempts are counted there), or anyone could force a lookup per request.
-    let cached = answer_from_cache(r, mcf, lcf, domain, code, password, workspace);
+    let cached = answer_from_cache(r, mcf, lcf, domain, code, password);
     match cached {
         Some(FromCache::Answered(answered)) => {
             bump(mcf, Counter::CacheHits);
@@ -144,7 +141,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     let candidate = Candidate {
         bad_check,
         scope,
-        workspace,
+        workspace: host_workspace(r, lcf),
     };
     if let Some(password) = password {
         let job = Job::Unlock(Box::new(Unlock {
@@ -227,7 +224,9 @@ fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bo
     worker::with(mcf, |w| w.pools.contains(pool, host)).unwrap_or_else(|| host::in_pool(host, pool))
 }
 
-/// The workspace of the request's host (`shortlink_workspace`), evaluated once per request.
+/// The workspace of the request's host (`shortlink_workspace`). Evaluated once per request, and
+/// only once a code is known to be a link or is sent to Redis: a 404 the cache or the shape check
+/// settles (a code scanner's) never pays for the variable.
 fn host_workspace(r: &mut ngx_http_request_t, lcf: &LocConf) -> HostWorkspace {
     let source = match lcf.workspace {
         None => return HostWorkspace::Unchecked,
@@ -254,7 +253,7 @@ enum FromCache {
 
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
 /// (Redis counts the attempt); any other is answered as a GET is, without its card. A link of
-/// another workspace than the host's is a cached miss, whatever the method.
+/// another workspace than the host's is a cached miss, whatever the method: judged first.
 fn answer_from_cache(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -262,12 +261,11 @@ fn answer_from_cache(
     domain: DomainCounts,
     code: &[u8],
     password: Option<&Submitted>,
-    workspace: HostWorkspace,
 ) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
         let outcome = match w.cache()?.get_in(code, now, lcf.cache_scope())? {
-            Hit::Link(link) if !workspace.admits(link.workspace()) => Outcome::Missing,
+            Hit::Link(link) if !host_workspace(r, lcf).admits(link.workspace()) => Outcome::Missing,
             Hit::Link(link) => {
                 // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();

@@ -8,6 +8,7 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{see_other, PageError, PageResult};
+use crate::cli::audit::record_source_import;
 use crate::cli::import::report::{reason_name, Report};
 use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
@@ -94,6 +95,7 @@ pub async fn start(
     State(state): State<AppState>,
     Extension(imports): Extension<Arc<Imports>>,
     operator: Operator,
+    Extension(request): super::audit::Tagged,
     mut multipart: Multipart,
 ) -> PageResult {
     let mut fields: HashMap<String, String> = HashMap::new();
@@ -167,10 +169,17 @@ pub async fn start(
     }
     let domain = args.source_domain.clone();
     let workspace = operator.workspace;
+    let origin = super::audit::origin(&operator, request);
     tokio::spawn(async move {
         let _upload = upload;
         let source = (kind, opened, domain.as_deref());
         let outcome = run(&state, workspace, source, dry_run, &job).await;
+        // One audit row per run, finished or not: what it changed is in its counts.
+        let report = job.lock().unwrap_or_else(|e| e.into_inner()).report.clone();
+        let storage = state.links.storage();
+        if let Err(error) = record_source_import(storage.as_ref(), &origin, &report).await {
+            tracing::error!(%error, "an import's audit row could not be written");
+        }
         let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
         job.error = outcome.err();
         job.finished = true;

@@ -114,24 +114,10 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
         shown = report.problems.len();
     }
     bar.finish_and_clear();
-    if !args.dry_run {
-        let skipped = report.skipped.values().sum::<u64>();
-        let counts = [
-            ("read", report.read),
-            ("imported", report.imported),
-            ("visits_imported", report.visits_imported),
-            ("skipped", skipped),
-        ];
-        let storage = state.links.storage();
-        crate::cli::audit::record_import(
-            storage.as_ref(),
-            workspace.id,
-            args.from.name(),
-            &counts,
-            None,
-        )
-        .await?;
-    }
+    let storage = state.links.storage();
+    let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
+    origin.workspace_id = workspace.id.get();
+    crate::cli::audit::record_source_import(storage.as_ref(), &origin, &report).await?;
     println!("{}", report.summary());
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;

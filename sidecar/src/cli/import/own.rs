@@ -479,7 +479,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         ("failed", tally.failed),
     ];
     let storage = state.links.storage();
-    crate::cli::audit::record_import(storage.as_ref(), workspace, &name, &counts, Some(claim_key))
+    let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
+    origin.workspace_id = workspace.get();
+    crate::cli::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key))
         .await?;
     tally.finish()
 }

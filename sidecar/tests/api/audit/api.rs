@@ -1,12 +1,11 @@
 //! What the API and the CLI record: webhook changes with the key and the request id, key
 //! create/revoke from the CLI; `GET /api/v1/audit` for admin keys only, with filters and a cursor.
 
-use super::verify_cli;
+use super::{run_cli, verify_cli};
 use crate::helpers::{spawn_app_with, Backend, TestApp, API_KEY};
 use crate::on_each_backend;
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::process::Command;
 
 on_each_backend!(webhook_and_key_changes_are_recorded_with_their_actor_and_request);
 
@@ -42,19 +41,11 @@ async fn audit(app: &TestApp, query: &str) -> Value {
     app.get_json(&format!("/audit{query}")).await
 }
 
+/// A subcommand that must succeed; its stdout.
 fn sidecar(database_url: &str, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-        .args(args)
-        .args(["--database-url", database_url])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run shortlink-sidecar");
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    let (ok, stdout, stderr) = run_cli(database_url, args);
+    assert!(ok, "{args:?}: {stderr}");
+    stdout
 }
 
 async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backend: Backend) {
@@ -208,4 +199,40 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
     let (sound, said) = verify_cli(&app.database_url);
     assert!(sound, "{said}");
     assert!(said.contains("6 rows checked"), "{said}");
+}
+
+/// An import writes one row per run with its counts and idempotency key, not one per link; a
+/// second run of the same file one more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_is_one_row_per_run() {
+    let app = spawn_app_with(Backend::Sqlite, &[]).await;
+    let dir = testkit::temp_dir();
+    let file = dir.path().join("links.csv");
+    std::fs::write(
+        &file,
+        "url,campaign\nhttps://shop.example/a,spring\nhttps://shop.example/b,spring\n\
+         https://shop.example/c,spring\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    app.run_cli(&["import", path]).await;
+    let rows = audit(&app, "?action=import.run").await;
+    let row = &rows["rows"][0];
+    assert_eq!(rows["rows"].as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(row["actor_kind"], "cli");
+    assert_eq!(row["object"], path);
+    assert_eq!(row["batch_size"], 3);
+    assert_eq!(row["changes"]["created"], json!([null, 3]));
+    assert!(
+        row["idempotency_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("import:"),
+        "{row}"
+    );
+    app.run_cli(&["import", path]).await;
+    let runs = audit(&app, "?action=import.run").await;
+    assert_eq!(runs["rows"].as_array().unwrap().len(), 2);
+    let per_link = audit(&app, "?action=link.create").await;
+    assert_eq!(per_link["rows"], json!([]), "no row per link");
 }

@@ -9,6 +9,7 @@ use shortlink_sidecar::storage::audit::{Actor, AuditEntry, AuditFilter, Changes}
 on_each_backend!(
     a_row_deleted_edited_or_inserted_in_sql_is_reported,
     listings_filter_and_page_newest_first,
+    two_processes_and_a_rollback_keep_one_chain,
 );
 
 async fn a_row_deleted_edited_or_inserted_in_sql_is_reported(backend: Backend) {
@@ -221,4 +222,47 @@ async fn listings_filter_and_page_newest_first(backend: Backend) {
         .map(|r| (r.workspace_id, r.rows_checked, r.problem.clone()))
         .collect();
     assert_eq!(checked, [(1, 4, None), (2, 1, None)]);
+}
+
+/// Two storages on one database (two sidecars) appending in turn, each from its own idea of the
+/// head, and an append rolled back with its transaction: one chain without a gap or a fork.
+async fn two_processes_and_a_rollback_keep_one_chain(backend: Backend) {
+    let (one, url, _dir) = fresh_storage(backend).await;
+    let other = shortlink_sidecar::storage::connect(&shortlink_sidecar::storage::ConnectOptions {
+        url: url.clone(),
+        max_connections: 2,
+        acquire_timeout: std::time::Duration::from_secs(10),
+        sqlite_cache: Default::default(),
+    })
+    .await
+    .unwrap();
+    for n in 0..6 {
+        let storage = if n % 3 == 0 { &other } else { &one };
+        storage.append_audit(&entry(n)).await.unwrap();
+    }
+    let mut tx = one.begin().await.unwrap();
+    tx.append_audit(&entry(100)).await.unwrap();
+    tx.rollback().await.unwrap();
+    for n in 6..9 {
+        one.append_audit(&entry(n)).await.unwrap();
+        other.append_audit(&entry(n + 10)).await.unwrap();
+    }
+    let reports = shortlink_sidecar::storage::audit::verify(one.as_ref(), None)
+        .await
+        .unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!((reports[0].rows_checked, &reports[0].problem), (12, &None));
+    let objects = one
+        .list_audit(&AuditFilter {
+            limit: 50,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        objects.iter().all(|row| row.object != "code100"),
+        "rolled back"
+    );
+    let (sound, said) = verify_cli(&url);
+    assert!(sound, "{said}");
 }

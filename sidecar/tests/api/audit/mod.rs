@@ -44,14 +44,22 @@ fn entry(n: usize) -> AuditEntry {
     )
 }
 
-/// `audit verify` through the binary: whether it exited 0, and what it printed.
-fn verify_cli(database_url: &str) -> (bool, String) {
+/// The binary with `args` on `database_url`: whether it exited 0, and what it printed (stdout,
+/// then stderr).
+fn run_cli(database_url: &str, args: &[&str]) -> (bool, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-        .args(["audit", "verify", "--database-url", database_url])
+        .args(args)
+        .args(["--database-url", database_url])
         .env("RUST_LOG", "warn")
         .output()
         .expect("run shortlink-sidecar");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    (output.status.success(), text)
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.success(), stdout, stderr)
+}
+
+/// `audit verify` through the binary: whether it exited 0, and what it printed.
+fn verify_cli(database_url: &str) -> (bool, String) {
+    let (sound, stdout, stderr) = run_cli(database_url, &["audit", "verify"]);
+    (sound, stdout + &stderr)
 }

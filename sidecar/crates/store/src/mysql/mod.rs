@@ -166,6 +166,7 @@ impl MysqlStorage {
             },
             writer: pool.clone(),
             reader: pool,
+            audit_heads: Default::default(),
         })
     }
 }

@@ -110,6 +110,7 @@ impl PgStorage {
             dialect: Pg,
             writer: pool.clone(),
             reader: pool,
+            audit_heads: Default::default(),
         })
     }
 }

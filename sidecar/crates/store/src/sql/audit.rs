@@ -10,21 +10,53 @@ use crate::audit::hash::{row_hash, GENESIS};
 use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use chrono::Utc;
 use sqlx::Database;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 type Connection<D> = <<D as Dialect>::DB as Database>::Connection;
 
 const COLUMNS: &str = "id, workspace_id, seq, at_ms, actor_kind, actor_id, actor_name, action, \
     object, changes, request_id, client_addr, batch_size, idempotency_key, prev_hash, hash";
 
+/// Each workspace's chain head (last `seq` and hash) as this process last wrote it: a hint that
+/// spares an append the read of its head. The append's update of the head is conditional on the
+/// hint, so a stale one (another process appended since, or the transaction that wrote it rolled
+/// back) costs a locked re-read, never a wrong row.
+#[derive(Default)]
+pub(crate) struct HeadHints(Mutex<HashMap<i64, (i64, String)>>);
+
+impl HeadHints {
+    fn get(&self, workspace: i64) -> Option<(i64, String)> {
+        let hints = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        hints.get(&workspace).cloned()
+    }
+
+    fn set(&self, workspace: i64, seq: i64, hash: String) {
+        let mut hints = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        hints.insert(workspace, (seq, hash));
+    }
+}
+
 /// Appends `entry` to its workspace's chain on `connection`, which must be in a transaction:
 /// the head stays locked until it ends, so the row and the change it records commit together.
+///
+/// With a hint, one statement on PostgreSQL (the head's conditional update and the insert in one
+/// CTE) and two elsewhere; without one, or with a stale one, the head is read under lock first.
 pub(crate) async fn append<D: Dialect>(
     connection: &mut Connection<D>,
+    hints: &HeadHints,
     entry: &AuditEntry,
 ) -> StorageResult<()> {
     let workspace = entry.workspace_id;
+    if let Some((last_seq, last_hash)) = hints.get(workspace) {
+        let row = record_of(entry, last_seq, last_hash);
+        if append_after_hint::<D>(connection, &row).await? {
+            hints.set(workspace, row.seq, row.hash);
+            return Ok(());
+        }
+    }
     let (last_seq, last_hash) = match lock_head::<D>(connection, workspace).await? {
-        Some(head) => (head.0, head.1),
+        Some(head) => head,
         None => {
             // A workspace's first row: make its head (a concurrent first append's is kept),
             // then lock it like any other.
@@ -50,9 +82,26 @@ pub(crate) async fn append<D: Dialect>(
                 .ok_or_else(|| StorageError::Corrupt("audit head vanished".into()))?
         }
     };
+    let row = record_of(entry, last_seq, last_hash);
+    execute::<D>(connection, insert_row(&row, "VALUES (", ")")).await?;
+    let update = statement(
+        "UPDATE audit_heads SET last_seq = ?, last_hash = ? WHERE workspace_id = ?",
+        [
+            Value::Int(row.seq),
+            Value::Text(row.hash.clone()),
+            Value::Int(workspace),
+        ],
+    );
+    execute::<D>(connection, update).await?;
+    hints.set(workspace, row.seq, row.hash);
+    Ok(())
+}
+
+/// The row `entry` makes after a head at `last_seq` with `last_hash`, its hash computed.
+fn record_of(entry: &AuditEntry, last_seq: i64, last_hash: String) -> AuditRecord {
     let mut row = AuditRecord {
         id: 0,
-        workspace_id: workspace,
+        workspace_id: entry.workspace_id,
         seq: last_seq + 1,
         at_ms: Utc::now().timestamp_millis(),
         actor_kind: entry.actor.kind.as_str().to_owned(),
@@ -69,39 +118,89 @@ pub(crate) async fn append<D: Dialect>(
         hash: String::new(),
     };
     row.hash = row_hash(&row);
-    let insert = statement(
+    row
+}
+
+/// `INSERT INTO audit_log (...) <open><the row's values><close>`.
+fn insert_row(row: &AuditRecord, open: &str, close: &str) -> Statement {
+    let values = [
+        Value::Int(row.workspace_id),
+        Value::Int(row.seq),
+        Value::Int(row.at_ms),
+        Value::Text(row.actor_kind.clone()),
+        Value::OptInt(row.actor_id),
+        Value::Text(row.actor_name.clone()),
+        Value::Text(row.action.clone()),
+        Value::Text(row.object.clone()),
+        Value::Text(row.changes.clone()),
+        Value::OptText(row.request_id.clone()),
+        Value::OptText(row.client_addr.clone()),
+        Value::OptInt(row.batch_size),
+        Value::OptText(row.idempotency_key.clone()),
+        Value::Text(row.prev_hash.clone()),
+        Value::Text(row.hash.clone()),
+    ];
+    let mut query = Statement::new(format!(
         "INSERT INTO audit_log (workspace_id, seq, at_ms, actor_kind, actor_id, actor_name, \
          action, object, changes, request_id, client_addr, batch_size, idempotency_key, \
-         prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         prev_hash, hash) {open}"
+    ));
+    for (i, value) in values.into_iter().enumerate() {
+        if i > 0 {
+            query.push(", ");
+        }
+        query.bind(value);
+    }
+    query.push(close);
+    query
+}
+
+/// Appends `row` if its workspace's head is still the row before it (the hint was right): moves
+/// the head, which locks it, then inserts; `false`, with nothing written, if the head is
+/// elsewhere.
+async fn append_after_hint<D: Dialect>(
+    connection: &mut Connection<D>,
+    row: &AuditRecord,
+) -> StorageResult<bool> {
+    let mut head = statement(
+        "UPDATE audit_heads SET last_seq = ?, last_hash = ? \
+         WHERE workspace_id = ? AND last_seq = ? AND last_hash = ?",
         [
-            Value::Int(row.workspace_id),
             Value::Int(row.seq),
-            Value::Int(row.at_ms),
-            Value::Text(row.actor_kind.clone()),
-            Value::OptInt(row.actor_id),
-            Value::Text(row.actor_name.clone()),
-            Value::Text(row.action.clone()),
-            Value::Text(row.object.clone()),
-            Value::Text(row.changes.clone()),
-            Value::OptText(row.request_id.clone()),
-            Value::OptText(row.client_addr.clone()),
-            Value::OptInt(row.batch_size),
-            Value::OptText(row.idempotency_key.clone()),
-            Value::Text(row.prev_hash.clone()),
             Value::Text(row.hash.clone()),
+            Value::Int(row.workspace_id),
+            Value::Int(row.seq - 1),
+            Value::Text(row.prev_hash.clone()),
         ],
     );
-    execute::<D>(connection, insert).await?;
-    let update = statement(
-        "UPDATE audit_heads SET last_seq = ?, last_hash = ? WHERE workspace_id = ?",
-        [
-            Value::Int(row.seq),
-            Value::Text(row.hash),
-            Value::Int(workspace),
-        ],
-    );
-    execute::<D>(connection, update).await?;
-    Ok(())
+    if D::BACKEND == Backend::Postgres {
+        // One round trip: the insert takes its one row from the update's, so it writes only
+        // if the head moved.
+        head.push(" RETURNING workspace_id");
+        let mut query = Statement::new("WITH head AS (");
+        append_statement(&mut query, head);
+        query.push(") ");
+        append_statement(&mut query, insert_row(row, "SELECT ", " FROM head"));
+        return Ok(execute::<D>(connection, query).await? == 1);
+    }
+    if execute::<D>(connection, head).await? == 0 {
+        return Ok(false);
+    }
+    execute::<D>(connection, insert_row(row, "VALUES (", ")")).await?;
+    Ok(true)
+}
+
+/// `query` followed by `more` (its text and its values).
+fn append_statement(query: &mut Statement, more: Statement) {
+    let mut values = more.values.into_iter();
+    let mut pieces = more.pieces.into_iter();
+    query.push(&pieces.next().unwrap_or_default());
+    for piece in pieces {
+        if let Some(value) = values.next() {
+            query.bind(value);
+        }
+        query.push(&piece);
+    }
 }
 
 /// The head's last row, locked until the transaction ends.
@@ -140,7 +239,7 @@ async fn execute<D: Dialect>(
 impl<D: Dialect> SqlStorage<D> {
     pub(super) async fn append_audit_alone(&self, entry: &AuditEntry) -> StorageResult<()> {
         let mut tx = D::begin(&self.writer).await?;
-        append::<D>(&mut tx, entry).await?;
+        append::<D>(&mut tx, &self.audit_heads, entry).await?;
         tx.commit().await.map_err(StorageError::classify)
     }
 

@@ -5,6 +5,7 @@
 //! `ON DUPLICATE KEY`): a unique conflict is answered by the database as an error and read as
 //! "already there", and a value written is read back in the same transaction.
 
+use super::audit::HeadHints;
 use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows;
@@ -21,6 +22,7 @@ use crate::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, Wor
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Pool};
+use std::sync::Arc;
 
 /// Links, keys and settings in a SQL database. Writes go to `writer`, reads to `reader`: the same
 /// pool except on SQLite, whose one writer is a pool of its own ([`super::super::sqlite_file`]).
@@ -28,6 +30,8 @@ pub(crate) struct SqlStorage<D: Dialect> {
     pub(crate) dialect: D,
     pub(crate) writer: Pool<D::DB>,
     pub(crate) reader: Pool<D::DB>,
+    /// The audit chains' heads as this process last wrote them (see [`HeadHints`]).
+    pub(crate) audit_heads: Arc<HeadHints>,
 }
 
 pub(super) type Row<D> = <<D as Dialect>::DB as Database>::Row;
@@ -39,6 +43,7 @@ impl<D: Dialect + Clone> Clone for SqlStorage<D> {
             dialect: self.dialect.clone(),
             writer: self.writer.clone(),
             reader: self.reader.clone(),
+            audit_heads: Arc::clone(&self.audit_heads),
         }
     }
 }
@@ -456,12 +461,14 @@ impl<D: Dialect> Storage for SqlStorage<D> {
 
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = D::begin(&self.writer).await?;
-        Ok(Box::new(SqlTx::<D>::new(tx, false)))
+        let hints = Arc::clone(&self.audit_heads);
+        Ok(Box::new(SqlTx::<D>::new(tx, false, hints)))
     }
 
     async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = D::begin_quiesced(&self.writer).await?;
-        Ok(Box::new(SqlTx::<D>::new(tx, true)))
+        let hints = Arc::clone(&self.audit_heads);
+        Ok(Box::new(SqlTx::<D>::new(tx, true, hints)))
     }
 
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>> {

@@ -1,5 +1,6 @@
 //! The [`LinkTx`] of every SQL backend, written once over its [`Dialect`].
 
+use super::audit::HeadHints;
 use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
@@ -10,19 +11,29 @@ use crate::model::{Link, NewRow, Slot};
 use crate::workspace::WorkspaceId;
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
+use std::sync::Arc;
 
 pub(crate) struct SqlTx<D: Dialect> {
     tx: Transaction<'static, D::DB>,
     /// Begun by [`Storage::begin_quiesced`](crate::Storage::begin_quiesced): reads of
     /// codes add [`Dialect::QUIESCE_READ`].
     quiesced: bool,
+    audit_heads: Arc<HeadHints>,
 }
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
 
 impl<D: Dialect> SqlTx<D> {
-    pub(crate) fn new(tx: Transaction<'static, D::DB>, quiesced: bool) -> Self {
-        Self { tx, quiesced }
+    pub(crate) fn new(
+        tx: Transaction<'static, D::DB>,
+        quiesced: bool,
+        audit_heads: Arc<HeadHints>,
+    ) -> Self {
+        Self {
+            tx,
+            quiesced,
+            audit_heads,
+        }
     }
 
     async fn rows(&mut self, query: Statement) -> StorageResult<Vec<Row<D>>> {
@@ -156,7 +167,7 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     }
 
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()> {
-        super::audit::append::<D>(&mut self.tx, entry).await
+        super::audit::append::<D>(&mut self.tx, &self.audit_heads, entry).await
     }
 
     async fn commit(self: Box<Self>) -> StorageResult<()> {

@@ -161,6 +161,7 @@ impl SqliteStorage {
             writer: (*writer).clone(),
             dialect: Lite { _writer: writer },
             reader,
+            audit_heads: Default::default(),
         })
     }
 }
