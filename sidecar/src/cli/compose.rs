@@ -69,7 +69,7 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
     let file = tokio::fs::File::open(&args.file).await?;
     let answer = http::compose::compose(
         State(state),
-        http::InWorkspace(workspace.id),
+        http::Budget::unmetered(workspace.id),
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
         domains,

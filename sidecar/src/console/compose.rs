@@ -189,7 +189,7 @@ async fn dry_run(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
     let answer = compose::compose(
         State(state),
-        http::InWorkspace(workspace),
+        http::Budget::unmetered(workspace),
         // A dry run claims no idempotency key: no key of the operator's is involved.
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,

@@ -109,6 +109,11 @@ pub async fn require_api_key(
         // What the link records of this request's writes name.
         slugs::remember_slug(workspace.id, &workspace.slug);
         request.extensions_mut().insert(InWorkspace(workspace.id));
+        // The workspace's own quotas, for the handlers that count against them.
+        request.extensions_mut().insert(workspace.quotas);
+    }
+    if let Some(rate) = stored.rate {
+        request.extensions_mut().insert(rate);
     }
     tracing::Span::current().record("api_key", stored.id);
     let route = request

@@ -6,6 +6,7 @@
 mod audit;
 mod auth;
 mod batch;
+mod budget;
 mod campaigns;
 pub mod compose;
 pub(crate) mod domains;
@@ -31,6 +32,7 @@ mod workspaces;
 pub use audit::Recorder;
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId, InWorkspace};
 pub use batch::failure_error;
+pub use budget::Budget;
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use extract::{
     DomainContext, Json, Path, Query, POOL_HEADER, PUBLIC_BASE_HEADER, WORKSPACE_HEADER,

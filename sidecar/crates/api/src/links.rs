@@ -4,7 +4,8 @@
 //! leave the write path to [`shortlink_core::service`]. Nothing is stored unless every field is valid.
 
 use super::{
-    ApiKeyId, AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Query, Result,
+    ApiKeyId, AppState, Budget, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Query,
+    Result,
 };
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -371,6 +372,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
 pub async fn create_link(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    budget: Budget,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -386,13 +388,23 @@ pub async fn create_link(
         (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
         _ => None,
     };
-    let (status, link) = match state.links.create(new, claim).await? {
-        Created::New(link) => {
+    let reservation = budget.reserve_links(&state, 1).await?;
+    let created = state.links.create(new, claim).await;
+    let (status, link) = match created {
+        Err(error) => {
+            reservation.release().await;
+            return Err(error.into());
+        }
+        Ok(Created::Existing(link)) => {
+            reservation.release().await;
+            (StatusCode::OK, link)
+        }
+        Ok(Created::New(link)) => {
+            reservation.keep(1).await;
             shortlink_core::metrics::links_created("single", 1);
             domains.count_issued(&link.code, link.campaign.as_deref());
             (StatusCode::CREATED, link)
         }
-        Created::Existing(link) => (StatusCode::OK, link),
     };
     Ok((status, Json(LinkView::new(link, &domains))))
 }

@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shortlink_core::limits::{Limit, LimitsUnavailable, Quota, QuotaError};
+use shortlink_store::KeyRate;
 use std::time::Duration;
 
 /// Not limited: nginx's fallback.
@@ -97,10 +98,16 @@ pub fn whole_seconds(duration: Duration) -> u64 {
     duration.as_micros().div_ceil(1_000_000) as u64
 }
 
-/// The rate `key` is held to: the settings' for every key today; per-key values stored with
-/// the key replace it here.
-pub fn key_limit(state: &AppState, _key: ApiKeyId) -> Limit {
-    state.limits.settings.api_key
+/// The rate a key is held to: its own (`api_keys.rate_per_second`, `rate_burst`), else the
+/// settings'.
+pub fn key_limit(state: &AppState, own: Option<KeyRate>) -> Limit {
+    match own {
+        Some(rate) => Limit::new(
+            u32::try_from(rate.per_second).unwrap_or(u32::MAX),
+            u32::try_from(rate.burst).unwrap_or(u32::MAX),
+        ),
+        None => state.limits.settings.api_key,
+    }
 }
 
 /// The middleware: counts the request against its key's rate, answers 429 past it, and puts the
@@ -118,7 +125,7 @@ pub async fn limit_api_key(
     let (Some(key), false) = (key, route == Some(RESOLVE_ROUTE)) else {
         return next.run(request).await;
     };
-    let limit = key_limit(&state, key);
+    let limit = key_limit(&state, request.extensions().get::<KeyRate>().copied());
     if limit.is_off() {
         return next.run(request).await;
     }

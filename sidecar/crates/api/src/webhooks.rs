@@ -1,6 +1,6 @@
 //! `/api/v1/webhooks`: click webhook subscriptions (admin keys only), their failures and replay.
 
-use super::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
+use super::{AppState, Budget, Error, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -60,9 +60,11 @@ pub struct FailureList {
 pub async fn create_webhook(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    budget: Budget,
     Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<(StatusCode, Json<SubscriptionView>)> {
+    budget.admits_webhook(state.webhooks.count(workspace).await?)?;
     let view = state.webhooks.create(workspace, request, &origin).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::WorkspaceError;
 use shortlink_store::{
-    self as storage, ApiKey, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
+    self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
 
 pub fn router() -> Router<AppState> {
@@ -151,6 +151,8 @@ pub struct KeyView {
     pub role: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Its own requests per second, if it has one (else the installation's).
+    pub rate_per_second: Option<u64>,
     /// Only in the answer that created it: send it as `Authorization: Bearer <key>`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
@@ -164,6 +166,7 @@ impl From<ApiKey> for KeyView {
             role: key.role.as_str().to_owned(),
             created_at: key.created_at,
             revoked_at: key.revoked_at,
+            rate_per_second: key.rate.map(|rate| rate.per_second),
             key: None,
         }
     }
@@ -181,6 +184,10 @@ pub struct CreateKeyRequest {
     pub name: String,
     /// `admin`, `issuer` or `viewer` (nginx's `resolve` key and operator keys are made with the CLI).
     pub role: String,
+    /// Its own request rate instead of the installation's (`--api-rate-limit`): requests per
+    /// second on average, with `rate_burst`; both or neither.
+    pub rate_per_second: Option<u32>,
+    pub rate_burst: Option<u32>,
 }
 
 fn checked_name(name: &str) -> Result<&str> {
@@ -375,7 +382,7 @@ pub async fn list_keys(
 #[utoipa::path(post, path = "/api/v1/keys", tag = "keys", request_body = CreateKeyRequest,
     responses(
         (status = 201, description = "the key is in `key`, shown only this once", body = KeyView),
-        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_rate`, `invalid_body`", body = ErrorBody),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -420,6 +427,19 @@ async fn new_key(
             ))
         }
     };
+    let rate = match (request.rate_per_second, request.rate_burst) {
+        (None, None) => None,
+        (Some(per_second), Some(burst)) if burst >= 1 => Some(KeyRate {
+            per_second: u64::from(per_second),
+            burst: u64::from(burst),
+        }),
+        _ => {
+            return Err(Error::invalid(
+                "invalid_rate",
+                "give both `rate_per_second` and `rate_burst` (at least 1), or neither",
+            ))
+        }
+    };
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let created = (state.links.storage())
         .create_api_key(
@@ -430,7 +450,15 @@ async fn new_key(
             storage::now(),
         )
         .await?;
+    if rate.is_some() {
+        state
+            .links
+            .storage()
+            .set_api_key_rate(created.id, rate)
+            .await?;
+    }
     let mut view = KeyView::from(created);
+    view.rate_per_second = rate.map(|rate| rate.per_second);
     view.key = Some(key);
     Ok((StatusCode::CREATED, Json(view)))
 }

@@ -5,8 +5,8 @@
 use super::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use super::imported::ImportedLink;
 use super::model::{
-    ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, LinkFlags, ListCursor, NewRow,
-    Role, Slot,
+    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,
+    NewRow, Role, Slot,
 };
 use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
@@ -253,6 +253,9 @@ pub trait Storage: Send + Sync + 'static {
         id: i64,
         now: DateTime<Utc>,
     ) -> StorageResult<Option<ApiKey>>;
+
+    /// Gives the key its own request rate (`None`: the installation's default again).
+    async fn set_api_key_rate(&self, id: i64, rate: Option<KeyRate>) -> StorageResult<()>;
 
     /// Every workspace, by id.
     async fn workspaces(&self) -> StorageResult<Vec<Workspace>>;

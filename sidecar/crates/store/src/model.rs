@@ -325,4 +325,5 @@ pub struct KeyWorkspace {
     pub id: WorkspaceId,
     pub slug: String,
     pub suspended: bool,
+    pub quotas: crate::workspace::Quotas,
 }

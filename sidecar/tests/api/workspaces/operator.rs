@@ -259,3 +259,93 @@ async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only
     assert_eq!(resolve(default.clone(), Some("default")).await, 302);
     assert_eq!(resolve(default, Some("brand-a")).await, 404);
 }
+
+#[tokio::test]
+async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"quotas": {"links_per_day": 3, "webhooks": 0}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let count = || async { app.stored().await.links };
+    let before = count().await;
+    // A batch that does not fit is refused before anything is issued.
+    let items: Vec<Value> = (0..4)
+        .map(|i| json!({"url": format!("https://a.example/{i}")}))
+        .collect();
+    let answer = with_key(&app, &admin, Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    let results: Value = answer.json().await.unwrap();
+    for result in results["results"].as_array().unwrap() {
+        assert_eq!(result["status"], 429, "{result}");
+        assert_eq!(result["error"]["code"], "quota_exceeded", "{result}");
+    }
+    assert_eq!(
+        count().await,
+        before,
+        "nothing of a refused batch is stored"
+    );
+    for i in 0..3 {
+        link_in(
+            &app,
+            &admin,
+            json!({"url": format!("https://a.example/one/{i}")}),
+        )
+        .await;
+    }
+    let answer = with_key(&app, &admin, Method::POST, "/links")
+        .json(&json!({"url": "https://a.example/four"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 429);
+    assert!(answer.headers().contains_key("retry-after"));
+    assert!(answer.headers().contains_key("ratelimit-policy"));
+    let error: Value = answer.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "quota_exceeded");
+    // The default workspace has no quota: its own links are not counted with brand-a's.
+    app.create_code("https://d.example/free").await;
+
+    // A key of its own rate: 1 request a second, a burst of 2.
+    let answer = with_key(&app, &admin, Method::POST, "/keys")
+        .json(
+            &json!({"name": "slow tool", "role": "viewer", "rate_per_second": 1, "rate_burst": 2}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let slow: Value = answer.json().await.unwrap();
+    assert_eq!(slow["rate_per_second"], 1);
+    let slow = slow["key"].as_str().unwrap().to_owned();
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let answer = with_key(&app, &slow, Method::GET, "/links")
+            .send()
+            .await
+            .unwrap();
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(&statuses[..2], [200, 200], "{statuses:?}");
+    assert!(statuses[2..].contains(&429), "{statuses:?}");
+    // The admin's own requests are not throttled by its viewer's rate.
+    let answer = with_key(&app, &admin, Method::GET, "/links")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answer = with_key(&app, &admin, Method::POST, "/keys")
+        .json(&json!({"name": "x", "role": "viewer", "rate_per_second": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 422);
+}

@@ -28,6 +28,12 @@ pub fn failure_error(failure: ItemFailure) -> Error {
             "codes_exhausted",
             "no generated codes are left at this code length",
         ),
+        ItemFailure::QuotaExceeded => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "quota_exceeded",
+            "the workspace's links per UTC day are used up: this item and those after it were \
+             not created",
+        ),
         ItemFailure::Internal => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

@@ -31,7 +31,7 @@ pub(crate) mod pipeline;
 mod spool;
 
 use super::links::{self, LinkView};
-use super::{ApiKeyId, AppState, DomainContext, Error, ErrorDetail, InWorkspace, Result};
+use super::{ApiKeyId, AppState, Budget, DomainContext, Error, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -95,6 +95,7 @@ struct ItemResult {
 pub async fn create_batch(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    budget: Budget,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -130,7 +131,7 @@ pub async fn create_batch(
         format,
     });
     let chunks = stream::iter(first).chain(chunks);
-    let results = pipeline::run(items, state, domains, chunks, claim, Mode::Write);
+    let results = pipeline::run(items, (state, budget), domains, chunks, claim, Mode::Write);
     if let Some(body_read) = body_read {
         body_in(body_read).await?;
     }

@@ -7,12 +7,14 @@
 use super::body::RawChunk;
 use super::failure::failure_error;
 use super::limits::{CHECKED_AHEAD, GROUP_CHUNKS, HELD_FRAMES, PARALLEL_CHUNKS, RESULT_BYTES};
-use crate::{AppState, DomainContext, Error};
+use crate::{AppState, Budget, DomainContext, Error};
 use axum::http::StatusCode;
 use futures_util::{stream, Stream, StreamExt};
+use shortlink_core::limits::Reservation;
 use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
 use shortlink_store::{Backend, Link};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Groups written at once on PostgreSQL and MariaDB (concurrent transactions). Two: one commits
@@ -74,7 +76,7 @@ pub(crate) enum Mode {
 /// caller must not start answering before the body is read (see the spool).
 pub(crate) fn run<I: Items>(
     items: Arc<I>,
-    state: AppState,
+    (state, budget): (AppState, Budget),
     domains: DomainContext,
     chunks: impl Stream<Item = RawChunk> + Send + 'static,
     claim: Option<Claim>,
@@ -85,9 +87,16 @@ pub(crate) fn run<I: Items>(
         Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
     };
     let checked = check_ahead(chunks, Arc::clone(&items));
-    let results = checked
-        .ready_chunks(GROUP_CHUNKS)
-        .map(move |group| tokio::spawn(write_group(state.clone(), group, claim, mode)))
+    let admitted = admit_groups(
+        state.clone(),
+        budget,
+        mode,
+        checked.ready_chunks(GROUP_CHUNKS),
+    );
+    let results = admitted
+        .map(move |(group, admission)| {
+            tokio::spawn(write_group(state.clone(), group, admission, claim, mode))
+        })
         .buffered(parallel_groups)
         .map(move |written| {
             let (items, domains) = (Arc::clone(&items), domains.clone());
@@ -187,6 +196,45 @@ fn check_chunk<I: Items>(items: &I, chunk: RawChunk) -> CheckedChunk<I::Kept> {
     CheckedChunk { checked, valid }
 }
 
+/// Whether a group's links may be issued: their share of the day's links reserved, or refused
+/// (the request is cut there).
+enum Admission {
+    Reserved(Reservation),
+    Refused,
+}
+
+/// Reserves each group's links of the day's quota, one group after the other in request order:
+/// the first that does not fit cuts the request, and every group from it on is refused
+/// ([`crate::budget`] says so to users). Reservations never wait on a write.
+fn admit_groups<K: Send + 'static>(
+    state: AppState,
+    budget: Budget,
+    mode: Mode,
+    groups: impl Stream<Item = Vec<CheckResult<K>>> + Send + 'static,
+) -> impl Stream<Item = (Vec<CheckResult<K>>, Admission)> + Send + 'static {
+    let cut = Arc::new(AtomicBool::new(false));
+    groups.then(move |group| {
+        let (state, cut) = (state.clone(), Arc::clone(&cut));
+        async move {
+            let links: usize = (group.iter().flatten()).map(|chunk| chunk.valid.len()).sum();
+            if mode == Mode::DryRun || budget.links_per_day == 0 {
+                return (group, Admission::Reserved(Reservation::nothing()));
+            }
+            if cut.load(Ordering::Relaxed) {
+                return (group, Admission::Refused);
+            }
+            match budget.reserve_links(&state, links as u64).await {
+                Ok(reservation) => (group, Admission::Reserved(reservation)),
+                Err(error) => {
+                    tracing::info!(%error, workspace = %budget.workspace, "a request is cut at its quota");
+                    cut.store(true, Ordering::Relaxed);
+                    (group, Admission::Refused)
+                }
+            }
+        }
+    })
+}
+
 /// A written group: per chunk, the verdicts and the outcomes of the valid items.
 type WrittenGroup<K> = Vec<(Verdicts<K>, Vec<(i64, ItemOutcome)>)>;
 
@@ -195,6 +243,7 @@ type WrittenGroup<K> = Vec<(Verdicts<K>, Vec<(i64, ItemOutcome)>)>;
 async fn write_group<K>(
     state: AppState,
     group: Vec<CheckResult<K>>,
+    admission: Admission,
     claim: Option<Claim>,
     mode: Mode,
 ) -> std::result::Result<WrittenGroup<K>, tokio::task::JoinError> {
@@ -205,9 +254,23 @@ async fn write_group<K>(
         checked.push(chunk.checked);
         valid.push(chunk.valid);
     }
-    let outcomes = match mode {
-        Mode::Write => state.links.create_chunks(valid, claim).await,
-        Mode::DryRun => valid.iter().map(|_| Vec::new()).collect(),
+    let outcomes = match (mode, admission) {
+        (Mode::DryRun, _) => valid.iter().map(|_| Vec::new()).collect(),
+        (Mode::Write, Admission::Refused) => (valid.iter())
+            .map(|chunk| {
+                (chunk.iter())
+                    .map(|(index, _)| (*index, ItemOutcome::Failed(ItemFailure::QuotaExceeded)))
+                    .collect()
+            })
+            .collect(),
+        (Mode::Write, Admission::Reserved(reservation)) => {
+            let outcomes = state.links.create_chunks(valid, claim).await;
+            let created = (outcomes.iter().flatten())
+                .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))
+                .count();
+            reservation.keep(created as u64).await;
+            outcomes
+        }
     };
     Ok(checked.into_iter().zip(outcomes).collect())
 }

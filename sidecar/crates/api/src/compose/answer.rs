@@ -35,6 +35,8 @@ pub struct Recipients {
     pub state: AppState,
     /// The workspace its links go to.
     pub workspace: shortlink_store::WorkspaceId,
+    /// Its quotas: recipients past the limit are refused.
+    pub budget: crate::Budget,
     pub domains: DomainContext,
     pub campaign: Campaign,
     pub campaign_name: Option<String>,
@@ -114,7 +116,10 @@ impl Items for Recipients {
     type Kept = Kept;
     const VIA: &'static str = "compose";
 
-    fn check(&self, _index: i64, item: RawItem) -> Checked<Kept> {
+    fn check(&self, index: i64, item: RawItem) -> Checked<Kept> {
+        if let Err(over) = self.budget.admits_recipient(index) {
+            return Checked::Refused(over.into(), None);
+        }
         let line = match self.input.parse(item) {
             Ok(line) => line,
             Err(error) => return Checked::Refused(error, None),

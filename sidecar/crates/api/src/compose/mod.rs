@@ -14,7 +14,7 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{links, ApiKeyId, AppState, DomainContext, Error, InWorkspace, Query, Result};
+use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Result};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -167,7 +167,7 @@ impl From<CampaignError> for Error {
     ))]
 pub async fn compose(
     State(state): State<AppState>,
-    InWorkspace(workspace): InWorkspace,
+    budget: Budget,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -228,7 +228,8 @@ pub async fn compose(
     };
     let recipients = Arc::new(Recipients {
         state: state.clone(),
-        workspace,
+        workspace: budget.workspace,
+        budget,
         domains: domains.clone(),
         campaign,
         campaign_name: params.campaign.clone(),
@@ -247,7 +248,14 @@ pub async fn compose(
         true => pipeline::Mode::DryRun,
         false => pipeline::Mode::Write,
     };
-    let results = pipeline::run(Arc::clone(&recipients), state, domains, chunks, claim, mode);
+    let results = pipeline::run(
+        Arc::clone(&recipients),
+        (state, budget),
+        domains,
+        chunks,
+        claim,
+        mode,
+    );
     batch::body_in(body_read).await?;
     let head = match output {
         Output::Csv => answer::CSV_COLUMNS.as_bytes().to_vec(),

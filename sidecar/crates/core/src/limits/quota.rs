@@ -205,6 +205,11 @@ impl std::fmt::Debug for Reservation {
 }
 
 impl Reservation {
+    /// A reservation of nothing (no quota applies).
+    pub fn nothing() -> Self {
+        Self::none()
+    }
+
     fn none() -> Self {
         Self {
             held: None,

@@ -95,6 +95,8 @@ pub enum ItemFailure {
     RedisUnavailable,
     DatabaseUnavailable,
     CodesExhausted,
+    /// The workspace's links per day would be exceeded (issue 53): nothing of its group issued.
+    QuotaExceeded,
     Internal,
 }
 

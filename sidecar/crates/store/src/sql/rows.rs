@@ -8,7 +8,7 @@ use crate::api::{checked_flags, checked_redirect, Backend, StorageResult};
 use crate::model::{
     parse_tags, ApiKey, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter, LinkState,
 };
-use crate::workspace::WorkspaceId;
+use crate::workspace::{quota_read, WorkspaceId};
 use sqlx::Database;
 use std::sync::OnceLock;
 
@@ -166,7 +166,8 @@ pub(crate) fn update_link<D: Dialect>(link: &Link) -> Statement {
 /// Keys with their workspace; conditions name the key's columns as `k.<column>`.
 pub(crate) const API_KEY_SELECT: &str =
     "SELECT k.id, k.name, k.role, k.workspace_id, k.rate_per_second, k.rate_burst, k.key_hash, \
-       k.created_at, k.revoked_at, w.slug AS workspace_slug, w.suspended_at AS workspace_suspended \
+       k.created_at, k.revoked_at, w.slug AS workspace_slug, w.suspended_at AS workspace_suspended, \
+       w.links_per_day, w.compose_recipients, w.webhooks \
      FROM api_keys k LEFT JOIN workspaces w ON w.id = k.workspace_id";
 
 /// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend with `AND ...`.
@@ -280,6 +281,11 @@ pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
                 id: WorkspaceId::from_db(id),
                 slug: D::read_text(row, "workspace_slug")?,
                 suspended: D::read_opt_time(row, "workspace_suspended")?.is_some(),
+                quotas: crate::workspace::Quotas {
+                    links_per_day: quota_read(D::DB::opt_int(row, "links_per_day")?)?,
+                    compose_recipients: quota_read(D::DB::opt_int(row, "compose_recipients")?)?,
+                    webhooks: quota_read(D::DB::opt_int(row, "webhooks")?)?,
+                },
             }),
         },
         rate: match (

@@ -15,8 +15,8 @@ use crate::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageRes
 use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use crate::imported::ImportedLink;
 use crate::model::{
-    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, Link, LinkFilter, ListCursor,
-    NewRow, Role,
+    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter,
+    ListCursor, NewRow, Role,
 };
 use crate::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
@@ -518,6 +518,21 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         now: DateTime<Utc>,
     ) -> StorageResult<Option<ApiKey>> {
         self.revoke_key(workspace, id, now).await
+    }
+
+    async fn set_api_key_rate(&self, id: i64, rate: Option<KeyRate>) -> StorageResult<()> {
+        let column =
+            |value: Option<u64>| Value::OptInt(value.map(|v| i64::try_from(v).unwrap_or(i64::MAX)));
+        self.execute(statement(
+            "UPDATE api_keys SET rate_per_second = ?, rate_burst = ? WHERE id = ?",
+            [
+                column(rate.map(|rate| rate.per_second)),
+                column(rate.map(|rate| rate.burst)),
+                Value::Int(id),
+            ],
+        ))
+        .await?;
+        Ok(())
     }
 
     async fn workspaces(&self) -> StorageResult<Vec<Workspace>> {
