@@ -47,3 +47,4 @@ mod sentinel;
 mod tls;
 mod visit_caps;
 mod workspace_hosts;
+mod workspaces;
