@@ -2,6 +2,7 @@
 //! learn of another's objects (nothing: [`isolation`]).
 
 mod isolation;
+mod migration;
 mod operator;
 
 use crate::helpers::*;
