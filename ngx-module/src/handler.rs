@@ -16,6 +16,7 @@ use crate::ffi::now_ms;
 use crate::lookup::{Candidate, Job, Record, Unlock};
 use crate::password::{self, Client, Submitted};
 use crate::request::candidate::{self, CodeCase};
+use crate::request::host_workspaces::HostWorkspaces;
 use crate::request::value::{self, slice_or_empty};
 use crate::request::workspace::{self, HostWorkspace};
 use crate::request::{click, code, host};
@@ -141,7 +142,8 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     let candidate = Candidate {
         bad_check,
         scope,
-        workspace: host_workspace(r, lcf),
+        workspace: worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
+            .unwrap_or_else(|| host_workspace(r, lcf, None)),
     };
     if let Some(password) = password {
         let job = Job::Unlock(Box::new(Unlock {
@@ -224,10 +226,16 @@ fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bo
     worker::with(mcf, |w| w.pools.contains(pool, host)).unwrap_or_else(|| host::in_pool(host, pool))
 }
 
-/// The workspace of the request's host (`shortlink_workspace`). Evaluated once per request, and
-/// only once a code is known to be a link or is sent to Redis: a 404 the cache or the shape check
-/// settles (a code scanner's) never pays for the variable.
-fn host_workspace(r: &mut ngx_http_request_t, lcf: &LocConf) -> HostWorkspace {
+/// The workspace of the request's host (`shortlink_workspace`). Asked only once a code is known
+/// to be a link or is sent to Redis: a 404 the cache or the shape check settles (a code
+/// scanner's) never pays for it. A variable's value is evaluated once per host and worker and
+/// then read from `hosts` (the value depends on the host only: request::host_workspaces); `None`:
+/// evaluated each time (the worker's state is in use further up the stack).
+fn host_workspace(
+    r: &mut ngx_http_request_t,
+    lcf: &LocConf,
+    hosts: Option<&mut HostWorkspaces>,
+) -> HostWorkspace {
     let source = match lcf.workspace {
         None => return HostWorkspace::Unchecked,
         Some(WorkspaceSource::Fixed(name)) => return HostWorkspace::of_name(name),
@@ -235,12 +243,18 @@ fn host_workspace(r: &mut ngx_http_request_t, lcf: &LocConf) -> HostWorkspace {
     };
     // SAFETY: it points into request memory (or is empty) for the life of the request.
     let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
-    let value = value::of(r, source).unwrap_or_default();
-    let workspace = HostWorkspace::of_value(value);
-    if workspace == HostWorkspace::Nothing {
-        workspace::warn_once(value, host);
+    let mut evaluate = || {
+        let value = value::of(r, source).unwrap_or_default();
+        let workspace = HostWorkspace::of_value(value);
+        if workspace == HostWorkspace::Nothing {
+            workspace::warn_once(value, host);
+        }
+        workspace
+    };
+    match hosts {
+        Some(hosts) => hosts.get_or_evaluate(source.id(), host, evaluate),
+        None => evaluate(),
     }
-    workspace
 }
 
 /// What a cache hit gives: the answer, or a link that needs Redis once more first.
@@ -264,8 +278,13 @@ fn answer_from_cache(
 ) -> Option<FromCache> {
     let now = now_ms();
     worker::with(mcf, |w| {
-        let outcome = match w.cache()?.get_in(code, now, lcf.cache_scope())? {
-            Hit::Link(link) if !host_workspace(r, lcf).admits(link.workspace()) => Outcome::Missing,
+        let (cache, hosts) = w.cache_and_workspaces()?;
+        let outcome = match cache.get_in(code, now, lcf.cache_scope())? {
+            Hit::Link(link)
+                if !host_workspace(r, lcf, Some(&mut *hosts)).admits(link.workspace()) =>
+            {
+                Outcome::Missing
+            }
             Hit::Link(link) => {
                 // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();

@@ -21,6 +21,7 @@ use crate::redis::cluster::{Cluster, Target};
 use crate::redis::tracking::Pending;
 use crate::redis::{Pool, RedisError, Reply, Tracker};
 use crate::request::host::PoolMemo;
+use crate::request::host_workspaces::HostWorkspaces;
 use crate::scheme::SchemeState;
 use crate::status::Counter;
 use shortlink_wire::keys;
@@ -44,6 +45,9 @@ pub struct Worker {
     tracker: Option<Tracker>,
     /// Parsed `shortlink_pool` values, when the pool comes from a variable.
     pub pools: PoolMemo,
+    /// `shortlink_workspace`'s answer per host, when it comes from a variable; a new
+    /// configuration starts a new table (a reload that changes the map is seen).
+    pub workspaces: HostWorkspaces,
     events: Rc<EventShared>,
     encoder: Encoder,
     /// On a cluster: the visit streams (key and command head); batches take them in turn.
@@ -127,6 +131,7 @@ impl Worker {
                 _ => None,
             },
             pools: PoolMemo::default(),
+            workspaces: HostWorkspaces::default(),
             events,
             encoder: Encoder::new(mcf.events_max_len()),
             streams: match mcf.cluster {
@@ -202,22 +207,14 @@ impl Worker {
     /// The cache, with every invalidation received so far applied; `None` while invalidations
     /// may be missed (the subscription is down or not yet confirmed).
     pub fn cache(&mut self) -> Option<&mut Cache> {
-        let cache = self.cache.as_mut()?;
-        if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.sync_cache(cache).then_some(cache);
-        }
-        if let Some(tracker) = self.tracker.as_mut() {
-            tracker.ensure();
-            match tracker.state().take() {
-                Pending::Nothing => {}
-                Pending::Flush => cache.clear(),
-                Pending::Evict(codes) => codes.iter().for_each(|code| cache.remove(code)),
-            }
-            if !tracker.state().is_up() {
-                return None;
-            }
-        }
-        Some(cache)
+        synced(&mut self.cache, &mut self.cluster, &mut self.tracker)
+    }
+
+    /// [`Worker::cache`] and the hosts' workspaces at once: a cache hit is judged against its
+    /// host's workspace while it still borrows the cache.
+    pub fn cache_and_workspaces(&mut self) -> Option<(&mut Cache, &mut HostWorkspaces)> {
+        let cache = synced(&mut self.cache, &mut self.cluster, &mut self.tracker)?;
+        Some((cache, &mut self.workspaces))
     }
 
     /// Taken when a lookup is sent and handed back to [`Worker::remember`]: `None` when its
@@ -381,6 +378,30 @@ impl Worker {
             }
         }
     }
+}
+
+/// The body of [`Worker::cache`], on the fields it needs, so that others can be borrowed beside.
+fn synced<'a>(
+    cache: &'a mut Option<Cache>,
+    cluster: &mut Option<Cluster>,
+    tracker: &mut Option<Tracker>,
+) -> Option<&'a mut Cache> {
+    let cache = cache.as_mut()?;
+    if let Some(cluster) = cluster.as_mut() {
+        return cluster.sync_cache(cache).then_some(cache);
+    }
+    if let Some(tracker) = tracker.as_mut() {
+        tracker.ensure();
+        match tracker.state().take() {
+            Pending::Nothing => {}
+            Pending::Flush => cache.clear(),
+            Pending::Evict(codes) => codes.iter().for_each(|code| cache.remove(code)),
+        }
+        if !tracker.state().is_up() {
+            return None;
+        }
+    }
+    Some(cache)
 }
 
 impl Drop for Worker {

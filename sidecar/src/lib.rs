@@ -193,6 +193,11 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             .await?
         {
             tracing::info!("bootstrap API key stored");
+            // Its name only: the key is the operator's secret.
+            let changes = storage::audit::Changes::new().set("name", "bootstrap");
+            let actor = storage::audit::Actor::system("startup (--bootstrap-api-key)");
+            let entry = storage::audit::AuditEntry::new(actor, "key.create", "bootstrap", changes);
+            storage.append_audit(&entry).await?;
         }
     }
     let projection = Arc::new(projection_on(projection_primary, config));

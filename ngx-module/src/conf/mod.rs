@@ -194,6 +194,17 @@ pub enum Dynamic {
     Complex(*mut ngx_http_complex_value_t),
 }
 
+impl Dynamic {
+    /// Tells this value apart from the configuration's others, for as long as the configuration
+    /// lives: a variable's index is odd here, a compiled value's (aligned) address even.
+    pub fn id(self) -> usize {
+        match self {
+            Dynamic::Variable(index) => index << 1 | 1,
+            Dynamic::Complex(cv) => cv as usize,
+        }
+    }
+}
+
 /// Where `shortlink_pool` takes its names from: a fixed list is parsed once.
 #[derive(Clone)]
 pub enum PoolSource {

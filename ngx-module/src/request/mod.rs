@@ -5,6 +5,7 @@ pub use shortlink_wire::path as code;
 pub mod candidate;
 pub mod click;
 pub mod host;
+pub mod host_workspaces;
 pub mod location;
 pub mod value;
 pub mod workspace;

@@ -6,6 +6,7 @@
 
 mod analytics;
 mod app_links;
+mod audit_requests;
 mod batch;
 mod batch_flow;
 mod click_rules;

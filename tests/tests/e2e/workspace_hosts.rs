@@ -270,3 +270,72 @@ fn without_the_directive_every_code_answers_on_every_host() {
         );
     }
 }
+
+/// Each worker evaluates the map once per host and keeps the answer (the module's per-worker
+/// table): a reload that changes the map must be seen, from lookups and from the cache alike.
+#[test]
+fn a_reload_that_changes_the_map_changes_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = start(dir.path(), true);
+    let code = link_in_a(&system, Extras::default());
+    let path = format!("/{code}");
+    let answers = |round: &str, own: &str, other: &str| {
+        // The first request of a host after a (re)start is a lookup, the second a cache hit.
+        for hit in ["lookup", "cache hit"] {
+            let redirect = system.nginx.get(own, &path);
+            assert_eq!(
+                status_and_location(&redirect),
+                (302, TARGET.to_owned()),
+                "{round}, {hit}: {own}"
+            );
+            assert_eq!(
+                system.nginx.get(other, &path).status(),
+                404,
+                "{round}, {hit}: {other}"
+            );
+        }
+    };
+    answers("before the reload", A_HOST, B_HOST);
+
+    // The two brands' hosts swapped.
+    let domains = system.nginx.domains_file();
+    let text = std::fs::read_to_string(&domains).unwrap();
+    let mapped = format!("{A_HOST} brand-a; {B_HOST} brand-b;");
+    assert!(text.contains(&mapped), "no {mapped:?} in {domains:?}");
+    let swapped = format!("{A_HOST} brand-b; {B_HOST} brand-a;");
+    std::fs::write(&domains, text.replace(&mapped, &swapped)).unwrap();
+    system.nginx.reload_and_retire_old_workers();
+    answers("after the reload", B_HOST, A_HOST);
+}
+
+/// More hosts than a worker keeps (64): those past the table are evaluated each time and still
+/// answer per the map, and those in it keep answering right; hosts of equal length alternate
+/// between two workspaces, so an answer taken from another host shows.
+#[test]
+fn more_hosts_than_a_worker_keeps_each_answer_per_the_map() {
+    const HOSTS: usize = 80;
+    let host = |n: usize| format!("s{n:03}.brands.test");
+    let workspace = |n: usize| if n % 2 == 0 { "brand-a" } else { "brand-b" };
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..HOSTS)
+        .map(|n| format!("{} {}; ", host(n), workspace(n)))
+        .collect();
+    templates_with(dir.path(), "map $host $shortlink_workspace {", &lines);
+    let system = System::start_with(NginxOptions {
+        conf_dir: Some(dir.path().to_owned()),
+        pool: Some((0..HOSTS).map(host).collect()),
+        cache: "size=1000 ttl=60s negative_ttl=60s",
+        ..NginxOptions::default()
+    });
+    let code = link_in_a(&system, Extras::default());
+    let path = format!("/{code}");
+    // Round 1 fills the table with the first 64 hosts (a lookup, then cache hits); rounds 2
+    // and 3 answer the first 64 from the table and the rest by evaluating the map each time.
+    for round in 1..=3 {
+        for n in 0..HOSTS {
+            let response = system.nginx.get(&host(n), &path);
+            let expected = if workspace(n) == "brand-a" { 302 } else { 404 };
+            assert_eq!(response.status(), expected, "round {round}: {}", host(n));
+        }
+    }
+}

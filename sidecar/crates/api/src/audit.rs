@@ -69,6 +69,7 @@ pub struct AuditQuery {
     /// The cursor: rows older than this id (the previous page's `next`).
     pub after: Option<i64>,
     /// Rows per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
 }
 

@@ -7,6 +7,9 @@
 //! `GET /api/v1/resolve/{code}` is never limited: it is nginx's fallback while Redis misses a
 //! link, and a click must not get a 429 because the API is busy.
 //!
+//! The count is shared through Redis (`shortlink_core::limits::rate`: one script per request, or
+//! per few requests a sidecar takes at once for a large burst).
+//!
 //! When the limiter's Redis fails, the request goes through unlimited (fail-open) and
 //! `shortlink_rate_limiter_errors_total` counts it: every write needs that Redis anyway and fails
 //! on its own, while reads from SQL (stats, lists, exports) keep working through an outage.
@@ -110,19 +113,24 @@ pub fn key_limit(state: &AppState, own: Option<KeyRate>) -> Limit {
     }
 }
 
-/// The middleware: counts the request against its key's rate, answers 429 past it, and puts the
-/// key's `RateLimit-Policy` and `RateLimit` on every answer.
+/// Whether the route is limited (all of `/api/v1` but nginx's fallback).
+fn limited(request: &Request) -> bool {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    route != Some(RESOLVE_ROUTE)
+}
+
+/// After the key check: counts the request against its key's rate, answers 429 past it, and
+/// puts the key's `RateLimit-Policy` and `RateLimit` on every answer.
 pub async fn limit_api_key(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(MatchedPath::as_str);
     let key = request.extensions().get::<ApiKeyId>().copied();
-    let (Some(key), false) = (key, route == Some(RESOLVE_ROUTE)) else {
+    let (Some(key), true) = (key, limited(&request)) else {
         return next.run(request).await;
     };
     let limit = key_limit(&state, request.extensions().get::<KeyRate>().copied());

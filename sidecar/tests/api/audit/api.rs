@@ -172,8 +172,22 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
     // Filters and the cursor: by actor; pages of two, each from the last one's `next`.
     let by_key = audit(&app, &format!("?actor=key:{bootstrap}")).await;
     assert_eq!(by_key["rows"].as_array().unwrap().len(), 4);
-    let by_cli = audit(&app, "?action=key.*").await;
-    assert_eq!(by_cli["rows"].as_array().unwrap().len(), 2);
+    let keys = audit(&app, "?action=key.*").await;
+    let keys: Vec<_> = keys["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["action"].clone(), r["actor_kind"].clone()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (json!("key.revoke"), json!("cli")),
+            (json!("key.create"), json!("cli")),
+            (json!("key.create"), json!("system")),
+        ],
+        "the bootstrap key's row was written at start-up"
+    );
     let (mut ids, mut query) = (Vec::new(), "?limit=2".to_owned());
     loop {
         let page = audit(&app, &query).await;
@@ -189,7 +203,7 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
             None => break,
         }
     }
-    assert_eq!(ids.len(), 6, "{ids:?}");
+    assert_eq!(ids.len(), 7, "{ids:?}");
     assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
     let bad = app.api(Method::GET, "/audit?limit=0").send().await.unwrap();
     assert_eq!(bad.status(), 400);
@@ -198,7 +212,7 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
 
     let (sound, said) = verify_cli(&app.database_url);
     assert!(sound, "{said}");
-    assert!(said.contains("6 rows checked"), "{said}");
+    assert!(said.contains("7 rows checked"), "{said}");
 }
 
 /// An import writes one row per run with its counts and idempotency key, not one per link; a

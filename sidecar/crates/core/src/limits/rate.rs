@@ -2,38 +2,56 @@
 //! password budgets' approach, `shortlink_wire::record::password`), one integer per key in Redis,
 //! read and written by one script on Redis's clock. Every sidecar on the same Redis therefore
 //! draws on the same budget, and no clock skew between them matters.
+//!
+//! A round trip to Redis per request would cost a create about a tenth of its time, so a sidecar
+//! takes a key's requests from Redis a few at a time ([`lease_size`]: a tenth of the burst, at
+//! most 1,000) and hands them out itself for up to [`LEASE_LIFETIME`]. Redis never grants more
+//! than the budget, so all sidecars together never let more through than one limiter would;
+//! what one sidecar holds unused is missing to the others for at most that second, so with S
+//! sidecars a key gets at least `burst - S * (lease - 1)` at once. A burst under 20 leases one
+//! request at a time: exact, a round trip each.
 
 use super::connection::{LimitsConnection, LimitsUnavailable};
 use super::Limit;
 use shortlink_wire::keys::api_key_rate_key;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// `EVALSHA <GCRA> 1 <key> <interval µs> <burst>`: the key holds the "theoretical arrival time"
-/// (TAT, µs of Redis's clock): when the budget would be full again with every request so far
-/// spread at one per interval. A request is allowed when at most `burst - 1` intervals are still
-/// owed (TAT - now <= (burst - 1) * interval); an allowed one moves the TAT one interval on. A
+/// How long a sidecar keeps requests it took from Redis and did not use yet.
+pub const LEASE_LIFETIME: Duration = Duration::from_secs(1);
+
+/// Requests taken from Redis at once for `limit`.
+pub fn lease_size(limit: Limit) -> u64 {
+    (u64::from(limit.burst) / 10).clamp(1, 1000)
+}
+
+/// `EVALSHA <GCRA> 1 <key> <interval µs> <burst> <n>`: the key holds the "theoretical arrival
+/// time" (TAT, µs of Redis's clock): when the budget would be full again with every request so
+/// far spread at one per interval. A request fits when at most `burst - 1` intervals are still
+/// owed (TAT - now <= (burst - 1) * interval); each one granted moves the TAT one interval on. A
 /// fresh key (or one expired, which happens exactly when the budget is full) lets `burst`
-/// requests through at once, then one per interval.
+/// requests through at once, then one per interval. Up to `n` are granted, as many as fit.
 ///
-/// The reply: `{allowed (0/1), remaining, ms until the budget is full, ms until the next request
-/// is allowed (0 when allowed)}`. Microseconds: Lua's doubles hold them exactly (2^53 µs is 285
+/// The reply: `{granted (0..n), remaining after them, ms until the budget is full, ms until the
+/// next request fits (0 when granted)}`. Microseconds: Lua's doubles hold them exactly (2^53 µs is 285
 /// years), and a limit of thousands per second needs finer than milliseconds.
 const GCRA: &str = r"
 redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local interval, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or 0) or 0, now)
-local wait = tat - now - (burst - 1) * interval
-if wait > 0 then
-  return {0, 0, math.ceil((tat - now) / 1000), math.ceil(wait / 1000)}
+local fit = math.floor((now + burst * interval - tat) / interval)
+if fit < 1 then
+  return {0, 0, math.ceil((tat - now) / 1000),
+    math.ceil((tat - now - (burst - 1) * interval) / 1000)}
 end
-tat = tat + interval
+local granted = math.min(n, fit)
+tat = tat + granted * interval
 redis.call('SET', KEYS[1], string.format('%d', tat), 'PX',
   string.format('%d', math.ceil((tat - now) / 1000)))
-return {1, math.floor((now + burst * interval - tat) / interval),
-  math.ceil((tat - now) / 1000), 0}
+return {granted, fit - granted, math.ceil((tat - now) / 1000), 0}
 ";
 
 /// What the limiter said about one request.
@@ -48,10 +66,21 @@ pub struct Decision {
     pub retry_after: Duration,
 }
 
+/// Requests of one key this sidecar took from Redis and has not handed out yet.
+struct Lease {
+    limit: Limit,
+    left: u64,
+    taken_at: Instant,
+    /// What Redis said when they were taken.
+    remaining: u64,
+    reset: Duration,
+}
+
 /// The per-key limiter. Cheap to share (`Arc`); one Redis connection of its own.
 pub struct RateLimiter {
     connection: Arc<LimitsConnection>,
     script: redis::Script,
+    leases: Mutex<HashMap<i64, Lease>>,
 }
 
 impl RateLimiter {
@@ -59,26 +88,83 @@ impl RateLimiter {
         Self {
             connection,
             script: redis::Script::new(GCRA),
+            leases: Mutex::default(),
         }
     }
 
     /// Counts one request of API key `key_id` against `limit` (never [`Limit::is_off`]).
     pub async fn check(&self, key_id: i64, limit: Limit) -> Result<Decision, LimitsUnavailable> {
+        if let Some(decision) = self.from_lease(key_id, limit) {
+            return Ok(decision);
+        }
         let mut invocation = self.script.prepare_invoke();
         invocation
             .key(api_key_rate_key(key_id))
             .arg(limit.interval_micros())
-            .arg(limit.burst);
-        let (allowed, remaining, reset_ms, retry_ms): (u8, u64, u64, u64) =
+            .arg(limit.burst)
+            .arg(lease_size(limit));
+        let (granted, remaining, reset_ms, retry_ms): (u64, u64, u64, u64) =
             self.connection.invoke(&invocation).await?;
-        if allowed != 1 {
+        let reset = Duration::from_millis(reset_ms);
+        if granted == 0 {
             super::refused("api-key");
+            return Ok(Decision {
+                allowed: false,
+                remaining: 0,
+                reset,
+                retry_after: Duration::from_millis(retry_ms),
+            });
+        }
+        if granted > 1 {
+            let lease = Lease {
+                limit,
+                left: granted - 1,
+                taken_at: Instant::now(),
+                remaining,
+                reset,
+            };
+            // A lease another request took meanwhile is dropped: fewer let through, never more.
+            self.leases
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key_id, lease);
         }
         Ok(Decision {
-            allowed: allowed == 1,
-            remaining,
-            reset: Duration::from_millis(reset_ms),
-            retry_after: Duration::from_millis(retry_ms),
+            allowed: true,
+            remaining: remaining + granted - 1,
+            reset,
+            retry_after: Duration::ZERO,
         })
+    }
+
+    /// One request out of the key's lease, if it has one still good for `limit`.
+    fn from_lease(&self, key_id: i64, limit: Limit) -> Option<Decision> {
+        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        let lease = leases.get_mut(&key_id)?;
+        let age = lease.taken_at.elapsed();
+        if lease.left == 0 || lease.limit != limit || age >= LEASE_LIFETIME {
+            leases.remove(&key_id);
+            return None;
+        }
+        lease.left -= 1;
+        Some(Decision {
+            allowed: true,
+            remaining: lease.remaining + lease.left,
+            reset: lease.reset.saturating_sub(age),
+            retry_after: Duration::ZERO,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_bursts_lease_one_request_at_a_time() {
+        assert_eq!(lease_size(Limit::new(1, 10)), 1);
+        assert_eq!(lease_size(Limit::new(50, 19)), 1);
+        assert_eq!(lease_size(Limit::new(50, 100)), 10);
+        assert_eq!(lease_size(Limit::new(1_000_000, 1_000_000)), 1000);
     }
 }
