@@ -37,7 +37,10 @@ const MAX_JOBS: usize = 50;
 /// Running and recent jobs by id, each with the workspace that started it: another workspace's
 /// job is not found.
 #[derive(Default)]
-pub struct Jobs(Mutex<HashMap<String, (WorkspaceId, Arc<Mutex<Job>>)>>);
+pub struct Jobs(Mutex<HashMap<String, Owned<Job>>>);
+
+/// A job and the workspace that started it.
+type Owned<J> = (WorkspaceId, Arc<Mutex<J>>);
 
 #[derive(Default)]
 struct Job {

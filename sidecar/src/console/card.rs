@@ -13,6 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -65,10 +66,12 @@ pub async fn page(
 pub async fn save(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
     Form(form): Form<CardForm>,
 ) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
@@ -89,7 +92,11 @@ pub async fn save(
         preview: Some(preview),
         ..LinkPatch::default()
     };
-    match state.links.update(operator.workspace, &code, patch).await {
+    match state
+        .links
+        .update(operator.workspace, &code, patch, &origin)
+        .await
+    {
         Ok(_) => Ok(see_other(&format!("/console/links/{code}/card?saved=1"))),
         Err(error) => Ok(refused(&operator, &view, &form, error.into())),
     }

@@ -32,7 +32,10 @@ const MAX_JOBS: usize = 20;
 /// Import jobs by id, each with the workspace that started it: another workspace's job is not
 /// found.
 #[derive(Default)]
-pub struct Imports(Mutex<HashMap<String, (WorkspaceId, Arc<Mutex<Job>>)>>);
+pub struct Imports(Mutex<HashMap<String, Owned<Job>>>);
+
+/// A job and the workspace that started it.
+type Owned<J> = (WorkspaceId, Arc<Mutex<J>>);
 
 #[derive(Default)]
 struct Job {

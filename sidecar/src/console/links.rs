@@ -11,6 +11,7 @@ use crate::service::{Created, LinkPatch};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
+use axum::Extension;
 use axum::Form;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup};
@@ -108,9 +109,11 @@ pub async fn create_page(operator: Operator) -> PageResult {
 pub async fn create(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Form(form): Form<CreateForm>,
 ) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let request = || -> Result<LinkRequest, Error> {
@@ -154,7 +157,11 @@ pub async fn create(
         )?)
     };
     let created = match request().and_then(check) {
-        Ok(new) => state.links.create(new, None).await.map_err(Error::from),
+        Ok(new) => state
+            .links
+            .create(new, None, &origin)
+            .await
+            .map_err(Error::from),
         Err(error) => Err(error),
     };
     match created {
@@ -331,10 +338,12 @@ pub struct EditForm {
 pub async fn edit(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
     Form(form): Form<EditForm>,
 ) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let target = match optional(&form.url) {
@@ -373,7 +382,10 @@ pub async fn edit(
         tags: None,
         ..LinkPatch::default()
     };
-    state.links.update(operator.workspace, &code, patch).await?;
+    state
+        .links
+        .update(operator.workspace, &code, patch, &origin)
+        .await?;
     Ok(see_other(&format!("/console/links/{code}?updated=1")))
 }
 
@@ -408,11 +420,16 @@ pub struct RevokeForm {
 pub async fn revoke(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(tagged): super::audit::Tagged,
     Path(code): Path<String>,
     Form(form): Form<RevokeForm>,
 ) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    state.links.revoke(operator.workspace, &code).await?;
+    state
+        .links
+        .revoke(operator.workspace, &code, &origin)
+        .await?;
     Ok(see_other(&format!("/console/links/{code}?revoked=1")))
 }

@@ -13,6 +13,7 @@ use crate::service::LinkPatch;
 use crate::storage::Link;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
+use axum::Extension;
 use axum::Form;
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use maud::{html, Markup};
@@ -68,10 +69,12 @@ pub async fn page(
 pub async fn save(
     State(state): State<AppState>,
     operator: Operator,
+    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
     Form(form): Form<RulesForm>,
 ) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let link = state.links.get(operator.workspace, &code).await?;
@@ -91,7 +94,11 @@ pub async fn save(
         rules: Some(rules),
         ..LinkPatch::default()
     };
-    match state.links.update(operator.workspace, &code, patch).await {
+    match state
+        .links
+        .update(operator.workspace, &code, patch, &origin)
+        .await
+    {
         Ok(_) => Ok(see_other(&format!("/console/links/{code}/rules?saved=1"))),
         Err(error) => Ok(refused(&operator, link, &domains, &form, error.into())),
     }

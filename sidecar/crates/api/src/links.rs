@@ -5,7 +5,7 @@
 
 use super::{
     ApiKeyId, AppState, Budget, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Query,
-    Result,
+    Recorder, Result,
 };
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -372,6 +372,7 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
 pub async fn create_link(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
     budget: Budget,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
@@ -389,7 +390,7 @@ pub async fn create_link(
         _ => None,
     };
     let reservation = budget.reserve_links(&state, 1).await?;
-    let created = state.links.create(new, claim).await;
+    let created = state.links.create(new, claim, &origin).await;
     let (status, link) = match created {
         Err(error) => {
             reservation.release().await;
@@ -454,6 +455,7 @@ pub async fn get_link(
 pub async fn update_link(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
     domains: DomainContext,
     Path(code): Path<String>,
     Json(request): Json<UpdateLinkRequest>,
@@ -523,7 +525,7 @@ pub async fn update_link(
              valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
         ));
     }
-    let link = state.links.update(workspace, &code, patch).await?;
+    let link = state.links.update(workspace, &code, patch, &origin).await?;
     Ok(Json(LinkView::new(link, &domains)))
 }
 
@@ -538,11 +540,12 @@ pub async fn update_link(
 pub async fn revoke_link(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
     domains: DomainContext,
     Path(code): Path<String>,
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
-    let link = state.links.revoke(workspace, &code).await?;
+    let link = state.links.revoke(workspace, &code, &origin).await?;
     Ok(Json(LinkView::new(link, &domains)))
 }
 

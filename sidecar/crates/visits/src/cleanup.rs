@@ -12,6 +12,7 @@ use super::store::VisitStore;
 use chrono::SubsecRound;
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::service::{LinkPatch, LinkService, ServiceError};
+use shortlink_store::audit::{Actor, Origin};
 use shortlink_store::{self as storage, StorageError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,7 +79,13 @@ pub async fn expire_idle_links(
                 expires_at: Some(Some(storage::now().trunc_subsecs(0))),
                 ..LinkPatch::default()
             };
-            match links.update(link.workspace, &link.code, patch).await {
+            // The job's change, in the link's workspace's chain.
+            let mut origin = Origin::new(Actor::system("idle-expiry"));
+            origin.workspace_id = link.workspace.get();
+            match links
+                .update(link.workspace, &link.code, patch, &origin)
+                .await
+            {
                 Ok(_) => expired += 1,
                 // Revoked or deleted since the page was read.
                 Err(ServiceError::NotFound | ServiceError::Revoked) => {}

@@ -31,7 +31,9 @@ pub(crate) mod pipeline;
 mod spool;
 
 use super::links::{self, LinkView};
-use super::{ApiKeyId, AppState, Budget, DomainContext, Error, ErrorDetail, InWorkspace, Result};
+use super::{
+    ApiKeyId, AppState, Budget, DomainContext, Error, ErrorDetail, InWorkspace, Recorder, Result,
+};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -96,6 +98,7 @@ pub async fn create_batch(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
     budget: Budget,
+    Recorder(origin): Recorder,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -131,7 +134,20 @@ pub async fn create_batch(
         format,
     });
     let chunks = stream::iter(first).chain(chunks);
-    let results = pipeline::run(items, (state, budget), domains, chunks, claim, Mode::Write);
+    // One row for the whole request, with what it created and its key.
+    let mut audit = origin.entry("links.batch", "", shortlink_store::audit::Changes::new());
+    audit.idempotency_key = headers
+        .get("idempotency-key")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let results = pipeline::run(
+        items,
+        (state, budget, Some(audit)),
+        domains,
+        chunks,
+        claim,
+        Mode::Write,
+    );
     if let Some(body_read) = body_read {
         body_in(body_read).await?;
     }

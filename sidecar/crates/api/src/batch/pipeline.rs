@@ -12,9 +12,10 @@ use axum::http::StatusCode;
 use futures_util::{stream, Stream, StreamExt};
 use shortlink_core::limits::Reservation;
 use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
+use shortlink_store::audit::AuditEntry;
 use shortlink_store::{Backend, Link};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Groups written at once on PostgreSQL and MariaDB (concurrent transactions). Two: one commits
@@ -76,12 +77,14 @@ pub(crate) enum Mode {
 /// caller must not start answering before the body is read (see the spool).
 pub(crate) fn run<I: Items>(
     items: Arc<I>,
-    (state, budget): (AppState, Budget),
+    (state, budget, audit): (AppState, Budget, Option<AuditEntry>),
     domains: DomainContext,
     chunks: impl Stream<Item = RawChunk> + Send + 'static,
     claim: Option<Claim>,
     mode: Mode,
 ) -> impl Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    let created = Arc::new(AtomicU64::new(0));
+    let recorded = (state.clone(), Arc::clone(&created));
     let parallel_groups = match state.links.storage().backend() {
         Backend::Sqlite => PARALLEL_GROUPS_SQLITE,
         Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
@@ -95,7 +98,14 @@ pub(crate) fn run<I: Items>(
     );
     let results = admitted
         .map(move |(group, admission)| {
-            tokio::spawn(write_group(state.clone(), group, admission, claim, mode))
+            let created = Arc::clone(&created);
+            tokio::spawn(write_group(
+                state.clone(),
+                group,
+                (admission, created),
+                claim,
+                mode,
+            ))
         })
         .buffered(parallel_groups)
         .map(move |written| {
@@ -115,8 +125,19 @@ pub(crate) fn run<I: Items>(
                     vec![Err(std::io::Error::other("chunk failed"))]
                 }
             })
-        });
+        })
+        .chain(stream::once(record(audit, recorded)).filter_map(|_| async { None }));
     run_ahead(results, HELD_FRAMES)
+}
+
+/// Appends the request's one audit row once its last group is written: how many links it
+/// created, never one row per link. A request cut short (client gone) records what it created.
+async fn record(audit: Option<AuditEntry>, (state, created): (AppState, Arc<AtomicU64>)) {
+    let Some(mut entry) = audit else { return };
+    entry.batch_size = i64::try_from(created.load(Ordering::Relaxed)).ok();
+    if let Err(error) = state.links.storage().append_audit(&entry).await {
+        tracing::error!(%error, action = entry.action, "a batch's audit row could not be written");
+    }
 }
 
 /// Drives `results` in a task of its own, `held` items ahead of whoever reads them: the request
@@ -243,7 +264,7 @@ type WrittenGroup<K> = Vec<(Verdicts<K>, Vec<(i64, ItemOutcome)>)>;
 async fn write_group<K>(
     state: AppState,
     group: Vec<CheckResult<K>>,
-    admission: Admission,
+    (admission, total): (Admission, Arc<AtomicU64>),
     claim: Option<Claim>,
     mode: Mode,
 ) -> std::result::Result<WrittenGroup<K>, tokio::task::JoinError> {
@@ -269,6 +290,7 @@ async fn write_group<K>(
                 .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))
                 .count();
             reservation.keep(created as u64).await;
+            total.fetch_add(created as u64, Ordering::Relaxed);
             outcomes
         }
     };

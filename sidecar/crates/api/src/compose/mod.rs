@@ -14,7 +14,7 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Result};
+use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -27,6 +27,7 @@ use recipients::Input;
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::compose::{self, Campaign, CampaignError, CampaignSpec, OverBudget};
 use shortlink_core::service::{self};
+use shortlink_store::audit::Changes;
 use std::sync::{Arc, Mutex};
 use utoipa::IntoParams;
 
@@ -168,6 +169,7 @@ impl From<CampaignError> for Error {
 pub async fn compose(
     State(state): State<AppState>,
     budget: Budget,
+    Recorder(origin): Recorder,
     Extension(api_key): Extension<ApiKeyId>,
     headers: HeaderMap,
     domains: DomainContext,
@@ -248,9 +250,16 @@ pub async fn compose(
         true => pipeline::Mode::DryRun,
         false => pipeline::Mode::Write,
     };
+    // One row for the whole campaign (none for a dry run: nothing changes).
+    let audit = (mode == pipeline::Mode::Write).then(|| {
+        let campaign = params.campaign.clone().unwrap_or_default();
+        let mut entry = origin.entry("links.compose", campaign, Changes::new());
+        entry.idempotency_key = key.as_ref().map(|key| key.key.clone());
+        entry
+    });
     let results = pipeline::run(
         Arc::clone(&recipients),
-        (state, budget),
+        (state, budget, audit),
         domains,
         chunks,
         claim,

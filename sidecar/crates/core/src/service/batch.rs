@@ -247,7 +247,9 @@ impl LinkService {
                 let written = unpublished(sent, taken);
                 self.projection.delete_if_unchanged(&written).await
             };
-            let committed = self.commit_or_undo(tx, Scope::Batch(records), undo).await;
+            let committed = self
+                .commit_or_undo(tx, Scope::Batch(records), None, undo)
+                .await;
             committed.err().map(|error| ItemFailure::of(&error))
         }
     }

@@ -6,6 +6,7 @@
 
 use super::{LinkService, ServiceError};
 use crate::projection::ProjectionError;
+use shortlink_store::audit::AuditEntry;
 use shortlink_store::LinkTx;
 use std::future::Future;
 
@@ -18,15 +19,29 @@ pub(super) enum Scope<'a> {
 }
 
 impl LinkService {
-    /// Commits `tx`; if the commit fails, `undo` takes Redis back to what SQL keeps (best effort:
-    /// what it cannot undo is logged, for `resync`). `undo` runs only on that failure.
+    /// Appends the change's audit row (`audit`, the last statement: the workspace's chain head
+    /// stays locked only until the commit) and commits `tx`; if either fails, `undo` takes Redis
+    /// back to what SQL keeps (best effort: what it cannot undo is logged, for `resync`). `undo`
+    /// runs only on that failure. So a change is never stored without its audit row.
     pub(super) async fn commit_or_undo(
         &self,
-        tx: Box<dyn LinkTx>,
+        mut tx: Box<dyn LinkTx>,
         scope: Scope<'_>,
+        audit: Option<&AuditEntry>,
         undo: impl Future<Output = Result<(), ProjectionError>>,
     ) -> Result<(), ServiceError> {
-        let Err(error) = tx.commit().await else {
+        let appended = match audit {
+            Some(entry) => tx.append_audit(entry).await,
+            None => Ok(()),
+        };
+        let committed = match appended {
+            Ok(()) => tx.commit().await,
+            Err(error) => {
+                let _ = tx.rollback().await;
+                Err(error)
+            }
+        };
+        let Err(error) = committed else {
             return Ok(());
         };
         if let Err(redis) = undo.await {

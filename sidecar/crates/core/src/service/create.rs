@@ -4,6 +4,7 @@ use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::projection::{slugs, written_value, RecordWrite};
 use chrono::{DateTime, Utc};
+use shortlink_store::audit::{link_changes, Changes, Origin};
 use shortlink_store::{
     self as storage, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError,
 };
@@ -22,6 +23,7 @@ impl LinkService {
         &self,
         new: NewLink,
         claim: Option<Claim>,
+        origin: &Origin,
     ) -> Result<Created, ServiceError> {
         let slot = claim.map(|claim| Slot {
             batch_id: claim.batch_id,
@@ -86,7 +88,7 @@ impl LinkService {
                 Err(e) => return Err(e.into()),
             }
             if self
-                .publish_new_and_commit(tx, &link, alias.is_some())
+                .publish_new_and_commit(tx, &link, alias.is_some(), origin)
                 .await?
             {
                 return Ok(Created::New(link));
@@ -167,6 +169,7 @@ impl LinkService {
         tx: Box<dyn storage::LinkTx>,
         link: &Link,
         explicit: bool,
+        origin: &Origin,
     ) -> Result<bool, ServiceError> {
         let write = RecordWrite::for_link(link, storage::now(), self.grace);
         let redis_started = std::time::Instant::now();
@@ -217,7 +220,8 @@ impl LinkService {
             }
         }
         let undo = self.projection.delete_if_unchanged(&written);
-        self.commit_or_undo(tx, Scope::Link(&link.code), undo)
+        let audit = origin.entry("link.create", &link.code, created_changes(link));
+        self.commit_or_undo(tx, Scope::Link(&link.code), Some(&audit), undo)
             .await?;
         Ok(true)
     }
@@ -228,6 +232,21 @@ impl LinkService {
 /// always gets a link of its own, and one without is never handed a protected link.
 fn same_options(existing: &LinkExtras, new: &LinkExtras) -> bool {
     existing.password_digest.is_none() && new.password_digest.is_none() && existing == new
+}
+
+/// What a create's audit row says of the new link: the fields it was made with (a password only
+/// as set, never its digest).
+fn created_changes(link: &Link) -> Changes {
+    let unset = Link {
+        target: String::new(),
+        extras: LinkExtras::default(),
+        campaign: None,
+        recipient_ref: None,
+        tags: Vec::new(),
+        expires_at: None,
+        ..link.clone()
+    };
+    link_changes(&unset, link)
 }
 
 /// The link a new item becomes.

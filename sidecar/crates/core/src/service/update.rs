@@ -3,6 +3,7 @@
 use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
 use crate::projection::{slugs, RecordWrite};
+use shortlink_store::audit::{link_changes, AuditEntry, Origin};
 use shortlink_store::{self as storage, Link, WorkspaceId};
 
 impl LinkService {
@@ -11,6 +12,7 @@ impl LinkService {
         workspace: WorkspaceId,
         code: &str,
         patch: LinkPatch,
+        origin: &Origin,
     ) -> Result<Link, ServiceError> {
         let mut tx = self.storage.begin().await?;
         let Some(current) = tx.lock_link(workspace, code).await? else {
@@ -71,7 +73,13 @@ impl LinkService {
         }
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
-        self.publish_and_commit(tx, &next, Some(&current)).await?;
+        self.publish_and_commit(
+            tx,
+            &next,
+            Some(&current),
+            &origin.entry("link.update", code, link_changes(&current, &next)),
+        )
+        .await?;
         Ok(next)
     }
 
@@ -79,7 +87,12 @@ impl LinkService {
     /// tombstone (repairing Redis if needed) and returns the link as it is. The link's click
     /// counter (`max_visits`) goes once the revoke is committed, never before: a revoke undone
     /// after a failure must find the count it had, or the cap would start again.
-    pub async fn revoke(&self, workspace: WorkspaceId, code: &str) -> Result<Link, ServiceError> {
+    pub async fn revoke(
+        &self,
+        workspace: WorkspaceId,
+        code: &str,
+        origin: &Origin,
+    ) -> Result<Link, ServiceError> {
         let mut tx = self.storage.begin().await?;
         let Some(current) = tx.lock_link(workspace, code).await? else {
             let _ = tx.rollback().await;
@@ -92,7 +105,13 @@ impl LinkService {
             next.updated_at = now;
             tx.update_link(&next).await?;
         }
-        self.publish_and_commit(tx, &next, Some(&current)).await?;
+        self.publish_and_commit(
+            tx,
+            &next,
+            Some(&current),
+            &origin.entry("link.revoke", code, link_changes(&current, &next)),
+        )
+        .await?;
         if let Err(error) = self.projection.delete_visit_count(code).await {
             // Harmless but for the memory: a tombstone answers 410 without reading it.
             tracing::warn!(%code, %error, "the revoked link's click counter could not be deleted");
@@ -105,6 +124,7 @@ impl LinkService {
         tx: Box<dyn storage::LinkTx>,
         link: &Link,
         previous: Option<&Link>,
+        audit: &AuditEntry,
     ) -> Result<(), ServiceError> {
         slugs::of(self.storage.as_ref(), link.workspace).await?;
         let now = storage::now();
@@ -120,6 +140,6 @@ impl LinkService {
                 .await;
             return Err(error.into());
         }
-        self.commit_or_undo(tx, scope, restore()).await
+        self.commit_or_undo(tx, scope, Some(audit), restore()).await
     }
 }
