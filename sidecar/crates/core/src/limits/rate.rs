@@ -94,7 +94,7 @@ impl RateLimiter {
 
     /// Counts one request of API key `key_id` against `limit` (never [`Limit::is_off`]).
     pub async fn check(&self, key_id: i64, limit: Limit) -> Result<Decision, LimitsUnavailable> {
-        if let Some(decision) = self.from_lease(key_id, limit) {
+        if let Some(decision) = self.take_leased(key_id, limit) {
             return Ok(decision);
         }
         let mut invocation = self.script.prepare_invoke();
@@ -107,6 +107,10 @@ impl RateLimiter {
             self.connection.invoke(&invocation).await?;
         let reset = Duration::from_millis(reset_ms);
         if granted == 0 {
+            // Concurrent requests of the key may have taken the rest for this sidecar meanwhile.
+            if let Some(decision) = self.take_leased(key_id, limit) {
+                return Ok(decision);
+            }
             super::refused("api-key");
             return Ok(Decision {
                 allowed: false,
@@ -116,18 +120,28 @@ impl RateLimiter {
             });
         }
         if granted > 1 {
-            let lease = Lease {
-                limit,
-                left: granted - 1,
-                taken_at: Instant::now(),
-                remaining,
-                reset,
-            };
-            // A lease another request took meanwhile is dropped: fewer let through, never more.
-            self.leases
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key_id, lease);
+            let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+            match leases.get_mut(&key_id) {
+                // Concurrent requests that each took a lease: the requests add up, none is lost
+                // (they were counted in Redis).
+                Some(lease)
+                    if lease.limit == limit && lease.taken_at.elapsed() < LEASE_LIFETIME =>
+                {
+                    lease.left += granted - 1;
+                    lease.remaining = remaining;
+                    lease.reset = reset;
+                }
+                _ => {
+                    let lease = Lease {
+                        limit,
+                        left: granted - 1,
+                        taken_at: Instant::now(),
+                        remaining,
+                        reset,
+                    };
+                    leases.insert(key_id, lease);
+                }
+            }
         }
         Ok(Decision {
             allowed: true,
@@ -138,7 +152,7 @@ impl RateLimiter {
     }
 
     /// One request out of the key's lease, if it has one still good for `limit`.
-    fn from_lease(&self, key_id: i64, limit: Limit) -> Option<Decision> {
+    fn take_leased(&self, key_id: i64, limit: Limit) -> Option<Decision> {
         let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
         let lease = leases.get_mut(&key_id)?;
         let age = lease.taken_at.elapsed();
