@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::http::compose::ComposeParams;
 use crate::http::{self, ApiKeyId, DomainContext, PUBLIC_BASE_HEADER};
 use crate::service::CLI_API_KEY_ID;
+use crate::storage;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -70,6 +71,11 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
     let answer = http::compose::compose(
         State(state),
         http::Budget::unmetered(workspace.id),
+        http::Recorder({
+            let mut origin = storage::audit::Origin::new(storage::audit::Actor::cli());
+            origin.workspace_id = workspace.id.get();
+            origin
+        }),
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
         domains,

@@ -10,6 +10,7 @@ use crate::http::compose::{self, ComposeParams};
 use crate::http::{self, ApiKeyId, AppState, DomainContext, Error};
 use crate::service::compose::{Campaign, CampaignSpec};
 use crate::service::CLI_API_KEY_ID;
+use crate::storage::audit::{Actor, Origin};
 use crate::storage::WorkspaceId;
 use axum::body::Body;
 use axum::extract::State;
@@ -190,6 +191,8 @@ async fn dry_run(
     let answer = compose::compose(
         State(state),
         http::Budget::unmetered(workspace),
+        // A dry run records nothing.
+        http::Recorder(Origin::new(Actor::console(String::new()))),
         // A dry run claims no idempotency key: no key of the operator's is involved.
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
