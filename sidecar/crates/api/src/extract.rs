@@ -1,13 +1,15 @@
 //! Extractors: axum's, with rejections that answer as every other API error, and the request's
 //! view of the domain pool.
 
-use super::{AppState, Error, Result};
+use super::{AppState, Error, InWorkspace, Result};
 use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use shortlink_domains::IssuingBases;
+use shortlink_core::projection::slugs;
+use shortlink_domains::{IssuingBases, WorkspaceBases};
 use shortlink_model::validate;
+use shortlink_store::DEFAULT_SLUG;
 use std::sync::Arc;
 
 /// Request headers set by the internal nginx API server (docs/ARCHITECTURE.md, "The domain pool").
@@ -121,17 +123,30 @@ impl FromRequestParts<AppState> for DomainContext {
         let trusted = (state.settings.proxy_secret.as_ref())
             .is_some_and(|secret| secret.matches(&parts.headers));
         let issuing_trusted = trusted || parts.headers.get(PUBLIC_BASE_HEADER).is_none();
-        let issuing = match header(PUBLIC_BASE_HEADER)? {
-            Some(raw) => Some(IssuingBases::parse(raw).map_err(|reason| Error::Request {
+        let lists = (header(PUBLIC_BASE_HEADER)?)
+            .map(WorkspaceBases::parse)
+            .transpose()
+            .map_err(|reason| Error::Request {
                 status: StatusCode::BAD_REQUEST,
                 code: "invalid_header",
                 message: format!("the {PUBLIC_BASE_HEADER} header {reason}"),
-            })?),
-            None => state
+            })?;
+        // The request's workspace's own list (its links answer on its domains only); the
+        // default workspace falls back to --public-base-url, as before workspaces.
+        let workspace = (parts.extensions.get::<InWorkspace>())
+            .and_then(|workspace| slugs::in_record(workspace.0));
+        let fallback = || {
+            state
                 .settings
                 .public_base_url
                 .clone()
-                .map(IssuingBases::single),
+                .map(IssuingBases::single)
+        };
+        let issuing = match (&lists, workspace) {
+            (Some(lists), Some(name)) => lists.of(name.as_str()).cloned(),
+            (Some(lists), None) => lists.of(DEFAULT_SLUG).cloned().or_else(fallback),
+            (None, Some(_)) => None,
+            (None, None) => fallback(),
         };
         let mut own_domains = state.settings.short_domains.clone();
         if let Some(pool) = header(POOL_HEADER)? {
@@ -151,11 +166,11 @@ impl FromRequestParts<AppState> for DomainContext {
         // Listed (and checked) from the first request naming them, the domains endpoints' own
         // included: not only once a link is issued. Headers from anyone but nginx serve this
         // request only: the job never probes a name nobody configured.
-        let issuing_hosts = issuing.iter().filter(|_| issuing_trusted);
+        let issuing_hosts = lists.iter().filter(|_| issuing_trusted);
         state.domains.saw(
             named
                 .into_iter()
-                .chain(issuing_hosts.flat_map(IssuingBases::hosts)),
+                .chain(issuing_hosts.flat_map(WorkspaceBases::hosts)),
         );
         Ok(DomainContext {
             issuing,

@@ -371,7 +371,6 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
     ))]
 pub async fn create_link(
     State(state): State<AppState>,
-    InWorkspace(workspace): InWorkspace,
     Recorder(origin): Recorder,
     budget: Budget,
     Extension(api_key): Extension<ApiKeyId>,
@@ -384,7 +383,7 @@ pub async fn create_link(
         let canonical = serde_json::to_vec(&request).unwrap_or_default();
         service::request_hash("create", [canonical.as_slice()])
     });
-    let new = new_link(&state, workspace, &domains, request)?;
+    let new = new_link(&state, budget.workspace, &domains, request)?;
     let claim = match (&key, &hash) {
         (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
         _ => None,

@@ -12,6 +12,15 @@
 //! and the list, so reads show the short URL the create returned while the list is unchanged, and
 //! a carrier block on one domain hits only its share of a campaign. Every code answers on every
 //! pool domain whatever its pick: the pick only decides which URL is handed out.
+//!
+//! **Workspaces** (issue 53): the list may hold one list per workspace, each after `[<slug>]`;
+//! what comes before the first such header is the default workspace's. A workspace's links are
+//! issued on its own list (on its own domains, the ones nginx maps to it), a workspace with none
+//! gets no short URL rather than one on another's domain:
+//!
+//! ```text
+//! https://s1.example [brand-a] https://a1.brand-a.example weight=2 https://a2.brand-a.example
+//! ```
 
 use sha2::{Digest, Sha256};
 use shortlink_model::validate;
@@ -39,6 +48,59 @@ pub enum Spread {
 pub struct IssuingBases {
     pub bases: Vec<IssuingBase>,
     pub spread: Spread,
+}
+
+/// The issuing lists of every workspace, by slug (`default` for the unlabelled part).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WorkspaceBases {
+    lists: Vec<(String, IssuingBases)>,
+}
+
+impl WorkspaceBases {
+    /// Parses a list that may hold `[<slug>]` sections; the error names the section's problem.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let mut lists = Vec::new();
+        let mut slug = "default".to_owned();
+        let mut section = String::new();
+        let mut flush = |slug: &str, section: &mut String| -> Result<(), String> {
+            if section.trim().is_empty() && slug == "default" {
+                return Ok(());
+            }
+            let bases = IssuingBases::parse(section)
+                .map_err(|reason| format!("{reason} (in the [{slug}] list)"))?;
+            lists.push((slug.to_owned(), bases));
+            section.clear();
+            Ok(())
+        };
+        for token in raw.split_ascii_whitespace() {
+            match token.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+                Some(next) => {
+                    flush(&slug, &mut section)?;
+                    slug = next.to_owned();
+                }
+                None => {
+                    section.push_str(token);
+                    section.push(' ');
+                }
+            }
+        }
+        flush(&slug, &mut section)?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some((twice, _)) = lists.iter().find(|(slug, _)| !seen.insert(slug.clone())) {
+            return Err(format!("lists [{twice}] twice"));
+        }
+        Ok(Self { lists })
+    }
+
+    /// The list of the workspace `slug`, if the configuration gives it one.
+    pub fn of(&self, slug: &str) -> Option<&IssuingBases> {
+        (self.lists.iter()).find_map(|(name, bases)| (name == slug).then_some(bases))
+    }
+
+    /// Every list's hosts (the domain health job checks them all).
+    pub fn hosts(&self) -> impl Iterator<Item = String> + '_ {
+        self.lists.iter().flat_map(|(_, bases)| bases.hosts())
+    }
 }
 
 impl IssuingBases {
@@ -167,6 +229,48 @@ impl IssuingBases {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_workspace_has_its_own_list() {
+        let lists = WorkspaceBases::parse(
+            "https://s1.example [brand-a] https://a1.brand-a.example weight=2 \
+             https://a2.brand-a.example [brand-b] https://b.example spread=campaign",
+        )
+        .unwrap();
+        let urls = |slug| -> Vec<String> {
+            (lists.of(slug).unwrap().bases.iter())
+                .map(|b| b.url.clone())
+                .collect()
+        };
+        assert_eq!(urls("default"), ["https://s1.example"]);
+        assert_eq!(
+            urls("brand-a"),
+            ["https://a1.brand-a.example", "https://a2.brand-a.example"]
+        );
+        assert_eq!(lists.of("brand-b").unwrap().spread, Spread::Campaign);
+        assert!(lists.of("brand-c").is_none());
+        assert_eq!(lists.hosts().count(), 4);
+        // Without a default part the default has none; a plain list is the default's.
+        assert!(WorkspaceBases::parse("[brand-a] https://a.example")
+            .unwrap()
+            .of("default")
+            .is_none());
+        assert_eq!(
+            WorkspaceBases::parse("https://s.example")
+                .unwrap()
+                .of("default")
+                .unwrap()
+                .bases
+                .len(),
+            1
+        );
+        for bad in [
+            "[brand-a]",
+            "https://s.example [a] https://a.example [a] https://b.example",
+        ] {
+            assert!(WorkspaceBases::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn parses_weights_draining_and_spread() {

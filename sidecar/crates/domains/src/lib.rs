@@ -12,4 +12,4 @@ mod state;
 mod traffic;
 mod webhook;
 
-pub use issuing::{IssuingBase, IssuingBases, Spread};
+pub use issuing::{IssuingBase, IssuingBases, Spread, WorkspaceBases};

@@ -349,3 +349,37 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
         .unwrap();
     assert_eq!(answer.status(), 422);
 }
+
+#[tokio::test]
+async fn a_workspaces_links_are_issued_on_its_own_domains() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    create_workspace(&app, &operator, "brand-b").await;
+    let a = workspace_key(&app, &operator, "brand-a", "issuer").await;
+    let b = workspace_key(&app, &operator, "brand-b", "issuer").await;
+    // As nginx's API server sends it: the default's list, then brand-a's; brand-b has none.
+    let lists = "https://s.example [brand-a] https://a1.brand-a.example";
+    let create = |key: String| {
+        let request = with_key(&app, &key, Method::POST, "/links")
+            .header("x-shortlink-public-base", lists)
+            .json(&json!({"url": "https://shop.example/x"}));
+        async move {
+            let answer = request.send().await.unwrap();
+            assert_eq!(answer.status(), 201);
+            answer.json::<Value>().await.unwrap()
+        }
+    };
+    let ours = create(a).await;
+    let code = ours["code"].as_str().unwrap();
+    assert_eq!(
+        ours["short_url"],
+        format!("https://a1.brand-a.example/{code}")
+    );
+    let default = create(API_KEY.to_owned()).await;
+    let code = default["code"].as_str().unwrap();
+    assert_eq!(default["short_url"], format!("https://s.example/{code}"));
+    // Never a URL on another workspace's domain, where it would not answer.
+    let theirs = create(b).await;
+    assert!(theirs["short_url"].is_null(), "{theirs}");
+}

@@ -31,9 +31,7 @@ pub(crate) mod pipeline;
 mod spool;
 
 use super::links::{self, LinkView};
-use super::{
-    ApiKeyId, AppState, Budget, DomainContext, Error, ErrorDetail, InWorkspace, Recorder, Result,
-};
+use super::{ApiKeyId, AppState, Budget, DomainContext, Error, ErrorDetail, Recorder, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -96,7 +94,6 @@ struct ItemResult {
     ))]
 pub async fn create_batch(
     State(state): State<AppState>,
-    InWorkspace(workspace): InWorkspace,
     budget: Budget,
     Recorder(origin): Recorder,
     Extension(api_key): Extension<ApiKeyId>,
@@ -129,7 +126,7 @@ pub async fn create_batch(
     };
     let items = Arc::new(LinkItems {
         state: state.clone(),
-        workspace,
+        workspace: budget.workspace,
         domains: domains.clone(),
         format,
     });

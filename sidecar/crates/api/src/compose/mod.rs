@@ -166,6 +166,8 @@ impl From<CampaignError> for Error {
             header line with a `phone` column and no column twice), `no_issuing_domain`, \
             `idempotency_key_reused`", body = super::ErrorBody),
     ))]
+// Axum extractors, one per part of the request; the CLI and the console call it with theirs.
+#[allow(clippy::too_many_arguments)]
 pub async fn compose(
     State(state): State<AppState>,
     budget: Budget,
