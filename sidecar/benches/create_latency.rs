@@ -38,14 +38,90 @@ fn ms(d: Duration) -> String {
 }
 
 fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
+    start_binary(env!("CARGO_BIN_EXE_shortlink-sidecar"), &[], database_url, redis_url, log)
+}
+
+fn start_binary(
+    binary: &str,
+    extra: &[&str],
+    database_url: &str,
+    redis_url: &str,
+    log: &Path,
+) -> (Lifeline, String) {
+    let mut args = vec!["--public-base-url", "https://s.example"];
+    args.extend_from_slice(extra);
     testkit::Sidecar {
         database_url,
         redis_url,
         secret_hex: SECRET_HEX,
         api_key: API_KEY,
-        args: &["--public-base-url", "https://s.example"],
+        args: &args,
     }
-    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+    .start(binary, log)
+}
+
+/// `BENCH_SIDECAR_BEFORE=<binary>`: this build (with `BENCH_AFTER_ARGS`, e.g. a rate limit) and
+/// that one side by side, each on its own database and Redis, in alternating rounds of 100
+/// creates so the machine's drift hits both alike; prints p50 and p99 of each and their ratios.
+fn compare(before: &str, warmup: usize, n: usize, only: &str) {
+    let after_args = std::env::var("BENCH_AFTER_ARGS").unwrap_or_default();
+    let after_args: Vec<&str> = after_args.split_ascii_whitespace().collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = testkit::temp_dir();
+    println!("Single create, this build (after, `{}`) against {before} (before), alternating rounds of 100.", after_args.join(" "));
+    println!();
+    println!("| backend | before p50 | after p50 | before p99 | after p99 | speed after/before (p50) | (p99) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for backend in ["sqlite", "postgres"] {
+        if !only.split(',').any(|b| b.trim() == backend) {
+            continue;
+        }
+        let mut sides = Vec::new();
+        for (name, binary, extra) in [
+            ("before", before, &[][..]),
+            ("after", env!("CARGO_BIN_EXE_shortlink-sidecar"), &after_args[..]),
+        ] {
+            let redis = RedisServer::start();
+            let database_url = match backend {
+                "sqlite" => format!("sqlite://{}", dir.path().join(format!("{name}.db")).display()),
+                _ => testkit::postgres().fresh_database_url(),
+            };
+            let log = dir.path().join(format!("sidecar-{backend}-{name}.log"));
+            let (sidecar, base) = start_binary(binary, extra, &database_url, &redis.url(), &log);
+            sides.push((redis, sidecar, base, Vec::new()));
+        }
+        for side in &sides {
+            runtime.block_on(measure(&side.2, warmup, 1));
+        }
+        for _ in 0..n.div_ceil(100) {
+            for side in &mut sides {
+                let (creates, _) = runtime.block_on(measure(&side.2, 0, 100));
+                side.3.extend(creates);
+            }
+        }
+        let stats: Vec<(Duration, Duration)> = (sides.iter_mut())
+            .map(|side| {
+                side.3.sort();
+                (percentile(&side.3, 0.5), percentile(&side.3, 0.99))
+            })
+            .collect();
+        let (before, after) = (stats[0], stats[1]);
+        println!(
+            "| {backend} | {} | {} | {} | {} | {:.2} | {:.2} |",
+            ms(before.0),
+            ms(after.0),
+            ms(before.1),
+            ms(after.1),
+            before.0.as_secs_f64() / after.0.as_secs_f64(),
+            before.1.as_secs_f64() / after.1.as_secs_f64(),
+        );
+        for (_, mut sidecar, _, _) in sides {
+            sidecar.stop();
+        }
+    }
 }
 
 async fn measure(base: &str, warmup: usize, n: usize) -> (Vec<Duration>, Vec<Duration>) {
@@ -98,6 +174,10 @@ fn main() {
     let warmup = env_usize("BENCH_WARMUP", 200);
     let n = env_usize("BENCH_N", 2000).max(1);
     let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+    if let Ok(before) = std::env::var("BENCH_SIDECAR_BEFORE") {
+        compare(&before, warmup, n, &only);
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
