@@ -105,18 +105,31 @@ impl HostWorkspaces {
 fn hash(source: usize, host: &[u8]) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
     let step = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(K);
-    let mut h = step(0, source as u64);
-    let mut words = host.chunks_exact(8);
-    for word in &mut words {
+    let word_at = |at: usize| {
         let mut bytes = [0; 8];
-        bytes.copy_from_slice(word);
-        h = step(h, u64::from_le_bytes(bytes));
+        bytes.copy_from_slice(&host[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let mut h = step(0, source as u64);
+    let len = host.len();
+    if len >= 8 {
+        let mut at = 0;
+        while at + 8 < len {
+            h = step(h, word_at(at));
+            at += 8;
+        }
+        // The last 8 bytes, overlapping the word before when the length is not a multiple of
+        // 8: no copy of a partial word.
+        h = step(h, word_at(len - 8));
+    } else {
+        let last = host
+            .iter()
+            .enumerate()
+            .fold(0, |word, (i, &b)| word | u64::from(b) << (8 * i));
+        h = step(h, last);
     }
-    let rest = words.remainder();
-    let mut bytes = [0; 8];
-    bytes[..rest.len()].copy_from_slice(rest);
-    // The length too: "a" and "a\0" pad to the same word.
-    step(step(h, u64::from_le_bytes(bytes)), host.len() as u64)
+    // The length too: "a" and "a\0" make the same word.
+    step(h, len as u64)
 }
 
 #[cfg(test)]
