@@ -38,7 +38,13 @@ fn ms(d: Duration) -> String {
 }
 
 fn start_sidecar(database_url: &str, redis_url: &str, log: &Path) -> (Lifeline, String) {
-    start_binary(env!("CARGO_BIN_EXE_shortlink-sidecar"), &[], database_url, redis_url, log)
+    start_binary(
+        env!("CARGO_BIN_EXE_shortlink-sidecar"),
+        &[],
+        database_url,
+        redis_url,
+        log,
+    )
 }
 
 fn start_binary(
@@ -82,11 +88,18 @@ fn compare(before: &str, warmup: usize, n: usize, only: &str) {
         let mut sides = Vec::new();
         for (name, binary, extra) in [
             ("before", before, &[][..]),
-            ("after", env!("CARGO_BIN_EXE_shortlink-sidecar"), &after_args[..]),
+            (
+                "after",
+                env!("CARGO_BIN_EXE_shortlink-sidecar"),
+                &after_args[..],
+            ),
         ] {
             let redis = RedisServer::start();
             let database_url = match backend {
-                "sqlite" => format!("sqlite://{}", dir.path().join(format!("{name}.db")).display()),
+                "sqlite" => format!(
+                    "sqlite://{}",
+                    dir.path().join(format!("{name}.db")).display()
+                ),
                 _ => testkit::postgres().fresh_database_url(),
             };
             let log = dir.path().join(format!("sidecar-{backend}-{name}.log"));

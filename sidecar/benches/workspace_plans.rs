@@ -104,7 +104,10 @@ async fn main() {
     let pool = PgPool::connect(&url).await.unwrap();
     let started = std::time::Instant::now();
     fill(&pool, n).await;
-    println!("{n} links in 10 workspaces, filled in {:?}\n", started.elapsed());
+    println!(
+        "{n} links in 10 workspaces, filled in {:?}\n",
+        started.elapsed()
+    );
     let mut scans = Vec::new();
     for workspace in [7, 1] {
         for (name, sql) in QUERIES {
@@ -114,7 +117,10 @@ async fn main() {
                 .await
                 .unwrap();
             let plan: Vec<String> = rows.iter().map(|row| row.get::<String, _>(0)).collect();
-            println!("### {name}, workspace {workspace}\n\n```text\n{}\n```\n", plan.join("\n"));
+            println!(
+                "### {name}, workspace {workspace}\n\n```text\n{}\n```\n",
+                plan.join("\n")
+            );
             if plan.iter().any(|line| line.contains("Seq Scan on links")) {
                 scans.push(format!("{name} (workspace {workspace})"));
             }
