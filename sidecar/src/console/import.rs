@@ -8,7 +8,7 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{see_other, PageError, PageResult};
-use crate::cli::audit::record_source_import;
+use crate::cli::import::audit::record_source_import;
 use crate::cli::import::report::{reason_name, Report};
 use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;

@@ -61,10 +61,10 @@ pub enum Error {
     RedisUnavailable(#[source] ProjectionError),
     #[error("no codes left")]
     CodesExhausted(#[source] shortcode::SchemeError),
-    /// 429: past the key's rate or a workspace's quota ([`crate::rate_limit`]), with
+    /// 429: past the key's rate or a workspace's quota ([`crate::throttle`]), with
     /// `Retry-After` and the `RateLimit-Policy` / `RateLimit` fields.
     #[error("{}", .0.message)]
-    RateLimited(Box<crate::rate_limit::Throttled>),
+    RateLimited(Box<crate::throttle::Throttled>),
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -25,6 +25,7 @@ pub mod request_id;
 mod resolve;
 mod state;
 pub mod stats;
+mod throttle;
 mod visits;
 mod webhooks;
 mod workspaces;

@@ -14,92 +14,19 @@
 //! `shortlink_rate_limiter_errors_total` counts it: every write needs that Redis anyway and fails
 //! on its own, while reads from SQL (stats, lists, exports) keep working through an outage.
 
+use super::throttle::{whole_seconds, RateLimitHeaders, Throttled};
 use super::{ApiKeyId, AppState, Error};
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shortlink_core::limits::{Limit, LimitsUnavailable, Quota, QuotaError};
 use shortlink_store::KeyRate;
-use std::time::Duration;
 
 /// Not limited: nginx's fallback.
 const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
 
 /// The policy name of the per-key limit in the headers.
 const API_KEY_POLICY: &str = "api-key";
-
-const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
-
-/// One policy's state as the headers give it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimitHeaders {
-    pub policy: &'static str,
-    pub quota: u64,
-    /// `w`: seconds; `None` for a count that no time window renews.
-    pub window: Option<u64>,
-    pub remaining: u64,
-    /// `t`: seconds until the quota is whole again; `None` when no wait renews it.
-    pub reset: Option<u64>,
-}
-
-impl RateLimitHeaders {
-    /// `RateLimit-Policy`'s member.
-    pub fn policy_value(&self) -> String {
-        let mut value = format!("\"{}\";q={}", self.policy, self.quota);
-        if let Some(window) = self.window {
-            value.push_str(&format!(";w={window}"));
-        }
-        value
-    }
-
-    /// `RateLimit`'s member.
-    pub fn limit_value(&self) -> String {
-        let mut value = format!("\"{}\";r={}", self.policy, self.remaining);
-        if let Some(reset) = self.reset {
-            value.push_str(&format!(";t={reset}"));
-        }
-        value
-    }
-
-    pub fn apply(&self, headers: &mut HeaderMap) {
-        for (name, value) in [
-            (&RATELIMIT_POLICY, self.policy_value()),
-            (&RATELIMIT, self.limit_value()),
-        ] {
-            // Policy names are ours and numbers are digits: always a valid value.
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(name.clone(), value);
-            }
-        }
-    }
-}
-
-/// A refusal by a limit: what [`Error::RateLimited`] carries.
-#[derive(Debug)]
-pub struct Throttled {
-    /// `rate_limited` (the key's rate) or `quota_exceeded` (a workspace's quota).
-    pub code: &'static str,
-    pub message: String,
-    pub headers: RateLimitHeaders,
-    /// `Retry-After`, whole seconds; `None` when waiting will not help.
-    pub retry_after: Option<u64>,
-}
-
-impl Throttled {
-    pub(crate) fn apply(&self, headers: &mut HeaderMap) {
-        self.headers.apply(headers);
-        if let Some(seconds) = self.retry_after {
-            headers.insert(axum::http::header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-    }
-}
-
-/// Whole seconds, rounded up (a client waiting the rounded-down value would be refused again).
-pub fn whole_seconds(duration: Duration) -> u64 {
-    duration.as_micros().div_ceil(1_000_000) as u64
-}
 
 /// The rate a key is held to: its own (`api_keys.rate_per_second`, `rate_burst`), else the
 /// settings'.
@@ -221,6 +148,8 @@ impl From<QuotaError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderMap;
+    use std::time::Duration;
 
     #[test]
     fn fields_follow_the_drafts_structured_syntax() {

@@ -119,6 +119,11 @@ pub struct CreateWorkspaceRequest {
     /// 1 to 32 of `a-z`, `0-9` and `-`, not starting with `-`; never changes.
     pub slug: String,
     /// What people see (default: the slug); 1 to 200 printable characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub name: Option<String>,
     #[serde(default)]
     pub quotas: QuotasView,
@@ -127,6 +132,11 @@ pub struct CreateWorkspaceRequest {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeWorkspaceRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub name: Option<String>,
     /// `true` refuses the workspace's keys (its links keep answering); `false` accepts them again.
     pub suspended: Option<bool>,
@@ -181,17 +191,43 @@ pub struct KeyList {
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
     /// What the key is for, e.g. the campaign tool using it; 1 to 200 printable characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub name: String,
-    /// `admin`, `issuer` or `viewer` (nginx's `resolve` key and operator keys are made with the CLI).
-    pub role: String,
-    /// Its own request rate instead of the installation's (`--api-rate-limit`): requests per
-    /// second on average, with `rate_burst`; both or neither.
-    pub rate_per_second: Option<u32>,
-    pub rate_burst: Option<u32>,
+    /// nginx's `resolve` key and operator keys are made with the CLI.
+    pub role: KeyRole,
+    /// Its own request rate instead of the installation's (`--api-rate-limit`).
+    pub rate: Option<KeyRateRequest>,
 }
 
+/// The roles a workspace's admin may give.
+#[derive(Deserialize, Clone, Copy, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyRole {
+    Admin,
+    Issuer,
+    Viewer,
+}
+
+/// Requests per second on average (0: no limit), up to `burst` at once.
+#[derive(Deserialize, Clone, Copy, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRateRequest {
+    #[schema(maximum = 1000000)]
+    pub per_second: u32,
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub burst: u32,
+}
+
+/// The largest rate and burst a key may be given.
+const MAX_RATE: u32 = 1_000_000;
+
+/// A name as the schema describes it: no control character, one that is not a space.
 fn checked_name(name: &str) -> Result<&str> {
-    let name = name.trim();
+    let name = name.trim_matches(|c: char| c.is_ascii_whitespace());
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(Error::invalid(
             "invalid_name",
@@ -242,6 +278,9 @@ pub async fn list_workspaces(State(state): State<AppState>) -> Result<Json<Works
     responses(
         (status = 201, body = WorkspaceView),
         (status = 409, description = "`slug_taken`", body = ErrorBody),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_slug`, `invalid_name`, `invalid_quota`, `invalid_body`",
             body = ErrorBody),
     ))]
@@ -273,6 +312,9 @@ pub async fn get_workspace(
     responses(
         (status = 200, body = WorkspaceView), (status = 404, body = ErrorBody),
         (status = 422, description = "`invalid_name`, `invalid_quota`, `invalid_body`", body = ErrorBody),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
 pub async fn change_workspace(
     State(state): State<AppState>,
@@ -333,8 +375,11 @@ pub async fn list_workspace_keys(
     params(("slug" = String, Path)), request_body = CreateKeyRequest,
     responses(
         (status = 201, description = "the key is in `key`, shown only this once", body = KeyView),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_body`", body = ErrorBody),
     ))]
 pub async fn create_workspace_key(
     State(state): State<AppState>,
@@ -382,7 +427,10 @@ pub async fn list_keys(
 #[utoipa::path(post, path = "/api/v1/keys", tag = "keys", request_body = CreateKeyRequest,
     responses(
         (status = 201, description = "the key is in `key`, shown only this once", body = KeyView),
-        (status = 422, description = "`invalid_name`, `invalid_role`, `invalid_rate`, `invalid_body`", body = ErrorBody),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_body`", body = ErrorBody),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -416,29 +464,23 @@ async fn new_key(
     request: CreateKeyRequest,
 ) -> Result<(StatusCode, Json<KeyView>)> {
     let name = checked_name(&request.name)?;
-    let role = match request.role.as_str() {
-        "admin" => Role::Admin,
-        "issuer" => Role::Issuer,
-        "viewer" => Role::Viewer,
-        _ => {
-            return Err(Error::invalid(
-                "invalid_role",
-                "a role is `admin`, `issuer` or `viewer`",
-            ))
-        }
+    let role = match request.role {
+        KeyRole::Admin => Role::Admin,
+        KeyRole::Issuer => Role::Issuer,
+        KeyRole::Viewer => Role::Viewer,
     };
-    let rate = match (request.rate_per_second, request.rate_burst) {
-        (None, None) => None,
-        (Some(per_second), Some(burst)) if burst >= 1 => Some(KeyRate {
-            per_second: u64::from(per_second),
-            burst: u64::from(burst),
-        }),
-        _ => {
+    let rate = match request.rate {
+        None => None,
+        Some(rate) if rate.burst == 0 || rate.burst > MAX_RATE || rate.per_second > MAX_RATE => {
             return Err(Error::invalid(
                 "invalid_rate",
-                "give both `rate_per_second` and `rate_burst` (at least 1), or neither",
+                "a rate is 0 to 1000000 a second, its burst 1 to 1000000",
             ))
         }
+        Some(rate) => Some(KeyRate {
+            per_second: u64::from(rate.per_second),
+            burst: u64::from(rate.burst),
+        }),
     };
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let created = (state.links.storage())

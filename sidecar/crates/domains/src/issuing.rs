@@ -66,8 +66,10 @@ impl WorkspaceBases {
             if section.trim().is_empty() && slug == "default" {
                 return Ok(());
             }
-            let bases = IssuingBases::parse(section)
-                .map_err(|reason| format!("{reason} (in the [{slug}] list)"))?;
+            let bases = IssuingBases::parse(section).map_err(|reason| match slug {
+                "default" => reason,
+                _ => format!("{reason} (in the [{slug}] list)"),
+            })?;
             lists.push((slug.to_owned(), bases));
             section.clear();
             Ok(())

@@ -2,7 +2,7 @@
 //! implements, their errors, the backend kinds and connection settings. Below the backends and
 //! the facade (`storage/mod.rs`) that picks one, so neither imports the other in a circle.
 
-use super::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
+use super::audit::entry::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use super::imported::ImportedLink;
 use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,

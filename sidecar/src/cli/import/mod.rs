@@ -4,6 +4,7 @@
 //! so that a link already sent keeps working as before (docs/MIGRATING.md). `verify-import`
 //! replays the source's links against an edge ([`verify`]).
 
+pub(crate) mod audit;
 mod own;
 pub(crate) mod report;
 pub(crate) mod source;
@@ -117,7 +118,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
     let storage = state.links.storage();
     let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
     origin.workspace_id = workspace.id.get();
-    crate::cli::audit::record_source_import(storage.as_ref(), &origin, &report).await?;
+    audit::record_source_import(storage.as_ref(), &origin, &report).await?;
     println!("{}", report.summary());
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;

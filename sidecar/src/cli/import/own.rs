@@ -481,8 +481,7 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     let storage = state.links.storage();
     let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
     origin.workspace_id = workspace.get();
-    crate::cli::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key))
-        .await?;
+    super::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key)).await?;
     tally.finish()
 }
 

@@ -65,3 +65,8 @@ pub async fn workspace_key(app: &TestApp, operator: &str, slug: &str, role: &str
     let key: Value = answer.json().await.unwrap();
     key["key"].as_str().unwrap().to_owned()
 }
+
+/// Sends `request` and reads its JSON answer, whatever the status.
+pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}

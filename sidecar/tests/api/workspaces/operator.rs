@@ -43,13 +43,7 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 409);
-    let list: Value = with_key(&app, &operator, Method::GET, "/workspaces")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = send_json(with_key(&app, &operator, Method::GET, "/workspaces")).await;
     let slugs: Vec<&str> = (list["workspaces"].as_array().unwrap().iter())
         .map(|w| w["slug"].as_str().unwrap())
         .collect();
@@ -67,26 +61,18 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 403);
-    let own: Value = with_key(&app, &admin, Method::GET, "/workspace")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let own: Value = send_json(with_key(&app, &admin, Method::GET, "/workspace")).await;
     assert_eq!(own["slug"], "brand-a");
 
     // Rename and quotas; suspended, its keys are refused and its links keep answering.
     let link = link_in(&app, &admin, json!({"url": "https://a.example/spring"})).await;
     let code = link["code"].as_str().unwrap();
-    let changed: Value = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}, "suspended": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let changed: Value = send_json(
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a").json(
+            &json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}, "suspended": true}),
+        ),
+    )
+    .await;
     assert_eq!(changed["name"], "Brand A Ltd");
     assert_eq!(changed["quotas"]["links_per_day"], 1000);
     assert!(changed["suspended_at"].is_string());
@@ -114,13 +100,13 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     );
 
     // Deleted with its data: the link no longer answers, in Redis or SQL; the key is gone.
-    let deleted: Value = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let deleted: Value = send_json(with_key(
+        &app,
+        &operator,
+        Method::DELETE,
+        "/workspaces/brand-a",
+    ))
+    .await;
     assert_eq!(
         (deleted["links"].as_u64(), deleted["keys"].as_u64()),
         (Some(1), Some(1))
@@ -174,13 +160,7 @@ async fn a_workspace_admin_manages_its_own_keys() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 403);
-    let list: Value = with_key(&app, &admin, Method::GET, "/keys")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = send_json(with_key(&app, &admin, Method::GET, "/keys")).await;
     assert_eq!(list["keys"].as_array().unwrap().len(), 2);
     assert!(
         !list.to_string().contains("slk_"),
@@ -317,7 +297,7 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
     // A key of its own rate: 1 request a second, a burst of 2.
     let answer = with_key(&app, &admin, Method::POST, "/keys")
         .json(
-            &json!({"name": "slow tool", "role": "viewer", "rate_per_second": 1, "rate_burst": 2}),
+            &json!({"name": "slow tool", "role": "viewer", "rate": {"per_second": 1, "burst": 2}}),
         )
         .send()
         .await
@@ -343,7 +323,7 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
         .unwrap();
     assert_eq!(answer.status(), 200);
     let answer = with_key(&app, &admin, Method::POST, "/keys")
-        .json(&json!({"name": "x", "role": "viewer", "rate_per_second": 1}))
+        .json(&json!({"name": "x", "role": "viewer", "rate": {"per_second": 1}}))
         .send()
         .await
         .unwrap();

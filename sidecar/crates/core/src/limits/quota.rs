@@ -11,6 +11,7 @@
 //! would: it needs the same Redis for its write-through).
 
 use super::connection::{LimitsConnection, LimitsUnavailable};
+use super::limit::refused;
 use chrono::{DateTime, Duration as Days, NaiveTime, Utc};
 use shortlink_wire::keys::links_quota_key;
 use std::sync::Arc;
@@ -142,7 +143,7 @@ impl Quotas {
         invocation.key(&key).arg(n).arg(per_day).arg(day.expire_at);
         let (reserved, used): (u8, u64) = self.inner.connection.invoke(&invocation).await?;
         if reserved != 1 {
-            super::refused(Quota::LinksPerDay.name());
+            refused(Quota::LinksPerDay.name());
             return Err(exceeded(used));
         }
         Ok(Reservation {
@@ -174,7 +175,7 @@ fn check_count(quota: Quota, wanted: u64, limit: u64) -> Result<(), QuotaError> 
     if limit == 0 || wanted <= limit {
         return Ok(());
     }
-    super::refused(quota.name());
+    refused(quota.name());
     Err(QuotaError::Exceeded {
         quota,
         limit,

@@ -12,7 +12,7 @@
 //! request at a time: exact, a round trip each.
 
 use super::connection::{LimitsConnection, LimitsUnavailable};
-use super::Limit;
+use super::limit::{refused, Limit};
 use shortlink_wire::keys::api_key_rate_key;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -81,6 +81,10 @@ pub struct RateLimiter {
     connection: Arc<LimitsConnection>,
     script: redis::Script,
     leases: Mutex<HashMap<i64, Lease>>,
+    /// One lease taken from Redis at a time per key: concurrent requests of the key wait for it
+    /// and share it, instead of each asking Redis and being refused while the budget sits in a
+    /// lease not installed yet.
+    gates: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl RateLimiter {
@@ -89,11 +93,23 @@ impl RateLimiter {
             connection,
             script: redis::Script::new(GCRA),
             leases: Mutex::default(),
+            gates: Mutex::default(),
         }
+    }
+
+    fn gate(&self, key_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(gates.entry(key_id).or_default())
     }
 
     /// Counts one request of API key `key_id` against `limit` (never [`Limit::is_off`]).
     pub async fn check(&self, key_id: i64, limit: Limit) -> Result<Decision, LimitsUnavailable> {
+        if let Some(decision) = self.take_leased(key_id, limit) {
+            return Ok(decision);
+        }
+        let gate = self.gate(key_id);
+        let _turn = gate.lock().await;
+        // Taken by the request ahead of this one meanwhile.
         if let Some(decision) = self.take_leased(key_id, limit) {
             return Ok(decision);
         }
@@ -111,7 +127,7 @@ impl RateLimiter {
             if let Some(decision) = self.take_leased(key_id, limit) {
                 return Ok(decision);
             }
-            super::refused("api-key");
+            refused("api-key");
             return Ok(Decision {
                 allowed: false,
                 remaining: 0,

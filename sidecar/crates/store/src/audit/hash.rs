@@ -15,7 +15,7 @@
 //! version tag lets a later encoding coexist. The row id is not covered: it is the row's place
 //! among all workspaces' rows, assigned by the database on insert; `seq` is its place in its chain.
 
-use super::AuditRecord;
+use super::entry::AuditRecord;
 use sha2::{Digest, Sha256};
 
 /// The "previous hash" of a chain's first row, and the anchor of a chain nothing was pruned from.

@@ -1,7 +1,7 @@
 //! `audit verify`: walks each chain from its anchor and reports the first row that breaks it.
 
+use super::entry::AuditHead;
 use super::hash::{row_hash, GENESIS};
-use super::AuditHead;
 use crate::api::{Storage, StorageResult};
 use std::fmt;
 
