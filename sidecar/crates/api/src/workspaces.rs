@@ -12,6 +12,7 @@ use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::WorkspaceError;
+use shortlink_model::schema::WholeNumber;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
@@ -213,17 +214,17 @@ pub enum KeyRole {
 }
 
 /// Requests per second on average (0: no limit), up to `burst` at once.
-#[derive(Deserialize, Clone, Copy, utoipa::ToSchema)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRateRequest {
-    #[schema(maximum = 1000000)]
-    pub per_second: u32,
-    #[schema(minimum = 1, maximum = 1000000)]
-    pub burst: u32,
+    #[schema(value_type = i64, minimum = 0, maximum = 1000000)]
+    pub per_second: WholeNumber,
+    #[schema(value_type = i64, minimum = 1, maximum = 1000000)]
+    pub burst: WholeNumber,
 }
 
 /// The largest rate and burst a key may be given.
-const MAX_RATE: u32 = 1_000_000;
+const MAX_RATE: i64 = 1_000_000;
 
 /// A name as the schema describes it: no control character, one that is not a space.
 fn checked_name(name: &str) -> Result<&str> {
@@ -471,16 +472,24 @@ async fn new_key(
     };
     let rate = match request.rate {
         None => None,
-        Some(rate) if rate.burst == 0 || rate.burst > MAX_RATE || rate.per_second > MAX_RATE => {
-            return Err(Error::invalid(
-                "invalid_rate",
-                "a rate is 0 to 1000000 a second, its burst 1 to 1000000",
-            ))
-        }
-        Some(rate) => Some(KeyRate {
-            per_second: u64::from(rate.per_second),
-            burst: u64::from(rate.burst),
-        }),
+        Some(KeyRateRequest {
+            per_second: WholeNumber(per_second),
+            burst: WholeNumber(burst),
+        }) => match (
+            (0..=MAX_RATE).contains(&per_second),
+            (1..=MAX_RATE).contains(&burst),
+        ) {
+            (true, true) => Some(KeyRate {
+                per_second: per_second.unsigned_abs(),
+                burst: burst.unsigned_abs(),
+            }),
+            _ => {
+                return Err(Error::invalid(
+                    "invalid_rate",
+                    "a rate is 0 to 1000000 a second, its burst 1 to 1000000",
+                ))
+            }
+        },
     };
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let created = (state.links.storage())
