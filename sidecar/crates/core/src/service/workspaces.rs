@@ -4,7 +4,7 @@
 //! The slugs link records carry are kept by [`crate::projection::slugs`].
 
 use super::{LinkService, ServiceError};
-use crate::projection::{slugs, KEY_PREFIX};
+use crate::projection::slugs;
 use shortlink_store::{
     self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, StorageError, Workspace,
     WorkspaceChange, WorkspaceId,
@@ -92,7 +92,7 @@ impl LinkService {
             let keys: Vec<String> = (page.iter())
                 .flat_map(|link| {
                     [
-                        format!("{KEY_PREFIX}{}", link.code),
+                        shortlink_wire::keys::link_key(&link.code),
                         shortlink_wire::keys::preview_key(&link.code),
                         shortlink_wire::keys::visit_count_key(&link.code),
                     ]
