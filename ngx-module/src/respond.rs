@@ -14,9 +14,10 @@ use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
 use crate::headers::push_header;
 use crate::redis::RedisError;
-use crate::request::{click, location};
+use crate::request::{click, click_id, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
+use shortlink_wire::click_id::ClickId;
 use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
@@ -52,6 +53,8 @@ pub struct Answered {
     pub visit: Option<u16>,
     /// The click-time rule that chose the target.
     pub chosen: Option<Chosen>,
+    /// The id sent to the landing page (a link with a click id parameter).
+    pub click_id: Option<ClickId>,
 }
 
 impl From<ngx_int_t> for Answered {
@@ -61,6 +64,7 @@ impl From<ngx_int_t> for Answered {
             rc,
             visit: None,
             chosen: None,
+            click_id: None,
         }
     }
 }
@@ -117,16 +121,24 @@ pub fn answer(
                     rc,
                     visit: Some(CARD_STATUS),
                     chosen,
+                    click_id: None,
                 };
             }
             // After a password form: a redirect the browser follows with a GET.
             let status = if is_post(r) { UNLOCKED_STATUS } else { status };
             let forward_query = forward_query || lcf.forward_query();
-            let rc = redirect(r, mcf, lcf, domain, status, target, forward_query);
+            // Made even with `shortlink_track off`: the landing page asked for it.
+            let param = view
+                .extras
+                .and_then(|extras| extras.click_id_param.as_ref());
+            let click = param.map(|param| (param, click_id::next()));
+            let appended = click.as_ref().map(|(p, id)| (p.as_bytes(), id.as_bytes()));
+            let rc = redirect(r, mcf, lcf, domain, status, target, forward_query, appended);
             Answered {
                 rc,
                 visit: (rc == status as ngx_int_t).then_some(status),
                 chosen,
+                click_id: click.map(|(_, id)| id),
             }
         }
         Answer::Gone => {
@@ -136,6 +148,7 @@ pub fn answer(
                 rc: HTTP_GONE,
                 visit: Some(HTTP_GONE as u16),
                 chosen: None,
+                click_id: None,
             }
         }
         Answer::NotYet { opens_at } => {
@@ -222,6 +235,7 @@ pub fn track(
         host: str_bytes(&h.server),
         lang: header(h.accept_language),
         chosen: answered.chosen,
+        click_id: answered.click_id,
     };
     worker::with(mcf, |w| w.track(&visit));
 }
@@ -230,6 +244,8 @@ fn is_post(r: &ngx_http_request_t) -> bool {
     r.method & nginx_sys::NGX_HTTP_POST as usize != 0
 }
 
+/// `click`: the click id parameter's name and the id, appended after any forwarded query.
+#[allow(clippy::too_many_arguments)]
 fn redirect(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -238,10 +254,11 @@ fn redirect(
     status: u16,
     target: &[u8],
     forward_query: bool,
+    click: Option<(&[u8], &[u8])>,
 ) -> ngx_int_t {
     let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     let query = forward_query.then(|| r.args.as_bytes());
-    let parts = location::parts(target, query);
+    let parts = location::parts(target, query, click);
     let len = location::len(&parts);
     // SAFETY: the request pool outlives the response headers.
     let data = unsafe { ngx_pnalloc(r.pool, len) }.cast::<u8>();

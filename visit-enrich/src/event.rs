@@ -37,8 +37,10 @@ pub enum EventError {
 /// A parsed visit event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VisitEvent {
-    /// The stream entry id (`<ms>-<seq>`), kept verbatim: unique per entry, so storing it with a
-    /// unique constraint makes a redelivered insert harmless.
+    /// The visit's id: the click id when the module made one (a link with a click id parameter:
+    /// the landing page got the same id), else the stream entry id (`<ms>-<seq>`, see
+    /// [`split_entry`]). Either is in the entry itself, so a redelivered insert meets its own id
+    /// under the unique constraint and is harmless.
     pub id: String,
     pub code: String,
     /// Unix time of the redirect, in milliseconds.
@@ -72,6 +74,7 @@ impl VisitEvent {
         // known to be there.
         let mut code: Option<Option<String>> = None;
         let mut time: Option<Option<i64>> = None;
+        let mut click_id = None;
         let mut event = VisitEvent {
             id: String::new(),
             code: String::new(),
@@ -107,6 +110,10 @@ impl VisitEvent {
                         String::from_utf8_lossy(&text[..len]).into_owned()
                     })
                 }
+                // A malformed id is left out: the visit keeps its entry id.
+                b"id" if click_id.is_none() => {
+                    click_id = shortlink_wire::click_id::ClickId::parse(value);
+                }
                 _ => {}
             }
         }
@@ -121,7 +128,10 @@ impl VisitEvent {
         };
         event.time_ms = time.ok_or_else(|| EventError::BadTime { id: id.clone() })?;
         event.code = code;
-        event.id = id;
+        event.id = match click_id {
+            Some(click_id) => click_id.to_string(),
+            None => id,
+        };
         Ok(event)
     }
 }
@@ -396,6 +406,30 @@ mod tests {
         );
         assert_eq!(got[1].referrer.as_deref(), Some("https://t.co/x"));
         assert_eq!(got[1].accept_language.as_deref(), Some("de"));
+    }
+
+    #[test]
+    fn a_click_id_becomes_the_visit_id_and_a_malformed_one_is_left_out() {
+        use shortlink_wire::click_id::ClickId;
+        use shortlink_wire::event::{Batch, Visit};
+        let id = ClickId::of(0xfeed, 42);
+        let mut batch = Batch::default();
+        for click_id in [Some(id), None] {
+            batch.push(&Visit {
+                code: b"abc",
+                time_ms: 5,
+                status: 302,
+                click_id,
+                ..Visit::default()
+            });
+        }
+        let visits = split_entry("9-2", &[(BATCH_FIELD.to_vec(), batch.bytes().to_vec())]);
+        let got: Vec<_> = visits.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got[0].id, id.to_string());
+        assert_eq!(got[1].id, "9-2:1");
+        // Field groups too; an id that is not one keeps the entry's.
+        let visits = split_entry("7-1", &pairs(&["c", "abc", "t", "5", "id", "not an id"]));
+        assert_eq!(visits[0].as_ref().unwrap().id, "7-1");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! to Redis for the other is encoded and decoded here, with one set of names and limits.
 //!
 //! - [`agent`]: who sent a request (link preview fetchers, other machines), one table;
+//! - [`click_id`]: the id a click carries to the landing page and its visit keeps;
 //! - [`keys`]: every Redis key name and prefix;
 //! - [`limits`]: every size the API accepts, and the room each hop of a click needs for it;
 //! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
@@ -26,6 +27,7 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod click_id;
 pub mod cluster;
 pub mod event;
 pub mod keys;

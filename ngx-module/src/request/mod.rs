@@ -4,6 +4,7 @@
 pub use shortlink_wire::path as code;
 pub mod candidate;
 pub mod click;
+pub mod click_id;
 pub mod host;
 pub mod host_workspaces;
 pub mod location;

@@ -1,7 +1,9 @@
 //! Framing a batch back into visits: the consumer's half of [`super::encode`]. What the fields
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
-use super::{BATCH_FORMAT, BATCH_FORMAT_1, FORMAT_1_FIELDS, VISIT_FIELDS};
+use super::{
+    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, FORMAT_1_FIELDS, FORMAT_2_FIELDS, VISIT_FIELDS,
+};
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
 /// absent field.
@@ -18,6 +20,10 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
         Some((&BATCH_FORMAT, rest)) => Visits {
             rest: Ok(rest),
             fields: VISIT_FIELDS.len(),
+        },
+        Some((&BATCH_FORMAT_2, rest)) => Visits {
+            rest: Ok(rest),
+            fields: FORMAT_2_FIELDS,
         },
         Some((&BATCH_FORMAT_1, rest)) => Visits {
             rest: Ok(rest),
@@ -51,7 +57,7 @@ impl<'a> Iterator for Visits<'a> {
                 return Some(Err(error));
             }
         };
-        // Fields a format-1 batch does not have stay named and empty (absent).
+        // Fields an older format's batch does not have stay named and empty (absent).
         let mut fields: VisitFields<'a> = VISIT_FIELDS.map(|name| (name.as_bytes(), &[][..]));
         for (slot, name) in fields.iter_mut().zip(VISIT_FIELDS).take(self.fields) {
             let Some((value, tail)) = take_field(rest) else {
@@ -154,10 +160,36 @@ mod tests {
     }
 
     #[test]
+    fn a_format_2_batch_reads_without_an_id_and_the_id_round_trips() {
+        // What a module from before click ids wrote: nine fields a visit.
+        let mut old = vec![BATCH_FORMAT_2];
+        for value in ["abc", "7", "302", "", "", "", "s1.example", "pt", "1.0"] {
+            old.extend((value.len() as u16).to_le_bytes());
+            old.extend(value.as_bytes());
+        }
+        let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(value(&decoded[0], "rule"), b"1.0");
+        assert_eq!(value(&decoded[0], "id"), b"");
+        let id = crate::click_id::ClickId::of(1, 2);
+        let bytes = batch_of(&[
+            Visit {
+                click_id: Some(id),
+                ..visit()
+            },
+            visit(),
+        ]);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(value(&decoded[0], "id"), id.as_bytes());
+        assert_eq!(value(&decoded[1], "id"), b"");
+        assert_eq!(value(&decoded[1], "c"), visit().code);
+    }
+
+    #[test]
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
-        assert_eq!(visits(b"\x03").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x04").collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();

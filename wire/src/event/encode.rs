@@ -5,7 +5,7 @@
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
 //! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
-//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the nine fields in a fixed
+//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the ten fields in a fixed
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
 use super::{
@@ -120,6 +120,7 @@ impl Batch {
         let rule = chosen
             .as_ref()
             .map_or(&[][..], |(bytes, len)| &bytes[..*len]);
+        let id = v.click_id.as_ref().map_or(&[][..], |id| id.as_bytes());
         let values: [&[u8]; VISIT_FIELDS.len()] = [
             truncate(v.code, MAX_CODE),
             self.time.1.as_bytes(),
@@ -130,6 +131,7 @@ impl Batch {
             truncate(v.host, MAX_HOST),
             truncate(v.lang, MAX_LANG),
             rule,
+            id,
         ];
         let fresh = self.bytes.is_empty();
         let len = usize::from(fresh) + values.iter().map(|value| 2 + value.len()).sum::<usize>();
@@ -221,6 +223,7 @@ pub(super) mod tests {
             host: b"s1.example",
             lang: b"",
             chosen: None,
+            click_id: None,
         }
     }
 

@@ -3,12 +3,12 @@
 //! made in one pass of nginx's event loop leave together as **one** stream entry,
 //! `XADD sl:events MAXLEN ~ <cap> * v <batch>`.
 //!
-//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the nine fields of
+//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the ten fields of
 //! [`VISIT_FIELDS`] in that order, each a little-endian `u16` length and the bytes (length 0 =
 //! absent). [`encode`] writes it (the module), [`decode`] frames it back (the consumer); the
 //! limits below are what the writer cuts to and the reader keeps. Format 1, written by modules
-//! before click-time rules, has the first eight fields only; the consumer reads both (upgrade
-//! the sidecars first).
+//! before click-time rules, has the first eight fields only, format 2, before click ids, the
+//! first nine; the consumer reads all three (upgrade the sidecars first).
 
 pub mod decode;
 pub mod encode;
@@ -16,19 +16,27 @@ pub mod encode;
 pub use decode::{visits, BatchError, VisitFields};
 pub use encode::{Batch, Encoder, BATCH_MAX_BYTES, BATCH_MAX_VISITS};
 
+use crate::click_id::ClickId;
 use crate::record::Chosen;
 
 /// The stream field holding a batch.
 pub const BATCH_FIELD: &[u8] = b"v";
 /// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 2;
+pub const BATCH_FORMAT: u8 = 3;
+/// The format before `id`: its visits have the first [`FORMAT_2_FIELDS`] fields.
+pub const BATCH_FORMAT_2: u8 = 2;
+pub const FORMAT_2_FIELDS: usize = 9;
 /// The format before `rule`: its visits have the first [`FORMAT_1_FIELDS`] fields.
 pub const BATCH_FORMAT_1: u8 = 1;
 pub const FORMAT_1_FIELDS: usize = 8;
 /// Fields of a visit, in the order they are written. `rule` names the click-time rule that
 /// answered, `<rule>` or `<rule>.<variant>` (indexes from 0, [`chosen_text`]); empty when the
-/// link's own target did.
-pub const VISIT_FIELDS: [&str; 9] = ["c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule"];
+/// link's own target did. `id` is the click's id ([`crate::click_id`]), made for a link with a
+/// click id parameter (and sent to its landing page); empty otherwise. The consumer makes it the
+/// visit's id.
+pub const VISIT_FIELDS: [&str; 10] = [
+    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id",
+];
 
 /// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
 /// request cannot make an event, the spool or the stream entry large; the consumer keeps no more
@@ -60,6 +68,8 @@ pub struct Visit<'a> {
     pub lang: &'a [u8],
     /// The rule (and variant) that answered; `None` for the link's own target.
     pub chosen: Option<Chosen>,
+    /// The id sent to the landing page; `None` for a link without a click id parameter.
+    pub click_id: Option<ClickId>,
 }
 
 /// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.

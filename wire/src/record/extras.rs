@@ -14,12 +14,15 @@
 //! | `p` | the password: 16 bytes of salt, then the SHA-256 digest ([`super::password`]) |
 //! | `c` | (empty) the link has a preview card in `sl:p:<code>` ([`crate::preview`]) |
 //! | `w` | the link's workspace ([`WorkspaceName`]), never `default`: a record without it is of `default` |
+//! | `i` | the click id parameter ([`ClickIdParam`]): the module appends `<param>=<click id>` to the `Location` |
+//! | `f` | (empty) the link has a `ref` (a per-recipient link): sticky splits keep its recipient on one variant |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
 
 use super::password::Password;
 use super::{is_valid_target, RecordError, WorkspaceName};
+use crate::click_id::ClickIdParam;
 use crate::rules::RuleSet;
 
 const VALID_SINCE: u8 = b's';
@@ -30,6 +33,8 @@ const MAX_VISITS: u8 = b'm';
 const PASSWORD: u8 = b'p';
 const CARD: u8 = b'c';
 const WORKSPACE: u8 = b'w';
+const CLICK_ID_PARAM: u8 = b'i';
+const HAS_REF: u8 = b'f';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,6 +59,11 @@ pub struct Extras {
     /// The workspace the link belongs to; `None` (or `default`, which is never written) for
     /// `default`. The module answers the link only on hosts nginx maps to this workspace.
     pub workspace: Option<WorkspaceName>,
+    /// The query parameter the click's id goes in ([`crate::click_id`]); none: no id.
+    pub click_id_param: Option<ClickIdParam>,
+    /// The link has a `ref`: a sticky split keeps to one variant per link whoever clicks it
+    /// ([`crate::rules::Sticky`]). Written only for a link with rules.
+    pub has_ref: bool,
 }
 
 impl Extras {
@@ -72,6 +82,8 @@ impl Extras {
             && self.max_visits == 0
             && self.password.is_none()
             && !self.has_card
+            && self.click_id_param.is_none()
+            && !self.has_ref
     }
 
     /// The workspace as written: `None` for `default`.
@@ -101,6 +113,12 @@ impl Extras {
         if let Some(workspace) = self.foreign_workspace() {
             field(out, WORKSPACE, workspace.as_bytes());
         }
+        if let Some(param) = &self.click_id_param {
+            field(out, CLICK_ID_PARAM, param.as_bytes());
+        }
+        if self.has_ref {
+            field(out, HAS_REF, &[]);
+        }
         if !self.rules.is_empty() {
             field(out, RULES, self.rules.as_bytes());
         }
@@ -128,6 +146,8 @@ impl Extras {
                 PASSWORD => 32,
                 CARD => 64,
                 WORKSPACE => 128,
+                CLICK_ID_PARAM => 256,
+                HAS_REF => 512,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -139,6 +159,12 @@ impl Extras {
                 MAX_VISITS => extras.max_visits = u64_field(value)?,
                 CARD if value.is_empty() => extras.has_card = true,
                 CARD => return Err(RecordError::Extras),
+                HAS_REF if value.is_empty() => extras.has_ref = true,
+                HAS_REF => return Err(RecordError::Extras),
+                CLICK_ID_PARAM => {
+                    extras.click_id_param =
+                        Some(ClickIdParam::parse(value).ok_or(RecordError::Extras)?)
+                }
                 PASSWORD => {
                     extras.password = Some(Password::from_bytes(value).ok_or(RecordError::Extras)?)
                 }

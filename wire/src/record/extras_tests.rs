@@ -46,6 +46,8 @@ fn extras() -> Extras {
         password: None,
         has_card: true,
         workspace: None,
+        click_id_param: None,
+        has_ref: false,
     }
 }
 
@@ -321,4 +323,37 @@ fn a_password_comes_after_the_lifecycle_and_before_the_count() {
         view.answer_checked(2_000, counted_and_unlocked, || click(IPHONE), country),
         Answer::Redirect { .. }
     ));
+}
+
+#[test]
+fn the_click_id_parameter_and_the_ref_flag_round_trip_and_are_checked() {
+    use crate::click_id::ClickIdParam;
+    let only_param = Extras {
+        click_id_param: ClickIdParam::parse(b"sl_click"),
+        ..Extras::default()
+    };
+    // A plain link asking for the id is version 2 with that field alone.
+    let value = encode(Some(&only_param));
+    assert!(value.ends_with(b"\ni\x00\x08sl_click"), "{value:?}");
+    assert_eq!(decode(&value).unwrap().view().extras, Some(&only_param));
+    let all = Extras {
+        click_id_param: ClickIdParam::parse(b"cid"),
+        has_ref: true,
+        ..extras()
+    };
+    assert_eq!(
+        decode(&encode(Some(&all))).unwrap().view().extras,
+        Some(&all)
+    );
+    // A name the API would refuse, or a flag with a value, is a bad record.
+    let mut bad = encode(None);
+    bad[0] = b'2';
+    bad.extend(b"\ni\x00\x03a b");
+    assert_eq!(decode(&bad), Err(RecordError::Extras));
+    let mut flag = encode(None);
+    flag[0] = b'2';
+    flag.extend(b"\nf\x00\x01x");
+    assert_eq!(decode(&flag), Err(RecordError::Extras));
+    // Without them a link keeps its bytes: version 1 for a plain one.
+    assert!(encode(Some(&Extras::default())).starts_with(b"1|"));
 }
