@@ -1,5 +1,6 @@
-//! Domains: the pool's health as `GET /api/v1/domains` reports it, and where new links are
-//! issued (the bases nginx sends with each request).
+//! Domains: the health of the signed-in workspace's domains as `GET /api/v1/domains` reports it
+//! to its keys, and where its new links are issued (its part of the bases nginx sends with each
+//! request). Another workspace's domains never show, not even in the pool line.
 
 use super::layout::{self, when};
 use super::operator::Operator;
@@ -14,15 +15,17 @@ pub async fn page(
     operator: Operator,
     domains: DomainContext,
 ) -> PageResult {
-    let statuses = state.domains.statuses();
-    let issuing = domains.issuing_description();
+    let workspace = operator.workspace_slug.as_str();
+    let statuses = state.domains.statuses_of(workspace);
     let mut pool = domains.own_domains.clone();
+    let issuing = (domains.in_workspace(workspace, &state)).issuing_description();
+    pool.retain(|domain| state.domains.workspace_of(domain) == workspace);
     pool.sort();
     pool.dedup();
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }
-        p { "Short domains (nginx's pool and --short-domains; every code answers on each): "
+        p { "Short domains of this workspace (nginx's pool and --short-domains; its codes answer on each): "
             @if pool.is_empty() { "none reported" } @else { strong { (pool.join(", ")) } }
         }
         div.wide { table {

@@ -51,6 +51,8 @@ pub struct DomainContext {
     /// Whether `issuing` is the deployment's: from the configuration, or from a request that came
     /// through nginx ([`super::proxy_secret`]). Only then is a link counted under its host.
     issuing_trusted: bool,
+    /// Every workspace's part of the request's issuing list, for [`Self::in_workspace`].
+    lists: Option<WorkspaceBases>,
     health: Arc<shortlink_domains::health::DomainHealth>,
 }
 
@@ -98,6 +100,14 @@ impl DomainContext {
         self
     }
 
+    /// The same request as workspace `slug`'s: issuing on its part of the list. For the
+    /// console, whose sessions are no API key the extractor could read a workspace from.
+    pub fn in_workspace(mut self, slug: &str, state: &AppState) -> Self {
+        let slug = Some(slug).filter(|slug| *slug != DEFAULT_SLUG);
+        self.issuing = issuing_of(self.lists.as_ref(), slug, state);
+        self
+    }
+
     /// The link's short URL on the base it is issued on ([`shortlink_domains::issuing`]).
     pub fn short_url(&self, code: &str, campaign: Option<&str>) -> Option<String> {
         self.issuing
@@ -131,23 +141,13 @@ impl FromRequestParts<AppState> for DomainContext {
                 code: "invalid_header",
                 message: format!("the {PUBLIC_BASE_HEADER} header {reason}"),
             })?;
-        // The request's workspace's own list (its links answer on its domains only); the
-        // default workspace falls back to --public-base-url, as before workspaces.
         let workspace = (parts.extensions.get::<InWorkspace>())
             .and_then(|workspace| slugs::in_record(workspace.0));
-        let fallback = || {
-            state
-                .settings
-                .public_base_url
-                .clone()
-                .map(IssuingBases::single)
-        };
-        let issuing = match (&lists, workspace) {
-            (Some(lists), Some(name)) => lists.of(name.as_str()).cloned(),
-            (Some(lists), None) => lists.of(DEFAULT_SLUG).cloned().or_else(fallback),
-            (None, Some(_)) => None,
-            (None, None) => fallback(),
-        };
+        let issuing = issuing_of(
+            lists.as_ref(),
+            workspace.as_ref().map(|w| w.as_str()),
+            state,
+        );
         let mut own_domains = state.settings.short_domains.clone();
         if let Some(pool) = header(POOL_HEADER)? {
             let hosts: Vec<&str> = pool.split_ascii_whitespace().collect();
@@ -172,11 +172,39 @@ impl FromRequestParts<AppState> for DomainContext {
                 .into_iter()
                 .chain(issuing_hosts.flat_map(WorkspaceBases::hosts)),
         );
+        // Which workspace each domain is: from nginx's list only, so that a header sent around
+        // nginx cannot claim another brand's domain (and read its health).
+        if let Some(lists) = lists.as_ref().filter(|_| issuing_trusted) {
+            state.domains.sections(lists);
+        }
         Ok(DomainContext {
             issuing,
             own_domains,
             issuing_trusted,
+            lists,
             health: Arc::clone(&state.domains),
         })
+    }
+}
+
+/// The list a workspace issues on (`None`: the default): its own part (its links answer on its
+/// domains only); the default's falls back to `--public-base-url`, as before workspaces.
+fn issuing_of(
+    lists: Option<&WorkspaceBases>,
+    workspace: Option<&str>,
+    state: &AppState,
+) -> Option<IssuingBases> {
+    let fallback = || {
+        state
+            .settings
+            .public_base_url
+            .clone()
+            .map(IssuingBases::single)
+    };
+    match (lists, workspace) {
+        (Some(lists), Some(name)) => lists.of(name).cloned(),
+        (Some(lists), None) => lists.of(DEFAULT_SLUG).cloned().or_else(fallback),
+        (None, Some(_)) => None,
+        (None, None) => fallback(),
     }
 }

@@ -2,17 +2,24 @@
 //! a certificate probe and a canary probe through the edge; the result in `GET /api/v1/domains`,
 //! in metrics, and a signed webhook on every change of state.
 //!
-//! Traffic: the human clicks of the last window on each domain against its expected share of all
-//! of them. Links issued are counted in memory per domain and per minute (only the minutes with
-//! links, and only as far back as the click curve's horizon: memory does not grow with the
-//! number of links). Each minute's links weigh what the [`ClickCurve`] expects of their clicks
-//! to fall in the window: links issued just now have had no time to be clicked, links issued
-//! many half-lives ago are hardly clicked any more. A domain's expected clicks are the window's
-//! clicks × its weight / the sum of the weights of all domains; far below that (at least 5
-//! clicks expected, and at least `min_issued` links issued within the horizon) while other
-//! domains get clicks is "suspected blocked". The curve is a fixed exponential decay with a
-//! configurable half-life (`--domain-health-click-half-life`), not learned: the visits table has
-//! no link creation time to learn it from without a join with the links per check.
+//! Traffic: the human clicks of the last window on each domain against its expected share of
+//! its workspace's (issue 53: one brand's campaign must not flag, or hide, another's domain).
+//! Links issued are counted in memory per domain and per minute (only the minutes with links,
+//! and only as far back as the click curve's horizon: memory does not grow with the number of
+//! links). Each minute's links weigh what the [`ClickCurve`] expects of their clicks to fall in
+//! the window: links issued just now have had no time to be clicked, links issued many
+//! half-lives ago are hardly clicked any more. A domain's expected clicks are its workspace's
+//! window clicks × its weight / the sum of the weights of its workspace's domains; far below
+//! that (at least 5 clicks expected, and at least `min_issued` links issued within the horizon)
+//! while its workspace's other domains get clicks is "suspected blocked". The curve is a fixed
+//! exponential decay with a configurable half-life (`--domain-health-click-half-life`), not
+//! learned: the visits table has no link creation time to learn it from without a join with the
+//! links per check.
+//!
+//! A domain's workspace is the one whose part of the issuing list names it (draining ones
+//! included), as nginx last sent the list; a domain no part names is the default workspace's,
+//! as nginx's host map gives unnamed hosts to `default`. With no `[<slug>]` parts every domain
+//! is the default's and the check is the one it was before workspaces.
 //!
 //! The domains are the pool as nginx last sent it (`X-Shortlink-Pool`), the issuing list
 //! (`X-Shortlink-Public-Base`), `--short-domains`, and the domains links were issued on; the
@@ -29,9 +36,9 @@
 use super::certificate::CertificateProbe;
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
-use super::traffic::{IssuedBuckets, Traffic};
+use super::traffic::{IssuedBuckets, Totals};
 use super::webhook::{Alerts, Webhook, ALERT_DRAIN};
-use super::{dns, http1};
+use super::{dns, http1, WorkspaceBases};
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -55,6 +62,9 @@ const PROBES_AT_ONCE: usize = 16;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DomainStatus {
     pub domain: String,
+    /// The workspace whose part of the issuing list names the domain (draining included);
+    /// `default` for a domain no part names (a pool domain, `--short-domains`).
+    pub workspace: String,
     /// `unknown` until the domain's first check.
     pub state: State,
     /// Why it is not healthy (empty when healthy or unknown).
@@ -150,6 +160,8 @@ pub struct DomainHealth {
     known: Mutex<HashMap<String, Instant>>,
     issued: Mutex<IssuedBuckets>,
     statuses: Mutex<BTreeMap<String, DomainStatus>>,
+    /// Each domain's workspace, as the last issuing list from nginx says.
+    owners: Mutex<Owners>,
     /// Wakes the job when a request names a domain not seen before. A permit given while a check
     /// runs is kept, so a domain named during a check still gets one right after it, and many
     /// new domains at once cost one check, not one each.
@@ -170,6 +182,7 @@ impl DomainHealth {
             known: Mutex::default(),
             issued: Mutex::new(IssuedBuckets::new(Instant::now(), horizon)),
             statuses: Mutex::default(),
+            owners: Mutex::default(),
             new_domain: tokio::sync::Notify::new(),
         }
     }
@@ -212,6 +225,27 @@ impl DomainHealth {
         known.keys().cloned().collect()
     }
 
+    /// Takes each domain's workspace from the issuing list nginx sent (its configuration, so
+    /// only from a request that came through nginx): the domains a workspace's part names are
+    /// its own, every other the default's. A list equal to the last costs a comparison.
+    pub fn sections(&self, lists: &WorkspaceBases) {
+        let mut owners = self.owners.lock().expect("not poisoned");
+        if owners.lists.as_ref() == Some(lists) {
+            return;
+        }
+        owners.by_domain = (lists.owners())
+            .map(|(domain, slug)| (domain, slug.to_owned()))
+            .collect();
+        owners.lists = Some(lists.clone());
+    }
+
+    /// The workspace `domain` is grouped under.
+    pub fn workspace_of(&self, domain: &str) -> String {
+        let owners = self.owners.lock().expect("not poisoned");
+        (owners.by_domain.get(domain).cloned())
+            .unwrap_or_else(|| super::issuing::DEFAULT_WORKSPACE.to_owned())
+    }
+
     pub fn issued_on(&self, domain: &str) {
         self.issued_on_many(domain, 1);
     }
@@ -222,7 +256,9 @@ impl DomainHealth {
         issued.record(domain, links, Instant::now());
     }
 
-    /// Every domain checked or named so far, by name; those not checked yet as `unknown`.
+    /// Every domain checked or named so far, by workspace and name; those not checked yet as
+    /// `unknown`. The workspace is the list's as of now, not of the last check: a domain moved
+    /// to another part of the list is grouped there at once.
     pub fn statuses(&self) -> Vec<DomainStatus> {
         let known: Vec<String> = self
             .known
@@ -236,7 +272,19 @@ impl DomainHealth {
             all.entry(domain)
                 .or_insert_with_key(|domain| DomainStatus::unknown(domain));
         }
-        all.into_values().collect()
+        let owners = self.owners.lock().expect("not poisoned");
+        let mut all: Vec<DomainStatus> = (all.into_values())
+            .map(|status| owners.label(status))
+            .collect();
+        all.sort_by(|a, b| (&a.workspace, &a.domain).cmp(&(&b.workspace, &b.domain)));
+        all
+    }
+
+    /// The statuses of `workspace`'s domains only.
+    pub fn statuses_of(&self, workspace: &str) -> Vec<DomainStatus> {
+        let mut all = self.statuses();
+        all.retain(|status| status.workspace == workspace);
+        all
     }
 
     pub fn status(&self, domain: &str) -> Option<DomainStatus> {
@@ -246,12 +294,29 @@ impl DomainHealth {
             .expect("not poisoned")
             .get(domain)
             .cloned();
-        checked.or_else(|| {
+        let status = checked.or_else(|| {
             let known = self.known.lock().expect("not poisoned");
             known
                 .contains_key(domain)
                 .then(|| DomainStatus::unknown(domain))
-        })
+        })?;
+        Some(self.owners.lock().expect("not poisoned").label(status))
+    }
+}
+
+/// Which workspace each domain is: the domains each part of the issuing list names (see
+/// [`WorkspaceBases::owners`]), from the last list nginx sent.
+#[derive(Debug, Default)]
+struct Owners {
+    lists: Option<WorkspaceBases>,
+    by_domain: HashMap<String, String>,
+}
+
+impl Owners {
+    fn label(&self, mut status: DomainStatus) -> DomainStatus {
+        status.workspace = (self.by_domain.get(&status.domain).cloned())
+            .unwrap_or_else(|| super::issuing::DEFAULT_WORKSPACE.to_owned());
+        status
     }
 }
 
@@ -259,6 +324,7 @@ impl DomainStatus {
     fn unknown(domain: &str) -> Self {
         Self {
             domain: domain.to_owned(),
+            workspace: super::issuing::DEFAULT_WORKSPACE.to_owned(),
             state: State::Unknown,
             reasons: Vec::new(),
             last_probe: None,
@@ -359,8 +425,9 @@ async fn check_all(
         }
         kept
     });
-    let weight_total: f64 = issued.values().map(|(_, weight)| weight).sum();
-    let clicks_total: i64 = clicks.values().sum();
+    // Each domain against its own workspace's traffic only.
+    let owners = (health.owners.lock().expect("not poisoned").by_domain).clone();
+    let totals = Totals::new(&owners, &issued, &clicks);
     // Probes of different domains at once: one unreachable domain costs its timeouts, which
     // must not push every other domain's check (and its webhook) back by as much.
     let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
@@ -374,14 +441,8 @@ async fn check_all(
     for domain in domains {
         let (issued_here, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
         let clicks_here = clicks.get(&domain).copied().unwrap_or(0);
-        let traffic = Traffic {
-            issued: issued_here,
-            weight,
-            weight_total,
-            clicks: clicks_here,
-            clicks_total,
-        };
-        // Traffic: far below this domain's share while the others keep theirs.
+        let traffic = totals.traffic(&domain, issued_here, weight, clicks_here);
+        // Traffic: far below this domain's share while its workspace's others keep theirs.
         let mut found: Vec<(State, String)> = traffic
             .finding(settings.min_issued, settings.window)
             .into_iter()
@@ -396,6 +457,7 @@ async fn check_all(
         let checked_at = Utc::now();
         let status = DomainStatus {
             domain: domain.clone(),
+            workspace: totals.workspace_of(&domain).to_owned(),
             state,
             reasons: found.into_iter().map(|(_, r)| r).collect(),
             last_probe: Some(checked_at),
@@ -422,6 +484,7 @@ async fn check_all(
             if let Some(webhook) = &settings.webhook {
                 let body = serde_json::json!({
                     "domain": domain,
+                    "workspace": status.workspace,
                     "state": state,
                     "previous": previous,
                     "reasons": status.reasons,
@@ -486,6 +549,48 @@ async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn domains_are_grouped_by_the_part_of_the_list_naming_them() {
+        let health = DomainHealth::default();
+        health.saw([
+            "s1.example",
+            "pool-only.example",
+            "a1.example",
+            "a0.example",
+        ]);
+        let lists = WorkspaceBases::parse(
+            "https://s1.example [brand-a] https://a1.example https://a0.example draining",
+        )
+        .unwrap();
+        health.sections(&lists);
+        let grouped: Vec<(String, String)> = (health.statuses().into_iter())
+            .map(|status| (status.workspace, status.domain))
+            .collect();
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            (list.iter())
+                .map(|(w, d)| (w.to_string(), d.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            grouped,
+            pairs(&[
+                ("brand-a", "a0.example"),
+                ("brand-a", "a1.example"),
+                ("default", "pool-only.example"),
+                ("default", "s1.example"),
+            ])
+        );
+        assert_eq!(health.statuses_of("brand-a").len(), 2);
+        assert_eq!(health.status("a0.example").unwrap().workspace, "brand-a");
+        // The next list moves a domain: grouped there at once.
+        health.sections(
+            &WorkspaceBases::parse("https://s1.example [brand-b] https://a1.example").unwrap(),
+        );
+        assert_eq!(health.workspace_of("a1.example"), "brand-b");
+        assert_eq!(health.workspace_of("a0.example"), "default");
+        assert!(health.statuses_of("brand-a").is_empty());
+    }
 
     #[test]
     fn named_domains_are_bounded_and_forgotten() {

@@ -25,6 +25,9 @@
 use sha2::{Digest, Sha256};
 use shortlink_model::validate;
 
+/// The workspace of the list's unlabelled part, and of a pool domain no section names.
+pub const DEFAULT_WORKSPACE: &str = "default";
+
 /// Highest weight: keeps the sum far from overflow and the list readable.
 pub const MAX_WEIGHT: u32 = 1000;
 
@@ -60,14 +63,14 @@ impl WorkspaceBases {
     /// Parses a list that may hold `[<slug>]` sections; the error names the section's problem.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let mut lists = Vec::new();
-        let mut slug = "default".to_owned();
+        let mut slug = DEFAULT_WORKSPACE.to_owned();
         let mut section = String::new();
         let mut flush = |slug: &str, section: &mut String| -> Result<(), String> {
-            if section.trim().is_empty() && slug == "default" {
+            if section.trim().is_empty() && slug == DEFAULT_WORKSPACE {
                 return Ok(());
             }
             let bases = IssuingBases::parse(section).map_err(|reason| match slug {
-                "default" => reason,
+                DEFAULT_WORKSPACE => reason,
                 _ => format!("{reason} (in the [{slug}] list)"),
             })?;
             lists.push((slug.to_owned(), bases));
@@ -91,7 +94,30 @@ impl WorkspaceBases {
         if let Some((twice, _)) = lists.iter().find(|(slug, _)| !seen.insert(slug.clone())) {
             return Err(format!("lists [{twice}] twice"));
         }
+        // A domain belongs to the workspace whose section names it: in two, it would be both
+        // brands' (its health shown to each), so the list is as malformed as one naming a base
+        // twice.
+        let mut owners: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+        for (slug, bases) in &lists {
+            for host in bases.hosts() {
+                match owners.get(host.as_str()) {
+                    Some(first) if first != slug => {
+                        return Err(format!("names {host} in [{first}] and in [{slug}]"));
+                    }
+                    _ => {
+                        owners.insert(host, slug);
+                    }
+                }
+            }
+        }
         Ok(Self { lists })
+    }
+
+    /// Each domain the lists name with the workspace whose section names it (draining ones
+    /// included: a retired domain stays its brand's while it is in its section).
+    pub fn owners(&self) -> impl Iterator<Item = (String, &str)> + '_ {
+        (self.lists.iter())
+            .flat_map(|(slug, bases)| bases.hosts().map(|host| (host, slug.as_str())))
     }
 
     /// The list of the workspace `slug`, if the configuration gives it one.
@@ -272,6 +298,40 @@ mod tests {
         ] {
             assert!(WorkspaceBases::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_domain_is_the_workspace_whose_section_names_it_and_of_one_only() {
+        let lists = WorkspaceBases::parse(
+            "https://s1.example [brand-a] https://a1.example https://a0.example draining \
+             [brand-b] https://b1.example",
+        )
+        .unwrap();
+        let owners: Vec<(String, &str)> = lists.owners().collect();
+        assert_eq!(
+            owners,
+            [
+                ("s1.example".to_owned(), "default"),
+                ("a1.example".to_owned(), "brand-a"),
+                ("a0.example".to_owned(), "brand-a"),
+                ("b1.example".to_owned(), "brand-b"),
+            ]
+        );
+        for (raw, needle) in [
+            (
+                "https://s1.example [brand-a] https://a1.example [brand-b] http://a1.example:8080",
+                "names a1.example in [brand-a] and in [brand-b]",
+            ),
+            (
+                "https://s1.example [brand-a] https://s1.example/a",
+                "names s1.example in [default] and in [brand-a]",
+            ),
+        ] {
+            let err = WorkspaceBases::parse(raw).unwrap_err();
+            assert!(err.contains(needle), "{raw:?}: {err}");
+        }
+        // The same domain twice in one section stays a matter for that section's own checks.
+        assert!(WorkspaceBases::parse("[brand-a] https://a1.example http://a1.example").is_ok());
     }
 
     #[test]

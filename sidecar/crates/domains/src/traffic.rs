@@ -145,14 +145,76 @@ impl IssuedBuckets {
     }
 }
 
+/// The window's totals per workspace. A domain's expected share is of its own workspace's
+/// clicks, by the weights of its own workspace's domains: one brand's big campaign (or its links
+/// nobody clicks yet) never sets what another brand's domain is expected to get.
+pub(super) struct Totals<'a> {
+    /// Each domain's workspace ([`crate::WorkspaceBases::owners`]); a domain missing here is the
+    /// default workspace's.
+    owners: &'a HashMap<String, String>,
+    /// Per workspace: the sum of its domains' weights, and of their clicks.
+    by_workspace: HashMap<&'a str, (f64, i64)>,
+}
+
+impl<'a> Totals<'a> {
+    pub(super) fn new(
+        owners: &'a HashMap<String, String>,
+        issued: &HashMap<String, (u64, f64)>,
+        clicks: &HashMap<String, i64>,
+    ) -> Self {
+        let mut totals = Self {
+            owners,
+            by_workspace: HashMap::new(),
+        };
+        for (domain, (_, weight)) in issued {
+            totals.entry(domain).0 += weight;
+        }
+        // Clicks on a host no list names (one in the pool only) count where the pool's
+        // unnamed domains belong: the default workspace.
+        for (domain, clicks) in clicks {
+            totals.entry(domain).1 += clicks;
+        }
+        totals
+    }
+
+    fn entry(&mut self, domain: &str) -> &mut (f64, i64) {
+        let workspace = self.workspace_of(domain);
+        self.by_workspace.entry(workspace).or_default()
+    }
+
+    /// The workspace `domain` is grouped under.
+    pub(super) fn workspace_of(&self, domain: &str) -> &'a str {
+        let owners: &'a HashMap<String, String> = self.owners;
+        owners
+            .get(domain)
+            .map_or(crate::issuing::DEFAULT_WORKSPACE, String::as_str)
+    }
+
+    /// The traffic side of `domain`'s check, against its workspace's totals.
+    pub(super) fn traffic(&self, domain: &str, issued: u64, weight: f64, clicks: i64) -> Traffic {
+        let (weight_total, clicks_total) = (self.by_workspace)
+            .get(self.workspace_of(domain))
+            .copied()
+            .unwrap_or_default();
+        Traffic {
+            issued,
+            weight,
+            weight_total,
+            clicks,
+            clicks_total,
+        }
+    }
+}
+
 /// The traffic side of one domain's check.
 pub(super) struct Traffic {
     /// Links issued on the domain within the curve's horizon, and their weight.
     pub issued: u64,
     pub weight: f64,
-    /// The sum of the weights of all domains.
+    /// The sum of the weights of its workspace's domains.
     pub weight_total: f64,
     pub clicks: i64,
+    /// The window's clicks on its workspace's domains.
     pub clicks_total: i64,
 }
 
@@ -271,32 +333,79 @@ mod tests {
         issued.weighed(now, 30 * MINUTE, curve)
     }
 
-    /// Findings per domain at `now` given the window's clicks per domain.
+    /// Findings per domain at `now` given the window's clicks per domain, all of one workspace.
     fn judge(
         issued: &mut IssuedBuckets,
         now: Instant,
         clicks: &[(&str, i64)],
     ) -> BTreeMap<String, Option<State>> {
+        judge_in(issued, now, clicks, &[])
+    }
+
+    /// [`judge`] with `owners`' domains in their workspaces (the others in the default).
+    fn judge_in(
+        issued: &mut IssuedBuckets,
+        now: Instant,
+        clicks: &[(&str, i64)],
+        owners: &[(&str, &str)],
+    ) -> BTreeMap<String, Option<State>> {
         let weighed = buckets_weighed(issued, now, &ClickCurve::new(HOUR));
-        let weight_total = weighed.values().map(|(_, w)| w).sum();
-        let clicks_total = clicks.iter().map(|(_, c)| c).sum();
+        let owners: HashMap<String, String> = (owners.iter())
+            .map(|(domain, slug)| (domain.to_string(), slug.to_string()))
+            .collect();
+        let clicks: HashMap<String, i64> = (clicks.iter())
+            .map(|(domain, n)| (domain.to_string(), *n))
+            .collect();
+        let totals = Totals::new(&owners, &weighed, &clicks);
         weighed
-            .into_iter()
+            .iter()
             .map(|(domain, (links, weight))| {
-                let traffic = Traffic {
-                    issued: links,
-                    weight,
-                    weight_total,
-                    clicks: clicks
-                        .iter()
-                        .find(|(d, _)| *d == domain)
-                        .map_or(0, |(_, c)| *c),
-                    clicks_total,
-                };
+                let here = clicks.get(domain).copied().unwrap_or(0);
+                let traffic = totals.traffic(domain, *links, *weight, here);
                 let found = traffic.finding(50, 30 * MINUTE).map(|(state, _)| state);
-                (domain, found)
+                (domain.clone(), found)
             })
             .collect()
+    }
+
+    #[test]
+    fn one_workspaces_traffic_never_flags_or_hides_another_workspaces_domain() {
+        let t0 = Instant::now();
+        let now = t0 + 30 * MINUTE;
+        let mut issued = buckets(t0, ClickCurve::new(HOUR).horizon(30 * MINUTE));
+        // Brand A's campaign is clicked five times as much as brand B's quieter one: B's only
+        // domain gets its own clicks, far under half of everyone's.
+        issued.record("a1.example", 1000, t0);
+        issued.record("b1.example", 1000, t0);
+        let owners = [("a1.example", "brand-a"), ("b1.example", "brand-b")];
+        let clicks = [("a1.example", 2000), ("b1.example", 100)];
+        let found = judge_in(&mut issued, now, &clicks, &owners);
+        assert_eq!(found["b1.example"], None, "{found:?}");
+        assert_eq!(found["a1.example"], None, "{found:?}");
+        // Mixed (one workspace), B's domain looked blocked: what grouping fixes.
+        let mixed = judge(&mut issued, now, &clicks);
+        assert_eq!(mixed["b1.example"], Some(State::SuspectedBlocked));
+
+        // Brand A issues a lot nobody clicks yet; brand B's blocked domain is still found
+        // against its own workspace's clicks, where the mix would have hidden it (A's weight
+        // making B's expected clicks too few to judge).
+        let mut issued = buckets(t0, ClickCurve::new(HOUR).horizon(30 * MINUTE));
+        issued.record("a1.example", 100_000, t0);
+        issued.record("b1.example", 1000, t0);
+        issued.record("b2.example", 1000, t0);
+        let owners = [
+            ("a1.example", "brand-a"),
+            ("b1.example", "brand-b"),
+            ("b2.example", "brand-b"),
+        ];
+        let clicks = [("b1.example", 100)];
+        let found = judge_in(&mut issued, now, &clicks, &owners);
+        assert_eq!(found["b2.example"], Some(State::SuspectedBlocked));
+        assert_eq!(
+            found["a1.example"], None,
+            "no clicks in A: nothing to compare"
+        );
+        assert_eq!(judge(&mut issued, now, &clicks)["b2.example"], None);
     }
 
     #[test]
