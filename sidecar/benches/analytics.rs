@@ -149,6 +149,7 @@ async fn produce(
                         host: value(6),
                         lang: value(7),
                         chosen: None,
+                        click_id: None,
                     });
                 }
                 for (name, value) in &fields {

@@ -202,6 +202,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Result<CreateLinkRequest, String>>, Error> 
                     max_visits: max_visits.map(WholeNumber),
                     password: field("password").map(PlainPassword),
                     preview: card(&field),
+                    click_id_param: field("click_id_param"),
                 })
             })
             .collect()

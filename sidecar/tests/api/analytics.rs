@@ -928,6 +928,7 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
                 rule: 1,
                 variant: Some(variant),
             }),
+            click_id: None,
         });
     }
     let _: String = redis::cmd("XADD")

@@ -9,6 +9,7 @@ mod app_links;
 mod audit_requests;
 mod batch;
 mod batch_flow;
+mod click_ids;
 mod click_rules;
 mod click_webhooks;
 mod cluster;

@@ -86,6 +86,11 @@ pub struct CreateLinkRequest {
     pub password: Option<PlainPassword>,
     /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
     pub preview: Option<CardSpec>,
+    /// A query parameter (`[A-Za-z0-9_.-]{1,32}`, e.g. `sl_click`) that nginx appends to the
+    /// target with the click's id, which is also the visit's `id` in the feed and on the
+    /// webhooks (a landing page sends it back with a conversion).
+    #[schema(schema_with = shortlink_model::schema::click_id_param)]
+    pub click_id_param: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -141,6 +146,10 @@ pub struct UpdateLinkRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<CardSpec>, nullable)]
     pub preview: Option<Option<CardSpec>>,
+    /// A new click id parameter, or `null` to stop sending the id.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::click_id_param)]
+    pub click_id_param: Option<Option<String>>,
 }
 
 /// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
@@ -195,6 +204,9 @@ pub struct LinkView {
     /// The preview card; absent for none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<CardSpec>,
+    /// The query parameter the click's id is sent in; absent for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub click_id_param: Option<String>,
 }
 
 impl LinkView {
@@ -239,6 +251,7 @@ impl LinkView {
                 .preview
                 .as_deref()
                 .and_then(|text| card::parse_stored(text).ok()),
+            click_id_param: link.extras.click_id_param,
         }
     }
 }
@@ -329,6 +342,7 @@ impl From<CreateLinkRequest> for LinkRequest {
             max_visits: r.max_visits.map(|n| n.0),
             password: r.password,
             preview: r.preview,
+            click_id_param: r.click_id_param,
         }
     }
 }
@@ -516,12 +530,17 @@ pub async fn update_link(
             .preview
             .map(|preview| card::column(policy, own, preview))
             .transpose()?,
+        click_id_param: request
+            .click_id_param
+            .map(|param| param.map(validate::click_id_param).transpose())
+            .transpose()?,
     };
     if patch.is_empty() {
         return Err(Error::invalid(
             "empty_patch",
             "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
-             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview",
+             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview, \
+             click_id_param",
         ));
     }
     let link = state.links.update(workspace, &code, patch, &origin).await?;

@@ -174,6 +174,16 @@ pub fn meta() -> Schema {
     .into()
 }
 
+/// `click_id_param`: a query parameter name nginx appends as it is (else 422
+/// `invalid_click_id_param`).
+pub fn click_id_param() -> Schema {
+    nullable_string("1 to 32 of A-Z a-z 0-9 _ . -; on an update, null removes it.")
+        .min_length(Some(1))
+        .max_length(Some(32))
+        .pattern(Some("^[A-Za-z0-9_.-]{1,32}$"))
+        .into()
+}
+
 /// A compose's `campaign` query parameter: as a link's `campaign`, never null.
 pub fn campaign() -> Schema {
     ObjectBuilder::new()

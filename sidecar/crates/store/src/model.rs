@@ -53,6 +53,8 @@ pub struct LinkExtras {
     pub password_digest: Option<String>,
     /// The preview card in its API form (`link::card::CardSpec`), as normalised JSON text.
     pub preview: Option<String>,
+    /// The query parameter the module appends the click's id in (`[A-Za-z0-9_.-]{1,32}`).
+    pub click_id_param: Option<String>,
 }
 
 impl LinkExtras {
@@ -64,6 +66,7 @@ impl LinkExtras {
             && self.max_visits.is_none()
             && self.password_digest.is_none()
             && self.preview.is_none()
+            && self.click_id_param.is_none()
     }
 }
 

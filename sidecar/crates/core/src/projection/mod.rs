@@ -27,6 +27,7 @@ pub use crate::primary::ProjectionError;
 use chrono::{DateTime, Utc};
 use shortlink_model::link::rules;
 use shortlink_store::{Link, LinkExtras, LinkState};
+use shortlink_wire::click_id::ClickIdParam;
 use shortlink_wire::record::password::Password;
 use shortlink_wire::record::{Extras, Record};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,6 +68,8 @@ pub fn encode_record(link: &Link) -> Vec<u8> {
         None => {
             let mut extras = wire_extras(&link.code, &link.extras);
             extras.workspace = workspace;
+            // Only sticky splits read it: a link without rules keeps its bytes.
+            extras.has_ref = link.recipient_ref.is_some() && !extras.rules.is_empty();
             encode_live(
                 &link.target,
                 link.redirect,
@@ -131,8 +134,14 @@ pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
             })
         }),
         has_card: card::has_card(extras),
-        // Named by `encode_record`, which knows the link's workspace.
+        // Named by `encode_record`, which knows the link's workspace (and its ref).
         workspace: None,
+        // Checked when written; a hand-edited row that is no name sends no id.
+        click_id_param: extras
+            .click_id_param
+            .as_deref()
+            .and_then(|name| ClickIdParam::parse(name.as_bytes())),
+        has_ref: false,
     }
 }
 

@@ -1,16 +1,23 @@
 //! What a link answers to one click, decided by `wire`'s [`LinkView::answer`], the function the
 //! module runs: the fallback (`resolve`) and the preview answer through here, so neither can
 //! drift from what nginx answers.
+//!
+//! A link with a click id parameter gets an id here as from the module (`wire::click_id`, this
+//! process's own prefix). The fallback records no visit (it never did: it answers while Redis,
+//! where visits are queued, is failing), so such an id names no visit, and a conversion sent
+//! with it is refused as an unknown click.
 
 use super::model::Resolution;
 use crate::projection::encode_record;
 use shortlink_model::link::card;
 use shortlink_store::Link;
 use shortlink_wire::agent;
+use shortlink_wire::click_id::{location_parts, ClickId, ClickIds};
 use shortlink_wire::preview::card_page;
 use shortlink_wire::record::{self, Answer, Checked, LinkView};
 use shortlink_wire::rules::{self, Click};
 use std::net::IpAddr;
+use std::sync::Mutex;
 
 /// The parts of a request a link's rules read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -86,6 +93,9 @@ pub fn answer(
             chosen: *chosen,
         });
     }
+    let param = view
+        .extras
+        .and_then(|extras| extras.click_id_param.as_ref());
     Ok(match answer {
         Answer::Redirect {
             status,
@@ -94,7 +104,12 @@ pub fn answer(
             chosen,
         } => Resolution::Redirect {
             status,
-            location: location(target, forward_query, click.query),
+            location: location(
+                target,
+                forward_query,
+                click.query,
+                param.map(|param| (param.as_bytes(), next_click_id())),
+            ),
             chosen,
         },
         Answer::Gone => Resolution::Gone,
@@ -111,18 +126,43 @@ fn own_target(link: &Link, click: &ClickInput<'_>) -> Resolution {
             link.target.as_bytes(),
             link.flags.forward_query(),
             click.query,
+            None,
         ),
         chosen: None,
     }
 }
 
-/// A target (validated visible ASCII), plus the query when it forwards one.
-fn location(target: &[u8], forward_query: bool, query: Option<&str>) -> String {
-    let target = String::from_utf8_lossy(target);
-    match query {
-        Some(query) if forward_query => append_query(&target, query),
-        _ => target.into_owned(),
-    }
+/// A target (validated visible ASCII), plus the query when it forwards one, plus the click id
+/// (`wire`'s rule, the module's).
+fn location(
+    target: &[u8],
+    forward_query: bool,
+    query: Option<&str>,
+    click_id: Option<(&[u8], ClickId)>,
+) -> String {
+    let query = query.filter(|_| forward_query).map(str::as_bytes);
+    let click = click_id.as_ref().map(|(name, id)| (*name, id.as_bytes()));
+    String::from_utf8_lossy(&location_parts(target, query, click).concat()).into_owned()
+}
+
+/// This process's click ids: a prefix drawn at the first, as a module worker does.
+static CLICK_IDS: Mutex<Option<ClickIds>> = Mutex::new(None);
+
+fn next_click_id() -> ClickId {
+    let prefix = || getrandom::u64().unwrap_or_else(|_| rand_fallback());
+    let mut ids = CLICK_IDS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    ids.get_or_insert_with(|| ClickIds::new(prefix()))
+        .next(prefix)
+}
+
+/// Without an entropy source: the clock and the process id, spread.
+fn rand_fallback() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    rules::mix(nanos ^ u64::from(std::process::id()).rotate_left(32))
 }
 
 /// Appends a request's query string to a target, before its fragment.

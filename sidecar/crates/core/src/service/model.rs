@@ -148,6 +148,8 @@ pub struct LinkPatch {
     pub password_digest: Option<Option<String>>,
     /// The card's normalised JSON (`card::column`); `Some(None)` removes it.
     pub preview: Option<Option<String>>,
+    /// `Some(None)` stops sending the click id.
+    pub click_id_param: Option<Option<String>>,
 }
 
 impl LinkPatch {
@@ -166,6 +168,7 @@ impl LinkPatch {
             && self.max_visits.is_none()
             && self.password_digest.is_none()
             && self.preview.is_none()
+            && self.click_id_param.is_none()
     }
 }
 

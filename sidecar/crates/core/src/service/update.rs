@@ -67,6 +67,9 @@ impl LinkService {
         if let Some(preview) = patch.preview {
             next.extras.preview = preview;
         }
+        if let Some(param) = patch.click_id_param {
+            next.extras.click_id_param = param;
+        }
         if let Err(invalid) = super::validate::whole_link(&next) {
             let _ = tx.rollback().await;
             return Err(ServiceError::Invalid(invalid));

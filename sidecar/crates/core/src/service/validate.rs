@@ -55,6 +55,7 @@ pub struct LinkRequest {
     pub max_visits: Option<i64>,
     pub password: Option<PlainPassword>,
     pub preview: Option<card::CardSpec>,
+    pub click_id_param: Option<String>,
 }
 
 fn printable(value: &str, max: usize) -> bool {
@@ -183,6 +184,7 @@ pub fn imported_link(
             (None, digest) => digest.map(password_digest).transpose()?,
         },
         preview: card::column(policy, own_domains, request.preview)?,
+        click_id_param: request.click_id_param.map(click_id_param).transpose()?,
     };
     let expires_at = match kept.restore {
         None => request.expires_at.map(expiry).transpose()?,
@@ -259,6 +261,21 @@ pub fn valid_since(value: DateTime<Utc>) -> Result<DateTime<Utc>, Invalid> {
         ));
     }
     Ok(value)
+}
+
+/// `click_id_param`: a query parameter name the module may append as it is
+/// (`shortlink_wire::click_id::ClickIdParam`).
+pub fn click_id_param(name: String) -> Result<String, Invalid> {
+    match shortlink_wire::click_id::ClickIdParam::parse(name.as_bytes()) {
+        Some(_) => Ok(name),
+        None => Err(Invalid::new(
+            "invalid_click_id_param",
+            format!(
+                "click_id_param must be 1 to {} characters of A-Z a-z 0-9 _ . -",
+                shortlink_wire::click_id::PARAM_MAX_LEN
+            ),
+        )),
+    }
 }
 
 /// `max_visits`: 1 to [`MAX_VISITS_LIMIT`].

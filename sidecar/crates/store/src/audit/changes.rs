@@ -101,6 +101,11 @@ pub fn link_changes(before: &Link, after: &Link) -> Changes {
         .diff("rules", b.rules.clone(), a.rules.clone())
         .diff("max_visits", b.max_visits, a.max_visits)
         .diff("preview", b.preview.clone(), a.preview.clone())
+        .diff(
+            "click_id_param",
+            b.click_id_param.clone(),
+            a.click_id_param.clone(),
+        )
         .secret(
             "password",
             b.password_digest.is_some(),

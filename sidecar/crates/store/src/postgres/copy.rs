@@ -12,7 +12,7 @@ use sqlx::{Postgres, Transaction};
 pub(super) const COPY_LINKS: &str = "COPY links (code, target, url_hash, redirect_status, flags, created_at, \
      updated_at, expires_at, revoked_at, visit_count, last_visit_at, campaign, recipient_ref, tags, \
      valid_since, not_yet_url, expired_url, rules, max_visits, password_digest, preview, \
-     workspace_id, batch_id, batch_index) FROM STDIN (FORMAT binary)";
+     click_id_param, workspace_id, batch_id, batch_index) FROM STDIN (FORMAT binary)";
 
 /// A chunk's rows as the binary `COPY` data of [`COPY_LINKS`].
 pub(super) struct LinksCopy(Vec<u8>);
@@ -22,7 +22,7 @@ impl LinksCopy {
         let mut data = CopyData::with_capacity(rows.len(), 300);
         for NewRow { link, slot } in rows {
             let tags = tags_column(&link.tags);
-            data.tuple(24)
+            data.tuple(25)
                 .text(&link.code)
                 .text(&link.target)
                 .text(&link.url_hash)
@@ -44,6 +44,7 @@ impl LinksCopy {
                 .opt_int8(link.extras.max_visits)
                 .opt_text(link.extras.password_digest.as_deref())
                 .opt_text(link.extras.preview.as_deref())
+                .opt_text(link.extras.click_id_param.as_deref())
                 .int8(link.workspace.get())
                 .opt_int8(slot.map(|s| s.batch_id))
                 .opt_int8(slot.map(|s| s.index));
@@ -108,6 +109,7 @@ pub(super) async fn insert_links_skipping_conflicts(
     let mut max_visits = Vec::with_capacity(n);
     let mut password_digest = Vec::with_capacity(n);
     let mut preview = Vec::with_capacity(n);
+    let mut click_id_param = Vec::with_capacity(n);
     let mut workspace = Vec::with_capacity(n);
     let mut batch_id = Vec::with_capacity(n);
     let mut batch_index = Vec::with_capacity(n);
@@ -134,6 +136,7 @@ pub(super) async fn insert_links_skipping_conflicts(
         max_visits.push(link.extras.max_visits);
         password_digest.push(link.extras.password_digest.as_deref());
         preview.push(link.extras.preview.as_deref());
+        click_id_param.push(link.extras.click_id_param.as_deref());
         workspace.push(link.workspace.get());
         batch_id.push(row.slot.map(|s| s.batch_id));
         batch_index.push(row.slot.map(|s| s.index));
@@ -142,15 +145,15 @@ pub(super) async fn insert_links_skipping_conflicts(
     let inserted: Vec<String> = sqlx::query_scalar(&format!(
         "INSERT INTO links ({}) \
              SELECT c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg::jsonb, vs, ny, ex, ru, \
-                    mv, pw, pv, ws, bi, bx \
+                    mv, pw, pv, ci, ws, bi, bx \
              FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int2[], $5::int4[], \
                          $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], \
                          $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::text[], \
                          $13::text[], $14::text[], $15::timestamptz[], $16::text[], \
                          $17::text[], $18::text[], $19::int8[], $20::text[], $21::text[], \
-                         $22::int8[], $23::int8[], $24::int8[]) \
+                         $22::text[], $23::int8[], $24::int8[], $25::int8[]) \
                AS u(c, t, h, r, f, ca, ua, ea, ra, vc, lv, cp, rr, tg, vs, ny, ex, ru, mv, pw, \
-                    pv, ws, bi, bx) \
+                    pv, ci, ws, bi, bx) \
              ON CONFLICT DO NOTHING RETURNING code",
         insert_columns::<Pg>()
     ))
@@ -175,6 +178,7 @@ pub(super) async fn insert_links_skipping_conflicts(
     .bind(max_visits)
     .bind(password_digest)
     .bind(preview)
+    .bind(click_id_param)
     .bind(workspace)
     .bind(batch_id)
     .bind(batch_index)

@@ -124,6 +124,7 @@ fn row_bytes(row: &NewRow) -> usize {
             &link.extras.rules,
             &link.extras.password_digest,
             &link.extras.preview,
+            &link.extras.click_id_param,
         ]
         .iter()
         .map(|text| text.as_ref().map_or(0, String::len))

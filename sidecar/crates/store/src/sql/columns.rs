@@ -31,7 +31,7 @@ const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
 
 /// The link's columns, in the order of [`link_values`](super::rows::link_values): the one list the insert, the update and
 /// the select are derived from.
-pub(crate) const LINK: [Column; 22] = [
+pub(crate) const LINK: [Column; 23] = [
     column("code", Stored::Plain, false),
     column("target", Stored::Plain, true),
     column("url_hash", Stored::Plain, true),
@@ -53,6 +53,7 @@ pub(crate) const LINK: [Column; 22] = [
     column("max_visits", Stored::Plain, true),
     column("password_digest", Stored::Plain, true),
     column("preview", Stored::Plain, true),
+    column("click_id_param", Stored::Plain, true),
     // Last: the COPY and UNNEST of PostgreSQL's batch name the columns in this order.
     column("workspace_id", Stored::Plain, false),
 ];

@@ -43,6 +43,7 @@ fn link_columns<D: Dialect>(
         Value::OptInt(link.extras.max_visits),
         Value::OptText(link.extras.password_digest.clone()),
         Value::OptText(link.extras.preview.clone()),
+        Value::OptText(link.extras.click_id_param.clone()),
         Value::Int(link.workspace.get()),
     ]
 }
@@ -261,6 +262,7 @@ pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
             max_visits: D::DB::opt_int(row, "max_visits")?,
             password_digest: D::read_opt_text(row, "password_digest")?,
             preview: D::read_opt_text(row, "preview")?,
+            click_id_param: D::read_opt_text(row, "click_id_param")?,
         },
     })
 }

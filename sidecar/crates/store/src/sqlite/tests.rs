@@ -224,6 +224,7 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
         max_visits: Some(100),
         password_digest: Some("00".into()),
         preview: Some("{}".into()),
+        click_id_param: Some("sl_click".into()),
     };
     let mut tx = storage.begin().await.unwrap();
     tx.update_link(&next).await.unwrap();

@@ -1,0 +1,130 @@
+//! `click_id_param` (issue 54): what the API takes and refuses (storing nothing), what SQL keeps
+//! and the record Redis then holds (read with `wire` as the module reads it), on create, update,
+//! batch and compose.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+use shortlink_wire::record::{decode, Extras, Link as WireLink};
+
+crate::on_each_backend!(
+    the_click_id_parameter_round_trips,
+    bad_click_id_parameters_are_refused_and_store_nothing,
+);
+
+/// The parameter in `code`'s record in Redis.
+async fn param_in_record(app: &TestApp, code: &str) -> Option<String> {
+    let record = app.redis_record(code).await.expect("a record");
+    let extras: Option<Extras> = match decode(&record).expect("a record wire decodes") {
+        WireLink::Live { extras, .. } => extras.map(|extras| (*extras).clone()),
+        other => panic!("not a live record: {other:?}"),
+    };
+    extras
+        .and_then(|extras| extras.click_id_param)
+        .map(|param| param.as_str().to_owned())
+}
+
+async fn the_click_id_parameter_round_trips(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let created = app
+        .create(json!({"url": "https://t.example/own", "click_id_param": "sl_click"}))
+        .await;
+    let code = created["code"].as_str().unwrap().to_owned();
+    assert_eq!(created["click_id_param"], json!("sl_click"));
+    assert_eq!(
+        param_in_record(&app, &code).await.as_deref(),
+        Some("sl_click")
+    );
+    let read: Value = app.get_link(&code).await.json().await.unwrap();
+    assert_eq!(read["click_id_param"], json!("sl_click"));
+    let column = app
+        .db
+        .texts(&format!(
+            "SELECT click_id_param FROM links WHERE code = '{code}'"
+        ))
+        .await;
+    assert_eq!(column, ["sl_click"]);
+
+    // A new name replaces it; an unrelated change keeps it; null removes it: version 1 again.
+    app.patch_link(&code, &json!({"click_id_param": "cid.v-2"}))
+        .await;
+    assert_eq!(
+        param_in_record(&app, &code).await.as_deref(),
+        Some("cid.v-2")
+    );
+    app.patch_link(&code, &json!({"campaign": "spring"})).await;
+    assert_eq!(
+        param_in_record(&app, &code).await.as_deref(),
+        Some("cid.v-2")
+    );
+    let view: Value = app
+        .patch_link(&code, &json!({"click_id_param": null}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(view.get("click_id_param").is_none(), "{view}");
+    assert_eq!(
+        app.redis_get(&code).await.unwrap(),
+        "1|L|302|0|0|https://t.example/own"
+    );
+
+    // Batch items take it.
+    let body: Value = app
+        .post_batch(&[
+            json!({"url": "https://t.example/b", "click_id_param": "b_id"}),
+            json!({"url": "https://t.example/c"}),
+        ])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let with = &body["results"][0]["link"];
+    assert_eq!(with["click_id_param"], json!("b_id"), "{body}");
+    assert_eq!(
+        param_in_record(&app, with["code"].as_str().unwrap())
+            .await
+            .as_deref(),
+        Some("b_id")
+    );
+    let without = body["results"][1]["link"]["code"].as_str().unwrap();
+    assert!(app.redis_get(without).await.unwrap().starts_with("1|"));
+
+    // The OpenAPI document describes it.
+    let doc: Value = app.get_json("/openapi.json").await;
+    let create = &doc["components"]["schemas"]["CreateLinkRequest"]["properties"];
+    assert_eq!(create["click_id_param"]["maxLength"], json!(32));
+    assert_eq!(
+        create["click_id_param"]["pattern"],
+        json!("^[A-Za-z0-9_.-]{1,32}$")
+    );
+}
+
+async fn bad_click_id_parameters_are_refused_and_store_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://a.example/", "code": "existing"}))
+        .await;
+    let before = app.stored().await;
+    for bad in ["", "a b", "a=b", "a&b", "é", "x%20", &"a".repeat(33)] {
+        let fields = json!({"click_id_param": bad});
+        let body = json!({"url": "https://t.example/own", "click_id_param": bad});
+        app.refused_everywhere(
+            &body,
+            &fields,
+            "invalid_click_id_param",
+            "click_id_param must be 1 to 32",
+        )
+        .await;
+    }
+    app.refused_everywhere(
+        &json!({"url": "https://t.example/own", "click_id_param": 7}),
+        &json!({"click_id_param": 7}),
+        "invalid_body",
+        "",
+    )
+    .await;
+    assert_eq!(
+        app.stored().await,
+        before,
+        "nothing stored, in SQL or Redis"
+    );
+}
