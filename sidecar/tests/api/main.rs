@@ -7,6 +7,7 @@ mod auth;
 mod background;
 mod batch;
 mod caps;
+mod click_ids;
 mod cards;
 mod cluster;
 mod code_scheme;
