@@ -218,6 +218,8 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
     let analytics = visits::Analytics {
         store: visits::open_store(config).await?,
         count_bots: config.count_bots,
+        attribution_window: chrono::Duration::from_std(config.attribution_window)
+            .unwrap_or(chrono::Duration::MAX),
     };
     let webhooks = webhooks::WebhookService::new(
         Arc::clone(&analytics.store),

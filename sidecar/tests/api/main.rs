@@ -14,6 +14,7 @@ mod code_scheme;
 mod compose;
 mod config_file;
 mod console;
+mod conversions;
 mod domain_certificate;
 mod domain_health;
 mod health;

@@ -140,6 +140,8 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/stats",
     "/api/v1/visits",
     "/api/v1/campaigns/{campaign}",
+    "/api/v1/links/{code}/ab",
+    "/api/v1/campaigns/{campaign}/ab",
     "/api/v1/domains",
     "/api/v1/domains/{domain}",
     "/api/v1/workspace",
@@ -157,6 +159,7 @@ const OPERATOR_PREFIX: &str = "/api/v1/workspaces";
 const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
     (Method::POST, "/api/v1/links/batch"),
+    (Method::POST, "/api/v1/conversions"),
     (Method::PATCH, "/api/v1/links/{code}"),
     (Method::DELETE, "/api/v1/links/{code}"),
 ];

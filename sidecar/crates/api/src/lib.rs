@@ -8,6 +8,7 @@ mod auth;
 mod batch;
 mod budget;
 mod campaigns;
+mod conversions;
 pub mod compose;
 pub(crate) mod domains;
 mod early_close;
@@ -56,6 +57,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(batch::router())
         .merge(compose::router())
         .merge(campaigns::router())
+        .merge(conversions::router())
         .merge(domains::router())
         .merge(resolve::router())
         .merge(stats::router())

@@ -2,8 +2,8 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    audit, batch, campaigns, compose, domains, health, links, preview, qr, resolve, stats, visits,
-    webhooks, workspaces,
+    audit, batch, campaigns, compose, conversions, domains, health, links, preview, qr, resolve,
+    stats, visits, webhooks, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -26,6 +26,9 @@ use utoipa::OpenApi;
         batch::create_batch,
         compose::compose,
         campaigns::get_campaign,
+        conversions::ingest::post_conversions,
+        conversions::ab::link_ab,
+        conversions::ab::campaign_ab,
         domains::list_domains,
         domains::get_domain,
         resolve::resolve,
@@ -66,7 +69,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "webhooks"), (name = "audit"), (name = "workspaces"), (name = "keys"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "webhooks"), (name = "audit"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
 pub struct ApiDoc;
 

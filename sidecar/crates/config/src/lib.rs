@@ -296,6 +296,10 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_VISIT_RETENTION", value_parser = humantime::parse_duration, global = true)]
     pub visit_retention: Option<Duration>,
 
+    /// How long after its click a conversion may come and still count for it (e.g. `7d`).
+    #[arg(long, env = "SHORTLINK_ATTRIBUTION_WINDOW", default_value = "30d", value_parser = humantime::parse_duration, global = true)]
+    pub attribution_window: Duration,
+
     /// Delete audit log rows older than this (e.g. `400d`) from the start of each chain, keeping
     /// the chain checkable from the last one deleted; `0` (the default) keeps them forever.
     #[arg(long, env = "SHORTLINK_AUDIT_RETENTION", default_value = "0", value_parser = humantime::parse_duration, global = true)]
@@ -519,6 +523,7 @@ impl fmt::Debug for Config {
             .field("count_bots", &self.count_bots)
             .field("expire_idle_after", &self.expire_idle_after)
             .field("visit_retention", &self.visit_retention)
+            .field("attribution_window", &self.attribution_window)
             .field("audit_retention", &self.audit_retention)
             .finish_non_exhaustive()
     }

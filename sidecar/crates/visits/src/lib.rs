@@ -14,6 +14,7 @@
 
 pub mod cleanup;
 pub mod consumer;
+pub mod conversions;
 pub mod countries;
 pub mod rollup;
 pub mod store;
@@ -36,6 +37,8 @@ pub struct Analytics {
     pub store: Arc<dyn VisitStore>,
     /// `--count-bots`: bots and previews count as clicks unless a request says otherwise.
     pub count_bots: bool,
+    /// `--attribution-window`: how long after its click a conversion is still the click's.
+    pub attribution_window: chrono::Duration,
 }
 
 #[derive(Debug, thiserror::Error)]

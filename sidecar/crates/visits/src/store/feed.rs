@@ -16,6 +16,19 @@ pub(crate) async fn append<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     inserted: &[&Visit],
 ) -> StorageResult<()> {
+    let ids: Vec<&str> = inserted
+        .iter()
+        .map(|visit| visit.event_id.as_str())
+        .collect();
+    append_ids::<D>(connection, &ids).await
+}
+
+/// [`append`] of any ids: a visit's, or a conversion's (`cv_…`, `crate::conversions`), which
+/// takes its place in the same order.
+pub(crate) async fn append_ids<D: Dialect>(
+    connection: &mut <D::DB as Database>::Connection,
+    inserted: &[&str],
+) -> StorageResult<()> {
     if inserted.is_empty() {
         return Ok(());
     }
@@ -28,13 +41,7 @@ pub(crate) async fn append<D: Dialect>(
         .map_err(db)?
         .ok_or_else(|| StorageError::Corrupt("visit_feed_clock has no row".into()))?;
     let seq = D::DB::int(&row, "seq")?;
-    let mut ids = String::with_capacity(inserted.len() * 24);
-    for (i, visit) in inserted.iter().enumerate() {
-        if i > 0 {
-            ids.push('\n');
-        }
-        ids.push_str(&visit.event_id);
-    }
+    let ids = inserted.join("\n");
     let row = statement(
         "INSERT INTO visit_feed (seq, committed_ms, event_ids) VALUES (?, ?, ?)",
         [

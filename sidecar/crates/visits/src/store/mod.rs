@@ -11,7 +11,7 @@
 //! second time.
 
 mod api;
-mod feed;
+pub(crate) mod feed;
 mod mysql;
 mod postgres;
 mod sql;

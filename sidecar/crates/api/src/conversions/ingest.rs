@@ -1,0 +1,307 @@
+//! Taking conversions in: the JSON shapes, the refusals as API errors, and the NDJSON batch.
+
+use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use shortlink_store::WorkspaceId;
+use shortlink_visits::conversions::{Conversion, Conversions, RawConversion, Recorded, Refusal};
+use utoipa::ToSchema;
+
+const NDJSON: &str = "application/x-ndjson";
+/// Most lines in one NDJSON request, and the longest line (a conversion is a few hundred bytes).
+pub const MAX_LINES: usize = 100_000;
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// A conversion: the click (`click_id`, or `code` + `ref`), what happened, and the sender's
+/// idempotency key.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversionRequest {
+    /// The click's id: what the landing page got in the link's `click_id_param`.
+    #[schema(max_length = 64)]
+    pub click_id: Option<String>,
+    /// With `ref`, instead of `click_id`: the latest human visit of this per-recipient link at
+    /// or before `converted_at`.
+    pub code: Option<String>,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    /// `lead`, `purchase`, `signup`, anything: 1 to 64 characters.
+    #[schema(min_length = 1, max_length = 64)]
+    pub name: String,
+    /// Exact decimal, as a string (`"19.99"`) or a number, with `currency`; at most the
+    /// currency's minor-unit digits.
+    #[schema(value_type = Option<String>, example = "19.99")]
+    pub value: Option<serde_json::Value>,
+    /// ISO 4217 (`EUR`, `USD`, `JPY`), with `value`.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub currency: Option<String>,
+    /// The sender's id of this conversion (an order number): a repeat answers the first
+    /// conversion and never counts twice. 1 to 128 characters.
+    #[schema(min_length = 1, max_length = 128)]
+    pub event_id: String,
+    /// When it happened (default: now); not before the click, not after its attribution
+    /// window, at most 5 minutes in the future.
+    pub converted_at: Option<DateTime<Utc>>,
+}
+
+/// A stored conversion, with the click's attributes copied from the visit.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversionView {
+    /// `cv_…`: its id in the visit feed and on webhooks.
+    pub id: String,
+    pub event_id: String,
+    pub click_id: String,
+    pub code: String,
+    pub campaign: Option<String>,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: Option<String>,
+    /// `<rule>` or `<rule>.<variant>` that answered the click; `null`: the link's own target.
+    pub rule: Option<String>,
+    pub short_domain: Option<String>,
+    pub device: Option<String>,
+    pub country: Option<String>,
+    pub clicked_at: DateTime<Utc>,
+    pub name: String,
+    /// Exact decimal text (`"19.99"`).
+    pub value: Option<String>,
+    pub currency: Option<String>,
+    pub converted_at: DateTime<Utc>,
+    /// True when an earlier request with this `event_id` stored it (this one stored nothing).
+    pub duplicate: bool,
+}
+
+impl ConversionView {
+    pub fn new(conversion: Conversion, duplicate: bool) -> Self {
+        let (value, currency) = match conversion.value_text() {
+            Some((value, currency)) => (Some(value), Some(currency.to_owned())),
+            None => (None, None),
+        };
+        ConversionView {
+            id: conversion.id,
+            event_id: conversion.event_id,
+            click_id: conversion.click_id,
+            code: conversion.code,
+            campaign: conversion.campaign,
+            recipient_ref: conversion.recipient_ref,
+            rule: conversion.rule,
+            short_domain: conversion.short_domain,
+            device: conversion.device,
+            country: conversion.country,
+            clicked_at: conversion.clicked_at,
+            name: conversion.name,
+            value,
+            currency,
+            converted_at: conversion.converted_at,
+            duplicate,
+        }
+    }
+}
+
+fn refusal(refusal: Refusal) -> Error {
+    Error::Request {
+        status: StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST),
+        code: refusal.code(),
+        message: refusal.message().to_owned(),
+    }
+}
+
+/// The value as decimal text: a JSON string as given, a JSON number as serde_json writes it
+/// (the shortest text that reads back as the same number: `19.99` stays `19.99`).
+fn value_text(value: serde_json::Value) -> std::result::Result<String, Refusal> {
+    match value {
+        serde_json::Value::String(text) => Ok(text),
+        serde_json::Value::Number(number) => Ok(number.to_string()),
+        _ => Err(Refusal::InvalidValue),
+    }
+}
+
+async fn record(
+    state: &AppState,
+    workspace: WorkspaceId,
+    request: ConversionRequest,
+) -> Result<Recorded> {
+    let now = shortlink_store::now();
+    let raw = RawConversion {
+        click_id: request.click_id,
+        code: request.code,
+        recipient_ref: request.recipient_ref,
+        name: Some(request.name),
+        value: request.value.map(value_text).transpose().map_err(refusal)?,
+        currency: request.currency,
+        event_id: Some(request.event_id),
+        converted_at: request.converted_at,
+    };
+    let new = raw.check(now).map_err(refusal)?;
+    let store = state.analytics.store.conversions();
+    store
+        .record(workspace, &new, state.analytics.attribution_window, now)
+        .await?
+        .map_err(refusal)
+}
+
+/// One NDJSON line's answer, as the link batch answers its items.
+#[derive(Serialize)]
+struct LineResult {
+    index: i64,
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversion: Option<ConversionView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorDetail>,
+}
+
+/// Record conversions: one JSON object, answered 201 (stored now) or 200 (`duplicate`: the
+/// conversion an earlier request with this `event_id` stored); or with `Content-Type:
+/// application/x-ndjson`, one object per line (at most 100,000), answered with one line each, in
+/// order: `{index, status, conversion | error}`.
+#[utoipa::path(post, path = "/api/v1/conversions", tag = "conversions",
+    request_body(content = ConversionRequest,
+        description = "one object, or one per line with `Content-Type: application/x-ndjson`"),
+    responses(
+        (status = 201, description = "stored", body = ConversionView),
+        (status = 200, description = "a repeat of an `event_id`: the first conversion, \
+            `duplicate` true; NDJSON: one `{index, status, conversion | error}` per line", body = ConversionView),
+        (status = 400, description = "`invalid_event_id`, `invalid_name`, `invalid_value`, \
+            `invalid_currency`, `invalid_converted_at`, `invalid_click`, `malformed_json`", body = ErrorBody),
+        (status = 404, description = "`unknown_click`: no such click in this workspace", body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, description = "`before_click`, `outside_window` (the attribution \
+            window, `--attribution-window`)", body = ErrorBody),
+    ))]
+pub async fn post_conversions(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let content_type = (headers.get(header::CONTENT_TYPE))
+        .and_then(|value| value.to_str().ok())
+        .map(|value| {
+            value
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match content_type.as_deref() {
+        Some("application/json") => {
+            let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+                .await
+                .map_err(|_| Error::Request {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    code: "payload_too_large",
+                    message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
+                })?;
+            let request: ConversionRequest = parse(&bytes)?;
+            let recorded = record(&state, workspace, request).await?;
+            let status = match recorded.duplicate {
+                true => StatusCode::OK,
+                false => StatusCode::CREATED,
+            };
+            let view = ConversionView::new(recorded.conversion, recorded.duplicate);
+            Ok((status, axum::Json(view)).into_response())
+        }
+        Some(NDJSON) => ndjson(state, workspace, body).await,
+        _ => Err(Error::Request {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: format!("send application/json or {NDJSON}"),
+        }),
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<ConversionRequest> {
+    serde_json::from_slice(bytes).map_err(|error| Error::Request {
+        status: StatusCode::BAD_REQUEST,
+        code: "malformed_json",
+        message: error.to_string(),
+    })
+}
+
+async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<Response> {
+    let mut lines = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut stream = body.into_data_stream();
+    let too_much = |message: String| Error::Request {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        code: "payload_too_large",
+        message,
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_body",
+            message: "the body could not be read".into(),
+        })?;
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            lines.push(line);
+        }
+        if pending.len() > MAX_LINE_BYTES {
+            return Err(too_much(format!(
+                "a line is at most {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        if lines.len() > MAX_LINES {
+            return Err(too_much(format!("at most {MAX_LINES} lines")));
+        }
+    }
+    if !pending.is_empty() {
+        lines.push(pending);
+    }
+    let mut out = Vec::with_capacity(lines.len() * 400);
+    let mut index = 0;
+    for line in lines {
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        if text.len() > MAX_LINE_BYTES {
+            return Err(too_much(format!(
+                "a line is at most {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        let answer = match parse(text) {
+            Ok(request) => record(&state, workspace, request).await,
+            Err(error) => Err(error),
+        };
+        let result = match answer {
+            Ok(recorded) => LineResult {
+                index,
+                status: if recorded.duplicate { 200 } else { 201 },
+                conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
+                error: None,
+            },
+            // The database is down: the rest would fail alike, and the sender retries the batch
+            // (what went in is answered as duplicates).
+            Err(error) if error.status_code().is_server_error() => return Err(error),
+            Err(error) => LineResult {
+                index,
+                status: error.status_code().as_u16(),
+                conversion: None,
+                error: Some(ErrorDetail {
+                    code: error.code().to_owned(),
+                    message: error.message(),
+                }),
+            },
+        };
+        serde_json::to_writer(&mut out, &result)
+            .map_err(|error| Error::Internal(Box::new(error)))?;
+        out.push(b'\n');
+        index += 1;
+    }
+    let mut response = Response::new(Body::from(out));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
+    Ok(response)
+}

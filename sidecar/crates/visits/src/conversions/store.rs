@@ -1,0 +1,505 @@
+//! Conversions in SQL, written once for every backend's visit store (the same database as the
+//! visits they name): [`ConversionStore`], implemented for [`SqlVisitStore`]. Times are Unix ms.
+//!
+//! A conversion is written in one transaction with its feed row (`store/feed.rs`), so the feed
+//! hands it out in commit order among the visits. Idempotency is the unique index on
+//! `(workspace_id, event_id)`: an insert that loses the race to a concurrent retry fails on it,
+//! rolls back (nothing half-written), and reads the winner's row.
+
+use super::input::{Click, Money, NewConversion, Refusal};
+use crate::store::{
+    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use sqlx::{Database, Pool};
+
+type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
+type Row<V> = <Db<V> as Database>::Row;
+
+/// A stored conversion, with the click's attributes copied at insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversion {
+    /// `cv_` and 16 hex digits: its place in the visit feed.
+    pub id: String,
+    pub workspace: WorkspaceId,
+    pub event_id: String,
+    /// The visit's id.
+    pub click_id: String,
+    pub code: String,
+    pub campaign: Option<String>,
+    pub recipient_ref: Option<String>,
+    pub rule: Option<String>,
+    pub short_domain: Option<String>,
+    pub device: Option<String>,
+    pub country: Option<String>,
+    pub clicked_at: DateTime<Utc>,
+    pub name: String,
+    /// (minor units, currency, exponent).
+    pub value: Option<(i64, String, u8)>,
+    pub converted_at: DateTime<Utc>,
+}
+
+impl Conversion {
+    /// The value as exact decimal text, and its currency.
+    pub fn value_text(&self) -> Option<(String, &str)> {
+        (self.value.as_ref())
+            .map(|(minor, currency, exponent)| (Money::text(*minor, *exponent), currency.as_str()))
+    }
+}
+
+/// What a `record` did: the conversion stored now, or the one an earlier request with the same
+/// `event_id` stored (`duplicate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub conversion: Conversion,
+    pub duplicate: bool,
+}
+
+/// Whose clicks and conversions a result counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Link(String),
+    Campaign(String),
+}
+
+/// One answering rule (or variant, or the own target: `None`) of a link or campaign, all time:
+/// human clicks and their distinct visitors, conversions and their distinct visitors, and the
+/// summed value per currency.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArmCounts {
+    pub rule: Option<String>,
+    pub clicks: i64,
+    pub visitors: i64,
+    pub conversions: i64,
+    pub converting_visitors: i64,
+    /// (currency, exponent, minor units summed), by currency.
+    pub values: Vec<(String, u8, i64)>,
+}
+
+#[async_trait]
+pub trait ConversionStore: Send + Sync {
+    /// Stores `new` against its click in `workspace`, or answers the conversion an earlier
+    /// request with its `event_id` stored. Refused (nothing written) for a click not in the
+    /// workspace, before the click, or later than `window` after it.
+    async fn record(
+        &self,
+        workspace: WorkspaceId,
+        new: &NewConversion,
+        window: Duration,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Result<Recorded, Refusal>>;
+
+    /// The conversions of `ids` (feed ids `cv_…`) still stored, in no order.
+    async fn conversions(&self, ids: &[String]) -> StorageResult<Vec<Conversion>>;
+
+    /// Counts per rule of a link or campaign (`name`: only conversions of that name), ordered
+    /// by rule with the own target first.
+    async fn arm_counts(
+        &self,
+        workspace: WorkspaceId,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> StorageResult<Vec<ArmCounts>>;
+}
+
+/// The conversions of the database a visit store writes to: the same store seen as a
+/// [`ConversionStore`].
+pub trait Conversions {
+    fn conversions(&self) -> &dyn ConversionStore;
+}
+
+impl Conversions for dyn VisitStore {
+    fn conversions(&self) -> &dyn ConversionStore {
+        let store = self.as_any();
+        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
+            store
+        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
+            store
+        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
+            store
+        } else {
+            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        }
+    }
+}
+
+fn arm_of(
+    arms: &mut std::collections::BTreeMap<Option<String>, ArmCounts>,
+    rule: Option<String>,
+) -> &mut ArmCounts {
+    arms.entry(rule.clone()).or_insert_with(|| ArmCounts {
+        rule,
+        ..ArmCounts::default()
+    })
+}
+
+/// Whether a feed id is a conversion's.
+pub fn is_conversion_id(id: &str) -> bool {
+    id.starts_with("cv_")
+}
+
+fn new_id() -> StorageResult<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| StorageError::Corrupt(format!("no randomness: {error}")))?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("cv_{hex}"))
+}
+
+fn db(error: sqlx::Error) -> StorageError {
+    StorageError::classify(error)
+}
+
+const COLUMNS: &str = "id, workspace_id, event_id, visit_id, code, campaign, recipient_ref, rule, \
+     short_domain, device, country, clicked_ms, name, value_minor, currency, exponent, \
+     converted_ms";
+
+/// The click as read for a conversion: the visit joined to its link.
+struct ClickRow {
+    visit_id: String,
+    visited_at: DateTime<Utc>,
+    campaign: Option<String>,
+    recipient_ref: Option<String>,
+}
+
+fn ms(at: DateTime<Utc>) -> Value {
+    Value::Int(at.timestamp_millis())
+}
+
+fn at_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+impl<V: VisitDialect> SqlVisitStore<V> {
+    async fn all(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
+        let mut connection = pool.acquire().await.map_err(db)?;
+        Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
+    }
+
+    fn conversion(row: &Row<V>) -> StorageResult<Conversion> {
+        let text = |c| V::Sql::read_text(row, c);
+        let opt = |c| V::Sql::read_opt_text(row, c);
+        let int = |c| Db::<V>::int(row, c).map_err(db);
+        let value = match (Db::<V>::opt_int(row, "value_minor")?, opt("currency")?) {
+            (Some(minor), Some(currency)) => {
+                let exponent = Db::<V>::opt_int(row, "exponent")?.unwrap_or(0);
+                Some((minor, currency, u8::try_from(exponent).unwrap_or(0)))
+            }
+            _ => None,
+        };
+        Ok(Conversion {
+            id: text("id")?,
+            workspace: WorkspaceId::from_db(int("workspace_id")?),
+            event_id: text("event_id")?,
+            click_id: text("visit_id")?,
+            code: text("code")?,
+            campaign: opt("campaign")?,
+            recipient_ref: opt("recipient_ref")?,
+            rule: opt("rule")?,
+            short_domain: opt("short_domain")?,
+            device: opt("device")?,
+            country: opt("country")?,
+            clicked_at: at_ms(int("clicked_ms")?),
+            name: text("name")?,
+            value,
+            converted_at: at_ms(int("converted_ms")?),
+        })
+    }
+
+    async fn by_event_id(
+        &self,
+        workspace: WorkspaceId,
+        event_id: &str,
+    ) -> StorageResult<Option<Conversion>> {
+        let query = statement(
+            &format!("SELECT {COLUMNS} FROM conversions WHERE workspace_id = ? AND event_id = ?"),
+            [
+                Value::Int(workspace.get()),
+                Value::Text(event_id.to_owned()),
+            ],
+        );
+        let rows = self.all(&self.writer, query).await?;
+        rows.first().map(Self::conversion).transpose()
+    }
+
+    /// The click `click` names in `workspace`: by id, or the latest human visit of a
+    /// per-recipient link at or before `before` (when there is none, any later one, so that the
+    /// refusal says `before_click`).
+    async fn click(
+        &self,
+        workspace: WorkspaceId,
+        click: &Click,
+        before: DateTime<Utc>,
+    ) -> StorageResult<Option<ClickRow>> {
+        const SELECT: &str = "SELECT v.event_id, v.visited_at, l.campaign, l.recipient_ref \
+             FROM visits v JOIN links l ON l.code = v.code WHERE l.workspace_id = ?";
+        let workspace = Value::Int(workspace.get());
+        let queries = match click {
+            Click::Id(id) => vec![statement(
+                &format!("{SELECT} AND v.event_id = ?"),
+                [workspace, Value::Text(id.clone())],
+            )],
+            Click::Recipient {
+                code,
+                recipient_ref,
+            } => {
+                let values = || {
+                    [
+                        workspace.clone(),
+                        Value::Text(code.clone()),
+                        Value::Text(recipient_ref.clone()),
+                        Value::Text(code.clone()),
+                    ]
+                };
+                let recipient = "AND l.code = ? AND l.recipient_ref = ? AND v.code = ? \
+                     AND v.audience = 'human'";
+                vec![
+                    statement(
+                        &format!(
+                            "{SELECT} {recipient} AND v.visited_at <= ? \
+                             ORDER BY v.visited_at DESC LIMIT 1"
+                        ),
+                        values().into_iter().chain([V::visit_time(before)]),
+                    ),
+                    statement(
+                        &format!("{SELECT} {recipient} ORDER BY v.visited_at LIMIT 1"),
+                        values(),
+                    ),
+                ]
+            }
+        };
+        for query in queries {
+            if let Some(row) = self.all(&self.reader, query).await?.first() {
+                return Ok(Some(ClickRow {
+                    visit_id: V::Sql::read_text(row, "event_id")?,
+                    visited_at: V::read_visit_time(row, "visited_at")?,
+                    campaign: V::Sql::read_opt_text(row, "campaign")?,
+                    recipient_ref: V::Sql::read_opt_text(row, "recipient_ref")?,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Inserts the conversion copied from its visit, and its feed row, in one transaction.
+    /// `Ok(false)`: the visit is gone (retention ran between the read and this write).
+    async fn insert(
+        &self,
+        conversion: &Conversion,
+        money: Option<Money>,
+        now: DateTime<Utc>,
+    ) -> StorageResult<bool> {
+        let insert = statement(
+            "INSERT INTO conversions (id, workspace_id, event_id, visit_id, code, campaign, \
+               recipient_ref, rule, short_domain, device, country, visitor, clicked_ms, name, \
+               value_minor, currency, exponent, converted_ms, received_ms) \
+             SELECT ?, ?, ?, v.event_id, v.code, ?, ?, v.rule, v.short_domain, v.device, \
+               v.country, v.visitor, ?, ?, ?, ?, ?, ?, ? FROM visits v WHERE v.event_id = ?",
+            [
+                Value::Text(conversion.id.clone()),
+                Value::Int(conversion.workspace.get()),
+                Value::Text(conversion.event_id.clone()),
+                Value::OptText(conversion.campaign.clone()),
+                Value::OptText(conversion.recipient_ref.clone()),
+                ms(conversion.clicked_at),
+                Value::Text(conversion.name.clone()),
+                Value::OptInt(money.map(|m| m.minor)),
+                Value::OptText(money.map(|m| m.currency.to_owned())),
+                Value::OptInt(money.map(|m| i64::from(m.exponent))),
+                ms(conversion.converted_at),
+                ms(now),
+                Value::Text(conversion.click_id.clone()),
+            ],
+        );
+        let mut tx = self.writer.begin().await.map_err(db)?;
+        if Db::<V>::execute(&mut *tx, insert).await.map_err(db)? != 1 {
+            return Ok(false);
+        }
+        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &[conversion.id.as_str()]).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl<V: VisitDialect> ConversionStore for SqlVisitStore<V> {
+    async fn record(
+        &self,
+        workspace: WorkspaceId,
+        new: &NewConversion,
+        window: Duration,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Result<Recorded, Refusal>> {
+        let first = |conversion| {
+            Ok(Ok(Recorded {
+                conversion,
+                duplicate: true,
+            }))
+        };
+        if let Some(conversion) = self.by_event_id(workspace, &new.event_id).await? {
+            return first(conversion);
+        }
+        let Some(click) = self.click(workspace, &new.click, new.converted_at).await? else {
+            return Ok(Err(Refusal::UnknownClick));
+        };
+        if new.converted_at < click.visited_at {
+            return Ok(Err(Refusal::BeforeClick));
+        }
+        if new.converted_at > click.visited_at + window {
+            return Ok(Err(Refusal::OutsideWindow));
+        }
+        let mut conversion = Conversion {
+            id: new_id()?,
+            workspace,
+            event_id: new.event_id.clone(),
+            click_id: click.visit_id,
+            code: String::new(),
+            campaign: click.campaign,
+            recipient_ref: click.recipient_ref,
+            rule: None,
+            short_domain: None,
+            device: None,
+            country: None,
+            // Stored to the millisecond, answered as stored.
+            clicked_at: at_ms(click.visited_at.timestamp_millis()),
+            name: new.name.clone(),
+            value: None,
+            converted_at: at_ms(new.converted_at.timestamp_millis()),
+        };
+        match self.insert(&conversion, new.money, now).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(Err(Refusal::UnknownClick)),
+            // A concurrent request with the same event id committed first.
+            Err(StorageError::Conflict) => {
+                return match self.by_event_id(workspace, &new.event_id).await? {
+                    Some(conversion) => first(conversion),
+                    None => Err(StorageError::Conflict),
+                };
+            }
+            Err(error) => return Err(error),
+        }
+        // What the insert copied from the visit, read back as stored.
+        conversion = self
+            .by_event_id(workspace, &new.event_id)
+            .await?
+            .ok_or_else(|| StorageError::Corrupt("conversion vanished after insert".into()))?;
+        Ok(Ok(Recorded {
+            conversion,
+            duplicate: false,
+        }))
+    }
+
+    async fn conversions(&self, ids: &[String]) -> StorageResult<Vec<Conversion>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST) {
+            let query = statement(
+                &format!(
+                    "SELECT {COLUMNS} FROM conversions WHERE id IN ({})",
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                chunk.iter().cloned().map(Value::Text),
+            );
+            for row in self.all(&self.reader, query).await? {
+                out.push(Self::conversion(&row)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn arm_counts(
+        &self,
+        workspace: WorkspaceId,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> StorageResult<Vec<ArmCounts>> {
+        let bigint = V::Sql::BIGINT;
+        let ws = Value::Int(workspace.get());
+        let clicks = match scope {
+            Scope::Link(code) => statement(
+                &format!(
+                    "SELECT v.rule, CAST(COUNT(*) AS {bigint}) AS clicks, \
+                     CAST(COUNT(DISTINCT v.visitor) AS {bigint}) AS visitors FROM visits v \
+                     WHERE v.code = ? AND v.audience = 'human' GROUP BY v.rule"
+                ),
+                [Value::Text(code.clone())],
+            ),
+            Scope::Campaign(campaign) => statement(
+                &format!(
+                    "SELECT v.rule, CAST(COUNT(*) AS {bigint}) AS clicks, \
+                     CAST(COUNT(DISTINCT v.visitor) AS {bigint}) AS visitors \
+                     FROM links l JOIN visits v ON v.code = l.code \
+                     WHERE l.workspace_id = ? AND l.campaign = ? AND v.audience = 'human' \
+                     GROUP BY v.rule"
+                ),
+                [ws.clone(), Value::Text(campaign.clone())],
+            ),
+        };
+        let (column, key) = match scope {
+            Scope::Link(code) => ("code", code),
+            Scope::Campaign(campaign) => ("campaign", campaign),
+        };
+        let filter = format!(
+            "workspace_id = ? AND {column} = ?{}",
+            if name.is_some() { " AND name = ?" } else { "" }
+        );
+        let values = || {
+            [ws.clone(), Value::Text(key.clone())]
+                .into_iter()
+                .chain(name.map(|n| Value::Text(n.to_owned())))
+        };
+        let conversions = statement(
+            &format!(
+                "SELECT rule, CAST(COUNT(*) AS {bigint}) AS conversions, \
+                 CAST(COUNT(DISTINCT visitor) AS {bigint}) AS converting FROM conversions \
+                 WHERE {filter} GROUP BY rule"
+            ),
+            values(),
+        );
+        let sums = statement(
+            &format!(
+                "SELECT rule, currency, CAST(MAX(exponent) AS {bigint}) AS exponent, \
+                 CAST(SUM(value_minor) AS {bigint}) AS total FROM conversions \
+                 WHERE {filter} AND currency IS NOT NULL GROUP BY rule, currency"
+            ),
+            values(),
+        );
+        let (clicks, conversions, sums) = tokio::try_join!(
+            self.all(&self.reader, clicks),
+            self.all(&self.reader, conversions),
+            self.all(&self.reader, sums)
+        )?;
+        let mut arms: std::collections::BTreeMap<Option<String>, ArmCounts> = Default::default();
+        for row in &clicks {
+            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            entry.clicks = Db::<V>::int(row, "clicks")?;
+            entry.visitors = Db::<V>::int(row, "visitors")?;
+        }
+        for row in &conversions {
+            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            entry.conversions = Db::<V>::int(row, "conversions")?;
+            entry.converting_visitors = Db::<V>::int(row, "converting")?;
+        }
+        for row in &sums {
+            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            let exponent = u8::try_from(Db::<V>::int(row, "exponent")?).unwrap_or(0);
+            let total = Db::<V>::int(row, "total")?;
+            entry
+                .values
+                .push((V::Sql::read_text(row, "currency")?, exponent, total));
+        }
+        let mut arms: Vec<ArmCounts> = arms.into_values().collect();
+        for arm in &mut arms {
+            arm.values.sort();
+        }
+        // The own target first, then rules and variants in their order.
+        arms.sort_by_key(|arm| {
+            (arm.rule.as_deref())
+                .and_then(|text| shortlink_wire::event::parse_chosen(text.as_bytes()))
+                .map(|c| (c.rule, c.variant))
+        });
+        Ok(arms)
+    }
+}
