@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UdpSocket};
 
-const SECRET: &str = "webhook-secret-0123456789";
+pub(crate) const SECRET: &str = "webhook-secret-0123456789";
 const CANARY_TARGET: &str = "https://canary.example/ok";
 
 /// Answers A queries: `s3.example` → 10.9.9.9 (not the edge) while `moved`, any other name (and
@@ -97,10 +97,10 @@ async fn edge(wrong: Arc<AtomicBool>) -> SocketAddr {
     addr
 }
 
-type Received = Arc<Mutex<Vec<(String, Value)>>>;
+pub(crate) type Received = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// Keeps (signature, body) of every POST.
-async fn webhook_receiver() -> (SocketAddr, Received) {
+pub(crate) async fn webhook_receiver() -> (SocketAddr, Received) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let received: Received = Arc::default();
@@ -128,7 +128,7 @@ const PHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) Appl
 
 /// `count` human clicks on `domain`, stored as the visit consumer stores them (raw visits and the
 /// per-minute counts the health check reads).
-async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
+pub(crate) async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
     use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
     let now = chrono::Utc::now().timestamp_millis().to_string();
     let visits: Vec<_> = (0..count)
@@ -155,7 +155,7 @@ async fn state_of(app: &TestApp, domain: &str) -> Value {
     response.json().await.unwrap()
 }
 
-fn changes(received: &Received, domain: &str) -> Vec<Value> {
+pub(crate) fn changes(received: &Received, domain: &str) -> Vec<Value> {
     received
         .lock()
         .unwrap()

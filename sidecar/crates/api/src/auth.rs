@@ -155,6 +155,9 @@ const PREVIEW_ROUTE: &str = "/api/v1/links/{code}/preview";
 /// power ends at its workspace).
 const OPERATOR_PREFIX: &str = "/api/v1/workspaces";
 
+/// The workspace routes an operator key may read too: the domains of every workspace.
+const OPERATOR_READS: &[&str] = &["/api/v1/domains", "/api/v1/domains/{domain}"];
+
 /// What `issuer` keys may change besides reading.
 const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
@@ -175,7 +178,13 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
         || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
-        Role::Operator => operators || route == "/api/v1/audit" || route == "/api/v1/openapi.json",
+        Role::Operator => {
+            operators
+                || route == "/api/v1/audit"
+                || route == "/api/v1/openapi.json"
+                // Every workspace's domains and their health, each labelled (read only).
+                || (reads && OPERATOR_READS.contains(&route))
+        }
         _ if operators => false,
         Role::Admin => true,
         Role::Issuer => {
@@ -234,6 +243,25 @@ mod tests {
             &Method::POST,
             Some("/api/v1/links/{code}")
         ));
+    }
+
+    #[test]
+    fn an_operator_reads_the_domains_and_no_other_workspace_route() {
+        for route in ["/api/v1/domains", "/api/v1/domains/{domain}"] {
+            assert!(permits(Role::Operator, &Method::GET, Some(route)));
+            assert!(!permits(Role::Operator, &Method::POST, Some(route)));
+        }
+        for route in [
+            "/api/v1/links",
+            "/api/v1/stats",
+            "/api/v1/visits",
+            "/api/v1/workspace",
+        ] {
+            assert!(
+                !permits(Role::Operator, &Method::GET, Some(route)),
+                "{route}"
+            );
+        }
     }
 
     #[test]

@@ -39,8 +39,12 @@ const TAG: &str = "a-secret-tag";
 const REFERENCE: &str = "a-secret-recipient";
 const ALIAS: &str = "a-secret-alias";
 
+/// A's short domain: its part of the issuing list names it, as nginx's API server sends it.
+const A_DOMAIN: &str = "s.a.example";
+const LISTS: &str = "https://s.example [brand-a] https://s.a.example";
+
 /// Everything A's admin makes: links (an alias, a generated code, a capped one, a revoked one),
-/// a webhook, a key, visits, and the audit rows all of it leaves.
+/// a webhook, a key, visits, its short domain, and the audit rows all of it leaves.
 async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
     let mut codes = Vec::new();
     for body in [
@@ -98,6 +102,14 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         })
         .collect();
     store.store_batch(&visits, true).await.unwrap();
+    // Its domain, named by a request through nginx (the test client sends the proxy secret).
+    let answer = with_key(app, admin, Method::GET, "/domains")
+        .header("x-shortlink-public-base", LISTS)
+        .header("x-shortlink-pool", format!("s.example {A_DOMAIN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
     Objects {
         codes,
         webhook: webhook["id"].as_str().unwrap().to_owned(),
@@ -139,7 +151,7 @@ fn fill(path: &str, objects: &Objects, missing: bool) -> Option<String> {
             ("id", true) if path.starts_with("/api/v1/webhooks") => "wh_0000000000000000".into(),
             ("id", false) if path.starts_with("/api/v1/keys") => objects.key_id.to_string(),
             ("id", true) if path.starts_with("/api/v1/keys") => "999999".into(),
-            ("domain", false) => "s.a.example".into(),
+            ("domain", false) => A_DOMAIN.into(),
             ("domain", true) => "s.nobody.example".into(),
             _ => return None,
         };
@@ -277,6 +289,8 @@ async fn another_workspaces_keys_learn_nothing_of_its_objects() {
         .find(|key| key["id"] == objects.key_id)
         .expect("A's key");
     assert!(viewer["revoked_at"].is_null(), "B revoked A's key");
+    let (_, domains) = call(&app, &a_admin, &Method::GET, "/domains", None).await;
+    assert!(domains.contains(A_DOMAIN), "A lists its domain: {domains}");
     let (_, links) = call(&app, &a_admin, &Method::GET, "/links", None).await;
     for code in &objects.codes {
         assert!(links.contains(code.as_str()), "A lists its {code}");

@@ -1,6 +1,7 @@
 //! Workspaces (issue 53): what the operator does with them, and what one workspace's keys can
-//! learn of another's objects (nothing: [`isolation`]).
+//! learn of another's objects (nothing: [`isolation`]), their short domains ([`domains`]).
 
+mod domains;
 mod isolation;
 mod migration;
 mod operator;
