@@ -13,11 +13,20 @@ pub struct Privacy {
     pub include_ip: bool,
 }
 
-/// A stored visit (one click), enriched.
+/// A stored visit (one click), enriched; or a conversion reported against one (`type`
+/// `conversion`), with the click's link, rule, domain, device and country.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct FeedEvent {
-    /// The visit's stable id: the same in every delivery and in the feed; de-duplicate on it.
+    /// The visit's stable id (a conversion's: `cv_…`): the same in every delivery and in the
+    /// feed; de-duplicate on it.
     pub id: String,
+    /// `click` or `conversion`.
+    #[serde(rename = "type")]
+    #[schema(rename = "type", value_type = String, pattern = "^(click|conversion)$")]
+    pub kind: &'static str,
+    /// Conversions only: what was reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversion: Option<ConversionDetail>,
     /// Resume the feed after this event: `GET /api/v1/visits?after=<cursor>`.
     pub cursor: String,
     pub code: String,
@@ -58,7 +67,70 @@ pub struct FeedEvent {
     pub ip: Option<String>,
 }
 
+/// What a conversion event adds to the click's fields (docs/CONVERSIONS.md).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversionDetail {
+    /// The click (visit) it is attributed to.
+    pub click_id: String,
+    pub clicked_at: DateTime<Utc>,
+    /// The sender's idempotency key.
+    pub event_id: String,
+    pub name: String,
+    /// Exact decimal text, with `currency` (ISO 4217).
+    pub value: Option<String>,
+    pub currency: Option<String>,
+}
+
 impl FeedEvent {
+    /// A conversion as the feed gives it away: `time` is when it happened; the click's
+    /// attributes as copied at its insert; tags those of its link now (`tags`).
+    pub fn conversion(
+        conversion: shortlink_visits::conversions::Conversion,
+        tags: Vec<String>,
+        cursor: Cursor,
+    ) -> Self {
+        let (value, currency) = match conversion.value_text() {
+            Some((value, currency)) => (Some(value), Some(currency.to_owned())),
+            None => (None, None),
+        };
+        FeedEvent {
+            id: conversion.id,
+            kind: "conversion",
+            conversion: Some(ConversionDetail {
+                click_id: conversion.click_id,
+                clicked_at: conversion.clicked_at,
+                event_id: conversion.event_id,
+                name: conversion.name,
+                value,
+                currency,
+            }),
+            cursor: cursor.to_string(),
+            code: conversion.code,
+            campaign: conversion.campaign,
+            recipient_ref: conversion.recipient_ref,
+            tags,
+            time: conversion.converted_at,
+            short_domain: conversion.short_domain,
+            status: None,
+            target: None,
+            rule: conversion.rule,
+            // A report from the sender about a person's visit.
+            audience: "human".to_owned(),
+            agent: None,
+            device: conversion.device.unwrap_or_else(|| "unknown".to_owned()),
+            os: None,
+            os_version: None,
+            browser: None,
+            browser_version: None,
+            country: conversion.country,
+            region: None,
+            city: None,
+            referrer_host: None,
+            language: None,
+            ip: None,
+        }
+    }
+
     pub fn new(row: FeedRow, cursor: Cursor, privacy: Privacy) -> Self {
         let target = target(&row);
         let tags = row
@@ -68,6 +140,8 @@ impl FeedEvent {
             .unwrap_or_default();
         FeedEvent {
             id: row.event_id,
+            kind: "click",
+            conversion: None,
             cursor: cursor.to_string(),
             code: row.code,
             campaign: row.campaign,

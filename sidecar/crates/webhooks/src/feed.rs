@@ -8,6 +8,8 @@ use super::event::{FeedEvent, Privacy};
 pub use super::filter::FeedFilter;
 use super::store::{FeedBatch, Webhooks};
 use shortlink_store::StorageResult;
+use shortlink_visits::conversions::store::is_conversion_id;
+use shortlink_visits::conversions::Conversions;
 use shortlink_visits::store::VisitStore;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -92,6 +94,16 @@ impl FeedReader {
         Ok(page)
     }
 
+    /// The tags of a conversion's link as the link holds them now (a conversion keeps no copy:
+    /// a subscription to a tag hears of the link's conversions as of its clicks).
+    async fn tags_of(&self, code: &str) -> StorageResult<Vec<String>> {
+        let rows = self.store.webhooks().link_tags(code).await?;
+        Ok(rows
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default())
+    }
+
     /// Adds the admitted events of `row`'s ids in `range` to `page`, up to `limit`, and moves
     /// its cursor past what it looked at.
     async fn collect(
@@ -103,16 +115,43 @@ impl FeedReader {
         page: &mut Page,
     ) -> StorageResult<()> {
         let ids = &row.event_ids[range.clone()];
-        let mut found: HashMap<String, _> = (self.store.webhooks().feed_rows(ids).await?)
+        let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
+            ids.iter().cloned().partition(|id| is_conversion_id(id));
+        let mut found: HashMap<String, _> = (self.store.webhooks().feed_rows(&visit_ids).await?)
             .into_iter()
             .map(|r| (r.event_id.clone(), r))
             .collect();
+        let mut conversions: HashMap<String, _> = match conversion_ids.is_empty() {
+            true => HashMap::new(),
+            false => (self
+                .store
+                .conversions()
+                .conversions(&conversion_ids)
+                .await?)
+                .into_iter()
+                .map(|c| (c.id.clone(), c))
+                .collect(),
+        };
         for (index, id) in range.zip(ids) {
             let after = Cursor {
                 seq: row.seq,
                 index: index as i64 + 1,
             };
             page.next = after;
+            if let Some(conversion) = conversions.remove(id) {
+                if !filter.owns(Some(conversion.workspace)) {
+                    continue;
+                }
+                let tags = self.tags_of(&conversion.code).await?;
+                let event = FeedEvent::conversion(conversion, tags, after);
+                if filter.admits(&event) {
+                    page.events.push(event);
+                    if page.events.len() >= limit {
+                        break;
+                    }
+                }
+                continue;
+            }
             // Gone: removed by the retention job.
             let Some(visit) = found.remove(id) else {
                 continue;

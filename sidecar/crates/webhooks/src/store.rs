@@ -84,6 +84,8 @@ pub trait WebhookStore: Send + Sync {
     async fn feed_batches(&self, from_seq: i64, limit: u32) -> StorageResult<Vec<FeedBatch>>;
     /// The visits of `ids` still stored (retention may have removed some), in no order.
     async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>>;
+    /// A link's tags column (JSON) as stored now; `None` without tags or link.
+    async fn link_tags(&self, code: &str) -> StorageResult<Option<String>>;
     /// The last feed row's seq (0 for none).
     async fn feed_head(&self) -> StorageResult<i64>;
     /// The first feed row committed at or after `at_ms`.
@@ -296,6 +298,21 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                 })
             })
             .collect()
+    }
+
+    async fn link_tags(&self, code: &str) -> StorageResult<Option<String>> {
+        let tags = match <V::Sql as Dialect>::BACKEND {
+            shortlink_store::Backend::Postgres => "tags::text",
+            _ => "tags",
+        };
+        let query = statement(
+            &format!("SELECT {tags} AS tags FROM links WHERE code = ?"),
+            [Value::Text(code.to_owned())],
+        );
+        match all::<V>(&self.reader, query).await?.first() {
+            Some(row) => opt_text::<V>(row, "tags"),
+            None => Ok(None),
+        }
     }
 
     async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>> {
