@@ -4,6 +4,7 @@
 //! labelled; and a domain's health is judged against its own workspace's traffic.
 
 use super::*;
+use crate::console::Browser;
 use crate::domain_health::{add_clicks, changes, webhook_receiver, SECRET};
 use reqwest::Method;
 use std::time::Duration;
@@ -236,4 +237,42 @@ async fn one_workspaces_clicks_never_flag_another_workspaces_domain() {
     assert_eq!(change["workspace"], "brand-a", "{change}");
     assert_eq!(change["state"], "suspected-blocked", "{change}");
     assert!(changes(&received, "b1.example").is_empty());
+}
+
+/// The console's Domains page shows the signed-in workspace's domains, its part of the issuing
+/// list and its pool domains, never another workspace's.
+#[tokio::test]
+async fn the_console_domains_page_shows_the_signed_in_workspaces_domains_only() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    create_workspace(&app, &operator, "brand-b").await;
+    for (slug, ours, theirs) in [
+        (
+            "brand-a",
+            ["a1.brand-a.example", "a0.brand-a.example (draining)"],
+            ["b1.brand-b.example", "pool-only.example"],
+        ),
+        (
+            "brand-b",
+            ["b1.brand-b.example", "b1.brand-b.example"],
+            ["a1.brand-a.example", "pool-only.example"],
+        ),
+    ] {
+        let key = workspace_key(&app, &operator, slug, "viewer").await;
+        let mut browser = Browser::new(&app);
+        assert_eq!(browser.sign_in(&key).await.status(), 303);
+        let request = (browser.request(Method::GET, "/console/domains"))
+            .header("x-shortlink-public-base", LISTS)
+            .header("x-shortlink-pool", POOL);
+        let answer = browser.send(request).await;
+        assert_eq!(answer.status(), 200);
+        let page = answer.text().await.unwrap();
+        for domain in ours {
+            assert!(page.contains(domain), "{slug}: no {domain}:\n{page}");
+        }
+        for domain in theirs {
+            assert!(!page.contains(domain), "{slug} shows {domain}:\n{page}");
+        }
+    }
 }
