@@ -116,6 +116,8 @@ async fn detail(
             a href={ "/console/campaigns/totals?name=" (encode(name)) } { "Totals: links by state, visits" }
             " · "
             a href={ "/console/campaigns/recipients.csv?name=" (encode(name)) } download { "Export all recipients (CSV)" }
+            " · "
+            a href={ "/console/campaigns/ab?campaign=" (encode(name)) } { "A/B results and conversions" }
         }
         h2 { "Recipients" }
         div.wide { table {

@@ -115,6 +115,8 @@ pub async fn page(
                     dt { "Rules" } dd {
                         (link.rules.as_ref().map_or(0, Vec::len)) " · "
                         a href={ "/console/links/" (link.code) "/rules" } { "edit and preview" }
+                        " · "
+                        a href={ "/console/links/" (link.code) "/ab" } { "A/B results and conversions" }
                     }
                     @if let Some(cap) = link.max_visits { dt { "Visit cap" } dd { (cap) } }
                     @if link.password_protected { dt { "Password" } dd { "protected" } }

@@ -15,6 +15,7 @@
 //! the key, so a revoked key or a changed role takes effect at once. Every form carries the
 //! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`).
 
+mod ab;
 mod audit;
 mod bulk;
 mod campaigns;
@@ -70,6 +71,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/links", get(links::list))
         .route("/console/links/{code}", get(detail::page))
         .route("/console/links/{code}/qr", get(detail::qr_file))
+        .route("/console/links/{code}/ab", get(ab::link))
         .route("/console/links/{code}/edit", post(links::edit))
         .route(
             "/console/links/{code}/rules",
@@ -111,6 +113,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/bulk/{job}/results.csv", get(bulk::results))
         .route("/console/campaigns", get(campaigns::list))
         .route("/console/campaigns/totals", get(campaigns::totals))
+        .route("/console/campaigns/ab", get(ab::campaign))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
         .route(
