@@ -1,10 +1,10 @@
 //! `audit verify`: checks every audit chain (or one workspace's) and exits non-zero on the
-//! first broken row of any; and what the other subcommands record in the audit log.
+//! first broken row of any.
 
 use super::BoxError;
 use crate::config::Config;
-use crate::storage::audit::{self, Actor, AuditEntry, Changes};
-use crate::storage::{Storage, WorkspaceId};
+use crate::storage::audit;
+use crate::storage::Storage;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
@@ -58,22 +58,4 @@ async fn verify(storage: &dyn Storage, workspace: Option<i64>) -> Result<(), Box
         0 => Ok(()),
         n => Err(format!("{n} of {} audit chains are broken", reports.len()).into()),
     }
-}
-
-/// The chain of what belongs to no workspace: operator keys, workspaces themselves.
-pub(crate) const INSTALLATION_CHAIN: i64 = 0;
-
-/// Appends what a subcommand changed to `workspace`'s chain (`None`: the installation's), as
-/// the command line's actor.
-pub(crate) async fn record_in(
-    storage: &dyn Storage,
-    workspace: Option<WorkspaceId>,
-    action: &str,
-    object: impl ToString,
-    changes: Changes,
-) -> Result<(), BoxError> {
-    let mut entry = AuditEntry::new(Actor::cli(), action, object.to_string(), changes);
-    entry.workspace_id = workspace.map_or(INSTALLATION_CHAIN, WorkspaceId::get);
-    storage.append_audit(&entry).await?;
-    Ok(())
 }

@@ -1,11 +1,11 @@
 //! `keys create|list|revoke`: API keys, each acting in one workspace (an operator's in none).
 
-use super::audit;
-use super::workspaces::WorkspaceArg;
+use super::workspaces::{cli_origin, WorkspaceArg};
 use super::BoxError;
 use crate::config::Config;
 use crate::http;
-use crate::storage::{self, Role};
+use crate::storage::Role;
+use shortlink_core::service::keys::{self, NewKey};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum KeysCommand {
@@ -53,21 +53,19 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
                 _ => Some(workspace.resolve(storage.as_ref()).await?),
             };
             let key = http::generate_api_key()?;
-            let created = storage
-                .create_api_key(
-                    name,
-                    role,
-                    workspace.as_ref().map(|workspace| workspace.id),
-                    &http::hash_api_key(&key),
-                    storage::now(),
-                )
-                .await?;
-            // The name, role and workspace, never the key (nor its hash).
-            let changes = storage::audit::Changes::new()
-                .set("name", created.name.clone())
-                .set("role", created.role.as_str());
-            let chain = workspace.as_ref().map(|workspace| workspace.id);
-            audit::record_in(storage.as_ref(), chain, "key.create", created.id, changes).await?;
+            let new = NewKey {
+                name,
+                role,
+                workspace: workspace.as_ref().map(|workspace| workspace.id),
+                rate: None,
+            };
+            let created = keys::create(
+                storage.as_ref(),
+                new,
+                &http::hash_api_key(&key),
+                &cli_origin(),
+            )
+            .await?;
             let place = workspace.map_or_else(String::new, |workspace| {
                 format!(" in workspace {:?}", workspace.slug)
             });
@@ -99,14 +97,8 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
             }
         }
         KeysCommand::Revoke { id } => {
-            match storage.revoke_api_key(None, id, storage::now()).await? {
-                Some(key) => {
-                    let changes = storage::audit::Changes::new().set("name", key.name.clone());
-                    let chain = key.workspace.as_ref().map(|workspace| workspace.id);
-                    audit::record_in(storage.as_ref(), chain, "key.revoke", key.id, changes)
-                        .await?;
-                    println!("revoked API key {} ({:?})", key.id, key.name)
-                }
+            match keys::revoke(storage.as_ref(), None, id, &cli_origin()).await? {
+                Some(key) => println!("revoked API key {} ({:?})", key.id, key.name),
                 None => return Err(format!("no API key has id {id}").into()),
             }
         }

@@ -4,6 +4,7 @@
 
 use super::BoxError;
 use crate::config::Config;
+use crate::storage::audit::{Actor, Origin};
 use crate::storage::{self, Quotas, Storage, Workspace, WorkspaceChange, DEFAULT_SLUG};
 
 /// The workspace a command acts in.
@@ -96,7 +97,7 @@ pub async fn run(config: &Config, command: WorkspacesCommand) -> Result<(), BoxE
             let state = crate::build_state(config).await?;
             let name = name.unwrap_or_else(|| slug.clone());
             let created = (state.links)
-                .create_workspace(&slug, &name, quotas.into())
+                .create_workspace(&slug, &name, quotas.into(), &cli_origin())
                 .await?;
             println!("created workspace {} ({:?})", created.slug, created.name);
         }
@@ -136,7 +137,9 @@ pub async fn run(config: &Config, command: WorkspacesCommand) -> Result<(), BoxE
             }
             let state = crate::build_state(config).await?;
             let workspace = find(state.links.storage().as_ref(), &slug).await?;
-            let deleted = state.links.delete_workspace(workspace.id).await?;
+            let deleted = (state.links)
+                .delete_workspace(workspace.id, &cli_origin())
+                .await?;
             println!(
                 "deleted workspace {slug}: {} links, {} keys, {} webhooks",
                 deleted.links, deleted.keys, deleted.webhooks
@@ -155,7 +158,14 @@ async fn change(
     let workspace = find(state.links.storage().as_ref(), slug).await?;
     let mut change = WorkspaceChange::default();
     edit(&mut change);
-    let changed = state.links.change_workspace(workspace.id, &change).await?;
+    let changed = (state.links)
+        .change_workspace(workspace.id, &change, &cli_origin())
+        .await?;
     println!("changed workspace {} ({:?})", changed.slug, changed.name);
     Ok(())
+}
+
+/// The command line as an audit row's actor.
+pub(super) fn cli_origin() -> Origin {
+    Origin::new(Actor::cli())
 }

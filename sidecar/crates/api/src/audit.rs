@@ -10,15 +10,14 @@ use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_store::audit::{Actor, AuditFilter, AuditRecord, Origin, RequestInfo};
+use shortlink_store::audit::{
+    Actor, AuditFilter, AuditRecord, Origin, RequestInfo, INSTALLATION_CHAIN,
+};
 use utoipa::{IntoParams, ToSchema};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/audit", get(list_audit))
 }
-
-/// The chain of what belongs to no workspace: operator keys' changes, workspaces themselves.
-pub const INSTALLATION_CHAIN: i64 = 0;
 
 /// Rows per page unless `limit` says otherwise, and at most.
 const DEFAULT_LIMIT: u32 = 50;

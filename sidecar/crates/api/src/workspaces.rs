@@ -3,7 +3,8 @@
 //! a workspace's own view of itself and its keys.
 
 use super::{
-    generate_api_key, hash_api_key, AppState, Error, ErrorBody, InWorkspace, Json, Path, Result,
+    generate_api_key, hash_api_key, AppState, Error, ErrorBody, InWorkspace, Json, Path, Recorder,
+    Result,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -11,8 +12,10 @@ use axum::routing::{delete, get};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_core::service::keys::{self, NewKey};
 use shortlink_core::service::WorkspaceError;
 use shortlink_model::schema::WholeNumber;
+use shortlink_store::audit::Origin;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
@@ -287,12 +290,13 @@ pub async fn list_workspaces(State(state): State<AppState>) -> Result<Json<Works
     ))]
 pub async fn create_workspace(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Json(request): Json<CreateWorkspaceRequest>,
 ) -> Result<(StatusCode, Json<WorkspaceView>)> {
     let name = checked_name(request.name.as_deref().unwrap_or(&request.slug))?;
     quotas_in_range(&request.quotas)?;
     let workspace = (state.links)
-        .create_workspace(&request.slug, name, request.quotas.into())
+        .create_workspace(&request.slug, name, request.quotas.into(), &origin)
         .await?;
     Ok((StatusCode::CREATED, Json(workspace.into())))
 }
@@ -319,6 +323,7 @@ pub async fn get_workspace(
     ))]
 pub async fn change_workspace(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Path(slug): Path<String>,
     Json(request): Json<ChangeWorkspaceRequest>,
 ) -> Result<Json<WorkspaceView>> {
@@ -334,7 +339,9 @@ pub async fn change_workspace(
             .map(|suspended| suspended.then(storage::now)),
         quotas: request.quotas.map(Quotas::from),
     };
-    let changed = state.links.change_workspace(workspace.id, &change).await?;
+    let changed = (state.links)
+        .change_workspace(workspace.id, &change, &origin)
+        .await?;
     Ok(Json(changed.into()))
 }
 
@@ -349,10 +356,11 @@ pub async fn change_workspace(
     ))]
 pub async fn delete_workspace(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Path(slug): Path<String>,
 ) -> Result<Json<DeletedView>> {
     let workspace = by_slug(&state, &slug).await?;
-    let deleted = state.links.delete_workspace(workspace.id).await?;
+    let deleted = state.links.delete_workspace(workspace.id, &origin).await?;
     Ok(Json(DeletedView {
         links: deleted.links,
         keys: deleted.keys,
@@ -384,11 +392,12 @@ pub async fn list_workspace_keys(
     ))]
 pub async fn create_workspace_key(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Path(slug): Path<String>,
     Json(request): Json<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<KeyView>)> {
     let workspace = by_slug(&state, &slug).await?;
-    new_key(&state, workspace.id, request).await
+    new_key(&state, workspace.id, request, &origin).await
 }
 
 #[utoipa::path(delete, path = "/api/v1/workspaces/{slug}/keys/{id}", tag = "workspaces",
@@ -396,10 +405,11 @@ pub async fn create_workspace_key(
     responses((status = 200, body = KeyView), (status = 404, body = ErrorBody)))]
 pub async fn revoke_workspace_key(
     State(state): State<AppState>,
+    Recorder(origin): Recorder,
     Path((slug, id)): Path<(String, i64)>,
 ) -> Result<Json<KeyView>> {
     let workspace = by_slug(&state, &slug).await?;
-    revoke(&state, workspace.id, id).await
+    revoke(&state, workspace.id, id, &origin).await
 }
 
 /// The workspace this key acts in.
@@ -436,9 +446,10 @@ pub async fn list_keys(
 pub async fn create_key(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
     Json(request): Json<CreateKeyRequest>,
 ) -> Result<(StatusCode, Json<KeyView>)> {
-    new_key(&state, workspace, request).await
+    new_key(&state, workspace, request, &origin).await
 }
 
 /// Revoke a key of this key's workspace; requests with it are refused from then on.
@@ -447,9 +458,10 @@ pub async fn create_key(
 pub async fn revoke_key(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
     Path(id): Path<i64>,
 ) -> Result<Json<KeyView>> {
-    revoke(&state, workspace, id).await
+    revoke(&state, workspace, id, &origin).await
 }
 
 async fn keys_of(state: &AppState, workspace: WorkspaceId) -> Result<Json<KeyList>> {
@@ -463,6 +475,7 @@ async fn new_key(
     state: &AppState,
     workspace: WorkspaceId,
     request: CreateKeyRequest,
+    origin: &Origin,
 ) -> Result<(StatusCode, Json<KeyView>)> {
     let name = checked_name(&request.name)?;
     let role = match request.role {
@@ -492,32 +505,31 @@ async fn new_key(
         },
     };
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
-    let created = (state.links.storage())
-        .create_api_key(
-            name,
-            role,
-            Some(workspace),
-            &hash_api_key(&key),
-            storage::now(),
-        )
-        .await?;
-    if rate.is_some() {
-        state
-            .links
-            .storage()
-            .set_api_key_rate(created.id, rate)
-            .await?;
-    }
+    let new = NewKey {
+        name,
+        role,
+        workspace: Some(workspace),
+        rate,
+    };
+    let created = keys::create(
+        state.links.storage().as_ref(),
+        new,
+        &hash_api_key(&key),
+        origin,
+    )
+    .await?;
     let mut view = KeyView::from(created);
-    view.rate_per_second = rate.map(|rate| rate.per_second);
     view.key = Some(key);
     Ok((StatusCode::CREATED, Json(view)))
 }
 
-async fn revoke(state: &AppState, workspace: WorkspaceId, id: i64) -> Result<Json<KeyView>> {
-    let revoked = (state.links.storage())
-        .revoke_api_key(Some(workspace), id, storage::now())
-        .await?;
+async fn revoke(
+    state: &AppState,
+    workspace: WorkspaceId,
+    id: i64,
+    origin: &Origin,
+) -> Result<Json<KeyView>> {
+    let revoked = keys::revoke(state.links.storage().as_ref(), Some(workspace), id, origin).await?;
     revoked.map(|key| Json(key.into())).ok_or(Error::Request {
         status: StatusCode::NOT_FOUND,
         code: "not_found",

@@ -363,3 +363,106 @@ async fn a_workspaces_links_are_issued_on_its_own_domains() {
     let theirs = create(b).await;
     assert!(theirs["short_url"].is_null(), "{theirs}");
 }
+
+/// Audit rows of `key`'s view, oldest first, as `(workspace_id, actor_name, action, object,
+/// changes)`.
+async fn audit_rows(app: &TestApp, key: &str) -> Vec<(i64, String, String, String, Value)> {
+    let page: Value = send_json(with_key(app, key, Method::GET, "/audit?limit=500")).await;
+    let mut rows: Vec<_> = (page["rows"].as_array().unwrap().iter())
+        .map(|row| {
+            (
+                row["workspace_id"].as_i64().unwrap(),
+                row["actor_name"].as_str().unwrap().to_owned(),
+                row["action"].as_str().unwrap().to_owned(),
+                row["object"].as_str().unwrap().to_owned(),
+                row["changes"].clone(),
+            )
+        })
+        .collect();
+    rows.reverse();
+    rows
+}
+
+#[tokio::test]
+async fn workspace_and_key_changes_through_the_api_are_in_the_audit_log() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let brand = app.storage().await.workspace_by_slug("brand-a").await;
+    let brand_id = brand.unwrap().unwrap().id.get();
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let changed = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    // A change to nothing records nothing.
+    let same = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"name": "Brand A Ltd"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same.status(), 200);
+    let tool: Value = send_json(with_key(&app, &admin, Method::POST, "/keys").json(
+        &json!({"name": "campaign tool", "role": "issuer", "rate": {"per_second": 5, "burst": 10}}),
+    ))
+    .await;
+    let tool_id = tool["id"].as_i64().unwrap();
+    for _ in 0..2 {
+        let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{tool_id}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(revoked.status(), 200);
+    }
+    create_workspace(&app, &operator, "brand-b").await;
+    let deleted = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+
+    // The brand's admin sees its own chain: the key the operator gave it, then its own.
+    let own = audit_rows(&app, &admin).await;
+    let actions: Vec<(&str, &str)> = (own.iter())
+        .map(|(_, actor, action, _, _)| (actor.as_str(), action.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("operator", "key.create"),
+            ("brand-a-admin", "key.create"),
+            ("brand-a-admin", "key.revoke"),
+        ],
+        "{own:?}"
+    );
+    assert!(own.iter().all(|row| row.0 == brand_id));
+    assert_eq!(own[1].3, tool_id.to_string());
+    assert_eq!(own[1].4["role"], json!([null, "issuer"]));
+    assert_eq!(own[1].4["rate_per_second"], json!([null, 5]));
+
+    // The operator sees the workspaces' changes in the installation's chain, and every key.
+    let all = audit_rows(&app, &operator).await;
+    let installation: Vec<(&str, &str)> = (all.iter())
+        .filter(|row| row.0 == 0)
+        .map(|(_, _, action, object, _)| (action.as_str(), object.as_str()))
+        .collect();
+    assert_eq!(
+        installation,
+        [
+            ("workspace.create", "brand-a"),
+            ("workspace.update", "brand-a"),
+            ("workspace.create", "brand-b"),
+            ("workspace.delete", "brand-b"),
+        ],
+        "{all:?}"
+    );
+    let update = all.iter().find(|row| row.2 == "workspace.update").unwrap();
+    assert_eq!(update.4["name"], json!(["Brand brand-a", "Brand A Ltd"]));
+    assert_eq!(update.4["quotas"][1]["links_per_day"], 1000);
+    // Never a key, nor its hash.
+    let text = format!("{all:?}");
+    assert!(!text.contains("slk_"), "{text}");
+    assert!(!text.contains(&shortlink_sidecar::http::hash_api_key(&admin)));
+}

@@ -29,6 +29,7 @@ pub mod compose;
 mod create;
 mod error;
 mod idempotency;
+pub mod keys;
 mod links;
 mod model;
 mod read;

@@ -1,10 +1,13 @@
-//! Workspaces (issue 53): the operator's create, change and delete, and the slugs link records
-//! carry.
+//! Workspaces (issue 53): the operator's create, change and delete, each recorded in the
+//! installation's audit chain (a workspace's own chain goes with it when it is deleted; the
+//! record that it was must not).
 //!
 //! The slugs link records carry are kept by [`crate::projection::slugs`].
 
 use super::{LinkService, ServiceError};
 use crate::projection::slugs;
+use serde_json::{json, Value};
+use shortlink_store::audit::{Changes, Origin, INSTALLATION_CHAIN};
 use shortlink_store::{
     self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, StorageError, Workspace,
     WorkspaceChange, WorkspaceId,
@@ -43,6 +46,7 @@ impl LinkService {
         slug: &str,
         name: &str,
         quotas: Quotas,
+        origin: &Origin,
     ) -> Result<Workspace, WorkspaceError> {
         if !is_valid_slug(slug) {
             return Err(WorkspaceError::BadSlug);
@@ -51,6 +55,12 @@ impl LinkService {
             .create_workspace(slug, name, quotas, storage::now())
             .await?;
         slugs::remember(&workspace);
+        let changes = Changes::new()
+            .set("slug", workspace.slug.clone())
+            .set("name", workspace.name.clone())
+            .set("quotas", quotas_json(&workspace.quotas));
+        self.record(origin, "workspace.create", &workspace, changes)
+            .await?;
         Ok(workspace)
     }
 
@@ -58,8 +68,42 @@ impl LinkService {
         &self,
         id: WorkspaceId,
         change: &WorkspaceChange,
+        origin: &Origin,
     ) -> Result<Workspace, WorkspaceError> {
-        (self.storage.change_workspace(id, change).await?).ok_or(WorkspaceError::NotFound)
+        let before = self.storage.workspace(id).await?;
+        let after = self.storage.change_workspace(id, change).await?;
+        let (Some(before), Some(after)) = (before, after) else {
+            return Err(WorkspaceError::NotFound);
+        };
+        let changes = Changes::new()
+            .diff("name", before.name.clone(), after.name.clone())
+            .diff(
+                "suspended",
+                before.suspended_at.is_some(),
+                after.suspended_at.is_some(),
+            )
+            .diff(
+                "quotas",
+                quotas_json(&before.quotas),
+                quotas_json(&after.quotas),
+            );
+        if !changes.is_empty() {
+            self.record(origin, "workspace.update", &after, changes)
+                .await?;
+        }
+        Ok(after)
+    }
+
+    /// Appends a workspace change to the installation's chain.
+    async fn record(
+        &self,
+        origin: &Origin,
+        action: &str,
+        workspace: &Workspace,
+        changes: Changes,
+    ) -> Result<(), ServiceError> {
+        let entry = origin.entry_in(INSTALLATION_CHAIN, action, &workspace.slug, changes);
+        Ok(self.storage.append_audit(&entry).await?)
     }
 
     /// Deletes a workspace and everything it owns. Its links leave Redis first, page by page, so
@@ -68,13 +112,14 @@ impl LinkService {
     pub async fn delete_workspace(
         &self,
         id: WorkspaceId,
+        origin: &Origin,
     ) -> Result<DeletedWorkspace, WorkspaceError> {
         if id == WorkspaceId::DEFAULT {
             return Err(WorkspaceError::DefaultKept);
         }
-        if self.storage.workspace(id).await?.is_none() {
+        let Some(workspace) = self.storage.workspace(id).await? else {
             return Err(WorkspaceError::NotFound);
-        }
+        };
         // Suspended first: its keys stop creating links while the records go.
         let suspend = WorkspaceChange {
             suspended_at: Some(Some(storage::now())),
@@ -100,6 +145,22 @@ impl LinkService {
                 .collect();
             (self.projection.delete_keys(&keys).await).map_err(ServiceError::from)?;
         }
-        Ok(self.storage.delete_workspace(id).await?)
+        let deleted = self.storage.delete_workspace(id).await?;
+        let changes = Changes::new()
+            .set("links", deleted.links)
+            .set("keys", deleted.keys)
+            .set("webhooks", deleted.webhooks);
+        self.record(origin, "workspace.delete", &workspace, changes)
+            .await?;
+        Ok(deleted)
     }
+}
+
+/// The quotas as one audit value (`null`: the setting's default).
+fn quotas_json(quotas: &Quotas) -> Value {
+    json!({
+        "links_per_day": quotas.links_per_day,
+        "compose_recipients": quotas.compose_recipients,
+        "webhooks": quotas.webhooks,
+    })
 }

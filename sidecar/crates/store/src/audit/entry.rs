@@ -6,6 +6,8 @@ use super::changes::Changes;
 
 /// The workspace of an installation without workspaces (the migration's default).
 pub const DEFAULT_WORKSPACE: i64 = 1;
+/// The chain of what belongs to no workspace: operator keys, workspaces themselves.
+pub const INSTALLATION_CHAIN: i64 = 0;
 
 /// Who made a change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +117,22 @@ impl Origin {
             request: self.request.clone(),
             batch_size: None,
             idempotency_key: None,
+        }
+    }
+
+    /// The entry recording `action` on `object` in `chain`'s log (a workspace's id, or
+    /// [`INSTALLATION_CHAIN`]) rather than the origin's own: an operator acts in no workspace,
+    /// yet the key it gives a workspace belongs in that workspace's log.
+    pub fn entry_in(
+        &self,
+        chain: i64,
+        action: &str,
+        object: impl Into<String>,
+        changes: Changes,
+    ) -> AuditEntry {
+        AuditEntry {
+            workspace_id: chain,
+            ..self.entry(action, object, changes)
         }
     }
 }

@@ -14,6 +14,6 @@ mod verify;
 pub use changes::{link_changes, Changes, CHANGED, REDACTED};
 pub use entry::{
     Actor, ActorKind, AuditEntry, AuditFilter, AuditHead, AuditRecord, Origin, RequestInfo,
-    DEFAULT_WORKSPACE,
+    DEFAULT_WORKSPACE, INSTALLATION_CHAIN,
 };
 pub use verify::{verify, ChainReport, Problem};
