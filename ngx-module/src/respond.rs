@@ -22,7 +22,8 @@ use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
 };
-use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Link, NOT_YET_STATUS};
+use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Extras, Link, NOT_YET_STATUS};
+use shortlink_wire::rules;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
 const HTTP_GONE: ngx_int_t = 410;
@@ -134,6 +135,11 @@ pub fn answer(
             let click = param.map(|param| (param, click_id::next()));
             let appended = click.as_ref().map(|(p, id)| (p.as_bytes(), id.as_bytes()));
             let rc = redirect(r, mcf, lcf, domain, status, target, forward_query, appended);
+            if let (Some(chosen), Some(extras)) = (chosen, view.extras) {
+                if chosen.variant.is_some() && keep_visitor(r, extras, chosen).is_none() {
+                    return (NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).into();
+                }
+            }
             Answered {
                 rc,
                 visit: (rc == status as ngx_int_t).then_some(status),
@@ -296,6 +302,36 @@ fn redirect(
     bump(mcf, Counter::Redirects);
     domain.bump(DomainCounter::Redirects);
     status as ngx_int_t
+}
+
+/// A split that follows the visitor cookie, answering a click that brought none: the cookie,
+/// holding the number the click was answered by (`wire::rules::cookie_to_set`). `None`: out of
+/// memory.
+fn keep_visitor(r: &mut ngx_http_request_t, extras: &Extras, chosen: Chosen) -> Option<()> {
+    let recipient = extras.recipient.is_some();
+    let cookies = click::visitor_cookies(r);
+    let Some(visitor) =
+        rules::cookie_to_set(&extras.rules, chosen.rule, recipient, cookies, || {
+            click::visitor(r)
+        })
+    else {
+        return Some(());
+    };
+    // SAFETY: the connection of a live request is live.
+    let secure = unsafe { !(*r.connection).ssl.is_null() };
+    let text = rules::set_cookie(visitor, secure);
+    // SAFETY: the request pool outlives the response headers.
+    let data = unsafe { ngx_pnalloc(r.pool, text.len()) }.cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` has room for `text.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
+    let value = ngx_str_t {
+        len: text.len(),
+        data,
+    };
+    push_header(r, ngx_string!("Set-Cookie"), value).map(|_| ())
 }
 
 /// `Retry-After: <seconds>`, its value in the request pool.

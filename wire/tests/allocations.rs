@@ -89,7 +89,7 @@ fn record(rules: usize) -> Vec<u8> {
                     },
                 ]
                 .into(),
-                sticky: true,
+                sticky: true.into(),
             },
         },
     ];
@@ -123,6 +123,8 @@ fn a_rule_link_is_read_in_three_allocations_and_answered_in_none() {
             query: b"utm_source=push",
             client: Some("203.0.113.9".parse().unwrap()),
             visitor: 42,
+            recipient: None,
+            cookies: b"",
             random: 7,
         };
         let (answer, count) =

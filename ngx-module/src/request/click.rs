@@ -24,8 +24,34 @@ pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
         query: str_bytes(&r.args),
         client: client_addr(r),
         visitor: rules::visitor(client_text, user_agent),
+        // The record's, set by the answer.
+        recipient: None,
+        cookies: visitor_cookies(r),
         random: random(),
     }
+}
+
+/// The visitor number of `r` by address and `User-Agent` ([`rules::visitor`]).
+pub fn visitor(r: &ngx_http_request_t) -> u64 {
+    rules::visitor(client_text(r), user_agent(r))
+}
+
+/// The `Cookie` header that holds the visitor cookie ([`rules::COOKIE`]), or empty. HTTP/2
+/// clients may send one header per cookie: nginx chains them.
+pub fn visitor_cookies(r: &ngx_http_request_t) -> &[u8] {
+    let mut h = r.headers_in.cookie;
+    // SAFETY: the request's cookie headers are null or a chain of live header elements.
+    while let Some(header) = unsafe { h.as_ref() } {
+        let value = str_bytes(&header.value);
+        if value
+            .windows(rules::COOKIE.len() + 1)
+            .any(|w| w.starts_with(rules::COOKIE.as_bytes()) && w.ends_with(b"="))
+        {
+            return value;
+        }
+        h = header.next;
+    }
+    &[]
 }
 
 /// The `User-Agent` of `r` (empty if none).

@@ -1,6 +1,6 @@
-//! `click_id_param` (issue 54): what the API takes and refuses (storing nothing), what SQL keeps
-//! and the record Redis then holds (read with `wire` as the module reads it), on create, update,
-//! batch and compose.
+//! `click_id_param` and sticky split modes (issue 54): what the API takes and refuses (storing
+//! nothing), what SQL keeps and the record Redis then holds (read with `wire` as the module reads
+//! it), on create, update and batch.
 
 use crate::helpers::*;
 use serde_json::{json, Value};
@@ -9,6 +9,7 @@ use shortlink_wire::record::{decode, Extras, Link as WireLink};
 crate::on_each_backend!(
     the_click_id_parameter_round_trips,
     bad_click_id_parameters_are_refused_and_store_nothing,
+    sticky_modes_round_trip_and_reach_the_record,
 );
 
 /// The parameter in `code`'s record in Redis.
@@ -126,5 +127,50 @@ async fn bad_click_id_parameters_are_refused_and_store_nothing(backend: Backend)
         app.stored().await,
         before,
         "nothing stored, in SQL or Redis"
+    );
+}
+
+async fn sticky_modes_round_trip_and_reach_the_record(backend: Backend) {
+    use shortlink_wire::rules::{Action, Sticky};
+    let app = spawn_app(backend).await;
+    for (sticky, expected) in [
+        (json!(false), Sticky::No),
+        (json!(true), Sticky::Default),
+        (json!("ref"), Sticky::Ref),
+        (json!("cookie"), Sticky::Cookie),
+        (json!("visitor"), Sticky::Visitor),
+    ] {
+        let rules = json!([{"if": {}, "split": {"sticky": sticky, "variants": [
+            {"weight": 1, "url": "https://a.example/"}, {"weight": 1, "url": "https://b.example/"}]}}]);
+        let created = app
+            .create(json!({"url": "https://t.example/", "ref": "r-9", "rules": rules}))
+            .await;
+        assert_eq!(created["rules"][0]["split"]["sticky"], sticky, "{created}");
+        let code = created["code"].as_str().unwrap();
+        let record = app.redis_record(code).await.unwrap();
+        let WireLink::Live {
+            extras: Some(extras),
+            ..
+        } = decode(&record).unwrap()
+        else {
+            panic!("no version 2 record");
+        };
+        let rules = extras.rules.to_rules();
+        assert!(
+            matches!(&rules[0].action, Action::Split { sticky, .. } if *sticky == expected),
+            "{rules:?}"
+        );
+        let recipient = shortlink_wire::rules::recipient(code.as_bytes(), b"r-9");
+        assert_eq!(extras.recipient, Some(recipient));
+    }
+    let bad = json!([{"if": {}, "split": {"sticky": "always", "variants": [
+        {"weight": 1, "url": "https://a.example/"}]}}]);
+    let response = app
+        .post_link(&json!({"url": "https://t.example/", "rules": bad}))
+        .await;
+    assert!(
+        matches!(response.status().as_u16(), 400 | 422),
+        "{}",
+        response.status()
     );
 }

@@ -109,7 +109,7 @@ async fn rules_and_lifecycle_round_trip_normalised(backend: Backend) {
     assert!(first.conditions.contains(&Condition::After(1_767_225_600)));
     match &rules[1].action {
         Action::Split { variants, sticky } => {
-            assert!(sticky);
+            assert_eq!(*sticky, shortlink_wire::rules::Sticky::Default);
             assert_eq!(variants.len(), 2);
             assert_eq!(variants[0].weight, 3);
             assert_eq!(variants[0].target.status, 307);

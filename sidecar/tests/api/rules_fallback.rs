@@ -133,6 +133,8 @@ async fn the_fallback_answers_by_the_rules(backend: Backend) {
                 query: b"",
                 client: ip.parse().ok(),
                 visitor: rules::visitor(ip.as_bytes(), ANDROID.as_bytes()),
+                recipient: None,
+                cookies: b"",
                 random: 0,
             },
             |_| None,

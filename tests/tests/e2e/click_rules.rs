@@ -226,7 +226,7 @@ fn split(sticky: bool) -> Extras {
                 },
             ]
             .into(),
-            sticky,
+            sticky: sticky.into(),
         },
     }])
 }

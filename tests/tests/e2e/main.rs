@@ -46,6 +46,7 @@ mod rules_fallback;
 mod run_script;
 mod secrets;
 mod sentinel;
+mod sticky_splits;
 mod tls;
 mod visit_caps;
 mod workspace_hosts;

@@ -175,7 +175,10 @@ impl<'a> LinkView<'a> {
         if extras.rules.is_empty() {
             return self.own_target();
         }
-        let click = click();
+        let click = Click {
+            recipient: extras.recipient,
+            ..click()
+        };
         match rules::choose(&extras.rules, &click, country) {
             Some(choice) => Answer::Redirect {
                 status: choice.target.status,

@@ -15,7 +15,7 @@
 //! | `c` | (empty) the link has a preview card in `sl:p:<code>` ([`crate::preview`]) |
 //! | `w` | the link's workspace ([`WorkspaceName`]), never `default`: a record without it is of `default` |
 //! | `i` | the click id parameter ([`ClickIdParam`]): the module appends `<param>=<click id>` to the `Location` |
-//! | `f` | (empty) the link has a `ref` (a per-recipient link): sticky splits keep its recipient on one variant |
+//! | `f` | the link's recipient number (`u64` big-endian, [`crate::rules::recipient`]): a link with a `ref` and rules; sticky splits keep its person on one variant |
 //!
 //! A tag this reader does not know makes the whole record "not mine" (a newer writer added a
 //! feature this reader cannot honour), never a partial answer.
@@ -34,7 +34,7 @@ const PASSWORD: u8 = b'p';
 const CARD: u8 = b'c';
 const WORKSPACE: u8 = b'w';
 const CLICK_ID_PARAM: u8 = b'i';
-const HAS_REF: u8 = b'f';
+const RECIPIENT: u8 = b'f';
 
 /// A link's lifecycle and rules: absent (or empty) for a plain link, which keeps version 1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,9 +61,10 @@ pub struct Extras {
     pub workspace: Option<WorkspaceName>,
     /// The query parameter the click's id goes in ([`crate::click_id`]); none: no id.
     pub click_id_param: Option<ClickIdParam>,
-    /// The link has a `ref`: a sticky split keeps to one variant per link whoever clicks it
-    /// ([`crate::rules::Sticky`]). Written only for a link with rules.
-    pub has_ref: bool,
+    /// The recipient number of a link with a `ref` ([`crate::rules::recipient`]): a sticky split
+    /// keeps to one variant for it whoever clicks ([`crate::rules::Sticky`]). Written only for a
+    /// link with rules.
+    pub recipient: Option<u64>,
 }
 
 impl Extras {
@@ -83,7 +84,7 @@ impl Extras {
             && self.password.is_none()
             && !self.has_card
             && self.click_id_param.is_none()
-            && !self.has_ref
+            && self.recipient.is_none()
     }
 
     /// The workspace as written: `None` for `default`.
@@ -116,8 +117,8 @@ impl Extras {
         if let Some(param) = &self.click_id_param {
             field(out, CLICK_ID_PARAM, param.as_bytes());
         }
-        if self.has_ref {
-            field(out, HAS_REF, &[]);
+        if let Some(recipient) = self.recipient {
+            field(out, RECIPIENT, &recipient.to_be_bytes());
         }
         if !self.rules.is_empty() {
             field(out, RULES, self.rules.as_bytes());
@@ -147,7 +148,7 @@ impl Extras {
                 CARD => 64,
                 WORKSPACE => 128,
                 CLICK_ID_PARAM => 256,
-                HAS_REF => 512,
+                RECIPIENT => 512,
                 _ => return Err(RecordError::Version),
             };
             if seen & bit != 0 {
@@ -159,8 +160,7 @@ impl Extras {
                 MAX_VISITS => extras.max_visits = u64_field(value)?,
                 CARD if value.is_empty() => extras.has_card = true,
                 CARD => return Err(RecordError::Extras),
-                HAS_REF if value.is_empty() => extras.has_ref = true,
-                HAS_REF => return Err(RecordError::Extras),
+                RECIPIENT => extras.recipient = Some(u64_field(value)?),
                 CLICK_ID_PARAM => {
                     extras.click_id_param =
                         Some(ClickIdParam::parse(value).ok_or(RecordError::Extras)?)

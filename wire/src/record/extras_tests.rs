@@ -37,7 +37,7 @@ fn extras() -> Extras {
                         },
                     ]
                     .into(),
-                    sticky: true,
+                    sticky: crate::rules::Sticky::Default,
                 },
             },
         ]
@@ -47,7 +47,7 @@ fn extras() -> Extras {
         has_card: true,
         workspace: None,
         click_id_param: None,
-        has_ref: false,
+        recipient: None,
     }
 }
 
@@ -70,6 +70,8 @@ fn click(user_agent: &[u8]) -> Click<'_> {
         query: b"",
         client: Some("192.0.2.1".parse().unwrap()),
         visitor: 7,
+        recipient: None,
+        cookies: b"",
         random: 0,
     }
 }
@@ -326,7 +328,7 @@ fn a_password_comes_after_the_lifecycle_and_before_the_count() {
 }
 
 #[test]
-fn the_click_id_parameter_and_the_ref_flag_round_trip_and_are_checked() {
+fn the_click_id_parameter_and_the_recipient_round_trip_and_are_checked() {
     use crate::click_id::ClickIdParam;
     let only_param = Extras {
         click_id_param: ClickIdParam::parse(b"sl_click"),
@@ -338,7 +340,7 @@ fn the_click_id_parameter_and_the_ref_flag_round_trip_and_are_checked() {
     assert_eq!(decode(&value).unwrap().view().extras, Some(&only_param));
     let all = Extras {
         click_id_param: ClickIdParam::parse(b"cid"),
-        has_ref: true,
+        recipient: Some(u64::MAX - 1),
         ..extras()
     };
     assert_eq!(
@@ -350,10 +352,10 @@ fn the_click_id_parameter_and_the_ref_flag_round_trip_and_are_checked() {
     bad[0] = b'2';
     bad.extend(b"\ni\x00\x03a b");
     assert_eq!(decode(&bad), Err(RecordError::Extras));
-    let mut flag = encode(None);
-    flag[0] = b'2';
-    flag.extend(b"\nf\x00\x01x");
-    assert_eq!(decode(&flag), Err(RecordError::Extras));
+    let mut short = encode(None);
+    short[0] = b'2';
+    short.extend(b"\nf\x00\x01x");
+    assert_eq!(decode(&short), Err(RecordError::Extras));
     // Without them a link keeps its bytes: version 1 for a plain one.
     assert!(encode(Some(&Extras::default())).starts_with(b"1|"));
 }

@@ -14,14 +14,14 @@
 //!           | 'i' n:u8 (family:u8 prefix:u8 addr:4|16)* family 4 or 6
 //!           | 'a' unix:u64 | 'b' unix:u64           after / before
 //!           | 'w' days:u8 hours:u24 len:u8 zone     weekly window in an IANA zone
-//! action    = 't' target | 's' sticky:u8 n:u8 (weight:u16 target)*
+//! action    = 't' target | 's' sticky:u8 n:u8 (weight:u16 target)*   sticky: Sticky::byte
 //! target    = status:u16 flags:u8 len:u16 url      flags bit 1: forward the query
 //! ```
 //! Integers are big-endian.
 
 use super::{
-    Action, Cidr, Condition, Device, Rule, Target, TargetRef, Variant, Weekly, MAX_CONDITIONS,
-    MAX_RULES, MAX_VALUES, MAX_VARIANTS,
+    Action, Cidr, Condition, Device, Rule, Sticky, Target, TargetRef, Variant, Weekly,
+    MAX_CONDITIONS, MAX_RULES, MAX_VALUES, MAX_VARIANTS,
 };
 use crate::record::is_valid_target;
 use std::fmt;
@@ -69,7 +69,7 @@ pub fn encode(rules: &[Rule], out: &mut Vec<u8>) {
                 encode_target(target, out);
             }
             Action::Split { variants, sticky } => {
-                out.extend([b's', u8::from(*sticky), variants.len() as u8]);
+                out.extend([b's', sticky.byte(), variants.len() as u8]);
                 for variant in variants.iter() {
                     out.extend(variant.weight.to_be_bytes());
                     encode_target(&variant.target, out);
@@ -406,7 +406,7 @@ pub(super) enum RawAction<'a> {
     Target(TargetRef<'a>),
     /// `count` variants, each `weight:u16 target`, weighing `total` together.
     Split {
-        sticky: bool,
+        sticky: Sticky,
         count: usize,
         total: u32,
         bytes: &'a [u8],
@@ -579,7 +579,7 @@ impl<'a> Reader<'a> {
         Ok(match self.u8()? {
             b't' => RawAction::Target(self.target()?),
             b's' => {
-                let sticky = self.flag()?;
+                let sticky = Sticky::from_byte(self.u8()?).ok_or(RulesError::Value)?;
                 let count = self.count(MAX_VARIANTS)?;
                 let start = self.bytes;
                 let mut total = 0;

@@ -18,12 +18,14 @@ mod language;
 mod net;
 mod query;
 mod set;
+mod sticky;
 mod time;
 
 use codec::{RawAction, RawCondition};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
 pub use set::RuleSet;
+pub use sticky::{cookie_to_set, recipient, set_cookie, visitor_cookie, Sticky, COOKIE};
 pub use time::Weekly;
 
 use std::net::IpAddr;
@@ -64,11 +66,11 @@ pub struct Variant {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Target(Target),
-    /// A/B: `sticky` splits pick by the visitor (one phone always sees one variant), others per
-    /// click.
+    /// A/B: sticky splits pick by the recipient or the visitor (one person always sees one
+    /// variant, [`Sticky`]), others per click.
     Split {
         variants: Box<[Variant]>,
-        sticky: bool,
+        sticky: Sticky,
     },
 }
 
@@ -115,6 +117,11 @@ pub struct Click<'a> {
     pub client: Option<IpAddr>,
     /// A stable number per visitor ([`visitor`]), for sticky splits.
     pub visitor: u64,
+    /// The link's recipient number ([`recipient`]), set from the record for a link with a `ref`.
+    pub recipient: Option<u64>,
+    /// The request's `Cookie` header holding the visitor cookie ([`COOKIE`]), or empty; read
+    /// only by a split sticky by cookie.
+    pub cookies: &'a [u8],
     /// A fresh random number, for splits per click.
     pub random: u64,
 }
@@ -207,10 +214,9 @@ fn act<'r>(
         RawAction::Split { sticky, total, .. } => {
             // Sticky: the same visitor lands on the same variant of the same rule; mixing the rule
             // in keeps two splits of one link independent.
-            let draw = if sticky {
-                mix(click.visitor ^ (rule as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-            } else {
-                click.random
+            let draw = match sticky.visitor(click) {
+                Some(visitor) => mix(visitor ^ (rule as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                None => click.random,
             };
             let (index, target) = pick(action.variants(), u64::from(total), draw)?;
             Some((Some(index as u8), target))

@@ -32,6 +32,8 @@ fn click() -> Click<'static> {
         query: b"",
         client: None,
         visitor: 0,
+        recipient: None,
+        cookies: b"",
         random: 0,
     }
 }
@@ -339,7 +341,7 @@ fn time_windows() {
     }
 }
 
-fn split(weights: &[u16], sticky: bool) -> Rule {
+fn split(weights: &[u16], sticky: impl Into<Sticky>) -> Rule {
     Rule {
         conditions: Box::new([]),
         action: Action::Split {
@@ -351,7 +353,7 @@ fn split(weights: &[u16], sticky: bool) -> Rule {
                     target: target(&format!("https://v{i}.example/")),
                 })
                 .collect(),
-            sticky,
+            sticky: sticky.into(),
         },
     }
 }
@@ -438,7 +440,7 @@ fn every_kind() -> Vec<Rule> {
                     },
                 ]
                 .into(),
-                sticky: true,
+                sticky: Sticky::Cookie,
             },
         },
     ]
@@ -573,4 +575,136 @@ fn the_visitor_number_is_stable_and_tells_visitors_apart() {
     );
     // The separator keeps "ab"+"c" apart from "a"+"bc".
     assert_ne!(visitor(b"ab", b"c"), visitor(b"a", b"bc"));
+}
+
+#[test]
+fn a_split_sticky_by_ref_keeps_a_recipient_whoever_clicks() {
+    for sticky in [Sticky::Ref, Sticky::Default] {
+        let rules = [split(&[1, 1, 1], sticky)];
+        let mut seen = [0u32; 3];
+        for person in 0..300u64 {
+            let mut c = click();
+            c.recipient = Some(recipient(format!("code{person}").as_bytes(), b"r-1"));
+            let mut variants = std::collections::HashSet::new();
+            for (visitor, cookies) in [(1, &b""[..]), (2, b"sl_v=00000000000000ff"), (3, b"a=b")] {
+                c.visitor = visitor;
+                c.cookies = cookies;
+                c.random = visitor.wrapping_mul(0x1234_5678_9abc);
+                variants.insert(choose(&rules, &c, |_| None).unwrap().variant);
+            }
+            assert_eq!(
+                variants.len(),
+                1,
+                "{sticky:?} person {person}: {variants:?}"
+            );
+            seen[usize::from(variants.into_iter().next().unwrap().unwrap())] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 70), "{sticky:?}: {seen:?}");
+    }
+    // Without a recipient, `ref` falls back to address + agent.
+    let rules = [split(&[1, 1], Sticky::Ref)];
+    let mut c = click();
+    let by_visitor = |c: &Click<'_>| {
+        choose(&[split(&[1, 1], Sticky::Visitor)], c, |_| None)
+            .unwrap()
+            .variant
+    };
+    for visitor in 0..50 {
+        c.visitor = visitor;
+        assert_eq!(
+            choose(&rules, &c, |_| None).unwrap().variant,
+            by_visitor(&c)
+        );
+    }
+}
+
+#[test]
+fn a_split_sticky_by_cookie_follows_the_cookie_and_asks_for_one_when_missing() {
+    let rules = [split(&[1, 1], Sticky::Cookie)];
+    let set = RuleSet::encode(&rules);
+    for kept in 0..200u64 {
+        let cookie = format!("theme=dark; sl_v={kept:016x}; x=1");
+        let mut c = click();
+        c.cookies = cookie.as_bytes();
+        let mut variants = std::collections::HashSet::new();
+        for visitor in [1, 2, 3, 4] {
+            c.visitor = visitor;
+            variants.insert(choose(&rules, &c, |_| None).unwrap().variant);
+            assert_eq!(cookie_to_set(&set, 0, false, c.cookies, || visitor), None);
+        }
+        assert_eq!(variants.len(), 1, "cookie {kept}");
+        // The cookie the first click was given answers as that first click was answered.
+        let mut first = click();
+        first.visitor = kept;
+        assert_eq!(
+            choose(&rules, &first, |_| None).unwrap().variant,
+            variants.into_iter().next().unwrap()
+        );
+        assert_eq!(cookie_to_set(&set, 0, false, b"", || kept), Some(kept));
+    }
+    // `true` asks for the cookie only without a recipient; address + agent never does.
+    let default = RuleSet::encode(&[split(&[1, 1], true)]);
+    assert_eq!(cookie_to_set(&default, 0, false, b"", || 9), Some(9));
+    assert_eq!(cookie_to_set(&default, 0, true, b"", || 9), None);
+    for other in [Sticky::Visitor, Sticky::Ref, Sticky::No] {
+        let set = RuleSet::encode(&[split(&[1, 1], other)]);
+        assert_eq!(cookie_to_set(&set, 0, false, b"", || 9), None, "{other:?}");
+    }
+    let target_only = RuleSet::encode(&[rule(vec![], "https://t.example/")]);
+    assert_eq!(cookie_to_set(&target_only, 0, false, b"", || 9), None);
+    assert_eq!(cookie_to_set(&default, 1, false, b"", || 9), None);
+}
+
+#[test]
+fn the_visitor_cookie_reads_and_writes() {
+    assert_eq!(visitor_cookie(b"sl_v=00000000000000ff"), Some(255));
+    assert_eq!(
+        visitor_cookie(b"a=1;  sl_v=ffffffffffffffff ; b=2"),
+        Some(u64::MAX)
+    );
+    for bad in [
+        &b""[..],
+        b"sl_v=",
+        b"sl_v=ff",
+        b"sl_v=FFFFFFFFFFFFFFFF",
+        b"xsl_v=00000000000000ff",
+        b"sl_v=0000000000000000ff",
+    ] {
+        assert_eq!(
+            visitor_cookie(bad),
+            None,
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    assert_eq!(
+        set_cookie(255, true),
+        "sl_v=00000000000000ff; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax; Secure"
+    );
+    assert_eq!(
+        visitor_cookie(set_cookie(7, false).split(';').next().unwrap().as_bytes()),
+        Some(7)
+    );
+    assert!(!set_cookie(7, false).contains("Secure"));
+}
+
+#[test]
+fn sticky_modes_round_trip_and_an_unknown_one_is_refused() {
+    for sticky in [
+        Sticky::No,
+        Sticky::Default,
+        Sticky::Visitor,
+        Sticky::Cookie,
+        Sticky::Ref,
+    ] {
+        let rules = [split(&[1, 2], sticky)];
+        let mut bytes = Vec::new();
+        encode(&rules, &mut bytes);
+        assert_eq!(&*decode(&bytes).unwrap(), rules.as_slice());
+        // What a reader from before these modes reads: 0 and 1 only.
+        assert_eq!(bytes[3], sticky.byte());
+        bytes[3] = 5;
+        assert_eq!(decode(&bytes), Err(RulesError::Value));
+        assert_eq!(check(&bytes), Err(RulesError::Value));
+    }
 }

@@ -230,7 +230,7 @@ fn five_rules() -> Extras {
                 },
             ]
             .into(),
-            sticky: true,
+            sticky: true.into(),
         },
     };
     Extras {

@@ -125,6 +125,7 @@ pub fn answer(
         accept_language: request.language.as_deref().unwrap_or("").as_bytes(),
         query: request.query.as_deref(),
         client: client_text.as_deref(),
+        cookies: b"",
         random: super::resolve::random_u64(),
     };
     let now = request.time.unwrap_or_else(Utc::now);

@@ -57,6 +57,7 @@ pub async fn resolve(
         accept_language: header("accept-language"),
         query: query.as_deref(),
         client,
+        cookies: header("cookie"),
         random: random_u64(),
     };
     let countries = &state.settings.countries;

@@ -69,7 +69,9 @@ pub fn encode_record(link: &Link) -> Vec<u8> {
             let mut extras = wire_extras(&link.code, &link.extras);
             extras.workspace = workspace;
             // Only sticky splits read it: a link without rules keeps its bytes.
-            extras.has_ref = link.recipient_ref.is_some() && !extras.rules.is_empty();
+            extras.recipient = (link.recipient_ref.as_deref())
+                .filter(|_| !extras.rules.is_empty())
+                .map(|r| shortlink_wire::rules::recipient(link.code.as_bytes(), r.as_bytes()));
             encode_live(
                 &link.target,
                 link.redirect,
@@ -141,7 +143,7 @@ pub fn wire_extras(code: &str, extras: &LinkExtras) -> Extras {
             .click_id_param
             .as_deref()
             .and_then(|name| ClickIdParam::parse(name.as_bytes())),
-        has_ref: false,
+        recipient: None,
     }
 }
 

@@ -109,6 +109,7 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         max_visits: Some(3),
         password_digest: None,
         preview: None,
+        click_id_param: Some("sl_click".into()),
         rules: Some(
             r#"[{"if":{"device":["ios"]},"then":{"url":"https://apps.example/","redirect":302,"forward_query":false}}]"#
                 .into(),
@@ -129,10 +130,37 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
         Some(&b"https://soon.example/"[..])
     );
     assert_eq!(extras.expired_url, None);
+    assert_eq!(extras.click_id_param.as_ref().unwrap().as_str(), "sl_click");
+    assert_eq!(extras.recipient, None);
     let rules = extras.rules.to_rules();
     assert_eq!(rules.len(), 1);
     assert_eq!(&*rules[0].conditions, &[Condition::Device(1)]);
     assert!(matches!(&rules[0].action, Action::Target(t) if &*t.url == b"https://apps.example/"));
+}
+
+#[test]
+fn a_recipient_with_rules_is_named_by_its_number_and_without_rules_keeps_version_1() {
+    use shortlink_wire::record::{decode, Link as WireLink};
+    let mut l = link();
+    l.recipient_ref = Some("r-1".into());
+    assert!(
+        encode_record(&l).starts_with(b"1|"),
+        "a plain per-recipient link keeps its bytes"
+    );
+    l.extras.rules = Some(
+        r#"[{"if":{},"split":{"sticky":true,"variants":[{"weight":1,"url":"https://a.example/"}]}}]"#
+            .into(),
+    );
+    let WireLink::Live {
+        extras: Some(extras),
+        ..
+    } = decode(&encode_record(&l)).unwrap()
+    else {
+        panic!("not a live version 2 record");
+    };
+    let expected = shortlink_wire::rules::recipient(l.code.as_bytes(), b"r-1");
+    assert_eq!(extras.recipient, Some(expected));
+    assert_eq!(extras.click_id_param, None);
 }
 
 #[test]

@@ -29,6 +29,11 @@ pub struct ClickInput<'a> {
     /// The client address as text, as nginx's realip gives it (`X-Real-IP`): the module hashes
     /// this text for sticky splits, so the fallback must hash the same.
     pub client: Option<&'a str>,
+    /// The `Cookie` header holding the visitor cookie (`wire::rules::COOKIE`), or empty: a split
+    /// sticky by cookie reads it as the module does. The fallback sets no cookie: a click it
+    /// answers without one is answered by address and agent, as the module's would be, and gets
+    /// its cookie on the next click the module answers.
+    pub cookies: &'a [u8],
     /// A fresh random number, for splits per click.
     pub random: u64,
 }
@@ -71,6 +76,9 @@ pub fn answer(
         query: click.query.unwrap_or("").as_bytes(),
         client: click.client.and_then(|text| text.parse::<IpAddr>().ok()),
         visitor: rules::visitor(client_text.as_bytes(), click.user_agent),
+        // Set from the record by the answer.
+        recipient: None,
+        cookies: click.cookies,
         random: click.random,
     };
     let card = (link.extras.preview.as_deref())

@@ -2,14 +2,16 @@
 //! checked (URLs validated and normalised, errors naming the field) and when a stored link is
 //! projected to Redis (URLs already normalised).
 
-use super::spec::{Conditions, RuleSpec, SplitSpec, VariantSpec, WeeklySpec};
+use super::spec::{
+    Conditions, RuleSpec, SplitSpec, StickyMode, StickySpec, VariantSpec, WeeklySpec,
+};
 use crate::link::{redirect_status, Invalid};
 use crate::validate::UrlError;
 use chrono::{DateTime, SubsecRound, Utc};
 use shortlink_wire::record::is_valid_target;
 use shortlink_wire::rules::{
-    Action, Cidr, Condition, Device, Rule, Target, Variant, Weekly, MAX_CONDITIONS, MAX_RULES,
-    MAX_VALUES, MAX_VARIANTS,
+    Action, Cidr, Condition, Device, Rule, Sticky, Target, Variant, Weekly, MAX_CONDITIONS,
+    MAX_RULES, MAX_VALUES, MAX_VARIANTS,
 };
 
 /// The error code of every rule problem but a target URL's (which keeps the URL's own code).
@@ -304,7 +306,12 @@ fn split(
     }
     Ok(Action::Split {
         variants: variants.into(),
-        sticky: split.sticky,
+        sticky: match split.sticky {
+            StickySpec::Flag(flag) => Sticky::from(flag),
+            StickySpec::Mode(StickyMode::Ref) => Sticky::Ref,
+            StickySpec::Mode(StickyMode::Cookie) => Sticky::Cookie,
+            StickySpec::Mode(StickyMode::Visitor) => Sticky::Visitor,
+        },
     })
 }
 

@@ -14,4 +14,7 @@ mod convert;
 mod spec;
 
 pub use convert::{check, parse_stored, to_wire, RulesCheck};
-pub use spec::{Conditions, QuerySpec, RuleSpec, SplitSpec, TargetSpec, VariantSpec, WeeklySpec};
+pub use spec::{
+    Conditions, QuerySpec, RuleSpec, SplitSpec, StickyMode, StickySpec, TargetSpec, VariantSpec,
+    WeeklySpec,
+};

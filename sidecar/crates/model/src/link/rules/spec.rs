@@ -85,13 +85,38 @@ pub struct TargetSpec {
     pub forward_query: Option<bool>,
 }
 
-/// A weighted split (A/B): `sticky` keeps one phone on one variant.
+/// A weighted split (A/B): `sticky` keeps one person on one variant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SplitSpec {
     #[serde(default)]
-    pub sticky: bool,
+    pub sticky: StickySpec,
     pub variants: Vec<VariantSpec>,
+}
+
+/// How a split recognises a person (docs/RULES.md, "Sticky splits"): `false` (default) draws per
+/// click; `true` follows the link's `ref` if it has one, else a first-party cookie, else the
+/// client address and `User-Agent`; `"ref"`, `"cookie"` and `"visitor"` (address and agent)
+/// choose one of them (the first two falling back to address and agent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum StickySpec {
+    Flag(bool),
+    Mode(StickyMode),
+}
+
+impl Default for StickySpec {
+    fn default() -> Self {
+        StickySpec::Flag(false)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StickyMode {
+    Ref,
+    Cookie,
+    Visitor,
 }
 
 /// One arm of a split: a weight and a target.
