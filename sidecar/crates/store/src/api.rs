@@ -345,6 +345,20 @@ pub trait LinkTx: Send {
     /// Inserts a new link; [`StorageError::Conflict`] if the code (or the slot) is taken.
     async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()>;
 
+    /// Inserts a new link as [`insert_link`](Self::insert_link) does and, where the backend can
+    /// in the same round trip, appends `audit`: `true` if it did, `false` if the caller must
+    /// still append it ([`append_audit`](Self::append_audit)) before the commit.
+    async fn insert_link_audited(
+        &mut self,
+        link: &Link,
+        slot: Option<Slot>,
+        audit: &AuditEntry,
+    ) -> StorageResult<bool> {
+        let _ = audit;
+        self.insert_link(link, slot).await?;
+        Ok(false)
+    }
+
     /// Inserts many links in bulk, skipping those whose code or slot is taken; returns the codes
     /// inserted. `encoded` is `rows` as [`Storage::encode_rows`] made them.
     async fn insert_links(

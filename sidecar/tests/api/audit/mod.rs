@@ -4,6 +4,7 @@
 
 mod api;
 mod chain;
+mod fused;
 mod retention;
 
 use crate::helpers::Backend;

@@ -4,7 +4,7 @@ use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::projection::{slugs, written_value, RecordWrite};
 use chrono::{DateTime, Utc};
-use shortlink_store::audit::{link_changes, Changes, Origin};
+use shortlink_store::audit::{link_changes, AuditEntry, Changes, Origin};
 use shortlink_store::{
     self as storage, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError,
 };
@@ -61,12 +61,13 @@ impl LinkService {
                 Some(code) => code.clone(),
                 None => self.issuer.next_code().await?,
             };
+            let audit = origin.entry("link.create", &link.code, created_changes(&link));
             let sql_started = std::time::Instant::now();
             let mut tx = self.storage.begin().await?;
-            let inserted = tx.insert_link(&link, slot).await;
+            let inserted = tx.insert_link_audited(&link, slot, &audit).await;
             crate::metrics::write_latency("sql", sql_started);
-            match inserted {
-                Ok(()) => {}
+            let audited = match inserted {
+                Ok(audited) => audited,
                 Err(StorageError::Conflict) => {
                     let _ = tx.rollback().await;
                     // A concurrent request with the same idempotency key may have won the slot.
@@ -86,9 +87,11 @@ impl LinkService {
                     continue;
                 }
                 Err(e) => return Err(e.into()),
-            }
+            };
+            // Appended with the insert where the backend could, else now, before the commit.
+            let audit = (!audited).then_some(&audit);
             if self
-                .publish_new_and_commit(tx, &link, alias.is_some(), origin)
+                .publish_new_and_commit(tx, &link, alias.is_some(), audit)
                 .await?
             {
                 return Ok(Created::New(link));
@@ -169,7 +172,7 @@ impl LinkService {
         tx: Box<dyn storage::LinkTx>,
         link: &Link,
         explicit: bool,
-        origin: &Origin,
+        audit: Option<&AuditEntry>,
     ) -> Result<bool, ServiceError> {
         let write = RecordWrite::for_link(link, storage::now(), self.grace);
         let redis_started = std::time::Instant::now();
@@ -220,8 +223,7 @@ impl LinkService {
             }
         }
         let undo = self.projection.delete_if_unchanged(&written);
-        let audit = origin.entry("link.create", &link.code, created_changes(link));
-        self.commit_or_undo(tx, Scope::Link(&link.code), Some(&audit), undo)
+        self.commit_or_undo(tx, Scope::Link(&link.code), audit, undo)
             .await?;
         Ok(true)
     }

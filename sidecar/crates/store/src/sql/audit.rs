@@ -97,6 +97,69 @@ pub(crate) async fn append<D: Dialect>(
     Ok(())
 }
 
+/// Runs `change`, a statement that changes exactly one row (a link's insert), and in the same
+/// round trip appends `entry` when this process's hint of the chain head is right: `true`.
+/// `false`: `change` ran alone (no hint, a stale one, or MariaDB, which takes neither a statement
+/// list nor an insert in a CTE), and the caller appends with [`append`] before its commit.
+///
+/// What it saves is the append's round trip (PostgreSQL) or its two calls into SQLite's writer
+/// thread, a create's only statements beyond its insert and commit. The chain head stays locked
+/// from here to the commit, across the create's Redis write: on SQLite the one writer is held
+/// that long anyway; on PostgreSQL it serialises a workspace's single creates over that write.
+pub(crate) async fn append_with<D: Dialect>(
+    connection: &mut Connection<D>,
+    hints: &HeadHints,
+    change: Statement,
+    entry: &AuditEntry,
+) -> StorageResult<bool> {
+    let hint = match D::BACKEND {
+        Backend::Mysql => None,
+        Backend::Sqlite | Backend::Postgres => hints.get(entry.workspace_id),
+    };
+    let Some((last_seq, last_hash)) = hint else {
+        execute::<D>(connection, change).await?;
+        return Ok(false);
+    };
+    let row = record_of(entry, last_seq, last_hash);
+    let mut head = head_after_hint(&row);
+    let appended = if D::BACKEND == Backend::Postgres {
+        // The update and the audit insert as CTEs of the change; the change reports whether
+        // the head moved (it always runs: a data-modifying CTE runs whether read or not).
+        head.push(" RETURNING workspace_id");
+        let mut query = Statement::new("WITH head AS (");
+        append_statement(&mut query, head);
+        query.push("), audit AS (");
+        append_statement(&mut query, insert_row(&row, "SELECT ", " FROM head"));
+        query.push(") ");
+        append_statement(&mut query, change);
+        query.push(" RETURNING (SELECT count(*) FROM head) AS appended");
+        let answer = D::DB::fetch_optional(connection, query)
+            .await
+            .map_err(StorageError::classify)?;
+        match answer {
+            Some(answer) => D::DB::int(&answer, "appended")? == 1,
+            None => false,
+        }
+    } else {
+        // SQLite runs a list of statements in one call, binding in order; `changes()` is the
+        // rows the head's update changed, so the row goes in only if the head moved. Three
+        // rows changed in all when it did.
+        let mut query = change;
+        query.push("; ");
+        append_statement(&mut query, head);
+        query.push("; ");
+        append_statement(
+            &mut query,
+            insert_row(&row, "SELECT ", " WHERE changes() = 1"),
+        );
+        execute::<D>(connection, query).await? == 3
+    };
+    if appended {
+        hints.set(entry.workspace_id, row.seq, row.hash);
+    }
+    Ok(appended)
+}
+
 /// The row `entry` makes after a head at `last_seq` with `last_hash`, its hash computed.
 fn record_of(entry: &AuditEntry, last_seq: i64, last_hash: String) -> AuditRecord {
     let mut row = AuditRecord {
@@ -162,17 +225,7 @@ async fn append_after_hint<D: Dialect>(
     connection: &mut Connection<D>,
     row: &AuditRecord,
 ) -> StorageResult<bool> {
-    let mut head = statement(
-        "UPDATE audit_heads SET last_seq = ?, last_hash = ? \
-         WHERE workspace_id = ? AND last_seq = ? AND last_hash = ?",
-        [
-            Value::Int(row.seq),
-            Value::Text(row.hash.clone()),
-            Value::Int(row.workspace_id),
-            Value::Int(row.seq - 1),
-            Value::Text(row.prev_hash.clone()),
-        ],
-    );
+    let mut head = head_after_hint(row);
     if D::BACKEND == Backend::Postgres {
         // One round trip: the insert takes its one row from the update's, so it writes only
         // if the head moved.
@@ -188,6 +241,21 @@ async fn append_after_hint<D: Dialect>(
     }
     execute::<D>(connection, insert_row(row, "VALUES (", ")")).await?;
     Ok(true)
+}
+
+/// Moves the head to `row` if it is still at the row before it (which locks it).
+fn head_after_hint(row: &AuditRecord) -> Statement {
+    statement(
+        "UPDATE audit_heads SET last_seq = ?, last_hash = ? \
+         WHERE workspace_id = ? AND last_seq = ? AND last_hash = ?",
+        [
+            Value::Int(row.seq),
+            Value::Text(row.hash.clone()),
+            Value::Int(row.workspace_id),
+            Value::Int(row.seq - 1),
+            Value::Text(row.prev_hash.clone()),
+        ],
+    )
 }
 
 /// `query` followed by `more` (its text and its values).

@@ -76,16 +76,18 @@ impl<D: Dialect> SqlTx<D> {
 #[async_trait]
 impl<D: Dialect> LinkTx for SqlTx<D> {
     async fn insert_link(&mut self, link: &Link, slot: Option<Slot>) -> StorageResult<()> {
-        let query = statement(
-            &format!(
-                "INSERT INTO links ({}) VALUES {}",
-                insert_columns::<D>(),
-                link_placeholders::<D>()
-            ),
-            link_values::<D>(link, slot),
-        );
-        self.execute(query).await?;
+        self.execute(insert_link::<D>(link, slot)).await?;
         Ok(())
+    }
+
+    async fn insert_link_audited(
+        &mut self,
+        link: &Link,
+        slot: Option<Slot>,
+        audit: &AuditEntry,
+    ) -> StorageResult<bool> {
+        let insert = insert_link::<D>(link, slot);
+        super::audit::append_with::<D>(&mut self.tx, &self.audit_heads, insert, audit).await
     }
 
     async fn insert_links(
@@ -177,4 +179,15 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     async fn rollback(self: Box<Self>) -> StorageResult<()> {
         self.tx.rollback().await.map_err(StorageError::classify)
     }
+}
+
+fn insert_link<D: Dialect>(link: &Link, slot: Option<Slot>) -> Statement {
+    statement(
+        &format!(
+            "INSERT INTO links ({}) VALUES {}",
+            insert_columns::<D>(),
+            link_placeholders::<D>()
+        ),
+        link_values::<D>(link, slot),
+    )
 }
