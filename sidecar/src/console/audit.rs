@@ -1,11 +1,13 @@
-//! The audit log (admin only, as `GET /api/v1/audit`): newest first, the API's filters as a
-//! form, and a link to the next (older) page. And what console changes record as their origin.
+//! The audit log (a workspace's admin: its chain; the operator: every chain, as
+//! `GET /api/v1/audit`): newest first, the API's filters as a form, and a link to the next
+//! (older) page. And what console changes record as their origin.
 
 use super::layout::{self, when};
-use super::operator::Operator;
+use super::operator::{InstanceOperator, Operator};
 use super::page::{PageError, PageResult};
+use super::session::Person;
 use crate::http::{AppState, Error, Query};
-use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo};
+use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo, INSTALLATION_CHAIN};
 use crate::storage::Role;
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -13,6 +15,7 @@ use axum::Extension;
 use chrono::{DateTime, Utc};
 use maud::html;
 use serde::Deserialize;
+use std::collections::HashMap;
 
 /// Rows per page.
 const PAGE: u32 = 50;
@@ -22,6 +25,16 @@ pub fn origin(operator: &Operator, request: RequestInfo) -> Origin {
     Origin {
         workspace_id: operator.workspace.get(),
         actor: Actor::console(operator.name.clone()),
+        request,
+    }
+}
+
+/// The origin of an operator's change in the console: its chain is the installation's (the
+/// service files a change to a workspace's keys in that workspace's chain).
+pub fn operator_origin(operator: &InstanceOperator, request: RequestInfo) -> Origin {
+    Origin {
+        workspace_id: INSTALLATION_CHAIN,
+        actor: Actor::console(operator.key.name.clone()),
         request,
     }
 }
@@ -66,15 +79,25 @@ fn time(value: &str, field: &str) -> Result<Option<i64>, Error> {
 
 pub async fn page(
     State(state): State<AppState>,
-    operator: Operator,
+    person: Person,
     Query(form): Query<AuditForm>,
 ) -> PageResult {
-    if operator.role != Role::Admin {
-        return Err(PageError(Error::Forbidden(operator.role)));
-    }
+    // A workspace's admin reads its chain only; the operator every chain, each row with its own.
+    let (chain, slugs) = match &person {
+        Person::Workspace(operator) if operator.role != Role::Admin => {
+            return Err(PageError(Error::Forbidden(operator.role)));
+        }
+        Person::Workspace(operator) => (Some(operator.workspace.get()), None),
+        Person::Instance(_) => {
+            let workspaces = state.links.storage().workspaces().await?;
+            let slugs: HashMap<i64, String> = (workspaces.into_iter())
+                .map(|workspace| (workspace.id.get(), workspace.slug))
+                .collect();
+            (None, Some(slugs))
+        }
+    };
     let filter = AuditFilter {
-        // The signed-in key's workspace: its chain only.
-        workspace_id: Some(operator.workspace.get()),
+        workspace_id: chain,
         action: text(&form.action),
         actor: text(&form.actor),
         object: text(&form.object),
@@ -116,13 +139,16 @@ pub async fn page(
         }
         div.wide { table {
             thead { tr {
-                th scope="col" { "When" } th scope="col" { "Actor" } th scope="col" { "Action" }
+                th scope="col" { "When" }
+                @if slugs.is_some() { th scope="col" { "Workspace" } }
+                th scope="col" { "Actor" } th scope="col" { "Action" }
                 th scope="col" { "Object" } th scope="col" { "Changes" } th scope="col" { "Request" }
             } }
             tbody {
                 @for row in &rows {
                     tr {
                         td { (when(DateTime::from_timestamp_millis(row.at_ms))) }
+                        @if let Some(slugs) = &slugs { td { (chain_name(slugs, row.workspace_id)) } }
                         td { (row.actor_kind) " " (row.actor_name)
                             @if let Some(id) = row.actor_id { " (" (id) ")" } }
                         td { code { (row.action) } }
@@ -132,10 +158,24 @@ pub async fn page(
                             @if let Some(addr) = &row.client_addr { br; (addr) } }
                     }
                 }
-                @if rows.is_empty() { tr { td colspan="6" { "No row matches." } } }
+                @if rows.is_empty() { tr { td colspan="7" { "No row matches." } } }
             }
         } }
         @if let Some(next) = &next { p { a href=(next) { "Next page (older)" } } }
     };
-    Ok(layout::page(&operator, "Audit log", body).into_response())
+    Ok(match &person {
+        Person::Workspace(operator) => layout::page(operator, "Audit log", body),
+        Person::Instance(operator) => layout::operator_page(operator, "Audit log", body),
+    }
+    .into_response())
+}
+
+/// A chain's name on the operator's page: its workspace's slug, the installation's, or the id
+/// of a workspace deleted since (its rows went with it, but not the installation's record).
+fn chain_name(slugs: &HashMap<i64, String>, chain: i64) -> String {
+    match slugs.get(&chain) {
+        Some(slug) => slug.clone(),
+        None if chain == INSTALLATION_CHAIN => "(installation)".into(),
+        None => format!("#{chain}"),
+    }
 }

@@ -1,6 +1,6 @@
 //! The page shell (navigation, sign-out form), the stylesheet and the script, all in the binary.
 
-use super::operator::Operator;
+use super::operator::{InstanceOperator, Operator, Place};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, REFRESH};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,10 @@ body{margin:0;font:16px/1.45 system-ui,sans-serif;color:#1b1f24;background:#f6f7
 header{background:#1d3557;color:#fff;padding:.5em 1em;display:flex;flex-wrap:wrap;gap:.25em 1em;align-items:center}
 header a{color:#fff;text-decoration:none;padding:.3em .2em}
 header a:focus,header a:hover{text-decoration:underline}
-header form{margin-left:auto}
+header nav{margin-right:auto}
+header form.switcher{display:flex;gap:.4em;align-items:center}
+header form.switcher label{font-weight:400}
+header select{padding:.2em}
 main{max-width:72em;margin:0 auto;padding:1em}
 h1{font-size:1.5em;margin:.3em 0 .6em}
 h2{font-size:1.15em;margin:1.2em 0 .5em}
@@ -151,35 +154,98 @@ pub fn bare(title: &str, body: Markup) -> Markup {
 
 /// A signed-in page: navigation (creation pages only for roles that may issue) and sign-out.
 pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
+    let nav = html! {
+        a href="/console/" { "Overview" }
+        " "
+        @if operator.may_issue() {
+            a href="/console/create" { "Create" } " "
+            a href="/console/bulk" { "Bulk upload" } " "
+            a href="/console/compose" { "Compose" } " "
+        }
+        a href="/console/links" { "Links" } " "
+        a href="/console/campaigns" { "Campaigns" } " "
+        a href="/console/domains" { "Domains" }
+        @if operator.role == crate::storage::Role::Admin {
+            " " a href="/console/webhooks" { "Webhooks" }
+            " " a href="/console/import" { "Import" }
+            " " a href="/console/audit" { "Audit log" }
+            " " a href="/console/workspace" { "Workspace" }
+        }
+    };
+    let who = html! {
+        (operator.name) " (" (operator.role.as_str()) ", workspace "
+        (operator.workspace_slug) ") "
+    };
+    let here = Place::Workspace {
+        id: operator.workspace,
+        slug: operator.workspace_slug.clone(),
+    };
+    shell(
+        title,
+        nav,
+        who,
+        &operator.csrf,
+        &operator.places,
+        &here,
+        body,
+    )
+}
+
+/// A page of an operator session: the workspaces and the audit log, nothing of a workspace's.
+pub fn operator_page(operator: &InstanceOperator, title: &str, body: Markup) -> Markup {
+    let nav = html! {
+        a href="/console/workspaces" { "Workspaces" } " "
+        a href="/console/audit" { "Audit log" }
+    };
+    let who = html! { (operator.key.name) " (operator) " };
+    let here = Place::Installation;
+    shell(
+        title,
+        nav,
+        who,
+        &operator.csrf,
+        &operator.places,
+        &here,
+        body,
+    )
+}
+
+/// The header every signed-in page shares: navigation, who is signed in where, the switcher
+/// when the session holds more than one key, "Add a workspace", and sign-out.
+fn shell(
+    title: &str,
+    nav: Markup,
+    who: Markup,
+    csrf: &str,
+    places: &[Place],
+    here: &Place,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             (head(title))
             body {
                 header {
-                    nav aria-label="Console" {
-                        a href="/console/" { "Overview" }
-                        " "
-                        @if operator.may_issue() {
-                            a href="/console/create" { "Create" } " "
-                            a href="/console/bulk" { "Bulk upload" } " "
-                            a href="/console/compose" { "Compose" } " "
-                        }
-                        a href="/console/links" { "Links" } " "
-                        a href="/console/campaigns" { "Campaigns" } " "
-                        a href="/console/domains" { "Domains" }
-                        @if operator.role == crate::storage::Role::Admin {
-                            " " a href="/console/webhooks" { "Webhooks" }
-                            " " a href="/console/import" { "Import" }
-                            " " a href="/console/audit" { "Audit log" }
+                    nav aria-label="Console" { (nav) }
+                    @if places.len() > 1 {
+                        form.switcher method="post" action="/console/switch" {
+                            input type="hidden" name="csrf" value=(csrf);
+                            label for="switch-to" { "Acting in" }
+                            select #switch-to name="to" {
+                                @for place in places {
+                                    option value=(place.choice()) selected[place == here] {
+                                        (place.label())
+                                    }
+                                }
+                            }
+                            button.link type="submit" { "Switch" }
                         }
                     }
-                    form method="post" action="/console/sign-out" {
-                        input type="hidden" name="csrf" value=(operator.csrf);
-                        span {
-                            (operator.name) " (" (operator.role.as_str()) ", workspace "
-                            (operator.workspace_slug) ") "
-                        }
+                    form.sign-out method="post" action="/console/sign-out" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        span { (who) }
+                        a href="/console/sign-in" { "Add a workspace" } " "
                         button.link type="submit" { "Sign out" }
                     }
                 }

@@ -12,7 +12,9 @@
 //! `Content-Security-Policy: default-src 'self'` (set on every console answer, errors included).
 //!
 //! Sign-in takes an API key and opens a server-side session ([`session`]); each request re-reads
-//! the key, so a revoked key or a changed role takes effect at once. Every form carries the
+//! the key, so a revoked key or a changed role takes effect at once. A session may hold keys of
+//! several workspaces and switch between them; an operator key's session sees the workspaces
+//! ([`workspaces`]) and the audit log only. Every form carries the
 //! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`).
 
 mod ab;
@@ -25,6 +27,7 @@ mod compose;
 mod detail;
 mod domains;
 mod import;
+mod keys;
 mod layout;
 mod links;
 mod operator;
@@ -35,6 +38,8 @@ pub(crate) mod session;
 mod sign_in;
 mod totals;
 mod webhooks;
+mod workspace;
+mod workspaces;
 
 use page::PageError;
 
@@ -64,6 +69,7 @@ pub fn router() -> Router<AppState> {
             get(sign_in::sign_in_page).post(sign_in::sign_in),
         )
         .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/switch", post(sign_in::switch))
         .route(
             "/console/create",
             get(links::create_page).post(links::create),
@@ -124,6 +130,37 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}/replay", post(webhooks::replay))
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/audit", get(audit::page))
+        .route("/console/workspace", get(workspace::page))
+        .route("/console/workspace/keys", post(workspace::create_key))
+        .route(
+            "/console/workspace/keys/{id}/revoke",
+            get(workspace::revoke_confirm).post(workspace::revoke),
+        )
+        .route(
+            "/console/workspaces",
+            get(workspaces::list).post(workspaces::create),
+        )
+        .route("/console/workspaces/{slug}", get(workspaces::detail))
+        .route(
+            "/console/workspaces/{slug}/change",
+            post(workspaces::change),
+        )
+        .route(
+            "/console/workspaces/{slug}/suspend",
+            post(workspaces::suspend),
+        )
+        .route(
+            "/console/workspaces/{slug}/delete",
+            get(workspaces::delete_confirm).post(workspaces::delete),
+        )
+        .route(
+            "/console/workspaces/{slug}/keys",
+            post(workspaces::create_key),
+        )
+        .route(
+            "/console/workspaces/{slug}/keys/{id}/revoke",
+            get(workspaces::revoke_confirm).post(workspaces::revoke),
+        )
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
         // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.

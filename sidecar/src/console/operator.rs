@@ -1,8 +1,12 @@
 //! Who is signed in, and what their role lets them do. Kept apart from the sessions that find
 //! them so the page layout can show the operator without depending on sign-in.
+//!
+//! Two kinds of people: [`Operator`], a workspace's key (every page but the operator's), and
+//! [`InstanceOperator`], an operator key (the workspaces and the audit log only). A handler names
+//! the one it serves, so a workspace page cannot be reached with a session that has no workspace.
 
 use crate::http::Error;
-use crate::storage::{Role, WorkspaceId};
+use crate::storage::{ApiKey, Role, WorkspaceId};
 use axum::http::StatusCode;
 use subtle::ConstantTimeEq;
 
@@ -15,7 +19,23 @@ pub struct Operator {
     pub workspace: WorkspaceId,
     pub workspace_slug: String,
     pub csrf: String,
-    pub secure: bool,
+    /// Every place of the session, this one included (the switcher shows the others).
+    pub places: Vec<Place>,
+}
+
+/// A signed-in operator key: it manages workspaces and reads every audit chain, and never acts
+/// in a workspace (no link, campaign or webhook page answers it).
+#[derive(Clone)]
+pub struct InstanceOperator {
+    pub key: ApiKey,
+    pub csrf: String,
+    pub places: Vec<Place>,
+}
+
+impl InstanceOperator {
+    pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
+        check_token(&self.csrf, token)
+    }
 }
 
 impl Operator {
@@ -36,6 +56,50 @@ impl Operator {
     /// Checks a form's CSRF token against the session's (constant time).
     pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
         check_token(&self.csrf, token)
+    }
+}
+
+/// Where a key acts: its workspace, or the whole installation (an operator key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Workspace { id: WorkspaceId, slug: String },
+    Installation,
+}
+
+impl Place {
+    /// What the switcher sends for this place: a slug, or a word no slug can be (slugs never
+    /// start with `-`).
+    pub fn choice(&self) -> &str {
+        match self {
+            Place::Workspace { slug, .. } => slug,
+            Place::Installation => "-operator",
+        }
+    }
+
+    /// What people read in the switcher.
+    pub fn label(&self) -> String {
+        match self {
+            Place::Workspace { slug, .. } => format!("workspace {slug}"),
+            Place::Installation => "operator (all workspaces)".into(),
+        }
+    }
+
+    /// Where a valid key acts; `None` for a key that may not sign in (revoked, nginx's resolve
+    /// key, of a suspended workspace).
+    pub fn of(key: &ApiKey) -> Option<Place> {
+        if key.revoked_at.is_some() {
+            return None;
+        }
+        match (key.role, &key.workspace) {
+            (Role::Resolve, _) => None,
+            (Role::Operator, None) => Some(Place::Installation),
+            (Role::Operator, Some(_)) | (_, None) => None,
+            (_, Some(workspace)) if workspace.suspended => None,
+            (_, Some(workspace)) => Some(Place::Workspace {
+                id: workspace.id,
+                slug: workspace.slug.clone(),
+            }),
+        }
     }
 }
 

@@ -1,25 +1,30 @@
-//! Sign-in with an API key, and the sessions it opens.
+//! Sign-in with API keys, and the sessions they open.
 //!
 //! Sessions live in the sidecar's memory, not in SQL: the console is served by the one sidecar
 //! behind the internal API server, a session is worth little (signing in again takes the key
 //! and a second), and nothing is gained by keeping it across a restart, which simply signs
-//! everyone out. What must hold does not depend on where sessions live: a session names its key
-//! by hash and every request reads that key back from SQL, so a revoked key ends its sessions at
-//! once, and a role changed in SQL applies at the next click.
+//! everyone out. What must hold does not depend on where sessions live: a session names its keys
+//! by hash and every request reads the active one back from SQL, so a revoked key leaves its
+//! sessions at once, and a role changed in SQL applies at the next click.
+//!
+//! A person with keys in several workspaces signs in with each ("Add a workspace"): a session
+//! holds up to [`MAX_KEYS`] keys, one per workspace (an operator key counts as one more place),
+//! and one of them is active. Pages act as the active key only; the others are names in the
+//! switcher until chosen, and are read back from SQL the moment they are.
 //!
 //! The cookie carries 32 random bytes; the map is keyed by their SHA-256, so a memory dump or a
 //! log of the map gives no usable cookie. It is `HttpOnly; SameSite=Strict; Path=/console/`,
 //! `Secure` when nginx says the request came over TLS (`X-Forwarded-Proto: https`). A session
 //! ends after [`IDLE`] without a request or [`LIFETIME`] in all.
 
-use super::operator::Operator;
+use super::operator::{InstanceOperator, Operator, Place};
 use super::page::PageError;
 use crate::http::{hash_api_key, AppState, Error};
-use crate::storage::Role;
+use crate::storage::ApiKey;
 use axum::extract::FromRequestParts;
 use axum::http::header::COOKIE;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +37,8 @@ pub const IDLE: Duration = Duration::from_secs(60 * 60);
 pub const LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// Beyond this many sessions the oldest are dropped (a flood of sign-ins cannot grow memory).
 const MAX_SESSIONS: usize = 10_000;
+/// Keys one session may hold: enough for a person serving a dozen brands, and a bound.
+pub const MAX_KEYS: usize = 16;
 
 /// The open sessions, by the SHA-256 of their cookie.
 #[derive(Default)]
@@ -41,10 +48,36 @@ pub struct Sessions {
 
 #[derive(Clone)]
 struct Session {
-    key_hash: String,
+    /// Never empty: a session left without keys is removed.
+    keys: Vec<Member>,
+    active: usize,
     csrf: String,
     created: Instant,
     seen: Instant,
+}
+
+/// One key of a session.
+#[derive(Clone, Debug)]
+pub struct Member {
+    key_hash: String,
+    pub place: Place,
+}
+
+impl Member {
+    pub fn new(key_hash: String, place: Place) -> Self {
+        Member { key_hash, place }
+    }
+}
+
+/// A live session as a request finds it: its active key, read back from SQL, and the places of
+/// the others (for the switcher).
+pub struct Signed {
+    pub key: ApiKey,
+    pub place: Place,
+    /// Every place of the session, the active one included, in sign-in order.
+    pub places: Vec<Place>,
+    pub csrf: String,
+    pub secure: bool,
 }
 
 pub(super) fn random_token() -> Result<String, Error> {
@@ -85,55 +118,98 @@ pub(super) fn set_cookie(name: &str, value: &str, max_age: Duration, secure: boo
     HeaderValue::from_str(&cookie).unwrap_or(HeaderValue::from_static(""))
 }
 
-impl FromRequestParts<AppState> for Operator {
-    /// Not signed in (or the session ended): to the sign-in page.
+impl FromRequestParts<AppState> for Signed {
+    /// Not signed in (or the session ended): to the sign-in page. The active key revoked while
+    /// others remain: to the overview, as the next key (never the page asked for, which was
+    /// meant for the workspace that just left).
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let to_sign_in = || Redirect::to("/console/sign-in").into_response();
         let console = Arc::clone(sessions(parts).map_err(IntoResponse::into_response)?);
         let token = cookie(&parts.headers, COOKIE_NAME).ok_or_else(to_sign_in)?;
-        let id = token_hash(token);
-        let now = Instant::now();
-        let session = {
-            let mut sessions = console.sessions.lock().unwrap_or_else(|e| e.into_inner());
-            let live = sessions.get_mut(&id).filter(|s| {
-                now.duration_since(s.seen) < IDLE && now.duration_since(s.created) < LIFETIME
-            });
-            match live {
-                Some(session) => {
-                    session.seen = now;
-                    session.clone()
-                }
-                None => {
-                    sessions.remove(&id);
-                    return Err(to_sign_in());
-                }
-            }
-        };
-        let key = state
-            .links
-            .storage()
-            .api_key_by_hash(&session.key_hash)
+        let session = console.live(token).ok_or_else(to_sign_in)?;
+        let member = &session.keys[session.active];
+        let key = (state.links.storage())
+            .api_key_by_hash(&member.key_hash)
             .await
             .map_err(|e| PageError::from(e).into_response())?;
-        // An operator key acts in no workspace, and a suspended workspace's keys in none.
-        let signed_in = key
-            .filter(|key| key.revoked_at.is_none() && key.role != Role::Resolve)
-            .and_then(|mut key| Some((key.workspace.take()?, key)))
-            .filter(|(workspace, _)| !workspace.suspended);
-        match signed_in {
-            Some((workspace, key)) => Ok(Operator {
-                name: key.name,
-                role: key.role,
-                workspace: workspace.id,
-                workspace_slug: workspace.slug,
+        // The key must still act where it did when it joined (a key never moves, but a
+        // suspended workspace's keys act nowhere).
+        match key.filter(|key| Place::of(key).as_ref() == Some(&member.place)) {
+            Some(key) => Ok(Signed {
+                key,
+                place: member.place.clone(),
+                places: session.keys.iter().map(|m| m.place.clone()).collect(),
                 csrf: session.csrf,
                 secure: behind_tls(&parts.headers),
             }),
-            _ => {
-                console.end_sessions_of(&session.key_hash);
-                Err(to_sign_in())
+            None => {
+                console.end_sessions_of(&member.key_hash);
+                match console.live(token) {
+                    Some(_) => Err(Redirect::to("/console/").into_response()),
+                    None => Err(to_sign_in()),
+                }
+            }
+        }
+    }
+}
+
+/// Who a live session is, by its active key: a workspace's person or the operator.
+pub enum Person {
+    Workspace(Operator),
+    Instance(InstanceOperator),
+}
+
+impl Signed {
+    pub fn person(self) -> Person {
+        match self.place {
+            Place::Workspace { id, slug } => Person::Workspace(Operator {
+                name: self.key.name,
+                role: self.key.role,
+                workspace: id,
+                workspace_slug: slug,
+                csrf: self.csrf,
+                places: self.places,
+            }),
+            Place::Installation => Person::Instance(InstanceOperator {
+                key: self.key,
+                csrf: self.csrf,
+                places: self.places,
+            }),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Person {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        Ok(Signed::from_request_parts(parts, state).await?.person())
+    }
+}
+
+impl FromRequestParts<AppState> for Operator {
+    /// Besides [`Signed`]'s: an operator session, which has no workspace, goes to its own pages.
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match Person::from_request_parts(parts, state).await? {
+            Person::Workspace(operator) => Ok(operator),
+            Person::Instance(_) => Err(Redirect::to("/console/workspaces").into_response()),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for InstanceOperator {
+    /// Besides [`Signed`]'s: a workspace's key gets the 403 page (the API answers it 403 too).
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match Person::from_request_parts(parts, state).await? {
+            Person::Instance(operator) => Ok(operator),
+            Person::Workspace(operator) => {
+                Err(PageError(Error::Forbidden(operator.role)).into_response())
             }
         }
     }
@@ -145,15 +221,18 @@ fn sessions(parts: &Parts) -> Result<&Arc<Sessions>, PageError> {
         .ok_or_else(|| PageError(Error::Internal("console state missing".into())))
 }
 
+fn alive(session: &Session, now: Instant) -> bool {
+    now.duration_since(session.seen) < IDLE && now.duration_since(session.created) < LIFETIME
+}
+
 impl Sessions {
-    pub(super) fn open(&self, key_hash: String) -> Result<(String, String), Error> {
+    /// Opens a session with one key; returns its cookie and CSRF token.
+    pub(super) fn open(&self, member: Member) -> Result<(String, String), Error> {
         let token = random_token()?;
         let csrf = random_token()?;
         let now = Instant::now();
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, s| {
-            now.duration_since(s.seen) < IDLE && now.duration_since(s.created) < LIFETIME
-        });
+        sessions.retain(|_, s| alive(s, now));
         if sessions.len() >= MAX_SESSIONS {
             if let Some(oldest) = sessions
                 .iter()
@@ -166,7 +245,8 @@ impl Sessions {
         sessions.insert(
             token_hash(&token),
             Session {
-                key_hash,
+                keys: vec![member],
+                active: 0,
                 csrf: csrf.clone(),
                 created: now,
                 seen: now,
@@ -175,13 +255,171 @@ impl Sessions {
         Ok((token, csrf))
     }
 
+    /// The live session of cookie `token` (its last use now), if any.
+    fn live(&self, token: &str) -> Option<Session> {
+        let id = token_hash(token);
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match sessions.get_mut(&id).filter(|s| alive(s, now)) {
+            Some(session) => {
+                session.seen = now;
+                Some(session.clone())
+            }
+            None => {
+                sessions.remove(&id);
+                None
+            }
+        }
+    }
+
+    /// The CSRF token of cookie `token`'s live session.
+    pub(super) fn csrf_of(&self, token: &str) -> Option<String> {
+        self.live(token).map(|session| session.csrf)
+    }
+
+    /// Adds a key to the session of cookie `token` and makes it active: in place of the key of
+    /// the same workspace if it has one. The session gets a new cookie (what it may reach has
+    /// grown; an old copy of the cookie must not); `None` if the session ended meanwhile.
+    pub(super) fn join(&self, token: &str, member: Member) -> Result<Option<String>, Error> {
+        let fresh = random_token()?;
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut session) = sessions
+            .remove(&token_hash(token))
+            .filter(|s| alive(s, now))
+        else {
+            return Ok(None);
+        };
+        match session.keys.iter().position(|m| m.place == member.place) {
+            Some(same) => {
+                session.keys[same] = member;
+                session.active = same;
+            }
+            None if session.keys.len() >= MAX_KEYS => {
+                sessions.insert(token_hash(token), session);
+                return Err(Error::Request {
+                    status: StatusCode::UNPROCESSABLE_ENTITY,
+                    code: "too_many_workspaces",
+                    message: format!(
+                        "a session holds {MAX_KEYS} workspaces at most; sign out and in again"
+                    ),
+                });
+            }
+            None => {
+                session.keys.push(member);
+                session.active = session.keys.len() - 1;
+            }
+        }
+        session.seen = now;
+        sessions.insert(token_hash(&fresh), session);
+        Ok(Some(fresh))
+    }
+
+    /// Makes the session's key of `choice` (see [`Place::choice`]) the active one; `false` if
+    /// the session has none there.
+    pub(super) fn switch(&self, token: &str, choice: &str) -> bool {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(session) = sessions.get_mut(&token_hash(token)) else {
+            return false;
+        };
+        match session.keys.iter().position(|m| m.place.choice() == choice) {
+            Some(index) => {
+                session.active = index;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes a key out of every session (revoked, or its workspace suspended); a session left
+    /// without keys ends, one whose active key it was goes on with its first.
     pub(super) fn end_sessions_of(&self, key_hash: &str) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, s| s.key_hash != key_hash);
+        sessions.retain(|_, s| {
+            let Some(index) = s.keys.iter().position(|m| m.key_hash == key_hash) else {
+                return true;
+            };
+            s.keys.remove(index);
+            if s.active == index {
+                s.active = 0;
+            } else if s.active > index {
+                s.active -= 1;
+            }
+            !s.keys.is_empty()
+        });
     }
 
     pub(super) fn end(&self, token: &str) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.remove(&token_hash(token));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::WorkspaceId;
+
+    fn member(key: &str, workspace: i64) -> Member {
+        let place = Place::Workspace {
+            id: WorkspaceId::from_db(workspace),
+            slug: format!("w{workspace}"),
+        };
+        Member::new(key.into(), place)
+    }
+
+    /// The session's keys and its active one's.
+    fn keys_of(sessions: &Sessions, token: &str) -> (Vec<String>, String) {
+        let session = sessions.live(token).expect("a live session");
+        let keys = session.keys.iter().map(|m| m.key_hash.clone()).collect();
+        (keys, session.keys[session.active].key_hash.clone())
+    }
+
+    #[test]
+    fn a_joining_key_is_active_and_replaces_its_workspaces() {
+        let sessions = Sessions::default();
+        let (first, _) = sessions.open(member("a", 1)).unwrap();
+        let token = sessions.join(&first, member("b", 2)).unwrap().unwrap();
+        assert!(sessions.live(&first).is_none(), "the old cookie is void");
+        assert_eq!(
+            keys_of(&sessions, &token),
+            (vec!["a".into(), "b".into()], "b".into())
+        );
+        let token = sessions.join(&token, member("a2", 1)).unwrap().unwrap();
+        assert_eq!(
+            keys_of(&sessions, &token),
+            (vec!["a2".into(), "b".into()], "a2".into())
+        );
+        assert!(sessions.switch(&token, "w2"));
+        assert!(!sessions.switch(&token, "w3"));
+        assert_eq!(keys_of(&sessions, &token).1, "b");
+        let mut token = token;
+        for workspace in 3..=MAX_KEYS as i64 {
+            token = (sessions.join(&token, member(&format!("k{workspace}"), workspace)))
+                .unwrap()
+                .unwrap();
+        }
+        assert!(sessions.join(&token, member("over", 99)).is_err());
+        assert_eq!(keys_of(&sessions, &token).0.len(), MAX_KEYS);
+    }
+
+    #[test]
+    fn a_revoked_key_leaves_every_session_and_the_last_ends_it() {
+        let sessions = Sessions::default();
+        let (token, _) = sessions.open(member("a", 1)).unwrap();
+        let token = sessions.join(&token, member("b", 2)).unwrap().unwrap();
+        let token = sessions.join(&token, member("c", 3)).unwrap().unwrap();
+        assert!(sessions.switch(&token, "w2"));
+        // A key before the active one: the active one stays.
+        sessions.end_sessions_of("a");
+        assert_eq!(
+            keys_of(&sessions, &token),
+            (vec!["b".into(), "c".into()], "b".into())
+        );
+        // The active one: the first left takes over.
+        sessions.end_sessions_of("b");
+        assert_eq!(keys_of(&sessions, &token), (vec!["c".into()], "c".into()));
+        sessions.end_sessions_of("c");
+        assert!(sessions.live(&token).is_none());
     }
 }

@@ -281,20 +281,20 @@ async fn the_rule_editor_saves_refuses_and_previews(backend: Backend) {
 }
 
 /// A browser's share of the work: cookies kept by name, redirects not followed.
-struct Browser<'a> {
+pub(crate) struct Browser<'a> {
     app: &'a TestApp,
-    cookies: BTreeMap<String, String>,
+    pub(crate) cookies: BTreeMap<String, String>,
 }
 
 impl<'a> Browser<'a> {
-    fn new(app: &'a TestApp) -> Self {
+    pub(crate) fn new(app: &'a TestApp) -> Self {
         Browser {
             app,
             cookies: BTreeMap::new(),
         }
     }
 
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         let mut request = self.app.client.request(method, self.app.url(path));
         if !self.cookies.is_empty() {
             let header: Vec<String> = self
@@ -307,7 +307,7 @@ impl<'a> Browser<'a> {
         request
     }
 
-    async fn send(&mut self, request: reqwest::RequestBuilder) -> reqwest::Response {
+    pub(crate) async fn send(&mut self, request: reqwest::RequestBuilder) -> reqwest::Response {
         let response = request.send().await.unwrap();
         for value in response.headers().get_all(SET_COOKIE) {
             let value = value.to_str().unwrap();
@@ -322,25 +322,25 @@ impl<'a> Browser<'a> {
         response
     }
 
-    async fn get(&mut self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&mut self, path: &str) -> reqwest::Response {
         let request = self.request(Method::GET, path);
         self.send(request).await
     }
 
     /// GET that must answer 200; returns the page.
-    async fn page(&mut self, path: &str) -> String {
+    pub(crate) async fn page(&mut self, path: &str) -> String {
         let response = self.get(path).await;
         assert_eq!(response.status(), StatusCode::OK, "GET {path}");
         response.text().await.unwrap()
     }
 
-    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
         let request = self.request(Method::POST, path).form(form);
         self.send(request).await
     }
 
     /// Signs in with `key`; returns the sign-in answer.
-    async fn sign_in(&mut self, key: &str) -> reqwest::Response {
+    pub(crate) async fn sign_in(&mut self, key: &str) -> reqwest::Response {
         let page = self.page("/console/sign-in").await;
         let csrf = csrf_of(&page);
         self.post("/console/sign-in", &[("key", key), ("csrf", &csrf)])
@@ -348,12 +348,12 @@ impl<'a> Browser<'a> {
     }
 
     /// The CSRF token of the signed-in session, from the overview's sign-out form.
-    async fn csrf(&mut self) -> String {
+    pub(crate) async fn csrf(&mut self) -> String {
         csrf_of(&self.page("/console/").await)
     }
 }
 
-fn csrf_of(page: &str) -> String {
+pub(crate) fn csrf_of(page: &str) -> String {
     page.split("name=\"csrf\" value=\"")
         .nth(1)
         .expect("a CSRF field")
@@ -363,7 +363,7 @@ fn csrf_of(page: &str) -> String {
         .to_owned()
 }
 
-fn location(response: &reqwest::Response) -> &str {
+pub(crate) fn location(response: &reqwest::Response) -> &str {
     response.headers()[LOCATION].to_str().unwrap()
 }
 

@@ -108,6 +108,37 @@ async fn fill(client: &Client, selector: &str, text: &str) {
     field.send_keys(text).await.unwrap();
 }
 
+/// The key of an admin of the new workspace `slug`, made by an operator through nginx's API server.
+async fn brand_admin(system: &System, slug: &str) -> String {
+    let operator = system.sidecar_cli(&["keys", "create", "--name", "ops", "--role", "operator"]);
+    assert!(operator.status.success(), "{operator:?}");
+    let operator = String::from_utf8(operator.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let api = format!("http://127.0.0.1:{}/api/v1", system.nginx.api_port);
+    shortlink_e2e::install_tls_provider();
+    let client = reqwest::Client::new();
+    let made = (client
+        .post(format!("{api}/workspaces"))
+        .bearer_auth(&operator))
+    .json(&serde_json::json!({"slug": slug}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(made.status(), 201);
+    let key: Value = (client.post(format!("{api}/workspaces/{slug}/keys")))
+        .bearer_auth(&operator)
+        .json(&serde_json::json!({"name": format!("{slug} admin"), "role": "admin"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    key["key"].as_str().expect("the new key").to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_works_in_a_real_browser() {
     let system = tokio::task::spawn_blocking(System::start).await.unwrap();
@@ -325,6 +356,32 @@ async fn the_console_works_in_a_real_browser() {
     let page = source(c).await;
     assert!(!page.contains("/revoke") && !page.contains("/edit"));
     screenshot(c, "17-viewer-link").await;
+
+    // A second workspace's key joins the session ("Add a workspace"); the switcher goes back.
+    let other = brand_admin(&system, "brand-b").await;
+    sign_in(c, &console, &other).await;
+    let overview = source(c).await;
+    assert!(
+        overview.contains("brand-b admin (admin, workspace brand-b)"),
+        "{overview}"
+    );
+    screenshot(c, "18-switcher").await;
+    c.goto(&format!("{console}/links")).await.unwrap();
+    let links = source(c).await;
+    assert!(
+        !links.contains(&format!("/links/{code}")),
+        "nothing of the default workspace"
+    );
+    c.execute(
+        "document.querySelector('#switch-to').value = 'default';",
+        vec![],
+    )
+    .await
+    .unwrap();
+    submit(c, "form.switcher button").await;
+    assert!(source(c)
+        .await
+        .contains("support (viewer, workspace default)"));
 
     chrome.client.clone().close().await.unwrap();
     drop(chrome);

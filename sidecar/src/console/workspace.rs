@@ -1,0 +1,152 @@
+//! `/console/workspace`, the active workspace's own page (its admins only, as
+//! `GET /api/v1/workspace` and `/api/v1/keys`): its name and slug, its quotas (the operator's to
+//! change, shown here), and its keys, which its admins create and revoke.
+
+use super::audit;
+use super::keys::{self, KeyForm};
+use super::layout;
+use super::operator::Operator;
+use super::page::{refused_form, see_other, PageError, PageResult};
+use super::session::Sessions;
+use crate::http::{AppState, Error, Path};
+use crate::storage::{ApiKey, Quotas, Role, Workspace};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Form};
+use maud::{html, Markup};
+use serde::Deserialize;
+use std::sync::Arc;
+
+const KEYS: &str = "/console/workspace/keys";
+
+/// Only the workspace's admins, as the API's key routes.
+fn require_admin(operator: &Operator) -> Result<(), PageError> {
+    match operator.role {
+        Role::Admin => Ok(()),
+        role => Err(PageError(Error::Forbidden(role))),
+    }
+}
+
+pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
+    require_admin(&operator)?;
+    let shown = load(&state, &operator).await?;
+    Ok(render(&state, &operator, &shown, &KeyForm::default(), None))
+}
+
+/// One quota: the workspace's own value, or the setting's that applies in its place.
+fn quota(own: Option<u64>, setting: u64) -> Markup {
+    let limit = |n: u64| {
+        if n == 0 {
+            "unlimited".to_owned()
+        } else {
+            n.to_string()
+        }
+    };
+    html! {
+        @match own {
+            Some(n) => (limit(n)),
+            None => { (limit(setting)) " " span.hint { "(setting default)" } }
+        }
+    }
+}
+
+pub(super) fn quotas_list(state: &AppState, quotas: &Quotas) -> Markup {
+    let settings = &state.limits.settings;
+    html! {
+        dl {
+            dt { "Links per day (UTC)" } dd { (quota(quotas.links_per_day, settings.links_per_day)) }
+            dt { "Recipients per compose" } dd { (quota(quotas.compose_recipients, settings.compose_recipients)) }
+            dt { "Webhook subscriptions" } dd { (quota(quotas.webhooks, settings.webhooks)) }
+        }
+    }
+}
+
+/// What the page shows: the workspace and its keys.
+async fn load(state: &AppState, operator: &Operator) -> Result<(Workspace, Vec<ApiKey>), Error> {
+    let storage = state.links.storage();
+    let workspace = (storage.workspace(operator.workspace).await?).ok_or(Error::NotFound)?;
+    let keys = storage.list_api_keys(Some(operator.workspace)).await?;
+    Ok((workspace, keys))
+}
+
+fn render(
+    state: &AppState,
+    operator: &Operator,
+    (workspace, keys): &(Workspace, Vec<ApiKey>),
+    form: &KeyForm,
+    error: Option<String>,
+) -> Response {
+    let body = html! {
+        h1 { "Workspace " (workspace.name) }
+        dl {
+            dt { "Slug" } dd { code { (workspace.slug) } " (nginx's host map names the workspace by it)" }
+            dt { "Created" } dd { (layout::when(Some(workspace.created_at))) }
+        }
+        h2 { "Quotas" }
+        (quotas_list(state, &workspace.quotas))
+        p.hint { "Quotas are the operator's to change." }
+        h2 { "API keys" }
+        (keys::table(keys, KEYS))
+        h2 { "Create a key" }
+        (keys::create_form(&operator.csrf, KEYS, form, error.as_deref()))
+    };
+    layout::page(operator, "Workspace", body).into_response()
+}
+
+pub async fn create_key(
+    State(state): State<AppState>,
+    operator: Operator,
+    Extension(request): audit::Tagged,
+    Form(form): Form<KeyForm>,
+) -> PageResult {
+    operator.check_csrf(form.csrf.as_deref())?;
+    require_admin(&operator)?;
+    let origin = audit::origin(&operator, request);
+    match keys::create(&state, operator.workspace, &form, &origin).await {
+        Ok((key, secret)) => {
+            let body = keys::created(&key, &secret, "/console/workspace");
+            Ok(layout::page(&operator, "Key created", body).into_response())
+        }
+        Err(error) => {
+            let shown = load(&state, &operator).await?;
+            Ok(refused_form(error, |message| {
+                render(&state, &operator, &shown, &form, Some(message))
+            }))
+        }
+    }
+}
+
+pub async fn revoke_confirm(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<i64>,
+) -> PageResult {
+    require_admin(&operator)?;
+    let key = keys::find(&state, operator.workspace, id).await?;
+    let action = format!("{KEYS}/{id}/revoke");
+    let body = keys::revoke_confirm(&operator.csrf, &key, &action, "/console/workspace");
+    Ok(layout::page(&operator, "Revoke key", body).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RevokeForm {
+    csrf: Option<String>,
+}
+
+/// Revokes the key; sessions signed in with it leave this workspace (this one too, if it is
+/// the key this session uses: the redirect then lands on the session's next workspace).
+pub async fn revoke(
+    State(state): State<AppState>,
+    Extension(console): Extension<Arc<Sessions>>,
+    operator: Operator,
+    Extension(request): audit::Tagged,
+    Path(id): Path<i64>,
+    Form(form): Form<RevokeForm>,
+) -> PageResult {
+    operator.check_csrf(form.csrf.as_deref())?;
+    require_admin(&operator)?;
+    let origin = audit::origin(&operator, request);
+    let key = keys::revoke(&state, operator.workspace, id, &origin).await?;
+    console.end_sessions_of(&key.key_hash);
+    Ok(see_other("/console/workspace"))
+}
