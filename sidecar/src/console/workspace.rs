@@ -50,29 +50,53 @@ fn quota(own: Option<u64>, setting: u64) -> Markup {
     }
 }
 
-pub(super) fn quotas_list(state: &AppState, quotas: &Quotas) -> Markup {
+/// The quotas; `used`: today's links, when read (see [`links_used_today`]).
+pub(super) fn quotas_list(state: &AppState, quotas: &Quotas, used: Option<u64>) -> Markup {
     let settings = &state.limits.settings;
     html! {
         dl {
-            dt { "Links per day (UTC)" } dd { (quota(quotas.links_per_day, settings.links_per_day)) }
+            dt { "Links per day (UTC)" }
+            dd {
+                (quota(quotas.links_per_day, settings.links_per_day))
+                @if let Some(used) = used { ", " (used) " used today" }
+            }
             dt { "Recipients per compose" } dd { (quota(quotas.compose_recipients, settings.compose_recipients)) }
             dt { "Webhook subscriptions" } dd { (quota(quotas.webhooks, settings.webhooks)) }
         }
     }
 }
 
-/// What the page shows: the workspace and its keys.
-async fn load(state: &AppState, operator: &Operator) -> Result<(Workspace, Vec<ApiKey>), Error> {
+/// Today's links of `workspace` against its daily quota: one read of the limiter's count in
+/// Redis, only counted while a quota applies (`None` then, or when Redis does not answer: the
+/// page does not wait on it).
+pub(super) async fn links_used_today(state: &AppState, workspace: &Workspace) -> Option<u64> {
+    let per_day = (workspace.quotas.links_per_day).unwrap_or(state.limits.settings.links_per_day);
+    if per_day == 0 {
+        return None;
+    }
+    let used = state
+        .limits
+        .quotas
+        .links_used_today(workspace.id.get())
+        .await;
+    used.ok()
+}
+
+/// What the page shows: the workspace, today's links and its keys.
+type Shown = (Workspace, Option<u64>, Vec<ApiKey>);
+
+async fn load(state: &AppState, operator: &Operator) -> Result<Shown, Error> {
     let storage = state.links.storage();
     let workspace = (storage.workspace(operator.workspace).await?).ok_or(Error::NotFound)?;
     let keys = storage.list_api_keys(Some(operator.workspace)).await?;
-    Ok((workspace, keys))
+    let used = links_used_today(state, &workspace).await;
+    Ok((workspace, used, keys))
 }
 
 fn render(
     state: &AppState,
     operator: &Operator,
-    (workspace, keys): &(Workspace, Vec<ApiKey>),
+    (workspace, used, keys): &Shown,
     form: &KeyForm,
     error: Option<String>,
 ) -> Response {
@@ -83,7 +107,7 @@ fn render(
             dt { "Created" } dd { (layout::when(Some(workspace.created_at))) }
         }
         h2 { "Quotas" }
-        (quotas_list(state, &workspace.quotas))
+        (quotas_list(state, &workspace.quotas, *used))
         p.hint { "Quotas are the operator's to change." }
         h2 { "API keys" }
         (keys::table(keys, KEYS))

@@ -10,7 +10,7 @@ use super::layout::{self, when};
 use super::operator::InstanceOperator;
 use super::page::{refused_form, see_other, PageResult};
 use super::session::Sessions;
-use super::workspace::quotas_list;
+use super::workspace::{links_used_today, quotas_list};
 use crate::http::{AppState, Error, Path};
 use crate::storage::{self, ApiKey, Quotas, Workspace, WorkspaceChange, DEFAULT_SLUG};
 use axum::extract::State;
@@ -147,7 +147,7 @@ fn render_list(
                         td { a href={ (BASE) "/" (w.slug) } { (w.slug) } }
                         td { (w.name) }
                         td { (state_of(w)) }
-                        td { (quotas_list(state, &w.quotas)) }
+                        td { (quotas_list(state, &w.quotas, None)) }
                         td { (when(Some(w.created_at))) }
                     }
                 }
@@ -209,12 +209,16 @@ async fn by_slug(state: &AppState, slug: &str) -> Result<Workspace, Error> {
     (state.links.storage().workspace_by_slug(slug).await?).ok_or(Error::NotFound)
 }
 
-async fn load(state: &AppState, slug: &str) -> Result<(Workspace, Vec<ApiKey>), Error> {
+/// What a workspace's page shows: the workspace, today's links and its keys.
+type Shown = (Workspace, Option<u64>, Vec<ApiKey>);
+
+async fn load(state: &AppState, slug: &str) -> Result<Shown, Error> {
     let workspace = by_slug(state, slug).await?;
     let keys = (state.links.storage())
         .list_api_keys(Some(workspace.id))
         .await?;
-    Ok((workspace, keys))
+    let used = links_used_today(state, &workspace).await;
+    Ok((workspace, used, keys))
 }
 
 pub async fn detail(
@@ -235,7 +239,7 @@ pub async fn detail(
 fn render_detail(
     state: &AppState,
     operator: &InstanceOperator,
-    (w, keys): &(Workspace, Vec<ApiKey>),
+    (w, used, keys): &Shown,
     key_form: &KeyForm,
     error: Option<String>,
 ) -> Response {
@@ -248,7 +252,7 @@ fn render_detail(
             dt { "State" } dd { (state_of(w)) }
             dt { "Created" } dd { (when(Some(w.created_at))) }
         }
-        (quotas_list(state, &w.quotas))
+        (quotas_list(state, &w.quotas, *used))
         h2 { "Rename and quotas" }
         form.stack method="post" action={ (here) "/change" } {
             (csrf_field(operator))

@@ -182,7 +182,24 @@ async fn the_workspace_page_creates_and_revokes_keys_with_audit_rows() {
     let page = browser.page("/console/workspace").await;
     assert!(page.contains("<code>default</code>"), "{page}");
     assert!(page.contains("(setting default)"), "{page}");
+    assert!(
+        !page.contains("used today"),
+        "no quota, nothing counted: {page}"
+    );
     let csrf = csrf_of(&page);
+
+    // With a daily quota, today's links are counted and shown.
+    let operator = operator_key(&app).await;
+    let quota = with_key(&app, &operator, Method::PATCH, "/workspaces/default")
+        .json(&json!({"quotas": {"links_per_day": 5}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(quota.status(), 200);
+    app.create_code("https://one.example/").await;
+    app.create_code("https://two.example/").await;
+    let page = browser.page("/console/workspace").await;
+    assert!(page.contains("5, 2 used today"), "{page}");
 
     // Refused: no token; a blank name or a burst without a rate (nothing stored).
     let form = |csrf: &str, name: &str, rate: &str, burst: &str| -> Vec<(&'static str, String)> {

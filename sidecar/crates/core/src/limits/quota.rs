@@ -39,6 +39,11 @@ redis.call('SET', KEYS[1], left, 'KEEPTTL')
 return left
 ";
 
+/// `EVALSHA <USED> 1 <day key>`: the day's count (0 when nothing was counted).
+const USED: &str = r"
+return tonumber(redis.call('GET', KEYS[1]) or 0) or 0
+";
+
 /// Which quota a refusal is about: its name in headers, metrics and docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Quota {
@@ -91,6 +96,7 @@ struct Inner {
     connection: Arc<LimitsConnection>,
     reserve: redis::Script,
     release: redis::Script,
+    used: redis::Script,
 }
 
 impl Quotas {
@@ -100,6 +106,7 @@ impl Quotas {
                 connection,
                 reserve: redis::Script::new(RESERVE),
                 release: redis::Script::new(RELEASE),
+                used: redis::Script::new(USED),
             }),
         }
     }
@@ -151,6 +158,15 @@ impl Quotas {
             n,
             used,
         })
+    }
+
+    /// The links `workspace` has used of today's (UTC) quota: counted only while it has one, so
+    /// a workspace without one reads 0. For people (the console's workspace page), not a check.
+    pub async fn links_used_today(&self, workspace: i64) -> Result<u64, LimitsUnavailable> {
+        let day = Day::of(Utc::now());
+        let mut invocation = self.inner.used.prepare_invoke();
+        invocation.key(links_quota_key(workspace, &day.name));
+        self.inner.connection.invoke(&invocation).await
     }
 
     async fn give_back(&self, key: &str, n: u64) -> Result<u64, LimitsUnavailable> {
