@@ -232,7 +232,7 @@ def main():
                                  ("A", "bogus"), ("D", "bogus")):
             cell(server, workload, args.connections, warm=True)
         if args.rules:
-            for workload in ("phone-hot", "rules-hot", "capped-hot", "card-hot"):
+            for workload in ("phone-hot", "rules-hot", "capped-hot", "card-hot", "clickid-hot"):
                 cell("D", workload, args.connections, warm=True)
         nginx.stop()
         for port in ports.values():

@@ -38,6 +38,7 @@ RULES_WORKLOADS = {
     "rules-hot": ("rules-hot", "phone"),
     "capped-hot": ("capped-hot", "phone"),
     "card-hot": ("card-hot", "fetcher"),
+    "clickid-hot": ("clickid-hot", "phone"),
     "phone-uniform": ("uniform", "phone"),
     "rules-uniform": ("rules-uniform", "phone"),
 }
@@ -52,7 +53,8 @@ FETCHER = ["User-Agent: WhatsApp/2.23.20.0 A", "X-Forwarded-For: 8.8.8.8"]
 HEADERS = {"phone": PHONE, "fetcher": FETCHER}
 # (workload, reference, maximum worker CPU per request of workload / reference) — issues 34, 35.
 RULES_TARGETS = [("rules-hot", "phone-hot", 1.25), ("rules-uniform", "phone-uniform", 1.25),
-                 ("capped-hot", "phone-hot", 1.5), ("card-hot", "phone-hot", 3.0)]
+                 ("capped-hot", "phone-hot", 1.5), ("card-hot", "phone-hot", 3.0),
+                 ("clickid-hot", "phone-hot", 1.1)]
 # (workload, numerator, denominator, minimum) — the targets of issue 6.
 TARGETS = [("hot", "D", "A", 0.95), ("uniform", "D", "B", 2.0), ("bogus", "D", "A", 0.95)]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -261,6 +263,17 @@ def check_rules_answers(args):
                 failures.append(f"D {name} {path}: got {response.status} {location}")
     # The geo database is mapped and the client comes through X-Forwarded-For: a Portuguese
     # address meets the country rule (else the cells would measure rules without a lookup).
+    # A code with a click id parameter: its target with `?sl_click=<16 base64url characters>`.
+    for path in read_lines(os.path.join(args.codes_dir, "clickid-hot.txt"))[:20]:
+        conn = http.client.HTTPConnection("127.0.0.1", args.ports["D"], timeout=5)
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        location = response.getheader("Location") or ""
+        conn.close()
+        base, _, click_id = location.partition("?sl_click=")
+        if (response.status != 302 or not base.startswith("https://example.com/")
+                or len(click_id) != 16):
+            failures.append(f"D clickid-hot {path}: got {response.status} {location}")
     for path in read_lines(os.path.join(args.codes_dir, "rules-hot.txt"))[:5]:
         conn = http.client.HTTPConnection("127.0.0.1", args.ports["D"], timeout=5)
         conn.request("GET", path, headers={**headers, "X-Forwarded-For": "193.136.0.1"})

@@ -104,7 +104,12 @@ pub fn answer(
     };
     let now = ngx_time() as u64;
     let country = |ip| mcf.geo.as_ref().and_then(|geo| geo.country(ip));
-    let answer = view.answer_checked(now, checked, || click::of(r, now), country);
+    // Only a split sticky by cookie reads them: looked up for a link with rules alone.
+    let cookies = match view.extras {
+        Some(extras) if !extras.rules.is_empty() => click::visitor_cookies(r, mcf),
+        _ => &[],
+    };
+    let answer = view.answer_checked(now, checked, || click::of(r, now, cookies), country);
     match answer {
         Answer::Redirect {
             status,
@@ -136,7 +141,7 @@ pub fn answer(
             let appended = click.as_ref().map(|(p, id)| (p.as_bytes(), id.as_bytes()));
             let rc = redirect(r, mcf, lcf, domain, status, target, forward_query, appended);
             if let (Some(chosen), Some(extras)) = (chosen, view.extras) {
-                if chosen.variant.is_some() && keep_visitor(r, extras, chosen).is_none() {
+                if chosen.variant.is_some() && keep_visitor(r, extras, chosen, cookies).is_none() {
                     return (NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).into();
                 }
             }
@@ -307,9 +312,13 @@ fn redirect(
 /// A split that follows the visitor cookie, answering a click that brought none: the cookie,
 /// holding the number the click was answered by (`wire::rules::cookie_to_set`). `None`: out of
 /// memory.
-fn keep_visitor(r: &mut ngx_http_request_t, extras: &Extras, chosen: Chosen) -> Option<()> {
+fn keep_visitor(
+    r: &mut ngx_http_request_t,
+    extras: &Extras,
+    chosen: Chosen,
+    cookies: &[u8],
+) -> Option<()> {
     let recipient = extras.recipient.is_some();
-    let cookies = click::visitor_cookies(r);
     let Some(visitor) =
         rules::cookie_to_set(&extras.rules, chosen.rule, recipient, cookies, || {
             click::visitor(r)

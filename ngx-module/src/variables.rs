@@ -25,7 +25,15 @@ pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
     if index == NGX_ERROR as ngx_int_t {
         return Err(());
     }
-    ShortlinkModule::main_conf_mut(cf).ok_or(())?.code_var_index = index;
+    let mut cookie = ngx_string!("http_cookie");
+    // SAFETY: as above; nginx resolves the `http_` prefix once the configuration is read.
+    let cookie_index = unsafe { ngx_http_get_variable_index(cf, &mut cookie) };
+    if cookie_index == NGX_ERROR as ngx_int_t {
+        return Err(());
+    }
+    let mcf = ShortlinkModule::main_conf_mut(cf).ok_or(())?;
+    mcf.code_var_index = index;
+    mcf.cookie_var_index = cookie_index;
     Ok(())
 }
 

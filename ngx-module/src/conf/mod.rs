@@ -65,6 +65,9 @@ pub struct MainConf {
     /// ([`crate::scheme::Expected`]).
     pub expected_scheme: crate::scheme::Expected,
     pub code_var_index: ngx_int_t,
+    /// `$http_cookie`: every `Cookie` header of a request, joined (nginx 1.22 and 1.23+ keep
+    /// them differently; the variable reads both).
+    pub cookie_var_index: ngx_int_t,
     pub counters: *mut ngx_shm_zone_t,
     /// `shortlink_events_max_len`: the stream's `MAXLEN ~` cap.
     pub events_max_len: Option<u64>,
@@ -98,6 +101,7 @@ impl Default for MainConf {
             scheme: None,
             expected_scheme: crate::scheme::Expected::default(),
             code_var_index: -1,
+            cookie_var_index: -1,
             counters: std::ptr::null_mut(),
             events_max_len: None,
             events_buffer: None,

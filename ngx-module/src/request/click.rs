@@ -5,6 +5,8 @@
 use std::cell::Cell;
 use std::net::IpAddr;
 
+use crate::conf::{Dynamic, MainConf};
+use crate::request::value;
 use nginx_sys::{
     ngx_http_request_t, ngx_str_t, ngx_table_elt_t, sockaddr_in, sockaddr_in6, AF_INET, AF_INET6,
 };
@@ -12,8 +14,8 @@ use shortlink_wire::agent;
 use shortlink_wire::record::LinkView;
 use shortlink_wire::rules::{self, Click};
 
-/// The click `r` makes at `now_unix`.
-pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
+/// The click `r` makes at `now_unix`, with its `cookies` ([`visitor_cookies`]).
+pub fn of<'r>(r: &'r ngx_http_request_t, now_unix: u64, cookies: &'static [u8]) -> Click<'r> {
     let h = &r.headers_in;
     let user_agent = header(h.user_agent);
     let client_text = client_text(r);
@@ -26,7 +28,7 @@ pub fn of(r: &ngx_http_request_t, now_unix: u64) -> Click<'_> {
         visitor: rules::visitor(client_text, user_agent),
         // The record's, set by the answer.
         recipient: None,
-        cookies: visitor_cookies(r),
+        cookies,
         random: random(),
     }
 }
@@ -36,22 +38,24 @@ pub fn visitor(r: &ngx_http_request_t) -> u64 {
     rules::visitor(client_text(r), user_agent(r))
 }
 
-/// The `Cookie` header that holds the visitor cookie ([`rules::COOKIE`]), or empty. HTTP/2
-/// clients may send one header per cookie: nginx chains them.
-pub fn visitor_cookies(r: &ngx_http_request_t) -> &[u8] {
-    let mut h = r.headers_in.cookie;
-    // SAFETY: the request's cookie headers are null or a chain of live header elements.
-    while let Some(header) = unsafe { h.as_ref() } {
-        let value = str_bytes(&header.value);
-        if value
-            .windows(rules::COOKIE.len() + 1)
-            .any(|w| w.starts_with(rules::COOKIE.as_bytes()) && w.ends_with(b"="))
-        {
-            return value;
-        }
-        h = header.next;
+/// The request's cookies (`$http_cookie`) when they hold the visitor cookie
+/// ([`rules::COOKIE`]), else empty. Read only for a link with rules.
+pub fn visitor_cookies(r: &mut ngx_http_request_t, mcf: &MainConf) -> &'static [u8] {
+    let Ok(index) = usize::try_from(mcf.cookie_var_index) else {
+        return &[];
+    };
+    let Some(cookies) = value::of(r, Dynamic::Variable(index)) else {
+        return &[];
+    };
+    let named = cookies
+        .windows(rules::COOKIE.len() + 1)
+        .any(|w| w.starts_with(rules::COOKIE.as_bytes()) && w.ends_with(b"="));
+    if !named {
+        return &[];
     }
-    &[]
+    // SAFETY: the value lives in request memory for the rest of the request, like the header
+    // values `header` gives (see there).
+    unsafe { std::slice::from_raw_parts(cookies.as_ptr(), cookies.len()) }
 }
 
 /// The `User-Agent` of `r` (empty if none).

@@ -19,10 +19,12 @@
 //!   split), in OUT_DIR/rules-uniform.txt and, HOT of them, rules-hot.txt; HOT codes with a
 //!   `max_visits` no benchmark reaches (every click counted), in capped-hot.txt; and HOT codes
 //!   with a preview card (issue 35: the record's card flag and the card in `sl:p:<code>`), in
-//!   card-hot.txt. Their records and cards come from `shortlink_wire`, as the sidecar writes
-//!   them.
+//!   card-hot.txt; and HOT codes with a click id parameter (issue 54: the module appends
+//!   `sl_click=<id>` to `Location` and queues the id), in clickid-hot.txt. Their records and
+//!   cards come from `shortlink_wire`, as the sidecar writes them.
 
 use shortcode::{parse_hex_secret, CodeScheme, Shape, ALPHABET};
+use shortlink_wire::click_id::ClickIdParam;
 use shortlink_wire::keys::{link_key, preview_key};
 use shortlink_wire::preview::Card;
 use shortlink_wire::record::{Extras, Record};
@@ -104,6 +106,7 @@ fn run() -> Result<(), String> {
         let mut rules_hot = create("rules-hot.txt")?;
         let mut capped_hot = create("capped-hot.txt")?;
         let mut card_hot = create("card-hot.txt")?;
+        let mut clickid_hot = create("clickid-hot.txt")?;
         let five_rules = five_rules();
         let capped = Extras {
             max_visits: 1 << 62,
@@ -111,6 +114,10 @@ fn run() -> Result<(), String> {
         };
         let carded = Extras {
             has_card: true,
+            ..Extras::default()
+        };
+        let with_click_id = Extras {
+            click_id_param: ClickIdParam::parse(b"sl_click"),
             ..Extras::default()
         };
         let card = Card {
@@ -131,7 +138,7 @@ fn run() -> Result<(), String> {
             resp.write_all(b"\r\n")
         };
         let ruled_hot_step = (ruled / hot.min(ruled)).max(1);
-        for i in 0..ruled + 2 * hot {
+        for i in 0..ruled + 3 * hot {
             let n = count + 1 + i;
             let code = scheme.encode(n).map_err(|e| e.to_string())?;
             let target = format!("https://example.com/{n}");
@@ -139,6 +146,8 @@ fn run() -> Result<(), String> {
                 (&five_rules, None)
             } else if i < ruled + hot {
                 (&capped, Some(&mut capped_hot))
+            } else if i < ruled + 2 * hot {
+                (&with_click_id, Some(&mut clickid_hot))
             } else {
                 set(&preview_key(&code), &card).map_err(io)?;
                 (&carded, Some(&mut card_hot))
@@ -161,7 +170,7 @@ fn run() -> Result<(), String> {
                 writeln!(rules_hot, "/{code}").map_err(io)?;
             }
         }
-        for mut f in [rules_uniform, rules_hot, capped_hot, card_hot] {
+        for mut f in [rules_uniform, rules_hot, capped_hot, card_hot, clickid_hot] {
             f.flush().map_err(io)?;
         }
     }
