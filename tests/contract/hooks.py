@@ -37,7 +37,13 @@ positive cases are made to keep those rules, and only those, before they are sen
   `invalid_url_template`), its languages and country are known (else 422 `invalid_language`,
   `invalid_country`), its campaign fits 200 bytes, and a CSV body has its `phone` header (else 422
   `invalid_csv`): the campaign becomes a known-good one; the recipients stay as generated, each
-  refused on its own line.
+  refused on its own line;
+- a conversion names its click by exactly one of `click_id` and `code` + `ref` (else 422
+  `invalid_click`), has a value and a currency or neither, the value within the currency's
+  decimals (else 422 `invalid_value`, `invalid_currency`), and is not in the future (else 422
+  `invalid_converted_at`): a positive case keeps its `click_id` (or gets one), sends a value
+  of "1" in EUR if it had either, and a time in the past. It then names no click the run has
+  made: 404 `unknown_click`.
 
 Negative cases are left as generated.
 """
@@ -69,6 +75,7 @@ MAX_IMAGE_BYTES = 2048
 PREVIEW = "POST /api/v1/links/{code}/preview"
 WEBHOOK_BODIES = ("POST /api/v1/webhooks", "PUT /api/v1/webhooks/{id}")
 REPLAY = "POST /api/v1/webhooks/{id}/replay"
+CONVERSIONS = "POST /api/v1/conversions"
 VALID_RULES = [
     {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
     {"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "Europe/Lisbon"}},
@@ -234,4 +241,21 @@ def _keep_rules(case):
         case.body["url"] = "https://hooks.example/in"
     if label == REPLAY:
         case.body = {"from": datetime.datetime.now(UTC).isoformat()}
+    if label == CONVERSIONS and isinstance(case.body, dict):
+        _one_click_and_money(case.body)
     return case
+
+
+def _one_click_and_money(body):
+    if not isinstance(body.get("click_id"), str):
+        body["click_id"] = "no-such-click"
+    body.pop("code", None)
+    body.pop("ref", None)
+    money = body.get("value") is not None or body.get("currency") is not None
+    body.pop("value", None)
+    body.pop("currency", None)
+    if money:
+        body["value"] = "1"
+        body["currency"] = "EUR"
+    if body.get("converted_at") is not None:
+        body["converted_at"] = PAST

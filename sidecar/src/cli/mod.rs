@@ -1,11 +1,12 @@
 //! Subcommands: `serve` (default), `keys create|list|revoke`, `workspaces …`, `import`, `export`,
-//! `compose`, `resync`, `migrate`, `backup`, `code-scheme show|adopt`, `audit verify`.
+//! `compose`, `resync`, `migrate`, `backup`, `code-scheme show|adopt`, `audit verify`, `conversions import`.
 
 pub(crate) mod audit;
 mod backup;
 mod check;
 mod code_scheme;
 mod compose;
+mod conversions;
 pub(crate) mod error;
 mod export;
 mod format;
@@ -26,6 +27,7 @@ pub use backup::BackupArgs;
 pub use check::problems as config_problems;
 pub use code_scheme::CodeSchemeCommand;
 pub use compose::ComposeArgs;
+pub use conversions::ConversionsCommand;
 pub use export::ExportArgs;
 pub use import::verify::VerifyArgs;
 pub use import::ImportArgs;
@@ -102,6 +104,11 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Conversions (docs/CONVERSIONS.md): `import` records them from an NDJSON file.
+    Conversions {
+        #[command(subcommand)]
+        command: ConversionsCommand,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
@@ -120,6 +127,7 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
         Command::Backup(args) => backup::run(&config, args).await,
         Command::CodeScheme { command } => code_scheme::run(&config, command).await,
         Command::Audit { command } => audit::run(&config, command).await,
+        Command::Conversions { command } => conversions::run(&config, command).await,
         Command::CheckConfig => check::check_config(&config),
         Command::Migrate => {
             crate::open_storage(&config).await?;

@@ -239,57 +239,57 @@ async fn each_refusal_has_its_code_and_stores_nothing(backend: Backend) {
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "d", "value": "1", "currency": "EURO"}),
-            400,
+            422,
             "invalid_currency",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "e", "value": "1", "currency": "XTS1"}),
-            400,
+            422,
             "invalid_currency",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "f", "value": "1"}),
-            400,
+            422,
             "invalid_currency",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "g", "value": "1.999", "currency": "EUR"}),
-            400,
+            422,
             "invalid_value",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "h", "value": -3, "currency": "EUR"}),
-            400,
+            422,
             "invalid_value",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "i", "value": true, "currency": "EUR"}),
-            400,
+            422,
             "invalid_value",
         ),
         (
             json!({"click_id": click, "name": "", "event_id": "j"}),
-            400,
+            422,
             "invalid_name",
         ),
         (
             json!({"click_id": click, "name": "x".repeat(65), "event_id": "k"}),
-            400,
+            422,
             "invalid_name",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": ""}),
-            400,
+            422,
             "invalid_event_id",
         ),
         (
             json!({"click_id": click, "name": "lead", "event_id": "l", "converted_at": future.to_rfc3339()}),
-            400,
+            422,
             "invalid_converted_at",
         ),
         (
             json!({"click_id": click, "code": code, "ref": "r-1", "name": "lead", "event_id": "m"}),
-            400,
+            422,
             "invalid_click",
         ),
         (

@@ -22,8 +22,13 @@ pub const MAX_LINE_BYTES: usize = 4096;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversionRequest {
-    /// The click's id: what the landing page got in the link's `click_id_param`.
-    #[schema(max_length = 64)]
+    /// The click's id: what the landing page got in the link's `click_id_param`. Exactly one
+    /// of `click_id` and `code` + `ref` (else 422 `invalid_click`).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub click_id: Option<String>,
     /// With `ref`, instead of `click_id`: the latest human visit of this per-recipient link at
     /// or before `converted_at`.
@@ -31,23 +36,68 @@ pub struct ConversionRequest {
     #[serde(rename = "ref")]
     #[schema(rename = "ref")]
     pub recipient_ref: Option<String>,
-    /// `lead`, `purchase`, `signup`, anything: 1 to 64 characters.
-    #[schema(min_length = 1, max_length = 64)]
+    /// `lead`, `purchase`, `signup`, anything: 1 to 64 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub name: String,
-    /// Exact decimal, as a string (`"19.99"`) or a number, with `currency`; at most the
-    /// currency's minor-unit digits.
-    #[schema(value_type = Option<String>, example = "19.99")]
+    /// Exact decimal, with `currency` (both or neither, else 422 `invalid_value` /
+    /// `invalid_currency`): a string (`"19.99"`) or a non-negative number; at most the
+    /// currency's minor-unit digits after the point (`JPY` 0, `EUR` 2, `BHD` 3), else 422
+    /// `invalid_value`.
+    #[schema(schema_with = value_schema)]
     pub value: Option<serde_json::Value>,
-    /// ISO 4217 (`EUR`, `USD`, `JPY`), with `value`.
-    #[schema(pattern = "^[A-Z]{3}$")]
+    /// ISO 4217, a currency with a minor unit.
+    #[schema(schema_with = currency_schema)]
     pub currency: Option<String>,
     /// The sender's id of this conversion (an order number): a repeat answers the first
-    /// conversion and never counts twice. 1 to 128 characters.
-    #[schema(min_length = 1, max_length = 128)]
+    /// conversion and never counts twice. 1 to 128 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub event_id: String,
-    /// When it happened (default: now); not before the click, not after its attribution
-    /// window, at most 5 minutes in the future.
+    /// When it happened (default: now). Not before the click (422 `before_click`), not after
+    /// its attribution window (422 `outside_window`), at most 5 minutes in the future (422
+    /// `invalid_converted_at`).
     pub converted_at: Option<DateTime<Utc>>,
+}
+
+/// `value`: a plain decimal string, a non-negative number, or null.
+fn value_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[0-9]{1,14}(\\.[0-9]{1,4})?$"))
+                .examples([serde_json::json!("19.99")]),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0.0))
+                .maximum(Some(1e14)),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .into()
+}
+
+/// `currency`: the ISO 4217 codes with a minor unit, or null.
+fn currency_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let mut codes: Vec<serde_json::Value> = (shortlink_visits::conversions::currency_codes())
+        .map(serde_json::Value::from)
+        .collect();
+    codes.push(serde_json::Value::Null);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(codes))
+        .examples([serde_json::json!("EUR")])
+        .into()
 }
 
 /// A stored conversion, with the click's attributes copied from the visit.
@@ -168,12 +218,15 @@ struct LineResult {
         (status = 201, description = "stored", body = ConversionView),
         (status = 200, description = "a repeat of an `event_id`: the first conversion, \
             `duplicate` true; NDJSON: one `{index, status, conversion | error}` per line", body = ConversionView),
-        (status = 400, description = "`invalid_event_id`, `invalid_name`, `invalid_value`, \
-            `invalid_currency`, `invalid_converted_at`, `invalid_click`, `malformed_json`", body = ErrorBody),
+        (status = 400, description = "`malformed_json`: not a `ConversionRequest`", body = ErrorBody),
         (status = 404, description = "`unknown_click`: no such click in this workspace", body = ErrorBody),
+        (status = 413, body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, description = "`before_click`, `outside_window` (the attribution \
-            window, `--attribution-window`)", body = ErrorBody),
+        (status = 422, description = "what no schema can state: `invalid_click` (not exactly one \
+            of `click_id` and `code` + `ref`), `invalid_value` and `invalid_currency` (not both \
+            or neither; more decimals than the currency has), `invalid_converted_at` (in the \
+            future), `before_click`, `outside_window` (the attribution window, \
+            `--attribution-window`); and `invalid_name`, `invalid_event_id`", body = ErrorBody),
     ))]
 pub async fn post_conversions(
     State(state): State<AppState>,
@@ -226,6 +279,43 @@ fn parse(bytes: &[u8]) -> Result<ConversionRequest> {
     })
 }
 
+/// Records one NDJSON line and appends its answer line to `out`: `{index, status, conversion |
+/// error}`; returns the status. Errs (with nothing appended) when the database fails: the rest would fail alike, and
+/// the sender retries the batch (what went in answers as duplicates). Also `conversions import`.
+pub async fn answer_line(
+    state: &AppState,
+    workspace: WorkspaceId,
+    index: i64,
+    line: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<u16> {
+    let answer = match parse(line) {
+        Ok(request) => record(state, workspace, request).await,
+        Err(error) => Err(error),
+    };
+    let result = match answer {
+        Ok(recorded) => LineResult {
+            index,
+            status: if recorded.duplicate { 200 } else { 201 },
+            conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
+            error: None,
+        },
+        Err(error) if error.status_code().is_server_error() => return Err(error),
+        Err(error) => LineResult {
+            index,
+            status: error.status_code().as_u16(),
+            conversion: None,
+            error: Some(ErrorDetail {
+                code: error.code().to_owned(),
+                message: error.message(),
+            }),
+        },
+    };
+    serde_json::to_writer(&mut *out, &result).map_err(|error| Error::Internal(Box::new(error)))?;
+    out.push(b'\n');
+    Ok(result.status)
+}
+
 async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<Response> {
     let mut lines = Vec::new();
     let mut pending: Vec<u8> = Vec::new();
@@ -270,33 +360,7 @@ async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<R
                 "a line is at most {MAX_LINE_BYTES} bytes"
             )));
         }
-        let answer = match parse(text) {
-            Ok(request) => record(&state, workspace, request).await,
-            Err(error) => Err(error),
-        };
-        let result = match answer {
-            Ok(recorded) => LineResult {
-                index,
-                status: if recorded.duplicate { 200 } else { 201 },
-                conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
-                error: None,
-            },
-            // The database is down: the rest would fail alike, and the sender retries the batch
-            // (what went in is answered as duplicates).
-            Err(error) if error.status_code().is_server_error() => return Err(error),
-            Err(error) => LineResult {
-                index,
-                status: error.status_code().as_u16(),
-                conversion: None,
-                error: Some(ErrorDetail {
-                    code: error.code().to_owned(),
-                    message: error.message(),
-                }),
-            },
-        };
-        serde_json::to_writer(&mut out, &result)
-            .map_err(|error| Error::Internal(Box::new(error)))?;
-        out.push(b'\n');
+        answer_line(&state, workspace, index, text, &mut out).await?;
         index += 1;
     }
     let mut response = Response::new(Body::from(out));

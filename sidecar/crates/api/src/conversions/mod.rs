@@ -13,6 +13,8 @@ use super::AppState;
 use axum::routing::{get, post};
 use axum::Router;
 
+pub use ingest::answer_line;
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/conversions", post(ingest::post_conversions))

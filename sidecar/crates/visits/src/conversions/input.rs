@@ -58,12 +58,12 @@ impl Refusal {
         }
     }
 
-    /// 404 for a click not found, 422 for what the click's time says, 400 for the rest.
+    /// 404 for a click not found; 422 for the rest, as every value the API reads but cannot
+    /// take (the OpenAPI schema states what it can of these, the rest in words).
     pub fn status(self) -> u16 {
         match self {
             Refusal::UnknownClick => 404,
-            Refusal::BeforeClick | Refusal::OutsideWindow => 422,
-            _ => 400,
+            _ => 422,
         }
     }
 }
@@ -122,6 +122,11 @@ impl Money {
         let (whole, fraction) = digits.split_at(digits.len() - exponent);
         format!("{}{whole}.{fraction}", if minor < 0 { "-" } else { "" })
     }
+}
+
+/// Every currency code a conversion may carry (the OpenAPI schema's enum).
+pub fn currency_codes() -> impl Iterator<Item = &'static str> {
+    CURRENCIES.iter().map(|(code, _)| *code)
 }
 
 /// The currency as ISO 4217 spells it, and its exponent; `None` for anything not on the list.

@@ -15,6 +15,6 @@ pub mod results;
 pub mod significance;
 pub mod store;
 
-pub use input::{Click, Money, NewConversion, RawConversion, Refusal};
+pub use input::{currency_codes, Click, Money, NewConversion, RawConversion, Refusal};
 pub use results::{ab_result, AbResult};
 pub use store::{ArmCounts, Conversion, ConversionStore, Conversions, Recorded, Scope};
