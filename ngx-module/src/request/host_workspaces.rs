@@ -22,7 +22,7 @@ use super::workspace::HostWorkspace;
 /// page's per-domain table, `status::domains::SLOTS`).
 pub const HOSTS: usize = 64;
 /// Longest host kept (a DNS name is at most 253 bytes).
-pub const MAX_HOST: usize = 253;
+pub const LONGEST_HOST: usize = 253;
 /// Open addressing at most half full, so a probe always ends at an empty slot.
 const SLOTS: usize = 2 * HOSTS;
 const EMPTY: u8 = u8::MAX;
@@ -62,7 +62,7 @@ impl HostWorkspaces {
         host: &[u8],
         evaluate: impl FnOnce() -> HostWorkspace,
     ) -> HostWorkspace {
-        if host.is_empty() || host.len() > MAX_HOST {
+        if host.is_empty() || host.len() > LONGEST_HOST {
             return evaluate();
         }
         let hash = hash(source, host);
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn no_host_or_an_overlong_one_is_evaluated_each_time() {
         let mut table = HostWorkspaces::default();
-        let long = "a".repeat(MAX_HOST + 1);
+        let long = "a".repeat(LONGEST_HOST + 1);
         for host in ["", long.as_str()] {
             assert!(get(&mut table, 1, host, "brand-a").1);
             assert_eq!(
@@ -251,7 +251,7 @@ mod tests {
                 (named("brand-b"), true)
             );
         }
-        let longest = "a".repeat(MAX_HOST);
+        let longest = "a".repeat(LONGEST_HOST);
         assert!(get(&mut table, 1, &longest, "brand-a").1);
         assert!(!get(&mut table, 1, &longest, "brand-b").1);
         assert_eq!(table.len(), 1);
