@@ -532,4 +532,26 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links() {
         .page("/console/workspaces")
         .await
         .contains("brand-c"));
+
+    // Beside a workspace's key in one session, the operator is one more place in the switcher.
+    let page = browser.page("/console/sign-in").await;
+    let added = (browser.post(
+        "/console/sign-in",
+        &[("key", API_KEY), ("csrf", &csrf_of(&page))],
+    ))
+    .await;
+    assert_eq!(added.status(), StatusCode::SEE_OTHER);
+    let links = browser.page("/console/links").await;
+    assert!(
+        links.contains(&code) && links.contains("operator (all workspaces)"),
+        "{links}"
+    );
+    let switched = (browser.post("/console/switch", &[("to", "-operator"), ("csrf", &csrf)])).await;
+    assert_eq!(switched.status(), StatusCode::SEE_OTHER);
+    let links = browser.get("/console/links").await;
+    assert_eq!(location(&links), "/console/workspaces");
+    let out = browser.post("/console/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(location(&out), "/console/sign-in");
+    let after = browser.get("/console/workspaces").await;
+    assert_eq!(location(&after), "/console/sign-in");
 }
