@@ -72,6 +72,8 @@ struct ExportRow<'a> {
     /// The card: an object in NDJSON, the stored JSON text verbatim in CSV.
     #[serde(skip_serializing_if = "Option::is_none")]
     preview: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    click_id_param: Option<&'a str>,
 }
 
 const PAGE: u32 = 1000;
@@ -196,6 +198,7 @@ impl Sink {
             max_visits: link.extras.max_visits,
             password_digest: link.extras.password_digest.as_deref(),
             preview,
+            click_id_param: link.extras.click_id_param.as_deref(),
         };
         match self {
             Sink::Ndjson(out) => {
@@ -221,6 +224,7 @@ impl Sink {
                 &row.max_visits.map(|n| n.to_string()).unwrap_or_default(),
                 row.password_digest.unwrap_or(""),
                 link.extras.preview.as_deref().unwrap_or(""),
+                row.click_id_param.unwrap_or(""),
             ])?,
         }
         Ok(())

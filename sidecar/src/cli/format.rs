@@ -21,7 +21,7 @@ impl FileFormat {
 /// A link's columns in shortlink's own CSV, in order: what `export` writes (NDJSON objects have
 /// the same fields) and what `import --from shortlink` reads (which also takes `alias` for
 /// `code`).
-pub const LINK_COLUMNS: [&str; 18] = [
+pub const LINK_COLUMNS: [&str; 19] = [
     "code",
     "url",
     "redirect",
@@ -40,4 +40,5 @@ pub const LINK_COLUMNS: [&str; 18] = [
     "max_visits",
     "password_digest",
     "preview",
+    "click_id_param",
 ];

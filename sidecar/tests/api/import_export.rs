@@ -127,6 +127,9 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
     // opens with the same password.
     items.push(json!({
         "url": "https://t.example/rules",
+        // Issue 54: the click id parameter and a per-recipient split (the record's `i` and `f`).
+        "click_id_param": "sl_click",
+        "ref": "r-rules",
         "max_visits": 9,
         "password": "open sesame",
         "preview": {"title": "A \"card\", with; commas", "description": "Text, over two lines?",
@@ -138,7 +141,7 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
         "rules": [
             {"if": {"device": ["ios"], "ip": ["10.0.0.0/8"], "query": [{"name": "a,b", "value": "\"x\""}]},
              "then": {"url": "https://t.example/ios"}},
-            {"split": {"sticky": true, "variants": [
+            {"split": {"sticky": "cookie", "variants": [
                 {"weight": 1, "url": "https://t.example/a"}, {"weight": 2, "url": "https://t.example/b"}]}}
         ]
     }));

@@ -68,6 +68,7 @@ struct ImportRow {
     password_digest: Option<String>,
     /// The card in its API form: an object in NDJSON, its JSON text in a CSV field.
     preview: Option<serde_json::Value>,
+    click_id_param: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -235,6 +236,7 @@ fn csv_row(columns: &[String], record: &csv::StringRecord) -> Result<ImportRow, 
                 )
             }
             "password_digest" => row.password_digest = text,
+            "click_id_param" => row.click_id_param = text,
             "preview" => {
                 row.preview = Some(
                     serde_json::from_str(value).map_err(|e| format!("preview is not JSON: {e}"))?,
@@ -335,6 +337,7 @@ fn new_link(
         rules: row.rules,
         max_visits: row.max_visits,
         preview: import_card(row.preview)?,
+        click_id_param: row.click_id_param,
         ..LinkRequest::default()
     };
     let kept = Kept {
