@@ -7,12 +7,13 @@ use super::layout;
 use super::operator::Operator;
 use super::page::{encode, PageResult};
 use crate::http::stats::{self, CountsView, StatsParams, StatsView};
-use crate::http::AppState;
+use crate::http::{AppState, Query};
 use crate::visits::rollup::Interval;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use chrono::Duration;
 use maud::{html, Markup};
+use serde::Deserialize;
 use std::collections::HashMap;
 
 /// Links whose campaigns are summed into the top campaigns: the campaigns of the most-clicked
@@ -50,7 +51,19 @@ pub(super) fn totals(counts: &CountsView) -> Markup {
     }
 }
 
-pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
+/// `?left=<slug>`: the session's previous workspace left it (see [`super::session::Signed`]).
+#[derive(Debug, Default, Deserialize)]
+pub struct Notice {
+    left: Option<String>,
+}
+
+pub async fn page(
+    State(state): State<AppState>,
+    operator: Operator,
+    Query(notice): Query<Notice>,
+) -> PageResult {
+    // Only a slug is shown: the link is anyone's to craft, so it carries no free text.
+    let left = (notice.left).filter(|slug| crate::storage::is_valid_slug(slug));
     let day = global(
         &state,
         operator.workspace,
@@ -81,6 +94,10 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
     campaigns.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     campaigns.truncate(10);
     let body = html! {
+        @if let Some(left) = &left {
+            p.error role="alert" { "Workspace " (left) " left this session: its key was revoked "
+                "or the workspace suspended. Add it again with a valid key." }
+        }
         h1 { "Overview" }
         h2 { "Last 24 hours" }
         (totals(&day.totals))

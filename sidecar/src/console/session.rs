@@ -146,8 +146,12 @@ impl FromRequestParts<AppState> for Signed {
             }),
             None => {
                 console.end_sessions_of(&member.key_hash);
+                let overview = match &member.place {
+                    Place::Workspace { slug, .. } => format!("/console/?left={slug}"),
+                    Place::Installation => "/console/".to_owned(),
+                };
                 match console.live(token) {
-                    Some(_) => Err(Redirect::to("/console/").into_response()),
+                    Some(_) => Err(Redirect::to(&overview).into_response()),
                     None => Err(to_sign_in()),
                 }
             }

@@ -154,7 +154,12 @@ async fn a_session_switches_between_workspaces_and_loses_a_revoked_one() {
     assert_eq!(revoked.status(), 200);
     let after = browser.get("/console/links").await;
     assert_eq!(after.status(), StatusCode::SEE_OTHER);
-    assert_eq!(location(&after), "/console/");
+    assert_eq!(location(&after), "/console/?left=brand-b");
+    let overview = browser.page("/console/?left=brand-b").await;
+    assert!(
+        overview.contains("Workspace brand-b left this session"),
+        "{overview}"
+    );
     let page = browser.page("/console/links").await;
     assert!(
         page.contains("a-spring") && !page.contains("b-autumn"),
