@@ -9,6 +9,9 @@ use crate::config::Config;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+/// Lines recorded together.
+const CHUNK: usize = 2000;
+
 #[derive(Debug, clap::Subcommand)]
 pub enum ConversionsCommand {
     /// Record conversions from an NDJSON file (`-` for stdin); prints one answer line each.
@@ -29,22 +32,32 @@ pub async fn run(config: &Config, command: ConversionsCommand) -> Result<(), Box
         _ => Box::new(std::io::BufReader::new(std::fs::File::open(&file)?)),
     };
     let mut stdout = std::io::stdout().lock();
-    let (mut index, mut refused) = (0, 0);
+    let (mut index, mut refused) = (0i64, 0);
     let mut out = Vec::new();
-    for line in input.split(b'\n') {
-        let line = line?;
-        let text = line.trim_ascii();
-        if text.is_empty() {
-            continue;
+    let mut pending: Vec<Vec<u8>> = Vec::with_capacity(CHUNK);
+    let mut lines = input.split(b'\n');
+    loop {
+        let line = lines.next().transpose()?;
+        if let Some(line) = &line {
+            let text = line.trim_ascii();
+            if !text.is_empty() {
+                pending.push(text.to_vec());
+            }
         }
-        out.clear();
-        let status =
-            crate::http::conversions::answer_line(&state, workspace, index, text, &mut out).await?;
-        if status >= 300 {
-            refused += 1;
+        if pending.len() == CHUNK || (line.is_none() && !pending.is_empty()) {
+            out.clear();
+            let texts: Vec<&[u8]> = pending.iter().map(Vec::as_slice).collect();
+            let statuses =
+                crate::http::conversions::answer_lines(&state, workspace, index, &texts, &mut out)
+                    .await?;
+            refused += statuses.iter().filter(|status| **status >= 300).count();
+            index += statuses.len() as i64;
+            stdout.write_all(&out)?;
+            pending.clear();
         }
-        stdout.write_all(&out)?;
-        index += 1;
+        if line.is_none() {
+            break;
+        }
     }
     stdout.flush()?;
     eprintln!("conversions import: {index} lines, {refused} refused");

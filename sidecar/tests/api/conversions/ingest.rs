@@ -10,6 +10,7 @@ crate::on_each_backend!(
     a_repeated_event_id_answers_the_first_also_under_concurrent_retries,
     each_refusal_has_its_code_and_stores_nothing,
     an_ndjson_batch_answers_each_line_in_order,
+    concurrent_batches_with_the_same_event_ids_count_each_once,
 );
 
 async fn a_conversion_by_click_id_copies_the_click(backend: Backend) {
@@ -388,4 +389,56 @@ async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
         results[0]["conversion"]["id"]
     );
     assert_eq!(conversion_rows(&app).await, 2);
+}
+
+/// Two NDJSON batches of the same 300 conversions at once (a sender's retry racing its first
+/// try): every event id stored once, answered 201 by one batch and 200 by the other.
+async fn concurrent_batches_with_the_same_event_ids_count_each_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = link(&app, "spring", "r-1").await;
+    let visits: Vec<_> = (0..300)
+        .map(|i| {
+            let ip = format!("198.51.{}.{}", i / 200, i % 200 + 1);
+            visit(
+                &format!("17000000{i:05}-0"),
+                &code,
+                now_ms() - 5000,
+                &ip,
+                IPHONE,
+                None,
+            )
+        })
+        .collect();
+    store(&app, &visits).await;
+    let body: String = (0..300)
+        .map(|i| {
+            json!({"click_id": format!("17000000{i:05}-0"), "name": "lead", "event_id": format!("b-{i}")})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let send = || {
+        app.api(reqwest::Method::POST, "/conversions")
+            .header("content-type", "application/x-ndjson")
+            .body(body.clone())
+            .send()
+    };
+    let (a, b) = tokio::join!(send(), send());
+    let lines = |text: String| -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (a, b) = (
+        lines(a.unwrap().text().await.unwrap()),
+        lines(b.unwrap().text().await.unwrap()),
+    );
+    assert_eq!((a.len(), b.len()), (300, 300));
+    for (x, y) in a.iter().zip(&b) {
+        let mut statuses = [x["status"].as_i64().unwrap(), y["status"].as_i64().unwrap()];
+        statuses.sort();
+        assert_eq!(statuses, [200, 201], "{x} {y}");
+        assert_eq!(x["conversion"]["id"], y["conversion"]["id"]);
+    }
+    assert_eq!(conversion_rows(&app).await, 300);
 }

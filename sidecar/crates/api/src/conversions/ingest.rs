@@ -9,7 +9,9 @@ use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use shortlink_store::WorkspaceId;
-use shortlink_visits::conversions::{Conversion, Conversions, RawConversion, Recorded, Refusal};
+use shortlink_visits::conversions::{
+    Conversion, Conversions, NewConversion, RawConversion, Recorded, Refusal,
+};
 use utoipa::ToSchema;
 
 const NDJSON: &str = "application/x-ndjson";
@@ -172,12 +174,8 @@ fn value_text(value: serde_json::Value) -> std::result::Result<String, Refusal> 
     }
 }
 
-async fn record(
-    state: &AppState,
-    workspace: WorkspaceId,
-    request: ConversionRequest,
-) -> Result<Recorded> {
-    let now = shortlink_store::now();
+/// The request's fields checked (no I/O yet).
+fn check(request: ConversionRequest, now: DateTime<Utc>) -> Result<NewConversion> {
     let raw = RawConversion {
         click_id: request.click_id,
         code: request.code,
@@ -188,7 +186,16 @@ async fn record(
         event_id: Some(request.event_id),
         converted_at: request.converted_at,
     };
-    let new = raw.check(now).map_err(refusal)?;
+    raw.check(now).map_err(refusal)
+}
+
+async fn record(
+    state: &AppState,
+    workspace: WorkspaceId,
+    request: ConversionRequest,
+) -> Result<Recorded> {
+    let now = shortlink_store::now();
+    let new = check(request, now)?;
     let store = state.analytics.store.conversions();
     store
         .record(workspace, &new, state.analytics.attribution_window, now)
@@ -279,42 +286,67 @@ fn parse(bytes: &[u8]) -> Result<ConversionRequest> {
     })
 }
 
-/// Records one NDJSON line and appends its answer line to `out`: `{index, status, conversion |
-/// error}`; returns the status. Errs (with nothing appended) when the database fails: the rest would fail alike, and
-/// the sender retries the batch (what went in answers as duplicates). Also `conversions import`.
-pub async fn answer_line(
+/// Records NDJSON lines (numbered from `first`) and appends one answer line each to `out`, in
+/// order: `{index, status, conversion | error}`; returns their statuses. The lines that pass
+/// the checks are stored together (`ConversionStore::record_batch`). Errs when the database
+/// fails: the rest would fail alike, and the sender retries the batch (what went in answers as
+/// duplicates). Also `conversions import`.
+pub async fn answer_lines(
     state: &AppState,
     workspace: WorkspaceId,
-    index: i64,
-    line: &[u8],
+    first: i64,
+    lines: &[&[u8]],
     out: &mut Vec<u8>,
-) -> Result<u16> {
-    let answer = match parse(line) {
-        Ok(request) => record(state, workspace, request).await,
-        Err(error) => Err(error),
-    };
-    let result = match answer {
-        Ok(recorded) => LineResult {
-            index,
-            status: if recorded.duplicate { 200 } else { 201 },
-            conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
-            error: None,
-        },
-        Err(error) if error.status_code().is_server_error() => return Err(error),
-        Err(error) => LineResult {
-            index,
-            status: error.status_code().as_u16(),
-            conversion: None,
-            error: Some(ErrorDetail {
-                code: error.code().to_owned(),
-                message: error.message(),
-            }),
-        },
-    };
-    serde_json::to_writer(&mut *out, &result).map_err(|error| Error::Internal(Box::new(error)))?;
-    out.push(b'\n');
-    Ok(result.status)
+) -> Result<Vec<u16>> {
+    let now = shortlink_store::now();
+    let checked: Vec<Result<NewConversion>> = (lines.iter())
+        .map(|line| parse(line).and_then(|request| check(request, now)))
+        .collect();
+    let valid: Vec<NewConversion> = (checked.iter())
+        .filter_map(|c| c.as_ref().ok().cloned())
+        .collect();
+    let store = state.analytics.store.conversions();
+    let mut recorded =
+        (store.record_batch(workspace, &valid, state.analytics.attribution_window, now))
+            .await?
+            .into_iter();
+    let mut statuses = Vec::with_capacity(lines.len());
+    for (offset, checked) in checked.into_iter().enumerate() {
+        let answer = match checked {
+            Ok(_) => recorded
+                .next()
+                .ok_or_else(|| Error::Internal("a batch answer is missing".into()))?
+                .map_err(refusal),
+            Err(error) => Err(error),
+        };
+        let index = first + offset as i64;
+        let result = match answer {
+            Ok(recorded) => LineResult {
+                index,
+                status: if recorded.duplicate { 200 } else { 201 },
+                conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
+                error: None,
+            },
+            Err(error) => LineResult {
+                index,
+                status: error.status_code().as_u16(),
+                conversion: None,
+                error: Some(ErrorDetail {
+                    code: error.code().to_owned(),
+                    message: error.message(),
+                }),
+            },
+        };
+        serde_json::to_writer(&mut *out, &result)
+            .map_err(|error| Error::Internal(Box::new(error)))?;
+        out.push(b'\n');
+        statuses.push(result.status);
+    }
+    Ok(statuses)
 }
+
+/// Lines stored together (one read of repeats and clicks, one insert, per few hundred).
+const BATCH: usize = 2000;
 
 async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<Response> {
     let mut lines = Vec::new();
@@ -348,20 +380,21 @@ async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<R
     if !pending.is_empty() {
         lines.push(pending);
     }
-    let mut out = Vec::with_capacity(lines.len() * 400);
-    let mut index = 0;
-    for line in lines {
+    let mut texts: Vec<&[u8]> = Vec::with_capacity(lines.len());
+    for line in &lines {
         let text = line.trim_ascii();
-        if text.is_empty() {
-            continue;
-        }
         if text.len() > MAX_LINE_BYTES {
             return Err(too_much(format!(
                 "a line is at most {MAX_LINE_BYTES} bytes"
             )));
         }
-        answer_line(&state, workspace, index, text, &mut out).await?;
-        index += 1;
+        if !text.is_empty() {
+            texts.push(text);
+        }
+    }
+    let mut out = Vec::with_capacity(texts.len() * 400);
+    for (n, chunk) in texts.chunks(BATCH).enumerate() {
+        answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
     }
     let mut response = Response::new(Body::from(out));
     response

@@ -13,7 +13,7 @@ use super::AppState;
 use axum::routing::{get, post};
 use axum::Router;
 
-pub use ingest::answer_line;
+pub use ingest::answer_lines;
 
 pub fn router() -> Router<AppState> {
     Router::new()

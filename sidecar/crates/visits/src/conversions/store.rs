@@ -92,6 +92,18 @@ pub trait ConversionStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> StorageResult<Result<Recorded, Refusal>>;
 
+    /// [`ConversionStore::record`] of many at once (an NDJSON batch), answered in order: the
+    /// stored ones in one transaction with one feed row. Each answer is what `record` of it
+    /// alone would have given, in the order given (a repeat of an `event_id` earlier in the
+    /// batch answers that one).
+    async fn record_batch(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+        window: Duration,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>>;
+
     /// The conversions of `ids` (feed ids `cv_…`) still stored, in no order.
     async fn conversions(&self, ids: &[String]) -> StorageResult<Vec<Conversion>>;
 
@@ -141,7 +153,7 @@ pub fn is_conversion_id(id: &str) -> bool {
     id.starts_with("cv_")
 }
 
-fn new_id() -> StorageResult<String> {
+pub(super) fn new_id() -> StorageResult<String> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes)
         .map_err(|error| StorageError::Corrupt(format!("no randomness: {error}")))?;
@@ -149,11 +161,12 @@ fn new_id() -> StorageResult<String> {
     Ok(format!("cv_{hex}"))
 }
 
-fn db(error: sqlx::Error) -> StorageError {
+pub(super) fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
 }
 
-const COLUMNS: &str = "id, workspace_id, event_id, visit_id, code, campaign, recipient_ref, rule, \
+pub(super) const COLUMNS: &str =
+    "id, workspace_id, event_id, visit_id, code, campaign, recipient_ref, rule, \
      short_domain, device, country, clicked_ms, name, value_minor, currency, exponent, \
      converted_ms";
 
@@ -165,21 +178,25 @@ struct ClickRow {
     recipient_ref: Option<String>,
 }
 
-fn ms(at: DateTime<Utc>) -> Value {
+pub(super) fn ms(at: DateTime<Utc>) -> Value {
     Value::Int(at.timestamp_millis())
 }
 
-fn at_ms(ms: i64) -> DateTime<Utc> {
+pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
 impl<V: VisitDialect> SqlVisitStore<V> {
-    async fn all(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
+    pub(super) async fn all(
+        &self,
+        pool: &Pool<Db<V>>,
+        query: Statement,
+    ) -> StorageResult<Vec<Row<V>>> {
         let mut connection = pool.acquire().await.map_err(db)?;
         Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
     }
 
-    fn conversion(row: &Row<V>) -> StorageResult<Conversion> {
+    pub(super) fn conversion(row: &Row<V>) -> StorageResult<Conversion> {
         let text = |c| V::Sql::read_text(row, c);
         let opt = |c| V::Sql::read_opt_text(row, c);
         let int = |c| Db::<V>::int(row, c).map_err(db);
@@ -390,6 +407,16 @@ impl<V: VisitDialect> ConversionStore for SqlVisitStore<V> {
             conversion,
             duplicate: false,
         }))
+    }
+
+    async fn record_batch(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+        window: Duration,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        self.record_many(workspace, news, window, now).await
     }
 
     async fn conversions(&self, ids: &[String]) -> StorageResult<Vec<Conversion>> {

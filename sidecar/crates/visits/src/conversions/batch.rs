@@ -1,0 +1,284 @@
+//! Many conversions at once (an NDJSON batch): the repeats and the clicks read with one query
+//! per few hundred, the new ones inserted with one statement and one feed row per few hundred,
+//! in one transaction. What a batch answers is what recording each alone would answer; when the
+//! fast way cannot say so (a concurrent request took an event id, a click vanished between the
+//! read and the write) that chunk is recorded one by one instead.
+
+use super::input::{Click, NewConversion, Refusal};
+use super::store::{at_ms, db, ms, new_id, Conversion, ConversionStore, Recorded, COLUMNS};
+use crate::store::{SqlVisitStore, VisitDialect};
+use chrono::{DateTime, Duration, Utc};
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
+use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use std::collections::HashMap;
+
+type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
+
+/// Rows per statement: SQLite's compound SELECT holds at most 500 parts.
+const CHUNK: usize = 400;
+
+/// A click as a batch reads it: what a conversion copies from the visit and its link (the
+/// visitor is copied by the insert itself).
+#[derive(Debug, Clone)]
+struct BatchClick {
+    visited_at: DateTime<Utc>,
+    code: String,
+    rule: Option<String>,
+    short_domain: Option<String>,
+    device: Option<String>,
+    country: Option<String>,
+    campaign: Option<String>,
+    recipient_ref: Option<String>,
+}
+
+fn in_list(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+impl<V: VisitDialect> SqlVisitStore<V> {
+    pub(super) async fn record_many(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+        window: Duration,
+        now: DateTime<Utc>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        let mut answers = Vec::with_capacity(news.len());
+        // Event ids stored by this batch so far: a later repeat answers that conversion.
+        let mut stored: HashMap<String, Conversion> = HashMap::new();
+        for chunk in news.chunks(CHUNK) {
+            answers.extend(
+                self.record_chunk(workspace, chunk, window, now, &mut stored)
+                    .await?,
+            );
+        }
+        Ok(answers)
+    }
+
+    async fn record_chunk(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+        window: Duration,
+        now: DateTime<Utc>,
+        stored: &mut HashMap<String, Conversion>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        let existing = self.existing(workspace, news).await?;
+        let clicks = self.batch_clicks(workspace, news).await?;
+        let mut answers: Vec<Option<Result<Recorded, Refusal>>> = vec![None; news.len()];
+        let mut fresh: Vec<(usize, Conversion)> = Vec::new();
+        for (i, new) in news.iter().enumerate() {
+            let repeat = (existing.get(&new.event_id))
+                .or_else(|| stored.get(&new.event_id))
+                .or_else(|| (fresh.iter().map(|(_, c)| c)).find(|c| c.event_id == new.event_id));
+            if let Some(first) = repeat {
+                answers[i] = Some(Ok(Recorded {
+                    conversion: first.clone(),
+                    duplicate: true,
+                }));
+                continue;
+            }
+            let click = match &new.click {
+                Click::Id(id) => clicks.get(id).cloned(),
+                // A per-recipient link's latest visit: rare in bulk, recorded alone.
+                Click::Recipient { .. } => None,
+            };
+            let Some((click_id, click)) = click.map(|c| (new_click_id(new), c)) else {
+                if matches!(new.click, Click::Recipient { .. }) {
+                    answers[i] = Some(self.record(workspace, new, window, now).await?);
+                } else {
+                    answers[i] = Some(Err(Refusal::UnknownClick));
+                }
+                continue;
+            };
+            if new.converted_at < click.visited_at {
+                answers[i] = Some(Err(Refusal::BeforeClick));
+                continue;
+            }
+            if new.converted_at > click.visited_at + window {
+                answers[i] = Some(Err(Refusal::OutsideWindow));
+                continue;
+            }
+            fresh.push((i, conversion(workspace, new, click_id, click)?));
+        }
+        if !fresh.is_empty() && !self.insert_fresh(news, &fresh, now).await? {
+            // Not all of them went in as read: each alone, which says why.
+            for (i, _) in &fresh {
+                answers[*i] = Some(self.record(workspace, &news[*i], window, now).await?);
+            }
+        } else {
+            for (i, conversion) in fresh {
+                stored.insert(conversion.event_id.clone(), conversion.clone());
+                answers[i] = Some(Ok(Recorded {
+                    conversion,
+                    duplicate: false,
+                }));
+            }
+        }
+        Ok(answers
+            .into_iter()
+            .map(|a| a.expect("every line answered"))
+            .collect())
+    }
+
+    /// The conversions already stored under the chunk's event ids.
+    async fn existing(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+    ) -> StorageResult<HashMap<String, Conversion>> {
+        let query = statement(
+            &format!(
+                "SELECT {COLUMNS} FROM conversions WHERE workspace_id = ? AND event_id IN ({})",
+                in_list(news.len())
+            ),
+            std::iter::once(Value::Int(workspace.get()))
+                .chain(news.iter().map(|n| Value::Text(n.event_id.clone()))),
+        );
+        let rows = self.all(&self.writer, query).await?;
+        (rows.iter())
+            .map(|row| Self::conversion(row).map(|c| (c.event_id.clone(), c)))
+            .collect()
+    }
+
+    /// The chunk's clicks named by id, in the workspace.
+    async fn batch_clicks(
+        &self,
+        workspace: WorkspaceId,
+        news: &[NewConversion],
+    ) -> StorageResult<HashMap<String, BatchClick>> {
+        let ids: Vec<&str> = (news.iter())
+            .filter_map(|n| match &n.click {
+                Click::Id(id) => Some(id.as_str()),
+                Click::Recipient { .. } => None,
+            })
+            .collect();
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let query = statement(
+            &format!(
+                "SELECT v.event_id, v.visited_at, v.code, v.rule, v.short_domain, v.device, \
+                 v.country, l.campaign, l.recipient_ref FROM visits v JOIN links l \
+                 ON l.code = v.code WHERE l.workspace_id = ? AND v.event_id IN ({})",
+                in_list(ids.len())
+            ),
+            std::iter::once(Value::Int(workspace.get()))
+                .chain(ids.iter().map(|id| Value::Text((*id).to_owned()))),
+        );
+        let mut clicks = HashMap::new();
+        for row in self.all(&self.reader, query).await? {
+            let opt = |c| V::Sql::read_opt_text(&row, c);
+            clicks.insert(
+                V::Sql::read_text(&row, "event_id")?,
+                BatchClick {
+                    visited_at: V::read_visit_time(&row, "visited_at")?,
+                    code: V::Sql::read_text(&row, "code")?,
+                    rule: opt("rule")?,
+                    short_domain: opt("short_domain")?,
+                    device: opt("device")?,
+                    country: opt("country")?,
+                    campaign: opt("campaign")?,
+                    recipient_ref: opt("recipient_ref")?,
+                },
+            );
+        }
+        Ok(clicks)
+    }
+
+    /// Inserts `fresh` (copying each visitor from its visit) and their feed row in one
+    /// transaction. `false`, with nothing written, when not every one went in: a concurrent
+    /// request stored one of the event ids, or a visit is gone.
+    async fn insert_fresh(
+        &self,
+        news: &[NewConversion],
+        fresh: &[(usize, Conversion)],
+        now: DateTime<Utc>,
+    ) -> StorageResult<bool> {
+        let mut insert = Statement::new(
+            "INSERT INTO conversions (id, workspace_id, event_id, visit_id, code, campaign, \
+               recipient_ref, rule, short_domain, device, country, visitor, clicked_ms, name, \
+               value_minor, currency, exponent, converted_ms, received_ms) ",
+        );
+        for (n, (i, c)) in fresh.iter().enumerate() {
+            let money = news[*i].money;
+            if n > 0 {
+                insert.push(" UNION ALL ");
+            }
+            insert.push("SELECT ");
+            let values = [
+                Value::Text(c.id.clone()),
+                Value::Int(c.workspace.get()),
+                Value::Text(c.event_id.clone()),
+            ];
+            for value in values {
+                insert.bind(value).push(", ");
+            }
+            insert.push("v.event_id, v.code, ");
+            insert.bind(Value::OptText(c.campaign.clone())).push(", ");
+            insert
+                .bind(Value::OptText(c.recipient_ref.clone()))
+                .push(", ");
+            insert.push("v.rule, v.short_domain, v.device, v.country, v.visitor, ");
+            let values = [
+                ms(c.clicked_at),
+                Value::Text(c.name.clone()),
+                Value::OptInt(money.map(|m| m.minor)),
+                Value::OptText(money.map(|m| m.currency.to_owned())),
+                Value::OptInt(money.map(|m| i64::from(m.exponent))),
+                ms(c.converted_at),
+            ];
+            for value in values {
+                insert.bind(value).push(", ");
+            }
+            insert.bind(ms(now));
+            insert.push(" FROM visits v WHERE v.event_id = ");
+            insert.bind(Value::Text(c.click_id.clone()));
+        }
+        let mut tx = self.writer.begin().await.map_err(db)?;
+        match Db::<V>::execute(&mut *tx, insert).await.map_err(db) {
+            Ok(n) if n == fresh.len() as u64 => {}
+            Ok(_) | Err(StorageError::Conflict) => return Ok(false),
+            Err(error) => return Err(error),
+        }
+        let ids: Vec<&str> = fresh.iter().map(|(_, c)| c.id.as_str()).collect();
+        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
+    }
+}
+
+fn new_click_id(new: &NewConversion) -> String {
+    match &new.click {
+        Click::Id(id) => id.clone(),
+        Click::Recipient { .. } => String::new(),
+    }
+}
+
+/// The conversion as the insert will store it (times to the millisecond, as stored).
+fn conversion(
+    workspace: WorkspaceId,
+    new: &NewConversion,
+    click_id: String,
+    click: BatchClick,
+) -> StorageResult<Conversion> {
+    Ok(Conversion {
+        id: new_id()?,
+        workspace,
+        event_id: new.event_id.clone(),
+        click_id,
+        code: click.code,
+        campaign: click.campaign,
+        recipient_ref: click.recipient_ref,
+        rule: click.rule,
+        short_domain: click.short_domain,
+        device: click.device,
+        country: click.country,
+        clicked_at: at_ms(click.visited_at.timestamp_millis()),
+        name: new.name.clone(),
+        value: new
+            .money
+            .map(|m| (m.minor, m.currency.to_owned(), m.exponent)),
+        converted_at: at_ms(new.converted_at.timestamp_millis()),
+    })
+}
