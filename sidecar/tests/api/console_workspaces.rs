@@ -9,6 +9,12 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use shortlink_sidecar::storage::audit::{AuditFilter, AuditRecord};
 
+crate::on_each_backend!(
+    a_session_switches_between_workspaces_and_loses_a_revoked_one,
+    the_workspace_page_creates_and_revokes_keys_with_audit_rows,
+    an_operator_session_manages_workspaces_and_sees_no_links,
+);
+
 /// A link with `code` in the workspace of `key`.
 async fn link_in(app: &TestApp, key: &str, code: &str) {
     let answer = with_key(app, key, Method::POST, "/links")
@@ -66,9 +72,8 @@ async fn follow(browser: &mut Browser<'_>, answer: reqwest::Response) -> reqwest
     browser.get(&to).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_switches_between_workspaces_and_loses_a_revoked_one() {
-    let app = spawn_app(Backend::Sqlite).await;
+async fn a_session_switches_between_workspaces_and_loses_a_revoked_one(backend: Backend) {
+    let app = spawn_app(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     create_workspace(&app, &operator, "brand-b").await;
@@ -179,9 +184,8 @@ async fn a_session_switches_between_workspaces_and_loses_a_revoked_one() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workspace_page_creates_and_revokes_keys_with_audit_rows() {
-    let app = spawn_app(Backend::Sqlite).await;
+async fn the_workspace_page_creates_and_revokes_keys_with_audit_rows(backend: Backend) {
+    let app = spawn_app(backend).await;
     let mut browser = Browser::new(&app);
     browser.sign_in(API_KEY).await;
     let page = browser.page("/console/workspace").await;
@@ -329,9 +333,8 @@ fn shown_key(page: &str) -> String {
     secret.to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_session_manages_workspaces_and_sees_no_links() {
-    let app = spawn_app(Backend::Sqlite).await;
+async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backend) {
+    let app = spawn_app(backend).await;
     let code = app.create_code("https://default.example/").await;
     let operator = operator_key(&app).await;
     let mut browser = Browser::new(&app);
