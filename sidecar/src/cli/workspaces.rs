@@ -76,8 +76,9 @@ pub struct QuotaArgs {
     /// Recipients one compose may have.
     #[arg(long)]
     compose_recipients: Option<u64>,
-    /// Webhook subscriptions the workspace may have.
-    #[arg(long)]
+    /// Webhook subscriptions the workspace may have (not `--webhooks`: that is the global
+    /// setting turning deliveries on or off).
+    #[arg(long = "webhook-subscriptions", id = "webhook_subscriptions")]
     webhooks: Option<u64>,
 }
 

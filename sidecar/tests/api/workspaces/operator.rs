@@ -466,3 +466,42 @@ async fn workspace_and_key_changes_through_the_api_are_in_the_audit_log() {
     assert!(!text.contains("slk_"), "{text}");
     assert!(!text.contains(&shortlink_sidecar::http::hash_api_key(&admin)));
 }
+
+#[tokio::test]
+async fn the_command_line_creates_a_workspace_with_its_quotas_and_changes_them() {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.run_cli(&[
+        "workspaces",
+        "create",
+        "brand-c",
+        "--name",
+        "Brand C",
+        "--links-per-day",
+        "10",
+        "--webhook-subscriptions",
+        "3",
+    ])
+    .await;
+    app.run_cli(&[
+        "workspaces",
+        "quotas",
+        "brand-c",
+        "--compose-recipients",
+        "500",
+        "--webhook-subscriptions",
+        "4",
+    ])
+    .await;
+    let storage = app.storage().await;
+    let workspace = storage.workspace_by_slug("brand-c").await.unwrap().unwrap();
+    assert_eq!(workspace.name, "Brand C");
+    // `quotas` replaces them as a whole: what it does not name goes back to the setting.
+    assert_eq!(
+        workspace.quotas,
+        storage::Quotas {
+            links_per_day: None,
+            compose_recipients: Some(500),
+            webhooks: Some(4),
+        }
+    );
+}
