@@ -277,7 +277,8 @@ fn redirect(
         return error;
     }
     let mut at = 0;
-    for part in parts {
+    // Most parts are empty (a plain link: all but the target); a copy of none is a call of none.
+    for part in parts.iter().filter(|part| !part.is_empty()) {
         // SAFETY: `data` has room for `len` bytes, the sum of the parts' lengths.
         unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), data.add(at), part.len()) };
         at += part.len();
@@ -328,7 +329,8 @@ fn keep_visitor(
     };
     // SAFETY: the connection of a live request is live.
     let secure = unsafe { !(*r.connection).ssl.is_null() };
-    let text = rules::set_cookie(visitor, secure);
+    let cookie = rules::set_cookie(visitor, secure);
+    let text = cookie.as_bytes();
     // SAFETY: the request pool outlives the response headers.
     let data = unsafe { ngx_pnalloc(r.pool, text.len()) }.cast::<u8>();
     if data.is_null() {

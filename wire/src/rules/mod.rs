@@ -25,7 +25,9 @@ use codec::{RawAction, RawCondition};
 pub use device::{classify as device_class, Device};
 pub use net::{is_routable, Cidr};
 pub use set::RuleSet;
-pub use sticky::{cookie_to_set, recipient, set_cookie, visitor_cookie, Sticky, COOKIE};
+pub use sticky::{
+    cookie_to_set, recipient, set_cookie, visitor_cookie, SetCookie, Sticky, COOKIE, COOKIE_MAX_AGE,
+};
 pub use time::Weekly;
 
 use std::net::IpAddr;

@@ -115,12 +115,47 @@ pub fn visitor_cookie(cookies: &[u8]) -> Option<u64> {
     })
 }
 
-/// The `Set-Cookie` value keeping `visitor` on the short domain (`Secure` over https).
-pub fn set_cookie(visitor: u64, secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
-    format!(
-        "{COOKIE}={visitor:016x}; Path=/; Max-Age={COOKIE_MAX_AGE}; HttpOnly; SameSite=Lax{secure}"
-    )
+const ATTRIBUTES: &[u8] = b"; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax";
+const SECURE: &[u8] = b"; Secure";
+const SET_COOKIE_MAX: usize = COOKIE.len() + 1 + 16 + ATTRIBUTES.len() + SECURE.len();
+
+/// A `Set-Cookie` value, on the stack: the module writes one per first click of a split that
+/// follows the cookie, without a heap allocation.
+#[derive(Clone, Copy)]
+pub struct SetCookie {
+    bytes: [u8; SET_COOKIE_MAX],
+    len: usize,
+}
+
+impl SetCookie {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The `Set-Cookie` value keeping `visitor` on the short domain (`Secure` over https):
+/// `sl_v=<16 hex digits>; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax[; Secure]`.
+pub fn set_cookie(visitor: u64, secure: bool) -> SetCookie {
+    let mut out = SetCookie {
+        bytes: [0; SET_COOKIE_MAX],
+        len: 0,
+    };
+    let mut push = |piece: &[u8]| {
+        out.bytes[out.len..out.len + piece.len()].copy_from_slice(piece);
+        out.len += piece.len();
+    };
+    push(COOKIE.as_bytes());
+    push(b"=");
+    let mut hex = [0u8; 16];
+    for (i, digit) in hex.iter_mut().enumerate() {
+        *digit = b"0123456789abcdef"[(visitor >> (60 - 4 * i) & 15) as usize];
+    }
+    push(&hex);
+    push(ATTRIBUTES);
+    if secure {
+        push(SECURE);
+    }
+    out
 }
 
 /// The visitor a click answered by rule `rule` (a split) must be given in the cookie: `Some`

@@ -677,15 +677,21 @@ fn the_visitor_cookie_reads_and_writes() {
             String::from_utf8_lossy(bad)
         );
     }
+    let text = |cookie: SetCookie| String::from_utf8(cookie.as_bytes().to_vec()).unwrap();
     assert_eq!(
-        set_cookie(255, true),
+        text(set_cookie(255, true)),
         "sl_v=00000000000000ff; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax; Secure"
     );
     assert_eq!(
-        visitor_cookie(set_cookie(7, false).split(';').next().unwrap().as_bytes()),
+        text(set_cookie(u64::MAX - 1, false)),
+        format!("sl_v=fffffffffffffffe; Path=/; Max-Age={COOKIE_MAX_AGE}; HttpOnly; SameSite=Lax")
+    );
+    let plain = text(set_cookie(7, false));
+    assert_eq!(
+        visitor_cookie(plain.split(';').next().unwrap().as_bytes()),
         Some(7)
     );
-    assert!(!set_cookie(7, false).contains("Secure"));
+    assert!(!plain.contains("Secure"));
 }
 
 #[test]
