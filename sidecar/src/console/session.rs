@@ -19,13 +19,14 @@
 
 use super::operator::{InstanceOperator, Operator, Place};
 use super::page::PageError;
-use crate::http::{hash_api_key, AppState, Error};
+use crate::http::{hash_api_key, AppState, Error, InWorkspace};
 use crate::storage::ApiKey;
 use axum::extract::FromRequestParts;
 use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_core::service::slugs;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -199,7 +200,14 @@ impl FromRequestParts<AppState> for Operator {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         match Person::from_request_parts(parts, state).await? {
-            Person::Workspace(operator) => Ok(operator),
+            Person::Workspace(operator) => {
+                // What the API's auth does for a key: the extractors after this one (the
+                // issuing domains of `DomainContext`) then act in the session's workspace, not
+                // the default's. Handlers take `Operator` before `DomainContext` for it.
+                slugs::remember_slug(operator.workspace, &operator.workspace_slug);
+                parts.extensions.insert(InWorkspace(operator.workspace));
+                Ok(operator)
+            }
             Person::Instance(_) => Err(Redirect::to("/console/workspaces").into_response()),
         }
     }

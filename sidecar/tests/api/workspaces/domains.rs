@@ -276,3 +276,35 @@ async fn the_console_domains_page_shows_the_signed_in_workspaces_domains_only() 
         }
     }
 }
+
+#[tokio::test]
+async fn a_console_session_issues_on_its_workspaces_domains() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let key = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_in(&key).await.status(), 303);
+    let csrf = browser.csrf().await;
+    let form = [
+        ("url", "https://shop.brand-a.example/spring"),
+        ("code", "spring-a"),
+        ("csrf", csrf.as_str()),
+    ];
+    let request = (browser.request(Method::POST, "/console/create"))
+        .header("x-shortlink-public-base", LISTS)
+        .header("x-shortlink-pool", POOL)
+        .form(&form);
+    let created = browser.send(request).await;
+    assert!(created.status().is_redirection(), "{}", created.status());
+    let request = (browser.request(Method::GET, "/console/links/spring-a"))
+        .header("x-shortlink-public-base", LISTS)
+        .header("x-shortlink-pool", POOL);
+    let page = browser.send(request).await.text().await.unwrap();
+    // Brand A's only issuing domain: the default's would answer 404 to this code.
+    assert!(
+        page.contains("https://a1.brand-a.example/spring-a"),
+        "{page}"
+    );
+    assert!(!page.contains("https://s.example/spring-a"), "{page}");
+}
