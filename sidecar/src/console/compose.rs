@@ -70,6 +70,7 @@ impl ComposeForm {
             languages: text(&self.languages),
             country: text(&self.country),
             dry_run: Some(true),
+            click_id_param: None,
         })
     }
 

@@ -174,3 +174,48 @@ async fn sticky_modes_round_trip_and_reach_the_record(backend: Backend) {
         response.status()
     );
 }
+
+/// `POST /compose?click_id_param=…`: every link of the campaign gets it, unless a recipient's
+/// `link` sets its own.
+#[tokio::test]
+async fn a_compose_gives_every_link_its_click_id_parameter() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+    url.query_pairs_mut().extend_pairs([
+        ("template", "Hi {{name}}: {{link}}"),
+        ("country", "FR"),
+        ("campaign", "spring"),
+        ("click_id_param", "sl_click"),
+    ]);
+    let recipients = [
+        json!({"phone": "0612345678", "ref": "c-1", "variables": {"name": "Ann"},
+               "url": "https://shop.example/sale"}),
+        json!({"phone": "0612345679", "ref": "c-2", "variables": {"name": "Bo"},
+               "url": "https://shop.example/sale", "link": {"click_id_param": "own"}}),
+    ];
+    let body: String = recipients.iter().map(|r| format!("{r}\n")).collect();
+    let response = app
+        .client
+        .post(url)
+        .bearer_auth(API_KEY)
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut params = Vec::new();
+    for line in &lines[..2] {
+        assert_eq!(line["status"], 201, "{line}");
+        params.push(param_in_record(&app, line["code"].as_str().unwrap()).await);
+    }
+    assert_eq!(
+        params,
+        [Some("sl_click".to_owned()), Some("own".to_owned())]
+    );
+}

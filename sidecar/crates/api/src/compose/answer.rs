@@ -40,6 +40,8 @@ pub struct Recipients {
     pub domains: DomainContext,
     pub campaign: Campaign,
     pub campaign_name: Option<String>,
+    /// Every link's click id parameter, unless its recipient's `link` sets one.
+    pub click_id_param: Option<String>,
     pub input: Input,
     pub output: Output,
     /// The longest issuing base as the text carries it (scheme stripped if asked), for the
@@ -150,7 +152,10 @@ impl Items for Recipients {
             line.recipient_ref,
             line.link,
         );
-        match request.and_then(|request| {
+        match request.and_then(|mut request| {
+            if request.click_id_param.is_none() {
+                request.click_id_param = self.click_id_param.clone();
+            }
             links::new_link(&self.state, self.workspace, &self.domains, request)
         }) {
             Ok(new) => Checked::Valid(new, kept),

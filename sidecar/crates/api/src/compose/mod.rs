@@ -93,6 +93,13 @@ pub struct ComposeParams {
     /// Check and measure, issue nothing.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub dry_run: Option<bool>,
+    /// The click id parameter of every link (`click_id_param`, `[A-Za-z0-9_.-]{1,32}`): nginx
+    /// sends each click's id to the landing page in it. A recipient's `link` may set its own.
+    #[param(min_length = 1, max_length = 32, pattern = "^[A-Za-z0-9_.-]{1,32}$")]
+    #[arg(long)]
+    // Left out of the idempotency hash when absent: requests from before it keep their hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub click_id_param: Option<String>,
 }
 
 impl ComposeParams {
@@ -237,6 +244,7 @@ pub async fn compose(
         domains: domains.clone(),
         campaign,
         campaign_name: params.campaign.clone(),
+        click_id_param: params.click_id_param.clone(),
         input,
         output,
         longest_base,
