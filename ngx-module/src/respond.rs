@@ -268,22 +268,18 @@ fn redirect(
     click: Option<(&[u8], &[u8])>,
 ) -> ngx_int_t {
     let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    let query = forward_query.then(|| r.args.as_bytes());
-    let parts = location::parts(target, query, click);
-    let len = location::len(&parts);
-    // SAFETY: the request pool outlives the response headers.
-    let data = unsafe { ngx_pnalloc(r.pool, len) }.cast::<u8>();
-    if data.is_null() {
+    let query = forward_query
+        .then(|| r.args.as_bytes())
+        .filter(|query| !query.is_empty());
+    // A plain link's `Location` is its target: no pieces to put together.
+    let value = match (query, click) {
+        (None, None) => pool_copy(r, &[target]),
+        _ => pool_copy(r, &location::parts(target, query, click)),
+    };
+    let Some(value) = value else {
         return error;
-    }
-    let mut at = 0;
-    // Most parts are empty (a plain link: all but the target); a copy of none is a call of none.
-    for part in parts.iter().filter(|part| !part.is_empty()) {
-        // SAFETY: `data` has room for `len` bytes, the sum of the parts' lengths.
-        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), data.add(at), part.len()) };
-        at += part.len();
-    }
-    let Some(location) = push_header(r, ngx_string!("Location"), ngx_str_t { len, data }) else {
+    };
+    let Some(location) = push_header(r, ngx_string!("Location"), value) else {
         return error;
     };
     r.headers_out.location = location;
@@ -308,6 +304,24 @@ fn redirect(
     bump(mcf, Counter::Redirects);
     domain.bump(DomainCounter::Redirects);
     status as ngx_int_t
+}
+
+/// `parts` one after the other in the request pool; `None`: out of memory.
+fn pool_copy(r: &ngx_http_request_t, parts: &[&[u8]]) -> Option<ngx_str_t> {
+    let len = location::len(parts);
+    // SAFETY: the request pool outlives the response headers.
+    let data = unsafe { ngx_pnalloc(r.pool, len) }.cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    let mut at = 0;
+    // Most pieces are empty (no query, no id): a copy of none is a call of none.
+    for part in parts.iter().filter(|part| !part.is_empty()) {
+        // SAFETY: `data` has room for `len` bytes, the sum of the parts' lengths.
+        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), data.add(at), part.len()) };
+        at += part.len();
+    }
+    Some(ngx_str_t { len, data })
 }
 
 /// A split that follows the visitor cookie, answering a click that brought none: the cookie,
