@@ -191,10 +191,12 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
     )
 }
 
-/// A page of an operator session: the workspaces and the audit log, nothing of a workspace's.
+/// A page of an operator session: the workspaces, every domain's health and the audit log,
+/// nothing of a workspace's.
 pub fn operator_page(operator: &InstanceOperator, title: &str, body: Markup) -> Markup {
     let nav = html! {
         a href="/console/workspaces" { "Workspaces" } " "
+        a href="/console/domains" { "Domains" } " "
         a href="/console/audit" { "Audit log" }
     };
     let who = html! { (operator.key.name) " (operator) " };

@@ -358,7 +358,6 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
         "/console/campaigns".to_owned(),
         "/console/webhooks".to_owned(),
         "/console/workspace".to_owned(),
-        "/console/domains".to_owned(),
     ] {
         let answer = browser.get(&path).await;
         assert_eq!(answer.status(), StatusCode::SEE_OTHER, "{path}");

@@ -308,3 +308,26 @@ async fn a_console_session_issues_on_its_workspaces_domains() {
     );
     assert!(!page.contains("https://s.example/spring-a"), "{page}");
 }
+
+#[tokio::test]
+async fn an_operator_session_sees_every_domain_by_workspace() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    create_workspace(&app, &operator, "brand-b").await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_in(&operator).await.status(), 303);
+    let request = (browser.request(Method::GET, "/console/domains"))
+        .header("x-shortlink-public-base", LISTS)
+        .header("x-shortlink-pool", POOL);
+    let page = browser.send(request).await.text().await.unwrap();
+    for (workspace, domain) in [
+        ("brand-a", "a1.brand-a.example"),
+        ("brand-a", "a0.brand-a.example"),
+        ("brand-b", "b1.brand-b.example"),
+        ("default", "pool-only.example"),
+    ] {
+        let row = format!("<td>{workspace}</td><td>{domain}</td>");
+        assert!(page.contains(&row), "no {row}:\n{page}");
+    }
+}
