@@ -441,4 +441,8 @@ async fn concurrent_batches_with_the_same_event_ids_count_each_once(backend: Bac
         assert_eq!(x["conversion"]["id"], y["conversion"]["id"]);
     }
     assert_eq!(conversion_rows(&app).await, 300);
+    // Each copied its click's visitor (what unique converting visitors count).
+    let same_visitor = "SELECT COUNT(*) FROM conversions c JOIN visits v \
+         ON v.event_id = c.visit_id AND v.visitor = c.visitor";
+    assert_eq!(app.db.scalar(same_visitor).await, 300);
 }
