@@ -150,6 +150,26 @@ pub struct Stored {
     pub redis_values: Vec<(String, Option<Vec<u8>>)>,
 }
 
+/// Gives this app's database workspace ids no other app of this test process gives out.
+///
+/// A process keeps the slug of each workspace it met, by id, for the records it encodes
+/// (`core/src/projection/slugs.rs`): one sidecar serves one database, where an id names one
+/// workspace for good. These tests run many apps, each on its own database, in one process;
+/// numbered alike, two databases' workspace 2 would be one entry there, and a link record
+/// would name the other test's slug.
+async fn number_workspaces_apart(db: &TestDb, backend: Backend) {
+    static NEXT_BASE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+    let base = NEXT_BASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) * 1_000_000;
+    let sql = match backend {
+        Backend::Sqlite => {
+            format!("UPDATE sqlite_sequence SET seq = {base} WHERE name = 'workspaces'")
+        }
+        Backend::Postgres => format!("SELECT setval('workspaces_id_seq', {base})"),
+        Backend::Mariadb => format!("ALTER TABLE workspaces AUTO_INCREMENT = {base}"),
+    };
+    db.execute(&sql).await;
+}
+
 pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, &[]).await
 }
@@ -179,6 +199,7 @@ pub async fn spawn_app_at(
         app.run_until(std::future::pending()).await.expect("serve");
     });
     let db = TestDb::connect(backend, &database_url).await;
+    number_workspaces_apart(&db, backend).await;
     let redis_client = redis::Client::open(redis.url()).unwrap();
     // The workspace builds reqwest with rustls and no default provider (tests/Cargo.toml).
     shortlink_e2e::install_tls_provider();
