@@ -364,10 +364,14 @@ async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<R
             message: "the body could not be read".into(),
         })?;
         pending.extend_from_slice(&chunk);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            lines.push(line);
+        // Cut every whole line out of what arrived, then keep only the rest (one copy per
+        // chunk, not one per line).
+        let mut start = 0;
+        while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
+            lines.push(pending[start..start + end].to_vec());
+            start += end + 1;
         }
+        pending.drain(..start);
         if pending.len() > MAX_LINE_BYTES {
             return Err(too_much(format!(
                 "a line is at most {MAX_LINE_BYTES} bytes"

@@ -75,10 +75,12 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         let clicks = self.batch_clicks(workspace, news).await?;
         let mut answers: Vec<Option<Result<Recorded, Refusal>>> = vec![None; news.len()];
         let mut fresh: Vec<(usize, Conversion, String)> = Vec::new();
+        // Event ids of `fresh`, to their place in it.
+        let mut fresh_ids: HashMap<&str, usize> = HashMap::new();
         for (i, new) in news.iter().enumerate() {
             let repeat = (existing.get(&new.event_id))
                 .or_else(|| stored.get(&new.event_id))
-                .or_else(|| (fresh.iter().map(|(_, c, _)| c)).find(|c| c.event_id == new.event_id));
+                .or_else(|| (fresh_ids.get(new.event_id.as_str())).map(|&k| &fresh[k].1));
             if let Some(first) = repeat {
                 answers[i] = Some(Ok(Recorded {
                     conversion: first.clone(),
@@ -108,6 +110,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 continue;
             }
             let visitor = click.visitor.clone();
+            fresh_ids.insert(new.event_id.as_str(), fresh.len());
             fresh.push((i, conversion(workspace, new, click_id, click)?, visitor));
         }
         if !fresh.is_empty() && !self.insert_fresh(news, &fresh, now).await? {
