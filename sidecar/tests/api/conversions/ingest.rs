@@ -218,6 +218,19 @@ async fn each_refusal_has_its_code_and_stores_nothing(backend: Backend) {
     assert_eq!(answer.status(), 404);
     let b: Value = answer.json().await.unwrap();
     assert_eq!(b["error"]["code"], "unknown_click", "{b}");
+    // Also in a batch (read there by id without the link, then the link in the workspace).
+    let answer = with_key(&app, &b_key, reqwest::Method::POST, "/conversions")
+        .header("content-type", "application/x-ndjson")
+        .body(json!({"click_id": "1700000000001-0", "name": "lead", "event_id": "x"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let line: Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+    assert_eq!(
+        (&line["status"], &line["error"]["code"]),
+        (&json!(404), &json!("unknown_click")),
+        "{line}"
+    );
 
     let click = "1700000000001-0";
     let before = chrono::DateTime::from_timestamp_millis(now_ms() - 3_600_000).unwrap();

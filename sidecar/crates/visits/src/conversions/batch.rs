@@ -168,32 +168,63 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
+        // The visits by primary key, then their links by code: two plans that cannot go wrong.
+        // (Joined in SQL, PostgreSQL may start from the workspace's links and read every visit
+        // of them by `visits (code, visited_at)`: 2,650 conversions/s at a million visits.)
         let query = statement(
             &format!(
                 "SELECT v.event_id, v.visited_at, v.code, v.rule, v.short_domain, v.device, \
-                 v.country, {} AS visitor_hex, l.campaign, l.recipient_ref FROM visits v \
-                 JOIN links l ON l.code = v.code WHERE l.workspace_id = ? AND v.event_id IN ({})",
+                 v.country, {} AS visitor_hex FROM visits v WHERE v.event_id IN ({})",
                 hex::<V>(),
                 in_list(ids.len())
             ),
-            std::iter::once(Value::Int(workspace.get()))
-                .chain(ids.iter().map(|id| Value::Text((*id).to_owned()))),
+            ids.iter().map(|id| Value::Text((*id).to_owned())),
         );
+        let visits = self.all(&self.reader, query).await?;
+        let codes: std::collections::BTreeSet<String> = (visits.iter())
+            .map(|row| V::Sql::read_text(row, "code"))
+            .collect::<StorageResult<_>>()?;
+        let mut links: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
+        if !codes.is_empty() {
+            let query = statement(
+                &format!(
+                    "SELECT code, campaign, recipient_ref FROM links \
+                     WHERE workspace_id = ? AND code IN ({})",
+                    in_list(codes.len())
+                ),
+                std::iter::once(Value::Int(workspace.get()))
+                    .chain(codes.iter().cloned().map(Value::Text)),
+            );
+            for row in self.all(&self.reader, query).await? {
+                links.insert(
+                    V::Sql::read_text(&row, "code")?,
+                    (
+                        V::Sql::read_opt_text(&row, "campaign")?,
+                        V::Sql::read_opt_text(&row, "recipient_ref")?,
+                    ),
+                );
+            }
+        }
         let mut clicks = HashMap::new();
-        for row in self.all(&self.reader, query).await? {
-            let opt = |c| V::Sql::read_opt_text(&row, c);
+        for row in &visits {
+            let code = V::Sql::read_text(row, "code")?;
+            // Another workspace's click (or one of a link no longer stored) is no click here.
+            let Some((campaign, recipient_ref)) = links.get(&code).cloned() else {
+                continue;
+            };
+            let opt = |c| V::Sql::read_opt_text(row, c);
             clicks.insert(
-                V::Sql::read_text(&row, "event_id")?,
+                V::Sql::read_text(row, "event_id")?,
                 BatchClick {
-                    visited_at: V::read_visit_time(&row, "visited_at")?,
-                    visitor: V::Sql::read_text(&row, "visitor_hex")?,
-                    code: V::Sql::read_text(&row, "code")?,
+                    visited_at: V::read_visit_time(row, "visited_at")?,
+                    visitor: V::Sql::read_text(row, "visitor_hex")?,
+                    code,
                     rule: opt("rule")?,
                     short_domain: opt("short_domain")?,
                     device: opt("device")?,
                     country: opt("country")?,
-                    campaign: opt("campaign")?,
-                    recipient_ref: opt("recipient_ref")?,
+                    campaign,
+                    recipient_ref,
                 },
             );
         }
