@@ -187,7 +187,10 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
         let mut query = rows::select_links::<D>(filter);
-        if filter.workspace().is_some_and(|w| w != WorkspaceId::DEFAULT) {
+        if filter
+            .workspace()
+            .is_some_and(|w| w != WorkspaceId::DEFAULT)
+        {
             // Spelled out: the code-order index covers only these rows (migration 49), and a
             // planner takes a partial index only when the query's text implies its condition.
             query.push(" AND workspace_id <> 1");
