@@ -12,7 +12,7 @@ use std::process::Command;
 const SEED: &str = "20261123";
 const EXAMPLES_PER_OPERATION: &str = "100";
 
-fn schemathesis(origin: &str, operations: usize) {
+fn schemathesis(origin: &str, operations: usize, keep_keys: &str) {
     let workspace = paths::workspace_dir();
     let output = Command::new(workspace.join("scripts/schemathesis"))
         .arg("--config-file")
@@ -32,6 +32,8 @@ fn schemathesis(origin: &str, operations: usize) {
             "SCHEMATHESIS_HOOKS",
             workspace.join("tests/contract/hooks.py"),
         )
+        // Never revoked by the run: the key it authenticates with, and nginx's.
+        .env("SHORTLINK_CONTRACT_KEEP_KEYS", keep_keys)
         .env("NO_COLOR", "1")
         .output()
         .expect("run scripts/schemathesis");
@@ -66,13 +68,22 @@ fn the_openapi_document_holds_for_the_sidecar_and_through_nginx() {
         .map(|item| item.as_object().expect("a path item").len())
         .sum();
     assert!(operations >= 15, "{operations} operations documented");
+    let (status, keys) = system.api().get("/keys");
+    assert_eq!(status, 200, "{keys}");
+    let keep_keys: Vec<String> = (keys["keys"].as_array().expect("keys").iter())
+        .map(|key| key["id"].to_string())
+        .collect();
+    assert!(!keep_keys.is_empty(), "{keys}");
+    let keep_keys = keep_keys.join(",");
     schemathesis(
         &format!("http://127.0.0.1:{}", system.sidecar.port),
         operations,
+        &keep_keys,
     );
     schemathesis(
         &format!("http://127.0.0.1:{}", system.nginx.api_port),
         operations,
+        &keep_keys,
     );
 }
 
