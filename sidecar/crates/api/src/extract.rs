@@ -166,12 +166,14 @@ impl FromRequestParts<AppState> for DomainContext {
         // Listed (and checked) from the first request naming them, the domains endpoints' own
         // included: not only once a link is issued. Headers from anyone but nginx serve this
         // request only: the job never probes a name nobody configured.
-        let issuing_hosts = lists.iter().filter(|_| issuing_trusted);
-        state.domains.saw(
-            named
-                .into_iter()
-                .chain(issuing_hosts.flat_map(WorkspaceBases::hosts)),
-        );
+        // Every workspace's part of nginx's list, or without one the configuration's base
+        // (`--public-base-url`), which no header names.
+        let listed: Vec<String> = match (&lists, issuing_trusted) {
+            (_, false) => Vec::new(),
+            (Some(lists), true) => lists.hosts().collect(),
+            (None, true) => issuing.iter().flat_map(IssuingBases::hosts).collect(),
+        };
+        state.domains.saw(named.into_iter().chain(listed));
         // Which workspace each domain is: from nginx's list only, so that a header sent around
         // nginx cannot claim another brand's domain (and read its health).
         if let Some(lists) = lists.as_ref().filter(|_| issuing_trusted) {
