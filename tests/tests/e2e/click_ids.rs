@@ -240,3 +240,77 @@ fn the_fallback_sends_an_id_too() {
     );
     assert_ne!(again, from_fallback);
 }
+
+/// docs/CONVERSIONS.md's path, through nginx's API server: the landing page's id posted back as a
+/// conversion (once, then again as its retry would be), a batch of the others as NDJSON, and the
+/// link's A/B result counting each once against the variant its click was sent to.
+#[test]
+fn a_landing_pages_click_id_posted_back_through_nginx_is_one_conversion_of_its_variant() {
+    let system = System::start();
+    let code = system.create(json!({
+        "url": "https://shop.example/home", "campaign": CAMPAIGN, "click_id_param": "sl_click",
+        "rules": [{"if": {}, "split": {"variants": [
+            {"weight": 1, "url": "https://shop.example/a"},
+            {"weight": 1, "url": "https://shop.example/b"}]}}],
+    }));
+    let mut clicks = Vec::new();
+    for n in 0..6 {
+        let (before, id, _) = id_in(
+            &location(&system, &format!("/{code}"), &format!("203.0.113.{n}")),
+            "sl_click",
+        );
+        clicks.push((before, id));
+    }
+    let ids: HashSet<String> = clicks.iter().map(|(_, id)| id.clone()).collect();
+    // A conversion needs its click stored: the visits reach SQL through the consumer.
+    assert!(
+        wait_until(Duration::from_secs(30), || ids_of(&feed(&system))
+            .is_superset(&ids)),
+        "the clicks never reached the feed"
+    );
+
+    let first = json!({"click_id": clicks[0].1, "name": "purchase", "value": "19.99",
+                       "currency": "EUR", "event_id": "order-1"});
+    let (status, stored) = system.api().post("/conversions", &first);
+    assert_eq!(status, 201, "{stored}");
+    let (status, again) = system.api().post("/conversions", &first);
+    assert_eq!(
+        (status, &again["duplicate"]),
+        (200, &json!(true)),
+        "{again}"
+    );
+    let lines: String = (clicks[1..].iter().enumerate())
+        .map(|(n, (_, id))| {
+            format!(
+                "{}\n",
+                json!({"click_id": id, "name": "purchase", "event_id": format!("order-b{n}")})
+            )
+        })
+        .collect();
+    let (status, answers) = system.api().post_ndjson("/conversions", lines);
+    assert_eq!(status, 200, "{answers:?}");
+    assert!(
+        answers.iter().all(|line| line["status"] == 201),
+        "{answers:?}"
+    );
+
+    let (status, result) = system.api().get(&format!("/links/{code}/ab"));
+    assert_eq!(status, 200, "{result}");
+    let arms = result["arms"].as_array().unwrap();
+    let converted: i64 = arms
+        .iter()
+        .map(|arm| arm["conversions"].as_i64().unwrap())
+        .sum();
+    assert_eq!(converted, 6, "{result}");
+    // Each variant has the conversions of the clicks sent to it (an arm no click was sent to
+    // may be left out: the split is random).
+    for (variant, target) in [
+        (0, "https://shop.example/a?"),
+        (1, "https://shop.example/b?"),
+    ] {
+        let sent = clicks.iter().filter(|(before, _)| before == target).count() as i64;
+        let arm = arms.iter().find(|arm| arm["variant"] == variant);
+        let counted = arm.map_or(0, |arm| arm["conversions"].as_i64().unwrap());
+        assert_eq!(counted, sent, "variant {variant}: {result}");
+    }
+}
