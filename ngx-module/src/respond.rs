@@ -344,34 +344,12 @@ fn keep_visitor(
     // SAFETY: the connection of a live request is live.
     let secure = unsafe { !(*r.connection).ssl.is_null() };
     let cookie = rules::set_cookie(visitor, secure);
-    let text = cookie.as_bytes();
-    // SAFETY: the request pool outlives the response headers.
-    let data = unsafe { ngx_pnalloc(r.pool, text.len()) }.cast::<u8>();
-    if data.is_null() {
-        return None;
-    }
-    // SAFETY: `data` has room for `text.len()` bytes.
-    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
-    let value = ngx_str_t {
-        len: text.len(),
-        data,
-    };
+    let value = pool_copy(r, &[cookie.as_bytes()])?;
     push_header(r, ngx_string!("Set-Cookie"), value).map(|_| ())
 }
 
 /// `Retry-After: <seconds>`, its value in the request pool.
 fn retry_after(r: &mut ngx_http_request_t, seconds: u64) -> Option<()> {
-    let text = seconds.to_string();
-    // SAFETY: the request pool outlives the response headers.
-    let data = unsafe { ngx_pnalloc(r.pool, text.len()) }.cast::<u8>();
-    if data.is_null() {
-        return None;
-    }
-    // SAFETY: `data` has room for `text.len()` bytes.
-    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
-    let value = ngx_str_t {
-        len: text.len(),
-        data,
-    };
+    let value = pool_copy(r, &[seconds.to_string().as_bytes()])?;
     push_header(r, ngx_string!("Retry-After"), value).map(|_| ())
 }
