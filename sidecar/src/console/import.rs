@@ -14,7 +14,6 @@ use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
 use crate::cli::import::SourceArgs;
 use crate::http::{AppState, Error};
-use crate::storage::Role;
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -44,15 +43,8 @@ struct Job {
     error: Option<String>,
 }
 
-fn require_admin(operator: &Operator) -> Result<(), PageError> {
-    match operator.role {
-        Role::Admin => Ok(()),
-        role => Err(PageError(Error::Forbidden(role))),
-    }
-}
-
 pub async fn page(operator: Operator) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let body = html! {
         h1 { "Import from another shortener" }
         p { "Links keep their code, target, times, tags and visit totals; a code that is already a link is reported, never overwritten. Run it again at any time: what is imported already is skipped. See docs/MIGRATING.md." }
@@ -113,7 +105,7 @@ pub async fn start(
         }
     }
     operator.check_csrf(fields.get("csrf").map(String::as_str))?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let field = |name: &str| {
         fields
             .get(name)
@@ -219,7 +211,7 @@ pub async fn progress(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let job = imports
         .get(operator.workspace, &id)
         .ok_or(Error::NotFound)?;
@@ -264,7 +256,7 @@ pub async fn report_file(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let job = imports
         .get(operator.workspace, &id)
         .ok_or(Error::NotFound)?;

@@ -16,6 +16,12 @@ use shortlink_core::service::keys::{self, NewKey};
 const MAX_RATE: u64 = 1_000_000;
 
 /// The create form, as sent.
+/// A revoke's confirmation: its token only. The workspace's page and the operator's post it.
+#[derive(Debug, Deserialize)]
+pub struct RevokeForm {
+    pub csrf: Option<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 pub struct KeyForm {
     pub csrf: Option<String>,

@@ -53,6 +53,15 @@ impl Operator {
         }
     }
 
+    /// Refuses a page only admins see (webhooks, imports, the workspace's keys), as the API
+    /// does for their routes (403 `forbidden`).
+    pub fn require_admin(&self) -> Result<(), Error> {
+        match self.role {
+            Role::Admin => Ok(()),
+            role => Err(Error::Forbidden(role)),
+        }
+    }
+
     /// Checks a form's CSRF token against the session's (constant time).
     pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
         check_token(&self.csrf, token)

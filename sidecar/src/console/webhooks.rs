@@ -4,10 +4,9 @@
 use super::audit;
 use super::layout::{self, when};
 use super::operator::Operator;
-use super::page::{refused_form, see_other, PageError, PageResult};
+use super::page::{refused_form, see_other, PageResult};
 use crate::http::{AppState, Error, Path};
 use crate::schema::WholeNumber;
-use crate::storage::Role;
 use crate::webhooks::service::{FailureView, ReplayRequest};
 use crate::webhooks::subscription::{SubscriptionRequest, SubscriptionView};
 use axum::extract::State;
@@ -69,16 +68,8 @@ impl WebhookForm {
     }
 }
 
-/// Only admins, as the API's webhook routes.
-fn require_admin(operator: &Operator) -> Result<(), PageError> {
-    match operator.role {
-        Role::Admin => Ok(()),
-        role => Err(PageError(Error::Forbidden(role))),
-    }
-}
-
 pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let webhooks = state.webhooks.list(operator.workspace).await?;
     Ok(render(&operator, &webhooks, &WebhookForm::default(), None))
 }
@@ -90,7 +81,7 @@ pub async fn create(
     Form(form): Form<WebhookForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let origin = audit::origin(&operator, request);
     let created = match form.request() {
         Ok(request) => (state
@@ -204,7 +195,7 @@ pub async fn detail(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let webhook = state.webhooks.get(operator.workspace, &id).await?;
     let failures = state.webhooks.failures(operator.workspace, &id).await?;
     Ok(render_detail(&operator, &webhook, &failures, None))
@@ -280,7 +271,7 @@ pub async fn replay(
     Form(form): Form<ReplayForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let from = match form.from.as_deref().map(str::trim) {
         None => Ok(None),
         Some(text) => text.parse::<DateTime<Utc>>().map(Some).map_err(|_| {
@@ -329,7 +320,7 @@ pub async fn delete(
     Form(form): Form<DeleteForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let origin = audit::origin(&operator, request);
     state
         .webhooks

@@ -6,29 +6,20 @@ use super::audit;
 use super::keys::{self, KeyForm};
 use super::layout;
 use super::operator::Operator;
-use super::page::{refused_form, see_other, PageError, PageResult};
+use super::page::{refused_form, see_other, PageResult};
 use super::session::Sessions;
 use crate::http::{AppState, Error, Path};
-use crate::storage::{ApiKey, Quotas, Role, Workspace};
+use crate::storage::{ApiKey, Quotas, Workspace};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use maud::{html, Markup};
-use serde::Deserialize;
 use std::sync::Arc;
 
 const KEYS: &str = "/console/workspace/keys";
 
-/// Only the workspace's admins, as the API's key routes.
-fn require_admin(operator: &Operator) -> Result<(), PageError> {
-    match operator.role {
-        Role::Admin => Ok(()),
-        role => Err(PageError(Error::Forbidden(role))),
-    }
-}
-
 pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let shown = load(&state, &operator).await?;
     Ok(render(&state, &operator, &shown, &KeyForm::default(), None))
 }
@@ -124,7 +115,7 @@ pub async fn create_key(
     Form(form): Form<KeyForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let origin = audit::origin(&operator, request);
     match keys::create(&state, operator.workspace, &form, &origin).await {
         Ok((key, secret)) => {
@@ -145,16 +136,11 @@ pub async fn revoke_confirm(
     operator: Operator,
     Path(id): Path<i64>,
 ) -> PageResult {
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let key = keys::find(&state, operator.workspace, id).await?;
     let action = format!("{KEYS}/{id}/revoke");
     let body = keys::revoke_confirm(&operator.csrf, &key, &action, "/console/workspace");
     Ok(layout::page(&operator, "Revoke key", body).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-pub struct RevokeForm {
-    csrf: Option<String>,
 }
 
 /// Revokes the key; sessions signed in with it leave this workspace (this one too, if it is
@@ -165,10 +151,10 @@ pub async fn revoke(
     operator: Operator,
     Extension(request): audit::Tagged,
     Path(id): Path<i64>,
-    Form(form): Form<RevokeForm>,
+    Form(form): Form<keys::RevokeForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
-    require_admin(&operator)?;
+    operator.require_admin()?;
     let origin = audit::origin(&operator, request);
     let key = keys::revoke(&state, operator.workspace, id, &origin).await?;
     console.end_sessions_of(&key.key_hash);

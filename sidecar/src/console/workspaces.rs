@@ -472,18 +472,13 @@ pub async fn revoke_confirm(
     Ok(layout::operator_page(&operator, "Revoke key", body).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct RevokeForm {
-    csrf: Option<String>,
-}
-
 pub async fn revoke(
     State(state): State<AppState>,
     Extension(console): Extension<Arc<Sessions>>,
     operator: InstanceOperator,
     Extension(request): audit::Tagged,
     Path((slug, id)): Path<(String, i64)>,
-    Form(form): Form<RevokeForm>,
+    Form(form): Form<keys::RevokeForm>,
 ) -> PageResult {
     operator.check_csrf(form.csrf.as_deref())?;
     let origin = audit::operator_origin(&operator, request);
