@@ -15,6 +15,7 @@ pub mod paths;
 pub mod prometheus;
 pub mod qr;
 pub mod raw;
+pub mod receiver;
 pub mod tls;
 
 pub use api::Api;

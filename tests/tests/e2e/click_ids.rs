@@ -6,58 +6,10 @@
 use serde_json::{json, Value};
 use shortlink_e2e::{status_and_location, NginxOptions, System};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::{wait_until, RedisServer};
 
 const CAMPAIGN: &str = "click-ids";
-
-/// A webhook receiver on loopback keeping every event (signatures: click_webhooks.rs).
-fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    fn serve(stream: TcpStream, events: &Mutex<Vec<Value>>) -> std::io::Result<()> {
-        let mut reader = BufReader::new(stream.try_clone()?);
-        let mut writer = stream;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let mut length = 0;
-            loop {
-                line.clear();
-                reader.read_line(&mut line)?;
-                let Some((name, value)) = line.trim_end().split_once(':') else {
-                    break;
-                };
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body)?;
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let sent = body["events"].as_array().cloned().unwrap_or_default();
-            events.lock().unwrap().extend(sent);
-            write!(
-                writer,
-                "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
-            )?;
-        }
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/clicks", listener.local_addr().unwrap());
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&events);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let kept = Arc::clone(&kept);
-            std::thread::spawn(move || serve(stream, &kept));
-        }
-    });
-    (url, events)
-}
 
 /// Where `code` sends a click (302), from `client`.
 fn location(system: &System, path: &str, client: &str) -> String {
@@ -124,7 +76,7 @@ fn ids_of(events: &[Value]) -> HashSet<String> {
 fn the_click_id_goes_to_the_landing_page_and_is_the_visit_id_in_the_feed_and_the_webhook() {
     let flags = ["--webhook-allow-private", "--webhook-poll", "50ms"];
     let system = System::start_on_with(RedisServer::start(), NginxOptions::default(), &flags);
-    let (url, delivered) = receiver();
+    let (url, delivered) = shortlink_e2e::receiver::events();
     let (status, subscription) = system.api().post(
         "/webhooks",
         &json!({"url": url, "secret": "click-ids-webhook-secret-0123456789",

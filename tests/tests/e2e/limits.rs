@@ -8,9 +8,6 @@
 use serde_json::{json, Value};
 use shortlink_e2e::{paths, status_and_location, System, API_KEY};
 use shortlink_wire::limits;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::wait_until;
 
@@ -476,52 +473,6 @@ fn check_feed(system: &System, links: &Links) {
     assert!(fed, "the feed never named every long target whole");
 }
 
-/// A webhook receiver on loopback that keeps every event it is sent (signatures are another
-/// test's concern: tests/tests/e2e/click_webhooks.rs).
-fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    fn serve(stream: TcpStream, events: &Mutex<Vec<Value>>) -> std::io::Result<()> {
-        let mut reader = BufReader::new(stream.try_clone()?);
-        let mut writer = stream;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let mut length = 0;
-            loop {
-                line.clear();
-                reader.read_line(&mut line)?;
-                let Some((name, value)) = line.trim_end().split_once(':') else {
-                    break;
-                };
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body)?;
-            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let sent = body["events"].as_array().cloned().unwrap_or_default();
-            events.lock().unwrap().extend(sent);
-            write!(
-                writer,
-                "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
-            )?;
-        }
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/clicks", listener.local_addr().unwrap());
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&events);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let kept = Arc::clone(&kept);
-            std::thread::spawn(move || serve(stream, &kept));
-        }
-    });
-    (url, events)
-}
-
 /// Exported from `system`, imported into a fresh system on `fresh`: the long links answer there
 /// as they did here.
 fn check_export_import(system: &System, links: &Links, fresh: System, answers: &[Answer]) {
@@ -543,7 +494,7 @@ fn check_export_import(system: &System, links: &Links, fresh: System, answers: &
 /// The walk on `system`, whose sidecar takes targets of up to `max` bytes; `fresh` (a system on a
 /// new database, as long a `max`) receives its export.
 fn walk(system: System, fresh: System, max: usize) {
-    let (url, delivered) = receiver();
+    let (url, delivered) = shortlink_e2e::receiver::events();
     let (status, subscription) = system.api().post(
         "/webhooks",
         &json!({"url": url, "secret": "limits-webhook-secret-0123456789",
