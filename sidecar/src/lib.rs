@@ -214,7 +214,13 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         Arc::clone(&projection),
         config.sequence_block,
     );
-    let links = LinkService::new(storage, projection, issuer, config.expired_grace);
+    let links = LinkService::new(
+        storage,
+        projection,
+        issuer,
+        config.expired_grace,
+        config.db_timeout,
+    );
     let analytics = visits::Analytics {
         store: visits::open_store(config).await?,
         count_bots: config.count_bots,

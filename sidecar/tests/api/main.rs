@@ -25,6 +25,7 @@ mod import_export;
 mod import_sources;
 mod issuing;
 mod links;
+mod lost_commits;
 mod mariadb;
 mod metrics;
 mod multiprocess;

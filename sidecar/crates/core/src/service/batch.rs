@@ -109,7 +109,13 @@ impl LinkService {
                 );
             }
         }
-        let failure = self.end_transaction(tx, failed, &sent, &taken).await;
+        // A row the group inserted tells, if the commit's answer is lost, whether it took effect.
+        let probe = plans.iter().find_map(|plan| {
+            (plan.rows.iter())
+                .map(|row| &row.link)
+                .find(|link| plan.inserted.contains(&link.code))
+        });
+        let failure = self.end_transaction(tx, failed, &sent, &taken, probe).await;
         // After the transaction: on SQLite the sequence shares its one write connection.
         for code in &refused.rows {
             self.issuer.skip_past(code).await?;
@@ -234,6 +240,7 @@ impl LinkService {
         redis_failed: bool,
         sent: &[Vec<RecordWrite>],
         taken: &HashMap<String, Vec<u8>>,
+        probe: Option<&Link>,
     ) -> Option<ItemFailure> {
         if redis_failed {
             if let Err(rollback) = tx.rollback().await {
@@ -248,7 +255,7 @@ impl LinkService {
                 self.projection.delete_if_unchanged(&written).await
             };
             let committed = self
-                .commit_or_undo(tx, Scope::Batch(records), None, undo)
+                .commit_or_undo(tx, Scope::Batch { records, probe }, None, undo)
                 .await;
             committed.err().map(|error| ItemFailure::of(&error))
         }

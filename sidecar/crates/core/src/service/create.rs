@@ -197,7 +197,7 @@ impl LinkService {
                     .into_iter()
                     .collect();
                 let undo = self.projection.delete_if_unchanged(&written);
-                self.roll_back_after_redis(tx, Scope::Link(&link.code), &error, undo)
+                self.roll_back_after_redis(tx, Scope::Link(link), &error, undo)
                     .await;
                 return Err(error.into());
             }
@@ -217,13 +217,13 @@ impl LinkService {
         if let Some(card) = &card {
             if let Err(error) = self.projection.apply(std::slice::from_ref(card)).await {
                 let undo = self.projection.delete_if_unchanged(&written);
-                self.roll_back_and_undo(tx, Scope::Link(&link.code), &error, Some(undo))
+                self.roll_back_and_undo(tx, Scope::Link(link), &error, Some(undo))
                     .await;
                 return Err(error.into());
             }
         }
         let undo = self.projection.delete_if_unchanged(&written);
-        self.commit_or_undo(tx, Scope::Link(&link.code), audit, undo)
+        self.commit_or_undo(tx, Scope::Link(link), audit, undo)
             .await?;
         Ok(true)
     }

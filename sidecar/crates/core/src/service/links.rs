@@ -13,6 +13,9 @@ pub struct LinkService {
     pub(super) projection: Arc<Projection>,
     pub(super) issuer: Issuer,
     pub(super) grace: Duration,
+    /// How long a commit whose answer was lost is read back for (`--db-timeout`): no request
+    /// waits longer for the database.
+    pub(super) db_timeout: Duration,
     /// Codes refused because Redis already held them (see `refused_code`).
     pub(super) refused_codes: AtomicU64,
 }
@@ -23,12 +26,14 @@ impl LinkService {
         projection: Arc<Projection>,
         issuer: Issuer,
         grace: Duration,
+        db_timeout: Duration,
     ) -> Self {
         Self {
             storage,
             projection,
             issuer,
             grace,
+            db_timeout,
             refused_codes: AtomicU64::new(0),
         }
     }

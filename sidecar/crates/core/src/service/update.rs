@@ -137,7 +137,7 @@ impl LinkService {
             let restore = RecordWrite::restore_with_card(&link.code, previous, now, self.grace);
             async move { self.projection.apply(&restore).await }
         };
-        let scope = Scope::Link(&link.code);
+        let scope = Scope::Link(link);
         if let Err(error) = self.projection.apply(&writes).await {
             self.roll_back_after_redis(tx, scope, &error, restore())
                 .await;
