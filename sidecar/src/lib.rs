@@ -317,8 +317,9 @@ impl Jobs {
             Some(settings) => {
                 let health = Arc::clone(&state.domains);
                 let visits = Arc::clone(&visits);
+                let storage = Arc::clone(state.links.storage());
                 tasks.spawn("domain health", move |shutdown| {
-                    domains::health::run(health, settings, visits, shutdown)
+                    domains::health::run(health, settings, visits, storage, shutdown)
                 });
             }
             None => {

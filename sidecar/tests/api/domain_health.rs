@@ -160,7 +160,8 @@ pub(crate) fn changes(received: &Received, domain: &str) -> Vec<Value> {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(_, body)| body["domain"] == domain)
+        // State changes only, not the drains they cause (issue 55, domain_failover.rs).
+        .filter(|(_, body)| body["domain"] == domain && body["event"] == "state")
         .map(|(_, body)| body.clone())
         .collect()
 }

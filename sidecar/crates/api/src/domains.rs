@@ -1,20 +1,28 @@
 //! `/api/v1/domains`: each short domain's health as the last check found it, grouped by
 //! workspace. A workspace's key sees its own domains only (another's answer as a name never
 //! seen); the operator's sees every workspace's, each labelled.
+//!
+//! Issue 55: `POST /api/v1/domains/{domain}/restore`, `/pin` and `/drain` set whether a domain
+//! takes new links (shortlink_domains::drain), for every sidecar of the installation; each
+//! change is audited in the key's chain, sent on the domain webhook and counted.
 
-use super::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Result};
+use super::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use shortlink_core::projection::slugs;
+use shortlink_domains::drain::{self, Event};
 use shortlink_domains::health::DomainStatus;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/domains", get(list_domains))
         .route("/domains/{domain}", get(get_domain))
+        .route("/domains/{domain}/restore", post(restore_domain))
+        .route("/domains/{domain}/pin", post(pin_domain))
+        .route("/domains/{domain}/drain", post(drain_domain))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -61,6 +69,12 @@ pub async fn get_domain(
     _named: DomainContext,
     Path(domain): Path<String>,
 ) -> Result<Json<DomainStatus>> {
+    known(&state, workspace, &domain).map(Json)
+}
+
+/// The domain's status if the key may see it: named by a request or a setting, and of the
+/// key's workspace (the operator's: any).
+fn known(state: &AppState, workspace: Option<InWorkspace>, domain: &str) -> Result<DomainStatus> {
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();
     let ours = |status: &DomainStatus| match workspace {
         Some(workspace) => status.workspace == slug(workspace),
@@ -68,12 +82,122 @@ pub async fn get_domain(
     };
     (state.domains.status(&domain))
         .filter(ours)
-        .map(Json)
         .ok_or_else(|| Error::Request {
             status: StatusCode::NOT_FOUND,
             code: "unknown_domain",
             message: "no short domain of that name is known".into(),
         })
+}
+
+/// Applies an operator's `event` to the domain: stored for every sidecar, in this sidecar's
+/// snapshot at once, audited, on the webhook. A repeat (restoring an active domain) changes
+/// nothing and answers the same.
+async fn change(
+    state: &AppState,
+    workspace: Option<InWorkspace>,
+    origin: shortlink_store::audit::Origin,
+    domain: &str,
+    event: Event,
+) -> Result<Json<DomainStatus>> {
+    let status = known(state, workspace, domain)?;
+    let storage = state.links.storage();
+    // The health job's checks count towards nothing here: an operator's change has no
+    // healthy-check threshold.
+    if let Some(applied) = drain::apply(storage.as_ref(), &status.domain, &event, u32::MAX).await? {
+        if applied.transition() {
+            storage
+                .append_audit(&applied.audit_entry(&origin, &status.domain))
+                .await?;
+        }
+        state.domains.changed_by_request(&status.domain, &applied);
+    }
+    known(state, workspace, &status.domain).map(Json)
+}
+
+/// Takes new links again at once (an automatic drain ends by itself after
+/// `--domain-drain-healthy-checks` healthy checks; one by hand, or a pin, only so).
+#[utoipa::path(post, path = "/api/v1/domains/{domain}/restore", tag = "domains",
+    params(("domain" = String, Path)),
+    responses(
+        (status = 200, description = "The domain, now `active` (a repeat answers the same)", body = DomainStatus),
+        (status = 404, description = "`unknown_domain`: no request or setting has named this domain, or it is another workspace's", body = ErrorBody),
+    ))]
+pub async fn restore_domain(
+    State(state): State<AppState>,
+    workspace: Option<InWorkspace>,
+    Recorder(origin): Recorder,
+    _named: DomainContext,
+    Path(domain): Path<String>,
+) -> Result<Json<DomainStatus>> {
+    change(&state, workspace, origin, &domain, Event::Restore).await
+}
+
+/// Never drained by the health job, whatever its checks find (until restored or drained by
+/// hand).
+#[utoipa::path(post, path = "/api/v1/domains/{domain}/pin", tag = "domains",
+    params(("domain" = String, Path)),
+    responses(
+        (status = 200, description = "The domain, now `pinned`", body = DomainStatus),
+        (status = 404, description = "`unknown_domain`: no request or setting has named this domain, or it is another workspace's", body = ErrorBody),
+    ))]
+pub async fn pin_domain(
+    State(state): State<AppState>,
+    workspace: Option<InWorkspace>,
+    Recorder(origin): Recorder,
+    _named: DomainContext,
+    Path(domain): Path<String>,
+) -> Result<Json<DomainStatus>> {
+    change(&state, workspace, origin, &domain, Event::Pin).await
+}
+
+/// Why a domain is drained by hand.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DrainRequest {
+    /// Shown with the state and recorded in the audit log (at most 500 characters).
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// No new links on the domain until restored (the links already issued on it keep answering);
+/// the health job never restores a drain by hand.
+#[utoipa::path(post, path = "/api/v1/domains/{domain}/drain", tag = "domains",
+    params(("domain" = String, Path)),
+    request_body(content = Option<DrainRequest>, description = "Optional: the reason"),
+    responses(
+        (status = 200, description = "The domain, now `drained`", body = DomainStatus),
+        (status = 400, description = "`invalid_body`: not a drain request", body = ErrorBody),
+        (status = 404, description = "`unknown_domain`: no request or setting has named this domain, or it is another workspace's", body = ErrorBody),
+        (status = 422, description = "`invalid_reason`: longer than 500 characters", body = ErrorBody),
+    ))]
+pub async fn drain_domain(
+    State(state): State<AppState>,
+    workspace: Option<InWorkspace>,
+    Recorder(origin): Recorder,
+    _named: DomainContext,
+    Path(domain): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<DomainStatus>> {
+    // The body is optional: an empty one is no reason.
+    let reason = match body.is_empty() {
+        true => String::new(),
+        false => {
+            let request: DrainRequest =
+                serde_json::from_slice(&body).map_err(|e| Error::Request {
+                    status: StatusCode::BAD_REQUEST,
+                    code: "invalid_body",
+                    message: format!("the body is not a drain request: {e}"),
+                })?;
+            request.reason
+        }
+    };
+    if reason.chars().count() > 500 {
+        return Err(Error::Invalid {
+            code: "invalid_reason",
+            message: "the reason is longer than 500 characters".into(),
+        });
+    }
+    change(&state, workspace, origin, &domain, Event::Drain { reason }).await
 }
 
 /// The workspace's slug; one this process has not met (authentication remembers every key's)

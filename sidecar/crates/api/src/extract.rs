@@ -61,14 +61,11 @@ impl DomainContext {
     /// expected-traffic side of a domain's health.
     pub fn count_issued(&self, code: &str, campaign: Option<&str>) {
         if let Some(bases) = &self.issuing {
-            let base = bases.pick(code, campaign);
-            let host = url::Url::parse(base)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_owned))
-                .unwrap_or_default();
+            let drains = self.health.drains.current();
+            let host = bases.pick_live(code, campaign, drains.as_ref()).host;
             if self.issuing_trusted {
-                self.health.issued_on(&host);
-                shortlink_core::metrics::links_issued(host);
+                self.health.issued_on(host);
+                shortlink_core::metrics::links_issued(host.to_owned());
             } else {
                 // A name nobody configured: no health entry, no metric label of its own.
                 shortlink_core::metrics::links_issued("other".to_owned());
@@ -83,11 +80,16 @@ impl DomainContext {
             Some(bases) => bases
                 .bases
                 .iter()
-                .map(|base| match (base.draining, bases.bases.len()) {
-                    (true, _) => format!("{} (draining)", base.url),
-                    (false, 1) => base.url.clone(),
-                    (false, _) => format!("{} (weight {})", base.url, base.weight),
-                })
+                .map(
+                    |base| match (base.draining, base.standby, bases.bases.len()) {
+                        (true, _, _) => format!("{} (draining)", base.url),
+                        (false, true, _) => {
+                            format!("{} (standby, weight {})", base.url, base.weight)
+                        }
+                        (false, false, 1) => base.url.clone(),
+                        (false, false, _) => format!("{} (weight {})", base.url, base.weight),
+                    },
+                )
                 .collect::<Vec<_>>()
                 .join(", "),
         }
@@ -96,7 +98,8 @@ impl DomainContext {
     /// The same request, issuing every link on the shortest issuing base
     /// ([`IssuingBases::shortest`]).
     pub fn on_shortest_base(mut self) -> Self {
-        self.issuing = self.issuing.as_ref().map(IssuingBases::shortest);
+        let drains = self.health.drains.current();
+        self.issuing = (self.issuing.as_ref()).map(|bases| bases.shortest_live(drains.as_ref()));
         self
     }
 
@@ -108,11 +111,20 @@ impl DomainContext {
         self
     }
 
-    /// The link's short URL on the base it is issued on ([`shortlink_domains::issuing`]).
+    /// The link's short URL on the base it is issued on ([`shortlink_domains::issuing`]), with
+    /// the domains drained as of now (the in-process snapshot, read per link: a batch or compose
+    /// running when a domain is drained moves its remaining links).
     pub fn short_url(&self, code: &str, campaign: Option<&str>) -> Option<String> {
-        self.issuing
-            .as_ref()
-            .map(|bases| format!("{}/{code}", bases.pick(code, campaign)))
+        self.issuing_on(code, campaign).map(|(url, _)| url)
+    }
+
+    /// [`Self::short_url`] and whether it is on a drained domain because every domain of the
+    /// list is drained (`degraded_issuing` in the answer).
+    pub fn issuing_on(&self, code: &str, campaign: Option<&str>) -> Option<(String, bool)> {
+        let bases = self.issuing.as_ref()?;
+        let drains = self.health.drains.current();
+        let pick = bases.pick_live(code, campaign, drains.as_ref());
+        Some((format!("{}/{code}", pick.url), pick.degraded))
     }
 }
 

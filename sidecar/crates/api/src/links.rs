@@ -168,6 +168,10 @@ pub struct LinkView {
     /// Public base (header `X-Shortlink-Public-Base`, else `--public-base-url`) + `/` + code;
     /// `null` when neither is set.
     pub short_url: Option<String>,
+    /// Present, `true`, only when every domain of the issuing list is drained (issue 55) and
+    /// `short_url` is on the healthiest of them: a campaign tool may pause.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub degraded_issuing: bool,
     pub redirect: u16,
     pub forward_query: bool,
     /// `live`, `expired` or `revoked`.
@@ -216,8 +220,10 @@ impl LinkView {
             LinkState::Expired => "expired",
             LinkState::Revoked => "revoked",
         };
+        let issued = domains.issuing_on(&link.code, link.campaign.as_deref());
         LinkView {
-            short_url: domains.short_url(&link.code, link.campaign.as_deref()),
+            degraded_issuing: issued.as_ref().is_some_and(|(_, degraded)| *degraded),
+            short_url: issued.map(|(url, _)| url),
             forward_query: link.flags.forward_query(),
             code: link.code,
             url: link.target,

@@ -331,6 +331,16 @@ pub struct Config {
     )]
     pub domain_health_min_issued: u64,
 
+    /// Healthy checks in a row before a domain the health job drained takes new links again (issue 55); an operator's `POST /api/v1/domains/{domain}/restore` brings it back at once.
+    #[arg(
+        long,
+        env = "SHORTLINK_DOMAIN_DRAIN_HEALTHY_CHECKS",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..),
+        global = true
+    )]
+    pub domain_drain_healthy_checks: u32,
+
     /// DNS resolver the job asks (`ip:port`); the DNS probe is off unless set.
     #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_RESOLVER", global = true)]
     pub domain_health_resolver: Option<std::net::SocketAddr>,

@@ -32,8 +32,14 @@
 //! the second tick (the first finds no pool yet, no request having come), a whole
 //! `--domain-health-every` later. State lives in memory: after a restart the first check sets it
 //! again (and reports a domain that is not healthy, as a change from unknown).
+//!
+//! After each check the job applies its findings to each domain's drain state (issue 55,
+//! [`crate::drain`]), shared through SQL, and reads every domain's state back into the
+//! in-process snapshot the issuing path reads; a list whose every domain is drained raises the
+//! `degraded-issuing` alert.
 
 use super::certificate::CertificateProbe;
+use super::drain::{self, Drain, Event, Evidence, Mode, Snapshots};
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
 use super::traffic::{IssuedBuckets, Totals};
@@ -44,6 +50,8 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use shortlink_config::{Config, ConfigError};
 use shortlink_core::background::{self, Shutdown};
+use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
+use shortlink_store::Storage;
 use shortlink_visits::store::VisitStore;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -79,6 +87,9 @@ pub struct DomainStatus {
     /// notAfter of the certificate the edge presents for the domain (null when the certificate
     /// probe is off or no certificate was read).
     pub certificate_expires_at: Option<DateTime<Utc>>,
+    /// Whether it takes new links (issue 55): `active`, `drained` (by the health job or by
+    /// hand) or `pinned`, with why, since when and what the check saw.
+    pub drain: Drain,
 }
 
 pub struct HealthSettings {
@@ -92,6 +103,8 @@ pub struct HealthSettings {
     pub certificate: Option<CertificateProbe>,
     pub webhook: Option<Webhook>,
     pub static_domains: Vec<String>,
+    /// Healthy checks in a row that restore a domain the job drained.
+    pub healthy_checks: u32,
 }
 
 impl HealthSettings {
@@ -148,6 +161,7 @@ impl HealthSettings {
             certificate,
             webhook,
             static_domains,
+            healthy_checks: config.domain_drain_healthy_checks,
         })
     }
 }
@@ -166,6 +180,14 @@ pub struct DomainHealth {
     /// runs is kept, so a domain named during a check still gets one right after it, and many
     /// new domains at once cost one check, not one each.
     new_domain: tokio::sync::Notify,
+    /// Every domain's drain state as last read from SQL: what the issuing path reads.
+    pub drains: Snapshots,
+    /// Domain webhooks of changes made by requests (an operator's restore, pin, drain), for
+    /// the job to deliver with its own alerts.
+    outbox: Mutex<Vec<String>>,
+    outbox_ready: tokio::sync::Notify,
+    /// The workspaces whose every issuing domain is drained, as of the last check.
+    degraded: Mutex<BTreeSet<String>>,
 }
 
 impl Default for DomainHealth {
@@ -184,7 +206,38 @@ impl DomainHealth {
             statuses: Mutex::default(),
             owners: Mutex::default(),
             new_domain: tokio::sync::Notify::new(),
+            drains: Snapshots::default(),
+            outbox: Mutex::default(),
+            outbox_ready: tokio::sync::Notify::new(),
+            degraded: Mutex::default(),
         }
+    }
+
+    /// Queues a domain webhook for the job to deliver (none is sent without a webhook URL).
+    pub fn send_later(&self, body: String) {
+        self.outbox.lock().expect("not poisoned").push(body);
+        self.outbox_ready.notify_one();
+    }
+
+    /// Records a drain change this sidecar made for a request: in the snapshot at once (this
+    /// sidecar issues accordingly from the next link; the others at their next check), on
+    /// the webhook and in metrics. The caller writes the audit row.
+    pub fn changed_by_request(&self, domain: &str, applied: &drain::Applied) {
+        self.drains.put(domain, applied.after.clone());
+        if applied.transition() {
+            applied.count(domain);
+            self.send_later(applied.webhook_body(domain, &self.workspace_of(domain)));
+        }
+    }
+
+    /// Workspaces issuing on the healthiest of their drained domains, as of the last check.
+    pub fn degraded_workspaces(&self) -> Vec<String> {
+        self.degraded
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Records the domains a request names (normalised host names); one not seen before is
@@ -273,8 +326,13 @@ impl DomainHealth {
                 .or_insert_with_key(|domain| DomainStatus::unknown(domain));
         }
         let owners = self.owners.lock().expect("not poisoned");
+        let drains = self.drains.current();
         let mut all: Vec<DomainStatus> = (all.into_values())
             .map(|status| owners.label(status))
+            .map(|mut status| {
+                status.drain = drains.drain(&status.domain);
+                status
+            })
             .collect();
         all.sort_by(|a, b| (&a.workspace, &a.domain).cmp(&(&b.workspace, &b.domain)));
         all
@@ -300,7 +358,9 @@ impl DomainHealth {
                 .contains_key(domain)
                 .then(|| DomainStatus::unknown(domain))
         })?;
-        Some(self.owners.lock().expect("not poisoned").label(status))
+        let mut status = self.owners.lock().expect("not poisoned").label(status);
+        status.drain = self.drains.current().drain(domain);
+        Some(status)
     }
 }
 
@@ -331,6 +391,7 @@ impl DomainStatus {
             issued: 0,
             clicks: 0,
             certificate_expires_at: None,
+            drain: Drain::default(),
         }
     }
 }
@@ -349,6 +410,7 @@ pub async fn run(
     health: Arc<DomainHealth>,
     settings: HealthSettings,
     visits: Arc<dyn VisitStore>,
+    storage: Arc<dyn Storage>,
     mut shutdown: Shutdown,
 ) {
     let mut alerts = Alerts::default();
@@ -360,13 +422,19 @@ pub async fn run(
             // A domain's first check right after the request that named it, not up to a whole
             // interval later.
             () = health.new_domain.notified() => {}
+            // A request's drain change: its webhook now, no check needed.
+            () = health.outbox_ready.notified() => {
+                send_outbox(&health, &settings, &mut alerts);
+                continue;
+            }
             () = background::fired(&mut shutdown) => break,
         }
         tokio::select! {
-            () = check_all(&health, &settings, visits.as_ref(), &mut alerts) => {}
+            () = check_all(&health, &settings, visits.as_ref(), storage.as_ref(), &mut alerts) => {}
             () = background::fired(&mut shutdown) => break,
         }
     }
+    send_outbox(&health, &settings, &mut alerts);
     alerts.drain(ALERT_DRAIN).await;
 }
 
@@ -390,10 +458,20 @@ async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
     }
 }
 
+fn send_outbox(health: &DomainHealth, settings: &HealthSettings, alerts: &mut Alerts) {
+    let bodies = std::mem::take(&mut *health.outbox.lock().expect("not poisoned"));
+    if let Some(webhook) = &settings.webhook {
+        for body in bodies {
+            alerts.send(webhook, body);
+        }
+    }
+}
+
 async fn check_all(
     health: &DomainHealth,
     settings: &HealthSettings,
     visits: &dyn VisitStore,
+    storage: &dyn Storage,
     alerts: &mut Alerts,
 ) {
     let issued = health.issued.lock().expect("not poisoned").weighed(
@@ -438,6 +516,8 @@ async fn check_all(
         .buffer_unordered(PROBES_AT_ONCE)
         .collect()
         .await;
+    let mut found_now: Vec<(String, Evidence)> = Vec::with_capacity(domains.len());
+    let mut state_changes: Vec<(String, serde_json::Value)> = Vec::new();
     for domain in domains {
         let (issued_here, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
         let clicks_here = clicks.get(&domain).copied().unwrap_or(0);
@@ -455,6 +535,20 @@ async fn check_all(
             .max()
             .unwrap_or(State::Healthy);
         let checked_at = Utc::now();
+        let expected_clicks = match traffic.weight_total > 0.0 {
+            true => traffic.clicks_total as f64 * traffic.weight / traffic.weight_total,
+            false => 0.0,
+        };
+        found_now.push((
+            domain.clone(),
+            Evidence {
+                state: Some(state),
+                reasons: found.iter().map(|(_, r)| r.clone()).collect(),
+                expected_clicks,
+                clicks: clicks_here,
+                issued: issued_here,
+            },
+        ));
         let status = DomainStatus {
             domain: domain.clone(),
             workspace: totals.workspace_of(&domain).to_owned(),
@@ -464,6 +558,7 @@ async fn check_all(
             issued: issued_here,
             clicks: clicks_here,
             certificate_expires_at,
+            drain: Drain::default(),
         };
         let previous = health
             .statuses
@@ -481,19 +576,137 @@ async fn check_all(
         };
         if changed {
             tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
-            if let Some(webhook) = &settings.webhook {
-                let body = serde_json::json!({
-                    "domain": domain,
-                    "workspace": status.workspace,
-                    "state": state,
-                    "previous": previous,
-                    "reasons": status.reasons,
-                    "at": checked_at,
-                });
-                alerts.send(webhook, body.to_string());
-            }
+            let body = serde_json::json!({
+                "event": "state",
+                "domain": domain,
+                "workspace": status.workspace,
+                "state": state,
+                "previous": previous,
+                "reasons": status.reasons,
+                "at": checked_at,
+            });
+            state_changes.push((domain, body));
         }
     }
+    let mut drained = apply_drains(health, settings, storage, alerts, found_now).await;
+    let Some(webhook) = &settings.webhook else {
+        return;
+    };
+    // A drain the change caused goes in the change's own webhook (one per change, as before
+    // drains); a drain or restore with no change of state (the Nth healthy check) in its own.
+    for (domain, mut body) in state_changes {
+        if let Some(applied) = drained.remove(&domain) {
+            body["drain"] = applied.webhook_fields();
+        }
+        alerts.send(webhook, body.to_string());
+    }
+    for (domain, applied) in drained {
+        alerts.send(
+            webhook,
+            applied.webhook_body(&domain, &health.workspace_of(&domain)),
+        );
+    }
+}
+
+/// The check's findings applied to each domain's shared drain state, every domain's state read
+/// back into the snapshot, and the `degraded-issuing` alert raised or cleared per workspace.
+/// Returns the transitions this sidecar made (audited and counted; for the caller to send).
+async fn apply_drains(
+    health: &DomainHealth,
+    settings: &HealthSettings,
+    storage: &dyn Storage,
+    alerts: &mut Alerts,
+    found: Vec<(String, Evidence)>,
+) -> HashMap<String, drain::Applied> {
+    let mut made = HashMap::new();
+    let job = Origin {
+        workspace_id: INSTALLATION_CHAIN,
+        ..Origin::new(Actor::system("domain health"))
+    };
+    let mut states = Vec::with_capacity(found.len());
+    for (domain, evidence) in found {
+        let state = evidence.state.unwrap_or(State::Unknown);
+        let event = Event::Checked { evidence };
+        match drain::apply(storage, &domain, &event, settings.healthy_checks).await {
+            Ok(Some(applied)) if applied.transition() => {
+                let after = &applied.after;
+                tracing::warn!(
+                    domain,
+                    mode = after.mode.as_str(),
+                    reason = after.reason,
+                    "domain drain changed"
+                );
+                if let Err(error) = storage
+                    .append_audit(&applied.audit_entry(&job, &domain))
+                    .await
+                {
+                    tracing::warn!(domain, %error, "domain drain: audit row not written");
+                }
+                applied.count(&domain);
+                made.insert(domain.clone(), applied);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(domain, %error, "domain drain: state not written"),
+        }
+        states.push((domain, state));
+    }
+    let snapshot = match health.drains.refresh(storage, states.iter().cloned()).await {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            // The last snapshot stays: issuing goes on as the last good read said.
+            tracing::warn!(%error, "domain drain: states not read");
+            return made;
+        }
+    };
+    for (domain, _) in &states {
+        let drained = snapshot.drain(domain).mode == Mode::Drained;
+        metrics::gauge!("shortlink_domain_drained", "domain" => domain.clone())
+            .set(f64::from(u8::from(drained)));
+    }
+    // A workspace whose every base (standbys included) is drained issues on the healthiest.
+    let lists = health.owners.lock().expect("not poisoned").lists.clone();
+    let degraded: BTreeSet<String> = match &lists {
+        Some(lists) => (lists.iter())
+            .filter(|(_, bases)| {
+                use super::issuing::DrainView;
+                (bases.bases.iter())
+                    .filter(|b| !b.draining)
+                    .all(|b| snapshot.is_drained(&b.host))
+            })
+            .map(|(slug, _)| slug.to_owned())
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    let before = std::mem::replace(
+        &mut *health.degraded.lock().expect("not poisoned"),
+        degraded.clone(),
+    );
+    for (slug, now_degraded) in (degraded.difference(&before).map(|s| (s, true)))
+        .chain(before.difference(&degraded).map(|s| (s, false)))
+    {
+        metrics::gauge!("shortlink_domain_degraded_issuing", "workspace" => slug.clone())
+            .set(f64::from(u8::from(now_degraded)));
+        match now_degraded {
+            true => tracing::error!(
+                workspace = slug,
+                "every issuing domain is drained: issuing on the healthiest"
+            ),
+            false => tracing::warn!(
+                workspace = slug,
+                "a domain issues again: degraded issuing over"
+            ),
+        }
+        if let Some(webhook) = &settings.webhook {
+            let body = serde_json::json!({
+                "event": "degraded-issuing",
+                "workspace": slug,
+                "degraded_issuing": now_degraded,
+                "at": Utc::now(),
+            });
+            alerts.send(webhook, body.to_string());
+        }
+    }
+    made
 }
 
 /// What the probes found for one domain (DNS, certificate, canary, in that order of reasons),

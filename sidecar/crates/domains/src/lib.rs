@@ -5,6 +5,7 @@
 
 pub(crate) mod certificate;
 pub mod dns;
+pub mod drain;
 pub mod health;
 pub mod http1;
 pub mod issuing;
@@ -12,4 +13,4 @@ mod state;
 mod traffic;
 mod webhook;
 
-pub use issuing::{IssuingBase, IssuingBases, Spread, WorkspaceBases};
+pub use issuing::{DrainView, IssuingBase, IssuingBases, Pick, Spread, WorkspaceBases};

@@ -1,10 +1,12 @@
 //! A domain's health state: what the health job finds and what the certificate and traffic checks
 //! report, kept apart from the job so the checks do not import the job that runs them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A domain's state. Ordered by severity: a check's worst finding wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
     /// Known (named by a request or by `--short-domains`) but not checked yet.
