@@ -36,6 +36,7 @@ mod rate_limits;
 mod resolve;
 mod rules;
 mod rules_fallback;
+mod subjects;
 mod sentinel;
 mod validation;
 mod visit_caches;

@@ -26,6 +26,7 @@ pub mod request_id;
 mod resolve;
 mod state;
 pub mod stats;
+mod subjects;
 mod throttle;
 mod visits;
 mod webhooks;
@@ -66,6 +67,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(webhooks::router())
         .merge(workspaces::router())
         .merge(audit::router())
+        .merge(subjects::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })

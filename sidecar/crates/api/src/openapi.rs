@@ -3,7 +3,7 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
     audit, batch, campaigns, compose, conversions, domains, health, links, preview, qr, resolve,
-    stats, visits, webhooks, workspaces,
+    stats, subjects, visits, webhooks, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -59,6 +59,9 @@ use utoipa::OpenApi;
         workspaces::create_key,
         workspaces::revoke_key,
         audit::list_audit,
+        subjects::export_subject,
+        subjects::erase_subject,
+        subjects::list_requests,
         health::healthz,
         health::readyz,
     ),
@@ -72,7 +75,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "webhooks"), (name = "audit"), (name = "workspaces"), (name = "keys"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "webhooks"), (name = "audit"), (name = "subjects"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
 pub struct ApiDoc;
 

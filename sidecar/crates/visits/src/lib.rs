@@ -18,6 +18,7 @@ pub mod conversions;
 pub mod countries;
 pub mod rollup;
 pub mod store;
+pub mod subjects;
 
 use cleanup::CleanupSettings;
 use consumer::{Consumer, ConsumerError, ConsumerSettings};

@@ -33,6 +33,7 @@ pub mod keys;
 mod links;
 mod model;
 mod read;
+mod subjects;
 mod update;
 pub mod validate;
 pub mod workspaces;
