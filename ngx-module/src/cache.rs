@@ -545,5 +545,7 @@ fn ttl_for(config: &CacheConfig, value: &Cached) -> u64 {
     }
 }
 
+pub mod zone;
+
 #[cfg(test)]
 mod tests;

@@ -29,12 +29,12 @@ mod worker;
 // The link record decoder lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
 pub use shortlink_wire::record;
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::ptr;
 
 use nginx_sys::{
-    ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
-    NGX_HTTP_MODULE,
+    ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_shared_memory_add,
+    ngx_shm_zone_t, ngx_str_t, ngx_uint_t, NGX_ERROR, NGX_HTTP_MODULE, NGX_OK,
 };
 use ngx::core::{Status, NGX_CONF_ERROR, NGX_CONF_OK};
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
@@ -97,12 +97,50 @@ impl HttpModule for ShortlinkModule {
             // SAFETY: nginx passes a valid context and the main conf created by create_main_conf.
             let (cf, mcf) = unsafe { (&mut *cf, &mut *conf.cast::<MainConf>()) };
             // The counters zone is the status part's: conf only says whether it is needed.
-            match mcf.finish().and_then(|()| status::add_counters(cf, mcf)) {
+            let added = mcf
+                .finish()
+                .and_then(|()| status::add_counters(cf, mcf))
+                .and_then(|()| add_cache_zone(cf, mcf));
+            match added {
                 Ok(()) => NGX_CONF_OK,
                 Err(e) => conf::ext::block_error(cf, &e),
             }
         })
     }
+}
+
+/// Declares `shortlink_cache_zone`'s zone; nginx maps it (and runs its init in the master)
+/// before the workers start.
+fn add_cache_zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), conf::ConfError> {
+    let Some(spec) = mcf.cache_zone.as_ref() else {
+        return Ok(());
+    };
+    let mut name = ngx_str_t {
+        len: spec.name.len(),
+        data: spec.name.as_ptr().cast_mut(),
+    };
+    let tag = ShortlinkModule::module() as *const _ as *mut c_void;
+    // SAFETY: configuration time with a valid `cf`; nginx copies the name into the cycle pool.
+    let zone = unsafe { ngx_shared_memory_add(cf, &mut name, spec.size, tag) };
+    // SAFETY: a non-null zone returned by nginx is valid for the configuration's lifetime.
+    let zone_ref = unsafe { zone.as_mut() }.ok_or("cannot add the cache zone")?;
+    if zone_ref.data.is_null() && zone_ref.init.is_some() {
+        return Err("\"shortlink_cache_zone\" names a zone declared twice".into());
+    }
+    zone_ref.init = Some(init_cache_zone);
+    mcf.cache_zone_shm = zone;
+    Ok(())
+}
+
+extern "C" fn init_cache_zone(zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
+    ffi::guard(NGX_ERROR as ngx_int_t, || {
+        // SAFETY: nginx calls this with the zone declared in add_cache_zone, mapped, its slab
+        // pool initialised.
+        match unsafe { cache::zone::init(&mut *zone, old) } {
+            true => NGX_OK as ngx_int_t,
+            false => NGX_ERROR as ngx_int_t,
+        }
+    })
 }
 
 // SAFETY: the main conf slot of this module holds a `MainConf` (see create_main_conf).

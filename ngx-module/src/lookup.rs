@@ -382,7 +382,7 @@ async fn resolve(
     code: &CodeBuf,
     candidate: Candidate,
 ) -> Resolution {
-    let Some(ticket) = worker::with(mcf, |w| w.ticket()) else {
+    let Some(ticket) = worker::with(mcf, |w| w.ticket_for(code.as_bytes())) else {
         return Resolution::Failed(RedisError::Unavailable);
     };
     let sent = std::time::Instant::now();

@@ -6,6 +6,7 @@
 mod counters;
 mod domains;
 mod prometheus;
+mod zone;
 
 pub use counters::{Counter, Counters};
 pub use domains::DomainCounter;
@@ -174,7 +175,9 @@ fn serve(r: &mut ngx_http_request_t) -> ngx_int_t {
     if rc != NGX_OK as ngx_int_t {
         return rc;
     }
-    let shared = ShortlinkModule::main_conf(r).and_then(shared);
+    let mcf = ShortlinkModule::main_conf(r);
+    let shared = mcf.and_then(shared);
+    let zone = mcf.and_then(MainConf::cache_zone);
     let values = shared.map(|s| s.counters.snapshot()).unwrap_or([0; COUNT]);
     // SAFETY: `args` and the Accept header point into the live request's memory.
     let (args, accept) = unsafe {
@@ -190,10 +193,18 @@ fn serve(r: &mut ngx_http_request_t) -> ngx_int_t {
         r.headers_out.content_type = ngx_string!("text/plain; version=0.0.4; charset=utf-8");
         let domains = shared.map(|s| s.domains.snapshot()).unwrap_or_default();
         let latency = shared.map(|s| s.latency.snapshot()).unwrap_or_default();
-        prometheus::render(&values, &domains, &latency)
+        let mut text = prometheus::render(&values, &domains, &latency);
+        if let Some(zone) = zone {
+            zone::prometheus(&mut text, &zone.stats());
+        }
+        text
     } else {
         r.headers_out.content_type = ngx_string!("text/plain");
-        render(&values)
+        let mut text = render(&values);
+        if let Some(zone) = zone {
+            zone::plain(&mut text, &zone.stats());
+        }
+        text
     };
 
     r.headers_out.status = NGX_HTTP_OK as usize;

@@ -13,7 +13,8 @@ use nginx_sys::{
 };
 use ngx::ngx_log_error;
 
-use crate::cache::{Cache, Cached, Scope};
+use crate::cache::zone::{self, SlotCopy, Stored, Zone};
+use crate::cache::{Cache, CacheConfig, Cached, Hit, Scope};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
@@ -40,6 +41,10 @@ pub struct Worker {
     /// Instead of `redis`, with `shortlink_redis_cluster`.
     cluster: Option<Cluster>,
     cache: Option<Cache>,
+    /// The edge's cache in shared memory (`shortlink_cache_zone`), read before `cache`, which
+    /// then only holds what does not fit the zone's slots.
+    zone: Option<Zone>,
+    zone_config: Option<CacheConfig>,
     /// Keeps the cache coherent with Redis (`shortlink_cache_invalidation on`); while it is not
     /// subscribed the cache is neither read nor filled.
     tracker: Option<Tracker>,
@@ -62,6 +67,15 @@ pub struct Worker {
     flush_ms: u64,
     /// What the last projection marker said about this worker's code scheme.
     scheme: SchemeState,
+}
+
+/// What a lookup's answer may be cached against: taken when it is sent
+/// ([`Worker::ticket_for`]), handed back to [`Worker::remember`].
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    /// `None`: the answer must not be cached (an invalidation may be missed meanwhile).
+    worker: Option<u64>,
+    zone: Option<zone::Ticket>,
 }
 
 thread_local! {
@@ -106,6 +120,17 @@ impl Worker {
             mcf.cluster.is_some(),
         ));
         let mut flush = flush_event();
+        let zone = mcf.cache_zone();
+        let tracker = match (&mcf.redis, mcf.cache_config()) {
+            (Some(redis), Some(_)) if mcf.cache_invalidation() => {
+                let tracker = Tracker::new(redis, Rc::clone(&events));
+                if let Some(zone) = zone {
+                    tracker.state().share(zone);
+                }
+                Some(tracker)
+            }
+            _ => None,
+        };
         // The box keeps the event's address for the worker's life; Drop clears it first.
         events.set_wake(&mut *flush);
         Self {
@@ -124,12 +149,9 @@ impl Worker {
                 )
             }),
             cache: mcf.cache_config().map(Cache::new),
-            tracker: match (&mcf.redis, mcf.cache_config()) {
-                (Some(redis), Some(_)) if mcf.cache_invalidation() => {
-                    Some(Tracker::new(redis, Rc::clone(&events)))
-                }
-                _ => None,
-            },
+            zone,
+            zone_config: mcf.cache_config(),
+            tracker,
             pools: PoolMemo::default(),
             workspaces: HostWorkspaces::default(),
             events,
@@ -210,11 +232,22 @@ impl Worker {
         synced(&mut self.cache, &mut self.cluster, &mut self.tracker)
     }
 
-    /// [`Worker::cache`] and the hosts' workspaces at once: a cache hit is judged against its
-    /// host's workspace while it still borrows the cache.
-    pub fn cache_and_workspaces(&mut self) -> Option<(&mut Cache, &mut HostWorkspaces)> {
+    /// The cached answer for `code` (the zone's, copied into `copy`, else the worker cache's)
+    /// and the hosts' workspaces at once: a cache hit is judged against its host's workspace
+    /// while it still borrows the cache. `None`: no cache may be read now ([`Worker::cache`]);
+    /// `Some((None, _))`: a miss.
+    pub fn cached<'a>(
+        &'a mut self,
+        code: &[u8],
+        now_ms: u64,
+        reader: Scope,
+        copy: &'a mut SlotCopy,
+    ) -> Option<(Option<Hit<'a>>, &'a mut HostWorkspaces)> {
         let cache = synced(&mut self.cache, &mut self.cluster, &mut self.tracker)?;
-        Some((cache, &mut self.workspaces))
+        if let Some(hit) = self.zone.and_then(|z| z.get(code, now_ms, reader, copy)) {
+            return Some((Some(hit), &mut self.workspaces));
+        }
+        Some((cache.get_in(code, now_ms, reader), &mut self.workspaces))
     }
 
     /// Taken when a lookup is sent and handed back to [`Worker::remember`]: `None` when its
@@ -229,6 +262,15 @@ impl Worker {
                 tracker.state().ticket()
             }
             None => Some(0),
+        }
+    }
+
+    /// [`Worker::ticket`] and, with a zone, the zone's for `code`: taken together when a lookup
+    /// of `code` is sent.
+    pub fn ticket_for(&mut self, code: &[u8]) -> Ticket {
+        Ticket {
+            worker: self.ticket(),
+            zone: self.zone.map(|zone| zone.ticket(code)),
         }
     }
 
@@ -352,10 +394,29 @@ impl Worker {
         code: &[u8],
         value: Cached,
         now_ms: u64,
-        ticket: Option<u64>,
+        ticket: Ticket,
         scope: Scope,
     ) {
-        if ticket.is_none() || ticket != self.ticket() {
+        // Applies the reports received so far (to the worker cache; the zone has them already).
+        if self.cache().is_none() {
+            return;
+        }
+        if let (Some(zone), Some(zone_ticket), Some(config)) =
+            (self.zone, ticket.zone, self.zone_config)
+        {
+            // The subscription was up when the lookup was sent and is now; one renewed between
+            // emptied the zone, which the ticket's epoch catches. Reports on other codes do not
+            // matter: the zone checks this code's own removals.
+            if ticket.worker.is_none() || self.ticket().is_none() {
+                return;
+            }
+            match zone.insert(code, &value, now_ms, &config, zone_ticket, scope) {
+                Stored::Yes | Stored::Refused => return,
+                // Longer, or with extras: the worker cache, under its own rule.
+                Stored::DoesNotFit => {}
+            }
+        }
+        if ticket.worker.is_none() || ticket.worker != self.ticket() {
             return;
         }
         if let Some(cache) = self.cache() {

@@ -11,7 +11,7 @@ use nginx_sys::{
     ngx_command_t, ngx_conf_full_name, ngx_conf_t, ngx_http_compile_complex_value,
     ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_http_get_variable_index,
     ngx_pcalloc, ngx_str_t, ngx_uint_t, NGX_CONF_1MORE, NGX_CONF_FLAG, NGX_CONF_NOARGS,
-    NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_CONF_TAKE2, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
     NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
@@ -48,7 +48,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 28] = [
+pub static mut COMMANDS: [ngx_command_t; 29] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -122,6 +122,12 @@ pub static mut COMMANDS: [ngx_command_t; 28] = [
         MainConf.cache,
         |_, a| parse::cache(a),
         post = |mcf, a| mcf.cache_ttl_set = a.iter().any(|a| a.starts_with(b"ttl="))
+    ),
+    value!(
+        "shortlink_cache_zone",
+        MAIN | NGX_CONF_TAKE2,
+        MainConf.cache_zone,
+        |_, a| parse::cache_zone(a)
     ),
     value!(
         "shortlink_code_secret_file",

@@ -56,6 +56,10 @@ pub struct MainConf {
     pub cluster: Option<RedisCluster>,
     /// `None`: not set; `Some(None)`: `shortlink_cache off`.
     pub cache: Option<Option<CacheConfig>>,
+    /// `shortlink_cache_zone name size`: one cache shared by the workers.
+    pub cache_zone: Option<parse::ZoneSpec>,
+    /// The zone nginx maps for `cache_zone`.
+    pub cache_zone_shm: *mut ngx_shm_zone_t,
     /// Whether any location says `shortlink on` (only then are secret and Redis required).
     pub used: bool,
     /// Whether any location says `shortlink_status`.
@@ -96,6 +100,8 @@ impl Default for MainConf {
             redis: None,
             cluster: None,
             cache: None,
+            cache_zone: None,
+            cache_zone_shm: std::ptr::null_mut(),
             used: false,
             status: false,
             scheme: None,
@@ -154,6 +160,18 @@ impl MainConf {
         self.expected_scheme =
             crate::scheme::Expected::new(scheme.fingerprint(), self.secret.is_some());
         self.scheme = Some(scheme);
+        if self.cache_zone.is_some() && self.cluster.is_some() {
+            return Err(ConfError(
+                "\"shortlink_cache_zone\" does not work with \"shortlink_redis_cluster\" yet \
+                 (its invalidations arrive per primary): use the worker cache"
+                    .into(),
+            ));
+        }
+        if self.cache_zone.is_some() && self.cache == Some(None) {
+            return Err(ConfError(
+                "\"shortlink_cache_zone\" needs the cache: \"shortlink_cache off\" is set".into(),
+            ));
+        }
         if self.used && self.redis.is_none() && self.cluster.is_none() {
             return Err(ConfError(
                 "\"shortlink_redis\" or \"shortlink_redis_cluster\" is required by \"shortlink on\""
@@ -169,6 +187,13 @@ impl MainConf {
             config.ttl_ms = parse::TTL_ONLY_DEFAULT_MS;
         }
         Some(config)
+    }
+
+    /// The shared cache zone, once nginx mapped it (in workers and the status page).
+    pub fn cache_zone(&self) -> Option<crate::cache::zone::Zone> {
+        // SAFETY: `cache_zone_shm` is null or the zone `add_cache_zone` declared with the
+        // zone's own init; this configuration's cycle keeps it mapped.
+        unsafe { crate::cache::zone::Zone::of(self.cache_zone_shm) }
     }
 
     pub fn cache_invalidation(&self) -> bool {

@@ -299,6 +299,36 @@ pub fn fallback(arg: &[u8]) -> Result<Vec<u8>, ArgError> {
     Ok(arg.to_vec())
 }
 
+/// `shortlink_cache_zone name size`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSpec {
+    pub name: Vec<u8>,
+    pub size: usize,
+}
+
+/// Smallest zone: the header's removal stamps take 64 KiB; 256 KiB holds ~1,000 records.
+pub const MIN_ZONE: u64 = 256 << 10;
+
+pub fn cache_zone(args: &[&[u8]]) -> Result<ZoneSpec, ArgError> {
+    let [name, size_arg] = args else {
+        return err("takes a name and a size");
+    };
+    if name.is_empty() {
+        return err("needs a name");
+    }
+    let size = size(size_arg)?;
+    if !(MIN_ZONE..=(64 << 30)).contains(&size) {
+        return err(format!(
+            "size must be 256k..64g, not \"{}\"",
+            show(size_arg)
+        ));
+    }
+    Ok(ZoneSpec {
+        name: name.to_vec(),
+        size: size as usize,
+    })
+}
+
 /// A size in bytes as nginx writes them: `512`, `64k`, `8m` (1024-based).
 pub fn size(arg: &[u8]) -> Result<u64, ArgError> {
     let (number, scale) = match arg.last() {
@@ -438,6 +468,16 @@ mod tests {
         assert!(time_ms(b"-1s").is_err());
         assert!(time_ms(b"99999999999999999999d").is_err());
         assert!(positive_time(b"0ms").is_err());
+    }
+
+    #[test]
+    fn cache_zone_takes_a_name_and_a_size_in_bytes() {
+        let spec = cache_zone(&[b"edge", b"256m"]).unwrap();
+        assert_eq!((spec.name.as_slice(), spec.size), (&b"edge"[..], 256 << 20));
+        assert!(cache_zone(&[b"edge", b"64k"]).is_err(), "below the stamps' 64 KiB");
+        assert!(cache_zone(&[b"", b"1m"]).is_err());
+        assert!(cache_zone(&[b"edge", b"lots"]).is_err());
+        assert!(cache_zone(&[b"edge"]).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::cell::{Cell, RefCell};
 
 use super::resp::Frame;
+use crate::cache::zone::Zone;
 
 pub(super) const CHANNEL: &[u8] = b"__redis__:invalidate";
 /// The keys whose changes are reported: the link records.
@@ -25,6 +26,9 @@ pub struct TrackState {
     /// Drop the whole cache: a null report (FLUSHALL, a replica's full resync), an overflow of
     /// `evict`, or a fresh subscription (reports may have been missed before it).
     flush: Cell<bool>,
+    /// The edge's shared cache (`shortlink_cache_zone`): reports are applied to it as they
+    /// arrive, not at this worker's next access, since other workers read it meanwhile.
+    zone: Cell<Option<Zone>>,
 }
 
 /// What to apply to the cache before reading it.
@@ -45,8 +49,18 @@ impl TrackState {
         self.up.get().then(|| self.seq.get())
     }
 
+    /// Applies this worker's reports to `zone` from now on.
+    pub fn share(&self, zone: Zone) {
+        self.zone.set(Some(zone));
+    }
+
     pub(super) fn set_up(&self, up: bool) {
         if self.up.replace(up) != up {
+            // Reports may have been missed before this subscription: by every worker, if Redis
+            // restarted. Other workers keep theirs, so only a new subscription empties the zone.
+            if let (true, Some(zone)) = (up, self.zone.get()) {
+                zone.clear();
+            }
             self.seq.set(self.seq.get() + 1);
             self.flush.set(true);
             self.evict.borrow_mut().clear();
@@ -87,21 +101,33 @@ impl TrackState {
                     match key {
                         Frame::Bulk(key) => {
                             if let Some(code) = key.strip_prefix(LINK_PREFIX) {
+                                if let Some(zone) = self.zone.get() {
+                                    zone.remove(code);
+                                }
                                 evict.push(code.to_vec());
                             }
                         }
-                        _ => self.flush.set(true),
+                        _ => self.flush_all(),
                     }
                 }
+                // Only the worker's own cache: the zone has had each code removed already.
                 if evict.len() > MAX_PENDING {
                     evict.clear();
                     self.flush.set(true);
                 }
             }
             // A null list means "everything changed".
-            _ => self.flush.set(true),
+            _ => self.flush_all(),
         }
         true
+    }
+
+    /// Everything may have changed: the zone at once, the worker's cache at its next access.
+    fn flush_all(&self) {
+        if let Some(zone) = self.zone.get() {
+            zone.clear();
+        }
+        self.flush.set(true);
     }
 
     /// The connection broke: nothing it promised holds any more.

@@ -23,6 +23,7 @@ mod contract;
 mod docs;
 mod domain_health;
 mod domains;
+mod edge_cache;
 mod faults;
 mod home_page;
 mod hostile;
