@@ -36,6 +36,7 @@ mod page;
 mod rules;
 pub(crate) mod session;
 mod sign_in;
+mod subjects;
 mod totals;
 mod webhooks;
 mod workspace;
@@ -130,6 +131,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}/replay", post(webhooks::replay))
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/audit", get(audit::page))
+        .route("/console/privacy", get(subjects::page))
         .route("/console/workspace", get(workspace::page))
         .route("/console/workspace/keys", post(workspace::create_key))
         .route(

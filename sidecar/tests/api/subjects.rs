@@ -4,6 +4,7 @@
 //! record), keeps the campaign's totals as docs/PRIVACY.md says, records counts and never the
 //! ref in the audit log, and finishes on a repeat after being cut short by a Redis outage.
 
+use crate::console::Browser;
 use crate::conversions::{now_ms, store, visit, IPHONE};
 use crate::helpers::*;
 use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
@@ -319,6 +320,15 @@ async fn a_subject_is_exported_as_stored_and_erased_without_a_trace(backend: Bac
         .await
         .unwrap();
     assert_eq!(listed["requests"][0]["id"], done["id"]);
+    // The console's Privacy page lists it, without the ref.
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/privacy").await;
+    assert!(
+        page.contains(done["id"].as_str().unwrap()) && page.contains("dsr-1"),
+        "{page}"
+    );
+    assert!(!page.contains(ALICE), "{page}");
 }
 
 async fn an_erase_cut_short_finishes_when_sent_again(backend: Backend) {
