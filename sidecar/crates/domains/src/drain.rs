@@ -70,6 +70,9 @@ pub struct Evidence {
     pub clicks: i64,
     /// Links issued on it within the click curve's horizon (this sidecar's count).
     pub issued: u64,
+    /// Whether its traffic could be judged (enough links issued and clicks expected): only
+    /// then does a healthy check count towards restoring a domain drained for its traffic.
+    pub traffic_judged: bool,
 }
 
 /// A domain's drain state as stored.
@@ -120,7 +123,11 @@ impl Drain {
                     evidence.state,
                     Some(State::SuspectedBlocked | State::Unreachable)
                 );
-                let healthy = matches!(evidence.state, Some(State::Healthy | State::Degraded));
+                // A domain drained for its clicks is healthy again only by its clicks; one
+                // drained by a probe, by the probe.
+                let healthy = matches!(evidence.state, Some(State::Healthy | State::Degraded))
+                    && (evidence.traffic_judged
+                        || self.evidence.state != Some(State::SuspectedBlocked));
                 match (self.mode, self.by) {
                     (Mode::Active, _) if blocked => Some(set(
                         Mode::Drained,
@@ -265,7 +272,7 @@ impl Snapshots {
 
 /// The `settings` row of `domain`'s state, and of the claim of its generation `n` (MariaDB's
 /// setting names are at most 64 characters: a host may have 253).
-fn row_name(domain: &str, claim: Option<u64>) -> String {
+pub fn row_name(domain: &str, claim: Option<u64>) -> String {
     let digest = Sha256::digest(domain.as_bytes());
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     match claim {
@@ -422,6 +429,7 @@ mod tests {
             evidence: Evidence {
                 state: Some(state),
                 reasons: vec!["traffic: 0 clicks".into()],
+                traffic_judged: true,
                 ..Evidence::default()
             },
         }
@@ -457,6 +465,25 @@ mod tests {
         assert_eq!((reset.mode, reset.healthy_checks), (Mode::Drained, 1));
         let back = after(&reset, &[checked(State::Healthy), checked(State::Degraded)]);
         assert_eq!((back.mode, back.by), (Mode::Active, By::Health));
+        // A check that could not judge the clicks is no evidence for a traffic drain.
+        let unjudged = Event::Checked {
+            evidence: Evidence {
+                state: Some(State::Healthy),
+                ..Evidence::default()
+            },
+        };
+        assert_eq!(
+            after(
+                &drained,
+                &[unjudged.clone(), unjudged.clone(), unjudged.clone()]
+            ),
+            drained
+        );
+        let probed = after(&active, &[checked(State::Unreachable)]);
+        assert_eq!(
+            after(&probed, &[unjudged.clone(), unjudged.clone(), unjudged]).mode,
+            Mode::Active
+        );
         // Unknown and degraded never drain.
         assert_eq!(
             after(

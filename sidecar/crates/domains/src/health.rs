@@ -547,6 +547,7 @@ async fn check_all(
                 expected_clicks,
                 clicks: clicks_here,
                 issued: issued_here,
+                traffic_judged: traffic.judged(settings.min_issued),
             },
         ));
         let status = DomainStatus {

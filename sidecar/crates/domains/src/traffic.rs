@@ -219,6 +219,16 @@ pub(super) struct Traffic {
 }
 
 impl Traffic {
+    /// Whether the window's clicks say anything about the domain: enough links issued on it
+    /// (on this sidecar) and enough clicks expected of them. A check that cannot judge is no
+    /// evidence that a blocked domain is healthy again (a sidecar that issued nothing on it
+    /// must not restore it).
+    pub(super) fn judged(&self, min_issued: u64) -> bool {
+        self.issued >= min_issued
+            && self.weight_total > 0.0
+            && self.clicks_total as f64 * self.weight / self.weight_total >= MIN_EXPECTED_CLICKS
+    }
+
     /// "Suspected blocked" with its reason when the domain's clicks are far below its expected
     /// share of the window's clicks while other domains get theirs.
     pub(super) fn finding(&self, min_issued: u64, window: Duration) -> Option<(State, String)> {

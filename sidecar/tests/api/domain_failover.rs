@@ -1,0 +1,404 @@
+//! Domain failover (issue 55) on each backend, with the health job checking every 100 ms: two
+//! active domains and a standby, clicks on one only → the other is drained within a check, on
+//! both sidecars of one database (one transition, audited and sent once), its links go to the
+//! standby; clicks back → restored after N healthy checks. An operator drains, restores and
+//! pins by hand; every domain drained → issuing goes on and says so.
+
+use crate::domain_health::{add_clicks, webhook_receiver, Received, SECRET};
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+const LIST: &str = "https://s1.example https://s2.example https://s9.example standby";
+const POOL: &str = "s1.example s2.example s9.example";
+const SETTLE: Duration = Duration::from_secs(15);
+
+fn flags(hook: &str) -> Vec<String> {
+    [
+        "--domain-health-every",
+        "100ms",
+        "--domain-health-window",
+        "10m",
+        "--domain-health-min-issued",
+        "20",
+        "--domain-drain-healthy-checks",
+        "2",
+        "--domain-webhook-url",
+        hook,
+        "--domain-webhook-secret",
+        SECRET,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// A request as nginx sends it: the issuing list and the pool.
+fn through_nginx(app: &TestApp, method: Method, path: &str) -> reqwest::RequestBuilder {
+    app.api(method, path)
+        .header("X-Shortlink-Public-Base", LIST)
+        .header("X-Shortlink-Pool", POOL)
+}
+
+/// Issues `count` links on `app`; the number on each domain.
+async fn issue(app: &TestApp, count: usize) -> HashMap<String, usize> {
+    let items: Vec<Value> = (0..count)
+        .map(|i| json!({"url": format!("https://t.example/{i}")}))
+        .collect();
+    let response = through_nginx(app, Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let mut on = HashMap::new();
+    for result in body["results"].as_array().unwrap() {
+        assert_eq!(result["status"], 201, "{result}");
+        let url = result["link"]["short_url"].as_str().unwrap();
+        let host = url::Url::parse(url).unwrap().host_str().unwrap().to_owned();
+        *on.entry(host).or_insert(0) += 1;
+    }
+    on
+}
+
+async fn domain(app: &TestApp, name: &str) -> Value {
+    let response = through_nginx(app, Method::GET, &format!("/domains/{name}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn mode(app: &TestApp, name: &str) -> String {
+    domain(app, name).await["drain"]["mode"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn operator(app: &TestApp, name: &str, action: &str, body: Option<Value>) -> Value {
+    let mut request = through_nginx(app, Method::POST, &format!("/domains/{name}/{action}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200, "{action} {name}");
+    response.json().await.unwrap()
+}
+
+async fn audit_rows(app: &TestApp, action: &str, name: &str) -> i64 {
+    app.db
+        .scalar(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' AND object = '{name}'"
+        ))
+        .await
+}
+
+fn drain_webhooks(received: &Received, name: &str, to: &str) -> usize {
+    (received.lock().unwrap().iter())
+        .filter(|(_, body)| body["domain"] == name && body["drain"]["mode"] == to)
+        .count()
+}
+
+/// Waits for `checks` more checks of `name` on `app` (its `last_probe` moving).
+async fn checks_pass(app: &TestApp, name: &str, checks: usize) {
+    for _ in 0..checks {
+        let last = domain(app, name).await["last_probe"].clone();
+        assert!(
+            eventually(SETTLE, || async {
+                domain(app, name).await["last_probe"] != last
+            })
+            .await
+        );
+    }
+}
+
+async fn a_blocked_domain_is_drained_on_every_sidecar_and_restored_by_healthy_checks(
+    backend: Backend,
+) {
+    let (hook, received) = webhook_receiver().await;
+    let hook = format!("http://{hook}/hook");
+    let flags = flags(&hook);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let dir = testkit::temp_dir();
+    let database_url = backend.fresh_database_url(dir.path());
+    let a = spawn_app_at(backend, database_url.clone(), dir, &flags).await;
+    let b = spawn_app_at(backend, database_url, testkit::temp_dir(), &flags).await;
+    // B names the domains too (its checks and snapshot cover them).
+    assert_eq!(mode(&b, "s2.example").await, "active");
+    // The standby's fresh links get no clicks here: pinned, so that the job does not drain it
+    // too while the test counts its links.
+    operator(&a, "s9.example", "pin", None).await;
+
+    let before = issue(&a, 200).await;
+    assert!(
+        before["s1.example"] > 50 && before["s2.example"] > 50,
+        "{before:?}"
+    );
+    assert!(
+        !before.contains_key("s9.example"),
+        "no standby in normal times: {before:?}"
+    );
+    add_clicks(&a, "s1.example", 60).await;
+
+    assert!(
+        eventually(SETTLE, || async {
+            mode(&a, "s2.example").await == "drained" && mode(&b, "s2.example").await == "drained"
+        })
+        .await,
+        "{} / {}",
+        domain(&a, "s2.example").await,
+        domain(&b, "s2.example").await
+    );
+    let s2 = domain(&a, "s2.example").await;
+    assert_eq!(s2["drain"]["by"], "health", "{s2}");
+    assert_eq!(s2["drain"]["evidence"]["clicks"], 0, "{s2}");
+    assert!(
+        s2["drain"]["evidence"]["expected_clicks"].as_f64().unwrap() > 5.0,
+        "{s2}"
+    );
+    assert!(
+        s2["drain"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("suspected-blocked"),
+        "{s2}"
+    );
+    assert_eq!(mode(&a, "s1.example").await, "active");
+
+    // New links on both sidecars: none on s2, its share on the standby.
+    for app in [&a, &b] {
+        let after = issue(app, 200).await;
+        assert!(!after.contains_key("s2.example"), "{after:?}");
+        assert!(
+            after["s1.example"] > 50 && after["s9.example"] > 50,
+            "{after:?}"
+        );
+    }
+    // One transition for two sidecars: one audit row, one webhook.
+    checks_pass(&b, "s2.example", 2).await;
+    assert_eq!(audit_rows(&a, "domain.drain", "s2.example").await, 1);
+    assert!(
+        eventually(SETTLE, || async {
+            drain_webhooks(&received, "s2.example", "drained") >= 1
+        })
+        .await
+    );
+    assert_eq!(drain_webhooks(&received, "s2.example", "drained"), 1);
+
+    // Clicks back on s2: restored after two healthy checks, on both.
+    add_clicks(&a, "s2.example", 60).await;
+    assert!(
+        eventually(SETTLE, || async {
+            mode(&a, "s2.example").await == "active" && mode(&b, "s2.example").await == "active"
+        })
+        .await,
+        "{}",
+        domain(&a, "s2.example").await
+    );
+    let s2 = domain(&a, "s2.example").await;
+    assert_eq!(s2["drain"]["by"], "health", "{s2}");
+    assert_eq!(audit_rows(&a, "domain.restore", "s2.example").await, 1);
+    let again = issue(&b, 200).await;
+    assert!(
+        again["s2.example"] > 50 && !again.contains_key("s9.example"),
+        "{again:?}"
+    );
+}
+
+async fn an_operator_drains_restores_and_pins(backend: Backend) {
+    let (hook, received) = webhook_receiver().await;
+    let hook = format!("http://{hook}/hook");
+    let flags = flags(&hook);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let app = spawn_app_with(backend, &flags).await;
+    let missing = through_nginx(&app, Method::POST, "/domains/nowhere.example/drain")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    let drained = operator(
+        &app,
+        "s2.example",
+        "drain",
+        Some(json!({"reason": "carrier complaint"})),
+    )
+    .await;
+    assert_eq!(
+        (
+            &drained["drain"]["mode"],
+            &drained["drain"]["by"],
+            &drained["drain"]["reason"]
+        ),
+        (
+            &json!("drained"),
+            &json!("operator"),
+            &json!("carrier complaint")
+        )
+    );
+    let on = issue(&app, 200).await;
+    assert!(
+        !on.contains_key("s2.example") && on["s9.example"] > 50,
+        "{on:?}"
+    );
+    // Healthy checks never end a drain by hand.
+    add_clicks(&app, "s1.example", 60).await;
+    add_clicks(&app, "s2.example", 60).await;
+    checks_pass(&app, "s2.example", 4).await;
+    assert_eq!(mode(&app, "s2.example").await, "drained");
+
+    let restored = operator(&app, "s2.example", "restore", None).await;
+    assert_eq!(restored["drain"]["mode"], "active");
+    // A repeat changes nothing: the same answer, no second row.
+    let repeat = operator(&app, "s2.example", "restore", None).await;
+    assert_eq!(repeat["drain"], restored["drain"]);
+    assert_eq!(audit_rows(&app, "domain.drain", "s2.example").await, 1);
+    assert_eq!(audit_rows(&app, "domain.restore", "s2.example").await, 1);
+    let actor = app
+        .db
+        .texts("SELECT actor_kind FROM audit_log WHERE action = 'domain.restore'")
+        .await;
+    assert_eq!(actor, ["key"]);
+
+    // Pinned: found blocked (links on it, clicks elsewhere only), still issued on.
+    let pinned = operator(&app, "s1.example", "pin", None).await;
+    assert_eq!(pinned["drain"]["mode"], "pinned");
+    issue(&app, 400).await;
+    add_clicks(&app, "s2.example", 3000).await;
+    assert!(
+        eventually(SETTLE, || async {
+            domain(&app, "s1.example").await["state"] == "suspected-blocked"
+        })
+        .await,
+        "{}",
+        domain(&app, "s1.example").await
+    );
+    checks_pass(&app, "s1.example", 2).await;
+    assert_eq!(mode(&app, "s1.example").await, "pinned");
+    assert!(issue(&app, 200).await["s1.example"] > 50);
+    // Each change by hand on the webhook.
+    assert!(
+        eventually(SETTLE, || async {
+            drain_webhooks(&received, "s2.example", "drained") == 1
+                && drain_webhooks(&received, "s2.example", "active") == 1
+                && drain_webhooks(&received, "s1.example", "pinned") == 1
+        })
+        .await,
+        "{:?}",
+        received.lock().unwrap()
+    );
+}
+
+async fn every_domain_drained_keeps_issuing_and_says_so(backend: Backend) {
+    let (hook, received) = webhook_receiver().await;
+    let hook = format!("http://{hook}/hook");
+    let flags = flags(&hook);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let app = spawn_app_with(backend, &flags).await;
+    let normal = through_nginx(&app, Method::POST, "/links")
+        .json(&json!({"url": "https://t.example/normal"}))
+        .send()
+        .await
+        .unwrap();
+    let normal: Value = normal.json().await.unwrap();
+    assert!(normal.get("degraded_issuing").is_none(), "{normal}");
+    for name in ["s1.example", "s2.example", "s9.example"] {
+        operator(&app, name, "drain", None).await;
+    }
+    let created = through_nginx(&app, Method::POST, "/links")
+        .json(&json!({"url": "https://t.example/anyway"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["degraded_issuing"], true, "{created}");
+    assert!(
+        created["short_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://s"),
+        "{created}"
+    );
+    // The job raises the alert once the check sees the whole list drained.
+    assert!(
+        eventually(SETTLE, || async {
+            (received.lock().unwrap().iter()).any(|(_, body)| {
+                body["event"] == "degraded-issuing" && body["degraded_issuing"] == true
+            })
+        })
+        .await
+    );
+    operator(&app, "s9.example", "restore", None).await;
+    let created = through_nginx(&app, Method::POST, "/links")
+        .json(&json!({"url": "https://t.example/standby"}))
+        .send()
+        .await
+        .unwrap();
+    let created: Value = created.json().await.unwrap();
+    assert!(created.get("degraded_issuing").is_none(), "{created}");
+    assert!(
+        created["short_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://s9.example/"),
+        "{created}"
+    );
+}
+
+/// Another sidecar claimed the next change and has not written the state yet: this sidecar's
+/// change of the same generation is not made (nor audited), the other's is taken.
+async fn a_change_another_sidecar_claimed_first_is_taken_not_made_twice(backend: Backend) {
+    use shortlink_sidecar::domains::drain::{self, By, Drain, Event, Mode};
+    let app = spawn_app(backend).await;
+    let storage = app.storage().await;
+    let theirs = Drain {
+        mode: Mode::Drained,
+        by: By::Operator,
+        reason: "theirs".into(),
+        generation: 1,
+        ..Drain::default()
+    };
+    let mut stored = serde_json::to_value(&theirs).unwrap();
+    stored["domain"] = json!("s2.example");
+    let now = chrono::Utc::now();
+    let claim = drain::row_name("s2.example", Some(1));
+    storage
+        .init_setting(&claim, &stored.to_string(), now)
+        .await
+        .unwrap();
+
+    let applied = drain::apply(storage.as_ref(), "s2.example", &Event::Pin, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!applied.ours && !applied.transition(), "{applied:?}");
+    assert_eq!(applied.after, theirs);
+    assert_eq!(
+        drain::load(storage.as_ref(), "s2.example").await.unwrap(),
+        theirs
+    );
+
+    // The next change is this sidecar's: generation 2, and the claim before it is gone.
+    let applied = drain::apply(storage.as_ref(), "s2.example", &Event::Restore, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(applied.ours && applied.transition(), "{applied:?}");
+    assert_eq!(
+        (applied.after.mode, applied.after.generation),
+        (Mode::Active, 2)
+    );
+    assert_eq!(storage.setting(&claim).await.unwrap(), None);
+}
+
+crate::on_each_backend!(
+    a_change_another_sidecar_claimed_first_is_taken_not_made_twice,
+    a_blocked_domain_is_drained_on_every_sidecar_and_restored_by_healthy_checks,
+    an_operator_drains_restores_and_pins,
+    every_domain_drained_keeps_issuing_and_says_so,
+);
