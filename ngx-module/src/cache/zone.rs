@@ -49,7 +49,9 @@ use shortlink_wire::record::{Link, WorkspaceName, REVOKED_STATUS};
 pub const INLINE: usize = 152;
 /// Bytes of shared memory per cached record.
 pub const SLOT_BYTES: usize = size_of::<Slot>();
-const WAYS: usize = 2;
+/// Ways per set: a record competes for 16 slots, so a zone holds ~99% of as many random codes
+/// as 3/4 of its slots (2 ways held 73% at full load).
+const WAYS: usize = 16;
 /// Removal stamps: a power of two; two codes sharing one only cost a refused store.
 const STAMPS: usize = 1 << 14;
 
@@ -132,10 +134,17 @@ impl Slot {
 /// A reader's copy of a slot, filled by [`Zone::get`].
 pub type SlotCopy = Slot;
 
-#[repr(C)]
+/// A set: one line of tags (the high halves of the hashes of the codes its ways hold, 0 for
+/// none), read first so that a lookup copies only the slot whose tag matches, then the ways.
+#[repr(C, align(64))]
 struct Set {
+    tags: [u32; WAYS],
+    /// Where CLOCK's sweep goes on; written under the mutex.
+    hand: u32,
     ways: [Slot; WAYS],
 }
+
+const _: () = assert!(size_of::<Set>() == 128 + WAYS * 192);
 
 #[repr(C, align(64))]
 struct Header {
@@ -150,6 +159,13 @@ struct Header {
     evictions: AtomicU64,
     prefills: AtomicU64,
     stamps: [AtomicU32; STAMPS],
+}
+
+/// Where a code may be: [`Zone::locate`].
+struct Place {
+    sets: [usize; 2],
+    tag: u32,
+    stamp: usize,
 }
 
 /// The zone's counters, for the status page.
@@ -233,11 +249,20 @@ impl Zone {
         Locked(self)
     }
 
-    fn locate(&self, code: &[u8]) -> (usize, u32, usize) {
+    /// The code's two sets (two choices: an insert takes a free way in either, so sets fill
+    /// evenly), its tag and its removal stamp.
+    fn locate(&self, code: &[u8]) -> Place {
         let hash = FixedState::with_seed(self.header().seed).hash_one(code);
-        let sets = self.header().sets;
-        let index = ((u128::from(hash) * u128::from(sets)) >> 64) as usize;
-        (index, (hash >> 32) as u32, (hash as usize) & (STAMPS - 1))
+        let sets = u128::from(self.header().sets);
+        // The high half of hash × sets: uniform over the sets without a power-of-two size.
+        let first = ((u128::from(hash) * sets) >> 64) as usize;
+        let other = hash.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let second = ((u128::from(other) * sets) >> 64) as usize;
+        Place {
+            sets: [first, second],
+            tag: (hash >> 32) as u32,
+            stamp: (hash as usize) & (STAMPS - 1),
+        }
     }
 
     pub fn capacity(&self) -> u64 {
@@ -246,7 +271,7 @@ impl Zone {
 
     /// Taken when a lookup is sent; [`Zone::insert`] stores its answer only if it still holds.
     pub fn ticket(&self, code: &[u8]) -> Ticket {
-        let (_, _, stamp) = self.locate(code);
+        let stamp = self.locate(code).stamp;
         Ticket {
             epoch: self.header().epoch.load(Ordering::Acquire),
             stamp: self.header().stamps[stamp].load(Ordering::Acquire),
@@ -261,33 +286,52 @@ impl Zone {
         reader: Scope,
         copy: &'c mut SlotCopy,
     ) -> Option<Hit<'c>> {
-        let (index, tag, _) = self.locate(code);
+        let place = self.locate(code);
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
-        let set = self.set_ptr(index);
-        for way in 0..WAYS {
-            // SAFETY: in bounds (locate); only fields read, through raw pointers, never a
-            // reference to memory another process writes.
-            let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
-            // SAFETY: as above; a torn read of the tag only costs a copy or a miss.
-            if unsafe { ptr::read_volatile(ptr::addr_of!((*slot).tag)) } != tag {
-                continue;
+        for index in place.sets {
+            if self.get_in(index, code, place.tag, epoch, now_ms, reader, copy) {
+                self.header().hits.fetch_add(1, Ordering::Relaxed);
+                return Some(copy.hit());
             }
+        }
+        self.header().misses.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// [`Zone::get`] in one set: whether `copy` now holds the code's fresh entry.
+    #[allow(clippy::too_many_arguments)]
+    fn get_in(
+        &self,
+        index: usize,
+        code: &[u8],
+        tag: u32,
+        epoch: u32,
+        now_ms: u64,
+        reader: Scope,
+        copy: &mut SlotCopy,
+    ) -> bool {
+        let set = self.set_ptr(index);
+        // SAFETY: in bounds (locate); the tags are a filter only (a torn or old one costs a
+        // copy or a miss, the copy is checked), read through a raw pointer, never a reference
+        // to memory another process writes.
+        let tags = unsafe { ptr::read_volatile(ptr::addr_of!((*set).tags)) };
+        for way in (0..WAYS).filter(|&way| tags[way] == tag) {
+            // SAFETY: as above.
+            let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
             if !read(slot, copy) || !copy.holds(code, epoch) {
                 continue;
             }
             if now_ms >= copy.fresh_until || (copy.flags & IMPORTED != 0 && reader == Scope::All) {
-                break;
+                return false;
             }
             // SAFETY: the reference bit is a byte of the slot, written only as an atomic.
             let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*slot).referenced)) };
             if referenced.load(Ordering::Relaxed) == 0 {
                 referenced.store(1, Ordering::Relaxed);
             }
-            self.header().hits.fetch_add(1, Ordering::Relaxed);
-            return Some(copy.hit());
+            return true;
         }
-        self.header().misses.fetch_add(1, Ordering::Relaxed);
-        None
+        false
     }
 
     /// Stores what a lookup of `code` found, unless a removal of it or a flush came after
@@ -304,22 +348,22 @@ impl Zone {
         let Some(mut entry) = entry_of(code, value, now_ms, config, scope) else {
             return Stored::DoesNotFit;
         };
-        let (index, tag, stamp) = self.locate(code);
+        let place = self.locate(code);
+        let tag = place.tag;
         entry.tag = tag;
         let _locked = self.lock();
         let epoch = self.header().epoch.load(Ordering::Relaxed);
         if epoch != ticket.epoch
-            || self.header().stamps[stamp].load(Ordering::Relaxed) != ticket.stamp
+            || self.header().stamps[place.stamp].load(Ordering::Relaxed) != ticket.stamp
         {
             return Stored::Refused;
         }
         entry.epoch = epoch as u32;
-        let set = self.set_ptr(index);
+        let (index, way) = self.choose(&place, code, epoch as u32, now_ms);
         // SAFETY: writers hold the mutex, so this process is the only one writing the set; the
         // slots are read by copy (seqlock) elsewhere.
-        let ways = unsafe { &mut (*set).ways };
-        let way = self.choose(ways, code, epoch as u32, now_ms);
-        let old = &ways[way];
+        let set = unsafe { &mut *self.set_ptr(index) };
+        let old = &set.ways[way];
         let occupied = old.kind != EMPTY && old.epoch == epoch as u32;
         if occupied && !old.holds(code, epoch as u32) && now_ms < old.fresh_until {
             self.header().evictions.fetch_add(1, Ordering::Relaxed);
@@ -328,42 +372,27 @@ impl Zone {
             self.header().entries.fetch_add(1, Ordering::Relaxed);
         }
         entry.referenced = 1;
-        write(&mut ways[way], entry);
+        write(&mut set.ways[way], entry);
+        set_tag(set, way, tag);
         Stored::Yes
-    }
-
-    /// The way an insert of `code` takes: its own, an empty or stale one, else CLOCK.
-    fn choose(&self, ways: &mut [Slot; WAYS], code: &[u8], epoch: u32, now_ms: u64) -> usize {
-        if let Some(way) = ways.iter().position(|s| s.holds(code, epoch)) {
-            return way;
-        }
-        let free = |s: &Slot| s.kind == EMPTY || s.epoch != epoch || s.fresh_until <= now_ms;
-        if let Some(way) = ways.iter().position(free) {
-            return way;
-        }
-        for (way, slot) in ways.iter_mut().enumerate() {
-            // SAFETY: the byte is the slot's, which the mutex lets this process write; readers
-            // store to it as an atomic too.
-            let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!(slot.referenced)) };
-            if referenced.swap(0, Ordering::Relaxed) == 0 {
-                return way;
-            }
-        }
-        0
     }
 
     /// Forgets `code` (Redis reported a change of its record) and refuses any answer to a
     /// lookup of it sent before now.
     pub fn remove(&self, code: &[u8]) {
-        let (index, _, stamp) = self.locate(code);
+        let place = self.locate(code);
         let _locked = self.lock();
-        self.header().stamps[stamp].fetch_add(1, Ordering::Release);
+        self.header().stamps[place.stamp].fetch_add(1, Ordering::Release);
         let epoch = self.header().epoch.load(Ordering::Relaxed) as u32;
-        // SAFETY: as in insert: the mutex is held.
-        let ways = unsafe { &mut (*self.set_ptr(index)).ways };
-        if let Some(way) = ways.iter().position(|s| s.holds(code, epoch)) {
-            self.header().entries.fetch_sub(1, Ordering::Relaxed);
-            write(&mut ways[way], Slot::EMPTY);
+        for index in place.sets {
+            // SAFETY: as in insert: the mutex is held.
+            let set = unsafe { &mut *self.set_ptr(index) };
+            if let Some(way) = find(set, code, place.tag, epoch) {
+                self.header().entries.fetch_sub(1, Ordering::Relaxed);
+                write(&mut set.ways[way], Slot::EMPTY);
+                set_tag(set, way, 0);
+                return;
+            }
         }
     }
 
@@ -390,6 +419,59 @@ impl Zone {
             prefills: h.prefills.load(Ordering::Relaxed),
         }
     }
+}
+
+/// The way holding `code` now (the mutex held).
+fn find(set: &Set, code: &[u8], tag: u32, epoch: u32) -> Option<usize> {
+    (0..WAYS).find(|&way| set.tags[way] == tag && set.ways[way].holds(code, epoch))
+}
+
+impl Zone {
+    /// The set and way an insert of `code` takes (the mutex held): its own, else an empty or
+    /// stale way of the first set, then of the second, else CLOCK in the first.
+    fn choose(&self, place: &Place, code: &[u8], epoch: u32, now_ms: u64) -> (usize, usize) {
+        // SAFETY: the mutex is held; in bounds (locate).
+        let set = |index: usize| unsafe { &mut *self.set_ptr(index) };
+        for index in place.sets {
+            if let Some(way) = find(set(index), code, place.tag, epoch) {
+                return (index, way);
+            }
+        }
+        let free = |s: &Slot| s.kind == EMPTY || s.epoch != epoch || s.fresh_until <= now_ms;
+        for index in place.sets {
+            if let Some(way) = set(index).ways.iter().position(free) {
+                return (index, way);
+            }
+        }
+        let first = place.sets[0];
+        (first, clock(set(first)))
+    }
+}
+
+/// CLOCK in a full set: from the hand on, the first way whose reference bit is clear,
+/// clearing those it passes.
+fn clock(set: &mut Set) -> usize {
+    let start = set.hand as usize % WAYS;
+    // Two rounds at most: the first clears every bit it passes.
+    for step in 0..2 * WAYS {
+        let way = (start + step) % WAYS;
+        let slot = ptr::addr_of_mut!(set.ways[way].referenced);
+        // SAFETY: the byte is the slot's, which the mutex lets this process write; readers
+        // store to it as an atomic too.
+        let referenced = unsafe { AtomicU8::from_ptr(slot) };
+        if referenced.swap(0, Ordering::Relaxed) == 0 {
+            set.hand = ((way + 1) % WAYS) as u32;
+            return way;
+        }
+    }
+    start
+}
+
+/// Publishes `way`'s tag (readers filter on it; a stale one only costs them a copy).
+fn set_tag(set: &mut Set, way: usize, tag: u32) {
+    // SAFETY: the tag is a u32 of the set, which the mutex lets this process write; readers
+    // read it with a volatile load of the whole line.
+    unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
 }
 
 /// Seqlock read: copies `slot` into `copy`; false if a writer was or came inside meanwhile.

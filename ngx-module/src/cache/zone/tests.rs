@@ -67,7 +67,7 @@ fn a_removal_refuses_answers_to_lookups_sent_before_it() {
     let ticket = z.ticket(b"abc");
     let other = (0..100)
         .map(|n| format!("x{n}"))
-        .find(|c| z.locate(c.as_bytes()).2 != z.locate(b"abc").2)
+        .find(|c| z.locate(c.as_bytes()).stamp != z.locate(b"abc").stamp)
         .unwrap();
     z.remove(other.as_bytes());
     let new = live("https://new.example/");
@@ -93,32 +93,36 @@ fn a_flush_empties_every_slot_and_refuses_older_tickets() {
 }
 
 #[test]
-fn a_full_set_evicts_the_way_not_referenced_since() {
+fn a_full_set_evicts_a_way_not_read_since_the_last_sweep() {
+    // One set: every code competes for its 16 ways.
     let owned = zone(1);
     let z = &owned.zone;
-    put(z, "a", &live("https://a/"), 0);
-    put(z, "b", &live("https://b/"), 0);
-    // Both fresh and referenced: the sweep clears both bits and takes the first.
-    put(z, "c", &live("https://c/"), 0);
+    let codes: Vec<String> = (0..WAYS + 2).map(|n| format!("c{n}")).collect();
+    for code in &codes[..WAYS] {
+        assert_eq!(
+            put(z, code, &live(&format!("https://{code}/")), 0),
+            Stored::Yes
+        );
+    }
+    assert_eq!(z.stats().evictions, 0);
+    // All referenced: the sweep clears every bit and comes back to the first way.
+    put(z, &codes[WAYS], &live("https://new/"), 0);
     assert_eq!(z.stats().evictions, 1);
-    let survivors: Vec<_> = ["a", "b", "c"]
-        .into_iter()
-        .filter(|c| target(z, c, 1).is_some())
-        .collect();
-    assert_eq!(survivors.len(), 2);
-    assert!(survivors.contains(&"c"));
-    // The survivor just read is kept over the one not read since.
-    let (kept, other) = (survivors[0], survivors[1]);
-    let mut copy = SlotCopy::empty();
-    // Clear both bits (an insert sweep), then read one: the other goes next.
-    put(z, "d", &live("https://d/"), 0);
-    let left: Vec<_> = [kept, other, "d"]
-        .into_iter()
-        .filter(|c| z.get(c.as_bytes(), 1, Scope::All, &mut copy).is_some())
-        .collect();
-    assert_eq!(left.len(), 2);
-    assert!(left.contains(&"d"));
-    assert_eq!(z.stats().entries, 2);
+    assert_eq!(target(z, &codes[0], 1), None);
+    // Everything but c1 is read again; the next insert takes c1's way.
+    for code in codes[2..=WAYS].iter() {
+        assert!(target(z, code, 1).is_some(), "{code}");
+    }
+    put(z, &codes[WAYS + 1], &live("https://newer/"), 0);
+    assert_eq!(
+        target(z, &codes[1], 1),
+        None,
+        "the way not read since was kept"
+    );
+    for code in codes[2..].iter() {
+        assert!(target(z, code, 1).is_some(), "{code} was evicted");
+    }
+    assert_eq!(z.stats().entries, WAYS as u64);
 }
 
 #[test]
@@ -157,12 +161,35 @@ fn a_slot_left_odd_by_a_dead_writer_reads_as_a_miss_and_is_rewritten() {
     let owned = zone(1);
     let z = &owned.zone;
     put(z, "a", &live("https://a/"), 0);
-    let (index, ..) = z.locate(b"a");
+    let index = z.locate(b"a").sets[0];
     // SAFETY: the test's own zone; a writer killed between its two version stores.
     let way = unsafe { &mut (*z.set_ptr(index)).ways };
+    // (Only the slot's version; its tag stays published.)
     let at = way.iter().position(|s| s.holds(b"a", 1)).unwrap();
     way[at].version |= 1;
     assert_eq!(target(z, "a", 1), None);
     assert_eq!(put(z, "a", &live("https://a/2"), 0), Stored::Yes);
     assert_eq!(target(z, "a", 1).as_deref(), Some("https://a/2"));
+}
+
+#[test]
+fn a_zone_holds_what_docs_deployment_promises() {
+    // docs/DEPLOYMENT.md sizes a zone at 5/4 slots per record: 99% of a campaign stays
+    // (measured 99.6% at 4/5; 99.2% at 0.85, 98.3% at 0.9).
+    let owned = zone(1000);
+    let z = &owned.zone;
+    let records = z.capacity() as usize * 4 / 5;
+    for n in 0..records {
+        put(z, &format!("k{n}"), &live("https://example.com/x"), 0);
+    }
+    let kept = (0..records)
+        .filter(|n| target(z, &format!("k{n}"), 1).is_some())
+        .count();
+    let share = kept as f64 / records as f64;
+    eprintln!(
+        "kept {kept} of {records} ({share:.4}) in {} slots",
+        z.capacity()
+    );
+    assert!(share >= 0.99, "kept {share:.4}");
+    assert_eq!(z.stats().entries, kept as u64);
 }
