@@ -396,7 +396,60 @@ async fn a_change_another_sidecar_claimed_first_is_taken_not_made_twice(backend:
     assert_eq!(storage.setting(&claim).await.unwrap(), None);
 }
 
+/// A batch started before the drain: its chunks after the drain go to the standby and the other
+/// domain, none to the drained one; every link is created.
+async fn a_batch_running_when_a_domain_is_drained_moves_its_remaining_links(backend: Backend) {
+    let (hook, _received) = webhook_receiver().await;
+    let hook = format!("http://{hook}/hook");
+    let flags = flags(&hook);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let app = spawn_app_with(backend, &flags).await;
+    const ITEMS: usize = 40_000;
+    let body: String = (0..ITEMS)
+        .map(|i| format!("{{\"url\":\"https://t.example/{i}\"}}\n"))
+        .collect();
+    let request = through_nginx(&app, Method::POST, "/links/batch")
+        .header("content-type", "application/x-ndjson")
+        .body(body);
+    let batch = tokio::spawn(async move {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap()
+    });
+    // Drained by hand once the batch has stored some of its links, well before its end.
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            app.db.scalar("SELECT COUNT(*) FROM links").await >= 2_000
+        })
+        .await
+    );
+    operator(&app, "s2.example", "drain", None).await;
+    let answer = batch.await.unwrap();
+    let hosts: Vec<String> = answer
+        .lines()
+        .map(|line| {
+            let result: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(result["status"], 201, "{result}");
+            let url = result["link"]["short_url"].as_str().unwrap();
+            url::Url::parse(url).unwrap().host_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(hosts.len(), ITEMS);
+    let last_on_s2 = hosts.iter().rposition(|h| h == "s2.example").unwrap();
+    assert!(
+        last_on_s2 < ITEMS - 1_000,
+        "moved mid-way: {last_on_s2} of {ITEMS}"
+    );
+    let after = &hosts[last_on_s2 + 1..];
+    assert!(after.iter().any(|h| h == "s9.example") && after.iter().any(|h| h == "s1.example"));
+    assert_eq!(
+        app.db.scalar("SELECT COUNT(*) FROM links").await,
+        ITEMS as i64
+    );
+}
+
 crate::on_each_backend!(
+    a_batch_running_when_a_domain_is_drained_moves_its_remaining_links,
     a_change_another_sidecar_claimed_first_is_taken_not_made_twice,
     a_blocked_domain_is_drained_on_every_sidecar_and_restored_by_healthy_checks,
     an_operator_drains_restores_and_pins,
