@@ -18,6 +18,7 @@ mod headers;
 mod lookup;
 mod page;
 mod password;
+mod prefill;
 pub mod redis;
 pub mod request;
 mod respond;

@@ -491,7 +491,7 @@ fn record_missing(reply: &Frame) -> bool {
 /// the marker says; a missing record is only a 404 while the marker proves Redis holds every
 /// link, and names this module's scheme (or, from a sidecar that publishes none, the code passed
 /// the check character).
-fn interpret(
+pub(crate) fn interpret(
     reply: Frame,
     expected: &scheme::Expected,
     bad_check: bool,

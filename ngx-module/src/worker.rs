@@ -11,6 +11,7 @@ use nginx_sys::{
     ngx_add_timer, ngx_cycle, ngx_del_timer, ngx_delete_posted_event, ngx_event_t, ngx_post_event,
     ngx_posted_events, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
+use ngx::async_::Task;
 use ngx::ngx_log_error;
 
 use crate::cache::zone::{self, SlotCopy, Stored, Zone};
@@ -45,6 +46,8 @@ pub struct Worker {
     /// then only holds what does not fit the zone's slots.
     zone: Option<Zone>,
     zone_config: Option<CacheConfig>,
+    /// Reads the codes the subscription reported into the zone ([`crate::prefill`]).
+    prefill: Option<Task<()>>,
     /// Keeps the cache coherent with Redis (`shortlink_cache_invalidation on`); while it is not
     /// subscribed the cache is neither read nor filled.
     tracker: Option<Tracker>,
@@ -125,7 +128,8 @@ impl Worker {
             (Some(redis), Some(_)) if mcf.cache_invalidation() => {
                 let tracker = Tracker::new(redis, Rc::clone(&events));
                 if let Some(zone) = zone {
-                    tracker.state().share(zone);
+                    // The flush event also starts the prefill (`on_flush`); Drop unhooks it.
+                    tracker.state().share(zone, &mut *flush);
                 }
                 Some(tracker)
             }
@@ -151,6 +155,7 @@ impl Worker {
             cache: mcf.cache_config().map(Cache::new),
             zone,
             zone_config: mcf.cache_config(),
+            prefill: None,
             tracker,
             pools: PoolMemo::default(),
             workspaces: HostWorkspaces::default(),
@@ -387,9 +392,16 @@ impl Worker {
         }
     }
 
-    /// Caches a lookup's answer unless an invalidation (or a change of trust) arrived since
-    /// `ticket` was taken: the answer may predate it.
-    pub fn remember(
+    /// Up to `n` codes the subscription reported, newest first, for the prefill.
+    pub fn take_prefill(&mut self, n: usize) -> Vec<Vec<u8>> {
+        match (&self.tracker, self.zone) {
+            (Some(tracker), Some(_)) => tracker.state().take_prefill(n),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Stores a prefilled record in the zone, as [`Worker::remember`] would a click's lookup.
+    pub fn remember_prefill(
         &mut self,
         code: &[u8],
         value: Cached,
@@ -397,9 +409,48 @@ impl Worker {
         ticket: Ticket,
         scope: Scope,
     ) {
+        if self.remember(code, value, now_ms, ticket, scope) {
+            if let Some(zone) = self.zone {
+                zone.count_prefill();
+            }
+        }
+    }
+
+    /// Starts the prefill if codes wait and no task reads them; the caller spawns it outside
+    /// the worker's borrow.
+    fn prefill_due(&mut self) -> Option<(&'static MainConf, Option<Task<()>>)> {
+        let queued = self.zone.is_some()
+            && self
+                .tracker
+                .as_ref()
+                .is_some_and(|t| t.state().has_prefill());
+        if !queued
+            || self
+                .prefill
+                .as_ref()
+                .is_some_and(|task| !task.is_finished())
+        {
+            return None;
+        }
+        // SAFETY: the configuration outlives its workers' state (a new one replaces the
+        // worker, whose Drop drops the task first).
+        let mcf: &'static MainConf = unsafe { &*self.conf };
+        Some((mcf, self.prefill.take()))
+    }
+
+    /// Caches a lookup's answer unless an invalidation (or a change of trust) arrived since
+    /// `ticket` was taken: the answer may predate it. Returns whether the zone took it.
+    pub fn remember(
+        &mut self,
+        code: &[u8],
+        value: Cached,
+        now_ms: u64,
+        ticket: Ticket,
+        scope: Scope,
+    ) -> bool {
         // Applies the reports received so far (to the worker cache; the zone has them already).
         if self.cache().is_none() {
-            return;
+            return false;
         }
         if let (Some(zone), Some(zone_ticket), Some(config)) =
             (self.zone, ticket.zone, self.zone_config)
@@ -408,20 +459,22 @@ impl Worker {
             // emptied the zone, which the ticket's epoch catches. Reports on other codes do not
             // matter: the zone checks this code's own removals.
             if ticket.worker.is_none() || self.ticket().is_none() {
-                return;
+                return false;
             }
             match zone.insert(code, &value, now_ms, &config, zone_ticket, scope) {
-                Stored::Yes | Stored::Refused => return,
+                Stored::Yes => return true,
+                Stored::Refused => return false,
                 // Longer, or with extras: the worker cache, under its own rule.
                 Stored::DoesNotFit => {}
             }
         }
         if ticket.worker.is_none() || ticket.worker != self.ticket() {
-            return;
+            return false;
         }
         if let Some(cache) = self.cache() {
             cache.insert_in(code, value, now_ms, scope);
         }
+        false
     }
 }
 
@@ -470,6 +523,10 @@ impl Drop for Worker {
         // nginx must not keep a pointer to memory about to be freed.
         self.disarm_flush();
         self.events.set_wake(ptr::null_mut());
+        if let Some(tracker) = &self.tracker {
+            tracker.state().forget_wake();
+        }
+        self.prefill = None;
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }
@@ -490,14 +547,24 @@ fn flush_event() -> Box<ngx_event_t> {
 
 extern "C" fn on_flush(_ev: *mut ngx_event_t) {
     ffi::guard((), || {
-        let _ = WORKER.try_with(|cell| {
+        let due = WORKER.try_with(|cell| {
             // Posted events run from the event loop, never inside a borrow of the worker. If
             // that ever changed, the batch would wait for the next visit's flush.
-            if let Ok(mut slot) = cell.try_borrow_mut() {
-                if let Some(worker) = slot.as_mut() {
-                    worker.write_batch();
-                }
-            }
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let worker = slot.as_mut()?;
+            worker.write_batch();
+            worker.prefill_due()
         });
+        // Spawned outside the borrow: the task may run at once, and it borrows the worker.
+        if let Ok(Some((mcf, running))) = due {
+            let task = crate::prefill::start(mcf, running);
+            let _ = WORKER.try_with(|cell| {
+                if let Ok(mut slot) = cell.try_borrow_mut() {
+                    if let Some(worker) = slot.as_mut() {
+                        worker.prefill = task;
+                    }
+                }
+            });
+        }
     });
 }

@@ -4,6 +4,10 @@
 //! is built on those connections.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ptr;
+
+use nginx_sys::ngx_event_t;
 
 use super::resp::Frame;
 use crate::cache::zone::Zone;
@@ -13,10 +17,12 @@ pub(super) const CHANNEL: &[u8] = b"__redis__:invalidate";
 pub(super) const LINK_PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
 /// Pending evictions kept for the next cache access; beyond that the whole cache is dropped.
 const MAX_PENDING: usize = 4096;
+/// Codes waiting to be read into the zone; beyond that the oldest are dropped (a campaign
+/// larger than this is prefilled from its newest links on).
+pub const MAX_PREFILL: usize = 1 << 17;
 
 /// What the invalidation connection tells the worker's cache. Shared with the connection,
 /// which records reports as they arrive; the cache applies them at its next access.
-#[derive(Default)]
 pub struct TrackState {
     /// Bumped by every report and every change of `up`.
     seq: Cell<u64>,
@@ -29,6 +35,38 @@ pub struct TrackState {
     /// The edge's shared cache (`shortlink_cache_zone`): reports are applied to it as they
     /// arrive, not at this worker's next access, since other workers read it meanwhile.
     zone: Cell<Option<Zone>>,
+    /// Codes reported changed, to be read from Redis into the zone, newest last.
+    prefill: RefCell<VecDeque<Vec<u8>>>,
+    /// Posted when `prefill` gets codes: the worker's event that starts reading them.
+    wake: Cell<*mut ngx_event_t>,
+}
+
+impl Default for TrackState {
+    fn default() -> Self {
+        Self {
+            seq: Cell::new(0),
+            up: Cell::new(false),
+            evict: RefCell::default(),
+            flush: Cell::new(false),
+            zone: Cell::new(None),
+            prefill: RefCell::default(),
+            wake: Cell::new(ptr::null_mut()),
+        }
+    }
+}
+
+/// Posts `event` (null: none) unless it is already posted.
+fn post(event: *mut ngx_event_t) {
+    // SAFETY: a non-null `wake` is the worker's live event (`share`'s caller clears it before
+    // freeing it). Unit tests never set one, and run without nginx's symbols.
+    #[cfg(not(test))]
+    unsafe {
+        if !event.is_null() && (*event).posted() == 0 {
+            nginx_sys::ngx_post_event(event, ptr::addr_of_mut!(nginx_sys::ngx_posted_events));
+        }
+    }
+    #[cfg(test)]
+    assert!(event.is_null());
 }
 
 /// What to apply to the cache before reading it.
@@ -49,9 +87,36 @@ impl TrackState {
         self.up.get().then(|| self.seq.get())
     }
 
-    /// Applies this worker's reports to `zone` from now on.
-    pub fn share(&self, zone: Zone) {
+    /// Applies this worker's reports to `zone` from now on, and queues each reported code to
+    /// be read into it ([`TrackState::take_prefill`]), posting `wake` (null: none).
+    pub fn share(&self, zone: Zone, wake: *mut ngx_event_t) {
         self.zone.set(Some(zone));
+        self.wake.set(wake);
+    }
+
+    /// Stops posting the worker's event (it is about to be freed).
+    pub fn forget_wake(&self) {
+        self.wake.set(ptr::null_mut());
+    }
+
+    pub fn has_prefill(&self) -> bool {
+        !self.prefill.borrow().is_empty()
+    }
+
+    /// Up to `n` queued codes, newest first.
+    pub fn take_prefill(&self, n: usize) -> Vec<Vec<u8>> {
+        let mut queue = self.prefill.borrow_mut();
+        let n = n.min(queue.len());
+        (0..n).filter_map(|_| queue.pop_back()).collect()
+    }
+
+    fn queue_prefill(&self, code: &[u8]) {
+        let mut queue = self.prefill.borrow_mut();
+        if queue.len() == MAX_PREFILL {
+            queue.pop_front();
+        }
+        queue.push_back(code.to_vec());
+        post(self.wake.get());
     }
 
     pub(super) fn set_up(&self, up: bool) {
@@ -103,6 +168,7 @@ impl TrackState {
                             if let Some(code) = key.strip_prefix(LINK_PREFIX) {
                                 if let Some(zone) = self.zone.get() {
                                     zone.remove(code);
+                                    self.queue_prefill(code);
                                 }
                                 evict.push(code.to_vec());
                             }
