@@ -195,14 +195,24 @@ async fn a_subject_is_exported_as_stored_and_erased_without_a_trace(backend: Bac
     );
     let (status, text) = post(&app, &m.other, "/subjects/export", &json!({"ref": ALICE})).await;
     assert_eq!((status, text.as_str()), (200, ""));
+    for wrong in [
+        json!({"campaign": "x"}),
+        json!({"ref": ALICE, "code": m.spring}),
+        json!({}),
+    ] {
+        let (status, text) = post(&app, &m.admin, "/subjects/export", &wrong).await;
+        assert_eq!(status, 422, "{wrong}: {text}");
+    }
     let (status, text) = post(
         &app,
         &m.admin,
         "/subjects/export",
-        &json!({"campaign": "x"}),
+        &json!({"ref": "a\u{1}b"}),
     )
     .await;
     assert_eq!(status, 400, "{text}");
+    let (status, text) = post(&app, &m.admin, "/subjects/erase", &json!({"ref": ALICE})).await;
+    assert_eq!(status, 422, "no request_id: {text}");
 
     let campaign_before = app_campaign(&app, &m.admin, "spring").await;
     let record_before = app.redis_record(&m.spring).await.unwrap();

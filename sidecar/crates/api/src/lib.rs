@@ -24,6 +24,7 @@ pub mod qr;
 pub mod rate_limit;
 pub mod request_id;
 mod resolve;
+mod retention;
 mod state;
 pub mod stats;
 mod subjects;
@@ -68,6 +69,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(workspaces::router())
         .merge(audit::router())
         .merge(subjects::router())
+        .merge(retention::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })

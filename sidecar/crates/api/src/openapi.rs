@@ -3,7 +3,7 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
     audit, batch, campaigns, compose, conversions, domains, health, links, preview, qr, resolve,
-    stats, subjects, visits, webhooks, workspaces,
+    retention, stats, subjects, visits, webhooks, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -34,6 +34,7 @@ use utoipa::OpenApi;
         domains::restore_domain,
         domains::pin_domain,
         domains::drain_domain,
+        domains::unclicked::unclicked_links,
         resolve::resolve,
         stats::link_stats,
         stats::global_stats,
@@ -62,6 +63,8 @@ use utoipa::OpenApi;
         subjects::export_subject,
         subjects::erase_subject,
         subjects::list_requests,
+        retention::get_retention,
+        retention::put_retention,
         health::healthz,
         health::readyz,
     ),

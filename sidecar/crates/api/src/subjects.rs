@@ -22,32 +22,98 @@ pub fn router() -> Router<AppState> {
         .route("/subjects/requests", get(list_requests))
 }
 
-/// Longest `ref`, `campaign`, `code` or `request_id` looked at.
+/// Longest `ref`, `campaign`, `code` or `request_id`, in characters.
 const MAX_FIELD: usize = 256;
+
+/// A selector's text: 1 to 256 characters, no control character (as the schema says).
+pub(crate) fn text() -> utoipa::openapi::Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_FIELD))
+        .pattern(Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*$"))
+        .into()
+}
+
+/// Every link of the workspace with this `ref`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ByRef {
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref", schema_with = text)]
+    pub recipient_ref: String,
+}
+
+/// The links of one campaign with this `ref`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ByCampaignRef {
+    #[schema(schema_with = text)]
+    pub campaign: String,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref", schema_with = text)]
+    pub recipient_ref: String,
+}
+
+/// One link.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ByCode {
+    #[schema(schema_with = text)]
+    pub code: String,
+}
 
 /// Whose data: `ref` (every link with it), `campaign` + `ref`, or `code` (one link).
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubjectSelector {
-    #[serde(rename = "ref")]
-    #[schema(rename = "ref")]
-    pub recipient_ref: Option<String>,
-    pub campaign: Option<String>,
-    pub code: Option<String>,
+#[serde(untagged)]
+pub enum SubjectSelector {
+    CampaignRef(ByCampaignRef),
+    Ref(ByRef),
+    Code(ByCode),
 }
 
-/// An erase: the selector and the caller's id of the request (a repeat with the same id
-/// answers the first, and finishes it if it was cut short).
+/// An erase by `ref`; `request_id` is the caller's id of the request (a repeat with the same
+/// id answers the first, and finishes it if it was cut short).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EraseRequest {
-    /// 1 to 256 characters, chosen by the caller.
-    pub request_id: Option<String>,
+pub struct EraseByRef {
+    #[schema(schema_with = text)]
+    pub request_id: String,
     #[serde(rename = "ref")]
-    #[schema(rename = "ref")]
-    pub recipient_ref: Option<String>,
-    pub campaign: Option<String>,
-    pub code: Option<String>,
+    #[schema(rename = "ref", schema_with = text)]
+    pub recipient_ref: String,
+}
+
+/// An erase by `campaign` + `ref`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EraseByCampaignRef {
+    #[schema(schema_with = text)]
+    pub request_id: String,
+    #[schema(schema_with = text)]
+    pub campaign: String,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref", schema_with = text)]
+    pub recipient_ref: String,
+}
+
+/// An erase by `code`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EraseByCode {
+    #[schema(schema_with = text)]
+    pub request_id: String,
+    #[schema(schema_with = text)]
+    pub code: String,
+}
+
+/// An erase: its id and whose data.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum EraseRequest {
+    CampaignRef(EraseByCampaignRef),
+    Ref(EraseByRef),
+    Code(EraseByCode),
 }
 
 fn invalid(code: &'static str, message: &str) -> Error {
@@ -58,30 +124,63 @@ fn invalid(code: &'static str, message: &str) -> Error {
     }
 }
 
-fn selector(
-    reference: Option<String>,
-    campaign: Option<String>,
-    code: Option<String>,
-) -> Result<Selector> {
-    for value in [&reference, &campaign, &code].into_iter().flatten() {
-        if value.is_empty() || value.len() > MAX_FIELD {
+/// Each text of a request as its schema says: 1 to 256 characters, no control character.
+fn checked(values: &[&str]) -> Result<()> {
+    for value in values {
+        let n = value.chars().count();
+        if n == 0 || n > MAX_FIELD || value.chars().any(char::is_control) {
             return Err(invalid(
                 "invalid_selector",
-                "ref, campaign and code are 1 to 256 characters",
+                "ref, campaign, code and request_id are 1 to 256 characters, none a control character",
             ));
         }
     }
-    match (reference, campaign, code) {
-        (Some(reference), None, None) => Ok(Selector::Ref(reference)),
-        (Some(reference), Some(campaign), None) => Ok(Selector::CampaignRef {
-            campaign,
-            reference,
-        }),
-        (None, None, Some(code)) => Ok(Selector::Code(code)),
-        _ => Err(invalid(
-            "invalid_selector",
-            "name the subject by ref, by campaign and ref, or by code",
-        )),
+    Ok(())
+}
+
+impl SubjectSelector {
+    fn parse(self) -> Result<Selector> {
+        Ok(match self {
+            SubjectSelector::CampaignRef(s) => {
+                checked(&[&s.campaign, &s.recipient_ref])?;
+                Selector::CampaignRef {
+                    campaign: s.campaign,
+                    reference: s.recipient_ref,
+                }
+            }
+            SubjectSelector::Ref(s) => {
+                checked(&[&s.recipient_ref])?;
+                Selector::Ref(s.recipient_ref)
+            }
+            SubjectSelector::Code(s) => {
+                checked(&[&s.code])?;
+                Selector::Code(s.code)
+            }
+        })
+    }
+}
+
+impl EraseRequest {
+    /// The request id and the selector.
+    fn parse(self) -> Result<(String, Selector)> {
+        let (id, selector) = match self {
+            EraseRequest::CampaignRef(e) => (
+                e.request_id,
+                SubjectSelector::CampaignRef(ByCampaignRef {
+                    campaign: e.campaign,
+                    recipient_ref: e.recipient_ref,
+                }),
+            ),
+            EraseRequest::Ref(e) => (
+                e.request_id,
+                SubjectSelector::Ref(ByRef {
+                    recipient_ref: e.recipient_ref,
+                }),
+            ),
+            EraseRequest::Code(e) => (e.request_id, SubjectSelector::Code(ByCode { code: e.code })),
+        };
+        checked(&[&id])?;
+        Ok((id, selector.parse()?))
     }
 }
 
@@ -147,14 +246,15 @@ fn lines(export: &Export, webhooks: &[Value]) -> Vec<Value> {
     request_body = SubjectSelector,
     responses(
         (status = 200, description = "`application/x-ndjson`: one object per line"),
-        (status = 400, description = "`invalid_selector`", body = ErrorBody),
+        (status = 422, description = "`invalid_body`: no selector, or two", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
 pub async fn export_subject(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
     Json(body): Json<SubjectSelector>,
 ) -> Result<Response> {
-    let selector = selector(body.recipient_ref, body.campaign, body.code)?;
+    let selector = body.parse()?;
     let export = service(&state).export(workspace, &selector).await?;
     let mut webhooks = Vec::new();
     if !export.links.is_empty() {
@@ -235,7 +335,8 @@ impl From<SubjectRequest> for SubjectRequestView {
     request_body = EraseRequest,
     responses(
         (status = 200, body = SubjectRequestView),
-        (status = 400, description = "`invalid_selector`, `invalid_request_id`", body = ErrorBody),
+        (status = 422, description = "`invalid_body`: no `request_id`, no selector, or two", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
 pub async fn erase_subject(
     State(state): State<AppState>,
@@ -243,10 +344,7 @@ pub async fn erase_subject(
     Recorder(origin): Recorder,
     Json(body): Json<EraseRequest>,
 ) -> Result<Json<SubjectRequestView>> {
-    let key = (body.request_id)
-        .filter(|key| !key.is_empty() && key.len() <= MAX_FIELD)
-        .ok_or_else(|| invalid("invalid_request_id", "request_id is 1 to 256 characters"))?;
-    let selector = selector(body.recipient_ref, body.campaign, body.code)?;
+    let (key, selector) = body.parse()?;
     let done = service(&state)
         .erase(workspace, &key, &selector, &origin)
         .await?;

@@ -7,7 +7,11 @@
 //!   in the stream when the job runs does not save a link (the job reads SQL).
 //! - `--visit-retention D`: raw visits older than `D` are deleted in chunks; rollups, and with them
 //!   every stat, stay.
+//! - Retention policies of workspaces and campaigns ([`crate::retention`]): their raw visits,
+//!   conversions and webhook failures past their own retention; the flag above then covers only
+//!   the links no policy rules. Checked at every run, so the job runs even without the flags.
 
+use super::retention::{self, Retention};
 use super::store::VisitStore;
 use chrono::SubsecRound;
 use shortlink_core::background::{self, Shutdown};
@@ -38,6 +42,9 @@ impl CleanupSettings {
 pub struct CleanupReport {
     pub links_expired: u64,
     pub visits_deleted: u64,
+    /// By workspace and campaign policies.
+    pub conversions_deleted: u64,
+    pub webhook_failures_deleted: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,26 +106,44 @@ pub async fn expire_idle_links(
     Ok(expired)
 }
 
-/// Deletes raw visits older than `retention`; returns how many.
+/// Deletes raw visits older than `retention` (`None`: kept) of the links no policy rules, and
+/// what each workspace's and campaign's policy lets go (visits, conversions, webhook failures).
 pub async fn delete_old_visits(
     store: &dyn VisitStore,
-    retention: Duration,
-) -> Result<u64, CleanupError> {
-    let before = ago(retention)?;
-    let mut deleted = 0;
-    loop {
-        let n = store.delete_visits_before(before, DELETE_CHUNK).await?;
-        deleted += n;
-        if n < u64::from(DELETE_CHUNK) {
-            break;
+    retention: Option<Duration>,
+) -> Result<retention::Deleted, CleanupError> {
+    let policies = store.retention().policies().await?;
+    let mut deleted = retention::apply(store, &policies, storage::now()).await?;
+    if let Some(retention) = retention {
+        let before = ago(retention)?;
+        let ruled = retention::ruled(&policies);
+        if ruled == retention::ruled(&[]) {
+            // No policy: every visit is the flag's, deleted by time alone.
+            loop {
+                let n = store.delete_visits_before(before, DELETE_CHUNK).await?;
+                deleted.visits += n;
+                if n < u64::from(DELETE_CHUNK) {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        } else {
+            deleted.visits += retention::delete_visits(store, &ruled, before).await?;
         }
-        tokio::task::yield_now().await;
     }
     // The feed's rows of those visits: a reader skips ids whose visit is gone, so they may go
-    // after the visits (one row per visit transaction, few to delete).
-    store.prune_feed(before.timestamp_millis()).await?;
-    if deleted > 0 {
-        tracing::info!(deleted, "deleted raw visits past retention");
+    // after the visits (one row per visit transaction, few to delete); while a policy keeps
+    // visits longer than the flag, at the longest.
+    if let Some(longest) = retention::longest_visits(retention, &policies) {
+        store.prune_feed(ago(longest)?.timestamp_millis()).await?;
+    }
+    if deleted != retention::Deleted::default() {
+        tracing::info!(
+            visits = deleted.visits,
+            conversions = deleted.conversions,
+            webhook_failures = deleted.webhook_failures,
+            "deleted past retention"
+        );
     }
     Ok(deleted)
 }
@@ -133,9 +158,10 @@ pub async fn run_once(
     if let Some(idle) = settings.expire_idle_after {
         report.links_expired = expire_idle_links(links, store, idle).await?;
     }
-    if let Some(retention) = settings.visit_retention {
-        report.visits_deleted = delete_old_visits(store, retention).await?;
-    }
+    let deleted = delete_old_visits(store, settings.visit_retention).await?;
+    report.visits_deleted = deleted.visits;
+    report.conversions_deleted = deleted.conversions;
+    report.webhook_failures_deleted = deleted.webhook_failures;
     Ok(report)
 }
 

@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod conversions;
 pub mod countries;
 pub mod rollup;
+pub mod retention;
 pub mod store;
 pub mod subjects;
 
@@ -144,7 +145,7 @@ impl ConsumerParts {
 }
 
 /// The visit pipeline's background jobs as configured: the consumer (for `serve` unless
-/// `--consumer false`; always for `consume`) and the cleanup jobs (when enabled). Made from the
+/// `--consumer false`; always for `consume`) and the cleanup jobs (always: retention policies may be set at any time). Made from the
 /// configuration before anything is opened, so a wrong setting stops the start-up first.
 pub struct VisitJobs {
     consumer: Option<ConsumerParts>,
@@ -160,9 +161,8 @@ impl VisitJobs {
         let cleanup = cleanup_settings(config);
         Ok(VisitJobs {
             consumer,
-            cleanup: cleanup
-                .is_enabled()
-                .then_some((cleanup, config.cleanup_every)),
+            // Always: workspaces and campaigns may set retention policies at any time.
+            cleanup: Some((cleanup, config.cleanup_every)),
         })
     }
 

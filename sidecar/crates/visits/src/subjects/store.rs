@@ -4,7 +4,7 @@
 //! indexes of `links`), then reaches visits and conversions by code (`visits_code_time`,
 //! `conversions_code`): no scan of the visits, whatever their number.
 
-use super::{Selector, SubjectRequest, SubjectVisit};
+use super::model::{Selector, SubjectRequest, SubjectVisit};
 use crate::store::{
     MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
 };
