@@ -185,6 +185,45 @@ async fn retention_per_campaign_removes_exactly_the_expired_rows(backend: Backen
         .scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'retention.set'")
         .await;
     assert_eq!(audit, 3);
+
+    // Webhook failures: brand-b keeps 5 days; the default workspace's stay (no policy).
+    let mut hooks = Vec::new();
+    for key in [API_KEY, other.as_str()] {
+        let (status, hook) = send(
+            &app,
+            key,
+            Method::POST,
+            "/webhooks",
+            &json!({"name": "crm", "url": "https://hooks.example/in",
+                    "secret": "a-webhook-secret-of-some-length"}),
+        )
+        .await;
+        assert_eq!(status, 201, "{hook}");
+        hooks.push(hook["id"].as_str().unwrap().to_owned());
+    }
+    for (hook, age, error) in [
+        (&hooks[0], 10, "a-old"),
+        (&hooks[1], 10, "b-old"),
+        (&hooks[1], 1, "b-new"),
+    ] {
+        app.db
+            .execute(&format!(
+                "INSERT INTO webhook_failures (subscription_id, from_seq, from_index, to_seq, \
+                 to_index, events, failed_ms, error) VALUES ('{hook}', 1, 0, 1, 1, 1, {}, '{error}')",
+                now - age * DAY_MS
+            ))
+            .await;
+    }
+    let policy = json!({"visits_days": 2, "webhook_failures_days": 5});
+    let (status, body) = send(&app, &other, Method::PUT, "/retention", &policy).await;
+    assert_eq!(status, 200, "{body}");
+    let deleted = delete_old_visits(store_.as_ref(), None).await.unwrap();
+    assert_eq!(deleted.webhook_failures, 1);
+    let left = app
+        .db
+        .texts("SELECT error FROM webhook_failures ORDER BY error")
+        .await;
+    assert_eq!(left, ["a-old", "b-new"]);
 }
 
 async fn a_workspace_truncates_its_visitors_addresses(backend: Backend) {

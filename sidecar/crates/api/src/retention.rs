@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_visits::retention::{
     CampaignRetention, Retention, RetentionPolicy, WorkspaceRetention,
@@ -31,10 +32,10 @@ pub struct CampaignRetentionView {
     /// 1 to 200 characters, no control character. Named twice, the last one counts.
     #[schema(schema_with = campaign)]
     pub campaign: String,
-    #[schema(minimum = 1, maximum = 36500)]
-    pub visits_days: Option<i64>,
-    #[schema(minimum = 1, maximum = 36500)]
-    pub conversions_days: Option<i64>,
+    #[schema(schema_with = days_schema)]
+    pub visits_days: Option<WholeNumber>,
+    #[schema(schema_with = days_schema)]
+    pub conversions_days: Option<WholeNumber>,
 }
 
 /// A workspace's retention policy, whole (a `PUT` replaces it).
@@ -42,14 +43,14 @@ pub struct CampaignRetentionView {
 #[serde(deny_unknown_fields)]
 pub struct RetentionView {
     /// Raw visits, in days; `null`: `--visit-retention` (kept forever if unset).
-    #[schema(minimum = 1, maximum = 36500)]
-    pub visits_days: Option<i64>,
+    #[schema(schema_with = days_schema)]
+    pub visits_days: Option<WholeNumber>,
     /// Conversions, in days; `null`: kept.
-    #[schema(minimum = 1, maximum = 36500)]
-    pub conversions_days: Option<i64>,
+    #[schema(schema_with = days_schema)]
+    pub conversions_days: Option<WholeNumber>,
     /// Webhook failures kept for replay, in days; `null`: kept until replayed or deleted.
-    #[schema(minimum = 1, maximum = 36500)]
-    pub webhook_failures_days: Option<i64>,
+    #[schema(schema_with = days_schema)]
+    pub webhook_failures_days: Option<WholeNumber>,
     /// Truncate visitors' addresses (IPv4 /24, IPv6 /48) when stored; `null`: `--anonymize-ip`.
     pub anonymize_ip: Option<bool>,
     #[serde(default)]
@@ -60,19 +61,29 @@ pub struct RetentionView {
 impl From<RetentionPolicy> for RetentionView {
     fn from(p: RetentionPolicy) -> Self {
         Self {
-            visits_days: p.workspace.visits_days,
-            conversions_days: p.workspace.conversions_days,
-            webhook_failures_days: p.workspace.webhook_failures_days,
+            visits_days: p.workspace.visits_days.map(WholeNumber),
+            conversions_days: p.workspace.conversions_days.map(WholeNumber),
+            webhook_failures_days: p.workspace.webhook_failures_days.map(WholeNumber),
             anonymize_ip: p.workspace.anonymize_ip,
             campaigns: (p.campaigns.into_iter())
                 .map(|c| CampaignRetentionView {
                     campaign: c.campaign,
-                    visits_days: c.visits_days,
-                    conversions_days: c.conversions_days,
+                    visits_days: c.visits_days.map(WholeNumber),
+                    conversions_days: c.conversions_days.map(WholeNumber),
                 })
                 .collect(),
         }
     }
+}
+
+/// A number of days, 1 to 36,500, or null.
+fn days_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(1))
+        .maximum(Some(MAX_DAYS))
+        .into()
 }
 
 /// A campaign's name as links carry it: 1 to 200 characters, no control character.
@@ -93,8 +104,8 @@ fn invalid(message: String) -> Error {
     }
 }
 
-fn days(field: &str, value: Option<i64>) -> Result<Option<i64>> {
-    match value {
+fn days(field: &str, value: Option<WholeNumber>) -> Result<Option<i64>> {
+    match value.map(|days| days.0) {
         Some(days) if !(1..=MAX_DAYS).contains(&days) => Err(invalid(format!(
             "{field} must be between 1 and {MAX_DAYS} days, or null"
         ))),
@@ -157,6 +168,7 @@ pub async fn get_retention(
         (status = 200, body = RetentionView),
         (status = 400, description = "`invalid_retention`", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "`invalid_body`: not a policy", body = ErrorBody),
     ))]
 pub async fn put_retention(
     State(state): State<AppState>,

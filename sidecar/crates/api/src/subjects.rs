@@ -246,6 +246,7 @@ fn lines(export: &Export, webhooks: &[Value]) -> Vec<Value> {
     request_body = SubjectSelector,
     responses(
         (status = 200, description = "`application/x-ndjson`: one object per line"),
+        (status = 400, description = "`invalid_selector`: a control character, or over 256 characters", body = ErrorBody),
         (status = 422, description = "`invalid_body`: no selector, or two", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
@@ -335,6 +336,7 @@ impl From<SubjectRequest> for SubjectRequestView {
     request_body = EraseRequest,
     responses(
         (status = 200, body = SubjectRequestView),
+        (status = 400, description = "`invalid_selector`: a control character, or over 256 characters", body = ErrorBody),
         (status = 422, description = "`invalid_body`: no `request_id`, no selector, or two", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
