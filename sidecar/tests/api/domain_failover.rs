@@ -448,7 +448,164 @@ async fn a_batch_running_when_a_domain_is_drained_moves_its_remaining_links(back
     );
 }
 
+/// Human clicks on `codes` (their `visit_count`), stored as the visit consumer stores them.
+async fn click(app: &TestApp, codes: &[String]) {
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    const PHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) \
+                         AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 \
+                         Safari/604.1";
+    let now = chrono::Utc::now().timestamp_millis().to_string();
+    let visits: Vec<_> = (codes.iter().enumerate())
+        .map(|(i, code)| {
+            let fields = [
+                ("c", code.as_str()),
+                ("t", &now),
+                ("ua", PHONE),
+                ("host", "s2.example"),
+            ]
+            .map(|(k, v)| (k, v.to_owned()));
+            let event = VisitEvent::from_fields(format!("{now}-{i}"), fields).unwrap();
+            Enricher::new(GeoDb::disabled(), false).enrich(&event)
+        })
+        .collect();
+    let store = app.visit_store().await;
+    store.store_batch(&visits, false).await.unwrap();
+}
+
+/// Creates `items` in one batch; (code, short URL) of each.
+async fn create(app: &TestApp, items: &[Value]) -> Vec<(String, String)> {
+    let response = through_nginx(app, Method::POST, "/links/batch")
+        .json(items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    (body["results"].as_array().unwrap().iter())
+        .map(|r| {
+            assert_eq!(r["status"], 201, "{r}");
+            let link = &r["link"];
+            (
+                link["code"].as_str().unwrap().to_owned(),
+                link["short_url"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The re-send list of s2 equals what the raw rows say: the links with a ref, of the campaign,
+/// with no click, whose create answered a short URL on s2 (before the drain; after it none is).
+async fn the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain(backend: Backend) {
+    // Checks off: this sidecar's snapshot changes only by its own requests, at once.
+    let app = spawn_app_with(backend, &["--domain-health-every", "0"]).await;
+    let items = |from: usize, to: usize, campaign: &str, with_ref: bool| -> Vec<Value> {
+        (from..to)
+            .map(|i| match with_ref {
+                true => json!({"url": format!("https://t.example/{i}"), "campaign": campaign, "ref": format!("r{i}")}),
+                false => json!({"url": format!("https://t.example/{i}"), "campaign": campaign}),
+            })
+            .collect()
+    };
+    let mut issued = create(&app, &items(0, 300, "spring", true)).await;
+    issued.extend(create(&app, &items(300, 330, "spring", false)).await);
+    issued.extend(create(&app, &items(330, 360, "autumn", true)).await);
+    let on_s2: Vec<&String> = (issued.iter())
+        .filter(|(_, url)| url.starts_with("https://s2.example/"))
+        .map(|(code, _)| code)
+        .collect();
+    assert!(on_s2.len() > 100, "{}", on_s2.len());
+    let clicked: Vec<String> = on_s2.iter().take(20).map(|c| (*c).clone()).collect();
+    click(&app, &clicked).await;
+    operator(&app, "s2.example", "drain", None).await;
+    issued.extend(create(&app, &items(360, 560, "spring", true)).await);
+
+    let response = through_nginx(
+        &app,
+        Method::GET,
+        "/domains/s2.example/unclicked?campaign=spring",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/x-ndjson");
+    let text = response.text().await.unwrap();
+    let listed: HashMap<String, Value> = text
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            (line["code"].as_str().unwrap().to_owned(), line)
+        })
+        .collect();
+
+    // From the raw rows: the campaign's links with a ref and no click, on s2 by their create.
+    let unclicked: std::collections::HashSet<String> = app
+        .db
+        .texts(
+            "SELECT code FROM links WHERE campaign = 'spring' AND recipient_ref IS NOT NULL \
+             AND visit_count = 0",
+        )
+        .await
+        .into_iter()
+        .collect();
+    let short_urls: HashMap<&String, &String> = issued.iter().map(|(c, u)| (c, u)).collect();
+    let expected: std::collections::HashSet<String> = (unclicked.iter())
+        .filter(|code| short_urls[code].starts_with("https://s2.example/"))
+        .cloned()
+        .collect();
+    assert!(expected.len() > 50, "{}", expected.len());
+    assert_eq!(
+        listed
+            .keys()
+            .cloned()
+            .collect::<std::collections::HashSet<_>>(),
+        expected
+    );
+    for (code, line) in &listed {
+        assert_eq!(
+            line["short_url"].as_str().unwrap(),
+            short_urls[code].as_str(),
+            "{line}"
+        );
+        assert_eq!(line["campaign"], "spring");
+        assert!(line["ref"].as_str().unwrap().starts_with('r'), "{line}");
+    }
+    assert!(clicked.iter().all(|code| !listed.contains_key(code)));
+
+    // Nothing issued since a time after the drain: an empty list.
+    let since = (chrono::Utc::now() + chrono::Duration::minutes(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let later = through_nginx(
+        &app,
+        Method::GET,
+        &format!("/domains/s2.example/unclicked?since={since}"),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(later.status(), 200);
+    assert_eq!(later.text().await.unwrap(), "");
+    for (path, code) in [
+        ("/domains/nowhere.example/unclicked", "unknown_domain"),
+        ("/domains/s7.example/unclicked", "not_issuing"),
+    ] {
+        let response = (app.api(Method::GET, path))
+            .header("X-Shortlink-Public-Base", LIST)
+            .header(
+                "X-Shortlink-Pool",
+                "s1.example s2.example s9.example s7.example",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{body}");
+    }
+}
+
 crate::on_each_backend!(
+    the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain,
     a_batch_running_when_a_domain_is_drained_moves_its_remaining_links,
     a_change_another_sidecar_claimed_first_is_taken_not_made_twice,
     a_blocked_domain_is_drained_on_every_sidecar_and_restored_by_healthy_checks,

@@ -16,6 +16,8 @@ use shortlink_core::projection::slugs;
 use shortlink_domains::drain::{self, Event};
 use shortlink_domains::health::DomainStatus;
 
+pub mod unclicked;
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/domains", get(list_domains))
@@ -23,6 +25,10 @@ pub fn router() -> Router<AppState> {
         .route("/domains/{domain}/restore", post(restore_domain))
         .route("/domains/{domain}/pin", post(pin_domain))
         .route("/domains/{domain}/drain", post(drain_domain))
+        .route(
+            "/domains/{domain}/unclicked",
+            get(unclicked::unclicked_links),
+        )
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

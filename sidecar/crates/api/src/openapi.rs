@@ -34,6 +34,7 @@ use utoipa::OpenApi;
         domains::restore_domain,
         domains::pin_domain,
         domains::drain_domain,
+        domains::unclicked::unclicked_links,
         resolve::resolve,
         stats::link_stats,
         stats::global_stats,

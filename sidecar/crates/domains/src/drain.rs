@@ -89,6 +89,49 @@ pub struct Drain {
     pub healthy_checks: u32,
     /// Changes so far: each one claims the next number, once across sidecars.
     pub generation: u64,
+    /// The periods it was drained, oldest first (the last [`PERIODS_KEPT`]): the domain a link
+    /// was issued on is the pick with the drains of its creation time (the re-send list).
+    #[serde(default)]
+    pub drained: Vec<Period>,
+}
+
+/// A time the domain was drained; `until` null while it still is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Period {
+    pub from: DateTime<Utc>,
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// Drain periods kept per domain: far more than a domain goes through in a campaign's life.
+pub const PERIODS_KEPT: usize = 50;
+
+impl Drain {
+    /// Whether it was drained at `at`.
+    pub fn drained_at(&self, at: DateTime<Utc>) -> bool {
+        (self.drained.iter()).any(|p| p.from <= at && p.until.is_none_or(|until| at < until))
+    }
+
+    /// `self`'s periods, with the one `next` opens or closes.
+    fn periods(&self, next: &Drain, now: DateTime<Utc>) -> Vec<Period> {
+        let mut periods = self.drained.clone();
+        match (self.mode == Mode::Drained, next.mode == Mode::Drained) {
+            (false, true) => {
+                periods.push(Period {
+                    from: now,
+                    until: None,
+                });
+                let extra = periods.len().saturating_sub(PERIODS_KEPT);
+                periods.drain(..extra);
+            }
+            (true, false) => {
+                if let Some(open) = periods.last_mut() {
+                    open.until.get_or_insert(now);
+                }
+            }
+            _ => {}
+        }
+        periods
+    }
 }
 
 /// What changes a domain's drain state.
@@ -108,14 +151,19 @@ pub enum Event {
 impl Drain {
     /// The state after `event`, or `None` when it changes nothing (nothing is written then).
     pub fn next(&self, event: &Event, healthy_needed: u32, now: DateTime<Utc>) -> Option<Drain> {
-        let set = |mode: Mode, by: By, reason: String, evidence: Evidence| Drain {
-            mode,
-            by,
-            reason,
-            evidence,
-            since: Some(now),
-            healthy_checks: 0,
-            generation: self.generation + 1,
+        let set = |mode: Mode, by: By, reason: String, evidence: Evidence| {
+            let mut next = Drain {
+                mode,
+                by,
+                reason,
+                evidence,
+                since: Some(now),
+                healthy_checks: 0,
+                generation: self.generation + 1,
+                drained: Vec::new(),
+            };
+            next.drained = self.periods(&next, now);
+            next
         };
         match event {
             Event::Checked { evidence } => {
@@ -205,6 +253,22 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn drain(&self, domain: &str) -> Drain {
         self.drains.get(domain).cloned().unwrap_or_default()
+    }
+}
+
+/// The drains as they were at a past time (the domain a link created then was issued on).
+pub struct At<'a> {
+    pub snapshot: &'a Snapshot,
+    pub at: DateTime<Utc>,
+}
+
+impl DrainView for At<'_> {
+    fn is_drained(&self, host: &str) -> bool {
+        (self.snapshot.drains.get(host)).is_some_and(|drain| drain.drained_at(self.at))
+    }
+
+    fn severity(&self, host: &str) -> u8 {
+        self.snapshot.severity(host)
     }
 }
 
@@ -520,6 +584,41 @@ mod tests {
             .next(&Event::Restore, 3, Utc::now())
             .is_none());
         assert_eq!(restored.generation, by_hand.generation + 1);
+    }
+
+    #[test]
+    fn each_drain_is_a_period_and_a_past_time_knows_what_was_drained() {
+        let t0 = Utc::now();
+        let minute = chrono::Duration::minutes(1);
+        let drained = Drain::default()
+            .next(
+                &Event::Drain {
+                    reason: String::new(),
+                },
+                3,
+                t0,
+            )
+            .unwrap();
+        let pinned = drained.next(&Event::Pin, 3, t0 + minute).unwrap();
+        let again = (pinned.next(
+            &Event::Drain {
+                reason: String::new(),
+            },
+            3,
+            t0 + minute * 3,
+        ))
+        .unwrap();
+        assert_eq!(again.drained.len(), 2);
+        assert!(!again.drained_at(t0 - minute));
+        assert!(again.drained_at(t0));
+        assert!(!again.drained_at(t0 + minute * 2));
+        assert!(again.drained_at(t0 + minute * 10));
+        // An older stored state (no periods) reads as never drained before.
+        let old: Drain = serde_json::from_str(
+            r#"{"mode":"drained","by":"health","reason":"","evidence":{"state":null,"reasons":[],"expected_clicks":0.0,"clicks":0,"issued":0,"traffic_judged":false},"since":null,"healthy_checks":0,"generation":1}"#,
+        )
+        .unwrap();
+        assert!(old.drained.is_empty());
     }
 
     #[test]

@@ -188,6 +188,9 @@ pub struct DomainHealth {
     outbox_ready: tokio::sync::Notify,
     /// The workspaces whose every issuing domain is drained, as of the last check.
     degraded: Mutex<BTreeSet<String>>,
+    /// How late this sidecar may learn of another's drain (its check interval, in ms; 0 with
+    /// the checks off).
+    snapshot_lag_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Default for DomainHealth {
@@ -210,7 +213,17 @@ impl DomainHealth {
             outbox: Mutex::default(),
             outbox_ready: tokio::sync::Notify::new(),
             degraded: Mutex::default(),
+            snapshot_lag_ms: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How long after a drain another sidecar made this one may still have issued on the
+    /// domain: its check interval (the re-send list looks that far back).
+    pub fn snapshot_lag(&self) -> Duration {
+        Duration::from_millis(
+            self.snapshot_lag_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     /// Queues a domain webhook for the job to deliver (none is sent without a webhook URL).
@@ -414,6 +427,8 @@ pub async fn run(
     mut shutdown: Shutdown,
 ) {
     let mut alerts = Alerts::default();
+    let lag = u64::try_from(settings.every.as_millis()).unwrap_or(u64::MAX);
+    (health.snapshot_lag_ms).store(lag, std::sync::atomic::Ordering::Relaxed);
     let mut tick = tokio::time::interval(settings.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -1,0 +1,184 @@
+//! `GET /api/v1/domains/{domain}/unclicked` (issue 55): the re-send list. The per-recipient links
+//! (those with a `ref`) of the key's workspace issued on the domain that never got a human click,
+//! newest first, as NDJSON, for a campaign tool to send those recipients a new link.
+//!
+//! Which domain a link was issued on is not stored: it is the pick of the request's issuing list
+//! with the drains of the link's creation time (each domain's drained periods,
+//! shortlink_domains::drain), the pick the create made. Another sidecar learns of a drain at its
+//! next check, so a link created up to one check interval (`--domain-health-every`) after the
+//! domain was drained is listed if the pick of that earlier time was the domain too: a
+//! recipient sent twice is cheaper than one lost. "No human click" is `visit_count` 0 (humans
+//! only, unless `--count-bots`).
+
+use super::super::{AppState, DomainContext, Error, InWorkspace, Path, Query, Result};
+use super::known;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shortlink_domains::drain::{At, Snapshot};
+use shortlink_domains::IssuingBases;
+use shortlink_store::{Link, LinkFilter, ListCursor, Storage};
+use std::sync::Arc;
+
+/// Links read per query.
+const PAGE: u32 = 1000;
+/// `since` when the request gives none.
+const DEFAULT_DAYS: i64 = 7;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UnclickedQuery {
+    /// Links issued at or after this time (RFC 3339); default: 7 days ago.
+    pub since: Option<DateTime<Utc>>,
+    /// Only this campaign's links.
+    pub campaign: Option<String>,
+}
+
+/// One line of the re-send list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UnclickedLink {
+    pub code: String,
+    pub campaign: Option<String>,
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref")]
+    pub recipient_ref: String,
+    pub issued_at: DateTime<Utc>,
+    /// The short URL it was sent with (on the domain asked about).
+    pub short_url: String,
+}
+
+/// The links of the key's workspace issued on the domain with no human click, newest first.
+#[utoipa::path(get, path = "/api/v1/domains/{domain}/unclicked", tag = "domains",
+    params(("domain" = String, Path), UnclickedQuery),
+    responses(
+        (status = 200, description = "`application/x-ndjson`: one `UnclickedLink` per line, newest first", body = UnclickedLink),
+        (status = 400, description = "`invalid_query`, or `invalid_header`: the issuing list nginx sends is malformed", body = super::ErrorBody),
+        (status = 404, description = "`unknown_domain`: not a domain of the key's workspace; `not_issuing`: not in its issuing list", body = super::ErrorBody),
+    ))]
+pub async fn unclicked_links(
+    State(state): State<AppState>,
+    workspace: InWorkspace,
+    domains: DomainContext,
+    Path(domain): Path<String>,
+    Query(query): Query<UnclickedQuery>,
+) -> Result<Response> {
+    let status = known(&state, Some(workspace), &domain)?;
+    let list = (domains.issuing.clone())
+        .filter(|list| list.bases.iter().any(|b| b.host == status.domain))
+        .ok_or_else(|| Error::Request {
+            status: StatusCode::NOT_FOUND,
+            code: "not_issuing",
+            message: "the domain is not in the workspace's issuing list".into(),
+        })?;
+    let mut filter = LinkFilter::in_workspace(workspace.0);
+    filter.campaign = query.campaign;
+    let since = (query.since).unwrap_or_else(|| Utc::now() - chrono::Duration::days(DEFAULT_DAYS));
+    let reader = Reader {
+        storage: Arc::clone(state.links.storage()),
+        filter,
+        since,
+        list,
+        domain: status.domain,
+        snapshot: state.domains.drains.current(),
+        lag: chrono::Duration::from_std(state.domains.snapshot_lag()).unwrap_or_default(),
+    };
+    // The first page before the answer: a database error is a 503, not a cut stream.
+    let first = reader.page(None).await?;
+    let reader = Arc::new(reader);
+    let pages = futures_util::stream::unfold(Some(first), move |page| {
+        let reader = Arc::clone(&reader);
+        async move {
+            let (lines, next) = page?;
+            let following = match next {
+                Some(cursor) => match reader.page(Some(&cursor)).await {
+                    Ok(page) => Some(page),
+                    Err(error) => {
+                        // The list ends short; the client sees no final newline-less line,
+                        // only fewer lines: logged for the operator.
+                        tracing::warn!(%error, "unclicked list cut short");
+                        None
+                    }
+                },
+                None => None,
+            };
+            Some((Ok::<_, std::io::Error>(Bytes::from(lines)), following))
+        }
+    });
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-ndjson"),
+        )],
+        Body::from_stream(pages),
+    )
+        .into_response())
+}
+
+struct Reader {
+    storage: Arc<dyn Storage>,
+    filter: LinkFilter,
+    since: DateTime<Utc>,
+    list: IssuingBases,
+    domain: String,
+    snapshot: Arc<Snapshot>,
+    /// How late a sidecar may learn of a drain.
+    lag: chrono::Duration,
+}
+
+impl Reader {
+    /// One page's lines, and the cursor of the next page (none at the end or before `since`).
+    async fn page(&self, after: Option<&ListCursor>) -> Result<(String, Option<ListCursor>)> {
+        let links = self.storage.list_links(&self.filter, after, PAGE).await?;
+        let mut lines = String::new();
+        let mut next = None;
+        for link in &links {
+            if link.created_at < self.since {
+                return Ok((lines, None));
+            }
+            if let Some(line) = self.line(link) {
+                lines.push_str(&line);
+                lines.push('\n');
+            }
+            next = Some(ListCursor {
+                created_at: link.created_at,
+                code: link.code.clone(),
+            });
+        }
+        if links.len() < PAGE as usize {
+            next = None;
+        }
+        Ok((lines, next))
+    }
+
+    fn line(&self, link: &Link) -> Option<String> {
+        let recipient_ref = link.recipient_ref.clone()?;
+        if link.visit_count > 0 || link.revoked_at.is_some() {
+            return None;
+        }
+        let campaign = link.campaign.as_deref();
+        let on = |at: DateTime<Utc>| {
+            let drains = At {
+                snapshot: &self.snapshot,
+                at,
+            };
+            let pick = self.list.pick_live(&link.code, campaign, &drains);
+            (pick.host == self.domain).then(|| pick.url.to_owned())
+        };
+        let url = on(link.created_at).or_else(|| match self.lag.is_zero() {
+            true => None,
+            false => on(link.created_at - self.lag),
+        })?;
+        let line = UnclickedLink {
+            short_url: format!("{url}/{}", link.code),
+            code: link.code.clone(),
+            campaign: link.campaign.clone(),
+            recipient_ref,
+            issued_at: link.created_at,
+        };
+        serde_json::to_string(&line).ok()
+    }
+}
