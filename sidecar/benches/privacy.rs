@@ -151,7 +151,7 @@ fn main() {
         eprintln!("{visits} visits stored in {:.0} s", started.elapsed().as_secs_f64());
         create(&base, std::iter::once(serde_json::json!({"url": common::target(1), "campaign": "bench", "ref": "s-one"}))).await;
         let code = code_of("s-one").await;
-        store_visits(store.as_ref(), &[code.clone()], subject, "s", start_ms).await;
+        store_visits(store.as_ref(), std::slice::from_ref(&code), subject, "s", start_ms).await;
         sqlx::query("ANALYZE").execute(&pool).await.unwrap();
         let plan: Vec<String> = sqlx::query_scalar("EXPLAIN DELETE FROM visits WHERE code = $1")
             .bind(&code)

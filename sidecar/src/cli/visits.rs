@@ -23,17 +23,18 @@ pub async fn consume(config: &Config) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// `cleanup`: runs the configured jobs once and prints what they did.
+/// `cleanup`: runs the configured jobs and the retention policies once and prints what they did.
 pub async fn cleanup_once(config: &Config) -> Result<(), BoxError> {
+    // Without a flag it still has the workspaces' and campaigns' retention policies to apply.
     let settings = cleanup_settings(config);
-    if !settings.is_enabled() {
-        return Err("nothing to do: set --expire-idle-after and/or --visit-retention".into());
-    }
     let state = crate::build_state(config).await?;
     let report = cleanup::run_once(&settings, &state.links, state.analytics.store.as_ref()).await?;
     println!(
-        "cleanup: {} idle links expired, {} raw visits deleted",
-        report.links_expired, report.visits_deleted
+        "cleanup: {} idle links expired, {} raw visits, {} conversions and {} webhook failures deleted",
+        report.links_expired,
+        report.visits_deleted,
+        report.conversions_deleted,
+        report.webhook_failures_deleted
     );
     Ok(())
 }

@@ -32,12 +32,6 @@ pub struct CleanupSettings {
     pub visit_retention: Option<Duration>,
 }
 
-impl CleanupSettings {
-    pub fn is_enabled(&self) -> bool {
-        self.expire_idle_after.is_some() || self.visit_retention.is_some()
-    }
-}
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanupReport {
     pub links_expired: u64,
