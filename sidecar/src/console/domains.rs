@@ -2,15 +2,24 @@
 //! to its keys, and where its new links are issued (its part of the bases nginx sends with each
 //! request). Another workspace's domains never show, not even in the pool line. An operator's
 //! session sees every domain, by workspace, as the operator's key does in the API.
+//!
+//! Issue 55: whether each domain takes new links (active, drained by the health job or by hand,
+//! pinned) with why, since when and what the check saw; a workspace admin restores, pins or
+//! drains one with the buttons, as `POST /api/v1/domains/{domain}/…` does.
 
+use super::audit;
 use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
-use super::page::PageResult;
+use super::page::{see_other, PageResult};
 use super::session::Person;
-use crate::http::{AppState, DomainContext};
+use crate::http::{AppState, DomainContext, Error, Path};
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use axum::{Extension, Form};
 use maud::{html, Markup};
+use serde::Deserialize;
+use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
 
 pub async fn page(
@@ -31,7 +40,7 @@ fn installation_page(state: &AppState, operator: &InstanceOperator) -> axum::res
         h1 { "Domains" }
         p { "Every short domain of the installation, by the workspace whose part of the issuing "
             "list names it (a domain no part names is the default's)." }
-        (health_table(&statuses, true))
+        (health_table(&statuses, true, None))
     };
     layout::operator_page(operator, "Domains", body).into_response()
 }
@@ -50,20 +59,28 @@ fn workspace_page(state: &AppState, operator: &Operator, domains: DomainContext)
         p { "Short domains of this workspace (nginx's pool and --short-domains; its codes answer on each): "
             @if pool.is_empty() { "none reported" } @else { strong { (pool.join(", ")) } }
         }
-        (health_table(&statuses, false))
+        (health_table(&statuses, false, Some(operator)))
     };
     Ok(layout::page(operator, "Domains", body).into_response())
 }
 
-/// The domains' last checks; with their workspace for the operator.
-fn health_table(statuses: &[DomainStatus], with_workspace: bool) -> Markup {
-    let columns = if with_workspace { 7 } else { 6 };
+/// The domains' last checks and drain states; with their workspace for the operator, with the
+/// restore, pin and drain buttons for a workspace's admin.
+fn health_table(
+    statuses: &[DomainStatus],
+    with_workspace: bool,
+    admin: Option<&Operator>,
+) -> Markup {
+    let admin = admin.filter(|operator| operator.require_admin().is_ok());
+    let columns = 8 + usize::from(with_workspace) + usize::from(admin.is_some());
     html! {
         div.wide { table {
             thead { tr {
                 @if with_workspace { th scope="col" { "Workspace" } }
                 th scope="col" { "Domain" } th scope="col" { "State" } th scope="col" { "Why" }
                 th.num scope="col" { "Issued" } th.num scope="col" { "Human clicks" } th scope="col" { "Last check" }
+                th scope="col" { "New links" } th scope="col" { "Drain: why, evidence" }
+                @if admin.is_some() { th scope="col" { "Change" } }
             } }
             tbody {
                 @for d in statuses {
@@ -75,12 +92,101 @@ fn health_table(statuses: &[DomainStatus], with_workspace: bool) -> Markup {
                         td.num { (d.issued) }
                         td.num { (d.clicks) }
                         td { @if d.last_probe.is_some() { (when(d.last_probe)) } @else { "not yet" } }
+                        td { (takes_links(d)) }
+                        td { (drain_detail(d)) }
+                        @if let Some(operator) = admin { td { (buttons(operator, d)) } }
                     }
                 }
                 @if statuses.is_empty() { tr { td colspan=(columns) { "No short domain is known yet." } } }
             }
         } }
         p.hint { "Issued and clicks count the health window of the domain checks. A domain is "
-            "unknown until its first check, which starts as soon as a request names it." }
+            "unknown until its first check, which starts as soon as a request names it. A domain "
+            "found suspected-blocked or unreachable is drained (no new links) until it passes "
+            "its healthy checks or is restored; a pinned one is never drained by the checks." }
     }
+}
+
+fn takes_links(d: &DomainStatus) -> String {
+    let by = match d.drain.by {
+        shortlink_domains::drain::By::Health => "by the health check",
+        shortlink_domains::drain::By::Operator => "by hand",
+    };
+    match d.drain.mode {
+        Mode::Active => "yes".into(),
+        Mode::Pinned => "yes, pinned".into(),
+        Mode::Drained => format!("no, drained {by} {}", when(d.drain.since)),
+    }
+}
+
+/// The reason and what the check saw: expected vs seen clicks, the probes' findings.
+fn drain_detail(d: &DomainStatus) -> Markup {
+    let evidence = &d.drain.evidence;
+    html! {
+        @if d.drain.since.is_some() {
+            (d.drain.reason)
+            @if evidence.state.is_some() {
+                br;
+                small { (format!("{} human clicks seen, about {:.0} expected, {} links issued",
+                    evidence.clicks, evidence.expected_clicks, evidence.issued)) }
+            }
+            @if d.drain.mode == Mode::Drained && d.drain.healthy_checks > 0 {
+                br; small { (d.drain.healthy_checks) " healthy checks in a row" }
+            }
+        }
+    }
+}
+
+fn buttons(operator: &Operator, d: &DomainStatus) -> Markup {
+    let actions: &[(&str, &str)] = match d.drain.mode {
+        Mode::Active => &[("drain", "Drain"), ("pin", "Pin")],
+        Mode::Drained => &[("restore", "Restore"), ("pin", "Pin")],
+        Mode::Pinned => &[("restore", "Unpin"), ("drain", "Drain")],
+    };
+    html! {
+        @for (action, label) in actions {
+            form.inline method="post" action=(format!("/console/domains/{}/{action}", d.domain)) {
+                (layout::csrf(operator))
+                button type="submit" { (label) }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ChangeForm {
+    csrf: Option<String>,
+}
+
+/// A workspace admin's restore, pin or drain of one of its domains.
+pub async fn change(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path((domain, action)): Path<(String, String)>,
+    Extension(request): audit::Tagged,
+    Form(form): Form<ChangeForm>,
+) -> PageResult {
+    operator.check_csrf(form.csrf.as_deref())?;
+    operator.require_admin()?;
+    let event = match action.as_str() {
+        "restore" => Event::Restore,
+        "pin" => Event::Pin,
+        "drain" => Event::Drain {
+            reason: format!("drained by hand in the console by {}", operator.name),
+        },
+        _ => return Err(Error::NotFound.into()),
+    };
+    let ours = (state.domains.status(&domain))
+        .filter(|status| status.workspace == operator.workspace_slug)
+        .ok_or(Error::Request {
+            status: StatusCode::NOT_FOUND,
+            code: "unknown_domain",
+            message: "no short domain of that name is known".into(),
+        })?;
+    let origin = audit::origin(&operator, request);
+    (state.domains)
+        .change_by_hand(state.links.storage().as_ref(), &origin, &ours.domain, event)
+        .await
+        .map_err(Error::from)?;
+    Ok(see_other("/console/domains"))
 }

@@ -124,6 +124,10 @@ pub fn router() -> Router<AppState> {
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
         .route(
+            "/console/domains/{domain}/{action}",
+            post(domains::change),
+        )
+        .route(
             "/console/webhooks",
             get(webhooks::page).post(webhooks::create),
         )

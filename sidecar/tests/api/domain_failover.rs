@@ -604,7 +604,60 @@ async fn the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain(bac
     }
 }
 
+/// The console's Domains page shows each domain's drain with its reason and evidence, and its
+/// admin drains, pins and restores with the buttons (audited as the console's).
+async fn the_console_shows_the_drain_and_its_buttons_change_it(backend: Backend) {
+    use crate::console::Browser;
+    let app = spawn_app_with(backend, &["--domain-health-every", "0"]).await;
+    mode(&app, "s2.example").await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_in(API_KEY).await.status(), 303);
+    let csrf = browser.csrf().await;
+    let drained = browser
+        .post("/console/domains/s2.example/drain", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(drained.status(), 303);
+    let s2 = domain(&app, "s2.example").await;
+    assert_eq!(
+        (&s2["drain"]["mode"], &s2["drain"]["by"]),
+        (&json!("drained"), &json!("operator")),
+        "{s2}"
+    );
+    let shown = browser.page("/console/domains").await;
+    assert!(shown.contains("no, drained by hand"), "{shown}");
+    assert!(
+        shown.contains("/console/domains/s2.example/restore"),
+        "{shown}"
+    );
+    let kinds = app
+        .db
+        .texts("SELECT actor_kind FROM audit_log WHERE action = 'domain.drain'")
+        .await;
+    assert_eq!(kinds, ["console"]);
+    // Without the session's token nothing changes.
+    let forged = browser
+        .post("/console/domains/s2.example/restore", &[("csrf", "forged")])
+        .await;
+    assert_ne!(forged.status(), 303);
+    assert_eq!(mode(&app, "s2.example").await, "drained");
+    for (action, now) in [("pin", "pinned"), ("restore", "active")] {
+        let answer = browser
+            .post(
+                &format!("/console/domains/s2.example/{action}"),
+                &[("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(answer.status(), 303, "{action}");
+        assert_eq!(mode(&app, "s2.example").await, now);
+    }
+    let unknown = browser
+        .post("/console/domains/nowhere.example/drain", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(unknown.status(), 404);
+}
+
 crate::on_each_backend!(
+    the_console_shows_the_drain_and_its_buttons_change_it,
     the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain,
     a_batch_running_when_a_domain_is_drained_moves_its_remaining_links,
     a_change_another_sidecar_claimed_first_is_taken_not_made_twice,

@@ -11,11 +11,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
+use scope::{known, slug};
 use serde::{Deserialize, Serialize};
-use shortlink_core::projection::slugs;
-use shortlink_domains::drain::{self, Event};
+use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
 
+mod scope;
 pub mod unclicked;
 
 pub fn router() -> Router<AppState> {
@@ -78,23 +79,6 @@ pub async fn get_domain(
     known(&state, workspace, &domain).map(Json)
 }
 
-/// The domain's status if the key may see it: named by a request or a setting, and of the
-/// key's workspace (the operator's: any).
-fn known(state: &AppState, workspace: Option<InWorkspace>, domain: &str) -> Result<DomainStatus> {
-    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
-    let ours = |status: &DomainStatus| match workspace {
-        Some(workspace) => status.workspace == slug(workspace),
-        None => true,
-    };
-    (state.domains.status(&domain))
-        .filter(ours)
-        .ok_or_else(|| Error::Request {
-            status: StatusCode::NOT_FOUND,
-            code: "unknown_domain",
-            message: "no short domain of that name is known".into(),
-        })
-}
-
 /// Applies an operator's `event` to the domain: stored for every sidecar, in this sidecar's
 /// snapshot at once, audited, on the webhook. A repeat (restoring an active domain) changes
 /// nothing and answers the same.
@@ -106,17 +90,14 @@ async fn change(
     event: Event,
 ) -> Result<Json<DomainStatus>> {
     let status = known(state, workspace, domain)?;
-    let storage = state.links.storage();
-    // The health job's checks count towards nothing here: an operator's change has no
-    // healthy-check threshold.
-    if let Some(applied) = drain::apply(storage.as_ref(), &status.domain, &event, u32::MAX).await? {
-        if applied.transition() {
-            storage
-                .append_audit(&applied.audit_entry(&origin, &status.domain))
-                .await?;
-        }
-        state.domains.changed_by_request(&status.domain, &applied);
-    }
+    (state.domains)
+        .change_by_hand(
+            state.links.storage().as_ref(),
+            &origin,
+            &status.domain,
+            event,
+        )
+        .await?;
     known(state, workspace, &status.domain).map(Json)
 }
 
@@ -188,13 +169,14 @@ pub async fn drain_domain(
     let reason = match body.is_empty() {
         true => String::new(),
         false => {
-            let request: DrainRequest =
+            // `null` is the optional body's absence too.
+            let request: Option<DrainRequest> =
                 serde_json::from_slice(&body).map_err(|e| Error::Request {
                     status: StatusCode::BAD_REQUEST,
                     code: "invalid_body",
                     message: format!("the body is not a drain request: {e}"),
                 })?;
-            request.reason
+            request.unwrap_or_default().reason
         }
     };
     if reason.chars().count() > 500 {
@@ -204,10 +186,4 @@ pub async fn drain_domain(
         });
     }
     change(&state, workspace, origin, &domain, Event::Drain { reason }).await
-}
-
-/// The workspace's slug; one this process has not met (authentication remembers every key's)
-/// matches no domain rather than the default's.
-fn slug(workspace: InWorkspace) -> String {
-    slugs::get(workspace.0).map_or_else(String::new, |name| name.as_str().to_owned())
 }

@@ -243,6 +243,28 @@ impl DomainHealth {
         }
     }
 
+    /// An operator's restore, pin or drain of `domain` (the API's and the console's): stored for
+    /// every sidecar, audited in `origin`'s chain, in this sidecar's snapshot at once, on the
+    /// webhook. A repeat (restoring an active domain) changes nothing.
+    pub async fn change_by_hand(
+        &self,
+        storage: &dyn Storage,
+        origin: &Origin,
+        domain: &str,
+        event: Event,
+    ) -> shortlink_store::StorageResult<()> {
+        // No healthy-check threshold: an operator's change has none.
+        if let Some(applied) = drain::apply(storage, domain, &event, u32::MAX).await? {
+            if applied.transition() {
+                storage
+                    .append_audit(&applied.audit_entry(origin, domain))
+                    .await?;
+            }
+            self.changed_by_request(domain, &applied);
+        }
+        Ok(())
+    }
+
     /// Workspaces issuing on the healthiest of their drained domains, as of the last check.
     pub fn degraded_workspaces(&self) -> Vec<String> {
         self.degraded

@@ -10,8 +10,8 @@
 //! recipient sent twice is cheaper than one lost. "No human click" is `visit_count` 0 (humans
 //! only, unless `--count-bots`).
 
-use super::super::{AppState, DomainContext, Error, InWorkspace, Path, Query, Result};
-use super::known;
+use super::scope::known;
+use crate::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Path, Query, Result};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -55,9 +55,10 @@ pub struct UnclickedLink {
 #[utoipa::path(get, path = "/api/v1/domains/{domain}/unclicked", tag = "domains",
     params(("domain" = String, Path), UnclickedQuery),
     responses(
-        (status = 200, description = "`application/x-ndjson`: one `UnclickedLink` per line, newest first", body = UnclickedLink),
-        (status = 400, description = "`invalid_query`, or `invalid_header`: the issuing list nginx sends is malformed", body = super::ErrorBody),
-        (status = 404, description = "`unknown_domain`: not a domain of the key's workspace; `not_issuing`: not in its issuing list", body = super::ErrorBody),
+        (status = 200, description = "One `UnclickedLink` per line, newest first",
+            content((UnclickedLink = "application/x-ndjson"))),
+        (status = 400, description = "`invalid_query`, or `invalid_header`: the issuing list nginx sends is malformed", body = ErrorBody),
+        (status = 404, description = "`unknown_domain`: not a domain of the key's workspace; `not_issuing`: not in its issuing list", body = ErrorBody),
     ))]
 pub async fn unclicked_links(
     State(state): State<AppState>,

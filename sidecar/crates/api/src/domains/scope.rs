@@ -1,0 +1,34 @@
+//! Which domains a request may see and change: those of its key's workspace (the operator's
+//! key: every one), named by a request or a setting.
+
+use crate::{AppState, Error, InWorkspace, Result};
+use axum::http::StatusCode;
+use shortlink_core::projection::slugs;
+use shortlink_domains::health::DomainStatus;
+
+/// The domain's status if the key may see it: named by a request or a setting, and of the
+/// key's workspace (the operator's: any).
+pub(crate) fn known(
+    state: &AppState,
+    workspace: Option<InWorkspace>,
+    domain: &str,
+) -> Result<DomainStatus> {
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    let ours = |status: &DomainStatus| match workspace {
+        Some(workspace) => status.workspace == slug(workspace),
+        None => true,
+    };
+    (state.domains.status(&domain))
+        .filter(ours)
+        .ok_or_else(|| Error::Request {
+            status: StatusCode::NOT_FOUND,
+            code: "unknown_domain",
+            message: "no short domain of that name is known".into(),
+        })
+}
+
+/// The workspace's slug; one this process has not met (authentication remembers every key's)
+/// matches no domain rather than the default's.
+pub(crate) fn slug(workspace: InWorkspace) -> String {
+    slugs::get(workspace.0).map_or_else(String::new, |name| name.as_str().to_owned())
+}
