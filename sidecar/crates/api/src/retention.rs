@@ -167,6 +167,7 @@ pub async fn get_retention(
     responses(
         (status = 200, body = RetentionView),
         (status = 400, description = "`invalid_retention`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_body`: not a policy", body = ErrorBody),
     ))]

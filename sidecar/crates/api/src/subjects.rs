@@ -248,6 +248,7 @@ fn lines(export: &Export, webhooks: &[Value]) -> Vec<Value> {
         (status = 200, description = "`application/x-ndjson`: one object per line"),
         (status = 400, description = "`invalid_selector`: a control character, or over 256 characters", body = ErrorBody),
         (status = 422, description = "`invalid_body`: no selector, or two", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
 pub async fn export_subject(
@@ -338,6 +339,7 @@ impl From<SubjectRequest> for SubjectRequestView {
         (status = 200, body = SubjectRequestView),
         (status = 400, description = "`invalid_selector`: a control character, or over 256 characters", body = ErrorBody),
         (status = 422, description = "`invalid_body`: no `request_id`, no selector, or two", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
     ))]
 pub async fn erase_subject(
