@@ -16,10 +16,13 @@ use crate::ffi::now_ms;
 use crate::lookup::{interpret, Resolution};
 use crate::redis::cluster::Target;
 use crate::request::candidate;
-use crate::worker;
+use crate::worker::{self, Remembered};
 
 /// Lookups in flight per round.
 const BATCH: usize = 64;
+/// Reads of a code whose store was refused: a removal sharing its stamp (16,384 of them) is
+/// likely while a campaign is being written, and the next read usually stores it.
+const RETRIES: u8 = 3;
 
 /// Starts reading the queued codes unless a task already does (`running`). Called from the
 /// worker's posted event, outside any borrow of the worker's state (the task may start at once).
@@ -32,33 +35,40 @@ pub fn start(mcf: &'static MainConf, running: Option<Task<()>>) -> Option<Task<(
 }
 
 async fn run(mcf: &'static MainConf) {
+    let mut retry: Vec<(Vec<u8>, u8)> = Vec::new();
     loop {
-        let codes = worker::with(mcf, |w| w.take_prefill(BATCH)).unwrap_or_default();
+        let mut codes = std::mem::take(&mut retry);
+        let room = BATCH.saturating_sub(codes.len());
+        let queued = worker::with(mcf, |w| w.take_prefill(room)).unwrap_or_default();
+        codes.extend(queued.into_iter().map(|code| (code, 0)));
         if codes.is_empty() {
             return;
         }
         let sent: Vec<_> = codes
             .into_iter()
-            .filter_map(|code| {
+            .filter_map(|(code, reads)| {
                 let scope = scope_of(mcf, &code)?;
                 worker::with(mcf, |w| {
                     let ticket = w.ticket_for(&code);
                     let reply = w.lookup(&code, &Target::Owner).ok()?;
-                    Some((code, scope, ticket, reply))
+                    Some((code, reads, scope, ticket, reply))
                 })
                 .flatten()
             })
             .collect();
-        for (code, scope, ticket, reply) in sent {
+        for (code, reads, scope, ticket, reply) in sent {
             let Ok(frame) = reply.await else { continue };
             // A deleted or unknown record is not worth a slot: only links are stored.
             let (Resolution::Link(link), _) = interpret(frame, &mcf.expected_scheme, false) else {
                 continue;
             };
             let now = now_ms();
-            worker::with(mcf, |w| {
+            let remembered = worker::with(mcf, |w| {
                 w.remember_prefill(&code, Cached::Link(link), now, ticket, scope)
             });
+            if remembered == Some(Remembered::Refused) && reads < RETRIES {
+                retry.push((code, reads + 1));
+            }
         }
     }
 }

@@ -72,6 +72,18 @@ pub struct Worker {
     scheme: SchemeState,
 }
 
+/// What [`Worker::remember`] did with an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remembered {
+    /// Stored in the zone.
+    Zone,
+    /// Refused by the zone: a removal of the code (or of one sharing its stamp) or a flush came
+    /// after the ticket. Read again, it may be stored.
+    Refused,
+    /// The worker cache's business (stored there or not).
+    Elsewhere,
+}
+
 /// What a lookup's answer may be cached against: taken when it is sent
 /// ([`Worker::ticket_for`]), handed back to [`Worker::remember`].
 #[derive(Debug, Clone, Copy)]
@@ -408,12 +420,12 @@ impl Worker {
         now_ms: u64,
         ticket: Ticket,
         scope: Scope,
-    ) {
-        if self.remember(code, value, now_ms, ticket, scope) {
-            if let Some(zone) = self.zone {
-                zone.count_prefill();
-            }
+    ) -> Remembered {
+        let remembered = self.remember(code, value, now_ms, ticket, scope);
+        if let (Remembered::Zone, Some(zone)) = (remembered, self.zone) {
+            zone.count_prefill();
         }
+        remembered
     }
 
     /// Starts the prefill if codes wait and no task reads them; the caller spawns it outside
@@ -439,7 +451,7 @@ impl Worker {
     }
 
     /// Caches a lookup's answer unless an invalidation (or a change of trust) arrived since
-    /// `ticket` was taken: the answer may predate it. Returns whether the zone took it.
+    /// `ticket` was taken: the answer may predate it.
     pub fn remember(
         &mut self,
         code: &[u8],
@@ -447,10 +459,10 @@ impl Worker {
         now_ms: u64,
         ticket: Ticket,
         scope: Scope,
-    ) -> bool {
+    ) -> Remembered {
         // Applies the reports received so far (to the worker cache; the zone has them already).
         if self.cache().is_none() {
-            return false;
+            return Remembered::Elsewhere;
         }
         if let (Some(zone), Some(zone_ticket), Some(config)) =
             (self.zone, ticket.zone, self.zone_config)
@@ -459,22 +471,22 @@ impl Worker {
             // emptied the zone, which the ticket's epoch catches. Reports on other codes do not
             // matter: the zone checks this code's own removals.
             if ticket.worker.is_none() || self.ticket().is_none() {
-                return false;
+                return Remembered::Elsewhere;
             }
             match zone.insert(code, &value, now_ms, &config, zone_ticket, scope) {
-                Stored::Yes => return true,
-                Stored::Refused => return false,
+                Stored::Yes => return Remembered::Zone,
+                Stored::Refused => return Remembered::Refused,
                 // Longer, or with extras: the worker cache, under its own rule.
                 Stored::DoesNotFit => {}
             }
         }
         if ticket.worker.is_none() || ticket.worker != self.ticket() {
-            return false;
+            return Remembered::Elsewhere;
         }
         if let Some(cache) = self.cache() {
             cache.insert_in(code, value, now_ms, scope);
         }
-        false
+        Remembered::Elsewhere
     }
 }
 

@@ -17,9 +17,10 @@ pub(super) const CHANNEL: &[u8] = b"__redis__:invalidate";
 pub(super) const LINK_PREFIX: &[u8] = shortlink_wire::keys::LINK_PREFIX.as_bytes();
 /// Pending evictions kept for the next cache access; beyond that the whole cache is dropped.
 const MAX_PENDING: usize = 4096;
-/// Codes waiting to be read into the zone; beyond that the oldest are dropped (a campaign
-/// larger than this is prefilled from its newest links on).
-pub const MAX_PREFILL: usize = 1 << 17;
+/// Codes waiting to be read into the zone: at most the zone's slots and this many; beyond
+/// that the oldest are dropped (a campaign larger than this arriving faster than it is read is
+/// prefilled from its newest links on). About 40 bytes each while they wait.
+pub const MAX_PREFILL: usize = 1 << 20;
 
 /// What the invalidation connection tells the worker's cache. Shared with the connection,
 /// which records reports as they arrive; the cache applies them at its next access.
@@ -37,6 +38,7 @@ pub struct TrackState {
     zone: Cell<Option<Zone>>,
     /// Codes reported changed, to be read from Redis into the zone, newest last.
     prefill: RefCell<VecDeque<Vec<u8>>>,
+    prefill_limit: Cell<usize>,
     /// Posted when `prefill` gets codes: the worker's event that starts reading them.
     wake: Cell<*mut ngx_event_t>,
 }
@@ -50,6 +52,7 @@ impl Default for TrackState {
             flush: Cell::new(false),
             zone: Cell::new(None),
             prefill: RefCell::default(),
+            prefill_limit: Cell::new(0),
             wake: Cell::new(ptr::null_mut()),
         }
     }
@@ -92,6 +95,8 @@ impl TrackState {
     pub fn share(&self, zone: Zone, wake: *mut ngx_event_t) {
         self.zone.set(Some(zone));
         self.wake.set(wake);
+        self.prefill_limit
+            .set(MAX_PREFILL.min(zone.capacity() as usize).max(1));
     }
 
     /// Stops posting the worker's event (it is about to be freed).
@@ -107,12 +112,17 @@ impl TrackState {
     pub fn take_prefill(&self, n: usize) -> Vec<Vec<u8>> {
         let mut queue = self.prefill.borrow_mut();
         let n = n.min(queue.len());
-        (0..n).filter_map(|_| queue.pop_back()).collect()
+        let codes = (0..n).filter_map(|_| queue.pop_back()).collect();
+        // A campaign's burst may have grown it to megabytes: give them back once it is read.
+        if queue.is_empty() && queue.capacity() > 4096 {
+            *queue = VecDeque::new();
+        }
+        codes
     }
 
     fn queue_prefill(&self, code: &[u8]) {
         let mut queue = self.prefill.borrow_mut();
-        if queue.len() == MAX_PREFILL {
+        if queue.len() >= self.prefill_limit.get() {
             queue.pop_front();
         }
         queue.push_back(code.to_vec());
