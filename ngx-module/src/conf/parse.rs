@@ -474,7 +474,10 @@ mod tests {
     fn cache_zone_takes_a_name_and_a_size_in_bytes() {
         let spec = cache_zone(&[b"edge", b"256m"]).unwrap();
         assert_eq!((spec.name.as_slice(), spec.size), (&b"edge"[..], 256 << 20));
-        assert!(cache_zone(&[b"edge", b"64k"]).is_err(), "below the stamps' 64 KiB");
+        assert!(
+            cache_zone(&[b"edge", b"64k"]).is_err(),
+            "below the stamps' 64 KiB"
+        );
         assert!(cache_zone(&[b"", b"1m"]).is_err());
         assert!(cache_zone(&[b"edge", b"lots"]).is_err());
         assert!(cache_zone(&[b"edge"]).is_err());
