@@ -27,7 +27,7 @@
 //! applied its own reports never sees a record older than them, as with the worker cache.
 
 use std::hash::BuildHasher;
-use std::mem::size_of;
+use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -103,11 +103,6 @@ impl Slot {
         bytes: [0; INLINE],
     };
 
-    /// A buffer for [`Zone::get`].
-    pub fn empty() -> SlotCopy {
-        Slot::EMPTY
-    }
-
     fn holds(&self, code: &[u8], epoch: u32) -> bool {
         self.kind != EMPTY
             && self.epoch == epoch
@@ -131,8 +126,15 @@ impl Slot {
     }
 }
 
-/// A reader's copy of a slot, filled by [`Zone::get`].
-pub type SlotCopy = Slot;
+/// A reader's copy of a slot, filled by [`Zone::get`]. Starts unwritten: a request that finds
+/// no zone (none configured) pays nothing for it.
+pub struct SlotCopy(MaybeUninit<Slot>);
+
+impl SlotCopy {
+    pub fn empty() -> SlotCopy {
+        SlotCopy(MaybeUninit::uninit())
+    }
+}
 
 /// A set: one line of tags (the high halves of the hashes of the codes its ways hold, 0 for
 /// none), read first so that a lookup copies only the slot whose tag matches, then the ways.
@@ -291,7 +293,8 @@ impl Zone {
         for index in place.sets {
             if self.get_in(index, code, place.tag, epoch, now_ms, reader, copy) {
                 self.header().hits.fetch_add(1, Ordering::Relaxed);
-                return Some(copy.hit());
+                // SAFETY: `get_in` answers true only once `read` wrote the copy.
+                return Some(unsafe { copy.0.assume_init_ref() }.hit());
             }
         }
         self.header().misses.fetch_add(1, Ordering::Relaxed);
@@ -318,10 +321,14 @@ impl Zone {
         for way in (0..WAYS).filter(|&way| tags[way] == tag) {
             // SAFETY: as above.
             let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
-            if !read(slot, copy) || !copy.holds(code, epoch) {
+            let Some(entry) = read(slot, &mut copy.0) else {
+                continue;
+            };
+            if !entry.holds(code, epoch) {
                 continue;
             }
-            if now_ms >= copy.fresh_until || (copy.flags & IMPORTED != 0 && reader == Scope::All) {
+            if now_ms >= entry.fresh_until || (entry.flags & IMPORTED != 0 && reader == Scope::All)
+            {
                 return false;
             }
             // SAFETY: the reference bit is a byte of the slot, written only as an atomic.
@@ -474,8 +481,8 @@ fn set_tag(set: &mut Set, way: usize, tag: u32) {
     unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
 }
 
-/// Seqlock read: copies `slot` into `copy`; false if a writer was or came inside meanwhile.
-fn read(slot: *mut Slot, copy: &mut Slot) -> bool {
+/// Seqlock read: copies `slot` into `copy`; `None` if a writer was or came inside meanwhile.
+fn read(slot: *mut Slot, copy: &mut MaybeUninit<Slot>) -> Option<&Slot> {
     // SAFETY: `slot` points into the mapped zone. The version is only written as an atomic;
     // the rest is copied with a volatile read and kept only if the version proves no writer
     // touched it during the copy (a seqlock, as crossbeam's AtomicCell does).
@@ -483,11 +490,11 @@ fn read(slot: *mut Slot, copy: &mut Slot) -> bool {
         let version = AtomicU32::from_ptr(ptr::addr_of_mut!((*slot).version));
         let before = version.load(Ordering::Acquire);
         if before & 1 != 0 {
-            return false;
+            return None;
         }
-        *copy = ptr::read_volatile(slot);
+        let entry = copy.write(ptr::read_volatile(slot));
         fence(Ordering::Acquire);
-        version.load(Ordering::Relaxed) == before
+        (version.load(Ordering::Relaxed) == before).then_some(&*entry)
     }
 }
 

@@ -357,11 +357,10 @@ fn a_worker_killed_under_load_leaves_the_zone_usable() {
         wrong.is_empty(),
         "wrong answers: {wrong:?} ({errors} connection errors)"
     );
-    assert!(
-        after["cache_zone_hits"] > stats["cache_zone_hits"],
-        "{after:?}"
-    );
-    // Entries stored after the kills: the zone's writers were not wedged.
+    // Each new worker's subscription emptied the zone (a new epoch): what it holds now was
+    // stored after the last kill, so its writers were not wedged (a wedged mutex would have
+    // stalled the load above).
+    assert!(after["cache_zone_entries"] > 0, "{after:?}");
     assert!(after["cache_misses"] > stats["cache_misses"]);
     let locked = system.nginx.error_log_lines("was locked by");
     eprintln!("kills that interrupted a holder of the zone's lock: {locked:?}");
