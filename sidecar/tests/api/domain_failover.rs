@@ -2,7 +2,9 @@
 //! active domains and a standby, clicks on one only → the other is drained within a check, on
 //! both sidecars of one database (one transition, audited and sent once), its links go to the
 //! standby; clicks back → restored after N healthy checks. An operator drains, restores and
-//! pins by hand; every domain drained → issuing goes on and says so.
+//! pins by hand (API and console); every domain drained → issuing goes on and says so; a batch
+//! running at the drain moves its remaining links; a change another sidecar claimed first is
+//! taken, not made twice; the re-send list equals the unclicked links the raw rows give.
 
 use crate::domain_health::{add_clicks, webhook_receiver, Received, SECRET};
 use crate::helpers::*;
