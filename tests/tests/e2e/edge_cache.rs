@@ -140,6 +140,7 @@ fn a_record_one_worker_looked_up_is_a_hit_in_the_other() {
         prometheus.contains("# TYPE shortlink_cache_zone_hits_total counter\n"),
         "{prometheus}"
     );
+    crate::metrics::promtool_check_metrics(&prometheus);
 }
 
 /// One answer seen by the load: when its request started, status and `Location`.
