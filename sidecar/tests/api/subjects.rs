@@ -262,13 +262,12 @@ async fn a_subject_is_exported_as_stored_and_erased_without_a_trace(backend: Bac
     ] {
         assert_eq!(app.db.scalar(&sql).await, 0, "{what} left after the erase");
     }
-    // And across every text column of every table: the ref only in the audit log's older
-    // `link.create` rows (docs/PRIVACY.md: the known gap, the chain's hashes cover them), the
-    // address nowhere.
+    // And across every text column of every table (the audit log's too: a link's rows say only
+    // that its ref was set): neither the ref nor the address.
     assert_eq!(
         columns_holding(&app, backend, ALICE).await,
-        ["audit_log.changes"],
-        "the ref is left only where docs/PRIVACY.md says"
+        Vec::<String>::new(),
+        "the ref is left nowhere"
     );
     assert_eq!(
         columns_holding(&app, backend, ALICE_IP).await,

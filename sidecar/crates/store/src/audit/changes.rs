@@ -70,8 +70,8 @@ fn time(at: Option<DateTime<Utc>>) -> Option<String> {
 }
 
 /// The `changes` of a link update (`link.update`, `link.revoke`), from the link as locked and as
-/// written: every field a caller can change, the password as [`Changes::secret`] (its digest is
-/// never written). Derived fields (`url_hash`, `updated_at`, counters) are left out.
+/// written: every field a caller can change, the password and the recipient's `ref` as
+/// [`Changes::secret`] (neither the digest nor the ref is ever written). Derived fields (`url_hash`, `updated_at`, counters) are left out.
 pub fn link_changes(before: &Link, after: &Link) -> Changes {
     let (b, a) = (&before.extras, &after.extras);
     Changes::new()
@@ -89,10 +89,13 @@ pub fn link_changes(before: &Link, after: &Link) -> Changes {
             time(after.revoked_at),
         )
         .diff("campaign", before.campaign.clone(), after.campaign.clone())
-        .diff(
+        // Personal data (a customer id, a phone-derived key): an erase cannot reach an audit
+        // row, whose hash the chain covers, so the row says only that it was set or changed.
+        .secret(
             "ref",
-            before.recipient_ref.clone(),
-            after.recipient_ref.clone(),
+            before.recipient_ref.is_some(),
+            after.recipient_ref.is_some(),
+            before.recipient_ref != after.recipient_ref,
         )
         .diff("tags", before.tags.clone(), after.tags.clone())
         .diff("valid_since", time(b.valid_since), time(a.valid_since))
@@ -149,6 +152,7 @@ mod tests {
         after.tags = vec!["x".into()];
         after.visit_count = 9;
         after.extras.password_digest = Some("deadbeef".repeat(8));
+        after.recipient_ref = Some("customer-4711".into());
         let changes = link_changes(&before, &after);
         assert_eq!(
             changes.get("target"),
@@ -156,9 +160,10 @@ mod tests {
         );
         assert_eq!(changes.get("tags"), Some(&json!([[], ["x"]])));
         assert_eq!(changes.get("password"), Some(&json!([null, CHANGED])));
+        assert_eq!(changes.get("ref"), Some(&json!([null, CHANGED])));
         assert_eq!(changes.get("visit_count"), None);
         assert!(
-            !changes.to_json().contains("deadbeef"),
+            !changes.to_json().contains("deadbeef") && !changes.to_json().contains("4711"),
             "{}",
             changes.to_json()
         );
