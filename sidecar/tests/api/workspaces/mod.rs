@@ -1,6 +1,7 @@
 //! Workspaces (issue 53): what the operator does with them, and what one workspace's keys can
 //! learn of another's objects (nothing: [`isolation`]), their short domains ([`domains`]).
 
+mod deletion;
 mod domains;
 mod isolation;
 mod migration;

@@ -27,6 +27,10 @@ const PER_LINK_TABLES: [&str; 7] = [
     "imported_links",
 ];
 
+/// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
+/// (whose counts the delete reports).
+const WORKSPACE_TABLES: [&str; 3] = ["conversions", "retention_policies", "subject_requests"];
+
 impl<D: Dialect> SqlStorage<D> {
     /// Workspaces where `column = value`, or all of them, by id.
     pub(super) async fn workspace_rows(
@@ -123,6 +127,14 @@ impl<D: Dialect> SqlStorage<D> {
             let query = run(format!(
                 "DELETE FROM {table} WHERE code IN (SELECT code FROM links WHERE workspace_id = ?)"
             ));
+            D::DB::execute(&mut tx, query)
+                .await
+                .map_err(StorageError::classify)?;
+        }
+        // Rows that name the workspace itself: conversions (keyed to it), its retention
+        // policies, its subject requests (which list erased links' codes).
+        for table in WORKSPACE_TABLES {
+            let query = run(format!("DELETE FROM {table} WHERE workspace_id = ?"));
             D::DB::execute(&mut tx, query)
                 .await
                 .map_err(StorageError::classify)?;
