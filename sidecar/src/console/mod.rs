@@ -123,10 +123,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/campaigns/ab", get(ab::campaign))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
-        .route(
-            "/console/domains/{domain}/{action}",
-            post(domains::change),
-        )
+        .route("/console/domains/{domain}/{action}", post(domains::change))
         .route(
             "/console/webhooks",
             get(webhooks::page).post(webhooks::create),

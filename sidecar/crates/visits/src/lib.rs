@@ -16,8 +16,8 @@ pub mod cleanup;
 pub mod consumer;
 pub mod conversions;
 pub mod countries;
-pub mod rollup;
 pub mod retention;
+pub mod rollup;
 pub mod store;
 pub mod subjects;
 
