@@ -8,9 +8,7 @@ use super::subscription::{Subscription, SubscriptionSpec};
 use async_trait::async_trait;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
-use shortlink_visits::store::{
-    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
-};
+use shortlink_visits::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use sqlx::{Database, Pool};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -65,15 +63,10 @@ pub trait Webhooks {
 
 impl Webhooks for dyn VisitStore {
     fn webhooks(&self) -> &dyn WebhookStore {
-        let store = self.as_any();
-        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
-            store
-        } else {
-            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
         }
     }
 }

@@ -7,9 +7,7 @@
 //! rolls back (nothing half-written), and reads the winner's row.
 
 use super::input::{Click, Money, NewConversion, Refusal};
-use crate::store::{
-    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
-};
+use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
@@ -125,15 +123,10 @@ pub trait Conversions {
 
 impl Conversions for dyn VisitStore {
     fn conversions(&self) -> &dyn ConversionStore {
-        let store = self.as_any();
-        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
-            store
-        } else {
-            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
         }
     }
 }

@@ -5,9 +5,7 @@
 //! number at a time (short locks on SQLite, no `DELETE ... LIMIT` needed on PostgreSQL).
 
 use super::model::{CampaignRetention, RetentionPolicy, VisitScope, WorkspaceRetention};
-use crate::store::{
-    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
-};
+use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
@@ -65,15 +63,10 @@ pub trait Retention {
 
 impl Retention for dyn VisitStore {
     fn retention(&self) -> &dyn RetentionStore {
-        let store = self.as_any();
-        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
-            store
-        } else {
-            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
         }
     }
 }

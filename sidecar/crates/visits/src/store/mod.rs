@@ -31,6 +31,31 @@ pub use super::rollup::{Counts, ALL_LINKS};
 use shortlink_store::{Backend, ConnectOptions, StorageError, StorageResult};
 use std::sync::Arc;
 
+/// Which SQL backend's store a `dyn VisitStore` is. The conversions, retention policies,
+/// subject requests (and, in their own crate, the webhooks) are the same store seen through
+/// another trait, implemented for every backend's: each such view matches on this, so that
+/// "every visit store is one of the three" is said once.
+pub enum SqlBackendStore<'a> {
+    Sqlite(&'a SqliteVisitStore),
+    Postgres(&'a PgVisitStore),
+    Mysql(&'a MysqlVisitStore),
+}
+
+impl dyn VisitStore {
+    pub fn sql_backend(&self) -> SqlBackendStore<'_> {
+        let store = self.as_any();
+        if let Some(store) = store.downcast_ref() {
+            SqlBackendStore::Sqlite(store)
+        } else if let Some(store) = store.downcast_ref() {
+            SqlBackendStore::Postgres(store)
+        } else if let Some(store) = store.downcast_ref() {
+            SqlBackendStore::Mysql(store)
+        } else {
+            unreachable!("every visit store is one of the SQL backends' (connect, below)")
+        }
+    }
+}
+
 /// Opens the visit store on the database `options` name (already migrated by
 /// [`shortlink_store::connect`]).
 pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn VisitStore>> {

@@ -5,9 +5,7 @@
 //! `conversions_code`): no scan of the visits, whatever their number.
 
 use super::model::{Selector, SubjectRequest, SubjectVisit};
-use crate::store::{
-    MysqlVisitStore, PgVisitStore, SqlVisitStore, SqliteVisitStore, VisitDialect, VisitStore,
-};
+use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
@@ -87,15 +85,10 @@ pub trait Subjects {
 
 impl Subjects for dyn VisitStore {
     fn subjects(&self) -> &dyn SubjectStore {
-        let store = self.as_any();
-        if let Some(store) = store.downcast_ref::<SqliteVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<PgVisitStore>() {
-            store
-        } else if let Some(store) = store.downcast_ref::<MysqlVisitStore>() {
-            store
-        } else {
-            unreachable!("every visit store is one of the SQL backends' (visits/store/mod.rs)")
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
         }
     }
 }
