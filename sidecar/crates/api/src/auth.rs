@@ -144,6 +144,8 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/campaigns/{campaign}/ab",
     "/api/v1/domains",
     "/api/v1/domains/{domain}",
+    // The re-send list: the campaign tool holding an issuer key is who re-sends.
+    "/api/v1/domains/{domain}/unclicked",
     "/api/v1/workspace",
     "/api/v1/openapi.json",
 ];
@@ -243,6 +245,21 @@ mod tests {
             &Method::POST,
             Some("/api/v1/links/{code}")
         ));
+    }
+
+    #[test]
+    fn issuers_and_viewers_read_the_resend_list_but_drain_nothing() {
+        let unclicked = Some("/api/v1/domains/{domain}/unclicked");
+        for role in [Role::Issuer, Role::Viewer] {
+            assert!(permits(role, &Method::GET, unclicked), "{role:?}");
+            for change in ["restore", "pin", "drain"] {
+                let route = format!("/api/v1/domains/{{domain}}/{change}");
+                assert!(
+                    !permits(role, &Method::POST, Some(&route)),
+                    "{role:?} {change}"
+                );
+            }
+        }
     }
 
     #[test]
