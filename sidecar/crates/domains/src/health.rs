@@ -719,11 +719,15 @@ async fn apply_drains(
         &mut *health.degraded.lock().expect("not poisoned"),
         degraded.clone(),
     );
+    // Every workspace's series at every check, 0 too: the alert and the dashboards need the
+    // family on the page before the first degraded check, not only after a transition.
+    for (slug, _) in lists.iter().flat_map(|lists| lists.iter()) {
+        metrics::gauge!("shortlink_domain_degraded_issuing", "workspace" => slug.to_owned())
+            .set(f64::from(u8::from(degraded.contains(slug))));
+    }
     for (slug, now_degraded) in (degraded.difference(&before).map(|s| (s, true)))
         .chain(before.difference(&degraded).map(|s| (s, false)))
     {
-        metrics::gauge!("shortlink_domain_degraded_issuing", "workspace" => slug.clone())
-            .set(f64::from(u8::from(now_degraded)));
         match now_degraded {
             true => tracing::error!(
                 workspace = slug,

@@ -58,6 +58,18 @@ fn describe() {
         "shortlink_domain_certificate_expiry_timestamp_seconds",
         "notAfter (Unix time) of the certificate the edge presents for each short domain; NaN when none was read."
     );
+    describe_gauge!(
+        "shortlink_domain_drained",
+        "1 while a short domain takes no new links (drained by the health check or by hand), else 0."
+    );
+    describe_gauge!(
+        "shortlink_domain_degraded_issuing",
+        "1 while every issuing domain of a workspace is drained (its links go out on the healthiest), else 0."
+    );
+    describe_counter!(
+        "shortlink_domain_drain_transitions_total",
+        "Drain state changes of each short domain, by the state entered and who made it (health, operator)."
+    );
     describe_counter!(
         "shortlink_links_issued_total",
         "New links handed out, by the short domain they were issued on."
