@@ -222,6 +222,18 @@ async fn an_operator_drains_restores_and_pins(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+    // Only an object (or nothing, or null) is a drain request: serde alone would take `[]`.
+    for body in [json!([]), json!(["why"]), json!("why"), json!(3)] {
+        let refused = through_nginx(&app, Method::POST, "/domains/s2.example/drain")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400, "{body}");
+        let error: Value = refused.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "invalid_body", "{body}");
+    }
+    assert_eq!(mode(&app, "s2.example").await, "active");
 
     let drained = operator(
         &app,

@@ -169,14 +169,22 @@ pub async fn drain_domain(
     let reason = match body.is_empty() {
         true => String::new(),
         false => {
-            // `null` is the optional body's absence too.
-            let request: Option<DrainRequest> =
-                serde_json::from_slice(&body).map_err(|e| Error::Request {
-                    status: StatusCode::BAD_REQUEST,
-                    code: "invalid_body",
-                    message: format!("the body is not a drain request: {e}"),
-                })?;
-            request.unwrap_or_default().reason
+            let invalid = |e: String| Error::Request {
+                status: StatusCode::BAD_REQUEST,
+                code: "invalid_body",
+                message: format!("the body is not a drain request: {e}"),
+            };
+            // `null` is the optional body's absence too. Only an object is a request: serde
+            // would also take a struct from an array (`[]`, `["why"]`).
+            match serde_json::from_slice(&body).map_err(|e| invalid(e.to_string()))? {
+                serde_json::Value::Null => String::new(),
+                object @ serde_json::Value::Object(_) => {
+                    let request: DrainRequest =
+                        serde_json::from_value(object).map_err(|e| invalid(e.to_string()))?;
+                    request.reason
+                }
+                _ => return Err(invalid("not a JSON object".into())),
+            }
         }
     };
     if reason.chars().count() > 500 {
