@@ -5,15 +5,14 @@
 //! number at a time (short locks on SQLite, no `DELETE ... LIMIT` needed on PostgreSQL).
 
 use super::model::{CampaignRetention, RetentionPolicy, VisitScope, WorkspaceRetention};
+use crate::store::sql::{db, execute, fetch_all, marks};
 use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
-use sqlx::{Database, Pool};
+use shortlink_store::{StorageResult, WorkspaceId};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
-type Row<V> = <Db<V> as Database>::Row;
 
 #[async_trait]
 pub trait RetentionStore: Send + Sync {
@@ -69,24 +68,6 @@ impl Retention for dyn VisitStore {
             SqlBackendStore::Mysql(store) => store,
         }
     }
-}
-
-fn db(error: sqlx::Error) -> StorageError {
-    StorageError::classify(error)
-}
-
-fn marks(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
-async fn all<V: VisitDialect>(pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
-    let mut connection = pool.acquire().await.map_err(db)?;
-    Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
-}
-
-async fn write<V: VisitDialect>(pool: &Pool<Db<V>>, query: Statement) -> StorageResult<u64> {
-    let mut connection = pool.acquire().await.map_err(db)?;
-    Db::<V>::execute(&mut connection, query).await.map_err(db)
 }
 
 /// The links of a scope: `code IN (...)` or `code NOT IN (...)` over `links`, and its values.
@@ -151,7 +132,7 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
             [Value::Int(workspace.get())],
         );
         let mut policy = RetentionPolicy::default();
-        for row in all::<V>(&self.writer, query).await? {
+        for row in fetch_all::<V>(&self.writer, query).await? {
             let int = |c| Db::<V>::opt_int(&row, c).map_err(db);
             let campaign = V::Sql::read_text(&row, "campaign")?;
             if campaign.is_empty() {
@@ -225,7 +206,7 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
             "SELECT DISTINCT workspace_id FROM retention_policies ORDER BY workspace_id",
         );
         let mut out = Vec::new();
-        for row in all::<V>(&self.reader, query).await? {
+        for row in fetch_all::<V>(&self.reader, query).await? {
             let workspace = WorkspaceId::from_db(Db::<V>::int(&row, "workspace_id").map_err(db)?);
             out.push((workspace, self.policy(workspace).await?));
         }
@@ -250,7 +231,7 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
             query.bind(value).push(part);
         }
         query.push(" LIMIT ").bind(Value::Int(i64::from(limit)));
-        let ids: Vec<String> = (all::<V>(&self.writer, query).await?.iter())
+        let ids: Vec<String> = (fetch_all::<V>(&self.writer, query).await?.iter())
             .map(|row| V::Sql::read_text(row, "event_id"))
             .collect::<StorageResult<_>>()?;
         let mut deleted = 0;
@@ -262,7 +243,7 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
                 ),
                 chunk.iter().cloned().map(Value::Text),
             );
-            deleted += write::<V>(&self.writer, delete).await?;
+            deleted += execute::<V>(&self.writer, delete).await?;
         }
         Ok(deleted)
     }
@@ -296,7 +277,7 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
                     .chain(except.iter().cloned().map(Value::Text)),
             ),
         };
-        write::<V>(&self.writer, query).await
+        execute::<V>(&self.writer, query).await
     }
 
     async fn delete_webhook_failures(
@@ -309,6 +290,6 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
              (SELECT id FROM webhook_subscriptions WHERE workspace_id = ?)",
             [Value::Int(before_ms), Value::Int(workspace.get())],
         );
-        write::<V>(&self.writer, query).await
+        execute::<V>(&self.writer, query).await
     }
 }

@@ -14,7 +14,7 @@ mod api;
 pub(crate) mod feed;
 mod mysql;
 mod postgres;
-mod sql;
+pub(crate) mod sql;
 mod sqlite;
 mod write;
 

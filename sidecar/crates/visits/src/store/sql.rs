@@ -59,14 +59,37 @@ pub struct SqlVisitStore<V: VisitDialect> {
     pub reader: Pool<Db<V>>,
 }
 
-fn db(error: sqlx::Error) -> StorageError {
+/// A driver error sorted as the link storage sorts its own.
+pub(crate) fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
+}
+
+/// `?, ?, ...` for `n` values.
+pub(crate) fn marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// Every row `query` returns, on a connection of `pool`.
+pub(crate) async fn fetch_all<V: VisitDialect>(
+    pool: &Pool<Db<V>>,
+    query: Statement,
+) -> StorageResult<Vec<Row<V>>> {
+    let mut connection = pool.acquire().await.map_err(db)?;
+    Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
+}
+
+/// Runs `query` on a connection of `pool`; the rows it changed.
+pub(crate) async fn execute<V: VisitDialect>(
+    pool: &Pool<Db<V>>,
+    query: Statement,
+) -> StorageResult<u64> {
+    let mut connection = pool.acquire().await.map_err(db)?;
+    Db::<V>::execute(&mut connection, query).await.map_err(db)
 }
 
 impl<V: VisitDialect> SqlVisitStore<V> {
     async fn rows(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
-        let mut connection = pool.acquire().await.map_err(db)?;
-        Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
+        fetch_all::<V>(pool, query).await
     }
 
     fn counts(row: &Row<V>) -> StorageResult<Counts> {

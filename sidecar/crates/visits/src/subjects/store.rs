@@ -5,11 +5,12 @@
 //! `conversions_code`): no scan of the visits, whatever their number.
 
 use super::model::{Selector, SubjectRequest, SubjectVisit};
+use crate::store::sql::{db, fetch_all, marks};
 use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
-use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
+use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
-use sqlx::{Database, Pool};
+use sqlx::Database;
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 type Row<V> = <Db<V> as Database>::Row;
@@ -93,20 +94,6 @@ impl Subjects for dyn VisitStore {
     }
 }
 
-fn db(error: sqlx::Error) -> StorageError {
-    StorageError::classify(error)
-}
-
-/// `?, ?, ...` for `n` values.
-fn marks(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
-async fn all<V: VisitDialect>(pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
-    let mut connection = pool.acquire().await.map_err(db)?;
-    Db::<V>::fetch_all(&mut connection, query).await.map_err(db)
-}
-
 fn request_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<SubjectRequest> {
     let text = |c| V::Sql::read_text(row, c);
     let int = |c| Db::<V>::int(row, c).map_err(db);
@@ -159,7 +146,7 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
                 [ws, Value::Text(code.clone())],
             ),
         };
-        (all::<V>(&self.reader, query).await?.iter())
+        (fetch_all::<V>(&self.reader, query).await?.iter())
             .map(|row| V::Sql::read_text(row, "code"))
             .collect()
     }
@@ -178,7 +165,7 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
                 ),
                 chunk.iter().cloned().map(Value::Text),
             );
-            for row in all::<V>(&self.reader, query).await? {
+            for row in fetch_all::<V>(&self.reader, query).await? {
                 let opt = |c| V::Sql::read_opt_text(&row, c);
                 out.push(SubjectVisit {
                     event_id: V::Sql::read_text(&row, "event_id")?,
@@ -223,7 +210,7 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
                 std::iter::once(Value::Int(workspace.get()))
                     .chain(chunk.iter().cloned().map(Value::Text)),
             );
-            for row in all::<V>(&self.reader, query).await? {
+            for row in fetch_all::<V>(&self.reader, query).await? {
                 ids.push(V::Sql::read_text(&row, "id")?);
             }
         }
@@ -312,7 +299,7 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
             [Value::Int(workspace.get()), Value::Text(key.into())],
         );
         // From the writer: a repeat right after a request must find it.
-        match all::<V>(&self.writer, query).await?.first() {
+        match fetch_all::<V>(&self.writer, query).await?.first() {
             Some(row) => request_row::<V>(row).map(Some),
             None => Ok(None),
         }
@@ -330,7 +317,7 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
             ),
             [Value::Int(workspace.get()), Value::Int(i64::from(limit))],
         );
-        (all::<V>(&self.reader, query).await?.iter())
+        (fetch_all::<V>(&self.reader, query).await?.iter())
             .map(request_row::<V>)
             .collect()
     }
