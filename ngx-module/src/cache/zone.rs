@@ -1,8 +1,12 @@
 //! One record cache per edge, in nginx shared memory (`shortlink_cache_zone name size;`),
 //! read by every worker.
 //!
-//! Layout: the zone's slab pool gives one block, a [`Header`] followed by 2-way sets of fixed
-//! 192-byte slots (code and target inline, up to [`INLINE`] bytes). A record that does not fit
+//! Layout: the zone's slab pool gives one block, a [`Header`] followed by sets of [`WAYS`] fixed
+//! 192-byte slots (code and target inline, up to [`INLINE`] bytes) behind one line of tags: a set
+//! is exactly one 4 KiB page, and the sets start on a page boundary, so a hit walks the page
+//! tables once (a random code's set is never in the TLB: with 256 MB of sets and 4 KiB pages, the
+//! miss and its page walk are most of what a hit costs; shared memory gets no transparent huge
+//! pages unless the host enables them for shmem). A record that does not fit
 //! (longer, or with lifecycle/rules extras, which are decoded into the worker's heap) stays in
 //! the worker's own cache, as without a zone.
 //!
@@ -29,7 +33,7 @@
 use std::hash::BuildHasher;
 use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use foldhash::fast::FixedState;
 use nginx_sys::{ngx_shm_zone_t, ngx_shmtx_t, ngx_slab_pool_t};
@@ -49,9 +53,11 @@ use shortlink_wire::record::{Link, WorkspaceName, REVOKED_STATUS};
 pub const INLINE: usize = 152;
 /// Bytes of shared memory per cached record.
 pub const SLOT_BYTES: usize = size_of::<Slot>();
-/// Ways per set: a record competes for 16 slots, so a zone holds ~99% of as many random codes
-/// as 3/4 of its slots (2 ways held 73% at full load).
-const WAYS: usize = 16;
+/// Ways per set: 21 slots and their tags fill one page; a record competes for 21 slots, so a zone
+/// holds over 99% of as many random codes as 4/5 of its slots (2 ways held 73% at full load).
+const WAYS: usize = 21;
+/// One set, one page.
+const PAGE: usize = 4096;
 /// Removal stamps: a power of two; two codes sharing one only cost a refused store.
 const STAMPS: usize = 1 << 14;
 
@@ -69,7 +75,7 @@ pub struct Slot {
     version: u32,
     /// Low half of the zone's epoch when written: another epoch is an empty slot.
     epoch: u32,
-    /// High half of the code's hash, compared before the slot is copied.
+    /// The code's tag (the set's copy of it is compared before the slot is copied).
     tag: u32,
     len: u16,
     status: u16,
@@ -136,17 +142,19 @@ impl SlotCopy {
     }
 }
 
-/// A set: one line of tags (the high halves of the hashes of the codes its ways hold, 0 for
+/// A set: one line of tags (the top 16 bits of the hashes of the codes its ways hold, 0 for
 /// none), read first so that a lookup copies only the slot whose tag matches, then the ways.
 #[repr(C, align(64))]
 struct Set {
-    tags: [u32; WAYS],
+    tags: [u16; WAYS],
     /// Where CLOCK's sweep goes on; written under the mutex.
     hand: u32,
     ways: [Slot; WAYS],
 }
 
-const _: () = assert!(size_of::<Set>() == 128 + WAYS * 192);
+const _: () = assert!(size_of::<Set>() == PAGE);
+/// The tags line as a reader loads it: whole words.
+const TAG_WORDS: usize = (WAYS * 2).div_ceil(8);
 
 #[repr(C, align(64))]
 struct Header {
@@ -156,17 +164,27 @@ struct Header {
     epoch: AtomicU64,
     /// Slots holding an entry of the current epoch.
     entries: AtomicU64,
-    hits: AtomicU64,
-    misses: AtomicU64,
     evictions: AtomicU64,
     prefills: AtomicU64,
     stamps: [AtomicU32; STAMPS],
+    /// Hits and misses, counted on every lookup: one line per worker (by `ngx_worker`, wrapping
+    /// past [`STRIPES`]), summed when read, so that workers never write one shared line.
+    reads: [Reads; STRIPES],
+}
+
+/// Worker lines of read counters.
+const STRIPES: usize = 64;
+
+#[repr(C, align(64))]
+struct Reads {
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 /// Where a code may be: [`Zone::locate`].
 struct Place {
     sets: [usize; 2],
-    tag: u32,
+    tag: u16,
     stamp: usize,
 }
 
@@ -241,8 +259,16 @@ impl Zone {
 
     fn set_ptr(&self, index: usize) -> *mut Set {
         debug_assert!(index < self.header().sets as usize);
-        // SAFETY: the sets follow the header in the same block (`init`), `index` is in bounds.
-        unsafe { self.header.as_ptr().add(1).cast::<Set>().add(index) }
+        // SAFETY: the sets follow the header at SETS_OFFSET in the same block (`init`), `index`
+        // is in bounds.
+        unsafe {
+            self.header
+                .as_ptr()
+                .cast::<u8>()
+                .add(SETS_OFFSET)
+                .cast::<Set>()
+                .add(index)
+        }
     }
 
     fn lock(&self) -> Locked<'_> {
@@ -262,7 +288,7 @@ impl Zone {
         let second = ((u128::from(other) * sets) >> 64) as usize;
         Place {
             sets: [first, second],
-            tag: (hash >> 32) as u32,
+            tag: (hash >> 48) as u16,
             stamp: (hash as usize) & (STAMPS - 1),
         }
     }
@@ -292,13 +318,19 @@ impl Zone {
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
         for index in place.sets {
             if self.get_in(index, code, place.tag, epoch, now_ms, reader, copy) {
-                self.header().hits.fetch_add(1, Ordering::Relaxed);
+                self.reads().hits.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: `get_in` answers true only once `read` wrote the copy.
                 return Some(unsafe { copy.0.assume_init_ref() }.hit());
             }
         }
-        self.header().misses.fetch_add(1, Ordering::Relaxed);
+        self.reads().misses.fetch_add(1, Ordering::Relaxed);
         None
+    }
+
+    /// This worker's line of read counters. Still atomic adds: after a reload the old
+    /// configuration's workers, shutting down, share their numbers with the new ones.
+    fn reads(&self) -> &Reads {
+        &self.header().reads[worker_index() % STRIPES]
     }
 
     /// [`Zone::get`] in one set: whether `copy` now holds the code's fresh entry.
@@ -307,7 +339,7 @@ impl Zone {
         &self,
         index: usize,
         code: &[u8],
-        tag: u32,
+        tag: u16,
         epoch: u32,
         now_ms: u64,
         reader: Scope,
@@ -315,10 +347,12 @@ impl Zone {
     ) -> bool {
         let set = self.set_ptr(index);
         // SAFETY: in bounds (locate); the tags are a filter only (a torn or old one costs a
-        // copy or a miss, the copy is checked), read through a raw pointer, never a reference
-        // to memory another process writes.
-        let tags = unsafe { ptr::read_volatile(ptr::addr_of!((*set).tags)) };
-        for way in (0..WAYS).filter(|&way| tags[way] == tag) {
+        // copy or a miss, the copy is checked), read through a raw pointer as whole words (a
+        // volatile read of the u16 array is 21 loads), never a reference to memory another
+        // process writes. The set starts on a page, so its first words are aligned.
+        let words: [u64; TAG_WORDS] = unsafe { ptr::read_volatile(set.cast::<[u64; TAG_WORDS]>()) };
+        let tag_of = |way: usize| (words[way / 4] >> (16 * (way % 4))) as u16;
+        for way in (0..WAYS).filter(|&way| tag_of(way) == tag) {
             // SAFETY: as above.
             let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
             let Some(entry) = read(slot, &mut copy.0) else {
@@ -357,7 +391,7 @@ impl Zone {
         };
         let place = self.locate(code);
         let tag = place.tag;
-        entry.tag = tag;
+        entry.tag = u32::from(tag);
         let _locked = self.lock();
         let epoch = self.header().epoch.load(Ordering::Relaxed);
         if epoch != ticket.epoch
@@ -417,11 +451,16 @@ impl Zone {
 
     pub fn stats(&self) -> Stats {
         let h = self.header();
+        let sum = |f: fn(&Reads) -> &AtomicU64| {
+            h.reads
+                .iter()
+                .fold(0u64, |n, r| n.wrapping_add(f(r).load(Ordering::Relaxed)))
+        };
         Stats {
             entries: h.entries.load(Ordering::Relaxed),
             capacity: self.capacity(),
-            hits: h.hits.load(Ordering::Relaxed),
-            misses: h.misses.load(Ordering::Relaxed),
+            hits: sum(|r| &r.hits),
+            misses: sum(|r| &r.misses),
             evictions: h.evictions.load(Ordering::Relaxed),
             prefills: h.prefills.load(Ordering::Relaxed),
         }
@@ -429,7 +468,7 @@ impl Zone {
 }
 
 /// The way holding `code` now (the mutex held).
-fn find(set: &Set, code: &[u8], tag: u32, epoch: u32) -> Option<usize> {
+fn find(set: &Set, code: &[u8], tag: u16, epoch: u32) -> Option<usize> {
     (0..WAYS).find(|&way| set.tags[way] == tag && set.ways[way].holds(code, epoch))
 }
 
@@ -475,27 +514,63 @@ fn clock(set: &mut Set) -> usize {
 }
 
 /// Publishes `way`'s tag (readers filter on it; a stale one only costs them a copy).
-fn set_tag(set: &mut Set, way: usize, tag: u32) {
-    // SAFETY: the tag is a u32 of the set, which the mutex lets this process write; readers
-    // read it with a volatile load of the whole line.
-    unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
+fn set_tag(set: &mut Set, way: usize, tag: u16) {
+    // SAFETY: the tag is a u16 of the set, which the mutex lets this process write; readers
+    // read it with volatile loads of the whole line.
+    unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
 }
 
+/// Words of a slot before its bytes.
+const HEAD_WORDS: usize = std::mem::offset_of!(Slot, bytes) / 8;
+const SLOT_WORDS: usize = size_of::<Slot>() / 8;
+const _: () = assert!(std::mem::offset_of!(Slot, bytes) % 8 == 0 && SLOT_BYTES % 8 == 0);
+
 /// Seqlock read: copies `slot` into `copy`; `None` if a writer was or came inside meanwhile.
+/// Copies the head and the bytes in use only, a word at a time (a volatile read of the whole
+/// slot was 192 byte loads, and touched its third line for every record); the rest of the copy
+/// is zeroed, so that it is a whole `Slot`.
 fn read(slot: *mut Slot, copy: &mut MaybeUninit<Slot>) -> Option<&Slot> {
-    // SAFETY: `slot` points into the mapped zone. The version is only written as an atomic;
-    // the rest is copied with a volatile read and kept only if the version proves no writer
-    // touched it during the copy (a seqlock, as crossbeam's AtomicCell does).
+    let from = slot.cast::<u64>();
+    let to = copy.as_mut_ptr().cast::<u64>();
+    // SAFETY: `slot` points into the mapped zone, `copy` is a whole slot's worth of memory,
+    // both 64-byte aligned. The version is only written as an atomic; the rest is copied with
+    // volatile reads and kept only if the version proves no writer touched it during the copy
+    // (a seqlock, as crossbeam's AtomicCell does). A torn `len` only bounds the copy: it is
+    // clamped, and a torn copy is thrown away.
     unsafe {
+        prefetch(from.add(8));
+        prefetch(from.add(16));
         let version = AtomicU32::from_ptr(ptr::addr_of_mut!((*slot).version));
         let before = version.load(Ordering::Acquire);
         if before & 1 != 0 {
             return None;
         }
-        let entry = copy.write(ptr::read_volatile(slot));
+        for word in 0..HEAD_WORDS {
+            to.add(word).write(ptr::read_volatile(from.add(word)));
+        }
+        let len = usize::from(ptr::addr_of!((*copy.as_ptr()).len).read()).min(INLINE);
+        let used = HEAD_WORDS + len.div_ceil(8);
+        for word in HEAD_WORDS..used {
+            to.add(word).write(ptr::read_volatile(from.add(word)));
+        }
+        for word in used..SLOT_WORDS {
+            to.add(word).write(0);
+        }
         fence(Ordering::Acquire);
-        (version.load(Ordering::Relaxed) == before).then_some(&*entry)
+        (version.load(Ordering::Relaxed) == before).then(|| copy.assume_init_ref())
     }
+}
+
+/// Asks for a line of the slot ahead of its use: its lines then come from memory together.
+#[inline(always)]
+fn prefetch(at: *const u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(at.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 /// Seqlock write, under the zone's mutex.
@@ -573,8 +648,10 @@ fn entry_of(
     Some(slot)
 }
 
-/// Bytes of the zone's block before the sets.
+/// Bytes of the zone's block before the sets: the header, rounded up to a page (the block is
+/// whole pages from the slab pool, so every set is a page).
 pub const HEADER_BYTES: usize = size_of::<Header>();
+const SETS_OFFSET: usize = HEADER_BYTES.div_ceil(PAGE) * PAGE;
 const SET_BYTES: usize = size_of::<Set>();
 
 /// Lays the header and as many sets as fit in the zone's free pages. Called by nginx in the
@@ -593,12 +670,13 @@ pub unsafe fn init(zone: &mut ngx_shm_zone_t, old: *mut std::ffi::c_void) -> boo
     let free = unsafe { (*pool).pfree };
     // One page of slack: the allocation's own bookkeeping.
     let bytes = free.saturating_sub(1) * page_size();
-    let sets = bytes.saturating_sub(HEADER_BYTES) / SET_BYTES;
+    let sets = bytes.saturating_sub(SETS_OFFSET) / SET_BYTES;
     if sets == 0 {
         return false;
     }
     // SAFETY: a live slab pool; all-zero is a valid header and set (every slot empty, epoch 0).
-    let block = unsafe { nginx_sys::ngx_slab_calloc(pool, HEADER_BYTES + sets * SET_BYTES) };
+    // An allocation of more than half a page is whole pages, page-aligned.
+    let block = unsafe { nginx_sys::ngx_slab_calloc(pool, SETS_OFFSET + sets * SET_BYTES) };
     let Some(header) = NonNull::new(block.cast::<Header>()) else {
         return false;
     };
@@ -610,6 +688,15 @@ pub unsafe fn init(zone: &mut ngx_shm_zone_t, old: *mut std::ffi::c_void) -> boo
     }
     zone.data = block;
     true
+}
+
+/// This worker's number (0 in the master and in unit tests).
+fn worker_index() -> usize {
+    #[cfg(not(test))]
+    // SAFETY: set by nginx before a worker runs its first event; read-only afterwards.
+    return unsafe { nginx_sys::ngx_worker };
+    #[cfg(test)]
+    return 0;
 }
 
 fn page_size() -> usize {
@@ -641,8 +728,8 @@ pub(super) mod testing {
     }
 
     pub fn zone(sets: usize) -> Owned {
-        let mut block = vec![0u8; HEADER_BYTES + sets * SET_BYTES + 64];
-        let offset = block.as_ptr().align_offset(64);
+        let mut block = vec![0u8; SETS_OFFSET + sets * SET_BYTES + PAGE];
+        let offset = block.as_ptr().align_offset(PAGE);
         let header = block[offset..].as_mut_ptr().cast::<Header>();
         // SAFETY: the block is large enough, aligned, zeroed (a valid header).
         unsafe {

@@ -193,3 +193,43 @@ fn a_zone_holds_what_docs_deployment_promises() {
     assert!(share >= 0.99, "kept {share:.4}");
     assert_eq!(z.stats().entries, kept as u64);
 }
+
+#[test]
+fn every_length_reads_back_exactly_over_a_longer_record() {
+    // A read copies the bytes in use only: each length up to the slot's, each written over the
+    // longest, must give its own target and nothing of the one before.
+    let owned = zone(4);
+    let z = &owned.zone;
+    let code = "c0de";
+    let longest = "x".repeat(INLINE - code.len());
+    for len in 0..=longest.len() {
+        put(z, code, &live(&longest), 0);
+        let short: String = ('a'..='z').cycle().take(len).collect();
+        assert_eq!(put(z, code, &live(&short), 0), Stored::Yes);
+        assert_eq!(target(z, code, 1), Some(short), "target of {len} bytes");
+    }
+}
+
+#[test]
+fn a_set_is_one_page() {
+    // A hit's set (tags and slot) must be one page: one page walk per hit.
+    let owned = zone(3);
+    let z = &owned.zone;
+    for index in 0..3 {
+        assert_eq!(z.set_ptr(index) as usize % PAGE, 0, "set {index}");
+    }
+    assert_eq!(SET_BYTES, PAGE);
+}
+
+#[test]
+fn every_workers_reads_are_counted() {
+    let owned = zone(4);
+    let z = &owned.zone;
+    put(z, "a", &live("https://a/"), 0);
+    target(z, "a", 1);
+    target(z, "b", 1);
+    // Another worker's line.
+    z.header().reads[5].hits.fetch_add(2, Ordering::Relaxed);
+    let stats = z.stats();
+    assert_eq!((stats.hits, stats.misses), (3, 1));
+}
