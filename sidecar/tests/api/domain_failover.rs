@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
-const LIST: &str = "https://s1.example https://s2.example https://s9.example standby";
-const POOL: &str = "s1.example s2.example s9.example";
+pub(crate) const LIST: &str = "https://s1.example https://s2.example https://s9.example standby";
+pub(crate) const POOL: &str = "s1.example s2.example s9.example";
 const SETTLE: Duration = Duration::from_secs(15);
 
 fn flags(hook: &str) -> Vec<String> {
@@ -37,7 +37,7 @@ fn flags(hook: &str) -> Vec<String> {
 }
 
 /// A request as nginx sends it: the issuing list and the pool.
-fn through_nginx(app: &TestApp, method: Method, path: &str) -> reqwest::RequestBuilder {
+pub(crate) fn through_nginx(app: &TestApp, method: Method, path: &str) -> reqwest::RequestBuilder {
     app.api(method, path)
         .header("X-Shortlink-Public-Base", LIST)
         .header("X-Shortlink-Pool", POOL)
@@ -81,7 +81,12 @@ async fn mode(app: &TestApp, name: &str) -> String {
         .to_owned()
 }
 
-async fn operator(app: &TestApp, name: &str, action: &str, body: Option<Value>) -> Value {
+pub(crate) async fn operator(
+    app: &TestApp,
+    name: &str,
+    action: &str,
+    body: Option<Value>,
+) -> Value {
     let mut request = through_nginx(app, Method::POST, &format!("/domains/{name}/{action}"));
     if let Some(body) = body {
         request = request.json(&body);
@@ -487,7 +492,7 @@ async fn click(app: &TestApp, codes: &[String]) {
 }
 
 /// Creates `items` in one batch; (code, short URL) of each.
-async fn create(app: &TestApp, items: &[Value]) -> Vec<(String, String)> {
+pub(crate) async fn create(app: &TestApp, items: &[Value]) -> Vec<(String, String)> {
     let response = through_nginx(app, Method::POST, "/links/batch")
         .json(items)
         .send()

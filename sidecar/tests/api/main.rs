@@ -18,6 +18,7 @@ mod console_workspaces;
 mod conversions;
 mod domain_certificate;
 mod domain_failover;
+mod domain_failover_reissue;
 mod domain_health;
 mod health;
 mod helpers;

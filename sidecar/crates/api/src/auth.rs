@@ -167,6 +167,8 @@ const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/conversions"),
     (Method::PATCH, "/api/v1/links/{code}"),
     (Method::DELETE, "/api/v1/links/{code}"),
+    // The re-send list's new links: issued like a batch, by the campaign tool that re-sends.
+    (Method::POST, "/api/v1/domains/{domain}/reissue"),
 ];
 
 /// Whether `role` may send `method` to `route` (the matched route pattern; `None` for paths no
@@ -259,6 +261,16 @@ mod tests {
                     "{role:?} {change}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn issuers_reissue_the_resend_list_and_viewers_do_not() {
+        let reissue = Some("/api/v1/domains/{domain}/reissue");
+        assert!(permits(Role::Issuer, &Method::POST, reissue));
+        assert!(permits(Role::Admin, &Method::POST, reissue));
+        for role in [Role::Viewer, Role::Operator, Role::Resolve] {
+            assert!(!permits(role, &Method::POST, reissue), "{role:?}");
         }
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Issue 55: `POST /api/v1/domains/{domain}/restore`, `/pin` and `/drain` set whether a domain
 //! takes new links (shortlink_domains::drain), for every sidecar of the installation; each
-//! change is audited in the key's chain, sent on the domain webhook and counted.
+//! change is audited in the key's chain, sent on the domain webhook and counted. The re-send
+//! list of a drained domain (`unclicked`) and its replacement links (`reissue`).
 
 use super::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
 use axum::extract::State;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
 
+pub mod reissue;
 mod scope;
 pub mod unclicked;
 
@@ -30,6 +32,7 @@ pub fn router() -> Router<AppState> {
             "/domains/{domain}/unclicked",
             get(unclicked::unclicked_links),
         )
+        .route("/domains/{domain}/reissue", post(reissue::reissue_links))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

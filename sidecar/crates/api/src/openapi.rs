@@ -35,6 +35,7 @@ use utoipa::OpenApi;
         domains::pin_domain,
         domains::drain_domain,
         domains::unclicked::unclicked_links,
+        domains::reissue::reissue_links,
         resolve::resolve,
         stats::link_stats,
         stats::global_stats,

@@ -67,26 +67,7 @@ pub async fn unclicked_links(
     Path(domain): Path<String>,
     Query(query): Query<UnclickedQuery>,
 ) -> Result<Response> {
-    let status = known(&state, Some(workspace), &domain)?;
-    let list = (domains.issuing.clone())
-        .filter(|list| list.bases.iter().any(|b| b.host == status.domain))
-        .ok_or_else(|| Error::Request {
-            status: StatusCode::NOT_FOUND,
-            code: "not_issuing",
-            message: "the domain is not in the workspace's issuing list".into(),
-        })?;
-    let mut filter = LinkFilter::in_workspace(workspace.0);
-    filter.campaign = query.campaign;
-    let since = (query.since).unwrap_or_else(|| Utc::now() - chrono::Duration::days(DEFAULT_DAYS));
-    let reader = Reader {
-        storage: Arc::clone(state.links.storage()),
-        filter,
-        since,
-        list,
-        domain: status.domain,
-        snapshot: state.domains.drains.current(),
-        lag: chrono::Duration::from_std(state.domains.snapshot_lag()).unwrap_or_default(),
-    };
+    let reader = Reader::new(&state, workspace, &domains, &domain, query)?;
     // The first page before the answer: a database error is a 503, not a cut stream.
     let first = reader.page(None).await?;
     let reader = Arc::new(reader);
@@ -119,43 +100,105 @@ pub async fn unclicked_links(
         .into_response())
 }
 
-struct Reader {
+/// The re-send list's links, a page at a time (also what `reissue` replaces).
+pub(super) struct Reader {
     storage: Arc<dyn Storage>,
     filter: LinkFilter,
     since: DateTime<Utc>,
-    list: IssuingBases,
-    domain: String,
-    snapshot: Arc<Snapshot>,
+    pub(super) list: IssuingBases,
+    pub(super) domain: String,
+    pub(super) snapshot: Arc<Snapshot>,
     /// How late a sidecar may learn of a drain.
     lag: chrono::Duration,
 }
 
+/// A link of the re-send list.
+pub(super) struct Listed {
+    pub link: Link,
+    pub recipient_ref: String,
+    /// The short URL it was sent with.
+    pub short_url: String,
+}
+
 impl Reader {
+    /// The list of the key's workspace for `domain`: 404 `unknown_domain` if the key may not see
+    /// it, `not_issuing` if the request's issuing list does not name it.
+    pub(super) fn new(
+        state: &AppState,
+        workspace: InWorkspace,
+        domains: &DomainContext,
+        domain: &str,
+        query: UnclickedQuery,
+    ) -> Result<Self> {
+        let status = known(state, Some(workspace), domain)?;
+        let list = (domains.issuing.clone())
+            .filter(|list| list.bases.iter().any(|b| b.host == status.domain))
+            .ok_or_else(|| Error::Request {
+                status: StatusCode::NOT_FOUND,
+                code: "not_issuing",
+                message: "the domain is not in the workspace's issuing list".into(),
+            })?;
+        let mut filter = LinkFilter::in_workspace(workspace.0);
+        filter.campaign = query.campaign;
+        let since =
+            (query.since).unwrap_or_else(|| Utc::now() - chrono::Duration::days(DEFAULT_DAYS));
+        Ok(Reader {
+            storage: Arc::clone(state.links.storage()),
+            filter,
+            since,
+            list,
+            domain: status.domain,
+            snapshot: state.domains.drains.current(),
+            lag: chrono::Duration::from_std(state.domains.snapshot_lag()).unwrap_or_default(),
+        })
+    }
+
     /// One page's lines, and the cursor of the next page (none at the end or before `since`).
     async fn page(&self, after: Option<&ListCursor>) -> Result<(String, Option<ListCursor>)> {
-        let links = self.storage.list_links(&self.filter, after, PAGE).await?;
+        let (listed, next) = self.listed(after).await?;
         let mut lines = String::new();
-        let mut next = None;
-        for link in &links {
-            if link.created_at < self.since {
-                return Ok((lines, None));
-            }
-            if let Some(line) = self.line(link) {
+        for listed in listed {
+            let line = UnclickedLink {
+                short_url: listed.short_url,
+                code: listed.link.code,
+                campaign: listed.link.campaign,
+                recipient_ref: listed.recipient_ref,
+                issued_at: listed.link.created_at,
+            };
+            if let Ok(line) = serde_json::to_string(&line) {
                 lines.push_str(&line);
                 lines.push('\n');
+            }
+        }
+        Ok((lines, next))
+    }
+
+    /// One page's links of the list, and the cursor of the next page (none at the end or
+    /// before `since`).
+    pub(super) async fn listed(
+        &self,
+        after: Option<&ListCursor>,
+    ) -> Result<(Vec<Listed>, Option<ListCursor>)> {
+        let links = self.storage.list_links(&self.filter, after, PAGE).await?;
+        let full = links.len() == PAGE as usize;
+        let mut listed = Vec::new();
+        let mut next = None;
+        for link in links {
+            if link.created_at < self.since {
+                return Ok((listed, None));
             }
             next = Some(ListCursor {
                 created_at: link.created_at,
                 code: link.code.clone(),
             });
+            if let Some(entry) = self.entry(link) {
+                listed.push(entry);
+            }
         }
-        if links.len() < PAGE as usize {
-            next = None;
-        }
-        Ok((lines, next))
+        Ok((listed, next.filter(|_| full)))
     }
 
-    fn line(&self, link: &Link) -> Option<String> {
+    fn entry(&self, link: Link) -> Option<Listed> {
         let recipient_ref = link.recipient_ref.clone()?;
         if link.visit_count > 0 || link.revoked_at.is_some() {
             return None;
@@ -173,13 +216,10 @@ impl Reader {
             true => None,
             false => on(link.created_at - self.lag),
         })?;
-        let line = UnclickedLink {
+        Some(Listed {
             short_url: format!("{url}/{}", link.code),
-            code: link.code.clone(),
-            campaign: link.campaign.clone(),
             recipient_ref,
-            issued_at: link.created_at,
-        };
-        serde_json::to_string(&line).ok()
+            link,
+        })
     }
 }
