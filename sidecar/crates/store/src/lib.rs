@@ -13,6 +13,7 @@ mod imported;
 mod model;
 pub mod mysql;
 pub mod pg_copy;
+mod pool;
 mod postgres;
 pub mod sql;
 mod sqlite;

@@ -68,7 +68,7 @@ pub async fn shared_writer(
         return Ok(pool);
     }
     let pool = Arc::new(
-        SqlitePoolOptions::new()
+        crate::pool::ping_after_idle(SqlitePoolOptions::new())
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
             .connect_with(connect.clone().pragma("wal_autocheckpoint", "0"))
@@ -157,7 +157,7 @@ pub async fn reader(
     acquire_timeout: Duration,
     cache: SqliteCache,
 ) -> StorageResult<SqlitePool> {
-    SqlitePoolOptions::new()
+    crate::pool::ping_after_idle(SqlitePoolOptions::new())
         .max_connections(max_connections)
         .acquire_timeout(acquire_timeout)
         .idle_timeout(Some(Duration::from_secs(60)))

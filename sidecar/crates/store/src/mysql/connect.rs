@@ -30,7 +30,7 @@ pub async fn pool(
         .collation("utf8mb4_bin")
         .timezone(Some("+00:00".to_owned()));
     let lock_wait = acquire_timeout.as_secs().max(1);
-    MySqlPoolOptions::new()
+    crate::pool::ping_after_idle(MySqlPoolOptions::new())
         .max_connections(max_connections.max(1))
         .acquire_timeout(acquire_timeout)
         .idle_timeout(Some(Duration::from_secs(600)))

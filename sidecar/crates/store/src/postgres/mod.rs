@@ -95,7 +95,7 @@ impl PgStorage {
                 ("lock_timeout", lock_timeout.as_str()),
                 ("idle_in_transaction_session_timeout", "60s"),
             ]);
-        let pool = PgPoolOptions::new()
+        let pool = crate::pool::ping_after_idle(PgPoolOptions::new())
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))

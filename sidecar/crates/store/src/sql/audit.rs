@@ -365,12 +365,30 @@ impl<D: Dialect> SqlStorage<D> {
         if let Some(until) = filter.until_ms {
             query.push(" AND at_ms < ").bind(Value::Int(until));
         }
-        if let Some(before) = filter.before_id {
-            query.push(" AND id < ").bind(Value::Int(before));
+        match filter.workspace_id {
+            // A workspace's rows in chain order, on its `(workspace_id, seq)` key: the order of
+            // their ids too (a chain's appends are serialised), so pages are the same, and a
+            // create maintains no index of ids per workspace. A cursor that is not a row of the
+            // workspace (another's, or pruned: then so is every row before it) ends the list.
+            Some(workspace) => {
+                if let Some(before) = filter.before_id {
+                    query
+                        .push(" AND seq < (SELECT last_seen.seq FROM audit_log last_seen WHERE last_seen.id = ")
+                        .bind(Value::Int(before))
+                        .push(" AND last_seen.workspace_id = ")
+                        .bind(Value::Int(workspace))
+                        .push(")");
+                }
+                query.push(" ORDER BY seq DESC LIMIT ");
+            }
+            None => {
+                if let Some(before) = filter.before_id {
+                    query.push(" AND id < ").bind(Value::Int(before));
+                }
+                query.push(" ORDER BY id DESC LIMIT ");
+            }
         }
-        query
-            .push(" ORDER BY id DESC LIMIT ")
-            .bind(Value::Int(i64::from(filter.limit)));
+        query.bind(Value::Int(i64::from(filter.limit)));
         self.rows(query).await?.iter().map(record::<D>).collect()
     }
 
