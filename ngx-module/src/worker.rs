@@ -412,6 +412,30 @@ impl Worker {
         }
     }
 
+    /// The zone's epoch when this worker's fresh subscription emptied it, once: the prefill
+    /// then reads the newest links back ([`crate::prefill`]).
+    pub fn take_refill(&mut self) -> Option<u64> {
+        match (&self.tracker, self.zone) {
+            (Some(tracker), Some(_)) => tracker.state().take_refill(),
+            _ => None,
+        }
+    }
+
+    /// The zone's epoch and slots.
+    pub fn zone_state(&self) -> Option<(u64, u64)> {
+        self.zone.map(|zone| (zone.epoch(), zone.capacity()))
+    }
+
+    /// Sends `GET sl:meta:issued`: the high-water mark of the sequence numbers sidecars leased
+    /// (generated codes are those numbers under the code secret). One Redis only: the zone is
+    /// refused with a cluster.
+    pub fn issued_mark(&mut self) -> Result<Reply, RedisError> {
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&[&[b"GET"], &[keys::ISSUED_MARK.as_bytes()]])
+    }
+
     /// Stores a prefilled record in the zone, as [`Worker::remember`] would a click's lookup.
     pub fn remember_prefill(
         &mut self,

@@ -437,6 +437,11 @@ impl Zone {
         }
     }
 
+    /// Bumped by every [`Zone::clear`].
+    pub fn epoch(&self) -> u64 {
+        self.header().epoch.load(Ordering::Acquire)
+    }
+
     /// Forgets everything: a new epoch empties every slot at once.
     pub fn clear(&self) {
         let _locked = self.lock();

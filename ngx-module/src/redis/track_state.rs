@@ -41,6 +41,9 @@ pub struct TrackState {
     prefill_limit: Cell<usize>,
     /// Posted when `prefill` gets codes: the worker's event that starts reading them.
     wake: Cell<*mut ngx_event_t>,
+    /// This worker's fresh subscription emptied the zone: the epoch it left, for the prefill to
+    /// read the newest links back ([`crate::prefill`]'s refill) while the epoch is still that.
+    refill: Cell<Option<u64>>,
 }
 
 impl Default for TrackState {
@@ -54,6 +57,7 @@ impl Default for TrackState {
             prefill: RefCell::default(),
             prefill_limit: Cell::new(0),
             wake: Cell::new(ptr::null_mut()),
+            refill: Cell::new(None),
         }
     }
 }
@@ -105,7 +109,12 @@ impl TrackState {
     }
 
     pub fn has_prefill(&self) -> bool {
-        !self.prefill.borrow().is_empty()
+        !self.prefill.borrow().is_empty() || self.refill.get().is_some()
+    }
+
+    /// The epoch of the zone this worker's fresh subscription emptied, once.
+    pub fn take_refill(&self) -> Option<u64> {
+        self.refill.take()
     }
 
     /// Up to `n` queued codes, newest first.
@@ -133,8 +142,12 @@ impl TrackState {
         if self.up.replace(up) != up {
             // Reports may have been missed before this subscription: by every worker, if Redis
             // restarted. Other workers keep theirs, so only a new subscription empties the zone.
+            // The worker then reads the newest links back (a restart's, a respawned worker's
+            // or a reconnection's zone would else fill only as links are clicked).
             if let (true, Some(zone)) = (up, self.zone.get()) {
                 zone.clear();
+                self.refill.set(Some(zone.epoch()));
+                post(self.wake.get());
             }
             self.seq.set(self.seq.get() + 1);
             self.flush.set(true);

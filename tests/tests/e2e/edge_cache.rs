@@ -439,3 +439,57 @@ fn freshly_issued_links_are_hits_at_their_first_click() {
     }));
     assert_eq!(system.nginx.counters()["cache_misses"], misses);
 }
+
+#[test]
+fn a_new_worker_refills_the_zone_it_emptied_with_the_newest_links() {
+    // A new worker's subscription empties the zone (reports may have been missed before it), as
+    // at nginx's start: it then reads the newest issued codes back, so a campaign issued before
+    // is still a hit at its first click.
+    let (system, _conf) = edge("1m", "size=1000 ttl=1h negative_ttl=1s");
+    let links = create_many(&system, 300, "refill");
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            system.nginx.counters()["cache_zone_entries"] >= links.len() as u64
+        }),
+        "not prefilled: {:?}",
+        system.nginx.counters()
+    );
+    for victim in system.nginx.workers() {
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &victim.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                let now = system.nginx.workers();
+                now.len() == 2 && !now.contains(&victim)
+            }),
+            "the master did not replace worker {victim}"
+        );
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || subscribers(&system) == 2),
+        "the new workers did not subscribe"
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            system.nginx.counters()["cache_zone_entries"] >= links.len() as u64
+        }),
+        "not refilled: {:?}",
+        system.nginx.counters()
+    );
+    let refilled = system.nginx.counters();
+    for (code, target) in &links {
+        let (status, location, _) = click(&system, code);
+        assert_eq!((status, &location), (302, target), "{code}");
+    }
+    assert_eq!(
+        system.nginx.counters()["cache_misses"],
+        refilled["cache_misses"],
+        "first clicks after the new workers went to Redis"
+    );
+    let done = system.nginx.error_log_lines("cache zone refill done");
+    eprintln!("{done:?}");
+    assert!(!done.is_empty());
+}
