@@ -170,7 +170,11 @@ fn main() {
             "| erase of {subject} visits among {rows} | {measured_ms:.1} ms | {:.2}x the reference | <= 1,000 ms |",
             measured_ms / reference_ms
         );
-        measured_ms > 1000.0 || !plan.iter().any(|line| line.contains("visits_code_time"))
+        // On partitions (migration 54) each day's copy of the index is `<partition>_code_visited_at_idx`.
+        let by_code = |line: &String| {
+            line.contains("visits_code_time") || line.contains("_code_visited_at_idx")
+        };
+        measured_ms > 1000.0 || !plan.iter().any(by_code)
     });
     if failed {
         std::process::exit(1);

@@ -32,6 +32,7 @@ mod mariadb;
 mod metrics;
 mod multiprocess;
 mod outages;
+mod partitions;
 mod projection_marker;
 mod qr;
 mod rate_limits;

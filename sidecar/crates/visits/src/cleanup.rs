@@ -10,9 +10,12 @@
 //! - Retention policies of workspaces and campaigns ([`crate::retention`]): their raw visits,
 //!   conversions and webhook failures past their own retention; the flag above then covers only
 //!   the links no policy rules. Checked at every run, so the job runs even without the flags.
+//! - PostgreSQL's visits are partitioned by day (`store/postgres/partitions.rs`): each run
+//!   creates the coming days, and the days every retention in force has let go are dropped
+//!   whole before the row deletes above take what is left.
 
 use super::retention::{self, Retention};
-use super::store::VisitStore;
+use super::store::{SqlBackendStore, VisitStore};
 use chrono::SubsecRound;
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::service::{LinkPatch, LinkService, ServiceError};
@@ -107,7 +110,17 @@ pub async fn delete_old_visits(
     retention: Option<Duration>,
 ) -> Result<retention::Deleted, CleanupError> {
     let policies = store.retention().policies().await?;
+    let longest = retention::longest_visits(retention, &policies);
+    let mut dropped = 0;
+    if let SqlBackendStore::Postgres(pg) = store.sql_backend() {
+        pg.prepare_days(storage::now()).await?;
+        if let Some(longest) = longest {
+            // A day past the longest retention in force is past every visit's own.
+            dropped = pg.drop_days_before(ago(longest)?).await?;
+        }
+    }
     let mut deleted = retention::apply(store, &policies, storage::now()).await?;
+    deleted.visits += dropped;
     if let Some(retention) = retention {
         let before = ago(retention)?;
         let ruled = retention::ruled(&policies);
@@ -128,7 +141,7 @@ pub async fn delete_old_visits(
     // The feed's rows of those visits: a reader skips ids whose visit is gone, so they may go
     // after the visits (one row per visit transaction, few to delete); while a policy keeps
     // visits longer than the flag, at the longest.
-    if let Some(longest) = retention::longest_visits(retention, &policies) {
+    if let Some(longest) = longest {
         store.prune_feed(ago(longest)?.timestamp_millis()).await?;
     }
     if deleted != retention::Deleted::default() {

@@ -236,12 +236,15 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
             .collect::<StorageResult<_>>()?;
         let mut deleted = 0;
         for chunk in ids.chunks(IN_LIST) {
+            // The time again: PostgreSQL then reads only the partitions of those days (and the
+            // row found, not another of the same id in another day).
             let delete = statement(
                 &format!(
-                    "DELETE FROM visits WHERE event_id IN ({})",
+                    "DELETE FROM visits WHERE visited_at < ? AND event_id IN ({})",
                     marks(chunk.len())
                 ),
-                chunk.iter().cloned().map(Value::Text),
+                std::iter::once(V::visit_time(before))
+                    .chain(chunk.iter().cloned().map(Value::Text)),
             );
             deleted += execute::<V>(&self.writer, delete).await?;
         }

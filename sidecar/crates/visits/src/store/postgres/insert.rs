@@ -75,7 +75,7 @@ pub(super) const INSERT_VISITS: &str =
        $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[], $10::text[], \
        $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]) \
-     ON CONFLICT (event_id) DO NOTHING";
+     ON CONFLICT (event_id, visited_at) DO NOTHING";
 
 /// The insert of `c` into `visits` (`sql`: [`INSERT_VISITS`], perhaps with `RETURNING`).
 pub(super) fn visits_insert<'q>(

@@ -5,6 +5,7 @@
 
 mod copy;
 mod insert;
+mod partitions;
 mod rollup;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
@@ -55,8 +56,10 @@ impl PgVisitStore {
 impl VisitDialect for PgVisits {
     type Sql = Pg;
 
-    const DELETE_VISITS_BEFORE: &'static str = "DELETE FROM visits WHERE event_id IN \
-         (SELECT event_id FROM visits WHERE visited_at < ? LIMIT ?)";
+    // A visit's key is (event_id, visited_at): the table is partitioned by time (migration 54).
+    const DELETE_VISITS_BEFORE: &'static str =
+        "DELETE FROM visits WHERE (event_id, visited_at) IN \
+         (SELECT event_id, visited_at FROM visits WHERE visited_at < ? LIMIT ?)";
 
     async fn store_batch(
         &self,

@@ -1,0 +1,363 @@
+//! PostgreSQL visits partitioned by day (issue 56, migration 54) against the table as it was,
+//! in the same run, on two databases of the same server holding the same rows:
+//!
+//! - `plain`: every migration but 54 (one `visits` heap, as before);
+//! - `parted`: the same rows loaded before migration 54, then migrated (the conversion is timed:
+//!   seconds per million visits).
+//!
+//! `BENCH_VISITS` visits (default 3,000,000; the issue's size is 50,000,000) over 60 whole UTC
+//! days ending today, over `BENCH_LINKS` codes (default 10,000), written by SQL (fast to load),
+//! plus one subject's link with 1,000 visits over the same days. Then, alternating the two:
+//!
+//! 1. consumer visits/s: `BENCH_CONSUMER_VISITS` (default 80,000) visits of now stored through
+//!    the visit store in transactions of `BENCH_BATCH` (default 2,000), as the consumer stores
+//!    them, in 4 alternated rounds;
+//! 2. retention of the oldest day (`cleanup::delete_old_visits` with `--visit-retention` ending
+//!    at that day's end): its time, and the consumer's visits/s while it runs (a writer stores
+//!    batches all along; the window is the retention's time, at least 2 s) against the same
+//!    writer's idle visits/s just before, and the slowest batch during it;
+//! 3. reads over the last 24 h, p50/p99 of 200 each: a link's per-rule clicks (`rule_breakdown`,
+//!    raw visits by code and time) and the feed's rows of 100 visit ids (`feed_rows`);
+//! 4. the erase of the subject's 1,000 visits (`erase_code`).
+//!
+//! No links rows: the consumer's link counter update touches nothing, in both databases alike.
+//! Run through `bench/partitions/run`; prints markdown rows.
+
+use chrono::{DateTime, Duration as Days, Utc};
+use shortlink_sidecar::storage::WorkspaceId;
+use shortlink_sidecar::visits::cleanup::delete_old_visits;
+use shortlink_sidecar::visits::rollup::Interval;
+use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
+use shortlink_sidecar::webhooks::store::Webhooks;
+use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+use sqlx::PgPool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+const PARTITIONED: i64 = 20261126000054;
+const DAY_MS: i64 = 86_400_000;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn today_start() -> DateTime<Utc> {
+    Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc()
+}
+
+/// Runs the migrations `keep` selects.
+async fn migrate(pool: &PgPool, keep: impl Fn(i64) -> bool) {
+    let mut migrator = sqlx::migrate!("../migrations/postgres");
+    migrator.migrations = (migrator.migrations.iter())
+        .filter(|m| keep(m.version))
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    migrator.run(pool).await.unwrap();
+}
+
+/// `n` visits over 60 days from `start` on `links` codes, and 1,000 of code `subject`.
+async fn load(pool: &PgPool, n: usize, links: usize, start: DateTime<Utc>) {
+    let step_ms = 60.0 * DAY_MS as f64 / n as f64;
+    for (count, code, prefix) in [
+        (n as i64, format!("'c' || (i % {links})"), "b"),
+        (1000, "'subject'".to_owned(), "s"),
+    ] {
+        let step = if prefix == "s" {
+            60.0 * DAY_MS as f64 / 1000.0
+        } else {
+            step_ms
+        };
+        sqlx::query(&format!(
+            "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, agent_id, \
+               browser, browser_version, os, os_version, device, audience, agent, country, \
+               short_domain, rule) \
+             SELECT '{prefix}' || lpad(i::text, 12, '0'), {code}, \
+               $1::timestamptz + make_interval(secs => floor(i * {step})::bigint / 1000.0), 302, \
+               '10.' || (i >> 16 & 255) || '.' || (i >> 8 & 255) || '.' || (i & 255), \
+               substring(decode(md5(i::text), 'hex') from 1 for 16), 1234567, 'Safari', '17.5', \
+               'iOS', '17.5.1', 'mobile', CASE WHEN i % 20 = 0 THEN 'bot' ELSE 'human' END, \
+               CASE WHEN i % 20 = 0 THEN 'curl' END, 'DE', 's1.example', \
+               CASE i % 3 WHEN 0 THEN NULL WHEN 1 THEN '1' ELSE '2.1' END \
+             FROM generate_series(0, {}) AS i",
+            count - 1
+        ))
+        .bind(start)
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("ANALYZE visits").execute(pool).await.unwrap();
+}
+
+fn visits_of_now(prefix: &str, from: usize, n: usize, links: usize) -> Vec<Visit> {
+    let enricher = Enricher::new(GeoDb::disabled(), false);
+    let now = Utc::now().timestamp_millis().to_string();
+    (from..from + n)
+        .map(|i| {
+            let ip = format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255);
+            let code = format!("c{}", i % links);
+            let fields = [
+                ("c", code.as_str()),
+                ("t", now.as_str()),
+                ("s", "302"),
+                ("ip", ip.as_str()),
+                ("ua", IPHONE),
+                ("host", "s1.example"),
+            ];
+            enricher.enrich(&VisitEvent::from_fields(format!("{prefix}{i:012}"), fields).unwrap())
+        })
+        .collect()
+}
+
+/// Stores `n` visits of now in transactions of `batch`; visits/s.
+async fn consume(
+    store: &dyn VisitStore,
+    prefix: &str,
+    n: usize,
+    batch: usize,
+    links: usize,
+) -> f64 {
+    let batches: Vec<Vec<Visit>> = (0..n / batch)
+        .map(|b| visits_of_now(prefix, b * batch, batch, links))
+        .collect();
+    let started = Instant::now();
+    for visits in &batches {
+        store.store_batch(visits, false).await.unwrap();
+    }
+    (n / batch * batch) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1]
+}
+
+/// A writer storing batches until stopped: (instant done, visits, seconds taken) of each batch.
+type Log = Arc<Mutex<Vec<(Instant, usize, f64)>>>;
+
+fn writer(
+    store: Arc<dyn VisitStore>,
+    prefix: String,
+    batch: usize,
+    links: usize,
+    stop: Arc<AtomicBool>,
+) -> (tokio::task::JoinHandle<()>, Log) {
+    let log: Log = Arc::default();
+    let handle = tokio::spawn({
+        let log = log.clone();
+        async move {
+            let mut b = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let visits = visits_of_now(&prefix, b * batch, batch, links);
+                let started = Instant::now();
+                store.store_batch(&visits, false).await.unwrap();
+                let took = started.elapsed().as_secs_f64();
+                log.lock().unwrap().push((Instant::now(), batch, took));
+                b += 1;
+            }
+        }
+    });
+    (handle, log)
+}
+
+/// Visits/s and slowest batch (s) of the batches done within `[from, to]`.
+fn rate(log: &Log, from: Instant, to: Instant) -> (f64, f64) {
+    let log = log.lock().unwrap();
+    let within = log.iter().filter(|(at, _, _)| *at >= from && *at <= to);
+    let (visits, slowest) = within.fold((0, 0.0f64), |(v, s), (_, n, t)| (v + n, s.max(*t)));
+    (visits as f64 / (to - from).as_secs_f64(), slowest)
+}
+
+struct Retention {
+    seconds: f64,
+    deleted: u64,
+    idle: f64,
+    during: f64,
+    slowest_idle: f64,
+    slowest_during: f64,
+}
+
+/// The retention of the oldest day while a writer stores batches.
+async fn retention(
+    store: Arc<dyn VisitStore>,
+    name: &str,
+    batch: usize,
+    links: usize,
+    end: DateTime<Utc>,
+) -> Retention {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (handle, log) = writer(
+        store.clone(),
+        format!("w{name}"),
+        batch,
+        links,
+        stop.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = Instant::now();
+    let (idle, slowest_idle) = rate(&log, idle_from, started);
+    let keep = (Utc::now() - end).to_std().unwrap();
+    let deleted = delete_old_visits(store.as_ref(), Some(keep))
+        .await
+        .unwrap()
+        .visits;
+    let seconds = started.elapsed().as_secs_f64();
+    let window = Duration::from_secs_f64(seconds.max(2.0));
+    tokio::time::sleep(window.saturating_sub(started.elapsed())).await;
+    let (during, slowest_during) = rate(&log, started, started + window);
+    stop.store(true, Ordering::SeqCst);
+    handle.await.unwrap();
+    Retention {
+        seconds,
+        deleted,
+        idle,
+        during,
+        slowest_idle,
+        slowest_during,
+    }
+}
+
+fn main() {
+    let n = env_usize("BENCH_VISITS", 3_000_000);
+    let links = env_usize("BENCH_LINKS", 10_000);
+    let consumer = env_usize("BENCH_CONSUMER_VISITS", 80_000);
+    let batch = env_usize("BENCH_BATCH", 2_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let start = today_start() - Days::days(59);
+        let (mut stores, mut pools) = (Vec::new(), Vec::new());
+        for name in ["plain", "parted"] {
+            let url = testkit::postgres().fresh_database_url();
+            let pool = PgPool::connect(&url).await.unwrap();
+            migrate(&pool, |v| v < PARTITIONED).await;
+            let loaded = Instant::now();
+            load(&pool, n, links, start).await;
+            eprintln!("{name}: {n} visits loaded in {:.0} s", loaded.elapsed().as_secs_f64());
+            if name == "plain" {
+                migrate(&pool, |v| v > PARTITIONED).await;
+            } else {
+                let started = Instant::now();
+                migrate(&pool, |v| v >= PARTITIONED).await;
+                let s = started.elapsed().as_secs_f64();
+                println!(
+                    "| migration 54 on {} visits | {s:.1} s | {:.1} s per million | |",
+                    n + 1000,
+                    s * 1e6 / (n + 1000) as f64
+                );
+            }
+            let options = shortlink_sidecar::storage::ConnectOptions {
+                url,
+                max_connections: 4,
+                acquire_timeout: Duration::from_secs(10),
+                sqlite_cache: Default::default(),
+            };
+            stores.push(shortlink_sidecar::visits::store::connect(&options).await.unwrap());
+            pools.push(pool);
+        }
+        let names = ["plain", "parted"];
+
+        // 1. Consumer visits/s, alternated.
+        let mut rates = [Vec::new(), Vec::new()];
+        for round in 0..4 {
+            for (i, store) in stores.iter().enumerate() {
+                let prefix = format!("n{round}-");
+                rates[i].push(consume(store.as_ref(), &prefix, consumer / 4, batch, links).await);
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (plain, parted) = (mean(&rates[0]), mean(&rates[1]));
+        println!("| consumer visits/s, plain | {plain:.0} | | |");
+        println!("| consumer visits/s, parted | {parted:.0} | {:.3}x plain | >= 0.95x |", parted / plain);
+
+        // 3. Reads over the last 24 h (before the retention, which changes no recent row).
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT event_id FROM visits WHERE visited_at > now() - interval '24 hours' \
+             AND event_id LIKE 'b%' ORDER BY md5(event_id) LIMIT 20000",
+        )
+        .fetch_all(&pools[0])
+        .await
+        .unwrap();
+        let hour = Utc::now().timestamp() / 3600 * 3600;
+        let mut reads = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+        for k in 0..200 {
+            for (i, store) in stores.iter().enumerate() {
+                let q = StatsQuery {
+                    workspace: WorkspaceId::DEFAULT,
+                    code: Some(format!("c{}", (k * 7919) % links)),
+                    from: hour - 23 * 3600,
+                    to: hour + 3600,
+                    interval: Interval::Hour,
+                    include_bots: false,
+                    top: 10,
+                };
+                let started = Instant::now();
+                store.rule_breakdown(&q).await.unwrap();
+                reads[i][0].push(started.elapsed().as_secs_f64() * 1000.0);
+                let chunk = &ids[(k * 100) % ids.len().max(1)..][..100.min(ids.len())];
+                let started = Instant::now();
+                let rows = store.webhooks().feed_rows(chunk).await.unwrap();
+                reads[i][1].push(started.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(rows.len(), chunk.len());
+            }
+        }
+        for (what, r) in [("per-rule clicks of a link, 24 h", 0), ("feed rows of 100 ids, 24 h", 1)] {
+            let p99: Vec<f64> = (0..2).map(|i| percentile(&mut reads[i][r], 0.99)).collect();
+            let p50: Vec<f64> = (0..2).map(|i| percentile(&mut reads[i][r], 0.5)).collect();
+            for i in 0..2 {
+                println!(
+                    "| {what}, {} | p50 {:.2} ms, p99 {:.2} ms | {} | p99 <= plain |",
+                    names[i],
+                    p50[i],
+                    p99[i],
+                    if i == 1 { format!("p99 {:.2}x plain", p99[1] / p99[0]) } else { String::new() }
+                );
+            }
+        }
+
+        // 4. The erase of one subject's 1,000 visits.
+        for (i, store) in stores.iter().enumerate() {
+            let started = Instant::now();
+            let (visits, _) = store
+                .subjects()
+                .erase_code(WorkspaceId::DEFAULT, "subject", "sr_bench")
+                .await
+                .unwrap();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            println!("| erase of {visits} visits, {} | {ms:.1} ms | | <= 1,000 ms |", names[i]);
+        }
+
+        // 2. Retention of the oldest day, with a writer going.
+        let end = start + Days::days(1);
+        for (i, store) in stores.iter().enumerate() {
+            let r = retention(store.clone(), names[i], batch, links, end).await;
+            println!(
+                "| retention of one day, {} | {:.2} s, {} visits | consumer {:.0} visits/s during vs {:.0} idle: {:.2}x; slowest batch {:.0} ms vs {:.0} ms idle | >= 0.9x |",
+                names[i],
+                r.seconds,
+                r.deleted,
+                r.during,
+                r.idle,
+                r.during / r.idle,
+                r.slowest_during * 1000.0,
+                r.slowest_idle * 1000.0
+            );
+        }
+    });
+}
+
+use shortlink_sidecar::visits::subjects::Subjects as _;

@@ -1,0 +1,349 @@
+//! PostgreSQL's raw visits partitioned by day (issue 56, migration 54): the migration converts a
+//! populated table keeping every row and every answer; a redelivered visit is still refused; the
+//! cleanup job drops a day past retention whole while the consumer writes, losing no visit and
+//! keeping the part of a day still inside retention; a day created late takes its visits from
+//! the default partition.
+
+use crate::conversions::{visit, CURL, IPHONE};
+use crate::helpers::*;
+use chrono::{DateTime, Duration, Utc};
+use shortlink_sidecar::storage::WorkspaceId;
+use shortlink_sidecar::visits::cleanup::delete_old_visits;
+use shortlink_sidecar::visits::rollup::Interval;
+use shortlink_sidecar::visits::store::{SqlBackendStore, StatsQuery, VisitStore};
+use shortlink_visit_enrich::Visit;
+use sqlx::PgPool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const DAY_MS: i64 = 86_400_000;
+/// The first migration of the partitioned table.
+const PARTITIONED: i64 = 20261126000054;
+
+fn partition(at: DateTime<Utc>) -> String {
+    format!("visits_p{}", at.format("%Y%m%d"))
+}
+
+async fn exists(pool: &PgPool, table: &str) -> bool {
+    sqlx::query_scalar::<_, Option<String>>("SELECT to_regclass($1)::text")
+        .bind(table)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+async fn count(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+/// Every visit row as JSON, in id order: what a conversion must leave as it was.
+async fn rows(pool: &PgPool) -> Vec<String> {
+    sqlx::query_scalar("SELECT row_to_json(v)::text FROM visits v ORDER BY event_id, visited_at")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+fn store_of(store: &dyn VisitStore) -> &shortlink_sidecar::visits::store::PgVisitStore {
+    match store.sql_backend() {
+        SqlBackendStore::Postgres(pg) => pg,
+        _ => unreachable!("a PostgreSQL URL"),
+    }
+}
+
+async fn visit_store(url: &str) -> Arc<dyn VisitStore> {
+    let options = shortlink_sidecar::storage::ConnectOptions {
+        url: url.to_owned(),
+        max_connections: 4,
+        acquire_timeout: std::time::Duration::from_secs(5),
+        sqlite_cache: Default::default(),
+    };
+    shortlink_sidecar::visits::store::connect(&options)
+        .await
+        .unwrap()
+}
+
+/// Every answer read from the raw visits (rules per variant, over several windows, with and
+/// without bots), and the stats of each link.
+async fn answers(store: &dyn VisitStore, codes: &[&str], now: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let day = |ms: i64| ms.div_euclid(DAY_MS) * 86_400;
+    for code in codes {
+        for (from, to) in [
+            (day(now - 600 * DAY_MS), day(now + 10 * DAY_MS)),
+            (day(now - 3 * DAY_MS), day(now)),
+            (day(now), day(now) + 86_400),
+        ] {
+            for include_bots in [false, true] {
+                let q = StatsQuery {
+                    workspace: WorkspaceId::DEFAULT,
+                    code: Some((*code).to_owned()),
+                    from,
+                    to,
+                    interval: Interval::Day,
+                    include_bots,
+                    top: 10,
+                };
+                out.push(format!("{:?}", store.rule_breakdown(&q).await.unwrap()));
+                out.push(format!("{:?}", store.stats(&q).await.unwrap()));
+            }
+        }
+    }
+    out.push(store.visit_rows().await.unwrap().to_string());
+    out
+}
+
+/// Visits over 500 days (one before the 400 the migration gives partitions to), a day ahead,
+/// three links, rules and variants, people and a bot.
+fn history(now: i64) -> Vec<Visit> {
+    let mut visits = Vec::new();
+    let ages = [
+        -2 * DAY_MS,
+        0,
+        3_600_000,
+        DAY_MS,
+        3 * DAY_MS + 5,
+        40 * DAY_MS,
+        500 * DAY_MS,
+    ];
+    for (a, age) in ages.into_iter().enumerate() {
+        for (c, code) in ["alpha", "beta", "gamma"].into_iter().enumerate() {
+            for n in 0..3 {
+                let rule = [None, Some("1"), Some("2.1")][(a + n) % 3];
+                let ua = if n == 2 { CURL } else { IPHONE };
+                let ip = format!("203.0.113.{}", 10 + n + c);
+                let id = format!("{}-{}", 1_700_000_000_000 + a as i64 * 100 + c as i64, n);
+                visits.push(visit(&id, code, now - age - n as i64, &ip, ua, rule));
+            }
+        }
+    }
+    visits
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migration_keeps_every_row_and_answer() {
+    let url = testkit::postgres().fresh_database_url();
+    let pool = PgPool::connect(&url).await.unwrap();
+    let all = sqlx::migrate!("../migrations/postgres");
+    let mut before = sqlx::migrate!("../migrations/postgres");
+    before.migrations = (all.migrations.iter())
+        .filter(|m| m.version < PARTITIONED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.unwrap();
+
+    let now = Utc::now().timestamp_millis();
+    let visits = history(now);
+    let store = visit_store(&url).await;
+    let stored = store.store_batch(&visits, false).await.unwrap();
+    assert_eq!(stored.inserted, visits.len() as u64);
+    let codes = ["alpha", "beta", "gamma"];
+    let (rows_before, answers_before) = (rows(&pool).await, answers(&*store, &codes, now).await);
+
+    all.run(&pool).await.unwrap();
+    let kind: String =
+        sqlx::query_scalar("SELECT relkind::text FROM pg_class WHERE oid = 'visits'::regclass")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(kind, "p", "visits is partitioned");
+    assert_eq!(rows(&pool).await, rows_before);
+    assert_eq!(answers(&*store, &codes, now).await, answers_before);
+    // Each day in the data has its partition; yesterday to 7 days ahead too; 500 days ago is
+    // older than the 400 days the migration goes back: the default partition holds it.
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
+    for age in [-2 * DAY_MS, 0, DAY_MS, 3 * DAY_MS, 40 * DAY_MS, -7 * DAY_MS] {
+        assert!(exists(&pool, &partition(at(now - age))).await, "{age}");
+    }
+    assert!(!exists(&pool, &partition(at(now - 500 * DAY_MS))).await);
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 9);
+
+    // A redelivery is still refused, whatever partition its visits are in; the answers stay.
+    let again = store.store_batch(&visits, false).await.unwrap();
+    assert_eq!((again.inserted, again.duplicates), (0, visits.len() as u64));
+    assert_eq!(answers(&*store, &codes, now).await, answers_before);
+}
+
+/// Creates the partition of the day holding `at`, as the cleanup job did on that day.
+async fn day_partition(pool: &PgPool, at: DateTime<Utc>) {
+    let day = at.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    sqlx::query(&format!(
+        "CREATE TABLE {} PARTITION OF visits FOR VALUES FROM ('{}') TO ('{}')",
+        partition(at),
+        day.to_rfc3339(),
+        (day + Duration::days(1)).to_rfc3339()
+    ))
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
+    let app = spawn_app(Backend::Postgres).await;
+    let pool = PgPool::connect(&app.database_url).await.unwrap();
+    let store = app.visit_store().await;
+    let now = Utc::now();
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
+    let (ten_days_ago, five_days_ago) = (now - Duration::days(10), now - Duration::days(5));
+    day_partition(&pool, ten_days_ago).await;
+    // The day 5 days ago: its part before `now - 5 days` is past retention, the rest is not
+    // (unless the test runs right at midnight, when that day has no part inside retention).
+    let old_day = five_days_ago
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc();
+    day_partition(&pool, five_days_ago).await;
+    let ms = |t: DateTime<Utc>| t.timestamp_millis();
+    let mut old = Vec::new();
+    for n in 0..3 {
+        let t = ms(ten_days_ago) + n * 3_600_000;
+        old.push(visit(
+            &format!("old-{n}"),
+            "alpha",
+            t,
+            "203.0.113.9",
+            IPHONE,
+            None,
+        ));
+    }
+    let expired = ms(five_days_ago) - 60_000;
+    let kept = ms(five_days_ago) + 60_000;
+    old.push(visit(
+        "edge-expired",
+        "alpha",
+        expired,
+        "203.0.113.9",
+        IPHONE,
+        None,
+    ));
+    old.push(visit(
+        "edge-kept",
+        "alpha",
+        kept,
+        "203.0.113.9",
+        IPHONE,
+        None,
+    ));
+    store.store_batch(&old, false).await.unwrap();
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 0);
+
+    // The consumer: batches of 50 visits of now, until the cleanup is done, and then two more.
+    let done = Arc::new(AtomicBool::new(false));
+    let load = tokio::spawn({
+        let (store, done) = (store.clone(), done.clone());
+        async move {
+            let mut written = 0u64;
+            let mut after_done = 0;
+            for batch in 0.. {
+                let visits: Vec<Visit> = (0..50)
+                    .map(|n| {
+                        let id = format!("load-{batch}-{n}");
+                        visit(
+                            &id,
+                            "beta",
+                            Utc::now().timestamp_millis(),
+                            "203.0.113.7",
+                            IPHONE,
+                            None,
+                        )
+                    })
+                    .collect();
+                written += store.store_batch(&visits, false).await.unwrap().inserted;
+                if done.load(Ordering::SeqCst) {
+                    after_done += 1;
+                    if after_done == 2 {
+                        break;
+                    }
+                }
+            }
+            written
+        }
+    });
+    assert!(
+        eventually(std::time::Duration::from_secs(20), || async {
+            count(&pool, "SELECT COUNT(*) FROM visits WHERE code = 'beta'").await >= 200
+        })
+        .await
+    );
+    let deleted = delete_old_visits(&*store, Some(std::time::Duration::from_secs(5 * 86_400)))
+        .await
+        .unwrap();
+    done.store(true, Ordering::SeqCst);
+    let written = load.await.unwrap();
+
+    assert!(
+        !exists(&pool, &partition(ten_days_ago)).await,
+        "dropped whole"
+    );
+    assert!(
+        exists(&pool, &partition(old_day)).await,
+        "still partly inside retention"
+    );
+    let ids = app
+        .db
+        .texts("SELECT event_id FROM visits WHERE code = 'alpha' ORDER BY event_id")
+        .await;
+    let same_day = at(kept).date_naive() == old_day.date_naive();
+    assert_eq!(ids, ["edge-kept"], "same day: {same_day}");
+    assert_eq!(deleted.visits, 4);
+    assert_eq!(
+        count(&pool, "SELECT COUNT(*) FROM visits WHERE code = 'beta'").await,
+        written as i64,
+        "no visit of the consumer lost"
+    );
+    // The coming days were created by the same run.
+    for ahead in 0..=7 {
+        assert!(exists(&pool, &partition(now + Duration::days(ahead))).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_created_late_takes_its_visits_from_the_default_partition() {
+    let app = spawn_app(Backend::Postgres).await;
+    let pool = PgPool::connect(&app.database_url).await.unwrap();
+    let store = app.visit_store().await;
+    let now = Utc::now();
+    // A clock 9 days ahead: no partition yet (7 days are created ahead).
+    let ahead = now + Duration::days(9);
+    let visits = [
+        visit(
+            "ahead-0",
+            "alpha",
+            ahead.timestamp_millis(),
+            "203.0.113.9",
+            IPHONE,
+            None,
+        ),
+        visit(
+            "ahead-1",
+            "alpha",
+            ahead.timestamp_millis() + 1,
+            "203.0.113.9",
+            CURL,
+            None,
+        ),
+    ];
+    store.store_batch(&visits, false).await.unwrap();
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 2);
+
+    // Two days later, the job creates that day.
+    let created = store_of(&*store)
+        .prepare_days(now + Duration::days(2))
+        .await
+        .unwrap();
+    assert!(created >= 1, "{created}");
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 0);
+    let table = partition(ahead);
+    assert_eq!(
+        count(&pool, &format!("SELECT COUNT(*) FROM {table}")).await,
+        2
+    );
+    // Still one table to the readers, and a redelivery is still refused.
+    assert_eq!(store.visit_rows().await.unwrap(), 2);
+    let again = store.store_batch(&visits, false).await.unwrap();
+    assert_eq!((again.inserted, again.duplicates), (0, 2));
+}
