@@ -21,6 +21,7 @@ mod compose_browser;
 mod console;
 mod contract;
 mod docs;
+mod domain_failover;
 mod domain_health;
 mod domains;
 mod edge_cache;
