@@ -110,6 +110,17 @@ pub struct Deltas<'a> {
     pub domain_minutes: BTreeMap<(i64, &'a str), Audiences>,
     /// code → (visits to add to `visit_count`, latest such visit in Unix ms).
     pub links: BTreeMap<&'a str, (i64, i64)>,
+    /// (code, rule or "" for the link's own target) → human clicks and new visitors: the A/B
+    /// arms (`ab_arms`, read by the conversions' results). A new visitor counts in the arm of
+    /// its first human visit to the link, so a link's arms add up to its visitors.
+    pub arms: BTreeMap<(&'a str, &'a str), ArmDelta>,
+}
+
+/// What a batch adds to one A/B arm.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArmDelta {
+    pub humans: i64,
+    pub visitors: i64,
 }
 
 /// The (code, visitor bytes) pairs a batch added to the visitor set, by code.
@@ -150,6 +161,7 @@ pub fn fold<'a>(
     let mut sources: HashMap<SourceKey, Audiences> = HashMap::default();
     let mut domain_minutes: HashMap<(i64, &str), Audiences> = HashMap::default();
     let mut links: HashMap<&str, (i64, i64)> = HashMap::default();
+    let mut arms: HashMap<(&str, &str), ArmDelta> = HashMap::default();
     for visit in visits {
         let seconds = visit.time_ms.div_euclid(1000);
         let hour = Interval::Hour.floor(seconds);
@@ -206,6 +218,12 @@ pub fn fold<'a>(
                 .or_default()
                 .add(visit.agent.audience);
         }
+        if visit.agent.audience == Audience::Human {
+            let rule = visit.rule.as_deref().unwrap_or(unknown());
+            let arm = arms.entry((code, rule)).or_default();
+            arm.humans += 1;
+            arm.visitors += i64::from(is_new);
+        }
         if count_bots || visit.agent.audience == Audience::Human {
             let link = links.entry(code).or_insert((0, i64::MIN));
             link.0 += 1;
@@ -227,6 +245,7 @@ pub fn fold<'a>(
         sources: with_all_links(sources, |k| (all(k.0), k.1, k.2, k.3), Audiences::merge),
         domain_minutes: domain_minutes.into_iter().collect(),
         links: links.into_iter().collect(),
+        arms: arms.into_iter().collect(),
     }
 }
 
@@ -236,7 +255,9 @@ impl<'a> Deltas<'a> {
     /// to its first (human) visit afterwards gives what [`fold`] gives with them (a test checks):
     /// the PostgreSQL store folds while the server inserts the visits, before it knows which
     /// visitors are new.
-    pub fn credit_new_visitor(&mut self, code: &'a str, time_ms: i64) {
+    /// `rule`: that visit's rule ("" for the own target), the arm the visitor counts in.
+    pub fn credit_new_visitor(&mut self, code: &'a str, rule: &'a str, time_ms: i64) {
+        self.arms.entry((code, rule)).or_default().visitors += 1;
         let seconds = time_ms.div_euclid(1000);
         for span in [Interval::Hour, Interval::Day] {
             for code in [code, self.all_links.key(code)] {
@@ -355,7 +376,7 @@ mod tests {
         let visitors = [theirs.visitor.to_vec()].into_iter().collect();
         let new: NewVisitors = [("theirs".to_owned(), visitors)].into_iter().collect();
         let mut d = fold(&[&ours, &theirs], &all_links, new, false);
-        d.credit_new_visitor("ours", hour + 10);
+        d.credit_new_visitor("ours", "", hour + 10);
         let h = hour / 1000;
         let at = |code: &str| d.buckets[&(code, 3600, h)];
         assert_eq!(all_links_code(WorkspaceId::from_db(7)), "*7");
@@ -493,9 +514,56 @@ mod tests {
         let expected = fold(&refs, no_workspaces(), new, false);
         let mut d = fold(&refs, no_workspaces(), NewVisitors::default(), false);
         for i in [0, 2, 3] {
-            d.credit_new_visitor(&visits[i].code, visits[i].time_ms);
+            d.credit_new_visitor(&visits[i].code, "", visits[i].time_ms);
         }
         assert_eq!(d, expected);
+    }
+
+    #[test]
+    fn a_visitor_counts_in_the_arm_of_its_first_human_visit() {
+        let on = |id: &str, t: i64, ip: &str, ua: &str, rule: Option<&str>| {
+            let mut fields = vec![
+                ("c", "abc".to_owned()),
+                ("t", t.to_string()),
+                ("ip", ip.to_owned()),
+                ("ua", ua.to_owned()),
+            ];
+            fields.extend(rule.map(|r| ("rule", r.to_owned())));
+            Enricher::new(GeoDb::disabled(), false)
+                .enrich(&VisitEvent::from_fields(id, fields).unwrap())
+        };
+        let visits = [
+            on("1-0", 10, "203.0.113.1", CHROME, Some("0.1")),
+            on("1-1", 20, "203.0.113.1", CHROME, Some("0.0")),
+            on("1-2", 30, "203.0.113.2", CHROME, Some("0.0")),
+            on("1-3", 40, "203.0.113.3", CHROME, None),
+            on("1-4", 50, "203.0.113.4", "curl/8", Some("0.0")),
+        ];
+        let refs: Vec<&Visit> = visits.iter().collect();
+        let new: NewVisitors = [(
+            "abc".to_owned(),
+            [0, 2, 3]
+                .map(|i| visits[i].visitor.to_vec())
+                .into_iter()
+                .collect(),
+        )]
+        .into_iter()
+        .collect();
+        let d = fold(&refs, no_workspaces(), new, false);
+        let arm = |rule| d.arms[&("abc", rule)];
+        let counts = |a: ArmDelta| (a.humans, a.visitors);
+        // The first visitor's second click, on the other variant, is a click there, not a
+        // visitor; the bot is neither.
+        assert_eq!(counts(arm("0.1")), (1, 1));
+        assert_eq!(counts(arm("0.0")), (2, 1));
+        assert_eq!(counts(arm("")), (1, 1));
+        assert_eq!(d.arms.len(), 3);
+        // Credited afterwards (PostgreSQL), the same.
+        let mut later = fold(&refs, no_workspaces(), NewVisitors::default(), false);
+        for (i, rule) in [(0, "0.1"), (2, "0.0"), (3, "")] {
+            later.credit_new_visitor("abc", rule, visits[i].time_ms);
+        }
+        assert_eq!(later, d);
     }
 
     #[test]

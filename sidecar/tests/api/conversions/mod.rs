@@ -8,6 +8,7 @@ mod cli;
 mod console;
 mod feed;
 mod ingest;
+mod rollups;
 
 use crate::helpers::*;
 use serde_json::{json, Value};

@@ -17,7 +17,7 @@ const WORKSPACE_COLUMNS: &str =
 
 /// Tables keyed by a link's code that a deleted workspace's links take with them. The
 /// all-links rollups (no code) keep their visits: they are the installation's totals.
-const PER_LINK_TABLES: [&str; 7] = [
+const PER_LINK_TABLES: [&str; 11] = [
     "visits",
     "link_visitors",
     "visit_buckets",
@@ -25,6 +25,10 @@ const PER_LINK_TABLES: [&str; 7] = [
     "visit_places",
     "visit_sources",
     "imported_links",
+    "ab_arms",
+    "ab_conversions",
+    "ab_values",
+    "ab_converters",
 ];
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions

@@ -139,14 +139,33 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         workspace: WorkspaceId,
         news: &[NewConversion],
     ) -> StorageResult<HashMap<String, Conversion>> {
-        let query = statement(
-            &format!(
-                "SELECT {COLUMNS} FROM conversions WHERE workspace_id = ? AND event_id IN ({})",
-                in_list(news.len())
+        let event_ids = news.iter().map(|n| Value::Text(n.event_id.clone()));
+        let query = match <V::Sql as Dialect>::BACKEND {
+            // One probe of `conversions_event` per id, whatever PostgreSQL knows of the table.
+            // `workspace_id = ? AND event_id IN (...)` was planned on `conversions_code` (also led
+            // by `workspace_id`) while the table had no statistics, comparing every row of the
+            // workspace with the list; with the list as parameters (a generic plan) that took
+            // 2.1 s per 1,000 ids at 100,000 rows (bench/results/conversions-2026-11-26.md).
+            // The LIMIT keeps PostgreSQL from flattening the lateral into a hash join.
+            Backend::Postgres => statement(
+                &format!(
+                    "SELECT c.* FROM (VALUES {}) AS k (event_id) CROSS JOIN LATERAL \
+                     (SELECT {COLUMNS} FROM conversions \
+                      WHERE workspace_id = ? AND event_id = k.event_id LIMIT 1) AS c",
+                    vec!["(?)"; news.len()].join(", ")
+                ),
+                event_ids.chain([Value::Int(workspace.get())]),
             ),
-            std::iter::once(Value::Int(workspace.get()))
-                .chain(news.iter().map(|n| Value::Text(n.event_id.clone()))),
-        );
+            // MariaDB has no LATERAL; it and SQLite probe the unique index for each id of the
+            // list.
+            Backend::Sqlite | Backend::Mysql => statement(
+                &format!(
+                    "SELECT {COLUMNS} FROM conversions WHERE workspace_id = ? AND event_id IN ({})",
+                    in_list(news.len())
+                ),
+                std::iter::once(Value::Int(workspace.get())).chain(event_ids),
+            ),
+        };
         let rows = self.all(&self.writer, query).await?;
         (rows.iter())
             .map(|row| Self::conversion(row).map(|c| (c.event_id.clone(), c)))
@@ -286,6 +305,8 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             Err(StorageError::Conflict) => return Ok(false),
             Err(error) => return Err(error),
         }
+        let stored: Vec<&Conversion> = fresh.iter().map(|(_, c, _)| c).collect();
+        Self::add_to_rollups(&mut *tx, &stored).await?;
         let ids: Vec<&str> = fresh.iter().map(|(_, c, _)| c.id.as_str()).collect();
         crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids).await?;
         tx.commit().await.map_err(db)?;

@@ -13,6 +13,7 @@ mod batch;
 mod currencies;
 pub mod input;
 pub mod results;
+mod rollup;
 pub mod significance;
 pub mod store;
 

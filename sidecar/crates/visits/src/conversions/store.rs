@@ -328,6 +328,14 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         if Db::<V>::execute(&mut *tx, insert).await.map_err(db)? != 1 {
             return Ok(false);
         }
+        // As stored: the code, rule and value the insert copied.
+        let query = statement(
+            &format!("SELECT {COLUMNS} FROM conversions WHERE id = ?"),
+            [Value::Text(conversion.id.clone())],
+        );
+        let row = Db::<V>::fetch_optional(&mut *tx, query).await.map_err(db)?;
+        let stored = row.as_ref().map(Self::conversion).transpose()?;
+        Self::add_to_rollups(&mut *tx, &stored.iter().collect::<Vec<_>>()).await?;
         crate::store::feed::append_ids::<V::Sql>(&mut *tx, &[conversion.id.as_str()]).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
@@ -435,56 +443,49 @@ impl<V: VisitDialect> ConversionStore for SqlVisitStore<V> {
         scope: &Scope,
         name: Option<&str>,
     ) -> StorageResult<Vec<ArmCounts>> {
+        // The rollups of migration 20261126000053 (`conversions/rollup.rs`, `rollup.rs`), summed
+        // over the scope's links: a few rows per link, whatever the visits and conversions.
         let bigint = V::Sql::BIGINT;
-        let ws = Value::Int(workspace.get());
-        let clicks = match scope {
-            Scope::Link(code) => statement(
-                &format!(
-                    "SELECT v.rule, CAST(COUNT(*) AS {bigint}) AS clicks, \
-                     CAST(COUNT(DISTINCT v.visitor) AS {bigint}) AS visitors FROM visits v \
-                     WHERE v.code = ? AND v.audience = 'human' GROUP BY v.rule"
-                ),
-                [Value::Text(code.clone())],
-            ),
-            Scope::Campaign(campaign) => statement(
-                &format!(
-                    "SELECT v.rule, CAST(COUNT(*) AS {bigint}) AS clicks, \
-                     CAST(COUNT(DISTINCT v.visitor) AS {bigint}) AS visitors \
-                     FROM links l JOIN visits v ON v.code = l.code \
-                     WHERE l.workspace_id = ? AND l.campaign = ? AND v.audience = 'human' \
-                     GROUP BY v.rule"
-                ),
-                [ws.clone(), Value::Text(campaign.clone())],
-            ),
-        };
         let (column, key) = match scope {
             Scope::Link(code) => ("code", code),
             Scope::Campaign(campaign) => ("campaign", campaign),
         };
-        let filter = format!(
-            "workspace_id = ? AND {column} = ?{}",
-            if name.is_some() { " AND name = ?" } else { "" }
+        let links = format!(
+            "FROM links l JOIN {{}} ON r.code = l.code WHERE l.workspace_id = ? AND l.{column} = ?"
         );
-        let values = || {
-            [ws.clone(), Value::Text(key.clone())]
+        let from = |table: &str| links.replace("{}", &format!("{table} r"));
+        // "" is every name together.
+        let name_key = name.unwrap_or_default();
+        let values = |name: bool| {
+            [Value::Int(workspace.get()), Value::Text(key.clone())]
                 .into_iter()
-                .chain(name.map(|n| Value::Text(n.to_owned())))
+                .chain(name.then(|| Value::Text(name_key.to_owned())))
         };
+        let clicks = statement(
+            &format!(
+                "SELECT r.rule, CAST(SUM(r.humans) AS {bigint}) AS clicks, \
+                 CAST(SUM(r.visitors) AS {bigint}) AS visitors {} GROUP BY r.rule",
+                from("ab_arms")
+            ),
+            values(false),
+        );
         let conversions = statement(
             &format!(
-                "SELECT rule, CAST(COUNT(*) AS {bigint}) AS conversions, \
-                 CAST(COUNT(DISTINCT visitor) AS {bigint}) AS converting FROM conversions \
-                 WHERE {filter} GROUP BY rule"
+                "SELECT r.rule, CAST(SUM(r.conversions) AS {bigint}) AS conversions, \
+                 CAST(SUM(r.converting) AS {bigint}) AS converting {} AND r.name = ? \
+                 GROUP BY r.rule",
+                from("ab_conversions")
             ),
-            values(),
+            values(true),
         );
         let sums = statement(
             &format!(
-                "SELECT rule, currency, CAST(MAX(exponent) AS {bigint}) AS exponent, \
-                 CAST(SUM(value_minor) AS {bigint}) AS total FROM conversions \
-                 WHERE {filter} AND currency IS NOT NULL GROUP BY rule, currency"
+                "SELECT r.rule, r.currency, CAST(MAX(r.exponent) AS {bigint}) AS exponent, \
+                 CAST(SUM(r.total) AS {bigint}) AS total {} AND r.name = ? \
+                 GROUP BY r.rule, r.currency",
+                from("ab_values")
             ),
-            values(),
+            values(true),
         );
         let (clicks, conversions, sums) = tokio::try_join!(
             self.all(&self.reader, clicks),
@@ -492,18 +493,22 @@ impl<V: VisitDialect> ConversionStore for SqlVisitStore<V> {
             self.all(&self.reader, sums)
         )?;
         let mut arms: std::collections::BTreeMap<Option<String>, ArmCounts> = Default::default();
+        // The own target's rows are under the rule "".
+        let rule = |row: &Row<V>| {
+            V::Sql::read_text(row, "rule").map(|rule| Some(rule).filter(|r| !r.is_empty()))
+        };
         for row in &clicks {
-            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            let entry = arm_of(&mut arms, rule(row)?);
             entry.clicks = Db::<V>::int(row, "clicks")?;
             entry.visitors = Db::<V>::int(row, "visitors")?;
         }
         for row in &conversions {
-            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            let entry = arm_of(&mut arms, rule(row)?);
             entry.conversions = Db::<V>::int(row, "conversions")?;
             entry.converting_visitors = Db::<V>::int(row, "converting")?;
         }
         for row in &sums {
-            let entry = arm_of(&mut arms, V::Sql::read_opt_text(row, "rule")?);
+            let entry = arm_of(&mut arms, rule(row)?);
             let exponent = u8::try_from(Db::<V>::int(row, "exponent")?).unwrap_or(0);
             let total = Db::<V>::int(row, "total")?;
             entry

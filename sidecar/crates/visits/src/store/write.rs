@@ -41,6 +41,21 @@ pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 1
     pairs
 }
 
+/// The rule ("" for the own target) of each human visitor's first visit among `inserted`, the
+/// visit [`first_seen`] names: the A/B arm a new visitor counts in.
+pub(crate) fn first_rules<'v>(inserted: &[&'v Visit]) -> HashMap<(&'v str, &'v [u8; 16]), &'v str> {
+    let mut first = HashMap::new();
+    let humans = inserted
+        .iter()
+        .filter(|v| v.agent.audience == Audience::Human);
+    for v in humans {
+        first
+            .entry((v.code.as_str(), &v.visitor))
+            .or_insert(v.rule.as_deref().unwrap_or_default());
+    }
+    first
+}
+
 /// The user agents of `inserted`, each once as (id, string), in id order (so concurrent writers
 /// take the rows' locks in the same order): the `user_agents` rows the batch's visits refer to.
 /// Inserted with every batch, not remembered as stored: a batch repeats a few hundred agents at
@@ -195,8 +210,8 @@ fn audiences(mut row: Vec<Value>, a: &Audiences) -> Vec<Value> {
     row
 }
 
-/// The five rollup tables' rows of `d`, each in key order.
-pub(crate) fn rollups(d: &Deltas) -> [Rollup; 5] {
+/// The six rollup tables' rows of `d`, each in key order.
+pub(crate) fn rollups(d: &Deltas) -> [Rollup; 6] {
     [
         Rollup {
             table: "visit_buckets",
@@ -250,6 +265,21 @@ pub(crate) fn rollups(d: &Deltas) -> [Rollup; 5] {
             counters: AUDIENCES,
             rows: (d.domain_minutes.iter())
                 .map(|((minute, domain), a)| audiences(vec![Value::Int(*minute), text(domain)], a))
+                .collect(),
+        },
+        Rollup {
+            table: "ab_arms",
+            keys: &["code", "rule"],
+            counters: &["humans", "visitors"],
+            rows: (d.arms.iter())
+                .map(|((code, rule), a)| {
+                    vec![
+                        text(code),
+                        text(rule),
+                        Value::Int(a.humans),
+                        Value::Int(a.visitors),
+                    ]
+                })
                 .collect(),
         },
     ]

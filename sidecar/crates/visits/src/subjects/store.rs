@@ -17,13 +17,18 @@ type Row<V> = <Db<V> as Database>::Row;
 
 /// The per-link tables whose rows an erase deletes, beside the raw visits: the visitor set
 /// (a hash of address and agent) and the link's own rollups (hours, places, devices, sources).
-/// The all-links rows (`*`) are sums over everyone and stay.
-const PER_LINK_TABLES: [&str; 5] = [
+/// The all-links rows (`*`) are sums over everyone and stay. The A/B rollups (`ab_*`, with
+/// their converting-visitor set) are the link's own too.
+const PER_LINK_TABLES: [&str; 9] = [
     "link_visitors",
     "visit_buckets",
     "visit_agents",
     "visit_places",
     "visit_sources",
+    "ab_arms",
+    "ab_conversions",
+    "ab_values",
+    "ab_converters",
 ];
 
 const REQUEST_COLUMNS: &str = "id, workspace_id, request_key, selector, state, codes, tombstone, \

@@ -9,7 +9,7 @@ mod partitions;
 mod rollup;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
-use super::write::{distinct, first_seen, outcome, user_agents};
+use super::write::{distinct, first_rules, first_seen, outcome, user_agents};
 use crate::rollup::{AllLinks, Deltas};
 use async_trait::async_trait;
 use copy::at_ms;
@@ -130,13 +130,19 @@ async fn credit_new_visitors<'v>(
     .fetch_all(&mut **tx)
     .await
     .map_err(StorageError::classify)?;
+    let rules = if rows.is_empty() {
+        Default::default()
+    } else {
+        first_rules(inserted)
+    };
     for row in &rows {
         let code: &str = row.try_get(0)?;
         let visitor: &[u8] = row.try_get(1)?;
         if let Ok(i) = pairs.binary_search_by(|(c, v, _)| (*c, v.as_slice()).cmp(&(code, visitor)))
         {
-            let (code, _, at) = &pairs[i];
-            d.credit_new_visitor(code, *at);
+            let (code, visitor, at) = &pairs[i];
+            let rule = rules.get(&(*code, *visitor)).copied().unwrap_or_default();
+            d.credit_new_visitor(code, rule, *at);
         }
     }
     Ok(())

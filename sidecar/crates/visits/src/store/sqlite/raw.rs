@@ -391,7 +391,7 @@ fn audiences(statement: &mut Statement<'_, '_>, first: c_int, a: &Audiences) {
     statement.int(first + 2, a.previews);
 }
 
-/// The five rollup tables, each written under a lock of its own (a batch's rows of one table are
+/// The six rollup tables, each written under a lock of its own (a batch's rows of one table are
 /// thousands of upserts: a few milliseconds of the runtime thread).
 #[derive(Clone, Copy)]
 pub(super) enum Rollup {
@@ -400,15 +400,17 @@ pub(super) enum Rollup {
     Places,
     Sources,
     DomainClicks,
+    Arms,
 }
 
 impl Rollup {
-    pub(super) const ALL: [Rollup; 5] = [
+    pub(super) const ALL: [Rollup; 6] = [
         Rollup::Buckets,
         Rollup::Agents,
         Rollup::Places,
         Rollup::Sources,
         Rollup::DomainClicks,
+        Rollup::Arms,
     ];
 }
 
@@ -480,6 +482,17 @@ pub(super) fn add_rollup(handle: &Handle<'_>, d: &Deltas<'_>, table: Rollup) -> 
                 add.int(1, *minute);
                 add.text(2, domain);
                 audiences(&mut add, 3, a);
+                add.execute()?;
+            }
+        }
+        Rollup::Arms => {
+            let counters = ["humans", "visitors"];
+            let mut add = handle.prepare(&upsert("ab_arms", &["code", "rule"], &counters))?;
+            for ((code, rule), a) in &d.arms {
+                add.text(1, code);
+                add.text(2, rule);
+                add.int(3, a.humans);
+                add.int(4, a.visitors);
                 add.execute()?;
             }
         }
