@@ -423,7 +423,7 @@ async fn a_batch_running_when_a_domain_is_drained_moves_its_remaining_links(back
     let flags = flags(&hook);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let app = spawn_app_with(backend, &flags).await;
-    const ITEMS: usize = 40_000;
+    const ITEMS: usize = 100_000;
     let body: String = (0..ITEMS)
         .map(|i| format!("{{\"url\":\"https://t.example/{i}\"}}\n"))
         .collect();
