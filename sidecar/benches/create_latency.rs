@@ -66,18 +66,22 @@ fn start_binary(
     .start(binary, log)
 }
 
-/// `BENCH_SIDECAR_BEFORE=<binary>`: this build (with `BENCH_AFTER_ARGS`, e.g. a rate limit) and
-/// that one side by side, each on its own database and Redis, in alternating rounds of 100
-/// creates so the machine's drift hits both alike; prints p50 and p99 of each and their ratios.
+/// `BENCH_SIDECAR_BEFORE=<binary>`: this build (or `BENCH_SIDECAR_AFTER=<binary>`; with
+/// `BENCH_AFTER_ARGS`, e.g. a rate limit) and that one side by side, each on its own database
+/// and Redis, in alternating rounds of 100 creates so the machine's drift hits both alike;
+/// prints p50 and p99 of each and their ratios.
 fn compare(before: &str, warmup: usize, n: usize, only: &str) {
     let after_args = std::env::var("BENCH_AFTER_ARGS").unwrap_or_default();
     let after_args: Vec<&str> = after_args.split_ascii_whitespace().collect();
+    // A copy of a build kept aside, so a rebuild of the workspace during the run changes nothing.
+    let after = std::env::var("BENCH_SIDECAR_AFTER")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_shortlink-sidecar").to_owned());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let dir = testkit::temp_dir();
-    println!("Single create, this build (after, `{}`) against {before} (before), alternating rounds of 100.", after_args.join(" "));
+    println!("Single create, {after} (after, `{}`) against {before} (before), alternating rounds of 100.", after_args.join(" "));
     println!();
     println!("| backend | before p50 | after p50 | before p99 | after p99 | speed after/before (p50) | (p99) |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
@@ -88,11 +92,7 @@ fn compare(before: &str, warmup: usize, n: usize, only: &str) {
         let mut sides = Vec::new();
         for (name, binary, extra) in [
             ("before", before, &[][..]),
-            (
-                "after",
-                env!("CARGO_BIN_EXE_shortlink-sidecar"),
-                &after_args[..],
-            ),
+            ("after", after.as_str(), &after_args[..]),
         ] {
             let redis = RedisServer::start();
             let database_url = match backend {
