@@ -300,8 +300,23 @@ impl Snapshots {
         Arc::clone(&self.0.read().expect("not poisoned"))
     }
 
-    fn replace(&self, snapshot: Snapshot) {
-        *self.0.write().expect("not poisoned") = Arc::new(snapshot);
+    /// Replaces the copy with `snapshot`, read from the rows, except where the copy holds a later
+    /// generation: a change this sidecar made ([`Self::put`]) while the rows were being read
+    /// (each domain's row is read in turn), which an older read must not undo until the next
+    /// check.
+    fn replace(&self, mut snapshot: Snapshot) {
+        let mut guard = self.0.write().expect("not poisoned");
+        for (domain, drain) in &guard.drains {
+            let read = snapshot
+                .drains
+                .get(domain)
+                .map_or(0, |read| read.generation);
+            // A domain no longer named (forgotten) leaves the copy.
+            if drain.generation > read && snapshot.states.contains_key(domain) {
+                snapshot.drains.insert(domain.clone(), drain.clone());
+            }
+        }
+        *guard = Arc::new(snapshot);
     }
 
     /// Sets one domain's drain in the copy (a change this sidecar just made).
@@ -619,6 +634,34 @@ mod tests {
         )
         .unwrap();
         assert!(old.drained.is_empty());
+    }
+
+    /// The race the API tests met under load: a drain by hand put in the copy while a check was
+    /// reading the rows (the row read before the change) stays; a later generation read wins.
+    #[test]
+    fn a_refresh_never_undoes_a_later_change_put_while_it_read() {
+        let snapshots = Snapshots::default();
+        let by_hand = Drain::default()
+            .next(
+                &Event::Drain {
+                    reason: String::new(),
+                },
+                2,
+                Utc::now(),
+            )
+            .unwrap();
+        snapshots.put("s2.example", by_hand.clone());
+        // What the check read before the change: no row.
+        let mut stale = Snapshot::default();
+        stale.states.insert("s2.example".into(), State::Healthy);
+        snapshots.replace(stale);
+        assert!(snapshots.current().is_drained("s2.example"));
+        // A later generation from the rows (restored elsewhere) replaces it.
+        let restored = by_hand.next(&Event::Restore, 2, Utc::now()).unwrap();
+        let mut read = Snapshot::default();
+        read.drains.insert("s2.example".into(), restored);
+        snapshots.replace(read);
+        assert!(!snapshots.current().is_drained("s2.example"));
     }
 
     #[test]
