@@ -11,7 +11,10 @@
 //! half-lives ago are hardly clicked any more. A domain's expected clicks are its workspace's
 //! window clicks × its weight / the sum of the weights of its workspace's domains; far below
 //! that (at least 5 clicks expected, and at least `min_issued` links issued within the horizon)
-//! while its workspace's other domains get clicks is "suspected blocked". The curve is a fixed
+//! while its workspace's other domains get clicks is "suspected blocked", judged over the window
+//! and over its recent parts (its last half, third, sixth and 15th: a domain blocked in the
+//! middle of a campaign is found once the clicks after the block say so, not when the clicks
+//! before it have left the window; [`super::traffic::judged_windows`]). The curve is a fixed
 //! exponential decay with a configurable half-life (`--domain-health-click-half-life`), not
 //! learned: the visits table has no link creation time to learn it from without a join with the
 //! links per check.
@@ -42,7 +45,7 @@ use super::certificate::CertificateProbe;
 use super::drain::{self, Drain, Event, Evidence, Mode, Snapshots};
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
-use super::traffic::{IssuedBuckets, Totals};
+use super::traffic::{judged_windows, IssuedBuckets, Totals};
 use super::webhook::{Alerts, Webhook, ALERT_DRAIN};
 use super::{dns, http1, WorkspaceBases};
 use chrono::{DateTime, Utc};
@@ -524,6 +527,27 @@ async fn check_all(
             return;
         }
     };
+    // The window's recent parts, each with its own weights and clicks (one query each).
+    let mut parts = Vec::new();
+    for part in judged_windows(settings.window).into_iter().skip(1) {
+        let issued_part = (health.issued.lock().expect("not poisoned")).weighed(
+            Instant::now(),
+            part,
+            &settings.curve,
+        );
+        let since = Utc::now() - chrono::Duration::from_std(part).unwrap_or_default();
+        match visits.clicks_by_domain(since).await {
+            Ok(rows) => parts.push((
+                part,
+                issued_part,
+                rows.into_iter().collect::<HashMap<_, _>>(),
+            )),
+            Err(error) => {
+                tracing::warn!(%error, "domain health: cannot read clicks");
+                return;
+            }
+        }
+    }
     forget_old_clicks(visits, settings.window).await;
     let mut domains = health.forget_unnamed(Instant::now());
     domains.extend(settings.static_domains.iter().cloned());
@@ -543,6 +567,9 @@ async fn check_all(
     // Each domain against its own workspace's traffic only.
     let owners = (health.owners.lock().expect("not poisoned").by_domain).clone();
     let totals = Totals::new(&owners, &issued, &clicks);
+    let parts: Vec<_> = (parts.iter())
+        .map(|(part, issued, clicks)| (*part, issued, clicks, Totals::new(&owners, issued, clicks)))
+        .collect();
     // Probes of different domains at once: one unreachable domain costs its timeouts, which
     // must not push every other domain's check (and its webhook) back by as much.
     let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
@@ -558,12 +585,23 @@ async fn check_all(
     for domain in domains {
         let (issued_here, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
         let clicks_here = clicks.get(&domain).copied().unwrap_or(0);
-        let traffic = totals.traffic(&domain, issued_here, weight, clicks_here);
-        // Traffic: far below this domain's share while its workspace's others keep theirs.
-        let mut found: Vec<(State, String)> = traffic
-            .finding(settings.min_issued, settings.window)
-            .into_iter()
-            .collect();
+        let mut traffic = totals.traffic(&domain, issued_here, weight, clicks_here);
+        // Traffic: far below this domain's share while its workspace's others keep theirs, over
+        // the window or, failing that, one of its recent parts (the evidence is that part's).
+        let mut finding = traffic.finding(settings.min_issued, settings.window);
+        for (part, issued, clicks, totals) in &parts {
+            if finding.is_some() {
+                break;
+            }
+            let (links, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
+            let clicked = clicks.get(&domain).copied().unwrap_or(0);
+            let recent = totals.traffic(&domain, links, weight, clicked);
+            finding = recent.finding(settings.min_issued, *part);
+            if finding.is_some() {
+                traffic = recent;
+            }
+        }
+        let mut found: Vec<(State, String)> = finding.into_iter().collect();
         let (probe_findings, certificate_expires_at) = probed.remove(&domain).unwrap_or_default();
         found.extend(probe_findings);
         let state = found
@@ -582,7 +620,7 @@ async fn check_all(
                 state: Some(state),
                 reasons: found.iter().map(|(_, r)| r.clone()).collect(),
                 expected_clicks,
-                clicks: clicks_here,
+                clicks: traffic.clicks,
                 issued: issued_here,
                 traffic_judged: traffic.judged(settings.min_issued),
             },

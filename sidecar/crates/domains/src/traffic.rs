@@ -17,6 +17,28 @@ const MIN_EXPECTED_CLICKS: f64 = 5.0;
 const HORIZON_HALF_LIVES: u32 = 8;
 /// Issued links are counted per minute.
 const BUCKET_SECONDS: u64 = 60;
+/// The recent parts of the window judged besides the whole: its last 15th, sixth, third and half.
+const RECENT_PARTS: [u32; 4] = [15, 6, 3, 2];
+/// No recent part is shorter: clicks are counted per minute, and the part read is from the
+/// start of its first minute, a minute more at most.
+const SHORTEST_PART: Duration = Duration::from_secs(2 * BUCKET_SECONDS);
+
+/// The windows a domain's clicks are judged over at each check: the configured window, then its
+/// last half, third, sixth and 15th (none under two minutes). Over the whole window alone, a domain
+/// blocked in the middle of a campaign kept the clicks it had before the block for as long as the
+/// window (30 minutes by default) and was found only when they had slid out, whatever the
+/// volume; a recent part with enough clicks expected (the same rule: at least 5, under a tenth
+/// seen) finds it as soon as the part after the block holds them.
+pub(super) fn judged_windows(window: Duration) -> Vec<Duration> {
+    let mut windows = vec![window];
+    for part in RECENT_PARTS.iter().rev() {
+        let recent = window / *part;
+        if recent >= SHORTEST_PART {
+            windows.push(recent);
+        }
+    }
+    windows
+}
 
 /// The usual click curve of a link: the share of its human clicks made by age `a` is
 /// `1 - 2^(-a / half_life)` (an exponential decay of the click rate, as SMS links are clicked
@@ -474,5 +496,78 @@ mod tests {
             &[("earlier.example", 200)],
         );
         assert_eq!(found["just-now.example"], None);
+    }
+
+    /// Minutes from a campaign's send to the first check (one a minute; the defaults: 30 min
+    /// window, 1 h half-life, 50 links) that finds its blocked domain over any of the
+    /// [`judged_windows`]: `links` sent on each of `domains` equal domains at once, one of them
+    /// blocked from `blocked_at` minutes after the send (clicked like the others until then), the
+    /// others clicked as the curve says at a 10% click rate (each window's clicks rounded down).
+    /// Minutes counted from the block.
+    fn minutes_to_detection(links: u64, domains: usize, blocked_at: u64) -> Option<u64> {
+        const CLICK_RATE: f64 = 0.1;
+        let curve = ClickCurve::new(HOUR);
+        let t0 = Instant::now();
+        let mut issued = buckets(t0, curve.horizon(30 * MINUTE));
+        let names: Vec<String> = (0..domains).map(|d| format!("s{d}.example")).collect();
+        for name in &names {
+            issued.record(name, links, t0);
+        }
+        // The share of a link's clicks made by age `a` seconds.
+        let made = |a: f64| 1.0 - 0.5f64.powf(a.max(0.0) / HOUR.as_secs_f64());
+        let clicks = |from: f64, to: f64| {
+            (links as f64 * CLICK_RATE * (made(to) - made(from)).max(0.0)).floor() as i64
+        };
+        let owners = HashMap::new();
+        (blocked_at + 1..=blocked_at + 120)
+            .find(|&minute| {
+                let now = t0 + minute as u32 * MINUTE;
+                let age = (minute * 60) as f64;
+                judged_windows(30 * MINUTE).into_iter().any(|window| {
+                    let weighed = issued.weighed(now, window, &curve);
+                    let from = age - window.as_secs_f64();
+                    let mut clicked: HashMap<String, i64> = (names[1..].iter())
+                        .map(|name| (name.clone(), clicks(from, age)))
+                        .collect();
+                    let blocked = clicks(from, age.min((blocked_at * 60) as f64));
+                    clicked.insert(names[0].clone(), blocked);
+                    let totals = Totals::new(&owners, &weighed, &clicked);
+                    let found = |name: &String| {
+                        let (links, weight) = weighed[name];
+                        (totals.traffic(name, links, weight, clicked[name]))
+                            .finding(50, window)
+                            .map(|(state, _)| state)
+                    };
+                    assert!(names[1..].iter().all(|name| found(name).is_none()));
+                    found(&names[0]) == Some(State::SuspectedBlocked)
+                })
+            })
+            .map(|minute| minute - blocked_at)
+    }
+
+    /// Issue 55: a domain whose clicks stop dead while the others go on is found within minutes
+    /// at 1,000 links a domain, not an hour, when blocked from the send or in the middle of the
+    /// campaign; the table docs/DEPLOYMENT.md gives.
+    #[test]
+    fn a_blocked_domain_is_found_within_minutes_at_campaign_volumes() {
+        let mut table = Vec::new();
+        for links in [100, 1_000, 10_000, 100_000] {
+            for (domains, blocked_at) in [(2, 0), (3, 0), (2, 20), (2, 60)] {
+                let minutes = minutes_to_detection(links, domains, blocked_at);
+                table.push(((links, domains, blocked_at), minutes));
+            }
+        }
+        println!("(links a domain, domains, blocked at minute) -> minutes to detection: {table:?}");
+        let at = |key: (u64, usize, u64)| {
+            (table.iter())
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, minutes)| *minutes)
+        };
+        assert_eq!(at((1_000, 2, 0)), Some(10));
+        assert!(at((1_000, 2, 20)).is_some_and(|m| m <= 15), "{table:?}");
+        assert!(at((10_000, 2, 20)).is_some_and(|m| m <= 3), "{table:?}");
+        assert!(at((100_000, 2, 20)).is_some_and(|m| m <= 2), "{table:?}");
+        // 100 links a domain expect 10 clicks in all: found after the hour, if ever.
+        assert!(at((100, 2, 0)).is_none_or(|m| m > 60), "{table:?}");
     }
 }
