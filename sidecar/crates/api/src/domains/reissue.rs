@@ -6,8 +6,8 @@
 //! URLs, visit cap, password), rules, preview card, click id parameter, campaign, ref and tags;
 //! its code is new. The links are written by the batch's service path
 //! ([`shortlink_core::service::LinkService::create_chunks`]), a page of the list per
-//! transaction. The whole list is counted first and its links reserved of the day's quota: a
-//! request over quota is refused before anything is issued.
+//! transaction. Under a daily link quota the whole list is counted first and its links reserved:
+//! a request over quota is refused before anything is issued.
 //!
 //! The `Idempotency-Key` is required. Each new link records the key's row and a number derived
 //! from its old link's code (its sequence number for a generated code, else a hash of it): a
@@ -123,11 +123,10 @@ pub async fn reissue_links(
     let claim = (state.links)
         .claim(&key, &service::request_hash("reissue", [asked.as_slice()]))
         .await?;
-    // The whole list first: over quota, nothing is issued.
-    let count = count(&reader).await?;
+    // With a quota, the whole list is counted first: over it, nothing is issued.
     let reservation = match budget.links_per_day {
         0 => Reservation::nothing(),
-        _ => budget.reserve_links(&state, count).await?,
+        _ => budget.reserve_links(&state, count(&reader).await?).await?,
     };
     let mut audit = origin.entry("links.reissue", reader.domain.clone(), Changes::new());
     audit.idempotency_key = Some(key.key);
