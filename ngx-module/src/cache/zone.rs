@@ -147,6 +147,10 @@ impl SlotCopy {
 #[repr(C, align(64))]
 struct Set {
     tags: [u16; WAYS],
+    /// Non-zero once an insert put a code whose first set this is into its second set: only
+    /// then does a lookup that misses here read the second (a bogus code or a miss reads one
+    /// set). Never cleared: a stale flag costs a read.
+    spilled: u16,
     /// Where CLOCK's sweep goes on; written under the mutex.
     hand: u32,
     ways: [Slot; WAYS],
@@ -179,6 +183,16 @@ const STRIPES: usize = 64;
 struct Reads {
     hits: AtomicU64,
     misses: AtomicU64,
+}
+
+/// What [`Zone::get_in`] found in one set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Hit,
+    /// `spilled`: the set's flag, whether the code's second set may hold it.
+    Miss {
+        spilled: bool,
+    },
 }
 
 /// Where a code may be: [`Zone::locate`].
@@ -316,12 +330,15 @@ impl Zone {
     ) -> Option<Hit<'c>> {
         let place = self.locate(code);
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
-        for index in place.sets {
-            if self.get_in(index, code, place.tag, epoch, now_ms, reader, copy) {
-                self.reads().hits.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: `get_in` answers true only once `read` wrote the copy.
-                return Some(unsafe { copy.0.assume_init_ref() }.hit());
-            }
+        let [first, second] = place.sets;
+        let mut probe = self.get_in(first, code, place.tag, epoch, now_ms, reader, copy);
+        if probe == (Probe::Miss { spilled: true }) && second != first {
+            probe = self.get_in(second, code, place.tag, epoch, now_ms, reader, copy);
+        }
+        if probe == Probe::Hit {
+            self.reads().hits.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: `get_in` answers a hit only once `read` wrote the copy.
+            return Some(unsafe { copy.0.assume_init_ref() }.hit());
         }
         self.reads().misses.fetch_add(1, Ordering::Relaxed);
         None
@@ -344,15 +361,18 @@ impl Zone {
         now_ms: u64,
         reader: Scope,
         copy: &mut SlotCopy,
-    ) -> bool {
+    ) -> Probe {
         let set = self.set_ptr(index);
         // SAFETY: in bounds (locate); the tags are a filter only (a torn or old one costs a
         // copy or a miss, the copy is checked), read through a raw pointer as whole words (a
         // volatile read of the u16 array is 21 loads), never a reference to memory another
         // process writes. The set starts on a page, so its first words are aligned.
         let words: [u64; TAG_WORDS] = unsafe { ptr::read_volatile(set.cast::<[u64; TAG_WORDS]>()) };
-        let tag_of = |way: usize| (words[way / 4] >> (16 * (way % 4))) as u16;
-        for way in (0..WAYS).filter(|&way| tag_of(way) == tag) {
+        // Lane `n` of word `n / 4` is tag `n` in memory order; `spilled` follows the tags.
+        let words = words.map(u64::from_le);
+        let spilled = (words[WAYS / 4] >> (16 * (WAYS % 4))) & 0xffff != 0;
+        let miss = Probe::Miss { spilled };
+        for way in ways_of(tag_mask(&words, tag)) {
             // SAFETY: as above.
             let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
             let Some(entry) = read(slot, &mut copy.0) else {
@@ -361,18 +381,19 @@ impl Zone {
             if !entry.holds(code, epoch) {
                 continue;
             }
+            // Found, not for this reader: the code is in no other set.
             if now_ms >= entry.fresh_until || (entry.flags & IMPORTED != 0 && reader == Scope::All)
             {
-                return false;
+                return Probe::Miss { spilled: false };
             }
             // SAFETY: the reference bit is a byte of the slot, written only as an atomic.
             let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*slot).referenced)) };
             if referenced.load(Ordering::Relaxed) == 0 {
                 referenced.store(1, Ordering::Relaxed);
             }
-            return true;
+            return Probe::Hit;
         }
-        false
+        miss
     }
 
     /// Stores what a lookup of `code` found, unless a removal of it or a flush came after
@@ -413,6 +434,18 @@ impl Zone {
             self.header().entries.fetch_add(1, Ordering::Relaxed);
         }
         entry.referenced = 1;
+        let [first, second] = place.sets;
+        if index == second && second != first {
+            // Before the entry is published: a reader that sees its tag in the second set may
+            // miss it, never one that read the flag after this store.
+            // SAFETY: the flag is a u16 of the first set, written only as an atomic; readers
+            // load it with the tag line.
+            let spilled =
+                unsafe { &*ptr::addr_of!((*self.set_ptr(first)).spilled).cast::<AtomicU16>() };
+            if spilled.load(Ordering::Relaxed) == 0 {
+                spilled.store(1, Ordering::Release);
+            }
+        }
         write(&mut set.ways[way], entry);
         set_tag(set, way, tag);
         Stored::Yes
@@ -470,6 +503,55 @@ impl Zone {
             prefills: h.prefills.load(Ordering::Relaxed),
         }
     }
+}
+
+/// The ways whose tag in `words` (the set's tag line, lane `n` of word `n / 4` tag `n`) is
+/// `tag`, as a bit mask, all lanes at once (a loop over the 21 tags was ~12 instructions a tag,
+/// ~500 per missed code, which every bogus code pays).
+fn tag_mask(words: &[u64; TAG_WORDS], tag: u16) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86_64; the intrinsics only compute on values.
+    let mask = unsafe {
+        use std::arch::x86_64::*;
+        let spread = _mm_set1_epi16(tag as i16);
+        let lanes =
+            |low: u64, high: u64| _mm_cmpeq_epi16(_mm_set_epi64x(high as i64, low as i64), spread);
+        let first = _mm_packs_epi16(lanes(words[0], words[1]), lanes(words[2], words[3]));
+        let last = _mm_packs_epi16(lanes(words[4], words[5]), _mm_setzero_si128());
+        _mm_movemask_epi8(first) as u32 | ((_mm_movemask_epi8(last) as u32) << 16)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let mask = swar_tag_mask(words, tag);
+    // Past the tags: the spill flag, the hand.
+    mask & ((1 << WAYS) - 1)
+}
+
+/// [`tag_mask`] in plain words, four lanes at a time.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn swar_tag_mask(words: &[u64; TAG_WORDS], tag: u16) -> u32 {
+    const LOW: u64 = 0x7fff_7fff_7fff_7fff;
+    const HIGH: u64 = 0x8000_8000_8000_8000;
+    let spread = u64::from(tag) * 0x0001_0001_0001_0001;
+    let mut mask = 0u32;
+    for (i, word) in words.iter().enumerate() {
+        // A lane of `x` is zero iff its tag is `tag`; the lane's high bit is then clear in
+        // `nonzero` (exact: the addition never carries across lanes).
+        let x = word ^ spread;
+        let zero = !(((x & LOW) + LOW) | x) & HIGH;
+        let lanes =
+            ((zero >> 15) & 1) | ((zero >> 30) & 2) | ((zero >> 45) & 4) | ((zero >> 60) & 8);
+        mask |= (lanes as u32) << (4 * i);
+    }
+    mask
+}
+
+/// The ways of a [`tag_mask`], in order.
+fn ways_of(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let way = mask.trailing_zeros() as usize;
+        mask &= mask.wrapping_sub(1);
+        (way < WAYS).then_some(way)
+    })
 }
 
 /// The way holding `code` now (the mutex held).

@@ -233,3 +233,50 @@ fn every_workers_reads_are_counted() {
     let stats = z.stats();
     assert_eq!((stats.hits, stats.misses), (3, 1));
 }
+
+#[test]
+fn the_tag_filter_finds_exactly_the_ways_with_the_tag() {
+    let mut tags = [0u16; 4 * TAG_WORDS];
+    for (way, tag) in tags.iter_mut().enumerate().take(WAYS) {
+        *tag = [0x1234, 0x8001, 0, 0xffff, 0x7fff][way % 5];
+    }
+    // Past the tags (the spill flag, the hand): never a way, whatever they hold.
+    tags[WAYS..].fill(0x1234);
+    let words: [u64; TAG_WORDS] = std::array::from_fn(|i| {
+        (0..4).fold(0, |w, lane| {
+            w | u64::from(tags[4 * i + lane]) << (16 * lane)
+        })
+    });
+    for tag in [0x1234, 0x8001, 0, 0xffff, 0x7fff, 0x1235, 0x8000] {
+        let want: Vec<usize> = (0..WAYS).filter(|&way| tags[way] == tag).collect();
+        let mask = tag_mask(&words, tag);
+        assert_eq!(ways_of(mask).collect::<Vec<_>>(), want, "tag {tag:#x}");
+        let words_only = swar_tag_mask(&words, tag) & ((1 << WAYS) - 1);
+        assert_eq!(words_only, mask, "tag {tag:#x}");
+    }
+}
+
+#[test]
+fn a_code_in_its_second_set_is_found_through_its_first_sets_flag() {
+    let owned = zone(2);
+    let z = &owned.zone;
+    let codes: Vec<String> = (0..)
+        .map(|n| format!("s{n}"))
+        .filter(|code| z.locate(code.as_bytes()).sets == [0, 1])
+        .take(WAYS + 1)
+        .collect();
+    let spilled = |z: &Zone| unsafe { (*z.set_ptr(0)).spilled };
+    for code in &codes[..WAYS] {
+        put(z, code, &live("https://first/"), 0);
+    }
+    assert_eq!(spilled(z), 0, "set 0 filled without spilling");
+    put(z, &codes[WAYS], &live("https://second/"), 0);
+    assert_eq!(spilled(z), 1);
+    assert_eq!(
+        target(z, &codes[WAYS], 1).as_deref(),
+        Some("https://second/")
+    );
+    for code in &codes[..WAYS] {
+        assert_eq!(target(z, code, 1).as_deref(), Some("https://first/"));
+    }
+}
