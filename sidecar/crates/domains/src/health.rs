@@ -596,7 +596,7 @@ async fn check_all(
             let (links, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
             let clicked = clicks.get(&domain).copied().unwrap_or(0);
             let recent = totals.traffic(&domain, links, weight, clicked);
-            finding = recent.finding(settings.min_issued, *part);
+            finding = recent.finding_in_part(settings.min_issued, *part);
             if finding.is_some() {
                 traffic = recent;
             }
