@@ -19,9 +19,9 @@ const HORIZON_HALF_LIVES: u32 = 8;
 const BUCKET_SECONDS: u64 = 60;
 /// Clicks expected within a recent part of the window before it judges anything. More than the
 /// whole window's 5: each check judges up to five windows, and at 5 a healthy domain's chance
-/// silence (e^-5 each time) drained one of two healthy domains in about 4% of simulated 2-hour
-/// campaigns of 1,000-3,000 links a domain (0.07% with the whole window alone); at 15, 0.07%
-/// again (3,000 campaigns each, Poisson clicks on the curve below).
+/// silence drained one of two healthy domains in about 4% of simulated 2-hour campaigns of
+/// 1,000-3,000 links a domain (0.2% and 0% with the whole window alone); at 15, 0.2% and 0.03%
+/// (`bench/failover/false-drains`, 3,000 campaigns a cell).
 const MIN_EXPECTED_RECENT: f64 = 15.0;
 /// The recent parts of the window judged besides the whole: its last 15th, sixth, third and half.
 const RECENT_PARTS: [u32; 4] = [15, 6, 3, 2];
