@@ -280,4 +280,72 @@ async fn reissue_replaces_the_unclicked_links_once_on_healthy_domains(backend: B
     assert_eq!(app.db.scalar("SELECT COUNT(*) FROM links").await, used);
 }
 
-crate::on_each_backend!(reissue_replaces_the_unclicked_links_once_on_healthy_domains);
+/// A reissue of many pages whose client goes away after the first: what it issued stays, and a
+/// repeat with the key answers those links (200) and issues the rest (201), each old link
+/// replaced once.
+async fn a_reissue_cut_short_is_finished_by_its_repeat(backend: Backend) {
+    let app = spawn_app_with(backend, &["--domain-health-every", "0"]).await;
+    for from in [0, 7_000] {
+        let items: Vec<Value> = (from..from + 7_000)
+            .map(|i| json!({"url": format!("https://t.example/{i}"), "ref": format!("r{i}")}))
+            .collect();
+        create(&app, &items).await;
+    }
+    operator(&app, "s2.example", "drain", None).await;
+    let listed = unclicked(&app, "").await;
+    // More pages (1,000 links each) than the answer runs ahead (4).
+    assert!(listed.len() > 6_000, "{}", listed.len());
+    let before = app.db.scalar("SELECT COUNT(*) FROM links").await;
+
+    let mut cut = reissue(&app, None, "", Some("cut")).send().await.unwrap();
+    assert_eq!(cut.status(), 200);
+    assert!(!cut.chunk().await.unwrap().unwrap().is_empty());
+    drop(cut);
+    // The cut request ends by itself: its audit row says how many it issued.
+    let reissues = "SELECT COUNT(*) FROM audit_log WHERE action = 'links.reissue'";
+    assert!(
+        eventually(std::time::Duration::from_secs(60), || async {
+            app.db.scalar(reissues).await == 1
+        })
+        .await
+    );
+    let first = app
+        .db
+        .scalar("SELECT MAX(batch_size) FROM audit_log WHERE action = 'links.reissue'")
+        .await;
+    println!("the cut attempt issued {first} of {}", listed.len());
+    // Usually a few pages of the list; all of it if the socket's buffers took every page
+    // before the client went (the repeat then only answers).
+    assert!(
+        first >= 1 && first <= listed.len() as i64,
+        "{first} of {}",
+        listed.len()
+    );
+    assert_eq!(
+        app.db.scalar("SELECT COUNT(*) FROM links").await,
+        before + first
+    );
+
+    let again = mapping(reissue(&app, None, "", Some("cut")).send().await.unwrap()).await;
+    assert_eq!(again.keys().cloned().collect::<HashSet<_>>(), listed);
+    let answered = |status: u16| {
+        (again.values())
+            .filter(|line| line["status"] == status)
+            .count()
+    };
+    assert_eq!(
+        (answered(200) as i64, answered(201)),
+        (first, listed.len() - first as usize)
+    );
+    let new_codes: HashSet<&Value> = again.values().map(|line| &line["new_code"]).collect();
+    assert_eq!(new_codes.len(), listed.len());
+    assert_eq!(
+        app.db.scalar("SELECT COUNT(*) FROM links").await,
+        before + listed.len() as i64
+    );
+}
+
+crate::on_each_backend!(
+    reissue_replaces_the_unclicked_links_once_on_healthy_domains,
+    a_reissue_cut_short_is_finished_by_its_repeat,
+);
