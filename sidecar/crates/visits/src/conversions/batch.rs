@@ -305,7 +305,8 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             Err(StorageError::Conflict) => return Ok(false),
             Err(error) => return Err(error),
         }
-        let stored: Vec<&Conversion> = fresh.iter().map(|(_, c, _)| c).collect();
+        let stored: Vec<(&Conversion, &str)> =
+            fresh.iter().map(|(_, c, v)| (c, v.as_str())).collect();
         Self::add_to_rollups(&mut *tx, &stored).await?;
         let ids: Vec<&str> = fresh.iter().map(|(_, c, _)| c.id.as_str()).collect();
         crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids).await?;

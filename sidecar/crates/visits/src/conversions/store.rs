@@ -330,12 +330,17 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         }
         // As stored: the code, rule and value the insert copied.
         let query = statement(
-            &format!("SELECT {COLUMNS} FROM conversions WHERE id = ?"),
+            &format!(
+                "SELECT {COLUMNS}, {} AS visitor_hex FROM conversions WHERE id = ?",
+                super::rollup::visitor_hex::<V>()
+            ),
             [Value::Text(conversion.id.clone())],
         );
-        let row = Db::<V>::fetch_optional(&mut *tx, query).await.map_err(db)?;
-        let stored = row.as_ref().map(Self::conversion).transpose()?;
-        Self::add_to_rollups(&mut *tx, &stored.iter().collect::<Vec<_>>()).await?;
+        if let Some(row) = Db::<V>::fetch_optional(&mut *tx, query).await.map_err(db)? {
+            let stored = Self::conversion(&row)?;
+            let visitor = V::Sql::read_text(&row, "visitor_hex")?;
+            Self::add_to_rollups(&mut *tx, &[(&stored, visitor.as_str())]).await?;
+        }
         crate::store::feed::append_ids::<V::Sql>(&mut *tx, &[conversion.id.as_str()]).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
