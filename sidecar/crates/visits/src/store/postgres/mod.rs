@@ -56,10 +56,12 @@ impl PgVisitStore {
 impl VisitDialect for PgVisits {
     type Sql = Pg;
 
-    // A visit's key is (event_id, visited_at): the table is partitioned by time (migration 54).
+    // A visit's key is (event_id, visited_at): the table is partitioned by day (migration 54).
+    // The time bound again outside (`$1` is the first `?`): PostgreSQL then reads only the days
+    // before it; without it the plan was a hash join over every partition.
     const DELETE_VISITS_BEFORE: &'static str =
-        "DELETE FROM visits WHERE (event_id, visited_at) IN \
-         (SELECT event_id, visited_at FROM visits WHERE visited_at < ? LIMIT ?)";
+        "DELETE FROM visits WHERE visited_at < ? AND (event_id, visited_at) IN \
+         (SELECT event_id, visited_at FROM visits WHERE visited_at < $1 LIMIT ?)";
 
     async fn store_batch(
         &self,
