@@ -3,8 +3,8 @@
 //!
 //! The write path is [`VisitStore::store_batch`]: one transaction per batch that inserts the raw
 //! visits with `ON CONFLICT (event_id) DO NOTHING` (PostgreSQL: `(event_id, visited_at)`, the
-//! table being partitioned by day, `postgres/partitions.rs`), and folds only the rows actually inserted into
-//! the rollups and `links.visit_count` / `last_visit_at`. Which rows went in is known without
+//! table being partitioned by day, `postgres/partitions.rs`), and folds only the rows actually
+//! inserted into the rollups and `links.visit_count` / `last_visit_at`. Which rows went in is known without
 //! sending them back (SQLite: each one-row insert's change count, `sqlite/raw.rs`; PostgreSQL: a
 //! binary `COPY` that succeeded inside a savepoint, otherwise rolled back to it and made again
 //! with `ON CONFLICT DO NOTHING RETURNING event_id`; MariaDB: see `mysql`). A batch
