@@ -205,6 +205,14 @@ impl System {
         text
     }
 
+    /// Another sidecar on this system's database and Redis, with the flags its own sidecar last
+    /// started with, on a free port, its log in `dir`: a second machine behind the same nginx
+    /// config. Reach it directly with [`Sidecar::api`] (nginx does not know it).
+    pub fn second_sidecar(&self, dir: &tempfile::TempDir) -> Sidecar {
+        let database = self.database_url();
+        Sidecar::spawn(dir, &self.redis, &database, 0, self.sidecar.args.clone())
+    }
+
     /// Starts the sidecar again on its old port (after a crash or stop), on the same database,
     /// with the flags it last started with.
     pub fn restart_sidecar(&mut self) {

@@ -3,10 +3,11 @@
 //! clicks through nginx's redirect server on one only: the other is drained within a check, new
 //! links go to the clicked domain and the standby and none to it; its re-send list is its
 //! unclicked links, and `reissue` gives each a new link on a healthy domain that redirects,
-//! through nginx, to the same target (a repeat answers the same links).
+//! through nginx, to the same target (a repeat answers the same links). A second sidecar on the
+//! same database and Redis agrees, and the drain is one transition: one audit row.
 
 use serde_json::{json, Value};
-use shortlink_e2e::{NginxOptions, System, API_KEY};
+use shortlink_e2e::{NginxOptions, Sidecar, System, API_KEY, PROXY_SECRET};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 use testkit::wait_until;
@@ -27,6 +28,34 @@ fn api_request(
     (shortlink_e2e::http_client().request(method, url))
         .bearer_auth(API_KEY)
         .timeout(Duration::from_secs(60))
+}
+
+/// A request to `other`, a sidecar nginx does not front, as nginx's API server sends one: the
+/// issuing list and the pool, taken as nginx's for the proxy secret.
+fn other_request(
+    other: &Sidecar,
+    method: reqwest::Method,
+    path: &str,
+) -> reqwest::blocking::RequestBuilder {
+    let url = format!("http://127.0.0.1:{}/api/v1{path}", other.port);
+    (shortlink_e2e::http_client().request(method, url))
+        .bearer_auth(API_KEY)
+        .header("X-Shortlink-Public-Base", LIST)
+        .header("X-Shortlink-Pool", "s1.test s2.test s9.test")
+        .header("X-Shortlink-Proxy-Secret", PROXY_SECRET)
+        .timeout(Duration::from_secs(60))
+}
+
+fn other_mode(other: &Sidecar, domain: &str) -> String {
+    let response = other_request(other, reqwest::Method::GET, &format!("/domains/{domain}"))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().unwrap();
+    body["drain"]["mode"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// An NDJSON answer's lines.
@@ -100,6 +129,11 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
     // clicks in this test: pinned, so that the job does not drain it too.
     let (status, body) = system.api().post("/domains/s9.test/pin", &json!(null));
     assert_eq!(status, 200, "{body}");
+    // A second machine's sidecar, with the same flags; its first request names the pool to its
+    // health job, as nginx's would.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = system.second_sidecar(&other_dir);
+    assert_eq!(other_mode(&other, "s9.test"), "pinned");
 
     let item = |i: usize| json!({"url": format!("https://t.example/{i}"), "campaign": "spring", "ref": format!("r{i}")});
     let before = issue(&system, (0..300).map(item));
@@ -146,6 +180,19 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
     );
     assert_eq!(mode(&system, "s1.test"), "active");
 
+    // The other sidecar agrees, and the drain was claimed once: one audit row for both.
+    assert!(
+        wait_until(SETTLE, || other_mode(&other, "s2.test") == "drained"),
+        "the second sidecar does not see s2 drained:\n{}",
+        other.process.log_text()
+    );
+    let (status, audit) = system.api().get("/audit?action=domain.drain");
+    assert_eq!(status, 200, "{audit}");
+    let drains: Vec<&Value> = (audit["rows"].as_array().unwrap().iter())
+        .filter(|row| row["object"] == "s2.test")
+        .collect();
+    assert_eq!(drains.len(), 1, "{audit}");
+
     // New links: on the clicked domain and the standby, none on the drained one.
     let after = issue(
         &system,
@@ -156,6 +203,20 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
         *by_host.entry(host.clone()).or_default() += 1;
     }
     assert_eq!(by_host.get("s2.test"), None, "{by_host:?}");
+    let body: String = (2000..2100)
+        .map(|i| format!("{}\n", json!({"url": format!("https://t.example/{i}")})))
+        .collect();
+    let response = other_request(&other, reqwest::Method::POST, "/links/batch")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .unwrap();
+    let issued_by_other = lines(response);
+    assert_eq!(issued_by_other.len(), 100);
+    for result in &issued_by_other {
+        let short_url = result["link"]["short_url"].as_str().unwrap();
+        assert_ne!(host(short_url), "s2.test", "{result}");
+    }
     assert!(
         by_host.get("s1.test") > Some(&50) && by_host.get("s9.test") > Some(&50),
         "{by_host:?}"

@@ -117,7 +117,11 @@ impl FeedReader {
         let ids = &row.event_ids[range.clone()];
         let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
             ids.iter().cloned().partition(|id| is_conversion_id(id));
-        let mut found: HashMap<String, _> = (self.store.webhooks().feed_rows(&visit_ids).await?)
+        let mut found: HashMap<String, _> = (self
+            .store
+            .webhooks()
+            .feed_rows(&visit_ids, row.visits_within)
+            .await?)
             .into_iter()
             .map(|r| (r.event_id.clone(), r))
             .collect();

@@ -20,6 +20,9 @@ pub struct FeedBatch {
     pub seq: i64,
     pub committed_ms: i64,
     pub event_ids: Vec<String>,
+    /// The first and last time (Unix ms) of its visits: rows written before migration 58, and
+    /// rows of conversions, have none.
+    pub visits_within: Option<(i64, i64)>,
 }
 
 /// What a deliverer writes back after an attempt: where the subscription stands now.
@@ -75,8 +78,13 @@ impl Webhooks for dyn VisitStore {
 pub trait WebhookStore: Send + Sync {
     /// Up to `limit` feed rows from `from_seq` on, in order.
     async fn feed_batches(&self, from_seq: i64, limit: u32) -> StorageResult<Vec<FeedBatch>>;
-    /// The visits of `ids` still stored (retention may have removed some), in no order.
-    async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>>;
+    /// The visits of `ids` still stored (retention may have removed some), in no order; all
+    /// made `within` these times (Unix ms, inclusive) if given.
+    async fn feed_rows(
+        &self,
+        ids: &[String],
+        within: Option<(i64, i64)>,
+    ) -> StorageResult<Vec<FeedRow>>;
     /// A link's tags column (JSON) as stored now; `None` without tags or link.
     async fn link_tags(&self, code: &str) -> StorageResult<Option<String>>;
     /// The last feed row's seq (0 for none).
@@ -276,8 +284,8 @@ fn feed_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<FeedRow> {
 impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
     async fn feed_batches(&self, from_seq: i64, limit: u32) -> StorageResult<Vec<FeedBatch>> {
         let query = statement(
-            "SELECT seq, committed_ms, event_ids FROM visit_feed WHERE seq >= ? \
-             ORDER BY seq LIMIT ?",
+            "SELECT seq, committed_ms, event_ids, first_visit_ms, last_visit_ms FROM visit_feed \
+             WHERE seq >= ? ORDER BY seq LIMIT ?",
             [Value::Int(from_seq), Value::Int(i64::from(limit))],
         );
         (all::<V>(&self.reader, query).await?.iter())
@@ -288,6 +296,8 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                     event_ids: (text::<V>(row, "event_ids")?.split('\n'))
                         .map(str::to_owned)
                         .collect(),
+                    visits_within: Db::<V>::opt_int(row, "first_visit_ms")?
+                        .zip(Db::<V>::opt_int(row, "last_visit_ms")?),
                 })
             })
             .collect()
@@ -308,7 +318,20 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
         }
     }
 
-    async fn feed_rows(&self, ids: &[String]) -> StorageResult<Vec<FeedRow>> {
+    async fn feed_rows(
+        &self,
+        ids: &[String],
+        within: Option<(i64, i64)>,
+    ) -> StorageResult<Vec<FeedRow>> {
+        // PostgreSQL keeps visits partitioned by day (migration 54) and finds an id in each
+        // day's index unless told which days hold it.
+        let days = match <V::Sql as Dialect>::BACKEND {
+            shortlink_store::Backend::Postgres => within.and_then(|(first, last)| {
+                let time = chrono::DateTime::from_timestamp_millis;
+                time(first).zip(time(last))
+            }),
+            _ => None,
+        };
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST) {
             // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
@@ -316,7 +339,7 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                 shortlink_store::Backend::Postgres => "l.tags::text",
                 _ => "l.tags",
             };
-            let query = statement(
+            let mut query = statement(
                 &format!(
                     "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
                        v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
@@ -331,6 +354,13 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                 ),
                 chunk.iter().cloned().map(Value::Text),
             );
+            if let Some((first, last)) = days {
+                query
+                    .push(" AND v.visited_at >= ")
+                    .bind(Value::Time(first))
+                    .push(" AND v.visited_at <= ")
+                    .bind(Value::Time(last));
+            }
             for row in all::<V>(&self.reader, query).await? {
                 rows.push(feed_row::<V>(&row)?);
             }

@@ -309,7 +309,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             fresh.iter().map(|(_, c, v)| (c, v.as_str())).collect();
         Self::add_to_rollups(&mut *tx, &stored).await?;
         let ids: Vec<&str> = fresh.iter().map(|(_, c, _)| c.id.as_str()).collect();
-        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids).await?;
+        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids, None).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
     }

@@ -341,7 +341,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             let visitor = V::Sql::read_text(&row, "visitor_hex")?;
             Self::add_to_rollups(&mut *tx, &[(&stored, visitor.as_str())]).await?;
         }
-        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &[conversion.id.as_str()]).await?;
+        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &[conversion.id.as_str()], None).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
     }

@@ -20,14 +20,19 @@ pub(crate) async fn append<D: Dialect>(
         .iter()
         .map(|visit| visit.event_id.as_str())
         .collect();
-    append_ids::<D>(connection, &ids).await
+    let times = inserted.iter().map(|visit| visit.time_ms);
+    let within = times.clone().min().zip(times.max());
+    append_ids::<D>(connection, &ids, within).await
 }
 
 /// [`append`] of any ids: a visit's, or a conversion's (`cv_…`, `crate::conversions`), which
-/// takes its place in the same order.
+/// takes its place in the same order. `within`: the first and last time (Unix ms) of the
+/// row's visits, so a reader of its ids looks only at those days of a table partitioned by
+/// day (PostgreSQL); none for a row of conversions.
 pub(crate) async fn append_ids<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     inserted: &[&str],
+    within: Option<(i64, i64)>,
 ) -> StorageResult<()> {
     if inserted.is_empty() {
         return Ok(());
@@ -43,11 +48,14 @@ pub(crate) async fn append_ids<D: Dialect>(
     let seq = D::DB::int(&row, "seq")?;
     let ids = inserted.join("\n");
     let row = statement(
-        "INSERT INTO visit_feed (seq, committed_ms, event_ids) VALUES (?, ?, ?)",
+        "INSERT INTO visit_feed (seq, committed_ms, event_ids, first_visit_ms, last_visit_ms) \
+         VALUES (?, ?, ?, ?, ?)",
         [
             Value::Int(seq),
             Value::Int(chrono::Utc::now().timestamp_millis()),
             Value::Text(ids),
+            Value::OptInt(within.map(|(first, _)| first)),
+            Value::OptInt(within.map(|(_, last)| last)),
         ],
     );
     D::DB::execute(connection, row).await.map_err(db)?;
