@@ -22,6 +22,7 @@ use ngx::async_::{spawn, Task};
 
 use nginx_sys::{ngx_cycle, NGX_LOG_NOTICE};
 use ngx::ngx_log_error;
+use shortlink_wire::keys;
 use shortlink_wire::resp::Frame;
 
 use crate::cache::{Cached, Scope};
@@ -38,9 +39,9 @@ const BATCH: usize = 64;
 /// likely while a campaign is being written, and the next read usually stores it.
 const RETRIES: u8 = 3;
 /// Numbers read in a row without a link before a refill stops: the unused rest of the blocks
-/// sidecars lease ahead (a batch's reserve of 65,536 and a block of 1,000 each, the newest of
-/// which lie right below the mark), with room for two sidecars.
-const HOLE: u64 = 2 * (65_536 + 1_000);
+/// sidecars lease ahead (a batch's reserve and a block of `--sequence-block`, 1,000 by default,
+/// each, the newest of which lie right below the mark), with room for two sidecars.
+const HOLE: u64 = 2 * (keys::BATCH_RESERVE + 1_000);
 
 /// Reading the newest links back into an emptied zone.
 struct Refill {

@@ -20,6 +20,11 @@ pub const RESYNC_TOKEN: &str = "sl:meta:resync";
 /// The high-water mark of sequence numbers leased to sidecars (only ever raised).
 pub const ISSUED_MARK: &str = "sl:meta:issued";
 
+/// Numbers a sidecar's batch lease takes at least. The mark counts numbers leased, not used: a
+/// reader of the newest codes below it (the module's cache refill) may meet this many unused
+/// ones in a row for each sidecar.
+pub const BATCH_RESERVE: u64 = 65_536;
+
 /// The visit stream of one Redis (or a primary with replicas), read by the sidecar's consumer
 /// group. On a cluster, [`crate::cluster::EVENT_STREAMS`] streams `sl:events:{<tag>}`.
 pub const EVENT_STREAM: &str = "sl:events";

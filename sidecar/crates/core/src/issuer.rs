@@ -38,11 +38,12 @@ pub struct Issuer {
     reserve: Mutex<Block>,
 }
 
-/// Sequence numbers a batch lease takes at least. A lease is a write: on SQLite it waits for the
-/// one write connection, i.e. for the batch group being written, and the next group could not be
-/// prepared meanwhile. Leasing ahead makes most groups' codes free of I/O; a crash loses at most
-/// this many numbers (of billions).
-pub const BATCH_RESERVE: u64 = 65_536;
+/// Sequence numbers a batch lease takes at least (spelled in `wire`: the module's cache refill
+/// skips as many unused numbers below the issued mark). A lease is a write: on SQLite it waits
+/// for the one write connection, i.e. for the batch group being written, and the next group
+/// could not be prepared meanwhile. Leasing ahead makes most groups' codes free of I/O; a crash
+/// loses at most this many numbers (of billions).
+pub use shortlink_wire::keys::BATCH_RESERVE;
 
 #[derive(Debug, Default)]
 struct Block {
