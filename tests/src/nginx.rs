@@ -318,6 +318,24 @@ while :; do sleep 1 & wait $!; done"#;
             .collect()
     }
 
+    /// SIGKILLs the worker `victim`, as a crash would, and waits until the master has replaced
+    /// it (as many workers as before, `victim` not among them).
+    pub fn kill_worker(&self, victim: u32) {
+        let count = self.workers().len();
+        let killed = Command::new("kill")
+            .args(["-KILL", &victim.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success(), "kill -KILL {victim}");
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                let now = self.workers();
+                now.len() == count && !now.contains(&victim)
+            }),
+            "the master did not replace worker {victim}"
+        );
+    }
+
     fn run(&self, args: &[&str]) -> (bool, String) {
         let output = Command::new(&self.bin)
             .arg("-p")

@@ -328,20 +328,8 @@ fn a_worker_killed_under_load_leaves_the_zone_usable() {
     );
     load.run_for(500);
     for _ in 0..5 {
-        let workers = system.nginx.workers();
-        let victim = workers[0];
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", &victim.to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        assert!(
-            wait_until(Duration::from_secs(10), || {
-                let now = system.nginx.workers();
-                now.len() == 2 && !now.contains(&victim)
-            }),
-            "the master did not replace worker {victim}"
-        );
+        let victim = system.nginx.workers()[0];
+        system.nginx.kill_worker(victim);
         // Every worker, the new one included, keeps answering and writing.
         load.run_for(300);
     }
@@ -455,18 +443,7 @@ fn a_new_worker_refills_the_zone_it_emptied_with_the_newest_links() {
         system.nginx.counters()
     );
     for victim in system.nginx.workers() {
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", &victim.to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        assert!(
-            wait_until(Duration::from_secs(10), || {
-                let now = system.nginx.workers();
-                now.len() == 2 && !now.contains(&victim)
-            }),
-            "the master did not replace worker {victim}"
-        );
+        system.nginx.kill_worker(victim);
     }
     assert!(
         wait_until(Duration::from_secs(10), || subscribers(&system) == 2),
