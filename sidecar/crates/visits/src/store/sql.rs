@@ -41,6 +41,12 @@ pub trait VisitDialect: Send + Sync + 'static {
         <Self::Sql as Dialect>::read_time(row, column)
     }
 
+    /// Where reads of raw visits over a time window go (the per-rule breakdown): `reader`,
+    /// except on PostgreSQL, whose visits are partitioned by day ([`super::PgVisitStore`]).
+    fn window_reader<'a>(&'a self, reader: &'a Pool<Db<Self>>) -> &'a Pool<Db<Self>> {
+        reader
+    }
+
     /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
     async fn store_batch(
         &self,
@@ -411,7 +417,8 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
             ),
             [Value::Text(code.clone()), time(q.from), time(q.to)],
         );
-        let mut entries = (self.rows(&self.reader, query).await?.iter())
+        let reader = self.dialect.window_reader(&self.reader);
+        let mut entries = (self.rows(reader, query).await?.iter())
             .map(|row| {
                 Ok(RuleEntry {
                     rule: V::Sql::read_opt_text(row, "rule")?,

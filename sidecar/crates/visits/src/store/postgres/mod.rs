@@ -21,9 +21,23 @@ use sqlx::{Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub struct PgVisits;
+pub struct PgVisits {
+    /// The reads of raw visits over a time window ([`VisitDialect::window_reader`]): its
+    /// sessions run prepared statements with one generic plan (`plan_cache_mode =
+    /// force_generic_plan`), which prunes the days at run time. On the shared pool PostgreSQL
+    /// keeps making a custom plan per execution (the generic plan's estimate counts every
+    /// day's partition, so it never looks cheaper), and planning over ~70 partitions cost more
+    /// than the read itself: the per-rule clicks over 24 h were 3x slower at p99 than on one
+    /// table (bench/results/partitions-2026-11-26.md). Only windowed reads of `visits` use it:
+    /// a generic plan would be a guess for the other statements (skewed codes, rollups).
+    /// Connected lazily: an installation that never asks for rules opens none.
+    pub window_reader: PgPool,
+}
 
 pub type PgVisitStore = SqlVisitStore<PgVisits>;
+
+/// The most sessions [`PgVisits::window_reader`] opens (one read each; a stats page asks one).
+const WINDOW_READERS: u32 = 4;
 
 impl PgVisitStore {
     pub async fn connect(
@@ -37,6 +51,13 @@ impl PgVisitStore {
                 ("statement_timeout", "30s"),
                 ("idle_in_transaction_session_timeout", "60s"),
             ]);
+        let window_reader = PgPoolOptions::new()
+            .max_connections(max_connections.clamp(1, WINDOW_READERS))
+            .acquire_timeout(acquire_timeout)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .connect_lazy_with(
+                (connect.clone()).options([("plan_cache_mode", "force_generic_plan")]),
+            );
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.clamp(1, 8))
             .acquire_timeout(acquire_timeout)
@@ -45,7 +66,7 @@ impl PgVisitStore {
             .await
             .map_err(StorageError::classify)?;
         Ok(Self {
-            dialect: PgVisits,
+            dialect: PgVisits { window_reader },
             writer: pool.clone(),
             reader: pool,
         })
@@ -62,6 +83,10 @@ impl VisitDialect for PgVisits {
     const DELETE_VISITS_BEFORE: &'static str =
         "DELETE FROM visits WHERE visited_at < ? AND (event_id, visited_at) IN \
          (SELECT event_id, visited_at FROM visits WHERE visited_at < $1 LIMIT ?)";
+
+    fn window_reader<'a>(&'a self, _reader: &'a PgPool) -> &'a PgPool {
+        &self.window_reader
+    }
 
     async fn store_batch(
         &self,
