@@ -428,7 +428,18 @@ impl Cache {
 
     /// The cached answer for `code` if it is still fresh at `now_ms` and answers a location that
     /// reads `reader` ([`Scope`]).
+    #[inline]
     pub fn get_in(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
+        // Behind a zone this cache holds only what the zone's slots cannot (extras, long
+        // targets), usually nothing: a code the zone missed then costs no second hash (and
+        // no call).
+        if self.len == 0 {
+            return None;
+        }
+        self.probe(code, now_ms, reader)
+    }
+
+    fn probe(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
         let set = self.set_of(code);
         let way = set.ways.iter().position(|slot| slot.holds(code))?;
         // A stale entry stays until the lookup that follows this miss replaces it.

@@ -10,7 +10,6 @@ use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
-use crate::cache::zone::SlotCopy;
 use crate::cache::{Hit, Scope};
 use crate::conf::{LocConf, MainConf, PoolSource, WorkspaceSource};
 use crate::ffi::now_ms;
@@ -278,9 +277,8 @@ fn answer_from_cache(
     password: Option<&Submitted>,
 ) -> Option<FromCache> {
     let now = now_ms();
-    let mut copy = SlotCopy::empty();
     worker::with(mcf, |w| {
-        let (hit, hosts) = w.cached(code, now, lcf.cache_scope(), &mut copy)?;
+        let (hit, hosts) = w.cached(code, now, lcf.cache_scope())?;
         let outcome = match hit? {
             Hit::Link(link)
                 if !host_workspace(r, lcf, Some(&mut *hosts)).admits(link.workspace()) =>

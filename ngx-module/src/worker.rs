@@ -14,7 +14,7 @@ use nginx_sys::{
 use ngx::async_::Task;
 use ngx::ngx_log_error;
 
-use crate::cache::zone::{self, SlotCopy, Stored, Zone};
+use crate::cache::zone::{self, Near, Stored, Zone};
 use crate::cache::{Cache, CacheConfig, Cached, Hit, Scope};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
@@ -45,6 +45,8 @@ pub struct Worker {
     /// The edge's cache in shared memory (`shortlink_cache_zone`), read before `cache`, which
     /// then only holds what does not fit the zone's slots.
     zone: Option<Zone>,
+    /// This worker's copies of the zone entries it hit last ([`Near`]).
+    near: Near,
     zone_config: Option<CacheConfig>,
     /// Reads the codes the subscription reported into the zone ([`crate::prefill`]).
     prefill: Option<Task<()>>,
@@ -166,6 +168,10 @@ impl Worker {
             }),
             cache: mcf.cache_config().map(Cache::new),
             zone,
+            near: match zone {
+                Some(_) => Near::default(),
+                None => Near::with_entries(1),
+            },
             zone_config: mcf.cache_config(),
             prefill: None,
             tracker,
@@ -249,19 +255,19 @@ impl Worker {
         synced(&mut self.cache, &mut self.cluster, &mut self.tracker)
     }
 
-    /// The cached answer for `code` (the zone's, copied into `copy`, else the worker cache's)
-    /// and the hosts' workspaces at once: a cache hit is judged against its host's workspace
-    /// while it still borrows the cache. `None`: no cache may be read now ([`Worker::cache`]);
-    /// `Some((None, _))`: a miss.
-    pub fn cached<'a>(
-        &'a mut self,
+    /// The cached answer for `code` (the zone's, through this worker's copies, else the worker
+    /// cache's) and the hosts' workspaces at once: a cache hit is judged against its host's
+    /// workspace while it still borrows the cache. `None`: no cache may be read now
+    /// ([`Worker::cache`]); `Some((None, _))`: a miss.
+    pub fn cached(
+        &mut self,
         code: &[u8],
         now_ms: u64,
         reader: Scope,
-        copy: &'a mut SlotCopy,
-    ) -> Option<(Option<Hit<'a>>, &'a mut HostWorkspaces)> {
+    ) -> Option<(Option<Hit<'_>>, &mut HostWorkspaces)> {
         let cache = synced(&mut self.cache, &mut self.cluster, &mut self.tracker)?;
-        if let Some(hit) = self.zone.and_then(|z| z.get(code, now_ms, reader, copy)) {
+        let near = &mut self.near;
+        if let Some(hit) = self.zone.and_then(|z| z.get(code, now_ms, reader, near)) {
             return Some((Some(hit), &mut self.workspaces));
         }
         Some((cache.get_in(code, now_ms, reader), &mut self.workspaces))

@@ -30,7 +30,7 @@
 //! stored before any worker applied it is removed by the first that does: a reader that has
 //! applied its own reports never sees a record older than them, as with the worker cache.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -109,11 +109,12 @@ impl Slot {
         bytes: [0; INLINE],
     };
 
+    #[inline(always)]
     fn holds(&self, code: &[u8], epoch: u32) -> bool {
         self.kind != EMPTY
             && self.epoch == epoch
             && usize::from(self.code_len) == code.len()
-            && &self.bytes[..code.len()] == code
+            && same_bytes(&self.bytes[..code.len()], code)
     }
 
     /// What a hit on this copy gives.
@@ -132,15 +133,8 @@ impl Slot {
     }
 }
 
-/// A reader's copy of a slot, filled by [`Zone::get`]. Starts unwritten: a request that finds
-/// no zone (none configured) pays nothing for it.
-pub struct SlotCopy(MaybeUninit<Slot>);
-
-impl SlotCopy {
-    pub fn empty() -> SlotCopy {
-        SlotCopy(MaybeUninit::uninit())
-    }
-}
+mod near;
+pub use near::Near;
 
 /// A set: one line of tags (the top 16 bits of the hashes of the codes its ways hold, 0 for
 /// none), read first so that a lookup copies only the slot whose tag matches, then the ways.
@@ -200,6 +194,8 @@ struct Place {
     sets: [usize; 2],
     tag: u16,
     stamp: usize,
+    /// The code's entry in a worker's [`Near`].
+    near: usize,
 }
 
 /// The zone's counters, for the status page.
@@ -292,9 +288,17 @@ impl Zone {
     }
 
     /// The code's two sets (two choices: an insert takes a free way in either, so sets fill
-    /// evenly), its tag and its removal stamp.
+    /// evenly), its tag, its removal stamp and its entry in a worker's [`Near`], each from other
+    /// bits of one hash: the sets from the high bits (the high half of hash × sets), so the tag
+    /// must not be those (with 65,536 sets, a 256 MB zone, the top 16 bits were the set's number:
+    /// every code of a set had the same tag, and a lookup copied every way until it found its own).
+    #[inline(always)]
     fn locate(&self, code: &[u8]) -> Place {
-        let hash = FixedState::with_seed(self.header().seed).hash_one(code);
+        // The bytes alone, without `Hash for [u8]`'s length prefix (one more multiply, and an
+        // out-of-line call): the length already rotates the seed.
+        let mut hasher = FixedState::with_seed(self.header().seed).build_hasher();
+        hasher.write(code);
+        let hash = hasher.finish();
         let sets = u128::from(self.header().sets);
         // The high half of hash × sets: uniform over the sets without a power-of-two size.
         let first = ((u128::from(hash) * sets) >> 64) as usize;
@@ -302,8 +306,9 @@ impl Zone {
         let second = ((u128::from(other) * sets) >> 64) as usize;
         Place {
             sets: [first, second],
-            tag: (hash >> 48) as u16,
+            tag: (hash >> 16) as u16,
             stamp: (hash as usize) & (STAMPS - 1),
+            near: (hash >> 32) as usize,
         }
     }
 
@@ -320,25 +325,33 @@ impl Zone {
         }
     }
 
-    /// Copies `code`'s entry into `copy` if it is fresh at `now_ms` and answers `reader`.
-    pub fn get<'c>(
+    /// `code`'s entry if it is fresh at `now_ms` and answers `reader`: from `near` when the
+    /// worker's copy there is still its slot's, else copied from the zone into `near`.
+    pub fn get<'n>(
         &self,
         code: &[u8],
         now_ms: u64,
         reader: Scope,
-        copy: &'c mut SlotCopy,
-    ) -> Option<Hit<'c>> {
+        near: &'n mut Near,
+    ) -> Option<Hit<'n>> {
         let place = self.locate(code);
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
-        let [first, second] = place.sets;
-        let mut probe = self.get_in(first, code, place.tag, epoch, now_ms, reader, copy);
-        if probe == (Probe::Miss { spilled: true }) && second != first {
-            probe = self.get_in(second, code, place.tag, epoch, now_ms, reader, copy);
-        }
+        near.belong_to(self);
+        let entry = near.entry(place.near);
+        let probe = match entry.check(code, epoch, now_ms, reader) {
+            Some(probe) => probe,
+            None => {
+                let [first, second] = place.sets;
+                let mut probe = self.get_in(first, code, place.tag, epoch, now_ms, reader, entry);
+                if probe == (Probe::Miss { spilled: true }) && second != first {
+                    probe = self.get_in(second, code, place.tag, epoch, now_ms, reader, entry);
+                }
+                probe
+            }
+        };
         if probe == Probe::Hit {
             self.reads().hits.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: `get_in` answers a hit only once `read` wrote the copy.
-            return Some(unsafe { copy.0.assume_init_ref() }.hit());
+            return near.entry(place.near).hit();
         }
         self.reads().misses.fetch_add(1, Ordering::Relaxed);
         None
@@ -350,8 +363,10 @@ impl Zone {
         &self.header().reads[worker_index() % STRIPES]
     }
 
-    /// [`Zone::get`] in one set: whether `copy` now holds the code's fresh entry.
+    /// [`Zone::get`] in one set: whether `entry` now holds the code's fresh entry (copied
+    /// there from its slot).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn get_in(
         &self,
         index: usize,
@@ -360,7 +375,7 @@ impl Zone {
         epoch: u32,
         now_ms: u64,
         reader: Scope,
-        copy: &mut SlotCopy,
+        entry: &mut near::Entry,
     ) -> Probe {
         let set = self.set_ptr(index);
         // SAFETY: in bounds (locate); the tags are a filter only (a torn or old one costs a
@@ -375,22 +390,18 @@ impl Zone {
         for way in ways_of(tag_mask(&words, tag)) {
             // SAFETY: as above.
             let slot = unsafe { ptr::addr_of_mut!((*set).ways[way]) };
-            let Some(entry) = read(slot, &mut copy.0) else {
+            let Some(copy) = entry.fill(slot) else {
                 continue;
             };
-            if !entry.holds(code, epoch) {
+            if !copy.holds(code, epoch) {
                 continue;
             }
             // Found, not for this reader: the code is in no other set.
-            if now_ms >= entry.fresh_until || (entry.flags & IMPORTED != 0 && reader == Scope::All)
-            {
+            if now_ms >= copy.fresh_until || (copy.flags & IMPORTED != 0 && reader == Scope::All) {
                 return Probe::Miss { spilled: false };
             }
-            // SAFETY: the reference bit is a byte of the slot, written only as an atomic.
-            let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*slot).referenced)) };
-            if referenced.load(Ordering::Relaxed) == 0 {
-                referenced.store(1, Ordering::Relaxed);
-            }
+            mark_referenced(slot);
+            entry.keep(slot);
             return Probe::Hit;
         }
         miss
@@ -607,6 +618,23 @@ fn set_tag(set: &mut Set, way: usize, tag: u16) {
     unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
 }
 
+/// `a == b` for slices of one length; a code (at most 16 bytes: generated codes and most aliases)
+/// as two overlapping word compares, without the call to `memcmp` (~20 instructions a hit).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let len = a.len();
+    if len != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
+    let half = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap());
+    match len {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, len - 8) == word(b, len - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, len - 4) == half(b, len - 4),
+        _ => a == b,
+    }
+}
+
 /// Words of a slot before its bytes.
 const HEAD_WORDS: usize = std::mem::offset_of!(Slot, bytes) / 8;
 const SLOT_WORDS: usize = size_of::<Slot>() / 8;
@@ -658,6 +686,16 @@ fn prefetch(at: *const u64) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;
+}
+
+/// Sets CLOCK's reference bit of a slot a reader hit (one store, only when it was clear).
+fn mark_referenced(slot: *mut Slot) {
+    // SAFETY: `slot` is in the mapped zone; the reference bit is a byte of it that every
+    // process only accesses as an atomic.
+    let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*slot).referenced)) };
+    if referenced.load(Ordering::Relaxed) == 0 {
+        referenced.store(1, Ordering::Relaxed);
+    }
 }
 
 /// Seqlock write, under the zone's mutex.

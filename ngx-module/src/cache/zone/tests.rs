@@ -19,9 +19,14 @@ fn live(target: &str) -> Cached {
 }
 
 /// The target a hit gives ("" for a missing or revoked record).
+/// Read through a worker's copies that start empty: an answer from the zone's slots.
 fn target(z: &Zone, code: &str, now: u64) -> Option<String> {
-    let mut copy = SlotCopy::empty();
-    Some(match z.get(code.as_bytes(), now, Scope::All, &mut copy)? {
+    target_near(z, &mut Near::with_entries(1), code, now)
+}
+
+/// The target a hit gives, read through `near`.
+fn target_near(z: &Zone, near: &mut Near, code: &str, now: u64) -> Option<String> {
+    Some(match z.get(code.as_bytes(), now, Scope::All, near)? {
         Hit::Link(link) => String::from_utf8(link.view().target.to_vec()).unwrap(),
         Hit::Missing => String::new(),
     })
@@ -151,9 +156,11 @@ fn an_imported_entry_answers_imported_locations_only() {
     let ticket = z.ticket(b"legacy-1");
     let value = live("https://legacy/");
     z.insert(b"legacy-1", &value, 0, &CONFIG, ticket, Scope::Imported);
-    let mut copy = SlotCopy::empty();
-    assert!(z.get(b"legacy-1", 1, Scope::All, &mut copy).is_none());
-    assert!(z.get(b"legacy-1", 1, Scope::Imported, &mut copy).is_some());
+    let mut near = Near::with_entries(1);
+    assert!(z.get(b"legacy-1", 1, Scope::Imported, &mut near).is_some());
+    // Also from the worker's copy the imported location just made.
+    assert!(z.get(b"legacy-1", 1, Scope::All, &mut near).is_none());
+    assert!(z.get(b"legacy-1", 1, Scope::Imported, &mut near).is_some());
 }
 
 #[test]
@@ -278,5 +285,133 @@ fn a_code_in_its_second_set_is_found_through_its_first_sets_flag() {
     );
     for code in &codes[..WAYS] {
         assert_eq!(target(z, code, 1).as_deref(), Some("https://first/"));
+    }
+}
+
+#[test]
+fn codes_of_one_set_get_different_tags_in_a_zone_of_65536_sets() {
+    // 256 MB of sets: the set's number is the top 16 bits of the hash, so a tag taken from
+    // those bits was the same for every code of a set, and the filter let every way through.
+    // (A calloc'ed block: only the header's page is ever touched here.)
+    let owned = zone(1 << 16);
+    let z = &owned.zone;
+    let mut by_set = std::collections::HashMap::<usize, Vec<u16>>::new();
+    for n in 0..200_000 {
+        let place = z.locate(format!("c{n}").as_bytes());
+        by_set.entry(place.sets[0]).or_default().push(place.tag);
+    }
+    let (mut pairs, mut same) = (0u64, 0u64);
+    for tags in by_set.values() {
+        for (i, a) in tags.iter().enumerate() {
+            for b in &tags[i + 1..] {
+                pairs += 1;
+                same += u64::from(a == b);
+            }
+        }
+    }
+    // Independent 16-bit tags: 1 pair in 65,536 alike.
+    assert!(pairs > 100_000, "{pairs} pairs");
+    assert!(
+        same * 1000 < pairs,
+        "{same} of {pairs} pairs of one set share their tag"
+    );
+}
+
+#[test]
+fn a_workers_copy_answers_until_its_slot_changes() {
+    let owned = zone(4);
+    let z = &owned.zone;
+    let mut near = Near::with_entries(64);
+    put(z, "abc", &live("https://a/1"), 0);
+    assert_eq!(
+        target_near(z, &mut near, "abc", 1).as_deref(),
+        Some("https://a/1")
+    );
+    // The copy answers without the set's tag line: hide the tag (the slot itself unchanged).
+    let place = z.locate(b"abc");
+    // SAFETY: the test's own zone, one thread.
+    let set = unsafe { &mut *z.set_ptr(place.sets[0]) };
+    let way = (0..WAYS).find(|&w| set.ways[w].holds(b"abc", 1)).unwrap();
+    set.tags[way] = 0;
+    assert_eq!(target(z, "abc", 2), None, "the zone itself finds no tag");
+    assert_eq!(
+        target_near(z, &mut near, "abc", 2).as_deref(),
+        Some("https://a/1"),
+        "from the worker's copy"
+    );
+    set.tags[way] = place.tag;
+    assert_eq!(
+        target_near(z, &mut near, "abc", CONFIG.ttl_ms),
+        None,
+        "stale"
+    );
+
+    // Another worker applies a change: rewritten, the slot's version moves on.
+    put(z, "abc", &live("https://a/2"), 0);
+    assert_eq!(
+        target_near(z, &mut near, "abc", 3).as_deref(),
+        Some("https://a/2")
+    );
+    // A removal.
+    z.remove(b"abc");
+    assert_eq!(target_near(z, &mut near, "abc", 4), None);
+    // A flush.
+    put(z, "abc", &live("https://a/3"), 0);
+    assert_eq!(
+        target_near(z, &mut near, "abc", 5).as_deref(),
+        Some("https://a/3")
+    );
+    z.clear();
+    assert_eq!(target_near(z, &mut near, "abc", 6), None);
+    // A writer killed inside the slot: odd, never a copy's version.
+    put(z, "abc", &live("https://a/4"), 0);
+    assert_eq!(
+        target_near(z, &mut near, "abc", 7).as_deref(),
+        Some("https://a/4")
+    );
+    // SAFETY: as above.
+    let set = unsafe { &mut *z.set_ptr(place.sets[0]) };
+    let way = (0..WAYS).find(|&w| set.ways[w].holds(b"abc", 2)).unwrap();
+    set.ways[way].version |= 1;
+    assert_eq!(target_near(z, &mut near, "abc", 8), None);
+}
+
+#[test]
+fn a_workers_copy_of_an_evicted_slot_answers_nothing() {
+    // One set: a full set's CLOCK evicts, and the evicted code's copy must not answer.
+    let owned = zone(1);
+    let z = &owned.zone;
+    let mut near = Near::with_entries(1024);
+    put(z, "first", &live("https://first/"), 0);
+    assert!(target_near(z, &mut near, "first", 1).is_some());
+    let mut n = 0;
+    while target(z, "first", 1).is_some() {
+        put(z, &format!("other{n}"), &live("https://other/"), 0);
+        n += 1;
+        assert!(n < 10 * WAYS, "never evicted");
+    }
+    assert_eq!(target_near(z, &mut near, "first", 1), None);
+    // A copy of another zone's slot is never read in this one.
+    let other = zone(1);
+    put(&other.zone, "first", &live("https://elsewhere/"), 0);
+    assert!(target_near(&other.zone, &mut near, "first", 1).is_some());
+    assert_eq!(target_near(z, &mut near, "first", 1), None);
+}
+
+#[test]
+fn codes_compare_equal_only_when_every_byte_is() {
+    let codes: Vec<Vec<u8>> = (0..=20)
+        .map(|len| (0..len).map(|i| b'a' + (i % 26) as u8).collect())
+        .collect();
+    for code in &codes {
+        assert!(same_bytes(code, code));
+        for at in 0..code.len() {
+            let mut other = code.clone();
+            other[at] ^= 0x20;
+            assert!(!same_bytes(code, &other), "{code:?} byte {at}");
+        }
+        let mut longer = code.clone();
+        longer.push(b'z');
+        assert!(!same_bytes(code, &longer));
     }
 }
