@@ -6,8 +6,12 @@
 //!   seconds per million visits).
 //!
 //! `BENCH_VISITS` visits (default 3,000,000; the issue's size is 50,000,000) over 60 whole UTC
-//! days ending today, over `BENCH_LINKS` codes (default 10,000), written by SQL (fast to load),
-//! plus one subject's link with 1,000 visits over the same days. Then, alternating the two:
+//! days ending today, over `BENCH_LINKS` codes (default 10,000), written by SQL a day at a time
+//! (fast to load), plus one subject's link with 1,000 visits over the same days. Above
+//! `BENCH_CONVERT_UP_TO` visits (default 5,000,000) `parted` is partitioned first and loaded
+//! into its days (the conversion would hold the table twice on disk; its time per million is
+//! then not measured). With `BENCH_FEED=1` (default) `plain` also gets the feed rows of its
+//! visits (one per `BENCH_BATCH` visits, as the consumer writes them). Then, alternating the two:
 //!
 //! 1. consumer visits/s: `BENCH_CONSUMER_VISITS` (default 80,000) visits of now stored through
 //!    the visit store in transactions of `BENCH_BATCH` (default 2,000), as the consumer stores
@@ -17,8 +21,12 @@
 //!    batches all along; the window is the retention's time, at least 6 s) against the same
 //!    writer's idle visits/s over the 6 s just before, and the slowest batch during it;
 //! 3. reads over the last 24 h, p50/p99 of 200 each: a link's per-rule clicks (`rule_breakdown`,
-//!    raw visits by code and time) and the feed's rows of 100 visit ids (`feed_rows`);
-//! 4. the erase of the subject's 1,000 visits (`erase_code`).
+//!    raw visits by code and time) and the feed's rows of 100 visit ids (`feed_rows`); on
+//!    `parted` the per-rule statement also as it ran before 44c1a7d (a custom plan per
+//!    execution on an ordinary session) and with `SET LOCAL plan_cache_mode` in a transaction;
+//! 4. the erase of the subject's 1,000 visits (`erase_code`);
+//! 5. with the feed rows: the retention of the feed's oldest day (`prune_feed`, a `DELETE`),
+//!    with the consumer's visits/s during it as in 2.
 //!
 //! No links rows: the consumer's link counter update touches nothing, in both databases alike.
 //! Run through `bench/partitions/run`; prints markdown rows.
@@ -69,18 +77,30 @@ async fn migrate(pool: &PgPool, keep: impl Fn(i64) -> bool) {
     migrator.run(pool).await.unwrap();
 }
 
-/// `n` visits over 60 days from `start` on `links` codes, and 1,000 of code `subject`.
-async fn load(pool: &PgPool, n: usize, links: usize, start: DateTime<Utc>) {
+/// `n` visits over 60 days from `start` on `links` codes, and 1,000 of code `subject`; with
+/// `feed`, the feed rows of the `n` visits, one per `batch`.
+async fn load(pool: &PgPool, n: usize, links: usize, start: DateTime<Utc>, feed: Option<usize>) {
     let step_ms = 60.0 * DAY_MS as f64 / n as f64;
-    for (count, code, prefix) in [
-        (n as i64, format!("'c' || (i % {links})"), "b"),
-        (1000, "'subject'".to_owned(), "s"),
-    ] {
+    // A day at a time (60 statements): progress is visible, WAL is recycled between them.
+    let mut parts: Vec<(i64, i64, String, &str)> = (0..60)
+        .map(|d| {
+            let (from, to) = (n as i64 * d / 60, n as i64 * (d + 1) / 60);
+            (from, to, format!("'c' || (i % {links})"), "b")
+        })
+        .collect();
+    parts.push((0, 1000, "'subject'".to_owned(), "s"));
+    for (from, to, code, prefix) in parts {
         let step = if prefix == "s" {
             60.0 * DAY_MS as f64 / 1000.0
         } else {
             step_ms
         };
+        if from % (n as i64 / 6).max(1) == 0 && prefix == "b" {
+            eprintln!(
+                "  {from} of {n} visits at {}",
+                Utc::now().format("%H:%M:%S")
+            );
+        }
         sqlx::query(&format!(
             "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, agent_id, \
                browser, browser_version, os, os_version, device, audience, agent, country, \
@@ -92,15 +112,56 @@ async fn load(pool: &PgPool, n: usize, links: usize, start: DateTime<Utc>) {
                'iOS', '17.5.1', 'mobile', CASE WHEN i % 20 = 0 THEN 'bot' ELSE 'human' END, \
                CASE WHEN i % 20 = 0 THEN 'curl' END, 'DE', 's1.example', \
                CASE i % 3 WHEN 0 THEN NULL WHEN 1 THEN '1' ELSE '2.1' END \
-             FROM generate_series(0::bigint, {}) AS i",
-            count - 1
+             FROM generate_series({from}::bigint, {}) AS i",
+            to - 1
         ))
         .bind(start)
         .execute(pool)
         .await
         .unwrap();
+        if let (Some(batch), "b") = (feed, prefix) {
+            let batch = batch as i64;
+            let start_ms = start.timestamp_millis();
+            sqlx::query(&format!(
+                "INSERT INTO visit_feed (seq, committed_ms, event_ids, first_visit_ms, \
+                   last_visit_ms) \
+                 SELECT i / {batch} + 1, {start_ms} + floor(max(i)::float8 * {step})::int8, \
+                   string_agg('b' || lpad(i::text, 12, '0'), E'\\n' ORDER BY i), \
+                   {start_ms} + floor(min(i)::float8 * {step})::int8, \
+                   {start_ms} + floor(max(i)::float8 * {step})::int8 \
+                 FROM generate_series({}::bigint, {}) AS i GROUP BY i / {batch}",
+                from / batch * batch,
+                // A batch across the day's end is written with the next day's.
+                (to / batch * batch - 1).max(from / batch * batch - 1),
+            ))
+            .execute(pool)
+            .await
+            .unwrap();
+        }
     }
-    sqlx::query("ANALYZE visits").execute(pool).await.unwrap();
+    // The consumer numbers its feed rows after the loaded ones.
+    sqlx::query("UPDATE visit_feed_clock SET seq = (SELECT COALESCE(MAX(seq), 0) FROM visit_feed)")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("ANALYZE").execute(pool).await.unwrap();
+}
+
+/// The day partitions of the 60 loaded days from `start` that migration 54 did not create on
+/// an empty table (it makes yesterday to 7 days ahead), named and bounded as it names them.
+async fn partition_days(pool: &PgPool, start: DateTime<Utc>) {
+    for d in 0..60 {
+        let from = start + Days::days(d);
+        sqlx::query(&format!(
+            "CREATE TABLE IF NOT EXISTS visits_p{} PARTITION OF visits FOR VALUES FROM ('{}') TO ('{}')",
+            from.format("%Y%m%d"),
+            from.to_rfc3339(),
+            (from + Days::days(1)).to_rfc3339()
+        ))
+        .execute(pool)
+        .await
+        .unwrap();
+    }
 }
 
 fn visits_of_now(prefix: &str, from: usize, n: usize, links: usize) -> Vec<Visit> {
@@ -191,10 +252,22 @@ struct Retention {
     slowest_during: f64,
 }
 
+/// What a retention run lets go of the oldest day.
+#[derive(Clone, Copy, PartialEq)]
+enum Job {
+    /// Today's job on one heap: deletes of 10,000 visits by time until none is left.
+    Deletes,
+    /// The cleanup job: the day's partition dropped.
+    Drop,
+    /// The feed's rows of the day (`prune_feed`).
+    Feed,
+}
+
 /// The retention of the oldest day while a writer stores batches.
 async fn retention(
     store: Arc<dyn VisitStore>,
     name: &str,
+    job: Job,
     batch: usize,
     links: usize,
     end: DateTime<Utc>,
@@ -202,7 +275,8 @@ async fn retention(
     let stop = Arc::new(AtomicBool::new(false));
     let (handle, log) = writer(
         store.clone(),
-        format!("w{name}"),
+        // A writer's own ids each time (a redelivered id would be refused, and cheaper).
+        format!("w{name}{}", job as u8),
         batch,
         links,
         stop.clone(),
@@ -213,22 +287,24 @@ async fn retention(
     let started = Instant::now();
     let (idle, slowest_idle) = rate(&log, idle_from, started);
     let keep = (Utc::now() - end).to_std().unwrap();
-    let deleted = if name == "plain" {
-        // Today's job on one heap: deletes of 10,000 visits by time until none is left.
-        let before = Utc::now() - Days::from_std(keep).unwrap();
-        let mut deleted = 0;
-        loop {
-            let n = store.delete_visits_before(before, 10_000).await.unwrap();
-            deleted += n;
-            if n < 10_000 {
-                break deleted;
+    let deleted = match job {
+        Job::Deletes => {
+            let before = Utc::now() - Days::from_std(keep).unwrap();
+            let mut deleted = 0;
+            loop {
+                let n = store.delete_visits_before(before, 10_000).await.unwrap();
+                deleted += n;
+                if n < 10_000 {
+                    break deleted;
+                }
             }
         }
-    } else {
-        delete_old_visits(store.as_ref(), Some(keep))
-            .await
-            .unwrap()
-            .visits
+        Job::Drop => {
+            (delete_old_visits(store.as_ref(), Some(keep)).await)
+                .unwrap()
+                .visits
+        }
+        Job::Feed => store.prune_feed(end.timestamp_millis()).await.unwrap(),
     };
     let seconds = started.elapsed().as_secs_f64();
     let window = Duration::from_secs_f64(seconds.max(WINDOW));
@@ -251,6 +327,8 @@ fn main() {
     let links = env_usize("BENCH_LINKS", 10_000);
     let consumer = env_usize("BENCH_CONSUMER_VISITS", 80_000);
     let batch = env_usize("BENCH_BATCH", 2_000);
+    let convert_up_to = env_usize("BENCH_CONVERT_UP_TO", 5_000_000);
+    let feed = env_usize("BENCH_FEED", 1) == 1;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -261,13 +339,24 @@ fn main() {
         for name in ["plain", "parted"] {
             let url = testkit::postgres().fresh_database_url();
             let pool = PgPool::connect(&url).await.unwrap();
-            migrate(&pool, |v| v < PARTITIONED).await;
-            let loaded = Instant::now();
-            load(&pool, n, links, start).await;
-            eprintln!("{name}: {n} visits loaded in {:.0} s", loaded.elapsed().as_secs_f64());
-            if name == "plain" {
-                migrate(&pool, |v| v > PARTITIONED).await;
+            let convert = name == "parted" && n <= convert_up_to;
+            if name == "parted" && !convert {
+                migrate(&pool, |_| true).await;
+                partition_days(&pool, start).await;
+            } else if convert {
+                migrate(&pool, |v| v < PARTITIONED).await;
             } else {
+                migrate(&pool, |v| v != PARTITIONED).await;
+            }
+            let loaded = Instant::now();
+            let feed = (feed && name == "plain").then_some(batch);
+            load(&pool, n, links, start, feed).await;
+            eprintln!("{name}: {n} visits loaded in {:.0} s", loaded.elapsed().as_secs_f64());
+            if name == "parted" && !convert {
+                println!(
+                    "| migration 54 | not measured at this size: `parted` was partitioned, then loaded | | |"
+                );
+            } else if convert {
                 let started = Instant::now();
                 migrate(&pool, |v| v >= PARTITIONED).await;
                 let s = started.elapsed().as_secs_f64();
@@ -320,6 +409,9 @@ fn main() {
         };
         let hour = Utc::now().timestamp() / 3600 * 3600;
         let mut reads = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+        // The per-rule statement on `parted` as it ran before 44c1a7d (an ordinary session:
+        // PostgreSQL plans each execution) and with `SET LOCAL plan_cache_mode` around it.
+        let mut options = [Vec::new(), Vec::new()];
         for k in 0..200 {
             for (i, store) in stores.iter().enumerate() {
                 let q = StatsQuery {
@@ -334,7 +426,29 @@ fn main() {
                 let started = Instant::now();
                 store.rule_breakdown(&q).await.unwrap();
                 reads[i][0].push(started.elapsed().as_secs_f64() * 1000.0);
-                let from = (k * 100) % ids.len().max(1);
+                if i == 1 {
+                    let window = [q.from, q.to].map(|t| DateTime::from_timestamp(t, 0).unwrap());
+                    let rules = || {
+                        sqlx::query(RULES)
+                            .bind(q.code.clone())
+                            .bind(window[0])
+                            .bind(window[1])
+                    };
+                    let started = Instant::now();
+                    rules().fetch_all(&pools[1]).await.unwrap();
+                    options[0].push(started.elapsed().as_secs_f64() * 1000.0);
+                    let started = Instant::now();
+                    let mut tx = pools[1].begin().await.unwrap();
+                    sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    rules().fetch_all(&mut *tx).await.unwrap();
+                    tx.commit().await.unwrap();
+                    options[1].push(started.elapsed().as_secs_f64() * 1000.0);
+                }
+                // Whole chunks of 100 within the ids read.
+                let from = (k * 100) % ids.len().saturating_sub(99).max(1);
                 let chunk = &ids[from..][..100.min(ids.len())];
                 let within = within(from, chunk.len());
                 let started = Instant::now();
@@ -357,6 +471,22 @@ fn main() {
             }
         }
 
+        let plain = percentile(&mut reads[0][0], 0.99);
+        for (what, samples) in [
+            "a custom plan per execution (before 44c1a7d)",
+            "`SET LOCAL plan_cache_mode` in a transaction",
+        ]
+        .into_iter()
+        .zip(options.iter_mut())
+        {
+            let p99 = percentile(samples, 0.99);
+            println!(
+                "| per-rule clicks of a link, 24 h, parted, {what} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | |",
+                percentile(samples, 0.5),
+                p99 / plain
+            );
+        }
+
         // 4. The erase of one subject's 1,000 visits.
         for (i, store) in stores.iter().enumerate() {
             let started = Instant::now();
@@ -369,13 +499,17 @@ fn main() {
             println!("| erase of {visits} visits, {} | {ms:.1} ms | | <= 1,000 ms |", names[i]);
         }
 
-        // 2. Retention of the oldest day, with a writer going.
+        // 2. Retention of the oldest day, with a writer going; 5. the feed's.
         let end = start + Days::days(1);
-        for (i, store) in stores.iter().enumerate() {
-            let r = retention(store.clone(), names[i], batch, links, end).await;
+        let mut jobs = vec![(0, Job::Deletes, "plain"), (1, Job::Drop, "parted")];
+        if feed {
+            jobs.push((0, Job::Feed, "the feed's rows (plain)"));
+        }
+        for (i, job, what) in jobs {
+            let r = retention(stores[i].clone(), names[i], job, batch, links, end).await;
             println!(
-                "| retention of one day, {} | {:.2} s, {} visits | consumer {:.0} visits/s during vs {:.0} idle: {:.2}x; slowest batch {:.0} ms vs {:.0} ms idle | >= 0.9x |",
-                names[i],
+                "| retention of one day, {} | {:.2} s, {} rows | consumer {:.0} visits/s during vs {:.0} idle: {:.2}x; slowest batch {:.0} ms vs {:.0} ms idle | >= 0.9x |",
+                what,
                 r.seconds,
                 r.deleted,
                 r.during,
@@ -389,3 +523,8 @@ fn main() {
 }
 
 use shortlink_sidecar::visits::subjects::Subjects as _;
+
+/// The per-rule statement of `rule_breakdown` (people only) as PostgreSQL receives it.
+const RULES: &str =
+    "SELECT rule, COUNT(*) AS clicks, COUNT(DISTINCT visitor) AS visitors FROM visits \
+     WHERE code = $1 AND visited_at >= $2 AND visited_at < $3 AND audience = 'human' GROUP BY rule";
