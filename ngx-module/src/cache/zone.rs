@@ -194,8 +194,9 @@ struct Place {
     sets: [usize; 2],
     tag: u16,
     stamp: usize,
-    /// The code's entry in a worker's [`Near`].
+    /// The code's entry in a worker's [`Near`], and its key there (the whole hash, never 0).
     near: usize,
+    key: u64,
 }
 
 /// The zone's counters, for the status page.
@@ -309,6 +310,7 @@ impl Zone {
             tag: (hash >> 16) as u16,
             stamp: (hash as usize) & (STAMPS - 1),
             near: (hash >> 32) as usize,
+            key: hash | 1,
         }
     }
 
@@ -337,8 +339,21 @@ impl Zone {
         let place = self.locate(code);
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
         near.belong_to(self);
-        let entry = near.entry(place.near);
-        let probe = match entry.check(code, epoch, now_ms, reader) {
+        let index = near.index(place.near);
+        // A code gets an entry at its second hit in a row there: a campaign's links, read
+        // once each, go through the scratch copy and leave the hot codes' entries alone.
+        let admitted = near.keys[index] == place.key;
+        let entry = if admitted {
+            &mut near.entries[index]
+        } else {
+            &mut near.scratch
+        };
+        let checked = if admitted {
+            entry.check(code, epoch, now_ms, reader)
+        } else {
+            None
+        };
+        let probe = match checked {
             Some(probe) => probe,
             None => {
                 let [first, second] = place.sets;
@@ -351,7 +366,11 @@ impl Zone {
         };
         if probe == Probe::Hit {
             self.reads().hits.fetch_add(1, Ordering::Relaxed);
-            return near.entry(place.near).hit();
+            if !admitted {
+                near.keys[index] = place.key;
+                return near.scratch.hit();
+            }
+            return near.entries[index].hit();
         }
         self.reads().misses.fetch_add(1, Ordering::Relaxed);
         None

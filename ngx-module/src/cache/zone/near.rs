@@ -18,12 +18,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::{mark_referenced, read, Probe, Slot, Zone, IMPORTED};
 use crate::cache::{Hit, Scope};
 
-/// Entries per worker: 1 MiB (256 bytes each). A thousand hot codes find ~89% of theirs
-/// (direct-mapped: a code shares its entry with 1 in 4 others).
+/// Entries per worker: 1 MiB (256 bytes each, and an 8-byte key). A thousand hot codes find
+/// ~89% of theirs (direct-mapped: a code shares its entry with 1 in 4 others).
 const ENTRIES: usize = 4096;
 
 pub struct Near {
-    entries: Box<[Entry]>,
+    /// Per entry, the key ([`super::Place`]) of the code whose zone hit came last there: a code
+    /// is copied into its entry only at its second hit in a row (8 bytes an entry: a bogus or
+    /// once-read code touches one word of them, not the entries).
+    pub(super) keys: Box<[u64]>,
+    pub(super) entries: Box<[Entry]>,
+    /// Where a code not (yet) given an entry is copied.
+    pub(super) scratch: Entry,
     /// The zone the entries' slots belong to (its header's address and seed).
     zone: (usize, u64),
 }
@@ -47,12 +53,9 @@ impl Near {
     pub fn with_entries(entries: usize) -> Near {
         let entries = entries.max(1).next_power_of_two();
         Near {
-            entries: (0..entries)
-                .map(|_| Entry {
-                    copy: MaybeUninit::uninit(),
-                    at: ptr::null_mut(),
-                })
-                .collect(),
+            keys: vec![0; entries].into_boxed_slice(),
+            entries: (0..entries).map(|_| Entry::new()).collect(),
+            scratch: Entry::new(),
             zone: (0, 0),
         }
     }
@@ -63,17 +66,25 @@ impl Near {
         let id = (zone.header.as_ptr() as usize, zone.header().seed);
         if self.zone != id {
             self.entries.iter_mut().for_each(|e| e.at = ptr::null_mut());
+            self.keys.fill(0);
             self.zone = id;
         }
     }
 
-    pub(super) fn entry(&mut self, index: usize) -> &mut Entry {
-        let mask = self.entries.len() - 1;
-        &mut self.entries[index & mask]
+    /// The entry of a code whose [`super::Place`] says `near`.
+    pub(super) fn index(&self, near: usize) -> usize {
+        near & (self.entries.len() - 1)
     }
 }
 
 impl Entry {
+    fn new() -> Entry {
+        Entry {
+            copy: MaybeUninit::uninit(),
+            at: ptr::null_mut(),
+        }
+    }
+
     /// What the copy says about `code`, if it is `code`'s and its slot is unchanged; `None`:
     /// ask the zone.
     pub(super) fn check(
