@@ -342,16 +342,30 @@ async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
     let code = link(&app, "spring", "r-1").await;
     store(
         &app,
-        &[visit(
-            "1700000000001-0",
-            &code,
-            now_ms() - 1000,
-            "203.0.113.1",
-            IPHONE,
-            None,
-        )],
+        &[
+            visit(
+                "1700000000001-0",
+                &code,
+                now_ms() - 1000,
+                "203.0.113.1",
+                IPHONE,
+                None,
+            ),
+            // Older than the attribution window (30 days) before the conversions below.
+            visit(
+                "1700000000002-0",
+                &code,
+                now_ms() - 40 * 86_400_000,
+                "203.0.113.2",
+                IPHONE,
+                None,
+            ),
+        ],
     )
     .await;
+    let an_hour_ago = chrono::DateTime::from_timestamp_millis(now_ms() - 3_600_000)
+        .unwrap()
+        .to_rfc3339();
     let lines = [
         json!({"click_id": "1700000000001-0", "name": "lead", "event_id": "n-1"}).to_string(),
         "{not json".to_owned(),
@@ -361,6 +375,12 @@ async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
         json!({"click_id": "1700000000001-0", "name": "purchase", "event_id": "n-3",
                "value": "10", "currency": "GBP"})
         .to_string(),
+        // Refused in a batch as alone, also where the batch reads its clicks within the window
+        // before its conversions (PostgreSQL's days of visits): the click is read apart.
+        json!({"click_id": "1700000000001-0", "name": "lead", "event_id": "n-4",
+               "converted_at": an_hour_ago})
+        .to_string(),
+        json!({"click_id": "1700000000002-0", "name": "lead", "event_id": "n-5"}).to_string(),
     ];
     let answer = app
         .api(reqwest::Method::POST, "/conversions")
@@ -393,7 +413,9 @@ async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
             (1, 400, "malformed_json"),
             (2, 404, "unknown_click"),
             (3, 200, ""),
-            (4, 201, "")
+            (4, 201, ""),
+            (5, 422, "before_click"),
+            (6, 422, "outside_window")
         ],
         "{text}"
     );

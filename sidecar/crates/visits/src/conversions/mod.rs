@@ -9,6 +9,7 @@
 //!
 //! docs/CONVERSIONS.md is the user's side of it.
 
+mod arrays;
 mod batch;
 mod currencies;
 pub mod input;
