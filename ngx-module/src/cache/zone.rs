@@ -31,9 +31,9 @@
 //! applied its own reports never sees a record older than them, as with the worker cache.
 
 use std::hash::{BuildHasher, Hasher};
-use std::mem::{size_of, MaybeUninit};
+use std::mem::size_of;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use foldhash::fast::FixedState;
 use nginx_sys::{ngx_shm_zone_t, ngx_shmtx_t, ngx_slab_pool_t};
@@ -46,13 +46,9 @@ unsafe fn lock_mutex(_: *mut ngx_shmtx_t) {}
 #[cfg(test)]
 unsafe fn unlock_mutex(_: *mut ngx_shmtx_t) {}
 
-use super::{CacheConfig, Cached, CachedLink, Hit, Scope, IMPORTED};
+use super::{CacheConfig, Cached, Hit, Scope, IMPORTED};
 use shortlink_wire::record::{Link, WorkspaceName, REVOKED_STATUS};
 
-/// Code plus target bytes a slot holds.
-pub const INLINE: usize = 152;
-/// Bytes of shared memory per cached record.
-pub const SLOT_BYTES: usize = size_of::<Slot>();
 /// Ways per set: 21 slots and their tags fill one page; a record competes for 21 slots, so a zone
 /// holds over 99% of as many random codes as 4/5 of its slots (2 ways held 73% at full load).
 const WAYS: usize = 21;
@@ -61,80 +57,11 @@ const PAGE: usize = 4096;
 /// Removal stamps: a power of two; two codes sharing one only cost a refused store.
 const STAMPS: usize = 1 << 14;
 
-const EMPTY: u8 = 0;
-const LIVE: u8 = 1;
-const REVOKED: u8 = 2;
-const MISSING: u8 = 3;
-const FORWARD_QUERY: u8 = 1;
-
-/// One entry: three cache lines, the first holding everything but the bytes past its 24th.
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-pub struct Slot {
-    /// Seqlock: odd while a writer is inside.
-    version: u32,
-    /// Low half of the zone's epoch when written: another epoch is an empty slot.
-    epoch: u32,
-    /// The code's tag (the set's copy of it is compared before the slot is copied).
-    tag: u32,
-    len: u16,
-    status: u16,
-    code_len: u8,
-    kind: u8,
-    flags: u8,
-    /// CLOCK's reference bit; not covered by the seqlock.
-    referenced: u8,
-    _pad: u32,
-    fresh_until: u64,
-    expires_at: u64,
-    bytes: [u8; INLINE],
-}
-
-const _: () = assert!(size_of::<Slot>() == 192);
-
-impl Slot {
-    const EMPTY: Slot = Slot {
-        version: 0,
-        epoch: 0,
-        tag: 0,
-        len: 0,
-        status: 0,
-        code_len: 0,
-        kind: EMPTY,
-        flags: 0,
-        referenced: 0,
-        _pad: 0,
-        fresh_until: 0,
-        expires_at: 0,
-        bytes: [0; INLINE],
-    };
-
-    #[inline(always)]
-    fn holds(&self, code: &[u8], epoch: u32) -> bool {
-        self.kind != EMPTY
-            && self.epoch == epoch
-            && usize::from(self.code_len) == code.len()
-            && same_bytes(&self.bytes[..code.len()], code)
-    }
-
-    /// What a hit on this copy gives.
-    pub fn hit(&self) -> Hit<'_> {
-        if self.kind == MISSING {
-            return Hit::Missing;
-        }
-        Hit::Link(CachedLink {
-            revoked: self.kind == REVOKED,
-            status: self.status,
-            expires_at: self.expires_at,
-            forward_query: self.flags & FORWARD_QUERY != 0,
-            target: &self.bytes[usize::from(self.code_len)..usize::from(self.len)],
-            extras: None,
-        })
-    }
-}
-
 mod near;
+mod slot;
 pub use near::Near;
+use slot::{mark_referenced, write, Probe, Slot, EMPTY, FORWARD_QUERY, LIVE, MISSING, REVOKED};
+pub use slot::{INLINE, SLOT_BYTES};
 
 /// A set: one line of tags (the top 16 bits of the hashes of the codes its ways hold, 0 for
 /// none), read first so that a lookup copies only the slot whose tag matches, then the ways.
@@ -177,16 +104,6 @@ const STRIPES: usize = 64;
 struct Reads {
     hits: AtomicU64,
     misses: AtomicU64,
-}
-
-/// What [`Zone::get_in`] found in one set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Probe {
-    Hit,
-    /// `spilled`: the set's flag, whether the code's second set may hold it.
-    Miss {
-        spilled: bool,
-    },
 }
 
 /// Where a code may be: [`Zone::locate`].
@@ -338,7 +255,7 @@ impl Zone {
     ) -> Option<Hit<'n>> {
         let place = self.locate(code);
         let epoch = self.header().epoch.load(Ordering::Acquire) as u32;
-        near.belong_to(self);
+        near.belong_to((self.header.as_ptr() as usize, self.header().seed));
         let index = near.index(place.near);
         // A code gets an entry at its second hit in a row there: a campaign's links, read
         // once each, go through the scratch copy and leave the hot codes' entries alone.
@@ -635,102 +552,6 @@ fn set_tag(set: &mut Set, way: usize, tag: u16) {
     // SAFETY: the tag is a u16 of the set, which the mutex lets this process write; readers
     // read it with volatile loads of the whole line.
     unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!(set.tags[way])).store(tag, Ordering::Release) };
-}
-
-/// `a == b` for slices of one length; a code (at most 16 bytes: generated codes and most aliases)
-/// as two overlapping word compares, without the call to `memcmp` (~20 instructions a hit).
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let len = a.len();
-    if len != b.len() {
-        return false;
-    }
-    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
-    let half = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap());
-    match len {
-        8..=16 => word(a, 0) == word(b, 0) && word(a, len - 8) == word(b, len - 8),
-        4..=7 => half(a, 0) == half(b, 0) && half(a, len - 4) == half(b, len - 4),
-        _ => a == b,
-    }
-}
-
-/// Words of a slot before its bytes.
-const HEAD_WORDS: usize = std::mem::offset_of!(Slot, bytes) / 8;
-const SLOT_WORDS: usize = size_of::<Slot>() / 8;
-const _: () = assert!(std::mem::offset_of!(Slot, bytes) % 8 == 0 && SLOT_BYTES % 8 == 0);
-
-/// Seqlock read: copies `slot` into `copy`; `None` if a writer was or came inside meanwhile.
-/// Copies the head and the bytes in use only, a word at a time (a volatile read of the whole
-/// slot was 192 byte loads, and touched its third line for every record); the rest of the copy
-/// is zeroed, so that it is a whole `Slot`.
-fn read(slot: *mut Slot, copy: &mut MaybeUninit<Slot>) -> Option<&Slot> {
-    let from = slot.cast::<u64>();
-    let to = copy.as_mut_ptr().cast::<u64>();
-    // SAFETY: `slot` points into the mapped zone, `copy` is a whole slot's worth of memory,
-    // both 64-byte aligned. The version is only written as an atomic; the rest is copied with
-    // volatile reads and kept only if the version proves no writer touched it during the copy
-    // (a seqlock, as crossbeam's AtomicCell does). A torn `len` only bounds the copy: it is
-    // clamped, and a torn copy is thrown away.
-    unsafe {
-        prefetch(from.add(8));
-        prefetch(from.add(16));
-        let version = AtomicU32::from_ptr(ptr::addr_of_mut!((*slot).version));
-        let before = version.load(Ordering::Acquire);
-        if before & 1 != 0 {
-            return None;
-        }
-        for word in 0..HEAD_WORDS {
-            to.add(word).write(ptr::read_volatile(from.add(word)));
-        }
-        let len = usize::from(ptr::addr_of!((*copy.as_ptr()).len).read()).min(INLINE);
-        let used = HEAD_WORDS + len.div_ceil(8);
-        for word in HEAD_WORDS..used {
-            to.add(word).write(ptr::read_volatile(from.add(word)));
-        }
-        for word in used..SLOT_WORDS {
-            to.add(word).write(0);
-        }
-        fence(Ordering::Acquire);
-        (version.load(Ordering::Relaxed) == before).then(|| copy.assume_init_ref())
-    }
-}
-
-/// Asks for a line of the slot ahead of its use: its lines then come from memory together.
-#[inline(always)]
-fn prefetch(at: *const u64) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(at.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Sets CLOCK's reference bit of a slot a reader hit (one store, only when it was clear).
-fn mark_referenced(slot: *mut Slot) {
-    // SAFETY: `slot` is in the mapped zone; the reference bit is a byte of it that every
-    // process only accesses as an atomic.
-    let referenced = unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*slot).referenced)) };
-    if referenced.load(Ordering::Relaxed) == 0 {
-        referenced.store(1, Ordering::Relaxed);
-    }
-}
-
-/// Seqlock write, under the zone's mutex.
-fn write(slot: &mut Slot, mut entry: Slot) {
-    // SAFETY: the version is only ever accessed as an atomic by other processes.
-    let version = unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!(slot.version)) };
-    let odd = version.load(Ordering::Relaxed) | 1;
-    version.store(odd, Ordering::Relaxed);
-    fence(Ordering::Release);
-    entry.version = odd;
-    // SAFETY: `slot` is a valid slot this process may write (the mutex is held); volatile so
-    // the stores are not merged or moved across the fences.
-    unsafe { ptr::write_volatile(ptr::from_mut(slot), entry) };
-    // SAFETY: as above.
-    let version = unsafe { AtomicU32::from_ptr(ptr::addr_of_mut!(slot.version)) };
-    version.store(odd.wrapping_add(1), Ordering::Release);
 }
 
 /// The slot for `value`, if it fits one.

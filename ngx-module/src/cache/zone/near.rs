@@ -15,8 +15,8 @@ use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{mark_referenced, read, Probe, Slot, Zone, IMPORTED};
-use crate::cache::{Hit, Scope};
+use super::slot::{mark_referenced, read, Probe, Slot};
+use crate::cache::{Hit, Scope, IMPORTED};
 
 /// Entries per worker: 1 MiB (256 bytes each, and an 8-byte key). A thousand hot codes find
 /// ~89% of theirs (direct-mapped: a code shares its entry with 1 in 4 others).
@@ -60,10 +60,10 @@ impl Near {
         }
     }
 
-    /// Forgets every entry unless they are `zone`'s (a worker pairs one with its zone; this
-    /// keeps a slot address from being read in another zone's mapping).
-    pub(super) fn belong_to(&mut self, zone: &Zone) {
-        let id = (zone.header.as_ptr() as usize, zone.header().seed);
+    /// Forgets every entry unless they are the zone's named `id` (its header's address and
+    /// seed: a worker pairs one with its zone; this keeps a slot address from being read in
+    /// another zone's mapping).
+    pub(super) fn belong_to(&mut self, id: (usize, u64)) {
         if self.zone != id {
             self.entries.iter_mut().for_each(|e| e.at = ptr::null_mut());
             self.keys.fill(0);

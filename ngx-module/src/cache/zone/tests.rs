@@ -1,3 +1,4 @@
+use super::slot::same_bytes;
 use super::testing::zone;
 use super::*;
 use crate::cache::Extras;
