@@ -20,10 +20,11 @@
 //!    at that day's end): its time, and the consumer's visits/s while it runs (a writer stores
 //!    batches all along; the window is the retention's time, at least 6 s) against the same
 //!    writer's idle visits/s over the 6 s just before, and the slowest batch during it;
-//! 3. reads over the last 24 h, p50/p99 of 200 each: a link's per-rule clicks (`rule_breakdown`,
-//!    raw visits by code and time) and the feed's rows of 100 visit ids (`feed_rows`); on
-//!    `parted` the per-rule statement also as it ran before 44c1a7d (a custom plan per
-//!    execution on an ordinary session) and with `SET LOCAL plan_cache_mode` in a transaction;
+//! 3. reads over the last 24 h, p50/p99 of `BENCH_READS` (default 1,000) each: a link's
+//!    per-rule clicks (`rule_breakdown`, raw visits by code and time; on `parted` also as it ran
+//!    before 44c1a7d, a custom plan per execution on an ordinary session, and with `SET LOCAL
+//!    plan_cache_mode` in a transaction) and the feed's rows of 100 visit ids (`feed_rows`),
+//!    spread over the 24 h or of one batch;
 //! 4. the erase of the subject's 1,000 visits (`erase_code`);
 //! 5. with the feed rows: the retention of the feed's oldest day (`prune_feed`, a `DELETE`),
 //!    with the consumer's visits/s during it as in 2.
@@ -391,100 +392,118 @@ fn main() {
         println!("| consumer visits/s, parted | {parted:.0} | {:.3}x plain | >= 0.95x |", parted / plain);
 
         // 3. Reads over the last 24 h (before the retention, which changes no recent row).
-        let (ids, times): (Vec<String>, Vec<i64>) = sqlx::query_as::<_, (String, i64)>(
-            "SELECT event_id, (extract(epoch FROM visited_at) * 1000)::bigint FROM visits \
-             WHERE visited_at > now() - interval '24 hours' \
-             AND event_id LIKE 'b%' ORDER BY md5(event_id) LIMIT 20000",
-        )
-        .fetch_all(&pools[0])
-        .await
-        .unwrap()
-        .into_iter()
-        .unzip();
-        // What a feed row says of its visits' times: here the first and last of the 100 ids
-        // read, spread over the whole window (a real row's visits span the seconds of one batch).
-        let within = |from: usize, n: usize| {
-            let times = &times[from..from + n];
-            times.iter().min().copied().zip(times.iter().max().copied())
+        // Two sets of 100 visit ids: spread over the window (random ids), and one batch (ids
+        // in order: their visits are seconds apart, as a feed row's).
+        let recent = |order: &str| {
+            format!(
+                "SELECT event_id, (extract(epoch FROM visited_at) * 1000)::bigint FROM visits \
+                 WHERE visited_at > now() - interval '24 hours' \
+                 AND event_id LIKE 'b%' ORDER BY {order} LIMIT 100000"
+            )
         };
+        let mut sets = Vec::new();
+        for order in ["md5(event_id)", "event_id"] {
+            let (ids, times): (Vec<String>, Vec<i64>) =
+                sqlx::query_as::<_, (String, i64)>(&recent(order))
+                    .fetch_all(&pools[0])
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .unzip();
+            sets.push((ids, times));
+        }
         let hour = Utc::now().timestamp() / 3600 * 3600;
-        let mut reads = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
-        // The per-rule statement on `parted` as it ran before 44c1a7d (an ordinary session:
-        // PostgreSQL plans each execution) and with `SET LOCAL plan_cache_mode` around it.
-        let mut options = [Vec::new(), Vec::new()];
-        for k in 0..200 {
-            for (i, store) in stores.iter().enumerate() {
+        let samples = env_usize("BENCH_READS", 1000);
+        // The per-rule reads: plain and parted through the store (parted: the generic plan's
+        // pool), then parted's statement on an ordinary session (a custom plan per execution,
+        // as before 44c1a7d) and with `SET LOCAL plan_cache_mode` around it. Each read is of
+        // its own link (a link read twice would be read from cache the second time), the
+        // four in turn first.
+        let mut rules = [(); 4].map(|_| Vec::new());
+        // The feed's reads: [spread, one batch] x [plain, parted].
+        let mut feeds = [[(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new())];
+        for k in 0..samples {
+            for turn in 0..4 {
+                let v = (k + turn) % 4;
                 let q = StatsQuery {
                     workspace: WorkspaceId::DEFAULT,
-                    code: Some(format!("c{}", (k * 7919) % links)),
+                    code: Some(format!("c{}", ((k * 4 + v) * 7919) % links)),
                     from: hour - 23 * 3600,
                     to: hour + 3600,
                     interval: Interval::Hour,
                     include_bots: false,
                     top: 10,
                 };
+                let window = [q.from, q.to].map(|t| DateTime::from_timestamp(t, 0).unwrap());
+                let statement = || {
+                    sqlx::query(RULES)
+                        .bind(q.code.clone())
+                        .bind(window[0])
+                        .bind(window[1])
+                };
                 let started = Instant::now();
-                store.rule_breakdown(&q).await.unwrap();
-                reads[i][0].push(started.elapsed().as_secs_f64() * 1000.0);
-                if i == 1 {
-                    let window = [q.from, q.to].map(|t| DateTime::from_timestamp(t, 0).unwrap());
-                    let rules = || {
-                        sqlx::query(RULES)
-                            .bind(q.code.clone())
-                            .bind(window[0])
-                            .bind(window[1])
-                    };
-                    let started = Instant::now();
-                    rules().fetch_all(&pools[1]).await.unwrap();
-                    options[0].push(started.elapsed().as_secs_f64() * 1000.0);
-                    let started = Instant::now();
-                    let mut tx = pools[1].begin().await.unwrap();
-                    sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
-                        .execute(&mut *tx)
-                        .await
-                        .unwrap();
-                    rules().fetch_all(&mut *tx).await.unwrap();
-                    tx.commit().await.unwrap();
-                    options[1].push(started.elapsed().as_secs_f64() * 1000.0);
+                match v {
+                    0 | 1 => {
+                        stores[v].rule_breakdown(&q).await.unwrap();
+                    }
+                    2 => {
+                        statement().fetch_all(&pools[1]).await.unwrap();
+                    }
+                    _ => {
+                        let mut tx = pools[1].begin().await.unwrap();
+                        sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
+                            .execute(&mut *tx)
+                            .await
+                            .unwrap();
+                        statement().fetch_all(&mut *tx).await.unwrap();
+                        tx.commit().await.unwrap();
+                    }
                 }
-                // Whole chunks of 100 within the ids read.
+                rules[v].push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            for (f, (ids, times)) in sets.iter().enumerate() {
+                // Whole chunks of 100 within the ids read; what a feed row says of their times.
                 let from = (k * 100) % ids.len().saturating_sub(99).max(1);
                 let chunk = &ids[from..][..100.min(ids.len())];
-                let within = within(from, chunk.len());
-                let started = Instant::now();
-                let rows = store.webhooks().feed_rows(chunk, within).await.unwrap();
-                reads[i][1].push(started.elapsed().as_secs_f64() * 1000.0);
-                assert_eq!(rows.len(), chunk.len());
+                let times = &times[from..from + chunk.len()];
+                let within = times.iter().min().copied().zip(times.iter().max().copied());
+                for turn in 0..2 {
+                    let i = (k + turn) % 2;
+                    let started = Instant::now();
+                    let rows = stores[i].webhooks().feed_rows(chunk, within).await.unwrap();
+                    feeds[f][i].push(started.elapsed().as_secs_f64() * 1000.0);
+                    assert_eq!(rows.len(), chunk.len());
+                }
             }
         }
-        for (what, r) in [("per-rule clicks of a link, 24 h", 0), ("feed rows of 100 ids, 24 h", 1)] {
-            let p99: Vec<f64> = (0..2).map(|i| percentile(&mut reads[i][r], 0.99)).collect();
-            let p50: Vec<f64> = (0..2).map(|i| percentile(&mut reads[i][r], 0.5)).collect();
-            for i in 0..2 {
-                println!(
-                    "| {what}, {} | p50 {:.2} ms, p99 {:.2} ms | {} | p99 <= plain |",
-                    names[i],
-                    p50[i],
-                    p99[i],
-                    if i == 1 { format!("p99 {:.2}x plain", p99[1] / p99[0]) } else { String::new() }
-                );
-            }
-        }
-
-        let plain = percentile(&mut reads[0][0], 0.99);
-        for (what, samples) in [
-            "a custom plan per execution (before 44c1a7d)",
-            "`SET LOCAL plan_cache_mode` in a transaction",
+        let plain = percentile(&mut rules[0], 0.99);
+        for (v, what) in [
+            "plain",
+            "parted (the generic plan's pool, 44c1a7d)",
+            "parted, a custom plan per execution (before 44c1a7d)",
+            "parted, `SET LOCAL plan_cache_mode` in a transaction",
         ]
         .into_iter()
-        .zip(options.iter_mut())
+        .enumerate()
         {
-            let p99 = percentile(samples, 0.99);
+            let p99 = percentile(&mut rules[v], 0.99);
             println!(
-                "| per-rule clicks of a link, 24 h, parted, {what} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | |",
-                percentile(samples, 0.5),
+                "| per-rule clicks of a link, 24 h, {what} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | p99 <= plain |",
+                percentile(&mut rules[v], 0.5),
                 p99 / plain
             );
+        }
+        for (f, what) in ["spread over the 24 h", "of one batch"].into_iter().enumerate() {
+            let plain = percentile(&mut feeds[f][0], 0.99);
+            for i in 0..2 {
+                let p99 = percentile(&mut feeds[f][i], 0.99);
+                println!(
+                    "| feed rows of 100 ids {what}, {} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | p99 <= plain |",
+                    names[i],
+                    percentile(&mut feeds[f][i], 0.5),
+                    p99 / plain
+                );
+            }
         }
 
         // 4. The erase of one subject's 1,000 visits.
