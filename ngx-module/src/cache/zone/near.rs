@@ -1,8 +1,8 @@
 //! A worker's copies of the zone slots it hit last.
 //!
 //! A zone hit reads the set's tag line, copies the slot under its seqlock and checks the copy:
-//! with the hash, ~360 instructions a hit, where the worker cache's hit was ~120 (callgrind,
-//! hot cell). A hot code is read again and again by the same worker, so each worker keeps the
+//! with the hash, ~360 instructions a hit, where the worker cache's hit was ~155 (callgrind,
+//! hot cell; bench/results/edge-cache-2026-11-26c.md). A hot code is read again and again by the same worker, so each worker keeps the
 //! copy it made, direct-mapped by the code's hash, with the address of its slot. The next
 //! read of the code compares the code with the copy and loads the slot's version: equal, the
 //! slot has not been written since (an insert, a removal, an eviction each change the version;
@@ -18,8 +18,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::slot::{mark_referenced, read, Probe, Slot};
 use crate::cache::{Hit, Scope, IMPORTED};
 
-/// Entries per worker: 1 MiB (256 bytes each, and an 8-byte key). A thousand hot codes find
-/// ~89% of theirs (direct-mapped: a code shares its entry with 1 in 4 others).
+/// Entries per worker: 1 MiB (256 bytes each, and an 8-byte key). A thousand hot codes found
+/// 86% of theirs (callgrind's hot cell; direct-mapped: a code shares its entry with 1 in 4
+/// others).
 const ENTRIES: usize = 4096;
 
 pub struct Near {
