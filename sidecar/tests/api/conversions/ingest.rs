@@ -426,12 +426,13 @@ async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
     assert_eq!(conversion_rows(&app).await, 2);
 }
 
-/// Two NDJSON batches of the same 300 conversions at once (a sender's retry racing its first
-/// try): every event id stored once, answered 201 by one batch and 200 by the other.
+/// Two NDJSON batches of the same 2,100 conversions at once (a sender's retry racing its first
+/// try; more than two of the store's 1,000-line transactions, which PostgreSQL stores two at
+/// a time): every event id stored once, answered 201 by one batch and 200 by the other.
 async fn concurrent_batches_with_the_same_event_ids_count_each_once(backend: Backend) {
     let app = spawn_app(backend).await;
     let code = link(&app, "spring", "r-1").await;
-    let visits: Vec<_> = (0..300)
+    let visits: Vec<_> = (0..2100)
         .map(|i| {
             let ip = format!("198.51.{}.{}", i / 200, i % 200 + 1);
             visit(
@@ -445,7 +446,7 @@ async fn concurrent_batches_with_the_same_event_ids_count_each_once(backend: Bac
         })
         .collect();
     store(&app, &visits).await;
-    let body: String = (0..300)
+    let body: String = (0..2100)
         .map(|i| {
             json!({"click_id": format!("17000000{i:05}-0"), "name": "lead", "event_id": format!("b-{i}")})
                 .to_string()
@@ -468,16 +469,24 @@ async fn concurrent_batches_with_the_same_event_ids_count_each_once(backend: Bac
         lines(a.unwrap().text().await.unwrap()),
         lines(b.unwrap().text().await.unwrap()),
     );
-    assert_eq!((a.len(), b.len()), (300, 300));
+    assert_eq!((a.len(), b.len()), (2100, 2100));
     for (x, y) in a.iter().zip(&b) {
         let mut statuses = [x["status"].as_i64().unwrap(), y["status"].as_i64().unwrap()];
         statuses.sort();
         assert_eq!(statuses, [200, 201], "{x} {y}");
         assert_eq!(x["conversion"]["id"], y["conversion"]["id"]);
     }
-    assert_eq!(conversion_rows(&app).await, 300);
+    assert_eq!(conversion_rows(&app).await, 2100);
     // Each copied its click's visitor (what unique converting visitors count).
     let same_visitor = "SELECT COUNT(*) FROM conversions c JOIN visits v \
          ON v.event_id = c.visit_id AND v.visitor = c.visitor";
-    assert_eq!(app.db.scalar(same_visitor).await, 300);
+    assert_eq!(app.db.scalar(same_visitor).await, 2100);
+    // The rollups count each once too: what the A/B result says is what the rows say.
+    let result = app.get_json(&format!("/links/{code}/ab")).await;
+    let arm = &result["arms"][0];
+    assert_eq!(arm["conversions"], 2100, "{result}");
+    let converting = (app.db)
+        .scalar("SELECT COUNT(DISTINCT visitor) FROM conversions")
+        .await;
+    assert_eq!(arm["converting_visitors"], converting, "{result}");
 }

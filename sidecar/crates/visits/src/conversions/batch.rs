@@ -16,15 +16,20 @@ use super::input::{Click, NewConversion, Refusal};
 use super::store::{at_ms, db, ms, new_id, Conversion, ConversionStore, Recorded, COLUMNS};
 use crate::store::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Duration, Utc};
+use futures_util::future::try_join_all;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 
 /// Rows per statement: 19 values each, within every backend's bound on parameters (SQLite's
 /// 32,766).
 const CHUNK: usize = 1000;
+
+/// Chunks of a batch stored at once (when no event id repeats in it): two keep PostgreSQL
+/// busy while the sidecar builds and reads the other's statements.
+const PARALLEL: usize = 2;
 
 /// A click as a batch reads it: what a conversion copies from the visit and its link (the
 /// visitor is copied by the insert itself).
@@ -54,8 +59,32 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         window: Duration,
         now: DateTime<Utc>,
     ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        let mut seen = HashSet::with_capacity(news.len());
+        if <V::Sql as Dialect>::BACKEND == Backend::Postgres
+            && news.iter().all(|n| seen.insert(n.event_id.as_str()))
+        {
+            // No event id twice: the chunks are independent, so `PARALLEL` of them are stored
+            // at once, each in its own transaction on its own connection, and the database
+            // works on one while the sidecar prepares or answers another. Answered in order;
+            // the feed has them in commit order, as concurrent requests' conversions. Their
+            // rollup rows are written in key order, so two never wait on each other in a
+            // circle. (SQLite writes one transaction at a time; MariaDB keeps the order.)
+            let chunks: Vec<&[NewConversion]> = news.chunks(CHUNK).collect();
+            let mut answers = Vec::with_capacity(news.len());
+            for group in chunks.chunks(PARALLEL) {
+                let mut maps: Vec<HashMap<String, Conversion>> =
+                    group.iter().map(|_| HashMap::new()).collect();
+                let mut pending = Vec::with_capacity(group.len());
+                for (chunk, stored) in group.iter().zip(maps.iter_mut()) {
+                    pending.push(self.record_chunk(workspace, chunk, window, now, stored));
+                }
+                answers.extend(try_join_all(pending).await?.into_iter().flatten());
+            }
+            return Ok(answers);
+        }
+        // A repeat answers the line before it with the same id: the chunks in order, each
+        // knowing what the ones before stored.
         let mut answers = Vec::with_capacity(news.len());
-        // Event ids stored by this batch so far: a later repeat answers that conversion.
         let mut stored: HashMap<String, Conversion> = HashMap::new();
         for chunk in news.chunks(CHUNK) {
             answers.extend(
