@@ -239,3 +239,80 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     };
     assert_eq!(stored, expected);
 }
+
+/// A single create's self-committing insert (the record-first path): written whole with its audit
+/// row when the chain's head is as this process last wrote it, else nothing; a taken code leaves
+/// the head where it was and the writer usable.
+#[tokio::test]
+async fn a_self_committing_insert_writes_the_link_and_its_audit_row_or_nothing() {
+    use crate::audit::{Actor, AuditEntry, Changes};
+    let (dir, storage) = fresh_storage().await;
+    let entry = |code: &str| AuditEntry::new(Actor::cli(), "link.create", code, Changes::new());
+    let chain = |storage: &SqliteStorage| {
+        let storage = storage.clone();
+        async move { storage.audit_chain(1, 0, 100).await.unwrap() }
+    };
+    let first = row("first", None).link;
+
+    // No head known yet: nothing written, the caller takes a transaction.
+    assert!(!storage
+        .insert_link_committed(&first, None, &entry("first"))
+        .await
+        .unwrap());
+    assert!(storage.link_by_code("first").await.unwrap().is_none());
+    assert!(chain(&storage).await.is_empty());
+
+    let mut tx = storage.begin().await.unwrap();
+    tx.insert_link(&first, None).await.unwrap();
+    tx.append_audit(&entry("first")).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let second = row("second", None).link;
+    assert!(storage
+        .insert_link_committed(&second, None, &entry("second"))
+        .await
+        .unwrap());
+    assert!(storage.link_by_code("second").await.unwrap().is_some());
+    let rows = chain(&storage).await;
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[1].seq, rows[1].object.as_str()), (2, "second"));
+    assert_eq!(rows[1].prev_hash, rows[0].hash);
+
+    // A taken code: refused, the head unmoved, and the writer goes on.
+    let taken = Link {
+        target: "https://other.example/".into(),
+        ..second.clone()
+    };
+    let refused = storage
+        .insert_link_committed(&taken, None, &entry("second"))
+        .await;
+    assert!(
+        matches!(refused, Err(StorageError::Conflict)),
+        "{refused:?}"
+    );
+    assert_eq!(chain(&storage).await.len(), 2);
+    let third = row("third", None).link;
+    assert!(storage
+        .insert_link_committed(&third, None, &entry("third"))
+        .await
+        .unwrap());
+    assert_eq!(chain(&storage).await.len(), 3);
+
+    // Another process appended since: this one's hint is stale, and nothing is written.
+    let other = SqliteStorage::connect(&ConnectOptions {
+        url: format!("sqlite://{}", dir.path().join("t.db").display()),
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
+    })
+    .await
+    .unwrap();
+    other.append_audit(&entry("elsewhere")).await.unwrap();
+    let fourth = row("fourth", None).link;
+    assert!(!storage
+        .insert_link_committed(&fourth, None, &entry("fourth"))
+        .await
+        .unwrap());
+    assert!(storage.link_by_code("fourth").await.unwrap().is_none());
+    assert_eq!(chain(&storage).await.len(), 4);
+}
