@@ -446,9 +446,11 @@ async fn the_per_rule_clicks_over_a_window_are_planned_once_and_pruned_at_run_ti
         );
     }
     // Plans are counted per session: every session of the pool the reads went to, held at once.
+    // The size is read again after each acquire: a session still on its way back to the pool
+    // (sqlx returns it from a task of its own) is counted in it, and is waited for.
     let window_reader = &store_of(&*store).dialect.window_reader;
     let mut sessions = Vec::new();
-    for _ in 0..window_reader.size() {
+    while sessions.len() < window_reader.size() as usize {
         sessions.push(window_reader.acquire().await.unwrap());
     }
     let (mut generic, mut custom) = (0, 0);
