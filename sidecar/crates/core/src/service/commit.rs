@@ -48,7 +48,7 @@ impl Scope<'_> {
 }
 
 /// What SQL holds after a commit that failed.
-enum Outcome {
+pub(super) enum Outcome {
     Committed,
     RolledBack,
     /// The database did not answer within `--db-timeout`.
@@ -74,54 +74,47 @@ impl LinkService {
         let error = match appended {
             Ok(()) => match tx.commit().await {
                 Ok(()) => return Ok(()),
-                Err(error) => return self.settle_lost_answer(scope, error, undo).await,
+                Err(error) => match self.commit_outcome(scope).await {
+                    Outcome::Committed => {
+                        tracing::warn!(%scope, %error, "the commit's answer was lost, but it took effect");
+                        return Ok(());
+                    }
+                    Outcome::RolledBack => error,
+                    Outcome::Unknown => {
+                        // Its records stay: a record without its row is a working link nobody
+                        // was told of, a row without its record a link that answers 404.
+                        tracing::error!(
+                            %scope,
+                            %error,
+                            "the commit failed and the database did not answer whether it took \
+                             effect: its redis records were kept; run `shortlink-sidecar resync` \
+                             once the database is back"
+                        );
+                        return Err(error.into());
+                    }
+                },
             },
             Err(error) => {
                 let _ = tx.rollback().await;
                 error
             }
         };
-        undo_after(scope, &error, undo).await;
-        Err(error.into())
-    }
-
-    /// After a commit (or a statement that commits by itself) failed with `error`: whether it
-    /// took effect all the same, read back. Taken: `Ok`. Not taken: `undo`, then `error`. No
-    /// answer: Redis is left as it is (see the module's comment), and `error`.
-    pub(super) async fn settle_lost_answer(
-        &self,
-        scope: Scope<'_>,
-        error: StorageError,
-        undo: impl Future<Output = Result<(), ProjectionError>>,
-    ) -> Result<(), ServiceError> {
-        match self.commit_outcome(scope).await {
-            Outcome::Committed => {
-                tracing::warn!(%scope, %error, "the commit's answer was lost, but it took effect");
-                Ok(())
-            }
-            Outcome::RolledBack => {
-                undo_after(scope, &error, undo).await;
-                Err(error.into())
-            }
-            Outcome::Unknown => {
-                // Its records stay: a record without its row is a working link nobody was
-                // told of, a row without its record a link that answers 404.
-                tracing::error!(
-                    %scope,
-                    %error,
-                    "the commit failed and the database did not answer whether it took effect: \
-                     its redis records were kept; run `shortlink-sidecar resync` once the \
-                     database is back"
-                );
-                Err(error.into())
-            }
+        if let Err(redis) = undo.await {
+            tracing::error!(
+                %scope,
+                %error,
+                %redis,
+                "commit failed after the redis write, and redis could not be restored: run \
+                 `shortlink-sidecar resync`"
+            );
         }
+        Err(error.into())
     }
 
     /// Reads back, on another connection, whether a commit that failed took effect: SQL holds
     /// the probe's row as the write left it. Retried while the database does not answer, for
     /// `--db-timeout` at most.
-    async fn commit_outcome(&self, scope: Scope<'_>) -> Outcome {
+    pub(super) async fn commit_outcome(&self, scope: Scope<'_>) -> Outcome {
         let Some(probe) = scope.probe() else {
             return Outcome::RolledBack;
         };
@@ -183,24 +176,6 @@ impl LinkService {
                 "a failed write could not be undone in redis: run `shortlink-sidecar resync`"
             );
         }
-    }
-}
-
-/// Takes Redis back with `undo` after the write failed with `error` in SQL; what it cannot undo
-/// is logged, for `resync`.
-async fn undo_after(
-    scope: Scope<'_>,
-    error: &StorageError,
-    undo: impl Future<Output = Result<(), ProjectionError>>,
-) {
-    if let Err(redis) = undo.await {
-        tracing::error!(
-            %scope,
-            %error,
-            %redis,
-            "commit failed after the redis write, and redis could not be restored: run \
-             `shortlink-sidecar resync`"
-        );
     }
 }
 

@@ -30,8 +30,13 @@ impl LinkService {
             batch_id: claim.batch_id,
             index: 0,
         });
-        if claim.is_some_and(|claim| !claim.fresh) {
-            if let Some(link) = self.slot_link(slot).await? {
+        if let Some(claim) = claim.filter(|claim| !claim.fresh) {
+            if let Some((_, link)) = self
+                .storage
+                .links_by_slots(claim.batch_id, 0, 0)
+                .await?
+                .pop()
+            {
                 return Ok(Created::New(link));
             }
         }
@@ -74,8 +79,15 @@ impl LinkService {
                 Err(StorageError::Conflict) => {
                     let _ = tx.rollback().await;
                     // A concurrent request with the same idempotency key may have won the slot.
-                    if let Some(won) = self.slot_link(slot).await? {
-                        return Ok(Created::New(won));
+                    if let Some(slot) = slot {
+                        if let Some((_, won)) = self
+                            .storage
+                            .links_by_slots(slot.batch_id, 0, 0)
+                            .await?
+                            .pop()
+                        {
+                            return Ok(Created::New(won));
+                        }
                     }
                     if alias.is_none() {
                         self.generated_code_taken(&link.code).await;
@@ -98,16 +110,6 @@ impl LinkService {
             self.issuer.skip_past(&link.code).await?;
         }
         Err(ServiceError::CodeTaken)
-    }
-
-    /// The link holding a single create's `slot` (slot 0 of its claimed idempotency key), if
-    /// one does.
-    pub(super) async fn slot_link(&self, slot: Option<Slot>) -> Result<Option<Link>, ServiceError> {
-        let Some(slot) = slot else {
-            return Ok(None);
-        };
-        let mut found = self.storage.links_by_slots(slot.batch_id, 0, 0).await?;
-        Ok(found.pop().map(|(_, link)| link))
     }
 
     /// A generated code met a row that holds it already; the caller tries the next number. An

@@ -12,7 +12,7 @@
 //! A generated code is one no link has, unless the sequence went back or an import kept a
 //! code of our shape; both are caught by the insert and taken back, as below.
 
-use super::commit::Scope;
+use super::commit::{Outcome, Scope};
 use super::{LinkService, ServiceError};
 use crate::projection::{written_value, ProjectionError, RecordWrite};
 use shortlink_store::audit::AuditEntry;
@@ -93,17 +93,39 @@ impl LinkService {
             Err(StorageError::Conflict) => {
                 self.take_back(scope, &written).await;
                 // A concurrent request with the same idempotency key may have won the slot.
-                if let Some(won) = self.slot_link(slot).await? {
-                    return Ok(Attempt::SlotTaken(Box::new(won)));
+                if let Some(slot) = slot {
+                    if let Some((_, won)) = self
+                        .storage
+                        .links_by_slots(slot.batch_id, 0, 0)
+                        .await?
+                        .pop()
+                    {
+                        return Ok(Attempt::SlotTaken(Box::new(won)));
+                    }
                 }
                 self.generated_code_taken(&link.code).await;
                 Ok(Attempt::CodeTaken)
             }
-            Err(error) => {
-                let undo = self.projection.delete_if_unchanged(&written);
-                self.settle_lost_answer(scope, error, undo).await?;
-                Ok(Attempt::Created)
-            }
+            Err(error) => match self.commit_outcome(scope).await {
+                Outcome::Committed => {
+                    tracing::warn!(%scope, %error, "the insert's answer was lost, but it took effect");
+                    Ok(Attempt::Created)
+                }
+                Outcome::RolledBack => {
+                    self.take_back(scope, &written).await;
+                    Err(error.into())
+                }
+                Outcome::Unknown => {
+                    tracing::error!(
+                        %scope,
+                        %error,
+                        "the insert failed and the database did not answer whether it took \
+                         effect: its redis records were kept; run `shortlink-sidecar resync` \
+                         once the database is back"
+                    );
+                    Err(error.into())
+                }
+            },
         }
     }
 

@@ -16,20 +16,15 @@ fn timestamps_sort_as_text_and_round_trip() {
 /// A storage on a new database file, in a directory that goes with the returned guard.
 async fn fresh_storage() -> (tempfile::TempDir, SqliteStorage) {
     let dir = tempfile::tempdir().unwrap();
-    let storage = storage_in(&dir).await;
-    (dir, storage)
-}
-
-/// A storage on the database file in `dir` (another process's view of it, if one is open).
-async fn storage_in(dir: &tempfile::TempDir) -> SqliteStorage {
-    SqliteStorage::connect(&ConnectOptions {
+    let storage = SqliteStorage::connect(&ConnectOptions {
         url: format!("sqlite://{}", dir.path().join("t.db").display()),
         max_connections: 2,
         acquire_timeout: Duration::from_secs(10),
         sqlite_cache: Default::default(),
     })
     .await
-    .unwrap()
+    .unwrap();
+    (dir, storage)
 }
 
 fn row(code: &str, slot: Option<Slot>) -> NewRow {
@@ -304,7 +299,14 @@ async fn a_self_committing_insert_writes_the_link_and_its_audit_row_or_nothing()
     assert_eq!(chain(&storage).await.len(), 3);
 
     // Another process appended since: this one's hint is stale, and nothing is written.
-    let other = storage_in(&dir).await;
+    let other = SqliteStorage::connect(&ConnectOptions {
+        url: format!("sqlite://{}", dir.path().join("t.db").display()),
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+        sqlite_cache: Default::default(),
+    })
+    .await
+    .unwrap();
     other.append_audit(&entry("elsewhere")).await.unwrap();
     let fourth = row("fourth", None).link;
     assert!(!storage
