@@ -222,7 +222,7 @@ pub trait Storage: Send + Sync + 'static {
     async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>>;
 
     /// Inserts a new link and appends `audit` in one statement that commits by itself, where the
-    /// backend can (PostgreSQL and SQLite, knowing its audit chain's head): `true`, both are committed.
+    /// backend can (PostgreSQL, knowing its audit chain's head): `true`, both are committed.
     /// `false`: nothing was written, and the caller inserts in a transaction ([`Self::begin`]).
     /// [`StorageError::Conflict`] as [`LinkTx::insert_link`]; any other error leaves it unknown
     /// whether the statement took effect.

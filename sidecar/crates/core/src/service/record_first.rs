@@ -1,9 +1,8 @@
-//! A single create of a generated code on PostgreSQL and SQLite: the record first (`SET NX`),
-//! then the link and its audit row in one call that commits by itself. A transaction would cost
-//! `BEGIN` and `COMMIT`, two of the four round trips a create sends on PostgreSQL (two calls
-//! into SQLite's writer thread, which it also held across the Redis write), for nothing the order
-//! below does not give: the row is stored only once its record is, as in a transaction held
-//! across the Redis write.
+//! A single create of a generated code on PostgreSQL: the record first (`SET NX`), then the link
+//! and its audit row in one statement that commits by itself. A transaction would cost `BEGIN`
+//! and `COMMIT`, two round trips of the four a create sends, for nothing the order below does
+//! not give: the row is stored only once its record is, as in a transaction held across the
+//! Redis write.
 //!
 //! What a crash between the two leaves is a record without its row: a code nobody was given,
 //! which `resync` removes (docs/RELIABILITY.md). Aliases keep the transaction
@@ -31,7 +30,7 @@ pub(super) enum Attempt {
 impl LinkService {
     /// Whether single creates of generated codes take [`Self::create_record_first`].
     pub(super) fn creates_record_first(&self) -> bool {
-        self.storage.backend() != storage::Backend::Mysql
+        self.storage.backend() == storage::Backend::Postgres
     }
 
     /// Writes `link`'s record (and card), then its row and `audit` ([`storage::Storage::

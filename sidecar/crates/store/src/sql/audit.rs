@@ -154,58 +154,27 @@ pub(crate) async fn append_with<D: Dialect>(
     Ok(appended)
 }
 
-/// Runs `insert`, an `INSERT ... SELECT` of one row that selects only if the audit row went in
-/// ([`super::tx::insert_link_if_appended`]), with
-/// `entry` appended, as one call that commits by itself: PostgreSQL and SQLite, when this
-/// process's hint of the chain head is right. `true`: both rows are committed. `false`: nothing
-/// was written (no hint, a stale one, MariaDB), and the caller writes in a transaction. An error
-/// other than [`StorageError::Conflict`] leaves it unknown whether the call took effect.
+/// Runs `insert`, an `INSERT ... SELECT ... FROM head` of one row, with `entry` appended, as one
+/// statement that commits by itself: PostgreSQL only, when this process's hint of the chain head
+/// is right. `true`: both rows are committed. `false`: nothing was written (no hint, a stale one,
+/// another backend), and the caller writes in a transaction. An error other than
+/// [`StorageError::Conflict`] leaves it unknown whether the statement took effect.
 pub(crate) async fn insert_committed<D: Dialect>(
     connection: &mut Connection<D>,
     hints: &HeadHints,
     insert: Statement,
     entry: &AuditEntry,
 ) -> StorageResult<bool> {
-    if D::BACKEND == Backend::Mysql {
+    if D::BACKEND != Backend::Postgres {
         return Ok(false);
     }
     let Some((last_seq, last_hash)) = hints.get(entry.workspace_id) else {
         return Ok(false);
     };
     let row = record_of(entry, last_seq, last_hash);
-    let inserted = if D::BACKEND == Backend::Postgres {
-        let mut query = with_appended(&row);
-        append_statement(&mut query, insert);
-        execute::<D>(connection, query).await? == 1
-    } else {
-        // SQLite: a statement list in a savepoint (outside a transaction, one that commits at
-        // its release). The head moves, the audit row goes in if it did (`changes()`), the link
-        // if that did, and the list reads whether it did. (Not the rows affected that sqlx adds
-        // up: SQLite repeats the last count for statements that change nothing.)
-        let mut query = Statement::new("SAVEPOINT insert_committed; ");
-        append_statement(&mut query, head_after_hint(&row));
-        query.push("; ");
-        append_statement(
-            &mut query,
-            insert_row(&row, "SELECT ", " WHERE changes() = 1"),
-        );
-        query.push("; ");
-        append_statement(&mut query, insert);
-        query.push("; SELECT changes() AS inserted; RELEASE insert_committed");
-        match D::DB::fetch_all(connection, query).await {
-            Ok(rows) => match rows.first() {
-                Some(row) => D::DB::int(row, "inserted")? == 1,
-                None => false,
-            },
-            Err(error) => {
-                // The list stopped at the failing statement, inside the savepoint.
-                if let Err(rollback) = execute::<D>(connection, Statement::new("ROLLBACK")).await {
-                    tracing::warn!(error = %rollback, "rollback after a failed insert failed");
-                }
-                return Err(StorageError::classify(error));
-            }
-        }
-    };
+    let mut query = with_appended(&row);
+    append_statement(&mut query, insert);
+    let inserted = execute::<D>(connection, query).await? == 1;
     if inserted {
         hints.set(entry.workspace_id, row.seq, row.hash);
     }

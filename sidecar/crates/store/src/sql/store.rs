@@ -479,10 +479,10 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         slot: Option<Slot>,
         audit: &AuditEntry,
     ) -> StorageResult<bool> {
-        if D::BACKEND == Backend::Mysql {
+        if D::BACKEND != Backend::Postgres {
             return Ok(false);
         }
-        let insert = super::tx::insert_link_if_appended::<D>(link, slot);
+        let insert = super::tx::insert_link_after_head::<D>(link, slot);
         let mut connection = self.write().await?;
         super::audit::insert_committed::<D>(&mut connection, &self.audit_heads, insert, audit).await
     }

@@ -5,7 +5,7 @@ use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows::{self, insert_columns, link_marks, link_placeholders, link_values, push_list};
 use super::statement::{statement, Statement, Value, IN_LIST};
-use crate::api::{Backend, EncodedRows, LinkTx, StorageError, StorageResult};
+use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
 use crate::model::{Link, NewRow, Slot};
 use crate::workspace::WorkspaceId;
@@ -181,17 +181,12 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     }
 }
 
-/// `INSERT INTO links (...) SELECT <link> ...` that selects its row only if the audit row before
-/// it in [`super::audit::insert_committed`] went in: from the head's update (PostgreSQL's CTE),
-/// or if the previous statement changed a row (SQLite's statement list).
-pub(super) fn insert_link_if_appended<D: Dialect>(link: &Link, slot: Option<Slot>) -> Statement {
-    let condition = match D::BACKEND {
-        Backend::Postgres => "FROM head",
-        Backend::Sqlite | Backend::Mysql => "WHERE changes() = 1",
-    };
+/// `INSERT INTO links (...) SELECT <link> FROM head`: the link goes in only if the audit chain's
+/// head moved (see [`super::audit::insert_committed`]).
+pub(super) fn insert_link_after_head<D: Dialect>(link: &Link, slot: Option<Slot>) -> Statement {
     statement(
         &format!(
-            "INSERT INTO links ({}) SELECT {} {condition}",
+            "INSERT INTO links ({}) SELECT {} FROM head",
             insert_columns::<D>(),
             link_marks::<D>().join(", ")
         ),
