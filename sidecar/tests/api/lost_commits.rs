@@ -103,56 +103,6 @@ async fn a_lost_commit_answer_is_read_back(backend: Backend) {
     assert_eq!(app.redis_get(&code).await, None);
     // And the sidecar goes on.
     app.create(json!({"url": "https://e.example/"})).await;
-
-    // A generated code: on PostgreSQL its row and audit row go in by one statement that
-    // commits by itself, after the record. Taken, answer lost: the link stands in both stores.
-    proxy.arm(Cut::AfterCommit);
-    let target = format!("https://f.example/{MARKER}");
-    let response = app.post_link(&json!({"url": target})).await;
-    assert_eq!(proxy.cuts(), 5, "the commit was cut");
-    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
-    let body: Value = response.json().await.unwrap();
-    let code = body["code"].as_str().unwrap();
-    assert_eq!(target_in_sql(code).await, [target.as_str()]);
-    assert_eq!(
-        app.redis_get(code).await,
-        Some(format!("1|L|302|0|0|{target}"))
-    );
-
-    // Never reached the server: the record written before it is taken back.
-    proxy.arm(Cut::BeforeCommit);
-    let target = format!("https://g.example/{MARKER}");
-    let response = app.post_link(&json!({"url": target})).await;
-    assert_eq!(proxy.cuts(), 6, "the commit was cut");
-    assert_eq!(response.status(), 503);
-    let stored = direct_db
-        .texts(&format!("SELECT code FROM links WHERE target = '{target}'"))
-        .await;
-    assert!(stored.is_empty(), "{stored:?}");
-    assert_eq!(records_naming(&app, &target).await, Vec::<String>::new());
-    app.create(json!({"url": "https://h.example/"})).await;
-}
-
-/// The keys of the link records whose value names `target`.
-async fn records_naming(app: &TestApp, target: &str) -> Vec<String> {
-    let mut redis = app.redis().await;
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("sl:c:*")
-        .query_async(&mut redis)
-        .await
-        .unwrap();
-    let mut naming = Vec::new();
-    for key in keys {
-        let value: Option<Vec<u8>> = redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut redis)
-            .await
-            .unwrap();
-        if value.is_some_and(|value| contains(&value, target.as_bytes())) {
-            naming.push(key);
-        }
-    }
-    naming
 }
 
 #[derive(Clone, Copy)]
@@ -221,7 +171,6 @@ async fn relay(
     let up = async {
         let mut buffer = vec![0; 64 * 1024];
         let mut marked = false;
-        let mut in_transaction = false;
         loop {
             let n = match client_read.read(&mut buffer).await {
                 Ok(0) | Err(_) => return,
@@ -231,15 +180,9 @@ async fn relay(
             // A transaction begins unmarked (an earlier statement outside one does not count).
             if contains(chunk, b"BEGIN") || contains(chunk, b"START TRANSACTION") {
                 marked = false;
-                in_transaction = true;
             }
             marked |= contains(chunk, MARKER.as_bytes());
-            // A marked statement outside a transaction commits by itself.
-            let commits = contains(chunk, b"COMMIT") || !in_transaction;
-            if contains(chunk, b"COMMIT") || contains(chunk, b"ROLLBACK") {
-                in_transaction = false;
-            }
-            if marked && commits {
+            if marked && contains(chunk, b"COMMIT") {
                 marked = false;
                 let cut = armed.swap(Cut::Disarmed as u8, Ordering::SeqCst);
                 if cut == Cut::BeforeCommit as u8 {

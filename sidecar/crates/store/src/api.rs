@@ -221,21 +221,6 @@ pub trait Storage: Send + Sync + 'static {
     /// orphan Redis keys under it. Hold it briefly.
     async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>>;
 
-    /// Inserts a new link and appends `audit` in one statement that commits by itself, where the
-    /// backend can (PostgreSQL, knowing its audit chain's head): `true`, both are committed.
-    /// `false`: nothing was written, and the caller inserts in a transaction ([`Self::begin`]).
-    /// [`StorageError::Conflict`] as [`LinkTx::insert_link`]; any other error leaves it unknown
-    /// whether the statement took effect.
-    async fn insert_link_committed(
-        &self,
-        link: &Link,
-        slot: Option<Slot>,
-        audit: &AuditEntry,
-    ) -> StorageResult<bool> {
-        let _ = (link, slot, audit);
-        Ok(false)
-    }
-
     async fn api_key_by_hash(&self, key_hash: &str) -> StorageResult<Option<ApiKey>>;
 
     /// A key acting in `workspace` (`None` only for [`Role::Operator`], which acts in none).

@@ -48,7 +48,7 @@ impl Scope<'_> {
 }
 
 /// What SQL holds after a commit that failed.
-pub(super) enum Outcome {
+enum Outcome {
     Committed,
     RolledBack,
     /// The database did not answer within `--db-timeout`.
@@ -114,7 +114,7 @@ impl LinkService {
     /// Reads back, on another connection, whether a commit that failed took effect: SQL holds
     /// the probe's row as the write left it. Retried while the database does not answer, for
     /// `--db-timeout` at most.
-    pub(super) async fn commit_outcome(&self, scope: Scope<'_>) -> Outcome {
+    async fn commit_outcome(&self, scope: Scope<'_>) -> Outcome {
         let Some(probe) = scope.probe() else {
             return Outcome::RolledBack;
         };

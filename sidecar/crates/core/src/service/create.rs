@@ -1,7 +1,6 @@
 //! Creating one link: the code (alias or issued), the SQL insert and the `SET NX` write-through.
 
 use super::commit::Scope;
-use super::record_first::Attempt;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::projection::{slugs, written_value, RecordWrite};
 use chrono::{DateTime, Utc};
@@ -63,13 +62,6 @@ impl LinkService {
                 None => self.issuer.next_code().await?,
             };
             let audit = origin.entry("link.create", &link.code, created_changes(&link));
-            if alias.is_none() && self.creates_record_first() {
-                match self.create_record_first(&link, slot, &audit).await? {
-                    Attempt::Created => return Ok(Created::New(link)),
-                    Attempt::SlotTaken(won) => return Ok(Created::New(*won)),
-                    Attempt::CodeTaken => continue,
-                }
-            }
             let sql_started = std::time::Instant::now();
             let mut tx = self.storage.begin().await?;
             let inserted = tx.insert_link_audited(&link, slot, &audit).await;

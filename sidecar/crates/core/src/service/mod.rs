@@ -33,7 +33,6 @@ pub mod keys;
 mod links;
 mod model;
 mod read;
-mod record_first;
 mod subjects;
 mod update;
 pub mod validate;

@@ -121,10 +121,16 @@ pub(crate) async fn append_with<D: Dialect>(
         return Ok(false);
     };
     let row = record_of(entry, last_seq, last_hash);
+    let mut head = head_after_hint(&row);
     let appended = if D::BACKEND == Backend::Postgres {
-        // The change reports whether the head moved (it always runs: a data-modifying CTE runs
-        // whether read or not).
-        let mut query = with_appended(&row);
+        // The update and the audit insert as CTEs of the change; the change reports whether
+        // the head moved (it always runs: a data-modifying CTE runs whether read or not).
+        head.push(" RETURNING workspace_id");
+        let mut query = Statement::new("WITH head AS (");
+        append_statement(&mut query, head);
+        query.push("), audit AS (");
+        append_statement(&mut query, insert_row(&row, "SELECT ", " FROM head"));
+        query.push(") ");
         append_statement(&mut query, change);
         query.push(" RETURNING (SELECT count(*) FROM head) AS appended");
         let answer = D::DB::fetch_optional(connection, query)
@@ -140,7 +146,7 @@ pub(crate) async fn append_with<D: Dialect>(
         // rows changed in all when it did.
         let mut query = change;
         query.push("; ");
-        append_statement(&mut query, head_after_hint(&row));
+        append_statement(&mut query, head);
         query.push("; ");
         append_statement(
             &mut query,
@@ -152,47 +158,6 @@ pub(crate) async fn append_with<D: Dialect>(
         hints.set(entry.workspace_id, row.seq, row.hash);
     }
     Ok(appended)
-}
-
-/// Runs `insert`, an `INSERT ... SELECT ... FROM head` of one row, with `entry` appended, as one
-/// statement that commits by itself: PostgreSQL only, when this process's hint of the chain head
-/// is right. `true`: both rows are committed. `false`: nothing was written (no hint, a stale one,
-/// another backend), and the caller writes in a transaction. An error other than
-/// [`StorageError::Conflict`] leaves it unknown whether the statement took effect.
-pub(crate) async fn insert_committed<D: Dialect>(
-    connection: &mut Connection<D>,
-    hints: &HeadHints,
-    insert: Statement,
-    entry: &AuditEntry,
-) -> StorageResult<bool> {
-    if D::BACKEND != Backend::Postgres {
-        return Ok(false);
-    }
-    let Some((last_seq, last_hash)) = hints.get(entry.workspace_id) else {
-        return Ok(false);
-    };
-    let row = record_of(entry, last_seq, last_hash);
-    let mut query = with_appended(&row);
-    append_statement(&mut query, insert);
-    let inserted = execute::<D>(connection, query).await? == 1;
-    if inserted {
-        hints.set(entry.workspace_id, row.seq, row.hash);
-    }
-    Ok(inserted)
-}
-
-/// `WITH head AS (<the head moved to row>), audit AS (<row's insert>) `, PostgreSQL: the audit
-/// row takes its one row from the head's update, so it is written only if the head moved; so
-/// is a statement that follows and selects `FROM head`.
-fn with_appended(row: &AuditRecord) -> Statement {
-    let mut head = head_after_hint(row);
-    head.push(" RETURNING workspace_id");
-    let mut query = Statement::new("WITH head AS (");
-    append_statement(&mut query, head);
-    query.push("), audit AS (");
-    append_statement(&mut query, insert_row(row, "SELECT ", " FROM head"));
-    query.push(") ");
-    query
 }
 
 /// The row `entry` makes after a head at `last_seq` with `last_hash`, its hash computed.

@@ -16,7 +16,7 @@ use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use crate::imported::ImportedLink;
 use crate::model::{
     url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter,
-    ListCursor, NewRow, Role, Slot,
+    ListCursor, NewRow, Role,
 };
 use crate::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
@@ -471,20 +471,6 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         let tx = D::begin(&self.writer).await?;
         let hints = Arc::clone(&self.audit_heads);
         Ok(Box::new(SqlTx::<D>::new(tx, false, hints)))
-    }
-
-    async fn insert_link_committed(
-        &self,
-        link: &Link,
-        slot: Option<Slot>,
-        audit: &AuditEntry,
-    ) -> StorageResult<bool> {
-        if D::BACKEND != Backend::Postgres {
-            return Ok(false);
-        }
-        let insert = super::tx::insert_link_after_head::<D>(link, slot);
-        let mut connection = self.write().await?;
-        super::audit::insert_committed::<D>(&mut connection, &self.audit_heads, insert, audit).await
     }
 
     async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {

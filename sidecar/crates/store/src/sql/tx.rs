@@ -3,7 +3,7 @@
 use super::audit::HeadHints;
 use super::dialect::Dialect;
 use super::driver::Driver;
-use super::rows::{self, insert_columns, link_marks, link_placeholders, link_values, push_list};
+use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
 use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
@@ -179,19 +179,6 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
     async fn rollback(self: Box<Self>) -> StorageResult<()> {
         self.tx.rollback().await.map_err(StorageError::classify)
     }
-}
-
-/// `INSERT INTO links (...) SELECT <link> FROM head`: the link goes in only if the audit chain's
-/// head moved (see [`super::audit::insert_committed`]).
-pub(super) fn insert_link_after_head<D: Dialect>(link: &Link, slot: Option<Slot>) -> Statement {
-    statement(
-        &format!(
-            "INSERT INTO links ({}) SELECT {} FROM head",
-            insert_columns::<D>(),
-            link_marks::<D>().join(", ")
-        ),
-        link_values::<D>(link, slot),
-    )
 }
 
 fn insert_link<D: Dialect>(link: &Link, slot: Option<Slot>) -> Statement {
