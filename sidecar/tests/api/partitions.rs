@@ -465,5 +465,12 @@ async fn the_per_rule_clicks_over_a_window_are_planned_once_and_pruned_at_run_ti
         let (g, c) = plans.unwrap_or_default();
         (generic, custom) = (generic + g, custom + c);
     }
-    assert_eq!((generic, custom), (runs, 0));
+    // No custom plan on any session (PostgreSQL's own choice makes five per session before it
+    // weighs a generic one); the exact number of generic ones is not the point: a session may
+    // have been replaced by the pool meanwhile.
+    assert_eq!(
+        custom, 0,
+        "custom plans: the window pool planned per execution"
+    );
+    assert!(generic > 0, "no session of the window pool ran the read");
 }
