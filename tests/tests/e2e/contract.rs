@@ -27,6 +27,12 @@ fn schemathesis(origin: &str, operations: usize, keep_keys: &str) {
         // concurrently and CPython 3.11's parser can fail the run with "SystemError: AST
         // constructor recursion depth mismatch" (a race in the interpreter, fixed in 3.12).
         .args(["--workers", "1"])
+        // The hooks drop positive cases a schema cannot rule out (an expiry in the past among
+        // them), so whether too many of an operation's examples are dropped can change with the
+        // clock although the seed is fixed: hypothesis's generator check failed the run for
+        // `POST /api/v1/links` on 2026-11-26 with nothing in its schema changed. That check
+        // measures the generator, not the API.
+        .args(["--suppress-health-check", "filter_too_much"])
         // The rules no JSON Schema can state, kept by the positive cases (see the file).
         .env(
             "SCHEMATHESIS_HOOKS",
