@@ -191,7 +191,6 @@ async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
     let now = Utc::now();
     let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
     let (ten_days_ago, five_days_ago) = (now - Duration::days(10), now - Duration::days(5));
-    day_partition(&pool, ten_days_ago).await;
     // The day 5 days ago: its part before `now - 5 days` is past retention, the rest is not
     // (unless the test runs right at midnight, when that day has no part inside retention).
     let old_day = five_days_ago
@@ -199,7 +198,6 @@ async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
         .and_hms_opt(0, 0, 0)
         .unwrap()
         .and_utc();
-    day_partition(&pool, five_days_ago).await;
     let ms = |t: DateTime<Utc>| t.timestamp_millis();
     let mut old = Vec::new();
     for n in 0..3 {
@@ -231,6 +229,13 @@ async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
         IPHONE,
         None,
     ));
+    // A partition for every day the old visits fall on: three hours from `ten_days_ago` cross
+    // midnight when the test runs after 21:00 UTC.
+    let mut days: Vec<_> = old.iter().map(|v| at(v.time_ms).date_naive()).collect();
+    days.dedup();
+    for day in days {
+        day_partition(&pool, day.and_hms_opt(12, 0, 0).unwrap().and_utc()).await;
+    }
     store.store_batch(&old, false).await.unwrap();
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 0);
 
