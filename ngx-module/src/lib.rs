@@ -18,6 +18,7 @@ mod headers;
 mod lookup;
 mod page;
 mod password;
+mod prefetch;
 mod prefill;
 pub mod redis;
 pub mod request;
@@ -46,7 +47,7 @@ pub struct ShortlinkModule;
 
 static MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
     preconfiguration: Some(ShortlinkModule::preconfiguration),
-    postconfiguration: None,
+    postconfiguration: Some(ShortlinkModule::postconfiguration),
     create_main_conf: Some(ShortlinkModule::create_main_conf),
     init_main_conf: Some(ShortlinkModule::init_main_conf),
     create_srv_conf: None,
@@ -84,6 +85,17 @@ impl HttpModule for ShortlinkModule {
             // SAFETY: nginx passes a valid configuration context to module callbacks.
             let cf = unsafe { &mut *cf };
             match variables::register(cf) {
+                Ok(()) => Status::NGX_OK.into(),
+                Err(()) => Status::NGX_ERROR.into(),
+            }
+        })
+    }
+
+    unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        ffi::guard(Status::NGX_ERROR.into(), || {
+            // SAFETY: nginx passes a valid configuration context to module callbacks.
+            let cf = unsafe { &mut *cf };
+            match prefetch::register(cf) {
                 Ok(()) => Status::NGX_OK.into(),
                 Err(()) => Status::NGX_ERROR.into(),
             }

@@ -60,7 +60,9 @@ const STAMPS: usize = 1 << 14;
 mod near;
 mod slot;
 pub use near::Near;
-use slot::{mark_referenced, write, Probe, Slot, EMPTY, FORWARD_QUERY, LIVE, MISSING, REVOKED};
+use slot::{
+    mark_referenced, prefetch, write, Probe, Slot, EMPTY, FORWARD_QUERY, LIVE, MISSING, REVOKED,
+};
 pub use slot::{INLINE, SLOT_BYTES};
 
 /// A set: one line of tags (the top 16 bits of the hashes of the codes its ways hold, 0 for
@@ -87,14 +89,23 @@ struct Header {
     sets: u64,
     /// Bumped by every flush; part of a lookup's ticket.
     epoch: AtomicU64,
-    /// Slots holding an entry of the current epoch.
-    entries: AtomicU64,
-    evictions: AtomicU64,
-    prefills: AtomicU64,
+    /// Written by inserts and prefills: on lines of their own (as the stamps), so that a
+    /// campaign's prefill, going on while its first links are clicked, does not take the line
+    /// every read loads (seed, sets, epoch) out of the other workers' caches.
+    counts: Counts,
     stamps: [AtomicU32; STAMPS],
     /// Hits and misses, counted on every lookup: one line per worker (by `ngx_worker`, wrapping
     /// past [`STRIPES`]), summed when read, so that workers never write one shared line.
     reads: [Reads; STRIPES],
+}
+
+/// The zone's counts of writes.
+#[repr(C, align(64))]
+struct Counts {
+    /// Slots holding an entry of the current epoch.
+    entries: AtomicU64,
+    evictions: AtomicU64,
+    prefills: AtomicU64,
 }
 
 /// Worker lines of read counters.
@@ -229,6 +240,16 @@ impl Zone {
             near: (hash >> 32) as usize,
             key: hash | 1,
         }
+    }
+
+    /// Asks for the line [`Zone::get`] of `code` reads first (its first set's tags), and with
+    /// it the page walk to that set: called as a request arrives (`crate::prefetch`), so that
+    /// the walk and the line come from memory while nginx finds the location and runs its
+    /// phases, not while the content handler waits for them. A hint only: nothing is read.
+    #[inline]
+    pub fn prefetch(&self, code: &[u8]) {
+        let place = self.locate(code);
+        prefetch(self.set_ptr(place.sets[0]).cast());
     }
 
     pub fn capacity(&self) -> u64 {
@@ -375,10 +396,13 @@ impl Zone {
         let old = &set.ways[way];
         let occupied = old.kind != EMPTY && old.epoch == epoch as u32;
         if occupied && !old.holds(code, epoch as u32) && now_ms < old.fresh_until {
-            self.header().evictions.fetch_add(1, Ordering::Relaxed);
+            self.header()
+                .counts
+                .evictions
+                .fetch_add(1, Ordering::Relaxed);
         }
         if !occupied {
-            self.header().entries.fetch_add(1, Ordering::Relaxed);
+            self.header().counts.entries.fetch_add(1, Ordering::Relaxed);
         }
         entry.referenced = 1;
         let [first, second] = place.sets;
@@ -409,7 +433,7 @@ impl Zone {
             // SAFETY: as in insert: the mutex is held.
             let set = unsafe { &mut *self.set_ptr(index) };
             if let Some(way) = find(set, code, place.tag, epoch) {
-                self.header().entries.fetch_sub(1, Ordering::Relaxed);
+                self.header().counts.entries.fetch_sub(1, Ordering::Relaxed);
                 write(&mut set.ways[way], Slot::EMPTY);
                 set_tag(set, way, 0);
                 return;
@@ -426,12 +450,15 @@ impl Zone {
     pub fn clear(&self) {
         let _locked = self.lock();
         self.header().epoch.fetch_add(1, Ordering::Release);
-        self.header().entries.store(0, Ordering::Relaxed);
+        self.header().counts.entries.store(0, Ordering::Relaxed);
     }
 
     /// Counts a record stored ahead of its first click.
     pub fn count_prefill(&self) {
-        self.header().prefills.fetch_add(1, Ordering::Relaxed);
+        self.header()
+            .counts
+            .prefills
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn stats(&self) -> Stats {
@@ -442,12 +469,12 @@ impl Zone {
                 .fold(0u64, |n, r| n.wrapping_add(f(r).load(Ordering::Relaxed)))
         };
         Stats {
-            entries: h.entries.load(Ordering::Relaxed),
+            entries: h.counts.entries.load(Ordering::Relaxed),
             capacity: self.capacity(),
             hits: sum(|r| &r.hits),
             misses: sum(|r| &r.misses),
-            evictions: h.evictions.load(Ordering::Relaxed),
-            prefills: h.prefills.load(Ordering::Relaxed),
+            evictions: h.counts.evictions.load(Ordering::Relaxed),
+            prefills: h.counts.prefills.load(Ordering::Relaxed),
         }
     }
 }

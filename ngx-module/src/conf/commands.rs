@@ -14,7 +14,9 @@ use nginx_sys::{
     NGX_CONF_TAKE1, NGX_CONF_TAKE12, NGX_CONF_TAKE2, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
     NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_SRV_CONF, NGX_OK,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::http::{
+    HttpModuleLocationConf, HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule,
+};
 use ngx::ngx_string;
 
 use super::parse::{self, ArgError};
@@ -293,9 +295,16 @@ extern "C" fn set_enable(
             Route::LastSegment
         });
         clcf.handler = Some(handler::redirect_handler);
-        ShortlinkModule::main_conf_mut(cf)
-            .ok_or_else(|| ArgError("has no http configuration".into()))?
-            .used = true;
+        let server = NgxHttpCoreModule::server_conf(cf)
+            .ok_or_else(|| ArgError("outside of a server".into()))?;
+        let server = ptr::from_ref(server) as usize;
+        let route = lcf.route.clone();
+        let mcf = ShortlinkModule::main_conf_mut(cf)
+            .ok_or_else(|| ArgError("has no http configuration".into()))?;
+        mcf.used = true;
+        if let Some(route) = route.filter(|_| mcf.code_servers.iter().all(|s| s.0 != server)) {
+            mcf.code_servers.push((server, route));
+        }
         Ok(())
     })
 }

@@ -62,6 +62,10 @@ pub struct MainConf {
     pub cache_zone_shm: *mut ngx_shm_zone_t,
     /// Whether any location says `shortlink on` (only then are secret and Redis required).
     pub used: bool,
+    /// The servers with a `shortlink on` location (their core server conf's address) and the
+    /// first such location's route: where a request's code is guessed as it arrives, to
+    /// prefetch its place in the zone (`crate::prefetch`); other servers' requests skip it.
+    pub code_servers: Vec<(usize, Route)>,
     /// Whether any location says `shortlink_status`.
     pub status: bool,
     pub scheme: Option<CodeScheme>,
@@ -103,6 +107,7 @@ impl Default for MainConf {
             cache_zone: None,
             cache_zone_shm: std::ptr::null_mut(),
             used: false,
+            code_servers: Vec::new(),
             status: false,
             scheme: None,
             expected_scheme: crate::scheme::Expected::default(),

@@ -156,7 +156,7 @@ pub(super) fn read(slot: *mut Slot, copy: &mut MaybeUninit<Slot>) -> Option<&Slo
 
 /// Asks for a line of the slot ahead of its use: its lines then come from memory together.
 #[inline(always)]
-fn prefetch(at: *const u64) {
+pub(super) fn prefetch(at: *const u64) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it never faults, whatever the address.
     unsafe {

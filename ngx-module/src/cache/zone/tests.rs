@@ -219,6 +219,26 @@ fn every_length_reads_back_exactly_over_a_longer_record() {
 }
 
 #[test]
+fn what_every_read_loads_shares_no_line_with_what_writers_change() {
+    use std::mem::offset_of;
+    let line = |offset: usize| offset / 64;
+    let read = line(offset_of!(Header, epoch));
+    assert_eq!(read, line(offset_of!(Header, seed)));
+    assert_eq!(read, line(offset_of!(Header, sets)));
+    for written in [
+        offset_of!(Header, counts),
+        offset_of!(Header, counts) + size_of::<Counts>() - 1,
+        offset_of!(Header, stamps),
+    ] {
+        assert_ne!(
+            line(written),
+            read,
+            "a counter at {written} on the read line"
+        );
+    }
+}
+
+#[test]
 fn a_set_is_one_page() {
     // A hit's set (tags and slot) must be one page: one page walk per hit.
     let owned = zone(3);
