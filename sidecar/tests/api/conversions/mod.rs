@@ -6,6 +6,7 @@
 mod ab;
 mod cli;
 mod console;
+mod converters;
 mod feed;
 mod ingest;
 mod rollups;

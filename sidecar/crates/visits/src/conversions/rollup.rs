@@ -1,8 +1,12 @@
 //! The A/B rollups of conversions (migration 20261126000053): what stored conversions add to
 //! `ab_conversions` (count and distinct converting visitors per link, arm and name),
 //! `ab_values` (minor units per currency) and `ab_converters` (the visitor set that keeps the
-//! distinct count exact), written in the transaction that stores them. The name `""` holds every
+//! distinct counts exact), written in the transaction that stores them. The name `""` holds every
 //! name together (a name is never empty: `input.rs`), the rule `""` the link's own target.
+//!
+//! `ab_converters` on PostgreSQL (migration 20261126000059) is one row per converting visitor of
+//! an arm, with the names they converted under: a conversion writes one row (or adds its name to
+//! the row), where SQLite and MariaDB write two (its name's and every name's).
 //!
 //! Results read these few rows per link instead of the raw conversions: counting a campaign's
 //! million conversions and their distinct visitors from the rows took most of a second
@@ -34,7 +38,8 @@ fn keys(c: &Conversion) -> [ArmKey; 2] {
     ]
 }
 
-/// A row of `ab_converters`: its key, with the visitor as hex.
+/// A row of `ab_converters` as written: (code, rule, name, visitor as hex) on SQLite and
+/// MariaDB, (code, rule, visitor as hex, name) on PostgreSQL.
 type Row4 = (String, String, String, String);
 
 /// `INSERT {ignore}INTO ab_converters ... VALUES ...{tail}` of `rows`, the visitor from hex.
@@ -56,15 +61,24 @@ fn insert_converters<V: VisitDialect>(rows: &[Row4], ignore: &str, tail: &str) -
     )
 }
 
-/// [`insert_converters`] on PostgreSQL, of any number of rows: each column one array literal.
-fn converters_unnest(rows: &[Row4]) -> Statement {
+/// The converter rows of PostgreSQL, one per (code, rule, visitor) with the names converted
+/// under: `rows` (code, rule, visitor as hex, name) inserted, or their name added to the row
+/// already there. What comes back is each row that changed, with the name it gained last and how
+/// many it has now (1: the visitor is new to the arm). A visitor's row is locked by the insert or
+/// the update until commit, so a concurrent writer of the same visitor (another name, or the
+/// same) waits and then sees it: counted once, as by the unique key of two rows before.
+/// Each column one array literal: one statement of a fixed shape, whatever the rows.
+fn converters_by_visitor(rows: &[Row4]) -> Statement {
     let column = |at: fn(&Row4) -> &str| Value::Text(text_array(rows.iter().map(|r| Some(at(r)))));
     statement(
-        "INSERT INTO ab_converters (code, rule, name, visitor) \
-         SELECT u.code, u.rule, u.name, decode(u.visitor, 'hex') \
+        "INSERT INTO ab_converters AS c (code, rule, visitor, names) \
+         SELECT u.code, u.rule, decode(u.visitor, 'hex'), ARRAY[u.name] \
          FROM UNNEST(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), \
-           CAST(? AS text[])) AS u (code, rule, name, visitor) \
-         ON CONFLICT DO NOTHING RETURNING code, rule, name",
+           CAST(? AS text[])) AS u (code, rule, visitor, name) \
+         ON CONFLICT (code, rule, visitor) DO UPDATE SET names = c.names || excluded.names \
+           WHERE NOT (excluded.names[1] = ANY (c.names)) \
+         RETURNING c.code, c.rule, c.names[cardinality(c.names)] AS name, \
+           CAST(cardinality(c.names) AS BIGINT) AS held",
         [
             column(|r| r.0.as_str()),
             column(|r| r.1.as_str()),
@@ -139,9 +153,11 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         .await
     }
 
-    /// Adds the visitors of `stored` to `ab_converters` (under their name and under every
-    /// name), answering the keys where a visitor was new. Concurrent writers of the same row:
-    /// the second waits for the first and finds it there, so a visitor is counted once.
+    /// Adds the visitors of `stored` to `ab_converters` (on SQLite and MariaDB a row under
+    /// their name and one under every name; on PostgreSQL one row per visitor,
+    /// [`Self::new_converters_by_visitor`]), answering the keys where a visitor was new.
+    /// Concurrent writers of the same row: the second waits for the first and finds it there, so
+    /// a visitor is counted once.
     ///
     /// The rows are given as values, not read back from `conversions` by id: PostgreSQL planned
     /// that read as a scan of the table (118 ms per 1,000 at 100,000 conversions).
@@ -149,6 +165,9 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         connection: &mut Connection<V>,
         stored: &[(&Conversion, &str)],
     ) -> StorageResult<Vec<ArmKey>> {
+        if <V::Sql as Dialect>::BACKEND == Backend::Postgres {
+            return Self::new_converters_by_visitor(connection, stored).await;
+        }
         let mut rows = std::collections::BTreeSet::new();
         for (c, visitor) in stored {
             for (code, rule, name) in keys(c) {
@@ -160,24 +179,63 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             return Self::new_converters_counted(connection, rows).await;
         }
         let mut new = Vec::with_capacity(rows.len());
-        let queries: Vec<Statement> = match <V::Sql as Dialect>::BACKEND {
-            // One statement of a fixed shape, whatever the rows (as the conversions' insert,
-            // `batch.rs`): 500-row `VALUES` spent 11 µs of PostgreSQL CPU per row.
-            Backend::Postgres => vec![converters_unnest(&rows)],
-            _ => (rows.chunks(ROWS))
-                .map(|chunk| {
-                    insert_converters::<V>(
-                        chunk,
-                        "",
-                        " ON CONFLICT DO NOTHING RETURNING code, rule, name",
-                    )
-                })
-                .collect(),
-        };
+        let queries = (rows.chunks(ROWS)).map(|chunk| {
+            insert_converters::<V>(
+                chunk,
+                "",
+                " ON CONFLICT DO NOTHING RETURNING code, rule, name",
+            )
+        });
         for query in queries {
             for row in Db::<V>::fetch_all(connection, query).await.map_err(db)? {
                 let text = |column| V::Sql::read_text(&row, column);
                 new.push((text("code")?, text("rule")?, text("name")?));
+            }
+        }
+        Ok(new)
+    }
+
+    /// [`Self::new_converters`] on PostgreSQL, one row per visitor of an arm
+    /// ([`converters_by_visitor`]): a visitor new to the arm is new to every name and to the
+    /// name converted under; one already there is new to a name the row did not have. A statement
+    /// may change a row once, so a visitor with several new names in `stored` gets them over as
+    /// many statements (rare: two conversions of one person with different names in one batch).
+    ///
+    /// Measured on 1,000-conversion batches (bench/results/conversions-2026-11-26.md, run 5):
+    /// 7.5-8.5 µs of PostgreSQL CPU per conversion against 15.6 µs for two rows.
+    async fn new_converters_by_visitor(
+        connection: &mut Connection<V>,
+        stored: &[(&Conversion, &str)],
+    ) -> StorageResult<Vec<ArmKey>> {
+        let mut names: BTreeMap<(String, String, String), std::collections::BTreeSet<String>> =
+            BTreeMap::new();
+        for (c, visitor) in stored {
+            let rule = c.rule.clone().unwrap_or_default();
+            (names
+                .entry((c.code.clone(), rule, visitor.to_string()))
+                .or_default())
+            .insert(c.name.clone());
+        }
+        let mut new = Vec::with_capacity(stored.len() * 2);
+        for round in 0.. {
+            // In key order, so that two writers lock shared visitors' rows in the same order.
+            let rows: Vec<Row4> = (names.iter())
+                .filter_map(|((code, rule, visitor), of)| {
+                    let name = of.iter().nth(round)?;
+                    Some((code.clone(), rule.clone(), visitor.clone(), name.clone()))
+                })
+                .collect();
+            if rows.is_empty() {
+                break;
+            }
+            let query = converters_by_visitor(&rows);
+            for row in Db::<V>::fetch_all(connection, query).await.map_err(db)? {
+                let text = |column| V::Sql::read_text(&row, column);
+                let (code, rule) = (text("code")?, text("rule")?);
+                if Db::<V>::int(&row, "held").map_err(db)? == 1 {
+                    new.push((code.clone(), rule.clone(), String::new()));
+                }
+                new.push((code, rule, text("name")?));
             }
         }
         Ok(new)
