@@ -20,10 +20,12 @@
 //!    at that day's end): its time, and the consumer's visits/s while it runs (a writer stores
 //!    batches all along; the window is the retention's time, at least 6 s) against the same
 //!    writer's idle visits/s over the 6 s just before, and the slowest batch during it;
-//! 3. reads over the last 24 h, p50/p99 of `BENCH_READS` (default 1,000) each: a link's
-//!    per-rule clicks (`rule_breakdown`, raw visits by code and time; on `parted` also as it ran
-//!    before 44c1a7d, a custom plan per execution on an ordinary session, and with `SET LOCAL
-//!    plan_cache_mode` in a transaction) and the feed's rows of 100 visit ids (`feed_rows`),
+//! 3. reads over the last 24 h, p50/p99 of `BENCH_READS` (default 1,000) each, and the CPU the
+//!    database's backends spent on them (`/proc/<pid>/schedstat`, summed over the reads): a
+//!    link's per-rule clicks (`rule_breakdown`, raw visits by code and time; on `parted` the
+//!    days' partitions named, and also the same statement on `visits` as it ran before, with
+//!    44c1a7d's generic plan and planned per execution) and the feed's rows of 100 visit ids
+//!    (`feed_rows`, and on `parted` also on `visits` bounded by the row's times, as before),
 //!    spread over the 24 h or of one batch;
 //! 4. the erase of the subject's 1,000 visits (`erase_code`);
 //! 5. with the feed rows: the retention of the feed's oldest day (`prune_feed`, a `DELETE`),
@@ -39,7 +41,9 @@ use shortlink_sidecar::visits::rollup::Interval;
 use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
 use shortlink_sidecar::webhooks::store::Webhooks;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -336,7 +340,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let start = today_start() - Days::days(59);
-        let (mut stores, mut pools) = (Vec::new(), Vec::new());
+        let (mut stores, mut pools, mut urls) = (Vec::new(), Vec::new(), Vec::new());
         for name in ["plain", "parted"] {
             let url = testkit::postgres().fresh_database_url();
             let pool = PgPool::connect(&url).await.unwrap();
@@ -367,6 +371,7 @@ fn main() {
                     s * 1e6 / (n + 1000) as f64
                 );
             }
+            urls.push(url.clone());
             let options = shortlink_sidecar::storage::ConnectOptions {
                 url,
                 max_connections: 4,
@@ -414,14 +419,42 @@ fn main() {
         }
         let hour = Utc::now().timestamp() / 3600 * 3600;
         let samples = env_usize("BENCH_READS", 1000);
-        // The per-rule reads: plain and parted through the store (parted: the generic plan's
-        // pool), then parted's statement on an ordinary session (a custom plan per execution,
-        // as before 44c1a7d) and with `SET LOCAL plan_cache_mode` around it. Each read is of
-        // its own link (a link read twice would be read from cache the second time), the
-        // four in turn first.
+        // The ways before run 7 on `parted`: the parent table with one generic plan per
+        // session (44c1a7d's pool), and planned per execution on an ordinary session.
+        let generic = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(
+                PgConnectOptions::from_str(&urls[1])
+                    .unwrap()
+                    .options([("plan_cache_mode", "force_generic_plan")]),
+            )
+            .await
+            .unwrap();
+        // Lists the backends whose CPU is counted; on a database of its own, so never one of them.
+        let admin = PgPool::connect(&testkit::postgres().fresh_database_url())
+            .await
+            .unwrap();
+        let dbs: Vec<String> = {
+            let mut names = Vec::new();
+            for pool in &pools {
+                names.push(
+                    sqlx::query_scalar("SELECT current_database()::text")
+                        .fetch_one(pool)
+                        .await
+                        .unwrap(),
+                );
+            }
+            names
+        };
+        // The per-rule reads: plain and parted through the store (parted: the days named),
+        // then parted's statement on the parent with the generic plan's pool and planned per
+        // execution. Each read is of its own link (a link read twice would be read from cache
+        // the second time), the four in turn first.
         let mut rules = [(); 4].map(|_| Vec::new());
-        // The feed's reads: [spread, one batch] x [plain, parted].
-        let mut feeds = [[(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new())];
+        let mut rules_cpu = [0u64; 4];
+        // The feed's reads: [spread, one batch] x [plain, parted named, parted's parent].
+        let mut feeds = [[(); 3].map(|_| Vec::new()), [(); 3].map(|_| Vec::new())];
+        let mut feeds_cpu = [[0u64; 3]; 2];
         for k in 0..samples {
             for turn in 0..4 {
                 let v = (k + turn) % 4;
@@ -441,25 +474,22 @@ fn main() {
                         .bind(window[0])
                         .bind(window[1])
                 };
+                let db = &dbs[usize::from(v > 0)];
+                let cpu = backends_cpu(&admin, db).await;
                 let started = Instant::now();
                 match v {
                     0 | 1 => {
                         stores[v].rule_breakdown(&q).await.unwrap();
                     }
                     2 => {
-                        statement().fetch_all(&pools[1]).await.unwrap();
+                        statement().fetch_all(&generic).await.unwrap();
                     }
                     _ => {
-                        let mut tx = pools[1].begin().await.unwrap();
-                        sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
-                            .execute(&mut *tx)
-                            .await
-                            .unwrap();
-                        statement().fetch_all(&mut *tx).await.unwrap();
-                        tx.commit().await.unwrap();
+                        statement().fetch_all(&pools[1]).await.unwrap();
                     }
                 }
                 rules[v].push(started.elapsed().as_secs_f64() * 1000.0);
+                rules_cpu[v] += cpu.since(&backends_cpu(&admin, db).await);
             }
             for (f, (ids, times)) in sets.iter().enumerate() {
                 // Whole chunks of 100 within the ids read; what a feed row says of their times.
@@ -467,41 +497,56 @@ fn main() {
                 let chunk = &ids[from..][..100.min(ids.len())];
                 let times = &times[from..from + chunk.len()];
                 let within = times.iter().min().copied().zip(times.iter().max().copied());
-                for turn in 0..2 {
-                    let i = (k + turn) % 2;
+                for turn in 0..3 {
+                    let i = (k + turn) % 3;
+                    let db = &dbs[usize::from(i > 0)];
+                    let cpu = backends_cpu(&admin, db).await;
                     let started = Instant::now();
-                    let rows = stores[i].webhooks().feed_rows(chunk, within).await.unwrap();
+                    let found = match i {
+                        0 | 1 => (stores[i].webhooks().feed_rows(chunk, within).await)
+                            .unwrap()
+                            .len(),
+                        _ => feed_on_parent(&pools[1], chunk, within.unwrap()).await,
+                    };
                     feeds[f][i].push(started.elapsed().as_secs_f64() * 1000.0);
-                    assert_eq!(rows.len(), chunk.len());
+                    feeds_cpu[f][i] += cpu.since(&backends_cpu(&admin, db).await);
+                    assert_eq!(found, chunk.len());
                 }
             }
         }
         let plain = percentile(&mut rules[0], 0.99);
+        let per_read = |ns: u64| ns as f64 / samples as f64 / 1000.0;
         for (v, what) in [
             "plain",
-            "parted (the generic plan's pool, 44c1a7d)",
-            "parted, a custom plan per execution (before 44c1a7d)",
-            "parted, `SET LOCAL plan_cache_mode` in a transaction",
+            "parted, the days named (run 7)",
+            "parted, `visits` with the generic plan's pool (44c1a7d)",
+            "parted, `visits` planned per execution (before 44c1a7d)",
         ]
         .into_iter()
         .enumerate()
         {
             let p99 = percentile(&mut rules[v], 0.99);
             println!(
-                "| per-rule clicks of a link, 24 h, {what} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | p99 <= plain |",
+                "| per-rule clicks of a link, 24 h, {what} | p50 {:.2} ms, p99 {p99:.2} ms; PostgreSQL CPU {:.0} us a read | p99 {:.2}x, CPU {:.2}x plain | p99 <= plain |",
                 percentile(&mut rules[v], 0.5),
-                p99 / plain
+                per_read(rules_cpu[v]),
+                p99 / plain,
+                rules_cpu[v] as f64 / rules_cpu[0] as f64
             );
         }
         for (f, what) in ["spread over the 24 h", "of one batch"].into_iter().enumerate() {
             let plain = percentile(&mut feeds[f][0], 0.99);
-            for i in 0..2 {
+            for (i, way) in ["plain", "parted, the days named (run 7)", "parted, `visits` bounded by the row's times (run 6)"]
+                .into_iter()
+                .enumerate()
+            {
                 let p99 = percentile(&mut feeds[f][i], 0.99);
                 println!(
-                    "| feed rows of 100 ids {what}, {} | p50 {:.2} ms, p99 {p99:.2} ms | p99 {:.2}x plain | p99 <= plain |",
-                    names[i],
+                    "| feed rows of 100 ids {what}, {way} | p50 {:.2} ms, p99 {p99:.2} ms; PostgreSQL CPU {:.0} us a read | p99 {:.2}x, CPU {:.2}x plain | p99 <= plain |",
                     percentile(&mut feeds[f][i], 0.5),
-                    p99 / plain
+                    per_read(feeds_cpu[f][i]),
+                    p99 / plain,
+                    feeds_cpu[f][i] as f64 / feeds_cpu[f][0] as f64
                 );
             }
         }
@@ -542,6 +587,69 @@ fn main() {
 }
 
 use shortlink_sidecar::visits::subjects::Subjects as _;
+
+/// CPU time (ns) of each client backend of a database, read from `/proc/<pid>/schedstat` (the
+/// testkit server runs on this machine).
+struct BackendsCpu(std::collections::HashMap<i32, u64>);
+
+impl BackendsCpu {
+    /// The CPU the backends of `now` used since `self` (a backend started since: all of its).
+    fn since(&self, now: &BackendsCpu) -> u64 {
+        (now.0.iter())
+            .map(|(pid, ns)| ns.saturating_sub(self.0.get(pid).copied().unwrap_or(0)))
+            .sum()
+    }
+}
+
+async fn backends_cpu(admin: &PgPool, db: &str) -> BackendsCpu {
+    let pids: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'",
+    )
+    .bind(db)
+    .fetch_all(admin)
+    .await
+    .unwrap();
+    let ns = |pid: i32| -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    };
+    BackendsCpu(
+        pids.into_iter()
+            .filter_map(|pid| Some((pid, ns(pid)?)))
+            .collect(),
+    )
+}
+
+/// The feed's lookup of `ids` as it ran before run 7: on `visits`, bounded by the row's times
+/// (so pruned to their days when planned); how many visits it found.
+async fn feed_on_parent(pool: &PgPool, ids: &[String], (first, last): (i64, i64)) -> usize {
+    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS BIGINT) AS status, \
+           v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
+           v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
+           v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
+           l.tags::text AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
+           l.valid_since, l.expires_at, l.workspace_id \
+         FROM visits v LEFT JOIN links l ON l.code = v.code \
+         WHERE v.event_id IN ({}) AND v.visited_at >= ${} AND v.visited_at <= ${}",
+        marks.join(", "),
+        ids.len() + 1,
+        ids.len() + 2
+    );
+    let mut query = sqlx::query(&sql);
+    for id in ids {
+        query = query.bind(id.as_str());
+    }
+    let time = |ms| DateTime::from_timestamp_millis(ms).unwrap();
+    (query
+        .bind(time(first))
+        .bind(time(last))
+        .fetch_all(pool)
+        .await)
+        .unwrap()
+        .len()
+}
 
 /// The per-rule statement of `rule_breakdown` (people only) as PostgreSQL receives it.
 const RULES: &str =

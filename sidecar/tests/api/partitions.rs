@@ -2,7 +2,8 @@
 //! populated table keeping every row and every answer; a redelivered visit is still refused; the
 //! cleanup job drops a day past retention whole while the consumer writes, losing no visit and
 //! keeping the part of a day still inside retention; a day created late takes its visits from
-//! the default partition.
+//! the default partition; a read of a day or two names the days' partitions and answers as the
+//! table does, whatever became of those days.
 
 use crate::conversions::{visit, CURL, IPHONE};
 use crate::helpers::*;
@@ -408,74 +409,154 @@ async fn a_feed_row_names_its_visits_days_and_its_readers_look_only_there() {
     assert_eq!(unbounded.len(), visits.len());
 }
 
-/// The per-rule clicks of a link over a window are read with one generic plan that prunes the
-/// days at run time: with a custom plan per execution (PostgreSQL's choice on a partitioned
-/// table) planning over every day's partition cost more than the read (3x at p99 over 60 days).
-/// The answers stay those of the raw visits.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_per_rule_clicks_over_a_window_are_planned_once_and_pruned_at_run_time() {
-    let app = spawn_app(Backend::Postgres).await;
-    let store = app.visit_store().await;
-    let now = Utc::now().timestamp_millis();
-    let visits: Vec<Visit> = (0..6)
-        .map(|n| {
-            let rule = [None, Some("1"), Some("2.1")][n % 3];
-            let at = now - n as i64 * DAY_MS / 5;
-            let ip = format!("203.0.113.{}", 10 + n % 2);
-            visit(&format!("rule-{n}"), "alpha", at, &ip, IPHONE, rule)
-        })
-        .collect();
-    store.store_batch(&visits, false).await.unwrap();
-
-    let hour = now / 1000 / 3600 * 3600;
-    let q = StatsQuery {
-        workspace: WorkspaceId::DEFAULT,
-        code: Some("alpha".to_owned()),
-        from: hour - 23 * 3600,
-        to: hour + 3600,
-        interval: Interval::Hour,
-        include_bots: false,
-        top: 10,
-    };
-    // More executions than PostgreSQL's five custom plans before it weighs a generic one.
-    let runs = 12;
-    for _ in 0..runs {
-        let entries = store.rule_breakdown(&q).await.unwrap();
-        let clicks: Vec<(Option<&str>, i64, i64)> = (entries.iter())
-            .map(|e| (e.rule.as_deref(), e.clicks, e.unique_visitors))
-            .collect();
-        assert_eq!(
-            clicks,
-            [(None, 2, 2), (Some("1"), 2, 2), (Some("2.1"), 1, 1)],
-            "visits 0 to 4 are within the 24 h, the sixth is a day old"
-        );
-    }
-    // Plans are counted per session: every session of the pool the reads went to, held at once.
-    // The size is read again after each acquire: a session still on its way back to the pool
-    // (sqlx returns it from a task of its own) is counted in it, and is waited for.
-    let window_reader = &store_of(&*store).dialect.window_reader;
+/// The statements the sessions of `store`'s reader have prepared that read the per-rule clicks
+/// or a feed row's visits. Every session is held at once; the pool's size is read again after
+/// each acquire (a session on its way back to the pool is counted, and waited for).
+async fn prepared_reads(store: &dyn VisitStore) -> Vec<String> {
+    let reader = &store_of(store).reader;
     let mut sessions = Vec::new();
-    while sessions.len() < window_reader.size() as usize {
-        sessions.push(window_reader.acquire().await.unwrap());
+    while sessions.len() < reader.size() as usize {
+        sessions.push(reader.acquire().await.unwrap());
     }
-    let (mut generic, mut custom) = (0, 0);
+    let mut statements = Vec::new();
     for session in &mut sessions {
-        let plans: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements \
-             WHERE statement LIKE '%GROUP BY rule%'",
+        let texts: Vec<String> = sqlx::query_scalar(
+            "SELECT statement FROM pg_prepared_statements \
+             WHERE statement LIKE '%GROUP BY rule%' OR statement LIKE '%v.event_id IN%'",
         )
-        .fetch_optional(&mut **session)
+        .fetch_all(&mut **session)
         .await
         .unwrap();
-        let (g, c) = plans.unwrap_or_default();
-        (generic, custom) = (generic + g, custom + c);
+        statements.extend(texts);
     }
-    // No custom plan on any session (PostgreSQL's own choice makes five per session before it
-    // weighs a generic one); the exact number of generic ones is not the point: a session may
-    // have been replaced by the pool meanwhile.
-    assert_eq!(
-        custom, 0,
-        "custom plans: the window pool planned per execution"
-    );
-    assert!(generic > 0, "no session of the window pool ran the read");
+    statements
+}
+
+/// Whether one of `statements` reads `day`'s partition by name.
+fn names(statements: &[String], day: DateTime<Utc>, what: &str) -> bool {
+    (statements.iter()).any(|s| s.contains(&partition(day)) && s.contains(what))
+}
+
+/// A read of a day or two of raw visits (a link's per-rule clicks over 24 h or a day, a feed
+/// row's visits) names the days' partitions: no planning over every day's partition and no
+/// lock on each. Its answers stay the table's whether the day has its partition, has none (its
+/// visits in the default partition), was created late by another sidecar (this one still reads
+/// `visits` until it lists the days again), or was dropped by another sidecar after this one
+/// listed it (the statement fails, the read is made on `visits`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_does() {
+    use shortlink_sidecar::webhooks::store::Webhooks;
+    let app = spawn_app(Backend::Postgres).await;
+    let pool = PgPool::connect(&app.database_url).await.unwrap();
+    let (store, other) = (app.visit_store().await, app.visit_store().await);
+    let now = Utc::now();
+    let midnight = |at: DateTime<Utc>| at.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    // Today's 24 h (its partitions and yesterday's were made by the migrations); the day 3
+    // days ago (a partition made here, dropped later); the day 9 days ahead (no partition:
+    // the default partition takes its visits until the day is created).
+    let past = midnight(now) - Duration::days(3) + Duration::hours(12);
+    let ahead = midnight(now) + Duration::days(9) + Duration::hours(12);
+    day_partition(&pool, past).await;
+    let hour = now.timestamp() / 3600 * 3600;
+    let windows = [
+        (now, hour - 23 * 3600, hour + 3600),
+        (
+            past,
+            midnight(past).timestamp(),
+            midnight(past).timestamp() + 86_400,
+        ),
+        (
+            ahead,
+            midnight(ahead).timestamp(),
+            midnight(ahead).timestamp() + 86_400,
+        ),
+    ];
+    // Six visits in each, a minute apart, before `at`: rules and variants, two people, a bot.
+    for (d, (at, _, _)) in windows.iter().enumerate() {
+        let visits: Vec<Visit> = (0..6)
+            .map(|n| {
+                let rule = [None, Some("1"), Some("2.1")][n % 3];
+                let ua = if n == 5 { CURL } else { IPHONE };
+                let ip = format!("203.0.113.{}", 10 + n % 2);
+                let t = at.timestamp_millis() - n as i64 * 60_000;
+                visit(&format!("named-{d}-{n}"), "alpha", t, &ip, ua, rule)
+            })
+            .collect();
+        store.store_batch(&visits, false).await.unwrap();
+    }
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 6);
+    let people = [(None, 2, 2), (Some("1"), 2, 2), (Some("2.1"), 1, 1)];
+    let everyone = [(None, 2, 2), (Some("1"), 2, 2), (Some("2.1"), 2, 2)];
+    let feed = store.webhooks();
+    let batches = feed.feed_batches(0, 10).await.unwrap();
+    assert_eq!(batches.len(), 3);
+
+    // What `store` answers for each window (with and without bots) and each feed row.
+    let answers = || async {
+        let mut out = Vec::new();
+        for (_, from, to) in windows {
+            let mut rules = Vec::new();
+            for include_bots in [false, true] {
+                let q = StatsQuery {
+                    workspace: WorkspaceId::DEFAULT,
+                    code: Some("alpha".to_owned()),
+                    from,
+                    to,
+                    interval: Interval::Hour,
+                    include_bots,
+                    top: 10,
+                };
+                let entries = store.rule_breakdown(&q).await.unwrap();
+                rules.push(
+                    (entries.into_iter())
+                        .map(|e| (e.rule, e.clicks, e.unique_visitors))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            out.push(rules);
+        }
+        let mut found = Vec::new();
+        for batch in &batches {
+            let rows = feed.feed_rows(&batch.event_ids, batch.visits_within).await;
+            found.push(rows.unwrap().len());
+        }
+        (out, found)
+    };
+    let expect = |rules: &[(Option<&str>, i64, i64)]| -> Vec<(Option<String>, i64, i64)> {
+        (rules.iter())
+            .map(|(rule, clicks, visitors)| (rule.map(str::to_owned), *clicks, *visitors))
+            .collect()
+    };
+    let all_there = vec![expect(&people), expect(&everyone)];
+    let before = vec![all_there.clone(), all_there.clone(), all_there.clone()];
+    assert_eq!(answers().await, (before.clone(), vec![6, 6, 6]));
+    let read = prepared_reads(&*store).await;
+    assert!(names(&read, past, "GROUP BY rule"), "{read:#?}");
+    assert!(names(&read, now, "GROUP BY rule"), "{read:#?}");
+    assert!(names(&read, past, "v.event_id IN"), "{read:#?}");
+
+    // Another sidecar creates the day ahead (its visits move out of the default partition):
+    // this one still lists it as missing and reads `visits`.
+    let created = store_of(&*other)
+        .prepare_days(now + Duration::days(2))
+        .await
+        .unwrap();
+    assert!(created >= 1, "{created}");
+    assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 0);
+    assert_eq!(answers().await, (before.clone(), vec![6, 6, 6]));
+
+    // Another sidecar drops the day 3 days ago (past a retention of 2 days), which this one
+    // still lists: its reads fail on the name, list the days again and read `visits`.
+    let dropped = store_of(&*other)
+        .drop_days_before(midnight(past) + Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(dropped, 6);
+    assert!(!exists(&pool, &partition(past)).await);
+    let after = vec![all_there.clone(), vec![Vec::new(), Vec::new()], all_there];
+    assert_eq!(answers().await, (after, vec![6, 0, 6]));
+    // Listed again: the day created late is now read by its name.
+    let read = prepared_reads(&*store).await;
+    assert!(names(&read, ahead, "GROUP BY rule"), "{read:#?}");
+    assert!(names(&read, ahead, "v.event_id IN"), "{read:#?}");
 }

@@ -131,6 +131,11 @@ const SUBSCRIPTION_COLUMNS: &str =
      batch_size, batch_ms, created_ms, revision, cursor_seq, cursor_index, lease_owner, \
      lease_until_ms, delivered, failing_since_ms, attempts, last_error";
 
+/// The columns of `visits` a feed row is made of (what a day's partition is read for by name).
+const FEED_COLUMNS: &str = "event_id, code, visited_at, status, ip, browser, browser_version, \
+     os, os_version, device, audience, agent, country, region, city, referrer_host, \
+     short_domain, language, rule";
+
 const FAILURE_COLUMNS: &str =
     "id, from_seq, from_index, to_seq, to_index, events, failed_ms, error";
 
@@ -324,7 +329,8 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
         within: Option<(i64, i64)>,
     ) -> StorageResult<Vec<FeedRow>> {
         // PostgreSQL keeps visits partitioned by day (migration 54) and finds an id in each
-        // day's index unless told which days hold it.
+        // day's index unless told which days hold it: then it reads those days' partitions by
+        // name (`rows_between`), one or two for a row of one stored batch.
         let days = match <V::Sql as Dialect>::BACKEND {
             shortlink_store::Backend::Postgres => within.and_then(|(first, last)| {
                 let time = chrono::DateTime::from_timestamp_millis;
@@ -332,36 +338,43 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
             }),
             _ => None,
         };
+        // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
+        let tags = match <V::Sql as Dialect>::BACKEND {
+            shortlink_store::Backend::Postgres => "l.tags::text",
+            _ => "l.tags",
+        };
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST) {
-            // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
-            let tags = match <V::Sql as Dialect>::BACKEND {
-                shortlink_store::Backend::Postgres => "l.tags::text",
-                _ => "l.tags",
-            };
-            let mut query = statement(
-                &format!(
-                    "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
-                       v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
-                       v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
-                       v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
-                       {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
-                       l.valid_since, l.expires_at, l.workspace_id \
-                     FROM visits v LEFT JOIN links l ON l.code = v.code \
-                     WHERE v.event_id IN ({})",
-                    V::Sql::BIGINT,
-                    vec!["?"; chunk.len()].join(", ")
-                ),
-                chunk.iter().cloned().map(Value::Text),
-            );
-            if let Some((first, last)) = days {
+            let query = |visits: &str| {
+                let mut query = statement(
+                    &format!(
+                        "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
+                           v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
+                           v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
+                           v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
+                           {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
+                           l.valid_since, l.expires_at, l.workspace_id \
+                         FROM {visits} AS v LEFT JOIN links l ON l.code = v.code \
+                         WHERE v.event_id IN ({})",
+                        V::Sql::BIGINT,
+                        vec!["?"; chunk.len()].join(", ")
+                    ),
+                    chunk.iter().cloned().map(Value::Text),
+                );
+                if let Some((first, last)) = days {
+                    query
+                        .push(" AND v.visited_at >= ")
+                        .bind(Value::Time(first))
+                        .push(" AND v.visited_at <= ")
+                        .bind(Value::Time(last));
+                }
                 query
-                    .push(" AND v.visited_at >= ")
-                    .bind(Value::Time(first))
-                    .push(" AND v.visited_at <= ")
-                    .bind(Value::Time(last));
-            }
-            for row in all::<V>(&self.reader, query).await? {
+            };
+            let found = match days {
+                Some((first, last)) => self.rows_between(first, last, FEED_COLUMNS, query).await?,
+                None => all::<V>(&self.reader, query("visits")).await?,
+            };
+            for row in found {
                 rows.push(feed_row::<V>(&row)?);
             }
         }

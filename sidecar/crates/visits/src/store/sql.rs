@@ -41,11 +41,21 @@ pub trait VisitDialect: Send + Sync + 'static {
         <Self::Sql as Dialect>::read_time(row, column)
     }
 
-    /// Where reads of raw visits over a time window go (the per-rule breakdown): `reader`,
-    /// except on PostgreSQL, whose visits are partitioned by day ([`super::PgVisitStore`]).
-    fn window_reader<'a>(&'a self, reader: &'a Pool<Db<Self>>) -> &'a Pool<Db<Self>> {
-        reader
+    /// What a read of `columns` of the raw visits made from `first` to `last` (both included)
+    /// reads instead of `visits`; `None` for `visits`. PostgreSQL names the partitions of a day
+    /// or two (`postgres/named.rs`).
+    async fn visits_between(
+        &self,
+        _reader: &Pool<Db<Self>>,
+        _first: DateTime<Utc>,
+        _last: DateTime<Utc>,
+        _columns: &str,
+    ) -> StorageResult<Option<String>> {
+        Ok(None)
     }
+
+    /// A read of [`VisitDialect::visits_between`]'s answer found a table gone: ask anew next time.
+    fn forget_days(&self) {}
 
     /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
     async fn store_batch(
@@ -69,6 +79,9 @@ pub struct SqlVisitStore<V: VisitDialect> {
 pub(crate) fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
 }
+
+/// SQLSTATE of a statement naming a table that does not exist (PostgreSQL).
+const UNDEFINED_TABLE: &str = "42P01";
 
 /// `?, ?, ...` for `n` values.
 pub(crate) fn marks(n: usize) -> String {
@@ -94,6 +107,33 @@ pub(crate) async fn execute<V: VisitDialect>(
 }
 
 impl<V: VisitDialect> SqlVisitStore<V> {
+    /// The rows of the statement `query` writes over `visits` (the name it is given, to be
+    /// aliased: `FROM {visits} AS v`) when it reads only visits made from `first` to `last`
+    /// (both included), on the reader: what [`VisitDialect::visits_between`] names, or the
+    /// table. A named table gone meanwhile (a day dropped by another sidecar's cleanup) fails
+    /// the statement as undefined: it is then run on the table.
+    pub async fn rows_between(
+        &self,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        columns: &str,
+        query: impl Fn(&str) -> Statement,
+    ) -> StorageResult<Vec<Row<V>>> {
+        let named = (self.dialect)
+            .visits_between(&self.reader, first, last, columns)
+            .await?;
+        if let Some(source) = named {
+            let mut connection = self.reader.acquire().await.map_err(db)?;
+            match Db::<V>::fetch_all(&mut connection, query(&source)).await {
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNDEFINED_TABLE) => {
+                    self.dialect.forget_days();
+                }
+                rows => return rows.map_err(db),
+            }
+        }
+        self.rows(&self.reader, query("visits")).await
+    }
+
     async fn rows(&self, pool: &Pool<Db<V>>, query: Statement) -> StorageResult<Vec<Row<V>>> {
         fetch_all::<V>(pool, query).await
     }
@@ -404,21 +444,32 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let Some(code) = &q.code else {
             return Ok(Vec::new());
         };
-        let time = |unix: i64| V::visit_time(DateTime::from_timestamp(unix, 0).unwrap_or_default());
+        let time = |unix: i64| DateTime::from_timestamp(unix, 0).unwrap_or_default();
+        let (from, to) = (time(q.from), time(q.to));
         let audience = if q.include_bots {
             ""
         } else {
             " AND audience = 'human'"
         };
-        let query = statement(
-            &format!(
-                "SELECT rule, COUNT(*) AS clicks, COUNT(DISTINCT visitor) AS visitors FROM visits \
-                 WHERE code = ? AND visited_at >= ? AND visited_at < ?{audience} GROUP BY rule"
-            ),
-            [Value::Text(code.clone()), time(q.from), time(q.to)],
-        );
-        let reader = self.dialect.window_reader(&self.reader);
-        let mut entries = (self.rows(reader, query).await?.iter())
+        let query = |visits: &str| {
+            statement(
+                &format!(
+                    "SELECT rule, COUNT(*) AS clicks, COUNT(DISTINCT visitor) AS visitors \
+                     FROM {visits} AS v \
+                     WHERE code = ? AND visited_at >= ? AND visited_at < ?{audience} GROUP BY rule"
+                ),
+                [
+                    Value::Text(code.clone()),
+                    V::visit_time(from),
+                    V::visit_time(to),
+                ],
+            )
+        };
+        // The last instant before `to` PostgreSQL stores (microseconds): which days are read.
+        let last = to - chrono::Duration::microseconds(1);
+        let columns = "code, visited_at, audience, rule, visitor";
+        let rows = self.rows_between(from, last, columns, query).await?;
+        let mut entries = (rows.iter())
             .map(|row| {
                 Ok(RuleEntry {
                     rule: V::Sql::read_opt_text(row, "rule")?,

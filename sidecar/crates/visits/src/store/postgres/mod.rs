@@ -5,6 +5,7 @@
 
 mod copy;
 mod insert;
+mod named;
 mod partitions;
 mod rollup;
 use super::api::BatchOutcome;
@@ -12,6 +13,7 @@ use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_rules, first_seen, outcome, user_agents};
 use crate::rollup::{AllLinks, Deltas};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use copy::at_ms;
 use insert::{insert_visits, Inserted};
 use shortlink_store::{Pg, StorageError, StorageResult};
@@ -22,22 +24,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub struct PgVisits {
-    /// The reads of raw visits over a time window ([`VisitDialect::window_reader`]): its
-    /// sessions run prepared statements with one generic plan (`plan_cache_mode =
-    /// force_generic_plan`), which prunes the days at run time. On the shared pool PostgreSQL
-    /// keeps making a custom plan per execution (the generic plan's estimate counts every
-    /// day's partition, so it never looks cheaper), and planning over ~70 partitions cost more
-    /// than the read itself: the per-rule clicks over 24 h were 3x slower at p99 than on one
-    /// table (bench/results/partitions-2026-11-26.md). Only windowed reads of `visits` use it:
-    /// a generic plan would be a guess for the other statements (skewed codes, rollups).
-    /// Connected lazily: an installation that never asks for rules opens none.
-    pub window_reader: PgPool,
+    /// The days that have their own partition: a read of a day or two of raw visits names them
+    /// instead of `visits` ([`named`]).
+    days: named::DayList,
 }
 
 pub type PgVisitStore = SqlVisitStore<PgVisits>;
-
-/// The most sessions [`PgVisits::window_reader`] opens (one read each; a stats page asks one).
-const WINDOW_READERS: u32 = 4;
 
 impl PgVisitStore {
     pub async fn connect(
@@ -51,13 +43,6 @@ impl PgVisitStore {
                 ("statement_timeout", "30s"),
                 ("idle_in_transaction_session_timeout", "60s"),
             ]);
-        let window_reader = PgPoolOptions::new()
-            .max_connections(max_connections.clamp(1, WINDOW_READERS))
-            .acquire_timeout(acquire_timeout)
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .connect_lazy_with(
-                (connect.clone()).options([("plan_cache_mode", "force_generic_plan")]),
-            );
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.clamp(1, 8))
             .acquire_timeout(acquire_timeout)
@@ -66,7 +51,9 @@ impl PgVisitStore {
             .await
             .map_err(StorageError::classify)?;
         Ok(Self {
-            dialect: PgVisits { window_reader },
+            dialect: PgVisits {
+                days: named::DayList::default(),
+            },
             writer: pool.clone(),
             reader: pool,
         })
@@ -84,8 +71,18 @@ impl VisitDialect for PgVisits {
         "DELETE FROM visits WHERE visited_at < ? AND (event_id, visited_at) IN \
          (SELECT event_id, visited_at FROM visits WHERE visited_at < $1 LIMIT ?)";
 
-    fn window_reader<'a>(&'a self, _reader: &'a PgPool) -> &'a PgPool {
-        &self.window_reader
+    async fn visits_between(
+        &self,
+        reader: &PgPool,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        columns: &str,
+    ) -> StorageResult<Option<String>> {
+        self.days.source(reader, first, last, columns).await
+    }
+
+    fn forget_days(&self) {
+        self.days.forget();
     }
 
     async fn store_batch(

@@ -27,7 +27,7 @@ const ADVISORY_KEY: i64 = 0x5356_6973_6974_5044; // "SVisitPD"
 
 const PREFIX: &str = "visits_p";
 
-fn partition_name(day: NaiveDate) -> String {
+pub(super) fn partition_name(day: NaiveDate) -> String {
     format!("{PREFIX}{}", day.format("%Y%m%d"))
 }
 
@@ -46,7 +46,7 @@ fn db(error: sqlx::Error) -> StorageError {
 }
 
 /// The days that have their own partition, oldest first.
-async fn days(pool: &PgPool) -> StorageResult<Vec<NaiveDate>> {
+pub(super) async fn days(pool: &PgPool) -> StorageResult<Vec<NaiveDate>> {
     let names: Vec<String> = sqlx::query_scalar(
         "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
          WHERE i.inhparent = 'visits'::regclass",
@@ -134,6 +134,9 @@ impl PgVisitStore {
                 created += 1;
             }
         }
+        if created > 0 {
+            self.dialect.days.forget();
+        }
         Ok(created)
     }
 
@@ -159,6 +162,7 @@ impl PgVisitStore {
                 .await
                 .map_err(db)?;
             tx.commit().await.map_err(db)?;
+            self.dialect.days.forget();
             dropped += u64::try_from(rows).unwrap_or(0);
         }
         Ok(dropped)
