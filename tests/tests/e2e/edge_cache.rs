@@ -470,3 +470,40 @@ fn a_new_worker_refills_the_zone_it_emptied_with_the_newest_links() {
     eprintln!("{done:?}");
     assert!(!done.is_empty());
 }
+
+/// The zone's mapping asks for huge pages (`MADV_HUGEPAGE`, "hg" in the workers' smaps): where the
+/// host allows them for shared memory (`shmem_enabled` = advise), a random hit's page walk then
+/// stays within one 2 MiB page's entry. This host gives shared memory none, so only the request
+/// is checked, not the pages.
+#[test]
+fn the_zone_asks_for_huge_pages() {
+    // A size no other mapping of nginx has.
+    let (system, _conf) = edge("6m", "size=1000 ttl=1h negative_ttl=1s");
+    let (_, _, pid) = click(&system, "no-such-code");
+    assert!(!pid.is_empty(), "no X-Worker header");
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("the worker's smaps");
+    // One block per mapping: its range line, then `Key: value` lines ending with VmFlags.
+    let mut size = String::new();
+    let mut zone_flags = Vec::new();
+    for line in smaps.lines() {
+        if let Some(kb) = line.strip_prefix("Size:") {
+            size = kb.trim().to_owned();
+        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if size == "6144 kB" {
+                zone_flags.push(
+                    flags
+                        .split_whitespace()
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>(),
+                );
+            }
+        }
+    }
+    assert_eq!(zone_flags.len(), 1, "one 6 MiB mapping: {zone_flags:?}");
+    let flags = &zone_flags[0];
+    assert!(flags.iter().any(|f| f == "sh"), "not shared: {flags:?}");
+    assert!(
+        flags.iter().any(|f| f == "hg"),
+        "no MADV_HUGEPAGE: {flags:?}"
+    );
+}
