@@ -5,22 +5,21 @@
 //! memory), then the set's line of tags, then the slot. Those waits were most of `Zone::get`'s
 //! 7% of a worker's time in the uniform 1M cell (bench/results/edge-cache-2026-11-26c.md). A
 //! `POST_READ` phase handler, registered only when a zone is configured, guesses the code from
-//! the raw URI with the route of the server's `shortlink on` location and asks for the first
-//! set's tag line (a prefetch walks the page tables too); nginx then finds the location and runs
-//! its phases while the line comes, and the content handler finds it in the cache. Nothing is
-//! read or decided here: a wrong guess (another location, a code to lower-case) costs one
-//! useless prefetch, and servers without a `shortlink on` location skip it after one compare.
-
-use std::ptr;
+//! the parsed path with the route of the server's first `shortlink on` location and asks for
+//! the first set's tag line (a prefetch walks the page tables too); nginx then finds the
+//! location and runs its phases while the line comes, and the content handler finds it in the
+//! cache. Nothing is read or decided here: a wrong guess (another location, a code to
+//! lower-case) costs one useless prefetch, and servers without a `shortlink on` location skip
+//! it after one test.
 
 use nginx_sys::{
     ngx_array_push, ngx_conf_t, ngx_http_handler_pt, ngx_http_phases_NGX_HTTP_POST_READ_PHASE,
     ngx_http_request_t, ngx_int_t, NGX_DECLINED,
 };
-use ngx::http::{HttpModuleMainConf, HttpModuleServerConf, NgxHttpCoreModule};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 
 use crate::conf::MainConf;
-use crate::request::code::{self, Route, TrailingSlash};
+use crate::request::code::Route;
 use crate::request::value::slice_or_empty;
 use crate::{ffi, ShortlinkModule};
 
@@ -29,7 +28,7 @@ pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
     let Some(mcf) = ShortlinkModule::main_conf(cf) else {
         return Ok(());
     };
-    if mcf.cache_zone.is_none() || mcf.code_servers.is_empty() {
+    if mcf.cache_zone.is_none() || !mcf.used {
         return Ok(());
     }
     let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
@@ -49,32 +48,40 @@ extern "C" fn post_read(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard((), || {
         // SAFETY: nginx calls phase handlers with a live request, its server chosen.
         let r = unsafe { &*r };
-        if let Some(mcf) = ShortlinkModule::main_conf(r) {
-            prefetch(r, mcf);
-        }
+        prefetch(r);
     });
     NGX_DECLINED as ngx_int_t
 }
 
-fn prefetch(r: &ngx_http_request_t, mcf: &MainConf) {
-    let Some(server) = NgxHttpCoreModule::server_conf(r) else {
+fn prefetch(r: &ngx_http_request_t) {
+    // Before the location is found a request has its server's own configuration.
+    let Some(route) = ShortlinkModule::location_conf(r).and_then(|s| s.server_route.as_ref())
+    else {
         return;
     };
-    // SAFETY: `unparsed_uri` points into request memory that outlives this call.
-    let raw_uri = unsafe { slice_or_empty(r.unparsed_uri.data, r.unparsed_uri.len) };
-    let Some(code) = guess(&mcf.code_servers, ptr::from_ref(server) as usize, raw_uri) else {
+    // nginx's parsed path (`r->uri`, without the query): no scan for the query's `?`, which the
+    // content handler's exact rule (`code::extract`, on the raw URI) makes at about half of this
+    // handler's first cost. Escapes and merged slashes differ from the raw URI only in paths
+    // that are no code.
+    // SAFETY: `uri` points into request memory that outlives this call.
+    let path = unsafe { slice_or_empty(r.uri.data, r.uri.len) };
+    let Some(code) = guess(route, path) else {
         return;
     };
-    if let Some(zone) = mcf.cache_zone() {
+    if let Some(zone) = ShortlinkModule::main_conf(r).and_then(MainConf::cache_zone) {
         zone.prefetch(code);
     }
 }
 
-/// The code a request for `raw_uri` to `server` likely names: `None` unless the server has a
-/// `shortlink on` location (`servers`, [`MainConf::code_servers`]).
-fn guess<'u>(servers: &[(usize, Route)], server: usize, raw_uri: &'u [u8]) -> Option<&'u [u8]> {
-    let (_, route) = servers.iter().find(|s| s.0 == server)?;
-    code::extract(raw_uri, route, TrailingSlash::Refused)
+/// The code a request for `path` likely names under `route`: whatever follows a prefix
+/// location's prefix, or the last segment. A guess only (a path that is no code costs one
+/// useless prefetch).
+fn guess<'u>(route: &Route, path: &'u [u8]) -> Option<&'u [u8]> {
+    match route {
+        Route::Prefix(prefix) => path.strip_prefix(prefix.as_slice()),
+        Route::LastSegment => path.rsplit(|&b| b == b'/').next(),
+    }
+    .filter(|code| !code.is_empty())
 }
 
 #[cfg(test)]
@@ -82,11 +89,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_code_is_guessed_only_for_a_server_with_a_shortlink_location() {
-        let servers = [(1, Route::Prefix(b"/s/".to_vec())), (2, Route::LastSegment)];
-        assert_eq!(guess(&servers, 1, b"/s/abc123?x=1"), Some(&b"abc123"[..]));
-        assert_eq!(guess(&servers, 2, b"/go/abc123"), Some(&b"abc123"[..]));
-        assert_eq!(guess(&servers, 3, b"/abc123"), None, "a server without one");
-        assert_eq!(guess(&servers, 1, b"/other/abc123"), None);
+    fn a_code_is_guessed_from_the_path_by_the_route() {
+        let prefix = Route::Prefix(b"/s/".to_vec());
+        assert_eq!(guess(&prefix, b"/s/abc123"), Some(&b"abc123"[..]));
+        assert_eq!(
+            guess(&Route::LastSegment, b"/go/abc123"),
+            Some(&b"abc123"[..])
+        );
+        assert_eq!(guess(&prefix, b"/other/abc123"), None);
+        assert_eq!(guess(&prefix, b"/s/"), None);
+        assert_eq!(guess(&Route::LastSegment, b"/go/"), None);
     }
 }

@@ -295,16 +295,20 @@ extern "C" fn set_enable(
             Route::LastSegment
         });
         clcf.handler = Some(handler::redirect_handler);
-        let server = NgxHttpCoreModule::server_conf(cf)
+        let cscf = NgxHttpCoreModule::server_conf(cf)
             .ok_or_else(|| ArgError("outside of a server".into()))?;
-        let server = ptr::from_ref(server) as usize;
-        let route = lcf.route.clone();
-        let mcf = ShortlinkModule::main_conf_mut(cf)
-            .ok_or_else(|| ArgError("has no http configuration".into()))?;
-        mcf.used = true;
-        if let Some(route) = route.filter(|_| mcf.code_servers.iter().all(|s| s.0 != server)) {
-            mcf.code_servers.push((server, route));
+        // SAFETY: nginx sets a server's `ctx` to its block's configuration context when it
+        // creates the server, before its locations are read; it lives as long as the
+        // configuration. Its location conf is the server's own, never this location's `lcf`.
+        let server = unsafe { cscf.ctx.as_ref() }
+            .and_then(ShortlinkModule::location_conf_mut)
+            .ok_or_else(|| ArgError("outside of a server".into()))?;
+        if server.server_route.is_none() {
+            server.server_route = lcf.route.clone();
         }
+        ShortlinkModule::main_conf_mut(cf)
+            .ok_or_else(|| ArgError("has no http configuration".into()))?
+            .used = true;
         Ok(())
     })
 }

@@ -62,10 +62,6 @@ pub struct MainConf {
     pub cache_zone_shm: *mut ngx_shm_zone_t,
     /// Whether any location says `shortlink on` (only then are secret and Redis required).
     pub used: bool,
-    /// The servers with a `shortlink on` location (their core server conf's address) and the
-    /// first such location's route: where a request's code is guessed as it arrives, to
-    /// prefetch its place in the zone (`crate::prefetch`); other servers' requests skip it.
-    pub code_servers: Vec<(usize, Route)>,
     /// Whether any location says `shortlink_status`.
     pub status: bool,
     pub scheme: Option<CodeScheme>,
@@ -107,7 +103,6 @@ impl Default for MainConf {
             cache_zone: None,
             cache_zone_shm: std::ptr::null_mut(),
             used: false,
-            code_servers: Vec::new(),
             status: false,
             scheme: None,
             expected_scheme: crate::scheme::Expected::default(),
@@ -258,6 +253,11 @@ pub enum WorkspaceSource {
 pub struct LocConf {
     /// Set by `shortlink on` in this very location.
     pub route: Option<Route>,
+    /// On a server's own configuration (the one a request has before its location is found):
+    /// the route of the server's first `shortlink on` location, with which the zone's prefetch
+    /// guesses a request's code as it arrives (`crate::prefetch`); `None`: the server has no
+    /// such location and its requests skip the prefetch. Not inherited.
+    pub server_route: Option<Route>,
     pub pool: Option<PoolSource>,
     /// `shortlink_workspace`: the workspace of the request's host; a code of another workspace
     /// answers as an unknown one. Unset: no check.
