@@ -202,7 +202,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
     /// many statements (rare: two conversions of one person with different names in one batch).
     ///
     /// Measured on 1,000-conversion batches (bench/results/conversions-2026-11-26.md, run 5):
-    /// 7.5-8.5 µs of PostgreSQL CPU per conversion against 15.6 µs for two rows.
+    /// 7.6-8.5 µs of PostgreSQL CPU per conversion against 15.6-16.0 µs for two rows.
     async fn new_converters_by_visitor(
         connection: &mut Connection<V>,
         stored: &[(&Conversion, &str)],
