@@ -4,6 +4,7 @@
 //! two batches never wait on each other in a cycle.
 
 mod copy;
+mod days;
 mod insert;
 mod named;
 mod partitions;

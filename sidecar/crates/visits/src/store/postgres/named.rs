@@ -21,7 +21,7 @@
 //! Not covered: a partition detached by hand (`ALTER TABLE visits DETACH PARTITION`) is still a
 //! table of that name, and is read as a day of `visits` until the list is read again.
 
-use super::partitions::{days, partition_name};
+use super::days::{days, partition_name};
 use chrono::{DateTime, NaiveDate, Utc};
 use shortlink_store::StorageResult;
 use sqlx::PgPool;

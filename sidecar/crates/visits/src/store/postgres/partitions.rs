@@ -10,6 +10,7 @@
 //! most [`LOCK_WAIT`] behind the consumer's transactions (each one batch), then tries again at
 //! the next run.
 
+use super::days::{days, partition_name};
 use super::PgVisitStore;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use shortlink_store::{StorageError, StorageResult};
@@ -25,16 +26,6 @@ const LOCK_WAIT: &str = "5s";
 /// Serialises partition changes of sidecars sharing the database (an advisory lock's key).
 const ADVISORY_KEY: i64 = 0x5356_6973_6974_5044; // "SVisitPD"
 
-const PREFIX: &str = "visits_p";
-
-pub(super) fn partition_name(day: NaiveDate) -> String {
-    format!("{PREFIX}{}", day.format("%Y%m%d"))
-}
-
-fn day_of(name: &str) -> Option<NaiveDate> {
-    NaiveDate::parse_from_str(name.strip_prefix(PREFIX)?, "%Y%m%d").ok()
-}
-
 /// The first instant of `day` and of the next one.
 fn bounds(day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
     let start = day.and_time(chrono::NaiveTime::MIN).and_utc();
@@ -43,20 +34,6 @@ fn bounds(day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
 
 fn db(error: sqlx::Error) -> StorageError {
     StorageError::classify(error)
-}
-
-/// The days that have their own partition, oldest first.
-pub(super) async fn days(pool: &PgPool) -> StorageResult<Vec<NaiveDate>> {
-    let names: Vec<String> = sqlx::query_scalar(
-        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
-         WHERE i.inhparent = 'visits'::regclass",
-    )
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let mut days: Vec<NaiveDate> = names.iter().filter_map(|name| day_of(name)).collect();
-    days.sort_unstable();
-    Ok(days)
 }
 
 /// A transaction holding the partition changes' advisory lock, with a bounded lock wait.
@@ -171,6 +148,7 @@ impl PgVisitStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::days::day_of;
     use super::*;
 
     #[test]
