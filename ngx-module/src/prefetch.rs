@@ -23,12 +23,13 @@ use crate::request::code::Route;
 use crate::request::value::slice_or_empty;
 use crate::{ffi, ShortlinkModule};
 
-/// Adds the phase handler when there is a zone and a location that reads it (postconfiguration).
+/// Adds the phase handler when `shortlink_cache_prefetch on` asks for it, there is a zone and a
+/// location reads it (postconfiguration).
 pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
     let Some(mcf) = ShortlinkModule::main_conf(cf) else {
         return Ok(());
     };
-    if mcf.cache_zone.is_none() || !mcf.used {
+    if mcf.cache_zone.is_none() || !mcf.used || mcf.cache_prefetch != Some(true) {
         return Ok(());
     }
     let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;

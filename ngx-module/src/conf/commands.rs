@@ -50,7 +50,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 29] = [
+pub static mut COMMANDS: [ngx_command_t; 30] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -130,6 +130,12 @@ pub static mut COMMANDS: [ngx_command_t; 29] = [
         MAIN | NGX_CONF_TAKE2,
         MainConf.cache_zone,
         |_, a| parse::cache_zone(a)
+    ),
+    value!(
+        "shortlink_cache_prefetch",
+        MAIN | NGX_CONF_FLAG,
+        MainConf.cache_prefetch,
+        flag
     ),
     value!(
         "shortlink_code_secret_file",

@@ -58,6 +58,10 @@ pub struct MainConf {
     pub cache: Option<Option<CacheConfig>>,
     /// `shortlink_cache_zone name size`: one cache shared by the workers.
     pub cache_zone: Option<parse::ZoneSpec>,
+    /// `shortlink_cache_prefetch on`: ask for a request's place in the zone as it arrives
+    /// (`crate::prefetch`). Off by default: it saved ~2% of worker CPU on a zone hit of a code
+    /// not read lately and cost a hot or bogus request ~2% (bench/results/edge-cache-2026-11-27.md).
+    pub cache_prefetch: Option<bool>,
     /// The zone nginx maps for `cache_zone`.
     pub cache_zone_shm: *mut ngx_shm_zone_t,
     /// Whether any location says `shortlink on` (only then are secret and Redis required).
@@ -101,6 +105,7 @@ impl Default for MainConf {
             cluster: None,
             cache: None,
             cache_zone: None,
+            cache_prefetch: None,
             cache_zone_shm: std::ptr::null_mut(),
             used: false,
             status: false,

@@ -18,11 +18,18 @@ const BOUND: Duration = Duration::from_millis(200);
 
 /// Two workers sharing a zone of `size`; every answer names the worker that gave it.
 fn edge(size: &str, cache: &'static str) -> (System, tempfile::TempDir) {
+    edge_with(size, cache, "")
+}
+
+/// [`edge`] with more main-level directives (`shortlink_cache_prefetch on;`).
+fn edge_with(size: &str, cache: &'static str, extra: &str) -> (System, tempfile::TempDir) {
     let conf = testkit::temp_dir();
     shortlink_e2e::templates_with(
         conf.path(),
         "shortlink_cache @CACHE@;",
-        &format!("shortlink_cache_zone shortlink_edge {size}; add_header X-Worker $pid always;"),
+        &format!(
+            "shortlink_cache_zone shortlink_edge {size}; {extra} add_header X-Worker $pid always;"
+        ),
     );
     let system = System::start_with(NginxOptions {
         cache,
@@ -231,7 +238,12 @@ impl Load {
 
 #[test]
 fn a_change_and_a_revoke_under_load_reach_both_workers() {
-    let (system, _conf) = edge("1m", "size=1000 ttl=1h negative_ttl=1s");
+    // With the prefetch on: it reads the sets that writers change under it.
+    let (system, _conf) = edge_with(
+        "1m",
+        "size=1000 ttl=1h negative_ttl=1s",
+        "shortlink_cache_prefetch on;",
+    );
     let code = system.create(json!({"url": "https://example.com/v1"}));
     let load = Load::start(system.nginx.redirect_port, vec![code.clone()], 6);
     load.run_for(300);
@@ -280,7 +292,11 @@ fn a_change_and_a_revoke_under_load_reach_both_workers() {
 #[test]
 fn a_full_zone_evicts_and_never_answers_a_wrong_record() {
     // 256k holds ~900 records: 1,500 links overflow it.
-    let (system, _conf) = edge("256k", "size=100 ttl=1h negative_ttl=1s");
+    let (system, _conf) = edge_with(
+        "256k",
+        "size=100 ttl=1h negative_ttl=1s",
+        "shortlink_cache_prefetch on;",
+    );
     let links = create_many(&system, 1_500, "full");
     let check_all = |targets: &HashMap<String, String>| {
         for (code, target) in targets {
