@@ -4,7 +4,8 @@
 //! page walk to the code's set in a zone of hundreds of megabytes (no huge pages for shared
 //! memory), then the set's line of tags, then the slot. Those waits were most of `Zone::get`'s
 //! 7% of a worker's time in the uniform 1M cell (bench/results/edge-cache-2026-11-26c.md). A
-//! `POST_READ` phase handler, registered only when a zone is configured, guesses the code from
+//! `POST_READ` phase handler, registered only with `shortlink_cache_prefetch on` and a zone
+//! (off by default: it costs a hot or bogus request ~125 instructions), guesses the code from
 //! the parsed path with the route of the server's first `shortlink on` location and asks for
 //! the first set's tag line (a prefetch walks the page tables too); nginx then finds the
 //! location and runs its phases while the line comes, and the content handler finds it in the
