@@ -1,16 +1,17 @@
 //! PostgreSQL visits partitioned by day (issue 56, migration 54) against the table as it was,
 //! in the same run, on two databases of the same server holding the same rows:
 //!
-//! - `plain`: every migration but 54 (one `visits` heap, as before);
+//! - `plain`: every migration but 54 and 60 (one `visits` heap, its index as before);
 //! - `parted`: the same rows loaded before migration 54, then migrated (the conversion is timed:
-//!   seconds per million visits).
+//!   seconds per million visits), with the covering index of migration 60; the cleanup job's
+//!   vacuum of the days that have ended (`settle_days`) runs once loaded, timed.
 //!
 //! `BENCH_VISITS` visits (default 3,000,000; the issue's size is 50,000,000) over 60 whole UTC
 //! days ending today, over `BENCH_LINKS` codes (default 10,000), written by SQL a day at a time
 //! (fast to load), plus one subject's link with 1,000 visits over the same days. Above
 //! `BENCH_CONVERT_UP_TO` visits (default 5,000,000) `parted` is partitioned first and loaded
 //! into its days (the conversion would hold the table twice on disk; its time per million is
-//! then not measured). With `BENCH_FEED=1` (default) `plain` also gets the feed rows of its
+//! then not measured), and migration 60's index is built after the load (timed). With `BENCH_FEED=1` (default) `plain` also gets the feed rows of its
 //! visits (one per `BENCH_BATCH` visits, as the consumer writes them). Then, alternating the two:
 //!
 //! 1. consumer visits/s: `BENCH_CONSUMER_VISITS` (default 80,000) visits of now stored through
@@ -38,7 +39,7 @@ use chrono::{DateTime, Duration as Days, Utc};
 use shortlink_sidecar::storage::WorkspaceId;
 use shortlink_sidecar::visits::cleanup::delete_old_visits;
 use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
+use shortlink_sidecar::visits::store::{SqlBackendStore, StatsQuery, VisitStore};
 use shortlink_sidecar::webhooks::store::Webhooks;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -50,6 +51,8 @@ use std::time::{Duration, Instant};
 
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 const PARTITIONED: i64 = 20261126000054;
+/// The per-rule read's covering index (migration 60), part of the partitioned design.
+const COVERING: i64 = 20261127000060;
 const DAY_MS: i64 = 86_400_000;
 /// The shortest window a writer's visits/s is measured over (idle, and during a retention).
 const WINDOW: f64 = 6.0;
@@ -346,12 +349,12 @@ fn main() {
             let pool = PgPool::connect(&url).await.unwrap();
             let convert = name == "parted" && n <= convert_up_to;
             if name == "parted" && !convert {
-                migrate(&pool, |_| true).await;
+                migrate(&pool, |v| v < COVERING).await;
                 partition_days(&pool, start).await;
             } else if convert {
                 migrate(&pool, |v| v < PARTITIONED).await;
             } else {
-                migrate(&pool, |v| v != PARTITIONED).await;
+                migrate(&pool, |v| v != PARTITIONED && v != COVERING).await;
             }
             let loaded = Instant::now();
             let feed = (feed && name == "plain").then_some(batch);
@@ -360,6 +363,14 @@ fn main() {
             if name == "parted" && !convert {
                 println!(
                     "| migration 54 | not measured at this size: `parted` was partitioned, then loaded | | |"
+                );
+                let started = Instant::now();
+                migrate(&pool, |v| v >= COVERING).await;
+                let s = started.elapsed().as_secs_f64();
+                println!(
+                    "| migration 60 (the covering index) on {} visits | {s:.1} s | {:.1} s per million | |",
+                    n + 1000,
+                    s * 1e6 / (n + 1000) as f64
                 );
             } else if convert {
                 let started = Instant::now();
@@ -378,7 +389,20 @@ fn main() {
                 acquire_timeout: Duration::from_secs(10),
                 sqlite_cache: Default::default(),
             };
-            stores.push(shortlink_sidecar::visits::store::connect(&options).await.unwrap());
+            let store = shortlink_sidecar::visits::store::connect(&options).await.unwrap();
+            if name == "parted" {
+                // The cleanup job's vacuum of the days that have ended, as on a running install.
+                let started = Instant::now();
+                let days = match store.sql_backend() {
+                    SqlBackendStore::Postgres(pg) => pg.settle_days(Utc::now()).await.unwrap(),
+                    _ => unreachable!("a PostgreSQL URL"),
+                };
+                println!(
+                    "| the cleanup job's vacuum of the finished days (`settle_days`) | {days} days in {:.1} s | | |",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            stores.push(store);
             pools.push(pool);
         }
         let names = ["plain", "parted"];

@@ -560,3 +560,106 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
     assert!(names(&read, ahead, "GROUP BY rule"), "{read:#?}");
     assert!(names(&read, ahead, "v.event_id IN"), "{read:#?}");
 }
+
+/// What PostgreSQL did to read a link's people's clicks per rule from `table` (the per-rule
+/// statement, with nothing but the index allowed): the scan's node and how many heap pages it
+/// fetched.
+async fn rules_scan(pool: &PgPool, table: &str, day: DateTime<Utc>) -> (String, i64) {
+    let mut conn = pool.acquire().await.unwrap();
+    for off in ["enable_seqscan", "enable_bitmapscan"] {
+        sqlx::query(&format!("SET {off} = off"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    let plan: serde_json::Value = sqlx::query_scalar(&format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT rule, COUNT(*), COUNT(DISTINCT visitor) \
+         FROM {table} WHERE code = $1 AND visited_at >= $2 AND visited_at < $3 \
+         AND audience = 'human' GROUP BY rule"
+    ))
+    .bind("alpha")
+    .bind(day)
+    .bind(day + Duration::days(1))
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    let mut nodes = vec![&plan[0]["Plan"]];
+    while let Some(node) = nodes.pop() {
+        if node["Relation Name"] == table {
+            let kind = node["Node Type"].as_str().unwrap_or_default().to_owned();
+            return (kind, node["Heap Fetches"].as_i64().unwrap_or(-1));
+        }
+        nodes.extend(node["Plans"].as_array().into_iter().flatten());
+    }
+    panic!("no scan of {table}: {plan:#}");
+}
+
+/// A day that has ended is vacuumed once by the cleanup job; a link's per-rule clicks of that
+/// day are then read from the covering index alone, no heap page fetched, with the same answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
+    let app = spawn_app(Backend::Postgres).await;
+    let pool = PgPool::connect(&app.database_url).await.unwrap();
+    let store = app.visit_store().await;
+    let now = Utc::now();
+    let day = now.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc() - Duration::days(2);
+    day_partition(&pool, day).await;
+    let visits: Vec<Visit> = (0..6)
+        .map(|n| {
+            let rule = [None, Some("1"), Some("2.1")][n % 3];
+            let ua = if n == 5 { CURL } else { IPHONE };
+            let ip = format!("203.0.113.{}", 10 + n % 2);
+            let at = (day + Duration::hours(12)).timestamp_millis() - n as i64 * 60_000;
+            visit(&format!("settle-{n}"), "alpha", at, &ip, ua, rule)
+        })
+        .collect();
+    store.store_batch(&visits, false).await.unwrap();
+    let rules = || async {
+        let q = StatsQuery {
+            workspace: WorkspaceId::DEFAULT,
+            code: Some("alpha".to_owned()),
+            from: day.timestamp(),
+            to: day.timestamp() + 86_400,
+            interval: Interval::Hour,
+            include_bots: false,
+            top: 10,
+        };
+        (store.rule_breakdown(&q).await.unwrap().into_iter())
+            .map(|e| (e.rule, e.clicks, e.unique_visitors))
+            .collect::<Vec<_>>()
+    };
+    let answer = rules().await;
+    assert_eq!(
+        answer,
+        [(None, 2, 2), (Some("1".to_owned()), 2, 2), (Some("2.1".to_owned()), 1, 1)]
+    );
+    let table = partition(day);
+    // Not vacuumed yet: the index has every column the read needs, but not which rows all see.
+    let (kind, fetched) = rules_scan(&pool, &table, day).await;
+    assert_eq!(kind, "Index Only Scan");
+    assert!(fetched > 0, "{fetched}");
+
+    // The test server commits asynchronously (testkit: `synchronous_commit=off`), and a vacuum
+    // marks a page all-visible only once its rows' commits are on disk: a transaction that
+    // writes and commits synchronously flushes the log up to it (as every commit of a server
+    // with PostgreSQL's default does).
+    let mut conn = pool.acquire().await.unwrap();
+    for flush in ["SET synchronous_commit = on", "CREATE TEMP TABLE flush_log ()"] {
+        sqlx::query(flush).execute(&mut *conn).await.unwrap();
+    }
+    drop(conn);
+    let settle = store_of(&*store);
+    assert!(settle.settle_days(now).await.unwrap() >= 1);
+    let vacuumed: bool = sqlx::query_scalar(
+        "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = $1",
+    )
+    .bind(&table)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(vacuumed);
+    assert_eq!(rules_scan(&pool, &table, day).await, (kind, 0));
+    assert_eq!(rules().await, answer);
+    // Once: every finished day is settled now; today has not ended.
+    assert_eq!(settle.settle_days(now).await.unwrap(), 0);
+}

@@ -118,6 +118,7 @@ pub async fn delete_old_visits(
             // A day past the longest retention in force is past every visit's own.
             dropped = pg.drop_days_before(ago(longest)?).await?;
         }
+        pg.settle_days(storage::now()).await?;
     }
     let mut deleted = retention::apply(store, &policies, storage::now()).await?;
     deleted.visits += dropped;

@@ -81,7 +81,7 @@ pub(crate) fn db(error: sqlx::Error) -> StorageError {
 }
 
 /// SQLSTATE of a statement naming a table that does not exist (PostgreSQL).
-const UNDEFINED_TABLE: &str = "42P01";
+pub(crate) const UNDEFINED_TABLE: &str = "42P01";
 
 /// `?, ?, ...` for `n` values.
 pub(crate) fn marks(n: usize) -> String {

@@ -5,6 +5,11 @@
 //! inserts). What is left of a day still partly inside retention, and the default partition,
 //! keep their row deletes.
 //!
+//! A day that has ended is vacuumed once ([`PgVisitStore::settle_days`]): its pages are then all
+//! visible, so a read of its visits by code and time answers from the covering index alone
+//! (migration `20261127000060_visits_code_time_covering.sql`). Autovacuum would get there too,
+//! but only after a fifth of a day's rows again, which a finished day never gets.
+//!
 //! Not `DETACH PARTITION ... CONCURRENTLY`: PostgreSQL refuses it on a table with a default
 //! partition. The drop takes the parent's lock for the time of a catalog change; it waits at
 //! most [`LOCK_WAIT`] behind the consumer's transactions (each one batch), then tries again at
@@ -12,6 +17,7 @@
 
 use super::days::{days, partition_name};
 use super::PgVisitStore;
+use crate::store::sql::UNDEFINED_TABLE;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use shortlink_store::{StorageError, StorageResult};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -22,6 +28,10 @@ pub(super) const AHEAD_DAYS: u64 = 7;
 
 /// How long a partition change waits for the parent's lock (`lock_timeout`).
 const LOCK_WAIT: &str = "5s";
+
+/// How many of the last finished days [`PgVisitStore::settle_days`] looks at: a job that did not
+/// run for a few days still settles them.
+const SETTLE_DAYS: u64 = 7;
 
 /// Serialises partition changes of sidecars sharing the database (an advisory lock's key).
 const ADVISORY_KEY: i64 = 0x5356_6973_6974_5044; // "SVisitPD"
@@ -115,6 +125,47 @@ impl PgVisitStore {
             self.dialect.days.forget();
         }
         Ok(created)
+    }
+
+    /// Vacuums each of the last [`SETTLE_DAYS`] finished days whose partition has not been
+    /// vacuumed (by this job or by autovacuum) since the day ended; returns how many it vacuumed.
+    /// A visit stored late into a settled day (the consumer behind) leaves its page to be read
+    /// from the heap: the read stays right, only that page is not skipped.
+    pub async fn settle_days(&self, now: DateTime<Utc>) -> StorageResult<u32> {
+        let today = now.date_naive();
+        let mut settled = 0;
+        for day in days(&self.writer).await? {
+            let ended = bounds(day).1;
+            if ended > now || day.checked_add_days(Days::new(SETTLE_DAYS)) < Some(today) {
+                continue;
+            }
+            let name = partition_name(day);
+            // NULL for a table dropped since the list was read: nothing to do.
+            let vacuumed: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(
+                "SELECT GREATEST(last_vacuum, last_autovacuum) FROM pg_stat_user_tables \
+                 WHERE relid = to_regclass($1)",
+            )
+            .bind(&name)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db)?;
+            let Some(vacuumed) = vacuumed else { continue };
+            if vacuumed.is_some_and(|at| at >= ended) {
+                continue;
+            }
+            // Outside a transaction (VACUUM refuses one); it takes no lock the consumer's
+            // inserts or a retention's drop wait on for long (SHARE UPDATE EXCLUSIVE on the day).
+            match sqlx::query(&format!("VACUUM (ANALYZE) {name}"))
+                .execute(&self.writer)
+                .await
+            {
+                Ok(_) => settled += 1,
+                // Dropped by another sidecar's retention meanwhile.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNDEFINED_TABLE) => {}
+                Err(error) => return Err(db(error)),
+            }
+        }
+        Ok(settled)
     }
 
     /// Drops the partitions of the days that ended at or before `before` (every visit in them
