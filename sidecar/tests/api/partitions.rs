@@ -631,7 +631,11 @@ async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
     let answer = rules().await;
     assert_eq!(
         answer,
-        [(None, 2, 2), (Some("1".to_owned()), 2, 2), (Some("2.1".to_owned()), 1, 1)]
+        [
+            (None, 2, 2),
+            (Some("1".to_owned()), 2, 2),
+            (Some("2.1".to_owned()), 1, 1)
+        ]
     );
     let table = partition(day);
     // Not vacuumed yet: the index has every column the read needs, but not which rows all see.
@@ -644,7 +648,10 @@ async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
     // writes and commits synchronously flushes the log up to it (as every commit of a server
     // with PostgreSQL's default does).
     let mut conn = pool.acquire().await.unwrap();
-    for flush in ["SET synchronous_commit = on", "CREATE TEMP TABLE flush_log ()"] {
+    for flush in [
+        "SET synchronous_commit = on",
+        "CREATE TEMP TABLE flush_log ()",
+    ] {
         sqlx::query(flush).execute(&mut *conn).await.unwrap();
     }
     drop(conn);
