@@ -382,6 +382,17 @@ fn main() {
                     s * 1e6 / (n + 1000) as f64
                 );
             }
+            let index: i64 = sqlx::query_scalar(
+                "SELECT sum(pg_relation_size(relid))::int8 FROM pg_partition_tree('visits_code_time')",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            println!(
+                "| {name}: size of `visits_code_time` | {:.0} MB, {:.1} bytes a visit | | |",
+                index as f64 / 1e6,
+                index as f64 / (n + 1000) as f64
+            );
             urls.push(url.clone());
             let options = shortlink_sidecar::storage::ConnectOptions {
                 url,

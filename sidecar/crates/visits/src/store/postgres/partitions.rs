@@ -106,6 +106,28 @@ async fn create(pool: &PgPool, day: NaiveDate) -> StorageResult<bool> {
     Ok(true)
 }
 
+/// `VACUUM (ANALYZE)` of the table `name`; `false` if it is gone (dropped by another sidecar's
+/// retention since the days were listed). Outside a transaction (VACUUM refuses one), on a
+/// connection closed afterwards: a big day takes longer than the pool's sessions allow a
+/// statement, so this one's bound is lifted. It takes no lock the consumer's inserts wait on
+/// (SHARE UPDATE EXCLUSIVE on the day alone).
+async fn vacuum(pool: &PgPool, name: &str) -> StorageResult<bool> {
+    let mut connection = pool.acquire().await.map_err(db)?;
+    connection.close_on_drop();
+    sqlx::query("SET statement_timeout = 0")
+        .execute(&mut *connection)
+        .await
+        .map_err(db)?;
+    match sqlx::query(&format!("VACUUM (ANALYZE) {name}"))
+        .execute(&mut *connection)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNDEFINED_TABLE) => Ok(false),
+        Err(error) => Err(db(error)),
+    }
+}
+
 impl PgVisitStore {
     /// Creates the partitions of today and of the next [`AHEAD_DAYS`] days that are missing;
     /// returns how many it created.
@@ -153,16 +175,8 @@ impl PgVisitStore {
             if vacuumed.is_some_and(|at| at >= ended) {
                 continue;
             }
-            // Outside a transaction (VACUUM refuses one); it takes no lock the consumer's
-            // inserts or a retention's drop wait on for long (SHARE UPDATE EXCLUSIVE on the day).
-            match sqlx::query(&format!("VACUUM (ANALYZE) {name}"))
-                .execute(&self.writer)
-                .await
-            {
-                Ok(_) => settled += 1,
-                // Dropped by another sidecar's retention meanwhile.
-                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(UNDEFINED_TABLE) => {}
-                Err(error) => return Err(db(error)),
+            if vacuum(&self.writer, &name).await? {
+                settled += 1;
             }
         }
         Ok(settled)
