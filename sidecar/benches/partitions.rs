@@ -85,6 +85,19 @@ async fn migrate(pool: &PgPool, keep: impl Fn(i64) -> bool) {
     migrator.run(pool).await.unwrap();
 }
 
+/// Runs the migrations from `first` on, and prints their time for the `n` loaded visits (and the
+/// subject's 1,000).
+async fn timed_migration(pool: &PgPool, what: &str, first: i64, n: usize) {
+    let started = Instant::now();
+    migrate(pool, |v| v >= first).await;
+    let s = started.elapsed().as_secs_f64();
+    let visits = n + 1000;
+    println!(
+        "| {what} on {visits} visits | {s:.1} s | {:.1} s per million | |",
+        s * 1e6 / visits as f64
+    );
+}
+
 /// `n` visits over 60 days from `start` on `links` codes, and 1,000 of code `subject`; with
 /// `feed`, the feed rows of the `n` visits, one per `batch`.
 async fn load(pool: &PgPool, n: usize, links: usize, start: DateTime<Utc>, feed: Option<usize>) {
@@ -364,23 +377,9 @@ fn main() {
                 println!(
                     "| migration 54 | not measured at this size: `parted` was partitioned, then loaded | | |"
                 );
-                let started = Instant::now();
-                migrate(&pool, |v| v >= COVERING).await;
-                let s = started.elapsed().as_secs_f64();
-                println!(
-                    "| migration 60 (the covering index) on {} visits | {s:.1} s | {:.1} s per million | |",
-                    n + 1000,
-                    s * 1e6 / (n + 1000) as f64
-                );
+                timed_migration(&pool, "migration 60 (the covering index)", COVERING, n).await;
             } else if convert {
-                let started = Instant::now();
-                migrate(&pool, |v| v >= PARTITIONED).await;
-                let s = started.elapsed().as_secs_f64();
-                println!(
-                    "| migration 54 on {} visits | {s:.1} s | {:.1} s per million | |",
-                    n + 1000,
-                    s * 1e6 / (n + 1000) as f64
-                );
+                timed_migration(&pool, "migration 54", PARTITIONED, n).await;
             }
             let index: i64 = sqlx::query_scalar(
                 // pg_partition_tree lists nothing for the plain table's one index.
