@@ -11,8 +11,9 @@
 //! (fast to load), plus one subject's link with 1,000 visits over the same days. Above
 //! `BENCH_CONVERT_UP_TO` visits (default 5,000,000) `parted` is partitioned first and loaded
 //! into its days (the conversion would hold the table twice on disk; its time per million is
-//! then not measured), and migration 60's index is built after the load (timed). With `BENCH_FEED=1` (default) `plain` also gets the feed rows of its
-//! visits (one per `BENCH_BATCH` visits, as the consumer writes them). Then, alternating the two:
+//! then not measured), and migration 60's index is built after the load (timed). With
+//! `BENCH_FEED=1` (default) `plain` also gets the feed rows of its visits (one per
+//! `BENCH_BATCH` visits, as the consumer writes them). Then, alternating the two:
 //!
 //! 1. consumer visits/s: `BENCH_CONSUMER_VISITS` (default 80,000) visits of now stored through
 //!    the visit store in transactions of `BENCH_BATCH` (default 2,000), as the consumer stores

@@ -437,6 +437,20 @@ fn names(statements: &[String], day: DateTime<Utc>, what: &str) -> bool {
     (statements.iter()).any(|s| s.contains(&partition(day)) && s.contains(what))
 }
 
+/// Six visits of `alpha`, a minute apart, the last at `at_ms`, ids `<prefix>-<n>`: each rule
+/// and variant, two people, a bot.
+fn six_visits(prefix: &str, at_ms: i64) -> Vec<Visit> {
+    (0..6)
+        .map(|n| {
+            let rule = [None, Some("1"), Some("2.1")][n % 3];
+            let ua = if n == 5 { CURL } else { IPHONE };
+            let ip = format!("203.0.113.{}", 10 + n % 2);
+            let t = at_ms - n as i64 * 60_000;
+            visit(&format!("{prefix}-{n}"), "alpha", t, &ip, ua, rule)
+        })
+        .collect()
+}
+
 /// A read of a day or two of raw visits (a link's per-rule clicks over 24 h or a day, a feed
 /// row's visits) names the days' partitions: no planning over every day's partition and no
 /// lock on each. Its answers stay the table's whether the day has its partition, has none (its
@@ -471,17 +485,9 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
             midnight(ahead).timestamp() + 86_400,
         ),
     ];
-    // Six visits in each, a minute apart, before `at`: rules and variants, two people, a bot.
+    // Six visits in each window, the last at `at`.
     for (d, (at, _, _)) in windows.iter().enumerate() {
-        let visits: Vec<Visit> = (0..6)
-            .map(|n| {
-                let rule = [None, Some("1"), Some("2.1")][n % 3];
-                let ua = if n == 5 { CURL } else { IPHONE };
-                let ip = format!("203.0.113.{}", 10 + n % 2);
-                let t = at.timestamp_millis() - n as i64 * 60_000;
-                visit(&format!("named-{d}-{n}"), "alpha", t, &ip, ua, rule)
-            })
-            .collect();
+        let visits = six_visits(&format!("named-{d}"), at.timestamp_millis());
         store.store_batch(&visits, false).await.unwrap();
     }
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 6);
@@ -610,15 +616,7 @@ async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
     let now = Utc::now();
     let day = now.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc() - Duration::days(2);
     day_partition(&pool, day).await;
-    let visits: Vec<Visit> = (0..6)
-        .map(|n| {
-            let rule = [None, Some("1"), Some("2.1")][n % 3];
-            let ua = if n == 5 { CURL } else { IPHONE };
-            let ip = format!("203.0.113.{}", 10 + n % 2);
-            let at = (day + Duration::hours(12)).timestamp_millis() - n as i64 * 60_000;
-            visit(&format!("settle-{n}"), "alpha", at, &ip, ua, rule)
-        })
-        .collect();
+    let visits = six_visits("settle", (day + Duration::hours(12)).timestamp_millis());
     store.store_batch(&visits, false).await.unwrap();
     let rules = || async {
         let q = StatsQuery {

@@ -17,9 +17,9 @@
 
 use super::days::{days, partition_name};
 use super::PgVisitStore;
-use crate::store::sql::UNDEFINED_TABLE;
+use crate::store::sql::{db, UNDEFINED_TABLE};
 use chrono::{DateTime, Days, NaiveDate, Utc};
-use shortlink_store::{StorageError, StorageResult};
+use shortlink_store::StorageResult;
 use sqlx::{PgPool, Postgres, Transaction};
 
 /// Days created ahead of today: the consumer writes into its day's partition even if the
@@ -40,10 +40,6 @@ const ADVISORY_KEY: i64 = 0x5356_6973_6974_5044; // "SVisitPD"
 fn bounds(day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
     let start = day.and_time(chrono::NaiveTime::MIN).and_utc();
     (start, start + chrono::Duration::days(1))
-}
-
-fn db(error: sqlx::Error) -> StorageError {
-    StorageError::classify(error)
 }
 
 /// A transaction holding the partition changes' advisory lock, with a bounded lock wait.
