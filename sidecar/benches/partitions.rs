@@ -493,6 +493,7 @@ fn main() {
         // The feed's reads: [spread, one batch] x [plain, parted named, parted's parent].
         let mut feeds = [[(); 3].map(|_| Vec::new()), [(); 3].map(|_| Vec::new())];
         let mut feeds_cpu = [[0u64; 3]; 2];
+        let background = [autovacuums(&pools[0]).await, autovacuums(&pools[1]).await];
         for k in 0..samples {
             for turn in 0..4 {
                 let v = (k + turn) % 4;
@@ -551,6 +552,17 @@ fn main() {
                     assert_eq!(found, chunk.len());
                 }
             }
+        }
+        // What PostgreSQL did beside the reads: a vacuum or analyze of a day just written to by
+        // the consumer's rounds competes with them for the same two cores.
+        for (i, before) in background.into_iter().enumerate() {
+            let (vacuums, analyzes) = autovacuums(&pools[i]).await;
+            println!(
+                "| autovacuum during the reads, {} | {} vacuums, {} analyzes | | |",
+                names[i],
+                vacuums - before.0,
+                analyzes - before.1
+            );
         }
         let plain = percentile(&mut rules[0], 0.99);
         let per_read = |ns: u64| ns as f64 / samples as f64 / 1000.0;
@@ -656,6 +668,18 @@ async fn backends_cpu(admin: &PgPool, db: &str) -> BackendsCpu {
             .filter_map(|pid| Some((pid, ns(pid)?)))
             .collect(),
     )
+}
+
+/// The autovacuum and autoanalyze runs counted so far on a database's visits tables.
+async fn autovacuums(pool: &PgPool) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT COALESCE(SUM(autovacuum_count), 0)::bigint, \
+           COALESCE(SUM(autoanalyze_count), 0)::bigint \
+         FROM pg_stat_user_tables WHERE relname LIKE 'visits%'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
 }
 
 /// The feed's lookup of `ids` as it ran before run 7: on `visits`, bounded by the row's times
