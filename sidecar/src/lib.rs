@@ -171,8 +171,6 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
     let storage = open_storage(config).await?;
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
-    // Every record names its workspace's slug: known before the first write (issue 53).
-    shortlink_core::service::slugs::load(storage.as_ref()).await?;
     let marker = ProjectionMarker::with_primary(marker_primary, config);
     if !config.redis_cluster.is_empty() {
         // A cluster client needs a seed to learn the slot map from: without one it cannot

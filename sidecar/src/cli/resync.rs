@@ -7,7 +7,7 @@ use super::orphans;
 use super::progress::progress_bar;
 use crate::config::Config;
 use crate::projection::marker::ProjectionMarker;
-use crate::projection::{Projection, RecordWrite, ISSUED_MARK_KEY};
+use crate::projection::{Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
 use crate::storage::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -48,6 +48,8 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         return orphans::resync_step(storage.as_ref(), &projection, cursor).await;
     }
     let filter = LinkFilter::all_workspaces();
+    // Every record names its workspace's slug, all read once.
+    let slugs = Slugs::load(storage.as_ref()).await?;
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
     // Only a complete run vouches for the whole projection (crate::projection::marker).
@@ -72,7 +74,14 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         let writes: Vec<RecordWrite> = page
             .iter()
             .flat_map(|link| {
-                let writes = RecordWrite::for_link_and_card(link, now, config.expired_grace);
+                // Loaded at the start, every link's workspace is known unless it was created
+                // since: left for the next resync rather than written naming no workspace.
+                let Some(workspace) = slugs.known_record_workspace(link.workspace) else {
+                    tracing::error!(code = %link.code, "resync: the link's workspace is unknown; its record is not written");
+                    return Vec::new();
+                };
+                let writes =
+                    RecordWrite::for_link_and_card(link, workspace, now, config.expired_grace);
                 match (link.state(now), &writes[0]) {
                     (_, RecordWrite::Delete { .. }) => removed += 1,
                     (LinkState::Live, _) => live += 1,

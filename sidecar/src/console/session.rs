@@ -26,7 +26,6 @@ use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use shortlink_core::service::slugs;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -204,7 +203,10 @@ impl FromRequestParts<AppState> for Operator {
                 // What the API's auth does for a key: the extractors after this one (the
                 // issuing domains of `DomainContext`) then act in the session's workspace, not
                 // the default's. Handlers take `Operator` before `DomainContext` for it.
-                slugs::remember_slug(operator.workspace, &operator.workspace_slug);
+                let slugs = state.links.slugs();
+                if let Err(error) = slugs.remember(operator.workspace, &operator.workspace_slug) {
+                    tracing::error!(%error, "console: the session's workspace has no record name");
+                }
                 parts.extensions.insert(InWorkspace(operator.workspace));
                 Ok(operator)
             }

@@ -131,6 +131,8 @@ pub struct TestApp {
     pub db: TestDb,
     pub scheme: CodeScheme,
     redis_client: redis::Client,
+    /// What the running app's handlers share (its router is built from it: `routes`).
+    pub state: shortlink_sidecar::http::AppState,
     _dir: tempfile::TempDir,
     server: tokio::task::JoinHandle<()>,
 }
@@ -195,6 +197,7 @@ pub async fn spawn_app_at(
         .await
         .expect("build the application");
     let address = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
     let server = tokio::spawn(async move {
         app.run_until(std::future::pending()).await.expect("serve");
     });
@@ -223,6 +226,7 @@ pub async fn spawn_app_at(
         )
         .unwrap(),
         redis_client,
+        state,
         _dir: dir,
         server,
     }

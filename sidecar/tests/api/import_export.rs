@@ -297,7 +297,7 @@ async fn resync_removes_orphan_keys(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_removal_waits_for_writes_in_flight() {
     use shortlink_sidecar::cli::orphans::remove_orphans;
-    use shortlink_sidecar::projection::{key, Projection, RecordWrite};
+    use shortlink_sidecar::projection::{key, Projection, RecordWorkspace, RecordWrite};
     use shortlink_sidecar::storage::{self, ConnectOptions, Link, LinkFlags};
     use std::sync::Arc;
     use std::time::Duration;
@@ -333,7 +333,12 @@ async fn orphan_removal_waits_for_writes_in_flight() {
     // The write path's steps 1 and 2: SQL insert in a transaction, then the Redis record.
     let mut tx = storage.begin().await.unwrap();
     tx.insert_link(&link, None).await.unwrap();
-    let write = RecordWrite::for_link(&link, now, Duration::from_secs(60));
+    let write = RecordWrite::for_link(
+        &link,
+        RecordWorkspace::DEFAULT,
+        now,
+        Duration::from_secs(60),
+    );
     projection.apply(&[write]).await.unwrap();
 
     let scan = {

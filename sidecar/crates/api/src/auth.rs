@@ -22,7 +22,6 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
-use shortlink_core::service::slugs;
 use shortlink_model::validate::hex;
 use shortlink_store::{Role, WorkspaceId};
 use subtle::ConstantTimeEq;
@@ -106,8 +105,10 @@ pub async fn require_api_key(
         if workspace.suspended {
             return Err(Error::WorkspaceSuspended);
         }
-        // What the link records of this request's writes name.
-        slugs::remember_slug(workspace.id, &workspace.slug);
+        // What the link records of this request's writes name, known without a query.
+        if let Err(error) = state.links.slugs().remember(workspace.id, &workspace.slug) {
+            tracing::error!(%error, "the key's workspace has no record name");
+        }
         request.extensions_mut().insert(InWorkspace(workspace.id));
         // The workspace's own quotas, for the handlers that count against them.
         request.extensions_mut().insert(workspace.quotas);

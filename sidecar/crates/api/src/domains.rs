@@ -58,7 +58,7 @@ pub async fn list_domains(
     _named: DomainContext,
 ) -> Json<DomainList> {
     let domains = match workspace {
-        Some(workspace) => state.domains.statuses_of(&slug(workspace)),
+        Some(workspace) => state.domains.statuses_of(&slug(&state, workspace)),
         None => state.domains.statuses(),
     };
     Json(DomainList { domains })

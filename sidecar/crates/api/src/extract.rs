@@ -6,10 +6,9 @@ use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use shortlink_core::projection::slugs;
 use shortlink_domains::{IssuingBases, WorkspaceBases};
 use shortlink_model::validate;
-use shortlink_store::DEFAULT_SLUG;
+use shortlink_store::{WorkspaceId, DEFAULT_SLUG};
 use std::sync::Arc;
 
 /// Request headers set by the internal nginx API server (docs/ARCHITECTURE.md, "The domain pool").
@@ -153,13 +152,15 @@ impl FromRequestParts<AppState> for DomainContext {
                 code: "invalid_header",
                 message: format!("the {PUBLIC_BASE_HEADER} header {reason}"),
             })?;
+        // `None` for `default`. Authentication remembered the key's workspace; one it did not
+        // meet matches no issuing list (`""`), never `default`'s.
         let workspace = (parts.extensions.get::<InWorkspace>())
-            .and_then(|workspace| slugs::in_record(workspace.0));
-        let issuing = issuing_of(
-            lists.as_ref(),
-            workspace.as_ref().map(|w| w.as_str()),
-            state,
-        );
+            .filter(|workspace| workspace.0 != WorkspaceId::DEFAULT)
+            .map(|workspace| match state.links.slugs().get(workspace.0) {
+                Some(name) => name.as_str().to_owned(),
+                None => String::new(),
+            });
+        let issuing = issuing_of(lists.as_ref(), workspace.as_deref(), state);
         let mut own_domains = state.settings.short_domains.clone();
         if let Some(pool) = header(POOL_HEADER)? {
             let hosts: Vec<&str> = pool.split_ascii_whitespace().collect();

@@ -116,7 +116,7 @@ async fn wrong_on_owners(
     for code in codes {
         let link = sidecar.storage.link_by_code(code).await.unwrap();
         let link = link.unwrap_or_else(|| panic!("{code} is in SQL"));
-        let expected = String::from_utf8(encode_record(&link)).unwrap();
+        let expected = String::from_utf8(encode_record(&link, RecordWorkspace::DEFAULT)).unwrap();
         let (_, record) = &records[code];
         if record.as_deref() != Some(expected.as_str()) {
             wrong.push((code.clone(), record.clone()));

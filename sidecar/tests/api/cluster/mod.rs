@@ -15,7 +15,7 @@ mod writes;
 
 use crate::sentinel::{client, post, start_sidecar, Sidecar};
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::encode_record;
+use shortlink_sidecar::projection::{encode_record, RecordWorkspace};
 use shortlink_wire::cluster::{key_slot, SLOTS};
 use std::time::Duration;
 use testkit::RedisCluster;
@@ -87,7 +87,7 @@ async fn not_as_in_sql(
         let record: Option<String> = connection.get(format!("sl:c:{code}")).await.unwrap();
         if record.as_deref()
             != Some(
-                String::from_utf8(encode_record(&link))
+                String::from_utf8(encode_record(&link, RecordWorkspace::DEFAULT))
                     .unwrap_or_default()
                     .as_str(),
             )

@@ -56,7 +56,7 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
         let (owner, record) = record_on_owner(&cluster, code);
         assert_eq!(
             record,
-            String::from_utf8(encode_record(&link)).unwrap(),
+            String::from_utf8(encode_record(&link, RecordWorkspace::DEFAULT)).unwrap(),
             "{code} on its owner, node {owner}"
         );
         owners.insert(owner);

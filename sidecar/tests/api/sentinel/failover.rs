@@ -3,7 +3,7 @@
 
 use super::*;
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::{encode_record, marker::MARKER_KEY};
+use shortlink_sidecar::projection::{encode_record, marker::MARKER_KEY, RecordWorkspace};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -167,7 +167,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         let record: Option<String> = redis.get(format!("sl:c:{code}")).await.unwrap();
         match record {
             None => missing.push(code.clone()),
-            Some(record) if record.as_bytes() != encode_record(&link) => {
+            Some(record) if record.as_bytes() != encode_record(&link, RecordWorkspace::DEFAULT) => {
                 wrong.push((code.clone(), record))
             }
             Some(_) => {}

@@ -2,7 +2,7 @@
 
 use super::*;
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::encode_record;
+use shortlink_sidecar::projection::{encode_record, RecordWorkspace};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -139,7 +139,7 @@ async fn replicas_frozen_then_primary_killed_keeps_every_acknowledged_change() {
             let record: Option<String> = redis.get(format!("sl:c:{code}")).await.unwrap();
             if record.as_deref()
                 != Some(
-                    String::from_utf8(encode_record(&link))
+                    String::from_utf8(encode_record(&link, RecordWorkspace::DEFAULT))
                         .unwrap_or_default()
                         .as_str(),
                 )

@@ -1,37 +1,28 @@
-//! What workspace B's keys learn of workspace A's objects, for every route of the OpenAPI
-//! document: nothing. A route added later is covered without editing this test; the few left
-//! out say why in [`NOT_A_WORKSPACE_ROUTE`].
+//! What workspace B's keys and console sessions learn of workspace A's objects, for every route
+//! the app serves, read from its router (`crate::routes`): nothing. A route added later is
+//! covered without editing this test; one with a path parameter this test cannot fill fails it
+//! until `fill` is taught the parameter.
 //!
 //! The oracle is the answer to a missing object: B's request naming A's object must get exactly
-//! what the same request naming an object nobody has gets (status and error code), and a listing
-//! or an export must not hold a single mark of A's (codes, campaign, tag, reference, webhook,
-//! key names). Then A must still have everything as it was, and A's own keys must see it (so the
-//! oracle is not met by a route that finds nothing for anyone).
+//! what the same request naming an object nobody has gets (status, error code and message, a
+//! page's text), and no answer, listing or export may hold a single mark of A's (codes, campaign,
+//! tag, reference, webhook, key names, target host). Then A must still have everything as it
+//! was, and A's own keys must see it (so the oracle is not met by a route that finds nothing for
+//! anyone).
 
 use super::*;
+use crate::console::{csrf_of, Browser};
+use crate::routes::{routes, Route};
 use reqwest::Method;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
-
-/// Routes that are not a workspace's, each with the reason.
-const NOT_A_WORKSPACE_ROUTE: &[(&str, &str)] = &[
-    (
-        "/api/v1/resolve/{code}",
-        "nginx's fallback: its answer depends on the host, checked below",
-    ),
-    (
-        "/api/v1/workspaces",
-        "the operator's, refused to every workspace key (checked below)",
-    ),
-    ("/api/v1/openapi.json", "the same document for everyone"),
-    ("/healthz", "no key"),
-    ("/readyz", "no key"),
-];
 
 /// What A holds, named so a mark of it in B's answers is found.
 struct Objects {
     codes: Vec<String>,
     webhook: String,
     key_id: i64,
+    /// A's console bulk upload (`/console/bulk/{job}`).
+    job: String,
 }
 
 const CAMPAIGN: &str = "a-secret-campaign";
@@ -114,7 +105,27 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         codes,
         webhook: webhook["id"].as_str().unwrap().to_owned(),
         key_id: key["id"].as_i64().unwrap(),
+        job: bulk_job_of(app, admin).await,
     }
+}
+
+/// A console bulk upload of one link by A's admin; returns the job's id.
+async fn bulk_job_of(app: &TestApp, admin: &str) -> String {
+    let mut browser = Browser::new(app);
+    assert_eq!(browser.sign_in(admin).await.status(), 303);
+    let csrf = browser.csrf().await;
+    let csv = "url,campaign\nhttps://a.example/bulk,a-secret-campaign\n";
+    let form = reqwest::multipart::Form::new().text("csrf", csrf).part(
+        "file",
+        reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
+    );
+    let request = browser
+        .request(Method::POST, "/console/bulk")
+        .multipart(form);
+    let uploaded = browser.send(request).await;
+    assert_eq!(uploaded.status(), 303);
+    let job = crate::console::location(&uploaded);
+    job.rsplit('/').next().unwrap().to_owned()
 }
 
 /// The marks of A's objects that no answer to B may hold.
@@ -135,34 +146,37 @@ fn marks(objects: &Objects) -> Vec<String> {
     marks
 }
 
-/// `path` with its parameters naming A's objects, or (with `missing`) objects nobody has.
+/// `path` (a route's pattern) with its parameters naming A's objects, or (with `missing`)
+/// objects nobody has; `None` for a parameter this test does not know.
 fn fill(path: &str, objects: &Objects, missing: bool) -> Option<String> {
     let mut filled = String::new();
     let mut rest = path;
     while let Some(start) = rest.find('{') {
         let end = rest[start..].find('}')? + start;
         filled.push_str(&rest[..start]);
-        let value = match (&rest[start + 1..end], missing) {
-            ("code", false) => objects.codes[0].clone(),
-            ("code", true) => "no-such-alias".into(),
-            ("campaign", false) => CAMPAIGN.into(),
-            ("campaign", true) => "no-such-campaign".into(),
-            ("id", false) if path.starts_with("/api/v1/webhooks") => objects.webhook.clone(),
-            ("id", true) if path.starts_with("/api/v1/webhooks") => "wh_0000000000000000".into(),
-            ("id", false) if path.starts_with("/api/v1/keys") => objects.key_id.to_string(),
-            ("id", true) if path.starts_with("/api/v1/keys") => "999999".into(),
-            ("domain", false) => A_DOMAIN.into(),
-            ("domain", true) => "s.nobody.example".into(),
+        let theirs = |a: String, nobody: &str| if missing { nobody.to_owned() } else { a };
+        let value = match &rest[start + 1..end] {
+            "code" | "*rest" => theirs(objects.codes[0].clone(), "no-such-alias"),
+            "campaign" => theirs(CAMPAIGN.into(), "no-such-campaign"),
+            "id" if path.contains("/webhooks/") => {
+                theirs(objects.webhook.clone(), "wh_0000000000000000")
+            }
+            "id" if path.contains("/keys/") => theirs(objects.key_id.to_string(), "999999"),
+            "domain" => theirs(A_DOMAIN.into(), "s.nobody.example"),
+            "slug" => theirs("brand-a".into(), "no-such-brand"),
+            "job" => theirs(objects.job.clone(), "0000000000000000"),
+            // The same action on a domain that is A's and on one nobody has.
+            "action" => "drain".into(),
             _ => return None,
         };
         filled.push_str(&value);
         rest = &rest[end + 1..];
     }
     filled.push_str(rest);
-    Some(filled.trim_start_matches("/api/v1").to_owned())
+    Some(filled)
 }
 
-/// A body that gets a write past its checks to the lookup, where one is needed.
+/// An API body that gets a write past its checks to the lookup, where one is needed.
 fn body(method: &Method, path: &str) -> Option<Value> {
     match (method.as_str(), path) {
         ("PATCH", "/api/v1/links/{code}") => Some(json!({"url": "https://b.example/taken"})),
@@ -175,29 +189,114 @@ fn body(method: &Method, path: &str) -> Option<Value> {
     }
 }
 
+/// Who B sends a request as.
+enum Caller<'a> {
+    Key(&'a str),
+    Session(Browser<'a>, String),
+}
+
+impl Caller<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Caller::Key(key) => format!("key {}…", &key[..12]),
+            Caller::Session(..) => "a console session".into(),
+        }
+    }
+}
+
+/// What an answer is compared by: status, where it sends the caller, and its text (a JSON
+/// error's code and message, a page's body), with `theirs` (A's object in the path) written as
+/// `missing` so that naming the object back is no difference.
+#[derive(Debug, PartialEq, Eq)]
+struct Answer {
+    status: u16,
+    location: String,
+    text: String,
+}
+
 async fn call(
     app: &TestApp,
-    key: &str,
-    method: &Method,
+    caller: &mut Caller<'_>,
+    route: &Route,
     path: &str,
     body: Option<&Value>,
-) -> (u16, String) {
-    let mut request = with_key(app, key, method.clone(), path);
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let answer = request.send().await.unwrap();
+) -> (Answer, String) {
+    let response = match caller {
+        Caller::Key(key) => {
+            let mut request = app.client.request(route.method.clone(), app.url(path));
+            request = request.bearer_auth(&**key);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            request.send().await.unwrap()
+        }
+        Caller::Session(browser, csrf) => {
+            let mut request = browser.request(route.method.clone(), path);
+            if route.method == Method::POST {
+                request =
+                    request.form(&[("csrf", csrf.as_str()), ("url", "https://b.example/taken")]);
+            }
+            browser.send(request).await
+        }
+    };
+    let status = response.status().as_u16();
+    let location = (response.headers().get("location"))
+        .map(|value| value.to_str().unwrap_or("").to_owned())
+        .unwrap_or_default();
+    let raw = response.text().await.unwrap();
+    let text = match serde_json::from_str::<Value>(&raw) {
+        Ok(value) if value["error"].is_object() => {
+            format!("{} {}", value["error"]["code"], value["error"]["message"])
+        }
+        Ok(_) => String::new(),
+        Err(_) => raw.clone(),
+    };
+    (
+        Answer {
+            status,
+            location,
+            text,
+        },
+        raw,
+    )
+}
+
+/// A GET with `key` of an API path (after `/api/v1`): status and body.
+async fn read(app: &TestApp, key: &str, path: &str) -> (u16, String) {
+    let answer = with_key(app, key, Method::GET, path).send().await.unwrap();
     (answer.status().as_u16(), answer.text().await.unwrap())
 }
 
-/// The error code of a JSON error body ("" for another body).
-fn error_code(body: &str) -> String {
-    let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    value["error"]["code"].as_str().unwrap_or("").to_owned()
+/// `answer` with every mention of A's objects (in `theirs`, its path) written as in `missing`.
+fn as_if_missing(mut answer: Answer, theirs: &str, missing: &str) -> Answer {
+    for (a, b) in theirs.split('/').zip(missing.split('/')) {
+        if a != b {
+            answer.location = replace_word(&answer.location, a, b);
+            answer.text = replace_word(&answer.text, a, b);
+        }
+    }
+    answer
+}
+
+/// `text` with each `word` that stands alone (not inside a longer name or number) as `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let part_of_name = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
+        out.push_str(before);
+        let alone =
+            !part_of_name(before.chars().next_back()) && !part_of_name(after.chars().next());
+        out.push_str(if alone { with } else { word });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 #[tokio::test]
-async fn another_workspaces_keys_learn_nothing_of_its_objects() {
+async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     let app = spawn_app(Backend::Sqlite).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -205,105 +304,126 @@ async fn another_workspaces_keys_learn_nothing_of_its_objects() {
     let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let objects = objects_of_a(&app, &a_admin).await;
     let marks = marks(&objects);
-    let b_keys = [
-        workspace_key(&app, &operator, "brand-b", "admin").await,
-        workspace_key(&app, &operator, "brand-b", "issuer").await,
-        workspace_key(&app, &operator, "brand-b", "viewer").await,
-        // The default workspace is another workspace too.
-        API_KEY.to_owned(),
-    ];
-    let doc: Value = app.get_json("/openapi.json").await;
-    let paths = doc["paths"].as_object().unwrap();
+    let mut b_keys = Vec::new();
+    // (`resolve` keys are the installation's, nginx's: not a workspace's role.)
+    for role in ["admin", "issuer", "viewer"] {
+        b_keys.push(workspace_key(&app, &operator, "brand-b", role).await);
+    }
+    // The default workspace is another workspace too.
+    b_keys.push(API_KEY.to_owned());
+    let mut callers: Vec<Caller<'_>> = b_keys.iter().map(|key| Caller::Key(key)).collect();
+    for key in &b_keys[..3] {
+        let mut browser = Browser::new(&app);
+        assert_eq!(browser.sign_in(key).await.status(), 303);
+        let csrf = csrf_of(&browser.page("/console/").await);
+        callers.push(Caller::Session(browser, csrf));
+    }
+
+    let routes = routes(&app.state);
     let mut checked = 0;
-    for (path, item) in paths {
-        let left_out = NOT_A_WORKSPACE_ROUTE
-            .iter()
-            .any(|(route, _)| path == route || path.starts_with(&format!("{route}/")));
-        if left_out {
+    // Every difference, so that one run names them all.
+    let mut leaks = Vec::new();
+    for route in &routes {
+        let (Some(theirs), Some(missing)) = (
+            fill(&route.path, &objects, false),
+            fill(&route.path, &objects, true),
+        ) else {
+            panic!(
+                "{} {}: a path parameter this test cannot fill; teach `fill` its objects",
+                route.method, route.path
+            );
+        };
+        // The console's sign-out would end the session the next routes are walked with.
+        if route.path == "/console/sign-out" {
             continue;
         }
-        for method in item.as_object().unwrap().keys() {
-            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
-            let (Some(theirs), Some(missing)) =
-                (fill(path, &objects, false), fill(path, &objects, true))
-            else {
-                panic!("{method} {path}: a path parameter this test cannot fill; teach `fill` its objects");
-            };
-            let body = body(&method, path);
-            for key in &b_keys {
-                let (status, text) = call(&app, key, &method, &theirs, body.as_ref()).await;
-                for mark in &marks {
-                    assert!(
-                        !text.contains(mark.as_str()),
-                        "{method} {theirs}: B's answer holds A's {mark:?}: {text}"
-                    );
-                }
-                if theirs != missing {
-                    let (missing_status, missing_text) =
-                        call(&app, key, &method, &missing, body.as_ref()).await;
-                    assert_eq!(
-                        (status, error_code(&text)),
-                        (missing_status, error_code(&missing_text)),
-                        "{method} {theirs}: B's answer differs from a missing object's: {text} / {missing_text}"
-                    );
-                }
-                checked += 1;
+        let body = body(&route.method, &route.path);
+        for caller in callers.iter_mut() {
+            // Keys on the API and the pages outside it; sessions on the console.
+            let console = route.path.starts_with("/console");
+            if console != matches!(caller, Caller::Session(..)) && route.path != "/healthz" {
+                continue;
             }
+            let (answer, raw) = call(&app, caller, route, &theirs, body.as_ref()).await;
+            let who = caller.describe();
+            if let Some(mark) = (marks.iter())
+                .find(|mark| raw.contains(mark.as_str()) || answer.location.contains(mark.as_str()))
+            {
+                leaks.push(format!(
+                    "{} {theirs} as {who}: the answer holds A's {mark:?}: {} {}",
+                    route.method,
+                    answer.status,
+                    raw.chars().take(300).collect::<String>()
+                ));
+            }
+            if theirs != missing {
+                let (nobody, _) = call(&app, caller, route, &missing, body.as_ref()).await;
+                let answer = as_if_missing(answer, &theirs, &missing);
+                if answer != nobody {
+                    leaks.push(format!(
+                        "{} {theirs} as {who}: the answer differs from a missing object's: {answer:?} / {nobody:?}",
+                        route.method
+                    ));
+                }
+            }
+            checked += 1;
         }
     }
+    for expected in [
+        "/api/v1/resolve/{code}",
+        "/api/v1/workspaces/{slug}",
+        "/console/links/{code}",
+        "/console/import/{job}",
+        "/metrics",
+    ] {
+        assert!(
+            routes.iter().any(|route| route.path == expected),
+            "{expected} is not among the router's routes: {routes:?}"
+        );
+    }
+    assert!(checked > 300, "only {checked} requests");
     assert!(
-        checked > 100,
-        "only {checked} requests: did the document lose its paths?"
+        leaks.is_empty(),
+        "{} answers to B tell of A's objects:\n{}",
+        leaks.len(),
+        leaks.join("\n")
     );
 
     // A still has everything, unchanged, and sees it.
+
     for code in &objects.codes[..2] {
-        let (status, text) = call(
-            &app,
-            &a_admin,
-            &Method::GET,
-            &format!("/links/{code}"),
-            None,
-        )
-        .await;
+        let (status, text) = read(&app, &a_admin, &format!("/links/{code}")).await;
         assert_eq!(status, 200, "{text}");
         assert!(text.contains("https://a.example/"), "{text}");
         assert!(!text.contains("b.example"), "B changed A's link: {text}");
     }
-    let (status, text) = call(
-        &app,
-        &a_admin,
-        &Method::GET,
-        &format!("/webhooks/{}", objects.webhook),
-        None,
-    )
-    .await;
+    let (status, text) = read(&app, &a_admin, &format!("/webhooks/{}", objects.webhook)).await;
     assert_eq!(status, 200, "{text}");
     assert!(
         text.contains("hooks.a.example"),
         "B changed A's webhook: {text}"
     );
-    let (_, keys) = call(&app, &a_admin, &Method::GET, "/keys", None).await;
+    let (_, keys) = read(&app, &a_admin, "/keys").await;
     let keys: Value = serde_json::from_str(&keys).unwrap();
     let viewer = (keys["keys"].as_array().unwrap().iter())
         .find(|key| key["id"] == objects.key_id)
         .expect("A's key");
     assert!(viewer["revoked_at"].is_null(), "B revoked A's key");
-    let (_, domains) = call(&app, &a_admin, &Method::GET, "/domains", None).await;
+    let (_, domains) = read(&app, &a_admin, "/domains").await;
     assert!(domains.contains(A_DOMAIN), "A lists its domain: {domains}");
-    let (_, links) = call(&app, &a_admin, &Method::GET, "/links", None).await;
+    let (_, links) = read(&app, &a_admin, "/links").await;
     for code in &objects.codes {
         assert!(links.contains(code.as_str()), "A lists its {code}");
     }
-    let (_, feed) = call(&app, &a_admin, &Method::GET, "/visits", None).await;
+    let (_, feed) = read(&app, &a_admin, "/visits").await;
     assert_eq!(feed.lines().count(), 3, "A reads its visits: {feed}");
-    let (_, stats) = call(&app, &a_admin, &Method::GET, "/stats", None).await;
+    let (_, stats) = read(&app, &a_admin, "/stats").await;
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["totals"]["humans"], 3, "{stats}");
 
     // The operator's routes are no workspace key's.
     for key in [&a_admin, &b_keys[0], &API_KEY.to_owned()] {
-        let (status, _) = call(&app, key, &Method::GET, "/workspaces", None).await;
+        let (status, _) = read(&app, key, "/workspaces").await;
         assert_eq!(status, 403);
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::{AppState, Error, InWorkspace, Result};
 use axum::http::StatusCode;
-use shortlink_core::projection::slugs;
 use shortlink_domains::health::DomainStatus;
 
 /// The domain's status if the key may see it: named by a request or a setting, and of the
@@ -15,7 +14,7 @@ pub(crate) fn known(
 ) -> Result<DomainStatus> {
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();
     let ours = |status: &DomainStatus| match workspace {
-        Some(workspace) => status.workspace == slug(workspace),
+        Some(workspace) => status.workspace == slug(state, workspace),
         None => true,
     };
     (state.domains.status(&domain))
@@ -29,6 +28,6 @@ pub(crate) fn known(
 
 /// The workspace's slug; one this process has not met (authentication remembers every key's)
 /// matches no domain rather than the default's.
-pub(crate) fn slug(workspace: InWorkspace) -> String {
-    slugs::get(workspace.0).map_or_else(String::new, |name| name.as_str().to_owned())
+pub(crate) fn slug(state: &AppState, workspace: InWorkspace) -> String {
+    (state.links.slugs().get(workspace.0)).map_or_else(String::new, |name| name.as_str().to_owned())
 }

@@ -3,7 +3,7 @@
 //! record everywhere the record is written — with the record's expiry, and gone with it. On a
 //! cluster the card key hashes to its own slot: every write is routed by its own key.
 
-use super::RecordWrite;
+use super::{RecordWorkspace, RecordWrite};
 use shortlink_model::link::card;
 use shortlink_store::{Link, LinkExtras};
 pub use shortlink_wire::keys::preview_key;
@@ -65,10 +65,11 @@ impl RecordWrite {
     /// the record goes for good (past its grace), no click counter either.
     pub fn for_link_and_card(
         link: &Link,
+        workspace: RecordWorkspace,
         now: chrono::DateTime<chrono::Utc>,
         grace: std::time::Duration,
     ) -> Vec<RecordWrite> {
-        let record = Self::for_link(link, now, grace);
+        let record = Self::for_link(link, workspace, now, grace);
         let card = Self::card_for(link, &record);
         let gone = matches!(record, RecordWrite::Delete { .. });
         let mut writes = vec![record, card];
@@ -84,13 +85,14 @@ impl RecordWrite {
     pub fn restore_with_card(
         code: &str,
         previous: Option<&Link>,
+        workspace: RecordWorkspace,
         now: chrono::DateTime<chrono::Utc>,
         grace: std::time::Duration,
     ) -> Vec<RecordWrite> {
         match previous {
-            Some(link) => Self::for_link_and_card(link, now, grace),
+            Some(link) => Self::for_link_and_card(link, workspace, now, grace),
             None => vec![
-                Self::restore(code, None, now, grace),
+                Self::restore(code, None, workspace, now, grace),
                 RecordWrite::Delete {
                     key: preview_key(code),
                 },

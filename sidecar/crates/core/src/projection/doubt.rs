@@ -66,10 +66,7 @@ impl Projection {
     ) -> Result<usize, RefillError> {
         let mut settled = 0;
         let in_doubt = self.in_doubt();
-        if !in_doubt.is_empty() {
-            // The records of every workspace name its slug.
-            super::slugs::load(storage).await?;
-        }
+        let slugs = super::Slugs::default();
         for (key, sent) in in_doubt {
             // A record, or a key that goes with one (its card, its click counter).
             let Some(code) = [KEY_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
@@ -81,7 +78,15 @@ impl Projection {
             let mut tx = storage.begin().await?;
             let result = match tx.lock_link_by_code(code).await {
                 Ok(Some(link)) => {
-                    let writes = RecordWrite::for_link_and_card(&link, storage::now(), grace);
+                    let workspace = match slugs.record_workspace(storage, link.workspace).await {
+                        Ok(workspace) => workspace,
+                        Err(error) => {
+                            let _ = tx.rollback().await;
+                            return Err(error.into());
+                        }
+                    };
+                    let writes =
+                        RecordWrite::for_link_and_card(&link, workspace, storage::now(), grace);
                     self.apply(&writes).await
                 }
                 Ok(None) => match &sent {

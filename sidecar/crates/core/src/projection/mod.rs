@@ -19,6 +19,7 @@ mod state;
 pub use card::{card_value, preview_key};
 pub use slots::missing_marker_slots;
 use slots::pick;
+pub use slugs::{RecordWorkspace, Slugs};
 pub use state::PipelineState;
 
 use crate::primary::Primary;
@@ -59,10 +60,10 @@ pub use shortlink_wire::keys::link_key as key;
 
 /// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes):
 /// version 1 text for a plain link, version 2 (binary after the line) with a lifecycle or rules.
-pub fn encode_record(link: &Link) -> Vec<u8> {
-    // A workspace other than `default` is named in the record: nginx answers the code only on
-    // that workspace's hosts.
-    let workspace = slugs::in_record(link.workspace);
+/// A workspace other than `default` is named in the record: nginx answers the code only on that
+/// workspace's hosts.
+pub fn encode_record(link: &Link, workspace: RecordWorkspace) -> Vec<u8> {
+    let workspace = workspace.name();
     match link.revoked_at {
         Some(_) => Record::revoked(workspace).encode(),
         None => {
@@ -164,9 +165,14 @@ pub enum RecordWrite {
 
 impl RecordWrite {
     /// The write that makes Redis agree with `link` at `now`, given the expired-link grace.
-    pub fn for_link(link: &Link, now: DateTime<Utc>, grace: Duration) -> Self {
+    pub fn for_link(
+        link: &Link,
+        workspace: RecordWorkspace,
+        now: DateTime<Utc>,
+        grace: Duration,
+    ) -> Self {
         let key = key(&link.code);
-        let value = encode_record(link);
+        let value = encode_record(link, workspace);
         // A link with an expired URL keeps answering it after expiry: its record never goes.
         let expires_at = link
             .expires_at
@@ -189,11 +195,12 @@ impl RecordWrite {
     pub fn restore(
         code: &str,
         previous: Option<&Link>,
+        workspace: RecordWorkspace,
         now: DateTime<Utc>,
         grace: Duration,
     ) -> Self {
         match previous {
-            Some(link) => Self::for_link(link, now, grace),
+            Some(link) => Self::for_link(link, workspace, now, grace),
             None => RecordWrite::Delete { key: key(code) },
         }
     }

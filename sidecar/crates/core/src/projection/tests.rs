@@ -29,18 +29,18 @@ const DAY: Duration = Duration::from_secs(86_400);
 fn records_follow_the_contract() {
     let mut l = link();
     assert_eq!(
-        encode_record(&l),
+        encode_record(&l, RecordWorkspace::DEFAULT),
         b"1|L|302|0|0|https://example.com/a?b=c|d"
     );
     l.redirect = 301;
     l.flags = LinkFlags::with_forward_query(true);
     l.expires_at = DateTime::from_timestamp(1_798_761_600, 0);
     assert_eq!(
-        encode_record(&l),
+        encode_record(&l, RecordWorkspace::DEFAULT),
         b"1|L|301|1798761600|1|https://example.com/a?b=c|d"
     );
     l.revoked_at = Some(l.created_at);
-    assert_eq!(encode_record(&l), b"1|R|410|0|0|");
+    assert_eq!(encode_record(&l, RecordWorkspace::DEFAULT), b"1|R|410|0|0|");
     assert_eq!(key("abc1234"), "sl:c:abc1234");
 }
 
@@ -49,13 +49,13 @@ fn ttl_rules() {
     let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
     let mut l = link();
     assert!(matches!(
-        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, now, DAY),
         RecordWrite::Set { .. }
     ));
 
     // Expiring: TTL at expiry + grace, also once expired but within grace.
     l.expires_at = DateTime::from_timestamp(1_700_000_100, 0);
-    let until = RecordWrite::for_link(&l, now, DAY);
+    let until = RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, now, DAY);
     assert_eq!(
         until,
         RecordWrite::SetUntil {
@@ -66,13 +66,13 @@ fn ttl_rules() {
     );
     let later = now + chrono::Duration::seconds(1000);
     assert!(matches!(
-        RecordWrite::for_link(&l, later, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, later, DAY),
         RecordWrite::SetUntil { .. }
     ));
     // Past grace: the key must be gone.
     let much_later = now + chrono::Duration::days(2);
     assert_eq!(
-        RecordWrite::for_link(&l, much_later, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, much_later, DAY),
         RecordWrite::Delete {
             key: "sl:c:abc1234".into()
         }
@@ -81,7 +81,7 @@ fn ttl_rules() {
     // Revoked: tombstone without TTL, even if it had an expiry.
     l.revoked_at = Some(now);
     assert_eq!(
-        RecordWrite::for_link(&l, much_later, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, much_later, DAY),
         RecordWrite::Set {
             key: "sl:c:abc1234".into(),
             value: TOMBSTONE.into()
@@ -89,7 +89,7 @@ fn ttl_rules() {
     );
 
     assert_eq!(
-        RecordWrite::restore("zz", None, now, DAY),
+        RecordWrite::restore("zz", None, RecordWorkspace::DEFAULT, now, DAY),
         RecordWrite::Delete {
             key: "sl:c:zz".into()
         }
@@ -115,7 +115,7 @@ fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
                 .into(),
         ),
     };
-    let value = encode_record(&l);
+    let value = encode_record(&l, RecordWorkspace::DEFAULT);
     assert!(value.starts_with(b"2|L|302|0|0|https://example.com/a?b=c|d\n"));
     let WireLink::Live {
         extras: Some(extras),
@@ -144,7 +144,7 @@ fn a_recipient_with_rules_is_named_by_its_number_and_without_rules_keeps_version
     let mut l = link();
     l.recipient_ref = Some("r-1".into());
     assert!(
-        encode_record(&l).starts_with(b"1|"),
+        encode_record(&l, RecordWorkspace::DEFAULT).starts_with(b"1|"),
         "a plain per-recipient link keeps its bytes"
     );
     l.extras.rules = Some(
@@ -154,7 +154,7 @@ fn a_recipient_with_rules_is_named_by_its_number_and_without_rules_keeps_version
     let WireLink::Live {
         extras: Some(extras),
         ..
-    } = decode(&encode_record(&l)).unwrap()
+    } = decode(&encode_record(&l, RecordWorkspace::DEFAULT)).unwrap()
     else {
         panic!("not a live version 2 record");
     };
@@ -169,12 +169,12 @@ fn a_link_with_an_expired_url_keeps_its_record_after_expiry() {
     let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
     l.expires_at = DateTime::from_timestamp(1_700_000_000, 0);
     assert!(matches!(
-        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, now, DAY),
         RecordWrite::Delete { .. }
     ));
     l.extras.expired_url = Some("https://over.example/".into());
     assert!(matches!(
-        RecordWrite::for_link(&l, now, DAY),
+        RecordWrite::for_link(&l, RecordWorkspace::DEFAULT, now, DAY),
         RecordWrite::Set { .. }
     ));
 }
@@ -185,7 +185,7 @@ fn the_card_key_follows_the_record() {
     let mut l = link();
     let now = DateTime::from_timestamp(1_700_000_100, 0).unwrap();
     // No card: the key is removed, and a new link writes none.
-    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    let writes = RecordWrite::for_link_and_card(&l, RecordWorkspace::DEFAULT, now, DAY);
     assert_eq!(writes[1].key(), preview_key(&l.code));
     assert!(matches!(writes[1], RecordWrite::Delete { .. }));
     assert_eq!(RecordWrite::new_card(&l, &writes[0]), None);
@@ -193,7 +193,7 @@ fn the_card_key_follows_the_record() {
     l.extras.preview =
         Some(r#"{"title":"T","description":"D","image":"https://i.example/a.png"}"#.into());
     l.expires_at = DateTime::from_timestamp(1_700_000_200, 0);
-    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    let writes = RecordWrite::for_link_and_card(&l, RecordWorkspace::DEFAULT, now, DAY);
     let RecordWrite::SetUntil { at, .. } = writes[0] else {
         panic!("an expiring record: {writes:?}");
     };
@@ -213,7 +213,7 @@ fn the_card_key_follows_the_record() {
     let shortlink_wire::record::Link::Live {
         extras: Some(extras),
         ..
-    } = shortlink_wire::record::decode(&encode_record(&l)).unwrap()
+    } = shortlink_wire::record::decode(&encode_record(&l, RecordWorkspace::DEFAULT)).unwrap()
     else {
         panic!("a version 2 record");
     };
@@ -223,12 +223,12 @@ fn the_card_key_follows_the_record() {
     let mut revoked = l.clone();
     revoked.revoked_at = Some(now);
     assert!(matches!(
-        RecordWrite::for_link_and_card(&revoked, now, DAY)[1],
+        RecordWrite::for_link_and_card(&revoked, RecordWorkspace::DEFAULT, now, DAY)[1],
         RecordWrite::Delete { .. }
     ));
     l.extras.max_visits = Some(5);
     let later = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-    let writes = RecordWrite::for_link_and_card(&l, later, DAY);
+    let writes = RecordWrite::for_link_and_card(&l, RecordWorkspace::DEFAULT, later, DAY);
     let deleted: Vec<&str> = writes.iter().map(RecordWrite::key).collect();
     assert!(writes
         .iter()
@@ -237,6 +237,6 @@ fn the_card_key_follows_the_record() {
 
     // A card that no longer reads back is left out of both.
     l.extras.preview = Some("{not json".into());
-    let writes = RecordWrite::for_link_and_card(&l, now, DAY);
+    let writes = RecordWrite::for_link_and_card(&l, RecordWorkspace::DEFAULT, now, DAY);
     assert!(matches!(writes[1], RecordWrite::Delete { .. }));
 }

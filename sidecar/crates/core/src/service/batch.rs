@@ -4,9 +4,11 @@
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use crate::projection::{self, slugs, written_value, ProjectionError, RecordWrite};
+use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
-use shortlink_store::{self as storage, EncodedRows, Link, NewRow, Slot};
+use shortlink_store::{
+    self as storage, EncodedRows, Link, NewRow, Slot, StorageError, WorkspaceId,
+};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -64,14 +66,14 @@ impl LinkService {
         claim: Option<Claim>,
         attempt: usize,
     ) -> ChunksResult {
-        // Their records name the workspace's slug.
-        let workspaces: HashSet<_> = chunks
-            .iter()
-            .flatten()
-            .map(|(_, new)| new.workspace)
-            .collect();
-        for workspace in workspaces {
-            slugs::of(self.storage.as_ref(), workspace).await?;
+        // Named before anything is written: a group with a workspace that cannot be named is
+        // refused whole.
+        let mut names = RecordNames::new();
+        for (_, new) in chunks.iter().flatten() {
+            if !names.contains_key(&new.workspace) {
+                let name = self.record_workspace(new.workspace).await?;
+                names.insert(new.workspace, name);
+            }
         }
         let now = storage::now();
         let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
@@ -80,7 +82,7 @@ impl LinkService {
         }
         let tx = self.storage.begin().await?;
         let (mut tx, published) = self
-            .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
+            .insert_and_publish(tx, &mut plans, encoded, chunks, &names, claim, now)
             .await?;
         let Published {
             sent,
@@ -90,7 +92,7 @@ impl LinkService {
         // Items whose generated code Redis already held: created again, with fresh codes.
         let mut refused = Refused::default();
         if !failed && !taken.is_empty() {
-            refused = self.refuse_taken(&mut plans, chunks, &taken);
+            refused = self.refuse_taken(&mut plans, chunks, &names, &taken);
             if let Err(error) = tx.delete_new_links(&refused.rows).await {
                 let _ = tx.rollback().await;
                 self.unpublish(&sent, &taken).await;
@@ -174,12 +176,13 @@ impl LinkService {
         plans: &mut [ChunkPlan],
         encoded: Vec<EncodedRows>,
         chunks: &[Vec<(i64, NewLink)>],
+        names: &RecordNames,
         claim: Option<Claim>,
         now: DateTime<Utc>,
     ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {
         let mut redis_writes = Vec::with_capacity(plans.len());
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
-            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
+            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, names, claim, now);
             let writes = match inserted.await {
                 Ok(writes) => writes,
                 Err(error) => {
@@ -206,6 +209,7 @@ impl LinkService {
         &self,
         plans: &mut [ChunkPlan],
         chunks: &[Vec<(i64, NewLink)>],
+        names: &RecordNames,
         taken: &HashMap<String, Vec<u8>>,
     ) -> Refused {
         let mut refused = Refused::default();
@@ -216,7 +220,9 @@ impl LinkService {
                 };
                 let at = plan.todo[r];
                 let explicit = items[at].1.code.is_some();
-                if explicit && *existing == projection::encode_record(&row.link) {
+                let same = (names.get(&row.link.workspace))
+                    .is_some_and(|&name| *existing == projection::encode_record(&row.link, name));
+                if explicit && same {
                     continue;
                 }
                 self.refused_code(&row.link.code, existing);
@@ -361,6 +367,7 @@ impl LinkService {
         plan: &mut ChunkPlan,
         encoded: EncodedRows,
         items: &[(i64, NewLink)],
+        names: &RecordNames,
         claim: Option<Claim>,
         now: DateTime<Utc>,
     ) -> Result<Vec<RecordWrite>, ServiceError> {
@@ -396,15 +403,20 @@ impl LinkService {
                 None => ItemOutcome::Failed(ItemFailure::CodeTaken),
             });
         }
-        Ok(rows
+        let mut writes = Vec::with_capacity(plan.inserted.len());
+        for row in rows
             .iter()
             .filter(|row| plan.inserted.contains(&row.link.code))
-            .flat_map(|row| {
-                let record = RecordWrite::for_link(&row.link, now, self.grace);
-                let card = RecordWrite::new_card(&row.link, &record);
-                std::iter::once(record).chain(card)
-            })
-            .collect())
+        {
+            let name = *(names.get(&row.link.workspace)).ok_or_else(|| {
+                StorageError::Corrupt(format!("workspace {} not named", row.link.workspace))
+            })?;
+            let record = RecordWrite::for_link(&row.link, name, now, self.grace);
+            let card = RecordWrite::new_card(&row.link, &record);
+            writes.push(record);
+            writes.extend(card);
+        }
+        Ok(writes)
     }
 
     /// After a group failed: deletes every record it sent, each only if it still holds the value
@@ -549,6 +561,9 @@ type ChunkWrite = tokio::task::JoinHandle<(
     Vec<RecordWrite>,
     Result<Vec<(String, Vec<u8>)>, ProjectionError>,
 )>;
+
+/// What the records of each workspace of a group name, resolved before anything is written.
+type RecordNames = HashMap<WorkspaceId, RecordWorkspace>;
 
 /// A chunk of a group on its way through [`LinkService::create_chunks`].
 struct ChunkPlan {

@@ -8,7 +8,7 @@
 //! with it is refused as an unknown click.
 
 use super::model::Resolution;
-use crate::projection::encode_record;
+use crate::projection::{encode_record, RecordWorkspace};
 use shortlink_model::link::card;
 use shortlink_store::Link;
 use shortlink_wire::agent;
@@ -49,7 +49,9 @@ pub struct CountFirst;
 /// What `link` answers to `click` at `now_unix`, `visits` being the click's number once counted.
 /// The link goes through its own record, encoded and decoded as the module gets it, so what nginx
 /// reads and what this answers are one thing. A preview fetcher ([`agent::is_preview`]) asking
-/// for a link with a card gets the card page, uncounted, as from the module.
+/// for a link with a card gets the card page, uncounted, as from the module. The host was matched
+/// to the link's workspace before (or, for a preview, is not asked), so the record is encoded
+/// as `default`'s: the name would play no part in the answer.
 pub fn answer(
     link: &Link,
     click: &ClickInput<'_>,
@@ -57,7 +59,7 @@ pub fn answer(
     country: CountryOf<'_>,
     visits: Option<u64>,
 ) -> Result<Resolution, CountFirst> {
-    let value = encode_record(link);
+    let value = encode_record(link, RecordWorkspace::DEFAULT);
     let decoded = match record::decode(&value) {
         Ok(decoded) => decoded,
         Err(error) => {

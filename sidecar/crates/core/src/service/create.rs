@@ -2,7 +2,7 @@
 
 use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
-use crate::projection::{slugs, written_value, RecordWrite};
+use crate::projection::{written_value, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::audit::{link_changes, AuditEntry, Changes, Origin};
 use shortlink_store::{
@@ -39,8 +39,8 @@ impl LinkService {
                 return Ok(Created::New(link));
             }
         }
-        // Its record names the workspace's slug.
-        slugs::of(self.storage.as_ref(), new.workspace).await?;
+        // Named before anything is written: a link whose workspace cannot be named is refused.
+        let workspace = self.record_workspace(new.workspace).await?;
         let now = storage::now();
         let url_hash = new.target.hash();
         if new.idempotent {
@@ -91,7 +91,7 @@ impl LinkService {
             // Appended with the insert where the backend could, else now, before the commit.
             let audit = (!audited).then_some(&audit);
             if self
-                .publish_new_and_commit(tx, &link, alias.is_some(), audit)
+                .publish_new_and_commit(tx, &link, workspace, alias.is_some(), audit)
                 .await?
             {
                 return Ok(Created::New(link));
@@ -171,10 +171,11 @@ impl LinkService {
         &self,
         tx: Box<dyn storage::LinkTx>,
         link: &Link,
+        workspace: RecordWorkspace,
         explicit: bool,
         audit: Option<&AuditEntry>,
     ) -> Result<bool, ServiceError> {
-        let write = RecordWrite::for_link(link, storage::now(), self.grace);
+        let write = RecordWrite::for_link(link, workspace, storage::now(), self.grace);
         let redis_started = std::time::Instant::now();
         let created = self.projection.create(&write).await;
         crate::metrics::write_latency("redis", redis_started);

@@ -1,9 +1,10 @@
 //! The link service: what every operation of the write path and every read is a method of
 //! (their `impl LinkService` blocks are in the files of the parts). Its fields are the parts'.
 
+use super::error::ServiceError;
 use crate::issuer::Issuer;
-use crate::projection::Projection;
-use shortlink_store::Storage;
+use crate::projection::{Projection, RecordWorkspace, Slugs};
+use shortlink_store::{Storage, WorkspaceId};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,8 @@ pub struct LinkService {
     pub(super) db_timeout: Duration,
     /// Codes refused because Redis already held them (see `refused_code`).
     pub(super) refused_codes: AtomicU64,
+    /// What the records of each workspace's links name.
+    pub(super) slugs: Slugs,
 }
 
 impl LinkService {
@@ -35,7 +38,25 @@ impl LinkService {
             grace,
             db_timeout,
             refused_codes: AtomicU64::new(0),
+            slugs: Slugs::default(),
         }
+    }
+
+    /// The workspaces' slugs this service has met (every authenticated key's workspace).
+    pub fn slugs(&self) -> &Slugs {
+        &self.slugs
+    }
+
+    /// What the records of `workspace`'s links name: an error, before anything is written, for
+    /// a workspace that cannot be named.
+    pub async fn record_workspace(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<RecordWorkspace, ServiceError> {
+        Ok(self
+            .slugs
+            .record_workspace(self.storage.as_ref(), workspace)
+            .await?)
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {

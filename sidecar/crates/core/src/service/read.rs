@@ -4,7 +4,6 @@ use super::click::{self, ClickInput, CountFirst, CountryOf};
 use super::error::ServiceError;
 use super::links::LinkService;
 use super::model::Resolution;
-use crate::projection::slugs;
 use crate::projection::RecordWrite;
 use shortlink_store::{
     self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor, WorkspaceId,
@@ -65,12 +64,12 @@ impl LinkService {
             return Ok(Resolution::NotFound);
         };
         // Known here before the repair below writes the record that names it.
-        let workspace = slugs::of(self.storage.as_ref(), link.workspace).await?;
-        if host_workspace.is_some_and(|host| host.as_bytes() != workspace.as_bytes()) {
+        let workspace = self.record_workspace(link.workspace).await?;
+        if host_workspace.is_some_and(|host| host.as_bytes() != workspace.slug().as_bytes()) {
             return Ok(Resolution::NotFound);
         }
         let now = storage::now();
-        let write = RecordWrite::for_link(&link, now, self.grace);
+        let write = RecordWrite::for_link(&link, workspace, now, self.grace);
         let resolution = match link.state(now) {
             // 410 (or the expired URL) while the key would still exist (expiry + grace), then
             // 404, as nginx answers.

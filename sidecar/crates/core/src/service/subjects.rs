@@ -6,7 +6,7 @@
 
 use super::commit::Scope;
 use super::{LinkService, ServiceError};
-use crate::projection::{slugs, RecordWrite};
+use crate::projection::RecordWrite;
 use shortlink_store::{self as storage, WorkspaceId};
 
 impl LinkService {
@@ -32,11 +32,12 @@ impl LinkService {
         next.recipient_ref = Some(tombstone.to_owned());
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
-        slugs::of(self.storage.as_ref(), next.workspace).await?;
+        let workspace = self.record_workspace(next.workspace).await?;
         let now = storage::now();
-        let writes = RecordWrite::for_link_and_card(&next, now, self.grace);
+        let writes = RecordWrite::for_link_and_card(&next, workspace, now, self.grace);
         let restore = || {
-            let restore = RecordWrite::restore_with_card(code, Some(&current), now, self.grace);
+            let restore =
+                RecordWrite::restore_with_card(code, Some(&current), workspace, now, self.grace);
             async move { self.projection.apply(&restore).await }
         };
         let scope = Scope::Link(&next);

@@ -2,7 +2,7 @@
 
 use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
-use crate::projection::{slugs, RecordWrite};
+use crate::projection::RecordWrite;
 use shortlink_store::audit::{link_changes, AuditEntry, Origin};
 use shortlink_store::{self as storage, Link, WorkspaceId};
 
@@ -129,12 +129,13 @@ impl LinkService {
         previous: Option<&Link>,
         audit: &AuditEntry,
     ) -> Result<(), ServiceError> {
-        slugs::of(self.storage.as_ref(), link.workspace).await?;
+        let workspace = self.record_workspace(link.workspace).await?;
         let now = storage::now();
-        let writes = RecordWrite::for_link_and_card(link, now, self.grace);
+        let writes = RecordWrite::for_link_and_card(link, workspace, now, self.grace);
         // Undoing puts the previous record back, as SQL keeps it.
         let restore = || {
-            let restore = RecordWrite::restore_with_card(&link.code, previous, now, self.grace);
+            let restore =
+                RecordWrite::restore_with_card(&link.code, previous, workspace, now, self.grace);
             async move { self.projection.apply(&restore).await }
         };
         let scope = Scope::Link(link);

@@ -2,10 +2,9 @@
 //! installation's audit chain (a workspace's own chain goes with it when it is deleted; the
 //! record that it was must not).
 //!
-//! The slugs link records carry are kept by [`crate::projection::slugs`].
+//! The slugs link records carry are kept by [`crate::projection::Slugs`].
 
 use super::{LinkService, ServiceError};
-use crate::projection::slugs;
 use serde_json::{json, Value};
 use shortlink_store::audit::{Changes, Origin, INSTALLATION_CHAIN};
 use shortlink_store::{
@@ -54,7 +53,7 @@ impl LinkService {
         let workspace = (self.storage)
             .create_workspace(slug, name, quotas, storage::now())
             .await?;
-        slugs::remember(&workspace);
+        self.slugs.remember(workspace.id, &workspace.slug)?;
         let changes = Changes::new()
             .set("slug", workspace.slug.clone())
             .set("name", workspace.name.clone())
@@ -146,6 +145,7 @@ impl LinkService {
             (self.projection.delete_keys(&keys).await).map_err(ServiceError::from)?;
         }
         let deleted = self.storage.delete_workspace(id).await?;
+        self.slugs.forget(id);
         let changes = Changes::new()
             .set("links", deleted.links)
             .set("keys", deleted.keys)

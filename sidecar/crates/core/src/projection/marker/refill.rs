@@ -2,8 +2,8 @@
 //! a restore run. A leaf beside [`super::cluster`], which refills only the slots a failover lost.
 
 use super::handle::ProjectionMarker;
-use crate::projection::{ProjectionError, RecordWrite};
-use shortlink_store::{self as storage, LinkFilter, Storage, StorageError};
+use crate::projection::{ProjectionError, RecordWorkspace, RecordWrite, Slugs};
+use shortlink_store::{self as storage, Link, LinkFilter, Storage, StorageError};
 use shortlink_wire::cluster::key_slot;
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ pub(super) async fn refill_slots(
     slots: Option<&[bool]>,
 ) -> Result<RefillCounts, RefillError> {
     // The records of every workspace name its slug.
-    super::super::slugs::load(storage).await?;
+    let slugs = Slugs::load(storage).await?;
     let filter = LinkFilter::all_workspaces();
     let mut counts = RefillCounts::default();
     let mut after: Option<String> = None;
@@ -62,8 +62,9 @@ pub(super) async fn refill_slots(
         // card may live in another slot than its record).
         let writes: Vec<RecordWrite> = page
             .iter()
-            .flat_map(|link| {
-                let record = RecordWrite::for_link(link, now, grace);
+            .filter_map(|link| named(&slugs, link))
+            .flat_map(|(link, workspace)| {
+                let record = RecordWrite::for_link(link, workspace, now, grace);
                 let card = RecordWrite::new_card(link, &record);
                 std::iter::once(record).chain(card)
             })
@@ -89,4 +90,15 @@ pub(super) fn in_slots(slots: &[bool], key: &str) -> bool {
         .get(usize::from(key_slot(key.as_bytes())))
         .copied()
         .unwrap_or(false)
+}
+
+/// `link` with what its record names, or `None` (logged) for a link whose workspace was not
+/// loaded: it did not exist when the refill began, so its link is left for the next refill
+/// rather than written naming no workspace.
+fn named<'a>(slugs: &Slugs, link: &'a Link) -> Option<(&'a Link, RecordWorkspace)> {
+    let workspace = slugs.known_record_workspace(link.workspace);
+    if workspace.is_none() {
+        tracing::error!(code = %link.code, workspace = %link.workspace, "refill: the link's workspace is unknown; its record is not written");
+    }
+    Some((link, workspace?))
 }
