@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use shortlink_store::{
     self as storage, EncodedRows, Link, NewRow, Slot, StorageError, WorkspaceId,
 };
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -66,15 +67,6 @@ impl LinkService {
         claim: Option<Claim>,
         attempt: usize,
     ) -> ChunksResult {
-        // Named before anything is written: a group with a workspace that cannot be named is
-        // refused whole.
-        let mut names = RecordNames::new();
-        for (_, new) in chunks.iter().flatten() {
-            if !names.contains_key(&new.workspace) {
-                let name = self.record_workspace(new.workspace).await?;
-                names.insert(new.workspace, name);
-            }
-        }
         let now = storage::now();
         let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
         if plans.iter().all(|plan| plan.rows.is_empty()) {
@@ -82,7 +74,7 @@ impl LinkService {
         }
         let tx = self.storage.begin().await?;
         let (mut tx, published) = self
-            .insert_and_publish(tx, &mut plans, encoded, chunks, &names, claim, now)
+            .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
             .await?;
         let Published {
             sent,
@@ -92,7 +84,7 @@ impl LinkService {
         // Items whose generated code Redis already held: created again, with fresh codes.
         let mut refused = Refused::default();
         if !failed && !taken.is_empty() {
-            refused = self.refuse_taken(&mut plans, chunks, &names, &taken);
+            refused = self.refuse_taken(&mut plans, chunks, &taken);
             if let Err(error) = tx.delete_new_links(&refused.rows).await {
                 let _ = tx.rollback().await;
                 self.unpublish(&sent, &taken).await;
@@ -158,11 +150,19 @@ impl LinkService {
         for items in chunks {
             plans.push(self.plan_chunk(items, claim, now).await?);
         }
+        // Named before anything is written: a group with a workspace that cannot be named is
+        // refused whole.
+        let mut names = RecordNames::new();
+        for (_, new) in chunks.iter().flatten() {
+            if let Entry::Vacant(entry) = names.entry(new.workspace) {
+                entry.insert(self.record_workspace(new.workspace).await?);
+            }
+        }
         let generated: usize = plans.iter().map(|plan| plan.generated).sum();
         let mut codes = self.issuer.lease_codes(generated).await?.into_iter();
         let mut encoded = Vec::with_capacity(plans.len());
         for (plan, items) in plans.iter_mut().zip(chunks) {
-            plan.build_rows(items, claim, now, &mut codes);
+            plan.build_rows(items, claim, now, &mut codes, &names)?;
             encoded.push(self.storage.encode_rows(&plan.rows)?);
         }
         Ok((plans, encoded))
@@ -176,13 +176,12 @@ impl LinkService {
         plans: &mut [ChunkPlan],
         encoded: Vec<EncodedRows>,
         chunks: &[Vec<(i64, NewLink)>],
-        names: &RecordNames,
         claim: Option<Claim>,
         now: DateTime<Utc>,
     ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {
         let mut redis_writes = Vec::with_capacity(plans.len());
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
-            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, names, claim, now);
+            let inserted = self.insert_planned(&mut *tx, plan, encoded, items, claim, now);
             let writes = match inserted.await {
                 Ok(writes) => writes,
                 Err(error) => {
@@ -209,7 +208,6 @@ impl LinkService {
         &self,
         plans: &mut [ChunkPlan],
         chunks: &[Vec<(i64, NewLink)>],
-        names: &RecordNames,
         taken: &HashMap<String, Vec<u8>>,
     ) -> Refused {
         let mut refused = Refused::default();
@@ -220,9 +218,8 @@ impl LinkService {
                 };
                 let at = plan.todo[r];
                 let explicit = items[at].1.code.is_some();
-                let same = (names.get(&row.link.workspace))
-                    .is_some_and(|&name| *existing == projection::encode_record(&row.link, name));
-                if explicit && same {
+                let record = || projection::encode_record(&row.link, plan.workspaces[r]);
+                if explicit && *existing == record() {
                     continue;
                 }
                 self.refused_code(&row.link.code, existing);
@@ -354,6 +351,7 @@ impl LinkService {
             todo,
             generated,
             rows: Vec::new(),
+            workspaces: Vec::new(),
             inserted: HashSet::new(),
             retry: Vec::new(),
         })
@@ -367,7 +365,6 @@ impl LinkService {
         plan: &mut ChunkPlan,
         encoded: EncodedRows,
         items: &[(i64, NewLink)],
-        names: &RecordNames,
         claim: Option<Claim>,
         now: DateTime<Utc>,
     ) -> Result<Vec<RecordWrite>, ServiceError> {
@@ -403,20 +400,16 @@ impl LinkService {
                 None => ItemOutcome::Failed(ItemFailure::CodeTaken),
             });
         }
-        let mut writes = Vec::with_capacity(plan.inserted.len());
-        for row in rows
+        Ok(rows
             .iter()
-            .filter(|row| plan.inserted.contains(&row.link.code))
-        {
-            let name = *(names.get(&row.link.workspace)).ok_or_else(|| {
-                StorageError::Corrupt(format!("workspace {} not named", row.link.workspace))
-            })?;
-            let record = RecordWrite::for_link(&row.link, name, now, self.grace);
-            let card = RecordWrite::new_card(&row.link, &record);
-            writes.push(record);
-            writes.extend(card);
-        }
-        Ok(writes)
+            .zip(&plan.workspaces)
+            .filter(|(row, _)| plan.inserted.contains(&row.link.code))
+            .flat_map(|(row, &workspace)| {
+                let record = RecordWrite::for_link(&row.link, workspace, now, self.grace);
+                let card = RecordWrite::new_card(&row.link, &record);
+                std::iter::once(record).chain(card)
+            })
+            .collect())
     }
 
     /// After a group failed: deletes every record it sent, each only if it still holds the value
@@ -576,6 +569,8 @@ struct ChunkPlan {
     /// How many of them need a generated code.
     generated: usize,
     rows: Vec<NewRow>,
+    /// What each row's record names as its workspace (`rows[r]`'s is `workspaces[r]`).
+    workspaces: Vec<RecordWorkspace>,
     /// Codes the insert took.
     inserted: HashSet<String>,
     /// Items whose generated code a row already held, to create again with the next numbers.
@@ -589,10 +584,17 @@ impl ChunkPlan {
         claim: Option<Claim>,
         now: DateTime<Utc>,
         codes: &mut impl Iterator<Item = String>,
-    ) {
+        names: &RecordNames,
+    ) -> Result<(), StorageError> {
         self.rows = Vec::with_capacity(self.todo.len());
+        self.workspaces = Vec::with_capacity(self.todo.len());
         for &at in &self.todo {
             let (index, new) = &items[at];
+            // Every item's workspace was named before the plan was built.
+            let workspace = *(names.get(&new.workspace)).ok_or_else(|| {
+                StorageError::Corrupt(format!("workspace {} not named", new.workspace))
+            })?;
+            self.workspaces.push(workspace);
             let code = match &new.code {
                 Some(code) => code.clone(),
                 None => codes.next().unwrap_or_default(),
@@ -606,6 +608,7 @@ impl ChunkPlan {
                 }),
             });
         }
+        Ok(())
     }
 }
 
