@@ -49,7 +49,8 @@ pub(super) fn refused_form(error: Error, page: impl FnOnce(String) -> Response) 
     let message = error.message();
     drop(error.into_response());
     let mut response = page(message);
-    *response.status_mut() = if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS {
+    *response.status_mut() = if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS
+    {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         status

@@ -86,8 +86,9 @@ pub async fn create(
     // The workspace's quota of subscriptions, as for the API's: the service checks it.
     let budget = crate::http::budget_of(&state, operator.workspace).await?;
     let created = match form.request() {
-        Ok(request) => (state.webhooks.create(&budget, request, &origin).await)
-            .map_err(Error::from),
+        Ok(request) => {
+            (state.webhooks.create(&budget, request, &origin).await).map_err(Error::from)
+        }
         Err(error) => Err(error),
     };
     match created {

@@ -20,8 +20,8 @@ use shortlink_store::{Quotas, WorkspaceId};
 /// `workspace`'s budget as stored now: for a console session, whose sign-in did not read the
 /// workspace's quotas as a key's request does.
 pub async fn budget_of(state: &AppState, workspace: WorkspaceId) -> Result<Budget> {
-    let stored = (state.links.storage().workspace(workspace).await?)
-        .ok_or(WorkspaceError::NotFound)?;
+    let stored =
+        (state.links.storage().workspace(workspace).await?).ok_or(WorkspaceError::NotFound)?;
     Ok(state.limits.budget(workspace, stored.quotas))
 }
 

@@ -208,11 +208,20 @@ mod tests {
             ..Quotas::default()
         };
         // Stored before the ceiling was lowered: held to it.
-        assert_eq!(within_ceilings(Limit::new(500, 1000), ceilings), Limit::new(10, 20));
+        assert_eq!(
+            within_ceilings(Limit::new(500, 1000), ceilings),
+            Limit::new(10, 20)
+        );
         // Below the ceilings: as it is.
-        assert_eq!(within_ceilings(Limit::new(5, 8), ceilings), Limit::new(5, 8));
+        assert_eq!(
+            within_ceilings(Limit::new(5, 8), ceilings),
+            Limit::new(5, 8)
+        );
         // No limit of its own (the installation's is off): the ceiling.
-        assert_eq!(within_ceilings(Limit::new(0, 100), ceilings), Limit::new(10, 20));
+        assert_eq!(
+            within_ceilings(Limit::new(0, 100), ceilings),
+            Limit::new(10, 20)
+        );
         // No ceilings: as it is, off included.
         assert!(within_ceilings(Limit::new(0, 100), Quotas::default()).is_off());
     }

@@ -249,7 +249,6 @@ pub struct KeyRateRequest {
     pub burst: WholeNumber,
 }
 
-
 /// A name as the schema describes it: no control character, one that is not a space.
 fn checked_name(name: &str) -> Result<&str> {
     let name = name.trim_matches(|c: char| c.is_ascii_whitespace());

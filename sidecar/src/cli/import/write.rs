@@ -14,9 +14,9 @@ use crate::http::{AppState, Error};
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
 use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
 use crate::storage::WorkspaceId;
-use shortlink_core::limits::{Budget, QuotaError};
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
+use shortlink_core::limits::{Budget, QuotaError};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};
 

@@ -90,11 +90,7 @@ pub(crate) fn run<I: Items>(
         Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
     };
     let checked = check_ahead(chunks, Arc::clone(&items));
-    let admitted = admit_groups(
-        budget,
-        mode,
-        checked.ready_chunks(GROUP_CHUNKS),
-    );
+    let admitted = admit_groups(budget, mode, checked.ready_chunks(GROUP_CHUNKS));
     let results = admitted
         .map(move |(group, admission)| {
             let created = Arc::clone(&created);

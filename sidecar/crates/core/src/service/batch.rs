@@ -46,7 +46,11 @@ impl LinkService {
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
         let links: usize = chunks.iter().map(Vec::len).sum();
         if !reservation.draw(links as u64) {
-            tracing::error!(links, ?reservation, "new links beyond their reservation: refused");
+            tracing::error!(
+                links,
+                ?reservation,
+                "new links beyond their reservation: refused"
+            );
             return (chunks.iter())
                 .map(|items| failed_items(items, ItemFailure::QuotaExceeded))
                 .collect();

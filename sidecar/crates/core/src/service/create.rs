@@ -28,7 +28,11 @@ impl LinkService {
         claim: Option<Claim>,
         origin: &Origin,
     ) -> Result<Created, ServiceError> {
-        debug_assert_eq!(budget.workspace(), new.workspace, "another workspace's budget");
+        debug_assert_eq!(
+            budget.workspace(),
+            new.workspace,
+            "another workspace's budget"
+        );
         let reservation = budget.reserve_links(1).await?;
         let created = self.create_reserved(new, claim, origin).await;
         match &created {

@@ -36,7 +36,9 @@ pub enum RateRefused {
          the installation's)"
     )]
     BelowOne { field: &'static str },
-    #[error("rate.{field} is {value}, above the workspace's ceiling of {ceiling} (the operator's)")]
+    #[error(
+        "rate.{field} is {value}, above the workspace's ceiling of {ceiling} (the operator's)"
+    )]
     AboveCeiling {
         field: &'static str,
         value: u64,

@@ -288,10 +288,7 @@ pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
                     links_per_day: quota_read(D::DB::opt_int(row, "links_per_day")?)?,
                     compose_recipients: quota_read(D::DB::opt_int(row, "compose_recipients")?)?,
                     webhooks: quota_read(D::DB::opt_int(row, "webhooks")?)?,
-                    key_rate_per_second: quota_read(D::DB::opt_int(
-                        row,
-                        "key_rate_per_second",
-                    )?)?,
+                    key_rate_per_second: quota_read(D::DB::opt_int(row, "key_rate_per_second")?)?,
                     key_rate_burst: quota_read(D::DB::opt_int(row, "key_rate_burst")?)?,
                 },
             }),
