@@ -300,6 +300,35 @@ async fn console_and_api_creates_fill_one_quota() {
     assert_eq!(codes(&app, &a.admin).await.len(), 3);
 }
 
+/// A console session's forms count against its key's rate as the key's API requests do: a
+/// key of one request per second gets its second form in a row refused (429), and the API's
+/// next request with it too (one count for both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_forms_count_against_the_keys_rate() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    let a = brand(&app, &operator, "brand-a", json!({})).await;
+    let made = key_with_rate(&app, &a.admin, json!({"per_second": 1, "burst": 1})).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let made: Value = made.json().await.unwrap();
+    let slow = made["key"].as_str().unwrap().to_owned();
+    let mut browser = Browser::new(&app);
+    browser.sign_in(&slow).await;
+    let csrf = browser.csrf().await;
+    let form = [("csrf", csrf.as_str()), ("url", "https://a.example/1")];
+    let first = browser.post("/console/create", &form).await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let form = [("csrf", csrf.as_str()), ("url", "https://a.example/2")];
+    let second = browser.post("/console/create", &form).await;
+    assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+    let api = with_key(&app, &slow, Method::GET, "/links")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(codes(&app, &a.admin).await.len(), 1);
+}
+
 /// The console's compose sample is held to the recipients' quota as the API's compose is:
 /// recipients past it are refused in the sample.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

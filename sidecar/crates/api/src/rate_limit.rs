@@ -20,7 +20,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shortlink_core::limits::{Limit, LimitsUnavailable, Quota, QuotaError};
-use shortlink_store::{KeyRate, Quotas};
+use shortlink_store::{ApiKey, KeyRate, Quotas};
 
 /// Not limited: nginx's fallback.
 const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
@@ -84,17 +84,44 @@ pub async fn limit_api_key(
         extensions.get::<KeyRate>().copied(),
         extensions.get::<Quotas>().copied(),
     );
-    if limit.is_off() {
-        return next.run(request).await;
+    match admit(&state, key.0, limit).await {
+        Err(refused) => refused.into_response(),
+        Ok(None) => next.run(request).await,
+        Ok(Some(headers)) => {
+            let mut response = next.run(request).await;
+            headers.apply(response.headers_mut());
+            response
+        }
     }
-    let decision = match state.limits.rate.check(key.0, limit).await {
+}
+
+/// Counts one request of `key` (an API key's, or a console session's: the same key, the same
+/// count) against its rate, within its workspace's ceilings: the console's forms go through
+/// this as the API's routes do.
+pub async fn admit_key(state: &AppState, key: &ApiKey) -> Result<(), Error> {
+    let ceilings = key.workspace.as_ref().map(|workspace| workspace.quotas);
+    let limit = key_limit(state, key.rate, ceilings);
+    admit(state, key.id, limit).await.map(|_| ())
+}
+
+/// One request of `key` against `limit`: the fields to answer with (`None`: not limited, or
+/// the limiter's Redis failed and the request passes, counted), or the 429.
+async fn admit(
+    state: &AppState,
+    key: i64,
+    limit: Limit,
+) -> Result<Option<RateLimitHeaders>, Error> {
+    if limit.is_off() {
+        return Ok(None);
+    }
+    let decision = match state.limits.rate.check(key, limit).await {
         Ok(decision) => decision,
         Err(error) => {
             shortlink_core::limits::unavailable(API_KEY_POLICY);
             if let LimitsUnavailable::Redis(error) = error {
                 tracing::warn!(%error, "rate limiter: redis failed; requests pass unlimited");
             }
-            return next.run(request).await;
+            return Ok(None);
         }
     };
     let headers = RateLimitHeaders {
@@ -105,7 +132,7 @@ pub async fn limit_api_key(
         reset: Some(whole_seconds(decision.reset)),
     };
     if !decision.allowed {
-        return Error::RateLimited(Box::new(Throttled {
+        return Err(Error::RateLimited(Box::new(Throttled {
             code: "rate_limited",
             message: format!(
                 "this API key may send {} requests per second ({} at once); retry later",
@@ -113,12 +140,9 @@ pub async fn limit_api_key(
             ),
             headers,
             retry_after: Some(whole_seconds(decision.retry_after).max(1)),
-        }))
-        .into_response();
+        })));
     }
-    let mut response = next.run(request).await;
-    headers.apply(response.headers_mut());
-    response
+    Ok(Some(headers))
 }
 
 impl From<QuotaError> for Error {
