@@ -135,7 +135,10 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
     .unwrap();
     service
         .create(
-            shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+            // The bench acts as the operator on the server: no quota.
+            &shortlink_core::limits::Budget::command_line(
+                shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+            ),
             request,
             &bench_origin(),
         )

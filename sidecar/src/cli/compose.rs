@@ -70,7 +70,7 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
     let file = tokio::fs::File::open(&args.file).await?;
     let answer = http::compose::compose(
         State(state),
-        http::Budget::unmetered(workspace.id),
+        http::Budget::command_line(workspace.id),
         http::Recorder({
             let mut origin = storage::audit::Origin::new(storage::audit::Actor::cli());
             origin.workspace_id = workspace.id.get();

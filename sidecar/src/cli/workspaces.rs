@@ -80,6 +80,13 @@ pub struct QuotaArgs {
     /// setting turning deliveries on or off).
     #[arg(long = "webhook-subscriptions", id = "webhook_subscriptions")]
     webhooks: Option<u64>,
+    /// The highest request rate (per second) an admin may give a key of the workspace, and what
+    /// every key of it is held to (1 to 1000000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    key_rate_per_second: Option<u64>,
+    /// The highest burst likewise (1 to 1000000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    key_rate_burst: Option<u64>,
 }
 
 impl From<QuotaArgs> for Quotas {
@@ -88,6 +95,8 @@ impl From<QuotaArgs> for Quotas {
             links_per_day: args.links_per_day,
             compose_recipients: args.compose_recipients,
             webhooks: args.webhooks,
+            key_rate_per_second: args.key_rate_per_second,
+            key_rate_burst: args.key_rate_burst,
         }
     }
 }

@@ -5,6 +5,9 @@
 //! script) until every row is done, then offers the results as CSV: one row per input line with
 //! the code and short URL, or the error.
 //!
+//! The file's links are counted against the workspace's quota of links per day before anything
+//! starts, as the API's batch is: a file that does not fit is refused whole, nothing created.
+//!
 //! Jobs are kept in memory for [`KEEP`]: the results are for downloading right away.
 
 use super::layout;
@@ -24,6 +27,7 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
+use shortlink_core::limits::Reservation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -234,6 +238,9 @@ pub async fn upload(
     operator.check_csrf(csrf.as_deref())?;
     operator.require_issue()?;
     let rows = parse(&file.unwrap_or_default())?;
+    let readable = rows.iter().filter(|row| row.is_ok()).count() as u64;
+    let budget = crate::http::budget_of(&state, operator.workspace).await?;
+    let reservation = budget.reserve_links(readable).await.map_err(Error::from)?;
     let id = super::session::random_token()?;
     let job = Arc::new(Mutex::new(Job {
         total: rows.len(),
@@ -241,7 +248,8 @@ pub async fn upload(
         ..Job::default()
     }));
     jobs.insert(operator.workspace, id.clone(), Arc::clone(&job));
-    tokio::spawn(run(state, operator.workspace, domains, rows, job));
+    let work = (state, operator.workspace, domains);
+    tokio::spawn(run(work, rows, reservation, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
 
@@ -253,12 +261,12 @@ fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
     })
 }
 
-/// Creates the rows a chunk at a time, recording each row's result as it goes.
+/// Creates the rows a chunk at a time, recording each row's result as it goes; each chunk
+/// draws on the file's `reservation`, which keeps what was created.
 async fn run(
-    state: AppState,
-    workspace: WorkspaceId,
-    domains: DomainContext,
+    (state, workspace, domains): (AppState, WorkspaceId, DomainContext),
     rows: Vec<Result<CreateLinkRequest, String>>,
+    mut reservation: Reservation,
     job: Arc<Mutex<Job>>,
 ) {
     let mut rows = rows.into_iter().enumerate().peekable();
@@ -281,12 +289,17 @@ async fn run(
                 Err(message) => results.push((line, Some(result_row(line, 422, "", "", &message)))),
             }
         }
+        let mut part = reservation.split_off(valid.len() as u64);
         let outcomes: HashMap<i64, ItemOutcome> = state
             .links
-            .create_chunk(valid, None)
+            .create_chunk(valid, None, &mut part)
             .await
             .into_iter()
             .collect();
+        let created = (outcomes.values())
+            .filter(|outcome| matches!(outcome, ItemOutcome::Created(_)))
+            .count();
+        part.keep(created as u64).await;
         let mut outcomes = outcomes;
         let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
         for (line, row) in results {
@@ -314,6 +327,8 @@ async fn run(
             job.done += 1;
         }
     }
+    // The rows refused before their create.
+    reservation.release().await;
     job.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
 }
 

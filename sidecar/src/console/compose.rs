@@ -189,9 +189,12 @@ async fn dry_run(
     }
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
+    // The workspace's quotas, as the API's compose is held to: a sample past its recipients
+    // says so, as the campaign itself would.
+    let budget = http::budget_of(&state, workspace).await?;
     let answer = compose::compose(
         State(state),
-        http::Budget::unmetered(workspace),
+        budget,
         // A dry run records nothing.
         http::Recorder(Origin::new(Actor::console(String::new()))),
         // A dry run claims no idempotency key: no key of the operator's is involved.

@@ -13,7 +13,7 @@ use crate::cli::import::report::{reason_name, Report};
 use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
 use crate::cli::import::SourceArgs;
-use crate::http::{AppState, Error};
+use crate::http::{AppState, Budget, Error};
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -163,12 +163,13 @@ pub async fn start(
         jobs.insert(id.clone(), (operator.workspace, Arc::clone(&job)));
     }
     let domain = args.source_domain.clone();
-    let workspace = operator.workspace;
+    // Its new links count against the workspace's quota, as the API's creates do.
+    let budget = crate::http::budget_of(&state, operator.workspace).await?;
     let origin = super::audit::origin(&operator, request);
     tokio::spawn(async move {
         let _upload = upload;
         let source = (kind, opened, domain.as_deref());
-        let outcome = run(&state, workspace, source, dry_run, &job).await;
+        let outcome = run(&state, budget, source, dry_run, &job).await;
         // One audit row per run, finished or not: what it changed is in its counts.
         let report = job.lock().unwrap_or_else(|e| e.into_inner()).report.clone();
         let storage = state.links.storage();
@@ -185,12 +186,12 @@ pub async fn start(
 /// The command's loop, the report copied into the job after every page.
 async fn run(
     state: &AppState,
-    workspace: WorkspaceId,
+    budget: Budget,
     (kind, mut source, domain): (SourceKind, Box<dyn source::Source>, Option<&str>),
     dry_run: bool,
     job: &Mutex<Job>,
 ) -> Result<(), String> {
-    let mut writer = Writer::new(state, workspace, kind.name(), domain, dry_run, true);
+    let mut writer = Writer::new(state, budget, kind.name(), domain, dry_run, true);
     let mut report = Report {
         source: kind.name().to_owned(),
         dry_run,

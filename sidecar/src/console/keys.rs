@@ -12,9 +12,6 @@ use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_core::service::keys::{self, NewKey};
 
-/// The largest rate and burst a key may be given (as the API's schema says).
-const MAX_RATE: u64 = 1_000_000;
-
 /// The create form, as sent.
 /// A revoke's confirmation: its token only. The workspace's page and the operator's post it.
 #[derive(Debug, Deserialize)]
@@ -59,7 +56,7 @@ impl KeyForm {
         let bad_rate = || {
             Error::invalid(
                 "invalid_rate",
-                "a rate is 0 to 1000000 a second, its burst 1 to 1000000",
+                "a rate and its burst are whole numbers, both given or neither",
             )
         };
         let number = |text: &str| -> Result<Option<u64>, Error> {
@@ -68,13 +65,10 @@ impl KeyForm {
                 n => n.parse().map(Some).map_err(|_| bad_rate()),
             }
         };
+        // Their range (at least 1, within the workspace's ceilings) is the keys service's check.
         let rate = match (number(&self.per_second)?, number(&self.burst)?) {
             (None, None) => None,
-            (Some(per_second), Some(burst))
-                if per_second <= MAX_RATE && (1..=MAX_RATE).contains(&burst) =>
-            {
-                Some(KeyRate { per_second, burst })
-            }
+            (Some(per_second), Some(burst)) => Some(KeyRate { per_second, burst }),
             _ => return Err(bad_rate()),
         };
         Ok(NewKey {
@@ -176,8 +170,8 @@ pub fn create_form(csrf: &str, action: &str, form: &KeyForm, error: Option<&str>
                     option value=(role) selected[form.role == role] { (what) }
                 }
             }
-            label for="key-rate" { "Own rate, requests per second (optional; 0: no limit)" }
-            input #key-rate type="number" name="per_second" min="0" max="1000000" value=(form.per_second);
+            label for="key-rate" { "Own rate, requests per second (optional; at most the workspace's ceiling)" }
+            input #key-rate type="number" name="per_second" min="1" max="1000000" value=(form.per_second);
             label for="key-burst" { "Burst (with a rate: 1 to 1000000)" }
             input #key-burst type="number" name="burst" min="1" max="1000000" value=(form.burst);
             button type="submit" { "Create key" }

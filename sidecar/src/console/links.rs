@@ -156,10 +156,12 @@ pub async fn create(
             r,
         )?)
     };
+    // The workspace's quota, as for the API's create: the service counts against it.
+    let budget = crate::http::budget_of(&state, operator.workspace).await?;
     let created = match request().and_then(check) {
         Ok(new) => state
             .links
-            .create(new, None, &origin)
+            .create(new, &budget, None, &origin)
             .await
             .map_err(Error::from),
         Err(error) => Err(error),

@@ -43,13 +43,14 @@ pub type PageResult<T = Response> = std::result::Result<T, PageError>;
 
 /// A form's page shown again with the error that refused it: the error logged and counted as
 /// the API does, the page (`page` gets the error's message) answered 422 for a person's mistake,
-/// else with the error's own status.
+/// else with the error's own status (a quota used up is no mistake: 429, as the API answers).
 pub(super) fn refused_form(error: Error, page: impl FnOnce(String) -> Response) -> Response {
     let status = error.status_code();
     let message = error.message();
     drop(error.into_response());
     let mut response = page(message);
-    *response.status_mut() = if status.is_client_error() {
+    *response.status_mut() = if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS
+    {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         status

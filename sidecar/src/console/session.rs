@@ -24,7 +24,7 @@ use crate::storage::ApiKey;
 use axum::extract::FromRequestParts;
 use axum::http::header::COOKIE;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -198,7 +198,14 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        match Person::from_request_parts(parts, state).await? {
+        let signed = Signed::from_request_parts(parts, state).await?;
+        // A form (anything but a read) counts against the key's rate as its API request
+        // would: a console session does not lift the limits of the key it holds.
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            (crate::http::rate_limit::admit_key(state, &signed.key).await)
+                .map_err(|refused| PageError(refused).into_response())?;
+        }
+        match signed.person() {
             Person::Workspace(operator) => {
                 // What the API's auth does for a key: the extractors after this one (the
                 // issuing domains of `DomainContext`) then act in the session's workspace, not

@@ -83,12 +83,12 @@ pub async fn create(
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_admin()?;
     let origin = audit::origin(&operator, request);
+    // The workspace's quota of subscriptions, as for the API's: the service checks it.
+    let budget = crate::http::budget_of(&state, operator.workspace).await?;
     let created = match form.request() {
-        Ok(request) => (state
-            .webhooks
-            .create(operator.workspace, request, &origin)
-            .await)
-            .map_err(Error::from),
+        Ok(request) => {
+            (state.webhooks.create(&budget, request, &origin).await).map_err(Error::from)
+        }
         Err(error) => Err(error),
     };
     match created {

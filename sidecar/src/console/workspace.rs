@@ -53,6 +53,16 @@ pub(super) fn quotas_list(state: &AppState, quotas: &Quotas, used: Option<u64>) 
             }
             dt { "Recipients per compose" } dd { (quota(quotas.compose_recipients, settings.compose_recipients)) }
             dt { "Webhook subscriptions" } dd { (quota(quotas.webhooks, settings.webhooks)) }
+            dt { "Highest rate of a key" }
+            dd {
+                @match (quotas.key_rate_per_second, quotas.key_rate_burst) {
+                    (None, None) => "no ceiling",
+                    (rate, burst) => {
+                        (rate.map_or("any".to_owned(), |r| format!("{r} a second")))
+                        ", burst " (burst.map_or("any".to_owned(), |b| b.to_string()))
+                    }
+                }
+            }
         }
     }
 }

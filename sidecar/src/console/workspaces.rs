@@ -22,6 +22,9 @@ use std::sync::Arc;
 
 const BASE: &str = "/console/workspaces";
 
+/// The highest rate ceiling, as the API's.
+const MAX_KEY_RATE: u64 = 1_000_000;
+
 fn csrf_field(operator: &InstanceOperator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf); }
 }
@@ -47,6 +50,10 @@ pub struct QuotaFields {
     compose_recipients: String,
     #[serde(default)]
     webhooks: String,
+    #[serde(default)]
+    key_rate_per_second: String,
+    #[serde(default)]
+    key_rate_burst: String,
 }
 
 impl QuotaFields {
@@ -56,6 +63,8 @@ impl QuotaFields {
             links_per_day: text(quotas.links_per_day),
             compose_recipients: text(quotas.compose_recipients),
             webhooks: text(quotas.webhooks),
+            key_rate_per_second: text(quotas.key_rate_per_second),
+            key_rate_burst: text(quotas.key_rate_burst),
         }
     }
 
@@ -76,10 +85,29 @@ impl QuotaFields {
                     }),
             }
         };
+        // What the API's quotas take: a ceiling of 0 would be a rate of none.
+        let ceiling = |text: &str, field: &str| -> Result<Option<u64>, Error> {
+            match text.trim() {
+                "" => Ok(None),
+                n => n
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=MAX_KEY_RATE).contains(n))
+                    .map(Some)
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "invalid_quota",
+                            format!("{field} is 1 to {MAX_KEY_RATE}, or empty for no ceiling"),
+                        )
+                    }),
+            }
+        };
         Ok(Quotas {
             links_per_day: number(&self.links_per_day)?,
             compose_recipients: number(&self.compose_recipients)?,
             webhooks: number(&self.webhooks)?,
+            key_rate_per_second: ceiling(&self.key_rate_per_second, "the keys' rate ceiling")?,
+            key_rate_burst: ceiling(&self.key_rate_burst, "the keys' burst ceiling")?,
         })
     }
 
@@ -91,6 +119,10 @@ impl QuotaFields {
             input #q-compose type="number" min="0" name="compose_recipients" value=(self.compose_recipients);
             label for="q-webhooks" { "Webhook subscriptions" }
             input #q-webhooks type="number" min="0" name="webhooks" value=(self.webhooks);
+            label for="q-key-rate" { "Highest rate of a key, requests per second (empty: no ceiling)" }
+            input #q-key-rate type="number" min="1" max=(MAX_KEY_RATE) name="key_rate_per_second" value=(self.key_rate_per_second);
+            label for="q-key-burst" { "Highest burst of a key" }
+            input #q-key-burst type="number" min="1" max=(MAX_KEY_RATE) name="key_rate_burst" value=(self.key_rate_burst);
         }
     }
 }

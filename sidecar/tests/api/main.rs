@@ -26,6 +26,7 @@ mod idempotency;
 mod import_export;
 mod import_sources;
 mod issuing;
+mod limits;
 mod links;
 mod lost_commits;
 mod mariadb;

@@ -229,6 +229,7 @@ impl From<ServiceError> for Error {
                 Error::RedisUnavailable(e)
             }
             ServiceError::Issue(IssueError::Exhausted(e)) => Error::CodesExhausted(e),
+            ServiceError::Quota(error) => error.into(),
             ServiceError::IdempotencyKeyReused => Error::Request {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 code: "idempotency_key_reused",

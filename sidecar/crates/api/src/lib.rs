@@ -36,7 +36,7 @@ mod workspaces;
 pub use audit::Recorder;
 pub use auth::{generate_api_key, hash_api_key, ApiKeyId, InWorkspace};
 pub use batch::failure_error;
-pub use budget::Budget;
+pub use budget::{budget_of, Budget};
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use extract::{
     DomainContext, Json, Path, Query, POOL_HEADER, PUBLIC_BASE_HEADER, WORKSPACE_HEADER,

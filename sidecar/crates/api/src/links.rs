@@ -403,24 +403,14 @@ pub async fn create_link(
         let canonical = serde_json::to_vec(&request).unwrap_or_default();
         service::request_hash("create", [canonical.as_slice()])
     });
-    let new = new_link(&state, budget.workspace, &domains, request)?;
+    let new = new_link(&state, budget.workspace(), &domains, request)?;
     let claim = match (&key, &hash) {
         (Some(key), Some(hash)) => Some(state.links.claim(key, hash).await?),
         _ => None,
     };
-    let reservation = budget.reserve_links(&state, 1).await?;
-    let created = state.links.create(new, claim, &origin).await;
-    let (status, link) = match created {
-        Err(error) => {
-            reservation.release().await;
-            return Err(error.into());
-        }
-        Ok(Created::Existing(link)) => {
-            reservation.release().await;
-            (StatusCode::OK, link)
-        }
-        Ok(Created::New(link)) => {
-            reservation.keep(1).await;
+    let (status, link) = match state.links.create(new, &budget, claim, &origin).await? {
+        Created::Existing(link) => (StatusCode::OK, link),
+        Created::New(link) => {
             shortlink_core::metrics::links_created("single", 1);
             domains.count_issued(&link.code, link.campaign.as_deref());
             (StatusCode::CREATED, link)

@@ -20,7 +20,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shortlink_core::limits::{Limit, LimitsUnavailable, Quota, QuotaError};
-use shortlink_store::KeyRate;
+use shortlink_store::{ApiKey, KeyRate, Quotas};
 
 /// Not limited: nginx's fallback.
 const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
@@ -29,15 +29,33 @@ const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
 const API_KEY_POLICY: &str = "api-key";
 
 /// The rate a key is held to: its own (`api_keys.rate_per_second`, `rate_burst`), else the
-/// settings'.
-pub fn key_limit(state: &AppState, own: Option<KeyRate>) -> Limit {
-    match own {
+/// settings', within its workspace's ceilings.
+pub fn key_limit(state: &AppState, own: Option<KeyRate>, workspace: Option<Quotas>) -> Limit {
+    let limit = match own {
         Some(rate) => Limit::new(
             u32::try_from(rate.per_second).unwrap_or(u32::MAX),
             u32::try_from(rate.burst).unwrap_or(u32::MAX),
         ),
         None => state.limits.settings.api_key,
-    }
+    };
+    within_ceilings(limit, workspace.unwrap_or_default())
+}
+
+/// `limit` clamped at use to the workspace's ceilings: a key stored before the ceilings were
+/// set or lowered, or one with no rate of its own while the installation's is off, gets the
+/// ceiling; it is never refused for it (its rate stays stored as it was).
+fn within_ceilings(limit: Limit, ceilings: Quotas) -> Limit {
+    let ceiling = |value: Option<u64>| value.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+    let per_second = match (ceiling(ceilings.key_rate_per_second), limit.is_off()) {
+        (Some(highest), true) => highest,
+        (Some(highest), false) => limit.per_second.min(highest),
+        (None, _) => limit.per_second,
+    };
+    let burst = match ceiling(ceilings.key_rate_burst) {
+        Some(highest) => limit.burst.min(highest),
+        None => limit.burst,
+    };
+    Limit::new(per_second, burst)
 }
 
 /// Whether the route is limited (all of `/api/v1` but nginx's fallback).
@@ -60,18 +78,50 @@ pub async fn limit_api_key(
     let (Some(key), true) = (key, limited(&request)) else {
         return next.run(request).await;
     };
-    let limit = key_limit(&state, request.extensions().get::<KeyRate>().copied());
-    if limit.is_off() {
-        return next.run(request).await;
+    let extensions = request.extensions();
+    let limit = key_limit(
+        &state,
+        extensions.get::<KeyRate>().copied(),
+        extensions.get::<Quotas>().copied(),
+    );
+    match admit(&state, key.0, limit).await {
+        Err(refused) => refused.into_response(),
+        Ok(None) => next.run(request).await,
+        Ok(Some(headers)) => {
+            let mut response = next.run(request).await;
+            headers.apply(response.headers_mut());
+            response
+        }
     }
-    let decision = match state.limits.rate.check(key.0, limit).await {
+}
+
+/// Counts one request of `key` (an API key's, or a console session's: the same key, the same
+/// count) against its rate, within its workspace's ceilings: the console's forms go through
+/// this as the API's routes do.
+pub async fn admit_key(state: &AppState, key: &ApiKey) -> Result<(), Error> {
+    let ceilings = key.workspace.as_ref().map(|workspace| workspace.quotas);
+    let limit = key_limit(state, key.rate, ceilings);
+    admit(state, key.id, limit).await.map(|_| ())
+}
+
+/// One request of `key` against `limit`: the fields to answer with (`None`: not limited, or
+/// the limiter's Redis failed and the request passes, counted), or the 429.
+async fn admit(
+    state: &AppState,
+    key: i64,
+    limit: Limit,
+) -> Result<Option<RateLimitHeaders>, Error> {
+    if limit.is_off() {
+        return Ok(None);
+    }
+    let decision = match state.limits.rate.check(key, limit).await {
         Ok(decision) => decision,
         Err(error) => {
             shortlink_core::limits::unavailable(API_KEY_POLICY);
             if let LimitsUnavailable::Redis(error) = error {
                 tracing::warn!(%error, "rate limiter: redis failed; requests pass unlimited");
             }
-            return next.run(request).await;
+            return Ok(None);
         }
     };
     let headers = RateLimitHeaders {
@@ -82,7 +132,7 @@ pub async fn limit_api_key(
         reset: Some(whole_seconds(decision.reset)),
     };
     if !decision.allowed {
-        return Error::RateLimited(Box::new(Throttled {
+        return Err(Error::RateLimited(Box::new(Throttled {
             code: "rate_limited",
             message: format!(
                 "this API key may send {} requests per second ({} at once); retry later",
@@ -90,12 +140,9 @@ pub async fn limit_api_key(
             ),
             headers,
             retry_after: Some(whole_seconds(decision.retry_after).max(1)),
-        }))
-        .into_response();
+        })));
     }
-    let mut response = next.run(request).await;
-    headers.apply(response.headers_mut());
-    response
+    Ok(Some(headers))
 }
 
 impl From<QuotaError> for Error {
@@ -175,6 +222,32 @@ mod tests {
         headers.apply(&mut map);
         assert_eq!(map["ratelimit-policy"], r#""api-key";q=100;w=2"#);
         assert_eq!(map["ratelimit"], r#""api-key";r=57;t=1"#);
+    }
+
+    #[test]
+    fn ceilings_clamp_a_keys_rate_at_use() {
+        let ceilings = Quotas {
+            key_rate_per_second: Some(10),
+            key_rate_burst: Some(20),
+            ..Quotas::default()
+        };
+        // Stored before the ceiling was lowered: held to it.
+        assert_eq!(
+            within_ceilings(Limit::new(500, 1000), ceilings),
+            Limit::new(10, 20)
+        );
+        // Below the ceilings: as it is.
+        assert_eq!(
+            within_ceilings(Limit::new(5, 8), ceilings),
+            Limit::new(5, 8)
+        );
+        // No limit of its own (the installation's is off): the ceiling.
+        assert_eq!(
+            within_ceilings(Limit::new(0, 100), ceilings),
+            Limit::new(10, 20)
+        );
+        // No ceilings: as it is, off included.
+        assert!(within_ceilings(Limit::new(0, 100), Quotas::default()).is_off());
     }
 
     #[test]

@@ -31,6 +31,7 @@ impl From<WebhookError> for Error {
                 message: "no webhook has this id".into(),
             },
             WebhookError::Storage(storage) => storage.into(),
+            WebhookError::Quota(quota) => quota.into(),
         }
     }
 }
@@ -59,13 +60,11 @@ pub struct FailureList {
     ))]
 pub async fn create_webhook(
     State(state): State<AppState>,
-    InWorkspace(workspace): InWorkspace,
     budget: Budget,
     Recorder(origin): Recorder,
     Json(request): Json<SubscriptionRequest>,
 ) -> Result<(StatusCode, Json<SubscriptionView>)> {
-    budget.admits_webhook(state.webhooks.count(workspace).await?)?;
-    let view = state.webhooks.create(workspace, request, &origin).await?;
+    let view = state.webhooks.create(&budget, request, &origin).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 

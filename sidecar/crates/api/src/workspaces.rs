@@ -12,7 +12,7 @@ use axum::routing::{delete, get};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_core::service::keys::{self, NewKey};
+use shortlink_core::service::keys::{self, KeyError, NewKey, MAX_RATE};
 use shortlink_core::service::WorkspaceError;
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Origin;
@@ -61,6 +61,16 @@ impl From<WorkspaceError> for Error {
     }
 }
 
+impl From<KeyError> for Error {
+    fn from(error: KeyError) -> Self {
+        match error {
+            KeyError::Rate(refused) => Error::invalid("invalid_rate", refused.to_string()),
+            KeyError::NoWorkspace => WorkspaceError::NotFound.into(),
+            KeyError::Storage(error) => error.into(),
+        }
+    }
+}
+
 /// A workspace as the operator sees it.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct WorkspaceView {
@@ -73,7 +83,7 @@ pub struct WorkspaceView {
     pub quotas: QuotasView,
 }
 
-/// Per-workspace limits; `null`: the installation's default.
+/// Per-workspace limits, the operator's to set; `null`: the installation's default.
 #[derive(Serialize, Deserialize, Default, Clone, Copy, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuotasView {
@@ -83,6 +93,14 @@ pub struct QuotasView {
     pub compose_recipients: Option<u64>,
     /// Webhook subscriptions.
     pub webhooks: Option<u64>,
+    /// Ceiling of the workspace's keys' rates: the most requests per second an admin may give
+    /// a key (1 to 1000000), and what every key is held to at use, one stored with more or with
+    /// none included; `null`: the installation's rate only.
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub key_rate_per_second: Option<u64>,
+    /// Ceiling of the keys' bursts, likewise (1 to 1000000).
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub key_rate_burst: Option<u64>,
 }
 
 impl From<QuotasView> for Quotas {
@@ -91,6 +109,8 @@ impl From<QuotasView> for Quotas {
             links_per_day: view.links_per_day,
             compose_recipients: view.compose_recipients,
             webhooks: view.webhooks,
+            key_rate_per_second: view.key_rate_per_second,
+            key_rate_burst: view.key_rate_burst,
         }
     }
 }
@@ -107,6 +127,8 @@ impl From<Workspace> for WorkspaceView {
                 links_per_day: quotas.links_per_day,
                 compose_recipients: quotas.compose_recipients,
                 webhooks: quotas.webhooks,
+                key_rate_per_second: quotas.key_rate_per_second,
+                key_rate_burst: quotas.key_rate_burst,
             },
         }
     }
@@ -216,18 +238,16 @@ pub enum KeyRole {
     Viewer,
 }
 
-/// Requests per second on average (0: no limit), up to `burst` at once.
+/// Requests per second on average, up to `burst` at once: each at least 1 (a key has no "no
+/// limit") and at most the workspace's ceiling (`key_rate_per_second`, `key_rate_burst`).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRateRequest {
-    #[schema(value_type = i64, minimum = 0, maximum = 1000000)]
+    #[schema(value_type = i64, minimum = 1, maximum = 1000000)]
     pub per_second: WholeNumber,
     #[schema(value_type = i64, minimum = 1, maximum = 1000000)]
     pub burst: WholeNumber,
 }
-
-/// The largest rate and burst a key may be given.
-const MAX_RATE: i64 = 1_000_000;
 
 /// A name as the schema describes it: no control character, one that is not a space.
 fn checked_name(name: &str) -> Result<&str> {
@@ -242,6 +262,18 @@ fn checked_name(name: &str) -> Result<&str> {
 }
 
 fn quotas_in_range(quotas: &QuotasView) -> Result<()> {
+    let ceilings = [
+        ("key_rate_per_second", quotas.key_rate_per_second),
+        ("key_rate_burst", quotas.key_rate_burst),
+    ];
+    for (field, value) in ceilings {
+        if value.is_some_and(|value| !(1..=MAX_RATE).contains(&value)) {
+            return Err(Error::invalid(
+                "invalid_quota",
+                format!("quotas.{field} is 1 to {MAX_RATE} (null: no ceiling)"),
+            ));
+        }
+    }
     let values = [
         quotas.links_per_day,
         quotas.compose_recipients,
@@ -388,7 +420,7 @@ pub async fn list_workspace_keys(
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_rate` (a rate of 0, or above the workspace's ceiling), `invalid_body`", body = ErrorBody),
     ))]
 pub async fn create_workspace_key(
     State(state): State<AppState>,
@@ -441,7 +473,7 @@ pub async fn list_keys(
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
-        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_body`", body = ErrorBody),
+        (status = 422, description = "`invalid_name` (blank or with control characters), `invalid_rate` (a rate of 0, or above the workspace's ceiling), `invalid_body`", body = ErrorBody),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -483,27 +515,12 @@ async fn new_key(
         KeyRole::Issuer => Role::Issuer,
         KeyRole::Viewer => Role::Viewer,
     };
-    let rate = match request.rate {
-        None => None,
-        Some(KeyRateRequest {
-            per_second: WholeNumber(per_second),
-            burst: WholeNumber(burst),
-        }) => match (
-            (0..=MAX_RATE).contains(&per_second),
-            (1..=MAX_RATE).contains(&burst),
-        ) {
-            (true, true) => Some(KeyRate {
-                per_second: per_second.unsigned_abs(),
-                burst: burst.unsigned_abs(),
-            }),
-            _ => {
-                return Err(Error::invalid(
-                    "invalid_rate",
-                    "a rate is 0 to 1000000 a second, its burst 1 to 1000000",
-                ))
-            }
-        },
-    };
+    // Checked against the workspace's ceilings by the keys service; a negative number is
+    // refused there as 0 is.
+    let rate = request.rate.map(|rate| KeyRate {
+        per_second: u64::try_from(rate.per_second.0).unwrap_or(0),
+        burst: u64::try_from(rate.burst.0).unwrap_or(0),
+    });
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let new = NewKey {
         name,

@@ -290,10 +290,12 @@ pub trait Storage: Send + Sync + 'static {
     /// Records where imported links came from; a code recorded already keeps its first record.
     async fn record_imported(&self, links: &[ImportedLink]) -> StorageResult<()>;
 
-    /// Raises a link's `visit_count` to at least `total` (an imported link's history), and
-    /// gives a link without a last visit `at`.
+    /// Raises the `visit_count` of `workspace`'s link `code` to at least `total` (an imported
+    /// link's history), and gives a link without a last visit `at`. Another workspace's link of
+    /// that code is left alone: an import never counts visits for a link it does not own.
     async fn raise_visit_count(
         &self,
+        workspace: WorkspaceId,
         code: &str,
         total: i64,
         at: DateTime<Utc>,

@@ -52,12 +52,17 @@ pub fn is_valid_slug(slug: &str) -> bool {
     (1..=MAX_SLUG_LEN).contains(&bytes.len()) && slug.split('-').all(word)
 }
 
-/// Per-workspace limits; `None` takes the installation's default (a setting).
+/// Per-workspace limits, set by the operator; `None` takes the installation's default (a
+/// setting).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Quotas {
     pub links_per_day: Option<u64>,
     pub compose_recipients: Option<u64>,
     pub webhooks: Option<u64>,
+    /// The ceilings of the workspace's keys' rates (at least 1): the most an admin may give a
+    /// key, and what every key is held to at use (`None`: the installation's rate only).
+    pub key_rate_per_second: Option<u64>,
+    pub key_rate_burst: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use super::subscription::{Checks, Subscription, SubscriptionRequest, Subscriptio
 use super::{WebhookSettings, Webhooks};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_core::limits::{Budget, QuotaError};
 use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlPolicy;
 use shortlink_store::audit::Origin;
@@ -25,6 +26,9 @@ pub enum WebhookError {
     NotFound,
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The workspace has as many subscriptions as its quota allows.
+    #[error(transparent)]
+    Quota(#[from] QuotaError),
 }
 
 pub type WebhookResult<T> = Result<T, WebhookError>;
@@ -108,12 +112,16 @@ impl WebhookService {
     }
 
     /// A new subscription, delivering the visits stored from now on.
+    /// Subscribes `budget`'s workspace, within its quota of subscriptions (checked here, so
+    /// every caller, API or console, is held to it).
     pub async fn create(
         &self,
-        workspace: WorkspaceId,
+        budget: &Budget,
         request: SubscriptionRequest,
         origin: &Origin,
     ) -> WebhookResult<SubscriptionView> {
+        let workspace = budget.workspace();
+        budget.admits_webhook(self.count(workspace).await?)?;
         let (spec, secret) = request.check(&self.checks())?;
         let webhooks = self.store.webhooks();
         let subscription = Subscription {

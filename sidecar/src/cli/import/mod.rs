@@ -78,7 +78,8 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
     let mut source = source::open(args.from, &args.source).await?;
     let mut writer = write::Writer::new(
         &state,
-        workspace.id,
+        // The operator's command line on the server: no quota.
+        shortlink_core::limits::Budget::command_line(workspace.id),
         args.from.name(),
         args.source.source_domain.as_deref(),
         args.dry_run,

@@ -23,6 +23,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use shortlink_core::limits::Budget;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -461,8 +462,13 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
             bar.set_position(rows.position());
             if !chunk.items.is_empty() {
                 let (links, items, lines) = (state.links.clone(), chunk.items, chunk.lines);
-                let task =
-                    tokio::spawn(async move { links.create_chunk(items, Some(claim)).await });
+                // The operator's command line on the server: no quota.
+                let mut unmetered = Budget::command_line(workspace)
+                    .reserve_links(items.len() as u64)
+                    .await?;
+                let task = tokio::spawn(async move {
+                    links.create_chunk(items, Some(claim), &mut unmetered).await
+                });
                 in_flight.push_back(async move { (lines, task.await) });
             }
             continue;

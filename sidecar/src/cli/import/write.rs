@@ -16,16 +16,23 @@ use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
 use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
+use shortlink_core::limits::{Budget, QuotaError};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};
 
 /// Visits per write transaction.
 const VISIT_CHUNK: usize = 5000;
 
+/// What an import says of a code another workspace holds: that it is taken, nothing of whose.
+const TAKEN: &str = "taken: another link has this code";
+
 pub struct Writer<'a> {
     pub state: &'a AppState,
     /// Where the links go.
     pub workspace: WorkspaceId,
+    /// What the new links count against: the workspace's quota for the console's imports, none
+    /// for the command line's.
+    budget: Budget,
     pub source: &'static str,
     /// For links whose source does not name their domain.
     pub default_domain: String,
@@ -47,7 +54,7 @@ struct Candidate {
 impl<'a> Writer<'a> {
     pub fn new(
         state: &'a AppState,
-        workspace: WorkspaceId,
+        budget: Budget,
         source: &'static str,
         default_domain: Option<&str>,
         dry_run: bool,
@@ -55,7 +62,8 @@ impl<'a> Writer<'a> {
     ) -> Self {
         Self {
             state,
-            workspace,
+            workspace: budget.workspace(),
+            budget,
             source,
             default_domain: default_domain.unwrap_or_default().to_ascii_lowercase(),
             dry_run,
@@ -177,7 +185,9 @@ impl<'a> Writer<'a> {
     }
 
     /// Sorts the checked links: those to create, and those an earlier run imported (whose history
-    /// may still be missing). A code that is any other link is a collision, reported.
+    /// may still be missing). A code that is any other link of this workspace is a collision,
+    /// reported with its target; a code another workspace holds is reported as taken, nothing
+    /// more (its target, source and state are that workspace's), and never touched.
     async fn sort(
         &self,
         candidates: Vec<Candidate>,
@@ -195,6 +205,18 @@ impl<'a> Writer<'a> {
         let mut adopted = Vec::new();
         for candidate in candidates {
             let link = &candidate.link;
+            // A code is one across workspaces: one held by another workspace is not ours to
+            // skip, finish or describe.
+            let ours = match existing.contains(&link.code) {
+                true => match storage.get_link(self.workspace, &link.code).await? {
+                    Some(ours) => Some(ours),
+                    None => {
+                        report.skip(&link.code, &link.domain, Reason::Collision, TAKEN.into());
+                        continue;
+                    }
+                },
+                false => None,
+            };
             if let Some(row) = recorded.get(&link.code) {
                 if row.source == self.source
                     && row.domain == link.domain
@@ -216,16 +238,12 @@ impl<'a> Writer<'a> {
                 }
                 continue;
             }
-            if !existing.contains(&link.code) {
-                fresh.push(candidate);
-                continue;
-            }
-            // A link with this code but no import record: this run's own, created by a run
-            // interrupted before it recorded it (same target, same creation time), or another.
-            // Whoever owns it: a code is one across workspaces.
-            let ours = storage.link_by_code(&link.code).await?;
+            // A link of this workspace with this code but no import record: this run's own,
+            // created by a run interrupted before it recorded it (same target, same creation
+            // time), or another.
             let created_at = candidate.new.restore.map(|r| r.created_at);
             match ours {
+                None => fresh.push(candidate),
                 Some(ours)
                     if ours.target == candidate.new.target.as_str()
                         && Some(ours.created_at) == created_at =>
@@ -245,7 +263,6 @@ impl<'a> Writer<'a> {
                     let message = format!("a link already has this code, to {}", ours.target);
                     report.skip(&link.code, &link.domain, Reason::Collision, message);
                 }
-                None => fresh.push(candidate),
             }
         }
         if !adopted.is_empty() {
@@ -268,7 +285,23 @@ impl<'a> Writer<'a> {
             .enumerate()
             .map(|(i, c)| (c.link, (i as i64, c.new)))
             .unzip();
-        let outcomes = self.state.links.create_chunk(items, None).await;
+        let outcomes = match self.budget.reserve_links(items.len() as u64).await {
+            Ok(mut reservation) => {
+                let outcomes = (self.state.links)
+                    .create_chunk(items, None, &mut reservation)
+                    .await;
+                let created = (outcomes.iter())
+                    .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))
+                    .count();
+                reservation.keep(created as u64).await;
+                outcomes
+            }
+            // Over the day's quota: none of the page is created, each reported as refused.
+            Err(QuotaError::Exceeded { .. }) => (items.into_iter())
+                .map(|(index, _)| (index, ItemOutcome::Failed(ItemFailure::QuotaExceeded)))
+                .collect(),
+            Err(error) => return Err(error.into()),
+        };
         let mut created = Vec::with_capacity(links.len());
         let mut records = Vec::with_capacity(links.len());
         for (link, (_, outcome)) in links.into_iter().zip(outcomes) {
@@ -327,7 +360,7 @@ impl<'a> Writer<'a> {
         }
         if link.visits > 0 {
             (self.state.links.storage())
-                .raise_visit_count(&link.code, link.visits, storage::now())
+                .raise_visit_count(self.workspace, &link.code, link.visits, storage::now())
                 .await?;
         }
         Ok(())

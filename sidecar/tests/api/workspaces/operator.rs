@@ -502,6 +502,8 @@ async fn the_command_line_creates_a_workspace_with_its_quotas_and_changes_them()
             links_per_day: None,
             compose_recipients: Some(500),
             webhooks: Some(4),
+            key_rate_per_second: None,
+            key_rate_burst: None,
         }
     );
 }

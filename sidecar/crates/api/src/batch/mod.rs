@@ -126,7 +126,7 @@ pub async fn create_batch(
     };
     let items = Arc::new(LinkItems {
         state: state.clone(),
-        workspace: budget.workspace,
+        workspace: budget.workspace(),
         domains: domains.clone(),
         format,
     });

@@ -90,12 +90,7 @@ pub(crate) fn run<I: Items>(
         Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
     };
     let checked = check_ahead(chunks, Arc::clone(&items));
-    let admitted = admit_groups(
-        state.clone(),
-        budget,
-        mode,
-        checked.ready_chunks(GROUP_CHUNKS),
-    );
+    let admitted = admit_groups(budget, mode, checked.ready_chunks(GROUP_CHUNKS));
     let results = admitted
         .map(move |(group, admission)| {
             let created = Arc::clone(&created);
@@ -218,36 +213,36 @@ fn check_chunk<I: Items>(items: &I, chunk: RawChunk) -> CheckedChunk<I::Kept> {
 }
 
 /// Whether a group's links may be issued: their share of the day's links reserved, or refused
-/// (the request is cut there).
+/// (the request is cut there); a dry run's issue none.
 enum Admission {
     Reserved(Reservation),
     Refused,
+    DryRun,
 }
 
 /// Reserves each group's links of the day's quota, one group after the other in request order:
 /// the first that does not fit cuts the request, and every group from it on is refused
 /// ([`crate::budget`] says so to users). Reservations never wait on a write.
 fn admit_groups<K: Send + 'static>(
-    state: AppState,
     budget: Budget,
     mode: Mode,
     groups: impl Stream<Item = Vec<CheckResult<K>>> + Send + 'static,
 ) -> impl Stream<Item = (Vec<CheckResult<K>>, Admission)> + Send + 'static {
     let cut = Arc::new(AtomicBool::new(false));
     groups.then(move |group| {
-        let (state, cut) = (state.clone(), Arc::clone(&cut));
+        let (budget, cut) = (budget.clone(), Arc::clone(&cut));
         async move {
             let links: usize = (group.iter().flatten()).map(|chunk| chunk.valid.len()).sum();
-            if mode == Mode::DryRun || budget.links_per_day == 0 {
-                return (group, Admission::Reserved(Reservation::nothing()));
+            if mode == Mode::DryRun {
+                return (group, Admission::DryRun);
             }
             if cut.load(Ordering::Relaxed) {
                 return (group, Admission::Refused);
             }
-            match budget.reserve_links(&state, links as u64).await {
+            match budget.reserve_links(links as u64).await {
                 Ok(reservation) => (group, Admission::Reserved(reservation)),
                 Err(error) => {
-                    tracing::info!(%error, workspace = %budget.workspace, "a request is cut at its quota");
+                    tracing::info!(%error, workspace = %budget.workspace(), "a request is cut at its quota");
                     cut.store(true, Ordering::Relaxed);
                     (group, Admission::Refused)
                 }
@@ -276,7 +271,9 @@ async fn write_group<K>(
         valid.push(chunk.valid);
     }
     let outcomes = match (mode, admission) {
-        (Mode::DryRun, _) => valid.iter().map(|_| Vec::new()).collect(),
+        (Mode::DryRun, _) | (Mode::Write, Admission::DryRun) => {
+            valid.iter().map(|_| Vec::new()).collect()
+        }
         (Mode::Write, Admission::Refused) => (valid.iter())
             .map(|chunk| {
                 (chunk.iter())
@@ -284,8 +281,10 @@ async fn write_group<K>(
                     .collect()
             })
             .collect(),
-        (Mode::Write, Admission::Reserved(reservation)) => {
-            let outcomes = state.links.create_chunks(valid, claim).await;
+        (Mode::Write, Admission::Reserved(mut reservation)) => {
+            let outcomes = (state.links)
+                .create_chunks(valid, claim, &mut reservation)
+                .await;
             let created = (outcomes.iter().flatten())
                 .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))
                 .count();

@@ -239,8 +239,8 @@ pub async fn compose(
     };
     let recipients = Arc::new(Recipients {
         state: state.clone(),
-        workspace: budget.workspace,
-        budget,
+        workspace: budget.workspace(),
+        budget: budget.clone(),
         domains: domains.clone(),
         campaign,
         campaign_name: params.campaign.clone(),

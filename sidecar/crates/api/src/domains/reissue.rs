@@ -124,11 +124,13 @@ pub async fn reissue_links(
     let claim = (state.links)
         .claim(&key, &service::request_hash("reissue", [asked.as_slice()]))
         .await?;
-    // With a quota, the whole list is counted first: over it, nothing is issued.
-    let reservation = match budget.links_per_day {
-        0 => Reservation::nothing(),
-        _ => budget.reserve_links(&state, count(&reader).await?).await?,
+    // With a quota, the whole list is counted first: over it, nothing is issued. Each page
+    // draws on it. Without one nothing is counted, and the list is not read twice for it.
+    let links = match budget.links_per_day() {
+        0 => u64::MAX,
+        _ => count(&reader).await?,
     };
+    let mut reservation = budget.reserve_links(links).await?;
     let mut audit = origin.entry("links.reissue", reader.domain.clone(), Changes::new());
     audit.idempotency_key = Some(key.key);
     let reissue = Reissue {
@@ -139,7 +141,7 @@ pub async fn reissue_links(
         claim,
     };
     // The first page before the answer: a database error is a 503, not a cut stream.
-    let (first, next) = reissue.page(None).await?;
+    let (first, next) = reissue.page(None, &mut reservation).await?;
     let (sender, receiver) = tokio::sync::mpsc::channel(AHEAD);
     tokio::spawn(reissue.rest(first, next, sender, (reservation, audit)));
     let pages = futures_util::stream::unfold(receiver, |mut receiver| async move {
@@ -192,12 +194,12 @@ impl Reissue {
         first: Page,
         mut next: Option<ListCursor>,
         sender: tokio::sync::mpsc::Sender<Bytes>,
-        (reservation, mut audit): (Reservation, AuditEntry),
+        (mut reservation, mut audit): (Reservation, AuditEntry),
     ) {
         let mut created = first.created;
         let mut gone = sender.send(Bytes::from(first.lines)).await.is_err();
         while let (false, Some(after)) = (gone, next.take()) {
-            match self.page(Some(&after)).await {
+            match self.page(Some(&after), &mut reservation).await {
                 Ok((page, following)) => {
                     created += page.created;
                     gone = sender.send(Bytes::from(page.lines)).await.is_err();
@@ -220,7 +222,11 @@ impl Reissue {
 
     /// Replaces one page of the list (one transaction): its answer lines, and the next page's
     /// cursor.
-    async fn page(&self, after: Option<&ListCursor>) -> Result<(Page, Option<ListCursor>)> {
+    async fn page(
+        &self,
+        after: Option<&ListCursor>,
+        reservation: &mut Reservation,
+    ) -> Result<(Page, Option<ListCursor>)> {
         let (listed, next) = self.reader.listed(after).await?;
         let mut items: Vec<(i64, Listed, Result<NewLink>)> = (listed.into_iter())
             .map(|old| (self.slot(&old.link.code), self.new_link(&old), old))
@@ -234,7 +240,7 @@ impl Reissue {
         let mut outcomes: HashMap<i64, ItemOutcome> = match valid.is_empty() {
             true => HashMap::new(),
             false => (self.state.links)
-                .create_chunks(self.chunks(valid), Some(self.claim))
+                .create_chunks(self.chunks(valid), Some(self.claim), reservation)
                 .await
                 .into_iter()
                 .flatten()

@@ -8,11 +8,13 @@
 //! Both run one script on one key (hash-tagged: one slot on a cluster) on a connection of their
 //! own ([`connection`]), so a limiter stuck on Redis never holds the write-through's connection.
 
+mod budget;
 mod connection;
 mod limit;
 pub mod quota;
 pub mod rate;
 
+pub use budget::Budget;
 pub use connection::LimitsUnavailable;
 pub use limit::{refused, unavailable, Limit};
 pub use quota::{check_recipients, check_webhooks, Quota, QuotaError, Quotas, Reservation};
@@ -20,6 +22,7 @@ pub use rate::{Decision, RateLimiter};
 
 use crate::primary::Primary;
 use shortlink_config::Config;
+use shortlink_store::WorkspaceId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +67,13 @@ impl Limits {
             rate: RateLimiter::new(Arc::clone(&connection)),
             quotas: Quotas::new(connection),
         }
+    }
+
+    /// `workspace`'s budget from its stored quotas (`own`), the settings filling what it
+    /// leaves unset: what every request of the workspace's keys and console sessions counts
+    /// against.
+    pub fn budget(&self, workspace: WorkspaceId, own: shortlink_store::Quotas) -> Budget {
+        Budget::new(self.quotas.clone(), &self.settings, workspace, own)
     }
 }
 

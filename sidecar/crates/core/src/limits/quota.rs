@@ -132,7 +132,7 @@ impl Quotas {
         now: DateTime<Utc>,
     ) -> Result<Reservation, QuotaError> {
         if per_day == 0 || n == 0 {
-            return Ok(Reservation::none());
+            return Ok(Reservation::uncounted(n));
         }
         let day = Day::of(now);
         let key = links_quota_key(workspace, &day.name);
@@ -156,6 +156,7 @@ impl Quotas {
         Ok(Reservation {
             held: Some((self.clone(), key)),
             n,
+            undrawn: n,
             used,
         })
     }
@@ -202,11 +203,16 @@ fn check_count(quota: Quota, wanted: u64, limit: u64) -> Result<(), QuotaError> 
 
 /// Links reserved for one request: counted until given back. Dropping it keeps them counted (a
 /// create that ended in doubt may well have issued them).
+///
+/// Made only by [`super::Budget::reserve_links`]: the service's writes of new links draw on
+/// one ([`Self::draw`]), so none is issued outside its workspace's quota.
 #[must_use = "release the reservation if the create fails"]
 pub struct Reservation {
     /// The quotas and the day's key; `None` when nothing was counted (no quota).
     held: Option<(Quotas, String)>,
     n: u64,
+    /// Of `n`, how many links writes may still issue.
+    undrawn: u64,
     /// The day's count with this reservation.
     used: u64,
 }
@@ -216,22 +222,46 @@ impl std::fmt::Debug for Reservation {
         f.debug_struct("Reservation")
             .field("key", &self.held.as_ref().map(|(_, key)| key))
             .field("n", &self.n)
+            .field("undrawn", &self.undrawn)
             .field("used", &self.used)
             .finish()
     }
 }
 
 impl Reservation {
-    /// A reservation of nothing (no quota applies).
-    pub fn nothing() -> Self {
-        Self::none()
-    }
-
-    fn none() -> Self {
+    /// `n` links where no quota applies: nothing counted, but writes still draw on it.
+    pub(super) fn uncounted(n: u64) -> Self {
         Self {
             held: None,
-            n: 0,
+            n,
+            undrawn: n,
             used: 0,
+        }
+    }
+
+    /// Takes `links` of what is left to issue; `false` (nothing taken) when fewer are left: a
+    /// write that would issue more than was reserved issues none.
+    pub(crate) fn draw(&mut self, links: u64) -> bool {
+        match self.undrawn.checked_sub(links) {
+            Some(left) => {
+                self.undrawn = left;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Splits `links` (at most what is left) off into a reservation of their own, for a job
+    /// that reserved its whole input first and writes it a part at a time.
+    pub fn split_off(&mut self, links: u64) -> Reservation {
+        let links = links.min(self.undrawn);
+        self.n -= links;
+        self.undrawn -= links;
+        Reservation {
+            held: self.held.clone(),
+            n: links,
+            undrawn: links,
+            used: self.used,
         }
     }
 

@@ -4,6 +4,7 @@
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
+use crate::limits::Reservation;
 use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::{
@@ -22,8 +23,9 @@ impl LinkService {
         &self,
         items: Vec<(i64, NewLink)>,
         claim: Option<Claim>,
+        reservation: &mut Reservation,
     ) -> Vec<(i64, ItemOutcome)> {
-        self.create_chunks(vec![items], claim)
+        self.create_chunks(vec![items], claim, reservation)
             .await
             .pop()
             .unwrap_or_default()
@@ -36,11 +38,26 @@ impl LinkService {
     /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
     /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
     /// attempt with the same key are returned instead of created again.
+    ///
+    /// The items draw on `reservation`, their workspace's quota reserved by the caller (who
+    /// keeps what was issued of it): items beyond what it has left are refused, none created.
     pub async fn create_chunks(
         &self,
         chunks: Vec<Vec<(i64, NewLink)>>,
         claim: Option<Claim>,
+        reservation: &mut Reservation,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
+        let links: usize = chunks.iter().map(Vec::len).sum();
+        if !reservation.draw(links as u64) {
+            tracing::error!(
+                links,
+                ?reservation,
+                "new links beyond their reservation: refused"
+            );
+            return (chunks.iter())
+                .map(|items| failed_items(items, ItemFailure::QuotaExceeded))
+                .collect();
+        }
         match self.try_create_chunks(&chunks, claim, 1).await {
             Ok(outcomes) => outcomes,
             Err(error) => {

@@ -2,6 +2,7 @@
 
 use super::commit::Scope;
 use super::{Claim, Created, LinkService, NewLink, ServiceError};
+use crate::limits::Budget;
 use crate::projection::{written_value, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::audit::{link_changes, AuditEntry, Changes, Origin};
@@ -17,9 +18,31 @@ use std::sync::atomic::Ordering;
 pub(super) const GENERATED_CODE_ATTEMPTS: usize = 32;
 
 impl LinkService {
-    /// Creates one link. With a `claim`, the link takes slot 0 of the claimed key, and a retry
-    /// returns the link the first attempt created.
+    /// Creates one link, counted against `budget` (its workspace's quota of links per day:
+    /// refused whole, nothing written, when it does not fit). With a `claim`, the link takes
+    /// slot 0 of the claimed key, and a retry returns the link the first attempt created.
     pub async fn create(
+        &self,
+        new: NewLink,
+        budget: &Budget,
+        claim: Option<Claim>,
+        origin: &Origin,
+    ) -> Result<Created, ServiceError> {
+        debug_assert_eq!(
+            budget.workspace(),
+            new.workspace,
+            "another workspace's budget"
+        );
+        let reservation = budget.reserve_links(1).await?;
+        let created = self.create_reserved(new, claim, origin).await;
+        match &created {
+            Ok(Created::New(_)) => reservation.keep(1).await,
+            Ok(Created::Existing(_)) | Err(_) => reservation.release().await,
+        }
+        created
+    }
+
+    async fn create_reserved(
         &self,
         new: NewLink,
         claim: Option<Claim>,

@@ -1,6 +1,7 @@
 //! The write path's one error type.
 
 use crate::issuer::IssueError;
+use crate::limits::QuotaError;
 use crate::projection::ProjectionError;
 use shortlink_model::link::Invalid;
 use shortlink_store::StorageError;
@@ -23,6 +24,9 @@ pub enum ServiceError {
     /// opening after its expiry).
     #[error(transparent)]
     Invalid(Invalid),
+    /// The workspace's quota does not admit the links (or could not be read).
+    #[error(transparent)]
+    Quota(#[from] QuotaError),
     /// The idempotency key was used before with another request.
     #[error("the idempotency key was used with another request")]
     IdempotencyKeyReused,

@@ -2,6 +2,7 @@
 
 use super::error::ServiceError;
 use crate::issuer::IssueError;
+use crate::limits::QuotaError;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use shortlink_model::validate::{hex, TargetUrl};
@@ -107,6 +108,8 @@ impl ItemFailure {
                 ItemFailure::CodeTaken
             }
             ServiceError::IdempotencyKeyReused => ItemFailure::IdempotencyMismatch,
+            ServiceError::Quota(QuotaError::Exceeded { .. }) => ItemFailure::QuotaExceeded,
+            ServiceError::Quota(QuotaError::Unavailable(_)) => ItemFailure::RedisUnavailable,
             ServiceError::Redis(_) => ItemFailure::RedisUnavailable,
             ServiceError::Storage(StorageError::Unavailable(_))
             | ServiceError::Issue(IssueError::Storage(StorageError::Unavailable(_))) => {

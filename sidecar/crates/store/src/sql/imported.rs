@@ -7,6 +7,7 @@ use super::statement::{Statement, Value, IN_LIST};
 use super::store::SqlStorage;
 use crate::api::{Backend, StorageResult};
 use crate::imported::ImportedLink;
+use crate::workspace::WorkspaceId;
 use chrono::{DateTime, Utc};
 
 const COLUMNS: &str = "code, source, domain, source_target, title, source_visits, imported_at_ms";
@@ -62,13 +63,14 @@ impl<D: Dialect> SqlStorage<D> {
         Ok(())
     }
 
-    /// Raises a link's `visit_count` to at least `total` (never lowers it: visits counted since,
+    /// Raises `workspace`'s link's `visit_count` to at least `total` (never lowers it: visits counted since,
     /// or individual visits imported first, stay counted), so running it twice changes nothing.
     /// A link without a last visit gets `at`: its old visits happened before it (the source
     /// does not say when), so an idle-link expiry counts from the import, not from a creation
     /// years ago.
     pub(super) async fn raise_visit_count(
         &self,
+        workspace: WorkspaceId,
         code: &str,
         total: i64,
         at: DateTime<Utc>,
@@ -80,6 +82,8 @@ impl<D: Dialect> SqlStorage<D> {
             .bind(D::time(at))
             .push(") WHERE code = ")
             .bind(Value::Text(code.to_owned()))
+            .push(" AND workspace_id = ")
+            .bind(Value::Int(workspace.get()))
             .push(" AND visit_count < ")
             .bind(Value::Int(total));
         self.execute(query).await?;

@@ -168,7 +168,8 @@ pub(crate) fn update_link<D: Dialect>(link: &Link) -> Statement {
 pub(crate) const API_KEY_SELECT: &str =
     "SELECT k.id, k.name, k.role, k.workspace_id, k.rate_per_second, k.rate_burst, k.key_hash, \
        k.created_at, k.revoked_at, w.slug AS workspace_slug, w.suspended_at AS workspace_suspended, \
-       w.links_per_day, w.compose_recipients, w.webhooks \
+       w.links_per_day, w.compose_recipients, w.webhooks, w.key_rate_per_second, \
+       w.key_rate_burst \
      FROM api_keys k LEFT JOIN workspaces w ON w.id = k.workspace_id";
 
 /// `SELECT <link columns> FROM links WHERE <filter>`, for the caller to extend with `AND ...`.
@@ -287,6 +288,8 @@ pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
                     links_per_day: quota_read(D::DB::opt_int(row, "links_per_day")?)?,
                     compose_recipients: quota_read(D::DB::opt_int(row, "compose_recipients")?)?,
                     webhooks: quota_read(D::DB::opt_int(row, "webhooks")?)?,
+                    key_rate_per_second: quota_read(D::DB::opt_int(row, "key_rate_per_second")?)?,
+                    key_rate_burst: quota_read(D::DB::opt_int(row, "key_rate_burst")?)?,
                 },
             }),
         },

@@ -593,11 +593,12 @@ impl<D: Dialect> Storage for SqlStorage<D> {
 
     async fn raise_visit_count(
         &self,
+        workspace: WorkspaceId,
         code: &str,
         total: i64,
         at: DateTime<Utc>,
     ) -> StorageResult<()> {
-        SqlStorage::raise_visit_count(self, code, total, at).await
+        SqlStorage::raise_visit_count(self, workspace, code, total, at).await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()> {

@@ -12,8 +12,8 @@ use crate::workspace::{
 };
 use chrono::{DateTime, Utc};
 
-const WORKSPACE_COLUMNS: &str =
-    "id, slug, name, created_at, suspended_at, links_per_day, compose_recipients, webhooks";
+const WORKSPACE_COLUMNS: &str = "id, slug, name, created_at, suspended_at, links_per_day, \
+    compose_recipients, webhooks, key_rate_per_second, key_rate_burst";
 
 /// Tables keyed by a link's code that a deleted workspace's links take with them. The
 /// all-links rollups (no code) keep their visits: they are the installation's totals.
@@ -62,8 +62,9 @@ impl<D: Dialect> SqlStorage<D> {
     ) -> StorageResult<Workspace> {
         self.execute(statement(
             "INSERT INTO workspaces \
-               (slug, name, created_at, links_per_day, compose_recipients, webhooks) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+               (slug, name, created_at, links_per_day, compose_recipients, webhooks, \
+                key_rate_per_second, key_rate_burst) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 Value::Text(slug.to_owned()),
                 Value::Text(name.to_owned()),
@@ -71,6 +72,8 @@ impl<D: Dialect> SqlStorage<D> {
                 Value::OptInt(quota_column(quotas.links_per_day)),
                 Value::OptInt(quota_column(quotas.compose_recipients)),
                 Value::OptInt(quota_column(quotas.webhooks)),
+                Value::OptInt(quota_column(quotas.key_rate_per_second)),
+                Value::OptInt(quota_column(quotas.key_rate_burst)),
             ],
         ))
         .await?;
@@ -100,6 +103,8 @@ impl<D: Dialect> SqlStorage<D> {
                 ("links_per_day", quotas.links_per_day),
                 ("compose_recipients", quotas.compose_recipients),
                 ("webhooks", quotas.webhooks),
+                ("key_rate_per_second", quotas.key_rate_per_second),
+                ("key_rate_burst", quotas.key_rate_burst),
             ] {
                 query.push(&format!(", {column} = "));
                 query.bind(Value::OptInt(quota_column(value)));
@@ -258,6 +263,8 @@ fn workspace<D: Dialect>(row: &Row<D>) -> StorageResult<Workspace> {
             links_per_day: quota_read(D::DB::opt_int(row, "links_per_day")?)?,
             compose_recipients: quota_read(D::DB::opt_int(row, "compose_recipients")?)?,
             webhooks: quota_read(D::DB::opt_int(row, "webhooks")?)?,
+            key_rate_per_second: quota_read(D::DB::opt_int(row, "key_rate_per_second")?)?,
+            key_rate_burst: quota_read(D::DB::opt_int(row, "key_rate_burst")?)?,
         },
     })
 }

@@ -198,8 +198,14 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     tx.insert_link(&first, None).await.unwrap();
     tx.commit().await.unwrap();
     let clicked_at = first.created_at + chrono::Duration::seconds(5);
+    // Another workspace's import of the same code raises nothing of this link.
+    let other = crate::WorkspaceId::from_db(first.workspace.get() + 1);
+    (storage
+        .raise_visit_count(other, "u", 1000, clicked_at)
+        .await)
+        .unwrap();
     storage
-        .raise_visit_count("u", 40, clicked_at)
+        .raise_visit_count(first.workspace, "u", 40, clicked_at)
         .await
         .unwrap();
 
