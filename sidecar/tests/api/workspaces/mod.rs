@@ -6,6 +6,7 @@ mod domains;
 mod isolation;
 mod migration;
 mod operator;
+mod own_metrics;
 
 use crate::helpers::*;
 use serde_json::{json, Value};
