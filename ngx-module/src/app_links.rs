@@ -345,7 +345,11 @@ mod tests {
         );
         assert_eq!(details[1]["components"], serde_json::json!([{"/": "/*"}]));
         assert_eq!(json["applinks"]["apps"], serde_json::json!([]));
-        assert_eq!(served(&links, ANDROID_PATH), None, "no Android app configured");
+        assert_eq!(
+            served(&links, ANDROID_PATH),
+            None,
+            "no Android app configured"
+        );
     }
 
     #[test]
@@ -446,10 +450,16 @@ mod tests {
         let name = |name: &str| HostWorkspace::of_value(name.as_bytes());
 
         let apple = |host| apple_ids(links.file(host, AppFile::Apple));
-        assert_eq!(apple(HostWorkspace::Default), ["ABCDE12345.com.example.shop"]);
+        assert_eq!(
+            apple(HostWorkspace::Default),
+            ["ABCDE12345.com.example.shop"]
+        );
         assert_eq!(apple(name("default")), ["ABCDE12345.com.example.shop"]);
         // Without `shortlink_workspace` every host is the default's, as before workspaces.
-        assert_eq!(apple(HostWorkspace::Unchecked), ["ABCDE12345.com.example.shop"]);
+        assert_eq!(
+            apple(HostWorkspace::Unchecked),
+            ["ABCDE12345.com.example.shop"]
+        );
         assert_eq!(apple(name("brand-a")), ["AAAAA11111.com.brand-a.app"]);
         assert_eq!(apple(name("brand-b")), ["AAAAA11111.com.brand-a.app"]);
         // A workspace that names no app, and a host with no workspace, serve nothing.
@@ -458,20 +468,29 @@ mod tests {
         assert_eq!(links.file(name("brand-a"), AppFile::Android), None);
         assert_eq!(links.file(HostWorkspace::Default, AppFile::Android), None);
         let android: serde_json::Value =
-            serde_json::from_slice(links.file(name("brand-b"), AppFile::Android).unwrap())
-                .unwrap();
+            serde_json::from_slice(links.file(name("brand-b"), AppFile::Android).unwrap()).unwrap();
         assert_eq!(android[0]["target"]["package_name"], "com.brandb.app");
     }
 
     #[test]
     fn a_malformed_or_lone_workspace_is_refused() {
         let mut links = AppLinks::default();
-        for workspace in ["workspace=", "workspace=Brand-A", "workspace=-a", "workspace=a b"] {
+        for workspace in [
+            "workspace=",
+            "workspace=Brand-A",
+            "workspace=-a",
+            "workspace=a b",
+        ] {
             let error = links
                 .add_apple(&[workspace, "ABCDE12345.com.x"])
                 .unwrap_err();
-            assert!(error.contains("not a workspace name"), "{workspace}: {error}");
-            assert!(links.add_android(&[workspace, "com.x", FINGERPRINT]).is_err());
+            assert!(
+                error.contains("not a workspace name"),
+                "{workspace}: {error}"
+            );
+            assert!(links
+                .add_android(&[workspace, "com.x", FINGERPRINT])
+                .is_err());
         }
         assert!(links.add_apple(&["workspace=brand-a"]).is_err());
         assert!(links.add_android(&["workspace=brand-a"]).is_err());

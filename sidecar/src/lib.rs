@@ -429,8 +429,11 @@ impl Application {
 
     /// The operator's metrics listener's address, if `--metrics-listen` set one.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        (self.metrics_listener.as_ref())
-            .map(|listener| listener.local_addr().expect("a bound listener has an address"))
+        (self.metrics_listener.as_ref()).map(|listener| {
+            listener
+                .local_addr()
+                .expect("a bound listener has an address")
+        })
     }
 
     pub fn state(&self) -> &AppState {

@@ -177,9 +177,7 @@ fn each_brands_hosts_claim_its_own_apps_and_an_old_apps_conf_stays_the_defaults(
     templates_with(
         dir.path(),
         "map $host $shortlink_workspace {",
-        &format!(
-            "    {A_HOST} brand-a; {B_HOST} brand-b; {C_HOST} brand-c; {EMPTY_HOST} \"\";"
-        ),
+        &format!("    {A_HOST} brand-a; {B_HOST} brand-b; {C_HOST} brand-c; {EMPTY_HOST} \"\";"),
     );
     let system = System::start_with(NginxOptions {
         conf_dir: Some(dir.path().to_owned()),

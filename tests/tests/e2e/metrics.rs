@@ -255,7 +255,10 @@ fn refused(request: reqwest::blocking::RequestBuilder) -> (u16, String) {
     let response = request.send().expect("send");
     let status = response.status().as_u16();
     let body: serde_json::Value = response.json().unwrap_or_default();
-    let code = body["error"]["code"].as_str().unwrap_or_default().to_owned();
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     (status, code)
 }
 
@@ -280,12 +283,24 @@ fn metrics_and_status_answer_on_the_operators_listeners_only() {
     assert_eq!(status, 201, "{created}");
     let brand_key = created["key"].as_str().unwrap().to_owned();
     let code = system.create(json!({"url": "https://example.com/operator-only"}));
-    assert_eq!(system.nginx.get("s1.test", &format!("/{code}")).status(), 302);
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
 
     let client = shortlink_e2e::http_client();
     let sidecar_api = format!("http://127.0.0.1:{}", system.sidecar.port);
-    for path in ["/metrics", "/shortlink_status", "/shortlink_status?format=prometheus"] {
-        for key in [None, Some(API_KEY), Some(&brand_key[..]), Some(&operator_key[..])] {
+    for path in [
+        "/metrics",
+        "/shortlink_status",
+        "/shortlink_status?format=prometheus",
+    ] {
+        for key in [
+            None,
+            Some(API_KEY),
+            Some(&brand_key[..]),
+            Some(&operator_key[..]),
+        ] {
             for base in [&api, &sidecar_api] {
                 let mut request = client.get(format!("{base}{path}"));
                 if let Some(key) = key {
@@ -314,11 +329,11 @@ fn metrics_and_status_answer_on_the_operators_listeners_only() {
         "{metrics}"
     );
     // Neither is a way into the API.
-    let status_api = format!(
-        "http://127.0.0.1:{}/api/v1/links",
-        system.nginx.status_port
-    );
-    let metrics_api = system.sidecar.metrics_url().replace("/metrics", "/api/v1/links");
+    let status_api = format!("http://127.0.0.1:{}/api/v1/links", system.nginx.status_port);
+    let metrics_api = system
+        .sidecar
+        .metrics_url()
+        .replace("/metrics", "/api/v1/links");
     for url in [status_api, metrics_api] {
         let answer = refused(client.get(&url).bearer_auth(API_KEY));
         assert_eq!(answer, (404, "not_found".into()), "{url}");

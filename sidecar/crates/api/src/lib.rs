@@ -106,8 +106,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         // No /metrics here: it names every workspace's domains, so it is the operator's, on a
         // listener of its own ([`metrics_router`]).
         .merge(
-            health::router()
-                .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+            health::router().route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
         )
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {

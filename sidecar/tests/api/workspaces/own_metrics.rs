@@ -14,8 +14,12 @@ const PHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) Appl
                      (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1";
 
 async fn create_with(app: &TestApp, key: &str, url: &str) -> String {
-    let link = send_json(with_key(app, key, Method::POST, "/links").json(&json!({"url": url}))).await;
-    link["code"].as_str().unwrap_or_else(|| panic!("{link}")).to_owned()
+    let link =
+        send_json(with_key(app, key, Method::POST, "/links").json(&json!({"url": url}))).await;
+    link["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{link}"))
+        .to_owned()
 }
 
 /// `count` human visits of `code`, stored as the consumer stores them.
@@ -35,12 +39,15 @@ async fn clicks(app: &TestApp, code: &str, count: usize) {
 }
 
 fn domains_of(answer: &Value) -> Vec<(String, String)> {
-    (answer["domains"].as_array().unwrap_or_else(|| panic!("{answer}")).iter())
-        .map(|d| {
-            let text = |field: &str| d[field].as_str().unwrap().to_owned();
-            (text("workspace"), text("domain"))
-        })
-        .collect()
+    (answer["domains"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter())
+    .map(|d| {
+        let text = |field: &str| d[field].as_str().unwrap().to_owned();
+        (text("workspace"), text("domain"))
+    })
+    .collect()
 }
 
 #[tokio::test]
@@ -74,7 +81,13 @@ async fn each_workspace_reads_its_own_numbers_and_nothing_of_another() {
         "{ours}"
     );
     let text = ours.to_string();
-    for theirs in ["brand-b", "b1.brand-b", "b2.brand-b", "s.example\"", "default"] {
+    for theirs in [
+        "brand-b",
+        "b1.brand-b",
+        "b2.brand-b",
+        "s.example\"",
+        "default",
+    ] {
         assert!(!text.contains(theirs), "{theirs} in {text}");
     }
     // A viewer reads the same numbers (the domains' probe may have run in between).
