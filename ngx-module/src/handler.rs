@@ -10,6 +10,7 @@ use ngx::core::Pool;
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use shortcode::Shape;
 
+use crate::app_links::AppFile;
 use crate::cache::{Hit, Scope};
 use crate::conf::{LocConf, MainConf, PoolSource, WorkspaceSource};
 use crate::ffi::now_ms;
@@ -87,7 +88,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route, lcf.trailing_slash()) else {
-        return not_a_code(r, mcf, domain, raw_uri);
+        return not_a_code(r, mcf, lcf, domain, raw_uri);
     };
     let code = match lcf.code_case() {
         CodeCase::Exact => code,
@@ -137,7 +138,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         }
         Shape::BadCheck => (true, Scope::All),
         Shape::Invalid if imported(code) => (false, Scope::Imported),
-        Shape::Invalid => return not_a_code(r, mcf, domain, raw_uri),
+        Shape::Invalid => return not_a_code(r, mcf, lcf, domain, raw_uri),
     };
     let candidate = Candidate {
         bad_check,
@@ -186,19 +187,26 @@ fn lowered<'a>(r: &ngx_http_request_t, mcf: &MainConf, code: &'a [u8]) -> Option
     Some(copy)
 }
 
-/// A path no code can be: one of the app-link files, else 404. Asked only once the path failed
-/// to be a code, so a redirect never pays for it.
+/// A path no code can be: one of the app-link files of the host's workspace, else 404. Asked
+/// only once the path failed to be a code, so a redirect never pays for it; the host's workspace
+/// only for the two app-link paths.
 fn not_a_code(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
+    lcf: &LocConf,
     domain: DomainCounts,
     raw_uri: &[u8],
 ) -> ngx_int_t {
-    if let Some(file) = mcf.app_links.file(raw_uri) {
-        if r.method & NGX_HTTP_POST as usize != 0 {
-            return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
+    let asked = AppFile::asked(raw_uri).filter(|_| !mcf.app_links.is_empty());
+    if let Some(asked) = asked {
+        let host = worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
+            .unwrap_or_else(|| host_workspace(r, lcf, None));
+        if let Some(file) = mcf.app_links.file(host, asked) {
+            if r.method & NGX_HTTP_POST as usize != 0 {
+                return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
+            }
+            return page::send_as(r, &page::CONFIG_JSON, 200, file);
         }
-        return page::send_as(r, &page::CONFIG_JSON, 200, file);
     }
     bump(mcf, Counter::Invalid);
     not_found(mcf, domain)

@@ -363,6 +363,8 @@ impl Jobs {
 /// background work started.
 pub struct Application {
     listener: tokio::net::TcpListener,
+    /// The operator's (`--metrics-listen`), apart from the API's.
+    metrics_listener: Option<tokio::net::TcpListener>,
     state: AppState,
     /// The background work, stopped after the requests in flight (see [`Self::run_until`]).
     tasks: background::Tasks,
@@ -399,10 +401,19 @@ impl Application {
                 addr: config.listen,
                 source,
             })?;
+        let metrics_listener = match config.metrics_listen {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| StartupError::Listen { addr, source })?,
+            ),
+            None => None,
+        };
         let mut tasks = background::Tasks::new();
         jobs.spawn(&mut tasks, config, &state);
         Ok(Self {
             listener,
+            metrics_listener,
             state,
             tasks,
         })
@@ -412,6 +423,15 @@ impl Application {
         self.listener
             .local_addr()
             .expect("a bound listener has an address")
+    }
+
+    /// The operator's metrics listener's address, if `--metrics-listen` set one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        (self.metrics_listener.as_ref()).map(|listener| {
+            listener
+                .local_addr()
+                .expect("a bound listener has an address")
+        })
     }
 
     pub fn state(&self) -> &AppState {
@@ -425,10 +445,18 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        // A scrape holds nothing worth finishing: the metrics listener stops with the API.
+        let metrics = self.metrics_listener.map(|listener| {
+            let router = http::metrics_router(self.state.clone());
+            tokio::spawn(async move { axum::serve(listener, router).await })
+        });
         let router = http::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         self.tasks.shutdown(background::DRAIN).await;
         served
     }

@@ -234,6 +234,8 @@ impl System {
 /// The sidecar process.
 pub struct Sidecar {
     pub port: u16,
+    /// Its `--metrics-listen` port: `GET /metrics`, the operator's.
+    pub metrics_port: u16,
     pub process: Lifeline,
     /// Flags beyond the usual ones ([`System::restart_sidecar_with`]).
     args: Vec<String>,
@@ -279,9 +281,12 @@ impl Sidecar {
         args: Vec<String>,
         projected: impl Fn() -> bool,
     ) -> Self {
+        // The operator's metrics listener, apart from the API nginx passes brands' tools on to.
+        let [metrics_port] = testkit::free_ports();
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
             .args(["--database-url", database_url])
             .args(["--redis-url", redis_url])
             .args(["--code-secret", CODE_SECRET])
@@ -314,9 +319,15 @@ impl Sidecar {
         );
         Sidecar {
             port,
+            metrics_port,
             process,
             args,
         }
+    }
+
+    /// The sidecar's Prometheus page, on the operator's metrics listener.
+    pub fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}/metrics", self.metrics_port)
     }
 
     /// The sidecar's own API (no nginx in front: short URLs use `--public-base-url`).

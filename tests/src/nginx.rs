@@ -74,6 +74,8 @@ pub struct Nginx {
     /// The HTTPS listener of the redirect server.
     pub tls_port: u16,
     pub api_port: u16,
+    /// The operator's status server (`/shortlink_status`), apart from the API server.
+    pub status_port: u16,
     pub prefix: PathBuf,
     pub process: Lifeline,
     bin: PathBuf,
@@ -111,7 +113,7 @@ impl Nginx {
             format!("proxy_set_header X-Shortlink-Proxy-Secret \"{PROXY_SECRET}\";\n").as_bytes(),
         );
 
-        let [redirect_port, api_port, tls_port] = testkit::free_ports();
+        let [redirect_port, api_port, tls_port, status_port] = testkit::free_ports();
         let pool = options
             .pool
             .clone()
@@ -141,6 +143,7 @@ impl Nginx {
             ("SIDECAR", format!("127.0.0.1:{sidecar_port}")),
             ("REDIRECT_LISTEN", format!("127.0.0.1:{redirect_port}")),
             ("API_LISTEN", format!("127.0.0.1:{api_port}")),
+            ("STATUS_LISTEN", format!("127.0.0.1:{status_port}")),
             ("CACHE", options.cache.to_owned()),
             ("FALLBACK", options.fallback.to_owned()),
             ("POOL", pool.join(" ")),
@@ -217,6 +220,7 @@ while :; do sleep 1 & wait $!; done"#;
             redirect_port,
             tls_port,
             api_port,
+            status_port,
             prefix,
             process,
             bin,
@@ -224,7 +228,9 @@ while :; do sleep 1 & wait $!; done"#;
         };
         assert!(
             wait_until(Duration::from_secs(10), || {
-                port_open(redirect_port) && port_open(api_port) && port_open(tls_port)
+                [redirect_port, api_port, tls_port, status_port]
+                    .into_iter()
+                    .all(port_open)
             }),
             "nginx did not start; error log:\n{}",
             nginx.error_log()
@@ -353,15 +359,23 @@ while :; do sleep 1 & wait $!; done"#;
         (output.status.success(), text)
     }
 
-    /// The module's counters from the status location.
+    /// The module's counters from the operator's status server.
     pub fn counters(&self) -> HashMap<String, u64> {
-        let url = format!("http://127.0.0.1:{}/shortlink_status", self.api_port);
+        let url = self.status_url("");
         let body = crate::http_client()
             .get(url)
             .send()
             .and_then(|response| response.text())
             .expect("read the status location");
         parse_counters(&body)
+    }
+
+    /// The status page on the operator's status server, with `query` (e.g. `?format=prometheus`).
+    pub fn status_url(&self, query: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}/shortlink_status{query}",
+            self.status_port
+        )
     }
 
     /// A request to the public redirect server, as if sent to `host`.

@@ -400,9 +400,7 @@ extern "C" fn add_apple_app(
 ) -> *mut c_char {
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         let args = texts(args)?;
-        mcf.app_links
-            .add_apple(args[0], &args[1..])
-            .map_err(ArgError)
+        mcf.app_links.add_apple(&args).map_err(ArgError)
     })
 }
 
@@ -413,9 +411,7 @@ extern "C" fn add_android_app(
 ) -> *mut c_char {
     shim(cf, cmd, conf, |_, mcf: &mut MainConf, args| {
         let args = texts(args)?;
-        mcf.app_links
-            .add_android(args[0], &args[1..])
-            .map_err(ArgError)
+        mcf.app_links.add_android(&args).map_err(ArgError)
     })
 }
 

@@ -144,6 +144,9 @@ async fn serve(config: &Config) -> Result<(), BoxError> {
     // Test harnesses and scripts read this exact line to learn the port.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "shortlink-sidecar listening on {addr}")?;
+    if let Some(metrics) = app.metrics_addr() {
+        writeln!(stdout, "shortlink-sidecar metrics on {metrics}")?;
+    }
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, "listening");

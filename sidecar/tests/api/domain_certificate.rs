@@ -171,7 +171,7 @@ async fn an_expiring_or_misnamed_certificate_shows_and_recovers_when_replaced() 
     // The expiry of a certificate that is refused still shows: what the edge presents.
     assert!((89.9..=90.0).contains(&days_left(s3)), "{s3}");
 
-    let page = reqwest::get(app.url("/metrics")).await.unwrap();
+    let page = reqwest::get(app.metrics_url()).await.unwrap();
     let page = page.text().await.unwrap();
     assert!(
         page.lines().any(|l| l.starts_with(

@@ -125,6 +125,8 @@ impl TestDb {
 
 pub struct TestApp {
     pub address: String,
+    /// The operator's metrics listener (`--metrics-listen`), apart from the API's.
+    pub metrics_address: String,
     pub database_url: String,
     pub client: reqwest::Client,
     pub redis: RedisServer,
@@ -198,6 +200,10 @@ pub async fn spawn_app_at(
         .expect("build the application");
     let address = format!("http://{}", app.local_addr());
     let state = app.state().clone();
+    let metrics_address = format!(
+        "http://{}",
+        app.metrics_addr().expect("tests set --metrics-listen")
+    );
     let server = tokio::spawn(async move {
         app.run_until(std::future::pending()).await.expect("serve");
     });
@@ -208,6 +214,7 @@ pub async fn spawn_app_at(
     shortlink_e2e::install_tls_provider();
     TestApp {
         address,
+        metrics_address,
         database_url,
         client: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -246,6 +253,8 @@ pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
         "shortlink-sidecar",
         "--listen",
         "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
         "--database-url",
         database_url,
         "--redis-url",
@@ -270,6 +279,11 @@ pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
+    }
+
+    /// `GET /metrics`, on the operator's listener.
+    pub fn metrics_url(&self) -> String {
+        format!("{}/metrics", self.metrics_address)
     }
 
     pub fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {

@@ -1,5 +1,5 @@
-//! `GET /metrics`: the Prometheus page after traffic, without an API key, accepted by
-//! `promtool check metrics`. The recorder is one per process (tests share it): counts are checked
+//! `GET /metrics`: the Prometheus page after traffic, on the operator's metrics listener only
+//! (never the API's), accepted by `promtool check metrics`. The recorder is one per process (tests share it): counts are checked
 //! as "at least".
 
 use crate::helpers::*;
@@ -19,7 +19,7 @@ async fn metrics_cover_requests_creates_errors_and_the_pipeline() {
     let bad = app.post_link(&json!({"url": "ftp://t.example/"})).await;
     assert_eq!(bad.status(), 422);
 
-    let response = reqwest::get(app.url("/metrics")).await.unwrap();
+    let response = reqwest::get(app.metrics_url()).await.unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"]
         .to_str()
@@ -70,6 +70,21 @@ async fn metrics_cover_requests_creates_errors_and_the_pipeline() {
 
     let response = app.api(Method::GET, "/metrics").send().await.unwrap();
     assert_eq!(response.status(), 404, "the API has no /api/v1/metrics");
+    // The API's listener has none either, with any key: the page names every workspace's domains.
+    for key in [None, Some(API_KEY)] {
+        let mut request = app.client.get(app.url("/metrics"));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 404);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "not_found", "{body}");
+    }
+    // And the metrics listener is nothing but the page.
+    let api_there = app.metrics_url().replace("/metrics", "/api/v1/links");
+    let response = app.client.get(api_there).bearer_auth(API_KEY).send().await;
+    assert_eq!(response.unwrap().status(), 404);
 }
 
 /// A visit stored by the consumer records its rollup delay, from the visit's time on the edge.
@@ -101,7 +116,7 @@ async fn a_stored_visit_records_its_rollup_delay() {
     let mut consumer = shortlink_sidecar::visits::consumer(&config, store).unwrap();
     while consumer.step().await.unwrap() > 0 {}
 
-    let text = reqwest::get(app.url("/metrics"))
+    let text = reqwest::get(app.metrics_url())
         .await
         .unwrap()
         .text()

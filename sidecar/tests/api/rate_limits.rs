@@ -54,7 +54,7 @@ const UNCHECKED: &str = r#"shortlink_rate_limiter_errors_total{limit="api-key"}"
 /// The value of one series of `/metrics` (0 before it first counts). The recorder is the
 /// process's: every test of this binary counts into it.
 async fn counter(app: &TestApp, series: &str) -> f64 {
-    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let metrics = app.client.get(app.metrics_url()).send().await.unwrap();
     let metrics = metrics.text().await.unwrap();
     metrics
         .lines()

@@ -1,4 +1,5 @@
-//! Every route the running app serves, read from its axum router, not from a document: a test
+//! Every route the running app serves on its API listener (the one brands reach; the operator's
+//! metrics listener is apart), read from its axum router, not from a document: a test
 //! that walks them covers a route the day it is added.
 //!
 //! axum has no API that lists a router's routes, but its `Debug` form prints each route's path
@@ -17,7 +18,7 @@ pub struct Route {
     pub path: String,
 }
 
-/// The routes of the whole app (API, console, health, metrics) as `serve` builds it; HEAD
+/// The routes of the API listener (API, console, health) as `serve` builds it; HEAD
 /// left out where GET is there (axum answers it with GET's handler).
 pub fn routes(state: &AppState) -> Vec<Route> {
     let router =

@@ -393,7 +393,7 @@ async fn a_receiver_down_for_a_while_gets_everything_on_the_retry_schedule() {
     }
     let metrics = app
         .client
-        .get(app.url("/metrics"))
+        .get(app.metrics_url())
         .send()
         .await
         .unwrap()

@@ -1,10 +1,12 @@
 //! iOS universal links and Android App Links through the real nginx: the apps configured once in
 //! apps.conf are claimed on every pool domain, at the two well-known paths, as JSON of Apple's and
 //! Google's published formats, with no redirect; a domain added to the pool serves them after the
-//! reload that adds it; `nginx -t` refuses a malformed fingerprint; codes still redirect.
+//! reload that adds it; `nginx -t` refuses a malformed fingerprint; codes still redirect. With
+//! workspaces, each brand's hosts claim that brand's apps only, and an apps.conf from before
+//! workspaces is the default workspace's.
 
 use serde_json::{json, Value};
-use shortlink_e2e::System;
+use shortlink_e2e::{templates_with, NginxOptions, System};
 use std::time::Duration;
 use testkit::wait_until;
 
@@ -133,6 +135,122 @@ fn every_pool_domain_claims_the_apps_from_one_configuration() {
     let (ok, output) = system.nginx.test_config();
     assert!(
         !ok && output.contains("shortlink_android_app") && output.contains("fingerprint"),
+        "{output}"
+    );
+}
+
+const A_HOST: &str = "s1.brand-a.test";
+const B_HOST: &str = "s1.brand-b.test";
+/// Mapped to a workspace that names no app.
+const C_HOST: &str = "s1.brand-c.test";
+/// Mapped to "": no workspace at all.
+const EMPTY_HOST: &str = "s1.empty.test";
+const OTHER_FINGERPRINT: &str =
+    "AA:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5";
+
+/// The Apple app IDs a host's file names (none: a 404).
+fn apple_ids(system: &System, host: &str) -> Vec<String> {
+    let response = system.nginx.get(host, APPLE);
+    if response.status().as_u16() == 404 {
+        return Vec::new();
+    }
+    let apple = served(system, host, APPLE);
+    (apple["applinks"]["details"].as_array().unwrap().iter())
+        .map(|app| app["appID"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The Android packages a host's file names (none: a 404).
+fn android_packages(system: &System, host: &str) -> Vec<String> {
+    let response = system.nginx.get(host, ANDROID);
+    if response.status().as_u16() == 404 {
+        return Vec::new();
+    }
+    (served(system, host, ANDROID).as_array().unwrap().iter())
+        .map(|app| app["target"]["package_name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn each_brands_hosts_claim_its_own_apps_and_an_old_apps_conf_stays_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    templates_with(
+        dir.path(),
+        "map $host $shortlink_workspace {",
+        &format!("    {A_HOST} brand-a; {B_HOST} brand-b; {C_HOST} brand-c; {EMPTY_HOST} \"\";"),
+    );
+    let system = System::start_with(NginxOptions {
+        conf_dir: Some(dir.path().to_owned()),
+        pool: Some(
+            ["s1.test", A_HOST, B_HOST, C_HOST, EMPTY_HOST]
+                .map(str::to_owned)
+                .to_vec(),
+        ),
+        ..NginxOptions::default()
+    });
+    // An apps.conf written before workspaces (the default's), then each brand's own lines.
+    let apps = format!(
+        "{}\
+         shortlink_apple_app workspace=brand-a AAAAA11111.com.brand-a.shop;\n\
+         shortlink_android_app workspace=brand-a com.brand_a.shop {OTHER_FINGERPRINT};\n\
+         shortlink_apple_app workspace=brand-b BBBBB22222.com.brand-b.app \"/*\";\n",
+        apps_conf(FINGERPRINT)
+    );
+    std::fs::write(system.nginx.prefix.join("apps.conf"), apps).unwrap();
+    system.nginx.reload_and_retire_old_workers();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            system.nginx.get(A_HOST, APPLE).status() == 200
+        }),
+        "the reload did not bring the files; log:\n{}",
+        system.nginx.error_log()
+    );
+
+    let default_apps = ["ABCDE12345.com.example.shop", "ABCDE12345.com.example.beta"];
+    assert_eq!(apple_ids(&system, "s1.test"), default_apps);
+    assert_eq!(android_packages(&system, "s1.test"), ["com.example.shop"]);
+    assert_eq!(apple_ids(&system, A_HOST), ["AAAAA11111.com.brand-a.shop"]);
+    assert_eq!(android_packages(&system, A_HOST), ["com.brand_a.shop"]);
+    let a_android = served(&system, A_HOST, ANDROID);
+    assert_eq!(
+        a_android[0]["target"]["sha256_cert_fingerprints"],
+        json!([OTHER_FINGERPRINT])
+    );
+    assert_eq!(apple_ids(&system, B_HOST), ["BBBBB22222.com.brand-b.app"]);
+    for (host, path) in [
+        (B_HOST, ANDROID),
+        (C_HOST, APPLE),
+        (C_HOST, ANDROID),
+        (EMPTY_HOST, APPLE),
+        (EMPTY_HOST, ANDROID),
+        ("not-ours.test", APPLE),
+    ] {
+        assert_eq!(
+            system.nginx.get(host, path).status().as_u16(),
+            404,
+            "{host}{path}"
+        );
+    }
+    // A brand's code still redirects on its own host beside its files.
+    let code = system.create(json!({"url": "https://shop.example/default"}));
+    assert_eq!(
+        system
+            .nginx
+            .get("s1.test", &format!("/{code}"))
+            .status()
+            .as_u16(),
+        302
+    );
+
+    // A malformed workspace name is refused by the configuration test, naming the directive.
+    std::fs::write(
+        system.nginx.prefix.join("apps.conf"),
+        "shortlink_apple_app workspace=Brand-A AAAAA11111.com.brand-a.shop;\n",
+    )
+    .unwrap();
+    let (ok, output) = system.nginx.test_config();
+    assert!(
+        !ok && output.contains("shortlink_apple_app") && output.contains("workspace name"),
         "{output}"
     );
 }

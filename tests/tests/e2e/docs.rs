@@ -94,13 +94,15 @@ struct Stack {
 impl Stack {
     fn start(dir: &Path) -> Self {
         let var = dir.join("var");
-        let [http, https, api, sidecar, redis] = testkit::free_ports::<5>();
+        let [http, https, api, sidecar, redis, status, metrics] = testkit::free_ports::<7>();
         let ports = vec![
             (8080, http),
             (8443, https),
             (8081, api),
             (8700, sidecar),
             (6390, redis),
+            (8082, status),
+            (8701, metrics),
         ];
         let run = Lifeline::builder(
             paths::workspace_dir().join("scripts/run"),
@@ -116,6 +118,8 @@ impl Stack {
         .env("SHORTLINK_API_PORT", api.to_string())
         .env("SHORTLINK_SIDECAR_PORT", sidecar.to_string())
         .env("SHORTLINK_REDIS_PORT", redis.to_string())
+        .env("SHORTLINK_STATUS_PORT", status.to_string())
+        .env("SHORTLINK_METRICS_PORT", metrics.to_string())
         .capture_stdout()
         .spawn();
         run.wait_for_line(Duration::from_secs(120), |line| {

@@ -64,16 +64,19 @@ fn expires_at(status: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|at| chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc())
 }
 
-/// The module's Prometheus page and the sidecar's, as Prometheus scrapes them from the API server.
+/// The module's Prometheus page and the sidecar's, as Prometheus scrapes them from the operator's
+/// listeners (nginx's status server, the sidecar's `--metrics-listen`).
 fn pages(system: &System) -> (String, String) {
     let client = shortlink_e2e::http_client();
-    let get = |path: &str| {
-        let url = format!("http://127.0.0.1:{}{path}", system.nginx.api_port);
-        let response = client.get(url).send().expect("scrape");
-        assert_eq!(response.status(), 200, "{path}");
+    let get = |url: String| {
+        let response = client.get(&url).send().expect("scrape");
+        assert_eq!(response.status(), 200, "{url}");
         response.text().unwrap()
     };
-    (get("/shortlink_status?format=prometheus"), get("/metrics"))
+    (
+        get(system.nginx.status_url("?format=prometheus")),
+        get(system.sidecar.metrics_url()),
+    )
 }
 
 #[test]

@@ -135,10 +135,7 @@ fn a_record_one_worker_looked_up_is_a_hit_in_the_other() {
     assert_eq!(after["cache_zone_entries"], 1, "{after:?}");
     assert_eq!(after["cache_zone_bytes"], 192);
     let prometheus = http_client()
-        .get(format!(
-            "http://127.0.0.1:{}/shortlink_status?format=prometheus",
-            system.nginx.api_port
-        ))
+        .get(system.nginx.status_url("?format=prometheus"))
         .send()
         .unwrap()
         .text()

@@ -5,16 +5,12 @@
 use serde_json::json;
 use shortlink_e2e::prometheus::samples;
 use shortlink_e2e::tls::local_ca;
-use shortlink_e2e::{NginxOptions, System, POOL};
+use shortlink_e2e::{Api, NginxOptions, System, API_KEY, POOL};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn prometheus_page(system: &System, query: &str, accept: Option<&str>) -> (String, String) {
-    let url = format!(
-        "http://127.0.0.1:{}/shortlink_status{query}",
-        system.nginx.api_port
-    );
-    let mut request = shortlink_e2e::http_client().get(url);
+    let mut request = shortlink_e2e::http_client().get(system.nginx.status_url(query));
     if let Some(accept) = accept {
         request = request.header("Accept", accept);
     }
@@ -160,9 +156,9 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
         .post("/links", &json!({"url": "ftp://example.com/"}));
     assert_eq!(status, 422);
 
-    // The sidecar's page, through the internal API server only, once the health job has probed
-    // the pool's certificates (it learnt the pool from the creates above).
-    let url = format!("http://127.0.0.1:{}/metrics", system.nginx.api_port);
+    // The sidecar's page, on its metrics listener (the operator's), once the health job has
+    // probed the pool's certificates (it learnt the pool from the creates above).
+    let url = system.sidecar.metrics_url();
     let scrape = || {
         let response = shortlink_e2e::http_client().get(&url).send().unwrap();
         assert_eq!(response.status(), 200);
@@ -251,6 +247,96 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
                 "{file} uses {name}, which no page has"
             );
         }
+    }
+}
+
+/// A JSON answer's status and `error.code` ("" when the body is not a JSON error).
+fn refused(request: reqwest::blocking::RequestBuilder) -> (u16, String) {
+    let response = request.send().expect("send");
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().unwrap_or_default();
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (status, code)
+}
+
+/// `/metrics` and `/shortlink_status` name every workspace's domains: on the API server every
+/// brand's tool reaches they are a JSON 404 whatever key comes along (the operator's too: the
+/// operator's listeners are elsewhere), and they answer on the operator's listeners only.
+#[test]
+fn metrics_and_status_answer_on_the_operators_listeners_only() {
+    let system = System::start();
+    let output =
+        system.sidecar_cli(&["keys", "create", "--name", "operator", "--role", "operator"]);
+    assert!(output.status.success(), "{output:?}");
+    let operator_key = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    let api = format!("http://127.0.0.1:{}", system.nginx.api_port);
+    let operator = Api::new(api.clone(), &operator_key);
+    let (status, body) = operator.post("/workspaces", &json!({"slug": "brand-a"}));
+    assert_eq!(status, 201, "{body}");
+    let (status, created) = operator.post(
+        "/workspaces/brand-a/keys",
+        &json!({"name": "brand-a tool", "role": "admin"}),
+    );
+    assert_eq!(status, 201, "{created}");
+    let brand_key = created["key"].as_str().unwrap().to_owned();
+    let code = system.create(json!({"url": "https://example.com/operator-only"}));
+    assert_eq!(
+        system.nginx.get("s1.test", &format!("/{code}")).status(),
+        302
+    );
+
+    let client = shortlink_e2e::http_client();
+    let sidecar_api = format!("http://127.0.0.1:{}", system.sidecar.port);
+    for path in [
+        "/metrics",
+        "/shortlink_status",
+        "/shortlink_status?format=prometheus",
+    ] {
+        for key in [
+            None,
+            Some(API_KEY),
+            Some(&brand_key[..]),
+            Some(&operator_key[..]),
+        ] {
+            for base in [&api, &sidecar_api] {
+                let mut request = client.get(format!("{base}{path}"));
+                if let Some(key) = key {
+                    request = request.bearer_auth(key);
+                }
+                let answer = refused(request);
+                assert_eq!(answer, (404, "not_found".into()), "{base}{path} ({key:?})");
+            }
+        }
+    }
+
+    // The operator's listeners: nginx's status server and the sidecar's metrics listener.
+    let status = client.get(system.nginx.status_url("")).send().unwrap();
+    assert_eq!(status.status(), 200);
+    assert!(status.text().unwrap().starts_with("requests "));
+    let (_, prometheus) = prometheus_page(&system, "?format=prometheus", None);
+    assert!(
+        prometheus.contains("shortlink_domain_redirects_total{domain=\"s1.test\"} 1"),
+        "{prometheus}"
+    );
+    let metrics = client.get(system.sidecar.metrics_url()).send().unwrap();
+    assert_eq!(metrics.status(), 200);
+    let metrics = metrics.text().unwrap();
+    assert!(
+        metrics.contains("shortlink_links_created_total{via=\"single\"} 1"),
+        "{metrics}"
+    );
+    // Neither is a way into the API.
+    let status_api = format!("http://127.0.0.1:{}/api/v1/links", system.nginx.status_port);
+    let metrics_api = system
+        .sidecar
+        .metrics_url()
+        .replace("/metrics", "/api/v1/links");
+    for url in [status_api, metrics_api] {
+        let answer = refused(client.get(&url).bearer_auth(API_KEY));
+        assert_eq!(answer, (404, "not_found".into()), "{url}");
     }
 }
 

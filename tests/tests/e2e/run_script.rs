@@ -14,12 +14,14 @@ use std::time::{Duration, Instant};
 use testkit::RedisServer;
 
 /// scripts/run's port variables, in the order of [`run_command`]'s `ports`.
-const PORT_VARIABLES: [&str; 5] = [
+const PORT_VARIABLES: [&str; 7] = [
     "SHORTLINK_HTTP_PORT",
     "SHORTLINK_HTTPS_PORT",
     "SHORTLINK_API_PORT",
     "SHORTLINK_SIDECAR_PORT",
     "SHORTLINK_REDIS_PORT",
+    "SHORTLINK_STATUS_PORT",
+    "SHORTLINK_METRICS_PORT",
 ];
 
 /// The pinned geo database, fetched once into the target directory (as the package build does):
@@ -42,7 +44,7 @@ fn geo_dir() -> &'static Path {
 }
 
 /// `scripts/run --check [--tls]` on the state directory `var`, on `ports` (see [`PORT_VARIABLES`]).
-fn run_command(var: &Path, tls: bool, ports: [u16; 5]) -> Command {
+fn run_command(var: &Path, tls: bool, ports: [u16; 7]) -> Command {
     let mut command = Command::new(paths::workspace_dir().join("scripts/run"));
     command.arg("--check");
     if tls {
@@ -252,7 +254,7 @@ fn a_port_in_use_stops_the_run_before_anything_starts_naming_its_variable() {
         // The other ports are chosen once the taken one is held (the system hands out no port in
         // use): chosen before, one of them could be the port the foreign Redis then picked, and
         // the run would name that port's variable instead.
-        let mut ports = testkit::free_ports::<5>();
+        let mut ports = testkit::free_ports::<7>();
         ports[index] = taken;
         // The HTTPS port is only listened on with --tls.
         let tls = *variable == "SHORTLINK_HTTPS_PORT";

@@ -148,6 +148,8 @@ const READ_ROUTES: &[&str] = &[
     // The re-send list: the campaign tool holding an issuer key is who re-sends.
     "/api/v1/domains/{domain}/unclicked",
     "/api/v1/workspace",
+    // The workspace's own numbers; /metrics, every workspace's, is on the operator's listener.
+    "/api/v1/workspace/metrics",
     "/api/v1/openapi.json",
 ];
 
@@ -286,6 +288,7 @@ mod tests {
             "/api/v1/stats",
             "/api/v1/visits",
             "/api/v1/workspace",
+            "/api/v1/workspace/metrics",
         ] {
             assert!(
                 !permits(Role::Operator, &Method::GET, Some(route)),

@@ -1,4 +1,5 @@
-//! The HTTP API: `/api/v1/*` behind API-key auth, `/healthz` and `/readyz` open. This file
+//! The HTTP API: `/api/v1/*` behind API-key auth, `/healthz` and `/readyz` open; `/metrics` on
+//! the operator's listener of its own ([`metrics_router`]). This file
 //! wires the parts; what handlers share lives below them (`state`, `extract`, `error`).
 
 #![deny(unsafe_code)]
@@ -31,6 +32,7 @@ mod subjects;
 mod throttle;
 mod visits;
 mod webhooks;
+mod workspace_metrics;
 mod workspaces;
 
 pub use audit::Recorder;
@@ -50,8 +52,19 @@ use axum::routing::get;
 use axum::Router;
 use tower_http::trace::TraceLayer;
 
+/// The operator's metrics listener (`--metrics-listen`): `GET /metrics` and nothing else, apart
+/// from [`router`]'s listener, which every brand's tool reaches through nginx's API server.
+pub fn metrics_router(state: AppState) -> Router {
+    shortlink_core::metrics::install();
+    Router::new()
+        .route("/metrics", get(metrics::serve))
+        .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track))
+        .fallback(|| async { Error::NotFound })
+        .with_state(state)
+}
+
 /// The whole app: the API, `pages` (the operator console: HTML for people, built above this
-/// layer), health and metrics, and what every request goes through.
+/// layer), health, and what every request goes through.
 pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(links::router())
@@ -67,6 +80,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(visits::router())
         .merge(webhooks::router())
         .merge(workspaces::router())
+        .merge(workspace_metrics::router())
         .merge(audit::router())
         .merge(subjects::router())
         .merge(retention::router())
@@ -89,10 +103,10 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         // Not API: HTML for people, outside the OpenAPI document and the API-key layer (the
         // console has sessions of its own).
         .merge(pages)
+        // No /metrics here: it names every workspace's domains, so it is the operator's, on a
+        // listener of its own ([`metrics_router`]).
         .merge(
-            health::router()
-                .route("/metrics", get(metrics::serve))
-                .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+            health::router().route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
         )
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {

@@ -3,7 +3,7 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
     audit, batch, campaigns, compose, conversions, domains, health, links, preview, qr, resolve,
-    retention, stats, subjects, visits, webhooks, workspaces,
+    retention, stats, subjects, visits, webhooks, workspace_metrics, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -57,6 +57,7 @@ use utoipa::OpenApi;
         workspaces::create_workspace_key,
         workspaces::revoke_workspace_key,
         workspaces::own_workspace,
+        workspace_metrics::workspace_metrics,
         workspaces::list_keys,
         workspaces::create_key,
         workspaces::revoke_key,

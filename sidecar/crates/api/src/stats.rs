@@ -152,7 +152,7 @@ pub struct TopLinkView {
 }
 
 impl CountsView {
-    fn new(c: &Counts, include_bots: bool) -> Self {
+    pub(crate) fn new(c: &Counts, include_bots: bool) -> Self {
         CountsView {
             clicks: c.humans + if include_bots { c.bots + c.previews } else { 0 },
             unique_visitors: c.new_visitors,
@@ -163,7 +163,7 @@ impl CountsView {
     }
 }
 
-fn at(unix_seconds: i64) -> DateTime<Utc> {
+pub(crate) fn at(unix_seconds: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(unix_seconds, 0).unwrap_or_default()
 }
 

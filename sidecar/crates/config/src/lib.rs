@@ -37,6 +37,13 @@ pub struct Config {
     )]
     pub listen: SocketAddr,
 
+    /// Address of the operator's metrics listener: `GET /metrics` (the Prometheus page, which
+    /// names every workspace's domains) and nothing else; unset, no metrics are served. Keep it
+    /// where the brands' tools cannot reach (never the API's address): nginx's status server
+    /// passes it on to Prometheus.
+    #[arg(long, env = "SHORTLINK_METRICS_LISTEN", global = true)]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// SQL database: `sqlite://path` (file and directory created on first run), `postgres://...` or
     /// `mysql://...` / `mariadb://...` (MariaDB 10.6+ or MySQL 8).
     #[arg(
@@ -493,6 +500,7 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("listen", &self.listen)
+            .field("metrics_listen", &self.metrics_listen)
             .field("database_url", &redact_url(&self.database_url))
             .field("redis_url", &redact_url(&self.redis_url))
             .field(

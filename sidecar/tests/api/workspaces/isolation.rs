@@ -374,7 +374,7 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         "/api/v1/workspaces/{slug}",
         "/console/links/{code}",
         "/console/import/{job}",
-        "/metrics",
+        "/api/v1/workspace/metrics",
     ] {
         assert!(
             routes.iter().any(|route| route.path == expected),

@@ -6,6 +6,7 @@ mod domains;
 mod isolation;
 mod migration;
 mod operator;
+mod own_metrics;
 mod records;
 
 use crate::helpers::*;
