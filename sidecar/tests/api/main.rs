@@ -37,6 +37,7 @@ mod projection_marker;
 mod qr;
 mod rate_limits;
 mod resolve;
+mod resolve_scope;
 mod rules;
 mod rules_fallback;
 mod sentinel;

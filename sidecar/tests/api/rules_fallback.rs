@@ -35,7 +35,7 @@ fn rfc3339(unix: i64) -> String {
 
 /// `GET /resolve/<path_and_query>` with these headers: (status, Location or body).
 async fn click(app: &TestApp, path_and_query: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut request = app.api(Method::GET, &format!("/resolve/{path_and_query}"));
+    let mut request = app.fallback("default", path_and_query).await;
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -158,7 +158,8 @@ async fn the_fallback_answers_the_lifecycle(backend: Backend) {
         .await;
     let page = page["code"].as_str().unwrap();
     let response = app
-        .api(Method::GET, &format!("/resolve/{page}"))
+        .fallback("default", page)
+        .await
         .send()
         .await
         .unwrap();
