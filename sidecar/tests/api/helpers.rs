@@ -21,8 +21,7 @@ pub static TRACING: LazyLock<()> = LazyLock::new(|| {
 
 pub const API_KEY: &str = "slk_test0000000000000000000000000000000000000000000000000000000000";
 /// nginx's fallback key (role `resolve`), made on first use ([`TestApp::fallback`]).
-pub const RESOLVE_KEY: &str =
-    "slk_resolve00000000000000000000000000000000000000000000000000000000";
+pub const RESOLVE_KEY: &str = "slk_resolve00000000000000000000000000000000000000000000000000000000";
 pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 pub const PUBLIC_BASE: &str = "https://s.example";
 /// The secret nginx would send (`X-Shortlink-Proxy-Secret`): the app's own client sends it, as

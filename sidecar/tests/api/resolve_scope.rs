@@ -52,7 +52,10 @@ async fn no_key_but_the_fallbacks_resolves_and_a_refusal_counts_no_click() {
 
     let mut keys = vec![
         ("A's first admin".to_owned(), a_admin.clone()),
-        ("the default workspace's admin".to_owned(), API_KEY.to_owned()),
+        (
+            "the default workspace's admin".to_owned(),
+            API_KEY.to_owned(),
+        ),
         ("the operator".to_owned(), operator.clone()),
     ];
     for slug in ["brand-a", "brand-b"] {
@@ -82,7 +85,11 @@ async fn no_key_but_the_fallbacks_resolves_and_a_refusal_counts_no_click() {
             }
         }
     }
-    assert_eq!(counted(&app, &capped).await, 0, "a refused key counted a click");
+    assert_eq!(
+        counted(&app, &capped).await,
+        0,
+        "a refused key counted a click"
+    );
 
     // A's recipient still gets A's capped link, once, through nginx's fallback.
     let first = app.resolve_on("brand-a", &capped).await;
@@ -150,7 +157,11 @@ async fn the_fallback_answers_a_code_only_for_its_workspaces_hosts() {
         let seen = answer(request(&capped, header)).await;
         assert_eq!(seen, unknown, "{host}: A's link answers as an unknown code");
     }
-    assert_eq!(counted(&app, &capped).await, 0, "a wrong host counted a click");
+    assert_eq!(
+        counted(&app, &capped).await,
+        0,
+        "a wrong host counted a click"
+    );
 
     let own = request(&capped, Some("ws=brand-a")).send().await.unwrap();
     assert_eq!(own.status(), 302);

@@ -157,12 +157,7 @@ async fn the_fallback_answers_the_lifecycle(backend: Backend) {
         .create(json!({"url": "https://t.example/own", "valid_since": rfc3339(since)}))
         .await;
     let page = page["code"].as_str().unwrap();
-    let response = app
-        .fallback("default", page)
-        .await
-        .send()
-        .await
-        .unwrap();
+    let response = app.fallback("default", page).await.send().await.unwrap();
     assert_eq!(response.status(), 403);
     assert_eq!(response.headers()["cache-control"], "no-store");
     assert_eq!(

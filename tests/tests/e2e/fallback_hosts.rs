@@ -37,9 +37,16 @@ fn start(dir: &Path) -> System {
     System::start_with(NginxOptions {
         conf_dir: Some(dir.to_owned()),
         pool: Some(
-            [DEFAULT_HOST, A_HOST, B_HOST, UNMAPPED_HOST, EMPTY_HOST, MALFORMED_HOST]
-                .map(str::to_owned)
-                .to_vec(),
+            [
+                DEFAULT_HOST,
+                A_HOST,
+                B_HOST,
+                UNMAPPED_HOST,
+                EMPTY_HOST,
+                MALFORMED_HOST,
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         ),
         // Long enough that a link cached before Redis stops is still cached after.
         cache: "size=1000 ttl=600s negative_ttl=1s",
@@ -133,14 +140,26 @@ fn round(system: &System, path: &str, kinds: &[Kind], unknowns: &mut usize) -> V
     let mut unknown_answers = Vec::new();
     for kind in kinds {
         let own = seen(system, A_HOST, &format!("/{}", kind.code), kind.agent);
-        assert_eq!(own.status, kind.own, "{path}: {} on A's host: {own:?}", kind.name);
+        assert_eq!(
+            own.status, kind.own,
+            "{path}: {} on A's host: {own:?}",
+            kind.name
+        );
         if own.status == 302 {
-            assert!(own.headers.contains(&("location".into(), TARGET.into())), "{own:?}");
+            assert!(
+                own.headers.contains(&("location".into(), TARGET.into())),
+                "{own:?}"
+            );
         }
         for host in OTHER_HOSTS {
             // A code no record holds, asked once (a miss is not cached for long).
             *unknowns += 1;
-            let unknown = seen(system, host, &format!("/no-such-alias-{unknowns}"), kind.agent);
+            let unknown = seen(
+                system,
+                host,
+                &format!("/no-such-alias-{unknowns}"),
+                kind.agent,
+            );
             assert_eq!(unknown.status, 404, "{path}: an unknown code on {host}");
             let foreign = seen(system, host, &format!("/{}", kind.code), kind.agent);
             assert_eq!(foreign, unknown, "{path}: {} of A's on {host}", kind.name);
@@ -216,11 +235,26 @@ fn only_a_hosts_answer_its_links_from_redis_and_from_the_fallback_alike() {
             .collect::<Vec<_>>()
     };
     let mut unknowns = 0;
-    let up = round(&system, "Redis up", &kinds(&from_redis, true), &mut unknowns);
+    let hits = system.nginx.counters()["cache_hits"];
+    let up = round(
+        &system,
+        "Redis up",
+        &kinds(&from_redis, true),
+        &mut unknowns,
+    );
+    assert!(
+        system.nginx.counters()["cache_hits"] >= hits + 1 + OTHER_HOSTS.len() as u64,
+        "the cached link was not answered from the cache on every host"
+    );
 
     system.redis.stop();
     let fallbacks = system.nginx.counters()["fallbacks"];
-    let down = round(&system, "Redis stopped", &kinds(&from_fallback, false), &mut unknowns);
+    let down = round(
+        &system,
+        "Redis stopped",
+        &kinds(&from_fallback, false),
+        &mut unknowns,
+    );
     assert!(
         system.nginx.counters()["fallbacks"] >= fallbacks + down.len() as u64,
         "the unknown codes did not go through the fallback"
@@ -228,8 +262,10 @@ fn only_a_hosts_answer_its_links_from_redis_and_from_the_fallback_alike() {
     // What every other host answers an unknown code is the same on both paths.
     assert_eq!(up, down, "an unknown code from Redis and from the fallback");
 
-    // A link nginx cached before Redis stopped is judged by the cache, as with Redis.
-    let hits = system.nginx.counters()["cache_hits"];
+    // A link nginx cached before Redis stopped: the cache is not read while its invalidation
+    // connection is down (docs/ARCHITECTURE.md, "Cache coherence"), so the fallback answers it
+    // too, and agrees.
+    let fallbacks = system.nginx.counters()["fallbacks"];
     let cached = [Kind {
         name: "edge-cache hit",
         code: code(&from_redis, "edge-cache hit"),
@@ -238,10 +274,9 @@ fn only_a_hosts_answer_its_links_from_redis_and_from_the_fallback_alike() {
     }];
     let from_cache = round(&system, "Redis stopped, cached", &cached, &mut unknowns);
     assert_eq!(from_cache, up[..OTHER_HOSTS.len()]);
-    assert_eq!(
-        system.nginx.counters()["cache_hits"],
-        hits + 1 + OTHER_HOSTS.len() as u64,
-        "A's host and each other host answered the cached link from the cache"
+    assert!(
+        system.nginx.counters()["fallbacks"] >= fallbacks + 1 + 2 * OTHER_HOSTS.len() as u64,
+        "the cached link did not go through the fallback"
     );
 }
 
@@ -274,7 +309,10 @@ fn every_shipped_fallback_location_names_the_hosts_workspace() {
             if fallback {
                 fallbacks += 1;
                 let block = block_around(&lines, at);
-                assert!(block.contains(&sent.as_str()), "{file}: {block:?} sends no {sent}");
+                assert!(
+                    block.contains(&sent.as_str()),
+                    "{file}: {block:?} sends no {sent}"
+                );
             }
             if line.contains("X-Shortlink-Workspace") {
                 let block = block_around(&lines, at);
@@ -285,7 +323,10 @@ fn every_shipped_fallback_location_names_the_hosts_workspace() {
             }
         }
     }
-    assert_eq!(fallbacks, 3, "the fallback locations: redirect, imported domain, Debian's");
+    assert_eq!(
+        fallbacks, 3,
+        "the fallback locations: redirect, imported domain, Debian's"
+    );
 }
 
 /// The lines of the innermost block around line `at`, from its opening line to its `}`.

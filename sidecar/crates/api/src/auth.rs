@@ -188,7 +188,9 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
         || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
-        Role::Resolve => (method == Method::GET || method == Method::HEAD) && route == RESOLVE_ROUTE,
+        Role::Resolve => {
+            (method == Method::GET || method == Method::HEAD) && route == RESOLVE_ROUTE
+        }
         _ if route == RESOLVE_ROUTE => false,
         Role::Operator => {
             operators

@@ -71,9 +71,7 @@ pub async fn resolve(
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
     let resolution = match host_workspace(&headers) {
-        Some(host) => (state.links)
-            .resolve(host, &code, &click, &country)
-            .await?,
+        Some(host) => (state.links).resolve(host, &code, &click, &country).await?,
         None => Resolution::NotFound,
     };
     answer(resolution)
