@@ -77,11 +77,10 @@ pub async fn resolve(
     answer(resolution)
 }
 
-/// The workspace nginx maps the short domain to (`X-Shortlink-Workspace: ws=<name>`,
-/// `shortlink_wire::fallback`): every code of another workspace is not found there, as the
-/// module answers. `None` for a host on which no code answers: mapped to `""` or to a malformed
-/// name, or a request that does not say (a configuration that sends no header is not one this
-/// route can answer for: the module would check the host, so nothing is found).
+/// The workspace nginx maps the request's host to, as its fallback location names it
+/// (`X-Shortlink-Workspace: ws=<name>`, `shortlink_wire::fallback`). `None`: a host mapped to
+/// `""` or to a malformed name, or a request without the header; no code answers there (404, as
+/// the module answers such a host).
 fn host_workspace(headers: &HeaderMap) -> Option<WorkspaceName> {
     fallback::host_workspace(headers.get(WORKSPACE_HEADER).map(HeaderValue::as_bytes))
 }
