@@ -7,6 +7,7 @@
 //!
 //! - [`agent`]: who sent a request (link preview fetchers, other machines), one table;
 //! - [`click_id`]: the id a click carries to the landing page and its visit keeps;
+//! - [`fallback`]: what nginx's fallback location tells the sidecar (the host's workspace);
 //! - [`keys`]: every Redis key name and prefix;
 //! - [`limits`]: every size the API accepts, and the room each hop of a click needs for it;
 //! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
@@ -30,6 +31,7 @@ pub mod agent;
 pub mod click_id;
 pub mod cluster;
 pub mod event;
+pub mod fallback;
 pub mod keys;
 pub mod limits;
 pub mod page;

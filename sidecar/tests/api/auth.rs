@@ -113,8 +113,9 @@ fn sidecar_cli(database_url: &str, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// nginx's fallback key (`keys create --role resolve`): `GET /resolve/{code}` answers as for any
-/// key; every other route, known or not, answers 403 `forbidden` and changes nothing.
+/// nginx's fallback key (`keys create --role resolve`): `GET /resolve/{code}` answers (for the
+/// host's workspace nginx names); every other route, known or not, answers 403 `forbidden` and
+/// changes nothing.
 async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
     let app = spawn_app(backend).await;
     app.create(json!({"url": "https://a.example/", "code": "known", "campaign": "spring"}))
@@ -136,6 +137,10 @@ async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
             .client
             .request(method.clone(), app.url("/api/v1/resolve/known"))
             .bearer_auth(&key)
+            .header(
+                shortlink_wire::fallback::WORKSPACE_HEADER,
+                shortlink_wire::fallback::header_value("default"),
+            )
             .send()
             .await
             .unwrap();
@@ -178,7 +183,7 @@ async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
     }
     assert_eq!(app.stored().await, before, "refused requests store nothing");
 
-    // The admin key keeps every route.
+    // The admin key keeps every route but resolve (tests/api/resolve_scope.rs).
     for path in ["/links", "/links/known", "/stats", "/campaigns/spring"] {
         let response = app.api(Method::GET, path).send().await.unwrap();
         assert_eq!(response.status(), 200, "admin GET {path}");

@@ -343,9 +343,8 @@ async fn older_database_scenario(backend: Backend, keep_mark: bool) {
     // The fresh links are in SQL and answer from there too.
     for (code, value) in &fresh {
         let response = app
-            .client
-            .get(format!("{}/api/v1/resolve/{code}", after.address))
-            .bearer_auth(helpers::API_KEY)
+            .fallback_at(&after.address, "default", code)
+            .await
             .send()
             .await
             .unwrap();

@@ -20,6 +20,8 @@ pub static TRACING: LazyLock<()> = LazyLock::new(|| {
 });
 
 pub const API_KEY: &str = "slk_test0000000000000000000000000000000000000000000000000000000000";
+/// nginx's fallback key (role `resolve`), made on first use ([`TestApp::fallback`]).
+pub const RESOLVE_KEY: &str = "slk_resolve00000000000000000000000000000000000000000000000000000000";
 pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 pub const PUBLIC_BASE: &str = "https://s.example";
 /// The secret nginx would send (`X-Shortlink-Proxy-Secret`): the app's own client sends it, as
@@ -135,6 +137,8 @@ pub struct TestApp {
     redis_client: redis::Client,
     /// What the running app's handlers share (its router is built from it: `routes`).
     pub state: shortlink_sidecar::http::AppState,
+    /// Whether [`RESOLVE_KEY`] is in the database yet.
+    resolve_key: tokio::sync::OnceCell<()>,
     _dir: tempfile::TempDir,
     server: tokio::task::JoinHandle<()>,
 }
@@ -234,6 +238,7 @@ pub async fn spawn_app_at(
         .unwrap(),
         redis_client,
         state,
+        resolve_key: tokio::sync::OnceCell::new(),
         _dir: dir,
         server,
     }
@@ -402,11 +407,61 @@ impl TestApp {
             .unwrap()
     }
 
+    /// `GET /resolve/<path_and_query>` as nginx's fallback sends it from a host of `default`.
     pub async fn resolve(&self, path_and_query: &str) -> reqwest::Response {
-        self.api(reqwest::Method::GET, &format!("/resolve/{path_and_query}"))
+        self.resolve_on("default", path_and_query).await
+    }
+
+    /// [`Self::resolve`] from a host nginx maps to `workspace`.
+    pub async fn resolve_on(&self, workspace: &str, path_and_query: &str) -> reqwest::Response {
+        self.fallback(workspace, path_and_query)
+            .await
             .send()
             .await
             .unwrap()
+    }
+
+    /// `GET /resolve/<path_and_query>` as nginx's fallback sends it from a host mapped to
+    /// `workspace` (`X-Shortlink-Workspace: ws=<workspace>`), with its `resolve` key.
+    pub async fn fallback(&self, workspace: &str, path_and_query: &str) -> reqwest::RequestBuilder {
+        self.fallback_at(&self.address, workspace, path_and_query)
+            .await
+    }
+
+    /// [`Self::fallback`] to another sidecar on this app's database (`address`: `http://…`).
+    pub async fn fallback_at(
+        &self,
+        address: &str,
+        workspace: &str,
+        path_and_query: &str,
+    ) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{address}/api/v1/resolve/{path_and_query}"))
+            .bearer_auth(self.resolve_key().await)
+            .header(
+                shortlink_wire::fallback::WORKSPACE_HEADER,
+                shortlink_wire::fallback::header_value(workspace),
+            )
+    }
+
+    /// nginx's fallback key (role `resolve`, as `keys create --role resolve` makes it), made in
+    /// this app's database on first use.
+    pub async fn resolve_key(&self) -> &'static str {
+        self.resolve_key
+            .get_or_init(|| async {
+                let storage = self.storage().await;
+                (storage.create_api_key(
+                    "nginx-resolve",
+                    shortlink_sidecar::storage::Role::Resolve,
+                    Some(shortlink_sidecar::storage::WorkspaceId::DEFAULT),
+                    &shortlink_sidecar::http::hash_api_key(RESOLVE_KEY),
+                    shortlink_sidecar::storage::now(),
+                ))
+                .await
+                .expect("create the fallback's key");
+            })
+            .await;
+        RESOLVE_KEY
     }
 
     /// The app's link storage, opened again (a second pool on the same database).

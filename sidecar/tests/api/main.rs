@@ -38,6 +38,7 @@ mod projection_marker;
 mod qr;
 mod rate_limits;
 mod resolve;
+mod resolve_scope;
 mod routes;
 mod rules;
 mod rules_fallback;

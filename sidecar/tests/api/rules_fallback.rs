@@ -35,7 +35,7 @@ fn rfc3339(unix: i64) -> String {
 
 /// `GET /resolve/<path_and_query>` with these headers: (status, Location or body).
 async fn click(app: &TestApp, path_and_query: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut request = app.api(Method::GET, &format!("/resolve/{path_and_query}"));
+    let mut request = app.fallback("default", path_and_query).await;
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -157,11 +157,7 @@ async fn the_fallback_answers_the_lifecycle(backend: Backend) {
         .create(json!({"url": "https://t.example/own", "valid_since": rfc3339(since)}))
         .await;
     let page = page["code"].as_str().unwrap();
-    let response = app
-        .api(Method::GET, &format!("/resolve/{page}"))
-        .send()
-        .await
-        .unwrap();
+    let response = app.fallback("default", page).await.send().await.unwrap();
     assert_eq!(response.status(), 403);
     assert_eq!(response.headers()["cache-control"], "no-store");
     assert_eq!(

@@ -58,7 +58,7 @@ async fn texts(app: &TestApp, sql: &str) -> BTreeSet<String> {
 }
 
 struct Made {
-    /// The default workspace's admin key (whose links `resolve` answers without a host map).
+    /// The default workspace's admin key (whose links `resolve` answers on `default`'s hosts).
     admin: String,
     /// Another workspace's admin.
     other: String,

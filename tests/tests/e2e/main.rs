@@ -25,6 +25,7 @@ mod domain_failover;
 mod domain_health;
 mod domains;
 mod edge_cache;
+mod fallback_hosts;
 mod faults;
 mod home_page;
 mod hostile;

@@ -25,7 +25,7 @@ fn start(dir: &Path) -> System {
 }
 
 /// An operator key, as the installation's operator makes one.
-fn operator(system: &System) -> Api {
+pub(crate) fn operator(system: &System) -> Api {
     let output =
         system.sidecar_cli(&["keys", "create", "--name", "operator", "--role", "operator"]);
     assert!(
@@ -41,7 +41,7 @@ fn operator(system: &System) -> Api {
 }
 
 /// Creates the workspace `slug` and returns its admin's API.
-fn brand(system: &System, operator: &Api, slug: &str) -> Api {
+pub(crate) fn brand(system: &System, operator: &Api, slug: &str) -> Api {
     let (status, body) = operator.post("/workspaces", &json!({"slug": slug}));
     assert_eq!(status, 201, "{body}");
     let (status, key) = operator.post(

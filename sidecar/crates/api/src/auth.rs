@@ -8,8 +8,9 @@
 //! Each key has a role (`storage::Role`), checked here against the route the request matched, so
 //! a route nobody listed for a narrow role is refused to it (403 `forbidden`): `viewer` keys read
 //! ([`READ_ROUTES`]), `issuer` keys read and change links ([`ISSUE_ROUTES`]), `resolve` keys reach
-//! `GET /api/v1/resolve/{code}` only, `admin` keys everything of their workspace, `operator` keys
-//! the workspaces (`/api/v1/workspaces…`) and nothing in them.
+//! `GET /api/v1/resolve/{code}` only (and no other role reaches it: [`RESOLVE_ROUTE`]), `admin`
+//! keys everything else of their workspace, `operator` keys the workspaces
+//! (`/api/v1/workspaces…`) and nothing in them.
 //!
 //! Each key but an operator's acts in one workspace ([`InWorkspace`]): a request sees and changes
 //! that workspace's objects only, and another's answer as if they did not exist (404).
@@ -131,8 +132,7 @@ pub async fn require_api_key(
     Ok(next.run(request).await)
 }
 
-/// What `viewer` and `issuer` keys may read (GET, HEAD). Not resolve: it repairs Redis, and it
-/// is nginx's, which has a key of its own.
+/// What `viewer` and `issuer` keys may read (GET, HEAD). Not resolve ([`RESOLVE_ROUTE`]).
 const READ_ROUTES: &[&str] = &[
     "/api/v1/links",
     "/api/v1/links/{code}",
@@ -163,6 +163,12 @@ const OPERATOR_PREFIX: &str = "/api/v1/workspaces";
 /// The workspace routes an operator key may read too: the domains of every workspace.
 const OPERATOR_READS: &[&str] = &["/api/v1/domains", "/api/v1/domains/{domain}"];
 
+/// nginx's fallback: the `resolve` role's only route, and nobody else's. It takes the host's
+/// workspace from a header (`shortlink_wire::fallback`) rather than from the key, counts the
+/// click and answers targets and password pages; a workspace's key there could read and use up
+/// another workspace's links.
+const RESOLVE_ROUTE: &str = "/api/v1/resolve/{code}";
+
 /// What `issuer` keys may change besides reading.
 const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
@@ -185,6 +191,10 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
     let reads = ((method == Method::GET || method == Method::HEAD) && READ_ROUTES.contains(&route))
         || (method == Method::POST && route == PREVIEW_ROUTE);
     match role {
+        Role::Resolve => {
+            (method == Method::GET || method == Method::HEAD) && route == RESOLVE_ROUTE
+        }
+        _ if route == RESOLVE_ROUTE => false,
         Role::Operator => {
             operators
                 || route == "/api/v1/audit"
@@ -201,9 +211,6 @@ fn permits(role: Role, method: &Method, route: Option<&str>) -> bool {
                     .any(|(allowed, pattern)| allowed == method && *pattern == route)
         }
         Role::Viewer => reads,
-        Role::Resolve => {
-            (method == Method::GET || method == Method::HEAD) && route == "/api/v1/resolve/{code}"
-        }
     }
 }
 
@@ -225,6 +232,18 @@ mod tests {
             Some("/api/v1/links/{code}")
         ));
         assert!(permits(Role::Admin, &Method::GET, None));
+    }
+
+    #[test]
+    fn no_role_but_resolve_reaches_resolve() {
+        for role in [Role::Admin, Role::Issuer, Role::Viewer, Role::Operator] {
+            for method in [Method::GET, Method::HEAD] {
+                assert!(
+                    !permits(role, &method, Some(RESOLVE_ROUTE)),
+                    "{role:?} {method}"
+                );
+            }
+        }
     }
 
     #[test]

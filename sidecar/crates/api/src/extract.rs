@@ -14,9 +14,9 @@ use std::sync::Arc;
 /// Request headers set by the internal nginx API server (docs/ARCHITECTURE.md, "The domain pool").
 pub const PUBLIC_BASE_HEADER: &str = "x-shortlink-public-base";
 pub const POOL_HEADER: &str = "x-shortlink-pool";
-/// The workspace nginx maps the request's short domain to (`$shortlink_workspace`), sent to the
-/// fallback's resolve.
-pub const WORKSPACE_HEADER: &str = "x-shortlink-workspace";
+/// The workspace nginx maps the request's short domain to, sent by the fallback's location only
+/// (`ws=$shortlink_workspace`, spelled in `shortlink_wire::fallback`).
+pub use shortlink_wire::fallback::WORKSPACE_HEADER;
 
 /// `axum::Json` whose rejections become [`Error`]s with a JSON body.
 #[derive(FromRequest)]

@@ -11,9 +11,10 @@ use axum::routing::get;
 use axum::Router;
 use shortlink_core::service::click::ClickInput;
 use shortlink_core::service::Resolution;
+use shortlink_wire::fallback;
 use shortlink_wire::preview::CARD_STATUS;
 use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
-use shortlink_wire::record::{not_yet_page, NOT_YET_STATUS};
+use shortlink_wire::record::{not_yet_page, WorkspaceName, NOT_YET_STATUS};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/resolve/{code}", get(resolve))
@@ -26,9 +27,13 @@ pub const CACHE_CONTROL_PERMANENT: &str = "public, max-age=3600";
 /// with 404/410 here, which caches would otherwise be free to keep (a 404 code may be created soon).
 pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
 
-/// Resolve a code as the redirect path would.
+/// Resolve a code as the redirect path would, on a host of the workspace the header names. nginx's
+/// fallback only: a key of role `resolve` (`keys create --role resolve`), no other role.
 #[utoipa::path(get, path = "/api/v1/resolve/{code}", tag = "resolve",
-    params(("code" = String, Path)),
+    params(("code" = String, Path),
+        ("X-Shortlink-Workspace" = Option<String>, Header, description = "`ws=` and the workspace \
+            nginx maps the short domain to (`ws=$shortlink_workspace`); a code answers only on \
+            its own workspace's hosts, and without this header on none (404)")),
     responses(
         (status = 200, description = "a link preview fetcher's `User-Agent` on a link with a card: \
             the card page (HTML, Open Graph and Twitter card tags), as the module draws it"),
@@ -37,8 +42,11 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
         (status = 401, description = "a password-protected link: the password page (HTML; its form \
             posts to the short URL, which nginx answers); or no valid API key (JSON)",
             content((ErrorBody = "application/json"), (String = "text/html"))),
-        (status = 403, description = "before `valid_since`, without a `not_yet_url`: the \"not yet\" page (HTML)"),
-        (status = 404, body = ErrorBody),
+        (status = 403, description = "before `valid_since`, without a `not_yet_url`: the \"not yet\" \
+            page (HTML); or a key of another role than `resolve` (JSON, before any lookup)",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 404, description = "no such code, a code of another workspace than the host's, \
+            or a host that names no workspace", body = ErrorBody),
         (status = 410, description = "revoked, or expired within the grace period", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
@@ -62,16 +70,23 @@ pub async fn resolve(
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
-    // The short domain's workspace, as nginx maps it: a code of another workspace is not found
-    // there, as the module answers. Sent only by configurations that map hosts to workspaces.
-    let host_workspace = match headers.get(WORKSPACE_HEADER) {
-        None => None,
-        // A value that is not a slug names no workspace: nothing answers under it.
-        Some(value) => Some(value.to_str().unwrap_or("")),
+    let resolution = match host_workspace(&headers) {
+        Some(host) => (state.links).resolve(host, &code, &click, &country).await?,
+        None => Resolution::NotFound,
     };
-    let resolution = (state.links)
-        .resolve(host_workspace, &code, &click, &country)
-        .await?;
+    answer(resolution)
+}
+
+/// The workspace nginx maps the request's host to, as its fallback location names it
+/// (`X-Shortlink-Workspace: ws=<name>`, `shortlink_wire::fallback`). `None`: a host mapped to
+/// `""` or to a malformed name, or a request without the header; no code answers there (404, as
+/// the module answers such a host).
+fn host_workspace(headers: &HeaderMap) -> Option<WorkspaceName> {
+    fallback::host_workspace(headers.get(WORKSPACE_HEADER).map(HeaderValue::as_bytes))
+}
+
+/// The module's answer to `resolution`, as nginx relays it.
+fn answer(resolution: Resolution) -> Result<Response> {
     let (mut response, cache_control) = match resolution {
         Resolution::Redirect {
             status, location, ..

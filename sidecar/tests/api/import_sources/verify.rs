@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 struct Edge {
     sidecar: String,
     client: reqwest::Client,
+    /// nginx's fallback key (role `resolve`).
+    key: &'static str,
     /// The `Host` of every request, to check that each link was asked on its domain.
     hosts: Mutex<Vec<String>>,
 }
@@ -32,7 +34,12 @@ async fn redirect(
     let answer = edge
         .client
         .get(format!("{}/api/v1/resolve/{code}", edge.sidecar))
-        .bearer_auth(API_KEY)
+        .bearer_auth(edge.key)
+        // Every host of this edge is `default`'s, as domains.conf maps a host nobody named.
+        .header(
+            shortlink_wire::fallback::WORKSPACE_HEADER,
+            shortlink_wire::fallback::header_value("default"),
+        )
         .send()
         .await
         .unwrap();
@@ -51,6 +58,7 @@ async fn start_edge(app: &TestApp) -> (String, Arc<Edge>, tokio::task::JoinHandl
     let edge = Arc::new(Edge {
         sidecar: app.address.clone(),
         client: app.client.clone(),
+        key: app.resolve_key().await,
         hosts: Mutex::default(),
     });
     let router = axum::Router::new()

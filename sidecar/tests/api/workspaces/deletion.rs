@@ -91,5 +91,5 @@ async fn a_deleted_workspace_takes_its_conversions_policies_and_requests(backend
     for table in ["conversions", "retention_policies", "subject_requests"] {
         assert_eq!(app.db.scalar(&rows(table)).await, 0, "{table} after");
     }
-    assert_eq!(app.resolve(code).await.status(), 404);
+    assert_eq!(app.resolve_on("brand-a", code).await.status(), 404);
 }

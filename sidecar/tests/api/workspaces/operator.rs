@@ -83,7 +83,7 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     assert_eq!(answer.status(), 403);
     let error: Value = answer.json().await.unwrap();
     assert_eq!(error["error"]["code"], "workspace_suspended");
-    assert_eq!(app.resolve(code).await.status(), 302);
+    assert_eq!(app.resolve_on("brand-a", code).await.status(), 302);
     let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
         .json(&json!({"suspended": false}))
         .send()
@@ -112,7 +112,7 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
         (Some(1), Some(1))
     );
     assert_eq!(app.redis_record(code).await, None);
-    assert_eq!(app.resolve(code).await.status(), 404);
+    assert_eq!(app.resolve_on("brand-a", code).await.status(), 404);
     assert_eq!(
         with_key(&app, &admin, Method::GET, "/links")
             .send()
@@ -214,18 +214,23 @@ async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only
 
     let live = link_in(&app, &admin, json!({"url": "https://a.example/y"})).await;
     let live = live["code"].as_str().unwrap().to_owned();
+    let key = app.resolve_key().await;
+    // `host`: the workspace nginx maps the host to, sent as nginx sends it (`ws=<name>`).
     let resolve = |code: String, host: Option<&'static str>| {
-        let mut request = app.api(Method::GET, &format!("/resolve/{code}"));
+        let mut request = app
+            .client
+            .get(app.url(&format!("/api/v1/resolve/{code}")))
+            .bearer_auth(key);
         if let Some(host) = host {
-            request = request.header("x-shortlink-workspace", host);
+            request = request.header("x-shortlink-workspace", format!("ws={host}"));
         }
         async move { request.send().await.unwrap().status().as_u16() }
     };
     assert_eq!(resolve(live.clone(), Some("brand-a")).await, 302);
     assert_eq!(
         resolve(live.clone(), None).await,
-        302,
-        "an old nginx config sends none"
+        404,
+        "a request that does not say whose host it is"
     );
     for host in ["brand-b", "default", ""] {
         assert_eq!(resolve(live.clone(), Some(host)).await, 404, "{host:?}");

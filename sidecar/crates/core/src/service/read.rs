@@ -8,6 +8,7 @@ use crate::projection::RecordWrite;
 use shortlink_store::{
     self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor, WorkspaceId,
 };
+use shortlink_wire::record::WorkspaceName;
 use std::sync::Arc;
 
 impl LinkService {
@@ -43,12 +44,13 @@ impl LinkService {
         Ok(stats)
     }
 
-    /// What nginx would answer for `code` and this click, from SQL. Repairs the Redis key in the
-    /// background if it is missing. With `host_workspace` (the slug nginx maps the short domain
-    /// to), a code of another workspace is not found, as the module answers.
+    /// What nginx would answer for `code` and this click on a host of `host_workspace` (the
+    /// workspace nginx maps the short domain to), from SQL. Repairs the Redis key in the
+    /// background if it is missing. A code of another workspace is not found, as the module
+    /// answers; a host that names no workspace is the caller's to answer (no code answers there).
     pub async fn resolve(
         &self,
-        host_workspace: Option<&str>,
+        host_workspace: WorkspaceName,
         code: &str,
         click: &ClickInput<'_>,
         country: CountryOf<'_>,
@@ -65,7 +67,7 @@ impl LinkService {
         };
         // Known here before the repair below writes the record that names it.
         let workspace = self.record_workspace(link.workspace).await?;
-        if host_workspace.is_some_and(|host| host.as_bytes() != workspace.slug().as_bytes()) {
+        if host_workspace != workspace.slug() {
             return Ok(Resolution::NotFound);
         }
         let now = storage::now();
