@@ -17,7 +17,7 @@ use crate::link::card::CardSpec;
 use crate::schema::WholeNumber;
 use crate::service::validate;
 use crate::service::validate::PlainPassword;
-use crate::service::ItemOutcome;
+use crate::service::{self, Authority, ItemOutcome};
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -241,7 +241,8 @@ pub async fn upload(
         ..Job::default()
     }));
     jobs.insert(operator.workspace, id.clone(), Arc::clone(&job));
-    tokio::spawn(run(state, operator.workspace, domains, rows, job));
+    let authority = Authority::key(operator.workspace, operator.key);
+    tokio::spawn(run(state, authority, domains, rows, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
 
@@ -253,14 +254,18 @@ fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
     })
 }
 
-/// Creates the rows a chunk at a time, recording each row's result as it goes.
+/// Creates the rows a chunk at a time, recording each row's result as it goes. Once the key is
+/// revoked or the workspace suspended or deleted, the rows after are answered why, and nothing
+/// more is created.
 async fn run(
     state: AppState,
-    workspace: WorkspaceId,
+    authority: Authority,
     domains: DomainContext,
     rows: Vec<Result<CreateLinkRequest, String>>,
     job: Arc<Mutex<Job>>,
 ) {
+    let workspace = authority.workspace;
+    let writer = service::Job::new(authority);
     let mut rows = rows.into_iter().enumerate().peekable();
     while rows.peek().is_some() {
         let mut results: Vec<(usize, Option<String>)> = Vec::with_capacity(CHUNK);
@@ -283,7 +288,7 @@ async fn run(
         }
         let outcomes: HashMap<i64, ItemOutcome> = state
             .links
-            .create_chunk(valid, None)
+            .create_chunk(valid, None, &writer)
             .await
             .into_iter()
             .collect();

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What `import FILE` (our own format) is given.
 #[derive(Debug, Clone)]
@@ -448,6 +449,7 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     };
 
     let mut rows = Rows::open(&args.file, format)?;
+    let job = Arc::new(service::Job::new(service::Authority::command_line(workspace)));
     let mut tally = Tally::default();
     let mut in_flight = FuturesOrdered::new();
     let mut index = 0i64;
@@ -461,8 +463,10 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
             bar.set_position(rows.position());
             if !chunk.items.is_empty() {
                 let (links, items, lines) = (state.links.clone(), chunk.items, chunk.lines);
-                let task =
-                    tokio::spawn(async move { links.create_chunk(items, Some(claim)).await });
+                let job = Arc::clone(&job);
+                let task = tokio::spawn(async move {
+                    links.create_chunk(items, Some(claim), &job).await
+                });
                 in_flight.push_back(async move { (lines, task.await) });
             }
             continue;

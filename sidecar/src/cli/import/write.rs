@@ -12,7 +12,7 @@ use super::source::{Item, Source, SourceLink, SourceVisit};
 use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
-use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
+use crate::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
@@ -36,6 +36,8 @@ pub struct Writer<'a> {
     enricher: Enricher,
     /// Codes met in this run and their domain: a code twice in the source is one collision.
     seen: HashMap<String, String>,
+    /// Who the links are created for: the import stops once that no longer stands.
+    job: Job,
 }
 
 /// A link of the page that passed the checks.
@@ -65,7 +67,14 @@ impl<'a> Writer<'a> {
             // --geoip-db, which the import does not open.
             enricher: Enricher::new(GeoDb::disabled(), false),
             seen: HashMap::new(),
+            job: Job::new(Authority::command_line(workspace)),
         }
+    }
+
+    /// Creates for `authority` (the console's signed-in key) instead of the command line.
+    pub fn acting_for(mut self, authority: Authority) -> Self {
+        self.job = Job::new(authority);
+        self
     }
 
     /// Imports one page; `report` counts every link of it.
@@ -116,6 +125,11 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         history.extend(self.create(fresh, report).await?);
+        // The key revoked or the workspace suspended or deleted: the page's links not created
+        // are reported, and the import ends there.
+        if let Some(stop) = self.job.stopped() {
+            return Err(Box::new(stop));
+        }
         if self.visits {
             for link in &history {
                 self.history(source, link, report).await?;
@@ -268,7 +282,7 @@ impl<'a> Writer<'a> {
             .enumerate()
             .map(|(i, c)| (c.link, (i as i64, c.new)))
             .unzip();
-        let outcomes = self.state.links.create_chunk(items, None).await;
+        let outcomes = self.state.links.create_chunk(items, None, &self.job).await;
         let mut created = Vec::with_capacity(links.len());
         let mut records = Vec::with_capacity(links.len());
         for (link, (_, outcome)) in links.into_iter().zip(outcomes) {

@@ -11,7 +11,7 @@ use crate::{AppState, Budget, DomainContext, Error};
 use axum::http::StatusCode;
 use futures_util::{stream, Stream, StreamExt};
 use shortlink_core::limits::Reservation;
-use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
+use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome, Job};
 use shortlink_store::audit::AuditEntry;
 use shortlink_store::{Backend, Link};
 use std::pin::Pin;
@@ -73,14 +73,16 @@ pub(crate) enum Mode {
 }
 
 /// The answer's frames, one per chunk in order, for `chunks` (`claim`: the request's
-/// `Idempotency-Key`). They start flowing at once, `HELD_FRAMES` ahead of the reader: the
-/// caller must not start answering before the body is read (see the spool).
+/// `Idempotency-Key`), written for `job`: once its key is revoked or its workspace suspended
+/// or deleted, the groups after answer why (see [`shortlink_core::service::authority`]). They
+/// start flowing at once, `HELD_FRAMES` ahead of the reader: the caller must not start
+/// answering before the body is read (see the spool).
 pub(crate) fn run<I: Items>(
     items: Arc<I>,
     (state, budget, audit): (AppState, Budget, Option<AuditEntry>),
     domains: DomainContext,
     chunks: impl Stream<Item = RawChunk> + Send + 'static,
-    claim: Option<Claim>,
+    (claim, job): (Option<Claim>, Arc<Job>),
     mode: Mode,
 ) -> impl Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
     let created = Arc::new(AtomicU64::new(0));
@@ -92,7 +94,7 @@ pub(crate) fn run<I: Items>(
     let checked = check_ahead(chunks, Arc::clone(&items));
     let admitted = admit_groups(
         state.clone(),
-        budget,
+        (budget, Arc::clone(&job)),
         mode,
         checked.ready_chunks(GROUP_CHUNKS),
     );
@@ -103,7 +105,7 @@ pub(crate) fn run<I: Items>(
                 state.clone(),
                 group,
                 (admission, created),
-                claim,
+                (claim, Arc::clone(&job)),
                 mode,
             ))
         })
@@ -226,19 +228,20 @@ enum Admission {
 
 /// Reserves each group's links of the day's quota, one group after the other in request order:
 /// the first that does not fit cuts the request, and every group from it on is refused
-/// ([`crate::budget`] says so to users). Reservations never wait on a write.
+/// ([`crate::budget`] says so to users). Reservations never wait on a write. A stopped job's
+/// groups reserve nothing: they issue nothing.
 fn admit_groups<K: Send + 'static>(
     state: AppState,
-    budget: Budget,
+    (budget, job): (Budget, Arc<Job>),
     mode: Mode,
     groups: impl Stream<Item = Vec<CheckResult<K>>> + Send + 'static,
 ) -> impl Stream<Item = (Vec<CheckResult<K>>, Admission)> + Send + 'static {
     let cut = Arc::new(AtomicBool::new(false));
     groups.then(move |group| {
-        let (state, cut) = (state.clone(), Arc::clone(&cut));
+        let (state, cut, job) = (state.clone(), Arc::clone(&cut), Arc::clone(&job));
         async move {
             let links: usize = (group.iter().flatten()).map(|chunk| chunk.valid.len()).sum();
-            if mode == Mode::DryRun || budget.links_per_day == 0 {
+            if mode == Mode::DryRun || budget.links_per_day == 0 || job.stopped().is_some() {
                 return (group, Admission::Reserved(Reservation::nothing()));
             }
             if cut.load(Ordering::Relaxed) {
@@ -265,7 +268,7 @@ async fn write_group<K>(
     state: AppState,
     group: Vec<CheckResult<K>>,
     (admission, total): (Admission, Arc<AtomicU64>),
-    claim: Option<Claim>,
+    (claim, job): (Option<Claim>, Arc<Job>),
     mode: Mode,
 ) -> std::result::Result<WrittenGroup<K>, tokio::task::JoinError> {
     let mut checked = Vec::with_capacity(group.len());
@@ -285,7 +288,7 @@ async fn write_group<K>(
             })
             .collect(),
         (Mode::Write, Admission::Reserved(reservation)) => {
-            let outcomes = state.links.create_chunks(valid, claim).await;
+            let outcomes = state.links.create_chunks(valid, claim, &job).await;
             let created = (outcomes.iter().flatten())
                 .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))
                 .count();

@@ -6,7 +6,8 @@
 //! URLs, visit cap, password), rules, preview card, click id parameter, campaign, ref and tags;
 //! its code is new. The links are written by the batch's service path
 //! ([`shortlink_core::service::LinkService::create_chunks`]), a page of the list per
-//! transaction. Under a daily link quota the whole list is counted first and its links reserved:
+//! transaction, stopping at the next page once the key is revoked or the workspace suspended or
+//! deleted (its later lines answer why). Under a daily link quota the whole list is counted first and its links reserved:
 //! a request over quota is refused before anything is issued.
 //!
 //! The `Idempotency-Key` is required. Each new link records the key's row and a number derived
@@ -137,6 +138,7 @@ pub async fn reissue_links(
         domains,
         reader,
         claim,
+        job: service::Job::new(service::Authority::key(workspace.0, api_key.0)),
     };
     // The first page before the answer: a database error is a 503, not a cut stream.
     let (first, next) = reissue.page(None).await?;
@@ -176,6 +178,8 @@ struct Reissue {
     domains: DomainContext,
     reader: Reader,
     claim: Claim,
+    /// The request's key and workspace: no page is written once they no longer stand.
+    job: service::Job,
 }
 
 /// A page's answer lines and how many links it issued.
@@ -234,7 +238,7 @@ impl Reissue {
         let mut outcomes: HashMap<i64, ItemOutcome> = match valid.is_empty() {
             true => HashMap::new(),
             false => (self.state.links)
-                .create_chunks(self.chunks(valid), Some(self.claim))
+                .create_chunks(self.chunks(valid), Some(self.claim), &self.job)
                 .await
                 .into_iter()
                 .flatten()

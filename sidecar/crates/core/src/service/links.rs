@@ -18,6 +18,8 @@ pub struct LinkService {
     pub(super) db_timeout: Duration,
     /// Codes refused because Redis already held them (see `refused_code`).
     pub(super) refused_codes: AtomicU64,
+    /// The jobs' groups being written, per workspace: what a delete waits for.
+    pub(super) in_flight: super::authority::InFlight,
 }
 
 impl LinkService {
@@ -35,6 +37,7 @@ impl LinkService {
             grace,
             db_timeout,
             refused_codes: AtomicU64::new(0),
+            in_flight: Default::default(),
         }
     }
 
