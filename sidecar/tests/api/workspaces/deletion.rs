@@ -135,8 +135,8 @@ async fn consumer(app: &TestApp) -> Consumer {
     shortlink_sidecar::visits::consumer(&config, app.visit_store().await).expect("consumer")
 }
 
-/// What `default` has of visits: raw rows, its all-links rollup, its feed.
-async fn defaults_visits(app: &TestApp) -> (i64, i64, Value) {
+/// What `default` has of visits: raw rows, its all-links rollup, its feed (NDJSON).
+async fn defaults_visits(app: &TestApp) -> (i64, i64, String) {
     let rows = app.db.scalar("SELECT COUNT(*) FROM visits").await;
     let rollup = (app.db)
         .scalar(
@@ -144,7 +144,9 @@ async fn defaults_visits(app: &TestApp) -> (i64, i64, Value) {
              WHERE code = '*'",
         )
         .await;
-    (rows, rollup, app.get_json("/visits").await)
+    let feed = app.api(Method::GET, "/visits").send().await.unwrap();
+    assert_eq!(feed.status(), 200);
+    (rows, rollup, feed.text().await.unwrap())
 }
 
 async fn a_deleted_workspaces_late_clicks_are_dropped_and_counted(backend: Backend) {
@@ -165,6 +167,7 @@ async fn a_deleted_workspaces_late_clicks_are_dropped_and_counted(backend: Backe
     consumer.drain().await.unwrap();
     let before = defaults_visits(&app).await;
     assert_eq!(before.0, 1, "default's own click");
+    assert_eq!(before.2.lines().count(), 1, "in its feed: {}", before.2);
 
     let answer = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
         .send()
