@@ -193,8 +193,8 @@ async fn run(
     job: &Mutex<Job>,
 ) -> Result<(), String> {
     let workspace = authority.workspace;
-    let mut writer = Writer::new(state, workspace, kind.name(), domain, dry_run, true)
-        .acting_for(authority);
+    let mut writer =
+        Writer::new(state, workspace, kind.name(), domain, dry_run, true).acting_for(authority);
     let mut report = Report {
         source: kind.name().to_owned(),
         dry_run,

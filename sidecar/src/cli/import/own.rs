@@ -449,7 +449,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     };
 
     let mut rows = Rows::open(&args.file, format)?;
-    let job = Arc::new(service::Job::new(service::Authority::command_line(workspace)));
+    let job = Arc::new(service::Job::new(service::Authority::command_line(
+        workspace,
+    )));
     let mut tally = Tally::default();
     let mut in_flight = FuturesOrdered::new();
     let mut index = 0i64;
@@ -464,9 +466,8 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
             if !chunk.items.is_empty() {
                 let (links, items, lines) = (state.links.clone(), chunk.items, chunk.lines);
                 let job = Arc::clone(&job);
-                let task = tokio::spawn(async move {
-                    links.create_chunk(items, Some(claim), &job).await
-                });
+                let task =
+                    tokio::spawn(async move { links.create_chunk(items, Some(claim), &job).await });
                 in_flight.push_back(async move { (lines, task.await) });
             }
             continue;

@@ -177,10 +177,20 @@ async fn a_deleted_workspaces_late_clicks_are_dropped_and_counted(backend: Backe
     // Late: clicked before the delete, still in a worker's spool or the stream after it.
     clicks(&app, &[&theirs, &theirs, &theirs]).await;
     consumer.drain().await.unwrap();
-    assert_eq!(ConsumerCounters::get(&counters.unowned), 3, "dropped, counted");
-    assert_eq!(defaults_visits(&app).await, before, "default's visits moved");
+    assert_eq!(
+        ConsumerCounters::get(&counters.unowned),
+        3,
+        "dropped, counted"
+    );
+    assert_eq!(
+        defaults_visits(&app).await,
+        before,
+        "default's visits moved"
+    );
     let stored = (app.db)
-        .scalar(&format!("SELECT COUNT(*) FROM visits WHERE code = '{theirs}'"))
+        .scalar(&format!(
+            "SELECT COUNT(*) FROM visits WHERE code = '{theirs}'"
+        ))
         .await;
     assert_eq!(stored, 0, "stored, for a feed or a webhook to find");
 }

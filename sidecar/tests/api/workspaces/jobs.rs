@@ -171,7 +171,11 @@ async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: 
     assert!(created.len() >= 10_000, "the batch was under way");
     assert!(created.len() < LINES, "the batch was stopped");
     // Nor after: the batch wrote nothing once the delete had begun.
-    assert_eq!(link_keys(&app).await, before, "records written after the delete");
+    assert_eq!(
+        link_keys(&app).await,
+        before,
+        "records written after the delete"
+    );
     assert_eq!(links_elsewhere(&app).await, 0);
     // Nothing landed in `default`: its one link, and none of the batch's codes.
     let in_default = app.db.texts("SELECT code FROM links").await;
@@ -217,8 +221,16 @@ async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backen
     let at_end = links_elsewhere(&app).await;
     // The bound is 1,000 lines or a second; holding the key's row from its last read to its
     // commit, a group either committed before the revoke answered or was taken back.
-    assert_eq!(at_end - at_revoke, 0, "links issued after the revoke answered");
-    assert_eq!(created.len() as i64, at_end, "every link issued is answered");
+    assert_eq!(
+        at_end - at_revoke,
+        0,
+        "links issued after the revoke answered"
+    );
+    assert_eq!(
+        created.len() as i64,
+        at_end,
+        "every link issued is answered"
+    );
     assert!(created.len() < LINES, "the batch was stopped");
     let last = results.last().unwrap();
     assert_eq!(last["status"], 401, "{last}");
@@ -266,7 +278,10 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
 
     let mut lines = reading.await.unwrap();
     let summary = lines.pop().unwrap();
-    assert!(summary.get("index").is_none(), "the summary ends it: {summary}");
+    assert!(
+        summary.get("index").is_none(),
+        "the summary ends it: {summary}"
+    );
     assert_eq!(lines.len(), RECIPIENTS, "one line per recipient");
     let mut created = 0;
     for (index, line) in lines.iter().enumerate() {

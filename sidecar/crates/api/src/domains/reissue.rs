@@ -7,8 +7,8 @@
 //! its code is new. The links are written by the batch's service path
 //! ([`shortlink_core::service::LinkService::create_chunks`]), a page of the list per
 //! transaction, stopping at the next page once the key is revoked or the workspace suspended or
-//! deleted (its later lines answer why). Under a daily link quota the whole list is counted first and its links reserved:
-//! a request over quota is refused before anything is issued.
+//! deleted (its later lines answer why). Under a daily link quota the whole list is counted
+//! first and its links reserved: a request over quota is refused before anything is issued.
 //!
 //! The `Idempotency-Key` is required. Each new link records the key's row and a number derived
 //! from its old link's code (its sequence number for a generated code, else a hash of it): a

@@ -147,8 +147,8 @@ impl InFlight {
 }
 
 impl LinkService {
-    /// [`Self::create_chunks`] for `job`: once it has stopped, every item fails with why and
-    /// nothing is written.
+    /// Creates a group of chunks in one transaction ([`Self::create_groups`]) for `job`: once
+    /// it has stopped, every item fails with why and nothing is written.
     pub async fn create_chunks(
         &self,
         chunks: Vec<Vec<(i64, NewLink)>>,

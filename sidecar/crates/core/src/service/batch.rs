@@ -1,5 +1,6 @@
 //! Batch creates: chunks of items written in groups, one transaction per group, with the same
-//! write-through as a single create (see [`LinkService::create_chunks`]).
+//! write-through as a single create (see [`LinkService::create_groups`]), for a job
+//! ([`super::authority`]).
 
 use super::authority::{Authority, Stop};
 use super::commit::Scope;
@@ -16,10 +17,10 @@ use std::sync::Arc;
 impl LinkService {
     /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
     /// codes and every chunk's rows encoded for the backend, then, once the transaction has
-    /// read that `authority` still stands (and holds it, see [`super::authority`]), per chunk a
-    /// bulk insert whose
-    /// Redis records (one `MULTI`) are sent while the next chunk is inserted; once every Redis
-    /// write has succeeded, the commit. That is the write-through of [`Self::create`], per
+    /// read that `authority` still stands, per chunk a bulk insert whose Redis records (one
+    /// `MULTI`) are sent while the next chunk is inserted; once every Redis write has succeeded
+    /// and `authority` still stands (read again, and held: see [`super::authority`]), the
+    /// commit. That is the write-through of [`Self::create`], per
     /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
     /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
     /// attempt with the same key are returned instead of created again.
@@ -49,7 +50,7 @@ impl LinkService {
         }
     }
 
-    /// [`Self::create_chunks`], failing as a whole: plan and lease before the transaction, insert
+    /// [`Self::create_groups`], failing as a whole: plan and lease before the transaction, insert
     /// and publish each chunk, drop the rows whose code Redis already held, end the transaction,
     /// then create again (with fresh codes) the generated items that were refused.
     async fn try_create_chunks(
@@ -283,9 +284,7 @@ impl LinkService {
         authority: Authority,
         attempt: usize,
     ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + '_>> {
-        Box::pin(async move {
-            (self.try_create_chunks(&[items], claim, authority, attempt)).await
-        })
+        Box::pin(async move { (self.try_create_chunks(&[items], claim, authority, attempt)).await })
     }
 
     /// What a chunk needs before its transaction: replays of an earlier attempt, existing links

@@ -172,9 +172,8 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         if self.only_default_workspace().await? {
             return Ok((all_links, HashSet::new()));
         }
-        let mut unowned: HashSet<String> = (visits.iter())
-            .map(|visit| visit.code.clone())
-            .collect();
+        let mut unowned: HashSet<String> =
+            (visits.iter()).map(|visit| visit.code.clone()).collect();
         let codes: Vec<String> = unowned.iter().cloned().collect();
         for chunk in codes.chunks(IN_LIST) {
             let query = statement(
