@@ -20,7 +20,7 @@ use crate::link::card::CardSpec;
 use crate::schema::WholeNumber;
 use crate::service::validate;
 use crate::service::validate::PlainPassword;
-use crate::service::ItemOutcome;
+use crate::service::{self, Authority, ItemOutcome};
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -248,8 +248,8 @@ pub async fn upload(
         ..Job::default()
     }));
     jobs.insert(operator.workspace, id.clone(), Arc::clone(&job));
-    let work = (state, operator.workspace, domains);
-    tokio::spawn(run(work, rows, reservation, job));
+    let authority = Authority::key(operator.workspace, operator.key);
+    tokio::spawn(run((state, authority, domains), rows, reservation, job));
     Ok(see_other(&format!("/console/bulk/{id}")))
 }
 
@@ -262,13 +262,17 @@ fn bad_upload(error: axum::extract::multipart::MultipartError) -> PageError {
 }
 
 /// Creates the rows a chunk at a time, recording each row's result as it goes; each chunk
-/// draws on the file's `reservation`, which keeps what was created.
+/// draws on the file's `reservation`, which keeps what was created. Once the key is revoked or
+/// the workspace suspended or deleted, the rows after are answered why, and nothing more is
+/// created.
 async fn run(
-    (state, workspace, domains): (AppState, WorkspaceId, DomainContext),
+    (state, authority, domains): (AppState, Authority, DomainContext),
     rows: Vec<Result<CreateLinkRequest, String>>,
     mut reservation: Reservation,
     job: Arc<Mutex<Job>>,
 ) {
+    let workspace = authority.workspace;
+    let writer = service::Job::new(authority);
     let mut rows = rows.into_iter().enumerate().peekable();
     while rows.peek().is_some() {
         let mut results: Vec<(usize, Option<String>)> = Vec::with_capacity(CHUNK);
@@ -292,7 +296,7 @@ async fn run(
         let mut part = reservation.split_off(valid.len() as u64);
         let outcomes: HashMap<i64, ItemOutcome> = state
             .links
-            .create_chunk(valid, None, &mut part)
+            .create_chunk(valid, None, &writer, &mut part)
             .await
             .into_iter()
             .collect();

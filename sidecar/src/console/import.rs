@@ -14,6 +14,7 @@ use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
 use crate::cli::import::SourceArgs;
 use crate::http::{AppState, Budget, Error};
+use crate::service::Authority;
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -165,11 +166,12 @@ pub async fn start(
     let domain = args.source_domain.clone();
     // Its new links count against the workspace's quota, as the API's creates do.
     let budget = crate::http::budget_of(&state, operator.workspace).await?;
+    let authority = Authority::key(operator.workspace, operator.key);
     let origin = super::audit::origin(&operator, request);
     tokio::spawn(async move {
         let _upload = upload;
         let source = (kind, opened, domain.as_deref());
-        let outcome = run(&state, budget, source, dry_run, &job).await;
+        let outcome = run(&state, (budget, authority), source, dry_run, &job).await;
         // One audit row per run, finished or not: what it changed is in its counts.
         let report = job.lock().unwrap_or_else(|e| e.into_inner()).report.clone();
         let storage = state.links.storage();
@@ -183,26 +185,26 @@ pub async fn start(
     Ok(see_other(&format!("/console/import/{id}")))
 }
 
-/// The command's loop, the report copied into the job after every page.
+/// The command's loop, the report copied into the job after every page. It ends at the page
+/// where the key is found revoked or the workspace suspended or deleted (the page shows why).
 async fn run(
     state: &AppState,
-    budget: Budget,
+    (budget, authority): (Budget, Authority),
     (kind, mut source, domain): (SourceKind, Box<dyn source::Source>, Option<&str>),
     dry_run: bool,
     job: &Mutex<Job>,
 ) -> Result<(), String> {
-    let mut writer = Writer::new(state, budget, kind.name(), domain, dry_run, true);
+    let mut writer =
+        Writer::new(state, budget, kind.name(), domain, dry_run, true).acting_for(authority);
     let mut report = Report {
         source: kind.name().to_owned(),
         dry_run,
         ..Report::default()
     };
     while let Some(items) = source.next_page().await.map_err(|e| e.to_string())? {
-        writer
-            .page(&mut *source, items, &mut report)
-            .await
-            .map_err(|e| e.to_string())?;
+        let written = writer.page(&mut *source, items, &mut report).await;
         job.lock().unwrap_or_else(|e| e.into_inner()).report = report.clone();
+        written.map_err(|e| e.to_string())?;
     }
     Ok(())
 }

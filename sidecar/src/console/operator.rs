@@ -13,6 +13,8 @@ use subtle::ConstantTimeEq;
 /// A signed-in person: their key's name, role and workspace, and the session's CSRF token.
 #[derive(Clone)]
 pub struct Operator {
+    /// The signed-in key's id: what the jobs it starts act for (they stop once it is revoked).
+    pub key: i64,
     pub name: String,
     pub role: Role,
     /// Every page shows and changes this workspace's objects only, as the key's API requests do.

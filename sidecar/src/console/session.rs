@@ -169,6 +169,7 @@ impl Signed {
     pub fn person(self) -> Person {
         match self.place {
             Place::Workspace { id, slug } => Person::Workspace(Operator {
+                key: self.key.id,
                 name: self.key.name,
                 role: self.key.role,
                 workspace: id,

@@ -131,10 +131,20 @@ const PHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) Appl
 pub(crate) async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
     use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
     let now = chrono::Utc::now().timestamp_millis().to_string();
+    // Clicks of a link: a code no link holds is dropped once the installation has workspaces.
+    let code = (app.db.texts("SELECT code FROM links ORDER BY code").await)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| "x".to_owned());
     let visits: Vec<_> = (0..count)
         .map(|i| {
-            let fields = [("c", "x"), ("t", &now), ("ua", PHONE), ("host", domain)]
-                .map(|(k, v)| (k, v.to_owned()));
+            let fields = [
+                ("c", code.as_str()),
+                ("t", &now),
+                ("ua", PHONE),
+                ("host", domain),
+            ]
+            .map(|(k, v)| (k, v.to_owned()));
             let event = VisitEvent::from_fields(format!("{now}-{domain}-{i}"), fields).unwrap();
             Enricher::new(GeoDb::disabled(), false).enrich(&event)
         })

@@ -272,11 +272,13 @@ pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
         API_KEY,
         "--proxy-secret",
         PROXY_SECRET,
-        "--redis-timeout",
-        "500ms",
-        "--db-timeout",
-        "2s",
     ];
+    // Unless the test sets its own (a flag given twice is refused).
+    for default in [["--redis-timeout", "500ms"], ["--db-timeout", "2s"]] {
+        if !extra.contains(&default[0]) {
+            args.extend(default);
+        }
+    }
     args.extend_from_slice(extra);
     Cli::try_parse_from(args).expect("valid test configuration")
 }

@@ -235,6 +235,7 @@ impl From<ServiceError> for Error {
                 code: "idempotency_key_reused",
                 message: "this Idempotency-Key was used with another request".into(),
             },
+            ServiceError::Stopped(stop) => crate::batch::stopped_error(stop),
         }
     }
 }

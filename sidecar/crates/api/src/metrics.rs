@@ -48,6 +48,7 @@ async fn sample(state: &AppState) {
             ("duplicate", get(&c.duplicates)),
             ("invalid", get(&c.invalid)),
             ("ignored", get(&c.ignored)),
+            ("no_link", get(&c.unowned)),
             ("failed", get(&c.failed)),
         ] {
             counter!("shortlink_visits_processed_total", "outcome" => outcome).absolute(value);

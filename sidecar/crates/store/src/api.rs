@@ -401,6 +401,18 @@ pub trait LinkTx: Send {
     /// Appends an audit row in this transaction: it commits, or rolls back, with the change.
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()>;
 
+    /// Reads whether `workspace` is live (and key `key` of it unrevoked). With `hold`, also
+    /// holds both rows against change until the transaction ends: a suspend, delete or revoke
+    /// then waits for this transaction, and one that committed first is what it reads. Held
+    /// only for the moment before a commit: a writer must not wait behind a long transaction,
+    /// and on PostgreSQL share locks taken one after the other can keep it waiting for ever.
+    async fn standing(
+        &mut self,
+        workspace: WorkspaceId,
+        key: Option<i64>,
+        hold: bool,
+    ) -> StorageResult<crate::Standing>;
+
     async fn commit(self: Box<Self>) -> StorageResult<()>;
 
     async fn rollback(self: Box<Self>) -> StorageResult<()>;

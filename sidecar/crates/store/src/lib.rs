@@ -29,8 +29,8 @@ use self::mysql::MysqlStorage;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{
-    is_valid_slug, DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId, DEFAULT_SLUG,
-    MAX_SLUG_LEN,
+    is_valid_slug, DeletedWorkspace, Quotas, Standing, Workspace, WorkspaceChange, WorkspaceId,
+    DEFAULT_SLUG, MAX_SLUG_LEN,
 };
 // The visit store (`shortlink_visits::store`) speaks the same dialects.
 pub use self::{mysql::My, postgres::Pg, sqlite::Lite};

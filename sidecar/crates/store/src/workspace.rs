@@ -88,6 +88,17 @@ pub struct WorkspaceChange {
     pub quotas: Option<Quotas>,
 }
 
+/// Whether a job may still write for its workspace and key, as its transaction reads them
+/// ([`crate::LinkTx::standing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    Live,
+    KeyRevoked,
+    WorkspaceSuspended,
+    /// The workspace (and with it its keys) is gone.
+    WorkspaceDeleted,
+}
+
 /// What deleting a workspace removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeletedWorkspace {

@@ -27,6 +27,7 @@ use shortlink_core::limits::Budget;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What `import FILE` (our own format) is given.
 #[derive(Debug, Clone)]
@@ -449,6 +450,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     };
 
     let mut rows = Rows::open(&args.file, format)?;
+    let job = Arc::new(service::Job::new(service::Authority::command_line(
+        workspace,
+    )));
     let mut tally = Tally::default();
     let mut in_flight = FuturesOrdered::new();
     let mut index = 0i64;
@@ -466,8 +470,9 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
                 let mut unmetered = Budget::command_line(workspace)
                     .reserve_links(items.len() as u64)
                     .await?;
+                let job = Arc::clone(&job);
                 let task = tokio::spawn(async move {
-                    links.create_chunk(items, Some(claim), &mut unmetered).await
+                    (links.create_chunk(items, Some(claim), &job, &mut unmetered)).await
                 });
                 in_flight.push_back(async move { (lines, task.await) });
             }

@@ -12,7 +12,7 @@ use super::source::{Item, Source, SourceLink, SourceVisit};
 use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
 use crate::service::validate::{self, Kept, LinkRequest, Origin};
-use crate::service::{ItemFailure, ItemOutcome, NewLink, Restore};
+use crate::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
@@ -43,6 +43,8 @@ pub struct Writer<'a> {
     enricher: Enricher,
     /// Codes met in this run and their domain: a code twice in the source is one collision.
     seen: HashMap<String, String>,
+    /// Who the links are created for: the import stops once that no longer stands.
+    job: Job,
 }
 
 /// A link of the page that passed the checks.
@@ -60,9 +62,10 @@ impl<'a> Writer<'a> {
         dry_run: bool,
         visits: bool,
     ) -> Self {
+        let workspace = budget.workspace();
         Self {
             state,
-            workspace: budget.workspace(),
+            workspace,
             budget,
             source,
             default_domain: default_domain.unwrap_or_default().to_ascii_lowercase(),
@@ -73,7 +76,14 @@ impl<'a> Writer<'a> {
             // --geoip-db, which the import does not open.
             enricher: Enricher::new(GeoDb::disabled(), false),
             seen: HashMap::new(),
+            job: Job::new(Authority::command_line(workspace)),
         }
+    }
+
+    /// Creates for `authority` (the console's signed-in key) instead of the command line.
+    pub fn acting_for(mut self, authority: Authority) -> Self {
+        self.job = Job::new(authority);
+        self
     }
 
     /// Imports one page; `report` counts every link of it.
@@ -124,6 +134,11 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         history.extend(self.create(fresh, report).await?);
+        // The key revoked or the workspace suspended or deleted: the page's links not created
+        // are reported, and the import ends there.
+        if let Some(stop) = self.job.stopped() {
+            return Err(Box::new(stop));
+        }
         if self.visits {
             for link in &history {
                 self.history(source, link, report).await?;
@@ -288,7 +303,7 @@ impl<'a> Writer<'a> {
         let outcomes = match self.budget.reserve_links(items.len() as u64).await {
             Ok(mut reservation) => {
                 let outcomes = (self.state.links)
-                    .create_chunk(items, None, &mut reservation)
+                    .create_chunk(items, None, &self.job, &mut reservation)
                     .await;
                 let created = (outcomes.iter())
                     .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))

@@ -4,6 +4,7 @@
 mod deletion;
 mod domains;
 mod isolation;
+mod jobs;
 mod migration;
 mod operator;
 mod own_metrics;

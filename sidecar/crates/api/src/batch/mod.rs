@@ -39,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
 use body::RawItem;
-pub use failure::failure_error;
+pub use failure::{failure_error, stopped_error};
 use futures_util::{stream, StreamExt};
 pub use limits::MAX_NDJSON_ITEMS;
 use pipeline::{Answer, Checked, Items, Mode};
@@ -137,12 +137,16 @@ pub async fn create_batch(
         .get("idempotency-key")
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
+    let job = Arc::new(service::Job::new(service::Authority::key(
+        budget.workspace(),
+        api_key.0,
+    )));
     let results = pipeline::run(
         items,
         (state, budget, Some(audit)),
         domains,
         chunks,
-        claim,
+        (claim, job),
         Mode::Write,
     );
     if let Some(body_read) = body_read {

@@ -11,7 +11,7 @@ use crate::{AppState, Budget, DomainContext, Error};
 use axum::http::StatusCode;
 use futures_util::{stream, Stream, StreamExt};
 use shortlink_core::limits::Reservation;
-use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome};
+use shortlink_core::service::{self, Claim, ItemFailure, ItemOutcome, Job};
 use shortlink_store::audit::AuditEntry;
 use shortlink_store::{Backend, Link};
 use std::pin::Pin;
@@ -73,14 +73,16 @@ pub(crate) enum Mode {
 }
 
 /// The answer's frames, one per chunk in order, for `chunks` (`claim`: the request's
-/// `Idempotency-Key`). They start flowing at once, `HELD_FRAMES` ahead of the reader: the
-/// caller must not start answering before the body is read (see the spool).
+/// `Idempotency-Key`), written for `job`: once its key is revoked or its workspace suspended
+/// or deleted, the groups after answer why (see [`shortlink_core::service::authority`]). They
+/// start flowing at once, `HELD_FRAMES` ahead of the reader: the caller must not start
+/// answering before the body is read (see the spool).
 pub(crate) fn run<I: Items>(
     items: Arc<I>,
     (state, budget, audit): (AppState, Budget, Option<AuditEntry>),
     domains: DomainContext,
     chunks: impl Stream<Item = RawChunk> + Send + 'static,
-    claim: Option<Claim>,
+    (claim, job): (Option<Claim>, Arc<Job>),
     mode: Mode,
 ) -> impl Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
     let created = Arc::new(AtomicU64::new(0));
@@ -90,7 +92,11 @@ pub(crate) fn run<I: Items>(
         Backend::Postgres | Backend::Mysql => PARALLEL_GROUPS,
     };
     let checked = check_ahead(chunks, Arc::clone(&items));
-    let admitted = admit_groups(budget, mode, checked.ready_chunks(GROUP_CHUNKS));
+    let admitted = admit_groups(
+        (budget, Arc::clone(&job)),
+        mode,
+        checked.ready_chunks(GROUP_CHUNKS),
+    );
     let results = admitted
         .map(move |(group, admission)| {
             let created = Arc::clone(&created);
@@ -98,7 +104,7 @@ pub(crate) fn run<I: Items>(
                 state.clone(),
                 group,
                 (admission, created),
-                claim,
+                (claim, Arc::clone(&job)),
                 mode,
             ))
         })
@@ -218,23 +224,29 @@ enum Admission {
     Reserved(Reservation),
     Refused,
     DryRun,
+    /// The job's key or workspace stopped it: nothing reserved, nothing issued.
+    Stopped(service::Stop),
 }
 
 /// Reserves each group's links of the day's quota, one group after the other in request order:
 /// the first that does not fit cuts the request, and every group from it on is refused
-/// ([`crate::budget`] says so to users). Reservations never wait on a write.
+/// ([`crate::budget`] says so to users). Reservations never wait on a write. A stopped job's
+/// groups reserve nothing: they issue nothing.
 fn admit_groups<K: Send + 'static>(
-    budget: Budget,
+    (budget, job): (Budget, Arc<Job>),
     mode: Mode,
     groups: impl Stream<Item = Vec<CheckResult<K>>> + Send + 'static,
 ) -> impl Stream<Item = (Vec<CheckResult<K>>, Admission)> + Send + 'static {
     let cut = Arc::new(AtomicBool::new(false));
     groups.then(move |group| {
-        let (budget, cut) = (budget.clone(), Arc::clone(&cut));
+        let (budget, cut, job) = (budget.clone(), Arc::clone(&cut), Arc::clone(&job));
         async move {
             let links: usize = (group.iter().flatten()).map(|chunk| chunk.valid.len()).sum();
             if mode == Mode::DryRun {
                 return (group, Admission::DryRun);
+            }
+            if let Some(stop) = job.stopped() {
+                return (group, Admission::Stopped(stop));
             }
             if cut.load(Ordering::Relaxed) {
                 return (group, Admission::Refused);
@@ -256,11 +268,22 @@ type WrittenGroup<K> = Vec<(Verdicts<K>, Vec<(i64, ItemOutcome)>)>;
 
 /// Writes a group of checked chunks in one transaction (nothing in a dry run). A chunk task
 /// that failed fails the answer (the body stream breaks off).
+/// Every item of `chunks` failed with `failure`, nothing of them issued.
+fn failed<T>(chunks: &[Vec<(i64, T)>], failure: ItemFailure) -> Vec<Vec<(i64, ItemOutcome)>> {
+    (chunks.iter())
+        .map(|chunk| {
+            (chunk.iter())
+                .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                .collect()
+        })
+        .collect()
+}
+
 async fn write_group<K>(
     state: AppState,
     group: Vec<CheckResult<K>>,
     (admission, total): (Admission, Arc<AtomicU64>),
-    claim: Option<Claim>,
+    (claim, job): (Option<Claim>, Arc<Job>),
     mode: Mode,
 ) -> std::result::Result<WrittenGroup<K>, tokio::task::JoinError> {
     let mut checked = Vec::with_capacity(group.len());
@@ -274,16 +297,11 @@ async fn write_group<K>(
         (Mode::DryRun, _) | (Mode::Write, Admission::DryRun) => {
             valid.iter().map(|_| Vec::new()).collect()
         }
-        (Mode::Write, Admission::Refused) => (valid.iter())
-            .map(|chunk| {
-                (chunk.iter())
-                    .map(|(index, _)| (*index, ItemOutcome::Failed(ItemFailure::QuotaExceeded)))
-                    .collect()
-            })
-            .collect(),
+        (Mode::Write, Admission::Refused) => failed(&valid, ItemFailure::QuotaExceeded),
+        (Mode::Write, Admission::Stopped(stop)) => failed(&valid, ItemFailure::Stopped(stop)),
         (Mode::Write, Admission::Reserved(mut reservation)) => {
             let outcomes = (state.links)
-                .create_chunks(valid, claim, &mut reservation)
+                .create_chunks(valid, claim, &job, &mut reservation)
                 .await;
             let created = (outcomes.iter().flatten())
                 .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))

@@ -267,12 +267,13 @@ pub async fn compose(
         entry.idempotency_key = key.as_ref().map(|key| key.key.clone());
         entry
     });
+    let job = service::Job::new(service::Authority::key(budget.workspace(), api_key.0));
     let results = pipeline::run(
         Arc::clone(&recipients),
         (state, budget, audit),
         domains,
         chunks,
-        claim,
+        (claim, Arc::new(job)),
         mode,
     );
     batch::body_in(body_read).await?;

@@ -6,8 +6,9 @@
 //! URLs, visit cap, password), rules, preview card, click id parameter, campaign, ref and tags;
 //! its code is new. The links are written by the batch's service path
 //! ([`shortlink_core::service::LinkService::create_chunks`]), a page of the list per
-//! transaction. Under a daily link quota the whole list is counted first and its links reserved:
-//! a request over quota is refused before anything is issued.
+//! transaction, stopping at the next page once the key is revoked or the workspace suspended or
+//! deleted (its later lines answer why). Under a daily link quota the whole list is counted
+//! first and its links reserved: a request over quota is refused before anything is issued.
 //!
 //! The `Idempotency-Key` is required. Each new link records the key's row and a number derived
 //! from its old link's code (its sequence number for a generated code, else a hash of it): a
@@ -139,6 +140,7 @@ pub async fn reissue_links(
         domains,
         reader,
         claim,
+        job: service::Job::new(service::Authority::key(workspace.0, api_key.0)),
     };
     // The first page before the answer: a database error is a 503, not a cut stream.
     let (first, next) = reissue.page(None, &mut reservation).await?;
@@ -178,6 +180,8 @@ struct Reissue {
     domains: DomainContext,
     reader: Reader,
     claim: Claim,
+    /// The request's key and workspace: no page is written once they no longer stand.
+    job: service::Job,
 }
 
 /// A page's answer lines and how many links it issued.
@@ -240,7 +244,7 @@ impl Reissue {
         let mut outcomes: HashMap<i64, ItemOutcome> = match valid.is_empty() {
             true => HashMap::new(),
             false => (self.state.links)
-                .create_chunks(self.chunks(valid), Some(self.claim), reservation)
+                .create_chunks(self.chunks(valid), Some(self.claim), &self.job, reservation)
                 .await
                 .into_iter()
                 .flatten()

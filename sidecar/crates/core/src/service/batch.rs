@@ -1,10 +1,11 @@
 //! Batch creates: chunks of items written in groups, one transaction per group, with the same
-//! write-through as a single create (see [`LinkService::create_chunks`]).
+//! write-through as a single create (see [`LinkService::create_groups`]), for a job
+//! ([`super::authority`]).
 
+use super::authority::{Authority, Stop};
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use crate::limits::Reservation;
 use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_store::{
@@ -17,52 +18,29 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 impl LinkService {
-    /// Creates a chunk of a batch: `items` are `(index, link)` of valid items, in order. See
-    /// [`Self::create_chunks`].
-    pub async fn create_chunk(
-        &self,
-        items: Vec<(i64, NewLink)>,
-        claim: Option<Claim>,
-        reservation: &mut Reservation,
-    ) -> Vec<(i64, ItemOutcome)> {
-        self.create_chunks(vec![items], claim, reservation)
-            .await
-            .pop()
-            .unwrap_or_default()
-    }
-
     /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
-    /// codes and every chunk's rows encoded for the backend, then per chunk a bulk insert whose
-    /// Redis records (one `MULTI`) are sent while the next chunk is inserted; once every Redis
-    /// write has succeeded, the commit. That is the write-through of [`Self::create`], per
+    /// codes and every chunk's rows encoded for the backend, then, once the transaction has
+    /// read that `authority` still stands, per chunk a bulk insert whose Redis records (one
+    /// `MULTI`) are sent while the next chunk is inserted; once every Redis write has succeeded
+    /// and `authority` still stands (read again, and held: see [`super::authority`]), the
+    /// commit. That is the write-through of [`Self::create`], per
     /// group: a Redis failure rolls the whole group back (and deletes what it wrote); nothing is
     /// acknowledged before the commit. Returns one outcome per item, chunk by chunk, in order. With a `claim`, items already committed by an earlier
     /// attempt with the same key are returned instead of created again.
-    ///
-    /// The items draw on `reservation`, their workspace's quota reserved by the caller (who
-    /// keeps what was issued of it): items beyond what it has left are refused, none created.
-    pub async fn create_chunks(
+    pub(super) async fn create_groups(
         &self,
         chunks: Vec<Vec<(i64, NewLink)>>,
         claim: Option<Claim>,
-        reservation: &mut Reservation,
+        authority: Authority,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
-        let links: usize = chunks.iter().map(Vec::len).sum();
-        if !reservation.draw(links as u64) {
-            tracing::error!(
-                links,
-                ?reservation,
-                "new links beyond their reservation: refused"
-            );
-            return (chunks.iter())
-                .map(|items| failed_items(items, ItemFailure::QuotaExceeded))
-                .collect();
-        }
-        match self.try_create_chunks(&chunks, claim, 1).await {
+        let _writing = self.in_flight.enter(authority.workspace).await;
+        match self.try_create_chunks(&chunks, claim, authority, 1).await {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 let failure = ItemFailure::of(&error);
-                if failure == ItemFailure::Internal {
+                if let ItemFailure::Stopped(stop) = failure {
+                    tracing::info!(%stop, ?authority, "a job stopped");
+                } else if failure == ItemFailure::Internal {
                     tracing::error!(%error, "batch chunk failed");
                 } else {
                     tracing::warn!(%error, "batch chunk failed");
@@ -75,13 +53,14 @@ impl LinkService {
         }
     }
 
-    /// [`Self::create_chunks`], failing as a whole: plan and lease before the transaction, insert
+    /// [`Self::create_groups`], failing as a whole: plan and lease before the transaction, insert
     /// and publish each chunk, drop the rows whose code Redis already held, end the transaction,
     /// then create again (with fresh codes) the generated items that were refused.
     async fn try_create_chunks(
         &self,
         chunks: &[Vec<(i64, NewLink)>],
         claim: Option<Claim>,
+        authority: Authority,
         attempt: usize,
     ) -> ChunksResult {
         let now = storage::now();
@@ -89,7 +68,14 @@ impl LinkService {
         if plans.iter().all(|plan| plan.rows.is_empty()) {
             return Ok(outcomes(plans, chunks, None));
         }
-        let tx = self.storage.begin().await?;
+        let mut tx = self.storage.begin().await?;
+        // Nothing written once the job's authority has ended (read again, and held, before
+        // the commit: see `end_transaction`).
+        let standing = (tx.standing(authority.workspace, authority.key, false)).await?;
+        if let Some(stop) = Stop::of(standing) {
+            let _ = tx.rollback().await;
+            return Err(ServiceError::Stopped(stop));
+        }
         let (mut tx, published) = self
             .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
             .await?;
@@ -126,7 +112,7 @@ impl LinkService {
                 .map(|row| &row.link)
                 .find(|link| plan.inserted.contains(&link.code))
         });
-        let failure = self.end_transaction(tx, failed, &sent, &taken, probe).await;
+        let failure = (self.end_transaction(tx, (failed, authority), &sent, &taken, probe)).await;
         // After the transaction: on SQLite the sequence shares its one write connection.
         for code in &refused.rows {
             self.issuer.skip_past(code).await?;
@@ -142,7 +128,7 @@ impl LinkService {
                     failed_items(&items, ItemFailure::CodeTaken)
                 }
                 None => self
-                    .retry_chunk(items, claim, attempt + 1)
+                    .retry_chunk(items, claim, authority, attempt + 1)
                     .await?
                     .pop()
                     .unwrap_or_default(),
@@ -252,22 +238,33 @@ impl LinkService {
         refused
     }
 
-    /// Commits, or rolls back when a Redis write failed; after either failure removes what was
-    /// sent. Returns the failure of every inserted item, if any.
+    /// Commits, or rolls back when a Redis write failed or the job's `authority` ended while
+    /// the group was written; after either failure removes what was sent. Returns the failure
+    /// of every inserted item, if any.
     async fn end_transaction(
         &self,
-        tx: Box<dyn storage::LinkTx>,
-        redis_failed: bool,
+        mut tx: Box<dyn storage::LinkTx>,
+        (redis_failed, authority): (bool, Authority),
         sent: &[Vec<RecordWrite>],
         taken: &HashMap<String, Vec<u8>>,
         probe: Option<&Link>,
     ) -> Option<ItemFailure> {
-        if redis_failed {
+        // The authority read again and held until the commit: a revoke, suspend or delete that
+        // committed meanwhile takes the group back, one that comes later waits for this commit
+        // (a moment: the lock is taken last). So nothing of the job commits after one answered.
+        let stopped = match redis_failed {
+            true => None,
+            false => match tx.standing(authority.workspace, authority.key, true).await {
+                Ok(standing) => Stop::of(standing).map(ItemFailure::Stopped),
+                Err(error) => Some(ItemFailure::of(&error.into())),
+            },
+        };
+        if redis_failed || stopped.is_some() {
             if let Err(rollback) = tx.rollback().await {
                 tracing::warn!(error = %rollback, "rollback failed");
             }
             self.unpublish(sent, taken).await;
-            Some(ItemFailure::RedisUnavailable)
+            Some(stopped.unwrap_or(ItemFailure::RedisUnavailable))
         } else {
             let records = sent.iter().map(Vec::len).sum();
             let undo = async {
@@ -287,9 +284,10 @@ impl LinkService {
         &self,
         items: Vec<(i64, NewLink)>,
         claim: Option<Claim>,
+        authority: Authority,
         attempt: usize,
     ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + '_>> {
-        Box::pin(async move { self.try_create_chunks(&[items], claim, attempt).await })
+        Box::pin(async move { (self.try_create_chunks(&[items], claim, authority, attempt)).await })
     }
 
     /// What a chunk needs before its transaction: replays of an earlier attempt, existing links

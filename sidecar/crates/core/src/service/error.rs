@@ -30,6 +30,9 @@ pub enum ServiceError {
     /// The idempotency key was used before with another request.
     #[error("the idempotency key was used with another request")]
     IdempotencyKeyReused,
+    /// A job's key or workspace no longer stands ([`super::authority`]).
+    #[error(transparent)]
+    Stopped(super::authority::Stop),
 }
 
 impl From<IssueError> for ServiceError {

@@ -21,6 +21,8 @@ pub struct LinkService {
     pub(super) refused_codes: AtomicU64,
     /// What the records of each workspace's links name.
     pub(super) slugs: Slugs,
+    /// The jobs' groups being written, per workspace: what a delete waits for.
+    pub(super) in_flight: super::authority::InFlight,
 }
 
 impl LinkService {
@@ -39,6 +41,7 @@ impl LinkService {
             db_timeout,
             refused_codes: AtomicU64::new(0),
             slugs: Slugs::default(),
+            in_flight: Default::default(),
         }
     }
 

@@ -22,6 +22,7 @@
 //! [`model`], the requests and outcomes they share; [`LinkService`] (`links`), what they are
 //! methods of, and [`ServiceError`] (`error`) sit below them all.
 
+pub mod authority;
 pub mod batch;
 pub mod click;
 mod commit;
@@ -39,6 +40,7 @@ pub mod validate;
 pub mod workspaces;
 
 pub use crate::projection::slugs;
+pub use authority::{Authority, Job, Stop};
 pub use click::append_query;
 pub use error::ServiceError;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};

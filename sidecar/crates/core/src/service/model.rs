@@ -98,6 +98,9 @@ pub enum ItemFailure {
     CodesExhausted,
     /// The workspace's links per day would be exceeded (issue 53): nothing of its group issued.
     QuotaExceeded,
+    /// The job's key was revoked or its workspace suspended or deleted: nothing of its group,
+    /// nor of any later one, issued.
+    Stopped(super::authority::Stop),
     Internal,
 }
 
@@ -110,6 +113,7 @@ impl ItemFailure {
             ServiceError::IdempotencyKeyReused => ItemFailure::IdempotencyMismatch,
             ServiceError::Quota(QuotaError::Exceeded { .. }) => ItemFailure::QuotaExceeded,
             ServiceError::Quota(QuotaError::Unavailable(_)) => ItemFailure::RedisUnavailable,
+            ServiceError::Stopped(stop) => ItemFailure::Stopped(*stop),
             ServiceError::Redis(_) => ItemFailure::RedisUnavailable,
             ServiceError::Storage(StorageError::Unavailable(_))
             | ServiceError::Issue(IssueError::Storage(StorageError::Unavailable(_))) => {

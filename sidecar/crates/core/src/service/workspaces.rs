@@ -1,6 +1,8 @@
 //! Workspaces (issue 53): the operator's create, change and delete, each recorded in the
-//! installation's audit chain (a workspace's own chain goes with it when it is deleted; the
-//! record that it was must not).
+//! installation's audit chain. A deleted workspace's own chain stays, rows and head (issue 66):
+//! an audit log outlives what it audits, `audit verify` still proves it, and the head tells the
+//! visit consumer that codes of that workspace may still be clicked (late events are dropped,
+//! never counted as `default`'s).
 //!
 //! The slugs link records carry are kept by [`crate::projection::Slugs`].
 
@@ -108,6 +110,14 @@ impl LinkService {
     /// Deletes a workspace and everything it owns. Its links leave Redis first, page by page, so
     /// no record outlives its row: a code of a deleted workspace answers 404 everywhere (an
     /// operator's deliberate act; links once sent by that client stop working).
+    ///
+    /// Its running jobs (batches, composes, reissues, console uploads and imports, on any
+    /// sidecar) are stopped first, by the suspension ([`super::authority`]): every group of
+    /// chunks reads the workspace's row before it writes and again, holding it, before it
+    /// commits, so once the suspension has answered no group of the workspace commits any more.
+    /// Then this sidecar's groups still in flight (taking their records back) are waited for.
+    /// No second scan: when both are done, the scan below meets every record the workspace's
+    /// jobs will have left.
     pub async fn delete_workspace(
         &self,
         id: WorkspaceId,
@@ -119,12 +129,14 @@ impl LinkService {
         let Some(workspace) = self.storage.workspace(id).await? else {
             return Err(WorkspaceError::NotFound);
         };
-        // Suspended first: its keys stop creating links while the records go.
+        // Suspended first: its keys stop creating links, and its jobs writing, while the records
+        // go (always written, so also a suspended workspace's waits for its groups in flight).
         let suspend = WorkspaceChange {
             suspended_at: Some(Some(storage::now())),
             ..WorkspaceChange::default()
         };
         self.storage.change_workspace(id, &suspend).await?;
+        self.in_flight.settle(id).await;
         let filter = LinkFilter::in_workspace(id);
         let mut after: Option<String> = None;
         loop {
@@ -146,6 +158,7 @@ impl LinkService {
         }
         let deleted = self.storage.delete_workspace(id).await?;
         self.slugs.forget(id);
+        self.in_flight.forget(id);
         let changes = Changes::new()
             .set("links", deleted.links)
             .set("keys", deleted.keys)

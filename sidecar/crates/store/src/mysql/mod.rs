@@ -42,6 +42,8 @@ impl Dialect for My {
     // A locking read sees the newest committed row, waits for a writer of it, and (with its gap
     // lock) keeps any other transaction from inserting the code until this one ends.
     const QUIESCE_READ: &'static str = " LOCK IN SHARE MODE";
+    // MariaDB has no `FOR SHARE`.
+    const FOR_SHARE: &'static str = " LOCK IN SHARE MODE";
 
     // As DATETIME text: sqlx binds a DateTime<Utc> as a TIMESTAMP, which MariaDB turns into NULL
     // past 2038 (an expiry in 2999 was stored as none).

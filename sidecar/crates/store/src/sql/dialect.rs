@@ -39,6 +39,10 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// What `SELECT ... FOR UPDATE` is on this backend (SQLite: nothing, the write lock is held).
     const FOR_UPDATE: &'static str = " FOR UPDATE";
 
+    /// What `SELECT ... FOR SHARE` is on this backend (MariaDB: `LOCK IN SHARE MODE`; SQLite:
+    /// nothing, the write lock is held).
+    const FOR_SHARE: &'static str = " FOR SHARE";
+
     /// The time as this backend stores it.
     fn time(at: DateTime<Utc>) -> Value {
         Value::Time(at)

@@ -8,7 +8,7 @@ use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
 use crate::model::{Link, NewRow, Slot};
-use crate::workspace::WorkspaceId;
+use crate::workspace::{Standing, WorkspaceId};
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
 use std::sync::Arc;
@@ -170,6 +170,40 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
 
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()> {
         super::audit::append::<D>(&mut self.tx, &self.audit_heads, entry).await
+    }
+
+    async fn standing(
+        &mut self,
+        workspace: WorkspaceId,
+        key: Option<i64>,
+        hold: bool,
+    ) -> StorageResult<Standing> {
+        let lock = if hold { D::FOR_SHARE } else { "" };
+        // The workspace's row first, the key's only while it is live: a delete (which suspends
+        // before it deletes, and deletes keys before the workspace) never finds this
+        // transaction holding a key it waits for while it waits for the workspace.
+        let query = statement(
+            &format!("SELECT suspended_at FROM workspaces WHERE id = ?{lock}"),
+            [Value::Int(workspace.get())],
+        );
+        let Some(row) = self.rows(query).await?.pop() else {
+            return Ok(Standing::WorkspaceDeleted);
+        };
+        if D::read_opt_time(&row, "suspended_at")?.is_some() {
+            return Ok(Standing::WorkspaceSuspended);
+        }
+        let Some(key) = key else {
+            return Ok(Standing::Live);
+        };
+        let query = statement(
+            &format!("SELECT revoked_at FROM api_keys WHERE id = ? AND workspace_id = ?{lock}"),
+            [Value::Int(key), Value::Int(workspace.get())],
+        );
+        Ok(match self.rows(query).await?.pop() {
+            None => Standing::WorkspaceDeleted,
+            Some(row) if D::read_opt_time(&row, "revoked_at")?.is_some() => Standing::KeyRevoked,
+            Some(_) => Standing::Live,
+        })
     }
 
     async fn commit(self: Box<Self>) -> StorageResult<()> {

@@ -43,6 +43,7 @@ impl Dialect for Lite {
 
     // BEGIN IMMEDIATE already holds the database's write lock.
     const FOR_UPDATE: &'static str = "";
+    const FOR_SHARE: &'static str = "";
 
     fn time(at: DateTime<Utc>) -> Value {
         Value::Text(ts(at))

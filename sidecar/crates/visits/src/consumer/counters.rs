@@ -14,6 +14,9 @@ pub struct ConsumerCounters {
     pub invalid: AtomicU64,
     pub ignored: AtomicU64,
     pub trimmed: AtomicU64,
+    /// Visits of codes no link holds: a deleted workspace's clicks that were still in the
+    /// stream, a worker's spool or its cache. Dropped, never counted as another workspace's.
+    pub unowned: AtomicU64,
     pub failed: AtomicU64,
     pub acked: AtomicU64,
     /// The most visits one read has held (reads are sized to about one transaction's worth).

@@ -16,7 +16,9 @@
 //! Visits that cannot be stored are acknowledged with their entry and counted, never retried:
 //! unparseable ones (`invalid`; one bad group of a packed entry costs only itself), events that
 //! are not redirects or are `verify-import`'s own requests (`ignored`, e.g. 410 answers), and
-//! entries trimmed from the stream (`MAXLEN ~`) before they were read (`trimmed`). A batch the database refuses for a reason other than
+//! entries trimmed from the stream (`MAXLEN ~`) before they were read (`trimmed`), and visits of
+//! codes no link holds (`no_link`: a deleted workspace's late clicks, see
+//! [`VisitStore::store_batch`]; never counted as another workspace's). A batch the database refuses for a reason other than
 //! unavailability is retried, then split in halves until the offending visit is isolated and
 //! dropped (`failed`, logged); while the database is unavailable the batch is retried with
 //! backoff, forever, and nothing is acknowledged.
@@ -443,6 +445,7 @@ impl Consumer {
             invalid = get(&c.invalid),
             ignored = get(&c.ignored),
             trimmed = get(&c.trimmed),
+            unowned = get(&c.unowned),
             failed = get(&c.failed),
             "visit consumer counters"
         );

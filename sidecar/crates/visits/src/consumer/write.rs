@@ -108,6 +108,7 @@ impl Writer {
                     }
                     ConsumerCounters::add(&self.counters.inserted, outcome.inserted);
                     ConsumerCounters::add(&self.counters.duplicates, outcome.duplicates);
+                    ConsumerCounters::add(&self.counters.unowned, outcome.unowned);
                     return Ok(());
                 }
                 Err(error @ StorageError::Unavailable(_)) => {

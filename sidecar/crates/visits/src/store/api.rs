@@ -15,6 +15,9 @@ pub struct BatchOutcome {
     pub inserted: u64,
     /// Visits already stored by an earlier delivery: skipped, not counted again.
     pub duplicates: u64,
+    /// Visits of codes no link holds (a deleted workspace's late clicks): dropped, counted
+    /// nowhere (issue 66).
+    pub unowned: u64,
 }
 
 /// A stats question, with its range already aligned to `interval`.
@@ -214,7 +217,9 @@ pub trait VisitStore: Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// Stores a batch in one transaction: raw visits (insert-or-ignore by event id), then rollups,
-    /// visitor sets and link counters for the visits actually inserted.
+    /// visitor sets and link counters for the visits actually inserted. Once the installation
+    /// has (or had) a workspace besides the default, visits of codes no link holds are dropped
+    /// first ([`BatchOutcome::unowned`]).
     async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome>;
 
     /// The query's non-empty buckets, in order.

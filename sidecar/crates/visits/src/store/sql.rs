@@ -15,6 +15,7 @@ use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST
 use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
 use sqlx::{Database, Pool};
+use std::collections::HashSet;
 
 type Row<V> = <<<V as VisitDialect>::Sql as Dialect>::DB as Database>::Row;
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -147,38 +148,49 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         })
     }
 
-    /// Whether the installation has no workspace but the default (the usual case: then no
-    /// rollup needs to know whose a link is).
+    /// Whether the installation has no workspace but the default, and never had one (the usual
+    /// case: then no rollup needs to know whose a link is, and no code can be a deleted
+    /// workspace's). A deleted workspace's audit head stays (docs/SECURITY.md), and every
+    /// workspace that ever had a link or a key has one: so "never had" is one indexed read too.
     async fn only_default_workspace(&self) -> StorageResult<bool> {
-        let others = Statement::new("SELECT id FROM workspaces WHERE id <> 1 LIMIT 1");
+        let others = Statement::new(
+            "SELECT id FROM workspaces WHERE id <> 1 \
+             UNION ALL SELECT workspace_id FROM audit_heads WHERE workspace_id > 1 LIMIT 1",
+        );
         Ok(self.rows(&self.reader, others).await?.is_empty())
     }
 
-    /// Where the batch's links are summed for all links (issue 53): asked of the links only
-    /// while the installation has a workspace besides the default, and only for theirs.
-    async fn all_links(&self, visits: &[Visit]) -> StorageResult<AllLinks> {
+    /// Where the batch's links are summed for all links (issue 53), and the codes of the batch
+    /// that no link holds (issue 66): asked of the links only while the installation has, or
+    /// had, a workspace besides the default. A code without a link there is a deleted
+    /// workspace's (a click still in the stream, a worker's spool or its cache when the delete
+    /// ran), or a record SQL never had: its visits belong to nobody, and counting them as
+    /// `default`'s (whose all-links rows and feed take every code no other workspace claims)
+    /// would hand another brand's clicks to it.
+    async fn owners(&self, visits: &[Visit]) -> StorageResult<(AllLinks, HashSet<String>)> {
         let mut all_links = AllLinks::default();
         if self.only_default_workspace().await? {
-            return Ok(all_links);
+            return Ok((all_links, HashSet::new()));
         }
-        let codes: Vec<&str> = (visits.iter().map(|visit| visit.code.as_str()))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let mut unowned: HashSet<String> =
+            (visits.iter()).map(|visit| visit.code.clone()).collect();
+        let codes: Vec<String> = unowned.iter().cloned().collect();
         for chunk in codes.chunks(IN_LIST) {
             let query = statement(
                 &format!(
-                    "SELECT code, workspace_id FROM links WHERE workspace_id <> 1 AND code IN ({})",
+                    "SELECT code, workspace_id FROM links WHERE code IN ({})",
                     vec!["?"; chunk.len()].join(", ")
                 ),
-                chunk.iter().map(|code| Value::Text((*code).to_owned())),
+                chunk.iter().map(|code| Value::Text(code.clone())),
             );
             for row in self.rows(&self.reader, query).await? {
                 let workspace = WorkspaceId::from_db(Db::<V>::int(&row, "workspace_id")?);
-                all_links.insert(V::Sql::read_text(&row, "code")?, workspace);
+                let code = V::Sql::read_text(&row, "code")?;
+                unowned.remove(&code);
+                all_links.insert(code, workspace);
             }
         }
-        Ok(all_links)
+        Ok((all_links, unowned))
     }
 
     /// The batch with the addresses of the visits of workspaces that truncate them (their
@@ -241,12 +253,30 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         if visits.is_empty() {
             return Ok(BatchOutcome::default());
         }
-        let all_links = self.all_links(visits).await?;
+        let (all_links, unowned) = self.owners(visits).await?;
+        let all = visits.len();
+        let owned: Option<Vec<Visit>> = (!unowned.is_empty()).then(|| {
+            (visits.iter())
+                .filter(|visit| !unowned.contains(&visit.code))
+                .cloned()
+                .collect()
+        });
+        let visits = owned.as_deref().unwrap_or(visits);
+        let dropped = (all - visits.len()) as u64;
+        if visits.is_empty() {
+            return Ok(BatchOutcome {
+                unowned: dropped,
+                ..BatchOutcome::default()
+            });
+        }
         let truncated = self.truncated(visits, &all_links).await?;
         let visits = truncated.as_deref().unwrap_or(visits);
-        self.dialect
+        let mut outcome = self
+            .dialect
             .store_batch(&self.writer, visits, &all_links, count_bots)
-            .await
+            .await?;
+        outcome.unowned = dropped;
+        Ok(outcome)
     }
 
     /// The query's non-empty buckets, in order.

@@ -77,6 +77,7 @@ pub(crate) fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
     BatchOutcome {
         inserted: inserted as u64,
         duplicates: (batch - inserted) as u64,
+        unowned: 0,
     }
 }
 

@@ -1,0 +1,202 @@
+//! Work in flight stops with its authority (issue 66). A batch, a compose, a reissue, a console
+//! bulk upload or import runs long after the request that started it was let in: each acts for
+//! a key (a console session's, or none for the command line) in a workspace, and stops at its next
+//! group of chunks once that key is revoked or that workspace suspended or deleted.
+//!
+//! Where it is checked: in each group's transaction, by one indexed read of the workspace's row
+//! and the key's ([`shortlink_store::LinkTx::standing`]), twice. First before anything is
+//! written, so a stopped job writes nothing more. Then again just before the commit, this time
+//! holding both rows (`FOR SHARE`; SQLite's one writer) until the commit: a revoke, suspend or
+//! delete is an `UPDATE` of one of them, so one that committed while the group was being
+//! written takes the whole group back (rolled back, its records removed), and one that comes
+//! during the commit waits for it, a moment. When a revoke or suspend has answered, nothing
+//! more of the job commits, on this sidecar or any other; what committed before is the job's
+//! answer, its later items are answered with why it stopped. No cache to go stale, two reads
+//! per group of up to 8,000 links. The rows are held only for the commit: held for the whole
+//! group, a revoke waited behind it (longer than `--db-timeout`), and on PostgreSQL, where a
+//! share lock does not queue behind a waiting writer, behind every group of the job.
+//!
+//! A delete must also know that nothing of the workspace is still being written when it scans
+//! its links for their records: a group taken back removes its records after its rollback.
+//! [`InFlight`] tells it, for this sidecar: every group runs inside a read guard of its
+//! workspace's gate, and the delete, once suspended, takes the write guard, which waits for the
+//! groups in flight and lets none start before it. (A group on another sidecar that the
+//! suspension took back removes its own records a moment after the delete's scan; `resync`
+//! removes any its Redis failure left.)
+//!
+//! A [`Job`] remembers that it stopped, so its later groups are answered without a transaction
+//! (and without a lease of codes), and a workspace resumed meanwhile does not restart it halfway.
+
+use super::{ItemFailure, ItemOutcome, LinkService, NewLink, CLI_API_KEY_ID};
+use crate::limits::Reservation;
+use shortlink_store::{Standing, WorkspaceId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::{OwnedRwLockReadGuard, RwLock};
+
+/// Who a job writes for: its workspace, and the key that started it (`None`: the command line,
+/// the operator's, which no key revoke stops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authority {
+    pub workspace: WorkspaceId,
+    pub key: Option<i64>,
+}
+
+impl Authority {
+    /// Key `key`'s ([`CLI_API_KEY_ID`]: the command line's, which has no key row).
+    pub fn key(workspace: WorkspaceId, key: i64) -> Self {
+        Authority {
+            workspace,
+            key: (key != CLI_API_KEY_ID).then_some(key),
+        }
+    }
+
+    /// The command line's: stopped only by its workspace.
+    pub fn command_line(workspace: WorkspaceId) -> Self {
+        Authority {
+            workspace,
+            key: None,
+        }
+    }
+}
+
+/// Why a job stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stop {
+    #[error("the job's key was revoked")]
+    KeyRevoked,
+    #[error("the job's workspace was suspended")]
+    WorkspaceSuspended,
+    #[error("the job's workspace was deleted")]
+    WorkspaceDeleted,
+}
+
+impl Stop {
+    /// Why a transaction that read `standing` must not write; `None` when it may.
+    pub fn of(standing: Standing) -> Option<Stop> {
+        match standing {
+            Standing::Live => None,
+            Standing::KeyRevoked => Some(Stop::KeyRevoked),
+            Standing::WorkspaceSuspended => Some(Stop::WorkspaceSuspended),
+            Standing::WorkspaceDeleted => Some(Stop::WorkspaceDeleted),
+        }
+    }
+}
+
+/// A running job: its authority, and whether it has stopped. Shared by the job's groups.
+#[derive(Debug)]
+pub struct Job {
+    authority: Authority,
+    stopped: OnceLock<Stop>,
+}
+
+impl Job {
+    pub fn new(authority: Authority) -> Self {
+        Job {
+            authority,
+            stopped: OnceLock::new(),
+        }
+    }
+
+    pub fn authority(&self) -> Authority {
+        self.authority
+    }
+
+    /// Why it stopped, once it has.
+    pub fn stopped(&self) -> Option<Stop> {
+        self.stopped.get().copied()
+    }
+
+    /// Notes the first stop among `outcomes`.
+    fn observe<'a>(&self, outcomes: impl IntoIterator<Item = &'a ItemOutcome>) {
+        let stop = outcomes.into_iter().find_map(|outcome| match outcome {
+            ItemOutcome::Failed(ItemFailure::Stopped(stop)) => Some(*stop),
+            _ => None,
+        });
+        if let Some(stop) = stop {
+            let _ = self.stopped.set(stop);
+        }
+    }
+}
+
+/// The groups this sidecar is writing, per workspace (see the module's documentation). A gate
+/// is made the first time a workspace writes a group and dropped when it is deleted.
+#[derive(Debug, Default)]
+pub(super) struct InFlight(Mutex<HashMap<WorkspaceId, Arc<RwLock<()>>>>);
+
+impl InFlight {
+    fn gate(&self, workspace: WorkspaceId) -> Arc<RwLock<()>> {
+        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(gates.entry(workspace).or_default())
+    }
+
+    /// Held while a group of `workspace` is written.
+    pub(super) async fn enter(&self, workspace: WorkspaceId) -> OwnedRwLockReadGuard<()> {
+        self.gate(workspace).read_owned().await
+    }
+
+    /// Waits until no group of `workspace` is being written (those that start after find it
+    /// suspended, and write nothing).
+    pub(super) async fn settle(&self, workspace: WorkspaceId) {
+        drop(self.gate(workspace).write_owned().await);
+    }
+
+    pub(super) fn forget(&self, workspace: WorkspaceId) {
+        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        gates.remove(&workspace);
+    }
+}
+
+impl LinkService {
+    /// Creates a group of chunks in one transaction ([`Self::create_groups`]) for `job`: once
+    /// it has stopped, every item fails with why and nothing is written. The items draw on
+    /// `reservation`, their workspace's quota reserved by the caller (who keeps what was issued
+    /// of it): items beyond what it has left are refused, none created.
+    pub async fn create_chunks(
+        &self,
+        chunks: Vec<Vec<(i64, NewLink)>>,
+        claim: Option<super::Claim>,
+        job: &Job,
+        reservation: &mut Reservation,
+    ) -> Vec<Vec<(i64, ItemOutcome)>> {
+        let refuse_all = |failure: ItemFailure| {
+            let failure = ItemOutcome::Failed(failure);
+            (chunks.iter())
+                .map(|items| {
+                    (items.iter())
+                        .map(|(index, _)| (*index, failure.clone()))
+                        .collect()
+                })
+                .collect()
+        };
+        if let Some(stop) = job.stopped() {
+            return refuse_all(ItemFailure::Stopped(stop));
+        }
+        let links: usize = chunks.iter().map(Vec::len).sum();
+        if !reservation.draw(links as u64) {
+            tracing::error!(
+                links,
+                ?reservation,
+                "new links beyond their reservation: refused"
+            );
+            return refuse_all(ItemFailure::QuotaExceeded);
+        }
+        let outcomes = self.create_groups(chunks, claim, job.authority).await;
+        job.observe(outcomes.iter().flatten().map(|(_, outcome)| outcome));
+        outcomes
+    }
+
+    /// [`Self::create_chunks`] of one chunk.
+    pub async fn create_chunk(
+        &self,
+        items: Vec<(i64, NewLink)>,
+        claim: Option<super::Claim>,
+        job: &Job,
+        reservation: &mut Reservation,
+    ) -> Vec<(i64, ItemOutcome)> {
+        self.create_chunks(vec![items], claim, job, reservation)
+            .await
+            .pop()
+            .unwrap_or_default()
+    }
+}
