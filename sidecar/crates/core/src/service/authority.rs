@@ -18,9 +18,13 @@
 //!
 //! A delete must also know that nothing of the workspace is still being written when it scans
 //! its links for their records: a group taken back removes its records after its rollback.
-//! [`InFlight`] tells it, for this sidecar: every group runs inside a read guard of its
-//! workspace's gate, and the delete, once suspended, takes the write guard, which waits for the
-//! groups in flight and lets none start before it. (A group on another sidecar that the
+//! [`InFlight`] tells it, for this sidecar: every group, and every single create, update and
+//! revoke, runs inside a read guard of its workspace's gate, and the delete, once suspended,
+//! takes the write guard and holds it until its rows are gone: it waits for the writes in
+//! flight, and those that come after find the workspace gone (no name for their records, no row
+//! for their links' key) and write nothing. A single create is not checked against the
+//! suspension itself (a read per create), so without the gate one let in before it could
+//! commit after the scan and leave its record. (A group on another sidecar that the
 //! suspension took back removes its own records a moment after the delete's scan; `resync`
 //! removes any its Redis failure left.)
 //!
@@ -32,7 +36,7 @@ use crate::limits::Reservation;
 use shortlink_store::{Standing, WorkspaceId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::{OwnedRwLockReadGuard, RwLock};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 /// Who a job writes for: its workspace, and the key that started it (`None`: the command line,
 /// the operator's, which no key revoke stops).
@@ -130,15 +134,15 @@ impl InFlight {
         Arc::clone(gates.entry(workspace).or_default())
     }
 
-    /// Held while a group of `workspace` is written.
+    /// Held while a link of `workspace` is written (a group, a create, an update).
     pub(super) async fn enter(&self, workspace: WorkspaceId) -> OwnedRwLockReadGuard<()> {
         self.gate(workspace).read_owned().await
     }
 
-    /// Waits until no group of `workspace` is being written (those that start after find it
-    /// suspended, and write nothing).
-    pub(super) async fn settle(&self, workspace: WorkspaceId) {
-        drop(self.gate(workspace).write_owned().await);
+    /// Waits until no link of `workspace` is being written, and keeps every later write waiting
+    /// while the guard lives (a delete's scan and row delete).
+    pub(super) async fn close(&self, workspace: WorkspaceId) -> OwnedRwLockWriteGuard<()> {
+        self.gate(workspace).write_owned().await
     }
 
     pub(super) fn forget(&self, workspace: WorkspaceId) {

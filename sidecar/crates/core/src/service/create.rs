@@ -33,6 +33,8 @@ impl LinkService {
             new.workspace,
             "another workspace's budget"
         );
+        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
+        let _writing = self.in_flight.enter(new.workspace).await;
         let reservation = budget.reserve_links(1).await?;
         let created = self.create_reserved(new, claim, origin).await;
         match &created {

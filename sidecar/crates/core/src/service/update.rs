@@ -14,6 +14,8 @@ impl LinkService {
         patch: LinkPatch,
         origin: &Origin,
     ) -> Result<Link, ServiceError> {
+        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
+        let _writing = self.in_flight.enter(workspace).await;
         let mut tx = self.storage.begin().await?;
         let Some(current) = tx.lock_link(workspace, code).await? else {
             let _ = tx.rollback().await;
@@ -96,6 +98,8 @@ impl LinkService {
         code: &str,
         origin: &Origin,
     ) -> Result<Link, ServiceError> {
+        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
+        let _writing = self.in_flight.enter(workspace).await;
         let mut tx = self.storage.begin().await?;
         let Some(current) = tx.lock_link(workspace, code).await? else {
             let _ = tx.rollback().await;

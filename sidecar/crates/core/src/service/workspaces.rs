@@ -115,6 +115,8 @@ impl LinkService {
     /// sidecar) are stopped first, by the suspension ([`super::authority`]): every group of
     /// chunks reads the workspace's row before it writes and again, holding it, before it
     /// commits, so once the suspension has answered no group of the workspace commits any more.
+    /// Single creates, updates and revokes are held back by the workspace's gate instead, closed
+    /// from the scan until the rows are gone.
     /// Then this sidecar's groups still in flight (taking their records back) are waited for.
     /// No second scan: when both are done, the scan below meets every record the workspace's
     /// jobs will have left.
@@ -136,7 +138,8 @@ impl LinkService {
             ..WorkspaceChange::default()
         };
         self.storage.change_workspace(id, &suspend).await?;
-        self.in_flight.settle(id).await;
+        // Held until the rows are gone: no write of the workspace's links starts meanwhile.
+        let _closed = self.in_flight.close(id).await;
         let filter = LinkFilter::in_workspace(id);
         let mut after: Option<String> = None;
         loop {
