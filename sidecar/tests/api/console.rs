@@ -347,6 +347,18 @@ impl<'a> Browser<'a> {
             .await
     }
 
+    /// Uploads `csv` as the bulk upload form does, with the session's `csrf`; the answer.
+    pub(crate) async fn upload_bulk(&mut self, csrf: &str, csv: &str) -> reqwest::Response {
+        let form = reqwest::multipart::Form::new()
+            .text("csrf", csrf.to_owned())
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
+            );
+        let request = self.request(Method::POST, "/console/bulk").multipart(form);
+        self.send(request).await
+    }
+
     /// The CSRF token of the signed-in session, from the overview's sign-out form.
     pub(crate) async fn csrf(&mut self) -> String {
         csrf_of(&self.page("/console/").await)
@@ -732,16 +744,7 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
 
     // Bulk: three rows, one refused; the results name each line.
     let csv = "url,code,campaign,tags\nhttps://a.example/1,,bulk,x;y\nnot a url,,bulk,\nhttps://a.example/3,bulk-three,bulk,\n";
-    let form = reqwest::multipart::Form::new()
-        .text("csrf", csrf.clone())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
-        );
-    let request = browser
-        .request(Method::POST, "/console/bulk")
-        .multipart(form);
-    let uploaded = browser.send(request).await;
+    let uploaded = browser.upload_bulk(&csrf, csv).await;
     assert_eq!(uploaded.status(), StatusCode::SEE_OTHER);
     let job = location(&uploaded).to_owned();
     let mut finished = false;

@@ -219,16 +219,7 @@ async fn a_console_bulk_upload_over_the_daily_quota_is_refused_whole() {
     let operator = operator_key(&app).await;
     let mut a = brand(&app, &operator, "brand-a", json!({"links_per_day": 2})).await;
     let csv = "url\nhttps://a.example/1\nhttps://a.example/2\nhttps://a.example/3\n";
-    let form = reqwest::multipart::Form::new()
-        .text("csrf", a.csrf.clone())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
-        );
-    let request = (a.browser)
-        .request(Method::POST, "/console/bulk")
-        .multipart(form);
-    let refused = a.browser.send(request).await;
+    let refused = a.browser.upload_bulk(&a.csrf, csv).await;
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     let page = refused.text().await.unwrap();
     assert!(page.contains("links per UTC day"), "{page}");
@@ -237,16 +228,7 @@ async fn a_console_bulk_upload_over_the_daily_quota_is_refused_whole() {
 
     // Within it: made, and counted (the API's next create is over).
     let csv = "url\nhttps://a.example/1\nhttps://a.example/2\n";
-    let form = reqwest::multipart::Form::new()
-        .text("csrf", a.csrf.clone())
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
-        );
-    let request = (a.browser)
-        .request(Method::POST, "/console/bulk")
-        .multipart(form);
-    let uploaded = a.browser.send(request).await;
+    let uploaded = a.browser.upload_bulk(&a.csrf, csv).await;
     assert_eq!(uploaded.status(), StatusCode::SEE_OTHER);
     let job = location(&uploaded).to_owned();
     let mut finished = false;

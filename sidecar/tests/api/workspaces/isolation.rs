@@ -115,14 +115,7 @@ async fn bulk_job_of(app: &TestApp, admin: &str) -> String {
     assert_eq!(browser.sign_in(admin).await.status(), 303);
     let csrf = browser.csrf().await;
     let csv = "url,campaign\nhttps://a.example/bulk,a-secret-campaign\n";
-    let form = reqwest::multipart::Form::new().text("csrf", csrf).part(
-        "file",
-        reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("links.csv"),
-    );
-    let request = browser
-        .request(Method::POST, "/console/bulk")
-        .multipart(form);
-    let uploaded = browser.send(request).await;
+    let uploaded = browser.upload_bulk(&csrf, csv).await;
     assert_eq!(uploaded.status(), 303);
     let job = crate::console::location(&uploaded);
     job.rsplit('/').next().unwrap().to_owned()
