@@ -9,7 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shortlink_core::projection::ProjectionError;
-use shortlink_core::service::ServiceError;
+use shortlink_core::service::{ServiceError, Stop};
 use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlError;
 use shortlink_store::StorageError;
@@ -235,7 +235,39 @@ impl From<ServiceError> for Error {
                 code: "idempotency_key_reused",
                 message: "this Idempotency-Key was used with another request".into(),
             },
-            ServiceError::Stopped(stop) => crate::batch::stopped_error(stop),
+            ServiceError::Stopped(stop) => stop.into(),
+        }
+    }
+}
+
+/// Why a job stopped, as its later items answer it: the codes a request of the key would get
+/// now, and a message saying that nothing from this item on was created.
+impl From<Stop> for Error {
+    fn from(stop: Stop) -> Self {
+        let (status, code, message) = match stop {
+            Stop::KeyRevoked => (
+                StatusCode::UNAUTHORIZED,
+                "revoked_api_key",
+                "the API key was revoked while this request ran: this item and those after it \
+                 were not created",
+            ),
+            Stop::WorkspaceSuspended => (
+                StatusCode::FORBIDDEN,
+                "workspace_suspended",
+                "the workspace was suspended while this request ran: this item and those after it \
+                 were not created",
+            ),
+            Stop::WorkspaceDeleted => (
+                StatusCode::FORBIDDEN,
+                "workspace_deleted",
+                "the workspace was deleted while this request ran: this item and those after it \
+                 were not created",
+            ),
+        };
+        Error::Request {
+            status,
+            code,
+            message: message.into(),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::error::Error;
 use axum::http::StatusCode;
-use shortlink_core::service::{ItemFailure, Stop};
+use shortlink_core::service::ItemFailure;
 
 /// The error a failed item answers.
 pub fn failure_error(failure: ItemFailure) -> Error {
@@ -34,41 +34,11 @@ pub fn failure_error(failure: ItemFailure) -> Error {
             "the workspace's links per UTC day are used up: this item and those after it were \
              not created",
         ),
-        ItemFailure::Stopped(stop) => return stopped_error(stop),
+        ItemFailure::Stopped(stop) => return stop.into(),
         ItemFailure::Internal => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
             "internal error",
-        ),
-    };
-    Error::Request {
-        status,
-        code,
-        message: message.into(),
-    }
-}
-
-/// Why a job stopped, as its later items answer it: the codes a request of the key would get
-/// now, and a message saying that nothing from this item on was created.
-pub fn stopped_error(stop: Stop) -> Error {
-    let (status, code, message) = match stop {
-        Stop::KeyRevoked => (
-            StatusCode::UNAUTHORIZED,
-            "revoked_api_key",
-            "the API key was revoked while this request ran: this item and those after it \
-             were not created",
-        ),
-        Stop::WorkspaceSuspended => (
-            StatusCode::FORBIDDEN,
-            "workspace_suspended",
-            "the workspace was suspended while this request ran: this item and those after it \
-             were not created",
-        ),
-        Stop::WorkspaceDeleted => (
-            StatusCode::FORBIDDEN,
-            "workspace_deleted",
-            "the workspace was deleted while this request ran: this item and those after it \
-             were not created",
         ),
     };
     Error::Request {

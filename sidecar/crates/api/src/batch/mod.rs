@@ -39,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
 use body::RawItem;
-pub use failure::{failure_error, stopped_error};
+pub use failure::failure_error;
 use futures_util::{stream, StreamExt};
 pub use limits::MAX_NDJSON_ITEMS;
 use pipeline::{Answer, Checked, Items, Mode};

@@ -9,7 +9,7 @@
 //! goes without ([`Budget::command_line`], named for it at every call).
 
 use super::quota::{check_recipients, check_webhooks, QuotaError, Quotas, Reservation};
-use super::LimitSettings;
+use super::settings::LimitSettings;
 use shortlink_store::WorkspaceId;
 
 /// What a request may use of its workspace's quotas. Cheap to clone.

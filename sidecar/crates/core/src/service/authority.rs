@@ -31,12 +31,11 @@
 //! A [`Job`] remembers that it stopped, so its later groups are answered without a transaction
 //! (and without a lease of codes), and a workspace resumed meanwhile does not restart it halfway.
 
+use super::error::Stop;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, CLI_API_KEY_ID};
 use crate::limits::Reservation;
-use shortlink_store::{Standing, WorkspaceId};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+use shortlink_store::WorkspaceId;
+use std::sync::OnceLock;
 
 /// Who a job writes for: its workspace, and the key that started it (`None`: the command line,
 /// the operator's, which no key revoke stops).
@@ -60,29 +59,6 @@ impl Authority {
         Authority {
             workspace,
             key: None,
-        }
-    }
-}
-
-/// Why a job stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Stop {
-    #[error("the job's key was revoked")]
-    KeyRevoked,
-    #[error("the job's workspace was suspended")]
-    WorkspaceSuspended,
-    #[error("the job's workspace was deleted")]
-    WorkspaceDeleted,
-}
-
-impl Stop {
-    /// Why a transaction that read `standing` must not write; `None` when it may.
-    pub fn of(standing: Standing) -> Option<Stop> {
-        match standing {
-            Standing::Live => None,
-            Standing::KeyRevoked => Some(Stop::KeyRevoked),
-            Standing::WorkspaceSuspended => Some(Stop::WorkspaceSuspended),
-            Standing::WorkspaceDeleted => Some(Stop::WorkspaceDeleted),
         }
     }
 }
@@ -120,34 +96,6 @@ impl Job {
         if let Some(stop) = stop {
             let _ = self.stopped.set(stop);
         }
-    }
-}
-
-/// The groups this sidecar is writing, per workspace (see the module's documentation). A gate
-/// is made the first time a workspace writes a group and dropped when it is deleted.
-#[derive(Debug, Default)]
-pub(super) struct InFlight(Mutex<HashMap<WorkspaceId, Arc<RwLock<()>>>>);
-
-impl InFlight {
-    fn gate(&self, workspace: WorkspaceId) -> Arc<RwLock<()>> {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(gates.entry(workspace).or_default())
-    }
-
-    /// Held while a link of `workspace` is written (a group, a create, an update).
-    pub(super) async fn enter(&self, workspace: WorkspaceId) -> OwnedRwLockReadGuard<()> {
-        self.gate(workspace).read_owned().await
-    }
-
-    /// Waits until no link of `workspace` is being written, and keeps every later write waiting
-    /// while the guard lives (a delete's scan and row delete).
-    pub(super) async fn close(&self, workspace: WorkspaceId) -> OwnedRwLockWriteGuard<()> {
-        self.gate(workspace).write_owned().await
-    }
-
-    pub(super) fn forget(&self, workspace: WorkspaceId) {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        gates.remove(&workspace);
     }
 }
 

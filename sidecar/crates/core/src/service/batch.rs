@@ -2,9 +2,10 @@
 //! write-through as a single create (see [`LinkService::create_groups`]), for a job
 //! ([`super::authority`]).
 
-use super::authority::{Authority, Stop};
+use super::authority::Authority;
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
+use super::error::Stop;
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};

@@ -4,7 +4,7 @@ use crate::issuer::IssueError;
 use crate::limits::QuotaError;
 use crate::projection::ProjectionError;
 use shortlink_model::link::Invalid;
-use shortlink_store::StorageError;
+use shortlink_store::{Standing, StorageError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -32,7 +32,7 @@ pub enum ServiceError {
     IdempotencyKeyReused,
     /// A job's key or workspace no longer stands ([`super::authority`]).
     #[error(transparent)]
-    Stopped(super::authority::Stop),
+    Stopped(Stop),
 }
 
 impl From<IssueError> for ServiceError {
@@ -41,6 +41,29 @@ impl From<IssueError> for ServiceError {
             // The issuer's high-water mark lives in Redis: the same outage as a record write.
             IssueError::Redis(error) => ServiceError::Redis(error),
             other => ServiceError::Issue(other),
+        }
+    }
+}
+
+/// Why a job stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stop {
+    #[error("the job's key was revoked")]
+    KeyRevoked,
+    #[error("the job's workspace was suspended")]
+    WorkspaceSuspended,
+    #[error("the job's workspace was deleted")]
+    WorkspaceDeleted,
+}
+
+impl Stop {
+    /// Why a transaction that read `standing` must not write; `None` when it may.
+    pub fn of(standing: Standing) -> Option<Stop> {
+        match standing {
+            Standing::Live => None,
+            Standing::KeyRevoked => Some(Stop::KeyRevoked),
+            Standing::WorkspaceSuspended => Some(Stop::WorkspaceSuspended),
+            Standing::WorkspaceDeleted => Some(Stop::WorkspaceDeleted),
         }
     }
 }

@@ -22,7 +22,7 @@ pub struct LinkService {
     /// What the records of each workspace's links name.
     pub(super) slugs: Slugs,
     /// The jobs' groups being written, per workspace: what a delete waits for.
-    pub(super) in_flight: super::authority::InFlight,
+    pub(super) in_flight: super::in_flight::InFlight,
 }
 
 impl LinkService {

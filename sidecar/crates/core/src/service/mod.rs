@@ -30,6 +30,7 @@ pub mod compose;
 mod create;
 mod error;
 mod idempotency;
+mod in_flight;
 pub mod keys;
 mod links;
 mod model;
@@ -40,9 +41,9 @@ pub mod validate;
 pub mod workspaces;
 
 pub use crate::projection::slugs;
-pub use authority::{Authority, Job, Stop};
+pub use authority::{Authority, Job};
 pub use click::append_query;
-pub use error::ServiceError;
+pub use error::{ServiceError, Stop};
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
 pub use links::LinkService;
 pub use model::{

@@ -100,7 +100,7 @@ pub enum ItemFailure {
     QuotaExceeded,
     /// The job's key was revoked or its workspace suspended or deleted: nothing of its group,
     /// nor of any later one, issued.
-    Stopped(super::authority::Stop),
+    Stopped(super::error::Stop),
     Internal,
 }
 
