@@ -5,7 +5,7 @@
 use crate::helpers::*;
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -357,6 +357,44 @@ impl<'a> Browser<'a> {
             );
         let request = self.request(Method::POST, "/console/bulk").multipart(form);
         self.send(request).await
+    }
+
+    /// Runs a console import of `csv` (a CSV source on `s.old.example`) in this session; the
+    /// finished job's page and its JSON report.
+    pub(crate) async fn import_csv(
+        &mut self,
+        csrf: &str,
+        csv: &str,
+        dry_run: bool,
+    ) -> (String, Value) {
+        let mut form = reqwest::multipart::Form::new()
+            .text("csrf", csrf.to_owned())
+            .text("from", "csv")
+            .text("source_domain", "s.old.example")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("old.csv"),
+            );
+        if dry_run {
+            form = form.text("dry_run", "1");
+        }
+        let request = self
+            .request(Method::POST, "/console/import")
+            .multipart(form);
+        let started = self.send(request).await;
+        assert_eq!(started.status(), StatusCode::SEE_OTHER);
+        let job = location(&started).to_owned();
+        let mut page = String::new();
+        for _ in 0..200 {
+            page = self.page(&job).await;
+            if page.contains("Finished.") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(page.contains("Finished."), "{page}");
+        let report = self.page(&format!("{job}/report.json")).await;
+        (page, serde_json::from_str(&report).unwrap())
     }
 
     /// The CSRF token of the signed-in session, from the overview's sign-out form.
@@ -933,36 +971,12 @@ async fn admins_import_another_shorteners_links() {
     assert!(form.contains("Import from another shortener"));
     let csrf = browser.csrf().await;
     let csv = "code,url,domain,visits\nq.1,https://old.example/q,s.old.example,4\ntaken-one,https://old.example/t,s.old.example,0\n";
-    let form = reqwest::multipart::Form::new()
-        .text("csrf", csrf)
-        .text("from", "csv")
-        .text("source_domain", "s.old.example")
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("old.csv"),
-        );
-    let request = browser
-        .request(Method::POST, "/console/import")
-        .multipart(form);
-    let started = browser.send(request).await;
-    assert_eq!(started.status(), StatusCode::SEE_OTHER);
-    let job = location(&started).to_owned();
-    let mut page = String::new();
-    for _ in 0..100 {
-        page = browser.page(&job).await;
-        if page.contains("Finished.") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(page.contains("Finished."), "{page}");
+    let (page, report) = browser.import_csv(&csrf, csv, false).await;
     assert!(page.contains("1 imported"), "{page}");
     assert!(
         page.contains("taken-one") && page.contains("collision"),
         "{page}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&browser.page(&format!("{job}/report.json")).await).unwrap();
     assert_eq!(report["imported"], 1);
     assert_eq!(report["skipped"]["collision"], 1);
     let link: serde_json::Value = app.get_link("q.1").await.json().await.unwrap();

@@ -365,44 +365,6 @@ async fn the_console_webhook_form_is_held_to_the_webhooks_quota() {
     assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1, "{listed}");
 }
 
-/// Runs a console import of `csv` (a CSV source on `s.old.example`) in `browser`'s session;
-/// returns the finished job's page and its JSON report.
-async fn console_import(
-    browser: &mut Browser<'_>,
-    csrf: &str,
-    csv: &str,
-    dry_run: bool,
-) -> (String, Value) {
-    let mut form = reqwest::multipart::Form::new()
-        .text("csrf", csrf.to_owned())
-        .text("from", "csv")
-        .text("source_domain", "s.old.example")
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(csv.as_bytes().to_vec()).file_name("old.csv"),
-        );
-    if dry_run {
-        form = form.text("dry_run", "1");
-    }
-    let request = browser
-        .request(Method::POST, "/console/import")
-        .multipart(form);
-    let started = browser.send(request).await;
-    assert_eq!(started.status(), StatusCode::SEE_OTHER);
-    let job = location(&started).to_owned();
-    let mut page = String::new();
-    for _ in 0..200 {
-        page = browser.page(&job).await;
-        if page.contains("Finished.") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(page.contains("Finished."), "{page}");
-    let report = browser.page(&format!("{job}/report.json")).await;
-    (page, serde_json::from_str(&report).unwrap())
-}
-
 /// A dry run of B's import with one of A's codes says "taken", and nothing of A's link: not
 /// its target (a password-protected link's here), nor its state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -419,7 +381,7 @@ async fn a_console_import_dry_run_reports_another_workspaces_code_as_taken() {
     assert_eq!(made.status(), StatusCode::CREATED);
     let mut b = brand(&app, &operator, "brand-b", json!({})).await;
     let csv = "code,url,domain,visits\na-private,https://b.example/mine,s.old.example,3\n";
-    let (page, report) = console_import(&mut b.browser, &b.csrf, csv, true).await;
+    let (page, report) = b.browser.import_csv(&b.csrf, csv, true).await;
     let text = format!("{page}\n{report}");
     assert!(text.contains("taken"), "{text}");
     for leak in ["a.example", "s3cr3t", "token", "protected", "live"] {
@@ -436,7 +398,7 @@ async fn a_console_import_of_another_workspaces_code_leaves_its_visits_alone() {
     let operator = operator_key(&app).await;
     let mut a = brand(&app, &operator, "brand-a", json!({})).await;
     let csv = "code,url,domain,visits\nq.1,https://old.example/q,s.old.example,4\n";
-    let (_, report) = console_import(&mut a.browser, &a.csrf, csv, false).await;
+    let (_, report) = a.browser.import_csv(&a.csrf, csv, false).await;
     assert_eq!(report["imported"], 1, "{report}");
     let link = send_json(with_key(&app, &a.admin, Method::GET, "/links/q.1")).await;
     assert_eq!(link["visit_count"], 4, "{link}");
@@ -454,7 +416,7 @@ async fn a_console_import_of_another_workspaces_code_leaves_its_visits_alone() {
     // B's copy of the same source's export, with more visits since.
     let mut b = brand(&app, &operator, "brand-b", json!({})).await;
     let csv = "code,url,domain,visits\nq.1,https://old.example/q,s.old.example,9\n";
-    let (page, report) = console_import(&mut b.browser, &b.csrf, csv, false).await;
+    let (page, report) = b.browser.import_csv(&b.csrf, csv, false).await;
     let link = send_json(with_key(&app, &a.admin, Method::GET, "/links/q.1")).await;
     assert_eq!(
         link["visit_count"], 4,
