@@ -31,6 +31,14 @@ async fn spawn(backend: Backend) -> TestApp {
     spawn_app_with(backend, &patient).await
 }
 
+/// Lines enough that a batch whose answer goes unread stops before its end: the server writes
+/// ahead of its reader only `HELD_FRAMES` chunks (16,000 lines), two groups in flight and two
+/// being rendered (16,000 each), and what the loopback socket buffers hold (10 MB at most, some
+/// 25,000 answers of ~400 bytes): about 80,000 lines past the last one read. A test that reads
+/// a few thousand, then revokes or deletes, lands mid-batch on the fastest machine, where
+/// reading on would let the batch finish first (CI, SQLite: all 40,000 lines of a smaller one).
+const HELD_BACK_BELOW: usize = 200_000;
+
 /// Lines of a batch as a campaign tool streams them: one link each.
 fn batch_lines(count: usize) -> Vec<u8> {
     (0..count)
@@ -144,7 +152,7 @@ fn created_then_stopped(results: &[Value], count: usize, codes: &[&str]) -> Vec<
 }
 
 async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: Backend) {
-    const LINES: usize = 200_000;
+    const LINES: usize = HELD_BACK_BELOW;
     let app = spawn(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -154,9 +162,9 @@ async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: 
     assert_eq!(before.len(), 1, "{before:?}");
 
     let mut answer = start_batch(&app, &admin, batch_lines(LINES)).await;
-    // Under way: a few groups written, more in flight.
+    // Under way: a few groups written, more in flight. Not read meanwhile, the answer holds the
+    // batch back (see `LINES`), so the delete lands mid-batch however fast the machine.
     answer.read_until(10_000).await;
-    let reading = tokio::spawn(answer.read_to_end());
     let deleted = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
         .send()
         .await
@@ -165,7 +173,7 @@ async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: 
     // The moment the delete answered: not one record of the workspace is left.
     assert_eq!(link_keys(&app).await, before, "records left by the delete");
 
-    let results = reading.await.unwrap();
+    let results = answer.read_to_end().await;
     let stopped = ["workspace_suspended", "workspace_deleted"];
     let created = created_then_stopped(&results, LINES, &stopped);
     assert!(created.len() >= 10_000, "the batch was under way");
@@ -199,7 +207,7 @@ async fn key_of(app: &TestApp, admin: &str, role: &str) -> (String, i64) {
 }
 
 async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backend) {
-    const LINES: usize = 40_000;
+    const LINES: usize = HELD_BACK_BELOW;
     let app = spawn(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -208,7 +216,6 @@ async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backen
 
     let mut answer = start_batch(&app, &issuer, batch_lines(LINES)).await;
     answer.read_until(8_000).await;
-    let reading = tokio::spawn(answer.read_to_end());
     let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}"))
         .send()
         .await
@@ -216,7 +223,7 @@ async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backen
     assert_eq!(revoked.status(), 200);
     let at_revoke = links_elsewhere(&app).await;
 
-    let results = reading.await.unwrap();
+    let results = answer.read_to_end().await;
     let created = created_then_stopped(&results, LINES, &["revoked_api_key"]);
     let at_end = links_elsewhere(&app).await;
     // The bound is 1,000 lines or a second; holding the key's row from its last read to its
@@ -237,7 +244,7 @@ async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backen
 }
 
 async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
-    const RECIPIENTS: usize = 30_000;
+    const RECIPIENTS: usize = HELD_BACK_BELOW;
     let app = spawn(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -267,7 +274,6 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
         .unwrap();
     let mut answer = Answer::new(response).await;
     answer.read_until(8_000).await;
-    let reading = tokio::spawn(answer.read_to_end());
     let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
         .json(&json!({"suspended": true}))
         .send()
@@ -276,7 +282,7 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
     assert_eq!(suspended.status(), 200, "{:?}", suspended.text().await);
     let at_suspend = links_elsewhere(&app).await;
 
-    let mut lines = reading.await.unwrap();
+    let mut lines = answer.read_to_end().await;
     let summary = lines.pop().unwrap();
     assert!(
         summary.get("index").is_none(),
