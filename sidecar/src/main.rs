@@ -18,8 +18,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// this process has two worker threads on two CPUs.
 // SAFETY: jemalloc reads this `const char *` once, before its first allocation; it points to a
 // NUL-terminated static string. jemalloc's own definition of the symbol is weak, for this.
+// Unprefixed: Debian's jemalloc is the process's malloc (Cargo.toml).
 #[allow(unsafe_code)]
-#[export_name = "_rjem_malloc_conf"]
+#[export_name = "malloc_conf"]
 static JEMALLOC_CONF: &[u8; 10] = b"narenas:1\0";
 
 #[tokio::main]
