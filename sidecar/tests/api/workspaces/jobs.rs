@@ -37,7 +37,7 @@ async fn spawn(backend: Backend) -> TestApp {
 /// 25,000 answers of ~400 bytes): about 80,000 lines past the last one read. A test that reads
 /// a few thousand, then revokes or deletes, lands mid-batch on the fastest machine, where
 /// reading on would let the batch finish first (CI, SQLite: all 40,000 lines of a smaller one).
-const HELD_BACK_BELOW: usize = 200_000;
+const HELD_BACK_BELOW: usize = 120_000;
 
 /// Lines of a batch as a campaign tool streams them: one link each.
 fn batch_lines(count: usize) -> Vec<u8> {

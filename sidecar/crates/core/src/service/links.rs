@@ -51,11 +51,18 @@ impl LinkService {
     }
 
     /// What the records of `workspace`'s links name: an error, before anything is written, for
-    /// a workspace that cannot be named.
+    /// a workspace that cannot be named. A workspace deleted meanwhile stops the work (a job's
+    /// next group answers `workspace_deleted`, not an internal error).
     pub async fn record_workspace(
         &self,
         workspace: WorkspaceId,
     ) -> Result<RecordWorkspace, ServiceError> {
+        if let Some(known) = self.slugs.known_record_workspace(workspace) {
+            return Ok(known);
+        }
+        if self.storage.workspace(workspace).await?.is_none() {
+            return Err(ServiceError::Stopped(super::Stop::WorkspaceDeleted));
+        }
         Ok(self
             .slugs
             .record_workspace(self.storage.as_ref(), workspace)
