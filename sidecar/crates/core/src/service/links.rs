@@ -1,7 +1,7 @@
 //! The link service: what every operation of the write path and every read is a method of
 //! (their `impl LinkService` blocks are in the files of the parts). Its fields are the parts'.
 
-use super::error::ServiceError;
+use super::error::{ServiceError, Stop};
 use crate::issuer::Issuer;
 use crate::projection::{Projection, RecordWorkspace, Slugs};
 use shortlink_store::{Storage, WorkspaceId};
@@ -61,7 +61,7 @@ impl LinkService {
             return Ok(known);
         }
         if self.storage.workspace(workspace).await?.is_none() {
-            return Err(ServiceError::Stopped(super::Stop::WorkspaceDeleted));
+            return Err(ServiceError::Stopped(Stop::WorkspaceDeleted));
         }
         Ok(self
             .slugs
