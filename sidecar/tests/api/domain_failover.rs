@@ -430,31 +430,19 @@ async fn a_batch_running_when_a_domain_is_drained_moves_its_remaining_links(back
     let body: String = (0..ITEMS)
         .map(|i| format!("{{\"url\":\"https://t.example/{i}\"}}\n"))
         .collect();
-    let mut response = through_nginx(&app, Method::POST, "/links/batch")
+    let response = through_nginx(&app, Method::POST, "/links/batch")
         .header("content-type", "application/x-ndjson")
         .body(body)
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200);
+    let mut answer = crate::streamed::Answer::new(response).await;
     // Drained by hand once some links are answered: a short URL's host is chosen as its group
     // is answered, so stored rows alone (the commit comes first) could all answer after the drain.
-    let mut answer = Vec::new();
-    let mut answered = 0;
-    while answered < 2_000 {
-        let chunk = response.chunk().await.unwrap().expect("the answer goes on");
-        answered += chunk.iter().filter(|&&byte| byte == b'\n').count();
-        answer.extend_from_slice(&chunk);
-    }
+    answer.read_until(2_000).await;
     operator(&app, "s2.example", "drain", None).await;
-    while let Some(chunk) = response.chunk().await.unwrap() {
-        answer.extend_from_slice(&chunk);
-    }
-    let answer = String::from_utf8(answer).unwrap();
-    let hosts: Vec<String> = answer
-        .lines()
-        .map(|line| {
-            let result: Value = serde_json::from_str(line).unwrap();
+    let hosts: Vec<String> = (answer.read_to_end().await.iter())
+        .map(|result| {
             assert_eq!(result["status"], 201, "{result}");
             let url = result["link"]["short_url"].as_str().unwrap();
             url::Url::parse(url).unwrap().host_str().unwrap().to_owned()

@@ -43,6 +43,7 @@ mod routes;
 mod rules;
 mod rules_fallback;
 mod sentinel;
+mod streamed;
 mod subjects;
 mod subjects_retention;
 mod validation;

@@ -4,6 +4,7 @@
 //! answers every line: what it finished, then why the rest was not issued.
 
 use super::*;
+use crate::streamed::Answer;
 use reqwest::Method;
 use std::collections::BTreeSet;
 
@@ -45,50 +46,6 @@ fn batch_lines(count: usize) -> Vec<u8> {
         .map(|i| format!("{{\"url\":\"https://a.example/p/{i}\"}}\n"))
         .collect::<String>()
         .into_bytes()
-}
-
-/// An NDJSON answer read line by line as it streams.
-struct Answer {
-    response: reqwest::Response,
-    pending: Vec<u8>,
-    lines: Vec<Value>,
-    ended: bool,
-}
-
-impl Answer {
-    async fn new(response: reqwest::Response) -> Self {
-        if response.status() != 200 {
-            panic!("{}: {}", response.status(), response.text().await.unwrap());
-        }
-        Answer {
-            response,
-            pending: Vec::new(),
-            lines: Vec::new(),
-            ended: false,
-        }
-    }
-
-    /// Reads until at least `count` lines are in, or the answer ends.
-    async fn read_until(&mut self, count: usize) {
-        while self.lines.len() < count && !self.ended {
-            match self.response.chunk().await.unwrap() {
-                None => self.ended = true,
-                Some(bytes) => {
-                    self.pending.extend_from_slice(&bytes);
-                    while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = self.pending.drain(..=end).collect();
-                        self.lines.push(serde_json::from_slice(&line).unwrap());
-                    }
-                }
-            }
-        }
-    }
-
-    async fn read_to_end(mut self) -> Vec<Value> {
-        self.read_until(usize::MAX).await;
-        assert!(self.pending.is_empty(), "a line cut short");
-        self.lines
-    }
 }
 
 /// Sends `body` as an NDJSON batch with `key`; its answer, streaming.
