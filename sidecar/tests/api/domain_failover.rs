@@ -424,8 +424,10 @@ async fn a_batch_running_when_a_domain_is_drained_moves_its_remaining_links(back
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let app = spawn_app_with(backend, &flags).await;
     // Lines enough that the drain lands mid-batch however fast the machine: the answer, unread
-    // from the drain until it has answered, holds the batch back (at most ~80,000 lines ahead of
-    // its reader; see `workspaces::jobs::HELD_BACK_BELOW`).
+    // from the drain until it has answered, holds the batch back. The server renders at most
+    // ~80,000 lines ahead of its reader: `HELD_FRAMES` chunks (16,000 lines), two groups in flight
+    // and two being rendered (16,000 each), and what the loopback socket buffers hold (10 MB at
+    // most, some 25,000 answers).
     const ITEMS: usize = 120_000;
     let body: String = (0..ITEMS)
         .map(|i| format!("{{\"url\":\"https://t.example/{i}\"}}\n"))

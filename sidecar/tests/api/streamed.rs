@@ -1,8 +1,33 @@
-//! A streamed NDJSON answer (a batch's, a compose's), read a line at a time: a test that reads
-//! part of it, acts, then reads on holds the job back meanwhile (the server writes only so far
-//! ahead of an unread answer).
+//! Streamed requests and answers (a batch's, a compose's). A body sent in [`Parts`] lets a test act
+//! between two parts knowing exactly which lines the server had: it can act only on what it was
+//! sent. An NDJSON [`Answer`] is read a line at a time: a test that reads part of it, acts, then
+//! reads on holds the job back meanwhile (the server writes only so far ahead of an unread answer).
 
 use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The sending end of a request body that goes out a part at a time; dropping it ends the body.
+pub struct Parts(mpsc::Sender<Vec<u8>>);
+
+impl Parts {
+    pub async fn send(&self, part: Vec<u8>) {
+        self.0.send(part).await.expect("the request still sending");
+    }
+}
+
+/// Starts `request` with a body sent in parts; its response comes once the body has ended (the
+/// server answers a streamed job only then).
+pub fn send_in_parts(request: reqwest::RequestBuilder) -> (Parts, JoinHandle<reqwest::Response>) {
+    let (sender, receiver) = mpsc::channel::<Vec<u8>>(1);
+    let body = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let part = receiver.recv().await?;
+        Some((Ok::<_, std::io::Error>(part), receiver))
+    });
+    let request = request.body(reqwest::Body::wrap_stream(body));
+    let response = tokio::spawn(async move { request.send().await.expect("the request") });
+    (Parts(sender), response)
+}
 
 /// An NDJSON answer read line by line as it streams.
 pub struct Answer {

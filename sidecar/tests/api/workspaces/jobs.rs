@@ -4,7 +4,8 @@
 //! answers every line: what it finished, then why the rest was not issued.
 
 use super::*;
-use crate::streamed::Answer;
+use crate::streamed::{send_in_parts, Answer};
+use std::time::Duration;
 use reqwest::Method;
 use std::collections::BTreeSet;
 
@@ -32,31 +33,46 @@ async fn spawn(backend: Backend) -> TestApp {
     spawn_app_with(backend, &patient).await
 }
 
-/// Lines enough that a batch whose answer goes unread stops before its end: the server writes
-/// ahead of its reader only `HELD_FRAMES` chunks (16,000 lines), two groups in flight and two
-/// being rendered (16,000 each), and what the loopback socket buffers hold (10 MB at most, some
-/// 25,000 answers of ~400 bytes): about 80,000 lines past the last one read. A test that reads
-/// a few thousand, then revokes or deletes, lands mid-batch on the fastest machine, where
-/// reading on would let the batch finish first (CI, SQLite: all 40,000 lines of a smaller one).
-const HELD_BACK_BELOW: usize = 120_000;
+/// Lines the server has before the test acts: whole chunks (the server cuts a body into chunks of
+/// 1,000 lines and acts on a chunk once it is whole), all written before the test acts.
+const BEFORE: usize = 4_000;
+/// Lines sent while the test acts (a group of chunks, 8,000 lines): groups in flight as the act
+/// lands, each written before it or stopped.
+const DURING: usize = 8_000;
+/// Lines sent once the act has answered: more than one group, every one of them seen to stop.
+const AFTER: usize = 10_000;
 
-/// Lines of a batch as a campaign tool streams them: one link each.
-fn batch_lines(count: usize) -> Vec<u8> {
-    (0..count)
+/// Lines of a batch as a campaign tool streams them: one link each, numbered from `first`.
+fn batch_lines(lines: std::ops::Range<usize>) -> Vec<u8> {
+    lines
         .map(|i| format!("{{\"url\":\"https://a.example/p/{i}\"}}\n"))
         .collect::<String>()
         .into_bytes()
 }
 
-/// Sends `body` as an NDJSON batch with `key`; its answer, streaming.
-async fn start_batch(app: &TestApp, key: &str, body: Vec<u8>) -> Answer {
-    let response = with_key(app, key, Method::POST, "/links/batch")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    Answer::new(response).await
+/// Sends `request` the first `BEFORE` of the lines `lines` makes and waits until the server has
+/// written them all, then runs `act` while `DURING` lines more go, then sends `AFTER` lines; the
+/// answer's lines. The job is mid-way when `act` runs, on any machine.
+async fn around<Act: std::future::Future<Output = ()>>(
+    app: &TestApp,
+    request: reqwest::RequestBuilder,
+    lines: fn(std::ops::Range<usize>) -> Vec<u8>,
+    act: Act,
+) -> Vec<Value> {
+    let request = request.header("content-type", "application/x-ndjson");
+    let (parts, response) = send_in_parts(request);
+    let written_before = links_elsewhere(app).await;
+    parts.send(lines(0..BEFORE)).await;
+    let all_written = || async { links_elsewhere(app).await - written_before == BEFORE as i64 };
+    assert!(
+        eventually(Duration::from_secs(120), all_written).await,
+        "the first lines written"
+    );
+    let during = BEFORE..BEFORE + DURING;
+    tokio::join!(act, parts.send(lines(during.clone())));
+    parts.send(lines(during.end..during.end + AFTER)).await;
+    drop(parts);
+    Answer::new(response.await.unwrap()).await.read_to_end().await
 }
 
 /// Every link record in Redis (`wire`'s link keys).
@@ -90,26 +106,26 @@ async fn links_elsewhere(app: &TestApp) -> i64 {
         .await
 }
 
-/// Checks that `results` answer each of `count` items in order, the created ones first answered
-/// 201 and every other one refused with one of `codes`; returns the codes created.
-fn created_then_stopped(results: &[Value], count: usize, codes: &[&str]) -> Vec<String> {
-    assert_eq!(results.len(), count, "one result per line");
-    let mut created = Vec::new();
+/// Checks that `results` answer each line in order: the lines sent before the act with 201, then
+/// maybe some sent during it, then every other one refused with one of `codes`, those sent after
+/// it answered included. Returns the created ones.
+fn created_then_stopped<'a>(results: &'a [Value], codes: &[&str]) -> &'a [Value] {
+    assert_eq!(results.len(), BEFORE + DURING + AFTER, "one result per line");
+    let created = results.iter().take_while(|result| result["status"] == 201);
+    let created = created.count();
+    assert!(created >= BEFORE, "the lines sent before the act");
+    assert!(created <= BEFORE + DURING, "lines sent after the act");
     for (index, result) in results.iter().enumerate() {
         assert_eq!(result["index"], index as i64, "{result}");
-        match result["status"].as_u64() {
-            Some(201) => created.push(result["link"]["code"].as_str().unwrap().to_owned()),
-            _ => {
-                let code = result["error"]["code"].as_str().unwrap_or_default();
-                assert!(codes.contains(&code), "{result}");
-            }
+        if index >= created {
+            let code = result["error"]["code"].as_str().unwrap_or_default();
+            assert!(codes.contains(&code), "{result}");
         }
     }
-    created
+    &results[..created]
 }
 
 async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: Backend) {
-    const LINES: usize = HELD_BACK_BELOW;
     let app = spawn(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -118,23 +134,19 @@ async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: 
     let before = link_keys(&app).await;
     assert_eq!(before.len(), 1, "{before:?}");
 
-    let mut answer = start_batch(&app, &admin, batch_lines(LINES)).await;
-    // Under way: a few groups written, more in flight. Not read meanwhile, the answer holds the
-    // batch back (see `LINES`), so the delete lands mid-batch however fast the machine.
-    answer.read_until(10_000).await;
-    let deleted = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200, "{:?}", deleted.text().await);
-    // The moment the delete answered: not one record of the workspace is left.
-    assert_eq!(link_keys(&app).await, before, "records left by the delete");
-
-    let results = answer.read_to_end().await;
+    let delete = async {
+        let deleted = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 200, "{:?}", deleted.text().await);
+        // The moment the delete answered: not one record of the workspace is left.
+        assert_eq!(link_keys(&app).await, before, "records left by the delete");
+    };
+    let batch = with_key(&app, &admin, Method::POST, "/links/batch");
+    let results = around(&app, batch, batch_lines, delete).await;
     let stopped = ["workspace_suspended", "workspace_deleted"];
-    let created = created_then_stopped(&results, LINES, &stopped);
-    assert!(created.len() >= 10_000, "the batch was under way");
-    assert!(created.len() < LINES, "the batch was stopped");
+    let created = created_then_stopped(&results, &stopped);
     // Nor after: the batch wrote nothing once the delete had begun.
     assert_eq!(
         link_keys(&app).await,
@@ -145,7 +157,8 @@ async fn a_batch_running_while_its_workspace_is_deleted_leaves_nothing(backend: 
     // Nothing landed in `default`: its one link, and none of the batch's codes.
     let in_default = app.db.texts("SELECT code FROM links").await;
     assert_eq!(in_default, vec![default_code.clone()]);
-    for code in created.iter().step_by(997) {
+    for line in created.iter().step_by(397) {
+        let code = line["link"]["code"].as_str().unwrap();
         assert_eq!(app.get_link(code).await.status(), 404, "{code}");
         assert!(app.redis_record(code).await.is_none(), "{code}");
     }
@@ -164,49 +177,36 @@ async fn key_of(app: &TestApp, admin: &str, role: &str) -> (String, i64) {
 }
 
 async fn a_key_revoked_mid_batch_issues_nothing_after_the_revoke(backend: Backend) {
-    const LINES: usize = HELD_BACK_BELOW;
     let app = spawn(backend).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let (issuer, id) = key_of(&app, &admin, "issuer").await;
 
-    let mut answer = start_batch(&app, &issuer, batch_lines(LINES)).await;
-    answer.read_until(8_000).await;
-    let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoked.status(), 200);
-    let at_revoke = links_elsewhere(&app).await;
-
-    let results = answer.read_to_end().await;
-    let created = created_then_stopped(&results, LINES, &["revoked_api_key"]);
-    let at_end = links_elsewhere(&app).await;
-    // The bound is 1,000 lines or a second; holding the key's row from its last read to its
-    // commit, a group either committed before the revoke answered or was taken back.
+    let revoke = async {
+        let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(revoked.status(), 200);
+    };
+    let batch = with_key(&app, &issuer, Method::POST, "/links/batch");
+    let results = around(&app, batch, batch_lines, revoke).await;
+    let created = created_then_stopped(&results, &["revoked_api_key"]);
+    // Holding the key's row from its last read to its commit, a group either committed before
+    // the revoke answered or was taken back.
     assert_eq!(
-        at_end - at_revoke,
-        0,
-        "links issued after the revoke answered"
-    );
-    assert_eq!(
+        links_elsewhere(&app).await,
         created.len() as i64,
-        at_end,
-        "every link issued is answered"
+        "every link issued is answered, none after the revoke"
     );
-    assert!(created.len() < LINES, "the batch was stopped");
     let last = results.last().unwrap();
     assert_eq!(last["status"], 401, "{last}");
 }
 
-async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
-    const RECIPIENTS: usize = HELD_BACK_BELOW;
-    let app = spawn(backend).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let body: Vec<u8> = (0..RECIPIENTS)
+/// Recipients of a compose, one per line, numbered as `lines`.
+fn recipient_lines(lines: std::ops::Range<usize>) -> Vec<u8> {
+    lines
         .map(|i| {
             let recipient = json!({
                 "phone": format!("+4474{:08}", i),
@@ -215,46 +215,40 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
             format!("{recipient}\n")
         })
         .collect::<String>()
-        .into_bytes();
+        .into_bytes()
+}
+
+async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
+    let app = spawn(backend).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+
+    let suspend = async {
+        let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+            .json(&json!({"suspended": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(suspended.status(), 200, "{:?}", suspended.text().await);
+    };
     let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
     url.query_pairs_mut()
         .append_pair("template", "Sale today: {{link}}");
-    let response = (app.client.post(url).bearer_auth(&admin))
-        .header(
-            "X-Shortlink-Public-Base",
-            "https://s1.example [brand-a] https://a1.brand-a.example",
-        )
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let mut answer = Answer::new(response).await;
-    answer.read_until(8_000).await;
-    let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"suspended": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(suspended.status(), 200, "{:?}", suspended.text().await);
-    let at_suspend = links_elsewhere(&app).await;
-
-    let mut lines = answer.read_to_end().await;
+    let compose = (app.client.post(url).bearer_auth(&admin)).header(
+        "X-Shortlink-Public-Base",
+        "https://s1.example [brand-a] https://a1.brand-a.example",
+    );
+    let mut lines = around(&app, compose, recipient_lines, suspend).await;
     let summary = lines.pop().unwrap();
     assert!(
         summary.get("index").is_none(),
         "the summary ends it: {summary}"
     );
-    assert_eq!(lines.len(), RECIPIENTS, "one line per recipient");
-    let mut created = 0;
-    for (index, line) in lines.iter().enumerate() {
-        assert_eq!(line["index"], index as i64, "{line}");
-        match line["status"].as_u64() {
-            Some(201) => created += 1,
-            _ => assert_eq!(line["error"]["code"], "workspace_suspended", "{line}"),
-        }
-    }
-    assert_eq!(links_elsewhere(&app).await, at_suspend, "issued after");
-    assert_eq!(created, at_suspend, "every link issued is answered");
-    assert!((created as usize) < RECIPIENTS, "the compose was stopped");
+    let created = created_then_stopped(&lines, &["workspace_suspended"]);
+    assert_eq!(
+        links_elsewhere(&app).await,
+        created.len() as i64,
+        "every link issued is answered, none after the suspend"
+    );
 }
