@@ -5,9 +5,9 @@
 
 use super::*;
 use crate::streamed::{send_in_parts, Answer};
-use std::time::Duration;
 use reqwest::Method;
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 crate::on_each_backend!(
     a_key_revoked_mid_batch_issues_nothing_after_the_revoke,
@@ -72,7 +72,10 @@ async fn around<Act: std::future::Future<Output = ()>>(
     tokio::join!(act, parts.send(lines(during.clone())));
     parts.send(lines(during.end..during.end + AFTER)).await;
     drop(parts);
-    Answer::new(response.await.unwrap()).await.read_to_end().await
+    Answer::new(response.await.unwrap())
+        .await
+        .read_to_end()
+        .await
 }
 
 /// Every link record in Redis (`wire`'s link keys).
@@ -110,7 +113,11 @@ async fn links_elsewhere(app: &TestApp) -> i64 {
 /// maybe some sent during it, then every other one refused with one of `codes`, those sent after
 /// it answered included. Returns the created ones.
 fn created_then_stopped<'a>(results: &'a [Value], codes: &[&str]) -> &'a [Value] {
-    assert_eq!(results.len(), BEFORE + DURING + AFTER, "one result per line");
+    assert_eq!(
+        results.len(),
+        BEFORE + DURING + AFTER,
+        "one result per line"
+    );
     let created = results.iter().take_while(|result| result["status"] == 201);
     let created = created.count();
     assert!(created >= BEFORE, "the lines sent before the act");
