@@ -5,22 +5,26 @@
 //! panicking or killed test never leaves a Redis, PostgreSQL, MariaDB or nginx behind.
 
 pub mod cluster;
+pub mod kannel;
 pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod sentinel;
 pub mod sidecar;
+pub mod smsc;
 pub mod sql_server;
 pub mod yourls;
 
 pub use cluster::RedisCluster;
+pub use kannel::Kannel;
 pub use mariadb::{mariadb, MariaDb};
 pub use postgres::{postgres, Postgres};
 pub use process::{Lifeline, Signal};
 pub use redis::RedisServer;
 pub use sentinel::{SentinelGroup, SentinelServer, SentinelTiming};
 pub use sidecar::Sidecar;
+pub use smsc::{SmscDouble, Verdict};
 pub use sql_server::SqlServer;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
