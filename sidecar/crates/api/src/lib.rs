@@ -136,11 +136,12 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &axum::extract::Request| {
-                    // The path only: query strings may carry recipients' data.
+                    // The path only: query strings may carry recipients' data. A callback's
+                    // path holds its token, a credential: not logged.
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        path = %request.uri().path(),
+                        path = %deliveries::callbacks::loggable_path(request.uri().path()),
                         api_key = tracing::field::Empty,
                     )
                 })

@@ -37,6 +37,14 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+/// `path` as logs may show it: a callback's token (its credential) replaced by `…`.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match (path.strip_prefix("/callbacks/")).and_then(|rest| rest.split_once('/')) {
+        Some((_, gateway)) => format!("/callbacks/…/{gateway}").into(),
+        None => path.into(),
+    }
+}
+
 /// A request's parameters (a query or a form), in order, each name's first value winning.
 #[derive(Debug, Clone, Default)]
 pub struct Params(pub Vec<(String, String)>);
@@ -257,4 +265,14 @@ pub async fn vonage_post(
         .collect();
     let query = Params::from_query(uri.query().unwrap_or_default());
     receive(&state, &token, vonage::receipt(&Params(fields), &query)).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn logs_never_show_a_token() {
+        let path = super::loggable_path("/callbacks/slc_0123/kannel");
+        assert_eq!(path, "/callbacks/…/kannel");
+        assert_eq!(super::loggable_path("/api/v1/links"), "/api/v1/links");
+    }
 }
