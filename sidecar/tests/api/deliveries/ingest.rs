@@ -153,7 +153,7 @@ async fn ndjson_lines_are_answered_in_order_with_line_and_field(backend: Backend
         .collect();
     assert_eq!(
         statuses,
-        [201, 400, 422, 422, 404, 201, 201, 200, 400, 422, 422]
+        [201, 400, 400, 422, 404, 201, 201, 200, 400, 422, 422]
     );
     let indexes: Vec<u64> = answers
         .iter()
@@ -167,7 +167,7 @@ async fn ndjson_lines_are_answered_in_order_with_line_and_field(backend: Backend
         )
     };
     assert_eq!(error(1).0, "malformed_json");
-    assert_eq!(error(2).0, "invalid_message_id");
+    assert_eq!(error(2).0, "malformed_json");
     assert!(error(2).1.contains("message_id"), "{:?}", error(2));
     assert_eq!(error(3).0, "invalid_state");
     assert_eq!(error(4).0, "unknown_link");
@@ -189,4 +189,48 @@ async fn ndjson_lines_are_answered_in_order_with_line_and_field(backend: Backend
         .texts("SELECT short_domain FROM delivery_messages WHERE message_id = 'm-4'")
         .await;
     assert_eq!(domains, ["s.example"]);
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_receipts_tokens_funnel_and_callbacks() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let doc = app.get_json("/openapi.json").await;
+    for (path, methods) in [
+        ("/api/v1/deliveries", &["post"][..]),
+        ("/api/v1/callback-tokens", &["get", "post"][..]),
+        ("/api/v1/callback-tokens/{id}", &["delete"][..]),
+        ("/api/v1/campaigns/{campaign}/funnel", &["get"][..]),
+        ("/callbacks/{token}/kannel", &["get"][..]),
+        ("/callbacks/{token}/twilio", &["post"][..]),
+        ("/callbacks/{token}/vonage", &["get", "post"][..]),
+    ] {
+        for method in methods {
+            assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+        }
+    }
+    // The callbacks need no key: their token is in the path.
+    assert_eq!(
+        doc["paths"]["/callbacks/{token}/kannel"]["get"]["security"],
+        json!([{}])
+    );
+    let schema = &doc["components"]["schemas"]["DeliveryRequest"];
+    assert_eq!(
+        schema["properties"]["state"]["enum"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    let required: Vec<&str> = (schema["required"].as_array().unwrap().iter())
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    assert_eq!(required, ["message_id", "state"]);
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for reference in doc.to_string().split("\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().unwrap();
+        assert!(
+            schemas.contains_key(name),
+            "{name} is referenced but not defined"
+        );
+    }
 }

@@ -21,36 +21,73 @@ const MAX_NAME: usize = 2048;
 const MAX_AHEAD: Duration = Duration::minutes(5);
 
 /// A delivery receipt: the link (exactly one of `code`, `short_url`, `campaign` + `ref`), the
-/// gateway's message id and what it says happened. Every field is a string, checked after
-/// reading, so that a refusal names the field (422 `invalid_<field>`).
+/// gateway's message id and what it says happened. Values are read as strings and checked
+/// after, so that a refusal names the field (422 `invalid_<field>`).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryRequest {
     /// The link's code.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub code: Option<String>,
     /// Instead of `code`: the short URL sent (its host is kept as the message's short domain,
     /// for the funnel's breakdown).
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub short_url: Option<String>,
     /// With `ref`, instead of `code`: the campaign's per-recipient link.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub campaign: Option<String>,
     #[serde(rename = "ref")]
-    #[schema(rename = "ref")]
+    #[schema(
+        rename = "ref",
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub recipient_ref: Option<String>,
     /// The gateway's id of the message: with `state`, the idempotency key (a repeat answers
     /// the first receipt, `duplicate` true). 1 to 128 characters, no control characters.
-    #[schema(min_length = 1, max_length = 128)]
-    pub message_id: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub message_id: String,
     /// `submitted`, `delivered`, `failed`, `rejected`, `expired`, `buffered` or `unknown`.
-    #[schema(example = "delivered")]
-    pub state: Option<String>,
-    /// The gateway's or carrier's error code (at most 32 characters).
+    #[schema(schema_with = state_schema)]
+    pub state: String,
+    /// The gateway's or carrier's error code, at most 32 characters (empty: none).
+    #[schema(max_length = 32, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub error_code: Option<String>,
-    /// The gateway's text (kept to 256 characters).
+    /// The gateway's text (kept to 256 characters, control characters as spaces).
     pub error_text: Option<String>,
-    /// The carrier: MCC-MNC (`23410`) or a name, at most 64 characters.
+    /// The carrier: MCC-MNC (`23410`) or a name, at most 64 characters (empty: none).
+    #[schema(max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub carrier: Option<String>,
     /// The gateway's time of the report, RFC 3339 (default: now; at most 5 minutes ahead).
+    #[schema(format = DateTime)]
     pub at: Option<String>,
+}
+
+/// `state`: the seven states.
+fn state_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(DeliveryState::ALL.map(DeliveryState::as_str)))
+        .examples([serde_json::json!("delivered")])
+        .into()
 }
 
 /// A stored receipt, and the message's current state after it.
@@ -137,7 +174,10 @@ fn link_of(request: &DeliveryRequest) -> Result<(LinkRef, Option<String>), Inval
                 )
             };
             let url = url::Url::parse(&url).map_err(|_| bad())?;
-            let host = url.host_str().ok_or_else(bad)?.to_ascii_lowercase();
+            let host = (url.host_str())
+                .filter(|host| host.len() <= 253)
+                .ok_or_else(bad)?
+                .to_ascii_lowercase();
             let code = (url.path_segments())
                 .and_then(|mut segments| segments.next())
                 .filter(|code| !code.is_empty())
@@ -165,20 +205,14 @@ pub fn check(
     now: DateTime<Utc>,
 ) -> Result<NewReceipt, Invalid> {
     let (link, short_domain) = link_of(&request)?;
-    let message_id = key_text(
-        "message_id",
-        request.message_id.as_deref().unwrap_or_default(),
-        MAX_MESSAGE_ID,
-    )?;
-    let state = (request.state.as_deref())
-        .and_then(DeliveryState::parse)
-        .ok_or_else(|| {
-            Invalid::new(
-                "state",
-                "`state` is one of submitted, delivered, failed, rejected, expired, buffered, \
+    let message_id = key_text("message_id", &request.message_id, MAX_MESSAGE_ID)?;
+    let state = DeliveryState::parse(&request.state).ok_or_else(|| {
+        Invalid::new(
+            "state",
+            "`state` is one of submitted, delivered, failed, rejected, expired, buffered, \
                  unknown",
-            )
-        })?;
+        )
+    })?;
     let at = match request.at.as_deref() {
         None => now,
         Some(text) => DateTime::parse_from_rfc3339(text.trim())

@@ -29,11 +29,20 @@ pub enum CallbackGateway {
 #[serde(deny_unknown_fields)]
 pub struct CreateCallbackToken {
     /// For people: 1 to 200 printable characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub name: String,
     pub gateway: CallbackGateway,
     /// Twilio only: the account's auth token. When given, every callback must carry a valid
     /// `X-Twilio-Signature` (403 `invalid_signature` otherwise). Never shown back.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub twilio_auth_token: Option<String>,
 }
 
@@ -81,8 +90,10 @@ fn generate() -> Result<String> {
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 
+/// 1 to `max` characters, not only spaces, no control characters (the schema's pattern), with
+/// surrounding ASCII spaces dropped.
 fn printable(text: &str, max: usize) -> Option<&str> {
-    let text = text.trim();
+    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
     (!text.is_empty() && text.chars().count() <= max && !text.chars().any(char::is_control))
         .then_some(text)
 }

@@ -189,9 +189,9 @@ fn has_control(text: &str) -> bool {
     text.chars().any(char::is_control)
 }
 
-/// A required key-like text: 1 to `max` characters, no control characters.
+/// A required key-like text: 1 to `max` characters, no control characters (taken as given:
+/// an id is not trimmed).
 pub fn key_text(field: &'static str, text: &str, max: usize) -> Result<String, Invalid> {
-    let text = text.trim();
     if text.is_empty() || text.chars().count() > max || has_control(text) {
         return Err(Invalid::new(
             field,
@@ -207,7 +207,7 @@ pub fn opt_key_text(
     text: Option<&str>,
     max: usize,
 ) -> Result<Option<String>, Invalid> {
-    match text.map(str::trim).filter(|text| !text.is_empty()) {
+    match text.filter(|text| !text.is_empty()) {
         None => Ok(None),
         Some(text) => key_text(field, text, max).map(Some),
     }

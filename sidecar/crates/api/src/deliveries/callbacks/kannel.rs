@@ -73,12 +73,13 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
     };
     let code = params.get("code").map(str::to_owned);
     let message_id = (params.get("mid").filter(|mid| !mid.is_empty()))
-        .map(str::to_owned)
-        .or_else(|| code.clone());
+        .or(code.as_deref())
+        .unwrap_or_default()
+        .to_owned();
     Ok(DeliveryRequest {
         code,
         message_id,
-        state: Some(state.into()),
+        state: state.into(),
         error_code,
         error_text,
         carrier: params.get("smsc").map(str::to_owned),
@@ -102,24 +103,24 @@ mod tests {
              +text%3AYour+link&ts=1795804019&to=%2B15550001111&code=abc&mid=m1",
         )
         .unwrap();
-        assert_eq!(r.state.as_deref(), Some("failed"));
+        assert_eq!(r.state, "failed");
         assert_eq!(r.error_code.as_deref(), Some("005"));
         assert_eq!(r.error_text.as_deref(), Some("stat:UNDELIV"));
         assert_eq!(r.carrier.as_deref(), Some("dbl"));
-        assert_eq!(r.message_id.as_deref(), Some("m1"));
+        assert_eq!(r.message_id, "m1");
         assert_eq!(r.at.as_deref(), Some("2026-11-27T18:26:59+00:00"));
     }
 
     #[test]
     fn expired_and_rejected_receipts_and_nacks() {
         let r = query("type=2&answer=id%3A1+stat%3AEXPIRED+err%3A000&code=abc").unwrap();
-        assert_eq!(r.state.as_deref(), Some("expired"));
+        assert_eq!(r.state, "expired");
         assert_eq!(r.error_code, None);
-        assert_eq!(r.message_id.as_deref(), Some("abc"));
+        assert_eq!(r.message_id, "abc");
         let r = query("type=1&answer=id%3A1+stat%3AREJECTD+err%3A0B&code=abc").unwrap();
-        assert_eq!(r.state.as_deref(), Some("rejected"));
+        assert_eq!(r.state, "rejected");
         let r = query("type=16&answer=NACK%2FERR+88+destination+blocked&smsc=&code=x").unwrap();
-        assert_eq!(r.state.as_deref(), Some("rejected"));
+        assert_eq!(r.state, "rejected");
         assert_eq!(r.error_text.as_deref(), Some("ERR 88 destination blocked"));
         assert_eq!(r.carrier.as_deref(), Some(""));
         assert!(query("type=3&code=x").is_err());

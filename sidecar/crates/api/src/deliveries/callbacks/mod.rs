@@ -145,7 +145,7 @@ pub async fn kannel_dlr(
 #[utoipa::path(post, path = "/callbacks/{token}/twilio", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `twilio`"),
         ("code" = String, Query, description = "the link's code")),
-    request_body(content_type = "application/x-www-form-urlencoded", content = String,
+    request_body(content_type = "application/x-www-form-urlencoded", content = Object,
         description = "Twilio's fields: `MessageSid`, `MessageStatus`, `ErrorCode`, …"),
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
@@ -153,6 +153,7 @@ pub async fn kannel_dlr(
         (status = 400, description = "`invalid_state`, `invalid_message_id`, `invalid_link`, …", body = ErrorBody),
         (status = 403, description = "`invalid_signature`: `X-Twilio-Signature` missing or wrong", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "not a form", body = ErrorBody),
     ))]
 pub async fn twilio_status(
@@ -240,6 +241,7 @@ pub async fn vonage_get(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
         (status = 400, description = "`malformed_json`, `invalid_state`, `invalid_message_id`, …", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
     ))]
 pub async fn vonage_post(

@@ -37,8 +37,8 @@ pub fn receipt(form: &Params, query: &Params) -> Result<DeliveryRequest, Invalid
     };
     Ok(DeliveryRequest {
         code: query.get("code").map(str::to_owned),
-        message_id: form.get("MessageSid").map(str::to_owned),
-        state: Some(state.into()),
+        message_id: form.get("MessageSid").unwrap_or_default().to_owned(),
+        state: state.into(),
         error_code: form.get("ErrorCode").map(str::to_owned),
         ..DeliveryRequest::default()
     })
@@ -125,7 +125,7 @@ mod tests {
     fn maps_statuses() {
         let form = Params::from_query("MessageSid=SM1&MessageStatus=undelivered&ErrorCode=30003");
         let r = receipt(&form, &Params::from_query("code=abc")).unwrap();
-        assert_eq!(r.state.as_deref(), Some("failed"));
+        assert_eq!(r.state, "failed");
         assert_eq!(r.error_code.as_deref(), Some("30003"));
         assert_eq!(r.code.as_deref(), Some("abc"));
         for (status, state) in [
@@ -134,10 +134,7 @@ mod tests {
             ("read", "delivered"),
         ] {
             let form = Params::from_query(&format!("MessageSid=SM1&MessageStatus={status}"));
-            assert_eq!(
-                receipt(&form, &Params::default()).unwrap().state.as_deref(),
-                Some(state)
-            );
+            assert_eq!(receipt(&form, &Params::default()).unwrap().state, state);
         }
         assert!(receipt(
             &Params::from_query("MessageStatus=lost"),

@@ -44,8 +44,8 @@ pub fn receipt(body: &Params, query: &Params) -> Result<DeliveryRequest, Invalid
         .map(str::to_owned);
     Ok(DeliveryRequest {
         code,
-        message_id: body.get("messageId").map(str::to_owned),
-        state: Some(state.into()),
+        message_id: body.get("messageId").unwrap_or_default().to_owned(),
+        state: state.into(),
         error_code: body
             .get("err-code")
             .filter(|code| code.trim() != "0")
@@ -69,7 +69,7 @@ mod tests {
         );
         let r = receipt(&body, &Params::from_query("code=abc")).unwrap();
         assert_eq!(r.code.as_deref(), Some("abc"));
-        assert_eq!(r.state.as_deref(), Some("delivered"));
+        assert_eq!(r.state, "delivered");
         assert_eq!(r.error_code, None);
         assert_eq!(r.carrier.as_deref(), Some("23820"));
         assert_eq!(r.at.as_deref(), Some("2017-05-02T11:24:03+00:00"));
