@@ -113,7 +113,7 @@ async fn kannel_reports_as_observed_are_read() {
     assert_eq!(rows(&app, "delivery_receipts").await, 9);
     no_number_stored(&app).await;
 
-    // No type, or no code: 400 naming what is missing; an unknown code: 404.
+    // No type: 400 naming what is missing; an unknown code: 404.
     let get = |query: String| {
         app.client
             .get(app.url(&format!("/callbacks/{token}/kannel?{query}")))
@@ -124,8 +124,9 @@ async fn kannel_reports_as_observed_are_read() {
         answer.json::<Value>().await.unwrap()["error"]["code"],
         "invalid_state"
     );
+    // No code: a report about no link of this workspace.
     let answer = get("type=1&mid=x".into()).send().await.unwrap();
-    assert_eq!(answer.status(), 400);
+    assert_eq!(answer.status(), 404);
     let answer = get("type=1&mid=x&code=no-such-code".into())
         .send()
         .await

@@ -5,9 +5,9 @@
 //! the receipt inserted unless its (workspace, message id, state) is there already (then it is a
 //! duplicate and nothing is written), and the message's row inserted or, when the receipt
 //! supersedes it ([`supersedes`]), updated under its row lock. A batch goes a chunk per
-//! transaction; a chunk that loses a race to a concurrent writer of the same key (a unique
-//! violation) is rolled back whole and its receipts redone one by one, each finding the other's
-//! row: nothing is ever half-written.
+//! transaction; a chunk that loses a race to a concurrent writer of the same rows (a unique
+//! violation, a deadlock) is rolled back whole and its receipts redone one by one, each finding
+//! the other's row: nothing is ever half-written.
 
 use super::model::{
     supersedes, DeliveryState, Gateway, LinkRef, NewReceipt, Receipt, Recorded, Refusal,
@@ -25,6 +25,23 @@ type Row<V> = <Db<V> as Database>::Row;
 
 /// Receipts per transaction: short locks, few round trips.
 const CHUNK: usize = 500;
+/// Tries of one receipt that keeps losing races to concurrent writers of its message.
+const RETRIES: usize = 4;
+
+/// Whether a transaction failed for a concurrent writer of the same rows, so that running it
+/// again succeeds: a unique key another transaction took first, or a deadlock (SQLSTATE 40001,
+/// PostgreSQL 40P01: MariaDB's locking read of a message not there yet locks the gap, and two
+/// such readers then wait for each other's insert).
+fn lost_race(error: &StorageError) -> bool {
+    match error {
+        StorageError::Conflict => true,
+        StorageError::Unavailable(sqlx::Error::Database(db))
+        | StorageError::Other(sqlx::Error::Database(db)) => {
+            matches!(db.code().as_deref(), Some("40001" | "40P01"))
+        }
+        _ => false,
+    }
+}
 
 const COLUMNS: &str =
     "message_id, code, state, error_code, error_text, carrier, at_ms, received_ms, gateway";
@@ -319,14 +336,19 @@ impl<V: VisitDialect> DeliveryStore for SqlVisitStore<V> {
         for chunk in receipts.chunks(CHUNK) {
             match self.apply_all(workspace, chunk, now).await {
                 Ok(answers) => out.extend(answers),
-                // A concurrent report of the same message committed first: one by one, each
-                // finds the other's rows (and a second race is a third writer's: retried once).
-                Err(StorageError::Conflict) => {
+                // A concurrent report of the same message committed first, or the two locked
+                // each other: one by one, each then finds the other's rows.
+                Err(error) if lost_race(&error) => {
                     for receipt in chunk {
                         let one = std::slice::from_ref(receipt);
                         let mut answer = self.apply_all(workspace, one, now).await;
-                        if matches!(answer, Err(StorageError::Conflict)) {
-                            answer = self.apply_all(workspace, one, now).await;
+                        for _ in 1..RETRIES {
+                            match &answer {
+                                Err(error) if lost_race(error) => {
+                                    answer = self.apply_all(workspace, one, now).await
+                                }
+                                _ => break,
+                            }
                         }
                         out.extend(answer?);
                     }

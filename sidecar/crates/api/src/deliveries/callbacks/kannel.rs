@@ -21,6 +21,7 @@
 
 use super::Params;
 use crate::deliveries::receipt::DeliveryRequest;
+use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
 use shortlink_visits::deliveries::Invalid;
 
 /// The receipt of one `dlr-url` call.
@@ -59,9 +60,10 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
         if state != "delivered" {
             error_text = field("stat:").map(|stat| format!("stat:{stat}"));
         }
-        // `err:000` is "no error".
+        // `err:000` is "no error"; an SMSC's text that is no code is not kept as one.
         error_code = field("err:")
             .filter(|err| !err.bytes().all(|b| b == b'0'))
+            .filter(|err| err.len() <= MAX_ERROR_CODE && !err.chars().any(char::is_control))
             .map(str::to_owned);
     }
     let at = match params.get("ts") {

@@ -9,10 +9,11 @@
 //! gateway says of the recipient (the destination number) is never read.
 
 pub mod kannel;
+mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{at_most_now, check, invalid, record};
+use super::receipt::{at_most_now, check, invalid, record, refusal};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -21,7 +22,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::DateTime;
-use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway};
+use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Refusal};
 use subtle::ConstantTimeEq;
 
 pub fn router() -> Router<AppState> {
@@ -110,6 +111,10 @@ async fn receive(
             check(request, token.gateway, now)
         })
         .map_err(|error| {
+            // A report that names no link is about a link nobody has here.
+            if error.field == "link" {
+                return refusal(Refusal::UnknownLink);
+            }
             // A gateway's report that cannot be read is the sender's URL or the gateway's
             // fields: 400, naming the field.
             let error = invalid(error);
@@ -124,12 +129,14 @@ async fn receive(
 
 /// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).
 #[utoipa::path(get, path = "/callbacks/{token}/kannel", tag = "deliveries", security(()),
-    params(("token" = String, Path, description = "a callback token made for `kannel`")),
+    params(("token" = String, Path, description = "a callback token made for `kannel`"),
+        schema::KannelQuery),
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
-        (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_link` (no `code`), …", body = ErrorBody),
-        (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
+        (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_message_id`, …", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
     ))]
 pub async fn kannel_dlr(
     State(state): State<AppState>,
@@ -144,15 +151,16 @@ pub async fn kannel_dlr(
 /// Twilio's status callback (a form POST; `callbacks::twilio` says what is read and signed).
 #[utoipa::path(post, path = "/callbacks/{token}/twilio", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `twilio`"),
-        ("code" = String, Query, description = "the link's code")),
-    request_body(content_type = "application/x-www-form-urlencoded", content = Object,
+        schema::CodeQuery),
+    request_body(content_type = "application/x-www-form-urlencoded", content = schema::TwilioForm,
         description = "Twilio's fields: `MessageSid`, `MessageStatus`, `ErrorCode`, …"),
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
-        (status = 400, description = "`invalid_state`, `invalid_message_id`, `invalid_link`, …", body = ErrorBody),
+        (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
         (status = 403, description = "`invalid_signature`: `X-Twilio-Signature` missing or wrong", body = ErrorBody),
-        (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "not a form", body = ErrorBody),
     ))]
@@ -214,12 +222,14 @@ fn signed_urls(headers: &HeaderMap, uri: &Uri) -> Vec<String> {
 
 /// Vonage's delivery receipt as a GET query (`callbacks::vonage` says what is read).
 #[utoipa::path(get, path = "/callbacks/{token}/vonage", tag = "deliveries", security(()),
-    params(("token" = String, Path, description = "a callback token made for `vonage`")),
+    params(("token" = String, Path, description = "a callback token made for `vonage`"),
+        schema::VonageReceipt, schema::CodeQuery),
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
-        (status = 400, description = "`invalid_state`, `invalid_message_id`, `invalid_at`, `invalid_link`, …", body = ErrorBody),
-        (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
+        (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
     ))]
 pub async fn vonage_get(
     State(state): State<AppState>,
@@ -234,15 +244,16 @@ pub async fn vonage_get(
 /// Vonage's delivery receipt as a JSON POST.
 #[utoipa::path(post, path = "/callbacks/{token}/vonage", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `vonage`"),
-        ("code" = Option<String>, Query, description = "the link's code, when `client-ref` is not")),
-    request_body(content = Object, description = "Vonage's DLR fields: `messageId`, `status`, \
-        `err-code`, `network-code`, `message-timestamp`, `client-ref`, …"),
+        schema::CodeQuery),
+    request_body(content = schema::VonageReceipt, description = "Vonage's DLR fields: \
+        `messageId`, `status`, `err-code`, `network-code`, `message-timestamp`, `client-ref`, …"),
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
         (status = 400, description = "`malformed_json`, `invalid_state`, `invalid_message_id`, …", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
-        (status = 404, description = "`not_found`: no live token; `unknown_link`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
     ))]
 pub async fn vonage_post(
     State(state): State<AppState>,
@@ -257,14 +268,23 @@ pub async fn vonage_post(
             code: "malformed_json",
             message: format!("a Vonage receipt is a JSON object: {error}"),
         })?;
-    // Vonage sends every field as a string; a number is taken as its text.
-    let fields = (object.into_iter())
-        .filter_map(|(name, value)| match value {
-            serde_json::Value::String(text) => Some((name, text)),
-            serde_json::Value::Number(number) => Some((name, number.to_string())),
-            _ => None,
-        })
-        .collect();
+    // Vonage sends every field as a string. Of the fields read, another type is refused; the
+    // others (`price`…) are never looked at.
+    let mut fields = Vec::new();
+    for (name, value) in object {
+        match value {
+            serde_json::Value::String(text) => fields.push((name, text)),
+            serde_json::Value::Null => {}
+            _ if vonage::FIELDS.contains(&name.as_str()) => {
+                return Err(Error::Request {
+                    status: StatusCode::BAD_REQUEST,
+                    code: "malformed_json",
+                    message: format!("`{name}` is a string"),
+                })
+            }
+            _ => {}
+        }
+    }
     let query = Params::from_query(uri.query().unwrap_or_default());
     receive(&state, &token, vonage::receipt(&Params(fields), &query)).await
 }

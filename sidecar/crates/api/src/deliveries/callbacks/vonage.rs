@@ -13,6 +13,16 @@ use crate::deliveries::receipt::DeliveryRequest;
 use chrono::NaiveDateTime;
 use shortlink_visits::deliveries::Invalid;
 
+/// The fields read (a JSON body's must be strings).
+pub const FIELDS: [&str; 6] = [
+    "messageId",
+    "status",
+    "err-code",
+    "network-code",
+    "message-timestamp",
+    "client-ref",
+];
+
 /// The receipt of one call: `body` (the JSON object's fields, or the query's) and the callback
 /// URL's own query (`code`).
 pub fn receipt(body: &Params, query: &Params) -> Result<DeliveryRequest, Invalid> {
@@ -29,16 +39,10 @@ pub fn receipt(body: &Params, query: &Params) -> Result<DeliveryRequest, Invalid
             ))
         }
     };
-    let at = match body.get("message-timestamp") {
-        None => None,
-        Some(text) => Some(
-            NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S")
-                .map(|at| at.and_utc().to_rfc3339())
-                .map_err(|_| {
-                    Invalid::new("at", "`message-timestamp` is `YYYY-MM-DD HH:MM:SS` (UTC)")
-                })?,
-        ),
-    };
+    // A time that cannot be read is taken as now: the report is worth more than its time.
+    let at = (body.get("message-timestamp"))
+        .and_then(|text| NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S").ok())
+        .map(|at| at.and_utc().to_rfc3339());
     let code = (body.get("client-ref").filter(|c| !c.trim().is_empty()))
         .or_else(|| query.get("code"))
         .map(str::to_owned);
