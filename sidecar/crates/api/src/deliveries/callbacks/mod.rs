@@ -13,7 +13,7 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{at_most_now, check, invalid, record, refusal};
+use super::receipt::{at_most_now, check, invalid, record, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -22,7 +22,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use chrono::DateTime;
-use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Refusal};
+use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
 use subtle::ConstantTimeEq;
 
 pub fn router() -> Router<AppState> {
@@ -102,7 +102,7 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
 async fn receive(
     state: &AppState,
     token: &CallbackToken,
-    request: Result<super::receipt::DeliveryRequest, shortlink_visits::deliveries::Invalid>,
+    request: Result<DeliveryRequest, Invalid>,
 ) -> Result<Response> {
     let now = shortlink_store::now();
     let new = request
