@@ -44,6 +44,12 @@ positive cases are made to keep those rules, and only those, before they are sen
   `invalid_converted_at`): a positive case keeps its `click_id` (or gets one), sends a value
   of "1" in EUR if it had either, and a time in the past. It then names no click the run has
   made: 404 `unknown_click`.
+- a delivery receipt names its link by exactly one of `code`, `short_url` and `campaign` +
+  `ref` (else 422 `invalid_link`), and its `at` is not in the future (else 422 `invalid_at`): a
+  positive case keeps its `code` (or gets one) and a time in the past. It then names no link the
+  run has made: 404 `unknown_link`;
+- a callback token's `twilio_auth_token` is for the `twilio` gateway only (else 422
+  `invalid_twilio_auth_token`): a positive case for another gateway drops it.
 
 Negative cases are left as generated, but for one rule every case keeps: the run never revokes
 a key that was there before it (`DELETE /api/v1/keys/{id}` with an id listed in
@@ -81,6 +87,8 @@ PREVIEW = "POST /api/v1/links/{code}/preview"
 WEBHOOK_BODIES = ("POST /api/v1/webhooks", "PUT /api/v1/webhooks/{id}")
 REPLAY = "POST /api/v1/webhooks/{id}/replay"
 CONVERSIONS = "POST /api/v1/conversions"
+DELIVERIES = "POST /api/v1/deliveries"
+CALLBACK_TOKENS = "POST /api/v1/callback-tokens"
 VALID_RULES = [
     {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
     {"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "Europe/Lisbon"}},
@@ -256,7 +264,21 @@ def _keep_rules(case):
         case.body = {"from": datetime.datetime.now(UTC).isoformat()}
     if label == CONVERSIONS and isinstance(case.body, dict):
         _one_click_and_money(case.body)
+    if label == DELIVERIES and isinstance(case.body, dict):
+        _one_link(case.body)
+    if label == CALLBACK_TOKENS and isinstance(case.body, dict):
+        if case.body.get("gateway") != "twilio":
+            case.body.pop("twilio_auth_token", None)
     return case
+
+
+def _one_link(body):
+    if not isinstance(body.get("code"), str):
+        body["code"] = "no-such-code"
+    for name in ("short_url", "campaign", "ref"):
+        body.pop(name, None)
+    if body.get("at") is not None:
+        body["at"] = PAST
 
 
 def _one_click_and_money(body):

@@ -16,6 +16,7 @@ mod config_file;
 mod console;
 mod console_workspaces;
 mod conversions;
+mod deliveries;
 mod domain_certificate;
 mod domain_failover;
 mod domain_failover_reissue;

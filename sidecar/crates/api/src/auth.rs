@@ -143,6 +143,7 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/campaigns/{campaign}",
     "/api/v1/links/{code}/ab",
     "/api/v1/campaigns/{campaign}/ab",
+    "/api/v1/campaigns/{campaign}/funnel",
     "/api/v1/domains",
     "/api/v1/domains/{domain}",
     // The re-send list: the campaign tool holding an issuer key is who re-sends.
@@ -174,6 +175,8 @@ const ISSUE_ROUTES: &[(Method, &str)] = &[
     (Method::POST, "/api/v1/links"),
     (Method::POST, "/api/v1/links/batch"),
     (Method::POST, "/api/v1/conversions"),
+    // Delivery receipts: the campaign tool that sends is who hears back from the gateway.
+    (Method::POST, "/api/v1/deliveries"),
     (Method::PATCH, "/api/v1/links/{code}"),
     (Method::DELETE, "/api/v1/links/{code}"),
     // The re-send list's new links: issued like a batch, by the campaign tool that re-sends.

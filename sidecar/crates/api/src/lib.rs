@@ -11,6 +11,7 @@ mod budget;
 mod campaigns;
 pub mod compose;
 pub mod conversions;
+pub mod deliveries;
 pub(crate) mod domains;
 mod early_close;
 mod error;
@@ -18,6 +19,7 @@ mod extract;
 mod health;
 pub mod links;
 mod metrics;
+mod ndjson;
 mod openapi;
 pub mod preview;
 pub mod proxy_secret;
@@ -73,6 +75,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(compose::router())
         .merge(campaigns::router())
         .merge(conversions::router())
+        .merge(deliveries::router())
         .merge(domains::router())
         .merge(resolve::router())
         .merge(stats::router())
@@ -103,6 +106,12 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         // Not API: HTML for people, outside the OpenAPI document and the API-key layer (the
         // console has sessions of its own).
         .merge(pages)
+        // Gateways' delivery callbacks: outside the API-key layer, the token in the path is
+        // their credential (deliveries::callbacks).
+        .merge(
+            deliveries::callbacks_router()
+                .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+        )
         // No /metrics here: it names every workspace's domains, so it is the operator's, on a
         // listener of its own ([`metrics_router`]).
         .merge(
@@ -127,11 +136,12 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &axum::extract::Request| {
-                    // The path only: query strings may carry recipients' data.
+                    // The path only: query strings may carry recipients' data. A callback's
+                    // path holds its token, a credential: not logged.
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        path = %request.uri().path(),
+                        path = %deliveries::callbacks::loggable_path(request.uri().path()),
                         api_key = tracing::field::Empty,
                     )
                 })

@@ -2,8 +2,8 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    audit, batch, campaigns, compose, conversions, domains, health, links, preview, qr, resolve,
-    retention, stats, subjects, visits, webhooks, workspace_metrics, workspaces,
+    audit, batch, campaigns, compose, conversions, deliveries, domains, health, links, preview, qr,
+    resolve, retention, stats, subjects, visits, webhooks, workspace_metrics, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -29,6 +29,15 @@ use utoipa::OpenApi;
         conversions::ingest::post_conversions,
         conversions::ab::link_ab,
         conversions::ab::campaign_ab,
+        deliveries::ingest::post_deliveries,
+        deliveries::tokens::create_token,
+        deliveries::tokens::list_tokens,
+        deliveries::tokens::revoke_token,
+        deliveries::funnel::campaign_funnel,
+        deliveries::callbacks::kannel_dlr,
+        deliveries::callbacks::twilio_status,
+        deliveries::callbacks::vonage_get,
+        deliveries::callbacks::vonage_post,
         domains::list_domains,
         domains::get_domain,
         domains::restore_domain,
@@ -80,7 +89,7 @@ use utoipa::OpenApi;
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
     security(("api_key" = [])),
-    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "webhooks"), (name = "audit"), (name = "subjects"), (name = "workspaces"), (name = "keys"), (name = "health"))
+    tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "deliveries"), (name = "webhooks"), (name = "audit"), (name = "subjects"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
 pub struct ApiDoc;
 

@@ -201,7 +201,8 @@ fn time(at: Option<DateTime<Utc>>) -> Value {
     at.map_or(Value::Null, |at| json!(at))
 }
 
-/// The export's lines: links, then visits, conversions and the webhooks that receive them.
+/// The export's lines: links, then visits, conversions, delivery receipts and the webhooks that
+/// receive them.
 fn lines(export: &Export, webhooks: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for link in &export.links {
@@ -235,13 +236,21 @@ fn lines(export: &Export, webhooks: &[Value]) -> Vec<Value> {
             "converted_at": c.converted_at,
         }));
     }
+    for r in &export.receipts {
+        out.push(json!({
+            "type": "delivery", "message_id": r.message_id, "code": r.code,
+            "state": r.state.as_str(), "error_code": r.error_code, "error_text": r.error_text,
+            "carrier": r.carrier, "at": r.at, "received_at": r.received_at,
+            "gateway": r.gateway.as_str(),
+        }));
+    }
     out.extend(webhooks.iter().cloned());
     out
 }
 
 /// Every link, raw visit and conversion stored of one subject, and the click webhooks of the
 /// workspace that are sent that subject's events (their receivers hold copies), as NDJSON: one
-/// object per line, its kind in `type` (`link`, `visit`, `conversion`, `webhook`).
+/// object per line, its kind in `type` (`link`, `visit`, `conversion`, `delivery`, `webhook`).
 #[utoipa::path(post, path = "/api/v1/subjects/export", tag = "subjects",
     request_body = SubjectSelector,
     responses(

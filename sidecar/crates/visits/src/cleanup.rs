@@ -138,6 +138,10 @@ pub async fn delete_old_visits(
         } else {
             deleted.visits += retention::delete_visits(store, &ruled, before).await?;
         }
+        // Delivery receipts go with the raw visits of their links.
+        deleted.receipts += (store.retention())
+            .delete_scoped_receipts(&ruled, before.timestamp_millis())
+            .await?;
     }
     // The feed's rows of those visits: a reader skips ids whose visit is gone, so they may go
     // after the visits (one row per visit transaction, few to delete); while a policy keeps
@@ -149,6 +153,7 @@ pub async fn delete_old_visits(
         tracing::info!(
             visits = deleted.visits,
             conversions = deleted.conversions,
+            receipts = deleted.receipts,
             webhook_failures = deleted.webhook_failures,
             "deleted past retention"
         );

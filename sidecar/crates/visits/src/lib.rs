@@ -16,6 +16,7 @@ pub mod cleanup;
 pub mod consumer;
 pub mod conversions;
 pub mod countries;
+pub mod deliveries;
 pub mod retention;
 pub mod rollup;
 pub mod store;

@@ -23,6 +23,11 @@ struct Objects {
     key_id: i64,
     /// A's console bulk upload (`/console/bulk/{job}`).
     job: String,
+    /// A's callback token's id (`/api/v1/callback-tokens/{id}`).
+    callback_token: String,
+    /// B's own callback token: a callback's credential is its token, so B calls the callbacks
+    /// with its own, naming A's link (`/callbacks/{token}/…?code=`).
+    b_token: String,
 }
 
 const CAMPAIGN: &str = "a-secret-campaign";
@@ -101,11 +106,27 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
+    // A delivery receipt of A's link, and a callback token.
+    let answer = with_key(app, admin, Method::POST, "/deliveries")
+        .json(&json!({"code": codes[0], "message_id": "a-secret-message", "state": "delivered"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    let answer = with_key(app, admin, Method::POST, "/callback-tokens")
+        .json(&json!({"name": "a-secret-gateway", "gateway": "kannel"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let token: Value = answer.json().await.unwrap();
     Objects {
         codes,
         webhook: webhook["id"].as_str().unwrap().to_owned(),
         key_id: key["id"].as_i64().unwrap(),
         job: bulk_job_of(app, admin).await,
+        callback_token: token["id"].as_str().unwrap().to_owned(),
+        b_token: String::new(),
     }
 }
 
@@ -131,11 +152,14 @@ fn marks(objects: &Objects) -> Vec<String> {
             REFERENCE,
             "a-secret-hook",
             "a-secret-key",
+            "a-secret-message",
+            "a-secret-gateway",
             "a.example",
         ]
         .map(str::to_owned),
     );
     marks.push(objects.webhook.clone());
+    marks.push(objects.callback_token.clone());
     marks
 }
 
@@ -155,6 +179,11 @@ fn fill(path: &str, objects: &Objects, missing: bool) -> Option<String> {
                 theirs(objects.webhook.clone(), "wh_0000000000000000")
             }
             "id" if path.contains("/keys/") => theirs(objects.key_id.to_string(), "999999"),
+            "id" if path.contains("/callback-tokens/") => {
+                theirs(objects.callback_token.clone(), "cbt_0000000000000000")
+            }
+            // B's own token: what differs is the link the callback names (below).
+            "token" => objects.b_token.clone(),
             "domain" => theirs(A_DOMAIN.into(), "s.nobody.example"),
             "slug" => theirs("brand-a".into(), "no-such-brand"),
             "job" => theirs(objects.job.clone(), "0000000000000000"),
@@ -166,6 +195,18 @@ fn fill(path: &str, objects: &Objects, missing: bool) -> Option<String> {
         rest = &rest[end + 1..];
     }
     filled.push_str(rest);
+    if path.starts_with("/callbacks/") {
+        // Every gateway's fields of a report that would be stored, naming A's link or none.
+        let code = if missing {
+            "no-such-alias"
+        } else {
+            &objects.codes[0]
+        };
+        filled.push_str(&format!(
+            "?code={code}&type=1&mid=m-1&MessageSid=SM1&MessageStatus=sent&messageId=m-1\
+             &status=delivered"
+        ));
+    }
     Some(filled)
 }
 
@@ -295,7 +336,7 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     create_workspace(&app, &operator, "brand-a").await;
     create_workspace(&app, &operator, "brand-b").await;
     let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let objects = objects_of_a(&app, &a_admin).await;
+    let mut objects = objects_of_a(&app, &a_admin).await;
     let marks = marks(&objects);
     let mut b_keys = Vec::new();
     // (`resolve` keys are the installation's, nginx's: not a workspace's role.)
@@ -304,6 +345,13 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     }
     // The default workspace is another workspace too.
     b_keys.push(API_KEY.to_owned());
+    let answer = with_key(&app, &b_keys[0], Method::POST, "/callback-tokens")
+        .json(&json!({"name": "b-gateway", "gateway": "kannel"}))
+        .send()
+        .await
+        .unwrap();
+    let token: Value = answer.json().await.unwrap();
+    objects.b_token = token["token"].as_str().unwrap().to_owned();
     let mut callers: Vec<Caller<'_>> = b_keys.iter().map(|key| Caller::Key(key)).collect();
     for key in &b_keys[..3] {
         let mut browser = Browser::new(&app);
@@ -368,6 +416,12 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         "/console/links/{code}",
         "/console/import/{job}",
         "/api/v1/workspace/metrics",
+        "/api/v1/deliveries",
+        "/api/v1/callback-tokens/{id}",
+        "/api/v1/campaigns/{campaign}/funnel",
+        "/callbacks/{token}/kannel",
+        "/callbacks/{token}/twilio",
+        "/callbacks/{token}/vonage",
     ] {
         assert!(
             routes.iter().any(|route| route.path == expected),
@@ -410,6 +464,21 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     }
     let (_, feed) = read(&app, &a_admin, "/visits").await;
     assert_eq!(feed.lines().count(), 3, "A reads its visits: {feed}");
+    let (_, tokens) = read(&app, &a_admin, "/callback-tokens").await;
+    assert!(
+        tokens.contains(&objects.callback_token),
+        "A lists its token: {tokens}"
+    );
+    assert!(
+        !tokens.contains("\"revoked_at\":\""),
+        "B revoked A's token: {tokens}"
+    );
+    let (_, funnel) = read(&app, &a_admin, &format!("/campaigns/{CAMPAIGN}/funnel")).await;
+    let funnel: Value = serde_json::from_str(&funnel).unwrap();
+    assert_eq!(
+        funnel["total"]["delivered"], 1,
+        "A's receipt, once: {funnel}"
+    );
     let (_, stats) = read(&app, &a_admin, "/stats").await;
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["totals"]["humans"], 3, "{stats}");

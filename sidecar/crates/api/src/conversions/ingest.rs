@@ -1,12 +1,12 @@
 //! Taking conversions in: the JSON shapes, the refusals as API errors, and the NDJSON batch.
 
+use crate::ndjson::CONTENT_TYPE as NDJSON;
 use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use shortlink_store::WorkspaceId;
 use shortlink_visits::conversions::{
@@ -14,7 +14,6 @@ use shortlink_visits::conversions::{
 };
 use utoipa::ToSchema;
 
-const NDJSON: &str = "application/x-ndjson";
 /// Most lines in one NDJSON request, and the longest line (a conversion is a few hundred bytes).
 pub const MAX_LINES: usize = 100_000;
 pub const MAX_LINE_BYTES: usize = 4096;
@@ -241,17 +240,7 @@ pub async fn post_conversions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let content_type = (headers.get(header::CONTENT_TYPE))
-        .and_then(|value| value.to_str().ok())
-        .map(|value| {
-            value
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        });
-    match content_type.as_deref() {
+    match crate::ndjson::media_type(&headers).as_deref() {
         Some("application/json") => {
             let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
                 .await
@@ -350,53 +339,8 @@ pub async fn answer_lines(
 const BATCH: usize = 10_000;
 
 async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<Response> {
-    let mut lines = Vec::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut stream = body.into_data_stream();
-    let too_much = |message: String| Error::Request {
-        status: StatusCode::PAYLOAD_TOO_LARGE,
-        code: "payload_too_large",
-        message,
-    };
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|_| Error::Request {
-            status: StatusCode::BAD_REQUEST,
-            code: "invalid_body",
-            message: "the body could not be read".into(),
-        })?;
-        pending.extend_from_slice(&chunk);
-        // Cut every whole line out of what arrived, then keep only the rest (one copy per
-        // chunk, not one per line).
-        let mut start = 0;
-        while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
-            lines.push(pending[start..start + end].to_vec());
-            start += end + 1;
-        }
-        pending.drain(..start);
-        if pending.len() > MAX_LINE_BYTES {
-            return Err(too_much(format!(
-                "a line is at most {MAX_LINE_BYTES} bytes"
-            )));
-        }
-        if lines.len() > MAX_LINES {
-            return Err(too_much(format!("at most {MAX_LINES} lines")));
-        }
-    }
-    if !pending.is_empty() {
-        lines.push(pending);
-    }
-    let mut texts: Vec<&[u8]> = Vec::with_capacity(lines.len());
-    for line in &lines {
-        let text = line.trim_ascii();
-        if text.len() > MAX_LINE_BYTES {
-            return Err(too_much(format!(
-                "a line is at most {MAX_LINE_BYTES} bytes"
-            )));
-        }
-        if !text.is_empty() {
-            texts.push(text);
-        }
-    }
+    let lines = crate::ndjson::read_lines(body, MAX_LINES, MAX_LINE_BYTES).await?;
+    let texts: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
     let mut out = Vec::with_capacity(texts.len() * 400);
     for (n, chunk) in texts.chunks(BATCH).enumerate() {
         answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;

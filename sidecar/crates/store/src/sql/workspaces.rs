@@ -33,7 +33,14 @@ const PER_LINK_TABLES: [&str; 11] = [
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
 /// (whose counts the delete reports).
-const WORKSPACE_TABLES: [&str; 3] = ["conversions", "retention_policies", "subject_requests"];
+const WORKSPACE_TABLES: [&str; 6] = [
+    "conversions",
+    "retention_policies",
+    "subject_requests",
+    "delivery_receipts",
+    "delivery_messages",
+    "callback_tokens",
+];
 
 impl<D: Dialect> SqlStorage<D> {
     /// Workspaces where `column = value`, or all of them, by id.
@@ -140,8 +147,9 @@ impl<D: Dialect> SqlStorage<D> {
                 .await
                 .map_err(StorageError::classify)?;
         }
-        // Rows that name the workspace itself: conversions (keyed to it), its retention
-        // policies, its subject requests (which list erased links' codes).
+        // Rows that name the workspace itself: conversions and delivery receipts (keyed to it),
+        // its retention policies, its subject requests (which list erased links' codes), its
+        // callback tokens.
         for table in WORKSPACE_TABLES {
             let query = run(format!("DELETE FROM {table} WHERE workspace_id = ?"));
             D::DB::execute(&mut tx, query)

@@ -1,5 +1,6 @@
 //! Retention per workspace and per campaign (issue 56, docs/PRIVACY.md "Retention"): how long raw
-//! visits, conversions and webhook failures are kept. A campaign's policy overrides its
+//! visits, conversions and webhook failures are kept. Delivery receipts (issue 68) are kept as
+//! long as the raw visits of their links: the same policy deletes both. A campaign's policy overrides its
 //! workspace's for that campaign's links; a workspace's overrides the installation's flag
 //! (`--visit-retention`, the default for raw visits; conversions and webhook failures are kept
 //! until a policy says otherwise). Run by the cleanup job ([`crate::cleanup`]).
@@ -19,6 +20,8 @@ use shortlink_store::{StorageResult, WorkspaceId};
 pub struct Deleted {
     pub visits: u64,
     pub conversions: u64,
+    /// Delivery receipts, with the message states last reported before the same time.
+    pub receipts: u64,
     pub webhook_failures: u64,
 }
 
@@ -91,7 +94,11 @@ pub async fn apply(
                     workspace,
                     campaign: c.campaign.clone(),
                 };
-                deleted.visits += delete_visits(store, &scope, days_before(now, days)).await?;
+                let before = days_before(now, days);
+                deleted.visits += delete_visits(store, &scope, before).await?;
+                deleted.receipts += (store.retention())
+                    .delete_scoped_receipts(&scope, before.timestamp_millis())
+                    .await?;
             }
             if let Some(days) = c.conversions_days {
                 let before = days_before(now, days).timestamp_millis();
@@ -106,7 +113,11 @@ pub async fn apply(
                 workspace,
                 except: own(|c| c.visits_days),
             };
-            deleted.visits += delete_visits(store, &scope, days_before(now, days)).await?;
+            let before = days_before(now, days);
+            deleted.visits += delete_visits(store, &scope, before).await?;
+            deleted.receipts += (store.retention())
+                .delete_scoped_receipts(&scope, before.timestamp_millis())
+                .await?;
         }
         if let Some(days) = w.conversions_days {
             let before = days_before(now, days).timestamp_millis();

@@ -37,6 +37,14 @@ pub trait RetentionStore: Send + Sync {
         limit: u32,
     ) -> StorageResult<u64>;
 
+    /// Deletes the delivery receipts of `scope`'s links received before `before_ms`, and the
+    /// message states last reported before it; how many receipts went.
+    async fn delete_scoped_receipts(
+        &self,
+        scope: &VisitScope,
+        before_ms: i64,
+    ) -> StorageResult<u64>;
+
     /// Deletes the workspace's conversions from before `before_ms`: of `campaign`, or (`None`)
     /// of every link but those of `except`'s campaigns.
     async fn delete_conversions(
@@ -247,6 +255,26 @@ impl<V: VisitDialect> RetentionStore for SqlVisitStore<V> {
                     .chain(chunk.iter().cloned().map(Value::Text)),
             );
             deleted += execute::<V>(&self.writer, delete).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn delete_scoped_receipts(
+        &self,
+        scope: &VisitScope,
+        before_ms: i64,
+    ) -> StorageResult<u64> {
+        let (condition, values) = links_condition(scope);
+        let mut deleted = 0;
+        for table in ["delivery_receipts", "delivery_messages"] {
+            let query = statement(
+                &format!("DELETE FROM {table} WHERE received_ms < ? AND {condition}"),
+                std::iter::once(Value::Int(before_ms)).chain(values.iter().cloned()),
+            );
+            let n = execute::<V>(&self.writer, query).await?;
+            if table == "delivery_receipts" {
+                deleted = n;
+            }
         }
         Ok(deleted)
     }

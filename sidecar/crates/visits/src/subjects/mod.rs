@@ -4,11 +4,11 @@
 //!
 //! An erase is a stored request (`subject_requests`) that is also its own progress: its links
 //! are found once and written down (their codes, never the ref), then each link's visits,
-//! visitor-set rows, per-link rollups and conversions are deleted in one transaction and its
-//! `ref` replaced by the request's tombstone ([`LinkService::tombstone_ref`]), and the request
-//! is marked done with one audit row holding the selector's kind and the counts. Sending the
-//! same `request_id` again answers a done request as it is, and finishes one that was cut
-//! short: every step is safe to run twice.
+//! visitor-set rows, per-link rollups, conversions and delivery receipts are deleted in one
+//! transaction and its `ref` replaced by the request's tombstone
+//! ([`LinkService::tombstone_ref`]), and the request is marked done with one audit row holding
+//! the selector's kind and the counts. Sending the same `request_id` again answers a done
+//! request as it is, and finishes one that was cut short: every step is safe to run twice.
 
 mod model;
 mod store;
@@ -17,6 +17,7 @@ pub use model::{Selector, SubjectRequest, SubjectVisit};
 pub use store::{SubjectStore, Subjects};
 
 use crate::conversions::store::{Conversion, Conversions};
+use crate::deliveries::{Deliveries, Receipt};
 use crate::store::VisitStore;
 use chrono::Utc;
 use shortlink_core::service::{LinkService, ServiceError};
@@ -30,6 +31,9 @@ pub struct Export {
     pub links: Vec<Link>,
     pub visits: Vec<SubjectVisit>,
     pub conversions: Vec<Conversion>,
+    /// The delivery receipts of the subject's links (they hold no phone number, but say what
+    /// happened to messages sent to the subject).
+    pub receipts: Vec<Receipt>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +87,11 @@ impl SubjectService {
         // In the order the ids were read (by conversion time).
         conversions.sort_by_key(|c| ids.iter().position(|id| *id == c.id));
         export.conversions = conversions;
+        export.receipts = self
+            .store
+            .deliveries()
+            .receipts_of(workspace, &codes)
+            .await?;
         Ok(export)
     }
 

@@ -53,9 +53,9 @@ pub trait SubjectStore: Send + Sync {
         codes: &[String],
     ) -> StorageResult<Vec<String>>;
 
-    /// Deletes the visits, visitor-set rows, per-link rollups and conversions of `code` in one
-    /// transaction, adding what went to request `request`'s counts; returns (visits,
-    /// conversions) deleted.
+    /// Deletes the visits, visitor-set rows, per-link rollups, conversions and delivery receipts
+    /// (with their messages' states) of `code` in one transaction, adding what went to request
+    /// `request`'s counts; returns (visits, conversions) deleted.
     async fn erase_code(
         &self,
         workspace: WorkspaceId,
@@ -248,6 +248,14 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
             [Value::Int(workspace.get()), Value::Text(code.into())],
         );
         let conversions = Db::<V>::execute(&mut *tx, query).await.map_err(db)?;
+        // What gateways reported of the messages that carried the link (issue 68).
+        for table in ["delivery_receipts", "delivery_messages"] {
+            let query = statement(
+                &format!("DELETE FROM {table} WHERE workspace_id = ? AND code = ?"),
+                [Value::Int(workspace.get()), Value::Text(code.into())],
+            );
+            Db::<V>::execute(&mut *tx, query).await.map_err(db)?;
+        }
         let query = statement(
             "UPDATE subject_requests SET visits = visits + ?, conversions = conversions + ? \
              WHERE id = ?",

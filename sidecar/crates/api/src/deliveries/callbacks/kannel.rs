@@ -1,0 +1,131 @@
+//! Kannel's `dlr-url` (a GET): the sender composes it with Kannel's escapes, Kannel substitutes
+//! them (URL-encoded) for each report. docs/DELIVERIES.md has the template:
+//!
+//! `…/callbacks/<token>/kannel?code=<CODE>&mid=<MESSAGE ID>&type=%d&answer=%A&smsc=%i&ts=%T`
+//!
+//! - `type` (`%d`) is the report's dlr-mask bit: 1 delivered, 2 failed, 4 buffered, 8 accepted
+//!   by the SMSC (submitted), 16 rejected by the SMSC.
+//! - `answer` (`%A`) is the SMSC's text: `ACK/`, `NACK/<reason>`, or an SMPP-style receipt
+//!   (`id:… stat:UNDELIV err:005 text:…`) whose `stat:` (`EXPIRED` → expired, `REJECTD` →
+//!   rejected) and `err:` are read; its `text:` (the message's first characters) is not kept.
+//! - `mid` is the idempotency key. Kannel's own ids cannot be: `%F` (the SMSC's id) is empty for
+//!   a rejection and when only 8 is in the mask, and `%I` is a new id per report (observed with
+//!   Kannel 1.4.5). So the sender puts one id of its own per message in the URL; without one the
+//!   link's code is the message id, which holds while each message carries a link of its own
+//!   (a re-send issues a new link).
+//! - `smsc` (`%i`), the route's name, is kept as the carrier when Kannel names one.
+//! - `ts` (`%T`) is the report's time (Unix seconds); now without it.
+//!
+//! Anything else in the query (`to=%p`, `from=%P`, `%D`…) is ignored: the destination number is
+//! never read.
+
+use super::Params;
+use crate::deliveries::receipt::DeliveryRequest;
+use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
+use shortlink_visits::deliveries::Invalid;
+
+/// The receipt of one `dlr-url` call.
+pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
+    let kind = params.get("type").and_then(|t| t.trim().parse::<u8>().ok());
+    let mut state = match kind {
+        Some(1) => "delivered",
+        Some(2) => "failed",
+        Some(4) => "buffered",
+        Some(8) => "submitted",
+        Some(16) => "rejected",
+        _ => {
+            return Err(Invalid::new(
+                "state",
+                "`type` is Kannel's report type (%d): 1, 2, 4, 8 or 16",
+            ))
+        }
+    };
+    let answer = params.get("answer").unwrap_or_default();
+    let mut error_code = None;
+    let mut error_text = None;
+    if let Some(reason) = answer.strip_prefix("NACK/") {
+        error_text = Some(reason.to_owned());
+    } else if !answer.starts_with("ACK/") {
+        let field = |name: &str| {
+            (answer.split_whitespace())
+                .find_map(|word| word.strip_prefix(name))
+                .filter(|value| !value.is_empty())
+        };
+        match field("stat:") {
+            // Final reports only: a buffered report's stat says nothing final.
+            Some("EXPIRED") if matches!(kind, Some(1 | 2)) => state = "expired",
+            Some("REJECTD") if matches!(kind, Some(1 | 2)) => state = "rejected",
+            _ => {}
+        }
+        if state != "delivered" {
+            error_text = field("stat:").map(|stat| format!("stat:{stat}"));
+        }
+        // `err:000` is "no error"; an SMSC's text that is no code is not kept as one.
+        error_code = field("err:")
+            .filter(|err| !err.bytes().all(|b| b == b'0'))
+            .filter(|err| err.len() <= MAX_ERROR_CODE && !err.chars().any(char::is_control))
+            .map(str::to_owned);
+    }
+    let at = match params.get("ts") {
+        None => None,
+        Some(ts) => Some(
+            super::unix_seconds(ts)
+                .ok_or_else(|| Invalid::new("at", "`ts` is Kannel's %T: a Unix time in seconds"))?,
+        ),
+    };
+    let code = params.get("code").map(str::to_owned);
+    let message_id = (params.get("mid").filter(|mid| !mid.is_empty()))
+        .or(code.as_deref())
+        .unwrap_or_default()
+        .to_owned();
+    Ok(DeliveryRequest {
+        code,
+        message_id,
+        state: state.into(),
+        error_code,
+        error_text,
+        carrier: params.get("smsc").map(str::to_owned),
+        at,
+        ..DeliveryRequest::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(text: &str) -> Result<DeliveryRequest, Invalid> {
+        receipt(&Params::from_query(text))
+    }
+
+    #[test]
+    fn reads_a_failed_report_with_its_smsc_receipt() {
+        let r = query(
+            "type=2&smsc=dbl&answer=id%3AF000002+sub%3A001+dlvrd%3A000+stat%3AUNDELIV+err%3A005\
+             +text%3AYour+link&ts=1795804019&to=%2B15550001111&code=abc&mid=m1",
+        )
+        .unwrap();
+        assert_eq!(r.state, "failed");
+        assert_eq!(r.error_code.as_deref(), Some("005"));
+        assert_eq!(r.error_text.as_deref(), Some("stat:UNDELIV"));
+        assert_eq!(r.carrier.as_deref(), Some("dbl"));
+        assert_eq!(r.message_id, "m1");
+        assert_eq!(r.at.as_deref(), Some("2026-11-27T18:26:59+00:00"));
+    }
+
+    #[test]
+    fn expired_and_rejected_receipts_and_nacks() {
+        let r = query("type=2&answer=id%3A1+stat%3AEXPIRED+err%3A000&code=abc").unwrap();
+        assert_eq!(r.state, "expired");
+        assert_eq!(r.error_code, None);
+        assert_eq!(r.message_id, "abc");
+        let r = query("type=1&answer=id%3A1+stat%3AREJECTD+err%3A0B&code=abc").unwrap();
+        assert_eq!(r.state, "rejected");
+        let r = query("type=16&answer=NACK%2FERR+88+destination+blocked&smsc=&code=x").unwrap();
+        assert_eq!(r.state, "rejected");
+        assert_eq!(r.error_text.as_deref(), Some("ERR 88 destination blocked"));
+        assert_eq!(r.carrier.as_deref(), Some(""));
+        assert!(query("type=3&code=x").is_err());
+        assert!(query("type=1&code=x&ts=soon").is_err());
+    }
+}

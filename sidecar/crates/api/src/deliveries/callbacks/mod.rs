@@ -1,0 +1,300 @@
+//! Gateways' native callbacks, for the gateways that cannot send a bearer header: the
+//! workspace's callback token is in the path (`/callbacks/{token}/{gateway}`), outside `/api/v1`
+//! and its API-key layer, on the API listener. An unknown or revoked token, or one made for
+//! another gateway, answers 404 and touches nothing; a token names its workspace, so a link of
+//! another workspace answers as a missing one (404 `unknown_link`).
+//!
+//! Each gateway's module turns its fields into the API's [`DeliveryRequest`], which is then
+//! checked and recorded as `POST /api/v1/deliveries` records one (its answer too). What a
+//! gateway says of the recipient (the destination number) is never read.
+
+pub mod kannel;
+mod schema;
+pub mod twilio;
+pub mod vonage;
+
+use super::receipt::{at_most_now, check, invalid, record, refusal, DeliveryRequest};
+use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use chrono::DateTime;
+use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
+use subtle::ConstantTimeEq;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/callbacks/{token}/kannel", get(kannel_dlr))
+        .route(
+            "/callbacks/{token}/twilio",
+            axum::routing::post(twilio_status),
+        )
+        .route(
+            "/callbacks/{token}/vonage",
+            get(vonage_get).post(vonage_post),
+        )
+}
+
+/// `path` as logs may show it: a callback's token (its credential) replaced by `…`.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match (path.strip_prefix("/callbacks/")).and_then(|rest| rest.split_once('/')) {
+        Some((_, gateway)) => format!("/callbacks/…/{gateway}").into(),
+        None => path.into(),
+    }
+}
+
+/// A request's parameters (a query or a form), in order, each name's first value winning.
+#[derive(Debug, Clone, Default)]
+pub struct Params(pub Vec<(String, String)>);
+
+impl Params {
+    pub fn from_query(query: &str) -> Self {
+        Params(
+            url::form_urlencoded::parse(query.as_bytes())
+                .map(|(name, value)| (name.into_owned(), value.into_owned()))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        (self.0.iter())
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Unix seconds as RFC 3339.
+pub(crate) fn unix_seconds(text: &str) -> Option<String> {
+    let seconds = text.trim().parse::<i64>().ok()?;
+    DateTime::from_timestamp(seconds, 0).map(|at| at.to_rfc3339())
+}
+
+fn no_callback() -> Error {
+    Error::Request {
+        status: StatusCode::NOT_FOUND,
+        code: "not_found",
+        message: "no callback answers at this path".into(),
+    }
+}
+
+/// The live token `token` of `gateway`, or 404.
+async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<CallbackToken> {
+    // Longer than any token made: refused unhashed.
+    if token.len() > 128 {
+        return Err(no_callback());
+    }
+    let hash = hash_api_key(token);
+    let found = state
+        .analytics
+        .store
+        .callback_tokens()
+        .token_by_hash(&hash)
+        .await?;
+    found
+        .filter(|t| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
+        .filter(|t| t.revoked_at.is_none() && t.gateway == gateway)
+        .ok_or_else(no_callback)
+}
+
+async fn receive(
+    state: &AppState,
+    token: &CallbackToken,
+    request: Result<DeliveryRequest, Invalid>,
+) -> Result<Response> {
+    let now = shortlink_store::now();
+    let new = request
+        .and_then(|mut request| {
+            at_most_now(&mut request, now);
+            check(request, token.gateway, now)
+        })
+        .map_err(|error| {
+            // A report that names no link is about a link nobody has here.
+            if error.field == "link" {
+                return refusal(Refusal::UnknownLink);
+            }
+            // A gateway's report that cannot be read is the sender's URL or the gateway's
+            // fields: 400, naming the field.
+            let error = invalid(error);
+            Error::Request {
+                status: StatusCode::BAD_REQUEST,
+                code: error.code(),
+                message: error.message(),
+            }
+        })?;
+    record(state, token.workspace, new).await
+}
+
+/// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).
+#[utoipa::path(get, path = "/callbacks/{token}/kannel", tag = "deliveries", security(()),
+    params(("token" = String, Path, description = "a callback token made for `kannel`"),
+        schema::KannelQuery),
+    responses(
+        (status = 201, description = "stored", body = super::receipt::DeliveryView),
+        (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
+        (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_message_id`, …", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
+    ))]
+pub async fn kannel_dlr(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    let token = token_of(&state, &token, Gateway::Kannel).await?;
+    let params = Params::from_query(query.as_deref().unwrap_or_default());
+    receive(&state, &token, kannel::receipt(&params)).await
+}
+
+/// Twilio's status callback (a form POST; `callbacks::twilio` says what is read and signed).
+#[utoipa::path(post, path = "/callbacks/{token}/twilio", tag = "deliveries", security(()),
+    params(("token" = String, Path, description = "a callback token made for `twilio`"),
+        schema::CodeQuery),
+    request_body(content_type = "application/x-www-form-urlencoded", content = schema::TwilioForm,
+        description = "Twilio's fields: `MessageSid`, `MessageStatus`, `ErrorCode`, …"),
+    responses(
+        (status = 201, description = "stored", body = super::receipt::DeliveryView),
+        (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
+        (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
+        (status = 403, description = "`invalid_signature`: `X-Twilio-Signature` missing or wrong", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
+        (status = 415, description = "not a form", body = ErrorBody),
+    ))]
+pub async fn twilio_status(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Result<Response> {
+    let token = token_of(&state, &token, Gateway::Twilio).await?;
+    if crate::ndjson::media_type(&headers).as_deref() != Some("application/x-www-form-urlencoded") {
+        return Err(Error::Request {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: "send application/x-www-form-urlencoded".into(),
+        });
+    }
+    let form = Params::from_query(&String::from_utf8_lossy(&body));
+    if let Some(auth_token) = &token.twilio_auth_token {
+        let presented = (headers.get("x-twilio-signature"))
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        if !twilio::verify(auth_token, &signed_urls(&headers, &uri), &form.0, presented) {
+            return Err(Error::Request {
+                status: StatusCode::FORBIDDEN,
+                code: "invalid_signature",
+                message: "X-Twilio-Signature is missing or does not match".into(),
+            });
+        }
+    }
+    let query = Params::from_query(uri.query().unwrap_or_default());
+    receive(&state, &token, twilio::receipt(&form, &query)).await
+}
+
+/// The URLs Twilio may have signed for this request. nginx's API server forwards the host and
+/// scheme (`X-Forwarded-Host`, `X-Forwarded-Proto`) when it sets them; without, both schemes,
+/// each with and without its default port, as Twilio's own libraries accept.
+fn signed_urls(headers: &HeaderMap, uri: &Uri) -> Vec<String> {
+    let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
+    let host = header("x-forwarded-host")
+        .or_else(|| header(header::HOST.as_str()))
+        .unwrap_or_default();
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let schemes: Vec<&str> = match header("x-forwarded-proto") {
+        Some(proto) => vec![proto],
+        None => vec!["https", "http"],
+    };
+    let mut urls = Vec::new();
+    for scheme in schemes {
+        let port = if scheme == "https" { ":443" } else { ":80" };
+        let bare = host.strip_suffix(port).unwrap_or(host);
+        urls.push(format!("{scheme}://{bare}{path}"));
+        urls.push(format!("{scheme}://{bare}{port}{path}"));
+    }
+    urls.dedup();
+    urls
+}
+
+/// Vonage's delivery receipt as a GET query (`callbacks::vonage` says what is read).
+#[utoipa::path(get, path = "/callbacks/{token}/vonage", tag = "deliveries", security(()),
+    params(("token" = String, Path, description = "a callback token made for `vonage`"),
+        schema::VonageReceipt, schema::CodeQuery),
+    responses(
+        (status = 201, description = "stored", body = super::receipt::DeliveryView),
+        (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
+        (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
+    ))]
+pub async fn vonage_get(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    let token = token_of(&state, &token, Gateway::Vonage).await?;
+    let params = Params::from_query(query.as_deref().unwrap_or_default());
+    receive(&state, &token, vonage::receipt(&params, &params)).await
+}
+
+/// Vonage's delivery receipt as a JSON POST.
+#[utoipa::path(post, path = "/callbacks/{token}/vonage", tag = "deliveries", security(()),
+    params(("token" = String, Path, description = "a callback token made for `vonage`"),
+        schema::CodeQuery),
+    request_body(content = schema::VonageReceipt, description = "Vonage's DLR fields: \
+        `messageId`, `status`, `err-code`, `network-code`, `message-timestamp`, `client-ref`, …"),
+    responses(
+        (status = 201, description = "stored", body = super::receipt::DeliveryView),
+        (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
+        (status = 400, description = "`malformed_json`, `invalid_state`, `invalid_message_id`, …", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
+        (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
+            token's workspace has the code, or none is named", body = ErrorBody),
+    ))]
+pub async fn vonage_post(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    uri: Uri,
+    body: Bytes,
+) -> Result<Response> {
+    let token = token_of(&state, &token, Gateway::Vonage).await?;
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&body)
+        .map_err(|error| Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "malformed_json",
+            message: format!("a Vonage receipt is a JSON object: {error}"),
+        })?;
+    // Vonage sends every field as a string. Of the fields read, another type is refused; the
+    // others (`price`…) are never looked at.
+    let mut fields = Vec::new();
+    for (name, value) in object {
+        match value {
+            serde_json::Value::String(text) => fields.push((name, text)),
+            serde_json::Value::Null => {}
+            _ if vonage::FIELDS.contains(&name.as_str()) => {
+                return Err(Error::Request {
+                    status: StatusCode::BAD_REQUEST,
+                    code: "malformed_json",
+                    message: format!("`{name}` is a string"),
+                })
+            }
+            _ => {}
+        }
+    }
+    let query = Params::from_query(uri.query().unwrap_or_default());
+    receive(&state, &token, vonage::receipt(&Params(fields), &query)).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn logs_never_show_a_token() {
+        let path = super::loggable_path("/callbacks/slc_0123/kannel");
+        assert_eq!(path, "/callbacks/…/kannel");
+        assert_eq!(super::loggable_path("/api/v1/links"), "/api/v1/links");
+    }
+}

@@ -1,0 +1,167 @@
+//! `POST /api/v1/deliveries`: one receipt as a JSON object, or an NDJSON batch answered line by
+//! line as the conversions' (`{index, status, delivery | error}`).
+
+use super::receipt::{check, invalid, record, refusal, DeliveryRequest, DeliveryView};
+use crate::ndjson::{self, CONTENT_TYPE as NDJSON};
+use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use serde::Serialize;
+use shortlink_store::WorkspaceId;
+use shortlink_visits::deliveries::{Deliveries, Gateway, NewReceipt};
+
+/// Most lines in one NDJSON request, and the longest line (a receipt is a few hundred bytes).
+pub const MAX_LINES: usize = 100_000;
+pub const MAX_LINE_BYTES: usize = 4096;
+/// Lines checked and handed to the store together (it writes them 500 a transaction).
+const BATCH: usize = 10_000;
+
+/// A receipt's JSON; a refusal names the field at fault (`` `at`: invalid type… ``).
+fn parse(bytes: &[u8]) -> Result<DeliveryRequest> {
+    let malformed = |message: String| Error::Request {
+        status: StatusCode::BAD_REQUEST,
+        code: "malformed_json",
+        message,
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let request: DeliveryRequest =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            match error.path().to_string().as_str() {
+                "." => malformed(error.into_inner().to_string()),
+                path => malformed(format!("`{path}`: {}", error.into_inner())),
+            }
+        })?;
+    deserializer
+        .end()
+        .map_err(|error| malformed(error.to_string()))?;
+    Ok(request)
+}
+
+/// One NDJSON line's answer.
+#[derive(Serialize)]
+struct LineResult {
+    index: i64,
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivery: Option<DeliveryView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorDetail>,
+}
+
+/// Record delivery receipts: one JSON object, answered 201 (stored) or 200 (`duplicate`: this
+/// `message_id` and `state` were reported before; nothing changed); or with `Content-Type:
+/// application/x-ndjson`, one object per line (at most 100,000), answered with one line each,
+/// in order: `{index, status, delivery | error}`. A link of another workspace answers as a
+/// missing one. No phone number is taken.
+#[utoipa::path(post, path = "/api/v1/deliveries", tag = "deliveries",
+    request_body(content = DeliveryRequest,
+        description = "one object, or one per line with `Content-Type: application/x-ndjson`"),
+    responses(
+        (status = 201, description = "stored", body = DeliveryView),
+        (status = 200, description = "a repeat of a `message_id` and `state`: the first \
+            receipt, `duplicate` true; NDJSON: one `{index, status, delivery | error}` per line",
+            body = DeliveryView),
+        (status = 400, description = "`malformed_json`: not a `DeliveryRequest`", body = ErrorBody),
+        (status = 404, description = "`unknown_link`: no such link in this workspace", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, description = "`invalid_link` (not exactly one of `code`, `short_url`, \
+            `campaign` + `ref`), `invalid_short_url`, `invalid_message_id`, `invalid_state`, \
+            `invalid_error_code`, `invalid_carrier`, `invalid_at`", body = ErrorBody),
+    ))]
+pub async fn post_deliveries(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    match ndjson::media_type(&headers).as_deref() {
+        Some("application/json") => {
+            let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+                .await
+                .map_err(|_| Error::Request {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    code: "payload_too_large",
+                    message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
+                })?;
+            let now = shortlink_store::now();
+            let new = check(parse(&bytes)?, Gateway::Api, now).map_err(invalid)?;
+            record(&state, workspace, new).await
+        }
+        Some(NDJSON) => {
+            let lines = ndjson::read_lines(body, MAX_LINES, MAX_LINE_BYTES).await?;
+            let mut out = Vec::with_capacity(lines.len() * 300);
+            for (n, chunk) in lines.chunks(BATCH).enumerate() {
+                answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
+            }
+            let mut response = Response::new(Body::from(out));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
+            Ok(response)
+        }
+        _ => Err(Error::Request {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: format!("send application/json or {NDJSON}"),
+        }),
+    }
+}
+
+/// Records NDJSON lines (numbered from `first`) and appends one answer line each to `out`, in
+/// order. The lines that pass the checks are stored together; a line refused stores nothing of
+/// its own and nothing of the others changes. Errs when the database fails: the rest would
+/// fail alike, and the sender retries the batch (what went in answers as duplicates).
+async fn answer_lines(
+    state: &AppState,
+    workspace: WorkspaceId,
+    first: i64,
+    lines: &[Vec<u8>],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let now = shortlink_store::now();
+    let checked: Vec<Result<NewReceipt>> = (lines.iter())
+        .map(|line| parse(line).and_then(|r| check(r, Gateway::Api, now).map_err(invalid)))
+        .collect();
+    let valid: Vec<NewReceipt> = (checked.iter())
+        .filter_map(|c| c.as_ref().ok().cloned())
+        .collect();
+    let store = state.analytics.store.deliveries();
+    let mut recorded = store
+        .record_receipts(workspace, &valid, now)
+        .await?
+        .into_iter();
+    for (offset, checked) in checked.into_iter().enumerate() {
+        let answer = match checked {
+            Ok(_) => recorded
+                .next()
+                .ok_or_else(|| Error::Internal("a batch answer is missing".into()))?
+                .map_err(refusal),
+            Err(error) => Err(error),
+        };
+        let index = first + offset as i64;
+        let result = match answer {
+            Ok(recorded) => LineResult {
+                index,
+                status: if recorded.duplicate { 200 } else { 201 },
+                delivery: Some(recorded.into()),
+                error: None,
+            },
+            Err(error) => LineResult {
+                index,
+                status: error.status_code().as_u16(),
+                delivery: None,
+                error: Some(ErrorDetail {
+                    code: error.code().to_owned(),
+                    message: error.message(),
+                }),
+            },
+        };
+        serde_json::to_writer(&mut *out, &result)
+            .map_err(|error| Error::Internal(Box::new(error)))?;
+        out.push(b'\n');
+    }
+    Ok(())
+}

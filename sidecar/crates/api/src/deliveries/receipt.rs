@@ -1,0 +1,266 @@
+//! A receipt as the API takes it (`POST /api/v1/deliveries`) and answers it, checked into the
+//! store's [`NewReceipt`]; and recording one, which the native callbacks share.
+
+use crate::{AppState, Error, Result};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use shortlink_store::WorkspaceId;
+use shortlink_visits::deliveries::model::{
+    bounded_text, key_text, opt_key_text, MAX_CARRIER, MAX_ERROR_CODE, MAX_MESSAGE_ID,
+};
+use shortlink_visits::deliveries::{
+    Deliveries, DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Recorded, Refusal,
+};
+use utoipa::ToSchema;
+
+/// Longest `code`, `campaign`, `ref` or `short_url` read.
+const MAX_NAME: usize = 2048;
+/// How far in the future a gateway's time may be (clocks differ a little, not more).
+const MAX_AHEAD: Duration = Duration::minutes(5);
+
+/// A delivery receipt: the link (exactly one of `code`, `short_url`, `campaign` + `ref`), the
+/// gateway's message id and what it says happened. Values are read as strings and checked
+/// after, so that a refusal names the field (422 `invalid_<field>`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryRequest {
+    /// The link's code.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub code: Option<String>,
+    /// Instead of `code`: the short URL sent (its host is kept as the message's short domain,
+    /// for the funnel's breakdown).
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub short_url: Option<String>,
+    /// With `ref`, instead of `code`: the campaign's per-recipient link.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub campaign: Option<String>,
+    #[serde(rename = "ref")]
+    #[schema(
+        rename = "ref",
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub recipient_ref: Option<String>,
+    /// The gateway's id of the message: with `state`, the idempotency key (a repeat answers
+    /// the first receipt, `duplicate` true). 1 to 128 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub message_id: String,
+    /// `submitted`, `delivered`, `failed`, `rejected`, `expired`, `buffered` or `unknown`.
+    #[schema(schema_with = state_schema)]
+    pub state: String,
+    /// The gateway's or carrier's error code, at most 32 characters (empty: none).
+    #[schema(max_length = 32, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub error_code: Option<String>,
+    /// The gateway's text (kept to 256 characters, control characters as spaces).
+    pub error_text: Option<String>,
+    /// The carrier: MCC-MNC (`23410`) or a name, at most 64 characters (empty: none).
+    #[schema(max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub carrier: Option<String>,
+    /// The gateway's time of the report, RFC 3339 (default: now; at most 5 minutes ahead).
+    #[schema(format = DateTime)]
+    pub at: Option<String>,
+}
+
+/// `state`: the seven states.
+fn state_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(DeliveryState::ALL.map(DeliveryState::as_str)))
+        .examples([serde_json::json!("delivered")])
+        .into()
+}
+
+/// A stored receipt, and the message's current state after it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryView {
+    pub code: String,
+    pub message_id: String,
+    pub state: String,
+    pub error_code: Option<String>,
+    pub error_text: Option<String>,
+    pub carrier: Option<String>,
+    pub at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    /// `api`, `kannel`, `twilio` or `vonage`.
+    pub gateway: String,
+    /// What the funnel counts the message as now: a final state is never replaced by a
+    /// non-final one, and among finals the later `at` wins.
+    pub current_state: String,
+    /// True when an earlier report stored this `message_id` and `state` (this one stored nothing).
+    pub duplicate: bool,
+}
+
+impl From<Recorded> for DeliveryView {
+    fn from(recorded: Recorded) -> Self {
+        let r = recorded.receipt;
+        DeliveryView {
+            code: r.code,
+            message_id: r.message_id,
+            state: r.state.as_str().into(),
+            error_code: r.error_code,
+            error_text: r.error_text,
+            carrier: r.carrier,
+            at: r.at,
+            received_at: r.received_at,
+            gateway: r.gateway.as_str().into(),
+            current_state: recorded.current.as_str().into(),
+            duplicate: recorded.duplicate,
+        }
+    }
+}
+
+pub(crate) fn invalid(invalid: Invalid) -> Error {
+    let code = match invalid.field {
+        "message_id" => "invalid_message_id",
+        "state" => "invalid_state",
+        "error_code" => "invalid_error_code",
+        "carrier" => "invalid_carrier",
+        "at" => "invalid_at",
+        "short_url" => "invalid_short_url",
+        _ => "invalid_link",
+    };
+    Error::invalid(code, invalid.message)
+}
+
+pub(crate) fn refusal(refusal: Refusal) -> Error {
+    match refusal {
+        Refusal::UnknownLink => Error::Request {
+            status: StatusCode::NOT_FOUND,
+            code: "unknown_link",
+            message: refusal.to_string(),
+        },
+    }
+}
+
+/// The link a receipt names: exactly one of `code`, `short_url` and `campaign` + `ref`; with
+/// the short URL's host.
+fn link_of(request: &DeliveryRequest) -> Result<(LinkRef, Option<String>), Invalid> {
+    let name = |field, text: &Option<String>| {
+        (text.as_deref())
+            .map(|text| key_text(field, text, MAX_NAME))
+            .transpose()
+    };
+    let code = name("code", &request.code)?;
+    let short_url = name("short_url", &request.short_url)?;
+    let campaign = name("campaign", &request.campaign)?;
+    let recipient_ref = name("ref", &request.recipient_ref)?;
+    match (code, short_url, campaign, recipient_ref) {
+        (Some(code), None, None, None) => Ok((LinkRef::Code(code), None)),
+        (None, Some(url), None, None) => {
+            let bad = || {
+                Invalid::new(
+                    "short_url",
+                    "`short_url` is not a short URL (https://host/code)",
+                )
+            };
+            let url = url::Url::parse(&url).map_err(|_| bad())?;
+            let host = (url.host_str())
+                .filter(|host| host.len() <= 253)
+                .ok_or_else(bad)?
+                .to_ascii_lowercase();
+            let code = (url.path_segments())
+                .and_then(|mut segments| segments.next())
+                .filter(|code| !code.is_empty())
+                .ok_or_else(bad)?;
+            Ok((LinkRef::Code(code.to_owned()), Some(host)))
+        }
+        (None, None, Some(campaign), Some(recipient_ref)) => Ok((
+            LinkRef::Recipient {
+                campaign,
+                recipient_ref,
+            },
+            None,
+        )),
+        _ => Err(Invalid::new(
+            "link",
+            "name the link by exactly one of `code`, `short_url`, and `campaign` with `ref`",
+        )),
+    }
+}
+
+/// The request's fields checked (no I/O yet).
+pub fn check(
+    request: DeliveryRequest,
+    gateway: Gateway,
+    now: DateTime<Utc>,
+) -> Result<NewReceipt, Invalid> {
+    let (link, short_domain) = link_of(&request)?;
+    let message_id = key_text("message_id", &request.message_id, MAX_MESSAGE_ID)?;
+    let state = DeliveryState::parse(&request.state).ok_or_else(|| {
+        Invalid::new(
+            "state",
+            "`state` is one of submitted, delivered, failed, rejected, expired, buffered, \
+                 unknown",
+        )
+    })?;
+    let at = match request.at.as_deref() {
+        None => now,
+        Some(text) => DateTime::parse_from_rfc3339(text.trim())
+            .map(|at| at.with_timezone(&Utc))
+            .ok()
+            .filter(|at| *at <= now + MAX_AHEAD)
+            .ok_or_else(|| {
+                Invalid::new("at", "`at` is an RFC 3339 time, at most 5 minutes from now")
+            })?,
+    };
+    Ok(NewReceipt {
+        link,
+        short_domain,
+        message_id,
+        state,
+        error_code: opt_key_text("error_code", request.error_code.as_deref(), MAX_ERROR_CODE)?,
+        error_text: bounded_text(request.error_text.as_deref()),
+        carrier: opt_key_text("carrier", request.carrier.as_deref(), MAX_CARRIER)?,
+        at,
+        gateway,
+    })
+}
+
+/// A gateway's time ahead of ours by more than clocks differ: the report is taken at our time
+/// rather than refused (a gateway does not resend a refused report; a sender of the API does).
+pub fn at_most_now(request: &mut DeliveryRequest, now: DateTime<Utc>) {
+    let ahead = (request.at.as_deref())
+        .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
+        .is_some_and(|at| at.with_timezone(&Utc) > now + MAX_AHEAD);
+    if ahead {
+        request.at = None;
+    }
+}
+
+/// Records one checked receipt in `workspace`, answered 201 (stored) or 200 (a duplicate).
+pub async fn record(state: &AppState, workspace: WorkspaceId, new: NewReceipt) -> Result<Response> {
+    let now = shortlink_store::now();
+    let store = state.analytics.store.deliveries();
+    let answer = (store
+        .record_receipts(workspace, std::slice::from_ref(&new), now)
+        .await?)
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal("a receipt's answer is missing".into()))?
+        .map_err(refusal)?;
+    let status = match answer.duplicate {
+        true => StatusCode::OK,
+        false => StatusCode::CREATED,
+    };
+    Ok((status, axum::Json(DeliveryView::from(answer))).into_response())
+}

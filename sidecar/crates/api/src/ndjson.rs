@@ -1,0 +1,70 @@
+//! Reading an NDJSON request body line by line (conversions, delivery receipts): whole lines
+//! cut from the stream as it arrives, bounded in number and length, blank lines skipped.
+
+use crate::{Error, Result};
+use axum::body::Body;
+use axum::http::{header, HeaderMap, StatusCode};
+use futures_util::StreamExt;
+
+pub const CONTENT_TYPE: &str = "application/x-ndjson";
+
+/// The request's media type, lower-case, without parameters.
+pub fn media_type(headers: &HeaderMap) -> Option<String> {
+    (headers.get(header::CONTENT_TYPE))
+        .and_then(|value| value.to_str().ok())
+        .map(|value| {
+            (value.split(';').next().unwrap_or(""))
+                .trim()
+                .to_ascii_lowercase()
+        })
+}
+
+/// The body's non-blank lines, trimmed; 413 past `max_lines` lines or a line past `max_bytes`.
+pub async fn read_lines(body: Body, max_lines: usize, max_bytes: usize) -> Result<Vec<Vec<u8>>> {
+    let too_much = |message: String| Error::Request {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        code: "payload_too_large",
+        message,
+    };
+    let mut lines = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_body",
+            message: "the body could not be read".into(),
+        })?;
+        pending.extend_from_slice(&chunk);
+        // Cut every whole line out of what arrived, then keep only the rest (one copy per
+        // chunk, not one per line).
+        let mut start = 0;
+        while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
+            push(&mut lines, &pending[start..start + end], max_bytes).map_err(too_much)?;
+            start += end + 1;
+        }
+        pending.drain(..start);
+        if pending.len() > max_bytes {
+            return Err(too_much(format!("a line is at most {max_bytes} bytes")));
+        }
+        if lines.len() > max_lines {
+            return Err(too_much(format!("at most {max_lines} lines")));
+        }
+    }
+    push(&mut lines, &pending, max_bytes).map_err(too_much)?;
+    if lines.len() > max_lines {
+        return Err(too_much(format!("at most {max_lines} lines")));
+    }
+    Ok(lines)
+}
+
+fn push(lines: &mut Vec<Vec<u8>>, line: &[u8], max_bytes: usize) -> Result<(), String> {
+    let text = line.trim_ascii();
+    if text.len() > max_bytes {
+        return Err(format!("a line is at most {max_bytes} bytes"));
+    }
+    if !text.is_empty() {
+        lines.push(text.to_vec());
+    }
+    Ok(())
+}

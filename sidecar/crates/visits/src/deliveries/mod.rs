@@ -1,0 +1,39 @@
+//! Delivery receipts (issue 68): what SMS gateways report of each message carrying a link, the
+//! callback tokens their native callbacks authenticate with, and the campaign funnel built on
+//! them (sent → delivered → clicked → converted).
+//!
+//! - [`model`]: states, gateways and the rule a message's current state follows (pure);
+//! - [`store`]: `delivery_receipts` and `delivery_messages` on every backend, idempotent per
+//!   workspace, gateway message id and state;
+//! - [`tokens`]: `callback_tokens` (hashed, as API keys);
+//! - [`funnel`]: a campaign's counts by current state, domain and carrier.
+//!
+//! No phone number is stored: gateways' destinations are dropped before anything gets here.
+//! docs/DELIVERIES.md is the user's side of it.
+
+pub mod funnel;
+pub mod model;
+pub mod store;
+pub mod tokens;
+
+pub use funnel::{Funnel, FunnelCounts, FunnelStore};
+pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
+pub use store::{Deliveries, DeliveryStore};
+pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore, CallbackTokens};
+
+use crate::store::{SqlBackendStore, VisitStore};
+
+/// The funnels of the database a visit store writes to.
+pub trait Funnels {
+    fn funnels(&self) -> &dyn FunnelStore;
+}
+
+impl Funnels for dyn VisitStore {
+    fn funnels(&self) -> &dyn FunnelStore {
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
+        }
+    }
+}

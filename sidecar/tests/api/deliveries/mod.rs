@@ -1,0 +1,96 @@
+//! Delivery receipts (issue 68): taken by the API (one object or NDJSON) and by each gateway's
+//! native callback from its own samples (`fixtures/gateways/`), idempotent per message and
+//! state under retried and reordered reports, refused with the line and field, kept inside
+//! their workspace, counted in a campaign's funnel, and gone with the subject, the retention
+//! and the workspace.
+
+mod callbacks;
+mod funnel;
+mod ingest;
+mod privacy;
+
+use crate::helpers::*;
+use crate::workspaces::with_key;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// A fixture's text (`sidecar/tests/api/fixtures/gateways/<name>`).
+pub fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/tests/api/fixtures/gateways/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// POST /api/v1/deliveries with `key`: status and JSON answer.
+pub async fn post(app: &TestApp, key: &str, body: &Value) -> (u16, Value) {
+    let answer = with_key(app, key, Method::POST, "/deliveries")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
+/// POST /api/v1/deliveries as NDJSON: status and one JSON value per answer line.
+pub async fn post_lines(app: &TestApp, key: &str, lines: &[String]) -> (u16, Vec<Value>) {
+    let answer = with_key(app, key, Method::POST, "/deliveries")
+        .header("content-type", "application/x-ndjson")
+        .body(lines.join("\n"))
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    let lines = (text.lines())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}")))
+        .collect();
+    (status, lines)
+}
+
+/// A callback token of `key`'s workspace: (id, token).
+pub async fn callback_token(
+    app: &TestApp,
+    key: &str,
+    gateway: &str,
+    twilio_auth_token: Option<&str>,
+) -> (String, String) {
+    let mut body = json!({"name": format!("{gateway} in the lab"), "gateway": gateway});
+    if let Some(secret) = twilio_auth_token {
+        body["twilio_auth_token"] = json!(secret);
+    }
+    let answer = with_key(app, key, Method::POST, "/callback-tokens")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let made: Value = answer.json().await.unwrap();
+    let token = made["token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        made["callback_path"],
+        format!("/callbacks/{token}/{gateway}")
+    );
+    (made["id"].as_str().unwrap().to_owned(), token)
+}
+
+/// Rows of a table.
+pub async fn rows(app: &TestApp, table: &str) -> i64 {
+    app.db
+        .scalar(&format!("SELECT COUNT(*) FROM {table}"))
+        .await
+}
+
+/// The current state of a message, as the funnel reads it.
+pub async fn current(app: &TestApp, message_id: &str) -> String {
+    let states = app
+        .db
+        .texts(&format!(
+            "SELECT state FROM delivery_messages WHERE message_id = '{message_id}'"
+        ))
+        .await;
+    assert_eq!(states.len(), 1, "{message_id}: {states:?}");
+    states[0].clone()
+}
