@@ -7,6 +7,7 @@
 mod callbacks;
 mod funnel;
 mod ingest;
+mod kannel;
 mod privacy;
 
 use crate::helpers::*;

@@ -3,6 +3,8 @@
 //!
 //! `…/callbacks/<token>/kannel?code=<CODE>&mid=<MESSAGE ID>&type=%d&answer=%A&smsc=%i&ts=%T`
 //!
+//! or `short_url=<SHORT URL>` instead of `code=`: the message's short domain is then known.
+//!
 //! - `type` (`%d`) is the report's dlr-mask bit: 1 delivered, 2 failed, 4 buffered, 8 accepted
 //!   by the SMSC (submitted), 16 rejected by the SMSC.
 //! - `answer` (`%A`) is the SMSC's text: `ACK/`, `NACK/<reason>`, or an SMPP-style receipt
@@ -74,12 +76,20 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
         ),
     };
     let code = params.get("code").map(str::to_owned);
+    // The short URL the message carried, instead of the code: its host is the message's short
+    // domain (the funnel's breakdown; a code works on every domain of its pool).
+    let short_url = params.get("short_url").map(str::to_owned);
+    let code_in_url = (short_url.as_deref())
+        .and_then(|url| url.split(['?', '#']).next()?.rsplit('/').next())
+        .filter(|code| !code.is_empty());
     let message_id = (params.get("mid").filter(|mid| !mid.is_empty()))
         .or(code.as_deref())
+        .or(code_in_url)
         .unwrap_or_default()
         .to_owned();
     Ok(DeliveryRequest {
         code,
+        short_url,
         message_id,
         state: state.into(),
         error_code,
@@ -96,6 +106,20 @@ mod tests {
 
     fn query(text: &str) -> Result<DeliveryRequest, Invalid> {
         receipt(&Params::from_query(text))
+    }
+
+    #[test]
+    fn a_short_url_names_the_link_and_its_domain() {
+        let receipt =
+            query("short_url=https%3A%2F%2Fs2.example%2FAbc123%3Fx&type=16&answer=NACK%2FERR+88")
+                .unwrap();
+        assert_eq!(
+            receipt.short_url.as_deref(),
+            Some("https://s2.example/Abc123?x")
+        );
+        assert_eq!(receipt.code, None);
+        assert_eq!(receipt.message_id, "Abc123", "the code, without a mid");
+        assert_eq!(receipt.state, "rejected");
     }
 
     #[test]
