@@ -1,12 +1,57 @@
-//! Reading an NDJSON request body line by line (conversions, delivery receipts): whole lines
-//! cut from the stream as it arrives, bounded in number and length, blank lines skipped.
+//! The ingests that take one JSON object or NDJSON (conversions, delivery receipts): the body read
+//! by its media type, NDJSON line by line (whole lines cut from the stream as it arrives, bounded
+//! in number and length, blank lines skipped), and the NDJSON answer.
 
 use crate::{Error, Result};
-use axum::body::Body;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
 use futures_util::StreamExt;
 
 pub const CONTENT_TYPE: &str = "application/x-ndjson";
+
+/// An ingest's body.
+pub enum Ingest {
+    /// `application/json`: one object.
+    One(Bytes),
+    /// NDJSON: its non-blank lines.
+    Lines(Vec<Vec<u8>>),
+}
+
+/// The body as its `Content-Type` says: one JSON object (413 past the API's body limit), or
+/// NDJSON lines (see [`read_lines`]); 415 for anything else.
+pub async fn ingest(
+    headers: &HeaderMap,
+    body: Body,
+    max_lines: usize,
+    max_line_bytes: usize,
+) -> Result<Ingest> {
+    match media_type(headers).as_deref() {
+        Some("application/json") => axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+            .await
+            .map(Ingest::One)
+            .map_err(|_| Error::Request {
+                status: StatusCode::PAYLOAD_TOO_LARGE,
+                code: "payload_too_large",
+                message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
+            }),
+        Some(CONTENT_TYPE) => Ok(Ingest::Lines(
+            read_lines(body, max_lines, max_line_bytes).await?,
+        )),
+        _ => Err(Error::Request {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: format!("send application/json or {CONTENT_TYPE}"),
+        }),
+    }
+}
+
+/// An NDJSON answer of these lines.
+pub fn answer(lines: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(lines));
+    (response.headers_mut()).insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    response
+}
 
 /// The request's media type, lower-case, without parameters.
 pub fn media_type(headers: &HeaderMap) -> Option<String> {

@@ -1,10 +1,10 @@
 //! Taking conversions in: the JSON shapes, the refusals as API errors, and the NDJSON batch.
 
-use crate::ndjson::CONTENT_TYPE as NDJSON;
+use crate::ndjson::{self, Ingest};
 use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,10 @@ use utoipa::ToSchema;
 /// Most lines in one NDJSON request, and the longest line (a conversion is a few hundred bytes).
 pub const MAX_LINES: usize = 100_000;
 pub const MAX_LINE_BYTES: usize = 4096;
+
+/// Lines stored together: the store takes them a thousand a transaction, two transactions at
+/// once (`shortlink_visits::conversions`), so a page holds several of those.
+const BATCH: usize = 10_000;
 
 /// A conversion: the click (`click_id`, or `code` + `ref`), what happened, and the sender's
 /// idempotency key.
@@ -240,15 +244,8 @@ pub async fn post_conversions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    match crate::ndjson::media_type(&headers).as_deref() {
-        Some("application/json") => {
-            let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
-                .await
-                .map_err(|_| Error::Request {
-                    status: StatusCode::PAYLOAD_TOO_LARGE,
-                    code: "payload_too_large",
-                    message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
-                })?;
+    match ndjson::ingest(&headers, body, MAX_LINES, MAX_LINE_BYTES).await? {
+        Ingest::One(bytes) => {
             let request: ConversionRequest = parse(&bytes)?;
             let recorded = record(&state, workspace, request).await?;
             let status = match recorded.duplicate {
@@ -258,12 +255,14 @@ pub async fn post_conversions(
             let view = ConversionView::new(recorded.conversion, recorded.duplicate);
             Ok((status, axum::Json(view)).into_response())
         }
-        Some(NDJSON) => ndjson(state, workspace, body).await,
-        _ => Err(Error::Request {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code: "unsupported_media_type",
-            message: format!("send application/json or {NDJSON}"),
-        }),
+        Ingest::Lines(lines) => {
+            let texts: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+            let mut out = Vec::with_capacity(texts.len() * 400);
+            for (n, chunk) in texts.chunks(BATCH).enumerate() {
+                answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
+            }
+            Ok(ndjson::answer(out))
+        }
     }
 }
 
@@ -332,22 +331,4 @@ pub async fn answer_lines(
         statuses.push(result.status);
     }
     Ok(statuses)
-}
-
-/// Lines stored together: the store takes them a thousand a transaction, two transactions at
-/// once (`shortlink_visits::conversions`), so a page holds several of those.
-const BATCH: usize = 10_000;
-
-async fn ndjson(state: AppState, workspace: WorkspaceId, body: Body) -> Result<Response> {
-    let lines = crate::ndjson::read_lines(body, MAX_LINES, MAX_LINE_BYTES).await?;
-    let texts: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
-    let mut out = Vec::with_capacity(texts.len() * 400);
-    for (n, chunk) in texts.chunks(BATCH).enumerate() {
-        answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
-    }
-    let mut response = Response::new(Body::from(out));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
-    Ok(response)
 }

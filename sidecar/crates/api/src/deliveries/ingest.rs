@@ -2,11 +2,11 @@
 //! line as the conversions' (`{index, status, delivery | error}`).
 
 use super::receipt::{check, invalid, record, refusal, DeliveryRequest, DeliveryView};
-use crate::ndjson::{self, CONTENT_TYPE as NDJSON};
+use crate::ndjson::{self, Ingest};
 use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
 use shortlink_store::WorkspaceId;
@@ -77,36 +77,19 @@ pub async fn post_deliveries(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    match ndjson::media_type(&headers).as_deref() {
-        Some("application/json") => {
-            let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
-                .await
-                .map_err(|_| Error::Request {
-                    status: StatusCode::PAYLOAD_TOO_LARGE,
-                    code: "payload_too_large",
-                    message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
-                })?;
+    match ndjson::ingest(&headers, body, MAX_LINES, MAX_LINE_BYTES).await? {
+        Ingest::One(bytes) => {
             let now = shortlink_store::now();
             let new = check(parse(&bytes)?, Gateway::Api, now).map_err(invalid)?;
             record(&state, workspace, new).await
         }
-        Some(NDJSON) => {
-            let lines = ndjson::read_lines(body, MAX_LINES, MAX_LINE_BYTES).await?;
+        Ingest::Lines(lines) => {
             let mut out = Vec::with_capacity(lines.len() * 300);
             for (n, chunk) in lines.chunks(BATCH).enumerate() {
                 answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
             }
-            let mut response = Response::new(Body::from(out));
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
-            Ok(response)
+            Ok(ndjson::answer(out))
         }
-        _ => Err(Error::Request {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code: "unsupported_media_type",
-            message: format!("send application/json or {NDJSON}"),
-        }),
     }
 }
 
