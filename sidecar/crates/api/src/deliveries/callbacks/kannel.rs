@@ -21,7 +21,7 @@
 //! Anything else in the query (`to=%p`, `from=%P`, `%D`…) is ignored: the destination number is
 //! never read.
 
-use super::Params;
+use super::params::Params;
 use crate::deliveries::receipt::DeliveryRequest;
 use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
 use shortlink_visits::deliveries::Invalid;
@@ -71,7 +71,7 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
     let at = match params.get("ts") {
         None => None,
         Some(ts) => Some(
-            super::unix_seconds(ts)
+            super::params::unix_seconds(ts)
                 .ok_or_else(|| Invalid::new("at", "`ts` is Kannel's %T: a Unix time in seconds"))?,
         ),
     };

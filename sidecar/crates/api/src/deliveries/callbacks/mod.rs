@@ -9,6 +9,7 @@
 //! gateway says of the recipient (the destination number) is never read.
 
 pub mod kannel;
+mod params;
 mod schema;
 pub mod twilio;
 pub mod vonage;
@@ -21,7 +22,7 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use chrono::DateTime;
+use params::Params;
 use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
 use subtle::ConstantTimeEq;
 
@@ -44,32 +45,6 @@ pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
         Some((_, gateway)) => format!("/callbacks/…/{gateway}").into(),
         None => path.into(),
     }
-}
-
-/// A request's parameters (a query or a form), in order, each name's first value winning.
-#[derive(Debug, Clone, Default)]
-pub struct Params(pub Vec<(String, String)>);
-
-impl Params {
-    pub fn from_query(query: &str) -> Self {
-        Params(
-            url::form_urlencoded::parse(query.as_bytes())
-                .map(|(name, value)| (name.into_owned(), value.into_owned()))
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        (self.0.iter())
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-}
-
-/// Unix seconds as RFC 3339.
-pub(crate) fn unix_seconds(text: &str) -> Option<String> {
-    let seconds = text.trim().parse::<i64>().ok()?;
-    DateTime::from_timestamp(seconds, 0).map(|at| at.to_rfc3339())
 }
 
 fn no_callback() -> Error {

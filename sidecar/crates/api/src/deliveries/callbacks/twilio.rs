@@ -13,7 +13,7 @@
 //! base64(HMAC-SHA1(auth token, the full URL + every POST parameter's name and value, sorted
 //! by name)), compared in constant time.
 
-use super::Params;
+use super::params::Params;
 use crate::deliveries::receipt::DeliveryRequest;
 use base64::Engine;
 use hmac::{Hmac, Mac};

@@ -8,7 +8,7 @@
 //! `err-code` `0` is no error; `network-code` (MCC-MNC) is the carrier; `message-timestamp`
 //! (`YYYY-MM-DD HH:MM:SS`, UTC) the time. `msisdn`, the recipient's number, is dropped unread.
 
-use super::Params;
+use super::params::Params;
 use crate::deliveries::receipt::DeliveryRequest;
 use chrono::NaiveDateTime;
 use shortlink_visits::deliveries::Invalid;
