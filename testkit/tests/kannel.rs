@@ -26,9 +26,16 @@ fn receiver() -> (u16, mpsc::Receiver<String>) {
                         return;
                     }
                     let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                    while reader.read_line(&mut line).unwrap_or(0) > 0
-                        && !line.ends_with("\r\n\r\n")
-                    {}
+                    // The headers, up to the blank line (Kannel's report is a GET: no body).
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if header.trim_end().is_empty() {
+                            break;
+                        }
+                    }
                     let _ = sender.send(target);
                     let ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
                     if writer.write_all(ok.as_bytes()).is_err() {
