@@ -7,7 +7,7 @@
 
 use shortlink_sms::gsm::{self, Language};
 use shortlink_sms::{measure, Encoding, Options};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -206,6 +206,10 @@ fn national_messages_agree_with_gsmcodecs_tables() {
             .wrapping_add(1442695040888963407);
         ((state >> 33) % n as u64) as usize
     };
+    // Built once per language and per table pair: rebuilt per message, these maps were most of
+    // the test's time, unoptimised.
+    let mut pools: HashMap<u8, Vec<char>> = HashMap::new();
+    let mut pair_costs: HashMap<(u8, u8), BTreeMap<u32, usize>> = HashMap::new();
     let (mut checked, mut national) = (0, 0);
     for round in 0..40_000 {
         // A language or two, each with its tables allowed or only its single shift.
@@ -230,7 +234,9 @@ fn national_messages_agree_with_gsmcodecs_tables() {
             })
             .collect();
         // Special characters from one language's tables (mixing scripts rarely encodes).
-        let pool = pool_of(&allowed[..1]);
+        let pool = pools
+            .entry(allowed[0])
+            .or_insert_with(|| pool_of(&allowed[..1]));
         let len = [1, 140, 150, 155, 160, 300, 450][round % 7] + next(12);
         let special = [0.02, 0.1, 0.4][next(3)];
         let text: String = (0..len)
@@ -258,7 +264,9 @@ fn national_messages_agree_with_gsmcodecs_tables() {
         let mut best: Option<(usize, usize, usize)> = None; // (segments, ies, septets)
         for l in lockings {
             for s in std::iter::once(0).chain(options.single_shift.iter().map(|l| l.id())) {
-                let costs = costs(&theirs, l, s);
+                let costs = pair_costs
+                    .entry((l, s))
+                    .or_insert_with(|| costs(&theirs, l, s));
                 let widths: Option<Vec<usize>> = text
                     .chars()
                     .map(|c| costs.get(&(c as u32)).copied())
