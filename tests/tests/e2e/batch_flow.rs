@@ -176,18 +176,20 @@ fn post_batch_resending_503s(system: &System, lines: usize, campaign: &str) -> V
 
 #[test]
 fn a_million_line_batch_goes_through_the_api_server() {
-    a_million_line_batch_goes_through_the_api_server_of(System::start());
+    a_large_batch_goes_through_the_api_server_of(System::start(), 1_000_000);
 }
 
-/// The same on MariaDB, whose batches are multi-row `INSERT`s rather than SQLite's.
+/// The same on MariaDB, whose batches are multi-row `INSERT`s rather than SQLite's: a quarter of
+/// the lines, still thousands of groups through that path. The million lines are the spool's and
+/// nginx's bound, which the database does not change; each million was three minutes of both
+/// cores in CI.
 #[test]
-fn a_million_line_batch_on_mariadb_goes_through_the_api_server() {
+fn a_large_batch_on_mariadb_goes_through_the_api_server() {
     let database = testkit::mariadb().fresh_database_url();
-    a_million_line_batch_goes_through_the_api_server_of(System::start_on_database(&database));
+    a_large_batch_goes_through_the_api_server_of(System::start_on_database(&database), 250_000);
 }
 
-fn a_million_line_batch_goes_through_the_api_server_of(system: System) {
-    let lines = 1_000_000;
+fn a_large_batch_goes_through_the_api_server_of(system: System, lines: usize) {
     let results = post_batch_resending_503s(&system, lines, "bf");
     assert_eq!(results.len(), lines, "one result per line");
     for (i, result) in results.iter().enumerate() {
@@ -196,7 +198,7 @@ fn a_million_line_batch_goes_through_the_api_server_of(system: System) {
     }
     assert_eq!(assert_sql_and_redis_agree(&system), lines);
     // Links from the start, the middle and the end of the batch redirect on the redirect server.
-    for i in [0, 1, 499_999, 500_000, lines - 1] {
+    for i in [0, 1, lines / 2 - 1, lines / 2, lines - 1] {
         let code = results[i]["link"]["code"].as_str().unwrap();
         let response = system.nginx.get("s2.test", &format!("/{code}"));
         assert_eq!(response.status(), 302, "line {i}");
