@@ -94,7 +94,11 @@ impl DomainHealth {
             let domain = match new.short_domain.as_deref() {
                 Some(host) => list.hosts().find(|own| own == host),
                 None if list.spread == Spread::Campaign => None,
-                None => Some(list.pick_live(&receipt.code, None, &NoDrains).host.to_owned()),
+                None => Some(
+                    list.pick_live(&receipt.code, None, &NoDrains)
+                        .host
+                        .to_owned(),
+                ),
             };
             let Some(domain) = domain else { continue };
             let series = Series {
@@ -235,7 +239,11 @@ fn report_dead_routes(health: &DomainHealth, found: Vec<DeadRoute>) {
         health.send_later(body.to_string());
     }
     for (workspace, carrier) in before.difference(&now) {
-        tracing::warn!(workspace, carrier, "dead route over: the carrier delivers again");
+        tracing::warn!(
+            workspace,
+            carrier,
+            "dead route over: the carrier delivers again"
+        );
         metrics::gauge!("shortlink_carrier_dead_route", "workspace" => workspace.clone(), "carrier" => carrier.clone())
             .set(0.0);
         let body = serde_json::json!({
@@ -269,7 +277,9 @@ mod tests {
         };
         let drained = Drain::default().next(&on_receipts, 2, now).unwrap();
         assert_eq!(drained.mode, Mode::Drained);
-        assert!(drained.reason.starts_with("suspected-blocked: receipts: 40 of 40"));
+        assert!(drained
+            .reason
+            .starts_with("suspected-blocked: receipts: 40 of 40"));
         let clicks_healthy = Event::Checked {
             evidence: Evidence {
                 state: Some(State::Healthy),

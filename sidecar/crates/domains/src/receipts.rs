@@ -287,11 +287,12 @@ impl ReceiptWindows {
 
     /// The rule applied as of `now`: each (workspace, carrier) judged on its own.
     pub fn judge(&self, now: u64) -> Findings {
-        let mut groups: BTreeMap<(&str, &str), Vec<(&Series, &VecDeque<Second>)>> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<(&str, &str), Vec<(&Series, &VecDeque<Second>)>> = BTreeMap::new();
         for (series, seconds) in &self.series {
-            (groups.entry((&series.workspace, &series.carrier)).or_default())
-                .push((series, seconds));
+            (groups
+                .entry((&series.workspace, &series.carrier))
+                .or_default())
+            .push((series, seconds));
         }
         let mut findings = Findings::default();
         for ((workspace, carrier), members) in groups {
@@ -395,7 +396,10 @@ mod tests {
     #[test]
     fn a_domain_rejected_on_one_carrier_is_blocked_within_seconds() {
         let mut windows = ReceiptWindows::new(ReceiptRule::default());
-        let (x, y) = (on("w", "310260", "x.example"), on("w", "310260", "y.example"));
+        let (x, y) = (
+            on("w", "310260", "x.example"),
+            on("w", "310260", "y.example"),
+        );
         send(&mut windows, &x, (1000, 1060), 8, 50);
         send(&mut windows, &y, (1000, 1060), 8, 50);
         assert_eq!(windows.judge(1060), Findings::default());
@@ -407,12 +411,22 @@ mod tests {
         let blocked = &found.blocked[0];
         assert_eq!(blocked.series, x);
         assert_eq!(blocked.over_secs, 5);
-        assert!(blocked.reason().contains("carrier 310260"), "{}", blocked.reason());
+        assert!(
+            blocked.reason().contains("carrier 310260"),
+            "{}",
+            blocked.reason()
+        );
         assert!(blocked.reason().contains("0x0b: "), "{}", blocked.reason());
         assert!(found.dead_routes.is_empty());
         // Another workspace's receipts on the same carrier are no peers of x.
         let mut alone = ReceiptWindows::new(ReceiptRule::default());
-        send(&mut alone, &on("other", "310260", "y.example"), (1000, 1064), 8, 50);
+        send(
+            &mut alone,
+            &on("other", "310260", "y.example"),
+            (1000, 1064),
+            8,
+            50,
+        );
         send(&mut alone, &x, (1060, 1064), 8, 1);
         let found = alone.judge(1064);
         assert!(found.blocked.is_empty(), "{found:?}");
@@ -436,7 +450,9 @@ mod tests {
         assert!(found.blocked.is_empty(), "{found:?}");
         assert_eq!(found.dead_routes.len(), 1);
         assert_eq!(found.dead_routes[0].domains, ["x.example", "y.example"]);
-        assert!(found.dead_routes[0].reason().contains("dead route: carrier a"));
+        assert!(found.dead_routes[0]
+            .reason()
+            .contains("dead route: carrier a"));
         // Gone once the window has passed.
         windows.forget(400);
         assert_eq!(windows.judge(400), Findings::default());

@@ -275,7 +275,10 @@ pub async fn watch<'a>(
 ) {
     // Known after the request's authentication (or the callback token's first use): no query.
     let slugs = state.links.slugs();
-    match slugs.record_workspace(state.links.storage().as_ref(), workspace).await {
+    match slugs
+        .record_workspace(state.links.storage().as_ref(), workspace)
+        .await
+    {
         Ok(name) => state.domains.receipts_stored(name.slug().as_str(), stored),
         Err(error) => tracing::warn!(%error, "delivery receipts: workspace not named; not watched"),
     }
