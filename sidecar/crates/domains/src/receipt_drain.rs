@@ -61,7 +61,7 @@ impl ReceiptWatch {
 /// The rule from the configuration; `None` with `--domain-receipts-window 0` (no drain on
 /// receipts).
 pub fn rule_from_config(config: &Config) -> Option<ReceiptRule> {
-    (!config.domain_receipts_window.is_zero()).then(|| ReceiptRule {
+    (!config.domain_receipts_window.is_zero()).then_some(ReceiptRule {
         window: config.domain_receipts_window,
         min_final: config.domain_receipts_min,
     })
@@ -92,7 +92,9 @@ impl DomainHealth {
                 continue;
             }
             let domain = match new.short_domain.as_deref() {
-                Some(host) => list.hosts().find(|own| own == host),
+                Some(host) => (list.bases.iter())
+                    .find(|base| base.host == host)
+                    .map(|base| base.host.clone()),
                 None if list.spread == Spread::Campaign => None,
                 None => Some(
                     list.pick_live(&receipt.code, None, &NoDrains)

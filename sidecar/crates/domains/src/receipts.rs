@@ -205,6 +205,9 @@ pub struct Findings {
     pub dead_routes: Vec<DeadRoute>,
 }
 
+/// A series with its seconds, as the judgement groups them.
+type Member<'a> = (&'a Series, &'a VecDeque<Second>);
+
 /// The per-second counts of every series within the window.
 #[derive(Debug, Default)]
 pub struct ReceiptWindows {
@@ -287,7 +290,7 @@ impl ReceiptWindows {
 
     /// The rule applied as of `now`: each (workspace, carrier) judged on its own.
     pub fn judge(&self, now: u64) -> Findings {
-        let mut groups: BTreeMap<(&str, &str), Vec<(&Series, &VecDeque<Second>)>> = BTreeMap::new();
+        let mut groups: BTreeMap<(&str, &str), Vec<Member<'_>>> = BTreeMap::new();
         for (series, seconds) in &self.series {
             (groups
                 .entry((&series.workspace, &series.carrier))
