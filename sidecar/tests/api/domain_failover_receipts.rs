@@ -292,6 +292,16 @@ async fn a_usual_failure_rate_drains_nothing_and_a_dead_route_is_reported_not_dr
     );
     assert_eq!(sent[0]["domains"], json!(["s1.example", "s2.example"]));
     assert!(webhooks(&received, "drain", "").is_empty());
+    let page = reqwest::get(app.metrics_url())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"shortlink_carrier_dead_route{workspace="default",carrier="B"} 1"#),
+        "{page}"
+    );
 }
 
 #[tokio::test]
