@@ -2,7 +2,8 @@
 //! within seconds through the usual drain (standby promoted, one audit row, the domain webhook)
 //! and clicks do not bring it back; a usual failure rate on every domain drains nothing; a
 //! carrier failing every domain is a dead route, reported and not drained; one workspace's
-//! receipts never drain another's domains; a workspace without receipts drains on clicks.
+//! receipts never drain another's domains; a workspace without receipts drains on clicks; and
+//! a real Kannel's rejection reports drain the domain its SMSC rejects.
 //! SQLite only: the drain's SQL is the health job's, tested on every backend in
 //! `domain_failover`; what is new here is in memory.
 
@@ -371,4 +372,77 @@ async fn one_workspaces_receipts_never_drain_anothers_domains_and_without_receip
         "{s2}"
     );
     assert!(s2["drain"]["evidence"].get("receipts").is_none(), "{s2}");
+}
+
+/// Through a real Kannel (Debian's 1.4.5, testkit) to an SMSC that rejects every message
+/// carrying s2 and delivers the others: the reports Kannel calls back with (`dlr-url` naming
+/// the short URL, docs/DELIVERIES.md) drain s2, and new links go to the standby.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_kannels_rejection_reports_drain_the_domain_the_smsc_rejects() {
+    use crate::deliveries::callback_token;
+    use testkit::kannel::{SEND_PASSWORD, SEND_USER};
+    use testkit::{Kannel, SmscDouble, Verdict};
+    const PER_DOMAIN: usize = 24;
+    let (app, _received) = app_with_hook().await;
+    let lists = (LIST, POOL);
+    let smsc = SmscDouble::start(|text| match text.contains("s2.example") {
+        true => Verdict::Reject("88 destination blocked"),
+        false => Verdict::Deliver,
+    });
+    let kannel = Kannel::start(smsc.port());
+    smsc.report_to(kannel.smsc_report_url());
+    let (_, token) = callback_token(&app, API_KEY, "kannel", None).await;
+    let on = issue(&app, API_KEY, 120, lists).await;
+    let mut sent = 0;
+    for host in ["s1.example", "s2.example"] {
+        assert!(on[host].len() >= PER_DOMAIN, "{on:?}");
+        for short_url in &on[host][..PER_DOMAIN] {
+            let dlr_url = app.url(&format!(
+                "/callbacks/{token}/kannel?short_url={short_url}&mid=m-{sent}&type=%d&answer=%A&smsc=%i&ts=%T"
+            ));
+            let mut sendsms = url::Url::parse(&kannel.sendsms_url()).unwrap();
+            sendsms.query_pairs_mut().extend_pairs([
+                ("username", SEND_USER),
+                ("password", SEND_PASSWORD),
+                ("from", "SHOP"),
+                ("to", &format!("+44740000{sent:04}")),
+                ("text", &format!("Sale: {short_url}")),
+                ("dlr-mask", "19"),
+                ("dlr-url", &dlr_url),
+            ]);
+            let text = app
+                .client
+                .get(sendsms)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(text.starts_with("0: Accepted"), "{text}\n{}", kannel.logs());
+            sent += 1;
+        }
+    }
+    let drained =
+        || async { domain(&app, API_KEY, "s2.example", lists).await["drain"]["mode"] == "drained" };
+    assert!(
+        eventually(Duration::from_secs(60), drained).await,
+        "{}\n{}",
+        domain(&app, API_KEY, "s2.example", lists).await,
+        kannel.logs()
+    );
+    let s2 = domain(&app, API_KEY, "s2.example", lists).await;
+    let receipts = &s2["drain"]["evidence"]["receipts"];
+    assert!(receipts["failures"].as_u64().unwrap() >= 20, "{s2}");
+    assert_eq!(receipts["failures"], receipts["finals"], "{s2}");
+    assert_eq!(receipts["peer_failures"], 0, "{s2}");
+    assert_eq!(
+        domain(&app, API_KEY, "s1.example", lists).await["drain"]["mode"],
+        "active"
+    );
+    let after = issue(&app, API_KEY, 60, lists).await;
+    assert!(
+        !after.contains_key("s2.example") && after.contains_key("s9.example"),
+        "{after:?}"
+    );
 }
