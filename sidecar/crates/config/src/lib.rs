@@ -348,7 +348,7 @@ pub struct Config {
     )]
     pub domain_drain_healthy_checks: u32,
 
-    /// Delivery receipts' window (issue 68): a domain whose final receipts on a carrier over it (or its last third or twelfth) fail far more often than the workspace's other domains' is drained at once; 0 turns the drain on receipts off. Needs the health job (`--domain-health-every` not 0).
+    /// Delivery receipts' window (issue 68): a domain whose final receipts on a carrier over it (or its last third or twelfth) fail far more often than the workspace's other domains' is drained at once; at most 10m (longer counts as 10m); 0 turns the drain on receipts off. Needs the health job (`--domain-health-every` not 0).
     #[arg(long, env = "SHORTLINK_DOMAIN_RECEIPTS_WINDOW", default_value = "60s", value_parser = humantime::parse_duration, global = true)]
     pub domain_receipts_window: Duration,
 

@@ -58,11 +58,15 @@ impl ReceiptWatch {
     }
 }
 
+/// Longest window kept: the counts are per second and series, so memory grows with it; a
+/// block is found in seconds, and a longer window only dilutes it.
+const LONGEST_WINDOW: Duration = Duration::from_secs(600);
+
 /// The rule from the configuration; `None` with `--domain-receipts-window 0` (no drain on
 /// receipts).
 pub fn rule_from_config(config: &Config) -> Option<ReceiptRule> {
     (!config.domain_receipts_window.is_zero()).then_some(ReceiptRule {
-        window: config.domain_receipts_window,
+        window: config.domain_receipts_window.min(LONGEST_WINDOW),
         min_final: config.domain_receipts_min,
     })
 }
