@@ -316,6 +316,14 @@ impl Jobs {
                 let health = Arc::clone(&state.domains);
                 let visits = Arc::clone(&visits);
                 let storage = Arc::clone(state.links.storage());
+                // The drain on receipts sends its webhooks through the health job's.
+                if let Some(rule) = domains::receipt_drain::rule_from_config(config) {
+                    let health = Arc::clone(&health);
+                    let storage = Arc::clone(&storage);
+                    tasks.spawn("domain receipts", move |shutdown| {
+                        domains::receipt_drain::run(health, storage, rule, shutdown)
+                    });
+                }
                 tasks.spawn("domain health", move |shutdown| {
                     domains::health::run(health, settings, visits, storage, shutdown)
                 });

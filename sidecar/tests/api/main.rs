@@ -19,6 +19,7 @@ mod conversions;
 mod deliveries;
 mod domain_certificate;
 mod domain_failover;
+mod domain_failover_receipts;
 mod domain_failover_reissue;
 mod domain_health;
 mod health;

@@ -348,6 +348,20 @@ pub struct Config {
     )]
     pub domain_drain_healthy_checks: u32,
 
+    /// Delivery receipts' window (issue 68): a domain whose final receipts on a carrier over it (or its last third or twelfth) fail far more often than the workspace's other domains' is drained at once; at most 10m (longer counts as 10m); 0 turns the drain on receipts off. Needs the health job (`--domain-health-every` not 0).
+    #[arg(long, env = "SHORTLINK_DOMAIN_RECEIPTS_WINDOW", default_value = "60s", value_parser = humantime::parse_duration, global = true)]
+    pub domain_receipts_window: Duration,
+
+    /// Final receipts a domain, and its peers together, need on a carrier within the judged time before the receipts judge it (docs/DELIVERIES.md, "Drain on rejections").
+    #[arg(
+        long,
+        env = "SHORTLINK_DOMAIN_RECEIPTS_MIN",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u64).range(1..),
+        global = true
+    )]
+    pub domain_receipts_min: u64,
+
     /// DNS resolver the job asks (`ip:port`); the DNS probe is off unless set.
     #[arg(long, env = "SHORTLINK_DOMAIN_HEALTH_RESOLVER", global = true)]
     pub domain_health_resolver: Option<std::net::SocketAddr>,

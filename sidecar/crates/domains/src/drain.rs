@@ -73,6 +73,28 @@ pub struct Evidence {
     /// Whether its traffic could be judged (enough links issued and clicks expected): only
     /// then does a healthy check count towards restoring a domain drained for its traffic.
     pub traffic_judged: bool,
+    /// The delivery receipts that drained it (issue 68, [`crate::receipts`]); null for a drain
+    /// on clicks or probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipts: Option<ReceiptEvidence>,
+}
+
+/// What the receipts showed when they drained a domain: on which carrier, over how long, its
+/// messages and its peers' (the workspace's other domains on that carrier).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReceiptEvidence {
+    /// The carrier the receipts named (`""`: none).
+    pub carrier: String,
+    /// The part of the receipts' window judged, in seconds.
+    pub over_secs: u64,
+    /// Final receipts (delivered, failed, rejected, expired) on the domain, and those failed,
+    /// rejected or expired.
+    pub finals: u64,
+    pub failures: u64,
+    /// The most frequent error codes of the failures, as `code: count`.
+    pub top_errors: Vec<String>,
+    pub peer_finals: u64,
+    pub peer_failures: u64,
 }
 
 /// A domain's drain state as stored.
@@ -172,8 +194,11 @@ impl Drain {
                     Some(State::SuspectedBlocked | State::Unreachable)
                 );
                 // A domain drained for its clicks is healthy again only by its clicks; one
-                // drained by a probe, by the probe.
+                // drained by a probe, by the probe. One drained for its receipts is not by the
+                // checks at all: no message goes on it any more to say otherwise, and clicks of
+                // other carriers' messages would bring it back to be rejected again (a flap).
                 let healthy = matches!(evidence.state, Some(State::Healthy | State::Degraded))
+                    && self.evidence.receipts.is_none()
                     && (evidence.traffic_judged
                         || self.evidence.state != Some(State::SuspectedBlocked));
                 match (self.mode, self.by) {

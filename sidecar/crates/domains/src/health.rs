@@ -93,6 +93,9 @@ pub struct DomainStatus {
     /// Whether it takes new links (issue 55): `active`, `drained` (by the health job or by
     /// hand) or `pinned`, with why, since when and what the check saw.
     pub drain: Drain,
+    /// What the delivery receipts say that is not the domain's fault (issue 68): a dead route,
+    /// a carrier failing every domain of the workspace (nothing drained for it).
+    pub receipt_notes: Vec<String>,
 }
 
 pub struct HealthSettings {
@@ -194,6 +197,8 @@ pub struct DomainHealth {
     /// How late this sidecar may learn of another's drain (its check interval, in ms; 0 with
     /// the checks off).
     snapshot_lag_ms: std::sync::atomic::AtomicU64,
+    /// The delivery receipts' counts and dead routes ([`crate::receipt_drain`]).
+    pub receipts: super::receipt_drain::ReceiptWatch,
 }
 
 impl Default for DomainHealth {
@@ -217,6 +222,7 @@ impl DomainHealth {
             outbox_ready: tokio::sync::Notify::new(),
             degraded: Mutex::default(),
             snapshot_lag_ms: std::sync::atomic::AtomicU64::new(0),
+            receipts: Default::default(),
         }
     }
 
@@ -330,6 +336,11 @@ impl DomainHealth {
         owners.lists = Some(lists.clone());
     }
 
+    /// Every workspace's issuing list, as nginx last sent it.
+    pub(crate) fn issuing_lists(&self) -> Option<WorkspaceBases> {
+        self.owners.lock().expect("not poisoned").lists.clone()
+    }
+
     /// The workspace `domain` is grouped under.
     pub fn workspace_of(&self, domain: &str) -> String {
         let owners = self.owners.lock().expect("not poisoned");
@@ -369,6 +380,7 @@ impl DomainHealth {
             .map(|status| owners.label(status))
             .map(|mut status| {
                 status.drain = drains.drain(&status.domain);
+                status.receipt_notes = self.receipts.notes(&status.workspace, &status.domain);
                 status
             })
             .collect();
@@ -398,6 +410,7 @@ impl DomainHealth {
         })?;
         let mut status = self.owners.lock().expect("not poisoned").label(status);
         status.drain = self.drains.current().drain(domain);
+        status.receipt_notes = self.receipts.notes(&status.workspace, domain);
         Some(status)
     }
 }
@@ -430,6 +443,7 @@ impl DomainStatus {
             clicks: 0,
             certificate_expires_at: None,
             drain: Drain::default(),
+            receipt_notes: Vec::new(),
         }
     }
 }
@@ -623,6 +637,7 @@ async fn check_all(
                 clicks: traffic.clicks,
                 issued: issued_here,
                 traffic_judged: traffic.judged(settings.min_issued),
+                receipts: None,
             },
         ));
         let status = DomainStatus {
@@ -635,6 +650,7 @@ async fn check_all(
             clicks: clicks_here,
             certificate_expires_at,
             drain: Drain::default(),
+            receipt_notes: Vec::new(),
         };
         let previous = health
             .statuses

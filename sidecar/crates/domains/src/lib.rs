@@ -9,6 +9,8 @@ pub mod drain;
 pub mod health;
 pub mod http1;
 pub mod issuing;
+pub mod receipt_drain;
+pub mod receipts;
 mod state;
 mod traffic;
 mod webhook;

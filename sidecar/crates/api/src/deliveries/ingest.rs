@@ -1,7 +1,7 @@
 //! `POST /api/v1/deliveries`: one receipt as a JSON object, or an NDJSON batch answered line by
 //! line as the conversions' (`{index, status, delivery | error}`).
 
-use super::receipt::{check, invalid, record, refusal, DeliveryRequest, DeliveryView};
+use super::receipt::{check, invalid, record, refusal, watch, DeliveryRequest, DeliveryView};
 use crate::ndjson::{self, Ingest};
 use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
 use axum::body::Body;
@@ -112,10 +112,11 @@ async fn answer_lines(
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();
     let store = state.analytics.store.deliveries();
-    let mut recorded = store
-        .record_receipts(workspace, &valid, now)
-        .await?
-        .into_iter();
+    let recorded = store.record_receipts(workspace, &valid, now).await?;
+    let stored = (valid.iter().zip(&recorded))
+        .filter_map(|(new, answer)| answer.as_ref().ok().map(|recorded| (new, recorded)));
+    watch(state, workspace, stored).await;
+    let mut recorded = recorded.into_iter();
     for (offset, checked) in checked.into_iter().enumerate() {
         let answer = match checked {
             Ok(_) => recorded

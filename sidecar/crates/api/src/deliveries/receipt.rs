@@ -258,9 +258,28 @@ pub async fn record(state: &AppState, workspace: WorkspaceId, new: NewReceipt) -
         .next()
         .ok_or_else(|| Error::Internal("a receipt's answer is missing".into()))?
         .map_err(refusal)?;
+    watch(state, workspace, [(&new, &answer)]).await;
     let status = match answer.duplicate {
         true => StatusCode::OK,
         false => StatusCode::CREATED,
     };
     Ok((status, axum::Json(DeliveryView::from(answer))).into_response())
+}
+
+/// Hands receipts just stored to the domains' drain on rejections (a count in memory per
+/// receipt, [`shortlink_domains::receipt_drain`]).
+pub async fn watch<'a>(
+    state: &AppState,
+    workspace: WorkspaceId,
+    stored: impl IntoIterator<Item = (&'a NewReceipt, &'a Recorded)>,
+) {
+    // Known after the request's authentication (or the callback token's first use): no query.
+    let slugs = state.links.slugs();
+    match slugs
+        .record_workspace(state.links.storage().as_ref(), workspace)
+        .await
+    {
+        Ok(name) => state.domains.receipts_stored(name.slug().as_str(), stored),
+        Err(error) => tracing::warn!(%error, "delivery receipts: workspace not named; not watched"),
+    }
 }

@@ -71,6 +71,14 @@ fn describe() {
         "Drain state changes of each short domain, by the state entered and who made it (health, operator)."
     );
     describe_counter!(
+        "shortlink_domain_receipt_drains_total",
+        "Drains of each short domain made on its delivery receipts (a carrier rejecting it far more than the workspace's other domains)."
+    );
+    describe_gauge!(
+        "shortlink_carrier_dead_route",
+        "1 while a carrier fails every domain of a workspace in its delivery receipts (a dead route: nothing drained), else 0."
+    );
+    describe_counter!(
         "shortlink_links_issued_total",
         "New links handed out, by the short domain they were issued on."
     );

@@ -1,0 +1,300 @@
+//! Drain on rejections, in seconds (issue 68): the receipts the API stores are counted in memory
+//! as they arrive ([`DomainHealth::receipts_stored`]: a lock and a few additions per batch, no
+//! query), and a job judges the counts every second ([`run`], the rule in [`crate::receipts`]).
+//! A domain found blocked on a carrier is drained through the same path as the health check's
+//! drains ([`drain::apply`]: one transition across sidecars, one audit row, the domain webhook's
+//! `drain` event, the metric), with the receipts' counts, top error codes and carrier as its
+//! reason and evidence. A dead route (the carrier failing every domain) drains nothing: it is
+//! the `shortlink_carrier_dead_route` gauge, a `dead-route` webhook on each change, and a note on
+//! each of its domains in `GET /api/v1/domains` (`receipt_notes`).
+//!
+//! Which domain a receipt is about: the host of the `short_url` it named (Kannel's `dlr-url` and
+//! compose's hand-off name it), else the pick of the workspace's issuing list for the link's code
+//! with nothing drained (links do not store their domain; under `spread=campaign` the pick needs
+//! the campaign, which a receipt does not carry, so such a receipt counts nowhere). Only the
+//! receipt's own workspace's domains count, so another workspace's receipts never judge them.
+//!
+//! A workspace that sends no receipts has no series: its domains are judged on clicks alone,
+//! exactly as before. Counts live in memory per sidecar; each sidecar judges the receipts it
+//! took, and the drain state they write is the installation's.
+
+use super::drain::{self, Event, Evidence, Mode, ReceiptEvidence};
+use super::health::DomainHealth;
+use super::issuing::{NoDrains, Spread};
+use super::receipts::{Blocked, DeadRoute, ReceiptRule, ReceiptWindows, Series};
+use super::state::State;
+use chrono::Utc;
+use shortlink_config::Config;
+use shortlink_core::background::{self, Shutdown};
+use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
+use shortlink_store::Storage;
+use shortlink_visits::deliveries::{NewReceipt, Recorded};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often the counts are judged: the drain follows the receipts within about this much.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// The receipts' counts and the dead routes last found, shared by the API and the job.
+#[derive(Debug, Default)]
+pub struct ReceiptWatch {
+    windows: Mutex<ReceiptWindows>,
+    dead_routes: Mutex<Vec<DeadRoute>>,
+}
+
+impl ReceiptWatch {
+    fn configure(&self, rule: ReceiptRule) {
+        *self.windows.lock().expect("not poisoned") = ReceiptWindows::new(rule);
+    }
+
+    /// What the receipts say of `domain` of `workspace` that is not the domain's fault: the
+    /// dead routes it has receipts on.
+    pub fn notes(&self, workspace: &str, domain: &str) -> Vec<String> {
+        (self.dead_routes.lock().expect("not poisoned").iter())
+            .filter(|dead| dead.workspace == workspace && dead.domains.iter().any(|d| d == domain))
+            .map(DeadRoute::reason)
+            .collect()
+    }
+}
+
+/// Longest window kept: the counts are per second and series, so memory grows with it; a
+/// block is found in seconds, and a longer window only dilutes it.
+const LONGEST_WINDOW: Duration = Duration::from_secs(600);
+
+/// The rule from the configuration; `None` with `--domain-receipts-window 0` (no drain on
+/// receipts).
+pub fn rule_from_config(config: &Config) -> Option<ReceiptRule> {
+    (!config.domain_receipts_window.is_zero()).then_some(ReceiptRule {
+        window: config.domain_receipts_window.min(LONGEST_WINDOW),
+        min_final: config.domain_receipts_min,
+    })
+}
+
+fn unix_now() -> u64 {
+    u64::try_from(Utc::now().timestamp()).unwrap_or_default()
+}
+
+impl DomainHealth {
+    /// Counts the final receipts just stored in workspace `slug` (each with the receipt as
+    /// checked, for the `short_url` it named); duplicates and non-final states count nothing.
+    pub fn receipts_stored<'a>(
+        &self,
+        slug: &str,
+        stored: impl IntoIterator<Item = (&'a NewReceipt, &'a Recorded)>,
+    ) {
+        let lists = self.issuing_lists();
+        let Some(list) = lists.as_ref().and_then(|lists| lists.of(slug)) else {
+            // No issuing list of its own: none of its receipts is about one of its domains.
+            return;
+        };
+        let now = unix_now();
+        let mut windows = self.receipts.windows.lock().expect("not poisoned");
+        for (new, recorded) in stored {
+            let receipt = &recorded.receipt;
+            if recorded.duplicate || !receipt.state.is_final() {
+                continue;
+            }
+            let domain = match new.short_domain.as_deref() {
+                Some(host) => (list.bases.iter())
+                    .find(|base| base.host == host)
+                    .map(|base| base.host.clone()),
+                None if list.spread == Spread::Campaign => None,
+                None => Some(
+                    list.pick_live(&receipt.code, None, &NoDrains)
+                        .host
+                        .to_owned(),
+                ),
+            };
+            let Some(domain) = domain else { continue };
+            let series = Series {
+                workspace: slug.to_owned(),
+                carrier: receipt.carrier.clone().unwrap_or_default(),
+                domain,
+            };
+            let failed = receipt.state != shortlink_visits::deliveries::DeliveryState::Delivered;
+            windows.record(&series, failed, receipt.error_code.as_deref(), now);
+        }
+    }
+}
+
+/// Judges the receipts every second until `shutdown`.
+pub async fn run(
+    health: Arc<DomainHealth>,
+    storage: Arc<dyn Storage>,
+    rule: ReceiptRule,
+    mut shutdown: Shutdown,
+) {
+    health.receipts.configure(rule);
+    let mut tick = tokio::time::interval(EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = background::fired(&mut shutdown) => return,
+        }
+        check(&health, storage.as_ref()).await;
+    }
+}
+
+async fn check(health: &DomainHealth, storage: &dyn Storage) {
+    let now = unix_now();
+    let findings = {
+        let mut windows = health.receipts.windows.lock().expect("not poisoned");
+        windows.forget(now);
+        if windows.overflowed {
+            tracing::warn!(
+                "domain receipts: {} series counted already; receipts of new ones not counted",
+                super::receipts::MAX_SERIES
+            );
+        }
+        windows.judge(now)
+    };
+    report_dead_routes(health, findings.dead_routes);
+    for blocked in findings.blocked {
+        let domain = &blocked.series.domain;
+        // The list may have moved the domain to another workspace since the receipts came.
+        if health.workspace_of(domain) != blocked.series.workspace {
+            continue;
+        }
+        // Drained already (by clicks, by hand, by another sidecar) or pinned: nothing to do.
+        if health.drains.current().drain(domain).mode != Mode::Active {
+            continue;
+        }
+        if let Err(error) = drain_blocked(health, storage, &blocked).await {
+            tracing::warn!(domain, %error, "domain receipts: drain not written");
+        }
+    }
+}
+
+/// Drains the domain the receipts found blocked, as the health check's drains are made.
+async fn drain_blocked(
+    health: &DomainHealth,
+    storage: &dyn Storage,
+    blocked: &Blocked,
+) -> shortlink_store::StorageResult<()> {
+    let domain = &blocked.series.domain;
+    let reason = blocked.reason();
+    let evidence = Evidence {
+        state: Some(State::SuspectedBlocked),
+        reasons: vec![reason.clone()],
+        receipts: Some(ReceiptEvidence {
+            carrier: blocked.series.carrier.clone(),
+            over_secs: blocked.over_secs,
+            finals: blocked.counts.finals,
+            failures: blocked.counts.failures,
+            top_errors: blocked.counts.top_errors(),
+            peer_finals: blocked.peers.finals,
+            peer_failures: blocked.peers.failures,
+        }),
+        ..Evidence::default()
+    };
+    // A finding of a block never restores: the healthy-check count does not matter.
+    let event = Event::Checked { evidence };
+    let Some(applied) = drain::apply(storage, domain, &event, u32::MAX).await? else {
+        return Ok(());
+    };
+    if applied.transition() {
+        tracing::warn!(domain, reason, "domain drained on its delivery receipts");
+        let job = Origin {
+            workspace_id: INSTALLATION_CHAIN,
+            ..Origin::new(Actor::system("domain health"))
+        };
+        storage
+            .append_audit(&applied.audit_entry(&job, domain))
+            .await?;
+        metrics::counter!("shortlink_domain_receipt_drains_total", "domain" => domain.clone())
+            .increment(1);
+    }
+    health.changed_by_request(domain, &applied);
+    Ok(())
+}
+
+/// Keeps the dead routes found for the domains' notes, and reports each change (gauge, log,
+/// webhook).
+fn report_dead_routes(health: &DomainHealth, found: Vec<DeadRoute>) {
+    let key = |dead: &DeadRoute| (dead.workspace.clone(), dead.carrier.clone());
+    let before: BTreeSet<(String, String)> = {
+        let mut kept = health.receipts.dead_routes.lock().expect("not poisoned");
+        let before = kept.iter().map(key).collect();
+        *kept = found.clone();
+        before
+    };
+    let now: BTreeSet<(String, String)> = found.iter().map(key).collect();
+    for dead in found.iter().filter(|dead| !before.contains(&key(dead))) {
+        tracing::error!(
+            workspace = dead.workspace,
+            carrier = dead.carrier,
+            reason = dead.reason(),
+            "a carrier fails every domain: dead route, nothing drained"
+        );
+        metrics::gauge!("shortlink_carrier_dead_route", "workspace" => dead.workspace.clone(), "carrier" => dead.carrier.clone())
+            .set(1.0);
+        let body = serde_json::json!({
+            "event": "dead-route",
+            "workspace": dead.workspace,
+            "carrier": dead.carrier,
+            "dead_route": true,
+            "domains": dead.domains,
+            "finals": dead.counts.finals,
+            "failures": dead.counts.failures,
+            "top_errors": dead.counts.top_errors(),
+            "reason": dead.reason(),
+            "at": Utc::now(),
+        });
+        health.send_later(body.to_string());
+    }
+    for (workspace, carrier) in before.difference(&now) {
+        tracing::warn!(
+            workspace,
+            carrier,
+            "dead route over: the carrier delivers again"
+        );
+        metrics::gauge!("shortlink_carrier_dead_route", "workspace" => workspace.clone(), "carrier" => carrier.clone())
+            .set(0.0);
+        let body = serde_json::json!({
+            "event": "dead-route",
+            "workspace": workspace,
+            "carrier": carrier,
+            "dead_route": false,
+            "at": Utc::now(),
+        });
+        health.send_later(body.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drain::Drain;
+
+    /// Clicks from other carriers' messages on a domain drained for its receipts must not bring
+    /// it back to be rejected again: only an operator restores it.
+    #[test]
+    fn a_drain_on_receipts_is_not_undone_by_healthy_clicks() {
+        let now = Utc::now();
+        let on_receipts = Event::Checked {
+            evidence: Evidence {
+                state: Some(State::SuspectedBlocked),
+                reasons: vec!["receipts: 40 of 40".into()],
+                receipts: Some(ReceiptEvidence::default()),
+                ..Evidence::default()
+            },
+        };
+        let drained = Drain::default().next(&on_receipts, 2, now).unwrap();
+        assert_eq!(drained.mode, Mode::Drained);
+        assert!(drained
+            .reason
+            .starts_with("suspected-blocked: receipts: 40 of 40"));
+        let clicks_healthy = Event::Checked {
+            evidence: Evidence {
+                state: Some(State::Healthy),
+                traffic_judged: true,
+                ..Evidence::default()
+            },
+        };
+        assert!(drained.next(&clicks_healthy, 1, now).is_none());
+        let restored = drained.next(&Event::Restore, 2, now).unwrap();
+        assert_eq!(restored.mode, Mode::Active);
+    }
+}
