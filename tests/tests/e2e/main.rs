@@ -20,6 +20,7 @@ mod compose;
 mod compose_browser;
 mod console;
 mod contract;
+mod crate_graph;
 mod docs;
 mod domain_failover;
 mod domain_health;

@@ -1,0 +1,128 @@
+//! The drawn crate graph is the one Cargo builds (issue 69). Cargo refuses only cycles: an edge
+//! nobody drew, such as `shortlink-domains -> shortlink-webhooks`, would build. So this test reads
+//! the project's dependencies from `cargo metadata` and the graph from docs/ARCHITECTURE.md ("The
+//! crates", the block after `<!-- crate-graph -->`), and fails on an edge either one has and the
+//! other has not. Dev-dependencies (tests' helpers) are not layers and are left out.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Each workspace member's normal and build dependencies on other members.
+fn cargo_graph() -> Graph {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(repo())
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .output()
+        .expect("run cargo metadata");
+    assert!(output.status.success(), "cargo metadata: {output:?}");
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let members: BTreeSet<&str> = packages
+        .iter()
+        .map(|package| package["name"].as_str().expect("a name"))
+        .collect();
+    packages
+        .iter()
+        .map(|package| {
+            let uses = (package["dependencies"].as_array().expect("dependencies").iter())
+                .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
+                .map(|dependency| dependency["name"].as_str().expect("a name"))
+                .filter(|name| members.contains(name))
+                .map(str::to_owned)
+                .collect();
+            (package["name"].as_str().expect("a name").to_owned(), uses)
+        })
+        .collect()
+}
+
+/// The block after the marker: one line per crate, `crate -> used crates` (none after the arrow
+/// for a crate that uses no other).
+fn drawn_graph(architecture: &str) -> Graph {
+    let (_, after) = architecture
+        .split_once("<!-- crate-graph -->")
+        .expect("docs/ARCHITECTURE.md has a <!-- crate-graph --> block");
+    let block = after
+        .trim_start()
+        .strip_prefix("```text\n")
+        .expect("a text fence right after the marker");
+    let (block, _) = block.split_once("```").expect("the fence closes");
+    block
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let (name, uses) = line
+                .split_once("->")
+                .unwrap_or_else(|| panic!("`crate -> uses` expected, not {line:?}"));
+            let uses = uses.split_whitespace().map(str::to_owned).collect();
+            (name.trim().to_owned(), uses)
+        })
+        .collect()
+}
+
+/// The edges of `a` that `b` lacks, as `from -> to`, and the crates `a` has that `b` lacks.
+fn missing_from(a: &Graph, b: &Graph) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (from, uses) in a {
+        let Some(theirs) = b.get(from) else {
+            missing.push(format!("{from} (the crate)"));
+            continue;
+        };
+        missing.extend(uses.difference(theirs).map(|to| format!("{from} -> {to}")));
+    }
+    missing
+}
+
+#[test]
+fn cargo_builds_the_crate_graph_the_architecture_draws() {
+    let architecture = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md"))
+        .expect("read docs/ARCHITECTURE.md");
+    let (drawn, built) = (drawn_graph(&architecture), cargo_graph());
+    assert!(built.len() >= 15, "{built:?}");
+    let undrawn = missing_from(&built, &drawn);
+    assert!(
+        undrawn.is_empty(),
+        "dependencies that docs/ARCHITECTURE.md does not draw (draw them with why, or remove \
+         them):\n{}",
+        undrawn.join("\n")
+    );
+    let unbuilt = missing_from(&drawn, &built);
+    assert!(
+        unbuilt.is_empty(),
+        "drawn in docs/ARCHITECTURE.md but not a dependency in Cargo.toml:\n{}",
+        unbuilt.join("\n")
+    );
+}
+
+/// The measure: an edge only Cargo has and one only the drawing has are both found.
+#[test]
+fn the_comparison_finds_an_edge_on_either_side() {
+    let drawn = drawn_graph(
+        "<!-- crate-graph -->\n```text\nshortlink-api -> shortlink-core\nshortlink-core ->\n```\n",
+    );
+    let built: Graph = [
+        ("shortlink-api", vec!["shortlink-core", "shortlink-webhooks"]),
+        ("shortlink-core", vec![]),
+    ]
+    .into_iter()
+    .map(|(name, uses)| (name.into(), uses.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(
+        missing_from(&built, &drawn),
+        ["shortlink-api -> shortlink-webhooks"]
+    );
+    assert!(missing_from(&drawn, &built).is_empty());
+    let mut less = built.clone();
+    less.get_mut("shortlink-api").unwrap().remove("shortlink-core");
+    assert_eq!(
+        missing_from(&drawn, &less),
+        ["shortlink-api -> shortlink-core"]
+    );
+}
