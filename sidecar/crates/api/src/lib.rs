@@ -13,6 +13,7 @@ pub mod compose;
 pub mod conversions;
 pub mod deliveries;
 pub(crate) mod domains;
+pub mod gateway;
 mod early_close;
 mod error;
 mod extract;
@@ -76,6 +77,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(campaigns::router())
         .merge(conversions::router())
         .merge(deliveries::router())
+        .merge(gateway::router())
         .merge(domains::router())
         .merge(resolve::router())
         .merge(stats::router())

@@ -14,7 +14,9 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result};
+use super::{
+    gateway, links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result,
+};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -100,6 +102,14 @@ pub struct ComposeParams {
     // Left out of the idempotency hash when absent: requests from before it keep their hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub click_id_param: Option<String>,
+    /// Send every message issued through the workspace's gateway (`PUT /api/v1/gateway`, 422
+    /// `no_gateway` without one): the summary's `send_job` names the job whose records say,
+    /// per recipient, what the gateway answered (`GET /api/v1/gateway/jobs/{job}`). Not with
+    /// `dry_run`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    // Left out of the idempotency hash when absent, as `click_id_param`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<bool>,
 }
 
 impl ComposeParams {
@@ -168,7 +178,7 @@ impl From<CampaignError> for Error {
         (status = 415, body = super::ErrorBody),
         (status = 422, description = "refused before anything is issued: `invalid_template` \
             (unbalanced braces, an unknown variable, no `{{link}}`, too long), \
-            `invalid_url_template`, `invalid_budget`, `invalid_language`, `invalid_country`, \
+            `invalid_url_template`, `invalid_send`, `no_gateway`, `invalid_password_file`, `invalid_budget`, `invalid_language`, `invalid_country`, \
             `invalid_campaign`, `invalid_csv` (what no schema of a CSV body can say: a \
             header line with a `phone` column and no column twice), `no_issuing_domain`, \
             `idempotency_key_reused`", body = super::ErrorBody),
@@ -219,6 +229,19 @@ pub async fn compose(
     let known = input.known_variables(first.iter().flat_map(|chunk| chunk.items.iter()));
     let link_len = longest_base.chars().count() + 1 + state.links.scheme().code_len();
     let campaign = Campaign::new(&spec, |name| known.contains(name), link_len)?;
+    let sends = match (params.send.unwrap_or(false), dry_run) {
+        (false, _) => None,
+        (true, true) => {
+            return Err(Error::invalid(
+                "invalid_send",
+                "a dry run sends nothing: `send` and `dry_run` exclude each other",
+            ))
+        }
+        (true, false) => {
+            let authority = service::Authority::key(budget.workspace(), api_key.0);
+            Some(gateway::job::start(&state, authority, params.campaign.clone()).await?)
+        }
+    };
     let claim = match &key {
         None => None,
         Some(key) => {
@@ -249,6 +272,7 @@ pub async fn compose(
         output,
         longest_base,
         summary: Mutex::new(Default::default()),
+        sends,
     });
     // Indexes count recipients: a CSV's header line is not one.
     let shift = i64::from(csv_in);
