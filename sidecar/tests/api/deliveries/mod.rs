@@ -6,6 +6,7 @@
 
 mod callbacks;
 mod funnel;
+mod gateway;
 mod ingest;
 mod kannel;
 mod privacy;
