@@ -180,7 +180,7 @@ async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
 }
 
 /// A gateway stub on loopback: per recipient (the `to` parameter's last digit), 1 always 503,
-/// 2 a 403, 3 a 503 and then accepted. Answers until the test ends.
+/// 2 a 403, 3 a 503 and then accepted, any other accepted. Answers until the test ends.
 fn stub_gateway() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/cgi-bin/sendsms", listener.local_addr().unwrap());
@@ -202,13 +202,11 @@ fn stub_gateway() -> String {
             let (status, body) = match to.and_then(|to| to.chars().last()) {
                 Some('1') => ("503 Service Unavailable", "Temporal failure, try again later."),
                 Some('2') => ("403 Forbidden", "Authorization failed for sendsms"),
-                _ => {
+                Some('3') if tries_of_3 == 0 => {
                     tries_of_3 += 1;
-                    match tries_of_3 {
-                        1 => ("503 Service Unavailable", "Temporal failure, try again later."),
-                        _ => ("202 Accepted", "0: Accepted for delivery"),
-                    }
+                    ("503 Service Unavailable", "Temporal failure, try again later.")
                 }
+                _ => ("202 Accepted", "0: Accepted for delivery"),
             };
             let _ = write!(
                 stream,
@@ -322,4 +320,62 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
         .texts("SELECT action FROM audit_log WHERE action LIKE 'gateway.%' ORDER BY action DESC")
         .await;
     assert_eq!(audit, ["gateway.set", "gateway.delete"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_workspace_stops_its_send_job() {
+    use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
+    let secrets = testkit::temp_dir();
+    let app = gateway_app(secrets.path()).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    // Two messages a second: the job is still sending when the workspace is suspended.
+    let body = json!({
+        "url": stub_gateway(), "username": SEND_USER, "password_file": PASSWORD_FILE,
+        "from": "SHOP", "callback_base": app.address, "per_second": 2,
+    });
+    let answer = with_key(&app, &admin, Method::PUT, "/gateway").json(&body).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+    url.query_pairs_mut().extend_pairs([
+        ("template", "{{link}}"),
+        ("url_template", "https://shop.example/"),
+        ("send", "true"),
+    ]);
+    let recipients: String = (4..10).map(|i| format!("{}\n", recipient(i, "x"))).collect();
+    let answer = (app.client.post(url).bearer_auth(&admin))
+        .header("X-Shortlink-Public-Base", "https://s.example [brand-a] https://s.a.example")
+        .header("content-type", "application/x-ndjson")
+        .body(recipients)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let job = summary["send_job"].as_str().unwrap().to_owned();
+    let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"suspended": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(suspended.status(), 200);
+    // The job's records are read as the operator would: from the database (the workspace's
+    // keys answer 403 while it is suspended).
+    let path = format!("SELECT COUNT(*) FROM gateway_jobs WHERE id = '{job}' AND finished_ms IS NOT NULL");
+    let done = || async { app.db.scalar(&path).await == 1 };
+    assert!(eventually(Duration::from_secs(30), done).await);
+    let outcomes = (app.db)
+        .texts(&format!("SELECT outcome FROM gateway_sends WHERE job_id = '{job}' ORDER BY idx"))
+        .await;
+    assert_eq!(outcomes.len(), 6, "{outcomes:?}");
+    let accepted = outcomes.iter().take_while(|o| *o == "accepted").count();
+    assert!((1..=3).contains(&accepted), "{outcomes:?}");
+    assert!(outcomes[accepted..].iter().all(|o| o == "stopped"), "{outcomes:?}");
+    let why = (app.db)
+        .texts(&format!("SELECT stopped FROM gateway_jobs WHERE id = '{job}'"))
+        .await;
+    assert_eq!(why, ["the job's workspace was suspended"]);
 }

@@ -103,24 +103,19 @@ impl Run {
     async fn drain(self, mut orders: mpsc::UnboundedReceiver<Order>) {
         let mut ticks = tokio::time::interval(self.every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut checked: Option<Instant> = None;
-        let mut stopped: Option<Stop> = None;
+        let mut watch = Watch::default();
         while let Some(order) = orders.recv().await {
-            if stopped.is_none() && checked.is_none_or(|at| at.elapsed() >= STANDING_EVERY) {
-                stopped = self.standing().await;
-                checked = Some(Instant::now());
-            }
             let message_id = format!("{}-{}", self.job, order.index);
-            let record = match stopped {
+            let record = match watch.stopped {
                 Some(stop) => unsent(&order, &message_id, "stopped", stop.to_string()),
-                None => self.send(&mut ticks, &order, &message_id).await,
+                None => self.send(&mut ticks, &mut watch, &order, &message_id).await,
             };
             let gateways = self.state.analytics.store.gateways();
             if let Err(error) = gateways.insert_send(self.workspace(), &self.job, &record).await {
                 tracing::error!(%error, job = %self.job, "a send's record could not be written");
             }
         }
-        let stopped = stopped.map(|stop| stop.to_string());
+        let stopped = watch.stopped.map(|stop| stop.to_string());
         let gateways = self.state.analytics.store.gateways();
         let now = shortlink_store::now();
         let finished = gateways.finish_job(self.workspace(), &self.job, now, stopped.as_deref());
@@ -129,10 +124,12 @@ impl Run {
         }
     }
 
-    /// Sends one message, unless the gateway already accepted its link.
+    /// Sends one message at its turn, unless the gateway already accepted its link or the job
+    /// has stopped by then.
     async fn send(
         &self,
         ticks: &mut tokio::time::Interval,
+        watch: &mut Watch,
         order: &Order,
         message_id: &str,
     ) -> SendRecord {
@@ -149,6 +146,9 @@ impl Run {
             }
         }
         ticks.tick().await;
+        if let Some(stop) = watch.check(self).await {
+            return unsent(order, message_id, "stopped", stop.to_string());
+        }
         let link = match &order.short_url {
             Some(url) => format!("short_url={url}"),
             None => format!("code={}", order.code),
@@ -205,6 +205,24 @@ impl Run {
         let standing = tx.standing(workspace, key, false).await;
         let _ = tx.rollback().await;
         Stop::of(standing.ok()?)
+    }
+}
+
+/// What the job knows of its key and workspace.
+#[derive(Default)]
+struct Watch {
+    checked: Option<Instant>,
+    stopped: Option<Stop>,
+}
+
+impl Watch {
+    /// Why the job must stop, read again once [`STANDING_EVERY`] has passed.
+    async fn check(&mut self, run: &Run) -> Option<Stop> {
+        if self.stopped.is_none() && self.checked.is_none_or(|at| at.elapsed() >= STANDING_EVERY) {
+            self.stopped = run.standing().await;
+            self.checked = Some(Instant::now());
+        }
+        self.stopped
     }
 }
 
