@@ -17,11 +17,11 @@ use testkit::{Kannel, SmscDouble, Verdict};
 const PASSWORD_FILE: &str = "kannel-lab";
 
 /// An app whose workspaces may send through gateways on loopback, the password in `secrets`.
-async fn gateway_app(secrets: &Path) -> TestApp {
+async fn gateway_app(secrets: &Path, backend: Backend) -> TestApp {
     std::fs::write(secrets.join(PASSWORD_FILE), format!("{SEND_PASSWORD}\n")).unwrap();
     let dir = secrets.to_str().unwrap();
     spawn_app_with(
-        Backend::Sqlite,
+        backend,
         &["--gateway-secrets-dir", dir, "--gateway-allow-private"],
     )
     .await
@@ -87,7 +87,7 @@ fn recipient(i: usize, word: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
     let secrets = testkit::temp_dir();
-    let app = gateway_app(secrets.path()).await;
+    let app = gateway_app(secrets.path(), Backend::Sqlite).await;
     let smsc = SmscDouble::start(|text| {
         if text.contains("s2.example") {
             Verdict::Reject("88 destination blocked")
@@ -218,10 +218,11 @@ fn stub_gateway() -> String {
     url
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transient_gateway_failures_are_retried_then_recorded() {
+crate::on_each_backend!(transient_gateway_failures_are_retried_then_recorded);
+
+async fn transient_gateway_failures_are_retried_then_recorded(backend: Backend) {
     let secrets = testkit::temp_dir();
-    let app = gateway_app(secrets.path()).await;
+    let app = gateway_app(secrets.path(), backend).await;
     let (status, _) = put_gateway(&app, &stub_gateway(), 3).await;
     assert_eq!(status, 200);
     let recipients: Vec<Value> = (1..=3).map(|i| recipient(i, "sale")).collect();
@@ -267,7 +268,7 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     drop(app);
 
     let secrets = testkit::temp_dir();
-    let app = gateway_app(secrets.path()).await;
+    let app = gateway_app(secrets.path(), Backend::Sqlite).await;
     let put = |body: Value| {
         let app = &app;
         async move {
@@ -326,7 +327,7 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
 async fn a_suspended_workspace_stops_its_send_job() {
     use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
     let secrets = testkit::temp_dir();
-    let app = gateway_app(secrets.path()).await;
+    let app = gateway_app(secrets.path(), Backend::Sqlite).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
