@@ -10,6 +10,7 @@ mod gateway;
 mod ingest;
 mod kannel;
 mod privacy;
+mod resend;
 
 use crate::helpers::*;
 use crate::workspaces::with_key;
