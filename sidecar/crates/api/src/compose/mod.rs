@@ -106,7 +106,9 @@ pub struct ComposeParams {
     /// `no_gateway` without one): the summary's `send_job` names the job whose records say,
     /// per recipient, what the gateway answered (`GET /api/v1/gateway/jobs/{job}`). Not with
     /// `dry_run`.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    // Not on the command line: the job sends after the answer, in the serving process (the
+    // `compose` command would exit under it).
+    #[arg(skip)]
     // Left out of the idempotency hash when absent, as `click_id_param`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<bool>,
