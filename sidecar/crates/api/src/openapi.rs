@@ -2,8 +2,9 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links, preview, qr,
-    resolve, retention, stats, subjects, visits, webhooks, workspace_metrics, workspaces,
+    audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
+    preview, qr, resolve, retention, stats, subjects, visits, webhooks, workspace_metrics,
+    workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;

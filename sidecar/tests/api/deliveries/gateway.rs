@@ -33,7 +33,12 @@ async fn put_gateway(app: &TestApp, url: &str, attempts: u32) -> (u16, Value) {
         "url": url, "username": SEND_USER, "password_file": PASSWORD_FILE, "from": "SHOP",
         "callback_base": app.address, "per_second": 200, "attempts": attempts, "backoff_ms": 20,
     });
-    let answer = app.api(Method::PUT, "/gateway").json(&body).send().await.unwrap();
+    let answer = app
+        .api(Method::PUT, "/gateway")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let status = answer.status().as_u16();
     (status, answer.json().await.unwrap())
 }
@@ -61,7 +66,10 @@ async fn compose_and_send(app: &TestApp, base: &str, recipients: &[Value]) -> (V
     let lines: Vec<Value> = (text.lines())
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    let job = lines.last().unwrap()["send_job"].as_str().unwrap().to_owned();
+    let job = lines.last().unwrap()["send_job"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     (lines, job)
 }
 
@@ -76,7 +84,10 @@ async fn get(app: &TestApp, path: &str) -> (u16, Value) {
 async fn finished(app: &TestApp, job: &str) -> Value {
     let path = format!("/gateway/jobs/{job}");
     let done = || async { !app.get_json(&path).await["finished_at"].is_null() };
-    assert!(eventually(Duration::from_secs(30), done).await, "{job} ends");
+    assert!(
+        eventually(Duration::from_secs(30), done).await,
+        "{job} ends"
+    );
     app.get_json(&path).await
 }
 
@@ -110,9 +121,14 @@ async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
         .collect();
     let on_s2: Vec<Value> = (12..18).map(|i| recipient(i, "sale")).collect();
     let mut jobs = Vec::new();
-    for (base, recipients) in [("https://s1.example", &on_s1), ("https://s2.example", &on_s2)] {
+    for (base, recipients) in [
+        ("https://s1.example", &on_s1),
+        ("https://s2.example", &on_s2),
+    ] {
         let (lines, job) = compose_and_send(&app, base, recipients).await;
-        assert!(lines[..recipients.len()].iter().all(|line| line["status"] == 201));
+        assert!(lines[..recipients.len()]
+            .iter()
+            .all(|line| line["status"] == 201));
         jobs.push((job, lines));
     }
     for (job, lines) in &jobs {
@@ -144,7 +160,9 @@ async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
     for (_, lines) in &jobs {
         for line in &lines[..lines.len() - 1] {
             let to = line["phone"].as_str().unwrap();
-            let message = (submitted.iter()).find(|m| m.to == to).expect("sent to the number");
+            let message = (submitted.iter())
+                .find(|m| m.to == to)
+                .expect("sent to the number");
             assert_eq!(message.text, line["text"].as_str().unwrap());
             assert_eq!(message.from, "SHOP");
         }
@@ -158,14 +176,32 @@ async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
             .clone()
     };
     let (s1, s2) = (domain("s1.example"), domain("s2.example"));
-    let counts = |c: &Value| [c["messages"].clone(), c["delivered"].clone(), c["failed"].clone(), c["rejected"].clone()];
-    assert_eq!(counts(&s1), [json!(12), json!(8), json!(4), json!(0)], "{funnel}");
-    assert_eq!(counts(&s2), [json!(6), json!(0), json!(0), json!(6)], "{funnel}");
+    let counts = |c: &Value| {
+        [
+            c["messages"].clone(),
+            c["delivered"].clone(),
+            c["failed"].clone(),
+            c["rejected"].clone(),
+        ]
+    };
+    assert_eq!(
+        counts(&s1),
+        [json!(12), json!(8), json!(4), json!(0)],
+        "{funnel}"
+    );
+    assert_eq!(
+        counts(&s2),
+        [json!(6), json!(0), json!(0), json!(6)],
+        "{funnel}"
+    );
     assert_eq!(s1["failed_by_error_code"], json!({"005": 4}));
     assert_eq!(funnel["total"]["no_receipt"], 0, "{funnel}");
     // No phone number in what shortlink stored of the sends and their reports.
     for (table, columns) in [
-        ("gateway_sends", "code || message_id || COALESCE(answer, '')"),
+        (
+            "gateway_sends",
+            "code || message_id || COALESCE(answer, '')",
+        ),
         (
             "delivery_receipts",
             "code || message_id || COALESCE(error_text, '') || COALESCE(carrier, '')",
@@ -175,7 +211,10 @@ async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
             .texts(&format!("SELECT {columns} FROM {table}"))
             .await
             .join(" ");
-        assert!(!dump.is_empty() && !dump.contains("7400"), "{table}: {dump}");
+        assert!(
+            !dump.is_empty() && !dump.contains("7400"),
+            "{table}: {dump}"
+        );
     }
 }
 
@@ -198,13 +237,22 @@ fn stub_gateway() -> String {
             while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
                 header.clear();
             }
-            let to = line.split("to=").nth(1).and_then(|rest| rest.split('&').next());
+            let to = line
+                .split("to=")
+                .nth(1)
+                .and_then(|rest| rest.split('&').next());
             let (status, body) = match to.and_then(|to| to.chars().last()) {
-                Some('1') => ("503 Service Unavailable", "Temporal failure, try again later."),
+                Some('1') => (
+                    "503 Service Unavailable",
+                    "Temporal failure, try again later.",
+                ),
                 Some('2') => ("403 Forbidden", "Authorization failed for sendsms"),
                 Some('3') if tries_of_3 == 0 => {
                     tries_of_3 += 1;
-                    ("503 Service Unavailable", "Temporal failure, try again later.")
+                    (
+                        "503 Service Unavailable",
+                        "Temporal failure, try again later.",
+                    )
                 }
                 _ => ("202 Accepted", "0: Accepted for delivery"),
             };
@@ -231,13 +279,20 @@ async fn transient_gateway_failures_are_retried_then_recorded(backend: Backend) 
     let record = |i: usize| job["recipients"][i - 1].clone();
     let seen = |i: usize| {
         let r = record(i);
-        (r["outcome"].clone(), r["http_status"].clone(), r["attempts"].clone())
+        (
+            r["outcome"].clone(),
+            r["http_status"].clone(),
+            r["attempts"].clone(),
+        )
     };
     assert_eq!(seen(1), (json!("failed"), json!(503), json!(3)), "{job}");
     assert_eq!(seen(2), (json!("refused"), json!(403), json!(1)), "{job}");
     assert_eq!(seen(3), (json!("accepted"), json!(202), json!(2)), "{job}");
     assert_eq!(record(2)["answer"], "Authorization failed for sendsms");
-    assert_eq!(job["outcomes"], json!({"accepted": 1, "failed": 1, "refused": 1}));
+    assert_eq!(
+        job["outcomes"],
+        json!({"accepted": 1, "failed": 1, "refused": 1})
+    );
     // The accepted one is the funnel's submitted message; the others were never sent.
     let funnel = app.get_json("/campaigns/spring/funnel").await;
     assert_eq!(funnel["total"]["submitted"], 1, "{funnel}");
@@ -256,7 +311,10 @@ async fn transient_gateway_failures_are_retried_then_recorded(backend: Backend) 
     assert_eq!(record["attempts"], 2);
     assert!(record["http_status"].is_null());
     let answer = record["answer"].as_str().unwrap();
-    assert!(!answer.contains(SEND_PASSWORD) && !answer.contains("7400"), "{answer}");
+    assert!(
+        !answer.contains(SEND_PASSWORD) && !answer.contains("7400"),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
@@ -264,7 +322,10 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     // Without a secrets directory, no workspace sends.
     let app = spawn_app(Backend::Sqlite).await;
     let (status, answer) = put_gateway(&app, "http://127.0.0.1:13013/cgi-bin/sendsms", 3).await;
-    assert_eq!((status, &answer["error"]["code"]), (422, &json!("gateways_disabled")));
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (422, &json!("gateways_disabled"))
+    );
     drop(app);
 
     let secrets = testkit::temp_dir();
@@ -272,10 +333,18 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     let put = |body: Value| {
         let app = &app;
         async move {
-            let answer = app.api(Method::PUT, "/gateway").json(&body).send().await.unwrap();
+            let answer = app
+                .api(Method::PUT, "/gateway")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             let status = answer.status().as_u16();
             let body: Value = answer.json().await.unwrap();
-            (status, body["error"]["code"].as_str().unwrap_or("").to_owned())
+            (
+                status,
+                body["error"]["code"].as_str().unwrap_or("").to_owned(),
+            )
         }
     };
     let good = json!({"url": "http://127.0.0.1:13013/cgi-bin/sendsms", "username": SEND_USER,
@@ -286,11 +355,23 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
         body
     };
     for (body, code) in [
-        (with("password_file", json!("../kannel-lab")), "invalid_password_file"),
-        (with("password_file", json!("/etc/passwd")), "invalid_password_file"),
-        (with("password_file", json!("missing")), "invalid_password_file"),
+        (
+            with("password_file", json!("../kannel-lab")),
+            "invalid_password_file",
+        ),
+        (
+            with("password_file", json!("/etc/passwd")),
+            "invalid_password_file",
+        ),
+        (
+            with("password_file", json!("missing")),
+            "invalid_password_file",
+        ),
         (with("url", json!("ftp://kannel/")), "invalid_url"),
-        (with("callback_base", json!("https://api.example/?x=1")), "invalid_callback_base"),
+        (
+            with("callback_base", json!("https://api.example/?x=1")),
+            "invalid_callback_base",
+        ),
         (with("per_second", json!(0)), "invalid_per_second"),
         (with("attempts", json!(11)), "invalid_attempts"),
         (with("from", json!("")), "invalid_from"),
@@ -305,8 +386,11 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     assert!(!shown.to_string().contains(SEND_PASSWORD), "{shown}");
     // A dry run sends nothing: asking both is refused before anything is issued.
     let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
-    url.query_pairs_mut()
-        .extend_pairs([("template", "{{link}}"), ("send", "true"), ("dry_run", "true")]);
+    url.query_pairs_mut().extend_pairs([
+        ("template", "{{link}}"),
+        ("send", "true"),
+        ("dry_run", "true"),
+    ]);
     let answer = (app.client.post(url).bearer_auth(API_KEY))
         .header("content-type", "application/x-ndjson")
         .body("{\"phone\":\"+447400123456\",\"url\":\"https://shop.example/\"}\n")
@@ -336,7 +420,11 @@ async fn a_suspended_workspace_stops_its_send_job() {
         "url": stub_gateway(), "username": SEND_USER, "password_file": PASSWORD_FILE,
         "from": "SHOP", "callback_base": app.address, "per_second": 2,
     });
-    let answer = with_key(&app, &admin, Method::PUT, "/gateway").json(&body).send().await.unwrap();
+    let answer = with_key(&app, &admin, Method::PUT, "/gateway")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 200);
     let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
     url.query_pairs_mut().extend_pairs([
@@ -344,9 +432,14 @@ async fn a_suspended_workspace_stops_its_send_job() {
         ("url_template", "https://shop.example/"),
         ("send", "true"),
     ]);
-    let recipients: String = (4..10).map(|i| format!("{}\n", recipient(i, "x"))).collect();
+    let recipients: String = (4..10)
+        .map(|i| format!("{}\n", recipient(i, "x")))
+        .collect();
     let answer = (app.client.post(url).bearer_auth(&admin))
-        .header("X-Shortlink-Public-Base", "https://s.example [brand-a] https://s.a.example")
+        .header(
+            "X-Shortlink-Public-Base",
+            "https://s.example [brand-a] https://s.a.example",
+        )
         .header("content-type", "application/x-ndjson")
         .body(recipients)
         .send()
@@ -365,18 +458,26 @@ async fn a_suspended_workspace_stops_its_send_job() {
     assert_eq!(suspended.status(), 200);
     // The job's records are read as the operator would: from the database (the workspace's
     // keys answer 403 while it is suspended).
-    let path = format!("SELECT COUNT(*) FROM gateway_jobs WHERE id = '{job}' AND finished_ms IS NOT NULL");
+    let path =
+        format!("SELECT COUNT(*) FROM gateway_jobs WHERE id = '{job}' AND finished_ms IS NOT NULL");
     let done = || async { app.db.scalar(&path).await == 1 };
     assert!(eventually(Duration::from_secs(30), done).await);
     let outcomes = (app.db)
-        .texts(&format!("SELECT outcome FROM gateway_sends WHERE job_id = '{job}' ORDER BY idx"))
+        .texts(&format!(
+            "SELECT outcome FROM gateway_sends WHERE job_id = '{job}' ORDER BY idx"
+        ))
         .await;
     assert_eq!(outcomes.len(), 6, "{outcomes:?}");
     let accepted = outcomes.iter().take_while(|o| *o == "accepted").count();
     assert!((1..=3).contains(&accepted), "{outcomes:?}");
-    assert!(outcomes[accepted..].iter().all(|o| o == "stopped"), "{outcomes:?}");
+    assert!(
+        outcomes[accepted..].iter().all(|o| o == "stopped"),
+        "{outcomes:?}"
+    );
     let why = (app.db)
-        .texts(&format!("SELECT stopped FROM gateway_jobs WHERE id = '{job}'"))
+        .texts(&format!(
+            "SELECT stopped FROM gateway_jobs WHERE id = '{job}'"
+        ))
         .await;
     assert_eq!(why, ["the job's workspace was suspended"]);
 }

@@ -42,10 +42,14 @@ async fn the_resend_list_says_why_each_recipient_has_no_click(backend: Backend) 
     assert!(answers.iter().all(|a| a["status"] == 201), "{answers:?}");
     operator(&app, "s2.example", "drain", None).await;
 
-    let answer = through_nginx(&app, Method::GET, "/domains/s2.example/unclicked?campaign=spring")
-        .send()
-        .await
-        .unwrap();
+    let answer = through_nginx(
+        &app,
+        Method::GET,
+        "/domains/s2.example/unclicked?campaign=spring",
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(answer.status(), 200);
     let text = answer.text().await.unwrap();
     let listed: HashMap<String, Value> = (text.lines())

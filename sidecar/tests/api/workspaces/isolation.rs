@@ -139,9 +139,11 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
 /// returns the send job's id.
 async fn send_job_of(app: &TestApp, admin: &str) -> String {
     let answer = with_key(app, admin, Method::PUT, "/gateway")
-        .json(&json!({"url": "http://127.0.0.1:9/cgi-bin/sendsms", "username": GATEWAY_USER,
+        .json(
+            &json!({"url": "http://127.0.0.1:9/cgi-bin/sendsms", "username": GATEWAY_USER,
             "password_file": "gateway-password", "from": "A", "attempts": 1,
-            "callback_base": "http://127.0.0.1:9"}))
+            "callback_base": "http://127.0.0.1:9"}),
+        )
         .send()
         .await
         .unwrap();
@@ -375,7 +377,11 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     // Gateways on: A has one, and a send job.
     let secrets = testkit::temp_dir();
     std::fs::write(secrets.path().join("gateway-password"), "a-password\n").unwrap();
-    let flags = ["--gateway-secrets-dir", secrets.path().to_str().unwrap(), "--gateway-allow-private"];
+    let flags = [
+        "--gateway-secrets-dir",
+        secrets.path().to_str().unwrap(),
+        "--gateway-allow-private",
+    ];
     let app = spawn_app_with(Backend::Sqlite, &flags).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
@@ -528,8 +534,16 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     );
     let (status, gateway) = read(&app, &a_admin, "/gateway").await;
     assert_eq!(status, 200, "B removed A's gateway: {gateway}");
-    assert!(gateway.contains(GATEWAY_USER), "B changed A's gateway: {gateway}");
-    let (status, job) = read(&app, &a_admin, &format!("/gateway/jobs/{}", objects.send_job)).await;
+    assert!(
+        gateway.contains(GATEWAY_USER),
+        "B changed A's gateway: {gateway}"
+    );
+    let (status, job) = read(
+        &app,
+        &a_admin,
+        &format!("/gateway/jobs/{}", objects.send_job),
+    )
+    .await;
     assert_eq!(status, 200, "A reads its send job: {job}");
     let (_, stats) = read(&app, &a_admin, "/stats").await;
     let stats: Value = serde_json::from_str(&stats).unwrap();

@@ -94,11 +94,18 @@ mod tests {
         let rejected = message(DeliveryState::Rejected, Some("88"), 1);
         let delivered = message(DeliveryState::Delivered, None, 0);
         let submitted = message(DeliveryState::Submitted, None, 5);
-        assert_eq!(why(&[&rejected, &delivered]).reason, Reason::DeliveredNotClicked);
+        assert_eq!(
+            why(&[&rejected, &delivered]).reason,
+            Reason::DeliveredNotClicked
+        );
         let not = why(&[&submitted, &rejected]);
         assert_eq!(
             (not.reason, not.state, not.error_code.as_deref()),
-            (Reason::NotDelivered, Some(DeliveryState::Rejected), Some("88"))
+            (
+                Reason::NotDelivered,
+                Some(DeliveryState::Rejected),
+                Some("88")
+            )
         );
         assert_eq!(why(&[&submitted]).state, Some(DeliveryState::Submitted));
         assert_eq!(why(&[]), NO_RECEIPT);

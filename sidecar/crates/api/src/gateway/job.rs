@@ -13,10 +13,10 @@ use super::kannel::{self, Sendsms};
 use super::settings::{self, Ready};
 use crate::{AppState, Result};
 use shortlink_core::service::{Authority, Stop};
-use shortlink_visits::deliveries::{
-    DeliveryState, Deliveries, Gateway, Gateways, LinkRef, NewReceipt, SendJob, SendRecord,
-};
 use shortlink_store::WorkspaceId;
+use shortlink_visits::deliveries::{
+    Deliveries, DeliveryState, Gateway, Gateways, LinkRef, NewReceipt, SendJob, SendRecord,
+};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -57,7 +57,10 @@ pub async fn start(
     campaign: Option<String>,
 ) -> Result<Queue> {
     let workspace = authority.workspace;
-    let Ready { sendsms, per_second } = settings::ready(state, workspace).await?;
+    let Ready {
+        sendsms,
+        per_second,
+    } = settings::ready(state, workspace).await?;
     let id = settings::new_id("snd")?;
     let (token_id, token) = settings::job_token(state, workspace, &id).await?;
     let sendsms = Sendsms {
@@ -111,7 +114,10 @@ impl Run {
                 None => self.send(&mut ticks, &mut watch, &order, &message_id).await,
             };
             let gateways = self.state.analytics.store.gateways();
-            if let Err(error) = gateways.insert_send(self.workspace(), &self.job, &record).await {
+            if let Err(error) = gateways
+                .insert_send(self.workspace(), &self.job, &record)
+                .await
+            {
                 tracing::error!(%error, job = %self.job, "a send's record could not be written");
             }
         }

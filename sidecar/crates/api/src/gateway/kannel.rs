@@ -93,7 +93,9 @@ impl Sendsms {
                 Err(error) => (
                     Verdict::Transient,
                     None,
-                    Some(cut(&shortlink_core::outbound::describe(&error.without_url()))),
+                    Some(cut(&shortlink_core::outbound::describe(
+                        &error.without_url(),
+                    ))),
                 ),
             };
             let outcome = match verdict {

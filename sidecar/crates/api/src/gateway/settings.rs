@@ -108,7 +108,12 @@ pub async fn put_gateway(
 ) -> Result<Json<GatewayView>> {
     let config = checked(&state, workspace, request)?;
     password(&state, &config.password_file)?;
-    state.analytics.store.gateways().put_gateway(&config).await?;
+    state
+        .analytics
+        .store
+        .gateways()
+        .put_gateway(&config)
+        .await?;
     let changes = Changes::new()
         .set("url", config.url.clone())
         .set("username", config.username.clone())
@@ -165,16 +170,15 @@ fn http_url(state: &AppState, text: &str, code: &'static str) -> Result<url::Url
     if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
         return Err(invalid("no query, fragment or credentials in the URL"));
     }
-    (state.settings.gateway_policy.check(&url))
-        .map_err(|host| invalid(&format!("{host} is an internal address (--gateway-allow-private)")))?;
+    (state.settings.gateway_policy.check(&url)).map_err(|host| {
+        invalid(&format!(
+            "{host} is an internal address (--gateway-allow-private)"
+        ))
+    })?;
     Ok(url)
 }
 
-fn checked(
-    state: &AppState,
-    workspace: WorkspaceId,
-    r: GatewayRequest,
-) -> Result<GatewayConfig> {
+fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Result<GatewayConfig> {
     if state.settings.gateway_secrets_dir.is_none() {
         return Err(Error::invalid(
             "gateways_disabled",
@@ -184,10 +188,16 @@ fn checked(
     let url = http_url(state, &r.url, "invalid_url")?;
     let base = http_url(state, &r.callback_base, "invalid_callback_base")?;
     if !printable(&r.username, 128) {
-        return Err(Error::invalid("invalid_username", "1 to 128 printable characters"));
+        return Err(Error::invalid(
+            "invalid_username",
+            "1 to 128 printable characters",
+        ));
     }
     if !printable(&r.from, 32) {
-        return Err(Error::invalid("invalid_from", "1 to 32 printable characters"));
+        return Err(Error::invalid(
+            "invalid_from",
+            "1 to 32 printable characters",
+        ));
     }
     let file = &r.password_file;
     let plain = (1..=255).contains(&file.len())
@@ -235,7 +245,11 @@ fn password(state: &AppState, file: &str) -> Result<String> {
             format!("no readable password file {file:?} in the operator's secrets directory"),
         )
     };
-    let dir = state.settings.gateway_secrets_dir.as_ref().ok_or_else(unreadable)?;
+    let dir = state
+        .settings
+        .gateway_secrets_dir
+        .as_ref()
+        .ok_or_else(unreadable)?;
     let text = std::fs::read_to_string(dir.join(file)).map_err(|error| {
         tracing::warn!(%error, file, "a gateway's password file cannot be read");
         unreadable()
@@ -258,7 +272,10 @@ pub struct Ready {
 /// one, `invalid_password_file` when its file cannot be read.
 pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
     let config = (state.analytics.store.gateways().gateway(workspace).await?).ok_or_else(|| {
-        Error::invalid("no_gateway", "the workspace has no gateway (PUT /api/v1/gateway)")
+        Error::invalid(
+            "no_gateway",
+            "the workspace has no gateway (PUT /api/v1/gateway)",
+        )
     })?;
     let password = password(state, &config.password_file)?;
     let url = http_url(state, &config.url, "invalid_url")?;
@@ -290,7 +307,11 @@ pub fn new_id(prefix: &str) -> Result<String> {
 /// A Kannel callback token of the workspace for job `job`: (its id, the token). Made per job
 /// because only a token's hash is stored: the job holds the token while it sends, and the
 /// reports keep coming on it after (revoke it with the others, `/api/v1/callback-tokens`).
-pub async fn job_token(state: &AppState, workspace: WorkspaceId, job: &str) -> Result<(String, String)> {
+pub async fn job_token(
+    state: &AppState,
+    workspace: WorkspaceId,
+    job: &str,
+) -> Result<(String, String)> {
     let token = tokens::generate()?;
     let stored = CallbackToken {
         id: new_token_id()?,
@@ -302,6 +323,11 @@ pub async fn job_token(state: &AppState, workspace: WorkspaceId, job: &str) -> R
         created_at: shortlink_store::now(),
         revoked_at: None,
     };
-    state.analytics.store.callback_tokens().insert_token(&stored).await?;
+    state
+        .analytics
+        .store
+        .callback_tokens()
+        .insert_token(&stored)
+        .await?;
     Ok((stored.id, token))
 }
