@@ -62,6 +62,10 @@ async fn compose_and_send(app: &TestApp, base: &str, recipients: &[Value]) -> (V
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
+    let header = answer.headers()["shortlink-send-job"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let text = answer.text().await.unwrap();
     let lines: Vec<Value> = (text.lines())
         .map(|line| serde_json::from_str(line).unwrap())
@@ -70,6 +74,7 @@ async fn compose_and_send(app: &TestApp, base: &str, recipients: &[Value]) -> (V
         .as_str()
         .unwrap()
         .to_owned();
+    assert_eq!(header, job, "the header names the summary's job");
     (lines, job)
 }
 

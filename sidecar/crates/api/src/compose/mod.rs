@@ -173,7 +173,8 @@ impl From<CampaignError> for Error {
             `SummaryLine`; with `Accept: text/csv`, CSV (`index,status,ref,phone,code,short_url,\
             text,encoding,characters,units,segments,over_budget,replaced,forced_ucs2,error_code,\
             error_message`) ending with a `summary` row",
-            content((RecipientResult = "application/x-ndjson"), (String = "text/csv"))),
+            content((RecipientResult = "application/x-ndjson"), (String = "text/csv")),
+            headers(("Shortlink-Send-Job" = String, description = "with `send=true`: the send job (`GET /api/v1/gateway/jobs/{job}`)"))),
         (status = 400, description = "`invalid_query`, `invalid_header`, `incomplete_body`", body = super::ErrorBody),
         (status = 414, description = "through nginx's API server: a query (the template) longer \
             than nginx's `large_client_header_buffers` (8 KiB by default)"),
@@ -262,6 +263,7 @@ pub async fn compose(
             Some(state.links.claim(key, &hash).await?)
         }
     };
+    let send_job = sends.as_ref().map(|queue| queue.job.clone());
     let recipients = Arc::new(Recipients {
         state: state.clone(),
         workspace: budget.workspace(),
@@ -315,13 +317,21 @@ pub async fn compose(
         Output::Csv => "text/csv; charset=utf-8",
         Output::Ndjson => "application/x-ndjson",
     };
-    Ok((
+    let mut response = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         Body::from_stream(body),
     )
-        .into_response())
+        .into_response();
+    // The CSV answer has no place for it in its summary row.
+    if let Some(job) = send_job.and_then(|job| HeaderValue::from_str(&job).ok()) {
+        response.headers_mut().insert(SEND_JOB_HEADER, job);
+    }
+    Ok(response)
 }
+
+/// The answer's header naming the send job (`send=true`), as the NDJSON summary does.
+const SEND_JOB_HEADER: &str = "shortlink-send-job";
 
 /// Whether the recipients are CSV (else NDJSON).
 fn content_type(headers: &HeaderMap) -> Result<bool> {
