@@ -174,14 +174,16 @@ impl From<CampaignError> for Error {
             text,encoding,characters,units,segments,over_budget,replaced,forced_ucs2,error_code,\
             error_message`) ending with a `summary` row",
             content((RecipientResult = "application/x-ndjson"), (String = "text/csv")),
-            headers(("Shortlink-Send-Job" = String, description = "with `send=true`: the send job (`GET /api/v1/gateway/jobs/{job}`)"))),
+            headers(("Shortlink-Send-Job" = String,
+                description = "with `send=true`: the send job (`GET /api/v1/gateway/jobs/{job}`)"))),
         (status = 400, description = "`invalid_query`, `invalid_header`, `incomplete_body`", body = super::ErrorBody),
         (status = 414, description = "through nginx's API server: a query (the template) longer \
             than nginx's `large_client_header_buffers` (8 KiB by default)"),
         (status = 415, body = super::ErrorBody),
         (status = 422, description = "refused before anything is issued: `invalid_template` \
             (unbalanced braces, an unknown variable, no `{{link}}`, too long), \
-            `invalid_url_template`, `invalid_send`, `no_gateway`, `invalid_password_file`, `invalid_budget`, `invalid_language`, `invalid_country`, \
+            `invalid_url_template`, `invalid_budget`, `invalid_language`, `invalid_country`, \
+            `invalid_send` (with `dry_run`), `no_gateway`, `invalid_password_file` (`send`), \
             `invalid_campaign`, `invalid_csv` (what no schema of a CSV body can say: a \
             header line with a `phone` column and no column twice), `no_issuing_domain`, \
             `idempotency_key_reused`", body = super::ErrorBody),

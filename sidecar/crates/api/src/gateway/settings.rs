@@ -126,7 +126,10 @@ pub async fn put_gateway(
 
 /// The workspace's gateway.
 #[utoipa::path(get, path = "/api/v1/gateway", tag = "deliveries",
-    responses((status = 200, body = GatewayView), (status = 404, description = "`no_gateway`", body = ErrorBody)))]
+    responses(
+        (status = 200, body = GatewayView),
+        (status = 404, description = "`no_gateway`", body = ErrorBody),
+    ))]
 pub async fn get_gateway(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
