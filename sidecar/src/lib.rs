@@ -255,6 +255,8 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             )),
             proxy_secret,
             import_policy: outbound::Policy::imports(config),
+            gateway_policy: outbound::Policy::gateways(config),
+            gateway_secrets_dir: config.gateway_secrets_dir.clone(),
         }),
     })
 }

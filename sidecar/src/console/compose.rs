@@ -71,6 +71,8 @@ impl ComposeForm {
             country: text(&self.country),
             dry_run: Some(true),
             click_id_param: None,
+            // The console only previews (a dry run): it sends nothing.
+            send: None,
         })
     }
 

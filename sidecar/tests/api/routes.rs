@@ -65,12 +65,21 @@ fn parse(debug: &str) -> Vec<Route> {
     routes
 }
 
-/// The methods of route `id` in the handlers part of the Debug form.
+/// The methods of route `id` in the handlers part of the Debug form. A route of `any` method
+/// has no Allow header (`allow_header: Skip`): it is walked with GET and POST.
 fn allowed_methods<'a>(handlers: &'a str, id: &str) -> Option<&'a str> {
     let start = handlers.find(&format!("RouteId({id}): MethodRouter("))?;
     let rest = &handlers[start..];
-    let allow = rest.find("allow_header: Bytes(b\"")? + "allow_header: Bytes(b\"".len();
-    rest[allow..].split('"').next()
+    // Only this route's own part: the next route's Allow header is not its.
+    let own = match rest[1..].find("RouteId(") {
+        Some(end) => &rest[..end + 1],
+        None => rest,
+    };
+    if own.contains("allow_header: Skip") {
+        return Some("GET,POST");
+    }
+    let allow = own.find("allow_header: Bytes(b\"")? + "allow_header: Bytes(b\"".len();
+    own[allow..].split('"').next()
 }
 
 #[test]

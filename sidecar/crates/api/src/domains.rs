@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
 
+pub mod reasons;
 pub mod reissue;
 mod scope;
 pub mod unclicked;

@@ -16,6 +16,7 @@ pub(crate) mod domains;
 mod early_close;
 mod error;
 mod extract;
+pub mod gateway;
 mod health;
 pub mod links;
 mod metrics;
@@ -76,6 +77,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(campaigns::router())
         .merge(conversions::router())
         .merge(deliveries::router())
+        .merge(gateway::router())
         .merge(domains::router())
         .merge(resolve::router())
         .merge(stats::router())

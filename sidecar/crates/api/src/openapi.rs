@@ -2,8 +2,9 @@
 
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
-    audit, batch, campaigns, compose, conversions, deliveries, domains, health, links, preview, qr,
-    resolve, retention, stats, subjects, visits, webhooks, workspace_metrics, workspaces,
+    audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
+    preview, qr, resolve, retention, stats, subjects, visits, webhooks, workspace_metrics,
+    workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -38,6 +39,10 @@ use utoipa::OpenApi;
         deliveries::callbacks::twilio_status,
         deliveries::callbacks::vonage_get,
         deliveries::callbacks::vonage_post,
+        gateway::settings::put_gateway,
+        gateway::settings::get_gateway,
+        gateway::settings::delete_gateway,
+        gateway::send_job,
         domains::list_domains,
         domains::get_domain,
         domains::restore_domain,

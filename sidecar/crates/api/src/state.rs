@@ -36,4 +36,8 @@ pub struct HttpSettings {
     pub proxy_secret: Option<super::proxy_secret::ProxySecret>,
     /// Where the console's imports may fetch from.
     pub import_policy: shortlink_core::outbound::Policy,
+    /// Where compose's SMS gateways may be reached, and the directory of their password files
+    /// (`None`: compose cannot send).
+    pub gateway_policy: shortlink_core::outbound::Policy,
+    pub gateway_secrets_dir: Option<std::path::PathBuf>,
 }

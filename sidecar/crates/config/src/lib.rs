@@ -442,6 +442,15 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_WEBHOOK_CA", global = true)]
     pub webhook_ca: Option<PathBuf>,
 
+    // --- SMS gateways compose sends through (issue 68) ---
+    /// Directory of the SMS gateways' password files: a workspace's gateway names a file in it (a plain file name, never a path), read at each send, never stored in SQL. Unset, compose cannot send (`PUT /api/v1/gateway` answers 422 `gateways_disabled`).
+    #[arg(long, env = "SHORTLINK_GATEWAY_SECRETS_DIR", global = true)]
+    pub gateway_secrets_dir: Option<PathBuf>,
+
+    /// Let gateway URLs (Kannel's sendsms) reach loopback, private and link-local addresses: a Kannel inside the deployment's network. Off, a workspace cannot point the sidecar at internal services.
+    #[arg(long, env = "SHORTLINK_GATEWAY_ALLOW_PRIVATE", global = true)]
+    pub gateway_allow_private: bool,
+
     /// How long a failing POST is retried (backoff from 1 s, doubling, at most 5 min apart) before its events are recorded as failed, kept for replay, and passed over.
     #[arg(long, env = "SHORTLINK_WEBHOOK_RETRY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration, global = true)]
     pub webhook_retry_window: Duration,

@@ -6,9 +6,11 @@
 
 mod callbacks;
 mod funnel;
+mod gateway;
 mod ingest;
 mod kannel;
 mod privacy;
+mod resend;
 
 use crate::helpers::*;
 use crate::workspaces::with_key;

@@ -25,6 +25,8 @@ struct Objects {
     job: String,
     /// A's callback token's id (`/api/v1/callback-tokens/{id}`).
     callback_token: String,
+    /// A's compose send job (`/api/v1/gateway/jobs/{job}`).
+    send_job: String,
     /// B's own callback token: a callback's credential is its token, so B calls the callbacks
     /// with its own, naming A's link (`/callbacks/{token}/…?code=`).
     b_token: String,
@@ -34,6 +36,8 @@ const CAMPAIGN: &str = "a-secret-campaign";
 const TAG: &str = "a-secret-tag";
 const REFERENCE: &str = "a-secret-recipient";
 const ALIAS: &str = "a-secret-alias";
+/// The user of A's gateway (`/api/v1/gateway`).
+const GATEWAY_USER: &str = "a-secret-gateway-user";
 
 /// A's short domain: its part of the issuing list names it, as nginx's API server sends it.
 const A_DOMAIN: &str = "s.a.example";
@@ -121,6 +125,7 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
     assert_eq!(answer.status(), 201);
     let token: Value = answer.json().await.unwrap();
     Objects {
+        send_job: send_job_of(app, admin).await,
         codes,
         webhook: webhook["id"].as_str().unwrap().to_owned(),
         key_id: key["id"].as_i64().unwrap(),
@@ -128,6 +133,39 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         callback_token: token["id"].as_str().unwrap().to_owned(),
         b_token: String::new(),
     }
+}
+
+/// A's gateway (on a port nobody listens on) and a compose through it that sends one message;
+/// returns the send job's id.
+async fn send_job_of(app: &TestApp, admin: &str) -> String {
+    let answer = with_key(app, admin, Method::PUT, "/gateway")
+        .json(
+            &json!({"url": "http://127.0.0.1:9/cgi-bin/sendsms", "username": GATEWAY_USER,
+            "password_file": "gateway-password", "from": "A", "attempts": 1,
+            "callback_base": "http://127.0.0.1:9"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{:?}", answer.text().await);
+    let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+    url.query_pairs_mut().extend_pairs([
+        ("template", "{{link}}"),
+        ("campaign", CAMPAIGN),
+        ("send", "true"),
+    ]);
+    let answer = (app.client.post(url).bearer_auth(admin))
+        .header("x-shortlink-public-base", LISTS)
+        .header("content-type", "application/x-ndjson")
+        .body("{\"phone\":\"+447400123456\",\"url\":\"https://a.example/sent\"}\n")
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    summary["send_job"].as_str().expect("a send job").to_owned()
 }
 
 /// A console bulk upload of one link by A's admin; returns the job's id.
@@ -154,12 +192,14 @@ fn marks(objects: &Objects) -> Vec<String> {
             "a-secret-key",
             "a-secret-message",
             "a-secret-gateway",
+            GATEWAY_USER,
             "a.example",
         ]
         .map(str::to_owned),
     );
     marks.push(objects.webhook.clone());
     marks.push(objects.callback_token.clone());
+    marks.push(objects.send_job.clone());
     marks
 }
 
@@ -186,6 +226,9 @@ fn fill(path: &str, objects: &Objects, missing: bool) -> Option<String> {
             "token" => objects.b_token.clone(),
             "domain" => theirs(A_DOMAIN.into(), "s.nobody.example"),
             "slug" => theirs("brand-a".into(), "no-such-brand"),
+            "job" if path.contains("/gateway/jobs/") => {
+                theirs(objects.send_job.clone(), "snd_0000000000000000")
+            }
             "job" => theirs(objects.job.clone(), "0000000000000000"),
             // The same action on a domain that is A's and on one nobody has.
             "action" => "drain".into(),
@@ -331,7 +374,15 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
 
 #[tokio::test]
 async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
-    let app = spawn_app(Backend::Sqlite).await;
+    // Gateways on: A has one, and a send job.
+    let secrets = testkit::temp_dir();
+    std::fs::write(secrets.path().join("gateway-password"), "a-password\n").unwrap();
+    let flags = [
+        "--gateway-secrets-dir",
+        secrets.path().to_str().unwrap(),
+        "--gateway-allow-private",
+    ];
+    let app = spawn_app_with(Backend::Sqlite, &flags).await;
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     create_workspace(&app, &operator, "brand-b").await;
@@ -422,6 +473,8 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         "/callbacks/{token}/kannel",
         "/callbacks/{token}/twilio",
         "/callbacks/{token}/vonage",
+        "/api/v1/gateway",
+        "/api/v1/gateway/jobs/{job}",
     ] {
         assert!(
             routes.iter().any(|route| route.path == expected),
@@ -479,6 +532,19 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         funnel["total"]["delivered"], 1,
         "A's receipt, once: {funnel}"
     );
+    let (status, gateway) = read(&app, &a_admin, "/gateway").await;
+    assert_eq!(status, 200, "B removed A's gateway: {gateway}");
+    assert!(
+        gateway.contains(GATEWAY_USER),
+        "B changed A's gateway: {gateway}"
+    );
+    let (status, job) = read(
+        &app,
+        &a_admin,
+        &format!("/gateway/jobs/{}", objects.send_job),
+    )
+    .await;
+    assert_eq!(status, 200, "A reads its send job: {job}");
     let (_, stats) = read(&app, &a_admin, "/stats").await;
     let stats: Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["totals"]["humans"], 3, "{stats}");

@@ -48,6 +48,8 @@ pub struct Recipients {
     /// budget and a dry run's stand-in links.
     pub longest_base: String,
     pub summary: Mutex<Summary>,
+    /// The send job its messages go to (`send=true`).
+    pub sends: Option<crate::gateway::job::Queue>,
 }
 
 /// One recipient's answer.
@@ -112,6 +114,9 @@ pub struct Forced {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct SummaryLine {
     pub summary: Summary,
+    /// With `send=true`: the send job (`GET /api/v1/gateway/jobs/{job}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_job: Option<String>,
 }
 
 impl Items for Recipients {
@@ -199,6 +204,15 @@ impl Recipients {
             Err(error) => return self.refused(index, &recipient_error(&error), Some(kept)),
         };
         self.count(index, Some(&message), false);
+        if let (Some(queue), Some(link), Some(phone)) = (&self.sends, &link, &kept.phone) {
+            queue.push(crate::gateway::job::Order {
+                index,
+                code: link.code.clone(),
+                short_url: short_url.clone(),
+                phone: phone.to_string(),
+                text: message.analysis.text.clone(),
+            });
+        }
         let analysis = message.analysis;
         let measure = analysis.measure;
         RecipientResult {
@@ -261,7 +275,10 @@ impl Recipients {
         let mut out = Vec::new();
         match self.output {
             Output::Ndjson => {
-                let line = SummaryLine { summary };
+                let line = SummaryLine {
+                    summary,
+                    send_job: self.sends.as_ref().map(|queue| queue.job.clone()),
+                };
                 if serde_json::to_writer(&mut out, &line).is_err() {
                     out.extend_from_slice(b"{}");
                 }

@@ -14,7 +14,9 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result};
+use super::{
+    gateway, links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result,
+};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -100,6 +102,16 @@ pub struct ComposeParams {
     // Left out of the idempotency hash when absent: requests from before it keep their hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub click_id_param: Option<String>,
+    /// Send every message issued through the workspace's gateway (`PUT /api/v1/gateway`, 422
+    /// `no_gateway` without one): the summary's `send_job` names the job whose records say,
+    /// per recipient, what the gateway answered (`GET /api/v1/gateway/jobs/{job}`). Not with
+    /// `dry_run`.
+    // Not on the command line: the job sends after the answer, in the serving process (the
+    // `compose` command would exit under it).
+    #[arg(skip)]
+    // Left out of the idempotency hash when absent, as `click_id_param`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<bool>,
 }
 
 impl ComposeParams {
@@ -161,7 +173,9 @@ impl From<CampaignError> for Error {
             `SummaryLine`; with `Accept: text/csv`, CSV (`index,status,ref,phone,code,short_url,\
             text,encoding,characters,units,segments,over_budget,replaced,forced_ucs2,error_code,\
             error_message`) ending with a `summary` row",
-            content((RecipientResult = "application/x-ndjson"), (String = "text/csv"))),
+            content((RecipientResult = "application/x-ndjson"), (String = "text/csv")),
+            headers(("Shortlink-Send-Job" = String,
+                description = "with `send=true`: the send job (`GET /api/v1/gateway/jobs/{job}`)"))),
         (status = 400, description = "`invalid_query`, `invalid_header`, `incomplete_body`", body = super::ErrorBody),
         (status = 414, description = "through nginx's API server: a query (the template) longer \
             than nginx's `large_client_header_buffers` (8 KiB by default)"),
@@ -169,6 +183,7 @@ impl From<CampaignError> for Error {
         (status = 422, description = "refused before anything is issued: `invalid_template` \
             (unbalanced braces, an unknown variable, no `{{link}}`, too long), \
             `invalid_url_template`, `invalid_budget`, `invalid_language`, `invalid_country`, \
+            `invalid_send` (with `dry_run`), `no_gateway`, `invalid_password_file` (`send`), \
             `invalid_campaign`, `invalid_csv` (what no schema of a CSV body can say: a \
             header line with a `phone` column and no column twice), `no_issuing_domain`, \
             `idempotency_key_reused`", body = super::ErrorBody),
@@ -219,6 +234,19 @@ pub async fn compose(
     let known = input.known_variables(first.iter().flat_map(|chunk| chunk.items.iter()));
     let link_len = longest_base.chars().count() + 1 + state.links.scheme().code_len();
     let campaign = Campaign::new(&spec, |name| known.contains(name), link_len)?;
+    let sends = match (params.send.unwrap_or(false), dry_run) {
+        (false, _) => None,
+        (true, true) => {
+            return Err(Error::invalid(
+                "invalid_send",
+                "a dry run sends nothing: `send` and `dry_run` exclude each other",
+            ))
+        }
+        (true, false) => {
+            let authority = service::Authority::key(budget.workspace(), api_key.0);
+            Some(gateway::job::start(&state, authority, params.campaign.clone()).await?)
+        }
+    };
     let claim = match &key {
         None => None,
         Some(key) => {
@@ -237,6 +265,7 @@ pub async fn compose(
             Some(state.links.claim(key, &hash).await?)
         }
     };
+    let send_job = sends.as_ref().map(|queue| queue.job.clone());
     let recipients = Arc::new(Recipients {
         state: state.clone(),
         workspace: budget.workspace(),
@@ -249,6 +278,7 @@ pub async fn compose(
         output,
         longest_base,
         summary: Mutex::new(Default::default()),
+        sends,
     });
     // Indexes count recipients: a CSV's header line is not one.
     let shift = i64::from(csv_in);
@@ -289,13 +319,21 @@ pub async fn compose(
         Output::Csv => "text/csv; charset=utf-8",
         Output::Ndjson => "application/x-ndjson",
     };
-    Ok((
+    let mut response = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         Body::from_stream(body),
     )
-        .into_response())
+        .into_response();
+    // The CSV answer has no place for it in its summary row.
+    if let Some(job) = send_job.and_then(|job| HeaderValue::from_str(&job).ok()) {
+        response.headers_mut().insert(SEND_JOB_HEADER, job);
+    }
+    Ok(response)
 }
+
+/// The answer's header naming the send job (`send=true`), as the NDJSON summary does.
+const SEND_JOB_HEADER: &str = "shortlink-send-job";
 
 /// Whether the recipients are CSV (else NDJSON).
 fn content_type(headers: &HeaderMap) -> Result<bool> {

@@ -84,7 +84,7 @@ pub struct CallbackTokenList {
 }
 
 /// A new random token.
-fn generate() -> Result<String> {
+pub(crate) fn generate() -> Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|error| Error::Internal(Box::new(error)))?;
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))

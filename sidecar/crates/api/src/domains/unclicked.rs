@@ -9,7 +9,11 @@
 //! domain was drained is listed if the pick of that earlier time was the domain too: a
 //! recipient sent twice is cheaper than one lost. "No human click" is `visit_count` 0 (humans
 //! only, unless `--count-bots`).
+//!
+//! Each line says why the recipient has no click ([`super::reasons`]): `not_delivered` (with the
+//! message's `receipt_state` and `error_code`), `delivered_not_clicked`, or `no_receipt`.
 
+use super::reasons::{self, Reason};
 use super::scope::known;
 use crate::{AppState, DomainContext, Error, ErrorBody, InWorkspace, Path, Query, Result};
 use axum::body::{Body, Bytes};
@@ -49,6 +53,14 @@ pub struct UnclickedLink {
     pub issued_at: DateTime<Utc>,
     /// The short URL it was sent with (on the domain asked about).
     pub short_url: String,
+    /// Why it has no click, by what the gateways reported of its message.
+    pub reason: Reason,
+    /// With `not_delivered`: the message's current state (`failed`, `rejected`, `expired`, or
+    /// one not final yet: `submitted`, `buffered`, `unknown`) and the gateway's error code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt_state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
 
 /// The links of the key's workspace issued on the domain with no human click, newest first.
@@ -102,6 +114,8 @@ pub async fn unclicked_links(
 
 /// The re-send list's links, a page at a time (also what `reissue` replaces).
 pub(super) struct Reader {
+    state: AppState,
+    workspace: shortlink_store::WorkspaceId,
     storage: Arc<dyn Storage>,
     filter: LinkFilter,
     since: DateTime<Utc>,
@@ -143,6 +157,8 @@ impl Reader {
         let since =
             (query.since).unwrap_or_else(|| Utc::now() - chrono::Duration::days(DEFAULT_DAYS));
         Ok(Reader {
+            state: state.clone(),
+            workspace: workspace.0,
             storage: Arc::clone(state.links.storage()),
             filter,
             since,
@@ -156,9 +172,17 @@ impl Reader {
     /// One page's lines, and the cursor of the next page (none at the end or before `since`).
     async fn page(&self, after: Option<&ListCursor>) -> Result<(String, Option<ListCursor>)> {
         let (listed, next) = self.listed(after).await?;
+        let codes: Vec<String> = listed.iter().map(|l| l.link.code.clone()).collect();
+        let mut reasons = reasons::of_codes(&self.state, self.workspace, &codes).await?;
         let mut lines = String::new();
         for listed in listed {
+            let why = reasons.remove(&listed.link.code);
             let line = UnclickedLink {
+                reason: why.as_ref().map_or(Reason::NoReceipt, |why| why.reason),
+                receipt_state: (why.as_ref())
+                    .and_then(|why| why.state)
+                    .map(|state| state.as_str().to_owned()),
+                error_code: why.and_then(|why| why.error_code),
                 short_url: listed.short_url,
                 code: listed.link.code,
                 campaign: listed.link.campaign,

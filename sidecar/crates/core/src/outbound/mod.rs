@@ -37,6 +37,14 @@ impl Policy {
         }
     }
 
+    /// The SMS gateways' policy (compose's hand-off to Kannel).
+    pub fn gateways(config: &shortlink_config::Config) -> Self {
+        Self {
+            allow_private: config.gateway_allow_private,
+            proxy: config.outbound_proxy.clone(),
+        }
+    }
+
     /// A client builder with the rules above: TLS verified against the system's roots or `ca`
     /// (`ca_flag` names it in errors), the filtering resolver, no redirects, no implicit proxy.
     pub fn client(

@@ -33,13 +33,16 @@ const PER_LINK_TABLES: [&str; 11] = [
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
 /// (whose counts the delete reports).
-const WORKSPACE_TABLES: [&str; 6] = [
+const WORKSPACE_TABLES: [&str; 9] = [
     "conversions",
     "retention_policies",
     "subject_requests",
     "delivery_receipts",
     "delivery_messages",
     "callback_tokens",
+    "gateway_configs",
+    "gateway_jobs",
+    "gateway_sends",
 ];
 
 impl<D: Dialect> SqlStorage<D> {

@@ -6,18 +6,25 @@
 //! - [`store`]: `delivery_receipts` and `delivery_messages` on every backend, idempotent per
 //!   workspace, gateway message id and state;
 //! - [`tokens`]: `callback_tokens` (hashed, as API keys);
-//! - [`funnel`]: a campaign's counts by current state, domain and carrier.
+//! - [`funnel`]: a campaign's counts by current state, domain and carrier;
+//! - [`gateway`]: compose's hand-off to a gateway (a workspace's gateway, the jobs that send,
+//!   what the gateway answered per recipient);
+//! - [`states`]: the current state of some links' messages (the re-send list's reasons).
 //!
 //! No phone number is stored: gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
 
 pub mod funnel;
+pub mod gateway;
 pub mod model;
+pub mod states;
 pub mod store;
 pub mod tokens;
 
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
+pub use gateway::{GatewayConfig, GatewayStore, Gateways, SendJob, SendRecord};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
+pub use states::{MessageState, MessageStateStore, MessageStates};
 pub use store::{Deliveries, DeliveryStore};
 pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore, CallbackTokens};
 

@@ -1,0 +1,118 @@
+//! Compose's hand-off to a real SMS gateway (issue 68, docs/DELIVERIES.md "Sending through
+//! Kannel"): the workspace's gateway ([`settings`]), one message through Kannel's `sendsms`
+//! ([`kannel`]), a compose request's send job ([`job`]), and what it recorded per recipient
+//! (`GET /api/v1/gateway/jobs/{job}`, here). Admin keys only, as compose.
+
+pub mod job;
+pub mod kannel;
+pub(crate) mod settings;
+
+use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Result};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use shortlink_visits::deliveries::{Gateways, SendRecord};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/gateway",
+            get(settings::get_gateway)
+                .put(settings::put_gateway)
+                .delete(settings::delete_gateway),
+        )
+        .route("/gateway/jobs/{job}", get(send_job))
+}
+
+/// What the gateway answered for one recipient.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SendView {
+    /// The recipient's line in the compose request.
+    pub index: i64,
+    pub code: String,
+    /// The `mid` of its `dlr-url`: its receipts' message id.
+    pub message_id: String,
+    /// `accepted` (Kannel's `0:` or `3:`), `refused` (a 4xx: it never will), `failed` (no
+    /// connection or a 5xx on every try), `skipped` (the gateway accepted this link's message
+    /// before), `stopped` (the job's key was revoked or its workspace suspended).
+    pub outcome: String,
+    pub http_status: Option<u16>,
+    /// The gateway's body (at most 256 characters), or why there was none.
+    pub answer: Option<String>,
+    pub attempts: u32,
+    pub at: DateTime<Utc>,
+}
+
+impl From<SendRecord> for SendView {
+    fn from(s: SendRecord) -> Self {
+        SendView {
+            index: s.index,
+            code: s.code,
+            message_id: s.message_id,
+            outcome: s.outcome,
+            http_status: s.http_status,
+            answer: s.answer,
+            attempts: s.attempts,
+            at: s.at,
+        }
+    }
+}
+
+/// A send job and its records so far.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SendJobView {
+    pub id: String,
+    pub campaign: Option<String>,
+    /// The id of the Kannel callback token its `dlr-url`s carry.
+    pub callback_token_id: String,
+    pub created_at: DateTime<Utc>,
+    /// When its last recipient was recorded; `null` while it sends.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Why it stopped before its last recipient, if it did.
+    pub stopped: Option<String>,
+    /// Recipients by outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    pub recipients: Vec<SendView>,
+}
+
+/// A compose request's send job (its id is in the compose answer's summary, `send_job`): per
+/// recipient what the gateway answered.
+#[utoipa::path(get, path = "/api/v1/gateway/jobs/{job}", tag = "deliveries",
+    params(("job" = String, Path)),
+    responses((status = 200, body = SendJobView),
+        (status = 404, description = "`not_found`: no job of this workspace has this id", body = ErrorBody)))]
+pub async fn send_job(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    Path(id): Path<String>,
+) -> Result<Json<SendJobView>> {
+    let gateways = state.analytics.store.gateways();
+    let job = (gateways.job(workspace, &id).await?).ok_or(Error::Request {
+        status: StatusCode::NOT_FOUND,
+        code: "not_found",
+        message: "no send job has this id".into(),
+    })?;
+    let recipients: Vec<SendView> = (gateways.sends(workspace, &id).await?)
+        .into_iter()
+        .map(SendView::from)
+        .collect();
+    let mut outcomes = BTreeMap::new();
+    for recipient in &recipients {
+        *outcomes.entry(recipient.outcome.clone()).or_default() += 1;
+    }
+    Ok(Json(SendJobView {
+        id: job.id,
+        campaign: job.campaign,
+        callback_token_id: job.callback_token_id,
+        created_at: job.created_at,
+        finished_at: job.finished_at,
+        stopped: job.stopped,
+        outcomes,
+        recipients,
+    }))
+}

@@ -1,0 +1,336 @@
+//! `PUT/GET/DELETE /api/v1/gateway`: the workspace's SMS gateway (Kannel's `sendsms`), set by
+//! its admin. The password is never given to the API: the gateway names a file in the operator's
+//! `--gateway-secrets-dir` (a file name, no path: a workspace cannot make the sidecar read and
+//! send any other file), read at each send job.
+
+use super::kannel::Sendsms;
+use crate::deliveries::tokens;
+use crate::{hash_api_key, AppState, Error, ErrorBody, InWorkspace, Json, Recorder, Result};
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use shortlink_store::audit::Changes;
+use shortlink_store::WorkspaceId;
+use shortlink_visits::deliveries::{
+    new_token_id, CallbackToken, CallbackTokens, Gateway, GatewayConfig, Gateways,
+};
+use std::time::Duration;
+use utoipa::ToSchema;
+
+/// Longest wait for one `sendsms` answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The workspace's gateway as its admin sets it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayRequest {
+    /// Kannel's `sendsms` URL (`http://kannel:13013/cgi-bin/sendsms`): http or https, no query.
+    pub url: String,
+    /// The `sendsms-user`'s `username` (1 to 128 printable characters).
+    pub username: String,
+    /// The name of the file holding its password, in the operator's `--gateway-secrets-dir`
+    /// (`[A-Za-z0-9_.-]`, 1 to 255, not starting with a dot). A trailing newline is dropped.
+    pub password_file: String,
+    /// Kannel's `from` (1 to 32 printable characters).
+    pub from: String,
+    /// Where the gateway reaches this sidecar's `/callbacks/` (the `dlr-url`'s base, e.g.
+    /// `https://api.example`): http or https, no query.
+    pub callback_base: String,
+    /// Messages per second handed to the gateway (1 to 1,000; default 10).
+    #[schema(minimum = 1, maximum = 1000)]
+    pub per_second: Option<u32>,
+    /// Tries of a message while the gateway fails transiently (no connection, a 5xx): 1 to 10,
+    /// default 3.
+    #[schema(minimum = 1, maximum = 10)]
+    pub attempts: Option<u32>,
+    /// The wait before the second try, doubling after (0 to 60,000 ms; default 1,000).
+    #[schema(maximum = 60000)]
+    pub backoff_ms: Option<u64>,
+}
+
+/// The workspace's gateway (never the password).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GatewayView {
+    pub kind: String,
+    pub url: String,
+    pub username: String,
+    pub password_file: String,
+    pub from: String,
+    pub callback_base: String,
+    pub per_second: u32,
+    pub attempts: u32,
+    pub backoff_ms: u64,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<GatewayConfig> for GatewayView {
+    fn from(c: GatewayConfig) -> Self {
+        GatewayView {
+            kind: c.kind,
+            url: c.url,
+            username: c.username,
+            password_file: c.password_file,
+            from: c.sender,
+            callback_base: c.callback_base,
+            per_second: c.per_second,
+            attempts: c.attempts,
+            backoff_ms: c.backoff_ms,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+fn not_found() -> Error {
+    Error::Request {
+        status: StatusCode::NOT_FOUND,
+        code: "no_gateway",
+        message: "the workspace has no gateway (PUT /api/v1/gateway)".into(),
+    }
+}
+
+/// Set the workspace's gateway, replacing any: compose sends through it (`send=true`).
+#[utoipa::path(put, path = "/api/v1/gateway", tag = "deliveries",
+    request_body = GatewayRequest,
+    responses(
+        (status = 200, body = GatewayView),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 422, description = "`gateways_disabled` (no --gateway-secrets-dir), \
+            `invalid_url`, `invalid_callback_base`, `invalid_username`, `invalid_from`, \
+            `invalid_password_file` (not a plain file name, or no readable file of that name), \
+            `invalid_per_second`, `invalid_attempts`, `invalid_backoff`", body = ErrorBody),
+    ))]
+pub async fn put_gateway(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
+    Json(request): Json<GatewayRequest>,
+) -> Result<Json<GatewayView>> {
+    let config = checked(&state, workspace, request)?;
+    password(&state, &config.password_file)?;
+    state
+        .analytics
+        .store
+        .gateways()
+        .put_gateway(&config)
+        .await?;
+    let changes = Changes::new()
+        .set("url", config.url.clone())
+        .set("username", config.username.clone())
+        .set("password_file", config.password_file.clone())
+        .set("per_second", i64::from(config.per_second));
+    let entry = origin.entry("gateway.set", "kannel", changes);
+    state.links.storage().append_audit(&entry).await?;
+    Ok(Json(config.into()))
+}
+
+/// The workspace's gateway.
+#[utoipa::path(get, path = "/api/v1/gateway", tag = "deliveries",
+    responses(
+        (status = 200, body = GatewayView),
+        (status = 404, description = "`no_gateway`", body = ErrorBody),
+    ))]
+pub async fn get_gateway(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+) -> Result<Json<GatewayView>> {
+    let config = state.analytics.store.gateways().gateway(workspace).await?;
+    Ok(Json(config.ok_or_else(not_found)?.into()))
+}
+
+/// Remove the workspace's gateway: compose sends no more (jobs running finish).
+#[utoipa::path(delete, path = "/api/v1/gateway", tag = "deliveries",
+    responses((status = 204), (status = 404, description = "`no_gateway`", body = ErrorBody)))]
+pub async fn delete_gateway(
+    State(state): State<AppState>,
+    InWorkspace(workspace): InWorkspace,
+    Recorder(origin): Recorder,
+) -> Result<StatusCode> {
+    let gateways = state.analytics.store.gateways();
+    if !gateways.delete_gateway(workspace).await? {
+        return Err(not_found());
+    }
+    let entry = origin.entry("gateway.delete", "kannel", Changes::new());
+    state.links.storage().append_audit(&entry).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// 1 to `max` characters, none a control character or a space at either end.
+fn printable(text: &str, max: usize) -> bool {
+    !text.is_empty()
+        && text.chars().count() <= max
+        && !text.chars().any(char::is_control)
+        && text.trim() == text
+}
+
+/// An http(s) URL without query, user or fragment, allowed by the gateway policy.
+fn http_url(state: &AppState, text: &str, code: &'static str) -> Result<url::Url> {
+    let invalid = |why: &str| Error::invalid(code, why.to_owned());
+    let url = url::Url::parse(text).map_err(|_| invalid("not a URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(invalid("an http:// or https:// URL with a host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(invalid("no query, fragment or credentials in the URL"));
+    }
+    (state.settings.gateway_policy.check(&url)).map_err(|host| {
+        invalid(&format!(
+            "{host} is an internal address (--gateway-allow-private)"
+        ))
+    })?;
+    Ok(url)
+}
+
+fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Result<GatewayConfig> {
+    if state.settings.gateway_secrets_dir.is_none() {
+        return Err(Error::invalid(
+            "gateways_disabled",
+            "this deployment sends through no gateway (the operator sets --gateway-secrets-dir)",
+        ));
+    }
+    let url = http_url(state, &r.url, "invalid_url")?;
+    let base = http_url(state, &r.callback_base, "invalid_callback_base")?;
+    if !printable(&r.username, 128) {
+        return Err(Error::invalid(
+            "invalid_username",
+            "1 to 128 printable characters",
+        ));
+    }
+    if !printable(&r.from, 32) {
+        return Err(Error::invalid(
+            "invalid_from",
+            "1 to 32 printable characters",
+        ));
+    }
+    let file = &r.password_file;
+    let plain = (1..=255).contains(&file.len())
+        && !file.starts_with('.')
+        && (file.bytes()).all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if !plain {
+        return Err(Error::invalid(
+            "invalid_password_file",
+            "a file name in --gateway-secrets-dir: [A-Za-z0-9_.-], not starting with a dot",
+        ));
+    }
+    let per_second = r.per_second.unwrap_or(10);
+    if !(1..=1000).contains(&per_second) {
+        return Err(Error::invalid("invalid_per_second", "1 to 1,000"));
+    }
+    let attempts = r.attempts.unwrap_or(3);
+    if !(1..=10).contains(&attempts) {
+        return Err(Error::invalid("invalid_attempts", "1 to 10"));
+    }
+    let backoff_ms = r.backoff_ms.unwrap_or(1000);
+    if backoff_ms > 60_000 {
+        return Err(Error::invalid("invalid_backoff", "0 to 60,000 ms"));
+    }
+    Ok(GatewayConfig {
+        workspace,
+        kind: "kannel".into(),
+        url: url.to_string(),
+        username: r.username,
+        password_file: r.password_file,
+        sender: r.from,
+        callback_base: base.as_str().trim_end_matches('/').to_owned(),
+        per_second,
+        attempts,
+        backoff_ms,
+        updated_at: shortlink_store::now(),
+    })
+}
+
+/// The password in `file` of the secrets directory (422 when it cannot be read: the file is
+/// named, its directory and the reason are the operator's, logged).
+fn password(state: &AppState, file: &str) -> Result<String> {
+    let unreadable = || {
+        Error::invalid(
+            "invalid_password_file",
+            format!("no readable password file {file:?} in the operator's secrets directory"),
+        )
+    };
+    let dir = state
+        .settings
+        .gateway_secrets_dir
+        .as_ref()
+        .ok_or_else(unreadable)?;
+    let text = std::fs::read_to_string(dir.join(file)).map_err(|error| {
+        tracing::warn!(%error, file, "a gateway's password file cannot be read");
+        unreadable()
+    })?;
+    let password = text.trim_end_matches(['\r', '\n']);
+    match password.is_empty() {
+        true => Err(unreadable()),
+        false => Ok(password.to_owned()),
+    }
+}
+
+/// A job's gateway, ready to send.
+pub struct Ready {
+    /// Its `dlr_base` is the callback base alone: the job adds its token.
+    pub sendsms: Sendsms,
+    pub per_second: u32,
+}
+
+/// The workspace's gateway with its password read and a client built: 422 `no_gateway` without
+/// one, `invalid_password_file` when its file cannot be read.
+pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
+    let config = (state.analytics.store.gateways().gateway(workspace).await?).ok_or_else(|| {
+        Error::invalid(
+            "no_gateway",
+            "the workspace has no gateway (PUT /api/v1/gateway)",
+        )
+    })?;
+    let password = password(state, &config.password_file)?;
+    let url = http_url(state, &config.url, "invalid_url")?;
+    let client = (state.settings.gateway_policy.client(None, "--gateway-ca"))
+        .and_then(|builder| builder.timeout(TIMEOUT).build().map_err(|e| e.to_string()))
+        .map_err(|error| Error::Internal(error.into()))?;
+    Ok(Ready {
+        sendsms: Sendsms {
+            client,
+            url,
+            username: config.username,
+            password,
+            sender: config.sender,
+            dlr_base: config.callback_base,
+            attempts: config.attempts,
+            backoff: Duration::from_millis(config.backoff_ms),
+        },
+        per_second: config.per_second,
+    })
+}
+
+/// `<prefix>_` and 64 random bits in hex.
+pub fn new_id(prefix: &str) -> Result<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|error| Error::Internal(Box::new(error)))?;
+    Ok(format!("{prefix}_{:016x}", u64::from_be_bytes(bytes)))
+}
+
+/// A Kannel callback token of the workspace for job `job`: (its id, the token). Made per job
+/// because only a token's hash is stored: the job holds the token while it sends, and the
+/// reports keep coming on it after (revoke it with the others, `/api/v1/callback-tokens`).
+pub async fn job_token(
+    state: &AppState,
+    workspace: WorkspaceId,
+    job: &str,
+) -> Result<(String, String)> {
+    let token = tokens::generate()?;
+    let stored = CallbackToken {
+        id: new_token_id()?,
+        workspace,
+        name: format!("compose send {job}"),
+        gateway: Gateway::Kannel,
+        token_hash: hash_api_key(&token),
+        twilio_auth_token: None,
+        created_at: shortlink_store::now(),
+        revoked_at: None,
+    };
+    state
+        .analytics
+        .store
+        .callback_tokens()
+        .insert_token(&stored)
+        .await?;
+    Ok((stored.id, token))
+}
