@@ -6,18 +6,21 @@
 //! - [`store`]: `delivery_receipts` and `delivery_messages` on every backend, idempotent per
 //!   workspace, gateway message id and state;
 //! - [`tokens`]: `callback_tokens` (hashed, as API keys);
-//! - [`funnel`]: a campaign's counts by current state, domain and carrier.
+//! - [`funnel`]: a campaign's counts by current state, domain and carrier;
+//! - [`rate`]: a campaign's delivered rate over time.
 //!
 //! No phone number is stored: gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
 
 pub mod funnel;
 pub mod model;
+pub mod rate;
 pub mod store;
 pub mod tokens;
 
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
+pub use rate::{DeliveredRate, RatePoint};
 pub use store::{Deliveries, DeliveryStore};
 pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore, CallbackTokens};
 
