@@ -84,10 +84,10 @@ pub async fn page(
 
 fn format_bucket(ms: i64) -> String {
     match ms {
-        ms if ms % 86_400_000 == 0 => "day".into(),
-        ms if ms == 3_600_000 => "hour".into(),
+        60_000 => "minute".into(),
+        3_600_000 => "hour".into(),
+        86_400_000 => "day".into(),
         ms if ms % 3_600_000 == 0 => format!("{} hours", ms / 3_600_000),
-        ms if ms == 60_000 => "minute".into(),
         ms => format!("{} minutes", ms / 60_000),
     }
 }
