@@ -163,7 +163,7 @@ fn main() {
         let link_cpu = (cpu_secs(pid) - cpu) / n as f64;
         let codes: Vec<String> = (answers.iter())
             .filter(|a| a["status"] == 201)
-            .map(|a| a["code"].as_str().expect("a code").to_owned())
+            .map(|a| a["link"]["code"].as_str().expect("a code").to_owned())
             .collect();
         assert_eq!(codes.len(), n, "every link issued");
         let links_per_s = n as f64 / secs;
