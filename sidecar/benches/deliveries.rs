@@ -8,7 +8,8 @@
 //! 2. One receipt per link (`delivered`, named by code, a carrier) through
 //!    `POST /api/v1/deliveries` as NDJSON, the same request size, one request at a time:
 //!    receipts/s and CPU per receipt of the sidecar and of its PostgreSQL backends; every
-//!    message counted in `delivery_messages` after. Issue 68 asks for at least 20,000/s.
+//!    message counted in `delivery_messages` after; the first half into tables PostgreSQL has
+//!    no statistics of, the second after ANALYZE. Issue 68 asks for at least 20,000/s.
 //! 3. Through nginx's internal API server, `BENCH_CONCURRENCY` connections (default 32):
 //!    reference, `BENCH_CALLBACKS` (default 20,000) `GET /api/v1/links/{code}` with the key;
 //!    then as many Kannel reports, `GET /callbacks/<token>/kannel?code=…&mid=…&type=8&…`, each
@@ -180,24 +181,35 @@ fn main() {
                 .to_string()
             })
             .collect();
-        let (cpu, pg_cpu) = (cpu_secs(pid), backends_cpu(&pool, &database).await);
-        let (secs, answers) = post_all(&client, &direct, "/deliveries", &receipts, per_request).await;
-        let receipt_cpu = (cpu_secs(pid) - cpu) / n as f64;
-        let receipt_pg = (backends_cpu(&pool, &database).await - pg_cpu) / n as f64;
+        // The first half into tables PostgreSQL has no statistics of, the second after ANALYZE
+        // (as autovacuum keeps a table in use): a plan made on an empty table shows in the first.
+        let mut receipts_per_s = f64::MAX;
+        let half = n / 2;
+        for (part, lines) in [("fresh tables", &receipts[..half]), ("analyzed", &receipts[half..])] {
+            if part == "analyzed" {
+                sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+            }
+            let count = lines.len();
+            let (cpu, pg_cpu) = (cpu_secs(pid), backends_cpu(&pool, &database).await);
+            let (secs, answers) = post_all(&client, &direct, "/deliveries", lines, per_request).await;
+            let receipt_cpu = (cpu_secs(pid) - cpu) / count as f64;
+            let receipt_pg = (backends_cpu(&pool, &database).await - pg_cpu) / count as f64;
+            assert_eq!(answers.iter().filter(|a| a["status"] == 201).count(), count);
+            let rate = count as f64 / secs;
+            receipts_per_s = receipts_per_s.min(rate);
+            println!(
+                "| receipts ingest ({part}), NDJSON requests of {per_request} lines | {count} receipts in {secs:.2} s | {rate:.0}/s ({:.2}x the batch create; {:.2}x of 20,000/s) | sidecar {:.1} µs, PostgreSQL backends {:.1} µs |",
+                rate / links_per_s,
+                rate / 20_000.0,
+                receipt_cpu * 1e6,
+                receipt_pg * 1e6
+            );
+        }
         let stored: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM delivery_messages")
             .fetch_one(&pool)
             .await
             .unwrap();
-        assert_eq!(answers.iter().filter(|a| a["status"] == 201).count(), n);
         assert_eq!(stored, n as i64, "every message stored");
-        let receipts_per_s = n as f64 / secs;
-        println!(
-            "| receipts ingest, NDJSON requests of {per_request} lines | {n} receipts in {secs:.2} s | {receipts_per_s:.0}/s ({:.2}x the batch create; {:.2}x of 20,000/s) | sidecar {:.1} µs, PostgreSQL backends {:.1} µs |",
-            receipts_per_s / links_per_s,
-            receipts_per_s / 20_000.0,
-            receipt_cpu * 1e6,
-            receipt_pg * 1e6
-        );
 
         // 3. Through nginx: the reference read, then Kannel's reports.
         let made: serde_json::Value = client
