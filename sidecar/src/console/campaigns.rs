@@ -118,6 +118,8 @@ async fn detail(
             a href={ "/console/campaigns/recipients.csv?name=" (encode(name)) } download { "Export all recipients (CSV)" }
             " · "
             a href={ "/console/campaigns/ab?campaign=" (encode(name)) } { "A/B results and conversions" }
+            " · "
+            a href={ "/console/campaigns/" (encode_segment(name)) "/funnel" } { "Delivery funnel" }
         }
         h2 { "Recipients" }
         div.wide { table {
@@ -145,6 +147,11 @@ async fn detail(
         }
     };
     Ok(layout::page(operator, &format!("Campaign {name}"), body).into_response())
+}
+
+/// `name` as one path segment: form encoding's `+` for a space is a plus in a path.
+fn encode_segment(name: &str) -> String {
+    encode(name).replace('+', "%20")
 }
 
 fn no_such_campaign() -> Error {

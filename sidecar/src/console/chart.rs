@@ -62,3 +62,90 @@ pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String) -> Mar
 fn fmt(value: f64) -> String {
     format!("{value:.1}")
 }
+
+/// A funnel: one centred bar per stage, its width the stage's share of the first, labelled
+/// with the count and that share.
+pub fn funnel(stages: &[(&str, i64)]) -> Markup {
+    const ROW: f64 = 34.0;
+    let height = ROW * stages.len() as f64;
+    let top = stages.first().map_or(0, |stage| stage.1).max(1);
+    let share = |n: i64| n as f64 * 100.0 / top as f64;
+    let description = (stages.iter())
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    html! {
+        figure.chart {
+            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (height) }
+                role="img" aria-label=(description) {
+                @for (i, (name, n)) in stages.iter().enumerate() {
+                    @let width = (WIDTH * share(*n) / 100.0).max(1.0);
+                    @let y = i as f64 * ROW;
+                    g {
+                        title { (name) ": " (n) " (" (fmt(share(*n))) "% of " (stages[0].0) ")" }
+                        rect.stage x=(fmt((WIDTH - width) / 2.0)) y=(fmt(y + 2.0))
+                            width=(fmt(width)) height=(fmt(ROW - 4.0)) {}
+                        text x=(fmt(WIDTH / 2.0)) y=(fmt(y + ROW / 2.0 + 5.0)) font-size="14"
+                            text-anchor="middle" { (name) " " (n) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A rate in percent over time as a line, broken where a bucket has no value; a `<title>` per
+/// point gives its exact numbers (`label` formats them).
+pub fn rate_line<P>(
+    points: &[P],
+    percent: impl Fn(&P) -> Option<f64>,
+    label: impl Fn(&P) -> String,
+) -> Markup {
+    let step = WIDTH / points.len().saturating_sub(1).max(1) as f64;
+    let y = |percent: f64| (HEIGHT - AXIS) * (1.0 - percent / 100.0);
+    // Runs of points with a value, each its own line.
+    let mut runs: Vec<Vec<String>> = vec![Vec::new()];
+    for (i, point) in points.iter().enumerate() {
+        match percent(point) {
+            Some(value) => (runs.last_mut().unwrap()).push(format!(
+                "{},{}",
+                fmt(i as f64 * step),
+                fmt(y(value))
+            )),
+            None => runs.push(Vec::new()),
+        }
+    }
+    let valued: Vec<f64> = points.iter().filter_map(&percent).collect();
+    let description = match (
+        valued.iter().copied().reduce(f64::min),
+        valued.iter().copied().reduce(f64::max),
+    ) {
+        (Some(low), Some(high)) => format!(
+            "delivered rate over {} buckets, from {low:.0}% to {high:.0}%",
+            points.len()
+        ),
+        _ => "no message has a final report yet".to_owned(),
+    };
+    html! {
+        figure.chart {
+            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
+                role="img" aria-label=(description) {
+                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(100.0))) y2=(fmt(y(100.0))) {}
+                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(50.0))) y2=(fmt(y(50.0))) {}
+                @for run in runs.iter().filter(|run| !run.is_empty()) {
+                    polyline.rate fill="none" points=(run.join(" ")) {}
+                }
+                @for (i, point) in points.iter().enumerate() {
+                    @if let Some(value) = percent(point) {
+                        circle.rate cx=(fmt(i as f64 * step)) cy=(fmt(y(value))) r="3" {
+                            title { (label(point)) }
+                        }
+                    }
+                }
+                text x="0" y=(fmt(y(100.0) + 12.0)) font-size="12" { "100%" }
+                text x="0" y=(fmt(y(50.0) + 12.0)) font-size="12" { "50%" }
+            }
+            figcaption.legend { span.hint { (description) } }
+        }
+    }
+}

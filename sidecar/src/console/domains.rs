@@ -88,7 +88,11 @@ fn health_table(
                         @if with_workspace { td { (d.workspace) } }
                         td { (d.domain) }
                         td { (d.state.as_str()) }
-                        td { (d.reasons.join("; ")) }
+                        td {
+                            (d.reasons.join("; "))
+                            // Receipts that are not this domain's fault (a dead route).
+                            @for note in &d.receipt_notes { br; small.receipt-note { (note) } }
+                        }
                         td.num { (d.issued) }
                         td.num { (d.clicks) }
                         td { @if d.last_probe.is_some() { (when(d.last_probe)) } @else { "not yet" } }

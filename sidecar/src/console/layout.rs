@@ -45,6 +45,7 @@ button.link{background:none;border:none;color:#fff;padding:.3em .2em}
 figure{margin:0}
 .chart svg{width:100%;height:auto;background:#fff;border:1px solid #d8dde3}
 .chart .human{fill:#2563eb}.chart .bot{fill:#9ca3af}.chart .preview{fill:#f59e0b}
+.chart .stage{fill:#93c5fd}.chart .rate{stroke:#15803d;stroke-width:2}.chart circle.rate{fill:#15803d}.chart .grid{stroke:#e3e6ea}
 .legend span{margin-right:1em}
 .legend .human{color:#2563eb}.legend .bot{color:#6b7280}.legend .preview{color:#b45309}
 progress{width:100%;height:1.5em}

@@ -26,6 +26,7 @@ mod chart;
 mod compose;
 mod detail;
 mod domains;
+mod funnel;
 mod import;
 mod keys;
 mod layout;
@@ -121,6 +122,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/campaigns", get(campaigns::list))
         .route("/console/campaigns/totals", get(campaigns::totals))
         .route("/console/campaigns/ab", get(ab::campaign))
+        .route("/console/campaigns/{campaign}/funnel", get(funnel::page))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
         .route("/console/domains/{domain}/{action}", post(domains::change))

@@ -281,6 +281,18 @@ async fn a_usual_failure_rate_drains_nothing_and_a_dead_route_is_reported_not_dr
         assert!(note.contains("no domain drained"), "{note}");
         assert_eq!(drain_rows(&app, name).await, 0);
     }
+    // The console's Domains page says it beside each domain.
+    let mut browser = crate::console::Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/domains").await;
+    for name in ["s1.example", "s2.example"] {
+        let note = domain(&app, API_KEY, name, lists).await["receipt_notes"][0].clone();
+        let shown = format!(
+            "<small class=\"receipt-note\">{}</small>",
+            maud::html! { (note.as_str().unwrap()) }.into_string()
+        );
+        assert!(page.contains(&shown), "{shown} in {page}");
+    }
     assert!(
         eventually(SETTLE, || async {
             !webhooks(&received, "dead-route", "").is_empty()

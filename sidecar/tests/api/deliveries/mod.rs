@@ -1,10 +1,11 @@
 //! Delivery receipts (issue 68): taken by the API (one object or NDJSON) and by each gateway's
 //! native callback from its own samples (`fixtures/gateways/`), idempotent per message and
 //! state under retried and reordered reports, refused with the line and field, kept inside
-//! their workspace, counted in a campaign's funnel, and gone with the subject, the retention
+//! their workspace, counted in a campaign's funnel (API and console page), and gone with the subject, the retention
 //! and the workspace.
 
 mod callbacks;
+mod console;
 mod funnel;
 mod gateway;
 mod ingest;

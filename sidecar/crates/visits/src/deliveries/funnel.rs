@@ -8,6 +8,7 @@
 //! the campaign's own `links`, `clicked` and `converted` count distinct links.
 
 use super::model::DeliveryState;
+use super::rate::DeliveredRate;
 use crate::store::sql::{db, fetch_all};
 use crate::store::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
@@ -122,6 +123,13 @@ pub trait FunnelStore: Send + Sync {
     /// The funnel of the workspace's campaign; `None` when no link of the workspace has it.
     async fn funnel(&self, workspace: WorkspaceId, campaign: &str)
         -> StorageResult<Option<Funnel>>;
+
+    /// The delivered rate over time of the workspace's campaign ([`super::rate`]).
+    async fn delivered_rate(
+        &self,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> StorageResult<DeliveredRate>;
 }
 
 #[async_trait]
@@ -193,6 +201,14 @@ impl<V: VisitDialect> FunnelStore for SqlVisitStore<V> {
             });
         }
         Ok(Some(fold(totals, &rows)))
+    }
+
+    async fn delivered_rate(
+        &self,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> StorageResult<DeliveredRate> {
+        self.campaign_delivered_rate(workspace, campaign).await
     }
 }
 

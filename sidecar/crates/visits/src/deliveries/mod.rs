@@ -9,7 +9,8 @@
 //! - [`funnel`]: a campaign's counts by current state, domain and carrier;
 //! - [`gateway`]: compose's hand-off to a gateway (a workspace's gateway, the jobs that send,
 //!   what the gateway answered per recipient);
-//! - [`states`]: the current state of some links' messages (the re-send list's reasons).
+//! - [`states`]: the current state of some links' messages (the re-send list's reasons);
+//! - [`rate`]: a campaign's delivered rate over time.
 //!
 //! No phone number is stored: gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
@@ -17,6 +18,7 @@
 pub mod funnel;
 pub mod gateway;
 pub mod model;
+pub mod rate;
 pub mod states;
 pub mod store;
 pub mod tokens;
@@ -24,6 +26,7 @@ pub mod tokens;
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
 pub use gateway::{GatewayConfig, GatewayStore, Gateways, SendJob, SendRecord};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
+pub use rate::{DeliveredRate, RatePoint};
 pub use states::{MessageState, MessageStateStore, MessageStates};
 pub use store::{Deliveries, DeliveryStore};
 pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore, CallbackTokens};
