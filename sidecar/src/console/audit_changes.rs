@@ -162,7 +162,10 @@ mod tests {
         );
         assert_eq!(
             steps_of(json!({"url": "https://a.example/"}), Value::Null),
-            vec![Step::Removed("rules.url".into(), json!("https://a.example/"))]
+            vec![Step::Removed(
+                "rules.url".into(),
+                json!("https://a.example/")
+            )]
         );
         assert_eq!(
             steps_of(json!({"weight": 1}), json!({"weight": 3})),

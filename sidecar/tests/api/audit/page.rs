@@ -12,8 +12,10 @@ const PASSWORD: &str = "correct horse battery";
 async fn a_rules_change_reads_as_field_before_and_after() {
     let app = spawn_app(Backend::Sqlite).await;
     let created = app
-        .create(json!({"url": "https://shop.example/spring", "ref": "customer-4711",
-            "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://pt.example/"}}]}))
+        .create(
+            json!({"url": "https://shop.example/spring", "ref": "customer-4711",
+            "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://pt.example/"}}]}),
+        )
         .await;
     let code = created["code"].as_str().unwrap();
     let patched = app
@@ -37,8 +39,14 @@ async fn a_rules_change_reads_as_field_before_and_after() {
         .texts("SELECT changes FROM audit_log WHERE action = 'link.update'")
         .await
         .join("\n");
-    assert!(stored.contains("\\\""), "the stored rules are escaped JSON: {stored}");
-    assert!(!page.contains("\\&quot;") && !page.contains("\\\""), "{page}");
+    assert!(
+        stored.contains("\\\""),
+        "the stored rules are escaped JSON: {stored}"
+    );
+    assert!(
+        !page.contains("\\&quot;") && !page.contains("\\\""),
+        "{page}"
+    );
 
     let row = |field: &str, before: &str, after: &str| {
         format!(
@@ -59,12 +67,20 @@ async fn a_rules_change_reads_as_field_before_and_after() {
         page.contains("<code>rules[0].if.country[1]</code> added: <span class=\"value\">BR</span>"),
         "{page}"
     );
-    assert!(page.contains("<code>rules[1]</code> added: <pre class=\"value\">"), "{page}");
-    assert!(page.contains("&quot;url&quot;: &quot;https://b.example/&quot;"), "{page}");
+    assert!(
+        page.contains("<code>rules[1]</code> added: <pre class=\"value\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("&quot;url&quot;: &quot;https://b.example/&quot;"),
+        "{page}"
+    );
     // Redacted as stored: the password only as changed, never its text.
     assert!(
-        page.contains("<tr><th scope=\"row\">password</th><td><span class=\"hint\">none</span></td>\
-             <td><span class=\"value\">&lt;changed&gt;</span></td></tr>"),
+        page.contains(
+            "<tr><th scope=\"row\">password</th><td><span class=\"hint\">none</span></td>\
+             <td><span class=\"value\">&lt;changed&gt;</span></td></tr>"
+        ),
         "{page}"
     );
     assert!(!page.contains(PASSWORD) && !page.contains("4711"), "{page}");

@@ -8,11 +8,13 @@ use crate::console::Browser;
 /// A link of campaign `spring` whose split's second variant goes to `second`.
 async fn split_link(app: &TestApp, second: &str) -> String {
     let created = app
-        .create(json!({"url": "https://shop.example/spring", "campaign": "spring", "rules": [
+        .create(
+            json!({"url": "https://shop.example/spring", "campaign": "spring", "rules": [
             {"if": {"country": ["PT", "BR"]}, "then": {"url": "https://pt.example/"}},
             {"if": {"device": ["ios"]}, "split": {"variants": [
                 {"weight": 1, "url": "https://a.example/landing"},
-                {"weight": 1, "url": second}]}}]}))
+                {"weight": 1, "url": second}]}}]}),
+        )
         .await;
     created["code"].as_str().unwrap().to_owned()
 }
@@ -41,10 +43,26 @@ async fn arms_carry_their_url_and_condition_in_the_api_and_the_console() {
     assert_eq!(
         named,
         vec![
-            (Value::Null, json!("https://shop.example/spring"), Value::Null),
-            (json!("0"), json!("https://pt.example/"), json!("country PT or BR")),
-            (json!("1.0"), json!("https://a.example/landing"), json!("device ios")),
-            (json!("1.1"), json!("https://b.example/landing"), json!("device ios")),
+            (
+                Value::Null,
+                json!("https://shop.example/spring"),
+                Value::Null
+            ),
+            (
+                json!("0"),
+                json!("https://pt.example/"),
+                json!("country PT or BR")
+            ),
+            (
+                json!("1.0"),
+                json!("https://a.example/landing"),
+                json!("device ios")
+            ),
+            (
+                json!("1.1"),
+                json!("https://b.example/landing"),
+                json!("device ios")
+            ),
         ],
         "{result}"
     );
@@ -56,7 +74,11 @@ async fn arms_carry_their_url_and_condition_in_the_api_and_the_console() {
             .map(|a| a["url"].clone())
             .unwrap()
     };
-    assert_eq!(url_of("1.0"), json!("https://a.example/landing"), "{campaign}");
+    assert_eq!(
+        url_of("1.0"),
+        json!("https://a.example/landing"),
+        "{campaign}"
+    );
     assert_eq!(url_of("1.1"), Value::Null, "{campaign}");
 
     let mut browser = Browser::new(&app);
