@@ -81,6 +81,18 @@ async fn arms_carry_their_url_and_condition_in_the_api_and_the_console() {
     );
     assert_eq!(url_of("1.1"), Value::Null, "{campaign}");
 
+    // The schema says so too.
+    let doc = app.get_json("/openapi.json").await;
+    let arm = &doc["components"]["schemas"]["ArmView"]["properties"];
+    for field in ["url", "condition"] {
+        assert!(
+            arm[field]["description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{field}: {arm}"
+        );
+    }
+
     let mut browser = Browser::new(&app);
     browser.sign_in(API_KEY).await;
     let page = browser.page(&format!("/console/links/{code}/ab")).await;
