@@ -6,6 +6,7 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::PageResult;
+use crate::http::conversions::arms::{arm_names, ArmNames};
 use crate::http::AppState;
 use crate::visits::conversions::results::{ArmResult, SplitResult};
 use crate::visits::conversions::{ab_result, AbResult, Conversions, Money, Scope};
@@ -30,7 +31,9 @@ fn percent(rate: f64) -> String {
     format!("{:.2}%", rate * 100.0)
 }
 
-fn arm_label(arm: &ArmResult) -> String {
+/// Where an arm sits in the link's rules: what names it when its URL is unknown (its rule has
+/// gone since, or a campaign's links differ), else a hint under the URL.
+fn position(arm: &ArmResult) -> String {
     match (arm.rule_index, arm.variant) {
         (None, _) => "own target".to_owned(),
         (Some(rule), None) => format!("rule {rule}"),
@@ -38,8 +41,32 @@ fn arm_label(arm: &ArmResult) -> String {
     }
 }
 
+/// An arm's name: the URL it sends a click to (its landing page), else its position.
+fn arm_label(arm: &ArmResult, names: &ArmNames) -> String {
+    (names.get(arm.rule_index, arm.variant).url).unwrap_or_else(|| position(arm))
+}
+
+/// A label short enough for the chart's left column: no scheme, at most 24 characters.
+fn short_label(label: &str) -> String {
+    let bare = label
+        .trim_start_matches("https://")
+        .trim_start_matches("http://");
+    match bare.char_indices().nth(23) {
+        Some((end, _)) => format!("{}…", &bare[..end]),
+        None => bare.to_owned(),
+    }
+}
+
+/// Under an arm's name: its rule's condition and its position.
+fn arm_hint(arm: &ArmResult, names: &ArmNames) -> String {
+    match names.get(arm.rule_index, arm.variant).condition {
+        Some(condition) => format!("when {condition} · {}", position(arm)),
+        None => position(arm),
+    }
+}
+
 /// One split's arms as bars of their per-visitor rate, with the interval as whiskers.
-fn split_chart(arms: &[&ArmResult]) -> Markup {
+fn split_chart(arms: &[&ArmResult], names: &ArmNames) -> Markup {
     let top = arms
         .iter()
         .map(|a| a.interval.1)
@@ -52,7 +79,7 @@ fn split_chart(arms: &[&ArmResult]) -> Markup {
         .map(|a| {
             format!(
                 "{}: {} (from {} to {})",
-                arm_label(a),
+                arm_label(a, names),
                 a.rate_per_visitor.map_or("no visitors".into(), percent),
                 percent(a.interval.0),
                 percent(a.interval.1)
@@ -70,8 +97,8 @@ fn split_chart(arms: &[&ArmResult]) -> Markup {
                     @let (low, high) = (LABEL + arm.interval.0 * scale, LABEL + arm.interval.1 * scale);
                     @let middle = y + ROW / 2.0 - 2.0;
                     g {
-                        title { (arm_label(arm)) ": " (percent(rate)) ", interval " (percent(arm.interval.0)) " to " (percent(arm.interval.1)) }
-                        text x="0" y=(fmt(middle + 4.0)) font-size="12" { (arm_label(arm)) }
+                        title { (arm_label(arm, names)) ": " (percent(rate)) ", interval " (percent(arm.interval.0)) " to " (percent(arm.interval.1)) }
+                        text x="0" y=(fmt(middle + 4.0)) font-size="12" { (short_label(&arm_label(arm, names))) }
                         rect.human x=(fmt(LABEL)) y=(fmt(y + 4.0)) width=(fmt(rate * scale)) height=(fmt(ROW - 12.0)) {}
                         line x1=(fmt(low)) x2=(fmt(high)) y1=(fmt(middle)) y2=(fmt(middle)) stroke="currentColor" stroke-width="2" {}
                         line x1=(fmt(low)) x2=(fmt(low)) y1=(fmt(middle - 6.0)) y2=(fmt(middle + 6.0)) stroke="currentColor" stroke-width="2" {}
@@ -92,7 +119,7 @@ fn fmt(value: f64) -> String {
     format!("{value:.1}")
 }
 
-fn arms_table(arms: &[ArmResult]) -> Markup {
+fn arms_table(arms: &[ArmResult], names: &ArmNames) -> Markup {
     html! {
         div.wide { table {
             thead { tr {
@@ -105,7 +132,7 @@ fn arms_table(arms: &[ArmResult]) -> Markup {
                 @for arm in arms {
                     @let c = &arm.counts;
                     tr {
-                        td { (arm_label(arm)) }
+                        td.arm { (arm_label(arm, names)) br; span.hint { (arm_hint(arm, names)) } }
                         td.num { (c.clicks) } td.num { (c.visitors) }
                         td.num { (c.conversions) } td.num { (c.converting_visitors) }
                         td.num { (arm.rate_per_click.map_or("—".into(), percent)) }
@@ -125,14 +152,21 @@ fn arms_table(arms: &[ArmResult]) -> Markup {
     }
 }
 
-fn split_section(result: &AbResult, split: &SplitResult) -> Markup {
+fn split_section(result: &AbResult, split: &SplitResult, names: &ArmNames) -> Markup {
     let arms: Vec<&ArmResult> = (result.arms.iter())
         .filter(|a| a.rule_index == Some(split.rule_index) && a.variant.is_some())
         .collect();
     html! {
         section {
-            h2 { "Split of rule " (split.rule_index) ": variant " (split.control) " is the control" }
-            (split_chart(&arms))
+            @let control = names.get(Some(split.rule_index), Some(split.control));
+            h2 { "Split of rule " (split.rule_index)
+                @if let Some(condition) = &control.condition {
+                    " (when " (condition) ")"
+                }
+                ": variant " (split.control)
+                @if let Some(url) = &control.url { " (" (url) ")" }
+                " is the control" }
+            (split_chart(&arms, names))
             @for variant in &split.variants {
                 p.verdict { (variant.verdict) }
                 @if let Some((control, other)) = variant.more_clicks {
@@ -150,6 +184,7 @@ fn split_section(result: &AbResult, split: &SplitResult) -> Markup {
 fn result_body(
     title: &str,
     result: &AbResult,
+    names: &ArmNames,
     name: Option<&str>,
     action: &str,
     hidden: Option<(&str, &str)>,
@@ -164,10 +199,10 @@ fn result_body(
         @if result.splits.is_empty() {
             p.hint { "No split rule has had clicks yet: the arms below are the link's own target and its rules." }
         }
-        @for split in &result.splits { (split_section(result, split)) }
+        @for split in &result.splits { (split_section(result, split, names)) }
         section {
             h2 { "Every arm, all time" }
-            (arms_table(&result.arms))
+            (arms_table(&result.arms, names))
             p.hint { "Per visitor: distinct visitors who converted, of distinct human visitors; \
                 the test compares these (docs/CONVERSIONS.md)." }
         }
@@ -189,11 +224,13 @@ pub async fn link(
             query.name.as_deref(),
         )
         .await?;
+    let names = ArmNames::of_link(&link);
     let title = format!("A/B results of link {}", link.code);
     let action = format!("/console/links/{}/ab", link.code);
     let body = result_body(
         &title,
         &ab_result(arms),
+        &names,
         query.name.as_deref(),
         &action,
         None,
@@ -217,10 +254,13 @@ pub async fn campaign(
             query.name.as_deref(),
         )
         .await?;
+    let scope = Scope::Campaign(campaign.clone());
+    let names = arm_names(&state, operator.workspace, &scope).await?;
     let title = format!("A/B results of campaign {campaign}");
     let body = result_body(
         &title,
         &ab_result(arms),
+        &names,
         query.name.as_deref(),
         "/console/campaigns/ab",
         Some(("campaign", &campaign)),

@@ -2,6 +2,7 @@
 //! `GET /api/v1/audit`): newest first, the API's filters as a form, and a link to the next
 //! (older) page. And what console changes record as their origin.
 
+use super::audit_changes;
 use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
 use super::page::{PageError, PageResult};
@@ -153,7 +154,7 @@ pub async fn page(
                             @if let Some(id) = row.actor_id { " (" (id) ")" } }
                         td { code { (row.action) } }
                         td { (row.object) }
-                        td { code { (row.changes) } }
+                        td { (audit_changes::render(&row.changes)) }
                         td { (row.request_id.as_deref().unwrap_or("-"))
                             @if let Some(addr) = &row.client_addr { br; (addr) } }
                     }

@@ -54,6 +54,12 @@ progress{width:100%;height:1.5em}
 .bubble img{display:block;width:100%;max-height:12em;object-fit:cover;border-radius:6px}
 .bubble-text{display:flex;flex-direction:column;gap:.15em;padding:.4em;background:#fff;border-radius:6px;margin-top:.3em;overflow-wrap:anywhere}
 .bubble-text small{color:#555}
+table.changes{background:none;min-width:18em}
+table.changes th,table.changes td{padding:.15em .4em;font-size:.9em;overflow-wrap:anywhere}
+pre.value,pre.changes{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.9em}
+ul.diff{margin:0;padding-left:1em}
+.diff .added{color:#15803d}.diff .removed{color:#b91c1c}
+td.arm{overflow-wrap:anywhere;min-width:12em}
 .state-live{color:#15803d}.state-expired{color:#92400e}.state-revoked{color:#b91c1c}
 @media (max-width:40em){header form{margin-left:0}main{padding:.5em}th,td{padding:.3em}}
 "#;

@@ -19,6 +19,7 @@
 
 mod ab;
 mod audit;
+mod audit_changes;
 mod bulk;
 mod campaigns;
 mod card;

@@ -5,6 +5,7 @@
 mod api;
 mod chain;
 mod fused;
+mod page;
 mod retention;
 
 use crate::helpers::Backend;

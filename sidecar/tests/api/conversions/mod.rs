@@ -4,6 +4,7 @@
 //! store, as the consumer stores them; their ids are the click ids.
 
 mod ab;
+mod arms;
 mod cli;
 mod console;
 mod converters;

@@ -2,6 +2,7 @@
 //! conversions and rates, and each split's variants against its control with the test's figures
 //! and a verdict in words (`shortlink_visits::conversions::results`).
 
+use super::arms::{arm_names, ArmNames};
 use crate::{AppState, ErrorBody, InWorkspace, Json, Path, Query, Result};
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,13 @@ pub struct ArmView {
     pub rule: Option<String>,
     pub rule_index: Option<u8>,
     pub variant: Option<u8>,
+    /// Where the arm sends a click: the variant's or rule's URL, or the link's own target.
+    /// `null` when the link's rules no longer have this arm, or, for a campaign, when its links
+    /// (the newest 1000) do not all send it to one URL.
+    pub url: Option<String>,
+    /// The rule's condition in words (`device ios and country PT or BR`, `always`); `null` for
+    /// the own target, and as `url` when unknown.
+    pub condition: Option<String>,
     /// Human clicks and their distinct visitors.
     pub clicks: i64,
     pub unique_visitors: i64,
@@ -95,9 +103,12 @@ pub struct SplitView {
     pub variants: Vec<VariantView>,
 }
 
-fn arm(arm: ArmResult) -> ArmView {
+fn arm(arm: ArmResult, names: &ArmNames) -> ArmView {
     let counts = arm.counts;
+    let name = names.get(arm.rule_index, arm.variant);
     ArmView {
+        url: name.url,
+        condition: name.condition,
         rule: counts.rule,
         rule_index: arm.rule_index,
         variant: arm.variant,
@@ -144,6 +155,7 @@ fn view(
     campaign: Option<String>,
     name: Option<String>,
     r: AbResult,
+    names: &ArmNames,
 ) -> AbView {
     AbView {
         code,
@@ -151,7 +163,7 @@ fn view(
         name,
         alpha: ALPHA,
         power: POWER,
-        arms: r.arms.into_iter().map(arm).collect(),
+        arms: (r.arms.into_iter()).map(|a| arm(a, names)).collect(),
         splits: r.splits.into_iter().map(split).collect(),
     }
 }
@@ -177,11 +189,13 @@ pub async fn link_ab(
     let arms = store
         .arm_counts(workspace, &scope, params.name.as_deref())
         .await?;
+    let names = ArmNames::of_link(&link);
     Ok(Json(view(
         Some(link.code),
         None,
         params.name,
         ab_result(arms),
+        &names,
     )))
 }
 
@@ -206,10 +220,12 @@ pub async fn campaign_ab(
     let arms = store
         .arm_counts(workspace, &scope, params.name.as_deref())
         .await?;
+    let names = arm_names(&state, workspace, &scope).await?;
     Ok(Json(view(
         None,
         Some(campaign),
         params.name,
         ab_result(arms),
+        &names,
     )))
 }

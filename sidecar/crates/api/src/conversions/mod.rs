@@ -7,6 +7,7 @@
 //! each one instead.
 
 pub(crate) mod ab;
+pub mod arms;
 pub(crate) mod ingest;
 
 use super::AppState;

@@ -11,9 +11,11 @@
 //! `forward_query`.
 
 mod convert;
+mod describe;
 mod spec;
 
 pub use convert::{check, parse_stored, to_wire, RulesCheck};
+pub use describe::{arm_url, condition_text};
 pub use spec::{
     Conditions, QuerySpec, RuleSpec, SplitSpec, StickyMode, StickySpec, TargetSpec, VariantSpec,
     WeeklySpec,
