@@ -5,7 +5,10 @@
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, workspace_key};
 
-crate::on_each_backend!(a_chunk_answers_and_stores_as_its_lines_one_by_one);
+crate::on_each_backend!(
+    a_chunk_answers_and_stores_as_its_lines_one_by_one,
+    concurrent_chunks_of_the_same_messages_are_redone_not_refused,
+);
 
 type Time = chrono::DateTime<chrono::Utc>;
 
@@ -158,18 +161,28 @@ async fn a_chunk_answers_and_stores_as_its_lines_one_by_one(backend: Backend) {
     let start = chrono::Utc::now() - chrono::Duration::hours(1);
     let (before, chunk) = lines(start, &chunked_code, &chunked_url);
     for line in &before {
-        assert_eq!(post_lines(&app, &chunked, &[line.clone()]).await.0, 200);
+        assert_eq!(
+            post_lines(&app, &chunked, std::slice::from_ref(line))
+                .await
+                .0,
+            200
+        );
     }
     let (status, answers) = post_lines(&app, &chunked, &chunk).await;
     assert_eq!(status, 200);
 
     let (before, chunk) = lines(start, &single_code, &single_url);
     for line in &before {
-        assert_eq!(post_lines(&app, &single, &[line.clone()]).await.0, 200);
+        assert_eq!(
+            post_lines(&app, &single, std::slice::from_ref(line))
+                .await
+                .0,
+            200
+        );
     }
     let mut one_by_one = Vec::new();
     for (index, line) in chunk.iter().enumerate() {
-        let (status, mut answer) = post_lines(&app, &single, &[line.clone()]).await;
+        let (status, mut answer) = post_lines(&app, &single, std::slice::from_ref(line)).await;
         assert_eq!((status, answer.len()), (200, 1));
         answer[0]["index"] = json!(index);
         one_by_one.push(answer.remove(0));
@@ -223,4 +236,42 @@ async fn a_chunk_answers_and_stores_as_its_lines_one_by_one(backend: Backend) {
     ];
     assert_eq!(rows[..5], expected, "{rows:#?}");
     assert_eq!(rows.len(), 5 + 5 + 4 + 11, "{rows:#?}");
+}
+
+/// Two chunks naming the same messages in opposite orders, at once, twice each: one loses the
+/// race (a key the other took, or a deadlock on the locked rows) and is redone one by one.
+async fn concurrent_chunks_of_the_same_messages_are_redone_not_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let code = app.create_code("https://shop.example/a").await;
+    let start = chrono::Utc::now() - chrono::Duration::hours(1);
+    let line = |id: usize, state: &str, minute: i64| {
+        let at = (start + chrono::Duration::minutes(minute)).to_rfc3339();
+        json!({"code": code, "message_id": format!("m-{id}"), "state": state, "at": at}).to_string()
+    };
+    let forward: Vec<String> = (0..50)
+        .flat_map(|id| [line(id, "submitted", 1), line(id, "delivered", 2)])
+        .collect();
+    let backward: Vec<String> = forward.iter().rev().cloned().collect();
+    let sends =
+        [&forward, &backward, &forward, &backward].map(|lines| post_lines(&app, API_KEY, lines));
+    for (status, answers) in futures_util::future::join_all(sends).await {
+        assert_eq!((status, answers.len()), (200, 100));
+        for answer in answers {
+            assert!(
+                matches!(answer["status"].as_u64(), Some(200 | 201)),
+                "{answer}"
+            );
+            // A final report leaves its message delivered, whoever came first.
+            if answer["delivery"]["state"] == "delivered" {
+                assert_eq!(answer["delivery"]["current_state"], "delivered", "{answer}");
+            }
+        }
+    }
+    assert_eq!(rows(&app, "delivery_receipts").await, 100);
+    assert_eq!(rows(&app, "delivery_messages").await, 50);
+    let states = app
+        .db
+        .texts("SELECT DISTINCT state FROM delivery_messages")
+        .await;
+    assert_eq!(states, ["delivered"]);
 }
