@@ -19,13 +19,7 @@ fn repo() -> PathBuf {
 fn cargo_graph() -> Graph {
     let output = Command::new(env!("CARGO"))
         .current_dir(repo())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
         .output()
         .expect("run cargo metadata");
     assert!(output.status.success(), "cargo metadata: {output:?}");
@@ -38,15 +32,12 @@ fn cargo_graph() -> Graph {
     packages
         .iter()
         .map(|package| {
-            let uses = (package["dependencies"]
-                .as_array()
-                .expect("dependencies")
-                .iter())
-            .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
-            .map(|dependency| dependency["name"].as_str().expect("a name"))
-            .filter(|name| members.contains(name))
-            .map(str::to_owned)
-            .collect();
+            let uses = (package["dependencies"].as_array().expect("dependencies").iter())
+                .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
+                .map(|dependency| dependency["name"].as_str().expect("a name"))
+                .filter(|name| members.contains(name))
+                .map(str::to_owned)
+                .collect();
             (package["name"].as_str().expect("a name").to_owned(), uses)
         })
         .collect()
@@ -117,10 +108,7 @@ fn the_comparison_finds_an_edge_on_either_side() {
         "<!-- crate-graph -->\n```text\nshortlink-api -> shortlink-core\nshortlink-core ->\n```\n",
     );
     let built: Graph = [
-        (
-            "shortlink-api",
-            vec!["shortlink-core", "shortlink-webhooks"],
-        ),
+        ("shortlink-api", vec!["shortlink-core", "shortlink-webhooks"]),
         ("shortlink-core", vec![]),
     ]
     .into_iter()
@@ -132,9 +120,7 @@ fn the_comparison_finds_an_edge_on_either_side() {
     );
     assert!(missing_from(&drawn, &built).is_empty());
     let mut less = built.clone();
-    less.get_mut("shortlink-api")
-        .unwrap()
-        .remove("shortlink-core");
+    less.get_mut("shortlink-api").unwrap().remove("shortlink-core");
     assert_eq!(
         missing_from(&drawn, &less),
         ["shortlink-api -> shortlink-core"]
