@@ -5,6 +5,7 @@
 //! and the workspace.
 
 mod callbacks;
+mod chunked;
 mod console;
 mod funnel;
 mod gateway;

@@ -15,6 +15,7 @@
 //! No phone number is stored: gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
 
+mod chunk;
 pub mod funnel;
 pub mod gateway;
 pub mod model;

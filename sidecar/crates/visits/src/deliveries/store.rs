@@ -5,9 +5,10 @@
 //! the receipt inserted unless its (workspace, message id, state) is there already (then it is a
 //! duplicate and nothing is written), and the message's row inserted or, when the receipt
 //! supersedes it ([`supersedes`]), updated under its row lock. A batch goes a chunk per
-//! transaction; a chunk that loses a race to a concurrent writer of the same rows (a unique
-//! violation, a deadlock) is rolled back whole and its receipts redone one by one, each finding
-//! the other's row: nothing is ever half-written.
+//! transaction, in set statements (`chunk.rs`: the same answers, a few round trips a chunk); a
+//! chunk that loses a race to a concurrent writer of the same rows (a unique violation, a
+//! deadlock) is rolled back whole and its receipts redone one by one, each finding the other's
+//! row: nothing is ever half-written.
 
 use super::model::{
     supersedes, DeliveryState, Gateway, LinkRef, NewReceipt, Receipt, Recorded, Refusal,
@@ -43,7 +44,7 @@ fn lost_race(error: &StorageError) -> bool {
     }
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "message_id, code, state, error_code, error_text, carrier, at_ms, received_ms, gateway";
 
 pub(super) fn ms(at: DateTime<Utc>) -> Value {
@@ -95,13 +96,13 @@ struct Current {
     at: DateTime<Utc>,
 }
 
-fn state_of(text: &str) -> StorageResult<DeliveryState> {
+pub(super) fn state_of(text: &str) -> StorageResult<DeliveryState> {
     DeliveryState::parse(text)
         .ok_or_else(|| StorageError::Corrupt(format!("unknown delivery state {text:?}")))
 }
 
 impl<V: VisitDialect> SqlVisitStore<V> {
-    fn receipt(row: &Row<V>) -> StorageResult<Receipt> {
+    pub(super) fn receipt(row: &Row<V>) -> StorageResult<Receipt> {
         let text = |c| V::Sql::read_text(row, c);
         let opt = |c| V::Sql::read_opt_text(row, c);
         let int = |c| Db::<V>::int(row, c).map_err(db);
@@ -315,10 +316,10 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         now: DateTime<Utc>,
     ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
         let mut tx = V::Sql::begin(&self.writer).await?;
-        let mut out = Vec::with_capacity(receipts.len());
-        for receipt in receipts {
-            out.push(Self::apply(&mut tx, workspace, receipt, now).await?);
-        }
+        let out = match receipts {
+            [one] => vec![Self::apply(&mut tx, workspace, one, now).await?],
+            _ => Self::apply_chunk(&mut tx, workspace, receipts, now).await?,
+        };
         tx.commit().await.map_err(db)?;
         Ok(out)
     }
