@@ -391,8 +391,7 @@ async fn one_workspaces_receipts_never_drain_anothers_domains_and_without_receip
 /// the short URL, docs/DELIVERIES.md) drain s2, and new links go to the standby.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_kannels_rejection_reports_drain_the_domain_the_smsc_rejects() {
-    use crate::deliveries::callback_token;
-    use testkit::kannel::{SEND_PASSWORD, SEND_USER};
+    use crate::deliveries::{callback_token, send_through_kannel};
     use testkit::{Kannel, SmscDouble, Verdict};
     const PER_DOMAIN: usize = 24;
     let (app, _received) = app_with_hook().await;
@@ -409,29 +408,9 @@ async fn a_real_kannels_rejection_reports_drain_the_domain_the_smsc_rejects() {
     for host in ["s1.example", "s2.example"] {
         assert!(on[host].len() >= PER_DOMAIN, "{on:?}");
         for short_url in &on[host][..PER_DOMAIN] {
-            let dlr_url = app.url(&format!(
-                "/callbacks/{token}/kannel?short_url={short_url}&mid=m-{sent}&type=%d&answer=%A&smsc=%i&ts=%T"
-            ));
-            let mut sendsms = url::Url::parse(&kannel.sendsms_url()).unwrap();
-            sendsms.query_pairs_mut().extend_pairs([
-                ("username", SEND_USER),
-                ("password", SEND_PASSWORD),
-                ("from", "SHOP"),
-                ("to", &format!("+44740000{sent:04}")),
-                ("text", &format!("Sale: {short_url}")),
-                ("dlr-mask", "19"),
-                ("dlr-url", &dlr_url),
-            ]);
-            let text = app
-                .client
-                .get(sendsms)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            assert!(text.starts_with("0: Accepted"), "{text}\n{}", kannel.logs());
+            let (to, mid) = (format!("+44740000{sent:04}"), format!("m-{sent}"));
+            let text = format!("Sale: {short_url}");
+            send_through_kannel(&app, &kannel, &token, (&to, &mid), (short_url, &text), "19").await;
             sent += 1;
         }
     }

@@ -5,7 +5,6 @@
 
 use super::*;
 use std::time::Duration;
-use testkit::kannel::{SEND_PASSWORD, SEND_USER};
 use testkit::{Kannel, SmscDouble, Verdict};
 
 /// Messages per short domain: on `s1.example` delivered but every third, which fails (absent
@@ -37,24 +36,10 @@ async fn kannel_reports_reach_the_campaigns_funnel() {
             let code = link["code"].as_str().unwrap();
             let short_url = format!("https://{host}/{code}");
             let word = if i % 3 == 2 { "absent" } else { "sale" };
-            // Kannel fills in %d (the report type), %A (the SMSC's answer), %i (the route), %T.
-            let dlr_url = app.url(&format!(
-                "/callbacks/{token}/kannel?short_url={short_url}&mid=spring-{sent}&type=%d&answer=%A&smsc=%i&ts=%T"
-            ));
-            let mut sendsms = url::Url::parse(&kannel.sendsms_url()).unwrap();
-            sendsms.query_pairs_mut().extend_pairs([
-                ("username", SEND_USER),
-                ("password", SEND_PASSWORD),
-                ("from", "SHOP"),
-                ("to", &format!("+44740000{sent:04}")),
-                ("text", &format!("Spring {word}: {short_url}")),
-                // Delivered, failed, accepted by the SMSC, rejected by it.
-                ("dlr-mask", "27"),
-                ("dlr-url", &dlr_url),
-            ]);
-            let answer = app.client.get(sendsms).send().await.unwrap();
-            let text = answer.text().await.unwrap();
-            assert!(text.starts_with("0: Accepted"), "{text}\n{}", kannel.logs());
+            let (to, mid) = (format!("+44740000{sent:04}"), format!("spring-{sent}"));
+            let text = format!("Spring {word}: {short_url}");
+            // Reports: delivered, failed, accepted by the SMSC, rejected by it.
+            send_through_kannel(&app, &kannel, &token, (&to, &mid), (&short_url, &text), "27").await;
             sent += 1;
         }
     }

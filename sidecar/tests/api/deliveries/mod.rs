@@ -19,6 +19,36 @@ use crate::workspaces::with_key;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+/// One message sent as a campaign tool sends it through Kannel's `sendsms`: to `to`, reports
+/// (`dlr_mask`) called back on the workspace's Kannel callback `token` with the `dlr-url`
+/// docs/DELIVERIES.md gives (the short URL, the message id `mid`, Kannel's `%d %A %i %T`).
+/// Asserts Kannel accepted it.
+pub async fn send_through_kannel(
+    app: &TestApp,
+    kannel: &testkit::Kannel,
+    token: &str,
+    (to, mid): (&str, &str),
+    (short_url, text): (&str, &str),
+    dlr_mask: &str,
+) {
+    let dlr_url = app.url(&format!(
+        "/callbacks/{token}/kannel?short_url={short_url}&mid={mid}&type=%d&answer=%A&smsc=%i&ts=%T"
+    ));
+    let mut sendsms = url::Url::parse(&kannel.sendsms_url()).unwrap();
+    sendsms.query_pairs_mut().extend_pairs([
+        ("username", testkit::kannel::SEND_USER),
+        ("password", testkit::kannel::SEND_PASSWORD),
+        ("from", "SHOP"),
+        ("to", to),
+        ("text", text),
+        ("dlr-mask", dlr_mask),
+        ("dlr-url", &dlr_url),
+    ]);
+    let answer = app.client.get(sendsms).send().await.unwrap();
+    let answer = answer.text().await.unwrap();
+    assert!(answer.starts_with("0: Accepted"), "{answer}\n{}", kannel.logs());
+}
+
 /// A fixture's text (`sidecar/tests/api/fixtures/gateways/<name>`).
 pub fn fixture(name: &str) -> String {
     let path = format!(

@@ -271,18 +271,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 }));
                 continue;
             }
-            // Stored to the millisecond, answered as stored.
-            let receipt = Receipt {
-                message_id: new.message_id.clone(),
-                code,
-                state: new.state,
-                error_code: new.error_code.clone(),
-                error_text: new.error_text.clone(),
-                carrier: new.carrier.clone(),
-                at: at_ms(new.at.timestamp_millis()),
-                received_at: at_ms(now.timestamp_millis()),
-                gateway: new.gateway,
-            };
+            let receipt = new.stored(code, now);
             let current = match messages.get_mut(&message_key) {
                 Some((_, message)) => {
                     message.apply(&receipt, &new.short_domain);

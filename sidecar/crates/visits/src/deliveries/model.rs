@@ -136,6 +136,27 @@ pub struct NewReceipt {
     pub gateway: Gateway,
 }
 
+impl NewReceipt {
+    /// The receipt as it is stored for the link `code`, received `now`: both times to the
+    /// millisecond, as the columns keep them, so that an answer equals what a read gives back.
+    pub fn stored(&self, code: String, now: DateTime<Utc>) -> Receipt {
+        let to_ms = |at: DateTime<Utc>| {
+            DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap_or_default()
+        };
+        Receipt {
+            message_id: self.message_id.clone(),
+            code,
+            state: self.state,
+            error_code: self.error_code.clone(),
+            error_text: self.error_text.clone(),
+            carrier: self.carrier.clone(),
+            at: to_ms(self.at),
+            received_at: to_ms(now),
+            gateway: self.gateway,
+        }
+    }
+}
+
 /// A stored receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {

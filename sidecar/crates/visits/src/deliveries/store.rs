@@ -214,18 +214,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 current,
             }));
         }
-        // Stored to the millisecond, answered as stored.
-        let receipt = Receipt {
-            message_id: new.message_id.clone(),
-            code: code.clone(),
-            state: new.state,
-            error_code: new.error_code.clone(),
-            error_text: new.error_text.clone(),
-            carrier: new.carrier.clone(),
-            at: at_ms(new.at.timestamp_millis()),
-            received_at: at_ms(now.timestamp_millis()),
-            gateway: new.gateway,
-        };
+        let receipt = new.stored(code.clone(), now);
         let insert = statement(
             &format!(
                 "INSERT INTO delivery_receipts (workspace_id, {COLUMNS}) \
