@@ -49,7 +49,11 @@ positive cases are made to keep those rules, and only those, before they are sen
   positive case keeps its `code` (or gets one) and a time in the past. It then names no link the
   run has made: 404 `unknown_link`;
 - a callback token's `twilio_auth_token` is for the `twilio` gateway only (else 422
-  `invalid_twilio_auth_token`): a positive case for another gateway drops it.
+  `invalid_twilio_auth_token`): a positive case for another gateway drops it;
+- a compose sends (`send=true`) only through a gateway the workspace has set (else 422
+  `no_gateway`) and never in a dry run (else 422 `invalid_send`): a positive case does not send
+  (the contract run's sidecar has no gateway; `PUT /api/v1/gateway` answers 403
+  `gateways_disabled` there, as on any deployment without `--gateway-secrets-dir`).
 
 Negative cases are left as generated, but for one rule every case keeps: the run never revokes
 a key that was there before it (`DELETE /api/v1/keys/{id}` with an id listed in
@@ -252,6 +256,8 @@ def _keep_rules(case):
         _valid_preview_rules(case.body)
     if label == COMPOSE:
         _valid_campaign(case)
+        if case.query:
+            case.query.pop("send", None)
     if label == "PATCH /api/v1/links/{code}":
         _changes_something(case.body)
     if label in WITH_IDEMPOTENCY_KEY:

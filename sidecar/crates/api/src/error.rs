@@ -19,7 +19,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// 400/415/422 from a body, query or path the API cannot read.
+    /// Refused whole with its own status: 400/415/422 for a body, query or path the API cannot
+    /// read, 403 for a feature the deployment has off.
     #[error("{message}")]
     Request {
         status: StatusCode,

@@ -329,7 +329,7 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     let (status, answer) = put_gateway(&app, "http://127.0.0.1:13013/cgi-bin/sendsms", 3).await;
     assert_eq!(
         (status, &answer["error"]["code"]),
-        (422, &json!("gateways_disabled"))
+        (403, &json!("gateways_disabled"))
     );
     drop(app);
 

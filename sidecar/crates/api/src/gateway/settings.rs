@@ -95,8 +95,10 @@ fn not_found() -> Error {
     responses(
         (status = 200, body = GatewayView),
         (status = 400, description = "`malformed_json`", body = ErrorBody),
-        (status = 422, description = "`gateways_disabled` (no --gateway-secrets-dir), \
-            `invalid_url`, `invalid_callback_base`, `invalid_username`, `invalid_from`, \
+        (status = 403, description = "`gateways_disabled`: the deployment has no \
+            --gateway-secrets-dir; or a key whose role is not admin", body = ErrorBody),
+        (status = 415, description = "the body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "`invalid_url`, `invalid_callback_base`, `invalid_username`, `invalid_from`, \
             `invalid_password_file` (not a plain file name, or no readable file of that name), \
             `invalid_per_second`, `invalid_attempts`, `invalid_backoff`", body = ErrorBody),
     ))]
@@ -182,11 +184,15 @@ fn http_url(state: &AppState, text: &str, code: &'static str) -> Result<url::Url
 }
 
 fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Result<GatewayConfig> {
+    // The deployment's choice, not the request's fault: refused as forbidden, whatever the body.
     if state.settings.gateway_secrets_dir.is_none() {
-        return Err(Error::invalid(
-            "gateways_disabled",
-            "this deployment sends through no gateway (the operator sets --gateway-secrets-dir)",
-        ));
+        return Err(Error::Request {
+            status: StatusCode::FORBIDDEN,
+            code: "gateways_disabled",
+            message: "this deployment sends through no gateway (the operator sets \
+                      --gateway-secrets-dir)"
+                .into(),
+        });
     }
     let url = http_url(state, &r.url, "invalid_url")?;
     let base = http_url(state, &r.callback_base, "invalid_callback_base")?;
