@@ -39,7 +39,15 @@ async fn kannel_reports_reach_the_campaigns_funnel() {
             let (to, mid) = (format!("+44740000{sent:04}"), format!("spring-{sent}"));
             let text = format!("Spring {word}: {short_url}");
             // Reports: delivered, failed, accepted by the SMSC, rejected by it.
-            send_through_kannel(&app, &kannel, &token, (&to, &mid), (&short_url, &text), "27").await;
+            send_through_kannel(
+                &app,
+                &kannel,
+                &token,
+                (&to, &mid),
+                (&short_url, &text),
+                "27",
+            )
+            .await;
             sent += 1;
         }
     }

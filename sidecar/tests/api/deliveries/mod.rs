@@ -46,7 +46,11 @@ pub async fn send_through_kannel(
     ]);
     let answer = app.client.get(sendsms).send().await.unwrap();
     let answer = answer.text().await.unwrap();
-    assert!(answer.starts_with("0: Accepted"), "{answer}\n{}", kannel.logs());
+    assert!(
+        answer.starts_with("0: Accepted"),
+        "{answer}\n{}",
+        kannel.logs()
+    );
 }
 
 /// A fixture's text (`sidecar/tests/api/fixtures/gateways/<name>`).

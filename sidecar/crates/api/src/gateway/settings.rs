@@ -10,11 +10,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{
     new_token_id, CallbackToken, CallbackTokens, Gateway, GatewayConfig, Gateways,
 };
+use std::ops::RangeInclusive;
 use std::time::Duration;
 use utoipa::ToSchema;
 
@@ -38,15 +40,15 @@ pub struct GatewayRequest {
     /// `https://api.example`): http or https, no query.
     pub callback_base: String,
     /// Messages per second handed to the gateway (1 to 1,000; default 10).
-    #[schema(minimum = 1, maximum = 1000)]
-    pub per_second: Option<u32>,
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    pub per_second: Option<WholeNumber>,
     /// Tries of a message while the gateway fails transiently (no connection, a 5xx): 1 to 10,
     /// default 3.
-    #[schema(minimum = 1, maximum = 10)]
-    pub attempts: Option<u32>,
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10)]
+    pub attempts: Option<WholeNumber>,
     /// The wait before the second try, doubling after (0 to 60,000 ms; default 1,000).
-    #[schema(maximum = 60000)]
-    pub backoff_ms: Option<u64>,
+    #[schema(value_type = Option<u64>, maximum = 60000)]
+    pub backoff_ms: Option<WholeNumber>,
 }
 
 /// The workspace's gateway (never the password).
@@ -218,18 +220,29 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
             "a file name in --gateway-secrets-dir: [A-Za-z0-9_.-], not starting with a dot",
         ));
     }
-    let per_second = r.per_second.unwrap_or(10);
-    if !(1..=1000).contains(&per_second) {
-        return Err(Error::invalid("invalid_per_second", "1 to 1,000"));
-    }
-    let attempts = r.attempts.unwrap_or(3);
-    if !(1..=10).contains(&attempts) {
-        return Err(Error::invalid("invalid_attempts", "1 to 10"));
-    }
-    let backoff_ms = r.backoff_ms.unwrap_or(1000);
-    if backoff_ms > 60_000 {
-        return Err(Error::invalid("invalid_backoff", "0 to 60,000 ms"));
-    }
+    // JSON Schema's integers may be written `7.0`: read as whole numbers, then bounded.
+    let within = |n: Option<WholeNumber>, default: i64, bounds: RangeInclusive<i64>, code, text| {
+        let n = n.map_or(default, |n| n.0);
+        match bounds.contains(&n) {
+            true => Ok(n),
+            false => Err(Error::invalid(code, text)),
+        }
+    };
+    let per_second = within(
+        r.per_second,
+        10,
+        1..=1000,
+        "invalid_per_second",
+        "1 to 1,000",
+    )?;
+    let attempts = within(r.attempts, 3, 1..=10, "invalid_attempts", "1 to 10")?;
+    let backoff_ms = within(
+        r.backoff_ms,
+        1000,
+        0..=60_000,
+        "invalid_backoff",
+        "0 to 60,000 ms",
+    )?;
     Ok(GatewayConfig {
         workspace,
         kind: "kannel".into(),
@@ -238,9 +251,10 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         password_file: r.password_file,
         sender: r.from,
         callback_base: base.as_str().trim_end_matches('/').to_owned(),
-        per_second,
-        attempts,
-        backoff_ms,
+        // Within the bounds above, so they fit.
+        per_second: per_second as u32,
+        attempts: attempts as u32,
+        backoff_ms: backoff_ms as u64,
         updated_at: shortlink_store::now(),
     })
 }
