@@ -11,7 +11,7 @@
 //! holds its lock, so no other writer's state is lost.
 
 use super::model::{supersedes, DeliveryState, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
-use super::store::{at_ms, ms, state_of, COLUMNS};
+use super::store::{at_ms, ms, receipt_values, state_of, COLUMNS};
 use crate::store::sql::{db, marks};
 use crate::store::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
@@ -314,20 +314,9 @@ impl<V: VisitDialect> SqlVisitStore<V> {
     ) -> StorageResult<()> {
         let ws = Value::Int(workspace.get());
         if !receipts.is_empty() {
-            let values = receipts.iter().flat_map(|receipt| {
-                [
-                    ws.clone(),
-                    Value::Text(receipt.message_id.clone()),
-                    Value::Text(receipt.code.clone()),
-                    Value::Text(receipt.state.as_str().into()),
-                    Value::OptText(receipt.error_code.clone()),
-                    Value::OptText(receipt.error_text.clone()),
-                    Value::OptText(receipt.carrier.clone()),
-                    ms(receipt.at),
-                    ms(receipt.received_at),
-                    Value::Text(receipt.gateway.as_str().into()),
-                ]
-            });
+            let values = receipts
+                .iter()
+                .flat_map(|receipt| receipt_values(&ws, receipt));
             let head = format!("INSERT INTO delivery_receipts (workspace_id, {COLUMNS})");
             let query = multi_row(&head, 10, values.collect());
             Db::<V>::execute(&mut **tx, query).await.map_err(db)?;

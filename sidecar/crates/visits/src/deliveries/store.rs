@@ -47,6 +47,22 @@ fn lost_race(error: &StorageError) -> bool {
 pub(super) const COLUMNS: &str =
     "message_id, code, state, error_code, error_text, carrier, at_ms, received_ms, gateway";
 
+/// A receipt's row after its `workspace_id`: [`COLUMNS`]' values, in their order.
+pub(super) fn receipt_values(workspace: &Value, receipt: &Receipt) -> [Value; 10] {
+    [
+        workspace.clone(),
+        Value::Text(receipt.message_id.clone()),
+        Value::Text(receipt.code.clone()),
+        Value::Text(receipt.state.as_str().into()),
+        Value::OptText(receipt.error_code.clone()),
+        Value::OptText(receipt.error_text.clone()),
+        Value::OptText(receipt.carrier.clone()),
+        ms(receipt.at),
+        ms(receipt.received_at),
+        Value::Text(receipt.gateway.as_str().into()),
+    ]
+}
+
 pub(super) fn ms(at: DateTime<Utc>) -> Value {
     Value::Int(at.timestamp_millis())
 }
@@ -220,18 +236,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 "INSERT INTO delivery_receipts (workspace_id, {COLUMNS}) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ),
-            [
-                ws.clone(),
-                Value::Text(receipt.message_id.clone()),
-                Value::Text(code.clone()),
-                Value::Text(receipt.state.as_str().into()),
-                Value::OptText(receipt.error_code.clone()),
-                Value::OptText(receipt.error_text.clone()),
-                Value::OptText(receipt.carrier.clone()),
-                ms(receipt.at),
-                ms(receipt.received_at),
-                Value::Text(receipt.gateway.as_str().into()),
-            ],
+            receipt_values(&ws, &receipt),
         );
         Db::<V>::execute(&mut **tx, insert).await.map_err(db)?;
         let current = match Self::current(tx, workspace, &new.message_id, true).await? {
