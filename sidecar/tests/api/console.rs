@@ -250,12 +250,20 @@ async fn the_rule_editor_saves_refuses_and_previews(backend: Backend) {
         ("time", "2026-11-27T09:30", "https://t.example/own"),
         ("ip", "198.51.100.7", "https://t.example/own"),
     ];
+    // A phone without a time of its own taps on a Friday: "now" would be a Saturday 09:00 in
+    // Tokyo one hour a week, and the weekly rule would answer.
+    let friday = "2026-11-27T09:30";
     for (field, value, expected) in phones {
+        let mut form = vec![
+            ("csrf", csrf.as_str()),
+            ("rules", phone_rules),
+            (field, value),
+        ];
+        if field != "time" {
+            form.push(("time", friday));
+        }
         let previewed = browser
-            .post(
-                &format!("/console/links/{code}/rules/preview"),
-                &[("csrf", &csrf), ("rules", phone_rules), (field, value)],
-            )
+            .post(&format!("/console/links/{code}/rules/preview"), &form)
             .await;
         assert_eq!(previewed.status(), StatusCode::OK, "{field}={value}");
         let text = previewed.text().await.unwrap();
