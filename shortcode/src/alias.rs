@@ -1,10 +1,8 @@
 //! Custom aliases: vanity codes chosen by the caller.
 
+use crate::charset::{is_alias_byte, ALIAS_MAX_LEN, ALIAS_MIN_LEN};
 use crate::CodeScheme;
 use std::fmt;
-
-pub const ALIAS_MIN_LEN: usize = 3;
-pub const ALIAS_MAX_LEN: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AliasError {
@@ -42,14 +40,6 @@ impl fmt::Display for AliasError {
 }
 
 impl std::error::Error for AliasError {}
-
-pub(crate) fn is_alias_charset(code: &[u8]) -> bool {
-    (ALIAS_MIN_LEN..=ALIAS_MAX_LEN).contains(&code.len()) && code.iter().all(|&c| is_alias_byte(c))
-}
-
-fn is_alias_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
-}
 
 /// Checks that `alias` may be used as a custom code under `scheme`.
 pub fn parse_alias(scheme: &CodeScheme, alias: &str) -> Result<(), AliasError> {

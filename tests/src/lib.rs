@@ -16,24 +16,19 @@ pub mod prometheus;
 pub mod qr;
 pub mod raw;
 pub mod receiver;
+mod shared;
 pub mod tls;
 
 pub use api::Api;
 pub use nginx::{error_pages, templates_with, Nginx, NginxOptions, ERROR_STATUSES};
 pub use raw::{raw_http, RawResponse};
+pub use shared::{
+    http_client, install_tls_provider, status_and_location, API_KEY, CODE_SECRET, POOL,
+    PROJECTION_MARKER, PROXY_SECRET,
+};
 
 use std::time::Duration;
 use testkit::{Lifeline, RedisServer};
-
-/// The code secret every end-to-end system shares (the module and the sidecar must agree).
-pub const CODE_SECRET: &str = "5e1f0d7c3b2a19887766554433221100ffeeddccbbaa99887766554433221100";
-pub const API_KEY: &str = "slk_e2e_test_key_0123456789abcdefghijklmnopqrstuvwxyz";
-/// What nginx's API server sends as `X-Shortlink-Proxy-Secret` and the sidecar's
-/// `--proxy-secret`: its pool headers count as nginx's.
-pub const PROXY_SECRET: &str = "e2eproxysecret0123456789abcdef";
-pub const POOL: [&str; 2] = ["s1.test", "s2.test"];
-/// Set by the sidecar while Redis holds every link (docs/ARCHITECTURE.md).
-pub const PROJECTION_MARKER: &str = "sl:meta:projection";
 
 /// Redis + sidecar + nginx, stopped on drop.
 pub struct System {
@@ -334,32 +329,6 @@ impl Sidecar {
     pub fn api(&self) -> Api {
         Api::new(format!("http://127.0.0.1:{}", self.port), API_KEY)
     }
-}
-
-/// A blocking HTTP client that never follows redirects: the tests look at the redirect itself.
-pub fn http_client() -> reqwest::blocking::Client {
-    install_tls_provider();
-    reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(10))
-        .build()
-        .expect("build an HTTP client")
-}
-
-/// A redirect answer as the tests compare it: the status and the `Location` header ("" if none).
-pub fn status_and_location(response: &reqwest::blocking::Response) -> (u16, String) {
-    let location = response
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap_or_default().to_owned())
-        .unwrap_or_default();
-    (response.status().as_u16(), location)
-}
-
-/// reqwest's TLS uses ring (already in the tree, unlike aws-lc): every client needs it installed,
-/// even one that never speaks HTTPS. Installing it again (another test thread) changes nothing.
-pub fn install_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Whether this process runs as root (then nginx's workers run as `nobody`).

@@ -19,7 +19,8 @@
 //! - [`page`]: the headers every page a click can get carries;
 //! - [`preview`]: a link's preview card, in a key of its own, and the page fetchers get;
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
-//! - [`rules`]: click-time rules, their bytes in the record and their evaluation.
+//! - [`rules`]: click-time rules, their bytes in the record and their evaluation;
+//! - [`target`]: what a redirect target may be (it goes verbatim into `Location`).
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
@@ -40,3 +41,4 @@ pub mod preview;
 pub mod record;
 pub mod resp;
 pub mod rules;
+pub mod target;

@@ -23,7 +23,7 @@ use super::{
     Action, Cidr, Condition, Device, Rule, Sticky, Target, TargetRef, Variant, Weekly,
     MAX_CONDITIONS, MAX_RULES, MAX_VALUES, MAX_VARIANTS,
 };
-use crate::record::is_valid_target;
+use crate::target::is_valid_target;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

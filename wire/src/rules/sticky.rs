@@ -17,7 +17,8 @@
 //! today's stickiness. Readers before these modes refuse bytes 2 to 4 ("not mine": the fallback
 //! answers), and byte 1 keeps its variant for every click without a ref or a cookie.
 
-use super::{absorb, codec, RuleSet};
+use super::choose::absorb;
+use super::{codec, RuleSet};
 
 /// The visitor cookie's name.
 pub const COOKIE: &str = "sl_v";

@@ -13,7 +13,8 @@
 
 use super::arrays::{int_array, text_array};
 use super::input::{Click, NewConversion, Refusal};
-use super::store::{at_ms, db, ms, new_id, Conversion, ConversionStore, Recorded, COLUMNS};
+use super::store::{at_ms, ms, new_id, Conversion, ConversionStore, Recorded, COLUMNS};
+use crate::store::sql::db;
 use crate::store::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::try_join_all;

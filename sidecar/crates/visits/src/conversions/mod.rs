@@ -11,6 +11,7 @@
 
 mod arrays;
 mod batch;
+mod conversion;
 mod currencies;
 pub mod input;
 pub mod results;

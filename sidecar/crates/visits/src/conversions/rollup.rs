@@ -13,7 +13,8 @@
 //! (bench/results/conversions-2026-11-26.md).
 
 use super::arrays::text_array;
-use super::store::{db, Conversion};
+use super::conversion::Conversion;
+use crate::store::sql::db;
 use crate::store::{SqlVisitStore, VisitDialect};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{Backend, StorageResult};

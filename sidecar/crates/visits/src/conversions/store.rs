@@ -6,7 +6,9 @@
 //! `(workspace_id, event_id)`: an insert that loses the race to a concurrent retry fails on it,
 //! rolls back (nothing half-written), and reads the winner's row.
 
+pub use super::conversion::Conversion;
 use super::input::{Click, Money, NewConversion, Refusal};
+use crate::store::sql::db;
 use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -16,37 +18,6 @@ use sqlx::{Database, Pool};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 type Row<V> = <Db<V> as Database>::Row;
-
-/// A stored conversion, with the click's attributes copied at insert.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conversion {
-    /// `cv_` and 28 hex digits (its time, then random): its place in the visit feed.
-    pub id: String,
-    pub workspace: WorkspaceId,
-    pub event_id: String,
-    /// The visit's id.
-    pub click_id: String,
-    pub code: String,
-    pub campaign: Option<String>,
-    pub recipient_ref: Option<String>,
-    pub rule: Option<String>,
-    pub short_domain: Option<String>,
-    pub device: Option<String>,
-    pub country: Option<String>,
-    pub clicked_at: DateTime<Utc>,
-    pub name: String,
-    /// (minor units, currency, exponent).
-    pub value: Option<(i64, String, u8)>,
-    pub converted_at: DateTime<Utc>,
-}
-
-impl Conversion {
-    /// The value as exact decimal text, and its currency.
-    pub fn value_text(&self) -> Option<(String, &str)> {
-        (self.value.as_ref())
-            .map(|(minor, currency, exponent)| (Money::text(*minor, *exponent), currency.as_str()))
-    }
-}
 
 /// What a `record` did: the conversion stored now, or the one an earlier request with the same
 /// `event_id` stored (`duplicate`).
@@ -156,10 +127,6 @@ pub(super) fn new_id() -> StorageResult<String> {
         .map_err(|error| StorageError::Corrupt(format!("no randomness: {error}")))?;
     let ms = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0);
     Ok(format!("cv_{ms:012x}{:016x}", u64::from_be_bytes(bytes)))
-}
-
-pub(super) fn db(error: sqlx::Error) -> StorageError {
-    StorageError::classify(error)
 }
 
 pub(super) const COLUMNS: &str =

@@ -1,0 +1,151 @@
+//! One visit as the module encodes it and the consumer decodes it: its fields, the limits both
+//! keep, and the batch's format bytes.
+
+use crate::click_id::ClickId;
+use crate::record::Chosen;
+
+/// The stream field holding a batch.
+pub const BATCH_FIELD: &[u8] = b"v";
+/// First byte of a batch: the layout of what follows.
+pub const BATCH_FORMAT: u8 = 3;
+/// The format before `id`: its visits have the first [`FORMAT_2_FIELDS`] fields.
+pub const BATCH_FORMAT_2: u8 = 2;
+pub const FORMAT_2_FIELDS: usize = 9;
+/// The format before `rule`: its visits have the first [`FORMAT_1_FIELDS`] fields.
+pub const BATCH_FORMAT_1: u8 = 1;
+pub const FORMAT_1_FIELDS: usize = 8;
+/// Fields of a visit, in the order they are written. `rule` names the click-time rule that
+/// answered, `<rule>` or `<rule>.<variant>` (indexes from 0, [`chosen_text`]); empty when the
+/// link's own target did. `id` is the click's id ([`crate::click_id`]), made for a link with a
+/// click id parameter (and sent to its landing page); empty otherwise. The consumer makes it the
+/// visit's id.
+pub const VISIT_FIELDS: [&str; 10] = [
+    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id",
+];
+
+/// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
+/// request cannot make an event, the spool or the stream entry large; the consumer keeps no more
+/// of any entry, whoever wrote it.
+///
+/// User agents: real ones are a few hundred bytes; the first KiB is all a classifier needs.
+pub const MAX_UA: usize = 1024;
+/// Referrers (only their host is used downstream).
+pub const MAX_REFERER: usize = 2048;
+/// `Host` values: a DNS name is at most 253 bytes.
+pub const MAX_HOST: usize = 255;
+/// `Accept-Language` values (only the first tag is used).
+pub const MAX_LANG: usize = 256;
+/// Codes: a code longer than any alias can only be a corrupt entry.
+pub const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
+/// Client addresses, as text.
+pub const MAX_IP: usize = 64;
+
+/// One visit, borrowed from the request.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Visit<'a> {
+    pub code: &'a [u8],
+    pub time_ms: u64,
+    pub status: u16,
+    pub ip: &'a [u8],
+    pub ua: &'a [u8],
+    pub referer: &'a [u8],
+    pub host: &'a [u8],
+    pub lang: &'a [u8],
+    /// The rule (and variant) that answered; `None` for the link's own target.
+    pub chosen: Option<Chosen>,
+    /// The id sent to the landing page; `None` for a link without a click id parameter.
+    pub click_id: Option<ClickId>,
+}
+
+/// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.
+pub fn chosen_text(chosen: Chosen) -> ([u8; 7], usize) {
+    let mut out = [0; 7];
+    let mut len = push_decimal(&mut out, 0, chosen.rule);
+    if let Some(variant) = chosen.variant {
+        out[len] = b'.';
+        len = push_decimal(&mut out, len + 1, variant);
+    }
+    (out, len)
+}
+
+/// The rule (and variant) a `rule` field names; `None` for an empty or malformed field.
+pub fn parse_chosen(text: &[u8]) -> Option<Chosen> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (rule, variant) = match text.split_once('.') {
+        Some((rule, variant)) => (rule, Some(variant.parse().ok()?)),
+        None => (text, None),
+    };
+    Some(Chosen {
+        rule: rule.parse().ok()?,
+        variant,
+    })
+}
+
+fn push_decimal(out: &mut [u8; 7], at: usize, n: u8) -> usize {
+    let digits = [n / 100, n / 10 % 10, n % 10];
+    let skip = if n >= 100 {
+        0
+    } else if n >= 10 {
+        1
+    } else {
+        2
+    };
+    for (i, digit) in digits[skip..].iter().enumerate() {
+        out[at + i] = b'0' + digit;
+    }
+    at + 3 - skip
+}
+
+/// `value` cut to at most `max` bytes, backing off to a UTF-8 character boundary so that a
+/// consumer decoding the field as UTF-8 never sees a split character.
+pub fn truncate(value: &[u8], max: usize) -> &[u8] {
+    if value.len() <= max {
+        return value;
+    }
+    let mut end = max;
+    // At most 3 continuation bytes precede a character start.
+    while end > 0 && max - end < 3 && value[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
+    if value[end] & 0xC0 == 0x80 {
+        // Not UTF-8 anyway: a plain byte cut.
+        end = max;
+    }
+    &value[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_utf8_characters_whole() {
+        assert_eq!(truncate(b"abc", 5), b"abc");
+        assert_eq!(truncate(b"abcdef", 3), b"abc");
+        let s = "aé€".as_bytes(); // 1 + 2 + 3 bytes
+        assert_eq!(truncate(s, 2), b"a");
+        assert_eq!(truncate(s, 3), "aé".as_bytes());
+        assert_eq!(truncate(s, 4), "aé".as_bytes());
+        assert_eq!(truncate(s, 5), "aé".as_bytes());
+        assert_eq!(truncate(s, 6), s);
+        // Invalid UTF-8 (a run of continuation bytes) gets a plain cut.
+        assert_eq!(truncate(&[0x80; 10], 4).len(), 4);
+    }
+
+    #[test]
+    fn the_rule_field_round_trips() {
+        for (rule, variant, text) in [
+            (0, None, "0"),
+            (15, Some(7), "15.7"),
+            (255, Some(255), "255.255"),
+        ] {
+            let chosen = Chosen { rule, variant };
+            let (bytes, len) = chosen_text(chosen);
+            assert_eq!(&bytes[..len], text.as_bytes());
+            assert_eq!(parse_chosen(text.as_bytes()), Some(chosen));
+        }
+        for bad in ["", ".", "1.", "x", "1.2.3", "256"] {
+            assert_eq!(parse_chosen(bad.as_bytes()), None, "{bad}");
+        }
+    }
+}
