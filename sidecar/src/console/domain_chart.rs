@@ -206,6 +206,7 @@ fn domain_figure(
                 line.grid x1="0" x2=(WIDTH) y1=(fmt(baseline)) y2=(fmt(baseline)) {}
                 line.grid x1="0" x2=(WIDTH) y1=(fmt(axis.y(axis.max as i64))) y2=(fmt(axis.y(axis.max as i64))) {}
                 text x="2" y=(fmt(axis.y(axis.max as i64) - 3.0)) font-size="11" { (axis.max) }
+                text x="2" y=(fmt(baseline - 3.0)) font-size="11" { "0" }
                 @for other in chart.series.iter().filter(|s| s.domain != series.domain) {
                     @for run in line(other) {
                         polyline.peer fill="none" data-domain=(other.domain) points=(run) {}
