@@ -2,7 +2,8 @@
 //! drained by hand after its clicks stopped shows the fall to zero after the drain marker, while
 //! the other domain's clicks go on. The visits are queued on the stream as the module queues
 //! them, with their times minutes in the past; the drain is made through the API and its moment
-//! moved 6½ minutes back in SQL, as the state another sidecar's earlier drain left would read.
+//! moved back in SQL (to 6½ minutes before the current minute), as the state another sidecar's
+//! earlier drain left would read.
 //! The screenshot goes with the console's, to `target/console-screenshots/`.
 
 use serde_json::{json, Value};
@@ -94,12 +95,12 @@ async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
         let api = system.api();
         let (status, body) = api.post("/domains/s2.test/drain", &json!({"reason": "carrier block"}));
         assert_eq!(status, 200, "{body}");
-        // The drain's moment, 6½ minutes earlier: the row's time everywhere it appears.
+        // The drain's moment moved to the middle of the minute 7 minutes ago (after s2's last
+        // clicks, in its first seconds): the row's time everywhere it appears.
         let row = sqlite(&system, "SELECT value FROM settings WHERE name LIKE 'drain:%' AND name NOT LIKE '%@%' AND value LIKE '%\"s2.test\"%'");
         let stored: Value = serde_json::from_str(&row).expect("the drain row");
         let since = stored["since"].as_str().expect("since").to_owned();
-        let earlier = chrono::DateTime::parse_from_rfc3339(&since).unwrap().to_utc()
-            - chrono::Duration::seconds(390);
+        let earlier = chrono::DateTime::from_timestamp(minute - 390, 0).unwrap();
         let earlier_text = earlier.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
         sqlite(
             &system,
