@@ -257,6 +257,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             import_policy: outbound::Policy::imports(config),
             gateway_policy: outbound::Policy::gateways(config),
             gateway_secrets_dir: config.gateway_secrets_dir.clone(),
+            domain_health_window: config.domain_health_window,
         }),
     })
 }

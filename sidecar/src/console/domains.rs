@@ -6,8 +6,12 @@
 //! Issue 55: whether each domain takes new links (active, drained by the health job or by hand,
 //! pinned) with why, since when and what the check saw; a workspace admin restores, pins or
 //! drains one with the buttons, as `POST /api/v1/domains/{domain}/…` does.
+//!
+//! Issue 70: above the table, each domain's human clicks over the health window beside its
+//! workspace's other domains, with its drains and restores marked ([`super::domain_chart`]).
 
 use super::audit;
+use super::domain_chart;
 use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
 use super::page::{see_other, PageResult};
@@ -21,6 +25,7 @@ use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
+use shortlink_visits::domain_chart::DomainCharts;
 
 pub async fn page(
     State(state): State<AppState>,
@@ -28,7 +33,7 @@ pub async fn page(
     domains: DomainContext,
 ) -> PageResult {
     match person {
-        Person::Workspace(operator) => workspace_page(&state, &operator, domains),
+        Person::Workspace(operator) => workspace_page(&state, &operator, domains).await,
         Person::Instance(operator) => Ok(installation_page(&state, &operator)),
     }
 }
@@ -45,9 +50,23 @@ fn installation_page(state: &AppState, operator: &InstanceOperator) -> axum::res
     layout::operator_page(operator, "Domains", body).into_response()
 }
 
-fn workspace_page(state: &AppState, operator: &Operator, domains: DomainContext) -> PageResult {
+async fn workspace_page(
+    state: &AppState,
+    operator: &Operator,
+    domains: DomainContext,
+) -> PageResult {
     let workspace = operator.workspace_slug.as_str();
     let statuses = state.domains.statuses_of(workspace);
+    let names: Vec<String> = statuses.iter().map(|s| s.domain.clone()).collect();
+    let now = chrono::Utc::now();
+    let chart = (state.analytics.store.domain_charts())
+        .domain_chart(
+            operator.workspace,
+            &names,
+            state.settings.domain_health_window,
+            now,
+        )
+        .await?;
     let mut pool = domains.own_domains.clone();
     let issuing = (domains.in_workspace(workspace, state)).issuing_description();
     pool.retain(|domain| state.domains.workspace_of(domain) == workspace);
@@ -58,6 +77,10 @@ fn workspace_page(state: &AppState, operator: &Operator, domains: DomainContext)
         p { "New links are issued on: " strong { (issuing) } }
         p { "Short domains of this workspace (nginx's pool and --short-domains; its codes answer on each): "
             @if pool.is_empty() { "none reported" } @else { strong { (pool.join(", ")) } }
+        }
+        @if !statuses.is_empty() {
+            h2 { "Clicks over the health window" }
+            (domain_chart::charts(&chart, &statuses, now))
         }
         (health_table(&statuses, false, Some(operator)))
     };

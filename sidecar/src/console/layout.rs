@@ -46,6 +46,9 @@ figure{margin:0}
 .chart svg{width:100%;height:auto;background:#fff;border:1px solid #d8dde3}
 .chart .human{fill:#2563eb}.chart .bot{fill:#9ca3af}.chart .preview{fill:#f59e0b}
 .chart .stage{fill:#93c5fd}.chart .rate{stroke:#15803d;stroke-width:2}.chart circle.rate{fill:#15803d}.chart .grid{stroke:#e3e6ea}
+.domain-charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24em,1fr));gap:1em;margin-bottom:1em}
+.chart .clicks{stroke:#2563eb;stroke-width:2}.chart circle.clicks{fill:#2563eb}.chart .clicks.drained{stroke:#b91c1c}.chart circle.clicks.drained{fill:#b91c1c}.chart .peer{stroke:#c4c9d0;stroke-width:1}
+.chart .marker line{stroke:#b91c1c;stroke-width:1.5;stroke-dasharray:4 3}.chart .marker.restore line{stroke:#15803d}.chart .marker text{fill:#b91c1c}.chart .marker.restore text{fill:#15803d}
 .legend span{margin-right:1em}
 .legend .human{color:#2563eb}.legend .bot{color:#6b7280}.legend .preview{color:#b45309}
 progress{width:100%;height:1.5em}

@@ -26,6 +26,7 @@ mod card;
 mod chart;
 mod compose;
 mod detail;
+mod domain_chart;
 mod domains;
 mod funnel;
 mod import;

@@ -18,6 +18,7 @@ mod console_workspaces;
 mod conversions;
 mod deliveries;
 mod domain_certificate;
+mod domain_charts;
 mod domain_failover;
 mod domain_failover_receipts;
 mod domain_failover_reissue;

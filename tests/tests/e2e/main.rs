@@ -22,6 +22,7 @@ mod console;
 mod contract;
 mod crate_graph;
 mod docs;
+mod domain_chart_browser;
 mod domain_failover;
 mod domain_health;
 mod domains;

@@ -40,4 +40,6 @@ pub struct HttpSettings {
     /// (`None`: compose cannot send).
     pub gateway_policy: shortlink_core::outbound::Policy,
     pub gateway_secrets_dir: Option<std::path::PathBuf>,
+    /// The window the domain health check judges clicks over: the console's Domains charts span it.
+    pub domain_health_window: std::time::Duration,
 }

@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod conversions;
 pub mod countries;
 pub mod deliveries;
+pub mod domain_chart;
 pub mod retention;
 pub mod rollup;
 pub mod store;

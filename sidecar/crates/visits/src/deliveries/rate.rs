@@ -83,7 +83,7 @@ pub fn fill(bucket_ms: i64, rows: &[(i64, i64, i64)]) -> DeliveredRate {
 }
 
 /// `'delivered', 'failed', …`: the final states as SQL literals (ours, never the caller's).
-fn final_states() -> String {
+pub(crate) fn final_states() -> String {
     (DeliveryState::ALL.into_iter())
         .filter(|state| state.is_final())
         .map(|state| format!("'{}'", state.as_str()))
