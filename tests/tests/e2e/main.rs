@@ -21,6 +21,7 @@ mod compose_browser;
 mod console;
 mod contract;
 mod crate_graph;
+mod delivery_callbacks;
 mod docs;
 mod domain_chart_browser;
 mod domain_failover;

@@ -1,0 +1,87 @@
+//! Gateways' delivery reports as they arrive in a deployment: through nginx's internal API server
+//! (`location /callbacks/`), with the callback token in the path as their only credential, not
+//! to the sidecar's own port as the API suite sends them.
+
+use serde_json::{json, Value};
+use shortlink_e2e::{http_client, System};
+
+/// Kannel's `dlr-url` escapes as Kannel 1.4.5 fills them (the API suite's observed fixtures):
+/// the SMSC's acceptance, then the handset's delivery.
+const ACCEPTED: &str = "type=8&smsc=dbl&answer=ACK%2F&ts=1795804018";
+const DELIVERED: &str = "type=1&smsc=dbl&answer=id%3AF000001+sub%3A001+dlvrd%3A001+stat%3ADELIVRD+err%3A000&ts=1795804019";
+const REJECTED: &str = "type=16&smsc=dbl&answer=NACK%2F0x00000058%2FThrottling+error&ts=1795804020";
+
+#[test]
+fn kannel_reports_reach_the_funnel_through_nginx_and_a_wrong_token_stores_nothing() {
+    let system = System::start();
+    let api = system.api();
+    let mut short_urls = Vec::new();
+    for recipient in ["r-1", "r-2"] {
+        let (status, link) = api.post(
+            "/links",
+            &json!({"url": "https://shop.example/sale", "campaign": "spring", "ref": recipient}),
+        );
+        assert_eq!(status, 201, "{link}");
+        short_urls.push(link["short_url"].as_str().unwrap().to_owned());
+    }
+    let (status, made) = api.post(
+        "/callback-tokens",
+        &json!({"name": "kannel-e2e", "gateway": "kannel"}),
+    );
+    assert_eq!(status, 201, "{made}");
+    let path = made["callback_path"].as_str().unwrap().to_owned();
+
+    let client = http_client();
+    let origin = format!("http://127.0.0.1:{}", system.nginx.api_port);
+    let report = |path: &str, short_url: &str, mid: &str, escapes: &str| -> (u16, Value) {
+        let short_url: String = url_encoded(short_url);
+        let answer = client
+            .get(format!(
+                "{origin}{path}?short_url={short_url}&mid={mid}&{escapes}"
+            ))
+            .header("user-agent", "Kannel/1.4.5")
+            .send()
+            .expect("reach nginx's API server");
+        let status = answer.status().as_u16();
+        (status, answer.json().expect("a JSON answer"))
+    };
+
+    assert_eq!(report(&path, &short_urls[0], "m-1", ACCEPTED).0, 201);
+    assert_eq!(report(&path, &short_urls[0], "m-1", DELIVERED).0, 201);
+    // Kannel retries a report it got no answer to: a duplicate, counted once.
+    let (status, again) = report(&path, &short_urls[0], "m-1", DELIVERED);
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(report(&path, &short_urls[1], "m-2", REJECTED).0, 201);
+
+    // A token nobody made: 404 with a JSON body, and nothing stored.
+    let forged = path.replacen("/callbacks/slc_", "/callbacks/slc_0", 1);
+    let (status, refused) = report(&forged, &short_urls[1], "m-3", DELIVERED);
+    assert_eq!(status, 404, "{refused}");
+    assert!(refused["error"]["code"].is_string(), "{refused}");
+
+    let (status, funnel) = api.get("/campaigns/spring/funnel");
+    assert_eq!(status, 200, "{funnel}");
+    let total = &funnel["total"];
+    let counts: Vec<i64> = ["messages", "delivered", "rejected", "no_receipt"]
+        .iter()
+        .map(|key| total[key].as_i64().unwrap_or(-1))
+        .collect();
+    assert_eq!(counts, [2, 1, 1, 0], "{funnel}");
+    let host = short_urls[0].split('/').nth(2).unwrap();
+    let by_domain = funnel["by_domain"].as_array().unwrap();
+    assert!(
+        by_domain.iter().any(|part| part["short_domain"] == host),
+        "the short URL's host names the domain: {funnel}"
+    );
+}
+
+fn url_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
