@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use shortlink_core::service::click::ClickInput;
+use shortlink_core::service::click::CountryOf;
 use shortlink_core::service::Resolution;
 use shortlink_wire::fallback;
 use shortlink_wire::preview::CARD_STATUS;
@@ -71,10 +72,35 @@ pub async fn resolve(
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
     let resolution = match host_workspace(&headers) {
-        Some(host) => (state.links).resolve(host, &code, &click, &country).await?,
+        Some(host) => resolve_or_stripped(&state, host, &code, &click, &country).await?,
         None => Resolution::NotFound,
     };
     answer(resolution)
+}
+
+/// The module's rule for a path ending in punctuation a text glued to the link
+/// (`shortlink_wire::trailing`): the exact code first (an imported code may end in `.`), and only
+/// if it finds nothing, the code without its trailing run, raw or percent-encoded. The module
+/// sends here the code it looked up: the stripped one when the path could be no code, the exact
+/// one when it could (and Redis failed before its second lookup).
+async fn resolve_or_stripped(
+    state: &AppState,
+    host: WorkspaceName,
+    code: &str,
+    click: &ClickInput<'_>,
+    country: CountryOf<'_>,
+) -> Result<Resolution> {
+    let stripped = shortlink_wire::trailing::strip(code.as_bytes())
+        // Whole characters go, so what is left ends on a character boundary.
+        .and_then(|rest| code.get(..rest.len()))
+        .filter(|rest| !rest.is_empty());
+    let Some(stripped) = stripped else {
+        return Ok(state.links.resolve(host, code, click, country).await?);
+    };
+    match state.links.resolve(host, code, click, country).await? {
+        Resolution::NotFound => Ok(state.links.resolve(host, stripped, click, country).await?),
+        found => Ok(found),
+    }
 }
 
 /// The workspace nginx maps the request's host to, as its fallback location names it
