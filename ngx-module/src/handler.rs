@@ -21,10 +21,10 @@ use crate::request::host_workspaces::HostWorkspaces;
 use crate::request::value::{self, slice_or_empty};
 use crate::request::workspace::{self, HostWorkspace};
 use crate::request::{click, code, host};
-use shortlink_wire::trailing;
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
+use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
@@ -121,7 +121,16 @@ fn recover(
         code::extract(path, route, lcf.trailing_slash())
     });
     match stripped {
-        Some(code) => serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Stripped),
+        Some(code) => serve(
+            r,
+            mcf,
+            lcf,
+            domain,
+            raw_uri,
+            code,
+            password,
+            Found::Stripped,
+        ),
         None => not_a_code(r, mcf, lcf, domain, raw_uri),
     }
 }
@@ -174,7 +183,16 @@ fn serve(
         Some(FromCache::MissingExact(stripped)) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
-            return serve(r, mcf, lcf, domain, raw_uri, stripped, password, Found::Stripped);
+            return serve(
+                r,
+                mcf,
+                lcf,
+                domain,
+                raw_uri,
+                stripped,
+                password,
+                Found::Stripped,
+            );
         }
         None => {}
     }

@@ -17,8 +17,8 @@ use ngx::async_::{sleep, spawn, Task};
 use ngx::core::Pool;
 
 use crate::cache::{Cached, Hit, Scope};
-use crate::handler::Verdict;
 use crate::conf::{LocConf, MainConf};
+use crate::handler::Verdict;
 use crate::password::{Client, Submitted};
 use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
@@ -285,14 +285,16 @@ async fn perform(
             } = *form;
             let link = match record {
                 Record::Cached(link) => link,
-                Record::Lookup(candidate) => match resolve_or_stripped(mcf, lcf, code, candidate).await {
-                    // Before the attempt is counted: another workspace's link is not there.
-                    Resolution::Link(link) if foreign(&link, candidate.workspace) => {
-                        return Resolution::Missing;
+                Record::Lookup(candidate) => {
+                    match resolve_or_stripped(mcf, lcf, code, candidate).await {
+                        // Before the attempt is counted: another workspace's link is not there.
+                        Resolution::Link(link) if foreign(&link, candidate.workspace) => {
+                            return Resolution::Missing;
+                        }
+                        Resolution::Link(link) => link,
+                        other => return other,
                     }
-                    Resolution::Link(link) => link,
-                    other => return other,
-                },
+                }
             };
             // A link that asks no password now (none, not open yet, over) answers the POST as
             // it would a GET.

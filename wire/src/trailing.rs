@@ -40,6 +40,13 @@ pub fn strip(path: &[u8]) -> Option<&[u8]> {
 
 /// The length in bytes of the [`TRAILING`] character that `bytes` ends with, raw or escaped.
 fn trailing_char_len(bytes: &[u8]) -> Option<usize> {
+    let &last = bytes.last()?;
+    // The common 404 (`/favicon.ico`, a scanner's path) ends in a letter or digit, which ends a
+    // character of the table only as an escape's last hex digit: no walk through the table.
+    let escape_at = bytes.len().checked_sub(3).map(|at| bytes[at]);
+    if last.is_ascii_alphanumeric() && escape_at != Some(b'%') {
+        return None;
+    }
     let mut utf8 = [0; 4];
     TRAILING.iter().find_map(|c| {
         let raw = c.encode_utf8(&mut utf8).as_bytes();

@@ -184,7 +184,11 @@ async fn resolve_answers_a_code_with_glued_punctuation_as_the_code() {
             let response = app.resolve(&path).await;
             let location = response.headers().get("location").cloned();
             let location = location.map(|value| value.to_str().unwrap().to_owned());
-            (response.status().as_u16(), location.unwrap_or_default(), path)
+            (
+                response.status().as_u16(),
+                location.unwrap_or_default(),
+                path,
+            )
         }
     };
     let mut utf8 = [0; 4];

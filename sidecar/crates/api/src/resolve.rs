@@ -29,7 +29,9 @@ pub const CACHE_CONTROL_PERMANENT: &str = "public, max-age=3600";
 pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
 
 /// Resolve a code as the redirect path would, on a host of the workspace the header names. nginx's
-/// fallback only: a key of role `resolve` (`keys create --role resolve`), no other role.
+/// fallback only: a key of role `resolve` (`keys create --role resolve`), no other role. A code
+/// with punctuation a text glued to it (`abc1234.`, `abc1234。`) that is no code itself answers as
+/// the code without it, as the module does.
 #[utoipa::path(get, path = "/api/v1/resolve/{code}", tag = "resolve",
     params(("code" = String, Path),
         ("X-Shortlink-Workspace" = Option<String>, Header, description = "`ws=` and the workspace \
