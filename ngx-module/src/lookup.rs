@@ -328,14 +328,29 @@ async fn resolve_or_stripped(
     candidate: Candidate,
 ) -> Resolution {
     let exact = resolve(mcf, lcf, code, candidate).await;
+    if !candidate.strip_on_miss {
+        return exact;
+    }
     let missing = match &exact {
         Resolution::Missing => true,
         Resolution::Link(link) => foreign(link, candidate.workspace),
         _ => false,
     };
-    if !(missing && candidate.strip_on_miss && code.strip()) {
+    if !(missing && code.strip()) {
         return exact;
     }
+    drop(exact);
+    // Boxed: every other lookup's task carries no room for a second one.
+    Box::pin(resolve_stripped(mcf, lcf, code, candidate)).await
+}
+
+/// The second lookup of [`resolve_or_stripped`], for `code` now without its punctuation.
+async fn resolve_stripped(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    exact: Candidate,
+) -> Resolution {
     let rejected = match crate::handler::verdict(mcf, lcf, code.as_bytes()) {
         Verdict::Lookup { bad_check, scope } => {
             if let Some(cached) = from_cache(mcf, lcf, code) {
@@ -345,7 +360,7 @@ async fn resolve_or_stripped(
                 bad_check,
                 scope,
                 strip_on_miss: false,
-                ..candidate
+                ..exact
             };
             return resolve(mcf, lcf, code, stripped).await;
         }
