@@ -11,15 +11,19 @@
 /// punctuation, their full-width and CJK forms, closing quotes, and spaces (`%20`, a no-break
 /// space, the ideographic space). `.` is here although imported codes may contain it: the caller
 /// looks up the exact code first wherever one could end in `.` (see [`strip`]).
+#[rustfmt::skip]
 pub const TRAILING: [char; 40] = [
     // ASCII
     '.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', ' ',
     // Spaces an encoder may write
-    '\u{00A0}', '\u{3000}', // CJK punctuation
-    '。', '、', '」', '』', '】', '〉', '》', '〕', '〗', // Full-width forms
+    '\u{00A0}', '\u{3000}',
+    // CJK punctuation
+    '。', '、', '」', '』', '】', '〉', '》', '〕', '〗',
+    // Full-width forms
     '，', '．', '；', '：', '！', '？', '）', '］', '｝', '＂', '＇',
     // Half-width CJK forms
-    '｡', '､', '｣', // Quotes and the ellipsis
+    '｡', '､', '｣',
+    // Quotes and the ellipsis
     '’', '”', '…',
 ];
 
