@@ -24,6 +24,7 @@ use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
+use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
@@ -88,8 +89,65 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
     let Some(code) = code::extract(raw_uri, route, lcf.trailing_slash()) else {
-        return not_a_code(r, mcf, lcf, domain, raw_uri);
+        return recover(r, mcf, lcf, domain, raw_uri, password);
     };
+    serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact)
+}
+
+/// How the code being served came out of the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// The path's code as it is.
+    Exact,
+    /// The path without the punctuation a text glued to it (`shortlink_wire::trailing`): tried
+    /// once, never stripped again.
+    Stripped,
+}
+
+/// A path that is no code as it is: answered as the code it holds without its trailing
+/// punctuation (`/abc1234.`, `/abc1234%E3%80%82`), else as today (an app-link file or 404).
+/// Reached only once the path failed to be a code, so a redirect never pays for it.
+fn recover(
+    r: &mut ngx_http_request_t,
+    mcf: &'static MainConf,
+    lcf: &'static LocConf,
+    domain: DomainCounts,
+    raw_uri: &[u8],
+    password: Option<&Submitted>,
+) -> ngx_int_t {
+    let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
+    let stripped = trailing::strip(path).and_then(|path| {
+        let route = lcf.route.as_ref()?;
+        code::extract(path, route, lcf.trailing_slash())
+    });
+    match stripped {
+        Some(code) => serve(
+            r,
+            mcf,
+            lcf,
+            domain,
+            raw_uri,
+            code,
+            password,
+            Found::Stripped,
+        ),
+        None => not_a_code(r, mcf, lcf, domain, raw_uri),
+    }
+}
+
+/// Answers `code`: from the cache, else by the shape check, else from Redis.
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    r: &mut ngx_http_request_t,
+    mcf: &'static MainConf,
+    lcf: &'static LocConf,
+    domain: DomainCounts,
+    raw_uri: &[u8],
+    code: &[u8],
+    password: Option<&Submitted>,
+    found: Found,
+) -> ngx_int_t {
+    let recovered = found == Found::Stripped;
     let code = match lcf.code_case() {
         CodeCase::Exact => code,
         CodeCase::Lower => match lowered(r, mcf, code) {
@@ -98,6 +156,8 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         },
     };
     // What is looked up is what the fallback gets: lower-cased, without the trailing slash.
+    // An imported code that may carry glued punctuation goes to the fallback whole: it applies
+    // the same rule (exact code first) to it.
     // SAFETY: `code` is a slice of `r.unparsed_uri` or of the request pool, both living as
     // long as the request.
     unsafe { variables::set_code(r, mcf, code) };
@@ -106,23 +166,90 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     // Codes only imported-codes locations look up are cached for those locations only.
     // A POST is answered from the cache too: only a link that asks its password goes to Redis
     // (attempts are counted there), or anyone could force a lookup per request.
-    let cached = answer_from_cache(r, mcf, lcf, domain, code, password);
+    let cached = answer_from_cache(r, mcf, lcf, domain, code, password, found);
     match cached {
         Some(FromCache::Answered(answered)) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
             respond::track(r, mcf, lcf, code, answered);
+            respond::count_recovered(mcf, recovered, answered);
             return answered.rc;
         }
         Some(FromCache::Later(job)) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
-            return lookup::start(r, mcf, lcf, domain, code, job);
+            return lookup::start(r, mcf, lcf, domain, code, job, recovered);
+        }
+        Some(FromCache::MissingExact(stripped)) => {
+            bump(mcf, Counter::CacheHits);
+            domain.bump(DomainCounter::CacheHits);
+            return serve(
+                r,
+                mcf,
+                lcf,
+                domain,
+                raw_uri,
+                stripped,
+                password,
+                Found::Stripped,
+            );
         }
         None => {}
     }
+    let (bad_check, scope) = match verdict(mcf, lcf, code) {
+        Verdict::Lookup { bad_check, scope } => (bad_check, scope),
+        Verdict::CheckReject => {
+            bump(mcf, Counter::CheckRejects);
+            return not_found(mcf, domain);
+        }
+        Verdict::NoCode if found == Found::Exact => {
+            return recover(r, mcf, lcf, domain, raw_uri, password)
+        }
+        Verdict::NoCode => return not_a_code(r, mcf, lcf, domain, raw_uri),
+        Verdict::NoScheme => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+    };
+    let candidate = Candidate {
+        bad_check,
+        scope,
+        workspace: worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
+            .unwrap_or_else(|| host_workspace(r, lcf, None)),
+        // Only an imported code can end in punctuation (`.`) and still be a code.
+        strip_on_miss: found == Found::Exact
+            && scope == Scope::Imported
+            && stripped_code(code).is_some(),
+    };
+    if let Some(password) = password {
+        let job = Job::Unlock(Box::new(Unlock {
+            password: password.clone(),
+            client: Client::of(r),
+            record: Record::Lookup(candidate),
+        }));
+        return lookup::start(r, mcf, lcf, domain, code, job, recovered);
+    }
+    bump(mcf, Counter::CacheMisses);
+    if scope == Scope::Imported {
+        bump(mcf, Counter::ImportedLookups);
+    }
+    lookup::start(r, mcf, lcf, domain, code, Job::Lookup(candidate), recovered)
+}
+
+/// What the shape check makes of a code the cache did not answer.
+pub(crate) enum Verdict {
+    /// Worth a lookup: the parts of its [`Candidate`] the shape decides.
+    Lookup { bad_check: bool, scope: Scope },
+    /// A wrong check character while the projection marker vouches for this module's scheme.
+    CheckReject,
+    /// No shape a code of this location can have.
+    NoCode,
+    /// The configuration has no code scheme.
+    NoScheme,
+}
+
+/// Decides from `code`'s shape alone whether it is looked up; the handler's table, and the
+/// lookup task's for a code stripped after an exact miss.
+pub(crate) fn verdict(mcf: &MainConf, lcf: &LocConf, code: &[u8]) -> Verdict {
     let Some(scheme) = &mcf.scheme else {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        return Verdict::NoScheme;
     };
     let shape = scheme.shape(code);
     // Tested only once our shapes have failed: a plain redirect never pays for it.
@@ -133,32 +260,18 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         // Only while the projection marker names this module's scheme: under another secret
         // valid codes fail the check (crate::scheme).
         Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
-            bump(mcf, Counter::CheckRejects);
-            return not_found(mcf, domain);
+            return Verdict::CheckReject;
         }
         Shape::BadCheck => (true, Scope::All),
         Shape::Invalid if imported(code) => (false, Scope::Imported),
-        Shape::Invalid => return not_a_code(r, mcf, lcf, domain, raw_uri),
+        Shape::Invalid => return Verdict::NoCode,
     };
-    let candidate = Candidate {
-        bad_check,
-        scope,
-        workspace: worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
-            .unwrap_or_else(|| host_workspace(r, lcf, None)),
-    };
-    if let Some(password) = password {
-        let job = Job::Unlock(Box::new(Unlock {
-            password: password.clone(),
-            client: Client::of(r),
-            record: Record::Lookup(candidate),
-        }));
-        return lookup::start(r, mcf, lcf, domain, code, job);
-    }
-    bump(mcf, Counter::CacheMisses);
-    if scope == Scope::Imported {
-        bump(mcf, Counter::ImportedLookups);
-    }
-    lookup::start(r, mcf, lcf, domain, code, Job::Lookup(candidate))
+    Verdict::Lookup { bad_check, scope }
+}
+
+/// `code` without its trailing punctuation, if it has some and something is left.
+pub(crate) fn stripped_code(code: &[u8]) -> Option<&[u8]> {
+    trailing::strip(code).filter(|code| !code.is_empty())
 }
 
 /// `code` as a `shortlink_code_case lower` location looks it up: lower-cased in the request
@@ -265,25 +378,39 @@ fn host_workspace(
     }
 }
 
+/// `code` without its trailing punctuation, when a miss of the exact code is followed by a try
+/// of it: on imported-codes locations only, where a code may end in `.` (elsewhere such a path is
+/// stripped before any lookup).
+fn recoverable<'a>(lcf: &LocConf, code: &'a [u8], found: Found) -> Option<&'a [u8]> {
+    if found == Found::Stripped || !lcf.imported_codes() {
+        return None;
+    }
+    stripped_code(code)
+}
+
 /// What a cache hit gives: the answer, or a link that needs Redis once more first.
-enum FromCache {
+enum FromCache<'a> {
     Answered(Answered),
     /// Count the click (links with `max_visits`), or read the card (a preview fetcher on a link
     /// with one), on a copy of the cached link: their one allocation per click.
     Later(Job),
+    /// An imported code ending in punctuation (`promo.`) known missing: serve the code without
+    /// it (`promo`), as a lookup would after a miss.
+    MissingExact(&'a [u8]),
 }
 
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
 /// (Redis counts the attempt); any other is answered as a GET is, without its card. A link of
 /// another workspace than the host's is a cached miss, whatever the method: judged first.
-fn answer_from_cache(
+fn answer_from_cache<'a>(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     domain: DomainCounts,
-    code: &[u8],
+    code: &'a [u8],
     password: Option<&Submitted>,
-) -> Option<FromCache> {
+    found: Found,
+) -> Option<FromCache<'a>> {
     let now = now_ms();
     worker::with(mcf, |w| {
         let (hit, hosts) = w.cached(code, now, lcf.cache_scope())?;
@@ -313,7 +440,10 @@ fn answer_from_cache(
                 }
                 Outcome::CachedLink(link)
             }
-            Hit::Missing => Outcome::Missing,
+            Hit::Missing => match recoverable(lcf, code, found) {
+                Some(stripped) => return Some(FromCache::MissingExact(stripped)),
+                None => Outcome::Missing,
+            },
         };
         Some(FromCache::Answered(respond::answer(
             r, mcf, lcf, domain, outcome,

@@ -16,8 +16,9 @@ use nginx_sys::{
 use ngx::async_::{sleep, spawn, Task};
 use ngx::core::Pool;
 
-use crate::cache::{Cached, Scope};
+use crate::cache::{Cached, Hit, Scope};
 use crate::conf::{LocConf, MainConf};
+use crate::handler::Verdict;
 use crate::password::{Client, Submitted};
 use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
@@ -27,7 +28,7 @@ use crate::request::click;
 use crate::request::workspace::HostWorkspace;
 use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
-use crate::status::DomainCounts;
+use crate::status::{Counter, DomainCounts};
 use crate::{ffi, worker};
 use shortlink_wire::keys;
 use shortlink_wire::record::{self, Checked, Link};
@@ -60,6 +61,9 @@ pub struct Candidate {
     /// The host's workspace: a link of another answers as a missing record (and is cached as
     /// found, for the hosts of its own).
     pub workspace: HostWorkspace,
+    /// An imported code ending in punctuation (`promo.`): if it is missing, the code without the
+    /// punctuation (`promo`) is served instead, from the cache or by a second lookup.
+    pub strip_on_miss: bool,
 }
 
 /// What the task does before answering.
@@ -108,8 +112,9 @@ impl Resolution {
 struct RequestCtx {
     /// True while the handler that spawned the task is still on the stack.
     in_handler: Cell<bool>,
-    /// A resolution reached before the handler returned; the handler answers it.
-    early: Cell<Option<Resolution>>,
+    /// A resolution reached before the handler returned, and the code it answers (the path's,
+    /// or without its punctuation after a miss); the handler answers it.
+    early: Cell<Option<(Resolution, CodeBuf)>>,
     task: Cell<Option<Task<()>>>,
 }
 
@@ -124,24 +129,38 @@ const MAX_CODE: usize = if shortcode::ALIAS_MAX_LEN > shortcode::IMPORTED_MAX_LE
 struct CodeBuf {
     bytes: [u8; MAX_CODE],
     len: usize,
+    /// The code is the path's without its trailing punctuation (counted once answered).
+    recovered: bool,
 }
 
 impl CodeBuf {
-    fn new(code: &[u8]) -> Option<Self> {
+    fn new(code: &[u8], recovered: bool) -> Option<Self> {
         let mut bytes = [0; MAX_CODE];
         bytes.get_mut(..code.len())?.copy_from_slice(code);
         Some(Self {
             bytes,
             len: code.len(),
+            recovered,
         })
     }
 
     fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
+
+    /// Serves the code without its trailing punctuation from now on: a prefix of it.
+    fn strip(&mut self) -> bool {
+        let Some(len) = crate::handler::stripped_code(self.as_bytes()).map(<[u8]>::len) else {
+            return false;
+        };
+        self.len = len;
+        self.recovered = true;
+        true
+    }
 }
 
-/// Starts `job` for `code` and returns what the content handler should return.
+/// Starts `job` for `code` and returns what the content handler should return. `recovered`:
+/// `code` is the path's without its trailing punctuation.
 pub fn start(
     r: &mut ngx_http_request_t,
     mcf: &'static MainConf,
@@ -149,8 +168,9 @@ pub fn start(
     domain: DomainCounts,
     code: &[u8],
     job: Job,
+    recovered: bool,
 ) -> ngx_int_t {
-    let Some(owned) = CodeBuf::new(code) else {
+    let Some(owned) = CodeBuf::new(code, recovered) else {
         return respond::answer(r, mcf, lcf, domain, Outcome::Missing).rc;
     };
     // SAFETY: the request pool is live; the context is dropped by the pool's cleanup.
@@ -171,12 +191,13 @@ pub fn start(
     // SAFETY: `ctx` was just allocated in the live request's pool.
     let ctx = unsafe { &*ctx };
     ctx.in_handler.set(false);
-    if let Some(resolution) = ctx.early.take() {
+    if let Some((resolution, code)) = ctx.early.take() {
         // ngx 0.5.1 may run the task to completion inside spawn(): answer synchronously.
         // SAFETY: undoes the reference taken above; the request stays alive for the return.
         unsafe { (*r.main).set_count((*r.main).count() - 1) };
         let answered = respond::answer(r, mcf, lcf, domain, resolution.outcome());
-        respond::track(r, mcf, lcf, code, answered);
+        respond::track(r, mcf, lcf, code.as_bytes(), answered);
+        respond::count_recovered(mcf, code.recovered, answered);
         return answered.rc;
     }
     ctx.task.set(Some(task));
@@ -189,10 +210,10 @@ async fn run(
     mcf: &'static MainConf,
     lcf: &'static LocConf,
     domain: DomainCounts,
-    code: CodeBuf,
+    mut code: CodeBuf,
     job: Job,
 ) {
-    let resolution = CatchUnwind(pin!(perform(r, mcf, lcf, &code, job)))
+    let resolution = CatchUnwind(pin!(perform(r, mcf, lcf, &mut code, job)))
         .await
         .unwrap_or(Resolution::Failed(RedisError::Protocol));
     // SAFETY: the context lives in the request pool. The request is alive: we hold a reference
@@ -200,7 +221,7 @@ async fn run(
     // memory goes, so this code never runs on a freed request.
     let ctx = unsafe { &*ctx };
     if ctx.in_handler.get() {
-        ctx.early.set(Some(resolution));
+        ctx.early.set(Some((resolution, code)));
         return;
     }
     // Detach first: finalizing may free the request and with it the task handle.
@@ -224,6 +245,7 @@ fn finish(
         let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
             let answered = respond::answer(&mut *r, mcf, lcf, domain, resolution.outcome());
             respond::track(&*r, mcf, lcf, code.as_bytes(), answered);
+            respond::count_recovered(mcf, code.recovered, answered);
             answered.rc
         });
         ngx_http_finalize_request(r, rc);
@@ -237,14 +259,14 @@ async fn perform(
     r: *const ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
-    code: &CodeBuf,
+    code: &mut CodeBuf,
     job: Job,
 ) -> Resolution {
     let now = ngx_time() as u64;
     let (link, unlocked) = match job {
         Job::Count(link) => (link, false),
         Job::Card(link) => return card(mcf, lcf, code, link).await,
-        Job::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
+        Job::Lookup(candidate) => match resolve_or_stripped(mcf, lcf, code, candidate).await {
             Resolution::Link(link) if foreign(&link, candidate.workspace) => {
                 return Resolution::Missing;
             }
@@ -263,14 +285,16 @@ async fn perform(
             } = *form;
             let link = match record {
                 Record::Cached(link) => link,
-                Record::Lookup(candidate) => match resolve(mcf, lcf, code, candidate).await {
-                    // Before the attempt is counted: another workspace's link is not there.
-                    Resolution::Link(link) if foreign(&link, candidate.workspace) => {
-                        return Resolution::Missing;
+                Record::Lookup(candidate) => {
+                    match resolve_or_stripped(mcf, lcf, code, candidate).await {
+                        // Before the attempt is counted: another workspace's link is not there.
+                        Resolution::Link(link) if foreign(&link, candidate.workspace) => {
+                            return Resolution::Missing;
+                        }
+                        Resolution::Link(link) => link,
+                        other => return other,
                     }
-                    Resolution::Link(link) => link,
-                    other => return other,
-                },
+                }
             };
             // A link that asks no password now (none, not open yet, over) answers the POST as
             // it would a GET.
@@ -291,6 +315,73 @@ async fn perform(
         }
     };
     count(mcf, lcf, code, link, unlocked).await
+}
+
+/// [`resolve`], and for an imported code ending in punctuation that is missing (or another
+/// workspace's), the code without it: from the cache, else by a second lookup on the same path
+/// (its own shape check, deadline and fallback). An exact match always wins. On a Redis failure
+/// of either lookup the fallback gets the path's code and applies the same rule.
+async fn resolve_or_stripped(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &mut CodeBuf,
+    candidate: Candidate,
+) -> Resolution {
+    let exact = resolve(mcf, lcf, code, candidate).await;
+    if !candidate.strip_on_miss {
+        return exact;
+    }
+    let missing = match &exact {
+        Resolution::Missing => true,
+        Resolution::Link(link) => foreign(link, candidate.workspace),
+        _ => false,
+    };
+    if !(missing && code.strip()) {
+        return exact;
+    }
+    drop(exact);
+    // Boxed: every other lookup's task carries no room for a second one.
+    Box::pin(resolve_stripped(mcf, lcf, code, candidate)).await
+}
+
+/// The second lookup of [`resolve_or_stripped`], for `code` now without its punctuation.
+async fn resolve_stripped(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &CodeBuf,
+    exact: Candidate,
+) -> Resolution {
+    let rejected = match crate::handler::verdict(mcf, lcf, code.as_bytes()) {
+        Verdict::Lookup { bad_check, scope } => {
+            if let Some(cached) = from_cache(mcf, lcf, code) {
+                return cached;
+            }
+            let stripped = Candidate {
+                bad_check,
+                scope,
+                strip_on_miss: false,
+                ..exact
+            };
+            return resolve(mcf, lcf, code, stripped).await;
+        }
+        Verdict::CheckReject => Counter::CheckRejects,
+        Verdict::NoCode | Verdict::NoScheme => Counter::Invalid,
+    };
+    crate::status::bump(mcf, rejected);
+    Resolution::Missing
+}
+
+/// The cached record of a code served after its exact form missed, as a lookup would resolve
+/// it (a copy: the task owns what it answers).
+fn from_cache(mcf: &MainConf, lcf: &LocConf, code: &CodeBuf) -> Option<Resolution> {
+    worker::with(mcf, |w| {
+        let (hit, _) = w.cached(code.as_bytes(), ffi::now_ms(), lcf.cache_scope())?;
+        Some(match hit? {
+            Hit::Link(link) => Resolution::Link(link.to_link()),
+            Hit::Missing => Resolution::Missing,
+        })
+    })
+    .flatten()
 }
 
 /// Whether `link` belongs to a workspace other than the host's. Links from the cache were

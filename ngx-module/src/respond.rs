@@ -251,6 +251,16 @@ pub fn track(
     worker::with(mcf, |w| w.track(&visit));
 }
 
+/// Counts a request answered as the code its path held before trailing punctuation
+/// (`recovered`), if the answer is one a known link gives (a redirect, 410 or card: a tap
+/// saved); a recovered path that still finds no link is an ordinary 404.
+#[inline]
+pub fn count_recovered(mcf: &MainConf, recovered: bool, answered: Answered) {
+    if recovered && answered.visit.is_some() {
+        bump(mcf, Counter::Recovered);
+    }
+}
+
 fn is_post(r: &ngx_http_request_t) -> bool {
     r.method & nginx_sys::NGX_HTTP_POST as usize != 0
 }

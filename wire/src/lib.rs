@@ -16,6 +16,7 @@
 //!   the limits both keep;
 //! - [`resp`]: RESP2 framing: the reader the module runs on every Redis reply, and command encoding;
 //! - [`path`]: where the code sits in a raw request URI;
+//! - [`trailing`]: the punctuation a text glues to a link, stripped by module and fallback alike;
 //! - [`page`]: the headers every page a click can get carries;
 //! - [`preview`]: a link's preview card, in a key of its own, and the page fetchers get;
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
@@ -42,3 +43,4 @@ pub mod record;
 pub mod resp;
 pub mod rules;
 pub mod target;
+pub mod trailing;

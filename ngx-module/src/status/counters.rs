@@ -76,9 +76,12 @@ pub enum Counter {
     /// Gauge: primaries whose slots the worker reads from a replica in its zone
     /// (`read_replicas=`), in the slot map it read last.
     ClusterReplicasRead,
+    /// Requests whose path was no code but the code before its trailing punctuation
+    /// (`/abc1234.`, `/abc1234%E3%80%82`), answered as that code with a redirect, 410 or card.
+    Recovered,
 }
 
-pub(super) const COUNT: usize = 33;
+pub(super) const COUNT: usize = 34;
 
 pub(super) const NAMES: [&str; COUNT] = [
     "requests",
@@ -114,6 +117,7 @@ pub(super) const NAMES: [&str; COUNT] = [
     "events_rerouted",
     "imported_lookups",
     "cluster_replicas_read",
+    "recovered",
 ];
 
 #[repr(C)]

@@ -94,6 +94,7 @@ const HELP: [&str; COUNT] = [
     "Visit events a cluster node redirected (MOVED, ASK) and that were sent again.",
     "Lookups of codes only shortlink_imported_codes sends to Redis.",
     "Primaries whose slots a worker reads from a replica in its zone (read_replicas=).",
+    "Paths answered as the code before their trailing punctuation (redirect, 410 or card).",
 ];
 
 /// The whole page in the Prometheus text format.

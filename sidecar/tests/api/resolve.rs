@@ -155,3 +155,71 @@ async fn resolve_repairs_missing_redis_keys(backend: Backend) {
     assert_eq!(app.resolve(live).await.status(), 307);
     assert_eq!(app.resolve(revoked).await.status(), 410);
 }
+
+/// Punctuation a text glued to a short link (`shortlink_wire::trailing`): the fallback applies the
+/// module's rule to the code nginx passes it. The exact code first (an imported `promo.` is
+/// itself), else the code without its trailing run, whichever way the characters reached it:
+/// as characters (the path decoded) or still percent-encoded (the module passes codes raw).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolve_answers_a_code_with_glued_punctuation_as_the_code() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://a.example/generated").await;
+    let dir = testkit::temp_dir();
+    let csv = dir.path().join("links.csv");
+    std::fs::write(
+        &csv,
+        "code,url,domain\n\
+         promo.,https://old.example/dot,s.old.example\n\
+         promo,https://old.example/plain,s.old.example\n",
+    )
+    .unwrap();
+    let (outcome, report) =
+        crate::import_sources::import(&app, &["--from", "csv", csv.to_str().unwrap()]).await;
+    outcome.unwrap();
+    assert_eq!(report["imported"], 2, "{report}");
+
+    let answer = |path: String| {
+        let app = &app;
+        async move {
+            let response = app.resolve(&path).await;
+            let location = response.headers().get("location").cloned();
+            let location = location.map(|value| value.to_str().unwrap().to_owned());
+            (
+                response.status().as_u16(),
+                location.unwrap_or_default(),
+                path,
+            )
+        }
+    };
+    let mut utf8 = [0; 4];
+    for c in shortlink_wire::trailing::TRAILING {
+        let encoded: String = c
+            .encode_utf8(&mut utf8)
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect();
+        // Decoded by the route to the character; and `%25`-escaped, decoded to the escape.
+        let forms = [encoded.clone(), encoded.replace('%', "%25")];
+        for form in forms {
+            let (status, location, path) = answer(format!("{code}{form}")).await;
+            assert_eq!(status, 302, "{path}");
+            assert_eq!(location, "https://a.example/generated", "{path}");
+        }
+    }
+    for (path, status, location) in [
+        ("promo.", 302, "https://old.example/dot"),
+        ("promo%2E", 302, "https://old.example/dot"),
+        ("promo", 302, "https://old.example/plain"),
+        ("promo..", 302, "https://old.example/plain"),
+        ("promo%E3%80%82", 302, "https://old.example/plain"),
+        ("promo,)", 302, "https://old.example/plain"),
+        ("nothing-here.", 404, ""),
+        // A path of punctuation alone (not `.`: a dot segment the client itself removes).
+        ("%2C%29", 404, ""),
+        ("%E3%80%82%E3%80%82", 404, ""),
+        ("promo.x", 404, ""),
+    ] {
+        let seen = answer(path.to_owned()).await;
+        assert_eq!((seen.0, seen.1.as_str()), (status, location), "{path}");
+    }
+}

@@ -448,3 +448,45 @@ fn nginx_t_refuses_bad_values_with_a_clear_message() {
         assert!(text.contains(message), "{bad}: {text}");
     }
 }
+
+/// Punctuation glued to a link (issue 70) on a domain whose codes may end in `.`: the exact code
+/// always wins; only its miss makes the module try the code without its trailing run (a second
+/// lookup, then the cache); the fallback gets the exact code and applies the same rule.
+#[test]
+fn an_imported_code_ending_in_a_dot_is_itself_and_glued_punctuation_is_dropped() {
+    let edge = Edge::start();
+    edge.learn_scheme();
+    let target = |name: &str| format!("https://example.com/{name}");
+    edge.store("promo.", &target("dot"));
+    edge.store("promo", &target("plain"));
+    edge.store("x.y", &target("xy"));
+
+    let before = edge.counters();
+    for round in ["cold cache", "cached"] {
+        for (path, name) in [
+            ("/promo.", "dot"),
+            ("/promo..", "plain"),
+            ("/promo.%E3%80%82", "plain"),
+            ("/x.y.", "xy"),
+            ("/x.y%2E%e3%80%82", "xy"),
+        ] {
+            assert_eq!(edge.get(OLD, path), (302, target(name)), "{path}, {round}");
+        }
+        assert_eq!(edge.get(OLD, "/nothing.").0, 404, "{round}");
+        assert_eq!(edge.get(OLD, "/%E3%80%82").0, 404, "{round}");
+    }
+    // Where no code ends in `.`, the path is stripped before any lookup.
+    assert_eq!(edge.get(PLAIN, "/promo."), (302, target("plain")));
+    let after = edge.counters();
+    assert_eq!(after["recovered"], before["recovered"] + 2 * 4 + 1);
+
+    // What the fallback is asked for: the exact code when it could be one, else the stripped one.
+    assert_eq!(
+        edge.get(ECHO, "/missing."),
+        (ECHO_STATUS, "missing.".to_owned())
+    );
+    assert_eq!(
+        edge.get(ECHO, "/missing%E3%80%82"),
+        (ECHO_STATUS, "missing".to_owned())
+    );
+}

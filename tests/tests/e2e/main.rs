@@ -54,6 +54,7 @@ mod secrets;
 mod sentinel;
 mod sticky_splits;
 mod tls;
+mod trailing_punctuation;
 mod visit_caps;
 mod workspace_hosts;
 mod workspaces;

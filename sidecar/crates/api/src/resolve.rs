@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use shortlink_core::service::click::ClickInput;
+use shortlink_core::service::click::CountryOf;
 use shortlink_core::service::Resolution;
 use shortlink_wire::fallback;
 use shortlink_wire::preview::CARD_STATUS;
@@ -28,7 +29,9 @@ pub const CACHE_CONTROL_PERMANENT: &str = "public, max-age=3600";
 pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
 
 /// Resolve a code as the redirect path would, on a host of the workspace the header names. nginx's
-/// fallback only: a key of role `resolve` (`keys create --role resolve`), no other role.
+/// fallback only: a key of role `resolve` (`keys create --role resolve`), no other role. A code
+/// with punctuation a text glued to it (`abc1234.`, `abc1234。`) that is no code itself answers as
+/// the code without it, as the module does.
 #[utoipa::path(get, path = "/api/v1/resolve/{code}", tag = "resolve",
     params(("code" = String, Path),
         ("X-Shortlink-Workspace" = Option<String>, Header, description = "`ws=` and the workspace \
@@ -71,10 +74,35 @@ pub async fn resolve(
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
     let resolution = match host_workspace(&headers) {
-        Some(host) => (state.links).resolve(host, &code, &click, &country).await?,
+        Some(host) => resolve_or_stripped(&state, host, &code, &click, &country).await?,
         None => Resolution::NotFound,
     };
     answer(resolution)
+}
+
+/// The module's rule for a path ending in punctuation a text glued to the link
+/// (`shortlink_wire::trailing`): the exact code first (an imported code may end in `.`), and only
+/// if it finds nothing, the code without its trailing run, raw or percent-encoded. The module
+/// sends here the code it looked up: the stripped one when the path could be no code, the exact
+/// one when it could (and Redis failed before its second lookup).
+async fn resolve_or_stripped(
+    state: &AppState,
+    host: WorkspaceName,
+    code: &str,
+    click: &ClickInput<'_>,
+    country: CountryOf<'_>,
+) -> Result<Resolution> {
+    let stripped = shortlink_wire::trailing::strip(code.as_bytes())
+        // Whole characters go, so what is left ends on a character boundary.
+        .and_then(|rest| code.get(..rest.len()))
+        .filter(|rest| !rest.is_empty());
+    let Some(stripped) = stripped else {
+        return Ok(state.links.resolve(host, code, click, country).await?);
+    };
+    match state.links.resolve(host, code, click, country).await? {
+        Resolution::NotFound => Ok(state.links.resolve(host, stripped, click, country).await?),
+        found => Ok(found),
+    }
 }
 
 /// The workspace nginx maps the request's host to, as its fallback location names it
