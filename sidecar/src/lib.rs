@@ -257,7 +257,9 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             import_policy: outbound::Policy::imports(config),
             gateway_policy: outbound::Policy::gateways(config),
             gateway_secrets_dir: config.gateway_secrets_dir.clone(),
+            callback_rate: config.callback_rate,
         }),
+        sends: Arc::new(http::gateway::runner::Sends::new(config.gateway_lease)),
     })
 }
 
@@ -337,6 +339,10 @@ impl Jobs {
                 });
             }
         }
+        let sending = state.clone();
+        tasks.spawn("gateway sends", |shutdown| {
+            http::gateway::runner::run(sending, shutdown)
+        });
         if let Some((sender, settings)) = self.delivery {
             let delivery =
                 webhooks::deliver::Deliverer::with_sender(Arc::clone(&visits), sender, settings);
