@@ -42,6 +42,7 @@ impl Queue {
         }
         let queue = self.state.analytics.store.send_queue();
         queue.enqueue(self.workspace, &self.job, &waiting).await?;
+        self.state.sends.queued.notify_waiters();
         Ok(())
     }
 
@@ -51,6 +52,7 @@ impl Queue {
         let queue = self.state.analytics.store.send_queue();
         queue.seal(&self.job, shortlink_store::now()).await?;
         self.sealed.store(true, Ordering::Release);
+        self.state.sends.queued.notify_waiters();
         Ok(())
     }
 }

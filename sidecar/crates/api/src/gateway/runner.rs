@@ -22,6 +22,8 @@ pub struct Sends {
     pub owner: String,
     /// `--gateway-lease`.
     pub lease: Duration,
+    /// Compose queued more messages: the jobs waiting for them look at once.
+    pub queued: tokio::sync::Notify,
     wake: mpsc::UnboundedSender<String>,
     woken: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
 }
@@ -41,6 +43,7 @@ impl Sends {
         Sends {
             owner: format!("{host}-{:016x}", u64::from_be_bytes(bytes)),
             lease,
+            queued: tokio::sync::Notify::new(),
             wake,
             woken: Mutex::new(Some(woken)),
         }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 const STANDING_EVERY: Duration = Duration::from_millis(500);
 /// Queued messages read at once.
 const PAGE: i64 = 200;
-/// How often a job whose compose is still answering looks for more messages.
+/// How often a job whose compose is still answering looks for more messages, unless told.
 const WAITING: Duration = Duration::from_millis(100);
 /// The wait before writing an outcome again when the database failed.
 const RETRY_RECORD: Duration = Duration::from_secs(1);
@@ -45,14 +45,18 @@ pub const INTERRUPTED: &str =
 pub async fn send_job(state: AppState, open: OpenJob, shutdown: Shutdown) -> String {
     let id = open.id.clone();
     let lost = Arc::new(AtomicBool::new(false));
-    let heartbeat = tokio::spawn(renew(state.clone(), id.clone(), Arc::clone(&lost)));
+    let heartbeat = renew(state.clone(), id.clone(), Arc::clone(&lost));
     let mut run = Run::new(&state, open, lost, shutdown).await;
-    run.drain().await;
-    heartbeat.abort();
+    // In the job's own task: a job aborted with its sidecar stops renewing its lease too.
+    tokio::select! {
+        () = run.drain() => {}
+        () = heartbeat => {}
+    }
     id
 }
 
-/// Renews the lease every third of it; marks the job `lost` once another sidecar has it.
+/// Renews the lease every third of it; marks the job `lost` once another sidecar has it (and
+/// never returns: the job sees the mark between two messages).
 async fn renew(state: AppState, job: String, lost: Arc<AtomicBool>) {
     let sends = &state.sends;
     loop {
@@ -63,7 +67,7 @@ async fn renew(state: AppState, job: String, lost: Arc<AtomicBool>) {
             Ok(true) => {}
             Ok(false) => {
                 lost.store(true, Ordering::Release);
-                return;
+                return std::future::pending().await;
             }
             // The lease may run out meanwhile: the mark of the next hand-off checks it.
             Err(error) => tracing::warn!(%error, %job, "a send job's lease could not be renewed"),
@@ -166,7 +170,8 @@ impl Run {
                 if sealed {
                     return self.finish().await;
                 }
-                tokio::time::sleep(WAITING).await;
+                let queued = self.state.sends.queued.notified();
+                let _ = tokio::time::timeout(WAITING, queued).await;
                 continue;
             }
             for message in page {
