@@ -132,7 +132,12 @@ async fn a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice(backend:
     let recipients: Vec<Value> = (0..8).map(|i| recipient(i, "sale")).collect();
     let (lines, job) = compose_and_send(&first, PUBLIC_BASE, &recipients).await;
     // The answer is out: every message it promised is queued or recorded.
-    let queued = rows(&first, "gateway_pending").await + rows(&first, "gateway_sends").await;
+    let queued = (first.db)
+        .scalar(
+            "SELECT COUNT(*) FROM (SELECT idx FROM gateway_pending \
+             UNION SELECT idx FROM gateway_sends) AS promised",
+        )
+        .await;
     assert_eq!(queued, 8);
     let in_flight = || async { stand_in.per_number().contains_key("0003") };
     assert!(eventually(Duration::from_secs(20), in_flight).await);
@@ -329,4 +334,47 @@ async fn callbacks_stop_with_a_suspended_workspace_and_past_the_tokens_rate() {
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["error"]["code"], "workspace_suspended", "{body}");
     assert_eq!(rows(&app, "delivery_receipts").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erased_subjects_queued_message_goes_with_its_number() {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(None);
+    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    // One message a second: the last is still queued when its recipient is erased.
+    let body = json!({
+        "url": stand_in.url, "username": testkit::kannel::SEND_USER,
+        "password_file": PASSWORD_FILE, "from": "SHOP", "callback_base": app.address,
+        "per_second": 1,
+    });
+    let answer = app
+        .api(Method::PUT, "/gateway")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let recipients: Vec<Value> = (0..3).map(|i| recipient(i, "sale")).collect();
+    let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &recipients).await;
+    let erase = json!({"request_id": "dsr-1", "ref": "r-2"});
+    let answer = app
+        .api(Method::POST, "/subjects/erase")
+        .json(&erase)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let phone = (app.db)
+        .scalar("SELECT COUNT(*) FROM gateway_pending WHERE phone LIKE '%0002'")
+        .await;
+    assert_eq!(phone, 0, "the erased subject's number is gone at once");
+    let job = finished(&app, &job).await;
+    let records = job["recipients"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{job}");
+    assert!(
+        records.iter().all(|r| r["code"] != lines[2]["code"]),
+        "{job}"
+    );
+    assert!(!stand_in.per_number().contains_key("0002"));
 }

@@ -282,9 +282,13 @@ impl Run {
             now,
             sends.lease_from(now),
         );
-        // Not marked, not sent: the job is another sidecar's now, or the database cannot tell.
+        // Not marked, not sent: the message was erased (its record, with no row left, is not
+        // written), or the job is another sidecar's now, or the database cannot tell.
         if !marked.await.unwrap_or(false) {
-            return Err(Halt::Lost);
+            return match queue.pending_at(&self.job.id, message.index).await {
+                Ok(None) => Ok(unsent(message, message_id, "erased", String::new())),
+                Ok(Some(_)) | Err(_) => Err(Halt::Lost),
+            };
         }
         let link = match &message.short_url {
             Some(url) => format!("short_url={url}"),

@@ -91,7 +91,8 @@ pub trait SendQueueStore: Send + Sync {
     async fn renew(&self, id: &str, owner: &str, lease_until: DateTime<Utc>)
         -> StorageResult<bool>;
     /// Marks the hand-off of message `index` as started, renewing the lease: `false` (nothing
-    /// marked) unless `owner` still holds an unexpired lease at `now`.
+    /// marked) unless `owner` still holds an unexpired lease at `now` and the message is still
+    /// queued (a subject's erase deletes it).
     async fn handing(
         &self,
         id: &str,
@@ -105,7 +106,7 @@ pub trait SendQueueStore: Send + Sync {
     /// Queued message `index` of `job`, if it still is.
     async fn pending_at(&self, job: &str, index: i64) -> StorageResult<Option<Pending>>;
     /// Records a message's outcome and deletes it from the queue (its number with it), in one
-    /// transaction.
+    /// transaction; a message no longer queued (erased meanwhile) is not recorded.
     async fn record(
         &self,
         workspace: WorkspaceId,
@@ -310,13 +311,16 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
         // so every backend counts it.
         let query = statement(
             "UPDATE gateway_jobs SET handing_idx = ?, lease_ms = ? \
-             WHERE id = ? AND claimed_by = ? AND lease_ms >= ? AND finished_ms IS NULL",
+             WHERE id = ? AND claimed_by = ? AND lease_ms >= ? AND finished_ms IS NULL \
+             AND EXISTS (SELECT 1 FROM gateway_pending WHERE job_id = ? AND idx = ?)",
             [
                 Value::Int(index),
                 ms(lease_until),
                 Value::Text(id.to_owned()),
                 Value::Text(owner.to_owned()),
                 ms(now),
+                Value::Text(id.to_owned()),
+                Value::Int(index),
             ],
         );
         Ok(execute::<V>(&self.writer, query).await? > 0)
@@ -346,6 +350,13 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
 
     async fn record(&self, workspace: WorkspaceId, job: &str, s: &SendRecord) -> StorageResult<()> {
         let mut tx = V::Sql::begin(&self.writer).await?;
+        let delete = statement(
+            "DELETE FROM gateway_pending WHERE job_id = ? AND idx = ?",
+            [Value::Text(job.into()), Value::Int(s.index)],
+        );
+        // Gone from the queue: its subject was erased meanwhile (or its workspace deleted):
+        // nothing is recorded of it.
+        let queued = Db::<V>::execute(&mut *tx, delete).await.map_err(db)? > 0;
         let insert = statement(
             "INSERT INTO gateway_sends (workspace_id, job_id, idx, code, message_id, outcome, \
              http_status, answer, attempts, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -362,12 +373,9 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
                 ms(s.at),
             ],
         );
-        Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;
-        let delete = statement(
-            "DELETE FROM gateway_pending WHERE job_id = ? AND idx = ?",
-            [Value::Text(job.into()), Value::Int(s.index)],
-        );
-        Db::<V>::execute(&mut *tx, delete).await.map_err(db)?;
+        if queued {
+            Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;
+        }
         let done = statement(
             "UPDATE gateway_jobs SET handing_idx = NULL WHERE id = ? AND handing_idx = ?",
             [Value::Text(job.into()), Value::Int(s.index)],
