@@ -258,7 +258,9 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             gateway_policy: outbound::Policy::gateways(config),
             gateway_secrets_dir: config.gateway_secrets_dir.clone(),
             domain_health_window: config.domain_health_window,
+            callback_rate: config.callback_rate,
         }),
+        sends: Arc::new(http::gateway::runner::Sends::new(config.gateway_lease)),
     })
 }
 
@@ -338,6 +340,10 @@ impl Jobs {
                 });
             }
         }
+        let sending = state.clone();
+        tasks.spawn("gateway sends", |shutdown| {
+            http::gateway::runner::run(sending, shutdown)
+        });
         if let Some((sender, settings)) = self.delivery {
             let delivery =
                 webhooks::deliver::Deliverer::with_sender(Arc::clone(&visits), sender, settings);

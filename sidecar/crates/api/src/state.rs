@@ -20,6 +20,8 @@ pub struct AppState {
     pub webhooks: Arc<shortlink_webhooks::WebhookService>,
     /// Per-key rate limits and workspace quotas (issue 53), shared through Redis.
     pub limits: Arc<shortlink_core::limits::Limits>,
+    /// The send jobs this sidecar holds (issue 68): who it is to the other sidecars, its lease.
+    pub sends: Arc<crate::gateway::runner::Sends>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.
@@ -42,4 +44,6 @@ pub struct HttpSettings {
     pub gateway_secrets_dir: Option<std::path::PathBuf>,
     /// The window the domain health check judges clicks over: the console's Domains charts span it.
     pub domain_health_window: std::time::Duration,
+    /// `--callback-rate`: callbacks per second per callback token (0: unlimited).
+    pub callback_rate: u32,
 }

@@ -451,6 +451,19 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_GATEWAY_ALLOW_PRIVATE", global = true)]
     pub gateway_allow_private: bool,
 
+    /// How long a sidecar's hold on a send job lasts unrenewed (renewed every third of it): then another sidecar, or this one restarted, takes the job over and sends what is left. Sidecars look for such jobs at start-up and every half of it.
+    #[arg(long, env = "SHORTLINK_GATEWAY_LEASE", default_value = "30s", value_parser = humantime::parse_duration, global = true)]
+    pub gateway_lease: Duration,
+
+    /// Gateway callbacks (`/callbacks/{token}/…`) accepted per second per callback token, twice that at once; 0 turns the limit off. Gateways send reports in bursts: the default is generous.
+    #[arg(
+        long,
+        env = "SHORTLINK_CALLBACK_RATE",
+        default_value_t = 5000,
+        global = true
+    )]
+    pub callback_rate: u32,
+
     /// How long a failing POST is retried (backoff from 1 s, doubling, at most 5 min apart) before its events are recorded as failed, kept for replay, and passed over.
     #[arg(long, env = "SHORTLINK_WEBHOOK_RETRY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration, global = true)]
     pub webhook_retry_window: Duration,

@@ -14,7 +14,7 @@ use testkit::kannel::{SEND_PASSWORD, SEND_USER};
 use testkit::{Kannel, SmscDouble, Verdict};
 
 /// The password file's name in the secrets directory.
-const PASSWORD_FILE: &str = "kannel-lab";
+pub(super) const PASSWORD_FILE: &str = "kannel-lab";
 
 /// An app whose workspaces may send through gateways on loopback, the password in `secrets`.
 async fn gateway_app(secrets: &Path, backend: Backend) -> TestApp {
@@ -28,7 +28,7 @@ async fn gateway_app(secrets: &Path, backend: Backend) -> TestApp {
 }
 
 /// PUT /api/v1/gateway with `url` (the callbacks come back to the app itself).
-async fn put_gateway(app: &TestApp, url: &str, attempts: u32) -> (u16, Value) {
+pub(super) async fn put_gateway(app: &TestApp, url: &str, attempts: u32) -> (u16, Value) {
     let body = json!({
         "url": url, "username": SEND_USER, "password_file": PASSWORD_FILE, "from": "SHOP",
         "callback_base": app.address, "per_second": 200, "attempts": attempts, "backoff_ms": 20,
@@ -45,7 +45,11 @@ async fn put_gateway(app: &TestApp, url: &str, attempts: u32) -> (u16, Value) {
 
 /// Composes and sends `recipients` on `base` (the issuing list nginx would send): the answer's
 /// lines, and the send job's id.
-async fn compose_and_send(app: &TestApp, base: &str, recipients: &[Value]) -> (Vec<Value>, String) {
+pub(super) async fn compose_and_send(
+    app: &TestApp,
+    base: &str,
+    recipients: &[Value],
+) -> (Vec<Value>, String) {
     let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
     url.query_pairs_mut().extend_pairs([
         ("template", "Spring {{word}}: {{link}}"),
@@ -86,7 +90,7 @@ async fn get(app: &TestApp, path: &str) -> (u16, Value) {
 }
 
 /// The send job once it has recorded every recipient.
-async fn finished(app: &TestApp, job: &str) -> Value {
+pub(super) async fn finished(app: &TestApp, job: &str) -> Value {
     let path = format!("/gateway/jobs/{job}");
     let done = || async { !app.get_json(&path).await["finished_at"].is_null() };
     assert!(
@@ -96,7 +100,7 @@ async fn finished(app: &TestApp, job: &str) -> Value {
     app.get_json(&path).await
 }
 
-fn recipient(i: usize, word: &str) -> Value {
+pub(super) fn recipient(i: usize, word: &str) -> Value {
     json!({"phone": format!("+44 7400 12{i:04}"), "ref": format!("r-{i}"), "variables": {"word": word}})
 }
 
@@ -455,6 +459,10 @@ async fn a_suspended_workspace_stops_its_send_job() {
     assert_eq!(status, 200, "{text}");
     let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let job = summary["send_job"].as_str().unwrap().to_owned();
+    // Suspended once the job has sent its first message.
+    let sent = format!("SELECT COUNT(*) FROM gateway_sends WHERE job_id = '{job}'");
+    let under_way = || async { app.db.scalar(&sent).await >= 1 };
+    assert!(eventually(Duration::from_secs(10), under_way).await);
     let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
         .json(&json!({"suspended": true}))
         .send()

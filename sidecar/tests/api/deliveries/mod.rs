@@ -12,6 +12,7 @@ mod gateway;
 mod ingest;
 mod kannel;
 mod privacy;
+mod queue;
 mod resend;
 
 use crate::helpers::*;

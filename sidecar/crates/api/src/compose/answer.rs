@@ -205,7 +205,7 @@ impl Recipients {
         };
         self.count(index, Some(&message), false);
         if let (Some(queue), Some(link), Some(phone)) = (&self.sends, &link, &kept.phone) {
-            queue.push(crate::gateway::job::Order {
+            queue.push(shortlink_visits::deliveries::Pending {
                 index,
                 code: link.code.clone(),
                 short_url: short_url.clone(),

@@ -234,18 +234,14 @@ pub async fn compose(
     let known = input.known_variables(first.iter().flat_map(|chunk| chunk.items.iter()));
     let link_len = longest_base.chars().count() + 1 + state.links.scheme().code_len();
     let campaign = Campaign::new(&spec, |name| known.contains(name), link_len)?;
-    let sends = match (params.send.unwrap_or(false), dry_run) {
-        (false, _) => None,
+    let send = match (params.send.unwrap_or(false), dry_run) {
         (true, true) => {
             return Err(Error::invalid(
                 "invalid_send",
                 "a dry run sends nothing: `send` and `dry_run` exclude each other",
             ))
         }
-        (true, false) => {
-            let authority = service::Authority::key(budget.workspace(), api_key.0);
-            Some(gateway::job::start(&state, authority, params.campaign.clone()).await?)
-        }
+        (send, _) => send,
     };
     let claim = match &key {
         None => None,
@@ -264,6 +260,14 @@ pub async fn compose(
             let hash = service::request_hash("compose", canonical.iter().map(Vec::as_slice));
             Some(state.links.claim(key, &hash).await?)
         }
+    };
+    // After the key's claim: a compose refused for its key leaves no job, token or queue.
+    let sends = match send {
+        true => {
+            let authority = service::Authority::key(budget.workspace(), api_key.0);
+            Some(gateway::job::start(&state, authority, params.campaign.clone()).await?)
+        }
+        false => None,
     };
     let send_job = sends.as_ref().map(|queue| queue.job.clone());
     let recipients = Arc::new(Recipients {
@@ -311,7 +315,24 @@ pub async fn compose(
         Output::Csv => answer::CSV_COLUMNS.as_bytes().to_vec(),
         Output::Ndjson => Vec::new(),
     };
-    let summary = stream::once(async move { Ok(recipients.summary_line()) });
+    // Each frame's messages are queued in SQL before the frame goes out, the last ones before
+    // the summary: what the answer promises is durable.
+    let queued = Arc::clone(&recipients);
+    let results = results.then(move |frame| {
+        let queued = Arc::clone(&queued);
+        async move {
+            if let (Ok(_), Some(queue)) = (&frame, &queued.sends) {
+                queue.flush().await.map_err(queue_failed)?;
+            }
+            frame
+        }
+    });
+    let summary = stream::once(async move {
+        if let Some(queue) = &recipients.sends {
+            queue.seal().await.map_err(queue_failed)?;
+        }
+        Ok(recipients.summary_line())
+    });
     let body = stream::once(async { Ok(head) })
         .chain(results)
         .chain(summary);
@@ -330,6 +351,13 @@ pub async fn compose(
         response.headers_mut().insert(SEND_JOB_HEADER, job);
     }
     Ok(response)
+}
+
+/// The answer breaks off (its client sees it cut) when the send queue cannot be written: it
+/// promises no message that is not queued.
+fn queue_failed(error: Error) -> std::io::Error {
+    tracing::error!(%error, "a compose's send queue could not be written");
+    std::io::Error::other("send queue unavailable")
 }
 
 /// The answer's header naming the send job (`send=true`), as the NDJSON summary does.

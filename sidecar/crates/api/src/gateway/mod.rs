@@ -1,10 +1,13 @@
 //! Compose's hand-off to a real SMS gateway (issue 68, docs/DELIVERIES.md "Sending through
 //! Kannel"): the workspace's gateway ([`settings`]), one message through Kannel's `sendsms`
-//! ([`kannel`]), a compose request's send job ([`job`]), and what it recorded per recipient
+//! ([`kannel`]), a compose request's send job ([`job`]: its queue in SQL; [`runner`]: the jobs a
+//! sidecar sends, resumed from a stopped one; [`sender`]: one job), and what it recorded per recipient
 //! (`GET /api/v1/gateway/jobs/{job}`, here). Admin keys only, as compose.
 
 pub mod job;
 pub mod kannel;
+pub mod runner;
+pub mod sender;
 pub(crate) mod settings;
 
 use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Result};
@@ -39,7 +42,8 @@ pub struct SendView {
     pub message_id: String,
     /// `accepted` (Kannel's `0:` or `3:`), `refused` (a 4xx: it never will), `failed` (no
     /// connection or a 5xx on every try), `skipped` (the gateway accepted this link's message
-    /// before), `stopped` (the job's key was revoked or its workspace suspended).
+    /// before), `stopped` (the job's key was revoked or its workspace suspended),
+    /// `interrupted` (its sidecar stopped during the hand-off: never sent again).
     pub outcome: String,
     pub http_status: Option<u16>,
     /// The gateway's body (at most 256 characters), or why there was none.

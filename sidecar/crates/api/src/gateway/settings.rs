@@ -49,6 +49,10 @@ pub struct GatewayRequest {
     /// The wait before the second try, doubling after (0 to 60,000 ms; default 1,000).
     #[schema(value_type = Option<u64>, maximum = 60000)]
     pub backoff_ms: Option<WholeNumber>,
+    /// How long after a send job ends its reports may still come (the SMSC's validity period):
+    /// then the job's callback token is revoked. 1 to 720 hours; default 72.
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 720)]
+    pub reports_hours: Option<WholeNumber>,
 }
 
 /// The workspace's gateway (never the password).
@@ -63,6 +67,7 @@ pub struct GatewayView {
     pub per_second: u32,
     pub attempts: u32,
     pub backoff_ms: u64,
+    pub reports_hours: u32,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -78,6 +83,7 @@ impl From<GatewayConfig> for GatewayView {
             per_second: c.per_second,
             attempts: c.attempts,
             backoff_ms: c.backoff_ms,
+            reports_hours: c.reports_hours,
             updated_at: c.updated_at,
         }
     }
@@ -102,7 +108,7 @@ fn not_found() -> Error {
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_url`, `invalid_callback_base`, `invalid_username`, `invalid_from`, \
             `invalid_password_file` (not a plain file name, or no readable file of that name), \
-            `invalid_per_second`, `invalid_attempts`, `invalid_backoff`", body = ErrorBody),
+            `invalid_per_second`, `invalid_attempts`, `invalid_backoff`, `invalid_reports_hours`", body = ErrorBody),
     ))]
 pub async fn put_gateway(
     State(state): State<AppState>,
@@ -243,6 +249,13 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         "invalid_backoff",
         "0 to 60,000 ms",
     )?;
+    let reports_hours = within(
+        r.reports_hours,
+        72,
+        1..=720,
+        "invalid_reports_hours",
+        "1 to 720 hours",
+    )?;
     Ok(GatewayConfig {
         workspace,
         kind: "kannel".into(),
@@ -255,6 +268,7 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         per_second: per_second as u32,
         attempts: attempts as u32,
         backoff_ms: backoff_ms as u64,
+        reports_hours: reports_hours as u32,
         updated_at: shortlink_store::now(),
     })
 }
@@ -289,6 +303,7 @@ pub struct Ready {
     /// Its `dlr_base` is the callback base alone: the job adds its token.
     pub sendsms: Sendsms,
     pub per_second: u32,
+    pub reports_hours: u32,
 }
 
 /// The workspace's gateway with its password read and a client built: 422 `no_gateway` without
@@ -317,6 +332,7 @@ pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
             backoff: Duration::from_millis(config.backoff_ms),
         },
         per_second: config.per_second,
+        reports_hours: config.reports_hours,
     })
 }
 
@@ -328,8 +344,9 @@ pub fn new_id(prefix: &str) -> Result<String> {
 }
 
 /// A Kannel callback token of the workspace for job `job`: (its id, the token). Made per job
-/// because only a token's hash is stored: the job holds the token while it sends, and the
-/// reports keep coming on it after (revoke it with the others, `/api/v1/callback-tokens`).
+/// so that it can end with the job's reports: revoked `reports_hours` after the job ends
+/// (`super::runner`). The job's row keeps the token in its `dlr-url` base while it sends, for a
+/// sidecar that resumes it, and forgets it when it ends.
 pub async fn job_token(
     state: &AppState,
     workspace: WorkspaceId,

@@ -33,7 +33,7 @@ const PER_LINK_TABLES: [&str; 11] = [
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
 /// (whose counts the delete reports).
-const WORKSPACE_TABLES: [&str; 9] = [
+const WORKSPACE_TABLES: [&str; 10] = [
     "conversions",
     "retention_policies",
     "subject_requests",
@@ -43,6 +43,7 @@ const WORKSPACE_TABLES: [&str; 9] = [
     "gateway_configs",
     "gateway_jobs",
     "gateway_sends",
+    "gateway_pending",
 ];
 
 impl<D: Dialect> SqlStorage<D> {

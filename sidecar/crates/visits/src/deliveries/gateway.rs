@@ -32,6 +32,8 @@ pub struct GatewayConfig {
     pub per_second: u32,
     pub attempts: u32,
     pub backoff_ms: u64,
+    /// How long after a job ends its reports may still come: then its callback token is revoked.
+    pub reports_hours: u32,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -113,7 +115,7 @@ impl Gateways for dyn VisitStore {
 }
 
 const CONFIG_COLUMNS: &str = "workspace_id, kind, url, username, password_file, sender, \
-    callback_base, per_second, attempts, backoff_ms, updated_ms";
+    callback_base, per_second, attempts, backoff_ms, updated_ms, reports_hours";
 const JOB_COLUMNS: &str =
     "id, workspace_id, campaign, callback_token_id, created_ms, finished_ms, stopped";
 const SEND_COLUMNS: &str = "idx, code, message_id, outcome, http_status, answer, attempts, at_ms";
@@ -132,6 +134,7 @@ fn config<V: VisitDialect>(row: &Row<V>) -> StorageResult<GatewayConfig> {
         per_second: u32::try_from(int("per_second")?).unwrap_or(1),
         attempts: u32::try_from(int("attempts")?).unwrap_or(1),
         backoff_ms: u64::try_from(int("backoff_ms")?).unwrap_or(0),
+        reports_hours: u32::try_from(int("reports_hours")?).unwrap_or(72),
         updated_at: at_ms(int("updated_ms")?),
     })
 }
@@ -178,7 +181,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
         let insert = statement(
             &format!(
                 "INSERT INTO gateway_configs ({CONFIG_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ),
             [
                 ws,
@@ -192,6 +195,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
                 Value::Int(i64::from(c.attempts)),
                 Value::Int(i64::try_from(c.backoff_ms).unwrap_or(i64::MAX)),
                 ms(c.updated_at),
+                Value::Int(i64::from(c.reports_hours)),
             ],
         );
         Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;

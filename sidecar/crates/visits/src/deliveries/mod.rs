@@ -9,16 +9,19 @@
 //! - [`funnel`]: a campaign's counts by current state, domain and carrier;
 //! - [`gateway`]: compose's hand-off to a gateway (a workspace's gateway, the jobs that send,
 //!   what the gateway answered per recipient);
+//! - [`queue`]: the send jobs' queue (the messages waiting for their hand-off, the jobs' leases);
 //! - [`states`]: the current state of some links' messages (the re-send list's reasons);
 //! - [`rate`]: a campaign's delivered rate over time.
 //!
-//! No phone number is stored: gateways' destinations are dropped before anything gets here.
+//! No phone number is stored but a queued message's, until its hand-off is recorded ([`queue`]):
+//! gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
 
 mod chunk;
 pub mod funnel;
 pub mod gateway;
 pub mod model;
+pub mod queue;
 pub mod rate;
 pub mod states;
 pub mod store;
@@ -27,6 +30,7 @@ pub mod tokens;
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
 pub use gateway::{GatewayConfig, GatewayStore, Gateways, SendJob, SendRecord};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
+pub use queue::{NewJob, OpenJob, Pending, SendQueueStore, SendQueues};
 pub use rate::{DeliveredRate, RatePoint};
 pub use states::{MessageState, MessageStateStore, MessageStates};
 pub use store::{Deliveries, DeliveryStore};

@@ -249,8 +249,13 @@ impl<V: VisitDialect> SubjectStore for SqlVisitStore<V> {
         );
         let conversions = Db::<V>::execute(&mut *tx, query).await.map_err(db)?;
         // What gateways reported of the messages that carried the link, and what the gateway
-        // answered compose's hand-off of them (issue 68).
-        for table in ["delivery_receipts", "delivery_messages", "gateway_sends"] {
+        // answered compose's hand-off of them, and those still queued (issue 68).
+        for table in [
+            "delivery_receipts",
+            "delivery_messages",
+            "gateway_sends",
+            "gateway_pending",
+        ] {
             let query = statement(
                 &format!("DELETE FROM {table} WHERE workspace_id = ? AND code = ?"),
                 [Value::Int(workspace.get()), Value::Text(code.into())],

@@ -2,13 +2,15 @@
 //! workspace's callback token is in the path (`/callbacks/{token}/{gateway}`), outside `/api/v1`
 //! and its API-key layer, on the API listener. An unknown or revoked token, or one made for
 //! another gateway, answers 404 and touches nothing; a token names its workspace, so a link of
-//! another workspace answers as a missing one (404 `unknown_link`).
+//! another workspace answers as a missing one (404 `unknown_link`). A suspended workspace's
+//! callbacks answer 403 `workspace_suspended`, and a token is held to `--callback-rate` (429).
 //!
 //! Each gateway's module turns its fields into the API's [`DeliveryRequest`], which is then
 //! checked and recorded as `POST /api/v1/deliveries` records one (its answer too). What a
 //! gateway says of the recipient (the destination number) is never read.
 
 pub mod kannel;
+mod limit;
 mod params;
 mod schema;
 pub mod twilio;
@@ -55,7 +57,8 @@ fn no_callback() -> Error {
     }
 }
 
-/// The live token `token` of `gateway`, or 404.
+/// The live token `token` of `gateway`, or 404; 403 while its workspace is suspended, 429 past
+/// its rate ([`limit`]).
 async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<CallbackToken> {
     // Longer than any token made: refused unhashed.
     if token.len() > 128 {
@@ -68,10 +71,12 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
         .callback_tokens()
         .token_by_hash(&hash)
         .await?;
-    found
+    let found = found
         .filter(|t| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
         .filter(|t| t.revoked_at.is_none() && t.gateway == gateway)
-        .ok_or_else(no_callback)
+        .ok_or_else(no_callback)?;
+    limit::admit(state, &found).await?;
+    Ok(found)
 }
 
 async fn receive(
@@ -112,6 +117,8 @@ async fn receive(
         (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_message_id`, …", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
             token's workspace has the code, or none is named", body = ErrorBody),
+        (status = 403, description = "`workspace_suspended`: the token's workspace is suspended", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the token's `--callback-rate` is spent", body = ErrorBody),
     ))]
 pub async fn kannel_dlr(
     State(state): State<AppState>,
@@ -133,9 +140,10 @@ pub async fn kannel_dlr(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
         (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
-        (status = 403, description = "`invalid_signature`: `X-Twilio-Signature` missing or wrong", body = ErrorBody),
+        (status = 403, description = "`invalid_signature`: `X-Twilio-Signature` missing or wrong; `workspace_suspended`", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
             token's workspace has the code, or none is named", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the token's `--callback-rate` is spent", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "not a form", body = ErrorBody),
     ))]
@@ -205,6 +213,8 @@ fn signed_urls(headers: &HeaderMap, uri: &Uri) -> Vec<String> {
         (status = 400, description = "`invalid_state`, `invalid_message_id`, …", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
             token's workspace has the code, or none is named", body = ErrorBody),
+        (status = 403, description = "`workspace_suspended`: the token's workspace is suspended", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the token's `--callback-rate` is spent", body = ErrorBody),
     ))]
 pub async fn vonage_get(
     State(state): State<AppState>,
@@ -229,6 +239,8 @@ pub async fn vonage_get(
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
             token's workspace has the code, or none is named", body = ErrorBody),
+        (status = 403, description = "`workspace_suspended`: the token's workspace is suspended", body = ErrorBody),
+        (status = 429, description = "`rate_limited`: the token's `--callback-rate` is spent", body = ErrorBody),
     ))]
 pub async fn vonage_post(
     State(state): State<AppState>,

@@ -1,0 +1,162 @@
+//! The send jobs a sidecar runs: those its own compose requests open (woken at once), and, at
+//! start-up and every half lease, any unfinished job whose lease ran out (its sidecar stopped or
+//! died): claimed by one conditional `UPDATE`, so that two sidecars never send one job. The same
+//! pass revokes the callback tokens of jobs whose reports can no longer come.
+
+use super::sender;
+use crate::AppState;
+use shortlink_core::background::{fired, Shutdown};
+use shortlink_visits::deliveries::SendQueues;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// Jobs claimed per pass.
+const CLAIMS_PER_PASS: i64 = 16;
+
+/// This sidecar's side of the send jobs.
+pub struct Sends {
+    /// Who holds a lease: this process, apart from every other (a restarted sidecar is another).
+    pub owner: String,
+    /// `--gateway-lease`.
+    pub lease: Duration,
+    /// Compose queued more messages: the jobs waiting for them look at once.
+    pub queued: tokio::sync::Notify,
+    wake: mpsc::UnboundedSender<String>,
+    woken: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl Sends {
+    pub fn new(lease: Duration) -> Self {
+        let mut bytes = [0u8; 8];
+        // Without randomness, the time keeps two processes apart just as well.
+        if getrandom::fill(&mut bytes).is_err() {
+            bytes = (shortlink_store::now()
+                .timestamp_nanos_opt()
+                .unwrap_or_default())
+            .to_be_bytes();
+        }
+        let host = hostname();
+        let (wake, woken) = mpsc::unbounded_channel();
+        Sends {
+            owner: format!("{host}-{:016x}", u64::from_be_bytes(bytes)),
+            lease,
+            queued: tokio::sync::Notify::new(),
+            wake,
+            woken: Mutex::new(Some(woken)),
+        }
+    }
+
+    /// When a lease taken or renewed at `now` runs out.
+    pub fn lease_from(&self, now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+        now + chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30))
+    }
+
+    /// Starts job `id`, opened by this sidecar, now (one id per compose request, never per
+    /// message). Without a runner (a command that serves nothing) its lease runs out and a
+    /// serving sidecar takes it over.
+    pub fn wake(&self, id: &str) {
+        let _ = self.wake.send(id.to_owned());
+    }
+}
+
+/// The host name, cut to keep `claimed_by` short (a label for operators, not the identity).
+fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name: String = (name.trim().chars())
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(40)
+        .collect();
+    if name.is_empty() {
+        "sidecar".into()
+    } else {
+        name
+    }
+}
+
+/// Runs this sidecar's send jobs until `shutdown`; a job stops between two messages and gives
+/// up its lease, for another sidecar to go on at once.
+pub async fn run(state: AppState, mut shutdown: Shutdown) {
+    let woken = (state.sends.woken.lock()).map_or(None, |mut woken| woken.take());
+    let Some(mut woken) = woken else {
+        return;
+    };
+    let mut jobs = JoinSet::new();
+    let mut running: HashSet<String> = HashSet::new();
+    let mut passes = tokio::time::interval((state.sends.lease / 2).max(Duration::from_millis(50)));
+    passes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = fired(&mut shutdown) => break,
+            Some(id) = woken.recv() => {
+                if running.insert(id.clone()) {
+                    let queue = state.analytics.store.send_queue();
+                    match queue.held(&id, &state.sends.owner).await {
+                        Ok(Some(open)) => {
+                            jobs.spawn(sender::send_job(state.clone(), open, shutdown.clone()));
+                        }
+                        Ok(None) => { running.remove(&id); }
+                        // Its lease runs out; the next pass takes it.
+                        Err(error) => {
+                            running.remove(&id);
+                            tracing::warn!(%error, job = %id, "a send job could not be read");
+                        }
+                    }
+                }
+            }
+            _ = passes.tick() => pass(&state, &mut jobs, &mut running, &shutdown).await,
+            Some(ended) = jobs.join_next(), if !jobs.is_empty() => {
+                if let Ok(id) = ended {
+                    running.remove(&id);
+                }
+            }
+        }
+    }
+    // Each job stops after its message in flight; the task set's deadline aborts the rest.
+    while jobs.join_next().await.is_some() {}
+}
+
+/// Claims the jobs whose lease ran out, and revokes the tokens whose reports window ended.
+async fn pass(
+    state: &AppState,
+    jobs: &mut JoinSet<String>,
+    running: &mut HashSet<String>,
+    shutdown: &Shutdown,
+) {
+    let queue = state.analytics.store.send_queue();
+    let now = shortlink_store::now();
+    match queue.revoke_ended_tokens(now).await {
+        Ok(0) => {}
+        Ok(revoked) => tracing::info!(revoked, "send jobs' callback tokens revoked"),
+        Err(error) => tracing::warn!(%error, "send jobs' callback tokens could not be revoked"),
+    }
+    let claimable = match queue.claimable(now, CLAIMS_PER_PASS).await {
+        Ok(ids) => ids,
+        Err(error) => {
+            tracing::warn!(%error, "unfinished send jobs could not be listed");
+            return;
+        }
+    };
+    let owner = &state.sends.owner;
+    for id in claimable {
+        if running.contains(&id) {
+            continue;
+        }
+        let now = shortlink_store::now();
+        match queue
+            .claim(&id, owner, now, state.sends.lease_from(now))
+            .await
+        {
+            Ok(Some(open)) => {
+                tracing::info!(job = %id, "a send job is taken over");
+                running.insert(id);
+                jobs.spawn(sender::send_job(state.clone(), open, shutdown.clone()));
+            }
+            // Another sidecar was first.
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, job = %id, "a send job could not be claimed"),
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! The send jobs' queue in SQL (`gateway_pending`, and the lease columns of `gateway_jobs`):
+//! compose writes a job's messages before its answer; one sidecar at a time, the job's lease
+//! holder, hands them to the gateway, records each outcome and deletes the row.
+//!
+//! Who sends a job is decided by one conditional `UPDATE` of the job's row (the claim, taken
+//! only when the lease ran out); the mark of a hand-off about to start renews the lease in the
+//! same row, conditional on still holding it. The two write one row, so the database orders
+//! them: a sidecar whose lease was taken over cannot start another hand-off, and the one that
+//! took over sees the hand-off that had started (`handing_idx`) and never sends it again.
+
+use super::gateway::{SendJob, SendRecord};
+use crate::store::sql::{db, execute, fetch_all, marks};
+use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use shortlink_store::sql::{statement, Dialect, Driver, Value};
+use shortlink_store::{StorageResult, WorkspaceId};
+use sqlx::Database;
+
+type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
+type Row<V> = <Db<V> as Database>::Row;
+
+/// Rows per `INSERT` of queued messages (7 values each: within every backend's bound).
+const ROWS_PER_INSERT: usize = 500;
+
+/// One message waiting for its hand-off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The recipient's line in the compose request.
+    pub index: i64,
+    pub code: String,
+    pub short_url: Option<String>,
+    /// E.164: kept until the hand-off is recorded, then deleted with the row.
+    pub phone: String,
+    pub text: String,
+}
+
+/// What a sidecar needs to send a job it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenJob {
+    pub id: String,
+    pub workspace: WorkspaceId,
+    /// The key that composed it (`None`: the command line's).
+    pub api_key: Option<i64>,
+    /// `<callback base>/callbacks/<token>/kannel`.
+    pub dlr_base: Option<String>,
+    /// The message whose hand-off started and whose outcome was never recorded.
+    pub handing: Option<i64>,
+    /// Whether compose queued its last message.
+    pub queued: bool,
+}
+
+/// A job as compose opens it, held by the composing sidecar.
+pub struct NewJob<'a> {
+    pub job: &'a SendJob,
+    pub api_key: Option<i64>,
+    pub dlr_base: &'a str,
+    /// How long after the job ends its reports may come.
+    pub reports_ms: i64,
+    pub owner: &'a str,
+    pub lease_until: DateTime<Utc>,
+}
+
+#[async_trait]
+pub trait SendQueueStore: Send + Sync {
+    /// Inserts the job, held by `owner` until `lease_until`.
+    async fn open_job(&self, new: &NewJob<'_>) -> StorageResult<()>;
+    /// Queues messages of `job`.
+    async fn enqueue(
+        &self,
+        workspace: WorkspaceId,
+        job: &str,
+        rows: &[Pending],
+    ) -> StorageResult<()>;
+    /// Compose queued its last message.
+    async fn seal(&self, job: &str, at: DateTime<Utc>) -> StorageResult<()>;
+    /// Unfinished jobs whose lease ran out by `now` (at most `limit`, oldest first).
+    async fn claimable(&self, now: DateTime<Utc>, limit: i64) -> StorageResult<Vec<String>>;
+    /// Takes job `id` for `owner` if its lease ran out by `now`: what it needs to send it. A job
+    /// taken over is sealed (the sidecar that composed it is gone: no more messages come).
+    async fn claim(
+        &self,
+        id: &str,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StorageResult<Option<OpenJob>>;
+    /// The job as `owner` holds it (`None`: not held by `owner`, finished or gone).
+    async fn held(&self, id: &str, owner: &str) -> StorageResult<Option<OpenJob>>;
+    /// Extends `owner`'s lease; `false` once it lost the job.
+    async fn renew(&self, id: &str, owner: &str, lease_until: DateTime<Utc>)
+        -> StorageResult<bool>;
+    /// Marks the hand-off of message `index` as started, renewing the lease: `false` (nothing
+    /// marked) unless `owner` still holds an unexpired lease at `now` and the message is still
+    /// queued (a subject's erase deletes it).
+    async fn handing(
+        &self,
+        id: &str,
+        owner: &str,
+        index: i64,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StorageResult<bool>;
+    /// The first `limit` messages still queued, by line.
+    async fn pending(&self, job: &str, limit: i64) -> StorageResult<Vec<Pending>>;
+    /// Queued message `index` of `job`, if it still is.
+    async fn pending_at(&self, job: &str, index: i64) -> StorageResult<Option<Pending>>;
+    /// Records a message's outcome and deletes it from the queue (its number with it), in one
+    /// transaction; a message no longer queued (erased meanwhile) is not recorded.
+    async fn record(
+        &self,
+        workspace: WorkspaceId,
+        job: &str,
+        send: &SendRecord,
+    ) -> StorageResult<()>;
+    /// Ends the job `owner` holds, forgetting its token-bearing `dlr-url` base.
+    async fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        at: DateTime<Utc>,
+        stopped: Option<&str>,
+    ) -> StorageResult<()>;
+    /// Revokes the callback tokens of the jobs whose reports window ended by `now`: how many.
+    async fn revoke_ended_tokens(&self, now: DateTime<Utc>) -> StorageResult<u64>;
+}
+
+/// The send queue of the database a visit store writes to.
+pub trait SendQueues {
+    fn send_queue(&self) -> &dyn SendQueueStore;
+}
+
+impl SendQueues for dyn VisitStore {
+    fn send_queue(&self) -> &dyn SendQueueStore {
+        match self.sql_backend() {
+            SqlBackendStore::Sqlite(store) => store,
+            SqlBackendStore::Postgres(store) => store,
+            SqlBackendStore::Mysql(store) => store,
+        }
+    }
+}
+
+const OPEN_COLUMNS: &str = "id, workspace_id, api_key_id, dlr_base, handing_idx, queued_ms";
+const PENDING_COLUMNS: &str = "idx, code, short_url, phone, text";
+
+fn open_job<V: VisitDialect>(row: &Row<V>) -> StorageResult<OpenJob> {
+    let opt = |c| Db::<V>::opt_int(row, c).map_err(db);
+    Ok(OpenJob {
+        id: V::Sql::read_text(row, "id")?,
+        workspace: WorkspaceId::from_db(Db::<V>::int(row, "workspace_id").map_err(db)?),
+        api_key: opt("api_key_id")?,
+        dlr_base: V::Sql::read_opt_text(row, "dlr_base")?,
+        handing: opt("handing_idx")?,
+        queued: opt("queued_ms")?.is_some(),
+    })
+}
+
+fn pending<V: VisitDialect>(row: &Row<V>) -> StorageResult<Pending> {
+    Ok(Pending {
+        index: Db::<V>::int(row, "idx").map_err(db)?,
+        code: V::Sql::read_text(row, "code")?,
+        short_url: V::Sql::read_opt_text(row, "short_url")?,
+        phone: V::Sql::read_text(row, "phone")?,
+        text: V::Sql::read_text(row, "text")?,
+    })
+}
+
+fn ms(at: DateTime<Utc>) -> Value {
+    Value::Int(at.timestamp_millis())
+}
+
+#[async_trait]
+impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
+    async fn open_job(&self, n: &NewJob<'_>) -> StorageResult<()> {
+        let j = n.job;
+        let query = statement(
+            "INSERT INTO gateway_jobs (id, workspace_id, campaign, callback_token_id, created_ms, \
+             api_key_id, dlr_base, reports_ms, claimed_by, lease_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                Value::Text(j.id.clone()),
+                Value::Int(j.workspace.get()),
+                Value::OptText(j.campaign.clone()),
+                Value::Text(j.callback_token_id.clone()),
+                ms(j.created_at),
+                Value::OptInt(n.api_key),
+                Value::Text(n.dlr_base.to_owned()),
+                Value::Int(n.reports_ms),
+                Value::Text(n.owner.to_owned()),
+                ms(n.lease_until),
+            ],
+        );
+        execute::<V>(&self.writer, query).await.map(|_| ())
+    }
+
+    async fn enqueue(
+        &self,
+        workspace: WorkspaceId,
+        job: &str,
+        rows: &[Pending],
+    ) -> StorageResult<()> {
+        for part in rows.chunks(ROWS_PER_INSERT) {
+            let values = vec![format!("({})", marks(7)); part.len()].join(", ");
+            let mut args = Vec::with_capacity(part.len() * 7);
+            for p in part {
+                args.extend([
+                    Value::Int(workspace.get()),
+                    Value::Text(job.to_owned()),
+                    Value::Int(p.index),
+                    Value::Text(p.code.clone()),
+                    Value::OptText(p.short_url.clone()),
+                    Value::Text(p.phone.clone()),
+                    Value::Text(p.text.clone()),
+                ]);
+            }
+            let query = statement(
+                &format!(
+                    "INSERT INTO gateway_pending (workspace_id, job_id, {PENDING_COLUMNS}) \
+                     VALUES {values}"
+                ),
+                args,
+            );
+            execute::<V>(&self.writer, query).await?;
+        }
+        Ok(())
+    }
+
+    async fn seal(&self, job: &str, at: DateTime<Utc>) -> StorageResult<()> {
+        let query = statement(
+            "UPDATE gateway_jobs SET queued_ms = ? WHERE id = ? AND queued_ms IS NULL",
+            [ms(at), Value::Text(job.to_owned())],
+        );
+        execute::<V>(&self.writer, query).await.map(|_| ())
+    }
+
+    async fn claimable(&self, now: DateTime<Utc>, limit: i64) -> StorageResult<Vec<String>> {
+        let query = statement(
+            "SELECT id FROM gateway_jobs WHERE finished_ms IS NULL \
+             AND (lease_ms IS NULL OR lease_ms < ?) ORDER BY created_ms LIMIT ?",
+            [ms(now), Value::Int(limit)],
+        );
+        (fetch_all::<V>(&self.writer, query).await?.iter())
+            .map(|row| V::Sql::read_text(row, "id"))
+            .collect()
+    }
+
+    async fn claim(
+        &self,
+        id: &str,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StorageResult<Option<OpenJob>> {
+        let query = statement(
+            "UPDATE gateway_jobs SET claimed_by = ?, lease_ms = ?, \
+             queued_ms = COALESCE(queued_ms, ?) \
+             WHERE id = ? AND finished_ms IS NULL AND (lease_ms IS NULL OR lease_ms < ?)",
+            [
+                Value::Text(owner.to_owned()),
+                ms(lease_until),
+                ms(now),
+                Value::Text(id.to_owned()),
+                ms(now),
+            ],
+        );
+        if execute::<V>(&self.writer, query).await? == 0 {
+            return Ok(None);
+        }
+        self.held(id, owner).await
+    }
+
+    async fn held(&self, id: &str, owner: &str) -> StorageResult<Option<OpenJob>> {
+        let query = statement(
+            &format!(
+                "SELECT {OPEN_COLUMNS} FROM gateway_jobs \
+                 WHERE id = ? AND claimed_by = ? AND finished_ms IS NULL"
+            ),
+            [Value::Text(id.to_owned()), Value::Text(owner.to_owned())],
+        );
+        let rows = fetch_all::<V>(&self.writer, query).await?;
+        rows.first().map(open_job::<V>).transpose()
+    }
+
+    async fn renew(
+        &self,
+        id: &str,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+    ) -> StorageResult<bool> {
+        let query = statement(
+            "UPDATE gateway_jobs SET lease_ms = ? \
+             WHERE id = ? AND claimed_by = ? AND finished_ms IS NULL",
+            [
+                ms(lease_until),
+                Value::Text(id.to_owned()),
+                Value::Text(owner.to_owned()),
+            ],
+        );
+        Ok(execute::<V>(&self.writer, query).await? > 0)
+    }
+
+    async fn handing(
+        &self,
+        id: &str,
+        owner: &str,
+        index: i64,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> StorageResult<bool> {
+        // `handing_idx` is NULL before (the last outcome cleared it): the row always changes,
+        // so every backend counts it.
+        let query = statement(
+            "UPDATE gateway_jobs SET handing_idx = ?, lease_ms = ? \
+             WHERE id = ? AND claimed_by = ? AND lease_ms >= ? AND finished_ms IS NULL \
+             AND EXISTS (SELECT 1 FROM gateway_pending WHERE job_id = ? AND idx = ?)",
+            [
+                Value::Int(index),
+                ms(lease_until),
+                Value::Text(id.to_owned()),
+                Value::Text(owner.to_owned()),
+                ms(now),
+                Value::Text(id.to_owned()),
+                Value::Int(index),
+            ],
+        );
+        Ok(execute::<V>(&self.writer, query).await? > 0)
+    }
+
+    async fn pending(&self, job: &str, limit: i64) -> StorageResult<Vec<Pending>> {
+        let query = statement(
+            &format!(
+                "SELECT {PENDING_COLUMNS} FROM gateway_pending WHERE job_id = ? \
+                 ORDER BY idx LIMIT ?"
+            ),
+            [Value::Text(job.to_owned()), Value::Int(limit)],
+        );
+        (fetch_all::<V>(&self.writer, query).await?.iter())
+            .map(pending::<V>)
+            .collect()
+    }
+
+    async fn pending_at(&self, job: &str, index: i64) -> StorageResult<Option<Pending>> {
+        let query = statement(
+            &format!("SELECT {PENDING_COLUMNS} FROM gateway_pending WHERE job_id = ? AND idx = ?"),
+            [Value::Text(job.to_owned()), Value::Int(index)],
+        );
+        let rows = fetch_all::<V>(&self.writer, query).await?;
+        rows.first().map(pending::<V>).transpose()
+    }
+
+    async fn record(&self, workspace: WorkspaceId, job: &str, s: &SendRecord) -> StorageResult<()> {
+        let mut tx = V::Sql::begin(&self.writer).await?;
+        let delete = statement(
+            "DELETE FROM gateway_pending WHERE job_id = ? AND idx = ?",
+            [Value::Text(job.into()), Value::Int(s.index)],
+        );
+        // Gone from the queue: its subject was erased meanwhile (or its workspace deleted):
+        // nothing is recorded of it.
+        let queued = Db::<V>::execute(&mut *tx, delete).await.map_err(db)? > 0;
+        let insert = statement(
+            "INSERT INTO gateway_sends (workspace_id, job_id, idx, code, message_id, outcome, \
+             http_status, answer, attempts, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                Value::Int(workspace.get()),
+                Value::Text(job.into()),
+                Value::Int(s.index),
+                Value::Text(s.code.clone()),
+                Value::Text(s.message_id.clone()),
+                Value::Text(s.outcome.clone()),
+                Value::OptInt(s.http_status.map(i64::from)),
+                Value::OptText(s.answer.clone()),
+                Value::Int(i64::from(s.attempts)),
+                ms(s.at),
+            ],
+        );
+        if queued {
+            Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;
+        }
+        let done = statement(
+            "UPDATE gateway_jobs SET handing_idx = NULL WHERE id = ? AND handing_idx = ?",
+            [Value::Text(job.into()), Value::Int(s.index)],
+        );
+        Db::<V>::execute(&mut *tx, done).await.map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        at: DateTime<Utc>,
+        stopped: Option<&str>,
+    ) -> StorageResult<()> {
+        let query = statement(
+            "UPDATE gateway_jobs SET finished_ms = ?, stopped = ?, dlr_base = NULL, \
+             handing_idx = NULL, lease_ms = NULL WHERE id = ? AND claimed_by = ? \
+             AND finished_ms IS NULL",
+            [
+                ms(at),
+                Value::OptText(stopped.map(str::to_owned)),
+                Value::Text(id.to_owned()),
+                Value::Text(owner.to_owned()),
+            ],
+        );
+        execute::<V>(&self.writer, query).await.map(|_| ())
+    }
+
+    async fn revoke_ended_tokens(&self, now: DateTime<Utc>) -> StorageResult<u64> {
+        let cutoff = now.timestamp_millis();
+        let mut tx = V::Sql::begin(&self.writer).await?;
+        let revoke = statement(
+            "UPDATE callback_tokens SET revoked_ms = ? WHERE revoked_ms IS NULL AND id IN \
+             (SELECT callback_token_id FROM gateway_jobs WHERE reports_ms IS NOT NULL \
+             AND finished_ms IS NOT NULL AND finished_ms + reports_ms <= ?)",
+            [ms(now), Value::Int(cutoff)],
+        );
+        let revoked = Db::<V>::execute(&mut *tx, revoke).await.map_err(db)?;
+        // Done for these jobs: later sweeps pass them over.
+        let done = statement(
+            "UPDATE gateway_jobs SET reports_ms = NULL WHERE reports_ms IS NOT NULL \
+             AND finished_ms IS NOT NULL AND finished_ms + reports_ms <= ?",
+            [Value::Int(cutoff)],
+        );
+        Db::<V>::execute(&mut *tx, done).await.map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(revoked)
+    }
+}

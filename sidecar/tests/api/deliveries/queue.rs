@@ -1,0 +1,380 @@
+//! The send job's queue in SQL: a sidecar stopped mid-job is taken over and the job finished,
+//! every recipient handed off once, the hand-off in flight at the stop recorded `interrupted`
+//! and never sent again; two sidecars on one database never send one job twice; a job's
+//! callback token ends after its reports window; a compose refused for its key leaves nothing;
+//! a suspended workspace's callbacks store nothing and a token's callbacks are rate limited.
+
+use super::gateway::{compose_and_send, finished, put_gateway, recipient, PASSWORD_FILE};
+use super::*;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::kannel::SEND_PASSWORD;
+
+/// A gateway stand-in on loopback that accepts every message and keeps each request's target
+/// (`/cgi-bin/sendsms?…`), except that a recipient whose number ends in `hold` gets no answer
+/// (a hand-off in flight when its sidecar stops).
+struct StandIn {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl StandIn {
+    fn start(hold: Option<&'static str>) -> StandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/cgi-bin/sendsms", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let seen = Arc::clone(&seen);
+                std::thread::spawn(move || answer(stream, &seen, hold));
+            }
+        });
+        StandIn { url, requests }
+    }
+
+    /// Hand-offs per recipient number (its last four digits).
+    fn per_number(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for target in self.requests.lock().unwrap().iter() {
+            *counts.entry(number(target)).or_default() += 1;
+        }
+        counts
+    }
+
+    fn targets(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// The last four digits of a request's `to`.
+fn number(target: &str) -> String {
+    let to = target.split("to=").nth(1).unwrap_or_default();
+    let to = to.split('&').next().unwrap_or_default();
+    to.chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect()
+}
+
+fn answer(mut stream: std::net::TcpStream, seen: &Mutex<Vec<String>>, hold: Option<&str>) {
+    let mut line = String::new();
+    let mut reader = BufReader::new(&stream);
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let mut header = String::new();
+    while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+        header.clear();
+    }
+    let target = line.split(' ').nth(1).unwrap_or_default().to_owned();
+    let held = hold.is_some_and(|hold| number(&target) == hold);
+    seen.lock().unwrap().push(target);
+    if held {
+        // Longer than the test waits for it: the sidecar is stopped meanwhile.
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
+    let body = "0: Accepted for delivery";
+    let _ = write!(
+        stream,
+        "HTTP/1.1 202 Accepted\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A sidecar on `database_url` that may send through loopback gateways, with a one-second
+/// lease (a stopped sidecar's job is taken over within it).
+async fn sidecar(secrets: &Path, backend: Backend, database_url: &str, extra: &[&str]) -> TestApp {
+    std::fs::write(secrets.join(PASSWORD_FILE), format!("{SEND_PASSWORD}\n")).unwrap();
+    let dir = secrets.to_str().unwrap();
+    let mut flags = vec![
+        "--gateway-secrets-dir",
+        dir,
+        "--gateway-allow-private",
+        "--gateway-lease",
+        "1s",
+    ];
+    flags.extend_from_slice(extra);
+    spawn_app_at(
+        backend,
+        database_url.to_owned(),
+        testkit::temp_dir(),
+        &flags,
+    )
+    .await
+}
+
+/// The job's outcomes, counted.
+fn outcomes(job: &Value) -> BTreeMap<String, u64> {
+    serde_json::from_value(job["outcomes"].clone()).unwrap()
+}
+
+crate::on_each_backend!(
+    a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice,
+    two_sidecars_taking_over_one_job_send_it_once
+);
+
+async fn a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice(backend: Backend) {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = backend.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(Some("0003"));
+    let first = sidecar(secrets.path(), backend, &database_url, &[]).await;
+    assert_eq!(put_gateway(&first, &stand_in.url, 1).await.0, 200);
+    let recipients: Vec<Value> = (0..8).map(|i| recipient(i, "sale")).collect();
+    let (lines, job) = compose_and_send(&first, PUBLIC_BASE, &recipients).await;
+    // The answer is out: every message it promised is queued or recorded.
+    let queued = (first.db)
+        .scalar(
+            "SELECT COUNT(*) FROM (SELECT idx FROM gateway_pending \
+             UNION SELECT idx FROM gateway_sends) AS promised",
+        )
+        .await;
+    assert_eq!(queued, 8);
+    let in_flight = || async { stand_in.per_number().contains_key("0003") };
+    assert!(eventually(Duration::from_secs(20), in_flight).await);
+    drop(first);
+
+    let second = sidecar(secrets.path(), backend, &database_url, &[]).await;
+    let job = finished(&second, &job).await;
+    let expected: BTreeMap<String, usize> = (0..8).map(|i| (format!("{i:04}"), 1)).collect();
+    assert_eq!(stand_in.per_number(), expected, "one hand-off each");
+    assert_eq!(
+        outcomes(&job),
+        BTreeMap::from([("accepted".into(), 7), ("interrupted".into(), 1)]),
+        "{job}"
+    );
+    let record = &job["recipients"][3];
+    assert_eq!(record["outcome"], "interrupted", "{job}");
+    assert_eq!(record["code"], lines[3]["code"]);
+    // Nothing left queued: no number kept once its message is handed off.
+    assert_eq!(rows(&second, "gateway_pending").await, 0);
+    let kept = (second.db)
+        .scalar("SELECT COUNT(*) FROM gateway_jobs WHERE dlr_base IS NOT NULL")
+        .await;
+    assert_eq!(kept, 0, "the finished job forgot its token");
+}
+
+async fn two_sidecars_taking_over_one_job_send_it_once(backend: Backend) {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = backend.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(Some("0002"));
+    let first = sidecar(secrets.path(), backend, &database_url, &[]).await;
+    assert_eq!(put_gateway(&first, &stand_in.url, 1).await.0, 200);
+    let recipients: Vec<Value> = (0..24).map(|i| recipient(i, "sale")).collect();
+    let (_, job) = compose_and_send(&first, PUBLIC_BASE, &recipients).await;
+    let in_flight = || async { stand_in.per_number().contains_key("0002") };
+    assert!(eventually(Duration::from_secs(20), in_flight).await);
+    drop(first);
+    // Two sidecars look for the job whose lease runs out: one claim wins.
+    let (a, b) = tokio::join!(
+        sidecar(secrets.path(), backend, &database_url, &[]),
+        sidecar(secrets.path(), backend, &database_url, &[]),
+    );
+    let job = finished(&a, &job).await;
+    let counts = stand_in.per_number();
+    assert_eq!(counts.len(), 24, "{counts:?}");
+    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+    assert_eq!(
+        outcomes(&job),
+        BTreeMap::from([("accepted".into(), 23), ("interrupted".into(), 1)]),
+        "{job}"
+    );
+    let owners = [&a, &b].map(|app| app.state.sends.owner.clone());
+    let holders = (a.db)
+        .texts("SELECT COALESCE(claimed_by, '') FROM gateway_jobs")
+        .await;
+    assert!(owners.contains(&holders[0]), "{holders:?} {owners:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_token_takes_reports_then_ends_with_its_window() {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(None);
+    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &[recipient(1, "sale")]).await;
+    let job = finished(&app, &job).await;
+    let token_id = job["callback_token_id"].as_str().unwrap().to_owned();
+    // The report comes on the dlr-url the gateway was given.
+    let target = stand_in.targets().pop().unwrap();
+    let dlr = url::Url::parse(&format!("http://gateway{target}")).unwrap();
+    let dlr = (dlr.query_pairs())
+        .find(|(name, _)| name == "dlr-url")
+        .unwrap()
+        .1
+        .replace("%d", "1")
+        .replace("%A", "id%3A1%20stat%3ADELIVRD")
+        .replace("%i", "smsc")
+        .replace("%T", "1700000000");
+    let report = || async { app.client.get(&dlr).send().await.unwrap().status() };
+    assert_eq!(report().await, 201, "{dlr}");
+    let live = || async {
+        let list = app.get_json("/callback-tokens").await;
+        let tokens = list["tokens"].as_array().unwrap().clone();
+        let token = tokens.into_iter().find(|t| t["id"] == token_id.as_str());
+        token.unwrap()["revoked_at"].is_null()
+    };
+    assert!(live().await);
+    // Its window (72 h by default) over: the next pass revokes it, and its reports are refused.
+    let sql = "UPDATE gateway_jobs SET finished_ms = finished_ms - 72 * 3600000 - 1";
+    app.db.execute(sql).await;
+    let revoked = || async { !live().await };
+    assert!(eventually(Duration::from_secs(10), revoked).await);
+    assert_eq!(report().await, 404);
+    let code = lines[0]["code"].as_str().unwrap();
+    let stored = (app.db)
+        .scalar(&format!(
+            "SELECT COUNT(*) FROM delivery_receipts WHERE code = '{code}' AND state = 'delivered'"
+        ))
+        .await;
+    assert_eq!(stored, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compose_refused_for_its_key_leaves_no_job() {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(None);
+    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let compose = |body: &'static str| {
+        let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+        url.query_pairs_mut().extend_pairs([
+            ("template", "Sale: {{link}}"),
+            ("url_template", "https://shop.example/"),
+            ("send", "true"),
+        ]);
+        (app.client.post(url).bearer_auth(API_KEY))
+            .header("Idempotency-Key", "spring-1")
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+    };
+    let first = compose("{\"phone\":\"+447400120001\"}\n").await.unwrap();
+    assert_eq!(first.status(), 200);
+    let job = first.headers()["shortlink-send-job"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    first.text().await.unwrap();
+    finished(&app, &job).await;
+    let before = [
+        "gateway_jobs",
+        "callback_tokens",
+        "gateway_sends",
+        "gateway_pending",
+    ];
+    let mut counts = Vec::new();
+    for table in before {
+        counts.push(rows(&app, table).await);
+    }
+    assert_eq!(counts, [1, 1, 1, 0]);
+    // The key again, with another body: refused before a job, a token or a row is made.
+    let again = compose("{\"phone\":\"+447400120002\"}\n").await.unwrap();
+    assert_eq!(again.status(), 422);
+    let body: Value = again.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "idempotency_key_reused");
+    let mut after = Vec::new();
+    for table in before {
+        after.push(rows(&app, table).await);
+    }
+    assert_eq!(after, counts);
+    assert_eq!(stand_in.targets().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_stop_with_a_suspended_workspace_and_past_the_tokens_rate() {
+    use crate::workspaces::{create_workspace, operator_key, workspace_key};
+    let app = spawn_app_with(Backend::Sqlite, &["--callback-rate", "1"]).await;
+    let dlr_of = |token: &str, code: &str| {
+        let url = format!("/callbacks/{token}/kannel?type=1&mid=m-1&code={code}");
+        app.client.get(app.url(&url)).send()
+    };
+    let dlr = |token: &str| dlr_of(token, "nosuchcode");
+    // One a second, two at once: the third at once is refused, with its JSON body.
+    let (_, token) = callback_token(&app, API_KEY, "kannel", None).await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(dlr(&token).await.unwrap());
+    }
+    let codes: Vec<u16> = statuses.iter().map(|a| a.status().as_u16()).collect();
+    assert_eq!(codes, [404, 404, 429]);
+    let refused = statuses.pop().unwrap();
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+
+    // A suspended workspace's token: answered as its keys are, nothing stored.
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-a").await;
+    let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let (_, theirs) = callback_token(&app, &admin, "kannel", None).await;
+    let link =
+        with_key(&app, &admin, Method::POST, "/links").json(&json!({"url": "https://a.example/"}));
+    let link = crate::workspaces::send_json(link).await;
+    let code = link["code"].as_str().unwrap().to_owned();
+    let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+        .json(&json!({"suspended": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(suspended.status(), 200);
+    let answer = dlr_of(&theirs, &code).await.unwrap();
+    assert_eq!(answer.status(), 403);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "workspace_suspended", "{body}");
+    assert_eq!(rows(&app, "delivery_receipts").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erased_subjects_queued_message_goes_with_its_number() {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(None);
+    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    // One message a second: the last is still queued when its recipient is erased.
+    let body = json!({
+        "url": stand_in.url, "username": testkit::kannel::SEND_USER,
+        "password_file": PASSWORD_FILE, "from": "SHOP", "callback_base": app.address,
+        "per_second": 1,
+    });
+    let answer = app
+        .api(Method::PUT, "/gateway")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let recipients: Vec<Value> = (0..3).map(|i| recipient(i, "sale")).collect();
+    let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &recipients).await;
+    let erase = json!({"request_id": "dsr-1", "ref": "r-2"});
+    let answer = app
+        .api(Method::POST, "/subjects/erase")
+        .json(&erase)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let phone = (app.db)
+        .scalar("SELECT COUNT(*) FROM gateway_pending WHERE phone LIKE '%0002'")
+        .await;
+    assert_eq!(phone, 0, "the erased subject's number is gone at once");
+    let job = finished(&app, &job).await;
+    let records = job["recipients"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{job}");
+    assert!(
+        records.iter().all(|r| r["code"] != lines[2]["code"]),
+        "{job}"
+    );
+    assert!(!stand_in.per_number().contains_key("0002"));
+}
