@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use shortlink_core::sync::LockOrRecover;
 
 /// How long a count is shown before a page view starts the next one.
 pub const FRESH: Duration = Duration::from_secs(30);
@@ -61,7 +62,7 @@ impl Totals {
         campaign: &str,
     ) -> Shown {
         let key = (workspace, campaign.to_owned());
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut campaigns = self.campaigns.lock_or_recover();
         if !campaigns.contains_key(&key) && campaigns.len() >= KEPT {
             evict_stalest(&mut campaigns);
         }
@@ -84,7 +85,7 @@ impl Totals {
     }
 
     fn finish(&self, campaign: Campaign, outcome: Option<Count>) {
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut campaigns = self.campaigns.lock_or_recover();
         let entry = campaigns.entry(campaign).or_default();
         entry.counting = false;
         entry.failed = outcome.is_none();

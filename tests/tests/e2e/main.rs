@@ -49,6 +49,7 @@ mod replicas;
 mod rules_fallback;
 mod run_script;
 mod secrets;
+mod sizes;
 mod sentinel;
 mod sticky_splits;
 mod tls;

@@ -60,6 +60,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use shortlink_core::sync::LockOrRecover;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Most domains requests may name: a pool is a few dozen; beyond this, new names are ignored.
@@ -237,7 +238,7 @@ impl DomainHealth {
 
     /// Queues a domain webhook for the job to deliver (none is sent without a webhook URL).
     pub fn send_later(&self, body: String) {
-        self.outbox.lock().expect("not poisoned").push(body);
+        self.outbox.lock_or_recover().push(body);
         self.outbox_ready.notify_one();
     }
 
@@ -277,8 +278,7 @@ impl DomainHealth {
     /// Workspaces issuing on the healthiest of their drained domains, as of the last check.
     pub fn degraded_workspaces(&self) -> Vec<String> {
         self.degraded
-            .lock()
-            .expect("not poisoned")
+            .lock_or_recover()
             .iter()
             .cloned()
             .collect()
@@ -290,7 +290,7 @@ impl DomainHealth {
         let mut new = false;
         let now = Instant::now();
         {
-            let mut known = self.known.lock().expect("not poisoned");
+            let mut known = self.known.lock_or_recover();
             for domain in domains {
                 let domain = domain.as_ref();
                 if domain.is_empty() {
@@ -317,7 +317,7 @@ impl DomainHealth {
 
     /// Drops the names no request has named for [`FORGET_UNNAMED`] as of `now`; the rest.
     fn forget_unnamed(&self, now: Instant) -> BTreeSet<String> {
-        let mut known = self.known.lock().expect("not poisoned");
+        let mut known = self.known.lock_or_recover();
         known.retain(|_, seen| now.saturating_duration_since(*seen) < FORGET_UNNAMED);
         known.keys().cloned().collect()
     }
@@ -326,7 +326,7 @@ impl DomainHealth {
     /// only from a request that came through nginx): the domains a workspace's part names are
     /// its own, every other the default's. A list equal to the last costs a comparison.
     pub fn sections(&self, lists: &WorkspaceBases) {
-        let mut owners = self.owners.lock().expect("not poisoned");
+        let mut owners = self.owners.lock_or_recover();
         if owners.lists.as_ref() == Some(lists) {
             return;
         }
@@ -338,12 +338,12 @@ impl DomainHealth {
 
     /// Every workspace's issuing list, as nginx last sent it.
     pub(crate) fn issuing_lists(&self) -> Option<WorkspaceBases> {
-        self.owners.lock().expect("not poisoned").lists.clone()
+        self.owners.lock_or_recover().lists.clone()
     }
 
     /// The workspace `domain` is grouped under.
     pub fn workspace_of(&self, domain: &str) -> String {
-        let owners = self.owners.lock().expect("not poisoned");
+        let owners = self.owners.lock_or_recover();
         (owners.by_domain.get(domain).cloned())
             .unwrap_or_else(|| super::issuing::DEFAULT_WORKSPACE.to_owned())
     }
@@ -354,7 +354,7 @@ impl DomainHealth {
 
     /// Counts `links` issued on `domain` now, under one lock.
     pub fn issued_on_many(&self, domain: &str, links: u64) {
-        let mut issued = self.issued.lock().expect("not poisoned");
+        let mut issued = self.issued.lock_or_recover();
         issued.record(domain, links, Instant::now());
     }
 
@@ -364,17 +364,16 @@ impl DomainHealth {
     pub fn statuses(&self) -> Vec<DomainStatus> {
         let known: Vec<String> = self
             .known
-            .lock()
-            .expect("not poisoned")
+            .lock_or_recover()
             .keys()
             .cloned()
             .collect();
-        let mut all = self.statuses.lock().expect("not poisoned").clone();
+        let mut all = self.statuses.lock_or_recover().clone();
         for domain in known {
             all.entry(domain)
                 .or_insert_with_key(|domain| DomainStatus::unknown(domain));
         }
-        let owners = self.owners.lock().expect("not poisoned");
+        let owners = self.owners.lock_or_recover();
         let drains = self.drains.current();
         let mut all: Vec<DomainStatus> = (all.into_values())
             .map(|status| owners.label(status))
@@ -398,17 +397,16 @@ impl DomainHealth {
     pub fn status(&self, domain: &str) -> Option<DomainStatus> {
         let checked = self
             .statuses
-            .lock()
-            .expect("not poisoned")
+            .lock_or_recover()
             .get(domain)
             .cloned();
         let status = checked.or_else(|| {
-            let known = self.known.lock().expect("not poisoned");
+            let known = self.known.lock_or_recover();
             known
                 .contains_key(domain)
                 .then(|| DomainStatus::unknown(domain))
         })?;
-        let mut status = self.owners.lock().expect("not poisoned").label(status);
+        let mut status = self.owners.lock_or_recover().label(status);
         status.drain = self.drains.current().drain(domain);
         status.receipt_notes = self.receipts.notes(&status.workspace, domain);
         Some(status)
@@ -513,7 +511,7 @@ async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
 }
 
 fn send_outbox(health: &DomainHealth, settings: &HealthSettings, alerts: &mut Alerts) {
-    let bodies = std::mem::take(&mut *health.outbox.lock().expect("not poisoned"));
+    let bodies = std::mem::take(&mut *health.outbox.lock_or_recover());
     if let Some(webhook) = &settings.webhook {
         for body in bodies {
             alerts.send(webhook, body);
@@ -528,7 +526,7 @@ async fn check_all(
     storage: &dyn Storage,
     alerts: &mut Alerts,
 ) {
-    let issued = health.issued.lock().expect("not poisoned").weighed(
+    let issued = health.issued.lock_or_recover().weighed(
         Instant::now(),
         settings.window,
         &settings.curve,
@@ -544,7 +542,7 @@ async fn check_all(
     // The window's recent parts, each with its own weights and clicks (one query each).
     let mut parts = Vec::new();
     for part in judged_windows(settings.window).into_iter().skip(1) {
-        let issued_part = (health.issued.lock().expect("not poisoned")).weighed(
+        let issued_part = (health.issued.lock_or_recover()).weighed(
             Instant::now(),
             part,
             &settings.curve,
@@ -568,7 +566,7 @@ async fn check_all(
     domains.extend(issued.keys().cloned());
     // A forgotten domain leaves the list too, and its state series drop to 0 (the exporter keeps
     // a series once written: a stale 1 would say it is still healthy or down).
-    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| {
+    (health.statuses.lock_or_recover()).retain(|domain, _| {
         let kept = domains.contains(domain);
         if !kept {
             for s in State::CHECKED {
@@ -579,7 +577,7 @@ async fn check_all(
         kept
     });
     // Each domain against its own workspace's traffic only.
-    let owners = (health.owners.lock().expect("not poisoned").by_domain).clone();
+    let owners = (health.owners.lock_or_recover().by_domain).clone();
     let totals = Totals::new(&owners, &issued, &clicks);
     let parts: Vec<_> = (parts.iter())
         .map(|(part, issued, clicks)| (*part, issued, clicks, Totals::new(&owners, issued, clicks)))
@@ -654,8 +652,7 @@ async fn check_all(
         };
         let previous = health
             .statuses
-            .lock()
-            .expect("not poisoned")
+            .lock_or_recover()
             .insert(domain.clone(), status.clone())
             .map(|s| s.state);
         for s in State::CHECKED {
@@ -756,7 +753,7 @@ async fn apply_drains(
             .set(f64::from(u8::from(drained)));
     }
     // A workspace whose every base (standbys included) is drained issues on the healthiest.
-    let lists = health.owners.lock().expect("not poisoned").lists.clone();
+    let lists = health.owners.lock_or_recover().lists.clone();
     let degraded: BTreeSet<String> = match &lists {
         Some(lists) => (lists.iter())
             .filter(|(_, bases)| {
@@ -770,7 +767,7 @@ async fn apply_drains(
         None => BTreeSet::new(),
     };
     let before = std::mem::replace(
-        &mut *health.degraded.lock().expect("not poisoned"),
+        &mut *health.degraded.lock_or_recover(),
         degraded.clone(),
     );
     // Every workspace's series at every check, 0 too: the alert and the dashboards need the

@@ -19,6 +19,7 @@ use shortlink_config::{Config, ConfigError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use crate::sync::LockOrRecover;
 
 /// How the sidecar reaches the primary. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -238,7 +239,7 @@ impl Primary {
 
     fn note(&self, info: &ConnectionInfo) {
         let address = info.addr.to_string();
-        let mut last = self.0.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self.0.last.lock_or_recover();
         if last.as_deref() == Some(address.as_str()) {
             return;
         }

@@ -40,6 +40,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+use crate::sync::LockOrRecover;
 
 /// How many times a slot's transaction follows `-MOVED`/`-ASK` on the write-through's own
 /// connections before it is left to the per-slot path.
@@ -468,7 +469,7 @@ fn refused(error: RedisError) -> Outcome {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+    mutex.lock_or_recover()
 }
 
 fn server_error(value: &Value) -> Option<RedisError> {

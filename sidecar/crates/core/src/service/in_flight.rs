@@ -5,6 +5,7 @@ use shortlink_store::WorkspaceId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+use crate::sync::LockOrRecover;
 
 /// The groups this sidecar is writing, per workspace (see [`super::authority`]). A gate
 /// is made the first time a workspace writes a group and dropped when it is deleted.
@@ -13,7 +14,7 @@ pub(super) struct InFlight(Mutex<HashMap<WorkspaceId, Arc<RwLock<()>>>>);
 
 impl InFlight {
     fn gate(&self, workspace: WorkspaceId) -> Arc<RwLock<()>> {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gates = self.0.lock_or_recover();
         Arc::clone(gates.entry(workspace).or_default())
     }
 
@@ -29,7 +30,7 @@ impl InFlight {
     }
 
     pub(super) fn forget(&self, workspace: WorkspaceId) {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gates = self.0.lock_or_recover();
         gates.remove(&workspace);
     }
 }
