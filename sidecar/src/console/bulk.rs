@@ -28,10 +28,10 @@ use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
 use shortlink_core::limits::Reservation;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use shortlink_core::sync::LockOrRecover;
 
 /// Rows per call of the batch service (one transaction each).
 const CHUNK: usize = 200;

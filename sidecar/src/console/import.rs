@@ -21,10 +21,10 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
-use shortlink_core::sync::LockOrRecover;
 
 /// Problems listed on the page (the JSON report has them all).
 const SHOWN: usize = 200;

@@ -26,10 +26,10 @@ use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use shortlink_core::sync::LockOrRecover;
 
 pub const COOKIE_NAME: &str = "shortlink_console";
 /// The sign-in form's own token (double submit): no session exists yet to hold one.

@@ -7,10 +7,10 @@
 use crate::service::{LinkService, ServiceError};
 use crate::storage::{CampaignStats, WorkspaceId};
 use chrono::{DateTime, Utc};
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use shortlink_core::sync::LockOrRecover;
 
 /// How long a count is shown before a page view starts the next one.
 pub const FRESH: Duration = Duration::from_secs(30);

@@ -36,7 +36,11 @@ fn member_sources() -> Vec<PathBuf> {
         .expect("run cargo metadata");
     assert!(output.status.success(), "cargo metadata: {output:?}");
     let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
-    let root = PathBuf::from(metadata["workspace_root"].as_str().expect("a workspace root"));
+    let root = PathBuf::from(
+        metadata["workspace_root"]
+            .as_str()
+            .expect("a workspace root"),
+    );
     let mut dirs: Vec<PathBuf> = metadata["packages"]
         .as_array()
         .expect("packages")
@@ -44,7 +48,11 @@ fn member_sources() -> Vec<PathBuf> {
         .map(|package| PathBuf::from(package["manifest_path"].as_str().expect("a manifest")))
         .map(|manifest| manifest.parent().expect("a package dir").join("src"))
         .filter(|src| src.is_dir())
-        .map(|src| src.strip_prefix(&root).expect("a member inside").to_path_buf())
+        .map(|src| {
+            src.strip_prefix(&root)
+                .expect("a member inside")
+                .to_path_buf()
+        })
         .collect();
     dirs.sort();
     dirs
@@ -58,7 +66,11 @@ fn production_files(base: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
         .collect();
     entries.sort();
     for path in entries {
-        let name = path.file_name().expect("a name").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
         let relative = dir.join(&name);
         if path.is_dir() {
             if name != "tests" && name != "benches" {
@@ -245,8 +257,15 @@ fn measure(path: &str, text: &str) -> Vec<Oversize> {
     let is_ident = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
     for (at, _) in blanked.match_indices("fn ") {
         let after = blanked[at + 3..].trim_start();
-        let name: String = after.bytes().take_while(|&b| is_ident(b)).map(char::from).collect();
-        if (at > 0 && is_ident(code[at - 1])) || name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+        let name: String = after
+            .bytes()
+            .take_while(|&b| is_ident(b))
+            .map(char::from)
+            .collect();
+        if (at > 0 && is_ident(code[at - 1]))
+            || name.is_empty()
+            || name.as_bytes()[0].is_ascii_digit()
+        {
             continue;
         }
         let first = line_of(code, at);
@@ -286,7 +305,12 @@ fn judge(found: &[Oversize], exceptions: &[&str]) -> (Vec<String>, Vec<String>) 
     let unlisted = found
         .iter()
         .filter(|oversize| !exceptions.contains(&oversize.key.as_str()))
-        .map(|oversize| format!("{}:{} ({} lines)", oversize.key, oversize.line, oversize.lines))
+        .map(|oversize| {
+            format!(
+                "{}:{} ({} lines)",
+                oversize.key, oversize.line, oversize.lines
+            )
+        })
         .collect();
     let gone = exceptions
         .iter()
@@ -301,7 +325,9 @@ fn no_production_file_or_function_is_past_its_limit() {
     let dirs = member_sources();
     assert!(
         dirs.iter().any(|dir| dir.ends_with("ngx-module/src"))
-            && dirs.iter().any(|dir| dir.ends_with("sidecar/crates/domains/src")),
+            && dirs
+                .iter()
+                .any(|dir| dir.ends_with("sidecar/crates/domains/src")),
         "{dirs:?}"
     );
     let found = oversizes(&repo(), &dirs);
@@ -340,9 +366,18 @@ fn the_measure_counts_code_not_literals_or_tests() {
         "impl S {{\n    pub(crate) fn over<T: Fn(u8)>(&self, _: [u8; 2]) -> u8 {{\n{}    }}\n}}\n",
         body(99)
     );
-    let in_test = format!("#[cfg(test)]\nmod tests {{\n    fn long() {{\n{}    }}\n}}\n", body(800));
-    write("a/src/lib.rs", &format!("mod m;\nstruct S;\n{at_limit}{over}{in_test}"));
-    write("a/src/m.rs", &format!("fn f() {{}}\n{}", "// filler\n".repeat(700)));
+    let in_test = format!(
+        "#[cfg(test)]\nmod tests {{\n    fn long() {{\n{}    }}\n}}\n",
+        body(800)
+    );
+    write(
+        "a/src/lib.rs",
+        &format!("mod m;\nstruct S;\n{at_limit}{over}{in_test}"),
+    );
+    write(
+        "a/src/m.rs",
+        &format!("fn f() {{}}\n{}", "// filler\n".repeat(700)),
+    );
     write("a/src/tests.rs", &"// a test file\n".repeat(900));
     write("a/src/x_tests.rs", &"// a test file\n".repeat(900));
     write("a/src/tests/long.rs", &"// a test file\n".repeat(900));
@@ -374,9 +409,14 @@ fn the_measure_counts_code_not_literals_or_tests() {
         )
     );
     // A line more puts the first function over the limit.
-    write("a/src/lib.rs", &format!("fn at_limit() {{\n{tricky}{}}}\n", body(96)));
+    write(
+        "a/src/lib.rs",
+        &format!("fn at_limit() {{\n{tricky}{}}}\n", body(96)),
+    );
     assert_eq!(
-        oversizes(dir.path(), &dirs[..1]).first().map(|o| o.key.as_str()),
+        oversizes(dir.path(), &dirs[..1])
+            .first()
+            .map(|o| o.key.as_str()),
         Some("a/src/lib.rs fn at_limit")
     );
 }

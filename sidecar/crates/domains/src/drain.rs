@@ -18,11 +18,11 @@ use super::state::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use shortlink_core::sync::ReadWriteOrRecover;
 use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::{Storage, StorageResult};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use shortlink_core::sync::ReadWriteOrRecover;
 
 /// Whether a domain takes new links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]

@@ -26,13 +26,13 @@ use super::state::State;
 use chrono::Utc;
 use shortlink_config::Config;
 use shortlink_core::background::{self, Shutdown};
+use shortlink_core::sync::LockOrRecover;
 use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
 use shortlink_store::Storage;
 use shortlink_visits::deliveries::{NewReceipt, Recorded};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use shortlink_core::sync::LockOrRecover;
 
 /// How often the counts are judged: the drain follows the receipts within about this much.
 const EVERY: Duration = Duration::from_secs(1);

@@ -12,12 +12,12 @@
 
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, Notify};
-use shortlink_core::sync::LockOrRecover;
 
 /// Body bytes kept in memory, not yet read; beyond this they go to the file.
 pub const MEMORY_LIMIT: usize = 8 << 20;
@@ -72,8 +72,7 @@ enum Segment {
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while the lock was held left no half-made change that matters here.
-        self.state
-            .lock_or_recover()
+        self.state.lock_or_recover()
     }
 
     async fn append(&self, bytes: Bytes) -> Result<(), SpoolError> {

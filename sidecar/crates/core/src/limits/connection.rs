@@ -3,10 +3,10 @@
 //! of the limiter at most one `--redis-timeout`, once per pause, not one per request.
 
 use crate::primary::{ConnectOptions, Primary, ProjectionError, RedisConnection};
+use crate::sync::ReadWriteOrRecover;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
-use crate::sync::ReadWriteOrRecover;
 
 /// How long the limits leave Redis alone after a failure.
 pub(super) const PAUSE: Duration = Duration::from_secs(1);
@@ -99,8 +99,6 @@ impl LimitsConnection {
     }
 
     fn current(&self) -> Option<RedisConnection> {
-        self.connection
-            .read_or_recover()
-            .clone()
+        self.connection.read_or_recover().clone()
     }
 }

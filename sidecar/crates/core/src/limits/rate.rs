@@ -13,11 +13,11 @@
 
 use super::connection::{LimitsConnection, LimitsUnavailable};
 use super::limit::{refused, Limit};
+use crate::sync::LockOrRecover;
 use shortlink_wire::keys::api_key_rate_key;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use crate::sync::LockOrRecover;
 
 /// How long a sidecar keeps requests it took from Redis and did not use yet.
 pub const LEASE_LIFETIME: Duration = Duration::from_secs(1);

@@ -13,13 +13,13 @@ mod sentinel;
 pub use connection::{RedisConnection, Shard};
 pub use sentinel::parse_address as parse_sentinel_address;
 
+use crate::sync::LockOrRecover;
 pub use error::ProjectionError;
 use redis::{ConnectionInfo, IntoConnectionInfo};
 use shortlink_config::{Config, ConfigError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::sync::LockOrRecover;
 
 /// How the sidecar reaches the primary. Cheap to clone (shared state).
 #[derive(Clone)]

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use super::marker::RefillError;
 use super::{written_value, Projection, ProjectionError, RecordWrite, KEY_PREFIX};
+use crate::sync::LockOrRecover;
 use shortlink_store::{self as storage, Storage};
 use shortlink_wire::keys::{PREVIEW_PREFIX, VISIT_COUNT_PREFIX};
-use crate::sync::LockOrRecover;
 
 impl Projection {
     /// Notes the keys of `writes` when `result` is a failure (with Sentinel, a cluster or `WAIT` only: one

@@ -32,6 +32,7 @@
 
 use super::{Projection, ProjectionError};
 use crate::primary::{ConnectOptions, Shard};
+use crate::sync::LockOrRecover;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{ErrorKind, Pipeline, RedisError, Value};
 use shortlink_wire::cluster::SLOTS;
@@ -40,7 +41,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use crate::sync::LockOrRecover;
 
 /// How many times a slot's transaction follows `-MOVED`/`-ASK` on the write-through's own
 /// connections before it is left to the per-slot path.

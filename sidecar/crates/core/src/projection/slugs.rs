@@ -6,11 +6,11 @@
 //! workspace that cannot be named (deleted, or a slug that is no record name) is an error before
 //! anything is written, never a record that answers on no host or on the wrong one.
 
+use crate::sync::ReadWriteOrRecover;
 use shortlink_store::{Storage, StorageError, WorkspaceId};
 use shortlink_wire::record::WorkspaceName;
 use std::collections::HashMap;
 use std::sync::RwLock;
-use crate::sync::ReadWriteOrRecover;
 
 /// What a record names as its link's workspace: nothing for `default` (its records keep the
 /// bytes they had before workspaces), else its slug.

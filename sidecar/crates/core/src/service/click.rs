@@ -9,6 +9,7 @@
 
 use super::model::Resolution;
 use crate::projection::{encode_record, RecordWorkspace};
+use crate::sync::LockOrRecover;
 use shortlink_model::link::card;
 use shortlink_store::Link;
 use shortlink_wire::agent;
@@ -18,7 +19,6 @@ use shortlink_wire::record::{self, Answer, Checked, LinkView};
 use shortlink_wire::rules::{self, Click};
 use std::net::IpAddr;
 use std::sync::Mutex;
-use crate::sync::LockOrRecover;
 
 /// The parts of a request a link's rules read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -161,8 +161,7 @@ static CLICK_IDS: Mutex<Option<ClickIds>> = Mutex::new(None);
 
 fn next_click_id() -> ClickId {
     let prefix = || getrandom::u64().unwrap_or_else(|_| rand_fallback());
-    let mut ids = CLICK_IDS
-        .lock_or_recover();
+    let mut ids = CLICK_IDS.lock_or_recover();
     ids.get_or_insert_with(|| ClickIds::new(prefix()))
         .next(prefix)
 }

@@ -1,11 +1,11 @@
 //! The links this sidecar is writing, per workspace: what a workspace's delete waits for, and
 //! holds back while it runs ([`super::authority`] says why).
 
+use crate::sync::LockOrRecover;
 use shortlink_store::WorkspaceId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
-use crate::sync::LockOrRecover;
 
 /// The groups this sidecar is writing, per workspace (see [`super::authority`]). A gate
 /// is made the first time a workspace writes a group and dropped when it is deleted.

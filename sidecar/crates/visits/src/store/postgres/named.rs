@@ -23,11 +23,11 @@
 
 use super::days::{days, partition_name};
 use chrono::{DateTime, NaiveDate, Utc};
+use shortlink_core::sync::LockOrRecover;
 use shortlink_store::StorageResult;
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use shortlink_core::sync::LockOrRecover;
 
 /// The most days a read names: a 24 h window, or a feed row's visits across midnight. A longer
 /// read reads `visits` (its rows then cost more than planning over the days), and the few
