@@ -15,7 +15,46 @@ const MAX_FN_LINES: usize = 100;
 /// What may stay past a limit, each as [`Oversize::key`] spells it (`path` for a file, `path fn
 /// name` for a function, the path from the repository root) with why. One that is no longer over
 /// its limit fails the test, so the list stays what is true.
-const EXCEPTIONS: &[(&str, &str)] = &[];
+const EXCEPTIONS: &[(&str, &str)] = &[
+    (
+        "ngx-module/src/handler.rs fn handle",
+        "the request handler's steps; being changed by another part of issue 69 at the time of \
+         the split, so split in a change after it",
+    ),
+    (
+        "ngx-module/src/respond.rs fn answer",
+        "as handler.rs's handle: being changed by another part at the time of the split",
+    ),
+    (
+        "sidecar/crates/api/src/compose/mod.rs fn compose",
+        "being reworked by another part of issue 69 (one validation path) at the time of the \
+         split; to be split there",
+    ),
+    (
+        "sidecar/crates/core/src/metrics/mod.rs fn describe",
+        "a table: one help line per metric family, which promtool wants for each; split by \
+         area it would only scatter the list an operator reads in one place",
+    ),
+    (
+        "sidecar/crates/store/src/postgres/copy.rs fn insert_links_skipping_conflicts",
+        "a table: one array per link column (25) and its bind, in the order of the UNNEST; \
+         it shrinks when the link's fields have one definition (issue 69's other part)",
+    ),
+    (
+        "sidecar/crates/visits/src/deliveries/store.rs fn apply",
+        "one receipt's statements in one transaction; the delivery store was being changed by \
+         another part at the time of the split, so split in a change after it",
+    ),
+    (
+        "sidecar/src/console/mod.rs fn router",
+        "a table: every console route, one call each, read in one place (the workspace isolation \
+         test lists routes from it)",
+    ),
+    (
+        "tests/src/nginx.rs fn start",
+        "the test harness, not shipped; being changed on main at the time of the split",
+    ),
+];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
