@@ -184,20 +184,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         }
     }
     code_scheme::check_redis(&marker, &scheme, config).await?;
-    if let Some(key) = &config.bootstrap_api_key {
-        let hash = http::hash_api_key(key.trim());
-        if storage
-            .ensure_api_key("bootstrap", &hash, storage::now())
-            .await?
-        {
-            tracing::info!("bootstrap API key stored");
-            // Its name only: the key is the operator's secret.
-            let changes = storage::audit::Changes::new().set("name", "bootstrap");
-            let actor = storage::audit::Actor::system("startup (--bootstrap-api-key)");
-            let entry = storage::audit::AuditEntry::new(actor, "key.create", "bootstrap", changes);
-            storage.append_audit(&entry).await?;
-        }
-    }
+    store_bootstrap_key(config, storage.as_ref()).await?;
     let projection = Arc::new(projection_on(projection_primary, config));
     if projection.primary().is_cluster() {
         // A cluster connection learns the slot map and connects to every primary: done now,
@@ -262,6 +249,28 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         }),
         sends: Arc::new(http::gateway::runner::Sends::new(config.gateway_lease)),
     })
+}
+
+/// Stores `--bootstrap-api-key` (its hash), audited, unless it is stored already.
+async fn store_bootstrap_key(
+    config: &Config,
+    storage: &dyn storage::Storage,
+) -> Result<(), StartupError> {
+    if let Some(key) = &config.bootstrap_api_key {
+        let hash = http::hash_api_key(key.trim());
+        if storage
+            .ensure_api_key("bootstrap", &hash, storage::now())
+            .await?
+        {
+            tracing::info!("bootstrap API key stored");
+            // Its name only: the key is the operator's secret.
+            let changes = storage::audit::Changes::new().set("name", "bootstrap");
+            let actor = storage::audit::Actor::system("startup (--bootstrap-api-key)");
+            let entry = storage::audit::AuditEntry::new(actor, "key.create", "bootstrap", changes);
+            storage.append_audit(&entry).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The background work of a server, as configured and checked before anything is opened.

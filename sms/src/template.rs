@@ -145,6 +145,31 @@ fn valid_name(name: &str) -> bool {
         && name.len() <= MAX_NAME_LEN
 }
 
+/// What the placeholder `name` (trimmed) at character `position` stands for, or why it is refused.
+fn placeholder(
+    name: &str,
+    position: usize,
+    known: &impl Fn(&str) -> bool,
+) -> Result<Piece, TemplateError> {
+    if name.is_empty() {
+        Err(TemplateError::EmptyName { position })
+    } else if !valid_name(name) {
+        Err(TemplateError::InvalidName {
+            position,
+            name: name.to_owned(),
+        })
+    } else if name == LINK {
+        Ok(Piece::Link)
+    } else if known(name) {
+        Ok(Piece::Variable(name.to_owned()))
+    } else {
+        Err(TemplateError::UnknownVariable {
+            position,
+            name: name.to_owned(),
+        })
+    }
+}
+
 impl Template {
     /// Parses `source`, accepting `{{link}}` and the variables for which `known` is true.
     pub fn parse(
@@ -201,22 +226,9 @@ impl Template {
             };
             placeholders += 1;
             let name = rest[..close].trim_matches([' ', '\t']);
-            if name.is_empty() {
-                errors.push(TemplateError::EmptyName { position });
-            } else if !valid_name(name) {
-                errors.push(TemplateError::InvalidName {
-                    position,
-                    name: name.to_owned(),
-                });
-            } else if name == LINK {
-                pieces.push(Piece::Link);
-            } else if known(name) {
-                pieces.push(Piece::Variable(name.to_owned()));
-            } else {
-                errors.push(TemplateError::UnknownVariable {
-                    position,
-                    name: name.to_owned(),
-                });
+            match placeholder(name, position, &known) {
+                Ok(piece) => pieces.push(piece),
+                Err(error) => errors.push(error),
             }
             // Skip the inside and the `}}`.
             let end = inner_start + close + 2;

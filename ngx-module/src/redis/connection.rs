@@ -9,11 +9,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_int;
-use std::future::Future;
 use std::ops::Range;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
 use std::{mem, ptr};
 
 use nginx_sys::{
@@ -34,41 +31,9 @@ use crate::ffi;
 use crate::ffi::now_ms;
 use crate::status::Counter;
 
-/// Where one reply lands. Shared by the connection's FIFO and the task awaiting it; if the task
-/// gives up (timeout, client gone) the reply still arrives here and is dropped.
-#[derive(Default)]
-struct Slot {
-    result: Cell<Option<Result<Frame, RedisError>>>,
-    waker: Cell<Option<Waker>>,
-}
-
-/// The reply to one command, as a future.
-pub struct Reply(Rc<Slot>);
-
-impl Future for Reply {
-    type Output = Result<Frame, RedisError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.0.result.take() {
-            Some(result) => Poll::Ready(result),
-            None => {
-                self.0.waker.set(Some(cx.waker().clone()));
-                Poll::Pending
-            }
-        }
-    }
-}
-
-enum Pending {
-    Wait(Rc<Slot>),
-    /// An event command carrying `visits`: its reply is read and dropped, an error reply counted
-    /// against the visits. On a cluster `command` keeps its bytes, to send it again elsewhere if
-    /// the node redirects it.
-    Event {
-        visits: u32,
-        command: Option<KeptCommand>,
-    },
-}
+mod reply;
+pub use reply::Reply;
+use reply::{redirection, Pending, Slot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -649,13 +614,6 @@ impl Conn {
     }
 }
 
-/// The text of an error reply that redirects a cluster command (`-MOVED ...`, `-ASK ...`): the
-/// node did not run it. Any other error (`-TRYAGAIN`, `-CLUSTERDOWN`, `-OOM`) is a failure.
-fn redirection(reply: &[u8]) -> Option<&[u8]> {
-    let text = reply.strip_prefix(b"-")?.strip_suffix(b"\r\n")?;
-    (text.starts_with(b"MOVED ") || text.starts_with(b"ASK ")).then_some(text)
-}
-
 impl Drop for Conn {
     fn drop(&mut self) {
         // Waiting tasks are not woken from here: their own deadline ends them.
@@ -702,29 +660,4 @@ fn dispatch(ev: *mut ngx_event_t, handle: fn(&mut Conn, &mut ngx_event_t)) {
             me.done = done;
         }
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redirection;
-
-    #[test]
-    fn only_moved_and_ask_redirect_an_event_command() {
-        assert_eq!(
-            redirection(b"-MOVED 3999 127.0.0.1:6381\r\n"),
-            Some(&b"MOVED 3999 127.0.0.1:6381"[..])
-        );
-        assert_eq!(
-            redirection(b"-ASK 12 [::1]:7000\r\n"),
-            Some(&b"ASK 12 [::1]:7000"[..])
-        );
-        for failure in [
-            &b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"[..],
-            b"-CLUSTERDOWN The cluster is down\r\n",
-            b"-MOVEDX 1 a:1\r\n",
-            b"+OK\r\n",
-        ] {
-            assert_eq!(redirection(failure), None);
-        }
-    }
 }

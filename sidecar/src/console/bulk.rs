@@ -28,6 +28,7 @@ use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
 use shortlink_core::limits::Reservation;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,15 +60,15 @@ struct Job {
 
 impl Jobs {
     fn get(&self, workspace: WorkspaceId, id: &str) -> Option<Arc<Mutex<Job>>> {
-        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let jobs = self.0.lock_or_recover();
         let (owner, job) = jobs.get(id)?;
         (*owner == workspace).then(|| Arc::clone(job))
     }
 
     fn insert(&self, workspace: WorkspaceId, id: String, job: Arc<Mutex<Job>>) {
-        let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut jobs = self.0.lock_or_recover();
         jobs.retain(|_, (_, job)| {
-            let job = job.lock().unwrap_or_else(|e| e.into_inner());
+            let job = job.lock_or_recover();
             job.started.is_some_and(|at| at.elapsed() < KEEP)
         });
         if jobs.len() < MAX_JOBS {
@@ -305,7 +306,7 @@ async fn run(
             .count();
         part.keep(created as u64).await;
         let mut outcomes = outcomes;
-        let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let mut job = job.lock_or_recover();
         for (line, row) in results {
             let row = row.unwrap_or_else(|| match outcomes.remove(&(line as i64 - 1)) {
                 Some(ItemOutcome::Created(link)) => {
@@ -333,7 +334,7 @@ async fn run(
     }
     // The rows refused before their create.
     reservation.release().await;
-    job.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
+    job.lock_or_recover().finished = true;
 }
 
 pub async fn progress(
@@ -343,7 +344,7 @@ pub async fn progress(
 ) -> PageResult {
     let job = jobs.get(operator.workspace, &id).ok_or(Error::NotFound)?;
     let (total, done, failed, finished) = {
-        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let job = job.lock_or_recover();
         (job.total, job.done, job.failed, job.finished)
     };
     let body = html! {
@@ -372,7 +373,7 @@ pub async fn results(
 ) -> PageResult {
     let job = jobs.get(operator.workspace, &id).ok_or(Error::NotFound)?;
     let body = {
-        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let job = job.lock_or_recover();
         let mut body = String::from("line,status,code,short_url,error\n");
         for row in &job.rows {
             body.push_str(row);

@@ -98,44 +98,9 @@ pub async fn page(
                     p.short { a #short-url href=(url) { (url) } }
                     button type="button" data-copy="short-url" hidden { "Copy short URL" }
                 }
-                dl {
-                    dt { "Target" } dd { (link.url) }
-                    dt { "State" } dd { (super::links::state_cell(&link)) }
-                    dt { "Redirect" } dd { (link.redirect) }
-                    dt { "Expires" } dd { (when(link.expires_at)) }
-                    dt { "Created" } dd { (when(Some(link.created_at))) }
-                    dt { "Campaign" } dd { (link.campaign.as_deref().unwrap_or("—")) }
-                    dt { "Recipient" } dd { (link.recipient_ref.as_deref().unwrap_or("—")) }
-                    dt { "Tags" } dd { (link.tags.join(", ")) }
-                    dt { "Clicks (all time)" } dd { (link.visit_count) }
-                    dt { "Last click" } dd { (when(link.last_visit_at)) }
-                    @if link.valid_since.is_some() { dt { "Opens" } dd { (when(link.valid_since)) } }
-                    @if let Some(url) = &link.not_yet_url { dt { "Before it opens" } dd { (url) } }
-                    @if let Some(url) = &link.expired_url { dt { "After it expires" } dd { (url) } }
-                    dt { "Rules" } dd {
-                        (link.rules.as_ref().map_or(0, Vec::len)) " · "
-                        a href={ "/console/links/" (link.code) "/rules" } { "edit and preview" }
-                        " · "
-                        a href={ "/console/links/" (link.code) "/ab" } { "A/B results and conversions" }
-                    }
-                    @if let Some(cap) = link.max_visits { dt { "Visit cap" } dd { (cap) } }
-                    @if link.password_protected { dt { "Password" } dd { "protected" } }
-                    dt { "Preview card" } dd {
-                        (link.preview.as_ref().map_or("none", |card| card.title.as_str())) " · "
-                        a href={ "/console/links/" (link.code) "/card" } { "edit and preview" }
-                    }
-                }
+                (facts(&link))
             }
-            @if let Some(svg) = &qr_svg {
-                section.qr {
-                    h2 { "QR code" }
-                    (PreEscaped(svg))
-                    p {
-                        a href={ "/console/links/" (link.code) "/qr?format=png" } download { "Download PNG" } " · "
-                        a href={ "/console/links/" (link.code) "/qr?format=svg" } download { "Download SVG" }
-                    }
-                }
-            }
+            @if let Some(svg) = &qr_svg { (qr_section(&link.code, svg)) }
         }
         @if operator.may_issue() && link.state != "revoked" {
             h2 { "Edit" }
@@ -170,6 +135,53 @@ pub async fn page(
         }
     };
     Ok(layout::page(&operator, &format!("Link {}", link.code), body).into_response())
+}
+
+/// The live link's QR code (`svg`), with its downloads.
+fn qr_section(code: &str, svg: &str) -> Markup {
+    html! {
+        section.qr {
+            h2 { "QR code" }
+            (PreEscaped(svg))
+            p {
+                a href={ "/console/links/" (code) "/qr?format=png" } download { "Download PNG" } " · "
+                a href={ "/console/links/" (code) "/qr?format=svg" } download { "Download SVG" }
+            }
+        }
+    }
+}
+
+/// What the link is: its target, state, times, campaign and extras, with links to edit them.
+fn facts(link: &LinkView) -> Markup {
+    html! {
+        dl {
+            dt { "Target" } dd { (link.url) }
+            dt { "State" } dd { (super::links::state_cell(link)) }
+            dt { "Redirect" } dd { (link.redirect) }
+            dt { "Expires" } dd { (when(link.expires_at)) }
+            dt { "Created" } dd { (when(Some(link.created_at))) }
+            dt { "Campaign" } dd { (link.campaign.as_deref().unwrap_or("—")) }
+            dt { "Recipient" } dd { (link.recipient_ref.as_deref().unwrap_or("—")) }
+            dt { "Tags" } dd { (link.tags.join(", ")) }
+            dt { "Clicks (all time)" } dd { (link.visit_count) }
+            dt { "Last click" } dd { (when(link.last_visit_at)) }
+            @if link.valid_since.is_some() { dt { "Opens" } dd { (when(link.valid_since)) } }
+            @if let Some(url) = &link.not_yet_url { dt { "Before it opens" } dd { (url) } }
+            @if let Some(url) = &link.expired_url { dt { "After it expires" } dd { (url) } }
+            dt { "Rules" } dd {
+                (link.rules.as_ref().map_or(0, Vec::len)) " · "
+                a href={ "/console/links/" (link.code) "/rules" } { "edit and preview" }
+                " · "
+                a href={ "/console/links/" (link.code) "/ab" } { "A/B results and conversions" }
+            }
+            @if let Some(cap) = link.max_visits { dt { "Visit cap" } dd { (cap) } }
+            @if link.password_protected { dt { "Password" } dd { "protected" } }
+            dt { "Preview card" } dd {
+                (link.preview.as_ref().map_or("none", |card| card.title.as_str())) " · "
+                a href={ "/console/links/" (link.code) "/card" } { "edit and preview" }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -21,6 +21,7 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -157,9 +158,9 @@ pub async fn start(
         ..Job::default()
     }));
     {
-        let mut jobs = imports.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut jobs = imports.0.lock_or_recover();
         if jobs.len() >= MAX_JOBS {
-            jobs.retain(|_, (_, job)| !job.lock().unwrap_or_else(|e| e.into_inner()).finished);
+            jobs.retain(|_, (_, job)| !job.lock_or_recover().finished);
         }
         jobs.insert(id.clone(), (operator.workspace, Arc::clone(&job)));
     }
@@ -173,12 +174,12 @@ pub async fn start(
         let source = (kind, opened, domain.as_deref());
         let outcome = run(&state, (budget, authority), source, dry_run, &job).await;
         // One audit row per run, finished or not: what it changed is in its counts.
-        let report = job.lock().unwrap_or_else(|e| e.into_inner()).report.clone();
+        let report = job.lock_or_recover().report.clone();
         let storage = state.links.storage();
         if let Err(error) = record_source_import(storage.as_ref(), &origin, &report).await {
             tracing::error!(%error, "an import's audit row could not be written");
         }
-        let mut job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let mut job = job.lock_or_recover();
         job.error = outcome.err();
         job.finished = true;
     });
@@ -203,7 +204,7 @@ async fn run(
     };
     while let Some(items) = source.next_page().await.map_err(|e| e.to_string())? {
         let written = writer.page(&mut *source, items, &mut report).await;
-        job.lock().unwrap_or_else(|e| e.into_inner()).report = report.clone();
+        job.lock_or_recover().report = report.clone();
         written.map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -219,7 +220,7 @@ pub async fn progress(
         .get(operator.workspace, &id)
         .ok_or(Error::NotFound)?;
     let (report, finished, error) = {
-        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let job = job.lock_or_recover();
         (job.report.clone(), job.finished, job.error.clone())
     };
     let body = html! {
@@ -264,7 +265,7 @@ pub async fn report_file(
         .get(operator.workspace, &id)
         .ok_or(Error::NotFound)?;
     let body = {
-        let job = job.lock().unwrap_or_else(|e| e.into_inner());
+        let job = job.lock_or_recover();
         serde_json::to_vec_pretty(&job.report).map_err(|e| invalid(e.to_string()))?
     };
     Ok((
@@ -282,7 +283,7 @@ pub async fn report_file(
 
 impl Imports {
     fn get(&self, workspace: WorkspaceId, id: &str) -> Option<Arc<Mutex<Job>>> {
-        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let jobs = self.0.lock_or_recover();
         let (owner, job) = jobs.get(id)?;
         (*owner == workspace).then(|| Arc::clone(job))
     }

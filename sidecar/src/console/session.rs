@@ -26,6 +26,7 @@ use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -253,7 +254,7 @@ impl Sessions {
         let token = random_token()?;
         let csrf = random_token()?;
         let now = Instant::now();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         sessions.retain(|_, s| alive(s, now));
         if sessions.len() >= MAX_SESSIONS {
             if let Some(oldest) = sessions
@@ -281,7 +282,7 @@ impl Sessions {
     fn live(&self, token: &str) -> Option<Session> {
         let id = token_hash(token);
         let now = Instant::now();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         match sessions.get_mut(&id).filter(|s| alive(s, now)) {
             Some(session) => {
                 session.seen = now;
@@ -305,7 +306,7 @@ impl Sessions {
     pub(super) fn join(&self, token: &str, member: Member) -> Result<Option<String>, Error> {
         let fresh = random_token()?;
         let now = Instant::now();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         let Some(mut session) = sessions
             .remove(&token_hash(token))
             .filter(|s| alive(s, now))
@@ -340,7 +341,7 @@ impl Sessions {
     /// Makes the session's key of `choice` (see [`Place::choice`]) the active one; `false` if
     /// the session has none there.
     pub(super) fn switch(&self, token: &str, choice: &str) -> bool {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         let Some(session) = sessions.get_mut(&token_hash(token)) else {
             return false;
         };
@@ -356,7 +357,7 @@ impl Sessions {
     /// Takes a key out of every session (revoked, or its workspace suspended); a session left
     /// without keys ends, one whose active key it was goes on with its first.
     pub(super) fn end_sessions_of(&self, key_hash: &str) {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         sessions.retain(|_, s| {
             let Some(index) = s.keys.iter().position(|m| m.key_hash == key_hash) else {
                 return true;
@@ -372,7 +373,7 @@ impl Sessions {
     }
 
     pub(super) fn end(&self, token: &str) {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock_or_recover();
         sessions.remove(&token_hash(token));
     }
 }

@@ -7,6 +7,7 @@
 use crate::service::{LinkService, ServiceError};
 use crate::storage::{CampaignStats, WorkspaceId};
 use chrono::{DateTime, Utc};
+use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -61,7 +62,7 @@ impl Totals {
         campaign: &str,
     ) -> Shown {
         let key = (workspace, campaign.to_owned());
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut campaigns = self.campaigns.lock_or_recover();
         if !campaigns.contains_key(&key) && campaigns.len() >= KEPT {
             evict_stalest(&mut campaigns);
         }
@@ -84,7 +85,7 @@ impl Totals {
     }
 
     fn finish(&self, campaign: Campaign, outcome: Option<Count>) {
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut campaigns = self.campaigns.lock_or_recover();
         let entry = campaigns.entry(campaign).or_default();
         entry.counting = false;
         entry.failed = outcome.is_none();

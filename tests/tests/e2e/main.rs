@@ -52,6 +52,7 @@ mod rules_fallback;
 mod run_script;
 mod secrets;
 mod sentinel;
+mod sizes;
 mod sticky_splits;
 mod tls;
 mod trailing_punctuation;

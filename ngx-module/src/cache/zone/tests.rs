@@ -1,3 +1,4 @@
+use super::set::swar_tag_mask;
 use super::slot::same_bytes;
 use super::testing::zone;
 use super::*;

@@ -12,7 +12,8 @@
 //! - [`background`]: how every periodic job and consumer is started and stopped;
 //! - [`outbound`]: the one HTTP client for requests made on a user's behalf (webhooks, imports),
 //!   and TLS clients that verify as browsers do; [`signing`]: how the sidecar signs what it POSTs;
-//! - [`metrics`]: Prometheus metrics; [`csv_cell`]: CSV cells a spreadsheet never runs as formulas.
+//! - [`metrics`]: Prometheus metrics; [`csv_cell`]: CSV cells a spreadsheet never runs as formulas;
+//!   [`sync`]: the one policy for a poisoned lock (recover it).
 
 #![deny(unsafe_code)]
 
@@ -27,3 +28,4 @@ pub mod primary;
 pub mod projection;
 pub mod service;
 pub mod signing;
+pub mod sync;

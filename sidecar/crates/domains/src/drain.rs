@@ -18,6 +18,7 @@ use super::state::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use shortlink_core::sync::ReadWriteOrRecover;
 use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::{Storage, StorageResult};
 use std::collections::HashMap;
@@ -322,7 +323,7 @@ pub struct Snapshots(RwLock<Arc<Snapshot>>);
 
 impl Snapshots {
     pub fn current(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.0.read().expect("not poisoned"))
+        Arc::clone(&self.0.read_or_recover())
     }
 
     /// Replaces the copy with `snapshot`, read from the rows, except where the copy holds a later
@@ -330,7 +331,7 @@ impl Snapshots {
     /// (each domain's row is read in turn), which an older read must not undo until the next
     /// check.
     fn replace(&self, mut snapshot: Snapshot) {
-        let mut guard = self.0.write().expect("not poisoned");
+        let mut guard = self.0.write_or_recover();
         for (domain, drain) in &guard.drains {
             let read = snapshot
                 .drains
@@ -346,7 +347,7 @@ impl Snapshots {
 
     /// Sets one domain's drain in the copy (a change this sidecar just made).
     pub fn put(&self, domain: &str, drain: Drain) {
-        let mut guard = self.0.write().expect("not poisoned");
+        let mut guard = self.0.write_or_recover();
         let mut drains = guard.drains.clone();
         drains.insert(domain.to_owned(), drain);
         *guard = Arc::new(Snapshot {

@@ -42,33 +42,29 @@
 //! `degraded-issuing` alert.
 
 use super::certificate::CertificateProbe;
-use super::drain::{self, Drain, Event, Evidence, Mode, Snapshots};
+use super::drain::{self, Drain, Event, Snapshots};
+pub use super::health_job::{forget_old_clicks_hourly, run};
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
-use super::traffic::{judged_windows, IssuedBuckets, Totals};
-use super::webhook::{Alerts, Webhook, ALERT_DRAIN};
-use super::{dns, http1, WorkspaceBases};
+use super::traffic::IssuedBuckets;
+use super::webhook::Webhook;
+use super::WorkspaceBases;
 use chrono::{DateTime, Utc};
-use futures_util::StreamExt;
 use serde::Serialize;
 use shortlink_config::{Config, ConfigError};
-use shortlink_core::background::{self, Shutdown};
-use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
+use shortlink_core::sync::LockOrRecover;
+use shortlink_store::audit::Origin;
 use shortlink_store::Storage;
-use shortlink_visits::store::VisitStore;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Most domains requests may name: a pool is a few dozen; beyond this, new names are ignored.
 pub const MAX_NAMED: usize = 1000;
 /// A name no request has named for this long is forgotten. Long: a deployment may go a weekend
 /// without an API request, and its pool must stay checked meanwhile.
 pub const FORGET_UNNAMED: Duration = Duration::from_secs(7 * 86_400);
-/// Domains probed at the same time.
-const PROBES_AT_ONCE: usize = 16;
 /// A domain's last check, as `GET /api/v1/domains` shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DomainStatus {
@@ -177,26 +173,26 @@ impl HealthSettings {
 pub struct DomainHealth {
     /// Every domain a request has named (pool, issuing list, `--short-domains`), with when it
     /// was last named.
-    known: Mutex<HashMap<String, Instant>>,
-    issued: Mutex<IssuedBuckets>,
-    statuses: Mutex<BTreeMap<String, DomainStatus>>,
+    pub(crate) known: Mutex<HashMap<String, Instant>>,
+    pub(crate) issued: Mutex<IssuedBuckets>,
+    pub(crate) statuses: Mutex<BTreeMap<String, DomainStatus>>,
     /// Each domain's workspace, as the last issuing list from nginx says.
-    owners: Mutex<Owners>,
+    pub(crate) owners: Mutex<Owners>,
     /// Wakes the job when a request names a domain not seen before. A permit given while a check
     /// runs is kept, so a domain named during a check still gets one right after it, and many
     /// new domains at once cost one check, not one each.
-    new_domain: tokio::sync::Notify,
+    pub(crate) new_domain: tokio::sync::Notify,
     /// Every domain's drain state as last read from SQL: what the issuing path reads.
     pub drains: Snapshots,
     /// Domain webhooks of changes made by requests (an operator's restore, pin, drain), for
     /// the job to deliver with its own alerts.
-    outbox: Mutex<Vec<String>>,
-    outbox_ready: tokio::sync::Notify,
+    pub(crate) outbox: Mutex<Vec<String>>,
+    pub(crate) outbox_ready: tokio::sync::Notify,
     /// The workspaces whose every issuing domain is drained, as of the last check.
-    degraded: Mutex<BTreeSet<String>>,
+    pub(crate) degraded: Mutex<BTreeSet<String>>,
     /// How late this sidecar may learn of another's drain (its check interval, in ms; 0 with
     /// the checks off).
-    snapshot_lag_ms: std::sync::atomic::AtomicU64,
+    pub(crate) snapshot_lag_ms: std::sync::atomic::AtomicU64,
     /// The delivery receipts' counts and dead routes ([`crate::receipt_drain`]).
     pub receipts: super::receipt_drain::ReceiptWatch,
 }
@@ -237,7 +233,7 @@ impl DomainHealth {
 
     /// Queues a domain webhook for the job to deliver (none is sent without a webhook URL).
     pub fn send_later(&self, body: String) {
-        self.outbox.lock().expect("not poisoned").push(body);
+        self.outbox.lock_or_recover().push(body);
         self.outbox_ready.notify_one();
     }
 
@@ -276,12 +272,7 @@ impl DomainHealth {
 
     /// Workspaces issuing on the healthiest of their drained domains, as of the last check.
     pub fn degraded_workspaces(&self) -> Vec<String> {
-        self.degraded
-            .lock()
-            .expect("not poisoned")
-            .iter()
-            .cloned()
-            .collect()
+        self.degraded.lock_or_recover().iter().cloned().collect()
     }
 
     /// Records the domains a request names (normalised host names); one not seen before is
@@ -290,7 +281,7 @@ impl DomainHealth {
         let mut new = false;
         let now = Instant::now();
         {
-            let mut known = self.known.lock().expect("not poisoned");
+            let mut known = self.known.lock_or_recover();
             for domain in domains {
                 let domain = domain.as_ref();
                 if domain.is_empty() {
@@ -316,8 +307,8 @@ impl DomainHealth {
     }
 
     /// Drops the names no request has named for [`FORGET_UNNAMED`] as of `now`; the rest.
-    fn forget_unnamed(&self, now: Instant) -> BTreeSet<String> {
-        let mut known = self.known.lock().expect("not poisoned");
+    pub(crate) fn forget_unnamed(&self, now: Instant) -> BTreeSet<String> {
+        let mut known = self.known.lock_or_recover();
         known.retain(|_, seen| now.saturating_duration_since(*seen) < FORGET_UNNAMED);
         known.keys().cloned().collect()
     }
@@ -326,7 +317,7 @@ impl DomainHealth {
     /// only from a request that came through nginx): the domains a workspace's part names are
     /// its own, every other the default's. A list equal to the last costs a comparison.
     pub fn sections(&self, lists: &WorkspaceBases) {
-        let mut owners = self.owners.lock().expect("not poisoned");
+        let mut owners = self.owners.lock_or_recover();
         if owners.lists.as_ref() == Some(lists) {
             return;
         }
@@ -338,12 +329,12 @@ impl DomainHealth {
 
     /// Every workspace's issuing list, as nginx last sent it.
     pub(crate) fn issuing_lists(&self) -> Option<WorkspaceBases> {
-        self.owners.lock().expect("not poisoned").lists.clone()
+        self.owners.lock_or_recover().lists.clone()
     }
 
     /// The workspace `domain` is grouped under.
     pub fn workspace_of(&self, domain: &str) -> String {
-        let owners = self.owners.lock().expect("not poisoned");
+        let owners = self.owners.lock_or_recover();
         (owners.by_domain.get(domain).cloned())
             .unwrap_or_else(|| super::issuing::DEFAULT_WORKSPACE.to_owned())
     }
@@ -354,7 +345,7 @@ impl DomainHealth {
 
     /// Counts `links` issued on `domain` now, under one lock.
     pub fn issued_on_many(&self, domain: &str, links: u64) {
-        let mut issued = self.issued.lock().expect("not poisoned");
+        let mut issued = self.issued.lock_or_recover();
         issued.record(domain, links, Instant::now());
     }
 
@@ -362,19 +353,13 @@ impl DomainHealth {
     /// `unknown`. The workspace is the list's as of now, not of the last check: a domain moved
     /// to another part of the list is grouped there at once.
     pub fn statuses(&self) -> Vec<DomainStatus> {
-        let known: Vec<String> = self
-            .known
-            .lock()
-            .expect("not poisoned")
-            .keys()
-            .cloned()
-            .collect();
-        let mut all = self.statuses.lock().expect("not poisoned").clone();
+        let known: Vec<String> = self.known.lock_or_recover().keys().cloned().collect();
+        let mut all = self.statuses.lock_or_recover().clone();
         for domain in known {
             all.entry(domain)
                 .or_insert_with_key(|domain| DomainStatus::unknown(domain));
         }
-        let owners = self.owners.lock().expect("not poisoned");
+        let owners = self.owners.lock_or_recover();
         let drains = self.drains.current();
         let mut all: Vec<DomainStatus> = (all.into_values())
             .map(|status| owners.label(status))
@@ -396,19 +381,14 @@ impl DomainHealth {
     }
 
     pub fn status(&self, domain: &str) -> Option<DomainStatus> {
-        let checked = self
-            .statuses
-            .lock()
-            .expect("not poisoned")
-            .get(domain)
-            .cloned();
+        let checked = self.statuses.lock_or_recover().get(domain).cloned();
         let status = checked.or_else(|| {
-            let known = self.known.lock().expect("not poisoned");
+            let known = self.known.lock_or_recover();
             known
                 .contains_key(domain)
                 .then(|| DomainStatus::unknown(domain))
         })?;
-        let mut status = self.owners.lock().expect("not poisoned").label(status);
+        let mut status = self.owners.lock_or_recover().label(status);
         status.drain = self.drains.current().drain(domain);
         status.receipt_notes = self.receipts.notes(&status.workspace, domain);
         Some(status)
@@ -418,9 +398,9 @@ impl DomainHealth {
 /// Which workspace each domain is: the domains each part of the issuing list names (see
 /// [`WorkspaceBases::owners`]), from the last list nginx sent.
 #[derive(Debug, Default)]
-struct Owners {
-    lists: Option<WorkspaceBases>,
-    by_domain: HashMap<String, String>,
+pub(crate) struct Owners {
+    pub(crate) lists: Option<WorkspaceBases>,
+    pub(crate) by_domain: HashMap<String, String>,
 }
 
 impl Owners {
@@ -446,413 +426,6 @@ impl DomainStatus {
             receipt_notes: Vec::new(),
         }
     }
-}
-
-/// The per-minute domain counts are kept this long (or the window, if longer): a day of each
-/// domain's traffic for an operator's own queries, at most 1,440 rows per domain.
-const CLICK_MINUTES_KEPT: Duration = Duration::from_secs(86_400);
-
-/// With the checks off, the per-minute counts are still written and are forgotten this often.
-const FORGET_EVERY_WITHOUT_CHECKS: Duration = Duration::from_secs(3600);
-
-/// Runs the checks every `settings.every` until `shutdown` (a check in progress is dropped: its
-/// probes have nothing to save), then waits for the webhook alerts in flight up to
-/// [`ALERT_DRAIN`] (those still undelivered then are logged as not sent).
-pub async fn run(
-    health: Arc<DomainHealth>,
-    settings: HealthSettings,
-    visits: Arc<dyn VisitStore>,
-    storage: Arc<dyn Storage>,
-    mut shutdown: Shutdown,
-) {
-    let mut alerts = Alerts::default();
-    let lag = u64::try_from(settings.every.as_millis()).unwrap_or(u64::MAX);
-    (health.snapshot_lag_ms).store(lag, std::sync::atomic::Ordering::Relaxed);
-    let mut tick = tokio::time::interval(settings.every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            // A domain's first check right after the request that named it, not up to a whole
-            // interval later.
-            () = health.new_domain.notified() => {}
-            // A request's drain change: its webhook now, no check needed.
-            () = health.outbox_ready.notified() => {
-                send_outbox(&health, &settings, &mut alerts);
-                continue;
-            }
-            () = background::fired(&mut shutdown) => break,
-        }
-        tokio::select! {
-            () = check_all(&health, &settings, visits.as_ref(), storage.as_ref(), &mut alerts) => {}
-            () = background::fired(&mut shutdown) => break,
-        }
-    }
-    send_outbox(&health, &settings, &mut alerts);
-    alerts.drain(ALERT_DRAIN).await;
-}
-
-/// Forgets the per-minute domain counts every hour until `shutdown`: what [`run`] does at each
-/// check, for a sidecar whose checks are off.
-pub async fn forget_old_clicks_hourly(visits: Arc<dyn VisitStore>, mut shutdown: Shutdown) {
-    let mut tick = tokio::time::interval(FORGET_EVERY_WITHOUT_CHECKS);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = background::fired(&mut shutdown) => return,
-        }
-        forget_old_clicks(visits.as_ref(), Duration::ZERO).await;
-    }
-}
-
-async fn forget_old_clicks(visits: &dyn VisitStore, window: Duration) {
-    let kept = chrono::Duration::from_std(window.max(CLICK_MINUTES_KEPT)).unwrap_or_default();
-    if let Err(error) = visits.forget_domain_clicks_before(Utc::now() - kept).await {
-        tracing::warn!(%error, "domain health: cannot forget old per-minute clicks");
-    }
-}
-
-fn send_outbox(health: &DomainHealth, settings: &HealthSettings, alerts: &mut Alerts) {
-    let bodies = std::mem::take(&mut *health.outbox.lock().expect("not poisoned"));
-    if let Some(webhook) = &settings.webhook {
-        for body in bodies {
-            alerts.send(webhook, body);
-        }
-    }
-}
-
-async fn check_all(
-    health: &DomainHealth,
-    settings: &HealthSettings,
-    visits: &dyn VisitStore,
-    storage: &dyn Storage,
-    alerts: &mut Alerts,
-) {
-    let issued = health.issued.lock().expect("not poisoned").weighed(
-        Instant::now(),
-        settings.window,
-        &settings.curve,
-    );
-    let since = Utc::now() - chrono::Duration::from_std(settings.window).unwrap_or_default();
-    let clicks: HashMap<String, i64> = match visits.clicks_by_domain(since).await {
-        Ok(rows) => rows.into_iter().collect(),
-        Err(error) => {
-            tracing::warn!(%error, "domain health: cannot read clicks");
-            return;
-        }
-    };
-    // The window's recent parts, each with its own weights and clicks (one query each).
-    let mut parts = Vec::new();
-    for part in judged_windows(settings.window).into_iter().skip(1) {
-        let issued_part = (health.issued.lock().expect("not poisoned")).weighed(
-            Instant::now(),
-            part,
-            &settings.curve,
-        );
-        let since = Utc::now() - chrono::Duration::from_std(part).unwrap_or_default();
-        match visits.clicks_by_domain(since).await {
-            Ok(rows) => parts.push((
-                part,
-                issued_part,
-                rows.into_iter().collect::<HashMap<_, _>>(),
-            )),
-            Err(error) => {
-                tracing::warn!(%error, "domain health: cannot read clicks");
-                return;
-            }
-        }
-    }
-    forget_old_clicks(visits, settings.window).await;
-    let mut domains = health.forget_unnamed(Instant::now());
-    domains.extend(settings.static_domains.iter().cloned());
-    domains.extend(issued.keys().cloned());
-    // A forgotten domain leaves the list too, and its state series drop to 0 (the exporter keeps
-    // a series once written: a stale 1 would say it is still healthy or down).
-    (health.statuses.lock().expect("not poisoned")).retain(|domain, _| {
-        let kept = domains.contains(domain);
-        if !kept {
-            for s in State::CHECKED {
-                metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
-                    .set(0.0);
-            }
-        }
-        kept
-    });
-    // Each domain against its own workspace's traffic only.
-    let owners = (health.owners.lock().expect("not poisoned").by_domain).clone();
-    let totals = Totals::new(&owners, &issued, &clicks);
-    let parts: Vec<_> = (parts.iter())
-        .map(|(part, issued, clicks)| (*part, issued, clicks, Totals::new(&owners, issued, clicks)))
-        .collect();
-    // Probes of different domains at once: one unreachable domain costs its timeouts, which
-    // must not push every other domain's check (and its webhook) back by as much.
-    let mut probed: HashMap<String, Probes> = futures_util::stream::iter(domains.iter().cloned())
-        .map(|domain| async move {
-            let found = probe(&domain, settings).await;
-            (domain, found)
-        })
-        .buffer_unordered(PROBES_AT_ONCE)
-        .collect()
-        .await;
-    let mut found_now: Vec<(String, Evidence)> = Vec::with_capacity(domains.len());
-    let mut state_changes: Vec<(String, serde_json::Value)> = Vec::new();
-    for domain in domains {
-        let (issued_here, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
-        let clicks_here = clicks.get(&domain).copied().unwrap_or(0);
-        let mut traffic = totals.traffic(&domain, issued_here, weight, clicks_here);
-        // Traffic: far below this domain's share while its workspace's others keep theirs, over
-        // the window or, failing that, one of its recent parts (the evidence is that part's).
-        let mut finding = traffic.finding(settings.min_issued, settings.window);
-        for (part, issued, clicks, totals) in &parts {
-            if finding.is_some() {
-                break;
-            }
-            let (links, weight) = issued.get(&domain).copied().unwrap_or((0, 0.0));
-            let clicked = clicks.get(&domain).copied().unwrap_or(0);
-            let recent = totals.traffic(&domain, links, weight, clicked);
-            finding = recent.finding_in_part(settings.min_issued, *part);
-            if finding.is_some() {
-                traffic = recent;
-            }
-        }
-        let mut found: Vec<(State, String)> = finding.into_iter().collect();
-        let (probe_findings, certificate_expires_at) = probed.remove(&domain).unwrap_or_default();
-        found.extend(probe_findings);
-        let state = found
-            .iter()
-            .map(|(s, _)| *s)
-            .max()
-            .unwrap_or(State::Healthy);
-        let checked_at = Utc::now();
-        let expected_clicks = match traffic.weight_total > 0.0 {
-            true => traffic.clicks_total as f64 * traffic.weight / traffic.weight_total,
-            false => 0.0,
-        };
-        found_now.push((
-            domain.clone(),
-            Evidence {
-                state: Some(state),
-                reasons: found.iter().map(|(_, r)| r.clone()).collect(),
-                expected_clicks,
-                clicks: traffic.clicks,
-                issued: issued_here,
-                traffic_judged: traffic.judged(settings.min_issued),
-                receipts: None,
-            },
-        ));
-        let status = DomainStatus {
-            domain: domain.clone(),
-            workspace: totals.workspace_of(&domain).to_owned(),
-            state,
-            reasons: found.into_iter().map(|(_, r)| r).collect(),
-            last_probe: Some(checked_at),
-            issued: issued_here,
-            clicks: clicks_here,
-            certificate_expires_at,
-            drain: Drain::default(),
-            receipt_notes: Vec::new(),
-        };
-        let previous = health
-            .statuses
-            .lock()
-            .expect("not poisoned")
-            .insert(domain.clone(), status.clone())
-            .map(|s| s.state);
-        for s in State::CHECKED {
-            metrics::gauge!("shortlink_domain_health", "domain" => domain.clone(), "state" => s.as_str())
-                .set(f64::from(u8::from(s == state)));
-        }
-        let changed = match previous {
-            Some(previous) => previous != state,
-            None => state != State::Healthy,
-        };
-        if changed {
-            tracing::warn!(domain, state = state.as_str(), reasons = ?status.reasons, "domain state changed");
-            let body = serde_json::json!({
-                "event": "state",
-                "domain": domain,
-                "workspace": status.workspace,
-                "state": state,
-                "previous": previous,
-                "reasons": status.reasons,
-                "at": checked_at,
-            });
-            state_changes.push((domain, body));
-        }
-    }
-    let mut drained = apply_drains(health, settings, storage, alerts, found_now).await;
-    let Some(webhook) = &settings.webhook else {
-        return;
-    };
-    // A drain the change caused goes in the change's own webhook (one per change, as before
-    // drains); a drain or restore with no change of state (the Nth healthy check) in its own.
-    for (domain, mut body) in state_changes {
-        if let Some(applied) = drained.remove(&domain) {
-            body["drain"] = applied.webhook_fields();
-        }
-        alerts.send(webhook, body.to_string());
-    }
-    for (domain, applied) in drained {
-        alerts.send(
-            webhook,
-            applied.webhook_body(&domain, &health.workspace_of(&domain)),
-        );
-    }
-}
-
-/// The check's findings applied to each domain's shared drain state, every domain's state read
-/// back into the snapshot, and the `degraded-issuing` alert raised or cleared per workspace.
-/// Returns the transitions this sidecar made (audited and counted; for the caller to send).
-async fn apply_drains(
-    health: &DomainHealth,
-    settings: &HealthSettings,
-    storage: &dyn Storage,
-    alerts: &mut Alerts,
-    found: Vec<(String, Evidence)>,
-) -> HashMap<String, drain::Applied> {
-    let mut made = HashMap::new();
-    let job = Origin {
-        workspace_id: INSTALLATION_CHAIN,
-        ..Origin::new(Actor::system("domain health"))
-    };
-    let mut states = Vec::with_capacity(found.len());
-    for (domain, evidence) in found {
-        let state = evidence.state.unwrap_or(State::Unknown);
-        let event = Event::Checked { evidence };
-        match drain::apply(storage, &domain, &event, settings.healthy_checks).await {
-            Ok(Some(applied)) if applied.transition() => {
-                let after = &applied.after;
-                tracing::warn!(
-                    domain,
-                    mode = after.mode.as_str(),
-                    reason = after.reason,
-                    "domain drain changed"
-                );
-                if let Err(error) = storage
-                    .append_audit(&applied.audit_entry(&job, &domain))
-                    .await
-                {
-                    tracing::warn!(domain, %error, "domain drain: audit row not written");
-                }
-                applied.count(&domain);
-                made.insert(domain.clone(), applied);
-            }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(domain, %error, "domain drain: state not written"),
-        }
-        states.push((domain, state));
-    }
-    let snapshot = match health.drains.refresh(storage, states.iter().cloned()).await {
-        Ok(snapshot) => snapshot,
-        Err(error) => {
-            // The last snapshot stays: issuing goes on as the last good read said.
-            tracing::warn!(%error, "domain drain: states not read");
-            return made;
-        }
-    };
-    for (domain, _) in &states {
-        let drained = snapshot.drain(domain).mode == Mode::Drained;
-        metrics::gauge!("shortlink_domain_drained", "domain" => domain.clone())
-            .set(f64::from(u8::from(drained)));
-    }
-    // A workspace whose every base (standbys included) is drained issues on the healthiest.
-    let lists = health.owners.lock().expect("not poisoned").lists.clone();
-    let degraded: BTreeSet<String> = match &lists {
-        Some(lists) => (lists.iter())
-            .filter(|(_, bases)| {
-                use super::issuing::DrainView;
-                (bases.bases.iter())
-                    .filter(|b| !b.draining)
-                    .all(|b| snapshot.is_drained(&b.host))
-            })
-            .map(|(slug, _)| slug.to_owned())
-            .collect(),
-        None => BTreeSet::new(),
-    };
-    let before = std::mem::replace(
-        &mut *health.degraded.lock().expect("not poisoned"),
-        degraded.clone(),
-    );
-    // Every workspace's series at every check, 0 too: the alert and the dashboards need the
-    // family on the page before the first degraded check, not only after a transition.
-    for (slug, _) in lists.iter().flat_map(|lists| lists.iter()) {
-        metrics::gauge!("shortlink_domain_degraded_issuing", "workspace" => slug.to_owned())
-            .set(f64::from(u8::from(degraded.contains(slug))));
-    }
-    for (slug, now_degraded) in (degraded.difference(&before).map(|s| (s, true)))
-        .chain(before.difference(&degraded).map(|s| (s, false)))
-    {
-        match now_degraded {
-            true => tracing::error!(
-                workspace = slug,
-                "every issuing domain is drained: issuing on the healthiest"
-            ),
-            false => tracing::warn!(
-                workspace = slug,
-                "a domain issues again: degraded issuing over"
-            ),
-        }
-        if let Some(webhook) = &settings.webhook {
-            let body = serde_json::json!({
-                "event": "degraded-issuing",
-                "workspace": slug,
-                "degraded_issuing": now_degraded,
-                "at": Utc::now(),
-            });
-            alerts.send(webhook, body.to_string());
-        }
-    }
-    made
-}
-
-/// What the probes found for one domain (DNS, certificate, canary, in that order of reasons),
-/// and the certificate's expiry.
-type Probes = (Vec<(State, String)>, Option<DateTime<Utc>>);
-
-async fn probe(domain: &str, settings: &HealthSettings) -> Probes {
-    let mut found: Vec<(State, String)> = Vec::new();
-    if let Some(resolver) = settings.resolver {
-        match dns::resolve_a(resolver, domain, PROBE_TIMEOUT).await {
-            Ok(addresses)
-                if addresses
-                    .iter()
-                    .any(|a| settings.edge_addresses.contains(a)) => {}
-            Ok(addresses) => found.push((
-                State::Unreachable,
-                format!("dns: resolves to {addresses:?}, not to the edge"),
-            )),
-            Err(e) => found.push((State::Unreachable, format!("dns: {e}"))),
-        }
-    }
-    let mut certificate_expires_at = None;
-    if let Some(probe) = &settings.certificate {
-        let probed = probe.check(domain, PROBE_TIMEOUT).await;
-        certificate_expires_at = probed.expires_at;
-        found.extend(probed.problem);
-        let gauge = metrics::gauge!("shortlink_domain_certificate_expiry_timestamp_seconds", "domain" => domain.to_owned());
-        match probed.expires_at {
-            Some(at) => gauge.set(at.timestamp() as f64),
-            // NaN, not the last date read: no alert may fire (or stay quiet) on a stale date;
-            // the failure itself shows in shortlink_domain_health.
-            None => gauge.set(f64::NAN),
-        }
-    }
-    if let Some((edge, code, target)) = &settings.canary {
-        let head = format!("GET /{code} HTTP/1.1\r\nHost: {domain}");
-        match http1::exchange(*edge, None, &head, b"", PROBE_TIMEOUT).await {
-            Ok(a) if (301..=308).contains(&a.status) && a.location.as_deref() == Some(target) => {}
-            Ok(a) => found.push((
-                State::Degraded,
-                format!(
-                    "canary: answered {} to {}",
-                    a.status,
-                    a.location.as_deref().unwrap_or("nowhere")
-                ),
-            )),
-            Err(e) => found.push((State::Unreachable, format!("canary: {e}"))),
-        }
-    }
-    (found, certificate_expires_at)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub(crate) mod certificate;
 pub mod dns;
 pub mod drain;
 pub mod health;
+mod health_job;
 pub mod http1;
 pub mod issuing;
 pub mod receipt_drain;

@@ -26,6 +26,7 @@ use super::state::State;
 use chrono::Utc;
 use shortlink_config::Config;
 use shortlink_core::background::{self, Shutdown};
+use shortlink_core::sync::LockOrRecover;
 use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
 use shortlink_store::Storage;
 use shortlink_visits::deliveries::{NewReceipt, Recorded};
@@ -45,13 +46,13 @@ pub struct ReceiptWatch {
 
 impl ReceiptWatch {
     fn configure(&self, rule: ReceiptRule) {
-        *self.windows.lock().expect("not poisoned") = ReceiptWindows::new(rule);
+        *self.windows.lock_or_recover() = ReceiptWindows::new(rule);
     }
 
     /// What the receipts say of `domain` of `workspace` that is not the domain's fault: the
     /// dead routes it has receipts on.
     pub fn notes(&self, workspace: &str, domain: &str) -> Vec<String> {
-        (self.dead_routes.lock().expect("not poisoned").iter())
+        (self.dead_routes.lock_or_recover().iter())
             .filter(|dead| dead.workspace == workspace && dead.domains.iter().any(|d| d == domain))
             .map(DeadRoute::reason)
             .collect()
@@ -89,7 +90,7 @@ impl DomainHealth {
             return;
         };
         let now = unix_now();
-        let mut windows = self.receipts.windows.lock().expect("not poisoned");
+        let mut windows = self.receipts.windows.lock_or_recover();
         for (new, recorded) in stored {
             let receipt = &recorded.receipt;
             if recorded.duplicate || !receipt.state.is_final() {
@@ -140,7 +141,7 @@ pub async fn run(
 async fn check(health: &DomainHealth, storage: &dyn Storage) {
     let now = unix_now();
     let findings = {
-        let mut windows = health.receipts.windows.lock().expect("not poisoned");
+        let mut windows = health.receipts.windows.lock_or_recover();
         windows.forget(now);
         if windows.overflowed {
             tracing::warn!(
@@ -215,7 +216,7 @@ async fn drain_blocked(
 fn report_dead_routes(health: &DomainHealth, found: Vec<DeadRoute>) {
     let key = |dead: &DeadRoute| (dead.workspace.clone(), dead.carrier.clone());
     let before: BTreeSet<(String, String)> = {
-        let mut kept = health.receipts.dead_routes.lock().expect("not poisoned");
+        let mut kept = health.receipts.dead_routes.lock_or_recover();
         let before = kept.iter().map(key).collect();
         *kept = found.clone();
         before

@@ -174,12 +174,7 @@ pub fn fold<'a>(
                 .is_some_and(|visitors| visitors.remove(visit.visitor.as_slice()));
         for (span, bucket) in [(3600, hour), (86_400, day)] {
             let c = buckets.entry((code, span, bucket)).or_default();
-            match visit.agent.audience {
-                Audience::Human => c.humans += 1,
-                Audience::Bot => c.bots += 1,
-                Audience::Preview => c.previews += 1,
-            }
-            c.new_visitors += i64::from(is_new);
+            c.count(visit.agent.audience, is_new);
         }
         agents
             .entry((
@@ -330,6 +325,16 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// One visit of `audience`, by a visitor new to the link or not.
+    fn count(&mut self, audience: Audience, is_new: bool) {
+        match audience {
+            Audience::Human => self.humans += 1,
+            Audience::Bot => self.bots += 1,
+            Audience::Preview => self.previews += 1,
+        }
+        self.new_visitors += i64::from(is_new);
+    }
+
     pub fn add(&mut self, other: &Counts) {
         self.humans += other.humans;
         self.bots += other.bots;

@@ -12,6 +12,7 @@
 
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
+use shortlink_core::sync::LockOrRecover;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -71,9 +72,7 @@ enum Segment {
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while the lock was held left no half-made change that matters here.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock_or_recover()
     }
 
     async fn append(&self, bytes: Bytes) -> Result<(), SpoolError> {

@@ -3,6 +3,7 @@
 //! of the limiter at most one `--redis-timeout`, once per pause, not one per request.
 
 use crate::primary::{ConnectOptions, Primary, ProjectionError, RedisConnection};
+use crate::sync::ReadWriteOrRecover;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
@@ -63,7 +64,7 @@ impl LimitsConnection {
         result.map_err(|error| {
             // Made again next time: after a failover the next connection goes to the primary
             // Sentinel names then, or learns a cluster's slot map afresh.
-            *self.connection.write().unwrap_or_else(|e| e.into_inner()) = None;
+            *self.connection.write_or_recover() = None;
             self.failed_at
                 .store(self.since_epoch().max(1), Ordering::Relaxed);
             LimitsUnavailable::Redis(error)
@@ -93,14 +94,11 @@ impl LimitsConnection {
             manager: true,
         };
         let connection = self.primary.connect(options).await?;
-        *self.connection.write().unwrap_or_else(|e| e.into_inner()) = Some(connection.clone());
+        *self.connection.write_or_recover() = Some(connection.clone());
         Ok(connection)
     }
 
     fn current(&self) -> Option<RedisConnection> {
-        self.connection
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.connection.read_or_recover().clone()
     }
 }

@@ -13,6 +13,7 @@
 
 use super::connection::{LimitsConnection, LimitsUnavailable};
 use super::limit::{refused, Limit};
+use crate::sync::LockOrRecover;
 use shortlink_wire::keys::api_key_rate_key;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -98,7 +99,7 @@ impl RateLimiter {
     }
 
     fn gate(&self, key_id: i64) -> Arc<tokio::sync::Mutex<()>> {
-        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gates = self.gates.lock_or_recover();
         Arc::clone(gates.entry(key_id).or_default())
     }
 
@@ -136,7 +137,7 @@ impl RateLimiter {
             });
         }
         if granted > 1 {
-            let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+            let mut leases = self.leases.lock_or_recover();
             match leases.get_mut(&key_id) {
                 // Concurrent requests that each took a lease: the requests add up, none is lost
                 // (they were counted in Redis).
@@ -169,7 +170,7 @@ impl RateLimiter {
 
     /// One request out of the key's lease, if it has one still good for `limit`.
     fn take_leased(&self, key_id: i64, limit: Limit) -> Option<Decision> {
-        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        let mut leases = self.leases.lock_or_recover();
         let lease = leases.get_mut(&key_id)?;
         let age = lease.taken_at.elapsed();
         if lease.left == 0 || lease.limit != limit || age >= LEASE_LIFETIME {

@@ -13,6 +13,7 @@ mod sentinel;
 pub use connection::{RedisConnection, Shard};
 pub use sentinel::parse_address as parse_sentinel_address;
 
+use crate::sync::LockOrRecover;
 pub use error::ProjectionError;
 use redis::{ConnectionInfo, IntoConnectionInfo};
 use shortlink_config::{Config, ConfigError};
@@ -238,7 +239,7 @@ impl Primary {
 
     fn note(&self, info: &ConnectionInfo) {
         let address = info.addr.to_string();
-        let mut last = self.0.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self.0.last.lock_or_recover();
         if last.as_deref() == Some(address.as_str()) {
             return;
         }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::marker::RefillError;
 use super::{written_value, Projection, ProjectionError, RecordWrite, KEY_PREFIX};
+use crate::sync::LockOrRecover;
 use shortlink_store::{self as storage, Storage};
 use shortlink_wire::keys::{PREVIEW_PREFIX, VISIT_COUNT_PREFIX};
 
@@ -25,7 +26,7 @@ impl Projection {
         result: Result<T, ProjectionError>,
     ) -> Result<T, ProjectionError> {
         if result.is_err() && (self.primary.fails_over() || self.wait.is_some()) {
-            let mut in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
+            let mut in_doubt = self.in_doubt.lock_or_recover();
             for write in writes {
                 in_doubt.insert(
                     write.key().to_owned(),
@@ -38,7 +39,7 @@ impl Projection {
 
     /// The keys in doubt, with the value each failed write sent (`None` for a delete).
     pub fn in_doubt(&self) -> Vec<(String, Option<Vec<u8>>)> {
-        let in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
+        let in_doubt = self.in_doubt.lock_or_recover();
         in_doubt
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -48,7 +49,7 @@ impl Projection {
     /// `key` written again from SQL: no longer in doubt, unless a write that failed since sent
     /// another value.
     pub fn settled(&self, key: &str, sent: &Option<Vec<u8>>) {
-        let mut in_doubt = self.in_doubt.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_doubt = self.in_doubt.lock_or_recover();
         if in_doubt.get(key) == Some(sent) {
             in_doubt.remove(key);
         }

@@ -32,6 +32,7 @@
 
 use super::{Projection, ProjectionError};
 use crate::primary::{ConnectOptions, Shard};
+use crate::sync::LockOrRecover;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{ErrorKind, Pipeline, RedisError, Value};
 use shortlink_wire::cluster::SLOTS;
@@ -468,7 +469,7 @@ fn refused(error: RedisError) -> Outcome {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+    mutex.lock_or_recover()
 }
 
 fn server_error(value: &Value) -> Option<RedisError> {

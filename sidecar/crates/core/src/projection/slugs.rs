@@ -6,6 +6,7 @@
 //! workspace that cannot be named (deleted, or a slug that is no record name) is an error before
 //! anything is written, never a record that answers on no host or on the wrong one.
 
+use crate::sync::ReadWriteOrRecover;
 use shortlink_store::{Storage, StorageError, WorkspaceId};
 use shortlink_wire::record::WorkspaceName;
 use std::collections::HashMap;
@@ -63,7 +64,7 @@ impl Slugs {
 
     /// The slug of `id`, if met already.
     pub fn get(&self, id: WorkspaceId) -> Option<WorkspaceName> {
-        let known = (self.known.read()).unwrap_or_else(|poisoned| poisoned.into_inner());
+        let known = self.known.read_or_recover();
         known.get(&id).copied()
     }
 
@@ -83,14 +84,14 @@ impl Slugs {
                 "workspace {id}'s slug {slug:?} is not a record name"
             ))
         })?;
-        let mut known = (self.known.write()).unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut known = self.known.write_or_recover();
         known.insert(id, name);
         Ok(name)
     }
 
     /// Forgets a deleted workspace: a write of its links still in flight here names none.
     pub fn forget(&self, id: WorkspaceId) {
-        let mut known = (self.known.write()).unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut known = self.known.write_or_recover();
         known.remove(&id);
     }
 

@@ -9,6 +9,7 @@
 
 use super::model::Resolution;
 use crate::projection::{encode_record, RecordWorkspace};
+use crate::sync::LockOrRecover;
 use shortlink_model::link::card;
 use shortlink_store::Link;
 use shortlink_wire::agent;
@@ -160,9 +161,7 @@ static CLICK_IDS: Mutex<Option<ClickIds>> = Mutex::new(None);
 
 fn next_click_id() -> ClickId {
     let prefix = || getrandom::u64().unwrap_or_else(|_| rand_fallback());
-    let mut ids = CLICK_IDS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut ids = CLICK_IDS.lock_or_recover();
     ids.get_or_insert_with(|| ClickIds::new(prefix()))
         .next(prefix)
 }

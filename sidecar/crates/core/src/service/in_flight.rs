@@ -1,6 +1,7 @@
 //! The links this sidecar is writing, per workspace: what a workspace's delete waits for, and
 //! holds back while it runs ([`super::authority`] says why).
 
+use crate::sync::LockOrRecover;
 use shortlink_store::WorkspaceId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,7 @@ pub(super) struct InFlight(Mutex<HashMap<WorkspaceId, Arc<RwLock<()>>>>);
 
 impl InFlight {
     fn gate(&self, workspace: WorkspaceId) -> Arc<RwLock<()>> {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gates = self.0.lock_or_recover();
         Arc::clone(gates.entry(workspace).or_default())
     }
 
@@ -29,7 +30,7 @@ impl InFlight {
     }
 
     pub(super) fn forget(&self, workspace: WorkspaceId) {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gates = self.0.lock_or_recover();
         gates.remove(&workspace);
     }
 }

@@ -136,22 +136,7 @@ fn conditions(when: &mut Conditions, at: &str) -> Result<Vec<Condition>, Invalid
     }
     if let Some(languages) = &mut when.language {
         let at = format!("{at}.language");
-        let mut tags = Vec::new();
-        for (i, tag) in values(languages, &at)?.iter_mut().enumerate() {
-            *tag = tag.to_ascii_lowercase();
-            let ok = (1..=35).contains(&tag.len())
-                && tag.split('-').all(|part| {
-                    !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric())
-                });
-            if !ok {
-                return Err(invalid(
-                    &format!("{at}[{i}]"),
-                    "not a language tag (pt, en-gb)",
-                ));
-            }
-            tags.push(tag.as_bytes().into());
-        }
-        out.push(Condition::Language(tags.into()));
+        out.push(language(values(languages, &at)?, &at)?);
     }
     if let Some(countries) = &mut when.country {
         let at = format!("{at}.country");
@@ -218,6 +203,26 @@ fn conditions(when: &mut Conditions, at: &str) -> Result<Vec<Condition>, Invalid
         ));
     }
     Ok(out)
+}
+
+/// A language condition from its tags, each lowercased in place.
+fn language(languages: &mut [String], at: &str) -> Result<Condition, Invalid> {
+    let mut tags = Vec::new();
+    for (i, tag) in languages.iter_mut().enumerate() {
+        *tag = tag.to_ascii_lowercase();
+        let ok = (1..=35).contains(&tag.len())
+            && tag
+                .split('-')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric()));
+        if !ok {
+            return Err(invalid(
+                &format!("{at}[{i}]"),
+                "not a language tag (pt, en-gb)",
+            ));
+        }
+        tags.push(tag.as_bytes().into());
+    }
+    Ok(Condition::Language(tags.into()))
 }
 
 /// Whole Unix seconds, as the record carries them.

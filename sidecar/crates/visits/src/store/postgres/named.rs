@@ -23,9 +23,10 @@
 
 use super::days::{days, partition_name};
 use chrono::{DateTime, NaiveDate, Utc};
+use shortlink_core::sync::LockOrRecover;
 use shortlink_store::StorageResult;
 use sqlx::PgPool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The most days a read names: a 24 h window, or a feed row's visits across midnight. A longer
@@ -45,7 +46,7 @@ pub struct DayList {
 
 impl DayList {
     fn lock(&self) -> MutexGuard<'_, Option<(Instant, Arc<Vec<NaiveDate>>)>> {
-        self.read.lock().unwrap_or_else(PoisonError::into_inner)
+        self.read.lock_or_recover()
     }
 
     /// Reads the list again before its next use: a day was created or dropped.
