@@ -247,7 +247,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
         }),
-        sends: Arc::new(http::gateway::runner::Sends::new(config.gateway_lease)),
+        sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
     })
 }
 

@@ -21,7 +21,7 @@ pub struct AppState {
     /// Per-key rate limits and workspace quotas (issue 53), shared through Redis.
     pub limits: Arc<shortlink_core::limits::Limits>,
     /// The send jobs this sidecar holds (issue 68): who it is to the other sidecars, its lease.
-    pub sends: Arc<crate::gateway::runner::Sends>,
+    pub sends: Arc<crate::gateway::sends::Sends>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.

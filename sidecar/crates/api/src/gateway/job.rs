@@ -4,7 +4,7 @@
 //! ([`Queue`]). The job is sent by whichever sidecar holds its lease ([`super::runner`],
 //! [`super::sender`]): this one at once, another one if this one stops.
 
-use super::runner::Sends;
+use super::sends::Sends;
 use super::settings::{self, Ready};
 use crate::{AppState, Error, Result};
 use shortlink_core::service::Authority;

@@ -8,6 +8,7 @@ pub mod job;
 pub mod kannel;
 pub mod runner;
 pub mod sender;
+pub mod sends;
 pub(crate) mod settings;
 
 use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Result};
