@@ -34,11 +34,12 @@ fn kannel_reports_reach_the_funnel_through_nginx_and_a_wrong_token_stores_nothin
     let client = http_client();
     let origin = format!("http://127.0.0.1:{}", system.nginx.api_port);
     let report = |path: &str, short_url: &str, mid: &str, escapes: &str| -> (u16, Value) {
-        let short_url: String = url_encoded(short_url);
+        let mut url = reqwest::Url::parse(&format!("{origin}{path}?{escapes}")).unwrap();
+        (url.query_pairs_mut())
+            .append_pair("short_url", short_url)
+            .append_pair("mid", mid);
         let answer = client
-            .get(format!(
-                "{origin}{path}?short_url={short_url}&mid={mid}&{escapes}"
-            ))
+            .get(url)
             .header("user-agent", "Kannel/1.4.5")
             .send()
             .expect("reach nginx's API server");
@@ -73,15 +74,4 @@ fn kannel_reports_reach_the_funnel_through_nginx_and_a_wrong_token_stores_nothin
         by_domain.iter().any(|part| part["short_domain"] == host),
         "the short URL's host names the domain: {funnel}"
     );
-}
-
-fn url_encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
