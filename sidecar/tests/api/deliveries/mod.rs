@@ -14,6 +14,7 @@ mod kannel;
 mod privacy;
 mod queue;
 mod resend;
+mod statistics;
 
 use crate::helpers::*;
 use crate::workspaces::with_key;

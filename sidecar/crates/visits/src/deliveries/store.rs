@@ -330,7 +330,12 @@ impl<V: VisitDialect> DeliveryStore for SqlVisitStore<V> {
         let mut out = Vec::with_capacity(receipts.len());
         for chunk in receipts.chunks(CHUNK) {
             match self.apply_all(workspace, chunk, now).await {
-                Ok(answers) => out.extend(answers),
+                Ok(answers) => {
+                    self.dialect
+                        .receipts_stored(&self.writer, chunk.len())
+                        .await;
+                    out.extend(answers);
+                }
                 // A concurrent report of the same message committed first, or the two locked
                 // each other: one by one, each then finds the other's rows.
                 Err(error) if lost_race(&error) => {

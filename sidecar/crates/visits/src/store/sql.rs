@@ -58,6 +58,10 @@ pub trait VisitDialect: Send + Sync + 'static {
     /// A read of [`VisitDialect::visits_between`]'s answer found a table gone: ask anew next time.
     fn forget_days(&self) {}
 
+    /// `count` delivery receipts were stored (a chunk committed): PostgreSQL gives the delivery
+    /// tables their first statistics here (`postgres/young.rs`); the others plan well without.
+    async fn receipts_stored(&self, _writer: &Pool<Db<Self>>, _count: usize) {}
+
     /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
     async fn store_batch(
         &self,

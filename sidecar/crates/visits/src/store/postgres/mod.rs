@@ -9,6 +9,7 @@ mod insert;
 mod named;
 mod partitions;
 mod rollup;
+mod young;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_rules, first_seen, outcome, user_agents};
@@ -28,6 +29,8 @@ pub struct PgVisits {
     /// The days that have their own partition: a read of a day or two of raw visits names them
     /// instead of `visits` ([`named`]).
     days: named::DayList,
+    /// Whether the delivery tables have had their first statistics ([`young`]).
+    young: young::YoungTables,
 }
 
 pub type PgVisitStore = SqlVisitStore<PgVisits>;
@@ -54,6 +57,7 @@ impl PgVisitStore {
         Ok(Self {
             dialect: PgVisits {
                 days: named::DayList::default(),
+                young: young::YoungTables::default(),
             },
             writer: pool.clone(),
             reader: pool,
@@ -84,6 +88,10 @@ impl VisitDialect for PgVisits {
 
     fn forget_days(&self) {
         self.days.forget();
+    }
+
+    async fn receipts_stored(&self, writer: &PgPool, count: usize) {
+        self.young.receipts_stored(writer, count).await;
     }
 
     async fn store_batch(
