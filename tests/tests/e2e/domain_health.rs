@@ -196,8 +196,10 @@ fn pool_domains_are_healthy_through_nginx_and_a_certificate_near_expiry_degrades
         "certificate: expires in 4 days ({})",
         soon.format("%Y-%m-%d %H:%M UTC")
     );
+    // A client of its own per read: an old worker closes its idle keep-alive connections as it
+    // goes, and a request sent on one of them fails.
     let s1_degraded = || {
-        let found = domains(&api);
+        let found = domains(&system.api());
         let (s1, s2) = (&found["s1.test"], &found["s2.test"]);
         s1["state"] == "degraded"
             && s1["reasons"] == json!([reason])
@@ -208,7 +210,7 @@ fn pool_domains_are_healthy_through_nginx_and_a_certificate_near_expiry_degrades
     assert!(
         wait_until(Duration::from_secs(20), s1_degraded),
         "s1.test not degraded by {reason:?}:\n{:#?}\nnginx:\n{}",
-        domains(&api),
+        domains(&system.api()),
         system.nginx.error_log()
     );
     let (_, sidecar) = pages(&system);
@@ -257,7 +259,6 @@ fn a_malformed_weight_list_in_nginx_refuses_creates_by_name_and_stores_nothing()
         public_base: Some(cases[0].0.to_owned()),
         ..NginxOptions::default()
     });
-    let api = system.api();
     let mut previous: Option<&str> = None;
     for (list, reason) in cases {
         if let Some(previous) = previous {
@@ -267,32 +268,53 @@ fn a_malformed_weight_list_in_nginx_refuses_creates_by_name_and_stores_nothing()
         let message = format!("the x-shortlink-public-base header {reason}");
         let expected = json!({"error": {"code": "invalid_header", "message": message}});
         // After a reload, old workers may answer with the previous (equally malformed) list a
-        // little longer.
-        let mut last = (0, Value::Null);
-        let refused = wait_until(Duration::from_secs(10), || {
-            last = api.post("/links", &json!({"url": "https://example.com/weights"}));
-            last == (400, expected.clone())
-        });
-        assert!(
-            refused,
-            "{list:?}: create answered {last:?}, not {expected}"
-        );
-        // Listing links builds short URLs from the same list: the same error, not a wrong URL.
-        assert_eq!(api.get("/links"), (400, expected.clone()), "{list:?}");
-        // A batch (streamed through nginx) is refused whole, before any item.
-        let response = shortlink_e2e::http_client()
-            .post(format!(
-                "http://127.0.0.1:{}/api/v1/links/batch",
-                system.nginx.api_port
+        // little longer, and close their keep-alive connections as they go: each request takes
+        // a connection of its own, one that fails is asked again, and all three must answer
+        // the new list's error.
+        // A create; a listing, which builds short URLs from the same list (the same error, not
+        // a wrong URL); a batch streamed through nginx, refused whole before any item.
+        let origin = format!("http://127.0.0.1:{}/api/v1", system.nginx.api_port);
+        let requests = [
+            (
+                "create",
+                "POST",
+                "/links",
+                "application/json",
+                r#"{"url":"https://example.com/weights"}"#,
+            ),
+            ("list", "GET", "/links", "application/json", ""),
+            (
+                "batch",
+                "POST",
+                "/links/batch",
+                "application/x-ndjson",
+                "{\"url\":\"https://example.com/b1\"}\n{\"url\":\"https://example.com/b2\"}\n",
+            ),
+        ];
+        let answer = |(_, method, path, content_type, body): (&str, &str, &str, &str, &str)| {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+            let response = (shortlink_e2e::http_client())
+                .request(method, format!("{origin}{path}"))
+                .bearer_auth(shortlink_e2e::API_KEY)
+                .header("content-type", content_type)
+                .body(body.to_owned())
+                .send()
+                .ok()?;
+            let status = response.status().as_u16();
+            Some((
+                status,
+                serde_json::from_str::<Value>(&response.text().ok()?).ok()?,
             ))
-            .bearer_auth(shortlink_e2e::API_KEY)
-            .header("content-type", "application/x-ndjson")
-            .body("{\"url\":\"https://example.com/b1\"}\n{\"url\":\"https://example.com/b2\"}\n")
-            .send()
-            .expect("reach the API server");
-        let status = response.status().as_u16();
-        let body: Value = serde_json::from_str(&response.text().unwrap()).unwrap();
-        assert_eq!((status, body), (400, expected), "{list:?}: batch");
+        };
+        let mut last = Vec::new();
+        let refused = wait_until(Duration::from_secs(10), || {
+            last = requests
+                .iter()
+                .map(|request| (request.0, answer(*request)))
+                .collect();
+            (last.iter()).all(|(_, answered)| answered == &Some((400, expected.clone())))
+        });
+        assert!(refused, "{list:?}: answered {last:?}, not {expected}");
     }
     // Nothing stored: the sidecar itself (no list from nginx) has no link.
     let (status, body) = system.sidecar.api().get("/links");
