@@ -276,12 +276,13 @@ impl Sidecar {
         args: Vec<String>,
         projected: impl Fn() -> bool,
     ) -> Self {
-        // The operator's metrics listener, apart from the API nginx passes brands' tools on to.
-        let [metrics_port] = testkit::free_ports();
+        // The operator's metrics listener, apart from the API nginx passes brands' tools on to;
+        // on a port the sidecar picks and prints, as its API's, so no other test can take it
+        // between a pick and the bind.
         let process = Lifeline::builder(paths::sidecar_bin(), dir.path().join("sidecar.log"))
             .arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .args(["--database-url", database_url])
             .args(["--redis-url", redis_url])
             .args(["--code-secret", CODE_SECRET])
@@ -301,11 +302,15 @@ impl Sidecar {
         let line = process.wait_for_line(Duration::from_secs(30), |line| {
             line.starts_with("shortlink-sidecar listening on ")
         });
-        let port = line
-            .rsplit(':')
-            .next()
-            .and_then(|port| port.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        let port_of = |line: String| -> u16 {
+            (line.rsplit(':').next())
+                .and_then(|port| port.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no port in {line:?}"))
+        };
+        let port = port_of(line);
+        let metrics_port = port_of(process.wait_for_line(Duration::from_secs(30), |line| {
+            line.starts_with("shortlink-sidecar metrics on ")
+        }));
         let marked = testkit::wait_until(Duration::from_secs(10), projected);
         assert!(
             marked,

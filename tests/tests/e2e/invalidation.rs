@@ -180,8 +180,9 @@ fn a_killed_invalidation_connection_never_leaves_a_stale_redirect() {
     let patched = Instant::now();
     load.run_for(1000);
 
-    // The workers subscribe again, and their caches follow changes again.
-    assert!(wait_until(Duration::from_secs(5), || subscribers(&system) == 2));
+    // The workers subscribe again (later on a loaded machine: the bound is not what is tested),
+    // and their caches follow changes again.
+    assert!(wait_until(Duration::from_secs(30), || subscribers(&system) == 2));
     let again_sent = Instant::now();
     let (status, body) = system.api().patch(
         &format!("/links/{code}"),
