@@ -310,8 +310,7 @@ async fn run(
         for (line, row) in results {
             let row = row.unwrap_or_else(|| match outcomes.remove(&(line as i64 - 1)) {
                 Some(ItemOutcome::Created(link)) => {
-                    crate::metrics::links_created("batch", 1);
-                    domains.count_issued(&link.code, link.campaign.as_deref());
+                    domains.link_created("batch", &link);
                     let url = domains.short_url(&link.code, link.campaign.as_deref());
                     result_row(line, 201, &link.code, url.as_deref().unwrap_or(""), "")
                 }

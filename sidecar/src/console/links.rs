@@ -7,7 +7,7 @@ use super::page::{encode, see_other, PageError, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
 use crate::service::validate::{self, LinkRequest, PlainPassword};
-use crate::service::{Created, LinkPatch};
+use crate::service::{Created, UpdateLinkRequest};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
@@ -168,8 +168,7 @@ pub async fn create(
     };
     match created {
         Ok(Created::New(link)) => {
-            crate::metrics::links_created("single", 1);
-            domains.count_issued(&link.code, link.campaign.as_deref());
+            domains.link_created("single", &link);
             Ok(see_other(&format!(
                 "/console/links/{}?created=1",
                 link.code
@@ -348,42 +347,19 @@ pub async fn edit(
     let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let target = match optional(&form.url) {
-        Some(url) => Some(
-            state
-                .settings
-                .url_policy
-                .check(&url, &domains.own_domains)
-                .map_err(Error::from)?,
-        ),
-        None => None,
+    // The API's change, checked by the API's rules: the form refuses what a PATCH refuses.
+    let change = UpdateLinkRequest {
+        url: optional(&form.url),
+        expires_at: if form.clear_expiry.is_some() {
+            Some(None)
+        } else {
+            parse_local(&form.expires_at)?.map(Some)
+        },
+        ..UpdateLinkRequest::default()
     };
-    let expires_at = if form.clear_expiry.is_some() {
-        Some(None)
-    } else {
-        match parse_local(&form.expires_at)? {
-            Some(at) if at <= Utc::now() => {
-                return Err(
-                    Error::invalid("invalid_expiry", "the expiry must be in the future").into(),
-                )
-            }
-            Some(at) => Some(Some(at)),
-            None => None,
-        }
-    };
-    if target.is_none() && expires_at.is_none() {
-        return Err(Error::invalid("empty_patch", "change the target or the expiry").into());
-    }
-    let patch = LinkPatch {
-        target,
-        expires_at,
-        redirect: None,
-        forward_query: None,
-        campaign: None,
-        recipient_ref: None,
-        tags: None,
-        ..LinkPatch::default()
-    };
+    let patch = change
+        .into_patch(&state.settings.url_policy, &domains.own_domains)
+        .map_err(Error::from)?;
     state
         .links
         .update(operator.workspace, &code, patch, &origin)

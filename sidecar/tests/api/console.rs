@@ -425,7 +425,7 @@ pub(crate) fn location(response: &reqwest::Response) -> &str {
     response.headers()[LOCATION].to_str().unwrap()
 }
 
-fn new_key(app: &TestApp, name: &str, role: &str) -> String {
+pub(crate) fn new_key(app: &TestApp, name: &str, role: &str) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
         .args(["keys", "create", "--name", name, "--role", role])
         .args(["--database-url", &app.database_url])

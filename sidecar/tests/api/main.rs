@@ -40,6 +40,7 @@ mod partitions;
 mod projection_marker;
 mod qr;
 mod rate_limits;
+mod refusals;
 mod resolve;
 mod resolve_scope;
 mod routes;

@@ -56,9 +56,16 @@ pub struct DomainContext {
 }
 
 impl DomainContext {
+    /// The bookkeeping of every new link, whichever route or page made it:
+    /// `shortlink_links_created_total{via}` and the host it is issued on.
+    pub fn link_created(&self, via: &'static str, link: &shortlink_store::Link) {
+        shortlink_core::metrics::links_created(via, 1);
+        self.count_issued(&link.code, link.campaign.as_deref());
+    }
+
     /// Counts a new link under the host it is issued on (`shortlink_links_issued_total`), the
     /// expected-traffic side of a domain's health.
-    pub fn count_issued(&self, code: &str, campaign: Option<&str>) {
+    fn count_issued(&self, code: &str, campaign: Option<&str>) {
         if let Some(bases) = &self.issuing {
             let drains = self.health.drains.current();
             let host = bases.pick_live(code, campaign, drains.as_ref()).host;

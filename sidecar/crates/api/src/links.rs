@@ -13,9 +13,10 @@ use axum::routing::get;
 use axum::Extension;
 use axum::Router;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use shortlink_core::service::validate::{self, LinkRequest, PlainPassword};
-use shortlink_core::service::{self, Created, IdempotencyKey, LinkPatch, NewLink};
+pub use shortlink_core::service::UpdateLinkRequest;
+use shortlink_core::service::{self, Created, IdempotencyKey, NewLink};
 use shortlink_model::link::card::{self, CardSpec};
 use shortlink_model::link::rules::{self, RuleSpec};
 use shortlink_model::schema::WholeNumber;
@@ -91,74 +92,6 @@ pub struct CreateLinkRequest {
     /// webhooks (a landing page sends it back with a conversion).
     #[schema(schema_with = shortlink_model::schema::click_id_param)]
     pub click_id_param: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(min_properties = 1)]
-pub struct UpdateLinkRequest {
-    #[schema(schema_with = shortlink_model::schema::new_url)]
-    pub url: Option<String>,
-    /// RFC 3339 in the future, or `null` to remove the expiry.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
-    pub expires_at: Option<Option<DateTime<Utc>>>,
-    #[schema(schema_with = shortlink_model::schema::redirect)]
-    pub redirect: Option<u16>,
-    pub forward_query: Option<bool>,
-    /// The campaign, or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::meta)]
-    pub campaign: Option<Option<String>>,
-    /// The recipient reference, or `null` to remove it.
-    #[serde(default, rename = "ref", deserialize_with = "present")]
-    #[schema(rename = "ref", schema_with = shortlink_model::schema::meta)]
-    pub recipient_ref: Option<Option<String>>,
-    /// Replaces the tags (`[]` removes them).
-    #[schema(schema_with = shortlink_model::schema::tags)]
-    pub tags: Option<Vec<String>>,
-    /// RFC 3339, or `null` to open the link now.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
-    pub valid_since: Option<Option<DateTime<Utc>>>,
-    /// Validated like `url`, or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::optional_url)]
-    pub not_yet_url: Option<Option<String>>,
-    /// Validated like `url`, or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::optional_url)]
-    pub expired_url: Option<Option<String>>,
-    /// Replaces the rules (`[]` or `null` removes them).
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
-    pub rules: Option<Option<serde_json::Value>>,
-    /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
-    /// clicks ever redirected, so lowering it below them closes the link at once.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::max_visits)]
-    pub max_visits: Option<Option<WholeNumber>>,
-    /// A new password (replacing any), or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::password)]
-    pub password: Option<Option<PlainPassword>>,
-    /// A new card (replacing the old one whole), or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<CardSpec>, nullable)]
-    pub preview: Option<Option<CardSpec>>,
-    /// A new click id parameter, or `null` to stop sending the id.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(schema_with = shortlink_model::schema::click_id_param)]
-    pub click_id_param: Option<Option<String>>,
-}
-
-/// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
-fn present<'de, D, T>(deserializer: D) -> std::result::Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -411,8 +344,7 @@ pub async fn create_link(
     let (status, link) = match state.links.create(new, &budget, claim, &origin).await? {
         Created::Existing(link) => (StatusCode::OK, link),
         Created::New(link) => {
-            shortlink_core::metrics::links_created("single", 1);
-            domains.count_issued(&link.code, link.campaign.as_deref());
+            domains.link_created("single", &link);
             (StatusCode::CREATED, link)
         }
     };
@@ -470,75 +402,7 @@ pub async fn update_link(
     Json(request): Json<UpdateLinkRequest>,
 ) -> Result<Json<LinkView>> {
     path_code(&state, &code)?;
-    let (policy, own) = (&state.settings.url_policy, &domains.own_domains);
-    let patch = LinkPatch {
-        target: request
-            .url
-            .as_deref()
-            .map(|raw| state.settings.url_policy.check(raw, &domains.own_domains))
-            .transpose()?,
-        expires_at: request
-            .expires_at
-            .map(|at| at.map(validate::expiry).transpose())
-            .transpose()?,
-        redirect: request
-            .redirect
-            .map(|status| validate::redirect_status(Some(status)))
-            .transpose()?,
-        forward_query: request.forward_query,
-        campaign: request
-            .campaign
-            .map(|value| validate::meta(value, "invalid_campaign", "campaign"))
-            .transpose()?,
-        recipient_ref: request
-            .recipient_ref
-            .map(|value| validate::meta(value, "invalid_ref", "ref"))
-            .transpose()?,
-        tags: request
-            .tags
-            .map(|value| validate::tags(Some(value)))
-            .transpose()?,
-        valid_since: request
-            .valid_since
-            .map(|at| at.map(validate::valid_since).transpose())
-            .transpose()?,
-        not_yet_url: request
-            .not_yet_url
-            .map(|url| validate::lifecycle_url(policy, own, url, "not_yet_url"))
-            .transpose()?,
-        expired_url: request
-            .expired_url
-            .map(|url| validate::lifecycle_url(policy, own, url, "expired_url"))
-            .transpose()?,
-        rules: request
-            .rules
-            .map(|rules| validate::rules_column(policy, own, rules))
-            .transpose()?,
-        max_visits: request
-            .max_visits
-            .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
-            .transpose()?,
-        password_digest: request
-            .password
-            .map(|plain| plain.map(validate::password).transpose())
-            .transpose()?,
-        preview: request
-            .preview
-            .map(|preview| card::column(policy, own, preview))
-            .transpose()?,
-        click_id_param: request
-            .click_id_param
-            .map(|param| param.map(validate::click_id_param).transpose())
-            .transpose()?,
-    };
-    if patch.is_empty() {
-        return Err(Error::invalid(
-            "empty_patch",
-            "give at least one of url, expires_at, redirect, forward_query, campaign, ref, tags, \
-             valid_since, not_yet_url, expired_url, rules, max_visits, password, preview, \
-             click_id_param",
-        ));
-    }
+    let patch = request.into_patch(&state.settings.url_policy, &domains.own_domains)?;
     let link = state.links.update(workspace, &code, patch, &origin).await?;
     Ok(Json(LinkView::new(link, &domains)))
 }

@@ -351,8 +351,7 @@ fn answer<K>(
 ) -> Answer<K> {
     let failure = match outcome {
         Some((_, ItemOutcome::Created(link))) => {
-            shortlink_core::metrics::links_created(via, 1);
-            domains.count_issued(&link.code, link.campaign.as_deref());
+            domains.link_created(via, &link);
             return Answer::Link {
                 link,
                 status: StatusCode::CREATED,

@@ -264,8 +264,7 @@ impl Reissue {
                     }
                     Some(ItemOutcome::Created(link)) => {
                         page.created += 1;
-                        self.domains
-                            .count_issued(&link.code, link.campaign.as_deref());
+                        self.domains.link_created("reissue", &link);
                         Ok((link, StatusCode::CREATED))
                     }
                     Some(ItemOutcome::Existing(link)) => Ok((link, StatusCode::OK)),
@@ -278,7 +277,6 @@ impl Reissue {
                 page.lines.push(b'\n');
             }
         }
-        shortlink_core::metrics::links_created("reissue", page.created);
         Ok((page, next))
     }
 

@@ -24,6 +24,7 @@
 
 pub mod authority;
 pub mod batch;
+mod change;
 pub mod click;
 mod commit;
 pub mod compose;
@@ -42,6 +43,7 @@ pub mod workspaces;
 
 pub use crate::projection::slugs;
 pub use authority::{Authority, Job};
+pub use change::UpdateLinkRequest;
 pub use click::append_query;
 pub use error::{ServiceError, Stop};
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};

@@ -1,0 +1,155 @@
+//! A change to a link as its sender wrote it, and the one place that checks it: the REST API's
+//! `PATCH` and the console's edit form both build an [`UpdateLinkRequest`] and call
+//! [`UpdateLinkRequest::into_patch`], so a change one refuses the other refuses with the same code
+//! and message.
+
+use super::validate::{self, Invalid, PlainPassword};
+use super::LinkPatch;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer};
+use shortlink_model::link::card::{self, CardSpec};
+use shortlink_model::link::rules::RuleSpec;
+use shortlink_model::schema::WholeNumber;
+use shortlink_model::validate::UrlPolicy;
+use utoipa::ToSchema;
+
+/// Every field is optional; `null` removes an optional one, absence leaves it as it is.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
+pub struct UpdateLinkRequest {
+    #[schema(schema_with = shortlink_model::schema::new_url)]
+    pub url: Option<String>,
+    /// RFC 3339 in the future, or `null` to remove the expiry.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub expires_at: Option<Option<DateTime<Utc>>>,
+    #[schema(schema_with = shortlink_model::schema::redirect)]
+    pub redirect: Option<u16>,
+    pub forward_query: Option<bool>,
+    /// The campaign, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::meta)]
+    pub campaign: Option<Option<String>>,
+    /// The recipient reference, or `null` to remove it.
+    #[serde(default, rename = "ref", deserialize_with = "present")]
+    #[schema(rename = "ref", schema_with = shortlink_model::schema::meta)]
+    pub recipient_ref: Option<Option<String>>,
+    /// Replaces the tags (`[]` removes them).
+    #[schema(schema_with = shortlink_model::schema::tags)]
+    pub tags: Option<Vec<String>>,
+    /// RFC 3339, or `null` to open the link now.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub valid_since: Option<Option<DateTime<Utc>>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub not_yet_url: Option<Option<String>>,
+    /// Validated like `url`, or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub expired_url: Option<Option<String>>,
+    /// Replaces the rules (`[]` or `null` removes them).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<RuleSpec>>, nullable)]
+    pub rules: Option<Option<serde_json::Value>>,
+    /// A new cap, or `null` to remove it. The clicks counted so far stay counted: the cap is on
+    /// clicks ever redirected, so lowering it below them closes the link at once.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::max_visits)]
+    pub max_visits: Option<Option<WholeNumber>>,
+    /// A new password (replacing any), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::password)]
+    pub password: Option<Option<PlainPassword>>,
+    /// A new card (replacing the old one whole), or `null` to remove it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CardSpec>, nullable)]
+    pub preview: Option<Option<CardSpec>>,
+    /// A new click id parameter, or `null` to stop sending the id.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = shortlink_model::schema::click_id_param)]
+    pub click_id_param: Option<Option<String>>,
+}
+
+/// `Some(value)` for a present field, `null` included; `#[serde(default)]` gives `None` for absent.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+impl UpdateLinkRequest {
+    /// The checked change, each field as a create checks it; `empty_patch` when nothing would
+    /// change. A target on one of `own_domains` would loop.
+    pub fn into_patch(self, policy: &UrlPolicy, own: &[String]) -> Result<LinkPatch, Invalid> {
+        let patch = LinkPatch {
+            target: self.url.map(|raw| policy.check(&raw, own)).transpose()?,
+            expires_at: self
+                .expires_at
+                .map(|at| at.map(validate::expiry).transpose())
+                .transpose()?,
+            redirect: self
+                .redirect
+                .map(|status| validate::redirect_status(Some(status)))
+                .transpose()?,
+            forward_query: self.forward_query,
+            campaign: self
+                .campaign
+                .map(|value| validate::meta(value, "invalid_campaign", "campaign"))
+                .transpose()?,
+            recipient_ref: self
+                .recipient_ref
+                .map(|value| validate::meta(value, "invalid_ref", "ref"))
+                .transpose()?,
+            tags: self
+                .tags
+                .map(|value| validate::tags(Some(value)))
+                .transpose()?,
+            valid_since: self
+                .valid_since
+                .map(|at| at.map(validate::valid_since).transpose())
+                .transpose()?,
+            not_yet_url: self
+                .not_yet_url
+                .map(|url| validate::lifecycle_url(policy, own, url, "not_yet_url"))
+                .transpose()?,
+            expired_url: self
+                .expired_url
+                .map(|url| validate::lifecycle_url(policy, own, url, "expired_url"))
+                .transpose()?,
+            rules: self
+                .rules
+                .map(|rules| validate::rules_column(policy, own, rules))
+                .transpose()?,
+            max_visits: self
+                .max_visits
+                .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
+                .transpose()?,
+            password_digest: self
+                .password
+                .map(|plain| plain.map(validate::password).transpose())
+                .transpose()?,
+            preview: self
+                .preview
+                .map(|preview| card::column(policy, own, preview))
+                .transpose()?,
+            click_id_param: self
+                .click_id_param
+                .map(|param| param.map(validate::click_id_param).transpose())
+                .transpose()?,
+        };
+        if patch.is_empty() {
+            return Err(Invalid::new(
+                "empty_patch",
+                "give at least one of url, expires_at, redirect, forward_query, campaign, ref, \
+                 tags, valid_since, not_yet_url, expired_url, rules, max_visits, password, \
+                 preview, click_id_param",
+            ));
+        }
+        Ok(patch)
+    }
+}
