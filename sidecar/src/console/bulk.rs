@@ -283,7 +283,7 @@ async fn run(
             let checked = row.and_then(|request| {
                 let policy = &state.settings.url_policy;
                 let own = &domains.own_domains;
-                validate::new_link(&state.links, workspace, policy, own, request.into())
+                validate::new_link(&state.links, workspace, policy, own, request)
                     .map_err(|e| Error::from(e).message())
             });
             match checked {

@@ -6,7 +6,7 @@ use super::operator::Operator;
 use super::page::{encode, see_other, PageError, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
-use crate::service::validate::{self, LinkRequest, PlainPassword};
+use crate::service::validate::{self, CreateLinkRequest, PlainPassword};
 use crate::service::{Created, UpdateLinkRequest};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
@@ -16,6 +16,7 @@ use axum::Form;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_model::schema::WholeNumber;
 
 const PAGE: u32 = 50;
 
@@ -116,7 +117,7 @@ pub async fn create(
     let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let request = || -> Result<LinkRequest, Error> {
+    let request = || -> Result<CreateLinkRequest, Error> {
         let redirect = match optional(&form.redirect) {
             None => None,
             Some(text) => Some(text.parse::<u16>().map_err(|_| {
@@ -130,7 +131,7 @@ pub async fn create(
                 Error::invalid("invalid_max_visits", "the visit cap is not a number")
             })?),
         };
-        Ok(LinkRequest {
+        Ok(CreateLinkRequest {
             url: form.url.trim().to_owned(),
             code: optional(&form.code),
             expires_at: parse_local(&form.expires_at)?,
@@ -140,10 +141,10 @@ pub async fn create(
             campaign: optional(&form.campaign),
             recipient_ref: None,
             tags: (!tags.is_empty()).then_some(tags),
-            max_visits,
+            max_visits: max_visits.map(WholeNumber),
             // As typed: spaces may be part of a password.
             password: Some(form.password.clone()).filter(|password| !password.0.is_empty()),
-            ..LinkRequest::default()
+            ..CreateLinkRequest::default()
         })
     };
     let check = |r| {

@@ -15,7 +15,7 @@ use crate::cli::workspaces::WorkspaceArg;
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::CardSpec;
-use crate::service::validate::{self, Kept, LinkRequest, Origin};
+use crate::service::validate::{self, CreateLinkRequest, Kept, Origin};
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage;
 use crate::storage::WorkspaceId;
@@ -24,6 +24,7 @@ use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use shortlink_core::limits::Budget;
+use shortlink_model::schema::WholeNumber;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -324,7 +325,7 @@ fn new_link(
                 .collect(),
         ),
     };
-    let request = LinkRequest {
+    let request = CreateLinkRequest {
         url,
         code: row.code,
         expires_at: time("expires_at", row.expires_at)?,
@@ -337,10 +338,10 @@ fn new_link(
         not_yet_url: row.not_yet_url,
         expired_url: row.expired_url,
         rules: row.rules,
-        max_visits: row.max_visits,
+        max_visits: row.max_visits.map(WholeNumber),
         preview: import_card(row.preview)?,
         click_id_param: row.click_id_param,
-        ..LinkRequest::default()
+        ..CreateLinkRequest::default()
     };
     let kept = Kept {
         // Another shortener's code (imported with `--from`, issue 40) in an export being

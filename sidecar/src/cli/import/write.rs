@@ -11,12 +11,13 @@ use super::report::{Reason, Report};
 use super::source::{Item, Source, SourceLink, SourceVisit};
 use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
-use crate::service::validate::{self, Kept, LinkRequest, Origin};
+use crate::service::validate::{self, CreateLinkRequest, Kept, Origin};
 use crate::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
 use shortlink_core::limits::{Budget, QuotaError};
+use shortlink_model::schema::WholeNumber;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};
 
@@ -161,7 +162,7 @@ impl<'a> Writer<'a> {
                     .into(),
             ));
         }
-        let request = LinkRequest {
+        let request = CreateLinkRequest {
             url: link.target.clone(),
             code: Some(link.code.clone()),
             expires_at: link.expires_at,
@@ -169,8 +170,8 @@ impl<'a> Writer<'a> {
             forward_query: Some(self.forward_query.unwrap_or(link.forward_query)),
             tags: Some(link.tags.clone()),
             valid_since: link.valid_since,
-            max_visits: link.max_visits,
-            ..LinkRequest::default()
+            max_visits: link.max_visits.map(WholeNumber),
+            ..CreateLinkRequest::default()
         };
         let kept = Kept {
             origin: Origin::Foreign,

@@ -24,7 +24,6 @@
 
 pub mod authority;
 pub mod batch;
-mod change;
 pub mod click;
 mod commit;
 pub mod compose;
@@ -36,6 +35,7 @@ pub mod keys;
 mod links;
 mod model;
 mod read;
+mod requests;
 mod subjects;
 mod update;
 pub mod validate;
@@ -43,7 +43,6 @@ pub mod workspaces;
 
 pub use crate::projection::slugs;
 pub use authority::{Authority, Job};
-pub use change::UpdateLinkRequest;
 pub use click::append_query;
 pub use error::{ServiceError, Stop};
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
@@ -52,4 +51,5 @@ pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,
 };
+pub use requests::{CreateLinkRequest, UpdateLinkRequest};
 pub use workspaces::WorkspaceError;

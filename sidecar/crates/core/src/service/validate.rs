@@ -2,6 +2,7 @@
 //! uploads, `import`. The HTTP layer turns an [`Invalid`] into its 422 answer; the others report
 //! it their own way.
 
+pub use super::requests::CreateLinkRequest;
 use super::{IdempotencyKey, LinkService, NewLink, Restore};
 use crate::projection;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -33,29 +34,6 @@ impl std::fmt::Debug for PlainPassword {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("PlainPassword(..)")
     }
-}
-
-/// A request for one link, as its sender parsed it (every field as given, none checked).
-#[derive(Debug, Default)]
-pub struct LinkRequest {
-    pub url: String,
-    pub code: Option<String>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub redirect: Option<u16>,
-    pub forward_query: Option<bool>,
-    pub idempotent: Option<bool>,
-    pub campaign: Option<String>,
-    pub recipient_ref: Option<String>,
-    pub tags: Option<Vec<String>>,
-    pub valid_since: Option<DateTime<Utc>>,
-    pub not_yet_url: Option<String>,
-    pub expired_url: Option<String>,
-    /// The JSON of `rules`, checked by [`rules::check`] (errors name the rule and field).
-    pub rules: Option<serde_json::Value>,
-    pub max_visits: Option<i64>,
-    pub password: Option<PlainPassword>,
-    pub preview: Option<card::CardSpec>,
-    pub click_id_param: Option<String>,
 }
 
 fn printable(value: &str, max: usize) -> bool {
@@ -122,7 +100,7 @@ pub fn new_link(
     workspace: WorkspaceId,
     policy: &UrlPolicy,
     own_domains: &[String],
-    request: LinkRequest,
+    request: CreateLinkRequest,
 ) -> Result<NewLink, Invalid> {
     imported_link(
         links,
@@ -165,7 +143,7 @@ pub fn imported_link(
     workspace: WorkspaceId,
     policy: &UrlPolicy,
     own_domains: &[String],
-    request: LinkRequest,
+    request: CreateLinkRequest,
     kept: Kept,
 ) -> Result<NewLink, Invalid> {
     let target = policy.check(&request.url, own_domains)?;
@@ -178,7 +156,7 @@ pub fn imported_link(
         not_yet_url: lifecycle_url(policy, own_domains, request.not_yet_url, "not_yet_url")?,
         expired_url: lifecycle_url(policy, own_domains, request.expired_url, "expired_url")?,
         rules: rules_column(policy, own_domains, request.rules)?,
-        max_visits: request.max_visits.map(max_visits).transpose()?,
+        max_visits: request.max_visits.map(|n| max_visits(n.0)).transpose()?,
         password_digest: match (request.password, kept.password_digest) {
             (Some(plain), _) => Some(password(plain)?),
             (None, digest) => digest.map(password_digest).transpose()?,

@@ -1,17 +1,79 @@
-//! A change to a link as its sender wrote it, and the one place that checks it: the REST API's
-//! `PATCH` and the console's edit form both build an [`UpdateLinkRequest`] and call
-//! [`UpdateLinkRequest::into_patch`], so a change one refuses the other refuses with the same code
-//! and message.
+//! A link's fields as a sender writes them, defined once: [`CreateLinkRequest`] is the API's
+//! create and batch item, the console's form, a compose recipient's link and an import's row,
+//! all checked by [`validate::new_link`]; [`UpdateLinkRequest`] is the API's `PATCH` and the
+//! console's edit form, checked by [`UpdateLinkRequest::into_patch`]. So a value one way refuses,
+//! every way refuses with the same code and message, and the OpenAPI schema is derived from these
+//! same types.
 
 use super::validate::{self, Invalid, PlainPassword};
 use super::LinkPatch;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use shortlink_model::link::card::{self, CardSpec};
 use shortlink_model::link::rules::RuleSpec;
 use shortlink_model::schema::WholeNumber;
 use shortlink_model::validate::UrlPolicy;
 use utoipa::ToSchema;
+
+/// A new link: only `url` is required.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateLinkRequest {
+    /// Absolute http(s) URL; IDN hosts are stored as punycode.
+    #[schema(schema_with = shortlink_model::schema::url)]
+    pub url: String,
+    /// Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape; generated if absent.
+    #[schema(schema_with = shortlink_model::schema::alias)]
+    pub code: Option<String>,
+    /// RFC 3339, in the future; fractions of a second are dropped.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// 301, 302 (default), 307 or 308.
+    #[schema(schema_with = shortlink_model::schema::redirect)]
+    pub redirect: Option<u16>,
+    /// Append the short URL's query string to the target (default false).
+    pub forward_query: Option<bool>,
+    /// Return the newest live link with the same URL and the same `ref` (or none) (200) instead
+    /// of creating one: one recipient's link is never handed to another. Only a link with the
+    /// same options (lifecycle, rules, cap, card) is returned, and never one with a password,
+    /// nor for a request with one (a password cannot be compared with a stored digest).
+    pub idempotent: Option<bool>,
+    /// The campaign the link belongs to (1 to 200 characters).
+    #[schema(schema_with = shortlink_model::schema::meta)]
+    pub campaign: Option<String>,
+    /// An opaque recipient reference (1 to 200 characters).
+    #[serde(rename = "ref")]
+    #[schema(rename = "ref", schema_with = shortlink_model::schema::meta)]
+    pub recipient_ref: Option<String>,
+    /// Free tags (at most 32, each 1 to 64 characters).
+    #[schema(schema_with = shortlink_model::schema::tags)]
+    pub tags: Option<Vec<String>>,
+    /// RFC 3339: before it, clicks go to `not_yet_url` (302) or get a "not yet" page (403).
+    pub valid_since: Option<DateTime<Utc>>,
+    /// Where clicks before `valid_since` go; validated like `url`.
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub not_yet_url: Option<String>,
+    /// Where clicks after `expires_at` go (302) instead of a 410; validated like `url`.
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
+    pub expired_url: Option<String>,
+    /// Click-time rules, tried in order; the first whose `if` holds answers, else `url` does.
+    #[schema(value_type = Option<Vec<RuleSpec>>)]
+    pub rules: Option<serde_json::Value>,
+    /// At most this many clicks are redirected (1 to 2^53 - 1); the next ones answer like an
+    /// expired link (`expired_url` or 410).
+    #[schema(schema_with = shortlink_model::schema::max_visits)]
+    pub max_visits: Option<WholeNumber>,
+    /// A password page first; the right password opens the link. Write-only: stored as a
+    /// salted digest, never returned (reads say `password_protected`).
+    #[schema(schema_with = shortlink_model::schema::password)]
+    pub password: Option<PlainPassword>,
+    /// The card messaging apps draw before anyone taps (served by nginx to their fetchers).
+    pub preview: Option<CardSpec>,
+    /// A query parameter (`[A-Za-z0-9_.-]{1,32}`, e.g. `sl_click`) that nginx appends to the
+    /// target with the click's id, which is also the visit's `id` in the feed and on the
+    /// webhooks (a landing page sends it back with a conversion).
+    #[schema(schema_with = shortlink_model::schema::click_id_param)]
+    pub click_id_param: Option<String>,
+}
 
 /// Every field is optional; `null` removes an optional one, absence leaves it as it is.
 #[derive(Debug, Default, Deserialize, ToSchema)]
