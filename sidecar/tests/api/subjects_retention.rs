@@ -107,15 +107,28 @@ async fn retention_per_campaign_removes_exactly_the_expired_rows(backend: Backen
         json!([]),
         "another workspace's policy is its own"
     );
-    let (status, _) = send(
-        &app,
-        API_KEY,
-        Method::PUT,
-        "/retention",
-        &json!({"visits_days": 0}),
-    )
-    .await;
-    assert_eq!(status, 400);
+    // Each value out of its range is refused, naming its field, and nothing changes.
+    let long_campaign = "é".repeat(101);
+    for (policy, field) in [
+        (json!({"visits_days": 0}), "visits_days"),
+        (json!({"visits_days": -862}), "visits_days"),
+        (
+            json!({"webhook_failures_days": 1_000_000}),
+            "webhook_failures_days",
+        ),
+        (
+            json!({"campaigns": [{"campaign": long_campaign}]}),
+            "campaign",
+        ),
+    ] {
+        let (status, body) = send(&app, API_KEY, Method::PUT, "/retention", &policy).await;
+        assert_eq!(status, 422, "{policy}");
+        assert_eq!(body["error"]["code"], "invalid_retention");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(field), "{message} names {field}");
+    }
+    let (_, kept) = send(&app, API_KEY, Method::GET, "/retention", &Value::Null).await;
+    assert_eq!(kept["campaigns"][0]["visits_days"], 7, "{kept}");
 
     let store_ = app.visit_store().await;
     let deleted = delete_old_visits(store_.as_ref(), None).await.unwrap();

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use shortlink_core::service::validate;
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_visits::retention::{
@@ -29,8 +30,8 @@ const MAX_CAMPAIGNS: usize = 1000;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CampaignRetentionView {
-    /// 1 to 200 characters, no control character. Named twice, the last one counts.
-    #[schema(schema_with = campaign)]
+    /// As a link's campaign. Named twice, the last one counts.
+    #[schema(schema_with = shortlink_model::schema::campaign)]
     pub campaign: String,
     #[schema(schema_with = days_schema)]
     pub visits_days: Option<WholeNumber>,
@@ -86,19 +87,10 @@ fn days_schema() -> utoipa::openapi::Schema {
         .into()
 }
 
-/// A campaign's name as links carry it: 1 to 200 characters, no control character.
-fn campaign() -> utoipa::openapi::Schema {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .min_length(Some(1))
-        .max_length(Some(200))
-        .pattern(Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*$"))
-        .into()
-}
-
+/// A refused value: 422, the message naming the field, as a link's fields are refused.
 fn invalid(message: String) -> Error {
     Error::Request {
-        status: StatusCode::BAD_REQUEST,
+        status: StatusCode::UNPROCESSABLE_ENTITY,
         code: "invalid_retention",
         message,
     }
@@ -118,17 +110,14 @@ impl TryFrom<RetentionView> for RetentionPolicy {
 
     fn try_from(v: RetentionView) -> Result<Self> {
         if v.campaigns.len() > MAX_CAMPAIGNS {
-            return Err(invalid(format!("at most {MAX_CAMPAIGNS} campaigns")));
+            return Err(invalid(format!("campaigns: at most {MAX_CAMPAIGNS}")));
         }
         // By name, the last one counting: the stored rows are one per campaign.
         let mut named = std::collections::BTreeMap::new();
         for c in v.campaigns {
-            let n = c.campaign.chars().count();
-            if n == 0 || n > 200 || c.campaign.chars().any(char::is_control) {
-                return Err(invalid(
-                    "a campaign is 1 to 200 characters, none a control character".into(),
-                ));
-            }
+            // A link's campaign rule, so that every campaign a link can carry can have a policy.
+            validate::meta(Some(c.campaign.clone()), "invalid_retention", "campaign")
+                .map_err(|refused| invalid(refused.to_string()))?;
             let retention = CampaignRetention {
                 visits_days: days("visits_days", c.visits_days)?,
                 conversions_days: days("conversions_days", c.conversions_days)?,
@@ -166,7 +155,7 @@ pub async fn get_retention(
     request_body = RetentionView,
     responses(
         (status = 200, body = RetentionView),
-        (status = 400, description = "`invalid_retention`", body = ErrorBody),
+        (status = 422, description = "`invalid_retention`: a value out of its range, named", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_body`: not a policy", body = ErrorBody),

@@ -11,6 +11,14 @@ use utoipa::openapi::RefOr;
 /// `Number.MAX_SAFE_INTEGER`): the bound of the API's counts, such as `max_visits`.
 pub const MAX_JSON_INTEGER: i64 = (1 << 53) - 1;
 
+/// Longest campaign and recipient reference, in bytes (`meta`, `campaign`).
+pub const MAX_META_LEN: usize = 200;
+/// Most tags on a link, and longest tag in bytes (`tags`).
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_LEN: usize = 64;
+/// Longest `click_id_param`: the module appends it as it is.
+pub const MAX_CLICK_ID_PARAM_LEN: usize = shortlink_wire::click_id::PARAM_MAX_LEN;
+
 /// The redirect statuses a link may answer with; anything else is 422 `invalid_redirect`.
 pub const REDIRECT_STATUSES: [u16; 4] = [301, 302, 307, 308];
 
@@ -162,14 +170,15 @@ pub fn alias() -> Schema {
     .into()
 }
 
-/// `campaign` and `ref`: 1 to 200 characters without control characters (and at most 200 bytes
-/// in UTF-8, which no schema can say: else 422 `invalid_campaign`, `invalid_ref`).
+/// `campaign` and `ref`: 1 to [`MAX_META_LEN`] characters without control characters (and at most
+/// that many bytes in UTF-8, which no schema can say: else 422 `invalid_campaign`, `invalid_ref`).
 pub fn meta() -> Schema {
-    nullable_string(
-        "1 to 200 bytes (UTF-8) without control characters; on an update, null removes it.",
-    )
+    nullable_string(&format!(
+        "1 to {MAX_META_LEN} bytes (UTF-8) without control characters; on an update, null \
+         removes it."
+    ))
     .min_length(Some(1))
-    .max_length(Some(200))
+    .max_length(Some(MAX_META_LEN))
     .pattern(Some(PRINTABLE))
     .into()
 }
@@ -177,40 +186,46 @@ pub fn meta() -> Schema {
 /// `click_id_param`: a query parameter name nginx appends as it is (else 422
 /// `invalid_click_id_param`).
 pub fn click_id_param() -> Schema {
-    nullable_string("1 to 32 of A-Z a-z 0-9 _ . -; on an update, null removes it.")
-        .min_length(Some(1))
-        .max_length(Some(32))
-        .pattern(Some("^[A-Za-z0-9_.-]{1,32}$"))
-        .into()
+    nullable_string(&format!(
+        "1 to {MAX_CLICK_ID_PARAM_LEN} of A-Z a-z 0-9 _ . -; on an update, null removes it."
+    ))
+    .min_length(Some(1))
+    .max_length(Some(MAX_CLICK_ID_PARAM_LEN))
+    .pattern(Some(format!(
+        "^[A-Za-z0-9_.-]{{1,{MAX_CLICK_ID_PARAM_LEN}}}$"
+    )))
+    .into()
 }
 
 /// A compose's `campaign` query parameter: as a link's `campaign`, never null.
 pub fn campaign() -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .description(Some("1 to 200 bytes (UTF-8) without control characters."))
+        .description(Some(format!(
+            "1 to {MAX_META_LEN} bytes (UTF-8) without control characters."
+        )))
         .min_length(Some(1))
-        .max_length(Some(200))
+        .max_length(Some(MAX_META_LEN))
         .pattern(Some(PRINTABLE))
         .into()
 }
 
-/// `tags`: at most 32 tags of 1 to 64 characters without control characters (and at most 64
-/// bytes each: else 422 `invalid_tags`).
+/// `tags`: at most [`MAX_TAGS`] tags of 1 to [`MAX_TAG_LEN`] characters without control characters
+/// (and at most that many bytes each: else 422 `invalid_tags`).
 pub fn tags() -> Schema {
     let tag = ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(1))
-        .max_length(Some(64))
+        .max_length(Some(MAX_TAG_LEN))
         .pattern(Some(PRINTABLE));
     utoipa::openapi::schema::ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(tag)
-        .max_items(Some(32))
-        .description(Some(
-            "Free tags: at most 32, each 1 to 64 bytes (UTF-8) without control characters; on an \
-             update they replace the tags (`[]` removes them).",
-        ))
+        .max_items(Some(MAX_TAGS))
+        .description(Some(format!(
+            "Free tags: at most {MAX_TAGS}, each 1 to {MAX_TAG_LEN} bytes (UTF-8) without control \
+             characters; on an update they replace the tags (`[]` removes them)."
+        )))
         .into()
 }
 

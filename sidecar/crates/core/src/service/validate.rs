@@ -14,11 +14,7 @@ use shortlink_store::{Link, LinkExtras, WorkspaceId};
 use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
 use shortlink_wire::record::MAX_RECORD_BYTES;
 
-/// Longest campaign and recipient reference, in bytes.
-pub const MAX_META_LEN: usize = 200;
-/// Most tags on a link, and longest tag in bytes.
-pub const MAX_TAGS: usize = 32;
-pub const MAX_TAG_LEN: usize = 64;
+pub use shortlink_model::schema::{MAX_META_LEN, MAX_TAGS, MAX_TAG_LEN};
 /// Longest `Idempotency-Key`.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 /// The highest `max_visits`: the largest integer every JSON reader reads exactly.
