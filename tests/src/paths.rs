@@ -18,6 +18,24 @@ pub fn test_geo_db() -> PathBuf {
     workspace_dir().join("visit-enrich/testdata/test-city.mmdb")
 }
 
+/// `cargo metadata` of the workspace's own packages (no dependencies resolved, offline): what
+/// the tests of the code's shape (crate graph, file sizes) read the members from.
+pub fn workspace_metadata() -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace_dir())
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .expect("run cargo metadata");
+    assert!(output.status.success(), "cargo metadata: {output:?}");
+    serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON")
+}
+
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

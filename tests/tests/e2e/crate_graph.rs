@@ -4,32 +4,14 @@
 //! crates", the block after `<!-- crate-graph -->`), and fails on an edge either one has and the
 //! other has not. Dev-dependencies (tests' helpers) are not layers and are left out.
 
-use serde_json::Value;
+use shortlink_e2e::paths::workspace_dir;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Each workspace member's normal and build dependencies on other members.
 fn cargo_graph() -> Graph {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(repo())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .expect("run cargo metadata");
-    assert!(output.status.success(), "cargo metadata: {output:?}");
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let metadata = shortlink_e2e::paths::workspace_metadata();
     let packages = metadata["packages"].as_array().expect("packages");
     let members: BTreeSet<&str> = packages
         .iter()
@@ -91,7 +73,7 @@ fn missing_from(a: &Graph, b: &Graph) -> Vec<String> {
 
 #[test]
 fn cargo_builds_the_crate_graph_the_architecture_draws() {
-    let architecture = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md"))
+    let architecture = std::fs::read_to_string(workspace_dir().join("docs/ARCHITECTURE.md"))
         .expect("read docs/ARCHITECTURE.md");
     let (drawn, built) = (drawn_graph(&architecture), cargo_graph());
     assert!(built.len() >= 15, "{built:?}");

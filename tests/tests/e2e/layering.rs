@@ -5,7 +5,8 @@
 //! `scripts/import-circles` reads the sources and lists every circle; these tests judge its report
 //! and print the circles with their edges.
 
-use std::path::{Path, PathBuf};
+use shortlink_e2e::paths::workspace_dir;
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The circles through a base file that remain, each as the script prints it (`<src dir>: <files>`)
@@ -26,14 +27,11 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
 ];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Every crate's src/ folder: each member of the workspace (`Cargo.toml`'s `members`) that has
 /// one, so that a new crate is measured the day it is added.
 fn source_dirs() -> Vec<String> {
-    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).expect("read Cargo.toml");
+    let manifest =
+        std::fs::read_to_string(workspace_dir().join("Cargo.toml")).expect("read Cargo.toml");
     let members = manifest
         .lines()
         .find_map(|line| line.trim().strip_prefix("members = ["))
@@ -44,7 +42,7 @@ fn source_dirs() -> Vec<String> {
         .map(|member| member.trim().trim_matches('"'))
         .filter(|member| !member.is_empty())
         .map(|member| format!("{member}/src"))
-        .filter(|dir| repo().join(dir).is_dir())
+        .filter(|dir| workspace_dir().join(dir).is_dir())
         .collect();
     dirs.sort();
     dirs
@@ -53,7 +51,7 @@ fn source_dirs() -> Vec<String> {
 fn import_circles(dir: &Path, args: &[String]) -> Output {
     Command::new("python3")
         .current_dir(dir)
-        .arg(repo().join("scripts/import-circles"))
+        .arg(workspace_dir().join("scripts/import-circles"))
         .args(args)
         .output()
         .expect("run python3 scripts/import-circles")
@@ -90,7 +88,7 @@ fn no_import_circle_crosses_a_folder_or_runs_through_a_base_file() {
     let args: Vec<String> = std::iter::once("--edges".to_string())
         .chain(dirs.iter().cloned())
         .collect();
-    let output = import_circles(&repo(), &args);
+    let output = import_circles(&workspace_dir(), &args);
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

@@ -5,9 +5,8 @@
 //! `*_tests.rs`, and `tests/` and `benches/` folders are left out. The reader counts braces in the
 //! code with strings, chars and comments blanked out, which is all a line count needs.
 
-use serde_json::Value;
+use shortlink_e2e::paths::workspace_dir;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const MAX_FILE_LINES: usize = 700;
 const MAX_FN_LINES: usize = 100;
@@ -52,25 +51,9 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ),
 ];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Each workspace member's `src/` folder, from `cargo metadata`, relative to the repository.
 fn member_sources() -> Vec<PathBuf> {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(repo())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .expect("run cargo metadata");
-    assert!(output.status.success(), "cargo metadata: {output:?}");
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let metadata = shortlink_e2e::paths::workspace_metadata();
     let root = PathBuf::from(
         metadata["workspace_root"]
             .as_str()
@@ -365,7 +348,7 @@ fn no_production_file_or_function_is_past_its_limit() {
                 .any(|dir| dir.ends_with("sidecar/crates/domains/src")),
         "{dirs:?}"
     );
-    let found = oversizes(&repo(), &dirs);
+    let found = oversizes(&workspace_dir(), &dirs);
     let keys: Vec<&str> = EXCEPTIONS.iter().map(|(key, _)| *key).collect();
     let (unlisted, gone) = judge(&found, &keys);
     assert!(
