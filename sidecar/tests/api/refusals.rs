@@ -1,6 +1,7 @@
-//! One rule set for every way of changing a link: each change the console's edit form can
-//! express is refused by the form exactly as `PATCH /api/v1/links/{code}` refuses it (the same
-//! status and message), and neither stores anything.
+//! One rule set for every way of making or changing a link: each link the console's create form
+//! can express is refused by the form exactly as `POST /api/v1/links` refuses it, each change of
+//! its edit form as `PATCH /api/v1/links/{code}` does (the same status and message), and neither
+//! stores anything.
 
 use crate::console::{new_key, Browser};
 use crate::helpers::*;
@@ -14,7 +15,7 @@ struct Refusal {
     code: &'static str,
 }
 
-fn refusals() -> Vec<Refusal> {
+fn edit_refusals() -> Vec<Refusal> {
     let long = format!("https://a.example/{}", "a".repeat(6000));
     vec![
         Refusal {
@@ -45,6 +46,90 @@ fn refusals() -> Vec<Refusal> {
     ]
 }
 
+fn create_refusals() -> Vec<Refusal> {
+    let campaign = "é".repeat(101);
+    vec![
+        Refusal {
+            form: vec![("url", "javascript:alert(1)".into())],
+            api: json!({"url": "javascript:alert(1)"}),
+            code: "unsupported_scheme",
+        },
+        Refusal {
+            form: vec![("url", "https://a.example/".into()), ("code", "ab".into())],
+            api: json!({"url": "https://a.example/", "code": "ab"}),
+            code: "invalid_code",
+        },
+        Refusal {
+            form: vec![
+                ("url", "https://a.example/".into()),
+                ("redirect", "303".into()),
+            ],
+            api: json!({"url": "https://a.example/", "redirect": 303}),
+            code: "invalid_redirect",
+        },
+        Refusal {
+            form: vec![
+                ("url", "https://a.example/".into()),
+                ("campaign", campaign.clone()),
+            ],
+            api: json!({"url": "https://a.example/", "campaign": campaign}),
+            code: "invalid_campaign",
+        },
+        Refusal {
+            form: vec![
+                ("url", "https://a.example/".into()),
+                ("max_visits", "0".into()),
+            ],
+            api: json!({"url": "https://a.example/", "max_visits": 0}),
+            code: "invalid_max_visits",
+        },
+        Refusal {
+            form: vec![
+                ("url", "https://a.example/".into()),
+                ("password", "ab".into()),
+            ],
+            api: json!({"url": "https://a.example/", "password": "ab"}),
+            code: "invalid_password",
+        },
+        Refusal {
+            form: vec![
+                ("url", "https://a.example/".into()),
+                ("expires_at", "2020-01-01T10:00".into()),
+            ],
+            api: json!({"url": "https://a.example/", "expires_at": "2020-01-01T10:00:00Z"}),
+            code: "invalid_expiry",
+        },
+    ]
+}
+
+/// The API's answer to a refused request: its code checked, its message returned.
+async fn api_message(answer: reqwest::Response, refusal: &Refusal) -> String {
+    assert_eq!(
+        answer.status(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refusal.api
+    );
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], refusal.code, "{body}");
+    body["error"]["message"].as_str().unwrap().to_owned()
+}
+
+/// The console's answer to the same refusal: 422 and the API's message.
+async fn form_says(page: reqwest::Response, refusal: &Refusal, message: &str) {
+    assert_eq!(
+        page.status(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refusal.code
+    );
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains(&escaped(message)),
+        "the form says the API's {message:?}: {page}"
+    );
+}
+
 /// The text maud writes for `text`.
 fn escaped(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -66,18 +151,8 @@ async fn the_edit_form_refuses_what_the_api_refuses() {
     let csrf = browser.csrf().await;
     let before = app.stored().await;
 
-    for refusal in refusals() {
-        let answer = app.patch_link(&code, &refusal.api).await;
-        assert_eq!(
-            answer.status(),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "{}",
-            refusal.api
-        );
-        let body: Value = answer.json().await.unwrap();
-        assert_eq!(body["error"]["code"], refusal.code, "{body}");
-        let message = body["error"]["message"].as_str().unwrap();
-
+    for refusal in edit_refusals() {
+        let message = api_message(app.patch_link(&code, &refusal.api).await, &refusal).await;
         let mut form = vec![("csrf", csrf.as_str())];
         form.extend(
             refusal
@@ -88,19 +163,36 @@ async fn the_edit_form_refuses_what_the_api_refuses() {
         let page = browser
             .post(&format!("/console/links/{code}/edit"), &form)
             .await;
-        assert_eq!(
-            page.status(),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "{}",
-            refusal.code
-        );
-        let page = page.text().await.unwrap();
-        assert!(
-            page.contains(&escaped(message)),
-            "the form says the API's {message:?}: {page}"
-        );
+        form_says(page, &refusal, &message).await;
     }
     assert_eq!(app.stored().await, before);
     let link: Value = app.get_link(&code).await.json().await.unwrap();
     assert_eq!(link["url"], "https://a.example/kept");
+}
+
+#[tokio::test]
+async fn the_create_form_refuses_what_the_api_refuses() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let admin = new_key(&app, "ops", "admin");
+    let mut browser = Browser::new(&app);
+    assert_eq!(
+        browser.sign_in(&admin).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let csrf = browser.csrf().await;
+    let before = app.stored().await;
+
+    for refusal in create_refusals() {
+        let message = api_message(app.post_link(&refusal.api).await, &refusal).await;
+        let mut form = vec![("csrf", csrf.as_str())];
+        form.extend(
+            refusal
+                .form
+                .iter()
+                .map(|(name, value)| (*name, value.as_str())),
+        );
+        let page = browser.post("/console/create", &form).await;
+        form_says(page, &refusal, &message).await;
+    }
+    assert_eq!(app.stored().await, before);
 }
