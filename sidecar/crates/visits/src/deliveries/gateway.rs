@@ -8,7 +8,7 @@ use crate::store::sql::{db, execute, fetch_all};
 use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::sql::{statement, Dialect, Driver, Value};
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{StorageResult, WorkspaceId};
 use sqlx::Database;
 
@@ -119,6 +119,29 @@ const CONFIG_COLUMNS: &str = "workspace_id, kind, url, username, password_file, 
 const JOB_COLUMNS: &str =
     "id, workspace_id, campaign, callback_token_id, created_ms, finished_ms, stopped";
 const SEND_COLUMNS: &str = "idx, code, message_id, outcome, http_status, answer, attempts, at_ms";
+
+/// The one `INSERT` of a recipient's outcome, made by the send job's record of a queued message
+/// (`queue.rs`, with its removal from the queue) and by [`GatewayStore::insert_send`].
+pub(super) fn insert_send(workspace: WorkspaceId, job: &str, s: &SendRecord) -> Statement {
+    statement(
+        &format!(
+            "INSERT INTO gateway_sends (workspace_id, job_id, {SEND_COLUMNS}) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ),
+        [
+            Value::Int(workspace.get()),
+            Value::Text(job.into()),
+            Value::Int(s.index),
+            Value::Text(s.code.clone()),
+            Value::Text(s.message_id.clone()),
+            Value::Text(s.outcome.clone()),
+            Value::OptInt(s.http_status.map(i64::from)),
+            Value::OptText(s.answer.clone()),
+            Value::Int(i64::from(s.attempts)),
+            ms(s.at),
+        ],
+    )
+}
 
 fn config<V: VisitDialect>(row: &Row<V>) -> StorageResult<GatewayConfig> {
     let text = |c| V::Sql::read_text(row, c);
@@ -269,24 +292,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
         job: &str,
         s: &SendRecord,
     ) -> StorageResult<()> {
-        let query = statement(
-            &format!(
-                "INSERT INTO gateway_sends (workspace_id, job_id, {SEND_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            ),
-            [
-                Value::Int(workspace.get()),
-                Value::Text(job.into()),
-                Value::Int(s.index),
-                Value::Text(s.code.clone()),
-                Value::Text(s.message_id.clone()),
-                Value::Text(s.outcome.clone()),
-                Value::OptInt(s.http_status.map(i64::from)),
-                Value::OptText(s.answer.clone()),
-                Value::Int(i64::from(s.attempts)),
-                ms(s.at),
-            ],
-        );
+        let query = insert_send(workspace, job, s);
         execute::<V>(&self.writer, query).await.map(|_| ())
     }
 

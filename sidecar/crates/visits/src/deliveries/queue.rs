@@ -357,22 +357,7 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
         // Gone from the queue: its subject was erased meanwhile (or its workspace deleted):
         // nothing is recorded of it.
         let queued = Db::<V>::execute(&mut *tx, delete).await.map_err(db)? > 0;
-        let insert = statement(
-            "INSERT INTO gateway_sends (workspace_id, job_id, idx, code, message_id, outcome, \
-             http_status, answer, attempts, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                Value::Int(workspace.get()),
-                Value::Text(job.into()),
-                Value::Int(s.index),
-                Value::Text(s.code.clone()),
-                Value::Text(s.message_id.clone()),
-                Value::Text(s.outcome.clone()),
-                Value::OptInt(s.http_status.map(i64::from)),
-                Value::OptText(s.answer.clone()),
-                Value::Int(i64::from(s.attempts)),
-                ms(s.at),
-            ],
-        );
+        let insert = super::gateway::insert_send(workspace, job, s);
         if queued {
             Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;
         }
