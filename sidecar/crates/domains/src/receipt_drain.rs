@@ -160,9 +160,17 @@ async fn check(
         let mut windows = health.receipts.windows.lock_or_recover();
         windows.forget(now);
         let judged = match &everyone {
-            Ok(everyone) => everyone,
+            Ok(everyone) => {
+                if shared.recovered() {
+                    tracing::info!("domain receipts: shared counts back; judging every sidecar's");
+                }
+                everyone
+            }
             Err(error) => {
-                tracing::warn!(%error, "domain receipts: shared counts unreachable; judging this sidecar's own");
+                // Said once per outage, not every second.
+                if shared.failed() {
+                    tracing::warn!(%error, "domain receipts: shared counts unreachable; judging this sidecar's own");
+                }
                 &*windows
             }
         };

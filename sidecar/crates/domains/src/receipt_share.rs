@@ -54,6 +54,8 @@ pub struct SharedCounts {
     primary: Primary,
     timeout: Duration,
     connection: Option<RedisConnection>,
+    /// Whether the last exchange failed.
+    failing: bool,
 }
 
 impl SharedCounts {
@@ -62,7 +64,18 @@ impl SharedCounts {
             primary,
             timeout,
             connection: None,
+            failing: false,
         }
+    }
+
+    /// An exchange failed: whether the one before had not (an outage starts).
+    pub fn failed(&mut self) -> bool {
+        !std::mem::replace(&mut self.failing, true)
+    }
+
+    /// An exchange succeeded: whether the one before had failed (an outage ends).
+    pub fn recovered(&mut self) -> bool {
+        std::mem::replace(&mut self.failing, false)
     }
 
     /// Adds `pending` to the shared counts and reads back every sidecar's counts of the
