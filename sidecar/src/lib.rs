@@ -281,6 +281,8 @@ struct Jobs {
     delivery: Option<(webhooks::client::Sender, webhooks::WebhookSettings)>,
     /// A serving sidecar's own jobs; `None` for [`Application::build`].
     serving: Option<ServingJobs>,
+    /// The drain on receipts' own way to the primary (the counts every sidecar shares).
+    receipts_primary: Primary,
 }
 
 /// What `serve` runs beside the API and the jobs every server has.
@@ -318,6 +320,7 @@ impl Jobs {
             health: (!config.domain_health_every.is_zero()).then_some(health),
             delivery,
             serving,
+            receipts_primary: Primary::from_config(config)?,
         })
     }
 
@@ -334,8 +337,12 @@ impl Jobs {
                 if let Some(rule) = domains::receipt_drain::rule_from_config(config) {
                     let health = Arc::clone(&health);
                     let storage = Arc::clone(&storage);
+                    let shared = domains::receipt_share::SharedCounts::new(
+                        self.receipts_primary,
+                        config.redis_timeout,
+                    );
                     tasks.spawn("domain receipts", move |shutdown| {
-                        domains::receipt_drain::run(health, storage, rule, shutdown)
+                        domains::receipt_drain::run(health, storage, rule, shared, shutdown)
                     });
                 }
                 tasks.spawn("domain health", move |shutdown| {

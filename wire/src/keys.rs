@@ -78,6 +78,33 @@ pub fn links_quota_key(workspace: i64, day: &str) -> String {
     format!("{QUOTA_PREFIX}links:{{w{workspace}:{day}}}")
 }
 
+/// Prefix of the delivery receipts' counts: `sl:rc:{receipts}:<unix second>` is a hash of the
+/// final receipts every sidecar stored in that second, by series (workspace, carrier, short
+/// domain) and count ([`receipt_count_field`]), expiring once out of every judgement's window.
+/// Each sidecar adds its own (`HINCRBY`) and reads the window's seconds back, so a domain's
+/// receipts are judged whole behind any number of sidecars. One hash slot for all of them: a
+/// sidecar's pipeline a second reads a whole window, on a cluster too.
+pub const RECEIPT_COUNTS_PREFIX: &str = "sl:rc:";
+
+/// The receipts' counts of Unix second `second` ([`RECEIPT_COUNTS_PREFIX`]).
+pub fn receipt_counts_key(second: u64) -> String {
+    format!("{RECEIPT_COUNTS_PREFIX}{{receipts}}:{second}")
+}
+
+/// A field of [`receipt_counts_key`]'s hash: `workspace`, `carrier`, `domain` and `count`
+/// joined by newlines, `count` being `finals`, `failures`, or `error:<code>` (the failures with
+/// that error code; `error:` for none). Receipts' carriers and error codes hold no control
+/// characters (they are refused), slugs and hosts neither: the newline never occurs inside.
+pub fn receipt_count_field(workspace: &str, carrier: &str, domain: &str, count: &str) -> String {
+    [workspace, carrier, domain, count].join("\n")
+}
+
+/// The parts of a [`receipt_count_field`]: (workspace, carrier, domain, count).
+pub fn parse_receipt_count_field(field: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut parts = field.splitn(4, '\n');
+    Some((parts.next()?, parts.next()?, parts.next()?, parts.next()?))
+}
+
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
 /// [`crate::record::Extras::has_card`] ([`crate::preview`]).
 pub const PREVIEW_PREFIX: &str = "sl:p:";
@@ -100,6 +127,20 @@ pub fn code_of(key: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receipt_counts_share_one_slot_and_their_fields_round_trip() {
+        use crate::cluster::key_slot;
+        let slot = key_slot(receipt_counts_key(1_764_300_000).as_bytes());
+        assert_eq!(key_slot(receipt_counts_key(1).as_bytes()), slot);
+        assert_eq!(receipt_counts_key(7), "sl:rc:{receipts}:7");
+        let field = receipt_count_field("brand-a", "T-Mobile: US", "s1.example", "error:0x0b");
+        assert_eq!(
+            parse_receipt_count_field(&field),
+            Some(("brand-a", "T-Mobile: US", "s1.example", "error:0x0b"))
+        );
+        assert_eq!(parse_receipt_count_field("w\nc\nd"), None);
+    }
 
     #[test]
     fn link_keys_round_trip() {

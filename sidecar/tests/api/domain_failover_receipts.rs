@@ -3,9 +3,10 @@
 //! and clicks do not bring it back; a usual failure rate on every domain drains nothing; a
 //! carrier failing every domain is a dead route, reported and not drained; one workspace's
 //! receipts never drain another's domains; a workspace without receipts drains on clicks; and
-//! a real Kannel's rejection reports drain the domain its SMSC rejects.
+//! a real Kannel's rejection reports drain the domain its SMSC rejects; behind two sidecars, each
+//! given half of the rejections, the domain is drained once, as fast.
 //! SQLite only: the drain's SQL is the health job's, tested on every backend in
-//! `domain_failover`; what is new here is in memory.
+//! `domain_failover`; what is new here is in memory and in Redis.
 
 use crate::deliveries::post_lines;
 use crate::domain_failover::{operator, LIST, POOL};
@@ -24,9 +25,15 @@ const TEST_NETWORK: &str = "00101";
 
 /// The health job every 200 ms (its webhook sends the drains), two healthy checks restore.
 async fn app_with_hook() -> (TestApp, Received) {
+    let (app, received, _) = app_with_flags(&[]).await;
+    (app, received)
+}
+
+/// [`app_with_hook`] with `extra` flags: also the flags, for another sidecar to share.
+async fn app_with_flags(extra: &[&str]) -> (TestApp, Received, Vec<String>) {
     let (hook, received) = webhook_receiver().await;
     let hook = format!("http://{hook}/hook");
-    let flags = [
+    let mut flags: Vec<String> = [
         "--domain-health-every",
         "200ms",
         "--domain-health-window",
@@ -39,8 +46,13 @@ async fn app_with_hook() -> (TestApp, Received) {
         &hook,
         "--domain-webhook-secret",
         SECRET,
-    ];
-    (spawn_app_with(Backend::Sqlite, &flags).await, received)
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    flags.extend(extra.iter().map(|flag| flag.to_string()));
+    let flags_ref: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let app = spawn_app_with(Backend::Sqlite, &flags_ref).await;
+    (app, received, flags)
 }
 
 /// A request of `key`'s as nginx sends it: the issuing lists and the pool.
@@ -436,4 +448,103 @@ async fn a_real_kannels_rejection_reports_drain_the_domain_the_smsc_rejects() {
         !after.contains_key("s2.example") && after.contains_key("s9.example"),
         "{after:?}"
     );
+}
+
+/// Behind two sidecars on one database and Redis, each given half of a blocked domain's
+/// rejections (and half of its peers' deliveries): neither half reaches `--domain-receipts-min`,
+/// the whole does. Both judge every sidecar's counts: the domain is drained with the whole
+/// counts as evidence, within the time one sidecar given all of them takes (the first test's
+/// bound), and once (one audit row, one webhook).
+#[tokio::test]
+async fn behind_two_sidecars_each_given_half_the_rejections_the_domain_is_drained_once() {
+    const EACH: usize = 40;
+    let lists = (LIST, POOL);
+    let (app, received, flags) = app_with_flags(&["--domain-receipts-min", "30"]).await;
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let config = config(&app.database_url, &app.redis.url(), &flags);
+    let other = shortlink_sidecar::Application::build(&config)
+        .await
+        .unwrap();
+    let other = format!("http://{}", other_address(other));
+    operator(&app, "s9.example", "pin", None).await;
+    let on = issue(&app, API_KEY, 200, lists).await;
+    assert!(
+        on["s1.example"].len() >= EACH && on["s2.example"].len() >= EACH,
+        "{on:?}"
+    );
+    let mut lines = receipts(&on["s1.example"][..EACH], CARRIER, "h", |i| i == 7);
+    lines.extend(receipts(&on["s2.example"][..EACH], CARRIER, "h", |_| true));
+    // Each sidecar is given every other line: half of each domain's.
+    let (mine, theirs): (Vec<_>, Vec<_>) =
+        lines.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let body = |half: Vec<(usize, String)>| {
+        (half.into_iter().map(|(_, line)| line))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let to_other = |method: Method, path: &str| {
+        (app.client.request(method, format!("{other}/api/v1{path}")))
+            .bearer_auth(API_KEY)
+            .header("X-Shortlink-Public-Base", lists.0)
+            .header("X-Shortlink-Pool", lists.1)
+    };
+    let other_mode = || async {
+        let answer = to_other(Method::GET, "/domains/s2.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.json::<Value>().await.unwrap()["drain"]["mode"].clone()
+    };
+    // The other sidecar learns the issuing lists as from nginx.
+    assert_eq!(other_mode().await, "active");
+
+    let started = std::time::Instant::now();
+    let answer = with_key(&app, API_KEY, Method::POST, "/deliveries")
+        .header("content-type", "application/x-ndjson")
+        .body(body(mine));
+    let (mine, theirs_sent) = tokio::join!(
+        answer.send(),
+        to_other(Method::POST, "/deliveries")
+            .header("content-type", "application/x-ndjson")
+            .body(body(theirs))
+            .send()
+    );
+    assert_eq!(mine.unwrap().status(), 200);
+    assert_eq!(theirs_sent.unwrap().status(), 200);
+    let drained =
+        || async { domain(&app, API_KEY, "s2.example", lists).await["drain"]["mode"] == "drained" };
+    assert!(
+        eventually(SETTLE, drained).await,
+        "{}",
+        domain(&app, API_KEY, "s2.example", lists).await
+    );
+    tracing::info!(elapsed = ?started.elapsed(), "drained behind two sidecars");
+    let s2 = domain(&app, API_KEY, "s2.example", lists).await;
+    let evidence = &s2["drain"]["evidence"]["receipts"];
+    assert_eq!(
+        (&evidence["finals"], &evidence["failures"]),
+        (&json!(EACH), &json!(EACH)),
+        "both sidecars' receipts judged together: {s2}"
+    );
+    assert_eq!(evidence["peer_finals"], json!(EACH), "{s2}");
+    // Once the other sidecar sees it drained too, neither drains it again.
+    assert!(eventually(SETTLE, || async { other_mode().await == "drained" }).await);
+    assert_eq!(drain_rows(&app, "s2.example").await, 1);
+    assert!(
+        eventually(SETTLE, || async {
+            !webhooks(&received, "drain", "s2.example").is_empty()
+        })
+        .await
+    );
+    assert_eq!(webhooks(&received, "drain", "s2.example").len(), 1);
+}
+
+/// Serves `server` in the background: its address.
+fn other_address(server: shortlink_sidecar::Application) -> std::net::SocketAddr {
+    let address = server.local_addr();
+    tokio::spawn(async move {
+        let _ = server.run_until(std::future::pending()).await;
+    });
+    address
 }

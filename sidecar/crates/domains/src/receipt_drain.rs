@@ -15,12 +15,15 @@
 //! receipt's own workspace's domains count, so another workspace's receipts never judge them.
 //!
 //! A workspace that sends no receipts has no series: its domains are judged on clicks alone,
-//! exactly as before. Counts live in memory per sidecar; each sidecar judges the receipts it
-//! took, and the drain state they write is the installation's.
+//! exactly as before. Each sidecar counts the receipts it took, adds them to the counts every
+//! sidecar shares in Redis each second and judges those ([`crate::receipt_share`]): behind N
+//! sidecars a block is found as soon as behind one. Without Redis it judges its own counts.
+//! The drain state they write is the installation's.
 
 use super::drain::{self, Event, Evidence, Mode, ReceiptEvidence};
 use super::health::DomainHealth;
 use super::issuing::{NoDrains, Spread};
+use super::receipt_share::{self, Pending, SharedCounts};
 use super::receipts::{Blocked, DeadRoute, ReceiptRule, ReceiptWindows, Series};
 use super::state::State;
 use chrono::Utc;
@@ -41,6 +44,8 @@ const EVERY: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub struct ReceiptWatch {
     windows: Mutex<ReceiptWindows>,
+    /// What this sidecar counted since its last addition to the shared counts.
+    pending: Mutex<Pending>,
     dead_routes: Mutex<Vec<DeadRoute>>,
 }
 
@@ -91,6 +96,7 @@ impl DomainHealth {
         };
         let now = unix_now();
         let mut windows = self.receipts.windows.lock_or_recover();
+        let mut pending = self.receipts.pending.lock_or_recover();
         for (new, recorded) in stored {
             let receipt = &recorded.receipt;
             if recorded.duplicate || !receipt.state.is_final() {
@@ -114,16 +120,19 @@ impl DomainHealth {
                 domain,
             };
             let failed = receipt.state != shortlink_visits::deliveries::DeliveryState::Delivered;
-            windows.record(&series, failed, receipt.error_code.as_deref(), now);
+            let code = receipt.error_code.as_deref();
+            windows.record(&series, failed, code, now);
+            receipt_share::count(&mut pending, &series, now, failed, code);
         }
     }
 }
 
-/// Judges the receipts every second until `shutdown`.
+/// Judges the receipts every second until `shutdown`: every sidecar's, through `shared`.
 pub async fn run(
     health: Arc<DomainHealth>,
     storage: Arc<dyn Storage>,
     rule: ReceiptRule,
+    mut shared: SharedCounts,
     mut shutdown: Shutdown,
 ) {
     health.receipts.configure(rule);
@@ -134,22 +143,44 @@ pub async fn run(
             _ = tick.tick() => {}
             () = background::fired(&mut shutdown) => return,
         }
-        check(&health, storage.as_ref()).await;
+        check(&health, storage.as_ref(), &mut shared, rule).await;
     }
 }
 
-async fn check(health: &DomainHealth, storage: &dyn Storage) {
+async fn check(
+    health: &DomainHealth,
+    storage: &dyn Storage,
+    shared: &mut SharedCounts,
+    rule: ReceiptRule,
+) {
     let now = unix_now();
+    let pending = std::mem::take(&mut *health.receipts.pending.lock_or_recover());
+    let everyone = shared.exchange(&pending, rule, now).await;
     let findings = {
         let mut windows = health.receipts.windows.lock_or_recover();
         windows.forget(now);
-        if windows.overflowed {
+        let judged = match &everyone {
+            Ok(everyone) => {
+                if shared.recovered() {
+                    tracing::info!("domain receipts: shared counts back; judging every sidecar's");
+                }
+                everyone
+            }
+            Err(error) => {
+                // Said once per outage, not every second.
+                if shared.failed() {
+                    tracing::warn!(%error, "domain receipts: shared counts unreachable; judging this sidecar's own");
+                }
+                &*windows
+            }
+        };
+        if judged.overflowed {
             tracing::warn!(
                 "domain receipts: {} series counted already; receipts of new ones not counted",
                 super::receipts::MAX_SERIES
             );
         }
-        windows.judge(now)
+        judged.judge(now)
     };
     report_dead_routes(health, findings.dead_routes);
     for blocked in findings.blocked {

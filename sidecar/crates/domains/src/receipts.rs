@@ -92,6 +92,22 @@ struct Second {
     errors: Vec<(String, u64)>,
 }
 
+impl Second {
+    /// `n` failures with error `code`, past [`ERROR_CODES_KEPT`] codes as `other`.
+    fn count_error(&mut self, code: &str, n: u64) {
+        let known =
+            |errors: &[(String, u64)], code: &str| errors.iter().position(|(c, _)| c == code);
+        let code = match known(&self.errors, code) {
+            None if self.errors.len() >= ERROR_CODES_KEPT => "other",
+            _ => code,
+        };
+        match known(&self.errors, code) {
+            Some(at) => self.errors[at].1 += n,
+            None => self.errors.push((code.to_owned(), n)),
+        }
+    }
+}
+
 /// Counts over some seconds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -250,15 +266,36 @@ impl ReceiptWindows {
         second.finals += 1;
         if failed {
             second.failures += 1;
-            let mut code = error_code.unwrap_or_default();
-            let known = |code: &str| second.errors.iter().position(|(c, _)| c == code);
-            if known(code).is_none() && second.errors.len() >= ERROR_CODES_KEPT {
-                code = "other";
+            second.count_error(error_code.unwrap_or_default(), 1);
+        }
+    }
+
+    /// Adds `counts` of `series` at second `at`: the shared counts of every sidecar, read back
+    /// (`receipt_share`), bounded as [`Self::record`] is.
+    pub fn add(&mut self, series: &Series, at: u64, counts: &Counts) {
+        let room = self.series.len() < MAX_SERIES;
+        let seconds = match self.series.get_mut(series) {
+            Some(seconds) => seconds,
+            None if room => self.series.entry(series.clone()).or_default(),
+            None => {
+                self.overflowed = true;
+                return;
             }
-            match known(code) {
-                Some(at) => second.errors[at].1 += 1,
-                None => second.errors.push((code.to_owned(), 1)),
-            }
+        };
+        // Seconds stay in order: the judgement reads them newest first.
+        let index = seconds.partition_point(|s| s.at < at);
+        if seconds.get(index).is_none_or(|s| s.at != at) {
+            let new = Second {
+                at,
+                ..Second::default()
+            };
+            seconds.insert(index, new);
+        }
+        let second = &mut seconds[index];
+        second.finals += counts.finals;
+        second.failures += counts.failures;
+        for (code, n) in &counts.errors {
+            second.count_error(code, *n);
         }
     }
 
@@ -460,6 +497,47 @@ mod tests {
         windows.forget(400);
         assert_eq!(windows.judge(400), Findings::default());
         assert!(windows.series.is_empty());
+    }
+
+    /// Two sidecars' counts, each half of a block too few to judge, added together (as read
+    /// back from Redis, seconds in any order) judge as one sidecar's of all of them.
+    #[test]
+    fn counts_added_from_two_sidecars_judge_as_one_sidecars_of_them_all() {
+        let rule = ReceiptRule {
+            min_final: 30,
+            ..ReceiptRule::default()
+        };
+        let (x, y) = (on("w", "a", "x.example"), on("w", "a", "y.example"));
+        let mut halves = [ReceiptWindows::new(rule), ReceiptWindows::new(rule)];
+        let mut whole = ReceiptWindows::new(rule);
+        for (i, at) in (100..104).flat_map(|at| [at; 10]).enumerate() {
+            let half = &mut halves[i % 2];
+            half.record(&x, true, Some("0x0b"), at);
+            half.record(&y, false, None, at);
+            whole.record(&x, true, Some("0x0b"), at);
+            whole.record(&y, false, None, at);
+        }
+        for half in &halves {
+            assert_eq!(half.judge(104), Findings::default());
+        }
+        let mut added = ReceiptWindows::new(rule);
+        for half in &halves {
+            for (series, seconds) in &half.series {
+                for second in seconds.iter().rev() {
+                    let counts = Counts {
+                        finals: second.finals,
+                        failures: second.failures,
+                        errors: second.errors.iter().cloned().collect(),
+                    };
+                    added.add(series, second.at, &counts);
+                }
+            }
+        }
+        let found = added.judge(104);
+        assert_eq!(found, whole.judge(104));
+        assert_eq!(found.blocked.len(), 1, "{found:?}");
+        assert_eq!(found.blocked[0].counts.finals, 40);
+        assert_eq!(found.blocked[0].counts.errors["0x0b"], 40);
     }
 
     #[test]

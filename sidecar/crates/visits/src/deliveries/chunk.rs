@@ -27,7 +27,7 @@ const MESSAGE_COLUMNS: &str =
 
 /// A key as the database compares it: MariaDB's `utf8mb4_bin` pads (trailing spaces do not
 /// count), the others compare bytes.
-fn key<V: VisitDialect>(text: &str) -> &str {
+pub(super) fn key<V: VisitDialect>(text: &str) -> &str {
     match V::Sql::BACKEND {
         Backend::Mysql => text.trim_end_matches(' '),
         _ => text,
@@ -35,17 +35,17 @@ fn key<V: VisitDialect>(text: &str) -> &str {
 }
 
 /// A message's row as the chunk leaves it.
-struct Message {
-    code: String,
-    short_domain: Option<String>,
-    state: DeliveryState,
-    error_code: Option<String>,
-    carrier: Option<String>,
-    at: DateTime<Utc>,
-    received: DateTime<Utc>,
+pub(super) struct Message {
+    pub(super) code: String,
+    pub(super) short_domain: Option<String>,
+    pub(super) state: DeliveryState,
+    pub(super) error_code: Option<String>,
+    pub(super) carrier: Option<String>,
+    pub(super) at: DateTime<Utc>,
+    pub(super) received: DateTime<Utc>,
     /// Read from the database (then upserted under its lock), or new (then inserted).
-    stored: bool,
-    changed: bool,
+    pub(super) stored: bool,
+    pub(super) changed: bool,
 }
 
 impl Message {
@@ -221,6 +221,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
 
     /// A chunk of receipts inside `tx`, answered as [`Self::apply`] would answer each in turn.
     pub(super) async fn apply_chunk(
+        dialect: &V,
         tx: &mut Transaction<'static, Db<V>>,
         workspace: WorkspaceId,
         chunk: &[NewReceipt],
@@ -250,8 +251,25 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         if message_ids.is_empty() {
             return Ok(vec![Err(Refusal::UnknownLink); chunk.len()]);
         }
-        let mut receipts = Self::chunk_receipts(tx, workspace, &message_ids).await?;
-        let mut messages = Self::chunk_messages(tx, workspace, &message_ids).await?;
+        // PostgreSQL: the new receipts are inserted first, and only what that leaves unknown is
+        // read: the stored duplicates, and the rows of messages the chunk plays more than one
+        // receipt of (`returning.rs`). The others read every key first.
+        let first = Self::insert_first(dialect, tx, workspace, chunk, &resolved, now).await?;
+        let (duplicates, played) = match &first {
+            Some(first) => (first.duplicate_ids(), first.played_ids()),
+            None => (message_ids.clone(), message_ids),
+        };
+        let mut receipts = match duplicates.is_empty() {
+            true => HashMap::new(),
+            false => Self::chunk_receipts(tx, workspace, &duplicates).await?,
+        };
+        if let Some(first) = &first {
+            first.forget_inserted(&mut receipts);
+        }
+        let mut messages = match played.is_empty() {
+            true => HashMap::new(),
+            false => Self::chunk_messages(tx, workspace, &played).await?,
+        };
         let mut inserts = Vec::new();
         let mut out = Vec::with_capacity(chunk.len());
         for (new, code) in chunk.iter().zip(resolved) {
@@ -272,6 +290,10 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 continue;
             }
             let receipt = new.stored(code, now);
+            if let Some(first) = &first {
+                // Stored before this chunk, yet not found by the read: a concurrent writer.
+                first.check_inserted(&receipt)?;
+            }
             let current = match messages.get_mut(&message_key) {
                 Some((_, message)) => {
                     message.apply(&receipt, &new.short_domain);
@@ -301,7 +323,13 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 current,
             }));
         }
-        Self::write_chunk(tx, workspace, &inserts, messages.into_values()).await?;
+        match first {
+            Some(first) => {
+                Self::upsert_played(dialect, tx, workspace, &first, messages, chunk, &mut out)
+                    .await?
+            }
+            None => Self::write_chunk(tx, workspace, &inserts, messages.into_values()).await?,
+        }
         Ok(out)
     }
 

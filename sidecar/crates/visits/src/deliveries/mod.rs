@@ -23,6 +23,7 @@ pub mod gateway;
 pub mod model;
 pub mod queue;
 pub mod rate;
+mod returning;
 pub mod states;
 pub mod store;
 pub mod tokens;

@@ -287,3 +287,29 @@ mod tests {
         assert_eq!(bounded_text(Some("a\nb")).as_deref(), Some("a b"));
     }
 }
+
+/// A message's row as a chunk of receipts leaves it, for a backend that upserts it in a set
+/// statement (`VisitDialect::upsert_messages`): the stored row is superseded by this one's
+/// state as by a receipt of it ([`supersedes`]); its carrier and domain replace the stored ones
+/// where given.
+#[derive(Debug, Clone)]
+pub struct MessageRow {
+    pub message_id: String,
+    pub code: String,
+    pub short_domain: Option<String>,
+    pub state: DeliveryState,
+    pub error_code: Option<String>,
+    pub carrier: Option<String>,
+    pub at: DateTime<Utc>,
+    pub received: DateTime<Utc>,
+}
+
+/// A message's row after its upsert.
+#[derive(Debug, Clone)]
+pub struct UpsertedMessage {
+    pub message_id: String,
+    pub state: DeliveryState,
+    pub at: DateTime<Utc>,
+    /// No row was there: this statement inserted it.
+    pub inserted: bool,
+}

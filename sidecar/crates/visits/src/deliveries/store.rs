@@ -312,7 +312,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         let mut tx = V::Sql::begin(&self.writer).await?;
         let out = match receipts {
             [one] => vec![Self::apply(&mut tx, workspace, one, now).await?],
-            _ => Self::apply_chunk(&mut tx, workspace, receipts, now).await?,
+            _ => Self::apply_chunk(&self.dialect, &mut tx, workspace, receipts, now).await?,
         };
         tx.commit().await.map_err(db)?;
         Ok(out)

@@ -8,13 +8,14 @@ use super::api::{
     breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
     StatsQuery, VisitStore,
 };
+use crate::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use crate::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
-use sqlx::{Database, Pool};
+use sqlx::{Database, Pool, Transaction};
 use std::collections::HashSet;
 
 type Row<V> = <<<V as VisitDialect>::Sql as Dialect>::DB as Database>::Row;
@@ -61,6 +62,29 @@ pub trait VisitDialect: Send + Sync + 'static {
     /// `count` delivery receipts were stored (a chunk committed): PostgreSQL gives the delivery
     /// tables their first statistics here (`postgres/young.rs`); the others plan well without.
     async fn receipts_stored(&self, _writer: &Pool<Db<Self>>, _count: usize) {}
+
+    /// Inserts a chunk's receipts not stored yet in one statement that answers which went in
+    /// (PostgreSQL, `postgres/receipts.rs`). `None`: the backend reads the stored ones first
+    /// instead (`deliveries/chunk.rs`) and has no [`VisitDialect::upsert_messages`] either.
+    async fn insert_receipts(
+        &self,
+        _tx: &mut Transaction<'static, Db<Self>>,
+        _workspace: WorkspaceId,
+        _receipts: &[Receipt],
+    ) -> StorageResult<Option<HashSet<(String, DeliveryState)>>> {
+        Ok(None)
+    }
+
+    /// Inserts or supersedes messages' rows in one statement, answering each row after it
+    /// (where [`VisitDialect::insert_receipts`] answers).
+    async fn upsert_messages(
+        &self,
+        _tx: &mut Transaction<'static, Db<Self>>,
+        _workspace: WorkspaceId,
+        _messages: &[MessageRow],
+    ) -> StorageResult<Vec<UpsertedMessage>> {
+        Err(StorageError::NotYet("a messages' upsert on this backend"))
+    }
 
     /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
     async fn store_batch(

@@ -8,20 +8,23 @@ mod days;
 mod insert;
 mod named;
 mod partitions;
+mod receipts;
 mod rollup;
 mod young;
 use super::api::BatchOutcome;
 use super::sql::{SqlVisitStore, VisitDialect};
 use super::write::{distinct, first_rules, first_seen, outcome, user_agents};
+use crate::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use crate::rollup::{AllLinks, Deltas};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use copy::at_ms;
 use insert::{insert_visits, Inserted};
-use shortlink_store::{Pg, StorageError, StorageResult};
+use shortlink_store::{Pg, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -92,6 +95,26 @@ impl VisitDialect for PgVisits {
 
     async fn receipts_stored(&self, writer: &PgPool, count: usize) {
         self.young.receipts_stored(writer, count).await;
+    }
+
+    async fn insert_receipts(
+        &self,
+        tx: &mut Transaction<'static, Postgres>,
+        workspace: WorkspaceId,
+        receipts: &[Receipt],
+    ) -> StorageResult<Option<HashSet<(String, DeliveryState)>>> {
+        receipts::insert_receipts(tx, workspace, receipts)
+            .await
+            .map(Some)
+    }
+
+    async fn upsert_messages(
+        &self,
+        tx: &mut Transaction<'static, Postgres>,
+        workspace: WorkspaceId,
+        messages: &[MessageRow],
+    ) -> StorageResult<Vec<UpsertedMessage>> {
+        receipts::upsert_messages(tx, workspace, messages).await
     }
 
     async fn store_batch(
