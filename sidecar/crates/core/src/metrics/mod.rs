@@ -210,6 +210,12 @@ pub fn rollup_delay(oldest_visit_ms: i64) {
     histogram!("shortlink_rollup_delay_seconds").record(delay);
 }
 
+/// An orphan visit of `kind` (a fixed name: `shortlink_wire::event::OrphanKind`) read and stored;
+/// a redelivered one counts again (the stored counts do not).
+pub fn orphan_visit(kind: &'static str) {
+    counter!("shortlink_orphan_visits_total", "kind" => kind).increment(1);
+}
+
 /// Click webhook events acknowledged by `subscription`'s receiver (ids: few, made by the API).
 pub fn webhook_delivered(subscription: &str, n: u64) {
     counter!("shortlink_webhook_events_delivered_total", "subscription" => subscription.to_owned())

@@ -290,6 +290,7 @@ impl Consumer {
         let prepared = prepare(entries, suffix, &self.enricher, &self.counters);
         self.observe(entries.len(), prepared.seen);
         self.writer.write_all(&prepared.visits).await?;
+        self.writer.write_orphans(&prepared.orphans).await?;
         Ok(prepared.ids)
     }
     /// Reads, stores and acknowledges one batch; returns how many entries it held.
@@ -366,11 +367,19 @@ impl Consumer {
             return Ok((0, acked));
         };
         let writer = self.writer.clone();
-        let Prepared { ids, visits, .. } = prepared;
+        let Prepared {
+            ids,
+            visits,
+            orphans,
+            ..
+        } = prepared;
         *in_flight = Some(InFlight {
             stream: self.read_from,
             ids,
-            write: tokio::spawn(async move { writer.write_all(&visits).await }),
+            write: tokio::spawn(async move {
+                writer.write_all(&visits).await?;
+                writer.write_orphans(&orphans).await
+            }),
         });
         Ok((n, acked))
     }
