@@ -8,7 +8,7 @@ CREATE TABLE orphan_visits (
     domain VARCHAR(255) NOT NULL,
     path VARCHAR(2048) NOT NULL,
     at_ms BIGINT NOT NULL,
-    status INTEGER,
+    status BIGINT,
     device VARCHAR(16) NOT NULL,
     audience VARCHAR(16) NOT NULL,
     country VARCHAR(8),

@@ -67,7 +67,8 @@ fn push_scope(query: &mut Statement, column: &str, scope: &DomainScope) {
     }
     query.push(&format!("{column} {not}IN ("));
     for (i, domain) in domains.iter().enumerate() {
-        query.push(if i == 0 { "?" } else { ", ?" });
+        // `bind` writes the placeholder.
+        query.push(if i == 0 { "" } else { ", " });
         query.bind(Value::Text(domain.clone()));
     }
     query.push(")");
@@ -181,23 +182,26 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
         let mut query = Statement::new(format!("SELECT {COLUMNS} FROM orphan_visits WHERE "));
         push_scope(&mut query, "domain", &q.scope);
         if let Some(kind) = q.kind {
-            query.push(" AND kind = ?").bind(Value::Text(kind.as_str().into()));
+            query.push(" AND kind = ").bind(Value::Text(kind.as_str().into()));
         }
         if let Some(domain) = &q.domain {
-            query.push(" AND domain = ?").bind(Value::Text(domain.clone()));
+            query.push(" AND domain = ").bind(Value::Text(domain.clone()));
         }
         if let Some(from) = q.from {
-            query.push(" AND at_ms >= ?").bind(Value::Int(from.timestamp_millis()));
+            query.push(" AND at_ms >= ").bind(Value::Int(from.timestamp_millis()));
         }
         if let Some(to) = q.to {
-            query.push(" AND at_ms < ?").bind(Value::Int(to.timestamp_millis()));
+            query.push(" AND at_ms < ").bind(Value::Int(to.timestamp_millis()));
         }
         if let Some((at_ms, id)) = &q.after {
             query
-                .push(" AND (at_ms > ? OR (at_ms = ? AND id > ?))")
+                .push(" AND (at_ms > ")
                 .bind(Value::Int(*at_ms))
+                .push(" OR (at_ms = ")
                 .bind(Value::Int(*at_ms))
-                .bind(Value::Text(id.clone()));
+                .push(" AND id > ")
+                .bind(Value::Text(id.clone()))
+                .push("))");
         }
         query.push(&format!(" ORDER BY at_ms, id LIMIT {}", q.limit));
         let mut connection = self.reader.acquire().await.map_err(db)?;
