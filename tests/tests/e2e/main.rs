@@ -38,6 +38,7 @@ mod invalidation;
 mod layering;
 mod limits;
 mod metrics;
+mod orphan_visits;
 mod migration_guide;
 mod module_pages;
 mod password_links;
