@@ -28,6 +28,7 @@ mod compose;
 mod detail;
 mod domain_chart;
 mod domains;
+mod orphans;
 mod funnel;
 mod import;
 mod keys;

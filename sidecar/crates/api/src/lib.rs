@@ -22,7 +22,7 @@ pub mod links;
 mod metrics;
 mod ndjson;
 mod openapi;
-mod orphans;
+pub mod orphans;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;

@@ -50,13 +50,18 @@ pub struct OrphanPage {
     pub next: Option<String>,
 }
 
-/// The hosts `workspace` sees: those its part of the issuing list names; for the default
-/// workspace every host but those another part names.
+/// The hosts `workspace` sees ([`scope_of_slug`]); the operator's key (no workspace): every host.
 pub(crate) fn scope_of(state: &AppState, workspace: Option<InWorkspace>) -> DomainScope {
-    let Some(workspace) = workspace else {
-        return DomainScope::AllBut(Vec::new());
-    };
-    let slug = slug(state, workspace);
+    match workspace {
+        Some(workspace) => scope_of_slug(state, &slug(state, workspace)),
+        None => DomainScope::AllBut(Vec::new()),
+    }
+}
+
+/// The hosts the workspace `slug` sees: those its part of the issuing list names; for the
+/// default workspace every host but those another part names (a host nobody claims is the
+/// default's, as the host map's `default default;` line makes it).
+pub fn scope_of_slug(state: &AppState, slug: &str) -> DomainScope {
     let statuses = state.domains.statuses();
     if slug == DEFAULT_WORKSPACE {
         let claimed = statuses.into_iter().filter(|s| s.workspace != DEFAULT_WORKSPACE);

@@ -86,13 +86,21 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
             ("s.example", InvalidShortUrl, "/defaults-typo", 10),
             // A host no workspace's part names: the default's.
             ("stray.example", Regular404, "/unclaimed", 5),
+            // Past the visits' retention (below).
+            ("s.example", Regular404, "/long-ago", 40 * 86_400),
         ],
     )
     .await;
     let mut consumer = consumer(&app).await;
     let counters = consumer.counters();
     consumer.drain().await.unwrap();
-    assert_eq!(ConsumerCounters::get(&counters.orphans), 6);
+    assert_eq!(ConsumerCounters::get(&counters.orphans), 7);
+    // Raw rows go with the raw visits' retention; the counts stay.
+    let retention = std::time::Duration::from_secs(30 * 86_400);
+    let store = app.visit_store().await;
+    shortlink_sidecar::visits::cleanup::delete_old_visits(store.as_ref(), Some(retention))
+        .await
+        .unwrap();
 
     let list = |key: &str, query: &str| {
         send_json(with_key(&app, key, Method::GET, &format!("/visits/orphan{query}")))
@@ -168,8 +176,40 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
     let domains = send_json(with_key(&app, API_KEY, Method::GET, "/domains")).await;
     assert_eq!(
         domains["orphan_visits"],
-        json!({"s.example": {"base_url": 0, "invalid_short_url": 1, "regular_404": 0,
+        json!({"s.example": {"base_url": 0, "invalid_short_url": 1, "regular_404": 1,
             "recovered": 0}}),
         "{domains}"
     );
+
+    // The console's Domains page: the same counts and the latest paths, of its own hosts only.
+    let mut browser = crate::console::Browser::new(&app);
+    assert_eq!(browser.sign_in(&a).await.status(), 303);
+    let request = (browser.request(Method::GET, "/console/domains"))
+        .header("x-shortlink-public-base", LISTS)
+        .header("x-shortlink-pool", POOL);
+    let answer = browser.send(request).await;
+    assert_eq!(answer.status(), 200);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("Orphan visits"), "{page}");
+    let row = "<td>a1.brand-a.example</td><td class=\"num\">1</td><td class=\"num\">1</td>\
+               <td class=\"num\">1</td><td class=\"num\">1</td>";
+    assert!(page.contains(row), "no counts row {row}:\n{page}");
+    assert!(page.contains("/wp-login.php"), "{page}");
+    for theirs in ["/defaults-typo", "/unclaimed", "s.example"] {
+        assert!(!page.contains(theirs), "shows {theirs}:\n{page}");
+    }
+
+    // A deleted workspace takes its hosts' orphan visits and counts; the others' stay.
+    let answer = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let count = |table: &str, domain: &str| {
+        format!("SELECT COUNT(*) FROM {table} WHERE domain = '{domain}'")
+    };
+    for table in ["orphan_visits", "orphan_counts"] {
+        assert_eq!(app.db.scalar(&count(table, "a1.brand-a.example")).await, 0, "{table}");
+        assert!(app.db.scalar(&count(table, "s.example")).await > 0, "{table}");
+    }
 }
