@@ -2,8 +2,8 @@
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
 use super::{
-    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, FORMAT_1_FIELDS,
-    FORMAT_2_FIELDS, FORMAT_3_FIELDS, VISIT_FIELDS,
+    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, FORMAT_1_FIELDS, FORMAT_2_FIELDS,
+    FORMAT_3_FIELDS, VISIT_FIELDS,
 };
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
@@ -225,7 +225,10 @@ mod tests {
         assert_eq!(value(&decoded[0], "o"), b"");
         assert_eq!(value(&decoded[0], "c"), visit().code);
         for (fields, kind) in decoded[1..].iter().zip(crate::event::OrphanKind::ALL) {
-            assert_eq!(crate::event::OrphanKind::parse(value(fields, "o")), Some(kind));
+            assert_eq!(
+                crate::event::OrphanKind::parse(value(fields, "o")),
+                Some(kind)
+            );
             assert_eq!(value(fields, "s"), b"404");
             assert_eq!(value(fields, "host"), visit().host);
             // The path is cut to its own limit, longer than a code's, at a character boundary.

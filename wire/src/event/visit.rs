@@ -83,7 +83,9 @@ impl OrphanKind {
     }
 
     pub fn parse(text: &[u8]) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str().as_bytes() == text)
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str().as_bytes() == text)
     }
 }
 

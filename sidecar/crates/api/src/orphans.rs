@@ -64,7 +64,9 @@ pub(crate) fn scope_of(state: &AppState, workspace: Option<InWorkspace>) -> Doma
 pub fn scope_of_slug(state: &AppState, slug: &str) -> DomainScope {
     let statuses = state.domains.statuses();
     if slug == DEFAULT_WORKSPACE {
-        let claimed = statuses.into_iter().filter(|s| s.workspace != DEFAULT_WORKSPACE);
+        let claimed = statuses
+            .into_iter()
+            .filter(|s| s.workspace != DEFAULT_WORKSPACE);
         DomainScope::AllBut(claimed.map(|s| s.domain).collect())
     } else {
         let own = statuses.into_iter().filter(|s| s.workspace == slug);
@@ -100,7 +102,9 @@ pub async fn orphan_visits(
     };
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(bad_query(format!("limit must be between 1 and {MAX_LIMIT}")));
+        return Err(bad_query(format!(
+            "limit must be between 1 and {MAX_LIMIT}"
+        )));
     }
     let after = match params.after.as_deref() {
         None => None,
@@ -109,7 +113,8 @@ pub async fn orphan_visits(
                 .split_once('_')
                 .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
                 .filter(|(_, id)| !id.is_empty() && id.len() <= 64);
-            let (at, id) = parsed.ok_or_else(|| bad_query("after is not a cursor from this API"))?;
+            let (at, id) =
+                parsed.ok_or_else(|| bad_query("after is not a cursor from this API"))?;
             Some((at, id.to_owned()))
         }
     };
@@ -124,7 +129,12 @@ pub async fn orphan_visits(
         after,
         limit,
     };
-    let visits = state.analytics.store.orphans().orphan_visits(&query).await?;
+    let visits = state
+        .analytics
+        .store
+        .orphans()
+        .orphan_visits(&query)
+        .await?;
     let next = (visits.len() == limit)
         .then(|| visits.last())
         .flatten()

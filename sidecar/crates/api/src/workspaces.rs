@@ -11,7 +11,6 @@ use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use axum::Router;
 use chrono::{DateTime, Utc};
-use shortlink_visits::orphans::Orphans;
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::keys::{self, KeyError, NewKey, MAX_RATE};
 use shortlink_core::service::WorkspaceError;
@@ -20,6 +19,7 @@ use shortlink_store::audit::Origin;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
+use shortlink_visits::orphans::Orphans;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -533,7 +533,10 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     let (_, feed) = read(&app, &a_admin, "/visits").await;
     assert_eq!(feed.lines().count(), 3, "A reads its visits: {feed}");
     let (_, orphans) = read(&app, &a_admin, "/visits/orphan").await;
-    assert!(orphans.contains("a-secret-typo"), "A reads its orphan visit: {orphans}");
+    assert!(
+        orphans.contains("a-secret-typo"),
+        "A reads its orphan visit: {orphans}"
+    );
     let (_, tokens) = read(&app, &a_admin, "/callback-tokens").await;
     assert!(
         tokens.contains(&objects.callback_token),

@@ -103,7 +103,12 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
         .unwrap();
 
     let list = |key: &str, query: &str| {
-        send_json(with_key(&app, key, Method::GET, &format!("/visits/orphan{query}")))
+        send_json(with_key(
+            &app,
+            key,
+            Method::GET,
+            &format!("/visits/orphan{query}"),
+        ))
     };
     let all = list(&a, "").await;
     assert_eq!(
@@ -136,7 +141,11 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
     let kind = list(&a, "?kind=regular_404").await;
     assert_eq!(paths(&kind).0, ["/wp-login.php"]);
     let other = list(&a, "?domain=s.example").await;
-    assert_eq!(paths(&other).0, Vec::<String>::new(), "another's host: {other}");
+    assert_eq!(
+        paths(&other).0,
+        Vec::<String>::new(),
+        "another's host: {other}"
+    );
     let from = (chrono::Utc::now() - chrono::Duration::seconds(35)).to_rfc3339();
     let to = (chrono::Utc::now() - chrono::Duration::seconds(25)).to_rfc3339();
     let window = list(&a, &query(&[("from", &from), ("to", &to)])).await;
@@ -209,7 +218,14 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
         format!("SELECT COUNT(*) FROM {table} WHERE domain = '{domain}'")
     };
     for table in ["orphan_visits", "orphan_counts"] {
-        assert_eq!(app.db.scalar(&count(table, "a1.brand-a.example")).await, 0, "{table}");
-        assert!(app.db.scalar(&count(table, "s.example")).await > 0, "{table}");
+        assert_eq!(
+            app.db.scalar(&count(table, "a1.brand-a.example")).await,
+            0,
+            "{table}"
+        );
+        assert!(
+            app.db.scalar(&count(table, "s.example")).await > 0,
+            "{table}"
+        );
     }
 }

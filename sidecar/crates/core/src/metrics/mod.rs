@@ -142,6 +142,11 @@ fn describe() {
         "Click webhook events a receiver acknowledged (2xx), per subscription."
     );
     describe_counter!(
+        "shortlink_orphan_visits_total",
+        "Orphan visits (requests on a pool host no link answered, taps saved from trailing \
+         punctuation, known links' 410s) read and stored, per kind."
+    );
+    describe_counter!(
         "shortlink_webhook_retries_total",
         "Click webhook POSTs that failed and will be retried, per subscription."
     );

@@ -16,8 +16,8 @@ pub use store::{OrphanStore, Orphans};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shortlink_wire::event::OrphanKind;
 use shortlink_visit_enrich::Visit;
+use shortlink_wire::event::OrphanKind;
 
 /// The kinds the API and the database name, in the order lists show them.
 pub const KINDS: [OrphanKind; 4] = OrphanKind::ALL;

@@ -33,8 +33,7 @@ pub trait OrphanStore: Send + Sync {
     ) -> StorageResult<BTreeMap<String, OrphanCounts>>;
 
     /// Deletes at most `limit` raw orphan visits made before `before` (the counts stay).
-    async fn delete_orphans_before(&self, before: DateTime<Utc>, limit: u64)
-        -> StorageResult<u64>;
+    async fn delete_orphans_before(&self, before: DateTime<Utc>, limit: u64) -> StorageResult<u64>;
 
     /// Deletes every orphan visit and count of `domains` (a deleted workspace's hosts).
     async fn delete_orphans_of(&self, domains: &[String]) -> StorageResult<u64>;
@@ -74,7 +73,13 @@ fn push_scope(query: &mut Statement, column: &str, scope: &DomainScope) {
     query.push(")");
 }
 
-fn row_values(id: &str, kind: OrphanKind, domain: &str, path: String, visit: &Visit) -> [Value; 11] {
+fn row_values(
+    id: &str,
+    kind: OrphanKind,
+    domain: &str,
+    path: String,
+    visit: &Visit,
+) -> [Value; 11] {
     [
         Value::Text(id.to_owned()),
         Value::Text(kind.as_str().to_owned()),
@@ -100,7 +105,10 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             Backend::Mysql => "",
             Backend::Sqlite | Backend::Postgres => " ON CONFLICT (id) DO NOTHING",
         };
-        format!("{insert} orphan_visits ({COLUMNS}) VALUES ({}){tail}", marks(11))
+        format!(
+            "{insert} orphan_visits ({COLUMNS}) VALUES ({}){tail}",
+            marks(11)
+        )
     }
 
     fn add_counts() -> &'static str {
@@ -117,9 +125,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
     }
 }
 
-fn read_visit<V: VisitDialect>(
-    row: &<Db<V> as sqlx::Database>::Row,
-) -> StorageResult<OrphanVisit> {
+fn read_visit<V: VisitDialect>(row: &<Db<V> as sqlx::Database>::Row) -> StorageResult<OrphanVisit> {
     let text = |c| V::Sql::read_text(row, c);
     let opt = |c| V::Sql::read_opt_text(row, c);
     let at_ms = Db::<V>::int(row, "at_ms").map_err(db)?;
@@ -182,16 +188,24 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
         let mut query = Statement::new(format!("SELECT {COLUMNS} FROM orphan_visits WHERE "));
         push_scope(&mut query, "domain", &q.scope);
         if let Some(kind) = q.kind {
-            query.push(" AND kind = ").bind(Value::Text(kind.as_str().into()));
+            query
+                .push(" AND kind = ")
+                .bind(Value::Text(kind.as_str().into()));
         }
         if let Some(domain) = &q.domain {
-            query.push(" AND domain = ").bind(Value::Text(domain.clone()));
+            query
+                .push(" AND domain = ")
+                .bind(Value::Text(domain.clone()));
         }
         if let Some(from) = q.from {
-            query.push(" AND at_ms >= ").bind(Value::Int(from.timestamp_millis()));
+            query
+                .push(" AND at_ms >= ")
+                .bind(Value::Int(from.timestamp_millis()));
         }
         if let Some(to) = q.to {
-            query.push(" AND at_ms < ").bind(Value::Int(to.timestamp_millis()));
+            query
+                .push(" AND at_ms < ")
+                .bind(Value::Int(to.timestamp_millis()));
         }
         if let Some((at_ms, id)) = &q.after {
             query
@@ -235,11 +249,7 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
         Ok(out)
     }
 
-    async fn delete_orphans_before(
-        &self,
-        before: DateTime<Utc>,
-        limit: u64,
-    ) -> StorageResult<u64> {
+    async fn delete_orphans_before(&self, before: DateTime<Utc>, limit: u64) -> StorageResult<u64> {
         // A bounded delete: the oldest rows' ids first (MariaDB cannot LIMIT a subquery of
         // the table it deletes from: a derived table in between).
         let sql = format!(
