@@ -424,6 +424,39 @@ mod tests {
     }
 
     #[test]
+    fn an_orphan_event_keeps_any_path_and_a_visit_still_needs_a_code() {
+        let path = "/促销 %E3%80%82?".to_owned() + &"x".repeat(2 * MAX_PATH);
+        let fields = |orphan: &str| {
+            [
+                ("c", path.clone()),
+                ("t", "5".into()),
+                ("s", "404".into()),
+                ("o", orphan.into()),
+            ]
+        };
+        let orphan = fields("regular_404");
+        let event = parse(&orphan.each_ref().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(event.orphan, Some(OrphanKind::Regular404));
+        assert!(event.code.starts_with("/促销 %E3%80%82?"));
+        assert!(event.code.len() <= MAX_PATH);
+        // Without a kind (or with one no module writes) the same path is no code.
+        for orphan in ["", "bogus"] {
+            let fields = fields(orphan);
+            let pairs = fields.each_ref().map(|(k, v)| (*k, v.as_str()));
+            assert!(
+                matches!(parse(&pairs), Err(EventError::BadCode { .. })),
+                "{orphan:?}"
+            );
+        }
+        // A code-shaped path of an orphan is kept as it is.
+        let event = parse(&[("c", "/abc1234"), ("t", "5"), ("o", "invalid_short_url")]).unwrap();
+        assert_eq!(
+            (event.code.as_str(), event.orphan),
+            ("/abc1234", Some(OrphanKind::InvalidShortUrl))
+        );
+    }
+
+    #[test]
     fn a_click_id_becomes_the_visit_id_and_a_malformed_one_is_left_out() {
         use shortlink_wire::click_id::ClickId;
         use shortlink_wire::event::{Batch, Visit};

@@ -198,7 +198,7 @@ mod tests {
             old.extend((value.len() as u16).to_le_bytes());
             old.extend(value.as_bytes());
         }
-        old.extend_from_slice(&old[1..].to_vec());
+        old.extend_from_within(1..);
         let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
         assert_eq!(decoded.len(), 2);
         for fields in &decoded {

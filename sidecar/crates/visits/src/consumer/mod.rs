@@ -13,9 +13,12 @@
 //! visit of a packed entry) is the visits table's primary key, and only rows actually inserted
 //! reach the rollups and link counters, so a batch stored twice counts once.
 //!
+//! Orphan visits (the module's orphan events, and 410s of known links: [`crate::orphans`]) are
+//! stored after the batch's visits, in a transaction of their own, before the acknowledgement.
+//!
 //! Visits that cannot be stored are acknowledged with their entry and counted, never retried:
 //! unparseable ones (`invalid`; one bad group of a packed entry costs only itself), events that
-//! are not redirects or are `verify-import`'s own requests (`ignored`, e.g. 410 answers), and
+//! are not redirects or are `verify-import`'s own requests (`ignored`), and
 //! entries trimmed from the stream (`MAXLEN ~`) before they were read (`trimmed`), and visits of
 //! codes no link holds (`no_link`: a deleted workspace's late clicks, see
 //! [`VisitStore::store_batch`]; never counted as another workspace's). A batch the database refuses for a reason other than

@@ -32,7 +32,8 @@ pub(super) struct Writer {
 }
 
 /// Splits entries into visits (several per entry when the module packed them) and enriches them.
-/// Malformed visits, non-redirect answers and `verify-import`'s own requests
+/// Orphan visits (`crate::orphans::orphan_of`) go apart, to be stored after the visits.
+/// Malformed visits, other non-redirect answers and `verify-import`'s own requests
 /// ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]) are counted and left out; their entries are
 /// acknowledged with the rest.
 /// `suffix`: on a cluster, the stream's own mark appended to each entry id to make the visit id:
