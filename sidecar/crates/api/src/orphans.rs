@@ -27,6 +27,7 @@ const MAX_LIMIT: usize = 1000;
 #[into_params(parameter_in = Query)]
 pub struct OrphanParams {
     /// Only this kind: `base_url`, `invalid_short_url`, `regular_404` or `recovered`.
+    #[param(pattern = "^(base_url|invalid_short_url|regular_404|recovered)$")]
     pub kind: Option<String>,
     /// Only this host.
     pub domain: Option<String>,
