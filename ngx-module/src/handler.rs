@@ -24,6 +24,7 @@ use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
+use shortlink_wire::event::OrphanKind;
 use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -82,7 +83,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         return not_found(mcf, domain);
     }
     let Some(route) = &lcf.route else {
-        return not_found(mcf, domain);
+        return orphan_not_found(r, mcf, lcf, domain, OrphanKind::Regular404);
     };
     // SAFETY: `unparsed_uri` points into request memory that lives as long as `r`; the slice
     // is not kept past the request (the lookup copies the code).
@@ -172,7 +173,7 @@ fn serve(
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
             respond::track(r, mcf, lcf, code, answered);
-            respond::count_recovered(mcf, recovered, answered);
+            respond::count_recovered(r, mcf, lcf, recovered, answered);
             return answered.rc;
         }
         Some(FromCache::Later(job)) => {
@@ -200,7 +201,7 @@ fn serve(
         Verdict::Lookup { bad_check, scope } => (bad_check, scope),
         Verdict::CheckReject => {
             bump(mcf, Counter::CheckRejects);
-            return not_found(mcf, domain);
+            return orphan_not_found(r, mcf, lcf, domain, OrphanKind::InvalidShortUrl);
         }
         Verdict::NoCode if found == Found::Exact => {
             return recover(r, mcf, lcf, domain, raw_uri, password)
@@ -322,6 +323,24 @@ fn not_a_code(
         }
     }
     bump(mcf, Counter::Invalid);
+    let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
+    let kind = if path == b"/" {
+        OrphanKind::BaseUrl
+    } else {
+        OrphanKind::Regular404
+    };
+    orphan_not_found(r, mcf, lcf, domain, kind)
+}
+
+/// A 404 on a pool host: an orphan visit of `kind` as well ([`respond::track_orphan`]).
+fn orphan_not_found(
+    r: &ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+    kind: OrphanKind,
+) -> ngx_int_t {
+    respond::track_orphan(r, mcf, lcf, kind, NGX_HTTP_NOT_FOUND as u16);
     not_found(mcf, domain)
 }
 

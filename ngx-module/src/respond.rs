@@ -18,6 +18,7 @@ use crate::request::{click, click_id, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
 use shortlink_wire::click_id::ClickId;
+use shortlink_wire::event::OrphanKind;
 use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
@@ -56,6 +57,8 @@ pub struct Answered {
     pub chosen: Option<Chosen>,
     /// The id sent to the landing page (a link with a click id parameter).
     pub click_id: Option<ClickId>,
+    /// A 404 that is an orphan visit (no link of the host's workspace holds the code).
+    pub orphan: Option<OrphanKind>,
 }
 
 impl From<ngx_int_t> for Answered {
@@ -66,6 +69,7 @@ impl From<ngx_int_t> for Answered {
             visit: None,
             chosen: None,
             click_id: None,
+            orphan: None,
         }
     }
 }
@@ -98,7 +102,10 @@ pub fn answer(
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
             domain.bump(DomainCounter::NotFound);
-            return (NGX_HTTP_NOT_FOUND as ngx_int_t).into();
+            return Answered {
+                orphan: Some(OrphanKind::InvalidShortUrl),
+                ..(NGX_HTTP_NOT_FOUND as ngx_int_t).into()
+            };
         }
         Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why).into(),
     };
@@ -128,6 +135,7 @@ pub fn answer(
                     visit: Some(CARD_STATUS),
                     chosen,
                     click_id: None,
+                    orphan: None,
                 };
             }
             // After a password form: a redirect the browser follows with a GET.
@@ -150,6 +158,7 @@ pub fn answer(
                 visit: (rc == status as ngx_int_t).then_some(status),
                 chosen,
                 click_id: click.map(|(_, id)| id),
+                orphan: None,
             }
         }
         Answer::Gone => {
@@ -160,6 +169,7 @@ pub fn answer(
                 visit: Some(HTTP_GONE as u16),
                 chosen: None,
                 click_id: None,
+                orphan: None,
             }
         }
         Answer::NotYet { opens_at } => {
@@ -215,9 +225,10 @@ fn failed(
 }
 
 /// With `shortlink_track on`, queues a visit event when [`answer`] gave a redirect, a 410 or a
-/// preview card: only a known link answers those (404s are probes, not visits; Redis failures
-/// are not answered by the module; pages before the target are not visits yet). Header values are borrowed from the request and encoded (truncated) straight
-/// onto the Redis connection's output or into the spool.
+/// preview card: only a known link answers those (pages before the target are not visits yet;
+/// Redis failures are not answered by the module), and an orphan visit for a 404 that is one
+/// ([`track_orphan`]). Header values are borrowed from the request and encoded (truncated)
+/// straight onto the Redis connection's output or into the spool.
 pub fn track(
     r: &ngx_http_request_t,
     mcf: &MainConf,
@@ -225,9 +236,45 @@ pub fn track(
     code: &[u8],
     answered: Answered,
 ) {
-    let Some(status) = answered.visit.filter(|_| lcf.track()) else {
+    if !lcf.track() {
         return;
-    };
+    }
+    match (answered.visit, answered.orphan) {
+        (Some(status), _) => queue(r, mcf, code, status, answered, None),
+        (None, Some(kind)) => track_orphan(r, mcf, lcf, kind, NGX_HTTP_NOT_FOUND as u16),
+        (None, None) => {}
+    }
+}
+
+/// With `shortlink_track on` on a location with a `shortlink_pool`, queues an orphan visit of
+/// `kind`: the path asked for in place of a code, on the same stream and batch as visits. Without
+/// a pool every host is served, and a 404 of a host nobody claims is nobody's to count; a host
+/// outside the pool never gets here (the handler rejects it first).
+pub fn track_orphan(
+    r: &ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    kind: OrphanKind,
+    status: u16,
+) {
+    if !lcf.track() || lcf.pool.is_none() {
+        return;
+    }
+    let uri = click::str_bytes(&r.unparsed_uri);
+    let path = uri.split(|&b| b == b'?').next().unwrap_or(uri);
+    queue(r, mcf, path, status, Answered::from(0), Some(kind));
+}
+
+/// Queues one event: a visit of `code`, or with `orphan` an orphan visit of the path `code`.
+#[inline]
+fn queue(
+    r: &ngx_http_request_t,
+    mcf: &MainConf,
+    code: &[u8],
+    status: u16,
+    answered: Answered,
+    orphan: Option<OrphanKind>,
+) {
     use click::{header, str_bytes};
     // SAFETY: `ngx_cached_time` always points at the current cached time slot.
     let time_ms = unsafe {
@@ -247,17 +294,26 @@ pub fn track(
         lang: header(h.accept_language),
         chosen: answered.chosen,
         click_id: answered.click_id,
+        orphan,
     };
     worker::with(mcf, |w| w.track(&visit));
 }
 
 /// Counts a request answered as the code its path held before trailing punctuation
 /// (`recovered`), if the answer is one a known link gives (a redirect, 410 or card: a tap
-/// saved); a recovered path that still finds no link is an ordinary 404.
+/// saved), and records it as an orphan visit of kind `recovered` beside its visit; a recovered
+/// path that still finds no link is an ordinary 404 (an orphan visit of the code's kind).
 #[inline]
-pub fn count_recovered(mcf: &MainConf, recovered: bool, answered: Answered) {
-    if recovered && answered.visit.is_some() {
+pub fn count_recovered(
+    r: &ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    recovered: bool,
+    answered: Answered,
+) {
+    if let (true, Some(status)) = (recovered, answered.visit) {
         bump(mcf, Counter::Recovered);
+        track_orphan(r, mcf, lcf, OrphanKind::Recovered, status);
     }
 }
 

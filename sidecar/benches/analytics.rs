@@ -150,6 +150,7 @@ async fn produce(
                         lang: value(7),
                         chosen: None,
                         click_id: None,
+                        orphan: None,
                     });
                 }
                 for (name, value) in &fields {

@@ -11,7 +11,7 @@
 //! optional field that is missing, unparsable or huge must not cost the whole visit. Only `c` and `t`
 //! are required; without them the event cannot be attributed to a link or a time bucket.
 
-use shortlink_wire::event::{self as wire, BATCH_FIELD};
+use shortlink_wire::event::{self as wire, OrphanKind, BATCH_FIELD, MAX_PATH};
 use std::net::IpAddr;
 
 /// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
@@ -56,6 +56,9 @@ pub struct VisitEvent {
     /// The click-time rule (and variant) that answered, `<rule>` or `<rule>.<variant>`;
     /// `None` for the link's own target or a malformed field.
     pub rule: Option<String>,
+    /// `Some` for an orphan visit (a request on a pool host no link answered): `code` then holds
+    /// the path asked for (at most [`shortlink_wire::event::MAX_PATH`] bytes, lossy UTF-8).
+    pub orphan: Option<OrphanKind>,
 }
 
 impl VisitEvent {
@@ -72,7 +75,8 @@ impl VisitEvent {
         // Checked as they come (with owned pairs, `Vec<u8>` from a Redis reply, `value` dies each
         // iteration); `Some(None)`: present but malformed, reported once the required fields are
         // known to be there.
-        let mut code: Option<Option<String>> = None;
+        // `Err`: not a code, kept as text in case `o` makes it an orphan visit's path.
+        let mut code: Option<Result<String, String>> = None;
         let mut time: Option<Option<i64>> = None;
         let mut click_id = None;
         let mut event = VisitEvent {
@@ -86,6 +90,7 @@ impl VisitEvent {
             host: None,
             accept_language: None,
             rule: None,
+            orphan: None,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -93,7 +98,13 @@ impl VisitEvent {
                 continue;
             }
             match key.as_ref() {
-                b"c" if code.is_none() => code = Some(parse_code(value)),
+                b"c" if code.is_none() => {
+                    code = Some(parse_code(value).ok_or_else(|| {
+                        let mut path = None;
+                        set_text(&mut path, value, MAX_PATH);
+                        path.unwrap_or_default()
+                    }));
+                }
                 b"t" if time.is_none() => {
                     time = Some(parse_ascii::<i64>(value).filter(|t| *t >= 0));
                 }
@@ -110,6 +121,7 @@ impl VisitEvent {
                         String::from_utf8_lossy(&text[..len]).into_owned()
                     })
                 }
+                b"o" if event.orphan.is_none() => event.orphan = OrphanKind::parse(value),
                 // A malformed id is left out: the visit keeps its entry id.
                 b"id" if click_id.is_none() => {
                     click_id = shortlink_wire::click_id::ClickId::parse(value);
@@ -123,8 +135,11 @@ impl VisitEvent {
         };
         let code = code.ok_or_else(|| missing("c"))?;
         let time = time.ok_or_else(|| missing("t"))?;
-        let Some(code) = code else {
-            return Err(EventError::BadCode { id });
+        let code = match (code, event.orphan) {
+            (Ok(code), _) => code,
+            // A path is anything the module cut to its limit; a code has a code's shape.
+            (Err(path), Some(_)) if !path.is_empty() => path,
+            (Err(_), _) => return Err(EventError::BadCode { id }),
         };
         event.time_ms = time.ok_or_else(|| EventError::BadTime { id: id.clone() })?;
         event.code = code;
@@ -406,6 +421,39 @@ mod tests {
         );
         assert_eq!(got[1].referrer.as_deref(), Some("https://t.co/x"));
         assert_eq!(got[1].accept_language.as_deref(), Some("de"));
+    }
+
+    #[test]
+    fn an_orphan_event_keeps_any_path_and_a_visit_still_needs_a_code() {
+        let path = "/促销 %E3%80%82?".to_owned() + &"x".repeat(2 * MAX_PATH);
+        let fields = |orphan: &str| {
+            [
+                ("c", path.clone()),
+                ("t", "5".into()),
+                ("s", "404".into()),
+                ("o", orphan.into()),
+            ]
+        };
+        let orphan = fields("regular_404");
+        let event = parse(&orphan.each_ref().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(event.orphan, Some(OrphanKind::Regular404));
+        assert!(event.code.starts_with("/促销 %E3%80%82?"));
+        assert!(event.code.len() <= MAX_PATH);
+        // Without a kind (or with one no module writes) the same path is no code.
+        for orphan in ["", "bogus"] {
+            let fields = fields(orphan);
+            let pairs = fields.each_ref().map(|(k, v)| (*k, v.as_str()));
+            assert!(
+                matches!(parse(&pairs), Err(EventError::BadCode { .. })),
+                "{orphan:?}"
+            );
+        }
+        // A code-shaped path of an orphan is kept as it is.
+        let event = parse(&[("c", "/abc1234"), ("t", "5"), ("o", "invalid_short_url")]).unwrap();
+        assert_eq!(
+            (event.code.as_str(), event.orphan),
+            ("/abc1234", Some(OrphanKind::InvalidShortUrl))
+        );
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub struct Visit {
     pub language: Option<String>,
     /// The click-time rule (and variant) that answered; `None` for the link's own target.
     pub rule: Option<String>,
+    /// `Some` for an orphan visit: `code` is then the path asked for.
+    #[serde(skip)]
+    pub orphan: Option<shortlink_wire::event::OrphanKind>,
 }
 
 impl Enricher {
@@ -198,6 +201,7 @@ impl Enricher {
             short_domain: event.host.as_deref().and_then(referrer::short_domain),
             language: event.accept_language.as_deref().and_then(language),
             rule: event.rule,
+            orphan: event.orphan,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! drains one with the buttons, as `POST /api/v1/domains/{domain}/…` does.
 //!
 //! Issue 70: above the table, each domain's human clicks over the health window beside its
-//! workspace's other domains, with its drains and restores marked ([`super::domain_chart`]).
+//! workspace's other domains, with its drains and restores marked ([`super::domain_chart`]); below
+//! it, the orphan visits of its domains ([`super::orphans`]).
 
 use super::audit;
 use super::domain_chart;
@@ -72,6 +73,7 @@ async fn workspace_page(
     pool.retain(|domain| state.domains.workspace_of(domain) == workspace);
     pool.sort();
     pool.dedup();
+    let orphans = super::orphans::section(state, workspace, &statuses).await?;
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }
@@ -83,6 +85,7 @@ async fn workspace_page(
             (domain_chart::charts(&chart, &statuses, now))
         }
         (health_table(&statuses, false, Some(operator)))
+        (orphans)
     };
     Ok(layout::page(operator, "Domains", body).into_response())
 }

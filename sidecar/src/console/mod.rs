@@ -34,6 +34,7 @@ mod keys;
 mod layout;
 mod links;
 mod operator;
+mod orphans;
 mod overview;
 mod page;
 mod rules;

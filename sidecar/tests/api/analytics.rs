@@ -929,6 +929,7 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
                 variant: Some(variant),
             }),
             click_id: None,
+            orphan: None,
         });
     }
     let _: String = redis::cmd("XADD")

@@ -2,7 +2,8 @@
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
 use super::{
-    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, FORMAT_1_FIELDS, FORMAT_2_FIELDS, VISIT_FIELDS,
+    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, FORMAT_1_FIELDS, FORMAT_2_FIELDS,
+    FORMAT_3_FIELDS, VISIT_FIELDS,
 };
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
@@ -20,6 +21,10 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
         Some((&BATCH_FORMAT, rest)) => Visits {
             rest: Ok(rest),
             fields: VISIT_FIELDS.len(),
+        },
+        Some((&BATCH_FORMAT_3, rest)) => Visits {
+            rest: Ok(rest),
+            fields: FORMAT_3_FIELDS,
         },
         Some((&BATCH_FORMAT_2, rest)) => Visits {
             rest: Ok(rest),
@@ -82,7 +87,7 @@ fn take_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::super::encode::tests::visit;
-    use super::super::{truncate, Batch, Visit, MAX_HOST, MAX_UA};
+    use super::super::{truncate, Batch, Visit, MAX_HOST, MAX_PATH, MAX_UA};
     use super::*;
 
     fn batch_of(visits: &[Visit<'_>]) -> Vec<u8> {
@@ -186,10 +191,59 @@ mod tests {
     }
 
     #[test]
+    fn a_format_3_batch_reads_as_visits_and_each_orphan_kind_round_trips() {
+        // What a module from before orphan visits wrote: ten fields a visit.
+        let mut old = vec![BATCH_FORMAT_3];
+        for value in ["abc", "7", "302", "", "", "", "s1.example", "pt", "", ""] {
+            old.extend((value.len() as u16).to_le_bytes());
+            old.extend(value.as_bytes());
+        }
+        old.extend_from_within(1..);
+        let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 2);
+        for fields in &decoded {
+            assert_eq!(value(fields, "c"), b"abc");
+            assert_eq!(value(fields, "lang"), b"pt");
+            assert_eq!(value(fields, "o"), b"");
+        }
+        let long_path = format!("/{}", "é".repeat(MAX_PATH));
+        let orphans: Vec<Visit<'_>> = crate::event::OrphanKind::ALL
+            .into_iter()
+            .map(|kind| Visit {
+                code: long_path.as_bytes(),
+                status: 404,
+                orphan: Some(kind),
+                ..visit()
+            })
+            .collect();
+        let mut sent = vec![visit()];
+        sent.extend(orphans.iter().copied());
+        let bytes = batch_of(&sent);
+        assert_eq!(bytes[0], BATCH_FORMAT);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 5);
+        assert_eq!(value(&decoded[0], "o"), b"");
+        assert_eq!(value(&decoded[0], "c"), visit().code);
+        for (fields, kind) in decoded[1..].iter().zip(crate::event::OrphanKind::ALL) {
+            assert_eq!(
+                crate::event::OrphanKind::parse(value(fields, "o")),
+                Some(kind)
+            );
+            assert_eq!(value(fields, "s"), b"404");
+            assert_eq!(value(fields, "host"), visit().host);
+            // The path is cut to its own limit, longer than a code's, at a character boundary.
+            let path = value(fields, "c");
+            assert_eq!(path, truncate(long_path.as_bytes(), MAX_PATH));
+            assert!(path.len() > crate::event::MAX_CODE);
+            assert!(std::str::from_utf8(path).is_ok());
+        }
+    }
+
+    #[test]
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
-        assert_eq!(visits(b"\x04").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x05").collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();

@@ -3,7 +3,7 @@
 //! made in one pass of nginx's event loop leave together as **one** stream entry,
 //! `XADD sl:events MAXLEN ~ <cap> * v <batch>`.
 //!
-//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the ten fields of
+//! A batch is a format byte ([`BATCH_FORMAT`]), then per visit the eleven fields of
 //! [`VISIT_FIELDS`] in that order, each a little-endian `u16` length and the bytes (length 0 =
 //! absent). [`encode`] writes it (the module), [`decode`] frames it back (the consumer); the
 //! limits below are what the writer cuts to and the reader keeps. Format 1, written by modules
@@ -17,7 +17,8 @@ mod visit;
 pub use decode::{visits, BatchError, VisitFields};
 pub use encode::{Batch, Encoder, BATCH_MAX_BYTES, BATCH_MAX_VISITS};
 pub use visit::{
-    chosen_text, parse_chosen, truncate, Visit, BATCH_FIELD, BATCH_FORMAT, BATCH_FORMAT_1,
-    BATCH_FORMAT_2, FORMAT_1_FIELDS, FORMAT_2_FIELDS, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG,
-    MAX_REFERER, MAX_UA, VISIT_FIELDS,
+    chosen_text, parse_chosen, truncate, OrphanKind, Visit, BATCH_FIELD, BATCH_FORMAT,
+    BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, FORMAT_1_FIELDS, FORMAT_2_FIELDS,
+    FORMAT_3_FIELDS, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_PATH, MAX_REFERER, MAX_UA,
+    VISIT_FIELDS,
 };

@@ -7,7 +7,10 @@ use crate::record::Chosen;
 /// The stream field holding a batch.
 pub const BATCH_FIELD: &[u8] = b"v";
 /// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 3;
+pub const BATCH_FORMAT: u8 = 4;
+/// The format before `o` (orphan visits): its visits have the first [`FORMAT_3_FIELDS`] fields.
+pub const BATCH_FORMAT_3: u8 = 3;
+pub const FORMAT_3_FIELDS: usize = 10;
 /// The format before `id`: its visits have the first [`FORMAT_2_FIELDS`] fields.
 pub const BATCH_FORMAT_2: u8 = 2;
 pub const FORMAT_2_FIELDS: usize = 9;
@@ -18,9 +21,11 @@ pub const FORMAT_1_FIELDS: usize = 8;
 /// answered, `<rule>` or `<rule>.<variant>` (indexes from 0, [`chosen_text`]); empty when the
 /// link's own target did. `id` is the click's id ([`crate::click_id`]), made for a link with a
 /// click id parameter (and sent to its landing page); empty otherwise. The consumer makes it the
-/// visit's id.
-pub const VISIT_FIELDS: [&str; 10] = [
-    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id",
+/// visit's id. `o` is empty for a visit of a link; for an orphan visit (a request on a pool host
+/// that no link answered: [`OrphanKind`]) it names the kind, and `c` then holds the path asked
+/// for (cut to [`MAX_PATH`]) instead of a code.
+pub const VISIT_FIELDS: [&str; 11] = [
+    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id", "o",
 ];
 
 /// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
@@ -39,6 +44,50 @@ pub const MAX_LANG: usize = 256;
 pub const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
 /// Client addresses, as text.
 pub const MAX_IP: usize = 64;
+/// The path an orphan visit asked for (its `c`): enough to tell a mistyped code or a scanner's
+/// probe apart, not a place to store a whole crafted URL.
+pub const MAX_PATH: usize = 512;
+
+/// Why a request on a pool host is an orphan visit: Shlink's three kinds, and `recovered`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrphanKind {
+    /// The bare root `/`.
+    BaseUrl,
+    /// A path of a code's shape that no link of the host's workspace holds (unknown, of another
+    /// workspace, or a wrong check character).
+    InvalidShortUrl,
+    /// Any other path (no code can have its shape).
+    Regular404,
+    /// A path that held a code only once the punctuation a text glued to it was stripped: answered
+    /// as that code (a visit of it), and also recorded as this, so a template that loses taps
+    /// shows up.
+    Recovered,
+}
+
+impl OrphanKind {
+    pub const ALL: [OrphanKind; 4] = [
+        OrphanKind::BaseUrl,
+        OrphanKind::InvalidShortUrl,
+        OrphanKind::Regular404,
+        OrphanKind::Recovered,
+    ];
+
+    /// The `o` field's text, and the name the API and the database use.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OrphanKind::BaseUrl => "base_url",
+            OrphanKind::InvalidShortUrl => "invalid_short_url",
+            OrphanKind::Regular404 => "regular_404",
+            OrphanKind::Recovered => "recovered",
+        }
+    }
+
+    pub fn parse(text: &[u8]) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str().as_bytes() == text)
+    }
+}
 
 /// One visit, borrowed from the request.
 #[derive(Debug, Default, Clone, Copy)]
@@ -55,6 +104,8 @@ pub struct Visit<'a> {
     pub chosen: Option<Chosen>,
     /// The id sent to the landing page; `None` for a link without a click id parameter.
     pub click_id: Option<ClickId>,
+    /// `Some` for an orphan visit: `code` is then the path asked for.
+    pub orphan: Option<OrphanKind>,
 }
 
 /// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.
@@ -130,6 +181,15 @@ mod tests {
         assert_eq!(truncate(s, 6), s);
         // Invalid UTF-8 (a run of continuation bytes) gets a plain cut.
         assert_eq!(truncate(&[0x80; 10], 4).len(), 4);
+    }
+
+    #[test]
+    fn every_orphan_kind_parses_back() {
+        for kind in OrphanKind::ALL {
+            assert_eq!(OrphanKind::parse(kind.as_str().as_bytes()), Some(kind));
+        }
+        assert_eq!(OrphanKind::parse(b""), None);
+        assert_eq!(OrphanKind::parse(b"base"), None);
     }
 
     #[test]

@@ -12,10 +12,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use scope::{known, slug};
+pub(crate) use scope::{known, slug};
 use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
+use shortlink_visits::orphans::{DomainScope, OrphanCounts, Orphans};
+use std::collections::BTreeMap;
 
 pub mod reasons;
 pub mod reissue;
@@ -40,6 +42,9 @@ pub fn router() -> Router<AppState> {
 pub struct DomainList {
     /// By workspace, then by name.
     pub domains: Vec<DomainStatus>,
+    /// Orphan visits so far per listed domain and kind (issue 70, `GET /api/v1/visits/orphan`);
+    /// a domain without any is left out.
+    pub orphan_visits: BTreeMap<String, OrphanCounts>,
 }
 
 /// The short domains of the key's workspace: those its part of the issuing list names (nginx's
@@ -57,12 +62,19 @@ pub async fn list_domains(
     workspace: Option<InWorkspace>,
     // Extracted for what it records: the domains this request names, and their workspaces.
     _named: DomainContext,
-) -> Json<DomainList> {
+) -> Result<Json<DomainList>> {
     let domains = match workspace {
         Some(workspace) => state.domains.statuses_of(&slug(&state, workspace)),
         None => state.domains.statuses(),
     };
-    Json(DomainList { domains })
+    let listed = DomainScope::Only(domains.iter().map(|s| s.domain.clone()).collect());
+    let orphan_visits = (state.analytics.store.orphans())
+        .orphan_counts(&listed)
+        .await?;
+    Ok(Json(DomainList {
+        domains,
+        orphan_visits,
+    }))
 }
 
 /// One domain's health (`unknown` until its first check). Another workspace's domain is the

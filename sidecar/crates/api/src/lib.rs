@@ -22,6 +22,7 @@ pub mod links;
 mod metrics;
 mod ndjson;
 mod openapi;
+pub mod orphans;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
@@ -83,6 +84,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(stats::router())
         .merge(qr::router())
         .merge(visits::router())
+        .merge(orphans::router())
         .merge(webhooks::router())
         .merge(workspaces::router())
         .merge(workspace_metrics::router())

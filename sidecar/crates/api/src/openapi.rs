@@ -3,7 +3,7 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::{
     audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
-    preview, qr, resolve, retention, stats, subjects, visits, webhooks, workspace_metrics,
+    orphans, preview, qr, resolve, retention, stats, subjects, visits, webhooks, workspace_metrics,
     workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
@@ -55,6 +55,7 @@ use utoipa::OpenApi;
         stats::global_stats,
         qr::link_qr,
         visits::visit_feed,
+        orphans::orphan_visits,
         webhooks::create_webhook,
         webhooks::list_webhooks,
         webhooks::get_webhook,

@@ -19,6 +19,7 @@ use shortlink_store::audit::Origin;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
+use shortlink_visits::orphans::Orphans;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -393,6 +394,14 @@ pub async fn delete_workspace(
 ) -> Result<Json<DeletedView>> {
     let workspace = by_slug(&state, &slug).await?;
     let deleted = state.links.delete_workspace(workspace.id, &origin).await?;
+    // Its hosts' orphan visits (stored by host: shortlink_visits::orphans), as the issuing list
+    // groups them now.
+    let hosts: Vec<String> = (state.domains.statuses_of(&slug).into_iter())
+        .map(|status| status.domain)
+        .collect();
+    (state.analytics.store.orphans())
+        .delete_orphans_of(&hosts)
+        .await?;
     Ok(Json(DeletedView {
         links: deleted.links,
         keys: deleted.keys,

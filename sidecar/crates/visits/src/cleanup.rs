@@ -142,6 +142,7 @@ pub async fn delete_old_visits(
         deleted.receipts += (store.retention())
             .delete_scoped_receipts(&ruled, before.timestamp_millis())
             .await?;
+        delete_old_orphans(store, before).await?;
     }
     // The feed's rows of those visits: a reader skips ids whose visit is gone, so they may go
     // after the visits (one row per visit transaction, few to delete); while a policy keeps
@@ -159,6 +160,30 @@ pub async fn delete_old_visits(
         );
     }
     Ok(deleted)
+}
+
+/// Deletes raw orphan visits (crate::orphans) made before `before`: the flag's retention, as
+/// no policy names a host (their per-domain counts stay).
+async fn delete_old_orphans(
+    store: &dyn VisitStore,
+    before: chrono::DateTime<chrono::Utc>,
+) -> Result<(), CleanupError> {
+    use crate::orphans::Orphans;
+    let mut deleted = 0;
+    loop {
+        let n = (store.orphans())
+            .delete_orphans_before(before, u64::from(DELETE_CHUNK))
+            .await?;
+        deleted += n;
+        if n < u64::from(DELETE_CHUNK) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    if deleted > 0 {
+        tracing::info!(orphan_visits = deleted, "deleted past retention");
+    }
+    Ok(())
 }
 
 /// Runs the enabled jobs once.

@@ -18,6 +18,7 @@ pub mod conversions;
 pub mod countries;
 pub mod deliveries;
 pub mod domain_chart;
+pub mod orphans;
 pub mod retention;
 pub mod rollup;
 pub mod store;

@@ -394,6 +394,7 @@ impl<'a> Writer<'a> {
             host: (!link.domain.is_empty()).then(|| link.domain.clone()),
             accept_language: None,
             rule: None,
+            orphan: None,
         };
         let mut enriched = self.enricher.enrich(&event);
         // Where the source located the visit, its place is kept.

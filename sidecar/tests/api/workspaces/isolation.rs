@@ -102,6 +102,19 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         })
         .collect();
     store.store_batch(&visits, true).await.unwrap();
+    // An orphan visit on A's domain (a mistyped code), which only A may list (issue 70).
+    let time = chrono::Utc::now().timestamp_millis().to_string();
+    let fields = [
+        ("c", "/a-secret-typo"),
+        ("t", time.as_str()),
+        ("s", "404"),
+        ("host", A_DOMAIN),
+        ("o", "invalid_short_url"),
+    ];
+    let event = VisitEvent::from_fields("1700000000001-0", fields).unwrap();
+    let orphan = Enricher::new(GeoDb::disabled(), false).enrich(&event);
+    use shortlink_sidecar::visits::orphans::Orphans;
+    assert_eq!(store.orphans().store_orphans(&[orphan]).await.unwrap(), 1);
     // Its domain, named by a request through nginx (the test client sends the proxy secret).
     let answer = with_key(app, admin, Method::GET, "/domains")
         .header("x-shortlink-public-base", LISTS)
@@ -192,6 +205,7 @@ fn marks(objects: &Objects) -> Vec<String> {
             "a-secret-key",
             "a-secret-message",
             "a-secret-gateway",
+            "a-secret-typo",
             GATEWAY_USER,
             "a.example",
         ]
@@ -518,6 +532,11 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     }
     let (_, feed) = read(&app, &a_admin, "/visits").await;
     assert_eq!(feed.lines().count(), 3, "A reads its visits: {feed}");
+    let (_, orphans) = read(&app, &a_admin, "/visits/orphan").await;
+    assert!(
+        orphans.contains("a-secret-typo"),
+        "A reads its orphan visit: {orphans}"
+    );
     let (_, tokens) = read(&app, &a_admin, "/callback-tokens").await;
     assert!(
         tokens.contains(&objects.callback_token),

@@ -7,6 +7,7 @@ mod isolation;
 mod jobs;
 mod migration;
 mod operator;
+mod orphans;
 mod own_metrics;
 mod records;
 

@@ -142,6 +142,11 @@ fn describe() {
         "Click webhook events a receiver acknowledged (2xx), per subscription."
     );
     describe_counter!(
+        "shortlink_orphan_visits_total",
+        "Orphan visits (requests on a pool host no link answered, taps saved from trailing \
+         punctuation, known links' 410s) read and stored, per kind."
+    );
+    describe_counter!(
         "shortlink_webhook_retries_total",
         "Click webhook POSTs that failed and will be retried, per subscription."
     );
@@ -208,6 +213,12 @@ pub fn rollup_delay(oldest_visit_ms: i64) {
     // A clock step on the edge can date a visit in the future: counted as no delay.
     let delay = (now_ms.saturating_sub(oldest_visit_ms)).max(0) as f64 / 1000.0;
     histogram!("shortlink_rollup_delay_seconds").record(delay);
+}
+
+/// An orphan visit of `kind` (a fixed name: `shortlink_wire::event::OrphanKind`) read and stored;
+/// a redelivered one counts again (the stored counts do not).
+pub fn orphan_visit(kind: &'static str) {
+    counter!("shortlink_orphan_visits_total", "kind" => kind).increment(1);
 }
 
 /// Click webhook events acknowledged by `subscription`'s receiver (ids: few, made by the API).

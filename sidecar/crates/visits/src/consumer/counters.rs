@@ -18,6 +18,8 @@ pub struct ConsumerCounters {
     /// stream, a worker's spool or its cache. Dropped, never counted as another workspace's.
     pub unowned: AtomicU64,
     pub failed: AtomicU64,
+    /// Orphan visits stored (crate::orphans), redeliveries not counted again.
+    pub orphans: AtomicU64,
     pub acked: AtomicU64,
     /// The most visits one read has held (reads are sized to about one transaction's worth).
     pub largest_read: AtomicU64,

@@ -13,9 +13,12 @@
 //! visit of a packed entry) is the visits table's primary key, and only rows actually inserted
 //! reach the rollups and link counters, so a batch stored twice counts once.
 //!
+//! Orphan visits (the module's orphan events, and 410s of known links: [`crate::orphans`]) are
+//! stored after the batch's visits, in a transaction of their own, before the acknowledgement.
+//!
 //! Visits that cannot be stored are acknowledged with their entry and counted, never retried:
 //! unparseable ones (`invalid`; one bad group of a packed entry costs only itself), events that
-//! are not redirects or are `verify-import`'s own requests (`ignored`, e.g. 410 answers), and
+//! are not redirects or are `verify-import`'s own requests (`ignored`), and
 //! entries trimmed from the stream (`MAXLEN ~`) before they were read (`trimmed`), and visits of
 //! codes no link holds (`no_link`: a deleted workspace's late clicks, see
 //! [`VisitStore::store_batch`]; never counted as another workspace's). A batch the database refuses for a reason other than
@@ -290,6 +293,7 @@ impl Consumer {
         let prepared = prepare(entries, suffix, &self.enricher, &self.counters);
         self.observe(entries.len(), prepared.seen);
         self.writer.write_all(&prepared.visits).await?;
+        self.writer.write_orphans(&prepared.orphans).await?;
         Ok(prepared.ids)
     }
     /// Reads, stores and acknowledges one batch; returns how many entries it held.
@@ -366,11 +370,19 @@ impl Consumer {
             return Ok((0, acked));
         };
         let writer = self.writer.clone();
-        let Prepared { ids, visits, .. } = prepared;
+        let Prepared {
+            ids,
+            visits,
+            orphans,
+            ..
+        } = prepared;
         *in_flight = Some(InFlight {
             stream: self.read_from,
             ids,
-            write: tokio::spawn(async move { writer.write_all(&visits).await }),
+            write: tokio::spawn(async move {
+                writer.write_all(&visits).await?;
+                writer.write_orphans(&orphans).await
+            }),
         });
         Ok((n, acked))
     }

@@ -3,6 +3,7 @@
 use super::counters::ConsumerCounters;
 use super::entry::RawEntry;
 use super::error::ConsumerError;
+use crate::orphans::Orphans;
 use crate::store::VisitStore;
 use shortlink_store::StorageError;
 use shortlink_visit_enrich::{split_entry, Enricher, Visit};
@@ -14,6 +15,8 @@ use tokio::sync::watch;
 pub(super) struct Prepared {
     pub(super) ids: Vec<String>,
     pub(super) visits: Vec<Visit>,
+    /// Orphan visits (`crate::orphans::orphan_of`), stored after `visits`.
+    pub(super) orphans: Vec<Visit>,
     /// Visits found in the entries, stored or not (sizes the next read).
     pub(super) seen: usize,
 }
@@ -29,7 +32,8 @@ pub(super) struct Writer {
 }
 
 /// Splits entries into visits (several per entry when the module packed them) and enriches them.
-/// Malformed visits, non-redirect answers and `verify-import`'s own requests
+/// Orphan visits (`crate::orphans::orphan_of`) go apart, to be stored after the visits.
+/// Malformed visits, other non-redirect answers and `verify-import`'s own requests
 /// ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]) are counted and left out; their entries are
 /// acknowledged with the rest.
 /// `suffix`: on a cluster, the stream's own mark appended to each entry id to make the visit id:
@@ -59,11 +63,16 @@ pub(super) fn prepare(
     let seen = events.iter().map(Vec::len).sum();
     ConsumerCounters::add(&counters.visits, seen as u64);
     let mut visits = Vec::with_capacity(seen);
+    let mut orphans = Vec::new();
     for event in events.into_iter().flatten() {
         match event {
             Err(error) => {
                 tracing::debug!(%error, "unreadable visit event acknowledged");
                 ConsumerCounters::add(&counters.invalid, 1);
+            }
+            // A request no link answered, or a known link's 410 (crate::orphans).
+            Ok(event) if event.orphan.is_some() || event.status == Some(410) => {
+                orphans.push(enricher.enrich_owned(event));
             }
             Ok(event)
                 if event.status.is_some_and(|s| !(300..400).contains(&s))
@@ -79,6 +88,7 @@ pub(super) fn prepare(
     Prepared {
         ids: entries.iter().map(|e| e.id.clone()).collect(),
         visits,
+        orphans,
         seen,
     }
 }
@@ -90,6 +100,41 @@ impl Writer {
             self.write(chunk).await?;
         }
         Ok(())
+    }
+
+    /// Stores a batch's orphan visits in one transaction, riding out database outages as
+    /// [`Writer::write`] does; a batch refused otherwise is dropped (counted as `failed`).
+    pub(super) async fn write_orphans(&self, orphans: &[Visit]) -> Result<(), ConsumerError> {
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        let mut attempt: u32 = 0;
+        loop {
+            match self.store.orphans().store_orphans(orphans).await {
+                Ok(stored) => {
+                    ConsumerCounters::add(&self.counters.orphans, stored);
+                    for visit in orphans {
+                        if let Some((kind, _)) = crate::orphans::orphan_of(visit) {
+                            shortlink_core::metrics::orphan_visit(kind.as_str());
+                        }
+                    }
+                    return Ok(());
+                }
+                Err(error @ StorageError::Unavailable(_)) => {
+                    tracing::warn!(%error, "database unavailable; retrying the orphan visits");
+                }
+                Err(error) if attempt < 2 => {
+                    tracing::warn!(%error, attempt, "orphan visits failed; retrying");
+                }
+                Err(error) => {
+                    tracing::error!(%error, orphans = orphans.len(), "orphan visits cannot be stored; dropped");
+                    ConsumerCounters::add(&self.counters.failed, orphans.len() as u64);
+                    return Ok(());
+                }
+            }
+            attempt = attempt.saturating_add(1);
+            self.pause(backoff(attempt)).await?;
+        }
     }
 
     /// Stores visits in one transaction per batch, riding out database outages (see the module

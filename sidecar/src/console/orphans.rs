@@ -1,0 +1,78 @@
+//! The Domains page's orphan visits (issue 70): per domain of the signed-in workspace, the
+//! requests no link answered so far by kind, and the latest few, as `GET /api/v1/domains` and
+//! `GET /api/v1/visits/orphan` give them to its keys.
+
+use super::layout::when;
+use crate::http::orphans::scope_of_slug;
+use crate::http::AppState;
+use maud::{html, Markup};
+use shortlink_domains::health::DomainStatus;
+use shortlink_store::StorageResult;
+use shortlink_visits::orphans::{DomainScope, OrphanQuery, Orphans};
+
+/// The latest orphan visits the page lists.
+const LATEST: usize = 20;
+
+/// The section: counts per listed domain and kind, then the latest visits of the workspace's hosts.
+pub async fn section(
+    state: &AppState,
+    workspace: &str,
+    statuses: &[DomainStatus],
+) -> StorageResult<Markup> {
+    let store = state.analytics.store.orphans();
+    let listed = DomainScope::Only(statuses.iter().map(|s| s.domain.clone()).collect());
+    let counts = store.orphan_counts(&listed).await?;
+    // The newest: the list is oldest first, so the page reads the last day's, newest last.
+    let query = OrphanQuery {
+        scope: scope_of_slug(state, workspace),
+        kind: None,
+        domain: None,
+        from: Some(chrono::Utc::now() - chrono::Duration::days(1)),
+        to: None,
+        after: None,
+        limit: 1000,
+    };
+    let recent = store.orphan_visits(&query).await?;
+    let latest = &recent[recent.len().saturating_sub(LATEST)..];
+    Ok(html! {
+        h2 { "Orphan visits" }
+        p.hint { "Requests on these domains that no link answered (the bare root, an unknown or "
+            "mistyped code, a path no code has), and taps saved from the punctuation a text "
+            "glued to a link (recovered). Counted since the start; also in the API at "
+            code { "/api/v1/visits/orphan" } "." }
+        div.wide { table.orphan-counts {
+            thead { tr {
+                th scope="col" { "Domain" } th.num scope="col" { "Bare root" }
+                th.num scope="col" { "Unknown code" } th.num scope="col" { "Other path" }
+                th.num scope="col" { "Recovered" }
+            } }
+            tbody {
+                @for (domain, c) in &counts {
+                    tr {
+                        td { (domain) } td.num { (c.base_url) } td.num { (c.invalid_short_url) }
+                        td.num { (c.regular_404) } td.num { (c.recovered) }
+                    }
+                }
+                @if counts.is_empty() { tr { td colspan="5" { "No orphan visit yet." } } }
+            }
+        } }
+        @if !latest.is_empty() {
+            h3 { "Latest (last 24 hours)" }
+            div.wide { table.orphan-latest {
+                thead { tr {
+                    th scope="col" { "When" } th scope="col" { "Domain" } th scope="col" { "Kind" }
+                    th scope="col" { "Path" } th scope="col" { "Device" } th scope="col" { "Country" }
+                } }
+                tbody {
+                    @for v in latest.iter().rev() {
+                        tr {
+                            td { (when(Some(v.at))) } td { (v.domain) } td { (v.kind) }
+                            td { code { (v.path) } } td { (v.device) }
+                            td { (v.country.as_deref().unwrap_or("")) }
+                        }
+                    }
+                }
+            } }
+        }
+    })
+}

@@ -1,0 +1,106 @@
+//! Orphan visits end to end (issue 70): requests on pool hosts that no link answers (the bare
+//! root, an unknown code, another workspace's code, a path no code has) and a tap saved from
+//! trailing punctuation reach the sidecar through the module's event stream, each with its kind,
+//! host and path; a workspace lists and counts those of its own hosts only, and a 404 on a host
+//! outside the pool is not recorded.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use shortlink_e2e::{templates_with, Api, NginxOptions, System};
+use testkit::wait_until;
+
+use crate::workspaces::{brand, operator};
+
+const A_HOST: &str = "s1.brand-a.test";
+const DEFAULT_HOST: &str = "s1.test";
+
+/// (kind, domain, path) of each orphan visit a key lists, oldest first.
+fn listed(api: &Api) -> Vec<(String, String, String)> {
+    let (status, page) = api.get("/visits/orphan");
+    assert_eq!(status, 200, "{page}");
+    (page["visits"].as_array().unwrap().iter())
+        .map(|v| {
+            let text = |field: &str| v[field].as_str().unwrap().to_owned();
+            (text("kind"), text("domain"), text("path"))
+        })
+        .collect()
+}
+
+fn triples(list: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    (list.iter())
+        .map(|(k, d, p)| (k.to_string(), d.to_string(), p.to_string()))
+        .collect()
+}
+
+#[test]
+fn orphan_visits_reach_their_hosts_workspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    templates_with(
+        dir.path(),
+        "map $host $shortlink_workspace {",
+        &format!("    {A_HOST} brand-a;"),
+    );
+    let system = System::start_with(NginxOptions {
+        conf_dir: Some(dir.path().to_owned()),
+        pool: Some(vec![DEFAULT_HOST.into(), A_HOST.into()]),
+        public_base: Some(format!("http://{DEFAULT_HOST} [brand-a] http://{A_HOST}")),
+        ..NginxOptions::default()
+    });
+    let operator = operator(&system);
+    let a = brand(&system, &operator, "brand-a");
+    let (status, link) = a.post("/links", &json!({"url": "https://shop.brand-a.example/"}));
+    assert_eq!(status, 201, "{link}");
+    let ours = link["code"].as_str().unwrap().to_owned();
+    let defaults = system.create(json!({"url": "https://default.example/"}));
+
+    let get = |host: &str, path: &str| system.nginx.request(reqwest::Method::GET, host, path);
+    for (host, path, status) in [
+        (A_HOST, "/".to_owned(), 404),
+        (A_HOST, format!("/{defaults}"), 404),
+        (A_HOST, "/no-such-alias-1".to_owned(), 404),
+        (A_HOST, "/a/b".to_owned(), 404),
+        (A_HOST, format!("/{ours}."), 302),
+        (DEFAULT_HOST, "/".to_owned(), 404),
+        // Outside the pool: not recorded.
+        ("outside.test", "/no-such-alias-2".to_owned(), 404),
+    ] {
+        assert_eq!(get(host, &path).status(), status, "{host}{path}");
+    }
+
+    let expected = triples(&[
+        ("base_url", A_HOST, "/"),
+        ("invalid_short_url", A_HOST, &format!("/{defaults}")),
+        ("invalid_short_url", A_HOST, "/no-such-alias-1"),
+        ("regular_404", A_HOST, "/a/b"),
+        ("recovered", A_HOST, &format!("/{ours}.")),
+    ]);
+    let mut seen = Vec::new();
+    let arrived = wait_until(Duration::from_secs(20), || {
+        seen = listed(&a);
+        seen.len() >= expected.len()
+    });
+    assert!(arrived, "orphan visits did not arrive: {seen:?}");
+    assert_eq!(seen, expected);
+
+    // The default workspace's key: its own host's only, nothing of brand-a's or outside the pool.
+    let default = system.api();
+    let mut theirs = Vec::new();
+    wait_until(Duration::from_secs(20), || {
+        theirs = listed(&default);
+        !theirs.is_empty()
+    });
+    assert_eq!(theirs, triples(&[("base_url", DEFAULT_HOST, "/")]));
+
+    // Counted per domain and kind, each workspace its own domains.
+    let (_, domains) = a.get("/domains");
+    assert_eq!(
+        domains["orphan_visits"],
+        json!({A_HOST: {"base_url": 1, "invalid_short_url": 2, "regular_404": 1, "recovered": 1}}),
+        "{domains}"
+    );
+    let (_, domains) = default.get("/domains");
+    let counts: &Value = &domains["orphan_visits"];
+    assert!(counts.get(A_HOST).is_none(), "{domains}");
+    assert_eq!(counts[DEFAULT_HOST]["base_url"], 1, "{domains}");
+}
