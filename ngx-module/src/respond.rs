@@ -260,6 +260,12 @@ pub fn track_orphan(
     if !lcf.track() || lcf.pool.is_none() {
         return;
     }
+    // SAFETY: `ngx_cached_time` always points at the current cached time slot.
+    let now = unsafe { (*ngx_cached_time).sec as u64 };
+    if worker::with(mcf, |w| w.orphan_allowed(now)) != Some(true) {
+        bump(mcf, Counter::OrphansUnrecorded);
+        return;
+    }
     let uri = click::str_bytes(&r.unparsed_uri);
     let path = uri.split(|&b| b == b'?').next().unwrap_or(uri);
     queue(r, mcf, path, status, Answered::from(0), Some(kind));

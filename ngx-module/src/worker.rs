@@ -72,6 +72,11 @@ pub struct Worker {
     flush_ms: u64,
     /// What the last projection marker said about this worker's code scheme.
     scheme: SchemeState,
+    /// `shortlink_orphans_per_second`; the second orphan events were last queued in, and how
+    /// many more it may take.
+    orphans_per_second: u64,
+    orphan_second: u64,
+    orphans_left: u64,
 }
 
 /// What [`Worker::remember`] did with an answer.
@@ -195,7 +200,22 @@ impl Worker {
             flush,
             flush_ms: mcf.events_flush_ms(),
             scheme: SchemeState::Unknown,
+            orphans_per_second: mcf.orphans_per_second(),
+            orphan_second: 0,
+            orphans_left: 0,
         }
+    }
+
+    /// Whether an orphan event may be queued in second `now`: at most
+    /// `shortlink_orphans_per_second` a second, the rest counted only.
+    pub fn orphan_allowed(&mut self, now: u64) -> bool {
+        if now != self.orphan_second {
+            self.orphan_second = now;
+            self.orphans_left = self.orphans_per_second;
+        }
+        let allowed = self.orphans_left > 0;
+        self.orphans_left = self.orphans_left.saturating_sub(1);
+        allowed
     }
 
     /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires

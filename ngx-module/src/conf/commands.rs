@@ -50,7 +50,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 30] = [
+pub static mut COMMANDS: [ngx_command_t; 31] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -173,6 +173,12 @@ pub static mut COMMANDS: [ngx_command_t; 30] = [
         MAIN | NGX_CONF_TAKE1,
         MainConf.events_flush_ms,
         |_, a| parse::events_flush(a[0])
+    ),
+    value!(
+        "shortlink_orphans_per_second",
+        MAIN | NGX_CONF_TAKE1,
+        MainConf.orphans_per_second,
+        |_, a| parse::orphans_per_second(a[0])
     ),
     value!(
         "shortlink_cache_invalidation",

@@ -365,6 +365,18 @@ pub fn events_flush(arg: &[u8]) -> Result<u64, ArgError> {
     }
 }
 
+/// Most orphan events a worker may queue in a second.
+const MAX_ORPHANS_PER_SECOND: u64 = 1_000_000;
+
+/// `shortlink_orphans_per_second <count>`: orphan events a worker queues at most each second
+/// (0 records none; the status page counts the rest as `orphans_unrecorded`).
+pub fn orphans_per_second(arg: &[u8]) -> Result<u64, ArgError> {
+    match count(arg)? {
+        n @ 0..=MAX_ORPHANS_PER_SECOND => Ok(n),
+        _ => err(format!("must be 0..={MAX_ORPHANS_PER_SECOND} events")),
+    }
+}
+
 /// Largest spool accepted per worker.
 const MAX_SPOOL_EVENTS: u64 = 10_000_000;
 const MAX_SPOOL_BYTES: u64 = 1 << 30;

@@ -79,9 +79,12 @@ pub enum Counter {
     /// Requests whose path was no code but the code before its trailing punctuation
     /// (`/abc1234.`, `/abc1234%E3%80%82`), answered as that code with a redirect, 410 or card.
     Recovered,
+    /// Orphan events not queued: past the worker's `shortlink_orphans_per_second` in their
+    /// second (a flood of bogus requests is counted here, not recorded one by one).
+    OrphansUnrecorded,
 }
 
-pub(super) const COUNT: usize = 34;
+pub(super) const COUNT: usize = 35;
 
 pub(super) const NAMES: [&str; COUNT] = [
     "requests",
@@ -118,6 +121,7 @@ pub(super) const NAMES: [&str; COUNT] = [
     "imported_lookups",
     "cluster_replicas_read",
     "recovered",
+    "orphans_unrecorded",
 ];
 
 #[repr(C)]

@@ -104,3 +104,45 @@ fn orphan_visits_reach_their_hosts_workspace_only() {
     assert!(counts.get(A_HOST).is_none(), "{domains}");
     assert_eq!(counts[DEFAULT_HOST]["base_url"], 1, "{domains}");
 }
+
+/// A scanner's flood of 404s is counted, not recorded one by one: each worker queues at most
+/// `shortlink_orphans_per_second` orphan events a second, and the status page counts the rest.
+#[test]
+fn a_flood_of_404s_is_recorded_at_the_workers_rate_and_counted_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    templates_with(
+        dir.path(),
+        "shortlink_redis @REDIS@;",
+        "    shortlink_orphans_per_second 1;",
+    );
+    let system = System::start_with(NginxOptions {
+        conf_dir: Some(dir.path().to_owned()),
+        pool: Some(vec![DEFAULT_HOST.into()]),
+        ..NginxOptions::default()
+    });
+    const FLOOD: u64 = 40;
+    let before = system.nginx.counters();
+    for n in 0..FLOOD {
+        let path = format!("/no-such-alias-{n}");
+        let answer = system
+            .nginx
+            .request(reqwest::Method::GET, DEFAULT_HOST, &path);
+        assert_eq!(answer.status(), 404, "{path}");
+    }
+    let after = system.nginx.counters();
+    let unrecorded = after["orphans_unrecorded"] - before["orphans_unrecorded"];
+    let recorded = FLOOD - unrecorded;
+    // One a second a worker: however slow the machine, 40 requests do not take 20 seconds.
+    assert!(
+        (1..=FLOOD / 2).contains(&recorded),
+        "{recorded} of {FLOOD} recorded"
+    );
+    let api = system.api();
+    let mut seen = Vec::new();
+    let arrived = wait_until(Duration::from_secs(20), || {
+        seen = listed(&api);
+        seen.len() as u64 >= recorded
+    });
+    assert!(arrived, "{recorded} orphan visits expected: {seen:?}");
+    assert_eq!(seen.len() as u64, recorded, "{seen:?}");
+}
