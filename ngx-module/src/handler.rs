@@ -24,6 +24,7 @@ use crate::request::{click, code, host};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
+use shortlink_wire::not_found::Case;
 use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -200,7 +201,7 @@ fn serve(
         Verdict::Lookup { bad_check, scope } => (bad_check, scope),
         Verdict::CheckReject => {
             bump(mcf, Counter::CheckRejects);
-            return not_found(mcf, domain);
+            return unknown(r, mcf, lcf, domain, Case::Unknown);
         }
         Verdict::NoCode if found == Found::Exact => {
             return recover(r, mcf, lcf, domain, raw_uri, password)
@@ -322,13 +323,47 @@ fn not_a_code(
         }
     }
     bump(mcf, Counter::Invalid);
-    not_found(mcf, domain)
+    let case = if is_root(raw_uri, lcf) {
+        Case::Root
+    } else {
+        Case::Unknown
+    };
+    unknown(r, mcf, lcf, domain, case)
+}
+
+/// Whether the path is the bare root: `/`, or the location's prefix alone.
+fn is_root(raw_uri: &[u8], lcf: &LocConf) -> bool {
+    let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
+    path == b"/" || matches!(&lcf.route, Some(code::Route::Prefix(prefix)) if path == prefix.as_slice())
+}
+
+/// A 404 on a pool host: its not-found redirect if one is set (`crate::not_found`).
+fn unknown(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+    case: Case,
+) -> ngx_int_t {
+    let rc = not_found(mcf, domain);
+    respond::not_found_redirect(r, mcf, lcf, case).unwrap_or(rc)
 }
 
 fn not_found(mcf: &MainConf, domain: DomainCounts) -> ngx_int_t {
     bump(mcf, Counter::NotFound);
     domain.bump(DomainCounter::NotFound);
     NGX_HTTP_NOT_FOUND as ngx_int_t
+}
+
+/// The workspace of the request's host, from this worker's table when it is free (a cache hit
+/// answers while it is borrowed: then from nginx's `map`).
+pub(crate) fn request_workspace(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+) -> HostWorkspace {
+    worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
+        .unwrap_or_else(|| host_workspace(r, lcf, None))
 }
 
 /// Without `shortlink_pool` every host is served.

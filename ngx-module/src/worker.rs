@@ -19,6 +19,7 @@ use crate::cache::{Cache, CacheConfig, Cached, Hit, Scope};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
+use crate::not_found;
 use crate::redis::cluster::{Cluster, Target};
 use crate::redis::tracking::Pending;
 use crate::redis::{Pool, RedisError, Reply, Tracker};
@@ -72,6 +73,9 @@ pub struct Worker {
     flush_ms: u64,
     /// What the last projection marker said about this worker's code scheme.
     scheme: SchemeState,
+    /// Keeps this worker's copy of the not-found redirects ([`crate::not_found`]); dropped with
+    /// the worker.
+    not_found_task: Option<Task<()>>,
 }
 
 /// What [`Worker::remember`] did with an answer.
@@ -107,6 +111,9 @@ pub fn with<R>(mcf: &MainConf, f: impl FnOnce(&mut Worker) -> R) -> Option<R> {
             let mut slot = cell.try_borrow_mut().ok()?;
             if !matches!(&*slot, Some(w) if std::ptr::eq(w.conf, mcf)) {
                 *slot = Some(Worker::new(mcf));
+                if let Some(w) = slot.as_mut() {
+                    w.read_not_found();
+                }
             }
             slot.as_mut().map(f)
         })
@@ -195,7 +202,34 @@ impl Worker {
             flush,
             flush_ms: mcf.events_flush_ms(),
             scheme: SchemeState::Unknown,
+            not_found_task: None,
         }
+    }
+
+    /// Starts the task that keeps the not-found redirects (with a Redis to read it from). Spawned
+    /// under the worker's borrow: a first poll run at once finds the worker busy and tries again
+    /// shortly ([`not_found::refresh`]).
+    fn read_not_found(&mut self) {
+        if self.redis.is_none() && self.cluster.is_none() {
+            return;
+        }
+        // SAFETY: the configuration outlives its workers' state (a new one replaces the
+        // worker, whose Drop drops the task).
+        let mcf: &'static MainConf = unsafe { &*self.conf };
+        self.not_found_task = Some(ngx::async_::spawn(not_found::refresh(mcf)));
+    }
+
+    /// Sends `HGETALL sl:nf`: every not-found redirect setting.
+    pub fn not_found_settings(&mut self) -> Result<Reply, RedisError> {
+        let key = keys::NOT_FOUND_REDIRECTS.as_bytes();
+        let args: [&[&[u8]]; 2] = [&[b"HGETALL"], &[key]];
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(key, &args, &Target::Owner);
+        }
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&args)
     }
 
     /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires
@@ -569,6 +603,7 @@ impl Drop for Worker {
             tracker.state().forget_wake();
         }
         self.prefill = None;
+        self.not_found_task = None;
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }

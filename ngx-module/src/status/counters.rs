@@ -79,9 +79,12 @@ pub enum Counter {
     /// Requests whose path was no code but the code before its trailing punctuation
     /// (`/abc1234.`, `/abc1234%E3%80%82`), answered as that code with a redirect, 410 or card.
     Recovered,
+    /// 404s and 410s answered with a not-found redirect instead (a subset of `NotFound` and
+    /// `Gone`; `crate::not_found`).
+    NotFoundRedirects,
 }
 
-pub(super) const COUNT: usize = 34;
+pub(super) const COUNT: usize = 35;
 
 pub(super) const NAMES: [&str; COUNT] = [
     "requests",
@@ -118,6 +121,7 @@ pub(super) const NAMES: [&str; COUNT] = [
     "imported_lookups",
     "cluster_replicas_read",
     "recovered",
+    "not_found_redirects",
 ];
 
 #[repr(C)]

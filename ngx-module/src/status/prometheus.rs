@@ -95,6 +95,7 @@ const HELP: [&str; COUNT] = [
     "Lookups of codes only shortlink_imported_codes sends to Redis.",
     "Primaries whose slots a worker reads from a replica in its zone (read_replicas=).",
     "Paths answered as the code before their trailing punctuation (redirect, 410 or card).",
+    "404s and 410s answered with a not-found redirect of the host or its workspace instead.",
 ];
 
 /// The whole page in the Prometheus text format.
