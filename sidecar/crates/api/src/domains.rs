@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
 
+pub mod not_found;
 pub mod reasons;
 pub mod reissue;
 mod scope;
@@ -34,6 +35,16 @@ pub fn router() -> Router<AppState> {
             get(unclicked::unclicked_links),
         )
         .route("/domains/{domain}/reissue", post(reissue::reissue_links))
+        .route(
+            "/domains/{domain}/not-found-redirects",
+            get(not_found::get_domain)
+                .put(not_found::put_domain)
+                .delete(not_found::delete_domain),
+        )
+        .route(
+            "/not-found-redirects",
+            get(not_found::get_workspace).put(not_found::put_workspace),
+        )
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

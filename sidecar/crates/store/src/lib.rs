@@ -12,6 +12,7 @@ mod error;
 mod imported;
 mod model;
 pub mod mysql;
+mod not_found;
 pub mod pg_copy;
 mod pool;
 mod postgres;
@@ -21,6 +22,7 @@ pub mod sqlite_file;
 mod workspace;
 
 pub use self::imported::ImportedLink;
+pub use self::not_found::NotFoundRedirects;
 pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter,
     LinkFlags, LinkState, ListCursor, NewRow, Role, Slot,
