@@ -10,7 +10,7 @@
 //! a Redis outage keeps the last settings rather than reverting to 404s. With no setting at all
 //! the table is empty and the not-found path pays one thread-local test.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::pin::pin;
 use std::time::Duration;
@@ -36,6 +36,15 @@ const READ_TIMEOUT_MS: u64 = 1000;
 thread_local! {
     /// Beside the worker state rather than in it: a cache hit answers while that is borrowed.
     static TABLE: RefCell<Table> = RefCell::new(Table::default());
+    /// Whether `TABLE` holds any setting: a const-initialised flag, so the path of a 404 while
+    /// nothing is set is one thread-local load (the table's lazy initialisation is not paid).
+    static ANY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this worker's copy holds any setting.
+#[inline]
+pub fn any() -> bool {
+    ANY.with(Cell::get)
 }
 
 /// Runs `f` on this worker's copy; `None` if it is being replaced further up the stack.
@@ -48,9 +57,11 @@ pub fn with_table<R>(f: impl FnOnce(&Table) -> R) -> Option<R> {
 }
 
 fn store(table: Table) {
+    let any = !table.is_empty();
     let _ = TABLE.try_with(|cell| {
         if let Ok(mut slot) = cell.try_borrow_mut() {
             *slot = table;
+            ANY.with(|flag| flag.set(any));
         }
     });
 }

@@ -271,8 +271,24 @@ pub fn count_recovered(mcf: &MainConf, recovered: bool, answered: Answered) {
 /// The not-found redirect (`crate::not_found`) of `case` on the request's host, sent: a 302
 /// to the URL, with `Cache-Control` as other temporary redirects, the query never forwarded (it
 /// was meant for a link that is not there). `None`: no setting applies, today's answer stands.
-/// With no setting anywhere this is one thread-local test.
+/// With no setting anywhere this is one thread-local load.
+#[inline]
 pub fn not_found_redirect(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    case: Case,
+) -> Option<ngx_int_t> {
+    if !not_found::any() {
+        return None;
+    }
+    redirect_as_set(r, mcf, lcf, case)
+}
+
+/// [`not_found_redirect`] once some setting exists; out of line, so that a 404 while none does
+/// carries none of it.
+#[inline(never)]
+fn redirect_as_set(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
