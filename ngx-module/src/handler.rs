@@ -334,7 +334,8 @@ fn not_a_code(
 /// Whether the path is the bare root: `/`, or the location's prefix alone.
 fn is_root(raw_uri: &[u8], lcf: &LocConf) -> bool {
     let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
-    path == b"/" || matches!(&lcf.route, Some(code::Route::Prefix(prefix)) if path == prefix.as_slice())
+    path == b"/"
+        || matches!(&lcf.route, Some(code::Route::Prefix(prefix)) if path == prefix.as_slice())
 }
 
 /// A 404 on a pool host: its not-found redirect if one is set (`crate::not_found`).

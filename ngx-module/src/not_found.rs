@@ -189,9 +189,18 @@ mod tests {
         ]))
         .unwrap();
         let on = |host: &str, ws| table.choose(host.as_bytes(), || ws, Case::Unknown);
-        assert_eq!(on("go.a.example", HostWorkspace::Named(brand)), Some("https://go-a/"));
-        assert_eq!(on("x.a.example", HostWorkspace::Named(brand)), Some("https://a/"));
-        assert_eq!(on("b.example", HostWorkspace::Default), Some("https://default/"));
+        assert_eq!(
+            on("go.a.example", HostWorkspace::Named(brand)),
+            Some("https://go-a/")
+        );
+        assert_eq!(
+            on("x.a.example", HostWorkspace::Named(brand)),
+            Some("https://a/")
+        );
+        assert_eq!(
+            on("b.example", HostWorkspace::Default),
+            Some("https://default/")
+        );
         let other = HostWorkspace::Named("brand-b".parse().unwrap());
         assert_eq!(on("b2.example", other), None);
         assert_eq!(on("b2.example", HostWorkspace::Nothing), None);

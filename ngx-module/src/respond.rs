@@ -5,8 +5,7 @@
 use nginx_sys::{
     ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_pnalloc,
     ngx_str_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_MOVED_TEMPORARILY,
-    NGX_HTTP_NOT_FOUND,
-    NGX_HTTP_SERVICE_UNAVAILABLE,
+    NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::ngx_string;
 
@@ -14,14 +13,14 @@ use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
 use crate::headers::push_header;
+use crate::not_found;
 use crate::redis::RedisError;
+use crate::request::value::slice_or_empty;
 use crate::request::{click, click_id, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
-use crate::not_found;
-use crate::request::value::slice_or_empty;
 use crate::{page, worker};
-use shortlink_wire::not_found::Case;
 use shortlink_wire::click_id::ClickId;
+use shortlink_wire::not_found::Case;
 use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
@@ -300,11 +299,16 @@ fn redirect_as_set(
         if table.is_empty() {
             return None;
         }
-        let url = table.choose(host, || crate::handler::request_workspace(r, mcf, lcf), case)?;
+        let url = table.choose(
+            host,
+            || crate::handler::request_workspace(r, mcf, lcf),
+            case,
+        )?;
         pool_copy(r, &[url.as_bytes()])
     })??;
     let rc = send_temporary(r, lcf, url);
-    (rc != NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).then(|| bump(mcf, Counter::NotFoundRedirects));
+    (rc != NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t)
+        .then(|| bump(mcf, Counter::NotFoundRedirects));
     Some(rc)
 }
 

@@ -197,7 +197,10 @@ mod tests {
         assert_eq!(pick(Case::Unknown), Some("https://d/"));
         assert_eq!(pick(Case::Expired), Some("https://w/expired"));
         assert_eq!(pick(Case::Root), None);
-        assert_eq!(choose(None, Some(&workspace), Case::Unknown), Some("https://w/"));
+        assert_eq!(
+            choose(None, Some(&workspace), Case::Unknown),
+            Some("https://w/")
+        );
         assert_eq!(choose(None, None, Case::Unknown), None);
     }
 

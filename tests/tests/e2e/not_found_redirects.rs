@@ -45,8 +45,8 @@ fn start(dir: &Path) -> System {
 /// Status and `Location` of `path` on `host`.
 fn answer(system: &System, host: &str, path: &str) -> (u16, Option<String>) {
     let response = system.nginx.get(host, path);
-    let location = (response.headers().get("location"))
-        .map(|value| value.to_str().unwrap().to_owned());
+    let location =
+        (response.headers().get("location")).map(|value| value.to_str().unwrap().to_owned());
     (response.status().as_u16(), location)
 }
 

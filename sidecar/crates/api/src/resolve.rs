@@ -85,7 +85,9 @@ pub async fn resolve(
         _ => None,
     };
     if let (Some(case), Some(workspace)) = (case, workspace) {
-        let host = headers.get(fallback::HOST_HEADER).and_then(|h| h.to_str().ok());
+        let host = headers
+            .get(fallback::HOST_HEADER)
+            .and_then(|h| h.to_str().ok());
         if let Some(url) = not_found_redirect(&state, workspace, host, case).await? {
             return answer(Resolution::Redirect {
                 status: 302,

@@ -22,12 +22,12 @@ pub mod sqlite_file;
 mod workspace;
 
 pub use self::imported::ImportedLink;
-pub use self::not_found::NotFoundRedirects;
 pub use self::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter,
     LinkFlags, LinkState, ListCursor, NewRow, Role, Slot,
 };
 use self::mysql::MysqlStorage;
+pub use self::not_found::NotFoundRedirects;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{

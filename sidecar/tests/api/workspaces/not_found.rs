@@ -53,7 +53,10 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
 
     // Checked as a link's target: the field is named.
     for (body, field) in [
-        (json!({"unknown_url": "ftp://brand-a.example/"}), "unknown_url"),
+        (
+            json!({"unknown_url": "ftp://brand-a.example/"}),
+            "unknown_url",
+        ),
         (json!({"root_url": "https://s.example/loop"}), "root_url"),
         (json!({"expired_url": "/relative"}), "expired_url"),
     ] {
@@ -64,7 +67,13 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
     }
     let domain_path = format!("/domains/{A1}/not-found-redirects");
     // Another workspace's domain is one never seen; a viewer changes nothing.
-    let (status, error) = put(&app, &b, &domain_path, json!({"unknown_url": "https://b.example/"})).await;
+    let (status, error) = put(
+        &app,
+        &b,
+        &domain_path,
+        json!({"unknown_url": "https://b.example/"}),
+    )
+    .await;
     assert_eq!(status, 404, "{error}");
     let (status, _) = put(&app, &viewer, &domain_path, json!({})).await;
     assert_eq!(status, 403);
@@ -75,7 +84,13 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
     let (status, view) = put(&app, &a, "/not-found-redirects", own).await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["domain"], Value::Null);
-    let (status, view) = put(&app, &a, &domain_path, json!({"unknown_url": "https://brand-a.example/a1"})).await;
+    let (status, view) = put(
+        &app,
+        &a,
+        &domain_path,
+        json!({"unknown_url": "https://brand-a.example/a1"}),
+    )
+    .await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["domain"], A1);
 
@@ -113,11 +128,17 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
                 .send()
                 .await
                 .unwrap();
-            let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_owned());
+            let location = answer
+                .headers()
+                .get("location")
+                .map(|l| l.to_str().unwrap().to_owned());
             (answer.status().as_u16(), location)
         }
     };
-    assert_eq!(fallback("brand-a", A1).await, (302, url("https://brand-a.example/a1")));
+    assert_eq!(
+        fallback("brand-a", A1).await,
+        (302, url("https://brand-a.example/a1"))
+    );
     assert_eq!(
         fallback("brand-a", "a9.brand-a.example").await,
         (302, url("https://brand-a.example/lost"))
@@ -125,13 +146,19 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
     assert_eq!(fallback("brand-b", "b1.brand-b.example").await, (404, None));
 
     // The domain's setting removed: it falls through to the workspace's.
-    let answer = through_nginx(&app, &a, Method::DELETE, &domain_path).send().await.unwrap();
+    let answer = through_nginx(&app, &a, Method::DELETE, &domain_path)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 204);
     assert_eq!(
         hash(&app).await,
         HashMap::from([(workspace_field("brand-a"), workspace.encode())])
     );
-    assert_eq!(fallback("brand-a", A1).await, (302, url("https://brand-a.example/lost")));
+    assert_eq!(
+        fallback("brand-a", A1).await,
+        (302, url("https://brand-a.example/lost"))
+    );
 
     // Deleted with the workspace, in SQL and in Redis.
     let answer = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-a")
@@ -140,7 +167,10 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
         .unwrap();
     assert!(answer.status().is_success(), "{:?}", answer.text().await);
     assert!(hash(&app).await.is_empty());
-    let rows = app.db.scalar("SELECT COUNT(*) FROM not_found_redirects").await;
+    let rows = app
+        .db
+        .scalar("SELECT COUNT(*) FROM not_found_redirects")
+        .await;
     assert_eq!(rows, 0);
 }
 
@@ -157,4 +187,67 @@ async fn not_found_redirects_on_postgres() {
 #[tokio::test]
 async fn not_found_redirects_on_mariadb() {
     checked_scoped_stored_audited_and_projected(Backend::Mariadb).await;
+}
+
+/// The console's page edits the workspace's settings as the API does: refused with the field
+/// named, saved, shown again, projected; another workspace's domain is one never seen.
+#[tokio::test]
+async fn the_console_page_shows_and_saves_the_workspaces_settings() {
+    use crate::console::{csrf_of, location, Browser};
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    create_workspace(&app, &operator, "brand-b").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    // brand-b's domain, named by a request through nginx.
+    let answer = through_nginx(&app, &b, Method::GET, "/domains")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/not-found").await;
+    assert!(page.contains("This workspace"), "{page}");
+    assert!(
+        !page.contains("b1.brand-b.example"),
+        "another workspace's domain: {page}"
+    );
+    let csrf = csrf_of(&page);
+    let form = |domain: &'static str, unknown: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("domain", domain.to_owned()),
+            ("root_url", String::new()),
+            ("unknown_url", unknown.to_owned()),
+            ("expired_url", String::new()),
+        ]
+    };
+    let post = |fields: Vec<(&'static str, String)>| {
+        let browser = &mut browser;
+        async move {
+            let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            browser.post("/console/not-found", &fields).await
+        }
+    };
+    let refused = post(form("", "ftp://default.example/")).await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused.text().await.unwrap().contains("unknown_url"));
+    assert!(hash(&app).await.is_empty());
+    let foreign = post(form("b1.brand-b.example", "https://default.example/")).await;
+    assert_eq!(foreign.status(), 404);
+
+    let saved = post(form("", "https://default.example/lost")).await;
+    assert_eq!(saved.status(), 303);
+    assert_eq!(location(&saved), "/console/not-found");
+    let page = browser.page("/console/not-found").await;
+    assert!(page.contains("https://default.example/lost"), "{page}");
+    let expected = Redirects {
+        unknown: url("https://default.example/lost"),
+        ..Redirects::default()
+    };
+    assert_eq!(
+        hash(&app).await,
+        HashMap::from([(workspace_field("default"), expected.encode())])
+    );
 }

@@ -68,7 +68,7 @@ fn view(domain: &str, row: Option<NotFoundRedirects>) -> NotFoundView {
 pub use shortlink_core::projection::not_found::redirects;
 
 /// The row of (workspace, domain), if any.
-pub(crate) async fn stored(
+pub async fn stored(
     state: &AppState,
     workspace: WorkspaceId,
     domain: &str,
@@ -110,7 +110,7 @@ pub async fn put_workspace(
     domains: DomainContext,
     Json(request): Json<NotFoundRequest>,
 ) -> Result<Json<NotFoundView>> {
-    put(&state, workspace, origin, &domains, "", request).await
+    save(&state, workspace, origin, &domains.own_domains, "", request).await
 }
 
 /// A domain's not-found redirects (each unset one falls through to the workspace's).
@@ -152,7 +152,15 @@ pub async fn put_domain(
     Json(request): Json<NotFoundRequest>,
 ) -> Result<Json<NotFoundView>> {
     let status = known(&state, Some(workspace), &domain)?;
-    put(&state, workspace.0, origin, &domains, &status.domain, request).await
+    save(
+        &state,
+        workspace.0,
+        origin,
+        &domains.own_domains,
+        &status.domain,
+        request,
+    )
+    .await
 }
 
 /// Remove a domain's not-found redirects: it falls through to its workspace's.
@@ -172,20 +180,30 @@ pub async fn delete_domain(
 ) -> Result<StatusCode> {
     let status = known(&state, Some(workspace), &domain)?;
     let request = NotFoundRequest::default();
-    put(&state, workspace.0, origin, &domains, &status.domain, request).await?;
+    save(
+        &state,
+        workspace.0,
+        origin,
+        &domains.own_domains,
+        &status.domain,
+        request,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Checks, stores, audits and projects the settings of (workspace, domain).
-async fn put(
+/// Checks, stores, audits and projects the settings of (workspace, domain) (empty: the
+/// workspace's own); `own`: our short domains, which no URL may name (it would loop). The API's
+/// routes and the console's page.
+pub async fn save(
     state: &AppState,
     workspace: WorkspaceId,
     origin: Origin,
-    domains: &DomainContext,
+    own: &[String],
     domain: &str,
     request: NotFoundRequest,
 ) -> Result<Json<NotFoundView>> {
-    let (policy, own) = (&state.settings.url_policy, &domains.own_domains);
+    let policy = &state.settings.url_policy;
     let row = NotFoundRedirects {
         workspace,
         domain: domain.to_owned(),
@@ -202,13 +220,20 @@ async fn put(
     };
     let mut changes = Changes::new();
     for (field, pick) in [
-        ("root_url", (|r| &r.root_url) as fn(&NotFoundRedirects) -> &Option<String>),
+        (
+            "root_url",
+            (|r| &r.root_url) as fn(&NotFoundRedirects) -> &Option<String>,
+        ),
         ("unknown_url", |r| &r.unknown_url),
         ("expired_url", |r| &r.expired_url),
     ] {
         changes = changes.diff(field, url(before.as_ref(), pick), url(Some(&row), pick));
     }
-    let object = if domain.is_empty() { "workspace" } else { domain };
+    let object = if domain.is_empty() {
+        "workspace"
+    } else {
+        domain
+    };
     let entry = origin.entry("not_found_redirects.set", object, changes);
     storage.append_audit(&entry).await?;
     project(storage.as_ref(), state.links.projection())

@@ -48,10 +48,7 @@ pub fn fields(
 }
 
 /// Rewrites `sl:nf` from SQL.
-pub async fn project(
-    storage: &dyn Storage,
-    projection: &Projection,
-) -> Result<(), NotFoundError> {
+pub async fn project(storage: &dyn Storage, projection: &Projection) -> Result<(), NotFoundError> {
     let rows = storage.not_found_redirects(None).await?;
     let slugs = (storage.workspaces().await?.into_iter())
         .map(|w| (w.id, w.slug))
@@ -62,7 +59,10 @@ pub async fn project(
 
 impl Projection {
     /// Replaces the hash with `fields` in one transaction (none: the key is deleted).
-    pub async fn replace_not_found(&self, fields: &[(String, String)]) -> Result<(), ProjectionError> {
+    pub async fn replace_not_found(
+        &self,
+        fields: &[(String, String)],
+    ) -> Result<(), ProjectionError> {
         let mut pipe = redis::pipe();
         pipe.atomic().cmd("DEL").arg(not_found::KEY).ignore();
         if !fields.is_empty() {
