@@ -189,6 +189,14 @@ async fn not_found_redirects_on_mariadb() {
     checked_scoped_stored_audited_and_projected(Backend::Mariadb).await;
 }
 
+async fn post_form(
+    browser: &mut crate::console::Browser<'_>,
+    fields: Vec<(&'static str, String)>,
+) -> reqwest::Response {
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    browser.post("/console/not-found", &fields).await
+}
+
 /// The console's page edits the workspace's settings as the API does: refused with the field
 /// named, saved, shown again, projected; another workspace's domain is one never seen.
 #[tokio::test]
@@ -223,21 +231,18 @@ async fn the_console_page_shows_and_saves_the_workspaces_settings() {
             ("expired_url", String::new()),
         ]
     };
-    let post = |fields: Vec<(&'static str, String)>| {
-        let browser = &mut browser;
-        async move {
-            let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            browser.post("/console/not-found", &fields).await
-        }
-    };
-    let refused = post(form("", "ftp://default.example/")).await;
+    let refused = post_form(&mut browser, form("", "ftp://default.example/")).await;
     assert_eq!(refused.status(), 422);
     assert!(refused.text().await.unwrap().contains("unknown_url"));
     assert!(hash(&app).await.is_empty());
-    let foreign = post(form("b1.brand-b.example", "https://default.example/")).await;
+    let foreign = post_form(
+        &mut browser,
+        form("b1.brand-b.example", "https://default.example/"),
+    )
+    .await;
     assert_eq!(foreign.status(), 404);
 
-    let saved = post(form("", "https://default.example/lost")).await;
+    let saved = post_form(&mut browser, form("", "https://default.example/lost")).await;
     assert_eq!(saved.status(), 303);
     assert_eq!(location(&saved), "/console/not-found");
     let page = browser.page("/console/not-found").await;
