@@ -25,11 +25,14 @@ use utoipa::ToSchema;
 pub struct NotFoundRequest {
     /// Where the bare root (`/`) is sent: an absolute http(s) URL, checked as a link's target
     /// (not on one of our own domains: it would loop).
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
     pub root_url: Option<String>,
     /// Where an unknown code is sent (no such link, another workspace's code, a path no code
     /// can be).
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
     pub unknown_url: Option<String>,
     /// Where an expired or revoked link without an `expired_url` of its own is sent.
+    #[schema(schema_with = shortlink_model::schema::optional_url)]
     pub expired_url: Option<String>,
 }
 
@@ -118,7 +121,8 @@ pub async fn put_workspace(
     params(("domain" = String, Path)),
     responses(
         (status = 200, body = NotFoundView),
-        (status = 404, description = "`unknown_domain`: no request or setting has named this domain, or it is another workspace's", body = ErrorBody),
+        (status = 404, description = "`unknown_domain`: no request or setting has named this domain, or it is another workspace's; \
+            `no_not_found_redirects`: the domain has none of its own (never set, or deleted)", body = ErrorBody),
     ))]
 pub async fn get_domain(
     State(state): State<AppState>,
@@ -128,7 +132,12 @@ pub async fn get_domain(
 ) -> Result<Json<NotFoundView>> {
     let status = known(&state, Some(workspace), &domain)?;
     let row = stored(&state, workspace.0, &status.domain).await?;
-    Ok(Json(view(&status.domain, row)))
+    let row = row.ok_or_else(|| crate::Error::Request {
+        status: StatusCode::NOT_FOUND,
+        code: "no_not_found_redirects",
+        message: "the domain has no not-found redirects of its own (its workspace's apply)".into(),
+    })?;
+    Ok(Json(view(&status.domain, Some(row))))
 }
 
 /// Set a domain's not-found redirects (all three; absent or `null` unsets one).
