@@ -25,6 +25,7 @@ use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
 use shortlink_wire::event::OrphanKind;
+use shortlink_wire::not_found::Case;
 use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -83,7 +84,14 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
         return not_found(mcf, domain);
     }
     let Some(route) = &lcf.route else {
-        return orphan_not_found(r, mcf, lcf, domain, OrphanKind::Regular404);
+        respond::track_orphan(
+            r,
+            mcf,
+            lcf,
+            OrphanKind::Regular404,
+            NGX_HTTP_NOT_FOUND as u16,
+        );
+        return not_found(mcf, domain);
     };
     // SAFETY: `unparsed_uri` points into request memory that lives as long as `r`; the slice
     // is not kept past the request (the lookup copies the code).
@@ -201,7 +209,14 @@ fn serve(
         Verdict::Lookup { bad_check, scope } => (bad_check, scope),
         Verdict::CheckReject => {
             bump(mcf, Counter::CheckRejects);
-            return orphan_not_found(r, mcf, lcf, domain, OrphanKind::InvalidShortUrl);
+            return unknown(
+                r,
+                mcf,
+                lcf,
+                domain,
+                Case::Unknown,
+                OrphanKind::InvalidShortUrl,
+            );
         }
         Verdict::NoCode if found == Found::Exact => {
             return recover(r, mcf, lcf, domain, raw_uri, password)
@@ -323,31 +338,51 @@ fn not_a_code(
         }
     }
     bump(mcf, Counter::Invalid);
-    let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
-    let kind = if path == b"/" {
-        OrphanKind::BaseUrl
+    let (case, kind) = if is_root(raw_uri, lcf) {
+        (Case::Root, OrphanKind::BaseUrl)
     } else {
-        OrphanKind::Regular404
+        (Case::Unknown, OrphanKind::Regular404)
     };
-    orphan_not_found(r, mcf, lcf, domain, kind)
+    unknown(r, mcf, lcf, domain, case, kind)
 }
 
-/// A 404 on a pool host: an orphan visit of `kind` as well ([`respond::track_orphan`]).
-fn orphan_not_found(
-    r: &ngx_http_request_t,
+/// Whether the path is the bare root: `/`, or the location's prefix alone.
+fn is_root(raw_uri: &[u8], lcf: &LocConf) -> bool {
+    let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
+    path == b"/"
+        || matches!(&lcf.route, Some(code::Route::Prefix(prefix)) if path == prefix.as_slice())
+}
+
+/// A 404 on a pool host: an orphan visit of `kind` ([`respond::track_orphan`]), answered with
+/// the not-found redirect of `case` if one is set (`crate::not_found`).
+fn unknown(
+    r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     domain: DomainCounts,
+    case: Case,
     kind: OrphanKind,
 ) -> ngx_int_t {
     respond::track_orphan(r, mcf, lcf, kind, NGX_HTTP_NOT_FOUND as u16);
-    not_found(mcf, domain)
+    let rc = not_found(mcf, domain);
+    respond::not_found_redirect(r, mcf, lcf, case).unwrap_or(rc)
 }
 
 fn not_found(mcf: &MainConf, domain: DomainCounts) -> ngx_int_t {
     bump(mcf, Counter::NotFound);
     domain.bump(DomainCounter::NotFound);
     NGX_HTTP_NOT_FOUND as ngx_int_t
+}
+
+/// The workspace of the request's host, from this worker's table when it is free (a cache hit
+/// answers while it is borrowed: then from nginx's `map`).
+pub(crate) fn request_workspace(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+) -> HostWorkspace {
+    worker::with(mcf, |w| host_workspace(r, lcf, Some(&mut w.workspaces)))
+        .unwrap_or_else(|| host_workspace(r, lcf, None))
 }
 
 /// Without `shortlink_pool` every host is served.

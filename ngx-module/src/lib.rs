@@ -16,6 +16,7 @@ pub mod geo;
 mod handler;
 mod headers;
 mod lookup;
+mod not_found;
 mod page;
 mod password;
 mod prefetch;

@@ -618,7 +618,7 @@ pub(crate) fn interpret(
 }
 
 /// `fut`'s output, or `Err(())` once `ms` milliseconds have passed.
-async fn deadline<F: Future + Unpin>(mut fut: F, ms: u64) -> Result<F::Output, ()> {
+pub(crate) async fn deadline<F: Future + Unpin>(mut fut: F, ms: u64) -> Result<F::Output, ()> {
     let mut timer = pin!(sleep(Duration::from_millis(ms)));
     poll_fn(|cx| {
         if let Poll::Ready(out) = Pin::new(&mut fut).poll(cx) {

@@ -4,8 +4,8 @@
 
 use nginx_sys::{
     ngx_cached_time, ngx_http_named_location, ngx_http_request_t, ngx_int_t, ngx_pnalloc,
-    ngx_str_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_FOUND,
-    NGX_HTTP_SERVICE_UNAVAILABLE,
+    ngx_str_t, ngx_time, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_MOVED_TEMPORARILY,
+    NGX_HTTP_NOT_FOUND, NGX_HTTP_SERVICE_UNAVAILABLE,
 };
 use ngx::ngx_string;
 
@@ -13,12 +13,15 @@ use crate::cache::CachedLink;
 use crate::conf::{LocConf, MainConf};
 use crate::events::Visit;
 use crate::headers::push_header;
+use crate::not_found;
 use crate::redis::RedisError;
+use crate::request::value::slice_or_empty;
 use crate::request::{click, click_id, location};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
 use shortlink_wire::click_id::ClickId;
 use shortlink_wire::event::OrphanKind;
+use shortlink_wire::not_found::Case;
 use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
@@ -102,9 +105,10 @@ pub fn answer(
         Outcome::Missing => {
             bump(mcf, Counter::NotFound);
             domain.bump(DomainCounter::NotFound);
+            let rc = not_found_redirect(r, mcf, lcf, Case::Unknown);
             return Answered {
                 orphan: Some(OrphanKind::InvalidShortUrl),
-                ..(NGX_HTTP_NOT_FOUND as ngx_int_t).into()
+                ..rc.unwrap_or(NGX_HTTP_NOT_FOUND as ngx_int_t).into()
             };
         }
         Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why).into(),
@@ -164,8 +168,10 @@ pub fn answer(
         Answer::Gone => {
             bump(mcf, Counter::Gone);
             domain.bump(DomainCounter::Gone);
+            // The visit stays a 410 whatever the browser is sent: a click on a link that is over.
+            let rc = not_found_redirect(r, mcf, lcf, Case::Expired);
             Answered {
-                rc: HTTP_GONE,
+                rc: rc.unwrap_or(HTTP_GONE),
                 visit: Some(HTTP_GONE as u16),
                 chosen: None,
                 click_id: None,
@@ -321,6 +327,71 @@ pub fn count_recovered(
         bump(mcf, Counter::Recovered);
         track_orphan(r, mcf, lcf, OrphanKind::Recovered, status);
     }
+}
+
+/// The not-found redirect (`crate::not_found`) of `case` on the request's host, sent: a 302
+/// to the URL, with `Cache-Control` as other temporary redirects, the query never forwarded (it
+/// was meant for a link that is not there). `None`: no setting applies, today's answer stands.
+/// With no setting anywhere this is one thread-local load.
+#[inline]
+pub fn not_found_redirect(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    case: Case,
+) -> Option<ngx_int_t> {
+    if !not_found::any() {
+        return None;
+    }
+    redirect_as_set(r, mcf, lcf, case)
+}
+
+/// [`not_found_redirect`] once some setting exists; out of line, so that a 404 while none does
+/// carries none of it.
+#[inline(never)]
+fn redirect_as_set(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    case: Case,
+) -> Option<ngx_int_t> {
+    // SAFETY: it points into request memory (or is empty) for the life of the request.
+    let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
+    let url = not_found::with_table(|table| {
+        if table.is_empty() {
+            return None;
+        }
+        let url = table.choose(
+            host,
+            || crate::handler::request_workspace(r, mcf, lcf),
+            case,
+        )?;
+        pool_copy(r, &[url.as_bytes()])
+    })??;
+    let rc = send_temporary(r, lcf, url);
+    (rc != NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t)
+        .then(|| bump(mcf, Counter::NotFoundRedirects));
+    Some(rc)
+}
+
+/// A 302 to `location` (in the request pool) with the location's temporary `Cache-Control`.
+fn send_temporary(r: &mut ngx_http_request_t, lcf: &LocConf, location: ngx_str_t) -> ngx_int_t {
+    let error = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    let Some(header) = push_header(r, ngx_string!("Location"), location) else {
+        return error;
+    };
+    r.headers_out.location = header;
+    if let Some(cc) = lcf.cache_control().filter(|cc| !cc.temporary.is_empty()) {
+        // The value lives in the location configuration; the header filter copies it.
+        let value = ngx_str_t {
+            len: cc.temporary.len(),
+            data: cc.temporary.as_ptr().cast_mut(),
+        };
+        if push_header(r, ngx_string!("Cache-Control"), value).is_none() {
+            return error;
+        }
+    }
+    NGX_HTTP_MOVED_TEMPORARILY as ngx_int_t
 }
 
 fn is_post(r: &ngx_http_request_t) -> bool {

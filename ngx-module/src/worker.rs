@@ -19,6 +19,7 @@ use crate::cache::{Cache, CacheConfig, Cached, Hit, Scope};
 use crate::conf::MainConf;
 use crate::events::{Batch, Encoder, EventShared, Visit};
 use crate::ffi;
+use crate::not_found;
 use crate::redis::cluster::{Cluster, Target};
 use crate::redis::tracking::Pending;
 use crate::redis::{Pool, RedisError, Reply, Tracker};
@@ -77,6 +78,9 @@ pub struct Worker {
     orphans_per_second: u64,
     orphan_second: u64,
     orphans_left: u64,
+    /// Keeps this worker's copy of the not-found redirects ([`crate::not_found`]); dropped with
+    /// the worker.
+    not_found_task: Option<Task<()>>,
 }
 
 /// What [`Worker::remember`] did with an answer.
@@ -112,6 +116,9 @@ pub fn with<R>(mcf: &MainConf, f: impl FnOnce(&mut Worker) -> R) -> Option<R> {
             let mut slot = cell.try_borrow_mut().ok()?;
             if !matches!(&*slot, Some(w) if std::ptr::eq(w.conf, mcf)) {
                 *slot = Some(Worker::new(mcf));
+                if let Some(w) = slot.as_mut() {
+                    w.read_not_found();
+                }
             }
             slot.as_mut().map(f)
         })
@@ -203,6 +210,7 @@ impl Worker {
             orphans_per_second: mcf.orphans_per_second(),
             orphan_second: 0,
             orphans_left: 0,
+            not_found_task: None,
         }
     }
 
@@ -216,6 +224,32 @@ impl Worker {
         let allowed = self.orphans_left > 0;
         self.orphans_left = self.orphans_left.saturating_sub(1);
         allowed
+    }
+
+    /// Starts the task that keeps the not-found redirects (with a Redis to read it from). Spawned
+    /// under the worker's borrow: a first poll run at once finds the worker busy and tries again
+    /// shortly ([`not_found::refresh`]).
+    fn read_not_found(&mut self) {
+        if self.redis.is_none() && self.cluster.is_none() {
+            return;
+        }
+        // SAFETY: the configuration outlives its workers' state (a new one replaces the
+        // worker, whose Drop drops the task).
+        let mcf: &'static MainConf = unsafe { &*self.conf };
+        self.not_found_task = Some(ngx::async_::spawn(not_found::refresh(mcf)));
+    }
+
+    /// Sends `HGETALL sl:nf`: every not-found redirect setting.
+    pub fn not_found_settings(&mut self) -> Result<Reply, RedisError> {
+        let key = keys::NOT_FOUND_REDIRECTS.as_bytes();
+        let args: [&[&[u8]]; 2] = [&[b"HGETALL"], &[key]];
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(key, &args, &Target::Owner);
+        }
+        self.redis
+            .as_mut()
+            .ok_or(RedisError::Unavailable)?
+            .request(&args)
     }
 
     /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires
@@ -589,6 +623,7 @@ impl Drop for Worker {
             tracker.state().forget_wake();
         }
         self.prefill = None;
+        self.not_found_task = None;
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }

@@ -23,7 +23,7 @@ positive cases are made to keep those rules, and only those, before they are sen
   and the link's record stays within 16 KiB (else 422 `invalid_rules`, `record_too_large`): a
   positive case's non-empty `rules` become a known-good rule set; `valid_since` is put in the
   past, so it is before any expiry (else 422 `invalid_valid_since`); `not_yet_url` and
-  `expired_url` fit as `url` does;
+  `expired_url` (and the not-found redirects' `root_url` and `unknown_url`) fit as `url` does;
 - a webhook's URL is on a public host (else 422 `private_address`; the pattern admits loopback
   and private addresses, which the deployment refuses): a positive case's URL becomes a public
   one, on a host the contract run never delivers to (its sidecar runs with `--webhooks false`);
@@ -136,7 +136,7 @@ def _within(text, limit):
 def _fitting_values(body):
     if not isinstance(body, dict):
         return
-    for field in ("url", "not_yet_url", "expired_url"):
+    for field in ("url", "not_yet_url", "expired_url", "root_url", "unknown_url"):
         url = body.get(field)
         if isinstance(url, str) and len(url) + 1 + 2 * sum(c in ENCODED for c in url) > MAX_URL_BYTES:
             body[field] = "https://example.com/long"

@@ -57,6 +57,10 @@ impl Api {
         self.send(self.client.patch(self.url(path)).json(body))
     }
 
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.client.put(self.url(path)).json(body))
+    }
+
     pub fn delete(&self, path: &str) -> (u16, Value) {
         self.send(self.client.delete(self.url(path)))
     }

@@ -14,6 +14,10 @@ use crate::record::WorkspaceName;
 /// The request header, lower case as HTTP/2 and the sidecar's router spell it.
 pub const WORKSPACE_HEADER: &str = "x-shortlink-workspace";
 
+/// The request's host as nginx has it (`$host`: lower case, no port), for the host's not-found
+/// redirects ([`crate::not_found`]).
+pub const HOST_HEADER: &str = "x-shortlink-host";
+
 /// What the header's value starts with; nginx writes `"ws=$shortlink_workspace"`.
 pub const WORKSPACE_PREFIX: &str = "ws=";
 

@@ -114,6 +114,9 @@ pub fn preview_key(code: &str) -> String {
     format!("{PREVIEW_PREFIX}{code}")
 }
 
+/// The hash of every workspace's and domain's not-found redirects ([`crate::not_found`]).
+pub use crate::not_found::KEY as NOT_FOUND_REDIRECTS;
+
 /// The record key of `code`.
 pub fn link_key(code: &str) -> String {
     format!("{LINK_PREFIX}{code}")

@@ -36,6 +36,7 @@ pub mod event;
 pub mod fallback;
 pub mod keys;
 pub mod limits;
+pub mod not_found;
 pub mod page;
 pub mod path;
 pub mod preview;

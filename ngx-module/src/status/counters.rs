@@ -82,9 +82,12 @@ pub enum Counter {
     /// Orphan events not queued: past the worker's `shortlink_orphans_per_second` in their
     /// second (a flood of bogus requests is counted here, not recorded one by one).
     OrphansUnrecorded,
+    /// 404s and 410s answered with a not-found redirect instead (a subset of `NotFound` and
+    /// `Gone`; `crate::not_found`).
+    NotFoundRedirects,
 }
 
-pub(super) const COUNT: usize = 35;
+pub(super) const COUNT: usize = 36;
 
 pub(super) const NAMES: [&str; COUNT] = [
     "requests",
@@ -122,6 +125,7 @@ pub(super) const NAMES: [&str; COUNT] = [
     "cluster_replicas_read",
     "recovered",
     "orphans_unrecorded",
+    "not_found_redirects",
 ];
 
 #[repr(C)]

@@ -96,6 +96,7 @@ const HELP: [&str; COUNT] = [
     "Primaries whose slots a worker reads from a replica in its zone (read_replicas=).",
     "Paths answered as the code before their trailing punctuation (redirect, 410 or card).",
     "Orphan events not queued: past shortlink_orphans_per_second in their second (a flood counted, not recorded).",
+    "404s and 410s answered with a not-found redirect of the host or its workspace instead.",
 ];
 
 /// The whole page in the Prometheus text format.

@@ -176,6 +176,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
         a href="/console/campaigns" { "Campaigns" } " "
         a href="/console/domains" { "Domains" }
         @if operator.role == crate::storage::Role::Admin {
+            " " a href="/console/not-found" { "Not-found redirects" }
             " " a href="/console/webhooks" { "Webhooks" }
             " " a href="/console/import" { "Import" }
             " " a href="/console/audit" { "Audit log" }

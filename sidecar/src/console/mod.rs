@@ -33,6 +33,7 @@ mod import;
 mod keys;
 mod layout;
 mod links;
+mod not_found;
 mod operator;
 mod orphans;
 mod overview;
@@ -128,6 +129,10 @@ pub fn router() -> Router<AppState> {
         .route("/console/campaigns/{campaign}/funnel", get(funnel::page))
         .route("/console/campaigns/recipients.csv", get(campaigns::export))
         .route("/console/domains", get(domains::page))
+        .route(
+            "/console/not-found",
+            get(not_found::page).post(not_found::change),
+        )
         .route("/console/domains/{domain}/{action}", post(domains::change))
         .route(
             "/console/webhooks",

@@ -40,6 +40,7 @@ mod limits;
 mod metrics;
 mod migration_guide;
 mod module_pages;
+mod not_found_redirects;
 mod orphan_visits;
 mod password_links;
 mod preview_card_browser;

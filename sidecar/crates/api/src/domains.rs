@@ -19,6 +19,7 @@ use shortlink_domains::health::DomainStatus;
 use shortlink_visits::orphans::{DomainScope, OrphanCounts, Orphans};
 use std::collections::BTreeMap;
 
+pub mod not_found;
 pub mod reasons;
 pub mod reissue;
 mod scope;
@@ -36,6 +37,16 @@ pub fn router() -> Router<AppState> {
             get(unclicked::unclicked_links),
         )
         .route("/domains/{domain}/reissue", post(reissue::reissue_links))
+        .route(
+            "/domains/{domain}/not-found-redirects",
+            get(not_found::get_domain)
+                .put(not_found::put_domain)
+                .delete(not_found::delete_domain),
+        )
+        .route(
+            "/not-found-redirects",
+            get(not_found::get_workspace).put(not_found::put_workspace),
+        )
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -13,6 +13,8 @@ pub mod compose;
 pub mod conversions;
 pub mod deliveries;
 pub(crate) mod domains;
+/// Not-found redirects (issue 70): the console edits them as the API does.
+pub use domains::not_found as not_found_redirects;
 mod early_close;
 mod error;
 mod extract;

@@ -13,6 +13,7 @@ use shortlink_core::service::click::ClickInput;
 use shortlink_core::service::click::CountryOf;
 use shortlink_core::service::Resolution;
 use shortlink_wire::fallback;
+use shortlink_wire::not_found::{self, Case};
 use shortlink_wire::preview::CARD_STATUS;
 use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
 use shortlink_wire::record::{not_yet_page, WorkspaceName, NOT_YET_STATUS};
@@ -73,11 +74,51 @@ pub async fn resolve(
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
-    let resolution = match host_workspace(&headers) {
+    let workspace = host_workspace(&headers);
+    let resolution = match workspace {
         Some(host) => resolve_or_stripped(&state, host, &code, &click, &country).await?,
         None => Resolution::NotFound,
     };
+    let case = match resolution {
+        Resolution::NotFound => Some(Case::Unknown),
+        Resolution::Gone => Some(Case::Expired),
+        _ => None,
+    };
+    if let (Some(case), Some(workspace)) = (case, workspace) {
+        let host = headers
+            .get(fallback::HOST_HEADER)
+            .and_then(|h| h.to_str().ok());
+        if let Some(url) = not_found_redirect(&state, workspace, host, case).await? {
+            return answer(Resolution::Redirect {
+                status: 302,
+                location: url,
+                chosen: None,
+            });
+        }
+    }
     answer(resolution)
+}
+
+/// The module's not-found redirect of `case` on `host` of `workspace`, from SQL
+/// (`shortlink_wire::not_found::choose`: the domain's, else the workspace's).
+async fn not_found_redirect(
+    state: &AppState,
+    workspace: WorkspaceName,
+    host: Option<&str>,
+    case: Case,
+) -> Result<Option<String>> {
+    let storage = state.links.storage();
+    let Some(workspace) = storage.workspace_by_slug(workspace.as_str()).await? else {
+        return Ok(None);
+    };
+    let rows = storage.not_found_redirects(Some(workspace.id)).await?;
+    let host = host.map(|h| h.trim_end_matches('.').to_ascii_lowercase());
+    let of = |domain: &str| {
+        (rows.iter().find(|row| row.domain == domain)).map(crate::domains::not_found::redirects)
+    };
+    let domain = host.as_deref().filter(|h| !h.is_empty()).and_then(of);
+    let own = of("");
+    Ok(not_found::choose(domain.as_ref(), own.as_ref(), case).map(str::to_owned))
 }
 
 /// The module's rule for a path ending in punctuation a text glued to the link

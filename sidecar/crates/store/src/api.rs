@@ -303,6 +303,16 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Appends an audit row in a transaction of its own (a change that is not a [`LinkTx`];
     /// inside one, use [`LinkTx::append_audit`]).
+    /// Not-found redirects (issue 70): `workspace`'s rows (its own, domain empty, and its
+    /// domains'), or every workspace's, by workspace and domain.
+    async fn not_found_redirects(
+        &self,
+        workspace: Option<WorkspaceId>,
+    ) -> StorageResult<Vec<crate::NotFoundRedirects>>;
+
+    /// Replaces the row of its workspace and domain; one with no URL set is deleted.
+    async fn put_not_found_redirects(&self, row: &crate::NotFoundRedirects) -> StorageResult<()>;
+
     async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()>;
 
     /// Audit rows, newest first.

@@ -12,6 +12,7 @@ mod error;
 mod imported;
 mod model;
 pub mod mysql;
+mod not_found;
 pub mod pg_copy;
 mod pool;
 mod postgres;
@@ -26,6 +27,7 @@ pub use self::model::{
     LinkFlags, LinkState, ListCursor, NewRow, Role, Slot,
 };
 use self::mysql::MysqlStorage;
+pub use self::not_found::NotFoundRedirects;
 use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{

@@ -39,6 +39,9 @@ const ALIAS: &str = "a-secret-alias";
 /// The user of A's gateway (`/api/v1/gateway`).
 const GATEWAY_USER: &str = "a-secret-gateway-user";
 
+/// Where A's unknown codes go (its workspace's and its domain's not-found redirects).
+const NOT_FOUND_URL: &str = "https://a.example/a-secret-not-found";
+
 /// A's short domain: its part of the issuing list names it, as nginx's API server sends it.
 const A_DOMAIN: &str = "s.a.example";
 const LISTS: &str = "https://s.example [brand-a] https://s.a.example";
@@ -123,6 +126,18 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
+    // Its not-found redirects, the workspace's and its domain's (issue 70).
+    for path in [
+        "/not-found-redirects".to_owned(),
+        format!("/domains/{A_DOMAIN}/not-found-redirects"),
+    ] {
+        let answer = with_key(app, admin, Method::PUT, &path)
+            .json(&json!({"unknown_url": NOT_FOUND_URL}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path}: {:?}", answer.text().await);
+    }
     // A delivery receipt of A's link, and a callback token.
     let answer = with_key(app, admin, Method::POST, "/deliveries")
         .json(&json!({"code": codes[0], "message_id": "a-secret-message", "state": "delivered"}))
@@ -490,6 +505,8 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         "/callbacks/{token}/vonage",
         "/api/v1/gateway",
         "/api/v1/gateway/jobs/{job}",
+        "/api/v1/not-found-redirects",
+        "/api/v1/domains/{domain}/not-found-redirects",
     ] {
         assert!(
             routes.iter().any(|route| route.path == expected),
@@ -558,6 +575,14 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         gateway.contains(GATEWAY_USER),
         "B changed A's gateway: {gateway}"
     );
+    for path in [
+        "/not-found-redirects".to_owned(),
+        format!("/domains/{A_DOMAIN}/not-found-redirects"),
+    ] {
+        let (status, text) = read(&app, &a_admin, &path).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        assert!(text.contains(NOT_FOUND_URL), "B changed A's {path}: {text}");
+    }
     let (status, job) = read(
         &app,
         &a_admin,

@@ -6,6 +6,7 @@ mod domains;
 mod isolation;
 mod jobs;
 mod migration;
+mod not_found;
 mod operator;
 mod orphans;
 mod own_metrics;

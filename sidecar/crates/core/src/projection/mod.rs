@@ -11,6 +11,7 @@ mod card;
 mod connection;
 mod doubt;
 pub mod marker;
+pub mod not_found;
 mod primaries;
 mod slots;
 pub mod slugs;

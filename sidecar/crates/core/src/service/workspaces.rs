@@ -160,6 +160,12 @@ impl LinkService {
             (self.projection.delete_keys(&keys).await).map_err(ServiceError::from)?;
         }
         let deleted = self.storage.delete_workspace(id).await?;
+        // Its not-found redirects went with its rows: the hash is written again without them
+        // (a failure leaves them to the next change's rewrite; no link of theirs answers now).
+        let storage = self.storage.as_ref();
+        if let Err(error) = crate::projection::not_found::project(storage, &self.projection).await {
+            tracing::warn!(%error, workspace = %id, "not-found redirects not rewritten in Redis");
+        }
         self.slugs.forget(id);
         self.in_flight.forget(id);
         let changes = Changes::new()

@@ -11,6 +11,7 @@ pub(crate) mod columns;
 mod dialect;
 mod driver;
 mod imported;
+mod not_found;
 pub(crate) mod rows;
 mod statement;
 mod store;

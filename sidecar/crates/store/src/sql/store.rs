@@ -601,6 +601,17 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         SqlStorage::raise_visit_count(self, workspace, code, total, at).await
     }
 
+    async fn not_found_redirects(
+        &self,
+        workspace: Option<WorkspaceId>,
+    ) -> StorageResult<Vec<crate::NotFoundRedirects>> {
+        self.not_found_rows(workspace).await
+    }
+
+    async fn put_not_found_redirects(&self, row: &crate::NotFoundRedirects) -> StorageResult<()> {
+        self.put_not_found_row(row).await
+    }
+
     async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()> {
         self.append_audit_alone(entry).await
     }

@@ -33,7 +33,7 @@ const PER_LINK_TABLES: [&str; 11] = [
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
 /// (whose counts the delete reports).
-const WORKSPACE_TABLES: [&str; 10] = [
+const WORKSPACE_TABLES: [&str; 11] = [
     "conversions",
     "retention_policies",
     "subject_requests",
@@ -44,6 +44,7 @@ const WORKSPACE_TABLES: [&str; 10] = [
     "gateway_jobs",
     "gateway_sends",
     "gateway_pending",
+    "not_found_redirects",
 ];
 
 impl<D: Dialect> SqlStorage<D> {

@@ -1,0 +1,162 @@
+//! Not-found redirects per workspace and per domain (issue 70): brand A's workspace sends its
+//! bare root, unknown codes and revoked links to its own pages, one of its domains overrides the
+//! unknown-code page; brand B's domain keeps today's 404s. Asked through the module (its worker
+//! copy of `sl:nf`, refreshed without a reload) and then with Redis stopped (the fallback answers
+//! from SQL): both give the same answers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use shortlink_e2e::{templates_with, NginxOptions, System};
+
+use super::workspaces::{brand, operator};
+
+const A_HOST: &str = "s1.brand-a.test";
+const A2_HOST: &str = "s2.brand-a.test";
+const B_HOST: &str = "s1.brand-b.test";
+const DEFAULT_HOST: &str = "s1.test";
+const ROOT: &str = "https://brand-a.example/";
+const UNKNOWN: &str = "https://brand-a.example/lost";
+const UNKNOWN_LATER: &str = "https://brand-a.example/lost-v2";
+const EXPIRED: &str = "https://brand-a.example/over";
+const A2_UNKNOWN: &str = "https://brand-a.example/a2-lost";
+
+fn start(dir: &Path) -> System {
+    templates_with(
+        dir,
+        "map $host $shortlink_workspace {",
+        &format!("    {A_HOST} brand-a; {A2_HOST} brand-a; {B_HOST} brand-b;"),
+    );
+    System::start_with(NginxOptions {
+        conf_dir: Some(dir.to_owned()),
+        pool: Some(
+            [DEFAULT_HOST, A_HOST, A2_HOST, B_HOST]
+                .map(str::to_owned)
+                .to_vec(),
+        ),
+        public_base: Some(format!(
+            "http://{DEFAULT_HOST} [brand-a] http://{A_HOST} http://{A2_HOST} [brand-b] http://{B_HOST}"
+        )),
+        ..NginxOptions::default()
+    })
+}
+
+/// Status and `Location` of `path` on `host`.
+fn answer(system: &System, host: &str, path: &str) -> (u16, Option<String>) {
+    let response = system.nginx.get(host, path);
+    let location =
+        (response.headers().get("location")).map(|value| value.to_str().unwrap().to_owned());
+    (response.status().as_u16(), location)
+}
+
+fn to(url: &str) -> (u16, Option<String>) {
+    (302, Some(url.to_owned()))
+}
+
+const NOT_FOUND: (u16, Option<String>) = (404, None);
+
+/// A link of `api` revoked at once: 410 without a setting.
+fn revoked(api: &shortlink_e2e::Api) -> String {
+    let (status, link) = api.post("/links", &json!({"url": "https://brand-a.example/sale"}));
+    assert_eq!(status, 201, "{link}");
+    let code = link["code"].as_str().unwrap().to_owned();
+    let (status, body) = api.delete(&format!("/links/{code}"));
+    assert!(status < 300, "revoke: {status} {body}");
+    code
+}
+
+/// Every case on every host, for `unknown` (a code asked nowhere before) and `gone` (revoked).
+fn check_all(system: &System, unknown: &str, gone: &str, a_unknown: &str, why: &str) {
+    let cases = [
+        (A_HOST, "/", to(ROOT)),
+        (A_HOST, unknown, to(a_unknown)),
+        (A_HOST, gone, to(EXPIRED)),
+        // A2's own unknown-code page beats the workspace's; the rest falls through to it.
+        (A2_HOST, unknown, to(A2_UNKNOWN)),
+        (A2_HOST, "/", to(ROOT)),
+        (A2_HOST, gone, to(EXPIRED)),
+        // Another workspace's domain, and the default's, never get A's settings.
+        (B_HOST, unknown, NOT_FOUND),
+        (B_HOST, "/", NOT_FOUND),
+        (B_HOST, gone, NOT_FOUND),
+        (DEFAULT_HOST, unknown, NOT_FOUND),
+    ];
+    for (host, path, expected) in cases {
+        assert_eq!(answer(system, host, path), expected, "{why}: {host}{path}");
+    }
+}
+
+fn put(api: &shortlink_e2e::Api, path: &str, body: Value) -> Value {
+    let (status, view) = api.put(path, &body);
+    assert_eq!(status, 200, "PUT {path}: {view}");
+    view
+}
+
+#[test]
+fn a_domains_setting_beats_its_workspaces_on_the_module_and_on_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut system = start(dir.path());
+    let operator = operator(&system);
+    let a = brand(&system, &operator, "brand-a");
+    let b = brand(&system, &operator, "brand-b");
+    let gone = format!("/{}", revoked(&a));
+    assert_eq!(answer(&system, A_HOST, "/"), NOT_FOUND, "no setting yet");
+    assert_eq!(answer(&system, A_HOST, &gone).0, 410, "no setting yet");
+
+    put(
+        &a,
+        "/not-found-redirects",
+        json!({"root_url": ROOT, "unknown_url": UNKNOWN, "expired_url": EXPIRED}),
+    );
+    let view = put(
+        &a,
+        &format!("/domains/{A2_HOST}/not-found-redirects"),
+        json!({"unknown_url": A2_UNKNOWN}),
+    );
+    assert_eq!(view["domain"], A2_HOST);
+    assert_eq!(view["root_url"], Value::Null);
+    // B's key cannot see or set A's domain.
+    let (status, _) = b.put(
+        &format!("/domains/{A2_HOST}/not-found-redirects"),
+        &json!({"unknown_url": "https://brand-b.example/"}),
+    );
+    assert_eq!(status, 404, "another workspace's domain");
+
+    // The worker's copy follows within its refresh: no reload.
+    let seen = testkit::wait_until(Duration::from_secs(10), || {
+        answer(&system, A_HOST, "/no-such-alias-1") == to(UNKNOWN)
+    });
+    assert!(seen, "the module never saw the setting");
+    let response = system.nginx.get(A_HOST, "/no-such-alias-2");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    check_all(&system, "/no-such-alias-3", &gone, UNKNOWN, "module");
+
+    // A change is seen without a reload too.
+    put(
+        &a,
+        "/not-found-redirects",
+        json!({"root_url": ROOT, "unknown_url": UNKNOWN_LATER, "expired_url": EXPIRED}),
+    );
+    let seen = testkit::wait_until(Duration::from_secs(10), || {
+        answer(&system, A_HOST, "/no-such-alias-4") == to(UNKNOWN_LATER)
+    });
+    assert!(seen, "the module never saw the change");
+
+    // Redis stopped: lookups go to the fallback, which answers from SQL the same; the bare
+    // root never needs a lookup (the worker's copy stays).
+    let gone_unseen = format!("/{}", revoked(&a));
+    system.redis.stop();
+    let fallbacks = system.nginx.counters()["fallbacks"];
+    check_all(
+        &system,
+        "/no-such-alias-5",
+        &gone_unseen,
+        UNKNOWN_LATER,
+        "fallback",
+    );
+    assert!(
+        system.nginx.counters()["fallbacks"] > fallbacks,
+        "the fallback was not asked"
+    );
+}
