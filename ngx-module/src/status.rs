@@ -258,6 +258,6 @@ mod tests {
         assert_eq!(text.lines().count(), COUNT);
         assert!(text.starts_with("requests 7\nredirects 0\n"));
         assert!(text.contains("fallbacks 0\nunavailable 2\n"));
-        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\nimported_lookups 0\ncluster_replicas_read 0\nrecovered 0\nnot_found_redirects 0\n"));
+        assert!(text.ends_with("events_buffered 0\ncluster_redirects 0\ncluster_failures 0\ncluster_map_reads 0\ncluster_map_changes 0\ncluster_primaries 0\nevents_rerouted 0\nimported_lookups 0\ncluster_replicas_read 0\nrecovered 0\norphans_unrecorded 0\nnot_found_redirects 0\n"));
     }
 }

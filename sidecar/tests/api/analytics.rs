@@ -189,17 +189,29 @@ async fn counts_and_breakdowns(backend: Backend) {
     .await;
     visit(&app, &code, "203.0.113.99", SLACKBOT, &[]).await;
     visit(&app, &code, "198.51.100.99", CURL, &[]).await;
-    // Acknowledged and counted, never stored: no time; a 410 answer.
+    // Acknowledged and counted, never stored as visits: no time (invalid); a known link's 410
+    // on a host (an orphan visit of kind invalid_short_url), and on none (ignored).
     xadd(&app, &[("c", code.as_str()), ("ua", CURL)]).await;
     xadd(&app, &[("c", code.as_str()), ("t", &t), ("s", "410")]).await;
+    xadd(
+        &app,
+        &[
+            ("c", code.as_str()),
+            ("t", &t),
+            ("s", "410"),
+            ("host", "s1.example"),
+        ],
+    )
+    .await;
 
     let mut consumer = consumer(&app, "test-1", &[]).await;
     let counters = consumer.counters();
-    assert_eq!(consumer.drain().await.unwrap(), 7, "entries");
-    assert_eq!(ConsumerCounters::get(&counters.visits), 10);
+    assert_eq!(consumer.drain().await.unwrap(), 8, "entries");
+    assert_eq!(ConsumerCounters::get(&counters.visits), 11);
     assert_eq!(ConsumerCounters::get(&counters.inserted), 7);
     assert_eq!(ConsumerCounters::get(&counters.invalid), 2);
     assert_eq!(ConsumerCounters::get(&counters.ignored), 1);
+    assert_eq!(ConsumerCounters::get(&counters.orphans), 1);
     assert_eq!(pending(&app).await, 0, "everything acknowledged");
     // The packed entry's visits: the entry id, then `<id>:<n>` by position (garbage included).
     let ids = visit_ids(&app).await;

@@ -67,6 +67,16 @@ return {
 };
 "#;
 
+/// A path no code has, tapped on s1.test.
+const MISTYPED: &str = "/no-such-alias-9";
+
+/// The orphan visits table's row of the path `arguments[0]`: its text and whether it is drawn.
+const READ_ORPHAN: &str = r#"
+const row = [...document.querySelectorAll('table.orphan-latest tbody tr')]
+    .find(tr => tr.textContent.includes(arguments[0]));
+return row ? { text: row.textContent, shown: row.getBoundingClientRect().height > 0 } : null;
+"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
     let system = tokio::task::spawn_blocking(|| {
@@ -92,6 +102,9 @@ async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
                 queue_visits(&system, &code, "s2.test", minute - back * 60, 4);
             }
         }
+        // A mistyped code tapped on s1: an orphan visit the same page lists.
+        let mistyped = system.nginx.request(reqwest::Method::GET, "s1.test", MISTYPED);
+        assert_eq!(mistyped.status(), 404);
         let api = system.api();
         let (status, body) = api.post("/domains/s2.test/drain", &json!({"reason": "carrier block"}));
         assert_eq!(status, 200, "{body}");
@@ -181,6 +194,25 @@ async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
     assert!(
         !page.contains("class=\"clicks drained\" fill=\"none\" data-domain=\"s1.test\""),
         "{page}"
+    );
+
+    // The orphan visits under the chart: the mistyped tap's row, drawn on screen.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let row = c.execute(READ_ORPHAN, vec![json!(MISTYPED)]).await.unwrap();
+        if !row.is_null() || Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c.goto(&format!("{console}/domains")).await.unwrap();
+    };
+    let text = row["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no orphan row: {row}"));
+    assert!(row["shown"].as_bool().unwrap(), "{row}");
+    assert!(
+        text.contains("s1.test") && text.contains("invalid_short_url"),
+        "{text}"
     );
 
     let dir = paths::profile_dir()

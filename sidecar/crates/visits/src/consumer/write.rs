@@ -70,8 +70,12 @@ pub(super) fn prepare(
                 tracing::debug!(%error, "unreadable visit event acknowledged");
                 ConsumerCounters::add(&counters.invalid, 1);
             }
-            // A request no link answered, or a known link's 410 (crate::orphans).
-            Ok(event) if event.orphan.is_some() || event.status == Some(410) => {
+            // A request no link answered, or a known link's 410 (crate::orphans), on a host:
+            // without one it is nobody's orphan, counted as ignored below.
+            Ok(event)
+                if (event.orphan.is_some() || event.status == Some(410))
+                    && event.host.is_some() =>
+            {
                 orphans.push(enricher.enrich_owned(event));
             }
             Ok(event)
