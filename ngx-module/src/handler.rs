@@ -207,17 +207,7 @@ fn serve(
     }
     let (bad_check, scope) = match verdict(mcf, lcf, code) {
         Verdict::Lookup { bad_check, scope } => (bad_check, scope),
-        Verdict::CheckReject => {
-            bump(mcf, Counter::CheckRejects);
-            return unknown(
-                r,
-                mcf,
-                lcf,
-                domain,
-                Case::Unknown,
-                OrphanKind::InvalidShortUrl,
-            );
-        }
+        Verdict::CheckReject => return check_reject(r, mcf, lcf, domain),
         Verdict::NoCode if found == Found::Exact => {
             return recover(r, mcf, lcf, domain, raw_uri, password)
         }
@@ -344,6 +334,24 @@ fn not_a_code(
         (Case::Unknown, OrphanKind::Regular404)
     };
     unknown(r, mcf, lcf, domain, case, kind)
+}
+
+/// A code failing its check character: a mistyped code, as an unknown one.
+fn check_reject(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+) -> ngx_int_t {
+    bump(mcf, Counter::CheckRejects);
+    unknown(
+        r,
+        mcf,
+        lcf,
+        domain,
+        Case::Unknown,
+        OrphanKind::InvalidShortUrl,
+    )
 }
 
 /// Whether the path is the bare root: `/`, or the location's prefix alone.

@@ -155,6 +155,7 @@ pub async fn get_retention(
     request_body = RetentionView,
     responses(
         (status = 200, body = RetentionView),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 422, description = "`invalid_retention`: a value out of its range, named", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: the body is over 64 KiB", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),

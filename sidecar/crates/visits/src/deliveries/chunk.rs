@@ -219,14 +219,12 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         Ok(out)
     }
 
-    /// A chunk of receipts inside `tx`, answered as [`Self::apply`] would answer each in turn.
-    pub(super) async fn apply_chunk(
-        dialect: &V,
+    /// Each receipt's link code in the workspace, `None` for a link it does not hold.
+    async fn resolve_codes(
         tx: &mut Transaction<'static, Db<V>>,
         workspace: WorkspaceId,
         chunk: &[NewReceipt],
-        now: DateTime<Utc>,
-    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+    ) -> StorageResult<Vec<Option<String>>> {
         let links: Vec<&LinkRef> = chunk.iter().map(|new| &new.link).collect();
         let (codes, recipients) = Self::chunk_links(tx, workspace, &links).await?;
         let code_of = |link: &LinkRef| match link {
@@ -241,7 +239,18 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 ))
                 .cloned(),
         };
-        let resolved: Vec<Option<String>> = chunk.iter().map(|new| code_of(&new.link)).collect();
+        Ok(chunk.iter().map(|new| code_of(&new.link)).collect())
+    }
+
+    /// A chunk of receipts inside `tx`, answered as [`Self::apply`] would answer each in turn.
+    pub(super) async fn apply_chunk(
+        dialect: &V,
+        tx: &mut Transaction<'static, Db<V>>,
+        workspace: WorkspaceId,
+        chunk: &[NewReceipt],
+        now: DateTime<Utc>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        let resolved = Self::resolve_codes(tx, workspace, chunk).await?;
         let mut message_ids: Vec<&str> = (chunk.iter().zip(&resolved))
             .filter(|(_, code)| code.is_some())
             .map(|(new, _)| new.message_id.as_str())

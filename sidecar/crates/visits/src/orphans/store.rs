@@ -1,7 +1,7 @@
 //! Orphan visits in SQL, written once for every backend's visit store: [`OrphanStore`],
 //! implemented for [`SqlVisitStore`]. Times are Unix ms.
 
-use super::{domain_of, orphan_of, DomainScope, OrphanCounts, OrphanQuery, OrphanVisit};
+use super::model::{domain_of, orphan_of, DomainScope, OrphanCounts, OrphanQuery, OrphanVisit};
 use crate::store::sql::{db, marks};
 use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
