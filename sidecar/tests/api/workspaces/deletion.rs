@@ -7,7 +7,7 @@
 use super::*;
 use crate::conversions::{store, visit, IPHONE};
 use reqwest::Method;
-use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters, STREAM};
+use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters};
 
 crate::on_each_backend!(
     a_deleted_workspace_takes_its_conversions_policies_and_requests,
@@ -116,23 +116,11 @@ async fn clicks(app: &TestApp, codes: &[&str]) {
             ..Default::default()
         });
     }
-    let _: String = redis::cmd("XADD")
-        .arg(STREAM)
-        .arg("*")
-        .arg(shortlink_wire::event::BATCH_FIELD)
-        .arg(batch.bytes())
-        .query_async(&mut app.redis().await)
-        .await
-        .unwrap();
+    queue_batch(app, &batch).await;
 }
 
 async fn consumer(app: &TestApp) -> Consumer {
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &["--consumer-name", "late"],
-    );
-    shortlink_sidecar::visits::consumer(&config, app.visit_store().await).expect("consumer")
+    stream_consumer(app, "late").await
 }
 
 /// What `default` has of visits: raw rows, its all-links rollup, its feed (NDJSON).

@@ -77,3 +77,28 @@ pub async fn workspace_key(app: &TestApp, operator: &str, slug: &str, role: &str
 pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
     request.send().await.unwrap().json().await.unwrap()
 }
+
+/// Writes `batch` to the visit stream as one entry, as a worker of the module does.
+pub async fn queue_batch(app: &TestApp, batch: &shortlink_wire::event::Batch) {
+    let _: String = redis::cmd("XADD")
+        .arg(shortlink_sidecar::visits::consumer::STREAM)
+        .arg("*")
+        .arg(shortlink_wire::event::BATCH_FIELD)
+        .arg(batch.bytes())
+        .query_async(&mut app.redis().await)
+        .await
+        .unwrap();
+}
+
+/// The sidecar's visit consumer named `name`, on the app's database and Redis.
+pub async fn stream_consumer(
+    app: &TestApp,
+    name: &str,
+) -> shortlink_sidecar::visits::consumer::Consumer {
+    let config = config(
+        &app.database_url,
+        &app.redis.url(),
+        &["--consumer-name", name],
+    );
+    shortlink_sidecar::visits::consumer(&config, app.visit_store().await).expect("consumer")
+}

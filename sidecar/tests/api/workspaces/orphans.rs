@@ -4,7 +4,7 @@
 
 use super::*;
 use reqwest::Method;
-use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters, STREAM};
+use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters};
 use shortlink_wire::event::{Batch, OrphanKind, Visit};
 
 crate::on_each_backend!(orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages);
@@ -28,23 +28,11 @@ async fn orphans(app: &TestApp, events: &[(&str, OrphanKind, &str, i64)]) {
             ..Default::default()
         });
     }
-    let _: String = redis::cmd("XADD")
-        .arg(STREAM)
-        .arg("*")
-        .arg(shortlink_wire::event::BATCH_FIELD)
-        .arg(batch.bytes())
-        .query_async(&mut app.redis().await)
-        .await
-        .unwrap();
+    queue_batch(app, &batch).await;
 }
 
 async fn consumer(app: &TestApp) -> Consumer {
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &["--consumer-name", "orphans"],
-    );
-    shortlink_sidecar::visits::consumer(&config, app.visit_store().await).expect("consumer")
+    stream_consumer(app, "orphans").await
 }
 
 /// `?k=v&...`, encoded.
