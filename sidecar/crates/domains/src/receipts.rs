@@ -245,16 +245,23 @@ impl ReceiptWindows {
         self.rule
     }
 
+    /// The seconds of `series`, made on its first count while there is room for it (else
+    /// `None`, and the windows are marked as overflowed).
+    fn seconds_of(&mut self, series: &Series) -> Option<&mut VecDeque<Second>> {
+        if !self.series.contains_key(series) {
+            if self.series.len() >= MAX_SERIES {
+                self.overflowed = true;
+                return None;
+            }
+            self.series.insert(series.clone(), VecDeque::new());
+        }
+        self.series.get_mut(series)
+    }
+
     /// Counts one final receipt of `series` at second `now` (Unix seconds).
     pub fn record(&mut self, series: &Series, failed: bool, error_code: Option<&str>, now: u64) {
-        let room = self.series.len() < MAX_SERIES;
-        let seconds = match self.series.get_mut(series) {
-            Some(seconds) => seconds,
-            None if room => self.series.entry(series.clone()).or_default(),
-            None => {
-                self.overflowed = true;
-                return;
-            }
+        let Some(seconds) = self.seconds_of(series) else {
+            return;
         };
         if seconds.back().is_none_or(|last| last.at < now) {
             seconds.push_back(Second {
@@ -273,14 +280,8 @@ impl ReceiptWindows {
     /// Adds `counts` of `series` at second `at`: the shared counts of every sidecar, read back
     /// (`receipt_share`), bounded as [`Self::record`] is.
     pub fn add(&mut self, series: &Series, at: u64, counts: &Counts) {
-        let room = self.series.len() < MAX_SERIES;
-        let seconds = match self.series.get_mut(series) {
-            Some(seconds) => seconds,
-            None if room => self.series.entry(series.clone()).or_default(),
-            None => {
-                self.overflowed = true;
-                return;
-            }
+        let Some(seconds) = self.seconds_of(series) else {
+            return;
         };
         // Seconds stay in order: the judgement reads them newest first.
         let index = seconds.partition_point(|s| s.at < at);
