@@ -6,7 +6,7 @@
 //! In Redis all settings live in one hash, [`KEY`] (`sl:nf`): field `w:<workspace>` or
 //! `d:<host>`, value [`Redirects::encode`]. One hash rather than a key per setting: each nginx
 //! worker reads the whole of it in one `HGETALL` now and then and answers from its copy, so a
-//! 404 never costs a Redis round trip; the sidecar writes one field per change (`HSET`/`HDEL`),
+//! 404 never costs a Redis round trip; the sidecar rewrites the whole hash from SQL at each change,
 //! never read-modify-write.
 
 use crate::target::is_valid_target;

@@ -1,5 +1,5 @@
 //! `resync`: rewrite Redis from SQL, in code order, a page at a time; resumable with
-//! `--from-code` (the last code it printed). Then remove orphan keys ([`super::orphans`]);
+//! `--from-code` (the last code it printed); then the not-found redirects' hash. Then remove orphan keys ([`super::orphans`]);
 //! resumable with `--orphans-from` (the cursor it printed). A complete run sets the projection marker.
 
 use super::error::BoxError;
@@ -7,7 +7,7 @@ use super::orphans;
 use super::progress::progress_bar;
 use crate::config::Config;
 use crate::projection::marker::ProjectionMarker;
-use crate::projection::{Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
+use crate::projection::{not_found, Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
 use crate::storage::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -103,6 +103,9 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
          {revoked} revoked), {removed} past grace removed",
         live + expired + revoked
     );
+    // Not links, but lost with them: the not-found redirects the module copies.
+    not_found::project(storage.as_ref(), &projection).await?;
+    println!("resync: not-found redirects written to redis");
     if orphans_allowed(
         storage.as_ref(),
         &projection,

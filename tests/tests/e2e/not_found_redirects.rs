@@ -160,3 +160,34 @@ fn a_domains_setting_beats_its_workspaces_on_the_module_and_on_the_fallback() {
         "the fallback was not asked"
     );
 }
+
+/// The hash is Redis state like a link's record: lost with Redis's data, it comes back from SQL
+/// with the rest, by the sidecar's own restore and by `resync`.
+#[test]
+fn a_lost_hash_comes_back_from_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = start(dir.path());
+    let a = brand(&system, &operator(&system), "brand-a");
+    put(&a, "/not-found-redirects", json!({"unknown_url": UNKNOWN}));
+    let field = shortlink_wire::not_found::workspace_field("brand-a");
+    let projected = || {
+        system
+            .redis
+            .cli_raw(&["HGET", shortlink_wire::not_found::KEY, &field])
+    };
+    let written = projected();
+    assert!(written.contains(UNKNOWN), "{written:?}");
+
+    assert_eq!(system.redis.cli(&["FLUSHALL"]), "OK");
+    let back = testkit::wait_until(Duration::from_secs(20), || projected() == written);
+    assert!(back, "the sidecar's restore did not write the hash again");
+    let seen = testkit::wait_until(Duration::from_secs(10), || {
+        answer(&system, A_HOST, "/no-such-alias-1") == to(UNKNOWN)
+    });
+    assert!(seen, "the module's copy did not follow");
+
+    system.redis.cli(&["DEL", shortlink_wire::not_found::KEY]);
+    let printed = system.resync();
+    assert!(printed.contains("not-found redirects"), "{printed}");
+    assert_eq!(projected(), written);
+}

@@ -57,6 +57,16 @@ pub async fn project(storage: &dyn Storage, projection: &Projection) -> Result<(
     Ok(())
 }
 
+/// After Redis lost its data (the keeper's restore, `resync`): the hash rewritten from SQL, or the
+/// reason logged (the next restore or change tries again). A change committed meanwhile rewrites
+/// it itself; the two race only over which of two fresh reads of SQL is written last.
+pub async fn restore(storage: &dyn Storage, projection: &Projection) {
+    match project(storage, projection).await {
+        Ok(()) => tracing::info!("not-found redirects restored from SQL"),
+        Err(error) => tracing::warn!(%error, "cannot restore the not-found redirects"),
+    }
+}
+
 impl Projection {
     /// Replaces the hash with `fields` in one transaction (none: the key is deleted).
     pub async fn replace_not_found(

@@ -14,6 +14,7 @@
 
 use super::handle::{ProjectionMarker, ResyncToken, SET_IF_TOKEN};
 use super::refill::{refill_slots, RefillError};
+use super::Check;
 use crate::primary::Shard;
 use crate::projection::{missing_marker_slots, ProjectionError, RecordWrite};
 use shortlink_store::Storage;
@@ -162,21 +163,21 @@ impl ProjectionMarker {
 
 /// One check of the keeper on a cluster: clears the markers of slots failed over to their
 /// replica since the last check, then refills the slots whose marker is missing and sets their
-/// markers. Returns whether the cluster answered (for logging an outage once).
+/// markers.
 pub(super) async fn keep(
     storage: &dyn Storage,
     marker: &ProjectionMarker,
     grace: Duration,
     last_shards: &mut Option<Vec<Shard>>,
     was_down: bool,
-) -> bool {
+) -> Check {
     let shards = match marker.shard_map().await {
         Ok(shards) => shards,
         Err(error) => {
             if !was_down {
                 tracing::warn!(%error, "cannot read the cluster's slot map");
             }
-            return false;
+            return Check::Down;
         }
     };
     let promoted = last_shards
@@ -190,7 +191,7 @@ pub(super) async fn keep(
         );
         if let Err(error) = marker.clear_slots(&promoted).await {
             tracing::warn!(%error, "cannot clear the markers of failed-over slots");
-            return false;
+            return Check::Down;
         }
     }
     *last_shards = Some(shards);
@@ -200,11 +201,11 @@ pub(super) async fn keep(
             if !was_down {
                 tracing::warn!(%error, "cannot check the projection markers");
             }
-            return false;
+            return Check::Down;
         }
     };
     if missing.is_empty() {
-        return true;
+        return Check::Kept;
     }
     tracing::warn!(
         slots = missing.len(),
@@ -213,16 +214,19 @@ pub(super) async fn keep(
     );
     let started = Instant::now();
     match restore_slots(storage, marker, grace, &missing).await {
-        Ok(Some(records)) => tracing::info!(
-            records,
-            slots = missing.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "projection restored; markers set"
-        ),
+        Ok(Some(records)) => {
+            tracing::info!(
+                records,
+                slots = missing.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "projection restored; markers set"
+            );
+            return Check::Restored;
+        }
         Ok(None) => tracing::warn!("a node lost data again during the restore; retrying"),
         Err(error) => tracing::warn!(%error, "projection restore failed; retrying"),
     }
-    true
+    Check::Kept
 }
 
 /// Refills the links of `slots` and sets their markers where the tokens survived. `Ok(None)`:

@@ -27,7 +27,7 @@ pub use handle::{ProjectionMarker, ResyncToken};
 pub use refill::{refill, RefillCounts, RefillError};
 
 use crate::background::{self, Shutdown};
-use crate::projection::{Projection, ProjectionError, RecordWrite};
+use crate::projection::{not_found, Projection, ProjectionError, RecordWrite};
 use handle::{unix_ms, SET_IF_TOKEN};
 use shortlink_config::Config;
 use shortlink_store::Storage;
@@ -202,6 +202,17 @@ pub async fn restore(
     Ok(marker.finish(token).await?.then_some(counts))
 }
 
+/// What one check of the keeper found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Redis did not answer.
+    Down,
+    /// The markers were there, or could not all be set yet.
+    Kept,
+    /// Lost data was refilled from SQL and the markers set.
+    Restored,
+}
+
 /// Keeps the marker while the sidecar serves: checks it at once, then every
 /// `--projection-check-interval`, and restores the projection when it is missing. Redis being
 /// down is not an error here: the next check tries again.
@@ -255,8 +266,12 @@ impl Keeper {
         let mut shards = None;
         loop {
             if marker.primary.is_cluster() {
-                redis_down =
-                    !cluster::keep(storage.as_ref(), &marker, grace, &mut shards, redis_down).await;
+                let check =
+                    cluster::keep(storage.as_ref(), &marker, grace, &mut shards, redis_down).await;
+                redis_down = matches!(check, Check::Down);
+                if matches!(check, Check::Restored) {
+                    not_found::restore(storage.as_ref(), &projection).await;
+                }
                 if !redis_down {
                     if let Err(error) = projection.settle_in_doubt(storage.as_ref(), grace).await {
                         tracing::debug!(%error, "records in doubt not settled yet");
@@ -303,11 +318,14 @@ impl Keeper {
                     );
                     let started = Instant::now();
                     match restore(storage.as_ref(), &marker, grace).await {
-                        Ok(Some(counts)) => tracing::info!(
-                            records = counts.offered,
-                            elapsed_ms = started.elapsed().as_millis() as u64,
-                            "projection restored; marker set"
-                        ),
+                        Ok(Some(counts)) => {
+                            tracing::info!(
+                                records = counts.offered,
+                                elapsed_ms = started.elapsed().as_millis() as u64,
+                                "projection restored; marker set"
+                            );
+                            not_found::restore(storage.as_ref(), &projection).await;
+                        }
                         Ok(None) => tracing::warn!(
                             "Redis lost data again during the restore; marker not set, retrying"
                         ),
