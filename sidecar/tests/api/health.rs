@@ -68,6 +68,22 @@ async fn openapi_document_describes_the_api() {
             "{request}"
         );
     }
+    // The byte bounds a schema cannot state, named beside the field for the contract test's
+    // hooks (`tests/contract/hooks.py`), from the validator's own constants.
+    let create = &schemas["CreateLinkRequest"]["properties"];
+    assert_eq!(
+        create["campaign"]["x-max-bytes"],
+        shortlink_model::schema::MAX_META_LEN,
+        "{create}"
+    );
+    assert_eq!(
+        create["tags"]["items"]["x-max-bytes"],
+        shortlink_model::schema::MAX_TAG_LEN
+    );
+    assert_eq!(
+        create["url"]["x-max-normalised-bytes"],
+        shortlink_model::schema::MAX_URL_LENGTH
+    );
     let update = &schemas["UpdateLinkRequest"];
     assert_eq!(update["minProperties"], 1, "{update}");
     assert!(update.get("maxProperties").is_none(), "{update}");

@@ -1,6 +1,7 @@
 //! What the OpenAPI document must say that the derives cannot: with it, every request the
 //! document calls valid is one the API can accept (`tests/tests/e2e/contract.rs` checks it).
 
+use utoipa::openapi::extensions::{Extensions, ExtensionsBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
     SchemaType, Type,
@@ -54,6 +55,23 @@ pub const MAX_URL_LENGTH: usize = shortlink_wire::limits::TARGET_BYTES;
 /// No control character (Unicode Cc), as campaigns, references and tags must be.
 pub(crate) const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 
+/// `x-max-bytes`: the bound in UTF-8 bytes of a string whose `maxLength` (characters) says the
+/// same number. A schema cannot count bytes; the contract test's hooks read this to keep a
+/// generated value within it, so that the number is written here once.
+pub fn max_bytes(limit: usize) -> Option<Extensions> {
+    Some(ExtensionsBuilder::new().add("x-max-bytes", limit).build())
+}
+
+/// `x-max-normalised-bytes`: the bound of a URL as stored, once normalised ([`LIMIT`] says how
+/// it grows), for the contract test's hooks as [`max_bytes`].
+pub fn max_normalised_bytes(limit: usize) -> Option<Extensions> {
+    Some(
+        ExtensionsBuilder::new()
+            .add("x-max-normalised-bytes", limit)
+            .build(),
+    )
+}
+
 fn nullable_string(description: &str) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
@@ -93,6 +111,7 @@ fn target_url(kind: SchemaType, description: String) -> Schema {
         .item(url)
         .item(normalised)
         .description(Some(description))
+        .extensions(max_normalised_bytes(MAX_URL_LENGTH))
         .into()
 }
 
@@ -156,6 +175,7 @@ pub fn password() -> Schema {
         )))
         .min_length(Some(MIN_PASSWORD_CHARS))
         .max_length(Some(MAX_PASSWORD_BYTES))
+        .extensions(max_bytes(MAX_PASSWORD_BYTES))
         .into()
 }
 
@@ -179,6 +199,7 @@ pub fn meta() -> Schema {
     ))
     .min_length(Some(1))
     .max_length(Some(MAX_META_LEN))
+    .extensions(max_bytes(MAX_META_LEN))
     .pattern(Some(PRINTABLE))
     .into()
 }
@@ -206,6 +227,7 @@ pub fn campaign() -> Schema {
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_META_LEN))
+        .extensions(max_bytes(MAX_META_LEN))
         .pattern(Some(PRINTABLE))
         .into()
 }
@@ -217,6 +239,7 @@ pub fn tags() -> Schema {
         .schema_type(Type::String)
         .min_length(Some(1))
         .max_length(Some(MAX_TAG_LEN))
+        .extensions(max_bytes(MAX_TAG_LEN))
         .pattern(Some(PRINTABLE));
     utoipa::openapi::schema::ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))

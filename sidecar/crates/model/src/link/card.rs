@@ -27,7 +27,7 @@ pub struct CardSpec {
 /// The fields' schemas, with `wire`'s limits (in characters: a schema cannot count UTF-8 bytes,
 /// which the API does, answering 422 `invalid_preview` past them).
 mod schema {
-    use crate::schema::{PRINTABLE, URL_PATTERN};
+    use crate::schema::{max_bytes, max_normalised_bytes, PRINTABLE, URL_PATTERN};
     use shortlink_wire::preview::{MAX_DESCRIPTION, MAX_IMAGE, MAX_SITE_NAME, MAX_TITLE};
     use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 
@@ -41,6 +41,7 @@ mod schema {
             .schema_type(kind)
             .min_length(Some(1))
             .max_length(Some(max))
+            .extensions(max_bytes(max))
             .pattern(Some(PRINTABLE))
             .description(Some(format!(
                 "{what}: 1 to {max} bytes (UTF-8) without control characters."
@@ -69,6 +70,7 @@ mod schema {
                 1,
             )))
             .max_length(Some(MAX_IMAGE))
+            .extensions(max_normalised_bytes(MAX_IMAGE))
             .description(Some(format!(
                 "The card's image: an absolute https URL of at most {MAX_IMAGE} bytes, checked \
                  as a target is."
