@@ -223,50 +223,22 @@ pub async fn compose(
     let (mut chunks, body_read) =
         body::ndjson_chunks(body, framing, MAX_NDJSON_ITEMS + usize::from(csv_in));
     let mut first = chunks.next().await;
-    let input = match csv_in {
-        true => {
-            let header = (first.as_mut())
-                .and_then(|chunk| (!chunk.items.is_empty()).then(|| chunk.items.remove(0)));
-            Input::csv(header)?
-        }
-        false => Input::Ndjson,
-    };
+    let input = input_of(csv_in, first.as_mut())?;
     let known = input.known_variables(first.iter().flat_map(|chunk| chunk.items.iter()));
     let link_len = longest_base.chars().count() + 1 + state.links.scheme().code_len();
     let campaign = Campaign::new(&spec, |name| known.contains(name), link_len)?;
-    let send = match (params.send.unwrap_or(false), dry_run) {
-        (true, true) => {
-            return Err(Error::invalid(
-                "invalid_send",
-                "a dry run sends nothing: `send` and `dry_run` exclude each other",
-            ))
-        }
-        (send, _) => send,
-    };
+    let send = sends(&params, dry_run)?;
     let claim = match &key {
         None => None,
         Some(key) => {
-            // The campaign and, for CSV, the columns: the same lines under other columns are
-            // another request.
-            let columns = match &input {
-                Input::Csv(columns) => columns.as_slice(),
-                Input::Ndjson => &[],
-            };
-            let head = serde_json::to_vec(&(&params, columns)).unwrap_or_default();
-            let lines = first.iter().flat_map(|chunk| chunk.items.iter());
-            let canonical: Vec<Vec<u8>> = std::iter::once(head)
-                .chain(lines.map(body::canonical))
-                .collect();
-            let hash = service::request_hash("compose", canonical.iter().map(Vec::as_slice));
+            let hash = request_hash(&params, &input, first.as_ref());
             Some(state.links.claim(key, &hash).await?)
         }
     };
     // After the key's claim: a compose refused for its key leaves no job, token or queue.
+    let authority = service::Authority::key(budget.workspace(), api_key.0);
     let sends = match send {
-        true => {
-            let authority = service::Authority::key(budget.workspace(), api_key.0);
-            Some(gateway::job::start(&state, authority, params.campaign.clone()).await?)
-        }
+        true => Some(gateway::job::start(&state, authority, params.campaign.clone()).await?),
         false => None,
     };
     let send_job = sends.as_ref().map(|queue| queue.job.clone());
@@ -301,7 +273,7 @@ pub async fn compose(
         entry.idempotency_key = key.as_ref().map(|key| key.key.clone());
         entry
     });
-    let job = service::Job::new(service::Authority::key(budget.workspace(), api_key.0));
+    let job = service::Job::new(authority);
     let results = pipeline::run(
         Arc::clone(&recipients),
         (state, budget, audit),
@@ -311,12 +283,61 @@ pub async fn compose(
         mode,
     );
     batch::body_in(body_read).await?;
+    let mut response = answer_stream(recipients, results, output);
+    // The CSV answer has no place for it in its summary row.
+    if let Some(job) = send_job.and_then(|job| HeaderValue::from_str(&job).ok()) {
+        response.headers_mut().insert(SEND_JOB_HEADER, job);
+    }
+    Ok(response)
+}
+
+/// How the recipients come: a CSV's columns, its header taken from the first chunk; or NDJSON.
+fn input_of(csv_in: bool, first: Option<&mut body::RawChunk>) -> Result<Input> {
+    if !csv_in {
+        return Ok(Input::Ndjson);
+    }
+    let header = first.and_then(|chunk| (!chunk.items.is_empty()).then(|| chunk.items.remove(0)));
+    Input::csv(header)
+}
+
+/// Whether the compose sends its messages (`send`), refused with a dry run.
+fn sends(params: &ComposeParams, dry_run: bool) -> Result<bool> {
+    match (params.send.unwrap_or(false), dry_run) {
+        (true, true) => Err(Error::invalid(
+            "invalid_send",
+            "a dry run sends nothing: `send` and `dry_run` exclude each other",
+        )),
+        (send, _) => Ok(send),
+    }
+}
+
+/// What an `Idempotency-Key` is held to: the parameters and, for CSV, the columns (the same
+/// lines under other columns are another request), then the first chunk's lines.
+fn request_hash(params: &ComposeParams, input: &Input, first: Option<&body::RawChunk>) -> String {
+    let columns = match input {
+        Input::Csv(columns) => columns.as_slice(),
+        Input::Ndjson => &[],
+    };
+    let head = serde_json::to_vec(&(params, columns)).unwrap_or_default();
+    let lines = first.into_iter().flat_map(|chunk| chunk.items.iter());
+    let canonical: Vec<Vec<u8>> = std::iter::once(head)
+        .chain(lines.map(body::canonical))
+        .collect();
+    service::request_hash("compose", canonical.iter().map(Vec::as_slice))
+}
+
+/// The answer: the CSV header (if CSV), a frame per chunk of `results`, then the summary.
+/// Each frame's messages are queued in SQL before the frame goes out, the last ones before the
+/// summary: what the answer promises is durable.
+fn answer_stream(
+    recipients: Arc<Recipients>,
+    results: impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static,
+    output: Output,
+) -> Response {
     let head = match output {
         Output::Csv => answer::CSV_COLUMNS.as_bytes().to_vec(),
         Output::Ndjson => Vec::new(),
     };
-    // Each frame's messages are queued in SQL before the frame goes out, the last ones before
-    // the summary: what the answer promises is durable.
     let queued = Arc::clone(&recipients);
     let results = results.then(move |frame| {
         let queued = Arc::clone(&queued);
@@ -340,17 +361,12 @@ pub async fn compose(
         Output::Csv => "text/csv; charset=utf-8",
         Output::Ndjson => "application/x-ndjson",
     };
-    let mut response = (
+    (
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         Body::from_stream(body),
     )
-        .into_response();
-    // The CSV answer has no place for it in its summary row.
-    if let Some(job) = send_job.and_then(|job| HeaderValue::from_str(&job).ok()) {
-        response.headers_mut().insert(SEND_JOB_HEADER, job);
-    }
-    Ok(response)
+        .into_response()
 }
 
 /// The answer breaks off (its client sees it cut) when the send queue cannot be written: it
