@@ -22,13 +22,11 @@ use crate::{page, worker};
 use shortlink_wire::click_id::ClickId;
 use shortlink_wire::event::OrphanKind;
 use shortlink_wire::not_found::Case;
-use shortlink_wire::preview::{self, card_page, Card, CARD_STATUS};
+use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
 };
-use shortlink_wire::record::{
-    not_yet_page, Answer, Checked, Chosen, Extras, Link, LinkView, NOT_YET_STATUS,
-};
+use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Extras, Link, NOT_YET_STATUS};
 use shortlink_wire::rules;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
@@ -88,9 +86,32 @@ pub fn answer(
     domain: DomainCounts,
     outcome: Outcome<'_>,
 ) -> Answered {
-    let (view, checked, card) = match linked(r, mcf, lcf, domain, outcome) {
-        Ok(link) => link,
-        Err(answered) => return answered,
+    let (view, checked, card) = match outcome {
+        Outcome::Link(link) => (link.view(), Checked::default(), None),
+        Outcome::CachedLink(link) => (link.view(), Checked::default(), None),
+        Outcome::Checked(link, checked) => (link.view(), checked, None),
+        Outcome::Card(link, value) => (link.view(), Checked::PREVIEW, preview::decode(value)),
+        Outcome::WrongPassword => {
+            bump(mcf, Counter::PasswordRejects);
+            return page::send(r, PASSWORD_STATUS, &password_page(true)).into();
+        }
+        Outcome::RateLimited(wait) => {
+            bump(mcf, Counter::PasswordRejects);
+            if retry_after(r, wait).is_none() {
+                return (NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).into();
+            }
+            return page::send(r, RATE_LIMITED_STATUS, &rate_limited_page()).into();
+        }
+        Outcome::Missing => {
+            bump(mcf, Counter::NotFound);
+            domain.bump(DomainCounter::NotFound);
+            let rc = not_found_redirect(r, mcf, lcf, Case::Unknown);
+            return Answered {
+                orphan: Some(OrphanKind::InvalidShortUrl),
+                ..rc.unwrap_or(NGX_HTTP_NOT_FOUND as ngx_int_t).into()
+            };
+        }
+        Outcome::Failed(why) => return failed(r, mcf, lcf, domain, why).into(),
     };
     let now = ngx_time() as u64;
     let country = |ip| mcf.geo.as_ref().and_then(|geo| geo.country(ip));
@@ -168,44 +189,6 @@ pub fn answer(
         // Callers count clicks that need it before answering (`needs_count`); a click that
         // still asks is not redirected uncounted.
         Answer::Count => failed(r, mcf, lcf, domain, RedisError::BadValue).into(),
-    }
-}
-
-/// The link an outcome found, with what was checked of it and its card; or, for an outcome
-/// with no link to answer from, that outcome answered.
-fn linked<'a>(
-    r: &mut ngx_http_request_t,
-    mcf: &MainConf,
-    lcf: &LocConf,
-    domain: DomainCounts,
-    outcome: Outcome<'a>,
-) -> Result<(LinkView<'a>, Checked, Option<Card<'a>>), Answered> {
-    match outcome {
-        Outcome::Link(link) => Ok((link.view(), Checked::default(), None)),
-        Outcome::CachedLink(link) => Ok((link.view(), Checked::default(), None)),
-        Outcome::Checked(link, checked) => Ok((link.view(), checked, None)),
-        Outcome::Card(link, value) => Ok((link.view(), Checked::PREVIEW, preview::decode(value))),
-        Outcome::WrongPassword => {
-            bump(mcf, Counter::PasswordRejects);
-            Err(page::send(r, PASSWORD_STATUS, &password_page(true)).into())
-        }
-        Outcome::RateLimited(wait) => {
-            bump(mcf, Counter::PasswordRejects);
-            if retry_after(r, wait).is_none() {
-                return Err((NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t).into());
-            }
-            Err(page::send(r, RATE_LIMITED_STATUS, &rate_limited_page()).into())
-        }
-        Outcome::Missing => {
-            bump(mcf, Counter::NotFound);
-            domain.bump(DomainCounter::NotFound);
-            let rc = not_found_redirect(r, mcf, lcf, Case::Unknown);
-            Err(Answered {
-                orphan: Some(OrphanKind::InvalidShortUrl),
-                ..rc.unwrap_or(NGX_HTTP_NOT_FOUND as ngx_int_t).into()
-            })
-        }
-        Outcome::Failed(why) => Err(failed(r, mcf, lcf, domain, why).into()),
     }
 }
 
