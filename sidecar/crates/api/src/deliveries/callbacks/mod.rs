@@ -9,6 +9,7 @@
 //! checked and recorded as `POST /api/v1/deliveries` records one (its answer too). What a
 //! gateway says of the recipient (the destination number) is never read.
 
+mod group;
 pub mod kannel;
 mod limit;
 mod params;
@@ -16,7 +17,7 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{at_most_now, check, invalid, record, refusal, DeliveryRequest};
+use super::receipt::{at_most_now, check, invalid, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -27,6 +28,8 @@ use axum::Router;
 use params::Params;
 use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
 use subtle::ConstantTimeEq;
+
+pub use group::ReceiptGroups;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -104,7 +107,7 @@ async fn receive(
                 message: error.message(),
             }
         })?;
-    record(state, token.workspace, new).await
+    group::record(state, token.workspace, new).await
 }
 
 /// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).
