@@ -1,7 +1,8 @@
 //! Callbacks arriving together are written together (a group commit per workspace): each is
 //! still answered as if it had come alone (status and body), repeats and reordered states
-//! inside one group included, each workspace's receipts in its own; a group the database
-//! fails answers each of its callbacks 5xx and stores none of them.
+//! inside one group included, each workspace's receipts in its own; a suspended workspace's
+//! token refused at once; a group the database fails answers each of its callbacks 5xx and
+//! stores none of them.
 
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, workspace_key};
@@ -151,6 +152,23 @@ async fn concurrent_callbacks_are_answered_each_as_alone(backend: Backend) {
     ))
     .await;
     assert_eq!(failed, 15);
+
+    // The token's workspace read with it: suspended, refused at once; resumed, taken again.
+    let suspend = |suspended: bool| {
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-b")
+            .json(&json!({ "suspended": suspended }))
+            .send()
+    };
+    let again = format!("code={code_b}&mid=b-0&type=2");
+    assert_eq!(suspend(true).await.unwrap().status(), 200);
+    let (status, body) = report(&app, &token_b, &again).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (403, &json!("workspace_suspended"))
+    );
+    assert_eq!(report(&app, &token_a, "code=x&mid=y&type=1").await.0, 404);
+    assert_eq!(suspend(false).await.unwrap().status(), 200);
+    assert_eq!(report(&app, &token_b, &again).await.0, 200);
 }
 
 /// A group the database refuses (its messages' table gone for a moment): every callback of it

@@ -72,13 +72,13 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
         .analytics
         .store
         .callback_tokens()
-        .token_by_hash(&hash)
+        .token_for_callback(&hash)
         .await?;
-    let found = found
-        .filter(|t| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
-        .filter(|t| t.revoked_at.is_none() && t.gateway == gateway)
+    let (found, suspended) = found
+        .filter(|(t, _)| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
+        .filter(|(t, _)| t.revoked_at.is_none() && t.gateway == gateway)
         .ok_or_else(no_callback)?;
-    limit::admit(state, &found).await?;
+    limit::admit(state, &found, suspended).await?;
     Ok(found)
 }
 
