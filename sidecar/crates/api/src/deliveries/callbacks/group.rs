@@ -8,8 +8,11 @@
 //! The writer never waits for more: alone, a callback is written at once, as before. A callback
 //! is answered only after its group's commit (a gateway retries an unanswered report, and a 2xx
 //! must mean stored); a database failure answers every callback of the group 5xx, and nothing of
-//! the group is half-written (one transaction). The writer runs in a task of its own, so a
-//! gateway that hangs up does not abandon the others' group.
+//! the group is half-written (one transaction). Only a group that lost a race to a concurrent
+//! writer of the same messages is redone one receipt at a time (`record_receipts`); should the
+//! database fail in the middle of that, the receipts already stored are answered 5xx with the
+//! rest, and a gateway's retry of one of them gets 200 (a duplicate). The writer runs in a task
+//! of its own, so a gateway that hangs up does not abandon the others' group.
 
 use super::super::receipt::answer_one;
 use crate::{AppState, Error, Result};
