@@ -248,6 +248,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             callback_rate: config.callback_rate,
         }),
         sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
+        receipt_groups: Arc::default(),
     })
 }
 

@@ -22,6 +22,8 @@ pub struct AppState {
     pub limits: Arc<shortlink_core::limits::Limits>,
     /// The send jobs this sidecar holds (issue 68): who it is to the other sidecars, its lease.
     pub sends: Arc<crate::gateway::sends::Sends>,
+    /// The callbacks' receipts waiting for their workspace's group commit (issue 68).
+    pub receipt_groups: Arc<crate::deliveries::callbacks::ReceiptGroups>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.

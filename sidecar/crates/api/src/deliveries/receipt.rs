@@ -256,9 +256,19 @@ pub async fn record(state: &AppState, workspace: WorkspaceId, new: NewReceipt) -
         .await?)
         .into_iter()
         .next()
-        .ok_or_else(|| Error::Internal("a receipt's answer is missing".into()))?
-        .map_err(refusal)?;
-    watch(state, workspace, [(&new, &answer)]).await;
+        .ok_or_else(|| Error::Internal("a receipt's answer is missing".into()))?;
+    answer_one(state, workspace, &new, answer).await
+}
+
+/// The answer to one receipt recorded (or refused), handed to the drain's watch first.
+pub(crate) async fn answer_one(
+    state: &AppState,
+    workspace: WorkspaceId,
+    new: &NewReceipt,
+    answer: Result<Recorded, Refusal>,
+) -> Result<Response> {
+    let answer = answer.map_err(refusal)?;
+    watch(state, workspace, [(new, &answer)]).await;
     let status = match answer.duplicate {
         true => StatusCode::OK,
         false => StatusCode::CREATED,

@@ -43,6 +43,10 @@ pub trait CallbackTokenStore: Send + Sync {
     /// The token with this hash, in any workspace, revoked or not.
     async fn token_by_hash(&self, hash: &str) -> StorageResult<Option<CallbackToken>>;
 
+    /// What a callback checks, in one query: the token with this hash (as
+    /// [`CallbackTokenStore::token_by_hash`]) and whether its workspace is suspended.
+    async fn token_for_callback(&self, hash: &str) -> StorageResult<Option<(CallbackToken, bool)>>;
+
     /// Revokes the workspace's token `id` (a revoked one stays as it was); `None`: no such
     /// token in this workspace.
     async fn revoke_token(
@@ -141,6 +145,23 @@ impl<V: VisitDialect> CallbackTokenStore for SqlVisitStore<V> {
             .token_where("token_hash = ?", vec![Value::Text(hash.into())])
             .await?;
         Ok(found.into_iter().next())
+    }
+
+    async fn token_for_callback(&self, hash: &str) -> StorageResult<Option<(CallbackToken, bool)>> {
+        // The workspace's row joined only while it is suspended: its id then says so.
+        let query = statement(
+            "SELECT t.id, t.workspace_id, t.name, t.gateway, t.token_hash, t.twilio_auth_token, \
+             t.created_ms, t.revoked_ms, w.id AS suspended_id FROM callback_tokens t \
+             LEFT JOIN workspaces w ON w.id = t.workspace_id AND w.suspended_at IS NOT NULL \
+             WHERE t.token_hash = ?",
+            [Value::Text(hash.into())],
+        );
+        let rows = fetch_all::<V>(&self.writer, query).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let suspended = Db::<V>::opt_int(row, "suspended_id").map_err(db)?.is_some();
+        Ok(Some((token::<V>(row)?, suspended)))
     }
 
     async fn revoke_token(

@@ -14,10 +14,10 @@ use shortlink_visits::deliveries::CallbackToken;
 /// The policy name of the per-token limit in the headers.
 const POLICY: &str = "callback-token";
 
-/// Refuses the callback of `token` when its workspace is suspended or its rate is spent.
-pub async fn admit(state: &AppState, token: &CallbackToken) -> Result<()> {
-    let workspace = state.links.storage().workspace(token.workspace).await?;
-    if workspace.is_some_and(|workspace| workspace.suspended_at.is_some()) {
+/// Refuses the callback of `token` when its workspace is `suspended` (read with the token, in
+/// the same query) or its rate is spent.
+pub async fn admit(state: &AppState, token: &CallbackToken, suspended: bool) -> Result<()> {
+    if suspended {
         return Err(Error::WorkspaceSuspended);
     }
     let rate = state.settings.callback_rate;

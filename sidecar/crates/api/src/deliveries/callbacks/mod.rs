@@ -9,6 +9,7 @@
 //! checked and recorded as `POST /api/v1/deliveries` records one (its answer too). What a
 //! gateway says of the recipient (the destination number) is never read.
 
+mod group;
 pub mod kannel;
 mod limit;
 mod params;
@@ -16,7 +17,7 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{at_most_now, check, invalid, record, refusal, DeliveryRequest};
+use super::receipt::{at_most_now, check, invalid, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -27,6 +28,8 @@ use axum::Router;
 use params::Params;
 use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
 use subtle::ConstantTimeEq;
+
+pub use group::ReceiptGroups;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -69,13 +72,13 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
         .analytics
         .store
         .callback_tokens()
-        .token_by_hash(&hash)
+        .token_for_callback(&hash)
         .await?;
-    let found = found
-        .filter(|t| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
-        .filter(|t| t.revoked_at.is_none() && t.gateway == gateway)
+    let (found, suspended) = found
+        .filter(|(t, _)| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
+        .filter(|(t, _)| t.revoked_at.is_none() && t.gateway == gateway)
         .ok_or_else(no_callback)?;
-    limit::admit(state, &found).await?;
+    limit::admit(state, &found, suspended).await?;
     Ok(found)
 }
 
@@ -104,7 +107,7 @@ async fn receive(
                 message: error.message(),
             }
         })?;
-    record(state, token.workspace, new).await
+    group::record(state, token.workspace, new).await
 }
 
 /// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).
