@@ -9,6 +9,7 @@ mod chunked;
 mod console;
 mod funnel;
 mod gateway;
+mod in_flight;
 mod ingest;
 mod kannel;
 mod privacy;
