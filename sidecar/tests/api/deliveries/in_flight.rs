@@ -8,8 +8,18 @@ use super::*;
 /// Lines far enough apart to fall in different chunks of 500 were the request cut by position.
 const LINES: usize = 1_250;
 
-/// (line, message, state, minute, carrier, error code) of the messages split across chunks.
-const SPLIT: [(usize, &str, &str, i64, Option<&str>, Option<&str>); 9] = [
+/// A report: (line, message, state, minute, carrier, error code).
+type Report = (
+    usize,
+    &'static str,
+    &'static str,
+    i64,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+/// The reports of the messages split across chunks.
+const SPLIT: [Report; 9] = [
     (3, "split-a", "delivered", 5, Some("23410"), None),
     (620, "split-a", "submitted", 1, None, None),
     (1_049, "split-a", "delivered", 5, Some("99999"), None),
@@ -28,7 +38,11 @@ async fn a_message_split_across_chunks_answers_in_order_as_one_report_after_the_
     let app = spawn_app(Backend::Postgres).await;
     let code = app.create_code("https://shop.example/split").await;
     let start = chrono::Utc::now() - chrono::Duration::hours(1);
-    let line = |message_id: &str, state: &str, minute: i64, carrier: Option<&str>, error_code: Option<&str>| {
+    let line = |message_id: &str,
+                state: &str,
+                minute: i64,
+                carrier: Option<&str>,
+                error_code: Option<&str>| {
         let at = (start + chrono::Duration::minutes(minute)).to_rfc3339();
         let mut body = json!({"code": code, "message_id": message_id, "state": state, "at": at});
         for (field, value) in [("carrier", carrier), ("error_code", error_code)] {
