@@ -25,21 +25,20 @@ use std::collections::HashMap;
 /// on a receipt: two chunks keep it busy while a third is prepared or answered.
 pub(super) const IN_FLIGHT: usize = 3;
 
-/// The positions of `receipts` in chunks of about `size`, each message's in one chunk, in
-/// order. A chunk takes new messages until it holds `size` receipts; a message seen before
-/// adds its receipt to its own chunk, which may then hold more.
-pub(super) fn by_message<V: VisitDialect>(receipts: &[NewReceipt], size: usize) -> Vec<Vec<usize>> {
+/// The positions of `receipts` in chunks of about `size`, each message's (by `key`, the
+/// message id as the database compares it) in one chunk, in order. A chunk takes new messages
+/// until it holds `size` receipts; a message seen before adds its receipt to its own chunk,
+/// which may then hold more.
+fn by_message(receipts: &[NewReceipt], size: usize, key: fn(&str) -> &str) -> Vec<Vec<usize>> {
     let mut chunks: Vec<Vec<usize>> = Vec::with_capacity(receipts.len().div_ceil(size));
     let mut chunk_of: HashMap<&str, usize> = HashMap::with_capacity(receipts.len());
     for (position, receipt) in receipts.iter().enumerate() {
-        let chunk = *chunk_of
-            .entry(key::<V>(&receipt.message_id))
-            .or_insert_with(|| {
-                if chunks.last().is_none_or(|last| last.len() >= size) {
-                    chunks.push(Vec::with_capacity(size));
-                }
-                chunks.len() - 1
-            });
+        let chunk = *chunk_of.entry(key(&receipt.message_id)).or_insert_with(|| {
+            if chunks.last().is_none_or(|last| last.len() >= size) {
+                chunks.push(Vec::with_capacity(size));
+            }
+            chunks.len() - 1
+        });
         chunks[chunk].push(position);
     }
     chunks
@@ -56,7 +55,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         size: usize,
         now: DateTime<Utc>,
     ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
-        let chunks = by_message::<V>(receipts, size);
+        let chunks = by_message(receipts, size, key::<V>);
         let owned: Vec<Vec<NewReceipt>> = (chunks.iter())
             .map(|positions| positions.iter().map(|&p| receipts[p].clone()).collect())
             .collect();
@@ -77,5 +76,43 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         }
         (out.into_iter().collect::<Option<Vec<_>>>())
             .ok_or_else(|| StorageError::Corrupt("a chunk's answer is missing".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deliveries::model::{DeliveryState, Gateway, LinkRef};
+
+    fn receipt(message_id: &str) -> NewReceipt {
+        NewReceipt {
+            link: LinkRef::Code("c".into()),
+            short_domain: None,
+            message_id: message_id.into(),
+            state: DeliveryState::Delivered,
+            error_code: None,
+            error_text: None,
+            carrier: None,
+            at: DateTime::default(),
+            gateway: Gateway::Api,
+        }
+    }
+
+    #[test]
+    fn a_message_seen_before_joins_its_own_chunk_in_order() {
+        let ids = ["a", "b", "c", "a", "d", "b", "e", "a", "f", "g"];
+        let receipts: Vec<NewReceipt> = ids.iter().map(|id| receipt(id)).collect();
+        assert_eq!(
+            by_message(&receipts, 3, |id| id),
+            [vec![0, 1, 2, 3, 5, 7], vec![4, 6, 8], vec![9]]
+        );
+    }
+
+    #[test]
+    fn keys_that_compare_equal_are_one_message() {
+        let receipts = [receipt("a"), receipt("b"), receipt("a  ")];
+        let trimmed = by_message(&receipts, 2, |id| id.trim_end_matches(' '));
+        assert_eq!(trimmed, [vec![0, 1, 2]]);
+        assert_eq!(by_message(&receipts, 2, |id| id), [vec![0, 1], vec![2]]);
     }
 }
