@@ -10,6 +10,7 @@ mod console;
 mod funnel;
 mod gateway;
 mod grouped;
+mod in_flight;
 mod ingest;
 mod kannel;
 mod privacy;

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{Deliveries, Gateway, NewReceipt};
@@ -85,15 +86,47 @@ pub async fn post_deliveries(
         }
         Ingest::Lines(lines) => {
             let mut out = Vec::with_capacity(lines.len() * 300);
-            for (n, chunk) in lines.chunks(BATCH).enumerate() {
-                answer_lines(&state, workspace, (n * BATCH) as i64, chunk, &mut out).await?;
+            let mut batches = batches(lines);
+            let mut checking = batches.next().map(check_batch);
+            let mut first = 0;
+            while let Some(batch) = checking.take() {
+                let (checked, now) = batch.await.map_err(|error| Error::Internal(error.into()))?;
+                // The next lines are checked on another thread while these are stored.
+                checking = batches.next().map(check_batch);
+                let count = checked.len() as i64;
+                answer_lines(&state, workspace, first, checked, now, &mut out).await?;
+                first += count;
             }
             Ok(ndjson::answer(out))
         }
     }
 }
 
-/// Records NDJSON lines (numbered from `first`) and appends one answer line each to `out`, in
+/// The request's lines, [`BATCH`] at a time, in order.
+fn batches(lines: Vec<Vec<u8>>) -> impl Iterator<Item = Vec<Vec<u8>>> {
+    let mut lines = lines.into_iter().peekable();
+    std::iter::from_fn(move || {
+        lines.peek()?;
+        Some(lines.by_ref().take(BATCH).collect())
+    })
+}
+
+/// Each line's receipt or the refusal of it, checked at the time returned.
+type Checked = (Vec<Result<NewReceipt>>, DateTime<Utc>);
+
+/// Parses and checks `lines` on a blocking thread: the CPU they take overlaps the store's
+/// writing of the lines before them.
+fn check_batch(lines: Vec<Vec<u8>>) -> tokio::task::JoinHandle<Checked> {
+    tokio::task::spawn_blocking(move || {
+        let now = shortlink_store::now();
+        let checked = (lines.iter())
+            .map(|line| parse(line).and_then(|r| check(r, Gateway::Api, now).map_err(invalid)))
+            .collect();
+        (checked, now)
+    })
+}
+
+/// Records checked NDJSON lines (numbered from `first`) and appends one answer line each to `out`, in
 /// order. The lines that pass the checks are stored together; a line refused stores nothing of
 /// its own and nothing of the others changes. Errs when the database fails: the rest would
 /// fail alike, and the sender retries the batch (what went in answers as duplicates).
@@ -101,13 +134,10 @@ async fn answer_lines(
     state: &AppState,
     workspace: WorkspaceId,
     first: i64,
-    lines: &[Vec<u8>],
+    checked: Vec<Result<NewReceipt>>,
+    now: DateTime<Utc>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let now = shortlink_store::now();
-    let checked: Vec<Result<NewReceipt>> = (lines.iter())
-        .map(|line| parse(line).and_then(|r| check(r, Gateway::Api, now).map_err(invalid)))
-        .collect();
     let valid: Vec<NewReceipt> = (checked.iter())
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();

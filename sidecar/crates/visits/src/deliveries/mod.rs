@@ -21,6 +21,7 @@ mod chunk;
 pub mod funnel;
 pub mod gateway;
 pub mod model;
+mod parallel;
 pub mod queue;
 pub mod rate;
 mod returning;

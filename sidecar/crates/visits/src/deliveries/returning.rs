@@ -74,10 +74,12 @@ impl<V: VisitDialect> SqlVisitStore<V> {
                 .filter_map(|(new, code)| code.as_ref().map(|code| (new, code)))
         };
         let mut seen = HashSet::new();
-        let distinct: Vec<Receipt> = known()
+        let mut distinct: Vec<Receipt> = known()
             .filter(|(new, _)| seen.insert((key::<V>(&new.message_id), new.state)))
             .map(|(new, code)| new.stored(code.clone(), now))
             .collect();
+        // In key order, as the messages' upsert: see there.
+        distinct.sort_unstable_by(|a, b| (&a.message_id, a.state).cmp(&(&b.message_id, b.state)));
         let Some(inserted) = dialect.insert_receipts(tx, workspace, &distinct).await? else {
             return Ok(None);
         };
@@ -142,6 +144,9 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         if rows.is_empty() {
             return Ok(());
         }
+        // Rows locked in key order: two requests' chunks of the same messages then wait for
+        // each other instead of deadlocking.
+        rows.sort_unstable_by(|a, b| a.message_id.cmp(&b.message_id));
         let upserted = dialect.upsert_messages(tx, workspace, &rows).await?;
         let mut after = HashMap::with_capacity(upserted.len());
         for row in upserted {

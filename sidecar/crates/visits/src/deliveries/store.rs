@@ -5,7 +5,8 @@
 //! the receipt inserted unless its (workspace, message id, state) is there already (then it is a
 //! duplicate and nothing is written), and the message's row inserted or, when the receipt
 //! supersedes it ([`supersedes`]), updated under its row lock. A batch goes a chunk per
-//! transaction, in set statements (`chunk.rs`: the same answers, a few round trips a chunk); a
+//! transaction, in set statements (`chunk.rs`: the same answers, a few round trips a chunk; on
+//! PostgreSQL several chunks at once, cut by message: `parallel.rs`); a
 //! chunk that loses a race to a concurrent writer of the same rows (a unique violation, a
 //! deadlock) is rolled back whole and its receipts redone one by one, each finding the other's
 //! row: nothing is ever half-written.
@@ -18,7 +19,7 @@ use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
 use sqlx::{Database, Transaction};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -317,6 +318,44 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         tx.commit().await.map_err(db)?;
         Ok(out)
     }
+
+    /// One chunk in its transaction; if it loses a race to a concurrent writer of the same
+    /// messages, its receipts one by one.
+    pub(super) async fn record_receipt_chunk(
+        &self,
+        workspace: WorkspaceId,
+        chunk: &[NewReceipt],
+        now: DateTime<Utc>,
+    ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        match self.apply_all(workspace, chunk, now).await {
+            Ok(answers) => {
+                self.dialect
+                    .receipts_stored(&self.writer, chunk.len())
+                    .await;
+                Ok(answers)
+            }
+            // A concurrent report of the same message committed first, or the two locked
+            // each other: one by one, each then finds the other's rows.
+            Err(error) if lost_race(&error) => {
+                let mut out = Vec::with_capacity(chunk.len());
+                for receipt in chunk {
+                    let one = std::slice::from_ref(receipt);
+                    let mut answer = self.apply_all(workspace, one, now).await;
+                    for _ in 1..RETRIES {
+                        match &answer {
+                            Err(error) if lost_race(error) => {
+                                answer = self.apply_all(workspace, one, now).await
+                            }
+                            _ => break,
+                        }
+                    }
+                    out.extend(answer?);
+                }
+                Ok(out)
+            }
+            Err(error) => Err(error),
+        }
+    }
 }
 
 #[async_trait]
@@ -327,34 +366,14 @@ impl<V: VisitDialect> DeliveryStore for SqlVisitStore<V> {
         receipts: &[NewReceipt],
         now: DateTime<Utc>,
     ) -> StorageResult<Vec<Result<Recorded, Refusal>>> {
+        if V::Sql::BACKEND == Backend::Postgres {
+            return self
+                .record_in_parallel(workspace, receipts, CHUNK, now)
+                .await;
+        }
         let mut out = Vec::with_capacity(receipts.len());
         for chunk in receipts.chunks(CHUNK) {
-            match self.apply_all(workspace, chunk, now).await {
-                Ok(answers) => {
-                    self.dialect
-                        .receipts_stored(&self.writer, chunk.len())
-                        .await;
-                    out.extend(answers);
-                }
-                // A concurrent report of the same message committed first, or the two locked
-                // each other: one by one, each then finds the other's rows.
-                Err(error) if lost_race(&error) => {
-                    for receipt in chunk {
-                        let one = std::slice::from_ref(receipt);
-                        let mut answer = self.apply_all(workspace, one, now).await;
-                        for _ in 1..RETRIES {
-                            match &answer {
-                                Err(error) if lost_race(error) => {
-                                    answer = self.apply_all(workspace, one, now).await
-                                }
-                                _ => break,
-                            }
-                        }
-                        out.extend(answer?);
-                    }
-                }
-                Err(error) => return Err(error),
-            }
+            out.extend(self.record_receipt_chunk(workspace, chunk, now).await?);
         }
         Ok(out)
     }
