@@ -118,7 +118,8 @@ impl utoipa::Modify for BearerAuth {
 }
 
 /// The answers any `/api/v1` operation can give besides its own: those of the auth layer and of
-/// a failing dependency. Added here once so that every operation lists them.
+/// a failing dependency, and for one with a body, a body too large. Added here once so that every
+/// operation lists them.
 struct CommonResponses;
 
 impl utoipa::Modify for CommonResponses {
@@ -154,7 +155,12 @@ impl utoipa::Modify for CommonResponses {
                 &mut item.delete,
             ];
             for operation in operations.into_iter().flatten() {
-                for (status, description) in COMMON {
+                // Every body is read under a limit (the JSON extractor's, NDJSON's per line).
+                let with_body = operation.request_body.is_some().then_some((
+                    "413",
+                    "`payload_too_large`: the body is over the operation's limit",
+                ));
+                for (status, description) in COMMON.into_iter().chain(with_body) {
                     let response = ResponseBuilder::new()
                         .description(description)
                         .content(

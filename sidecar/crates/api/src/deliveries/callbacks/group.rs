@@ -14,9 +14,6 @@
 //! rest, and a gateway's retry of one of them gets 200 (a duplicate). The writer runs in a task
 //! of its own, so a gateway that hangs up does not abandon the others' group.
 
-use super::super::receipt::answer_one;
-use crate::{AppState, Error, Result};
-use axum::response::Response;
 use shortlink_store::{StorageError, WorkspaceId};
 use shortlink_visits::deliveries::{Deliveries, NewReceipt, Recorded, Refusal};
 use shortlink_visits::store::VisitStore;
@@ -73,28 +70,6 @@ impl ReceiptGroups {
             tokio::spawn(writer.run(Arc::clone(store)));
         }
         answered.await.ok()
-    }
-}
-
-/// Records a callback's checked receipt with the others waiting in its workspace: answered 201
-/// (stored) or 200 (a duplicate) as `POST /api/v1/deliveries` answers one receipt.
-pub async fn record(state: &AppState, workspace: WorkspaceId, new: NewReceipt) -> Result<Response> {
-    let answer = (state.receipt_groups)
-        .record(&state.analytics.store, workspace, new.clone())
-        .await
-        .ok_or_else(|| Error::Internal("the receipts' writer stopped before answering".into()))?
-        .map_err(shared_error)?;
-    answer_one(state, workspace, &new, answer).await
-}
-
-/// Each callback of a failed group gets its own copy of the error: 503 while the database is
-/// unavailable (a gateway retries), 500 otherwise.
-fn shared_error(error: Arc<StorageError>) -> Error {
-    match &*error {
-        StorageError::Unavailable(_) => Error::DatabaseUnavailable(StorageError::Unavailable(
-            sqlx::Error::Io(std::io::Error::other(error.to_string())),
-        )),
-        _ => Error::Internal(Box::new(error)),
     }
 }
 

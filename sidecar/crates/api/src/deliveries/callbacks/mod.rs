@@ -17,7 +17,7 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{at_most_now, check, invalid, refusal, DeliveryRequest};
+use super::receipt::{answer_one, at_most_now, check, invalid, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -26,7 +26,11 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use params::Params;
-use shortlink_visits::deliveries::{CallbackToken, CallbackTokens, Gateway, Invalid, Refusal};
+use shortlink_store::{StorageError, WorkspaceId};
+use shortlink_visits::deliveries::{
+    CallbackToken, CallbackTokens, Gateway, Invalid, NewReceipt, Refusal,
+};
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 pub use group::ReceiptGroups;
@@ -107,7 +111,33 @@ async fn receive(
                 message: error.message(),
             }
         })?;
-    group::record(state, token.workspace, new).await
+    record_grouped(state, token.workspace, new).await
+}
+
+/// Records a callback's checked receipt with the others waiting in its workspace: answered 201
+/// (stored) or 200 (a duplicate) as `POST /api/v1/deliveries` answers one receipt.
+async fn record_grouped(
+    state: &AppState,
+    workspace: WorkspaceId,
+    new: NewReceipt,
+) -> Result<Response> {
+    let answer = (state.receipt_groups)
+        .record(&state.analytics.store, workspace, new.clone())
+        .await
+        .ok_or_else(|| Error::Internal("the receipts' writer stopped before answering".into()))?
+        .map_err(shared_error)?;
+    answer_one(state, workspace, &new, answer).await
+}
+
+/// Each callback of a failed group gets its own copy of the error: 503 while the database is
+/// unavailable (a gateway retries), 500 otherwise.
+fn shared_error(error: Arc<StorageError>) -> Error {
+    match &*error {
+        StorageError::Unavailable(_) => Error::DatabaseUnavailable(StorageError::Unavailable(
+            sqlx::Error::Io(std::io::Error::other(error.to_string())),
+        )),
+        _ => Error::Internal(Box::new(error)),
+    }
 }
 
 /// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).

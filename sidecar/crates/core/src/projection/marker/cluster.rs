@@ -14,7 +14,6 @@
 
 use super::handle::{ProjectionMarker, ResyncToken, SET_IF_TOKEN};
 use super::refill::{refill_slots, RefillError};
-use super::Check;
 use crate::primary::Shard;
 use crate::projection::{missing_marker_slots, ProjectionError, RecordWrite};
 use shortlink_store::Storage;
@@ -159,6 +158,17 @@ impl ProjectionMarker {
             *self.connection.lock().await = None;
         }
     }
+}
+
+/// What one check of the keeper found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Redis did not answer.
+    Down,
+    /// The markers were there, or could not all be set yet.
+    Kept,
+    /// Lost data was refilled from SQL and the markers set.
+    Restored,
 }
 
 /// One check of the keeper on a cluster: clears the markers of slots failed over to their

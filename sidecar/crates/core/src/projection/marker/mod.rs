@@ -202,17 +202,6 @@ pub async fn restore(
     Ok(marker.finish(token).await?.then_some(counts))
 }
 
-/// What one check of the keeper found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Check {
-    /// Redis did not answer.
-    Down,
-    /// The markers were there, or could not all be set yet.
-    Kept,
-    /// Lost data was refilled from SQL and the markers set.
-    Restored,
-}
-
 /// Keeps the marker while the sidecar serves: checks it at once, then every
 /// `--projection-check-interval`, and restores the projection when it is missing. Redis being
 /// down is not an error here: the next check tries again.
@@ -268,8 +257,8 @@ impl Keeper {
             if marker.primary.is_cluster() {
                 let check =
                     cluster::keep(storage.as_ref(), &marker, grace, &mut shards, redis_down).await;
-                redis_down = matches!(check, Check::Down);
-                if matches!(check, Check::Restored) {
+                redis_down = matches!(check, cluster::Check::Down);
+                if matches!(check, cluster::Check::Restored) {
                     not_found::restore(storage.as_ref(), &projection).await;
                 }
                 if !redis_down {
