@@ -185,7 +185,7 @@ def _fitting_query(case):
                 case.query[name] = fitted
 
 
-def _fitting_values(body):
+def _no_generated_shape_alias(body):
     if not isinstance(body, dict):
         return
     code = body.get("code")
@@ -283,7 +283,7 @@ def _keep_rules(case):
     _fitting_query(case)
     if label in LINK_BODIES:
         _future_expiry(case.body)
-        _fitting_values(case.body)
+        _no_generated_shape_alias(case.body)
         _valid_rules(case.body)
     if label == PREVIEW:
         _valid_preview_rules(case.body)

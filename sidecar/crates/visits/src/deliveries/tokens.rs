@@ -40,11 +40,8 @@ pub trait CallbackTokenStore: Send + Sync {
     /// The workspace's tokens, oldest first, revoked ones included.
     async fn tokens(&self, workspace: WorkspaceId) -> StorageResult<Vec<CallbackToken>>;
 
-    /// The token with this hash, in any workspace, revoked or not.
-    async fn token_by_hash(&self, hash: &str) -> StorageResult<Option<CallbackToken>>;
-
-    /// What a callback checks, in one query: the token with this hash (as
-    /// [`CallbackTokenStore::token_by_hash`]) and whether its workspace is suspended.
+    /// What a callback checks, in one query: the token with this hash (in any workspace,
+    /// revoked or not) and whether its workspace is suspended.
     async fn token_for_callback(&self, hash: &str) -> StorageResult<Option<(CallbackToken, bool)>>;
 
     /// Revokes the workspace's token `id` (a revoked one stays as it was); `None`: no such
@@ -140,20 +137,14 @@ impl<V: VisitDialect> CallbackTokenStore for SqlVisitStore<V> {
         .await
     }
 
-    async fn token_by_hash(&self, hash: &str) -> StorageResult<Option<CallbackToken>> {
-        let found = self
-            .token_where("token_hash = ?", vec![Value::Text(hash.into())])
-            .await?;
-        Ok(found.into_iter().next())
-    }
-
     async fn token_for_callback(&self, hash: &str) -> StorageResult<Option<(CallbackToken, bool)>> {
-        // The workspace's row joined only while it is suspended: its id then says so.
+        // The workspace's id only while it is suspended.
         let query = statement(
-            "SELECT t.id, t.workspace_id, t.name, t.gateway, t.token_hash, t.twilio_auth_token, \
-             t.created_ms, t.revoked_ms, w.id AS suspended_id FROM callback_tokens t \
-             LEFT JOIN workspaces w ON w.id = t.workspace_id AND w.suspended_at IS NOT NULL \
-             WHERE t.token_hash = ?",
+            &format!(
+                "SELECT {COLUMNS}, (SELECT w.id FROM workspaces w \
+                 WHERE w.id = callback_tokens.workspace_id AND w.suspended_at IS NOT NULL) \
+                 AS suspended_id FROM callback_tokens WHERE token_hash = ?"
+            ),
             [Value::Text(hash.into())],
         );
         let rows = fetch_all::<V>(&self.writer, query).await?;
