@@ -33,7 +33,7 @@ use shortlink_sidecar::visits::consumer::{
     max_visits_per_transaction, Consumer, ConsumerSettings, STREAM,
 };
 use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{self, StatsQuery, VisitStore};
+use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
 use shortlink_visit_enrich::{Enricher, GeoDb};
 use shortlink_wire::event::{Batch, Visit, BATCH_FIELD};
 use std::path::PathBuf;
@@ -418,7 +418,7 @@ fn main() {
                 .await
                 .expect("migrate");
             insert_links(&url, links).await;
-            let store: Arc<dyn VisitStore> = store::connect(&options).await.unwrap();
+            let store: Arc<dyn VisitStore> = shortlink_sidecar::visits_sql::connect(&options).await.unwrap().visits;
 
             let mut stored = 0;
             let runs = per_entry_runs.iter().flat_map(|&per_entry| {

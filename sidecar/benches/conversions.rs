@@ -161,9 +161,10 @@ async fn load(
         .fetch_all(&pool)
         .await
         .unwrap();
-    let store = shortlink_sidecar::visits::store::connect(&options)
+    let store = shortlink_sidecar::visits_sql::connect(&options)
         .await
-        .unwrap();
+        .unwrap()
+        .visits;
     let start_ms = chrono::Utc::now().timestamp_millis() - 7 * 86_400_000;
     let started = Instant::now();
     store_visits(store.as_ref(), &codes, visits, start_ms).await;

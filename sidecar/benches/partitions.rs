@@ -40,8 +40,7 @@ use chrono::{DateTime, Duration as Days, Utc};
 use shortlink_sidecar::storage::WorkspaceId;
 use shortlink_sidecar::visits::cleanup::delete_old_visits;
 use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{SqlBackendStore, StatsQuery, VisitStore};
-use shortlink_sidecar::webhooks::store::Webhooks;
+use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
@@ -357,7 +356,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let start = today_start() - Days::days(59);
-        let (mut stores, mut pools, mut urls) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut stores, mut feeds_of, mut pools, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for name in ["plain", "parted"] {
             let url = testkit::postgres().fresh_database_url();
             let pool = PgPool::connect(&url).await.unwrap();
@@ -403,20 +402,23 @@ fn main() {
                 acquire_timeout: Duration::from_secs(10),
                 sqlite_cache: Default::default(),
             };
-            let store = shortlink_sidecar::visits::store::connect(&options).await.unwrap();
+            let opened = shortlink_sidecar::visits_sql::connect(&options).await.unwrap();
+            let store = opened.visits;
             if name == "parted" {
                 // The cleanup job's vacuum of the days that have ended, as on a running install.
                 let started = Instant::now();
-                let days = match store.sql_backend() {
-                    SqlBackendStore::Postgres(pg) => pg.settle_days(Utc::now()).await.unwrap(),
-                    _ => unreachable!("a PostgreSQL URL"),
-                };
+                let days = (store.day_partitions())
+                    .expect("a PostgreSQL URL")
+                    .settle_days(Utc::now())
+                    .await
+                    .unwrap();
                 println!(
                     "| the cleanup job's vacuum of the finished days (`settle_days`) | {days} days in {:.1} s | | |",
                     started.elapsed().as_secs_f64()
                 );
             }
             stores.push(store);
+            feeds_of.push(opened.webhooks);
             pools.push(pool);
         }
         let names = ["plain", "parted"];
@@ -542,7 +544,7 @@ fn main() {
                     let cpu = backends_cpu(&admin, db).await;
                     let started = Instant::now();
                     let found = match i {
-                        0 | 1 => (stores[i].webhooks().feed_rows(chunk, within).await)
+                        0 | 1 => (feeds_of[i].feed_rows(chunk, within).await)
                             .unwrap()
                             .len(),
                         _ => feed_on_parent(&pools[1], chunk, within.unwrap()).await,
@@ -635,8 +637,6 @@ fn main() {
         }
     });
 }
-
-use shortlink_sidecar::visits::subjects::Subjects as _;
 
 /// CPU time (ns) of each client backend of a database, read from `/proc/<pid>/schedstat` (the
 /// testkit server runs on this machine).

@@ -114,7 +114,7 @@ fn main() {
             acquire_timeout: Duration::from_secs(10),
             sqlite_cache: Default::default(),
         };
-        let store = shortlink_sidecar::visits::store::connect(&options).await.unwrap();
+        let store = shortlink_sidecar::visits_sql::connect(&options).await.unwrap().visits;
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
         let start_ms = chrono::Utc::now().timestamp_millis() - 61 * DAY_MS;
         let code_of = |reference: &'static str| {

@@ -24,7 +24,7 @@ use axum::http::StatusCode;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use shortlink_sidecar::validate::UrlPolicy;
-use shortlink_sidecar::visits::store::{self, VisitStore};
+use shortlink_sidecar::visits::store::VisitStore;
 use shortlink_sidecar::webhooks::deliver::Deliverer;
 use shortlink_sidecar::webhooks::feed::{FeedFilter, FeedReader};
 use shortlink_sidecar::webhooks::service::ReplayRequest;
@@ -177,7 +177,10 @@ fn main() {
             .await
             .expect("migrate");
         insert_link(&url).await;
-        let store: Arc<dyn VisitStore> = store::connect(&options).await.unwrap();
+        let stores = shortlink_sidecar::visits_sql::connect(&options)
+            .await
+            .unwrap();
+        let store = Arc::clone(&stores.visits);
         let enricher = Enricher::new(GeoDb::disabled(), false);
         let cli = <shortlink_sidecar::cli::Cli as clap::Parser>::try_parse_from([
             "shortlink-sidecar",
@@ -188,16 +191,15 @@ fn main() {
         .unwrap();
         let settings = WebhookSettings::from_config(&cli.config).unwrap();
         let policy = UrlPolicy::new(5000, &[], &[]).unwrap();
-        let service =
-            WebhookService::new(Arc::clone(&store), storage, policy, Vec::new(), &settings);
+        let service = WebhookService::new(stores.clone(), storage, policy, Vec::new(), &settings);
         let (stop, stopped) = watch::channel(false);
-        let deliverer = Deliverer::new(Arc::clone(&store), settings).unwrap();
+        let deliverer = Deliverer::new(stores.clone(), settings).unwrap();
         let delivering = tokio::spawn(deliverer.run(stopped));
 
         consume(store.as_ref(), &enricher, "a", 0, events).await;
         eprintln!("stored {events} visits");
         let started = Instant::now();
-        let mut reader = FeedReader::new(Arc::clone(&store), Privacy::default());
+        let mut reader = FeedReader::new(stores.clone(), Privacy::default());
         let mut all = FeedFilter::of(shortlink_sidecar::storage::WorkspaceId::DEFAULT);
         all.include_bots = true;
         let (mut cursor, mut read) = (Cursor::default(), 0);

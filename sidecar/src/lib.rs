@@ -29,6 +29,7 @@ pub use shortlink_domains as domains;
 pub use shortlink_model::{link, schema, validate};
 pub use shortlink_store as storage;
 pub use shortlink_visits as visits;
+pub use shortlink_visits_sql as visits_sql;
 pub use shortlink_webhooks as webhooks;
 
 use crate::config::{Config, ConfigError};
@@ -206,14 +207,17 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
         config.expired_grace,
         config.db_timeout,
     );
+    // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
+    // their traits.
+    let stores = shortlink_visits_sql::open(config).await?;
     let analytics = visits::Analytics {
-        store: visits::open_store(config).await?,
+        store: Arc::clone(&stores.visits),
         count_bots: config.count_bots,
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
     let webhooks = webhooks::WebhookService::new(
-        Arc::clone(&analytics.store),
+        stores,
         Arc::clone(links.storage()),
         url_policy.clone(),
         short_domains.clone(),
@@ -362,8 +366,11 @@ impl Jobs {
             http::gateway::runner::run(sending, shutdown)
         });
         if let Some((sender, settings)) = self.delivery {
-            let delivery =
-                webhooks::deliver::Deliverer::with_sender(Arc::clone(&visits), sender, settings);
+            let delivery = webhooks::deliver::Deliverer::with_sender(
+                state.webhooks.stores().clone(),
+                sender,
+                settings,
+            );
             tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
         }
         let Some(serving) = self.serving else {

@@ -9,7 +9,7 @@ use super::page::PageResult;
 use crate::http::conversions::arms::{arm_names, ArmNames};
 use crate::http::AppState;
 use crate::visits::conversions::results::{ArmResult, SplitResult};
-use crate::visits::conversions::{ab_result, AbResult, Conversions, Money, Scope};
+use crate::visits::conversions::{ab_result, AbResult, Money, Scope};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use maud::{html, Markup};

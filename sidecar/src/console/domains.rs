@@ -26,7 +26,6 @@ use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
-use shortlink_visits::domain_chart::DomainCharts;
 
 pub async fn page(
     State(state): State<AppState>,

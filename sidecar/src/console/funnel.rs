@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::{html, Markup};
-use shortlink_visits::deliveries::{DeliveryState, FunnelCounts, Funnels, RatePoint};
+use shortlink_visits::deliveries::{DeliveryState, FunnelCounts, RatePoint};
 use std::collections::BTreeMap;
 
 pub async fn page(

@@ -8,7 +8,7 @@ use crate::http::AppState;
 use maud::{html, Markup};
 use shortlink_domains::health::DomainStatus;
 use shortlink_store::StorageResult;
-use shortlink_visits::orphans::{DomainScope, OrphanQuery, Orphans};
+use shortlink_visits::orphans::{DomainScope, OrphanQuery};
 
 /// The latest orphan visits the page lists.
 const LATEST: usize = 20;

@@ -489,9 +489,10 @@ impl TestApp {
             acquire_timeout: Duration::from_secs(5),
             sqlite_cache: Default::default(),
         };
-        shortlink_sidecar::visits::store::connect(&options)
+        shortlink_sidecar::visits_sql::connect(&options)
             .await
             .expect("open the visit store")
+            .visits
     }
 
     pub async fn redis(&self) -> redis::aio::MultiplexedConnection {

@@ -11,7 +11,9 @@ use chrono::{DateTime, Duration, Utc};
 use shortlink_sidecar::storage::WorkspaceId;
 use shortlink_sidecar::visits::cleanup::delete_old_visits;
 use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{SqlBackendStore, StatsQuery, VisitStore};
+use shortlink_sidecar::visits::store::{DayPartitions, StatsQuery, VisitStore};
+use shortlink_sidecar::visits_sql::PgVisitStore;
+use shortlink_sidecar::webhooks::WebhookStore;
 use shortlink_visit_enrich::Visit;
 use sqlx::PgPool;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,23 +48,16 @@ async fn rows(pool: &PgPool) -> Vec<String> {
         .unwrap()
 }
 
-fn store_of(store: &dyn VisitStore) -> &shortlink_sidecar::visits::store::PgVisitStore {
-    match store.sql_backend() {
-        SqlBackendStore::Postgres(pg) => pg,
-        _ => unreachable!("a PostgreSQL URL"),
-    }
+/// The PostgreSQL visit store itself: these tests read its pools and its feed as well.
+async fn visit_store(url: &str) -> Arc<PgVisitStore> {
+    let timeout = std::time::Duration::from_secs(5);
+    Arc::new(PgVisitStore::connect(url, 4, timeout).await.unwrap())
 }
 
-async fn visit_store(url: &str) -> Arc<dyn VisitStore> {
-    let options = shortlink_sidecar::storage::ConnectOptions {
-        url: url.to_owned(),
-        max_connections: 4,
-        acquire_timeout: std::time::Duration::from_secs(5),
-        sqlite_cache: Default::default(),
-    };
-    shortlink_sidecar::visits::store::connect(&options)
-        .await
-        .unwrap()
+fn days(store: &PgVisitStore) -> &dyn DayPartitions {
+    store
+        .day_partitions()
+        .expect("PostgreSQL keeps day partitions")
 }
 
 /// Every answer read from the raw visits (rules per variant, over several windows, with and
@@ -188,7 +183,7 @@ async fn day_partition(pool: &PgPool, at: DateTime<Utc>) {
 async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
     let app = spawn_app(Backend::Postgres).await;
     let pool = PgPool::connect(&app.database_url).await.unwrap();
-    let store = app.visit_store().await;
+    let store = visit_store(&app.database_url).await;
     let now = Utc::now();
     let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
     let (ten_days_ago, five_days_ago) = (now - Duration::days(10), now - Duration::days(5));
@@ -314,7 +309,7 @@ async fn a_day_past_retention_is_dropped_whole_while_the_consumer_writes() {
 async fn a_day_created_late_takes_its_visits_from_the_default_partition() {
     let app = spawn_app(Backend::Postgres).await;
     let pool = PgPool::connect(&app.database_url).await.unwrap();
-    let store = app.visit_store().await;
+    let store = visit_store(&app.database_url).await;
     let now = Utc::now();
     // A clock 9 days ahead: no partition yet (7 days are created ahead).
     let ahead = now + Duration::days(9);
@@ -340,7 +335,7 @@ async fn a_day_created_late_takes_its_visits_from_the_default_partition() {
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 2);
 
     // Two days later, the job creates that day.
-    let created = store_of(&*store)
+    let created = days(&store)
         .prepare_days(now + Duration::days(2))
         .await
         .unwrap();
@@ -359,10 +354,9 @@ async fn a_day_created_late_takes_its_visits_from_the_default_partition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_row_names_its_visits_days_and_its_readers_look_only_there() {
-    use shortlink_sidecar::webhooks::store::Webhooks;
     let app = spawn_app(Backend::Postgres).await;
     let pool = PgPool::connect(&app.database_url).await.unwrap();
-    let store = app.visit_store().await;
+    let store = visit_store(&app.database_url).await;
     let now = Utc::now().timestamp_millis();
     let times = [now - 3 * DAY_MS, now - DAY_MS, now];
     let visits: Vec<Visit> = (times.iter().enumerate())
@@ -387,7 +381,7 @@ async fn a_feed_row_names_its_visits_days_and_its_readers_look_only_there() {
     .unwrap();
     assert_eq!((first, last), (Some(times[0]), Some(times[2])));
 
-    let feed = store.webhooks();
+    let feed: &dyn WebhookStore = &*store;
     let batch = feed.feed_batches(0, 10).await.unwrap().pop().unwrap();
     assert_eq!(batch.visits_within, Some((times[0], times[2])));
     let mut found: Vec<String> = (feed.feed_rows(&batch.event_ids, batch.visits_within))
@@ -412,8 +406,8 @@ async fn a_feed_row_names_its_visits_days_and_its_readers_look_only_there() {
 /// The statements the sessions of `store`'s reader have prepared that read the per-rule clicks
 /// or a feed row's visits. Every session is held at once; the pool's size is read again after
 /// each acquire (a session on its way back to the pool is counted, and waited for).
-async fn prepared_reads(store: &dyn VisitStore) -> Vec<String> {
-    let reader = &store_of(store).reader;
+async fn prepared_reads(store: &PgVisitStore) -> Vec<String> {
+    let reader = &store.reader;
     let mut sessions = Vec::new();
     while sessions.len() < reader.size() as usize {
         sessions.push(reader.acquire().await.unwrap());
@@ -459,10 +453,12 @@ fn six_visits(prefix: &str, at_ms: i64) -> Vec<Visit> {
 /// listed it (the statement fails, the read is made on `visits`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_does() {
-    use shortlink_sidecar::webhooks::store::Webhooks;
     let app = spawn_app(Backend::Postgres).await;
     let pool = PgPool::connect(&app.database_url).await.unwrap();
-    let (store, other) = (app.visit_store().await, app.visit_store().await);
+    let (store, other) = (
+        visit_store(&app.database_url).await,
+        visit_store(&app.database_url).await,
+    );
     let now = Utc::now();
     let midnight = |at: DateTime<Utc>| at.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     // Today's 24 h (its partitions and yesterday's were made by the migrations); the day 3
@@ -493,7 +489,7 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
     assert_eq!(count(&pool, "SELECT COUNT(*) FROM visits_default").await, 6);
     let people = [(None, 2, 2), (Some("1"), 2, 2), (Some("2.1"), 1, 1)];
     let everyone = [(None, 2, 2), (Some("1"), 2, 2), (Some("2.1"), 2, 2)];
-    let feed = store.webhooks();
+    let feed: &dyn WebhookStore = &*store;
     let batches = feed.feed_batches(0, 10).await.unwrap();
     assert_eq!(batches.len(), 3);
 
@@ -536,14 +532,14 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
     let all_there = vec![expect(&people), expect(&everyone)];
     let before = vec![all_there.clone(), all_there.clone(), all_there.clone()];
     assert_eq!(answers().await, (before.clone(), vec![6, 6, 6]));
-    let read = prepared_reads(&*store).await;
+    let read = prepared_reads(&store).await;
     assert!(names(&read, past, "GROUP BY rule"), "{read:#?}");
     assert!(names(&read, now, "GROUP BY rule"), "{read:#?}");
     assert!(names(&read, past, "v.event_id IN"), "{read:#?}");
 
     // Another sidecar creates the day ahead (its visits move out of the default partition):
     // this one still lists it as missing and reads `visits`.
-    let created = store_of(&*other)
+    let created = days(&other)
         .prepare_days(now + Duration::days(2))
         .await
         .unwrap();
@@ -553,7 +549,7 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
 
     // Another sidecar drops the day 3 days ago (past a retention of 2 days), which this one
     // still lists: its reads fail on the name, list the days again and read `visits`.
-    let dropped = store_of(&*other)
+    let dropped = days(&other)
         .drop_days_before(midnight(past) + Duration::days(1))
         .await
         .unwrap();
@@ -562,7 +558,7 @@ async fn reads_of_a_day_or_two_name_their_partitions_and_answer_as_the_table_doe
     let after = vec![all_there.clone(), vec![Vec::new(), Vec::new()], all_there];
     assert_eq!(answers().await, (after, vec![6, 0, 6]));
     // Listed again: the day created late is now read by its name.
-    let read = prepared_reads(&*store).await;
+    let read = prepared_reads(&store).await;
     assert!(names(&read, ahead, "GROUP BY rule"), "{read:#?}");
     assert!(names(&read, ahead, "v.event_id IN"), "{read:#?}");
 }
@@ -647,7 +643,7 @@ async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
     assert_eq!(kind, "Index Only Scan");
     assert!(fetched > 0, "{fetched}");
 
-    let settle = store_of(&*store);
+    let settle = days(&store);
     assert!(settle.settle_days(now).await.unwrap() >= 1);
     let vacuumed: bool = sqlx::query_scalar(
         "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = $1",

@@ -16,7 +16,7 @@ pub(crate) use scope::{known, slug};
 use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
-use shortlink_visits::orphans::{DomainScope, OrphanCounts, Orphans};
+use shortlink_visits::orphans::{DomainScope, OrphanCounts};
 use std::collections::BTreeMap;
 
 pub mod not_found;

@@ -12,7 +12,7 @@ use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_domains::issuing::DEFAULT_WORKSPACE;
-use shortlink_visits::orphans::{DomainScope, OrphanQuery, OrphanVisit, Orphans};
+use shortlink_visits::orphans::{DomainScope, OrphanQuery, OrphanVisit};
 use shortlink_wire::event::OrphanKind;
 use utoipa::IntoParams;
 

@@ -12,9 +12,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::service::validate;
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
-use shortlink_visits::retention::{
-    CampaignRetention, Retention, RetentionPolicy, WorkspaceRetention,
-};
+use shortlink_visits::retention::{CampaignRetention, RetentionPolicy, WorkspaceRetention};
 use utoipa::ToSchema;
 
 pub fn router() -> Router<AppState> {

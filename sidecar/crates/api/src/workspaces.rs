@@ -19,7 +19,6 @@ use shortlink_store::audit::Origin;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
 };
-use shortlink_visits::orphans::Orphans;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -14,8 +14,8 @@
 //!   creates the coming days, and the days every retention in force has let go are dropped
 //!   whole before the row deletes above take what is left.
 
-use super::retention::{self, Retention};
-use super::store::{SqlBackendStore, VisitStore};
+use super::retention;
+use super::store::VisitStore;
 use chrono::SubsecRound;
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::service::{LinkPatch, LinkService, ServiceError};
@@ -112,13 +112,13 @@ pub async fn delete_old_visits(
     let policies = store.retention().policies().await?;
     let longest = retention::longest_visits(retention, &policies);
     let mut dropped = 0;
-    if let SqlBackendStore::Postgres(pg) = store.sql_backend() {
-        pg.prepare_days(storage::now()).await?;
+    if let Some(days) = store.day_partitions() {
+        days.prepare_days(storage::now()).await?;
         if let Some(longest) = longest {
             // A day past the longest retention in force is past every visit's own.
-            dropped = pg.drop_days_before(ago(longest)?).await?;
+            dropped = days.drop_days_before(ago(longest)?).await?;
         }
-        pg.settle_days(storage::now()).await?;
+        days.settle_days(storage::now()).await?;
     }
     let mut deleted = retention::apply(store, &policies, storage::now()).await?;
     deleted.visits += dropped;
@@ -168,7 +168,6 @@ async fn delete_old_orphans(
     store: &dyn VisitStore,
     before: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), CleanupError> {
-    use crate::orphans::Orphans;
     let mut deleted = 0;
     loop {
         let n = (store.orphans())

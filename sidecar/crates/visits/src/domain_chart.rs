@@ -13,16 +13,10 @@
 //! workspace. It is a gap for every domain. In a bucket where some of them had visits, a domain
 //! without any had zero clicks: that zero was measured.
 
-use crate::deliveries::rate::final_states;
-use crate::store::sql::{db, fetch_all};
-use crate::store::{SqlBackendStore, SqlVisitStore, VisitDialect, VisitStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::sql::{statement, Dialect, Driver, Value};
 use shortlink_store::{StorageResult, WorkspaceId};
 use std::collections::HashMap;
-
-type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 
 /// One domain's series, a value per bucket of the chart.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,95 +149,6 @@ pub trait DomainChartStore: Send + Sync {
         window: std::time::Duration,
         now: DateTime<Utc>,
     ) -> StorageResult<DomainChart>;
-}
-
-/// The domain charts of the database a visit store writes to.
-pub trait DomainCharts {
-    fn domain_charts(&self) -> &dyn DomainChartStore;
-}
-
-impl DomainCharts for dyn VisitStore {
-    fn domain_charts(&self) -> &dyn DomainChartStore {
-        match self.sql_backend() {
-            SqlBackendStore::Sqlite(store) => store,
-            SqlBackendStore::Postgres(store) => store,
-            SqlBackendStore::Mysql(store) => store,
-        }
-    }
-}
-
-#[async_trait]
-impl<V: VisitDialect> DomainChartStore for SqlVisitStore<V> {
-    async fn domain_chart(
-        &self,
-        workspace: WorkspaceId,
-        domains: &[String],
-        window: std::time::Duration,
-        now: DateTime<Utc>,
-    ) -> StorageResult<DomainChart> {
-        let window_secs = i64::try_from(window.as_secs()).unwrap_or(i64::MAX).max(60);
-        let bucket = bucket_for(window_secs);
-        let to = now.timestamp();
-        let from = (to - window_secs).div_euclid(bucket) * bucket;
-        let to = to.div_euclid(bucket) * bucket;
-        if domains.is_empty() {
-            return Ok(fill(domains, from, to, bucket, &Rows::default()));
-        }
-        let bigint = V::Sql::BIGINT;
-        let places = vec!["?"; domains.len()].join(", ");
-        // Bucket widths are literals: PostgreSQL takes a bound one in GROUP BY as another
-        // expression than the same one in the select list.
-        let clicks = statement(
-            &format!(
-                "SELECT CAST(minute - minute % {bucket} AS {bigint}) AS start, short_domain, \
-                 CAST(SUM(humans) AS {bigint}) AS humans FROM domain_clicks \
-                 WHERE minute >= ? AND minute < ? AND short_domain IN ({places}) \
-                 GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-            [Value::Int(from), Value::Int(to + bucket)]
-                .into_iter()
-                .chain(domains.iter().cloned().map(Value::Text)),
-        );
-        let bucket_ms = bucket * 1000;
-        let delivered = statement(
-            &format!(
-                "SELECT CAST(at_ms - at_ms % {bucket_ms} AS {bigint}) AS start_ms, short_domain, \
-                 CAST(SUM(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END) AS {bigint}) \
-                 AS delivered, CAST(COUNT(*) AS {bigint}) AS finals FROM delivery_messages \
-                 WHERE workspace_id = ? AND at_ms >= ? AND at_ms < ? \
-                 AND short_domain IN ({places}) AND state IN ({}) GROUP BY 1, 2 ORDER BY 1, 2",
-                final_states()
-            ),
-            [
-                Value::Int(workspace.get()),
-                Value::Int(from * 1000),
-                Value::Int((to + bucket) * 1000),
-            ]
-            .into_iter()
-            .chain(domains.iter().cloned().map(Value::Text)),
-        );
-        let (clicks, delivered) = tokio::try_join!(
-            fetch_all::<V>(&self.reader, clicks),
-            fetch_all::<V>(&self.reader, delivered)
-        )?;
-        let int = |row, column| Db::<V>::int(row, column).map_err(db);
-        let mut rows = Rows::default();
-        for row in &clicks {
-            let domain = V::Sql::read_text(row, "short_domain")?;
-            rows.clicks
-                .push((int(row, "start")?, domain, int(row, "humans")?));
-        }
-        for row in &delivered {
-            let domain = V::Sql::read_text(row, "short_domain")?;
-            rows.delivered.push((
-                int(row, "start_ms")? / 1000,
-                domain,
-                int(row, "delivered")?,
-                int(row, "finals")?,
-            ));
-        }
-        Ok(fill(domains, from, to, bucket, &rows))
-    }
 }
 
 #[cfg(test)]

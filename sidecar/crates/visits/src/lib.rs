@@ -5,7 +5,9 @@
 //!
 //! - [`consumer`]: consumer group reader → enrichment → one transaction per batch → XACK;
 //! - [`rollup`]: what a batch adds to the hourly/daily aggregates (pure);
-//! - [`store`]: the tables of `20261122000003_visits.sql` on SQLite and PostgreSQL;
+//! - [`store`]: the [`store::VisitStore`] trait the stats API reads and the consumer writes
+//!   through, and every other store of the same database as a trait (`shortlink-visits-sql`
+//!   implements them all);
 //! - [`cleanup`]: idle-link expiry and raw-visit retention.
 //!
 //! Nothing here is on the redirect path: nginx only appends to a Redis stream.
@@ -30,7 +32,6 @@ use shortlink_config::Config;
 use shortlink_core::background::Tasks;
 use shortlink_core::primary::Primary;
 use shortlink_core::service::LinkService;
-use shortlink_store::StorageResult;
 use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,11 +55,6 @@ pub enum AnalyticsError {
     Consumer(#[from] ConsumerError),
     #[error("--consumer-batch must be between 1 and 10000")]
     Batch,
-}
-
-/// Opens the visit store on the configured database (migrated already by `open_storage`).
-pub async fn open_store(config: &Config) -> StorageResult<Arc<dyn VisitStore>> {
-    store::connect(&shortlink_store::ConnectOptions::from_config(config)).await
 }
 
 /// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but

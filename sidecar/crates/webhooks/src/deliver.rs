@@ -12,13 +12,13 @@ use super::client::Sender;
 use super::cursor::Cursor;
 use super::event::FeedEvent;
 use super::feed::FeedReader;
+use super::store::Stores;
 use super::store::{Failure, Lease, Progress};
 use super::subscription::Subscription;
-use super::{WebhookSettings, Webhooks};
+use super::WebhookSettings;
 use serde::Serialize;
 use shortlink_core::background::{self, pause, Shutdown};
 use shortlink_store::StorageResult;
-use shortlink_visits::store::VisitStore;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ struct Body<'a> {
 }
 
 pub struct Deliverer {
-    store: Arc<dyn VisitStore>,
+    stores: Stores,
     sender: Sender,
     settings: WebhookSettings,
     /// This process's name on the leases it holds.
@@ -65,17 +65,13 @@ pub fn backoff(attempts: i64) -> Duration {
 }
 
 impl Deliverer {
-    pub fn new(store: Arc<dyn VisitStore>, settings: WebhookSettings) -> Result<Arc<Self>, String> {
-        Ok(Self::with_sender(store, Sender::new(&settings)?, settings))
+    pub fn new(stores: Stores, settings: WebhookSettings) -> Result<Arc<Self>, String> {
+        Ok(Self::with_sender(stores, Sender::new(&settings)?, settings))
     }
 
     /// With the `sender` made from `settings` when the configuration was checked (so wiring the
     /// deliverer cannot fail on a setting).
-    pub fn with_sender(
-        store: Arc<dyn VisitStore>,
-        sender: Sender,
-        settings: WebhookSettings,
-    ) -> Arc<Self> {
+    pub fn with_sender(stores: Stores, sender: Sender, settings: WebhookSettings) -> Arc<Self> {
         let owner = format!(
             "{}-{}-{}",
             std::env::var("HOSTNAME").unwrap_or_else(|_| "sidecar".into()),
@@ -84,7 +80,7 @@ impl Deliverer {
         );
         Arc::new(Self {
             sender,
-            store,
+            stores,
             settings,
             owner,
         })
@@ -127,14 +123,14 @@ impl Deliverer {
         stop: &Shutdown,
     ) -> StorageResult<()> {
         let now = now_ms();
-        for subscription in self.store.webhooks().subscriptions().await? {
+        for subscription in self.stores.webhooks.subscriptions().await? {
             let held_elsewhere = subscription.lease_until_ms >= now
                 && subscription.lease_owner.as_deref() != Some(self.owner.as_str());
             if running.contains_key(&subscription.id) || held_elsewhere {
                 continue;
             }
             let lease = self.lease(&subscription);
-            if self.store.webhooks().claim(&lease, now).await? {
+            if self.stores.webhooks.claim(&lease, now).await? {
                 let task = Task::new(Arc::clone(self), subscription, lease, stop.clone());
                 let id = task.subscription.id.clone();
                 running.insert(id, tasks.spawn(task.run()));
@@ -176,7 +172,7 @@ impl Task {
         lease: Lease,
         stop: Shutdown,
     ) -> Self {
-        let reader = FeedReader::new(Arc::clone(&deliverer.store), deliverer.settings.privacy);
+        let reader = FeedReader::new(deliverer.stores.clone(), deliverer.settings.privacy);
         Task {
             at: subscription.cursor,
             read_to: subscription.cursor,
@@ -388,7 +384,7 @@ impl Task {
     async fn save(&mut self, failure: Option<&Failure>) -> StorageResult<bool> {
         let progress = self.progress();
         let lease = self.renewed();
-        let webhooks = self.deliverer.store.webhooks();
+        let webhooks = &self.deliverer.stores.webhooks;
         let saved = match failure {
             Some(failure) => webhooks.give_up(&lease, &progress, failure).await?,
             None => webhooks.advance(&lease, &progress).await?,

@@ -6,11 +6,10 @@
 use super::cursor::Cursor;
 use super::event::{FeedEvent, Privacy};
 pub use super::filter::FeedFilter;
-use super::store::{FeedBatch, Webhooks};
+use super::store::FeedBatch;
+use super::store::Stores;
 use shortlink_store::StorageResult;
 use shortlink_visits::conversions::store::is_conversion_id;
-use shortlink_visits::conversions::Conversions;
-use shortlink_visits::store::VisitStore;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -33,15 +32,15 @@ const SCAN_LIMIT: usize = 50_000;
 /// Reads the feed. Keeps the rows it read last: a deliverer sending one event per POST reads
 /// the same row (up to 16,000 ids) many times over.
 pub struct FeedReader {
-    store: Arc<dyn VisitStore>,
+    stores: Stores,
     privacy: Privacy,
     rows: Vec<Arc<FeedBatch>>,
 }
 
 impl FeedReader {
-    pub fn new(store: Arc<dyn VisitStore>, privacy: Privacy) -> Self {
+    pub fn new(stores: Stores, privacy: Privacy) -> Self {
         Self {
-            store,
+            stores,
             privacy,
             rows: Vec::new(),
         }
@@ -52,8 +51,8 @@ impl FeedReader {
     async fn row_from(&mut self, seq: i64) -> StorageResult<Option<Arc<FeedBatch>>> {
         if self.rows.last().is_none_or(|last| last.seq < seq) {
             let rows = self
-                .store
-                .webhooks()
+                .stores
+                .webhooks
                 .feed_batches(seq, ROWS_PER_READ)
                 .await?;
             self.rows = rows.into_iter().map(Arc::new).collect();
@@ -97,7 +96,7 @@ impl FeedReader {
     /// The tags of a conversion's link as the link holds them now (a conversion keeps no copy:
     /// a subscription to a tag hears of the link's conversions as of its clicks).
     async fn tags_of(&self, code: &str) -> StorageResult<Vec<String>> {
-        let rows = self.store.webhooks().link_tags(code).await?;
+        let rows = self.stores.webhooks.link_tags(code).await?;
         Ok(rows
             .as_deref()
             .and_then(|text| serde_json::from_str(text).ok())
@@ -118,8 +117,8 @@ impl FeedReader {
         let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
             ids.iter().cloned().partition(|id| is_conversion_id(id));
         let mut found: HashMap<String, _> = (self
-            .store
-            .webhooks()
+            .stores
+            .webhooks
             .feed_rows(&visit_ids, row.visits_within)
             .await?)
             .into_iter()
@@ -128,7 +127,8 @@ impl FeedReader {
         let mut conversions: HashMap<String, _> = match conversion_ids.is_empty() {
             true => HashMap::new(),
             false => (self
-                .store
+                .stores
+                .visits
                 .conversions()
                 .conversions(&conversion_ids)
                 .await?)

@@ -33,4 +33,4 @@ pub use cursor::Cursor;
 pub use event::{FeedEvent, Privacy};
 pub use service::{WebhookError, WebhookService};
 pub use settings::WebhookSettings;
-pub use store::{WebhookStore, Webhooks};
+pub use store::{Stores, WebhookStore};

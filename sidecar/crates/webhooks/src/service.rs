@@ -5,8 +5,9 @@ use super::cursor::Cursor;
 use super::event::Privacy;
 use super::feed::{FeedFilter, FeedReader, Page};
 use super::store::Failure;
+use super::store::Stores;
 use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
-use super::{WebhookSettings, Webhooks};
+use super::WebhookSettings;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::limits::{Budget, QuotaError};
@@ -14,7 +15,6 @@ use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlPolicy;
 use shortlink_store::audit::Origin;
 use shortlink_store::{Storage, StorageError, WorkspaceId};
-use shortlink_visits::store::VisitStore;
 use std::sync::Arc;
 use utoipa::ToSchema;
 
@@ -72,7 +72,7 @@ pub struct ReplayRequest {
 }
 
 pub struct WebhookService {
-    store: Arc<dyn VisitStore>,
+    stores: Stores,
     /// Where changes are recorded (the audit log is the links' storage's). Subscriptions live
     /// in the visit store, so a change's row is appended just after it, not in its transaction.
     audit: Arc<dyn Storage>,
@@ -86,15 +86,20 @@ pub struct WebhookService {
 const FAILURES_SHOWN: u32 = 100;
 
 impl WebhookService {
+    /// The stores it reads and writes (the deliverer shares them).
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
     pub fn new(
-        store: Arc<dyn VisitStore>,
+        stores: Stores,
         audit: Arc<dyn Storage>,
         policy: UrlPolicy,
         own_domains: Vec<String>,
         settings: &WebhookSettings,
     ) -> Self {
         Self {
-            store,
+            stores,
             audit,
             policy,
             own_domains,
@@ -123,7 +128,7 @@ impl WebhookService {
         let workspace = budget.workspace();
         budget.admits_webhook(self.count(workspace).await?)?;
         let (spec, secret) = request.check(&self.checks())?;
-        let webhooks = self.store.webhooks();
+        let webhooks = &self.stores.webhooks;
         let subscription = Subscription {
             id: new_id()?,
             workspace,
@@ -148,7 +153,7 @@ impl WebhookService {
 
     /// `workspace`'s subscriptions (each workspace has a few: read whole, kept by owner).
     pub async fn list(&self, workspace: WorkspaceId) -> WebhookResult<Vec<SubscriptionView>> {
-        let all = self.store.webhooks().subscriptions().await?;
+        let all = self.stores.webhooks.subscriptions().await?;
         let theirs = all.iter().filter(|s| s.workspace == workspace);
         Ok(theirs.map(SubscriptionView::from).collect())
     }
@@ -165,7 +170,7 @@ impl WebhookService {
     /// The subscription `id` if `workspace` owns it; another workspace's is not found, as a
     /// missing one.
     async fn owned(&self, workspace: WorkspaceId, id: &str) -> WebhookResult<Subscription> {
-        match self.store.webhooks().subscription(id).await? {
+        match self.stores.webhooks.subscription(id).await? {
             Some(s) if s.workspace == workspace => Ok(s),
             _ => Err(WebhookError::NotFound),
         }
@@ -181,7 +186,7 @@ impl WebhookService {
     ) -> WebhookResult<SubscriptionView> {
         let before = Some(self.owned(workspace, id).await?);
         let (spec, secret) = request.check(&self.checks())?;
-        let webhooks = self.store.webhooks();
+        let webhooks = &self.stores.webhooks;
         if !webhooks.update_subscription(id, &spec, &secret).await? {
             return Err(WebhookError::NotFound);
         }
@@ -199,7 +204,7 @@ impl WebhookService {
         origin: &Origin,
     ) -> WebhookResult<()> {
         let before = Some(self.owned(workspace, id).await?);
-        let webhooks = self.store.webhooks();
+        let webhooks = &self.stores.webhooks;
         if !webhooks.delete_subscription(id).await? {
             return Err(WebhookError::NotFound);
         }
@@ -215,7 +220,7 @@ impl WebhookService {
         id: &str,
     ) -> WebhookResult<Vec<FailureView>> {
         self.owned(workspace, id).await?;
-        let failures = self.store.webhooks().failures(id, FAILURES_SHOWN).await?;
+        let failures = self.stores.webhooks.failures(id, FAILURES_SHOWN).await?;
         Ok(failures.into_iter().map(FailureView::from).collect())
     }
 
@@ -226,7 +231,7 @@ impl WebhookService {
         request: ReplayRequest,
     ) -> WebhookResult<SubscriptionView> {
         self.owned(workspace, id).await?;
-        let webhooks = self.store.webhooks();
+        let webhooks = &self.stores.webhooks;
         let cursor = match (request.from, request.failure) {
             (Some(from), None) => {
                 match webhooks.feed_seq_since(from.timestamp_millis()).await? {
@@ -264,7 +269,7 @@ impl WebhookService {
         filter: &FeedFilter,
         limit: usize,
     ) -> WebhookResult<Page> {
-        let mut reader = FeedReader::new(Arc::clone(&self.store), self.privacy);
+        let mut reader = FeedReader::new(self.stores.clone(), self.privacy);
         Ok(reader.read(after, filter, limit).await?)
     }
 }

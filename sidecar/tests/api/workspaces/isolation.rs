@@ -116,7 +116,6 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
     ];
     let event = VisitEvent::from_fields("1700000000001-0", fields).unwrap();
     let orphan = Enricher::new(GeoDb::disabled(), false).enrich(&event);
-    use shortlink_sidecar::visits::orphans::Orphans;
     assert_eq!(store.orphans().store_orphans(&[orphan]).await.unwrap(), 1);
     // Its domain, named by a request through nginx (the test client sends the proxy secret).
     let answer = with_key(app, admin, Method::GET, "/domains")

@@ -7,7 +7,7 @@ use crate::{AppState, ErrorBody, InWorkspace, Json, Path, Query, Result};
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use shortlink_visits::conversions::results::{ArmResult, SplitResult, ALPHA, POWER};
-use shortlink_visits::conversions::{ab_result, AbResult, Conversions, Money, Scope};
+use shortlink_visits::conversions::{ab_result, AbResult, Money, Scope};
 use utoipa::{IntoParams, ToSchema};
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -9,9 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_store::WorkspaceId;
-use shortlink_visits::conversions::{
-    Conversion, Conversions, NewConversion, RawConversion, Recorded, Refusal,
-};
+use shortlink_visits::conversions::{Conversion, NewConversion, RawConversion, Recorded, Refusal};
 use utoipa::ToSchema;
 
 /// Most lines in one NDJSON request, and the longest line (a conversion is a few hundred bytes).

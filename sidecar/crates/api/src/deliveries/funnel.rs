@@ -6,7 +6,7 @@ use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
-use shortlink_visits::deliveries::{DeliveryState, FunnelCounts, Funnels};
+use shortlink_visits::deliveries::{DeliveryState, FunnelCounts};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 

@@ -11,7 +11,7 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::{Deliveries, Gateway, NewReceipt};
+use shortlink_visits::deliveries::{Gateway, NewReceipt};
 
 /// Most lines in one NDJSON request, and the longest line (a receipt is a few hundred bytes).
 pub const MAX_LINES: usize = 100_000;

@@ -11,7 +11,7 @@ use shortlink_visits::deliveries::model::{
     bounded_text, key_text, opt_key_text, MAX_CARRIER, MAX_ERROR_CODE, MAX_MESSAGE_ID,
 };
 use shortlink_visits::deliveries::{
-    Deliveries, DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Recorded, Refusal,
+    DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Recorded, Refusal,
 };
 use utoipa::ToSchema;
 

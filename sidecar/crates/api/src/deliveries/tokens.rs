@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_model::validate::hex;
 use shortlink_store::audit::Changes;
-use shortlink_visits::deliveries::{new_token_id, CallbackToken, CallbackTokens, Gateway};
+use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway};
 use utoipa::ToSchema;
 
 /// What a callback token's value starts with (then 64 hex digits).

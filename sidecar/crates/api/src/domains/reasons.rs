@@ -6,7 +6,7 @@
 use crate::{AppState, Result};
 use serde::Serialize;
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::{DeliveryState, MessageState, MessageStates};
+use shortlink_visits::deliveries::{DeliveryState, MessageState};
 use std::collections::HashMap;
 
 /// Why a link of the re-send list has no click.

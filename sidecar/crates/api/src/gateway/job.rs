@@ -9,7 +9,7 @@ use super::settings::{self, Ready};
 use crate::{AppState, Error, Result};
 use shortlink_core::service::Authority;
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::{NewJob, Pending, SendJob, SendQueues};
+use shortlink_visits::deliveries::{NewJob, Pending, SendJob};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 

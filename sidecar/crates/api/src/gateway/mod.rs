@@ -18,7 +18,7 @@ use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shortlink_visits::deliveries::{Gateways, SendRecord};
+use shortlink_visits::deliveries::SendRecord;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 

@@ -6,7 +6,6 @@
 use super::sender;
 use crate::AppState;
 use shortlink_core::background::{fired, Shutdown};
-use shortlink_visits::deliveries::SendQueues;
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::task::JoinSet;

@@ -21,8 +21,7 @@ use shortlink_core::background::Shutdown;
 use shortlink_core::service::{Authority, Stop};
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{
-    Deliveries, DeliveryState, Gateway, Gateways, LinkRef, NewReceipt, OpenJob, Pending,
-    SendQueues, SendRecord,
+    DeliveryState, Gateway, LinkRef, NewReceipt, OpenJob, Pending, SendRecord,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

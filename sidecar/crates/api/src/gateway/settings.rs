@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::{
-    new_token_id, CallbackToken, CallbackTokens, Gateway, GatewayConfig, Gateways,
-};
+use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway, GatewayConfig};
 use std::ops::RangeInclusive;
 use std::time::Duration;
 use utoipa::ToSchema;

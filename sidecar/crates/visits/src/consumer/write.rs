@@ -3,7 +3,6 @@
 use super::counters::ConsumerCounters;
 use super::entry::RawEntry;
 use super::error::ConsumerError;
-use crate::orphans::Orphans;
 use crate::store::VisitStore;
 use shortlink_store::StorageError;
 use shortlink_visit_enrich::{split_entry, Enricher, Visit};

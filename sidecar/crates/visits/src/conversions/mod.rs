@@ -9,16 +9,13 @@
 //!
 //! docs/CONVERSIONS.md is the user's side of it.
 
-mod arrays;
-mod batch;
 mod conversion;
 mod currencies;
 pub mod input;
 pub mod results;
-mod rollup;
 pub mod significance;
 pub mod store;
 
 pub use input::{currency_codes, Click, Money, NewConversion, RawConversion, Refusal};
 pub use results::{ab_result, AbResult};
-pub use store::{ArmCounts, Conversion, ConversionStore, Conversions, Recorded, Scope};
+pub use store::{ArmCounts, Conversion, ConversionStore, Recorded, Scope};

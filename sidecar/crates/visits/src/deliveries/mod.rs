@@ -17,40 +17,20 @@
 //! gateways' destinations are dropped before anything gets here.
 //! docs/DELIVERIES.md is the user's side of it.
 
-mod chunk;
 pub mod funnel;
 pub mod gateway;
 pub mod model;
-mod parallel;
 pub mod queue;
 pub mod rate;
-mod returning;
 pub mod states;
 pub mod store;
 pub mod tokens;
 
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
-pub use gateway::{GatewayConfig, GatewayStore, Gateways, SendJob, SendRecord};
+pub use gateway::{GatewayConfig, GatewayStore, SendJob, SendRecord};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
-pub use queue::{NewJob, OpenJob, Pending, SendQueueStore, SendQueues};
+pub use queue::{NewJob, OpenJob, Pending, SendQueueStore};
 pub use rate::{DeliveredRate, RatePoint};
-pub use states::{MessageState, MessageStateStore, MessageStates};
-pub use store::{Deliveries, DeliveryStore};
-pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore, CallbackTokens};
-
-use crate::store::{SqlBackendStore, VisitStore};
-
-/// The funnels of the database a visit store writes to.
-pub trait Funnels {
-    fn funnels(&self) -> &dyn FunnelStore;
-}
-
-impl Funnels for dyn VisitStore {
-    fn funnels(&self) -> &dyn FunnelStore {
-        match self.sql_backend() {
-            SqlBackendStore::Sqlite(store) => store,
-            SqlBackendStore::Postgres(store) => store,
-            SqlBackendStore::Mysql(store) => store,
-        }
-    }
-}
+pub use states::{MessageState, MessageStateStore};
+pub use store::DeliveryStore;
+pub use tokens::{new_token_id, CallbackToken, CallbackTokenStore};

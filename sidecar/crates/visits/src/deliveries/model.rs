@@ -313,3 +313,8 @@ pub struct UpsertedMessage {
     /// No row was there: this statement inserted it.
     pub inserted: bool,
 }
+
+/// A time stored as Unix milliseconds (the deliveries' tables keep every time so).
+pub fn at_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}

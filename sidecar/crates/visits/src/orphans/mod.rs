@@ -14,4 +14,4 @@ mod model;
 mod store;
 
 pub use model::*;
-pub use store::{OrphanStore, Orphans};
+pub use store::OrphanStore;

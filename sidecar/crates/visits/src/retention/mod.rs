@@ -9,7 +9,7 @@ mod model;
 mod store;
 
 pub use model::{CampaignRetention, RetentionPolicy, VisitScope, WorkspaceRetention};
-pub use store::{Retention, RetentionStore};
+pub use store::RetentionStore;
 
 use crate::store::VisitStore;
 use chrono::{DateTime, Duration, Utc};

@@ -2,7 +2,15 @@
 //! it speaks, and the helpers every backend shares. Below the backends and the facade
 //! (`visits/store/mod.rs`) that picks one, so neither imports the other in a circle.
 
+use crate::conversions::ConversionStore;
+use crate::deliveries::{
+    CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
+};
+use crate::domain_chart::DomainChartStore;
+use crate::orphans::OrphanStore;
+use crate::retention::RetentionStore;
 use crate::rollup::{self, AllLinks, Counts, Deltas, Interval, NewVisitors};
+use crate::subjects::SubjectStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::{Backend, StorageResult, WorkspaceId};
@@ -106,7 +114,7 @@ impl Dimension {
 /// by all its dimension columns over the range, and rank every dimension from those rows
 /// ([`rank_breakdowns`]): three scans instead of nine, and the rows are few (distinct value
 /// combinations in the range: a few hundred for a link with millions of visits).
-pub(crate) const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
+pub const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
     (
         "visit_agents",
         &[
@@ -129,7 +137,7 @@ pub(crate) const BREAKDOWN_TABLES: [(&str, &[Dimension]); 3] = [
 /// One row of a breakdown table summed over a range: its dimension values in the table's column
 /// order ('' = unknown), then the counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GroupRow {
+pub struct GroupRow {
     pub values: Vec<String>,
     pub humans: i64,
     pub bots: i64,
@@ -139,7 +147,7 @@ pub(crate) struct GroupRow {
 /// Each dimension's top `top` entries from the grouped rows of its table: summed per value,
 /// ranked by [`Dimension::rank`] (entries ranking 0 left out), ties by value with unknown last.
 /// The agent breakdown lists machines only (humans have no agent label).
-pub(crate) fn rank_breakdowns(
+pub fn rank_breakdowns(
     dimensions: &[Dimension],
     rows: &[GroupRow],
     include_bots: bool,
@@ -304,13 +312,51 @@ pub trait VisitStore: Send + Sync + 'static {
     /// Raw visits stored (tests and benchmarks).
     async fn visit_rows(&self) -> StorageResult<i64>;
 
-    /// The store as itself: what the layers above keep in the same database finds the store's
-    /// backend by its type (the visit feed and the click webhooks' state, `webhooks/store.rs`).
-    fn as_any(&self) -> &dyn std::any::Any;
+    // The same database seen through each concern's store. The traits live here, beside the
+    // models; their one SQL implementation (`shortlink-visits-sql`) is wired by the binary
+    // alone, so an edit to a statement rebuilds that crate and the binary, not the crates that
+    // only call these traits (API, webhooks, domain health).
+
+    /// The conversions and their per-arm counts.
+    fn conversions(&self) -> &dyn ConversionStore;
+    /// The delivery receipts and their messages.
+    fn deliveries(&self) -> &dyn DeliveryStore;
+    /// The receipts' funnel per campaign, domain and carrier.
+    fn funnels(&self) -> &dyn FunnelStore;
+    /// The latest state of each message.
+    fn message_states(&self) -> &dyn MessageStateStore;
+    /// The SMS gateways' settings and send jobs.
+    fn gateways(&self) -> &dyn GatewayStore;
+    /// The send queue of compose's jobs.
+    fn send_queue(&self) -> &dyn SendQueueStore;
+    /// The tokens that sign the gateways' callbacks.
+    fn callback_tokens(&self) -> &dyn CallbackTokenStore;
+    /// The retention policies and what they delete.
+    fn retention(&self) -> &dyn RetentionStore;
+    /// Clicks and delivered rates per domain over time.
+    fn domain_charts(&self) -> &dyn DomainChartStore;
+    /// Visits to no link's code.
+    fn orphans(&self) -> &dyn OrphanStore;
+    /// Data-subject export and erasure requests.
+    fn subjects(&self) -> &dyn SubjectStore;
+    /// The raw visits' day partitions, on a backend that partitions them (PostgreSQL).
+    fn day_partitions(&self) -> Option<&dyn DayPartitions>;
+}
+
+/// The raw visits kept in one table per UTC day (PostgreSQL): made ahead of time, dropped whole
+/// once past every retention, and vacuumed once when the day has ended.
+#[async_trait]
+pub trait DayPartitions: Send + Sync {
+    /// Creates the days around `now` not made yet; answers how many it made.
+    async fn prepare_days(&self, now: DateTime<Utc>) -> StorageResult<u32>;
+    /// Vacuums the days that ended since the last call; answers how many.
+    async fn settle_days(&self, now: DateTime<Utc>) -> StorageResult<u32>;
+    /// Drops the days wholly before `before`; answers the visits they held.
+    async fn drop_days_before(&self, before: DateTime<Utc>) -> StorageResult<u64>;
 }
 
 /// Fills the gaps of a sparse series with zero buckets, from `from` to `to` by the interval.
-pub(crate) fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
+pub fn dense_series(query: &StatsQuery, sparse: Vec<(i64, Counts)>) -> Vec<(i64, Counts)> {
     let step = query.interval.seconds();
     let mut sparse = sparse.into_iter().peekable();
     let mut out = Vec::with_capacity(usize::try_from((query.to - query.from) / step).unwrap_or(0));
@@ -342,7 +388,7 @@ pub fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
 }
 
 /// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
-pub(crate) fn deltas<'a>(
+pub fn deltas<'a>(
     inserted: &[&'a Visit],
     all_links: &'a AllLinks,
     new_visitors: NewVisitors,

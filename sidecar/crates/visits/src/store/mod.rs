@@ -1,107 +1,24 @@
-//! Storage of visits, rollups and stats: one trait, one implementation per backend, opened from the
-//! same database URL as the link storage (whose migrations create these tables too).
-//!
-//! The write path is [`VisitStore::store_batch`]: one transaction per batch that inserts the raw
-//! visits with `ON CONFLICT (event_id) DO NOTHING` (PostgreSQL: `(event_id, visited_at)`, the
-//! table being partitioned by day, `postgres/partitions.rs`), and folds only the rows actually
-//! inserted into the rollups and `links.visit_count` / `last_visit_at`. Which rows went in is known without
-//! sending them back (SQLite: each one-row insert's change count, `sqlite/raw.rs`; PostgreSQL: a
-//! binary `COPY` that succeeded inside a savepoint, otherwise rolled back to it and made again
-//! with `ON CONFLICT DO NOTHING RETURNING event_id`; MariaDB: see `mysql`). A batch
-//! delivered twice (the consumer died between commit and XACK) therefore changes nothing the
-//! second time.
+//! Storage of visits, rollups and stats: the [`VisitStore`] trait and what it reads and writes.
+//! Its one implementation, for every SQL backend, is `shortlink-visits-sql` (the binary opens it);
+//! that crate's docs say how a batch is written once and only once.
 
 mod api;
-pub(crate) mod feed;
-mod mysql;
-mod postgres;
-pub(crate) mod sql;
-mod sqlite;
-mod write;
 
-pub use self::mysql::MysqlVisitStore;
-pub use self::postgres::PgVisitStore;
-pub use self::sql::{SqlVisitStore, VisitDialect};
-pub use self::sqlite::SqliteVisitStore;
-
-pub use self::api::breakdown_days;
 pub use self::api::{
-    BatchOutcome, Dimension, Entry, IdleLink, RuleEntry, Stats, StatsQuery, VisitStore,
+    BatchOutcome, DayPartitions, Dimension, Entry, IdleLink, RuleEntry, Stats, StatsQuery,
+    VisitStore,
+};
+// The reads every backend answers alike, for the SQL implementation.
+pub use self::api::{
+    breakdown_days, deltas, dense_series, rank_breakdowns, GroupRow, BREAKDOWN_TABLES,
 };
 pub use super::rollup::{Counts, ALL_LINKS};
-use shortlink_store::{Backend, ConnectOptions, StorageError, StorageResult};
-use std::sync::Arc;
 
-/// Which SQL backend's store a `dyn VisitStore` is. The conversions, retention policies,
-/// subject requests (and, in their own crate, the webhooks) are the same store seen through
-/// another trait, implemented for every backend's: each such view matches on this, so that
-/// "every visit store is one of the three" is said once.
-pub enum SqlBackendStore<'a> {
-    Sqlite(&'a SqliteVisitStore),
-    Postgres(&'a PgVisitStore),
-    Mysql(&'a MysqlVisitStore),
-}
-
-impl dyn VisitStore {
-    pub fn sql_backend(&self) -> SqlBackendStore<'_> {
-        let store = self.as_any();
-        if let Some(store) = store.downcast_ref() {
-            SqlBackendStore::Sqlite(store)
-        } else if let Some(store) = store.downcast_ref() {
-            SqlBackendStore::Postgres(store)
-        } else if let Some(store) = store.downcast_ref() {
-            SqlBackendStore::Mysql(store)
-        } else {
-            unreachable!("every visit store is one of the SQL backends' (connect, below)")
-        }
-    }
-}
-
-/// Opens the visit store on the database `options` name (already migrated by
-/// [`shortlink_store::connect`]).
-pub async fn connect(options: &ConnectOptions) -> StorageResult<Arc<dyn VisitStore>> {
-    let (url, max_connections, acquire_timeout) = (
-        options.url.as_str(),
-        options.max_connections,
-        options.acquire_timeout,
-    );
-    match Backend::from_url(url) {
-        Some(Backend::Sqlite) => Ok(Arc::new(SqliteVisitStore::connect(options).await?)),
-        Some(Backend::Postgres) => Ok(Arc::new(
-            PgVisitStore::connect(url, max_connections, acquire_timeout).await?,
-        )),
-        Some(Backend::Mysql) => Ok(Arc::new(
-            MysqlVisitStore::connect(url, max_connections, acquire_timeout).await?,
-        )),
-        None => Err(StorageError::UnsupportedUrl(
-            shortlink_config::redact::redact_url(url),
-        )),
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::api::*;
     use super::*;
     use crate::rollup::Interval;
-
-    #[test]
-    fn chunks_have_few_shapes() {
-        let rows: Vec<u32> = (0..1300).collect();
-        let sizes = |budget| -> Vec<usize> {
-            write::chunks(&rows, 512, budget, |_| 1)
-                .map(<[u32]>::len)
-                .collect()
-        };
-        assert_eq!(sizes(usize::MAX), [512, 512, 256, 16, 4]);
-        // A byte budget halves each chunk until it fits.
-        assert_eq!(sizes(300)[..3], [256, 256, 256]);
-        let again: Vec<u32> = write::chunks(&rows, 512, 300, |_| 1)
-            .flatten()
-            .copied()
-            .collect();
-        assert_eq!(again, rows);
-        assert_eq!(write::chunks::<u32>(&[], 512, 1, |_| 1).count(), 0);
-    }
 
     #[test]
     fn series_is_dense() {

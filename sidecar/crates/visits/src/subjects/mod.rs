@@ -14,10 +14,10 @@ mod model;
 mod store;
 
 pub use model::{Selector, SubjectRequest, SubjectVisit};
-pub use store::{SubjectStore, Subjects};
+pub use store::SubjectStore;
 
-use crate::conversions::store::{Conversion, Conversions};
-use crate::deliveries::{Deliveries, Receipt};
+use crate::conversions::store::Conversion;
+use crate::deliveries::Receipt;
 use crate::store::VisitStore;
 use chrono::Utc;
 use shortlink_core::service::{LinkService, ServiceError};

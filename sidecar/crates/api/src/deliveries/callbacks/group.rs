@@ -15,7 +15,7 @@
 //! of its own, so a gateway that hangs up does not abandon the others' group.
 
 use shortlink_store::{StorageError, WorkspaceId};
-use shortlink_visits::deliveries::{Deliveries, NewReceipt, Recorded, Refusal};
+use shortlink_visits::deliveries::{NewReceipt, Recorded, Refusal};
 use shortlink_visits::store::VisitStore;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

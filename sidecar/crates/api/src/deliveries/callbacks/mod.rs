@@ -27,9 +27,7 @@ use axum::routing::get;
 use axum::Router;
 use params::Params;
 use shortlink_store::{StorageError, WorkspaceId};
-use shortlink_visits::deliveries::{
-    CallbackToken, CallbackTokens, Gateway, Invalid, NewReceipt, Refusal,
-};
+use shortlink_visits::deliveries::{CallbackToken, Gateway, Invalid, NewReceipt, Refusal};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 

@@ -6,15 +6,15 @@
 
 mod raw;
 
-use super::api::{deltas, BatchOutcome};
-use super::sql::{SqlVisitStore, VisitDialect};
-use super::write::{distinct, first_seen, outcome, user_agents, VISIT_COLUMNS, VISIT_COLUMN_COUNT};
-use crate::rollup::{AllLinks, NewVisitors};
+use crate::sql::{SqlVisitStore, VisitDialect};
+use crate::write::{distinct, first_seen, outcome, user_agents, VISIT_COLUMNS, VISIT_COLUMN_COUNT};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::Value;
 use shortlink_store::{sqlite_file, ConnectOptions, Lite, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::rollup::{AllLinks, NewVisitors};
+use shortlink_visits::store::{deltas, BatchOutcome};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Pool, Row, Sqlite};
 use std::sync::Arc;

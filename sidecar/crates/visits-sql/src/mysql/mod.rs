@@ -10,17 +10,17 @@
 //! waits for that writer and keeps others out. On MariaDB, returning instead of reading took the
 //! consumer from 20,700 to 23,700 visits/s (bench/analytics, 32 visits an entry).
 
-use super::api::{deltas, BatchOutcome};
-use super::sql::{SqlVisitStore, VisitDialect};
-use super::write::{
+use crate::sql::{SqlVisitStore, VisitDialect};
+use crate::write::{
     add_counters, bind_visits, chunks, distinct, first_seen, outcome, placeholders, upsert_rollups,
     user_agents, visit_bytes, VISIT_COLUMNS, VISIT_COLUMN_COUNT,
 };
-use crate::rollup::{AllLinks, NewVisitors};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::{mysql, My, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::rollup::{AllLinks, NewVisitors};
+use shortlink_visits::store::{deltas, BatchOutcome};
 use sqlx::mysql::{MySqlArguments, MySqlRow};
 use sqlx::{MySql, Pool, Row, Transaction};
 use std::collections::HashSet;

@@ -2,10 +2,10 @@
 //! for every backend, each table as one statement over `UNNEST` of one array per column (where
 //! the other backends write multi-row `VALUES`).
 
-use crate::rollup::Deltas;
-use crate::store::write::{self, Rollup};
+use crate::write::{self, Rollup};
 use shortlink_store::sql::Value;
 use shortlink_store::{StorageError, StorageResult};
+use shortlink_visits::rollup::Deltas;
 use sqlx::{Postgres, Transaction};
 
 /// One column's values, as an array parameter.

@@ -3,12 +3,12 @@
 //! multi-row `VALUES` statements (SQLite, MariaDB/MySQL), chunking, placeholders, the binds of one
 //! visit and the rollup upserts. PostgreSQL writes arrays instead ([`super::postgres`]).
 
-use super::api::BatchOutcome;
-use crate::rollup::{Audiences, Deltas};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use shortlink_store::sql::{statement, Dialect, Driver, Value};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::{Audience, Visit};
+use shortlink_visits::rollup::{Audiences, Deltas};
+use shortlink_visits::store::BatchOutcome;
 use sqlx::{Database, Encode, Type};
 
 /// The visits of a batch with each event id once: an id twice in one batch is stored and counted
@@ -319,4 +319,25 @@ pub(crate) fn add_counters(counters: &[&str], new: impl Fn(&str) -> String) -> S
         .map(|c| format!("{c} = {c} + {}", new(c)))
         .collect();
     updates.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_have_few_shapes() {
+        let rows: Vec<u32> = (0..1300).collect();
+        let sizes = |budget| -> Vec<usize> {
+            chunks(&rows, 512, budget, |_| 1)
+                .map(<[u32]>::len)
+                .collect()
+        };
+        assert_eq!(sizes(usize::MAX), [512, 512, 256, 16, 4]);
+        // A byte budget halves each chunk until it fits.
+        assert_eq!(sizes(300)[..3], [256, 256, 256]);
+        let again: Vec<u32> = chunks(&rows, 512, 300, |_| 1).flatten().copied().collect();
+        assert_eq!(again, rows);
+        assert_eq!(chunks::<u32>(&[], 512, 1, |_| 1).count(), 0);
+    }
 }

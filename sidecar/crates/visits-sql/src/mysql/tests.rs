@@ -3,9 +3,9 @@
 //! tests have no MySQL server).
 
 use super::*;
-use crate::store::VisitStore;
 use shortlink_store::ConnectOptions;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visits::store::VisitStore;
 
 const IPHONE: &str =
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 \

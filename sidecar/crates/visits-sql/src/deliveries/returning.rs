@@ -13,11 +13,13 @@
 //! caller redoes the chunk one receipt at a time (`store.rs`).
 
 use super::chunk::{key, Message};
-use super::model::{DeliveryState, MessageRow, NewReceipt, Receipt, Recorded, Refusal};
-use crate::store::{SqlVisitStore, VisitDialect};
+use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::Dialect;
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_visits::deliveries::model::{
+    DeliveryState, MessageRow, NewReceipt, Receipt, Recorded, Refusal,
+};
 use sqlx::Transaction;
 use std::collections::{HashMap, HashSet};
 

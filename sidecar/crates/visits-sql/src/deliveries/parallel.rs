@@ -14,11 +14,11 @@
 //! deadlock: both stay one chunk at a time.
 
 use super::chunk::key;
-use super::model::{NewReceipt, Recorded, Refusal};
-use crate::store::{SqlVisitStore, VisitDialect};
+use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt};
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_visits::deliveries::model::{NewReceipt, Recorded, Refusal};
 use std::collections::HashMap;
 
 /// Chunks of one batch written at once. PostgreSQL spends about four times the sidecar's CPU
@@ -82,7 +82,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deliveries::model::{DeliveryState, Gateway, LinkRef};
+    use shortlink_visits::deliveries::model::{DeliveryState, Gateway, LinkRef};
 
     fn receipt(message_id: &str) -> NewReceipt {
         NewReceipt {

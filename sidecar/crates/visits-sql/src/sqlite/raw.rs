@@ -21,10 +21,10 @@
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use crate::rollup::{Audiences, Deltas, NewVisitors};
 use libsqlite3_sys as ffi;
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::rollup::{Audiences, Deltas, NewVisitors};
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::sqlite::SqliteConnection;
 use std::borrow::Cow;

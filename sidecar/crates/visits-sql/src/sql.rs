@@ -4,17 +4,26 @@
 //! A backend's [`VisitDialect`] holds only what differs: how visit times are stored, the idle-link
 //! and bounded-delete statements, and the batch write.
 
-use super::api::{
-    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
-    StatsQuery, VisitStore,
-};
-use crate::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
-use crate::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::conversions::ConversionStore;
+use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
+use shortlink_visits::deliveries::{
+    CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
+};
+use shortlink_visits::domain_chart::DomainChartStore;
+use shortlink_visits::orphans::OrphanStore;
+use shortlink_visits::retention::RetentionStore;
+use shortlink_visits::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
+use shortlink_visits::store::DayPartitions;
+use shortlink_visits::store::{
+    breakdown_days, rank_breakdowns, BatchOutcome, Dimension, Entry, GroupRow, IdleLink, RuleEntry,
+    StatsQuery, VisitStore,
+};
+use shortlink_visits::subjects::SubjectStore;
 use sqlx::{Database, Pool, Transaction};
 use std::collections::HashSet;
 
@@ -58,6 +67,14 @@ pub trait VisitDialect: Send + Sync + 'static {
 
     /// A read of [`VisitDialect::visits_between`]'s answer found a table gone: ask anew next time.
     fn forget_days(&self) {}
+
+    /// The store as its raw visits' day partitions, on a backend that keeps them (PostgreSQL).
+    fn day_partitions(_store: &SqlVisitStore<Self>) -> Option<&dyn DayPartitions>
+    where
+        Self: Sized,
+    {
+        None
+    }
 
     /// `count` delivery receipts were stored (a chunk committed): PostgreSQL gives the delivery
     /// tables their first statistics here (`postgres/young.rs`); the others plan well without.
@@ -547,8 +564,41 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         Ok(entries)
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
+    fn conversions(&self) -> &dyn ConversionStore {
         self
+    }
+    fn deliveries(&self) -> &dyn DeliveryStore {
+        self
+    }
+    fn funnels(&self) -> &dyn FunnelStore {
+        self
+    }
+    fn message_states(&self) -> &dyn MessageStateStore {
+        self
+    }
+    fn gateways(&self) -> &dyn GatewayStore {
+        self
+    }
+    fn send_queue(&self) -> &dyn SendQueueStore {
+        self
+    }
+    fn callback_tokens(&self) -> &dyn CallbackTokenStore {
+        self
+    }
+    fn retention(&self) -> &dyn RetentionStore {
+        self
+    }
+    fn domain_charts(&self) -> &dyn DomainChartStore {
+        self
+    }
+    fn orphans(&self) -> &dyn OrphanStore {
+        self
+    }
+    fn subjects(&self) -> &dyn SubjectStore {
+        self
+    }
+    fn day_partitions(&self) -> Option<&dyn DayPartitions> {
+        V::day_partitions(self)
     }
 
     async fn visit_rows(&self) -> StorageResult<i64> {

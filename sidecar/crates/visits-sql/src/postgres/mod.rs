@@ -11,17 +11,18 @@ mod partitions;
 mod receipts;
 mod rollup;
 mod young;
-use super::api::BatchOutcome;
-use super::sql::{SqlVisitStore, VisitDialect};
-use super::write::{distinct, first_rules, first_seen, outcome, user_agents};
-use crate::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
-use crate::rollup::{AllLinks, Deltas};
+use crate::sql::{SqlVisitStore, VisitDialect};
+use crate::write::{distinct, first_rules, first_seen, outcome, user_agents};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use copy::at_ms;
 use insert::{insert_visits, Inserted};
 use shortlink_store::{Pg, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
+use shortlink_visits::rollup::{AllLinks, Deltas};
+use shortlink_visits::store::BatchOutcome;
+use shortlink_visits::store::DayPartitions;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;
@@ -71,6 +72,10 @@ impl PgVisitStore {
 #[async_trait]
 impl VisitDialect for PgVisits {
     type Sql = Pg;
+
+    fn day_partitions(store: &PgVisitStore) -> Option<&dyn DayPartitions> {
+        Some(store)
+    }
 
     // A visit's key is (event_id, visited_at): the table is partitioned by day (migration 54).
     // The time bound again outside (`$1` is the first `?`): PostgreSQL then reads only the days

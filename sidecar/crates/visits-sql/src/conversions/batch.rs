@@ -12,14 +12,15 @@
 //! statement was most of it.
 
 use super::arrays::{int_array, text_array};
-use super::input::{Click, NewConversion, Refusal};
-use super::store::{at_ms, ms, new_id, Conversion, ConversionStore, Recorded, COLUMNS};
-use crate::store::sql::db;
-use crate::store::{SqlVisitStore, VisitDialect};
+use super::store::{at_ms, ms, new_id, COLUMNS};
+use crate::sql::db;
+use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::try_join_all;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
+use shortlink_visits::conversions::input::{Click, NewConversion, Refusal};
+use shortlink_visits::conversions::{Conversion, ConversionStore, Recorded};
 use std::collections::{HashMap, HashSet};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -343,7 +344,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             fresh.iter().map(|(_, c, v)| (c, v.as_str())).collect();
         Self::add_to_rollups(&mut *tx, &stored).await?;
         let ids: Vec<&str> = fresh.iter().map(|(_, c, _)| c.id.as_str()).collect();
-        crate::store::feed::append_ids::<V::Sql>(&mut *tx, &ids, None).await?;
+        crate::feed::append_ids::<V::Sql>(&mut *tx, &ids, None).await?;
         tx.commit().await.map_err(db)?;
         Ok(true)
     }

@@ -7,11 +7,11 @@
 //! cheaper by its estimate than 500 index probes), time growing with the table
 //! (bench/results/deliveries-2026-11-28b.md). Fixed statement texts: one plan for any chunk.
 //!
-//! [`supersedes`]: crate::deliveries::model::supersedes
+//! [`supersedes`]: shortlink_visits::deliveries::model::supersedes
 
-use crate::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use chrono::{DateTime, Utc};
 use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;
 

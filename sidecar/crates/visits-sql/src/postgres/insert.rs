@@ -2,10 +2,10 @@
 //! `UNNEST` of column arrays, returning the rows actually inserted.
 
 use super::copy::{self, at_ms, COPY_VISITS};
-use crate::rollup::{self, AllLinks, Deltas, NewVisitors};
 use chrono::{DateTime, Utc};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::rollup::{self, AllLinks, Deltas, NewVisitors};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;
 

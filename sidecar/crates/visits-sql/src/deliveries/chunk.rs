@@ -10,13 +10,16 @@
 //! time, as before. An existing message row is only ever overwritten while this transaction
 //! holds its lock, so no other writer's state is lost.
 
-use super::model::{supersedes, DeliveryState, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
-use super::store::{at_ms, ms, receipt_values, state_of, COLUMNS};
-use crate::store::sql::{db, marks};
-use crate::store::{SqlVisitStore, VisitDialect};
+use super::store::{ms, receipt_values, state_of, COLUMNS};
+use crate::sql::{db, marks};
+use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{Backend, StorageResult, WorkspaceId};
+use shortlink_visits::deliveries::model::at_ms;
+use shortlink_visits::deliveries::model::{
+    supersedes, DeliveryState, LinkRef, NewReceipt, Receipt, Recorded, Refusal,
+};
 use sqlx::Transaction;
 use std::collections::HashMap;
 

@@ -1,11 +1,11 @@
 //! Raw visits partitioned by UTC day (issue 56, migration `20261126000054_visits_by_day.sql`):
-//! the cleanup job creates the days ahead ([`PgVisitStore::prepare_days`]) and lets whole days go
-//! ([`PgVisitStore::drop_days_before`]), so retention of a day is a `DROP TABLE` of its
+//! the cleanup job creates the days ahead ([`DayPartitions::prepare_days`]) and lets whole days go
+//! ([`DayPartitions::drop_days_before`]), so retention of a day is a `DROP TABLE` of its
 //! partition, not a `DELETE` of its rows (bloat, index churn, a long fight with the consumer's
 //! inserts). What is left of a day still partly inside retention, and the default partition,
 //! keep their row deletes.
 //!
-//! A day that has ended is vacuumed once ([`PgVisitStore::settle_days`]): its pages are then all
+//! A day that has ended is vacuumed once ([`DayPartitions::settle_days`]): its pages are then all
 //! visible, so a read of its visits by code and time answers from the covering index alone
 //! (migration `20261127000060_visits_code_time_covering.sql`). Autovacuum would get there too,
 //! but only after a fifth of a day's rows again, which a finished day never gets.
@@ -17,9 +17,11 @@
 
 use super::days::{days, partition_name};
 use super::PgVisitStore;
-use crate::store::sql::{db, UNDEFINED_TABLE};
+use crate::sql::{db, UNDEFINED_TABLE};
+use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use shortlink_store::StorageResult;
+use shortlink_visits::store::DayPartitions;
 use sqlx::{PgPool, Postgres, Transaction};
 
 /// Days created ahead of today: the consumer writes into its day's partition even if the
@@ -29,7 +31,7 @@ pub(super) const AHEAD_DAYS: u64 = 7;
 /// How long a partition change waits for the parent's lock (`lock_timeout`).
 const LOCK_WAIT: &str = "5s";
 
-/// How many of the last finished days [`PgVisitStore::settle_days`] looks at: a job that did not
+/// How many of the last finished days [`DayPartitions::settle_days`] looks at: a job that did not
 /// run for a few days still settles them.
 const SETTLE_DAYS: u64 = 7;
 
@@ -124,10 +126,11 @@ async fn vacuum(pool: &PgPool, name: &str) -> StorageResult<bool> {
     }
 }
 
-impl PgVisitStore {
+#[async_trait]
+impl DayPartitions for PgVisitStore {
     /// Creates the partitions of today and of the next [`AHEAD_DAYS`] days that are missing;
     /// returns how many it created.
-    pub async fn prepare_days(&self, now: DateTime<Utc>) -> StorageResult<u32> {
+    async fn prepare_days(&self, now: DateTime<Utc>) -> StorageResult<u32> {
         let have = days(&self.writer).await?;
         let today = now.date_naive();
         let mut created = 0;
@@ -149,7 +152,7 @@ impl PgVisitStore {
     /// vacuumed (by this job or by autovacuum) since the day ended; returns how many it vacuumed.
     /// A visit stored late into a settled day (the consumer behind) leaves its page to be read
     /// from the heap: the read stays right, only that page is not skipped.
-    pub async fn settle_days(&self, now: DateTime<Utc>) -> StorageResult<u32> {
+    async fn settle_days(&self, now: DateTime<Utc>) -> StorageResult<u32> {
         let today = now.date_naive();
         let mut settled = 0;
         for day in days(&self.writer).await? {
@@ -180,7 +183,7 @@ impl PgVisitStore {
 
     /// Drops the partitions of the days that ended at or before `before` (every visit in them
     /// is past retention); returns how many visits they held.
-    pub async fn drop_days_before(&self, before: DateTime<Utc>) -> StorageResult<u64> {
+    async fn drop_days_before(&self, before: DateTime<Utc>) -> StorageResult<u64> {
         let mut dropped = 0;
         for day in days(&self.writer).await? {
             if bounds(day).1 > before {

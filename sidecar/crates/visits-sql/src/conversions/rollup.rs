@@ -13,11 +13,11 @@
 //! (bench/results/conversions-2026-11-26.md).
 
 use super::arrays::text_array;
-use super::conversion::Conversion;
-use crate::store::sql::db;
-use crate::store::{SqlVisitStore, VisitDialect};
+use crate::sql::db;
+use crate::{SqlVisitStore, VisitDialect};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{Backend, StorageResult};
+use shortlink_visits::conversions::Conversion;
 use sqlx::Database;
 use std::collections::BTreeMap;
 
