@@ -33,11 +33,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          it shrinks when the link's fields have one definition (issue 69's other part)",
     ),
     (
-        "sidecar/crates/visits/src/deliveries/store.rs fn apply",
-        "one receipt's statements in one transaction (the one-by-one path a lost race of a \
-         chunk falls back to); not yet split",
-    ),
-    (
         "sidecar/src/console/mod.rs fn router",
         "a table: every console route, one call each, read in one place (the workspace isolation \
          test lists routes from it)",

@@ -170,31 +170,10 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         let Some(code) = Self::link_code(tx, workspace, &new.link).await? else {
             return Ok(Err(Refusal::UnknownLink));
         };
-        let ws = Value::Int(workspace.get());
-        let existing = statement(
-            &format!(
-                "SELECT {COLUMNS} FROM delivery_receipts WHERE workspace_id = ? \
-                 AND message_id = ? AND state = ?"
-            ),
-            [
-                ws.clone(),
-                Value::Text(new.message_id.clone()),
-                Value::Text(new.state.as_str().into()),
-            ],
-        );
-        if let Some(row) = Db::<V>::fetch_optional(&mut **tx, existing)
-            .await
-            .map_err(db)?
-        {
-            let receipt = Self::receipt(&row)?;
-            let current = (Self::current(tx, workspace, &new.message_id, false).await?)
-                .map_or(receipt.state, |current| current.state);
-            return Ok(Ok(Recorded {
-                receipt,
-                duplicate: true,
-                current,
-            }));
+        if let Some(duplicate) = Self::recorded_before(tx, workspace, new).await? {
+            return Ok(Ok(duplicate));
         }
+        let ws = Value::Int(workspace.get());
         let receipt = new.stored(code.clone(), now);
         let insert = statement(
             &format!(
@@ -204,67 +183,106 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             receipt_values(&ws, &receipt),
         );
         Db::<V>::execute(&mut **tx, insert).await.map_err(db)?;
-        let current = match Self::current(tx, workspace, &new.message_id, true).await? {
-            None => {
-                let insert = statement(
-                    "INSERT INTO delivery_messages (workspace_id, message_id, code, \
-                     short_domain, state, error_code, carrier, at_ms, received_ms) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        ws,
-                        Value::Text(receipt.message_id.clone()),
-                        Value::Text(code),
-                        Value::OptText(new.short_domain.clone()),
-                        Value::Text(receipt.state.as_str().into()),
-                        Value::OptText(receipt.error_code.clone()),
-                        Value::OptText(receipt.carrier.clone()),
-                        ms(receipt.at),
-                        ms(receipt.received_at),
-                    ],
-                );
-                Db::<V>::execute(&mut **tx, insert).await.map_err(db)?;
-                receipt.state
-            }
-            Some(current) => {
-                let wins = supersedes(receipt.state, receipt.at, current.state, current.at);
-                // What any receipt adds (where the message went, on which domain), and the
-                // state with its error and time only when this receipt wins.
-                let mut query = statement(
-                    "UPDATE delivery_messages SET carrier = COALESCE(?, carrier), \
-                     short_domain = COALESCE(?, short_domain), received_ms = ?",
-                    [
-                        Value::OptText(receipt.carrier.clone()),
-                        Value::OptText(new.short_domain.clone()),
-                        ms(receipt.received_at),
-                    ],
-                );
-                if wins {
-                    query
-                        .push(", state = ")
-                        .bind(Value::Text(receipt.state.as_str().into()))
-                        .push(", error_code = ")
-                        .bind(Value::OptText(receipt.error_code.clone()))
-                        .push(", at_ms = ")
-                        .bind(ms(receipt.at));
-                }
-                query
-                    .push(" WHERE workspace_id = ")
-                    .bind(ws)
-                    .push(" AND message_id = ")
-                    .bind(Value::Text(receipt.message_id.clone()));
-                Db::<V>::execute(&mut **tx, query).await.map_err(db)?;
-                if wins {
-                    receipt.state
-                } else {
-                    current.state
-                }
-            }
-        };
+        let current = Self::write_message(tx, workspace, new, &receipt, code).await?;
         Ok(Ok(Recorded {
             receipt,
             duplicate: false,
             current,
         }))
+    }
+
+    /// The receipt of `new`'s message and state stored already, answered as a duplicate with
+    /// its message's current state.
+    async fn recorded_before(
+        tx: &mut Transaction<'static, Db<V>>,
+        workspace: WorkspaceId,
+        new: &NewReceipt,
+    ) -> StorageResult<Option<Recorded>> {
+        let existing = statement(
+            &format!(
+                "SELECT {COLUMNS} FROM delivery_receipts WHERE workspace_id = ? \
+                 AND message_id = ? AND state = ?"
+            ),
+            [
+                Value::Int(workspace.get()),
+                Value::Text(new.message_id.clone()),
+                Value::Text(new.state.as_str().into()),
+            ],
+        );
+        let Some(row) = Db::<V>::fetch_optional(&mut **tx, existing)
+            .await
+            .map_err(db)?
+        else {
+            return Ok(None);
+        };
+        let receipt = Self::receipt(&row)?;
+        let current = (Self::current(tx, workspace, &new.message_id, false).await?)
+            .map_or(receipt.state, |current| current.state);
+        Ok(Some(Recorded {
+            receipt,
+            duplicate: true,
+            current,
+        }))
+    }
+
+    /// The message's row after a new `receipt` (inserted, or updated under its row lock);
+    /// answers the message's current state.
+    async fn write_message(
+        tx: &mut Transaction<'static, Db<V>>,
+        workspace: WorkspaceId,
+        new: &NewReceipt,
+        receipt: &Receipt,
+        code: String,
+    ) -> StorageResult<DeliveryState> {
+        let ws = Value::Int(workspace.get());
+        let Some(current) = Self::current(tx, workspace, &new.message_id, true).await? else {
+            let insert = statement(
+                "INSERT INTO delivery_messages (workspace_id, message_id, code, \
+                 short_domain, state, error_code, carrier, at_ms, received_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    ws,
+                    Value::Text(receipt.message_id.clone()),
+                    Value::Text(code),
+                    Value::OptText(new.short_domain.clone()),
+                    Value::Text(receipt.state.as_str().into()),
+                    Value::OptText(receipt.error_code.clone()),
+                    Value::OptText(receipt.carrier.clone()),
+                    ms(receipt.at),
+                    ms(receipt.received_at),
+                ],
+            );
+            Db::<V>::execute(&mut **tx, insert).await.map_err(db)?;
+            return Ok(receipt.state);
+        };
+        let wins = supersedes(receipt.state, receipt.at, current.state, current.at);
+        // What any receipt adds (where the message went, on which domain), and the state with
+        // its error and time only when this receipt wins.
+        let mut query = statement(
+            "UPDATE delivery_messages SET carrier = COALESCE(?, carrier), \
+             short_domain = COALESCE(?, short_domain), received_ms = ?",
+            [
+                Value::OptText(receipt.carrier.clone()),
+                Value::OptText(new.short_domain.clone()),
+                ms(receipt.received_at),
+            ],
+        );
+        if wins {
+            query
+                .push(", state = ")
+                .bind(Value::Text(receipt.state.as_str().into()))
+                .push(", error_code = ")
+                .bind(Value::OptText(receipt.error_code.clone()))
+                .push(", at_ms = ")
+                .bind(ms(receipt.at));
+        }
+        query
+            .push(" WHERE workspace_id = ")
+            .bind(ws)
+            .push(" AND message_id = ")
+            .bind(Value::Text(receipt.message_id.clone()));
+        Db::<V>::execute(&mut **tx, query).await.map_err(db)?;
+        Ok(if wins { receipt.state } else { current.state })
     }
 
     /// Receipts in one transaction, committed only if every one went in.
