@@ -8,8 +8,8 @@ positive cases are made to keep those rules, and only those, before they are sen
 - `expires_at` of a create or an update is in the future (else 422 `invalid_expiry`);
 - an `Idempotency-Key` is not reused with another request (else 422 `idempotency_key_reused`):
   each positive case gets a key of its own;
-- a stats query's `from` is before its `to`, at most 10,000 intervals apart (else 422
-  `invalid_range` or `range_too_large`);
+- a stats query's `from` is before its `to`, at most the operation's `x-max-intervals` intervals
+  apart (else 422 `invalid_range` or `range_too_large`);
 - an alias is not of the generated codes' shape (7 letters and digits under the test's scheme)
   nor `batch` (else 422 `invalid_code`);
 - an update changes something: null is "unchanged" for `url`, `redirect`, `forward_query` and
@@ -68,7 +68,6 @@ import uuid
 import schemathesis
 
 UTC = datetime.timezone.utc
-MAX_POINTS = 10_000
 INTERVAL_SECONDS = {"hour": 3600, "day": 86400}
 STATS = ("GET /api/v1/stats", "GET /api/v1/links/{code}/stats")
 LINK_BODIES = ("POST /api/v1/links", "PATCH /api/v1/links/{code}")
@@ -80,6 +79,8 @@ ENCODED = set("\"<>`{}'^|\\")
 # The document's own bounds that a schema cannot state (`shortlink_model::schema::max_bytes`).
 MAX_BYTES = "x-max-bytes"
 MAX_NORMALISED_BYTES = "x-max-normalised-bytes"
+# A bound between two query values, named on the operation (`http::stats::RangeBound`).
+MAX_INTERVALS = "x-max-intervals"
 NULL_UNCHANGED = {"url", "redirect", "forward_query", "tags"}
 PREVIEW = "POST /api/v1/links/{code}/preview"
 WEBHOOK_BODIES = ("POST /api/v1/webhooks", "PUT /api/v1/webhooks/{id}")
@@ -235,10 +236,13 @@ def _own_idempotency_key(headers):
             headers[name] = f"{str(headers[name])[:200]}.{uuid.uuid4().hex}"
 
 
-def _stats_range(query):
-    """Keeps `from` < `to` (as the server aligns them to the interval) and the points bounded."""
+def _stats_range(case):
+    """Keeps `from` < `to` (as the server aligns them to the interval) and the intervals within
+    the operation's `x-max-intervals`."""
+    query = case.query
     if not query or ("from" not in query and "to" not in query):
         return
+    max_intervals = case.operation.definition.raw[MAX_INTERVALS]
     seconds = INTERVAL_SECONDS.get(query.get("interval") or "day", 86400)
     try:
         to = _parse(query["to"]) if "to" in query else datetime.datetime.now(UTC)
@@ -248,7 +252,7 @@ def _stats_range(query):
         if start is not None:
             low = start.timestamp() // seconds * seconds
             high = -(-to.timestamp() // seconds) * seconds
-            if low < high and (high - low) / seconds <= MAX_POINTS:
+            if low < high and (high - low) / seconds <= max_intervals:
                 return
         # `from` one interval before `to`: a link's default `from`, its creation, may be after it.
         query["from"] = (to - datetime.timedelta(seconds=seconds)).astimezone(UTC).isoformat()
@@ -296,7 +300,7 @@ def _keep_rules(case):
     if label in WITH_IDEMPOTENCY_KEY:
         _own_idempotency_key(case.headers)
     if label in STATS:
-        _stats_range(case.query)
+        _stats_range(case)
     if label in WEBHOOK_BODIES and isinstance(case.body, dict):
         case.body["url"] = "https://hooks.example/in"
     if label == REPLAY:

@@ -84,6 +84,15 @@ async fn openapi_document_describes_the_api() {
         create["url"]["x-max-normalised-bytes"],
         shortlink_model::schema::MAX_URL_LENGTH
     );
+    // The stats range's bound, a rule between two values, named on each stats operation.
+    for path in ["/api/v1/stats", "/api/v1/links/{code}/stats"] {
+        let operation = &doc["paths"][path]["get"];
+        assert_eq!(
+            operation["x-max-intervals"],
+            shortlink_sidecar::http::stats::MAX_POINTS,
+            "{path}"
+        );
+    }
     let update = &schemas["UpdateLinkRequest"];
     assert_eq!(update["minProperties"], 1, "{update}");
     assert!(update.get("maxProperties").is_none(), "{update}");

@@ -1,6 +1,7 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers and types.
 
 use super::error::{ErrorBody, ErrorDetail};
+use super::stats::RangeBound;
 use super::{
     audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
     orphans, preview, qr, resolve, retention, stats, subjects, visits, webhooks, workspace_metrics,
@@ -98,7 +99,7 @@ use utoipa::OpenApi;
         shortlink_core::service::compose::OverBudget,
         shortlink_webhooks::FeedEvent
     )),
-    modifiers(&BearerAuth, &CommonResponses, &SchemaFixes),
+    modifiers(&BearerAuth, &CommonResponses, &SchemaFixes, &RangeBound),
     security(("api_key" = [])),
     tags((name = "links"), (name = "domains"), (name = "resolve"), (name = "stats"), (name = "visits"), (name = "conversions"), (name = "deliveries"), (name = "webhooks"), (name = "audit"), (name = "subjects"), (name = "workspaces"), (name = "keys"), (name = "health"))
 )]
