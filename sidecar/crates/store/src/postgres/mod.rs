@@ -76,10 +76,10 @@ impl Dialect for Pg {
         let data = encoded
             .into_inner::<LinksCopy>()
             .unwrap_or_else(|| LinksCopy::new(rows));
-        if copy::copy_links(tx, data).await? {
+        if copy::copy_links(tx, &data).await? {
             return Ok(rows.iter().map(|row| row.link.code.clone()).collect());
         }
-        copy::insert_links_skipping_conflicts(tx, rows).await
+        copy::insert_links_skipping_conflicts(tx, &data).await
     }
 }
 
