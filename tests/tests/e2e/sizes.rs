@@ -28,11 +28,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          area it would only scatter the list an operator reads in one place",
     ),
     (
-        "sidecar/crates/store/src/postgres/copy.rs fn insert_links_skipping_conflicts",
-        "a table: one array per link column (25) and its bind, in the order of the UNNEST; \
-         it shrinks when the link's fields have one definition (issue 69's other part)",
-    ),
-    (
         "sidecar/src/console/mod.rs fn router",
         "a table: every console route, one call each, read in one place (the workspace isolation \
          test lists routes from it)",
