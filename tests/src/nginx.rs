@@ -82,6 +82,144 @@ pub struct Nginx {
     tls_certs: Option<PathBuf>,
 }
 
+/// Where the rendered configuration points: nginx's own four listeners (redirect, API, TLS,
+/// status), the sidecar's port and the Redis.
+struct Listen<'a> {
+    ports: [u16; 4],
+    sidecar: u16,
+    redis: &'a str,
+}
+
+/// The code secret (returned: its path) and the two includes holding the fallback's key and
+/// nginx's proof to the sidecar, as `scripts/render-nginx` writes them.
+fn write_secrets(prefix: &Path, options: &NginxOptions, resolve_key: &str) -> PathBuf {
+    let secret = prefix.join("code-secret");
+    write_private(
+        &secret,
+        options.code_secret.unwrap_or(CODE_SECRET).as_bytes(),
+    );
+    write_private(
+        &prefix.join("resolve-key.conf"),
+        format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
+    );
+    write_private(
+        &prefix.join("proxy-secret.conf"),
+        format!("proxy_set_header X-Shortlink-Proxy-Secret \"{PROXY_SECRET}\";\n").as_bytes(),
+    );
+    secret
+}
+
+/// The templates' variables, as `scripts/run` renders them, for this test's ports and options.
+fn template_vars(
+    prefix: &Path,
+    module: &Path,
+    secret: &Path,
+    listen: &Listen,
+    options: &NginxOptions,
+) -> Vec<(&'static str, String)> {
+    let [redirect_port, api_port, tls_port, status_port] = listen.ports;
+    let pool = options
+        .pool
+        .clone()
+        .unwrap_or_else(|| POOL.map(str::to_owned).to_vec());
+    let acme_webroot = options
+        .acme_webroot
+        .clone()
+        .unwrap_or_else(|| prefix.join("acme"));
+    let redis = (options.redis_addr.clone()).unwrap_or_else(|| listen.redis.to_owned());
+    let public_base =
+        (options.public_base.clone()).unwrap_or_else(|| format!("http://{}", pool[0]));
+    vec![
+        ("MODULE", module.display().to_string()),
+        ("WORKERS", options.workers.to_string()),
+        ("PREFIX", prefix.display().to_string()),
+        ("REDIS", redis),
+        ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
+        ("SECRET_FILE", secret.display().to_string()),
+        ("CODE_LENGTH", "6".to_owned()),
+        ("SIDECAR", format!("127.0.0.1:{}", listen.sidecar)),
+        ("REDIRECT_LISTEN", format!("127.0.0.1:{redirect_port}")),
+        ("API_LISTEN", format!("127.0.0.1:{api_port}")),
+        ("STATUS_LISTEN", format!("127.0.0.1:{status_port}")),
+        ("CACHE", options.cache.to_owned()),
+        ("FALLBACK", options.fallback.to_owned()),
+        ("POOL", pool.join(" ")),
+        ("PUBLIC_BASE", public_base),
+        ("TLS_LISTEN", format!("127.0.0.1:{tls_port}")),
+        ("PLAIN_HTTP", options.plain_http.to_owned()),
+        ("HTTPS_ORIGIN", format!("https://$host:{tls_port}")),
+        ("ACME_WEBROOT", acme_webroot.display().to_string()),
+        ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
+        ("EVENTS_BUFFER", options.events_buffer.to_string()),
+        // The sidecar's geo database in these tests (crate::System), so that the module's
+        // country rules and the fallback's place a client alike.
+        ("GEOIP_DB", paths::test_geo_db().display().to_string()),
+    ]
+}
+
+/// `nginx.conf` and its includes rendered into `prefix` (a cluster's seeds in place of the one
+/// Redis when the options name them).
+fn write_config(prefix: &Path, vars: &[(&str, String)], options: &NginxOptions) {
+    let conf_dir = options
+        .conf_dir
+        .clone()
+        .unwrap_or_else(|| paths::workspace_dir().join("nginx"));
+    let mut conf = render(&conf_dir, "nginx.conf.template", vars);
+    if let Some(seeds) = &options.redis_cluster {
+        let addr = vars.iter().find(|(name, _)| *name == "REDIS").map(|v| &v.1);
+        let one = format!("shortlink_redis {};", addr.expect("REDIS is rendered"));
+        assert!(conf.contains(&one), "no \"{one}\" in the template");
+        conf = conf.replace(&one, &format!("shortlink_redis_cluster {seeds};"));
+    }
+    std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
+    std::fs::write(
+        prefix.join("domains.conf"),
+        render(&conf_dir, "domains.conf.template", vars),
+    )
+    .expect("write domains.conf");
+    for operators in ["home", "apps"] {
+        std::fs::write(
+            prefix.join(format!("{operators}.conf")),
+            render(&conf_dir, &format!("{operators}.conf.template"), vars),
+        )
+        .expect("write an operator's include");
+    }
+    for include in ["redirect", "to-https", "tls-domain"] {
+        std::fs::write(
+            prefix.join(format!("{include}.conf")),
+            render(&conf_dir, &format!("{include}.conf.template"), vars),
+        )
+        .expect("write an include");
+    }
+    std::fs::write(prefix.join("error-pages.conf"), error_pages(&conf_dir))
+        .expect("write error-pages.conf");
+    write_tls_domains(prefix, options.tls_certs.as_deref());
+}
+
+/// nginx in the foreground, or as a daemon behind a keeper process the test's lifeline stops.
+fn spawn(prefix: &Path, bin: &Path, daemon: bool) -> Lifeline {
+    if daemon {
+        // `sleep & wait` so the TERM trap runs at once; the master named in nginx.pid at that
+        // moment (after any upgrade) is stopped.
+        const KEEPER: &str = r#"trap 'kill -TERM "$(cat "$1/nginx.pid")"; exit 0' TERM
+"$2" -p "$1" -c "$1/nginx.conf" || exit 1
+while :; do sleep 1 & wait $!; done"#;
+        Lifeline::builder("sh", prefix.join("stderr.log"))
+            .args(["-c", KEEPER, "nginx-keeper"])
+            .arg(prefix)
+            .arg(bin)
+            .spawn()
+    } else {
+        Lifeline::builder(bin, prefix.join("stderr.log"))
+            .arg("-p")
+            .arg(prefix)
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .spawn()
+    }
+}
+
 impl Nginx {
     /// nginx with the project's configuration in `dir`, in front of the sidecar listening on
     /// `sidecar_port` (benchmarks put it in front of a sidecar of their own).
@@ -97,125 +235,18 @@ impl Nginx {
         // A private copy: a rebuilt module must never replace a file a running nginx has mapped.
         let module = prefix.join("ngx_shortlink.so");
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
-        let secret = prefix.join("code-secret");
-        write_private(
-            &secret,
-            options.code_secret.unwrap_or(CODE_SECRET).as_bytes(),
-        );
-        // The fallback's key in an include of its own, as scripts/render-nginx writes it.
-        write_private(
-            &prefix.join("resolve-key.conf"),
-            format!("proxy_set_header Authorization \"Bearer {resolve_key}\";\n").as_bytes(),
-        );
-        // nginx's proof to the sidecar, as scripts/render-nginx writes it.
-        write_private(
-            &prefix.join("proxy-secret.conf"),
-            format!("proxy_set_header X-Shortlink-Proxy-Secret \"{PROXY_SECRET}\";\n").as_bytes(),
-        );
-
-        let [redirect_port, api_port, tls_port, status_port] = testkit::free_ports();
-        let pool = options
-            .pool
-            .clone()
-            .unwrap_or_else(|| POOL.map(str::to_owned).to_vec());
-        let acme_webroot = options
-            .acme_webroot
-            .clone()
-            .unwrap_or_else(|| prefix.join("acme"));
-        let conf_dir = options
-            .conf_dir
-            .clone()
-            .unwrap_or_else(|| paths::workspace_dir().join("nginx"));
-        let vars: Vec<(&str, String)> = vec![
-            ("MODULE", module.display().to_string()),
-            ("WORKERS", options.workers.to_string()),
-            ("PREFIX", prefix.display().to_string()),
-            (
-                "REDIS",
-                options
-                    .redis_addr
-                    .clone()
-                    .unwrap_or_else(|| redis.to_owned()),
-            ),
-            ("REDIS_TIMEOUT", options.redis_timeout.to_owned()),
-            ("SECRET_FILE", secret.display().to_string()),
-            ("CODE_LENGTH", "6".to_owned()),
-            ("SIDECAR", format!("127.0.0.1:{sidecar_port}")),
-            ("REDIRECT_LISTEN", format!("127.0.0.1:{redirect_port}")),
-            ("API_LISTEN", format!("127.0.0.1:{api_port}")),
-            ("STATUS_LISTEN", format!("127.0.0.1:{status_port}")),
-            ("CACHE", options.cache.to_owned()),
-            ("FALLBACK", options.fallback.to_owned()),
-            ("POOL", pool.join(" ")),
-            (
-                "PUBLIC_BASE",
-                options
-                    .public_base
-                    .clone()
-                    .unwrap_or_else(|| format!("http://{}", pool[0])),
-            ),
-            ("TLS_LISTEN", format!("127.0.0.1:{tls_port}")),
-            ("PLAIN_HTTP", options.plain_http.to_owned()),
-            ("HTTPS_ORIGIN", format!("https://$host:{tls_port}")),
-            ("ACME_WEBROOT", acme_webroot.display().to_string()),
-            ("TRUSTED_PROXY", "127.0.0.1".to_owned()),
-            ("EVENTS_BUFFER", options.events_buffer.to_string()),
-            // The sidecar's geo database in these tests (crate::System), so that the module's
-            // country rules and the fallback's place a client alike.
-            ("GEOIP_DB", paths::test_geo_db().display().to_string()),
-        ];
-        let mut conf = render(&conf_dir, "nginx.conf.template", &vars);
-        if let Some(seeds) = &options.redis_cluster {
-            let addr = vars.iter().find(|(name, _)| *name == "REDIS").map(|v| &v.1);
-            let one = format!("shortlink_redis {};", addr.expect("REDIS is rendered"));
-            assert!(conf.contains(&one), "no \"{one}\" in the template");
-            conf = conf.replace(&one, &format!("shortlink_redis_cluster {seeds};"));
-        }
-        std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
-        std::fs::write(
-            prefix.join("domains.conf"),
-            render(&conf_dir, "domains.conf.template", &vars),
-        )
-        .expect("write domains.conf");
-        for operators in ["home", "apps"] {
-            std::fs::write(
-                prefix.join(format!("{operators}.conf")),
-                render(&conf_dir, &format!("{operators}.conf.template"), &vars),
-            )
-            .expect("write an operator's include");
-        }
-        for include in ["redirect", "to-https", "tls-domain"] {
-            std::fs::write(
-                prefix.join(format!("{include}.conf")),
-                render(&conf_dir, &format!("{include}.conf.template"), &vars),
-            )
-            .expect("write an include");
-        }
-        std::fs::write(prefix.join("error-pages.conf"), error_pages(&conf_dir))
-            .expect("write error-pages.conf");
-        write_tls_domains(&prefix, options.tls_certs.as_deref());
-
-        let bin = paths::nginx_bin();
-        let process = if options.daemon {
-            // `sleep & wait` so the TERM trap runs at once; the master named in nginx.pid at that
-            // moment (after any upgrade) is stopped.
-            const KEEPER: &str = r#"trap 'kill -TERM "$(cat "$1/nginx.pid")"; exit 0' TERM
-"$2" -p "$1" -c "$1/nginx.conf" || exit 1
-while :; do sleep 1 & wait $!; done"#;
-            Lifeline::builder("sh", prefix.join("stderr.log"))
-                .args(["-c", KEEPER, "nginx-keeper"])
-                .arg(&prefix)
-                .arg(&bin)
-                .spawn()
-        } else {
-            Lifeline::builder(&bin, prefix.join("stderr.log"))
-                .arg("-p")
-                .arg(&prefix)
-                .arg("-c")
-                .arg(prefix.join("nginx.conf"))
-                .args(["-g", "daemon off;"])
-                .spawn()
+        let secret = write_secrets(&prefix, &options, resolve_key);
+        let ports = testkit::free_ports();
+        let [redirect_port, api_port, tls_port, status_port] = ports;
+        let listen = Listen {
+            ports,
+            sidecar: sidecar_port,
+            redis,
         };
+        let vars = template_vars(&prefix, &module, &secret, &listen, &options);
+        write_config(&prefix, &vars, &options);
+        let bin = paths::nginx_bin();
+        let process = spawn(&prefix, &bin, options.daemon);
         let nginx = Nginx {
             redirect_port,
             tls_port,

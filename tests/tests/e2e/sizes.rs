@@ -32,10 +32,6 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "a table: every console route, one call each, read in one place (the workspace isolation \
          test lists routes from it)",
     ),
-    (
-        "tests/src/nginx.rs fn start",
-        "the test harness's nginx start-up, not shipped; not yet split",
-    ),
 ];
 
 /// Each workspace member's `src/` folder, from `cargo metadata`, relative to the repository.
