@@ -29,18 +29,6 @@ fn csrf_field(operator: &InstanceOperator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf); }
 }
 
-/// A name as the API takes it: 1 to 200 printable characters.
-fn checked_name(name: &str) -> Result<&str, Error> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid(
-            "invalid_name",
-            "a name is 1 to 200 printable characters",
-        ));
-    }
-    Ok(name)
-}
-
 /// The quota fields, as sent: empty for the setting's default.
 #[derive(Debug, Default, Deserialize)]
 pub struct QuotaFields {
@@ -212,11 +200,12 @@ pub async fn create(
     let origin = audit::operator_origin(&operator, request);
     let slug = form.slug.trim();
     let created = async {
-        let name = checked_name(if form.name.trim().is_empty() {
+        // The service checks the name, as the API's.
+        let name = if form.name.trim().is_empty() {
             slug
         } else {
             &form.name
-        })?;
+        };
         let quotas = form.quotas.quotas()?;
         Ok::<_, Error>(
             (state.links)
@@ -341,7 +330,7 @@ pub async fn change(
     let workspace = by_slug(&state, &slug).await?;
     let change = (|| {
         Ok::<_, Error>(WorkspaceChange {
-            name: Some(checked_name(&form.name)?.to_owned()),
+            name: Some(form.name.clone()),
             suspended_at: None,
             quotas: Some(form.quotas.quotas()?),
         })

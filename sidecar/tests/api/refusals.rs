@@ -196,3 +196,64 @@ async fn the_create_form_refuses_what_the_api_refuses() {
     }
     assert_eq!(app.stored().await, before);
 }
+
+/// A key's name follows one rule (the keys service's) whichever way the key is made: each name
+/// the API refuses, the workspace page's key form refuses with the same message, and neither
+/// makes a key; a name with spaces around it is kept without them both ways.
+#[tokio::test]
+async fn the_key_form_refuses_a_name_as_the_api_does() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let admin = new_key(&app, "ops", "admin");
+    let mut browser = Browser::new(&app);
+    assert_eq!(
+        browser.sign_in(&admin).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let csrf = browser.csrf().await;
+    let keys = || async {
+        let answer = app.api(reqwest::Method::GET, "/keys").send().await.unwrap();
+        let body: Value = answer.json().await.unwrap();
+        body["keys"].as_array().unwrap().len()
+    };
+    let before = keys().await;
+
+    for name in [
+        String::new(),
+        "   ".into(),
+        "a\u{1}b".into(),
+        "n".repeat(201),
+    ] {
+        let refusal = Refusal {
+            form: vec![("name", name.clone())],
+            api: json!({"name": name, "role": "viewer"}),
+            code: "invalid_name",
+        };
+        let answer = app.api(reqwest::Method::POST, "/keys").json(&refusal.api);
+        let message = api_message(answer.send().await.unwrap(), &refusal).await;
+        let form = [("csrf", csrf.as_str()), ("name", &name), ("role", "viewer")];
+        let page = browser.post("/console/workspace/keys", &form).await;
+        form_says(page, &refusal, &message).await;
+    }
+    assert_eq!(keys().await, before);
+
+    let answer = app.api(reqwest::Method::POST, "/keys");
+    let made = answer.json(&json!({"name": "  spaced  ", "role": "viewer"}));
+    let made: Value = made.send().await.unwrap().json().await.unwrap();
+    assert_eq!(made["name"], "spaced", "{made}");
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("name", "  paged  "),
+        ("role", "viewer"),
+    ];
+    let page = browser.post("/console/workspace/keys", &form).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let answer = app.api(reqwest::Method::GET, "/keys").send().await.unwrap();
+    let listed: Value = answer.json().await.unwrap();
+    let names: Vec<&str> = (listed["keys"].as_array().unwrap().iter())
+        .filter_map(|key| key["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"paged") && names.contains(&"spaced"),
+        "{names:?}"
+    );
+}

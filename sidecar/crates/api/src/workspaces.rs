@@ -45,6 +45,7 @@ impl From<WorkspaceError> for Error {
             WorkspaceError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             WorkspaceError::SlugTaken => (StatusCode::CONFLICT, "slug_taken"),
             WorkspaceError::BadSlug => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_slug"),
+            WorkspaceError::BadName => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_name"),
             WorkspaceError::DefaultKept => (StatusCode::CONFLICT, "default_workspace"),
             WorkspaceError::Service(_) => {
                 let WorkspaceError::Service(service) = error else {
@@ -65,6 +66,7 @@ impl From<KeyError> for Error {
     fn from(error: KeyError) -> Self {
         match error {
             KeyError::Rate(refused) => Error::invalid("invalid_rate", refused.to_string()),
+            KeyError::BadName => Error::invalid("invalid_name", shortlink_store::NAME_RULE),
             KeyError::NoWorkspace => WorkspaceError::NotFound.into(),
             KeyError::Storage(error) => error.into(),
         }
@@ -249,18 +251,6 @@ pub struct KeyRateRequest {
     pub burst: WholeNumber,
 }
 
-/// A name as the schema describes it: no control character, one that is not a space.
-fn checked_name(name: &str) -> Result<&str> {
-    let name = name.trim_matches(|c: char| c.is_ascii_whitespace());
-    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid(
-            "invalid_name",
-            "a name is 1 to 200 printable characters",
-        ));
-    }
-    Ok(name)
-}
-
 fn quotas_in_range(quotas: &QuotasView) -> Result<()> {
     let ceilings = [
         ("key_rate_per_second", quotas.key_rate_per_second),
@@ -325,7 +315,7 @@ pub async fn create_workspace(
     Recorder(origin): Recorder,
     Json(request): Json<CreateWorkspaceRequest>,
 ) -> Result<(StatusCode, Json<WorkspaceView>)> {
-    let name = checked_name(request.name.as_deref().unwrap_or(&request.slug))?;
+    let name = request.name.as_deref().unwrap_or(&request.slug);
     quotas_in_range(&request.quotas)?;
     let workspace = (state.links)
         .create_workspace(&request.slug, name, request.quotas.into(), &origin)
@@ -359,13 +349,12 @@ pub async fn change_workspace(
     Path(slug): Path<String>,
     Json(request): Json<ChangeWorkspaceRequest>,
 ) -> Result<Json<WorkspaceView>> {
-    let name = request.name.as_deref().map(checked_name).transpose()?;
     if let Some(quotas) = &request.quotas {
         quotas_in_range(quotas)?;
     }
     let workspace = by_slug(&state, &slug).await?;
     let change = WorkspaceChange {
-        name: name.map(str::to_owned),
+        name: request.name,
         suspended_at: request
             .suspended
             .map(|suspended| suspended.then(storage::now)),
@@ -517,7 +506,6 @@ async fn new_key(
     request: CreateKeyRequest,
     origin: &Origin,
 ) -> Result<(StatusCode, Json<KeyView>)> {
-    let name = checked_name(&request.name)?;
     let role = match request.role {
         KeyRole::Admin => Role::Admin,
         KeyRole::Issuer => Role::Issuer,
@@ -531,7 +519,7 @@ async fn new_key(
     });
     let key = generate_api_key().map_err(|e| Error::Internal(Box::new(e)))?;
     let new = NewKey {
-        name,
+        name: &request.name,
         role,
         workspace: Some(workspace),
         rate,

@@ -20,6 +20,8 @@ pub const MAX_RATE: u64 = 1_000_000;
 pub enum KeyError {
     #[error(transparent)]
     Rate(#[from] RateRefused),
+    #[error("{}", shortlink_store::NAME_RULE)]
+    BadName,
     /// Its workspace is gone (deleted meanwhile).
     #[error("no such workspace")]
     NoWorkspace,
@@ -96,6 +98,10 @@ pub async fn create(
     key_hash: &str,
     origin: &Origin,
 ) -> Result<ApiKey, KeyError> {
+    let key = NewKey {
+        name: storage::display_name(key.name).ok_or(KeyError::BadName)?,
+        ..key
+    };
     if let Some(rate) = key.rate {
         let ceilings = match key.workspace {
             Some(workspace) => {

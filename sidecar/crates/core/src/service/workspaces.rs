@@ -10,8 +10,8 @@ use super::{LinkService, ServiceError};
 use serde_json::{json, Value};
 use shortlink_store::audit::{Changes, Origin, INSTALLATION_CHAIN};
 use shortlink_store::{
-    self as storage, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas, StorageError, Workspace,
-    WorkspaceChange, WorkspaceId,
+    self as storage, display_name, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas,
+    StorageError, Workspace, WorkspaceChange, WorkspaceId,
 };
 
 /// Why a workspace change was refused.
@@ -23,6 +23,8 @@ pub enum WorkspaceError {
     SlugTaken,
     #[error("a slug is 1 to 32 of a-z and 0-9, in words joined by single '-'")]
     BadSlug,
+    #[error("{}", shortlink_store::NAME_RULE)]
+    BadName,
     #[error("the default workspace cannot be deleted")]
     DefaultKept,
     #[error(transparent)]
@@ -52,6 +54,7 @@ impl LinkService {
         if !is_valid_slug(slug) {
             return Err(WorkspaceError::BadSlug);
         }
+        let name = display_name(name).ok_or(WorkspaceError::BadName)?;
         let workspace = (self.storage)
             .create_workspace(slug, name, quotas, storage::now())
             .await?;
@@ -71,6 +74,18 @@ impl LinkService {
         change: &WorkspaceChange,
         origin: &Origin,
     ) -> Result<Workspace, WorkspaceError> {
+        let name = match &change.name {
+            Some(name) => Some(
+                display_name(name)
+                    .ok_or(WorkspaceError::BadName)?
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        let change = &WorkspaceChange {
+            name,
+            ..change.clone()
+        };
         let before = self.storage.workspace(id).await?;
         let after = self.storage.change_workspace(id, change).await?;
         let (Some(before), Some(after)) = (before, after) else {
