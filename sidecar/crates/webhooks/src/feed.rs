@@ -1,6 +1,6 @@
 //! The visit feed: every stored visit once, in the order the transactions storing them committed,
 //! with a cursor to resume from. Written by the visit stores, one row in each visit write
-//! transaction (`visits/store/feed.rs`); read by [`FeedReader`] for `GET /api/v1/visits` and the
+//! transaction (`visits-sql/src/feed.rs`); read by [`FeedReader`] for `GET /api/v1/visits` and the
 //! webhook deliverers.
 
 use super::cursor::Cursor;

@@ -1,5 +1,5 @@
 //! On PostgreSQL one NDJSON request's chunks are written several at once, cut by message
-//! (`visits/src/deliveries/parallel.rs`): a message whose reports lie hundreds of lines apart,
+//! (`visits-sql/src/deliveries/parallel.rs`): a message whose reports lie hundreds of lines apart,
 //! out of order and repeated, still answers each line as one report after the other would, in
 //! input order, and ends in the state the rule gives; sent again, every line is a duplicate.
 

@@ -1,6 +1,6 @@
 //! PostgreSQL plans the ingest's chunk reads well only with statistics of the delivery tables;
 //! the sidecar gives them their first ones itself, once, after its first thousand receipts
-//! (`visits/src/store/postgres/young.rs`), instead of waiting for autovacuum.
+//! (`visits-sql/src/postgres/young.rs`), instead of waiting for autovacuum.
 
 use super::*;
 

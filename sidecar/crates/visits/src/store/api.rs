@@ -1,6 +1,5 @@
 //! What a visit store is, whatever the backend: the [`VisitStore`] trait, the queries and answers
-//! it speaks, and the helpers every backend shares. Below the backends and the facade
-//! (`visits/store/mod.rs`) that picks one, so neither imports the other in a circle.
+//! it speaks, and the helpers every backend of `shortlink-visits-sql` shares.
 
 use crate::conversions::ConversionStore;
 use crate::deliveries::{
