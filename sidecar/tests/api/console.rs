@@ -429,10 +429,17 @@ pub(crate) fn new_key(app: &TestApp, name: &str, role: &str) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
         .args(["keys", "create", "--name", name, "--role", role])
         .args(["--database-url", &app.database_url])
+        // The sidecar under test shares the SQLite file: on a loaded machine its start-up writes
+        // held the lock past the default 3 s once (ci77); an operator's command may wait longer.
+        .args(["--db-timeout", "30s"])
         .env("RUST_LOG", "warn")
         .output()
         .expect("run shortlink-sidecar");
-    assert!(output.status.success());
+    assert!(
+        output.status.success(),
+        "keys create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
