@@ -40,6 +40,7 @@ use shortlink_visits::store::VisitStore;
 use shortlink_webhooks::{Stores, WebhookStore};
 use std::sync::Arc;
 
+/// One backend's store handed out as both trait objects: the same pools behind each.
 fn stores<S: VisitStore + WebhookStore>(store: S) -> Stores {
     let store = Arc::new(store);
     Stores {
