@@ -130,6 +130,18 @@ async fn form_says(page: reqwest::Response, refusal: &Refusal, message: &str) {
     );
 }
 
+/// A browser signed in to the console with a new admin key, and its session's CSRF token.
+async fn signed_in_admin(app: &TestApp) -> (Browser<'_>, String) {
+    let admin = new_key(app, "ops", "admin");
+    let mut browser = Browser::new(app);
+    assert_eq!(
+        browser.sign_in(&admin).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let csrf = browser.csrf().await;
+    (browser, csrf)
+}
+
 /// The text maud writes for `text`.
 fn escaped(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -142,13 +154,7 @@ fn escaped(text: &str) -> String {
 async fn the_edit_form_refuses_what_the_api_refuses() {
     let app = spawn_app(Backend::Sqlite).await;
     let code = app.create_code("https://a.example/kept").await;
-    let admin = new_key(&app, "ops", "admin");
-    let mut browser = Browser::new(&app);
-    assert_eq!(
-        browser.sign_in(&admin).await.status(),
-        StatusCode::SEE_OTHER
-    );
-    let csrf = browser.csrf().await;
+    let (mut browser, csrf) = signed_in_admin(&app).await;
     let before = app.stored().await;
 
     for refusal in edit_refusals() {
@@ -173,13 +179,7 @@ async fn the_edit_form_refuses_what_the_api_refuses() {
 #[tokio::test]
 async fn the_create_form_refuses_what_the_api_refuses() {
     let app = spawn_app(Backend::Sqlite).await;
-    let admin = new_key(&app, "ops", "admin");
-    let mut browser = Browser::new(&app);
-    assert_eq!(
-        browser.sign_in(&admin).await.status(),
-        StatusCode::SEE_OTHER
-    );
-    let csrf = browser.csrf().await;
+    let (mut browser, csrf) = signed_in_admin(&app).await;
     let before = app.stored().await;
 
     for refusal in create_refusals() {
@@ -203,13 +203,7 @@ async fn the_create_form_refuses_what_the_api_refuses() {
 #[tokio::test]
 async fn the_key_form_refuses_a_name_as_the_api_does() {
     let app = spawn_app(Backend::Sqlite).await;
-    let admin = new_key(&app, "ops", "admin");
-    let mut browser = Browser::new(&app);
-    assert_eq!(
-        browser.sign_in(&admin).await.status(),
-        StatusCode::SEE_OTHER
-    );
-    let csrf = browser.csrf().await;
+    let (mut browser, csrf) = signed_in_admin(&app).await;
     let keys = || async {
         let answer = app.api(reqwest::Method::GET, "/keys").send().await.unwrap();
         let body: Value = answer.json().await.unwrap();
