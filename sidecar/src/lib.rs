@@ -152,12 +152,20 @@ impl Checked {
 /// Everything the API needs, from the configuration: checks settings, opens the database
 /// (migrations, bootstrap key) and prepares the Redis connection (made lazily: Redis may be down).
 pub async fn build_state(config: &Config) -> Result<AppState, StartupError> {
-    wire_state(config, Checked::from_config(config)?).await
+    let listening: Vec<SocketAddr> = std::iter::once(config.listen)
+        .chain(config.metrics_listen)
+        .collect();
+    wire_state(config, Checked::from_config(config)?, &listening).await
 }
 
 /// [`build_state`] once the settings are checked: what fails here is the database, Redis or
 /// the data (the code scheme), not a setting.
-async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, StartupError> {
+/// `listening`: this process's listeners, which its gateways never reach.
+async fn wire_state(
+    config: &Config,
+    checked: Checked,
+    listening: &[SocketAddr],
+) -> Result<AppState, StartupError> {
     let Checked {
         scheme,
         public_base_url,
@@ -246,7 +254,7 @@ async fn wire_state(config: &Config, checked: Checked) -> Result<AppState, Start
             )),
             proxy_secret,
             import_policy: outbound::Policy::imports(config),
-            gateway_policy: outbound::Policy::gateways(config),
+            gateway_policy: outbound::Policy::gateways(config, listening),
             gateway_secrets_dir: config.gateway_secrets_dir.clone(),
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
@@ -435,7 +443,7 @@ impl Application {
                  the health checks (only --short-domains and --public-base-url are checked)"
             );
         }
-        let state = wire_state(config, checked).await?;
+        // Bound first: their addresses (a port 0 picked) are what the gateways never reach.
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartupError::Listen {
@@ -450,6 +458,14 @@ impl Application {
             ),
             None => None,
         };
+        let listening: Vec<SocketAddr> = std::iter::once(listener.local_addr())
+            .chain(metrics_listener.as_ref().map(|l| l.local_addr()))
+            .collect::<Result<_, _>>()
+            .map_err(|source| StartupError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+        let state = wire_state(config, checked, &listening).await?;
         let mut tasks = background::Tasks::new();
         jobs.spawn(&mut tasks, config, &state);
         Ok(Self {

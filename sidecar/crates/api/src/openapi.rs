@@ -40,6 +40,7 @@ use utoipa::OpenApi;
         deliveries::callbacks::twilio_status,
         deliveries::callbacks::vonage_get,
         deliveries::callbacks::vonage_post,
+        deliveries::callbacks::ping,
         gateway::settings::put_gateway,
         gateway::settings::get_gateway,
         gateway::settings::delete_gateway,

@@ -8,7 +8,10 @@
 
 #![deny(unsafe_code)]
 
+mod network;
 pub mod redact;
+
+pub use network::Network;
 
 use crate::redact::redact_url;
 use std::fmt;
@@ -443,13 +446,27 @@ pub struct Config {
     pub webhook_ca: Option<PathBuf>,
 
     // --- SMS gateways compose sends through (issue 68) ---
-    /// Directory of the SMS gateways' password files: a workspace's gateway names a file in it (a plain file name, never a path), read at each send, never stored in SQL. Unset, compose cannot send (`PUT /api/v1/gateway` answers 422 `gateways_disabled`).
+    /// Directory of the SMS gateways' password files, one directory per workspace named by its slug (`<dir>/<slug>/<file>`): a workspace's gateway names a file in its own (a plain file name, never a path), read at each send, never stored in SQL. Unset, compose cannot send (`PUT /api/v1/gateway` answers 403 `gateways_disabled`).
     #[arg(long, env = "SHORTLINK_GATEWAY_SECRETS_DIR", global = true)]
     pub gateway_secrets_dir: Option<PathBuf>,
 
-    /// Let gateway URLs (Kannel's sendsms) reach loopback, private and link-local addresses: a Kannel inside the deployment's network. Off, a workspace cannot point the sidecar at internal services.
-    #[arg(long, env = "SHORTLINK_GATEWAY_ALLOW_PRIVATE", global = true)]
-    pub gateway_allow_private: bool,
+    /// Non-public networks gateway URLs (Kannel's sendsms) may reach, comma-separated CIDR (`10.0.0.0/8,127.0.0.1/32,fd00::/8`): a Kannel inside the deployment's network. Public addresses are always allowed; the sidecar's own listeners, its Redis and its database never are (nor any --gateway-deny), whatever this lists.
+    #[arg(
+        long,
+        env = "SHORTLINK_GATEWAY_ALLOW_NETWORKS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub gateway_allow_networks: Vec<Network>,
+
+    /// More listeners gateway URLs may never reach, comma-separated `address:port` (nginx's status and metrics listeners): refused even inside --gateway-allow-networks. An unspecified address (`0.0.0.0:9145`) stands for every non-public address on that port.
+    #[arg(
+        long,
+        env = "SHORTLINK_GATEWAY_DENY",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub gateway_deny: Vec<SocketAddr>,
 
     /// How long a sidecar's hold on a send job lasts unrenewed (renewed every third of it): then another sidecar, or this one restarted, takes the job over and sends what is left. Sidecars look for such jobs at start-up and every half of it.
     #[arg(long, env = "SHORTLINK_GATEWAY_LEASE", default_value = "30s", value_parser = humantime::parse_duration, global = true)]

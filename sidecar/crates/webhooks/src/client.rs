@@ -29,6 +29,7 @@ impl Sender {
         let policy = Policy {
             allow_private: settings.allow_private,
             proxy: settings.proxy.clone(),
+            reach: None,
         };
         let client = policy
             .client(settings.ca.as_deref(), "--webhook-ca")?

@@ -1,7 +1,8 @@
 //! Why a recipient of the re-send list got no click (issue 68): its link's message was not
-//! delivered (the gateway's state and error code say how), was delivered and not tapped, or no
-//! gateway said anything of it. Read from the messages' current states (`delivery_messages`,
-//! docs/DELIVERIES.md).
+//! delivered (the gateway's state and error code say how), was delivered and not tapped, no
+//! gateway said anything of it, or its hand-off to the gateway has an unknown outcome (it may
+//! have it: never sent again by shortlink, the operator decides). Read from the messages'
+//! current states (`delivery_messages`, docs/DELIVERIES.md) and the send jobs' records.
 
 use crate::{AppState, Result};
 use serde::Serialize;
@@ -17,6 +18,9 @@ pub enum Reason {
     NotDelivered,
     DeliveredNotClicked,
     NoReceipt,
+    /// No receipt, and shortlink's hand-off of its message ended without an answer (`unknown`
+    /// or `interrupted` in its send job): the gateway may have it.
+    HandoffUnknown,
 }
 
 /// A link's reason, with the state and error code of its message when it was not delivered.
@@ -67,12 +71,23 @@ pub async fn of_codes(
     for message in &states {
         by_code.entry(&message.code).or_default().push(message);
     }
-    Ok((codes.iter())
+    let mut reasons: HashMap<String, Why> = (codes.iter())
         .map(|code| {
             let messages = by_code.get(code.as_str()).map_or(&[][..], Vec::as_slice);
             (code.clone(), why(messages))
         })
-        .collect())
+        .collect();
+    let silent: Vec<String> = (reasons.iter())
+        .filter(|(_, why)| why.reason == Reason::NoReceipt)
+        .map(|(code, _)| code.clone())
+        .collect();
+    let gateways = state.analytics.store.gateways();
+    for code in gateways.unknown_handoffs(workspace, &silent).await? {
+        if let Some(why) = reasons.get_mut(&code) {
+            why.reason = Reason::HandoffUnknown;
+        }
+    }
+    Ok(reasons)
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! only, unless `--count-bots`).
 //!
 //! Each line says why the recipient has no click ([`super::reasons`]): `not_delivered` (with the
-//! message's `receipt_state` and `error_code`), `delivered_not_clicked`, or `no_receipt`.
+//! message's `receipt_state` and `error_code`), `delivered_not_clicked`, `no_receipt`, or
+//! `handoff_unknown` (shortlink's hand-off of its message got no answer: the gateway may have it).
 
 use super::reasons::{self, Reason};
 use super::scope::known;

@@ -112,6 +112,7 @@ pub async fn start(
         created_at: now,
         finished_at: None,
         stopped: None,
+        waiting_since: None,
     };
     let sends: &Sends = &state.sends;
     let new = NewJob {

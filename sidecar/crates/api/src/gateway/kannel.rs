@@ -1,11 +1,20 @@
 //! One message through Kannel's `sendsms` (`GET …/cgi-bin/sendsms?username=…&password=…&from=…
-//! &to=…&text=…&dlr-mask=…&dlr-url=…`), retried while the failure is transient.
+//! &to=…&text=…&dlr-mask=…&dlr-url=…`), tried again only while it surely never reached the
+//! gateway.
 //!
 //! Kannel answers 202 `0: Accepted for delivery`, or 202 `3: Queued for later delivery` while no
-//! SMSC is connected (it sends it later: accepted too); 4xx for what it will never take (403 a
-//! wrong password, 400 a bad number); 503 `Temporal failure, try again later.` when its queue is
-//! full. A connection that fails, a timeout and a 5xx are transient: tried again after the
-//! backoff, doubling, up to the gateway's attempts.
+//! SMSC is connected (it sends it later: taken too); 4xx for what it will never take (403 a wrong
+//! password, 400 a bad number); 503 `Temporal failure, try again later.` when its queue is full.
+//!
+//! At most once, without exception: a connection that could not be made (no byte of the request
+//! written) and a 5xx (the gateway says it did not take it) are tried again after the backoff,
+//! doubling, up to the gateway's attempts. Anything else that ends without an answer (a timeout,
+//! a connection closed after the request was written) may have left the message with the
+//! gateway: its outcome is `unknown`, and it is never sent again automatically.
+//!
+//! What is kept of an answer is what shortlink understood ([`Handoff`]): the status and the
+//! numeric code a Kannel body starts with, never the body, never a client error's text (the
+//! gateway's URL may point anywhere its workspace chose).
 
 use reqwest::Url;
 use std::time::Duration;
@@ -13,28 +22,101 @@ use std::time::Duration;
 /// The reports asked for: delivered (1), failed (2), buffered (4), accepted by the SMSC (8),
 /// rejected by it (16).
 pub const DLR_MASK: &str = "31";
-/// The gateway's body kept per recipient, in characters.
-pub const MAX_ANSWER: usize = 256;
 /// The longest wait between two tries.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The bytes of a body read for its leading code (`NNN:`); the rest is never read.
+const CODE_PREFIX: usize = 16;
 
-/// How a gateway's answer is taken.
+/// What a hand-off came to, as shortlink understood it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Handoff {
+    /// A 2xx (Kannel's `0:`): the gateway took it.
     Accepted,
-    /// It will never take this message as it is.
+    /// A 2xx with Kannel's `3:`: queued until an SMSC connects; taken too.
+    Queued,
+    /// A 4xx (or any answer neither 2xx nor 5xx): it never will take it as it is.
     Refused,
-    /// Try again.
-    Transient,
+    /// No connection on any try: it never reached the gateway.
+    Unreachable,
+    /// A 5xx on the last try: the gateway said it did not take it.
+    ServerError,
+    /// No answer in time after the request was written: the gateway may have it.
+    TimedOut,
+    /// The connection failed after the request was written: the gateway may have it.
+    Cut,
 }
 
-/// The verdict of an HTTP answer.
-pub fn verdict(status: u16) -> Verdict {
-    match status {
-        200..=299 => Verdict::Accepted,
-        500..=599 => Verdict::Transient,
-        _ => Verdict::Refused,
+impl Handoff {
+    /// The outcome recorded (`GET /api/v1/gateway/jobs/{job}`).
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Handoff::Accepted => "accepted",
+            Handoff::Queued => "queued",
+            Handoff::Refused => "refused",
+            Handoff::Unreachable | Handoff::ServerError => "failed",
+            Handoff::TimedOut | Handoff::Cut => "unknown",
+        }
     }
+
+    /// The fixed description recorded with it.
+    pub fn detail(self) -> &'static str {
+        match self {
+            Handoff::Accepted => "the gateway accepted it for delivery",
+            Handoff::Queued => "the gateway queued it for later delivery",
+            Handoff::Refused => "the gateway refused it (see its HTTP status and code)",
+            Handoff::Unreachable => "no connection to the gateway on any try: not sent",
+            Handoff::ServerError => "the gateway answered a server error (5xx) on every try",
+            Handoff::TimedOut => {
+                "no answer in time after the request was sent: the gateway may have it \
+                 (not sent again)"
+            }
+            Handoff::Cut => {
+                "the connection failed after the request was sent: the gateway may have it \
+                 (not sent again)"
+            }
+        }
+    }
+
+    /// Whether the gateway has it: its `submitted` receipt is written.
+    pub fn taken(self) -> bool {
+        matches!(self, Handoff::Accepted | Handoff::Queued)
+    }
+
+    /// Whether sending it again is safe and may help.
+    fn retried(self) -> bool {
+        matches!(self, Handoff::Unreachable | Handoff::ServerError)
+    }
+
+    /// The hand-off of an answer with `status`, whose body starts with Kannel's `code`.
+    pub fn of_answer(status: u16, code: Option<u32>) -> Handoff {
+        match status {
+            200..=299 if code == Some(3) => Handoff::Queued,
+            200..=299 => Handoff::Accepted,
+            500..=599 => Handoff::ServerError,
+            _ => Handoff::Refused,
+        }
+    }
+
+    /// The hand-off of a request that got no answer: only a failed connection proves that no
+    /// byte of it left.
+    pub fn of_error(error: &reqwest::Error) -> Handoff {
+        if error.is_connect() {
+            Handoff::Unreachable
+        } else if error.is_timeout() {
+            Handoff::TimedOut
+        } else {
+            Handoff::Cut
+        }
+    }
+}
+
+/// The numeric code a Kannel body starts with (`0: Accepted for delivery` → 0).
+pub fn leading_code(body: &[u8]) -> Option<u32> {
+    let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 4 || body.get(digits) != Some(&b':') {
+        return None;
+    }
+    std::str::from_utf8(&body[..digits]).ok()?.parse().ok()
 }
 
 /// Where and as whom a job sends.
@@ -53,10 +135,10 @@ pub struct Sendsms {
 /// What one message came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
-    /// `accepted`, `refused` or `failed` (no answer but transient ones, every try spent).
-    pub outcome: &'static str,
+    pub handoff: Handoff,
     pub http_status: Option<u16>,
-    pub answer: Option<String>,
+    /// The numeric code the body started with.
+    pub gateway_code: Option<u32>,
     pub attempts: u32,
 }
 
@@ -83,37 +165,40 @@ impl Sendsms {
         let mut tries = 0;
         loop {
             tries += 1;
-            let (verdict, http_status, answer) = match self.client.get(url.clone()).send().await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let body = response.text().await.unwrap_or_default();
-                    (verdict(status), Some(status), Some(cut(body.trim())))
-                }
-                // Without the URL: it carries the password and the recipient's number.
-                Err(error) => (
-                    Verdict::Transient,
-                    None,
-                    Some(cut(&shortlink_core::outbound::describe(
-                        &error.without_url(),
-                    ))),
-                ),
-            };
-            let outcome = match verdict {
-                Verdict::Accepted => "accepted",
-                Verdict::Refused => "refused",
-                Verdict::Transient if tries < self.attempts => {
-                    tokio::time::sleep(backoff(self.backoff, tries)).await;
-                    continue;
-                }
-                Verdict::Transient => "failed",
-            };
+            let (handoff, http_status, gateway_code) = self.once(url.clone()).await;
+            if handoff.retried() && tries < self.attempts {
+                tokio::time::sleep(backoff(self.backoff, tries)).await;
+                continue;
+            }
             return Sent {
-                outcome,
+                handoff,
                 http_status,
-                answer,
+                gateway_code,
                 attempts: tries,
             };
         }
+    }
+
+    /// One try: what it came to, the status and the body's leading code.
+    async fn once(&self, url: Url) -> (Handoff, Option<u16>, Option<u32>) {
+        let mut response = match self.client.get(url).send().await {
+            Ok(response) => response,
+            // The error is classified, never shown: it may carry the URL (the password, the
+            // number) or words of whatever answered.
+            Err(error) => return (Handoff::of_error(&error), None, None),
+        };
+        let status = response.status().as_u16();
+        let mut prefix = Vec::new();
+        // Only the first bytes: the code. A body cut short after the status still counts as
+        // that status's answer.
+        while prefix.len() < CODE_PREFIX {
+            match response.chunk().await {
+                Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let code = leading_code(&prefix);
+        (Handoff::of_answer(status, code), Some(status), code)
     }
 }
 
@@ -123,22 +208,41 @@ pub fn backoff(base: Duration, tries: u32) -> Duration {
         .min(MAX_BACKOFF)
 }
 
-fn cut(text: &str) -> String {
-    text.chars().take(MAX_ANSWER).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn kannels_answers_are_sorted_by_status() {
-        // 202 `0: Accepted for delivery` and `3: Queued for later delivery` alike.
-        assert_eq!(verdict(202), Verdict::Accepted);
-        assert_eq!(verdict(403), Verdict::Refused);
-        assert_eq!(verdict(400), Verdict::Refused);
-        assert_eq!(verdict(503), Verdict::Transient);
-        assert_eq!(verdict(302), Verdict::Refused);
+    fn kannels_answers_are_sorted_by_status_and_code() {
+        let of = |status, body: &str| Handoff::of_answer(status, leading_code(body.as_bytes()));
+        assert_eq!(of(202, "0: Accepted for delivery"), Handoff::Accepted);
+        assert_eq!(of(202, "3: Queued for later delivery"), Handoff::Queued);
+        assert_eq!(of(200, "anything"), Handoff::Accepted);
+        assert_eq!(
+            of(403, "Authorization failed for sendsms"),
+            Handoff::Refused
+        );
+        assert_eq!(of(400, "3: looks queued"), Handoff::Refused);
+        assert_eq!(of(503, "Temporal failure"), Handoff::ServerError);
+        assert_eq!(of(302, ""), Handoff::Refused);
+        assert!(Handoff::Queued.taken() && !Handoff::TimedOut.taken());
+        assert!(!Handoff::TimedOut.retried() && !Handoff::Cut.retried());
+    }
+
+    #[test]
+    fn only_a_leading_number_and_colon_is_a_code() {
+        assert_eq!(leading_code(b"0: Accepted"), Some(0));
+        assert_eq!(leading_code(b"42:x"), Some(42));
+        for body in [
+            &b""[..],
+            b"Accepted",
+            b"0 Accepted",
+            b":1",
+            b"123456: long",
+            b"1",
+        ] {
+            assert_eq!(leading_code(body), None, "{body:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! sidecar sends, resumed from a stopped one; [`sender`]: one job), and what it recorded per recipient
 //! (`GET /api/v1/gateway/jobs/{job}`, here). Admin keys only, as compose.
 
+mod callback;
 pub mod job;
 pub mod kannel;
 pub mod runner;
@@ -33,7 +34,7 @@ pub fn router() -> Router<AppState> {
         .route("/gateway/jobs/{job}", get(send_job))
 }
 
-/// What the gateway answered for one recipient.
+/// What one recipient's hand-off came to, as shortlink understood it: never the gateway's body.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SendView {
     /// The recipient's line in the compose request.
@@ -41,14 +42,20 @@ pub struct SendView {
     pub code: String,
     /// The `mid` of its `dlr-url`: its receipts' message id.
     pub message_id: String,
-    /// `accepted` (Kannel's `0:` or `3:`), `refused` (a 4xx: it never will), `failed` (no
-    /// connection or a 5xx on every try), `skipped` (the gateway accepted this link's message
-    /// before), `stopped` (the job's key was revoked or its workspace suspended),
-    /// `interrupted` (its sidecar stopped during the hand-off: never sent again).
+    /// `accepted` (Kannel's `0:`), `queued` (Kannel's `3:`: taken, sent once an SMSC connects),
+    /// `refused` (a 4xx: it never will), `failed` (no connection, or a 5xx, on every try),
+    /// `unknown` (no answer after the request was sent, or the connection failed then: the
+    /// gateway may have it; never sent again, the operator decides), `skipped` (the gateway may
+    /// have this link's message from before), `stopped` (the job's key was revoked or its
+    /// workspace suspended), `interrupted` (its sidecar stopped during the hand-off: never sent
+    /// again), `erased` (a subject's erase removed it before its turn).
     pub outcome: String,
     pub http_status: Option<u16>,
-    /// The gateway's body (at most 256 characters), or why there was none.
-    pub answer: Option<String>,
+    /// The numeric code the gateway's body started with (Kannel's `0:`, `3:`…), if it did: the
+    /// only thing read from the body.
+    pub gateway_code: Option<u32>,
+    /// shortlink's own words for the outcome (a fixed text per outcome).
+    pub detail: Option<String>,
     pub attempts: u32,
     pub at: DateTime<Utc>,
 }
@@ -61,7 +68,8 @@ impl From<SendRecord> for SendView {
             message_id: s.message_id,
             outcome: s.outcome,
             http_status: s.http_status,
-            answer: s.answer,
+            gateway_code: s.gateway_code,
+            detail: s.detail,
             attempts: s.attempts,
             at: s.at,
         }
@@ -80,13 +88,17 @@ pub struct SendJobView {
     pub finished_at: Option<DateTime<Utc>>,
     /// Why it stopped before its last recipient, if it did.
     pub stopped: Option<String>,
+    /// Since when it holds its messages back because its callback base
+    /// (`<callback_base>/callbacks/ping`) does not answer: nothing is handed to the gateway
+    /// while its reports could not come back. `null` while it sends.
+    pub waiting_for_callback_since: Option<DateTime<Utc>>,
     /// Recipients by outcome.
     pub outcomes: BTreeMap<String, u64>,
     pub recipients: Vec<SendView>,
 }
 
 /// A compose request's send job (its id is in the compose answer's summary, `send_job`): per
-/// recipient what the gateway answered.
+/// recipient what its hand-off came to.
 #[utoipa::path(get, path = "/api/v1/gateway/jobs/{job}", tag = "deliveries",
     params(("job" = String, Path)),
     responses((status = 200, body = SendJobView),
@@ -117,6 +129,7 @@ pub async fn send_job(
         created_at: job.created_at,
         finished_at: job.finished_at,
         stopped: job.stopped,
+        waiting_for_callback_since: job.waiting_since,
         outcomes,
         recipients,
     }))

@@ -12,8 +12,13 @@
 //!
 //! At most once: a hand-off is marked started in the job's row before the request leaves. A
 //! job taken over with such a mark (its sidecar died between the request and the record) records
-//! that message as `interrupted` and never sends it again: an SMS cannot be recalled.
+//! that message as `interrupted` and never sends it again: an SMS cannot be recalled. A hand-off
+//! whose answer never came is `unknown`, never tried again (`super::kannel`).
+//!
+//! Receipts never lost: nothing is handed over while the job's callback base does not answer
+//! ([`super::callback`]), probed before the first message and after each failed hand-off.
 
+use super::callback::{Callback, Waited};
 use super::kannel::{self, Sendsms};
 use super::settings;
 use crate::AppState;
@@ -80,6 +85,9 @@ struct Run {
     authority: Authority,
     /// The gateway, or why there is none to send through (every message then fails).
     sendsms: Result<Sendsms, String>,
+    /// Its reports' way back; probed before a hand-off when `unproven`.
+    callback: Option<Callback>,
+    unproven: bool,
     ticks: tokio::time::Interval,
     watch: Watch,
     lost: Arc<AtomicBool>,
@@ -96,15 +104,19 @@ enum Halt {
 
 impl Run {
     async fn new(state: &AppState, job: OpenJob, lost: Arc<AtomicBool>, shutdown: Shutdown) -> Run {
+        let mut callback = None;
         let (sendsms, per_second) = match settings::ready(state, job.workspace).await {
             Ok(ready) => match &job.dlr_base {
-                Some(base) => (
-                    Ok(Sendsms {
+                Some(base) => {
+                    callback = Callback::new(ready.probe, base)
+                        .inspect_err(|error| tracing::warn!(%error, "no callback probe"))
+                        .ok();
+                    let sendsms = Sendsms {
                         dlr_base: base.clone(),
                         ..ready.sendsms
-                    }),
-                    ready.per_second,
-                ),
+                    };
+                    (Ok(sendsms), ready.per_second)
+                }
                 None => (Err("the job has no callback URL".to_owned()), 1000),
             },
             Err(error) => (Err(error.message()), 1000),
@@ -120,6 +132,8 @@ impl Run {
             job,
             authority,
             sendsms,
+            callback,
+            unproven: true,
             ticks,
             watch: Watch::default(),
             lost,
@@ -259,6 +273,9 @@ impl Run {
                 return Ok(unsent(message, message_id, "failed", why));
             }
         }
+        if self.unproven {
+            self.callback_answers().await?;
+        }
         let sendsms = match &self.sendsms {
             Ok(sendsms) => sendsms,
             Err(why) => return Ok(unsent(message, message_id, "failed", why.clone())),
@@ -296,19 +313,54 @@ impl Run {
         let dlr_url = kannel::dlr_url(&sendsms.dlr_base, &link, message_id);
         let sent = sendsms.send(&message.phone, &message.text, &dlr_url).await;
         let at = shortlink_store::now();
-        if sent.outcome == "accepted" {
+        if sent.handoff.taken() {
             self.submitted(message, message_id, at).await;
+        } else if matches!(sent.handoff.outcome(), "failed" | "unknown") {
+            // The network may be down for the way back too: proven again before the next one.
+            self.unproven = true;
         }
         Ok(SendRecord {
             index: message.index,
             code: message.code.clone(),
             message_id: message_id.to_owned(),
-            outcome: sent.outcome.to_owned(),
+            outcome: sent.handoff.outcome().to_owned(),
             http_status: sent.http_status,
-            answer: sent.answer,
+            gateway_code: sent.gateway_code,
+            detail: Some(sent.handoff.detail().to_owned()),
             attempts: sent.attempts,
             at,
         })
+    }
+
+    /// Returns once the job's callback base answers, the job's row saying meanwhile that it
+    /// waits (its lease is renewed by the job's heartbeat all along); `Err` if it halts first.
+    async fn callback_answers(&mut self) -> Result<(), Halt> {
+        let Some(callback) = &self.callback else {
+            return Ok(());
+        };
+        if callback.answers().await {
+            self.unproven = false;
+            return Ok(());
+        }
+        let queue = self.state.analytics.store.send_queue();
+        let (job, owner) = (&self.job.id, &self.state.sends.owner);
+        tracing::warn!(%job, "the send job waits for its callback URL to answer");
+        let since = Some(shortlink_store::now());
+        if let Err(error) = queue.waiting(job, owner, since).await {
+            tracing::warn!(%error, %job, "a send job's wait could not be written");
+        }
+        let waited = tokio::select! {
+            waited = callback.until_answers(self.shutdown.clone()) => waited,
+            () = lost(&self.lost) => return Err(Halt::Lost),
+        };
+        if waited == Waited::Stopping {
+            return Err(Halt::Stopping);
+        }
+        if let Err(error) = queue.waiting(job, owner, None).await {
+            tracing::warn!(%error, %job, "a send job's wait's end could not be written");
+        }
+        self.unproven = false;
+        Ok(())
     }
 
     /// The standing of the job's key and workspace, when [`Watch`] is due to read it again.
@@ -382,6 +434,14 @@ impl Watch {
     }
 }
 
+/// Completes once another sidecar holds the job.
+async fn lost(lost: &AtomicBool) {
+    let mut every = tokio::time::interval(Duration::from_millis(200));
+    while !lost.load(Ordering::Acquire) {
+        every.tick().await;
+    }
+}
+
 fn unsent(message: &Pending, message_id: &str, outcome: &str, why: String) -> SendRecord {
     SendRecord {
         index: message.index,
@@ -389,7 +449,8 @@ fn unsent(message: &Pending, message_id: &str, outcome: &str, why: String) -> Se
         message_id: message_id.to_owned(),
         outcome: outcome.to_owned(),
         http_status: None,
-        answer: Some(why),
+        gateway_code: None,
+        detail: Some(why),
         attempts: 0,
         at: shortlink_store::now(),
     }

@@ -1,7 +1,14 @@
 //! `PUT/GET/DELETE /api/v1/gateway`: the workspace's SMS gateway (Kannel's `sendsms`), set by
-//! its admin. The password is never given to the API: the gateway names a file in the operator's
-//! `--gateway-secrets-dir` (a file name, no path: a workspace cannot make the sidecar read and
-//! send any other file), read at each send job.
+//! its admin. The password is never given to the API: the gateway names a file in the
+//! workspace's own directory of the operator's `--gateway-secrets-dir`,
+//! `<dir>/<workspace slug>/<file>` (a file name, no path; a slug never changes), read at each
+//! send job. No name a workspace gives reaches another workspace's file, and the answer to a
+//! name that is not in its own directory is one and the same whether or not another workspace
+//! has such a file.
+//!
+//! The gateway's URL reaches what the operator's gateway policy allows
+//! (`--gateway-allow-networks`, never the deployment's own listeners: core's `outbound::reach`),
+//! checked on every address its name resolves to here and again at each connection.
 
 use super::kannel::Sendsms;
 use crate::deliveries::tokens;
@@ -18,8 +25,9 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-/// Longest wait for one `sendsms` answer.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest wait for a connection to the gateway (a connection not made sends nothing: it is
+/// tried again).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The workspace's gateway as its admin sets it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,8 +37,9 @@ pub struct GatewayRequest {
     pub url: String,
     /// The `sendsms-user`'s `username` (1 to 128 printable characters).
     pub username: String,
-    /// The name of the file holding its password, in the operator's `--gateway-secrets-dir`
-    /// (`[A-Za-z0-9_.-]`, 1 to 255, not starting with a dot). A trailing newline is dropped.
+    /// The name of the file holding its password, in the workspace's own directory of the
+    /// operator's `--gateway-secrets-dir` (`<dir>/<workspace slug>/<name>`; `[A-Za-z0-9_.-]`,
+    /// 1 to 255, not starting with a dot). A trailing newline is dropped.
     pub password_file: String,
     /// Kannel's `from` (1 to 32 printable characters).
     pub from: String,
@@ -47,6 +56,11 @@ pub struct GatewayRequest {
     /// The wait before the second try, doubling after (0 to 60,000 ms; default 1,000).
     #[schema(value_type = Option<u64>, maximum = 60000)]
     pub backoff_ms: Option<WholeNumber>,
+    /// The longest wait for one hand-off's answer (100 to 60,000 ms; default 10,000). A
+    /// hand-off without an answer by then is recorded `unknown` and never sent again: the
+    /// gateway may have it.
+    #[schema(value_type = Option<u64>, minimum = 100, maximum = 60000)]
+    pub timeout_ms: Option<WholeNumber>,
     /// How long after a send job ends its reports may still come (the SMSC's validity period):
     /// then the job's callback token is revoked. 1 to 720 hours; default 72.
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 720)]
@@ -65,6 +79,7 @@ pub struct GatewayView {
     pub per_second: u32,
     pub attempts: u32,
     pub backoff_ms: u64,
+    pub timeout_ms: u64,
     pub reports_hours: u32,
     pub updated_at: DateTime<Utc>,
 }
@@ -81,6 +96,7 @@ impl From<GatewayConfig> for GatewayView {
             per_second: c.per_second,
             attempts: c.attempts,
             backoff_ms: c.backoff_ms,
+            timeout_ms: c.timeout_ms,
             reports_hours: c.reports_hours,
             updated_at: c.updated_at,
         }
@@ -104,9 +120,11 @@ fn not_found() -> Error {
         (status = 403, description = "`gateways_disabled`: the deployment has no \
             --gateway-secrets-dir; or a key whose role is not admin", body = ErrorBody),
         (status = 415, description = "the body is not `application/json`", body = ErrorBody),
-        (status = 422, description = "`invalid_url`, `invalid_callback_base`, `invalid_username`, `invalid_from`, \
-            `invalid_password_file` (not a plain file name, or no readable file of that name), \
-            `invalid_per_second`, `invalid_attempts`, `invalid_backoff`, `invalid_reports_hours`", body = ErrorBody),
+        (status = 422, description = "`invalid_url` (not an http(s) URL, or an address gateways may \
+            not reach), `invalid_callback_base`, `invalid_username`, `invalid_from`, \
+            `invalid_password_file` (not a plain file name, or no readable file of that name in \
+            the workspace's own directory: one answer either way), `invalid_per_second`, \
+            `invalid_attempts`, `invalid_backoff`, `invalid_timeout`, `invalid_reports_hours`", body = ErrorBody),
     ))]
 pub async fn put_gateway(
     State(state): State<AppState>,
@@ -115,7 +133,15 @@ pub async fn put_gateway(
     Json(request): Json<GatewayRequest>,
 ) -> Result<Json<GatewayView>> {
     let config = checked(&state, workspace, request)?;
-    password(&state, &config.password_file)?;
+    reachable(&state, &config.url, "invalid_url", true).await?;
+    reachable(
+        &state,
+        &config.callback_base,
+        "invalid_callback_base",
+        false,
+    )
+    .await?;
+    password(&state, workspace, &config.password_file).await?;
     state
         .analytics
         .store
@@ -171,8 +197,10 @@ fn printable(text: &str, max: usize) -> bool {
         && text.trim() == text
 }
 
-/// An http(s) URL without query, user or fragment, allowed by the gateway policy.
-fn http_url(state: &AppState, text: &str, code: &'static str) -> Result<url::Url> {
+/// An http(s) URL without query, user or fragment whose address literal the gateway policy
+/// allows (`denied`: the deployment's listeners are refused too: a gateway's URL; a callback
+/// base may be this sidecar itself).
+fn http_url(state: &AppState, text: &str, code: &'static str, denied: bool) -> Result<url::Url> {
     let invalid = |why: &str| Error::invalid(code, why.to_owned());
     let url = url::Url::parse(text).map_err(|_| invalid("not a URL"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -181,12 +209,36 @@ fn http_url(state: &AppState, text: &str, code: &'static str) -> Result<url::Url
     if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
         return Err(invalid("no query, fragment or credentials in the URL"));
     }
-    (state.settings.gateway_policy.check(&url)).map_err(|host| {
-        invalid(&format!(
-            "{host} is an internal address (--gateway-allow-private)"
-        ))
-    })?;
+    policy(state, denied)
+        .check(&url)
+        .map_err(|host| not_allowed(code, &host))?;
     Ok(url)
+}
+
+/// The gateway policy, with or without the deployment's listeners refused.
+fn policy(state: &AppState, denied: bool) -> shortlink_core::outbound::Policy {
+    match denied {
+        true => state.settings.gateway_policy.clone(),
+        false => state.settings.gateway_policy.without_denied(),
+    }
+}
+
+/// One answer for every address refused: which rule refused it (a listener of the deployment,
+/// a network not listed) is the operator's to know.
+fn not_allowed(code: &'static str, host: &str) -> Error {
+    Error::invalid(
+        code,
+        format!(
+            "{host} is not an address gateways may reach (the operator's --gateway-allow-networks)"
+        ),
+    )
+}
+
+/// [`http_url`]'s check on every address the URL's name resolves to now.
+async fn reachable(state: &AppState, text: &str, code: &'static str, denied: bool) -> Result<()> {
+    let url = http_url(state, text, code, denied)?;
+    let checked = policy(state, denied).check_resolved(&url).await;
+    checked.map_err(|host| not_allowed(code, &host))
 }
 
 fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Result<GatewayConfig> {
@@ -200,8 +252,8 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
                 .into(),
         });
     }
-    let url = http_url(state, &r.url, "invalid_url")?;
-    let base = http_url(state, &r.callback_base, "invalid_callback_base")?;
+    let url = http_url(state, &r.url, "invalid_url", true)?;
+    let base = http_url(state, &r.callback_base, "invalid_callback_base", false)?;
     if !printable(&r.username, 128) {
         return Err(Error::invalid(
             "invalid_username",
@@ -221,7 +273,8 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
     if !plain {
         return Err(Error::invalid(
             "invalid_password_file",
-            "a file name in --gateway-secrets-dir: [A-Za-z0-9_.-], not starting with a dot",
+            "a file name in the workspace's secrets directory: [A-Za-z0-9_.-], not starting \
+             with a dot",
         ));
     }
     // JSON Schema's integers may be written `7.0`: read as whole numbers, then bounded.
@@ -247,6 +300,13 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         "invalid_backoff",
         "0 to 60,000 ms",
     )?;
+    let timeout_ms = within(
+        r.timeout_ms,
+        10_000,
+        100..=60_000,
+        "invalid_timeout",
+        "100 to 60,000 ms",
+    )?;
     let reports_hours = within(
         r.reports_hours,
         72,
@@ -266,27 +326,29 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         per_second: per_second as u32,
         attempts: attempts as u32,
         backoff_ms: backoff_ms as u64,
+        timeout_ms: timeout_ms as u64,
         reports_hours: reports_hours as u32,
         updated_at: shortlink_store::now(),
     })
 }
 
-/// The password in `file` of the secrets directory (422 when it cannot be read: the file is
-/// named, its directory and the reason are the operator's, logged).
-fn password(state: &AppState, file: &str) -> Result<String> {
+/// The password in `file` of the workspace's own secrets directory (422 when it cannot be
+/// read: the one answer, whatever the reason; the path and the reason are the operator's,
+/// logged).
+async fn password(state: &AppState, workspace: WorkspaceId, file: &str) -> Result<String> {
     let unreadable = || {
         Error::invalid(
             "invalid_password_file",
-            format!("no readable password file {file:?} in the operator's secrets directory"),
+            "no readable password file of this name in the workspace's secrets directory",
         )
     };
-    let dir = state
-        .settings
-        .gateway_secrets_dir
-        .as_ref()
-        .ok_or_else(unreadable)?;
-    let text = std::fs::read_to_string(dir.join(file)).map_err(|error| {
-        tracing::warn!(%error, file, "a gateway's password file cannot be read");
+    let dir = (state.settings.gateway_secrets_dir.as_ref()).ok_or_else(unreadable)?;
+    // The slug, which never changes: the operator's name for the workspace's directory.
+    let owner = state.links.storage().workspace(workspace).await?;
+    let slug = owner.ok_or_else(unreadable)?.slug;
+    let path = dir.join(&slug).join(file);
+    let text = tokio::fs::read_to_string(&path).await.map_err(|error| {
+        tracing::warn!(%error, path = %path.display(), "a gateway's password file cannot be read");
         unreadable()
     })?;
     let password = text.trim_end_matches(['\r', '\n']);
@@ -300,6 +362,8 @@ fn password(state: &AppState, file: &str) -> Result<String> {
 pub struct Ready {
     /// Its `dlr_base` is the callback base alone: the job adds its token.
     pub sendsms: Sendsms,
+    /// A client for the callback base's probe (`super::callback`).
+    pub probe: reqwest::ClientBuilder,
     pub per_second: u32,
     pub reports_hours: u32,
 }
@@ -313,10 +377,22 @@ pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
             "the workspace has no gateway (PUT /api/v1/gateway)",
         )
     })?;
-    let password = password(state, &config.password_file)?;
-    let url = http_url(state, &config.url, "invalid_url")?;
-    let client = (state.settings.gateway_policy.client(None, "--gateway-ca"))
-        .and_then(|builder| builder.timeout(TIMEOUT).build().map_err(|e| e.to_string()))
+    let password = password(state, workspace, &config.password_file).await?;
+    let url = http_url(state, &config.url, "invalid_url", true)?;
+    let base = http_url(state, &config.callback_base, "invalid_callback_base", false)?;
+    let timeout = Duration::from_millis(config.timeout_ms);
+    let client = (state
+        .settings
+        .gateway_policy
+        .client_for(&url, None, "--gateway-ca"))
+    .and_then(|builder| {
+        let builder = builder
+            .timeout(timeout)
+            .connect_timeout(CONNECT_TIMEOUT.min(timeout));
+        builder.build().map_err(|e| e.to_string())
+    })
+    .map_err(|error| Error::Internal(error.into()))?;
+    let probe = (policy(state, false).client_for(&base, None, "--gateway-ca"))
         .map_err(|error| Error::Internal(error.into()))?;
     Ok(Ready {
         sendsms: Sendsms {
@@ -329,6 +405,7 @@ pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
             attempts: config.attempts,
             backoff: Duration::from_millis(config.backoff_ms),
         },
+        probe,
         per_second: config.per_second,
         reports_hours: config.reports_hours,
     })

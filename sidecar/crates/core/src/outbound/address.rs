@@ -24,7 +24,7 @@ pub fn is_public(ip: IpAddr) -> bool {
 }
 
 /// The IPv4 address an IPv6 one stands for, where the prefix says it carries one.
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+pub(super) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {

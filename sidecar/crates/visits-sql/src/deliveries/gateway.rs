@@ -1,14 +1,15 @@
 //! Compose's hand-off to an SMS gateway in SQL: a workspace's gateway (`gateway_configs`), each
 //! compose request that sends (`gateway_jobs`) and, per recipient, what the gateway answered
-//! (`gateway_sends`). No password (a file name the operator's directory holds) and no phone
+//! (`gateway_sends`: its `answer` column holds shortlink's own description of the outcome, never
+//! the gateway's body). No password (a file name the operator's directory holds) and no phone
 //! number is stored.
 
 use super::store::ms;
-use crate::sql::{db, execute, fetch_all};
+use crate::sql::{db, execute, fetch_all, marks};
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
+use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{StorageResult, WorkspaceId};
 use shortlink_visits::deliveries::gateway::{GatewayConfig, GatewayStore, SendJob, SendRecord};
 use shortlink_visits::deliveries::model::at_ms;
@@ -19,12 +20,16 @@ type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 type Row<V> = <Db<V> as Database>::Row;
 
 const CONFIG_COLUMNS: &str = "workspace_id, kind, url, username, password_file, sender, \
-    callback_base, per_second, attempts, backoff_ms, updated_ms, reports_hours";
+    callback_base, per_second, attempts, backoff_ms, updated_ms, reports_hours, timeout_ms";
 
 const JOB_COLUMNS: &str =
-    "id, workspace_id, campaign, callback_token_id, created_ms, finished_ms, stopped";
+    "id, workspace_id, campaign, callback_token_id, created_ms, finished_ms, stopped, waiting_ms";
 
-const SEND_COLUMNS: &str = "idx, code, message_id, outcome, http_status, answer, attempts, at_ms";
+const SEND_COLUMNS: &str =
+    "idx, code, message_id, outcome, http_status, answer, attempts, at_ms, gateway_code";
+
+/// The outcomes of a hand-off that may have reached the gateway: never sent again.
+const MAY_HAVE_IT: &str = "('accepted', 'queued', 'unknown', 'interrupted')";
 
 /// The one `INSERT` of a recipient's outcome, made by the send job's record of a queued message
 /// (`queue.rs`, with its removal from the queue) and by [`GatewayStore::insert_send`].
@@ -32,7 +37,7 @@ pub(super) fn insert_send(workspace: WorkspaceId, job: &str, s: &SendRecord) -> 
     statement(
         &format!(
             "INSERT INTO gateway_sends (workspace_id, job_id, {SEND_COLUMNS}) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         ),
         [
             Value::Int(workspace.get()),
@@ -42,9 +47,10 @@ pub(super) fn insert_send(workspace: WorkspaceId, job: &str, s: &SendRecord) -> 
             Value::Text(s.message_id.clone()),
             Value::Text(s.outcome.clone()),
             Value::OptInt(s.http_status.map(i64::from)),
-            Value::OptText(s.answer.clone()),
+            Value::OptText(s.detail.clone()),
             Value::Int(i64::from(s.attempts)),
             ms(s.at),
+            Value::OptInt(s.gateway_code.map(i64::from)),
         ],
     )
 }
@@ -64,6 +70,7 @@ fn config<V: VisitDialect>(row: &Row<V>) -> StorageResult<GatewayConfig> {
         attempts: u32::try_from(int("attempts")?).unwrap_or(1),
         backoff_ms: u64::try_from(int("backoff_ms")?).unwrap_or(0),
         reports_hours: u32::try_from(int("reports_hours")?).unwrap_or(72),
+        timeout_ms: u64::try_from(int("timeout_ms")?).unwrap_or(10_000),
         updated_at: at_ms(int("updated_ms")?),
     })
 }
@@ -78,6 +85,7 @@ fn job<V: VisitDialect>(row: &Row<V>) -> StorageResult<SendJob> {
         created_at: at_ms(int("created_ms")?),
         finished_at: Db::<V>::opt_int(row, "finished_ms").map_err(db)?.map(at_ms),
         stopped: V::Sql::read_opt_text(row, "stopped")?,
+        waiting_since: Db::<V>::opt_int(row, "waiting_ms").map_err(db)?.map(at_ms),
     })
 }
 
@@ -90,7 +98,9 @@ fn send<V: VisitDialect>(row: &Row<V>) -> StorageResult<SendRecord> {
         outcome: V::Sql::read_text(row, "outcome")?,
         http_status: (Db::<V>::opt_int(row, "http_status").map_err(db)?)
             .and_then(|status| u16::try_from(status).ok()),
-        answer: V::Sql::read_opt_text(row, "answer")?,
+        gateway_code: (Db::<V>::opt_int(row, "gateway_code").map_err(db)?)
+            .and_then(|code| u32::try_from(code).ok()),
+        detail: V::Sql::read_opt_text(row, "answer")?,
         attempts: u32::try_from(int("attempts")?).unwrap_or(0),
         at: at_ms(int("at_ms")?),
     })
@@ -110,7 +120,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
         let insert = statement(
             &format!(
                 "INSERT INTO gateway_configs ({CONFIG_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ),
             [
                 ws,
@@ -125,6 +135,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
                 Value::Int(i64::try_from(c.backoff_ms).unwrap_or(i64::MAX)),
                 ms(c.updated_at),
                 Value::Int(i64::from(c.reports_hours)),
+                Value::Int(i64::try_from(c.timeout_ms).unwrap_or(i64::MAX)),
             ],
         );
         Db::<V>::execute(&mut *tx, insert).await.map_err(db)?;
@@ -150,7 +161,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
 
     async fn insert_job(&self, j: &SendJob) -> StorageResult<()> {
         let query = statement(
-            &format!("INSERT INTO gateway_jobs ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            &format!("INSERT INTO gateway_jobs ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
             [
                 Value::Text(j.id.clone()),
                 Value::Int(j.workspace.get()),
@@ -159,6 +170,7 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
                 ms(j.created_at),
                 Value::OptInt(j.finished_at.map(|at| at.timestamp_millis())),
                 Value::OptText(j.stopped.clone()),
+                Value::OptInt(j.waiting_since.map(|at| at.timestamp_millis())),
             ],
         );
         execute::<V>(&self.writer, query).await.map(|_| ())
@@ -217,10 +229,35 @@ impl<V: VisitDialect> GatewayStore for SqlVisitStore<V> {
 
     async fn accepted(&self, workspace: WorkspaceId, code: &str) -> StorageResult<bool> {
         let query = statement(
-            "SELECT idx FROM gateway_sends WHERE workspace_id = ? AND code = ? \
-             AND outcome = 'accepted'",
+            &format!(
+                "SELECT idx FROM gateway_sends WHERE workspace_id = ? AND code = ? \
+                 AND outcome IN {MAY_HAVE_IT}"
+            ),
             [Value::Int(workspace.get()), Value::Text(code.into())],
         );
         Ok(!fetch_all::<V>(&self.writer, query).await?.is_empty())
+    }
+
+    async fn unknown_handoffs(
+        &self,
+        workspace: WorkspaceId,
+        codes: &[String],
+    ) -> StorageResult<Vec<String>> {
+        let mut found = Vec::new();
+        for chunk in codes.chunks(IN_LIST) {
+            let query = statement(
+                &format!(
+                    "SELECT DISTINCT code FROM gateway_sends WHERE workspace_id = ? \
+                     AND outcome IN ('unknown', 'interrupted') AND code IN ({})",
+                    marks(chunk.len())
+                ),
+                std::iter::once(Value::Int(workspace.get()))
+                    .chain(chunk.iter().cloned().map(Value::Text)),
+            );
+            for row in fetch_all::<V>(&self.reader, query).await? {
+                found.push(V::Sql::read_text(&row, "code")?);
+            }
+        }
+        Ok(found)
     }
 }

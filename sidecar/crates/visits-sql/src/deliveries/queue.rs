@@ -255,6 +255,24 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
         tx.commit().await.map_err(db)
     }
 
+    async fn waiting(
+        &self,
+        id: &str,
+        owner: &str,
+        since: Option<DateTime<Utc>>,
+    ) -> StorageResult<()> {
+        let query = statement(
+            "UPDATE gateway_jobs SET waiting_ms = ? \
+             WHERE id = ? AND claimed_by = ? AND finished_ms IS NULL",
+            [
+                Value::OptInt(since.map(|at| at.timestamp_millis())),
+                Value::Text(id.to_owned()),
+                Value::Text(owner.to_owned()),
+            ],
+        );
+        execute::<V>(&self.writer, query).await.map(|_| ())
+    }
+
     async fn finish(
         &self,
         id: &str,
@@ -264,7 +282,7 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
     ) -> StorageResult<()> {
         let query = statement(
             "UPDATE gateway_jobs SET finished_ms = ?, stopped = ?, dlr_base = NULL, \
-             handing_idx = NULL, lease_ms = NULL WHERE id = ? AND claimed_by = ? \
+             handing_idx = NULL, lease_ms = NULL, waiting_ms = NULL WHERE id = ? AND claimed_by = ? \
              AND finished_ms IS NULL",
             [
                 ms(at),

@@ -23,6 +23,8 @@ pub struct GatewayConfig {
     pub per_second: u32,
     pub attempts: u32,
     pub backoff_ms: u64,
+    /// How long one hand-off may take before its outcome is unknown.
+    pub timeout_ms: u64,
     /// How long after a job ends its reports may still come: then its callback token is revoked.
     pub reports_hours: u32,
     pub updated_at: DateTime<Utc>,
@@ -41,9 +43,11 @@ pub struct SendJob {
     pub finished_at: Option<DateTime<Utc>>,
     /// Why it stopped before its last recipient, if it did.
     pub stopped: Option<String>,
+    /// Since when it holds its messages back, its callback base not answering.
+    pub waiting_since: Option<DateTime<Utc>>,
 }
 
-/// What the gateway answered for one recipient.
+/// What one recipient's hand-off came to, as shortlink understood it: never the gateway's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendRecord {
     /// The recipient's line in the compose request.
@@ -51,11 +55,14 @@ pub struct SendRecord {
     pub code: String,
     /// The id the `dlr-url` carries (`mid`), the receipts' message id.
     pub message_id: String,
-    /// `accepted`, `refused`, `failed`, `skipped` or `stopped`.
+    /// `accepted`, `queued`, `refused`, `failed`, `unknown`, `skipped`, `stopped`,
+    /// `interrupted` or `erased`.
     pub outcome: String,
     pub http_status: Option<u16>,
-    /// The gateway's body (Kannel's `0: Accepted for delivery`…) or why there was none.
-    pub answer: Option<String>,
+    /// The numeric code the gateway's body started with (Kannel's `0:`, `3:`…), if it did.
+    pub gateway_code: Option<u32>,
+    /// shortlink's own description of the outcome (a fixed text, never the gateway's bytes).
+    pub detail: Option<String>,
     pub attempts: u32,
     pub at: DateTime<Utc>,
 }
@@ -86,6 +93,13 @@ pub trait GatewayStore: Send + Sync {
     ) -> StorageResult<()>;
     /// A job's records by recipient line.
     async fn sends(&self, workspace: WorkspaceId, job: &str) -> StorageResult<Vec<SendRecord>>;
-    /// Whether the gateway already accepted a message carrying the link `code`.
+    /// Whether a message carrying the link `code` may be with the gateway already: accepted,
+    /// queued, or handed over with an unknown outcome (never sent again).
     async fn accepted(&self, workspace: WorkspaceId, code: &str) -> StorageResult<bool>;
+    /// Those of `codes` whose last hand-off's outcome is unknown (`unknown`, `interrupted`).
+    async fn unknown_handoffs(
+        &self,
+        workspace: WorkspaceId,
+        codes: &[String],
+    ) -> StorageResult<Vec<String>>;
 }

@@ -96,6 +96,13 @@ pub trait SendQueueStore: Send + Sync {
         job: &str,
         send: &SendRecord,
     ) -> StorageResult<()>;
+    /// Says since when the job `owner` holds waits for its callback base (`None`: it sends).
+    async fn waiting(
+        &self,
+        id: &str,
+        owner: &str,
+        since: Option<DateTime<Utc>>,
+    ) -> StorageResult<()>;
     /// Ends the job `owner` holds, forgetting its token-bearing `dlr-url` base.
     async fn finish(
         &self,

@@ -44,6 +44,15 @@ pub fn router() -> Router<AppState> {
             "/callbacks/{token}/vonage",
             get(vonage_get).post(vonage_post),
         )
+        // A send job hands messages over only while this answers (gateway/callback.rs).
+        .route("/callbacks/ping", get(ping))
+}
+
+/// The callback base answers: a send job may hand messages over (their reports can come back).
+#[utoipa::path(get, path = "/callbacks/ping", tag = "deliveries",
+    responses((status = 204, description = "the callbacks are served here")))]
+pub async fn ping() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 /// `path` as logs may show it: a callback's token (its credential) replaced by `…`.
