@@ -4,6 +4,7 @@
 //! their workspace, counted in a campaign's funnel (API and console page), and gone with the subject, the retention
 //! and the workspace.
 
+mod boundary;
 mod callbacks;
 mod chunked;
 mod console;

@@ -4,7 +4,9 @@
 //! callback token ends after its reports window; a compose refused for its key leaves nothing;
 //! a suspended workspace's callbacks store nothing and a token's callbacks are rate limited.
 
-use super::gateway::{compose_and_send, finished, put_gateway, recipient, PASSWORD_FILE};
+use super::gateway::{
+    compose_and_send, finished, password_file, put_gateway, recipient, LOOPBACK, PASSWORD_FILE,
+};
 use super::*;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -94,15 +96,10 @@ fn answer(mut stream: std::net::TcpStream, seen: &Mutex<Vec<String>>, hold: Opti
 /// A sidecar on `database_url` that may send through loopback gateways, with a one-second
 /// lease (a stopped sidecar's job is taken over within it).
 async fn sidecar(secrets: &Path, backend: Backend, database_url: &str, extra: &[&str]) -> TestApp {
-    std::fs::write(secrets.join(PASSWORD_FILE), format!("{SEND_PASSWORD}\n")).unwrap();
+    password_file(secrets, "default", PASSWORD_FILE, SEND_PASSWORD);
     let dir = secrets.to_str().unwrap();
-    let mut flags = vec![
-        "--gateway-secrets-dir",
-        dir,
-        "--gateway-allow-private",
-        "--gateway-lease",
-        "1s",
-    ];
+    let mut flags = vec!["--gateway-secrets-dir", dir, "--gateway-lease", "1s"];
+    flags.extend_from_slice(&LOOPBACK);
     flags.extend_from_slice(extra);
     spawn_app_at(
         backend,

@@ -404,11 +404,14 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
 async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
     // Gateways on: A has one, and a send job.
     let secrets = testkit::temp_dir();
-    std::fs::write(secrets.path().join("gateway-password"), "a-password\n").unwrap();
+    std::fs::create_dir_all(secrets.path().join("brand-a")).unwrap();
+    let file = secrets.path().join("brand-a").join("gateway-password");
+    std::fs::write(file, "a-password\n").unwrap();
     let flags = [
         "--gateway-secrets-dir",
         secrets.path().to_str().unwrap(),
-        "--gateway-allow-private",
+        "--gateway-allow-networks",
+        "127.0.0.0/8",
     ];
     let app = spawn_app_with(Backend::Sqlite, &flags).await;
     let operator = operator_key(&app).await;
