@@ -39,9 +39,19 @@ pub(super) async fn gateway_app(secrets: &Path, backend: Backend) -> TestApp {
 
 /// PUT /api/v1/gateway with `url` (the callbacks come back to the app itself).
 pub(super) async fn put_gateway(app: &TestApp, url: &str, attempts: u32) -> (u16, Value) {
+    put_gateway_back(app, url, attempts, &app.address).await
+}
+
+/// [`put_gateway`] with the callbacks coming back to `callback_base`.
+pub(super) async fn put_gateway_back(
+    app: &TestApp,
+    url: &str,
+    attempts: u32,
+    callback_base: &str,
+) -> (u16, Value) {
     let body = json!({
         "url": url, "username": SEND_USER, "password_file": PASSWORD_FILE, "from": "SHOP",
-        "callback_base": app.address, "per_second": 200, "attempts": attempts, "backoff_ms": 20,
+        "callback_base": callback_base, "per_second": 200, "attempts": attempts, "backoff_ms": 20,
     });
     let answer = app
         .api(Method::PUT, "/gateway")
