@@ -224,6 +224,17 @@ async fn wire_state(
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
+    // Twilio auth tokens written before they were sealed are sealed now, once per row (a failure
+    // leaves them readable as they were: the next start seals them).
+    let sealer = Arc::new(http::deliveries::sealed::Sealer::new(
+        &config.code_secret()?,
+    ));
+    let tokens = analytics.store.callback_tokens();
+    match http::deliveries::sealed::reseal(tokens, &sealer).await {
+        Ok(0) => {}
+        Ok(sealed) => tracing::info!(sealed, "Twilio auth tokens sealed"),
+        Err(error) => tracing::warn!(%error, "Twilio auth tokens could not be sealed"),
+    }
     let webhooks = webhooks::WebhookService::new(
         stores,
         Arc::clone(links.storage()),
@@ -256,6 +267,7 @@ async fn wire_state(
             import_policy: outbound::Policy::imports(config),
             gateway_policy: outbound::Policy::gateways(config, listening),
             gateway_secrets_dir: config.gateway_secrets_dir.clone(),
+            sealer,
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
         }),

@@ -44,6 +44,8 @@ pub struct HttpSettings {
     /// (`None`: compose cannot send).
     pub gateway_policy: shortlink_core::outbound::Policy,
     pub gateway_secrets_dir: Option<std::path::PathBuf>,
+    /// Seals the gateways' secrets kept in SQL (Twilio auth tokens), from the code secret.
+    pub sealer: std::sync::Arc<super::deliveries::sealed::Sealer>,
     /// The window the domain health check judges clicks over: the console's Domains charts span it.
     pub domain_health_window: std::time::Duration,
     /// `--callback-rate`: callbacks per second per callback token (0: unlimited).

@@ -17,6 +17,7 @@ mod kannel;
 mod privacy;
 mod queue;
 mod resend;
+mod sealed;
 mod statistics;
 
 use crate::helpers::*;

@@ -3,6 +3,8 @@
 //! `/api/v1`) and a campaign's funnel ([`funnel`]). The storage is
 //! `shortlink_visits::deliveries`; here, the HTTP shapes.
 //!
+//! A Twilio token's auth token is stored sealed ([`sealed`]).
+//!
 //! Receipts are data gateways report, as visits are: they append no audit row (one per message
 //! would drown the log); making and revoking a callback token, a change to what the workspace
 //! owns, does.
@@ -11,6 +13,7 @@ pub mod callbacks;
 pub(crate) mod funnel;
 pub(crate) mod ingest;
 pub(crate) mod receipt;
+pub mod sealed;
 pub(crate) mod tokens;
 
 use super::AppState;

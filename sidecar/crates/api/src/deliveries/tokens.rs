@@ -138,13 +138,17 @@ pub async fn create_token(
         }
     };
     let token = generate()?;
+    let id = new_token_id()?;
+    let sealer = &state.settings.sealer;
+    let twilio_auth_token =
+        (twilio_auth_token.map(|secret| sealer.seal(workspace, &id, secret))).transpose()?;
     let stored = CallbackToken {
-        id: new_token_id()?,
+        id,
         workspace,
         name: name.to_owned(),
         gateway,
         token_hash: hash_api_key(&token),
-        twilio_auth_token: twilio_auth_token.map(str::to_owned),
+        twilio_auth_token,
         created_at: shortlink_store::now(),
         revoked_at: None,
     };

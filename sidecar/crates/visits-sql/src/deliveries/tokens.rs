@@ -56,6 +56,26 @@ impl<V: VisitDialect> SqlVisitStore<V> {
 
 #[async_trait]
 impl<V: VisitDialect> CallbackTokenStore for SqlVisitStore<V> {
+    async fn unsealed_secrets(&self) -> StorageResult<Vec<CallbackToken>> {
+        self.token_where(
+            "twilio_auth_token IS NOT NULL AND twilio_auth_token NOT LIKE 'v1:%'",
+            Vec::new(),
+        )
+        .await
+    }
+
+    async fn reseal_secret(&self, id: &str, old: &str, sealed: &str) -> StorageResult<bool> {
+        let query = statement(
+            "UPDATE callback_tokens SET twilio_auth_token = ? WHERE id = ? AND twilio_auth_token = ?",
+            [
+                Value::Text(sealed.to_owned()),
+                Value::Text(id.to_owned()),
+                Value::Text(old.to_owned()),
+            ],
+        );
+        Ok(execute::<V>(&self.writer, query).await? > 0)
+    }
+
     async fn insert_token(&self, t: &CallbackToken) -> StorageResult<()> {
         let query = statement(
             &format!("INSERT INTO callback_tokens ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),

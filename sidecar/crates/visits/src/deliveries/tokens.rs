@@ -15,7 +15,9 @@ pub struct CallbackToken {
     pub name: String,
     pub gateway: Gateway,
     pub token_hash: String,
-    /// Twilio's auth token, when given: `X-Twilio-Signature` is checked with it.
+    /// Twilio's auth token, when given, as stored: sealed (`v1:…`, the API's
+    /// `deliveries::sealed`), or in plain text in a row written before sealing.
+    /// `X-Twilio-Signature` is checked with it.
     pub twilio_auth_token: Option<String>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
@@ -40,6 +42,14 @@ pub trait CallbackTokenStore: Send + Sync {
         id: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<Option<CallbackToken>>;
+
+    /// The tokens (of every workspace) whose Twilio auth token is still stored in plain text
+    /// (not starting with `v1:`).
+    async fn unsealed_secrets(&self) -> StorageResult<Vec<CallbackToken>>;
+
+    /// Replaces token `id`'s stored auth token `old` by `sealed`, unless it changed meanwhile
+    /// (two sidecars starting at once seal it once): whether it did.
+    async fn reseal_secret(&self, id: &str, old: &str, sealed: &str) -> StorageResult<bool>;
 }
 
 /// A new token id: `cbt_` and 64 random bits in hex.

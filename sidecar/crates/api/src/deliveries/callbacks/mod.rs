@@ -203,11 +203,20 @@ pub async fn twilio_status(
         });
     }
     let form = Params::from_query(&String::from_utf8_lossy(&body));
-    if let Some(auth_token) = &token.twilio_auth_token {
+    if let Some(stored) = &token.twilio_auth_token {
         let presented = (headers.get("x-twilio-signature"))
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default();
-        if !twilio::verify(auth_token, &signed_urls(&headers, &uri), &form.0, presented) {
+        // A secret that does not open (its row altered or copied) verifies nothing.
+        let opened = (state
+            .settings
+            .sealer
+            .open(token.workspace, &token.id, stored))
+        .inspect_err(|_| tracing::error!(token = %token.id, "a Twilio auth token does not open"));
+        let urls = signed_urls(&headers, &uri);
+        let verified =
+            opened.is_ok_and(|secret| twilio::verify(&secret, &urls, &form.0, presented));
+        if !verified {
             return Err(Error::Request {
                 status: StatusCode::FORBIDDEN,
                 code: "invalid_signature",
