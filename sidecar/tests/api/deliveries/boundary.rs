@@ -334,6 +334,21 @@ async fn an_unanswered_handoff_is_unknown_sent_once_and_never_again() {
     // Not submitted: the funnel does not count what may not have been taken.
     let funnel = app.get_json("/campaigns/spring/funnel").await;
     assert_eq!(funnel["total"]["submitted"], 0, "{funnel}");
+    // The re-send list names it, for the operator to decide.
+    let answer = (app.api(Method::GET, "/domains/s.example/unclicked?campaign=spring"))
+        .header("X-Shortlink-Public-Base", PUBLIC_BASE)
+        .header("X-Shortlink-Pool", "s.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    let listed: Vec<Value> = (text.lines())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 1, "{text}");
+    assert_eq!(listed[0]["code"], record["code"], "{text}");
+    assert_eq!(listed[0]["reason"], "handoff_unknown", "{text}");
     // Nothing is left to resume, and the same compose again skips it.
     assert_eq!(
         app.db.scalar("SELECT COUNT(*) FROM gateway_pending").await,
