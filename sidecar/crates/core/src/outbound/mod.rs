@@ -63,8 +63,8 @@ impl Policy {
         let database = &config.database_url;
         if let Some((scheme, _)) = database.split_once("://") {
             match scheme {
-                "postgres" | "postgresql" => reach.deny_named(&[database.clone()], 5432),
-                "mysql" | "mariadb" => reach.deny_named(&[database.clone()], 3306),
+                "postgres" | "postgresql" => reach.deny_named(std::slice::from_ref(database), 5432),
+                "mysql" | "mariadb" => reach.deny_named(std::slice::from_ref(database), 3306),
                 _ => {}
             }
         }
