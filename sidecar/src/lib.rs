@@ -181,17 +181,7 @@ async fn wire_state(
     // Before any data write: a wrong secret must not issue a single code or touch Redis.
     code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
     let marker = ProjectionMarker::with_primary(marker_primary, config);
-    if !config.redis_cluster.is_empty() {
-        // A cluster client needs a seed to learn the slot map from: without one it cannot
-        // write a single link, and a wrong seed list is the likeliest reason.
-        if let Err(error) = marker.value().await {
-            let seeds = config.redis_cluster.join(",");
-            let seeds = redact::redact_url(&seeds);
-            return Err(
-                ConfigError::Cluster(format!("no seed answered ({seeds}): {error}")).into(),
-            );
-        }
-    }
+    cluster_seeds_answer(config, &marker).await?;
     code_scheme::check_redis(&marker, &scheme, config).await?;
     store_bootstrap_key(config, storage.as_ref()).await?;
     let projection = Arc::new(projection_on(projection_primary, config));
@@ -224,17 +214,7 @@ async fn wire_state(
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
-    // Twilio auth tokens written before they were sealed are sealed now, once per row (a failure
-    // leaves them readable as they were: the next start seals them).
-    let sealer = Arc::new(http::deliveries::sealed::Sealer::new(
-        &config.code_secret()?,
-    ));
-    let tokens = analytics.store.callback_tokens();
-    match http::deliveries::sealed::reseal(tokens, &sealer).await {
-        Ok(0) => {}
-        Ok(sealed) => tracing::info!(sealed, "Twilio auth tokens sealed"),
-        Err(error) => tracing::warn!(%error, "Twilio auth tokens could not be sealed"),
-    }
+    let sealer = sealer(config, analytics.store.callback_tokens()).await?;
     let webhooks = webhooks::WebhookService::new(
         stores,
         Arc::clone(links.storage()),
@@ -274,6 +254,41 @@ async fn wire_state(
         sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
         receipt_groups: Arc::default(),
     })
+}
+
+/// With --redis-cluster, one seed answers: a cluster client needs a seed to learn the slot map
+/// from, without one it cannot write a single link, and a wrong seed list is the likeliest reason.
+async fn cluster_seeds_answer(
+    config: &Config,
+    marker: &ProjectionMarker,
+) -> Result<(), StartupError> {
+    if config.redis_cluster.is_empty() {
+        return Ok(());
+    }
+    if let Err(error) = marker.value().await {
+        let seeds = config.redis_cluster.join(",");
+        let seeds = redact::redact_url(&seeds);
+        return Err(ConfigError::Cluster(format!("no seed answered ({seeds}): {error}")).into());
+    }
+    Ok(())
+}
+
+/// What seals the gateways' secrets in SQL, from the code secret. Twilio auth tokens written
+/// before they were sealed are sealed now, once per row (a failure leaves them readable as they
+/// were: the next start seals them).
+async fn sealer(
+    config: &Config,
+    tokens: &dyn visits::deliveries::CallbackTokenStore,
+) -> Result<Arc<http::deliveries::sealed::Sealer>, StartupError> {
+    let sealer = Arc::new(http::deliveries::sealed::Sealer::new(
+        &config.code_secret()?,
+    ));
+    match http::deliveries::sealed::reseal(tokens, &sealer).await {
+        Ok(0) => {}
+        Ok(sealed) => tracing::info!(sealed, "Twilio auth tokens sealed"),
+        Err(error) => tracing::warn!(%error, "Twilio auth tokens could not be sealed"),
+    }
+    Ok(sealer)
 }
 
 /// Stores `--bootstrap-api-key` (its hash), audited, unless it is stored already.
