@@ -133,6 +133,27 @@ mod tests {
         assert!(reach.allows(addr("93.184.216.34:9145")));
     }
 
+    #[tokio::test]
+    async fn names_resolve_to_allowed_addresses_only_at_each_connection() {
+        use reqwest::dns::Resolve;
+        let reach = Arc::new(Reach {
+            networks: vec!["127.0.0.0/8".parse().unwrap()],
+            denied: vec![addr("127.0.0.1:8700")],
+        });
+        let resolve = |port| {
+            let resolver = ReachResolver {
+                reach: Arc::clone(&reach),
+                port,
+            };
+            resolver.resolve("localhost".parse().unwrap())
+        };
+        // The denied listener's port: nothing left to connect to.
+        assert!(resolve(8700).await.is_err());
+        // Another port: loopback IPv4 only (::1 is in no listed network).
+        let kept: Vec<SocketAddr> = resolve(13013).await.unwrap().collect();
+        assert_eq!(kept, [addr("127.0.0.1:13013")]);
+    }
+
     #[test]
     fn named_listeners_are_resolved() {
         let mut reach = Reach::default();
