@@ -139,7 +139,7 @@ impl<V: VisitDialect> SendQueueStore for SqlVisitStore<V> {
     ) -> StorageResult<Option<OpenJob>> {
         let query = statement(
             "UPDATE gateway_jobs SET claimed_by = ?, lease_ms = ?, \
-             queued_ms = COALESCE(queued_ms, ?) \
+             queued_ms = COALESCE(queued_ms, ?), waiting_ms = NULL \
              WHERE id = ? AND finished_ms IS NULL AND (lease_ms IS NULL OR lease_ms < ?)",
             [
                 Value::Text(owner.to_owned()),

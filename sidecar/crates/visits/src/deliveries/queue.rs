@@ -60,7 +60,8 @@ pub trait SendQueueStore: Send + Sync {
     /// Unfinished jobs whose lease ran out by `now` (at most `limit`, oldest first).
     async fn claimable(&self, now: DateTime<Utc>, limit: i64) -> StorageResult<Vec<String>>;
     /// Takes job `id` for `owner` if its lease ran out by `now`: what it needs to send it. A job
-    /// taken over is sealed (the sidecar that composed it is gone: no more messages come).
+    /// taken over is sealed (the sidecar that composed it is gone: no more messages come), and
+    /// no longer says it waits for its callback base (its new sidecar probes it afresh).
     async fn claim(
         &self,
         id: &str,
