@@ -3,10 +3,11 @@
 //! gateway's throttle, and each outcome recorded as its row leaves the queue. The job ends once
 //! compose queued its last message and none is left.
 //!
-//! Per recipient it records what the gateway answered and, for a message it accepted, a
+//! Per recipient it records what its hand-off came to and, for a message the gateway took, a
 //! `submitted` receipt (the funnel's first step; Kannel's own reports follow on the `dlr-url`).
-//! A link the gateway already accepted in an earlier job (a compose retried with its
-//! `Idempotency-Key` answers the same links) is skipped: a recipient never gets it twice. Once
+//! A link the gateway may have from an earlier job (accepted, queued, unknown, interrupted: a
+//! compose retried with its `Idempotency-Key` answers the same links) is skipped: a recipient
+//! never gets it twice. Once
 //! the key that started the job is revoked or its workspace suspended or deleted (checked at
 //! most every [`STANDING_EVERY`]), the rest of the job is recorded as stopped, nothing sent.
 //!
@@ -19,7 +20,7 @@
 //! ([`super::callback`]), probed before the first message and after each failed hand-off.
 
 use super::callback::{Callback, Waited};
-use super::kannel::{self, Sendsms};
+use super::kannel::{self, Handoff, Sendsms};
 use super::settings;
 use crate::AppState;
 use shortlink_core::background::Shutdown;
@@ -264,7 +265,7 @@ impl Run {
         match gateways.accepted(self.workspace(), &message.code).await {
             Ok(false) => {}
             Ok(true) => {
-                let why = "the gateway accepted this link's message before".to_owned();
+                let why = "the gateway may have this link's message from an earlier job".to_owned();
                 return Ok(unsent(message, message_id, "skipped", why));
             }
             Err(error) => {
@@ -315,7 +316,7 @@ impl Run {
         let at = shortlink_store::now();
         if sent.handoff.taken() {
             self.submitted(message, message_id, at).await;
-        } else if matches!(sent.handoff.outcome(), "failed" | "unknown") {
+        } else if sent.handoff != Handoff::Refused {
             // The network may be down for the way back too: proven again before the next one.
             self.unproven = true;
         }
