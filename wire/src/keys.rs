@@ -105,6 +105,18 @@ pub fn parse_receipt_count_field(field: &str) -> Option<(&str, &str, &str, &str)
     Some((parts.next()?, parts.next()?, parts.next()?, parts.next()?))
 }
 
+/// Prefix of the links the drain on receipts counted: `sl:rl:{receipts}:<workspace>\n<code>`,
+/// set (`SET NX`, expiring with the window) by the first sidecar to count a final receipt of the
+/// link. Only that sidecar adds it to [`receipt_counts_key`]: a link is one recipient, counted
+/// once per window whatever the message ids reported for it and whichever sidecar took them.
+pub const RECEIPT_LINK_PREFIX: &str = "sl:rl:";
+
+/// The counted-link key of `code` in `workspace` ([`RECEIPT_LINK_PREFIX`]). Slugs hold no
+/// newline, and neither do codes.
+pub fn receipt_link_key(workspace: &str, code: &str) -> String {
+    format!("{RECEIPT_LINK_PREFIX}{{receipts}}:{workspace}\n{code}")
+}
+
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
 /// [`crate::record::Extras::has_card`] ([`crate::preview`]).
 pub const PREVIEW_PREFIX: &str = "sl:p:";
@@ -143,6 +155,9 @@ mod tests {
             Some(("brand-a", "T-Mobile: US", "s1.example", "error:0x0b"))
         );
         assert_eq!(parse_receipt_count_field("w\nc\nd"), None);
+        let link = receipt_link_key("brand-a", "aB3xY9");
+        assert_eq!(key_slot(link.as_bytes()), slot);
+        assert_eq!(link, "sl:rl:{receipts}:brand-a\naB3xY9");
     }
 
     #[test]
