@@ -109,10 +109,6 @@ impl DomainHealth {
             if recorded.duplicate || !receipt.state.is_final() {
                 continue;
             }
-            let first = links.first(slug, &receipt.code);
-            if first == FirstOf::Repeat {
-                continue;
-            }
             let domain = match new.short_domain.as_deref() {
                 Some(host) => (list.bases.iter())
                     .find(|base| base.host == host)
@@ -130,6 +126,10 @@ impl DomainHealth {
                 carrier: receipt.carrier.clone().unwrap_or_default(),
                 domain,
             };
+            let first = links.first(&series, &receipt.code);
+            if first == FirstOf::Repeat {
+                continue;
+            }
             let failed = receipt.state != shortlink_visits::deliveries::DeliveryState::Delivered;
             if first == FirstOf::Link {
                 windows.record(&series, failed, receipt.error_code.as_deref(), now);

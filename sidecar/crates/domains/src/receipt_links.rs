@@ -1,6 +1,6 @@
 //! A drain on receipts needs distinct recipients (issue 77): each link is one recipient (a
 //! campaign issues a link per recipient, a re-send a new one), so the drain counts a link's first
-//! final receipt of a window and no other. Message ids are the reporter's to choose: without this,
+//! final receipt of a window in each series (workspace, carrier, domain) and no other. Message ids are the reporter's to choose: without this,
 //! one link reported 30 times under 30 made-up ids would count as 30 rejected messages.
 //!
 //! Here, this sidecar's memory of the links it counted: two generations of at most [`MAX_LINKS`]
@@ -9,6 +9,7 @@
 //! together goes through Redis once a second: the first sidecar to claim a link there
 //! (`receipt_share`, a `SET NX` expiring with the window) is the one that adds it.
 
+use super::receipts::Series;
 use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
 use std::hash::BuildHasher;
@@ -17,8 +18,8 @@ use std::hash::BuildHasher;
 /// judgement (the shared counts still dedup it); 16 bytes or so each.
 pub const MAX_LINKS: usize = 2_000_000;
 
-/// The links counted in the current and the previous window, by a keyed hash of
-/// (workspace, code): no string kept, and no collision a reporter can aim at.
+/// The links counted in the current and the previous window, by a keyed hash of (series, code):
+/// no string kept, and no collision a reporter can aim at.
 #[derive(Debug, Default)]
 pub struct CountedLinks {
     hasher: RandomState,
@@ -40,9 +41,9 @@ pub enum FirstOf {
 }
 
 impl CountedLinks {
-    /// Whether `code` of `workspace` is counted for the first time, remembering it.
-    pub fn first(&mut self, workspace: &str, code: &str) -> FirstOf {
-        let key = self.hasher.hash_one((workspace, code));
+    /// Whether link `code` is counted in `series` for the first time, remembering it.
+    pub fn first(&mut self, series: &Series, code: &str) -> FirstOf {
+        let key = self.hasher.hash_one((series, code));
         if self.previous.contains(&key) || self.current.contains(&key) {
             return FirstOf::Repeat;
         }
@@ -68,21 +69,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_link_counts_once_per_window_and_again_after() {
+    fn a_link_counts_once_per_window_and_series_and_again_after() {
+        let on = |carrier: &str| Series {
+            workspace: "w".into(),
+            carrier: carrier.into(),
+            domain: "a1.example".into(),
+        };
         let mut links = CountedLinks::default();
         links.forget(1000, 60);
-        assert_eq!(links.first("w", "abc"), FirstOf::Link);
-        assert_eq!(links.first("w", "abc"), FirstOf::Repeat);
-        assert_eq!(links.first("other", "abc"), FirstOf::Link);
+        assert_eq!(links.first(&on("x"), "abc"), FirstOf::Link);
+        assert_eq!(links.first(&on("x"), "abc"), FirstOf::Repeat);
+        assert_eq!(links.first(&on("y"), "abc"), FirstOf::Link);
         links.forget(1030, 60);
-        assert_eq!(links.first("w", "abc"), FirstOf::Repeat);
+        assert_eq!(links.first(&on("x"), "abc"), FirstOf::Repeat);
         links.forget(1060, 60);
-        assert_eq!(
-            links.first("w", "abc"),
-            FirstOf::Repeat,
-            "the previous window"
-        );
+        let previous = links.first(&on("x"), "abc");
+        assert_eq!(previous, FirstOf::Repeat, "the previous window");
         links.forget(1120, 60);
-        assert_eq!(links.first("w", "abc"), FirstOf::Link);
+        assert_eq!(links.first(&on("x"), "abc"), FirstOf::Link);
     }
 }

@@ -15,10 +15,10 @@
 //! lacks the domain of a receipt that named no short URL (the pick of the issuing list, made in
 //! memory).
 //!
-//! Each link counts once per window installation-wide (`receipt_links`): the exchange first
-//! claims the links it counted (`SET NX` on `wire::keys::receipt_link_key`, expiring with the
-//! window, one pipeline), then adds only those it won. Two round trips a second per sidecar,
-//! whatever the receipt rate; on the ingest's path, nothing.
+//! Each link counts once per window and series, installation-wide (`receipt_links`): the
+//! exchange first claims the links it counted (`SET NX` on `wire::keys::receipt_link_key`,
+//! expiring with the window, one pipeline), then adds only those it won. Two round trips a
+//! second per sidecar, whatever the receipt rate; on the ingest's path, a hash and an insert.
 //!
 //! Redis unreachable: the sidecar judges the receipts it took itself, as before, and what it
 //! counted meanwhile is not added later (a pipeline cut in the middle may have added part of it;
@@ -185,7 +185,12 @@ impl SharedCounts {
     ) -> Result<Vec<bool>, ProjectionError> {
         let mut pipe = redis::pipe();
         for link in pending {
-            let key = receipt_link_key(&link.series.workspace, &link.code);
+            let Series {
+                workspace,
+                carrier,
+                domain,
+            } = &link.series;
+            let key = receipt_link_key(workspace, carrier, domain, &link.code);
             pipe.cmd("SET")
                 .arg(key)
                 .arg(1)

@@ -322,7 +322,10 @@ async fn vonage_receipts_are_read_from_json_and_query() {
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["code"], json!(code));
     let at: chrono::DateTime<chrono::Utc> = body["at"].as_str().unwrap().parse().unwrap();
-    assert!(chrono::Utc::now() - at < chrono::Duration::minutes(1), "{body}");
+    assert!(
+        chrono::Utc::now() - at < chrono::Duration::minutes(1),
+        "{body}"
+    );
     no_number_stored(&app).await;
 }
 

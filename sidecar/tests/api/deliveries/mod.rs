@@ -7,6 +7,7 @@
 mod callbacks;
 mod chunked;
 mod console;
+mod evidence;
 mod funnel;
 mod gateway;
 mod grouped;
