@@ -148,10 +148,16 @@ async fn answer_lines(
     now: DateTime<Utc>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let domains = WorkspaceDomains::of(state, workspace).await?;
-    let checked: Vec<Result<NewReceipt>> = (checked.into_iter())
-        .map(|checked| checked.and_then(|mut new| domains.admit(&mut new).map(|()| new)))
-        .collect();
+    let named = |c: &Result<NewReceipt>| c.as_ref().is_ok_and(|n| n.short_domain.is_some());
+    let checked: Vec<Result<NewReceipt>> = match checked.iter().any(named) {
+        false => checked,
+        true => {
+            let domains = WorkspaceDomains::of(state, workspace).await?;
+            (checked.into_iter())
+                .map(|checked| checked.and_then(|mut new| domains.admit(&mut new).map(|()| new)))
+                .collect()
+        }
+    };
     let valid: Vec<NewReceipt> = (checked.iter())
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();

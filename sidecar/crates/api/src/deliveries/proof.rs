@@ -83,6 +83,18 @@ impl WorkspaceDomains {
     }
 }
 
+/// [`WorkspaceDomains::admit`] for one receipt; nothing to look up when it names no host.
+pub async fn admit_one(
+    state: &AppState,
+    workspace: WorkspaceId,
+    new: &mut NewReceipt,
+) -> Result<()> {
+    if new.short_domain.is_none() {
+        return Ok(());
+    }
+    WorkspaceDomains::of(state, workspace).await?.admit(new)
+}
+
 pub fn foreign_domain(host: &str) -> Error {
     Error::Request {
         status: StatusCode::UNPROCESSABLE_ENTITY,

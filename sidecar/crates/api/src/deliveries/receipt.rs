@@ -1,7 +1,7 @@
 //! A receipt as the API takes it (`POST /api/v1/deliveries`) and answers it, checked into the
 //! store's [`NewReceipt`]; and recording one, which the native callbacks share.
 
-use super::proof::{believable, WorkspaceDomains};
+use super::proof::{admit_one, believable};
 use crate::{AppState, Error, Result};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -240,9 +240,7 @@ pub async fn record(
     workspace: WorkspaceId,
     mut new: NewReceipt,
 ) -> Result<Response> {
-    WorkspaceDomains::of(state, workspace)
-        .await?
-        .admit(&mut new)?;
+    admit_one(state, workspace, &mut new).await?;
     let now = shortlink_store::now();
     let store = state.analytics.store.deliveries();
     let answer = (store

@@ -17,7 +17,7 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::proof::WorkspaceDomains;
+use super::proof::admit_one;
 use super::receipt::{answer_one, check, invalid, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
@@ -125,10 +125,7 @@ async fn receive(
         })?;
     match kannel::job_of(token) {
         Some(job) => kannel::verify(&state.settings.dlr_key, job, &new, signature)?,
-        None => {
-            let domains = WorkspaceDomains::of(state, token.workspace).await?;
-            domains.admit(&mut new)?;
-        }
+        None => admit_one(state, token.workspace, &mut new).await?,
     }
     record_grouped(state, token.workspace, new).await
 }
