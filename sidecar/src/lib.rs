@@ -250,6 +250,7 @@ async fn wire_state(
             sealer,
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
+            dlr_key: http::deliveries::DlrKey::derive(&config.code_secret()?),
         }),
         sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
         receipt_groups: Arc::default(),

@@ -105,6 +105,20 @@ pub fn parse_receipt_count_field(field: &str) -> Option<(&str, &str, &str, &str)
     Some((parts.next()?, parts.next()?, parts.next()?, parts.next()?))
 }
 
+/// Prefix of the links the drain on receipts counted: `sl:rl:{receipts}:<series>\n<code>` (the
+/// series as in [`receipt_count_field`]: workspace, carrier, domain), set (`SET NX`, expiring with
+/// the window) by the first sidecar to count a final receipt of the link in that series. Only
+/// that sidecar adds it to [`receipt_counts_key`]: a link is one recipient, counted once per
+/// window and series whatever the message ids reported for it and whichever sidecar took them.
+pub const RECEIPT_LINK_PREFIX: &str = "sl:rl:";
+
+/// The counted-link key of `code` in a series ([`RECEIPT_LINK_PREFIX`]). Codes hold no newline,
+/// nor do the series' parts ([`receipt_count_field`]).
+pub fn receipt_link_key(workspace: &str, carrier: &str, domain: &str, code: &str) -> String {
+    let series = [workspace, carrier, domain, code].join("\n");
+    format!("{RECEIPT_LINK_PREFIX}{{receipts}}:{series}")
+}
+
 /// Prefix of preview cards: `sl:p:<code>` holds the card of a link whose record has
 /// [`crate::record::Extras::has_card`] ([`crate::preview`]).
 pub const PREVIEW_PREFIX: &str = "sl:p:";
@@ -143,6 +157,9 @@ mod tests {
             Some(("brand-a", "T-Mobile: US", "s1.example", "error:0x0b"))
         );
         assert_eq!(parse_receipt_count_field("w\nc\nd"), None);
+        let link = receipt_link_key("brand-a", "23410", "s1.example", "aB3xY9");
+        assert_eq!(key_slot(link.as_bytes()), slot);
+        assert_eq!(link, "sl:rl:{receipts}:brand-a\n23410\ns1.example\naB3xY9");
     }
 
     #[test]

@@ -359,15 +359,21 @@ async fn one_workspaces_receipts_never_drain_anothers_domains_and_without_receip
     };
     let b_links: Vec<String> = b_on.values().flatten().cloned().collect();
     let (first, second) = b_links.split_at(b_links.len() / 2);
-    let mut lines = receipts(&as_a(first, "a1.example"), TEST_NETWORK, "forged", |_| true);
-    lines.extend(receipts(
+    let mut forged = receipts(&as_a(first, "a1.example"), TEST_NETWORK, "forged", |_| true);
+    forged.extend(receipts(
         &as_a(second, "a2.example"),
         TEST_NETWORK,
         "forged",
         |_| false,
     ));
+    // Refused: A's domains are not B's (issue 77).
+    let (status, answers) = post_lines(&app, &b, &forged).await;
+    assert_eq!(status, 200);
+    assert!(answers
+        .iter()
+        .all(|a| a["error"]["code"] == "foreign_domain"));
     // And B's own: rejected on b1, delivered on b2 (B's drain shows the judgement ran).
-    lines.extend(receipts(&b_on["b1.example"], CARRIER, "own", |_| true));
+    let mut lines = receipts(&b_on["b1.example"], CARRIER, "own", |_| true);
     lines.extend(receipts(&b_on["b2.example"], CARRIER, "own", |_| false));
     post_all(&app, &b, &lines).await;
     let b1_drained =
@@ -547,4 +553,80 @@ fn other_address(server: shortlink_sidecar::Application) -> std::net::SocketAddr
         let _ = server.run_until(std::future::pending()).await;
     });
     address
+}
+
+/// Forged receipts (issue 77), with a workspace-made Kannel callback token: 30 rejections of
+/// ONE link under 30 made-up message ids on s1, beside 30 delivered links on s2, count as one
+/// link and drain nothing; hosts outside the workspace (`evil.example`, another brand's domain)
+/// are refused and store nothing; another brand's link is a missing one. Then rejections of 25
+/// distinct links on s1 do drain it.
+#[tokio::test]
+async fn forged_receipts_of_one_link_drain_nothing_and_distinct_links_do() {
+    const LISTS: &str =
+        "https://s1.example https://s2.example https://s9.example standby [brand-b] https://b1.example";
+    const ALL: &str = "s1.example s2.example s9.example b1.example";
+    let lists = (LISTS, ALL);
+    let (app, _received) = app_with_hook().await;
+    operator(&app, "s9.example", "pin", None).await;
+    let admin = operator_key(&app).await;
+    create_workspace(&app, &admin, "brand-b").await;
+    let b = workspace_key(&app, &admin, "brand-b", "issuer").await;
+    let on = issue(&app, API_KEY, 200, lists).await;
+    let b_on = issue(&app, &b, 5, lists).await;
+    assert!(
+        on["s1.example"].len() > 60 && on["s2.example"].len() > 40,
+        "{on:?}"
+    );
+    let (_, token) = crate::deliveries::callback_token(&app, API_KEY, "kannel", None).await;
+    let dlr = |short_url: &str, mid: &str, kind: u8| {
+        let url = app.url(&format!(
+            "/callbacks/{token}/kannel?short_url={short_url}&mid={mid}&type={kind}&smsc=carrierX"
+        ));
+        let client = app.client.clone();
+        async move { client.get(url).send().await.unwrap().status().as_u16() }
+    };
+    let one_link = on["s2.example"][0].replace("s2.example", "s1.example");
+    for i in 0..30 {
+        assert_eq!(dlr(&one_link, &format!("fake-{i}"), 16).await, 201);
+        assert_eq!(
+            dlr(&on["s2.example"][i + 1], &format!("ok-{i}"), 1).await,
+            201
+        );
+    }
+    // Outside the workspace: refused, nothing stored; another brand's link: missing.
+    let code = one_link.rsplit('/').next().unwrap();
+    for host in ["evil.example", "b1.example"] {
+        let url = format!("https://{host}/{code}");
+        assert_eq!(dlr(&url, &format!("x-{host}"), 16).await, 422);
+    }
+    let theirs = b_on["b1.example"][0].replace("b1.example", "s1.example");
+    assert_eq!(dlr(&theirs, "theirs", 16).await, 404);
+    let hosts = (app.db)
+        .texts("SELECT DISTINCT short_domain FROM delivery_messages ORDER BY 1")
+        .await;
+    assert_eq!(hosts, ["s1.example", "s2.example"]);
+
+    // A dead route on another carrier, posted after: once it is noted, the judgement has seen
+    // every forged receipt, and s1 is still active.
+    let mut dead = receipts(&on["s1.example"][1..26], "Z", "dead", |_| true);
+    dead.extend(receipts(&on["s2.example"][31..], "Z", "dead", |_| true));
+    post_all(&app, API_KEY, &dead).await;
+    let noted = || async {
+        let notes = domain(&app, API_KEY, "s1.example", lists).await["receipt_notes"].clone();
+        notes.as_array().is_some_and(|notes| !notes.is_empty())
+    };
+    assert!(eventually(SETTLE, noted).await);
+    let s1 = domain(&app, API_KEY, "s1.example", lists).await;
+    assert_eq!(s1["drain"]["mode"], "active", "{s1}");
+    assert_eq!(drain_rows(&app, "s1.example").await, 0);
+
+    // 25 distinct links rejected on s1 on the same carrier: drained.
+    let rejected = receipts(&on["s1.example"][26..51], "carrierX", "real", |_| true);
+    post_all(&app, API_KEY, &rejected).await;
+    let drained =
+        || async { domain(&app, API_KEY, "s1.example", lists).await["drain"]["mode"] == "drained" };
+    assert!(eventually(SETTLE, drained).await);
+    let s1 = domain(&app, API_KEY, "s1.example", lists).await;
+    let evidence = &s1["drain"]["evidence"]["receipts"];
+    assert_eq!(evidence["finals"], 26, "the forged link counts once: {s1}");
 }

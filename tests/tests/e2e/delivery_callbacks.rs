@@ -1,9 +1,12 @@
 //! Gateways' delivery reports as they arrive in a deployment: through nginx's internal API server
 //! (`location /callbacks/`), with the callback token in the path as their only credential, not
-//! to the sidecar's own port as the API suite sends them.
+//! to the sidecar's own port as the API suite sends them. Forged reports through that path drain
+//! nothing (issue 77), and a receipts body of 100,000 lines passes nginx whole.
 
 use serde_json::{json, Value};
-use shortlink_e2e::{http_client, System};
+use shortlink_e2e::{http_client, NginxOptions, System};
+use std::time::Duration;
+use testkit::wait_until;
 
 /// Kannel's `dlr-url` escapes as Kannel 1.4.5 fills them (the API suite's observed fixtures):
 /// the SMSC's acceptance, then the handset's delivery.
@@ -73,5 +76,139 @@ fn kannel_reports_reach_the_funnel_through_nginx_and_a_wrong_token_stores_nothin
     assert!(
         by_domain.iter().any(|part| part["short_domain"] == host),
         "the short URL's host names the domain: {funnel}"
+    );
+}
+
+#[test]
+fn a_hundred_thousand_receipts_pass_nginx_and_are_all_stored() {
+    let system = System::start();
+    let api = system.api();
+    let (status, link) = api.post(
+        "/links",
+        &json!({"url": "https://shop.example/bulk", "campaign": "bulk"}),
+    );
+    assert_eq!(status, 201, "{link}");
+    let code = link["code"].as_str().unwrap();
+    let body: String = (0..100_000)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"code": code, "message_id": format!("m-{i}"), "state": "delivered"})
+            )
+        })
+        .collect();
+    assert!(body.len() > 64 << 10, "more than nginx's usual 64k");
+    let (status, answers) = api.post_ndjson("/deliveries", body);
+    assert_eq!((status, answers.len()), (200, 100_000));
+    assert!(answers.iter().all(|answer| answer["status"] == 201));
+    let (_, funnel) = api.get("/campaigns/bulk/funnel");
+    assert_eq!(funnel["total"]["delivered"], 100_000, "{funnel}");
+}
+
+/// Kannel reports through nginx on a workspace's callback token, each naming a `short_url` and
+/// a `mid` of the caller's choosing: status and answer.
+fn kannel_report(system: &System, path: &str, short_url: &str, mid: &str, kind: u8) -> u16 {
+    let origin = format!("http://127.0.0.1:{}", system.nginx.api_port);
+    let mut url =
+        reqwest::Url::parse(&format!("{origin}{path}?type={kind}&smsc=carrierX")).unwrap();
+    (url.query_pairs_mut())
+        .append_pair("short_url", short_url)
+        .append_pair("mid", mid);
+    let answer = http_client()
+        .get(url)
+        .send()
+        .expect("reach nginx's API server");
+    answer.status().as_u16()
+}
+
+#[test]
+fn forged_kannel_reports_through_nginx_drain_no_domain() {
+    const LIST: &str = "http://s1.test http://s2.test";
+    let mut system = System::start_with(NginxOptions {
+        pool: Some(vec!["s1.test".into(), "s2.test".into()]),
+        public_base: Some(LIST.to_owned()),
+        ..NginxOptions::default()
+    });
+    system.restart_sidecar_with(&[
+        "--domain-health-every",
+        "200ms",
+        "--domain-health-window",
+        "10m",
+    ]);
+    let api = system.api();
+    let items: String = (0..120)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"url": format!("https://shop.example/{i}"), "campaign": "spring"})
+            )
+        })
+        .collect();
+    let (status, results) = api.post_ndjson("/links/batch", items);
+    assert_eq!(status, 200);
+    let urls: Vec<String> = (results.iter())
+        .map(|result| result["link"]["short_url"].as_str().unwrap().to_owned())
+        .collect();
+    let on = |host: &str| -> Vec<String> {
+        urls.iter()
+            .filter(|url| url.contains(&format!("//{host}/")))
+            .cloned()
+            .collect()
+    };
+    let (s1, s2) = (on("s1.test"), on("s2.test"));
+    assert!(s1.len() > 30 && s2.len() > 40, "{urls:?}");
+    let (status, made) = api.post(
+        "/callback-tokens",
+        &json!({"name": "kannel-forged", "gateway": "kannel"}),
+    );
+    assert_eq!(status, 201, "{made}");
+    let path = made["callback_path"].as_str().unwrap().to_owned();
+
+    // 30 rejections of ONE link (an s2 link's code under s1) under made-up message ids, 30
+    // deliveries of distinct links on s2: as a real block would look, but of one recipient.
+    let one_link = s2[0].replace("s2.test", "s1.test");
+    for i in 0..30 {
+        let report = |url: &str, mid: String, kind| kannel_report(&system, &path, url, &mid, kind);
+        assert_eq!(report(&one_link, format!("fake-{i}"), 16), 201);
+        assert_eq!(report(&s2[i + 1], format!("ok-{i}"), 1), 201);
+    }
+    // A host outside the workspace: refused, nothing stored.
+    let code = one_link.rsplit('/').next().unwrap();
+    let evil = format!("http://evil.example/{code}");
+    assert_eq!(kannel_report(&system, &path, &evil, "evil", 16), 422);
+
+    // A dead route on another carrier, sent after: once noted, the judgement has counted every
+    // forged report before it, and no domain is drained.
+    let dead: String = (s1[1..].iter().chain(&s2[31..]))
+        .map(|url| format!("{}\n", json!({"short_url": url, "message_id": format!("z-{url}"), "state": "rejected", "carrier": "Z"})))
+        .collect();
+    let (status, answers) = api.post_ndjson("/deliveries", dead);
+    assert_eq!(status, 200);
+    assert!(
+        answers.iter().all(|answer| answer["status"] == 201),
+        "{answers:?}"
+    );
+    let noted = || {
+        let (_, s1) = api.get("/domains/s1.test");
+        s1["receipt_notes"]
+            .as_array()
+            .is_some_and(|notes| !notes.is_empty())
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), noted),
+        "{}",
+        system.sidecar.process.log_text()
+    );
+    for domain in ["s1.test", "s2.test"] {
+        let (_, status) = api.get(&format!("/domains/{domain}"));
+        assert_eq!(status["drain"]["mode"], "active", "{status}");
+    }
+    // The funnel names the workspace's domains only.
+    let (_, funnel) = api.get("/campaigns/spring/funnel");
+    let by_domain = funnel["by_domain"].as_array().unwrap();
+    assert!(
+        (by_domain.iter()).all(|part| (part["short_domain"].as_str())
+            .is_none_or(|domain| ["s1.test", "s2.test"].contains(&domain))),
+        "{funnel}"
     );
 }

@@ -10,6 +10,16 @@ use futures_util::StreamExt;
 
 pub const CONTENT_TYPE: &str = "application/x-ndjson";
 
+/// How much NDJSON an ingest reads: lines, bytes a line and bytes in all (the body's whole size,
+/// blank lines included, counted as it arrives: a body past it is refused once that much has
+/// been read, never held).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub lines: usize,
+    pub line_bytes: usize,
+    pub body_bytes: usize,
+}
+
 /// An ingest's body.
 pub enum Ingest {
     /// `application/json`: one object.
@@ -20,12 +30,7 @@ pub enum Ingest {
 
 /// The body as its `Content-Type` says: one JSON object (413 past the API's body limit), or
 /// NDJSON lines (see [`read_lines`]); 415 for anything else.
-pub async fn ingest(
-    headers: &HeaderMap,
-    body: Body,
-    max_lines: usize,
-    max_line_bytes: usize,
-) -> Result<Ingest> {
+pub async fn ingest(headers: &HeaderMap, body: Body, limits: Limits) -> Result<Ingest> {
     match media_type(headers).as_deref() {
         Some("application/json") => axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
             .await
@@ -35,9 +40,7 @@ pub async fn ingest(
                 code: "payload_too_large",
                 message: format!("a JSON body is at most {} bytes", crate::MAX_BODY_BYTES),
             }),
-        Some(CONTENT_TYPE) => Ok(Ingest::Lines(
-            read_lines(body, max_lines, max_line_bytes).await?,
-        )),
+        Some(CONTENT_TYPE) => Ok(Ingest::Lines(read_lines(body, limits).await?)),
         _ => Err(Error::Request {
             status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code: "unsupported_media_type",
@@ -64,8 +67,13 @@ pub fn media_type(headers: &HeaderMap) -> Option<String> {
         })
 }
 
-/// The body's non-blank lines, trimmed; 413 past `max_lines` lines or a line past `max_bytes`.
-pub async fn read_lines(body: Body, max_lines: usize, max_bytes: usize) -> Result<Vec<Vec<u8>>> {
+/// The body's non-blank lines, trimmed; 413 past the limits' lines, a line's bytes or the body's.
+pub async fn read_lines(body: Body, limits: Limits) -> Result<Vec<Vec<u8>>> {
+    let Limits {
+        lines: max_lines,
+        line_bytes: max_bytes,
+        body_bytes,
+    } = limits;
     let too_much = |message: String| Error::Request {
         status: StatusCode::PAYLOAD_TOO_LARGE,
         code: "payload_too_large",
@@ -73,6 +81,7 @@ pub async fn read_lines(body: Body, max_lines: usize, max_bytes: usize) -> Resul
     };
     let mut lines = Vec::new();
     let mut pending: Vec<u8> = Vec::new();
+    let mut read = 0usize;
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| Error::Request {
@@ -80,6 +89,10 @@ pub async fn read_lines(body: Body, max_lines: usize, max_bytes: usize) -> Resul
             code: "invalid_body",
             message: "the body could not be read".into(),
         })?;
+        read = read.saturating_add(chunk.len());
+        if read > body_bytes {
+            return Err(too_much(format!("the body is at most {body_bytes} bytes")));
+        }
         pending.extend_from_slice(&chunk);
         // Cut every whole line out of what arrived, then keep only the rest (one copy per
         // chunk, not one per line).

@@ -50,4 +50,6 @@ pub struct HttpSettings {
     pub domain_health_window: std::time::Duration,
     /// `--callback-rate`: callbacks per second per callback token (0: unlimited).
     pub callback_rate: u32,
+    /// Signs and checks a send job's `dlr-url`s (derived from the code secret).
+    pub dlr_key: crate::deliveries::DlrKey,
 }

@@ -355,7 +355,7 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_DOMAIN_RECEIPTS_WINDOW", default_value = "60s", value_parser = humantime::parse_duration, global = true)]
     pub domain_receipts_window: Duration,
 
-    /// Final receipts a domain, and its peers together, need on a carrier within the judged time before the receipts judge it (docs/DELIVERIES.md, "Drain on rejections").
+    /// Distinct links with a final receipt (each link counted once per window) a domain, and its peers together, need on a carrier within the judged time before the receipts judge it (docs/DELIVERIES.md, "Drain on rejections").
     #[arg(
         long,
         env = "SHORTLINK_DOMAIN_RECEIPTS_MIN",

@@ -332,6 +332,19 @@ impl DomainHealth {
         self.owners.lock_or_recover().lists.clone()
     }
 
+    /// Whether `domain` is one the issuing list nginx sent names in workspace `slug`'s part
+    /// (`None`: no list was sent since this sidecar started).
+    pub fn names_in(&self, slug: &str, domain: &str) -> Option<bool> {
+        let owners = self.owners.lock_or_recover();
+        owners.lists.as_ref()?;
+        Some(
+            owners
+                .by_domain
+                .get(domain)
+                .is_some_and(|owner| owner == slug),
+        )
+    }
+
     /// The workspace `domain` is grouped under.
     pub fn workspace_of(&self, domain: &str) -> String {
         let owners = self.owners.lock_or_recover();

@@ -11,6 +11,7 @@ mod health_job;
 pub mod http1;
 pub mod issuing;
 pub mod receipt_drain;
+mod receipt_links;
 pub mod receipt_share;
 pub mod receipts;
 mod state;

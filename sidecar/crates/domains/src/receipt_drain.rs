@@ -9,10 +9,12 @@
 //! each of its domains in `GET /api/v1/domains` (`receipt_notes`).
 //!
 //! Which domain a receipt is about: the host of the `short_url` it named (Kannel's `dlr-url` and
-//! compose's hand-off name it), else the pick of the workspace's issuing list for the link's code
-//! with nothing drained (links do not store their domain; under `spread=campaign` the pick needs
-//! the campaign, which a receipt does not carry, so such a receipt counts nowhere). Only the
-//! receipt's own workspace's domains count, so another workspace's receipts never judge them.
+//! compose's hand-off name it; the API refuses a host that is not one of the workspace's, and a
+//! job's callbacks carry it signed), else the pick of the workspace's issuing list for the link's
+//! code with nothing drained (links do not store their domain; under `spread=campaign` the pick
+//! needs the campaign, which a receipt does not carry, so such a receipt counts nowhere). Only
+//! the receipt's own workspace's domains count, so another workspace's receipts never judge them.
+//! A link counts once per window ([`crate::receipt_links`]): the minimum is of distinct links.
 //!
 //! A workspace that sends no receipts has no series: its domains are judged on clicks alone,
 //! exactly as before. Each sidecar counts the receipts it took, adds them to the counts every
@@ -23,7 +25,8 @@
 use super::drain::{self, Event, Evidence, Mode, ReceiptEvidence};
 use super::health::DomainHealth;
 use super::issuing::{NoDrains, Spread};
-use super::receipt_share::{self, Pending, SharedCounts};
+use super::receipt_links::{CountedLinks, FirstOf};
+use super::receipt_share::{self, CountedLink, Pending, SharedCounts};
 use super::receipts::{Blocked, DeadRoute, ReceiptRule, ReceiptWindows, Series};
 use super::state::State;
 use chrono::Utc;
@@ -46,6 +49,8 @@ pub struct ReceiptWatch {
     windows: Mutex<ReceiptWindows>,
     /// What this sidecar counted since its last addition to the shared counts.
     pending: Mutex<Pending>,
+    /// The links counted in the window: each counts once ([`crate::receipt_links`]).
+    links: Mutex<CountedLinks>,
     dead_routes: Mutex<Vec<DeadRoute>>,
 }
 
@@ -83,7 +88,8 @@ fn unix_now() -> u64 {
 
 impl DomainHealth {
     /// Counts the final receipts just stored in workspace `slug` (each with the receipt as
-    /// checked, for the `short_url` it named); duplicates and non-final states count nothing.
+    /// checked, for the `short_url` it named); duplicates, non-final states and a link counted
+    /// already in the window count nothing: the counts are of distinct links (recipients).
     pub fn receipts_stored<'a>(
         &self,
         slug: &str,
@@ -97,6 +103,7 @@ impl DomainHealth {
         let now = unix_now();
         let mut windows = self.receipts.windows.lock_or_recover();
         let mut pending = self.receipts.pending.lock_or_recover();
+        let mut links = self.receipts.links.lock_or_recover();
         for (new, recorded) in stored {
             let receipt = &recorded.receipt;
             if recorded.duplicate || !receipt.state.is_final() {
@@ -119,10 +126,22 @@ impl DomainHealth {
                 carrier: receipt.carrier.clone().unwrap_or_default(),
                 domain,
             };
+            let first = links.first(&series, &receipt.code);
+            if first == FirstOf::Repeat {
+                continue;
+            }
             let failed = receipt.state != shortlink_visits::deliveries::DeliveryState::Delivered;
-            let code = receipt.error_code.as_deref();
-            windows.record(&series, failed, code, now);
-            receipt_share::count(&mut pending, &series, now, failed, code);
+            if first == FirstOf::Link {
+                windows.record(&series, failed, receipt.error_code.as_deref(), now);
+            }
+            let link = CountedLink {
+                series,
+                code: receipt.code.clone(),
+                at: now,
+                failed,
+                error_code: receipt.error_code.clone(),
+            };
+            receipt_share::count(&mut pending, link);
         }
     }
 }
@@ -154,6 +173,7 @@ async fn check(
     rule: ReceiptRule,
 ) {
     let now = unix_now();
+    (health.receipts.links.lock_or_recover()).forget(now, rule.window.as_secs());
     let pending = std::mem::take(&mut *health.receipts.pending.lock_or_recover());
     let everyone = shared.exchange(&pending, rule, now).await;
     let findings = {

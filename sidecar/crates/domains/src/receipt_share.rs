@@ -15,38 +15,66 @@
 //! lacks the domain of a receipt that named no short URL (the pick of the issuing list, made in
 //! memory).
 //!
+//! Each link counts once per window and series, installation-wide (`receipt_links`): the
+//! exchange first claims the links it counted (`SET NX` on `wire::keys::receipt_link_key`,
+//! expiring with the window, one pipeline), then adds only those it won. Two round trips a
+//! second per sidecar, whatever the receipt rate; on the ingest's path, a hash and an insert.
+//!
 //! Redis unreachable: the sidecar judges the receipts it took itself, as before, and what it
 //! counted meanwhile is not added later (a pipeline cut in the middle may have added part of it;
 //! counted twice, a healthy domain could look blocked; left out, a block is found later).
 
 use super::receipts::{Counts, ReceiptRule, ReceiptWindows, Series};
+use redis::FromRedisValue;
 use shortlink_core::primary::{ConnectOptions, Primary, ProjectionError, RedisConnection};
-use shortlink_wire::keys::{parse_receipt_count_field, receipt_count_field, receipt_counts_key};
+use shortlink_wire::keys::{
+    parse_receipt_count_field, receipt_count_field, receipt_counts_key, receipt_link_key,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// The keys outlive the window by this much, so that a sidecar a little behind still reads them.
 const KEPT_PAST_WINDOW: u64 = 60;
 
-/// The counts not yet added to the shared ones, by series and second.
-pub type Pending = HashMap<(Series, u64), Counts>;
+/// Links counted between two exchanges, at most: a second's receipts at several times the
+/// ingest's rate. Past it, new ones are not counted (as series past `MAX_SERIES`).
+pub const MAX_PENDING: usize = 200_000;
 
-/// Adds one final receipt to `pending` (bounded as the windows are: past `max` entries, new
-/// ones are not counted).
-pub fn count(pending: &mut Pending, series: &Series, at: u64, failed: bool, code: Option<&str>) {
-    let max = super::receipts::MAX_SERIES;
-    let key = (series.clone(), at);
-    if pending.len() >= max && !pending.contains_key(&key) {
-        return;
+/// A link's first final receipt this sidecar counted, not yet claimed and added to the shared
+/// counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountedLink {
+    pub series: Series,
+    pub code: String,
+    /// The Unix second it was counted in.
+    pub at: u64,
+    pub failed: bool,
+    pub error_code: Option<String>,
+}
+
+/// The links counted since the last exchange.
+pub type Pending = Vec<CountedLink>;
+
+/// Adds one link's final receipt to `pending`, within [`MAX_PENDING`].
+pub fn count(pending: &mut Pending, link: CountedLink) {
+    if pending.len() < MAX_PENDING {
+        pending.push(link);
     }
-    let counts = pending.entry(key).or_default();
-    counts.finals += 1;
-    if failed {
-        counts.failures += 1;
-        *(counts.errors)
-            .entry(code.unwrap_or_default().to_owned())
-            .or_default() += 1;
+}
+
+/// The counts of the links `won` says this sidecar claimed, by series and second.
+fn counts_of(pending: &Pending, won: &[bool]) -> HashMap<(Series, u64), Counts> {
+    let mut counts: HashMap<(Series, u64), Counts> = HashMap::new();
+    for (link, _) in pending.iter().zip(won).filter(|(_, won)| **won) {
+        let counts = counts.entry((link.series.clone(), link.at)).or_default();
+        counts.finals += 1;
+        if link.failed {
+            counts.failures += 1;
+            let code = link.error_code.clone().unwrap_or_default();
+            *counts.errors.entry(code).or_default() += 1;
+        }
     }
+    counts
 }
 
 /// The job's way to the shared counts: one connection, made again after a failure.
@@ -87,9 +115,13 @@ impl SharedCounts {
         now: u64,
     ) -> Result<ReceiptWindows, ProjectionError> {
         let window = rule.window.as_secs().max(1);
+        let won = match pending.is_empty() {
+            true => Vec::new(),
+            false => self.claim(pending, window).await?,
+        };
         let mut pipe = redis::pipe();
         let mut seconds = BTreeSet::new();
-        for ((series, second), counts) in pending {
+        for ((series, second), counts) in &counts_of(pending, &won) {
             let key = receipt_counts_key(*second);
             let field = |count: &str| {
                 receipt_count_field(&series.workspace, &series.carrier, &series.domain, count)
@@ -113,13 +145,7 @@ impl SharedCounts {
         for second in first..=now {
             pipe.hgetall(receipt_counts_key(second));
         }
-        let read: Vec<HashMap<String, u64>> = match self.query(&pipe).await {
-            Ok(read) => read,
-            Err(error) => {
-                self.connection = None;
-                return Err(error);
-            }
-        };
+        let read: Vec<HashMap<String, u64>> = self.query(&pipe).await?;
         let mut windows = ReceiptWindows::new(rule);
         for (second, hash) in (first..=now).zip(read) {
             let mut by_series: HashMap<Series, Counts> = HashMap::new();
@@ -150,10 +176,48 @@ impl SharedCounts {
         Ok(windows)
     }
 
-    async fn query(
+    /// Claims each pending link for the window (`SET NX`): whether this sidecar is the first to
+    /// count it, in order.
+    async fn claim(
+        &mut self,
+        pending: &Pending,
+        window: u64,
+    ) -> Result<Vec<bool>, ProjectionError> {
+        let mut pipe = redis::pipe();
+        for link in pending {
+            let Series {
+                workspace,
+                carrier,
+                domain,
+            } = &link.series;
+            let key = receipt_link_key(workspace, carrier, domain, &link.code);
+            pipe.cmd("SET")
+                .arg(key)
+                .arg(1)
+                .arg("NX")
+                .arg("EX")
+                .arg(window);
+        }
+        let claimed: Vec<Option<String>> = self.query(&pipe).await?;
+        Ok(claimed.iter().map(Option::is_some).collect())
+    }
+
+    /// Runs `pipe` on the connection (made again after a failure).
+    async fn query<T: FromRedisValue>(
         &mut self,
         pipe: &redis::Pipeline,
-    ) -> Result<Vec<HashMap<String, u64>>, ProjectionError> {
+    ) -> Result<T, ProjectionError> {
+        let answer = self.run(pipe).await;
+        if answer.is_err() {
+            self.connection = None;
+        }
+        answer
+    }
+
+    async fn run<T: FromRedisValue>(
+        &mut self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, ProjectionError> {
         let running = async {
             let connection = match &mut self.connection {
                 Some(connection) => connection,

@@ -47,7 +47,8 @@ const TOP_ERRORS: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReceiptRule {
     pub window: Duration,
-    /// Final receipts a domain (and its peers together) needs within a part to be judged.
+    /// Final receipts a domain (and its peers together) needs within a part to be judged: of
+    /// distinct links, as the drain counts them (`receipt_links`).
     pub min_final: u64,
 }
 

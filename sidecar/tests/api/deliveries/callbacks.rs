@@ -310,7 +310,8 @@ async fn vonage_receipts_are_read_from_json_and_query() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
-    // A third party's documented GET, with the code in the callback URL.
+    // A third party's documented GET, with the code in the callback URL: its time (2017) is
+    // older than any report can be, so the receipt is taken at the time received.
     let query = fixture("vonage-dlr-courier-example.query");
     let answer = app
         .client
@@ -319,9 +320,11 @@ async fn vonage_receipts_are_read_from_json_and_query() {
         .await
         .unwrap();
     let body: Value = answer.json().await.unwrap();
-    assert_eq!(
-        (&body["code"], &body["at"]),
-        (&json!(code), &json!("2017-05-02T11:24:03Z"))
+    assert_eq!(body["code"], json!(code));
+    let at: chrono::DateTime<chrono::Utc> = body["at"].as_str().unwrap().parse().unwrap();
+    assert!(
+        chrono::Utc::now() - at < chrono::Duration::minutes(1),
+        "{body}"
     );
     no_number_stored(&app).await;
 }

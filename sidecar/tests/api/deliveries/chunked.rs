@@ -12,19 +12,24 @@ crate::on_each_backend!(
 
 type Time = chrono::DateTime<chrono::Utc>;
 
+/// nginx's issuing lists: each brand's receipts name its own domain.
+const LISTS: &str =
+    "https://s.example [chunked] https://chunked.example [single] https://single.example";
+
 /// A workspace with a link by code and a per-recipient link: (key, code, short_url).
 async fn brand(app: &TestApp, operator: &str, slug: &str) -> (String, String, String) {
     create_workspace(app, operator, slug).await;
     let key = workspace_key(app, operator, slug, "issuer").await;
     let answer = with_key(app, &key, Method::POST, "/links")
+        .header("X-Shortlink-Public-Base", LISTS)
         .json(&json!({"url": "https://shop.example/", "campaign": "spring", "ref": "r-1"}))
         .send()
         .await
         .unwrap();
     let link: Value = answer.json().await.unwrap();
     let code = link["code"].as_str().unwrap().to_owned();
-    // A workspace without a domain of its own: a short URL names its code on any host.
-    let short_url = format!("https://s.example/{code}");
+    let short_url = link["short_url"].as_str().unwrap().to_owned();
+    assert!(short_url.starts_with(&format!("https://{slug}.example/")));
     (key, code, short_url)
 }
 

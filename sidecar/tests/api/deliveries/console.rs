@@ -36,7 +36,8 @@ fn row(label: &str, counts: &Value) -> String {
 }
 
 async fn the_campaign_page_shows_the_apis_funnel_and_the_delivered_rate(backend: Backend) {
-    let app = spawn_app(backend).await;
+    // Both hosts the receipts name are the default workspace's domains.
+    let app = spawn_app_with(backend, &["--short-domains", "s2.example"]).await;
     let mut codes = Vec::new();
     for i in 0..5 {
         let link = app

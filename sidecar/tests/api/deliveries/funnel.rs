@@ -8,7 +8,8 @@ use crate::workspaces::{create_workspace, operator_key, workspace_key};
 crate::on_each_backend!(a_campaigns_funnel_counts_each_message_once_by_its_current_state);
 
 async fn a_campaigns_funnel_counts_each_message_once_by_its_current_state(backend: Backend) {
-    let app = spawn_app(backend).await;
+    // Both hosts the receipts name are the default workspace's domains.
+    let app = spawn_app_with(backend, &["--short-domains", "s2.example"]).await;
     let mut codes = Vec::new();
     for i in 1..=5 {
         let link = app

@@ -13,7 +13,11 @@ const PER_DOMAIN: usize = 6;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kannel_reports_reach_the_campaigns_funnel() {
-    let app = spawn_app(Backend::Sqlite).await;
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        &["--short-domains", "s1.example,s2.example"],
+    )
+    .await;
     let smsc = SmscDouble::start(|text| {
         if text.contains("s2.example") {
             Verdict::Reject("88 destination blocked")

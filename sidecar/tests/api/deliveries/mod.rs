@@ -8,6 +8,7 @@ mod boundary;
 mod callbacks;
 mod chunked;
 mod console;
+mod evidence;
 mod funnel;
 mod gateway;
 mod grouped;

@@ -268,6 +268,66 @@ async fn a_jobs_token_takes_reports_then_ends_with_its_window() {
     assert_eq!(stored, 1);
 }
 
+/// A job's `dlr-url` with Kannel's escapes filled in as for a delivered report.
+fn reported(dlr: &str) -> String {
+    dlr.replace("%d", "1")
+        .replace("%A", "id%3A1%20stat%3ADELIVRD")
+        .replace("%i", "smsc")
+        .replace("%T", "1700000000")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_token_takes_its_own_signed_reports_only() {
+    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
+    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
+    let stand_in = StandIn::start(None);
+    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &[recipient(1, "sale")]).await;
+    finished(&app, &job).await;
+    let code = lines[0]["code"].as_str().unwrap();
+    let target = stand_in.targets().pop().unwrap();
+    let dlr = url::Url::parse(&format!("http://gateway{target}")).unwrap();
+    let dlr = (dlr.query_pairs())
+        .find(|(name, _)| name == "dlr-url")
+        .unwrap()
+        .1
+        .into_owned();
+    let param = |name: &str| {
+        let value = dlr.split(&format!("&{name}=")).nth(1).unwrap();
+        value.split('&').next().unwrap().to_owned()
+    };
+    let (mid, sig) = (param("mid"), param("sig"));
+    assert!(mid.starts_with(&job) && sig.len() == 22, "{dlr}");
+    // The URL leaked: every other report on it is refused, and stores nothing.
+    let second = app.create_code("https://shop.example/other").await;
+    for forged in [
+        dlr.replace(&format!("&sig={sig}"), ""),
+        dlr.replace(&format!("&sig={sig}"), "&sig=AAAAAAAAAAAAAAAAAAAAAA"),
+        dlr.replace(&format!("&mid={mid}"), "&mid=forged-1"),
+        dlr.replace(&format!("/{code}&"), &format!("/{second}&")),
+        dlr.replace("://s.example/", "://evil.example/"),
+    ] {
+        let answer = app.client.get(reported(&forged)).send().await.unwrap();
+        assert_eq!(answer.status(), 403, "{forged}");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_signature");
+    }
+    let forged = (app.db)
+        .scalar("SELECT COUNT(*) FROM delivery_receipts WHERE state = 'delivered'")
+        .await;
+    assert_eq!(forged, 0);
+    // Its own report, as the job signed it: stored on the domain the job sent.
+    let answer = app.client.get(reported(&dlr)).send().await.unwrap();
+    assert_eq!(answer.status(), 201, "{dlr}");
+    let domains = (app.db)
+        .texts(&format!(
+            "SELECT short_domain FROM delivery_messages WHERE message_id = '{mid}'"
+        ))
+        .await;
+    assert_eq!(domains, ["s.example"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compose_refused_for_its_key_leaves_no_job() {
     let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());

@@ -242,7 +242,12 @@ pub async fn post_conversions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    match ndjson::ingest(&headers, body, MAX_LINES, MAX_LINE_BYTES).await? {
+    let limits = ndjson::Limits {
+        lines: MAX_LINES,
+        line_bytes: MAX_LINE_BYTES,
+        body_bytes: MAX_LINES * MAX_LINE_BYTES,
+    };
+    match ndjson::ingest(&headers, body, limits).await? {
         Ingest::One(bytes) => {
             let request: ConversionRequest = parse(&bytes)?;
             let recorded = record(&state, workspace, request).await?;

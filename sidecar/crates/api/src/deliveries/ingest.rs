@@ -1,6 +1,7 @@
 //! `POST /api/v1/deliveries`: one receipt as a JSON object, or an NDJSON batch answered line by
 //! line as the conversions' (`{index, status, delivery | error}`).
 
+use super::proof::WorkspaceDomains;
 use super::receipt::{check, invalid, record, refusal, watch, DeliveryRequest, DeliveryView};
 use crate::ndjson::{self, Ingest};
 use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
@@ -13,9 +14,15 @@ use serde::Serialize;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{Gateway, NewReceipt};
 
-/// Most lines in one NDJSON request, and the longest line (a receipt is a few hundred bytes).
-pub const MAX_LINES: usize = 100_000;
-pub const MAX_LINE_BYTES: usize = 4096;
+/// Most lines in one NDJSON request, the longest line (a receipt is a few hundred bytes), and
+/// the most bytes in all: 100,000 receipts of up to 670 bytes each on average. The same limit
+/// through nginx (its `location = /api/v1/deliveries`) and on the sidecar's own port, where a
+/// body is refused (413) once that much of it has arrived, never held whole.
+pub const LIMITS: ndjson::Limits = ndjson::Limits {
+    lines: 100_000,
+    line_bytes: 4096,
+    body_bytes: 64 << 20,
+};
 /// Lines checked and handed to the store together (it writes them 500 a transaction).
 const BATCH: usize = 10_000;
 
@@ -53,7 +60,8 @@ struct LineResult {
 
 /// Record delivery receipts: one JSON object, answered 201 (stored) or 200 (`duplicate`: this
 /// `message_id` and `state` were reported before; nothing changed); or with `Content-Type:
-/// application/x-ndjson`, one object per line (at most 100,000), answered with one line each,
+/// application/x-ndjson`, one object per line (at most 100,000 lines and 64 MiB, else 413 and
+/// nothing stored), answered with one line each,
 /// in order: `{index, status, delivery | error}`. A link of another workspace answers as a
 /// missing one. No phone number is taken.
 #[utoipa::path(post, path = "/api/v1/deliveries", tag = "deliveries",
@@ -66,10 +74,12 @@ struct LineResult {
             body = DeliveryView),
         (status = 400, description = "`malformed_json`: not a `DeliveryRequest`", body = ErrorBody),
         (status = 404, description = "`unknown_link`: no such link in this workspace", body = ErrorBody),
-        (status = 413, body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: past 100,000 lines, 4,096 bytes a \
+            line or 64 MiB; nothing stored", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "`invalid_link` (not exactly one of `code`, `short_url`, \
-            `campaign` + `ref`), `invalid_short_url`, `invalid_message_id`, `invalid_state`, \
+            `campaign` + `ref`), `foreign_domain` (a `short_url` host that is not one of the \
+            workspace's domains), `invalid_short_url`, `invalid_message_id`, `invalid_state`, \
             `invalid_error_code`, `invalid_carrier`, `invalid_at`", body = ErrorBody),
     ))]
 pub async fn post_deliveries(
@@ -78,7 +88,7 @@ pub async fn post_deliveries(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    match ndjson::ingest(&headers, body, MAX_LINES, MAX_LINE_BYTES).await? {
+    match ndjson::ingest(&headers, body, LIMITS).await? {
         Ingest::One(bytes) => {
             let now = shortlink_store::now();
             let new = check(parse(&bytes)?, Gateway::Api, now).map_err(invalid)?;
@@ -138,6 +148,16 @@ async fn answer_lines(
     now: DateTime<Utc>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    let named = |c: &Result<NewReceipt>| c.as_ref().is_ok_and(|n| n.short_domain.is_some());
+    let checked: Vec<Result<NewReceipt>> = match checked.iter().any(named) {
+        false => checked,
+        true => {
+            let domains = WorkspaceDomains::of(state, workspace).await?;
+            (checked.into_iter())
+                .map(|checked| checked.and_then(|mut new| domains.admit(&mut new).map(|()| new)))
+                .collect()
+        }
+    };
     let valid: Vec<NewReceipt> = (checked.iter())
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();

@@ -12,8 +12,10 @@
 pub mod callbacks;
 pub(crate) mod funnel;
 pub(crate) mod ingest;
+pub(crate) mod proof;
 pub(crate) mod receipt;
 pub mod sealed;
+pub mod signed;
 pub(crate) mod tokens;
 
 use super::AppState;
@@ -21,6 +23,7 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 
 pub use callbacks::twilio::signature as twilio_signature;
+pub use signed::{DlrKey, SignedMessage};
 
 /// The routes under `/api/v1`.
 pub fn router() -> Router<AppState> {

@@ -1,10 +1,11 @@
 //! A receipt as the API takes it (`POST /api/v1/deliveries`) and answers it, checked into the
 //! store's [`NewReceipt`]; and recording one, which the native callbacks share.
 
+use super::proof::{admit_one, believable};
 use crate::{AppState, Error, Result};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::model::{
@@ -17,8 +18,6 @@ use utoipa::ToSchema;
 
 /// Longest `code`, `campaign`, `ref` or `short_url` read.
 const MAX_NAME: usize = 2048;
-/// How far in the future a gateway's time may be (clocks differ a little, not more).
-const MAX_AHEAD: Duration = Duration::minutes(5);
 
 /// A delivery receipt: the link (exactly one of `code`, `short_url`, `campaign` + `ref`), the
 /// gateway's message id and what it says happened. Values are read as strings and checked
@@ -34,7 +33,8 @@ pub struct DeliveryRequest {
     )]
     pub code: Option<String>,
     /// Instead of `code`: the short URL sent (its host is kept as the message's short domain,
-    /// for the funnel's breakdown).
+    /// for the funnel's breakdown and the drain on rejections; a host that is not one of the
+    /// workspace's domains is refused, 422 `foreign_domain`).
     #[schema(
         min_length = 1,
         max_length = 2048,
@@ -75,7 +75,8 @@ pub struct DeliveryRequest {
     /// The carrier: MCC-MNC (`23410`) or a name, at most 64 characters (empty: none).
     #[schema(max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub carrier: Option<String>,
-    /// The gateway's time of the report, RFC 3339 (default: now; at most 5 minutes ahead).
+    /// The gateway's time of the report, RFC 3339 (default: now). A time outside [now − 31
+    /// days, now + 5 minutes] is not believed: the receipt is taken at the time received.
     #[schema(format = DateTime)]
     pub at: Option<String>,
 }
@@ -216,12 +217,8 @@ pub fn check(
     let at = match request.at.as_deref() {
         None => now,
         Some(text) => DateTime::parse_from_rfc3339(text.trim())
-            .map(|at| at.with_timezone(&Utc))
-            .ok()
-            .filter(|at| *at <= now + MAX_AHEAD)
-            .ok_or_else(|| {
-                Invalid::new("at", "`at` is an RFC 3339 time, at most 5 minutes from now")
-            })?,
+            .map(|at| believable(at.with_timezone(&Utc), now))
+            .map_err(|_| Invalid::new("at", "`at` is an RFC 3339 time"))?,
     };
     Ok(NewReceipt {
         link,
@@ -236,19 +233,14 @@ pub fn check(
     })
 }
 
-/// A gateway's time ahead of ours by more than clocks differ: the report is taken at our time
-/// rather than refused (a gateway does not resend a refused report; a sender of the API does).
-pub fn at_most_now(request: &mut DeliveryRequest, now: DateTime<Utc>) {
-    let ahead = (request.at.as_deref())
-        .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
-        .is_some_and(|at| at.with_timezone(&Utc) > now + MAX_AHEAD);
-    if ahead {
-        request.at = None;
-    }
-}
-
-/// Records one checked receipt in `workspace`, answered 201 (stored) or 200 (a duplicate).
-pub async fn record(state: &AppState, workspace: WorkspaceId, new: NewReceipt) -> Result<Response> {
+/// Records one checked receipt in `workspace`, answered 201 (stored) or 200 (a duplicate); 422
+/// `foreign_domain` for a host not the workspace's.
+pub async fn record(
+    state: &AppState,
+    workspace: WorkspaceId,
+    mut new: NewReceipt,
+) -> Result<Response> {
+    admit_one(state, workspace, &mut new).await?;
     let now = shortlink_store::now();
     let store = state.analytics.store.deliveries();
     let answer = (store

@@ -144,9 +144,10 @@ pub struct Sent {
 
 /// The `dlr-url` of one message: its report comes back on the workspace's Kannel callback with
 /// the short URL (its link and short domain) and `mid`, the receipts' message id. Kannel fills in
-/// `%d`, `%A`, `%i`, `%T`; the destination (`%p`) is left out: a phone number.
-pub fn dlr_url(base: &str, link: &str, message_id: &str) -> String {
-    format!("{base}?{link}&mid={message_id}&type=%d&answer=%A&smsc=%i&ts=%T")
+/// `%d`, `%A`, `%i`, `%T`; the destination (`%p`) is left out: a phone number. `sig` signs the
+/// message (`deliveries::signed`): the job's token takes no other report.
+pub fn dlr_url(base: &str, link: &str, message_id: &str, sig: &str) -> String {
+    format!("{base}?{link}&mid={message_id}&sig={sig}&type=%d&answer=%A&smsc=%i&ts=%T")
 }
 
 impl Sendsms {
@@ -259,11 +260,12 @@ mod tests {
             "http://api.example/callbacks/slc_x/kannel",
             "short_url=https://s.example/Ab1",
             "snd_1-4",
+            "c2ln",
         );
         assert_eq!(
             url,
             "http://api.example/callbacks/slc_x/kannel?short_url=https://s.example/Ab1\
-             &mid=snd_1-4&type=%d&answer=%A&smsc=%i&ts=%T"
+             &mid=snd_1-4&sig=c2ln&type=%d&answer=%A&smsc=%i&ts=%T"
         );
         assert!(!url.contains("%p") && !url.contains("%P"));
     }

@@ -22,6 +22,7 @@
 use super::callback::{Callback, Waited};
 use super::kannel::{self, Handoff, Sendsms};
 use super::settings;
+use crate::deliveries::signed::job_signature;
 use crate::AppState;
 use shortlink_core::background::Shutdown;
 use shortlink_core::service::{Authority, Stop};
@@ -311,7 +312,10 @@ impl Run {
             Some(url) => format!("short_url={url}"),
             None => format!("code={}", message.code),
         };
-        let dlr_url = kannel::dlr_url(&sendsms.dlr_base, &link, message_id);
+        let key = &self.state.settings.dlr_key;
+        let (code, short_url) = (&message.code, message.short_url.as_deref());
+        let sig = job_signature(key, &self.job.id, message_id, code, short_url);
+        let dlr_url = kannel::dlr_url(&sendsms.dlr_base, &link, message_id, &sig);
         let sent = sendsms.send(&message.phone, &message.text, &dlr_url).await;
         let at = shortlink_store::now();
         if sent.handoff.taken() {

@@ -71,7 +71,8 @@ impl Message {
         if receipt.carrier.is_some() {
             self.carrier.clone_from(&receipt.carrier);
         }
-        if short_domain.is_some() {
+        // The first domain known stays (store.rs, `write_message`).
+        if self.short_domain.is_none() {
             self.short_domain.clone_from(short_domain);
         }
         self.received = receipt.received_at;

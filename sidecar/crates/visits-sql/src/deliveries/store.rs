@@ -256,11 +256,13 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             return Ok(receipt.state);
         };
         let wins = supersedes(receipt.state, receipt.at, current.state, current.at);
-        // What any receipt adds (where the message went, on which domain), and the state with
-        // its error and time only when this receipt wins.
+        // What any receipt adds (where the message went), the domain only when none is known
+        // (the first report's, the send job's for a message it sent, stays: a later report
+        // does not move a message to another domain), and the state with its error and time
+        // only when this receipt wins.
         let mut query = statement(
             "UPDATE delivery_messages SET carrier = COALESCE(?, carrier), \
-             short_domain = COALESCE(?, short_domain), received_ms = ?",
+             short_domain = COALESCE(short_domain, ?), received_ms = ?",
             [
                 Value::OptText(receipt.carrier.clone()),
                 Value::OptText(new.short_domain.clone()),

@@ -28,7 +28,7 @@ const UPSERT_MESSAGES: &str = "INSERT INTO delivery_messages AS m (workspace_id,
     $7::text[], $8::bigint[], $9::bigint[]) \
     ON CONFLICT (workspace_id, message_id) DO UPDATE SET \
     carrier = COALESCE(excluded.carrier, m.carrier), \
-    short_domain = COALESCE(excluded.short_domain, m.short_domain), \
+    short_domain = COALESCE(m.short_domain, excluded.short_domain), \
     received_ms = excluded.received_ms, \
     state = CASE WHEN {WINS} THEN excluded.state ELSE m.state END, \
     error_code = CASE WHEN {WINS} THEN excluded.error_code ELSE m.error_code END, \

@@ -18,13 +18,53 @@
 //! - `smsc` (`%i`), the route's name, is kept as the carrier when Kannel names one.
 //! - `ts` (`%T`) is the report's time (Unix seconds); now without it.
 //!
+//! - `sig` is a send job's signature of the message (`deliveries::signed`): a job's own callback
+//!   token (named `compose send <job>`) takes a report only with the `sig` its `dlr-url` carries.
+//!
 //! Anything else in the query (`to=%p`, `from=%P`, `%D`…) is ignored: the destination number is
 //! never read.
 
 use super::params::Params;
 use crate::deliveries::receipt::DeliveryRequest;
+use crate::deliveries::signed::{DlrKey, SignedMessage};
+use crate::{Error, Result};
+use axum::http::StatusCode;
 use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
-use shortlink_visits::deliveries::Invalid;
+use shortlink_visits::deliveries::{CallbackToken, Invalid, LinkRef, NewReceipt};
+
+/// What a send job names its callback token (`gateway::settings::job_token`), before its id.
+pub const JOB_TOKEN_NAME: &str = "compose send ";
+
+/// The send job whose token `token` is, if it is one. A name an admin gives a token of their
+/// own can only take this form to hold the token to signed reports: it gains nothing.
+pub fn job_of(token: &CallbackToken) -> Option<&str> {
+    token.name.strip_prefix(JOB_TOKEN_NAME)
+}
+
+/// Whether `new`, on job `job`'s token, is the report of a message the job sent: `signature`
+/// over its job, message id, code and short domain (403 `invalid_signature` otherwise).
+pub fn verify(key: &DlrKey, job: &str, new: &NewReceipt, signature: Option<&str>) -> Result<()> {
+    let code = match &new.link {
+        LinkRef::Code(code) => code.as_str(),
+        LinkRef::Recipient { .. } => "",
+    };
+    let message = SignedMessage {
+        job,
+        message_id: &new.message_id,
+        code,
+        host: new.short_domain.as_deref().unwrap_or_default(),
+    };
+    match signature.is_some_and(|signature| key.verify(message, signature)) {
+        true => Ok(()),
+        false => Err(Error::Request {
+            status: StatusCode::FORBIDDEN,
+            code: "invalid_signature",
+            message: "this callback takes its send job's reports only: `sig` is missing or \
+                      does not match the message"
+                .into(),
+        }),
+    }
+}
 
 /// The receipt of one `dlr-url` call.
 pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {

@@ -17,7 +17,8 @@ mod schema;
 pub mod twilio;
 pub mod vonage;
 
-use super::receipt::{answer_one, at_most_now, check, invalid, refusal, DeliveryRequest};
+use super::proof::admit_one;
+use super::receipt::{answer_one, check, invalid, refusal, DeliveryRequest};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -93,17 +94,30 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
     Ok(found)
 }
 
+/// Checks and records a gateway's report on `token`. A send job's token takes only the reports
+/// its own `dlr-url`s carry, signed (`signature`, [`super::signed`]): their short domain is the
+/// one signed. Any other token's report names a domain of its workspace or none.
 async fn receive(
     state: &AppState,
     token: &CallbackToken,
     request: Result<DeliveryRequest, Invalid>,
+    signature: Option<&str>,
 ) -> Result<Response> {
     let now = shortlink_store::now();
-    let new = request
-        .and_then(|mut request| {
-            at_most_now(&mut request, now);
-            check(request, token.gateway, now)
-        })
+    if let Ok(DeliveryRequest {
+        code: Some(_),
+        short_url: Some(_),
+        ..
+    }) = &request
+    {
+        return Err(Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_link",
+            message: "name the link by exactly one of `code` and `short_url`, not both".into(),
+        });
+    }
+    let mut new = request
+        .and_then(|request| check(request, token.gateway, now))
         .map_err(|error| {
             // A report that names no link is about a link nobody has here.
             if error.field == "link" {
@@ -118,6 +132,10 @@ async fn receive(
                 message: error.message(),
             }
         })?;
+    match kannel::job_of(token) {
+        Some(job) => kannel::verify(&state.settings.dlr_key, job, &new, signature)?,
+        None => admit_one(state, token.workspace, &mut new).await?,
+    }
     record_grouped(state, token.workspace, new).await
 }
 
@@ -154,10 +172,14 @@ fn shared_error(error: Arc<StorageError>) -> Error {
     responses(
         (status = 201, description = "stored", body = super::receipt::DeliveryView),
         (status = 200, description = "a repeat: stored before", body = super::receipt::DeliveryView),
-        (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_message_id`, …", body = ErrorBody),
+        (status = 400, description = "`invalid_state` (`type`), `invalid_at` (`ts`), `invalid_message_id`, \
+            `invalid_link` (both `code` and `short_url`), …", body = ErrorBody),
         (status = 404, description = "`not_found`: no live token; `unknown_link`: no link of the \
             token's workspace has the code, or none is named", body = ErrorBody),
-        (status = 403, description = "`workspace_suspended`: the token's workspace is suspended", body = ErrorBody),
+        (status = 403, description = "`workspace_suspended`: the token's workspace is suspended; \
+            `invalid_signature`: a send job's token without its `dlr-url`'s valid `sig`", body = ErrorBody),
+        (status = 422, description = "`foreign_domain`: the `short_url`'s host is not a domain of \
+            the token's workspace", body = ErrorBody),
         (status = 429, description = "`rate_limited`: the token's `--callback-rate` is spent", body = ErrorBody),
     ))]
 pub async fn kannel_dlr(
@@ -167,7 +189,8 @@ pub async fn kannel_dlr(
 ) -> Result<Response> {
     let token = token_of(&state, &token, Gateway::Kannel).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
-    receive(&state, &token, kannel::receipt(&params)).await
+    let signature = params.get("sig");
+    receive(&state, &token, kannel::receipt(&params), signature).await
 }
 
 /// Twilio's status callback (a form POST; `callbacks::twilio` says what is read and signed).
@@ -225,7 +248,7 @@ pub async fn twilio_status(
         }
     }
     let query = Params::from_query(uri.query().unwrap_or_default());
-    receive(&state, &token, twilio::receipt(&form, &query)).await
+    receive(&state, &token, twilio::receipt(&form, &query), None).await
 }
 
 /// The URLs Twilio may have signed for this request. nginx's API server forwards the host and
@@ -272,7 +295,7 @@ pub async fn vonage_get(
 ) -> Result<Response> {
     let token = token_of(&state, &token, Gateway::Vonage).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
-    receive(&state, &token, vonage::receipt(&params, &params)).await
+    receive(&state, &token, vonage::receipt(&params, &params), None).await
 }
 
 /// Vonage's delivery receipt as a JSON POST.
@@ -322,7 +345,13 @@ pub async fn vonage_post(
         }
     }
     let query = Params::from_query(uri.query().unwrap_or_default());
-    receive(&state, &token, vonage::receipt(&Params(fields), &query)).await
+    receive(
+        &state,
+        &token,
+        vonage::receipt(&Params(fields), &query),
+        None,
+    )
+    .await
 }
 
 #[cfg(test)]
