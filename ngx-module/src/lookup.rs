@@ -197,7 +197,7 @@ pub fn start(
         unsafe { (*r.main).set_count((*r.main).count() - 1) };
         let answered = respond::answer(r, mcf, lcf, domain, resolution.outcome());
         respond::track(r, mcf, lcf, code.as_bytes(), answered);
-        respond::count_recovered(&*r, mcf, lcf, code.recovered, answered);
+        respond::count_recovered(r, mcf, lcf, code.recovered, answered);
         return answered.rc;
     }
     ctx.task.set(Some(task));
@@ -244,8 +244,8 @@ fn finish(
         let c = (*r).connection;
         let rc = ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
             let answered = respond::answer(&mut *r, mcf, lcf, domain, resolution.outcome());
-            respond::track(&*r, mcf, lcf, code.as_bytes(), answered);
-            respond::count_recovered(&*r, mcf, lcf, code.recovered, answered);
+            respond::track(&mut *r, mcf, lcf, code.as_bytes(), answered);
+            respond::count_recovered(&mut *r, mcf, lcf, code.recovered, answered);
             answered.rc
         });
         ngx_http_finalize_request(r, rc);

@@ -66,10 +66,12 @@ fn store(table: Table) {
     });
 }
 
-/// A worker's copy of every setting, by host and by workspace.
+/// A worker's copy of every setting, by host and by workspace. A host's settings are kept per
+/// workspace that set them (normally one): only the one of the workspace nginx maps the host to
+/// applies, so a host moved between workspaces never answers with its former owner's URL.
 #[derive(Default)]
 pub struct Table {
-    domains: HashMap<Box<[u8]>, Redirects>,
+    domains: HashMap<Box<[u8]>, Vec<(WorkspaceName, Redirects)>>,
     workspaces: HashMap<WorkspaceName, Redirects>,
 }
 
@@ -80,27 +82,28 @@ impl Table {
         self.domains.is_empty() && self.workspaces.is_empty()
     }
 
-    /// Where `case` on `host` is sent, if anywhere; `workspace` (the host's) is asked only when
-    /// the host has no setting of its own for `case` and some workspace has settings (nginx's
-    /// `map` is not free).
+    /// Where `case` on `host` is sent, if anywhere: the host's setting of its workspace, else
+    /// the workspace's. `workspace` (the host's, as nginx maps it) is asked only when the host
+    /// or some workspace has settings (nginx's `map` is not free). Without `shortlink_workspace`
+    /// every host is the default workspace's, as every code is.
     pub fn choose(
         &self,
         host: &[u8],
         workspace: impl FnOnce() -> HostWorkspace,
         case: Case,
     ) -> Option<&str> {
-        let domain = self.domains.get(host);
-        if let Some(url) = domain.and_then(|d| d.get(case)) {
-            return Some(url);
-        }
-        if self.workspaces.is_empty() {
+        let rows = self.domains.get(host);
+        if rows.is_none() && self.workspaces.is_empty() {
             return None;
         }
         let name = match workspace() {
-            HostWorkspace::Default => WorkspaceName::DEFAULT,
+            HostWorkspace::Default | HostWorkspace::Unchecked => WorkspaceName::DEFAULT,
             HostWorkspace::Named(name) => name,
-            HostWorkspace::Unchecked | HostWorkspace::Nothing => return None,
+            HostWorkspace::Nothing => return None,
         };
+        let domain = rows
+            .and_then(|rows| rows.iter().find(|(owner, _)| *owner == name))
+            .map(|(_, redirects)| redirects);
         not_found::choose(domain, self.workspaces.get(&name), case)
     }
 
@@ -120,8 +123,11 @@ impl Table {
                 continue;
             };
             match Field::parse(field) {
-                Some(Field::Domain(host)) => {
-                    table.domains.insert(host.into(), redirects);
+                Some(Field::Domain { workspace, host }) => {
+                    if let Some(name) = WorkspaceName::parse(workspace) {
+                        let rows = table.domains.entry(host.into()).or_default();
+                        rows.push((name, redirects));
+                    }
                 }
                 Some(Field::Workspace(name)) => {
                     if let Some(name) = WorkspaceName::parse(name) {
@@ -184,7 +190,7 @@ mod tests {
         let brand: WorkspaceName = "brand-a".parse().unwrap();
         let table = Table::from_reply(reply(&[
             ("w:brand-a", unknown("https://a/")),
-            ("d:go.a.example", unknown("https://go-a/")),
+            ("d:brand-a/go.a.example", unknown("https://go-a/")),
             ("w:default", unknown("https://default/")),
         ]))
         .unwrap();
@@ -205,6 +211,28 @@ mod tests {
         assert_eq!(on("b2.example", other), None);
         assert_eq!(on("b2.example", HostWorkspace::Nothing), None);
         assert_eq!(table.choose(b"go.a.example", || other, Case::Root), None);
+        // Mapped to another workspace, the host has none of brand-a's settings.
+        assert_eq!(on("go.a.example", other), None);
+    }
+
+    #[test]
+    fn a_moved_host_answers_with_its_new_workspaces_setting_only() {
+        let table = Table::from_reply(reply(&[
+            ("d:brand-a/go.example", unknown("https://old-owner/")),
+            ("d:brand-b/go.example", unknown("https://new-owner/")),
+            // A sidecar from before issue 77 named no workspace: left out.
+            ("d:go.example", unknown("https://unowned/")),
+        ]))
+        .unwrap();
+        let on = |ws: &str| {
+            let ws = HostWorkspace::Named(ws.parse().unwrap());
+            table.choose(b"go.example", || ws, Case::Unknown)
+        };
+        assert_eq!(on("brand-b"), Some("https://new-owner/"));
+        assert_eq!(on("brand-a"), Some("https://old-owner/"));
+        assert_eq!(on("brand-c"), None);
+        let unmapped = table.choose(b"go.example", || HostWorkspace::Unchecked, Case::Unknown);
+        assert_eq!(unmapped, None, "the default workspace's, which set nothing");
     }
 
     #[test]

@@ -236,7 +236,7 @@ fn failed(
 /// ([`track_orphan`]). Header values are borrowed from the request and encoded (truncated)
 /// straight onto the Redis connection's output or into the spool.
 pub fn track(
-    r: &ngx_http_request_t,
+    r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     code: &[u8],
@@ -246,7 +246,7 @@ pub fn track(
         return;
     }
     match (answered.visit, answered.orphan) {
-        (Some(status), _) => queue(r, mcf, code, status, answered, None),
+        (Some(status), _) => queue(r, mcf, lcf, code, status, answered, None),
         (None, Some(kind)) => track_orphan(r, mcf, lcf, kind, NGX_HTTP_NOT_FOUND as u16),
         (None, None) => {}
     }
@@ -257,7 +257,7 @@ pub fn track(
 /// a pool every host is served, and a 404 of a host nobody claims is nobody's to count; a host
 /// outside the pool never gets here (the handler rejects it first).
 pub fn track_orphan(
-    r: &ngx_http_request_t,
+    r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     kind: OrphanKind,
@@ -274,14 +274,18 @@ pub fn track_orphan(
     }
     let uri = click::str_bytes(&r.unparsed_uri);
     let path = uri.split(|&b| b == b'?').next().unwrap_or(uri);
-    queue(r, mcf, path, status, Answered::from(0), Some(kind));
+    queue(r, mcf, lcf, path, status, Answered::from(0), Some(kind));
 }
 
 /// Queues one event: a visit of `code`, or with `orphan` an orphan visit of the path `code`.
+/// An orphan visit and a 410 (which the sidecar files as one) carry the host's workspace as
+/// nginx maps it, so that whose they are never depends on a sidecar's view of the hosts; a
+/// redirect's visit does not need it (its link names its workspace) and never pays for it.
 #[inline]
 fn queue(
-    r: &ngx_http_request_t,
+    r: &mut ngx_http_request_t,
     mcf: &MainConf,
+    lcf: &LocConf,
     code: &[u8],
     status: u16,
     answered: Answered,
@@ -293,6 +297,9 @@ fn queue(
         let t = &*ngx_cached_time;
         t.sec as u64 * 1000 + t.msec as u64
     };
+    let host_workspace = (orphan.is_some() || status == HTTP_GONE as u16)
+        .then(|| crate::handler::request_workspace(r, mcf, lcf));
+    let workspace = host_workspace.as_ref().map_or(&[][..], |w| w.recorded());
     let ip = click::client_text(r);
     let h = &r.headers_in;
     let visit = Visit {
@@ -307,6 +314,7 @@ fn queue(
         chosen: answered.chosen,
         click_id: answered.click_id,
         orphan,
+        workspace,
     };
     worker::with(mcf, |w| w.track(&visit));
 }
@@ -317,7 +325,7 @@ fn queue(
 /// path that still finds no link is an ordinary 404 (an orphan visit of the code's kind).
 #[inline]
 pub fn count_recovered(
-    r: &ngx_http_request_t,
+    r: &mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     recovered: bool,

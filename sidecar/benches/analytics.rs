@@ -151,6 +151,7 @@ async fn produce(
                         chosen: None,
                         click_id: None,
                         orphan: None,
+                        workspace: b"",
                     });
                 }
                 for (name, value) in &fields {

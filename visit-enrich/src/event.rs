@@ -12,6 +12,7 @@
 //! are required; without them the event cannot be attributed to a link or a time bucket.
 
 use shortlink_wire::event::{self as wire, OrphanKind, BATCH_FIELD, MAX_PATH};
+use shortlink_wire::record::WorkspaceName;
 use std::net::IpAddr;
 
 /// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
@@ -59,6 +60,9 @@ pub struct VisitEvent {
     /// `Some` for an orphan visit (a request on a pool host no link answered): `code` then holds
     /// the path asked for (at most [`shortlink_wire::event::MAX_PATH`] bytes, lossy UTF-8).
     pub orphan: Option<OrphanKind>,
+    /// The workspace nginx mapped the host to (`ws`), recorded with orphan visits and 410s by
+    /// the module; `None` when absent (an older module, a host mapped to none) or not a name.
+    pub workspace: Option<String>,
 }
 
 impl VisitEvent {
@@ -91,6 +95,7 @@ impl VisitEvent {
             accept_language: None,
             rule: None,
             orphan: None,
+            workspace: None,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -122,6 +127,9 @@ impl VisitEvent {
                     })
                 }
                 b"o" if event.orphan.is_none() => event.orphan = OrphanKind::parse(value),
+                b"ws" if event.workspace.is_none() => {
+                    event.workspace = WorkspaceName::parse(value).map(|w| w.as_str().to_owned());
+                }
                 // A malformed id is left out: the visit keeps its entry id.
                 b"id" if click_id.is_none() => {
                     click_id = shortlink_wire::click_id::ClickId::parse(value);

@@ -119,6 +119,9 @@ pub struct Visit {
     /// `Some` for an orphan visit: `code` is then the path asked for.
     #[serde(skip)]
     pub orphan: Option<shortlink_wire::event::OrphanKind>,
+    /// The host's workspace as nginx mapped it (orphan visits and 410s); `None`: not recorded.
+    #[serde(skip)]
+    pub workspace: Option<String>,
 }
 
 impl Enricher {
@@ -202,6 +205,7 @@ impl Enricher {
             language: event.accept_language.as_deref().and_then(language),
             rule: event.rule,
             orphan: event.orphan,
+            workspace: event.workspace,
         }
     }
 }

@@ -4,7 +4,10 @@
 //! falls through to the workspace's, then to today's answer.
 //!
 //! In Redis all settings live in one hash, [`KEY`] (`sl:nf`): field `w:<workspace>` or
-//! `d:<host>`, value [`Redirects::encode`]. One hash rather than a key per setting: each nginx
+//! `d:<workspace>/<host>`, value [`Redirects::encode`]. A domain's field names the workspace whose
+//! setting it is (issue 77): a reader applies it only while nginx maps the host to that workspace,
+//! so a domain moved to another workspace never answers with its former owner's URL, whichever
+//! rows are still stored, and the module and the sidecar's fallback decide alike. One hash rather than a key per setting: each nginx
 //! worker reads the whole of it in one `HGETALL` now and then and answers from its copy, so a
 //! 404 never costs a Redis round trip; the sidecar rewrites the whole hash from SQL at each change,
 //! never read-modify-write.
@@ -111,15 +114,22 @@ pub fn choose<'a>(
 pub enum Field<'a> {
     /// A workspace's name.
     Workspace(&'a [u8]),
-    /// A host, lower case, without port or final dot.
-    Domain(&'a [u8]),
+    /// A host (lower case, without port or final dot) while it is the named workspace's.
+    Domain { workspace: &'a [u8], host: &'a [u8] },
 }
 
 impl Field<'_> {
+    /// `None` for anything else, `d:<host>` of a sidecar from before issue 77 included (it
+    /// named no workspace: left out, the host falls through to its workspace's setting).
     pub fn parse(field: &[u8]) -> Option<Field<'_>> {
         match field.split_at_checked(2)? {
             (b"w:", name) if !name.is_empty() => Some(Field::Workspace(name)),
-            (b"d:", host) if !host.is_empty() => Some(Field::Domain(host)),
+            (b"d:", rest) => {
+                let slash = rest.iter().position(|&b| b == b'/')?;
+                let (workspace, host) = (&rest[..slash], &rest[slash + 1..]);
+                (!workspace.is_empty() && !host.is_empty())
+                    .then_some(Field::Domain { workspace, host })
+            }
             _ => None,
         }
     }
@@ -130,9 +140,12 @@ pub fn workspace_field(name: &str) -> String {
     format!("w:{name}")
 }
 
-/// The field of `host`'s settings (lower case, as nginx's `$host`).
-pub fn domain_field(host: &str) -> String {
-    format!("d:{}", host.trim_end_matches('.').to_ascii_lowercase())
+/// The field of `host`'s settings (lower case, as nginx's `$host`) of the workspace `name`.
+pub fn domain_field(name: &str, host: &str) -> String {
+    format!(
+        "d:{name}/{}",
+        host.trim_end_matches('.').to_ascii_lowercase()
+    )
 }
 
 #[cfg(test)]
@@ -207,17 +220,32 @@ mod tests {
     #[test]
     fn fields_name_a_workspace_or_a_domain() {
         assert_eq!(workspace_field("brand-a"), "w:brand-a");
-        assert_eq!(domain_field("Go.Brand.Example."), "d:go.brand.example");
+        assert_eq!(
+            domain_field("brand-a", "Go.Brand.Example."),
+            "d:brand-a/go.brand.example"
+        );
         assert_eq!(
             Field::parse(b"w:brand-a"),
             Some(Field::Workspace(b"brand-a"))
         );
         assert_eq!(
-            Field::parse(domain_field("go.example").as_bytes()),
-            Some(Field::Domain(b"go.example"))
+            Field::parse(domain_field("brand-a", "go.example").as_bytes()),
+            Some(Field::Domain {
+                workspace: b"brand-a",
+                host: b"go.example"
+            })
         );
-        for bad in [&b""[..], b"w:", b"x:abc", b"w"] {
-            assert_eq!(Field::parse(bad), None);
+        // A domain's field of a sidecar from before issue 77 named no workspace: no field.
+        for bad in [
+            &b""[..],
+            b"w:",
+            b"x:abc",
+            b"w",
+            b"d:go.example",
+            b"d:/go.example",
+            b"d:a/",
+        ] {
+            assert_eq!(Field::parse(bad), None, "{bad:?}");
         }
     }
 }

@@ -31,6 +31,16 @@ impl HostWorkspace {
         }
     }
 
+    /// The name an event records as the host's workspace (`shortlink_wire::event`'s `ws`):
+    /// empty when nginx maps the host to none (no `shortlink_workspace`, or no valid name).
+    pub fn recorded(&self) -> &[u8] {
+        match self {
+            HostWorkspace::Default => WorkspaceName::DEFAULT.as_bytes(),
+            HostWorkspace::Named(name) => name.as_bytes(),
+            HostWorkspace::Unchecked | HostWorkspace::Nothing => b"",
+        }
+    }
+
     pub fn of_name(name: WorkspaceName) -> HostWorkspace {
         if name.is_default() {
             HostWorkspace::Default
@@ -83,6 +93,9 @@ mod tests {
         let a = HostWorkspace::of_value(b"brand-a");
         let default = HostWorkspace::of_value(b"default");
         assert_eq!(default, HostWorkspace::Default);
+        assert_eq!(default.recorded(), b"default");
+        assert_eq!(a.recorded(), b"brand-a");
+        assert_eq!(HostWorkspace::Unchecked.recorded(), b"");
         assert_eq!(
             HostWorkspace::of_name(WorkspaceName::DEFAULT),
             HostWorkspace::Default
@@ -107,6 +120,7 @@ mod tests {
         for value in [&b""[..], b"Brand-A", b"-", b"brand a", &[b'x'; 33]] {
             let host = HostWorkspace::of_value(value);
             assert_eq!(host, HostWorkspace::Nothing);
+            assert_eq!(host.recorded(), b"");
             assert!(!host.admits(None));
             assert!(!host.admits(Some(value)));
         }

@@ -72,7 +72,7 @@ async fn workspace_page(
     pool.retain(|domain| state.domains.workspace_of(domain) == workspace);
     pool.sort();
     pool.dedup();
-    let orphans = super::orphans::section(state, workspace, &statuses).await?;
+    let orphans = super::orphans::section(state, workspace).await?;
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }

@@ -32,7 +32,13 @@ pub struct SettingsForm {
     expired_url: String,
 }
 
-pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResult {
+pub async fn page(
+    State(state): State<AppState>,
+    operator: Operator,
+    // Extracted for what it records: the domains' workspaces as nginx's list says them now
+    // (a sidecar just started has learned none yet), before they are listed.
+    _named: DomainContext,
+) -> PageResult {
     operator.require_admin()?;
     let shown = load(&state, &operator).await?;
     Ok(render(&operator, &shown, None))

@@ -6,25 +6,20 @@ use super::layout::when;
 use crate::http::orphans::scope_of_slug;
 use crate::http::AppState;
 use maud::{html, Markup};
-use shortlink_domains::health::DomainStatus;
 use shortlink_store::StorageResult;
-use shortlink_visits::orphans::{DomainScope, OrphanQuery};
+use shortlink_visits::orphans::OrphanQuery;
 
 /// The latest orphan visits the page lists.
 const LATEST: usize = 20;
 
-/// The section: counts per listed domain and kind, then the latest visits of the workspace's hosts.
-pub async fn section(
-    state: &AppState,
-    workspace: &str,
-    statuses: &[DomainStatus],
-) -> StorageResult<Markup> {
+/// The section: counts per domain and kind, then the latest visits, recorded under the workspace.
+pub async fn section(state: &AppState, workspace: &str) -> StorageResult<Markup> {
     let store = state.analytics.store.orphans();
-    let listed = DomainScope::Only(statuses.iter().map(|s| s.domain.clone()).collect());
-    let counts = store.orphan_counts(&listed).await?;
+    let scope = scope_of_slug(workspace);
+    let counts = store.orphan_counts(&scope).await?;
     // The newest: the list is oldest first, so the page reads the last day's, newest last.
     let query = OrphanQuery {
-        scope: scope_of_slug(state, workspace),
+        scope,
         kind: None,
         domain: None,
         from: Some(chrono::Utc::now() - chrono::Duration::days(1)),

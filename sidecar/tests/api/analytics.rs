@@ -942,6 +942,7 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
             }),
             click_id: None,
             orphan: None,
+            workspace: b"",
         });
     }
     let _: String = redis::cmd("XADD")

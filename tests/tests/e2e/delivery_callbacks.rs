@@ -1,7 +1,9 @@
 //! Gateways' delivery reports as they arrive in a deployment: through nginx's internal API server
 //! (`location /callbacks/`), with the callback token in the path as their only credential, not
 //! to the sidecar's own port as the API suite sends them. Forged reports through that path drain
-//! nothing (issue 77), and a receipts body of 100,000 lines passes nginx whole.
+//! nothing (issue 77), and a receipts body of 100,000 lines passes nginx whole. The token reaches
+//! no log, an address walking unknown tokens is stopped, and every refusal nginx makes there is
+//! JSON.
 
 use serde_json::{json, Value};
 use shortlink_e2e::{http_client, NginxOptions, System};
@@ -210,5 +212,117 @@ fn forged_kannel_reports_through_nginx_drain_no_domain() {
         (by_domain.iter()).all(|part| (part["short_domain"].as_str())
             .is_none_or(|domain| ["s1.test", "s2.test"].contains(&domain))),
         "{funnel}"
+/// A Kannel callback token of the default workspace: its path (`/callbacks/slc_…/kannel`).
+fn kannel_path(system: &System) -> String {
+    let (status, made) = system.api().post(
+        "/callback-tokens",
+        &json!({"name": "kannel-e2e", "gateway": "kannel"}),
+    );
+    assert_eq!(status, 201, "{made}");
+    made["callback_path"].as_str().unwrap().to_owned()
+}
+
+/// Status and JSON body of a GET of `path` on nginx's API server.
+fn get_json(system: &System, path: &str) -> (u16, Value) {
+    let url = format!("http://127.0.0.1:{}{path}", system.nginx.api_port);
+    let answer = http_client().get(url).send().expect("reach nginx");
+    let status = answer.status().as_u16();
+    let body = answer.text().unwrap();
+    let json = serde_json::from_str(&body).unwrap_or_else(|_| panic!("{status}: not JSON: {body}"));
+    (status, json)
+}
+
+#[test]
+fn a_callback_while_the_sidecar_is_down_leaves_its_token_in_no_log() {
+    let mut system = System::start();
+    let path = kannel_path(&system);
+    let token = path.split('/').nth(2).unwrap().to_owned();
+    assert!(token.starts_with("slc_"), "{path}");
+    system.sidecar.process.stop();
+
+    let (status, body) = get_json(&system, &format!("{path}?{DELIVERED}&mid=m-1"));
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+
+    let error_log = system.nginx.error_log();
+    assert!(!error_log.contains(&token), "the error log: {error_log}");
+    let access = std::fs::read_to_string(system.nginx.prefix.join("callbacks.log")).unwrap();
+    assert!(!access.contains(&token), "the access log: {access}");
+    assert!(!access.contains("DELIVRD"), "no query either: {access}");
+    assert!(
+        access.contains("\"GET /callbacks/-/kannel\" 502"),
+        "the operator still sees the 502: {access}"
+    );
+}
+
+#[test]
+fn an_address_presenting_unknown_tokens_is_refused_before_any_lookup() {
+    let system = System::start();
+    let path = kannel_path(&system);
+    let report = format!("?{DELIVERED}&mid=m-1&short_url=http://x/abc");
+    for n in 0..10 {
+        let forged = format!("/callbacks/slc_{n:0>64}/kannel{report}");
+        let (status, body) = get_json(&system, &forged);
+        assert_eq!(status, 404, "unknown token {n}: {body}");
+    }
+    let (status, body) = get_json(
+        &system,
+        &format!("/callbacks/slc_{:0>64}/kannel{report}", 10),
+    );
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+    // Spent for every token from that address, a real one included, until it refills.
+    let (status, body) = get_json(&system, &format!("{path}{report}"));
+    assert_eq!(status, 429, "{body}");
+}
+
+#[test]
+fn callbacks_past_nginxs_size_limits_answer_json() {
+    let system = System::start();
+    let path = kannel_path(&system);
+    let origin = format!("http://127.0.0.1:{}", system.nginx.api_port);
+    let client = http_client();
+    let json_of = |answer: reqwest::blocking::Response| -> (u16, Value) {
+        let status = answer.status().as_u16();
+        let body = answer.text().unwrap();
+        let json = serde_json::from_str(&body).unwrap_or_else(|_| panic!("{status}: {body}"));
+        (status, json)
+    };
+
+    let long = format!("{origin}{path}?answer={}", "x".repeat(16 * 1024));
+    let (status, body) = json_of(client.get(long).send().unwrap());
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (414, &json!("uri_too_long")),
+        "{body}"
+    );
+
+    let twilio = path.replace("/kannel", "/twilio");
+    let big = client
+        .post(format!("{origin}{twilio}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "MessageStatus=delivered&x={}",
+            "y".repeat(100 * 1024)
+        ))
+        .send()
+        .unwrap();
+    let (status, body) = json_of(big);
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (413, &json!("payload_too_large")),
+        "{body}"
+    );
+
+    let headers = client
+        .get(format!("{origin}{path}?{DELIVERED}"))
+        .header("x-padding", "z".repeat(16 * 1024))
+        .send()
+        .unwrap();
+    let (status, body) = json_of(headers);
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!("bad_request")),
+        "{body}"
     );
 }

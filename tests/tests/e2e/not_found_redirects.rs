@@ -191,3 +191,73 @@ fn a_lost_hash_comes_back_from_sql() {
     assert!(printed.contains("not-found redirects"), "{printed}");
     assert_eq!(projected(), written);
 }
+
+/// A domain moved from brand B to brand A (nginx's map and issuing list edited, reloaded; B is
+/// the newer workspace, so its row sorts last) answers A's settings from then on, on the module
+/// and on the fallback alike; B's row is dropped, and B's key is told the domain is not its own.
+#[test]
+fn a_moved_domain_answers_with_its_new_workspaces_settings_only() {
+    const B_UNKNOWN: &str = "https://brand-b.example/lost";
+    let dir = tempfile::tempdir().unwrap();
+    let mut system = start(dir.path());
+    let operator = operator(&system);
+    let a = brand(&system, &operator, "brand-a");
+    let b = brand(&system, &operator, "brand-b");
+    let b_domain = format!("/domains/{B_HOST}/not-found-redirects");
+    put(&b, &b_domain, json!({"unknown_url": B_UNKNOWN}));
+    put(&a, "/not-found-redirects", json!({"unknown_url": UNKNOWN}));
+    let seen = testkit::wait_until(Duration::from_secs(10), || {
+        answer(&system, B_HOST, "/no-such-alias-1") == to(B_UNKNOWN)
+    });
+    assert!(seen, "the module never saw B's setting");
+
+    // The move: B's host is mapped to brand-a and named in brand-a's part of the issuing list
+    // (brand-b is left with no domain, so no part).
+    let domains = system.nginx.domains_file();
+    let text = std::fs::read_to_string(&domains).unwrap();
+    let (mapped, part) = (
+        format!("{B_HOST} brand-b;"),
+        format!("http://{A2_HOST} [brand-b] http://{B_HOST}"),
+    );
+    assert!(text.contains(&mapped) && text.contains(&part), "{text}");
+    let moved = text
+        .replace(&mapped, &format!("{B_HOST} brand-a;"))
+        .replace(&part, &format!("http://{A2_HOST} http://{B_HOST}"));
+    std::fs::write(&domains, moved).unwrap();
+    system.nginx.reload_and_retire_old_workers();
+
+    // The next API request through nginx carries the new list: B's row goes.
+    let (status, body) = b.get(&b_domain);
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_domain", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this workspace's"),
+        "{body}"
+    );
+    let (status, body) = a.get(&b_domain);
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (404, &json!("no_not_found_redirects")),
+        "A has none of its own there, and B's did not pass to A: {body}"
+    );
+    let field = shortlink_wire::not_found::domain_field("brand-b", B_HOST);
+    let stale = system
+        .redis
+        .cli_raw(&["HEXISTS", shortlink_wire::not_found::KEY, &field]);
+    assert_eq!(stale.trim(), "0", "B's row is gone from Redis");
+
+    // Module and fallback: A's workspace setting, never B's.
+    let seen = testkit::wait_until(Duration::from_secs(10), || {
+        answer(&system, B_HOST, "/no-such-alias-2") == to(UNKNOWN)
+    });
+    assert!(seen, "the module still answers the former owner's URL");
+    system.redis.stop();
+    assert_eq!(
+        answer(&system, B_HOST, "/no-such-alias-3"),
+        to(UNKNOWN),
+        "the fallback"
+    );
+}

@@ -2,7 +2,8 @@
 //! root, an unknown code, another workspace's code, a path no code has) and a tap saved from
 //! trailing punctuation reach the sidecar through the module's event stream, each with its kind,
 //! host and path; a workspace lists and counts those of its own hosts only, and a 404 on a host
-//! outside the pool is not recorded.
+//! outside the pool is not recorded. Whose each is travels with the event (issue 77), so a sidecar
+//! started after they were recorded answers the same.
 
 use std::time::Duration;
 
@@ -33,20 +34,35 @@ fn triples(list: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
         .collect()
 }
 
-#[test]
-fn orphan_visits_reach_their_hosts_workspace_only() {
-    let dir = tempfile::tempdir().unwrap();
+/// A system whose pool holds the default's host and brand-a's.
+fn start(dir: &std::path::Path) -> System {
     templates_with(
-        dir.path(),
+        dir,
         "map $host $shortlink_workspace {",
         &format!("    {A_HOST} brand-a;"),
     );
-    let system = System::start_with(NginxOptions {
-        conf_dir: Some(dir.path().to_owned()),
+    System::start_with(NginxOptions {
+        conf_dir: Some(dir.to_owned()),
         pool: Some(vec![DEFAULT_HOST.into(), A_HOST.into()]),
         public_base: Some(format!("http://{DEFAULT_HOST} [brand-a] http://{A_HOST}")),
         ..NginxOptions::default()
+    })
+}
+
+/// What `api` lists once it lists at least `n` orphan visits (or after 20 s).
+fn listed_once(api: &Api, n: usize) -> Vec<(String, String, String)> {
+    let mut seen = Vec::new();
+    wait_until(Duration::from_secs(20), || {
+        seen = listed(api);
+        seen.len() >= n
     });
+    seen
+}
+
+#[test]
+fn orphan_visits_reach_their_hosts_workspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = start(dir.path());
     let operator = operator(&system);
     let a = brand(&system, &operator, "brand-a");
     let (status, link) = a.post("/links", &json!({"url": "https://shop.brand-a.example/"}));
@@ -103,6 +119,42 @@ fn orphan_visits_reach_their_hosts_workspace_only() {
     let counts: &Value = &domains["orphan_visits"];
     assert!(counts.get(A_HOST).is_none(), "{domains}");
     assert_eq!(counts[DEFAULT_HOST]["base_url"], 1, "{domains}");
+}
+
+/// A sidecar started after the orphan visits were recorded (a restart, a deploy, another sidecar
+/// behind a balancer) has learned nothing of the hosts yet: each workspace still reads its own,
+/// the default's none of brand-a's.
+#[test]
+fn a_sidecar_started_after_the_visits_reads_each_workspaces_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut system = start(dir.path());
+    let operator = operator(&system);
+    let a = brand(&system, &operator, "brand-a");
+    let get = |host: &str, path: &str| system.nginx.request(reqwest::Method::GET, host, path);
+    assert_eq!(get(A_HOST, "/no-such-alias-1").status(), 404);
+    assert_eq!(get(A_HOST, "/wp-login.php").status(), 404);
+    assert_eq!(get(DEFAULT_HOST, "/no-such-alias-2").status(), 404);
+    let ours = triples(&[
+        ("invalid_short_url", A_HOST, "/no-such-alias-1"),
+        ("regular_404", A_HOST, "/wp-login.php"),
+    ]);
+    let defaults = triples(&[("invalid_short_url", DEFAULT_HOST, "/no-such-alias-2")]);
+    assert_eq!(listed_once(&a, 2), ours, "stored");
+    assert_eq!(listed_once(&system.api(), 1), defaults, "stored");
+
+    system.restart_sidecar();
+    assert_eq!(
+        listed(&system.api()),
+        defaults,
+        "the default's after a restart"
+    );
+    assert_eq!(listed(&a), ours, "brand-a's after a restart");
+    let (_, domains) = a.get("/domains");
+    assert_eq!(
+        domains["orphan_visits"],
+        json!({A_HOST: {"base_url": 0, "invalid_short_url": 1, "regular_404": 1, "recovered": 0}}),
+        "{domains}"
+    );
 }
 
 /// A scanner's flood of 404s is counted, not recorded one by one: each worker queues at most

@@ -2,8 +2,8 @@
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
 use super::{
-    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, FORMAT_1_FIELDS, FORMAT_2_FIELDS,
-    FORMAT_3_FIELDS, VISIT_FIELDS,
+    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, BATCH_FORMAT_4, FORMAT_1_FIELDS,
+    FORMAT_2_FIELDS, FORMAT_3_FIELDS, FORMAT_4_FIELDS, VISIT_FIELDS,
 };
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
@@ -21,6 +21,10 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
         Some((&BATCH_FORMAT, rest)) => Visits {
             rest: Ok(rest),
             fields: VISIT_FIELDS.len(),
+        },
+        Some((&BATCH_FORMAT_4, rest)) => Visits {
+            rest: Ok(rest),
+            fields: FORMAT_4_FIELDS,
         },
         Some((&BATCH_FORMAT_3, rest)) => Visits {
             rest: Ok(rest),
@@ -240,10 +244,47 @@ mod tests {
     }
 
     #[test]
+    fn a_format_4_batch_reads_without_a_workspace_and_the_workspace_round_trips() {
+        // What a module from before `ws` wrote: eleven fields a visit.
+        let mut old = vec![BATCH_FORMAT_4];
+        for value in [
+            "/x",
+            "7",
+            "404",
+            "",
+            "",
+            "",
+            "a1.example",
+            "",
+            "",
+            "",
+            "regular_404",
+        ] {
+            old.extend((value.len() as u16).to_le_bytes());
+            old.extend(value.as_bytes());
+        }
+        let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(value(&decoded[0], "o"), b"regular_404");
+        assert_eq!(value(&decoded[0], "ws"), b"");
+        let orphan = Visit {
+            code: b"/x",
+            status: 404,
+            orphan: Some(crate::event::OrphanKind::Regular404),
+            workspace: b"brand-a",
+            ..visit()
+        };
+        let bytes = batch_of(&[orphan, visit()]);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        assert_eq!(value(&decoded[0], "ws"), b"brand-a");
+        assert_eq!(value(&decoded[1], "ws"), b"");
+    }
+
+    #[test]
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
-        assert_eq!(visits(b"\x05").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x06").collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();

@@ -5,12 +5,12 @@
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
 //! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
-//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the eleven fields in a fixed
+//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the twelve fields in a fixed
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
 use super::{
     chosen_text, truncate, Visit, BATCH_FIELD, BATCH_FORMAT, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG,
-    MAX_PATH, MAX_REFERER, MAX_UA, VISIT_FIELDS,
+    MAX_PATH, MAX_REFERER, MAX_UA, MAX_WORKSPACE, VISIT_FIELDS,
 };
 use crate::keys::EVENT_STREAM;
 use crate::resp::push_header;
@@ -137,6 +137,7 @@ impl Batch {
             rule,
             id,
             orphan,
+            truncate(v.workspace, MAX_WORKSPACE),
         ];
         let fresh = self.bytes.is_empty();
         let len = usize::from(fresh) + values.iter().map(|value| 2 + value.len()).sum::<usize>();
@@ -230,6 +231,7 @@ pub(super) mod tests {
             chosen: None,
             click_id: None,
             orphan: None,
+            workspace: b"",
         }
     }
 

@@ -7,7 +7,11 @@ use crate::record::Chosen;
 /// The stream field holding a batch.
 pub const BATCH_FIELD: &[u8] = b"v";
 /// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 4;
+pub const BATCH_FORMAT: u8 = 5;
+/// The format before `ws` (the host's workspace): its visits have the first [`FORMAT_4_FIELDS`]
+/// fields.
+pub const BATCH_FORMAT_4: u8 = 4;
+pub const FORMAT_4_FIELDS: usize = 11;
 /// The format before `o` (orphan visits): its visits have the first [`FORMAT_3_FIELDS`] fields.
 pub const BATCH_FORMAT_3: u8 = 3;
 pub const FORMAT_3_FIELDS: usize = 10;
@@ -23,9 +27,12 @@ pub const FORMAT_1_FIELDS: usize = 8;
 /// click id parameter (and sent to its landing page); empty otherwise. The consumer makes it the
 /// visit's id. `o` is empty for a visit of a link; for an orphan visit (a request on a pool host
 /// that no link answered: [`OrphanKind`]) it names the kind, and `c` then holds the path asked
-/// for (cut to [`MAX_PATH`]) instead of a code.
-pub const VISIT_FIELDS: [&str; 11] = [
-    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id", "o",
+/// for (cut to [`MAX_PATH`]) instead of a code. `ws` is the workspace nginx maps the host to
+/// (`shortlink_workspace`), written for orphan visits and 410s: the edge's word on whose request
+/// it was, so no reader depends on what a sidecar has learned of the hosts since it started.
+/// Empty on a link's visit (its link names its workspace) and on a host mapped to no workspace.
+pub const VISIT_FIELDS: [&str; 12] = [
+    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id", "o", "ws",
 ];
 
 /// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
@@ -44,6 +51,8 @@ pub const MAX_LANG: usize = 256;
 pub const MAX_CODE: usize = shortcode::ALIAS_MAX_LEN;
 /// Client addresses, as text.
 pub const MAX_IP: usize = 64;
+/// Workspace names (`crate::record::WorkspaceName::MAX_LEN`).
+pub const MAX_WORKSPACE: usize = crate::record::WorkspaceName::MAX_LEN;
 /// The path an orphan visit asked for (its `c`): enough to tell a mistyped code or a scanner's
 /// probe apart, not a place to store a whole crafted URL.
 pub const MAX_PATH: usize = 512;
@@ -106,6 +115,8 @@ pub struct Visit<'a> {
     pub click_id: Option<ClickId>,
     /// `Some` for an orphan visit: `code` is then the path asked for.
     pub orphan: Option<OrphanKind>,
+    /// The host's workspace name (`ws`); empty when not recorded.
+    pub workspace: &'a [u8],
 }
 
 /// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.

@@ -16,7 +16,7 @@ pub(crate) use scope::{known, slug};
 use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::Event;
 use shortlink_domains::health::DomainStatus;
-use shortlink_visits::orphans::{DomainScope, OrphanCounts};
+use shortlink_visits::orphans::OrphanCounts;
 use std::collections::BTreeMap;
 
 pub mod not_found;
@@ -78,9 +78,8 @@ pub async fn list_domains(
         Some(workspace) => state.domains.statuses_of(&slug(&state, workspace)),
         None => state.domains.statuses(),
     };
-    let listed = DomainScope::Only(domains.iter().map(|s| s.domain.clone()).collect());
     let orphan_visits = (state.analytics.store.orphans())
-        .orphan_counts(&listed)
+        .orphan_counts(&crate::orphans::scope_of(&state, workspace))
         .await?;
     Ok(Json(DomainList {
         domains,

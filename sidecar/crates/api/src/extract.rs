@@ -196,8 +196,15 @@ impl FromRequestParts<AppState> for DomainContext {
         state.domains.saw(named.into_iter().chain(listed));
         // Which workspace each domain is: from nginx's list only, so that a header sent around
         // nginx cannot claim another brand's domain (and read its health).
-        if let Some(lists) = lists.as_ref().filter(|_| issuing_trusted) {
-            state.domains.sections(lists);
+        // A changed list may have moved a domain: its former owner's not-found redirects go
+        // (domains::not_found::drop_moved). A failure costs this request nothing: Redis keys
+        // each domain's setting by workspace, so a stale row never answers anyway.
+        let changed = (lists.as_ref().filter(|_| issuing_trusted))
+            .is_some_and(|lists| state.domains.sections(lists));
+        if changed {
+            if let Err(error) = crate::domains::not_found::drop_moved(state).await {
+                tracing::warn!(%error, "cannot drop the not-found redirects of moved domains");
+            }
         }
         Ok(DomainContext {
             issuing,

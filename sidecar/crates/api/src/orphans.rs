@@ -1,7 +1,7 @@
 //! `GET /api/v1/visits/orphan` (issue 70): the requests on the workspace's hosts that no link
-//! answered (and taps on its links that are gone), oldest first, a page at a time. A host's
-//! workspace is the issuing list's grouping (docs/WORKSPACES.md): a workspace sees the hosts its
-//! part names, the default workspace every host no other part names.
+//! answered (and taps on its links that are gone), oldest first, a page at a time. Whose each is
+//! was recorded at the edge: the workspace nginx mapped the host to when the request came
+//! (`shortlink_wire::event`'s `ws`), never what this sidecar has learned of the hosts since.
 
 use super::domains::slug;
 use super::{AppState, Error, ErrorBody, InWorkspace, Json, Query, Result};
@@ -11,8 +11,7 @@ use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_domains::issuing::DEFAULT_WORKSPACE;
-use shortlink_visits::orphans::{DomainScope, OrphanQuery, OrphanVisit};
+use shortlink_visits::orphans::{OrphanQuery, OrphanScope, OrphanVisit};
 use shortlink_wire::event::OrphanKind;
 use utoipa::IntoParams;
 
@@ -51,27 +50,21 @@ pub struct OrphanPage {
     pub next: Option<String>,
 }
 
-/// The hosts `workspace` sees ([`scope_of_slug`]); the operator's key (no workspace): every host.
-pub(crate) fn scope_of(state: &AppState, workspace: Option<InWorkspace>) -> DomainScope {
+/// The orphan visits `workspace` reads: those recorded under its name; the operator's key (no
+/// workspace): every one, those recorded under none included.
+pub(crate) fn scope_of(state: &AppState, workspace: Option<InWorkspace>) -> OrphanScope {
     match workspace {
-        Some(workspace) => scope_of_slug(state, &slug(state, workspace)),
-        None => DomainScope::AllBut(Vec::new()),
+        Some(workspace) => scope_of_slug(&slug(state, workspace)),
+        None => OrphanScope::Every,
     }
 }
 
-/// The hosts the workspace `slug` sees: those its part of the issuing list names; for the
-/// default workspace every host but those another part names (a host nobody claims is the
-/// default's, as the host map's `default default;` line makes it).
-pub fn scope_of_slug(state: &AppState, slug: &str) -> DomainScope {
-    let statuses = state.domains.statuses();
-    if slug == DEFAULT_WORKSPACE {
-        let claimed = statuses
-            .into_iter()
-            .filter(|s| s.workspace != DEFAULT_WORKSPACE);
-        DomainScope::AllBut(claimed.map(|s| s.domain).collect())
-    } else {
-        let own = statuses.into_iter().filter(|s| s.workspace == slug);
-        DomainScope::Only(own.map(|s| s.domain).collect())
+/// The orphan visits of the workspace `slug`; one this process cannot name (`""`) reads none,
+/// never those recorded under no workspace.
+pub fn scope_of_slug(slug: &str) -> OrphanScope {
+    match slug {
+        "" => OrphanScope::Nothing,
+        slug => OrphanScope::Workspace(slug.to_owned()),
     }
 }
 

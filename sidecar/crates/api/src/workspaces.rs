@@ -382,13 +382,9 @@ pub async fn delete_workspace(
 ) -> Result<Json<DeletedView>> {
     let workspace = by_slug(&state, &slug).await?;
     let deleted = state.links.delete_workspace(workspace.id, &origin).await?;
-    // Its hosts' orphan visits (stored by host: shortlink_visits::orphans), as the issuing list
-    // groups them now.
-    let hosts: Vec<String> = (state.domains.statuses_of(&slug).into_iter())
-        .map(|status| status.domain)
-        .collect();
+    // The orphan visits recorded under its name (shortlink_visits::orphans).
     (state.analytics.store.orphans())
-        .delete_orphans_of(&hosts)
+        .delete_orphans_of(&workspace.slug)
         .await?;
     Ok(Json(DeletedView {
         links: deleted.links,

@@ -315,16 +315,19 @@ impl DomainHealth {
 
     /// Takes each domain's workspace from the issuing list nginx sent (its configuration, so
     /// only from a request that came through nginx): the domains a workspace's part names are
-    /// its own, every other the default's. A list equal to the last costs a comparison.
-    pub fn sections(&self, lists: &WorkspaceBases) {
+    /// its own, every other the default's. A list equal to the last costs a comparison. Whether
+    /// the list differs from the last this process took (the first one always does): a domain
+    /// may have moved between workspaces.
+    pub fn sections(&self, lists: &WorkspaceBases) -> bool {
         let mut owners = self.owners.lock_or_recover();
         if owners.lists.as_ref() == Some(lists) {
-            return;
+            return false;
         }
         owners.by_domain = (lists.owners())
             .map(|(domain, slug)| (domain, slug.to_owned()))
             .collect();
         owners.lists = Some(lists.clone());
+        true
     }
 
     /// Every workspace's issuing list, as nginx last sent it.

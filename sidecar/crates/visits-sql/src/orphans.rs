@@ -1,5 +1,6 @@
 //! Orphan visits in SQL, written once for every backend's visit store: [`OrphanStore`],
-//! implemented for [`SqlVisitStore`]. Times are Unix ms.
+//! implemented for [`SqlVisitStore`]. Times are Unix ms. Rows and counts carry the workspace
+//! the edge recorded (`''`: none), and every read names one.
 
 use crate::sql::{db, marks};
 use crate::{SqlVisitStore, VisitDialect};
@@ -10,7 +11,7 @@ use shortlink_store::{Backend, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::orphans::OrphanStore;
 use shortlink_visits::orphans::{
-    domain_of, orphan_of, DomainScope, OrphanCounts, OrphanQuery, OrphanVisit,
+    domain_of, orphan_of, workspace_of, OrphanCounts, OrphanQuery, OrphanScope, OrphanVisit,
 };
 use shortlink_wire::event::OrphanKind;
 use std::collections::{BTreeMap, HashMap};
@@ -20,23 +21,19 @@ type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 const COLUMNS: &str = "id, kind, domain, path, at_ms, status, device, audience, country, \
                        referrer_host, language";
 
-/// `column IN (...)` / `NOT IN`, or what an empty list means, for `scope`.
-fn push_scope(query: &mut Statement, column: &str, scope: &DomainScope) {
-    let (domains, not) = match scope {
-        DomainScope::Only(domains) => (domains, ""),
-        DomainScope::AllBut(domains) => (domains, "NOT "),
-    };
-    if domains.is_empty() {
-        query.push(if not.is_empty() { "1 = 0" } else { "1 = 1" });
-        return;
+/// `workspace = ?` for a workspace's scope, or what admits every row (the operator's).
+fn push_scope(query: &mut Statement, scope: &OrphanScope) {
+    match scope {
+        OrphanScope::Workspace(name) => {
+            query.push("workspace = ").bind(Value::Text(name.clone()));
+        }
+        OrphanScope::Every => {
+            query.push("1 = 1");
+        }
+        OrphanScope::Nothing => {
+            query.push("1 = 0");
+        }
     }
-    query.push(&format!("{column} {not}IN ("));
-    for (i, domain) in domains.iter().enumerate() {
-        // `bind` writes the placeholder.
-        query.push(if i == 0 { "" } else { ", " });
-        query.bind(Value::Text(domain.clone()));
-    }
-    query.push(")");
 }
 
 fn row_values(
@@ -45,8 +42,9 @@ fn row_values(
     domain: &str,
     path: String,
     visit: &Visit,
-) -> [Value; 11] {
+) -> [Value; 12] {
     [
+        Value::Text(workspace_of(visit).to_owned()),
         Value::Text(id.to_owned()),
         Value::Text(kind.as_str().to_owned()),
         Value::Text(domain.to_owned()),
@@ -72,20 +70,21 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             Backend::Sqlite | Backend::Postgres => " ON CONFLICT (id) DO NOTHING",
         };
         format!(
-            "{insert} orphan_visits ({COLUMNS}) VALUES ({}){tail}",
-            marks(11)
+            "{insert} orphan_visits (workspace, {COLUMNS}) VALUES ({}){tail}",
+            marks(12)
         )
     }
 
     fn add_counts() -> &'static str {
         match V::Sql::BACKEND {
             Backend::Mysql => {
-                "INSERT INTO orphan_counts (domain, kind, visits) VALUES (?, ?, ?) \
+                "INSERT INTO orphan_counts (workspace, domain, kind, visits) VALUES (?, ?, ?, ?) \
                  ON DUPLICATE KEY UPDATE visits = visits + VALUES(visits)"
             }
             Backend::Sqlite | Backend::Postgres => {
-                "INSERT INTO orphan_counts (domain, kind, visits) VALUES (?, ?, ?) \
-                 ON CONFLICT (domain, kind) DO UPDATE SET visits = orphan_counts.visits + excluded.visits"
+                "INSERT INTO orphan_counts (workspace, domain, kind, visits) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (workspace, domain, kind) \
+                 DO UPDATE SET visits = orphan_counts.visits + excluded.visits"
             }
         }
     }
@@ -123,7 +122,7 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
             return Ok(0);
         }
         let insert = Self::insert_ignore();
-        let mut counts: HashMap<(String, OrphanKind), i64> = HashMap::new();
+        let mut counts: HashMap<(String, String, OrphanKind), i64> = HashMap::new();
         let mut tx = V::Sql::begin(&self.writer).await?;
         for (visit, (kind, path), domain) in orphans {
             let values = row_values(&visit.event_id, kind, &domain, path, visit);
@@ -131,12 +130,14 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
                 .await
                 .map_err(db)?;
             if inserted > 0 {
-                *counts.entry((domain, kind)).or_default() += 1;
+                let workspace = workspace_of(visit).to_owned();
+                *counts.entry((workspace, domain, kind)).or_default() += 1;
             }
         }
         let mut new = 0;
-        for ((domain, kind), n) in counts {
+        for ((workspace, domain, kind), n) in counts {
             let values = [
+                Value::Text(workspace),
                 Value::Text(domain),
                 Value::Text(kind.as_str().into()),
                 Value::Int(n),
@@ -152,7 +153,7 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
 
     async fn orphan_visits(&self, q: &OrphanQuery) -> StorageResult<Vec<OrphanVisit>> {
         let mut query = Statement::new(format!("SELECT {COLUMNS} FROM orphan_visits WHERE "));
-        push_scope(&mut query, "domain", &q.scope);
+        push_scope(&mut query, &q.scope);
         if let Some(kind) = q.kind {
             query
                 .push(" AND kind = ")
@@ -193,10 +194,10 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
 
     async fn orphan_counts(
         &self,
-        scope: &DomainScope,
+        scope: &OrphanScope,
     ) -> StorageResult<BTreeMap<String, OrphanCounts>> {
         let mut query = Statement::new("SELECT domain, kind, visits FROM orphan_counts WHERE ");
-        push_scope(&mut query, "domain", scope);
+        push_scope(&mut query, scope);
         let mut connection = self.reader.acquire().await.map_err(db)?;
         let rows = Db::<V>::fetch_all(&mut connection, query)
             .await
@@ -231,16 +232,13 @@ impl<V: VisitDialect> OrphanStore for SqlVisitStore<V> {
         .map_err(db)
     }
 
-    async fn delete_orphans_of(&self, domains: &[String]) -> StorageResult<u64> {
-        if domains.is_empty() {
-            return Ok(0);
-        }
-        let scope = DomainScope::Only(domains.to_vec());
+    async fn delete_orphans_of(&self, name: &str) -> StorageResult<u64> {
+        let scope = OrphanScope::Workspace(name.to_owned());
         let mut tx = V::Sql::begin(&self.writer).await?;
         let mut deleted = 0;
         for table in ["orphan_visits", "orphan_counts"] {
             let mut query = Statement::new(format!("DELETE FROM {table} WHERE "));
-            push_scope(&mut query, "domain", &scope);
+            push_scope(&mut query, &scope);
             deleted += Db::<V>::execute(&mut *tx, query).await.map_err(db)?;
         }
         tx.commit().await.map_err(db)?;

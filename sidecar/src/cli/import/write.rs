@@ -395,6 +395,7 @@ impl<'a> Writer<'a> {
             accept_language: None,
             rule: None,
             orphan: None,
+            workspace: None,
         };
         let mut enriched = self.enricher.enrich(&event);
         // Where the source located the visit, its place is kept.

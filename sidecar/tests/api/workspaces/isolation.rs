@@ -105,7 +105,8 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         })
         .collect();
     store.store_batch(&visits, true).await.unwrap();
-    // An orphan visit on A's domain (a mistyped code), which only A may list (issue 70).
+    // An orphan visit on A's domain (a mistyped code), which only A may list (issue 70), as
+    // the module records it: with the workspace nginx maps the host to (issue 77).
     let time = chrono::Utc::now().timestamp_millis().to_string();
     let fields = [
         ("c", "/a-secret-typo"),
@@ -113,6 +114,7 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         ("s", "404"),
         ("host", A_DOMAIN),
         ("o", "invalid_short_url"),
+        ("ws", "brand-a"),
     ];
     let event = VisitEvent::from_fields("1700000000001-0", fields).unwrap();
     let orphan = Enricher::new(GeoDb::disabled(), false).enrich(&event);

@@ -107,7 +107,7 @@ async fn checked_scoped_stored_audited_and_projected(backend: Backend) {
         hash(&app).await,
         HashMap::from([
             (workspace_field("brand-a"), workspace.encode()),
-            (domain_field(A1), domain.encode()),
+            (domain_field("brand-a", A1), domain.encode()),
         ])
     );
     let audited = app

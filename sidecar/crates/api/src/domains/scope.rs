@@ -22,7 +22,9 @@ pub(crate) fn known(
         .ok_or_else(|| Error::Request {
             status: StatusCode::NOT_FOUND,
             code: "unknown_domain",
-            message: "no short domain of that name is known".into(),
+            // The same words for a name never seen, another workspace's domain and one that
+            // moved away (nginx's list maps it elsewhere now): none of them is this key's.
+            message: "no short domain of that name is this workspace's".into(),
         })
 }
 

@@ -29,7 +29,8 @@ pub fn redirects(row: &NotFoundRedirects) -> Redirects {
 }
 
 /// The hash's fields and values for `rows`: a workspace's own row under its slug, a domain's
-/// under the domain. Rows of a workspace `slugs` does not name (deleted meanwhile) are left out.
+/// under its workspace's slug and the domain (a reader applies it only while nginx maps the
+/// domain to that workspace). Rows of a workspace `slugs` does not name (deleted meanwhile) are left out.
 pub fn fields(
     rows: &[NotFoundRedirects],
     slugs: &HashMap<WorkspaceId, String>,
@@ -40,7 +41,7 @@ pub fn fields(
             let slug = slugs.get(&row.workspace)?;
             let field = match row.domain.as_str() {
                 "" => not_found::workspace_field(slug),
-                domain => not_found::domain_field(domain),
+                domain => not_found::domain_field(slug, domain),
             };
             Some((field, redirects(row).encode()))
         })
@@ -114,7 +115,7 @@ mod tests {
             got,
             vec![
                 ("w:brand-a".into(), "1\n\nhttps://a/\n".into()),
-                ("d:go.a.example".into(), "1\n\nhttps://go/\n".into()),
+                ("d:brand-a/go.a.example".into(), "1\n\nhttps://go/\n".into()),
             ]
         );
     }

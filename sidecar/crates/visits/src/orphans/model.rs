@@ -9,22 +9,21 @@ use shortlink_wire::event::OrphanKind;
 /// The kinds the API and the database name, in the order lists show them.
 pub const KINDS: [OrphanKind; 4] = OrphanKind::ALL;
 
-/// The hosts a read covers: a workspace's own hosts, or (the default workspace) every host but
-/// those other workspaces claim.
+/// The orphan visits a read covers: those recorded with a workspace's name (the workspace nginx
+/// mapped the host to when the request came: [`workspace_of`]), or, for the operator, every one
+/// (those of no workspace included). Never a list of hosts a sidecar has learned: a sidecar
+/// started a second ago answers as one that has run for a month.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DomainScope {
-    Only(Vec<String>),
-    AllBut(Vec<String>),
+pub enum OrphanScope {
+    Workspace(String),
+    Every,
+    /// A reader whose workspace has no name (yet): nothing.
+    Nothing,
 }
 
-impl DomainScope {
-    pub fn admits(&self, domain: &str) -> bool {
-        match self {
-            DomainScope::Only(domains) => domains.iter().any(|d| d == domain),
-            DomainScope::AllBut(domains) => !domains.iter().any(|d| d == domain),
-        }
-    }
-}
+/// What a row records as "no workspace": events of a module that did not say (before issue 77,
+/// or a host nginx maps to no valid name) and rows stored before; only the operator reads them.
+pub const NO_WORKSPACE: &str = "";
 
 /// An orphan visit as the API lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -53,7 +52,7 @@ pub struct OrphanVisit {
 /// What a list of orphan visits asks for.
 #[derive(Debug, Clone)]
 pub struct OrphanQuery {
-    pub scope: DomainScope,
+    pub scope: OrphanScope,
     pub kind: Option<OrphanKind>,
     pub domain: Option<String>,
     pub from: Option<DateTime<Utc>>,
@@ -98,6 +97,13 @@ pub fn orphan_of(visit: &Visit) -> Option<(OrphanKind, String)> {
         }
         None => None,
     }
+}
+
+/// The workspace an orphan visit is filed under: the one the module recorded with it, else
+/// [`NO_WORKSPACE`] (not `default`: an event that does not say whose it is is nobody's, so no
+/// workspace's key can read another's).
+pub fn workspace_of(visit: &Visit) -> &str {
+    visit.workspace.as_deref().unwrap_or(NO_WORKSPACE)
 }
 
 /// The host asked, normalized by enrichment (lower case, no port). `None`: no host, nobody's

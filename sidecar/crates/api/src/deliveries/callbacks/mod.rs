@@ -14,6 +14,7 @@ pub mod kannel;
 mod limit;
 mod params;
 mod schema;
+pub mod strikes;
 pub mod twilio;
 pub mod vonage;
 
@@ -73,10 +74,12 @@ fn no_callback() -> Error {
 }
 
 /// The live token `token` of `gateway`, or 404; 403 while its workspace is suspended, 429 past
-/// its rate ([`limit`]).
+/// its rate ([`limit`]). A token no workspace ever had counts against the caller's address
+/// ([`strikes`], which refuses a spent address before this runs).
 async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<CallbackToken> {
     // Longer than any token made: refused unhashed.
     if token.len() > 128 {
+        strikes::strike();
         return Err(no_callback());
     }
     let hash = hash_api_key(token);
@@ -86,6 +89,9 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
         .callback_tokens()
         .token_for_callback(&hash)
         .await?;
+    if found.is_none() {
+        strikes::strike();
+    }
     let (found, suspended) = found
         .filter(|(t, _)| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
         .filter(|(t, _)| t.revoked_at.is_none() && t.gateway == gateway)
