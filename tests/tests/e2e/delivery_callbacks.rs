@@ -212,6 +212,9 @@ fn forged_kannel_reports_through_nginx_drain_no_domain() {
         (by_domain.iter()).all(|part| (part["short_domain"].as_str())
             .is_none_or(|domain| ["s1.test", "s2.test"].contains(&domain))),
         "{funnel}"
+    );
+}
+
 /// A Kannel callback token of the default workspace: its path (`/callbacks/slc_…/kannel`).
 fn kannel_path(system: &System) -> String {
     let (status, made) = system.api().post(
