@@ -16,6 +16,7 @@ mod ingest;
 mod kannel;
 mod privacy;
 mod queue;
+mod redelivered;
 mod resend;
 mod sealed;
 mod statistics;
