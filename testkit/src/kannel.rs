@@ -133,6 +133,10 @@ sendsms-port = {sendsms}
 sendsms-interface = 127.0.0.1
 log-file = "{logs}/smsbox.log"
 log-level = 1
+# As deploy/kannel/kannel.conf: a failed dlr-url fetch is queued and tried again (there every
+# 30 s; here every second, for the tests).
+http-request-retry = 20
+http-queue-delay = 1
 
 group = sendsms-user
 username = {SEND_USER}

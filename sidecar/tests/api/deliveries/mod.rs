@@ -17,6 +17,7 @@ mod ingest;
 mod kannel;
 mod privacy;
 mod queue;
+mod redelivered;
 mod resend;
 mod sealed;
 mod statistics;
