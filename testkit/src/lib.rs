@@ -4,6 +4,7 @@
 //! test process ends, however it ends, its servers are stopped and their directories removed. So a
 //! panicking or killed test never leaves a Redis, PostgreSQL, MariaDB or nginx behind.
 
+mod busy;
 pub mod cluster;
 mod host;
 pub mod kannel;
@@ -17,6 +18,7 @@ pub mod smsc;
 pub mod sql_server;
 pub mod yourls;
 
+pub use busy::CpuHogs;
 pub use cluster::RedisCluster;
 pub use host::{free_port, free_ports, port_open, temp_dir, wait_until};
 pub use kannel::Kannel;

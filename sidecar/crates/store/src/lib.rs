@@ -13,6 +13,7 @@ mod imported;
 mod model;
 pub mod mysql;
 mod not_found;
+pub mod patience;
 pub mod pg_copy;
 mod pool;
 mod postgres;

@@ -133,7 +133,10 @@ impl LinkService {
             );
             return refuse_all(ItemFailure::QuotaExceeded);
         }
-        let outcomes = self.create_groups(chunks, claim, job.authority).await;
+        // Thousands of lines: a busy database is waited for, never a reason to shed them.
+        let patience = shortlink_store::patience::Patience::BULK;
+        let written = self.create_groups(chunks, claim, job.authority);
+        let outcomes = shortlink_store::patience::waiting_while_busy(patience, written).await;
         job.observe(outcomes.iter().flatten().map(|(_, outcome)| outcome));
         outcomes
     }

@@ -12,11 +12,15 @@ use sqlx::pool::PoolConnection;
 
 impl<D: Dialect> SqlStorage<D> {
     pub(super) async fn read(&self) -> StorageResult<PoolConnection<D::DB>> {
-        self.reader.acquire().await.map_err(StorageError::classify)
+        crate::patience::acquire(&self.reader)
+            .await
+            .map_err(StorageError::classify)
     }
 
     pub(super) async fn write(&self) -> StorageResult<PoolConnection<D::DB>> {
-        self.writer.acquire().await.map_err(StorageError::classify)
+        crate::patience::acquire(&self.writer)
+            .await
+            .map_err(StorageError::classify)
     }
 
     pub(super) async fn rows(&self, query: Statement) -> StorageResult<Vec<Row<D>>> {

@@ -83,9 +83,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// Appends ` AND <the link carries tag>`.
     fn push_tag(query: &mut Statement, tag: String);
 
-    /// Starts a write transaction.
+    /// Starts a write transaction (waiting out a busy pool in a bulk write: [`crate::patience`]).
     async fn begin(pool: &Pool<Self::DB>) -> StorageResult<Transaction<'static, Self::DB>> {
-        pool.begin().await.map_err(StorageError::classify)
+        (crate::patience::begin(pool, None).await).map_err(StorageError::classify)
     }
 
     /// Starts a transaction in which no link write is in flight (see

@@ -68,8 +68,7 @@ impl Dialect for Lite {
     }
 
     async fn begin(pool: &Pool<Sqlite>) -> StorageResult<Transaction<'static, Sqlite>> {
-        pool.begin_with("BEGIN IMMEDIATE")
-            .await
+        (crate::patience::begin(pool, Some("BEGIN IMMEDIATE")).await)
             .map_err(StorageError::classify)
     }
 
