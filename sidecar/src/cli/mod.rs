@@ -113,7 +113,14 @@ pub enum Command {
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
     let config = cli.config;
-    match cli.command.unwrap_or(Command::Serve) {
+    let db_timeout = config.db_timeout;
+    run_command(&config, cli.command.unwrap_or(Command::Serve))
+        .await
+        .map_err(|error| error::explain_locked(error, db_timeout))
+}
+
+async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> {
+    match command {
         Command::Serve => serve(&config).await,
         Command::Keys { command } => keys::run(&config, command).await,
         Command::Workspaces { command } => workspaces::run(&config, command).await,

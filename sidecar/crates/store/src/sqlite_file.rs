@@ -67,21 +67,32 @@ pub async fn shared_writer(
     if let Some(pool) = writers.get(&file).and_then(Weak::upgrade) {
         return Ok(pool);
     }
+    // Each release of the writer tells the checkpointer there may be pages to copy. A full
+    // channel already says so; the sender goes with the pool, which ends the checkpointer.
+    let (released, written) = tokio::sync::mpsc::channel::<()>(1);
     let pool = Arc::new(
         crate::pool::ping_after_idle(SqlitePoolOptions::new())
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
+            .after_release(move |_, _| {
+                let _ = released.try_send(());
+                Box::pin(async { Ok(true) })
+            })
             .connect_with(connect.clone().pragma("wal_autocheckpoint", "0"))
             .await
             .map_err(StorageError::classify)?,
     );
     let checkpointer = connect.connect().await.map_err(StorageError::classify)?;
-    tokio::spawn(checkpoint_while_open(checkpointer, Arc::downgrade(&pool)));
+    tokio::spawn(checkpoint_while_open(
+        checkpointer,
+        Arc::downgrade(&pool),
+        written,
+    ));
     writers.insert(file, Arc::downgrade(&pool));
     Ok(pool)
 }
 
-/// How often the checkpointer looks at the WAL.
+/// How often the checkpointer looks at the WAL while the writer is in use.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 
 /// WAL frames (pages) past which the checkpointer stops the writer to catch up: 64 MiB at 4 KiB
@@ -96,23 +107,40 @@ const WAL_BOUND: i64 = 16384;
 /// transaction once everything in it has been copied. Under non-stop writing that moment does
 /// not come (a 1M-link batch grew the WAL to 400 MB), so past [`WAL_BOUND`] frames this takes
 /// the write connection from the pool, in turn with the other writers, and runs a RESTART
-/// checkpoint on it: what is left to copy, then the next write starts the WAL over. Ends when
-/// the pool is dropped.
-async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Weak<SqlitePool>) {
+/// checkpoint on it: what is left to copy, then the next write starts the WAL over.
+///
+/// It looks only when there may be something to copy: after the writer was used (`written`, a
+/// message per release), and again while a reader's snapshot kept pages from being copied. An
+/// idle sidecar's checkpointer sleeps; a look every 50 ms whatever happened was most of an idle
+/// sidecar's CPU (issue 82). Ends when the pool is dropped.
+async fn checkpoint_while_open(
+    mut connection: sqlx::SqliteConnection,
+    pool: Weak<SqlitePool>,
+    mut written: tokio::sync::mpsc::Receiver<()>,
+) {
     let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The WAL length at the last RESTART that went through: the WAL is only started over by the
     // next write, so an idle WAL past the bound is not restarted again and again.
     let mut restarted_at = None;
-    loop {
+    let mut behind = false;
+    while pool.strong_count() > 0 {
+        if !behind {
+            match tokio::time::timeout(OPEN_CHECK_EVERY, written.recv()).await {
+                Ok(Some(())) => {}
+                Ok(None) => break,
+                Err(_) => continue,
+            }
+        }
         tick.tick().await;
-        let log = match checkpoint(&mut connection, "PASSIVE").await {
-            Ok((_, log, _)) => log,
+        let (log, copied) = match checkpoint(&mut connection, "PASSIVE").await {
+            Ok((_, log, copied)) => (log, copied),
             Err(e) => {
                 tracing::warn!(error = %e, "WAL checkpoint failed");
                 continue;
             }
         };
+        behind = copied < log;
         let Some(pool) = pool.upgrade() else { break };
         if log < WAL_BOUND || restarted_at == Some(log) {
             continue;
@@ -131,6 +159,9 @@ async fn checkpoint_while_open(mut connection: sqlx::SqliteConnection, pool: Wea
     }
     let _ = connection.close().await;
 }
+
+/// How often an idle checkpointer looks whether its pool is still open.
+const OPEN_CHECK_EVERY: Duration = Duration::from_secs(10);
 
 /// Runs one checkpoint; SQLite answers (busy, frames in the WAL, frames copied).
 async fn checkpoint(

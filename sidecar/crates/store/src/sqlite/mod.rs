@@ -146,9 +146,7 @@ impl SqliteStorage {
             }
         }
         let writer = sqlite_file::shared_writer(&connect, options.acquire_timeout).await?;
-        sqlx::migrate!("../../../migrations/sqlite")
-            .run(&*writer)
-            .await?;
+        migrate(&writer).await?;
         let reader = sqlite_file::reader(
             &connect,
             options.max_connections.max(1),
@@ -163,6 +161,28 @@ impl SqliteStorage {
             reader,
             audit_heads: Default::default(),
         })
+    }
+}
+
+/// Applies the migrations. SQLite's migrator takes no lock: two processes opening a new file at
+/// the same moment (a CLI command beside a starting sidecar) each apply the migrations the other
+/// has not committed yet, and the second to commit one fails on the first's row
+/// (`UNIQUE constraint failed: _sqlx_migrations.version`), its own transaction rolled back. Run
+/// again, it finds that migration applied and goes on; each failure means the other process
+/// committed one more, so as many runs as there are migrations settle it, and a migration that
+/// fails on its own fails every time.
+async fn migrate(writer: &SqlitePool) -> StorageResult<()> {
+    let migrator = sqlx::migrate!("../../../migrations/sqlite");
+    let mut runs = migrator.iter().count() + 1;
+    loop {
+        runs -= 1;
+        match migrator.run(writer).await {
+            Ok(()) => return Ok(()),
+            Err(error) if runs > 0 => {
+                tracing::info!(%error, "a migration failed, another process applying it too: run again");
+            }
+            Err(error) => return Err(error.into()),
+        }
     }
 }
 
