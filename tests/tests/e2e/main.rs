@@ -54,6 +54,7 @@ mod rules_fallback;
 mod run_script;
 mod secrets;
 mod sentinel;
+mod shared_sqlite;
 mod sizes;
 mod sticky_splits;
 mod tls;
