@@ -121,23 +121,23 @@ pub async fn run(cli: Cli) -> Result<(), BoxError> {
 
 async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> {
     match command {
-        Command::Serve => serve(&config).await,
-        Command::Keys { command } => keys::run(&config, command).await,
-        Command::Workspaces { command } => workspaces::run(&config, command).await,
-        Command::Import(args) => import::run(&config, args).await,
-        Command::VerifyImport(args) => import::verify::run(&config, args).await,
-        Command::Export(args) => export::run(&config, args).await,
-        Command::Compose(args) => compose::run(&config, args).await,
-        Command::Resync(args) => resync::run(&config, args).await,
-        Command::Consume => visits::consume(&config).await,
-        Command::Cleanup => visits::cleanup_once(&config).await,
-        Command::Backup(args) => backup::run(&config, args).await,
-        Command::CodeScheme { command } => code_scheme::run(&config, command).await,
-        Command::Audit { command } => audit::run(&config, command).await,
-        Command::Conversions { command } => conversions::run(&config, command).await,
-        Command::CheckConfig => check::check_config(&config),
+        Command::Serve => serve(config).await,
+        Command::Keys { command } => keys::run(config, command).await,
+        Command::Workspaces { command } => workspaces::run(config, command).await,
+        Command::Import(args) => import::run(config, args).await,
+        Command::VerifyImport(args) => import::verify::run(config, args).await,
+        Command::Export(args) => export::run(config, args).await,
+        Command::Compose(args) => compose::run(config, args).await,
+        Command::Resync(args) => resync::run(config, args).await,
+        Command::Consume => visits::consume(config).await,
+        Command::Cleanup => visits::cleanup_once(config).await,
+        Command::Backup(args) => backup::run(config, args).await,
+        Command::CodeScheme { command } => code_scheme::run(config, command).await,
+        Command::Audit { command } => audit::run(config, command).await,
+        Command::Conversions { command } => conversions::run(config, command).await,
+        Command::CheckConfig => check::check_config(config),
         Command::Migrate => {
-            crate::open_storage(&config).await?;
+            crate::open_storage(config).await?;
             println!("migrations applied");
             Ok(())
         }
