@@ -14,6 +14,7 @@ mod code_scheme;
 mod compose;
 mod config_file;
 mod console;
+mod console_numbers;
 mod console_workspaces;
 mod conversions;
 mod deliveries;
