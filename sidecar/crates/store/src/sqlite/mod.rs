@@ -67,6 +67,15 @@ impl Dialect for Lite {
             .push(")");
     }
 
+    fn push_search(query: &mut Statement, text: &str) {
+        // One FTS5 phrase: with the trigram tokenizer, the text as a substring of a column.
+        let phrase = format!("\"{}\"", text.replace('"', "\"\""));
+        query
+            .push(" AND links.rowid IN (SELECT rowid FROM links_search WHERE links_search MATCH ")
+            .bind(Value::Text(phrase))
+            .push(")");
+    }
+
     async fn begin(pool: &Pool<Sqlite>) -> StorageResult<Transaction<'static, Sqlite>> {
         pool.begin_with("BEGIN IMMEDIATE")
             .await
