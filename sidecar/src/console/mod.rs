@@ -176,6 +176,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
+        .route("/console/assets/icon.svg", get(layout::icon))
         // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.
         .route(
             "/console/{*rest}",

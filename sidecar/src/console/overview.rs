@@ -93,10 +93,10 @@ pub async fn page(
         h1 { "Overview" }
         h2 { "Last 24 hours" }
         (totals(&day.totals))
-        (chart::clicks(&day.series, |p| p.start.format("%b %d %H:00").to_string()))
+        (chart::clicks(&day.series, |p| p.start.format("%b %d %H:00").to_string(), "visits per hour, UTC"))
         h2 { "Last 30 days" }
         (totals(&month.totals))
-        (chart::clicks(&month.series, |p| p.start.format("%b %d").to_string()))
+        (chart::clicks(&month.series, |p| p.start.format("%b %d").to_string(), "visits per day, UTC"))
         div.grid2 {
             section {
                 h2 { "Top links (30 days)" }
