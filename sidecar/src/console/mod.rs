@@ -21,6 +21,7 @@ mod ab;
 mod audit;
 mod audit_changes;
 mod bulk;
+mod campaign_summary;
 mod campaigns;
 mod card;
 mod chart;

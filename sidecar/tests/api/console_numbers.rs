@@ -6,11 +6,17 @@ use crate::helpers::*;
 use reqwest::StatusCode;
 use serde_json::json;
 
-crate::on_each_backend!(the_overview_s_campaigns_are_the_api_s);
+crate::on_each_backend!(
+    the_overview_s_campaigns_are_the_api_s,
+    the_campaigns_pages_numbers_are_the_api_s,
+);
 
 /// The number a page shows in the cell marked `data-<attribute>="<campaign>"`.
 pub(crate) fn cell(page: &str, attribute: &str, campaign: &str) -> i64 {
-    let marker = format!("data-{attribute}=\"{campaign}\">");
+    number_at(page, &format!("data-{attribute}=\"{campaign}\">"))
+}
+
+fn number_at(page: &str, marker: &str) -> i64 {
     let start = page
         .find(&marker)
         .unwrap_or_else(|| panic!("{marker} in {page}"))
@@ -79,4 +85,48 @@ async fn the_overview_s_campaigns_are_the_api_s(backend: Backend) {
         at("spring") < at("summer") && at("summer") < at("autumn"),
         "{overview}"
     );
+}
+
+async fn the_campaigns_pages_numbers_are_the_api_s(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let names = three_campaigns(&app).await;
+    let mut browser = Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let list = browser.page("/console/campaigns").await;
+    for name in names {
+        let api = app.get_json(&format!("/campaigns/{name}")).await;
+        for (attribute, key) in [
+            ("campaign-links", "links"),
+            ("campaign-live", "live"),
+            ("campaign-visits", "visits"),
+        ] {
+            assert_eq!(
+                cell(&list, attribute, name),
+                api[key].as_i64().unwrap(),
+                "{name} {key}"
+            );
+        }
+
+        // The campaign's page: the funnel's and the A/B results' numbers.
+        let page = browser
+            .page(&format!("/console/campaigns?name={name}"))
+            .await;
+        let funnel = app.get_json(&format!("/campaigns/{name}/funnel")).await;
+        let total = &funnel["total"];
+        let sent = total["messages"].as_i64().unwrap() - total["no_receipt"].as_i64().unwrap();
+        let ab = app.get_json(&format!("/campaigns/{name}/ab")).await;
+        let conversions: i64 = (ab["arms"].as_array().unwrap().iter())
+            .map(|arm| arm["conversions"].as_i64().unwrap())
+            .sum();
+        for (number, expected) in [
+            ("links", funnel["links"].as_i64().unwrap()),
+            ("sent", sent),
+            ("delivered", total["delivered"].as_i64().unwrap()),
+            ("clicked", funnel["clicked"].as_i64().unwrap()),
+            ("conversions", conversions),
+        ] {
+            let shown = number_at(&page, &format!("data-number=\"{number}\">"));
+            assert_eq!(shown, expected, "{name} {number}: {page}");
+        }
+    }
 }
