@@ -42,6 +42,7 @@ mod page;
 mod rules;
 pub(crate) mod session;
 mod sign_in;
+mod subject_forms;
 mod subjects;
 mod totals;
 mod webhooks;
@@ -144,6 +145,8 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/audit", get(audit::page))
         .route("/console/privacy", get(subjects::page))
+        .route("/console/privacy/export", post(subject_forms::export))
+        .route("/console/privacy/erase", post(subject_forms::erase))
         .route("/console/workspace", get(workspace::page))
         .route("/console/workspace/keys", post(workspace::create_key))
         .route(

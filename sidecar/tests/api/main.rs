@@ -15,6 +15,7 @@ mod compose;
 mod config_file;
 mod console;
 mod console_numbers;
+mod console_privacy;
 mod console_search;
 mod console_workspaces;
 mod conversions;
