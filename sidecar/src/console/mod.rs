@@ -6,10 +6,13 @@
 //! into the binary and type-checked with the handlers, every interpolation is HTML-escaped
 //! unless wrapped in `PreEscaped` (used only for SVG we draw ourselves), and there is no
 //! template directory to ship or keep in step with the code (askama would have needed one, and
-//! its errors point at generated code). Charts are SVG drawn here ([`chart`]); the one
-//! stylesheet and the few lines of script (the copy button) are constants served from
+//! its errors point at generated code). Charts are SVG marks with HTML axes drawn here
+//! ([`chart`]); the one stylesheet, the few lines of script (the copy button, the phone's table
+//! labels) and the icon are files in `console/assets/` compiled in and served from
 //! `/console/assets/`, so every page works with no internet access under
 //! `Content-Security-Policy: default-src 'self'` (set on every console answer, errors included).
+//! Every page fits a phone (issue 80): under 40em the navigation folds behind "Menu" and each
+//! table becomes a card per row (`tests/tests/e2e/console_widths_browser.rs` checks each page).
 //!
 //! Sign-in takes an API key and opens a server-side session ([`session`]); each request re-reads
 //! the key, so a revoked key or a changed role takes effect at once. A session may hold keys of

@@ -18,7 +18,7 @@ pub(crate) fn cell(page: &str, attribute: &str, campaign: &str) -> i64 {
 
 fn number_at(page: &str, marker: &str) -> i64 {
     let start = page
-        .find(&marker)
+        .find(marker)
         .unwrap_or_else(|| panic!("{marker} in {page}"))
         + marker.len();
     let text: String = page[start..].chars().take_while(|c| *c != '<').collect();

@@ -54,7 +54,18 @@ return problems;
 /// some through nginx, a mistyped path; returns a code of the first campaign.
 fn campaign_data(system: &System) -> String {
     let api = system.api();
-    let mut items = Vec::new();
+    // docs/RULES.md's example rules on the first link: device, country and an A/B split.
+    let rules = json!([
+        {"if": {"device": ["ios"]}, "then": {"url": "https://apps.apple.com/app/id123"}},
+        {"if": {"country": ["PT", "BR"]}, "then": {"url": "https://shop.example/pt", "redirect": 302}},
+        {"if": {}, "split": {"sticky": true, "variants": [
+            {"weight": 50, "url": "https://shop.example/spring-sale-2026/landing-a"},
+            {"weight": 50, "url": "https://shop.example/spring-sale-2026/landing-b"}]}}
+    ]);
+    let mut items = vec![
+        json!({"url": "https://shop.example/spring", "campaign": "spring-sale-2026",
+        "ref": "customer-split", "rules": rules}),
+    ];
     for i in 0..120 {
         items.push(json!({"url": format!("https://shop.example/spring/collection-{i}?utm_source=sms&utm_campaign=spring-sale-2026"),
             "campaign": "spring-sale-2026", "ref": format!("customer-{i:05}"), "tags": ["sms", "fr", "loyalty-gold"]}));
@@ -81,7 +92,40 @@ fn campaign_data(system: &System) -> String {
         assert_eq!(answer.status(), 302);
     }
     system.nginx.get("s1.test", "/no-such-alias-9");
+    system.nginx.get("s1.test", "/ab3%E3%80%82");
+    let (status, body) = api.post(
+        "/domains/s2.test/drain",
+        &json!({"reason": "carrier block"}),
+    );
+    assert_eq!(status, 200, "{body}");
     codes[0].clone()
+}
+
+/// Each page at each width: what [`PROBLEMS`] finds and what the page logged, and its
+/// screenshot.
+async fn check_pages(
+    c: &fantoccini::Client,
+    console: &str,
+    pages: &[(&str, String)],
+    shots: &std::path::Path,
+    problems: &mut Vec<String>,
+) {
+    browser::console_errors(c).await;
+    for (width, height) in [(1366, 900), (390, 844)] {
+        c.set_window_size(width, height).await.unwrap();
+        for (name, path) in pages {
+            c.goto(&format!("{console}{path}")).await.unwrap();
+            let found = c.execute(PROBLEMS, vec![]).await.unwrap();
+            for problem in found.as_array().unwrap() {
+                problems.push(format!("{path} at {width}: {}", problem.as_str().unwrap()));
+            }
+            for error in browser::console_errors(c).await {
+                problems.push(format!("{path} at {width} logged: {error}"));
+            }
+            let png = c.screenshot().await.expect("screenshot");
+            std::fs::write(shots.join(format!("{name}-{width}.png")), png).unwrap();
+        }
+    }
 }
 
 fn ndjson(items: &[Value]) -> String {
@@ -136,23 +180,26 @@ async fn every_console_page_fits_a_phone_and_a_laptop() {
         .expect("target/")
         .join("console-screenshots/widths");
     std::fs::create_dir_all(&shots).unwrap();
-    browser::console_errors(c).await;
+    // The log is read: a page answered 404 is in it.
+    c.goto(&format!("{console}/no-such-page")).await.unwrap();
+    let logged = browser::console_errors(c).await;
+    assert!(logged.iter().any(|e| e.contains("404")), "{logged:?}");
+
     let mut problems = Vec::new();
-    for (width, height) in [(1366, 900), (390, 844)] {
-        c.set_window_size(width, height).await.unwrap();
-        for (name, path) in &pages {
-            c.goto(&format!("{console}{path}")).await.unwrap();
-            let found = c.execute(PROBLEMS, vec![]).await.unwrap();
-            for problem in found.as_array().unwrap() {
-                problems.push(format!("{path} at {width}: {}", problem.as_str().unwrap()));
-            }
-            for error in browser::console_errors(c).await {
-                problems.push(format!("{path} at {width} logged: {error}"));
-            }
-            let png = c.screenshot().await.expect("screenshot");
-            std::fs::write(shots.join(format!("{name}-{width}.png")), png).unwrap();
-        }
-    }
+    check_pages(c, &console, &pages, &shots, &mut problems).await;
+    // An operator's pages: the operator's key joins the session and acts for the installation.
+    let operator = system.sidecar_cli(&["keys", "create", "--name", "ops", "--role", "operator"]);
+    assert!(operator.status.success(), "{operator:?}");
+    let operator = String::from_utf8(operator.stdout).unwrap();
+    c.set_window_size(1366, 900).await.unwrap();
+    sign_in(c, &console, operator.trim()).await;
+    let operator_pages = [
+        ("workspaces", "/workspaces".to_owned()),
+        ("workspace-detail", "/workspaces/default".into()),
+        ("operator-domains", "/domains".into()),
+        ("operator-audit", "/audit".into()),
+    ];
+    check_pages(c, &console, &operator_pages, &shots, &mut problems).await;
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
     chrome.client.clone().close().await.unwrap();
