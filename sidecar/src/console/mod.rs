@@ -42,6 +42,7 @@ mod operator;
 mod orphans;
 mod overview;
 mod page;
+mod rule_form;
 mod rules;
 pub(crate) mod session;
 mod sign_in;
@@ -98,6 +99,7 @@ pub fn router() -> Router<AppState> {
             "/console/links/{code}/rules/preview",
             post(rules::try_phone),
         )
+        .route("/console/links/{code}/rules/form", post(rules::save_form))
         .route(
             "/console/links/{code}/card",
             get(card::page).post(card::save),

@@ -16,6 +16,7 @@ mod config_file;
 mod console;
 mod console_numbers;
 mod console_privacy;
+mod console_rule_forms;
 mod console_search;
 mod console_workspaces;
 mod conversions;
