@@ -141,45 +141,23 @@ pub(crate) async fn append_with<D: Dialect>(
             None => false,
         }
     } else {
-        // SQLite runs a list of statements in one call, binding in order. The row goes in only
-        // if the head moved to it, which the insert checks in the head itself: `changes()` and
-        // the counts are not the head update's alone once the change fires a trigger that
-        // writes a virtual table (the link search index, migration 80).
+        // SQLite runs a list of statements in one call, binding in order; `changes()` is the
+        // rows the head's update changed, so the row goes in only if the head moved. Three
+        // rows changed in all when it did.
         let mut query = change;
         query.push("; ");
         append_statement(&mut query, head);
         query.push("; ");
-        let mut insert = insert_row(&row, "SELECT ", "");
-        push_head_is(
-            &mut insert,
-            " WHERE EXISTS (SELECT 1 FROM audit_heads",
-            &row,
+        append_statement(
+            &mut query,
+            insert_row(&row, "SELECT ", " WHERE changes() = 1"),
         );
-        insert.push(")");
-        append_statement(&mut query, insert);
-        execute::<D>(connection, query).await?;
-        let mut moved = Statement::new("SELECT workspace_id FROM audit_heads");
-        push_head_is(&mut moved, "", &row);
-        D::DB::fetch_optional(connection, moved)
-            .await
-            .map_err(StorageError::classify)?
-            .is_some()
+        execute::<D>(connection, query).await? == 3
     };
     if appended {
         hints.set(entry.workspace_id, row.seq, row.hash);
     }
     Ok(appended)
-}
-
-/// `<head> WHERE` the workspace's head is `row` (its seq and hash: only this row's append moves
-/// it there).
-fn push_head_is(query: &mut Statement, head: &str, row: &AuditRecord) {
-    query.push(head).push(" WHERE workspace_id = ");
-    query
-        .bind(Value::Int(row.workspace_id))
-        .push(" AND last_seq = ");
-    query.bind(Value::Int(row.seq)).push(" AND last_hash = ");
-    query.bind(Value::Text(row.hash.clone()));
 }
 
 /// The row `entry` makes after a head at `last_seq` with `last_hash`, its hash computed.

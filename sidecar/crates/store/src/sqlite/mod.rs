@@ -68,12 +68,15 @@ impl Dialect for Lite {
     }
 
     fn push_search(query: &mut Statement, text: &str) {
-        // One FTS5 phrase: with the trigram tokenizer, the text as a substring of a column.
-        let phrase = format!("\"{}\"", text.replace('"', "\"\""));
+        // No index (migration 81 says why): the workspace's links are read. SQLite's LIKE
+        // ignores the case of ASCII letters, as `lower()` does.
         query
-            .push(" AND links.rowid IN (SELECT rowid FROM links_search WHERE links_search MATCH ")
-            .bind(Value::Text(phrase))
-            .push(")");
+            .push(
+                " AND (links.code || ' ' || links.target || ' ' || coalesce(links.recipient_ref, '') \
+                 || ' ' || coalesce(links.campaign, '') || ' ' || coalesce(links.tags, '')) LIKE ",
+            )
+            .bind(Value::Text(crate::sql::rows::like_anywhere(text)))
+            .push(" ESCAPE '!'");
     }
 
     async fn begin(pool: &Pool<Sqlite>) -> StorageResult<Transaction<'static, Sqlite>> {
