@@ -138,7 +138,7 @@ async fn the_campaign_page_shows_the_apis_funnel_and_the_delivered_rate(backend:
     );
 
     let points: Vec<&str> = page
-        .split("<circle class=\"rate\"")
+        .split("<line class=\"point\"")
         .skip(1)
         .map(|point| {
             point
