@@ -6,6 +6,7 @@
 //! "already there", and a value written is read back in the same transaction.
 
 use super::audit::HeadHints;
+use super::campaigns;
 use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows;
@@ -260,7 +261,12 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         campaign: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<CampaignStats> {
-        self.one_campaign(workspace, campaign, now).await
+        let query = campaigns::one::<D>(workspace, campaign, now);
+        let row = self
+            .row(query)
+            .await?
+            .ok_or_else(|| StorageError::Corrupt("no campaign aggregate".into()))?;
+        campaigns::stats::<D>(&row)
     }
 
     async fn campaign_totals(
@@ -270,7 +276,12 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         now: DateTime<Utc>,
         limit: u32,
     ) -> StorageResult<Vec<(String, CampaignStats)>> {
-        self.many_campaigns(workspace, only, now, limit).await
+        let Some(query) = campaigns::many::<D>(workspace, only, now, limit) else {
+            return Ok(Vec::new());
+        };
+        (self.rows(query).await?.iter())
+            .map(|row| Ok((D::read_text(row, "campaign")?, campaigns::stats::<D>(row)?)))
+            .collect()
     }
 
     async fn claim_idempotency_key(
