@@ -66,6 +66,8 @@ pub async fn chrome(user_agent: &str, host_rules: &str) -> Chrome {
         "goog:chromeOptions".into(),
         json!({"binary": "/usr/bin/chromium", "args": args}),
     );
+    // What pages log (errors, refused loads): read by [`console_errors`].
+    capabilities.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
     let deadline = Instant::now() + Duration::from_secs(30);
     let client = loop {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -130,4 +132,44 @@ pub async fn submit(client: &Client, selector: &str) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// chromedriver's log of the browser's console since the last read (`POST /se/log`).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({"type": "browser"}).to_string()),
+        )
+    }
+}
+
+/// The errors the pages logged since the last call (a refused load, a script error, a CSP
+/// violation), each as Chromium words it.
+pub async fn console_errors(client: &Client) -> Vec<String> {
+    let entries = client
+        .issue_cmd(BrowserLog)
+        .await
+        .expect("the browser's log");
+    entries
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["level"] == "SEVERE")
+        .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }

@@ -23,10 +23,6 @@ pub struct AbQuery {
     name: Option<String>,
 }
 
-const WIDTH: f64 = 720.0;
-const ROW: f64 = 34.0;
-const LABEL: f64 = 150.0;
-
 fn percent(rate: f64) -> String {
     format!("{:.2}%", rate * 100.0)
 }
@@ -35,26 +31,25 @@ fn percent(rate: f64) -> String {
 /// gone since, or a campaign's links differ), else a hint under the URL.
 fn position(arm: &ArmResult) -> String {
     match (arm.rule_index, arm.variant) {
-        (None, _) => "own target".to_owned(),
-        (Some(rule), None) => format!("rule {rule}"),
-        (Some(rule), Some(variant)) => format!("rule {rule}, variant {variant}"),
+        (None, _) => "the link's own target".to_owned(),
+        (Some(rule), None) => format!("rule {}", u16::from(rule) + 1),
+        (Some(rule), Some(variant)) => {
+            format!("rule {}, arm {}", u16::from(rule) + 1, arm_letter(variant))
+        }
+    }
+}
+
+/// A split's arms as people name them: A, B, C… (the API's `variant` 0, 1, 2…).
+fn arm_letter(variant: u8) -> String {
+    match variant {
+        0..=25 => char::from(b'A' + variant).to_string(),
+        _ => (u16::from(variant) + 1).to_string(),
     }
 }
 
 /// An arm's name: the URL it sends a click to (its landing page), else its position.
 fn arm_label(arm: &ArmResult, names: &ArmNames) -> String {
     (names.get(arm.rule_index, arm.variant).url).unwrap_or_else(|| position(arm))
-}
-
-/// A label short enough for the chart's left column: no scheme, at most 24 characters.
-fn short_label(label: &str) -> String {
-    let bare = label
-        .trim_start_matches("https://")
-        .trim_start_matches("http://");
-    match bare.char_indices().nth(23) {
-        Some((end, _)) => format!("{}…", &bare[..end]),
-        None => bare.to_owned(),
-    }
 }
 
 /// Under an arm's name: its rule's condition and its position.
@@ -65,51 +60,43 @@ fn arm_hint(arm: &ArmResult, names: &ArmNames) -> String {
     }
 }
 
-/// One split's arms as bars of their per-visitor rate, with the interval as whiskers.
+/// One split's arms as bars of their per-visitor rate, with the interval as whiskers: one row
+/// per arm, named in full by its landing page (two URLs sharing their first characters are
+/// two names) and its variant, the numbers in text beside the bar.
 fn split_chart(arms: &[&ArmResult], names: &ArmNames) -> Markup {
     let top = arms
         .iter()
         .map(|a| a.interval.1)
         .fold(0.0_f64, f64::max)
-        .max(0.01);
-    let scale = (WIDTH - LABEL - 90.0) / top;
-    let height = ROW * arms.len() as f64 + 10.0;
-    let description = arms
-        .iter()
-        .map(|a| {
-            format!(
-                "{}: {} (from {} to {})",
-                arm_label(a, names),
-                a.rate_per_visitor.map_or("no visitors".into(), percent),
-                percent(a.interval.0),
-                percent(a.interval.1)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+        .max(0.0001);
+    let scale = |rate: f64| 100.0 * rate / top;
     html! {
         figure.chart {
-            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (fmt(height)) }
-                role="img" aria-label={ "Conversion rate per visitor with its 95% interval: " (description) } {
-                @for (i, arm) in arms.iter().enumerate() {
-                    @let y = 5.0 + i as f64 * ROW;
+            div.bar-chart.ab role="list" {
+                @for arm in arms {
                     @let rate = arm.rate_per_visitor.unwrap_or(0.0);
-                    @let (low, high) = (LABEL + arm.interval.0 * scale, LABEL + arm.interval.1 * scale);
-                    @let middle = y + ROW / 2.0 - 2.0;
-                    g {
-                        title { (arm_label(arm, names)) ": " (percent(rate)) ", interval " (percent(arm.interval.0)) " to " (percent(arm.interval.1)) }
-                        text x="0" y=(fmt(middle + 4.0)) font-size="12" { (short_label(&arm_label(arm, names))) }
-                        rect.human x=(fmt(LABEL)) y=(fmt(y + 4.0)) width=(fmt(rate * scale)) height=(fmt(ROW - 12.0)) {}
-                        line x1=(fmt(low)) x2=(fmt(high)) y1=(fmt(middle)) y2=(fmt(middle)) stroke="currentColor" stroke-width="2" {}
-                        line x1=(fmt(low)) x2=(fmt(low)) y1=(fmt(middle - 6.0)) y2=(fmt(middle + 6.0)) stroke="currentColor" stroke-width="2" {}
-                        line x1=(fmt(high)) x2=(fmt(high)) y1=(fmt(middle - 6.0)) y2=(fmt(middle + 6.0)) stroke="currentColor" stroke-width="2" {}
-                        text x=(fmt(high + 6.0)) y=(fmt(middle + 4.0)) font-size="12" { (percent(rate)) }
+                    @let (low, high) = (scale(arm.interval.0), scale(arm.interval.1));
+                    div.row role="listitem" {
+                        div.value {
+                            strong.arm-name { (arm_label(arm, names)) } br;
+                            span.hint { (position(arm)) } br;
+                            (arm.rate_per_visitor.map_or("no visitors".into(), percent))
+                            " (interval " (percent(arm.interval.0)) " – " (percent(arm.interval.1)) ")"
+                        }
+                        svg.track xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 10"
+                            preserveAspectRatio="none" aria-hidden="true" {
+                            rect.human x="0" y="2" height="6" width=(fmt(scale(rate).max(0.3))) {}
+                            line.whisker x1=(fmt(low)) x2=(fmt(high)) y1="5" y2="5" vector-effect="non-scaling-stroke" {}
+                            line.whisker x1=(fmt(low)) x2=(fmt(low)) y1="1" y2="9" vector-effect="non-scaling-stroke" {}
+                            line.whisker x1=(fmt(high)) x2=(fmt(high)) y1="1" y2="9" vector-effect="non-scaling-stroke" {}
+                        }
                     }
                 }
             }
             figcaption.legend {
                 span.human { "■ converting visitors per visitor" }
-                span.hint { "(whiskers: the confidence interval at the split's level)" }
+                span.hint { "(whiskers: the confidence interval at the split's level; the bars' scale ends at the highest interval's end, "
+                    (percent(top)) ")" }
             }
         }
     }
@@ -159,11 +146,11 @@ fn split_section(result: &AbResult, split: &SplitResult, names: &ArmNames) -> Ma
     html! {
         section {
             @let control = names.get(Some(split.rule_index), Some(split.control));
-            h2 { "Split of rule " (split.rule_index)
+            h2 { "Split of rule " (u16::from(split.rule_index) + 1)
                 @if let Some(condition) = &control.condition {
                     " (when " (condition) ")"
                 }
-                ": variant " (split.control)
+                ": arm " (arm_letter(split.control))
                 @if let Some(url) = &control.url { " (" (url) ")" }
                 " is the control" }
             (split_chart(&arms, names))
@@ -172,7 +159,7 @@ fn split_section(result: &AbResult, split: &SplitResult, names: &ArmNames) -> Ma
                 @if let Some((control, other)) = variant.more_clicks {
                     @if control + other > 0 && !variant.significant {
                         p.hint { "About " (control) " more clicks on the control and " (other)
-                            " on variant " (variant.variant) " to settle it (80% power, level "
+                            " on arm " (arm_letter(variant.variant)) " to settle it (80% power, level "
                             (format!("{:.3}", split.alpha)) ")." }
                     }
                 }

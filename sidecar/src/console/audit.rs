@@ -152,9 +152,15 @@ pub async fn page(
                         @if let Some(slugs) = &slugs { td { (chain_name(slugs, row.workspace_id)) } }
                         td { (row.actor_kind) " " (row.actor_name)
                             @if let Some(id) = row.actor_id { " (" (id) ")" } }
-                        td { code { (row.action) } }
+                        td { (action_name(&row.action)) br; small.hint { code { (row.action) } } }
                         td { (row.object) }
-                        td { (audit_changes::render(&row.changes)) }
+                        td {
+                            @if let Some(size) = row.batch_size { p.batch { (batch_line(&row.action, size)) } }
+                            // A batch row's size says what it did; "none" beside it contradicted it.
+                            @if row.batch_size.is_none() || !matches!(row.changes.trim(), "" | "{}") {
+                                (audit_changes::render(&row.changes))
+                            }
+                        }
                         td { (row.request_id.as_deref().unwrap_or("-"))
                             @if let Some(addr) = &row.client_addr { br; (addr) } }
                     }
@@ -178,5 +184,49 @@ fn chain_name(slugs: &HashMap<i64, String>, chain: i64) -> String {
         Some(slug) => slug.clone(),
         None if chain == INSTALLATION_CHAIN => "(installation)".into(),
         None => format!("#{chain}"),
+    }
+}
+
+/// An audit action in an operator's words; the stored name (what the filter takes) is shown
+/// beside it.
+fn action_name(action: &str) -> &str {
+    match action {
+        "link.create" => "Link created",
+        "link.update" => "Link changed",
+        "link.revoke" => "Link revoked",
+        "links.batch" => "Links created in a batch",
+        "links.compose" => "Messages composed",
+        "links.reissue" => "Links re-issued on another domain",
+        "import.run" => "Links imported",
+        "key.create" => "API key created",
+        "key.revoke" => "API key revoked",
+        "workspace.create" => "Workspace created",
+        "workspace.update" => "Workspace changed",
+        "workspace.delete" => "Workspace deleted",
+        "webhook.create" => "Webhook added",
+        "webhook.update" => "Webhook changed",
+        "webhook.delete" => "Webhook removed",
+        "domain.drain" => "Domain drained",
+        "domain.restore" => "Domain restored",
+        "domain.pin" => "Domain pinned",
+        "gateway.set" => "SMS gateway set",
+        "gateway.delete" => "SMS gateway removed",
+        "callback_token.create" => "Receipt token created",
+        "callback_token.revoke" => "Receipt token revoked",
+        "not_found_redirects.set" => "Not-found redirects set",
+        "retention.set" => "Retention changed",
+        "subject.erase" => "A person's data erased",
+        other => other,
+    }
+}
+
+/// What a row's batch size counts, by action (a batch, an import, a re-issue: links made).
+fn batch_line(action: &str, size: i64) -> String {
+    let links = if size == 1 { "link" } else { "links" };
+    match action {
+        "links.compose" => format!("{size} messages"),
+        "links.reissue" => format!("{size} {links} re-issued"),
+        "import.run" => format!("{size} {links} imported"),
+        _ => format!("{size} {links} created"),
     }
 }

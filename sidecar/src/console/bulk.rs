@@ -54,6 +54,8 @@ struct Job {
     failed: usize,
     /// CSV rows of the results, in input order.
     rows: Vec<String>,
+    /// The first [`REFUSALS_SHOWN`] refused rows: line, status, why (shown on the page).
+    refused: Vec<(usize, u16, String)>,
     finished: bool,
     started: Option<Instant>,
 }
@@ -76,6 +78,9 @@ impl Jobs {
         }
     }
 }
+
+/// Refused rows listed on the progress page (the results file has every row).
+const REFUSALS_SHOWN: usize = 200;
 
 fn result_row(line: usize, status: u16, code: &str, short_url: &str, error: &str) -> String {
     let mut row = format!("{line},{status},");
@@ -276,7 +281,8 @@ async fn run(
     let writer = service::Job::new(authority);
     let mut rows = rows.into_iter().enumerate().peekable();
     while rows.peek().is_some() {
-        let mut results: Vec<(usize, Option<String>)> = Vec::with_capacity(CHUNK);
+        // Each row's line and, when it was refused before its create, its status and why.
+        let mut results: Vec<(usize, Option<(u16, String)>)> = Vec::with_capacity(CHUNK);
         let mut valid = Vec::with_capacity(CHUNK);
         for (index, row) in rows.by_ref().take(CHUNK) {
             let line = index + 1;
@@ -291,7 +297,7 @@ async fn run(
                     valid.push((index as i64, new));
                     results.push((line, None));
                 }
-                Err(message) => results.push((line, Some(result_row(line, 422, "", "", &message)))),
+                Err(message) => results.push((line, Some((422, message)))),
             }
         }
         let mut part = reservation.split_off(valid.len() as u64);
@@ -307,25 +313,37 @@ async fn run(
         part.keep(created as u64).await;
         let mut outcomes = outcomes;
         let mut job = job.lock_or_recover();
-        for (line, row) in results {
-            let row = row.unwrap_or_else(|| match outcomes.remove(&(line as i64 - 1)) {
-                Some(ItemOutcome::Created(link)) => {
-                    domains.link_created("batch", &link);
-                    let url = domains.short_url(&link.code, link.campaign.as_deref());
-                    result_row(line, 201, &link.code, url.as_deref().unwrap_or(""), "")
-                }
-                Some(ItemOutcome::Existing(link)) => {
-                    let url = domains.short_url(&link.code, link.campaign.as_deref());
-                    result_row(line, 200, &link.code, url.as_deref().unwrap_or(""), "")
-                }
-                Some(ItemOutcome::Failed(failure)) => {
-                    let error = failure_error(failure);
-                    result_row(line, error.status_code().as_u16(), "", "", &error.message())
-                }
-                None => result_row(line, 500, "", "", "internal error"),
-            });
-            if !row.split(',').nth(1).is_some_and(|s| s.starts_with('2')) {
+        for (line, early) in results {
+            let (status, code, url, error) = match early {
+                Some((status, message)) => (status, String::new(), None, message),
+                None => match outcomes.remove(&(line as i64 - 1)) {
+                    Some(ItemOutcome::Created(link)) => {
+                        domains.link_created("batch", &link);
+                        let url = domains.short_url(&link.code, link.campaign.as_deref());
+                        (201, link.code, url, String::new())
+                    }
+                    Some(ItemOutcome::Existing(link)) => {
+                        let url = domains.short_url(&link.code, link.campaign.as_deref());
+                        (200, link.code, url, String::new())
+                    }
+                    Some(ItemOutcome::Failed(failure)) => {
+                        let error = failure_error(failure);
+                        (
+                            error.status_code().as_u16(),
+                            String::new(),
+                            None,
+                            error.message(),
+                        )
+                    }
+                    None => (500, String::new(), None, "internal error".to_owned()),
+                },
+            };
+            let row = result_row(line, status, &code, url.as_deref().unwrap_or(""), &error);
+            if !(200..300).contains(&status) {
                 job.failed += 1;
+                if job.refused.len() < REFUSALS_SHOWN {
+                    job.refused.push((line, status, error));
+                }
             }
             job.rows.push(row);
             job.done += 1;
@@ -342,9 +360,10 @@ pub async fn progress(
     Path(id): Path<String>,
 ) -> PageResult {
     let job = jobs.get(operator.workspace, &id).ok_or(Error::NotFound)?;
-    let (total, done, failed, finished) = {
+    let (total, done, failed, finished, refused) = {
         let job = job.lock_or_recover();
-        (job.total, job.done, job.failed, job.finished)
+        let refused = job.refused.clone();
+        (job.total, job.done, job.failed, job.finished, refused)
     };
     let body = html! {
         h1 { "Bulk upload" }
@@ -353,6 +372,21 @@ pub async fn progress(
         @if finished {
             p.ok role="status" { "Finished: " (done - failed) " created, " (failed) " refused." }
             p { a href={ "/console/bulk/" (id) "/results.csv" } download { "Download the results (CSV)" } }
+            @if !refused.is_empty() {
+                h2 { "Refused rows" }
+                @if failed > refused.len() {
+                    p.hint { "The first " (refused.len()) " of " (failed) "; every one is in the results file." }
+                }
+                div.wide { table.refused {
+                    thead { tr { th.num scope="col" { "Line" } th.num scope="col" { "Status" } th scope="col" { "Why" } } }
+                    tbody {
+                        @for (line, status, why) in &refused {
+                            tr { td.num { (line) } td.num { (status) } td { (why) } }
+                        }
+                    }
+                } }
+                p.hint { "Lines count the file's rows after its header. Fix them and upload those rows again." }
+            }
         } @else {
             p role="status" { "Working… this page refreshes itself." }
         }

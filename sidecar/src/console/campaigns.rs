@@ -55,18 +55,40 @@ pub async fn list(
         campaigns.truncate(PAGE as usize);
         campaigns.last().cloned()
     });
+    // Each listed campaign's aggregates, as `GET /api/v1/campaigns/{campaign}` answers them.
+    let numbers: HashMap<String, crate::storage::CampaignStats> = state
+        .links
+        .campaigns(operator.workspace, Some(&campaigns), PAGE)
+        .await?
+        .into_iter()
+        .collect();
     let body = html! {
         h1 { "Campaigns" }
         form.inline method="get" action="/console/campaigns" role="search" {
             label { "Campaign name" input type="search" name="name" required; }
             button type="submit" { "Open" }
         }
-        ul {
-            @for campaign in &campaigns {
-                li { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
+        div.wide { table.campaigns {
+            thead { tr {
+                th scope="col" { "Campaign" } th.num scope="col" { "Links" } th.num scope="col" { "Live" }
+                th.num scope="col" { "Visits" } th scope="col" { "More" }
+            } }
+            tbody {
+                @for campaign in &campaigns {
+                    @let stats = numbers.get(campaign).cloned().unwrap_or_default();
+                    tr {
+                        td { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
+                        td.num data-campaign-links=(campaign) { (stats.links) }
+                        td.num data-campaign-live=(campaign) { (stats.live) }
+                        td.num data-campaign-visits=(campaign) { (stats.visits) }
+                        td { a href={ "/console/campaigns/" (encode_segment(campaign)) "/funnel" } { "Delivery funnel" } }
+                    }
+                }
+                @if campaigns.is_empty() { tr { td colspan="5" { "No campaign yet." } } }
             }
-            @if campaigns.is_empty() { li { "No campaign yet." } }
-        }
+        } }
+        p.hint { "Visits: the links' visit counts, all time. Delivery, clicks by people and "
+            "conversions are on each campaign's page." }
         @if let Some(Some(last)) = next {
             p { a href={ "/console/campaigns?after=" (encode(&last)) } { "Next page →" } }
         }
@@ -103,6 +125,10 @@ async fn detail(
         .map(|link| LinkView::new(link, domains))
         .collect();
     let codes: Vec<String> = views.iter().map(|view| view.code.clone()).collect();
+    let summary = match cursor {
+        None => Some(super::campaign_summary::cards(state, operator.workspace, name).await?),
+        Some(_) => None,
+    };
     let first: HashMap<String, DateTime<Utc>> = state
         .analytics
         .store
@@ -112,6 +138,7 @@ async fn detail(
         .collect();
     let body = html! {
         h1 { "Campaign " (name) }
+        @if let Some(summary) = summary { (summary) }
         p {
             a href={ "/console/campaigns/totals?name=" (encode(name)) } { "Totals: links by state, visits" }
             " · "

@@ -1,58 +1,92 @@
-//! Clicks over time as an SVG drawn on the server: stacked bars (humans, bots, previews) per
-//! bucket, a `<title>` per bar for the exact numbers, and a text summary for screen readers.
-//! No script, no library: a few hundred rectangles are all a chart of 30 days or 48 hours needs.
+//! Charts drawn on the server: the marks are SVG, stretched to the figure's width; the axes,
+//! ticks, units and labels are HTML beside it, so that text keeps its size on a phone (SVG text
+//! shrinks with the drawing) and labels never collide (they are laid out as text is). Under each
+//! chart, the numbers it draws as a table. No script, no library.
 
 use crate::http::stats::PointView;
 use maud::{html, Markup};
 
+/// The drawing's own units: stretched to the figure (`preserveAspectRatio="none"`).
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 200.0;
-const AXIS: f64 = 18.0;
 
-/// `label` formats a bucket's start for its tooltip and the axis.
-pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String) -> Markup {
-    let peak = points
-        .iter()
-        .map(|p| p.counts.humans + p.counts.bots + p.counts.previews)
-        .max()
-        .unwrap_or(0);
-    let max = peak.max(1);
+/// The least "round" number (1, 2 or 5 times a power of ten) at or above `peak`: the top tick.
+fn round_up(peak: i64) -> i64 {
+    let mut unit = 1;
+    loop {
+        for step in [1, 2, 5] {
+            if step * unit >= peak {
+                return step * unit;
+            }
+        }
+        unit *= 10;
+    }
+}
+
+/// The x axis: the first, middle and last buckets' labels.
+fn x_axis(labels: &[String]) -> Markup {
+    let middle = labels.len() / 2;
+    html! {
+        div.x-axis aria-hidden="true" {
+            @if let Some(first) = labels.first() { span { (first) } }
+            @if labels.len() > 2 { span { (labels[middle]) } }
+            @if labels.len() > 1 { span { (labels[labels.len() - 1]) } }
+        }
+    }
+}
+
+/// Clicks per bucket as stacked bars (humans, bots, previews); `label` formats a bucket's
+/// start, `unit` says what a bar counts ("visits per day, UTC").
+pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String, unit: &str) -> Markup {
+    let sum = |p: &PointView| p.counts.humans + p.counts.bots + p.counts.previews;
+    let peak = points.iter().map(sum).max().unwrap_or(0);
+    let top = round_up(peak.max(1));
     let total: i64 = points.iter().map(|p| p.counts.humans).sum();
     let step = WIDTH / points.len().max(1) as f64;
     let bar = (step * 0.8).max(1.0);
-    let scale = (HEIGHT - AXIS) / max as f64;
+    let scale = HEIGHT / top as f64;
+    let labels: Vec<String> = points.iter().map(&label).collect();
     let description = format!(
-        "{} human clicks over {} buckets, at most {peak} visits in one",
-        total,
+        "{total} human clicks over {} buckets, at most {peak} visits in one",
         points.len()
     );
     html! {
         figure.chart {
-            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
-                role="img" aria-label=(description) {
-                @for (i, point) in points.iter().enumerate() {
-                    @let x = i as f64 * step;
-                    @let c = &point.counts;
-                    @let (h, b, p) = (c.humans as f64 * scale, c.bots as f64 * scale, c.previews as f64 * scale);
-                    @let base = HEIGHT - AXIS;
-                    g {
-                        title { (label(point)) ": " (c.humans) " humans, " (c.bots) " bots, " (c.previews) " previews" }
-                        rect.human x=(fmt(x)) y=(fmt(base - h)) width=(fmt(bar)) height=(fmt(h)) {}
-                        rect.bot x=(fmt(x)) y=(fmt(base - h - b)) width=(fmt(bar)) height=(fmt(b)) {}
-                        rect.preview x=(fmt(x)) y=(fmt(base - h - b - p)) width=(fmt(bar)) height=(fmt(p)) {}
+            div.plot {
+                div.y-axis aria-hidden="true" { span { (top) } span { (top / 2) } span { "0" } }
+                svg.bars xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
+                    preserveAspectRatio="none" role="img" aria-label=(description) {
+                    @for y in [0.0, HEIGHT / 2.0, HEIGHT] {
+                        line.grid x1="0" x2=(WIDTH) y1=(fmt(y)) y2=(fmt(y)) vector-effect="non-scaling-stroke" {}
+                    }
+                    @for (i, point) in points.iter().enumerate() {
+                        @let x = i as f64 * step;
+                        @let c = &point.counts;
+                        @let (h, b, p) = (c.humans as f64 * scale, c.bots as f64 * scale, c.previews as f64 * scale);
+                        g {
+                            title { (labels[i]) ": " (c.humans) " humans, " (c.bots) " bots, " (c.previews) " previews" }
+                            rect.human x=(fmt(x)) y=(fmt(HEIGHT - h)) width=(fmt(bar)) height=(fmt(h)) {}
+                            rect.bot x=(fmt(x)) y=(fmt(HEIGHT - h - b)) width=(fmt(bar)) height=(fmt(b)) {}
+                            rect.preview x=(fmt(x)) y=(fmt(HEIGHT - h - b - p)) width=(fmt(bar)) height=(fmt(p)) {}
+                        }
                     }
                 }
-                @if let (Some(first), Some(last)) = (points.first(), points.last()) {
-                    text x="0" y=(fmt(HEIGHT - 4.0)) font-size="12" { (label(first)) }
-                    text x=(fmt(WIDTH)) y=(fmt(HEIGHT - 4.0)) font-size="12" text-anchor="end" { (label(last)) }
-                }
+                (x_axis(&labels))
+                div.unit { "Bars: " (unit) "." }
             }
             figcaption.legend {
                 span.human { "■ humans" } span.bot { "■ bots" } span.preview { "■ link previews" }
-                @if peak == 0 {
-                    span.hint { "(no visits in this period)" }
-                } @else {
-                    span.hint { "(tallest bar: " (peak) @if peak == 1 { " visit)" } @else { " visits)" } }
+                @if peak == 0 { span.hint { "(no visits in this period)" } }
+            }
+            details.numbers {
+                summary { "The numbers" }
+                table.chart-numbers {
+                    thead { tr { th scope="col" { "From" } th.num scope="col" { "Humans" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } } }
+                    tbody {
+                        @for (i, point) in points.iter().enumerate() {
+                            tr { td { (labels[i]) } td.num { (point.counts.humans) } td.num { (point.counts.bots) } td.num { (point.counts.previews) } }
+                        }
+                    }
                 }
             }
         }
@@ -63,30 +97,24 @@ fn fmt(value: f64) -> String {
     format!("{value:.1}")
 }
 
-/// A funnel: one centred bar per stage, its width the stage's share of the first, labelled
-/// with the count and that share.
+/// A funnel: one bar per step, its length the step's share of the first; each step beside its
+/// share of the step before it, so that a step counted apart from the one above (a click
+/// without a receipt) is never drawn as a part of it unsaid.
 pub fn funnel(stages: &[(&str, i64)]) -> Markup {
-    const ROW: f64 = 34.0;
-    let height = ROW * stages.len() as f64;
-    let top = stages.first().map_or(0, |stage| stage.1).max(1);
-    let share = |n: i64| n as f64 * 100.0 / top as f64;
-    let description = (stages.iter())
-        .map(|(name, n)| format!("{name} {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let first = stages.first().map_or(0, |stage| stage.1).max(1);
+    let share = |n: i64, of: i64| n as f64 * 100.0 / of.max(1) as f64;
     html! {
         figure.chart {
-            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (height) }
-                role="img" aria-label=(description) {
+            div.bar-chart role="list" {
                 @for (i, (name, n)) in stages.iter().enumerate() {
-                    @let width = (WIDTH * share(*n) / 100.0).max(1.0);
-                    @let y = i as f64 * ROW;
-                    g {
-                        title { (name) ": " (n) " (" (fmt(share(*n))) "% of " (stages[0].0) ")" }
-                        rect.stage x=(fmt((WIDTH - width) / 2.0)) y=(fmt(y + 2.0))
-                            width=(fmt(width)) height=(fmt(ROW - 4.0)) {}
-                        text x=(fmt(WIDTH / 2.0)) y=(fmt(y + ROW / 2.0 + 5.0)) font-size="14"
-                            text-anchor="middle" { (name) " " (n) }
+                    div.row role="listitem" {
+                        div.value { strong { (name) } " " (n)
+                            @if i > 0 { " (" (fmt(share(*n, stages[i - 1].1))) "% of " (stages[i - 1].0.to_lowercase()) ")" } }
+                        // A bar without inline style (the CSP): a stretched SVG of 100 units.
+                        svg.track xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 1"
+                            preserveAspectRatio="none" aria-hidden="true" {
+                            rect.stage x="0" y="0" height="1" width=(fmt(share(*n, first).max(0.3))) {}
+                        }
                     }
                 }
             }
@@ -94,16 +122,16 @@ pub fn funnel(stages: &[(&str, i64)]) -> Markup {
     }
 }
 
-/// A rate in percent over time as a line, broken where a bucket has no value; a `<title>` per
-/// point gives its exact numbers (`label` formats them).
+/// A rate in percent over time as a line, broken where a bucket has no value; `label` gives a
+/// point's exact numbers (its tooltip and its row in the table), `x_label` its time on the axis.
 pub fn rate_line<P>(
     points: &[P],
     percent: impl Fn(&P) -> Option<f64>,
     label: impl Fn(&P) -> String,
+    x_label: impl Fn(&P) -> String,
 ) -> Markup {
     let step = WIDTH / points.len().saturating_sub(1).max(1) as f64;
-    let y = |percent: f64| (HEIGHT - AXIS) * (1.0 - percent / 100.0);
-    // Runs of points with a value, each its own line.
+    let y = |percent: f64| HEIGHT * (1.0 - percent / 100.0);
     let mut runs: Vec<Vec<String>> = vec![Vec::new()];
     for (i, point) in points.iter().enumerate() {
         match percent(point) {
@@ -126,26 +154,49 @@ pub fn rate_line<P>(
         ),
         _ => "no message has a final report yet".to_owned(),
     };
+    let times: Vec<String> = points.iter().map(&x_label).collect();
     html! {
         figure.chart {
-            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
-                role="img" aria-label=(description) {
-                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(100.0))) y2=(fmt(y(100.0))) {}
-                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(50.0))) y2=(fmt(y(50.0))) {}
-                @for run in runs.iter().filter(|run| !run.is_empty()) {
-                    polyline.rate fill="none" points=(run.join(" ")) {}
-                }
-                @for (i, point) in points.iter().enumerate() {
-                    @if let Some(value) = percent(point) {
-                        circle.rate cx=(fmt(i as f64 * step)) cy=(fmt(y(value))) r="3" {
-                            title { (label(point)) }
+            div.plot {
+                div.y-axis aria-hidden="true" { span { "100%" } span { "50%" } span { "0%" } }
+                svg.bars.line xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) }
+                    preserveAspectRatio="none" role="img" aria-label=(description) {
+                    @for y in [0.0, HEIGHT / 2.0, HEIGHT] {
+                        line.grid x1="0" x2=(WIDTH) y1=(fmt(y)) y2=(fmt(y)) vector-effect="non-scaling-stroke" {}
+                    }
+                    @for run in runs.iter().filter(|run| !run.is_empty()) {
+                        polyline.rate fill="none" points=(run.join(" ")) vector-effect="non-scaling-stroke" {}
+                    }
+                    // Points as zero-length round-capped lines: a circle would be stretched.
+                    @for (i, point) in points.iter().enumerate() {
+                        @if let Some(value) = percent(point) {
+                            @let (x, y) = (fmt(i as f64 * step), fmt(y(value)));
+                            line.point x1=(x) x2=(x) y1=(y) y2=(y) vector-effect="non-scaling-stroke" {
+                                title { (label(point)) }
+                            }
                         }
                     }
                 }
-                text x="0" y=(fmt(y(100.0) + 12.0)) font-size="12" { "100%" }
-                text x="0" y=(fmt(y(50.0) + 12.0)) font-size="12" { "50%" }
+                (x_axis(&times))
+                div.unit { "Delivered, in percent of the messages with a final report (UTC)." }
             }
             figcaption.legend { span.hint { (description) } }
+            details.numbers {
+                summary { "The numbers" }
+                table.chart-numbers {
+                    thead { tr { th scope="col" { "From" } th scope="col" { "Delivered" } } }
+                    tbody { @for point in points { tr { td { (x_label(point)) } td { (label(point)) } } } }
+                }
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_top_tick_is_round() {
+        let tops: Vec<i64> = [1, 3, 7, 10, 11, 293, 1520].map(super::round_up).to_vec();
+        assert_eq!(tops, [1, 5, 10, 10, 20, 500, 2000]);
     }
 }

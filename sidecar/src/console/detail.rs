@@ -123,7 +123,8 @@ pub async fn page(
             @if interval == Interval::Hour { strong { "hour (48 h)" } } @else { a href={ "/console/links/" (link.code) "?interval=hour" } { "hour (48 h)" } }
         }
         (overview::totals(&view.totals))
-        (chart::clicks(&view.series, |p| p.start.format(format).to_string()))
+        (chart::clicks(&view.series, |p| p.start.format(format).to_string(),
+            if interval == Interval::Day { "visits per day, UTC" } else { "visits per hour, UTC" }))
         div.grid2 {
             (breakdown("Browser", &b.browser))
             (breakdown("Operating system", &b.os))

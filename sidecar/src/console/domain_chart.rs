@@ -200,41 +200,52 @@ fn domain_figure(
     html! {
         figure.chart.domain-chart data-domain=(series.domain) {
             figcaption { strong { (series.domain) } @if drained { " (drained)" } }
-            svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (CLICKS_HEIGHT) }
-                role="img" aria-labelledby={ "domain-chart-" (index) } {
-                title id={ "domain-chart-" (index) } { (description) }
-                line.grid x1="0" x2=(WIDTH) y1=(fmt(baseline)) y2=(fmt(baseline)) {}
-                line.grid x1="0" x2=(WIDTH) y1=(fmt(axis.y(axis.max as i64))) y2=(fmt(axis.y(axis.max as i64))) {}
-                text x="2" y=(fmt(axis.y(axis.max as i64) - 3.0)) font-size="11" { (axis.max) }
-                text x="2" y=(fmt(baseline - 3.0)) font-size="11" { "0" }
-                @for other in chart.series.iter().filter(|s| s.domain != series.domain) {
-                    @for run in line(other) {
-                        polyline.peer fill="none" data-domain=(other.domain) points=(run) {}
+            // Text beside the drawing, in HTML: it keeps its size at any width.
+            div.plot {
+                div.y-axis aria-hidden="true" { span { (axis.max) } span { "0" } }
+                svg.bars xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (CLICKS_HEIGHT) }
+                    preserveAspectRatio="none" role="img" aria-labelledby={ "domain-chart-" (index) } {
+                    title id={ "domain-chart-" (index) } { (description) }
+                    line.grid x1="0" x2=(WIDTH) y1=(fmt(baseline)) y2=(fmt(baseline)) vector-effect="non-scaling-stroke" {}
+                    line.grid x1="0" x2=(WIDTH) y1=(fmt(axis.y(axis.max as i64))) y2=(fmt(axis.y(axis.max as i64))) vector-effect="non-scaling-stroke" {}
+                    @for other in chart.series.iter().filter(|s| s.domain != series.domain) {
+                        @for run in line(other) {
+                            polyline.peer fill="none" data-domain=(other.domain) points=(run) vector-effect="non-scaling-stroke" {}
+                        }
                     }
-                }
-                @for run in line(series) {
-                    polyline class=(own_class) fill="none" data-domain=(series.domain) points=(run) {}
-                }
-                @for (i, clicks) in series.clicks.iter().enumerate() {
-                    @if let Some(clicks) = clicks {
-                        circle class=(own_class) cx=(fmt(axis.x(i))) cy=(fmt(axis.y(*clicks))) r="2.5" {
-                            title { (chart.start(i).format("%H:%M UTC")) ": " (clicks) " human clicks" }
+                    @for run in line(series) {
+                        polyline class=(own_class) fill="none" data-domain=(series.domain) points=(run) vector-effect="non-scaling-stroke" {}
+                    }
+                    // Points as zero-length round-capped lines: a circle would be stretched.
+                    @for (i, clicks) in series.clicks.iter().enumerate() {
+                        @if let Some(clicks) = clicks {
+                            @let (x, y) = (fmt(axis.x(i)), fmt(axis.y(*clicks)));
+                            line class={ "point " (own_class) } x1=(x) x2=(x) y1=(y) y2=(y) vector-effect="non-scaling-stroke" {
+                                title { (chart.start(i).format("%H:%M UTC")) ": " (clicks) " human clicks" }
+                            }
+                        }
+                    }
+                    @for marker in markers {
+                        @let x = fmt(axis.x_at(marker.at));
+                        g.marker.drain[marker.drained].restore[!marker.drained] data-at=(marker.at.to_rfc3339()) {
+                            title { (marker.label) " at " (marker.at.format("%Y-%m-%d %H:%M:%S UTC")) ": " (marker.reason) }
+                            line x1=(x) x2=(x) y1="0" y2=(fmt(baseline)) vector-effect="non-scaling-stroke" {}
                         }
                     }
                 }
-                @for marker in markers {
-                    @let x = fmt(axis.x_at(marker.at));
-                    g.marker.drain[marker.drained].restore[!marker.drained] data-at=(marker.at.to_rfc3339()) {
-                        title { (marker.label) " at " (marker.at.format("%Y-%m-%d %H:%M:%S UTC")) ": " (marker.reason) }
-                        line x1=(x) x2=(x) y1="0" y2=(fmt(baseline)) {}
-                        text x=(x) y="11" font-size="11" text-anchor=(if axis.x_at(marker.at) > WIDTH / 2.0 { "end" } else { "start" }) {
-                            (marker.label)
+                div.x-axis aria-hidden="true" {
+                    span { (chart.from.format("%H:%M")) }
+                    span { (chart.start(chart.buckets.saturating_sub(1)).format("%H:%M UTC")) }
+                }
+                div.unit { "Human clicks per " (bucket_name(chart.bucket_secs)) "; grey: the workspace's other domains." }
+            }
+            @if !markers.is_empty() {
+                ul.markers {
+                    @for marker in markers {
+                        li.drain[marker.drained].restore[!marker.drained] {
+                            "┆ " (marker.label) " at " (marker.at.format("%H:%M UTC"))
                         }
                     }
-                }
-                text x="0" y=(fmt(CLICKS_HEIGHT - 4.0)) font-size="11" { (chart.from.format("%H:%M")) }
-                text x=(WIDTH) y=(fmt(CLICKS_HEIGHT - 4.0)) font-size="11" text-anchor="end" {
-                    (chart.start(chart.buckets.saturating_sub(1)).format("%H:%M UTC"))
                 }
             }
             @if series.has_receipts() {
@@ -252,22 +263,28 @@ fn rate_strip(axis: &Axis, series: &DomainSeries) -> Markup {
     let (delivered, finals) =
         (series.delivered.iter().flatten()).fold((0, 0), |(a, b), (d, f)| (a + d, b + f));
     html! {
-        svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (RATE_HEIGHT) }
-            role="img" aria-label={ (series.domain) ": " (delivered) " of " (finals)
-                " messages with a final report delivered over the window" } {
-            line.grid x1="0" x2=(WIDTH) y1=(fmt(y(100.0))) y2=(fmt(y(100.0))) {}
-            line.grid x1="0" x2=(WIDTH) y1=(fmt(y(0.0))) y2=(fmt(y(0.0))) {}
-            @for run in points {
-                polyline.rate fill="none" points=(run) {}
-            }
-            @for i in 0..axis.chart.buckets {
-                @if let (Some(percent), Some((d, f))) = (series.percent(i), series.delivered[i]) {
-                    circle.rate cx=(fmt(axis.x(i))) cy=(fmt(y(percent))) r="2.5" {
-                        title { (axis.chart.start(i).format("%H:%M UTC")) ": " (d) " of " (f) " delivered" }
+        div.plot.rate-strip {
+            div.y-axis aria-hidden="true" { span { "100%" } span { "0%" } }
+            svg.bars xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (RATE_HEIGHT) }
+                preserveAspectRatio="none" role="img" aria-label={ (series.domain) ": " (delivered) " of " (finals)
+                    " messages with a final report delivered over the window" } {
+                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(100.0))) y2=(fmt(y(100.0))) vector-effect="non-scaling-stroke" {}
+                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(50.0))) y2=(fmt(y(50.0))) vector-effect="non-scaling-stroke" {}
+                line.grid x1="0" x2=(WIDTH) y1=(fmt(y(0.0))) y2=(fmt(y(0.0))) vector-effect="non-scaling-stroke" {}
+                @for run in points {
+                    polyline.rate fill="none" points=(run) vector-effect="non-scaling-stroke" {}
+                }
+                @for i in 0..axis.chart.buckets {
+                    @if let (Some(percent), Some((d, f))) = (series.percent(i), series.delivered[i]) {
+                        @let (x, y) = (fmt(axis.x(i)), fmt(y(percent)));
+                        line.point x1=(x) x2=(x) y1=(y) y2=(y) vector-effect="non-scaling-stroke" {
+                            title { (axis.chart.start(i).format("%H:%M UTC")) ": " (d) " of " (f) " delivered" }
+                        }
                     }
                 }
             }
-            text x="2" y="14" font-size="11" { "delivered 100%" }
+            div.unit { "Delivered, in percent of the messages with a final report: "
+                (delivered) " of " (finals) " over the window." }
         }
     }
 }

@@ -97,14 +97,14 @@ fn health_table(
     admin: Option<&Operator>,
 ) -> Markup {
     let admin = admin.filter(|operator| operator.require_admin().is_ok());
-    let columns = 8 + usize::from(with_workspace) + usize::from(admin.is_some());
+    let columns = 7 + usize::from(with_workspace) + usize::from(admin.is_some());
     html! {
         div.wide { table {
             thead { tr {
                 @if with_workspace { th scope="col" { "Workspace" } }
-                th scope="col" { "Domain" } th scope="col" { "State" } th scope="col" { "Why" }
+                th scope="col" { "Domain" } th scope="col" { "State" } th scope="col" { "Last check found" }
                 th.num scope="col" { "Issued" } th.num scope="col" { "Human clicks" } th scope="col" { "Last check" }
-                th scope="col" { "New links" } th scope="col" { "Drain: why, evidence" }
+                th scope="col" { "Drain: why, evidence" }
                 @if admin.is_some() { th scope="col" { "Change" } }
             } }
             tbody {
@@ -112,16 +112,16 @@ fn health_table(
                     tr {
                         @if with_workspace { td { (d.workspace) } }
                         td { (d.domain) }
-                        td { (d.state.as_str()) }
+                        td.state { (state_line(d)) }
                         td {
-                            (d.reasons.join("; "))
+                            (d.state.as_str())
+                            @if !d.reasons.is_empty() { ": " (d.reasons.join("; ")) }
                             // Receipts that are not this domain's fault (a dead route).
                             @for note in &d.receipt_notes { br; small.receipt-note { (note) } }
                         }
                         td.num { (d.issued) }
                         td.num { (d.clicks) }
                         td { @if d.last_probe.is_some() { (when(d.last_probe)) } @else { "not yet" } }
-                        td { (takes_links(d)) }
                         td { (drain_detail(d)) }
                         @if let Some(operator) = admin { td { (buttons(operator, d)) } }
                     }
@@ -136,27 +136,38 @@ fn health_table(
     }
 }
 
-fn takes_links(d: &DomainStatus) -> String {
-    let by = match d.drain.by {
-        shortlink_domains::drain::By::Health => "by the health check",
-        shortlink_domains::drain::By::Operator => "by hand",
+/// The one state a person acts on: whether the domain takes new links and, when it does not,
+/// who drained it on what (the health check's own finding is in the next column).
+fn state_line(d: &DomainStatus) -> String {
+    let on = match (d.drain.by, &d.drain.evidence.receipts) {
+        (shortlink_domains::drain::By::Operator, _) => "by hand",
+        (_, Some(_)) => "on delivery receipts",
+        _ => "by the health check",
     };
     match d.drain.mode {
-        Mode::Active => "yes".into(),
-        Mode::Pinned => "yes, pinned".into(),
-        Mode::Drained => format!("no, drained {by} {}", when(d.drain.since)),
+        Mode::Active => d.state.as_str().into(),
+        Mode::Pinned => "pinned: takes new links, never drained by the checks".into(),
+        Mode::Drained => format!("no new links: drained {on} {}", when(d.drain.since)),
     }
 }
 
-/// The reason and what the check saw: expected vs seen clicks, the probes' findings.
+/// The reason and the numbers that drained it: the receipts' (failures among final receipts,
+/// against the other domains on that carrier), else the clicks' (seen against expected).
 fn drain_detail(d: &DomainStatus) -> Markup {
     let evidence = &d.drain.evidence;
     html! {
         @if d.drain.since.is_some() {
             (d.drain.reason)
-            @if evidence.state.is_some() {
+            @if let Some(r) = &evidence.receipts {
                 br;
-                small { (format!("{} human clicks seen, about {:.0} expected, {} links issued",
+                small { (format!("{} of {} final receipts failed{} over {} min; the other domains: {} of {}",
+                    r.failures, r.finals,
+                    if r.carrier.is_empty() { String::new() } else { format!(" on {}", r.carrier) },
+                    r.over_secs / 60, r.peer_failures, r.peer_finals)) }
+                @if !r.top_errors.is_empty() { br; small { "Errors: " (r.top_errors.join(", ")) } }
+            } @else if evidence.state.is_some() {
+                br;
+                small { (format!("{} human clicks seen when drained, about {:.0} expected, {} links issued",
                     evidence.clicks, evidence.expected_clicks, evidence.issued)) }
             }
             @if d.drain.mode == Mode::Drained && d.drain.healthy_checks > 0 {

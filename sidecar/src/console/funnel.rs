@@ -67,7 +67,9 @@ pub async fn page(
         @if rate.points.is_empty() {
             p { "No message of this campaign has a final report (delivered, failed, rejected, expired) yet." }
         } @else {
-            (chart::rate_line(&rate.points, RatePoint::percent, label))
+            (chart::rate_line(&rate.points, RatePoint::percent, label, |point: &RatePoint| {
+                point.start.format("%b %d %H:%M").to_string()
+            }))
             p.hint { "Of the messages whose final report falls in each " (bucket)
                 ", those delivered (by the gateway's time of the report)." }
         }

@@ -187,7 +187,8 @@ pub async fn create(
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ListQuery {
-    /// A code, or a whole target URL.
+    /// Any part of a code, target, recipient reference, campaign or tag (3 characters or
+    /// more; shorter: a whole code, reference or campaign).
     #[serde(default)]
     q: String,
     #[serde(default)]
@@ -252,53 +253,30 @@ pub async fn list(
     Query(query): Query<ListQuery>,
 ) -> PageResult {
     let now = storage::now();
-    let mut next = None;
-    let links = if let Some(q) = optional(&query.q) {
-        // One link: by its code, or the newest live link with this exact URL.
-        let found = if q.contains("://") {
-            match state.settings.url_policy.check(&q, &domains.own_domains) {
-                Ok(target) => {
-                    state
-                        .links
-                        .storage()
-                        .find_live_link(operator.workspace, &target.hash(), None, now)
-                        .await?
-                }
-                Err(_) => None,
-            }
-        } else {
-            match state.links.get(operator.workspace, &q).await {
-                Ok(link) => Some(link),
-                Err(crate::service::ServiceError::NotFound) => None,
-                Err(error) => return Err(error.into()),
-            }
-        };
-        found.into_iter().collect()
-    } else {
-        let link_state = match query.state.as_str() {
-            "live" => Some((LinkState::Live, now)),
-            "expired" => Some((LinkState::Expired, now)),
-            "revoked" => Some((LinkState::Revoked, now)),
-            _ => None,
-        };
-        let mut filter = LinkFilter::in_workspace(operator.workspace);
-        filter.campaign = optional(&query.campaign);
-        filter.tag = optional(&query.tag);
-        filter.state = link_state;
-        let cursor = query.cursor.as_deref().and_then(ListCursor::decode);
-        let mut links = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
-        if links.len() > PAGE as usize {
-            links.truncate(PAGE as usize);
-            next = links.last().map(|last| {
-                ListCursor {
-                    created_at: last.created_at,
-                    code: last.code.clone(),
-                }
-                .encode()
-            });
-        }
-        links
+    let link_state = match query.state.as_str() {
+        "live" => Some((LinkState::Live, now)),
+        "expired" => Some((LinkState::Expired, now)),
+        "revoked" => Some((LinkState::Revoked, now)),
+        _ => None,
     };
+    let mut filter = LinkFilter::in_workspace(operator.workspace);
+    filter.search = optional(&query.q);
+    filter.campaign = optional(&query.campaign);
+    filter.tag = optional(&query.tag);
+    filter.state = link_state;
+    let cursor = query.cursor.as_deref().and_then(ListCursor::decode);
+    let mut links = state.links.list(&filter, cursor.as_ref(), PAGE + 1).await?;
+    let mut next = None;
+    if links.len() > PAGE as usize {
+        links.truncate(PAGE as usize);
+        next = links.last().map(|last| {
+            ListCursor {
+                created_at: last.created_at,
+                code: last.code.clone(),
+            }
+            .encode()
+        });
+    }
     let views: Vec<LinkView> = links
         .into_iter()
         .map(|link| LinkView::new(link, &domains))
@@ -306,7 +284,8 @@ pub async fn list(
     let body = html! {
         h1 { "Links" }
         form.inline method="get" action="/console/links" role="search" {
-            label { "Code or exact URL" input type="search" name="q" value=(query.q); }
+            label { "Search" input type="search" name="q" value=(query.q)
+                placeholder="part of a URL, code, ref, campaign or tag"; }
             label { "Campaign" input type="text" name="campaign" value=(query.campaign); }
             label { "Tag" input type="text" name="tag" value=(query.tag); }
             label { "State"

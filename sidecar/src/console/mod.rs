@@ -6,10 +6,13 @@
 //! into the binary and type-checked with the handlers, every interpolation is HTML-escaped
 //! unless wrapped in `PreEscaped` (used only for SVG we draw ourselves), and there is no
 //! template directory to ship or keep in step with the code (askama would have needed one, and
-//! its errors point at generated code). Charts are SVG drawn here ([`chart`]); the one
-//! stylesheet and the few lines of script (the copy button) are constants served from
+//! its errors point at generated code). Charts are SVG marks with HTML axes drawn here
+//! ([`chart`]); the one stylesheet, the few lines of script (the copy button, the phone's table
+//! labels) and the icon are files in `console/assets/` compiled in and served from
 //! `/console/assets/`, so every page works with no internet access under
 //! `Content-Security-Policy: default-src 'self'` (set on every console answer, errors included).
+//! Every page fits a phone (issue 80): under 40em the navigation folds behind "Menu" and each
+//! table becomes a card per row (`tests/tests/e2e/console_widths_browser.rs` checks each page).
 //!
 //! Sign-in takes an API key and opens a server-side session ([`session`]); each request re-reads
 //! the key, so a revoked key or a changed role takes effect at once. A session may hold keys of
@@ -21,6 +24,7 @@ mod ab;
 mod audit;
 mod audit_changes;
 mod bulk;
+mod campaign_summary;
 mod campaigns;
 mod card;
 mod chart;
@@ -38,9 +42,11 @@ mod operator;
 mod orphans;
 mod overview;
 mod page;
+mod rule_form;
 mod rules;
 pub(crate) mod session;
 mod sign_in;
+mod subject_forms;
 mod subjects;
 mod totals;
 mod webhooks;
@@ -93,6 +99,7 @@ pub fn router() -> Router<AppState> {
             "/console/links/{code}/rules/preview",
             post(rules::try_phone),
         )
+        .route("/console/links/{code}/rules/form", post(rules::save_form))
         .route(
             "/console/links/{code}/card",
             get(card::page).post(card::save),
@@ -143,6 +150,8 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/audit", get(audit::page))
         .route("/console/privacy", get(subjects::page))
+        .route("/console/privacy/export", post(subject_forms::export))
+        .route("/console/privacy/erase", post(subject_forms::erase))
         .route("/console/workspace", get(workspace::page))
         .route("/console/workspace/keys", post(workspace::create_key))
         .route(
@@ -176,6 +185,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/console/assets/console.css", get(layout::css))
         .route("/console/assets/console.js", get(layout::js))
+        .route("/console/assets/icon.svg", get(layout::icon))
         // Unknown console paths: an HTML 404 under the same headers, not the API's JSON one.
         .route(
             "/console/{*rest}",

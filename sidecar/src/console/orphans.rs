@@ -61,8 +61,8 @@ pub async fn section(state: &AppState, workspace: &str) -> StorageResult<Markup>
                 tbody {
                     @for v in latest.iter().rev() {
                         tr {
-                            td { (when(Some(v.at))) } td { (v.domain) } td { (v.kind) }
-                            td { code { (v.path) } } td { (v.device) }
+                            td { (when(Some(v.at))) } td { (v.domain) } td { (kind_name(&v.kind)) }
+                            td { code title=(v.path) { (decoded(&v.path)) } } td { (v.device) }
                             td { (v.country.as_deref().unwrap_or("")) }
                         }
                     }
@@ -70,4 +70,53 @@ pub async fn section(state: &AppState, workspace: &str) -> StorageResult<Markup>
             } }
         }
     })
+}
+
+/// An orphan kind in the words of the counts table's columns (the API's names are `base_url`,
+/// `invalid_short_url`, `regular_404`, `recovered`).
+fn kind_name(kind: &str) -> &str {
+    match kind {
+        "base_url" => "Bare root",
+        "invalid_short_url" => "Unknown code",
+        "regular_404" => "Other path",
+        "recovered" => "Recovered",
+        other => other,
+    }
+}
+
+/// A request path as the person typed or tapped it: percent escapes decoded (a phone sends
+/// `%E3%80%82` for the `。` a text glued to the link), bytes that are not UTF-8 shown as `�`.
+/// Only for display: the raw path is the cell's title.
+pub(super) fn decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn paths_are_shown_decoded() {
+        assert_eq!(super::decoded("/ab3%E3%80%82"), "/ab3\u{3002}");
+        assert_eq!(super::decoded("/50%25-off%zz%"), "/50%-off%zz%");
+        assert_eq!(super::decoded("/%FF"), "/\u{fffd}");
+    }
 }

@@ -14,11 +14,9 @@ use axum::response::IntoResponse;
 use chrono::Duration;
 use maud::{html, Markup};
 use serde::Deserialize;
-use std::collections::HashMap;
 
-/// Links whose campaigns are summed into the top campaigns: the campaigns of the most-clicked
-/// links. A full per-campaign rollup does not exist yet; the page says what the list covers.
-const CAMPAIGN_SAMPLE: u32 = 50;
+/// Campaigns listed, most visited first.
+const TOP_CAMPAIGNS: u32 = 10;
 
 pub(super) async fn global(
     state: &AppState,
@@ -77,22 +75,16 @@ pub async fn page(
         operator.workspace,
         Interval::Day,
         Duration::days(30),
-        CAMPAIGN_SAMPLE,
+        10,
     )
     .await?;
     let top_links = month.top_links.as_deref().unwrap_or_default();
-    // Campaign of each of the top links, summed.
-    let mut campaigns: HashMap<String, i64> = HashMap::new();
-    for top in top_links {
-        if let Ok(link) = state.links.get(operator.workspace, &top.code).await {
-            if let Some(campaign) = link.campaign {
-                *campaigns.entry(campaign).or_default() += top.counts.humans;
-            }
-        }
-    }
-    let mut campaigns: Vec<(String, i64)> = campaigns.into_iter().collect();
-    campaigns.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    campaigns.truncate(10);
+    // Every link of each campaign, as `GET /api/v1/campaigns/{campaign}` counts them (summing
+    // the top links' clicks left out every link past the 50 most clicked).
+    let campaigns = state
+        .links
+        .campaigns(operator.workspace, None, TOP_CAMPAIGNS)
+        .await?;
     let body = html! {
         @if let Some(left) = &left {
             p.error role="alert" { "Workspace " (left) " left this session: its key was revoked "
@@ -101,10 +93,10 @@ pub async fn page(
         h1 { "Overview" }
         h2 { "Last 24 hours" }
         (totals(&day.totals))
-        (chart::clicks(&day.series, |p| p.start.format("%b %d %H:00").to_string()))
+        (chart::clicks(&day.series, |p| p.start.format("%b %d %H:00").to_string(), "visits per hour, UTC"))
         h2 { "Last 30 days" }
         (totals(&month.totals))
-        (chart::clicks(&month.series, |p| p.start.format("%b %d").to_string()))
+        (chart::clicks(&month.series, |p| p.start.format("%b %d").to_string(), "visits per day, UTC"))
         div.grid2 {
             section {
                 h2 { "Top links (30 days)" }
@@ -124,18 +116,19 @@ pub async fn page(
                 } }
             }
             section {
-                h2 { "Top campaigns (30 days)" }
-                p.hint { "Summed over the " (CAMPAIGN_SAMPLE) " most-clicked links." }
+                h2 { "Top campaigns (all time)" }
+                p.hint { "Every link of the campaign, counted now: its visits and links." }
                 div.wide { table {
-                    thead { tr { th scope="col" { "Campaign" } th.num scope="col" { "Human clicks" } } }
+                    thead { tr { th scope="col" { "Campaign" } th.num scope="col" { "Visits" } th.num scope="col" { "Links" } } }
                     tbody {
-                        @for (campaign, clicks) in &campaigns {
+                        @for (campaign, stats) in &campaigns {
                             tr {
                                 td { a href={ "/console/campaigns?name=" (encode(campaign)) } { (campaign) } }
-                                td.num { (clicks) }
+                                td.num data-campaign-visits=(campaign) { (stats.visits) }
+                                td.num data-campaign-links=(campaign) { (stats.links) }
                             }
                         }
-                        @if campaigns.is_empty() { tr { td colspan="2" { "No campaign clicks yet." } } }
+                        @if campaigns.is_empty() { tr { td colspan="3" { "No campaign yet." } } }
                     }
                 } }
             }

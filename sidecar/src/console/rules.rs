@@ -10,6 +10,7 @@ use crate::http::preview::{self, PreviewRequest, PreviewView};
 use crate::http::{AppState, DomainContext, Error};
 use crate::service::validate;
 use crate::service::LinkPatch;
+use crate::storage::audit::Origin;
 use crate::storage::Link;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
@@ -77,7 +78,39 @@ pub async fn save(
     let origin = super::audit::origin(&operator, tagged);
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
-    let link = state.links.get(operator.workspace, &code).await?;
+    save_text(&state, &operator, origin, &domains, &code, &form).await
+}
+
+/// Saves the rules the forms say: as JSON, through the same check and change as the editor's.
+pub async fn save_form(
+    State(state): State<AppState>,
+    operator: Operator,
+    Extension(tagged): super::audit::Tagged,
+    domains: DomainContext,
+    Path(code): Path<String>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> PageResult {
+    let origin = super::audit::origin(&operator, tagged);
+    let csrf = pairs.iter().find(|(name, _)| name == "csrf");
+    operator.check_csrf(csrf.map(|(_, value)| value.as_str()))?;
+    operator.require_issue()?;
+    let rules = super::rule_form::parse(&pairs)?;
+    let form = RulesForm {
+        rules: serde_json::to_string_pretty(&rules).map_err(|e| Error::Internal(Box::new(e)))?,
+        ..RulesForm::default()
+    };
+    save_text(&state, &operator, origin, &domains, &code, &form).await
+}
+
+async fn save_text(
+    state: &AppState,
+    operator: &Operator,
+    origin: Origin,
+    domains: &DomainContext,
+    code: &str,
+    form: &RulesForm,
+) -> PageResult {
+    let link = state.links.get(operator.workspace, code).await?;
     let checked = parse(&form.rules).and_then(|rules| {
         validate::rules_column(
             &state.settings.url_policy,
@@ -88,7 +121,7 @@ pub async fn save(
     });
     let rules = match checked {
         Ok(rules) => rules,
-        Err(error) => return Ok(refused(&operator, link, &domains, &form, error)),
+        Err(error) => return Ok(refused(operator, link, domains, form, error)),
     };
     let patch = LinkPatch {
         rules: Some(rules),
@@ -96,11 +129,11 @@ pub async fn save(
     };
     match state
         .links
-        .update(operator.workspace, &code, patch, &origin)
+        .update(operator.workspace, code, patch, &origin)
         .await
     {
         Ok(_) => Ok(see_other(&format!("/console/links/{code}/rules?saved=1"))),
-        Err(error) => Ok(refused(&operator, link, &domains, &form, error.into())),
+        Err(error) => Ok(refused(operator, link, domains, form, error.into())),
     }
 }
 
@@ -207,6 +240,14 @@ fn render(
             "Tried in order; the first whose " code { "if" } " holds answers, else the link's own target ("
             (view.url) "). The format is the API's " code { "rules" } " field."
         }
+        div.grid2.rule-editor {
+        section {
+            h2 { "As forms" }
+            (super::rule_form::render(view.rules.as_deref().unwrap_or_default(), &action("/form"),
+                &layout::csrf(operator), operator.may_issue() && view.state != "revoked"))
+        }
+        section {
+        h2 { "As JSON, and a phone to try them on" }
         form.stack method="post" action=(action("")) {
             (layout::csrf(operator))
             label for="rules" { "Rules (JSON)" }
@@ -231,6 +272,8 @@ fn render(
             button type="submit" formaction=(action("/preview")) { "Preview" }
         }
         @if let Some(answer) = &shown.answer { (answer_box(answer)) }
+        }
+        }
     };
     layout::page(operator, &format!("Rules of {}", view.code), body).into_response()
 }

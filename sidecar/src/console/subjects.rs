@@ -22,8 +22,8 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
     let requests = service.requests(operator.workspace, PAGE).await?;
     let body = html! {
         h1 { "Privacy requests" }
-        p { "Erasures of a recipient's data made through " code { "POST /api/v1/subjects/erase" }
-            ", newest first. What an erase removes and what stays: docs/PRIVACY.md." }
+        p { "Erasures of a recipient's data (here or through " code { "POST /api/v1/subjects/erase" }
+            "), newest first. What an erase removes and what stays: docs/PRIVACY.md." }
         div.wide { table {
             thead { tr {
                 th scope="col" { "Made" } th scope="col" { "Request" } th scope="col" { "By" }
@@ -44,6 +44,7 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
                 @if requests.is_empty() { tr { td colspan="8" { "No request yet." } } }
             }
         } }
+        (super::subject_forms::forms(&operator))
     };
     Ok(layout::page(&operator, "Privacy requests", body).into_response())
 }

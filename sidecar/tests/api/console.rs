@@ -800,15 +800,25 @@ async fn every_page_renders_for_an_admin(backend: Backend) {
     let uploaded = browser.upload_bulk(&csrf, csv).await;
     assert_eq!(uploaded.status(), StatusCode::SEE_OTHER);
     let job = location(&uploaded).to_owned();
-    let mut finished = false;
+    let mut finished = None;
     for _ in 0..100 {
-        if browser.page(&job).await.contains("Finished") {
-            finished = true;
+        let page = browser.page(&job).await;
+        if page.contains("Finished") {
+            finished = Some(page);
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(finished);
+    let finished = finished.expect("the upload finished");
+    // The refused row on the page itself, with its line and why (issue 80).
+    let refused = finished
+        .split("<table class=\"refused\">")
+        .nth(1)
+        .expect(&finished);
+    assert!(
+        refused.contains("<td class=\"num\">2</td><td class=\"num\">422</td>"),
+        "{refused}"
+    );
     let results = browser.page(&format!("{job}/results.csv")).await;
     let lines: Vec<&str> = results.lines().collect();
     assert_eq!(lines.len(), 4, "{results}");

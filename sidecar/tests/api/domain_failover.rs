@@ -640,7 +640,7 @@ async fn the_console_shows_the_drain_and_its_buttons_change_it(backend: Backend)
         "{s2}"
     );
     let shown = browser.page("/console/domains").await;
-    assert!(shown.contains("no, drained by hand"), "{shown}");
+    assert!(shown.contains("no new links: drained by hand"), "{shown}");
     assert!(
         shown.contains("/console/domains/s2.example/restore"),
         "{shown}"

@@ -243,12 +243,19 @@ fn a_callback_while_the_sidecar_is_down_leaves_its_token_in_no_log() {
     assert!(token.starts_with("slc_"), "{path}");
     system.sidecar.process.stop();
 
-    let (status, body) = get_json(&system, &format!("{path}?{DELIVERED}&mid=m-1"));
-    assert_eq!(status, 502, "{body}");
-    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    let url = format!(
+        "http://127.0.0.1:{}{path}?{DELIVERED}&mid=m-1",
+        system.nginx.api_port
+    );
+    let answer = http_client().get(url).send().expect("reach nginx");
+    let status = answer.status().as_u16();
+    let body = answer.text().unwrap();
 
     let error_log = system.nginx.error_log();
     assert!(!error_log.contains(&token), "the error log: {error_log}");
+    assert_eq!(status, 502, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
     let access = std::fs::read_to_string(system.nginx.prefix.join("callbacks.log")).unwrap();
     assert!(!access.contains(&token), "the access log: {access}");
     assert!(!access.contains("DELIVRD"), "no query either: {access}");

@@ -211,7 +211,7 @@ async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
         .unwrap_or_else(|| panic!("no orphan row: {row}"));
     assert!(row["shown"].as_bool().unwrap(), "{row}");
     assert!(
-        text.contains("s1.test") && text.contains("invalid_short_url"),
+        text.contains("s1.test") && text.contains("Unknown code"),
         "{text}"
     );
 

@@ -545,7 +545,9 @@ fn right_after_start_every_domain_is_listed_unknown_and_its_first_check_runs_at_
     let page = console_domains();
     for domain in expected {
         assert!(
-            page.contains(&format!("<td>{domain}</td><td>unknown</td>")),
+            page.contains(&format!(
+                "<td>{domain}</td><td class=\"state\">unknown</td>"
+            )),
             "{domain} not listed as unknown:\n{page}"
         );
     }
@@ -579,7 +581,9 @@ fn right_after_start_every_domain_is_listed_unknown_and_its_first_check_runs_at_
     let page = console_domains();
     for domain in expected {
         assert!(
-            page.contains(&format!("<td>{domain}</td><td>healthy</td>")),
+            page.contains(&format!(
+                "<td>{domain}</td><td class=\"state\">healthy</td>"
+            )),
             "{domain} not healthy on the page:\n{page}"
         );
     }

@@ -19,6 +19,7 @@ mod code_scheme;
 mod compose;
 mod compose_browser;
 mod console;
+mod console_widths_browser;
 mod contract;
 mod crate_graph;
 mod delivery_callbacks;

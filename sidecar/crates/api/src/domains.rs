@@ -19,6 +19,7 @@ use shortlink_domains::health::DomainStatus;
 use shortlink_visits::orphans::OrphanCounts;
 use std::collections::BTreeMap;
 
+pub mod moved;
 pub mod not_found;
 pub mod reasons;
 pub mod reissue;

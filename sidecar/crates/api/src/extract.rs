@@ -197,12 +197,12 @@ impl FromRequestParts<AppState> for DomainContext {
         // Which workspace each domain is: from nginx's list only, so that a header sent around
         // nginx cannot claim another brand's domain (and read its health).
         // A changed list may have moved a domain: its former owner's not-found redirects go
-        // (domains::not_found::drop_moved). A failure costs this request nothing: Redis keys
+        // (domains::moved::drop_moved). A failure costs this request nothing: Redis keys
         // each domain's setting by workspace, so a stale row never answers anyway.
         let changed = (lists.as_ref().filter(|_| issuing_trusted))
             .is_some_and(|lists| state.domains.sections(lists));
         if changed {
-            if let Err(error) = crate::domains::not_found::drop_moved(state).await {
+            if let Err(error) = crate::domains::moved::drop_moved(state).await {
                 tracing::warn!(%error, "cannot drop the not-found redirects of moved domains");
             }
         }

@@ -34,7 +34,7 @@ mod resolve;
 mod retention;
 mod state;
 pub mod stats;
-mod subjects;
+pub mod subjects;
 mod throttle;
 mod visits;
 mod webhooks;

@@ -161,6 +161,16 @@ pub trait Storage: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> StorageResult<CampaignStats>;
 
+    /// The campaigns of `workspace` (only those named in `only`, if given) with the aggregates
+    /// [`Storage::campaign_stats`] answers, most visited first, at most `limit`.
+    async fn campaign_totals(
+        &self,
+        workspace: WorkspaceId,
+        only: Option<&[String]>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> StorageResult<Vec<(String, CampaignStats)>>;
+
     /// Inserts the idempotency key unless it exists; returns its row either way.
     async fn claim_idempotency_key(
         &self,

@@ -97,6 +97,9 @@ pub struct LinkFilter {
     pub tag: Option<String>,
     /// Links in this state at `now`.
     pub state: Option<(LinkState, DateTime<Utc>)>,
+    /// Links with this text in their code, target, recipient reference, campaign or tags, any
+    /// case (the console's search; each backend's index: the `link_search` migrations).
+    pub search: Option<String>,
 }
 
 impl LinkFilter {
@@ -117,6 +120,7 @@ impl LinkFilter {
             recipient_ref: None,
             tag: None,
             state: None,
+            search: None,
         }
     }
 

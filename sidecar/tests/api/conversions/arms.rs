@@ -97,20 +97,20 @@ async fn arms_carry_their_url_and_condition_in_the_api_and_the_console() {
     browser.sign_in(API_KEY).await;
     let page = browser.page(&format!("/console/links/{code}/ab")).await;
     for arm in [
-        "<td class=\"arm\">https://b.example/landing<br><span class=\"hint\">when device ios · rule 1, variant 1</span>",
-        "<td class=\"arm\">https://pt.example/<br><span class=\"hint\">when country PT or BR · rule 0</span>",
-        "<td class=\"arm\">https://shop.example/spring<br><span class=\"hint\">own target</span>",
+        "<td class=\"arm\">https://b.example/landing<br><span class=\"hint\">when device ios · rule 2, arm B</span>",
+        "<td class=\"arm\">https://pt.example/<br><span class=\"hint\">when country PT or BR · rule 1</span>",
+        "<td class=\"arm\">https://shop.example/spring<br><span class=\"hint\">the link's own target</span>",
     ] {
         assert!(page.contains(arm), "{arm}: {page}");
     }
     assert!(
-        page.contains(">a.example/landing</text>"),
-        "the chart's label: {page}"
+        page.contains("<strong class=\"arm-name\">https://a.example/landing</strong>"),
+        "the chart's label, whole: {page}"
     );
     let page = browser.page("/console/campaigns/ab?campaign=spring").await;
     assert!(
         page.contains("<td class=\"arm\">https://a.example/landing<br>")
-            && page.contains("<td class=\"arm\">rule 1, variant 1<br>"),
+            && page.contains("<td class=\"arm\">rule 2, arm B<br>"),
         "{page}"
     );
 }

@@ -60,7 +60,7 @@ async fn the_ab_pages_show_rates_intervals_and_the_verdict() {
     );
     assert!(
         page.contains(&format!(
-            "About {more_control} more clicks on the control and {more_variant} on variant 1"
+            "About {more_control} more clicks on the control and {more_variant} on arm B"
         )),
         "{page}"
     );

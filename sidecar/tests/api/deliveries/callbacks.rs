@@ -7,11 +7,29 @@ use super::*;
 use crate::workspaces::{create_workspace, operator_key, workspace_key};
 use shortlink_sidecar::http::deliveries::twilio_signature;
 
-/// The query string of an observed request line (`GET /dlr?<query> HTTP/1.1`).
+/// The query string of an observed request line (`GET /dlr?<query> HTTP/1.1`), its `ts`
+/// moved by [`observed_shift`].
 fn observed_query(name: &str) -> String {
     let text = fixture(&format!("kannel-observed/{name}"));
     let target = text.lines().next().unwrap().split(' ').nth(1).unwrap();
-    target.split_once('?').unwrap().1.to_owned()
+    let query = target.split_once('?').unwrap().1;
+    (query.split('&'))
+        .map(|pair| match pair.strip_prefix("ts=") {
+            Some(ts) => format!("ts={}", ts.parse::<i64>().unwrap() + observed_shift()),
+            None => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Seconds added to the observed reports' times (Kannel's `ts`, recorded on 2026-11-27): whole
+/// days, so that they fall within the last day, in their order. A report older than the
+/// receipts' window is taken at its arrival instead, and the fixtures must not age into that.
+fn observed_shift() -> i64 {
+    static SHIFT: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    const RECORDED: i64 = 1_795_804_000;
+    const DAY: i64 = 86_400;
+    *SHIFT.get_or_init(|| (chrono::Utc::now().timestamp() - RECORDED) / DAY * DAY)
 }
 
 /// Nothing any receipt table holds names the recipient (`+1555…`, `4477…`).
@@ -102,7 +120,11 @@ async fn kannel_reports_as_observed_are_read() {
         ),
         (&json!("005"), &json!("stat:UNDELIV"), &json!("dbl"))
     );
-    assert_eq!(failed["at"], "2026-11-27T18:26:59Z");
+    let observed = chrono::DateTime::from_timestamp(1_795_804_019 + observed_shift(), 0).unwrap();
+    assert_eq!(
+        failed["at"],
+        observed.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
     let (_, rejected) = send("dlr-16-smsc-reject-REJ1.http").await;
     assert_eq!(rejected["error_text"], "ERR 88 destination blocked");
     let (_, tempfail) = send("dlr-16-retries-exceeded-TMP1.http").await;

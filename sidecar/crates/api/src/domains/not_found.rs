@@ -9,19 +9,19 @@
 //! A domain's setting belongs to the workspace that maps the domain now (issue 77). Redis keys
 //! each domain's setting by its workspace and both the module and the fallback apply only the
 //! one of the workspace nginx maps the host to, so a former owner's row never answers; and when
-//! nginx's issuing list shows a domain moved ([`drop_moved`]), the former owner's row is dropped
+//! nginx's issuing list shows a domain moved ([`super::moved::drop_moved`]), the former owner's row is dropped
 //! (not handed over: a URL one brand chose for its visitors is not another brand's to inherit),
 //! audited in the former owner's log, and the hash rewritten.
 
+use super::moved::reproject;
 use super::scope::known;
 use crate::{AppState, DomainContext, ErrorBody, InWorkspace, Json, Path, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_core::projection::not_found::{project, NotFoundError};
 use shortlink_core::service::validate::lifecycle_url;
-use shortlink_store::audit::{Actor, Changes, Origin};
+use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::{NotFoundRedirects, WorkspaceId};
 use utoipa::ToSchema;
 
@@ -252,65 +252,7 @@ pub async fn save(
     };
     let entry = origin.entry("not_found_redirects.set", object, changes);
     storage.append_audit(&entry).await?;
-    project(storage.as_ref(), state.links.projection())
-        .await
-        .map_err(|e| match e {
-            NotFoundError::Storage(e) => crate::Error::from(e),
-            NotFoundError::Redis(e) => crate::Error::RedisUnavailable(e),
-        })?;
+    reproject(state).await?;
     let row = (!row.is_empty()).then_some(row);
     Ok(Json(view(domain, row)))
-}
-
-/// Drops the domain settings of workspaces that no longer hold the domain, as nginx's issuing
-/// list (just taken: `DomainContext`) groups the domains, then rewrites `sl:nf`. Each drop is
-/// audited in the former owner's log as `not_found_redirects.moved`. Runs when the list changes
-/// (a domain moved between parts, or dropped from its brand's part), so a stale row left by a move
-/// is gone whichever sidecar sees the new list first. How many rows it dropped.
-pub async fn drop_moved(state: &AppState) -> Result<usize> {
-    let storage = state.links.storage();
-    let rows = storage.not_found_redirects(None).await?;
-    let slugs: std::collections::HashMap<_, _> = (storage.workspaces().await?.into_iter())
-        .map(|w| (w.id, w.slug))
-        .collect();
-    let moved: Vec<_> = (rows.into_iter())
-        .filter(|row| !row.domain.is_empty())
-        .filter(|row| {
-            let owner = state.domains.workspace_of(&row.domain);
-            slugs.get(&row.workspace) != Some(&owner)
-        })
-        .collect();
-    for row in &moved {
-        let dropped = NotFoundRedirects {
-            root_url: None,
-            unknown_url: None,
-            expired_url: None,
-            updated_at: Utc::now(),
-            ..row.clone()
-        };
-        storage.put_not_found_redirects(&dropped).await?;
-        let origin = Origin {
-            workspace_id: row.workspace.get(),
-            ..Origin::new(Actor::system("issuing list"))
-        };
-        let mut changes = Changes::new();
-        for (field, url) in [
-            ("root_url", &row.root_url),
-            ("unknown_url", &row.unknown_url),
-            ("expired_url", &row.expired_url),
-        ] {
-            changes = changes.diff(field, url.clone(), None);
-        }
-        let entry = origin.entry("not_found_redirects.moved", row.domain.as_str(), changes);
-        storage.append_audit(&entry).await?;
-    }
-    if !moved.is_empty() {
-        project(storage.as_ref(), state.links.projection())
-            .await
-            .map_err(|e| match e {
-                NotFoundError::Storage(e) => crate::Error::from(e),
-                NotFoundError::Redis(e) => crate::Error::RedisUnavailable(e),
-            })?;
-    }
-    Ok(moved.len())
 }

@@ -44,6 +44,20 @@ impl LinkService {
         Ok(stats)
     }
 
+    /// The campaigns of `workspace` (those of `only`, if given) with the aggregates
+    /// [`LinkService::campaign`] answers for each, most visited first, at most `limit`.
+    pub async fn campaigns(
+        &self,
+        workspace: WorkspaceId,
+        only: Option<&[String]>,
+        limit: u32,
+    ) -> Result<Vec<(String, CampaignStats)>, ServiceError> {
+        Ok(self
+            .storage
+            .campaign_totals(workspace, only, storage::now(), limit)
+            .await?)
+    }
+
     /// What nginx would answer for `code` and this click on a host of `host_workspace` (the
     /// workspace nginx maps the short domain to), from SQL. Repairs the Redis key in the
     /// background if it is missing. A code of another workspace is not found, as the module

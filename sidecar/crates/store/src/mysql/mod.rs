@@ -6,6 +6,7 @@
 mod connect;
 mod insert;
 mod marker;
+mod search;
 
 pub use connect::pool;
 pub use marker::My;
@@ -68,6 +69,22 @@ impl Dialect for My {
             .push(" AND JSON_CONTAINS(tags, JSON_QUOTE(")
             .bind(Value::Text(tag))
             .push("))");
+    }
+
+    fn push_search(query: &mut Statement, text: &str) {
+        // The FULLTEXT index finds the links holding words that begin like the text's words;
+        // LIKE keeps those holding the text itself. Without a word it could use, LIKE alone.
+        let words = search::required_words(text);
+        if !words.is_empty() {
+            query
+                .push(" AND MATCH (search_text) AGAINST (")
+                .bind(Value::Text(words))
+                .push(" IN BOOLEAN MODE)");
+        }
+        query
+            .push(" AND search_text LIKE ")
+            .bind(Value::Text(crate::sql::rows::like_anywhere(text)))
+            .push(" ESCAPE '!'");
     }
 
     async fn begin_quiesced(pool: &Pool<MySql>) -> StorageResult<Transaction<'static, MySql>> {

@@ -51,6 +51,17 @@ impl Dialect for Pg {
             .push("::text)");
     }
 
+    fn push_search(query: &mut Statement, text: &str) {
+        // The expression of the `links_search` trigram index, word for word.
+        query
+            .push(
+                " AND lower(code || ' ' || target || ' ' || coalesce(recipient_ref, '') || ' ' || \
+                 coalesce(campaign, '') || ' ' || coalesce(tags::text, '')) LIKE ",
+            )
+            .bind(Value::Text(crate::sql::rows::like_anywhere(text)))
+            .push(" ESCAPE '!'");
+    }
+
     async fn begin_quiesced(
         pool: &Pool<Postgres>,
     ) -> StorageResult<Transaction<'static, Postgres>> {

@@ -83,6 +83,10 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// Appends ` AND <the link carries tag>`.
     fn push_tag(query: &mut Statement, tag: String);
 
+    /// Appends ` AND <text, lowercase and of 3 characters or more, is in the link's code, target,
+    /// recipient reference, campaign or tags>`, read from the backend's search index.
+    fn push_search(query: &mut Statement, text: &str);
+
     /// Starts a write transaction (waiting out a busy pool in a bulk write: [`crate::patience`]).
     async fn begin(pool: &Pool<Self::DB>) -> StorageResult<Transaction<'static, Self::DB>> {
         (crate::patience::begin(pool, None).await).map_err(StorageError::classify)

@@ -7,6 +7,7 @@
 mod access;
 mod audit;
 pub(crate) mod batch;
+mod campaigns;
 pub(crate) mod columns;
 mod dialect;
 mod driver;

@@ -201,6 +201,9 @@ pub(crate) fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter
     if let Some(tag) = &filter.tag {
         D::push_tag(query, tag.clone());
     }
+    if let Some(text) = &filter.search {
+        push_search::<D>(query, text);
+    }
     if let Some((state, now)) = filter.state {
         match state {
             LinkState::Revoked => {
@@ -217,6 +220,37 @@ pub(crate) fn push_filter<D: Dialect>(query: &mut Statement, filter: &LinkFilter
             }
         }
     }
+}
+
+/// Shortest text the search indexes answer (trigrams): a shorter one matches a whole code,
+/// reference or campaign only, which their own indexes find.
+pub(crate) const SEARCH_MIN_CHARS: usize = 3;
+
+fn push_search<D: Dialect>(query: &mut Statement, text: &str) {
+    let text = text.trim().to_lowercase();
+    if text.chars().count() < SEARCH_MIN_CHARS {
+        let text = Value::Text(text);
+        query.push(" AND (LOWER(code) = ").bind(text.clone());
+        query.push(" OR LOWER(recipient_ref) = ").bind(text.clone());
+        query.push(" OR LOWER(campaign) = ").bind(text).push(")");
+    } else {
+        D::push_search(query, &text);
+    }
+}
+
+/// `%<text>%` for `LIKE ... ESCAPE '!'` (a character no backend's string syntax treats apart,
+/// unlike the backslash in MariaDB's): the text's own `%`, `_` and `!` match themselves.
+pub(crate) fn like_anywhere(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '!') {
+            pattern.push('!');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// `<head> (<values>)`: a comma-separated list of bound values closing the statement.

@@ -6,6 +6,7 @@
 //! "already there", and a value written is read back in the same transaction.
 
 use super::audit::HeadHints;
+use super::campaigns;
 use super::dialect::Dialect;
 use super::driver::Driver;
 use super::rows;
@@ -260,37 +261,27 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         campaign: &str,
         now: DateTime<Utc>,
     ) -> StorageResult<CampaignStats> {
-        let int = D::BIGINT;
-        let query = statement(
-            &format!(
-                "SELECT COUNT(*) AS links, \
-                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NULL \
-                     AND (expires_at IS NULL OR expires_at > ?) THEN 1 ELSE 0 END), 0) AS {int}) AS live, \
-                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NULL AND expires_at <= ? \
-                     THEN 1 ELSE 0 END), 0) AS {int}) AS expired, \
-                   CAST(COALESCE(SUM(CASE WHEN revoked_at IS NOT NULL THEN 1 ELSE 0 END), 0) \
-                     AS {int}) AS revoked, \
-                   CAST(COALESCE(SUM(visit_count), 0) AS {int}) AS visits \
-                 FROM links WHERE workspace_id = ? AND campaign = ?"
-            ),
-            [
-                D::time(now),
-                D::time(now),
-                Value::Int(workspace.get()),
-                Value::Text(campaign.to_owned()),
-            ],
-        );
+        let query = campaigns::one::<D>(workspace, campaign, now);
         let row = self
             .row(query)
             .await?
             .ok_or_else(|| StorageError::Corrupt("no campaign aggregate".into()))?;
-        Ok(CampaignStats {
-            links: D::DB::int(&row, "links")?,
-            live: D::DB::int(&row, "live")?,
-            expired: D::DB::int(&row, "expired")?,
-            revoked: D::DB::int(&row, "revoked")?,
-            visits: D::DB::int(&row, "visits")?,
-        })
+        campaigns::stats::<D>(&row)
+    }
+
+    async fn campaign_totals(
+        &self,
+        workspace: WorkspaceId,
+        only: Option<&[String]>,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> StorageResult<Vec<(String, CampaignStats)>> {
+        let Some(query) = campaigns::many::<D>(workspace, only, now, limit) else {
+            return Ok(Vec::new());
+        };
+        (self.rows(query).await?.iter())
+            .map(|row| Ok((D::read_text(row, "campaign")?, campaigns::stats::<D>(row)?)))
+            .collect()
     }
 
     async fn claim_idempotency_key(

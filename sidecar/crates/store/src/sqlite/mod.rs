@@ -67,6 +67,18 @@ impl Dialect for Lite {
             .push(")");
     }
 
+    fn push_search(query: &mut Statement, text: &str) {
+        // No index (migration 81 says why): the workspace's links are read. SQLite's LIKE
+        // ignores the case of ASCII letters, as `lower()` does.
+        query
+            .push(
+                " AND (links.code || ' ' || links.target || ' ' || coalesce(links.recipient_ref, '') \
+                 || ' ' || coalesce(links.campaign, '') || ' ' || coalesce(links.tags, '')) LIKE ",
+            )
+            .bind(Value::Text(crate::sql::rows::like_anywhere(text)))
+            .push(" ESCAPE '!'");
+    }
+
     async fn begin(pool: &Pool<Sqlite>) -> StorageResult<Transaction<'static, Sqlite>> {
         (crate::patience::begin(pool, Some("BEGIN IMMEDIATE")).await)
             .map_err(StorageError::classify)
