@@ -24,8 +24,8 @@ use std::sync::Arc;
 pub const PARALLEL_GROUPS: usize = 2;
 /// Groups written at once on SQLite: two. Their transactions queue for the one write
 /// connection, so the second only gets ready (plan, codes, rows) while the first writes, and
-/// starts inserting the moment it commits. More would only wait longer, and under load could
-/// outwait the pool's acquire timeout (503).
+/// starts inserting the moment it commits. More would only wait longer (a group waits out the
+/// busy writer past the pool's acquire timeout: `shortlink_store::patience`).
 pub const PARALLEL_GROUPS_SQLITE: usize = 2;
 /// Groups rendered at once (after their commit).
 const PARALLEL_RENDERS: usize = 2;
