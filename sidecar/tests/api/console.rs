@@ -425,15 +425,20 @@ pub(crate) fn location(response: &reqwest::Response) -> &str {
     response.headers()[LOCATION].to_str().unwrap()
 }
 
-pub(crate) fn new_key(app: &TestApp, name: &str, role: &str) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+/// Creates a key with the CLI beside the running app. Awaited, never a blocking wait: the app
+/// runs on the test's runtime, and a test on a current-thread runtime blocked in the command
+/// would stop it mid-transaction, holding SQLite's write lock while the command waits for it
+/// ("database is locked" after the whole --db-timeout; issue 82).
+pub(crate) async fn new_key(app: &TestApp, name: &str, role: &str) -> String {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
         .args(["keys", "create", "--name", name, "--role", role])
         .args(["--database-url", &app.database_url])
-        // The sidecar under test shares the SQLite file: on a loaded machine its start-up writes
-        // held the lock past the default 3 s once (ci77); an operator's command may wait longer.
+        // The app under test shares the SQLite file and its jobs write beside the command: an
+        // operator's command may wait longer than a request.
         .args(["--db-timeout", "30s"])
         .env("RUST_LOG", "warn")
         .output()
+        .await
         .expect("run shortlink-sidecar");
     assert!(
         output.status.success(),
@@ -481,7 +486,7 @@ async fn sign_in_takes_a_valid_key_and_refuses_others() {
             .contains("not a valid API key"));
         assert!(!browser.cookies.contains_key("shortlink_console"));
     }
-    let resolve = new_key(&app, "fallback", "resolve");
+    let resolve = new_key(&app, "fallback", "resolve").await;
     let refused = browser.sign_in(&resolve).await;
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
 
@@ -582,7 +587,7 @@ async fn forms_without_their_csrf_token_are_refused() {
 async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
     let app = spawn_app(Backend::Sqlite).await;
     let code = app.create_code("https://a.example/").await;
-    let viewer = new_key(&app, "support desk", "viewer");
+    let viewer = new_key(&app, "support desk", "viewer").await;
     let mut browser = Browser::new(&app);
     assert_eq!(
         browser.sign_in(&viewer).await.status(),
@@ -642,7 +647,7 @@ async fn viewers_see_no_create_or_revoke_and_cannot_post_them() {
 
 async fn a_revoked_key_ends_its_sessions(backend: Backend) {
     let app = spawn_app(backend).await;
-    let key = new_key(&app, "ops laptop", "issuer");
+    let key = new_key(&app, "ops laptop", "issuer").await;
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_in(&key).await.status(), StatusCode::SEE_OTHER);
     browser.page("/console/").await;
@@ -982,7 +987,7 @@ async fn admins_import_another_shorteners_links() {
     let app = spawn_app(Backend::Sqlite).await;
     app.create(json!({"url": "https://ours.example/", "code": "taken-one"}))
         .await;
-    let issuer = new_key(&app, "issuer", "issuer");
+    let issuer = new_key(&app, "issuer", "issuer").await;
     let mut browser = Browser::new(&app);
     browser.sign_in(&issuer).await;
     assert_eq!(

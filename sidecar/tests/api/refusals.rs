@@ -132,7 +132,7 @@ async fn form_says(page: reqwest::Response, refusal: &Refusal, message: &str) {
 
 /// A browser signed in to the console with a new admin key, and its session's CSRF token.
 async fn signed_in_admin(app: &TestApp) -> (Browser<'_>, String) {
-    let admin = new_key(app, "ops", "admin");
+    let admin = new_key(app, "ops", "admin").await;
     let mut browser = Browser::new(app);
     assert_eq!(
         browser.sign_in(&admin).await.status(),
