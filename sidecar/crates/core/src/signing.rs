@@ -31,6 +31,15 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8]) -> Option<i64> {
     bool::from(expected.as_bytes().ct_eq(given.as_bytes())).then_some(unix_seconds)
 }
 
+/// A key of its own for `purpose` from a deployment's `secret` (HMAC-SHA256 of the purpose):
+/// each use of one secret (the code secret seals callback secrets and signs `dlr-url`s) gets
+/// another key, and none reveals the secret or another use's key.
+pub fn derive_key(secret: &[u8], purpose: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    mac.update(purpose);
+    mac.finalize().into_bytes().into()
+}
+
 /// The header's value for `body` sent now.
 pub fn signature_now(secret: &[u8], body: &[u8]) -> String {
     signature(secret, chrono::Utc::now().timestamp(), body)

@@ -9,9 +9,7 @@
 //! before sealing (plain text): read as such, and sealed by the start-up pass ([`reseal`]).
 
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
-use sha2::Sha256;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::CallbackTokenStore;
 
@@ -39,10 +37,7 @@ pub struct Unopened;
 impl Sealer {
     /// The sealer of the deployment whose code secret is `code_secret`.
     pub fn new(code_secret: &[u8]) -> Sealer {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(code_secret)
-            .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
-        mac.update(PURPOSE);
-        let derived = mac.finalize().into_bytes();
+        let derived = shortlink_core::signing::derive_key(code_secret, PURPOSE);
         let key = UnboundKey::new(&CHACHA20_POLY1305, &derived)
             .unwrap_or_else(|_| unreachable!("ChaCha20-Poly1305 takes a 32-byte key"));
         Sealer {

@@ -44,9 +44,7 @@ pub struct SignedMessage<'a> {
 impl DlrKey {
     /// The key derived from the code secret's bytes.
     pub fn derive(code_secret: &[u8]) -> Self {
-        let mut mac = Hmac::<Sha256>::new_from_slice(code_secret).expect("HMAC takes any key");
-        mac.update(PURPOSE);
-        DlrKey(mac.finalize().into_bytes().into())
+        DlrKey(shortlink_core::signing::derive_key(code_secret, PURPOSE))
     }
 
     fn mac(&self, message: SignedMessage<'_>) -> [u8; SIGNATURE_BYTES] {
