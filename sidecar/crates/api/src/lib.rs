@@ -116,11 +116,6 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         // their credential (deliveries::callbacks).
         .merge(
             deliveries::callbacks_router()
-                // Unknown tokens limited per client address (callbacks::strikes).
-                .route_layer(axum::middleware::from_fn_with_state(
-                    std::sync::Arc::new(deliveries::callbacks::strikes::UnknownTokens::default()),
-                    deliveries::callbacks::strikes::guard,
-                ))
                 .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
         )
         // No /metrics here: it names every workspace's domains, so it is the operator's, on a

@@ -24,6 +24,8 @@ pub struct AppState {
     pub sends: Arc<crate::gateway::sends::Sends>,
     /// The callbacks' receipts waiting for their workspace's group commit (issue 68).
     pub receipt_groups: Arc<crate::deliveries::callbacks::ReceiptGroups>,
+    /// Unknown callback tokens presented per client address (issue 77).
+    pub unknown_tokens: Arc<crate::deliveries::callbacks::strikes::UnknownTokens>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.

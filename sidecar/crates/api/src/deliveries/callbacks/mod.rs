@@ -31,6 +31,7 @@ use params::Params;
 use shortlink_store::{StorageError, WorkspaceId};
 use shortlink_visits::deliveries::{CallbackToken, Gateway, Invalid, NewReceipt, Refusal};
 use std::sync::Arc;
+use strikes::Caller;
 use subtle::ConstantTimeEq;
 
 pub use group::ReceiptGroups;
@@ -75,11 +76,18 @@ fn no_callback() -> Error {
 
 /// The live token `token` of `gateway`, or 404; 403 while its workspace is suspended, 429 past
 /// its rate ([`limit`]). A token no workspace ever had counts against the caller's address
-/// ([`strikes`], which refuses a spent address before this runs).
-async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<CallbackToken> {
+/// ([`strikes`]): a spent address is refused before its token is hashed.
+async fn token_of(
+    state: &AppState,
+    caller: &Caller,
+    token: &str,
+    gateway: Gateway,
+) -> Result<CallbackToken> {
+    let unknown = &state.unknown_tokens;
+    caller.admit(unknown)?;
     // Longer than any token made: refused unhashed.
     if token.len() > 128 {
-        strikes::strike();
+        caller.strike(unknown);
         return Err(no_callback());
     }
     let hash = hash_api_key(token);
@@ -90,7 +98,7 @@ async fn token_of(state: &AppState, token: &str, gateway: Gateway) -> Result<Cal
         .token_for_callback(&hash)
         .await?;
     if found.is_none() {
-        strikes::strike();
+        caller.strike(unknown);
     }
     let (found, suspended) = found
         .filter(|(t, _)| bool::from(t.token_hash.as_bytes().ct_eq(hash.as_bytes())))
@@ -190,10 +198,11 @@ fn shared_error(error: Arc<StorageError>) -> Error {
     ))]
 pub async fn kannel_dlr(
     State(state): State<AppState>,
+    caller: Caller,
     Path(token): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
-    let token = token_of(&state, &token, Gateway::Kannel).await?;
+    let token = token_of(&state, &caller, &token, Gateway::Kannel).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
     let signature = params.get("sig");
     receive(&state, &token, kannel::receipt(&params), signature).await
@@ -218,12 +227,13 @@ pub async fn kannel_dlr(
     ))]
 pub async fn twilio_status(
     State(state): State<AppState>,
+    caller: Caller,
     Path(token): Path<String>,
     headers: HeaderMap,
     uri: Uri,
     body: Bytes,
 ) -> Result<Response> {
-    let token = token_of(&state, &token, Gateway::Twilio).await?;
+    let token = token_of(&state, &caller, &token, Gateway::Twilio).await?;
     if crate::ndjson::media_type(&headers).as_deref() != Some("application/x-www-form-urlencoded") {
         return Err(Error::Request {
             status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -296,10 +306,11 @@ fn signed_urls(headers: &HeaderMap, uri: &Uri) -> Vec<String> {
     ))]
 pub async fn vonage_get(
     State(state): State<AppState>,
+    caller: Caller,
     Path(token): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
-    let token = token_of(&state, &token, Gateway::Vonage).await?;
+    let token = token_of(&state, &caller, &token, Gateway::Vonage).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
     receive(&state, &token, vonage::receipt(&params, &params), None).await
 }
@@ -322,11 +333,12 @@ pub async fn vonage_get(
     ))]
 pub async fn vonage_post(
     State(state): State<AppState>,
+    caller: Caller,
     Path(token): Path<String>,
     uri: Uri,
     body: Bytes,
 ) -> Result<Response> {
-    let token = token_of(&state, &token, Gateway::Vonage).await?;
+    let token = token_of(&state, &caller, &token, Gateway::Vonage).await?;
     let object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&body)
         .map_err(|error| Error::Request {
             status: StatusCode::BAD_REQUEST,

@@ -16,52 +16,48 @@
 //! as a whole. The client address comes from nginx's `X-Real-IP`, trusted only with the proxy
 //! secret (`crate::request_id`); a request without one shares that same budget.
 //!
-//! [`guard`] wraps the callback routes: it refuses a spent address before the handler runs, and
-//! lets the handler's token check ([`strike`], from `token_of`) count an unknown token against
-//! the address it came from.
+//! A callback handler takes its [`Caller`]: [`Caller::admit`] refuses a spent address before the
+//! token is hashed or looked up, and [`Caller::strike`] counts an unknown token against it. An
+//! extractor rather than a layer: nothing runs for a callback beyond the table's lock.
 
 use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
-use crate::Error;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use crate::{AppState, Error};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use shortlink_core::sync::LockOrRecover;
 use shortlink_store::audit::RequestInfo;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The caller of the callback being handled: its address and the table it counts in.
-struct Caller {
-    addr: Option<String>,
-    table: Arc<UnknownTokens>,
+/// Who presents a callback token: its slot in this sidecar's table of unknown tokens.
+pub struct Caller {
+    client: Client,
 }
 
-tokio::task_local! {
-    static CALLER: Caller;
-}
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Infallible;
 
-/// The callback routes' layer: 429 for an address that has spent its unknown tokens (nothing
-/// hashed, nothing read), else the handler, which may [`strike`].
-pub async fn guard(
-    State(table): State<Arc<UnknownTokens>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let addr =
-        (request.extensions().get::<RequestInfo>()).and_then(|info| info.client_addr.clone());
-    if let Err(error) = table.admit(addr.as_deref()) {
-        return error.into_response();
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Infallible> {
+        let addr = (parts.extensions.get::<RequestInfo>()).and_then(|i| i.client_addr.as_deref());
+        Ok(Caller {
+            client: Client::of(addr),
+        })
     }
-    CALLER
-        .scope(Caller { addr, table }, next.run(request))
-        .await
 }
 
-/// Counts an unknown token against the caller being handled (none outside [`guard`]).
-pub fn strike() {
-    let _ = CALLER.try_with(|caller| caller.table.strike(caller.addr.as_deref()));
+impl Caller {
+    /// 429 if this caller has no unknown token left to present now.
+    pub fn admit(&self, table: &UnknownTokens) -> Result<(), Error> {
+        table.admit_at(self.client, Instant::now())
+    }
+
+    /// Counts one unknown token presented by this caller.
+    pub fn strike(&self, table: &UnknownTokens) {
+        table.strike_at(self.client, Instant::now());
+    }
 }
 
 /// Unknown tokens an address may present at once.
@@ -101,16 +97,6 @@ pub struct UnknownTokens {
 }
 
 impl UnknownTokens {
-    /// 429 if the address at `addr` has no unknown token left to present now.
-    pub fn admit(&self, addr: Option<&str>) -> Result<(), Error> {
-        self.admit_at(Client::of(addr), Instant::now())
-    }
-
-    /// Counts one unknown token presented from `addr`.
-    pub fn strike(&self, addr: Option<&str>) {
-        self.strike_at(Client::of(addr), Instant::now());
-    }
-
     fn admit_at(&self, client: Client, now: Instant) -> Result<(), Error> {
         let full_at = self.full_at.lock_or_recover();
         let client = Self::slot(&full_at, client);
