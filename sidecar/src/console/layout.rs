@@ -98,12 +98,12 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
         }
     };
     let who = html! {
-        (operator.name) " (" (operator.role.as_str()) ", workspace "
-        (operator.workspace_slug) ") "
+        (operator.name) " (" (operator.role.as_str()) ", " (operator.workspace_name) ") "
     };
     let here = Place::Workspace {
         id: operator.workspace,
         slug: operator.workspace_slug.clone(),
+        name: operator.workspace_name.clone(),
     };
     shell(
         title,

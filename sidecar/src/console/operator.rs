@@ -20,6 +20,8 @@ pub struct Operator {
     /// Every page shows and changes this workspace's objects only, as the key's API requests do.
     pub workspace: WorkspaceId,
     pub workspace_slug: String,
+    /// The workspace's name, as its own page shows it.
+    pub workspace_name: String,
     pub csrf: String,
     /// Every place of the session, this one included (the switcher shows the others).
     pub places: Vec<Place>,
@@ -73,7 +75,11 @@ impl Operator {
 /// Where a key acts: its workspace, or the whole installation (an operator key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Place {
-    Workspace { id: WorkspaceId, slug: String },
+    Workspace {
+        id: WorkspaceId,
+        slug: String,
+        name: String,
+    },
     Installation,
 }
 
@@ -90,7 +96,8 @@ impl Place {
     /// What people read in the switcher.
     pub fn label(&self) -> String {
         match self {
-            Place::Workspace { slug, .. } => format!("workspace {slug}"),
+            Place::Workspace { slug, name, .. } if name != slug => format!("{name} ({slug})"),
+            Place::Workspace { slug, .. } => slug.clone(),
             Place::Installation => "operator (all workspaces)".into(),
         }
     }
@@ -109,6 +116,7 @@ impl Place {
             (_, Some(workspace)) => Some(Place::Workspace {
                 id: workspace.id,
                 slug: workspace.slug.clone(),
+                name: workspace.name.clone(),
             }),
         }
     }

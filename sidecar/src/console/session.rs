@@ -169,12 +169,13 @@ pub enum Person {
 impl Signed {
     pub fn person(self) -> Person {
         match self.place {
-            Place::Workspace { id, slug } => Person::Workspace(Operator {
+            Place::Workspace { id, slug, name } => Person::Workspace(Operator {
                 key: self.key.id,
                 name: self.key.name,
                 role: self.key.role,
                 workspace: id,
                 workspace_slug: slug,
+                workspace_name: name,
                 csrf: self.csrf,
                 places: self.places,
             }),
@@ -387,6 +388,7 @@ mod tests {
         let place = Place::Workspace {
             id: WorkspaceId::from_db(workspace),
             slug: format!("w{workspace}"),
+            name: format!("Workspace {workspace}"),
         };
         Member::new(key.into(), place)
     }

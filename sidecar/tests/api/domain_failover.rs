@@ -672,6 +672,47 @@ async fn the_console_shows_the_drain_and_its_buttons_change_it(backend: Backend)
     assert_eq!(unknown.status(), 404);
 }
 
+/// A dry run's sample never shows a drained domain (issue 80): its stand-in links are on the
+/// longest domain still taking links, as the real run's links would be.
+async fn a_dry_run_shows_no_drained_domain(backend: Backend) {
+    let app = spawn_app_with(backend, &[]).await;
+    let list = "https://a-longer-domain.example https://s1.example";
+    let sample = || async {
+        let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+        (url.query_pairs_mut()).extend_pairs([
+            ("template", "{{link}}"),
+            ("country", "FR"),
+            ("dry_run", "true"),
+        ]);
+        let recipient = json!({"phone": "0612345678", "url": "https://shop.example/"});
+        let response = (app.client.post(url).bearer_auth(API_KEY))
+            .header("X-Shortlink-Public-Base", list)
+            .header("X-Shortlink-Pool", "a-longer-domain.example s1.example")
+            .header("content-type", "application/x-ndjson")
+            .body(format!("{recipient}\n"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body = response.text().await.unwrap();
+        let first: Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+        first["text"].as_str().unwrap().to_owned()
+    };
+    assert!(sample()
+        .await
+        .starts_with("https://a-longer-domain.example/"));
+    let drained = (app.api(Method::POST, "/domains/a-longer-domain.example/drain"))
+        .header("X-Shortlink-Public-Base", list)
+        .header("X-Shortlink-Pool", "a-longer-domain.example s1.example")
+        .json(&json!({"reason": "carrier complaint"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(drained.status(), 200);
+    let text = sample().await;
+    assert!(text.starts_with("https://s1.example/"), "{text}");
+}
+
 crate::on_each_backend!(
     the_console_shows_the_drain_and_its_buttons_change_it,
     the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain,
@@ -680,4 +721,5 @@ crate::on_each_backend!(
     a_blocked_domain_is_drained_on_every_sidecar_and_restored_by_healthy_checks,
     an_operator_drains_restores_and_pins,
     every_domain_drained_keeps_issuing_and_says_so,
+    a_dry_run_shows_no_drained_domain,
 );

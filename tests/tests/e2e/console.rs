@@ -122,7 +122,7 @@ async fn brand_admin(system: &System, slug: &str) -> String {
     let made = (client
         .post(format!("{api}/workspaces"))
         .bearer_auth(&operator))
-    .json(&serde_json::json!({"slug": slug}))
+    .json(&serde_json::json!({"slug": slug, "name": format!("Brand {}", slug.to_uppercase())}))
     .send()
     .await
     .unwrap();
@@ -350,7 +350,7 @@ async fn the_console_works_in_a_real_browser() {
     let viewer = String::from_utf8(viewer.stdout).unwrap().trim().to_owned();
     sign_in(c, &console, &viewer).await;
     let overview = source(c).await;
-    assert!(overview.contains("support (viewer, workspace default)"));
+    assert!(overview.contains("support (viewer, default)"));
     assert!(!overview.contains("/console/create"));
     c.goto(&format!("{console}/links/{code}")).await.unwrap();
     let page = source(c).await;
@@ -362,8 +362,12 @@ async fn the_console_works_in_a_real_browser() {
     sign_in(c, &console, &other).await;
     let overview = source(c).await;
     assert!(
-        overview.contains("brand-b admin (admin, workspace brand-b)"),
-        "{overview}"
+        overview.contains("brand-b admin (admin, Brand BRAND-B)"),
+        "the header names the workspace as its page does: {overview}"
+    );
+    assert!(
+        overview.contains(">Brand BRAND-B (brand-b)<"),
+        "the switcher names it too, with the slug: {overview}"
     );
     screenshot(c, "18-switcher").await;
     c.goto(&format!("{console}/links")).await.unwrap();
@@ -379,9 +383,7 @@ async fn the_console_works_in_a_real_browser() {
     .await
     .unwrap();
     submit(c, "form.switcher button").await;
-    assert!(source(c)
-        .await
-        .contains("support (viewer, workspace default)"));
+    assert!(source(c).await.contains("support (viewer, default)"));
 
     chrome.client.clone().close().await.unwrap();
     drop(chrome);

@@ -109,6 +109,12 @@ impl DomainContext {
         self
     }
 
+    /// The longest base a link of this request may get now ([`IssuingBases::longest_live`]).
+    pub fn longest_live_base(&self) -> Option<&str> {
+        let drains = self.health.drains.current();
+        (self.issuing.as_ref()).map(|bases| bases.longest_live(drains.as_ref()))
+    }
+
     /// The same request as workspace `slug`'s: issuing on its part of the list. For the
     /// console, whose sessions are no API key the extractor could read a workspace from.
     pub fn in_workspace(mut self, slug: &str, state: &AppState) -> Self {

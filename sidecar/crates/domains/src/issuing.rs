@@ -289,6 +289,19 @@ impl IssuingBases {
         }
     }
 
+    /// The longest base a link may be issued on now (the draining and the drained left out, a
+    /// standby kept: it may stand in): the bound on a message's length, and the stand-in of a
+    /// dry run. With every domain drained, the longest of those issuing anyway.
+    pub fn longest_live(&self, drains: &impl DrainView) -> &str {
+        let longest = |live: bool| {
+            (self.bases.iter())
+                .filter(move |b| !b.draining && (!live || !drains.is_drained(&b.host)))
+                .map(|base| base.url.as_str())
+                .max_by_key(|url| url.len())
+        };
+        longest(true).or_else(|| longest(false)).unwrap_or_default()
+    }
+
     pub fn single(url: String) -> Self {
         Self {
             bases: vec![IssuingBase::new(url)],

@@ -331,6 +331,8 @@ pub struct KeyRate {
 pub struct KeyWorkspace {
     pub id: WorkspaceId,
     pub slug: String,
+    /// What people call it (the console names it so).
+    pub name: String,
     pub suspended: bool,
     pub quotas: crate::workspace::Quotas,
 }

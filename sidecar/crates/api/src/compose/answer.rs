@@ -44,9 +44,11 @@ pub struct Recipients {
     pub click_id_param: Option<String>,
     pub input: Input,
     pub output: Output,
-    /// The longest issuing base as the text carries it (scheme stripped if asked), for the
-    /// budget and a dry run's stand-in links.
+    /// The longest issuing base as the text carries it (scheme stripped if asked): the
+    /// budget's bound on every message.
     pub longest_base: String,
+    /// The base a dry run's stand-in links show (never a drained domain's), as the text carries it.
+    pub stand_in_base: String,
     pub summary: Mutex<Summary>,
     /// The send job its messages go to (`send=true`).
     pub sends: Option<crate::gateway::job::Queue>,
@@ -195,7 +197,7 @@ impl Recipients {
         let link_text = match &short_url {
             Some(url) => self.campaign.link_text(url),
             None => {
-                stand_in = format!("{}/{}", self.longest_base, "x".repeat(kept.code_len));
+                stand_in = format!("{}/{}", self.stand_in_base, "x".repeat(kept.code_len));
                 &stand_in
             }
         };

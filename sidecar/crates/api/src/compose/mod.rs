@@ -252,6 +252,7 @@ pub async fn compose(
         click_id_param: params.click_id_param.clone(),
         input,
         output,
+        stand_in_base: stand_in_base(&domains, &longest_base, spec.strip_scheme),
         longest_base,
         summary: Mutex::new(Default::default()),
         sends,
@@ -406,6 +407,16 @@ fn accepts_csv(headers: &HeaderMap) -> bool {
         .get(header::ACCEPT)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|accept| accept.to_ascii_lowercase().contains("text/csv"))
+}
+
+/// The base a dry run's stand-in links show: the longest one a link may be issued on now, never
+/// a drained domain (the real run would not issue on it); else the budget's bound.
+fn stand_in_base(domains: &DomainContext, longest_base: &str, strip_scheme: bool) -> String {
+    match domains.longest_live_base().filter(|live| !live.is_empty()) {
+        Some(live) if strip_scheme => compose::without_scheme(live).to_owned(),
+        Some(live) => live.to_owned(),
+        None => longest_base.to_owned(),
+    }
 }
 
 /// The longest base a link can be issued on, as the text carries it: what the budget and a dry

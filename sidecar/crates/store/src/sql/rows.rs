@@ -167,7 +167,7 @@ pub(crate) fn update_link<D: Dialect>(link: &Link) -> Statement {
 /// Keys with their workspace; conditions name the key's columns as `k.<column>`.
 pub(crate) const API_KEY_SELECT: &str =
     "SELECT k.id, k.name, k.role, k.workspace_id, k.rate_per_second, k.rate_burst, k.key_hash, \
-       k.created_at, k.revoked_at, w.slug AS workspace_slug, w.suspended_at AS workspace_suspended, \
+       k.created_at, k.revoked_at, w.slug AS workspace_slug, w.name AS workspace_name, w.suspended_at AS workspace_suspended, \
        w.links_per_day, w.compose_recipients, w.webhooks, w.key_rate_per_second, \
        w.key_rate_burst \
      FROM api_keys k LEFT JOIN workspaces w ON w.id = k.workspace_id";
@@ -317,6 +317,7 @@ pub(crate) fn api_key<D: Dialect>(row: &Row<D>) -> StorageResult<ApiKey> {
             Some(id) => Some(KeyWorkspace {
                 id: WorkspaceId::from_db(id),
                 slug: D::read_text(row, "workspace_slug")?,
+                name: D::read_text(row, "workspace_name")?,
                 suspended: D::read_opt_time(row, "workspace_suspended")?.is_some(),
                 quotas: crate::workspace::Quotas {
                     links_per_day: quota_read(D::DB::opt_int(row, "links_per_day")?)?,
