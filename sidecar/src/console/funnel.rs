@@ -33,12 +33,14 @@ pub async fn page(
     })?;
     let total = &funnel.total;
     let sent = total.units - total.no_receipt;
+    // Each step a subset of the one before: clicked among delivered, converted among those.
     let stages = [
         ("Sent", sent),
         ("Delivered", total.state(DeliveryState::Delivered)),
-        ("Clicked", funnel.clicked_links),
-        ("Converted", funnel.converted_links),
+        ("Clicked", total.clicked_delivered),
+        ("Converted", total.converted_delivered),
     ];
+    let clicked_undelivered = total.clicked - total.clicked_delivered;
     let bucket = format_bucket(rate.bucket_ms);
     let label = |point: &RatePoint| {
         let percent = point.percent().unwrap_or_default();
@@ -58,10 +60,15 @@ pub async fn page(
             div.card { "Failed" b { (total.state(DeliveryState::Failed)) } }
             div.card { "Rejected" b { (total.state(DeliveryState::Rejected)) } }
             div.card { "No receipt" b { (total.no_receipt) } }
+            div.card { "Clicked, not reported delivered" b { (clicked_undelivered) } }
         }
         (chart::funnel(&stages))
         p.hint { "Sent: messages a gateway reported anything of (a re-send is a second message). "
-            "Clicked and converted: links with a human click, with a conversion. Failed and "
+            "Each step counts among the one before: clicked, the delivered messages whose link had "
+            "a human click; converted, those of them with a conversion. Clicks on links whose "
+            "message has no delivery report (not yet reported, or reported otherwise) are beside: "
+            "Clicked, not reported delivered. Links: " (funnel.links) ", with a human click "
+            (funnel.clicked_links) ", with a conversion " (funnel.converted_links) ". Failed and "
             "rejected messages by the gateway's error code are in the tables below." }
         h2 { "Delivered rate over time" }
         @if rate.points.is_empty() {

@@ -122,16 +122,21 @@ async fn the_campaign_page_shows_the_apis_funnel_and_the_delivered_rate(backend:
         assert!(page.contains(row.as_str()), "{row}\nnot in\n{page}");
     }
     assert!(expected[0].contains("err 005: 1") && expected[0].contains("err 88: 1"));
-    for (card, key) in [
-        ("Links", "links"),
-        ("Clicked", "clicked"),
-        ("Converted", "converted"),
+    // Each step among the one before: clicked among delivered, converted among those.
+    let total = &funnel["total"];
+    for (card, value) in [
+        ("Links", &funnel["links"]),
+        ("Clicked", &total["clicked_delivered"]),
+        ("Converted", &total["converted_delivered"]),
     ] {
-        assert!(
-            page.contains(&format!("{card}<b>{}</b>", funnel[key])),
-            "{card}"
-        );
+        assert!(page.contains(&format!("{card}<b>{value}</b>")), "{card}");
     }
+    let beside = total["clicked"].as_i64().unwrap() - total["clicked_delivered"].as_i64().unwrap();
+    assert!(
+        page.contains(&format!("Clicked, not reported delivered<b>{beside}</b>")),
+        "{page}"
+    );
+    assert!(total["clicked_delivered"].as_i64() <= total["delivered"].as_i64());
     assert!(
         page.contains("Delivered<b>3</b>") && page.contains("Sent<b>6</b>"),
         "{page}"

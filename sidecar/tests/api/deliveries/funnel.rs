@@ -102,6 +102,11 @@ async fn a_campaigns_funnel_counts_each_message_once_by_its_current_state(backen
         .map(|k| c[k].as_i64().unwrap())
     };
     assert_eq!(counts(total), [5, 1, 1, 1, 1, 0, 1, 1, 1], "{total}");
+    // The one click is on the delivered message's link: a step of the funnel.
+    assert_eq!(
+        (&total["clicked_delivered"], &total["converted_delivered"]),
+        (&json!(1), &json!(1))
+    );
     assert_eq!(total["failed_by_error_code"], json!({"005": 1}));
     assert_eq!(total["rejected_by_error_code"], json!({"88": 1}));
     let part = |list: &str, key: &str, value: Value| {

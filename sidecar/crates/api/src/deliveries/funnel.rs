@@ -31,6 +31,11 @@ pub struct FunnelCountsView {
     /// Of `messages`, those whose link had a human click, and a conversion.
     pub clicked: i64,
     pub converted: i64,
+    /// Of `delivered`, those whose link had a human click: the funnel's step after delivered
+    /// (`clicked` − `clicked_delivered` were clicked with no delivery report).
+    pub clicked_delivered: i64,
+    /// Of `clicked_delivered`, those whose link had a conversion.
+    pub converted_delivered: i64,
 }
 
 impl From<FunnelCounts> for FunnelCountsView {
@@ -48,6 +53,8 @@ impl From<FunnelCounts> for FunnelCountsView {
             no_receipt: c.no_receipt,
             clicked: c.clicked,
             converted: c.converted,
+            clicked_delivered: c.clicked_delivered,
+            converted_delivered: c.converted_delivered,
             failed_by_error_code: c.failed_errors,
             rejected_by_error_code: c.rejected_errors,
         }

@@ -26,7 +26,12 @@ pub struct FunnelCounts {
     pub failed_errors: BTreeMap<String, i64>,
     pub rejected_errors: BTreeMap<String, i64>,
     pub clicked: i64,
+    /// Of `clicked`, the delivered messages': the funnel's step after "delivered" (a click on a
+    /// link whose message has no delivery report is counted in `clicked`, beside the step).
+    pub clicked_delivered: i64,
     pub converted: i64,
+    /// Of `converted`, the delivered and clicked messages'.
+    pub converted_delivered: i64,
 }
 
 impl FunnelCounts {
@@ -51,11 +56,18 @@ impl FunnelCounts {
                 }
             }
         }
+        let delivered = row.state == Some(DeliveryState::Delivered);
         if row.clicked {
             self.clicked += row.n;
+            if delivered {
+                self.clicked_delivered += row.n;
+            }
         }
         if row.converted {
             self.converted += row.n;
+            if delivered && row.clicked {
+                self.converted_delivered += row.n;
+            }
         }
     }
 }
@@ -161,5 +173,22 @@ mod tests {
         assert_eq!(funnel.by_domain[&Some("a".into())].clicked, 1);
         assert_eq!(funnel.by_domain[&Some("b".into())].state(Rejected), 0);
         assert_eq!(funnel.by_carrier[&None].units, 4);
+    }
+
+    #[test]
+    fn clicked_is_a_step_among_delivered_and_the_rest_is_beside_it() {
+        use DeliveryState::*;
+        let mut converted = row("a", Some(Delivered), "", true);
+        converted.converted = true;
+        let rows = [
+            converted,
+            row("a", Some(Delivered), "", false),
+            row("a", None, "", true),
+            row("a", Some(Submitted), "", true),
+        ];
+        let total = fold((4, 3, 1), &rows).total;
+        assert_eq!((total.clicked, total.clicked_delivered), (3, 1));
+        assert_eq!((total.converted, total.converted_delivered), (1, 1));
+        assert!(total.clicked_delivered <= total.state(Delivered));
     }
 }
