@@ -2,7 +2,7 @@
 """Loads the benchmark's RESP stream (gen-codes' `SET`s) into a Redis Cluster: each key to the
 primary serving its slot, one `redis-cli --pipe` per primary, and the single-Redis projection
 marker `sl:meta:projection` replaced by the per-slot markers `sl:meta:projection:{<tag>}` of every
-slot (docs/ARCHITECTURE.md, "Redis Cluster"; the slot function and tags as in wire/src/cluster.rs).
+slot (docs/REDIS-CLUSTER.md; the slot function and tags as in wire/src/cluster.rs).
 
 Usage: cluster-load.py <load.resp> <any node port> <scratch dir>
 """

@@ -34,12 +34,17 @@ fn cargo_graph() -> Graph {
         .collect()
 }
 
-/// The block after the marker: one line per crate, `crate -> used crates` (none after the arrow
-/// for a crate that uses no other).
+/// The full graph: the block after `<!-- crate-graph -->`.
 fn drawn_graph(architecture: &str) -> Graph {
+    block_after(architecture, "<!-- crate-graph -->")
+}
+
+/// The block after `marker`: one line per crate, `crate -> used crates` (none after the arrow
+/// for a crate that uses no other).
+fn block_after(architecture: &str, marker: &str) -> Graph {
     let (_, after) = architecture
-        .split_once("<!-- crate-graph -->")
-        .expect("docs/ARCHITECTURE.md has a <!-- crate-graph --> block");
+        .split_once(marker)
+        .unwrap_or_else(|| panic!("docs/ARCHITECTURE.md has a {marker} block"));
     let block = after
         .trim_start()
         .strip_prefix("```text\n")
@@ -90,6 +95,57 @@ fn cargo_builds_the_crate_graph_the_architecture_draws() {
         "drawn in docs/ARCHITECTURE.md but not a dependency in Cargo.toml:\n{}",
         unbuilt.join("\n")
     );
+}
+
+/// Every crate each crate of `graph` reaches, itself left out.
+fn reach(graph: &Graph) -> Graph {
+    let mut reached = Graph::new();
+    for start in graph.keys() {
+        let mut seen = BTreeSet::new();
+        let mut next: Vec<&String> = graph[start].iter().collect();
+        while let Some(name) = next.pop() {
+            if seen.insert(name.clone()) {
+                next.extend(graph.get(name).into_iter().flatten());
+            }
+        }
+        reached.insert(start.clone(), seen);
+    }
+    reached
+}
+
+/// The crates only tests and fuzzing build: not layers of the product.
+const TEST_ONLY: [&str; 3] = ["shortlink-e2e", "testkit", "shortlink-fuzz-bodies"];
+
+/// The one-page map ("The map", `<!-- crate-map -->`) is Cargo's graph seen from above: every
+/// production crate is on it, each arrow is a dependency Cargo has, and what each crate reaches
+/// through the arrows is what it reaches in Cargo (issue 81: the map drew `store -> model`,
+/// which Cargo never had, and left crates out).
+#[test]
+fn the_one_page_map_is_the_crate_graph_seen_from_above() {
+    let architecture = std::fs::read_to_string(workspace_dir().join("docs/ARCHITECTURE.md"))
+        .expect("read docs/ARCHITECTURE.md");
+    let map = block_after(&architecture, "<!-- crate-map -->");
+    let mut built = cargo_graph();
+    built.retain(|name, _| !TEST_ONLY.contains(&name.as_str()));
+    let (on_map, production): (BTreeSet<_>, BTreeSet<_>) =
+        (map.keys().collect(), built.keys().collect());
+    assert_eq!(
+        on_map, production,
+        "the map's crates are the production crates"
+    );
+    let false_arrows = missing_from(&map, &built);
+    assert!(
+        false_arrows.is_empty(),
+        "arrows Cargo does not have:\n{}",
+        false_arrows.join("\n")
+    );
+    let (drawn_reach, built_reach) = (reach(&map), reach(&built));
+    for (name, reached) in &built_reach {
+        assert_eq!(
+            &drawn_reach[name], reached,
+            "{name}: what the map's arrows reach differs from Cargo's"
+        );
+    }
 }
 
 /// The measure: an edge only Cargo has and one only the drawing has are both found.

@@ -11,7 +11,7 @@ use shortlink_model::validate;
 use shortlink_store::{WorkspaceId, DEFAULT_SLUG};
 use std::sync::Arc;
 
-/// Request headers set by the internal nginx API server (docs/ARCHITECTURE.md, "The domain pool").
+/// Request headers set by the internal nginx API server (docs/DOMAINS.md, "The domain pool").
 pub const PUBLIC_BASE_HEADER: &str = "x-shortlink-public-base";
 pub const POOL_HEADER: &str = "x-shortlink-pool";
 /// The workspace nginx maps the request's short domain to, sent by the fallback's location only

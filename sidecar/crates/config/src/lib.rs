@@ -113,7 +113,7 @@ pub struct Config {
     )]
     pub redis_sentinels: Vec<String>,
 
-    /// Redis Cluster seed nodes (comma-separated `host:port` or `redis://[:password@]host:port`): the projection, markers and visit streams are spread over the cluster's primaries (per-slot markers, 16 visit streams; docs/ARCHITECTURE.md, "Redis Cluster"). Exclusive with --redis-sentinels. Unset: --redis-url (or Sentinel) is the one primary.
+    /// Redis Cluster seed nodes (comma-separated `host:port` or `redis://[:password@]host:port`): the projection, markers and visit streams are spread over the cluster's primaries (per-slot markers, 16 visit streams; docs/REDIS-CLUSTER.md). Exclusive with --redis-sentinels. Unset: --redis-url (or Sentinel) is the one primary.
     #[arg(
         long,
         env = "SHORTLINK_REDIS_CLUSTER",

@@ -12,7 +12,7 @@
 //! - `audit`: what a subscription change records in the audit log;
 //! - [`store`]: the SQL of all of it; `settings`: [`WebhookSettings`], from the configuration.
 //!
-//! docs/ARCHITECTURE.md, "Click webhooks and the visit feed", says why it is built this way.
+//! docs/WEBHOOKS.md, "Click webhooks and the visit feed", says why it is built this way.
 
 #![deny(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! The sidecar on a Redis Cluster (`--redis-cluster`; docs/ARCHITECTURE.md, "Redis Cluster"):
+//! The sidecar on a Redis Cluster (`--redis-cluster`; docs/REDIS-CLUSTER.md):
 //! [`writes`] land on the node owning their slot, with every slot's marker set; [`markers`] a
 //! primary flushed is refilled by the keeper, and `resync` covers every primary; [`visits`] the
 //! 16 visit streams are consumed; [`failover`] a primary killed under create load loses no
