@@ -345,7 +345,41 @@ async fn a_reissue_cut_short_is_finished_by_its_repeat(backend: Backend) {
     );
 }
 
+/// A replacement is checked as a create is, the whole link (issue 81: the reissue built its new
+/// link by hand and checked only the target and the expiry): a link whose rule now points at a
+/// domain of the pool (a loop) is refused on its line, and nothing is issued for it.
+async fn a_replacement_is_checked_as_a_create_is(backend: Backend) {
+    let app = spawn_app_with(backend, &["--domain-health-every", "0"]).await;
+    let items: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({"url": format!("https://t.example/{i}"), "ref": format!("r{i}"),
+                "rules": [{"if": {"device": ["ios"]}, "then": {"url": "https://s7.example/app"}}]})
+        })
+        .collect();
+    create(&app, &items).await;
+    operator(&app, "s2.example", "drain", None).await;
+    let listed = unclicked(&app, "").await;
+    assert!(!listed.is_empty());
+    let before = app.db.scalar("SELECT COUNT(*) FROM links").await;
+    // s7.example has joined the pool since: the rule would now send a tap back to the edge.
+    let response = (app.api(Method::POST, "/domains/s2.example/reissue"))
+        .header("X-Shortlink-Public-Base", LIST)
+        .header("X-Shortlink-Pool", format!("{POOL} s7.example"))
+        .header("Idempotency-Key", "loop")
+        .send()
+        .await
+        .unwrap();
+    let answer = mapping(response).await;
+    assert_eq!(answer.keys().cloned().collect::<HashSet<_>>(), listed);
+    for line in answer.values() {
+        assert_eq!(line["status"], 422, "{line}");
+        assert!(line["new_code"].is_null(), "{line}");
+    }
+    assert_eq!(app.db.scalar("SELECT COUNT(*) FROM links").await, before);
+}
+
 crate::on_each_backend!(
     reissue_replaces_the_unclicked_links_once_on_healthy_domains,
     a_reissue_cut_short_is_finished_by_its_repeat,
+    a_replacement_is_checked_as_a_create_is,
 );

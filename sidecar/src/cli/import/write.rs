@@ -257,11 +257,11 @@ impl<'a> Writer<'a> {
             // A link of this workspace with this code but no import record: this run's own,
             // created by a run interrupted before it recorded it (same target, same creation
             // time), or another.
-            let created_at = candidate.new.restore.map(|r| r.created_at);
+            let created_at = candidate.new.restore().map(|r| r.created_at);
             match ours {
                 None => fresh.push(candidate),
                 Some(ours)
-                    if ours.target == candidate.new.target.as_str()
+                    if ours.target == candidate.new.target().as_str()
                         && Some(ours.created_at) == created_at =>
                 {
                     report.skip(

@@ -29,7 +29,7 @@ use axum::Extension;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use shortlink_core::limits::Reservation;
-use shortlink_core::service::{self, Claim, ItemOutcome, NewLink};
+use shortlink_core::service::{self, validate, Claim, ItemOutcome, NewLink};
 use shortlink_domains::issuing::DrainView;
 use shortlink_store::audit::{AuditEntry, Changes};
 use shortlink_store::{ListCursor, Storage};
@@ -357,23 +357,12 @@ impl Reissue {
                 message: "the link has expired: no new link is issued for it".into(),
             });
         }
-        let target = (self.state.settings.url_policy)
-            .check(&link.target, &self.domains.own_domains)
-            .map_err(Error::Url)?;
-        Ok(NewLink {
-            workspace: link.workspace,
-            target,
-            code: None,
-            expires_at: link.expires_at,
-            redirect: link.redirect,
-            forward_query: link.flags.forward_query(),
-            idempotent: false,
-            campaign: link.campaign.clone(),
-            recipient_ref: Some(old.recipient_ref.clone()),
-            tags: link.tags.clone(),
-            extras: link.extras.clone(),
-            restore: None,
-            foreign: false,
-        })
+        Ok(validate::replacement_link(
+            &self.state.links,
+            &self.state.settings.url_policy,
+            &self.domains.own_domains,
+            link,
+            old.recipient_ref.clone(),
+        )?)
     }
 }

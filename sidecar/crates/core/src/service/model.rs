@@ -10,31 +10,47 @@ use shortlink_store::{Link, LinkExtras, StorageError, WorkspaceId};
 
 /// A validated request to create a link.
 #[derive(Debug, Clone)]
+///
+/// Its fields are the core's own: a `NewLink` is made only by the checks of
+/// [`super::validate`] (`new_link`, `imported_link`, `replacement_link`), so no path that makes a
+/// link (the API, a batch, compose, import, reissue, the console) can skip one.
 pub struct NewLink {
     /// Who will own it.
-    pub workspace: WorkspaceId,
-    pub target: TargetUrl,
+    pub(crate) workspace: WorkspaceId,
+    pub(crate) target: TargetUrl,
     /// A custom alias (already checked with `shortcode::parse_alias`), or `None` to generate.
-    pub code: Option<String>,
+    pub(crate) code: Option<String>,
     /// Whole seconds, in the future.
-    pub expires_at: Option<DateTime<Utc>>,
-    pub redirect: u16,
-    pub forward_query: bool,
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    pub(crate) redirect: u16,
+    pub(crate) forward_query: bool,
     /// Return the existing live link for the same URL instead of creating one.
-    pub idempotent: bool,
-    pub campaign: Option<String>,
-    pub recipient_ref: Option<String>,
-    pub tags: Vec<String>,
+    pub(crate) idempotent: bool,
+    pub(crate) campaign: Option<String>,
+    pub(crate) recipient_ref: Option<String>,
+    pub(crate) tags: Vec<String>,
     /// Lifecycle and rules, checked (`validate::extras`).
-    pub extras: LinkExtras,
+    pub(crate) extras: LinkExtras,
     /// Set by `import` only: recreate an exported link as it was (its code may have the generated
     /// shape, its expiry may be past, it may be revoked).
-    pub restore: Option<Restore>,
+    pub(crate) restore: Option<Restore>,
     /// The code is another shortener's (`import --from`, checked with
     /// `shortcode::parse_imported`). A generated shape with a valid check says nothing of our
     /// sequence then (a 7-character Bitly code has one 1 time in 62): it does not move the
     /// sequence, and the issuer, meeting it later, skips to the next number.
-    pub foreign: bool,
+    pub(crate) foreign: bool,
+}
+
+impl NewLink {
+    /// The checked target.
+    pub fn target(&self) -> &TargetUrl {
+        &self.target
+    }
+
+    /// The exported times an import recreates the link with, if any.
+    pub fn restore(&self) -> Option<Restore> {
+        self.restore
+    }
 }
 
 /// Times of an exported link, recreated by `import`.

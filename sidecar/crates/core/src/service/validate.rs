@@ -119,6 +119,58 @@ pub struct Kept {
     pub password_digest: Option<String>,
 }
 
+/// The replacement of stored link `link` under a new code (a drained domain's reissue): all it
+/// has but its code and `ref`, checked as a create's request is ([`imported_link`]), since the
+/// URL policy or a limit may have tightened since it was made and a replacement is a new link.
+/// Its password stays the stored digest (nobody knows the password to give again).
+pub fn replacement_link(
+    links: &LinkService,
+    policy: &UrlPolicy,
+    own_domains: &[String],
+    link: &Link,
+    recipient_ref: String,
+) -> Result<NewLink, Invalid> {
+    let stored = |field: &'static str, text: Option<&str>| {
+        text.map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|_| {
+                Invalid::new(
+                    "invalid_stored_link",
+                    format!("the stored {field} are not JSON"),
+                )
+            })
+    };
+    let preview = stored("card", link.extras.preview.as_deref())?
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|_| Invalid::new("invalid_stored_link", "the stored card is not a card"))?;
+    let request = CreateLinkRequest {
+        url: link.target.clone(),
+        expires_at: link.expires_at,
+        redirect: Some(link.redirect),
+        forward_query: Some(link.flags.forward_query()),
+        campaign: link.campaign.clone(),
+        recipient_ref: Some(recipient_ref),
+        tags: Some(link.tags.clone()),
+        valid_since: link.extras.valid_since,
+        not_yet_url: link.extras.not_yet_url.clone(),
+        expired_url: link.extras.expired_url.clone(),
+        rules: stored("rules", link.extras.rules.as_deref())?,
+        max_visits: link
+            .extras
+            .max_visits
+            .map(shortlink_model::schema::WholeNumber),
+        preview,
+        click_id_param: link.extras.click_id_param.clone(),
+        ..CreateLinkRequest::default()
+    };
+    let kept = Kept {
+        password_digest: link.extras.password_digest.clone(),
+        ..Kept::default()
+    };
+    imported_link(links, link.workspace, policy, own_domains, request, kept)
+}
+
 /// Where a link's code comes from, which says what a code may be.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Origin {
