@@ -7,8 +7,8 @@ use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult, CSP};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
-use crate::link::card::{self, CardSpec};
-use crate::service::LinkPatch;
+use crate::link::card::CardSpec;
+use crate::service::UpdateLinkRequest;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;
 use axum::http::HeaderValue;
@@ -75,22 +75,13 @@ pub async fn save(
     operator.check_csrf(form.csrf.as_deref())?;
     operator.require_issue()?;
     let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
-    let column = match form.remove {
-        Some(_) => Ok(None),
-        None => card::column(
-            &state.settings.url_policy,
-            &domains.own_domains,
-            Some(form.spec()),
-        )
-        .map_err(Error::from),
+    let change = UpdateLinkRequest {
+        preview: Some(form.remove.is_none().then(|| form.spec())),
+        ..UpdateLinkRequest::default()
     };
-    let preview = match column {
-        Ok(preview) => preview,
-        Err(error) => return Ok(refused(&operator, &view, &form, error)),
-    };
-    let patch = LinkPatch {
-        preview: Some(preview),
-        ..LinkPatch::default()
+    let patch = match change.into_patch(&state.settings.url_policy, &domains.own_domains) {
+        Ok(patch) => patch,
+        Err(error) => return Ok(refused(&operator, &view, &form, error.into())),
     };
     match state
         .links

@@ -8,8 +8,7 @@ use super::page::{refused_form, see_other, PageResult};
 use crate::http::links::LinkView;
 use crate::http::preview::{self, PreviewRequest, PreviewView};
 use crate::http::{AppState, DomainContext, Error};
-use crate::service::validate;
-use crate::service::LinkPatch;
+use crate::service::UpdateLinkRequest;
 use crate::storage::audit::Origin;
 use crate::storage::Link;
 use axum::extract::{Path, Query, State};
@@ -112,20 +111,15 @@ async fn save_text(
 ) -> PageResult {
     let link = state.links.get(operator.workspace, code).await?;
     let checked = parse(&form.rules).and_then(|rules| {
-        validate::rules_column(
-            &state.settings.url_policy,
-            &domains.own_domains,
-            Some(rules),
-        )
-        .map_err(Error::from)
+        let change = UpdateLinkRequest {
+            rules: Some(Some(rules)),
+            ..UpdateLinkRequest::default()
+        };
+        (change.into_patch(&state.settings.url_policy, &domains.own_domains)).map_err(Error::from)
     });
-    let rules = match checked {
-        Ok(rules) => rules,
+    let patch = match checked {
+        Ok(patch) => patch,
         Err(error) => return Ok(refused(operator, link, domains, form, error)),
-    };
-    let patch = LinkPatch {
-        rules: Some(rules),
-        ..LinkPatch::default()
     };
     match state
         .links

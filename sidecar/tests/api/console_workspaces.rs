@@ -425,7 +425,8 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
         client.sign_in(&secret).await.status(),
         StatusCode::SEE_OTHER
     );
-    assert!(client.page("/console/").await.contains("brand-c"));
+    // Signed in to it: the header names the workspace as its page does.
+    assert!(client.page("/console/").await.contains("(admin, Brand C)"));
     assert!(audit_rows(&app, "key.create")
         .await
         .iter()

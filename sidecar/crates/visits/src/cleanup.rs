@@ -16,7 +16,6 @@
 
 use super::retention;
 use super::store::VisitStore;
-use chrono::SubsecRound;
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::service::{LinkPatch, LinkService, ServiceError};
 use shortlink_store::audit::{Actor, Origin};
@@ -78,11 +77,7 @@ pub async fn expire_idle_links(
         let Some(last) = page.last() else { break };
         after = Some(last.code.clone());
         for link in &page {
-            let patch = LinkPatch {
-                // Whole seconds, as the Redis record carries them.
-                expires_at: Some(Some(storage::now().trunc_subsecs(0))),
-                ..LinkPatch::default()
-            };
+            let patch = LinkPatch::expire_now();
             // The job's change, in the link's workspace's chain.
             let mut origin = Origin::new(Actor::system("idle-expiry"));
             origin.workspace_id = link.workspace.get();

@@ -3,7 +3,7 @@
 use super::error::ServiceError;
 use crate::issuer::IssueError;
 use crate::limits::QuotaError;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sha2::{Digest, Sha256};
 use shortlink_model::validate::{hex, TargetUrl};
 use shortlink_store::{Link, LinkExtras, StorageError, WorkspaceId};
@@ -145,37 +145,48 @@ impl ItemFailure {
     }
 }
 
-/// A validated change to a link; `None` leaves a field as it is.
+/// A validated change to a link; `None` leaves a field as it is. Its fields are the core's own:
+/// a patch is made by [`super::UpdateLinkRequest::into_patch`] (or [`LinkPatch::expire_now`]), so
+/// the API, the console and the jobs change a link through the same checks.
 #[derive(Debug, Clone, Default)]
 pub struct LinkPatch {
-    pub target: Option<TargetUrl>,
+    pub(crate) target: Option<TargetUrl>,
     /// `Some(None)` clears the expiry.
-    pub expires_at: Option<Option<DateTime<Utc>>>,
-    pub redirect: Option<u16>,
-    pub forward_query: Option<bool>,
+    pub(crate) expires_at: Option<Option<DateTime<Utc>>>,
+    pub(crate) redirect: Option<u16>,
+    pub(crate) forward_query: Option<bool>,
     /// `Some(None)` clears.
-    pub campaign: Option<Option<String>>,
+    pub(crate) campaign: Option<Option<String>>,
     /// `Some(None)` clears.
-    pub recipient_ref: Option<Option<String>>,
-    pub tags: Option<Vec<String>>,
+    pub(crate) recipient_ref: Option<Option<String>>,
+    pub(crate) tags: Option<Vec<String>>,
     /// `Some(None)` clears; each checked like a create's (`validate::extras`).
-    pub valid_since: Option<Option<DateTime<Utc>>>,
-    pub not_yet_url: Option<Option<String>>,
-    pub expired_url: Option<Option<String>>,
+    pub(crate) valid_since: Option<Option<DateTime<Utc>>>,
+    pub(crate) not_yet_url: Option<Option<String>>,
+    pub(crate) expired_url: Option<Option<String>>,
     /// The normalised JSON text of the rules; `Some(None)` removes them.
-    pub rules: Option<Option<String>>,
+    pub(crate) rules: Option<Option<String>>,
     /// `Some(None)` removes the cap; the clicks counted so far stay counted (the cap is on
     /// clicks ever redirected).
-    pub max_visits: Option<Option<i64>>,
+    pub(crate) max_visits: Option<Option<i64>>,
     /// A new password's digest (`validate::password`), replacing any; `Some(None)` removes it.
-    pub password_digest: Option<Option<String>>,
+    pub(crate) password_digest: Option<Option<String>>,
     /// The card's normalised JSON (`card::column`); `Some(None)` removes it.
-    pub preview: Option<Option<String>>,
+    pub(crate) preview: Option<Option<String>>,
     /// `Some(None)` stops sending the click id.
-    pub click_id_param: Option<Option<String>>,
+    pub(crate) click_id_param: Option<Option<String>>,
 }
 
 impl LinkPatch {
+    /// The idle-expiry job's change: the link expires now (whole seconds, as the record carries
+    /// them). Every other patch is an [`super::UpdateLinkRequest`] checked by `into_patch`.
+    pub fn expire_now() -> LinkPatch {
+        LinkPatch {
+            expires_at: Some(Some(shortlink_store::now().trunc_subsecs(0))),
+            ..LinkPatch::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.target.is_none()
             && self.expires_at.is_none()
