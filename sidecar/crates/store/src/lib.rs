@@ -20,6 +20,7 @@ mod postgres;
 pub mod sql;
 mod sqlite;
 pub mod sqlite_file;
+mod sqlite_search;
 mod workspace;
 
 pub use self::imported::ImportedLink;

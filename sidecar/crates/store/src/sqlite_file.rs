@@ -70,12 +70,16 @@ pub async fn shared_writer(
     // Each release of the writer tells the checkpointer there may be pages to copy. A full
     // channel already says so; the sender goes with the pool, which ends the checkpointer.
     let (released, written) = tokio::sync::mpsc::channel::<()>(1);
+    // And the search indexer whether the writer is busy (`sqlite_search`).
+    let releases = Arc::new(crate::sqlite_search::Releases::default());
+    let counted = Arc::clone(&releases);
     let pool = Arc::new(
         crate::pool::ping_after_idle(SqlitePoolOptions::new())
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
             .after_release(move |_, _| {
                 let _ = released.try_send(());
+                counted.released();
                 Box::pin(async { Ok(true) })
             })
             .connect_with(connect.clone().pragma("wal_autocheckpoint", "0"))
@@ -87,6 +91,10 @@ pub async fn shared_writer(
         checkpointer,
         Arc::downgrade(&pool),
         written,
+    ));
+    tokio::spawn(crate::sqlite_search::index_while_open(
+        Arc::downgrade(&pool),
+        releases,
     ));
     writers.insert(file, Arc::downgrade(&pool));
     Ok(pool)

@@ -68,15 +68,8 @@ impl Dialect for Lite {
     }
 
     fn push_search(query: &mut Statement, text: &str) {
-        // No index (migration 81 says why): the workspace's links are read. SQLite's LIKE
-        // ignores the case of ASCII letters, as `lower()` does.
-        query
-            .push(
-                " AND (links.code || ' ' || links.target || ' ' || coalesce(links.recipient_ref, '') \
-                 || ' ' || coalesce(links.campaign, '') || ' ' || coalesce(links.tags, '')) LIKE ",
-            )
-            .bind(Value::Text(crate::sql::rows::like_anywhere(text)))
-            .push(" ESCAPE '!'");
+        // The index kept off the write path, and `LIKE` for what it does not hold yet.
+        crate::sqlite_search::push_search(query, text);
     }
 
     async fn begin(pool: &Pool<Sqlite>) -> StorageResult<Transaction<'static, Sqlite>> {

@@ -245,3 +245,46 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     };
     assert_eq!(stored, expected);
 }
+
+/// The search reads the index kept off the write path (`sqlite_search`) for the links it holds
+/// and `LIKE`s the rest: the same answer before and after the indexer caught up.
+#[tokio::test]
+async fn the_search_answers_the_same_before_and_after_the_index_caught_up() {
+    let (_dir, storage) = fresh_storage().await;
+    let mut rows: Vec<NewRow> = (0..30).map(|i| row(&format!("c{i}"), None)).collect();
+    rows[7].link.campaign = Some("Spring-Seven".into());
+    let mut tx = storage.begin().await.unwrap();
+    tx.insert_links(&rows, storage.encode_rows(&rows).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let search = |text: &str| {
+        let mut filter = LinkFilter::in_workspace(WorkspaceId::DEFAULT);
+        filter.search = Some(text.into());
+        let storage = &storage;
+        async move {
+            let found = storage.list_links(&filter, None, 50).await.unwrap();
+            found.into_iter().map(|l| l.code).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(search("spring-seven").await, ["c7"]);
+    // c2 and c20 to c29.
+    assert_eq!(search("t.example/c2").await.len(), 11);
+    let caught_up = || async {
+        let progress: i64 = sqlx::query_scalar("SELECT last_rowid FROM link_search_progress")
+            .fetch_one(&storage.reader)
+            .await
+            .unwrap();
+        progress == 30
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !caught_up().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the indexer caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(search("spring-seven").await, ["c7"]);
+    assert_eq!(search("t.example/c2").await.len(), 11);
+}
