@@ -101,7 +101,14 @@ async fn sqlite_search_answers_the_same_from_its_index_and_follows_changes() {
     let made = app.post_batch(&items).await;
     assert_eq!(made.status(), StatusCode::OK);
     let made: serde_json::Value = made.json().await.unwrap();
-    assert!(made["results"].as_array().unwrap().iter().all(|r| r["status"] == 201), "{made}");
+    assert!(
+        made["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == 201),
+        "{made}"
+    );
     let mut browser = Browser::new(&app);
     browser.sign_in(API_KEY).await;
     let before = search(&mut browser, "spring-seven").await;

@@ -163,7 +163,9 @@ async fn step(pool: &SqlitePool) -> sqlx::Result<i64> {
 /// The search condition on `links`: the index answers for the links it holds, `LIKE` for the
 /// ones past its mark or noted as changed. `text` is lowercased, 3 characters or more.
 pub(crate) fn push_search(query: &mut Statement, text: &str) {
-    // A phrase of the whole text: the trigram tokenizer matches it as a substring.
+    // A phrase of the whole text: the trigram tokenizer matches it as a substring. One OR over
+    // rowid (past the mark, or noted) lets SQLite search both by the rowid key; a JOIN from the
+    // notes made it walk every indexed link instead (a million links: 560 ms against 130).
     let phrase = format!("\"{}\"", text.replace('"', "\"\""));
     query
         .push(" AND links.rowid IN (SELECT rowid FROM link_search WHERE link_search MATCH ")
