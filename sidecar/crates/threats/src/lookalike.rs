@@ -69,6 +69,9 @@ fn fold(c: char) -> char {
 
 /// The brand host `host` (or one of its parents) imitates, if any: same skeleton, another name.
 pub fn imitated<'b>(host: &str, brands: &'b [(String, String)]) -> Option<&'b str> {
+    if brands.is_empty() {
+        return None;
+    }
     normalize::self_and_parents(host).find_map(|name| {
         let shape = skeleton(name);
         brands

@@ -127,7 +127,7 @@ impl Threats {
     }
 
     /// Feeds, shorteners and look-alikes, in memory: what every create asks. `target` is a
-    /// normalised target (`TargetUrl`).
+    /// normalised target (`TargetUrl`, the url crate's serialisation).
     pub fn check(&self, target: &str) -> Option<Refusal> {
         counter!("shortlink_threat_checks_total").increment(1);
         let refusal = self.find(target);
@@ -139,22 +139,21 @@ impl Threats {
     }
 
     fn find(&self, target: &str) -> Option<Refusal> {
-        let url = normalize::url(target)?;
-        let host = normalize::host_of(&url)?;
+        let (url, host) = normalize::serialized_parts(target)?;
         let refusal = |feed: &str, entry: &str| Refusal {
             feed: feed.to_owned(),
             entry: entry.to_owned(),
         };
         for slot in &self.slots {
             let loaded = slot.current();
-            if let Some(hit) = loaded.index.lookup(&url, &host) {
+            if let Some(hit) = loaded.index.lookup(url, host) {
                 return Some(refusal(&slot.spec.name, hit.entry()));
             }
         }
-        if let Some(entry) = self.shorteners.lookup_host(&host) {
+        if let Some(entry) = self.shorteners.lookup_host(host) {
             return Some(refusal(SHORTENERS_FEED, entry));
         }
-        lookalike::imitated(&host, &self.brands).map(|brand| refusal(LOOKALIKE_FEED, brand))
+        lookalike::imitated(host, &self.brands).map(|brand| refusal(LOOKALIKE_FEED, brand))
     }
 
     /// [`Self::check`], then the commercial lookup when one is configured.
