@@ -260,21 +260,14 @@ impl Threats {
         Ok(true)
     }
 
-    /// Refreshes every `--threat-refresh` until the process ends, calling `changed` with the
-    /// feeds whose copy changed (the first load included).
-    pub async fn run<F, Fut>(self: Arc<Self>, changed: F)
-    where
-        F: Fn(Vec<String>) -> Fut,
-        Fut: std::future::Future<Output = ()>,
-    {
-        let mut every = tokio::time::interval(self.settings.refresh_every);
+    /// Refreshes every `--threat-refresh`, from one interval after now, until dropped.
+    pub async fn run(self: Arc<Self>) {
+        let period = self.settings.refresh_every.max(Duration::from_secs(1));
+        let mut every = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            let feeds = self.refresh().await;
-            if !feeds.is_empty() {
-                changed(feeds).await;
-            }
+            self.refresh().await;
         }
     }
 }

@@ -19,7 +19,8 @@
 //!
 //! The parts: [`create`] (one link), [`batch`] (chunks of items), [`update`] (update and revoke),
 //! [`read`] (reads and the fallback's resolver), [`idempotency`] (`Idempotency-Key` claims), and
-//! [`model`], the requests and outcomes they share; [`LinkService`] (`links`), what they are
+//! [`model`], the requests and outcomes they share; [`screen`], the threat feeds' check of
+//! every new target; [`LinkService`] (`links`), what they are
 //! methods of, and [`ServiceError`] (`error`) sit below them all.
 
 pub mod authority;
@@ -36,6 +37,7 @@ mod links;
 mod model;
 mod read;
 mod requests;
+mod screen;
 mod subjects;
 mod update;
 pub mod validate;

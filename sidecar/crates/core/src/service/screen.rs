@@ -1,0 +1,78 @@
+//! The one check every new link's target meets, whichever path makes it (the API's create and
+//! batch, compose, reissue, the console, imports all come through [`LinkService::create`] or
+//! [`LinkService::create_chunks`]): the threat feeds, the shorteners' list, the brands'
+//! look-alikes and the commercial lookup if one is configured ([`shortlink_threats::Threats`]).
+//! A listed target is refused before anything is reserved or written.
+
+use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
+use shortlink_model::validate::TargetUrl;
+use std::sync::Arc;
+
+/// Items of chunks refused by the check, with the chunk each came from.
+pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
+
+impl LinkService {
+    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed.
+    pub(super) async fn screen(&self, target: &TargetUrl) -> Result<(), ServiceError> {
+        let Some(threats) = &self.threats else {
+            return Ok(());
+        };
+        match threats.screen(target.as_str()).await {
+            Some(refusal) => Err(ServiceError::UnsafeTarget(Arc::new(refusal))),
+            None => Ok(()),
+        }
+    }
+
+    /// The chunks without their listed items, and those items answered as refused.
+    pub(super) async fn screen_chunks(
+        &self,
+        chunks: Vec<Vec<(i64, NewLink)>>,
+    ) -> (Vec<Vec<(i64, NewLink)>>, Refused) {
+        let mut refused = Vec::new();
+        if self.threats.is_none() {
+            return (chunks, refused);
+        }
+        let mut kept = Vec::with_capacity(chunks.len());
+        for (at, items) in chunks.into_iter().enumerate() {
+            let mut keep = Vec::with_capacity(items.len());
+            for (index, new) in items {
+                match self.screen(&new.target).await {
+                    Ok(()) => keep.push((index, new)),
+                    Err(error) => {
+                        let failure = ItemOutcome::Failed(ItemFailure::of(&error));
+                        refused.push((at, (index, failure)));
+                    }
+                }
+            }
+            kept.push(keep);
+        }
+        (kept, refused)
+    }
+}
+
+/// The outcomes of the chunks written (`outcomes[i]` is chunk `positions[i]`'s) with the
+/// `refused` items put back in their chunks, each chunk in the order of its items.
+pub(super) fn merge(
+    refused: Refused,
+    positions: Vec<usize>,
+    outcomes: Vec<Vec<(i64, ItemOutcome)>>,
+) -> Vec<Vec<(i64, ItemOutcome)>> {
+    if refused.is_empty() && positions.iter().enumerate().all(|(i, at)| i == *at) {
+        return outcomes;
+    }
+    let chunks = (positions.iter().copied())
+        .chain(refused.iter().map(|(at, _)| *at))
+        .max()
+        .map_or(0, |last| last + 1);
+    let mut merged: Vec<Vec<(i64, ItemOutcome)>> = vec![Vec::new(); chunks];
+    for (at, written) in positions.into_iter().zip(outcomes) {
+        merged[at].extend(written);
+    }
+    for (at, item) in refused {
+        merged[at].push(item);
+    }
+    for chunk in &mut merged {
+        chunk.sort_by_key(|(index, _)| *index);
+    }
+    merged
+}

@@ -1,0 +1,51 @@
+//! The threat feeds' wiring (issue 79): checked settings, the client that fetches them, the
+//! first load before any link is created, and the refresh job.
+
+use crate::StartupError;
+use shortlink_config::{Config, ConfigError};
+use shortlink_core::background::{self, Shutdown};
+use shortlink_core::outbound;
+use shortlink_threats::feed::Spec;
+use shortlink_threats::reputation::{TargetReputation, WebRisk};
+use shortlink_threats::{Settings, Threats};
+use std::sync::Arc;
+
+/// The feeds as configured; an unreadable `--threat-feed` is a configuration error.
+pub fn from_config(config: &Config) -> Result<Threats, StartupError> {
+    let flags = &config.threats;
+    let feeds = (flags.threat_feeds.iter())
+        .map(|spec| spec.parse::<Spec>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| ConfigError::ThreatFeed(error.to_string()))?;
+    // The operator names the feeds' sources, private ones included (a mirror inside the
+    // network): not a user's URL, so not held to the public-address rule.
+    let policy = outbound::Policy {
+        allow_private: true,
+        proxy: config.outbound_proxy.clone(),
+        reach: None,
+    };
+    let client = policy
+        .client(None, "--threat-feed")
+        .and_then(|builder| builder.build().map_err(|error| error.to_string()))
+        .map_err(ConfigError::ThreatFeed)?;
+    let reputation = (flags.threat_webrisk_key.clone()).map(|key| {
+        Arc::new(WebRisk::new(client.clone(), WebRisk::ENDPOINT, key)) as Arc<dyn TargetReputation>
+    });
+    let settings = Settings {
+        feeds,
+        refresh_every: flags.threat_refresh,
+        max_bytes: flags.threat_max_bytes,
+        shorteners: flags.threat_shorteners.clone(),
+        brand_hosts: flags.threat_brand_hosts.clone(),
+    };
+    Ok(Threats::new(settings, client, reputation))
+}
+
+/// Refreshes the feeds every `--threat-refresh` until shutdown (the first load was done at
+/// start-up, before any link could be created).
+pub async fn refresh_every(threats: Arc<Threats>, mut shutdown: Shutdown) {
+    tokio::select! {
+        () = threats.run() => {}
+        () = background::fired(&mut shutdown) => {}
+    }
+}
