@@ -4,6 +4,7 @@
 //! refresh on.
 
 use crate::helpers::*;
+use crate::workspaces::{create_workspace, operator_key, send_json, with_key, workspace_key};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -163,4 +164,77 @@ async fn a_feed_update_refuses_from_the_next_refresh_on() {
     }
     refused(&app, "https://fresh.example/phish").await;
     assert_eq!(app.stored().await.links, 1);
+}
+
+/// Creates a link to `url` with `key`; returns the status and the error's message, if any.
+async fn create_with(app: &TestApp, key: &str, url: &str) -> (u16, String) {
+    let answer = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&json!({ "url": url }))
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    let body: Value = answer.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    (status, message.to_owned())
+}
+
+async fn put_lists(app: &TestApp, key: &str, lists: Value) -> reqwest::Response {
+    with_key(app, key, reqwest::Method::PUT, "/target-lists")
+        .json(&lists)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn workspace_lists_apply_to_their_workspace_only_and_never_over_a_feed() {
+    let feed = Feed::default();
+    feed.set(&["https://listed.example/x"]);
+    let (app, _dir) = app_with_feeds("urlhaus-lists", &feed, &[]).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let b_issuer = workspace_key(&app, &operator, "brand-b", "issuer").await;
+    let answer = put_lists(
+        &app,
+        &b,
+        json!({"block": ["Rival.example"], "allow": ["listed.example", "rival.example", "b.example"]}),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let stored: Value = answer.json().await.unwrap();
+    assert_eq!(stored["block"], json!(["rival.example"]));
+    // An issuer cannot change them; a bad host is named.
+    assert_eq!(put_lists(&app, &b_issuer, json!({})).await.status(), 403);
+    let bad = put_lists(&app, &b, json!({"block": ["not a host"]})).await;
+    assert_eq!(bad.status(), 422);
+
+    // B's block list refuses B's links only.
+    let (status, message) = create_with(&app, &b, "https://www.rival.example/").await;
+    assert_eq!(status, 422);
+    assert!(message.contains("\"workspace-block-list\""), "{message}");
+    assert_eq!(
+        create_with(&app, &a, "https://www.rival.example/").await.0,
+        201
+    );
+    // B's allow list keeps B's links on its hosts, and A's links anywhere.
+    let (status, message) = create_with(&app, &b, "https://elsewhere.example/").await;
+    assert_eq!(status, 422);
+    assert!(message.contains("\"workspace-allow-list\""), "{message}");
+    assert_eq!(create_with(&app, &b, "https://b.example/p").await.0, 201);
+    assert_eq!(
+        create_with(&app, &a, "https://elsewhere.example/").await.0,
+        201
+    );
+    // A feed-listed target stays refused, though B's allow list names its host.
+    let (status, message) = create_with(&app, &b, "https://listed.example/x").await;
+    assert_eq!(status, 422);
+    assert!(message.contains("\"urlhaus-lists\""), "{message}");
+    assert_eq!(app.stored().await.links, 3);
+    let lists: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/target-lists")).await;
+    assert_eq!(lists, json!({"block": [], "allow": []}));
 }

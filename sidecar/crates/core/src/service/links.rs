@@ -27,6 +27,8 @@ pub struct LinkService {
     /// The threat feeds every new link's target is checked against (`--threat-feed`); `None`
     /// when none is configured.
     pub(super) threats: Option<Arc<Threats>>,
+    /// Each workspace's own block and allow lists, as last read.
+    pub(super) target_lists: super::target_lists::Cache,
 }
 
 impl LinkService {
@@ -47,6 +49,7 @@ impl LinkService {
             slugs: Slugs::default(),
             in_flight: Default::default(),
             threats: None,
+            target_lists: Default::default(),
         }
     }
 

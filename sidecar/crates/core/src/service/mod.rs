@@ -39,6 +39,7 @@ mod read;
 mod requests;
 mod screen;
 mod subjects;
+pub mod target_lists;
 mod update;
 pub mod validate;
 pub mod workspaces;

@@ -2,22 +2,41 @@
 //! batch, compose, reissue, the console, imports all come through [`LinkService::create`] or
 //! [`LinkService::create_chunks`]): the threat feeds, the shorteners' list, the brands'
 //! look-alikes and the commercial lookup if one is configured ([`shortlink_threats::Threats`]).
-//! A listed target is refused before anything is reserved or written.
+//! and the link's workspace's own block and allow lists ([`super::target_lists`]). A listed
+//! target is refused before anything is reserved or written.
 
+use super::target_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use shortlink_model::validate::TargetUrl;
+use shortlink_store::WorkspaceId;
 use std::sync::Arc;
 
 /// Items of chunks refused by the check, with the chunk each came from.
 pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
 
 impl LinkService {
-    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed.
-    pub(super) async fn screen(&self, target: &TargetUrl) -> Result<(), ServiceError> {
-        let Some(threats) = &self.threats else {
-            return Ok(());
+    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed: by a feed
+    /// first (an allow list never lets a feed-listed target through), then by `workspace`'s own
+    /// lists, which apply to its links only.
+    pub(super) async fn screen(
+        &self,
+        workspace: WorkspaceId,
+        target: &TargetUrl,
+    ) -> Result<(), ServiceError> {
+        let lists = self.target_lists(workspace).await?;
+        self.screen_with(&lists, target).await
+    }
+
+    async fn screen_with(
+        &self,
+        lists: &TargetLists,
+        target: &TargetUrl,
+    ) -> Result<(), ServiceError> {
+        let feeds = match &self.threats {
+            Some(threats) => threats.screen(target.as_str()).await,
+            None => None,
         };
-        match threats.screen(target.as_str()).await {
+        match feeds.or_else(|| lists.refusal(target.as_str())) {
             Some(refusal) => Err(ServiceError::UnsafeTarget(Arc::new(refusal))),
             None => Ok(()),
         }
@@ -29,14 +48,32 @@ impl LinkService {
         chunks: Vec<Vec<(i64, NewLink)>>,
     ) -> (Vec<Vec<(i64, NewLink)>>, Refused) {
         let mut refused = Vec::new();
-        if self.threats.is_none() {
+        let Some(workspace) = chunks.iter().flatten().map(|(_, new)| new.workspace).next() else {
+            return (chunks, refused);
+        };
+        let lists = match self.target_lists(workspace).await {
+            Ok(lists) => lists,
+            // Refused whole, as a chunk whose database is unavailable is.
+            Err(error) => {
+                let failure = ItemOutcome::Failed(ItemFailure::of(&error));
+                for (at, items) in chunks.iter().enumerate() {
+                    refused.extend(
+                        items
+                            .iter()
+                            .map(|(index, _)| (at, (*index, failure.clone()))),
+                    );
+                }
+                return (vec![Vec::new(); chunks.len()], refused);
+            }
+        };
+        if self.threats.is_none() && *lists == TargetLists::default() {
             return (chunks, refused);
         }
         let mut kept = Vec::with_capacity(chunks.len());
         for (at, items) in chunks.into_iter().enumerate() {
             let mut keep = Vec::with_capacity(items.len());
             for (index, new) in items {
-                match self.screen(&new.target).await {
+                match self.screen_with(&lists, &new.target).await {
                     Ok(()) => keep.push((index, new)),
                     Err(error) => {
                         let failure = ItemOutcome::Failed(ItemFailure::of(&error));
