@@ -10,7 +10,7 @@ use shortlink_threats::reputation::{TargetReputation, WebRisk};
 use shortlink_threats::{Settings, Threats};
 use std::sync::Arc;
 
-/// The feeds as configured; an unreadable `--threat-feed` is a configuration error.
+/// The feeds as configured; an unreadable `--threat-feeds` is a configuration error.
 pub fn from_config(config: &Config) -> Result<Threats, StartupError> {
     let flags = &config.threats;
     let feeds = (flags.threat_feeds.iter())
@@ -25,7 +25,7 @@ pub fn from_config(config: &Config) -> Result<Threats, StartupError> {
         reach: None,
     };
     let client = policy
-        .client(None, "--threat-feed")
+        .client(None, "--threat-feeds")
         .and_then(|builder| builder.build().map_err(|error| error.to_string()))
         .map_err(ConfigError::ThreatFeed)?;
     let reputation = (flags.threat_webrisk_key.clone()).map(|key| {

@@ -72,7 +72,7 @@ async fn app_with_feeds(name: &str, feed: &Feed, extra: &[&str]) -> (TestApp, te
         "{name}=urlhaus-csv:{url},corp-{name}=hosts:{}",
         hosts.display()
     );
-    let mut flags = vec!["--threat-feed", feeds.as_str()];
+    let mut flags = vec!["--threat-feeds", feeds.as_str()];
     flags.extend_from_slice(extra);
     (spawn_app_with(Backend::Sqlite, &flags).await, dir)
 }
@@ -105,6 +105,19 @@ async fn a_listed_target_is_refused_naming_the_feed_and_nothing_is_stored() {
         .contains("\"shorteners\""));
     let stored = app.stored().await;
     assert_eq!((stored.links, stored.redis_keys), (0, 0));
+    // Each refusal is in the workspace's audit log, with the feed and the entry.
+    let audit = app.get_json("/audit?action=link.refused").await;
+    let rows = audit["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let phish = rows
+        .iter()
+        .find(|row| row["object"] == "corp-urlhaus-create")
+        .unwrap();
+    assert_eq!(phish["changes"]["entry"][1], "phish.example");
+    assert_eq!(
+        phish["changes"]["target"][1],
+        "https://login.phish.example/account"
+    );
     // Another URL on the same host as a listed URL, and an unlisted host, are created.
     app.create_code("http://malware.example/other").await;
     app.create_code("https://notphish.example/").await;
@@ -141,6 +154,8 @@ async fn a_batch_refuses_only_its_listed_lines() {
         .unwrap()
         .contains("\"corp-urlhaus-batch\""));
     assert_eq!(app.stored().await.links, 3);
+    let audit = app.get_json("/audit?action=link.refused").await;
+    assert_eq!(audit["rows"].as_array().unwrap().len(), 2);
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 pub struct ThreatConfig {
     /// Threat feeds every new link's target is checked against, comma-separated `name=format:source`: format `urlhaus-csv`, `urls` (OpenPhish, PhishTank URL lists), `phishtank-csv` or `hosts` (`host`, `0.0.0.0 host`, `||host^`), source an http(s) URL or a file (e.g. `urlhaus=urlhaus-csv:https://urlhaus.abuse.ch/downloads/csv_recent/`). None by default: the project ships no feed.
     #[arg(
-        long = "threat-feed",
+        long,
         env = "SHORTLINK_THREAT_FEEDS",
         value_delimiter = ',',
         global = true

@@ -18,7 +18,7 @@ pub enum Error {
          previous copy still answers"
     )]
     Shrank { before: usize, after: usize },
-    #[error("bad --threat-feed {spec:?}: {why}")]
+    #[error("bad --threat-feeds {spec:?}: {why}")]
     Spec { spec: String, why: String },
     #[error("parsing the feed panicked")]
     Panicked,

@@ -1,4 +1,4 @@
-//! One feed: what `--threat-feed` says of it, and the copy in memory with the checks a new copy
+//! One feed: what `--threat-feeds` says of it, and the copy in memory with the checks a new copy
 //! passes before it replaces the old (not empty, not shrunk by more than half).
 
 use crate::error::Error;

@@ -5,7 +5,7 @@
 use crate::normalize;
 use std::str::FromStr;
 
-/// A feed's format, as `--threat-feed` names it.
+/// A feed's format, as `--threat-feeds` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// URLhaus's CSV dumps (`csv_recent`, `csv_online`): `"id","dateadded","url",...`, `#` comments.

@@ -108,6 +108,16 @@ impl Threats {
             hosts,
             ..Parsed::default()
         });
+        describe();
+        for spec in &settings.feeds {
+            // Never loaded reads as loaded at 0: stale, so the alert names a feed that never
+            // came (a configured feed with no series would never fire).
+            let feed = spec.name.clone();
+            gauge!("shortlink_threat_feed_updated_timestamp_seconds", "feed" => feed.clone())
+                .set(0.0);
+            gauge!("shortlink_threat_feed_held_back", "feed" => feed.clone()).set(0.0);
+            gauge!("shortlink_threat_feed_entries", "feed" => feed).set(0.0);
+        }
         let slots = (settings.feeds.iter())
             .map(|spec| Slot {
                 spec: spec.clone(),
@@ -279,6 +289,36 @@ impl Slot {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+}
+
+/// The families' help texts on `/metrics`.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, Unit};
+    describe_counter!(
+        "shortlink_threat_checks_total",
+        "New link targets checked against the threat feeds"
+    );
+    describe_counter!(
+        "shortlink_threat_refusals_total",
+        "New link targets refused, by the feed that lists them"
+    );
+    describe_gauge!(
+        "shortlink_threat_feed_entries",
+        "Distinct entries of the threat feed's copy in use"
+    );
+    describe_gauge!(
+        "shortlink_threat_feed_parse_errors",
+        "Lines of the threat feed's copy in use that could not be read"
+    );
+    describe_gauge!(
+        "shortlink_threat_feed_held_back",
+        "1 while the feed's newest copy is held back for shrinking by more than half"
+    );
+    describe_gauge!(
+        "shortlink_threat_feed_updated_timestamp_seconds",
+        Unit::Seconds,
+        "When the feed's source last answered (a new copy or not modified); 0: never"
+    );
 }
 
 fn unix_seconds(at: SystemTime) -> f64 {

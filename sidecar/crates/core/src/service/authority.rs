@@ -115,7 +115,7 @@ impl LinkService {
             return refuse_all(&chunks, ItemFailure::Stopped(stop));
         }
         // Listed targets are answered apart, each on its own line, and draw no quota.
-        let (chunks, refused) = self.screen_chunks(chunks).await;
+        let (chunks, refused) = self.screen_chunks(chunks, job.authority).await;
         let links: usize = chunks.iter().map(Vec::len).sum();
         if !reservation.draw(links as u64) {
             tracing::error!(

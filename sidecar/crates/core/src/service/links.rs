@@ -24,7 +24,7 @@ pub struct LinkService {
     pub(super) slugs: Slugs,
     /// The jobs' groups being written, per workspace: what a delete waits for.
     pub(super) in_flight: super::in_flight::InFlight,
-    /// The threat feeds every new link's target is checked against (`--threat-feed`); `None`
+    /// The threat feeds every new link's target is checked against (`--threat-feeds`); `None`
     /// when none is configured.
     pub(super) threats: Option<Arc<Threats>>,
     /// Each workspace's own block and allow lists, as last read.

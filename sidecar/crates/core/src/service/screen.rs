@@ -1,14 +1,19 @@
 //! The one check every new link's target meets, whichever path makes it (the API's create and
 //! batch, compose, reissue, the console, imports all come through [`LinkService::create`] or
 //! [`LinkService::create_chunks`]): the threat feeds, the shorteners' list, the brands'
-//! look-alikes and the commercial lookup if one is configured ([`shortlink_threats::Threats`]).
+//! look-alikes and the commercial lookup if one is configured ([`shortlink_threats::Threats`]),
 //! and the link's workspace's own block and allow lists ([`super::target_lists`]). A listed
-//! target is refused before anything is reserved or written.
+//! target is refused before anything is reserved or written, and the refusal is audited
+//! (`link.refused`, in the workspace's log: its admins see who tried which target, and which
+//! feed stopped it).
 
+use super::authority::Authority;
 use super::target_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use shortlink_model::validate::TargetUrl;
+use shortlink_store::audit::{Actor, Changes, Origin};
 use shortlink_store::WorkspaceId;
+use shortlink_threats::Refusal;
 use std::sync::Arc;
 
 /// Items of chunks refused by the check, with the chunk each came from.
@@ -22,9 +27,26 @@ impl LinkService {
         &self,
         workspace: WorkspaceId,
         target: &TargetUrl,
+        origin: &Origin,
     ) -> Result<(), ServiceError> {
         let lists = self.target_lists(workspace).await?;
-        self.screen_with(&lists, target).await
+        let screened = self.screen_with(&lists, target).await;
+        if let Err(ServiceError::UnsafeTarget(refusal)) = &screened {
+            self.audit_refusal(origin, target, refusal).await;
+        }
+        screened
+    }
+
+    /// Records a refusal; a failure to is logged, never a reason to store the link.
+    async fn audit_refusal(&self, origin: &Origin, target: &TargetUrl, refusal: &Refusal) {
+        let changes = Changes::new()
+            .set("target", target.as_str())
+            .set("feed", refusal.feed.as_str())
+            .set("entry", refusal.entry.as_str());
+        let entry = origin.entry("link.refused", refusal.feed.as_str(), changes);
+        if let Err(error) = self.storage.append_audit(&entry).await {
+            tracing::warn!(%error, feed = refusal.feed, "a refused target was not audited");
+        }
     }
 
     async fn screen_with(
@@ -46,6 +68,7 @@ impl LinkService {
     pub(super) async fn screen_chunks(
         &self,
         chunks: Vec<Vec<(i64, NewLink)>>,
+        authority: Authority,
     ) -> (Vec<Vec<(i64, NewLink)>>, Refused) {
         let mut refused = Vec::new();
         let Some(workspace) = chunks.iter().flatten().map(|(_, new)| new.workspace).next() else {
@@ -76,6 +99,10 @@ impl LinkService {
                 match self.screen_with(&lists, &new.target).await {
                     Ok(()) => keep.push((index, new)),
                     Err(error) => {
+                        if let ServiceError::UnsafeTarget(refusal) = &error {
+                            let origin = job_origin(authority);
+                            self.audit_refusal(&origin, &new.target, refusal).await;
+                        }
                         let failure = ItemOutcome::Failed(ItemFailure::of(&error));
                         refused.push((at, (index, failure)));
                     }
@@ -84,6 +111,19 @@ impl LinkService {
             kept.push(keep);
         }
         (kept, refused)
+    }
+}
+
+/// Who a job's refusals are audited as: its key (named by id: the job does not carry its
+/// name), or the command line.
+fn job_origin(authority: Authority) -> Origin {
+    let actor = match authority.key {
+        Some(id) => Actor::key(id, format!("key {id}")),
+        None => Actor::cli(),
+    };
+    Origin {
+        workspace_id: authority.workspace.get(),
+        ..Origin::new(actor)
     }
 }
 
