@@ -202,10 +202,6 @@ async fn wire_state(
         Arc::clone(&projection),
         config.sequence_block,
     );
-    // Loaded before the first link can be created; a feed that fails keeps failing in the log
-    // and its metrics until a refresh succeeds, and does not stop the start.
-    let threats = Arc::new(threats);
-    threats.refresh().await;
     let links = LinkService::new(
         storage,
         projection,
@@ -213,7 +209,7 @@ async fn wire_state(
         config.expired_grace,
         config.db_timeout,
     )
-    .with_threats(threats);
+    .with_threats(threats::first_load(threats).await);
     // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
     // their traits.
     let stores = shortlink_visits_sql::open(config).await?;

@@ -1,7 +1,6 @@
 //! The threat feeds' wiring (issue 79): checked settings, the client that fetches them, the
 //! first load before any link is created, and the refresh job.
 
-use crate::StartupError;
 use shortlink_config::{Config, ConfigError};
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::outbound;
@@ -11,7 +10,7 @@ use shortlink_threats::{Settings, Threats};
 use std::sync::Arc;
 
 /// The feeds as configured; an unreadable `--threat-feeds` is a configuration error.
-pub fn from_config(config: &Config) -> Result<Threats, StartupError> {
+pub fn from_config(config: &Config) -> Result<Threats, ConfigError> {
     let flags = &config.threats;
     let feeds = (flags.threat_feeds.iter())
         .map(|spec| spec.parse::<Spec>())
@@ -39,6 +38,14 @@ pub fn from_config(config: &Config) -> Result<Threats, StartupError> {
         brand_hosts: flags.threat_brand_hosts.clone(),
     };
     Ok(Threats::new(settings, client, reputation))
+}
+
+/// The feeds loaded once (before any link can be created: a feed that fails keeps failing in
+/// the log and its metrics until a refresh succeeds, and does not stop the start).
+pub async fn first_load(threats: Threats) -> Arc<Threats> {
+    let threats = Arc::new(threats);
+    threats.refresh().await;
+    threats
 }
 
 /// Refreshes the feeds every `--threat-refresh` until shutdown (the first load was done at

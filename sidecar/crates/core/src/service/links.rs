@@ -28,7 +28,7 @@ pub struct LinkService {
     /// when none is configured.
     pub(super) threats: Option<Arc<Threats>>,
     /// Each workspace's own block and allow lists, as last read.
-    pub(super) target_lists: super::target_lists::Cache,
+    pub(super) target_lists: super::host_lists::Cache,
 }
 
 impl LinkService {

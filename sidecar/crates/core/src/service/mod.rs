@@ -30,6 +30,7 @@ mod commit;
 pub mod compose;
 mod create;
 mod error;
+mod host_lists;
 mod idempotency;
 mod in_flight;
 pub mod keys;

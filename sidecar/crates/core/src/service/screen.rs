@@ -8,7 +8,7 @@
 //! feed stopped it).
 
 use super::authority::Authority;
-use super::target_lists::TargetLists;
+use super::host_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use shortlink_model::validate::TargetUrl;
 use shortlink_store::audit::{Actor, Changes, Origin};

@@ -1,87 +1,12 @@
-//! A workspace's own block and allow lists of target hosts (issue 79), set by its admins:
-//! within what the operator allows (`--block-hosts`/`--allow-hosts` are checked first, by the
-//! target's validation), and never over the threat feeds (a feed-listed target stays refused
-//! whatever an allow list says: [`super::screen`] asks the feeds first).
-//!
-//! Kept as one row of the settings table per workspace (`target_lists:<id>`, JSON), as the
-//! domains' drain states are: no table of their own for two short lists. Every create reads
-//! them, so each sidecar keeps them for [`CACHE_FOR`]: an admin's change applies on every
-//! sidecar within that time (at once on the one that took it).
+//! Reading and writing a workspace's block and allow lists ([`super::host_lists`]): a row of
+//! the settings table per workspace, audited, and each sidecar's copy kept for
+//! [`CACHE_FOR`].
 
+pub use super::host_lists::{TargetLists, ALLOW_LIST, BLOCK_LIST, CACHE_FOR, MAX_HOSTS};
 use super::{LinkService, ServiceError};
-use serde::{Deserialize, Serialize};
 use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::WorkspaceId;
-use shortlink_threats::{normalize, Refusal};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-/// How long a sidecar answers from its copy of a workspace's lists.
-pub const CACHE_FOR: Duration = Duration::from_secs(5);
-
-/// The feed name a refusal by the workspace's block list carries.
-pub const BLOCK_LIST: &str = "workspace-block-list";
-/// The feed name a refusal for being off the workspace's allow list carries.
-pub const ALLOW_LIST: &str = "workspace-allow-list";
-
-/// At most this many hosts per list.
-pub const MAX_HOSTS: usize = 1000;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetLists {
-    /// Targets on these hosts or their subdomains are refused.
-    pub block: Vec<String>,
-    /// If not empty, only targets on these hosts or their subdomains are accepted.
-    pub allow: Vec<String>,
-}
-
-impl TargetLists {
-    /// The lists with each host normalised (lower case, punycode), sorted, without duplicates;
-    /// `Err` names the first entry that is not a host, with its list.
-    pub fn normalized(self) -> Result<Self, (&'static str, String)> {
-        let hosts = |list: Vec<String>, name: &'static str| {
-            if list.len() > MAX_HOSTS {
-                return Err((name, format!("more than {MAX_HOSTS} hosts")));
-            }
-            let mut hosts = (list.into_iter())
-                .map(|entry| normalize::host(&entry).ok_or((name, entry)))
-                .collect::<Result<Vec<_>, _>>()?;
-            hosts.sort();
-            hosts.dedup();
-            Ok(hosts)
-        };
-        Ok(Self {
-            block: hosts(self.block, "block")?,
-            allow: hosts(self.allow, "allow")?,
-        })
-    }
-
-    /// Why `target` (a normalised target URL) is refused by these lists, if it is.
-    pub fn refusal(&self, target: &str) -> Option<Refusal> {
-        let (_, host) = normalize::serialized_parts(target)?;
-        let listed = |list: &[String]| {
-            normalize::self_and_parents(host).find(|name| {
-                list.binary_search_by(|entry| entry.as_str().cmp(name))
-                    .is_ok()
-            })
-        };
-        if let Some(entry) = listed(&self.block) {
-            return Some(Refusal {
-                feed: BLOCK_LIST.to_owned(),
-                entry: entry.to_owned(),
-            });
-        }
-        (!self.allow.is_empty() && listed(&self.allow).is_none()).then(|| Refusal {
-            feed: ALLOW_LIST.to_owned(),
-            entry: host.to_owned(),
-        })
-    }
-}
-
-/// The lists each workspace had when last read, and when.
-#[derive(Default)]
-pub(super) struct Cache(Mutex<HashMap<WorkspaceId, (Instant, Arc<TargetLists>)>>);
+use std::sync::Arc;
 
 fn setting(workspace: WorkspaceId) -> String {
     format!("target_lists:{workspace}")
@@ -93,10 +18,7 @@ impl LinkService {
         &self,
         workspace: WorkspaceId,
     ) -> Result<Arc<TargetLists>, ServiceError> {
-        let cached = (self.target_lists.0.lock().ok())
-            .and_then(|cache| cache.get(&workspace).cloned())
-            .filter(|(read_at, _)| read_at.elapsed() < CACHE_FOR);
-        if let Some((_, lists)) = cached {
+        if let Some(lists) = self.target_lists.fresh(workspace) {
             return Ok(lists);
         }
         let stored = self.storage.setting(&setting(workspace)).await?;
@@ -105,7 +27,7 @@ impl LinkService {
                 .and_then(|text| serde_json::from_str::<TargetLists>(text).ok())
                 .unwrap_or_default(),
         );
-        self.remember_lists(workspace, &lists);
+        self.target_lists.remember(workspace, &lists);
         Ok(lists)
     }
 
@@ -127,45 +49,7 @@ impl LinkService {
         let entry = origin.entry("target_lists.set", workspace.to_string(), changes);
         self.storage.append_audit(&entry).await?;
         let lists = Arc::new(lists);
-        self.remember_lists(workspace, &lists);
+        self.target_lists.remember(workspace, &lists);
         Ok(lists)
-    }
-
-    fn remember_lists(&self, workspace: WorkspaceId, lists: &Arc<TargetLists>) {
-        if let Ok(mut cache) = self.target_lists.0.lock() {
-            cache.insert(workspace, (Instant::now(), Arc::clone(lists)));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn block_then_allow() {
-        let lists = TargetLists {
-            block: vec!["Bad.example".into(), "x.good.example".into()],
-            allow: vec!["good.example".into()],
-        }
-        .normalized()
-        .unwrap();
-        let feed = |url: &str| lists.refusal(url).map(|r| (r.feed, r.entry));
-        assert_eq!(feed("https://good.example/"), None);
-        assert_eq!(feed("https://www.good.example/a"), None);
-        assert_eq!(
-            feed("https://a.x.good.example/"),
-            Some((BLOCK_LIST.into(), "x.good.example".into()))
-        );
-        assert_eq!(
-            feed("https://other.example/"),
-            Some((ALLOW_LIST.into(), "other.example".into()))
-        );
-        assert!(TargetLists {
-            block: vec!["not a host".into()],
-            allow: vec![],
-        }
-        .normalized()
-        .is_err());
     }
 }
