@@ -5,13 +5,25 @@ use shortlink_config::{Config, ConfigError};
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::outbound;
 use shortlink_threats::feed::Spec;
+use shortlink_threats::normalize;
 use shortlink_threats::reputation::{TargetReputation, WebRisk};
 use shortlink_threats::{Settings, Threats};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The feeds as configured; an unreadable `--threat-feeds` is a configuration error.
 pub fn from_config(config: &Config) -> Result<Threats, ConfigError> {
     let flags = &config.threats;
+    for (flag, hosts) in [
+        ("--threat-shorteners", &flags.threat_shorteners),
+        ("--threat-brand-hosts", &flags.threat_brand_hosts),
+    ] {
+        if let Some(bad) = hosts.iter().find(|host| normalize::host(host).is_none()) {
+            return Err(ConfigError::ThreatFeed(format!(
+                "{flag}: {bad:?} is not a host name"
+            )));
+        }
+    }
     let feeds = (flags.threat_feeds.iter())
         .map(|spec| spec.parse::<Spec>())
         .collect::<Result<Vec<_>, _>>()
@@ -23,9 +35,19 @@ pub fn from_config(config: &Config) -> Result<Threats, ConfigError> {
         proxy: config.outbound_proxy.clone(),
         reach: None,
     };
+    // A source that hangs holds up the start (the first load) and one refresh, not more.
+    let timeout = flags
+        .threat_refresh
+        .clamp(Duration::from_secs(10), Duration::from_secs(300));
     let client = policy
         .client(None, "--threat-feeds")
-        .and_then(|builder| builder.build().map_err(|error| error.to_string()))
+        .and_then(|builder| {
+            (builder
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(timeout)
+                .build())
+            .map_err(|error| error.to_string())
+        })
         .map_err(ConfigError::ThreatFeed)?;
     let reputation = (flags.threat_webrisk_key.clone()).map(|key| {
         Arc::new(WebRisk::new(client.clone(), WebRisk::ENDPOINT, key)) as Arc<dyn TargetReputation>

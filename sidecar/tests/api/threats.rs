@@ -253,3 +253,26 @@ async fn workspace_lists_apply_to_their_workspace_only_and_never_over_a_feed() {
     let lists: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/target-lists")).await;
     assert_eq!(lists, json!({"block": [], "allow": []}));
 }
+
+#[tokio::test]
+async fn bad_threat_settings_stop_the_start_naming_the_flag() {
+    let redis = testkit::RedisServer::start();
+    let dir = testkit::temp_dir();
+    for (flags, needle) in [
+        (
+            ["--threat-feeds", "urlhaus=csv:/tmp/x"],
+            "unknown feed format",
+        ),
+        (["--threat-feeds", "no-format"], "no `name=`"),
+        (["--threat-shorteners", "not a host"], "--threat-shorteners"),
+        (["--threat-brand-hosts", "bad host"], "--threat-brand-hosts"),
+    ] {
+        let database = format!("sqlite://{}", dir.path().join("links.db").display());
+        let config = config(&database, &redis.url(), &flags);
+        let error = match shortlink_sidecar::Application::build(&config).await {
+            Ok(_) => panic!("{flags:?} accepted"),
+            Err(error) => error.to_string(),
+        };
+        assert!(error.contains(needle), "{flags:?}: {error}");
+    }
+}
