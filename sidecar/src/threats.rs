@@ -66,6 +66,8 @@ pub fn from_config(config: &Config) -> Result<Threats, ConfigError> {
 /// the log and its metrics until a refresh succeeds, and does not stop the start).
 pub async fn first_load(threats: Threats) -> Arc<Threats> {
     let threats = Arc::new(threats);
+    shortlink_core::metrics::install();
+    threats.publish_metrics();
     threats.refresh().await;
     threats
 }

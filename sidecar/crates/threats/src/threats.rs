@@ -108,16 +108,6 @@ impl Threats {
             hosts,
             ..Parsed::default()
         });
-        describe();
-        for spec in &settings.feeds {
-            // Never loaded reads as loaded at 0: stale, so the alert names a feed that never
-            // came (a configured feed with no series would never fire).
-            let feed = spec.name.clone();
-            gauge!("shortlink_threat_feed_updated_timestamp_seconds", "feed" => feed.clone())
-                .set(0.0);
-            gauge!("shortlink_threat_feed_held_back", "feed" => feed.clone()).set(0.0);
-            gauge!("shortlink_threat_feed_entries", "feed" => feed).set(0.0);
-        }
         let slots = (settings.feeds.iter())
             .map(|spec| Slot {
                 spec: spec.clone(),
@@ -134,6 +124,24 @@ impl Threats {
             client,
             settings,
         }
+    }
+
+    /// Describes the metrics and gives each feed its series (once the process's recorder is
+    /// installed: what is recorded before goes nowhere). A feed never loaded reads as loaded at
+    /// 0: stale, so the alert names a feed that never came (one with no series would never fire).
+    pub fn publish_metrics(&self) {
+        describe();
+        for slot in &self.slots {
+            let feed = slot.spec.name.clone();
+            let loaded = slot.current();
+            if loaded.index.is_empty() {
+                gauge!("shortlink_threat_feed_updated_timestamp_seconds", "feed" => feed.clone())
+                    .set(0.0);
+            }
+            gauge!("shortlink_threat_feed_held_back", "feed" => feed.clone()).set(0.0);
+            gauge!("shortlink_threat_feed_entries", "feed" => feed).set(loaded.index.len() as f64);
+        }
+        counter!("shortlink_threat_checks_total").increment(0);
     }
 
     /// Feeds, shorteners and look-alikes, in memory: what every create asks. `target` is a
