@@ -124,17 +124,19 @@ impl LinkService {
                 "new links beyond their reservation: refused"
             );
             let outcomes = refuse_all(&chunks, ItemFailure::QuotaExceeded);
-            return super::screen::merge(refused, (0..chunks.len()).collect(), outcomes);
+            let count = chunks.len();
+            return super::screen::merge(refused, (0..count).collect(), outcomes, count);
         }
         // Thousands of lines: a busy database is waited for, never a reason to shed them.
         let patience = shortlink_store::patience::Patience::BULK;
+        let count = chunks.len();
         let (positions, kept): (Vec<usize>, Vec<_>) = (chunks.into_iter().enumerate())
             .filter(|(_, items)| !items.is_empty())
             .unzip();
         let written = self.create_groups(kept, claim, job.authority);
         let outcomes = shortlink_store::patience::waiting_while_busy(patience, written).await;
         job.observe(outcomes.iter().flatten().map(|(_, outcome)| outcome));
-        super::screen::merge(refused, positions, outcomes)
+        super::screen::merge(refused, positions, outcomes, count)
     }
 
     /// [`Self::create_chunks`] of one chunk.

@@ -128,19 +128,17 @@ fn job_origin(authority: Authority) -> Origin {
 }
 
 /// The outcomes of the chunks written (`outcomes[i]` is chunk `positions[i]`'s) with the
-/// `refused` items put back in their chunks, each chunk in the order of its items.
+/// `refused` items put back in their chunks, each chunk in the order of its items: one
+/// vector per chunk of the request (`chunks`), an empty chunk's empty.
 pub(super) fn merge(
     refused: Refused,
     positions: Vec<usize>,
     outcomes: Vec<Vec<(i64, ItemOutcome)>>,
+    chunks: usize,
 ) -> Vec<Vec<(i64, ItemOutcome)>> {
-    if refused.is_empty() && positions.iter().enumerate().all(|(i, at)| i == *at) {
+    if refused.is_empty() && positions.len() == chunks {
         return outcomes;
     }
-    let chunks = (positions.iter().copied())
-        .chain(refused.iter().map(|(at, _)| *at))
-        .max()
-        .map_or(0, |last| last + 1);
     let mut merged: Vec<Vec<(i64, ItemOutcome)>> = vec![Vec::new(); chunks];
     for (at, written) in positions.into_iter().zip(outcomes) {
         merged[at].extend(written);
