@@ -15,6 +15,7 @@ pub mod audit_retention;
 pub mod cli;
 pub mod config_file;
 pub mod console;
+mod threats;
 
 // The crates below, under the module names they had when they were this crate's modules: the
 // paths the wiring here, the CLI, the console, the tests and the benches use.
@@ -90,6 +91,7 @@ struct Checked {
     public_base_url: Option<String>,
     short_domains: Vec<String>,
     url_policy: UrlPolicy,
+    threats: shortlink_threats::Threats,
     webhooks: webhooks::WebhookSettings,
     proxy_secret: Option<http::proxy_secret::ProxySecret>,
     /// The write-through's and the marker's ways to the primary, each its own (a `Primary`
@@ -140,6 +142,7 @@ impl Checked {
             public_base_url,
             short_domains,
             url_policy,
+            threats: threats::from_config(config)?,
             webhooks: webhooks::WebhookSettings::from_config(config)?,
             proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
             projection_primary: Primary::from_config(config)?,
@@ -171,6 +174,7 @@ async fn wire_state(
         public_base_url,
         short_domains,
         url_policy,
+        threats,
         webhooks: webhook_settings,
         proxy_secret,
         projection_primary,
@@ -204,7 +208,8 @@ async fn wire_state(
         issuer,
         config.expired_grace,
         config.db_timeout,
-    );
+    )
+    .with_threats(threats::first_load(threats).await);
     // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
     // their traits.
     let stores = shortlink_visits_sql::open(config).await?;
@@ -409,6 +414,12 @@ impl Jobs {
                 settings,
             );
             tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
+        }
+        if let Some(feeds) = state.links.threats() {
+            let feeds = Arc::clone(feeds);
+            tasks.spawn("threat feeds", move |shutdown| {
+                threats::refresh_every(feeds, shutdown)
+            });
         }
         let Some(serving) = self.serving else {
             return;

@@ -63,6 +63,9 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
             value,
         });
     }
+    if let Err(e) = crate::threats::from_config(config) {
+        problems.push(e);
+    }
     if config
         .bootstrap_api_key
         .as_ref()

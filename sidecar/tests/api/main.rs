@@ -54,6 +54,7 @@ mod sentinel;
 mod streamed;
 mod subjects;
 mod subjects_retention;
+mod threats;
 mod validation;
 mod visit_caches;
 mod webhooks;

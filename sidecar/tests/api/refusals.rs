@@ -99,6 +99,12 @@ fn create_refusals() -> Vec<Refusal> {
             api: json!({"url": "https://a.example/", "expires_at": "2020-01-01T10:00:00Z"}),
             code: "invalid_expiry",
         },
+        // A nested short link: the built-in shorteners' list, which every sidecar has.
+        Refusal {
+            form: vec![("url", "https://bit.ly/3abc".into())],
+            api: json!({"url": "https://bit.ly/3abc"}),
+            code: "unsafe_target",
+        },
     ]
 }
 

@@ -61,7 +61,13 @@ fn per_domain_counters_keep_hosts_apart_and_pass_promtool() {
         format!("127.0.0.1:{}", system.nginx.tls_port),
         root.display().to_string(),
     );
+    // A threat feed (issue 79), so that its families have a series.
+    let feed = certs.path().join("threat-hosts.txt");
+    std::fs::write(&feed, "0.0.0.0 malware.example\n").unwrap();
+    let feed = format!("e2e=hosts:{}", feed.display());
     system.restart_sidecar_with(&[
+        "--threat-feeds",
+        &feed,
         "--domain-health-every",
         "200ms",
         "--certificate-edge",

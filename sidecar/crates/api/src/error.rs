@@ -84,10 +84,23 @@ pub struct ErrorDetail {
     /// `invalid_api_key`, `revoked_api_key`, `forbidden`, `not_found`, `method_not_allowed`, `link_revoked`,
     /// `gone`, `code_taken`, `database_unavailable`, `redis_unavailable`, `codes_exhausted`,
     /// `private_address`, `invalid_secret`, `invalid_name`, `invalid_filter`, `invalid_batch`,
-    /// `invalid_replay`, `unknown_failure`, `rate_limited`, `quota_exceeded`, `internal`.
+    /// `invalid_replay`, `unknown_failure`, `rate_limited`, `quota_exceeded`, `unsafe_target`
+    /// (a threat feed lists the target; the message names the feed and its entry), `internal`.
     pub code: String,
     /// For people; may change.
     pub message: String,
+}
+
+/// 422 `unsafe_target`: a threat feed (or the shorteners' list, or a brand's look-alike) lists
+/// the target; the message names the feed and the entry it matched.
+pub fn unsafe_target(refusal: &shortlink_threats::Refusal) -> Error {
+    Error::invalid(
+        "unsafe_target",
+        format!(
+            "the target is listed by the threat feed {:?} (entry {:?}); nothing was stored",
+            refusal.feed, refusal.entry
+        ),
+    )
 }
 
 impl Error {
@@ -237,6 +250,7 @@ impl From<ServiceError> for Error {
                 message: "this Idempotency-Key was used with another request".into(),
             },
             ServiceError::Stopped(stop) => stop.into(),
+            ServiceError::UnsafeTarget(refusal) => unsafe_target(&refusal),
         }
     }
 }

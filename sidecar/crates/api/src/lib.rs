@@ -35,6 +35,7 @@ mod retention;
 mod state;
 pub mod stats;
 pub mod subjects;
+mod target_lists;
 mod throttle;
 mod visits;
 mod webhooks;
@@ -93,6 +94,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(audit::router())
         .merge(subjects::router())
         .merge(retention::router())
+        .merge(target_lists::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })

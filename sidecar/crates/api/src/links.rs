@@ -228,7 +228,9 @@ fn path_code(state: &AppState, code: &str) -> Result<()> {
         (status = 415, body = ErrorBody),
         (status = 422, description = "a value the schema cannot judge: `invalid_expiry` (`expires_at` not in \
             the future), `invalid_url`, `unsupported_scheme`, `url_too_long`, `own_domain` (a target on one of \
-            our short domains), `host_not_allowed`, `invalid_code` (an alias of the generated-code shape, or \
+            our short domains), `host_not_allowed`, `unsafe_target` (a threat feed, the shorteners' list, a brand's \
+            look-alike or the workspace's own block or allow list refuses the target: the message names the feed \
+            and the entry it matched; nothing is stored), `invalid_code` (an alias of the generated-code shape, or \
             `batch`), `invalid_redirect`, `invalid_campaign`, `invalid_ref`, `invalid_tags`, `invalid_max_visits`, \
             `invalid_password`, `invalid_preview` (a card field's length or its image URL), `invalid_rules` (what no schema can say of `rules`: real CIDRs, IANA zones, \
             language tags, days `mon` to `sun` and hours 0 to 23 without an empty list, weights of a split \

@@ -10,8 +10,10 @@
 
 mod network;
 pub mod redact;
+mod threats;
 
 pub use network::Network;
+pub use threats::ThreatConfig;
 
 use crate::redact::redact_url;
 use std::fmt;
@@ -238,6 +240,9 @@ pub struct Config {
         global = true
     )]
     pub block_hosts: Vec<String>,
+
+    #[command(flatten)]
+    pub threats: ThreatConfig,
 
     /// Sequence numbers leased from the database at a time; a crash loses at most one block's rest.
     #[arg(
@@ -583,6 +588,7 @@ impl fmt::Debug for Config {
             .field("max_url_length", &self.max_url_length)
             .field("allow_hosts", &self.allow_hosts)
             .field("block_hosts", &self.block_hosts)
+            .field("threat_feeds", &self.threats.threat_feeds)
             .field("sequence_block", &self.sequence_block)
             .field("expired_grace", &self.expired_grace)
             .field("idempotency_retention", &self.idempotency_retention)
@@ -653,6 +659,8 @@ pub enum ConfigError {
     Webhook(String),
     #[error("click webhooks: {0}")]
     ClickWebhooks(String),
+    #[error("threat feeds: {0}")]
+    ThreatFeed(String),
     #[error("{flag}: {value:?} is not a host name")]
     Host { flag: &'static str, value: String },
     #[error(

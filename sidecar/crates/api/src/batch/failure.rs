@@ -35,6 +35,7 @@ pub fn failure_error(failure: ItemFailure) -> Error {
              not created",
         ),
         ItemFailure::Stopped(stop) => return stop.into(),
+        ItemFailure::UnsafeTarget(refusal) => return crate::error::unsafe_target(&refusal),
         ItemFailure::Internal => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

@@ -80,8 +80,9 @@ struct ItemResult {
     request_body(content = Vec<serde_json::Value>,
         description = "a JSON array of `CreateLinkRequest` items (at most 10,000), or one item \
             per line with `Content-Type: application/x-ndjson`; an item that is not a valid \
-            `CreateLinkRequest` (`[[null, null]]` holds two such items) is answered 422 in its \
-            own result, the others are created. No schema can say it: an `Idempotency-Key` sent \
+            `CreateLinkRequest` (`[[null, null]]` holds two such items), or whose target a threat \
+            feed or the workspace's lists refuse (`unsafe_target`, naming the feed), is answered \
+            422 in its own result, the others are created. No schema can say it: an `Idempotency-Key` sent \
             again with another body is 422 `idempotency_key_reused`"),
     responses(
         (status = 200, description = "`{\"results\":[{index, status, link | error}]}`, or one \

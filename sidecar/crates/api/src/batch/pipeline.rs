@@ -273,7 +273,7 @@ fn failed<T>(chunks: &[Vec<(i64, T)>], failure: ItemFailure) -> Vec<Vec<(i64, It
     (chunks.iter())
         .map(|chunk| {
             (chunk.iter())
-                .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+                .map(|(index, _)| (*index, ItemOutcome::Failed(failure.clone())))
                 .collect()
         })
         .collect()

@@ -111,19 +111,11 @@ impl LinkService {
         job: &Job,
         reservation: &mut Reservation,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
-        let refuse_all = |failure: ItemFailure| {
-            let failure = ItemOutcome::Failed(failure);
-            (chunks.iter())
-                .map(|items| {
-                    (items.iter())
-                        .map(|(index, _)| (*index, failure.clone()))
-                        .collect()
-                })
-                .collect()
-        };
         if let Some(stop) = job.stopped() {
-            return refuse_all(ItemFailure::Stopped(stop));
+            return refuse_all(&chunks, ItemFailure::Stopped(stop));
         }
+        // Listed targets are answered apart, each on its own line, and draw no quota.
+        let (chunks, refused) = self.screen_chunks(chunks, job.authority).await;
         let links: usize = chunks.iter().map(Vec::len).sum();
         if !reservation.draw(links as u64) {
             tracing::error!(
@@ -131,14 +123,20 @@ impl LinkService {
                 ?reservation,
                 "new links beyond their reservation: refused"
             );
-            return refuse_all(ItemFailure::QuotaExceeded);
+            let outcomes = refuse_all(&chunks, ItemFailure::QuotaExceeded);
+            let count = chunks.len();
+            return super::screen::merge(refused, (0..count).collect(), outcomes, count);
         }
         // Thousands of lines: a busy database is waited for, never a reason to shed them.
         let patience = shortlink_store::patience::Patience::BULK;
-        let written = self.create_groups(chunks, claim, job.authority);
+        let count = chunks.len();
+        let (positions, kept): (Vec<usize>, Vec<_>) = (chunks.into_iter().enumerate())
+            .filter(|(_, items)| !items.is_empty())
+            .unzip();
+        let written = self.create_groups(kept, claim, job.authority);
         let outcomes = shortlink_store::patience::waiting_while_busy(patience, written).await;
         job.observe(outcomes.iter().flatten().map(|(_, outcome)| outcome));
-        outcomes
+        super::screen::merge(refused, positions, outcomes, count)
     }
 
     /// [`Self::create_chunks`] of one chunk.
@@ -154,4 +152,19 @@ impl LinkService {
             .pop()
             .unwrap_or_default()
     }
+}
+
+/// Every item of `chunks` failed with `failure`.
+fn refuse_all(
+    chunks: &[Vec<(i64, NewLink)>],
+    failure: ItemFailure,
+) -> Vec<Vec<(i64, ItemOutcome)>> {
+    let failure = ItemOutcome::Failed(failure);
+    (chunks.iter())
+        .map(|items| {
+            (items.iter())
+                .map(|(index, _)| (*index, failure.clone()))
+                .collect()
+        })
+        .collect()
 }

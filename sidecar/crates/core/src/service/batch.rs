@@ -48,7 +48,7 @@ impl LinkService {
                 }
                 chunks
                     .iter()
-                    .map(|items| failed_items(items, failure))
+                    .map(|items| failed_items(items, failure.clone()))
                     .collect()
             }
         }
@@ -118,7 +118,7 @@ impl LinkService {
         for code in &refused.rows {
             self.issuer.skip_past(code).await?;
         }
-        let mut results = outcomes(plans, chunks, failure);
+        let mut results = outcomes(plans, chunks, failure.clone());
         if !refused.retry.is_empty() {
             let items: Vec<(i64, NewLink)> = (refused.retry.iter())
                 .map(|&(c, at)| chunks[c][at].clone())
@@ -543,9 +543,9 @@ fn outcomes(
         .map(|(mut plan, items)| {
             for (r, row) in std::mem::take(&mut plan.rows).into_iter().enumerate() {
                 if plan.inserted.contains(&row.link.code) {
-                    plan.outcomes[plan.todo[r]] = Some(match failure {
+                    plan.outcomes[plan.todo[r]] = Some(match &failure {
                         None => ItemOutcome::Created(Box::new(row.link)),
-                        Some(failure) => ItemOutcome::Failed(failure),
+                        Some(failure) => ItemOutcome::Failed(failure.clone()),
                     });
                 }
             }
@@ -558,7 +558,7 @@ fn outcomes(
 fn failed_items(items: &[(i64, NewLink)], failure: ItemFailure) -> Vec<(i64, ItemOutcome)> {
     items
         .iter()
-        .map(|(index, _)| (*index, ItemOutcome::Failed(failure)))
+        .map(|(index, _)| (*index, ItemOutcome::Failed(failure.clone())))
         .collect()
 }
 

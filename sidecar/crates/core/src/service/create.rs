@@ -33,6 +33,8 @@ impl LinkService {
             new.workspace,
             "another workspace's budget"
         );
+        // Before anything is reserved or written: a refused target costs no quota.
+        self.screen(new.workspace, &new.target, origin).await?;
         // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
         let _writing = self.in_flight.enter(new.workspace).await;
         let reservation = budget.reserve_links(1).await?;

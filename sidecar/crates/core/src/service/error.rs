@@ -5,6 +5,8 @@ use crate::limits::QuotaError;
 use crate::projection::ProjectionError;
 use shortlink_model::link::Invalid;
 use shortlink_store::{Standing, StorageError};
+use shortlink_threats::Refusal;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -33,6 +35,9 @@ pub enum ServiceError {
     /// A job's key or workspace no longer stands ([`super::authority`]).
     #[error(transparent)]
     Stopped(Stop),
+    /// The target is listed by a threat feed ([`super::screen`]): nothing was stored.
+    #[error("the target is listed by {}: {}", .0.feed, .0.entry)]
+    UnsafeTarget(Arc<Refusal>),
 }
 
 impl From<IssueError> for ServiceError {

@@ -5,6 +5,7 @@ use super::error::{ServiceError, Stop};
 use crate::issuer::Issuer;
 use crate::projection::{Projection, RecordWorkspace, Slugs};
 use shortlink_store::{Storage, WorkspaceId};
+use shortlink_threats::Threats;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,11 @@ pub struct LinkService {
     pub(super) slugs: Slugs,
     /// The jobs' groups being written, per workspace: what a delete waits for.
     pub(super) in_flight: super::in_flight::InFlight,
+    /// The threat feeds every new link's target is checked against (`--threat-feeds`); `None`
+    /// when none is configured.
+    pub(super) threats: Option<Arc<Threats>>,
+    /// Each workspace's own block and allow lists, as last read.
+    pub(super) target_lists: super::host_lists::Cache,
 }
 
 impl LinkService {
@@ -42,7 +48,19 @@ impl LinkService {
             refused_codes: AtomicU64::new(0),
             slugs: Slugs::default(),
             in_flight: Default::default(),
+            threats: None,
+            target_lists: Default::default(),
         }
+    }
+
+    /// Checks every new link's target against `threats` ([`Self::screen`]).
+    pub fn with_threats(mut self, threats: Arc<Threats>) -> Self {
+        self.threats = Some(threats);
+        self
+    }
+
+    pub fn threats(&self) -> Option<&Arc<Threats>> {
+        self.threats.as_ref()
     }
 
     /// The workspaces' slugs this service has met (every authenticated key's workspace).

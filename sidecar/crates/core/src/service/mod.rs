@@ -19,7 +19,8 @@
 //!
 //! The parts: [`create`] (one link), [`batch`] (chunks of items), [`update`] (update and revoke),
 //! [`read`] (reads and the fallback's resolver), [`idempotency`] (`Idempotency-Key` claims), and
-//! [`model`], the requests and outcomes they share; [`LinkService`] (`links`), what they are
+//! [`model`], the requests and outcomes they share; [`screen`], the threat feeds' check of
+//! every new target; [`LinkService`] (`links`), what they are
 //! methods of, and [`ServiceError`] (`error`) sit below them all.
 
 pub mod authority;
@@ -29,6 +30,7 @@ mod commit;
 pub mod compose;
 mod create;
 mod error;
+mod host_lists;
 mod idempotency;
 mod in_flight;
 pub mod keys;
@@ -36,7 +38,9 @@ mod links;
 mod model;
 mod read;
 mod requests;
+mod screen;
 mod subjects;
+pub mod target_lists;
 mod update;
 pub mod validate;
 pub mod workspaces;

@@ -104,7 +104,7 @@ pub enum ItemOutcome {
 }
 
 /// Why a valid item was not stored. Causes are logged where they arise, once per chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemFailure {
     CodeTaken,
     /// A retry with the same idempotency key sent another URL for this item.
@@ -117,6 +117,8 @@ pub enum ItemFailure {
     /// The job's key was revoked or its workspace suspended or deleted: nothing of its group,
     /// nor of any later one, issued.
     Stopped(super::error::Stop),
+    /// The target is listed by a threat feed: this item only was refused.
+    UnsafeTarget(std::sync::Arc<shortlink_threats::Refusal>),
     Internal,
 }
 
@@ -130,6 +132,7 @@ impl ItemFailure {
             ServiceError::Quota(QuotaError::Exceeded { .. }) => ItemFailure::QuotaExceeded,
             ServiceError::Quota(QuotaError::Unavailable(_)) => ItemFailure::RedisUnavailable,
             ServiceError::Stopped(stop) => ItemFailure::Stopped(*stop),
+            ServiceError::UnsafeTarget(refusal) => ItemFailure::UnsafeTarget(refusal.clone()),
             ServiceError::Redis(_) => ItemFailure::RedisUnavailable,
             ServiceError::Storage(StorageError::Unavailable(_))
             | ServiceError::Issue(IssueError::Storage(StorageError::Unavailable(_))) => {

@@ -1,0 +1,153 @@
+//! The one check every new link's target meets, whichever path makes it (the API's create and
+//! batch, compose, reissue, the console, imports all come through [`LinkService::create`] or
+//! [`LinkService::create_chunks`]): the threat feeds, the shorteners' list, the brands'
+//! look-alikes and the commercial lookup if one is configured ([`shortlink_threats::Threats`]),
+//! and the link's workspace's own block and allow lists ([`super::target_lists`]). A listed
+//! target is refused before anything is reserved or written, and the refusal is audited
+//! (`link.refused`, in the workspace's log: its admins see who tried which target, and which
+//! feed stopped it).
+
+use super::authority::Authority;
+use super::host_lists::TargetLists;
+use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
+use shortlink_model::validate::TargetUrl;
+use shortlink_store::audit::{Actor, Changes, Origin};
+use shortlink_store::WorkspaceId;
+use shortlink_threats::Refusal;
+use std::sync::Arc;
+
+/// Items of chunks refused by the check, with the chunk each came from.
+pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
+
+impl LinkService {
+    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed: by a feed
+    /// first (an allow list never lets a feed-listed target through), then by `workspace`'s own
+    /// lists, which apply to its links only.
+    pub(super) async fn screen(
+        &self,
+        workspace: WorkspaceId,
+        target: &TargetUrl,
+        origin: &Origin,
+    ) -> Result<(), ServiceError> {
+        let lists = self.target_lists(workspace).await?;
+        let screened = self.screen_with(&lists, target).await;
+        if let Err(ServiceError::UnsafeTarget(refusal)) = &screened {
+            self.audit_refusal(origin, target, refusal).await;
+        }
+        screened
+    }
+
+    /// Records a refusal; a failure to is logged, never a reason to store the link.
+    async fn audit_refusal(&self, origin: &Origin, target: &TargetUrl, refusal: &Refusal) {
+        let changes = Changes::new()
+            .set("target", target.as_str())
+            .set("feed", refusal.feed.as_str())
+            .set("entry", refusal.entry.as_str());
+        let entry = origin.entry("link.refused", refusal.feed.as_str(), changes);
+        if let Err(error) = self.storage.append_audit(&entry).await {
+            tracing::warn!(%error, feed = refusal.feed, "a refused target was not audited");
+        }
+    }
+
+    async fn screen_with(
+        &self,
+        lists: &TargetLists,
+        target: &TargetUrl,
+    ) -> Result<(), ServiceError> {
+        let feeds = match &self.threats {
+            Some(threats) => threats.screen(target.as_str()).await,
+            None => None,
+        };
+        match feeds.or_else(|| lists.refusal(target.as_str())) {
+            Some(refusal) => Err(ServiceError::UnsafeTarget(Arc::new(refusal))),
+            None => Ok(()),
+        }
+    }
+
+    /// The chunks without their listed items, and those items answered as refused.
+    pub(super) async fn screen_chunks(
+        &self,
+        chunks: Vec<Vec<(i64, NewLink)>>,
+        authority: Authority,
+    ) -> (Vec<Vec<(i64, NewLink)>>, Refused) {
+        let mut refused = Vec::new();
+        let Some(workspace) = chunks.iter().flatten().map(|(_, new)| new.workspace).next() else {
+            return (chunks, refused);
+        };
+        let lists = match self.target_lists(workspace).await {
+            Ok(lists) => lists,
+            // Refused whole, as a chunk whose database is unavailable is.
+            Err(error) => {
+                let failure = ItemOutcome::Failed(ItemFailure::of(&error));
+                for (at, items) in chunks.iter().enumerate() {
+                    refused.extend(
+                        items
+                            .iter()
+                            .map(|(index, _)| (at, (*index, failure.clone()))),
+                    );
+                }
+                return (vec![Vec::new(); chunks.len()], refused);
+            }
+        };
+        if self.threats.is_none() && *lists == TargetLists::default() {
+            return (chunks, refused);
+        }
+        let mut kept = Vec::with_capacity(chunks.len());
+        for (at, items) in chunks.into_iter().enumerate() {
+            let mut keep = Vec::with_capacity(items.len());
+            for (index, new) in items {
+                match self.screen_with(&lists, &new.target).await {
+                    Ok(()) => keep.push((index, new)),
+                    Err(error) => {
+                        if let ServiceError::UnsafeTarget(refusal) = &error {
+                            let origin = job_origin(authority);
+                            self.audit_refusal(&origin, &new.target, refusal).await;
+                        }
+                        let failure = ItemOutcome::Failed(ItemFailure::of(&error));
+                        refused.push((at, (index, failure)));
+                    }
+                }
+            }
+            kept.push(keep);
+        }
+        (kept, refused)
+    }
+}
+
+/// Who a job's refusals are audited as: its key (named by id: the job does not carry its
+/// name), or the command line.
+fn job_origin(authority: Authority) -> Origin {
+    let actor = match authority.key {
+        Some(id) => Actor::key(id, format!("key {id}")),
+        None => Actor::cli(),
+    };
+    Origin {
+        workspace_id: authority.workspace.get(),
+        ..Origin::new(actor)
+    }
+}
+
+/// The outcomes of the chunks written (`outcomes[i]` is chunk `positions[i]`'s) with the
+/// `refused` items put back in their chunks, each chunk in the order of its items: one
+/// vector per chunk of the request (`chunks`), an empty chunk's empty.
+pub(super) fn merge(
+    refused: Refused,
+    positions: Vec<usize>,
+    outcomes: Vec<Vec<(i64, ItemOutcome)>>,
+    chunks: usize,
+) -> Vec<Vec<(i64, ItemOutcome)>> {
+    if refused.is_empty() && positions.len() == chunks {
+        return outcomes;
+    }
+    let mut merged: Vec<Vec<(i64, ItemOutcome)>> = vec![Vec::new(); chunks];
+    for (at, written) in positions.into_iter().zip(outcomes) {
+        merged[at].extend(written);
+    }
+    for (at, item) in refused {
+        merged[at].push(item);
+    }
+    for chunk in &mut merged {
+        chunk.sort_by_key(|(index, _)| *index);
+    }
+    merged
+}

@@ -1,0 +1,82 @@
+//! The threat feeds' wiring (issue 79): checked settings, the client that fetches them, the
+//! first load before any link is created, and the refresh job.
+
+use shortlink_config::{Config, ConfigError};
+use shortlink_core::background::{self, Shutdown};
+use shortlink_core::outbound;
+use shortlink_threats::feed::Spec;
+use shortlink_threats::normalize;
+use shortlink_threats::reputation::{TargetReputation, WebRisk};
+use shortlink_threats::{Settings, Threats};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The feeds as configured; an unreadable `--threat-feeds` is a configuration error.
+pub fn from_config(config: &Config) -> Result<Threats, ConfigError> {
+    let flags = &config.threats;
+    for (flag, hosts) in [
+        ("--threat-shorteners", &flags.threat_shorteners),
+        ("--threat-brand-hosts", &flags.threat_brand_hosts),
+    ] {
+        if let Some(bad) = hosts.iter().find(|host| normalize::host(host).is_none()) {
+            return Err(ConfigError::ThreatFeed(format!(
+                "{flag}: {bad:?} is not a host name"
+            )));
+        }
+    }
+    let feeds = (flags.threat_feeds.iter())
+        .map(|spec| spec.parse::<Spec>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| ConfigError::ThreatFeed(error.to_string()))?;
+    // The operator names the feeds' sources, private ones included (a mirror inside the
+    // network): not a user's URL, so not held to the public-address rule.
+    let policy = outbound::Policy {
+        allow_private: true,
+        proxy: config.outbound_proxy.clone(),
+        reach: None,
+    };
+    // A source that hangs holds up the start (the first load) and one refresh, not more.
+    let timeout = flags
+        .threat_refresh
+        .clamp(Duration::from_secs(10), Duration::from_secs(300));
+    let client = policy
+        .client(None, "--threat-feeds")
+        .and_then(|builder| {
+            (builder
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(timeout)
+                .build())
+            .map_err(|error| error.to_string())
+        })
+        .map_err(ConfigError::ThreatFeed)?;
+    let reputation = (flags.threat_webrisk_key.clone()).map(|key| {
+        Arc::new(WebRisk::new(client.clone(), WebRisk::ENDPOINT, key)) as Arc<dyn TargetReputation>
+    });
+    let settings = Settings {
+        feeds,
+        refresh_every: flags.threat_refresh,
+        max_bytes: flags.threat_max_bytes,
+        shorteners: flags.threat_shorteners.clone(),
+        brand_hosts: flags.threat_brand_hosts.clone(),
+    };
+    Ok(Threats::new(settings, client, reputation))
+}
+
+/// The feeds loaded once (before any link can be created: a feed that fails keeps failing in
+/// the log and its metrics until a refresh succeeds, and does not stop the start).
+pub async fn first_load(threats: Threats) -> Arc<Threats> {
+    let threats = Arc::new(threats);
+    shortlink_core::metrics::install();
+    threats.publish_metrics();
+    threats.refresh().await;
+    threats
+}
+
+/// Refreshes the feeds every `--threat-refresh` until shutdown (the first load was done at
+/// start-up, before any link could be created).
+pub async fn refresh_every(threats: Arc<Threats>, mut shutdown: Shutdown) {
+    tokio::select! {
+        () = threats.run() => {}
+        () = background::fired(&mut shutdown) => {}
+    }
+}
