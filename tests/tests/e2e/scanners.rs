@@ -3,6 +3,8 @@
 //! target, then the 410), so no scanner is shown anything else; only the person's click spends
 //! the cap. The module's path, then the fallback's (the module's Redis unreachable).
 
+use std::time::Duration;
+
 use serde_json::json;
 use shortlink_e2e::{status_and_location, NginxOptions, System};
 use shortlink_wire::keys::visit_count_key;
@@ -84,6 +86,34 @@ fn a_one_time_link_is_spent_by_the_person_not_by_the_machines_before() {
     let system = System::start();
     let code = system.create(json!({"url": TARGET, "max_visits": 1}));
     machines_then_the_person(&system, &code);
+
+    // Every redirected fetch is kept, with its verdict and why (the 410s are filed apart, as
+    // every link's are): the machines', then the person's tap.
+    let mut feed = Vec::new();
+    let stored = testkit::wait_until(Duration::from_secs(20), || {
+        feed = system.api().get_ndjson("/visits");
+        feed.len() == MACHINES.len() + 1
+    });
+    assert!(stored, "visits did not arrive: {feed:?}");
+    let verdicts: Vec<(String, Vec<String>)> = (feed.iter())
+        .map(|event| {
+            let reasons = event["reasons"].as_array().expect("reasons").iter();
+            let reasons = reasons.map(|r| r.as_str().unwrap().to_owned()).collect();
+            (event["audience"].as_str().unwrap().to_owned(), reasons)
+        })
+        .collect();
+    let expected = |audience: &str, reason: &str| {
+        let reasons = [reason].into_iter().filter(|r| !r.is_empty());
+        (audience.to_owned(), reasons.map(str::to_owned).collect())
+    };
+    let machines = [
+        expected("scanner", "method"),
+        expected("scanner", "headers"),
+        expected("preview", "agent"),
+        expected("scanner", "agent"),
+        expected("bot", "agent"),
+    ];
+    assert_eq!(verdicts, [&machines[..], &[expected("human", "")]].concat());
 }
 
 #[test]
