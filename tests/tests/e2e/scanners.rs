@@ -13,8 +13,12 @@ const TARGET: &str = "https://shop.example/one-time-code";
 const DESKTOP_CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 
-/// The machines of the issue, in the order they come after a message is delivered.
-const MACHINES: [(&str, &str, &[(&str, &str)]); 5] = [
+/// Request headers, as `(name, value)`.
+type Headers = &'static [(&'static str, &'static str)];
+
+/// The machines of the issue, in the order they come after a message is delivered: a name, the
+/// method and the headers.
+const MACHINES: [(&str, &str, Headers); 5] = [
     // A scanner's first request: HEAD, with a desktop browser's agent and language.
     (
         "HEAD",
