@@ -20,7 +20,7 @@ use crate::request::candidate::{self, CodeCase};
 use crate::request::host_workspaces::HostWorkspaces;
 use crate::request::value::{self, slice_or_empty};
 use crate::request::workspace::{self, HostWorkspace};
-use crate::request::{click, code, host};
+use crate::request::{click, code, host, signals};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
@@ -498,7 +498,9 @@ fn answer_from_cache<'a>(
                     return Some(FromCache::Later(Job::Card(link.to_link())));
                 }
                 if view.needs_count(ngx_time() as u64, false) {
-                    return Some(FromCache::Later(Job::Count(link.to_link())));
+                    // The one place a cached click pays for its verdict: it has a cap to spend.
+                    let verdict = signals::verdict(r, mcf).audience;
+                    return Some(FromCache::Later(Job::Count(link.to_link(), verdict)));
                 }
                 Outcome::CachedLink(link)
             }

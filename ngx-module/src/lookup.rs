@@ -24,12 +24,13 @@ use crate::redis::cluster::slots::{self, Redirect};
 use crate::redis::cluster::Target;
 use crate::redis::resp::Frame;
 use crate::redis::RedisError;
-use crate::request::click;
 use crate::request::workspace::HostWorkspace;
+use crate::request::{click, signals};
 use crate::respond::{self, Outcome};
 use crate::scheme::{self, SchemeState};
 use crate::status::{Counter, DomainCounts};
 use crate::{ffi, worker};
+use shortlink_wire::agent::Audience;
 use shortlink_wire::keys;
 use shortlink_wire::record::{self, Checked, Link};
 
@@ -70,8 +71,9 @@ pub struct Candidate {
 pub enum Job {
     /// Read the record (and the marker).
     Lookup(Candidate),
-    /// Count a click on this link (a cache hit on a link with `max_visits`).
-    Count(Link),
+    /// Count a click on this link (a cache hit on a link with `max_visits`), given the click's
+    /// verdict: a machine's click reads the count without spending it.
+    Count(Link, Audience),
     /// Read this link's card (a cache hit on a link with a card, from a preview fetcher).
     Card(Link),
     /// A password page's form: read the record, count the attempt, check the password. Boxed:
@@ -256,15 +258,15 @@ fn finish(
 }
 
 async fn perform(
-    r: *const ngx_http_request_t,
+    r: *mut ngx_http_request_t,
     mcf: &MainConf,
     lcf: &LocConf,
     code: &mut CodeBuf,
     job: Job,
 ) -> Resolution {
     let now = ngx_time() as u64;
-    let (link, unlocked) = match job {
-        Job::Count(link) => (link, false),
+    let (link, unlocked, verdict) = match job {
+        Job::Count(link, verdict) => (link, false, Some(verdict)),
         Job::Card(link) => return card(mcf, lcf, code, link).await,
         Job::Lookup(candidate) => match resolve_or_stripped(mcf, lcf, code, candidate).await {
             Resolution::Link(link) if foreign(&link, candidate.workspace) => {
@@ -274,7 +276,11 @@ async fn perform(
             Resolution::Link(link) if click::wants_card(unsafe { &*r }, &link.view()) => {
                 return card(mcf, lcf, code, link).await;
             }
-            Resolution::Link(link) if link.view().needs_count(now, false) => (link, false),
+            Resolution::Link(link) if link.view().needs_count(now, false) => {
+                // SAFETY: the request outlives its task (see `run`); nothing else holds it now.
+                let verdict = signals::verdict(unsafe { &mut *r }, mcf).audience;
+                (link, false, Some(verdict))
+            }
             other => return other,
         },
         Job::Unlock(form) => {
@@ -308,13 +314,15 @@ async fn perform(
                 let checked = Checked {
                     visits: None,
                     unlocked: protected,
+                    verdict: None,
                 };
                 return Resolution::Checked(link, checked);
             }
-            (link, protected)
+            // A right password's click is a person's: spent as ever.
+            (link, protected, None)
         }
     };
-    count(mcf, lcf, code, link, unlocked).await
+    count(mcf, lcf, code, link, unlocked, verdict).await
 }
 
 /// [`resolve`], and for an imported code ending in punctuation that is missing (or another
@@ -439,15 +447,19 @@ async fn unlock(
 
 /// `INCR sl:n:<code>`: the click's number decides its answer. A failure is a Redis failure
 /// (the fallback counts on the primary, or the click gets a 503): an uncounted click is never
-/// redirected, so the cap holds whatever fails.
+/// redirected, so the cap holds whatever fails. A click `verdict` calls a machine's reads the
+/// count instead (`GET`) and is answered as the next person's click would be (the same
+/// target or the same 410: no cloaking), spending nothing.
 async fn count(
     mcf: &MainConf,
     lcf: &LocConf,
     code: &CodeBuf,
     link: Link,
     unlocked: bool,
+    verdict: Option<Audience>,
 ) -> Resolution {
-    let reply = match worker::with(mcf, |w| w.count(code.as_bytes())) {
+    let spend = verdict.is_none_or(|v| v == Audience::Human);
+    let reply = match worker::with(mcf, |w| w.count(code.as_bytes(), spend)) {
         Some(Ok(reply)) => reply,
         Some(Err(why)) => return Resolution::Failed(why),
         None => return Resolution::Failed(RedisError::Unavailable),
@@ -459,11 +471,32 @@ async fn count(
             let checked = Checked {
                 visits: Some(visits as u64),
                 unlocked,
+                verdict,
             };
             Resolution::Checked(link, checked)
         }
+        Ok(Ok(frame @ (Frame::Bulk(_) | Frame::Null))) if !spend => match spent_so_far(&frame) {
+            Some(so_far) => {
+                let checked = Checked {
+                    visits: Some(so_far + 1),
+                    unlocked,
+                    verdict,
+                };
+                Resolution::Checked(link, checked)
+            }
+            None => Resolution::Failed(RedisError::BadValue),
+        },
         Ok(Ok(Frame::Error(_))) => Resolution::Failed(RedisError::ErrorReply),
         Ok(Ok(_)) => Resolution::Failed(RedisError::BadValue),
+    }
+}
+
+/// The clicks a `GET sl:n:<code>` reply says were spent (none yet: no key).
+fn spent_so_far(frame: &Frame) -> Option<u64> {
+    match frame {
+        Frame::Null => Some(0),
+        Frame::Bulk(digits) => std::str::from_utf8(digits).ok()?.parse().ok(),
+        _ => None,
     }
 }
 

@@ -16,9 +16,10 @@ use crate::headers::push_header;
 use crate::not_found;
 use crate::redis::RedisError;
 use crate::request::value::slice_or_empty;
-use crate::request::{click, click_id, location};
+use crate::request::{click, click_id, location, signals};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
+use shortlink_wire::agent::Audience;
 use shortlink_wire::click_id::ClickId;
 use shortlink_wire::event::OrphanKind;
 use shortlink_wire::not_found::Case;
@@ -62,6 +63,8 @@ pub struct Answered {
     pub click_id: Option<ClickId>,
     /// A 404 that is an orphan visit (no link of the host's workspace holds the code).
     pub orphan: Option<OrphanKind>,
+    /// The click-time verdict, when the click had a cap to spend (the visit records it).
+    pub verdict: Option<Audience>,
 }
 
 impl From<ngx_int_t> for Answered {
@@ -73,6 +76,7 @@ impl From<ngx_int_t> for Answered {
             chosen: None,
             click_id: None,
             orphan: None,
+            verdict: None,
         }
     }
 }
@@ -140,6 +144,7 @@ pub fn answer(
                     chosen,
                     click_id: None,
                     orphan: None,
+                    verdict: checked.verdict,
                 };
             }
             // After a password form: a redirect the browser follows with a GET.
@@ -163,6 +168,7 @@ pub fn answer(
                 chosen,
                 click_id: click.map(|(_, id)| id),
                 orphan: None,
+                verdict: checked.verdict,
             }
         }
         Answer::Gone => {
@@ -176,6 +182,7 @@ pub fn answer(
                 chosen: None,
                 click_id: None,
                 orphan: None,
+                verdict: checked.verdict,
             }
         }
         Answer::NotYet { opens_at } => {
@@ -300,6 +307,10 @@ fn queue(
     let host_workspace = (orphan.is_some() || status == HTTP_GONE as u16)
         .then(|| crate::handler::request_workspace(r, mcf, lcf));
     let workspace = host_workspace.as_ref().map_or(&[][..], |w| w.recorded());
+    let signals = match answered.verdict {
+        Some(verdict) => signals::of(r, mcf).with_verdict(verdict),
+        None => signals::of(r, mcf),
+    };
     let ip = click::client_text(r);
     let h = &r.headers_in;
     let visit = Visit {
@@ -315,6 +326,7 @@ fn queue(
         click_id: answered.click_id,
         orphan,
         workspace,
+        signals,
     };
     worker::with(mcf, |w| w.track(&visit));
 }

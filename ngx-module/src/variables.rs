@@ -31,9 +31,16 @@ pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
     if cookie_index == NGX_ERROR as ngx_int_t {
         return Err(());
     }
+    let mut fetch_mode = ngx_string!("http_sec_fetch_mode");
+    // SAFETY: as above.
+    let fetch_mode_index = unsafe { ngx_http_get_variable_index(cf, &mut fetch_mode) };
+    if fetch_mode_index == NGX_ERROR as ngx_int_t {
+        return Err(());
+    }
     let mcf = ShortlinkModule::main_conf_mut(cf).ok_or(())?;
     mcf.code_var_index = index;
     mcf.cookie_var_index = cookie_index;
+    mcf.fetch_mode_var_index = fetch_mode_index;
     Ok(())
 }
 

@@ -367,15 +367,18 @@ impl Worker {
     }
 
     /// Sends `INCR sl:n:<code>`: one click on a link with `max_visits`. The reply is the count
-    /// with this click (every edge increments the same key, on the primary).
-    pub fn count(&mut self, code: &[u8]) -> Result<Reply, RedisError> {
+    /// with this click (every edge increments the same key, on the primary). Without `spend`
+    /// (a machine's click), `GET sl:n:<code>` on the primary instead: the clicks so far, spent
+    /// by nobody else's answer.
+    pub fn count(&mut self, code: &[u8], spend: bool) -> Result<Reply, RedisError> {
+        let command: &[u8] = if spend { b"INCR" } else { b"GET" };
         if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.count(code);
+            return cluster.count(code, command);
         }
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
-            .request(&[&[b"INCR"], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
+            .request(&[&[command], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
     }
 
     /// Sends `GET sl:p:<code>`: a link's preview card.

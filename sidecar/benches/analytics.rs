@@ -152,6 +152,8 @@ async fn produce(
                         click_id: None,
                         orphan: None,
                         workspace: b"",
+                        // A phone's request: a GET with its headers.
+                        signals: Default::default(),
                     });
                 }
                 for (name, value) in &fields {

@@ -53,6 +53,23 @@ impl Api {
         (status, lines)
     }
 
+    /// GETs an NDJSON answer (the visit feed) and returns its lines as JSON.
+    pub fn get_ndjson(&self, path: &str) -> Vec<Value> {
+        let response = (self.client.get(self.url(path)))
+            .bearer_auth(&self.key)
+            .send()
+            .expect("reach the API");
+        assert!(
+            response.status().is_success(),
+            "GET {path}: {}",
+            response.status()
+        );
+        let text = response.text().expect("read the NDJSON answer");
+        (text.lines())
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {text}")))
+            .collect()
+    }
+
     pub fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
         self.send(self.client.patch(self.url(path)).json(body))
     }

@@ -20,7 +20,7 @@ mod shared;
 pub mod tls;
 
 pub use api::Api;
-pub use nginx::{error_pages, templates_with, Nginx, NginxOptions, ERROR_STATUSES};
+pub use nginx::{error_pages, templates_with, Nginx, NginxOptions, ERROR_STATUSES, PHONE};
 pub use raw::{raw_http, RawResponse};
 pub use shared::{
     http_client, install_tls_provider, status_and_location, API_KEY, CODE_SECRET, POOL,

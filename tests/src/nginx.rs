@@ -7,6 +7,15 @@ use std::process::Command;
 use std::time::Duration;
 use testkit::{port_open, wait_until, Lifeline, Signal};
 
+/// A phone browser's headers ([`Nginx::click`]).
+pub const PHONE: &[(&str, &str)] = &[
+    (
+        "User-Agent",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    ("Accept-Language", "en-GB,en;q=0.9"),
+];
+
 /// What a test may vary in the rendered configuration.
 #[derive(Debug, Clone)]
 pub struct NginxOptions {
@@ -414,6 +423,13 @@ impl Nginx {
         self.request(reqwest::Method::GET, host, path)
     }
 
+    /// A person's tap on a link: a GET with a phone browser's `User-Agent` and `Accept-Language`,
+    /// which the click-time verdict calls a person (`shortlink_wire::verdict`), so it spends a
+    /// link's `max_visits` as a bare request (a script's) does not.
+    pub fn click(&self, host: &str, path: &str) -> reqwest::blocking::Response {
+        self.get_with(host, path, PHONE)
+    }
+
     pub fn request(
         &self,
         method: reqwest::Method,
@@ -435,7 +451,7 @@ impl Nginx {
         self.request_with(reqwest::Method::GET, host, path, headers)
     }
 
-    fn request_with(
+    pub fn request_with(
         &self,
         method: reqwest::Method,
         host: &str,

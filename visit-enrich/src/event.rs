@@ -13,6 +13,7 @@
 
 use shortlink_wire::event::{self as wire, OrphanKind, BATCH_FIELD, MAX_PATH};
 use shortlink_wire::record::WorkspaceName;
+use shortlink_wire::verdict::Signals;
 use std::net::IpAddr;
 
 /// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
@@ -63,6 +64,9 @@ pub struct VisitEvent {
     /// The workspace nginx mapped the host to (`ws`), recorded with orphan visits and 410s by
     /// the module; `None` when absent (an older module, a host mapped to none) or not a name.
     pub workspace: Option<String>,
+    /// The request's signals (`sig`, `shortlink_wire::verdict::Signals`); `None` from a module
+    /// before them or a malformed field: the verdict then reads the agent alone.
+    pub signals: Option<Signals>,
 }
 
 impl VisitEvent {
@@ -96,6 +100,7 @@ impl VisitEvent {
             rule: None,
             orphan: None,
             workspace: None,
+            signals: None,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -127,6 +132,7 @@ impl VisitEvent {
                     })
                 }
                 b"o" if event.orphan.is_none() => event.orphan = OrphanKind::parse(value),
+                b"sig" if event.signals.is_none() => event.signals = Signals::parse(value),
                 b"ws" if event.workspace.is_none() => {
                     event.workspace = WorkspaceName::parse(value).map(|w| w.as_str().to_owned());
                 }

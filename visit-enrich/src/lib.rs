@@ -17,8 +17,11 @@ pub mod referrer;
 pub use agent::{Agent, Audience, Device};
 pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
+pub use shortlink_wire::verdict::Reasons as VerdictReasons;
 
 use serde::Serialize;
+use shortlink_wire::agent::{lowered, MAX_AGENT};
+use shortlink_wire::verdict::{self, Reasons, Signals};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,7 +50,7 @@ pub struct Enricher {
 /// What one user agent string says about who clicked, worked out once per distinct string (the
 /// [`Enricher`]'s cache) and shared by every visit that sent it: a visit points here instead of
 /// carrying its own copies of these strings, five allocations a visit (issue 38).
-#[derive(Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentFacts {
     pub browser: Option<String>,
     pub browser_version: Option<String>,
@@ -122,6 +125,9 @@ pub struct Visit {
     /// The host's workspace as nginx mapped it (orphan visits and 410s); `None`: not recorded.
     #[serde(skip)]
     pub workspace: Option<String>,
+    /// Why `agent.audience` is what it is (`shortlink_wire::verdict::Reasons`; none for a person).
+    #[serde(skip)]
+    pub reasons: Reasons,
 }
 
 impl Enricher {
@@ -177,7 +183,7 @@ impl Enricher {
     pub fn enrich_owned(&self, event: VisitEvent) -> Visit {
         // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
-        let agent = self.agent(ua);
+        let (agent, reasons) = judged(self.agent(ua), ua, event.signals);
         let geo = event.ip.map(|ip| self.geo.lookup(ip)).unwrap_or_default();
         // Formatted once: the visitor hash and the stored address (unless anonymised) share it.
         let canonical = event.ip.map(|ip| ip.to_canonical().to_string());
@@ -206,8 +212,43 @@ impl Enricher {
             rule: event.rule,
             orphan: event.orphan,
             workspace: event.workspace,
+            reasons,
         }
     }
+}
+
+/// The visit's verdict: the agent's own for a machine's agent; for a person's, the click-time
+/// verdict of the request's `signals` (method, headers: `shortlink_wire::verdict::at_click`, the
+/// module's very function), which may call it a scanner or a bot. A visit of a module before
+/// signals keeps the agent's. Only a visit whose verdict the signals change pays for a copy.
+fn judged(
+    agent: Arc<AgentFacts>,
+    ua: &str,
+    signals: Option<Signals>,
+) -> (Arc<AgentFacts>, Reasons) {
+    if agent.audience != Audience::Human {
+        let reason = if ua.trim().is_empty() {
+            Reasons::NO_AGENT
+        } else {
+            Reasons::AGENT
+        };
+        return (agent, Reasons(reason));
+    }
+    let Some(signals) = signals else {
+        return (agent, Reasons::default());
+    };
+    let mut lower = [0; MAX_AGENT];
+    let verdict = verdict::at_click(lowered(ua.as_bytes(), &mut lower), signals);
+    if verdict.is_human() {
+        return (agent, verdict.reasons);
+    }
+    let machine = AgentFacts {
+        // Device breakdowns describe people, as for every machine's agent.
+        device: Device::Bot,
+        audience: verdict.audience,
+        ..AgentFacts::clone(&agent)
+    };
+    (Arc::new(machine), verdict.reasons)
 }
 
 /// The first tag of an `Accept-Language` header, lowercased: "de-DE,de;q=0.9" → "de-de". Quality

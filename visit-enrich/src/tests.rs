@@ -128,3 +128,55 @@ fn visit_serializes_flat() {
     assert_eq!(json["device"], "bot");
     assert_eq!(json["agent_label"], "curl");
 }
+
+#[test]
+fn the_request_s_signals_can_make_a_person_s_agent_a_scanner() {
+    let enricher = Enricher::new(GeoDb::disabled(), false);
+    let verdict = |fields: &[(&str, &str)]| {
+        let mut all = vec![("c", "Ab3dE9"), ("t", "1"), ("ua", IPHONE)];
+        all.extend_from_slice(fields);
+        let v = enricher.enrich(&event(&all));
+        (v.agent.audience, v.reasons.names().collect::<Vec<_>>())
+    };
+    // A format-5 event (no `sig`): the agent alone judges.
+    assert_eq!(verdict(&[]), (Audience::Human, vec![]));
+    // The phone's own request: a language came.
+    assert_eq!(
+        verdict(&[("lang", "en"), ("sig", "0")]),
+        (Audience::Human, vec![])
+    );
+    // HEAD (bit 0), and a browser's agent without `Accept-Language` (bit 2).
+    assert_eq!(
+        verdict(&[("sig", "1")]),
+        (Audience::Scanner, vec!["method"])
+    );
+    assert_eq!(
+        verdict(&[("sig", "4")]),
+        (Audience::Scanner, vec!["headers"])
+    );
+    // The scanner's visit keeps its parse but describes no person's device.
+    let v = enricher.enrich(&event(&[
+        ("c", "a"),
+        ("t", "1"),
+        ("ua", IPHONE),
+        ("sig", "1"),
+    ]));
+    assert_eq!(
+        (v.agent.browser.as_deref(), v.agent.device),
+        (Some("Safari"), Device::Bot)
+    );
+    // A machine's agent keeps its own verdict and says why.
+    let curl = enricher.enrich(&event(&[
+        ("c", "a"),
+        ("t", "1"),
+        ("ua", "curl/8"),
+        ("sig", "0"),
+    ]));
+    assert_eq!(
+        (
+            curl.agent.audience,
+            curl.reasons.names().collect::<Vec<_>>()
+        ),
+        (Audience::Bot, vec!["agent"])
+    );
+}

@@ -18,6 +18,10 @@ pub const WORKSPACE_HEADER: &str = "x-shortlink-workspace";
 /// redirects ([`crate::not_found`]).
 pub const HOST_HEADER: &str = "x-shortlink-host";
 
+/// The client's scheme as nginx has it (`$scheme`): browsers send fetch metadata over TLS
+/// only, so the fallback's click-time verdict ([`crate::verdict`]) must know which it was.
+pub const SCHEME_HEADER: &str = "x-shortlink-scheme";
+
 /// What the header's value starts with; nginx writes `"ws=$shortlink_workspace"`.
 pub const WORKSPACE_PREFIX: &str = "ws=";
 

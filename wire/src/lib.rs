@@ -21,7 +21,8 @@
 //! - [`preview`]: a link's preview card, in a key of its own, and the page fetchers get;
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
 //! - [`rules`]: click-time rules, their bytes in the record and their evaluation;
-//! - [`target`]: what a redirect target may be (it goes verbatim into `Location`).
+//! - [`target`]: what a redirect target may be (it goes verbatim into `Location`);
+//! - [`verdict`]: person, preview, scanner or bot, from the request's signals (one table).
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
@@ -45,3 +46,4 @@ pub mod resp;
 pub mod rules;
 pub mod target;
 pub mod trailing;
+pub mod verdict;

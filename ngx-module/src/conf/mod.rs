@@ -76,6 +76,8 @@ pub struct MainConf {
     /// `$http_cookie`: every `Cookie` header of a request, joined (nginx 1.22 and 1.23+ keep
     /// them differently; the variable reads both).
     pub cookie_var_index: ngx_int_t,
+    /// `$http_sec_fetch_mode`: read for a click's verdict over TLS only (`crate::request::signals`).
+    pub fetch_mode_var_index: ngx_int_t,
     pub counters: *mut ngx_shm_zone_t,
     /// `shortlink_events_max_len`: the stream's `MAXLEN ~` cap.
     pub events_max_len: Option<u64>,
@@ -115,6 +117,7 @@ impl Default for MainConf {
             expected_scheme: crate::scheme::Expected::default(),
             code_var_index: -1,
             cookie_var_index: -1,
+            fetch_mode_var_index: -1,
             counters: std::ptr::null_mut(),
             events_max_len: None,
             events_buffer: None,

@@ -943,6 +943,8 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
             click_id: None,
             orphan: None,
             workspace: b"",
+            // A phone's request: a GET with its headers.
+            signals: Default::default(),
         });
     }
     let _: String = redis::cmd("XADD")

@@ -414,10 +414,14 @@ impl TestApp {
         self.resolve_on("default", path_and_query).await
     }
 
-    /// [`Self::resolve`] from a host nginx maps to `workspace`.
+    /// [`Self::resolve`] from a host nginx maps to `workspace`: a person's tap, with a phone
+    /// browser's agent and language (a bare request is a script's, which spends no
+    /// `max_visits`: `shortlink_wire::verdict`).
     pub async fn resolve_on(&self, workspace: &str, path_and_query: &str) -> reqwest::Response {
         self.fallback(workspace, path_and_query)
             .await
+            .header("user-agent", PHONE_AGENT)
+            .header("accept-language", "en")
             .send()
             .await
             .unwrap()
@@ -650,3 +654,6 @@ impl LinkTime {
         }
     }
 }
+
+/// A phone browser's `User-Agent` ([`TestApp::resolve_on`]).
+pub const PHONE_AGENT: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";

@@ -22,6 +22,8 @@ fn visit(system: &System, host: &str, path: &str, client_ip: &str, user_agent: &
         .header("Host", host)
         .header("X-Forwarded-For", client_ip)
         .header("User-Agent", user_agent)
+        // Every browser sends one; a browser's agent without is a scanner's (docs/BOTS.md).
+        .header("Accept-Language", "en")
         .header("Referer", "https://www.facebook.com/story")
         .send()
         .expect("reach nginx");

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use shortlink_e2e::{http_client, status_and_location, NginxOptions, System};
+use shortlink_e2e::{http_client, status_and_location, NginxOptions, System, PHONE};
 use shortlink_wire::keys::link_key;
 use shortlink_wire::record::{Extras, Record};
 use shortlink_wire::rules::{Action, Cidr, Condition, Device, Rule, Target, Variant};
@@ -492,6 +492,7 @@ fn max_visits_redirects_exactly_the_cap_under_concurrency() {
                                 .get(&url)
                                 .header("Host", "s1.test")
                                 .header("User-Agent", ANDROID)
+                                .header("Accept-Language", "en")
                                 .send()
                                 .expect("click");
                             let (status, location) = status_and_location(&response);
@@ -557,9 +558,9 @@ fn max_visits_counts_only_clicks_that_would_redirect() {
         extras: Some(&open),
     };
     system.redis.set_bytes(&link_key(&code), &record.encode());
-    assert_eq!(location(&system, &code, "", &[]), HOME);
+    assert_eq!(location(&system, &code, "", PHONE), HOME);
     for _ in 0..2 {
-        let response = system.nginx.get("s1.test", &format!("/{code}"));
+        let response = system.nginx.click("s1.test", &format!("/{code}"));
         assert_eq!(response.status().as_u16(), 410);
     }
     assert_eq!(system.redis.cli_raw(&["GET", &counter]), "3");

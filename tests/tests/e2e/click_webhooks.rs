@@ -109,6 +109,7 @@ fn click(client: &reqwest::blocking::Client, system: &System, code: &str, n: usi
         .header("Host", "s1.test")
         .header("X-Forwarded-For", format!("203.0.113.{}", n % 250 + 1))
         .header("User-Agent", IPHONE)
+        .header("Accept-Language", "en")
         .send()
         .expect("reach nginx");
     assert_eq!(response.status(), 302);

@@ -87,6 +87,7 @@ fn creates_batches_and_visits_work_on_a_cluster() {
             .header("Host", "s1.test")
             .header("X-Forwarded-For", ip)
             .header("User-Agent", CHROME)
+            .header("Accept-Language", "en")
             .send()
             .unwrap();
         assert_eq!(response.status(), 302);

@@ -163,8 +163,11 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
     // Human clicks through nginx on s1's links only.
     let clicked_at = Instant::now();
     for code in s1.iter().take(80) {
-        let response =
-            (system.nginx).get_with("s1.test", &format!("/{code}"), &[("User-Agent", PHONE)]);
+        let response = (system.nginx).get_with(
+            "s1.test",
+            &format!("/{code}"),
+            &[("User-Agent", PHONE), ("Accept-Language", "en")],
+        );
         assert_eq!(response.status(), 302, "{code}");
     }
     assert!(

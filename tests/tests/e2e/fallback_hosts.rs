@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use shortlink_e2e::{http_client, paths, templates_with, NginxOptions, System};
+use shortlink_e2e::{http_client, paths, templates_with, NginxOptions, System, PHONE};
 use shortlink_wire::fallback::{header_value, WORKSPACE_HEADER, WORKSPACE_PREFIX};
 
 use super::workspaces::{brand, operator};
@@ -194,9 +194,10 @@ fn only_a_hosts_answer_its_links_from_redis_and_from_the_fallback_alike() {
     // The capped link's one visit, on A's host; the cached one's first ask, so the round's
     // requests are cache hits.
     for name in ["capped", "edge-cache hit"] {
+        // A person's tap: a machine's would not spend the cap.
         let first = system
             .nginx
-            .get(A_HOST, &format!("/{}", code(&from_redis, name)));
+            .click(A_HOST, &format!("/{}", code(&from_redis, name)));
         assert_eq!(first.status(), 302, "{name}'s first visit");
     }
     // The fallback's capped link used up through the sidecar, so that nginx never cached it.
@@ -208,6 +209,8 @@ fn only_a_hosts_answer_its_links_from_redis_and_from_the_fallback_alike() {
         ))
         .bearer_auth(&system.resolve_key)
         .header(WORKSPACE_HEADER, header_value("brand-a"))
+        .header("User-Agent", PHONE[0].1)
+        .header("Accept-Language", PHONE[1].1)
         .send()
         .unwrap();
     assert_eq!(used.status(), 302, "the capped link's one visit");

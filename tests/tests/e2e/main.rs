@@ -53,6 +53,7 @@ mod redirect;
 mod replicas;
 mod rules_fallback;
 mod run_script;
+mod scanners;
 mod secrets;
 mod sentinel;
 mod shared_sqlite;

@@ -14,15 +14,15 @@ fn a_cap_from_the_api_redirects_exactly_n_clicks_then_answers_gone() {
     let capped = system.create(json!({"url": TARGET, "max_visits": 3}));
     let with_url = system.create(json!({"url": TARGET, "max_visits": 2, "expired_url": SOLD_OUT}));
     for _ in 0..3 {
-        let response = system.nginx.get("s1.test", &format!("/{capped}"));
+        let response = system.nginx.click("s1.test", &format!("/{capped}"));
         assert_eq!(status_and_location(&response), (302, TARGET.to_owned()));
     }
     for _ in 0..2 {
-        let response = system.nginx.get("s1.test", &format!("/{capped}"));
+        let response = system.nginx.click("s1.test", &format!("/{capped}"));
         assert_eq!(response.status().as_u16(), 410, "past the cap");
     }
     for expected in [TARGET, TARGET, SOLD_OUT, SOLD_OUT] {
-        let response = system.nginx.get("s1.test", &format!("/{with_url}"));
+        let response = system.nginx.click("s1.test", &format!("/{with_url}"));
         assert_eq!(status_and_location(&response), (302, expected.to_owned()));
     }
     assert_eq!(

@@ -225,7 +225,7 @@ fn a_code_answers_only_on_a_host_of_its_workspace() {
             "{round}: default's code on brand A's host"
         );
     }
-    let capped_once = system.nginx.get(A_HOST, &format!("/{capped}"));
+    let capped_once = system.nginx.click(A_HOST, &format!("/{capped}"));
     assert_eq!(status_and_location(&capped_once), (302, TARGET.to_owned()));
     assert_eq!(
         system.redis.cli_raw(&["GET", &visit_count_key(&capped)]),

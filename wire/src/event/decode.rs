@@ -2,8 +2,9 @@
 //! mean (UTF-8, addresses, times) is the consumer's business; this only cuts the bytes apart.
 
 use super::{
-    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, BATCH_FORMAT_4, FORMAT_1_FIELDS,
-    FORMAT_2_FIELDS, FORMAT_3_FIELDS, FORMAT_4_FIELDS, VISIT_FIELDS,
+    BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, BATCH_FORMAT_4, BATCH_FORMAT_5,
+    FORMAT_1_FIELDS, FORMAT_2_FIELDS, FORMAT_3_FIELDS, FORMAT_4_FIELDS, FORMAT_5_FIELDS,
+    VISIT_FIELDS,
 };
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
@@ -21,6 +22,10 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
         Some((&BATCH_FORMAT, rest)) => Visits {
             rest: Ok(rest),
             fields: VISIT_FIELDS.len(),
+        },
+        Some((&BATCH_FORMAT_5, rest)) => Visits {
+            rest: Ok(rest),
+            fields: FORMAT_5_FIELDS,
         },
         Some((&BATCH_FORMAT_4, rest)) => Visits {
             rest: Ok(rest),
@@ -284,7 +289,7 @@ mod tests {
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
-        assert_eq!(visits(b"\x06").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x07").collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();

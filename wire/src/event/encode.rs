@@ -5,7 +5,7 @@
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
 //! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
-//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the twelve fields in a fixed
+//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the thirteen fields in a fixed
 //! order, each a little-endian `u16` length and the bytes (length 0 = absent).
 
 use super::{
@@ -125,6 +125,7 @@ impl Batch {
             None => (MAX_CODE, &[][..]),
             Some(kind) => (MAX_PATH, kind.as_str().as_bytes()),
         };
+        let (sig, sig_len) = v.signals.text();
         let values: [&[u8]; VISIT_FIELDS.len()] = [
             truncate(v.code, code_max),
             self.time.1.as_bytes(),
@@ -138,6 +139,7 @@ impl Batch {
             id,
             orphan,
             truncate(v.workspace, MAX_WORKSPACE),
+            &sig[..sig_len],
         ];
         let fresh = self.bytes.is_empty();
         let len = usize::from(fresh) + values.iter().map(|value| 2 + value.len()).sum::<usize>();
@@ -232,6 +234,7 @@ pub(super) mod tests {
             click_id: None,
             orphan: None,
             workspace: b"",
+            signals: crate::verdict::Signals::new(crate::verdict::Signals::HEAD),
         }
     }
 
@@ -313,6 +316,7 @@ pub(super) mod tests {
                 ("ip", "203.0.113.9"),
                 ("ua", "Mozilla/5.0"),
                 ("host", "s1.example"),
+                ("sig", "1"),
             ]
         );
     }
@@ -336,7 +340,8 @@ pub(super) mod tests {
             [
                 ("c", b"zz9".to_vec()),
                 ("t", b"1700000000124".to_vec()),
-                ("s", b"410".to_vec())
+                ("s", b"410".to_vec()),
+                ("sig", b"1".to_vec())
             ],
             "the second visit keeps only what it has, with its own time"
         );

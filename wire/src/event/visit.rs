@@ -3,11 +3,16 @@
 
 use crate::click_id::ClickId;
 use crate::record::Chosen;
+use crate::verdict::Signals;
 
 /// The stream field holding a batch.
 pub const BATCH_FIELD: &[u8] = b"v";
 /// First byte of a batch: the layout of what follows.
-pub const BATCH_FORMAT: u8 = 5;
+pub const BATCH_FORMAT: u8 = 6;
+/// The format before `sig` (the request's signals): its visits have the first
+/// [`FORMAT_5_FIELDS`] fields.
+pub const BATCH_FORMAT_5: u8 = 5;
+pub const FORMAT_5_FIELDS: usize = 12;
 /// The format before `ws` (the host's workspace): its visits have the first [`FORMAT_4_FIELDS`]
 /// fields.
 pub const BATCH_FORMAT_4: u8 = 4;
@@ -31,8 +36,11 @@ pub const FORMAT_1_FIELDS: usize = 8;
 /// (`shortlink_workspace`), written for orphan visits and 410s: the edge's word on whose request
 /// it was, so no reader depends on what a sidecar has learned of the hosts since it started.
 /// Empty on a link's visit (its link names its workspace) and on a host mapped to no workspace.
-pub const VISIT_FIELDS: [&str; 12] = [
-    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id", "o", "ws",
+/// `sig` is the request's signals beyond its headers' values ([`crate::verdict::Signals`],
+/// decimal: method, header presence, and the module's verdict when it computed one); empty from
+/// modules before it.
+pub const VISIT_FIELDS: [&str; 13] = [
+    "c", "t", "s", "ip", "ua", "ref", "host", "lang", "rule", "id", "o", "ws", "sig",
 ];
 
 /// Header values are cut to these many bytes before queueing (at a UTF-8 boundary), so one
@@ -117,6 +125,8 @@ pub struct Visit<'a> {
     pub orphan: Option<OrphanKind>,
     /// The host's workspace name (`ws`); empty when not recorded.
     pub workspace: &'a [u8],
+    /// The request's signals (`sig`).
+    pub signals: Signals,
 }
 
 /// The `rule` field's text of `chosen`, on the stack: `3` or `3.1`.

@@ -56,6 +56,9 @@ pub struct Checked {
     pub visits: Option<u64>,
     /// The link's password was given, and right.
     pub unlocked: bool,
+    /// The click-time verdict, when the click had a cap to spend (`crate::verdict::at_click`):
+    /// a machine's click was counted as the next click's number without spending it.
+    pub verdict: Option<crate::agent::Audience>,
 }
 
 impl Checked {
@@ -64,6 +67,7 @@ impl Checked {
     pub const PREVIEW: Checked = Checked {
         visits: Some(0),
         unlocked: false,
+        verdict: None,
     };
 }
 

@@ -282,7 +282,7 @@ fn a_capped_link_counts_then_answers_like_an_expired_one() {
 fn counted(visits: u64) -> Checked {
     Checked {
         visits: Some(visits),
-        unlocked: false,
+        ..Checked::default()
     }
 }
 
@@ -312,6 +312,7 @@ fn a_password_comes_after_the_lifecycle_and_before_the_count() {
     let unlocked = Checked {
         visits: None,
         unlocked: true,
+        ..Checked::default()
     };
     assert_eq!(
         view.answer_checked(2_000, unlocked, || click(IPHONE), country),
@@ -320,6 +321,7 @@ fn a_password_comes_after_the_lifecycle_and_before_the_count() {
     let counted_and_unlocked = Checked {
         visits: Some(1),
         unlocked: true,
+        ..Checked::default()
     };
     assert!(matches!(
         view.answer_checked(2_000, counted_and_unlocked, || click(IPHONE), country),

@@ -127,6 +127,8 @@ pub fn answer(
         client: client_text.as_deref(),
         cookies: b"",
         random: super::resolve::random_u64(),
+        // Never counted (`within_cap` below): no verdict is asked.
+        signals: Default::default(),
     };
     let now = request.time.unwrap_or_else(Utc::now);
     let now = u64::try_from(now.timestamp()).unwrap_or(0);

@@ -5,7 +5,7 @@
 
 use super::{AppState, Error, ErrorBody, Path, Result, WORKSPACE_HEADER};
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -17,6 +17,7 @@ use shortlink_wire::not_found::{self, Case};
 use shortlink_wire::preview::CARD_STATUS;
 use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
 use shortlink_wire::record::{not_yet_page, WorkspaceName, NOT_YET_STATUS};
+use shortlink_wire::verdict::Signals;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/resolve/{code}", get(resolve))
@@ -56,6 +57,7 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
     ))]
 pub async fn resolve(
     State(state): State<AppState>,
+    method: Method,
     Path(code): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -71,6 +73,7 @@ pub async fn resolve(
         client,
         cookies: header("cookie"),
         random: random_u64(),
+        signals: signals(&method, &headers),
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
@@ -97,6 +100,31 @@ pub async fn resolve(
         }
     }
     answer(resolution)
+}
+
+/// The click's signals as the module reads them (`shortlink_wire::verdict::Signals`): nginx
+/// proxies the client's method and headers, and names the client's scheme in
+/// [`fallback::SCHEME_HEADER`] (fetch metadata is only sent over TLS).
+fn signals(method: &Method, headers: &HeaderMap) -> Signals {
+    let mut bits = 0;
+    if method == Method::HEAD {
+        bits |= Signals::HEAD;
+    } else if method == Method::OPTIONS {
+        bits |= Signals::OPTIONS;
+    }
+    if !headers.contains_key("accept-language") {
+        bits |= Signals::NO_LANGUAGE;
+    }
+    let secure = headers
+        .get(fallback::SCHEME_HEADER)
+        .is_some_and(|scheme| scheme.as_bytes() == b"https");
+    if secure {
+        bits |= Signals::SECURE;
+        if !headers.contains_key("sec-fetch-mode") {
+            bits |= Signals::NO_FETCH_MODE;
+        }
+    }
+    Signals::new(bits)
 }
 
 /// The module's not-found redirect of `case` on `host` of `workspace`, from SQL

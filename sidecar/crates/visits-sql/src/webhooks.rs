@@ -25,7 +25,7 @@ const SUBSCRIPTION_COLUMNS: &str =
 
 /// The columns of `visits` a feed row is made of (what a day's partition is read for by name).
 const FEED_COLUMNS: &str = "event_id, code, visited_at, status, ip, browser, browser_version, \
-     os, os_version, device, audience, agent, country, region, city, referrer_host, \
+     os, os_version, device, audience, reasons, agent, country, region, city, referrer_host, \
      short_domain, language, rule";
 
 const FAILURE_COLUMNS: &str =
@@ -157,6 +157,7 @@ fn feed_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<FeedRow> {
         os_version: opt("os_version")?,
         device: text::<V>(row, "device")?,
         audience: text::<V>(row, "audience")?,
+        reasons: Db::<V>::opt_int(row, "reasons")?.unwrap_or(0),
         agent: opt("agent")?,
         country: opt("country")?,
         region: opt("region")?,
@@ -242,14 +243,15 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                     &format!(
                         "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
                            v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
-                           v.audience, v.agent, v.country, v.region, v.city, v.referrer_host, \
+                           v.audience, CAST(v.reasons AS {bigint}) AS reasons, v.agent, v.country, v.region, v.city, v.referrer_host, \
                            v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
                            {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
                            l.valid_since, l.expires_at, l.workspace_id \
                          FROM {visits} AS v LEFT JOIN links l ON l.code = v.code \
                          WHERE v.event_id IN ({})",
                         V::Sql::BIGINT,
-                        vec!["?"; chunk.len()].join(", ")
+                        vec!["?"; chunk.len()].join(", "),
+                        bigint = V::Sql::BIGINT,
                     ),
                     chunk.iter().cloned().map(Value::Text),
                 );

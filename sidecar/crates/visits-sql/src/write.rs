@@ -120,10 +120,10 @@ pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
 pub(crate) const VISIT_COLUMNS: &str =
     "event_id, code, visited_at, status, ip, visitor, agent_id, browser, \
      browser_version, os, os_version, device, audience, agent, country, region, city, isp, \
-     referrer_host, short_domain, language, rule";
+     referrer_host, short_domain, language, rule, reasons";
 
 /// How many [`VISIT_COLUMNS`] there are: the parameters of one visit.
-pub(crate) const VISIT_COLUMN_COUNT: usize = 22;
+pub(crate) const VISIT_COLUMN_COUNT: usize = 23;
 
 /// Bytes a visit takes in a multi-row insert, about (its text plus the fixed fields).
 pub(crate) fn visit_bytes(v: &&Visit) -> usize {
@@ -187,7 +187,8 @@ where
             .bind(text(&v.referrer_host))
             .bind(text(&v.short_domain))
             .bind(text(&v.language))
-            .bind(text(&v.rule));
+            .bind(text(&v.rule))
+            .bind(Some(i64::from(v.reasons.0)));
     }
     query
 }

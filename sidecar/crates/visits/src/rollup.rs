@@ -78,7 +78,9 @@ impl Audiences {
         match audience {
             Audience::Human => self.humans += 1,
             Audience::Bot => self.bots += 1,
-            Audience::Preview => self.previews += 1,
+            // The rollups' `previews` are the machine fetches a message causes, as they were
+            // before scanners were told apart from previews; raw visits keep which.
+            Audience::Preview | Audience::Scanner => self.previews += 1,
         }
     }
 
@@ -330,7 +332,9 @@ impl Counts {
         match audience {
             Audience::Human => self.humans += 1,
             Audience::Bot => self.bots += 1,
-            Audience::Preview => self.previews += 1,
+            // The rollups' `previews` are the machine fetches a message causes, as they were
+            // before scanners were told apart from previews; raw visits keep which.
+            Audience::Preview | Audience::Scanner => self.previews += 1,
         }
         self.new_visitors += i64::from(is_new);
     }

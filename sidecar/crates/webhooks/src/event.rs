@@ -4,6 +4,7 @@ use super::cursor::Cursor;
 use super::row::FeedRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use shortlink_wire::verdict::Reasons;
 use utoipa::ToSchema;
 
 /// Whether events carry the visitor's address (`--webhook-include-ip`): only what the visit
@@ -47,8 +48,12 @@ pub struct FeedEvent {
     pub target: Option<String>,
     /// The click-time rule that answered, `<rule>` or `<rule>.<variant>` (indexes from 0).
     pub rule: Option<String>,
-    /// `human`, `bot` or `preview` (a messaging app's link preview fetcher).
+    /// The visit's verdict: `human`, `preview` (a messaging app's link preview fetcher),
+    /// `scanner` (a security service opening the message's links) or `bot` (docs/BOTS.md).
     pub audience: String,
+    /// Why the verdict: `agent`, `no_agent`, `method`, `headers`, …; empty for a person
+    /// (docs/BOTS.md).
+    pub reasons: Vec<&'static str>,
     /// Which bot or preview fetcher.
     pub agent: Option<String>,
     pub device: String,
@@ -116,6 +121,7 @@ impl FeedEvent {
             rule: conversion.rule,
             // A report from the sender about a person's visit.
             audience: "human".to_owned(),
+            reasons: Vec::new(),
             agent: None,
             device: conversion.device.unwrap_or_else(|| "unknown".to_owned()),
             os: None,
@@ -153,6 +159,9 @@ impl FeedEvent {
             target,
             rule: row.rule,
             audience: row.audience,
+            reasons: Reasons(u16::try_from(row.reasons).unwrap_or(0))
+                .names()
+                .collect(),
             agent: row.agent,
             device: row.device,
             os: row.os,

@@ -19,6 +19,8 @@ pub struct FeedRow {
     pub os_version: Option<String>,
     pub device: String,
     pub audience: String,
+    /// Why `audience` (`shortlink_wire::verdict::Reasons` bits).
+    pub reasons: i64,
     pub agent: Option<String>,
     pub country: Option<String>,
     pub region: Option<String>,

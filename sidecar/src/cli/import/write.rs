@@ -396,6 +396,8 @@ impl<'a> Writer<'a> {
             rule: None,
             orphan: None,
             workspace: None,
+            // Another shortener kept no method or headers: the agent alone judges.
+            signals: None,
         };
         let mut enriched = self.enricher.enrich(&event);
         // Where the source located the visit, its place is kept.

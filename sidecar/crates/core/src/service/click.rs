@@ -17,6 +17,7 @@ use shortlink_wire::click_id::{location_parts, ClickId, ClickIds};
 use shortlink_wire::preview::card_page;
 use shortlink_wire::record::{self, Answer, Checked, LinkView};
 use shortlink_wire::rules::{self, Click};
+use shortlink_wire::verdict::{self, Signals};
 use std::net::IpAddr;
 use std::sync::Mutex;
 
@@ -37,6 +38,18 @@ pub struct ClickInput<'a> {
     pub cookies: &'a [u8],
     /// A fresh random number, for splits per click.
     pub random: u64,
+    /// The request's method and header signals (`wire::verdict::Signals`), for the verdict a
+    /// click with a cap to spend gets.
+    pub signals: Signals,
+}
+
+impl ClickInput<'_> {
+    /// Whether this click spends a link's `max_visits`: a person's does; a preview's, a
+    /// scanner's or a bot's, by the module's click-time verdict, does not.
+    pub fn spends(&self) -> bool {
+        let mut lower = [0; agent::MAX_AGENT];
+        verdict::at_click(agent::lowered(self.user_agent, &mut lower), self.signals).is_human()
+    }
 }
 
 /// The client's country (ISO alpha-2, upper case), if known.
@@ -93,7 +106,7 @@ pub fn answer(
         Some(_) => Checked::PREVIEW,
         None => Checked {
             visits,
-            unlocked: false,
+            ..Checked::default()
         },
     };
     let answer = view.answer_checked(now_unix, checked, make_click, country);

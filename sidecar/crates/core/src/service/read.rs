@@ -98,8 +98,14 @@ impl LinkService {
                     Ok(resolution) => resolution,
                     // Counted on the primary as the module counts: a failure is a 503, never
                     // an uncounted redirect.
+                    // A machine's click (the module's click-time verdict) reads the count and
+                    // is answered as the next person's click would be, spending nothing.
                     Err(CountFirst) => {
-                        let visits = self.projection.count_click(code).await?;
+                        let visits = if click.spends() {
+                            self.projection.count_click(code).await?
+                        } else {
+                            self.projection.visit_count(code).await? + 1
+                        };
                         // With the count given, the answer never asks for one again; were it to,
                         // a 410 is the answer that redirects no one.
                         click::answer(&link, click, now, country, Some(visits))

@@ -15,9 +15,10 @@ pub(super) fn at_ms(ms: i64) -> DateTime<Utc> {
 /// The statement the buffer of [`encode`] is for (columns in the order encoded).
 pub(super) const COPY_VISITS: &str = "COPY visits (event_id, code, visited_at, status, ip, \
      visitor, agent_id, browser, browser_version, os, os_version, device, audience, agent, \
-     country, region, city, isp, referrer_host, short_domain, language, rule) FROM STDIN (FORMAT binary)";
+     country, region, city, isp, referrer_host, short_domain, language, rule, reasons) \
+     FROM STDIN (FORMAT binary)";
 
-const COLUMNS: i16 = 22;
+const COLUMNS: i16 = 23;
 
 /// The whole binary `COPY` stream of `visits`.
 pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
@@ -47,7 +48,8 @@ pub(super) fn encode(visits: &[&Visit]) -> Vec<u8> {
             .opt_text(v.referrer_host.as_deref())
             .opt_text(v.short_domain.as_deref())
             .opt_text(v.language.as_deref())
-            .opt_text(v.rule.as_deref());
+            .opt_text(v.rule.as_deref())
+            .opt_int2(Some(v.reasons.0 as i16));
     }
     copy.finish()
 }

@@ -34,6 +34,7 @@ pub(super) struct VisitColumns<'a> {
     short_domain: Vec<Option<&'a str>>,
     language: Vec<Option<&'a str>>,
     rule: Vec<Option<&'a str>>,
+    reasons: Vec<i16>,
 }
 
 impl<'a> VisitColumns<'a> {
@@ -62,6 +63,8 @@ impl<'a> VisitColumns<'a> {
             c.short_domain.push(v.short_domain.as_deref());
             c.language.push(v.language.as_deref());
             c.rule.push(v.rule.as_deref());
+            // Eight bits in use: a SMALLINT holds them.
+            c.reasons.push(v.reasons.0 as i16);
         }
         c
     }
@@ -70,11 +73,11 @@ impl<'a> VisitColumns<'a> {
 pub(super) const INSERT_VISITS: &str =
     "INSERT INTO visits (event_id, code, visited_at, status, ip, visitor, \
        agent_id, browser, browser_version, os, os_version, device, audience, agent, country, \
-       region, city, isp, referrer_host, short_domain, language, rule) \
+       region, city, isp, referrer_host, short_domain, language, rule, reasons) \
      SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::int2[], \
        $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[], $10::text[], \
        $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], \
-       $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]) \
+       $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int2[]) \
      ON CONFLICT (event_id, visited_at) DO NOTHING";
 
 /// The insert of `c` into `visits` (`sql`: [`INSERT_VISITS`], perhaps with `RETURNING`).
@@ -105,6 +108,7 @@ pub(super) fn visits_insert<'q>(
         .bind(&c.short_domain)
         .bind(&c.language)
         .bind(&c.rule)
+        .bind(&c.reasons)
 }
 
 /// A batch's visits once inserted: those that went in (all of them unless some were stored by an

@@ -321,6 +321,7 @@ pub(super) fn insert_visits<'v>(
         insert.opt_text(20, text(&v.short_domain));
         insert.opt_text(21, text(&v.language));
         insert.opt_text(22, text(&v.rule));
+        insert.int(23, i64::from(v.reasons.0));
         if insert.execute()? {
             inserted.push(v);
         }

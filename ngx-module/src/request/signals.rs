@@ -1,0 +1,48 @@
+//! A click's verdict (`shortlink_wire::verdict`) from what nginx parsed: the raw signals every
+//! tracked visit records, and the verdict computed only where a click spends something.
+
+use nginx_sys::{ngx_http_request_t, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
+use shortlink_wire::agent::{self, MAX_AGENT};
+use shortlink_wire::verdict::{self, Signals, Verdict};
+
+use crate::conf::{Dynamic, MainConf};
+use crate::request::{click, value};
+
+/// The request's signals: the method, whether `Accept-Language` came, whether the connection is
+/// TLS, and over TLS only whether `Sec-Fetch-Mode` came (browsers send fetch metadata to secure
+/// origins only, so over plain HTTP its absence says nothing and is never looked for: a plain
+/// redirect pays for a method compare, two pointer tests and nothing else).
+pub fn of(r: &mut ngx_http_request_t, mcf: &MainConf) -> Signals {
+    let mut bits = 0;
+    if r.method & NGX_HTTP_HEAD as usize != 0 {
+        bits |= Signals::HEAD;
+    } else if r.method & NGX_HTTP_OPTIONS as usize != 0 {
+        bits |= Signals::OPTIONS;
+    }
+    if r.headers_in.accept_language.is_null() {
+        bits |= Signals::NO_LANGUAGE;
+    }
+    // SAFETY: the connection of a live request is live.
+    if unsafe { !(*r.connection).ssl.is_null() } {
+        bits |= Signals::SECURE;
+        if !has_fetch_mode(r, mcf) {
+            bits |= Signals::NO_FETCH_MODE;
+        }
+    }
+    Signals::new(bits)
+}
+
+/// The click-time verdict of `r` (agent table, method, headers): computed for a click that
+/// would spend a link's `max_visits`, never for a plain redirect.
+pub fn verdict(r: &mut ngx_http_request_t, mcf: &MainConf) -> Verdict {
+    let signals = of(r, mcf);
+    let mut lower = [0u8; MAX_AGENT];
+    verdict::at_click(agent::lowered(click::user_agent(r), &mut lower), signals)
+}
+
+fn has_fetch_mode(r: &mut ngx_http_request_t, mcf: &MainConf) -> bool {
+    let Ok(index) = usize::try_from(mcf.fetch_mode_var_index) else {
+        return true;
+    };
+    value::of(r, Dynamic::Variable(index)).is_some_and(|v| !v.is_empty())
+}
