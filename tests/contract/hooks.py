@@ -53,6 +53,10 @@ positive cases are made to keep those rules, and only those, before they are sen
   (the contract run's sidecar has no gateway; `PUT /api/v1/gateway` answers 403
   `gateways_disabled` there, as on any deployment without `--gateway-secrets-dir`).
 
+- a workspace's block and allow lists hold host names (with a dot, as the url crate parses
+  them; else 422 `invalid_host`): a positive case blocks one host no generated target uses and
+  allows every host (an allow list would refuse the rest of the run's creates).
+
 Negative cases are left as generated, but for one rule every case keeps: the run never revokes
 a key that was there before it (`DELETE /api/v1/keys/{id}` with an id listed in
 `SHORTLINK_CONTRACT_KEEP_KEYS` gets an id no key has, answered 404). The key the run
@@ -88,6 +92,7 @@ REPLAY = "POST /api/v1/webhooks/{id}/replay"
 CONVERSIONS = "POST /api/v1/conversions"
 DELIVERIES = "POST /api/v1/deliveries"
 CALLBACK_TOKENS = "POST /api/v1/callback-tokens"
+TARGET_LISTS = "PUT /api/v1/target-lists"
 VALID_RULES = [
     {"if": {"device": ["ios"], "ip": ["192.0.2.0/24"]}, "then": {"url": "https://example.com/ios"}},
     {"if": {"weekly": {"days": ["mon"], "hours": [9], "zone": "Europe/Lisbon"}},
@@ -309,6 +314,9 @@ def _keep_rules(case):
         _one_click_and_money(case.body)
     if label == DELIVERIES and isinstance(case.body, dict):
         _one_link(case.body)
+    if label == TARGET_LISTS and isinstance(case.body, dict):
+        # An allow list would refuse every link the rest of the run creates.
+        case.body = {"block": ["blocked.example"], "allow": []}
     if label == CALLBACK_TOKENS and isinstance(case.body, dict):
         if case.body.get("gateway") != "twilio":
             case.body.pop("twilio_auth_token", None)

@@ -21,11 +21,17 @@ pub fn router() -> Router<AppState> {
 pub struct TargetListsBody {
     /// Targets on these hosts are refused (`unsafe_target`, feed `workspace-block-list`).
     #[serde(default)]
+    #[schema(schema_with = hosts)]
     pub block: Vec<String>,
     /// If not empty, only targets on these hosts are accepted (`unsafe_target`, feed
     /// `workspace-allow-list`); a target a threat feed lists stays refused.
     #[serde(default)]
+    #[schema(schema_with = hosts)]
     pub allow: Vec<String>,
+}
+
+fn hosts() -> utoipa::openapi::schema::Schema {
+    shortlink_model::schema::host_list(shortlink_core::service::MAX_LIST_HOSTS)
 }
 
 fn body(lists: &TargetLists) -> TargetListsBody {
@@ -52,6 +58,7 @@ pub async fn get_lists(
     responses(
         (status = 200, body = TargetListsBody),
         (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 415, description = "not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_host`: an entry is not a host name (the message \
             names the list and the entry), or a list has more than 1000", body = ErrorBody),
     ))]

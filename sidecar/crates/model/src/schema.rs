@@ -252,6 +252,22 @@ pub fn tags() -> Schema {
         .into()
 }
 
+/// A list of at most `max` host names (or addresses), each standing for its subdomains too, of
+/// at most 253 bytes (DNS's longest name). Which strings are host names (a dot, IDNA, IPv4
+/// rules) is the url crate's parser's to say, which no pattern states: else 422 `invalid_host`.
+pub fn host_list(max: usize) -> Schema {
+    let host = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(253))
+        .extensions(max_bytes(253))
+        .pattern(Some(PRINTABLE));
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(host)
+        .max_items(Some(max))
+        .into()
+}
+
 /// A preview's `ip`: an IPv4 or IPv6 address (no zone index, no CIDR), or null.
 pub fn ip() -> Schema {
     let address = |format| {

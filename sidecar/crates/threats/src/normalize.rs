@@ -7,7 +7,8 @@ use url::{Host, Url};
 /// Lower case, punycode, no trailing dot, no port; `None` for what is not a host name or address.
 pub fn host(raw: &str) -> Option<String> {
     let raw = raw.trim().trim_end_matches('.');
-    if raw.is_empty() || raw.contains(['/', ' ', '\t']) {
+    // 253 bytes: the longest name DNS has.
+    if raw.is_empty() || raw.len() > 253 || raw.contains(['/', ' ', '\t']) {
         return None;
     }
     let bare = match raw.rsplit_once(':') {

@@ -113,7 +113,12 @@ async fn cards_land_on_the_primary_owning_their_own_slot() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|result| result["link"]["code"].as_str().unwrap().to_owned())
+        .map(|result| {
+            result["link"]["code"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{result}"))
+                .to_owned()
+        })
         .collect();
     let card_on_owner = |code: &str| {
         let key = preview_key(code);

@@ -201,10 +201,7 @@ pub async fn compose(
     body: Body,
 ) -> Result<Response> {
     let csv_in = content_type(&headers)?;
-    let output = match accepts_csv(&headers) {
-        true => Output::Csv,
-        false => Output::Ndjson,
-    };
+    let output = output_of(&headers);
     let dry_run = params.dry_run.unwrap_or(false);
     let key = match dry_run {
         true => None,
@@ -290,6 +287,14 @@ pub async fn compose(
         response.headers_mut().insert(SEND_JOB_HEADER, job);
     }
     Ok(response)
+}
+
+/// How the answer goes: CSV when the request accepts it, else NDJSON.
+fn output_of(headers: &HeaderMap) -> Output {
+    match accepts_csv(headers) {
+        true => Output::Csv,
+        false => Output::Ndjson,
+    }
 }
 
 /// How the recipients come: a CSV's columns, its header taken from the first chunk; or NDJSON.

@@ -49,6 +49,7 @@ pub use crate::projection::slugs;
 pub use authority::{Authority, Job};
 pub use click::append_query;
 pub use error::{ServiceError, Stop};
+pub use host_lists::MAX_HOSTS as MAX_LIST_HOSTS;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
 pub use links::LinkService;
 pub use model::{

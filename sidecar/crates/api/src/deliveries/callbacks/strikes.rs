@@ -21,7 +21,7 @@
 //! extractor rather than a layer: nothing runs for a callback beyond the table's lock.
 
 use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
-use crate::{AppState, Error};
+use crate::Error;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use shortlink_core::sync::LockOrRecover;
@@ -37,10 +37,10 @@ pub struct Caller {
     client: Client,
 }
 
-impl FromRequestParts<AppState> for Caller {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
         let addr = (parts.extensions.get::<RequestInfo>()).and_then(|i| i.client_addr.as_deref());
         Ok(Caller {
             client: Client::of(addr),
