@@ -11,6 +11,9 @@
 CREATE VIRTUAL TABLE link_search USING fts5(
     text, tokenize = 'trigram', content = '', contentless_delete = 1
 );
+-- A removed entry's tokens go at once, not at the next merge: an erased recipient's ref
+-- (docs/PRIVACY.md) must leave nothing of itself in the index either (SQLite 3.44+).
+INSERT INTO link_search (link_search, rank) VALUES ('secure-delete', 1);
 CREATE TABLE link_search_progress (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     last_rowid INTEGER NOT NULL
