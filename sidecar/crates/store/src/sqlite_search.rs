@@ -120,14 +120,7 @@ async fn step(pool: &SqlitePool) -> sqlx::Result<i64> {
             .execute(&mut *tx)
             .await?;
         // A link past the mark is indexed with the new ones below; a deleted one has no row.
-        sqlx::query(&format!(
-            "INSERT INTO link_search (rowid, text) SELECT rowid, {TEXT} FROM links \
-             WHERE rowid = ? AND rowid <= ?"
-        ))
-        .bind(rowid)
-        .bind(last)
-        .execute(&mut *tx)
-        .await?;
+        index_range(&mut tx, rowid - 1, (*rowid).min(last)).await?;
         sqlx::query("DELETE FROM link_search_dirty WHERE link_rowid = ?")
             .bind(rowid)
             .execute(&mut *tx)
@@ -142,22 +135,32 @@ async fn step(pool: &SqlitePool) -> sqlx::Result<i64> {
     .await?;
     let mut indexed = noted.len() as i64;
     if let Some(upto) = upto {
-        let added = sqlx::query(&format!(
-            "INSERT INTO link_search (rowid, text) SELECT rowid, {TEXT} FROM links \
-             WHERE rowid > ? AND rowid <= ?"
-        ))
-        .bind(last)
-        .bind(upto)
-        .execute(&mut *tx)
-        .await?;
+        let added = index_range(&mut tx, last, upto).await?;
         sqlx::query("UPDATE link_search_progress SET last_rowid = ?")
             .bind(upto)
             .execute(&mut *tx)
             .await?;
-        indexed += added.rows_affected() as i64;
+        indexed += added as i64;
     }
     tx.commit().await?;
     Ok(indexed)
+}
+
+/// Indexes the links whose rowid is in `(after, upto]`: how many.
+async fn index_range(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    after: i64,
+    upto: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(&format!(
+        "INSERT INTO link_search (rowid, text) SELECT rowid, {TEXT} FROM links \
+         WHERE rowid > ? AND rowid <= ?"
+    ))
+    .bind(after)
+    .bind(upto)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// The search condition on `links`: the index answers for the links it holds, `LIKE` for the
