@@ -202,6 +202,21 @@ async fn bad_requests_are_refused_and_store_nothing(backend: Backend) {
             400,
             "malformed_json",
         ),
+        // serde would read a struct from an array: the target as its first field.
+        (
+            post(r#"["https://a.example/"]"#, Some("application/json"))
+                .await
+                .unwrap(),
+            422,
+            "invalid_body",
+        ),
+        (
+            post(r#""https://a.example/""#, Some("application/json"))
+                .await
+                .unwrap(),
+            422,
+            "invalid_body",
+        ),
         (
             post(r#"{"url": "https://a.example/"}"#, None)
                 .await

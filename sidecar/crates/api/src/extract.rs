@@ -6,9 +6,13 @@ use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use shortlink_domains::{IssuingBases, WorkspaceBases};
 use shortlink_model::validate;
 use shortlink_store::{WorkspaceId, DEFAULT_SLUG};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Request headers set by the internal nginx API server (docs/DOMAINS.md, "The domain pool").
@@ -18,10 +22,42 @@ pub const POOL_HEADER: &str = "x-shortlink-pool";
 /// (`ws=$shortlink_workspace`, spelled in `shortlink_wire::fallback`).
 pub use shortlink_wire::fallback::WORKSPACE_HEADER;
 
-/// `axum::Json` whose rejections become [`Error`]s with a JSON body.
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(Error))]
+/// `axum::Json` whose rejections become [`Error`]s with a JSON body, and which reads a request
+/// body only from a JSON object: serde fills a struct from an array too (`[]` as every field's
+/// default, `["https://…"]` as the first field), a form no schema of this API documents.
 pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = Error;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self> {
+        let axum::Json(JsonObject(value)) = axum::Json::from_request(request, state).await?;
+        Ok(Json(value))
+    }
+}
+
+/// `T` read through serde's map access only: any other JSON value is a data error (422).
+struct JsonObject<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for JsonObject<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = JsonObject<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(JsonObject)
+    }
+}
 
 impl<T: serde::Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
