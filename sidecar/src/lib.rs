@@ -219,7 +219,15 @@ async fn wire_state(
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
-    let sealer = sealer(config, analytics.store.callback_tokens()).await?;
+    let messaging = shortlink_messaging::Messaging {
+        store: Arc::clone(&analytics.store),
+        storage: Arc::clone(links.storage()),
+        sends: shortlink_messaging::gateway::sends::Sends::new(config.gateway_lease),
+        policy: outbound::Policy::gateways(config, listening),
+        secrets_dir: config.gateway_secrets_dir.clone(),
+        dlr_key: shortlink_messaging::DlrKey::derive(&config.code_secret()?),
+        sealer: sealer(config, analytics.store.callback_tokens()).await?,
+    };
     let webhooks = webhooks::WebhookService::new(
         stores,
         Arc::clone(links.storage()),
@@ -250,14 +258,10 @@ async fn wire_state(
             )),
             proxy_secret,
             import_policy: outbound::Policy::imports(config),
-            gateway_policy: outbound::Policy::gateways(config, listening),
-            gateway_secrets_dir: config.gateway_secrets_dir.clone(),
-            sealer,
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
-            dlr_key: http::deliveries::DlrKey::derive(&config.code_secret()?),
         }),
-        sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
+        messaging: Arc::new(messaging),
         receipt_groups: Arc::default(),
         unknown_tokens: Arc::default(),
     })
@@ -286,11 +290,11 @@ async fn cluster_seeds_answer(
 async fn sealer(
     config: &Config,
     tokens: &dyn visits::deliveries::CallbackTokenStore,
-) -> Result<Arc<http::deliveries::sealed::Sealer>, StartupError> {
-    let sealer = Arc::new(http::deliveries::sealed::Sealer::new(
+) -> Result<Arc<shortlink_messaging::sealed::Sealer>, StartupError> {
+    let sealer = Arc::new(shortlink_messaging::sealed::Sealer::new(
         &config.code_secret()?,
     ));
-    match http::deliveries::sealed::reseal(tokens, &sealer).await {
+    match shortlink_messaging::sealed::reseal(tokens, &sealer).await {
         Ok(0) => {}
         Ok(sealed) => tracing::info!(sealed, "Twilio auth tokens sealed"),
         Err(error) => tracing::warn!(%error, "Twilio auth tokens could not be sealed"),
@@ -403,9 +407,9 @@ impl Jobs {
                 });
             }
         }
-        let sending = state.clone();
+        let messaging = Arc::clone(&state.messaging);
         tasks.spawn("gateway sends", |shutdown| {
-            http::gateway::runner::run(sending, shutdown)
+            shortlink_messaging::gateway::runner::run(messaging, shutdown)
         });
         if let Some((sender, settings)) = self.delivery {
             let delivery = webhooks::deliver::Deliverer::with_sender(

@@ -22,7 +22,6 @@ use axum::http::request::Parts;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
-use sha2::{Digest, Sha256};
 use shortlink_model::validate::hex;
 use shortlink_store::{Role, WorkspaceId};
 use subtle::ConstantTimeEq;
@@ -38,9 +37,9 @@ pub fn generate_api_key() -> Result<String, getrandom::Error> {
     Ok(format!("{KEY_PREFIX}{}", hex(&bytes)))
 }
 
-/// What the database stores for `key`: SHA-256, lower-case hex.
+/// What the database stores for `key` (`shortlink_core::signing::secret_hash`).
 pub fn hash_api_key(key: &str) -> String {
-    hex(&Sha256::digest(key.as_bytes()))
+    shortlink_core::signing::secret_hash(key)
 }
 
 /// The API key id of an authenticated request, for handlers and logs.

@@ -220,6 +220,16 @@ impl From<StorageError> for Error {
     }
 }
 
+impl From<shortlink_messaging::Error> for Error {
+    fn from(error: shortlink_messaging::Error) -> Self {
+        match error {
+            shortlink_messaging::Error::Invalid { code, message } => Error::invalid(code, message),
+            shortlink_messaging::Error::Storage(error) => error.into(),
+            shortlink_messaging::Error::Internal(error) => Error::Internal(error),
+        }
+    }
+}
+
 impl From<Invalid> for Error {
     fn from(invalid: Invalid) -> Self {
         match invalid {

@@ -20,8 +20,9 @@ pub struct AppState {
     pub webhooks: Arc<shortlink_webhooks::WebhookService>,
     /// Per-key rate limits and workspace quotas (issue 53), shared through Redis.
     pub limits: Arc<shortlink_core::limits::Limits>,
-    /// The send jobs this sidecar holds (issue 68): who it is to the other sidecars, its lease.
-    pub sends: Arc<crate::gateway::sends::Sends>,
+    /// SMS messaging (issue 68): the gateways' policy and secrets, the send jobs this sidecar
+    /// holds, the keys receipts' callbacks are checked with.
+    pub messaging: Arc<shortlink_messaging::Messaging>,
     /// The callbacks' receipts waiting for their workspace's group commit (issue 68).
     pub receipt_groups: Arc<crate::deliveries::callbacks::ReceiptGroups>,
     /// Unknown callback tokens presented per client address (issue 77).
@@ -42,16 +43,8 @@ pub struct HttpSettings {
     pub proxy_secret: Option<super::proxy_secret::ProxySecret>,
     /// Where the console's imports may fetch from.
     pub import_policy: shortlink_core::outbound::Policy,
-    /// Where compose's SMS gateways may be reached, and the directory of their password files
-    /// (`None`: compose cannot send).
-    pub gateway_policy: shortlink_core::outbound::Policy,
-    pub gateway_secrets_dir: Option<std::path::PathBuf>,
-    /// Seals the gateways' secrets kept in SQL (Twilio auth tokens), from the code secret.
-    pub sealer: std::sync::Arc<super::deliveries::sealed::Sealer>,
     /// The window the domain health check judges clicks over: the console's Domains charts span it.
     pub domain_health_window: std::time::Duration,
     /// `--callback-rate`: callbacks per second per callback token (0: unlimited).
     pub callback_rate: u32,
-    /// Signs and checks a send job's `dlr-url`s (derived from the code secret).
-    pub dlr_key: crate::deliveries::DlrKey,
 }

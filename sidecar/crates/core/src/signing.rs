@@ -40,6 +40,13 @@ pub fn derive_key(secret: &[u8], purpose: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
+/// What SQL keeps of a bearer secret (an API key, a callback token): SHA-256, lower-case hex.
+/// A stolen database then presents no secret that works.
+pub fn secret_hash(secret: &str) -> String {
+    use sha2::Digest;
+    shortlink_model::validate::hex(&Sha256::digest(secret.as_bytes()))
+}
+
 /// The header's value for `body` sent now.
 pub fn signature_now(secret: &[u8], body: &[u8]) -> String {
     signature(secret, chrono::Utc::now().timestamp(), body)

@@ -216,7 +216,7 @@ async fn two_sidecars_taking_over_one_job_send_it_once(backend: Backend) {
         BTreeMap::from([("accepted".into(), 23), ("interrupted".into(), 1)]),
         "{job}"
     );
-    let owners = [&a, &b].map(|app| app.state.sends.owner.clone());
+    let owners = [&a, &b].map(|app| app.state.messaging.sends.owner.clone());
     let holders = (a.db)
         .texts("SELECT COALESCE(claimed_by, '') FROM gateway_jobs")
         .await;

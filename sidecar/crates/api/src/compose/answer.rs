@@ -51,7 +51,7 @@ pub struct Recipients {
     pub stand_in_base: String,
     pub summary: Mutex<Summary>,
     /// The send job its messages go to (`send=true`).
-    pub sends: Option<crate::gateway::job::Queue>,
+    pub sends: Option<shortlink_messaging::gateway::job::Queue>,
 }
 
 /// One recipient's answer.

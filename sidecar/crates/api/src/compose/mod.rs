@@ -14,9 +14,7 @@ mod recipients;
 pub use answer::{RecipientResult, SummaryLine};
 
 use super::batch::{self, body, pipeline, MAX_NDJSON_ITEMS};
-use super::{
-    gateway, links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result,
-};
+use super::{links, ApiKeyId, AppState, Budget, DomainContext, Error, Query, Recorder, Result};
 use answer::{Output, Recipients};
 use axum::body::Body;
 use axum::extract::State;
@@ -29,6 +27,7 @@ use recipients::Input;
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::compose::{self, Campaign, CampaignError, CampaignSpec, OverBudget};
 use shortlink_core::service::{self};
+use shortlink_messaging::gateway::job;
 use shortlink_store::audit::Changes;
 use std::sync::{Arc, Mutex};
 use utoipa::IntoParams;
@@ -235,7 +234,7 @@ pub async fn compose(
     // After the key's claim: a compose refused for its key leaves no job, token or queue.
     let authority = service::Authority::key(budget.workspace(), api_key.0);
     let sends = match send {
-        true => Some(gateway::job::start(&state, authority, params.campaign.clone()).await?),
+        true => Some(job::start(&state.messaging, authority, params.campaign.clone()).await?),
         false => None,
     };
     let send_job = sends.as_ref().map(|queue| queue.job.clone());
@@ -377,7 +376,7 @@ fn answer_stream(
 
 /// The answer breaks off (its client sees it cut) when the send queue cannot be written: it
 /// promises no message that is not queued.
-fn queue_failed(error: Error) -> std::io::Error {
+fn queue_failed(error: shortlink_messaging::Error) -> std::io::Error {
     tracing::error!(%error, "a compose's send queue could not be written");
     std::io::Error::other("send queue unavailable")
 }

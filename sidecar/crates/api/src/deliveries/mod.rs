@@ -3,7 +3,7 @@
 //! `/api/v1`) and a campaign's funnel ([`funnel`]). The storage is
 //! `shortlink_visits::deliveries`; here, the HTTP shapes.
 //!
-//! A Twilio token's auth token is stored sealed ([`sealed`]).
+//! A Twilio token's auth token is stored sealed (`shortlink_messaging::sealed`).
 //!
 //! Receipts are data gateways report, as visits are: they append no audit row (one per message
 //! would drown the log); making and revoking a callback token, a change to what the workspace
@@ -14,8 +14,6 @@ pub(crate) mod funnel;
 pub(crate) mod ingest;
 pub(crate) mod proof;
 pub(crate) mod receipt;
-pub mod sealed;
-pub mod signed;
 pub(crate) mod tokens;
 
 use super::AppState;
@@ -23,7 +21,6 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 
 pub use callbacks::twilio::signature as twilio_signature;
-pub use signed::{DlrKey, SignedMessage};
 
 /// The routes under `/api/v1`.
 pub fn router() -> Router<AppState> {

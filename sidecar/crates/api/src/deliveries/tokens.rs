@@ -8,13 +8,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_model::validate::hex;
 use shortlink_store::audit::Changes;
 use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway};
 use utoipa::ToSchema;
-
-/// What a callback token's value starts with (then 64 hex digits).
-const TOKEN_PREFIX: &str = "slc_";
 
 /// The gateways with a native callback.
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
@@ -83,13 +79,6 @@ pub struct CallbackTokenList {
     pub tokens: Vec<CallbackTokenView>,
 }
 
-/// A new random token.
-pub(crate) fn generate() -> Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|error| Error::Internal(Box::new(error)))?;
-    Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
-}
-
 /// 1 to `max` characters, not only spaces, no control characters (the schema's pattern), with
 /// surrounding ASCII spaces dropped.
 fn printable(text: &str, max: usize) -> Option<&str> {
@@ -137,9 +126,9 @@ pub async fn create_token(
             ))
         }
     };
-    let token = generate()?;
+    let token = shortlink_messaging::gateway::ready::new_callback_token()?;
     let id = new_token_id()?;
-    let sealer = &state.settings.sealer;
+    let sealer = &state.messaging.sealer;
     let twilio_auth_token =
         (twilio_auth_token.map(|secret| sealer.seal(workspace, &id, secret))).transpose()?;
     let stored = CallbackToken {

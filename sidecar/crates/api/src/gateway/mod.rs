@@ -1,15 +1,8 @@
-//! Compose's hand-off to a real SMS gateway (issue 68, docs/DELIVERIES.md "Sending through
-//! Kannel"): the workspace's gateway ([`settings`]), one message through Kannel's `sendsms`
-//! ([`kannel`]), a compose request's send job ([`job`]: its queue in SQL; [`runner`]: the jobs a
-//! sidecar sends, resumed from a stopped one; [`sender`]: one job), and what it recorded per recipient
-//! (`GET /api/v1/gateway/jobs/{job}`, here). Admin keys only, as compose.
+//! Compose's hand-off to a real SMS gateway over HTTP (issue 68, docs/DELIVERIES.md "Sending
+//! through Kannel"): the workspace's gateway ([`settings`]) and what a send job recorded per
+//! recipient (`GET /api/v1/gateway/jobs/{job}`, here). The jobs themselves are
+//! `shortlink_messaging::gateway`'s. Admin keys only, as compose.
 
-mod callback;
-pub mod job;
-pub mod kannel;
-pub mod runner;
-pub mod sender;
-pub mod sends;
 pub(crate) mod settings;
 
 use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Result};

@@ -7,12 +7,9 @@
 //! has such a file.
 //!
 //! The gateway's URL reaches what the operator's gateway policy allows
-//! (`--gateway-allow-networks`, never the deployment's own listeners: core's `outbound::reach`),
-//! checked on every address its name resolves to here and again at each connection.
+//! (`shortlink_messaging::gateway::ready`), checked here and again at each connection.
 
-use super::kannel::Sendsms;
-use crate::deliveries::tokens;
-use crate::{hash_api_key, AppState, Error, ErrorBody, InWorkspace, Json, Recorder, Result};
+use crate::{AppState, Error, ErrorBody, InWorkspace, Json, Recorder, Result};
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
@@ -20,14 +17,9 @@ use serde::{Deserialize, Serialize};
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway, GatewayConfig};
+use shortlink_visits::deliveries::GatewayConfig;
 use std::ops::RangeInclusive;
-use std::time::Duration;
 use utoipa::ToSchema;
-
-/// The longest wait for a connection to the gateway (a connection not made sends nothing: it is
-/// tried again).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The workspace's gateway as its admin sets it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -133,15 +125,12 @@ pub async fn put_gateway(
     Json(request): Json<GatewayRequest>,
 ) -> Result<Json<GatewayView>> {
     let config = checked(&state, workspace, request)?;
-    reachable(&state, &config.url, "invalid_url", true).await?;
-    reachable(
-        &state,
-        &config.callback_base,
-        "invalid_callback_base",
-        false,
-    )
-    .await?;
-    password(&state, workspace, &config.password_file).await?;
+    let messaging = &state.messaging;
+    messaging
+        .reachable(&config.url, "invalid_url", true)
+        .await?;
+    (messaging.reachable(&config.callback_base, "invalid_callback_base", false)).await?;
+    messaging.password(workspace, &config.password_file).await?;
     state
         .analytics
         .store
@@ -197,53 +186,9 @@ fn printable(text: &str, max: usize) -> bool {
         && text.trim() == text
 }
 
-/// An http(s) URL without query, user or fragment whose address literal the gateway policy
-/// allows (`denied`: the deployment's listeners are refused too: a gateway's URL; a callback
-/// base may be this sidecar itself).
-fn http_url(state: &AppState, text: &str, code: &'static str, denied: bool) -> Result<url::Url> {
-    let invalid = |why: &str| Error::invalid(code, why.to_owned());
-    let url = url::Url::parse(text).map_err(|_| invalid("not a URL"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(invalid("an http:// or https:// URL with a host"));
-    }
-    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
-        return Err(invalid("no query, fragment or credentials in the URL"));
-    }
-    policy(state, denied)
-        .check(&url)
-        .map_err(|host| not_allowed(code, &host))?;
-    Ok(url)
-}
-
-/// The gateway policy, with or without the deployment's listeners refused.
-fn policy(state: &AppState, denied: bool) -> shortlink_core::outbound::Policy {
-    match denied {
-        true => state.settings.gateway_policy.clone(),
-        false => state.settings.gateway_policy.without_denied(),
-    }
-}
-
-/// One answer for every address refused: which rule refused it (a listener of the deployment,
-/// a network not listed) is the operator's to know.
-fn not_allowed(code: &'static str, host: &str) -> Error {
-    Error::invalid(
-        code,
-        format!(
-            "{host} is not an address gateways may reach (the operator's --gateway-allow-networks)"
-        ),
-    )
-}
-
-/// [`http_url`]'s check on every address the URL's name resolves to now.
-async fn reachable(state: &AppState, text: &str, code: &'static str, denied: bool) -> Result<()> {
-    let url = http_url(state, text, code, denied)?;
-    let checked = policy(state, denied).check_resolved(&url).await;
-    checked.map_err(|host| not_allowed(code, &host))
-}
-
 fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Result<GatewayConfig> {
     // The deployment's choice, not the request's fault: refused as forbidden, whatever the body.
-    if state.settings.gateway_secrets_dir.is_none() {
+    if state.messaging.secrets_dir.is_none() {
         return Err(Error::Request {
             status: StatusCode::FORBIDDEN,
             code: "gateways_disabled",
@@ -252,8 +197,8 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
                 .into(),
         });
     }
-    let url = http_url(state, &r.url, "invalid_url", true)?;
-    let base = http_url(state, &r.callback_base, "invalid_callback_base", false)?;
+    let url = state.messaging.http_url(&r.url, "invalid_url", true)?;
+    let base = (state.messaging).http_url(&r.callback_base, "invalid_callback_base", false)?;
     if !printable(&r.username, 128) {
         return Err(Error::invalid(
             "invalid_username",
@@ -330,119 +275,4 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
         reports_hours: reports_hours as u32,
         updated_at: shortlink_store::now(),
     })
-}
-
-/// The password in `file` of the workspace's own secrets directory (422 when it cannot be
-/// read: the one answer, whatever the reason; the path and the reason are the operator's,
-/// logged).
-async fn password(state: &AppState, workspace: WorkspaceId, file: &str) -> Result<String> {
-    let unreadable = || {
-        Error::invalid(
-            "invalid_password_file",
-            "no readable password file of this name in the workspace's secrets directory",
-        )
-    };
-    let dir = (state.settings.gateway_secrets_dir.as_ref()).ok_or_else(unreadable)?;
-    // The slug, which never changes: the operator's name for the workspace's directory.
-    let owner = state.links.storage().workspace(workspace).await?;
-    let slug = owner.ok_or_else(unreadable)?.slug;
-    let path = dir.join(&slug).join(file);
-    let text = tokio::fs::read_to_string(&path).await.map_err(|error| {
-        tracing::warn!(%error, path = %path.display(), "a gateway's password file cannot be read");
-        unreadable()
-    })?;
-    let password = text.trim_end_matches(['\r', '\n']);
-    match password.is_empty() {
-        true => Err(unreadable()),
-        false => Ok(password.to_owned()),
-    }
-}
-
-/// A job's gateway, ready to send.
-pub struct Ready {
-    /// Its `dlr_base` is the callback base alone: the job adds its token.
-    pub sendsms: Sendsms,
-    /// A client for the callback base's probe (`super::callback`).
-    pub probe: reqwest::ClientBuilder,
-    pub per_second: u32,
-    pub reports_hours: u32,
-}
-
-/// The workspace's gateway with its password read and a client built: 422 `no_gateway` without
-/// one, `invalid_password_file` when its file cannot be read.
-pub async fn ready(state: &AppState, workspace: WorkspaceId) -> Result<Ready> {
-    let config = (state.analytics.store.gateways().gateway(workspace).await?).ok_or_else(|| {
-        Error::invalid(
-            "no_gateway",
-            "the workspace has no gateway (PUT /api/v1/gateway)",
-        )
-    })?;
-    let password = password(state, workspace, &config.password_file).await?;
-    let url = http_url(state, &config.url, "invalid_url", true)?;
-    let base = http_url(state, &config.callback_base, "invalid_callback_base", false)?;
-    let timeout = Duration::from_millis(config.timeout_ms);
-    let client = (state
-        .settings
-        .gateway_policy
-        .client_for(&url, None, "--gateway-ca"))
-    .and_then(|builder| {
-        let builder = builder
-            .timeout(timeout)
-            .connect_timeout(CONNECT_TIMEOUT.min(timeout));
-        builder.build().map_err(|e| e.to_string())
-    })
-    .map_err(|error| Error::Internal(error.into()))?;
-    let probe = (policy(state, false).client_for(&base, None, "--gateway-ca"))
-        .map_err(|error| Error::Internal(error.into()))?;
-    Ok(Ready {
-        sendsms: Sendsms {
-            client,
-            url,
-            username: config.username,
-            password,
-            sender: config.sender,
-            dlr_base: config.callback_base,
-            attempts: config.attempts,
-            backoff: Duration::from_millis(config.backoff_ms),
-        },
-        probe,
-        per_second: config.per_second,
-        reports_hours: config.reports_hours,
-    })
-}
-
-/// `<prefix>_` and 64 random bits in hex.
-pub fn new_id(prefix: &str) -> Result<String> {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|error| Error::Internal(Box::new(error)))?;
-    Ok(format!("{prefix}_{:016x}", u64::from_be_bytes(bytes)))
-}
-
-/// A Kannel callback token of the workspace for job `job`: (its id, the token). Made per job
-/// so that it can end with the job's reports: revoked `reports_hours` after the job ends
-/// (`super::runner`). The job's row keeps the token in its `dlr-url` base while it sends, for a
-/// sidecar that resumes it, and forgets it when it ends.
-pub async fn job_token(
-    state: &AppState,
-    workspace: WorkspaceId,
-    job: &str,
-) -> Result<(String, String)> {
-    let token = tokens::generate()?;
-    let stored = CallbackToken {
-        id: new_token_id()?,
-        workspace,
-        name: format!("compose send {job}"),
-        gateway: Gateway::Kannel,
-        token_hash: hash_api_key(&token),
-        twilio_auth_token: None,
-        created_at: shortlink_store::now(),
-        revoked_at: None,
-    };
-    state
-        .analytics
-        .store
-        .callback_tokens()
-        .insert_token(&stored)
-        .await?;
-    Ok((stored.id, token))
 }

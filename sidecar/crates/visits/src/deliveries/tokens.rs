@@ -16,7 +16,7 @@ pub struct CallbackToken {
     pub gateway: Gateway,
     pub token_hash: String,
     /// Twilio's auth token, when given, as stored: sealed (`v1:…`, the API's
-    /// `deliveries::sealed`), or in plain text in a row written before sealing.
+    /// `shortlink_messaging::sealed`), or in plain text in a row written before sealing.
     /// `X-Twilio-Signature` is checked with it.
     pub twilio_auth_token: Option<String>,
     pub created_at: DateTime<Utc>,

@@ -18,7 +18,7 @@
 //! - `smsc` (`%i`), the route's name, is kept as the carrier when Kannel names one.
 //! - `ts` (`%T`) is the report's time (Unix seconds); now without it.
 //!
-//! - `sig` is a send job's signature of the message (`deliveries::signed`): a job's own callback
+//! - `sig` is a send job's signature of the message (`shortlink_messaging::signed`): a job's own callback
 //!   token (named `compose send <job>`) takes a report only with the `sig` its `dlr-url` carries.
 //!
 //! Anything else in the query (`to=%p`, `from=%P`, `%D`…) is ignored: the destination number is
@@ -26,13 +26,13 @@
 
 use super::params::Params;
 use crate::deliveries::receipt::DeliveryRequest;
-use crate::deliveries::signed::{DlrKey, SignedMessage};
 use crate::{Error, Result};
 use axum::http::StatusCode;
+use shortlink_messaging::signed::{DlrKey, SignedMessage};
 use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
 use shortlink_visits::deliveries::{CallbackToken, Invalid, LinkRef, NewReceipt};
 
-/// What a send job names its callback token (`gateway::settings::job_token`), before its id.
+/// What a send job names its callback token (`shortlink_messaging::gateway::ready`), before its id.
 pub const JOB_TOKEN_NAME: &str = "compose send ";
 
 /// The send job whose token `token` is, if it is one. A name an admin gives a token of their

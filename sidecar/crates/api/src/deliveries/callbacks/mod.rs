@@ -147,7 +147,7 @@ async fn receive(
             }
         })?;
     match kannel::job_of(token) {
-        Some(job) => kannel::verify(&state.settings.dlr_key, job, &new, signature)?,
+        Some(job) => kannel::verify(&state.messaging.dlr_key, job, &new, signature)?,
         None => admit_one(state, token.workspace, &mut new).await?,
     }
     record_grouped(state, token.workspace, new).await
@@ -247,11 +247,11 @@ pub async fn twilio_status(
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default();
         // A secret that does not open (its row altered or copied) verifies nothing.
-        let opened = (state
-            .settings
-            .sealer
-            .open(token.workspace, &token.id, stored))
-        .inspect_err(|_| tracing::error!(token = %token.id, "a Twilio auth token does not open"));
+        let opened = (state.messaging.sealer)
+            .open(token.workspace, &token.id, stored)
+            .inspect_err(
+                |_| tracing::error!(token = %token.id, "a Twilio auth token does not open"),
+            );
         let urls = signed_urls(&headers, &uri);
         let verified =
             opened.is_ok_and(|secret| twilio::verify(&secret, &urls, &form.0, presented));

@@ -4,9 +4,10 @@
 //! pass revokes the callback tokens of jobs whose reports can no longer come.
 
 use super::sender;
-use crate::AppState;
+use crate::Messaging;
 use shortlink_core::background::{fired, Shutdown};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 
@@ -15,23 +16,24 @@ const CLAIMS_PER_PASS: i64 = 16;
 
 /// Runs this sidecar's send jobs until `shutdown`; a job stops between two messages and gives
 /// up its lease, for another sidecar to go on at once.
-pub async fn run(state: AppState, mut shutdown: Shutdown) {
-    let Some(mut woken) = state.sends.take_woken() else {
+pub async fn run(messaging: Arc<Messaging>, mut shutdown: Shutdown) {
+    let Some(mut woken) = messaging.sends.take_woken() else {
         return;
     };
     let mut jobs = JoinSet::new();
     let mut running: HashSet<String> = HashSet::new();
-    let mut passes = tokio::time::interval((state.sends.lease / 2).max(Duration::from_millis(50)));
+    let mut passes =
+        tokio::time::interval((messaging.sends.lease / 2).max(Duration::from_millis(50)));
     passes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = fired(&mut shutdown) => break,
             Some(id) = woken.recv() => {
                 if running.insert(id.clone()) {
-                    let queue = state.analytics.store.send_queue();
-                    match queue.held(&id, &state.sends.owner).await {
+                    let queue = messaging.store.send_queue();
+                    match queue.held(&id, &messaging.sends.owner).await {
                         Ok(Some(open)) => {
-                            jobs.spawn(sender::send_job(state.clone(), open, shutdown.clone()));
+                            jobs.spawn(sender::send_job(Arc::clone(&messaging), open, shutdown.clone()));
                         }
                         Ok(None) => { running.remove(&id); }
                         // Its lease runs out; the next pass takes it.
@@ -42,7 +44,7 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
                     }
                 }
             }
-            _ = passes.tick() => pass(&state, &mut jobs, &mut running, &shutdown).await,
+            _ = passes.tick() => pass(&messaging, &mut jobs, &mut running, &shutdown).await,
             Some(ended) = jobs.join_next(), if !jobs.is_empty() => {
                 if let Ok(id) = ended {
                     running.remove(&id);
@@ -56,12 +58,12 @@ pub async fn run(state: AppState, mut shutdown: Shutdown) {
 
 /// Claims the jobs whose lease ran out, and revokes the tokens whose reports window ended.
 async fn pass(
-    state: &AppState,
+    messaging: &Arc<Messaging>,
     jobs: &mut JoinSet<String>,
     running: &mut HashSet<String>,
     shutdown: &Shutdown,
 ) {
-    let queue = state.analytics.store.send_queue();
+    let queue = messaging.store.send_queue();
     let now = shortlink_store::now();
     match queue.revoke_ended_tokens(now).await {
         Ok(0) => {}
@@ -75,20 +77,24 @@ async fn pass(
             return;
         }
     };
-    let owner = &state.sends.owner;
+    let owner = &messaging.sends.owner;
     for id in claimable {
         if running.contains(&id) {
             continue;
         }
         let now = shortlink_store::now();
         match queue
-            .claim(&id, owner, now, state.sends.lease_from(now))
+            .claim(&id, owner, now, messaging.sends.lease_from(now))
             .await
         {
             Ok(Some(open)) => {
                 tracing::info!(job = %id, "a send job is taken over");
                 running.insert(id);
-                jobs.spawn(sender::send_job(state.clone(), open, shutdown.clone()));
+                jobs.spawn(sender::send_job(
+                    Arc::clone(messaging),
+                    open,
+                    shutdown.clone(),
+                ));
             }
             // Another sidecar was first.
             Ok(None) => {}

@@ -21,9 +21,8 @@
 
 use super::callback::{Callback, Waited};
 use super::kannel::{self, Handoff, Sendsms};
-use super::settings;
-use crate::deliveries::signed::job_signature;
-use crate::AppState;
+use crate::signed::job_signature;
+use crate::Messaging;
 use shortlink_core::background::Shutdown;
 use shortlink_core::service::{Authority, Stop};
 use shortlink_store::WorkspaceId;
@@ -48,11 +47,11 @@ pub const INTERRUPTED: &str =
     "its sidecar stopped during the hand-off: not sent again (the gateway may have it)";
 
 /// Sends job `open` until it ends, this sidecar loses it or stops: its id.
-pub async fn send_job(state: AppState, open: OpenJob, shutdown: Shutdown) -> String {
+pub async fn send_job(messaging: Arc<Messaging>, open: OpenJob, shutdown: Shutdown) -> String {
     let id = open.id.clone();
     let lost = Arc::new(AtomicBool::new(false));
-    let heartbeat = renew(state.clone(), id.clone(), Arc::clone(&lost));
-    let mut run = Run::new(&state, open, lost, shutdown).await;
+    let heartbeat = renew(Arc::clone(&messaging), id.clone(), Arc::clone(&lost));
+    let mut run = Run::new(&messaging, open, lost, shutdown).await;
     // In the job's own task: a job aborted with its sidecar stops renewing its lease too.
     tokio::select! {
         () = run.drain() => {}
@@ -63,12 +62,12 @@ pub async fn send_job(state: AppState, open: OpenJob, shutdown: Shutdown) -> Str
 
 /// Renews the lease every third of it; marks the job `lost` once another sidecar has it (and
 /// never returns: the job sees the mark between two messages).
-async fn renew(state: AppState, job: String, lost: Arc<AtomicBool>) {
-    let sends = &state.sends;
+async fn renew(messaging: Arc<Messaging>, job: String, lost: Arc<AtomicBool>) {
+    let sends = &messaging.sends;
     loop {
         tokio::time::sleep(sends.lease / 3).await;
         let until = sends.lease_from(shortlink_store::now());
-        let queue = state.analytics.store.send_queue();
+        let queue = messaging.store.send_queue();
         match queue.renew(&job, &sends.owner, until).await {
             Ok(true) => {}
             Ok(false) => {
@@ -82,7 +81,7 @@ async fn renew(state: AppState, job: String, lost: Arc<AtomicBool>) {
 }
 
 struct Run {
-    state: AppState,
+    messaging: Arc<Messaging>,
     job: OpenJob,
     authority: Authority,
     /// The gateway, or why there is none to send through (every message then fails).
@@ -105,9 +104,14 @@ enum Halt {
 }
 
 impl Run {
-    async fn new(state: &AppState, job: OpenJob, lost: Arc<AtomicBool>, shutdown: Shutdown) -> Run {
+    async fn new(
+        messaging: &Arc<Messaging>,
+        job: OpenJob,
+        lost: Arc<AtomicBool>,
+        shutdown: Shutdown,
+    ) -> Run {
         let mut callback = None;
-        let (sendsms, per_second) = match settings::ready(state, job.workspace).await {
+        let (sendsms, per_second) = match messaging.ready(job.workspace).await {
             Ok(ready) => match &job.dlr_base {
                 Some(base) => {
                     callback = Callback::new(ready.probe, base)
@@ -130,7 +134,7 @@ impl Run {
             key: job.api_key,
         };
         Run {
-            state: state.clone(),
+            messaging: Arc::clone(messaging),
             job,
             authority,
             sendsms,
@@ -156,9 +160,9 @@ impl Run {
 
     /// Sends pages of the queue until it is empty and sealed (then the job ends), or it halts.
     async fn drain(&mut self) {
-        let store = Arc::clone(&self.state.analytics.store);
+        let store = Arc::clone(&self.messaging.store);
         let queue = store.send_queue();
-        let owner = self.state.sends.owner.clone();
+        let owner = self.messaging.sends.owner.clone();
         if let Some(index) = self.job.handing {
             if let Err(halt) = self.interrupted(index).await {
                 return self.halt(halt).await;
@@ -185,7 +189,7 @@ impl Run {
                 if sealed {
                     return self.finish().await;
                 }
-                let queued = self.state.sends.queued.notified();
+                let queued = self.messaging.sends.queued.notified();
                 let _ = tokio::time::timeout(WAITING, queued).await;
                 continue;
             }
@@ -199,9 +203,9 @@ impl Run {
 
     async fn finish(&self) {
         let stopped = self.watch.stopped.map(|stop| stop.to_string());
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         let now = shortlink_store::now();
-        let owner = &self.state.sends.owner;
+        let owner = &self.messaging.sends.owner;
         if let Err(error) = queue
             .finish(&self.job.id, owner, now, stopped.as_deref())
             .await
@@ -213,8 +217,8 @@ impl Run {
     async fn halt(&self, halt: Halt) {
         if let Halt::Stopping = halt {
             // Given up: another sidecar's next pass takes the job at once.
-            let queue = self.state.analytics.store.send_queue();
-            let owner = &self.state.sends.owner;
+            let queue = self.messaging.store.send_queue();
+            let owner = &self.messaging.sends.owner;
             let past = shortlink_store::now() - chrono::Duration::milliseconds(1);
             let _ = queue.renew(&self.job.id, owner, past).await;
         }
@@ -222,7 +226,7 @@ impl Run {
 
     /// Records message `index` (whose hand-off started and was never recorded) as interrupted.
     async fn interrupted(&mut self, index: i64) -> Result<(), Halt> {
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         let Some(message) = (queue.pending_at(&self.job.id, index).await).ok().flatten() else {
             return Ok(());
         };
@@ -244,7 +248,7 @@ impl Run {
     /// Writes an outcome (its queued row goes with it), again until the database takes it: the
     /// message must never be read from the queue again.
     async fn record(&self, record: &SendRecord) -> Result<(), Halt> {
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         loop {
             match queue.record(self.workspace(), &self.job.id, record).await {
                 Ok(()) => return Ok(()),
@@ -262,7 +266,7 @@ impl Run {
     /// Sends one message at its turn, unless the gateway already accepted its link or the job
     /// has stopped by then.
     async fn send(&mut self, message: &Pending, message_id: &str) -> Result<SendRecord, Halt> {
-        let gateways = self.state.analytics.store.gateways();
+        let gateways = self.messaging.store.gateways();
         match gateways.accepted(self.workspace(), &message.code).await {
             Ok(false) => {}
             Ok(true) => {
@@ -290,9 +294,9 @@ impl Run {
         if let Some(halt) = self.halted() {
             return Err(halt);
         }
-        let sends = &self.state.sends;
+        let sends = &self.messaging.sends;
         let now = shortlink_store::now();
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         let marked = queue.handing(
             &self.job.id,
             &sends.owner,
@@ -312,7 +316,7 @@ impl Run {
             Some(url) => format!("short_url={url}"),
             None => format!("code={}", message.code),
         };
-        let key = &self.state.settings.dlr_key;
+        let key = &self.messaging.dlr_key;
         let (code, short_url) = (&message.code, message.short_url.as_deref());
         let sig = job_signature(key, &self.job.id, message_id, code, short_url);
         let dlr_url = kannel::dlr_url(&sendsms.dlr_base, &link, message_id, &sig);
@@ -347,8 +351,8 @@ impl Run {
             self.unproven = false;
             return Ok(());
         }
-        let queue = self.state.analytics.store.send_queue();
-        let (job, owner) = (&self.job.id, &self.state.sends.owner);
+        let queue = self.messaging.store.send_queue();
+        let (job, owner) = (&self.job.id, &self.messaging.sends.owner);
         tracing::warn!(%job, "the send job waits for its callback URL to answer");
         let since = Some(shortlink_store::now());
         if let Err(error) = queue.waiting(job, owner, since).await {
@@ -397,7 +401,7 @@ impl Run {
             at,
             gateway: Gateway::Kannel,
         };
-        let deliveries = self.state.analytics.store.deliveries();
+        let deliveries = self.messaging.store.deliveries();
         let receipts = [receipt];
         let recorded = deliveries.record_receipts(self.workspace(), &receipts, at);
         if let Err(error) = recorded.await {
@@ -407,7 +411,7 @@ impl Run {
 
     /// Why the job must stop, if it must (a database that cannot tell is no reason).
     async fn standing(&self) -> Option<Stop> {
-        let storage = self.state.links.storage();
+        let storage = &self.messaging.storage;
         let mut tx = storage.begin().await.ok()?;
         let (workspace, key) = (self.authority.workspace, self.authority.key);
         let standing = tx.standing(workspace, key, false).await;

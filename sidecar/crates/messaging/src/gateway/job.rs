@@ -4,21 +4,21 @@
 //! ([`Queue`]). The job is sent by whichever sidecar holds its lease ([`super::runner`],
 //! [`super::sender`]): this one at once, another one if this one stops.
 
+use super::ready::{new_id, Ready};
 use super::sends::Sends;
-use super::settings::{self, Ready};
-use crate::{AppState, Error, Result};
+use crate::{Messaging, Result};
 use shortlink_core::service::Authority;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{NewJob, Pending, SendJob};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Where compose puts a job's messages as it answers them: kept here until the frame that
 /// answers them is about to go out ([`Queue::flush`]), then written to SQL.
 pub struct Queue {
     pub job: String,
     workspace: WorkspaceId,
-    state: AppState,
+    messaging: Arc<Messaging>,
     waiting: Mutex<Vec<Pending>>,
     /// Compose queued its last message (and said so in SQL).
     sealed: AtomicBool,
@@ -40,19 +40,19 @@ impl Queue {
         if waiting.is_empty() {
             return Ok(());
         }
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         queue.enqueue(self.workspace, &self.job, &waiting).await?;
-        self.state.sends.queued.notify_waiters();
+        self.messaging.sends.queued.notify_waiters();
         Ok(())
     }
 
     /// Writes the last messages and says no more come: the job ends once they are sent.
     pub async fn seal(&self) -> Result<()> {
         self.flush().await?;
-        let queue = self.state.analytics.store.send_queue();
+        let queue = self.messaging.store.send_queue();
         queue.seal(&self.job, shortlink_store::now()).await?;
         self.sealed.store(true, Ordering::Release);
-        self.state.sends.queued.notify_waiters();
+        self.messaging.sends.queued.notify_waiters();
         Ok(())
     }
 }
@@ -68,9 +68,13 @@ impl Drop for Queue {
             return;
         };
         let waiting = std::mem::take(&mut *self.lock());
-        let (state, job, workspace) = (self.state.clone(), self.job.clone(), self.workspace);
+        let (messaging, job, workspace) = (
+            Arc::clone(&self.messaging),
+            self.job.clone(),
+            self.workspace,
+        );
         runtime.spawn(async move {
-            let queue = state.analytics.store.send_queue();
+            let queue = messaging.store.send_queue();
             let written = match waiting.is_empty() {
                 true => Ok(()),
                 false => queue.enqueue(workspace, &job, &waiting).await,
@@ -90,7 +94,7 @@ impl Drop for Queue {
 /// Opens a job of `workspace`'s gateway for `authority`, held by this sidecar, and starts
 /// sending it: 422 when the workspace has no gateway or its password cannot be read.
 pub async fn start(
-    state: &AppState,
+    messaging: &Arc<Messaging>,
     authority: Authority,
     campaign: Option<String>,
 ) -> Result<Queue> {
@@ -99,9 +103,9 @@ pub async fn start(
         sendsms,
         reports_hours,
         ..
-    } = settings::ready(state, workspace).await?;
-    let id = settings::new_id("snd")?;
-    let (token_id, token) = settings::job_token(state, workspace, &id).await?;
+    } = messaging.ready(workspace).await?;
+    let id = new_id("snd")?;
+    let (token_id, token) = messaging.job_token(workspace, &id).await?;
     let dlr_base = format!("{}/callbacks/{token}/kannel", sendsms.dlr_base);
     let now = shortlink_store::now();
     let job = SendJob {
@@ -114,7 +118,7 @@ pub async fn start(
         stopped: None,
         waiting_since: None,
     };
-    let sends: &Sends = &state.sends;
+    let sends: &Sends = &messaging.sends;
     let new = NewJob {
         job: &job,
         api_key: authority.key,
@@ -123,13 +127,12 @@ pub async fn start(
         owner: &sends.owner,
         lease_until: sends.lease_from(now),
     };
-    let opened = state.analytics.store.send_queue().open_job(&new).await;
-    opened.map_err(Error::from)?;
+    messaging.store.send_queue().open_job(&new).await?;
     sends.wake(&id);
     Ok(Queue {
         job: id,
         workspace,
-        state: state.clone(),
+        messaging: Arc::clone(messaging),
         waiting: Mutex::new(Vec::new()),
         sealed: AtomicBool::new(false),
     })

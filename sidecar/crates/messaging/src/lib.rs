@@ -1,0 +1,69 @@
+//! SMS messaging (issues 68 and 81, docs/DELIVERIES.md): a workspace's gateway made ready to
+//! send ([`gateway::ready`]), compose's send jobs queued in SQL and handed to Kannel by whichever
+//! sidecar holds their lease ([`gateway`]), and the secrets receipts are checked with: the send
+//! jobs' `dlr-url` signatures ([`signed`]) and the gateways' sealed credentials ([`sealed`]).
+//!
+//! The HTTP API and the binary use it; it knows nothing of HTTP requests. Its jobs take
+//! [`Messaging`], what they need, not the API's state.
+
+pub mod gateway;
+pub mod sealed;
+pub mod signed;
+
+use shortlink_core::outbound::Policy;
+use shortlink_store::{Storage, StorageError};
+use shortlink_visits::store::VisitStore;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use signed::{DlrKey, SignedMessage};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What messaging needs of the deployment, shared by the API's handlers and the send jobs.
+pub struct Messaging {
+    /// Gateways, send queues, callback tokens and receipts.
+    pub store: Arc<dyn VisitStore>,
+    /// Workspaces (a slug names a secrets directory), keys' standing and the audit log.
+    pub storage: Arc<dyn Storage>,
+    /// This sidecar's side of the send jobs: its lease owner name, the jobs to wake.
+    pub sends: gateway::sends::Sends,
+    /// What a gateway's and a callback base's addresses may be (`--gateway-allow-networks`).
+    pub policy: Policy,
+    /// `--gateway-secrets-dir`: `None` sends through no gateway.
+    pub secrets_dir: Option<PathBuf>,
+    /// Signs and checks a send job's `dlr-url`s.
+    pub dlr_key: DlrKey,
+    /// Seals the gateways' secrets kept in SQL.
+    pub sealer: Arc<sealed::Sealer>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workspace's gateway cannot send as it is set (the API answers 422 with `code`).
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Randomness or a TLS client could not be had: the operator's to see, in the log.
+    #[error("{0}")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Error::Invalid {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// What a person may read of it (an internal error's cause is the log's).
+    pub fn message(&self) -> String {
+        match self {
+            Error::Invalid { message, .. } => message.clone(),
+            Error::Storage(_) => "database unavailable".into(),
+            Error::Internal(_) => "internal error".into(),
+        }
+    }
+}
