@@ -24,7 +24,7 @@ pub struct AppState {
     /// holds, the keys receipts' callbacks are checked with.
     pub messaging: Arc<shortlink_messaging::Messaging>,
     /// The callbacks' receipts waiting for their workspace's group commit (issue 68).
-    pub receipt_groups: Arc<crate::deliveries::callbacks::ReceiptGroups>,
+    pub receipt_groups: Arc<shortlink_messaging::receipts::group::ReceiptGroups>,
     /// Unknown callback tokens presented per client address (issue 77).
     pub unknown_tokens: Arc<crate::deliveries::callbacks::strikes::UnknownTokens>,
 }

@@ -1,12 +1,14 @@
 //! SMS messaging (issues 68 and 81, docs/DELIVERIES.md): a workspace's gateway made ready to
 //! send ([`gateway::ready`]), compose's send jobs queued in SQL and handed to Kannel by whichever
-//! sidecar holds their lease ([`gateway`]), and the secrets receipts are checked with: the send
-//! jobs' `dlr-url` signatures ([`signed`]) and the gateways' sealed credentials ([`sealed`]).
+//! sidecar holds their lease ([`gateway`]), every gateway's receipts read, checked and written
+//! ([`receipts`]), and the secrets receipts are checked with: the send jobs' `dlr-url`
+//! signatures ([`signed`]) and the gateways' sealed credentials ([`sealed`]).
 //!
 //! The HTTP API and the binary use it; it knows nothing of HTTP requests. Its jobs take
 //! [`Messaging`], what they need, not the API's state.
 
 pub mod gateway;
+pub mod receipts;
 pub mod sealed;
 pub mod signed;
 

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, workspace_key};
-use shortlink_sidecar::http::deliveries::twilio_signature;
+use shortlink_messaging::receipts::twilio::signature as twilio_signature;
 
 /// The query string of an observed request line (`GET /dlr?<query> HTTP/1.1`), its `ts`
 /// moved by [`observed_shift`].

@@ -3,7 +3,7 @@
 //! and keeps working, and a sealed value moved onto another token opens nothing.
 
 use super::*;
-use shortlink_sidecar::http::deliveries::twilio_signature;
+use shortlink_messaging::receipts::twilio::signature as twilio_signature;
 
 /// POSTs `file` (a Twilio form) to token `token`'s callback for `code`, signed with `secret`.
 async fn signed(app: &TestApp, token: &str, code: &str, secret: &str, file: &str) -> u16 {

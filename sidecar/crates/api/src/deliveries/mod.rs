@@ -20,8 +20,6 @@ use super::AppState;
 use axum::routing::{delete, get, post};
 use axum::Router;
 
-pub use callbacks::twilio::signature as twilio_signature;
-
 /// The routes under `/api/v1`.
 pub fn router() -> Router<AppState> {
     Router::new()

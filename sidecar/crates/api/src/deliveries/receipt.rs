@@ -1,23 +1,18 @@
 //! A receipt as the API takes it (`POST /api/v1/deliveries`) and answers it, checked into the
 //! store's [`NewReceipt`]; and recording one, which the native callbacks share.
 
-use super::proof::{admit_one, believable};
+use super::proof::admit_one;
 use crate::{AppState, Error, Result};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_messaging::receipts::{self, Report};
 use shortlink_store::WorkspaceId;
-use shortlink_visits::deliveries::model::{
-    bounded_text, key_text, opt_key_text, MAX_CARRIER, MAX_ERROR_CODE, MAX_MESSAGE_ID,
-};
 use shortlink_visits::deliveries::{
-    DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Recorded, Refusal,
+    DeliveryState, Gateway, Invalid, NewReceipt, Recorded, Refusal,
 };
 use utoipa::ToSchema;
-
-/// Longest `code`, `campaign`, `ref` or `short_url` read.
-const MAX_NAME: usize = 2048;
 
 /// A delivery receipt: the link (exactly one of `code`, `short_url`, `campaign` + `ref`), the
 /// gateway's message id and what it says happened. Values are read as strings and checked
@@ -153,84 +148,41 @@ pub(crate) fn refusal(refusal: Refusal) -> Error {
     }
 }
 
-/// The link a receipt names: exactly one of `code`, `short_url` and `campaign` + `ref`; with
-/// the short URL's host.
-fn link_of(request: &DeliveryRequest) -> Result<(LinkRef, Option<String>), Invalid> {
-    let name = |field, text: &Option<String>| {
-        (text.as_deref())
-            .map(|text| key_text(field, text, MAX_NAME))
+impl DeliveryRequest {
+    /// The report it is: the state and the time read from their text.
+    fn into_report(self) -> Result<Report, Invalid> {
+        let state = DeliveryState::parse(&self.state).ok_or_else(|| {
+            Invalid::new(
+                "state",
+                "`state` is one of submitted, delivered, failed, rejected, expired, buffered, \
+                 unknown",
+            )
+        })?;
+        let at = (self.at.as_deref())
+            .map(|text| DateTime::parse_from_rfc3339(text.trim()))
             .transpose()
-    };
-    let code = name("code", &request.code)?;
-    let short_url = name("short_url", &request.short_url)?;
-    let campaign = name("campaign", &request.campaign)?;
-    let recipient_ref = name("ref", &request.recipient_ref)?;
-    match (code, short_url, campaign, recipient_ref) {
-        (Some(code), None, None, None) => Ok((LinkRef::Code(code), None)),
-        (None, Some(url), None, None) => {
-            let bad = || {
-                Invalid::new(
-                    "short_url",
-                    "`short_url` is not a short URL (https://host/code)",
-                )
-            };
-            let url = url::Url::parse(&url).map_err(|_| bad())?;
-            let host = (url.host_str())
-                .filter(|host| host.len() <= 253)
-                .ok_or_else(bad)?
-                .to_ascii_lowercase();
-            let code = (url.path_segments())
-                .and_then(|mut segments| segments.next())
-                .filter(|code| !code.is_empty())
-                .ok_or_else(bad)?;
-            Ok((LinkRef::Code(code.to_owned()), Some(host)))
-        }
-        (None, None, Some(campaign), Some(recipient_ref)) => Ok((
-            LinkRef::Recipient {
-                campaign,
-                recipient_ref,
-            },
-            None,
-        )),
-        _ => Err(Invalid::new(
-            "link",
-            "name the link by exactly one of `code`, `short_url`, and `campaign` with `ref`",
-        )),
+            .map_err(|_| Invalid::new("at", "`at` is an RFC 3339 time"))?;
+        Ok(Report {
+            code: self.code,
+            short_url: self.short_url,
+            campaign: self.campaign,
+            recipient_ref: self.recipient_ref,
+            error_code: self.error_code,
+            error_text: self.error_text,
+            carrier: self.carrier,
+            at: at.map(|at| at.with_timezone(&Utc)),
+            ..Report::new(self.message_id, state)
+        })
     }
 }
 
-/// The request's fields checked (no I/O yet).
+/// The request's fields checked (no I/O yet), as a gateway's report is.
 pub fn check(
     request: DeliveryRequest,
     gateway: Gateway,
     now: DateTime<Utc>,
 ) -> Result<NewReceipt, Invalid> {
-    let (link, short_domain) = link_of(&request)?;
-    let message_id = key_text("message_id", &request.message_id, MAX_MESSAGE_ID)?;
-    let state = DeliveryState::parse(&request.state).ok_or_else(|| {
-        Invalid::new(
-            "state",
-            "`state` is one of submitted, delivered, failed, rejected, expired, buffered, \
-                 unknown",
-        )
-    })?;
-    let at = match request.at.as_deref() {
-        None => now,
-        Some(text) => DateTime::parse_from_rfc3339(text.trim())
-            .map(|at| believable(at.with_timezone(&Utc), now))
-            .map_err(|_| Invalid::new("at", "`at` is an RFC 3339 time"))?,
-    };
-    Ok(NewReceipt {
-        link,
-        short_domain,
-        message_id,
-        state,
-        error_code: opt_key_text("error_code", request.error_code.as_deref(), MAX_ERROR_CODE)?,
-        error_text: bounded_text(request.error_text.as_deref()),
-        carrier: opt_key_text("carrier", request.carrier.as_deref(), MAX_CARRIER)?,
-        at,
-        gateway,
-    })
+    receipts::check(request.into_report()?, gateway, now)
 }
 
 /// Records one checked receipt in `workspace`, answered 201 (stored) or 200 (a duplicate); 422

@@ -5,21 +5,16 @@
 //! another workspace answers as a missing one (404 `unknown_link`). A suspended workspace's
 //! callbacks answer 403 `workspace_suspended`, and a token is held to `--callback-rate` (429).
 //!
-//! Each gateway's module turns its fields into the API's [`DeliveryRequest`], which is then
-//! checked and recorded as `POST /api/v1/deliveries` records one (its answer too). What a
-//! gateway says of the recipient (the destination number) is never read.
+//! Each gateway's report is read by `shortlink_messaging::receipts` (its `kannel`, `twilio` and
+//! `vonage`), then checked and recorded as `POST /api/v1/deliveries` records one (its answer
+//! too). What a gateway says of the recipient (the destination number) is never read.
 
-mod group;
-pub mod kannel;
 mod limit;
-mod params;
 mod schema;
 pub mod strikes;
-pub mod twilio;
-pub mod vonage;
 
 use super::proof::admit_one;
-use super::receipt::{answer_one, check, invalid, refusal, DeliveryRequest};
+use super::receipt::{answer_one, invalid, refusal};
 use crate::{hash_api_key, AppState, Error, ErrorBody, Path, Result};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -27,14 +22,13 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use params::Params;
+use shortlink_messaging::receipts::params::Params;
+use shortlink_messaging::receipts::{check, kannel, twilio, vonage, Report};
 use shortlink_store::{StorageError, WorkspaceId};
 use shortlink_visits::deliveries::{CallbackToken, Gateway, Invalid, NewReceipt, Refusal};
 use std::sync::Arc;
 use strikes::Caller;
 use subtle::ConstantTimeEq;
-
-pub use group::ReceiptGroups;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -114,11 +108,11 @@ async fn token_of(
 async fn receive(
     state: &AppState,
     token: &CallbackToken,
-    request: Result<DeliveryRequest, Invalid>,
+    request: Result<Report, Invalid>,
     signature: Option<&str>,
 ) -> Result<Response> {
     let now = shortlink_store::now();
-    if let Ok(DeliveryRequest {
+    if let Ok(Report {
         code: Some(_),
         short_url: Some(_),
         ..
@@ -147,7 +141,16 @@ async fn receive(
             }
         })?;
     match kannel::job_of(token) {
-        Some(job) => kannel::verify(&state.messaging.dlr_key, job, &new, signature)?,
+        Some(job) if !kannel::verify(&state.messaging.dlr_key, job, &new, signature) => {
+            return Err(Error::Request {
+                status: StatusCode::FORBIDDEN,
+                code: "invalid_signature",
+                message: "this callback takes its send job's reports only: `sig` is missing or \
+                          does not match the message"
+                    .into(),
+            })
+        }
+        Some(_) => {}
         None => admit_one(state, token.workspace, &mut new).await?,
     }
     record_grouped(state, token.workspace, new).await
@@ -179,7 +182,7 @@ fn shared_error(error: Arc<StorageError>) -> Error {
     }
 }
 
-/// Kannel's `dlr-url` report (`callbacks::kannel` has the template and what is read).
+/// Kannel's `dlr-url` report (`shortlink_messaging::receipts::kannel` has the template and what is read).
 #[utoipa::path(get, path = "/callbacks/{token}/kannel", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `kannel`"),
         schema::KannelQuery),
@@ -205,10 +208,10 @@ pub async fn kannel_dlr(
     let token = token_of(&state, &caller, &token, Gateway::Kannel).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
     let signature = params.get("sig");
-    receive(&state, &token, kannel::receipt(&params), signature).await
+    receive(&state, &token, kannel::report(&params), signature).await
 }
 
-/// Twilio's status callback (a form POST; `callbacks::twilio` says what is read and signed).
+/// Twilio's status callback (a form POST; `shortlink_messaging::receipts::twilio` says what is read and signed).
 #[utoipa::path(post, path = "/callbacks/{token}/twilio", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `twilio`"),
         schema::CodeQuery),
@@ -264,7 +267,7 @@ pub async fn twilio_status(
         }
     }
     let query = Params::from_query(uri.query().unwrap_or_default());
-    receive(&state, &token, twilio::receipt(&form, &query), None).await
+    receive(&state, &token, twilio::report(&form, &query), None).await
 }
 
 /// The URLs Twilio may have signed for this request. nginx's API server forwards the host and
@@ -291,7 +294,7 @@ fn signed_urls(headers: &HeaderMap, uri: &Uri) -> Vec<String> {
     urls
 }
 
-/// Vonage's delivery receipt as a GET query (`callbacks::vonage` says what is read).
+/// Vonage's delivery receipt as a GET query (`shortlink_messaging::receipts::vonage` says what is read).
 #[utoipa::path(get, path = "/callbacks/{token}/vonage", tag = "deliveries", security(()),
     params(("token" = String, Path, description = "a callback token made for `vonage`"),
         schema::VonageReceipt, schema::CodeQuery),
@@ -312,7 +315,7 @@ pub async fn vonage_get(
 ) -> Result<Response> {
     let token = token_of(&state, &caller, &token, Gateway::Vonage).await?;
     let params = Params::from_query(query.as_deref().unwrap_or_default());
-    receive(&state, &token, vonage::receipt(&params, &params), None).await
+    receive(&state, &token, vonage::report(&params, &params), None).await
 }
 
 /// Vonage's delivery receipt as a JSON POST.
@@ -366,7 +369,7 @@ pub async fn vonage_post(
     receive(
         &state,
         &token,
-        vonage::receipt(&Params(fields), &query),
+        vonage::report(&Params(fields), &query),
         None,
     )
     .await

@@ -14,20 +14,20 @@
 //! by name)), compared in constant time.
 
 use super::params::Params;
-use crate::deliveries::receipt::DeliveryRequest;
+use super::Report;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
-use shortlink_visits::deliveries::Invalid;
+use shortlink_visits::deliveries::{DeliveryState, Invalid};
 use subtle::ConstantTimeEq;
 
-/// The receipt of one callback: the form's fields and the URL's query (`code`).
-pub fn receipt(form: &Params, query: &Params) -> Result<DeliveryRequest, Invalid> {
+/// The report of one callback: the form's fields and the URL's query (`code`).
+pub fn report(form: &Params, query: &Params) -> Result<Report, Invalid> {
     let state = match form.get("MessageStatus").map(str::trim) {
-        Some("queued" | "accepted" | "scheduled" | "sending" | "sent") => "submitted",
-        Some("delivered" | "read") => "delivered",
-        Some("undelivered" | "canceled") => "failed",
-        Some("failed") => "rejected",
+        Some("queued" | "accepted" | "scheduled" | "sending" | "sent") => DeliveryState::Submitted,
+        Some("delivered" | "read") => DeliveryState::Delivered,
+        Some("undelivered" | "canceled") => DeliveryState::Failed,
+        Some("failed") => DeliveryState::Rejected,
         _ => {
             return Err(Invalid::new(
                 "state",
@@ -35,12 +35,10 @@ pub fn receipt(form: &Params, query: &Params) -> Result<DeliveryRequest, Invalid
             ))
         }
     };
-    Ok(DeliveryRequest {
+    Ok(Report {
         code: query.get("code").map(str::to_owned),
-        message_id: form.get("MessageSid").unwrap_or_default().to_owned(),
-        state: state.into(),
         error_code: form.get("ErrorCode").map(str::to_owned),
-        ..DeliveryRequest::default()
+        ..Report::new(form.get("MessageSid").unwrap_or_default(), state)
     })
 }
 
@@ -124,19 +122,19 @@ mod tests {
     #[test]
     fn maps_statuses() {
         let form = Params::from_query("MessageSid=SM1&MessageStatus=undelivered&ErrorCode=30003");
-        let r = receipt(&form, &Params::from_query("code=abc")).unwrap();
-        assert_eq!(r.state, "failed");
+        let r = report(&form, &Params::from_query("code=abc")).unwrap();
+        assert_eq!(r.state, DeliveryState::Failed);
         assert_eq!(r.error_code.as_deref(), Some("30003"));
         assert_eq!(r.code.as_deref(), Some("abc"));
         for (status, state) in [
-            ("sent", "submitted"),
-            ("failed", "rejected"),
-            ("read", "delivered"),
+            ("sent", DeliveryState::Submitted),
+            ("failed", DeliveryState::Rejected),
+            ("read", DeliveryState::Delivered),
         ] {
             let form = Params::from_query(&format!("MessageSid=SM1&MessageStatus={status}"));
-            assert_eq!(receipt(&form, &Params::default()).unwrap().state, state);
+            assert_eq!(report(&form, &Params::default()).unwrap().state, state);
         }
-        assert!(receipt(
+        assert!(report(
             &Params::from_query("MessageStatus=lost"),
             &Params::default()
         )

@@ -1,7 +1,6 @@
-//! A gateway's callback parameters, as each gateway's module reads them (apart from the router
-//! in `mod.rs`, which imports the modules: the modules import this, not it).
+//! A gateway's callback parameters, as each gateway's module reads them.
 
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
 
 /// A request's parameters (a query or a form), in order, each name's first value winning.
 #[derive(Debug, Clone, Default)]
@@ -23,8 +22,7 @@ impl Params {
     }
 }
 
-/// Unix seconds as RFC 3339.
-pub(crate) fn unix_seconds(text: &str) -> Option<String> {
-    let seconds = text.trim().parse::<i64>().ok()?;
-    DateTime::from_timestamp(seconds, 0).map(|at| at.to_rfc3339())
+/// A time in Unix seconds.
+pub(crate) fn unix_seconds(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(text.trim().parse::<i64>().ok()?, 0)
 }

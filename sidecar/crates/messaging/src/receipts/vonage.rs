@@ -9,9 +9,9 @@
 //! (`YYYY-MM-DD HH:MM:SS`, UTC) the time. `msisdn`, the recipient's number, is dropped unread.
 
 use super::params::Params;
-use crate::deliveries::receipt::DeliveryRequest;
+use super::Report;
 use chrono::NaiveDateTime;
-use shortlink_visits::deliveries::Invalid;
+use shortlink_visits::deliveries::{DeliveryState, Invalid};
 
 /// The fields read (a JSON body's must be strings).
 pub const FIELDS: [&str; 6] = [
@@ -25,38 +25,35 @@ pub const FIELDS: [&str; 6] = [
 
 /// The receipt of one call: `body` (the JSON object's fields, or the query's) and the callback
 /// URL's own query (`code`).
-pub fn receipt(body: &Params, query: &Params) -> Result<DeliveryRequest, Invalid> {
+pub fn report(body: &Params, query: &Params) -> Result<Report, Invalid> {
     let state = match body.get("status").map(str::trim) {
-        Some("accepted") => "submitted",
-        Some(
-            status @ ("delivered" | "expired" | "failed" | "rejected" | "buffered" | "unknown"),
-        ) => status,
-        _ => {
-            return Err(Invalid::new(
-                "state",
-                "`status` is one of delivered, expired, failed, rejected, accepted, buffered, \
-                 unknown",
-            ))
-        }
-    };
+        Some("accepted") => Some(DeliveryState::Submitted),
+        // Vonage's other statuses are ours by name; `submitted` is not one of them.
+        Some("submitted") | None => None,
+        Some(status) => DeliveryState::parse(status),
+    }
+    .ok_or_else(|| {
+        Invalid::new(
+            "state",
+            "`status` is one of delivered, expired, failed, rejected, accepted, buffered, unknown",
+        )
+    })?;
     // A time that cannot be read is taken as now: the report is worth more than its time.
     let at = (body.get("message-timestamp"))
         .and_then(|text| NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S").ok())
-        .map(|at| at.and_utc().to_rfc3339());
+        .map(|at| at.and_utc());
     let code = (body.get("client-ref").filter(|c| !c.trim().is_empty()))
         .or_else(|| query.get("code"))
         .map(str::to_owned);
-    Ok(DeliveryRequest {
+    Ok(Report {
         code,
-        message_id: body.get("messageId").unwrap_or_default().to_owned(),
-        state: state.into(),
         error_code: body
             .get("err-code")
             .filter(|code| code.trim() != "0")
             .map(str::to_owned),
         carrier: body.get("network-code").map(str::to_owned),
         at,
-        ..DeliveryRequest::default()
+        ..Report::new(body.get("messageId").unwrap_or_default(), state)
     })
 }
 
@@ -71,18 +68,21 @@ mod tests {
              &price=0.01820000&status=delivered&scts=1705021324&err-code=0\
              &message-timestamp=2017-05-02+11%3A24%3A03",
         );
-        let r = receipt(&body, &Params::from_query("code=abc")).unwrap();
+        let r = report(&body, &Params::from_query("code=abc")).unwrap();
         assert_eq!(r.code.as_deref(), Some("abc"));
-        assert_eq!(r.state, "delivered");
+        assert_eq!(r.state, DeliveryState::Delivered);
         assert_eq!(r.error_code, None);
         assert_eq!(r.carrier.as_deref(), Some("23820"));
-        assert_eq!(r.at.as_deref(), Some("2017-05-02T11:24:03+00:00"));
+        assert_eq!(
+            r.at.map(|at| at.to_rfc3339()).as_deref(),
+            Some("2017-05-02T11:24:03+00:00")
+        );
         let rejected = Params::from_query("status=rejected&err-code=6&client-ref=xyz");
-        let r = receipt(&rejected, &Params::default()).unwrap();
+        let r = report(&rejected, &Params::default()).unwrap();
         assert_eq!(
             (r.code.as_deref(), r.error_code.as_deref()),
             (Some("xyz"), Some("6"))
         );
-        assert!(receipt(&Params::from_query("status=sent"), &Params::default()).is_err());
+        assert!(report(&Params::from_query("status=sent"), &Params::default()).is_err());
     }
 }

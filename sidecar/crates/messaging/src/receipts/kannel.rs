@@ -24,15 +24,13 @@
 //! Anything else in the query (`to=%p`, `from=%P`, `%D`…) is ignored: the destination number is
 //! never read.
 
-use super::params::Params;
-use crate::deliveries::receipt::DeliveryRequest;
-use crate::{Error, Result};
-use axum::http::StatusCode;
-use shortlink_messaging::signed::{DlrKey, SignedMessage};
+use super::params::{unix_seconds, Params};
+use super::Report;
+use crate::signed::{DlrKey, SignedMessage};
 use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
-use shortlink_visits::deliveries::{CallbackToken, Invalid, LinkRef, NewReceipt};
+use shortlink_visits::deliveries::{CallbackToken, DeliveryState, Invalid, LinkRef, NewReceipt};
 
-/// What a send job names its callback token (`shortlink_messaging::gateway::ready`), before its id.
+/// What a send job names its callback token (`crate::gateway::ready`), before its id.
 pub const JOB_TOKEN_NAME: &str = "compose send ";
 
 /// The send job whose token `token` is, if it is one. A name an admin gives a token of their
@@ -42,8 +40,8 @@ pub fn job_of(token: &CallbackToken) -> Option<&str> {
 }
 
 /// Whether `new`, on job `job`'s token, is the report of a message the job sent: `signature`
-/// over its job, message id, code and short domain (403 `invalid_signature` otherwise).
-pub fn verify(key: &DlrKey, job: &str, new: &NewReceipt, signature: Option<&str>) -> Result<()> {
+/// over its job, message id, code and short domain.
+pub fn verify(key: &DlrKey, job: &str, new: &NewReceipt, signature: Option<&str>) -> bool {
     let code = match &new.link {
         LinkRef::Code(code) => code.as_str(),
         LinkRef::Recipient { .. } => "",
@@ -54,27 +52,18 @@ pub fn verify(key: &DlrKey, job: &str, new: &NewReceipt, signature: Option<&str>
         code,
         host: new.short_domain.as_deref().unwrap_or_default(),
     };
-    match signature.is_some_and(|signature| key.verify(message, signature)) {
-        true => Ok(()),
-        false => Err(Error::Request {
-            status: StatusCode::FORBIDDEN,
-            code: "invalid_signature",
-            message: "this callback takes its send job's reports only: `sig` is missing or \
-                      does not match the message"
-                .into(),
-        }),
-    }
+    signature.is_some_and(|signature| key.verify(message, signature))
 }
 
-/// The receipt of one `dlr-url` call.
-pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
+/// The report of one `dlr-url` call.
+pub fn report(params: &Params) -> Result<Report, Invalid> {
     let kind = params.get("type").and_then(|t| t.trim().parse::<u8>().ok());
     let mut state = match kind {
-        Some(1) => "delivered",
-        Some(2) => "failed",
-        Some(4) => "buffered",
-        Some(8) => "submitted",
-        Some(16) => "rejected",
+        Some(1) => DeliveryState::Delivered,
+        Some(2) => DeliveryState::Failed,
+        Some(4) => DeliveryState::Buffered,
+        Some(8) => DeliveryState::Submitted,
+        Some(16) => DeliveryState::Rejected,
         _ => {
             return Err(Invalid::new(
                 "state",
@@ -95,11 +84,11 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
         };
         match field("stat:") {
             // Final reports only: a buffered report's stat says nothing final.
-            Some("EXPIRED") if matches!(kind, Some(1 | 2)) => state = "expired",
-            Some("REJECTD") if matches!(kind, Some(1 | 2)) => state = "rejected",
+            Some("EXPIRED") if matches!(kind, Some(1 | 2)) => state = DeliveryState::Expired,
+            Some("REJECTD") if matches!(kind, Some(1 | 2)) => state = DeliveryState::Rejected,
             _ => {}
         }
-        if state != "delivered" {
+        if state != DeliveryState::Delivered {
             error_text = field("stat:").map(|stat| format!("stat:{stat}"));
         }
         // `err:000` is "no error"; an SMSC's text that is no code is not kept as one.
@@ -111,7 +100,7 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
     let at = match params.get("ts") {
         None => None,
         Some(ts) => Some(
-            super::params::unix_seconds(ts)
+            unix_seconds(ts)
                 .ok_or_else(|| Invalid::new("at", "`ts` is Kannel's %T: a Unix time in seconds"))?,
         ),
     };
@@ -127,16 +116,14 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
         .or(code_in_url)
         .unwrap_or_default()
         .to_owned();
-    Ok(DeliveryRequest {
+    Ok(Report {
         code,
         short_url,
-        message_id,
-        state: state.into(),
         error_code,
         error_text,
         carrier: params.get("smsc").map(str::to_owned),
         at,
-        ..DeliveryRequest::default()
+        ..Report::new(message_id, state)
     })
 }
 
@@ -144,8 +131,8 @@ pub fn receipt(params: &Params) -> Result<DeliveryRequest, Invalid> {
 mod tests {
     use super::*;
 
-    fn query(text: &str) -> Result<DeliveryRequest, Invalid> {
-        receipt(&Params::from_query(text))
+    fn query(text: &str) -> Result<Report, Invalid> {
+        report(&Params::from_query(text))
     }
 
     #[test]
@@ -159,7 +146,7 @@ mod tests {
         );
         assert_eq!(receipt.code, None);
         assert_eq!(receipt.message_id, "Abc123", "the code, without a mid");
-        assert_eq!(receipt.state, "rejected");
+        assert_eq!(receipt.state, DeliveryState::Rejected);
     }
 
     #[test]
@@ -169,24 +156,27 @@ mod tests {
              +text%3AYour+link&ts=1795804019&to=%2B15550001111&code=abc&mid=m1",
         )
         .unwrap();
-        assert_eq!(r.state, "failed");
+        assert_eq!(r.state, DeliveryState::Failed);
         assert_eq!(r.error_code.as_deref(), Some("005"));
         assert_eq!(r.error_text.as_deref(), Some("stat:UNDELIV"));
         assert_eq!(r.carrier.as_deref(), Some("dbl"));
         assert_eq!(r.message_id, "m1");
-        assert_eq!(r.at.as_deref(), Some("2026-11-27T18:26:59+00:00"));
+        assert_eq!(
+            r.at.map(|at| at.to_rfc3339()).as_deref(),
+            Some("2026-11-27T18:26:59+00:00")
+        );
     }
 
     #[test]
     fn expired_and_rejected_receipts_and_nacks() {
         let r = query("type=2&answer=id%3A1+stat%3AEXPIRED+err%3A000&code=abc").unwrap();
-        assert_eq!(r.state, "expired");
+        assert_eq!(r.state, DeliveryState::Expired);
         assert_eq!(r.error_code, None);
         assert_eq!(r.message_id, "abc");
         let r = query("type=1&answer=id%3A1+stat%3AREJECTD+err%3A0B&code=abc").unwrap();
-        assert_eq!(r.state, "rejected");
+        assert_eq!(r.state, DeliveryState::Rejected);
         let r = query("type=16&answer=NACK%2FERR+88+destination+blocked&smsc=&code=x").unwrap();
-        assert_eq!(r.state, "rejected");
+        assert_eq!(r.state, DeliveryState::Rejected);
         assert_eq!(r.error_text.as_deref(), Some("ERR 88 destination blocked"));
         assert_eq!(r.carrier.as_deref(), Some(""));
         assert!(query("type=3&code=x").is_err());
