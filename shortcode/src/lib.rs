@@ -23,7 +23,7 @@ mod imported;
 mod scheme;
 
 pub use alias::{parse_alias, AliasError};
-pub use charset::{ALIAS_MAX_LEN, ALIAS_MIN_LEN};
+pub use charset::{ALIAS_MAX_LEN, ALIAS_MIN_LEN, ALIAS_PATTERN};
 pub use imported::{
     is_imported_charset, parse_imported, ImportedCodeError, IMPORTED_MAX_LEN, IMPORTED_MIN_LEN,
 };

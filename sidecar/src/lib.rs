@@ -219,15 +219,7 @@ async fn wire_state(
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
-    let messaging = shortlink_messaging::Messaging {
-        store: Arc::clone(&analytics.store),
-        storage: Arc::clone(links.storage()),
-        sends: shortlink_messaging::gateway::sends::Sends::new(config.gateway_lease),
-        policy: outbound::Policy::gateways(config, listening),
-        secrets_dir: config.gateway_secrets_dir.clone(),
-        dlr_key: shortlink_messaging::DlrKey::derive(&config.code_secret()?),
-        sealer: sealer(config, analytics.store.callback_tokens()).await?,
-    };
+    let messaging = messaging(config, &analytics, links.storage(), listening).await?;
     let webhooks = webhooks::WebhookService::new(
         stores,
         Arc::clone(links.storage()),
@@ -284,22 +276,32 @@ async fn cluster_seeds_answer(
     Ok(())
 }
 
-/// What seals the gateways' secrets in SQL, from the code secret. Twilio auth tokens written
-/// before they were sealed are sealed now, once per row (a failure leaves them readable as they
-/// were: the next start seals them).
-async fn sealer(
+/// SMS messaging's part of the state. The gateways' secrets in SQL are sealed with a key from
+/// the code secret: Twilio auth tokens written before they were sealed are sealed now, once per
+/// row (a failure leaves them readable as they were: the next start seals them).
+async fn messaging(
     config: &Config,
-    tokens: &dyn visits::deliveries::CallbackTokenStore,
-) -> Result<Arc<shortlink_messaging::sealed::Sealer>, StartupError> {
-    let sealer = Arc::new(shortlink_messaging::sealed::Sealer::new(
-        &config.code_secret()?,
-    ));
-    match shortlink_messaging::sealed::reseal(tokens, &sealer).await {
+    analytics: &visits::Analytics,
+    storage: &Arc<dyn shortlink_store::Storage>,
+    listening: &[SocketAddr],
+) -> Result<shortlink_messaging::Messaging, StartupError> {
+    use shortlink_messaging::sealed::{reseal, Sealer};
+    let code_secret = config.code_secret()?;
+    let sealer = Arc::new(Sealer::new(&code_secret));
+    match reseal(analytics.store.callback_tokens(), &sealer).await {
         Ok(0) => {}
         Ok(sealed) => tracing::info!(sealed, "Twilio auth tokens sealed"),
         Err(error) => tracing::warn!(%error, "Twilio auth tokens could not be sealed"),
     }
-    Ok(sealer)
+    Ok(shortlink_messaging::Messaging {
+        store: Arc::clone(&analytics.store),
+        storage: Arc::clone(storage),
+        sends: shortlink_messaging::gateway::sends::Sends::new(config.gateway_lease),
+        policy: outbound::Policy::gateways(config, listening),
+        secrets_dir: config.gateway_secrets_dir.clone(),
+        dlr_key: shortlink_messaging::DlrKey::derive(&code_secret),
+        sealer,
+    })
 }
 
 /// Stores `--bootstrap-api-key` (its hash), audited, unless it is stored already.

@@ -44,6 +44,7 @@ pub mod preview;
 pub mod record;
 pub mod resp;
 pub mod rules;
+pub mod status;
 pub mod target;
 pub mod trailing;
 pub mod verdict;

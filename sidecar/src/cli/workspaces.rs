@@ -6,6 +6,7 @@ use super::BoxError;
 use crate::config::Config;
 use crate::storage::audit::{Actor, Origin};
 use crate::storage::{self, Quotas, Storage, Workspace, WorkspaceChange, DEFAULT_SLUG};
+use shortlink_core::service::keys::MAX_RATE;
 
 /// The workspace a command acts in.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -81,11 +82,11 @@ pub struct QuotaArgs {
     #[arg(long = "webhook-subscriptions", id = "webhook_subscriptions")]
     webhooks: Option<u64>,
     /// The highest request rate (per second) an admin may give a key of the workspace, and what
-    /// every key of it is held to (1 to 1000000).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// every key of it is held to (1 to 1000000, core's `keys::MAX_RATE`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_RATE))]
     key_rate_per_second: Option<u64>,
-    /// The highest burst likewise (1 to 1000000).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// The highest burst likewise.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_RATE))]
     key_rate_burst: Option<u64>,
 }
 

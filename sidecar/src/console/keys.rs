@@ -154,7 +154,7 @@ pub fn create_form(csrf: &str, action: &str, form: &KeyForm, error: Option<&str>
         form.stack method="post" action=(action) {
             (csrf_field(csrf))
             label for="key-name" { "Name (what it is for, e.g. the campaign tool using it)" }
-            input #key-name name="name" required maxlength="200" value=(form.name);
+            input #key-name name="name" required maxlength=(shortlink_store::MAX_NAME_LEN) value=(form.name);
             label for="key-role" { "Role" }
             select #key-role name="role" {
                 @for (role, what) in [
@@ -166,9 +166,9 @@ pub fn create_form(csrf: &str, action: &str, form: &KeyForm, error: Option<&str>
                 }
             }
             label for="key-rate" { "Own rate, requests per second (optional; at most the workspace's ceiling)" }
-            input #key-rate type="number" name="per_second" min="1" max="1000000" value=(form.per_second);
-            label for="key-burst" { "Burst (with a rate: 1 to 1000000)" }
-            input #key-burst type="number" name="burst" min="1" max="1000000" value=(form.burst);
+            input #key-rate type="number" name="per_second" min="1" max=(keys::MAX_RATE) value=(form.per_second);
+            label for="key-burst" { "Burst (with a rate: 1 to " (keys::MAX_RATE) ")" }
+            input #key-burst type="number" name="burst" min="1" max=(keys::MAX_RATE) value=(form.burst);
             button type="submit" { "Create key" }
         }
     }

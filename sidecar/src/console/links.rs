@@ -79,7 +79,7 @@ fn form_page(operator: &Operator, form: &CreateForm, problem: Option<&str>) -> M
                 label for="url" { "Target URL" }
                 input #url type="url" name="url" value=(form.url) required placeholder="https://shop.example/spring";
                 label for="code" { "Alias (optional)" }
-                input #code type="text" name="code" value=(form.code) pattern="[A-Za-z0-9_-]{3,64}";
+                input #code type="text" name="code" value=(form.code) pattern=(shortcode::ALIAS_PATTERN);
                 label for="expires_at" { "Expires at, UTC (optional)" }
                 input #expires_at type="datetime-local" name="expires_at" value=(form.expires_at);
                 label for="redirect" { "Redirect status" }
@@ -89,7 +89,7 @@ fn form_page(operator: &Operator, form: &CreateForm, problem: Option<&str>) -> M
                     }
                 }
                 label for="campaign" { "Campaign (optional)" }
-                input #campaign type="text" name="campaign" value=(form.campaign) maxlength="200";
+                input #campaign type="text" name="campaign" value=(form.campaign) maxlength=(shortlink_model::schema::MAX_META_LEN);
                 label for="tags" { "Tags, comma-separated (optional)" }
                 input #tags type="text" name="tags" value=(form.tags);
                 label for="max_visits" { "Visit cap (optional)" }

@@ -18,12 +18,10 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_core::service::keys::MAX_RATE;
 use std::sync::Arc;
 
 const BASE: &str = "/console/workspaces";
-
-/// The highest rate ceiling, as the API's.
-const MAX_KEY_RATE: u64 = 1_000_000;
 
 fn csrf_field(operator: &InstanceOperator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf); }
@@ -80,12 +78,12 @@ impl QuotaFields {
                 n => n
                     .parse::<u64>()
                     .ok()
-                    .filter(|n| (1..=MAX_KEY_RATE).contains(n))
+                    .filter(|n| (1..=MAX_RATE).contains(n))
                     .map(Some)
                     .ok_or_else(|| {
                         Error::invalid(
                             "invalid_quota",
-                            format!("{field} is 1 to {MAX_KEY_RATE}, or empty for no ceiling"),
+                            format!("{field} is 1 to {MAX_RATE}, or empty for no ceiling"),
                         )
                     }),
             }
@@ -108,9 +106,9 @@ impl QuotaFields {
             label for="q-webhooks" { "Webhook subscriptions" }
             input #q-webhooks type="number" min="0" name="webhooks" value=(self.webhooks);
             label for="q-key-rate" { "Highest rate of a key, requests per second (empty: no ceiling)" }
-            input #q-key-rate type="number" min="1" max=(MAX_KEY_RATE) name="key_rate_per_second" value=(self.key_rate_per_second);
+            input #q-key-rate type="number" min="1" max=(MAX_RATE) name="key_rate_per_second" value=(self.key_rate_per_second);
             label for="q-key-burst" { "Highest burst of a key" }
-            input #q-key-burst type="number" min="1" max=(MAX_KEY_RATE) name="key_rate_burst" value=(self.key_rate_burst);
+            input #q-key-burst type="number" min="1" max=(MAX_RATE) name="key_rate_burst" value=(self.key_rate_burst);
         }
     }
 }
@@ -180,7 +178,7 @@ fn render_list(
             label for="slug" { "Slug (1 to 32 of a-z and 0-9 in words joined by '-'; never changes)" }
             input #slug name="slug" required maxlength="32" pattern="[a-z0-9]+(-[a-z0-9]+)*" value=(form.slug);
             label for="name" { "Name (default: the slug)" }
-            input #name name="name" maxlength="200" value=(form.name);
+            input #name name="name" maxlength=(shortlink_store::MAX_NAME_LEN) value=(form.name);
             (form.quotas.inputs())
             button type="submit" { "Create workspace" }
         }
@@ -278,7 +276,7 @@ fn render_detail(
         form.stack method="post" action={ (here) "/change" } {
             (csrf_field(operator))
             label for="rename" { "Name" }
-            input #rename name="name" required maxlength="200" value=(w.name);
+            input #rename name="name" required maxlength=(shortlink_store::MAX_NAME_LEN) value=(w.name);
             (QuotaFields::of(&w.quotas).inputs())
             button type="submit" { "Save" }
         }

@@ -52,6 +52,7 @@ mod record_versions;
 mod redirect;
 mod replicas;
 mod rules_fallback;
+mod rules_once;
 mod run_script;
 mod scanners;
 mod secrets;

@@ -35,7 +35,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
 ];
 
 /// Each workspace member's `src/` folder, from `cargo metadata`, relative to the repository.
-fn member_sources() -> Vec<PathBuf> {
+pub(crate) fn member_sources() -> Vec<PathBuf> {
     let metadata = shortlink_e2e::paths::workspace_metadata();
     let root = PathBuf::from(
         metadata["workspace_root"]
@@ -60,7 +60,7 @@ fn member_sources() -> Vec<PathBuf> {
 }
 
 /// The production `.rs` files under `dir` (relative to `base`), sorted.
-fn production_files(base: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
+pub(crate) fn production_files(base: &Path, dir: &Path, files: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(base.join(dir))
         .unwrap_or_else(|error| panic!("read {}: {error}", dir.display()))
         .map(|entry| entry.expect("a directory entry").path())

@@ -3,6 +3,7 @@
 
 use super::{is_valid_target, Extras, LinkView, WorkspaceName};
 use crate::rules::codec::RulesError;
+use crate::status::is_redirect_status;
 use std::fmt;
 use std::sync::Arc;
 
@@ -213,7 +214,7 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
         .ok_or(RecordError::Flags)?;
     match state {
         b"L" => {
-            if !matches!(status, 301 | 302 | 307 | 308) {
+            if !is_redirect_status(status) {
                 return Err(RecordError::Status);
             }
             if !is_valid_target(target) {

@@ -23,6 +23,7 @@ use super::{
     Action, Cidr, Condition, Device, Rule, Sticky, Target, TargetRef, Variant, Weekly,
     MAX_CONDITIONS, MAX_RULES, MAX_VALUES, MAX_VARIANTS,
 };
+use crate::status::is_redirect_status;
 use crate::target::is_valid_target;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -441,7 +442,7 @@ impl<'a> RawAction<'a> {
 }
 
 fn check_target(target: &TargetRef<'_>) -> Result<(), RulesError> {
-    let valid = matches!(target.status, 301 | 302 | 307 | 308) && is_valid_target(target.url);
+    let valid = is_redirect_status(u64::from(target.status)) && is_valid_target(target.url);
     valid.then_some(()).ok_or(RulesError::Value)
 }
 

@@ -31,7 +31,7 @@ pub(crate) fn text() -> utoipa::openapi::Schema {
         .schema_type(utoipa::openapi::schema::Type::String)
         .min_length(Some(1))
         .max_length(Some(MAX_FIELD))
-        .pattern(Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*$"))
+        .pattern(Some(shortlink_model::schema::PRINTABLE))
         .into()
 }
 

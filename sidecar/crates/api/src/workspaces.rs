@@ -14,11 +14,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::keys::{self, KeyError, NewKey, MAX_RATE};
 use shortlink_core::service::WorkspaceError;
-use shortlink_model::schema::WholeNumber;
+use shortlink_model::schema::{self, WholeNumber};
 use shortlink_store::audit::Origin;
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
+    MAX_NAME_LEN,
 };
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -95,13 +97,9 @@ pub struct QuotasView {
     pub compose_recipients: Option<u64>,
     /// Webhook subscriptions.
     pub webhooks: Option<u64>,
-    /// Ceiling of the workspace's keys' rates: the most requests per second an admin may give
-    /// a key (1 to 1000000), and what every key is held to at use, one stored with more or with
-    /// none included; `null`: the installation's rate only.
-    #[schema(minimum = 1, maximum = 1000000)]
+    #[schema(schema_with = rate_ceiling_schema)]
     pub key_rate_per_second: Option<u64>,
-    /// Ceiling of the keys' bursts, likewise (1 to 1000000).
-    #[schema(minimum = 1, maximum = 1000000)]
+    #[schema(schema_with = burst_ceiling_schema)]
     pub key_rate_burst: Option<u64>,
 }
 
@@ -146,12 +144,7 @@ pub struct WorkspaceList {
 pub struct CreateWorkspaceRequest {
     /// 1 to 32 of `a-z`, `0-9` and `-`, not starting with `-`; never changes.
     pub slug: String,
-    /// What people see (default: the slug); 1 to 200 printable characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = workspace_name_schema)]
     pub name: Option<String>,
     #[serde(default)]
     pub quotas: QuotasView,
@@ -160,11 +153,7 @@ pub struct CreateWorkspaceRequest {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeWorkspaceRequest {
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = workspace_name_schema)]
     pub name: Option<String>,
     /// `true` refuses the workspace's keys (its links keep answering); `false` accepts them again.
     pub suspended: Option<bool>,
@@ -218,12 +207,7 @@ pub struct KeyList {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
-    /// What the key is for, e.g. the campaign tool using it; 1 to 200 printable characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = key_name_schema)]
     pub name: String,
     /// nginx's `resolve` key and operator keys are made with the CLI.
     pub role: KeyRole,
@@ -245,10 +229,56 @@ pub enum KeyRole {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRateRequest {
-    #[schema(value_type = i64, minimum = 1, maximum = 1000000)]
+    #[schema(schema_with = rate_schema)]
     pub per_second: WholeNumber,
-    #[schema(value_type = i64, minimum = 1, maximum = 1000000)]
+    #[schema(schema_with = rate_schema)]
     pub burst: WholeNumber,
+}
+
+// The fields' schemas, from the limits the checks use (`shortlink_store::MAX_NAME_LEN`, core's
+// `keys::MAX_RATE`); a schema function carries the field's description.
+
+fn workspace_name_schema() -> Schema {
+    let description =
+        format!("What people see (default: the slug); 1 to {MAX_NAME_LEN} printable characters.");
+    let name = schema::name(MAX_NAME_LEN, &description);
+    name.schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .into()
+}
+
+fn key_name_schema() -> Schema {
+    let description = format!(
+        "What the key is for, e.g. the campaign tool using it; 1 to {MAX_NAME_LEN} printable \
+         characters."
+    );
+    schema::name(MAX_NAME_LEN, &description).into()
+}
+
+fn nullable(integer: ObjectBuilder) -> Schema {
+    integer
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .into()
+}
+
+fn rate_ceiling_schema() -> Schema {
+    nullable(schema::integer(
+        1,
+        MAX_RATE,
+        &format!(
+        "Ceiling of the workspace's keys' rates: the most requests per second an admin may give \
+         a key (1 to {MAX_RATE}), and what every key is held to at use, one stored with more or \
+         with none included; `null`: the installation's rate only."
+    ),
+    ))
+}
+
+fn burst_ceiling_schema() -> Schema {
+    let description = format!("Ceiling of the keys' bursts, likewise (1 to {MAX_RATE}).");
+    nullable(schema::integer(1, MAX_RATE, &description))
+}
+
+fn rate_schema() -> Schema {
+    schema::integer(1, MAX_RATE, "1 or more, up to the workspace's ceiling.").into()
 }
 
 fn quotas_in_range(quotas: &QuotasView) -> Result<()> {

@@ -7,20 +7,20 @@
 //! The HTTP API and the binary use it; it knows nothing of HTTP requests. Its jobs take
 //! [`Messaging`], what they need, not the API's state.
 
+mod error;
 pub mod gateway;
 pub mod receipts;
 pub mod sealed;
 pub mod signed;
 
 use shortlink_core::outbound::Policy;
-use shortlink_store::{Storage, StorageError};
+use shortlink_store::Storage;
 use shortlink_visits::store::VisitStore;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use error::{Error, Result};
 pub use signed::{DlrKey, SignedMessage};
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What messaging needs of the deployment, shared by the API's handlers and the send jobs.
 pub struct Messaging {
@@ -38,34 +38,4 @@ pub struct Messaging {
     pub dlr_key: DlrKey,
     /// Seals the gateways' secrets kept in SQL.
     pub sealer: Arc<sealed::Sealer>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The workspace's gateway cannot send as it is set (the API answers 422 with `code`).
-    #[error("{message}")]
-    Invalid { code: &'static str, message: String },
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    /// Randomness or a TLS client could not be had: the operator's to see, in the log.
-    #[error("{0}")]
-    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl Error {
-    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
-        Error::Invalid {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// What a person may read of it (an internal error's cause is the log's).
-    pub fn message(&self) -> String {
-        match self {
-            Error::Invalid { message, .. } => message.clone(),
-            Error::Storage(_) => "database unavailable".into(),
-            Error::Internal(_) => "internal error".into(),
-        }
-    }
 }

@@ -51,9 +51,10 @@ impl Sealer {
         workspace: WorkspaceId,
         token_id: &str,
         secret: &str,
-    ) -> crate::Result<String> {
+    ) -> crate::error::Result<String> {
         let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).map_err(|error| crate::Error::Internal(Box::new(error)))?;
+        getrandom::fill(&mut nonce)
+            .map_err(|error| crate::error::Error::Internal(Box::new(error)))?;
         let mut sealed = secret.as_bytes().to_vec();
         self.key
             .seal_in_place_append_tag(
@@ -61,7 +62,7 @@ impl Sealer {
                 Aad::from(associated(workspace, token_id)),
                 &mut sealed,
             )
-            .map_err(|_| crate::Error::Internal("sealing a secret failed".into()))?;
+            .map_err(|_| crate::error::Error::Internal("sealing a secret failed".into()))?;
         let mut stored = nonce.to_vec();
         stored.extend_from_slice(&sealed);
         let engine = base64::engine::general_purpose::STANDARD;

@@ -1,6 +1,7 @@
 //! What the OpenAPI document must say that the derives cannot: with it, every request the
 //! document calls valid is one the API can accept (`tests/tests/e2e/contract.rs` checks it).
 
+use shortlink_wire::status::REDIRECT_STATUSES;
 use utoipa::openapi::extensions::{Extensions, ExtensionsBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
@@ -19,9 +20,6 @@ pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_LEN: usize = 64;
 /// Longest `click_id_param`: the module appends it as it is.
 pub const MAX_CLICK_ID_PARAM_LEN: usize = shortlink_wire::click_id::PARAM_MAX_LEN;
-
-/// The redirect statuses a link may answer with; anything else is 422 `invalid_redirect`.
-pub const REDIRECT_STATUSES: [u16; 4] = [301, 302, 307, 308];
 
 /// `redirect` of a create or an update: one of [`REDIRECT_STATUSES`], or null (the default 302
 /// on a create, unchanged on an update). An enum, not an integer: the schema must not call
@@ -52,8 +50,48 @@ pub const URL_PATTERN: &str = concat!(
     "(:[0-9]{1,4})?([/?#][!-~]*)?$"
 );
 pub const MAX_URL_LENGTH: usize = shortlink_wire::limits::TARGET_BYTES;
-/// No control character (Unicode Cc), as campaigns, references and tags must be.
-pub(crate) const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/// No control character (Unicode Cc), as campaigns, references and tags must be. The one
+/// spelling of the rule in the document: every field that has it reads it through [`printable`]
+/// or [`name`] (the `rules_once` test finds a copy elsewhere).
+pub const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/// [`PRINTABLE`], and not only spaces: what people's names of things are (a workspace, a key, a
+/// callback token), trimmed of their ASCII spaces when read.
+pub const NAME_PATTERN: &str = concat!(
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*",
+    "[^\\u0000-\\u0020\\u007f-\\u009f]",
+    "[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+);
+
+/// A string of `min` to `max` characters, none a control character; `description` as the
+/// field's doc would say it (a `schema_with` function replaces the field's doc comment).
+pub fn printable(min: usize, max: usize, description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length((min > 0).then_some(min))
+        .max_length(Some(max))
+        .pattern(Some(PRINTABLE))
+        .description(Some(description))
+}
+
+/// [`printable`], or `null`: an optional field.
+pub fn optional_printable(min: usize, max: usize, description: &str) -> ObjectBuilder {
+    printable(min, max, description).schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+}
+
+/// A name people give a thing: 1 to `max` characters, printable and not blank
+/// ([`NAME_PATTERN`]).
+pub fn name(max: usize, description: &str) -> ObjectBuilder {
+    printable(1, max, description).pattern(Some(NAME_PATTERN))
+}
+
+/// An integer from `min` to `max`.
+pub fn integer(min: u64, max: u64, description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(min))
+        .maximum(Some(max))
+        .description(Some(description))
+}
 
 /// `x-max-bytes`: the bound in UTF-8 bytes of a string whose `maxLength` (characters) says the
 /// same number. A schema cannot count bytes; the contract test's hooks read this to keep a
@@ -182,11 +220,12 @@ pub fn password() -> Schema {
 /// `code` of a create: an alias. Not expressible here: an alias of the generated codes' shape
 /// (as many letters and digits as they have) is 422 `invalid_code`, as is `batch`.
 pub fn alias() -> Schema {
-    nullable_string(
-        "Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape (letters and digits \
-         only, as long as a generated code) and not `batch`; generated if absent.",
-    )
-    .pattern(Some("^[A-Za-z0-9_-]{3,64}$"))
+    use shortcode::ALIAS_PATTERN;
+    nullable_string(&format!(
+        "Custom alias `{ALIAS_PATTERN}`, not of the generated-code shape (letters and digits \
+         only, as long as a generated code) and not `batch`; generated if absent."
+    ))
+    .pattern(Some(format!("^{ALIAS_PATTERN}$")))
     .into()
 }
 

@@ -449,10 +449,10 @@ pub const RESTORED_BEHIND_REDIS_SETTING: &str = "restored_behind_redis";
 /// Timestamps must round-trip through every backend unchanged; stored `u16`/`u32` columns are
 /// checked on the way out.
 pub(crate) fn checked_redirect(value: i64) -> StorageResult<u16> {
-    match value {
-        301 | 302 | 307 | 308 => Ok(value as u16),
-        other => Err(StorageError::Corrupt(format!(
-            "redirect status {other} in the database"
+    match u64::try_from(value) {
+        Ok(status) if shortlink_wire::status::is_redirect_status(status) => Ok(status as u16),
+        _ => Err(StorageError::Corrupt(format!(
+            "redirect status {value} in the database"
         ))),
     }
 }

@@ -34,7 +34,7 @@ use self::postgres::PgStorage;
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{
     display_name, is_valid_slug, DeletedWorkspace, Quotas, Standing, Workspace, WorkspaceChange,
-    WorkspaceId, DEFAULT_SLUG, MAX_SLUG_LEN, NAME_RULE,
+    WorkspaceId, DEFAULT_SLUG, MAX_NAME_LEN, MAX_SLUG_LEN, NAME_RULE,
 };
 // The visit store (`shortlink_visits::store`) speaks the same dialects.
 pub use self::{mysql::My, postgres::Pg, sqlite::Lite};

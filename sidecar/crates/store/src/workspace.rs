@@ -52,16 +52,19 @@ pub fn is_valid_slug(slug: &str) -> bool {
     (1..=MAX_SLUG_LEN).contains(&bytes.len()) && slug.split('-').all(word)
 }
 
+/// The longest name of a workspace, an API key or a callback token, in characters.
+pub const MAX_NAME_LEN: usize = 200;
 /// What a workspace's or an API key's name must be, said to whoever gave another.
 pub const NAME_RULE: &str = "a name is 1 to 200 printable characters";
 
 /// `name` without its surrounding ASCII white space, if it may name a workspace or an API key:
-/// 1 to 200 characters, none a control character ([`NAME_RULE`]). Every way to make or rename
+/// 1 to [`MAX_NAME_LEN`] characters, none a control character ([`NAME_RULE`]). Every way to make or rename
 /// one (API, console, command line) reaches it through the services, so all refuse alike. Only
 /// ASCII white space is trimmed: the API's schema admits a name of one no-break space.
 pub fn display_name(name: &str) -> Option<&str> {
     let name = name.trim_matches(|c: char| c.is_ascii_whitespace());
-    let fits = (1..=200).contains(&name.chars().count()) && !name.chars().any(char::is_control);
+    let fits = (1..=MAX_NAME_LEN).contains(&name.chars().count());
+    let fits = fits && !name.chars().any(char::is_control);
     fits.then_some(name)
 }
 

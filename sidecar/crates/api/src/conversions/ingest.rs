@@ -8,8 +8,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_model::schema::{optional_printable, printable};
 use shortlink_store::WorkspaceId;
+use shortlink_visits::conversions::input::{MAX_CLICK_ID, MAX_EVENT_ID, MAX_NAME};
 use shortlink_visits::conversions::{Conversion, NewConversion, RawConversion, Recorded, Refusal};
+use utoipa::openapi::schema::Schema;
 use utoipa::ToSchema;
 
 /// Most lines in one NDJSON request, and the longest line (a conversion is a few hundred bytes).
@@ -25,13 +28,7 @@ const BATCH: usize = 10_000;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversionRequest {
-    /// The click's id: what the landing page got in the link's `click_id_param`. Exactly one
-    /// of `click_id` and `code` + `ref` (else 422 `invalid_click`).
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(schema_with = click_id_schema)]
     pub click_id: Option<String>,
     /// With `ref`, instead of `click_id`: the latest human visit of this per-recipient link at
     /// or before `converted_at`.
@@ -39,12 +36,7 @@ pub struct ConversionRequest {
     #[serde(rename = "ref")]
     #[schema(rename = "ref")]
     pub recipient_ref: Option<String>,
-    /// `lead`, `purchase`, `signup`, anything: 1 to 64 characters, no control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(schema_with = name_schema)]
     pub name: String,
     /// Exact decimal, with `currency` (both or neither, else 422 `invalid_value` /
     /// `invalid_currency`): a string (`"19.99"`) or a non-negative number; at most the
@@ -55,18 +47,35 @@ pub struct ConversionRequest {
     /// ISO 4217, a currency with a minor unit.
     #[schema(schema_with = currency_schema)]
     pub currency: Option<String>,
-    /// The sender's id of this conversion (an order number): a repeat answers the first
-    /// conversion and never counts twice. 1 to 128 characters, no control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(schema_with = event_id_schema)]
     pub event_id: String,
     /// When it happened (default: now). Not before the click (422 `before_click`), not after
     /// its attribution window (422 `outside_window`), at most 5 minutes in the future (422
     /// `invalid_converted_at`).
     pub converted_at: Option<DateTime<Utc>>,
+}
+
+// The text fields' schemas, from the limits the checks use
+// (`shortlink_visits::conversions::input`); a schema function carries the field's description.
+
+fn click_id_schema() -> Schema {
+    let description = "The click's id: what the landing page got in the link's \
+        `click_id_param`. Exactly one of `click_id` and `code` + `ref` (else 422 `invalid_click`).";
+    optional_printable(1, MAX_CLICK_ID, description).into()
+}
+
+fn name_schema() -> Schema {
+    let description =
+        format!("`lead`, `purchase`, `signup`, anything: 1 to {MAX_NAME} characters, no control characters.");
+    printable(1, MAX_NAME, &description).into()
+}
+
+fn event_id_schema() -> Schema {
+    let description = format!(
+        "The sender's id of this conversion (an order number): a repeat answers the first \
+         conversion and never counts twice. 1 to {MAX_EVENT_ID} characters, no control characters."
+    );
+    printable(1, MAX_EVENT_ID, &description).into()
 }
 
 /// `value`: a plain decimal string, a non-negative number, or null.

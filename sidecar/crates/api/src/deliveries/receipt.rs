@@ -7,11 +7,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_messaging::receipts::{self, Report};
+use shortlink_messaging::receipts::{self, Report, MAX_NAME};
+use shortlink_model::schema::{optional_printable, printable};
 use shortlink_store::WorkspaceId;
+use shortlink_visits::deliveries::model::{
+    MAX_CARRIER, MAX_ERROR_CODE, MAX_ERROR_TEXT, MAX_MESSAGE_ID,
+};
 use shortlink_visits::deliveries::{
     DeliveryState, Gateway, Invalid, NewReceipt, Recorded, Refusal,
 };
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
 /// A delivery receipt: the link (exactly one of `code`, `short_url`, `campaign` + `ref`), the
@@ -20,55 +25,24 @@ use utoipa::ToSchema;
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryRequest {
-    /// The link's code.
-    #[schema(
-        min_length = 1,
-        max_length = 2048,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = code_schema)]
     pub code: Option<String>,
-    /// Instead of `code`: the short URL sent (its host is kept as the message's short domain,
-    /// for the funnel's breakdown and the drain on rejections; a host that is not one of the
-    /// workspace's domains is refused, 422 `foreign_domain`).
-    #[schema(
-        min_length = 1,
-        max_length = 2048,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = short_url_schema)]
     pub short_url: Option<String>,
-    /// With `ref`, instead of `code`: the campaign's per-recipient link.
-    #[schema(
-        min_length = 1,
-        max_length = 2048,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = campaign_schema)]
     pub campaign: Option<String>,
     #[serde(rename = "ref")]
-    #[schema(
-        rename = "ref",
-        min_length = 1,
-        max_length = 2048,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(rename = "ref", schema_with = ref_schema)]
     pub recipient_ref: Option<String>,
-    /// The gateway's id of the message: with `state`, the idempotency key (a repeat answers
-    /// the first receipt, `duplicate` true). 1 to 128 characters, no control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = message_id_schema)]
     pub message_id: String,
-    /// `submitted`, `delivered`, `failed`, `rejected`, `expired`, `buffered` or `unknown`.
     #[schema(schema_with = state_schema)]
     pub state: String,
-    /// The gateway's or carrier's error code, at most 32 characters (empty: none).
-    #[schema(max_length = 32, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[schema(schema_with = error_code_schema)]
     pub error_code: Option<String>,
-    /// The gateway's text (kept to 256 characters, control characters as spaces).
+    #[schema(schema_with = error_text_schema)]
     pub error_text: Option<String>,
-    /// The carrier: MCC-MNC (`23410`) or a name, at most 64 characters (empty: none).
-    #[schema(max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    #[schema(schema_with = carrier_schema)]
     pub carrier: Option<String>,
     /// The gateway's time of the report, RFC 3339 (default: now). A time outside [now − 31
     /// days, now + 5 minutes] is not believed: the receipt is taken at the time received.
@@ -76,14 +50,72 @@ pub struct DeliveryRequest {
     pub at: Option<String>,
 }
 
+// The fields' schemas, from the limits the checks use (`shortlink_messaging::receipts`,
+// `shortlink_visits::deliveries::model`); a schema function carries the field's description.
+
+fn code_schema() -> Schema {
+    optional_printable(1, MAX_NAME, "The link's code.").into()
+}
+
+fn short_url_schema() -> Schema {
+    let description = "Instead of `code`: the short URL sent (its host is kept as the message's \
+        short domain, for the funnel's breakdown and the drain on rejections; a host that is not \
+        one of the workspace's domains is refused, 422 `foreign_domain`).";
+    optional_printable(1, MAX_NAME, description).into()
+}
+
+fn campaign_schema() -> Schema {
+    let description = "With `ref`, instead of `code`: the campaign's per-recipient link.";
+    optional_printable(1, MAX_NAME, description).into()
+}
+
+fn ref_schema() -> Schema {
+    optional_printable(1, MAX_NAME, "With `campaign`: the recipient's reference.").into()
+}
+
+fn message_id_schema() -> Schema {
+    let description = format!(
+        "The gateway's id of the message: with `state`, the idempotency key (a repeat answers \
+         the first receipt, `duplicate` true). 1 to {MAX_MESSAGE_ID} characters, no control \
+         characters."
+    );
+    printable(1, MAX_MESSAGE_ID, &description).into()
+}
+
 /// `state`: the seven states.
-fn state_schema() -> utoipa::openapi::schema::Schema {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
+fn state_schema() -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(DeliveryState::ALL.map(DeliveryState::as_str)))
+        .description(Some(
+            "`submitted`, `delivered`, `failed`, `rejected`, `expired`, `buffered` or `unknown`.",
+        ))
         .examples([serde_json::json!("delivered")])
         .into()
+}
+
+fn error_code_schema() -> Schema {
+    let description = format!(
+        "The gateway's or carrier's error code, at most {MAX_ERROR_CODE} characters (empty: none)."
+    );
+    optional_printable(0, MAX_ERROR_CODE, &description).into()
+}
+
+fn error_text_schema() -> Schema {
+    let description = format!(
+        "The gateway's text (kept to {MAX_ERROR_TEXT} characters, control characters as spaces)."
+    );
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+        .into()
+}
+
+fn carrier_schema() -> Schema {
+    let description = format!(
+        "The carrier: MCC-MNC (`23410`) or a name, at most {MAX_CARRIER} characters (empty: none)."
+    );
+    optional_printable(0, MAX_CARRIER, &description).into()
 }
 
 /// A stored receipt, and the message's current state after it.

@@ -8,8 +8,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_model::schema;
 use shortlink_store::audit::Changes;
+use shortlink_store::MAX_NAME_LEN;
 use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway};
+use utoipa::openapi::schema::{Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
 /// The gateways with a native callback.
@@ -24,22 +27,28 @@ pub enum CallbackGateway {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCallbackToken {
-    /// For people: 1 to 200 printable characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = name_schema)]
     pub name: String,
     pub gateway: CallbackGateway,
-    /// Twilio only: the account's auth token. When given, every callback must carry a valid
-    /// `X-Twilio-Signature` (403 `invalid_signature` otherwise). Never shown back.
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
+    #[schema(schema_with = auth_token_schema)]
     pub twilio_auth_token: Option<String>,
+}
+
+/// The longest Twilio auth token taken (Twilio's are 32 hex digits).
+const MAX_AUTH_TOKEN: usize = 256;
+
+fn name_schema() -> Schema {
+    let description = format!("For people: 1 to {MAX_NAME_LEN} printable characters.");
+    schema::name(MAX_NAME_LEN, &description).into()
+}
+
+fn auth_token_schema() -> Schema {
+    let description = "Twilio only: the account's auth token. When given, every callback must \
+        carry a valid `X-Twilio-Signature` (403 `invalid_signature` otherwise). Never shown back.";
+    let token = schema::name(MAX_AUTH_TOKEN, description);
+    token
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .into()
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -104,8 +113,8 @@ pub async fn create_token(
     Recorder(origin): Recorder,
     Json(request): Json<CreateCallbackToken>,
 ) -> Result<(StatusCode, Json<CallbackTokenView>)> {
-    let name = printable(&request.name, 200)
-        .ok_or_else(|| Error::invalid("invalid_name", "a name is 1 to 200 printable characters"))?;
+    let name = shortlink_store::display_name(&request.name)
+        .ok_or_else(|| Error::invalid("invalid_name", shortlink_store::NAME_RULE))?;
     let gateway = match request.gateway {
         CallbackGateway::Kannel => Gateway::Kannel,
         CallbackGateway::Twilio => Gateway::Twilio,
@@ -113,12 +122,14 @@ pub async fn create_token(
     };
     let twilio_auth_token = match (&request.twilio_auth_token, gateway) {
         (None, _) => None,
-        (Some(secret), Gateway::Twilio) => Some(printable(secret, 256).ok_or_else(|| {
-            Error::invalid(
-                "invalid_twilio_auth_token",
-                "`twilio_auth_token` is 1 to 256 printable characters",
-            )
-        })?),
+        (Some(secret), Gateway::Twilio) => {
+            Some(printable(secret, MAX_AUTH_TOKEN).ok_or_else(|| {
+                Error::invalid(
+                    "invalid_twilio_auth_token",
+                    format!("`twilio_auth_token` is 1 to {MAX_AUTH_TOKEN} printable characters"),
+                )
+            })?)
+        }
         (Some(_), _) => {
             return Err(Error::invalid(
                 "invalid_twilio_auth_token",

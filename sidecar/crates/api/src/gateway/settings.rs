@@ -18,7 +18,6 @@ use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::GatewayConfig;
-use std::ops::RangeInclusive;
 use utoipa::ToSchema;
 
 /// The workspace's gateway as its admin sets it.
@@ -38,25 +37,111 @@ pub struct GatewayRequest {
     /// Where the gateway reaches this sidecar's `/callbacks/` (the `dlr-url`'s base, e.g.
     /// `https://api.example`): http or https, no query.
     pub callback_base: String,
-    /// Messages per second handed to the gateway (1 to 1,000; default 10).
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    #[schema(schema_with = per_second_schema)]
     pub per_second: Option<WholeNumber>,
-    /// Tries of a message while the gateway fails transiently (no connection, a 5xx): 1 to 10,
-    /// default 3.
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10)]
+    #[schema(schema_with = attempts_schema)]
     pub attempts: Option<WholeNumber>,
-    /// The wait before the second try, doubling after (0 to 60,000 ms; default 1,000).
-    #[schema(value_type = Option<u64>, maximum = 60000)]
+    #[schema(schema_with = backoff_schema)]
     pub backoff_ms: Option<WholeNumber>,
-    /// The longest wait for one hand-off's answer (100 to 60,000 ms; default 10,000). A
-    /// hand-off without an answer by then is recorded `unknown` and never sent again: the
-    /// gateway may have it.
-    #[schema(value_type = Option<u64>, minimum = 100, maximum = 60000)]
+    #[schema(schema_with = timeout_schema)]
     pub timeout_ms: Option<WholeNumber>,
-    /// How long after a send job ends its reports may still come (the SMSC's validity period):
-    /// then the job's callback token is revoked. 1 to 720 hours; default 72.
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 720)]
+    #[schema(schema_with = reports_hours_schema)]
     pub reports_hours: Option<WholeNumber>,
+}
+
+/// A number setting: its bounds, its default, and what it is (for the schema and the 422).
+struct Setting {
+    min: i64,
+    max: i64,
+    default: i64,
+    code: &'static str,
+    unit: &'static str,
+}
+
+const PER_SECOND: Setting = Setting {
+    min: 1,
+    max: 1000,
+    default: 10,
+    code: "invalid_per_second",
+    unit: "",
+};
+const ATTEMPTS: Setting = Setting {
+    min: 1,
+    max: 10,
+    default: 3,
+    code: "invalid_attempts",
+    unit: "",
+};
+const BACKOFF_MS: Setting = Setting {
+    min: 0,
+    max: 60_000,
+    default: 1000,
+    code: "invalid_backoff",
+    unit: " ms",
+};
+const TIMEOUT_MS: Setting = Setting {
+    min: 100,
+    max: 60_000,
+    default: 10_000,
+    code: "invalid_timeout",
+    unit: " ms",
+};
+const REPORTS_HOURS: Setting = Setting {
+    min: 1,
+    max: 720,
+    default: 72,
+    code: "invalid_reports_hours",
+    unit: " hours",
+};
+
+impl Setting {
+    fn bounds(&self) -> String {
+        format!("{} to {}{}", self.min, self.max, self.unit)
+    }
+
+    /// JSON Schema's integers may be written `7.0`: read as whole numbers, then bounded.
+    fn read(&self, value: Option<WholeNumber>) -> Result<i64> {
+        let value = value.map_or(self.default, |n| n.0);
+        match (self.min..=self.max).contains(&value) {
+            true => Ok(value),
+            false => Err(Error::invalid(self.code, self.bounds())),
+        }
+    }
+
+    fn schema(&self, what: &str) -> utoipa::openapi::schema::Schema {
+        use utoipa::openapi::schema::{SchemaType, Type};
+        let description = format!("{what} ({}; default {}).", self.bounds(), self.default);
+        let (min, max) = (self.min as u64, self.max as u64);
+        (shortlink_model::schema::integer(min, max, &description))
+            .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+            .into()
+    }
+}
+
+fn per_second_schema() -> utoipa::openapi::schema::Schema {
+    PER_SECOND.schema("Messages per second handed to the gateway")
+}
+
+fn attempts_schema() -> utoipa::openapi::schema::Schema {
+    ATTEMPTS.schema("Tries of a message while the gateway fails transiently (no connection, a 5xx)")
+}
+
+fn backoff_schema() -> utoipa::openapi::schema::Schema {
+    BACKOFF_MS.schema("The wait before the second try, doubling after")
+}
+
+fn timeout_schema() -> utoipa::openapi::schema::Schema {
+    TIMEOUT_MS.schema(
+        "The longest wait for one hand-off's answer; a hand-off without an answer by then is \
+         recorded `unknown` and never sent again: the gateway may have it",
+    )
+}
+
+fn reports_hours_schema() -> utoipa::openapi::schema::Schema {
+    REPORTS_HOURS.schema(
+        "How long after a send job ends its reports may still come (the SMSC's validity \
+         period): then the job's callback token is revoked",
+    )
 }
 
 /// The workspace's gateway (never the password).
@@ -222,43 +307,11 @@ fn checked(state: &AppState, workspace: WorkspaceId, r: GatewayRequest) -> Resul
              with a dot",
         ));
     }
-    // JSON Schema's integers may be written `7.0`: read as whole numbers, then bounded.
-    let within = |n: Option<WholeNumber>, default: i64, bounds: RangeInclusive<i64>, code, text| {
-        let n = n.map_or(default, |n| n.0);
-        match bounds.contains(&n) {
-            true => Ok(n),
-            false => Err(Error::invalid(code, text)),
-        }
-    };
-    let per_second = within(
-        r.per_second,
-        10,
-        1..=1000,
-        "invalid_per_second",
-        "1 to 1,000",
-    )?;
-    let attempts = within(r.attempts, 3, 1..=10, "invalid_attempts", "1 to 10")?;
-    let backoff_ms = within(
-        r.backoff_ms,
-        1000,
-        0..=60_000,
-        "invalid_backoff",
-        "0 to 60,000 ms",
-    )?;
-    let timeout_ms = within(
-        r.timeout_ms,
-        10_000,
-        100..=60_000,
-        "invalid_timeout",
-        "100 to 60,000 ms",
-    )?;
-    let reports_hours = within(
-        r.reports_hours,
-        72,
-        1..=720,
-        "invalid_reports_hours",
-        "1 to 720 hours",
-    )?;
+    let per_second = PER_SECOND.read(r.per_second)?;
+    let attempts = ATTEMPTS.read(r.attempts)?;
+    let backoff_ms = BACKOFF_MS.read(r.backoff_ms)?;
+    let timeout_ms = TIMEOUT_MS.read(r.timeout_ms)?;
+    let reports_hours = REPORTS_HOURS.read(r.reports_hours)?;
     Ok(GatewayConfig {
         workspace,
         kind: "kannel".into(),

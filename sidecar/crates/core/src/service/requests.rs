@@ -22,7 +22,8 @@ pub struct CreateLinkRequest {
     /// Absolute http(s) URL; IDN hosts are stored as punycode.
     #[schema(schema_with = shortlink_model::schema::url)]
     pub url: String,
-    /// Custom alias `[A-Za-z0-9_-]{3,64}`, not of the generated-code shape; generated if absent.
+    /// Custom alias (`shortcode::ALIAS_PATTERN`), not of the generated-code shape; generated if
+    /// absent.
     #[schema(schema_with = shortlink_model::schema::alias)]
     pub code: Option<String>,
     /// RFC 3339, in the future; fractions of a second are dropped.

@@ -55,22 +55,27 @@ pub fn verify(key: &DlrKey, job: &str, new: &NewReceipt, signature: Option<&str>
     signature.is_some_and(|signature| key.verify(message, signature))
 }
 
+/// Kannel's report types (`%d`, the dlr-mask bit) and the state each reports.
+pub const TYPES: [(u8, DeliveryState); 5] = [
+    (1, DeliveryState::Delivered),
+    (2, DeliveryState::Failed),
+    (4, DeliveryState::Buffered),
+    (8, DeliveryState::Submitted),
+    (16, DeliveryState::Rejected),
+];
+
 /// The report of one `dlr-url` call.
 pub fn report(params: &Params) -> Result<Report, Invalid> {
     let kind = params.get("type").and_then(|t| t.trim().parse::<u8>().ok());
-    let mut state = match kind {
-        Some(1) => DeliveryState::Delivered,
-        Some(2) => DeliveryState::Failed,
-        Some(4) => DeliveryState::Buffered,
-        Some(8) => DeliveryState::Submitted,
-        Some(16) => DeliveryState::Rejected,
-        _ => {
-            return Err(Invalid::new(
+    let mut state = (TYPES.iter())
+        .find(|(bit, _)| Some(*bit) == kind)
+        .map(|(_, state)| *state)
+        .ok_or_else(|| {
+            Invalid::new(
                 "state",
                 "`type` is Kannel's report type (%d): 1, 2, 4, 8 or 16",
-            ))
-        }
-    };
+            )
+        })?;
     let answer = params.get("answer").unwrap_or_default();
     let mut error_code = None;
     let mut error_text = None;

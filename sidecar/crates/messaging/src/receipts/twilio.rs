@@ -21,20 +21,32 @@ use sha1::Sha1;
 use shortlink_visits::deliveries::{DeliveryState, Invalid};
 use subtle::ConstantTimeEq;
 
+/// Twilio's message statuses and the state each reports.
+pub const STATUSES: [(&str, DeliveryState); 10] = [
+    ("queued", DeliveryState::Submitted),
+    ("accepted", DeliveryState::Submitted),
+    ("scheduled", DeliveryState::Submitted),
+    ("sending", DeliveryState::Submitted),
+    ("sent", DeliveryState::Submitted),
+    ("delivered", DeliveryState::Delivered),
+    ("read", DeliveryState::Delivered),
+    ("undelivered", DeliveryState::Failed),
+    ("canceled", DeliveryState::Failed),
+    ("failed", DeliveryState::Rejected),
+];
+
 /// The report of one callback: the form's fields and the URL's query (`code`).
 pub fn report(form: &Params, query: &Params) -> Result<Report, Invalid> {
-    let state = match form.get("MessageStatus").map(str::trim) {
-        Some("queued" | "accepted" | "scheduled" | "sending" | "sent") => DeliveryState::Submitted,
-        Some("delivered" | "read") => DeliveryState::Delivered,
-        Some("undelivered" | "canceled") => DeliveryState::Failed,
-        Some("failed") => DeliveryState::Rejected,
-        _ => {
-            return Err(Invalid::new(
+    let status = form.get("MessageStatus").map(str::trim);
+    let state = (STATUSES.iter())
+        .find(|(name, _)| Some(*name) == status)
+        .map(|(_, state)| *state)
+        .ok_or_else(|| {
+            Invalid::new(
                 "state",
                 "`MessageStatus` is one of Twilio's message statuses",
-            ))
-        }
-    };
+            )
+        })?;
     Ok(Report {
         code: query.get("code").map(str::to_owned),
         error_code: form.get("ErrorCode").map(str::to_owned),

@@ -13,6 +13,17 @@ use super::Report;
 use chrono::NaiveDateTime;
 use shortlink_visits::deliveries::{DeliveryState, Invalid};
 
+/// Vonage's statuses and the state each reports (ours by name, but `accepted`).
+pub const STATUSES: [(&str, DeliveryState); 7] = [
+    ("delivered", DeliveryState::Delivered),
+    ("expired", DeliveryState::Expired),
+    ("failed", DeliveryState::Failed),
+    ("rejected", DeliveryState::Rejected),
+    ("accepted", DeliveryState::Submitted),
+    ("buffered", DeliveryState::Buffered),
+    ("unknown", DeliveryState::Unknown),
+];
+
 /// The fields read (a JSON body's must be strings).
 pub const FIELDS: [&str; 6] = [
     "messageId",
@@ -26,18 +37,16 @@ pub const FIELDS: [&str; 6] = [
 /// The receipt of one call: `body` (the JSON object's fields, or the query's) and the callback
 /// URL's own query (`code`).
 pub fn report(body: &Params, query: &Params) -> Result<Report, Invalid> {
-    let state = match body.get("status").map(str::trim) {
-        Some("accepted") => Some(DeliveryState::Submitted),
-        // Vonage's other statuses are ours by name; `submitted` is not one of them.
-        Some("submitted") | None => None,
-        Some(status) => DeliveryState::parse(status),
-    }
-    .ok_or_else(|| {
-        Invalid::new(
+    let status = body.get("status").map(str::trim);
+    let state = (STATUSES.iter())
+        .find(|(name, _)| Some(*name) == status)
+        .map(|(_, state)| *state)
+        .ok_or_else(|| {
+            Invalid::new(
             "state",
             "`status` is one of delivered, expired, failed, rejected, accepted, buffered, unknown",
         )
-    })?;
+        })?;
     // A time that cannot be read is taken as now: the report is worth more than its time.
     let at = (body.get("message-timestamp"))
         .and_then(|text| NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S").ok())

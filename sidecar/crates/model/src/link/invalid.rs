@@ -2,6 +2,7 @@
 //! fields to a stored card or rule set read back.
 
 use crate::validate::UrlError;
+use shortlink_wire::status::{is_redirect_status, REDIRECT_STATUSES};
 use std::borrow::Cow;
 
 /// Redirect status of a link created without one.
@@ -34,10 +35,10 @@ impl Invalid {
 
 pub fn redirect_status(value: Option<u16>) -> Result<u16, Invalid> {
     match value.unwrap_or(DEFAULT_REDIRECT) {
-        status @ (301 | 302 | 307 | 308) => Ok(status),
+        status if is_redirect_status(u64::from(status)) => Ok(status),
         other => Err(Invalid::new(
             "invalid_redirect",
-            format!("redirect must be 301, 302, 307 or 308, not {other}"),
+            format!("redirect must be one of {REDIRECT_STATUSES:?}, not {other}"),
         )),
     }
 }

@@ -4,9 +4,10 @@
 use super::currencies::CURRENCIES;
 use chrono::{DateTime, Duration, Utc};
 
-/// Longest event id and name, in characters.
+/// Longest event id, name and click id, in characters.
 pub const MAX_EVENT_ID: usize = 128;
 pub const MAX_NAME: usize = 64;
+pub const MAX_CLICK_ID: usize = 64;
 
 /// How far in the future a sender's `converted_at` may be (its clock against ours).
 pub const CLOCK_SKEW: Duration = Duration::minutes(5);
@@ -172,7 +173,7 @@ impl RawConversion {
             .filter(|id| plain_text(id, MAX_EVENT_ID))
             .ok_or(Refusal::InvalidEventId)?;
         let click = match (self.click_id, self.code, self.recipient_ref) {
-            (Some(id), None, None) if plain_text(&id, 64) => Click::Id(id),
+            (Some(id), None, None) if plain_text(&id, MAX_CLICK_ID) => Click::Id(id),
             (Some(_), None, None) => return Err(Refusal::UnknownClick),
             (None, Some(code), Some(recipient_ref)) => Click::Recipient {
                 code,

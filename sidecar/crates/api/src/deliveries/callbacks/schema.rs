@@ -1,138 +1,208 @@
 //! What each gateway sends, as the OpenAPI document states it (the contract test sends exactly
 //! what these allow, and every such request must be taken). The handlers read the raw query or
-//! form ([`super::Params`]): Twilio's signature covers every field, named or not, and a gateway
-//! adds fields without notice. So these types are never built, only described.
-#![allow(dead_code)]
+//! form (`shortlink_messaging::receipts::params::Params`): Twilio's signature covers every field,
+//! named or not, and a gateway adds fields without notice. So these types are never built, only
+//! described, and each description is written from the limits and the status tables the
+//! gateways' readers use (`shortlink_messaging::receipts`), never from copies of them.
 
-use utoipa::{IntoParams, ToSchema};
+use shortcode::ALIAS_MAX_LEN;
+use shortlink_messaging::receipts::{kannel, twilio, vonage};
+use shortlink_model::schema::{integer, printable};
+use shortlink_visits::deliveries::model::{MAX_CARRIER, MAX_ERROR_CODE, MAX_MESSAGE_ID};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::{RefOr, Required};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
+
+/// The latest `ts` described (the year 3000): any later one is not believed anyway.
+const LATEST_TS: u64 = 32_503_680_000;
+
+/// One field a gateway sends: a query parameter or a form's or a JSON body's field.
+struct Field {
+    name: &'static str,
+    required: bool,
+    schema: ObjectBuilder,
+}
+
+fn field(name: &'static str, required: bool, schema: ObjectBuilder) -> Field {
+    Field {
+        name,
+        required,
+        schema,
+    }
+}
+
+/// One of `values` (a gateway's statuses as its reader maps them).
+fn one_of<T: ToString>(values: impl IntoIterator<Item = T>, description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.into_iter().map(|value| value.to_string())))
+        .description(Some(description))
+}
+
+fn code(description: &str) -> ObjectBuilder {
+    printable(1, ALIAS_MAX_LEN, description)
+}
+
+fn message_id(description: &str) -> ObjectBuilder {
+    printable(1, MAX_MESSAGE_ID, description)
+}
+
+fn error_code(description: &str) -> ObjectBuilder {
+    printable(0, MAX_ERROR_CODE, description)
+}
+
+fn carrier(description: &str) -> ObjectBuilder {
+    printable(0, MAX_CARRIER, description)
+}
+
+fn query_params(fields: Vec<Field>) -> Vec<Parameter> {
+    (fields.into_iter())
+        .map(|field| {
+            let schema: Schema = field.schema.into();
+            let description = match &schema {
+                Schema::Object(object) => object.description.clone(),
+                _ => None,
+            };
+            ParameterBuilder::new()
+                .name(field.name)
+                .parameter_in(ParameterIn::Query)
+                .required(match field.required {
+                    true => Required::True,
+                    false => Required::False,
+                })
+                .description(description)
+                .schema(Some(schema))
+                .build()
+        })
+        .collect()
+}
+
+fn object(fields: Vec<Field>, description: &str) -> RefOr<Schema> {
+    let mut object = ObjectBuilder::new().description(Some(description));
+    for field in fields {
+        if field.required {
+            object = object.required(field.name);
+        }
+        object = object.property(field.name, field.schema);
+    }
+    object.into()
+}
 
 /// Kannel's `dlr-url` query (the sender's own `code` and `mid`, and Kannel's escapes).
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct KannelQuery {
-    /// The link's code.
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    code: String,
-    /// The sender's id of the message (default: the code).
-    #[param(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    mid: Option<String>,
-    /// `%d`: 1 delivered, 2 failed, 4 buffered, 8 submitted, 16 rejected.
-    #[param(rename = "type", pattern = "^(1|2|4|8|16)$")]
-    kind: String,
-    /// `%A`: `ACK/`, `NACK/<reason>` or the SMSC's receipt text.
-    answer: Option<String>,
-    /// `%i`: the route, kept as the carrier.
-    #[param(max_length = 64, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
-    smsc: Option<String>,
-    /// `%T`: the report's Unix time in seconds.
-    #[param(minimum = 0, maximum = 32503680000_i64)]
-    ts: Option<i64>,
+pub struct KannelQuery;
+
+impl IntoParams for KannelQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let types = (kannel::TYPES.iter()).map(|(bit, state)| format!("{bit} {}", state.as_str()));
+        let types = format!("`%d`: {}.", types.collect::<Vec<_>>().join(", "));
+        query_params(vec![
+            field("code", true, code("The link's code.")),
+            field(
+                "mid",
+                false,
+                message_id("The sender's id of the message (default: the code)."),
+            ),
+            field(
+                "type",
+                true,
+                one_of(kannel::TYPES.iter().map(|(bit, _)| bit), &types),
+            ),
+            field(
+                "answer",
+                false,
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some(
+                        "`%A`: `ACK/`, `NACK/<reason>` or the SMSC's receipt text.",
+                    )),
+            ),
+            field(
+                "smsc",
+                false,
+                carrier("`%i`: the route, kept as the carrier."),
+            ),
+            field(
+                "ts",
+                false,
+                integer(0, LATEST_TS, "`%T`: the report's Unix time in seconds."),
+            ),
+        ])
+    }
 }
 
 /// The link a Twilio or Vonage callback URL names.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CodeQuery {
-    /// The link's code (Vonage: when the message's `client-ref` is not).
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    code: Option<String>,
+pub struct CodeQuery;
+
+impl IntoParams for CodeQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let description = "The link's code (Vonage: when the message's `client-ref` is not).";
+        query_params(vec![field("code", false, code(description))])
+    }
 }
 
 /// Twilio's status callback form (Twilio sends more fields; all are signed, none is stored but
 /// these).
-#[derive(ToSchema)]
-pub struct TwilioForm {
-    #[schema(
-        rename = "MessageSid",
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    message_sid: String,
-    #[schema(
-        rename = "MessageStatus",
-        pattern = "^(queued|accepted|scheduled|sending|sent|delivered|read|undelivered|failed|canceled)$"
-    )]
-    message_status: String,
-    #[schema(
-        rename = "ErrorCode",
-        max_length = 32,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    error_code: Option<String>,
+pub struct TwilioForm;
+
+impl PartialSchema for TwilioForm {
+    fn schema() -> RefOr<Schema> {
+        let statuses = twilio::STATUSES.iter().map(|(name, _)| name);
+        object(
+            vec![
+                field("MessageSid", true, message_id("The message's id.")),
+                field("MessageStatus", true, one_of(statuses, "Its status.")),
+                field("ErrorCode", false, error_code("Twilio's error code.")),
+            ],
+            "Twilio's status callback form (Twilio sends more fields; all are signed, none is \
+             stored but these).",
+        )
+    }
 }
+
+impl ToSchema for TwilioForm {}
 
 /// Vonage's delivery receipt, as JSON fields or query parameters (`msisdn`, the recipient,
 /// is dropped unread; a `message-timestamp` that cannot be read is taken as now).
-#[derive(ToSchema, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct VonageReceipt {
-    #[schema(
-        rename = "messageId",
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    #[param(
-        rename = "messageId",
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    message_id: String,
-    #[schema(pattern = "^(delivered|expired|failed|rejected|accepted|buffered|unknown)$")]
-    #[param(pattern = "^(delivered|expired|failed|rejected|accepted|buffered|unknown)$")]
-    status: String,
-    #[schema(
-        rename = "err-code",
-        max_length = 32,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    #[param(
-        rename = "err-code",
-        max_length = 32,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    err_code: Option<String>,
-    #[schema(
-        rename = "network-code",
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    #[param(
-        rename = "network-code",
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    network_code: Option<String>,
-    /// `YYYY-MM-DD HH:MM:SS`, UTC.
-    #[schema(rename = "message-timestamp")]
-    #[param(rename = "message-timestamp")]
-    message_timestamp: Option<String>,
-    /// The link's code, when the sender set it as the message's client reference.
-    #[schema(
-        rename = "client-ref",
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    #[param(
-        rename = "client-ref",
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
-    )]
-    client_ref: Option<String>,
+pub struct VonageReceipt;
+
+impl VonageReceipt {
+    fn fields() -> Vec<Field> {
+        let statuses = vonage::STATUSES.iter().map(|(name, _)| name);
+        let timestamp = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("`YYYY-MM-DD HH:MM:SS`, UTC."));
+        let client_ref =
+            "The link's code, when the sender set it as the message's client reference.";
+        vec![
+            field("messageId", true, message_id("The message's id.")),
+            field("status", true, one_of(statuses, "Its status.")),
+            field(
+                "err-code",
+                false,
+                error_code("Vonage's error code (`0`: none)."),
+            ),
+            field("network-code", false, carrier("The carrier's MCC-MNC.")),
+            field("message-timestamp", false, timestamp),
+            field("client-ref", false, code(client_ref)),
+        ]
+    }
 }
+
+impl IntoParams for VonageReceipt {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        query_params(Self::fields())
+    }
+}
+
+impl PartialSchema for VonageReceipt {
+    fn schema() -> RefOr<Schema> {
+        object(
+            Self::fields(),
+            "Vonage's delivery receipt (`msisdn`, the recipient, is dropped unread; a \
+             `message-timestamp` that cannot be read is taken as now).",
+        )
+    }
+}
+
+impl ToSchema for VonageReceipt {}
