@@ -25,7 +25,7 @@
 //! never read.
 
 use super::params::{unix_seconds, Params};
-use super::Report;
+use super::{state_of, Report};
 use crate::signed::{DlrKey, SignedMessage};
 use shortlink_visits::deliveries::model::MAX_ERROR_CODE;
 use shortlink_visits::deliveries::{CallbackToken, DeliveryState, Invalid, LinkRef, NewReceipt};
@@ -67,15 +67,12 @@ pub const TYPES: [(u8, DeliveryState); 5] = [
 /// The report of one `dlr-url` call.
 pub fn report(params: &Params) -> Result<Report, Invalid> {
     let kind = params.get("type").and_then(|t| t.trim().parse::<u8>().ok());
-    let mut state = (TYPES.iter())
-        .find(|(bit, _)| Some(*bit) == kind)
-        .map(|(_, state)| *state)
-        .ok_or_else(|| {
-            Invalid::new(
-                "state",
-                "`type` is Kannel's report type (%d): 1, 2, 4, 8 or 16",
-            )
-        })?;
+    let mut state = state_of(&TYPES, kind).ok_or_else(|| {
+        Invalid::new(
+            "state",
+            "`type` is Kannel's report type (%d): 1, 2, 4, 8 or 16",
+        )
+    })?;
     let answer = params.get("answer").unwrap_or_default();
     let mut error_code = None;
     let mut error_text = None;

@@ -65,6 +65,15 @@ impl Report {
     }
 }
 
+/// The state `table` (a gateway's statuses) maps `status` to, if it has it.
+fn state_of<K: PartialEq + Copy>(
+    table: &[(K, DeliveryState)],
+    status: Option<K>,
+) -> Option<DeliveryState> {
+    let status = status?;
+    (table.iter()).find_map(|(name, state)| (*name == status).then_some(*state))
+}
+
 /// `at` if a report can have it as of `now`, else `now`.
 pub fn believable(at: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
     match now - MAX_BEHIND <= at && at <= now + MAX_AHEAD {

@@ -14,7 +14,7 @@
 //! by name)), compared in constant time.
 
 use super::params::Params;
-use super::Report;
+use super::{state_of, Report};
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
@@ -38,15 +38,12 @@ pub const STATUSES: [(&str, DeliveryState); 10] = [
 /// The report of one callback: the form's fields and the URL's query (`code`).
 pub fn report(form: &Params, query: &Params) -> Result<Report, Invalid> {
     let status = form.get("MessageStatus").map(str::trim);
-    let state = (STATUSES.iter())
-        .find(|(name, _)| Some(*name) == status)
-        .map(|(_, state)| *state)
-        .ok_or_else(|| {
-            Invalid::new(
-                "state",
-                "`MessageStatus` is one of Twilio's message statuses",
-            )
-        })?;
+    let state = state_of(&STATUSES, status).ok_or_else(|| {
+        Invalid::new(
+            "state",
+            "`MessageStatus` is one of Twilio's message statuses",
+        )
+    })?;
     Ok(Report {
         code: query.get("code").map(str::to_owned),
         error_code: form.get("ErrorCode").map(str::to_owned),

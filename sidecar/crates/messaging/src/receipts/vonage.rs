@@ -9,7 +9,7 @@
 //! (`YYYY-MM-DD HH:MM:SS`, UTC) the time. `msisdn`, the recipient's number, is dropped unread.
 
 use super::params::Params;
-use super::Report;
+use super::{state_of, Report};
 use chrono::NaiveDateTime;
 use shortlink_visits::deliveries::{DeliveryState, Invalid};
 
@@ -38,15 +38,12 @@ pub const FIELDS: [&str; 6] = [
 /// URL's own query (`code`).
 pub fn report(body: &Params, query: &Params) -> Result<Report, Invalid> {
     let status = body.get("status").map(str::trim);
-    let state = (STATUSES.iter())
-        .find(|(name, _)| Some(*name) == status)
-        .map(|(_, state)| *state)
-        .ok_or_else(|| {
-            Invalid::new(
+    let state = state_of(&STATUSES, status).ok_or_else(|| {
+        Invalid::new(
             "state",
             "`status` is one of delivered, expired, failed, rejected, accepted, buffered, unknown",
         )
-        })?;
+    })?;
     // A time that cannot be read is taken as now: the report is worth more than its time.
     let at = (body.get("message-timestamp"))
         .and_then(|text| NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S").ok())
