@@ -18,8 +18,8 @@ use crate::http::links::CreateLinkRequest;
 use crate::http::{failure_error, AppState, DomainContext, Error};
 use crate::link::card::CardSpec;
 use crate::schema::WholeNumber;
-use crate::service::validate;
-use crate::service::validate::PlainPassword;
+use crate::service::accept;
+use crate::service::accept::PlainPassword;
 use crate::service::{self, Authority, ItemOutcome};
 use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
@@ -289,7 +289,7 @@ async fn run(
             let checked = row.and_then(|request| {
                 let policy = &state.settings.url_policy;
                 let own = &domains.own_domains;
-                validate::new_link(&state.links, workspace, policy, own, request)
+                accept::new_link(&state.links, workspace, policy, own, request)
                     .map_err(|e| Error::from(e).message())
             });
             match checked {

@@ -1,12 +1,12 @@
 //! Creating, listing, editing and revoking links. Every change goes through the same validation
-//! (`service::validate::new_link`, the URL policy) and the same service as the REST API.
+//! (`service::accept::new_link`, the URL policy) and the same service as the REST API.
 
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{encode, see_other, PageError, PageResult};
 use crate::http::links::LinkView;
 use crate::http::{AppState, DomainContext, Error};
-use crate::service::validate::{self, CreateLinkRequest, PlainPassword};
+use crate::service::accept::{self, CreateLinkRequest, PlainPassword};
 use crate::service::{Created, UpdateLinkRequest};
 use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
@@ -149,7 +149,7 @@ pub async fn create(
     };
     let check = |r| {
         let policy = &state.settings.url_policy;
-        Ok(validate::new_link(
+        Ok(accept::new_link(
             &state.links,
             operator.workspace,
             policy,

@@ -14,7 +14,7 @@ use axum::Extension;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_core::service::validate;
+use shortlink_core::service::accept;
 use shortlink_core::service::{self, Created, IdempotencyKey, NewLink};
 pub use shortlink_core::service::{CreateLinkRequest, UpdateLinkRequest};
 use shortlink_model::link::card::{self, CardSpec};
@@ -161,7 +161,7 @@ pub struct ListParams {
     pub tag: Option<String>,
 }
 
-use shortlink_core::service::validate::MAX_IDEMPOTENCY_KEY_LEN;
+use shortlink_core::service::accept::MAX_IDEMPOTENCY_KEY_LEN;
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 /// The request's `Idempotency-Key` (1 to 255 visible ASCII characters), scoped to its API key.
@@ -175,7 +175,7 @@ pub(crate) fn idempotency_key(
     let key = value
         .to_str()
         .ok()
-        .and_then(|key| validate::idempotency_key(key, api_key.0))
+        .and_then(|key| accept::idempotency_key(key, api_key.0))
         .ok_or_else(|| Error::Request {
             status: StatusCode::BAD_REQUEST,
             code: "invalid_header",
@@ -193,7 +193,7 @@ pub(crate) fn new_link(
     domains: &DomainContext,
     request: CreateLinkRequest,
 ) -> Result<NewLink> {
-    Ok(validate::new_link(
+    Ok(accept::new_link(
         &state.links,
         workspace,
         &state.settings.url_policy,

@@ -9,8 +9,8 @@ use axum::routing::post;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use shortlink_core::service::accept;
 use shortlink_core::service::click::{self, ClickInput};
-use shortlink_core::service::validate;
 use shortlink_core::service::Resolution;
 use shortlink_store::Link;
 use std::net::IpAddr;
@@ -93,8 +93,8 @@ pub fn answer(
 ) -> Result<PreviewView> {
     if let Some(rules) = request.rules {
         let policy = &state.settings.url_policy;
-        link.extras.rules = validate::rules_column(policy, own_domains, Some(rules))?;
-        validate::whole_link(&link)?;
+        link.extras.rules = accept::rules_column(policy, own_domains, Some(rules))?;
+        accept::whole_link(&link)?;
     }
     if let Some(text) = &request.ip {
         text.parse::<IpAddr>()

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use shortlink_core::service::validate;
+use shortlink_core::service::accept;
 use shortlink_model::schema::WholeNumber;
 use shortlink_store::audit::Changes;
 use shortlink_visits::retention::{CampaignRetention, RetentionPolicy, WorkspaceRetention};
@@ -114,7 +114,7 @@ impl TryFrom<RetentionView> for RetentionPolicy {
         let mut named = std::collections::BTreeMap::new();
         for c in v.campaigns {
             // A link's campaign rule, so that every campaign a link can carry can have a policy.
-            validate::meta(Some(c.campaign.clone()), "invalid_retention", "campaign")
+            accept::meta(Some(c.campaign.clone()), "invalid_retention", "campaign")
                 .map_err(|refused| invalid(refused.to_string()))?;
             let retention = CampaignRetention {
                 visits_days: days("visits_days", c.visits_days)?,

@@ -15,7 +15,7 @@ use crate::cli::workspaces::WorkspaceArg;
 use crate::config::Config;
 use crate::http::{AppState, Error};
 use crate::link::card::CardSpec;
-use crate::service::validate::{self, CreateLinkRequest, Kept, Origin};
+use crate::service::accept::{self, CreateLinkRequest, Kept, Origin};
 use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
 use crate::storage;
 use crate::storage::WorkspaceId;
@@ -285,7 +285,7 @@ fn time(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, Erro
     .transpose()
 }
 
-/// Checks a row as `POST /links` checks an item (`validate::imported_link`), keeping what
+/// Checks a row as `POST /links` checks an item (`accept::imported_link`), keeping what
 /// restoring an export needs: its code, its times and its password's digest.
 fn new_link(
     state: &AppState,
@@ -356,7 +356,7 @@ fn new_link(
         password_digest: row.password_digest,
     };
     let settings = &state.settings;
-    Ok(validate::imported_link(
+    Ok(accept::imported_link(
         &state.links,
         workspace,
         &settings.url_policy,

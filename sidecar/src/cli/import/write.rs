@@ -11,7 +11,7 @@ use super::report::{Reason, Report};
 use super::source::{Item, Source, SourceLink, SourceVisit};
 use crate::cli::error::BoxError;
 use crate::http::{AppState, Error};
-use crate::service::validate::{self, CreateLinkRequest, Kept, Origin};
+use crate::service::accept::{self, CreateLinkRequest, Kept, Origin};
 use crate::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use crate::storage::WorkspaceId;
 use crate::storage::{self, ImportedLink};
@@ -148,11 +148,11 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// Checks a link as a create is checked (`validate::imported_link`), except its code:
+    /// Checks a link as a create is checked (`accept::imported_link`), except its code:
     /// another shortener's, kept exactly, with its times.
     fn check(&self, link: &SourceLink, now: DateTime<Utc>) -> Result<NewLink, (Reason, String)> {
         // The code first: a link whose code cannot be kept is reported as that, whatever else.
-        validate::code_origin(self.state.links.scheme(), &link.code, Origin::Foreign)
+        accept::code_origin(self.state.links.scheme(), &link.code, Origin::Foreign)
             .map_err(|invalid| (Reason::InvalidCode, invalid.to_string()))?;
         if link.password {
             return Err((
@@ -183,7 +183,7 @@ impl<'a> Writer<'a> {
         };
         let settings = &self.state.settings;
         let (policy, own) = (&settings.url_policy, &settings.short_domains);
-        validate::imported_link(
+        accept::imported_link(
             &self.state.links,
             self.workspace,
             policy,

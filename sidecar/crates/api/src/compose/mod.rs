@@ -207,7 +207,7 @@ pub async fn compose(
         false => links::idempotency_key(&headers, api_key)?,
     };
     if let Some(campaign) = &params.campaign {
-        service::validate::meta(Some(campaign.clone()), "invalid_campaign", "campaign")?;
+        service::accept::meta(Some(campaign.clone()), "invalid_campaign", "campaign")?;
     }
     let domains = params.issuing(domains);
     let spec = params.spec();

@@ -20,7 +20,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use shortlink_core::service::validate::lifecycle_url;
+use shortlink_core::service::accept::lifecycle_url;
 use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::{NotFoundRedirects, WorkspaceId};
 use utoipa::ToSchema;

@@ -29,7 +29,7 @@ use axum::Extension;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use shortlink_core::limits::Reservation;
-use shortlink_core::service::{self, validate, Claim, ItemOutcome, NewLink};
+use shortlink_core::service::{self, accept, Claim, ItemOutcome, NewLink};
 use shortlink_domains::issuing::DrainView;
 use shortlink_store::audit::{AuditEntry, Changes};
 use shortlink_store::{ListCursor, Storage};
@@ -357,7 +357,7 @@ impl Reissue {
                 message: "the link has expired: no new link is issued for it".into(),
             });
         }
-        Ok(validate::replacement_link(
+        Ok(accept::replacement_link(
             &self.state.links,
             &self.state.settings.url_policy,
             &self.domains.own_domains,

@@ -23,6 +23,7 @@
 //! every new target; [`LinkService`] (`links`), what they are
 //! methods of, and [`ServiceError`] (`error`) sit below them all.
 
+pub mod accept;
 pub mod authority;
 pub mod batch;
 pub mod click;
@@ -42,7 +43,6 @@ mod screen;
 mod subjects;
 pub mod target_lists;
 mod update;
-pub mod validate;
 pub mod workspaces;
 
 pub use crate::projection::slugs;

@@ -12,7 +12,7 @@ use shortlink_store::{Link, LinkExtras, StorageError, WorkspaceId};
 #[derive(Debug, Clone)]
 ///
 /// Its fields are the core's own: a `NewLink` is made only by the checks of
-/// [`super::validate`] (`new_link`, `imported_link`, `replacement_link`), so no path that makes a
+/// [`super::accept`] (`new_link`, `imported_link`, `replacement_link`), so no path that makes a
 /// link (the API, a batch, compose, import, reissue, the console) can skip one.
 pub struct NewLink {
     /// Who will own it.
@@ -29,7 +29,7 @@ pub struct NewLink {
     pub(crate) campaign: Option<String>,
     pub(crate) recipient_ref: Option<String>,
     pub(crate) tags: Vec<String>,
-    /// Lifecycle and rules, checked (`validate::extras`).
+    /// Lifecycle and rules, checked (`accept::extras`).
     pub(crate) extras: LinkExtras,
     /// Set by `import` only: recreate an exported link as it was (its code may have the generated
     /// shape, its expiry may be past, it may be revoked).
@@ -163,7 +163,7 @@ pub struct LinkPatch {
     /// `Some(None)` clears.
     pub(crate) recipient_ref: Option<Option<String>>,
     pub(crate) tags: Option<Vec<String>>,
-    /// `Some(None)` clears; each checked like a create's (`validate::extras`).
+    /// `Some(None)` clears; each checked like a create's (`accept::extras`).
     pub(crate) valid_since: Option<Option<DateTime<Utc>>>,
     pub(crate) not_yet_url: Option<Option<String>>,
     pub(crate) expired_url: Option<Option<String>>,
@@ -172,7 +172,7 @@ pub struct LinkPatch {
     /// `Some(None)` removes the cap; the clicks counted so far stay counted (the cap is on
     /// clicks ever redirected).
     pub(crate) max_visits: Option<Option<i64>>,
-    /// A new password's digest (`validate::password`), replacing any; `Some(None)` removes it.
+    /// A new password's digest (`accept::password`), replacing any; `Some(None)` removes it.
     pub(crate) password_digest: Option<Option<String>>,
     /// The card's normalised JSON (`card::column`); `Some(None)` removes it.
     pub(crate) preview: Option<Option<String>>,

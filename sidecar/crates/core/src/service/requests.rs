@@ -1,11 +1,11 @@
 //! A link's fields as a sender writes them, defined once: [`CreateLinkRequest`] is the API's
 //! create and batch item, the console's form, a compose recipient's link and an import's row,
-//! all checked by [`validate::new_link`]; [`UpdateLinkRequest`] is the API's `PATCH` and the
+//! all checked by [`accept::new_link`]; [`UpdateLinkRequest`] is the API's `PATCH` and the
 //! console's edit form, checked by [`UpdateLinkRequest::into_patch`]. So a value one way refuses,
 //! every way refuses with the same code and message, and the OpenAPI schema is derived from these
 //! same types.
 
-use super::validate::{self, Invalid, PlainPassword};
+use super::accept::{self, Invalid, PlainPassword};
 use super::LinkPatch;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -153,48 +153,48 @@ impl UpdateLinkRequest {
             target: self.url.map(|raw| policy.check(&raw, own)).transpose()?,
             expires_at: self
                 .expires_at
-                .map(|at| at.map(validate::expiry).transpose())
+                .map(|at| at.map(accept::expiry).transpose())
                 .transpose()?,
             redirect: self
                 .redirect
-                .map(|status| validate::redirect_status(Some(status)))
+                .map(|status| accept::redirect_status(Some(status)))
                 .transpose()?,
             forward_query: self.forward_query,
             campaign: self
                 .campaign
-                .map(|value| validate::meta(value, "invalid_campaign", "campaign"))
+                .map(|value| accept::meta(value, "invalid_campaign", "campaign"))
                 .transpose()?,
             recipient_ref: self
                 .recipient_ref
-                .map(|value| validate::meta(value, "invalid_ref", "ref"))
+                .map(|value| accept::meta(value, "invalid_ref", "ref"))
                 .transpose()?,
             tags: self
                 .tags
-                .map(|value| validate::tags(Some(value)))
+                .map(|value| accept::tags(Some(value)))
                 .transpose()?,
             valid_since: self
                 .valid_since
-                .map(|at| at.map(validate::valid_since).transpose())
+                .map(|at| at.map(accept::valid_since).transpose())
                 .transpose()?,
             not_yet_url: self
                 .not_yet_url
-                .map(|url| validate::lifecycle_url(policy, own, url, "not_yet_url"))
+                .map(|url| accept::lifecycle_url(policy, own, url, "not_yet_url"))
                 .transpose()?,
             expired_url: self
                 .expired_url
-                .map(|url| validate::lifecycle_url(policy, own, url, "expired_url"))
+                .map(|url| accept::lifecycle_url(policy, own, url, "expired_url"))
                 .transpose()?,
             rules: self
                 .rules
-                .map(|rules| validate::rules_column(policy, own, rules))
+                .map(|rules| accept::rules_column(policy, own, rules))
                 .transpose()?,
             max_visits: self
                 .max_visits
-                .map(|cap| cap.map(|n| validate::max_visits(n.0)).transpose())
+                .map(|cap| cap.map(|n| accept::max_visits(n.0)).transpose())
                 .transpose()?,
             password_digest: self
                 .password
-                .map(|plain| plain.map(validate::password).transpose())
+                .map(|plain| plain.map(accept::password).transpose())
                 .transpose()?,
             preview: self
                 .preview
@@ -202,7 +202,7 @@ impl UpdateLinkRequest {
                 .transpose()?,
             click_id_param: self
                 .click_id_param
-                .map(|param| param.map(validate::click_id_param).transpose())
+                .map(|param| param.map(accept::click_id_param).transpose())
                 .transpose()?,
         };
         if patch.is_empty() {

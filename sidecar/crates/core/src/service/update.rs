@@ -72,7 +72,7 @@ impl LinkService {
         if let Some(param) = patch.click_id_param {
             next.extras.click_id_param = param;
         }
-        if let Err(invalid) = super::validate::whole_link(&next) {
+        if let Err(invalid) = super::accept::whole_link(&next) {
             let _ = tx.rollback().await;
             return Err(ServiceError::Invalid(invalid));
         }
