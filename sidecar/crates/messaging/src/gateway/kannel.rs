@@ -145,7 +145,7 @@ pub struct Sent {
 /// The `dlr-url` of one message: its report comes back on the workspace's Kannel callback with
 /// the short URL (its link and short domain) and `mid`, the receipts' message id. Kannel fills in
 /// `%d`, `%A`, `%i`, `%T`; the destination (`%p`) is left out: a phone number. `sig` signs the
-/// message (`deliveries::signed`): the job's token takes no other report.
+/// message (`crate::signed`): the job's token takes no other report.
 pub fn dlr_url(base: &str, link: &str, message_id: &str, sig: &str) -> String {
     format!("{base}?{link}&mid={message_id}&sig={sig}&type=%d&answer=%A&smsc=%i&ts=%T")
 }

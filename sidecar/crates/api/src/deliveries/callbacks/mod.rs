@@ -41,7 +41,7 @@ pub fn router() -> Router<AppState> {
             "/callbacks/{token}/vonage",
             get(vonage_get).post(vonage_post),
         )
-        // A send job hands messages over only while this answers (gateway/callback.rs).
+        // A send job hands messages over only while this answers (`shortlink_messaging::gateway`'s callback probe).
         .route("/callbacks/ping", get(ping))
 }
 
