@@ -54,6 +54,8 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=10, help="wrk duration per cell")
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--wrk-script", required=True)
+    p.add_argument("--budgets", help="a budgets file (bench/redirect/budgets): exit 1 when a cell "
+                   "is over its budget")
     p.add_argument("--rules", action="store_true",
                    help="also issue 34's and 35's cells on D: a phone's clicks on plain, rule "
                         "and capped codes, a preview fetcher's on carded codes "
@@ -302,6 +304,44 @@ def main():
                      f" | {1 / ratio(('D', reference), ('D', workload), True):.3f} | ≤ {target} |")
         L.append("")
     print("\n".join(L))
+    if args.budgets:
+        over_budget(args.budgets, cell)
+
+
+def read_budgets(path):
+    """(server, workload, budget) per line of `path`: `D hot 1.160 why…`; `#` starts a comment."""
+    budgets = []
+    for number, line in enumerate(open(path), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split(None, 3)
+        if len(fields) < 4:
+            raise SystemExit(f"{path}:{number}: `<server> <workload> <budget> <why>`, not {line!r}")
+        budgets.append((fields[0], fields[1], float(fields[2])))
+    return budgets
+
+
+def over_budget(path, cell):
+    """Each budgeted cell's nginx instructions per request ÷ `return 302`'s on a hot code (A hot,
+    measured in the same run: the ratio holds across nginx builds and machines as a count does
+    not); exits 1 naming every cell over its budget, or one the run did not measure."""
+    reference = cell[("A", "hot")][0]
+    lines, over = ["| cell | ÷ A hot | budget |", "|---|---:|---:|"], []
+    for server, workload, budget in read_budgets(path):
+        if (server, workload) not in cell:
+            over.append(f"{server} {workload}: not measured in this run")
+            continue
+        value = cell[(server, workload)][0] / reference
+        lines.append(f"| {server} {workload} | {value:.3f} | {budget:.3f} |")
+        if value > budget:
+            over.append(f"{server} {workload}: {value:.3f} × `return 302`, budget {budget:.3f}")
+    print("Budgets (" + path + "), nginx instructions per request ÷ A hot's:\n")
+    print("\n".join(lines) + "\n")
+    if over:
+        raise SystemExit("bench/redirect: over budget (a change that needs more raises the "
+                         "budget in bench/redirect/budgets, with why, in the same commit):\n  "
+                         + "\n  ".join(over))
 
 
 if __name__ == "__main__":
