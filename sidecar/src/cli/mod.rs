@@ -14,6 +14,7 @@ pub(crate) mod import;
 mod keys;
 pub mod orphans;
 mod progress;
+mod quarantines;
 mod resync;
 mod visits;
 mod workspaces;
@@ -109,6 +110,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ConversionsCommand,
     },
+    /// Links a threat feed quarantined after they were created: `list` a workspace's, `release`
+    /// one (docs/SECURITY.md, "Quarantine").
+    Quarantines {
+        #[command(subcommand)]
+        command: quarantines::QuarantinesCommand,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
@@ -135,6 +142,7 @@ async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> 
         Command::CodeScheme { command } => code_scheme::run(config, command).await,
         Command::Audit { command } => audit::run(config, command).await,
         Command::Conversions { command } => conversions::run(config, command).await,
+        Command::Quarantines { command } => quarantines::run(config, command).await,
         Command::CheckConfig => check::check_config(config),
         Command::Migrate => {
             crate::open_storage(config).await?;

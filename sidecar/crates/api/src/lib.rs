@@ -28,6 +28,7 @@ pub mod orphans;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
+mod quarantines;
 pub mod rate_limit;
 pub mod request_id;
 mod resolve;
@@ -95,6 +96,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(subjects::router())
         .merge(retention::router())
         .merge(target_lists::router())
+        .merge(quarantines::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })

@@ -296,6 +296,7 @@ pub(super) fn new_link(new: NewLink, code: String, url_hash: String, now: DateTi
         updated_at: revoked_at.unwrap_or(created_at).max(created_at),
         expires_at: new.expires_at,
         revoked_at,
+        quarantined_at: None,
         visit_count: 0,
         last_visit_at: None,
         campaign: new.campaign,

@@ -227,6 +227,8 @@ pub enum Resolution {
     },
     NotFound,
     Gone,
+    /// A threat feed lists the target: `wire`'s warning page (451), no target.
+    Quarantined,
     /// Before `valid_since`, without a "not yet" URL: `wire`'s "not yet" page.
     NotYet {
         opens_at: u64,
