@@ -276,3 +276,185 @@ async fn bad_threat_settings_stop_the_start_naming_the_flag() {
         assert!(error.contains(needle), "{flags:?}: {error}");
     }
 }
+
+/// The decoded state of `code`'s record in Redis: what the module and its caches answer.
+async fn record_of(app: &TestApp, code: &str) -> Option<shortlink_wire::record::Link> {
+    let bytes = app.redis_record(code).await?;
+    Some(shortlink_wire::record::decode(&bytes).unwrap())
+}
+
+async fn quarantined_in_redis(app: &TestApp, code: &str) -> bool {
+    matches!(
+        record_of(app, code).await,
+        Some(shortlink_wire::record::Link::Quarantined { .. })
+    )
+}
+
+/// Waits (at most 60 s, the bound) until `code`'s record is quarantined (`true`) or live.
+async fn until_record(app: &TestApp, code: &str, quarantined: bool) {
+    let done = eventually(Duration::from_secs(60), || async {
+        quarantined_in_redis(app, code).await == quarantined
+    })
+    .await;
+    assert!(
+        done,
+        "{code}: not {} within 60 s",
+        if quarantined { "quarantined" } else { "live" }
+    );
+}
+
+/// The fallback's answer for `code` on a host of `workspace`: status and body.
+async fn fallback_answer(app: &TestApp, workspace: &str, code: &str) -> (u16, Vec<u8>) {
+    let answer = app.resolve_on(workspace, code).await;
+    let status = answer.status().as_u16();
+    (status, answer.bytes().await.unwrap().to_vec())
+}
+
+async fn create_in(app: &TestApp, key: &str, url: &str) -> String {
+    let answer = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&json!({ "url": url }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{url}");
+    let body: Value = answer.json().await.unwrap();
+    body["code"].as_str().unwrap().to_owned()
+}
+
+async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Response {
+    with_key(
+        app,
+        key,
+        reqwest::Method::POST,
+        &format!("/links/{code}/release"),
+    )
+    .send()
+    .await
+    .unwrap()
+}
+
+fn write_hosts(dir: &tempfile::TempDir, hosts: &[&str]) {
+    let body: String = hosts
+        .iter()
+        .map(|host| format!("0.0.0.0 {host}\n"))
+        .collect();
+    std::fs::write(dir.path().join("hosts.txt"), body).unwrap();
+}
+
+#[tokio::test]
+async fn a_feed_update_quarantines_live_links_and_a_release_holds_until_the_entry_changes() {
+    let feed = Feed::default();
+    feed.set(&["https://old.example/x"]);
+    let flags = ["--threat-refresh", "1s"];
+    let (app, dir) = app_with_feeds("urlhaus-q", &feed, &flags).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let a_bad = create_in(&app, &a, "https://www.bad.example/a").await;
+    let b_bad = create_in(&app, &b, "https://bad.example/b").await;
+    let a_good = create_in(&app, &a, "https://notbad.example/").await;
+    let a_url = create_in(&app, &a, "https://urls.example/phish?id=1").await;
+    let a_same_host = create_in(&app, &a, "https://urls.example/other").await;
+    let a_later = create_in(&app, &a, "https://later.example/").await;
+
+    // The host list gains bad.example (its subdomains too), URLhaus one URL.
+    write_hosts(&dir, &["phish.example", "tracker.example", "bad.example"]);
+    feed.set(&["https://old.example/x", "https://urls.example/phish?id=1"]);
+    for code in [&a_bad, &b_bad, &a_url] {
+        until_record(&app, code, true).await;
+    }
+    for code in [&a_good, &a_same_host, &a_later] {
+        assert!(!quarantined_in_redis(&app, code).await, "{code}");
+    }
+    // The fallback answers as the module: the warning page, never the target.
+    let (status, page) = fallback_answer(&app, "brand-a", &a_bad).await;
+    assert_eq!(status, 451);
+    assert_eq!(page, shortlink_wire::record::quarantine_page());
+    assert!(!String::from_utf8_lossy(&page).contains("bad.example"));
+    assert_eq!(fallback_answer(&app, "brand-a", &a_good).await.0, 302);
+    // Each workspace sees its own quarantines, with the feed and the entry, and its audit rows.
+    let listed: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/quarantines")).await;
+    let mut seen: Vec<(String, String)> = (listed["quarantines"].as_array().unwrap().iter())
+        .map(|q| {
+            (
+                q["code"].as_str().unwrap().into(),
+                q["entry"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut expected = vec![
+        (a_bad.clone(), "bad.example".to_owned()),
+        (a_url.clone(), "https://urls.example/phish?id=1".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    let b_listed: Value = send_json(with_key(&app, &b, reqwest::Method::GET, "/quarantines")).await;
+    assert_eq!(b_listed["quarantines"].as_array().unwrap().len(), 1);
+    assert_eq!(b_listed["quarantines"][0]["feed"], "corp-urlhaus-q");
+    let audit: Value = send_json(with_key(
+        &app,
+        &a,
+        reqwest::Method::GET,
+        "/audit?action=link.quarantined",
+    ))
+    .await;
+    assert_eq!(audit["rows"].as_array().unwrap().len(), 2, "{audit}");
+
+    // B's admin cannot release A's link (as if it did not exist); A's can, audited.
+    assert_eq!(release(&app, &b, &a_bad).await.status(), 404);
+    assert!(quarantined_in_redis(&app, &a_bad).await);
+    let released = release(&app, &a, &a_bad).await;
+    assert_eq!(released.status(), 200);
+    until_record(&app, &a_bad, false).await;
+    assert_eq!(fallback_answer(&app, "brand-a", &a_bad).await.0, 302);
+    assert!(
+        quarantined_in_redis(&app, &b_bad).await,
+        "B's stays quarantined"
+    );
+
+    // The release holds while the entry stays: a later change (another host) is swept, and
+    // a_bad stays live.
+    write_hosts(
+        &dir,
+        &[
+            "phish.example",
+            "tracker.example",
+            "bad.example",
+            "later.example",
+        ],
+    );
+    until_record(&app, &a_later, true).await;
+    assert!(!quarantined_in_redis(&app, &a_bad).await);
+
+    // The entry leaves the feed: B's link answers again (audited), and A's release is forgotten.
+    write_hosts(&dir, &["phish.example", "tracker.example", "later.example"]);
+    until_record(&app, &b_bad, false).await;
+    let ended: Value = send_json(with_key(
+        &app,
+        &b,
+        reqwest::Method::GET,
+        "/audit?action=link.quarantine_ended",
+    ))
+    .await;
+    assert_eq!(ended["rows"].as_array().unwrap().len(), 1, "{ended}");
+    // It comes back: a changed entry quarantines again, released or not.
+    write_hosts(
+        &dir,
+        &[
+            "phish.example",
+            "tracker.example",
+            "later.example",
+            "bad.example",
+        ],
+    );
+    for code in [&a_bad, &b_bad] {
+        until_record(&app, code, true).await;
+    }
+    // The operator releases from the command line, in any workspace.
+    app.run_cli(&["quarantines", "release", &b_bad]).await;
+    until_record(&app, &b_bad, false).await;
+}
