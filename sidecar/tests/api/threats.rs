@@ -251,7 +251,10 @@ async fn workspace_lists_apply_to_their_workspace_only_and_never_over_a_feed() {
     assert!(message.contains("\"urlhaus-lists\""), "{message}");
     assert_eq!(app.stored().await.links, 3);
     let lists: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/target-lists")).await;
-    assert_eq!(lists, json!({"block": [], "allow": []}));
+    assert_eq!(
+        lists,
+        json!({"block": [], "allow": [], "hold_for_review": false})
+    );
 }
 
 #[tokio::test]
@@ -457,4 +460,72 @@ async fn a_feed_update_quarantines_live_links_and_a_release_holds_until_the_entr
     // The operator releases from the command line, in any workspace.
     app.run_cli(&["quarantines", "release", &b_bad]).await;
     until_record(&app, &b_bad, false).await;
+}
+
+#[tokio::test]
+async fn a_workspace_that_holds_for_review_stores_listed_links_quarantined() {
+    let feed = Feed::default();
+    feed.set(&["https://listed.example/x"]);
+    let (app, _dir) = app_with_feeds("urlhaus-hold", &feed, &[]).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let answer = put_lists(&app, &a, json!({"hold_for_review": true})).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        answer.json::<Value>().await.unwrap()["hold_for_review"],
+        true
+    );
+
+    // A's listed target is stored, quarantined under the feed's entry; B's is refused as before.
+    let answer = with_key(&app, &a, reqwest::Method::POST, "/links")
+        .json(&json!({"url": "https://listed.example/x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let held: Value = answer.json().await.unwrap();
+    assert!(held["quarantined_at"].is_string(), "{held}");
+    let code = held["code"].as_str().unwrap().to_owned();
+    assert!(quarantined_in_redis(&app, &code).await);
+    assert_eq!(fallback_answer(&app, "brand-a", &code).await.0, 451);
+    assert_eq!(
+        create_with(&app, &b, "https://listed.example/x").await.0,
+        422
+    );
+    // In a batch, only the listed line is held; the others are plain links.
+    let items = json!([{"url": "https://shop.example/a"}, {"url": "https://www.phish.example/b"}]);
+    let answer = with_key(&app, &a, reqwest::Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = answer.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(
+        (results[0]["status"].as_u64(), results[1]["status"].as_u64()),
+        (Some(201), Some(201))
+    );
+    let batch_code = |i: usize| {
+        (results[i]["link"]["code"]
+            .as_str()
+            .or(results[i]["code"].as_str()))
+        .unwrap()
+        .to_owned()
+    };
+    assert!(!quarantined_in_redis(&app, &batch_code(0)).await);
+    assert!(quarantined_in_redis(&app, &batch_code(1)).await);
+    let listed: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/quarantines")).await;
+    let entries: Vec<&str> = (listed["quarantines"].as_array().unwrap().iter())
+        .map(|q| q["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2, "{listed}");
+    assert!(entries.contains(&"https://listed.example/x") && entries.contains(&"phish.example"));
+    // Reviewed and released: it redirects.
+    assert_eq!(release(&app, &a, &code).await.status(), 200);
+    assert_eq!(fallback_answer(&app, "brand-a", &code).await.0, 302);
+    assert!(!quarantined_in_redis(&app, &code).await);
 }

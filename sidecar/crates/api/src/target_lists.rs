@@ -28,6 +28,10 @@ pub struct TargetListsBody {
     #[serde(default)]
     #[schema(schema_with = hosts)]
     pub allow: Vec<String>,
+    /// A listed target (by a threat feed or these lists) is stored quarantined, pending review
+    /// (`GET /api/v1/quarantines`, `POST /api/v1/links/{code}/release`), instead of refused.
+    #[serde(default)]
+    pub hold_for_review: bool,
 }
 
 fn hosts() -> utoipa::openapi::schema::Schema {
@@ -38,6 +42,7 @@ fn body(lists: &TargetLists) -> TargetListsBody {
     TargetListsBody {
         block: lists.block.clone(),
         allow: lists.allow.clone(),
+        hold_for_review: lists.hold_for_review,
     }
 }
 
@@ -71,6 +76,7 @@ pub async fn put_lists(
     let lists = TargetLists {
         block: request.block,
         allow: request.allow,
+        hold_for_review: request.hold_for_review,
     }
     .normalized()
     .map_err(|(list, entry)| {

@@ -289,6 +289,19 @@ impl LinkService {
     }
 }
 
+/// The quarantine of `link`, stored held for review at its creation under `refusal`'s entry.
+pub(super) fn held(link: &Link, refusal: &shortlink_threats::Refusal) -> Quarantine {
+    Quarantine {
+        code: link.code.clone(),
+        workspace: link.workspace,
+        feed: refusal.feed.clone(),
+        entry: refusal.entry.clone(),
+        quarantined_at: link.created_at,
+        released_at: None,
+        released_by: None,
+    }
+}
+
 /// The host a key of `links.target_host` is made from (`example.evil.www.` gives
 /// `www.evil.example`).
 fn host_of_key(key: &str) -> String {

@@ -45,7 +45,12 @@ impl LinkService {
         let hosts = |list: &[String]| serde_json::Value::from(list.to_vec());
         let changes = Changes::new()
             .diff("block", hosts(&before.block), hosts(&lists.block))
-            .diff("allow", hosts(&before.allow), hosts(&lists.allow));
+            .diff("allow", hosts(&before.allow), hosts(&lists.allow))
+            .diff(
+                "hold_for_review",
+                before.hold_for_review,
+                lists.hold_for_review,
+            );
         let entry = origin.entry("target_lists.set", workspace.to_string(), changes);
         self.storage.append_audit(&entry).await?;
         let lists = Arc::new(lists);
