@@ -227,6 +227,8 @@ async fn workspace_lists_apply_to_their_workspace_only_and_never_over_a_feed() {
     assert_eq!(put_lists(&app, &b_issuer, json!({})).await.status(), 403);
     let bad = put_lists(&app, &b, json!({"block": ["not a host"]})).await;
     assert_eq!(bad.status(), 422);
+    // An array is no body of lists (serde alone would take it as every field left out).
+    assert_eq!(put_lists(&app, &b, json!([])).await.status(), 422);
 
     // B's block list refuses B's links only.
     let (status, message) = create_with(&app, &b, "https://www.rival.example/").await;

@@ -65,14 +65,18 @@ pub async fn get_lists(
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 415, description = "not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_host`: an entry is not a host name (the message \
-            names the list and the entry), or a list has more than 1000", body = ErrorBody),
+            names the list and the entry), or a list has more than 1000; `invalid_body`: not a \
+            JSON object of these fields", body = ErrorBody),
     ))]
 pub async fn put_lists(
     State(state): State<AppState>,
     InWorkspace(workspace): InWorkspace,
     Recorder(origin): Recorder,
-    Json(request): Json<TargetListsBody>,
+    // A map first: serde would also take the struct from an array (`[]`, every field defaulted).
+    Json(object): Json<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Json<TargetListsBody>> {
+    let request: TargetListsBody = serde_json::from_value(serde_json::Value::Object(object))
+        .map_err(|error| crate::Error::invalid("invalid_body", error.to_string()))?;
     let lists = TargetLists {
         block: request.block,
         allow: request.allow,
