@@ -68,7 +68,10 @@ async fn quarantine_sweep_among_many_links() {
             .collect(),
         added_urls: Vec::new(),
     };
-    let distinct = app.db.scalar("SELECT COUNT(DISTINCT target_host) FROM links").await;
+    let distinct = app
+        .db
+        .scalar("SELECT COUNT(DISTINCT target_host) FROM links")
+        .await;
     let started = Instant::now();
     assert_eq!(app.state.links.quarantine_added(&change).await.unwrap(), 0);
     println!(

@@ -531,3 +531,35 @@ async fn a_workspace_that_holds_for_review_stores_listed_links_quarantined() {
     assert_eq!(fallback_answer(&app, "brand-a", &code).await.0, 302);
     assert!(!quarantined_in_redis(&app, &code).await);
 }
+
+#[tokio::test]
+async fn the_console_lists_held_back_links_and_releases_them() {
+    let feed = Feed::default();
+    feed.set(&["https://listed.example/x"]);
+    let (app, _dir) = app_with_feeds("urlhaus-console", &feed, &[]).await;
+    refused(&app, "https://listed.example/x").await;
+    let answer = put_lists(&app, API_KEY, json!({"hold_for_review": true})).await;
+    assert_eq!(answer.status(), 200);
+    let held = app.create(json!({"url": "https://listed.example/x"})).await;
+    let code = held["code"].as_str().unwrap().to_owned();
+    let mut browser = crate::console::Browser::new(&app);
+    assert_eq!(browser.sign_in(API_KEY).await.status(), 303);
+    let page = browser.page("/console/held").await;
+    for shown in [
+        &code,
+        "urlhaus-console",
+        "https://listed.example/x",
+        "Release",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
+    let csrf = crate::console::csrf_of(&page);
+    let released = browser
+        .post(&format!("/console/held/{code}/release"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(released.status(), 303);
+    assert!(!quarantined_in_redis(&app, &code).await);
+    let page = browser.page("/console/held").await;
+    assert!(page.contains("released"), "{page}");
+    assert!(!page.contains(">Release<"), "{page}");
+}

@@ -172,6 +172,7 @@ async fn every_console_page_fits_a_phone_and_a_laptop() {
         ("not-found", "/not-found".into()),
         ("webhooks", "/webhooks".into()),
         ("audit", "/audit".into()),
+        ("held", "/held".into()),
         ("privacy", "/privacy".into()),
         ("workspace", "/workspace".into()),
     ];
