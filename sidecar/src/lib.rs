@@ -260,6 +260,7 @@ async fn wire_state(
         sends: Arc::new(http::gateway::sends::Sends::new(config.gateway_lease)),
         receipt_groups: Arc::default(),
         unknown_tokens: Arc::default(),
+        abuse_reports: Arc::default(),
     })
 }
 

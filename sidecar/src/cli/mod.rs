@@ -116,6 +116,13 @@ pub enum Command {
         #[command(subcommand)]
         command: quarantines::QuarantinesCommand,
     },
+    /// Visitors' abuse reports (the warning page's and the home pages' form), newest first: when,
+    /// the host, the code (docs/SECURITY.md, "Quarantine").
+    AbuseReports {
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
@@ -143,6 +150,7 @@ async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> 
         Command::Audit { command } => audit::run(config, command).await,
         Command::Conversions { command } => conversions::run(config, command).await,
         Command::Quarantines { command } => quarantines::run(config, command).await,
+        Command::AbuseReports { limit } => quarantines::abuse_reports(config, limit).await,
         Command::CheckConfig => check::check_config(config),
         Command::Migrate => {
             crate::open_storage(config).await?;

@@ -1,5 +1,5 @@
 //! `shortlink-sidecar quarantines`: the operator's view of the links threat feeds quarantined
-//! (issue 79), and their release, in any workspace.
+//! (issue 79), and their release, in any workspace; and the visitors' abuse reports.
 
 use super::workspaces::WorkspaceArg;
 use super::BoxError;
@@ -21,6 +21,16 @@ pub enum QuarantinesCommand {
         /// The link's code (whichever workspace owns it).
         code: String,
     },
+}
+
+/// The operator's queue of abuse reports, newest first, one a line: time, host, code.
+pub async fn abuse_reports(config: &Config, limit: u32) -> Result<(), BoxError> {
+    let storage = crate::open_storage(config).await?;
+    for report in storage.abuse_reports(limit).await? {
+        let at = report.reported_at.to_rfc3339();
+        println!("{at}\t{}\t{}", report.host, report.code);
+    }
+    Ok(())
 }
 
 pub async fn run(config: &Config, command: QuarantinesCommand) -> Result<(), BoxError> {

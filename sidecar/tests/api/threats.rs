@@ -563,3 +563,51 @@ async fn the_console_lists_held_back_links_and_releases_them() {
     assert!(page.contains("released"), "{page}");
     assert!(!page.contains(">Release<"), "{page}");
 }
+
+#[tokio::test]
+async fn visitors_report_a_code_for_the_operators_queue_a_few_at_a_time() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://shop.example/").await;
+    let report = |path: String, form: Vec<(&'static str, String)>| {
+        app.client
+            .post(app.url(&path))
+            .header("x-shortlink-host", "s1.example")
+            .form(&form)
+            .send()
+    };
+    // The warning page's button (its own path) and the home page's form (a pasted short URL).
+    let answer = report(format!("/report-abuse/{code}"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("Thank you"));
+    let pasted = format!("https://s1.example/{code}?utm=sms");
+    let answer = report("/report-abuse".into(), vec![("code", pasted)])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let bad = report("/report-abuse".into(), vec![("code", "not a code!".into())]).await;
+    assert_eq!(bad.unwrap().status(), 422);
+    // Stored for the operator: the code and the host, newest first; no target.
+    let storage = app.storage().await;
+    let reports = storage.abuse_reports(10).await.unwrap();
+    assert_eq!(reports.len(), 2);
+    assert!(reports
+        .iter()
+        .all(|r| r.code == code && r.host == "s1.example"));
+    // A few at once per address (here every request shares one: no proxy secret), then 429.
+    for _ in 2..shortlink_sidecar::http::abuse::BURST {
+        let answer = report(format!("/report-abuse/{code}"), vec![])
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+    let answer = report(format!("/report-abuse/{code}"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 429);
+    assert_eq!(
+        storage.abuse_reports(100).await.unwrap().len(),
+        shortlink_sidecar::http::abuse::BURST as usize
+    );
+}

@@ -1,7 +1,8 @@
 //! Quarantine after the fact (issue 79), through nginx with two workers sharing the edge's
 //! zone: a threat feed's new entry turns a live, cached link into the warning page (451, no
 //! target) within 60 s on every worker; a release brings the redirect back; the entry coming
-//! back quarantines again; and with Redis stopped the fallback never redirects it.
+//! back quarantines again; and with Redis stopped the fallback never redirects it. The page's
+//! report button and a home page's form reach the operator's queue.
 
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,33 @@ fn a_feed_update_quarantines_a_cached_link_on_every_worker_and_the_fallback() {
     assert_eq!(location, "");
     assert_eq!(page, shortlink_wire::record::quarantine_page());
     assert!(answers(&system, &good, 302));
+
+    // The page's report button (its own path, `?report`) and the home page's form reach the
+    // operator's queue with the code and the host, never the target.
+    let client = http_client();
+    let base = format!("http://127.0.0.1:{}", system.nginx.redirect_port);
+    let button = client
+        .post(format!("{base}/{bad}?report"))
+        .header("Host", "s1.test")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .unwrap();
+    assert_eq!(button.status(), 200);
+    let typed = format!("code=https%3A%2F%2Fs1.test%2F{good}");
+    let home = client
+        .post(format!("{base}/report-abuse"))
+        .header("Host", "s2.test")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(typed)
+        .send()
+        .unwrap();
+    assert_eq!(home.status(), 200);
+    let queue = system.sidecar_cli(&["abuse-reports"]);
+    let queue = String::from_utf8(queue.stdout).unwrap();
+    assert!(queue.contains(&format!("s1.test\t{bad}")), "{queue}");
+    assert!(queue.contains(&format!("s2.test\t{good}")), "{queue}");
+    assert!(!queue.contains("bad.example"), "{queue}");
 
     // Released by the workspace's admin: the redirect again, from the cache's next fill.
     let (status, body) = system

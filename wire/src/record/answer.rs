@@ -101,15 +101,18 @@ pub fn not_yet_page(opens_at: u64) -> Vec<u8> {
 
 /// The page a quarantined link answers (status [`QUARANTINE_STATUS`], `text/html; charset=utf-8`,
 /// `no-store`): the module and the fallback send these very bytes. It names no target (the
-/// point is that no one reaches it, nor copies it from the page) and offers the report form of
-/// the domain it is served on (`POST /report-abuse`, docs/SECURITY.md).
+/// point is that no one reaches it, nor copies it from the page) and offers the domain's report
+/// button: a form posting the page's own path with `?report`, which nginx sends to the sidecar's
+/// `POST /report-abuse/{code}` (docs/SECURITY.md, "Quarantine"), so the page needs no code in it.
 pub fn quarantine_page() -> &'static [u8] {
     b"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
       <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
       <meta name=\"robots\" content=\"noindex\"><title>Link held back</title></head>\
       <body><h1>This link is held back</h1><p>It points to a site listed as unsafe (phishing or \
       malware), so it does not open. If you expected it to work, the sender can have it checked \
-      and released.</p></body></html>\n"
+      and released.</p><form method=\"post\" action=\"?report\"><p>Received it in a message \
+      you did not expect? <button type=\"submit\">Report this link</button></p></form>\
+      </body></html>\n"
 }
 
 /// The status of the lifecycle's redirects (before and after the link lives): temporary, since

@@ -4,6 +4,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod abuse;
 mod audit;
 mod auth;
 mod batch;
@@ -121,6 +122,10 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(
             deliveries::callbacks_router()
                 .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+        )
+        // Visitors' abuse reports: outside the API-key layer, limited per address (abuse).
+        .merge(
+            abuse::router().route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
         )
         // No /metrics here: it names every workspace's domains, so it is the operator's, on a
         // listener of its own ([`metrics_router`]).

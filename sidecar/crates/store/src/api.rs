@@ -8,7 +8,7 @@ use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,
     NewRow, Role, Slot,
 };
-use super::quarantine::Quarantine;
+use super::quarantine::{AbuseReport, Quarantine};
 use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -366,6 +366,12 @@ pub trait Storage: Send + Sync + 'static {
         feed: Option<&str>,
         workspace: Option<WorkspaceId>,
     ) -> StorageResult<Vec<Quarantine>>;
+
+    /// Records a visitor's abuse report.
+    async fn record_abuse_report(&self, report: &AbuseReport) -> StorageResult<()>;
+
+    /// The newest `limit` abuse reports, newest first.
+    async fn abuse_reports(&self, limit: u32) -> StorageResult<Vec<AbuseReport>>;
 }
 
 /// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements

@@ -1,6 +1,6 @@
 //! Quarantines (issue 79) as SQL keeps them: a link whose target a threat feed lists answers the
 //! warning page until it is released; the row says which feed and entry, and whether a release
-//! holds against them. How links are found by host: [`host_key`].
+//! holds against them. How links are found by host: [`host_key`]. And visitors' abuse reports.
 
 use crate::WorkspaceId;
 use chrono::{DateTime, Utc};
@@ -20,6 +20,15 @@ pub struct Quarantine {
     pub released_at: Option<DateTime<Utc>>,
     /// Who released it, as the audit log names the actor.
     pub released_by: Option<String>,
+}
+
+/// A visitor's report of a short link (the warning page's or a domain's home page's form), for
+/// the operator's queue: the code and the host, never a target or the visitor's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbuseReport {
+    pub code: String,
+    pub host: String,
+    pub reported_at: DateTime<Utc>,
 }
 
 /// The workspace's own block list, as a quarantine's feed name.

@@ -8,7 +8,7 @@ use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
 use crate::model::Link;
-use crate::quarantine::{host_key, host_range, Quarantine};
+use crate::quarantine::{host_key, host_range, AbuseReport, Quarantine};
 use crate::WorkspaceId;
 
 const COLUMNS: &str = "code, workspace_id, feed, entry, quarantined_at, released_at, released_by";
@@ -103,6 +103,38 @@ impl<D: Dialect> SqlStorage<D> {
         }
         query.push(" ORDER BY quarantined_at DESC, code");
         self.rows(query).await?.iter().map(row::<D>).collect()
+    }
+}
+
+impl<D: Dialect> SqlStorage<D> {
+    pub(super) async fn insert_abuse_report(&self, report: &AbuseReport) -> StorageResult<()> {
+        let insert = statement(
+            "INSERT INTO abuse_reports (code, host, reported_at) VALUES (?, ?, ?)",
+            [
+                Value::Text(report.code.clone()),
+                Value::Text(report.host.clone()),
+                D::time(report.reported_at),
+            ],
+        );
+        self.execute(insert).await?;
+        Ok(())
+    }
+
+    pub(super) async fn abuse_report_rows(&self, limit: u32) -> StorageResult<Vec<AbuseReport>> {
+        let query = statement(
+            "SELECT code, host, reported_at FROM abuse_reports \
+             ORDER BY reported_at DESC, id DESC LIMIT ?",
+            [Value::Int(i64::from(limit))],
+        );
+        (self.rows(query).await?.iter())
+            .map(|row| {
+                Ok(AbuseReport {
+                    code: D::read_text(row, "code")?,
+                    host: D::read_text(row, "host")?,
+                    reported_at: D::read_time(row, "reported_at")?,
+                })
+            })
+            .collect()
     }
 }
 

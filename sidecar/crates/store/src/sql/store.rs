@@ -652,6 +652,14 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     ) -> StorageResult<Vec<crate::Quarantine>> {
         self.quarantine_rows(feed, workspace).await
     }
+
+    async fn record_abuse_report(&self, report: &crate::AbuseReport) -> StorageResult<()> {
+        self.insert_abuse_report(report).await
+    }
+
+    async fn abuse_reports(&self, limit: u32) -> StorageResult<Vec<crate::AbuseReport>> {
+        self.abuse_report_rows(limit).await
+    }
 }
 
 /// A sequence's value as SQL keeps it (a signed 64-bit integer).
