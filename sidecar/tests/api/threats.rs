@@ -611,3 +611,34 @@ async fn visitors_report_a_code_for_the_operators_queue_a_few_at_a_time() {
         shortlink_sidecar::http::abuse::BURST as usize
     );
 }
+
+#[tokio::test]
+async fn a_host_a_workspace_blocks_later_quarantines_its_links_only() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let a_link = create_in(&app, &a, "https://www.rival.example/a").await;
+    let b_link = create_in(&app, &b, "https://rival.example/b").await;
+    assert_eq!(
+        put_lists(&app, &b, json!({"block": ["rival.example"]}))
+            .await
+            .status(),
+        200
+    );
+    assert!(quarantined_in_redis(&app, &b_link).await);
+    assert!(
+        !quarantined_in_redis(&app, &a_link).await,
+        "A's link is not B's to block"
+    );
+    let listed: Value = send_json(with_key(&app, &b, reqwest::Method::GET, "/quarantines")).await;
+    assert_eq!(listed["quarantines"][0]["feed"], "workspace-block-list");
+    assert_eq!(listed["quarantines"][0]["entry"], "rival.example");
+    // Unblocked: B's link answers again.
+    assert_eq!(put_lists(&app, &b, json!({})).await.status(), 200);
+    assert!(!quarantined_in_redis(&app, &b_link).await);
+    assert_eq!(fallback_answer(&app, "brand-b", &b_link).await.0, 302);
+}

@@ -360,7 +360,8 @@ pub trait Storage: Send + Sync + 'static {
     /// (0: none is left).
     async fn fill_link_host_keys(&self, limit: u32) -> StorageResult<u64>;
 
-    /// The quarantines under `feed` (held and released), or of `workspace`, newest first.
+    /// The quarantines (held and released) under `feed` and of `workspace`, each `None`: any;
+    /// newest first.
     async fn quarantines(
         &self,
         feed: Option<&str>,

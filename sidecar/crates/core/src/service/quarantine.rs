@@ -6,6 +6,7 @@
 //! again. The entry leaving its feed ends the quarantine. Each step is a locked row rewritten
 //! and its record re-projected, as a revoke is, with its audit row in the link's workspace.
 
+use super::target_lists::BLOCK_LIST;
 use super::{LinkService, ServiceError};
 use shortlink_store::audit::{link_changes, Actor, Origin};
 use shortlink_store::{self as storage, Link, Quarantine, WorkspaceId};
@@ -266,6 +267,34 @@ impl LinkService {
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
         Ok(true)
+    }
+
+    /// A workspace's block list changed from `before` to `after`: its unrevoked links on a host
+    /// added are quarantined (feed [`BLOCK_LIST`]); the quarantines under a host removed end.
+    /// Another workspace's links are never touched.
+    pub(super) async fn follow_block_list(
+        &self,
+        workspace: WorkspaceId,
+        before: &[String],
+        after: &[String],
+    ) -> Result<(), ServiceError> {
+        for host in after.iter().filter(|host| !before.contains(host)) {
+            let own = |link: &Link| link.workspace == workspace;
+            self.quarantine_on_host(host, BLOCK_LIST, host, own).await?;
+        }
+        let ended = (self
+            .storage
+            .quarantines(Some(BLOCK_LIST), Some(workspace))
+            .await?)
+            .into_iter()
+            .filter(|q| !after.contains(&q.entry));
+        for quarantine in ended {
+            match self.end(&quarantine).await {
+                Ok(_) | Err(ServiceError::NotFound) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     /// `workspace`'s quarantines (held and released), newest first.

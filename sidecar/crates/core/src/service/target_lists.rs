@@ -55,6 +55,10 @@ impl LinkService {
         self.storage.append_audit(&entry).await?;
         let lists = Arc::new(lists);
         self.target_lists.remember(workspace, &lists);
+        // Its links already sent to a host it now blocks are quarantined as a feed's are; a
+        // host it no longer blocks ends theirs.
+        self.follow_block_list(workspace, &before.block, &lists.block)
+            .await?;
         Ok(lists)
     }
 }
