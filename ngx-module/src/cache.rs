@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use shortlink_wire::record::{Extras, Link, LinkView, WorkspaceName, REVOKED_STATUS};
+use shortlink_wire::record::{
+    Extras, Link, LinkView, WorkspaceName, QUARANTINE_STATUS, REVOKED_STATUS,
+};
 
 /// What a lookup resolved to, as handed to the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,8 +79,10 @@ impl<'a> CachedLink<'a> {
     /// An owned copy, for a task that outlives the borrow of the cache.
     pub fn to_link(&self) -> Link {
         if self.revoked {
-            return Link::Revoked {
-                workspace: WorkspaceName::parse(self.target),
+            let workspace = WorkspaceName::parse(self.target);
+            return match self.status {
+                QUARANTINE_STATUS => Link::Quarantined { workspace },
+                _ => Link::Revoked { workspace },
             };
         }
         Link::Live {
@@ -257,6 +261,11 @@ impl Slot {
                 Cached::Link(Link::Revoked { workspace }) => {
                     let workspace = workspace.as_ref().map_or(&[][..], WorkspaceName::as_bytes);
                     (REVOKED, REVOKED_STATUS, 0, false, workspace, None)
+                }
+                // A quarantine is kept as a tombstone is, its status telling them apart.
+                Cached::Link(Link::Quarantined { workspace }) => {
+                    let workspace = workspace.as_ref().map_or(&[][..], WorkspaceName::as_bytes);
+                    (REVOKED, QUARANTINE_STATUS, 0, false, workspace, None)
                 }
                 Cached::Link(Link::Live {
                     status,
@@ -492,7 +501,7 @@ impl Cache {
         let ttl = ttl_for(&self.config, &value);
         let target_len = match &value {
             Cached::Link(Link::Live { target, .. }) => target.len(),
-            Cached::Link(Link::Revoked { workspace }) => {
+            Cached::Link(Link::Revoked { workspace } | Link::Quarantined { workspace }) => {
                 workspace.map_or(0, |name| name.as_bytes().len())
             }
             Cached::Missing => 0,

@@ -27,7 +27,10 @@ use shortlink_wire::preview::{self, card_page, CARD_STATUS};
 use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
 };
-use shortlink_wire::record::{not_yet_page, Answer, Checked, Chosen, Extras, Link, NOT_YET_STATUS};
+use shortlink_wire::record::{
+    not_yet_page, quarantine_page, Answer, Checked, Chosen, Extras, Link, NOT_YET_STATUS,
+    QUARANTINE_STATUS,
+};
 use shortlink_wire::rules;
 
 /// nginx-sys has no constant for it; nginx knows 410 and renders its error page.
@@ -185,6 +188,9 @@ pub fn answer(
                 verdict: checked.verdict,
             }
         }
+        // No visit: the click reached nothing, and the link's owner learns of the quarantine
+        // from its webhook and audit row.
+        Answer::Quarantined => page::send(r, QUARANTINE_STATUS, quarantine_page()).into(),
         Answer::NotYet { opens_at } => {
             bump(mcf, Counter::NotYet);
             page::send(r, NOT_YET_STATUS, &not_yet_page(opens_at)).into()

@@ -34,6 +34,7 @@ fn link(code: String) -> Link {
         updated_at: now,
         expires_at: None,
         revoked_at: None,
+        quarantined_at: None,
         visit_count: 0,
         last_visit_at: None,
         campaign: Some("spring".into()),

@@ -256,6 +256,7 @@ async fn wire_state(
         messaging: Arc::new(messaging),
         receipt_groups: Arc::default(),
         unknown_tokens: Arc::default(),
+        abuse_reports: Arc::default(),
     })
 }
 
@@ -422,9 +423,13 @@ impl Jobs {
             tasks.spawn("webhook delivery", |shutdown| delivery.run(shutdown));
         }
         if let Some(feeds) = state.links.threats() {
-            let feeds = Arc::clone(feeds);
+            let refreshed = Arc::clone(feeds);
             tasks.spawn("threat feeds", move |shutdown| {
-                threats::refresh_every(feeds, shutdown)
+                threats::refresh_every(refreshed, shutdown)
+            });
+            let (links, feeds) = (Arc::clone(&state.links), Arc::clone(feeds));
+            tasks.spawn("quarantines", move |shutdown| {
+                threats::quarantine_as_feeds_change(links, feeds, shutdown)
             });
         }
         let Some(serving) = self.serving else {

@@ -4,10 +4,11 @@
 use shortlink_config::{Config, ConfigError};
 use shortlink_core::background::{self, Shutdown};
 use shortlink_core::outbound;
+use shortlink_core::service::LinkService;
 use shortlink_threats::feed::Spec;
 use shortlink_threats::normalize;
 use shortlink_threats::reputation::{TargetReputation, WebRisk};
-use shortlink_threats::{Settings, Threats};
+use shortlink_threats::{FeedChange, Settings, Threats};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,5 +79,59 @@ pub async fn refresh_every(threats: Arc<Threats>, mut shutdown: Shutdown) {
     tokio::select! {
         () = threats.run() => {}
         () = background::fired(&mut shutdown) => {}
+    }
+}
+
+/// Quarantines the links each feed change lists, and ends the quarantines of entries a feed no
+/// longer lists, as the refreshes report them (the first load's included), until shutdown. The
+/// host keys of links stored before they existed are written first, so the sweeps find them.
+pub async fn quarantine_as_feeds_change(
+    links: Arc<LinkService>,
+    threats: Arc<Threats>,
+    mut shutdown: Shutdown,
+) {
+    let sweeps = async {
+        match links.fill_host_keys().await {
+            Ok(0) => {}
+            Ok(filled) => tracing::info!(filled, "host keys written for links stored before them"),
+            Err(error) => tracing::error!(%error, "host keys of older links not written"),
+        }
+        loop {
+            for change in threats.changes().await {
+                sweep(&links, &threats, &change).await;
+            }
+        }
+    };
+    tokio::select! {
+        () = sweeps => {}
+        () = background::fired(&mut shutdown) => {}
+    }
+}
+
+/// One change's sweep, tried again after a pause while the database or Redis fails.
+async fn sweep(links: &LinkService, threats: &Threats, change: &FeedChange) {
+    let feed = change.feed.as_str();
+    loop {
+        let done = async {
+            links.quarantine_added(change).await?;
+            links
+                .end_unlisted(feed, |entry| threats.lists(feed, entry))
+                .await
+        };
+        match done.await {
+            Ok(0) => return,
+            Ok(ended) => {
+                tracing::info!(
+                    feed,
+                    ended,
+                    "quarantines ended: the feed no longer lists their entry"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(feed, %error, "quarantine sweep failed; trying again in 5 s");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
     }
 }

@@ -196,6 +196,10 @@ fn cached_links_answer_like_the_link() {
         Link::Revoked {
             workspace: Some(brand_a()),
         },
+        Link::Quarantined { workspace: None },
+        Link::Quarantined {
+            workspace: Some(brand_a()),
+        },
         with_extras(b"https://x.example/"),
     ];
     for link in links {
@@ -231,6 +235,10 @@ fn cached_links_keep_their_workspace() {
         in_a,
         Link::Revoked { workspace: None },
         Link::Revoked {
+            workspace: Some(brand_a()),
+        },
+        Link::Quarantined { workspace: None },
+        Link::Quarantined {
             workspace: Some(brand_a()),
         },
     ];

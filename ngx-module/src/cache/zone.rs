@@ -47,7 +47,7 @@ unsafe fn lock_mutex(_: *mut ngx_shmtx_t) {}
 unsafe fn unlock_mutex(_: *mut ngx_shmtx_t) {}
 
 use super::{CacheConfig, Cached, Hit, Scope, IMPORTED};
-use shortlink_wire::record::{Link, WorkspaceName, REVOKED_STATUS};
+use shortlink_wire::record::{Link, WorkspaceName, QUARANTINE_STATUS, REVOKED_STATUS};
 
 /// Removal stamps: a power of two; two codes sharing one only cost a refused store.
 const STAMPS: usize = 1 << 14;
@@ -494,6 +494,15 @@ fn entry_of(
         Cached::Link(Link::Revoked { workspace }) => (
             REVOKED,
             REVOKED_STATUS,
+            0,
+            false,
+            workspace.as_ref().map_or(&[][..], WorkspaceName::as_bytes),
+            config.ttl_ms,
+        ),
+        // Kept as a tombstone is, its status telling them apart.
+        Cached::Link(Link::Quarantined { workspace }) => (
+            REVOKED,
+            QUARANTINE_STATUS,
             0,
             false,
             workspace.as_ref().map_or(&[][..], WorkspaceName::as_bytes),

@@ -14,6 +14,7 @@ pub(crate) mod import;
 mod keys;
 pub mod orphans;
 mod progress;
+mod quarantines;
 mod resync;
 mod visits;
 mod workspaces;
@@ -109,6 +110,19 @@ pub enum Command {
         #[command(subcommand)]
         command: ConversionsCommand,
     },
+    /// Links a threat feed quarantined after they were created: `list` a workspace's, `release`
+    /// one (docs/SECURITY.md, "Quarantine").
+    Quarantines {
+        #[command(subcommand)]
+        command: quarantines::QuarantinesCommand,
+    },
+    /// Visitors' abuse reports (the warning page's and the home pages' form), newest first: when,
+    /// the host, the code (docs/SECURITY.md, "Quarantine").
+    AbuseReports {
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<(), BoxError> {
@@ -135,6 +149,8 @@ async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> 
         Command::CodeScheme { command } => code_scheme::run(config, command).await,
         Command::Audit { command } => audit::run(config, command).await,
         Command::Conversions { command } => conversions::run(config, command).await,
+        Command::Quarantines { command } => quarantines::run(config, command).await,
+        Command::AbuseReports { limit } => quarantines::abuse_reports(config, limit).await,
         Command::CheckConfig => check::check_config(config),
         Command::Migrate => {
             crate::open_storage(config).await?;

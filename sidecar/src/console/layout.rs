@@ -93,6 +93,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
             " " a href="/console/webhooks" { "Webhooks" }
             " " a href="/console/import" { "Import" }
             " " a href="/console/audit" { "Audit log" }
+            " " a href="/console/held" { "Held back" }
             " " a href="/console/privacy" { "Privacy" }
             " " a href="/console/workspace" { "Workspace" }
         }

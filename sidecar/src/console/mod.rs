@@ -33,6 +33,7 @@ mod detail;
 mod domain_chart;
 mod domains;
 mod funnel;
+mod held;
 mod import;
 mod keys;
 mod layout;
@@ -149,6 +150,8 @@ pub fn router() -> Router<AppState> {
         .route("/console/webhooks/{id}/replay", post(webhooks::replay))
         .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route("/console/audit", get(audit::page))
+        .route("/console/held", get(held::page))
+        .route("/console/held/{code}/release", post(held::release))
         .route("/console/privacy", get(subjects::page))
         .route("/console/privacy/export", post(subject_forms::export))
         .route("/console/privacy/erase", post(subject_forms::erase))

@@ -323,6 +323,7 @@ async fn orphan_removal_waits_for_writes_in_flight() {
         updated_at: now,
         expires_at: None,
         revoked_at: None,
+        quarantined_at: None,
         visit_count: 0,
         last_visit_at: None,
         campaign: None,

@@ -43,6 +43,7 @@ mod outages;
 mod partitions;
 mod projection_marker;
 mod qr;
+mod quarantine_bench;
 mod rate_limits;
 mod refusals;
 mod resolve;

@@ -253,7 +253,10 @@ async fn workspace_lists_apply_to_their_workspace_only_and_never_over_a_feed() {
     assert!(message.contains("\"urlhaus-lists\""), "{message}");
     assert_eq!(app.stored().await.links, 3);
     let lists: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/target-lists")).await;
-    assert_eq!(lists, json!({"block": [], "allow": []}));
+    assert_eq!(
+        lists,
+        json!({"block": [], "allow": [], "hold_for_review": false})
+    );
 }
 
 #[tokio::test]
@@ -277,4 +280,365 @@ async fn bad_threat_settings_stop_the_start_naming_the_flag() {
         };
         assert!(error.contains(needle), "{flags:?}: {error}");
     }
+}
+
+/// The decoded state of `code`'s record in Redis: what the module and its caches answer.
+async fn record_of(app: &TestApp, code: &str) -> Option<shortlink_wire::record::Link> {
+    let bytes = app.redis_record(code).await?;
+    Some(shortlink_wire::record::decode(&bytes).unwrap())
+}
+
+async fn quarantined_in_redis(app: &TestApp, code: &str) -> bool {
+    matches!(
+        record_of(app, code).await,
+        Some(shortlink_wire::record::Link::Quarantined { .. })
+    )
+}
+
+/// Waits (at most 60 s, the bound) until `code`'s record is quarantined (`true`) or live.
+async fn until_record(app: &TestApp, code: &str, quarantined: bool) {
+    let done = eventually(Duration::from_secs(60), || async {
+        quarantined_in_redis(app, code).await == quarantined
+    })
+    .await;
+    assert!(
+        done,
+        "{code}: not {} within 60 s",
+        if quarantined { "quarantined" } else { "live" }
+    );
+}
+
+/// The fallback's answer for `code` on a host of `workspace`: status and body.
+async fn fallback_answer(app: &TestApp, workspace: &str, code: &str) -> (u16, Vec<u8>) {
+    let answer = app.resolve_on(workspace, code).await;
+    let status = answer.status().as_u16();
+    (status, answer.bytes().await.unwrap().to_vec())
+}
+
+async fn create_in(app: &TestApp, key: &str, url: &str) -> String {
+    let answer = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&json!({ "url": url }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{url}");
+    let body: Value = answer.json().await.unwrap();
+    body["code"].as_str().unwrap().to_owned()
+}
+
+async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Response {
+    with_key(
+        app,
+        key,
+        reqwest::Method::POST,
+        &format!("/links/{code}/release"),
+    )
+    .send()
+    .await
+    .unwrap()
+}
+
+fn write_hosts(dir: &tempfile::TempDir, hosts: &[&str]) {
+    let body: String = hosts
+        .iter()
+        .map(|host| format!("0.0.0.0 {host}\n"))
+        .collect();
+    std::fs::write(dir.path().join("hosts.txt"), body).unwrap();
+}
+
+#[tokio::test]
+async fn a_feed_update_quarantines_live_links_and_a_release_holds_until_the_entry_changes() {
+    let feed = Feed::default();
+    feed.set(&["https://old.example/x"]);
+    let flags = ["--threat-refresh", "1s"];
+    let (app, dir) = app_with_feeds("urlhaus-q", &feed, &flags).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let a_bad = create_in(&app, &a, "https://www.bad.example/a").await;
+    let b_bad = create_in(&app, &b, "https://bad.example/b").await;
+    let a_good = create_in(&app, &a, "https://notbad.example/").await;
+    let a_url = create_in(&app, &a, "https://urls.example/phish?id=1").await;
+    let a_same_host = create_in(&app, &a, "https://urls.example/other").await;
+    let a_later = create_in(&app, &a, "https://later.example/").await;
+
+    // The host list gains bad.example (its subdomains too), URLhaus one URL.
+    write_hosts(&dir, &["phish.example", "tracker.example", "bad.example"]);
+    feed.set(&["https://old.example/x", "https://urls.example/phish?id=1"]);
+    for code in [&a_bad, &b_bad, &a_url] {
+        until_record(&app, code, true).await;
+    }
+    for code in [&a_good, &a_same_host, &a_later] {
+        assert!(!quarantined_in_redis(&app, code).await, "{code}");
+    }
+    // The fallback answers as the module: the warning page, never the target.
+    let (status, page) = fallback_answer(&app, "brand-a", &a_bad).await;
+    assert_eq!(status, 451);
+    assert_eq!(page, shortlink_wire::record::quarantine_page());
+    assert!(!String::from_utf8_lossy(&page).contains("bad.example"));
+    assert_eq!(fallback_answer(&app, "brand-a", &a_good).await.0, 302);
+    // Each workspace sees its own quarantines, with the feed and the entry, and its audit rows.
+    let listed: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/quarantines")).await;
+    let mut seen: Vec<(String, String)> = (listed["quarantines"].as_array().unwrap().iter())
+        .map(|q| {
+            (
+                q["code"].as_str().unwrap().into(),
+                q["entry"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut expected = vec![
+        (a_bad.clone(), "bad.example".to_owned()),
+        (a_url.clone(), "https://urls.example/phish?id=1".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+    let b_listed: Value = send_json(with_key(&app, &b, reqwest::Method::GET, "/quarantines")).await;
+    assert_eq!(b_listed["quarantines"].as_array().unwrap().len(), 1);
+    assert_eq!(b_listed["quarantines"][0]["feed"], "corp-urlhaus-q");
+    let audit: Value = send_json(with_key(
+        &app,
+        &a,
+        reqwest::Method::GET,
+        "/audit?action=link.quarantined",
+    ))
+    .await;
+    assert_eq!(audit["rows"].as_array().unwrap().len(), 2, "{audit}");
+
+    // B's admin cannot release A's link (as if it did not exist); A's can, audited.
+    assert_eq!(release(&app, &b, &a_bad).await.status(), 404);
+    assert!(quarantined_in_redis(&app, &a_bad).await);
+    let released = release(&app, &a, &a_bad).await;
+    assert_eq!(released.status(), 200);
+    until_record(&app, &a_bad, false).await;
+    assert_eq!(fallback_answer(&app, "brand-a", &a_bad).await.0, 302);
+    assert!(
+        quarantined_in_redis(&app, &b_bad).await,
+        "B's stays quarantined"
+    );
+
+    // The release holds while the entry stays: a later change (another host) is swept, and
+    // a_bad stays live.
+    write_hosts(
+        &dir,
+        &[
+            "phish.example",
+            "tracker.example",
+            "bad.example",
+            "later.example",
+        ],
+    );
+    until_record(&app, &a_later, true).await;
+    assert!(!quarantined_in_redis(&app, &a_bad).await);
+
+    // The entry leaves the feed: B's link answers again (audited), and A's release is forgotten.
+    write_hosts(&dir, &["phish.example", "tracker.example", "later.example"]);
+    until_record(&app, &b_bad, false).await;
+    let ended: Value = send_json(with_key(
+        &app,
+        &b,
+        reqwest::Method::GET,
+        "/audit?action=link.quarantine_ended",
+    ))
+    .await;
+    assert_eq!(ended["rows"].as_array().unwrap().len(), 1, "{ended}");
+    // It comes back: a changed entry quarantines again, released or not.
+    write_hosts(
+        &dir,
+        &[
+            "phish.example",
+            "tracker.example",
+            "later.example",
+            "bad.example",
+        ],
+    );
+    for code in [&a_bad, &b_bad] {
+        until_record(&app, code, true).await;
+    }
+    // The operator releases from the command line, in any workspace.
+    app.run_cli(&["quarantines", "release", &b_bad]).await;
+    until_record(&app, &b_bad, false).await;
+}
+
+#[tokio::test]
+async fn a_workspace_that_holds_for_review_stores_listed_links_quarantined() {
+    let feed = Feed::default();
+    feed.set(&["https://listed.example/x"]);
+    let (app, _dir) = app_with_feeds("urlhaus-hold", &feed, &[]).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let answer = put_lists(&app, &a, json!({"hold_for_review": true})).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        answer.json::<Value>().await.unwrap()["hold_for_review"],
+        true
+    );
+
+    // A's listed target is stored, quarantined under the feed's entry; B's is refused as before.
+    let answer = with_key(&app, &a, reqwest::Method::POST, "/links")
+        .json(&json!({"url": "https://listed.example/x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let held: Value = answer.json().await.unwrap();
+    assert!(held["quarantined_at"].is_string(), "{held}");
+    let code = held["code"].as_str().unwrap().to_owned();
+    assert!(quarantined_in_redis(&app, &code).await);
+    assert_eq!(fallback_answer(&app, "brand-a", &code).await.0, 451);
+    assert_eq!(
+        create_with(&app, &b, "https://listed.example/x").await.0,
+        422
+    );
+    // In a batch, only the listed line is held; the others are plain links.
+    let items = json!([{"url": "https://shop.example/a"}, {"url": "https://www.phish.example/b"}]);
+    let answer = with_key(&app, &a, reqwest::Method::POST, "/links/batch")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = answer.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(
+        (results[0]["status"].as_u64(), results[1]["status"].as_u64()),
+        (Some(201), Some(201))
+    );
+    let batch_code = |i: usize| {
+        (results[i]["link"]["code"]
+            .as_str()
+            .or(results[i]["code"].as_str()))
+        .unwrap()
+        .to_owned()
+    };
+    assert!(!quarantined_in_redis(&app, &batch_code(0)).await);
+    assert!(quarantined_in_redis(&app, &batch_code(1)).await);
+    let listed: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/quarantines")).await;
+    let entries: Vec<&str> = (listed["quarantines"].as_array().unwrap().iter())
+        .map(|q| q["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 2, "{listed}");
+    assert!(entries.contains(&"https://listed.example/x") && entries.contains(&"phish.example"));
+    // Reviewed and released: it redirects.
+    assert_eq!(release(&app, &a, &code).await.status(), 200);
+    assert_eq!(fallback_answer(&app, "brand-a", &code).await.0, 302);
+    assert!(!quarantined_in_redis(&app, &code).await);
+}
+
+#[tokio::test]
+async fn the_console_lists_held_back_links_and_releases_them() {
+    let feed = Feed::default();
+    feed.set(&["https://listed.example/x"]);
+    let (app, _dir) = app_with_feeds("urlhaus-console", &feed, &[]).await;
+    refused(&app, "https://listed.example/x").await;
+    let answer = put_lists(&app, API_KEY, json!({"hold_for_review": true})).await;
+    assert_eq!(answer.status(), 200);
+    let held = app.create(json!({"url": "https://listed.example/x"})).await;
+    let code = held["code"].as_str().unwrap().to_owned();
+    let mut browser = crate::console::Browser::new(&app);
+    assert_eq!(browser.sign_in(API_KEY).await.status(), 303);
+    let page = browser.page("/console/held").await;
+    for shown in [
+        &code,
+        "urlhaus-console",
+        "https://listed.example/x",
+        "Release",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
+    let csrf = crate::console::csrf_of(&page);
+    let released = browser
+        .post(&format!("/console/held/{code}/release"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(released.status(), 303);
+    assert!(!quarantined_in_redis(&app, &code).await);
+    let page = browser.page("/console/held").await;
+    assert!(page.contains("released"), "{page}");
+    assert!(!page.contains(">Release<"), "{page}");
+}
+
+#[tokio::test]
+async fn visitors_report_a_code_for_the_operators_queue_a_few_at_a_time() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let code = app.create_code("https://shop.example/").await;
+    let report = |path: String, form: Vec<(&'static str, String)>| {
+        app.client
+            .post(app.url(&path))
+            .header("x-shortlink-host", "s1.example")
+            .form(&form)
+            .send()
+    };
+    // The warning page's button (its own path) and the home page's form (a pasted short URL).
+    let answer = report(format!("/report-abuse/{code}"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("Thank you"));
+    let pasted = format!("https://s1.example/{code}?utm=sms");
+    let answer = report("/report-abuse".into(), vec![("code", pasted)])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let bad = report("/report-abuse".into(), vec![("code", "not a code!".into())]).await;
+    assert_eq!(bad.unwrap().status(), 422);
+    // Stored for the operator: the code and the host, newest first; no target.
+    let storage = app.storage().await;
+    let reports = storage.abuse_reports(10).await.unwrap();
+    assert_eq!(reports.len(), 2);
+    assert!(reports
+        .iter()
+        .all(|r| r.code == code && r.host == "s1.example"));
+    // A few at once per address (here every request shares one: no proxy secret), then 429.
+    for _ in 2..shortlink_sidecar::http::abuse::BURST {
+        let answer = report(format!("/report-abuse/{code}"), vec![])
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+    let answer = report(format!("/report-abuse/{code}"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 429);
+    assert_eq!(
+        storage.abuse_reports(100).await.unwrap().len(),
+        shortlink_sidecar::http::abuse::BURST as usize
+    );
+}
+
+#[tokio::test]
+async fn a_host_a_workspace_blocks_later_quarantines_its_links_only() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    let a_link = create_in(&app, &a, "https://www.rival.example/a").await;
+    let b_link = create_in(&app, &b, "https://rival.example/b").await;
+    assert_eq!(
+        put_lists(&app, &b, json!({"block": ["rival.example"]}))
+            .await
+            .status(),
+        200
+    );
+    assert!(quarantined_in_redis(&app, &b_link).await);
+    assert!(
+        !quarantined_in_redis(&app, &a_link).await,
+        "A's link is not B's to block"
+    );
+    let listed: Value = send_json(with_key(&app, &b, reqwest::Method::GET, "/quarantines")).await;
+    assert_eq!(listed["quarantines"][0]["feed"], "workspace-block-list");
+    assert_eq!(listed["quarantines"][0]["entry"], "rival.example");
+    // Unblocked: B's link answers again.
+    assert_eq!(put_lists(&app, &b, json!({})).await.status(), 200);
+    assert!(!quarantined_in_redis(&app, &b_link).await);
+    assert_eq!(fallback_answer(&app, "brand-b", &b_link).await.0, 302);
 }

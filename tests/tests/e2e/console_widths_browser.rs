@@ -101,6 +101,40 @@ fn campaign_data(system: &System) -> String {
     codes[0].clone()
 }
 
+/// The Held back page's rows (issue 79): a threat feed, a listed target refused, then (the
+/// workspace holding listed targets for review) two stored quarantined, one of them released.
+fn held_data(system: &mut System) {
+    let dir = system.database_path().parent().unwrap().to_owned();
+    let feed = dir.join("threat-hosts.txt");
+    std::fs::write(
+        &feed,
+        "0.0.0.0 phish.example
+0.0.0.0 malware.example
+",
+    )
+    .unwrap();
+    let spec = format!("e2e=hosts:{}", feed.display());
+    system.restart_sidecar_with(&["--threat-feeds", &spec]);
+    let api = system.api();
+    let refused = json!({"url": "https://login.phish.example/account/verify?session=expired"});
+    assert_eq!(api.post("/links", &refused).0, 422);
+    let (status, body) = api.put("/target-lists", &json!({"hold_for_review": true}));
+    assert_eq!(status, 200, "{body}");
+    let mut codes = Vec::new();
+    for url in [
+        "https://secure.login.phish.example/a-rather-long-path/verify",
+        "https://cdn.malware.example/download",
+    ] {
+        let (status, body) = api.post("/links", &json!({ "url": url }));
+        assert_eq!(status, 201, "{body}");
+        codes.push(body["code"].as_str().unwrap().to_owned());
+    }
+    let (status, body) = api.post(&format!("/links/{}/release", codes[1]), &json!({}));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = api.put("/target-lists", &json!({}));
+    assert_eq!(status, 200, "{body}");
+}
+
 /// Each page at each width: what [`PROBLEMS`] finds and what the page logged, and its
 /// screenshot.
 async fn check_pages(
@@ -136,6 +170,8 @@ fn ndjson(items: &[Value]) -> String {
 async fn every_console_page_fits_a_phone_and_a_laptop() {
     let system = tokio::task::spawn_blocking(System::start).await.unwrap();
     let (system, code) = tokio::task::spawn_blocking(move || {
+        let mut system = system;
+        held_data(&mut system);
         let code = campaign_data(&system);
         (system, code)
     })
@@ -172,6 +208,7 @@ async fn every_console_page_fits_a_phone_and_a_laptop() {
         ("not-found", "/not-found".into()),
         ("webhooks", "/webhooks".into()),
         ("audit", "/audit".into()),
+        ("held", "/held".into()),
         ("privacy", "/privacy".into()),
         ("workspace", "/workspace".into()),
     ];

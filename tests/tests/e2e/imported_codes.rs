@@ -490,3 +490,19 @@ fn an_imported_code_ending_in_a_dot_is_itself_and_glued_punctuation_is_dropped()
         (ECHO_STATUS, "missing".to_owned())
     );
 }
+
+#[test]
+fn a_quarantined_imported_code_answers_the_warning_page() {
+    let edge = Edge::start();
+    edge.learn_scheme();
+    edge.store("x.q~1", "https://example.com/old/one");
+    assert_eq!(edge.get(OLD, "/x.q~1").0, 302);
+    // As the sidecar writes a quarantine (issue 79): the record's state, nothing else.
+    let quarantined = shortlink_wire::record::Record::Quarantined(None).encode();
+    edge.redis.set_bytes("sl:c:x.q~1", &quarantined);
+    let page = String::from_utf8(shortlink_wire::record::quarantine_page().to_vec()).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || edge
+        .get(OLD, "/x.q~1")
+        == (451, page.clone())));
+    assert_eq!(edge.get(PLAIN, "/x.q~1").0, 404, "still no code elsewhere");
+}

@@ -48,6 +48,7 @@ mod preview_card_browser;
 mod preview_cards;
 mod private_checkout;
 mod qr;
+mod quarantine;
 mod record_versions;
 mod redirect;
 mod replicas;

@@ -3,13 +3,16 @@
 
 use std::net::IpAddr;
 
-use super::Extras;
+use super::{Extras, QUARANTINE_STATUS, REVOKED_STATUS};
 use crate::rules::{self, Click};
 
 /// A link's fields as a reader holds them: borrowed from a decoded [`super::Link`] or from a
 /// cache slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkView<'a> {
+    /// The link redirects no one: revoked (410), or quarantined when `status` is
+    /// [`QUARANTINE_STATUS`]. A quarantine is one more status of a revoke's answer, so the
+    /// caches keep it as they keep a tombstone and a live link's click costs nothing more.
     pub revoked: bool,
     pub status: u16,
     /// Unix seconds after which the link is expired; 0 = never.
@@ -39,6 +42,8 @@ pub enum Answer<'a> {
     },
     /// Revoked, or expired without an expired URL: 410.
     Gone,
+    /// Quarantined: [`QUARANTINE_STATUS`] with [`quarantine_page`], never the target.
+    Quarantined,
     /// Before `valid_since`, without a "not yet" URL: a page saying when the link opens.
     NotYet { opens_at: u64 },
     /// A link with `max_visits` that would redirect: count the click (`INCR` of
@@ -94,9 +99,43 @@ pub fn not_yet_page(opens_at: u64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The page a quarantined link answers (status [`QUARANTINE_STATUS`], `text/html; charset=utf-8`,
+/// `no-store`): the module and the fallback send these very bytes. It names no target (the
+/// point is that no one reaches it, nor copies it from the page) and offers the domain's report
+/// button: a form posting the page's own path with `?report`, which nginx sends to the sidecar's
+/// `POST /report-abuse/{code}` (docs/SECURITY.md, "Quarantine"), so the page needs no code in it.
+pub fn quarantine_page() -> &'static [u8] {
+    b"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+      <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+      <meta name=\"robots\" content=\"noindex\"><title>Link held back</title></head>\
+      <body><h1>This link is held back</h1><p>It points to a site listed as unsafe (phishing or \
+      malware), so it does not open. If you expected it to work, the sender can have it checked \
+      and released.</p><form method=\"post\" action=\"?report\"><p>Received it in a message \
+      you did not expect? <button type=\"submit\">Report this link</button></p></form>\
+      </body></html>\n"
+}
+
 /// The status of the lifecycle's redirects (before and after the link lives): temporary, since
 /// the same click will be answered differently later or was answered differently before.
 pub const LIFECYCLE_STATUS: u16 = 302;
+
+impl LinkView<'static> {
+    /// A revoked link's view.
+    pub const ENDED: LinkView<'static> = LinkView::stopped(REVOKED_STATUS);
+    /// A quarantined link's view.
+    pub const QUARANTINED: LinkView<'static> = LinkView::stopped(QUARANTINE_STATUS);
+
+    const fn stopped(status: u16) -> Self {
+        LinkView {
+            revoked: true,
+            status,
+            expires_at: 0,
+            forward_query: false,
+            target: &[],
+            extras: None,
+        }
+    }
+}
 
 impl<'a> LinkView<'a> {
     /// The answer at `now_unix`. `click` is built only when a rule needs to be evaluated, and
@@ -128,7 +167,7 @@ impl<'a> LinkView<'a> {
         if self.extras.is_none() {
             let expired = self.revoked || (self.expires_at != 0 && self.expires_at <= now_unix);
             return if expired {
-                Answer::Gone
+                self.ended()
             } else {
                 self.own_target()
             };
@@ -145,7 +184,7 @@ impl<'a> LinkView<'a> {
         country: impl FnOnce(IpAddr) -> Option<[u8; 2]>,
     ) -> Answer<'a> {
         if self.revoked {
-            return Answer::Gone;
+            return self.ended();
         }
         let expired = self.expires_at != 0 && self.expires_at <= now_unix;
         let Some(extras) = self.extras else {
@@ -220,6 +259,17 @@ impl<'a> LinkView<'a> {
                 !expired && extras.valid_since <= now_unix
             }
             _ => false,
+        }
+    }
+
+    /// A link that redirects no one: quarantined, else gone. Out of line: a live link's click
+    /// never gets here.
+    #[inline(never)]
+    fn ended(&self) -> Answer<'a> {
+        if self.revoked && self.status == QUARANTINE_STATUS {
+            Answer::Quarantined
+        } else {
+            Answer::Gone
         }
     }
 

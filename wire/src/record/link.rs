@@ -22,6 +22,14 @@ pub const REVOKED_STATUS: u16 = 410;
 /// Another workspace's tombstone names it ([`Record::RevokedIn`]).
 pub const TOMBSTONE: &str = "1|R|410|0|0|";
 
+/// The status a quarantined link answers, with [`super::quarantine_page`]: 451, a refusal the
+/// server chose to make (docs/SECURITY.md, "Quarantine"), never a success a filter or a preview
+/// fetcher could take for the link's content.
+pub const QUARANTINE_STATUS: u16 = 451;
+
+/// The record of a quarantined link of the workspace `default` (another workspace's names it).
+pub const QUARANTINED: &str = "1|Q|451|0|0|";
+
 /// The largest record the sidecar writes ([`crate::limits::RECORD_BYTES`]).
 pub const MAX_RECORD_BYTES: usize = crate::limits::RECORD_BYTES;
 
@@ -45,6 +53,10 @@ pub enum Record<'a> {
     Revoked,
     /// A revoked link of this workspace (`default` gives [`TOMBSTONE`]).
     RevokedIn(WorkspaceName),
+    /// A live link held back because a threat feed lists its target: answered like a revoke, with
+    /// the warning page instead of a 410 ([`QUARANTINED`]; another workspace's names it). The
+    /// link itself is kept: a release writes its live record again.
+    Quarantined(Option<WorkspaceName>),
 }
 
 impl Record<'static> {
@@ -79,17 +91,24 @@ impl Record<'_> {
             },
             Record::Revoked => TOMBSTONE.as_bytes().to_vec(),
             Record::RevokedIn(name) if name.is_default() => TOMBSTONE.as_bytes().to_vec(),
-            Record::RevokedIn(name) => {
-                let mut out = format!("{VERSION_EXTRAS}|R|{REVOKED_STATUS}|0|0|\n").into_bytes();
-                let only_workspace = Extras {
-                    workspace: Some(*name),
-                    ..Extras::default()
-                };
-                only_workspace.encode(&mut out);
-                out
+            Record::RevokedIn(name) => named(&format!("R|{REVOKED_STATUS}"), name),
+            Record::Quarantined(Some(name)) if !name.is_default() => {
+                named(&format!("Q|{QUARANTINE_STATUS}"), name)
             }
+            Record::Quarantined(_) => QUARANTINED.as_bytes().to_vec(),
         }
     }
+}
+
+/// A version-2 record of `state|status` that names workspace `name` and nothing else.
+fn named(state_status: &str, name: &WorkspaceName) -> Vec<u8> {
+    let mut out = format!("{VERSION_EXTRAS}|{state_status}|0|0|\n").into_bytes();
+    let only_workspace = Extras {
+        workspace: Some(*name),
+        ..Extras::default()
+    };
+    only_workspace.encode(&mut out);
+    out
 }
 
 /// A decoded record: what is cached, so a cache hit never parses.
@@ -110,6 +129,10 @@ pub enum Link {
         /// `None`: the workspace `default`.
         workspace: Option<WorkspaceName>,
     },
+    Quarantined {
+        /// `None`: the workspace `default`.
+        workspace: Option<WorkspaceName>,
+    },
 }
 
 impl Link {
@@ -117,7 +140,7 @@ impl Link {
     pub fn workspace(&self) -> Option<&WorkspaceName> {
         match self {
             Link::Live { extras, .. } => extras.as_deref()?.workspace.as_ref(),
-            Link::Revoked { workspace } => workspace.as_ref(),
+            Link::Revoked { workspace } | Link::Quarantined { workspace } => workspace.as_ref(),
         }
     }
 
@@ -137,14 +160,8 @@ impl Link {
                 target,
                 extras: extras.as_deref(),
             },
-            Link::Revoked { .. } => LinkView {
-                revoked: true,
-                status: REVOKED_STATUS,
-                expires_at: 0,
-                forward_query: false,
-                target: &[],
-                extras: None,
-            },
+            Link::Revoked { .. } => LinkView::ENDED,
+            Link::Quarantined { .. } => LinkView::QUARANTINED,
         }
     }
 }
@@ -228,17 +245,22 @@ pub fn decode(value: &[u8]) -> Result<Link, RecordError> {
                 extras,
             })
         }
-        // Version 2 holds only the tombstones of other workspaces, naming nothing else.
-        b"R" if extras
-            .as_ref()
-            .is_some_and(|extras| !extras.only_workspace() || extras.workspace.is_none()) =>
+        // Version 2 holds only the tombstones (and quarantines) of other workspaces, naming
+        // nothing else.
+        b"R" | b"Q"
+            if extras
+                .as_ref()
+                .is_some_and(|extras| !extras.only_workspace() || extras.workspace.is_none()) =>
         {
             Err(RecordError::State)
         }
         b"R" if status == u64::from(REVOKED_STATUS) => Ok(Link::Revoked {
             workspace: extras.and_then(|extras| extras.workspace),
         }),
-        b"R" => Err(RecordError::Status),
+        b"Q" if status == u64::from(QUARANTINE_STATUS) => Ok(Link::Quarantined {
+            workspace: extras.and_then(|extras| extras.workspace),
+        }),
+        b"R" | b"Q" => Err(RecordError::Status),
         _ => Err(RecordError::State),
     }
 }

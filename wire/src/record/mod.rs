@@ -8,8 +8,8 @@
 //! | field | meaning |
 //! |---|---|
 //! | `1` | format version ([`VERSION`]) |
-//! | state | `L` live, `R` revoked |
-//! | status | `301`, `302`, `307` or `308` for `L`; `410` for `R` |
+//! | state | `L` live, `R` revoked, `Q` quarantined |
+//! | status | `301`, `302`, `307` or `308` for `L`; `410` for `R`; `451` for `Q` |
 //! | expires_at | Unix time in seconds after which the link is expired; `0` = never |
 //! | flags | decimal bit set: `1` = append the short URL's query string ([`FLAG_FORWARD_QUERY`]) |
 //! | target | absolute `http`/`https` URL, visible ASCII only (hosts as punycode, the rest percent-encoded); empty for `R` |
@@ -25,7 +25,10 @@
 //! above. A link of any other workspace names it in version 2's field `w` ([`extras`]): a live
 //! one as one more extra (a plain link of another workspace is version 2 with that field only),
 //! a revoked one as a version-2 tombstone, `2|R|410|0|0|` then `\n` and the field `w` (no other
-//! field). A reader predating workspaces meets a field it does not know, so such a record is
+//! field). A quarantined link ([`Record::Quarantined`]) is written as a tombstone is, with state
+//! `Q` and status 451: `1|Q|451|0|0|` ([`QUARANTINED`]) for `default`, `2|Q|451|0|0|` + `\n` +
+//! `w` for another workspace; a reader predating quarantines meets a state it does not know,
+//! "not mine", so the fallback (which knows) answers it. A reader predating workspaces meets a field it does not know, so such a record is
 //! "not mine" to it: it never answers another workspace's code as if it were `default`'s.
 //!
 //! Versions: the first field names the layout. A reader meeting a version it does not know gets
@@ -41,12 +44,13 @@ mod workspace;
 
 pub use crate::target::is_valid_target;
 pub use answer::{
-    not_yet_page, Answer, Checked, Chosen, LinkView, LIFECYCLE_STATUS, NOT_YET_STATUS,
+    not_yet_page, quarantine_page, Answer, Checked, Chosen, LinkView, LIFECYCLE_STATUS,
+    NOT_YET_STATUS,
 };
 pub use extras::Extras;
 pub use link::{
-    decode, Link, Record, RecordError, FLAG_FORWARD_QUERY, MAX_RECORD_BYTES, REVOKED_STATUS,
-    TOMBSTONE, VERSION, VERSION_EXTRAS,
+    decode, Link, Record, RecordError, FLAG_FORWARD_QUERY, MAX_RECORD_BYTES, QUARANTINED,
+    QUARANTINE_STATUS, REVOKED_STATUS, TOMBSTONE, VERSION, VERSION_EXTRAS,
 };
 pub use workspace::{InvalidWorkspaceName, WorkspaceName};
 

@@ -149,3 +149,43 @@ fn a_tombstone_carries_nothing_but_its_workspace() {
         Err(RecordError::Status)
     );
 }
+
+#[test]
+fn a_quarantined_link_is_a_tombstone_of_state_q_that_answers_the_warning_page() {
+    assert_eq!(Record::Quarantined(None).encode(), QUARANTINED.as_bytes());
+    assert_eq!(
+        Record::Quarantined(Some(WorkspaceName::DEFAULT)).encode(),
+        QUARANTINED.as_bytes()
+    );
+    let value = Record::Quarantined(Some(brand_a())).encode();
+    assert_eq!(value, b"2|Q|451|0|0|\nw\x00\x07brand-a");
+    for (value, workspace) in [
+        (value.clone(), Some(brand_a())),
+        (QUARANTINED.as_bytes().to_vec(), None),
+    ] {
+        let link = decode(&value).unwrap();
+        assert_eq!(link, Link::Quarantined { workspace });
+        let view = link.view();
+        assert_eq!(
+            (view.revoked, view.status, view.target),
+            (true, 451, &[][..])
+        );
+        let answer = view.answer(0, || panic!("no rule"), |_| panic!("no country"));
+        assert_eq!(answer, Answer::Quarantined);
+    }
+    // Only 451 goes with `Q`, and a quarantine names nothing but its workspace.
+    assert_eq!(decode(b"1|Q|410|0|0|"), Err(RecordError::Status));
+    assert_eq!(
+        decode(b"2|Q|451|0|0|\nc\x00\x00w\x00\x07brand-a"),
+        Err(RecordError::State)
+    );
+    // A revoke still answers 410.
+    assert_eq!(
+        Link::Revoked { workspace: None }.view().answer(
+            0,
+            || panic!("no rule"),
+            |_| panic!("no country")
+        ),
+        Answer::Gone
+    );
+}

@@ -54,6 +54,28 @@ fn stores_reads_and_expires() {
     assert_eq!((stats.entries, stats.hits), (2, 2));
 }
 
+/// A quarantined record is kept as a tombstone is, its status telling them apart: a hit
+/// answers the warning page, never a 410 or the link's old target.
+#[test]
+fn a_quarantined_record_reads_back_as_quarantined() {
+    let owned = zone(16);
+    let z = &owned.zone;
+    let brand = shortlink_wire::record::WorkspaceName::parse(b"brand-a");
+    for (code, link) in [
+        ("q1", Link::Quarantined { workspace: None }),
+        ("q2", Link::Quarantined { workspace: brand }),
+        ("r1", Link::Revoked { workspace: brand }),
+    ] {
+        assert_eq!(put(z, code, &Cached::Link(link.clone()), 0), Stored::Yes);
+        let mut near = Near::with_entries(1);
+        let Some(Hit::Link(hit)) = z.get(code.as_bytes(), 1, Scope::All, &mut near) else {
+            panic!("no hit for {code}");
+        };
+        assert_eq!(hit.view(), link.view(), "{code}");
+        assert_eq!(hit.to_link(), link, "{code}");
+    }
+}
+
 #[test]
 fn a_removal_refuses_answers_to_lookups_sent_before_it() {
     let owned = zone(16);

@@ -4,6 +4,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod abuse;
 mod audit;
 mod auth;
 mod batch;
@@ -28,6 +29,7 @@ pub mod orphans;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;
+mod quarantines;
 pub mod rate_limit;
 pub mod request_id;
 mod resolve;
@@ -95,6 +97,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(subjects::router())
         .merge(retention::router())
         .merge(target_lists::router())
+        .merge(quarantines::router())
         .route("/openapi.json", get(openapi::serve))
         // Its own fallback, so that unknown /api/v1 paths are behind auth too.
         .fallback(|| async { Error::NotFound })
@@ -119,6 +122,10 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(
             deliveries::callbacks_router()
                 .route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
+        )
+        // Visitors' abuse reports: outside the API-key layer, limited per address (abuse).
+        .merge(
+            abuse::router().route_layer(axum::middleware::from_fn(shortlink_core::metrics::track)),
         )
         // No /metrics here: it names every workspace's domains, so it is the operator's, on a
         // listener of its own ([`metrics_router`]).

@@ -53,6 +53,10 @@ pub struct LinkView {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Since when a threat feed's entry holds the link back: it answers the warning page (451)
+    /// until released (`POST /api/v1/links/{code}/release`); absent when it is not quarantined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantined_at: Option<DateTime<Utc>>,
     pub visit_count: i64,
     pub last_visit_at: Option<DateTime<Utc>>,
     pub campaign: Option<String>,
@@ -106,6 +110,7 @@ impl LinkView {
             created_at: link.created_at,
             updated_at: link.updated_at,
             revoked_at: link.revoked_at,
+            quarantined_at: link.quarantined_at,
             visit_count: link.visit_count,
             last_visit_at: link.last_visit_at,
             campaign: link.campaign,
@@ -204,7 +209,7 @@ pub(crate) fn new_link(
 
 /// A code from the path that could name a link (ours, or one imported from another shortener,
 /// which `import --from` alone creates); anything else cannot exist.
-fn path_code(state: &AppState, code: &str) -> Result<()> {
+pub(crate) fn path_code(state: &AppState, code: &str) -> Result<()> {
     if state.links.scheme().shape(code.as_bytes()).may_exist()
         || shortcode::is_imported_charset(code.as_bytes())
     {

@@ -4,8 +4,8 @@ use super::error::{ErrorBody, ErrorDetail};
 use super::stats::RangeBound;
 use super::{
     audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
-    orphans, preview, qr, resolve, retention, stats, subjects, target_lists, visits, webhooks,
-    workspace_metrics, workspaces,
+    orphans, preview, qr, quarantines, resolve, retention, stats, subjects, target_lists, visits,
+    webhooks, workspace_metrics, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -54,6 +54,8 @@ use utoipa::OpenApi;
         domains::reissue::reissue_links,
         target_lists::get_lists,
         target_lists::put_lists,
+        quarantines::list_quarantines,
+        quarantines::release_link,
         domains::not_found::get_workspace,
         domains::not_found::put_workspace,
         domains::not_found::get_domain,

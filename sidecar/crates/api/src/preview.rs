@@ -180,6 +180,10 @@ fn view(resolution: Resolution) -> PreviewView {
             view.answer = "gone";
             view.status = 410;
         }
+        Resolution::Quarantined => {
+            view.answer = "quarantined";
+            view.status = shortlink_wire::record::QUARANTINE_STATUS;
+        }
         Resolution::Password => {
             view.answer = "password";
             view.status = shortlink_wire::record::password::PASSWORD_STATUS;

@@ -16,7 +16,9 @@ use shortlink_wire::fallback;
 use shortlink_wire::not_found::{self, Case};
 use shortlink_wire::preview::CARD_STATUS;
 use shortlink_wire::record::password::{password_page, PASSWORD_STATUS};
-use shortlink_wire::record::{not_yet_page, WorkspaceName, NOT_YET_STATUS};
+use shortlink_wire::record::{
+    not_yet_page, quarantine_page, WorkspaceName, NOT_YET_STATUS, QUARANTINE_STATUS,
+};
 use shortlink_wire::verdict::Signals;
 
 pub fn router() -> Router<AppState> {
@@ -202,6 +204,10 @@ fn answer(resolution: Resolution) -> Result<Response> {
         }
         Resolution::NotFound => (Error::NotFound.into_response(), CACHE_CONTROL_TEMPORARY),
         Resolution::Gone => (Error::Gone.into_response(), CACHE_CONTROL_TEMPORARY),
+        Resolution::Quarantined => (
+            page(QUARANTINE_STATUS, quarantine_page().to_vec()),
+            CACHE_CONTROL_TEMPORARY,
+        ),
         Resolution::NotYet { opens_at } => (
             page(NOT_YET_STATUS, not_yet_page(opens_at)),
             CACHE_CONTROL_TEMPORARY,

@@ -27,6 +27,8 @@ pub struct AppState {
     pub receipt_groups: Arc<shortlink_messaging::receipts::group::ReceiptGroups>,
     /// Unknown callback tokens presented per client address (issue 77).
     pub unknown_tokens: Arc<crate::deliveries::callbacks::strikes::UnknownTokens>,
+    /// Abuse reports per client address (issue 79).
+    pub abuse_reports: Arc<crate::abuse::ReportBudgets>,
 }
 
 /// Request-handling settings derived from the configuration once, at start-up.

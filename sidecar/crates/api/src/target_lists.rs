@@ -28,6 +28,10 @@ pub struct TargetListsBody {
     #[serde(default)]
     #[schema(schema_with = hosts)]
     pub allow: Vec<String>,
+    /// A listed target (by a threat feed or these lists) is stored quarantined, pending review
+    /// (`GET /api/v1/quarantines`, `POST /api/v1/links/{code}/release`), instead of refused.
+    #[serde(default)]
+    pub hold_for_review: bool,
 }
 
 fn hosts() -> utoipa::openapi::schema::Schema {
@@ -38,6 +42,7 @@ fn body(lists: &TargetLists) -> TargetListsBody {
     TargetListsBody {
         block: lists.block.clone(),
         allow: lists.allow.clone(),
+        hold_for_review: lists.hold_for_review,
     }
 }
 
@@ -60,7 +65,8 @@ pub async fn get_lists(
         (status = 400, description = "`malformed_json`", body = ErrorBody),
         (status = 415, description = "not `application/json`", body = ErrorBody),
         (status = 422, description = "`invalid_host`: an entry is not a host name (the message \
-            names the list and the entry), or a list has more than 1000", body = ErrorBody),
+            names the list and the entry), or a list has more than 1000; `invalid_body`: not a \
+            JSON object of these fields", body = ErrorBody),
     ))]
 pub async fn put_lists(
     State(state): State<AppState>,
@@ -71,6 +77,7 @@ pub async fn put_lists(
     let lists = TargetLists {
         block: request.block,
         allow: request.allow,
+        hold_for_review: request.hold_for_review,
     }
     .normalized()
     .map_err(|(list, entry)| {

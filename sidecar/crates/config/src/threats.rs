@@ -13,8 +13,8 @@ pub struct ThreatConfig {
     )]
     pub threat_feeds: Vec<String>,
 
-    /// How often each feed is fetched again (a conditional request: unchanged feeds cost a 304).
-    #[arg(long, env = "SHORTLINK_THREAT_REFRESH", default_value = "5m", value_parser = humantime::parse_duration, global = true)]
+    /// How often each feed is fetched again (a conditional request: unchanged feeds cost a 304). A link a feed lists later is quarantined within this interval and the sweep: 45 s keeps it within a minute.
+    #[arg(long, env = "SHORTLINK_THREAT_REFRESH", default_value = "45s", value_parser = humantime::parse_duration, global = true)]
     pub threat_refresh: Duration,
 
     /// A feed larger than this many bytes is refused (the previous copy keeps answering).

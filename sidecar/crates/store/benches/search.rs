@@ -28,6 +28,7 @@ fn link(i: usize) -> NewRow {
             updated_at: now,
             expires_at: None,
             revoked_at: None,
+            quarantined_at: None,
             visit_count: 0,
             last_visit_at: None,
             campaign: Some(format!("campaign-{}", i % 10_000)),

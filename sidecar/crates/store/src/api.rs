@@ -8,6 +8,7 @@ use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,
     NewRow, Role, Slot,
 };
+use super::quarantine::{AbuseReport, Quarantine};
 use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -342,6 +343,36 @@ pub trait Storage: Send + Sync + 'static {
     /// Deletes audit rows older than `before_ms` (Unix ms) from the start of each chain, moving
     /// its anchor; returns how many.
     async fn prune_audit(&self, before_ms: i64) -> StorageResult<u64>;
+
+    /// The unrevoked links, whoever owns them, whose target's host is `host` or a subdomain of
+    /// it, by code after `after`, at most `limit`: found through `links.target_host`'s index.
+    async fn links_on_host(
+        &self,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
+
+    /// The distinct host keys ([`crate::host_key`]) of the links after `after`, at most `limit`.
+    async fn link_host_keys(&self, after: Option<&str>, limit: u32) -> StorageResult<Vec<String>>;
+
+    /// Writes the host key of up to `limit` links stored before keys existed; returns how many
+    /// (0: none is left).
+    async fn fill_link_host_keys(&self, limit: u32) -> StorageResult<u64>;
+
+    /// The quarantines (held and released) under `feed` and of `workspace`, each `None`: any;
+    /// newest first.
+    async fn quarantines(
+        &self,
+        feed: Option<&str>,
+        workspace: Option<WorkspaceId>,
+    ) -> StorageResult<Vec<Quarantine>>;
+
+    /// Records a visitor's abuse report.
+    async fn record_abuse_report(&self, report: &AbuseReport) -> StorageResult<()>;
+
+    /// The newest `limit` abuse reports, newest first.
+    async fn abuse_reports(&self, limit: u32) -> StorageResult<Vec<AbuseReport>>;
 }
 
 /// Rows made ready for their backend's bulk insert by [`Storage::encode_rows`] (the statements
@@ -417,6 +448,15 @@ pub trait LinkTx: Send {
 
     /// Writes every mutable field of `link`, metadata included (matched by code).
     async fn update_link(&mut self, link: &Link) -> StorageResult<()>;
+
+    /// The quarantine of the link `code` (held or released), if any.
+    async fn quarantine_of(&mut self, code: &str) -> StorageResult<Option<Quarantine>>;
+
+    /// Replaces the quarantine of `quarantine.code` with it.
+    async fn put_quarantine(&mut self, quarantine: &Quarantine) -> StorageResult<()>;
+
+    /// Forgets the quarantine of the link `code`.
+    async fn delete_quarantine(&mut self, code: &str) -> StorageResult<()>;
 
     /// Appends an audit row in this transaction: it commits, or rolls back, with the change.
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()>;

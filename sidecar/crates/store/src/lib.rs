@@ -17,6 +17,7 @@ pub mod patience;
 pub mod pg_copy;
 mod pool;
 mod postgres;
+mod quarantine;
 pub mod sql;
 mod sqlite;
 pub mod sqlite_file;
@@ -31,6 +32,7 @@ pub use self::model::{
 use self::mysql::MysqlStorage;
 pub use self::not_found::NotFoundRedirects;
 use self::postgres::PgStorage;
+pub use self::quarantine::{host_key, host_range, AbuseReport, Quarantine, WORKSPACE_LIST};
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{
     display_name, is_valid_slug, DeletedWorkspace, Quotas, Standing, Workspace, WorkspaceChange,

@@ -22,6 +22,9 @@ pub struct Link {
     /// Whole seconds: the Redis record carries Unix seconds.
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Since when a threat feed's entry holds the link back ([`crate::Quarantine`]): its record
+    /// answers the warning page instead of the redirect until it is released.
+    pub quarantined_at: Option<DateTime<Utc>>,
     pub visit_count: i64,
     pub last_visit_at: Option<DateTime<Utc>>,
     /// Caller metadata: the campaign the link belongs to.

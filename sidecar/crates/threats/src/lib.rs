@@ -15,4 +15,6 @@ pub mod source;
 mod threats;
 
 pub use error::Error;
-pub use threats::{Refusal, Settings, Threats, LOOKALIKE_FEED, SHORTENERS, SHORTENERS_FEED};
+pub use threats::{
+    FeedChange, Refusal, Settings, Threats, LOOKALIKE_FEED, SHORTENERS, SHORTENERS_FEED,
+};

@@ -60,6 +60,37 @@ pub const SHORTENERS_FEED: &str = "shorteners";
 /// The feed name a refusal as a brand's look-alike carries.
 pub const LOOKALIKE_FEED: &str = "lookalike";
 
+/// What a refresh changed in one feed's copy: the entries the new copy lists and the one
+/// before did not (normalised hosts and URLs). What a quarantine sweep looks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedChange {
+    pub feed: String,
+    pub added_hosts: Vec<String>,
+    pub added_urls: Vec<String>,
+}
+
+impl FeedChange {
+    fn between(feed: &str, before: &Index, parsed: &Parsed) -> Self {
+        let new = |entries: &[String], hit: fn(String) -> Hit| {
+            (entries.iter())
+                .filter(|entry| !before.contains(&hit((*entry).clone())))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let mut added_hosts = new(&parsed.hosts, Hit::Host);
+        let mut added_urls = new(&parsed.urls, Hit::Url);
+        for added in [&mut added_hosts, &mut added_urls] {
+            added.sort_unstable();
+            added.dedup();
+        }
+        Self {
+            feed: feed.to_owned(),
+            added_hosts,
+            added_urls,
+        }
+    }
+}
+
 /// Why a target is refused: the feed that lists it and the entry it matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -92,6 +123,9 @@ pub struct Threats {
     settings: Settings,
     /// The last refresh's outcome per feed, for the log and `/metrics`.
     last_errors: Mutex<Vec<Option<String>>>,
+    /// What refreshes changed since [`Self::changes`] last took it, and its signal.
+    pending: Mutex<Vec<FeedChange>>,
+    changed: tokio::sync::Notify,
 }
 
 impl Threats {
@@ -117,6 +151,8 @@ impl Threats {
             .collect();
         Self {
             last_errors: Mutex::new(vec![None; settings.feeds.len()]),
+            pending: Mutex::default(),
+            changed: tokio::sync::Notify::new(),
             slots,
             shorteners,
             brands: lookalike::brands(&settings.brand_hosts),
@@ -197,6 +233,19 @@ impl Threats {
         }
     }
 
+    /// Which feed lists `target` and by which entry, the feeds only (no shorteners, look-alikes
+    /// or commercial lookup: what a quarantine after the fact follows).
+    pub fn listed(&self, target: &str) -> Option<Refusal> {
+        let (url, host) = normalize::serialized_parts(target)?;
+        self.slots.iter().find_map(|slot| {
+            let hit = slot.current().index.lookup(url, host)?;
+            Some(Refusal {
+                feed: slot.spec.name.clone(),
+                entry: hit.entry().to_owned(),
+            })
+        })
+    }
+
     /// Whether feed `feed` still lists `entry` as it did (what a quarantine's release holds to).
     pub fn lists(&self, feed: &str, entry: &str) -> bool {
         let Some(slot) = self.slots.iter().find(|slot| slot.spec.name == feed) else {
@@ -217,8 +266,29 @@ impl Threats {
     }
 
     /// Fetches every feed that changed and swaps in its new copy if it passes the checks.
-    /// Returns the names of the feeds whose copy changed (what a quarantine sweep follows).
+    /// Returns the names of the feeds whose copy changed.
     pub async fn refresh(&self) -> Vec<String> {
+        (self.refresh_changes().await.into_iter())
+            .map(|change| change.feed)
+            .collect()
+    }
+
+    /// What the refreshes changed since the last call (the first load's included), waiting
+    /// for a change when there is none: what the quarantine sweep follows.
+    pub async fn changes(&self) -> Vec<FeedChange> {
+        loop {
+            let taken =
+                std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+            if !taken.is_empty() {
+                return taken;
+            }
+            // A change signalled since the take left its permit: this returns at once.
+            self.changed.notified().await;
+        }
+    }
+
+    /// [`Self::refresh`], saying what each changed copy added.
+    pub async fn refresh_changes(&self) -> Vec<FeedChange> {
         let mut changed = Vec::new();
         for (at, slot) in self.slots.iter().enumerate() {
             let outcome = self.refresh_one(slot).await;
@@ -229,17 +299,22 @@ impl Threats {
             gauge!("shortlink_threat_feed_held_back", "feed" => slot.spec.name.clone()).set(
                 f64::from(u8::from(matches!(outcome, Err(Error::Shrank { .. })))),
             );
-            if let Ok(true) = outcome {
-                changed.push(slot.spec.name.clone());
+            if let Ok(Some(change)) = outcome {
+                changed.push(change);
             }
             if let Ok(mut errors) = self.last_errors.lock() {
                 errors[at] = error;
             }
         }
+        if !changed.is_empty() {
+            (self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+                .extend(changed.iter().cloned());
+            self.changed.notify_one();
+        }
         changed
     }
 
-    async fn refresh_one(&self, slot: &Slot) -> Result<bool, Error> {
+    async fn refresh_one(&self, slot: &Slot) -> Result<Option<FeedChange>, Error> {
         let _one = slot.refreshing.lock().await;
         let current = slot.current();
         let max_bytes = self.settings.max_bytes;
@@ -259,13 +334,18 @@ impl Threats {
             // The copy is as current as its source: its age starts again.
             Fetched::NotModified => {
                 updated(name);
-                return Ok(false);
+                return Ok(None);
             }
         };
         let spec = slot.spec.clone();
         // Parsing and sorting a million entries is a few hundred milliseconds of CPU.
-        let loaded = tokio::task::spawn_blocking(move || {
-            Loaded::verify(&current, &feed::read(&spec, &body), validators)
+        let (loaded, change) = tokio::task::spawn_blocking(move || {
+            let parsed = feed::read(&spec, &body);
+            let loaded = Loaded::verify(&current, &parsed, validators)?;
+            Ok::<_, Error>((
+                loaded,
+                FeedChange::between(&spec.name, &current.index, &parsed),
+            ))
         })
         .await
         .map_err(|_| Error::Panicked)??;
@@ -275,7 +355,7 @@ impl Threats {
             .set(loaded.errors as f64);
         *slot.loaded.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded);
         updated(name);
-        Ok(true)
+        Ok(Some(change))
     }
 
     /// Refreshes every `--threat-refresh`, from one interval after now, until dropped.

@@ -24,6 +24,7 @@ fn link(n: usize) -> (Link, AuditEntry) {
         updated_at: now,
         expires_at: None,
         revoked_at: None,
+        quarantined_at: None,
         visit_count: 0,
         last_visit_at: None,
         campaign: None,

@@ -42,6 +42,9 @@ const GATEWAY_USER: &str = "a-secret-gateway-user";
 /// Where A's unknown codes go (its workspace's and its domain's not-found redirects).
 const NOT_FOUND_URL: &str = "https://a.example/a-secret-not-found";
 
+/// The feed that quarantined A's capped link (issue 79): only A may list or release it.
+const QUARANTINE_FEED: &str = "a-secret-feed";
+
 /// A's short domain: its part of the issuing list names it, as nginx's API server sends it.
 const A_DOMAIN: &str = "s.a.example";
 const LISTS: &str = "https://s.example [brand-a] https://s.a.example";
@@ -70,6 +73,13 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
+    let storage = app.storage().await;
+    let a = storage.workspace_by_slug("brand-a").await.unwrap().unwrap();
+    let quarantined = app
+        .state
+        .links
+        .quarantine(a.id, &codes[1], QUARANTINE_FEED, "a.example");
+    assert!(quarantined.await.unwrap());
     let answer = with_key(app, admin, Method::POST, "/webhooks")
         .json(
             &json!({"name": "a-secret-hook", "url": "https://hooks.a.example/in",
@@ -222,6 +232,7 @@ fn marks(objects: &Objects) -> Vec<String> {
             "a-secret-message",
             "a-secret-gateway",
             "a-secret-typo",
+            QUARANTINE_FEED,
             GATEWAY_USER,
             "a.example",
         ]

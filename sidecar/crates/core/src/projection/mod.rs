@@ -65,9 +65,11 @@ pub use shortlink_wire::keys::link_key as key;
 /// workspace's hosts.
 pub fn encode_record(link: &Link, workspace: RecordWorkspace) -> Vec<u8> {
     let workspace = workspace.name();
-    match link.revoked_at {
-        Some(_) => Record::revoked(workspace).encode(),
-        None => {
+    // A revoke ends a quarantine's warning too: it is for good.
+    match (link.revoked_at, link.quarantined_at) {
+        (Some(_), _) => Record::revoked(workspace).encode(),
+        (None, Some(_)) => Record::Quarantined(workspace).encode(),
+        (None, None) => {
             let mut extras = wire_extras(&link.code, &link.extras);
             extras.workspace = workspace;
             // Only sticky splits read it: a link without rules keeps its bytes.

@@ -14,6 +14,7 @@ fn link() -> Link {
         updated_at: at,
         expires_at: None,
         revoked_at: None,
+        quarantined_at: None,
         visit_count: 0,
         last_visit_at: None,
         campaign: None,

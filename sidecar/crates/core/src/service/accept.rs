@@ -242,6 +242,7 @@ pub fn imported_link(
         extras,
         restore: kept.restore,
         foreign,
+        held: None,
     })
 }
 

@@ -393,6 +393,15 @@ impl LinkService {
             .into_iter()
             .collect();
         let rows = &plan.rows;
+        // Items held for review are stored quarantined, with the entry that listed them.
+        for (row, &at) in rows.iter().zip(&plan.todo) {
+            if let Some(refusal) =
+                (items[at].1.held.as_ref()).filter(|_| plan.inserted.contains(&row.link.code))
+            {
+                tx.put_quarantine(&super::quarantine::held(&row.link, refusal))
+                    .await?;
+            }
+        }
         // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot
         // (its row is the answer), or the code is taken.
         let skipped: Vec<usize> = (0..rows.len())

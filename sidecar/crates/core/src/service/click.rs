@@ -137,6 +137,7 @@ pub fn answer(
             chosen,
         },
         Answer::Gone => Resolution::Gone,
+        Answer::Quarantined => Resolution::Quarantined,
         Answer::NotYet { opens_at } => Resolution::NotYet { opens_at },
         Answer::Password => Resolution::Password,
         Answer::Count => return Err(CountFirst),

@@ -34,7 +34,8 @@ impl LinkService {
             "another workspace's budget"
         );
         // Before anything is reserved or written: a refused target costs no quota.
-        self.screen(new.workspace, &new.target, origin).await?;
+        let mut new = new;
+        new.held = self.screen(new.workspace, &new.target, origin).await?;
         // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
         let _writing = self.in_flight.enter(new.workspace).await;
         let reservation = budget.reserve_links(1).await?;
@@ -76,6 +77,7 @@ impl LinkService {
             }
         }
         let alias = new.code.clone();
+        let held = new.held.clone();
         let mut link = new_link(new, String::new(), url_hash, now);
         let attempts = if alias.is_some() {
             1
@@ -88,7 +90,12 @@ impl LinkService {
                 Some(code) => code.clone(),
                 None => self.issuer.next_code().await?,
             };
-            let audit = origin.entry("link.create", &link.code, created_changes(&link));
+            let mut changes = created_changes(&link);
+            if let Some(refusal) = &held {
+                changes = (changes.set("feed", refusal.feed.as_str()))
+                    .set("entry", refusal.entry.as_str());
+            }
+            let audit = origin.entry("link.create", &link.code, changes);
             let sql_started = std::time::Instant::now();
             let mut tx = self.storage.begin().await?;
             let inserted = tx.insert_link_audited(&link, slot, &audit).await;
@@ -115,6 +122,10 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             };
+            if let Some(refusal) = &held {
+                tx.put_quarantine(&super::quarantine::held(&link, refusal))
+                    .await?;
+            }
             // Appended with the insert where the backend could, else now, before the commit.
             let audit = (!audited).then_some(&audit);
             if self
@@ -274,6 +285,7 @@ fn created_changes(link: &Link) -> Changes {
         recipient_ref: None,
         tags: Vec::new(),
         expires_at: None,
+        quarantined_at: None,
         ..link.clone()
     };
     link_changes(&unset, link)
@@ -296,6 +308,7 @@ pub(super) fn new_link(new: NewLink, code: String, url_hash: String, now: DateTi
         updated_at: revoked_at.unwrap_or(created_at).max(created_at),
         expires_at: new.expires_at,
         revoked_at,
+        quarantined_at: new.held.as_ref().map(|_| now),
         visit_count: 0,
         last_visit_at: None,
         campaign: new.campaign,

@@ -33,6 +33,10 @@ pub struct TargetLists {
     pub block: Vec<String>,
     /// If not empty, only targets on these hosts or their subdomains are accepted.
     pub allow: Vec<String>,
+    /// A listed target (by a feed or these lists) is stored quarantined, pending its admins'
+    /// review (`POST /api/v1/links/{code}/release`), instead of refused.
+    #[serde(default)]
+    pub hold_for_review: bool,
 }
 
 impl TargetLists {
@@ -53,6 +57,7 @@ impl TargetLists {
         Ok(Self {
             block: hosts(self.block, "block")?,
             allow: hosts(self.allow, "allow")?,
+            hold_for_review: self.hold_for_review,
         })
     }
 
@@ -106,6 +111,7 @@ mod tests {
         let lists = TargetLists {
             block: vec!["Bad.example".into(), "x.good.example".into()],
             allow: vec!["good.example".into()],
+            hold_for_review: false,
         }
         .normalized()
         .unwrap();
@@ -123,6 +129,7 @@ mod tests {
         assert!(TargetLists {
             block: vec!["not a host".into()],
             allow: vec![],
+            hold_for_review: false,
         }
         .normalized()
         .is_err());

@@ -37,6 +37,7 @@ mod in_flight;
 pub mod keys;
 mod links;
 mod model;
+mod quarantine;
 mod read;
 mod requests;
 mod screen;

@@ -39,6 +39,10 @@ pub struct NewLink {
     /// sequence then (a 7-character Bitly code has one 1 time in 62): it does not move the
     /// sequence, and the issuer, meeting it later, skips to the next number.
     pub(crate) foreign: bool,
+    /// Set by the check at create when the workspace holds listed targets for review
+    /// ([`super::target_lists::TargetLists::hold_for_review`]): the link is stored quarantined
+    /// under this feed entry instead of refused.
+    pub(crate) held: Option<std::sync::Arc<shortlink_threats::Refusal>>,
 }
 
 impl NewLink {
@@ -227,6 +231,8 @@ pub enum Resolution {
     },
     NotFound,
     Gone,
+    /// A threat feed lists the target: `wire`'s warning page (451), no target.
+    Quarantined,
     /// Before `valid_since`, without a "not yet" URL: `wire`'s "not yet" page.
     NotYet {
         opens_at: u64,

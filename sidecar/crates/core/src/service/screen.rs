@@ -22,19 +22,23 @@ pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
 impl LinkService {
     /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed: by a feed
     /// first (an allow list never lets a feed-listed target through), then by `workspace`'s own
-    /// lists, which apply to its links only.
+    /// lists, which apply to its links only. `Ok(Some(..))` instead when the workspace holds
+    /// listed targets for review: the link is then stored quarantined.
     pub(super) async fn screen(
         &self,
         workspace: WorkspaceId,
         target: &TargetUrl,
         origin: &Origin,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<Option<Arc<Refusal>>, ServiceError> {
         let lists = self.target_lists(workspace).await?;
-        let screened = self.screen_with(&lists, target).await;
-        if let Err(ServiceError::UnsafeTarget(refusal)) = &screened {
-            self.audit_refusal(origin, target, refusal).await;
+        match self.screen_with(&lists, target).await {
+            Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => Ok(Some(refusal)),
+            Err(ServiceError::UnsafeTarget(refusal)) => {
+                self.audit_refusal(origin, target, &refusal).await;
+                Err(ServiceError::UnsafeTarget(refusal))
+            }
+            screened => screened.map(|()| None),
         }
-        screened
     }
 
     /// Records a refusal; a failure to is logged, never a reason to store the link.
@@ -95,9 +99,13 @@ impl LinkService {
         let mut kept = Vec::with_capacity(chunks.len());
         for (at, items) in chunks.into_iter().enumerate() {
             let mut keep = Vec::with_capacity(items.len());
-            for (index, new) in items {
+            for (index, mut new) in items {
                 match self.screen_with(&lists, &new.target).await {
                     Ok(()) => keep.push((index, new)),
+                    Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => {
+                        new.held = Some(refusal);
+                        keep.push((index, new));
+                    }
                     Err(error) => {
                         if let ServiceError::UnsafeTarget(refusal) = &error {
                             let origin = job_origin(authority);

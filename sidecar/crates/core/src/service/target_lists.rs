@@ -45,11 +45,20 @@ impl LinkService {
         let hosts = |list: &[String]| serde_json::Value::from(list.to_vec());
         let changes = Changes::new()
             .diff("block", hosts(&before.block), hosts(&lists.block))
-            .diff("allow", hosts(&before.allow), hosts(&lists.allow));
+            .diff("allow", hosts(&before.allow), hosts(&lists.allow))
+            .diff(
+                "hold_for_review",
+                before.hold_for_review,
+                lists.hold_for_review,
+            );
         let entry = origin.entry("target_lists.set", workspace.to_string(), changes);
         self.storage.append_audit(&entry).await?;
         let lists = Arc::new(lists);
         self.target_lists.remember(workspace, &lists);
+        // Its links already sent to a host it now blocks are quarantined as a feed's are; a
+        // host it no longer blocks ends theirs.
+        self.follow_block_list(workspace, &before.block, &lists.block)
+            .await?;
         Ok(lists)
     }
 }

@@ -126,7 +126,7 @@ impl LinkService {
         Ok(next)
     }
 
-    async fn publish_and_commit(
+    pub(super) async fn publish_and_commit(
         &self,
         tx: Box<dyn storage::LinkTx>,
         link: &Link,

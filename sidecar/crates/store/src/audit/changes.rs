@@ -88,6 +88,11 @@ pub fn link_changes(before: &Link, after: &Link) -> Changes {
             time(before.revoked_at),
             time(after.revoked_at),
         )
+        .diff(
+            "quarantined_at",
+            time(before.quarantined_at),
+            time(after.quarantined_at),
+        )
         .diff("campaign", before.campaign.clone(), after.campaign.clone())
         // Personal data (a customer id, a phone-derived key): an erase cannot reach an audit
         // row, whose hash the chain covers, so the row says only that it was set or changed.
@@ -135,6 +140,7 @@ mod tests {
             updated_at: at,
             expires_at: None,
             revoked_at: None,
+            quarantined_at: None,
             visit_count: 0,
             last_visit_at: None,
             campaign: None,

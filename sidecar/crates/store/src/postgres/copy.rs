@@ -52,6 +52,8 @@ impl LinksCopy {
                 .opt_text(link.extras.password_digest.as_deref())
                 .opt_text(link.extras.preview.as_deref())
                 .opt_text(link.extras.click_id_param.as_deref())
+                .opt_timestamptz(link.quarantined_at)
+                .opt_text(crate::host_key(&link.target).as_deref())
                 .int8(link.workspace.get())
                 .opt_int8(slot.map(|s| s.batch_id))
                 .opt_int8(slot.map(|s| s.index));

@@ -31,7 +31,7 @@ const fn column(name: &'static str, stored: Stored, updated: bool) -> Column {
 
 /// The link's columns, in the order of [`link_values`](super::rows::link_values): the one list the insert, the update and
 /// the select are derived from.
-pub(crate) const LINK: [Column; 23] = [
+pub(crate) const LINK: [Column; 25] = [
     column("code", Stored::Plain, false),
     column("target", Stored::Plain, true),
     column("url_hash", Stored::Plain, true),
@@ -54,6 +54,9 @@ pub(crate) const LINK: [Column; 23] = [
     column("password_digest", Stored::Plain, true),
     column("preview", Stored::Plain, true),
     column("click_id_param", Stored::Plain, true),
+    column("quarantined_at", Stored::Plain, true),
+    // Derived from the target (`crate::host_key`), never read back: the index quarantines use.
+    column("target_host", Stored::Plain, true),
     // Last: the COPY and UNNEST of PostgreSQL's batch name the columns in this order.
     column("workspace_id", Stored::Plain, false),
 ];

@@ -13,6 +13,7 @@ mod dialect;
 mod driver;
 mod imported;
 mod not_found;
+mod quarantine;
 pub(crate) mod rows;
 mod statement;
 mod store;

@@ -44,6 +44,8 @@ fn link_columns<D: Dialect>(
         Value::OptText(link.extras.password_digest.clone()),
         Value::OptText(link.extras.preview.clone()),
         Value::OptText(link.extras.click_id_param.clone()),
+        D::opt_time(link.quarantined_at),
+        Value::OptText(crate::host_key(&link.target)),
         Value::Int(link.workspace.get()),
     ]
 }
@@ -284,6 +286,7 @@ pub(crate) fn link<D: Dialect>(row: &Row<D>) -> StorageResult<Link> {
         updated_at: D::read_time(row, "updated_at")?,
         expires_at: D::read_opt_time(row, "expires_at")?,
         revoked_at: D::read_opt_time(row, "revoked_at")?,
+        quarantined_at: D::read_opt_time(row, "quarantined_at")?,
         visit_count: D::DB::int(row, "visit_count")?,
         last_visit_at: D::read_opt_time(row, "last_visit_at")?,
         campaign: D::read_opt_text(row, "campaign")?,

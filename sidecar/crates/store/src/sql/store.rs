@@ -627,6 +627,39 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     async fn prune_audit(&self, before_ms: i64) -> StorageResult<u64> {
         self.prune_audit_rows(before_ms).await
     }
+
+    async fn links_on_host(
+        &self,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        self.links_on_host_page(host, after, limit).await
+    }
+
+    async fn link_host_keys(&self, after: Option<&str>, limit: u32) -> StorageResult<Vec<String>> {
+        self.host_keys_page(after, limit).await
+    }
+
+    async fn fill_link_host_keys(&self, limit: u32) -> StorageResult<u64> {
+        self.fill_host_keys(limit).await
+    }
+
+    async fn quarantines(
+        &self,
+        feed: Option<&str>,
+        workspace: Option<WorkspaceId>,
+    ) -> StorageResult<Vec<crate::Quarantine>> {
+        self.quarantine_rows(feed, workspace).await
+    }
+
+    async fn record_abuse_report(&self, report: &crate::AbuseReport) -> StorageResult<()> {
+        self.insert_abuse_report(report).await
+    }
+
+    async fn abuse_reports(&self, limit: u32) -> StorageResult<Vec<crate::AbuseReport>> {
+        self.abuse_report_rows(limit).await
+    }
 }
 
 /// A sequence's value as SQL keeps it (a signed 64-bit integer).

@@ -3,11 +3,13 @@
 use super::audit::HeadHints;
 use super::dialect::Dialect;
 use super::driver::Driver;
+use super::quarantine;
 use super::rows::{self, insert_columns, link_placeholders, link_values, push_list};
 use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
 use crate::model::{Link, NewRow, Slot};
+use crate::quarantine::Quarantine;
 use crate::workspace::{Standing, WorkspaceId};
 use async_trait::async_trait;
 use sqlx::{Database, Transaction};
@@ -165,6 +167,22 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
 
     async fn update_link(&mut self, link: &Link) -> StorageResult<()> {
         self.execute(rows::update_link::<D>(link)).await?;
+        Ok(())
+    }
+
+    async fn quarantine_of(&mut self, code: &str) -> StorageResult<Option<Quarantine>> {
+        let rows = self.rows(quarantine::select_one(code)).await?;
+        rows.first().map(quarantine::row::<D>).transpose()
+    }
+
+    async fn put_quarantine(&mut self, row: &Quarantine) -> StorageResult<()> {
+        self.execute(quarantine::delete(&row.code)).await?;
+        self.execute(quarantine::insert::<D>(row)).await?;
+        Ok(())
+    }
+
+    async fn delete_quarantine(&mut self, code: &str) -> StorageResult<()> {
+        self.execute(quarantine::delete(code)).await?;
         Ok(())
     }
 

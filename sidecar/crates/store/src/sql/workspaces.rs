@@ -33,7 +33,7 @@ const PER_LINK_TABLES: [&str; 11] = [
 
 /// Tables whose rows carry the workspace's id, besides links, keys and webhook subscriptions
 /// (whose counts the delete reports).
-const WORKSPACE_TABLES: [&str; 11] = [
+const WORKSPACE_TABLES: [&str; 12] = [
     "conversions",
     "retention_policies",
     "subject_requests",
@@ -45,6 +45,7 @@ const WORKSPACE_TABLES: [&str; 11] = [
     "gateway_sends",
     "gateway_pending",
     "not_found_redirects",
+    "link_quarantines",
 ];
 
 impl<D: Dialect> SqlStorage<D> {

@@ -41,6 +41,7 @@ fn row(code: &str, slot: Option<Slot>) -> NewRow {
             updated_at: now,
             expires_at: None,
             revoked_at: None,
+            quarantined_at: None,
             visit_count: 0,
             last_visit_at: None,
             campaign: None,

@@ -70,14 +70,14 @@ pub const MAX_ADDRESSES: usize = 65_536;
 /// Where an address's count is kept: its /64 or IPv4 address, or the shared slot of everyone the
 /// table cannot tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Client {
+pub(crate) enum Client {
     V4(u32),
     V6(u64),
     Shared,
 }
 
 impl Client {
-    fn of(addr: Option<&str>) -> Client {
+    pub(crate) fn of(addr: Option<&str>) -> Client {
         match addr
             .and_then(|a| a.parse::<IpAddr>().ok())
             .map(|ip| ip.to_canonical())
