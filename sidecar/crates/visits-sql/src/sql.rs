@@ -15,6 +15,7 @@ use shortlink_visits::deliveries::{
     CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
 };
 use shortlink_visits::domain_chart::DomainChartStore;
+use shortlink_visits::hindsight::{Correction, LinkFacts};
 use shortlink_visits::orphans::OrphanStore;
 use shortlink_visits::retention::RetentionStore;
 use shortlink_visits::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
@@ -103,11 +104,13 @@ pub trait VisitDialect: Send + Sync + 'static {
         Err(StorageError::NotYet("a messages' upsert on this backend"))
     }
 
-    /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
+    /// Stores a batch and applies its corrections in one transaction on `writer`
+    /// ([`VisitStore::store_corrected`], `corrections.rs`).
     async fn store_batch(
         &self,
         writer: &Pool<Db<Self>>,
         visits: &[Visit],
+        corrections: &[Correction],
         all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome>;
@@ -294,8 +297,13 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         V::Sql::BACKEND
     }
 
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
-        if visits.is_empty() {
+    async fn store_corrected(
+        &self,
+        visits: &[Visit],
+        corrections: &[Correction],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome> {
+        if visits.is_empty() && corrections.is_empty() {
             return Ok(BatchOutcome::default());
         }
         let (all_links, unowned) = self.owners(visits).await?;
@@ -308,7 +316,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         });
         let visits = owned.as_deref().unwrap_or(visits);
         let dropped = (all - visits.len()) as u64;
-        if visits.is_empty() {
+        if visits.is_empty() && corrections.is_empty() {
             return Ok(BatchOutcome {
                 unowned: dropped,
                 ..BatchOutcome::default()
@@ -318,10 +326,14 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let visits = truncated.as_deref().unwrap_or(visits);
         let mut outcome = self
             .dialect
-            .store_batch(&self.writer, visits, &all_links, count_bots)
+            .store_batch(&self.writer, visits, corrections, &all_links, count_bots)
             .await?;
         outcome.unowned = dropped;
         Ok(outcome)
+    }
+
+    async fn link_facts(&self, codes: &[&str]) -> StorageResult<LinkFacts> {
+        self.facts_of(codes).await
     }
 
     /// The query's non-empty buckets, in order.

@@ -78,6 +78,7 @@ pub(crate) fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
         inserted: inserted as u64,
         duplicates: (batch - inserted) as u64,
         unowned: 0,
+        reclassified: 0,
     }
 }
 

@@ -20,6 +20,7 @@ pub mod conversions;
 pub mod countries;
 pub mod deliveries;
 pub mod domain_chart;
+pub mod hindsight;
 pub mod orphans;
 pub mod retention;
 pub mod rollup;

@@ -75,12 +75,17 @@ pub struct Audiences {
 
 impl Audiences {
     fn add(&mut self, audience: Audience) {
+        self.add_n(audience, 1);
+    }
+
+    /// `n` visits of `audience` (-1: one taken back, `crate::hindsight`).
+    pub(crate) fn add_n(&mut self, audience: Audience, n: i64) {
         match audience {
-            Audience::Human => self.humans += 1,
-            Audience::Bot => self.bots += 1,
+            Audience::Human => self.humans += n,
+            Audience::Bot => self.bots += n,
             // The rollups' `previews` are the machine fetches a message causes, as they were
             // before scanners were told apart from previews; raw visits keep which.
-            Audience::Preview | Audience::Scanner => self.previews += 1,
+            Audience::Preview | Audience::Scanner => self.previews += n,
         }
     }
 
@@ -328,7 +333,7 @@ pub struct Counts {
 
 impl Counts {
     /// One visit of `audience`, by a visitor new to the link or not.
-    fn count(&mut self, audience: Audience, is_new: bool) {
+    pub(crate) fn count(&mut self, audience: Audience, is_new: bool) {
         match audience {
             Audience::Human => self.humans += 1,
             Audience::Bot => self.bots += 1,

@@ -6,6 +6,7 @@ use crate::deliveries::{
     CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
 };
 use crate::domain_chart::DomainChartStore;
+use crate::hindsight::{Correction, LinkFacts};
 use crate::orphans::OrphanStore;
 use crate::retention::RetentionStore;
 use crate::rollup::{self, AllLinks, Counts, Deltas, Interval, NewVisitors};
@@ -25,6 +26,8 @@ pub struct BatchOutcome {
     /// Visits of codes no link holds (a deleted workspace's late clicks): dropped, counted
     /// nowhere (issue 66).
     pub unowned: u64,
+    /// Stored visits whose verdict a correction changed (and whose counts moved).
+    pub reclassified: u64,
 }
 
 /// A stats question, with its range already aligned to `interval`.
@@ -227,7 +230,25 @@ pub trait VisitStore: Send + Sync + 'static {
     /// visitor sets and link counters for the visits actually inserted. Once the installation
     /// has (or had) a workspace besides the default, visits of codes no link holds are dropped
     /// first ([`BatchOutcome::unowned`]).
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome>;
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
+        self.store_corrected(visits, &[], count_bots).await
+    }
+
+    /// [`VisitStore::store_batch`], applying `corrections` to visits stored before in the same
+    /// transaction: each moves its visit's counts (rollups, `visit_count`, the A/B arms, the
+    /// visitor set) only if the stored visit still has the verdict the correction starts from,
+    /// so a correction applied twice (a retried batch, two consumers) moves them once
+    /// ([`BatchOutcome::reclassified`]).
+    async fn store_corrected(
+        &self,
+        visits: &[Visit],
+        corrections: &[Correction],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome>;
+
+    /// What hindsight reads of `codes` (their campaigns, their messages' hand-offs and
+    /// delivery receipts): [`crate::hindsight::Hindsight::judge`].
+    async fn link_facts(&self, codes: &[&str]) -> StorageResult<LinkFacts>;
 
     /// The query's non-empty buckets, in order.
     async fn buckets(&self, query: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>>;
