@@ -192,6 +192,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             humans: Db::<V>::int(row, "humans")?,
             bots: Db::<V>::int(row, "bots")?,
             previews: Db::<V>::int(row, "previews")?,
+            scanners: Db::<V>::int(row, "scanners")?,
             new_visitors: Db::<V>::int(row, "new_visitors")?,
         })
     }
@@ -341,7 +342,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let all_links = all_links_code(q.workspace);
         let code = q.code.as_deref().unwrap_or(&all_links);
         let query = statement(
-            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
+            "SELECT bucket, humans, bots, previews, scanners, new_visitors FROM visit_buckets \
              WHERE code = ? AND span = ? AND bucket >= ? AND bucket < ? ORDER BY bucket",
             [
                 Value::Text(code.to_owned()),
@@ -371,7 +372,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
             &format!(
                 "SELECT {}, {} FROM {table} WHERE code = ? AND day >= ? AND day < ? GROUP BY {}",
                 columns.join(", "),
-                Self::sums(&["humans", "bots", "previews"]),
+                Self::sums(&["humans", "bots", "previews", "scanners"]),
                 columns.join(", "),
             ),
             [
@@ -389,6 +390,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
                     humans: Db::<V>::int(row, "humans")?,
                     bots: Db::<V>::int(row, "bots")?,
                     previews: Db::<V>::int(row, "previews")?,
+                    scanners: Db::<V>::int(row, "scanners")?,
                 })
             })
             .collect::<StorageResult<Vec<_>>>()?;
@@ -399,7 +401,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
     async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
         let shared = !self.only_default_workspace().await?;
         let rank = if q.include_bots {
-            "SUM(humans) + SUM(bots) + SUM(previews)"
+            "SUM(humans) + SUM(bots) + SUM(previews) + SUM(scanners)"
         } else {
             "SUM(humans)"
         };
@@ -408,7 +410,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
                 "SELECT code, {} FROM visit_buckets \
                  WHERE span = ? AND bucket >= ? AND bucket < ? AND code NOT LIKE '{ALL_LINKS}%'{} \
                  GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT ?",
-                Self::sums(&["humans", "bots", "previews", "new_visitors"]),
+                Self::sums(&["humans", "bots", "previews", "scanners", "new_visitors"]),
                 // Only the workspace's links; nothing to leave out while it is the only one.
                 match shared {
                     false => "",

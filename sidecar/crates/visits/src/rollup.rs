@@ -2,8 +2,9 @@
 //! batch costs one upsert per distinct key instead of one per visit.
 //!
 //! Tables (migrations `20261122000003_visits.sql`):
-//! - `visit_buckets (code, span, bucket)`: humans, bots, previews and new visitors per link per
-//!   hour (span 3600) and per day (span 86400), plus the same under code `*` for all links;
+//! - `visit_buckets (code, span, bucket)`: humans, bots, previews, scanners and new visitors per
+//!   link per hour (span 3600) and per day (span 86400), plus the same under code `*` for all
+//!   links;
 //! - `visit_agents (code, day, browser, os, device, agent)`, `visit_places (code, day, country,
 //!   region, city)`, `visit_sources (code, day, referrer_host, short_domain)`: daily breakdowns.
 //!   Dimensions that vary together share a table (a city implies its region and country; a browser
@@ -65,12 +66,13 @@ impl Interval {
     }
 }
 
-/// Humans, bots and previews of one breakdown row.
+/// Humans, bots, previews and scanners of one breakdown row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Audiences {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
 }
 
 impl Audiences {
@@ -83,9 +85,8 @@ impl Audiences {
         match audience {
             Audience::Human => self.humans += n,
             Audience::Bot => self.bots += n,
-            // The rollups' `previews` are the machine fetches a message causes, as they were
-            // before scanners were told apart from previews; raw visits keep which.
-            Audience::Preview | Audience::Scanner => self.previews += n,
+            Audience::Preview => self.previews += n,
+            Audience::Scanner => self.scanners += n,
         }
     }
 
@@ -93,6 +94,7 @@ impl Audiences {
         self.humans += other.humans;
         self.bots += other.bots;
         self.previews += other.previews;
+        self.scanners += other.scanners;
     }
 }
 
@@ -327,6 +329,7 @@ pub struct Counts {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
     /// Human visitors seen for the first time (for this link; summed over links for `*`).
     pub new_visitors: i64,
 }
@@ -337,9 +340,8 @@ impl Counts {
         match audience {
             Audience::Human => self.humans += 1,
             Audience::Bot => self.bots += 1,
-            // The rollups' `previews` are the machine fetches a message causes, as they were
-            // before scanners were told apart from previews; raw visits keep which.
-            Audience::Preview | Audience::Scanner => self.previews += 1,
+            Audience::Preview => self.previews += 1,
+            Audience::Scanner => self.scanners += 1,
         }
         self.new_visitors += i64::from(is_new);
     }
@@ -348,6 +350,7 @@ impl Counts {
         self.humans += other.humans;
         self.bots += other.bots;
         self.previews += other.previews;
+        self.scanners += other.scanners;
         self.new_visitors += other.new_visitors;
     }
 }
@@ -423,6 +426,7 @@ mod tests {
                 humans: 2,
                 bots: 0,
                 previews: 0,
+                scanners: 0,
                 new_visitors: 1
             }
         );
@@ -473,6 +477,7 @@ mod tests {
                 humans: 2,
                 bots: 1,
                 previews: 0,
+                scanners: 0,
                 new_visitors: 2
             }
         );

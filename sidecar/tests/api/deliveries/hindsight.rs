@@ -149,6 +149,11 @@ async fn a_sweep_noticed_afterwards_leaves_every_count_once(backend: Backend) {
     let stats = app.get_json(&format!("/links/{}/stats", codes[0])).await;
     let totals = &stats["totals"];
     assert_eq!(
+        (&totals["scanners"], &totals["previews"]),
+        (&json!(1), &json!(0)),
+        "{stats}"
+    );
+    assert_eq!(
         (&totals["humans"], &totals["unique_visitors"]),
         (&json!(0), &json!(0)),
         "{stats}"

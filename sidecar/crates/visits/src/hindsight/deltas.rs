@@ -87,6 +87,7 @@ fn add(counts: &mut Counts, audience: Audience, n: i64) {
         (&mut counts.humans, one.humans),
         (&mut counts.bots, one.bots),
         (&mut counts.previews, one.previews),
+        (&mut counts.scanners, one.scanners),
     ] {
         *total += unit * n;
     }
