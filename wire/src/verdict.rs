@@ -57,6 +57,14 @@ impl Signals {
         Self(self.0 & 0xff | (code_of(verdict) << Self::VERDICT_SHIFT))
     }
 
+    /// These signals with the client's network looked up (by the visit consumer, which holds
+    /// the ASN table and the hosting list): [`Signals::NETWORK_KNOWN`], and
+    /// [`Signals::HOSTING`] when it is listed.
+    pub const fn with_network(self, hosting: bool) -> Self {
+        let network = Self::NETWORK_KNOWN | if hosting { Self::HOSTING } else { 0 };
+        Self(self.0 | network)
+    }
+
     /// The verdict the module acted on, if it computed one.
     pub fn click_verdict(self) -> Option<Audience> {
         audience_of(self.0 >> Self::VERDICT_SHIFT)

@@ -274,6 +274,14 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_GEOIP_ISP_DB", global = true)]
     pub geoip_isp_db: Option<PathBuf>,
 
+    /// Directory of the ip-location-db `asn` package's `asn-ipv4-num.csv` / `asn-ipv6-num.csv` (`scripts/fetch-geo`): the client's autonomous system, for the hosting-network signal (docs/BOTS.md); missing: networks are judged by `--hosting-networks` blocks only.
+    #[arg(long, env = "SHORTLINK_GEOIP_ASN_DIR", global = true)]
+    pub geoip_asn_dir: Option<PathBuf>,
+
+    /// Hosting/cloud networks to add to the shipped list (one `AS<number>` or CIDR block a line, `#` comments): a visit from one is a scanner's (docs/BOTS.md).
+    #[arg(long, env = "SHORTLINK_HOSTING_NETWORKS", global = true)]
+    pub hosting_networks: Option<PathBuf>,
+
     /// Store visitor IPs truncated (IPv4 /24, IPv6 /48); geo and unique visitors still use the full address.
     #[arg(long, env = "SHORTLINK_ANONYMIZE_IP", global = true)]
     pub anonymize_ip: bool,
