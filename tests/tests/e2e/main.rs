@@ -53,6 +53,7 @@ mod redirect;
 mod replicas;
 mod rules_fallback;
 mod run_script;
+mod scanner_corpus;
 mod scanners;
 mod secrets;
 mod sentinel;

@@ -11,9 +11,11 @@
 mod network;
 pub mod redact;
 mod threats;
+mod visit_signals;
 
 pub use network::Network;
 pub use threats::ThreatConfig;
+pub use visit_signals::VisitSignalsConfig;
 
 use crate::redact::redact_url;
 use std::fmt;
@@ -274,13 +276,8 @@ pub struct Config {
     #[arg(long, env = "SHORTLINK_GEOIP_ISP_DB", global = true)]
     pub geoip_isp_db: Option<PathBuf>,
 
-    /// Directory of the ip-location-db `asn` package's `asn-ipv4-num.csv` / `asn-ipv6-num.csv` (`scripts/fetch-geo`): the client's autonomous system, for the hosting-network signal (docs/BOTS.md); missing: networks are judged by `--hosting-networks` blocks only.
-    #[arg(long, env = "SHORTLINK_GEOIP_ASN_DIR", global = true)]
-    pub geoip_asn_dir: Option<PathBuf>,
-
-    /// Hosting/cloud networks to add to the shipped list (one `AS<number>` or CIDR block a line, `#` comments): a visit from one is a scanner's (docs/BOTS.md).
-    #[arg(long, env = "SHORTLINK_HOSTING_NETWORKS", global = true)]
-    pub hosting_networks: Option<PathBuf>,
+    #[command(flatten)]
+    pub visit_signals: VisitSignalsConfig,
 
     /// Store visitor IPs truncated (IPv4 /24, IPv6 /48); geo and unique visitors still use the full address.
     #[arg(long, env = "SHORTLINK_ANONYMIZE_IP", global = true)]

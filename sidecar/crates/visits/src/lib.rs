@@ -100,13 +100,13 @@ pub fn enricher(config: &Config) -> Result<Enricher, AnalyticsError> {
 /// database does). A file that cannot be read or parsed refuses the start, naming the flag.
 pub fn networks(config: &Config) -> Result<Networks, AnalyticsError> {
     let mut list = HostingList::shipped();
-    if let Some(path) = &config.hosting_networks {
+    if let Some(path) = &config.visit_signals.hosting_networks {
         let text = std::fs::read_to_string(path)
             .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
         (list.extend(&text))
             .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
     }
-    let asns = match &config.geoip_asn_dir {
+    let asns = match &config.visit_signals.geoip_asn_dir {
         None => AsnTable::default(),
         Some(dir) => AsnTable::from_dir(dir).unwrap_or_else(|error| {
             tracing::warn!(%error, "ASN table not read; networks judged by their blocks only");

@@ -1,7 +1,7 @@
 //! What a [`Correction`] changes in a batch's rollup deltas: its visit counted once less as it
 //! was stored and once more as it is now, in every table a visit counts in.
 
-use super::Correction;
+use super::model::Correction;
 use crate::rollup::{Counts, Deltas, Interval};
 use shortlink_visit_enrich::{Audience, Visit};
 

@@ -4,7 +4,7 @@
 //! of the track still counted as a person's (those of earlier batches as [`Correction`]s), and
 //! the track stays a sweep while its visits keep coming within the window.
 
-use super::{demote, Correction, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
+use super::model::{demote, Correction, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
 use shortlink_visit_enrich::privacy::anonymize_ip;
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_wire::verdict::Reasons;

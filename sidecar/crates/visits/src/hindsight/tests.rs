@@ -1,6 +1,6 @@
 use super::*;
 use crate::rollup::{fold, AllLinks, NewVisitors};
-use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
 
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
 const T0: i64 = 1_700_000_000_000;
@@ -181,6 +181,7 @@ fn a_correction_moves_every_count_of_its_visit() {
         let moved = d.buckets[key];
         assert_eq!(sum(before.humans, moved.humans), counts.humans);
         assert_eq!(sum(before.previews, moved.previews), counts.previews);
+        assert_eq!(sum(before.scanners, moved.scanners), counts.scanners);
         assert_eq!(sum(before.new_visitors, moved.new_visitors), 0);
     }
     assert_eq!(d.links["abc"].0, -1);
@@ -189,5 +190,5 @@ fn a_correction_moves_every_count_of_its_visit() {
         (-1, -1)
     );
     let minute = d.domain_minutes.values().next().unwrap();
-    assert_eq!((minute.humans, minute.previews), (-1, 1));
+    assert_eq!((minute.humans, minute.scanners), (-1, 1));
 }
