@@ -39,7 +39,8 @@ struct Member {
 #[derive(Debug)]
 enum Person {
     InBatch(usize),
-    Stored(Visit),
+    // Boxed: a track holds mostly visits of the batch being judged, by index.
+    Stored(Box<Visit>),
 }
 
 /// The network a sweep is told by: the /24 of an IPv4 address, the /48 of an IPv6 one (a
@@ -96,6 +97,7 @@ impl Sweeps {
             match member.person.take() {
                 Some(Person::InBatch(j)) => demote(&mut visits[j], Reasons::SWEEP),
                 Some(Person::Stored(before)) => {
+                    let before = *before;
                     let mut after = before.clone();
                     demote(&mut after, Reasons::SWEEP);
                     corrections.push(Correction { before, after });
@@ -118,7 +120,7 @@ impl Sweeps {
                 if let Some(Person::InBatch(j)) = member.person {
                     let visit = &visits[j];
                     member.person = (visit.agent.audience == Audience::Human)
-                        .then(|| Person::Stored(visit.clone()));
+                        .then(|| Person::Stored(Box::new(visit.clone())));
                 }
             }
         }
