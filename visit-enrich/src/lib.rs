@@ -11,12 +11,14 @@
 pub mod agent;
 pub mod event;
 pub mod geo;
+pub mod network;
 pub mod privacy;
 pub mod referrer;
 
 pub use agent::{Agent, Audience, Device};
 pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
+pub use network::Networks;
 pub use shortlink_wire::verdict::Reasons as VerdictReasons;
 
 use serde::Serialize;
@@ -45,6 +47,8 @@ pub struct Enricher {
     agents: Mutex<HashMap<String, Arc<AgentFacts>>>,
     /// At most this many agents in `agents`; 0 parses every visit's agent.
     agent_cache_size: usize,
+    /// The hosting networks and the ASN table (`None`: no network is judged).
+    networks: Option<Arc<Networks>>,
 }
 
 /// What one user agent string says about who clicked, worked out once per distinct string (the
@@ -137,7 +141,35 @@ impl Enricher {
             anonymize,
             agents: Mutex::default(),
             agent_cache_size: AGENT_CACHE_SIZE,
+            networks: None,
         }
+    }
+
+    /// Judges visits by their client's network too ([`network::Networks`]).
+    pub fn with_networks(mut self, networks: Networks) -> Self {
+        self.networks = networks.is_enabled().then(|| Arc::new(networks));
+        self
+    }
+
+    /// `signals` with the client's network looked up, for a visit a person's agent made (a
+    /// machine's agent decides first; a visit without an address has no network).
+    fn with_network(
+        &self,
+        agent: &AgentFacts,
+        ip: Option<std::net::IpAddr>,
+        signals: Option<Signals>,
+    ) -> Option<Signals> {
+        let (Some(networks), Some(ip)) = (&self.networks, ip) else {
+            return signals;
+        };
+        if agent.audience != Audience::Human {
+            return signals;
+        }
+        Some(
+            signals
+                .unwrap_or_default()
+                .with_network(networks.hosting(ip)),
+        )
     }
 
     /// Remembers at most `entries` user agents' parses (0: none, every visit parses its own).
@@ -183,7 +215,9 @@ impl Enricher {
     pub fn enrich_owned(&self, event: VisitEvent) -> Visit {
         // No user agent and an empty one classify alike ("no user agent").
         let ua = event.user_agent.as_deref().unwrap_or("");
-        let (agent, reasons) = judged(self.agent(ua), ua, event.signals);
+        let agent = self.agent(ua);
+        let signals = self.with_network(&agent, event.ip, event.signals);
+        let (agent, reasons) = judged(agent, ua, signals);
         let geo = event.ip.map(|ip| self.geo.lookup(ip)).unwrap_or_default();
         // Formatted once: the visitor hash and the stored address (unless anonymised) share it.
         let canonical = event.ip.map(|ip| ip.to_canonical().to_string());

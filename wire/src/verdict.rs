@@ -57,6 +57,14 @@ impl Signals {
         Self(self.0 & 0xff | (code_of(verdict) << Self::VERDICT_SHIFT))
     }
 
+    /// These signals with the client's network looked up (by the visit consumer, which holds
+    /// the ASN table and the hosting list): [`Signals::NETWORK_KNOWN`], and
+    /// [`Signals::HOSTING`] when it is listed.
+    pub const fn with_network(self, hosting: bool) -> Self {
+        let network = Self::NETWORK_KNOWN | if hosting { Self::HOSTING } else { 0 };
+        Self(self.0 | network)
+    }
+
     /// The verdict the module acted on, if it computed one.
     pub fn click_verdict(self) -> Option<Audience> {
         audience_of(self.0 >> Self::VERDICT_SHIFT)
@@ -178,15 +186,42 @@ impl Verdict {
 /// | hosting/cloud network | scanner | the client's autonomous system ([`Signals::HOSTING`]) |
 /// | a browser's agent without its headers | scanner | `Accept-Language`, `Sec-Fetch-Mode` over TLS |
 pub fn at_click(lower_ua: &str, signals: Signals) -> Verdict {
+    decide(AgentPart::of(lower_ua), signals)
+}
+
+/// What the user agent alone says towards a verdict: its rule of the agent table, whether it
+/// is empty, and the browser it claims. Worked out once per distinct agent where agents repeat
+/// (a worker's [`AgentCache`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentPart {
+    rule: Option<(Audience, &'static str)>,
+    empty: bool,
+    claim: Option<BrowserClaim>,
+}
+
+impl AgentPart {
+    /// The part of `lower_ua` (trimmed, lower-cased).
+    pub fn of(lower_ua: &str) -> Self {
+        let rule = agent::table_match(lower_ua).map(|rule| (rule.audience, rule.label));
+        AgentPart {
+            rule,
+            empty: lower_ua.is_empty(),
+            claim: rule.is_none().then(|| browser_claim(lower_ua)).flatten(),
+        }
+    }
+}
+
+/// [`at_click`]'s verdict from the agent's part and the request's signals.
+pub fn decide(part: AgentPart, signals: Signals) -> Verdict {
     let machine = |audience, reasons, label| Verdict {
         audience,
         reasons: Reasons(reasons),
         label,
     };
-    if let Some(rule) = agent::table_match(lower_ua) {
-        return machine(rule.audience, Reasons::AGENT, Some(rule.label));
+    if let Some((audience, label)) = part.rule {
+        return machine(audience, Reasons::AGENT, Some(label));
     }
-    if lower_ua.is_empty() {
+    if part.empty {
         return machine(Audience::Bot, Reasons::NO_AGENT, None);
     }
     if signals.has(Signals::HEAD | Signals::OPTIONS) {
@@ -195,7 +230,10 @@ pub fn at_click(lower_ua: &str, signals: Signals) -> Verdict {
     if signals.has(Signals::HOSTING) {
         return machine(Audience::Scanner, Reasons::NETWORK, None);
     }
-    if missing_browser_headers(lower_ua, signals) {
+    if part
+        .claim
+        .is_some_and(|claim| missing_headers(claim, signals))
+    {
         return machine(Audience::Scanner, Reasons::HEADERS, None);
     }
     Verdict {
@@ -205,11 +243,8 @@ pub fn at_click(lower_ua: &str, signals: Signals) -> Verdict {
     }
 }
 
-/// Whether `lower_ua` names a browser that would have sent a header `signals` says is missing.
-fn missing_browser_headers(lower_ua: &str, signals: Signals) -> bool {
-    let Some(claim) = browser_claim(lower_ua) else {
-        return false;
-    };
+/// Whether a browser that `claim`s so would have sent a header `signals` says is missing.
+fn missing_headers(claim: BrowserClaim, signals: Signals) -> bool {
     signals.has(Signals::NO_LANGUAGE)
         || (claim.fetch_metadata
             && signals.has(Signals::SECURE)
@@ -259,6 +294,9 @@ fn version_after(text: &str, token: &str) -> Option<(u32, u32)> {
     let minor = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
     Some((major, minor))
 }
+
+mod cache;
+pub use cache::AgentCache;
 
 #[cfg(test)]
 mod tests;

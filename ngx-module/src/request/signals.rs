@@ -2,8 +2,7 @@
 //! tracked visit records, and the verdict computed only where a click spends something.
 
 use nginx_sys::{ngx_http_request_t, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
-use shortlink_wire::agent::{self, MAX_AGENT};
-use shortlink_wire::verdict::{self, Signals, Verdict};
+use shortlink_wire::verdict::{AgentCache, Signals, Verdict};
 
 use crate::conf::{Dynamic, MainConf};
 use crate::request::{click, value};
@@ -32,12 +31,19 @@ pub fn of(r: &mut ngx_http_request_t, mcf: &MainConf) -> Signals {
     Signals::new(bits)
 }
 
+thread_local! {
+    /// The worker's judged agents (`shortlink_wire::verdict::AgentCache`): a phone's repeated
+    /// agent costs a hash, not a pass of the agent table. Const-initialised and without a
+    /// destructor, so `with` cannot fail (no panic on the request path).
+    static AGENTS: AgentCache = const { AgentCache::new() };
+}
+
 /// The click-time verdict of `r` (agent table, method, headers): computed for a click that
 /// would spend a link's `max_visits`, never for a plain redirect.
 pub fn verdict(r: &mut ngx_http_request_t, mcf: &MainConf) -> Verdict {
     let signals = of(r, mcf);
-    let mut lower = [0u8; MAX_AGENT];
-    verdict::at_click(agent::lowered(click::user_agent(r), &mut lower), signals)
+    let ua = click::user_agent(r);
+    AGENTS.with(|agents| agents.verdict(ua, signals))
 }
 
 fn has_fetch_mode(r: &mut ngx_http_request_t, mcf: &MainConf) -> bool {

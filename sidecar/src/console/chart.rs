@@ -35,10 +35,11 @@ fn x_axis(labels: &[String]) -> Markup {
     }
 }
 
-/// Clicks per bucket as stacked bars (humans, bots, previews); `label` formats a bucket's
+/// Clicks per bucket as stacked bars (humans, bots, previews, scanners); `label` formats a bucket's
 /// start, `unit` says what a bar counts ("visits per day, UTC").
 pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String, unit: &str) -> Markup {
-    let sum = |p: &PointView| p.counts.humans + p.counts.bots + p.counts.previews;
+    let sum =
+        |p: &PointView| p.counts.humans + p.counts.bots + p.counts.previews + p.counts.scanners;
     let peak = points.iter().map(sum).max().unwrap_or(0);
     let top = round_up(peak.max(1));
     let total: i64 = points.iter().map(|p| p.counts.humans).sum();
@@ -63,11 +64,13 @@ pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String, unit: 
                         @let x = i as f64 * step;
                         @let c = &point.counts;
                         @let (h, b, p) = (c.humans as f64 * scale, c.bots as f64 * scale, c.previews as f64 * scale);
+                        @let s = c.scanners as f64 * scale;
                         g {
-                            title { (labels[i]) ": " (c.humans) " humans, " (c.bots) " bots, " (c.previews) " previews" }
+                            title { (labels[i]) ": " (c.humans) " humans, " (c.bots) " bots, " (c.previews) " previews, " (c.scanners) " scanners" }
                             rect.human x=(fmt(x)) y=(fmt(HEIGHT - h)) width=(fmt(bar)) height=(fmt(h)) {}
                             rect.bot x=(fmt(x)) y=(fmt(HEIGHT - h - b)) width=(fmt(bar)) height=(fmt(b)) {}
                             rect.preview x=(fmt(x)) y=(fmt(HEIGHT - h - b - p)) width=(fmt(bar)) height=(fmt(p)) {}
+                            rect.scanner x=(fmt(x)) y=(fmt(HEIGHT - h - b - p - s)) width=(fmt(bar)) height=(fmt(s)) {}
                         }
                     }
                 }
@@ -75,16 +78,16 @@ pub fn clicks(points: &[PointView], label: impl Fn(&PointView) -> String, unit: 
                 div.unit { "Bars: " (unit) "." }
             }
             figcaption.legend {
-                span.human { "■ humans" } span.bot { "■ bots" } span.preview { "■ link previews" }
+                span.human { "■ humans" } span.bot { "■ bots" } span.preview { "■ link previews" } span.scanner { "■ scanners" }
                 @if peak == 0 { span.hint { "(no visits in this period)" } }
             }
             details.numbers {
                 summary { "The numbers" }
                 table.chart-numbers {
-                    thead { tr { th scope="col" { "From" } th.num scope="col" { "Humans" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } } }
+                    thead { tr { th scope="col" { "From" } th.num scope="col" { "Humans" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } th.num scope="col" { "Scanners" } } }
                     tbody {
                         @for (i, point) in points.iter().enumerate() {
-                            tr { td { (labels[i]) } td.num { (point.counts.humans) } td.num { (point.counts.bots) } td.num { (point.counts.previews) } }
+                            tr { td { (labels[i]) } td.num { (point.counts.humans) } td.num { (point.counts.bots) } td.num { (point.counts.previews) } td.num { (point.counts.scanners) } }
                         }
                     }
                 }

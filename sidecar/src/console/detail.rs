@@ -32,12 +32,12 @@ fn breakdown(title: &str, entries: &[EntryView]) -> Markup {
         section {
             h2 { (title) }
             div.wide { table {
-                thead { tr { th scope="col" { "Value" } th.num scope="col" { "Humans" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } } }
+                thead { tr { th scope="col" { "Value" } th.num scope="col" { "Humans" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } th.num scope="col" { "Scanners" } } }
                 tbody {
                     @for e in entries {
-                        tr { td { (e.value.as_deref().unwrap_or("unknown")) } td.num { (e.humans) } td.num { (e.bots) } td.num { (e.previews) } }
+                        tr { td { (e.value.as_deref().unwrap_or("unknown")) } td.num { (e.humans) } td.num { (e.bots) } td.num { (e.previews) } td.num { (e.scanners) } }
                     }
-                    @if entries.is_empty() { tr { td colspan="4" { "None yet." } } }
+                    @if entries.is_empty() { tr { td colspan="5" { "None yet." } } }
                 }
             } }
         }
@@ -132,7 +132,7 @@ pub async fn page(
             (breakdown("Country", &b.country))
             (breakdown("Referrer", &b.referrer_host))
             (breakdown("Short domain", &b.short_domain))
-            (breakdown("Bots and previews by agent", &b.agent))
+            (breakdown("Bots, previews and scanners by agent", &b.agent))
         }
     };
     Ok(layout::page(&operator, &format!("Link {}", link.code), body).into_response())

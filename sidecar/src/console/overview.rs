@@ -1,5 +1,5 @@
-//! The overview: clicks in the last 24 hours and 30 days (humans, bots and previews apart), the
-//! top links and the top campaigns. The numbers are those of `GET /api/v1/stats` (the same
+//! The overview: clicks in the last 24 hours and 30 days (humans, bots, previews and scanners
+//! apart), the top links and the top campaigns. The numbers are those of `GET /api/v1/stats` (the same
 //! query and view code, read from the rollups).
 
 use super::chart;
@@ -45,6 +45,7 @@ pub(super) fn totals(counts: &CountsView) -> Markup {
             div.card { "Unique visitors" b { (counts.unique_visitors) } }
             div.card { "Bots" b { (counts.bots) } }
             div.card { "Link previews" b { (counts.previews) } }
+            div.card { "Scanners" b { (counts.scanners) } }
         }
     }
 }
@@ -101,7 +102,7 @@ pub async fn page(
             section {
                 h2 { "Top links (30 days)" }
                 div.wide { table {
-                    thead { tr { th scope="col" { "Code" } th.num scope="col" { "Human clicks" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } } }
+                    thead { tr { th scope="col" { "Code" } th.num scope="col" { "Human clicks" } th.num scope="col" { "Bots" } th.num scope="col" { "Previews" } th.num scope="col" { "Scanners" } } }
                     tbody {
                         @for top in top_links.iter().take(10) {
                             tr {
@@ -109,9 +110,10 @@ pub async fn page(
                                 td.num { (top.counts.humans) }
                                 td.num { (top.counts.bots) }
                                 td.num { (top.counts.previews) }
+                                td.num { (top.counts.scanners) }
                             }
                         }
-                        @if top_links.is_empty() { tr { td colspan="4" { "No clicks yet." } } }
+                        @if top_links.is_empty() { tr { td colspan="5" { "No clicks yet." } } }
                     }
                 } }
             }

@@ -512,3 +512,88 @@ async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
     );
     assert!(took < drain, "{took:?}");
 }
+
+/// A domain whose links only a scanner fetches sees no people: a carrier's scanner sweeping a
+/// campaign's links on s2 (one /24, one browser agent, every link within seconds: hindsight's
+/// sweep, issue 78) keeps it suspected blocked beside s1, which people click.
+#[tokio::test]
+async fn a_domain_only_a_scanner_clicks_is_suspected_blocked() {
+    use shortlink_sidecar::visits::hindsight::Hindsight;
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    let dns = dns_server(Arc::new(AtomicBool::new(false)))
+        .await
+        .to_string();
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        &[
+            "--domain-health-every",
+            "100ms",
+            "--domain-health-window",
+            "10m",
+            "--domain-health-min-issued",
+            "20",
+            "--domain-health-resolver",
+            &dns,
+            "--edge-addresses",
+            "127.0.0.1",
+        ],
+    )
+    .await;
+    let items: Vec<Value> = (0..120)
+        .map(|i| json!({"url": format!("https://t.example/{i}"), "campaign": "spring", "ref": format!("r{i}")}))
+        .collect();
+    let response = app
+        .api(Method::POST, "/links/batch")
+        .header(
+            "X-Shortlink-Public-Base",
+            "https://s1.example https://s2.example",
+        )
+        .header("X-Shortlink-Pool", "s1.example s2.example")
+        .json(&items)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let on_s2: Vec<String> = (body["results"].as_array().unwrap().iter())
+        .filter_map(|r| r["link"]["short_url"].as_str())
+        .filter_map(|url| url.strip_prefix("https://s2.example/"))
+        .map(str::to_owned)
+        .collect();
+    assert!(on_s2.len() >= 40, "{} on s2", on_s2.len());
+    add_clicks(&app, "s1.example", 60).await;
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut sweep: Vec<_> = (on_s2.iter().enumerate())
+        .map(|(i, code)| {
+            let fields = [
+                ("c", code.clone()),
+                ("t", (now + i as i64 * 30).to_string()),
+                ("ip", format!("198.51.100.{}", i % 200)),
+                ("ua", PHONE.to_owned()),
+                ("host", "s2.example".to_owned()),
+            ];
+            let event = VisitEvent::from_fields(format!("{now}-s2-{i}"), fields).unwrap();
+            Enricher::new(GeoDb::disabled(), false).enrich(&event)
+        })
+        .collect();
+    let store = app.visit_store().await;
+    let codes = Hindsight::codes(&sweep);
+    let facts = store.link_facts(&codes).await.unwrap();
+    let corrections = Hindsight::default().judge(&mut sweep, &facts);
+    store
+        .store_corrected(&sweep, &corrections, false)
+        .await
+        .unwrap();
+
+    let settled = eventually(Duration::from_secs(10), || async {
+        state_of(&app, "s2.example").await["state"] == "suspected-blocked"
+    })
+    .await;
+    assert!(settled, "{}", state_of(&app, "s2.example").await);
+    assert_eq!(state_of(&app, "s1.example").await["state"], "healthy");
+    let scanners = app
+        .db
+        .scalar("SELECT COALESCE(SUM(scanners), 0) FROM domain_clicks WHERE short_domain = 's2.example'")
+        .await;
+    assert_eq!(scanners, on_s2.len() as i64);
+}

@@ -55,6 +55,7 @@ mod replicas;
 mod rules_fallback;
 mod rules_once;
 mod run_script;
+mod scanner_corpus;
 mod scanners;
 mod secrets;
 mod sentinel;

@@ -117,7 +117,7 @@ impl RuleView {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CountsView {
-    /// Human visits (plus bots and previews with `include_bots`).
+    /// Human visits (plus bots, previews and scanners with `include_bots`).
     pub clicks: i64,
     /// Distinct people (hash of IP and user agent) whose first visit to the link is in the range:
     /// the distinct visitors of the range when it starts before the link's first visit. Summed
@@ -126,8 +126,12 @@ pub struct CountsView {
     pub humans: i64,
     /// Crawlers, scripts, monitoring.
     pub bots: i64,
-    /// Link previews and URL scanners (messaging apps, carriers).
+    /// Link previews (messaging apps drawing a card).
     pub previews: i64,
+    /// URL scanners: carriers' SMS firewalls and security services judging the target, told
+    /// by their agent, the request or hindsight (docs/BOTS.md). Counted under `previews`
+    /// before scanners were told apart.
+    pub scanners: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -145,6 +149,7 @@ pub struct EntryView {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
 }
 
 /// Top entries by clicks; `agent` (which bot or preview fetcher) by machine visits.
@@ -172,11 +177,17 @@ pub struct TopLinkView {
 impl CountsView {
     pub(crate) fn new(c: &Counts, include_bots: bool) -> Self {
         CountsView {
-            clicks: c.humans + if include_bots { c.bots + c.previews } else { 0 },
+            clicks: c.humans
+                + if include_bots {
+                    c.bots + c.previews + c.scanners
+                } else {
+                    0
+                },
             unique_visitors: c.new_visitors,
             humans: c.humans,
             bots: c.bots,
             previews: c.previews,
+            scanners: c.scanners,
         }
     }
 }
@@ -187,11 +198,17 @@ pub(crate) fn at(unix_seconds: i64) -> DateTime<Utc> {
 
 fn entry(e: Entry, include_bots: bool) -> EntryView {
     EntryView {
-        clicks: e.humans + if include_bots { e.bots + e.previews } else { 0 },
+        clicks: e.humans
+            + if include_bots {
+                e.bots + e.previews + e.scanners
+            } else {
+                0
+            },
         value: e.value,
         humans: e.humans,
         bots: e.bots,
         previews: e.previews,
+        scanners: e.scanners,
     }
 }
 

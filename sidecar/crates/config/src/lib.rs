@@ -11,9 +11,11 @@
 mod network;
 pub mod redact;
 mod threats;
+mod visit_signals;
 
 pub use network::Network;
 pub use threats::ThreatConfig;
+pub use visit_signals::VisitSignalsConfig;
 
 use crate::redact::redact_url;
 use std::fmt;
@@ -273,6 +275,9 @@ pub struct Config {
     /// ISP or ASN database (`.mmdb`) for the `isp` of visits, when the city database has none.
     #[arg(long, env = "SHORTLINK_GEOIP_ISP_DB", global = true)]
     pub geoip_isp_db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub visit_signals: VisitSignalsConfig,
 
     /// Store visitor IPs truncated (IPv4 /24, IPv6 /48); geo and unique visitors still use the full address.
     #[arg(long, env = "SHORTLINK_ANONYMIZE_IP", global = true)]

@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 mod conversions;
+mod corrections;
 mod deliveries;
 mod domain_chart;
 mod feed;

@@ -15,6 +15,7 @@ use shortlink_visits::deliveries::{
     CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
 };
 use shortlink_visits::domain_chart::DomainChartStore;
+use shortlink_visits::hindsight::{Correction, LinkFacts};
 use shortlink_visits::orphans::OrphanStore;
 use shortlink_visits::retention::RetentionStore;
 use shortlink_visits::rollup::{all_links_code, AllLinks, Counts, ALL_LINKS};
@@ -103,11 +104,13 @@ pub trait VisitDialect: Send + Sync + 'static {
         Err(StorageError::NotYet("a messages' upsert on this backend"))
     }
 
-    /// Stores a batch in one transaction on `writer` ([`VisitStore::store_batch`]).
+    /// Stores a batch and applies its corrections in one transaction on `writer`
+    /// ([`VisitStore::store_corrected`], `corrections.rs`).
     async fn store_batch(
         &self,
         writer: &Pool<Db<Self>>,
         visits: &[Visit],
+        corrections: &[Correction],
         all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome>;
@@ -189,6 +192,7 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             humans: Db::<V>::int(row, "humans")?,
             bots: Db::<V>::int(row, "bots")?,
             previews: Db::<V>::int(row, "previews")?,
+            scanners: Db::<V>::int(row, "scanners")?,
             new_visitors: Db::<V>::int(row, "new_visitors")?,
         })
     }
@@ -294,8 +298,13 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         V::Sql::BACKEND
     }
 
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
-        if visits.is_empty() {
+    async fn store_corrected(
+        &self,
+        visits: &[Visit],
+        corrections: &[Correction],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome> {
+        if visits.is_empty() && corrections.is_empty() {
             return Ok(BatchOutcome::default());
         }
         let (all_links, unowned) = self.owners(visits).await?;
@@ -308,7 +317,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         });
         let visits = owned.as_deref().unwrap_or(visits);
         let dropped = (all - visits.len()) as u64;
-        if visits.is_empty() {
+        if visits.is_empty() && corrections.is_empty() {
             return Ok(BatchOutcome {
                 unowned: dropped,
                 ..BatchOutcome::default()
@@ -318,10 +327,14 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let visits = truncated.as_deref().unwrap_or(visits);
         let mut outcome = self
             .dialect
-            .store_batch(&self.writer, visits, &all_links, count_bots)
+            .store_batch(&self.writer, visits, corrections, &all_links, count_bots)
             .await?;
         outcome.unowned = dropped;
         Ok(outcome)
+    }
+
+    async fn link_facts(&self, codes: &[&str]) -> StorageResult<LinkFacts> {
+        self.facts_of(codes).await
     }
 
     /// The query's non-empty buckets, in order.
@@ -329,7 +342,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         let all_links = all_links_code(q.workspace);
         let code = q.code.as_deref().unwrap_or(&all_links);
         let query = statement(
-            "SELECT bucket, humans, bots, previews, new_visitors FROM visit_buckets \
+            "SELECT bucket, humans, bots, previews, scanners, new_visitors FROM visit_buckets \
              WHERE code = ? AND span = ? AND bucket >= ? AND bucket < ? ORDER BY bucket",
             [
                 Value::Text(code.to_owned()),
@@ -359,7 +372,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
             &format!(
                 "SELECT {}, {} FROM {table} WHERE code = ? AND day >= ? AND day < ? GROUP BY {}",
                 columns.join(", "),
-                Self::sums(&["humans", "bots", "previews"]),
+                Self::sums(&["humans", "bots", "previews", "scanners"]),
                 columns.join(", "),
             ),
             [
@@ -377,6 +390,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
                     humans: Db::<V>::int(row, "humans")?,
                     bots: Db::<V>::int(row, "bots")?,
                     previews: Db::<V>::int(row, "previews")?,
+                    scanners: Db::<V>::int(row, "scanners")?,
                 })
             })
             .collect::<StorageResult<Vec<_>>>()?;
@@ -387,7 +401,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
     async fn top_links(&self, q: &StatsQuery) -> StorageResult<Vec<(String, Counts)>> {
         let shared = !self.only_default_workspace().await?;
         let rank = if q.include_bots {
-            "SUM(humans) + SUM(bots) + SUM(previews)"
+            "SUM(humans) + SUM(bots) + SUM(previews) + SUM(scanners)"
         } else {
             "SUM(humans)"
         };
@@ -396,7 +410,7 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
                 "SELECT code, {} FROM visit_buckets \
                  WHERE span = ? AND bucket >= ? AND bucket < ? AND code NOT LIKE '{ALL_LINKS}%'{} \
                  GROUP BY code HAVING {rank} > 0 ORDER BY {rank} DESC, code LIMIT ?",
-                Self::sums(&["humans", "bots", "previews", "new_visitors"]),
+                Self::sums(&["humans", "bots", "previews", "scanners", "new_visitors"]),
                 // Only the workspace's links; nothing to leave out while it is the only one.
                 match shared {
                     false => "",

@@ -78,6 +78,7 @@ pub(crate) fn outcome(batch: usize, inserted: usize) -> BatchOutcome {
         inserted: inserted as u64,
         duplicates: (batch - inserted) as u64,
         unowned: 0,
+        reclassified: 0,
     }
 }
 
@@ -201,14 +202,14 @@ pub(crate) struct Rollup {
     pub rows: Vec<Vec<Value>>,
 }
 
-const AUDIENCES: &[&str] = &["humans", "bots", "previews"];
+const AUDIENCES: &[&str] = &["humans", "bots", "previews", "scanners"];
 
 fn text(value: &str) -> Value {
     Value::Text(value.to_owned())
 }
 
 fn audiences(mut row: Vec<Value>, a: &Audiences) -> Vec<Value> {
-    row.extend([a.humans, a.bots, a.previews].map(Value::Int));
+    row.extend([a.humans, a.bots, a.previews, a.scanners].map(Value::Int));
     row
 }
 
@@ -218,10 +219,10 @@ pub(crate) fn rollups(d: &Deltas) -> [Rollup; 6] {
         Rollup {
             table: "visit_buckets",
             keys: &["code", "span", "bucket"],
-            counters: &["humans", "bots", "previews", "new_visitors"],
+            counters: &["humans", "bots", "previews", "scanners", "new_visitors"],
             rows: (d.buckets.iter())
                 .map(|((code, span, bucket), c)| {
-                    let counts = [c.humans, c.bots, c.previews, c.new_visitors];
+                    let counts = [c.humans, c.bots, c.previews, c.scanners, c.new_visitors];
                     let mut row = vec![text(code), Value::Int(*span), Value::Int(*bucket)];
                     row.extend(counts.map(Value::Int));
                     row

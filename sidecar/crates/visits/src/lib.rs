@@ -20,6 +20,7 @@ pub mod conversions;
 pub mod countries;
 pub mod deliveries;
 pub mod domain_chart;
+pub mod hindsight;
 pub mod orphans;
 pub mod retention;
 pub mod rollup;
@@ -32,6 +33,7 @@ use shortlink_config::Config;
 use shortlink_core::background::Tasks;
 use shortlink_core::primary::Primary;
 use shortlink_core::service::LinkService;
+use shortlink_visit_enrich::network::{AsnTable, HostingList, Networks};
 use shortlink_visit_enrich::{Enricher, GeoDb, GeoError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +57,8 @@ pub enum AnalyticsError {
     Consumer(#[from] ConsumerError),
     #[error("--consumer-batch must be between 1 and 10000")]
     Batch,
+    #[error("--hosting-networks {0}")]
+    Networks(String),
 }
 
 /// The geo databases: a missing file leaves its part of geo empty (logged); one that exists but
@@ -86,8 +90,30 @@ pub fn open_geo(config: &Config) -> Result<GeoDb, GeoError> {
     Ok(geo)
 }
 
-pub fn enricher(config: &Config) -> Result<Enricher, GeoError> {
-    Ok(Enricher::new(open_geo(config)?, config.anonymize_ip))
+pub fn enricher(config: &Config) -> Result<Enricher, AnalyticsError> {
+    let enricher = Enricher::new(open_geo(config)?, config.anonymize_ip);
+    Ok(enricher.with_networks(networks(config)?))
+}
+
+/// The hosting networks (the shipped list and `--hosting-networks`) and the ASN table
+/// (`--geoip-asn-dir`; a directory without the files leaves it out, logged, as a missing geo
+/// database does). A file that cannot be read or parsed refuses the start, naming the flag.
+pub fn networks(config: &Config) -> Result<Networks, AnalyticsError> {
+    let mut list = HostingList::shipped();
+    if let Some(path) = &config.visit_signals.hosting_networks {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
+        (list.extend(&text))
+            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
+    }
+    let asns = match &config.visit_signals.geoip_asn_dir {
+        None => AsnTable::default(),
+        Some(dir) => AsnTable::from_dir(dir).unwrap_or_else(|error| {
+            tracing::warn!(%error, "ASN table not read; networks judged by their blocks only");
+            AsnTable::default()
+        }),
+    };
+    Ok(Networks::new(asns, list))
 }
 
 pub fn consumer_settings(config: &Config) -> Result<ConsumerSettings, AnalyticsError> {

@@ -2,8 +2,9 @@
 //! batch costs one upsert per distinct key instead of one per visit.
 //!
 //! Tables (migrations `20261122000003_visits.sql`):
-//! - `visit_buckets (code, span, bucket)`: humans, bots, previews and new visitors per link per
-//!   hour (span 3600) and per day (span 86400), plus the same under code `*` for all links;
+//! - `visit_buckets (code, span, bucket)`: humans, bots, previews, scanners and new visitors per
+//!   link per hour (span 3600) and per day (span 86400), plus the same under code `*` for all
+//!   links;
 //! - `visit_agents (code, day, browser, os, device, agent)`, `visit_places (code, day, country,
 //!   region, city)`, `visit_sources (code, day, referrer_host, short_domain)`: daily breakdowns.
 //!   Dimensions that vary together share a table (a city implies its region and country; a browser
@@ -65,22 +66,27 @@ impl Interval {
     }
 }
 
-/// Humans, bots and previews of one breakdown row.
+/// Humans, bots, previews and scanners of one breakdown row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Audiences {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
 }
 
 impl Audiences {
     fn add(&mut self, audience: Audience) {
+        self.add_n(audience, 1);
+    }
+
+    /// `n` visits of `audience` (-1: one taken back, `crate::hindsight`).
+    pub(crate) fn add_n(&mut self, audience: Audience, n: i64) {
         match audience {
-            Audience::Human => self.humans += 1,
-            Audience::Bot => self.bots += 1,
-            // The rollups' `previews` are the machine fetches a message causes, as they were
-            // before scanners were told apart from previews; raw visits keep which.
-            Audience::Preview | Audience::Scanner => self.previews += 1,
+            Audience::Human => self.humans += n,
+            Audience::Bot => self.bots += n,
+            Audience::Preview => self.previews += n,
+            Audience::Scanner => self.scanners += n,
         }
     }
 
@@ -88,6 +94,7 @@ impl Audiences {
         self.humans += other.humans;
         self.bots += other.bots;
         self.previews += other.previews;
+        self.scanners += other.scanners;
     }
 }
 
@@ -322,19 +329,19 @@ pub struct Counts {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
     /// Human visitors seen for the first time (for this link; summed over links for `*`).
     pub new_visitors: i64,
 }
 
 impl Counts {
     /// One visit of `audience`, by a visitor new to the link or not.
-    fn count(&mut self, audience: Audience, is_new: bool) {
+    pub(crate) fn count(&mut self, audience: Audience, is_new: bool) {
         match audience {
             Audience::Human => self.humans += 1,
             Audience::Bot => self.bots += 1,
-            // The rollups' `previews` are the machine fetches a message causes, as they were
-            // before scanners were told apart from previews; raw visits keep which.
-            Audience::Preview | Audience::Scanner => self.previews += 1,
+            Audience::Preview => self.previews += 1,
+            Audience::Scanner => self.scanners += 1,
         }
         self.new_visitors += i64::from(is_new);
     }
@@ -343,6 +350,7 @@ impl Counts {
         self.humans += other.humans;
         self.bots += other.bots;
         self.previews += other.previews;
+        self.scanners += other.scanners;
         self.new_visitors += other.new_visitors;
     }
 }
@@ -418,6 +426,7 @@ mod tests {
                 humans: 2,
                 bots: 0,
                 previews: 0,
+                scanners: 0,
                 new_visitors: 1
             }
         );
@@ -468,6 +477,7 @@ mod tests {
                 humans: 2,
                 bots: 1,
                 previews: 0,
+                scanners: 0,
                 new_visitors: 2
             }
         );

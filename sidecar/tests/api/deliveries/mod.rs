@@ -12,6 +12,7 @@ mod evidence;
 mod funnel;
 mod gateway;
 mod grouped;
+mod hindsight;
 mod in_flight;
 mod ingest;
 mod kannel;

@@ -11,6 +11,7 @@ mod partitions;
 mod receipts;
 mod rollup;
 mod young;
+use crate::corrections;
 use crate::sql::{SqlVisitStore, VisitDialect};
 use crate::write::{distinct, first_rules, first_seen, outcome, user_agents};
 use async_trait::async_trait;
@@ -20,6 +21,7 @@ use insert::{insert_visits, Inserted};
 use shortlink_store::{Pg, StorageError, StorageResult, WorkspaceId};
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
+use shortlink_visits::hindsight::Correction;
 use shortlink_visits::rollup::{AllLinks, Deltas};
 use shortlink_visits::store::BatchOutcome;
 use shortlink_visits::store::DayPartitions;
@@ -126,21 +128,26 @@ impl VisitDialect for PgVisits {
         &self,
         pool: &PgPool,
         visits: &[Visit],
+        corrections: &[Correction],
         all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = pool.begin().await.map_err(StorageError::classify)?;
+        let applied = corrections::apply::<Self>(&mut tx, corrections).await?;
         let Inserted {
             visits: inserted,
             deltas: mut d,
         } = insert_visits(&mut tx, &distinct(visits), all_links, count_bots).await?;
         insert_user_agents(&mut tx, &inserted).await?;
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
+        corrections::fold(&mut d, &applied, count_bots);
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
         super::feed::append::<Pg>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(StorageError::classify)?;
-        Ok(outcome(visits.len(), inserted.len()))
+        let mut outcome = outcome(visits.len(), inserted.len());
+        outcome.reclassified = applied.len() as u64;
+        Ok(outcome)
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod raw;
 
+use crate::corrections;
 use crate::sql::{SqlVisitStore, VisitDialect};
 use crate::write::{distinct, first_seen, outcome, user_agents, VISIT_COLUMNS, VISIT_COLUMN_COUNT};
 use async_trait::async_trait;
@@ -13,6 +14,7 @@ use chrono::{DateTime, Utc};
 use shortlink_store::sql::Value;
 use shortlink_store::{sqlite_file, ConnectOptions, Lite, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::hindsight::Correction;
 use shortlink_visits::rollup::{AllLinks, NewVisitors};
 use shortlink_visits::store::{deltas, BatchOutcome};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -87,10 +89,12 @@ impl VisitDialect for SqliteVisits {
         &self,
         writer: &Pool<Sqlite>,
         visits: &[Visit],
+        corrections: &[Correction],
         all_links: &AllLinks,
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+        let applied = corrections::apply::<Self>(&mut tx, corrections).await?;
         let distinct = distinct(visits);
         let mut inserted = Vec::with_capacity(distinct.len());
         for chunk in distinct.chunks(ROWS_PER_LOCK) {
@@ -105,7 +109,8 @@ impl VisitDialect for SqliteVisits {
             })
             .await?;
         }
-        let d = deltas(&inserted, all_links, new_visitors, count_bots);
+        let mut d = deltas(&inserted, all_links, new_visitors, count_bots);
+        corrections::fold(&mut d, &applied, count_bots);
         for table in raw::Rollup::ALL {
             raw::with_handle(&mut tx, |h| raw::add_rollup(h, &d, table)).await?;
         }
@@ -115,6 +120,8 @@ impl VisitDialect for SqliteVisits {
         raw::with_handle(&mut tx, |h| raw::add_to_links(h, &links)).await?;
         super::feed::append::<Lite>(&mut tx, &inserted).await?;
         tx.commit().await.map_err(db)?;
-        Ok(outcome(visits.len(), inserted.len()))
+        let mut outcome = outcome(visits.len(), inserted.len());
+        outcome.reclassified = applied.len() as u64;
+        Ok(outcome)
     }
 }

@@ -383,13 +383,14 @@ fn upsert(table: &str, keys: &[&str], counters: &[&str]) -> String {
     )
 }
 
-const AUDIENCES: [&str; 3] = ["humans", "bots", "previews"];
+const AUDIENCES: [&str; 4] = ["humans", "bots", "previews", "scanners"];
 
 /// Binds an audience row's counters from parameter `first` on.
 fn audiences(statement: &mut Statement<'_, '_>, first: c_int, a: &Audiences) {
     statement.int(first, a.humans);
     statement.int(first + 1, a.bots);
     statement.int(first + 2, a.previews);
+    statement.int(first + 3, a.scanners);
 }
 
 /// The six rollup tables, each written under a lock of its own (a batch's rows of one table are
@@ -420,7 +421,7 @@ impl Rollup {
 pub(super) fn add_rollup(handle: &Handle<'_>, d: &Deltas<'_>, table: Rollup) -> StorageResult<()> {
     match table {
         Rollup::Buckets => {
-            let counters = ["humans", "bots", "previews", "new_visitors"];
+            let counters = ["humans", "bots", "previews", "scanners", "new_visitors"];
             let mut add = handle.prepare(&upsert(
                 "visit_buckets",
                 &["code", "span", "bucket"],
@@ -433,7 +434,8 @@ pub(super) fn add_rollup(handle: &Handle<'_>, d: &Deltas<'_>, table: Rollup) -> 
                 add.int(4, c.humans);
                 add.int(5, c.bots);
                 add.int(6, c.previews);
-                add.int(7, c.new_visitors);
+                add.int(7, c.scanners);
+                add.int(8, c.new_visitors);
                 add.execute()?;
             }
         }

@@ -21,6 +21,8 @@ pub struct ConsumerCounters {
     /// Orphan visits stored (crate::orphans), redeliveries not counted again.
     pub orphans: AtomicU64,
     pub acked: AtomicU64,
+    /// Stored visits whose verdict hindsight changed (crate::hindsight), each once.
+    pub reclassified: AtomicU64,
     /// The most visits one read has held (reads are sized to about one transaction's worth).
     pub largest_read: AtomicU64,
 }

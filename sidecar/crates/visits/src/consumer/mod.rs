@@ -244,6 +244,7 @@ impl Consumer {
                 count_bots: settings.count_bots,
                 max_visits_per_transaction: per_transaction,
                 shutdown: None,
+                hindsight: Arc::default(),
             },
             settings,
             counters,
@@ -292,7 +293,8 @@ impl Consumer {
         let suffix = self.streams[self.read_from].id_suffix.as_deref();
         let prepared = prepare(entries, suffix, &self.enricher, &self.counters);
         self.observe(entries.len(), prepared.seen);
-        self.writer.write_all(&prepared.visits).await?;
+        let mut visits = prepared.visits;
+        self.writer.write_all(&mut visits).await?;
         self.writer.write_orphans(&prepared.orphans).await?;
         Ok(prepared.ids)
     }
@@ -372,7 +374,7 @@ impl Consumer {
         let writer = self.writer.clone();
         let Prepared {
             ids,
-            visits,
+            mut visits,
             orphans,
             ..
         } = prepared;
@@ -380,7 +382,7 @@ impl Consumer {
             stream: self.read_from,
             ids,
             write: tokio::spawn(async move {
-                writer.write_all(&visits).await?;
+                writer.write_all(&mut visits).await?;
                 writer.write_orphans(&orphans).await
             }),
         });

@@ -3,10 +3,11 @@
 use super::counters::ConsumerCounters;
 use super::entry::RawEntry;
 use super::error::ConsumerError;
+use crate::hindsight::{Correction, Hindsight, LinkFacts};
 use crate::store::VisitStore;
 use shortlink_store::StorageError;
 use shortlink_visit_enrich::{split_entry, Enricher, Visit};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -28,6 +29,9 @@ pub(super) struct Writer {
     pub(super) count_bots: bool,
     pub(super) max_visits_per_transaction: usize,
     pub(super) shutdown: Option<watch::Receiver<bool>>,
+    /// What the consumer remembers of earlier batches to judge the next ones by (one writer
+    /// at a time holds it: batches are written in stream order).
+    pub(super) hindsight: Arc<Mutex<Hindsight>>,
 }
 
 /// Splits entries into visits (several per entry when the module packed them) and enriches them.
@@ -97,12 +101,37 @@ pub(super) fn prepare(
 }
 
 impl Writer {
-    /// Stores a batch's visits in transactions of at most `max_visits_per_transaction`.
-    pub(super) async fn write_all(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
+    /// Judges a batch's visits with hindsight ([`Hindsight::judge`]), then stores them in
+    /// transactions of at most `max_visits_per_transaction`, the first one applying the
+    /// corrections to earlier visits.
+    pub(super) async fn write_all(&self, visits: &mut [Visit]) -> Result<(), ConsumerError> {
+        let corrections = self.judge(visits).await;
+        let mut corrections = corrections.as_slice();
         for chunk in visits.chunks(self.max_visits_per_transaction) {
-            self.write(chunk).await?;
+            self.write(chunk, std::mem::take(&mut corrections)).await?;
+        }
+        if !corrections.is_empty() {
+            self.write(&[], corrections).await?;
         }
         Ok(())
+    }
+
+    /// The batch judged with what the store knows of its links; without it (the database
+    /// failing), by the click-time signals alone.
+    async fn judge(&self, visits: &mut [Visit]) -> Vec<Correction> {
+        let codes = Hindsight::codes(visits);
+        let facts = match codes.is_empty() {
+            true => LinkFacts::default(),
+            false => match self.store.link_facts(&codes).await {
+                Ok(facts) => facts,
+                Err(error) => {
+                    tracing::warn!(%error, "link facts unavailable; the batch judged at click time only");
+                    LinkFacts::default()
+                }
+            },
+        };
+        let mut hindsight = self.hindsight.lock().unwrap_or_else(|e| e.into_inner());
+        hindsight.judge(visits, &facts)
     }
 
     /// Stores a batch's orphan visits in one transaction, riding out database outages as
@@ -142,13 +171,21 @@ impl Writer {
 
     /// Stores visits in one transaction per batch, riding out database outages (see the module
     /// doc): returns `Err` only on shutdown.
-    async fn write(&self, visits: &[Visit]) -> Result<(), ConsumerError> {
-        if visits.is_empty() {
+    async fn write(
+        &self,
+        visits: &[Visit],
+        corrections: &[Correction],
+    ) -> Result<(), ConsumerError> {
+        if visits.is_empty() && corrections.is_empty() {
             return Ok(());
         }
         let mut attempt: u32 = 0;
         loop {
-            match self.store.store_batch(visits, self.count_bots).await {
+            let stored = self
+                .store
+                .store_corrected(visits, corrections, self.count_bots)
+                .await;
+            match stored {
                 Ok(outcome) => {
                     // The rollups commit with the visits (one transaction): this is their delay.
                     if let Some(oldest) = visits.iter().map(|v| v.time_ms).min() {
@@ -157,6 +194,7 @@ impl Writer {
                     ConsumerCounters::add(&self.counters.inserted, outcome.inserted);
                     ConsumerCounters::add(&self.counters.duplicates, outcome.duplicates);
                     ConsumerCounters::add(&self.counters.unowned, outcome.unowned);
+                    ConsumerCounters::add(&self.counters.reclassified, outcome.reclassified);
                     return Ok(());
                 }
                 Err(error @ StorageError::Unavailable(_)) => {
@@ -168,11 +206,14 @@ impl Writer {
                 Err(error) if visits.len() > 1 => {
                     tracing::warn!(%error, visits = visits.len(), "visit batch failed; splitting it");
                     let (left, right) = visits.split_at(visits.len() / 2);
-                    Box::pin(self.write(left)).await?;
-                    return Box::pin(self.write(right)).await;
+                    Box::pin(self.write(left, corrections)).await?;
+                    return Box::pin(self.write(right, &[])).await;
                 }
                 Err(error) => {
-                    tracing::error!(%error, event = %visits[0].event_id, "visit cannot be stored; dropped");
+                    let event = visits
+                        .first()
+                        .map_or("(corrections)", |v| v.event_id.as_str());
+                    tracing::error!(%error, event, "visit cannot be stored; dropped");
                     ConsumerCounters::add(&self.counters.failed, 1);
                     return Ok(());
                 }

@@ -6,9 +6,10 @@ use crate::deliveries::{
     CallbackTokenStore, DeliveryStore, FunnelStore, GatewayStore, MessageStateStore, SendQueueStore,
 };
 use crate::domain_chart::DomainChartStore;
+use crate::hindsight::{Correction, LinkFacts};
 use crate::orphans::OrphanStore;
 use crate::retention::RetentionStore;
-use crate::rollup::{self, AllLinks, Counts, Deltas, Interval, NewVisitors};
+use crate::rollup::{self, AllLinks, Audiences, Counts, Deltas, Interval, NewVisitors};
 use crate::subjects::SubjectStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -25,6 +26,8 @@ pub struct BatchOutcome {
     /// Visits of codes no link holds (a deleted workspace's late clicks): dropped, counted
     /// nowhere (issue 66).
     pub unowned: u64,
+    /// Stored visits whose verdict a correction changed (and whose counts moved).
+    pub reclassified: u64,
 }
 
 /// A stats question, with its range already aligned to `interval`.
@@ -40,7 +43,7 @@ pub struct StatsQuery {
     /// Unix seconds, exclusive; a multiple of the interval.
     pub to: i64,
     pub interval: Interval,
-    /// Count bots and previews as clicks (in `clicks`, series and breakdowns).
+    /// Count bots, previews and scanners as clicks (in `clicks`, series and breakdowns).
     pub include_bots: bool,
     /// Entries per breakdown (and top links).
     pub top: u32,
@@ -53,6 +56,7 @@ pub struct Entry {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
 }
 
 /// The dimensions of a breakdown, and where each lives.
@@ -100,11 +104,11 @@ impl Dimension {
 
     /// How entries of this breakdown are ranked: clicks as the query counts them, except the agent
     /// breakdown, which is about machines and counts everyone whatever `include_bots` says.
-    fn rank(self, include_bots: bool, humans: i64, bots: i64, previews: i64) -> i64 {
+    fn rank(self, include_bots: bool, a: &Audiences) -> i64 {
         if self == Dimension::Agent || include_bots {
-            humans + bots + previews
+            a.humans + a.bots + a.previews + a.scanners
         } else {
-            humans
+            a.humans
         }
     }
 }
@@ -141,6 +145,7 @@ pub struct GroupRow {
     pub humans: i64,
     pub bots: i64,
     pub previews: i64,
+    pub scanners: i64,
 }
 
 /// Each dimension's top `top` entries from the grouped rows of its table: summed per value,
@@ -154,20 +159,21 @@ pub fn rank_breakdowns(
 ) -> Vec<(Dimension, Vec<Entry>)> {
     let mut out = Vec::with_capacity(dimensions.len());
     for (column, &dimension) in dimensions.iter().enumerate() {
-        let mut sums: std::collections::HashMap<&str, (i64, i64, i64)> = Default::default();
+        let mut sums: std::collections::HashMap<&str, Audiences> = Default::default();
         for row in rows {
             let value = row.values.get(column).map_or("", String::as_str);
             if dimension == Dimension::Agent && value.is_empty() {
                 continue;
             }
             let sum = sums.entry(value).or_default();
-            sum.0 += row.humans;
-            sum.1 += row.bots;
-            sum.2 += row.previews;
+            sum.humans += row.humans;
+            sum.bots += row.bots;
+            sum.previews += row.previews;
+            sum.scanners += row.scanners;
         }
-        let mut ranked: Vec<(i64, &str, (i64, i64, i64))> = sums
+        let mut ranked: Vec<(i64, &str, Audiences)> = sums
             .into_iter()
-            .map(|(value, (h, b, p))| (dimension.rank(include_bots, h, b, p), value, (h, b, p)))
+            .map(|(value, a)| (dimension.rank(include_bots, &a), value, a))
             .filter(|(rank, _, _)| *rank > 0)
             .collect();
         ranked.sort_by(|a, b| {
@@ -178,11 +184,12 @@ pub fn rank_breakdowns(
         ranked.truncate(usize::try_from(top).unwrap_or(usize::MAX));
         let entries = ranked
             .into_iter()
-            .map(|(_, value, (humans, bots, previews))| Entry {
+            .map(|(_, value, a)| Entry {
                 value: (!value.is_empty()).then(|| value.to_owned()),
-                humans,
-                bots,
-                previews,
+                humans: a.humans,
+                bots: a.bots,
+                previews: a.previews,
+                scanners: a.scanners,
             })
             .collect();
         out.push((dimension, entries));
@@ -227,7 +234,25 @@ pub trait VisitStore: Send + Sync + 'static {
     /// visitor sets and link counters for the visits actually inserted. Once the installation
     /// has (or had) a workspace besides the default, visits of codes no link holds are dropped
     /// first ([`BatchOutcome::unowned`]).
-    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome>;
+    async fn store_batch(&self, visits: &[Visit], count_bots: bool) -> StorageResult<BatchOutcome> {
+        self.store_corrected(visits, &[], count_bots).await
+    }
+
+    /// [`VisitStore::store_batch`], applying `corrections` to visits stored before in the same
+    /// transaction: each moves its visit's counts (rollups, `visit_count`, the A/B arms, the
+    /// visitor set) only if the stored visit still has the verdict the correction starts from,
+    /// so a correction applied twice (a retried batch, two consumers) moves them once
+    /// ([`BatchOutcome::reclassified`]).
+    async fn store_corrected(
+        &self,
+        visits: &[Visit],
+        corrections: &[Correction],
+        count_bots: bool,
+    ) -> StorageResult<BatchOutcome>;
+
+    /// What hindsight reads of `codes` (their campaigns, their messages' hand-offs and
+    /// delivery receipts): [`crate::hindsight::Hindsight::judge`].
+    async fn link_facts(&self, codes: &[&str]) -> StorageResult<LinkFacts>;
 
     /// The query's non-empty buckets, in order.
     async fn buckets(&self, query: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>>;

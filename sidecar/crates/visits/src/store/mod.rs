@@ -48,6 +48,7 @@ mod tests {
             humans,
             bots,
             previews: 0,
+            scanners: 0,
         };
         let rows = [
             row(["Chrome", ""], 3, 0),

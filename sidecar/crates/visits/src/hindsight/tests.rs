@@ -1,0 +1,194 @@
+use super::*;
+use crate::rollup::{fold, AllLinks, NewVisitors};
+use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
+
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+const T0: i64 = 1_700_000_000_000;
+
+fn visit(id: &str, code: &str, t: i64, ip: &str) -> Visit {
+    let fields = [
+        ("c", code.to_owned()),
+        ("t", t.to_string()),
+        ("ip", ip.to_owned()),
+        ("ua", CHROME.to_owned()),
+        ("host", "go.example".to_owned()),
+    ];
+    Enricher::new(GeoDb::disabled(), false).enrich(&VisitEvent::from_fields(id, fields).unwrap())
+}
+
+fn campaign(codes: &[&str]) -> LinkFacts {
+    LinkFacts {
+        campaigns: (codes.iter())
+            .map(|c| ((*c).to_owned(), "spring".to_owned()))
+            .collect(),
+        reached: HashMap::new(),
+    }
+}
+
+fn audiences(visits: &[Visit]) -> Vec<Audience> {
+    visits.iter().map(|v| v.agent.audience).collect()
+}
+
+#[test]
+fn a_click_before_a_person_could_tap_is_a_scanner() {
+    let reach = Reach {
+        handed_off_ms: Some(T0),
+        delivered_ms: Some(T0 + 4_000),
+    };
+    // In flight, just delivered, at the threshold: too soon; before the hand-off (the sender
+    // trying the link) and after the threshold: a person's.
+    for (at, soon) in [
+        (T0 + 1_000, true),
+        (T0 + 4_500, true),
+        (T0 + 7_000, true),
+        (T0 - 1, false),
+        (T0 + 7_001, false),
+    ] {
+        assert_eq!(reach.too_soon(at), soon, "{at}");
+    }
+    let no_receipt = Reach {
+        handed_off_ms: Some(T0),
+        delivered_ms: None,
+    };
+    assert!(no_receipt.too_soon(T0 + 3_000) && !no_receipt.too_soon(T0 + 3_001));
+    let mut facts = LinkFacts::default();
+    facts.reached.insert("abc".into(), vec![reach]);
+    let mut visits = vec![visit("1-0", "abc", T0 + 5_000, "198.51.100.7")];
+    let corrections = Hindsight::default().judge(&mut visits, &facts);
+    assert!(corrections.is_empty());
+    assert_eq!(visits[0].agent.audience, Audience::Scanner);
+    assert_eq!(visits[0].reasons.0, Reasons::AFTER_DELIVERY);
+}
+
+#[test]
+fn a_sweep_demotes_its_earlier_visits_once() {
+    let codes = ["a", "b", "c", "d", "e", "f"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let ip = |n: u8| format!("203.0.113.{n}");
+    // Four recipients' links from one /24: people, as far as anyone can tell yet.
+    let mut first: Vec<Visit> = (0..4)
+        .map(|i| {
+            visit(
+                &format!("1-{i}"),
+                codes[i],
+                T0 + i as i64 * 100,
+                &ip(i as u8),
+            )
+        })
+        .collect();
+    assert!(hindsight.judge(&mut first, &facts).is_empty());
+    assert_eq!(audiences(&first), [Audience::Human; 4]);
+    // The fifth makes it a sweep: the four stored ones are corrected, once.
+    let mut second = vec![visit("2-0", "e", T0 + 500, &ip(9))];
+    let corrections = hindsight.judge(&mut second, &facts);
+    assert_eq!(corrections.len(), 4);
+    for c in &corrections {
+        assert_eq!(c.before.agent.audience, Audience::Human);
+        assert_eq!(c.after.agent.audience, Audience::Scanner);
+        assert_eq!(c.after.reasons.0, Reasons::SWEEP);
+    }
+    assert_eq!(second[0].agent.audience, Audience::Scanner);
+    // The sweep goes on: its next visit is a scanner's at once, and nothing is corrected again.
+    let mut third = vec![visit("3-0", "f", T0 + 9_000, &ip(1))];
+    assert!(hindsight.judge(&mut third, &facts).is_empty());
+    assert_eq!(third[0].agent.audience, Audience::Scanner);
+    // Another network, or the same one long after: people.
+    let mut later = vec![
+        visit("4-0", "a", T0 + 9_100, "192.0.2.1"),
+        visit("4-1", "b", T0 + 60_000, &ip(1)),
+    ];
+    assert!(hindsight.judge(&mut later, &facts).is_empty());
+    assert_eq!(audiences(&later), [Audience::Human; 2]);
+}
+
+#[test]
+fn a_sweep_within_one_batch_needs_no_correction() {
+    let codes = ["a", "b", "c", "d", "e"];
+    let mut visits: Vec<Visit> = (0..5)
+        .map(|i| visit(&format!("1-{i}"), codes[i], T0 + i as i64, "203.0.113.5"))
+        .collect();
+    let corrections = Hindsight::default().judge(&mut visits, &campaign(&codes));
+    assert!(corrections.is_empty());
+    assert_eq!(audiences(&visits), [Audience::Scanner; 5]);
+    // Four links, or links of no campaign, make no sweep.
+    let mut four = visits[..4].to_vec();
+    for v in &mut four {
+        *v = visit(&v.event_id, &v.code, v.time_ms, "203.0.113.5");
+    }
+    assert!(Hindsight::default()
+        .judge(&mut four, &campaign(&codes))
+        .is_empty());
+    assert_eq!(audiences(&four), [Audience::Human; 4]);
+}
+
+#[test]
+fn a_later_visit_of_the_same_person_confirms_a_fast_one() {
+    let mut facts = LinkFacts::default();
+    facts.reached.insert(
+        "abc".into(),
+        vec![Reach {
+            handed_off_ms: None,
+            delivered_ms: Some(T0),
+        }],
+    );
+    let mut hindsight = Hindsight::default();
+    let mut fast = vec![visit("1-0", "abc", T0 + 2_000, "198.51.100.7")];
+    assert!(hindsight.judge(&mut fast, &facts).is_empty());
+    assert_eq!(fast[0].agent.audience, Audience::Scanner);
+    // Someone else's later visit confirms nothing.
+    let mut other = vec![visit("2-0", "abc", T0 + 60_000, "198.51.100.8")];
+    assert!(hindsight.judge(&mut other, &facts).is_empty());
+    let mut again = vec![visit("3-0", "abc", T0 + 90_000, "198.51.100.7")];
+    let corrections = hindsight.judge(&mut again, &facts);
+    assert_eq!(corrections.len(), 1);
+    let c = &corrections[0];
+    assert_eq!(c.before.event_id, "1-0");
+    assert_eq!(
+        (c.before.agent.audience, c.after.agent.audience),
+        (Audience::Scanner, Audience::Human)
+    );
+    assert_ne!(c.after.agent.device, Device::Bot);
+    assert_eq!(
+        c.after.reasons.0,
+        Reasons::AFTER_DELIVERY | Reasons::CONFIRMED
+    );
+    // Once.
+    let mut third = vec![visit("4-0", "abc", T0 + 120_000, "198.51.100.7")];
+    assert!(hindsight.judge(&mut third, &facts).is_empty());
+}
+
+#[test]
+fn a_correction_moves_every_count_of_its_visit() {
+    let all_links = AllLinks::default();
+    let person = visit("1-0", "abc", T0, "203.0.113.1");
+    let mut scanner = person.clone();
+    demote(&mut scanner, Reasons::SWEEP);
+    let correction = Correction {
+        before: person.clone(),
+        after: scanner.clone(),
+    };
+    let visitors = [person.visitor.to_vec()].into_iter().collect();
+    let new: NewVisitors = [("abc".to_owned(), visitors)].into_iter().collect();
+    let stored = fold(&[&person], &all_links, new, false);
+    let mut d = fold(&[], &all_links, NewVisitors::default(), false);
+    d.reclassify(&correction, true, false);
+    // What was counted plus the correction is what the scanner's visit counts alone.
+    let expected = fold(&[&scanner], &all_links, NewVisitors::default(), false);
+    let sum = |a: i64, b: i64| a + b;
+    for (key, counts) in &expected.buckets {
+        let before = stored.buckets.get(key).copied().unwrap_or_default();
+        let moved = d.buckets[key];
+        assert_eq!(sum(before.humans, moved.humans), counts.humans);
+        assert_eq!(sum(before.previews, moved.previews), counts.previews);
+        assert_eq!(sum(before.scanners, moved.scanners), counts.scanners);
+        assert_eq!(sum(before.new_visitors, moved.new_visitors), 0);
+    }
+    assert_eq!(d.links["abc"].0, -1);
+    assert_eq!(
+        (d.arms[&("abc", "")].humans, d.arms[&("abc", "")].visitors),
+        (-1, -1)
+    );
+    let minute = d.domain_minutes.values().next().unwrap();
+    assert_eq!((minute.humans, minute.scanners), (-1, 1));
+}
