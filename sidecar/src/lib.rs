@@ -400,13 +400,13 @@ impl Jobs {
                     });
                 }
                 tasks.spawn("domain health", move |shutdown| {
-                    domains::health::run(health, settings, visits, storage, shutdown)
+                    domains::health_job::run(health, settings, visits, storage, shutdown)
                 });
             }
             None => {
                 let visits = Arc::clone(&visits);
                 tasks.spawn("domain click counts", move |shutdown| {
-                    domains::health::forget_old_clicks_hourly(visits, shutdown)
+                    domains::health_job::forget_old_clicks_hourly(visits, shutdown)
                 });
             }
         }

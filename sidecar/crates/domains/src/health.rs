@@ -43,7 +43,6 @@
 
 use super::certificate::CertificateProbe;
 use super::drain::{self, Drain, Event, Snapshots};
-pub use super::health_job::{forget_old_clicks_hourly, run};
 pub use super::state::State;
 pub use super::traffic::ClickCurve;
 use super::traffic::IssuedBuckets;
@@ -55,6 +54,7 @@ use shortlink_config::{Config, ConfigError};
 use shortlink_core::sync::LockOrRecover;
 use shortlink_store::audit::Origin;
 use shortlink_store::Storage;
+use shortlink_visits::deliveries::{NewReceipt, Recorded};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Mutex;
@@ -194,7 +194,7 @@ pub struct DomainHealth {
     /// the checks off).
     pub(crate) snapshot_lag_ms: std::sync::atomic::AtomicU64,
     /// The delivery receipts' counts and dead routes ([`crate::receipt_drain`]).
-    pub receipts: super::receipt_drain::ReceiptWatch,
+    pub receipts: super::receipt_watch::ReceiptWatch,
 }
 
 impl Default for DomainHealth {
@@ -205,6 +205,20 @@ impl Default for DomainHealth {
 }
 
 impl DomainHealth {
+    /// Counts the final receipts just stored in workspace `slug` for the drain on rejections
+    /// ([`crate::receipt_drain`]): a receipt is about one of the workspace's issuing domains or
+    /// none, so a workspace without an issuing list of its own counts nothing.
+    pub fn receipts_stored<'a>(
+        &self,
+        slug: &str,
+        stored: impl IntoIterator<Item = (&'a NewReceipt, &'a Recorded)>,
+    ) {
+        let lists = self.issuing_lists();
+        if let Some(list) = lists.as_ref().and_then(|lists| lists.of(slug)) {
+            self.receipts.stored(list, slug, stored);
+        }
+    }
+
     /// Remembers issued links for `horizon` (see [`ClickCurve::horizon`]).
     pub fn new(horizon: Duration) -> Self {
         Self {

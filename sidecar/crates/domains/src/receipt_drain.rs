@@ -1,5 +1,5 @@
 //! Drain on rejections, in seconds (issue 68): the receipts the API stores are counted in memory
-//! as they arrive ([`DomainHealth::receipts_stored`]: a lock and a few additions per batch, no
+//! as they arrive ([`crate::receipt_watch`], through [`DomainHealth::receipts_stored`]: a lock and a few additions per batch, no
 //! query), and a job judges the counts every second ([`run`], the rule in [`crate::receipts`]).
 //! A domain found blocked on a carrier is drained through the same path as the health check's
 //! drains ([`drain::apply`]: one transition across sidecars, one audit row, the domain webhook's
@@ -24,10 +24,9 @@
 
 use super::drain::{self, Event, Evidence, Mode, ReceiptEvidence};
 use super::health::DomainHealth;
-use super::issuing::{NoDrains, Spread};
-use super::receipt_links::{CountedLinks, FirstOf};
-use super::receipt_share::{self, CountedLink, Pending, SharedCounts};
-use super::receipts::{Blocked, DeadRoute, ReceiptRule, ReceiptWindows, Series};
+use super::receipt_share::SharedCounts;
+use super::receipt_watch::unix_now;
+use super::receipts::{Blocked, DeadRoute, ReceiptRule};
 use super::state::State;
 use chrono::Utc;
 use shortlink_config::Config;
@@ -35,39 +34,12 @@ use shortlink_core::background::{self, Shutdown};
 use shortlink_core::sync::LockOrRecover;
 use shortlink_store::audit::{Actor, Origin, INSTALLATION_CHAIN};
 use shortlink_store::Storage;
-use shortlink_visits::deliveries::{NewReceipt, Recorded};
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the counts are judged: the drain follows the receipts within about this much.
 const EVERY: Duration = Duration::from_secs(1);
-
-/// The receipts' counts and the dead routes last found, shared by the API and the job.
-#[derive(Debug, Default)]
-pub struct ReceiptWatch {
-    windows: Mutex<ReceiptWindows>,
-    /// What this sidecar counted since its last addition to the shared counts.
-    pending: Mutex<Pending>,
-    /// The links counted in the window: each counts once ([`crate::receipt_links`]).
-    links: Mutex<CountedLinks>,
-    dead_routes: Mutex<Vec<DeadRoute>>,
-}
-
-impl ReceiptWatch {
-    fn configure(&self, rule: ReceiptRule) {
-        *self.windows.lock_or_recover() = ReceiptWindows::new(rule);
-    }
-
-    /// What the receipts say of `domain` of `workspace` that is not the domain's fault: the
-    /// dead routes it has receipts on.
-    pub fn notes(&self, workspace: &str, domain: &str) -> Vec<String> {
-        (self.dead_routes.lock_or_recover().iter())
-            .filter(|dead| dead.workspace == workspace && dead.domains.iter().any(|d| d == domain))
-            .map(DeadRoute::reason)
-            .collect()
-    }
-}
 
 /// Longest window kept: the counts are per second and series, so memory grows with it; a
 /// block is found in seconds, and a longer window only dilutes it.
@@ -80,70 +52,6 @@ pub fn rule_from_config(config: &Config) -> Option<ReceiptRule> {
         window: config.domain_receipts_window.min(LONGEST_WINDOW),
         min_final: config.domain_receipts_min,
     })
-}
-
-fn unix_now() -> u64 {
-    u64::try_from(Utc::now().timestamp()).unwrap_or_default()
-}
-
-impl DomainHealth {
-    /// Counts the final receipts just stored in workspace `slug` (each with the receipt as
-    /// checked, for the `short_url` it named); duplicates, non-final states and a link counted
-    /// already in the window count nothing: the counts are of distinct links (recipients).
-    pub fn receipts_stored<'a>(
-        &self,
-        slug: &str,
-        stored: impl IntoIterator<Item = (&'a NewReceipt, &'a Recorded)>,
-    ) {
-        let lists = self.issuing_lists();
-        let Some(list) = lists.as_ref().and_then(|lists| lists.of(slug)) else {
-            // No issuing list of its own: none of its receipts is about one of its domains.
-            return;
-        };
-        let now = unix_now();
-        let mut windows = self.receipts.windows.lock_or_recover();
-        let mut pending = self.receipts.pending.lock_or_recover();
-        let mut links = self.receipts.links.lock_or_recover();
-        for (new, recorded) in stored {
-            let receipt = &recorded.receipt;
-            if recorded.duplicate || !receipt.state.is_final() {
-                continue;
-            }
-            let domain = match new.short_domain.as_deref() {
-                Some(host) => (list.bases.iter())
-                    .find(|base| base.host == host)
-                    .map(|base| base.host.clone()),
-                None if list.spread == Spread::Campaign => None,
-                None => Some(
-                    list.pick_live(&receipt.code, None, &NoDrains)
-                        .host
-                        .to_owned(),
-                ),
-            };
-            let Some(domain) = domain else { continue };
-            let series = Series {
-                workspace: slug.to_owned(),
-                carrier: receipt.carrier.clone().unwrap_or_default(),
-                domain,
-            };
-            let first = links.first(&series, &receipt.code);
-            if first == FirstOf::Repeat {
-                continue;
-            }
-            let failed = receipt.state != shortlink_visits::deliveries::DeliveryState::Delivered;
-            if first == FirstOf::Link {
-                windows.record(&series, failed, receipt.error_code.as_deref(), now);
-            }
-            let link = CountedLink {
-                series,
-                code: receipt.code.clone(),
-                at: now,
-                failed,
-                error_code: receipt.error_code.clone(),
-            };
-            receipt_share::count(&mut pending, link);
-        }
-    }
 }
 
 /// Judges the receipts every second until `shutdown`: every sidecar's, through `shared`.
