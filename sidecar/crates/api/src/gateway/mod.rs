@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shortlink_visits::deliveries::SendRecord;
+use shortlink_visits::deliveries::{SendOutcome, SendRecord};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
@@ -25,48 +25,6 @@ pub fn router() -> Router<AppState> {
                 .delete(settings::delete_gateway),
         )
         .route("/gateway/jobs/{job}", get(send_job))
-}
-
-/// What one recipient's hand-off came to, as shortlink understood it: never the gateway's body.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SendView {
-    /// The recipient's line in the compose request.
-    pub index: i64,
-    pub code: String,
-    /// The `mid` of its `dlr-url`: its receipts' message id.
-    pub message_id: String,
-    /// `accepted` (Kannel's `0:`), `queued` (Kannel's `3:`: taken, sent once an SMSC connects),
-    /// `refused` (a 4xx: it never will), `failed` (no connection, or a 5xx, on every try),
-    /// `unknown` (no answer after the request was sent, or the connection failed then: the
-    /// gateway may have it; never sent again, the operator decides), `skipped` (the gateway may
-    /// have this link's message from before), `stopped` (the job's key was revoked or its
-    /// workspace suspended), `interrupted` (its sidecar stopped during the hand-off: never sent
-    /// again), `erased` (a subject's erase removed it before its turn).
-    pub outcome: String,
-    pub http_status: Option<u16>,
-    /// The numeric code the gateway's body started with (Kannel's `0:`, `3:`…), if it did: the
-    /// only thing read from the body.
-    pub gateway_code: Option<u32>,
-    /// shortlink's own words for the outcome (a fixed text per outcome).
-    pub detail: Option<String>,
-    pub attempts: u32,
-    pub at: DateTime<Utc>,
-}
-
-impl From<SendRecord> for SendView {
-    fn from(s: SendRecord) -> Self {
-        SendView {
-            index: s.index,
-            code: s.code,
-            message_id: s.message_id,
-            outcome: s.outcome,
-            http_status: s.http_status,
-            gateway_code: s.gateway_code,
-            detail: s.detail,
-            attempts: s.attempts,
-            at: s.at,
-        }
-    }
 }
 
 /// A send job and its records so far.
@@ -86,8 +44,8 @@ pub struct SendJobView {
     /// while its reports could not come back. `null` while it sends.
     pub waiting_for_callback_since: Option<DateTime<Utc>>,
     /// Recipients by outcome.
-    pub outcomes: BTreeMap<String, u64>,
-    pub recipients: Vec<SendView>,
+    pub outcomes: BTreeMap<SendOutcome, u64>,
+    pub recipients: Vec<SendRecord>,
 }
 
 /// A compose request's send job (its id is in the compose answer's summary, `send_job`): per
@@ -107,13 +65,10 @@ pub async fn send_job(
         code: "not_found",
         message: "no send job has this id".into(),
     })?;
-    let recipients: Vec<SendView> = (gateways.sends(workspace, &id).await?)
-        .into_iter()
-        .map(SendView::from)
-        .collect();
+    let recipients = gateways.sends(workspace, &id).await?;
     let mut outcomes = BTreeMap::new();
     for recipient in &recipients {
-        *outcomes.entry(recipient.outcome.clone()).or_default() += 1;
+        *outcomes.entry(recipient.outcome).or_default() += 1;
     }
     Ok(Json(SendJobView {
         id: job.id,

@@ -17,6 +17,7 @@
 //! gateway's URL may point anywhere its workspace chose).
 
 use reqwest::Url;
+use shortlink_visits::deliveries::SendOutcome;
 use std::time::Duration;
 
 /// The reports asked for: delivered (1), failed (2), buffered (4), accepted by the SMSC (8),
@@ -48,13 +49,13 @@ pub enum Handoff {
 
 impl Handoff {
     /// The outcome recorded (`GET /api/v1/gateway/jobs/{job}`).
-    pub fn outcome(self) -> &'static str {
+    pub fn outcome(self) -> SendOutcome {
         match self {
-            Handoff::Accepted => "accepted",
-            Handoff::Queued => "queued",
-            Handoff::Refused => "refused",
-            Handoff::Unreachable | Handoff::ServerError => "failed",
-            Handoff::TimedOut | Handoff::Cut => "unknown",
+            Handoff::Accepted => SendOutcome::Accepted,
+            Handoff::Queued => SendOutcome::Queued,
+            Handoff::Refused => SendOutcome::Refused,
+            Handoff::Unreachable | Handoff::ServerError => SendOutcome::Failed,
+            Handoff::TimedOut | Handoff::Cut => SendOutcome::Unknown,
         }
     }
 

@@ -27,7 +27,7 @@ use shortlink_core::background::Shutdown;
 use shortlink_core::service::{Authority, Stop};
 use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::{
-    DeliveryState, Gateway, LinkRef, NewReceipt, OpenJob, Pending, SendRecord,
+    DeliveryState, Gateway, LinkRef, NewReceipt, OpenJob, Pending, SendOutcome, SendRecord,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -231,7 +231,12 @@ impl Run {
             return Ok(());
         };
         let message_id = format!("{}-{}", self.job.id, message.index);
-        let record = unsent(&message, &message_id, "interrupted", INTERRUPTED.into());
+        let record = unsent(
+            &message,
+            &message_id,
+            SendOutcome::Interrupted,
+            INTERRUPTED.into(),
+        );
         self.record(&record).await
     }
 
@@ -239,7 +244,12 @@ impl Run {
     async fn one(&mut self, message: Pending) -> Result<(), Halt> {
         let message_id = format!("{}-{}", self.job.id, message.index);
         let record = match self.watch.stopped {
-            Some(stop) => unsent(&message, &message_id, "stopped", stop.to_string()),
+            Some(stop) => unsent(
+                &message,
+                &message_id,
+                SendOutcome::Stopped,
+                stop.to_string(),
+            ),
             None => self.send(&message, &message_id).await?,
         };
         self.record(&record).await
@@ -271,12 +281,12 @@ impl Run {
             Ok(false) => {}
             Ok(true) => {
                 let why = "the gateway may have this link's message from an earlier job".to_owned();
-                return Ok(unsent(message, message_id, "skipped", why));
+                return Ok(unsent(message, message_id, SendOutcome::Skipped, why));
             }
             Err(error) => {
                 tracing::warn!(%error, job = %self.job.id, "a send could not be checked");
                 let why = "database unavailable".into();
-                return Ok(unsent(message, message_id, "failed", why));
+                return Ok(unsent(message, message_id, SendOutcome::Failed, why));
             }
         }
         if self.unproven {
@@ -284,12 +294,24 @@ impl Run {
         }
         let sendsms = match &self.sendsms {
             Ok(sendsms) => sendsms,
-            Err(why) => return Ok(unsent(message, message_id, "failed", why.clone())),
+            Err(why) => {
+                return Ok(unsent(
+                    message,
+                    message_id,
+                    SendOutcome::Failed,
+                    why.clone(),
+                ))
+            }
         };
         self.ticks.tick().await;
         let standing = self.standing_now().await;
         if let Some(stop) = self.watch.check(standing) {
-            return Ok(unsent(message, message_id, "stopped", stop.to_string()));
+            return Ok(unsent(
+                message,
+                message_id,
+                SendOutcome::Stopped,
+                stop.to_string(),
+            ));
         }
         if let Some(halt) = self.halted() {
             return Err(halt);
@@ -308,7 +330,12 @@ impl Run {
         // written), or the job is another sidecar's now, or the database cannot tell.
         if !marked.await.unwrap_or(false) {
             return match queue.pending_at(&self.job.id, message.index).await {
-                Ok(None) => Ok(unsent(message, message_id, "erased", String::new())),
+                Ok(None) => Ok(unsent(
+                    message,
+                    message_id,
+                    SendOutcome::Erased,
+                    String::new(),
+                )),
                 Ok(Some(_)) | Err(_) => Err(Halt::Lost),
             };
         }
@@ -332,7 +359,7 @@ impl Run {
             index: message.index,
             code: message.code.clone(),
             message_id: message_id.to_owned(),
-            outcome: sent.handoff.outcome().to_owned(),
+            outcome: sent.handoff.outcome(),
             http_status: sent.http_status,
             gateway_code: sent.gateway_code,
             detail: Some(sent.handoff.detail().to_owned()),
@@ -451,12 +478,12 @@ async fn lost(lost: &AtomicBool) {
     }
 }
 
-fn unsent(message: &Pending, message_id: &str, outcome: &str, why: String) -> SendRecord {
+fn unsent(message: &Pending, message_id: &str, outcome: SendOutcome, why: String) -> SendRecord {
     SendRecord {
         index: message.index,
         code: message.code.clone(),
         message_id: message_id.to_owned(),
-        outcome: outcome.to_owned(),
+        outcome,
         http_status: None,
         gateway_code: None,
         detail: Some(why),

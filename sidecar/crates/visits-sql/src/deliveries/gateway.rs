@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
 use shortlink_store::{StorageResult, WorkspaceId};
-use shortlink_visits::deliveries::gateway::{GatewayConfig, GatewayStore, SendJob, SendRecord};
+use shortlink_visits::deliveries::gateway::{
+    GatewayConfig, GatewayStore, SendJob, SendOutcome, SendRecord,
+};
 use shortlink_visits::deliveries::model::at_ms;
 use sqlx::Database;
 
@@ -45,7 +47,7 @@ pub(super) fn insert_send(workspace: WorkspaceId, job: &str, s: &SendRecord) -> 
             Value::Int(s.index),
             Value::Text(s.code.clone()),
             Value::Text(s.message_id.clone()),
-            Value::Text(s.outcome.clone()),
+            Value::Text(s.outcome.as_str().to_owned()),
             Value::OptInt(s.http_status.map(i64::from)),
             Value::OptText(s.detail.clone()),
             Value::Int(i64::from(s.attempts)),
@@ -95,7 +97,12 @@ fn send<V: VisitDialect>(row: &Row<V>) -> StorageResult<SendRecord> {
         index: int("idx")?,
         code: V::Sql::read_text(row, "code")?,
         message_id: V::Sql::read_text(row, "message_id")?,
-        outcome: V::Sql::read_text(row, "outcome")?,
+        outcome: {
+            let outcome = V::Sql::read_text(row, "outcome")?;
+            SendOutcome::parse(&outcome).ok_or_else(|| {
+                shortlink_store::StorageError::Corrupt(format!("send outcome {outcome:?}"))
+            })?
+        },
         http_status: (Db::<V>::opt_int(row, "http_status").map_err(db)?)
             .and_then(|status| u16::try_from(status).ok()),
         gateway_code: (Db::<V>::opt_int(row, "gateway_code").map_err(db)?)

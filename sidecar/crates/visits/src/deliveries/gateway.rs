@@ -4,7 +4,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use shortlink_store::{StorageResult, WorkspaceId};
+use utoipa::ToSchema;
 
 /// A workspace's gateway (Kannel's `sendsms`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,23 +50,84 @@ pub struct SendJob {
 }
 
 /// What one recipient's hand-off came to, as shortlink understood it: never the gateway's body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Stored as it is answered (`GET /api/v1/gateway/jobs/{job}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct SendRecord {
     /// The recipient's line in the compose request.
     pub index: i64,
     pub code: String,
-    /// The id the `dlr-url` carries (`mid`), the receipts' message id.
+    /// The `mid` of its `dlr-url`: its receipts' message id.
     pub message_id: String,
-    /// `accepted`, `queued`, `refused`, `failed`, `unknown`, `skipped`, `stopped`,
-    /// `interrupted` or `erased`.
-    pub outcome: String,
+    pub outcome: SendOutcome,
     pub http_status: Option<u16>,
-    /// The numeric code the gateway's body started with (Kannel's `0:`, `3:`…), if it did.
+    /// The numeric code the gateway's body started with (Kannel's `0:`, `3:`…), if it did: the
+    /// only thing read from the body.
     pub gateway_code: Option<u32>,
-    /// shortlink's own description of the outcome (a fixed text, never the gateway's bytes).
+    /// shortlink's own words for the outcome (a fixed text per outcome, never the gateway's
+    /// bytes).
     pub detail: Option<String>,
     pub attempts: u32,
     pub at: DateTime<Utc>,
+}
+
+/// What a hand-off came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SendOutcome {
+    /// Kannel's `0:`: taken for delivery.
+    Accepted,
+    /// Kannel's `3:`: taken, sent once an SMSC connects.
+    Queued,
+    /// A 4xx: it never will be.
+    Refused,
+    /// No connection, or a 5xx, on every try.
+    Failed,
+    /// No answer after the request was sent, or the connection failed then: the gateway may
+    /// have it; never sent again, the operator decides.
+    Unknown,
+    /// The gateway may have this link's message from before.
+    Skipped,
+    /// The job's key was revoked or its workspace suspended.
+    Stopped,
+    /// Its sidecar stopped during the hand-off: never sent again.
+    Interrupted,
+    /// A subject's erase removed it before its turn.
+    Erased,
+}
+
+impl SendOutcome {
+    pub const ALL: [SendOutcome; 9] = [
+        SendOutcome::Accepted,
+        SendOutcome::Queued,
+        SendOutcome::Refused,
+        SendOutcome::Failed,
+        SendOutcome::Unknown,
+        SendOutcome::Skipped,
+        SendOutcome::Stopped,
+        SendOutcome::Interrupted,
+        SendOutcome::Erased,
+    ];
+
+    /// Its name, as stored and answered.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendOutcome::Accepted => "accepted",
+            SendOutcome::Queued => "queued",
+            SendOutcome::Refused => "refused",
+            SendOutcome::Failed => "failed",
+            SendOutcome::Unknown => "unknown",
+            SendOutcome::Skipped => "skipped",
+            SendOutcome::Stopped => "stopped",
+            SendOutcome::Interrupted => "interrupted",
+            SendOutcome::Erased => "erased",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|outcome| outcome.as_str() == text)
+    }
 }
 
 #[async_trait]

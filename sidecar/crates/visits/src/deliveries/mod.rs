@@ -27,7 +27,7 @@ pub mod store;
 pub mod tokens;
 
 pub use funnel::{Funnel, FunnelCounts, FunnelStore};
-pub use gateway::{GatewayConfig, GatewayStore, SendJob, SendRecord};
+pub use gateway::{GatewayConfig, GatewayStore, SendJob, SendOutcome, SendRecord};
 pub use model::{DeliveryState, Gateway, Invalid, LinkRef, NewReceipt, Receipt, Recorded, Refusal};
 pub use queue::{NewJob, OpenJob, Pending, SendQueueStore};
 pub use rate::{DeliveredRate, RatePoint};
