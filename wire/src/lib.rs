@@ -22,7 +22,8 @@
 //! - [`cluster`]: hash slots, and the per-slot key names a Redis Cluster needs;
 //! - [`rules`]: click-time rules, their bytes in the record and their evaluation;
 //! - [`target`]: what a redirect target may be (it goes verbatim into `Location`);
-//! - [`verdict`]: person, preview, scanner or bot, from the request's signals (one table).
+//! - [`verdict`]: person, preview, scanner or bot, from the request's signals (one table);
+//! - [`agent_cache`]: a worker's memory of the agents it judged (a capped click's verdict).
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
@@ -31,6 +32,7 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod agent_cache;
 pub mod click_id;
 pub mod cluster;
 pub mod event;

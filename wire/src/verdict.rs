@@ -191,7 +191,7 @@ pub fn at_click(lower_ua: &str, signals: Signals) -> Verdict {
 
 /// What the user agent alone says towards a verdict: its rule of the agent table, whether it
 /// is empty, and the browser it claims. Worked out once per distinct agent where agents repeat
-/// (a worker's [`AgentCache`]).
+/// (a worker's [`crate::agent_cache::AgentCache`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentPart {
     rule: Option<(Audience, &'static str)>,
@@ -294,9 +294,6 @@ fn version_after(text: &str, token: &str) -> Option<(u32, u32)> {
     let minor = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
     Some((major, minor))
 }
-
-mod cache;
-pub use cache::AgentCache;
 
 #[cfg(test)]
 mod tests;

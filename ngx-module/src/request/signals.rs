@@ -2,7 +2,8 @@
 //! tracked visit records, and the verdict computed only where a click spends something.
 
 use nginx_sys::{ngx_http_request_t, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
-use shortlink_wire::verdict::{AgentCache, Signals, Verdict};
+use shortlink_wire::agent_cache::AgentCache;
+use shortlink_wire::verdict::{Signals, Verdict};
 
 use crate::conf::{Dynamic, MainConf};
 use crate::request::{click, value};
@@ -32,7 +33,7 @@ pub fn of(r: &mut ngx_http_request_t, mcf: &MainConf) -> Signals {
 }
 
 thread_local! {
-    /// The worker's judged agents (`shortlink_wire::verdict::AgentCache`): a phone's repeated
+    /// The worker's judged agents (`shortlink_wire::agent_cache::AgentCache`): a phone's repeated
     /// agent costs a hash, not a pass of the agent table. Const-initialised and without a
     /// destructor, so `with` cannot fail (no panic on the request path).
     static AGENTS: AgentCache = const { AgentCache::new() };

@@ -160,13 +160,19 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
         "no standby in normal times"
     );
 
-    // Human clicks through nginx on s1's links only.
+    // Human clicks through nginx on s1's links only, each recipient from a network of their
+    // own (one network reaching many recipients' links at once is a sweep, docs/BOTS.md).
     let clicked_at = Instant::now();
-    for code in s1.iter().take(80) {
+    for (i, code) in s1.iter().take(80).enumerate() {
+        let address = format!("198.18.{i}.9");
         let response = (system.nginx).get_with(
             "s1.test",
             &format!("/{code}"),
-            &[("User-Agent", PHONE), ("Accept-Language", "en")],
+            &[
+                ("User-Agent", PHONE),
+                ("Accept-Language", "en"),
+                ("X-Forwarded-For", &address),
+            ],
         );
         assert_eq!(response.status(), 302, "{code}");
     }

@@ -26,8 +26,9 @@ pub const SWEEP_WINDOW_MS: i64 = 10_000;
 /// How long a visit judged on timing alone waits for its visitor's later visit to clear it.
 pub const CONFIRM_WITHIN_MS: i64 = 24 * 3_600_000;
 
-/// Visits awaiting confirmation at most (the oldest are forgotten first).
-pub(super) const MAX_PENDING: usize = 100_000;
+/// Visits awaiting confirmation at most, the oldest forgotten first: each is a copy of its
+/// visit (about a kilobyte with its strings), so 20,000 hold about 20 MB.
+pub(super) const MAX_PENDING: usize = 20_000;
 
 /// A stored visit's verdict changed: `before` as it was stored and counted, `after` as it is to
 /// be counted (its audience, reasons and device).

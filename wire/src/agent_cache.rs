@@ -3,8 +3,8 @@
 //! agents repeat) costs a hash of its bytes instead of lower-casing it, a pass of the agent
 //! table and a browser-version parse. Direct-mapped: a slot holds the last agent hashed to it.
 
-use super::{decide, AgentPart, Signals, Verdict};
 use crate::agent::{self, MAX_AGENT};
+use crate::verdict::{decide, AgentPart, Signals, Verdict};
 use std::cell::Cell;
 
 const SLOTS: usize = 256;
@@ -31,7 +31,7 @@ impl AgentCache {
     }
 
     /// The click-time verdict of a request with the raw user agent `ua` and `signals`: what
-    /// [`super::at_click`] answers for it.
+    /// [`crate::verdict::at_click`] answers for it.
     pub fn verdict(&self, ua: &[u8], signals: Signals) -> Verdict {
         let key = hash(ua);
         let slot = &self.slots[(key as usize) % SLOTS];
