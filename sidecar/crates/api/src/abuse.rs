@@ -35,7 +35,7 @@ const MAX_ADDRESSES: usize = 65_536;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/report-abuse", post(report_typed))
-        .route("/report-abuse/{*code}", post(report_page))
+        .route("/report-abuse/{code}", post(report_page))
 }
 
 /// The home page's form: a code or a whole short URL.
