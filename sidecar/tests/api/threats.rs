@@ -642,3 +642,33 @@ async fn a_host_a_workspace_blocks_later_quarantines_its_links_only() {
     assert!(!quarantined_in_redis(&app, &b_link).await);
     assert_eq!(fallback_answer(&app, "brand-b", &b_link).await.0, 302);
 }
+
+crate::on_each_backend!(the_quarantine_store_holds_on_every_backend);
+
+/// The host index's range, the quarantine rows, a release and an end, on each database.
+async fn the_quarantine_store_holds_on_every_backend(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let listed = app.create_code("https://www.listed.example/a").await;
+    let beside = app.create_code("https://notlisted.example/b").await;
+    let change = shortlink_threats::FeedChange {
+        feed: "feed".into(),
+        added_hosts: vec!["listed.example".into()],
+        added_urls: Vec::new(),
+    };
+    let links = &app.state.links;
+    assert_eq!(links.quarantine_added(&change).await.unwrap(), 1);
+    assert!(quarantined_in_redis(&app, &listed).await);
+    assert!(!quarantined_in_redis(&app, &beside).await);
+    assert_eq!(app.resolve(&listed).await.status(), 451);
+    // Released: holds against the same entry.
+    assert_eq!(release(&app, API_KEY, &listed).await.status(), 200);
+    assert_eq!(links.quarantine_added(&change).await.unwrap(), 0);
+    assert_eq!(app.resolve(&listed).await.status(), 302);
+    // The entry gone, then back: quarantined again, then ended.
+    assert_eq!(links.end_unlisted("feed", |_| false).await.unwrap(), 0);
+    assert_eq!(links.quarantine_added(&change).await.unwrap(), 1);
+    assert_eq!(links.end_unlisted("feed", |_| false).await.unwrap(), 1);
+    assert_eq!(app.resolve(&listed).await.status(), 302);
+    let listed_now: Value = app.get_json("/quarantines").await;
+    assert_eq!(listed_now["quarantines"], json!([]));
+}
