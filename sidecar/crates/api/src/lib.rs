@@ -26,6 +26,7 @@ mod metrics;
 mod ndjson;
 mod openapi;
 pub mod orphans;
+mod per_address;
 pub mod preview;
 pub mod proxy_secret;
 pub mod qr;

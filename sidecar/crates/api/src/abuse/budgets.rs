@@ -1,47 +1,32 @@
-//! Each client address's budget of abuse reports, in this sidecar's memory (as unknown callback
-//! tokens are counted, `crate::deliveries::callbacks::strikes`).
+//! Each client address's budget of abuse reports, in this sidecar's memory
+//! ([`crate::per_address`], as unknown callback tokens are counted).
 
-use crate::deliveries::callbacks::strikes::Client;
+use crate::per_address::{AddressBudgets, Client};
 use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
 use crate::{Error, Result};
-use shortlink_core::sync::LockOrRecover;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Reports an address may send at once.
 pub const BURST: u32 = 5;
 /// Then one per this long.
 pub const INTERVAL: Duration = Duration::from_secs(60);
-/// Addresses remembered at most.
-const MAX_ADDRESSES: usize = 65_536;
+/// Each address's reports ([`AddressBudgets`]: [`BURST`], then one per [`INTERVAL`]).
+#[derive(Debug)]
+pub struct ReportBudgets(AddressBudgets);
 
-/// Each address's reports, as GCRA's "theoretical arrival time": when its budget would be whole
-/// again.
-#[derive(Debug, Default)]
-pub struct ReportBudgets {
-    full_at: Mutex<HashMap<Client, Instant>>,
+impl Default for ReportBudgets {
+    fn default() -> Self {
+        ReportBudgets(AddressBudgets::new(BURST, INTERVAL))
+    }
 }
 
 impl ReportBudgets {
     /// Spends one report of `client`'s, or 429 when it has none left now.
     pub(super) fn spend(&self, client: Client, now: Instant) -> Result<()> {
-        let mut full_at = self.full_at.lock_or_recover();
-        if full_at.len() >= MAX_ADDRESSES && !full_at.contains_key(&client) {
-            full_at.retain(|_, at| *at > now);
+        if let Some((retry, reset)) = self.0.spent(client, now) {
+            return Err(refused(retry, reset));
         }
-        let client = if full_at.len() >= MAX_ADDRESSES && !full_at.contains_key(&client) {
-            Client::Shared
-        } else {
-            client
-        };
-        let at = full_at.entry(client).or_insert(now);
-        let owed = at.saturating_duration_since(now);
-        let allowed = INTERVAL * (BURST - 1);
-        if owed > allowed {
-            return Err(refused(owed - allowed, owed));
-        }
-        *at = (*at).max(now) + INTERVAL;
+        self.0.spend(client, now);
         Ok(())
     }
 }

@@ -11,7 +11,7 @@
 
 mod budgets;
 
-use crate::deliveries::callbacks::strikes::Client;
+use crate::per_address::Client;
 use crate::{AppState, Error, Path, Result};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
