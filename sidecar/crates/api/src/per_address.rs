@@ -6,6 +6,8 @@
 //! addresses at once), the addresses it cannot hold share one budget, so a flood is bounded as a
 //! whole.
 
+use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
+use crate::Error;
 use shortlink_core::sync::LockOrRecover;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -62,6 +64,32 @@ impl AddressBudgets {
         // One fits while at most burst - 1 intervals are still owed.
         let allowed = self.interval * self.burst.saturating_sub(1);
         (owed > allowed).then(|| (owed - allowed, owed))
+    }
+
+    /// The 429 of an address past its budget (`spent`'s retry and reset), with the rate-limit
+    /// headers under `policy`; `what` says what it sent too many of.
+    pub(crate) fn refusal(
+        &self,
+        policy: &'static str,
+        what: &str,
+        (retry, reset): (Duration, Duration),
+    ) -> Error {
+        Error::RateLimited(Box::new(Throttled {
+            code: "rate_limited",
+            message: format!(
+                "too many {what} from this address ({} at once, then one per {} s); retry later",
+                self.burst,
+                self.interval.as_secs()
+            ),
+            headers: RateLimitHeaders {
+                policy,
+                quota: u64::from(self.burst),
+                window: Some((self.interval * self.burst).as_secs()),
+                remaining: 0,
+                reset: Some(whole_seconds(reset)),
+            },
+            retry_after: Some(whole_seconds(retry).max(1)),
+        }))
     }
 
     /// Counts one against `client`'s budget.

@@ -2,8 +2,7 @@
 //! ([`crate::per_address`], as unknown callback tokens are counted).
 
 use crate::per_address::{AddressBudgets, Client};
-use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
-use crate::{Error, Result};
+use crate::Result;
 use std::time::{Duration, Instant};
 
 /// Reports an address may send at once.
@@ -23,30 +22,12 @@ impl Default for ReportBudgets {
 impl ReportBudgets {
     /// Spends one report of `client`'s, or 429 when it has none left now.
     pub(super) fn spend(&self, client: Client, now: Instant) -> Result<()> {
-        if let Some((retry, reset)) = self.0.spent(client, now) {
-            return Err(refused(retry, reset));
+        if let Some(owed) = self.0.spent(client, now) {
+            return Err(self.0.refusal("abuse-reports", "reports", owed));
         }
         self.0.spend(client, now);
         Ok(())
     }
-}
-
-fn refused(retry: Duration, reset: Duration) -> Error {
-    Error::RateLimited(Box::new(Throttled {
-        code: "rate_limited",
-        message: format!(
-            "too many reports from this address ({BURST} at once, then one per {} s); retry later",
-            INTERVAL.as_secs()
-        ),
-        headers: RateLimitHeaders {
-            policy: "abuse-reports",
-            quota: u64::from(BURST),
-            window: Some((INTERVAL * BURST).as_secs()),
-            remaining: 0,
-            reset: Some(whole_seconds(reset)),
-        },
-        retry_after: Some(whole_seconds(retry).max(1)),
-    }))
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@
 //! extractor rather than a layer: nothing runs for a callback beyond the table's lock.
 
 use crate::per_address::{AddressBudgets, Client};
-use crate::throttle::{whole_seconds, RateLimitHeaders, Throttled};
 use crate::Error;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -75,32 +74,17 @@ impl UnknownTokens {
     fn admit_at(&self, client: Client, now: Instant) -> Result<(), Error> {
         match self.0.spent(client, now) {
             None => Ok(()),
-            Some((retry, reset)) => Err(refused(retry, reset)),
+            Some(owed) => {
+                Err(self
+                    .0
+                    .refusal("callback-unknown-token", "unknown callback tokens", owed))
+            }
         }
     }
 
     fn strike_at(&self, client: Client, now: Instant) {
         self.0.spend(client, now);
     }
-}
-
-fn refused(retry: Duration, reset: Duration) -> Error {
-    Error::RateLimited(Box::new(Throttled {
-        code: "rate_limited",
-        message: format!(
-            "too many unknown callback tokens from this address ({BURST} at once, then one per \
-             {} s); retry later",
-            INTERVAL.as_secs()
-        ),
-        headers: RateLimitHeaders {
-            policy: "callback-unknown-token",
-            quota: u64::from(BURST),
-            window: Some((INTERVAL * BURST).as_secs()),
-            remaining: 0,
-            reset: Some(whole_seconds(reset)),
-        },
-        retry_after: Some(whole_seconds(retry).max(1)),
-    }))
 }
 
 #[cfg(test)]
