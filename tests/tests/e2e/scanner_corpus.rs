@@ -9,32 +9,11 @@
 //! same thresholds on who spends a cap among the visits the click-time signals can judge.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use shortlink_e2e::{paths, NginxOptions, System};
 use testkit::RedisServer;
-
-/// The ASN table, fetched pinned and checked into the target directory once (as the geo
-/// database of `run_script.rs`): no download when it is there.
-fn asn_dir() -> &'static Path {
-    static ASN: OnceLock<PathBuf> = OnceLock::new();
-    ASN.get_or_init(|| {
-        let geo = paths::profile_dir().parent().unwrap().join("geo");
-        let output = std::process::Command::new(paths::workspace_dir().join("scripts/fetch-geo"))
-            .arg(&geo)
-            .output()
-            .expect("run scripts/fetch-geo");
-        assert!(
-            output.status.success(),
-            "scripts/fetch-geo: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        geo.join("asn")
-    })
-}
 
 fn corpus() -> Vec<Value> {
     let path = paths::workspace_dir().join("tests/corpus/visitors.jsonl");
@@ -163,7 +142,11 @@ fn assert_thresholds(path: &str, entries: &[Value], verdicts: &[(String, String)
 
 #[test]
 fn the_corpus_is_judged_within_the_issues_thresholds_on_the_module() {
-    let asn = asn_dir().to_str().unwrap().to_owned();
+    let asn = paths::fetched_geo_dir()
+        .join("asn")
+        .to_str()
+        .unwrap()
+        .to_owned();
     let system = System::start_on_with(
         RedisServer::start(),
         NginxOptions::default(),
@@ -179,7 +162,11 @@ fn the_corpus_is_judged_within_the_issues_thresholds_on_the_module() {
 
 #[test]
 fn the_corpus_is_judged_within_the_issues_thresholds_on_the_fallback() {
-    let asn = asn_dir().to_str().unwrap().to_owned();
+    let asn = paths::fetched_geo_dir()
+        .join("asn")
+        .to_str()
+        .unwrap()
+        .to_owned();
     let options = NginxOptions {
         redis_addr: Some("127.0.0.1:1".to_owned()),
         ..NginxOptions::default()
