@@ -29,12 +29,10 @@
 #[path = "common/rollups.rs"]
 mod rollups;
 
-use shortlink_sidecar::visits::consumer::{
-    max_visits_per_transaction, Consumer, ConsumerSettings, STREAM,
-};
-use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
 use shortlink_visit_enrich::{Enricher, GeoDb};
+use shortlink_visits::consumer::{max_visits_per_transaction, Consumer, ConsumerSettings, STREAM};
+use shortlink_visits::rollup::Interval;
+use shortlink_visits::store::{StatsQuery, VisitStore};
 use shortlink_wire::event::{Batch, Visit, BATCH_FIELD};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -312,7 +310,7 @@ async fn synthetic_rollups(url: &str, code: &str, visits: i64) -> i64 {
 
 /// A pool with the sidecar's own session settings (strict, UTC, utf8mb4).
 async fn mysql_pool(url: &str) -> sqlx::MySqlPool {
-    shortlink_sidecar::storage::mysql::pool(url, 2, Duration::from_secs(10))
+    shortlink_store::mysql::pool(url, 2, Duration::from_secs(10))
         .await
         .unwrap()
 }
@@ -411,17 +409,17 @@ fn main() {
             _ => testkit::postgres().fresh_database_url(),
         };
         runtime.block_on(async {
-            let options = shortlink_sidecar::storage::ConnectOptions {
+            let options = shortlink_store::ConnectOptions {
                 url: url.clone(),
                 max_connections: 4,
                 acquire_timeout: Duration::from_secs(10),
                 sqlite_cache: Default::default(),
             };
-            shortlink_sidecar::storage::connect(&options)
+            shortlink_store::connect(&options)
                 .await
                 .expect("migrate");
             insert_links(&url, links).await;
-            let store: Arc<dyn VisitStore> = shortlink_sidecar::visits_sql::connect(&options).await.unwrap().visits;
+            let store: Arc<dyn VisitStore> = shortlink_visits_sql::connect(&options).await.unwrap().visits;
 
             let mut stored = 0;
             let runs = per_entry_runs.iter().flat_map(|&per_entry| {
@@ -482,7 +480,7 @@ fn main() {
             }
             let from = synthetic_rollups(&url, "hot", 10_000_000).await;
             let query = StatsQuery {
-        workspace: shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+        workspace: shortlink_store::WorkspaceId::DEFAULT,
                 code: Some("hot".into()),
                 from,
                 to: from + 30 * 86_400,

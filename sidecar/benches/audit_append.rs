@@ -9,8 +9,8 @@
 //! measured: the API's create also parses, encodes and writes Redis, so its ratio is closer to
 //! 1 than the one printed here. Run with `cargo bench -p shortlink-sidecar --bench audit_append`.
 
-use shortlink_sidecar::storage::audit::{Actor, AuditEntry, Changes, RequestInfo};
-use shortlink_sidecar::storage::{self, ConnectOptions, Link, LinkFlags, NewRow, Storage};
+use shortlink_store::audit::{Actor, AuditEntry, Changes, RequestInfo};
+use shortlink_store::{self, ConnectOptions, Link, LinkFlags, NewRow, Storage};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,9 +22,9 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 fn link(code: String) -> Link {
-    let now = storage::now();
+    let now = shortlink_store::now();
     Link {
-        workspace: shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+        workspace: shortlink_store::WorkspaceId::DEFAULT,
         target: format!("https://shop.example/spring/{code}"),
         url_hash: format!("{:0>64}", code),
         code,
@@ -140,7 +140,7 @@ fn main() {
         _ => format!("sqlite://{}", dir.path().join("bench.db").display()),
     };
     runtime.block_on(async {
-        let storage = storage::connect(&ConnectOptions {
+        let storage = shortlink_store::connect(&ConnectOptions {
             url,
             max_connections: 4,
             acquire_timeout: Duration::from_secs(10),

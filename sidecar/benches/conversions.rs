@@ -34,9 +34,9 @@
 mod common;
 
 use common::{cpu_secs, post_ndjson, start_sidecar, API_KEY};
-use shortlink_sidecar::visits::consumer::STREAM;
-use shortlink_sidecar::visits::store::VisitStore;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visits::consumer::STREAM;
+use shortlink_visits::store::VisitStore;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -150,7 +150,7 @@ async fn load(
     let (_, created) = post_ndjson(&base, "/links/batch", body).await;
     assert_eq!(created, links);
     sidecar.stop();
-    let options = shortlink_sidecar::storage::ConnectOptions {
+    let options = shortlink_store::ConnectOptions {
         url: url.to_owned(),
         max_connections: 4,
         acquire_timeout: Duration::from_secs(10),
@@ -161,7 +161,7 @@ async fn load(
         .fetch_all(&pool)
         .await
         .unwrap();
-    let store = shortlink_sidecar::visits_sql::connect(&options)
+    let store = shortlink_visits_sql::connect(&options)
         .await
         .unwrap()
         .visits;

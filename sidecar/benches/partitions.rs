@@ -37,11 +37,11 @@
 //! Run through `bench/partitions/run`; prints markdown rows.
 
 use chrono::{DateTime, Duration as Days, Utc};
-use shortlink_sidecar::storage::WorkspaceId;
-use shortlink_sidecar::visits::cleanup::delete_old_visits;
-use shortlink_sidecar::visits::rollup::Interval;
-use shortlink_sidecar::visits::store::{StatsQuery, VisitStore};
+use shortlink_store::WorkspaceId;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+use shortlink_visits::cleanup::delete_old_visits;
+use shortlink_visits::rollup::Interval;
+use shortlink_visits::store::{StatsQuery, VisitStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use std::str::FromStr;
@@ -396,13 +396,13 @@ fn main() {
                 index as f64 / (n + 1000) as f64
             );
             urls.push(url.clone());
-            let options = shortlink_sidecar::storage::ConnectOptions {
+            let options = shortlink_store::ConnectOptions {
                 url,
                 max_connections: 4,
                 acquire_timeout: Duration::from_secs(10),
                 sqlite_cache: Default::default(),
             };
-            let opened = shortlink_sidecar::visits_sql::connect(&options).await.unwrap();
+            let opened = shortlink_visits_sql::connect(&options).await.unwrap();
             let store = opened.visits;
             if name == "parted" {
                 // The cleanup job's vacuum of the days that have ended, as on a running install.

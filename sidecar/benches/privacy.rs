@@ -17,8 +17,8 @@
 mod common;
 
 use common::{post_ndjson, start_sidecar, API_KEY};
-use shortlink_sidecar::visits::store::VisitStore;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visits::store::VisitStore;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -108,13 +108,13 @@ fn main() {
         start_sidecar(&binary, &url, &redis.url(), &dir.path().join("sidecar.log"));
     let failed = runtime.block_on(async {
         shortlink_e2e::install_tls_provider();
-        let options = shortlink_sidecar::storage::ConnectOptions {
+        let options = shortlink_store::ConnectOptions {
             url: url.clone(),
             max_connections: 4,
             acquire_timeout: Duration::from_secs(10),
             sqlite_cache: Default::default(),
         };
-        let store = shortlink_sidecar::visits_sql::connect(&options).await.unwrap().visits;
+        let store = shortlink_visits_sql::connect(&options).await.unwrap().visits;
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
         let start_ms = chrono::Utc::now().timestamp_millis() - 61 * DAY_MS;
         let code_of = |reference: &'static str| {

@@ -23,13 +23,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use shortlink_sidecar::validate::UrlPolicy;
-use shortlink_sidecar::visits::store::VisitStore;
-use shortlink_sidecar::webhooks::deliver::Deliverer;
-use shortlink_sidecar::webhooks::feed::{FeedFilter, FeedReader};
-use shortlink_sidecar::webhooks::service::ReplayRequest;
-use shortlink_sidecar::webhooks::{Cursor, Privacy, WebhookService, WebhookSettings};
+use shortlink_model::validate::UrlPolicy;
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visits::store::VisitStore;
+use shortlink_webhooks::deliver::Deliverer;
+use shortlink_webhooks::feed::{FeedFilter, FeedReader};
+use shortlink_webhooks::service::ReplayRequest;
+use shortlink_webhooks::{Cursor, Privacy, WebhookService, WebhookSettings};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -136,9 +136,7 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
     service
         .create(
             // The bench acts as the operator on the server: no quota.
-            &shortlink_core::limits::Budget::command_line(
-                shortlink_sidecar::storage::WorkspaceId::DEFAULT,
-            ),
+            &shortlink_core::limits::Budget::command_line(shortlink_store::WorkspaceId::DEFAULT),
             request,
             &bench_origin(),
         )
@@ -148,8 +146,8 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
 }
 
 /// Who the audit log names for the bench's subscriptions.
-fn bench_origin() -> shortlink_sidecar::storage::audit::Origin {
-    shortlink_sidecar::storage::audit::Origin::new(shortlink_sidecar::storage::audit::Actor::cli())
+fn bench_origin() -> shortlink_store::audit::Origin {
+    shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli())
 }
 
 fn main() {
@@ -167,19 +165,15 @@ fn main() {
         _ => format!("sqlite://{}", dir.path().join("bench.db").display()),
     };
     let failed = runtime.block_on(async {
-        let options = shortlink_sidecar::storage::ConnectOptions {
+        let options = shortlink_store::ConnectOptions {
             url: url.clone(),
             max_connections: 4,
             acquire_timeout: Duration::from_secs(10),
             sqlite_cache: Default::default(),
         };
-        let storage = shortlink_sidecar::storage::connect(&options)
-            .await
-            .expect("migrate");
+        let storage = shortlink_store::connect(&options).await.expect("migrate");
         insert_link(&url).await;
-        let stores = shortlink_sidecar::visits_sql::connect(&options)
-            .await
-            .unwrap();
+        let stores = shortlink_visits_sql::connect(&options).await.unwrap();
         let store = Arc::clone(&stores.visits);
         let enricher = Enricher::new(GeoDb::disabled(), false);
         let cli = <shortlink_sidecar::cli::Cli as clap::Parser>::try_parse_from([
@@ -200,7 +194,7 @@ fn main() {
         eprintln!("stored {events} visits");
         let started = Instant::now();
         let mut reader = FeedReader::new(stores.clone(), Privacy::default());
-        let mut all = FeedFilter::of(shortlink_sidecar::storage::WorkspaceId::DEFAULT);
+        let mut all = FeedFilter::of(shortlink_store::WorkspaceId::DEFAULT);
         all.include_bots = true;
         let (mut cursor, mut read) = (Cursor::default(), 0);
         while read < events {
@@ -220,20 +214,12 @@ fn main() {
             let (hook, count) = receiver().await;
             let id = subscribe(&service, &hook, batch_size, 0).await;
             service
-                .replay(
-                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
-                    &id,
-                    from_start(),
-                )
+                .replay(shortlink_store::WorkspaceId::DEFAULT, &id, from_start())
                 .await
                 .unwrap();
             let rate = rate_until(&count, n as u64).await;
             service
-                .delete(
-                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
-                    &id,
-                    &bench_origin(),
-                )
+                .delete(shortlink_store::WorkspaceId::DEFAULT, &id, &bench_origin())
                 .await
                 .unwrap();
             eprintln!("delivered {n}, {batch_size} per POST: {rate:.0} events/s");
@@ -276,11 +262,7 @@ fn main() {
         }
         for (id, _) in &hooks {
             service
-                .delete(
-                    shortlink_sidecar::storage::WorkspaceId::DEFAULT,
-                    id,
-                    &bench_origin(),
-                )
+                .delete(shortlink_store::WorkspaceId::DEFAULT, id, &bench_origin())
                 .await
                 .unwrap();
         }

@@ -7,7 +7,7 @@
 //! large one), with `EXPLAIN (ANALYZE, BUFFERS)`. Prints each plan and fails if one reads the
 //! links table sequentially. Run with `bench/workspaces/run`.
 
-use shortlink_sidecar::storage::{self, ConnectOptions};
+use shortlink_store::{self, ConnectOptions};
 use sqlx::{PgPool, Row};
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ async fn main() {
         acquire_timeout: Duration::from_secs(30),
         sqlite_cache: Default::default(),
     };
-    drop(storage::connect(&options).await.expect("migrate"));
+    drop(shortlink_store::connect(&options).await.expect("migrate"));
     let pool = PgPool::connect(&url).await.unwrap();
     let started = std::time::Instant::now();
     fill(&pool, n).await;

@@ -2,8 +2,8 @@
 //! retention are deleted from the start of each chain and the chain's anchor moved to the last
 //! one deleted, so `audit verify` still proves every row left (shortlink_store::audit).
 
-use crate::storage::Storage;
 use shortlink_core::background::{self, Shutdown};
+use shortlink_store::Storage;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 pub async fn prune_once(
     storage: &dyn Storage,
     retention: Duration,
-) -> Result<u64, crate::storage::StorageError> {
+) -> Result<u64, shortlink_store::StorageError> {
     let retention = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
     let before = chrono::Utc::now()
         .checked_sub_signed(retention)

@@ -5,7 +5,7 @@
 //! ([`cli`]), the operator's pages under `/console/` ([`console`]), the `--config` file
 //! ([`config_file`]), and the wiring below: settings checked first (`Checked`), then the state
 //! built from them, then the server and the background jobs started on one `background::Tasks`.
-//! Everything else lives in the crates it re-exports.
+//! Everything else lives in the crates below it, each under its own name.
 
 // No module here calls C; the one that does (the SQLite visit batch write) is in
 // `shortlink-visits`, which allows it for that module alone.
@@ -17,31 +17,16 @@ pub mod config_file;
 pub mod console;
 mod threats;
 
-// The crates below, under the module names they had when they were this crate's modules: the
-// paths the wiring here, the CLI, the console, the tests and the benches use.
-pub use shortlink_api as http;
-pub use shortlink_config as config;
-pub use shortlink_config::redact;
-pub use shortlink_core::{
-    background, code_scheme, csv_cell, issuer, limits, metrics, outbound, primary, projection,
-    service, signing,
-};
-pub use shortlink_domains as domains;
-pub use shortlink_model::{link, schema, validate};
-pub use shortlink_store as storage;
-pub use shortlink_visits as visits;
-pub use shortlink_visits_sql as visits_sql;
-pub use shortlink_webhooks as webhooks;
-
-use crate::config::{Config, ConfigError};
-use crate::http::{AppState, HttpSettings};
-use crate::issuer::Issuer;
-use crate::primary::Primary;
-use crate::projection::marker::ProjectionMarker;
-use crate::projection::{Projection, ProjectionError};
-use crate::service::LinkService;
-use crate::storage::{ConnectOptions, Storage, StorageError};
-use crate::validate::UrlPolicy;
+use shortlink_api::{AppState, HttpSettings};
+use shortlink_config::{Config, ConfigError};
+use shortlink_core::code_scheme;
+use shortlink_core::issuer::Issuer;
+use shortlink_core::primary::{self, Primary};
+use shortlink_core::projection::marker::ProjectionMarker;
+use shortlink_core::projection::{self, Projection, ProjectionError};
+use shortlink_core::service::LinkService;
+use shortlink_model::validate::{self, UrlPolicy};
+use shortlink_store::{ConnectOptions, Storage, StorageError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -57,7 +42,7 @@ pub enum StartupError {
     #[error(transparent)]
     CodeScheme(#[from] code_scheme::SchemeCheckError),
     #[error("analytics: {0}")]
-    Analytics(#[from] visits::AnalyticsError),
+    Analytics(#[from] shortlink_visits::AnalyticsError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -67,7 +52,7 @@ pub enum StartupError {
 
 /// Opens the database named in the configuration (applying migrations).
 pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageError> {
-    storage::connect(&ConnectOptions::from_config(config)).await
+    shortlink_store::connect(&ConnectOptions::from_config(config)).await
 }
 
 /// The write-through to the primary (`--redis-url`, or the one Sentinel names), with `WAIT` for
@@ -92,8 +77,8 @@ struct Checked {
     short_domains: Vec<String>,
     url_policy: UrlPolicy,
     threats: shortlink_threats::Threats,
-    webhooks: webhooks::WebhookSettings,
-    proxy_secret: Option<http::proxy_secret::ProxySecret>,
+    webhooks: shortlink_webhooks::WebhookSettings,
+    proxy_secret: Option<shortlink_api::proxy_secret::ProxySecret>,
     /// The write-through's and the marker's ways to the primary, each its own (a `Primary`
     /// counts the promotions its user has seen).
     projection_primary: Primary,
@@ -136,15 +121,15 @@ impl Checked {
         {
             return Err(ConfigError::BootstrapKey.into());
         }
-        crate::primary::check_cluster_seeds(config)?;
+        primary::check_cluster_seeds(config)?;
         Ok(Checked {
             scheme,
             public_base_url,
             short_domains,
             url_policy,
             threats: threats::from_config(config)?,
-            webhooks: webhooks::WebhookSettings::from_config(config)?,
-            proxy_secret: http::proxy_secret::ProxySecret::from_config(config)?,
+            webhooks: shortlink_webhooks::WebhookSettings::from_config(config)?,
+            proxy_secret: shortlink_api::proxy_secret::ProxySecret::from_config(config)?,
             projection_primary: Primary::from_config(config)?,
             marker_primary: Primary::from_config(config)?,
             limits_primary: Primary::from_config(config)?,
@@ -213,14 +198,14 @@ async fn wire_state(
     // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
     // their traits.
     let stores = shortlink_visits_sql::open(config).await?;
-    let analytics = visits::Analytics {
+    let analytics = shortlink_visits::Analytics {
         store: Arc::clone(&stores.visits),
         count_bots: config.count_bots,
         attribution_window: chrono::Duration::from_std(config.attribution_window)
             .unwrap_or(chrono::Duration::MAX),
     };
     let messaging = messaging(config, &analytics, links.storage(), listening).await?;
-    let webhooks = webhooks::WebhookService::new(
+    let webhooks = shortlink_webhooks::WebhookService::new(
         stores,
         Arc::clone(links.storage()),
         url_policy.clone(),
@@ -236,20 +221,20 @@ async fn wire_state(
             config.redis_timeout,
             shortlink_core::limits::LimitSettings::from_config(config),
         )),
-        domains: Arc::new(domains::health::DomainHealth::new(
-            domains::health::ClickCurve::new(config.domain_health_click_half_life)
+        domains: Arc::new(shortlink_domains::health::DomainHealth::new(
+            shortlink_domains::health::ClickCurve::new(config.domain_health_click_half_life)
                 .horizon(config.domain_health_window),
         )),
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,
             short_domains,
-            countries: Arc::new(visits::countries::Countries::new(
+            countries: Arc::new(shortlink_visits::countries::Countries::new(
                 config.geoip_db.clone(),
                 config.geoip_db_ipv6.clone(),
             )),
             proxy_secret,
-            import_policy: outbound::Policy::imports(config),
+            import_policy: shortlink_core::outbound::Policy::imports(config),
             domain_health_window: config.domain_health_window,
             callback_rate: config.callback_rate,
         }),
@@ -271,7 +256,7 @@ async fn cluster_seeds_answer(
     }
     if let Err(error) = marker.value().await {
         let seeds = config.redis_cluster.join(",");
-        let seeds = redact::redact_url(&seeds);
+        let seeds = shortlink_config::redact::redact_url(&seeds);
         return Err(ConfigError::Cluster(format!("no seed answered ({seeds}): {error}")).into());
     }
     Ok(())
@@ -282,7 +267,7 @@ async fn cluster_seeds_answer(
 /// row (a failure leaves them readable as they were: the next start seals them).
 async fn messaging(
     config: &Config,
-    analytics: &visits::Analytics,
+    analytics: &shortlink_visits::Analytics,
     storage: &Arc<dyn shortlink_store::Storage>,
     listening: &[SocketAddr],
 ) -> Result<shortlink_messaging::Messaging, StartupError> {
@@ -298,7 +283,7 @@ async fn messaging(
         store: Arc::clone(&analytics.store),
         storage: Arc::clone(storage),
         sends: shortlink_messaging::gateway::sends::Sends::new(config.gateway_lease),
-        policy: outbound::Policy::gateways(config, listening),
+        policy: shortlink_core::outbound::Policy::gateways(config, listening),
         secrets_dir: config.gateway_secrets_dir.clone(),
         dlr_key: shortlink_messaging::DlrKey::derive(&code_secret),
         sealer,
@@ -308,19 +293,20 @@ async fn messaging(
 /// Stores `--bootstrap-api-key` (its hash), audited, unless it is stored already.
 async fn store_bootstrap_key(
     config: &Config,
-    storage: &dyn storage::Storage,
+    storage: &dyn shortlink_store::Storage,
 ) -> Result<(), StartupError> {
     if let Some(key) = &config.bootstrap_api_key {
-        let hash = http::hash_api_key(key.trim());
+        let hash = shortlink_api::hash_api_key(key.trim());
         if storage
-            .ensure_api_key("bootstrap", &hash, storage::now())
+            .ensure_api_key("bootstrap", &hash, shortlink_store::now())
             .await?
         {
             tracing::info!("bootstrap API key stored");
             // Its name only: the key is the operator's secret.
-            let changes = storage::audit::Changes::new().set("name", "bootstrap");
-            let actor = storage::audit::Actor::system("startup (--bootstrap-api-key)");
-            let entry = storage::audit::AuditEntry::new(actor, "key.create", "bootstrap", changes);
+            let changes = shortlink_store::audit::Changes::new().set("name", "bootstrap");
+            let actor = shortlink_store::audit::Actor::system("startup (--bootstrap-api-key)");
+            let entry =
+                shortlink_store::audit::AuditEntry::new(actor, "key.create", "bootstrap", changes);
             storage.append_audit(&entry).await?;
         }
     }
@@ -330,9 +316,12 @@ async fn store_bootstrap_key(
 /// The background work of a server, as configured and checked before anything is opened.
 struct Jobs {
     /// `None` with `--domain-health-every 0` (the click counts are still forgotten hourly).
-    health: Option<domains::health::HealthSettings>,
+    health: Option<shortlink_domains::health::HealthSettings>,
     /// The deliverer's client; `None` with `--webhooks false`.
-    delivery: Option<(webhooks::client::Sender, webhooks::WebhookSettings)>,
+    delivery: Option<(
+        shortlink_webhooks::client::Sender,
+        shortlink_webhooks::WebhookSettings,
+    )>,
     /// A serving sidecar's own jobs; `None` for [`Application::build`].
     serving: Option<ServingJobs>,
     /// The drain on receipts' own way to the primary (the counts every sidecar shares).
@@ -342,7 +331,7 @@ struct Jobs {
 /// What `serve` runs beside the API and the jobs every server has.
 struct ServingJobs {
     /// The visit consumer (unless `--consumer false`) and the cleanup jobs (when configured).
-    visits: visits::VisitJobs,
+    visits: shortlink_visits::VisitJobs,
     /// The projection marker's keeper, on its own way to the primary.
     keeper_primary: Primary,
 }
@@ -353,11 +342,13 @@ impl Jobs {
         checked: &Checked,
         serving: bool,
     ) -> Result<Self, StartupError> {
-        let health =
-            domains::health::HealthSettings::from_config(config, checked.short_domains.clone())?;
+        let health = shortlink_domains::health::HealthSettings::from_config(
+            config,
+            checked.short_domains.clone(),
+        )?;
         let delivery = match checked.webhooks.deliver {
             true => Some((
-                webhooks::client::Sender::new(&checked.webhooks)
+                shortlink_webhooks::client::Sender::new(&checked.webhooks)
                     .map_err(ConfigError::ClickWebhooks)?,
                 checked.webhooks.clone(),
             )),
@@ -365,7 +356,7 @@ impl Jobs {
         };
         let serving = match serving {
             true => Some(ServingJobs {
-                visits: visits::VisitJobs::from_config(config, config.consumer)?,
+                visits: shortlink_visits::VisitJobs::from_config(config, config.consumer)?,
                 keeper_primary: Primary::from_config(config)?,
             }),
             false => None,
@@ -380,7 +371,12 @@ impl Jobs {
 
     /// Starts every job among `tasks`, on the wired `state`: nothing left to refuse, every
     /// setting was checked in [`Self::from_config`].
-    fn spawn(self, tasks: &mut background::Tasks, config: &Config, state: &AppState) {
+    fn spawn(
+        self,
+        tasks: &mut shortlink_core::background::Tasks,
+        config: &Config,
+        state: &AppState,
+    ) {
         let visits = Arc::clone(&state.analytics.store);
         match self.health {
             Some(settings) => {
@@ -388,25 +384,27 @@ impl Jobs {
                 let visits = Arc::clone(&visits);
                 let storage = Arc::clone(state.links.storage());
                 // The drain on receipts sends its webhooks through the health job's.
-                if let Some(rule) = domains::receipt_drain::rule_from_config(config) {
+                if let Some(rule) = shortlink_domains::receipt_drain::rule_from_config(config) {
                     let health = Arc::clone(&health);
                     let storage = Arc::clone(&storage);
-                    let shared = domains::receipt_share::SharedCounts::new(
+                    let shared = shortlink_domains::receipt_share::SharedCounts::new(
                         self.receipts_primary,
                         config.redis_timeout,
                     );
                     tasks.spawn("domain receipts", move |shutdown| {
-                        domains::receipt_drain::run(health, storage, rule, shared, shutdown)
+                        shortlink_domains::receipt_drain::run(
+                            health, storage, rule, shared, shutdown,
+                        )
                     });
                 }
                 tasks.spawn("domain health", move |shutdown| {
-                    domains::health_job::run(health, settings, visits, storage, shutdown)
+                    shortlink_domains::health_job::run(health, settings, visits, storage, shutdown)
                 });
             }
             None => {
                 let visits = Arc::clone(&visits);
                 tasks.spawn("domain click counts", move |shutdown| {
-                    domains::health_job::forget_old_clicks_hourly(visits, shutdown)
+                    shortlink_domains::health_job::forget_old_clicks_hourly(visits, shutdown)
                 });
             }
         }
@@ -415,7 +413,7 @@ impl Jobs {
             shortlink_messaging::gateway::runner::run(messaging, shutdown)
         });
         if let Some((sender, settings)) = self.delivery {
-            let delivery = webhooks::deliver::Deliverer::with_sender(
+            let delivery = shortlink_webhooks::deliver::Deliverer::with_sender(
                 state.webhooks.stores().clone(),
                 sender,
                 settings,
@@ -437,7 +435,7 @@ impl Jobs {
         };
         let links = &state.links;
         serving.visits.spawn(tasks, Arc::clone(links), visits);
-        // Refills Redis from SQL whenever it lost its data (crate::projection::marker).
+        // Refills Redis from SQL whenever it lost its data (projection::marker).
         let keeper = projection::marker::Keeper::new(
             ProjectionMarker::with_primary(serving.keeper_primary, config),
             config,
@@ -447,7 +445,7 @@ impl Jobs {
         tasks.spawn("projection marker keeper", |shutdown| keeper.run(shutdown));
         let (links, retention) = (Arc::clone(links), config.idempotency_retention);
         tasks.spawn("idempotency key pruner", move |shutdown| {
-            service::prune_idempotency_keys_every(links, retention, shutdown)
+            shortlink_core::service::prune_idempotency_keys_every(links, retention, shutdown)
         });
         if !config.audit_retention.is_zero() {
             let (storage, retention) = (Arc::clone(state.links.storage()), config.audit_retention);
@@ -467,7 +465,7 @@ pub struct Application {
     metrics_listener: Option<tokio::net::TcpListener>,
     state: AppState,
     /// The background work, stopped after the requests in flight (see [`Self::run_until`]).
-    tasks: background::Tasks,
+    tasks: shortlink_core::background::Tasks,
 }
 
 impl Application {
@@ -517,7 +515,7 @@ impl Application {
                 source,
             })?;
         let state = wire_state(config, checked, &listening).await?;
-        let mut tasks = background::Tasks::new();
+        let mut tasks = shortlink_core::background::Tasks::new();
         jobs.spawn(&mut tasks, config, &state);
         Ok(Self {
             listener,
@@ -555,17 +553,17 @@ impl Application {
     ) -> std::io::Result<()> {
         // A scrape holds nothing worth finishing: the metrics listener stops with the API.
         let metrics = self.metrics_listener.map(|listener| {
-            let router = http::metrics_router(self.state.clone());
+            let router = shortlink_api::metrics_router(self.state.clone());
             tokio::spawn(async move { axum::serve(listener, router).await })
         });
-        let router = http::router(self.state, console::router());
+        let router = shortlink_api::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
         if let Some(metrics) = metrics {
             metrics.abort();
         }
-        self.tasks.shutdown(background::DRAIN).await;
+        self.tasks.shutdown(shortlink_core::background::DRAIN).await;
         served
     }
 }

@@ -1,7 +1,7 @@
 //! Synthetic visit rollups for the benchmarks that read statistics (analytics, console): the
 //! rows the consumer would have written for millions of visits, without consuming them.
 
-use shortlink_sidecar::visits::rollup::Interval;
+use shortlink_visits::rollup::Interval;
 
 /// The SQL that stores rollups of `visits` visits of `code` (`*`: all links) spread evenly over
 /// the 30 days before today, as the consumer writes them: hourly and daily buckets and daily

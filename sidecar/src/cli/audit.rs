@@ -2,9 +2,9 @@
 //! first broken row of any.
 
 use super::BoxError;
-use crate::config::Config;
-use crate::storage::audit;
-use crate::storage::Storage;
+use shortlink_config::Config;
+use shortlink_store::audit;
+use shortlink_store::Storage;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {

@@ -3,8 +3,8 @@
 //! PostgreSQL, `pg_dump` does the same (docs/BACKUP.md).
 
 use super::error::BoxError;
-use crate::config::Config;
-use crate::storage::{Backend, CODE_SCHEME_SETTING};
+use shortlink_config::Config;
+use shortlink_store::{Backend, CODE_SCHEME_SETTING};
 use sqlx::Connection;
 use std::path::PathBuf;
 
@@ -32,8 +32,8 @@ pub async fn run(config: &Config, args: BackupArgs) -> Result<(), BoxError> {
         .ok_or("the backup path must be valid UTF-8")?;
     // Migrated and checked like any start (a database without a recorded scheme gets one).
     let storage = crate::open_storage(config).await?;
-    let settings = crate::storage::ConnectOptions::from_config(config);
-    let options = crate::storage::sqlite_file::connect_options(
+    let settings = shortlink_store::ConnectOptions::from_config(config);
+    let options = shortlink_store::sqlite_file::connect_options(
         &settings.url,
         settings.acquire_timeout,
         settings.sqlite_cache,

@@ -2,10 +2,9 @@
 //! own their checks; this asks each of them, from above.
 
 use super::error::BoxError;
-use crate::config::{Config, ConfigError};
-use crate::domains::health::HealthSettings;
-use crate::redact::redact_url;
-use crate::{primary, storage, validate};
+use shortlink_config::redact::redact_url;
+use shortlink_config::{Config, ConfigError};
+use shortlink_domains::health::HealthSettings;
 
 /// A file's own problems were reported while parsing (crate::config_file); these are the
 /// settings' problems once merged.
@@ -35,25 +34,29 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
     if let Err(e) = config.code_scheme() {
         problems.push(e);
     }
-    if storage::Backend::from_url(&config.database_url).is_none() {
+    if shortlink_store::Backend::from_url(&config.database_url).is_none() {
         problems.push(ConfigError::DatabaseUrl(redact_url(&config.database_url)));
     }
-    if let Err(e) = crate::http::proxy_secret::ProxySecret::from_config(config) {
+    if let Err(e) = shortlink_api::proxy_secret::ProxySecret::from_config(config) {
         problems.push(e);
     }
     if !(1..=1_000_000).contains(&config.sequence_block) {
         problems.push(ConfigError::SequenceBlock);
     }
-    if let Some(Err(e)) = config.public_base_url.as_deref().map(validate::public_base) {
+    if let Some(Err(e)) = config
+        .public_base_url
+        .as_deref()
+        .map(shortlink_model::validate::public_base)
+    {
         problems.push(ConfigError::PublicBase(e));
     }
-    if let Err(value) = validate::normalize_hosts(&config.short_domains) {
+    if let Err(value) = shortlink_model::validate::normalize_hosts(&config.short_domains) {
         problems.push(ConfigError::Host {
             flag: "--short-domains",
             value,
         });
     }
-    if let Err(value) = validate::UrlPolicy::new(
+    if let Err(value) = shortlink_model::validate::UrlPolicy::new(
         config.max_url_length,
         &config.allow_hosts,
         &config.block_hosts,
@@ -77,15 +80,15 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
     if let Err(e) = HealthSettings::from_config(config, Vec::new()) {
         problems.push(e);
     }
-    if let Err(e) = crate::webhooks::WebhookSettings::from_config(config) {
+    if let Err(e) = shortlink_webhooks::WebhookSettings::from_config(config) {
         problems.push(e);
     }
     for address in &config.redis_sentinels {
-        if primary::parse_sentinel_address(address).is_err() {
+        if shortlink_core::primary::parse_sentinel_address(address).is_err() {
             problems.push(ConfigError::Sentinel(redact_url(address)));
         }
     }
-    if let Err(e) = primary::check_cluster_seeds(config) {
+    if let Err(e) = shortlink_core::primary::check_cluster_seeds(config) {
         problems.push(e);
     }
     problems

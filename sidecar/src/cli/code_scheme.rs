@@ -1,10 +1,10 @@
 //! `code-scheme show|adopt`: the code scheme fingerprint recorded with the data
-//! ([`crate::code_scheme`]), and the one deliberate way to change it.
+//! ([`shortlink_core::code_scheme`]), and the one deliberate way to change it.
 
 use super::error::BoxError;
-use crate::config::Config;
-use crate::projection::marker::{ProjectionMarker, MARKER_KEY};
-use crate::storage::{self, LinkFilter, Storage, CODE_SCHEME_SETTING};
+use shortlink_config::Config;
+use shortlink_core::projection::marker::{ProjectionMarker, MARKER_KEY};
+use shortlink_store::{self, LinkFilter, Storage, CODE_SCHEME_SETTING};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum CodeSchemeCommand {
@@ -55,7 +55,11 @@ pub async fn run(config: &Config, command: CodeSchemeCommand) -> Result<(), BoxE
                 .into());
             }
             storage
-                .set_setting(CODE_SCHEME_SETTING, scheme.fingerprint(), storage::now())
+                .set_setting(
+                    CODE_SCHEME_SETTING,
+                    scheme.fingerprint(),
+                    shortlink_store::now(),
+                )
                 .await?;
             // The marker names the old scheme: without it the module falls back until a serving
             // sidecar has refilled Redis and set it with the new one.

@@ -5,16 +5,15 @@
 use super::error::BoxError;
 use super::format::FileFormat;
 use super::workspaces::WorkspaceArg;
-use crate::config::Config;
-use crate::http::compose::ComposeParams;
-use crate::http::{self, ApiKeyId, DomainContext, PUBLIC_BASE_HEADER};
-use crate::service::CLI_API_KEY_ID;
-use crate::storage;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::Extension;
 use futures_util::StreamExt;
+use shortlink_api::compose::ComposeParams;
+use shortlink_api::{self, ApiKeyId, DomainContext, PUBLIC_BASE_HEADER};
+use shortlink_config::Config;
+use shortlink_core::service::CLI_API_KEY_ID;
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -68,18 +67,19 @@ pub async fn run(config: &Config, args: ComposeArgs) -> Result<(), BoxError> {
     parts.headers = headers.clone();
     let domains = DomainContext::from_request_parts(&mut parts, &state).await?;
     let file = tokio::fs::File::open(&args.file).await?;
-    let answer = http::compose::compose(
+    let answer = shortlink_api::compose::compose(
         State(state),
-        http::Budget::command_line(workspace.id),
-        http::Recorder({
-            let mut origin = storage::audit::Origin::new(storage::audit::Actor::cli());
+        shortlink_api::Budget::command_line(workspace.id),
+        shortlink_api::Recorder({
+            let mut origin =
+                shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli());
             origin.workspace_id = workspace.id.get();
             origin
         }),
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
         domains,
-        http::Query(args.campaign),
+        shortlink_api::Query(args.campaign),
         Body::from_stream(file_stream(file)),
     )
     .await
@@ -110,7 +110,7 @@ fn headers(
     headers.insert(header::CONTENT_TYPE, mime(format));
     headers.insert(header::ACCEPT, mime(output_format));
     if let Some(key) = &args.idempotency_key {
-        headers.insert(http::links::IDEMPOTENCY_KEY_HEADER, key.parse()?);
+        headers.insert(shortlink_api::links::IDEMPOTENCY_KEY_HEADER, key.parse()?);
     }
     if let Some(issuing) = &args.issuing {
         headers.insert(PUBLIC_BASE_HEADER, issuing.parse()?);

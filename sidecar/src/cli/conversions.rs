@@ -5,7 +5,7 @@
 
 use super::error::BoxError;
 use super::workspaces::WorkspaceArg;
-use crate::config::Config;
+use shortlink_config::Config;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -47,9 +47,10 @@ pub async fn run(config: &Config, command: ConversionsCommand) -> Result<(), Box
         if pending.len() == CHUNK || (line.is_none() && !pending.is_empty()) {
             out.clear();
             let texts: Vec<&[u8]> = pending.iter().map(Vec::as_slice).collect();
-            let statuses =
-                crate::http::conversions::answer_lines(&state, workspace, index, &texts, &mut out)
-                    .await?;
+            let statuses = shortlink_api::conversions::answer_lines(
+                &state, workspace, index, &texts, &mut out,
+            )
+            .await?;
             refused += statuses.iter().filter(|status| **status >= 300).count();
             index += statuses.len() as i64;
             stdout.write_all(&out)?;

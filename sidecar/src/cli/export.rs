@@ -5,10 +5,10 @@ use super::error::BoxError;
 use super::format::{FileFormat, LINK_COLUMNS};
 use super::progress::progress_bar;
 use super::workspaces::WorkspaceArg;
-use crate::config::Config;
-use crate::storage::{self, Link, LinkFilter, LinkState};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
+use shortlink_config::Config;
+use shortlink_store::{self, Link, LinkFilter, LinkState};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -115,7 +115,7 @@ pub async fn run(config: &Config, args: ExportArgs) -> Result<(), BoxError> {
             StateArg::Expired => LinkState::Expired,
             StateArg::Revoked => LinkState::Revoked,
         };
-        (state, storage::now())
+        (state, shortlink_store::now())
     });
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(
@@ -142,7 +142,7 @@ pub async fn run(config: &Config, args: ExportArgs) -> Result<(), BoxError> {
         let page = storage.scan_links(&filter, after.as_deref(), PAGE).await?;
         let Some(last) = page.last() else { break };
         after = Some(last.code.clone());
-        let now = storage::now();
+        let now = shortlink_store::now();
         for link in &page {
             sink.write(link, now)?;
         }

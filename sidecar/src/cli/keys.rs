@@ -2,10 +2,9 @@
 
 use super::workspaces::{cli_origin, WorkspaceArg};
 use super::BoxError;
-use crate::config::Config;
-use crate::http;
-use crate::storage::Role;
+use shortlink_config::Config;
 use shortlink_core::service::keys::{self, NewKey};
+use shortlink_store::Role;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum KeysCommand {
@@ -52,7 +51,7 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
                 Role::Operator => None,
                 _ => Some(workspace.resolve(storage.as_ref()).await?),
             };
-            let key = http::generate_api_key()?;
+            let key = shortlink_api::generate_api_key()?;
             let new = NewKey {
                 name,
                 role,
@@ -62,7 +61,7 @@ pub async fn run(config: &Config, command: KeysCommand) -> Result<(), BoxError> 
             let created = keys::create(
                 storage.as_ref(),
                 new,
-                &http::hash_api_key(&key),
+                &shortlink_api::hash_api_key(&key),
                 &cli_origin(),
             )
             .await?;

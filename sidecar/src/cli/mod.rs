@@ -19,8 +19,8 @@ mod resync;
 mod visits;
 mod workspaces;
 
-use crate::config::Config;
 use crate::Application;
+use shortlink_config::Config;
 use std::io::Write;
 
 pub use audit::AuditCommand;
@@ -216,7 +216,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             cli.command,
-            Some(Command::Keys { command: KeysCommand::Create { ref name, role: crate::storage::Role::Admin, .. } })
+            Some(Command::Keys { command: KeysCommand::Create { ref name, role: shortlink_store::Role::Admin, .. } })
                 if name == "tool"
         ));
         assert!(!cli.config.code_check);
@@ -273,11 +273,11 @@ mod tests {
     #[test]
     fn database_passwords_are_redacted() {
         assert_eq!(
-            crate::redact::redact_url("postgres://u:secret@h:5432/db"),
+            shortlink_config::redact::redact_url("postgres://u:secret@h:5432/db"),
             "postgres://u:****@h:5432/db"
         );
         assert_eq!(
-            crate::redact::redact_url("sqlite://var/x.db"),
+            shortlink_config::redact::redact_url("sqlite://var/x.db"),
             "sqlite://var/x.db"
         );
     }

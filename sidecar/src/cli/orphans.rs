@@ -12,8 +12,8 @@
 //! ones back, and deleted while it is held: at that moment a code SQL lacks has no write in flight.
 
 use super::error::BoxError;
-use crate::projection::{Projection, ProjectionError, KEY_PREFIX};
-use crate::storage::{Storage, StorageError};
+use shortlink_core::projection::{Projection, ProjectionError, KEY_PREFIX};
+use shortlink_store::{Storage, StorageError};
 use std::collections::HashSet;
 
 /// Keys per `SCAN` step (a hint to Redis) and per SQL lookup.

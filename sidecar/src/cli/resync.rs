@@ -5,10 +5,10 @@
 use super::error::BoxError;
 use super::orphans;
 use super::progress::progress_bar;
-use crate::config::Config;
-use crate::projection::marker::ProjectionMarker;
-use crate::projection::{not_found, Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
-use crate::storage::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
+use shortlink_config::Config;
+use shortlink_core::projection::marker::ProjectionMarker;
+use shortlink_core::projection::{not_found, Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
+use shortlink_store::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResyncArgs {
@@ -32,7 +32,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let storage = crate::open_storage(config).await?;
     // The marker it sets names the configured code scheme: it must be the data's.
     if let Ok(scheme) = config.code_scheme() {
-        crate::code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
+        shortlink_core::code_scheme::check_database(storage.as_ref(), &scheme, config).await?;
     }
     let projection = crate::open_projection(config)?;
     if let Some(cursor) = args.orphans_from {
@@ -52,7 +52,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
     let slugs = Slugs::load(storage.as_ref()).await?;
     let bar = progress_bar(storage.count_links(&filter).await?, "links");
     let (mut live, mut expired, mut revoked, mut removed) = (0u64, 0u64, 0u64, 0u64);
-    // Only a complete run vouches for the whole projection (crate::projection::marker).
+    // Only a complete run vouches for the whole projection (shortlink_core::projection::marker).
     let marker = ProjectionMarker::new(config)?;
     let token = match args.from_code {
         None => Some(marker.begin().await?),
@@ -69,7 +69,7 @@ pub async fn run(config: &Config, args: ResyncArgs) -> Result<(), BoxError> {
         };
         let Some(last) = page.last() else { break };
         let last = last.code.clone();
-        let now = storage::now();
+        let now = shortlink_store::now();
         // Each record with its card key (written or removed: a card SQL no longer has goes).
         let writes: Vec<RecordWrite> = page
             .iter()

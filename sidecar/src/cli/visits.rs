@@ -1,9 +1,9 @@
 //! The analytics subcommands (`consume`, `cleanup`).
 
 use super::error::BoxError;
-use crate::background::{Tasks, DRAIN};
-use crate::config::Config;
-use crate::visits::{cleanup, cleanup_settings, VisitJobs};
+use shortlink_config::Config;
+use shortlink_core::background::{Tasks, DRAIN};
+use shortlink_visits::{cleanup, cleanup_settings, VisitJobs};
 use std::sync::Arc;
 
 /// `consume`: a standalone consumer (no HTTP API) until SIGTERM or Ctrl-C. Runs the cleanup jobs

@@ -3,10 +3,10 @@
 //! act in one.
 
 use super::BoxError;
-use crate::config::Config;
-use crate::storage::audit::{Actor, Origin};
-use crate::storage::{self, Quotas, Storage, Workspace, WorkspaceChange, DEFAULT_SLUG};
+use shortlink_config::Config;
 use shortlink_core::service::keys::MAX_RATE;
+use shortlink_store::audit::{Actor, Origin};
+use shortlink_store::{self, Quotas, Storage, Workspace, WorkspaceChange, DEFAULT_SLUG};
 
 /// The workspace a command acts in.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -133,7 +133,7 @@ pub async fn run(config: &Config, command: WorkspacesCommand) -> Result<(), BoxE
             change(config, &slug, |change| change.quotas = Some(quotas.into())).await?;
         }
         WorkspacesCommand::Suspend { slug } => {
-            let now = storage::now();
+            let now = shortlink_store::now();
             change(config, &slug, |change| {
                 change.suspended_at = Some(Some(now))
             })

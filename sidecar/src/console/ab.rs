@@ -6,14 +6,14 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::PageResult;
-use crate::http::conversions::arms::{arm_names, ArmNames};
-use crate::http::AppState;
-use crate::visits::conversions::results::{ArmResult, SplitResult};
-use crate::visits::conversions::{ab_result, AbResult, Money, Scope};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::conversions::arms::{arm_names, ArmNames};
+use shortlink_api::AppState;
+use shortlink_visits::conversions::results::{ArmResult, SplitResult};
+use shortlink_visits::conversions::{ab_result, AbResult, Money, Scope};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct AbQuery {

@@ -7,15 +7,15 @@ use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
 use super::page::{PageError, PageResult};
 use super::session::Person;
-use crate::http::{AppState, Error, Query};
-use crate::storage::audit::{Actor, AuditFilter, Origin, RequestInfo, INSTALLATION_CHAIN};
-use crate::storage::Role;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::Extension;
 use chrono::{DateTime, Utc};
 use maud::html;
 use serde::Deserialize;
+use shortlink_api::{AppState, Error, Query};
+use shortlink_store::audit::{Actor, AuditFilter, Origin, RequestInfo, INSTALLATION_CHAIN};
+use shortlink_store::Role;
 use std::collections::HashMap;
 
 /// Rows per page.
@@ -40,7 +40,7 @@ pub fn operator_origin(operator: &InstanceOperator, request: RequestInfo) -> Ori
     }
 }
 
-/// The request's id and client (`crate::http::request_id` puts it on every request).
+/// The request's id and client (`shortlink_api::request_id` puts it on every request).
 pub type Tagged = Extension<RequestInfo>;
 
 /// The filter form, as sent: empty fields do not filter.

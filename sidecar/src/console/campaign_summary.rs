@@ -4,11 +4,11 @@
 //! number the API answers; they read every link of the campaign, so only the page's first
 //! screen shows them (the next pages of recipients do not count again).
 
-use crate::http::AppState;
-use crate::storage::WorkspaceId;
-use crate::visits::conversions::{Money, Scope};
 use maud::{html, Markup};
+use shortlink_api::AppState;
 use shortlink_store::StorageResult;
+use shortlink_store::WorkspaceId;
+use shortlink_visits::conversions::{Money, Scope};
 use shortlink_visits::deliveries::DeliveryState;
 use std::collections::BTreeMap;
 

@@ -7,10 +7,6 @@ use super::links;
 use super::operator::Operator;
 use super::page::{encode, PageResult};
 use super::totals::{Shown, Totals};
-use crate::csv_cell::push_field as csv_field;
-use crate::http::links::LinkView;
-use crate::http::{AppState, DomainContext, Error};
-use crate::storage::{Link, LinkFilter, ListCursor};
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
@@ -20,6 +16,10 @@ use axum::Extension;
 use chrono::{DateTime, Utc};
 use maud::html;
 use serde::Deserialize;
+use shortlink_api::links::LinkView;
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_core::csv_cell::push_field as csv_field;
+use shortlink_store::{Link, LinkFilter, ListCursor};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -56,7 +56,7 @@ pub async fn list(
         campaigns.last().cloned()
     });
     // Each listed campaign's aggregates, as `GET /api/v1/campaigns/{campaign}` answers them.
-    let numbers: HashMap<String, crate::storage::CampaignStats> = state
+    let numbers: HashMap<String, shortlink_store::CampaignStats> = state
         .links
         .campaigns(operator.workspace, Some(&campaigns), PAGE)
         .await?

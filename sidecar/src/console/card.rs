@@ -5,10 +5,6 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult, CSP};
-use crate::http::links::LinkView;
-use crate::http::{AppState, DomainContext, Error};
-use crate::link::card::CardSpec;
-use crate::service::UpdateLinkRequest;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;
 use axum::http::HeaderValue;
@@ -17,6 +13,10 @@ use axum::Extension;
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::links::LinkView;
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_core::service::UpdateLinkRequest;
+use shortlink_model::link::card::CardSpec;
 use shortlink_wire::preview::{MAX_DESCRIPTION, MAX_IMAGE, MAX_SITE_NAME, MAX_TITLE};
 
 #[derive(Debug, Default, Deserialize)]

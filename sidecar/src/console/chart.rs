@@ -3,8 +3,8 @@
 //! shrinks with the drawing) and labels never collide (they are laid out as text is). Under each
 //! chart, the numbers it draws as a table. No script, no library.
 
-use crate::http::stats::PointView;
 use maud::{html, Markup};
+use shortlink_api::stats::PointView;
 
 /// The drawing's own units: stretched to the figure (`preserveAspectRatio="none"`).
 const WIDTH: f64 = 720.0;

@@ -6,12 +6,6 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, PageResult};
-use crate::http::compose::{self, ComposeParams};
-use crate::http::{self, ApiKeyId, AppState, DomainContext, Error};
-use crate::service::compose::{Campaign, CampaignSpec};
-use crate::service::CLI_API_KEY_ID;
-use crate::storage::audit::{Actor, Origin};
-use crate::storage::WorkspaceId;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -20,6 +14,12 @@ use axum::{Extension, Form, Json};
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::Value;
+use shortlink_api::compose::{self, ComposeParams};
+use shortlink_api::{self, ApiKeyId, AppState, DomainContext, Error};
+use shortlink_core::service::compose::{Campaign, CampaignSpec};
+use shortlink_core::service::CLI_API_KEY_ID;
+use shortlink_store::audit::{Actor, Origin};
+use shortlink_store::WorkspaceId;
 use std::collections::BTreeMap;
 
 /// Most recipients in a sample (a campaign goes through the API or the command line).
@@ -193,17 +193,17 @@ async fn dry_run(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
     // The workspace's quotas, as the API's compose is held to: a sample past its recipients
     // says so, as the campaign itself would.
-    let budget = http::budget_of(&state, workspace).await?;
+    let budget = shortlink_api::budget_of(&state, workspace).await?;
     let answer = compose::compose(
         State(state),
         budget,
         // A dry run records nothing.
-        http::Recorder(Origin::new(Actor::console(String::new()))),
+        shortlink_api::Recorder(Origin::new(Actor::console(String::new()))),
         // A dry run claims no idempotency key: no key of the operator's is involved.
         Extension(ApiKeyId(CLI_API_KEY_ID)),
         headers,
         domains,
-        http::Query(form.params()?),
+        shortlink_api::Query(form.params()?),
         Body::from(form.recipients.clone()),
     )
     .await?;

@@ -6,17 +6,17 @@ use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::PageResult;
 use super::{chart, overview};
-use crate::http::links::LinkView;
-use crate::http::qr::{self, QrFormat};
-use crate::http::stats::{self, EntryView, StatsParams};
-use crate::http::{AppState, DomainContext, Error};
-use crate::visits::rollup::Interval;
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::{html, Markup, PreEscaped};
 use serde::Deserialize;
+use shortlink_api::links::LinkView;
+use shortlink_api::qr::{self, QrFormat};
+use shortlink_api::stats::{self, EntryView, StatsParams};
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_visits::rollup::Interval;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct DetailQuery {
@@ -56,7 +56,7 @@ pub async fn page(
         Some("hour") => Interval::Hour,
         _ => Interval::Day,
     };
-    let to = crate::storage::now();
+    let to = shortlink_store::now();
     let from = match interval {
         Interval::Hour => to - chrono::Duration::hours(48),
         Interval::Day => link.created_at.max(to - chrono::Duration::days(400)),

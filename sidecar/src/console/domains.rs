@@ -17,13 +17,13 @@ use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
 use super::page::{see_other, PageResult};
 use super::session::Person;
-use crate::http::{AppState, DomainContext, Error, Path};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::{AppState, DomainContext, Error, Path};
 use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
 

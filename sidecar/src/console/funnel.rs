@@ -8,11 +8,11 @@ use super::chart;
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{encode, PageResult};
-use crate::http::{AppState, Error, Path};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use maud::{html, Markup};
+use shortlink_api::{AppState, Error, Path};
 use shortlink_visits::deliveries::{DeliveryState, FunnelCounts, RatePoint};
 use std::collections::BTreeMap;
 

@@ -7,13 +7,13 @@ use super::audit::Tagged;
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{see_other, PageResult};
-use crate::http::{AppState, Path};
-use crate::storage::audit::AuditFilter;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::{Extension, Form};
 use maud::html;
 use serde::Deserialize;
+use shortlink_api::{AppState, Path};
+use shortlink_store::audit::AuditFilter;
 
 /// The refusals the page shows, newest first.
 const REFUSED: u32 = 50;
@@ -29,7 +29,7 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
     };
     let refused = state.links.storage().list_audit(&filter).await?;
     // A refusal's changes: `[null, value]` per field (feed, entry, target).
-    let change = |row: &crate::storage::audit::AuditRecord, field: &str| {
+    let change = |row: &shortlink_store::audit::AuditRecord, field: &str| {
         let changes: serde_json::Value = serde_json::from_str(&row.changes).unwrap_or_default();
         changes[field][1].as_str().unwrap_or_default().to_owned()
     };

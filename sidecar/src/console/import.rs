@@ -13,15 +13,15 @@ use crate::cli::import::report::{reason_name, Report};
 use crate::cli::import::source::{self, SourceKind};
 use crate::cli::import::write::Writer;
 use crate::cli::import::SourceArgs;
-use crate::http::{AppState, Budget, Error};
-use crate::service::Authority;
-use crate::storage::WorkspaceId;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::Extension;
 use maud::html;
+use shortlink_api::{AppState, Budget, Error};
+use shortlink_core::service::Authority;
 use shortlink_core::sync::LockOrRecover;
+use shortlink_store::WorkspaceId;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -166,7 +166,7 @@ pub async fn start(
     }
     let domain = args.source_domain.clone();
     // Its new links count against the workspace's quota, as the API's creates do.
-    let budget = crate::http::budget_of(&state, operator.workspace).await?;
+    let budget = shortlink_api::budget_of(&state, operator.workspace).await?;
     let authority = Authority::key(operator.workspace, operator.key);
     let origin = super::audit::origin(&operator, request);
     tokio::spawn(async move {

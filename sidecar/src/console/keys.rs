@@ -5,12 +5,12 @@
 //! the API's.
 
 use super::layout::when;
-use crate::http::{generate_api_key, hash_api_key, AppState, Error};
-use crate::storage::audit::Origin;
-use crate::storage::{ApiKey, KeyRate, Role, WorkspaceId};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::{generate_api_key, hash_api_key, AppState, Error};
 use shortlink_core::service::keys::{self, NewKey};
+use shortlink_store::audit::Origin;
+use shortlink_store::{ApiKey, KeyRate, Role, WorkspaceId};
 
 /// The create form, as sent.
 /// A revoke's confirmation: its token only. The workspace's page and the operator's post it.

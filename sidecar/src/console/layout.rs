@@ -88,7 +88,7 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
         a href="/console/links" { "Links" } " "
         a href="/console/campaigns" { "Campaigns" } " "
         a href="/console/domains" { "Domains" }
-        @if operator.role == crate::storage::Role::Admin {
+        @if operator.role == shortlink_store::Role::Admin {
             " " a href="/console/not-found" { "Not-found redirects" }
             " " a href="/console/webhooks" { "Webhooks" }
             " " a href="/console/import" { "Import" }

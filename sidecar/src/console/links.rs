@@ -4,11 +4,6 @@
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{encode, see_other, PageError, PageResult};
-use crate::http::links::LinkView;
-use crate::http::{AppState, DomainContext, Error};
-use crate::service::accept::{self, CreateLinkRequest, PlainPassword};
-use crate::service::{Created, UpdateLinkRequest};
-use crate::storage::{self, LinkFilter, LinkState, ListCursor};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::Extension;
@@ -16,7 +11,12 @@ use axum::Form;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::links::LinkView;
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_core::service::accept::{self, CreateLinkRequest, PlainPassword};
+use shortlink_core::service::{Created, UpdateLinkRequest};
 use shortlink_model::schema::WholeNumber;
+use shortlink_store::{self, LinkFilter, LinkState, ListCursor};
 
 const PAGE: u32 = 50;
 
@@ -158,7 +158,7 @@ pub async fn create(
         )?)
     };
     // The workspace's quota, as for the API's create: the service counts against it.
-    let budget = crate::http::budget_of(&state, operator.workspace).await?;
+    let budget = shortlink_api::budget_of(&state, operator.workspace).await?;
     let created = match request().and_then(check) {
         Ok(new) => state
             .links
@@ -252,7 +252,7 @@ pub async fn list(
     domains: DomainContext,
     Query(query): Query<ListQuery>,
 ) -> PageResult {
-    let now = storage::now();
+    let now = shortlink_store::now();
     let link_state = match query.state.as_str() {
         "live" => Some((LinkState::Live, now)),
         "expired" => Some((LinkState::Expired, now)),

@@ -56,13 +56,13 @@ mod workspaces;
 
 use page::PageError;
 
-use crate::http::{AppState, Error};
 use axum::extract::DefaultBodyLimit;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Redirect, Response};
 use axum::routing::{any, get, post};
 use axum::{Extension, Router};
+use shortlink_api::{AppState, Error};
 use std::sync::Arc;
 
 /// Largest bulk upload (the batch API itself streams without limit; the console holds the file).

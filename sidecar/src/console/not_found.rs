@@ -7,14 +7,14 @@ use super::audit;
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
-use crate::http::not_found_redirects::{save, stored, NotFoundRequest};
-use crate::http::{AppState, DomainContext, Error};
-use crate::storage::NotFoundRedirects;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::not_found_redirects::{save, stored, NotFoundRequest};
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_store::NotFoundRedirects;
 
 const PAGE: &str = "/console/not-found";
 

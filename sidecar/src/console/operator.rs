@@ -5,9 +5,9 @@
 //! [`InstanceOperator`], an operator key (the workspaces and the audit log only). A handler names
 //! the one it serves, so a workspace page cannot be reached with a session that has no workspace.
 
-use crate::http::Error;
-use crate::storage::{ApiKey, Role, WorkspaceId};
 use axum::http::StatusCode;
+use shortlink_api::Error;
+use shortlink_store::{ApiKey, Role, WorkspaceId};
 use subtle::ConstantTimeEq;
 
 /// A signed-in person: their key's name, role and workspace, and the session's CSRF token.

@@ -3,9 +3,9 @@
 //! `GET /api/v1/visits/orphan` give them to its keys.
 
 use super::layout::when;
-use crate::http::orphans::scope_of_slug;
-use crate::http::AppState;
 use maud::{html, Markup};
+use shortlink_api::orphans::scope_of_slug;
+use shortlink_api::AppState;
 use shortlink_store::StorageResult;
 use shortlink_visits::orphans::OrphanQuery;
 

@@ -6,26 +6,26 @@ use super::chart;
 use super::layout;
 use super::operator::Operator;
 use super::page::{encode, PageResult};
-use crate::http::stats::{self, CountsView, StatsParams, StatsView};
-use crate::http::{AppState, Query};
-use crate::visits::rollup::Interval;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use chrono::Duration;
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::stats::{self, CountsView, StatsParams, StatsView};
+use shortlink_api::{AppState, Query};
+use shortlink_visits::rollup::Interval;
 
 /// Campaigns listed, most visited first.
 const TOP_CAMPAIGNS: u32 = 10;
 
 pub(super) async fn global(
     state: &AppState,
-    workspace: crate::storage::WorkspaceId,
+    workspace: shortlink_store::WorkspaceId,
     interval: Interval,
     window: Duration,
     top: u32,
-) -> Result<StatsView, crate::http::Error> {
-    let to = crate::storage::now();
+) -> Result<StatsView, shortlink_api::Error> {
+    let to = shortlink_store::now();
     let params = StatsParams {
         from: Some(to - window),
         to: Some(to),
@@ -62,7 +62,7 @@ pub async fn page(
     Query(notice): Query<Notice>,
 ) -> PageResult {
     // Only a slug is shown: the link is anyone's to craft, so it carries no free text.
-    let left = (notice.left).filter(|slug| crate::storage::is_valid_slug(slug));
+    let left = (notice.left).filter(|slug| shortlink_store::is_valid_slug(slug));
     let day = global(
         &state,
         operator.workspace,

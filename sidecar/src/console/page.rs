@@ -2,9 +2,9 @@
 //! form shown again, and the security policy. The base the pages build on, beside [`super::layout`].
 
 use super::layout;
-use crate::http::Error;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_api::Error;
 
 /// Every console answer forbids anything not served by the console itself: no inline script or
 /// style, no framing, forms post only here.

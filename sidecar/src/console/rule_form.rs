@@ -4,9 +4,9 @@
 //! editor saves, so the forms can write nothing the API would not take, and the JSON stays one
 //! click away. Fields are named `r<rule>.<field>` and `r<rule>.v<variant>.<field>`; no script.
 
-use crate::http::Error;
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
+use shortlink_api::Error;
 use shortlink_model::link::rules::{
     Conditions, QuerySpec, RuleSpec, SplitSpec, StickyMode, StickySpec, TargetSpec, VariantSpec,
     WeeklySpec,

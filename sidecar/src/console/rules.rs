@@ -5,12 +5,6 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
-use crate::http::links::LinkView;
-use crate::http::preview::{self, PreviewRequest, PreviewView};
-use crate::http::{AppState, DomainContext, Error};
-use crate::service::UpdateLinkRequest;
-use crate::storage::audit::Origin;
-use crate::storage::Link;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::Extension;
@@ -18,6 +12,12 @@ use axum::Form;
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::links::LinkView;
+use shortlink_api::preview::{self, PreviewRequest, PreviewView};
+use shortlink_api::{AppState, DomainContext, Error};
+use shortlink_core::service::UpdateLinkRequest;
+use shortlink_store::audit::Origin;
+use shortlink_store::Link;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct RulesQuery {

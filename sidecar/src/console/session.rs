@@ -19,14 +19,14 @@
 
 use super::operator::{InstanceOperator, Operator, Place};
 use super::page::PageError;
-use crate::http::{hash_api_key, AppState, Error, InWorkspace};
-use crate::storage::ApiKey;
 use axum::extract::FromRequestParts;
 use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use shortlink_api::{hash_api_key, AppState, Error, InWorkspace};
 use shortlink_core::sync::LockOrRecover;
+use shortlink_store::ApiKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -84,7 +84,7 @@ pub struct Signed {
 pub(super) fn random_token() -> Result<String, Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| Error::Internal(Box::new(e)))?;
-    Ok(crate::validate::hex(&bytes))
+    Ok(shortlink_model::validate::hex(&bytes))
 }
 
 fn token_hash(token: &str) -> String {
@@ -205,7 +205,7 @@ impl FromRequestParts<AppState> for Operator {
         // A form (anything but a read) counts against the key's rate as its API request
         // would: a console session does not lift the limits of the key it holds.
         if !matches!(parts.method, Method::GET | Method::HEAD) {
-            (crate::http::rate_limit::admit_key(state, &signed.key).await)
+            (shortlink_api::rate_limit::admit_key(state, &signed.key).await)
                 .map_err(|refused| PageError(refused).into_response())?;
         }
         match signed.person() {
@@ -382,7 +382,7 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::WorkspaceId;
+    use shortlink_store::WorkspaceId;
 
     fn member(key: &str, workspace: i64) -> Member {
         let place = Place::Workspace {

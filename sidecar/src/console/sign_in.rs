@@ -8,8 +8,6 @@ use super::session::{
     behind_tls, cookie, random_token, set_cookie, Member, Sessions, Signed, COOKIE_NAME, IDLE,
     LIFETIME, SIGN_IN_COOKIE,
 };
-use crate::http::{hash_api_key, AppState, Error};
-use crate::storage::Role;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
@@ -18,6 +16,8 @@ use axum::Extension;
 use axum::Form;
 use maud::html;
 use serde::Deserialize;
+use shortlink_api::{hash_api_key, AppState, Error};
+use shortlink_store::Role;
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;

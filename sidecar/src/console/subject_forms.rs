@@ -9,11 +9,6 @@ use super::audit::Tagged;
 use super::layout;
 use super::operator::Operator;
 use super::page::PageResult;
-use crate::http::subjects::{
-    self, ByCampaignRef, ByCode, ByRef, EraseByCampaignRef, EraseByCode, EraseByRef, EraseRequest,
-    SubjectSelector,
-};
-use crate::http::{AppState, Error, InWorkspace, Json, Recorder};
 use axum::extract::State;
 use axum::http::header::CONTENT_DISPOSITION;
 use axum::http::HeaderValue;
@@ -21,6 +16,11 @@ use axum::response::IntoResponse;
 use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::subjects::{
+    self, ByCampaignRef, ByCode, ByRef, EraseByCampaignRef, EraseByCode, EraseByRef, EraseRequest,
+    SubjectSelector,
+};
+use shortlink_api::{AppState, Error, InWorkspace, Json, Recorder};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct SubjectForm {

@@ -6,12 +6,12 @@
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::PageResult;
-use crate::http::AppState;
-use crate::visits::subjects::SubjectService;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use chrono::DateTime;
 use maud::html;
+use shortlink_api::AppState;
+use shortlink_visits::subjects::SubjectService;
 
 /// Requests shown.
 const PAGE: u32 = 100;

@@ -4,10 +4,10 @@
 //! it was taken, starts a new count when it is older than [`FRESH`], and while a campaign's first
 //! count runs it says so and reloads itself (an HTTP `Refresh`, as the bulk progress page does).
 
-use crate::service::{LinkService, ServiceError};
-use crate::storage::{CampaignStats, WorkspaceId};
 use chrono::{DateTime, Utc};
+use shortlink_core::service::{LinkService, ServiceError};
 use shortlink_core::sync::LockOrRecover;
+use shortlink_store::{CampaignStats, WorkspaceId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

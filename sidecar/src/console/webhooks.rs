@@ -5,16 +5,16 @@ use super::audit;
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
-use crate::http::{AppState, Error, Path};
-use crate::schema::WholeNumber;
-use crate::webhooks::service::{FailureView, ReplayRequest};
-use crate::webhooks::subscription::{SubscriptionRequest, SubscriptionView};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::{AppState, Error, Path};
+use shortlink_model::schema::WholeNumber;
+use shortlink_webhooks::service::{FailureView, ReplayRequest};
+use shortlink_webhooks::subscription::{SubscriptionRequest, SubscriptionView};
 
 /// The add form, as sent: lists as comma-separated text.
 #[derive(Debug, Default, Deserialize)]
@@ -84,7 +84,7 @@ pub async fn create(
     operator.require_admin()?;
     let origin = audit::origin(&operator, request);
     // The workspace's quota of subscriptions, as for the API's: the service checks it.
-    let budget = crate::http::budget_of(&state, operator.workspace).await?;
+    let budget = shortlink_api::budget_of(&state, operator.workspace).await?;
     let created = match form.request() {
         Ok(request) => {
             (state.webhooks.create(&budget, request, &origin).await).map_err(Error::from)

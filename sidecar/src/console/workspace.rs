@@ -8,12 +8,12 @@ use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
 use super::session::Sessions;
-use crate::http::{AppState, Error, Path};
-use crate::storage::{ApiKey, Quotas, Workspace};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use maud::{html, Markup};
+use shortlink_api::{AppState, Error, Path};
+use shortlink_store::{ApiKey, Quotas, Workspace};
 use std::sync::Arc;
 
 const KEYS: &str = "/console/workspace/keys";

@@ -11,14 +11,14 @@ use super::operator::InstanceOperator;
 use super::page::{refused_form, see_other, PageResult};
 use super::session::Sessions;
 use super::workspace::{links_used_today, quotas_list};
-use crate::http::{AppState, Error, Path};
-use crate::storage::{self, ApiKey, Quotas, Workspace, WorkspaceChange, DEFAULT_SLUG};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
+use shortlink_api::{AppState, Error, Path};
 use shortlink_core::service::keys::MAX_RATE;
+use shortlink_store::{self, ApiKey, Quotas, Workspace, WorkspaceChange, DEFAULT_SLUG};
 use std::sync::Arc;
 
 const BASE: &str = "/console/workspaces";
@@ -377,7 +377,7 @@ pub async fn suspend(
         .suspended
         .ok_or_else(|| Error::invalid("invalid_body", "suspended must be true or false"))?;
     let change = WorkspaceChange {
-        suspended_at: Some(suspended.then(storage::now)),
+        suspended_at: Some(suspended.then(shortlink_store::now)),
         ..WorkspaceChange::default()
     };
     (state.links)

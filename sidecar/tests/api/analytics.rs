@@ -4,8 +4,8 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
-use shortlink_sidecar::visits::store::VisitStore;
+use shortlink_visits::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
+use shortlink_visits::store::VisitStore;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +48,7 @@ async fn consumer(app: &TestApp, name: &str, extra: &[&str]) -> Consumer {
     let mut args = vec!["--geoip-db", geo.as_str(), "--consumer-name", name];
     args.extend_from_slice(extra);
     let config = config(&app.database_url, &app.redis.url(), &args);
-    shortlink_sidecar::visits::consumer(&config, store(app).await).expect("consumer")
+    shortlink_visits::consumer(&config, store(app).await).expect("consumer")
 }
 
 /// One event as the module queues it: `XADD sl:events MAXLEN ~ cap * c .. t .. s .. ip .. ua ..`.
@@ -483,9 +483,9 @@ async fn reads_hold_about_one_transaction_of_visits(backend: Backend) {
         "1000",
     ];
     let config = config(&app.database_url, &app.redis.url(), &args);
-    let mut settings = shortlink_sidecar::visits::consumer_settings(&config).unwrap();
+    let mut settings = shortlink_visits::consumer_settings(&config).unwrap();
     settings.max_visits_per_transaction = Some(100);
-    let enricher = shortlink_sidecar::visits::enricher(&config).unwrap();
+    let enricher = shortlink_visits::enricher(&config).unwrap();
     let mut consumer = Consumer::new(
         &app.redis.url(),
         store(&app).await,
@@ -765,8 +765,8 @@ async fn creates_are_served_between_back_to_back_visit_batches(backend: Backend)
 /// Codes are case-sensitive: `aB3` and `Ab3` are two links, whose visits, visitors and rollups
 /// never mix (MariaDB compares text case-insensitively unless a column says otherwise).
 async fn codes_differing_in_case_keep_their_own_stats(backend: Backend) {
-    use shortlink_sidecar::visits::rollup::Interval;
-    use shortlink_sidecar::visits::store::StatsQuery;
+    use shortlink_visits::rollup::Interval;
+    use shortlink_visits::store::StatsQuery;
     let app = spawn_app(backend).await;
     let t = chrono::Utc::now().timestamp_millis();
     // aB3: three people; Ab3: the first of them only.
@@ -783,7 +783,7 @@ async fn codes_differing_in_case_keep_their_own_stats(backend: Backend) {
     assert_eq!(outcome.inserted, 4);
     let day = Interval::Day.floor(t / 1000);
     let query = |code: Option<&str>| StatsQuery {
-        workspace: shortlink_sidecar::storage::WorkspaceId::DEFAULT,
+        workspace: shortlink_store::WorkspaceId::DEFAULT,
         code: code.map(str::to_owned),
         from: day,
         to: day + 86_400,

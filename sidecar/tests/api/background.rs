@@ -3,8 +3,8 @@
 
 use crate::helpers::*;
 use redis::AsyncCommands;
-use shortlink_sidecar::background::DRAIN;
-use shortlink_sidecar::projection::marker::MARKER_KEY;
+use shortlink_core::background::DRAIN;
+use shortlink_core::projection::marker::MARKER_KEY;
 use shortlink_sidecar::Application;
 use shortlink_wire::keys::EVENT_STREAM;
 use std::time::{Duration, Instant};

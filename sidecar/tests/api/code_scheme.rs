@@ -5,7 +5,7 @@ use crate::helpers::{self, spawn_app, Backend, TestApp, SECRET_HEX};
 use crate::on_each_backend;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use shortlink_sidecar::projection::marker::ProjectionMarker;
+use shortlink_core::projection::marker::ProjectionMarker;
 use shortlink_sidecar::Application;
 use std::process::Command;
 

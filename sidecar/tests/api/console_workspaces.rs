@@ -7,7 +7,7 @@ use crate::helpers::*;
 use crate::workspaces::{create_workspace, operator_key, send_json, with_key, workspace_key};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use shortlink_sidecar::storage::audit::{AuditFilter, AuditRecord};
+use shortlink_store::audit::{AuditFilter, AuditRecord};
 
 crate::on_each_backend!(
     a_session_switches_between_workspaces_and_loses_a_revoked_one,
@@ -297,7 +297,7 @@ async fn the_workspace_page_creates_and_revokes_keys_with_audit_rows(backend: Ba
     // Revoking the key the session uses signs this workspace out.
     let own = (app.storage().await.list_api_keys(None).await.unwrap())
         .into_iter()
-        .find(|key| key.key_hash == shortlink_sidecar::http::hash_api_key(API_KEY))
+        .find(|key| key.key_hash == shortlink_api::hash_api_key(API_KEY))
         .unwrap();
     let path = format!("/console/workspace/keys/{}/revoke", own.id);
     let out = browser.post(&path, &[("csrf", &csrf)]).await;

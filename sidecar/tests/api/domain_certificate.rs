@@ -332,7 +332,7 @@ async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec
                 .lines()
                 .find_map(|l| l.strip_prefix("X-Shortlink-Signature: "))
                 .unwrap_or_default();
-            assert!(shortlink_sidecar::signing::verify(&secret, signed, &body).is_some());
+            assert!(shortlink_core::signing::verify(&secret, signed, &body).is_some());
             let first = {
                 let mut kept = kept.lock().unwrap();
                 kept.push(serde_json::from_slice(&body).unwrap());

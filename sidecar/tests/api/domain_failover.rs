@@ -372,7 +372,7 @@ async fn every_domain_drained_keeps_issuing_and_says_so(backend: Backend) {
 /// Another sidecar claimed the next change and has not written the state yet: this sidecar's
 /// change of the same generation is not made (nor audited), the other's is taken.
 async fn a_change_another_sidecar_claimed_first_is_taken_not_made_twice(backend: Backend) {
-    use shortlink_sidecar::domains::drain::{self, By, Drain, Event, Mode};
+    use shortlink_domains::drain::{self, By, Drain, Event, Mode};
     let app = spawn_app(backend).await;
     let storage = app.storage().await;
     let theirs = Drain {

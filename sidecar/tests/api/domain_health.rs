@@ -7,7 +7,6 @@
 use crate::helpers::*;
 use reqwest::Method;
 use serde_json::{json, Value};
-use shortlink_sidecar::signing;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -113,7 +112,7 @@ pub(crate) async fn webhook_receiver() -> (SocketAddr, Received) {
                 .find_map(|l| l.strip_prefix("X-Shortlink-Signature: "))
                 .unwrap_or_default()
                 .to_owned();
-            assert!(signing::verify(SECRET.as_bytes(), &signed, &body).is_some());
+            assert!(shortlink_core::signing::verify(SECRET.as_bytes(), &signed, &body).is_some());
             kept.lock()
                 .unwrap()
                 .push((signed, serde_json::from_slice(&body).unwrap()));
@@ -498,7 +497,7 @@ async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
     assert!(arrived, "no alert reached the receiver");
     let signalled = std::time::Instant::now();
     stop.send(()).unwrap();
-    let drain = shortlink_sidecar::background::DRAIN;
+    let drain = shortlink_core::background::DRAIN;
     tokio::time::timeout(drain * 2, running)
         .await
         .expect("run_until returns")
@@ -518,8 +517,8 @@ async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
 /// sweep, issue 78) keeps it suspected blocked beside s1, which people click.
 #[tokio::test]
 async fn a_domain_only_a_scanner_clicks_is_suspected_blocked() {
-    use shortlink_sidecar::visits::hindsight::Hindsight;
     use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    use shortlink_visits::hindsight::Hindsight;
     let dns = dns_server(Arc::new(AtomicBool::new(false)))
         .await
         .to_string();

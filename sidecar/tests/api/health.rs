@@ -89,7 +89,7 @@ async fn openapi_document_describes_the_api() {
         let operation = &doc["paths"][path]["get"];
         assert_eq!(
             operation["x-max-intervals"],
-            shortlink_sidecar::http::stats::MAX_POINTS,
+            shortlink_api::stats::MAX_POINTS,
             "{path}"
         );
     }

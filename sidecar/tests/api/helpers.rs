@@ -61,7 +61,7 @@ impl TestDb {
             Backend::Postgres => TestDb::Postgres(PgPool::connect(database_url).await.unwrap()),
             // The sidecar's own sessions: strict, UTC, and "key" quotes a name.
             Backend::Mariadb => TestDb::Mysql(
-                shortlink_sidecar::storage::mysql::pool(database_url, 4, Duration::from_secs(10))
+                shortlink_store::mysql::pool(database_url, 4, Duration::from_secs(10))
                     .await
                     .unwrap(),
             ),
@@ -136,7 +136,7 @@ pub struct TestApp {
     pub scheme: CodeScheme,
     redis_client: redis::Client,
     /// What the running app's handlers share (its router is built from it: `routes`).
-    pub state: shortlink_sidecar::http::AppState,
+    pub state: shortlink_api::AppState,
     /// Whether [`RESOLVE_KEY`] is in the database yet.
     resolve_key: tokio::sync::OnceCell<()>,
     _dir: tempfile::TempDir,
@@ -245,11 +245,7 @@ pub async fn spawn_app_at(
 }
 
 /// The configuration a test sidecar runs with.
-pub fn config(
-    database_url: &str,
-    redis_url: &str,
-    extra: &[&str],
-) -> shortlink_sidecar::config::Config {
+pub fn config(database_url: &str, redis_url: &str, extra: &[&str]) -> shortlink_config::Config {
     cli(database_url, redis_url, extra).config
 }
 
@@ -458,10 +454,10 @@ impl TestApp {
                 let storage = self.storage().await;
                 (storage.create_api_key(
                     "nginx-resolve",
-                    shortlink_sidecar::storage::Role::Resolve,
-                    Some(shortlink_sidecar::storage::WorkspaceId::DEFAULT),
-                    &shortlink_sidecar::http::hash_api_key(RESOLVE_KEY),
-                    shortlink_sidecar::storage::now(),
+                    shortlink_store::Role::Resolve,
+                    Some(shortlink_store::WorkspaceId::DEFAULT),
+                    &shortlink_api::hash_api_key(RESOLVE_KEY),
+                    shortlink_store::now(),
                 ))
                 .await
                 .expect("create the fallback's key");
@@ -471,29 +467,27 @@ impl TestApp {
     }
 
     /// The app's link storage, opened again (a second pool on the same database).
-    pub async fn storage(&self) -> std::sync::Arc<dyn shortlink_sidecar::storage::Storage> {
-        let options = shortlink_sidecar::storage::ConnectOptions {
+    pub async fn storage(&self) -> std::sync::Arc<dyn shortlink_store::Storage> {
+        let options = shortlink_store::ConnectOptions {
             url: self.database_url.clone(),
             max_connections: 2,
             acquire_timeout: Duration::from_secs(5),
             sqlite_cache: Default::default(),
         };
-        shortlink_sidecar::storage::connect(&options)
+        shortlink_store::connect(&options)
             .await
             .expect("open the storage")
     }
 
     /// The visit store on the app's database, as the consumer opens it.
-    pub async fn visit_store(
-        &self,
-    ) -> std::sync::Arc<dyn shortlink_sidecar::visits::store::VisitStore> {
-        let options = shortlink_sidecar::storage::ConnectOptions {
+    pub async fn visit_store(&self) -> std::sync::Arc<dyn shortlink_visits::store::VisitStore> {
+        let options = shortlink_store::ConnectOptions {
             url: self.database_url.clone(),
             max_connections: 4,
             acquire_timeout: Duration::from_secs(5),
             sqlite_cache: Default::default(),
         };
-        shortlink_sidecar::visits_sql::connect(&options)
+        shortlink_visits_sql::connect(&options)
             .await
             .expect("open the visit store")
             .visits

@@ -296,9 +296,9 @@ async fn resync_removes_orphan_keys(backend: Backend) {
 /// waits for the transaction instead of deleting its key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_removal_waits_for_writes_in_flight() {
+    use shortlink_core::projection::{key, Projection, RecordWorkspace, RecordWrite};
     use shortlink_sidecar::cli::orphans::remove_orphans;
-    use shortlink_sidecar::projection::{key, Projection, RecordWorkspace, RecordWrite};
-    use shortlink_sidecar::storage::{self, ConnectOptions, Link, LinkFlags};
+    use shortlink_store::{self, ConnectOptions, Link, LinkFlags};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -309,12 +309,12 @@ async fn orphan_removal_waits_for_writes_in_flight() {
         acquire_timeout: Duration::from_secs(10),
         sqlite_cache: Default::default(),
     };
-    let storage = storage::connect(&options).await.unwrap();
+    let storage = shortlink_store::connect(&options).await.unwrap();
     let projection = Arc::new(Projection::new(&app.redis.url(), Duration::from_secs(2)).unwrap());
-    let now = storage::now();
+    let now = shortlink_store::now();
     let link = Link {
         code: app.scheme.encode(7_000_000).unwrap(),
-        workspace: storage::WorkspaceId::DEFAULT,
+        workspace: shortlink_store::WorkspaceId::DEFAULT,
         target: "https://t.example/in-flight".into(),
         url_hash: "0".repeat(64),
         redirect: 302,

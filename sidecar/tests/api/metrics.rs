@@ -95,8 +95,7 @@ async fn a_stored_visit_records_its_rollup_delay() {
     // Redirected 3 seconds before the consumer gets to it.
     let t = (chrono::Utc::now().timestamp_millis() - 3_000).to_string();
     let mut xadd = redis::cmd("XADD");
-    xadd.arg(shortlink_sidecar::visits::consumer::STREAM)
-        .arg("*");
+    xadd.arg(shortlink_visits::consumer::STREAM).arg("*");
     for (k, v) in [
         ("c", code.as_str()),
         ("t", &t),
@@ -113,7 +112,7 @@ async fn a_stored_visit_records_its_rollup_delay() {
         &["--consumer-name", "delay"],
     );
     let store = app.visit_store().await;
-    let mut consumer = shortlink_sidecar::visits::consumer(&config, store).unwrap();
+    let mut consumer = shortlink_visits::consumer(&config, store).unwrap();
     while consumer.step().await.unwrap() > 0 {}
 
     let text = reqwest::get(app.metrics_url())

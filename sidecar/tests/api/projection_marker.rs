@@ -5,10 +5,8 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::json;
-use shortlink_sidecar::background::{Tasks, DRAIN};
-use shortlink_sidecar::projection::marker::{
-    self as projection_marker, ProjectionMarker, MARKER_KEY,
-};
+use shortlink_core::background::{Tasks, DRAIN};
+use shortlink_core::projection::marker::{self as projection_marker, ProjectionMarker, MARKER_KEY};
 use std::time::{Duration, Instant};
 
 async fn marker_present(app: &TestApp) -> bool {
@@ -16,7 +14,7 @@ async fn marker_present(app: &TestApp) -> bool {
 }
 
 /// The state a serving sidecar has, on the test app's database and Redis, checking every 50 ms.
-async fn keeper_config(app: &TestApp) -> shortlink_sidecar::config::Config {
+async fn keeper_config(app: &TestApp) -> shortlink_config::Config {
     config(
         &app.database_url,
         &app.redis.url(),

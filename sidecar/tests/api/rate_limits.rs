@@ -9,8 +9,8 @@ use crate::helpers::*;
 use redis::AsyncCommands;
 use reqwest::Method;
 use serde_json::Value;
-use shortlink_sidecar::limits::{LimitSettings, Limits, Quota, QuotaError};
-use shortlink_sidecar::primary::Primary;
+use shortlink_core::limits::{LimitSettings, Limits, Quota, QuotaError};
+use shortlink_core::primary::Primary;
 use shortlink_sidecar::Application;
 use std::time::{Duration, Instant};
 use testkit::RedisServer;
@@ -259,7 +259,7 @@ async fn requests_pass_unlimited_while_the_limiters_redis_is_down() {
 
 fn limits_on(primary: Primary) -> Limits {
     let settings = LimitSettings {
-        api_key: shortlink_sidecar::limits::Limit::new(1, 3),
+        api_key: shortlink_core::limits::Limit::new(1, 3),
         links_per_day: 10,
         compose_recipients: 0,
         webhooks: 0,

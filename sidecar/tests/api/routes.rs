@@ -9,7 +9,7 @@
 //! to answer if the form changed (an axum upgrade), rather than quietly listing nothing.
 
 use reqwest::Method;
-use shortlink_sidecar::http::AppState;
+use shortlink_api::AppState;
 
 /// One route: a method and the path pattern as the router matches it (`/api/v1/links/{code}`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,8 +21,7 @@ pub struct Route {
 /// The routes of the API listener (API, console, health) as `serve` builds it; HEAD
 /// left out where GET is there (axum answers it with GET's handler).
 pub fn routes(state: &AppState) -> Vec<Route> {
-    let router =
-        shortlink_sidecar::http::router(state.clone(), shortlink_sidecar::console::router());
+    let router = shortlink_api::router(state.clone(), shortlink_sidecar::console::router());
     let routes = parse(&format!("{router:?}"));
     assert!(
         routes.len() > 50,

@@ -7,7 +7,7 @@ use crate::helpers::*;
 use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
 use reqwest::Method;
 use serde_json::{json, Value};
-use shortlink_sidecar::visits::cleanup::delete_old_visits;
+use shortlink_visits::cleanup::delete_old_visits;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -596,7 +596,7 @@ async fn visitors_report_a_code_for_the_operators_queue_a_few_at_a_time() {
         .iter()
         .all(|r| r.code == code && r.host == "s1.example"));
     // A few at once per address (here every request shares one: no proxy secret), then 429.
-    for _ in 2..shortlink_sidecar::http::abuse::BURST {
+    for _ in 2..shortlink_api::abuse::BURST {
         let answer = report(format!("/report-abuse/{code}"), vec![])
             .await
             .unwrap();
@@ -608,7 +608,7 @@ async fn visitors_report_a_code_for_the_operators_queue_a_few_at_a_time() {
     assert_eq!(answer.status(), 429);
     assert_eq!(
         storage.abuse_reports(100).await.unwrap().len(),
-        shortlink_sidecar::http::abuse::BURST as usize
+        shortlink_api::abuse::BURST as usize
     );
 }
 

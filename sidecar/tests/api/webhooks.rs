@@ -7,9 +7,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
-use shortlink_sidecar::signing;
-use shortlink_sidecar::visits::store::VisitStore;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
+use shortlink_visits::store::VisitStore;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -66,10 +65,11 @@ async fn receive(
         return StatusCode::SERVICE_UNAVAILABLE;
     }
     let header = headers
-        .get(signing::HEADER)
+        .get(shortlink_core::signing::HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let Some(signed_at) = signing::verify(HOOK_SECRET.as_bytes(), header, &body) else {
+    let Some(signed_at) = shortlink_core::signing::verify(HOOK_SECRET.as_bytes(), header, &body)
+    else {
         state.bad_signatures.fetch_add(1, Ordering::SeqCst);
         return StatusCode::UNAUTHORIZED;
     };

@@ -178,3 +178,58 @@ fn the_comparison_finds_an_edge_on_either_side() {
         ["shortlink-api -> shortlink-core"]
     );
 }
+
+/// The `pub use` statements of `source` (comments dropped, one line each).
+fn re_exports(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split(';')
+        .filter_map(|statement| statement.split("pub use ").nth(1))
+        .map(|path| path.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Issue 81: each crate goes by its own name. The binary once re-exported the crates split out of
+/// it under their old module names (`shortlink_sidecar::storage` was `shortlink_store`), so its
+/// tests and the crates below named one thing two ways. So: no member re-exports another member
+/// whole, and the binary, the top of the graph, re-exports nothing of the crates below it.
+#[test]
+fn no_crate_is_re_exported_under_another_name() {
+    let root = workspace_dir();
+    let members: BTreeSet<String> = cargo_graph()
+        .keys()
+        .map(|name| name.replace('-', "_"))
+        .collect();
+    let mut found = Vec::new();
+    for src in crate::sizes::member_sources() {
+        let mut files = Vec::new();
+        crate::sizes::production_files(&root, &src, &mut files);
+        let is_binary = src == std::path::Path::new("sidecar/src");
+        for file in files {
+            let source = std::fs::read_to_string(root.join(&file)).expect("a source file");
+            for path in re_exports(&source) {
+                let head = path.split([':', ' ']).next().unwrap_or_default();
+                let whole = !path.contains("::");
+                if members.contains(head) && (whole || is_binary) {
+                    found.push(format!("{}: pub use {path}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "re-exported crates: {found:#?}");
+}
+
+#[test]
+fn a_crate_re_exported_under_an_old_name_is_seen() {
+    let source = "pub use shortlink_store as storage; // the old name\npub use shortlink_core::{\n    limits, metrics,\n};";
+    assert_eq!(
+        re_exports(source),
+        [
+            "shortlink_store as storage",
+            "shortlink_core::{ limits, metrics, }"
+        ]
+    );
+}

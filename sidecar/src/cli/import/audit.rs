@@ -2,8 +2,8 @@
 //! (the command's runs and the console's).
 
 use crate::cli::error::BoxError;
-use crate::storage::audit::{Changes, Origin};
-use crate::storage::Storage;
+use shortlink_store::audit::{Changes, Origin};
+use shortlink_store::Storage;
 
 /// Appends an import run by `origin`: one row with its counts (`batch_size`: the first count,
 /// the rows read), never one per link.

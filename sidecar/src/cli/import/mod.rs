@@ -14,8 +14,8 @@ pub(crate) mod write;
 use super::workspaces::WorkspaceArg;
 use crate::cli::error::BoxError;
 use crate::cli::format::FileFormat;
-use crate::config::Config;
 use report::{Reason, Report};
+use shortlink_config::Config;
 pub use source::{SourceArgs, SourceKind};
 use std::path::PathBuf;
 
@@ -68,7 +68,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
         .await;
     }
     args.source.file = args.file.clone();
-    args.source.outbound = crate::outbound::Policy::imports(config);
+    args.source.outbound = shortlink_core::outbound::Policy::imports(config);
     args.source.page_size = args.source.page_size.clamp(1, 1000);
     let state = crate::build_state(config).await?;
     let workspace = args
@@ -117,7 +117,7 @@ pub async fn run(config: &Config, mut args: ImportArgs) -> Result<(), BoxError> 
     }
     bar.finish_and_clear();
     let storage = state.links.storage();
-    let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
+    let mut origin = shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli());
     origin.workspace_id = workspace.id.get();
     audit::record_source_import(storage.as_ref(), &origin, &report).await?;
     println!("{}", report.summary());

@@ -12,19 +12,20 @@
 use crate::cli::error::BoxError;
 use crate::cli::format::{FileFormat, LINK_COLUMNS};
 use crate::cli::workspaces::WorkspaceArg;
-use crate::config::Config;
-use crate::http::{AppState, Error};
-use crate::link::card::CardSpec;
-use crate::service::accept::{self, CreateLinkRequest, Kept, Origin};
-use crate::service::{self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID};
-use crate::storage;
-use crate::storage::WorkspaceId;
 use chrono::{DateTime, SubsecRound, Utc};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use shortlink_api::{AppState, Error};
+use shortlink_config::Config;
 use shortlink_core::limits::Budget;
+use shortlink_core::service::accept::{self, CreateLinkRequest, Kept, Origin};
+use shortlink_core::service::{
+    self, IdempotencyKey, ItemOutcome, NewLink, Restore, CLI_API_KEY_ID,
+};
+use shortlink_model::link::card::CardSpec;
 use shortlink_model::schema::WholeNumber;
+use shortlink_store::WorkspaceId;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -377,7 +378,7 @@ fn file_digest(path: &std::path::Path) -> Result<String, BoxError> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(crate::validate::hex(&hasher.finalize()))
+    Ok(shortlink_model::validate::hex(&hasher.finalize()))
 }
 
 #[derive(Default)]
@@ -397,7 +398,7 @@ impl Tally {
                 ItemOutcome::Existing(_) => self.existing += 1,
                 ItemOutcome::Failed(failure) => {
                     self.failed += 1;
-                    let error = crate::http::failure_error(failure);
+                    let error = shortlink_api::failure_error(failure);
                     report(line, error.code(), &error.message());
                 }
             }
@@ -494,7 +495,7 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
         ("failed", tally.failed),
     ];
     let storage = state.links.storage();
-    let mut origin = crate::storage::audit::Origin::new(crate::storage::audit::Actor::cli());
+    let mut origin = shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli());
     origin.workspace_id = workspace.get();
     super::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key)).await?;
     tally.finish()
@@ -547,7 +548,7 @@ fn read_chunk(
     index: &mut i64,
     report: &Report,
 ) -> Result<Chunk, BoxError> {
-    let now = storage::now();
+    let now = shortlink_store::now();
     let mut chunk = Chunk {
         items: Vec::with_capacity(CHUNK),
         lines: Vec::with_capacity(CHUNK),

@@ -10,9 +10,9 @@
 
 use super::source::{self, SourceArgs, SourceKind, SourceLink};
 use crate::cli::error::BoxError;
-use crate::domains::http1;
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
+use shortlink_domains::http1;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -70,13 +70,13 @@ struct VerifyReport {
     differences: Vec<Difference>,
 }
 
-pub async fn run(config: &crate::config::Config, mut args: VerifyArgs) -> Result<(), BoxError> {
+pub async fn run(config: &shortlink_config::Config, mut args: VerifyArgs) -> Result<(), BoxError> {
     if args.from == SourceKind::Shortlink {
         return Err("verify-import checks another shortener's links (--from yourls, shlink, kutt, bitly or csv)".into());
     }
     let edge = edge_address(&args.edge).await?;
     args.source.file = args.file.clone();
-    args.source.outbound = crate::outbound::Policy::imports(config);
+    args.source.outbound = shortlink_core::outbound::Policy::imports(config);
     args.source.page_size = args.source.page_size.clamp(1, 1000);
     let default_domain = args.source.source_domain.clone().unwrap_or_default();
     let mut source = source::open(args.from, &args.source).await?;

@@ -10,14 +10,14 @@
 use super::report::{Reason, Report};
 use super::source::{Item, Source, SourceLink, SourceVisit};
 use crate::cli::error::BoxError;
-use crate::http::{AppState, Error};
-use crate::service::accept::{self, CreateLinkRequest, Kept, Origin};
-use crate::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
-use crate::storage::WorkspaceId;
-use crate::storage::{self, ImportedLink};
 use chrono::{DateTime, Utc};
+use shortlink_api::{AppState, Error};
 use shortlink_core::limits::{Budget, QuotaError};
+use shortlink_core::service::accept::{self, CreateLinkRequest, Kept, Origin};
+use shortlink_core::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use shortlink_model::schema::WholeNumber;
+use shortlink_store::WorkspaceId;
+use shortlink_store::{self, ImportedLink};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};
 
@@ -94,7 +94,7 @@ impl<'a> Writer<'a> {
         items: Vec<Item>,
         report: &mut Report,
     ) -> Result<(), BoxError> {
-        let now = storage::now();
+        let now = shortlink_store::now();
         let mut candidates = Vec::with_capacity(items.len());
         for item in items {
             report.read += 1;
@@ -334,7 +334,7 @@ impl<'a> Writer<'a> {
                     "the code was taken meanwhile, or Redis holds another record for it".into(),
                 ),
                 ItemOutcome::Failed(failure) => {
-                    let error = crate::http::failure_error(failure);
+                    let error = shortlink_api::failure_error(failure);
                     let message = format!("{}: {}", error.code(), error.message());
                     report.skip(&link.code, &link.domain, Reason::Failed, message);
                 }
@@ -352,7 +352,7 @@ impl<'a> Writer<'a> {
             source_target: link.target.clone(),
             title: link.title.clone(),
             source_visits: link.visits,
-            imported_at_ms: storage::now().timestamp_millis(),
+            imported_at_ms: shortlink_store::now().timestamp_millis(),
         }
     }
 
@@ -376,7 +376,12 @@ impl<'a> Writer<'a> {
         }
         if link.visits > 0 {
             (self.state.links.storage())
-                .raise_visit_count(self.workspace, &link.code, link.visits, storage::now())
+                .raise_visit_count(
+                    self.workspace,
+                    &link.code,
+                    link.visits,
+                    shortlink_store::now(),
+                )
                 .await?;
         }
         Ok(())

@@ -4,7 +4,7 @@
 use super::{entry, fresh_storage, verify_cli};
 use crate::helpers::{Backend, TestDb};
 use crate::on_each_backend;
-use shortlink_sidecar::storage::audit::{Actor, AuditEntry, AuditFilter, Changes};
+use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, Changes};
 
 on_each_backend!(
     a_row_deleted_edited_or_inserted_in_sql_is_reported,
@@ -214,7 +214,7 @@ async fn listings_filter_and_page_newest_first(backend: Backend) {
     assert_eq!(seen.len(), 5);
 
     // Each workspace's chain is its own, and both verify.
-    let reports = shortlink_sidecar::storage::audit::verify(storage.as_ref(), None)
+    let reports = shortlink_store::audit::verify(storage.as_ref(), None)
         .await
         .unwrap();
     let checked: Vec<_> = reports
@@ -228,7 +228,7 @@ async fn listings_filter_and_page_newest_first(backend: Backend) {
 /// head, and an append rolled back with its transaction: one chain without a gap or a fork.
 async fn two_processes_and_a_rollback_keep_one_chain(backend: Backend) {
     let (one, url, _dir) = fresh_storage(backend).await;
-    let other = shortlink_sidecar::storage::connect(&shortlink_sidecar::storage::ConnectOptions {
+    let other = shortlink_store::connect(&shortlink_store::ConnectOptions {
         url: url.clone(),
         max_connections: 2,
         acquire_timeout: std::time::Duration::from_secs(10),
@@ -247,7 +247,7 @@ async fn two_processes_and_a_rollback_keep_one_chain(backend: Backend) {
         one.append_audit(&entry(n)).await.unwrap();
         other.append_audit(&entry(n + 10)).await.unwrap();
     }
-    let reports = shortlink_sidecar::storage::audit::verify(one.as_ref(), None)
+    let reports = shortlink_store::audit::verify(one.as_ref(), None)
         .await
         .unwrap();
     assert_eq!(reports.len(), 1);

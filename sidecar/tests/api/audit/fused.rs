@@ -5,13 +5,13 @@
 use super::fresh_storage;
 use crate::helpers::Backend;
 use crate::on_each_backend;
-use shortlink_sidecar::storage::audit::{Actor, AuditEntry, AuditFilter, Changes};
-use shortlink_sidecar::storage::{self, Link, LinkFlags, Storage, WorkspaceId};
+use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, Changes};
+use shortlink_store::{self, Link, LinkFlags, Storage, WorkspaceId};
 
 on_each_backend!(a_create_and_its_audit_row_in_one_round_trip_keep_one_chain);
 
 fn link(n: usize) -> (Link, AuditEntry) {
-    let now = storage::now();
+    let now = shortlink_store::now();
     let code = format!("fused{n}");
     let link = Link {
         code: code.clone(),
@@ -55,7 +55,7 @@ async fn create(storage: &dyn Storage, n: usize, commit: bool) -> bool {
 
 async fn a_create_and_its_audit_row_in_one_round_trip_keep_one_chain(backend: Backend) {
     let (one, url, _dir) = fresh_storage(backend).await;
-    let other = storage::connect(&storage::ConnectOptions {
+    let other = shortlink_store::connect(&shortlink_store::ConnectOptions {
         url: url.clone(),
         max_connections: 2,
         acquire_timeout: std::time::Duration::from_secs(10),
@@ -82,7 +82,9 @@ async fn a_create_and_its_audit_row_in_one_round_trip_keep_one_chain(backend: Ba
     };
     assert_eq!(fused, expected);
 
-    let reports = storage::audit::verify(one.as_ref(), None).await.unwrap();
+    let reports = shortlink_store::audit::verify(one.as_ref(), None)
+        .await
+        .unwrap();
     assert_eq!(reports.len(), 1);
     assert_eq!((reports[0].rows_checked, &reports[0].problem), (8, &None));
     let rows = one

@@ -9,8 +9,8 @@ mod page;
 mod retention;
 
 use crate::helpers::Backend;
-use shortlink_sidecar::storage::audit::{Actor, AuditEntry, Changes};
-use shortlink_sidecar::storage::{ConnectOptions, Storage};
+use shortlink_store::audit::{Actor, AuditEntry, Changes};
+use shortlink_store::{ConnectOptions, Storage};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use std::time::Duration;
 async fn fresh_storage(backend: Backend) -> (Arc<dyn Storage>, String, tempfile::TempDir) {
     let dir = testkit::temp_dir();
     let url = backend.fresh_database_url(dir.path());
-    let storage = shortlink_sidecar::storage::connect(&ConnectOptions {
+    let storage = shortlink_store::connect(&ConnectOptions {
         url: url.clone(),
         max_connections: 2,
         acquire_timeout: Duration::from_secs(10),

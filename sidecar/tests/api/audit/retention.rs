@@ -4,7 +4,7 @@
 use super::{entry, fresh_storage, verify_cli};
 use crate::helpers::{eventually, Backend, TestDb};
 use crate::on_each_backend;
-use shortlink_sidecar::storage::audit::verify;
+use shortlink_store::audit::verify;
 use std::time::Duration;
 
 on_each_backend!(pruned_chains_still_verify_and_later_deletions_are_found);

@@ -7,7 +7,7 @@ use super::*;
 use crate::helpers::{eventually, API_KEY};
 use crate::sentinel::client;
 use serde_json::Value;
-use shortlink_sidecar::primary::RedisConnection;
+use shortlink_core::primary::RedisConnection;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -15,7 +15,7 @@ mod writes;
 
 use crate::sentinel::{client, post, start_sidecar, Sidecar};
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::{encode_record, RecordWorkspace};
+use shortlink_core::projection::{encode_record, RecordWorkspace};
 use shortlink_wire::cluster::{key_slot, SLOTS};
 use std::time::Duration;
 use testkit::RedisCluster;

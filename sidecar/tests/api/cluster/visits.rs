@@ -6,7 +6,7 @@ use super::*;
 use crate::helpers::{config, eventually, API_KEY};
 use crate::sentinel::client;
 use serde_json::Value;
-use shortlink_sidecar::visits::consumer::GROUP;
+use shortlink_visits::consumer::GROUP;
 use shortlink_wire::cluster::event_stream_keys;
 use std::time::Duration;
 

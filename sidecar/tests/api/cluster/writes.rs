@@ -67,7 +67,7 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
         .contains("https://t.example/moved"));
     assert_eq!(
         record_on_owner(&cluster, revoked).1,
-        shortlink_sidecar::projection::TOMBSTONE
+        shortlink_core::projection::TOMBSTONE
     );
 
     // The keeper set every slot's marker, each on the primary serving its slot.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
-use shortlink_sidecar::visits::conversions::significance::{compare, Arm};
+use shortlink_visits::conversions::significance::{compare, Arm};
 
 crate::on_each_backend!(per_variant_results_equal_the_raw_rows,);
 

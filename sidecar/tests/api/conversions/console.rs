@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::console::Browser;
-use shortlink_sidecar::visits::conversions::{ab_result, ArmCounts};
+use shortlink_visits::conversions::{ab_result, ArmCounts};
 
 #[tokio::test]
 async fn the_ab_pages_show_rates_intervals_and_the_verdict() {

@@ -5,7 +5,7 @@
 
 use super::*;
 use reqwest::Method;
-use shortlink_sidecar::visits::cleanup::delete_old_visits;
+use shortlink_visits::cleanup::delete_old_visits;
 
 crate::on_each_backend!(results_are_kept_through_retention_and_go_with_an_erase,);
 

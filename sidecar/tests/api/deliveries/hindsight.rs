@@ -6,8 +6,8 @@
 
 use super::*;
 use crate::conversions::{visit, IPHONE};
-use shortlink_sidecar::visits::hindsight::{Correction, Hindsight};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::hindsight::{Correction, Hindsight};
 
 crate::on_each_backend!(
     a_sweep_noticed_afterwards_leaves_every_count_once,

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, workspace_key};
-use shortlink_sidecar::visits::cleanup::delete_old_visits;
+use shortlink_visits::cleanup::delete_old_visits;
 
 crate::on_each_backend!(receipts_follow_the_subject_the_retention_and_the_workspace);
 

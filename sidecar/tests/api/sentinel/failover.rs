@@ -3,7 +3,7 @@
 
 use super::*;
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::{encode_record, marker::MARKER_KEY, RecordWorkspace};
+use shortlink_core::projection::{encode_record, marker::MARKER_KEY, RecordWorkspace};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -207,8 +207,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let (code, _) = &acked[0];
     let t = chrono::Utc::now().timestamp_millis().to_string();
     let mut xadd = redis::cmd("XADD");
-    xadd.arg(shortlink_sidecar::visits::consumer::STREAM)
-        .arg("*");
+    xadd.arg(shortlink_visits::consumer::STREAM).arg("*");
     for (field, value) in [
         ("c", code.as_str()),
         ("t", t.as_str()),

@@ -2,7 +2,7 @@
 
 use super::*;
 use redis::AsyncCommands;
-use shortlink_sidecar::projection::{encode_record, RecordWorkspace};
+use shortlink_core::projection::{encode_record, RecordWorkspace};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;

@@ -8,8 +8,8 @@ mod wait;
 
 use crate::helpers::*;
 use serde_json::{json, Value};
-use shortlink_sidecar::storage::Storage;
 use shortlink_sidecar::Application;
+use shortlink_store::Storage;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ pub(crate) struct Sidecar {
 impl Sidecar {
     /// How many links SQL holds.
     pub(crate) async fn links_in_sql(&self) -> usize {
-        let filter = shortlink_sidecar::storage::LinkFilter::all_workspaces();
+        let filter = shortlink_store::LinkFilter::all_workspaces();
         let links = self.storage.scan_links(&filter, None, 100_000).await;
         links.unwrap().len()
     }

@@ -1,7 +1,7 @@
 //! `WAIT` short of replicas refuses the write and stores nothing; the settings from the file.
 
 use super::*;
-use shortlink_sidecar::storage::LinkFilter;
+use shortlink_store::LinkFilter;
 use testkit::RedisServer;
 
 /// `--redis-wait-replicas` more than the replicas that hold a write: 503, and the link is in

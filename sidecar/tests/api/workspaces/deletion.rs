@@ -7,7 +7,7 @@
 use super::*;
 use crate::conversions::{store, visit, IPHONE};
 use reqwest::Method;
-use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters};
+use shortlink_visits::consumer::{Consumer, ConsumerCounters};
 
 crate::on_each_backend!(
     a_deleted_workspace_takes_its_conversions_policies_and_requests,

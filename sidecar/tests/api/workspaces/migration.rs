@@ -4,7 +4,7 @@
 //! that schema, then the sidecar starts on it and migrates.
 
 use super::*;
-use shortlink_sidecar::storage::WorkspaceId;
+use shortlink_store::WorkspaceId;
 use sqlx::migrate::Migrator;
 use std::borrow::Cow;
 use std::time::Duration;
@@ -89,7 +89,7 @@ async fn database_before_workspaces(backend: Backend, url: &str) {
             }
         }
         Backend::Mariadb => {
-            let pool = shortlink_sidecar::storage::mysql::pool(url, 2, Duration::from_secs(10))
+            let pool = shortlink_store::mysql::pool(url, 2, Duration::from_secs(10))
                 .await
                 .unwrap();
             migrator.run(&pool).await.unwrap();

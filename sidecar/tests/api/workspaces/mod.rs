@@ -14,8 +14,8 @@ mod records;
 
 use crate::helpers::*;
 use serde_json::{json, Value};
-use shortlink_sidecar::http::{generate_api_key, hash_api_key};
-use shortlink_sidecar::storage::{self, Role};
+use shortlink_api::{generate_api_key, hash_api_key};
+use shortlink_store::{self, Role};
 
 /// An operator key, made as `keys create --role operator` makes it.
 pub async fn operator_key(app: &TestApp) -> String {
@@ -26,7 +26,7 @@ pub async fn operator_key(app: &TestApp) -> String {
         Role::Operator,
         None,
         &hash_api_key(&key),
-        storage::now(),
+        shortlink_store::now(),
     ))
     .await
     .unwrap();
@@ -81,7 +81,7 @@ pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
 /// Writes `batch` to the visit stream as one entry, as a worker of the module does.
 pub async fn queue_batch(app: &TestApp, batch: &shortlink_wire::event::Batch) {
     let _: String = redis::cmd("XADD")
-        .arg(shortlink_sidecar::visits::consumer::STREAM)
+        .arg(shortlink_visits::consumer::STREAM)
         .arg("*")
         .arg(shortlink_wire::event::BATCH_FIELD)
         .arg(batch.bytes())
@@ -91,14 +91,11 @@ pub async fn queue_batch(app: &TestApp, batch: &shortlink_wire::event::Batch) {
 }
 
 /// The sidecar's visit consumer named `name`, on the app's database and Redis.
-pub async fn stream_consumer(
-    app: &TestApp,
-    name: &str,
-) -> shortlink_sidecar::visits::consumer::Consumer {
+pub async fn stream_consumer(app: &TestApp, name: &str) -> shortlink_visits::consumer::Consumer {
     let config = config(
         &app.database_url,
         &app.redis.url(),
         &["--consumer-name", name],
     );
-    shortlink_sidecar::visits::consumer(&config, app.visit_store().await).expect("consumer")
+    shortlink_visits::consumer(&config, app.visit_store().await).expect("consumer")
 }

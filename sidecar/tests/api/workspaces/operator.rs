@@ -469,7 +469,7 @@ async fn workspace_and_key_changes_through_the_api_are_in_the_audit_log() {
     // Never a key, nor its hash.
     let text = format!("{all:?}");
     assert!(!text.contains("slk_"), "{text}");
-    assert!(!text.contains(&shortlink_sidecar::http::hash_api_key(&admin)));
+    assert!(!text.contains(&shortlink_api::hash_api_key(&admin)));
 }
 
 #[tokio::test]
@@ -503,7 +503,7 @@ async fn the_command_line_creates_a_workspace_with_its_quotas_and_changes_them()
     // `quotas` replaces them as a whole: what it does not name goes back to the setting.
     assert_eq!(
         workspace.quotas,
-        storage::Quotas {
+        shortlink_store::Quotas {
             links_per_day: None,
             compose_recipients: Some(500),
             webhooks: Some(4),

@@ -6,7 +6,7 @@
 
 use super::*;
 use reqwest::Method;
-use shortlink_sidecar::visits::consumer::{Consumer, ConsumerCounters};
+use shortlink_visits::consumer::{Consumer, ConsumerCounters};
 use shortlink_wire::event::{Batch, OrphanKind, Visit};
 
 crate::on_each_backend!(orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages);
@@ -110,7 +110,7 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
     // Raw rows go with the raw visits' retention; the counts stay.
     let retention = std::time::Duration::from_secs(30 * 86_400);
     let store = app.visit_store().await;
-    shortlink_sidecar::visits::cleanup::delete_old_visits(store.as_ref(), Some(retention))
+    shortlink_visits::cleanup::delete_old_visits(store.as_ref(), Some(retention))
         .await
         .unwrap();
 

@@ -4,8 +4,8 @@
 
 use super::*;
 use reqwest::Method;
-use shortlink_sidecar::projection::Slugs;
-use shortlink_sidecar::storage::WorkspaceId;
+use shortlink_core::projection::Slugs;
+use shortlink_store::WorkspaceId;
 
 #[tokio::test]
 async fn a_deleted_workspace_cannot_be_named_in_a_record() {
@@ -33,8 +33,8 @@ async fn a_deleted_workspace_cannot_be_named_in_a_record() {
     assert!(
         matches!(
             app.state.links.record_workspace(id).await,
-            Err(shortlink_sidecar::service::ServiceError::Stopped(
-                shortlink_sidecar::service::Stop::WorkspaceDeleted
+            Err(shortlink_core::service::ServiceError::Stopped(
+                shortlink_core::service::Stop::WorkspaceDeleted
             ))
         ),
         "the service still names a deleted workspace"
@@ -47,6 +47,6 @@ async fn a_deleted_workspace_cannot_be_named_in_a_record() {
     assert_eq!(loaded.known_record_workspace(id), None);
     assert_eq!(
         loaded.known_record_workspace(WorkspaceId::DEFAULT),
-        Some(shortlink_sidecar::projection::RecordWorkspace::DEFAULT)
+        Some(shortlink_core::projection::RecordWorkspace::DEFAULT)
     );
 }

@@ -39,5 +39,5 @@ pub struct SourceArgs {
     /// Where the source's API may be reached (set from `--import-allow-private` and
     /// `--outbound-proxy`).
     #[arg(skip)]
-    pub outbound: crate::outbound::Policy,
+    pub outbound: shortlink_core::outbound::Policy,
 }

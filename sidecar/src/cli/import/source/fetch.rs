@@ -1,13 +1,13 @@
 //! GETs of a source's API: its authentication header, `429 Too Many Requests` waited out as
 //! `Retry-After` says, a server error retried a few times, any other answer an error. Through
-//! the outbound rules of [`crate::outbound`] (public addresses only unless
+//! the outbound rules of [`shortlink_core::outbound`] (public addresses only unless
 //! `--import-allow-private`, no redirects, no proxy from the environment), and only to the
 //! origin of `--source-url`: a pagination link elsewhere is refused, never followed with the key.
 //! Errors say the status and never quote the answer (they are shown on the console's progress
 //! page); the start of the answer goes to the log only.
 
 use crate::cli::error::BoxError;
-use crate::outbound::{self, Policy};
+use shortlink_core::outbound::{self, Policy};
 use std::time::Duration;
 
 /// Tries per request: rate limits and server errors are waited out this many times.

@@ -84,6 +84,6 @@ pub fn derived_visit_id(source: &str, code: &str, fields: &[&str], n: usize) -> 
         hasher.update(field.as_bytes());
         hasher.update([0]);
     }
-    let digest = crate::validate::hex(&hasher.finalize()[..12]);
+    let digest = shortlink_model::validate::hex(&hasher.finalize()[..12]);
     format!("import:{source}:{code}:{digest}:{n}")
 }
