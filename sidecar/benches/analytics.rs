@@ -480,7 +480,7 @@ fn main() {
             }
             let from = synthetic_rollups(&url, "hot", 10_000_000).await;
             let query = StatsQuery {
-        workspace: shortlink_store::WorkspaceId::DEFAULT,
+        workspace: shortlink_model::WorkspaceId::DEFAULT,
                 code: Some("hot".into()),
                 from,
                 to: from + 30 * 86_400,

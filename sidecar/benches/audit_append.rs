@@ -9,8 +9,9 @@
 //! measured: the API's create also parses, encodes and writes Redis, so its ratio is closer to
 //! 1 than the one printed here. Run with `cargo bench -p shortlink-sidecar --bench audit_append`.
 
+use shortlink_model::{Link, WorkspaceId};
 use shortlink_store::audit::{Actor, AuditEntry, Changes, RequestInfo};
-use shortlink_store::{self, ConnectOptions, Link, LinkFlags, NewRow, Storage};
+use shortlink_store::{self, ConnectOptions, NewRow, Storage};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,23 +25,15 @@ fn env_usize(name: &str, default: usize) -> usize {
 fn link(code: String) -> Link {
     let now = shortlink_store::now();
     Link {
-        workspace: shortlink_store::WorkspaceId::DEFAULT,
-        target: format!("https://shop.example/spring/{code}"),
-        url_hash: format!("{:0>64}", code),
-        code,
-        redirect: 302,
-        flags: LinkFlags(0),
-        created_at: now,
-        updated_at: now,
-        expires_at: None,
-        revoked_at: None,
-        quarantined_at: None,
-        visit_count: 0,
-        last_visit_at: None,
         campaign: Some("spring".into()),
-        recipient_ref: None,
         tags: vec!["sms".into()],
-        extras: Default::default(),
+        ..Link::new(
+            code.clone(),
+            WorkspaceId::DEFAULT,
+            format!("https://shop.example/spring/{code}"),
+            format!("{code:0>64}"),
+            now,
+        )
     }
 }
 

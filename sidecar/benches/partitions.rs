@@ -37,7 +37,7 @@
 //! Run through `bench/partitions/run`; prints markdown rows.
 
 use chrono::{DateTime, Duration as Days, Utc};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visit_enrich::{Enricher, GeoDb, Visit, VisitEvent};
 use shortlink_visits::cleanup::delete_old_visits;
 use shortlink_visits::rollup::Interval;

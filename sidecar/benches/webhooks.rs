@@ -136,7 +136,7 @@ async fn subscribe(service: &WebhookService, url: &str, batch_size: u32, batch_m
     service
         .create(
             // The bench acts as the operator on the server: no quota.
-            &shortlink_core::limits::Budget::command_line(shortlink_store::WorkspaceId::DEFAULT),
+            &shortlink_core::limits::Budget::command_line(shortlink_model::WorkspaceId::DEFAULT),
             request,
             &bench_origin(),
         )
@@ -194,7 +194,7 @@ fn main() {
         eprintln!("stored {events} visits");
         let started = Instant::now();
         let mut reader = FeedReader::new(stores.clone(), Privacy::default());
-        let mut all = FeedFilter::of(shortlink_store::WorkspaceId::DEFAULT);
+        let mut all = FeedFilter::of(shortlink_model::WorkspaceId::DEFAULT);
         all.include_bots = true;
         let (mut cursor, mut read) = (Cursor::default(), 0);
         while read < events {
@@ -214,12 +214,12 @@ fn main() {
             let (hook, count) = receiver().await;
             let id = subscribe(&service, &hook, batch_size, 0).await;
             service
-                .replay(shortlink_store::WorkspaceId::DEFAULT, &id, from_start())
+                .replay(shortlink_model::WorkspaceId::DEFAULT, &id, from_start())
                 .await
                 .unwrap();
             let rate = rate_until(&count, n as u64).await;
             service
-                .delete(shortlink_store::WorkspaceId::DEFAULT, &id, &bench_origin())
+                .delete(shortlink_model::WorkspaceId::DEFAULT, &id, &bench_origin())
                 .await
                 .unwrap();
             eprintln!("delivered {n}, {batch_size} per POST: {rate:.0} events/s");
@@ -262,7 +262,7 @@ fn main() {
         }
         for (id, _) in &hooks {
             service
-                .delete(shortlink_store::WorkspaceId::DEFAULT, id, &bench_origin())
+                .delete(shortlink_model::WorkspaceId::DEFAULT, id, &bench_origin())
                 .await
                 .unwrap();
         }

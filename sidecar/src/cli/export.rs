@@ -8,7 +8,8 @@ use super::workspaces::WorkspaceArg;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use shortlink_config::Config;
-use shortlink_store::{self, Link, LinkFilter, LinkState};
+use shortlink_model::{Link, LinkState};
+use shortlink_store::{self, LinkFilter};
 use std::io::Write;
 use std::path::PathBuf;
 

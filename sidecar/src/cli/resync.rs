@@ -8,7 +8,8 @@ use super::progress::progress_bar;
 use shortlink_config::Config;
 use shortlink_core::projection::marker::ProjectionMarker;
 use shortlink_core::projection::{not_found, Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
-use shortlink_store::{self, LinkFilter, LinkState, Storage, RESTORED_BEHIND_REDIS_SETTING};
+use shortlink_model::LinkState;
+use shortlink_store::{self, LinkFilter, Storage, RESTORED_BEHIND_REDIS_SETTING};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResyncArgs {

@@ -28,7 +28,7 @@ use shortlink_core::service::{self, Authority, ItemOutcome};
 use shortlink_core::sync::LockOrRecover;
 use shortlink_model::link::card::CardSpec;
 use shortlink_model::schema::WholeNumber;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

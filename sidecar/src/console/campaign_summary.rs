@@ -6,8 +6,8 @@
 
 use maud::{html, Markup};
 use shortlink_api::AppState;
+use shortlink_model::WorkspaceId;
 use shortlink_store::StorageResult;
-use shortlink_store::WorkspaceId;
 use shortlink_visits::conversions::{Money, Scope};
 use shortlink_visits::deliveries::DeliveryState;
 use std::collections::BTreeMap;

@@ -19,7 +19,8 @@ use serde::Deserialize;
 use shortlink_api::links::LinkView;
 use shortlink_api::{AppState, DomainContext, Error};
 use shortlink_core::csv_cell::push_field as csv_field;
-use shortlink_store::{Link, LinkFilter, ListCursor};
+use shortlink_model::Link;
+use shortlink_store::{LinkFilter, ListCursor};
 use std::collections::HashMap;
 use std::sync::Arc;
 

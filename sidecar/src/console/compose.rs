@@ -18,8 +18,8 @@ use shortlink_api::compose::{self, ComposeParams};
 use shortlink_api::{self, ApiKeyId, AppState, DomainContext, Error};
 use shortlink_core::service::compose::{Campaign, CampaignSpec};
 use shortlink_core::service::CLI_API_KEY_ID;
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Actor, Origin};
-use shortlink_store::WorkspaceId;
 use std::collections::BTreeMap;
 
 /// Most recipients in a sample (a campaign goes through the API or the command line).

@@ -21,7 +21,7 @@ use maud::html;
 use shortlink_api::{AppState, Budget, Error};
 use shortlink_core::service::Authority;
 use shortlink_core::sync::LockOrRecover;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};

@@ -9,8 +9,9 @@ use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_api::{generate_api_key, hash_api_key, AppState, Error};
 use shortlink_core::service::keys::{self, NewKey};
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::Origin;
-use shortlink_store::{ApiKey, KeyRate, Role, WorkspaceId};
+use shortlink_store::{ApiKey, KeyRate, Role};
 
 /// The create form, as sent.
 /// A revoke's confirmation: its token only. The workspace's page and the operator's post it.

@@ -16,7 +16,8 @@ use shortlink_api::{AppState, DomainContext, Error};
 use shortlink_core::service::accept::{self, CreateLinkRequest, PlainPassword};
 use shortlink_core::service::{Created, UpdateLinkRequest};
 use shortlink_model::schema::WholeNumber;
-use shortlink_store::{self, LinkFilter, LinkState, ListCursor};
+use shortlink_model::LinkState;
+use shortlink_store::{self, LinkFilter, ListCursor};
 
 const PAGE: u32 = 50;
 

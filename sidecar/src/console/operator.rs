@@ -7,7 +7,8 @@
 
 use axum::http::StatusCode;
 use shortlink_api::Error;
-use shortlink_store::{ApiKey, Role, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{ApiKey, Role};
 use subtle::ConstantTimeEq;
 
 /// A signed-in person: their key's name, role and workspace, and the session's CSRF token.

@@ -20,7 +20,7 @@ const TOP_CAMPAIGNS: u32 = 10;
 
 pub(super) async fn global(
     state: &AppState,
-    workspace: shortlink_store::WorkspaceId,
+    workspace: shortlink_model::WorkspaceId,
     interval: Interval,
     window: Duration,
     top: u32,

@@ -16,8 +16,8 @@ use shortlink_api::links::LinkView;
 use shortlink_api::preview::{self, PreviewRequest, PreviewView};
 use shortlink_api::{AppState, DomainContext, Error};
 use shortlink_core::service::UpdateLinkRequest;
+use shortlink_model::Link;
 use shortlink_store::audit::Origin;
-use shortlink_store::Link;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct RulesQuery {

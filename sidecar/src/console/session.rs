@@ -382,7 +382,7 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shortlink_store::WorkspaceId;
+    use shortlink_model::WorkspaceId;
 
     fn member(key: &str, workspace: i64) -> Member {
         let place = Place::Workspace {

@@ -7,7 +7,8 @@
 use chrono::{DateTime, Utc};
 use shortlink_core::service::{LinkService, ServiceError};
 use shortlink_core::sync::LockOrRecover;
-use shortlink_store::{CampaignStats, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::CampaignStats;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

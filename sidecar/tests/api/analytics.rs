@@ -783,7 +783,7 @@ async fn codes_differing_in_case_keep_their_own_stats(backend: Backend) {
     assert_eq!(outcome.inserted, 4);
     let day = Interval::Day.floor(t / 1000);
     let query = |code: Option<&str>| StatsQuery {
-        workspace: shortlink_store::WorkspaceId::DEFAULT,
+        workspace: shortlink_model::WorkspaceId::DEFAULT,
         code: code.map(str::to_owned),
         from: day,
         to: day + 86_400,

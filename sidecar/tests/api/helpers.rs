@@ -455,7 +455,7 @@ impl TestApp {
                 (storage.create_api_key(
                     "nginx-resolve",
                     shortlink_store::Role::Resolve,
-                    Some(shortlink_store::WorkspaceId::DEFAULT),
+                    Some(shortlink_model::WorkspaceId::DEFAULT),
                     &shortlink_api::hash_api_key(RESOLVE_KEY),
                     shortlink_store::now(),
                 ))

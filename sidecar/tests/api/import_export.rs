@@ -297,8 +297,9 @@ async fn resync_removes_orphan_keys(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_removal_waits_for_writes_in_flight() {
     use shortlink_core::projection::{key, Projection, RecordWorkspace, RecordWrite};
+    use shortlink_model::{Link, WorkspaceId};
     use shortlink_sidecar::cli::orphans::remove_orphans;
-    use shortlink_store::{self, ConnectOptions, Link, LinkFlags};
+    use shortlink_store::{self, ConnectOptions};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -312,25 +313,13 @@ async fn orphan_removal_waits_for_writes_in_flight() {
     let storage = shortlink_store::connect(&options).await.unwrap();
     let projection = Arc::new(Projection::new(&app.redis.url(), Duration::from_secs(2)).unwrap());
     let now = shortlink_store::now();
-    let link = Link {
-        code: app.scheme.encode(7_000_000).unwrap(),
-        workspace: shortlink_store::WorkspaceId::DEFAULT,
-        target: "https://t.example/in-flight".into(),
-        url_hash: "0".repeat(64),
-        redirect: 302,
-        flags: LinkFlags(0),
-        created_at: now,
-        updated_at: now,
-        expires_at: None,
-        revoked_at: None,
-        quarantined_at: None,
-        visit_count: 0,
-        last_visit_at: None,
-        campaign: None,
-        recipient_ref: None,
-        tags: Vec::new(),
-        extras: Default::default(),
-    };
+    let link = Link::new(
+        app.scheme.encode(7_000_000).unwrap(),
+        WorkspaceId::DEFAULT,
+        "https://t.example/in-flight".into(),
+        "0".repeat(64),
+        now,
+    );
     // The write path's steps 1 and 2: SQL insert in a transaction, then the Redis record.
     let mut tx = storage.begin().await.unwrap();
     tx.insert_link(&link, None).await.unwrap();

@@ -8,7 +8,7 @@
 use crate::conversions::{visit, CURL, IPHONE};
 use crate::helpers::*;
 use chrono::{DateTime, Duration, Utc};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::cleanup::delete_old_visits;
 use shortlink_visits::rollup::Interval;

@@ -23,7 +23,8 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use shortlink_model::validate::hex;
-use shortlink_store::{Role, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::Role;
 use subtle::ConstantTimeEq;
 
 const KEY_PREFIX: &str = "slk_";

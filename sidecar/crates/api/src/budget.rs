@@ -15,7 +15,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 pub use shortlink_core::limits::Budget;
 use shortlink_core::service::WorkspaceError;
-use shortlink_store::{Quotas, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::Quotas;
 
 /// `workspace`'s budget as stored now: for a console session, whose sign-in did not read the
 /// workspace's quotas as a key's request does.

@@ -11,7 +11,8 @@ use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use shortlink_domains::{IssuingBases, WorkspaceBases};
 use shortlink_model::validate;
-use shortlink_store::{WorkspaceId, DEFAULT_SLUG};
+use shortlink_model::WorkspaceId;
+use shortlink_store::DEFAULT_SLUG;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -94,7 +95,7 @@ pub struct DomainContext {
 impl DomainContext {
     /// The bookkeeping of every new link, whichever route or page made it:
     /// `shortlink_links_created_total{via}` and the host it is issued on.
-    pub fn link_created(&self, via: &'static str, link: &shortlink_store::Link) {
+    pub fn link_created(&self, via: &'static str, link: &shortlink_model::Link) {
         shortlink_core::metrics::links_created(via, 1);
         self.count_issued(&link.code, link.campaign.as_deref());
     }

@@ -19,7 +19,8 @@ use shortlink_core::service::{self, Created, IdempotencyKey, NewLink};
 pub use shortlink_core::service::{CreateLinkRequest, UpdateLinkRequest};
 use shortlink_model::link::card::{self, CardSpec};
 use shortlink_model::link::rules::{self, RuleSpec};
-use shortlink_store::{self as storage, Link, LinkFilter, LinkState, ListCursor, WorkspaceId};
+use shortlink_model::{Link, LinkState, WorkspaceId};
+use shortlink_store::{self as storage, LinkFilter, ListCursor};
 use utoipa::{IntoParams, ToSchema};
 
 pub fn router() -> Router<AppState> {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::service::accept;
 use shortlink_core::service::click::{self, ClickInput};
 use shortlink_core::service::Resolution;
-use shortlink_store::Link;
+use shortlink_model::Link;
 use std::net::IpAddr;
 use utoipa::ToSchema;
 

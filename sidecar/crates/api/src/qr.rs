@@ -18,7 +18,8 @@ use axum::Router;
 use qrcode::{Color, EcLevel, QrCode};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use shortlink_store::{self as storage, LinkState};
+use shortlink_model::LinkState;
+use shortlink_store as storage;
 use utoipa::IntoParams;
 
 pub fn router() -> Router<AppState> {

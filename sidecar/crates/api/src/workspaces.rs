@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::service::keys::{self, KeyError, NewKey, MAX_RATE};
 use shortlink_core::service::WorkspaceError;
 use shortlink_model::schema::{self, WholeNumber};
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::Origin;
 use shortlink_store::{
-    self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, WorkspaceId,
-    MAX_NAME_LEN,
+    self as storage, ApiKey, KeyRate, Quotas, Role, Workspace, WorkspaceChange, MAX_NAME_LEN,
 };
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 

@@ -10,7 +10,7 @@
 
 use base64::Engine;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::CallbackTokenStore;
 
 /// What a sealed value starts with.

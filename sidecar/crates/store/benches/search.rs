@@ -8,7 +8,8 @@
 //! `bench/search/run`.
 
 use chrono::Utc;
-use shortlink_store::{ConnectOptions, Link, LinkFilter, LinkFlags, NewRow, WorkspaceId};
+use shortlink_model::{Link, WorkspaceId};
+use shortlink_store::{ConnectOptions, LinkFilter, NewRow};
 use sqlx::Connection;
 use std::time::{Duration, Instant};
 
@@ -18,23 +19,16 @@ fn link(i: usize) -> NewRow {
     let now = Utc::now();
     NewRow {
         link: Link {
-            code: format!("b{i:07}"),
-            workspace: WorkspaceId::DEFAULT,
-            target: format!("https://t.example/{i:07}?utm_source=sms"),
-            url_hash: format!("{i:0>64}"),
-            redirect: 302,
-            flags: LinkFlags(0),
-            created_at: now,
-            updated_at: now,
-            expires_at: None,
-            revoked_at: None,
-            quarantined_at: None,
-            visit_count: 0,
-            last_visit_at: None,
             campaign: Some(format!("campaign-{}", i % 10_000)),
             recipient_ref: Some(format!("r-{i}")),
             tags: vec!["sms".into()],
-            extras: Default::default(),
+            ..Link::new(
+                format!("b{i:07}"),
+                WorkspaceId::DEFAULT,
+                format!("https://t.example/{i:07}?utm_source=sms"),
+                format!("{i:0>64}"),
+                now,
+            )
         },
         slot: None,
     }

@@ -5,13 +5,14 @@
 use super::audit::entry::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use super::imported::ImportedLink;
 use super::model::{
-    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,
-    NewRow, Role, Slot,
+    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, LinkFilter, ListCursor, NewRow, Role, Slot,
 };
 use super::quarantine::{AbuseReport, Quarantine};
-use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
+use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
+use shortlink_model::WorkspaceId;
+use shortlink_model::{Link, LinkFlags};
 use std::any::Any;
 use std::time::Duration;
 

@@ -26,8 +26,8 @@ mod workspace;
 
 pub use self::imported::ImportedLink;
 pub use self::model::{
-    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter,
-    LinkFlags, LinkState, ListCursor, NewRow, Role, Slot,
+    ApiKey, CampaignStats, IdempotencyRecord, KeyRate, KeyWorkspace, LinkFilter, ListCursor,
+    NewRow, Role, Slot,
 };
 use self::mysql::MysqlStorage;
 pub use self::not_found::NotFoundRedirects;
@@ -36,7 +36,7 @@ pub use self::quarantine::{host_key, host_range, AbuseReport, Quarantine, WORKSP
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{
     display_name, is_valid_slug, DeletedWorkspace, Quotas, Standing, Workspace, WorkspaceChange,
-    WorkspaceId, DEFAULT_SLUG, MAX_NAME_LEN, MAX_SLUG_LEN, NAME_RULE,
+    DEFAULT_SLUG, MAX_NAME_LEN, MAX_SLUG_LEN, NAME_RULE,
 };
 // The visit store (`shortlink_visits::store`) speaks the same dialects.
 pub use self::{mysql::My, postgres::Pg, sqlite::Lite};

@@ -1,8 +1,8 @@
 //! Not-found redirects (issue 70) as SQL keeps them: one row per workspace (`domain` empty) and
 //! per domain of it. Redis holds their projection (`shortlink_wire::not_found`).
 
-use crate::WorkspaceId;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 
 /// One workspace's (`domain` empty) or one of its domains' settings; `None`: unset.
 #[derive(Debug, Clone, PartialEq, Eq)]

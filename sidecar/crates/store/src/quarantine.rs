@@ -2,8 +2,8 @@
 //! warning page until it is released; the row says which feed and entry, and whether a release
 //! holds against them. How links are found by host: [`host_key`]. And visitors' abuse reports.
 
-use crate::WorkspaceId;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 
 /// A link a feed listed: quarantined while `released_at` is `None`.
 #[derive(Debug, Clone, PartialEq, Eq)]

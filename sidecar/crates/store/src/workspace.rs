@@ -7,33 +7,7 @@
 
 use crate::error::{StorageError, StorageResult};
 use chrono::{DateTime, Utc};
-use std::fmt;
-
-/// The id of a workspace (`workspaces.id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WorkspaceId(i64);
-
-impl WorkspaceId {
-    /// The workspace every installation has, which an installation from before workspaces
-    /// became (migration `workspaces`).
-    pub const DEFAULT: WorkspaceId = WorkspaceId(1);
-
-    /// An id read from the database or named by an operator; whether it exists is the caller's
-    /// question.
-    pub const fn from_db(id: i64) -> Self {
-        WorkspaceId(id)
-    }
-
-    pub const fn get(self) -> i64 {
-        self.0
-    }
-}
-
-impl fmt::Display for WorkspaceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+use shortlink_model::WorkspaceId;
 
 /// The slug of the default workspace.
 pub const DEFAULT_SLUG: &str = "default";

@@ -6,8 +6,9 @@ use crate::sql::{db, fetch_all};
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Value};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_store::StorageResult;
 use shortlink_visits::domain_chart::{bucket_for, fill, DomainChart, DomainChartStore, Rows};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;

@@ -8,8 +8,9 @@ use crate::sql::{db, execute, fetch_all, marks};
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_store::StorageResult;
 use shortlink_visits::retention::RetentionStore;
 use shortlink_visits::retention::{
     CampaignRetention, RetentionPolicy, VisitScope, WorkspaceRetention,

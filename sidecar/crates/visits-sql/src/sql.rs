@@ -6,8 +6,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{Backend, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::conversions::ConversionStore;
 use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};

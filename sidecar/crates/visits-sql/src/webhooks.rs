@@ -3,8 +3,9 @@
 
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_webhooks::cursor::Cursor;
 use shortlink_webhooks::store::{Failure, FeedBatch, FeedRow, Lease, Progress, WebhookStore};
 use shortlink_webhooks::subscription::{Subscription, SubscriptionSpec};

@@ -15,7 +15,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 use std::collections::HashMap;
 
 /// One domain's series, a value per bucket of the chart.

@@ -24,7 +24,7 @@
 //! few hundred bucket rows and some thousands of breakdown rows.
 
 use foldhash::{HashMap, HashSet};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visit_enrich::{Audience, Visit};
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! file so a subscription names it without importing the feed reader.
 
 use super::event::FeedEvent;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 /// Which visits a reader wants: always of one workspace's links ([`FeedFilter::of`]).
 #[derive(Debug, Clone)]

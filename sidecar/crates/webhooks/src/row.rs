@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 pub struct FeedRow {
     pub event_id: String,
     /// The owner of the visit's link; `None` if the link is no longer stored.
-    pub workspace: Option<shortlink_store::WorkspaceId>,
+    pub workspace: Option<shortlink_model::WorkspaceId>,
     pub code: String,
     pub visited_at: DateTime<Utc>,
     pub status: Option<i64>,

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use shortlink_core::limits::{Budget, QuotaError};
 use shortlink_model::link::Invalid;
 use shortlink_model::validate::UrlPolicy;
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::Origin;
-use shortlink_store::{Storage, StorageError, WorkspaceId};
+use shortlink_store::{Storage, StorageError};
 use std::sync::Arc;
 use utoipa::ToSchema;
 

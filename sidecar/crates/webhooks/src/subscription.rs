@@ -8,7 +8,7 @@ use shortlink_core::outbound::address;
 use shortlink_model::link::Invalid;
 use shortlink_model::schema::WholeNumber;
 use shortlink_model::validate::UrlPolicy;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use utoipa::ToSchema;
 
 /// Events per POST at most, and the default.

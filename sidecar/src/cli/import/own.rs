@@ -25,7 +25,7 @@ use shortlink_core::service::{
 };
 use shortlink_model::link::card::CardSpec;
 use shortlink_model::schema::WholeNumber;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

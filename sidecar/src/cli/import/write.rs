@@ -16,7 +16,7 @@ use shortlink_core::limits::{Budget, QuotaError};
 use shortlink_core::service::accept::{self, CreateLinkRequest, Kept, Origin};
 use shortlink_core::service::{Authority, ItemFailure, ItemOutcome, Job, NewLink, Restore};
 use shortlink_model::schema::WholeNumber;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_store::{self, ImportedLink};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
 use std::collections::{HashMap, HashSet};

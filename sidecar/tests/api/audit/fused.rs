@@ -5,33 +5,22 @@
 use super::fresh_storage;
 use crate::helpers::Backend;
 use crate::on_each_backend;
+use shortlink_model::{Link, WorkspaceId};
 use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, Changes};
-use shortlink_store::{self, Link, LinkFlags, Storage, WorkspaceId};
+use shortlink_store::{self, Storage};
 
 on_each_backend!(a_create_and_its_audit_row_in_one_round_trip_keep_one_chain);
 
 fn link(n: usize) -> (Link, AuditEntry) {
     let now = shortlink_store::now();
     let code = format!("fused{n}");
-    let link = Link {
-        code: code.clone(),
-        workspace: WorkspaceId::DEFAULT,
-        target: format!("https://t.example/{n}"),
-        url_hash: "0".repeat(64),
-        redirect: 302,
-        flags: LinkFlags(0),
-        created_at: now,
-        updated_at: now,
-        expires_at: None,
-        revoked_at: None,
-        quarantined_at: None,
-        visit_count: 0,
-        last_visit_at: None,
-        campaign: None,
-        recipient_ref: None,
-        tags: Vec::new(),
-        extras: Default::default(),
-    };
+    let link = Link::new(
+        code.clone(),
+        WorkspaceId::DEFAULT,
+        format!("https://t.example/{n}"),
+        "0".repeat(64),
+        now,
+    );
     let changes = Changes::new().set("target", link.target.clone());
     let entry = AuditEntry::new(Actor::key(7, "tool"), "link.create", code, changes);
     (link, entry)

@@ -4,7 +4,7 @@
 //! that schema, then the sidecar starts on it and migrates.
 
 use super::*;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use sqlx::migrate::Migrator;
 use std::borrow::Cow;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 use super::*;
 use reqwest::Method;
 use shortlink_core::projection::Slugs;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 #[tokio::test]
 async fn a_deleted_workspace_cannot_be_named_in_a_record() {

@@ -45,7 +45,7 @@ pub use limits::MAX_NDJSON_ITEMS;
 use pipeline::{Answer, Checked, Items, Mode};
 use serde::Serialize;
 use shortlink_core::service::{self, ItemFailure};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {

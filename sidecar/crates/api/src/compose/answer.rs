@@ -34,7 +34,7 @@ pub struct Kept {
 pub struct Recipients {
     pub state: AppState,
     /// The workspace its links go to.
-    pub workspace: shortlink_store::WorkspaceId,
+    pub workspace: shortlink_model::WorkspaceId,
     /// Its quotas: recipients past the limit are refused.
     pub budget: crate::Budget,
     pub domains: DomainContext,

@@ -4,7 +4,8 @@
 
 use crate::{AppState, Result};
 use shortlink_model::link::rules::{arm_url, condition_text, parse_stored, RuleSpec};
-use shortlink_store::{Link, LinkFilter, WorkspaceId};
+use shortlink_model::{Link, WorkspaceId};
+use shortlink_store::LinkFilter;
 use shortlink_visits::conversions::Scope;
 use std::collections::HashMap;
 

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_model::schema::{optional_printable, printable};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::conversions::input::{MAX_CLICK_ID, MAX_EVENT_ID, MAX_NAME};
 use shortlink_visits::conversions::{Conversion, NewConversion, RawConversion, Recorded, Refusal};
 use utoipa::openapi::schema::Schema;

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{Gateway, NewReceipt};
 
 /// Most lines in one NDJSON request, the longest line (a receipt is a few hundred bytes), and

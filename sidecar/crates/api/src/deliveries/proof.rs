@@ -15,7 +15,7 @@
 use crate::{AppState, Error, Result};
 use axum::http::StatusCode;
 
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::NewReceipt;
 
 /// The domains of one workspace, as this request sees them.

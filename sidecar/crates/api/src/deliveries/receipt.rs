@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_messaging::receipts::{self, Report, MAX_NAME};
 use shortlink_model::schema::{optional_printable, printable};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::model::{
     MAX_CARRIER, MAX_ERROR_CODE, MAX_ERROR_TEXT, MAX_MESSAGE_ID,
 };

@@ -21,8 +21,9 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_core::service::accept::lifecycle_url;
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Changes, Origin};
-use shortlink_store::{NotFoundRedirects, WorkspaceId};
+use shortlink_store::NotFoundRedirects;
 use utoipa::ToSchema;
 
 /// The three URLs; each absent or `null` is unset (the domain's falls through to its

@@ -6,7 +6,7 @@
 
 use crate::{AppState, Result};
 use serde::Serialize;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{DeliveryState, MessageState};
 use std::collections::HashMap;
 

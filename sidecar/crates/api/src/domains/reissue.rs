@@ -302,7 +302,7 @@ impl Reissue {
     fn line(
         &self,
         old: Listed,
-        answer: Result<(Box<shortlink_store::Link>, StatusCode)>,
+        answer: Result<(Box<shortlink_model::Link>, StatusCode)>,
     ) -> ReissuedLink {
         let mut line = ReissuedLink {
             code: old.link.code,

@@ -25,7 +25,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_domains::drain::{At, Snapshot};
 use shortlink_domains::IssuingBases;
-use shortlink_store::{Link, LinkFilter, ListCursor, Storage};
+use shortlink_model::Link;
+use shortlink_store::{LinkFilter, ListCursor, Storage};
 use std::sync::Arc;
 
 /// Links read per query.
@@ -116,7 +117,7 @@ pub async fn unclicked_links(
 /// The re-send list's links, a page at a time (also what `reissue` replaces).
 pub(super) struct Reader {
     state: AppState,
-    workspace: shortlink_store::WorkspaceId,
+    workspace: shortlink_model::WorkspaceId,
     storage: Arc<dyn Storage>,
     filter: LinkFilter,
     since: DateTime<Utc>,

@@ -15,8 +15,8 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shortlink_model::schema::WholeNumber;
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::Changes;
-use shortlink_store::WorkspaceId;
 use shortlink_visits::deliveries::GatewayConfig;
 use utoipa::ToSchema;
 

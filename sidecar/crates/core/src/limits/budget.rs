@@ -10,7 +10,7 @@
 
 use super::quota::{check_recipients, check_webhooks, QuotaError, Quotas, Reservation};
 use super::settings::LimitSettings;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 /// What a request may use of its workspace's quotas. Cheap to clone.
 #[derive(Clone)]

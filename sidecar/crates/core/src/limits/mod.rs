@@ -23,7 +23,7 @@ pub use rate::{Decision, RateLimiter};
 pub use settings::LimitSettings;
 
 use crate::primary::Primary;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::sync::Arc;
 use std::time::Duration;
 

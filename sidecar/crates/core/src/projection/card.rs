@@ -5,7 +5,7 @@
 
 use super::{RecordWorkspace, RecordWrite};
 use shortlink_model::link::card;
-use shortlink_store::{Link, LinkExtras};
+use shortlink_model::{Link, LinkExtras};
 pub use shortlink_wire::keys::preview_key;
 use shortlink_wire::keys::visit_count_key;
 

@@ -28,7 +28,7 @@ use crate::primary::Primary;
 pub use crate::primary::ProjectionError;
 use chrono::{DateTime, Utc};
 use shortlink_model::link::rules;
-use shortlink_store::{Link, LinkExtras, LinkState};
+use shortlink_model::{Link, LinkExtras, LinkState};
 use shortlink_wire::click_id::ClickIdParam;
 use shortlink_wire::record::password::Password;
 use shortlink_wire::record::{Extras, Record};

@@ -6,7 +6,8 @@
 
 use super::Projection;
 use crate::primary::ProjectionError;
-use shortlink_store::{NotFoundRedirects, Storage, StorageError, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{NotFoundRedirects, Storage, StorageError};
 use shortlink_wire::not_found::{self, Redirects};
 use std::collections::HashMap;
 

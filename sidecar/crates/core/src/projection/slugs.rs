@@ -7,7 +7,8 @@
 //! anything is written, never a record that answers on no host or on the wrong one.
 
 use crate::sync::ReadWriteOrRecover;
-use shortlink_store::{Storage, StorageError, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{Storage, StorageError};
 use shortlink_wire::record::WorkspaceName;
 use std::collections::HashMap;
 use std::sync::RwLock;

@@ -1,27 +1,15 @@
 use super::*;
-use shortlink_store::LinkFlags;
+use shortlink_model::{LinkFlags, WorkspaceId};
 
 fn link() -> Link {
     let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
-    Link {
-        code: "abc1234".into(),
-        workspace: shortlink_store::WorkspaceId::DEFAULT,
-        target: "https://example.com/a?b=c|d".into(),
-        url_hash: String::new(),
-        redirect: 302,
-        flags: LinkFlags(0),
-        created_at: at,
-        updated_at: at,
-        expires_at: None,
-        revoked_at: None,
-        quarantined_at: None,
-        visit_count: 0,
-        last_visit_at: None,
-        campaign: None,
-        recipient_ref: None,
-        tags: Vec::new(),
-        extras: Default::default(),
-    }
+    Link::new(
+        "abc1234".into(),
+        WorkspaceId::DEFAULT,
+        "https://example.com/a?b=c|d".into(),
+        String::new(),
+        at,
+    )
 }
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -99,7 +87,7 @@ fn ttl_rules() {
 
 #[test]
 fn a_link_with_extras_writes_version_2_that_decodes_to_them() {
-    use shortlink_store::LinkExtras;
+    use shortlink_model::LinkExtras;
     use shortlink_wire::record::{decode, Link as WireLink};
     use shortlink_wire::rules::{Action, Condition};
     let mut l = link();

@@ -10,7 +10,7 @@ use shortcode::CodeScheme;
 use shortlink_model::link::{card, rules};
 pub use shortlink_model::link::{redirect_status, Invalid, DEFAULT_REDIRECT};
 use shortlink_model::validate::{UrlError, UrlPolicy};
-use shortlink_store::{Link, LinkExtras, WorkspaceId};
+use shortlink_model::{Link, LinkExtras, WorkspaceId};
 use shortlink_wire::record::password::{Password, MAX_PASSWORD_BYTES, SALT_LEN};
 use shortlink_wire::record::MAX_RECORD_BYTES;
 
@@ -405,7 +405,7 @@ pub fn whole(
             ));
         }
     }
-    let flags = shortlink_store::LinkFlags::with_forward_query(forward_query).0;
+    let flags = shortlink_model::LinkFlags::with_forward_query(forward_query).0;
     let record = projection::encode_live(
         target,
         redirect,

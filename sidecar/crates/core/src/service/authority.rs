@@ -34,7 +34,7 @@
 use super::error::Stop;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, CLI_API_KEY_ID};
 use crate::limits::Reservation;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::sync::OnceLock;
 
 /// Who a job writes for: its workspace, and the key that started it (`None`: the command line,

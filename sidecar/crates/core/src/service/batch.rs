@@ -9,9 +9,8 @@ use super::error::Stop;
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
-use shortlink_store::{
-    self as storage, EncodedRows, Link, NewRow, Slot, StorageError, WorkspaceId,
-};
+use shortlink_model::{Link, WorkspaceId};
+use shortlink_store::{self as storage, EncodedRows, NewRow, Slot, StorageError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

@@ -11,7 +11,7 @@ use super::model::Resolution;
 use crate::projection::{encode_record, RecordWorkspace};
 use crate::sync::LockOrRecover;
 use shortlink_model::link::card;
-use shortlink_store::Link;
+use shortlink_model::Link;
 use shortlink_wire::agent;
 use shortlink_wire::click_id::{location_parts, ClickId, ClickIds};
 use shortlink_wire::preview::card_page;

@@ -10,8 +10,9 @@
 
 use super::{LinkService, ServiceError};
 use crate::projection::ProjectionError;
+use shortlink_model::Link;
 use shortlink_store::audit::AuditEntry;
-use shortlink_store::{Link, LinkTx, StorageError};
+use shortlink_store::{LinkTx, StorageError};
 use std::future::Future;
 use std::time::Duration;
 

@@ -5,10 +5,9 @@ use super::{Claim, Created, LinkService, NewLink, ServiceError};
 use crate::limits::Budget;
 use crate::projection::{written_value, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
+use shortlink_model::{Link, LinkExtras, LinkFlags, LinkState};
 use shortlink_store::audit::{link_changes, AuditEntry, Changes, Origin};
-use shortlink_store::{
-    self as storage, Link, LinkExtras, LinkFlags, LinkState, Slot, StorageError,
-};
+use shortlink_store::{self as storage, Slot, StorageError};
 use std::sync::atomic::Ordering;
 
 /// Attempts at a generated code whose insert collides, in SQL or in Redis: only possible if the
@@ -298,22 +297,22 @@ pub(super) fn new_link(new: NewLink, code: String, url_hash: String, now: DateTi
         None => (now, None),
     };
     Link {
-        code,
-        workspace: new.workspace,
-        target: new.target.into_string(),
-        url_hash,
         redirect: new.redirect,
         flags: LinkFlags::with_forward_query(new.forward_query),
-        created_at,
         updated_at: revoked_at.unwrap_or(created_at).max(created_at),
         expires_at: new.expires_at,
         revoked_at,
         quarantined_at: new.held.as_ref().map(|_| now),
-        visit_count: 0,
-        last_visit_at: None,
         campaign: new.campaign,
         recipient_ref: new.recipient_ref,
         tags: new.tags,
         extras: new.extras,
+        ..Link::new(
+            code,
+            new.workspace,
+            new.target.into_string(),
+            url_hash,
+            created_at,
+        )
     }
 }

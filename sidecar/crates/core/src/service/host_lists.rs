@@ -10,7 +10,7 @@
 //! sidecar within that time (at once on the one that took it).
 
 use serde::{Deserialize, Serialize};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_threats::{normalize, Refusal};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

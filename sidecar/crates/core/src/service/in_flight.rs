@@ -2,7 +2,7 @@
 //! holds back while it runs ([`super::authority`] says why).
 
 use crate::sync::LockOrRecover;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};

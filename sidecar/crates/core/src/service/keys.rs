@@ -6,10 +6,10 @@
 //! no audit row ever holds either. Free functions over the storage, not service methods: the
 //! command line manages keys without Redis.
 
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Changes, Origin, INSTALLATION_CHAIN};
 use shortlink_store::{
     self as storage, ApiKey, KeyRate, Quotas, Role, Storage, StorageError, StorageResult,
-    WorkspaceId,
 };
 
 /// The largest rate and burst any key may be given.

@@ -4,7 +4,8 @@
 use super::error::{ServiceError, Stop};
 use crate::issuer::Issuer;
 use crate::projection::{Projection, RecordWorkspace, Slugs};
-use shortlink_store::{Storage, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::Storage;
 use shortlink_threats::Threats;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -6,7 +6,8 @@ use crate::limits::QuotaError;
 use chrono::{DateTime, SubsecRound, Utc};
 use sha2::{Digest, Sha256};
 use shortlink_model::validate::{hex, TargetUrl};
-use shortlink_store::{Link, LinkExtras, StorageError, WorkspaceId};
+use shortlink_model::{Link, LinkExtras, WorkspaceId};
+use shortlink_store::StorageError;
 
 /// A validated request to create a link.
 #[derive(Debug, Clone)]

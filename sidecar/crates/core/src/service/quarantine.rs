@@ -8,8 +8,9 @@
 
 use super::target_lists::BLOCK_LIST;
 use super::{LinkService, ServiceError};
+use shortlink_model::{Link, WorkspaceId};
 use shortlink_store::audit::{link_changes, Actor, Origin};
-use shortlink_store::{self as storage, Link, Quarantine, WorkspaceId};
+use shortlink_store::{self as storage, Quarantine};
 use shortlink_threats::{normalize, FeedChange};
 use std::collections::HashSet;
 

@@ -5,9 +5,8 @@ use super::error::ServiceError;
 use super::links::LinkService;
 use super::model::Resolution;
 use crate::projection::RecordWrite;
-use shortlink_store::{
-    self as storage, CampaignStats, Link, LinkFilter, LinkState, ListCursor, WorkspaceId,
-};
+use shortlink_model::{Link, LinkState, WorkspaceId};
+use shortlink_store::{self as storage, CampaignStats, LinkFilter, ListCursor};
 use shortlink_wire::record::WorkspaceName;
 use std::sync::Arc;
 

@@ -11,8 +11,8 @@ use super::authority::Authority;
 use super::host_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use shortlink_model::validate::TargetUrl;
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Actor, Changes, Origin};
-use shortlink_store::WorkspaceId;
 use shortlink_threats::Refusal;
 use std::sync::Arc;
 

@@ -7,7 +7,8 @@
 use super::commit::Scope;
 use super::{LinkService, ServiceError};
 use crate::projection::RecordWrite;
-use shortlink_store::{self as storage, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store as storage;
 
 impl LinkService {
     /// Replaces the `ref` of the workspace's link `code` by `tombstone` and re-projects its

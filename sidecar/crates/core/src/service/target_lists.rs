@@ -4,8 +4,8 @@
 
 pub use super::host_lists::{TargetLists, ALLOW_LIST, BLOCK_LIST, CACHE_FOR, MAX_HOSTS};
 use super::{LinkService, ServiceError};
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Changes, Origin};
-use shortlink_store::WorkspaceId;
 use std::sync::Arc;
 
 fn setting(workspace: WorkspaceId) -> String {

@@ -3,8 +3,9 @@
 use super::commit::Scope;
 use super::{LinkPatch, LinkService, ServiceError};
 use crate::projection::RecordWrite;
+use shortlink_model::{Link, WorkspaceId};
+use shortlink_store as storage;
 use shortlink_store::audit::{link_changes, AuditEntry, Origin};
-use shortlink_store::{self as storage, Link, WorkspaceId};
 
 impl LinkService {
     pub async fn update(

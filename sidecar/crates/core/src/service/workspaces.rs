@@ -8,10 +8,11 @@
 
 use super::{LinkService, ServiceError};
 use serde_json::{json, Value};
+use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Changes, Origin, INSTALLATION_CHAIN};
 use shortlink_store::{
     self as storage, display_name, is_valid_slug, DeletedWorkspace, LinkFilter, Quotas,
-    StorageError, Workspace, WorkspaceChange, WorkspaceId,
+    StorageError, Workspace, WorkspaceChange,
 };
 
 /// Why a workspace change was refused.

@@ -8,7 +8,7 @@ use super::ready::{new_id, Ready};
 use super::sends::Sends;
 use crate::{Messaging, Result};
 use shortlink_core::service::Authority;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{NewJob, Pending, SendJob};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -8,7 +8,7 @@
 use super::kannel::Sendsms;
 use crate::{Error, Messaging, Result};
 use shortlink_core::outbound::Policy;
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{new_token_id, CallbackToken, Gateway};
 use std::time::Duration;
 

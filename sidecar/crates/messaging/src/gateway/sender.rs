@@ -25,7 +25,7 @@ use crate::signed::job_signature;
 use crate::Messaging;
 use shortlink_core::background::Shutdown;
 use shortlink_core::service::{Authority, Stop};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{
     DeliveryState, Gateway, LinkRef, NewReceipt, OpenJob, Pending, SendOutcome, SendRecord,
 };

@@ -14,7 +14,9 @@
 //! rest, and a gateway's retry of one of them gets 200 (a duplicate). The writer runs in a task
 //! of its own, so a gateway that hangs up does not abandon the others' group.
 
-use shortlink_store::{StorageError, WorkspaceId};
+use shortlink_store::StorageError;
+
+use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{NewReceipt, Recorded, Refusal};
 use shortlink_visits::store::VisitStore;
 use std::collections::HashMap;

@@ -6,5 +6,7 @@
 pub mod card;
 mod invalid;
 pub mod rules;
+mod stored;
 
 pub use invalid::{redirect_status, Invalid, DEFAULT_REDIRECT};
+pub use stored::{Link, LinkExtras, LinkFlags, LinkState};

@@ -1,8 +1,8 @@
 //! The `changes` of an audit row: `{"field": [before, after]}`, with secrets never written.
 
-use crate::model::Link;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
+use shortlink_model::Link;
 
 /// What a secret that was there reads as (a password digest, a webhook secret).
 pub const REDACTED: &str = "<redacted>";
@@ -125,29 +125,17 @@ pub fn link_changes(before: &Link, after: &Link) -> Changes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{LinkExtras, LinkFlags};
+    use shortlink_model::WorkspaceId;
 
     fn link() -> Link {
         let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
-        Link {
-            workspace: crate::WorkspaceId::DEFAULT,
-            code: "abc".into(),
-            target: "https://a.example/".into(),
-            url_hash: "0".repeat(64),
-            redirect: 302,
-            flags: LinkFlags(0),
-            created_at: at,
-            updated_at: at,
-            expires_at: None,
-            revoked_at: None,
-            quarantined_at: None,
-            visit_count: 0,
-            last_visit_at: None,
-            campaign: None,
-            recipient_ref: None,
-            tags: Vec::new(),
-            extras: LinkExtras::default(),
-        }
+        Link::new(
+            "abc".into(),
+            WorkspaceId::DEFAULT,
+            "https://a.example/".into(),
+            "0".repeat(64),
+            at,
+        )
     }
 
     #[test]

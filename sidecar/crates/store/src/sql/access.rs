@@ -7,7 +7,8 @@ use super::rows::{self, API_KEY_SELECT};
 use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
-use crate::model::{ApiKey, Link};
+use crate::model::ApiKey;
+use shortlink_model::Link;
 use sqlx::pool::PoolConnection;
 
 impl<D: Dialect> SqlStorage<D> {

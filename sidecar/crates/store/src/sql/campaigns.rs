@@ -9,8 +9,8 @@ use super::rows;
 use super::statement::{Statement, Value};
 use crate::api::StorageResult;
 use crate::model::CampaignStats;
-use crate::WorkspaceId;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use sqlx::Database;
 
 /// `SELECT <aggregates>`: links by state at the one bound time (twice) and the visits' sum.

@@ -11,7 +11,7 @@ pub(crate) enum Stored {
     Json,
 }
 
-/// A column of `links` that holds part of a [`Link`](crate::Link).
+/// A column of `links` that holds part of a [`Link`](shortlink_model::Link).
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
     pub(crate) name: &'static str,

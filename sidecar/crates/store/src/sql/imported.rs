@@ -7,8 +7,8 @@ use super::statement::{Statement, Value, IN_LIST};
 use super::store::SqlStorage;
 use crate::api::{Backend, StorageResult};
 use crate::imported::ImportedLink;
-use crate::workspace::WorkspaceId;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 
 const COLUMNS: &str = "code, source, domain, source_target, title, source_visits, imported_at_ms";
 

@@ -7,8 +7,8 @@ use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::StorageResult;
 use crate::not_found::NotFoundRedirects;
-use crate::WorkspaceId;
 use chrono::{TimeZone, Utc};
+use shortlink_model::WorkspaceId;
 
 const COLUMNS: &str = "workspace_id, domain, root_url, unknown_url, expired_url, updated_ms";
 

@@ -7,9 +7,9 @@ use super::rows;
 use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
-use crate::model::Link;
 use crate::quarantine::{host_key, host_range, AbuseReport, Quarantine};
-use crate::WorkspaceId;
+use shortlink_model::Link;
+use shortlink_model::WorkspaceId;
 
 const COLUMNS: &str = "code, workspace_id, feed, entry, quarantined_at, released_at, released_by";
 

@@ -5,10 +5,10 @@ use super::dialect::Dialect;
 use super::driver::Driver;
 use super::statement::{statement, Statement, Value};
 use crate::api::{checked_flags, checked_redirect, Backend, StorageResult};
-use crate::model::{
-    parse_tags, ApiKey, KeyRate, KeyWorkspace, Link, LinkExtras, LinkFilter, LinkState,
-};
-use crate::workspace::{quota_read, WorkspaceId};
+use crate::model::{parse_tags, ApiKey, KeyRate, KeyWorkspace, LinkFilter};
+use crate::workspace::quota_read;
+use shortlink_model::WorkspaceId;
+use shortlink_model::{Link, LinkExtras, LinkState};
 use sqlx::Database;
 use std::sync::OnceLock;
 

@@ -16,12 +16,14 @@ use crate::api::{Backend, EncodedRows, LinkTx, Storage, StorageError, StorageRes
 use crate::audit::{AuditEntry, AuditFilter, AuditHead, AuditRecord};
 use crate::imported::ImportedLink;
 use crate::model::{
-    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter,
-    ListCursor, NewRow, Role,
+    url_hash_prefix, ApiKey, CampaignStats, IdempotencyRecord, KeyRate, LinkFilter, ListCursor,
+    NewRow, Role,
 };
-use crate::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
+use crate::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use shortlink_model::Link;
+use shortlink_model::WorkspaceId;
 use sqlx::{Database, Pool};
 use std::sync::Arc;
 

@@ -8,10 +8,12 @@ use super::rows::{self, insert_columns, link_placeholders, link_values, push_lis
 use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
-use crate::model::{Link, NewRow, Slot};
+use crate::model::{NewRow, Slot};
 use crate::quarantine::Quarantine;
-use crate::workspace::{Standing, WorkspaceId};
+use crate::workspace::Standing;
 use async_trait::async_trait;
+use shortlink_model::Link;
+use shortlink_model::WorkspaceId;
 use sqlx::{Database, Transaction};
 use std::sync::Arc;
 

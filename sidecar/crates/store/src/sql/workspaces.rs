@@ -8,9 +8,10 @@ use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
 use crate::model::{ApiKey, Role};
 use crate::workspace::{
-    quota_column, quota_read, DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId,
+    quota_column, quota_read, DeletedWorkspace, Quotas, Workspace, WorkspaceChange,
 };
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 
 const WORKSPACE_COLUMNS: &str = "id, slug, name, created_at, suspended_at, links_per_day, \
     compose_recipients, webhooks, key_rate_per_second, key_rate_burst";

@@ -1,7 +1,8 @@
 use super::*;
 use super::{parse_ts, ts};
 use crate::Slot;
-use crate::{Link, LinkFilter, Storage, WorkspaceId};
+use crate::{LinkFilter, Storage};
+use shortlink_model::{Link, WorkspaceId};
 use std::time::Duration;
 
 #[test]
@@ -30,25 +31,13 @@ async fn fresh_storage() -> (tempfile::TempDir, SqliteStorage) {
 fn row(code: &str, slot: Option<Slot>) -> NewRow {
     let now = crate::now();
     NewRow {
-        link: Link {
-            code: code.into(),
-            workspace: WorkspaceId::DEFAULT,
-            target: format!("https://t.example/{code}"),
-            url_hash: format!("{code:0>64}"),
-            redirect: 302,
-            flags: crate::LinkFlags(0),
-            created_at: now,
-            updated_at: now,
-            expires_at: None,
-            revoked_at: None,
-            quarantined_at: None,
-            visit_count: 0,
-            last_visit_at: None,
-            campaign: None,
-            recipient_ref: None,
-            tags: Vec::new(),
-            extras: Default::default(),
-        },
+        link: Link::new(
+            code.into(),
+            WorkspaceId::DEFAULT,
+            format!("https://t.example/{code}"),
+            format!("{code:0>64}"),
+            now,
+        ),
         slot,
     }
 }
@@ -152,7 +141,7 @@ async fn batch_rows_read_back_as_written_with_columns_left_out() {
         }),
     );
     let link = &mut rich.link;
-    link.flags = crate::LinkFlags(1);
+    link.flags = shortlink_model::LinkFlags(1);
     link.expires_at = Some(link.created_at + chrono::Duration::days(30));
     link.campaign = Some("spring".into());
     link.recipient_ref = Some("r-1".into());
@@ -200,7 +189,7 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     tx.commit().await.unwrap();
     let clicked_at = first.created_at + chrono::Duration::seconds(5);
     // Another workspace's import of the same code raises nothing of this link.
-    let other = crate::WorkspaceId::from_db(first.workspace.get() + 1);
+    let other = shortlink_model::WorkspaceId::from_db(first.workspace.get() + 1);
     (storage
         .raise_visit_count(other, "u", 1000, clicked_at)
         .await)
@@ -215,7 +204,7 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     next.target = "https://t.example/moved".into();
     next.url_hash = "f".repeat(64);
     next.redirect = 308;
-    next.flags = crate::LinkFlags(1);
+    next.flags = shortlink_model::LinkFlags(1);
     next.created_at = later;
     next.updated_at = later;
     next.expires_at = Some(later + chrono::Duration::days(1));
@@ -223,7 +212,7 @@ async fn an_update_rewrites_the_link_but_not_its_visit_counters() {
     next.campaign = Some("autumn".into());
     next.recipient_ref = Some("r-2".into());
     next.tags = vec!["a".into(), "b".into()];
-    next.extras = crate::LinkExtras {
+    next.extras = shortlink_model::LinkExtras {
         valid_since: Some(first.created_at),
         not_yet_url: Some("https://t.example/soon".into()),
         expired_url: Some("https://t.example/gone".into()),

@@ -14,8 +14,9 @@ use super::store::{ms, receipt_values, state_of, COLUMNS};
 use crate::sql::{db, marks};
 use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
-use shortlink_store::{Backend, StorageResult, WorkspaceId};
+use shortlink_store::{Backend, StorageResult};
 use shortlink_visits::deliveries::model::at_ms;
 use shortlink_visits::deliveries::model::{
     supersedes, DeliveryState, LinkRef, NewReceipt, Receipt, Recorded, Refusal,

@@ -17,7 +17,8 @@ use super::chunk::key;
 use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_visits::deliveries::model::{NewReceipt, Recorded, Refusal};
 use std::collections::HashMap;
 

@@ -2,8 +2,9 @@
 
 use crate::sql::{db, fetch_all};
 use crate::{SqlVisitStore, VisitDialect};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Value};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_store::StorageResult;
 use shortlink_visits::deliveries::model::DeliveryState;
 use shortlink_visits::deliveries::rate::{bucket_for, fill, DeliveredRate};
 

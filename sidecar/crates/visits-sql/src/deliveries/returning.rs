@@ -15,8 +15,9 @@
 use super::chunk::{key, Message};
 use crate::{SqlVisitStore, VisitDialect};
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::Dialect;
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_visits::deliveries::model::{
     DeliveryState, MessageRow, NewReceipt, Receipt, Recorded, Refusal,
 };

@@ -4,8 +4,9 @@
 use crate::sql::{db, fetch_all, marks};
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_visits::deliveries::model::at_ms;
 use shortlink_visits::deliveries::model::DeliveryState;
 use shortlink_visits::deliveries::states::{MessageState, MessageStateStore};

@@ -15,8 +15,9 @@ use crate::sql::{db, fetch_all, marks};
 use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
-use shortlink_store::{Backend, StorageError, StorageResult, WorkspaceId};
+use shortlink_store::{Backend, StorageError, StorageResult};
 use shortlink_visits::deliveries::model::{
     at_ms, supersedes, DeliveryState, Gateway, LinkRef, NewReceipt, Receipt, Recorded, Refusal,
 };

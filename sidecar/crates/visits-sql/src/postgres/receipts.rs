@@ -10,7 +10,8 @@
 //! [`supersedes`]: shortlink_visits::deliveries::model::supersedes
 
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{StorageError, StorageResult};
 use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;

@@ -2,7 +2,7 @@
 
 use super::input::Money;
 use chrono::{DateTime, Utc};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 /// A stored conversion, with the click's attributes copied at insert.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,8 @@ pub use super::conversion::Conversion;
 use super::input::{NewConversion, Refusal};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 /// What a `record` did: the conversion stored now, or the one an earlier request with the same
 /// `event_id` stored (`duplicate`).

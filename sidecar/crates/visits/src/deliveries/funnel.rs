@@ -11,7 +11,8 @@ use super::model::DeliveryState;
 use super::rate::DeliveredRate;
 
 use async_trait::async_trait;
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 use std::collections::BTreeMap;
 
 /// Counts of one part of a funnel (the campaign, one domain, one carrier).

@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 use utoipa::ToSchema;
 
 /// A workspace's gateway (Kannel's `sendsms`).

@@ -4,7 +4,8 @@
 use super::gateway::{SendJob, SendRecord};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 /// One message waiting for its hand-off.
 #[derive(Debug, Clone, PartialEq, Eq)]

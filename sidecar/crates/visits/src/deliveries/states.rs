@@ -4,7 +4,8 @@
 use super::model::DeliveryState;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 /// One message's current state.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 use super::model::Gateway;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageError, StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{StorageError, StorageResult};
 
 /// A stored callback token (its hash, never the token).
 #[derive(Debug, Clone, PartialEq, Eq)]

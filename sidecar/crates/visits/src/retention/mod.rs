@@ -13,7 +13,8 @@ pub use store::RetentionStore;
 
 use crate::store::VisitStore;
 use chrono::{DateTime, Duration, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 /// What one run deleted by policy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

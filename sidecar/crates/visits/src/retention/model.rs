@@ -1,7 +1,7 @@
 //! What a retention policy is: the types the job and its store share (their own file, so the
 //! store does not import the job that imports it).
 
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 /// A workspace's own row: `None` takes the installation's setting.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

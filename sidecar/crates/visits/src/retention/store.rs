@@ -4,7 +4,8 @@
 use super::model::{RetentionPolicy, VisitScope};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 #[async_trait]
 pub trait RetentionStore: Send + Sync {

@@ -13,7 +13,8 @@ use crate::rollup::{self, AllLinks, Audiences, Counts, Deltas, Interval, NewVisi
 use crate::subjects::SubjectStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use shortlink_store::{Backend, StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::{Backend, StorageResult};
 use shortlink_visit_enrich::Visit;
 
 /// What one batch did.
@@ -223,7 +224,7 @@ pub struct RuleEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleLink {
     pub code: String,
-    pub workspace: shortlink_store::WorkspaceId,
+    pub workspace: shortlink_model::WorkspaceId,
 }
 
 #[async_trait]

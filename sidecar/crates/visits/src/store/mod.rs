@@ -23,7 +23,7 @@ mod tests {
     #[test]
     fn series_is_dense() {
         let query = StatsQuery {
-            workspace: shortlink_store::WorkspaceId::DEFAULT,
+            workspace: shortlink_model::WorkspaceId::DEFAULT,
             code: None,
             from: 0,
             to: 4 * 3600,

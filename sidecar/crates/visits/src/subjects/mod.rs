@@ -21,8 +21,9 @@ use crate::deliveries::Receipt;
 use crate::store::VisitStore;
 use chrono::Utc;
 use shortlink_core::service::{LinkService, ServiceError};
+use shortlink_model::{Link, WorkspaceId};
 use shortlink_store::audit::{Changes, Origin};
-use shortlink_store::{Link, StorageError, WorkspaceId};
+use shortlink_store::StorageError;
 use std::sync::Arc;
 
 /// Everything stored about a subject.

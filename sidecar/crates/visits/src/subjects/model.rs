@@ -2,7 +2,7 @@
 //! share (their own file, so the store does not import the service that imports it).
 
 use chrono::{DateTime, Utc};
-use shortlink_store::WorkspaceId;
+use shortlink_model::WorkspaceId;
 
 /// Whose data a request is about, within one workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 
 use super::model::{Selector, SubjectRequest, SubjectVisit};
 use async_trait::async_trait;
-use shortlink_store::{StorageResult, WorkspaceId};
+use shortlink_model::WorkspaceId;
+use shortlink_store::StorageResult;
 
 #[async_trait]
 pub trait SubjectStore: Send + Sync {

@@ -3,7 +3,8 @@
 
 use super::handle::ProjectionMarker;
 use crate::projection::{ProjectionError, RecordWorkspace, RecordWrite, Slugs};
-use shortlink_store::{self as storage, Link, LinkFilter, Storage, StorageError};
+use shortlink_model::Link;
+use shortlink_store::{self as storage, LinkFilter, Storage, StorageError};
 use shortlink_wire::cluster::key_slot;
 use std::time::Duration;
 
