@@ -53,13 +53,6 @@ const UAS: [&str; 6] = [
 ];
 const NETS: [&str; 4] = ["203.0.113", "198.51.100", "192.0.2", "100.20.30"];
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn code(i: usize) -> String {
     format!("bench{i:05}")
 }
@@ -333,9 +326,9 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let events = env_usize("BENCH_EVENTS", 200_000);
-    let links = env_usize("BENCH_LINKS", 1000);
-    let stats_n = env_usize("BENCH_STATS_N", 50);
+    let events = testkit::knob("BENCH_EVENTS", 200_000);
+    let links = testkit::knob("BENCH_LINKS", 1000);
+    let stats_n = testkit::knob("BENCH_STATS_N", 50);
     let format = match std::env::var("BENCH_FORMAT").as_deref() {
         Ok("fields") => Format::Fields,
         _ => Format::Batch,
@@ -431,13 +424,13 @@ fn main() {
                 let reference = stream_only(&redis.url(), entries).await * per_entry as f64;
 
                 // Several consumers of the group, as several sidecars would run them.
-                let consumers: Vec<Consumer> = (0..env_usize("BENCH_CONSUMERS", 1).max(1))
+                let consumers: Vec<Consumer> = (0..testkit::knob("BENCH_CONSUMERS", 1).max(1))
                     .map(|k| {
                         let name = if k == 0 { "bench".to_owned() } else { format!("bench-{k}") };
                         let mut settings = ConsumerSettings::new(name);
                         settings.block = Duration::from_millis(10);
                         settings.max_visits_per_transaction = cap;
-                        settings.batch = env_usize("BENCH_CONSUMER_BATCH", settings.batch);
+                        settings.batch = testkit::knob("BENCH_CONSUMER_BATCH", settings.batch);
                         Consumer::new(
                             &redis.url(),
                             Arc::clone(&store),

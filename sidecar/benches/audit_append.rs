@@ -15,13 +15,6 @@ use shortlink_store::{self, ConnectOptions, NewRow, Storage};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn link(code: String) -> Link {
     let now = shortlink_store::now();
     Link {
@@ -123,8 +116,8 @@ fn summary(name: &str, mut off: Vec<Duration>, mut on: Vec<Duration>, unit: f64)
 }
 
 fn main() {
-    let n = env_usize("BENCH_N", 3000);
-    let batches = env_usize("BENCH_BATCHES", 20);
+    let n = testkit::knob("BENCH_N", 3000);
+    let batches = testkit::knob("BENCH_BATCHES", 20);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let backend = std::env::var("BENCH_DB").unwrap_or_else(|_| "sqlite".into());

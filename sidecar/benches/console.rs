@@ -20,13 +20,6 @@ const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a
 const VISITS: i64 = 10_000_000;
 const P99_LIMIT: Duration = Duration::from_millis(50);
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn code(i: usize) -> String {
     format!("bench{i:07}")
 }
@@ -119,8 +112,8 @@ fn main() {
 }
 
 async fn run() -> bool {
-    let links = env_usize("BENCH_LINKS", 1_000_000);
-    let n = env_usize("BENCH_N", 100);
+    let links = testkit::knob("BENCH_LINKS", 1_000_000);
+    let n = testkit::knob("BENCH_N", 100);
     let dir = testkit::temp_dir();
     let redis = testkit::RedisServer::start();
     let database = format!("sqlite://{}", dir.path().join("links.db").display());

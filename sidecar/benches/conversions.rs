@@ -45,13 +45,6 @@ const CAMPAIGN: &str = "bench-ab";
 const TRANSACTION: usize = 16_000;
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn visit_id(k: usize) -> String {
     format!("b{k:012}")
 }
@@ -433,11 +426,11 @@ fn database_name(url: &str) -> &str {
 }
 
 fn main() {
-    let links = env_usize("BENCH_LINKS", 100);
-    let visits = env_usize("BENCH_VISITS", 1_000_000);
-    let conversions = env_usize("BENCH_CONVERSIONS", 200_000).min(visits);
-    let per_request = env_usize("BENCH_LINES", 10_000);
-    let rounds = env_usize("BENCH_ROUNDS", 1).max(1);
+    let links = testkit::knob("BENCH_LINKS", 100);
+    let visits = testkit::knob("BENCH_VISITS", 1_000_000);
+    let conversions = testkit::knob("BENCH_CONVERSIONS", 200_000).min(visits);
+    let per_request = testkit::knob("BENCH_LINES", 10_000);
+    let rounds = testkit::knob("BENCH_ROUNDS", 1).max(1);
     // Another build's target/release may be rewritten meanwhile: `BENCH_SIDECAR` names a copy.
     let current = std::env::var_os("BENCH_SIDECAR")
         .map(PathBuf::from)
@@ -519,7 +512,7 @@ fn main() {
             println!("| this build ({name}), mean of its cells | {rate:.0}/s | {:.2}x of 20,000/s | >= 20,000/s |", rate / 20_000.0);
         }
         // The visit consumer with the `ab_arms` upsert, against a build without rollups.
-        let consumer_visits = env_usize("BENCH_CONSUMER_VISITS", 0);
+        let consumer_visits = testkit::knob("BENCH_CONSUMER_VISITS", 0);
         if consumer_visits > 0 {
             let reference = std::env::var_os("BENCH_CONSUMER_BEFORE").map(PathBuf::from);
             let mut runs: Vec<(&str, (f64, f64, f64))> = Vec::new();

@@ -15,13 +15,6 @@ use testkit::RedisServer;
 const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
 const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 struct Row {
     backend: &'static str,
     create: Vec<Duration>,
@@ -184,8 +177,8 @@ async fn measure(base: &str, warmup: usize, n: usize) -> (Vec<Duration>, Vec<Dur
 
 fn main() {
     // `cargo bench` passes `--bench`; there is nothing to filter.
-    let warmup = env_usize("BENCH_WARMUP", 200);
-    let n = env_usize("BENCH_N", 2000).max(1);
+    let warmup = testkit::knob("BENCH_WARMUP", 200);
+    let n = testkit::knob("BENCH_N", 2000).max(1);
     let only = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
     if let Ok(before) = std::env::var("BENCH_SIDECAR_BEFORE") {
         compare(&before, warmup, n, &only);

@@ -29,13 +29,6 @@ use std::time::{Duration, Instant};
 
 const CAMPAIGN: &str = "bench-receipts";
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// CPU of every PostgreSQL backend connected to `database` (seconds, from /proc).
 async fn backends_cpu(pool: &sqlx::PgPool, database: &str) -> f64 {
     let pids: Vec<i32> = sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = $1")
@@ -109,10 +102,10 @@ async fn get_all(urls: Vec<String>, concurrency: usize, key: bool) -> (f64, usiz
 }
 
 fn main() {
-    let n = env_usize("BENCH_RECEIPTS", 100_000);
-    let per_request = env_usize("BENCH_LINES", 10_000);
-    let callbacks = env_usize("BENCH_CALLBACKS", 20_000).min(n);
-    let concurrency = env_usize("BENCH_CONCURRENCY", 32);
+    let n = testkit::knob("BENCH_RECEIPTS", 100_000);
+    let per_request = testkit::knob("BENCH_LINES", 10_000);
+    let callbacks = testkit::knob("BENCH_CALLBACKS", 20_000).min(n);
+    let concurrency = testkit::knob("BENCH_CONCURRENCY", 32);
     let binary = std::env::var_os("BENCH_SIDECAR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar")));

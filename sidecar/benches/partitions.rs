@@ -57,13 +57,6 @@ const DAY_MS: i64 = 86_400_000;
 /// The shortest window a writer's visits/s is measured over (idle, and during a retention).
 const WINDOW: f64 = 6.0;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn today_start() -> DateTime<Utc> {
     Utc::now()
         .date_naive()
@@ -344,12 +337,12 @@ async fn retention(
 }
 
 fn main() {
-    let n = env_usize("BENCH_VISITS", 3_000_000);
-    let links = env_usize("BENCH_LINKS", 10_000);
-    let consumer = env_usize("BENCH_CONSUMER_VISITS", 80_000);
-    let batch = env_usize("BENCH_BATCH", 2_000);
-    let convert_up_to = env_usize("BENCH_CONVERT_UP_TO", 5_000_000);
-    let feed = env_usize("BENCH_FEED", 1) == 1;
+    let n = testkit::knob("BENCH_VISITS", 3_000_000);
+    let links = testkit::knob("BENCH_LINKS", 10_000);
+    let consumer = testkit::knob("BENCH_CONSUMER_VISITS", 80_000);
+    let batch = testkit::knob("BENCH_BATCH", 2_000);
+    let convert_up_to = testkit::knob("BENCH_CONVERT_UP_TO", 5_000_000);
+    let feed = testkit::knob("BENCH_FEED", 1) == 1;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -458,7 +451,7 @@ fn main() {
             sets.push((ids, times));
         }
         let hour = Utc::now().timestamp() / 3600 * 3600;
-        let samples = env_usize("BENCH_READS", 1000);
+        let samples = testkit::knob("BENCH_READS", 1000);
         // The ways before run 7 on `parted`: the parent table with one generic plan per
         // session (44c1a7d's pool), and planned per execution on an ordinary session.
         let generic = PgPoolOptions::new()

@@ -26,13 +26,6 @@ const TRANSACTION: usize = 16_000;
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 const DAY_MS: i64 = 86_400_000;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Stores `n` visits spread over `codes` and 60 days from `start_ms`, ids `{prefix}{k}`.
 async fn store_visits(
     store: &dyn VisitStore,
@@ -93,9 +86,9 @@ async fn erase(base: &str, reference: &str) -> (f64, i64) {
 }
 
 fn main() {
-    let links = env_usize("BENCH_LINKS", 10_000);
-    let visits = env_usize("BENCH_VISITS", 2_000_000);
-    let subject = env_usize("BENCH_SUBJECT_VISITS", 1_000);
+    let links = testkit::knob("BENCH_LINKS", 10_000);
+    let visits = testkit::knob("BENCH_VISITS", 2_000_000);
+    let subject = testkit::knob("BENCH_SUBJECT_VISITS", 1_000);
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -47,13 +47,6 @@ const UAS: [&str; 3] = [
     "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
 ];
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Enriches and stores visits `from..to` (ids `<tag>-<i>`) as the consumer does.
 async fn consume(store: &dyn VisitStore, enricher: &Enricher, tag: &str, from: usize, to: usize) {
     let now = chrono::Utc::now().timestamp_millis().to_string();
@@ -151,9 +144,9 @@ fn bench_origin() -> shortlink_store::audit::Origin {
 }
 
 fn main() {
-    let events = env_usize("BENCH_EVENTS", 100_000);
-    let single = env_usize("BENCH_SINGLE", 10_000).min(events);
-    let consumed = env_usize("BENCH_CONSUMER", 160_000);
+    let events = testkit::knob("BENCH_EVENTS", 100_000);
+    let single = testkit::knob("BENCH_SINGLE", 10_000).min(events);
+    let consumed = testkit::knob("BENCH_CONSUMER", 160_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -11,13 +11,6 @@ use shortlink_store::{self, ConnectOptions};
 use sqlx::{PgPool, Row};
 use std::time::Duration;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The pages' queries, as `sql/store.rs` builds them (placeholders filled), for workspace `$W`.
 const QUERIES: &[(&str, &str)] = &[
     (
@@ -91,7 +84,7 @@ async fn fill(pool: &PgPool, n: usize) {
 
 #[tokio::main]
 async fn main() {
-    let n = env_usize("BENCH_LINKS", 1_000_000);
+    let n = testkit::knob("BENCH_LINKS", 1_000_000);
     let url = testkit::postgres().fresh_database_url();
     // The sidecar's own migrations make the schema.
     let options = ConnectOptions {

@@ -2,11 +2,12 @@
 //! by its media type, NDJSON line by line (whole lines cut from the stream as it arrives, bounded
 //! in number and length, blank lines skipped), and the NDJSON answer.
 
-use crate::{Error, Result};
+use crate::{Error, ErrorDetail, Result};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use futures_util::StreamExt;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 pub const CONTENT_TYPE: &str = "application/x-ndjson";
 
@@ -57,6 +58,76 @@ pub fn answer(lines: Vec<u8>) -> Response {
 }
 
 /// The request's media type, lower-case, without parameters.
+/// Each line's answer, in order: the store's for a line that passed the checks (`stored` holds
+/// one per such line, in their order), the check's refusal for the others.
+pub fn in_line_order<C, R>(
+    checked: Vec<Result<C>>,
+    stored: impl IntoIterator<Item = Result<R>>,
+) -> Result<Vec<Result<R>>> {
+    let mut stored = stored.into_iter();
+    (checked.into_iter())
+        .map(|checked| match checked {
+            Ok(_) => stored
+                .next()
+                .ok_or_else(|| Error::Internal("a batch answer is missing".into())),
+            Err(error) => Ok(Err(error)),
+        })
+        .collect()
+}
+
+/// One line of an NDJSON answer, `{index, status, <item> | error}`: 201 for an item stored now,
+/// 200 for one an earlier request stored (`duplicate`), the error's status otherwise. Written to
+/// `out` with its newline; returns the status.
+pub fn write_line<T: Serialize>(
+    out: &mut Vec<u8>,
+    index: i64,
+    item_name: &'static str,
+    answer: Result<(T, bool)>,
+) -> Result<u16> {
+    let line = match answer {
+        Ok((item, duplicate)) => Line {
+            index,
+            status: if duplicate { 200 } else { 201 },
+            item: Some((item_name, item)),
+            error: None,
+        },
+        Err(error) => Line {
+            index,
+            status: error.status_code().as_u16(),
+            item: None,
+            error: Some(ErrorDetail {
+                code: error.code().to_owned(),
+                message: error.message(),
+            }),
+        },
+    };
+    serde_json::to_writer(&mut *out, &line).map_err(|error| Error::Internal(Box::new(error)))?;
+    out.push(b'\n');
+    Ok(line.status)
+}
+
+struct Line<T> {
+    index: i64,
+    status: u16,
+    item: Option<(&'static str, T)>,
+    error: Option<ErrorDetail>,
+}
+
+impl<T: Serialize> Serialize for Line<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("index", &self.index)?;
+        map.serialize_entry("status", &self.status)?;
+        if let Some((name, item)) = &self.item {
+            map.serialize_entry(name, item)?;
+        }
+        if let Some(error) = &self.error {
+            map.serialize_entry("error", error)?;
+        }
+        map.end()
+    }
+}
+
 pub fn media_type(headers: &HeaderMap) -> Option<String> {
     (headers.get(header::CONTENT_TYPE))
         .and_then(|value| value.to_str().ok())

@@ -1,7 +1,7 @@
 //! Taking conversions in: the JSON shapes, the refusals as API errors, and the NDJSON batch.
 
 use crate::ndjson::{self, Ingest};
-use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
+use crate::{AppState, Error, ErrorBody, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -213,17 +213,6 @@ async fn record(
         .map_err(refusal)
 }
 
-/// One NDJSON line's answer, as the link batch answers its items.
-#[derive(Serialize)]
-struct LineResult {
-    index: i64,
-    status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    conversion: Option<ConversionView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<ErrorDetail>,
-}
-
 /// Record conversions: one JSON object, answered 201 (stored now) or 200 (`duplicate`: the
 /// conversion an earlier request with this `event_id` stored); or with `Content-Type:
 /// application/x-ndjson`, one object per line (at most 100,000), answered with one line each, in
@@ -306,41 +295,20 @@ pub async fn answer_lines(
         .filter_map(|c| c.as_ref().ok().cloned())
         .collect();
     let store = state.analytics.store.conversions();
-    let mut recorded =
-        (store.record_batch(workspace, &valid, state.analytics.attribution_window, now))
-            .await?
-            .into_iter();
+    let recorded = (store.record_batch(workspace, &valid, state.analytics.attribution_window, now))
+        .await?
+        .into_iter()
+        .map(|recorded| recorded.map_err(refusal));
+    let answers = ndjson::in_line_order(checked, recorded)?;
     let mut statuses = Vec::with_capacity(lines.len());
-    for (offset, checked) in checked.into_iter().enumerate() {
-        let answer = match checked {
-            Ok(_) => recorded
-                .next()
-                .ok_or_else(|| Error::Internal("a batch answer is missing".into()))?
-                .map_err(refusal),
-            Err(error) => Err(error),
-        };
-        let index = first + offset as i64;
-        let result = match answer {
-            Ok(recorded) => LineResult {
-                index,
-                status: if recorded.duplicate { 200 } else { 201 },
-                conversion: Some(ConversionView::new(recorded.conversion, recorded.duplicate)),
-                error: None,
-            },
-            Err(error) => LineResult {
-                index,
-                status: error.status_code().as_u16(),
-                conversion: None,
-                error: Some(ErrorDetail {
-                    code: error.code().to_owned(),
-                    message: error.message(),
-                }),
-            },
-        };
-        serde_json::to_writer(&mut *out, &result)
-            .map_err(|error| Error::Internal(Box::new(error)))?;
-        out.push(b'\n');
-        statuses.push(result.status);
+    for (offset, answer) in answers.into_iter().enumerate() {
+        let answer = answer.map(|r| (ConversionView::new(r.conversion, r.duplicate), r.duplicate));
+        statuses.push(ndjson::write_line(
+            out,
+            first + offset as i64,
+            "conversion",
+            answer,
+        )?);
     }
     Ok(statuses)
 }

@@ -4,13 +4,12 @@
 use super::proof::WorkspaceDomains;
 use super::receipt::{check, invalid, record, refusal, watch, DeliveryRequest, DeliveryView};
 use crate::ndjson::{self, Ingest};
-use crate::{AppState, Error, ErrorBody, ErrorDetail, InWorkspace, Result};
+use crate::{AppState, Error, ErrorBody, InWorkspace, Result};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use shortlink_model::WorkspaceId;
 use shortlink_visits::deliveries::{Gateway, NewReceipt};
 
@@ -45,17 +44,6 @@ fn parse(bytes: &[u8]) -> Result<DeliveryRequest> {
         .end()
         .map_err(|error| malformed(error.to_string()))?;
     Ok(request)
-}
-
-/// One NDJSON line's answer.
-#[derive(Serialize)]
-struct LineResult {
-    index: i64,
-    status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    delivery: Option<DeliveryView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<ErrorDetail>,
 }
 
 /// Record delivery receipts: one JSON object, answered 201 (stored) or 200 (`duplicate`: this
@@ -166,36 +154,13 @@ async fn answer_lines(
     let stored = (valid.iter().zip(&recorded))
         .filter_map(|(new, answer)| answer.as_ref().ok().map(|recorded| (new, recorded)));
     watch(state, workspace, stored).await;
-    let mut recorded = recorded.into_iter();
-    for (offset, checked) in checked.into_iter().enumerate() {
-        let answer = match checked {
-            Ok(_) => recorded
-                .next()
-                .ok_or_else(|| Error::Internal("a batch answer is missing".into()))?
-                .map_err(refusal),
-            Err(error) => Err(error),
-        };
-        let index = first + offset as i64;
-        let result = match answer {
-            Ok(recorded) => LineResult {
-                index,
-                status: if recorded.duplicate { 200 } else { 201 },
-                delivery: Some(recorded.into()),
-                error: None,
-            },
-            Err(error) => LineResult {
-                index,
-                status: error.status_code().as_u16(),
-                delivery: None,
-                error: Some(ErrorDetail {
-                    code: error.code().to_owned(),
-                    message: error.message(),
-                }),
-            },
-        };
-        serde_json::to_writer(&mut *out, &result)
-            .map_err(|error| Error::Internal(Box::new(error)))?;
-        out.push(b'\n');
+    let answers = ndjson::in_line_order(checked, recorded.into_iter().map(|r| r.map_err(refusal)))?;
+    for (offset, answer) in answers.into_iter().enumerate() {
+        let answer = answer.map(|recorded| {
+            let duplicate = recorded.duplicate;
+            (DeliveryView::from(recorded), duplicate)
+        });
+        ndjson::write_line(out, first + offset as i64, "delivery", answer)?;
     }
     Ok(())
 }

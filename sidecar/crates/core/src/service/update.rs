@@ -31,48 +31,23 @@ impl LinkService {
             next.url_hash = target.hash();
             next.target = target.into_string();
         }
-        if let Some(expires_at) = patch.expires_at {
-            next.expires_at = expires_at;
-        }
-        if let Some(redirect) = patch.redirect {
-            next.redirect = redirect;
-        }
+        set(&mut next.expires_at, patch.expires_at);
+        set(&mut next.redirect, patch.redirect);
         if let Some(forward) = patch.forward_query {
             next.flags.set_forward_query(forward);
         }
-        if let Some(campaign) = patch.campaign {
-            next.campaign = campaign;
-        }
-        if let Some(recipient_ref) = patch.recipient_ref {
-            next.recipient_ref = recipient_ref;
-        }
-        if let Some(tags) = patch.tags {
-            next.tags = tags;
-        }
-        if let Some(valid_since) = patch.valid_since {
-            next.extras.valid_since = valid_since;
-        }
-        if let Some(url) = patch.not_yet_url {
-            next.extras.not_yet_url = url;
-        }
-        if let Some(url) = patch.expired_url {
-            next.extras.expired_url = url;
-        }
-        if let Some(rules) = patch.rules {
-            next.extras.rules = rules;
-        }
-        if let Some(max_visits) = patch.max_visits {
-            next.extras.max_visits = max_visits;
-        }
-        if let Some(digest) = patch.password_digest {
-            next.extras.password_digest = digest;
-        }
-        if let Some(preview) = patch.preview {
-            next.extras.preview = preview;
-        }
-        if let Some(param) = patch.click_id_param {
-            next.extras.click_id_param = param;
-        }
+        set(&mut next.campaign, patch.campaign);
+        set(&mut next.recipient_ref, patch.recipient_ref);
+        set(&mut next.tags, patch.tags);
+        let extras = &mut next.extras;
+        set(&mut extras.valid_since, patch.valid_since);
+        set(&mut extras.not_yet_url, patch.not_yet_url);
+        set(&mut extras.expired_url, patch.expired_url);
+        set(&mut extras.rules, patch.rules);
+        set(&mut extras.max_visits, patch.max_visits);
+        set(&mut extras.password_digest, patch.password_digest);
+        set(&mut extras.preview, patch.preview);
+        set(&mut extras.click_id_param, patch.click_id_param);
         if let Err(invalid) = super::accept::whole_link(&next) {
             let _ = tx.rollback().await;
             return Err(ServiceError::Invalid(invalid));
@@ -150,5 +125,12 @@ impl LinkService {
             return Err(error.into());
         }
         self.commit_or_undo(tx, scope, Some(audit), restore()).await
+    }
+}
+
+/// A patch's field: `None` leaves the link's as it is.
+fn set<T>(field: &mut T, change: Option<T>) {
+    if let Some(value) = change {
+        *field = value;
     }
 }
