@@ -30,10 +30,11 @@
 mod rollups;
 
 use shortlink_visit_enrich::{Enricher, GeoDb};
-use shortlink_visits::consumer::{max_visits_per_transaction, Consumer, ConsumerSettings, STREAM};
+use shortlink_visits::consumer::{max_visits_per_transaction, Consumer, ConsumerSettings};
 use shortlink_visits::rollup::Interval;
 use shortlink_visits::store::{StatsQuery, VisitStore};
 use shortlink_wire::event::{Batch, Visit, BATCH_FIELD};
+use shortlink_wire::keys::EVENT_STREAM;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,7 +80,7 @@ async fn produce(
     let client = redis::Client::open(redis_url).unwrap();
     let mut redis = client.get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("DEL")
-        .arg(STREAM)
+        .arg(EVENT_STREAM)
         .query_async(&mut redis)
         .await
         .unwrap();
@@ -101,7 +102,7 @@ async fn produce(
             }
             let cmd = pipe
                 .cmd("XADD")
-                .arg(STREAM)
+                .arg(EVENT_STREAM)
                 .arg("MAXLEN")
                 .arg("~")
                 .arg(10_000_000)
@@ -172,7 +173,7 @@ async fn stream_only(redis_url: &str, entries: usize) -> f64 {
     let group = "bench-reference";
     let _: redis::Value = redis::cmd("XGROUP")
         .arg("CREATE")
-        .arg(STREAM)
+        .arg(EVENT_STREAM)
         .arg(group)
         .arg("0")
         .query_async(&mut redis)
@@ -188,7 +189,7 @@ async fn stream_only(redis_url: &str, entries: usize) -> f64 {
             .arg("COUNT")
             .arg(1000)
             .arg("STREAMS")
-            .arg(STREAM)
+            .arg(EVENT_STREAM)
             .arg(">")
             .query_async(&mut redis)
             .await
@@ -196,7 +197,7 @@ async fn stream_only(redis_url: &str, entries: usize) -> f64 {
         let ids = entry_ids(reply);
         seen += ids.len();
         let _: i64 = redis::cmd("XACK")
-            .arg(STREAM)
+            .arg(EVENT_STREAM)
             .arg(group)
             .arg(&ids)
             .query_async(&mut redis)

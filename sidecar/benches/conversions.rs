@@ -35,8 +35,8 @@ mod common;
 
 use common::{cpu_secs, post_ndjson, start_sidecar, API_KEY};
 use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
-use shortlink_visits::consumer::STREAM;
 use shortlink_visits::store::VisitStore;
+use shortlink_wire::keys::EVENT_STREAM;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -326,7 +326,7 @@ async fn consumer_cell(
             let ip = format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255);
             let rule = if i % 2 == 0 { "0.0" } else { "0.1" };
             pipe.cmd("XADD")
-                .arg(STREAM)
+                .arg(EVENT_STREAM)
                 .arg("*")
                 .arg("c")
                 .arg(&codes[i % codes.len()])
@@ -353,7 +353,7 @@ async fn consumer_cell(
     loop {
         let groups: Vec<HashMap<String, redis::Value>> = redis::cmd("XINFO")
             .arg("GROUPS")
-            .arg(STREAM)
+            .arg(EVENT_STREAM)
             .query_async(&mut redis_conn)
             .await
             .unwrap();

@@ -19,7 +19,6 @@ pub use agent::{Agent, Audience, Device};
 pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
 pub use network::Networks;
-pub use shortlink_wire::verdict::Reasons as VerdictReasons;
 
 use serde::Serialize;
 use shortlink_wire::agent::{lowered, MAX_AGENT};

@@ -3,8 +3,9 @@
 
 use super::error::BoxError;
 use shortlink_config::Config;
-use shortlink_core::projection::marker::{ProjectionMarker, MARKER_KEY};
+use shortlink_core::projection::marker::ProjectionMarker;
 use shortlink_store::{self, LinkFilter, Storage, CODE_SCHEME_SETTING};
+use shortlink_wire::keys::PROJECTION_MARKER;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum CodeSchemeCommand {
@@ -66,8 +67,8 @@ pub async fn run(config: &Config, command: CodeSchemeCommand) -> Result<(), BoxE
             let marker = ProjectionMarker::new(config)?;
             if let Err(error) = marker.clear().await {
                 eprintln!(
-                    "code-scheme: cannot remove {MARKER_KEY} from Redis ({error}); remove it by \
-                     hand (DEL {MARKER_KEY}) or the sidecar refuses to start"
+                    "code-scheme: cannot remove {PROJECTION_MARKER} from Redis ({error}); remove it by \
+                     hand (DEL {PROJECTION_MARKER}) or the sidecar refuses to start"
                 );
             }
             if generated > 0 {

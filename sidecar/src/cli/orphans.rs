@@ -12,8 +12,9 @@
 //! ones back, and deleted while it is held: at that moment a code SQL lacks has no write in flight.
 
 use super::error::BoxError;
-use shortlink_core::projection::{Projection, ProjectionError, KEY_PREFIX};
+use shortlink_core::projection::{Projection, ProjectionError};
 use shortlink_store::{Storage, StorageError};
+use shortlink_wire::keys::LINK_PREFIX;
 use std::collections::HashSet;
 
 /// Keys per `SCAN` step (a hint to Redis) and per SQL lookup.
@@ -76,7 +77,7 @@ async fn remove_step(
 ) -> Result<u64, OrphanError> {
     let codes: Vec<String> = keys
         .iter()
-        .filter_map(|key| key.strip_prefix(KEY_PREFIX))
+        .filter_map(|key| key.strip_prefix(LINK_PREFIX))
         .map(str::to_owned)
         .collect();
     if codes.is_empty() {
@@ -98,7 +99,7 @@ async fn remove_step(
         let orphans: Vec<String> = candidates
             .iter()
             .filter(|code| !committed.contains(*code))
-            .map(|code| format!("{KEY_PREFIX}{code}"))
+            .map(|code| format!("{LINK_PREFIX}{code}"))
             .collect();
         for orphan in &orphans {
             tracing::info!(key = %orphan, "removing orphan redis key (no such link in SQL)");

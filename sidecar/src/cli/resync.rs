@@ -7,9 +7,10 @@ use super::orphans;
 use super::progress::progress_bar;
 use shortlink_config::Config;
 use shortlink_core::projection::marker::ProjectionMarker;
-use shortlink_core::projection::{not_found, Projection, RecordWrite, Slugs, ISSUED_MARK_KEY};
+use shortlink_core::projection::{not_found, Projection, RecordWrite, Slugs};
 use shortlink_model::LinkState;
 use shortlink_store::{self, LinkFilter, Storage, RESTORED_BEHIND_REDIS_SETTING};
+use shortlink_wire::keys::ISSUED_MARK;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResyncArgs {
@@ -140,7 +141,7 @@ async fn orphans_allowed(
     }
     eprintln!(
         "resync: the database was restored older than Redis (its sequence is behind Redis's \
-         high-water mark {ISSUED_MARK_KEY}): Redis records it lacks are links created after the \
+         high-water mark {ISSUED_MARK}): Redis records it lacks are links created after the \
          backup, likely sent. Orphan keys were NOT removed; see docs/BACKUP.md, or run again with \
          --remove-orphans-after-restore"
     );

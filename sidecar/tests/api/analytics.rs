@@ -4,8 +4,9 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use shortlink_visits::consumer::{Consumer, ConsumerCounters, GROUP, STREAM};
+use shortlink_visits::consumer::{Consumer, ConsumerCounters, GROUP};
 use shortlink_visits::store::VisitStore;
+use shortlink_wire::keys::EVENT_STREAM;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +55,7 @@ async fn consumer(app: &TestApp, name: &str, extra: &[&str]) -> Consumer {
 /// One event as the module queues it: `XADD sl:events MAXLEN ~ cap * c .. t .. s .. ip .. ua ..`.
 async fn xadd(app: &TestApp, fields: &[(&str, &str)]) -> String {
     let mut cmd = redis::cmd("XADD");
-    cmd.arg(STREAM)
+    cmd.arg(EVENT_STREAM)
         .arg("MAXLEN")
         .arg("~")
         .arg(1_000_000)
@@ -129,7 +130,7 @@ fn s(v: &str) -> Option<String> {
 /// Entries of the group not yet acknowledged.
 async fn pending(app: &TestApp) -> i64 {
     let reply: redis::Value = redis::cmd("XPENDING")
-        .arg(STREAM)
+        .arg(EVENT_STREAM)
         .arg(GROUP)
         .query_async(&mut app.redis().await)
         .await
@@ -547,7 +548,7 @@ async fn killed_consumer_process(backend: Backend) {
                 let mut pipe = redis::pipe();
                 for entry in chunk.chunks(PER_ENTRY) {
                     let t = chrono::Utc::now().timestamp_millis();
-                    let cmd = pipe.cmd("XADD").arg(STREAM).arg("*");
+                    let cmd = pipe.cmd("XADD").arg(EVENT_STREAM).arg("*");
                     for &i in entry {
                         cmd.arg("c")
                             .arg(&codes[i % LINKS])
@@ -587,7 +588,7 @@ async fn killed_consumer_process(backend: Backend) {
     })
     .await;
     assert!(done, "all events stored and acknowledged");
-    let len: i64 = app.redis().await.xlen(STREAM).await.unwrap();
+    let len: i64 = app.redis().await.xlen(EVENT_STREAM).await.unwrap();
     assert_eq!(len as usize, EVENTS / PER_ENTRY);
     assert_eq!(store.visit_rows().await.unwrap() as usize, EVENTS);
     let global = app.get_json("/stats").await;
@@ -948,7 +949,7 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
         });
     }
     let _: String = redis::cmd("XADD")
-        .arg(STREAM)
+        .arg(EVENT_STREAM)
         .arg("*")
         .arg(BATCH_FIELD)
         .arg(batch.bytes())

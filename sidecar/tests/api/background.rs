@@ -4,9 +4,9 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use shortlink_core::background::DRAIN;
-use shortlink_core::projection::marker::MARKER_KEY;
 use shortlink_sidecar::Application;
 use shortlink_wire::keys::EVENT_STREAM;
+use shortlink_wire::keys::PROJECTION_MARKER;
 use std::time::{Duration, Instant};
 
 /// Every job `serve` runs is on: the visit consumer, the cleanup jobs, the marker's keeper, the
@@ -38,7 +38,7 @@ async fn serve_stops_every_background_task_on_the_signal_well_within_the_drain()
     // made its group on the stream.
     let redis = app.redis().await;
     let started = |mut redis: redis::aio::MultiplexedConnection| async move {
-        let marker: bool = redis.exists(MARKER_KEY).await.unwrap_or(false);
+        let marker: bool = redis.exists(PROJECTION_MARKER).await.unwrap_or(false);
         let groups: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(EVENT_STREAM)

@@ -296,10 +296,11 @@ async fn resync_removes_orphan_keys(backend: Backend) {
 /// waits for the transaction instead of deleting its key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_removal_waits_for_writes_in_flight() {
-    use shortlink_core::projection::{key, Projection, RecordWorkspace, RecordWrite};
+    use shortlink_core::projection::{Projection, RecordWorkspace, RecordWrite};
     use shortlink_model::{Link, WorkspaceId};
     use shortlink_sidecar::cli::orphans::remove_orphans;
     use shortlink_store::{self, ConnectOptions};
+    use shortlink_wire::keys::link_key;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -359,6 +360,6 @@ async fn orphan_removal_waits_for_writes_in_flight() {
     assert!(
         app.redis_get(&link.code).await.is_some(),
         "{}",
-        key(&link.code)
+        link_key(&link.code)
     );
 }

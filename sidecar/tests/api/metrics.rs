@@ -95,7 +95,7 @@ async fn a_stored_visit_records_its_rollup_delay() {
     // Redirected 3 seconds before the consumer gets to it.
     let t = (chrono::Utc::now().timestamp_millis() - 3_000).to_string();
     let mut xadd = redis::cmd("XADD");
-    xadd.arg(shortlink_visits::consumer::STREAM).arg("*");
+    xadd.arg(shortlink_wire::keys::EVENT_STREAM).arg("*");
     for (k, v) in [
         ("c", code.as_str()),
         ("t", &t),

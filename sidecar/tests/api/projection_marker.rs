@@ -6,11 +6,12 @@ use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::json;
 use shortlink_core::background::{Tasks, DRAIN};
-use shortlink_core::projection::marker::{self as projection_marker, ProjectionMarker, MARKER_KEY};
+use shortlink_core::projection::marker::{self as projection_marker, ProjectionMarker};
+use shortlink_wire::keys::PROJECTION_MARKER;
 use std::time::{Duration, Instant};
 
 async fn marker_present(app: &TestApp) -> bool {
-    app.redis().await.exists(MARKER_KEY).await.unwrap()
+    app.redis().await.exists(PROJECTION_MARKER).await.unwrap()
 }
 
 /// The state a serving sidecar has, on the test app's database and Redis, checking every 50 ms.
@@ -96,7 +97,7 @@ async fn resync_sets_the_marker_after_a_complete_run_only() {
     let token: Option<String> = app
         .redis()
         .await
-        .get(projection_marker::RESYNC_TOKEN_KEY)
+        .get(shortlink_wire::keys::RESYNC_TOKEN)
         .await
         .unwrap();
     assert_eq!(
@@ -137,7 +138,7 @@ async fn the_refill_never_overwrites_a_newer_record_and_a_flush_mid_way_leaves_n
     assert!(marker_present(&app).await);
 
     // Data lost between begin and finish: the marker is not set.
-    let _: () = redis.del(MARKER_KEY).await.unwrap();
+    let _: () = redis.del(PROJECTION_MARKER).await.unwrap();
     let token = marker.begin().await.unwrap();
     app.redis.cli(&["FLUSHALL"]);
     assert!(!marker.finish(token).await.unwrap());

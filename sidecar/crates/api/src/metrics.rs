@@ -6,7 +6,8 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge};
-use shortlink_visits::consumer::{self, ConsumerCounters, GROUP, STREAM};
+use shortlink_visits::consumer::{self, ConsumerCounters, GROUP};
+use shortlink_wire::keys::EVENT_STREAM;
 
 /// `GET /metrics`.
 pub async fn serve(State(state): State<AppState>) -> Response {
@@ -26,7 +27,12 @@ async fn sample(state: &AppState) {
         gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "open").set(size as f64);
         gauge!("shortlink_db_pool_connections", "pool" => pool, "state" => "idle").set(idle as f64);
     }
-    match state.links.projection().pipeline_state(STREAM, GROUP).await {
+    match state
+        .links
+        .projection()
+        .pipeline_state(EVENT_STREAM, GROUP)
+        .await
+    {
         Ok(pipeline) => {
             gauge!("shortlink_projection_complete").set(f64::from(u8::from(pipeline.marker)));
             gauge!("shortlink_events_stream_length").set(pipeline.stream_length as f64);

@@ -7,7 +7,7 @@
 //!
 //! The database can be restored from a backup older than the codes already sent, and would then
 //! lease their numbers again. So every lease also raises a high-water mark in Redis
-//! ([`crate::projection::ISSUED_MARK_KEY`]), which a restored database cannot lower, and first
+//! ([`crate::projection::ISSUED_MARK`]), which a restored database cannot lower, and first
 //! moves the database's sequence up to it. (Redis restored older, or lost: the creates' `SET NX`
 //! still refuses any code Redis holds, see [`crate::service`].)
 

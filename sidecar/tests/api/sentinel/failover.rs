@@ -3,7 +3,8 @@
 
 use super::*;
 use redis::AsyncCommands;
-use shortlink_core::projection::{encode_record, marker::MARKER_KEY, RecordWorkspace};
+use shortlink_core::projection::{encode_record, RecordWorkspace};
+use shortlink_wire::keys::PROJECTION_MARKER;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -96,7 +97,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
         testkit::wait_until(Duration::from_secs(10), || {
             std::iter::once(&group.primary)
                 .chain(&group.replicas)
-                .all(|server| server.cli_raw(&["EXISTS", MARKER_KEY]) == "1")
+                .all(|server| server.cli_raw(&["EXISTS", PROJECTION_MARKER]) == "1")
         }),
         "the projection marker is on the primary and its replicas before the kill"
     );
@@ -191,7 +192,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     // answers 404 from Redis again for unknown codes.
     let marker_back = eventually(Duration::from_secs(20), || {
         let mut redis = redis.clone();
-        async move { redis.exists::<_, bool>(MARKER_KEY).await.unwrap() }
+        async move { redis.exists::<_, bool>(PROJECTION_MARKER).await.unwrap() }
     })
     .await;
     assert!(
@@ -207,7 +208,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     let (code, _) = &acked[0];
     let t = chrono::Utc::now().timestamp_millis().to_string();
     let mut xadd = redis::cmd("XADD");
-    xadd.arg(shortlink_visits::consumer::STREAM).arg("*");
+    xadd.arg(shortlink_wire::keys::EVENT_STREAM).arg("*");
     for (field, value) in [
         ("c", code.as_str()),
         ("t", t.as_str()),

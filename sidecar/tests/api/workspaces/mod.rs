@@ -81,7 +81,7 @@ pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
 /// Writes `batch` to the visit stream as one entry, as a worker of the module does.
 pub async fn queue_batch(app: &TestApp, batch: &shortlink_wire::event::Batch) {
     let _: String = redis::cmd("XADD")
-        .arg(shortlink_visits::consumer::STREAM)
+        .arg(shortlink_wire::keys::EVENT_STREAM)
         .arg("*")
         .arg(shortlink_wire::event::BATCH_FIELD)
         .arg(batch.bytes())

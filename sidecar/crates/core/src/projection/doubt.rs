@@ -12,9 +12,10 @@
 use std::time::Duration;
 
 use super::marker::RefillError;
-use super::{written_value, Projection, ProjectionError, RecordWrite, KEY_PREFIX};
+use super::{written_value, Projection, ProjectionError, RecordWrite};
 use crate::sync::LockOrRecover;
 use shortlink_store::{self as storage, Storage};
+use shortlink_wire::keys::LINK_PREFIX;
 use shortlink_wire::keys::{PREVIEW_PREFIX, VISIT_COUNT_PREFIX};
 
 impl Projection {
@@ -70,7 +71,7 @@ impl Projection {
         let slugs = super::Slugs::default();
         for (key, sent) in in_doubt {
             // A record, or a key that goes with one (its card, its click counter).
-            let Some(code) = [KEY_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
+            let Some(code) = [LINK_PREFIX, PREVIEW_PREFIX, VISIT_COUNT_PREFIX]
                 .iter()
                 .find_map(|prefix| key.strip_prefix(prefix))
             else {

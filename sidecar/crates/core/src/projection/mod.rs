@@ -30,20 +30,15 @@ use chrono::{DateTime, Utc};
 use shortlink_model::link::rules;
 use shortlink_model::{Link, LinkExtras, LinkState};
 use shortlink_wire::click_id::ClickIdParam;
+use shortlink_wire::keys::{link_key, ISSUED_MARK, LINK_PREFIX};
 use shortlink_wire::record::password::Password;
 use shortlink_wire::record::{Extras, Record};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
 
-/// Prefix of every link key.
-pub use shortlink_wire::keys::LINK_PREFIX as KEY_PREFIX;
 /// The tombstone of a revoked link: answers 410 forever, has no TTL.
 pub use shortlink_wire::record::TOMBSTONE;
-
-/// The high-water mark of sequence numbers leased: one above the last number any sidecar may
-/// have issued a code for. Only ever raised ([`RAISE_MARK`]); see [`crate::issuer`].
-pub use shortlink_wire::keys::ISSUED_MARK as ISSUED_MARK_KEY;
 
 /// `KEYS[1]` = the mark, `ARGV[1]` = a decimal number: sets the mark to it if it is higher.
 /// Compared as decimal strings (length, then text): Lua's numbers are doubles, exact only up to
@@ -56,8 +51,6 @@ if #new > #current or (#new == #current and new > current) then
 end
 return 0
 ";
-
-pub use shortlink_wire::keys::link_key as key;
 
 /// The link record of `link` (encoded by `shortlink_wire::record`, which the module decodes):
 /// version 1 text for a plain link, version 2 (binary after the line) with a lifecycle or rules.
@@ -174,7 +167,7 @@ impl RecordWrite {
         now: DateTime<Utc>,
         grace: Duration,
     ) -> Self {
-        let key = key(&link.code);
+        let key = link_key(&link.code);
         let value = encode_record(link, workspace);
         // A link with an expired URL keeps answering it after expiry: its record never goes.
         let expires_at = link
@@ -204,7 +197,9 @@ impl RecordWrite {
     ) -> Self {
         match previous {
             Some(link) => Self::for_link(link, workspace, now, grace),
-            None => RecordWrite::Delete { key: key(code) },
+            None => RecordWrite::Delete {
+                key: link_key(code),
+            },
         }
     }
 
@@ -597,7 +592,7 @@ impl Projection {
         pipe.cmd("SCAN")
             .arg(cursor)
             .arg("MATCH")
-            .arg(format!("{KEY_PREFIX}*"))
+            .arg(format!("{LINK_PREFIX}*"))
             .arg("COUNT")
             .arg(count);
         let ((next, keys),): ((u64, Vec<String>),) = self.run(&pipe, self.timeout).await?;
@@ -631,10 +626,10 @@ impl Projection {
         Ok(count)
     }
 
-    /// The high-water mark of leased sequence numbers ([`ISSUED_MARK_KEY`]); 0 if none.
+    /// The high-water mark of leased sequence numbers ([`ISSUED_MARK`]); 0 if none.
     pub async fn issued_mark(&self) -> Result<u64, ProjectionError> {
         let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(ISSUED_MARK_KEY);
+        pipe.cmd("GET").arg(ISSUED_MARK);
         let (mark,): (Option<u64>,) = self.run(&pipe, self.timeout).await?;
         Ok(mark.unwrap_or(0))
     }
@@ -645,7 +640,7 @@ impl Projection {
         pipe.cmd("EVAL")
             .arg(RAISE_MARK)
             .arg(1)
-            .arg(ISSUED_MARK_KEY)
+            .arg(ISSUED_MARK)
             .arg(next.to_string())
             .ignore();
         self.run::<()>(&pipe, self.timeout).await

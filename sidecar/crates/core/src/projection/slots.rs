@@ -10,9 +10,10 @@
 //! This is the path of single writes and of the slots a batch chunk could not write on its
 //! primary's pipeline; a batch chunk's slots go one pipeline per primary ([`super::primaries`]).
 
-use super::{Projection, ProjectionError, KEY_PREFIX};
+use super::{Projection, ProjectionError};
 use crate::primary::RedisConnection;
 use shortlink_wire::cluster::{key_slot, marker_key, SLOTS};
+use shortlink_wire::keys::LINK_PREFIX;
 use std::borrow::Cow;
 use std::future::Future;
 
@@ -76,7 +77,7 @@ impl Projection {
         let mut cmd = redis::cmd("SCAN");
         cmd.arg(cursor & ((1 << 48) - 1))
             .arg("MATCH")
-            .arg(format!("{KEY_PREFIX}*"))
+            .arg(format!("{LINK_PREFIX}*"))
             .arg("COUNT")
             .arg(count);
         let reply = connection.on_address(&shard.primary, &cmd).await?;

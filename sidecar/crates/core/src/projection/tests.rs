@@ -30,7 +30,7 @@ fn records_follow_the_contract() {
     );
     l.revoked_at = Some(l.created_at);
     assert_eq!(encode_record(&l, RecordWorkspace::DEFAULT), b"1|R|410|0|0|");
-    assert_eq!(key("abc1234"), "sl:c:abc1234");
+    assert_eq!(shortlink_wire::keys::link_key("abc1234"), "sl:c:abc1234");
 }
 
 #[test]

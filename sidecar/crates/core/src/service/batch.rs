@@ -216,7 +216,8 @@ impl LinkService {
         let mut refused = Refused::default();
         for (c, (plan, items)) in plans.iter_mut().zip(chunks).enumerate() {
             for (r, row) in plan.rows.iter().enumerate() {
-                let Some(existing) = taken.get(&projection::key(&row.link.code)) else {
+                let Some(existing) = taken.get(&shortlink_wire::keys::link_key(&row.link.code))
+                else {
                     continue;
                 };
                 let at = plan.todo[r];

@@ -43,15 +43,12 @@ use shortlink_core::primary::RedisConnection;
 use shortlink_store::Backend;
 
 use shortlink_visit_enrich::Enricher;
+use shortlink_wire::keys::EVENT_STREAM;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The stream the nginx module writes (docs/ARCHITECTURE.md, "Visit events"); on a Redis
-/// Cluster, the 16 streams of `shortlink_wire::cluster::event_stream_keys`, each with its own
-/// group, read in turn by one consumer (one write at a time still).
-pub use shortlink_wire::keys::EVENT_STREAM as STREAM;
 /// The consumer group every sidecar consumer joins.
 pub const GROUP: &str = "sl-consumers";
 /// Visits per transaction at most, by default ([`ConsumerSettings::max_visits_per_transaction`]).
@@ -184,7 +181,7 @@ pub struct Consumer {
     settings: ConsumerSettings,
     counters: Arc<ConsumerCounters>,
     writer: Writer,
-    /// [`STREAM`], or a cluster's streams.
+    /// [`EVENT_STREAM`], or a cluster's streams.
     streams: Vec<StreamState>,
     /// The stream read next, and the one the last read came from.
     at: usize,
@@ -232,7 +229,7 @@ impl Consumer {
                 .into_iter()
                 .map(StreamState::new)
                 .collect(),
-            false => vec![StreamState::new(STREAM.to_owned())],
+            false => vec![StreamState::new(EVENT_STREAM.to_owned())],
         };
         Consumer {
             primary,
@@ -415,7 +412,7 @@ impl Consumer {
     /// progress is finished (or left pending, never half-counted) before returning.
     pub async fn run(mut self, shutdown: watch::Receiver<bool>) {
         self.writer.shutdown = Some(shutdown.clone());
-        tracing::info!(consumer = %self.settings.name, stream = STREAM, group = GROUP, "consuming visit events");
+        tracing::info!(consumer = %self.settings.name, stream = EVENT_STREAM, group = GROUP, "consuming visit events");
         let mut failures: u32 = 0;
         let mut last_report = Instant::now();
         let mut in_flight = None;

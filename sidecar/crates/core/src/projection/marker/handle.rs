@@ -5,7 +5,7 @@
 use crate::primary::{needs_rediscovery, ConnectOptions, Primary, RedisConnection};
 use crate::projection::ProjectionError;
 use shortlink_config::Config;
-use shortlink_wire::keys::PROJECTION_MARKER as MARKER_KEY;
+use shortlink_wire::keys::PROJECTION_MARKER;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
@@ -125,16 +125,16 @@ impl ProjectionMarker {
                 shortlink_wire::cluster::MARKER_PREFIX
             )
         } else {
-            MARKER_KEY.to_owned()
+            PROJECTION_MARKER.to_owned()
         }
     }
 
-    /// The marker key: the one of slot `slot` on a cluster, [`MARKER_KEY`] otherwise.
+    /// The marker key: the one of slot `slot` on a cluster, [`PROJECTION_MARKER`] otherwise.
     pub(super) fn marker_key(&self, slot: u16) -> String {
         if self.primary.is_cluster() {
             shortlink_wire::cluster::marker_key(slot)
         } else {
-            MARKER_KEY.to_owned()
+            PROJECTION_MARKER.to_owned()
         }
     }
 }

@@ -31,15 +31,9 @@ use crate::projection::{not_found, Projection, ProjectionError, RecordWrite};
 use handle::{unix_ms, SET_IF_TOKEN};
 use shortlink_config::Config;
 use shortlink_store::Storage;
+use shortlink_wire::keys::{PROJECTION_MARKER, RESYNC_TOKEN};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Present while Redis holds every link. Value: `<unix ms> <fingerprint>`, the time of the
-/// resync that set it and the code scheme's fingerprint the nginx module compares with its own
-/// (docs/ARCHITECTURE.md); a marker without one (older sidecars) says nothing about the scheme.
-pub use shortlink_wire::keys::PROJECTION_MARKER as MARKER_KEY;
-/// The token of the resync in progress (see the module documentation).
-pub use shortlink_wire::keys::RESYNC_TOKEN as RESYNC_TOKEN_KEY;
 
 /// Shortest pause between two checks, whatever the configuration says: a check is one `EXISTS`,
 /// but a zero interval would be a busy loop.
@@ -61,7 +55,7 @@ impl ProjectionMarker {
             return self.clear_slots(&cluster::all_slots()).await;
         }
         let mut pipe = redis::pipe();
-        pipe.cmd("DEL").arg(MARKER_KEY).ignore();
+        pipe.cmd("DEL").arg(PROJECTION_MARKER).ignore();
         self.query::<()>(&pipe, self.timeout).await
     }
 
@@ -71,7 +65,7 @@ impl ProjectionMarker {
             return Ok(self.missing_slots().await?.is_empty());
         }
         let mut pipe = redis::pipe();
-        pipe.cmd("EXISTS").arg(MARKER_KEY);
+        pipe.cmd("EXISTS").arg(PROJECTION_MARKER);
         let (exists,): (bool,) = self.query(&pipe, self.timeout).await?;
         Ok(exists)
     }
@@ -99,7 +93,7 @@ impl ProjectionMarker {
             });
         }
         let mut pipe = redis::pipe();
-        pipe.cmd("SET").arg(RESYNC_TOKEN_KEY).arg(&token).ignore();
+        pipe.cmd("SET").arg(RESYNC_TOKEN).arg(&token).ignore();
         self.query::<()>(&pipe, self.timeout).await?;
         Ok(ResyncToken {
             token,
@@ -119,8 +113,8 @@ impl ProjectionMarker {
         pipe.cmd("EVAL")
             .arg(SET_IF_TOKEN)
             .arg(2)
-            .arg(RESYNC_TOKEN_KEY)
-            .arg(MARKER_KEY)
+            .arg(RESYNC_TOKEN)
+            .arg(PROJECTION_MARKER)
             .arg(&token.token)
             .arg(self.marker_value());
         let (set,): (bool,) = self.query(&pipe, self.timeout).await?;
@@ -136,7 +130,7 @@ impl ProjectionMarker {
     ) -> Result<(), ProjectionError> {
         let Some(token) = token else {
             eprintln!(
-                "resync: resumed run, projection marker {MARKER_KEY} not set (run a full resync, \
+                "resync: resumed run, projection marker {PROJECTION_MARKER} not set (run a full resync, \
                  or let a serving sidecar check it)"
             );
             return Ok(());
@@ -146,7 +140,7 @@ impl ProjectionMarker {
         } else {
             eprintln!(
                 "resync: Redis lost data during the run (or another resync started): projection \
-                 marker {MARKER_KEY} not set; a serving sidecar refills Redis by itself, or run \
+                 marker {PROJECTION_MARKER} not set; a serving sidecar refills Redis by itself, or run \
                  resync again"
             );
         }
@@ -302,7 +296,7 @@ impl Keeper {
                 Ok(None) => {
                     redis_down = false;
                     tracing::warn!(
-                        "projection marker {MARKER_KEY} missing: Redis lost its data or was never \
+                        "projection marker {PROJECTION_MARKER} missing: Redis lost its data or was never \
                          filled; restoring it from SQL (nginx falls back to the sidecar meanwhile)"
                     );
                     let started = Instant::now();
