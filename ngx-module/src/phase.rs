@@ -18,7 +18,7 @@
 use nginx_sys::{
     ngx_array_push, ngx_conf_t, ngx_http_finalize_request, ngx_http_handler_pt,
     ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_http_request_empty_handler, ngx_http_request_t,
-    ngx_int_t, NGX_DECLINED, NGX_DONE,
+    ngx_int_t, NGX_DECLINED, NGX_DONE, NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 
@@ -53,22 +53,23 @@ pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
 }
 
 extern "C" fn rewrite(r: *mut ngx_http_request_t) -> ngx_int_t {
-    ffi::guard(NGX_DECLINED as ngx_int_t, || {
-        // SAFETY: nginx calls phase handlers with a live request, its location found.
-        let r = unsafe { &mut *r };
-        if !answers_here(r) {
-            return NGX_DECLINED as ngx_int_t;
-        }
-        // As ngx_http_core_content_phase runs a content handler: a request the answer leaves
-        // waiting (a lookup, a body being read) must not run the phases again on a write event,
-        // and the handler's code is finalized (NGX_DONE releases the reference the walk held).
-        r.write_event_handler = Some(ngx_http_request_empty_handler);
-        let rc = handler::redirect_handler(r);
-        // SAFETY: `r` is live; nginx's own content phase makes this very call.
-        unsafe { ngx_http_finalize_request(r, rc) };
-        NGX_DONE as ngx_int_t
-    })
+    // SAFETY: nginx calls phase handlers with a live request, its location found.
+    let r = unsafe { &mut *r };
+    if !ffi::guard(false, || answers_here(r)) {
+        return NGX_DECLINED as ngx_int_t;
+    }
+    // As ngx_http_core_content_phase runs a content handler: a request the answer leaves
+    // waiting (a lookup, a body being read) must not run the phases again on a write event,
+    // and the handler's code is finalized (NGX_DONE releases the reference the walk held).
+    r.write_event_handler = Some(ngx_http_request_empty_handler);
+    let rc = ffi::guard(FAILED, || handler::answer(r));
+    // SAFETY: `r` is live; nginx's own content phase makes this very call.
+    unsafe { ngx_http_finalize_request(r, rc) };
+    NGX_DONE as ngx_int_t
 }
+
+/// A panic while answering: as the content handler's guard answers it.
+const FAILED: ngx_int_t = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
 
 /// Whether the location says `shortlink on` itself (an `if` block's or a `shortlink_status`
 /// location's configuration has no route, and keeps its own content handler) and asks to answer

@@ -11,6 +11,7 @@ mod zone;
 pub use counters::{Counter, Counters};
 pub use domains::DomainCounter;
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::fmt::Write;
 use std::mem;
@@ -112,16 +113,19 @@ pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
 pub struct DomainCounts(Option<(&'static DomainTable, Domain)>);
 
 impl DomainCounts {
-    /// A request whose host passed the pool check counts under that host.
-    pub fn of_pool_host(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t) -> Self {
-        let host = &r.headers_in.server;
-        let host = if host.data.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: nginx's lower-cased host, `len` bytes of request memory (or empty).
-            unsafe { std::slice::from_raw_parts(host.data, host.len) }
-        };
-        Self::counted(mcf, lcf, |table| table.find(host))
+    /// A request whose host passed the pool check (or that has none) counts under that host;
+    /// with `memo` (the listed name's cell: `request::host::Membership`), its row is found once
+    /// per worker, not by comparing host names per request.
+    #[inline]
+    pub fn of_host(mcf: &MainConf, lcf: &LocConf, host: &[u8], memo: Option<&Cell<u32>>) -> Self {
+        Self::counted(mcf, lcf, |table| match memo {
+            None => table.find(host),
+            Some(memo) => Domain::from_memo(memo.get()).unwrap_or_else(|| {
+                let domain = table.find(host);
+                memo.set(domain.memo());
+                domain
+            }),
+        })
     }
 
     /// A request whose host is not one of ours counts under "other", which keeps the table to
@@ -130,6 +134,7 @@ impl DomainCounts {
         Self::counted(mcf, lcf, |_| Domain::Other)
     }
 
+    #[inline]
     fn counted(mcf: &MainConf, lcf: &LocConf, row: impl FnOnce(&DomainTable) -> Domain) -> Self {
         if !lcf.status_domains() {
             return Self(None);

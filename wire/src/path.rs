@@ -29,6 +29,7 @@ pub enum TrailingSlash {
 /// slashes merged, which would let `/%61bc1234` or `//abc1234` alias a code. The code must be the
 /// whole remainder of the path: no further `/` (but the one trailing slash `slash` may allow),
 /// no `%`.
+#[inline]
 pub fn extract<'a>(raw_uri: &'a [u8], route: &Route, slash: TrailingSlash) -> Option<&'a [u8]> {
     let code = match route {
         // A location prefix holds no `?`: if the URI starts with it, it lies within the path. One

@@ -78,6 +78,25 @@ pub enum Domain {
     Other,
 }
 
+impl Domain {
+    /// The number a host's memo cell keeps for it (never 0, which is "not found yet"). A host's
+    /// row never changes once found: slots are claimed for good, and the table only fills.
+    pub fn memo(self) -> u32 {
+        match self {
+            Domain::Other => 1,
+            Domain::Slot(i) => i as u32 + 2,
+        }
+    }
+
+    pub fn from_memo(memo: u32) -> Option<Self> {
+        match memo {
+            0 => None,
+            1 => Some(Domain::Other),
+            n => Some(Domain::Slot(n as usize - 2)),
+        }
+    }
+}
+
 impl DomainTable {
     /// The slot of `host` (already lower-cased by nginx), claiming a free one for a new host.
     /// Two workers claiming the same new host at once may each take a slot; the snapshot adds
@@ -175,6 +194,15 @@ mod tests {
         assert_eq!(rows[0].1[DomainCounter::NotFound as usize], 0);
         assert_eq!(rows[1].1[DomainCounter::NotFound as usize], 1);
         assert_eq!(rows[2], (OTHER.to_owned(), [1, 0, 0, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn a_row_survives_its_memo() {
+        for domain in [Domain::Other, Domain::Slot(0), Domain::Slot(SLOTS - 1)] {
+            assert_ne!(domain.memo(), 0);
+            assert_eq!(Domain::from_memo(domain.memo()), Some(domain));
+        }
+        assert_eq!(Domain::from_memo(0), None);
     }
 
     #[test]
