@@ -12,7 +12,7 @@ use shortcode::Shape;
 
 use crate::app_links::AppFile;
 use crate::cache::{Hit, Scope};
-use crate::conf::{LocConf, MainConf, PoolSource, WorkspaceSource};
+use crate::conf::{Dynamic, LocConf, MainConf, PoolSource, WorkspaceSource};
 use crate::ffi::now_ms;
 use crate::lookup::{Candidate, Job, Record, Unlock};
 use crate::password::{self, Client, Submitted};
@@ -445,16 +445,27 @@ fn counted(
 /// scanner's) never pays for it. A variable's value is evaluated once per host and worker and
 /// then read from `hosts` (the value depends on the host only: request::host_workspaces); `None`:
 /// evaluated each time (the worker's state is in use further up the stack).
+#[inline]
 fn host_workspace(
     r: &mut ngx_http_request_t,
     lcf: &LocConf,
     hosts: Option<&mut HostWorkspaces>,
 ) -> HostWorkspace {
-    let source = match lcf.workspace {
-        None => return HostWorkspace::Unchecked,
-        Some(WorkspaceSource::Fixed(name)) => return HostWorkspace::of_name(name),
-        Some(WorkspaceSource::Dynamic(source)) => source,
-    };
+    match lcf.workspace {
+        None => HostWorkspace::Unchecked,
+        Some(WorkspaceSource::Fixed(name)) => HostWorkspace::of_name(name),
+        Some(WorkspaceSource::Dynamic(source)) => host_workspace_of(r, source, hosts),
+    }
+}
+
+/// [`host_workspace`] from a variable; out of line, so that a location with no variable carries
+/// none of it.
+#[inline(never)]
+fn host_workspace_of(
+    r: &mut ngx_http_request_t,
+    source: Dynamic,
+    hosts: Option<&mut HostWorkspaces>,
+) -> HostWorkspace {
     // SAFETY: it points into request memory (or is empty) for the life of the request.
     let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
     let mut evaluate = || {
@@ -524,8 +535,12 @@ fn answer_from_cache<'a>(
                 Outcome::Missing
             }
             Hit::Link(link) => {
-                // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();
+                if password.is_none() {
+                    if let Some(answered) = respond::plain_redirect(r, mcf, lcf, domain, &view) {
+                        return FromCache::Answered(answered);
+                    }
+                }
                 if let Some(password) = password {
                     if view.needs_password(ngx_time() as u64) {
                         let unlock = Unlock {

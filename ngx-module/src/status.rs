@@ -30,7 +30,7 @@ use ngx::ngx_string;
 use crate::conf::{ConfError, LocConf, MainConf};
 use crate::{ffi, ShortlinkModule};
 use counters::{COUNT, NAMES};
-use domains::{Domain, DomainTable};
+use domains::{Domain, DomainTable, Row, RowBump};
 use prometheus::Histogram;
 
 /// One `name value` line per counter.
@@ -110,7 +110,7 @@ pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
 /// shared table, found once per request, since finding it compares host names and costs more
 /// than the counting itself.
 #[derive(Clone, Copy)]
-pub struct DomainCounts(Option<(&'static DomainTable, Domain)>);
+pub struct DomainCounts(Option<&'static Row>);
 
 impl DomainCounts {
     /// A request whose host passed the pool check (or that has none) counts under that host;
@@ -139,13 +139,13 @@ impl DomainCounts {
         if !lcf.status_domains() {
             return Self(None);
         }
-        Self(shared(mcf).map(|s| (&s.domains, row(&s.domains))))
+        Self(shared(mcf).map(|s| s.domains.row(row(&s.domains))))
     }
 
     #[inline]
     pub fn bump(self, counter: DomainCounter) {
-        if let Some((table, domain)) = self.0 {
-            table.bump(domain, counter);
+        if let Some(row) = self.0 {
+            row.bump(counter);
         }
     }
 }

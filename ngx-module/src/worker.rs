@@ -594,7 +594,7 @@ impl Worker {
 }
 
 /// The body of [`Worker::cache`], on the fields it needs, so that others can be borrowed beside.
-#[inline]
+#[inline(always)]
 fn synced<'a>(
     cache: &'a mut Option<Cache>,
     cluster: &mut Option<Cluster>,
