@@ -448,6 +448,7 @@ impl Cache {
         self.probe(code, now_ms, reader)
     }
 
+    #[inline]
     fn probe(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
         let set = self.set_of(code);
         let way = set.ways.iter().position(|slot| slot.holds(code))?;

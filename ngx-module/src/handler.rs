@@ -12,11 +12,12 @@ use shortcode::Shape;
 
 use crate::app_links::AppFile;
 use crate::cache::{Hit, Scope};
-use crate::conf::{LocConf, MainConf, PoolSource, WorkspaceSource};
+use crate::conf::{Dynamic, LocConf, MainConf, PoolSource, WorkspaceSource};
 use crate::ffi::now_ms;
 use crate::lookup::{Candidate, Job, Record, Unlock};
 use crate::password::{self, Client, Submitted};
 use crate::request::candidate::{self, CodeCase};
+use crate::request::host::Membership;
 use crate::request::host_workspaces::HostWorkspaces;
 use crate::request::value::{self, slice_or_empty};
 use crate::request::workspace::{self, HostWorkspace};
@@ -31,13 +32,19 @@ use shortlink_wire::trailing;
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     ffi::guard(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t, || {
         // SAFETY: nginx calls content handlers with a live request.
-        let r = unsafe { &mut *r };
-        // A password page's form: the body first, then the code as for a GET.
-        if r.method & NGX_HTTP_POST as usize != 0 {
-            return password::read_form(r, Some(form_read));
-        }
-        handle(r, None)
+        answer(unsafe { &mut *r })
     })
+}
+
+/// A request of a `shortlink on` location, as its content handler or from the end of its
+/// rewrite phase (`crate::phase`). The caller guards against panics.
+#[inline]
+pub(crate) fn answer(r: &mut ngx_http_request_t) -> ngx_int_t {
+    // A password page's form: the body first, then the code as for a GET.
+    if r.method & NGX_HTTP_POST as usize != 0 {
+        return password::read_form(r, Some(form_read));
+    }
+    handle(r, None)
 }
 
 /// nginx's body handler for a password form: the body is in, so the code is handled as for
@@ -67,12 +74,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     bump(mcf, Counter::Requests);
     // Decided first so that every request counts under its domain (or "other", keeping the
     // per-domain table to pool hosts).
-    let allowed = host_allowed(r, mcf, lcf);
-    let domain = if allowed {
-        DomainCounts::of_pool_host(mcf, lcf, r)
-    } else {
-        DomainCounts::other(mcf, lcf)
-    };
+    let (allowed, domain) = host_check(r, mcf, lcf);
     domain.bump(DomainCounter::Requests);
     if r.method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST) as usize == 0 {
         return NGX_HTTP_NOT_ALLOWED as ngx_int_t;
@@ -176,20 +178,20 @@ fn serve(
     // A POST is answered from the cache too: only a link that asks its password goes to Redis
     // (attempts are counted there), or anyone could force a lookup per request.
     let cached = answer_from_cache(r, mcf, lcf, domain, code, password, found);
-    match cached {
-        Some(FromCache::Answered(answered)) => {
+    let trusts_check = match cached {
+        FromCache::Answered(answered) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
             respond::track(r, mcf, lcf, code, answered);
             respond::count_recovered(r, mcf, lcf, recovered, answered);
             return answered.rc;
         }
-        Some(FromCache::Later(job)) => {
+        FromCache::Later(job) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
             return lookup::start(r, mcf, lcf, domain, code, job, recovered);
         }
-        Some(FromCache::MissingExact(stripped)) => {
+        FromCache::MissingExact(stripped) => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
             return serve(
@@ -203,9 +205,9 @@ fn serve(
                 Found::Stripped,
             );
         }
-        None => {}
-    }
-    let (bad_check, scope) = match verdict(mcf, lcf, code) {
+        FromCache::Miss { trusts_check } => trusts_check,
+    };
+    let (bad_check, scope) = match verdict(mcf, lcf, code, || trusts_check) {
         Verdict::Lookup { bad_check, scope } => (bad_check, scope),
         Verdict::CheckReject => return check_reject(r, mcf, lcf, domain),
         Verdict::NoCode if found == Found::Exact => {
@@ -252,8 +254,14 @@ pub(crate) enum Verdict {
 }
 
 /// Decides from `code`'s shape alone whether it is looked up; the handler's table, and the
-/// lookup task's for a code stripped after an exact miss.
-pub(crate) fn verdict(mcf: &MainConf, lcf: &LocConf, code: &[u8]) -> Verdict {
+/// lookup task's for a code stripped after an exact miss. `trusts_check`: whether the worker
+/// trusts the check character ([`worker::Worker::trusts_check`]), asked of a bad one only.
+pub(crate) fn verdict(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    code: &[u8],
+    trusts_check: impl FnOnce() -> bool,
+) -> Verdict {
     let Some(scheme) = &mcf.scheme else {
         return Verdict::NoScheme;
     };
@@ -265,7 +273,7 @@ pub(crate) fn verdict(mcf: &MainConf, lcf: &LocConf, code: &[u8]) -> Verdict {
         Shape::BadCheck if imported(code) => (true, Scope::Imported),
         // Only while the projection marker names this module's scheme: under another secret
         // valid codes fail the check (crate::scheme).
-        Shape::BadCheck if worker::with(mcf, |w| w.trusts_check()).unwrap_or(false) => {
+        Shape::BadCheck if trusts_check() => {
             return Verdict::CheckReject;
         }
         Shape::BadCheck => (true, Scope::All),
@@ -393,20 +401,43 @@ pub(crate) fn request_workspace(
         .unwrap_or_else(|| host_workspace(r, lcf, None))
 }
 
-/// Without `shortlink_pool` every host is served.
-fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bool {
+/// Whether the request's host is served (without `shortlink_pool` every host is), and where it
+/// counts per domain: under its host if served, else under "other".
+fn host_check(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> (bool, DomainCounts) {
     // nginx has already lower-cased the host and dropped the port in `headers_in.server`.
     // SAFETY: it points into request memory (or is empty) for the life of the request.
     let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
     let pool: &[u8] = match &lcf.pool {
-        None => return true,
-        Some(PoolSource::Fixed(set)) => return set.contains(host),
+        None => return (true, DomainCounts::of_host(mcf, lcf, host, None)),
+        Some(PoolSource::Fixed(set)) => return counted(mcf, lcf, host, set.membership(host)),
         Some(PoolSource::Dynamic(source)) => match value::of(r, *source) {
             Some(pool) => pool,
-            None => return false,
+            None => return (false, DomainCounts::other(mcf, lcf)),
         },
     };
-    worker::with(mcf, |w| w.pools.contains(pool, host)).unwrap_or_else(|| host::in_pool(host, pool))
+    worker::with(mcf, |w| {
+        counted(mcf, lcf, host, w.pools.membership(pool, host))
+    })
+    .unwrap_or_else(|| {
+        let membership = match host::in_pool(host, pool) {
+            true => Membership::Inside,
+            false => Membership::Outside,
+        };
+        counted(mcf, lcf, host, membership)
+    })
+}
+
+fn counted(
+    mcf: &MainConf,
+    lcf: &LocConf,
+    host: &[u8],
+    membership: Membership<'_>,
+) -> (bool, DomainCounts) {
+    match membership {
+        Membership::Outside => (false, DomainCounts::other(mcf, lcf)),
+        Membership::Listed(memo) => (true, DomainCounts::of_host(mcf, lcf, host, Some(memo))),
+        Membership::Inside => (true, DomainCounts::of_host(mcf, lcf, host, None)),
+    }
 }
 
 /// The workspace of the request's host (`shortlink_workspace`). Asked only once a code is known
@@ -414,16 +445,27 @@ fn host_allowed(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> bo
 /// scanner's) never pays for it. A variable's value is evaluated once per host and worker and
 /// then read from `hosts` (the value depends on the host only: request::host_workspaces); `None`:
 /// evaluated each time (the worker's state is in use further up the stack).
+#[inline]
 fn host_workspace(
     r: &mut ngx_http_request_t,
     lcf: &LocConf,
     hosts: Option<&mut HostWorkspaces>,
 ) -> HostWorkspace {
-    let source = match lcf.workspace {
-        None => return HostWorkspace::Unchecked,
-        Some(WorkspaceSource::Fixed(name)) => return HostWorkspace::of_name(name),
-        Some(WorkspaceSource::Dynamic(source)) => source,
-    };
+    match lcf.workspace {
+        None => HostWorkspace::Unchecked,
+        Some(WorkspaceSource::Fixed(name)) => HostWorkspace::of_name(name),
+        Some(WorkspaceSource::Dynamic(source)) => host_workspace_of(r, source, hosts),
+    }
+}
+
+/// [`host_workspace`] from a variable; out of line, so that a location with no variable carries
+/// none of it.
+#[inline(never)]
+fn host_workspace_of(
+    r: &mut ngx_http_request_t,
+    source: Dynamic,
+    hosts: Option<&mut HostWorkspaces>,
+) -> HostWorkspace {
     // SAFETY: it points into request memory (or is empty) for the life of the request.
     let host = unsafe { slice_or_empty(r.headers_in.server.data, r.headers_in.server.len) };
     let mut evaluate = || {
@@ -459,6 +501,11 @@ enum FromCache<'a> {
     /// An imported code ending in punctuation (`promo.`) known missing: serve the code without
     /// it (`promo`), as a lookup would after a miss.
     MissingExact(&'a [u8]),
+    /// Not in the cache (or no cache to ask): with whether the worker trusts the check
+    /// character, read in the same borrow of its state for the shape check that comes next.
+    Miss {
+        trusts_check: bool,
+    },
 }
 
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
@@ -472,19 +519,28 @@ fn answer_from_cache<'a>(
     code: &'a [u8],
     password: Option<&Submitted>,
     found: Found,
-) -> Option<FromCache<'a>> {
+) -> FromCache<'a> {
     let now = now_ms();
     worker::with(mcf, |w| {
-        let (hit, hosts) = w.cached(code, now, lcf.cache_scope())?;
-        let outcome = match hit? {
+        let miss = FromCache::Miss {
+            trusts_check: w.trusts_check(),
+        };
+        let Some((Some(hit), hosts)) = w.cached(code, now, lcf.cache_scope()) else {
+            return miss;
+        };
+        let outcome = match hit {
             Hit::Link(link)
                 if !host_workspace(r, lcf, Some(&mut *hosts)).admits(link.workspace()) =>
             {
                 Outcome::Missing
             }
             Hit::Link(link) => {
-                // A plain link (no extras) skips both checks at their first test.
                 let view = link.view();
+                if password.is_none() {
+                    if let Some(answered) = respond::plain_redirect(r, mcf, lcf, domain, &view) {
+                        return FromCache::Answered(answered);
+                    }
+                }
                 if let Some(password) = password {
                     if view.needs_password(ngx_time() as u64) {
                         let unlock = Unlock {
@@ -492,26 +548,27 @@ fn answer_from_cache<'a>(
                             client: Client::of(r),
                             record: Record::Cached(link.to_link()),
                         };
-                        return Some(FromCache::Later(Job::Unlock(Box::new(unlock))));
+                        return FromCache::Later(Job::Unlock(Box::new(unlock)));
                     }
                 } else if click::wants_card(r, &view) {
-                    return Some(FromCache::Later(Job::Card(link.to_link())));
+                    return FromCache::Later(Job::Card(link.to_link()));
                 }
                 if view.needs_count(ngx_time() as u64, false) {
                     // The one place a cached click pays for its verdict: it has a cap to spend.
                     let verdict = signals::verdict(r, mcf).audience;
-                    return Some(FromCache::Later(Job::Count(link.to_link(), verdict)));
+                    return FromCache::Later(Job::Count(link.to_link(), verdict));
                 }
                 Outcome::CachedLink(link)
             }
             Hit::Missing => match recoverable(lcf, code, found) {
-                Some(stripped) => return Some(FromCache::MissingExact(stripped)),
+                Some(stripped) => return FromCache::MissingExact(stripped),
                 None => Outcome::Missing,
             },
         };
-        Some(FromCache::Answered(respond::answer(
-            r, mcf, lcf, domain, outcome,
-        )))
+        FromCache::Answered(respond::answer(r, mcf, lcf, domain, outcome))
     })
-    .flatten()
+    // The worker's state is in use further up the stack: no cache, no trusted check.
+    .unwrap_or(FromCache::Miss {
+        trusts_check: false,
+    })
 }

@@ -19,6 +19,7 @@ mod lookup;
 mod not_found;
 mod page;
 mod password;
+mod phase;
 mod prefetch;
 mod prefill;
 pub mod redis;
@@ -96,7 +97,7 @@ impl HttpModule for ShortlinkModule {
         ffi::guard(Status::NGX_ERROR.into(), || {
             // SAFETY: nginx passes a valid configuration context to module callbacks.
             let cf = unsafe { &mut *cf };
-            match prefetch::register(cf) {
+            match prefetch::register(cf).and_then(|()| phase::register(cf)) {
                 Ok(()) => Status::NGX_OK.into(),
                 Err(()) => Status::NGX_ERROR.into(),
             }

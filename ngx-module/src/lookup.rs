@@ -359,7 +359,8 @@ async fn resolve_stripped(
     code: &CodeBuf,
     exact: Candidate,
 ) -> Resolution {
-    let rejected = match crate::handler::verdict(mcf, lcf, code.as_bytes()) {
+    let trusts_check = || crate::worker::with(mcf, |w| w.trusts_check()).unwrap_or(false);
+    let rejected = match crate::handler::verdict(mcf, lcf, code.as_bytes(), trusts_check) {
         Verdict::Lookup { bad_check, scope } => {
             if let Some(cached) = from_cache(mcf, lcf, code) {
                 return cached;

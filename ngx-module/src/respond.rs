@@ -28,7 +28,7 @@ use shortlink_wire::record::password::{
     password_page, rate_limited_page, PASSWORD_STATUS, RATE_LIMITED_STATUS, UNLOCKED_STATUS,
 };
 use shortlink_wire::record::{
-    not_yet_page, quarantine_page, Answer, Checked, Chosen, Extras, Link, NOT_YET_STATUS,
+    not_yet_page, quarantine_page, Answer, Checked, Chosen, Extras, Link, LinkView, NOT_YET_STATUS,
     QUARANTINE_STATUS,
 };
 use shortlink_wire::rules;
@@ -203,6 +203,46 @@ pub fn answer(
         // still asks is not redirected uncounted.
         Answer::Count => failed(r, mcf, lcf, domain, RedisError::BadValue).into(),
     }
+}
+
+/// A plain link's redirect (no extras: no rules, lifecycle, password, cap, card or click id):
+/// nearly every click's answer, made without [`answer`]'s general steps and what they carry from
+/// one to the next. `None`: a link with extras, a POST, or a link that redirects no one now
+/// (revoked, expired), which [`answer`] answers.
+#[inline]
+pub fn plain_redirect(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+    view: &LinkView<'_>,
+) -> Option<Answered> {
+    if view.extras.is_some() || is_post(r) {
+        return None;
+    }
+    // wire's rule for a plain link (inlined: its first branch); neither closure is called
+    // without extras.
+    let now = ngx_time() as u64;
+    let answer = view.answer_checked(now, Checked::default(), || click::of(r, now, &[]), |_| None);
+    let Answer::Redirect {
+        status,
+        target,
+        forward_query,
+        ..
+    } = answer
+    else {
+        return None;
+    };
+    let forward_query = forward_query || lcf.forward_query();
+    let rc = redirect(r, mcf, lcf, domain, status, target, forward_query, None);
+    Some(Answered {
+        rc,
+        visit: (rc == status as ngx_int_t).then_some(status),
+        chosen: None,
+        click_id: None,
+        orphan: None,
+        verdict: None,
+    })
 }
 
 /// A Redis failure: the fallback location if one is set, else 503.

@@ -11,6 +11,7 @@ mod zone;
 pub use counters::{Counter, Counters};
 pub use domains::DomainCounter;
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::fmt::Write;
 use std::mem;
@@ -29,7 +30,7 @@ use ngx::ngx_string;
 use crate::conf::{ConfError, LocConf, MainConf};
 use crate::{ffi, ShortlinkModule};
 use counters::{COUNT, NAMES};
-use domains::{Domain, DomainTable};
+use domains::{Domain, DomainTable, Row, RowBump};
 use prometheus::Histogram;
 
 /// One `name value` line per counter.
@@ -109,19 +110,22 @@ pub fn counters(mcf: &MainConf) -> Option<&'static Counters> {
 /// shared table, found once per request, since finding it compares host names and costs more
 /// than the counting itself.
 #[derive(Clone, Copy)]
-pub struct DomainCounts(Option<(&'static DomainTable, Domain)>);
+pub struct DomainCounts(Option<&'static Row>);
 
 impl DomainCounts {
-    /// A request whose host passed the pool check counts under that host.
-    pub fn of_pool_host(mcf: &MainConf, lcf: &LocConf, r: &ngx_http_request_t) -> Self {
-        let host = &r.headers_in.server;
-        let host = if host.data.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: nginx's lower-cased host, `len` bytes of request memory (or empty).
-            unsafe { std::slice::from_raw_parts(host.data, host.len) }
-        };
-        Self::counted(mcf, lcf, |table| table.find(host))
+    /// A request whose host passed the pool check (or that has none) counts under that host;
+    /// with `memo` (the listed name's cell: `request::host::Membership`), its row is found once
+    /// per worker, not by comparing host names per request.
+    #[inline]
+    pub fn of_host(mcf: &MainConf, lcf: &LocConf, host: &[u8], memo: Option<&Cell<u32>>) -> Self {
+        Self::counted(mcf, lcf, |table| match memo {
+            None => table.find(host),
+            Some(memo) => Domain::from_memo(memo.get()).unwrap_or_else(|| {
+                let domain = table.find(host);
+                memo.set(domain.memo());
+                domain
+            }),
+        })
     }
 
     /// A request whose host is not one of ours counts under "other", which keeps the table to
@@ -130,17 +134,18 @@ impl DomainCounts {
         Self::counted(mcf, lcf, |_| Domain::Other)
     }
 
+    #[inline]
     fn counted(mcf: &MainConf, lcf: &LocConf, row: impl FnOnce(&DomainTable) -> Domain) -> Self {
         if !lcf.status_domains() {
             return Self(None);
         }
-        Self(shared(mcf).map(|s| (&s.domains, row(&s.domains))))
+        Self(shared(mcf).map(|s| s.domains.row(row(&s.domains))))
     }
 
     #[inline]
     pub fn bump(self, counter: DomainCounter) {
-        if let Some((table, domain)) = self.0 {
-            table.bump(domain, counter);
+        if let Some(row) = self.0 {
+            row.bump(counter);
         }
     }
 }

@@ -594,6 +594,7 @@ impl Worker {
 }
 
 /// The body of [`Worker::cache`], on the fields it needs, so that others can be borrowed beside.
+#[inline(always)]
 fn synced<'a>(
     cache: &'a mut Option<Cache>,
     cluster: &mut Option<Cluster>,

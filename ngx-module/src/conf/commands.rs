@@ -22,7 +22,7 @@ use ngx::ngx_string;
 use super::parse::{self, ArgError};
 use super::shim::{resolve, shim};
 use super::slot::value;
-use super::{Dynamic, LocConf, MainConf, PoolSource, Redis, WorkspaceSource};
+use super::{AnswerPhase, Dynamic, LocConf, MainConf, PoolSource, Redis, WorkspaceSource};
 use crate::geo::GeoDb;
 use crate::request::code::Route;
 use crate::request::host::PoolSet;
@@ -50,7 +50,7 @@ const M: usize = NGX_HTTP_MAIN_CONF_OFFSET;
 const L: usize = NGX_HTTP_LOC_CONF_OFFSET;
 
 // nginx keeps a mutable pointer to this table (the ABI wants `static mut`); Rust never writes it.
-pub static mut COMMANDS: [ngx_command_t; 31] = [
+pub static mut COMMANDS: [ngx_command_t; 32] = [
     command(ngx_string!("shortlink"), LOC | NGX_CONF_FLAG, set_enable, L),
     command(
         ngx_string!("shortlink_status"),
@@ -216,6 +216,12 @@ pub static mut COMMANDS: [ngx_command_t; 31] = [
         LocConf.trailing_slash,
         flag
     ),
+    value!(
+        "shortlink_answer_phase",
+        ANY | NGX_CONF_TAKE1,
+        LocConf.answer_phase,
+        answer_phase
+    ),
     value!("shortlink_geo", MAIN | NGX_CONF_TAKE12, MainConf.geo, geo),
     command(
         ngx_string!("shortlink_apple_app"),
@@ -277,6 +283,17 @@ fn secret_file(cf: &mut ngx_conf_t, _: &[&[u8]]) -> Result<Vec<u8>, ArgError> {
         fs::read_to_string(&path).map_err(|e| ArgError(format!("cannot read \"{path}\": {e}")))?;
     shortcode::parse_hex_secret(&text)
         .map_err(|e| ArgError(format!("in \"{path}\": {e} (hex digits expected)")))
+}
+
+/// `shortlink_answer_phase`; `rewrite` anywhere adds the rewrite-phase handler.
+fn answer_phase(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<AnswerPhase, ArgError> {
+    let phase = parse::answer_phase(args[0])?;
+    if phase == AnswerPhase::Rewrite {
+        ShortlinkModule::main_conf_mut(cf)
+            .ok_or_else(|| ArgError("has no http configuration".into()))?
+            .rewrite_phase = true;
+    }
+    Ok(phase)
 }
 
 /// `shortlink_geo`: the country database (IPv4, and optionally a separate IPv6 one).

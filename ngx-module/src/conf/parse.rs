@@ -5,6 +5,7 @@ use std::fmt;
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::rules::Cidr;
 
+use super::AnswerPhase;
 use crate::cache::CacheConfig;
 use crate::request::candidate::CodeCase;
 
@@ -444,6 +445,19 @@ pub fn code_case(arg: &[u8]) -> Result<CodeCase, ArgError> {
     } else {
         err(format!(
             "invalid value \"{}\", it must be \"exact\" or \"lower\"",
+            show(arg)
+        ))
+    }
+}
+
+pub fn answer_phase(arg: &[u8]) -> Result<AnswerPhase, ArgError> {
+    if arg.eq_ignore_ascii_case(b"content") {
+        Ok(AnswerPhase::Content)
+    } else if arg.eq_ignore_ascii_case(b"rewrite") {
+        Ok(AnswerPhase::Rewrite)
+    } else {
+        err(format!(
+            "invalid value \"{}\", it must be \"content\" or \"rewrite\"",
             show(arg)
         ))
     }

@@ -66,13 +66,23 @@ impl Tracker {
         &self.state
     }
 
-    /// Reopens the subscription if it is gone and not backing off. Cheap when it is up.
+    /// Reopens the subscription if it is gone and not backing off. Cheap when it is up: that
+    /// test is inlined into every cache read, the reopening kept out of line.
+    #[inline]
     pub fn ensure(&mut self) {
         let alive = self
             .conn
             .as_ref()
             .is_some_and(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
-        if alive || self.backoff.get().is_down(now_ms()) {
+        if !alive {
+            self.reopen();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reopen(&mut self) {
+        if self.backoff.get().is_down(now_ms()) {
             return;
         }
         self.state.on_closed();

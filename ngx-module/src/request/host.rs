@@ -1,5 +1,7 @@
 //! Membership of the request's host in the domain pool.
 
+use std::cell::Cell;
+
 /// Whether `host` (a `Host` header value, maybe with a port) is one of the names in `pool`, a
 /// whitespace-separated list. Case-insensitive, port and trailing dot ignored on both sides.
 pub fn in_pool(host: &[u8], pool: &[u8]) -> bool {
@@ -8,9 +10,38 @@ pub fn in_pool(host: &[u8], pool: &[u8]) -> bool {
 
 /// A pool parsed once: its names normalised (lower case, no port, no trailing dot), so that a
 /// request only normalises its own host and compares lengths, then bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct PoolSet {
     names: Vec<Box<[u8]>>,
+    /// Per name, a number its user keeps for it in this process (0 until set): the status part's
+    /// per-domain counter row, found once per worker instead of by a compare per request. A
+    /// configuration's pool is the process's own copy (a worker's, after the fork; a reload
+    /// makes new ones), so the cells are never shared between workers.
+    memo: Box<[Cell<u32>]>,
+}
+
+impl PartialEq for PoolSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.names == other.names
+    }
+}
+
+impl Eq for PoolSet {}
+
+/// Where the request's host stands with a pool.
+#[derive(Debug, Clone, Copy)]
+pub enum Membership<'a> {
+    Outside,
+    /// Listed as nginx hands it over (lower case, no port): the listed name's memo cell.
+    Listed(&'a Cell<u32>),
+    /// Listed once normalised.
+    Inside,
+}
+
+impl Membership<'_> {
+    pub fn inside(self) -> bool {
+        !matches!(self, Membership::Outside)
+    }
 }
 
 impl PoolSet {
@@ -20,21 +51,34 @@ impl PoolSet {
             .map(normalize)
             .filter(|name| !name.is_empty())
             .map(|name| name.to_ascii_lowercase().into_boxed_slice())
-            .collect();
-        Self { names }
+            .collect::<Vec<_>>();
+        let memo = names.iter().map(|_| Cell::new(0)).collect();
+        Self { names, memo }
     }
 
     pub fn contains(&self, host: &[u8]) -> bool {
+        self.membership(host).inside()
+    }
+
+    #[inline]
+    pub fn membership(&self, host: &[u8]) -> Membership<'_> {
         // nginx hands over `headers_in.server` lower-cased, without port or trailing dot: an
         // exact compare settles nearly all, and only a miss pays for normalising.
-        if !host.is_empty() && self.names.iter().any(|name| **name == *host) {
-            return true;
+        if !host.is_empty() {
+            if let Some(i) = self.names.iter().position(|name| **name == *host) {
+                return Membership::Listed(&self.memo[i]);
+            }
         }
         let host = normalize(host);
-        !host.is_empty()
+        let inside = !host.is_empty()
             && self.names.iter().any(|name| {
                 name.len() == host.len() && (**name == *host || name.eq_ignore_ascii_case(host))
-            })
+            });
+        if inside {
+            Membership::Inside
+        } else {
+            Membership::Outside
+        }
     }
 }
 
@@ -52,19 +96,28 @@ const MEMO_ENTRIES: usize = 8;
 
 impl PoolMemo {
     pub fn contains(&mut self, pool: &[u8], host: &[u8]) -> bool {
-        if let Some((_, set)) = self.entries.iter().find(|(text, _)| **text == *pool) {
-            return set.contains(host);
-        }
-        let set = PoolSet::parse(pool);
-        let found = set.contains(host);
-        let entry = (pool.into(), set);
+        self.membership(pool, host).inside()
+    }
+
+    pub fn membership(&mut self, pool: &[u8], host: &[u8]) -> Membership<'_> {
+        let at = match self.entries.iter().position(|(text, _)| **text == *pool) {
+            Some(at) => at,
+            None => self.remember(pool),
+        };
+        self.entries[at].1.membership(host)
+    }
+
+    /// Parses `pool` into an entry, in place of the oldest when the memo is full; its index.
+    fn remember(&mut self, pool: &[u8]) -> usize {
+        let entry = (pool.into(), PoolSet::parse(pool));
         if self.entries.len() < MEMO_ENTRIES {
             self.entries.push(entry);
-        } else {
-            self.entries[self.next] = entry;
-            self.next = (self.next + 1) % MEMO_ENTRIES;
+            return self.entries.len() - 1;
         }
-        found
+        let at = self.next;
+        self.entries[at] = entry;
+        self.next = (self.next + 1) % MEMO_ENTRIES;
+        at
     }
 }
 
@@ -133,6 +186,24 @@ mod tests {
             assert!(!memo.contains(pool.as_bytes(), b"a.example"));
             assert!(memo.entries.len() <= MEMO_ENTRIES);
         }
+    }
+
+    #[test]
+    fn a_listed_host_has_its_own_memo_cell() {
+        let set = PoolSet::parse(POOL);
+        let (Membership::Listed(a), Membership::Listed(b)) =
+            (set.membership(b"s1.example"), set.membership(b"s2.example"))
+        else {
+            panic!("nginx's form of a listed host is listed");
+        };
+        a.set(7);
+        assert_eq!(b.get(), 0);
+        assert!(matches!(set.membership(b"s1.example"), Membership::Listed(c) if c.get() == 7));
+        assert!(matches!(
+            set.membership(b"S1.example:80"),
+            Membership::Inside
+        ));
+        assert!(matches!(set.membership(b"s4.example"), Membership::Outside));
     }
 
     #[test]

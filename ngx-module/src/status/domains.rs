@@ -47,6 +47,20 @@ pub const DOMAIN_METRICS: [(&str, &str); DOMAIN_COUNT] = [
     ),
 ];
 
+/// One host's counters (or "other"'s).
+pub type Row = [AtomicU64; DOMAIN_COUNT];
+
+pub trait RowBump {
+    fn bump(&self, counter: DomainCounter);
+}
+
+impl RowBump for Row {
+    #[inline]
+    fn bump(&self, counter: DomainCounter) {
+        self[counter as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 const EMPTY: u32 = 0;
 const CLAIMED: u32 = 1;
 const READY: u32 = 2;
@@ -76,6 +90,25 @@ unsafe impl Sync for DomainTable {}
 pub enum Domain {
     Slot(usize),
     Other,
+}
+
+impl Domain {
+    /// The number a host's memo cell keeps for it (never 0, which is "not found yet"). A host's
+    /// row never changes once found: slots are claimed for good, and the table only fills.
+    pub fn memo(self) -> u32 {
+        match self {
+            Domain::Other => 1,
+            Domain::Slot(i) => i as u32 + 2,
+        }
+    }
+
+    pub fn from_memo(memo: u32) -> Option<Self> {
+        match memo {
+            0 => None,
+            1 => Some(Domain::Other),
+            n => Some(Domain::Slot(n as usize - 2)),
+        }
+    }
 }
 
 impl DomainTable {
@@ -110,12 +143,13 @@ impl DomainTable {
         Domain::Other
     }
 
-    pub fn bump(&self, domain: Domain, counter: DomainCounter) {
-        let counts = match domain {
+    /// The counters of `domain`'s row, which a request keeps rather than finding them again
+    /// for each of its counts.
+    pub fn row(&self, domain: Domain) -> &Row {
+        match domain {
             Domain::Slot(i) => &self.slots[i].counts,
             Domain::Other => &self.other,
-        };
-        counts[counter as usize].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// `(host, counts)` per published host in slot order (same-named slots merged), then "other".
@@ -165,9 +199,9 @@ mod tests {
         let b = t.find(b"s2.example");
         assert_ne!(a, b);
         assert_eq!(t.find(b"s1.example"), a);
-        t.bump(a, DomainCounter::Redirects);
-        t.bump(b, DomainCounter::NotFound);
-        t.bump(Domain::Other, DomainCounter::Requests);
+        t.row(a).bump(DomainCounter::Redirects);
+        t.row(b).bump(DomainCounter::NotFound);
+        t.row(Domain::Other).bump(DomainCounter::Requests);
         let rows = t.snapshot();
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0].0, "s1.example");
@@ -175,6 +209,15 @@ mod tests {
         assert_eq!(rows[0].1[DomainCounter::NotFound as usize], 0);
         assert_eq!(rows[1].1[DomainCounter::NotFound as usize], 1);
         assert_eq!(rows[2], (OTHER.to_owned(), [1, 0, 0, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn a_row_survives_its_memo() {
+        for domain in [Domain::Other, Domain::Slot(0), Domain::Slot(SLOTS - 1)] {
+            assert_ne!(domain.memo(), 0);
+            assert_eq!(Domain::from_memo(domain.memo()), Some(domain));
+        }
+        assert_eq!(Domain::from_memo(0), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `cargo test -p shortlink-e2e --test e2e -- <module>::`.
 
 mod analytics;
+mod answer_phase;
 mod app_links;
 mod audit_requests;
 mod batch;
