@@ -666,6 +666,9 @@ pub enum ConfigError {
     ClickWebhooks(String),
     #[error("threat feeds: {0}")]
     ThreatFeed(String),
+    /// The operator's hosting networks file (`--hosting-networks`), with the line at fault.
+    #[error("{0}")]
+    HostingNetworks(String),
     #[error("{flag}: {value:?} is not a host name")]
     Host { flag: &'static str, value: String },
     #[error(

@@ -21,13 +21,17 @@ pub struct FeedEvent {
     /// The visit's stable id (a conversion's: `cv_…`): the same in every delivery and in the
     /// feed; de-duplicate on it.
     pub id: String,
-    /// `click` or `conversion`.
+    /// `click`, `conversion`, or `reclassified`: a click's verdict changed after its event
+    /// (docs/BOTS.md).
     #[serde(rename = "type")]
-    #[schema(rename = "type", value_type = String, pattern = "^(click|conversion)$")]
+    #[schema(rename = "type", value_type = String, pattern = "^(click|conversion|reclassified)$")]
     pub kind: &'static str,
     /// Conversions only: what was reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversion: Option<ConversionDetail>,
+    /// Reclassifications only: which click, from what verdict to what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclassification: Option<super::reclassified::Reclassification>,
     /// Resume the feed after this event: `GET /api/v1/visits?after=<cursor>`.
     pub cursor: String,
     pub code: String,
@@ -101,6 +105,7 @@ impl FeedEvent {
         FeedEvent {
             id: conversion.id,
             kind: "conversion",
+            reclassification: None,
             conversion: Some(ConversionDetail {
                 click_id: conversion.click_id,
                 clicked_at: conversion.clicked_at,
@@ -148,6 +153,7 @@ impl FeedEvent {
             id: row.event_id,
             kind: "click",
             conversion: None,
+            reclassification: None,
             cursor: cursor.to_string(),
             code: row.code,
             campaign: row.campaign,
