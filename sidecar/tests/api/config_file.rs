@@ -176,7 +176,11 @@ fn check_config_reads_the_hosting_networks_file() {
     );
     let missing = dir.path().join("missing.txt");
     let output = check(missing.to_str().unwrap());
-    assert!(stderr(&output).contains("missing.txt"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("missing.txt"),
+        "{}",
+        stderr(&output)
+    );
     let good = write(dir.path(), "good.txt", "AS16509\n203.0.113.0/24\n");
     let output = check(&good);
     assert!(output.status.success(), "{}", stderr(&output));

@@ -27,7 +27,10 @@ pub(crate) async fn append<D: Dialect>(
         .collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     // The reader looks a reclassified visit up by its own time, as an inserted one.
-    let times = inserted.iter().chain(reclassified).map(|visit| visit.time_ms);
+    let times = inserted
+        .iter()
+        .chain(reclassified)
+        .map(|visit| visit.time_ms);
     let within = times.clone().min().zip(times.max());
     append_ids::<D>(connection, &ids, within).await
 }

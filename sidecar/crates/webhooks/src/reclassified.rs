@@ -103,7 +103,11 @@ mod tests {
         assert_eq!(change.id, "rc_human_1700000000000-0");
         let detail = change.reclassification.unwrap();
         assert_eq!(
-            (detail.visit_id.as_str(), detail.from.as_str(), detail.to.as_str()),
+            (
+                detail.visit_id.as_str(),
+                detail.from.as_str(),
+                detail.to.as_str()
+            ),
             ("1700000000000-0", "human", "scanner")
         );
     }

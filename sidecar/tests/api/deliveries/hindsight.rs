@@ -69,7 +69,12 @@ async fn reclassified(app: &TestApp) -> Vec<Value> {
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .filter(|event| event["type"] == "reclassified")
         .map(|event| {
-            json!([event["id"], event["reclassification"], event["audience"], event["reasons"]])
+            json!([
+                event["id"],
+                event["reclassification"],
+                event["audience"],
+                event["reasons"]
+            ])
         })
         .collect()
 }
@@ -188,6 +193,24 @@ async fn a_sweep_noticed_afterwards_leaves_every_count_once(backend: Backend) {
     let from = chrono::DateTime::from_timestamp_millis(t - 86_400_000)
         .expect("a time")
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    // The campaign's four-way split follows the corrections, as its links' stats do.
+    let campaign = app.get_json("/campaigns/spring").await;
+    let audience = &campaign["audience"];
+    let split = |v: &Value| {
+        [&v["humans"], &v["previews"], &v["scanners"], &v["bots"]].map(|n| n.as_i64().unwrap())
+    };
+    assert_eq!(split(audience), [1, 0, 5, 0], "{campaign}");
+    assert_eq!(audience["clicks"], json!(1), "{campaign}");
+    let mut summed = [0; 4];
+    for code in &codes {
+        let stats = app
+            .get_json(&format!("/links/{code}/stats?from={from}"))
+            .await;
+        for (sum, n) in summed.iter_mut().zip(split(&stats["totals"])) {
+            *sum += n;
+        }
+    }
+    assert_eq!(split(audience), summed);
     let stats = (app.get_json(&format!("/links/{}/stats?from={from}", codes[0]))).await;
     let totals = &stats["totals"];
     assert_eq!(
