@@ -211,6 +211,14 @@ async fn a_sweep_noticed_afterwards_leaves_every_count_once(backend: Backend) {
         }
     }
     assert_eq!(split(audience), summed);
+    // The campaign's console page shows the same four numbers.
+    let mut browser = crate::console::Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/campaigns?name=spring").await;
+    for key in ["humans", "previews", "scanners", "bots"] {
+        let shown = crate::console_numbers::cell(&page, "audience", key);
+        assert_eq!(shown, audience[key].as_i64().unwrap(), "{key}");
+    }
     let stats = (app.get_json(&format!("/links/{}/stats?from={from}", codes[0]))).await;
     let totals = &stats["totals"];
     assert_eq!(
