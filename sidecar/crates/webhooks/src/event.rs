@@ -31,7 +31,7 @@ pub struct FeedEvent {
     pub conversion: Option<ConversionDetail>,
     /// Reclassifications only: which click, from what verdict to what.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reclassification: Option<super::reclassified::Reclassification>,
+    pub reclassification: Option<Reclassification>,
     /// Resume the feed after this event: `GET /api/v1/visits?after=<cursor>`.
     pub cursor: String,
     pub code: String,
@@ -74,6 +74,18 @@ pub struct FeedEvent {
     /// Only with `--webhook-include-ip`: the address as the visit store kept it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
+}
+
+/// What a `reclassified` event (`super::reclassified`) adds to the visit's fields, which it carries as they are now
+/// (`audience` and `reasons`: the new verdict).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Reclassification {
+    /// The visit: its click event's `id`.
+    pub visit_id: String,
+    /// The verdict the click's event carried: `human`, `preview`, `scanner` or `bot`.
+    pub from: String,
+    /// The verdict now (the event's `audience`).
+    pub to: String,
 }
 
 /// What a conversion event adds to the click's fields (docs/CONVERSIONS.md).

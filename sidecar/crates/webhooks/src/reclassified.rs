@@ -10,23 +10,9 @@
 //! changes to what it was told — and of no change between machines, which it never heard of.
 
 use super::cursor::Cursor;
-use super::event::{FeedEvent, Privacy};
+use super::event::{FeedEvent, Privacy, Reclassification};
 use super::row::FeedRow;
-use serde::Serialize;
 use shortlink_wire::agent::Audience;
-use utoipa::ToSchema;
-
-/// What a `reclassified` event adds to the visit's fields, which it carries as they are now
-/// (`audience` and `reasons`: the new verdict).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Reclassification {
-    /// The visit: its click event's `id`.
-    pub visit_id: String,
-    /// The verdict the click's event carried: `human`, `preview`, `scanner` or `bot`.
-    pub from: String,
-    /// The verdict now (the event's `audience`).
-    pub to: String,
-}
 
 impl FeedEvent {
     /// The event of feed id `id`: `row`'s visit reclassified from `from`.
