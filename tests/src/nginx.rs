@@ -53,6 +53,9 @@ pub struct NginxOptions {
     pub plain_http: &'static str,
     /// Where the plain HTTP server answers ACME HTTP-01 challenges from (default: in the prefix).
     pub acme_webroot: Option<PathBuf>,
+    /// `shortlink_hosting_networks` arguments (the ASN table's directory, then optionally the
+    /// operator's list); none by default, so a click's network is judged by the consumer only.
+    pub hosting_networks: Option<String>,
 }
 
 impl Default for NginxOptions {
@@ -74,6 +77,7 @@ impl Default for NginxOptions {
             public_base: None,
             plain_http: "redirect",
             acme_webroot: None,
+            hosting_networks: None,
         }
     }
 }
@@ -163,6 +167,13 @@ fn template_vars(
         // The sidecar's geo database in these tests (crate::System), so that the module's
         // country rules and the fallback's place a client alike.
         ("GEOIP_DB", paths::test_geo_db().display().to_string()),
+        (
+            "HOSTING_NETWORKS",
+            match &options.hosting_networks {
+                Some(args) => format!("shortlink_hosting_networks {args};"),
+                None => "# no shortlink_hosting_networks".to_owned(),
+            },
+        ),
     ]
 }
 

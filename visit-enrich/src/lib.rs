@@ -11,7 +11,7 @@
 pub mod agent;
 pub mod event;
 pub mod geo;
-pub mod network;
+pub use shortlink_wire::network;
 pub mod privacy;
 pub mod referrer;
 

@@ -39,6 +39,7 @@ pub mod event;
 pub mod fallback;
 pub mod keys;
 pub mod limits;
+pub mod network;
 pub mod not_found;
 pub mod page;
 pub mod path;

@@ -5,6 +5,7 @@
 //! handler, add to a list) and keep their own shims. Errors go through one reporting path.
 
 use std::ffi::{c_char, c_void};
+use std::path::Path;
 use std::{fs, mem, ptr};
 
 use nginx_sys::{
@@ -27,6 +28,7 @@ use crate::geo::GeoDb;
 use crate::request::code::Route;
 use crate::request::host::PoolSet;
 use crate::{handler, status, ShortlinkModule};
+use shortlink_wire::network::{HostingList, HostingRanges};
 
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 const ANY: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
@@ -223,6 +225,12 @@ pub static mut COMMANDS: [ngx_command_t; 32] = [
         answer_phase
     ),
     value!("shortlink_geo", MAIN | NGX_CONF_TAKE12, MainConf.geo, geo),
+    value!(
+        "shortlink_hosting_networks",
+        MAIN | NGX_CONF_TAKE12,
+        MainConf.networks,
+        hosting_networks
+    ),
     command(
         ngx_string!("shortlink_apple_app"),
         MAIN | NGX_CONF_1MORE,
@@ -304,6 +312,23 @@ fn geo(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<GeoDb, ArgError> {
         None => None,
     };
     GeoDb::open(&path, ipv6.as_deref()).map_err(ArgError)
+}
+
+/// `shortlink_hosting_networks <asn dir> [<file>]`: the ASN table (`scripts/fetch-geo`'s
+/// `DIR/asn`, the sidecar's `--geoip-asn-dir`) and the operator's additions to the shipped list
+/// (the sidecar's `--hosting-networks` file), resolved here once into the ranges they cover. A
+/// missing or damaged table or a bad line of the file fails `nginx -t`, naming it.
+fn hosting_networks(cf: &mut ngx_conf_t, args: &[&[u8]]) -> Result<HostingRanges, ArgError> {
+    let dir = full_path(cf)?;
+    let mut list = HostingList::shipped();
+    if args.get(1).is_some() {
+        let path = full_path_of(cf, 2)?;
+        let text = fs::read_to_string(&path)
+            .map_err(|e| ArgError(format!("cannot read \"{path}\": {e}")))?;
+        list.extend(&text)
+            .map_err(|e| ArgError(format!("in \"{path}\": {e}")))?;
+    }
+    HostingRanges::build(Path::new(&dir), &list).map_err(|e| ArgError(e.to_string()))
 }
 
 extern "C" fn set_enable(

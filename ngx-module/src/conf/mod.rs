@@ -97,6 +97,9 @@ pub struct MainConf {
     /// `shortlink_geo`: the country database of click-time rules; without it no country
     /// condition holds.
     pub geo: Option<crate::geo::GeoDb>,
+    /// `shortlink_hosting_networks`: the hosting/cloud address ranges a capped click's verdict
+    /// reads (`crate::request::signals`); without it the network is not judged at click time.
+    pub networks: Option<shortlink_wire::network::HostingRanges>,
     /// `shortlink_apple_app`, `shortlink_android_app`: the well-known files of the apps that
     /// open short links.
     pub app_links: crate::app_links::AppLinks,
@@ -130,6 +133,7 @@ impl Default for MainConf {
             cache_invalidation: None,
             cache_ttl_set: false,
             geo: None,
+            networks: None,
             app_links: Default::default(),
         }
     }

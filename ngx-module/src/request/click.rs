@@ -71,7 +71,7 @@ pub fn wants_card(r: &ngx_http_request_t, link: &LinkView<'_>) -> bool {
 
 /// The client's address, read from the connection's socket address, which the realip module
 /// replaces as it replaces the text (no parsing per click); `None` on a Unix socket.
-fn client_addr(r: &ngx_http_request_t) -> Option<IpAddr> {
+pub(crate) fn client_addr(r: &ngx_http_request_t) -> Option<IpAddr> {
     // SAFETY: the connection of a live request is live; `sockaddr` points at an address of the
     // family its first field names, for the life of the connection (or of realip's copy, in the
     // request pool).

@@ -39,10 +39,16 @@ thread_local! {
     static AGENTS: AgentCache = const { AgentCache::new() };
 }
 
-/// The click-time verdict of `r` (agent table, method, headers): computed for a click that
-/// would spend a link's `max_visits`, never for a plain redirect.
+/// The click-time verdict of `r` (agent table, method, hosting network, headers): computed for
+/// a click that would spend a link's `max_visits`, never for a plain redirect, so only such a
+/// click looks its client's network up (`shortlink_hosting_networks`: a bisection of the listed
+/// ranges).
 pub fn verdict(r: &mut ngx_http_request_t, mcf: &MainConf) -> Verdict {
-    let signals = of(r, mcf);
+    let mut signals = of(r, mcf);
+    if let Some(networks) = &mcf.networks {
+        let hosting = click::client_addr(r).is_some_and(|ip| networks.holds(ip));
+        signals = signals.with_network(hosting);
+    }
     let ua = click::user_agent(r);
     AGENTS.with(|agents| agents.verdict(ua, signals))
 }

@@ -69,6 +69,9 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
     if let Err(e) = crate::threats::from_config(config) {
         problems.push(e);
     }
+    if let Err(e) = shortlink_visits::hosting_list(config) {
+        problems.push(ConfigError::HostingNetworks(e.to_string()));
+    }
     if config
         .bootstrap_api_key
         .as_ref()

@@ -1,5 +1,6 @@
 //! A campaign's numbers at the top of its page: links, messages sent, the delivered rate, people
-//! who clicked, conversions and their value. The same reads as the API's funnel
+//! who clicked, conversions and their value; then its visits by verdict (people, previews,
+//! scanners, bots: the API's `GET /api/v1/campaigns/{campaign}` `audience`). The same reads as the API's funnel
 //! (`GET /api/v1/campaigns/{campaign}/funnel`) and A/B results (`…/ab`), so a number here is the
 //! number the API answers; they read every link of the campaign, so only the page's first
 //! screen shows them (the next pages of recipients do not count again).
@@ -16,9 +17,10 @@ pub async fn cards(state: &AppState, workspace: WorkspaceId, name: &str) -> Stor
     let funnels = state.analytics.store.funnels();
     let conversions = state.analytics.store.conversions();
     let scope = Scope::Campaign(name.to_owned());
-    let (funnel, arms) = tokio::try_join!(
+    let (funnel, arms, audience) = tokio::try_join!(
         funnels.funnel(workspace, name),
-        conversions.arm_counts(workspace, &scope, None)
+        conversions.arm_counts(workspace, &scope, None),
+        state.analytics.store.campaign_counts(workspace, name)
     )?;
     let Some(funnel) = funnel else {
         return Ok(html! {});
@@ -56,5 +58,16 @@ pub async fn cards(state: &AppState, workspace: WorkspaceId, name: &str) -> Stor
         }
         p.hint { "People who clicked: recipients (links) with a human click. Sent: messages a "
             "gateway reported anything of. Delivered: their final report said so." }
+        // The API's `audience` of GET /api/v1/campaigns/{campaign}.
+        div.cards.campaign-audience {
+            div.card { "Visits by people" b data-audience="humans" { (audience.humans) } }
+            div.card { "Link previews" b data-audience="previews" { (audience.previews) } }
+            div.card { "Scanners" b data-audience="scanners" { (audience.scanners) } }
+            div.card { "Bots" b data-audience="bots" { (audience.bots) } }
+        }
+        p.hint { "Every fetch of the campaign's links by verdict: previews draw a messaging app's "
+            "card, scanners judge the target for a carrier or a security service, bots are the "
+            "rest. Only people count in the numbers above; a sweep noticed later moves its "
+            "visits here once (docs/BOTS.md)." }
     })
 }

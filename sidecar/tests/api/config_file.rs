@@ -156,6 +156,37 @@ fn check_config_reports_every_problem_of_the_merged_settings() {
 }
 
 #[test]
+fn check_config_reads_the_hosting_networks_file() {
+    let dir = testkit::temp_dir();
+    let bad = write(
+        dir.path(),
+        "hosting.txt",
+        "AS16509 # AWS\n203.0.113.0/24\nAS-cloud\n",
+    );
+    let check = |file: &str| {
+        let args = ["check-config", "--code-secret", SECRET];
+        sidecar(&[&args[..], &["--hosting-networks", file]].concat(), &[])
+    };
+    let output = check(&bad);
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains("--hosting-networks") && text.contains(&bad) && text.contains("line 3"),
+        "{text}"
+    );
+    let missing = dir.path().join("missing.txt");
+    let output = check(missing.to_str().unwrap());
+    assert!(
+        stderr(&output).contains("missing.txt"),
+        "{}",
+        stderr(&output)
+    );
+    let good = write(dir.path(), "good.txt", "AS16509\n203.0.113.0/24\n");
+    let output = check(&good);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
 fn check_config_reports_domain_health_settings() {
     let dir = testkit::temp_dir();
     let missing = dir.path().join("missing.pem");

@@ -6,7 +6,8 @@
 //! `scripts/fetch-geo` keeps in the target directory): previews, scanners and bots kept out of
 //! the people at least 99% of the time, people kept at least 99.5%. On both paths, the module
 //! and the fallback (the module's Redis unreachable; its redirects make no visit events), the
-//! same thresholds on who spends a cap among the visits the click-time signals can judge.
+//! same thresholds on who spends a cap among the visits the click-time signals can judge (the
+//! module's include the client's network, `shortlink_hosting_networks`; the fallback's do not).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -30,9 +31,11 @@ fn corpus() -> Vec<Value> {
     entries
 }
 
-/// The signals the module and the fallback read at click time (docs/BOTS.md): the visits
-/// they must not spend a cap on.
-const AT_CLICK: [&str; 4] = ["agent", "no_agent", "method", "headers"];
+/// The signals the fallback reads at click time (docs/BOTS.md): the visits it must not spend a
+/// cap on.
+const AT_CLICK: &[&str] = &["agent", "no_agent", "method", "headers"];
+/// The module's, with `shortlink_hosting_networks`: the client's network too.
+const AT_CLICK_MODULE: &[&str] = &["agent", "no_agent", "method", "headers", "network"];
 
 /// Replays the corpus on `system`; answers the links' codes.
 fn replay(system: &System, entries: &[Value]) -> Vec<String> {
@@ -75,9 +78,10 @@ fn spent(
     system: &System,
     entries: &[Value],
     codes: &[String],
+    at_click: &[&str],
 ) -> (Vec<Value>, Vec<(String, String)>) {
     let judged = |entry: &Value| {
-        entry["label"] == "human" || AT_CLICK.contains(&entry["signal"].as_str().unwrap())
+        entry["label"] == "human" || at_click.contains(&entry["signal"].as_str().unwrap())
     };
     (entries.iter().zip(codes))
         .filter(|(entry, _)| judged(entry))
@@ -147,14 +151,14 @@ fn the_corpus_is_judged_within_the_issues_thresholds_on_the_module() {
         .to_str()
         .unwrap()
         .to_owned();
-    let system = System::start_on_with(
-        RedisServer::start(),
-        NginxOptions::default(),
-        &["--geoip-asn-dir", &asn],
-    );
+    let options = NginxOptions {
+        hosting_networks: Some(asn.clone()),
+        ..NginxOptions::default()
+    };
+    let system = System::start_on_with(RedisServer::start(), options, &["--geoip-asn-dir", &asn]);
     let entries = corpus();
     let codes = replay(&system, &entries);
-    let (judged, caps) = spent(&system, &entries, &codes);
+    let (judged, caps) = spent(&system, &entries, &codes, AT_CLICK_MODULE);
     assert_thresholds("module's caps", &judged, &caps);
     let verdicts = stored(&system, &entries, &codes);
     assert_thresholds("stored verdicts", &entries, &verdicts);
@@ -176,6 +180,6 @@ fn the_corpus_is_judged_within_the_issues_thresholds_on_the_fallback() {
     let entries = corpus();
     let codes = replay(&system, &entries);
     assert!(system.nginx.counters()["fallbacks"] > fallbacks);
-    let (judged, caps) = spent(&system, &entries, &codes);
+    let (judged, caps) = spent(&system, &entries, &codes, AT_CLICK);
     assert_thresholds("fallback's caps", &judged, &caps);
 }

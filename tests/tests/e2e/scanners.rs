@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use shortlink_e2e::{status_and_location, NginxOptions, System};
+use shortlink_e2e::{paths, status_and_location, NginxOptions, System};
 use shortlink_wire::keys::visit_count_key;
+use testkit::RedisServer;
 
 const TARGET: &str = "https://shop.example/one-time-code";
 const DESKTOP_CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
@@ -118,6 +119,79 @@ fn a_one_time_link_is_spent_by_the_person_not_by_the_machines_before() {
         expected("bot", "agent"),
     ];
     assert_eq!(verdicts, [&machines[..], &[expected("human", "")]].concat());
+}
+
+#[test]
+fn a_one_time_link_survives_a_scanner_from_a_cloud_network() {
+    // The module and the consumer read the same networks: the pinned ASN table (`scripts/fetch-geo`)
+    // with the shipped list, and the operator's file adding a block of its own.
+    let asn = paths::fetched_geo_dir().join("asn");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let (asn, operators) = (asn.to_str().unwrap(), file.path().to_str().unwrap());
+    std::fs::write(
+        operators,
+        "198.19.255.0/24 # a scanner farm the operator found\n",
+    )
+    .unwrap();
+    let options = NginxOptions {
+        hosting_networks: Some(format!("{asn} {operators}")),
+        ..NginxOptions::default()
+    };
+    let flags = ["--geoip-asn-dir", asn, "--hosting-networks", operators];
+    let system = System::start_on_with(RedisServer::start(), options, &flags);
+    let code = system.create(json!({"url": TARGET, "max_visits": 1}));
+    // A scanner in every way a person: a phone's agent and language, a GET; only its address
+    // (Amazon's AS16509 in the table, then the operator's block) says where it runs.
+    let scanner = |address| {
+        let headers = [("X-Forwarded-For", address), PERSON[0], PERSON[1]];
+        click(&system, &code, "GET", &headers)
+    };
+    for address in ["1.44.96.50", "198.19.255.7"] {
+        assert_eq!(scanner(address), (302, TARGET.to_owned()), "{address}");
+    }
+    assert_eq!(
+        system.redis.cli_raw(&["EXISTS", &visit_count_key(&code)]),
+        "0",
+        "no scanner spent a click"
+    );
+    let person = [("X-Forwarded-For", "81.2.69.142"), PERSON[0], PERSON[1]];
+    assert_eq!(
+        click(&system, &code, "GET", &person),
+        (302, TARGET.to_owned())
+    );
+    assert_eq!(
+        click(&system, &code, "GET", &person).0,
+        410,
+        "the cap was 1"
+    );
+
+    let mut feed = Vec::new();
+    let stored = testkit::wait_until(Duration::from_secs(20), || {
+        feed = system.api().get_ndjson("/visits");
+        feed.len() == 3
+    });
+    assert!(stored, "visits did not arrive: {feed:?}");
+    let verdicts: Vec<(&str, &serde_json::Value)> = (feed.iter())
+        .map(|event| (event["audience"].as_str().unwrap(), &event["reasons"]))
+        .collect();
+    let network = json!(["network"]);
+    let none = json!([]);
+    assert_eq!(
+        verdicts,
+        [
+            ("scanner", &network),
+            ("scanner", &network),
+            ("human", &none)
+        ]
+    );
+
+    // A bad line in the operator's file fails the configuration test, naming the directive.
+    std::fs::write(operators, "AS16509\n10.0.0.0/33\n").unwrap();
+    let (ok, output) = system.nginx.test_config();
+    assert!(
+        !ok && output.contains("shortlink_hosting_networks") && output.contains("line 2"),
+        "{output}"
+    );
 }
 
 #[test]

@@ -90,6 +90,12 @@ async fn forget_visitor<V: VisitDialect>(
     Ok(Db::<V>::execute(connection, delete).await.map_err(db)? > 0)
 }
 
+/// The stored visits the applied corrections changed, as they were: the feed tells receivers
+/// of each change (`crate::feed::append`).
+pub(crate) fn reclassified<'c>(applied: &[Applied<'c>]) -> Vec<&'c Visit> {
+    applied.iter().map(|a| &a.correction.before).collect()
+}
+
 /// Folds the applied corrections into the batch's deltas (written with its own rows).
 pub(crate) fn fold<'c>(d: &mut Deltas<'c>, applied: &[Applied<'c>], count_bots: bool) {
     for a in applied {

@@ -6,21 +6,31 @@
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::hindsight::reclassified_id;
 use sqlx::Database;
 
-/// Records the visits a transaction inserted as the next feed row. Called last, just before the
-/// commit: the clock row's lock is then held only for this insert and the commit, and a writer
-/// that took a later seq cannot commit before this one does (it waits for the lock), so a reader
-/// never sees seq `n + 1` without `n`.
+/// Records the visits a transaction inserted, then the stored visits it reclassified (each
+/// as it was before: `shortlink_visits::hindsight::reclassified_id`), as the next feed row.
+/// Called last, just before the commit: the clock row's lock is then held only for this insert
+/// and the commit, and a writer that took a later seq cannot commit before this one does (it
+/// waits for the lock), so a reader never sees seq `n + 1` without `n`.
 pub(crate) async fn append<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     inserted: &[&Visit],
+    reclassified: &[&Visit],
 ) -> StorageResult<()> {
-    let ids: Vec<&str> = inserted
+    let corrected = reclassified
         .iter()
-        .map(|visit| visit.event_id.as_str())
+        .map(|before| reclassified_id(before.agent.audience, &before.event_id));
+    let ids: Vec<String> = (inserted.iter().map(|visit| visit.event_id.clone()))
+        .chain(corrected)
         .collect();
-    let times = inserted.iter().map(|visit| visit.time_ms);
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // The reader looks a reclassified visit up by its own time, as an inserted one.
+    let times = inserted
+        .iter()
+        .chain(reclassified)
+        .map(|visit| visit.time_ms);
     let within = times.clone().min().zip(times.max());
     append_ids::<D>(connection, &ids, within).await
 }

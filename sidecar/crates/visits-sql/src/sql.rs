@@ -338,6 +338,34 @@ impl<V: VisitDialect> VisitStore for SqlVisitStore<V> {
         self.facts_of(codes).await
     }
 
+    async fn campaign_counts(
+        &self,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> StorageResult<Counts> {
+        let columns = ["humans", "bots", "previews", "scanners", "new_visitors"];
+        let sums: Vec<String> = (columns.iter())
+            .map(|c| format!("CAST(COALESCE(SUM({c}), 0) AS {}) AS {c}", V::Sql::BIGINT))
+            .collect();
+        // The daily rows of the campaign's links (the links' campaign index narrows them).
+        let query = statement(
+            &format!(
+                "SELECT {} FROM visit_buckets WHERE span = ? AND code IN \
+                 (SELECT code FROM links WHERE workspace_id = ? AND campaign = ?)",
+                sums.join(", ")
+            ),
+            [
+                Value::Int(shortlink_visits::rollup::Interval::Day.seconds()),
+                Value::Int(workspace.get()),
+                Value::Text(campaign.to_owned()),
+            ],
+        );
+        match self.rows(&self.reader, query).await?.first() {
+            Some(row) => Self::counts(row),
+            None => Ok(Counts::default()),
+        }
+    }
+
     /// The query's non-empty buckets, in order.
     async fn buckets(&self, q: &StatsQuery) -> StorageResult<Vec<(i64, Counts)>> {
         let all_links = all_links_code(q.workspace);

@@ -99,13 +99,7 @@ pub fn enricher(config: &Config) -> Result<Enricher, AnalyticsError> {
 /// (`--geoip-asn-dir`; a directory without the files leaves it out, logged, as a missing geo
 /// database does). A file that cannot be read or parsed refuses the start, naming the flag.
 pub fn networks(config: &Config) -> Result<Networks, AnalyticsError> {
-    let mut list = HostingList::shipped();
-    if let Some(path) = &config.visit_signals.hosting_networks {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
-        (list.extend(&text))
-            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
-    }
+    let list = hosting_list(config)?;
     let asns = match &config.visit_signals.geoip_asn_dir {
         None => AsnTable::default(),
         Some(dir) => AsnTable::from_dir(dir).unwrap_or_else(|error| {
@@ -114,6 +108,19 @@ pub fn networks(config: &Config) -> Result<Networks, AnalyticsError> {
         }),
     };
     Ok(Networks::new(asns, list))
+}
+
+/// The shipped hosting list with the operator's `--hosting-networks` file (`check-config` reads
+/// it too): a file that cannot be read or parsed is an error naming the flag and the line.
+pub fn hosting_list(config: &Config) -> Result<HostingList, AnalyticsError> {
+    let mut list = HostingList::shipped();
+    if let Some(path) = &config.visit_signals.hosting_networks {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
+        (list.extend(&text))
+            .map_err(|e| AnalyticsError::Networks(format!("{}: {e}", path.display())))?;
+    }
+    Ok(list)
 }
 
 pub fn consumer_settings(config: &Config) -> Result<ConsumerSettings, AnalyticsError> {

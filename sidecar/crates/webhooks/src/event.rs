@@ -21,13 +21,17 @@ pub struct FeedEvent {
     /// The visit's stable id (a conversion's: `cv_…`): the same in every delivery and in the
     /// feed; de-duplicate on it.
     pub id: String,
-    /// `click` or `conversion`.
+    /// `click`, `conversion`, or `reclassified`: a click's verdict changed after its event
+    /// (docs/BOTS.md).
     #[serde(rename = "type")]
-    #[schema(rename = "type", value_type = String, pattern = "^(click|conversion)$")]
+    #[schema(rename = "type", value_type = String, pattern = "^(click|conversion|reclassified)$")]
     pub kind: &'static str,
     /// Conversions only: what was reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversion: Option<ConversionDetail>,
+    /// Reclassifications only: which click, from what verdict to what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclassification: Option<Reclassification>,
     /// Resume the feed after this event: `GET /api/v1/visits?after=<cursor>`.
     pub cursor: String,
     pub code: String,
@@ -72,6 +76,18 @@ pub struct FeedEvent {
     pub ip: Option<String>,
 }
 
+/// What a `reclassified` event (`super::reclassified`) adds to the visit's fields, which it carries as they are now
+/// (`audience` and `reasons`: the new verdict).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Reclassification {
+    /// The visit: its click event's `id`.
+    pub visit_id: String,
+    /// The verdict the click's event carried: `human`, `preview`, `scanner` or `bot`.
+    pub from: String,
+    /// The verdict now (the event's `audience`).
+    pub to: String,
+}
+
 /// What a conversion event adds to the click's fields (docs/CONVERSIONS.md).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ConversionDetail {
@@ -101,6 +117,7 @@ impl FeedEvent {
         FeedEvent {
             id: conversion.id,
             kind: "conversion",
+            reclassification: None,
             conversion: Some(ConversionDetail {
                 click_id: conversion.click_id,
                 clicked_at: conversion.clicked_at,
@@ -148,6 +165,7 @@ impl FeedEvent {
             id: row.event_id,
             kind: "click",
             conversion: None,
+            reclassification: None,
             cursor: cursor.to_string(),
             code: row.code,
             campaign: row.campaign,

@@ -10,6 +10,7 @@ use super::store::FeedBatch;
 use super::store::Stores;
 use shortlink_store::StorageResult;
 use shortlink_visits::conversions::store::is_conversion_id;
+use shortlink_visits::hindsight::parse_reclassified_id;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -114,8 +115,15 @@ impl FeedReader {
         page: &mut Page,
     ) -> StorageResult<()> {
         let ids = &row.event_ids[range.clone()];
-        let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
+        let (conversion_ids, mut visit_ids): (Vec<String>, Vec<String>) =
             ids.iter().cloned().partition(|id| is_conversion_id(id));
+        // A reclassification reads its visit as stored now.
+        visit_ids = (visit_ids.into_iter())
+            .map(|id| match parse_reclassified_id(&id) {
+                Some((_, visit_id)) => visit_id.to_owned(),
+                None => id,
+            })
+            .collect();
         let mut found: HashMap<String, _> = (self
             .stores
             .webhooks
@@ -156,15 +164,28 @@ impl FeedReader {
                 }
                 continue;
             }
+            let reclassified = parse_reclassified_id(id);
+            let visit_id = reclassified.map_or(id.as_str(), |(_, visit_id)| visit_id);
+            // A click's row is taken; a reclassification's is copied, as one batch may hold
+            // two changes of one visit (corrections change visits of earlier batches only, so
+            // never a click of the same row).
+            let visit = match reclassified {
+                Some(_) => found.get(visit_id).cloned(),
+                None => found.remove(visit_id),
+            };
             // Gone: removed by the retention job.
-            let Some(visit) = found.remove(id) else {
+            let Some(visit) = visit else {
                 continue;
             };
             // Another workspace's visits are not there for this reader (issue 53).
             if !filter.owns(visit.workspace) {
                 continue;
             }
-            let event = FeedEvent::new(visit, after, self.privacy);
+            let privacy = self.privacy;
+            let event = match reclassified {
+                Some((from, _)) => FeedEvent::reclassified(id, from, visit, after, privacy),
+                None => FeedEvent::new(visit, after, privacy),
+            };
             if filter.admits(&event) {
                 page.events.push(event);
                 if page.events.len() >= limit {

@@ -42,6 +42,6 @@ impl FeedFilter {
             || event.tags.iter().any(|t| self.tags.contains(t));
         chosen
             && (self.recipient_ref.is_none() || event.recipient_ref == self.recipient_ref)
-            && (self.include_bots || event.audience == "human")
+            && (self.include_bots || event.concerns_people())
     }
 }

@@ -5,6 +5,7 @@
 //!   the reader both the feed endpoint and the deliverers use; [`cursor`]: a position in it;
 //!   `filter`: which visits a reader or a subscription wants;
 //! - [`event`]: what one visit looks like to a receiver (made from the store's `row`);
+//!   [`reclassified`]: a stored visit's verdict changed by hindsight, and who hears of it;
 //! - [`subscription`], [`service`]: subscriptions as the API and the console take and show them;
 //! - [`deliver`]: per-subscription delivery under a lease, retries, failures; [`client`]: the
 //!   signed POST, through the outbound rules of [`shortlink_core::outbound`] (which addresses a webhook
@@ -23,6 +24,7 @@ pub mod deliver;
 pub mod event;
 pub mod feed;
 mod filter;
+pub mod reclassified;
 mod row;
 pub mod service;
 mod settings;

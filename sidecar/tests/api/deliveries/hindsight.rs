@@ -56,6 +56,43 @@ async fn counts(app: &TestApp, (backend, db): (Backend, &TestDb), codes: &[Strin
     ]
 }
 
+/// The feed's `reclassified` events: (id, visit_id, from, to, audience, reasons), in order.
+async fn reclassified(app: &TestApp) -> Vec<Value> {
+    let answer = app
+        .api(reqwest::Method::GET, "/visits?limit=1000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    (text.lines())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "reclassified")
+        .map(|event| {
+            json!([
+                event["id"],
+                event["reclassification"],
+                event["audience"],
+                event["reasons"]
+            ])
+        })
+        .collect()
+}
+
+/// What [`reclassified`] answers for `visits` swept from people to scanners.
+fn changes(visits: &[String]) -> Vec<Value> {
+    (visits.iter())
+        .map(|id| {
+            json!([
+                format!("rc_human_{id}"),
+                {"visit_id": id, "from": "human", "to": "scanner"},
+                "scanner",
+                ["sweep"]
+            ])
+        })
+        .collect()
+}
+
 async fn campaign_links(app: &TestApp, n: usize) -> Vec<String> {
     let mut codes = Vec::new();
     for i in 0..n {
@@ -135,6 +172,10 @@ async fn a_sweep_noticed_afterwards_leaves_every_count_once(backend: Backend) {
         .await;
     assert_eq!(scanners, 5);
 
+    // The feed (and the webhooks reading it) tells of each change after its click.
+    let swept: Vec<String> = (0..4).map(|i| format!("{t}-{i}")).collect();
+    assert_eq!(reclassified(&app).await, changes(&swept));
+
     // The same corrections again (a retried batch, a second consumer): nothing moves.
     let store = app.visit_store().await;
     let again = store
@@ -146,11 +187,38 @@ async fn a_sweep_noticed_afterwards_leaves_every_count_once(backend: Backend) {
         counts(&app, (backend, &db), &codes).await,
         [1, 1, 1, 1, 1, 1]
     );
+    assert_eq!(reclassified(&app).await, changes(&swept), "told once");
     // From the visits' day: the stats start at the link's creation by default, after the visits'
     // made-up times when the test runs just past midnight.
     let from = chrono::DateTime::from_timestamp_millis(t - 86_400_000)
         .expect("a time")
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    // The campaign's four-way split follows the corrections, as its links' stats do.
+    let campaign = app.get_json("/campaigns/spring").await;
+    let audience = &campaign["audience"];
+    let split = |v: &Value| {
+        [&v["humans"], &v["previews"], &v["scanners"], &v["bots"]].map(|n| n.as_i64().unwrap())
+    };
+    assert_eq!(split(audience), [1, 0, 5, 0], "{campaign}");
+    assert_eq!(audience["clicks"], json!(1), "{campaign}");
+    let mut summed = [0; 4];
+    for code in &codes {
+        let stats = app
+            .get_json(&format!("/links/{code}/stats?from={from}"))
+            .await;
+        for (sum, n) in summed.iter_mut().zip(split(&stats["totals"])) {
+            *sum += n;
+        }
+    }
+    assert_eq!(split(audience), summed);
+    // The campaign's console page shows the same four numbers.
+    let mut browser = crate::console::Browser::new(&app);
+    browser.sign_in(API_KEY).await;
+    let page = browser.page("/console/campaigns?name=spring").await;
+    for key in ["humans", "previews", "scanners", "bots"] {
+        let shown = crate::console_numbers::cell(&page, "audience", key);
+        assert_eq!(shown, audience[key].as_i64().unwrap(), "{key}");
+    }
     let stats = (app.get_json(&format!("/links/{}/stats?from={from}", codes[0]))).await;
     let totals = &stats["totals"];
     assert_eq!(

@@ -393,7 +393,8 @@ impl VisitDialect for MysqlVisits {
             )
         })
         .await?;
-        super::feed::append::<My>(&mut tx, &inserted).await?;
+        let reclassified = corrections::reclassified(&applied);
+        super::feed::append::<My>(&mut tx, &inserted, &reclassified).await?;
         tx.commit().await.map_err(db)?;
         let mut outcome = outcome(visits.len(), inserted.len());
         outcome.reclassified = applied.len() as u64;

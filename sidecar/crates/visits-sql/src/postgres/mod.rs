@@ -144,7 +144,8 @@ impl VisitDialect for PgVisits {
         corrections::fold(&mut d, &applied, count_bots);
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
-        super::feed::append::<Pg>(&mut tx, &inserted).await?;
+        let reclassified = corrections::reclassified(&applied);
+        super::feed::append::<Pg>(&mut tx, &inserted, &reclassified).await?;
         tx.commit().await.map_err(StorageError::classify)?;
         let mut outcome = outcome(visits.len(), inserted.len());
         outcome.reclassified = applied.len() as u64;

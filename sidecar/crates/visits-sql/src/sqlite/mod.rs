@@ -118,7 +118,8 @@ impl VisitDialect for SqliteVisits {
             .map(|(code, (n, at))| (*code, *n, link_ts(*at)))
             .collect();
         raw::with_handle(&mut tx, |h| raw::add_to_links(h, &links)).await?;
-        super::feed::append::<Lite>(&mut tx, &inserted).await?;
+        let reclassified = corrections::reclassified(&applied);
+        super::feed::append::<Lite>(&mut tx, &inserted, &reclassified).await?;
         tx.commit().await.map_err(db)?;
         let mut outcome = outcome(visits.len(), inserted.len());
         outcome.reclassified = applied.len() as u64;

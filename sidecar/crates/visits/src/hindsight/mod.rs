@@ -13,8 +13,11 @@
 //! stays a scanner's.
 
 mod deltas;
+mod feed_id;
 mod model;
 mod sweep;
+
+pub use feed_id::{parse_reclassified_id, reclassified_id};
 
 pub use model::{
     Correction, LinkFacts, Reach, AFTER_DELIVERY_MS, CONFIRM_WITHIN_MS, SWEEP_RECIPIENTS,

@@ -270,6 +270,15 @@ pub trait VisitStore: Send + Sync + 'static {
     /// All-links queries: the links with the most clicks in the range.
     async fn top_links(&self, query: &StatsQuery) -> StorageResult<Vec<(String, Counts)>>;
 
+    /// Every visit of `campaign`'s links in `workspace` by verdict (people, previews, scanners,
+    /// bots) and their new visitors summed over the links, from the daily rollups, all time:
+    /// hindsight's corrections move them as they move a link's.
+    async fn campaign_counts(
+        &self,
+        workspace: WorkspaceId,
+        campaign: &str,
+    ) -> StorageResult<Counts>;
+
     /// Rollups of one range: totals, dense series, breakdowns (whole UTC days covering the range)
     /// and, for all links, the top links.
     async fn stats(&self, q: &StatsQuery) -> StorageResult<Stats> {

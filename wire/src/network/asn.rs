@@ -6,12 +6,19 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, thiserror::Error)]
-#[error("ASN table {}: {message}", path.display())]
+#[derive(Debug)]
 pub struct AsnError {
     pub path: PathBuf,
     pub message: String,
 }
+
+impl std::fmt::Display for AsnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ASN table {}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for AsnError {}
 
 /// Sorted, non-overlapping address ranges with their autonomous system numbers.
 #[derive(Debug, Default)]
@@ -23,26 +30,10 @@ pub struct AsnTable {
 impl AsnTable {
     /// The table of the CSV files in `dir` (either file may be missing; neither: an error).
     pub fn from_dir(dir: &Path) -> Result<Self, AsnError> {
-        let v4 = dir.join("asn-ipv4-num.csv");
-        let v6 = dir.join("asn-ipv6-num.csv");
-        if !v4.exists() && !v6.exists() {
-            return Err(AsnError {
-                path: dir.to_owned(),
-                message: "neither asn-ipv4-num.csv nor asn-ipv6-num.csv is there".into(),
-            });
-        }
-        let read = |path: &Path| match path.exists() {
-            true => std::fs::read_to_string(path).map_err(|e| AsnError {
-                path: path.to_owned(),
-                message: e.to_string(),
-            }),
-            false => Ok(String::new()),
-        };
-        let v4_text = read(&v4)?;
-        let v6_text = read(&v6)?;
+        let (v4, v6) = files(dir)?;
         Ok(AsnTable {
-            v4: ranges(&v4_text).map_err(|message| AsnError { path: v4, message })?,
-            v6: ranges(&v6_text).map_err(|message| AsnError { path: v6, message })?,
+            v4: ranges(&v4, |_| true)?,
+            v6: ranges(&v6, |_| true)?,
         })
     }
 
@@ -65,14 +56,40 @@ impl AsnTable {
     }
 }
 
+/// The IPv4 and IPv6 files of the table in `dir`; an error if neither is there.
+pub(super) fn files(dir: &Path) -> Result<(PathBuf, PathBuf), AsnError> {
+    let v4 = dir.join("asn-ipv4-num.csv");
+    let v6 = dir.join("asn-ipv6-num.csv");
+    if !v4.exists() && !v6.exists() {
+        return Err(AsnError {
+            path: dir.to_owned(),
+            message: "neither asn-ipv4-num.csv nor asn-ipv6-num.csv is there".into(),
+        });
+    }
+    Ok((v4, v6))
+}
+
 fn find<T: Ord + Copy>(ranges: &[(T, T, u32)], at: T) -> Option<u32> {
     let after = ranges.partition_point(|(first, _, _)| *first <= at);
     let (_, last, asn) = ranges.get(after.checked_sub(1)?)?;
     (at <= *last && *asn != 0).then_some(*asn)
 }
 
-/// The ranges of a `first,last,asn,…` file, sorted by their first address.
-fn ranges<T: std::str::FromStr + Ord + Copy>(text: &str) -> Result<Vec<(T, T, u32)>, String> {
+/// The ranges of the `first,last,asn,…` file at `path` (none if it does not exist) whose
+/// autonomous system `keep` accepts, sorted by their first address. Every line is checked, kept
+/// or not, so a damaged file is refused whoever reads it.
+pub(super) fn ranges<T: std::str::FromStr + Ord + Copy>(
+    path: &Path,
+    keep: impl Fn(u32) -> bool,
+) -> Result<Vec<(T, T, u32)>, AsnError> {
+    let error = |message| AsnError {
+        path: path.to_owned(),
+        message,
+    };
+    let text = match path.exists() {
+        true => std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?,
+        false => String::new(),
+    };
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -88,8 +105,12 @@ fn ranges<T: std::str::FromStr + Ord + Copy>(text: &str) -> Result<Vec<(T, T, u3
             ))
         })();
         match parsed {
-            Some(range) => out.push(range),
-            None => return Err(format!("line {}: not first,last,asn: {line:.80}", n + 1)),
+            Some(range) if keep(range.2) => out.push(range),
+            Some(_) => {}
+            None => {
+                let message = format!("line {}: not first,last,asn: {line:.80}", n + 1);
+                return Err(error(message));
+            }
         }
     }
     out.sort_unstable();

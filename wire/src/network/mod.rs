@@ -6,9 +6,11 @@
 
 mod asn;
 mod list;
+mod ranges;
 
 pub use asn::{AsnError, AsnTable};
 pub use list::{HostingList, ListError};
+pub use ranges::HostingRanges;
 
 use std::net::IpAddr;
 

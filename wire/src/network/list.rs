@@ -7,12 +7,19 @@ use std::net::IpAddr;
 /// The list shipped with shortlink: public clouds and hosting providers, each with its source.
 pub const SHIPPED: &str = include_str!("hosting.txt");
 
-#[derive(Debug, thiserror::Error)]
-#[error("hosting networks, line {line}: {message}")]
+#[derive(Debug)]
 pub struct ListError {
     pub line: usize,
     pub message: String,
 }
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hosting networks, line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ListError {}
 
 #[derive(Debug, Default, Clone)]
 pub struct HostingList {
@@ -66,6 +73,11 @@ impl HostingList {
 
     pub fn has_blocks(&self) -> bool {
         !self.blocks.is_empty()
+    }
+
+    /// The listed blocks as inclusive ranges of addresses in the mapped form.
+    pub(super) fn block_ranges(&self) -> impl Iterator<Item = (u128, u128)> + '_ {
+        (self.blocks.iter()).map(|&(network, prefix)| (network, network | !mask(prefix)))
     }
 }
 

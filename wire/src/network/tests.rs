@@ -81,31 +81,56 @@ fn the_asn_table_reads_the_packages_csv() {
 }
 
 #[test]
-fn a_person_s_agent_from_a_hosting_network_is_a_scanner() {
-    use crate::{Audience, Enricher, GeoDb, VisitEvent};
-    let chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
-    let event = |ip: &str, ua: &str| {
-        let fields = [
-            ("c", "abc"),
-            ("t", "1700000000000"),
-            ("ip", ip),
-            ("ua", ua),
-            ("sig", "0"),
-        ];
-        VisitEvent::from_fields("1-0", fields.map(|(k, v)| (k, v.to_owned()))).unwrap()
-    };
+fn the_ranges_answer_what_the_table_and_list_answer() {
+    let dir = std::env::temp_dir().join(format!("hosting-ranges-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 198.51.100.0/24 by AS64500 (listed), 192.0.2.0/24 by AS64501 (not), and an IPv6 range
+    // of AS64500; the operator adds a block inside the listed range and one elsewhere.
+    std::fs::write(
+        dir.join("asn-ipv4-num.csv"),
+        "3325256704,3325256959,64500,Test\n3221225984,3221226239,64501,Other\n",
+    )
+    .unwrap();
+    let v6_first = u128::from("2001:db8:1::".parse::<Ipv6Addr>().unwrap());
+    let v6_last = v6_first | ((1u128 << 80) - 1);
+    std::fs::write(
+        dir.join("asn-ipv6-num.csv"),
+        format!("{v6_first},{v6_last},64500,Test\n"),
+    )
+    .unwrap();
     let mut list = HostingList::default();
-    list.extend("198.51.100.0/24").unwrap();
-    let enricher = Enricher::new(GeoDb::disabled(), false)
-        .with_networks(Networks::new(AsnTable::default(), list));
-    let cloud = enricher.enrich(&event("198.51.100.7", chrome));
-    assert_eq!(cloud.agent.audience, Audience::Scanner);
-    assert_eq!(cloud.reasons.0, shortlink_wire::verdict::Reasons::NETWORK);
-    let home = enricher.enrich(&event("192.0.2.7", chrome));
-    assert_eq!(home.agent.audience, Audience::Human);
-    // A machine's own agent decides first; without networks nothing is judged by them.
-    let bot = enricher.enrich(&event("198.51.100.7", "curl/8.5.0"));
-    assert_eq!(bot.agent.audience, Audience::Bot);
-    let plain = Enricher::new(GeoDb::disabled(), false).enrich(&event("198.51.100.7", chrome));
-    assert_eq!(plain.agent.audience, Audience::Human);
+    list.extend("AS64500\n198.51.100.128/25\n203.0.113.0/25\n2001:db8:9::/48")
+        .unwrap();
+    let ranges = HostingRanges::build(&dir, &list).unwrap();
+    let networks = Networks::new(AsnTable::from_dir(&dir).unwrap(), list);
+    assert_eq!(ranges.len(), 4, "the block inside AS64500's range joins it");
+    for address in [
+        "198.51.100.0",
+        "198.51.100.255",
+        "198.51.101.0",
+        "192.0.2.7",
+        "203.0.113.0",
+        "203.0.113.127",
+        "203.0.113.128",
+        "::ffff:198.51.100.9",
+        "2001:db8:1::1",
+        "2001:db8:1:ffff::1",
+        "2001:db8:2::1",
+        "2001:db8:9:1::1",
+        "10.0.0.1",
+        "::1",
+    ] {
+        assert_eq!(
+            ranges.holds(ip(address)),
+            networks.hosting(ip(address)),
+            "{address}"
+        );
+    }
+    assert!(ranges.holds(ip("198.51.100.7")) && !ranges.holds(ip("192.0.2.7")));
+    // A damaged table is refused, even on a line of a system nobody lists.
+    std::fs::write(dir.join("asn-ipv4-num.csv"), "1,2,3\nnot,a,line\n").unwrap();
+    let error = HostingRanges::build(&dir, &HostingList::default()).unwrap_err();
+    assert!(error.to_string().contains("line 2"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(HostingRanges::build(&dir, &HostingList::default()).is_err());
 }
