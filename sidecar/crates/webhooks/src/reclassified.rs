@@ -46,7 +46,7 @@ impl FeedEvent {
 mod tests {
     use super::*;
     use crate::feed::FeedFilter;
-    use shortlink_store::WorkspaceId;
+    use shortlink_model::WorkspaceId;
 
     fn event(audience: &str, from: Option<Audience>) -> FeedEvent {
         let row = FeedRow {
