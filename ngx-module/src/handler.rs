@@ -21,12 +21,13 @@ use crate::request::host::Membership;
 use crate::request::host_workspaces::HostWorkspaces;
 use crate::request::value::{self, slice_or_empty};
 use crate::request::workspace::{self, HostWorkspace};
-use crate::request::{click, code, host, signals};
+use crate::request::{click, host, signals};
 use crate::respond::{self, Answered, Outcome};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{ffi, lookup, page, variables, worker, ShortlinkModule};
 use shortlink_wire::event::OrphanKind;
 use shortlink_wire::not_found::Case;
+use shortlink_wire::path as code_path;
 use shortlink_wire::trailing;
 
 pub extern "C" fn redirect_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
@@ -99,7 +100,7 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     // is not kept past the request (the lookup copies the code).
     let raw_uri: &[u8] =
         unsafe { std::slice::from_raw_parts(r.unparsed_uri.data, r.unparsed_uri.len) };
-    let Some(code) = code::extract(raw_uri, route, lcf.trailing_slash()) else {
+    let Some(code) = code_path::extract(raw_uri, route, lcf.trailing_slash()) else {
         return recover(r, mcf, lcf, domain, raw_uri, password);
     };
     serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact)
@@ -129,7 +130,7 @@ fn recover(
     let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
     let stripped = trailing::strip(path).and_then(|path| {
         let route = lcf.route.as_ref()?;
-        code::extract(path, route, lcf.trailing_slash())
+        code_path::extract(path, route, lcf.trailing_slash())
     });
     match stripped {
         Some(code) => serve(
@@ -366,7 +367,7 @@ fn check_reject(
 fn is_root(raw_uri: &[u8], lcf: &LocConf) -> bool {
     let path = raw_uri.split(|&b| b == b'?').next().unwrap_or(raw_uri);
     path == b"/"
-        || matches!(&lcf.route, Some(code::Route::Prefix(prefix)) if path == prefix.as_slice())
+        || matches!(&lcf.route, Some(code_path::Route::Prefix(prefix)) if path == prefix.as_slice())
 }
 
 /// A 404 on a pool host: an orphan visit of `kind` ([`respond::track_orphan`]), answered with

@@ -20,9 +20,9 @@ use nginx_sys::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 
 use crate::conf::MainConf;
-use crate::request::code::Route;
 use crate::request::value::slice_or_empty;
 use crate::{ffi, ShortlinkModule};
+use shortlink_wire::path::Route;
 
 /// Adds the phase handler when `shortlink_cache_prefetch on` asks for it, there is a zone and a
 /// location reads it (postconfiguration).

@@ -20,6 +20,7 @@ use crate::request::{click, click_id, location, signals};
 use crate::status::{bump, Counter, DomainCounter, DomainCounts};
 use crate::{page, worker};
 use shortlink_wire::agent::Audience;
+use shortlink_wire::click_id::location_parts;
 use shortlink_wire::click_id::ClickId;
 use shortlink_wire::event::OrphanKind;
 use shortlink_wire::not_found::Case;
@@ -483,7 +484,7 @@ fn redirect(
     // A plain link's `Location` is its target: no pieces to put together.
     let value = match (query, click) {
         (None, None) => pool_copy(r, &[target]),
-        _ => pool_copy(r, &location::parts(target, query, click)),
+        _ => pool_copy(r, &location_parts(target, query, click)),
     };
     let Some(value) = value else {
         return error;

@@ -16,11 +16,8 @@ use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::verdict::Signals;
 use std::net::IpAddr;
 
-/// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
-pub use shortlink_wire::event::{
-    MAX_CODE as MAX_CODE_LEN, MAX_HOST as MAX_HOST_LEN, MAX_LANG as MAX_LANG_LEN,
-    MAX_REFERER as MAX_REFERRER_LEN, MAX_UA as MAX_UA_LEN,
-};
+// The limits a visit's fields are kept to: the module's, whoever wrote the entry.
+use shortlink_wire::event::{MAX_CODE, MAX_HOST, MAX_LANG, MAX_REFERER, MAX_UA};
 
 /// Why a stream entry could not become a [`VisitEvent`]. The consumer should ack (and count) such
 /// entries rather than retry them: redelivery cannot repair them.
@@ -28,7 +25,7 @@ pub use shortlink_wire::event::{
 pub enum EventError {
     #[error("visit event {id}: field `{field}` is missing or empty")]
     Missing { id: String, field: &'static str },
-    #[error("visit event {id}: code is longer than {MAX_CODE_LEN} bytes or not ASCII")]
+    #[error("visit event {id}: code is longer than {MAX_CODE} bytes or not ASCII")]
     BadCode { id: String },
     #[error("visit event {id}: `t` is not a unix time in milliseconds")]
     BadTime { id: String },
@@ -120,10 +117,10 @@ impl VisitEvent {
                 }
                 b"s" if event.status.is_none() => event.status = parse_ascii(value),
                 b"ip" if event.ip.is_none() => event.ip = parse_ascii(value),
-                b"ua" => set_text(&mut event.user_agent, value, MAX_UA_LEN),
-                b"ref" => set_text(&mut event.referrer, value, MAX_REFERRER_LEN),
-                b"host" => set_text(&mut event.host, value, MAX_HOST_LEN),
-                b"lang" => set_text(&mut event.accept_language, value, MAX_LANG_LEN),
+                b"ua" => set_text(&mut event.user_agent, value, MAX_UA),
+                b"ref" => set_text(&mut event.referrer, value, MAX_REFERER),
+                b"host" => set_text(&mut event.host, value, MAX_HOST),
+                b"lang" => set_text(&mut event.accept_language, value, MAX_LANG),
                 // Read back through wire's parser: only a well-formed `3` or `3.1` is stored.
                 b"rule" if event.rule.is_none() => {
                     event.rule = wire::parse_chosen(value).map(|chosen| {
@@ -237,9 +234,9 @@ where
     )
 }
 
-/// A code as the module writes it: printable ASCII, at most [`MAX_CODE_LEN`] bytes.
+/// A code as the module writes it: printable ASCII, at most [`MAX_CODE`] bytes.
 fn parse_code(value: &[u8]) -> Option<String> {
-    if value.len() > MAX_CODE_LEN || !value.iter().all(u8::is_ascii_graphic) {
+    if value.len() > MAX_CODE || !value.iter().all(u8::is_ascii_graphic) {
         return None;
     }
     std::str::from_utf8(value).ok().map(str::to_owned)
@@ -337,7 +334,7 @@ mod tests {
             parse(&[("c", "abc"), ("t", "soon")]),
             Err(EventError::BadTime { .. })
         ));
-        let long = "a".repeat(MAX_CODE_LEN + 1);
+        let long = "a".repeat(MAX_CODE + 1);
         assert!(matches!(
             parse(&[("c", &long), ("t", "5")]),
             Err(EventError::BadCode { .. })
@@ -355,10 +352,10 @@ mod tests {
 
     #[test]
     fn huge_values_are_truncated_not_rejected() {
-        let ua = "é".repeat(MAX_UA_LEN); // 2 bytes each: the cut lands inside a char
+        let ua = "é".repeat(MAX_UA); // 2 bytes each: the cut lands inside a char
         let e = parse(&[("c", "abc"), ("t", "5"), ("ua", &ua)]).unwrap();
         let kept = e.user_agent.unwrap();
-        assert!(kept.len() <= MAX_UA_LEN && kept.starts_with("éé"));
+        assert!(kept.len() <= MAX_UA && kept.starts_with("éé"));
     }
 
     #[test]
@@ -592,7 +589,7 @@ mod tests {
 
     #[test]
     fn a_bad_group_costs_only_itself() {
-        let long = "x".repeat(MAX_CODE_LEN + 1);
+        let long = "x".repeat(MAX_CODE + 1);
         let fields = pairs(&[
             "c", "good", "t", "1", "c", "", "t", "2", // empty code
             "c", "nodate", "zz", "junk", // no time

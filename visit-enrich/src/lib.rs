@@ -11,17 +11,16 @@
 pub mod agent;
 pub mod event;
 pub mod geo;
-pub use shortlink_wire::network;
 pub mod privacy;
 pub mod referrer;
 
 pub use agent::{Agent, Audience, Device};
 pub use event::{split_entry, EventError, VisitEvent};
 pub use geo::{Geo, GeoDb, GeoError};
-pub use network::Networks;
 
 use serde::Serialize;
 use shortlink_wire::agent::{lowered, MAX_AGENT};
+use shortlink_wire::network::Networks;
 use shortlink_wire::verdict::{self, Reasons, Signals};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -144,7 +143,7 @@ impl Enricher {
         }
     }
 
-    /// Judges visits by their client's network too ([`network::Networks`]).
+    /// Judges visits by their client's network too ([`Networks`]).
     pub fn with_networks(mut self, networks: Networks) -> Self {
         self.networks = networks.is_enabled().then(|| Arc::new(networks));
         self

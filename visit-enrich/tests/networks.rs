@@ -1,6 +1,6 @@
 //! The visit pipeline judges a client's network with the hosting list (`shortlink_wire::network`).
 
-use shortlink_visit_enrich::network::{AsnTable, HostingList, Networks};
+use shortlink_wire::network::{AsnTable, HostingList, Networks};
 
 #[test]
 fn a_person_s_agent_from_a_hosting_network_is_a_scanner() {

@@ -95,17 +95,17 @@ pub fn visit_event(data: &[u8]) {
         .chunks(2)
         .map(|pair| (pair[0], pair.get(1).copied().unwrap_or_default()));
     if let Ok(event) = shortlink_visit_enrich::VisitEvent::from_fields(id.clone(), fields) {
-        use shortlink_visit_enrich::event::*;
+        use shortlink_wire::event::{MAX_CODE, MAX_HOST, MAX_LANG, MAX_REFERER, MAX_UA};
         assert_eq!(event.id, id);
-        assert!(!event.code.is_empty() && event.code.len() <= MAX_CODE_LEN);
+        assert!(!event.code.is_empty() && event.code.len() <= MAX_CODE);
         assert!(event.code.bytes().all(|b| b.is_ascii_graphic()));
         assert!(event.time_ms >= 0);
         let within =
             |text: &Option<String>, max: usize| text.as_ref().is_none_or(|t| t.len() <= max);
-        assert!(within(&event.user_agent, MAX_UA_LEN));
-        assert!(within(&event.referrer, MAX_REFERRER_LEN));
-        assert!(within(&event.host, MAX_HOST_LEN));
-        assert!(within(&event.accept_language, MAX_LANG_LEN));
+        assert!(within(&event.user_agent, MAX_UA));
+        assert!(within(&event.referrer, MAX_REFERER));
+        assert!(within(&event.host, MAX_HOST));
+        assert!(within(&event.accept_language, MAX_LANG));
     }
     let text = String::from_utf8_lossy(data);
     if let Some(tag) = shortlink_visit_enrich::language(&text) {

@@ -25,10 +25,10 @@ use super::shim::{resolve, shim};
 use super::slot::value;
 use super::{AnswerPhase, Dynamic, LocConf, MainConf, PoolSource, Redis, WorkspaceSource};
 use crate::geo::GeoDb;
-use crate::request::code::Route;
 use crate::request::host::PoolSet;
 use crate::{handler, status, ShortlinkModule};
 use shortlink_wire::network::{HostingList, HostingRanges};
+use shortlink_wire::path::Route;
 
 const MAIN: u32 = NGX_HTTP_MAIN_CONF;
 const ANY: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;

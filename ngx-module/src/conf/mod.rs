@@ -18,10 +18,10 @@ use shortcode::CodeScheme;
 
 use crate::cache::{CacheConfig, Scope};
 use crate::request::candidate::CodeCase;
-use crate::request::code::{Route, TrailingSlash};
 use crate::request::host::PoolSet;
 use parse::{ArgError, CacheControl, RedisSpec};
 pub use parse::{SpoolLimits, DEFAULT_SPOOL};
+use shortlink_wire::path::{Route, TrailingSlash};
 use shortlink_wire::record::WorkspaceName;
 
 /// Where Redis is, resolved by nginx at config time. The pointers are into the configuration

@@ -2,8 +2,6 @@
 //! plus the click id when the link asks for it. The rule is wire's
 //! ([`shortlink_wire::click_id::location_parts`]), shared with the sidecar's fallback.
 
-pub use shortlink_wire::click_id::location_parts as parts;
-
 pub fn len(parts: &[&[u8]]) -> usize {
     parts.iter().map(|p| p.len()).sum()
 }

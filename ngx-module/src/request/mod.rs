@@ -1,7 +1,6 @@
-//! Request-side rules: which code, which host, which `Location`, what a click-time rule reads.
+//! Request-side rules: which host, which `Location`, what a click-time rule reads. Which code a
+//! path names is `shortlink_wire::path`'s (linkable without nginx, hence fuzzable).
 
-// The code-in-path rule lives in `shortlink-wire` (linkable without nginx, hence fuzzable).
-pub use shortlink_wire::path as code;
 pub mod candidate;
 pub mod click;
 pub mod click_id;
