@@ -18,22 +18,17 @@ pub(crate) const POOL: &str = "s1.example s2.example s9.example";
 const SETTLE: Duration = Duration::from_secs(15);
 
 fn flags(hook: &str) -> Vec<String> {
-    [
-        "--domain-health-every",
-        "100ms",
-        "--domain-health-window",
-        "10m",
-        "--domain-health-min-issued",
-        "20",
+    let draining = [
         "--domain-drain-healthy-checks",
         "2",
         "--domain-webhook-url",
         hook,
         "--domain-webhook-secret",
         SECRET,
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    ];
+    (QUICK_DOMAIN_HEALTH.iter().chain(&draining))
+        .map(|flag| flag.to_string())
+        .collect()
 }
 
 /// A request as nginx sends it: the issuing list and the pool.
@@ -48,13 +43,7 @@ async fn issue(app: &TestApp, count: usize) -> HashMap<String, usize> {
     let items: Vec<Value> = (0..count)
         .map(|i| json!({"url": format!("https://t.example/{i}")}))
         .collect();
-    let response = through_nginx(app, Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body = batch_answer(through_nginx(app, Method::POST, "/links/batch").json(&items)).await;
     let mut on = HashMap::new();
     for result in body["results"].as_array().unwrap() {
         assert_eq!(result["status"], 201, "{result}");
