@@ -49,6 +49,18 @@ pub fn first_click(code: &str) -> Visit {
     )
 }
 
+/// Another click on `code` (`1700000000002-0`), `days` ago, from another iPhone.
+pub fn second_click(code: &str, days: i64) -> Visit {
+    visit(
+        "1700000000002-0",
+        code,
+        now_ms() - days * 86_400_000,
+        "203.0.113.2",
+        IPHONE,
+        None,
+    )
+}
+
 pub async fn store(app: &TestApp, visits: &[Visit]) {
     let store = app.visit_store().await;
     store.store_batch(visits, false).await.unwrap();
