@@ -16,7 +16,15 @@ const WITHIN: Duration = Duration::from_secs(60);
 /// One click on a connection of its own (so that either worker may take it): status,
 /// `Location` and body.
 fn click(system: &System, code: &str) -> (u16, String, Vec<u8>) {
-    let response = system.redirect_alone(&http_client(), code);
+    let response = http_client()
+        .get(format!(
+            "http://127.0.0.1:{}/{code}",
+            system.nginx.redirect_port
+        ))
+        .header("Host", "s1.test")
+        .header("Connection", "close")
+        .send()
+        .expect("redirect request");
     let status = response.status().as_u16();
     let location = (response.headers().get("location"))
         .map(|v| v.to_str().unwrap().to_owned())
