@@ -4,6 +4,7 @@
 //! The binaries are the ones `cargo build` left beside this test executable (the test command builds
 //! the sidecar and the module before running tests).
 
+pub mod agents;
 mod api;
 pub mod browser;
 pub mod cluster;
@@ -23,7 +24,7 @@ pub use api::Api;
 pub use nginx::{error_pages, templates_with, Nginx, NginxOptions, ERROR_STATUSES, PHONE};
 pub use raw::{raw_http, RawResponse};
 pub use shared::{
-    http_client, install_tls_provider, status_and_location, API_KEY, CODE_SECRET, POOL,
+    http_client, install_tls_provider, location, status_and_location, API_KEY, CODE_SECRET, POOL,
     PROJECTION_MARKER, PROXY_SECRET,
 };
 
@@ -174,6 +175,91 @@ impl System {
         self.dir.path().join("shortlink.db")
     }
 
+    /// GET `/{code}` on s1.test with `client` on a connection of its own (`Connection: close`),
+    /// so that either nginx worker may take it.
+    pub fn redirect_alone(
+        &self,
+        client: &reqwest::blocking::Client,
+        code: &str,
+    ) -> reqwest::blocking::Response {
+        let url = format!("http://127.0.0.1:{}/{code}", self.nginx.redirect_port);
+        (client.get(url))
+            .header("Host", "s1.test")
+            .header("Connection", "close")
+            .send()
+            .expect("redirect request")
+    }
+
+    /// GET `/{code}` on s1.test, asserting that the fallback answered it (nginx counts one more
+    /// fallback) with `status` and `location`: what the module does with a record it must not
+    /// read.
+    pub fn assert_answered_by_fallback(&self, code: &str, (status, location): (u16, &str)) {
+        let before = self.nginx.counters();
+        let response = self.nginx.get("s1.test", &format!("/{code}"));
+        assert_eq!(
+            status_and_location(&response),
+            (status, location.to_owned())
+        );
+        assert_eq!(
+            self.nginx.counters()["fallbacks"],
+            before["fallbacks"] + 1,
+            "the answer did not come through the fallback"
+        );
+    }
+
+    /// A change and a revoke under load: `code` patched to `https://example.com/v2`, `load_on`
+    /// (the load going on), then revoked, and `load_on` again. When the PATCH was answered, when
+    /// the DELETE was sent and when it was answered.
+    pub fn patch_then_revoke(
+        &self,
+        code: &str,
+        mut load_on: impl FnMut(),
+    ) -> (std::time::Instant, std::time::Instant, std::time::Instant) {
+        let (status, body) = self.api().patch(
+            &format!("/links/{code}"),
+            &serde_json::json!({"url": "https://example.com/v2"}),
+        );
+        assert_eq!(status, 200, "patch: {body}");
+        let patched = std::time::Instant::now();
+        load_on();
+        let delete_sent = std::time::Instant::now();
+        let (status, body) = self.api().delete(&format!("/links/{code}"));
+        assert!((200..300).contains(&status), "revoke: {status} {body}");
+        let deleted = std::time::Instant::now();
+        load_on();
+        (patched, delete_sent, deleted)
+    }
+
+    /// Writes `code`'s record in Redis as a live 302 to `target` with `extras` (no expiry, no
+    /// flags): what the sidecar would write for a link it cannot be asked to make.
+    pub fn put_live_record(
+        &self,
+        code: &str,
+        target: &str,
+        extras: &shortlink_wire::record::Extras,
+    ) {
+        let record = shortlink_wire::record::Record::Live {
+            status: 302,
+            expires_at: 0,
+            flags: 0,
+            target,
+            extras: Some(extras),
+        };
+        let key = shortlink_wire::keys::link_key(code);
+        self.redis.set_bytes(&key, &record.encode());
+    }
+
+    /// `query`'s output through `sqlite3` on the database of a system on SQLite, trimmed.
+    pub fn sqlite(&self, query: &str) -> String {
+        let output = std::process::Command::new("sqlite3")
+            .arg(self.database_path())
+            .arg(query)
+            .output()
+            .expect("run sqlite3");
+        assert!(output.status.success(), "{query}: {output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    }
+
     /// Runs a one-shot sidecar subcommand (`resync`, `keys create`, ...) on this system's database
     /// and Redis, and returns its output.
     pub fn sidecar_cli(&self, args: &[&str]) -> std::process::Output {
@@ -213,6 +299,18 @@ impl System {
     pub fn restart_sidecar(&mut self) {
         let args = self.sidecar.args.clone();
         self.restart_sidecar_with(&args);
+    }
+
+    /// [`System::restart_sidecar_with`] the domain health job checking every 200 ms over a
+    /// ten-minute window, and `extra`: for the tests that watch a domain's clicks stop.
+    pub fn restart_sidecar_watching_domains(&mut self, extra: &[&str]) {
+        let health = [
+            "--domain-health-every",
+            "200ms",
+            "--domain-health-window",
+            "10m",
+        ];
+        self.restart_sidecar_with(&[&health[..], extra].concat());
     }
 
     /// Starts the sidecar again on its old port with `args` added to its usual flags: settings

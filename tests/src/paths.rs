@@ -11,6 +11,17 @@ pub fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// Every nginx file the project ships that proxies to the sidecar, from the repository's root:
+/// scripts/run's templates, the imported-domain server, the Debian package's site and redirect
+/// locations.
+pub const SHIPPED_NGINX_FILES: [&str; 5] = [
+    "nginx/nginx.conf.template",
+    "nginx/redirect.conf.template",
+    "nginx/imported-domain.conf.template",
+    "packaging/libnginx-mod-http-shortlink/shortlink-site.conf",
+    "packaging/libnginx-mod-http-shortlink/shortlink-redirect.conf",
+];
+
 /// The pinned geo databases and ASN table (`scripts/fetch-geo`), fetched once per test process
 /// into the target directory (as the package build does): `<target>/geo`, with the ASN table in
 /// its `asn/`. No download when they are there.

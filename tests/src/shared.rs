@@ -23,6 +23,15 @@ pub fn http_client() -> reqwest::blocking::Client {
         .expect("build an HTTP client")
 }
 
+/// The `Location` header of `response` ("" if none).
+pub fn location(response: &reqwest::blocking::Response) -> &str {
+    response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().unwrap())
+        .unwrap_or_default()
+}
+
 /// A redirect answer as the tests compare it: the status and the `Location` header ("" if none).
 pub fn status_and_location(response: &reqwest::blocking::Response) -> (u16, String) {
     let location = response

@@ -4,6 +4,7 @@
 use crate::helpers::*;
 use redis::AsyncCommands;
 use serde_json::{json, Value};
+use shortlink_e2e::agents::{CHROME, CURL, IPHONE, SLACKBOT, SMS_SCANNER, WECHAT};
 use shortlink_visits::consumer::{Consumer, ConsumerCounters, GROUP};
 use shortlink_visits::store::VisitStore;
 use shortlink_wire::keys::EVENT_STREAM;
@@ -12,15 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use testkit::process::Lifeline;
 use testkit::Signal;
-
-const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
-const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
-const WECHAT: &str = "Mozilla/5.0 (Linux; Android 13; SM-S9180 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64";
-/// Samsung Messages' rich-preview fetch of a link in an SMS.
-const SMS_SCANNER: &str =
-    "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0";
-const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
-const CURL: &str = "curl/8.5.0";
 
 fn geo_db() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -228,35 +220,27 @@ async fn counts_and_breakdowns(backend: Backend) {
     assert_eq!(totals["unique_visitors"], 3);
     assert_eq!(totals["previews"], 2, "SMS scanner and Slack");
     assert_eq!(totals["bots"], 1, "curl");
-    assert_eq!(
-        breakdown(&stats, "browser"),
-        [(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)]
-    );
-    assert_eq!(
-        breakdown(&stats, "device"),
-        [(s("desktop"), 2), (s("mobile"), 2)]
-    );
-    assert_eq!(
-        breakdown(&stats, "country"),
-        [(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]
-    );
-    assert_eq!(
-        breakdown(&stats, "region"),
-        [(s("New South Wales"), 2), (s("Berlin"), 1), (None, 1)],
-        "ties by value, unknown last"
-    );
-    assert_eq!(
-        breakdown(&stats, "city"),
-        [(s("Sydney"), 2), (s("Berlin"), 1), (None, 1)]
-    );
-    assert_eq!(
-        breakdown(&stats, "referrer_host"),
-        [(s("facebook.com"), 2), (None, 2)]
-    );
-    assert_eq!(
-        breakdown(&stats, "short_domain"),
-        [(s("s1.example"), 2), (s("s2.example"), 1), (None, 1)]
-    );
+    for (name, expected) in [
+        (
+            "browser",
+            vec![(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)],
+        ),
+        ("device", vec![(s("desktop"), 2), (s("mobile"), 2)]),
+        ("country", vec![(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]),
+        // Ties by value, unknown last.
+        (
+            "region",
+            vec![(s("New South Wales"), 2), (s("Berlin"), 1), (None, 1)],
+        ),
+        ("city", vec![(s("Sydney"), 2), (s("Berlin"), 1), (None, 1)]),
+        ("referrer_host", vec![(s("facebook.com"), 2), (None, 2)]),
+        (
+            "short_domain",
+            vec![(s("s1.example"), 2), (s("s2.example"), 1), (None, 1)],
+        ),
+    ] {
+        assert_eq!(breakdown(&stats, name), expected, "{name}");
+    }
     let agents: Vec<(Option<String>, i64, i64)> = stats["breakdowns"]["agent"]
         .as_array()
         .unwrap()

@@ -98,21 +98,6 @@ async fn requests_without_a_valid_key_are_refused(backend: Backend) {
     }
 }
 
-fn sidecar_cli(database_url: &str, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-        .args(args)
-        .args(["--database-url", database_url])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run shortlink-sidecar");
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
 /// nginx's fallback key (`keys create --role resolve`): `GET /resolve/{code}` answers (for the
 /// host's workspace nginx names); every other route, known or not, answers 403 `forbidden` and
 /// changes nothing.
@@ -195,20 +180,7 @@ async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
 /// `keys create` prints a key once; it works until `keys revoke`, then gets `revoked_api_key`.
 async fn keys_from_the_cli_work_until_revoked(backend: Backend) {
     let app = spawn_app(backend).await;
-    let sidecar = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-            .args(args)
-            .args(["--database-url", &app.database_url])
-            .env("RUST_LOG", "warn")
-            .output()
-            .expect("run shortlink-sidecar");
-        assert!(
-            output.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let sidecar = |args: &[&str]| sidecar_cli(&app.database_url, args);
     let key = sidecar(&["keys", "create", "--name", "campaign tool"]);
     let key = key.trim();
     assert!(key.starts_with("slk_") && key.len() == 68, "{key:?}");

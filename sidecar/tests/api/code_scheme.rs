@@ -248,17 +248,13 @@ impl ApiAt<'_> {
         let items: Vec<Value> = (0..count)
             .map(|i| json!({ "url": format!("https://{tag}.example/batch/{i}") }))
             .collect();
-        let response = self
-            .app
-            .client
-            .post(format!("{}/api/v1/links/batch", self.address))
-            .bearer_auth(helpers::API_KEY)
-            .json(&items)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let body: Value = response.json().await.unwrap();
+        let body = helpers::batch_answer(
+            (self.app.client)
+                .post(format!("{}/api/v1/links/batch", self.address))
+                .bearer_auth(helpers::API_KEY)
+                .json(&items),
+        )
+        .await;
         let codes: Vec<String> = body["results"]
             .as_array()
             .unwrap()

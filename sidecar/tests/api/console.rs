@@ -687,14 +687,7 @@ async fn every_console_answer_has_a_strict_csp() {
     let page = browser.page("/console/").await;
     assert!(!page.contains("<script>") && !page.contains("style="));
     // The API is untouched: still JSON behind a bearer key, and the console is not in its document.
-    let openapi: serde_json::Value = app
-        .api(Method::GET, "/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let openapi = crate::workspaces::send_json(app.api(Method::GET, "/openapi.json")).await;
     assert!(!openapi["paths"]
         .as_object()
         .unwrap()

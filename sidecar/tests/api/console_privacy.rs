@@ -3,6 +3,7 @@
 
 use crate::console::Browser;
 use crate::helpers::*;
+use crate::workspaces::send_text;
 use reqwest::header::CONTENT_DISPOSITION;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -36,15 +37,8 @@ async fn the_privacy_page_exports_and_erases_after_asking() {
         .unwrap()
         .starts_with("attachment"));
     let shown = export.text().await.unwrap();
-    let api = app
-        .api(Method::POST, "/subjects/export")
-        .json(&json!({"ref": "anna"}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let export_request = app.api(Method::POST, "/subjects/export");
+    let api = send_text(export_request.json(&json!({"ref": "anna"}))).await;
     assert_eq!(shown, api);
     assert_eq!(shown.matches("\"type\":\"link\"").count(), 2, "{shown}");
 

@@ -55,6 +55,23 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
     )
 }
 
+/// `fields` as a form takes them.
+fn as_pairs(fields: &[(String, String)]) -> Vec<(&str, &str)> {
+    (fields.iter())
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect()
+}
+
+/// Posts the rules' forms of link `code`.
+async fn save_rules_form(
+    browser: &mut Browser<'_>,
+    code: &str,
+    pairs: &[(&str, &str)],
+) -> reqwest::Response {
+    let path = format!("/console/links/{code}/rules/form");
+    browser.post(&path, pairs).await
+}
+
 /// What a browser posts for the rule forms as the page shows them: text fields, ticked boxes,
 /// each select's chosen option.
 fn posted_fields(page: &str) -> Vec<(String, String)> {
@@ -105,13 +122,7 @@ async fn the_forms_round_trip_every_documented_rule_set() {
 
         let page = browser.page(&format!("/console/links/{code}/rules")).await;
         let fields = posted_fields(&page);
-        let pairs: Vec<(&str, &str)> = fields
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
-        let saved = browser
-            .post(&format!("/console/links/{code}/rules/form"), &pairs)
-            .await;
+        let saved = save_rules_form(&mut browser, &code, &as_pairs(&fields)).await;
         assert_eq!(
             saved.status(),
             StatusCode::SEE_OTHER,
@@ -146,13 +157,8 @@ async fn the_forms_add_and_remove_a_rule() {
         }
     }
     fields.push(("r1.device".into(), "ios".into()));
-    let pairs: Vec<(&str, &str)> = fields
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_str()))
-        .collect();
-    let saved = browser
-        .post(&format!("/console/links/{code}/rules/form"), &pairs)
-        .await;
+    let pairs = as_pairs(&fields);
+    let saved = save_rules_form(&mut browser, &code, &pairs).await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
     let rules = app.get_json(&format!("/links/{code}")).await["rules"].clone();
     assert_eq!(rules[1]["if"]["device"], json!(["ios"]), "{rules}");
@@ -161,9 +167,7 @@ async fn the_forms_add_and_remove_a_rule() {
     // Removing the first: only the added one stays.
     let mut pairs = pairs.clone();
     pairs.push(("r0.remove", "1"));
-    let saved = browser
-        .post(&format!("/console/links/{code}/rules/form"), &pairs)
-        .await;
+    let saved = save_rules_form(&mut browser, &code, &pairs).await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
     let rules = app.get_json(&format!("/links/{code}")).await["rules"].clone();
     assert_eq!(rules.as_array().unwrap().len(), 1, "{rules}");

@@ -17,12 +17,8 @@ crate::on_each_backend!(
 
 /// A link with `code` in the workspace of `key`.
 async fn link_in(app: &TestApp, key: &str, code: &str) {
-    let answer = with_key(app, key, Method::POST, "/links")
-        .json(&json!({"url": format!("https://{code}.example/"), "code": code}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    let body = json!({"url": format!("https://{code}.example/"), "code": code});
+    crate::workspaces::link_in(app, key, body).await;
 }
 
 /// The id of the key named `name` in workspace `slug`, as the operator lists them.
@@ -398,13 +394,15 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
     assert_eq!(location(&made), "/console/workspaces/brand-c");
     let page = browser.page("/console/workspaces/brand-c").await;
     assert!(page.contains("Brand C") && page.contains("500"), "{page}");
-    let api = send_json(with_key(
-        &app,
-        &operator,
-        Method::GET,
-        "/workspaces/brand-c",
-    ))
-    .await;
+    let brand_c_in_the_api = || {
+        send_json(with_key(
+            &app,
+            &operator,
+            Method::GET,
+            "/workspaces/brand-c",
+        ))
+    };
+    let api = brand_c_in_the_api().await;
     assert_eq!(api["quotas"]["links_per_day"], 500);
 
     // Its first admin key, shown once; it signs in to brand-c.
@@ -445,13 +443,7 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
         )
         .await;
     assert_eq!(location(&changed), "/console/workspaces/brand-c");
-    let api = send_json(with_key(
-        &app,
-        &operator,
-        Method::GET,
-        "/workspaces/brand-c",
-    ))
-    .await;
+    let api = brand_c_in_the_api().await;
     assert_eq!(api["name"], "Brand C Ltd");
     assert!(api["quotas"]["links_per_day"].is_null());
     assert_eq!(api["quotas"]["webhooks"], 3);
@@ -463,13 +455,7 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
     assert_eq!(suspend.status(), StatusCode::SEE_OTHER);
     let out = client.get("/console/").await;
     assert_eq!(location(&out), "/console/sign-in");
-    let api = send_json(with_key(
-        &app,
-        &operator,
-        Method::GET,
-        "/workspaces/brand-c",
-    ))
-    .await;
+    let api = brand_c_in_the_api().await;
     assert!(api["suspended_at"].is_string());
     let resume = (browser.post(
         "/console/workspaces/brand-c/suspend",
@@ -477,13 +463,7 @@ async fn an_operator_session_manages_workspaces_and_sees_no_links(backend: Backe
     ))
     .await;
     assert_eq!(resume.status(), StatusCode::SEE_OTHER);
-    let api = send_json(with_key(
-        &app,
-        &operator,
-        Method::GET,
-        "/workspaces/brand-c",
-    ))
-    .await;
+    let api = brand_c_in_the_api().await;
     assert!(api["suspended_at"].is_null());
     assert!(!audit_rows(&app, "workspace.update").await.is_empty());
 

@@ -69,8 +69,11 @@ impl ResolvesServerCert for Certificates {
     }
 }
 
-/// A TLS listener on port 0 that completes handshakes with the certificate for the SNI.
-async fn tls_edge(certificates: Arc<Certificates>) -> SocketAddr {
+/// A listener on 127.0.0.1, port 0, with the acceptor that answers its handshakes with the
+/// certificate for the SNI: the acceptor, the listener and its address.
+async fn tls_listener(
+    certificates: Arc<Certificates>,
+) -> (tokio_rustls::TlsAcceptor, TcpListener, SocketAddr) {
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -81,6 +84,12 @@ async fn tls_edge(certificates: Arc<Certificates>) -> SocketAddr {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    (acceptor, listener, addr)
+}
+
+/// A TLS listener on port 0 that completes handshakes with the certificate for the SNI.
+async fn tls_edge(certificates: Arc<Certificates>) -> SocketAddr {
+    let (acceptor, listener, addr) = tls_listener(certificates).await;
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
@@ -291,16 +300,7 @@ async fn bad_certificate_settings_stop_the_start() {
 async fn https_receiver(ca: &TestCa, secret: &str) -> (SocketAddr, Arc<Mutex<Vec<Value>>>) {
     let certificates = Arc::new(Certificates::default());
     certificates.set("", ca.leaf("127.0.0.1", 30));
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_cert_resolver(certificates);
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (acceptor, listener, addr) = tls_listener(certificates).await;
     let received: Arc<Mutex<Vec<Value>>> = Arc::default();
     let kept = Arc::clone(&received);
     let secret = secret.as_bytes().to_vec();

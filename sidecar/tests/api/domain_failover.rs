@@ -18,22 +18,17 @@ pub(crate) const POOL: &str = "s1.example s2.example s9.example";
 const SETTLE: Duration = Duration::from_secs(15);
 
 fn flags(hook: &str) -> Vec<String> {
-    [
-        "--domain-health-every",
-        "100ms",
-        "--domain-health-window",
-        "10m",
-        "--domain-health-min-issued",
-        "20",
+    let draining = [
         "--domain-drain-healthy-checks",
         "2",
         "--domain-webhook-url",
         hook,
         "--domain-webhook-secret",
         SECRET,
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    ];
+    (QUICK_DOMAIN_HEALTH.iter().chain(&draining))
+        .map(|flag| flag.to_string())
+        .collect()
 }
 
 /// A request as nginx sends it: the issuing list and the pool.
@@ -43,18 +38,31 @@ pub(crate) fn through_nginx(app: &TestApp, method: Method, path: &str) -> reqwes
         .header("X-Shortlink-Pool", POOL)
 }
 
+/// The spring campaign's links without a click on s2 (`GET /domains/s2.example/unclicked`, as
+/// nginx sends it): the answer, asserted 200.
+pub(crate) async fn unclicked_spring_on_s2(app: &TestApp) -> reqwest::Response {
+    let path = "/domains/s2.example/unclicked?campaign=spring";
+    let response = through_nginx(app, Method::GET, path).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response
+}
+
+/// An NDJSON list of links, by their code.
+pub(crate) fn by_code(text: &str) -> HashMap<String, Value> {
+    (text.lines())
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            (line["code"].as_str().unwrap().to_owned(), line)
+        })
+        .collect()
+}
+
 /// Issues `count` links on `app`; the number on each domain.
 async fn issue(app: &TestApp, count: usize) -> HashMap<String, usize> {
     let items: Vec<Value> = (0..count)
         .map(|i| json!({"url": format!("https://t.example/{i}")}))
         .collect();
-    let response = through_nginx(app, Method::POST, "/links/batch")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body = batch_answer(through_nginx(app, Method::POST, "/links/batch").json(&items)).await;
     let mut on = HashMap::new();
     for result in body["results"].as_array().unwrap() {
         assert_eq!(result["status"], 201, "{result}");
@@ -535,24 +543,9 @@ async fn the_resend_list_is_the_unclicked_links_issued_on_the_drained_domain(bac
     operator(&app, "s2.example", "drain", None).await;
     issued.extend(create(&app, &items(360, 560, "spring", true)).await);
 
-    let response = through_nginx(
-        &app,
-        Method::GET,
-        "/domains/s2.example/unclicked?campaign=spring",
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(response.status(), 200);
+    let response = unclicked_spring_on_s2(&app).await;
     assert_eq!(response.headers()["content-type"], "application/x-ndjson");
-    let text = response.text().await.unwrap();
-    let listed: HashMap<String, Value> = text
-        .lines()
-        .map(|line| {
-            let line: Value = serde_json::from_str(line).unwrap();
-            (line["code"].as_str().unwrap().to_owned(), line)
-        })
-        .collect();
+    let listed = by_code(&response.text().await.unwrap());
 
     // From the raw rows: the campaign's links with a ref and no click, on s2 by their create.
     let unclicked: std::collections::HashSet<String> = app

@@ -143,6 +143,18 @@ async fn domain(app: &TestApp, key: &str, name: &str, lists: (&str, &str)) -> Va
     answer.json().await.unwrap()
 }
 
+/// Domain `name` once it is drained (within [`SETTLE`]), as the default workspace reads it.
+async fn once_drained(app: &TestApp, name: &str, lists: (&str, &str)) -> Value {
+    let drained =
+        || async { domain(app, API_KEY, name, lists).await["drain"]["mode"] == "drained" };
+    assert!(
+        eventually(SETTLE, drained).await,
+        "{}",
+        domain(app, API_KEY, name, lists).await
+    );
+    domain(app, API_KEY, name, lists).await
+}
+
 async fn drain_rows(app: &TestApp, name: &str) -> i64 {
     app.db
         .scalar(&format!(
@@ -156,6 +168,19 @@ fn webhooks(received: &Received, event: &str, domain: &str) -> Vec<Value> {
         .map(|(_, body)| body.clone())
         .filter(|body| body["event"] == event && (domain.is_empty() || body["domain"] == domain))
         .collect()
+}
+
+/// Waits for the webhook `event` (on `domain`, or any when empty): those sent by then, which the
+/// callers expect to be one.
+async fn webhooks_once_sent(received: &Received, event: &str, domain: &str) -> Vec<Value> {
+    assert!(
+        eventually(SETTLE, || async {
+            !webhooks(received, event, domain).is_empty()
+        })
+        .await,
+        "no {event} webhook"
+    );
+    webhooks(received, event, domain)
 }
 
 /// Waits for `checks` more health checks of `name` (its `last_probe` moving).
@@ -187,14 +212,7 @@ async fn receipts_rejecting_one_domain_on_a_carrier_drain_it_at_once_and_clicks_
     lines.extend(receipts(&on["s2.example"], CARRIER, "a", |_| true));
     post_all(&app, API_KEY, &lines).await;
 
-    let drained =
-        || async { domain(&app, API_KEY, "s2.example", lists).await["drain"]["mode"] == "drained" };
-    assert!(
-        eventually(SETTLE, drained).await,
-        "{}",
-        domain(&app, API_KEY, "s2.example", lists).await
-    );
-    let s2 = domain(&app, API_KEY, "s2.example", lists).await;
+    let s2 = once_drained(&app, "s2.example", lists).await;
     let drain = &s2["drain"];
     assert_eq!(drain["by"], "health", "{s2}");
     let reason = drain["reason"].as_str().unwrap();
@@ -231,13 +249,7 @@ async fn receipts_rejecting_one_domain_on_a_carrier_drain_it_at_once_and_clicks_
     );
     // One audit row, one drain webhook naming the receipts.
     assert_eq!(drain_rows(&app, "s2.example").await, 1);
-    assert!(
-        eventually(SETTLE, || async {
-            !webhooks(&received, "drain", "s2.example").is_empty()
-        })
-        .await
-    );
-    let sent = webhooks(&received, "drain", "s2.example");
+    let sent = webhooks_once_sent(&received, "drain", "s2.example").await;
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["drain"]["evidence"]["receipts"]["carrier"], CARRIER);
 
@@ -305,13 +317,7 @@ async fn a_usual_failure_rate_drains_nothing_and_a_dead_route_is_reported_not_dr
         );
         assert!(page.contains(&shown), "{shown} in {page}");
     }
-    assert!(
-        eventually(SETTLE, || async {
-            !webhooks(&received, "dead-route", "").is_empty()
-        })
-        .await
-    );
-    let sent = webhooks(&received, "dead-route", "");
+    let sent = webhooks_once_sent(&received, "dead-route", "").await;
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(
         (&sent[0]["carrier"], &sent[0]["dead_route"]),
@@ -409,17 +415,15 @@ async fn one_workspaces_receipts_never_drain_anothers_domains_and_without_receip
 /// the short URL, docs/DELIVERIES.md) drain s2, and new links go to the standby.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_kannels_rejection_reports_drain_the_domain_the_smsc_rejects() {
-    use crate::deliveries::{callback_token, send_through_kannel};
-    use testkit::{Kannel, SmscDouble, Verdict};
+    use crate::deliveries::{callback_token, kannel_on_smsc, send_through_kannel};
+    use testkit::Verdict;
     const PER_DOMAIN: usize = 24;
     let (app, _received) = app_with_hook().await;
     let lists = (LIST, POOL);
-    let smsc = SmscDouble::start(|text| match text.contains("s2.example") {
+    let (_smsc, kannel) = kannel_on_smsc(|text| match text.contains("s2.example") {
         true => Verdict::Reject("88 destination blocked"),
         false => Verdict::Deliver,
     });
-    let kannel = Kannel::start(smsc.port());
-    smsc.report_to(kannel.smsc_report_url());
     let (_, token) = callback_token(&app, API_KEY, "kannel", None).await;
     let on = issue(&app, API_KEY, 120, lists).await;
     let mut sent = 0;
@@ -518,15 +522,8 @@ async fn behind_two_sidecars_each_given_half_the_rejections_the_domain_is_draine
     );
     assert_eq!(mine.unwrap().status(), 200);
     assert_eq!(theirs_sent.unwrap().status(), 200);
-    let drained =
-        || async { domain(&app, API_KEY, "s2.example", lists).await["drain"]["mode"] == "drained" };
-    assert!(
-        eventually(SETTLE, drained).await,
-        "{}",
-        domain(&app, API_KEY, "s2.example", lists).await
-    );
+    let s2 = once_drained(&app, "s2.example", lists).await;
     tracing::info!(elapsed = ?started.elapsed(), "drained behind two sidecars");
-    let s2 = domain(&app, API_KEY, "s2.example", lists).await;
     let evidence = &s2["drain"]["evidence"]["receipts"];
     assert_eq!(
         (&evidence["finals"], &evidence["failures"]),
@@ -537,13 +534,12 @@ async fn behind_two_sidecars_each_given_half_the_rejections_the_domain_is_draine
     // Once the other sidecar sees it drained too, neither drains it again.
     assert!(eventually(SETTLE, || async { other_mode().await == "drained" }).await);
     assert_eq!(drain_rows(&app, "s2.example").await, 1);
-    assert!(
-        eventually(SETTLE, || async {
-            !webhooks(&received, "drain", "s2.example").is_empty()
-        })
-        .await
+    assert_eq!(
+        webhooks_once_sent(&received, "drain", "s2.example")
+            .await
+            .len(),
+        1
     );
-    assert_eq!(webhooks(&received, "drain", "s2.example").len(), 1);
 }
 
 /// Serves `server` in the background: its address.
@@ -623,10 +619,7 @@ async fn forged_receipts_of_one_link_drain_nothing_and_distinct_links_do() {
     // 25 distinct links rejected on s1 on the same carrier: drained.
     let rejected = receipts(&on["s1.example"][26..51], "carrierX", "real", |_| true);
     post_all(&app, API_KEY, &rejected).await;
-    let drained =
-        || async { domain(&app, API_KEY, "s1.example", lists).await["drain"]["mode"] == "drained" };
-    assert!(eventually(SETTLE, drained).await);
-    let s1 = domain(&app, API_KEY, "s1.example", lists).await;
+    let s1 = once_drained(&app, "s1.example", lists).await;
     let evidence = &s1["drain"]["evidence"]["receipts"];
     assert_eq!(evidence["finals"], 26, "the forged link counts once: {s1}");
 }

@@ -155,6 +155,39 @@ pub(crate) async fn add_clicks(app: &TestApp, domain: &str, count: usize) {
     );
 }
 
+/// An app whose domain health job runs quickly, resolving the short domains through `dns` and
+/// expecting them on the edge 127.0.0.1, with `extra` flags.
+async fn app_resolving_through(dns: &str, extra: &[&str]) -> TestApp {
+    let resolving = [
+        "--domain-health-resolver",
+        dns,
+        "--edge-addresses",
+        "127.0.0.1",
+    ];
+    spawn_app_with(
+        Backend::Sqlite,
+        &[&QUICK_DOMAIN_HEALTH[..], &resolving, extra].concat(),
+    )
+    .await
+}
+
+/// The flags of a canary (code `canary1`) checked through `edge`, its health changes sent to
+/// `hook` signed with [`SECRET`].
+fn canary_alerting<'a>(edge: &'a str, hook: &'a str) -> [&'a str; 10] {
+    [
+        "--canary-edge",
+        edge,
+        "--canary-code",
+        "canary1",
+        "--canary-target",
+        CANARY_TARGET,
+        "--domain-webhook-url",
+        hook,
+        "--domain-webhook-secret",
+        SECRET,
+    ]
+}
+
 async fn state_of(app: &TestApp, domain: &str) -> Value {
     let response = app
         .api(Method::GET, &format!("/domains/{domain}"))
@@ -191,32 +224,7 @@ async fn domains_go_suspected_blocked_unreachable_degraded_and_recover() {
         edge.to_string(),
         format!("http://{hook}/hook"),
     );
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--domain-health-every",
-            "100ms",
-            "--domain-health-window",
-            "10m",
-            "--domain-health-min-issued",
-            "20",
-            "--domain-health-resolver",
-            &dns,
-            "--edge-addresses",
-            "127.0.0.1",
-            "--canary-edge",
-            &edge,
-            "--canary-code",
-            "canary1",
-            "--canary-target",
-            CANARY_TARGET,
-            "--domain-webhook-url",
-            &hook,
-            "--domain-webhook-secret",
-            SECRET,
-        ],
-    )
-    .await;
+    let app = app_resolving_through(&dns, &canary_alerting(&edge, &hook)).await;
     let items: Vec<Value> = (0..200)
         .map(|i| json!({"url": format!("https://t.example/{i}")}))
         .collect();
@@ -463,25 +471,17 @@ async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
     let app = spawn_app(Backend::Sqlite).await;
     // The canary's edge refuses connections: every domain is unreachable at the first check,
     // a change that sends an alert.
+    let hourly = [
+        "--short-domains",
+        "s1.example",
+        "--domain-health-every",
+        "1h",
+    ];
+    let alerting = canary_alerting("127.0.0.1:1", &hook);
     let config = config(
         &app.database_url,
         &app.redis.url(),
-        &[
-            "--short-domains",
-            "s1.example",
-            "--domain-health-every",
-            "1h",
-            "--canary-edge",
-            "127.0.0.1:1",
-            "--canary-code",
-            "canary1",
-            "--canary-target",
-            CANARY_TARGET,
-            "--domain-webhook-url",
-            &hook,
-            "--domain-webhook-secret",
-            SECRET,
-        ],
+        &[&hourly[..], &alerting].concat(),
     );
     let server = shortlink_sidecar::Application::build(&config)
         .await
@@ -522,38 +522,20 @@ async fn a_domain_only_a_scanner_clicks_is_suspected_blocked() {
     let dns = dns_server(Arc::new(AtomicBool::new(false)))
         .await
         .to_string();
-    let app = spawn_app_with(
-        Backend::Sqlite,
-        &[
-            "--domain-health-every",
-            "100ms",
-            "--domain-health-window",
-            "10m",
-            "--domain-health-min-issued",
-            "20",
-            "--domain-health-resolver",
-            &dns,
-            "--edge-addresses",
-            "127.0.0.1",
-        ],
-    )
-    .await;
+    let app = app_resolving_through(&dns, &[]).await;
     let items: Vec<Value> = (0..120)
         .map(|i| json!({"url": format!("https://t.example/{i}"), "campaign": "spring", "ref": format!("r{i}")}))
         .collect();
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .header(
-            "X-Shortlink-Public-Base",
-            "https://s1.example https://s2.example",
-        )
-        .header("X-Shortlink-Pool", "s1.example s2.example")
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body = batch_answer(
+        app.api(Method::POST, "/links/batch")
+            .header(
+                "X-Shortlink-Public-Base",
+                "https://s1.example https://s2.example",
+            )
+            .header("X-Shortlink-Pool", "s1.example s2.example")
+            .json(&items),
+    )
+    .await;
     let on_s2: Vec<String> = (body["results"].as_array().unwrap().iter())
         .filter_map(|r| r["link"]["short_url"].as_str())
         .filter_map(|url| url.strip_prefix("https://s2.example/"))

@@ -580,6 +580,85 @@ impl TestApp {
     }
 }
 
+/// Starts `shortlink-sidecar serve` on a free port with the suite's secret and key and `args`:
+/// its lifeline (which stops it when dropped, also when the test panics or its process dies)
+/// and its base URL.
+pub fn serve_process(
+    (database_url, redis_url): (&str, &str),
+    args: &[&str],
+    log: std::path::PathBuf,
+) -> (testkit::process::Lifeline, String) {
+    testkit::Sidecar {
+        database_url,
+        redis_url,
+        secret_hex: SECRET_HEX,
+        api_key: API_KEY,
+        args,
+    }
+    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+}
+
+/// The sidecar binary run as an operator runs it, with `args` on `database_url`: whether it
+/// exited 0, its stdout and its stderr.
+pub fn run_sidecar(database_url: &str, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
+        .args(args)
+        .args(["--database-url", database_url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shortlink-sidecar");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.success(), stdout, stderr)
+}
+
+/// [`run_sidecar`] for a command that must succeed: its stdout.
+pub fn sidecar_cli(database_url: &str, args: &[&str]) -> String {
+    let (ok, stdout, stderr) = run_sidecar(database_url, args);
+    assert!(ok, "{args:?}: {stderr}");
+    stdout
+}
+
+/// Sends `request`: the answer's status and JSON body, whatever the status.
+pub async fn status_and_json(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
+/// Sends `request`, a compose, with `recipients` as NDJSON: the summary line that ends its
+/// answer (panics unless 200).
+pub async fn compose_summary(request: reqwest::RequestBuilder, recipients: String) -> Value {
+    let answer = (request.header("content-type", "application/x-ndjson"))
+        .body(recipients)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status();
+    let text = answer.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// Sends `request`, a `POST /links/batch` with its items, and reads its answer (panics
+/// unless 200).
+pub async fn batch_answer(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The domain health job as the tests that watch a domain fall and recover run it: a check
+/// every 100 ms over a ten-minute window, a domain judged from its 20th link on.
+pub const QUICK_DOMAIN_HEALTH: [&str; 6] = [
+    "--domain-health-every",
+    "100ms",
+    "--domain-health-window",
+    "10m",
+    "--domain-health-min-issued",
+    "20",
+];
+
 pub fn now_secs() -> i64 {
     chrono::Utc::now().timestamp()
 }

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use testkit::process::{Lifeline, Signal};
+use testkit::process::Signal;
 use testkit::RedisServer;
 
 on_each_backend!(
@@ -158,21 +158,6 @@ async fn keys_past_retention_are_pruned(backend: Backend) {
 /// Items in the crash test.
 const CRASH_ITEMS: usize = 100_000;
 
-fn start_sidecar(
-    database_url: &str,
-    redis_url: &str,
-    log: std::path::PathBuf,
-) -> (Lifeline, String) {
-    testkit::Sidecar {
-        database_url,
-        redis_url,
-        secret_hex: SECRET_HEX,
-        api_key: API_KEY,
-        args: &[],
-    }
-    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
-}
-
 fn ndjson_body() -> Vec<u8> {
     let mut body = Vec::with_capacity(CRASH_ITEMS * 60);
     for i in 0..CRASH_ITEMS {
@@ -224,7 +209,11 @@ async fn crash_and_retry(backend: Backend) {
     let redis = RedisServer::start();
     let started = Instant::now();
 
-    let (first, base) = start_sidecar(&database_url, &redis.url(), dir.path().join("first.log"));
+    let (first, base) = serve_process(
+        (&database_url, &redis.url()),
+        &[],
+        dir.path().join("first.log"),
+    );
     let partial = post_batch(&base, ndjson_body(), Some(10_000))
         .await
         .unwrap();
@@ -242,7 +231,11 @@ async fn crash_and_retry(backend: Backend) {
         started.elapsed()
     );
 
-    let (_second, base) = start_sidecar(&database_url, &redis.url(), dir.path().join("second.log"));
+    let (_second, base) = serve_process(
+        (&database_url, &redis.url()),
+        &[],
+        dir.path().join("second.log"),
+    );
     let results = post_batch(&base, ndjson_body(), None).await.unwrap();
     eprintln!(
         "retried {CRASH_ITEMS} items in {:?} in all",

@@ -19,22 +19,15 @@ const SEQUENCE_BLOCK: &str = "10";
 /// How often one create is retried after a 503 before the test fails.
 const RETRIES: usize = 5;
 
-/// Starts `shortlink-sidecar serve` on a free port and returns it with its base URL. The lifeline
-/// stops it when dropped, also when the test panics, and if the test process dies.
+/// A sidecar process on the test's database and Redis, leasing small blocks. No visit consumer:
+/// it would add the `sl:events` stream to the keys counted below.
 fn start_sidecar(
     database_url: &str,
     redis_url: &str,
     log: std::path::PathBuf,
 ) -> (Lifeline, String) {
-    testkit::Sidecar {
-        database_url,
-        redis_url,
-        secret_hex: SECRET_HEX,
-        api_key: API_KEY,
-        // No visit consumer: it would add the `sl:events` stream to the keys counted below.
-        args: &["--sequence-block", SEQUENCE_BLOCK, "--consumer", "false"],
-    }
-    .start(env!("CARGO_BIN_EXE_shortlink-sidecar"), log)
+    let args = ["--sequence-block", SEQUENCE_BLOCK, "--consumer", "false"];
+    serve_process((database_url, redis_url), &args, log)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

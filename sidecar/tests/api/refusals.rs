@@ -15,24 +15,42 @@ struct Refusal {
     code: &'static str,
 }
 
+impl Refusal {
+    /// The form as the console posts it, with the session's `csrf` token.
+    fn posted<'a>(&'a self, csrf: &'a str) -> Vec<(&'a str, &'a str)> {
+        let fields = (self.form.iter()).map(|(name, value)| (*name, value.as_str()));
+        std::iter::once(("csrf", csrf)).chain(fields).collect()
+    }
+
+    /// A link, or a change, to `url` alone.
+    fn url(url: &str, code: &'static str) -> Refusal {
+        Refusal {
+            form: vec![("url", url.into())],
+            api: json!({ "url": url }),
+            code,
+        }
+    }
+
+    /// A create of a link to `https://a.example/` with `field` set: as the form spells it
+    /// (`form`) and as the API's body does (`api`).
+    fn create_with(field: &'static str, form: &str, api: Value, code: &'static str) -> Refusal {
+        let url = "https://a.example/";
+        let mut body = json!({ "url": url });
+        body[field] = api;
+        Refusal {
+            form: vec![("url", url.into()), (field, form.into())],
+            api: body,
+            code,
+        }
+    }
+}
+
 fn edit_refusals() -> Vec<Refusal> {
     let long = format!("https://a.example/{}", "a".repeat(6000));
     vec![
-        Refusal {
-            form: vec![("url", "ftp://files.example/a".into())],
-            api: json!({"url": "ftp://files.example/a"}),
-            code: "unsupported_scheme",
-        },
-        Refusal {
-            form: vec![("url", "not a url".into())],
-            api: json!({"url": "not a url"}),
-            code: "invalid_url",
-        },
-        Refusal {
-            form: vec![("url", long.clone())],
-            api: json!({ "url": long }),
-            code: "url_too_long",
-        },
+        Refusal::url("ftp://files.example/a", "unsupported_scheme"),
+        Refusal::url("not a url", "invalid_url"),
+        Refusal::url(&long, "url_too_long"),
         Refusal {
             form: vec![("expires_at", "2020-01-01T10:00".into())],
             api: json!({"expires_at": "2020-01-01T10:00:00Z"}),
@@ -49,62 +67,20 @@ fn edit_refusals() -> Vec<Refusal> {
 fn create_refusals() -> Vec<Refusal> {
     let campaign = "é".repeat(101);
     vec![
-        Refusal {
-            form: vec![("url", "javascript:alert(1)".into())],
-            api: json!({"url": "javascript:alert(1)"}),
-            code: "unsupported_scheme",
-        },
-        Refusal {
-            form: vec![("url", "https://a.example/".into()), ("code", "ab".into())],
-            api: json!({"url": "https://a.example/", "code": "ab"}),
-            code: "invalid_code",
-        },
-        Refusal {
-            form: vec![
-                ("url", "https://a.example/".into()),
-                ("redirect", "303".into()),
-            ],
-            api: json!({"url": "https://a.example/", "redirect": 303}),
-            code: "invalid_redirect",
-        },
-        Refusal {
-            form: vec![
-                ("url", "https://a.example/".into()),
-                ("campaign", campaign.clone()),
-            ],
-            api: json!({"url": "https://a.example/", "campaign": campaign}),
-            code: "invalid_campaign",
-        },
-        Refusal {
-            form: vec![
-                ("url", "https://a.example/".into()),
-                ("max_visits", "0".into()),
-            ],
-            api: json!({"url": "https://a.example/", "max_visits": 0}),
-            code: "invalid_max_visits",
-        },
-        Refusal {
-            form: vec![
-                ("url", "https://a.example/".into()),
-                ("password", "ab".into()),
-            ],
-            api: json!({"url": "https://a.example/", "password": "ab"}),
-            code: "invalid_password",
-        },
-        Refusal {
-            form: vec![
-                ("url", "https://a.example/".into()),
-                ("expires_at", "2020-01-01T10:00".into()),
-            ],
-            api: json!({"url": "https://a.example/", "expires_at": "2020-01-01T10:00:00Z"}),
-            code: "invalid_expiry",
-        },
+        Refusal::url("javascript:alert(1)", "unsupported_scheme"),
+        Refusal::create_with("code", "ab", json!("ab"), "invalid_code"),
+        Refusal::create_with("redirect", "303", json!(303), "invalid_redirect"),
+        Refusal::create_with("campaign", &campaign, json!(campaign), "invalid_campaign"),
+        Refusal::create_with("max_visits", "0", json!(0), "invalid_max_visits"),
+        Refusal::create_with("password", "ab", json!("ab"), "invalid_password"),
+        Refusal::create_with(
+            "expires_at",
+            "2020-01-01T10:00",
+            json!("2020-01-01T10:00:00Z"),
+            "invalid_expiry",
+        ),
         // A nested short link: the built-in shorteners' list, which every sidecar has.
-        Refusal {
-            form: vec![("url", "https://bit.ly/3abc".into())],
-            api: json!({"url": "https://bit.ly/3abc"}),
-            code: "unsafe_target",
-        },
+        Refusal::url("https://bit.ly/3abc", "unsafe_target"),
     ]
 }
 
@@ -165,13 +141,7 @@ async fn the_edit_form_refuses_what_the_api_refuses() {
 
     for refusal in edit_refusals() {
         let message = api_message(app.patch_link(&code, &refusal.api).await, &refusal).await;
-        let mut form = vec![("csrf", csrf.as_str())];
-        form.extend(
-            refusal
-                .form
-                .iter()
-                .map(|(name, value)| (*name, value.as_str())),
-        );
+        let form = refusal.posted(&csrf);
         let page = browser
             .post(&format!("/console/links/{code}/edit"), &form)
             .await;
@@ -190,13 +160,7 @@ async fn the_create_form_refuses_what_the_api_refuses() {
 
     for refusal in create_refusals() {
         let message = api_message(app.post_link(&refusal.api).await, &refusal).await;
-        let mut form = vec![("csrf", csrf.as_str())];
-        form.extend(
-            refusal
-                .form
-                .iter()
-                .map(|(name, value)| (*name, value.as_str())),
-        );
+        let form = refusal.posted(&csrf);
         let page = browser.post("/console/create", &form).await;
         form_says(page, &refusal, &message).await;
     }

@@ -5,7 +5,7 @@
 //! one that names none, gets exactly an unknown code's 404.
 
 use crate::helpers::*;
-use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
+use crate::workspaces::{app_with_workspaces, link_in, workspace_key};
 use redis::AsyncCommands;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -14,14 +14,18 @@ use shortlink_wire::keys::visit_count_key;
 
 /// Brand A's link made by A's admin; returns its code.
 async fn link_of_a(app: &TestApp, admin: &str, body: Value) -> String {
-    let answer = with_key(app, admin, Method::POST, "/links")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
-    let link: Value = answer.json().await.unwrap();
-    link["code"].as_str().unwrap().to_owned()
+    link_in(app, admin, body).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// An app with workspaces `brand-a` and `brand-b`: the app, its operator's key and an admin key
+/// of A's.
+async fn brands_a_and_b() -> (TestApp, String, String) {
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
+    let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    (app, operator, a_admin)
 }
 
 /// How many clicks Redis has counted for `code` (none: 0).
@@ -32,11 +36,7 @@ async fn counted(app: &TestApp, code: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_key_but_the_fallbacks_resolves_and_a_refusal_counts_no_click() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
-    let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let (app, operator, a_admin) = brands_a_and_b().await;
     let capped = link_of_a(
         &app,
         &a_admin,
@@ -121,11 +121,7 @@ async fn answer(request: reqwest::RequestBuilder) -> (u16, String, String, Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fallback_answers_a_code_only_for_its_workspaces_hosts() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
-    let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let (app, _, a_admin) = brands_a_and_b().await;
     let capped = link_of_a(
         &app,
         &a_admin,

@@ -72,14 +72,7 @@ async fn rules_and_lifecycle_round_trip_normalised(backend: Backend) {
         assert_eq!(view["not_yet_url"], json!("https://t.example/soon"));
         assert_eq!(view["expired_url"], json!("https://t.example/over"));
     }
-    let listed: Value = app
-        .api(Method::GET, "/links")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = crate::workspaces::send_json(app.api(Method::GET, "/links")).await;
     assert_eq!(listed["links"][0]["rules"], normalised_rules());
 
     // Redis holds version 2, and it decodes to the same lifecycle and rules.

@@ -26,6 +26,25 @@ fn sticky_split() -> Value {
         {"weight": 1, "url": "https://a.example/"}, {"weight": 1, "url": "https://b.example/"}]}}])
 }
 
+/// An erase `key` asks for with `erase`, done (asserted 200): its answer, as JSON and as text.
+async fn erased(app: &TestApp, key: &str, erase: &Value) -> (Value, String) {
+    let (status, text) = post(app, key, "/subjects/erase", erase).await;
+    assert_eq!(status, 200, "{text}");
+    (serde_json::from_str(&text).unwrap(), text)
+}
+
+/// What an erase's answer says: its state and selector, and the links, visits and conversions
+/// it erased.
+fn summary(done: &Value) -> (&str, &str, (i64, i64, i64)) {
+    let text = |name: &str| done[name].as_str().unwrap_or_default();
+    let count = |name: &str| done[name].as_i64().unwrap_or(-1);
+    (
+        text("state"),
+        text("selector"),
+        (count("links"), count("visits"), count("conversions")),
+    )
+}
+
 async fn post(app: &TestApp, key: &str, path: &str, body: &Value) -> (u16, String) {
     let answer = with_key(app, key, Method::POST, path)
         .json(body)
@@ -222,26 +241,8 @@ async fn a_subject_is_exported_as_stored_and_erased_without_a_trace(backend: Bac
     assert!(contains(&record_before, &recipient(ALICE)));
 
     let erase = json!({"request_id": "dsr-1", "ref": ALICE});
-    let (status, text) = post(&app, &m.admin, "/subjects/erase", &erase).await;
-    assert_eq!(status, 200, "{text}");
-    let done: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        (
-            &done["state"],
-            &done["selector"],
-            &done["links"],
-            &done["visits"],
-            &done["conversions"]
-        ),
-        (
-            &json!("done"),
-            &json!("ref"),
-            &json!(2),
-            &json!(8),
-            &json!(1)
-        ),
-        "{done}"
-    );
+    let (done, text) = erased(&app, &m.admin, &erase).await;
+    assert_eq!(summary(&done), ("done", "ref", (2, 8, 1)), "{done}");
     let tombstone = done["tombstone"].as_str().unwrap();
     assert!(!text.contains(ALICE), "{text}");
 
@@ -367,26 +368,8 @@ async fn an_erase_cut_short_finishes_when_sent_again(backend: Backend) {
         .await;
     assert_eq!(state, ["running"]);
     app.redis.start_again();
-    let (status, text) = post(&app, &m.admin, "/subjects/erase", &erase).await;
-    assert_eq!(status, 200, "{text}");
-    let done: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        (
-            &done["state"],
-            &done["selector"],
-            &done["links"],
-            &done["visits"],
-            &done["conversions"]
-        ),
-        (
-            &json!("done"),
-            &json!("code"),
-            &json!(1),
-            &json!(4),
-            &json!(1)
-        ),
-        "{done}"
-    );
+    let (done, _) = erased(&app, &m.admin, &erase).await;
+    assert_eq!(summary(&done), ("done", "code", (1, 4, 1)), "{done}");
     let left = app
         .db
         .scalar(&format!(

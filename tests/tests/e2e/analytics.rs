@@ -2,18 +2,10 @@
 //! enriches and counts them. The redirect path itself writes nothing to SQL.
 
 use serde_json::{json, Value};
+use shortlink_e2e::agents::{CHROME, CURL, IPHONE, SLACKBOT, SMS_SCANNER, WECHAT};
 use shortlink_e2e::{NginxOptions, System};
 use std::time::Duration;
 use testkit::wait_until;
-
-const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
-const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
-const WECHAT: &str = "Mozilla/5.0 (Linux; Android 13; SM-S9180 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.0.0 Mobile Safari/537.36 XWEB/1160065 MMWEBSDK/20231202 MMWEBID/2247 MicroMessenger/8.0.47.2560(0x28002F30) WeChat/arm64 Weixin NetType/WIFI Language/zh_CN ABI/arm64";
-/// Samsung Messages' fetch of a link in an SMS, to build its preview.
-const SMS_SCANNER: &str =
-    "Mozilla/5.0 (X11; Ubuntu; Linux i686; rv:24.0) Gecko/20100101 Firefox/24.0";
-const SLACKBOT: &str = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)";
-const CURL: &str = "curl/8.5.0";
 
 fn visit(system: &System, host: &str, path: &str, client_ip: &str, user_agent: &str) {
     let url = format!("http://127.0.0.1:{}{path}", system.nginx.redirect_port);
@@ -67,23 +59,18 @@ fn visits_through_nginx_show_up_in_stats_with_bots_and_previews_apart() {
     });
     assert!(counted, "visits did not arrive: {stats}");
     assert_eq!(stats["totals"]["unique_visitors"], 3);
-    assert_eq!(
-        breakdown(&stats, "browser"),
-        [(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)]
-    );
-    assert_eq!(
-        breakdown(&stats, "device"),
-        [(s("desktop"), 2), (s("mobile"), 2)]
-    );
-    assert_eq!(
-        breakdown(&stats, "country"),
-        [(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]
-    );
-    assert_eq!(
-        breakdown(&stats, "short_domain"),
-        [(s("s1.test"), 3), (s("s2.test"), 1)]
-    );
-    assert_eq!(breakdown(&stats, "referrer_host"), [(s("facebook.com"), 4)]);
+    for (name, expected) in [
+        (
+            "browser",
+            vec![(s("Chrome"), 2), (s("Safari"), 1), (s("WeChat"), 1)],
+        ),
+        ("device", vec![(s("desktop"), 2), (s("mobile"), 2)]),
+        ("country", vec![(s("AU"), 2), (s("DE"), 1), (s("US"), 1)]),
+        ("short_domain", vec![(s("s1.test"), 3), (s("s2.test"), 1)]),
+        ("referrer_host", vec![(s("facebook.com"), 4)]),
+    ] {
+        assert_eq!(breakdown(&stats, name), expected, "{name}");
+    }
 
     let (_, link) = system.api().get(&format!("/links/{code}"));
     assert_eq!(link["visit_count"], 4, "{link}");

@@ -3,15 +3,7 @@
 //! ones left nothing behind (404).
 
 use serde_json::{json, Value};
-use shortlink_e2e::System;
-
-fn location(response: &reqwest::blocking::Response) -> &str {
-    response
-        .headers()
-        .get("location")
-        .map(|value| value.to_str().unwrap())
-        .unwrap_or_default()
-}
+use shortlink_e2e::{location, System};
 
 /// One item, what the batch must answer for it, and (for good items) the redirect expected.
 struct Case {

@@ -34,13 +34,7 @@ fn sql(system: &System, query: &str) -> String {
         let database = rest.rsplit('/').next().unwrap();
         return testkit::mariadb().query_in(database, &query).unwrap();
     }
-    let output = Command::new("sqlite3")
-        .arg(system.database_path())
-        .arg(query)
-        .output()
-        .expect("run sqlite3");
-    assert!(output.status.success(), "{query}: {output:?}");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    system.sqlite(query)
 }
 
 fn links_in_sql(system: &System) -> usize {

@@ -55,14 +55,7 @@ fn rules(rules: Vec<Rule>) -> Extras {
 /// A link created through the API, then given `extras` in Redis as the sidecar would write them.
 fn link_with(system: &System, extras: &Extras) -> String {
     let code = system.create(json!({"url": HOME}));
-    let record = Record::Live {
-        status: 302,
-        expires_at: 0,
-        flags: 0,
-        target: HOME,
-        extras: Some(extras),
-    };
-    system.redis.set_bytes(&link_key(&code), &record.encode());
+    system.put_live_record(&code, HOME, extras);
     code
 }
 
@@ -449,16 +442,7 @@ fn a_field_the_module_does_not_know_goes_to_the_fallback() {
     let mut value = b"2|L|302|0|0|https://example.com/elsewhere\n".to_vec();
     value.extend_from_slice(b"z\x00\x02on");
     system.redis.set_bytes(&link_key(&code), &value);
-    let before = system.nginx.counters();
-    let response = system.nginx.get("s1.test", &format!("/{code}"));
-    assert_eq!(
-        status_and_location(&response),
-        (301, "https://example.com/v1".to_owned())
-    );
-    assert_eq!(
-        system.nginx.counters()["fallbacks"],
-        before["fallbacks"] + 1
-    );
+    system.assert_answered_by_fallback(&code, (301, "https://example.com/v1"));
 }
 
 #[test]
@@ -550,14 +534,7 @@ fn max_visits_counts_only_clicks_that_would_redirect() {
         max_visits: 1,
         ..Extras::default()
     };
-    let record = Record::Live {
-        status: 302,
-        expires_at: 0,
-        flags: 0,
-        target: HOME,
-        extras: Some(&open),
-    };
-    system.redis.set_bytes(&link_key(&code), &record.encode());
+    system.put_live_record(&code, HOME, &open);
     assert_eq!(location(&system, &code, "", PHONE), HOME);
     for _ in 0..2 {
         let response = system.nginx.click("s1.test", &format!("/{code}"));

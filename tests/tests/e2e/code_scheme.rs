@@ -2,19 +2,11 @@
 //! fresh machine (docs/BACKUP.md).
 
 use serde_json::json;
-use shortlink_e2e::{NginxOptions, System};
+use shortlink_e2e::{location, NginxOptions, System};
 use testkit::RedisServer;
 
 /// Not the sidecar's `CODE_SECRET`.
 const OTHER_SECRET: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-
-fn location(response: &reqwest::blocking::Response) -> String {
-    response
-        .headers()
-        .get("location")
-        .map(|value| value.to_str().unwrap().to_owned())
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_module_with_another_secret_never_answers_404_to_a_valid_code() {

@@ -131,12 +131,7 @@ fn forged_kannel_reports_through_nginx_drain_no_domain() {
         public_base: Some(LIST.to_owned()),
         ..NginxOptions::default()
     });
-    system.restart_sidecar_with(&[
-        "--domain-health-every",
-        "200ms",
-        "--domain-health-window",
-        "10m",
-    ]);
+    system.restart_sidecar_watching_domains(&[]);
     let api = system.api();
     let items: String = (0..120)
         .map(|i| {

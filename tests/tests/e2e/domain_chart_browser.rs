@@ -9,21 +9,10 @@
 use serde_json::{json, Value};
 use shortlink_e2e::browser::{self, sign_in};
 use shortlink_e2e::{paths, System, API_KEY};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PHONE_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like \
                         Gecko) Chrome/126.0.0.0 Mobile Safari/537.36";
-
-fn sqlite(system: &System, query: &str) -> String {
-    let output = Command::new("sqlite3")
-        .arg(system.database_path())
-        .arg(query)
-        .output()
-        .expect("run sqlite3");
-    assert!(output.status.success(), "{query}: {output:?}");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
 
 /// `people` phone visits of `code` on `host` in the minute starting `minute` (Unix s), in one
 /// stream entry as the module packs them.
@@ -110,14 +99,12 @@ async fn a_drained_domains_chart_shows_its_fall_and_the_drain_in_a_browser() {
         assert_eq!(status, 200, "{body}");
         // The drain's moment moved to the middle of the minute 7 minutes ago (after s2's last
         // clicks, in its first seconds): the row's time everywhere it appears.
-        let row = sqlite(&system, "SELECT value FROM settings WHERE name LIKE 'drain:%' AND name NOT LIKE '%@%' AND value LIKE '%\"s2.test\"%'");
+        let row = system.sqlite("SELECT value FROM settings WHERE name LIKE 'drain:%' AND name NOT LIKE '%@%' AND value LIKE '%\"s2.test\"%'");
         let stored: Value = serde_json::from_str(&row).expect("the drain row");
         let since = stored["since"].as_str().expect("since").to_owned();
         let earlier = chrono::DateTime::from_timestamp(minute - 390, 0).unwrap();
         let earlier_text = earlier.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
-        sqlite(
-            &system,
-            &format!(
+        system.sqlite(&format!(
                 "UPDATE settings SET value = replace(value, '{since}', '{earlier_text}') \
                  WHERE value LIKE '%\"s2.test\"%'"
             ),

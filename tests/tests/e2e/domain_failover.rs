@@ -115,11 +115,7 @@ fn a_domain_whose_clicks_stop_is_drained_and_its_recipients_get_new_links() {
         public_base: Some(LIST.to_owned()),
         ..NginxOptions::default()
     });
-    system.restart_sidecar_with(&[
-        "--domain-health-every",
-        "200ms",
-        "--domain-health-window",
-        "10m",
+    system.restart_sidecar_watching_domains(&[
         "--domain-health-min-issued",
         "20",
         "--domain-drain-healthy-checks",

@@ -60,18 +60,7 @@ fn click(system: &System, code: &str) -> (u16, String, String) {
     thread_local! {
         static CLIENT: reqwest::blocking::Client = http_client();
     }
-    let response = CLIENT
-        .with(|client| {
-            client
-                .get(format!(
-                    "http://127.0.0.1:{}/{code}",
-                    system.nginx.redirect_port
-                ))
-                .header("Host", "s1.test")
-                .header("Connection", "close")
-                .send()
-        })
-        .expect("redirect request");
+    let response = CLIENT.with(|client| system.redirect_alone(client, code));
     let header = |name: &str| {
         response
             .headers()
@@ -247,18 +236,7 @@ fn a_change_and_a_revoke_under_load_reach_both_workers() {
     let hits = system.nginx.counters()["cache_zone_hits"];
     assert!(hits > 0, "the load was not served from the zone");
 
-    let (status, body) = system.api().patch(
-        &format!("/links/{code}"),
-        &json!({"url": "https://example.com/v2"}),
-    );
-    assert_eq!(status, 200, "patch: {body}");
-    let patched = Instant::now();
-    load.run_for(600);
-    let delete_sent = Instant::now();
-    let (status, body) = system.api().delete(&format!("/links/{code}"));
-    assert!((200..300).contains(&status), "revoke: {status} {body}");
-    let deleted = Instant::now();
-    load.run_for(600);
+    let (patched, delete_sent, deleted) = system.patch_then_revoke(&code, || load.run_for(600));
     let hits_after = system.nginx.counters()["cache_zone_hits"];
     let (seen, _) = load.finish();
 

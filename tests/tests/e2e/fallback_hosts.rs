@@ -292,15 +292,8 @@ fn every_shipped_fallback_location_names_the_hosts_workspace() {
     let sent = format!(
         "proxy_set_header X-Shortlink-Workspace \"{WORKSPACE_PREFIX}$shortlink_workspace\";"
     );
-    let files = [
-        "nginx/nginx.conf.template",
-        "nginx/redirect.conf.template",
-        "nginx/imported-domain.conf.template",
-        "packaging/libnginx-mod-http-shortlink/shortlink-site.conf",
-        "packaging/libnginx-mod-http-shortlink/shortlink-redirect.conf",
-    ];
     let mut fallbacks = 0;
-    for file in files {
+    for file in paths::SHIPPED_NGINX_FILES {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         // Statements only, one a line: comments say what the header is for.
         let lines: Vec<&str> = (text.lines())

@@ -576,27 +576,23 @@ fn hostile_inputs_get_clear_answers_and_change_nothing() {
         400,
         "malformed_json",
     );
-    let nested = format!("{{\"url\":{}1{}}}", "[".repeat(5000), "]".repeat(5000));
-    t.api(
-        "JSON nested 5000 deep in url (refused at the first wrong type)",
-        api_request("POST", "/api/v1/links", AUTH, JSON, nested.as_bytes()),
-        422,
-        "invalid_body",
-    );
-    let nested = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    t.api(
-        "JSON array nested 5000 deep",
-        api_request("POST", "/api/v1/links", AUTH, JSON, nested.as_bytes()),
-        422,
-        "invalid_body",
-    );
-    let nested = format!("{}1{}", "{\"a\":".repeat(3000), "}".repeat(3000));
-    t.api(
-        "JSON object nested 3000 deep",
-        api_request("POST", "/api/v1/links", AUTH, JSON, nested.as_bytes()),
-        422,
-        "invalid_body",
-    );
+    for (name, nested) in [
+        (
+            "JSON nested 5000 deep in url (refused at the first wrong type)",
+            format!("{{\"url\":{}1{}}}", "[".repeat(5000), "]".repeat(5000)),
+        ),
+        (
+            "JSON array nested 5000 deep",
+            format!("{}{}", "[".repeat(5000), "]".repeat(5000)),
+        ),
+        (
+            "JSON object nested 3000 deep",
+            format!("{}1{}", "{\"a\":".repeat(3000), "}".repeat(3000)),
+        ),
+    ] {
+        let request = api_request("POST", "/api/v1/links", AUTH, JSON, nested.as_bytes());
+        t.api(name, request, 422, "invalid_body");
+    }
     t.api(
         "text/plain body",
         api_request(

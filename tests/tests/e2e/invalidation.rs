@@ -127,19 +127,7 @@ fn patch_and_delete_reach_every_worker_under_load() {
     let hits = system.nginx.counters()["cache_hits"];
     assert!(hits > 0, "the load was not served from the cache");
 
-    let (status, body) = system.api().patch(
-        &format!("/links/{code}"),
-        &json!({"url": "https://example.com/v2"}),
-    );
-    assert_eq!(status, 200, "patch: {body}");
-    let patched = Instant::now();
-    load.run_for(1000);
-
-    let delete_sent = Instant::now();
-    let (status, body) = system.api().delete(&format!("/links/{code}"));
-    assert!((200..300).contains(&status), "revoke: {status} {body}");
-    let deleted = Instant::now();
-    load.run_for(1000);
+    let (patched, delete_sent, deleted) = system.patch_then_revoke(&code, || load.run_for(1000));
     let hits_after = system.nginx.counters()["cache_hits"];
     let seen = load.finish();
 

@@ -581,14 +581,7 @@ fn every_limit_holds_on_every_path_on_postgresql() {
 #[test]
 fn every_shipped_proxy_to_the_sidecar_has_room_for_the_longest_answer() {
     let root = paths::workspace_dir();
-    let files = [
-        "nginx/nginx.conf.template",
-        "nginx/redirect.conf.template",
-        "nginx/imported-domain.conf.template",
-        "packaging/libnginx-mod-http-shortlink/shortlink-site.conf",
-        "packaging/libnginx-mod-http-shortlink/shortlink-redirect.conf",
-    ];
-    for file in files {
+    for file in paths::SHIPPED_NGINX_FILES {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         let mut proxies = Vec::new();
         buffer_sizes(&parse_blocks(&text), None, &mut proxies);

@@ -246,15 +246,19 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
             .output()
             .unwrap()
     };
+    // Renders, and finds the error pages included as the checkout's nginx/errors has them.
+    let rendered_pages_are_the_checkouts = || {
+        let output = render();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let written = std::fs::read(prefix.join("error-pages.conf")).unwrap();
+        assert_eq!(written, error_pages(&checkout.join("nginx")));
+    };
 
-    let output = render();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let written = std::fs::read(prefix.join("error-pages.conf")).unwrap();
-    assert_eq!(written, error_pages(&checkout.join("nginx")));
+    rendered_pages_are_the_checkouts();
     // The fallback's key: only in its own include, mode 0600.
     let key_conf = prefix.join("resolve-key.conf");
     assert_eq!(
@@ -273,14 +277,7 @@ fn render_nginx_writes_the_pages_the_harness_writes() {
     // A page above one nginx string (4 KiB), with quotes and backslashes, survives the trip.
     let big = format!("<p>it's \\ {}</p>\n", "x".repeat(9_000));
     std::fs::write(checkout.join("nginx/errors/410.html"), &big).unwrap();
-    let output = render();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let written = std::fs::read(prefix.join("error-pages.conf")).unwrap();
-    assert_eq!(written, error_pages(&checkout.join("nginx")));
+    rendered_pages_are_the_checkouts();
 
     // Anything but a key would be configuration.
     std::fs::write(&key_file, "k\"; deny all; #").unwrap();

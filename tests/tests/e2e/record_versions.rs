@@ -3,7 +3,7 @@
 //! from SQL), as on a Redis failure: never a 404, never a redirect it guessed at.
 
 use serde_json::json;
-use shortlink_e2e::{status_and_location, NginxOptions, System};
+use shortlink_e2e::{NginxOptions, System};
 use shortlink_wire::keys::link_key;
 
 #[test]
@@ -20,15 +20,5 @@ fn an_unknown_record_version_is_served_by_the_fallback() {
         "3|L|302|0|0|https://example.com/v2|preview=on",
     ]);
 
-    let before = system.nginx.counters();
-    let response = system.nginx.get("s1.test", &format!("/{code}"));
-    assert_eq!(
-        status_and_location(&response),
-        (301, "https://example.com/v1".to_owned())
-    );
-    assert_eq!(
-        system.nginx.counters()["fallbacks"],
-        before["fallbacks"] + 1,
-        "the answer did not come through the fallback"
-    );
+    system.assert_answered_by_fallback(&code, (301, "https://example.com/v1"));
 }

@@ -2,7 +2,7 @@
 
 use reqwest::Method;
 use serde_json::json;
-use shortlink_e2e::{NginxOptions, System};
+use shortlink_e2e::{location, NginxOptions, System};
 use std::time::{Duration, Instant};
 use testkit::{wait_until, RedisServer};
 
@@ -14,14 +14,6 @@ fn redis_gets(redis: &RedisServer) -> u64 {
         .find_map(|line| line.strip_prefix("cmdstat_get:calls="))
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |calls| calls.parse().unwrap())
-}
-
-fn location(response: &reqwest::blocking::Response) -> &str {
-    response
-        .headers()
-        .get("location")
-        .map(|value| value.to_str().unwrap())
-        .unwrap_or_default()
 }
 
 #[test]

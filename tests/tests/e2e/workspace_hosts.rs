@@ -64,14 +64,7 @@ fn link_in_a(system: &System, extras: Extras) -> String {
         workspace: Some(brand_a()),
         ..extras
     };
-    let record = Record::Live {
-        status: 302,
-        expires_at: 0,
-        flags: 0,
-        target: TARGET,
-        extras: Some(&extras),
-    };
-    system.redis.set_bytes(&link_key(&code), &record.encode());
+    system.put_live_record(&code, TARGET, &extras);
     code
 }
 

@@ -1,8 +1,8 @@
 //! What the API and the CLI record: webhook changes with the key and the request id, key
 //! create/revoke from the CLI; `GET /api/v1/audit` for admin keys only, with filters and a cursor.
 
-use super::{run_cli, verify_cli};
-use crate::helpers::{spawn_app_with, Backend, TestApp, API_KEY};
+use super::verify_cli;
+use crate::helpers::{sidecar_cli, spawn_app_with, Backend, TestApp, API_KEY};
 use crate::on_each_backend;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -39,13 +39,6 @@ async fn send(
 
 async fn audit(app: &TestApp, query: &str) -> Value {
     app.get_json(&format!("/audit{query}")).await
-}
-
-/// A subcommand that must succeed; its stdout.
-fn sidecar(database_url: &str, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_cli(database_url, args);
-    assert!(ok, "{args:?}: {stderr}");
-    stdout
 }
 
 async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backend: Backend) {
@@ -134,7 +127,7 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
     assert_eq!(newest["rows"][0]["request_id"], made.as_str());
 
     // Keys from the CLI: their rows name the CLI, the new key's name and role, never the key.
-    let key = sidecar(
+    let key = sidecar_cli(
         &app.database_url,
         &[
             "keys",
@@ -165,7 +158,7 @@ async fn webhook_and_key_changes_are_recorded_with_their_actor_and_request(backe
         .await
         .unwrap();
     assert_eq!(refused.status(), 403);
-    sidecar(&app.database_url, &["keys", "revoke", &key_id]);
+    sidecar_cli(&app.database_url, &["keys", "revoke", &key_id]);
     let revoked = audit(&app, &format!("?action=key.revoke&object={key_id}")).await;
     assert_eq!(revoked["rows"].as_array().unwrap().len(), 1);
 

@@ -1,7 +1,7 @@
 //! Appends, listings with filters and a cursor, and `audit verify` against rows deleted, edited
 //! and inserted in SQL, on SQLite, PostgreSQL and MariaDB.
 
-use super::{entry, fresh_storage, verify_cli};
+use super::{entry, fresh_storage, open_storage, sound_chain, verify_cli};
 use crate::helpers::{Backend, TestDb};
 use crate::on_each_backend;
 use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, Changes};
@@ -228,14 +228,7 @@ async fn listings_filter_and_page_newest_first(backend: Backend) {
 /// head, and an append rolled back with its transaction: one chain without a gap or a fork.
 async fn two_processes_and_a_rollback_keep_one_chain(backend: Backend) {
     let (one, url, _dir) = fresh_storage(backend).await;
-    let other = shortlink_store::connect(&shortlink_store::ConnectOptions {
-        url: url.clone(),
-        max_connections: 2,
-        acquire_timeout: std::time::Duration::from_secs(10),
-        sqlite_cache: Default::default(),
-    })
-    .await
-    .unwrap();
+    let other = open_storage(&url).await;
     for n in 0..6 {
         let storage = if n % 3 == 0 { &other } else { &one };
         storage.append_audit(&entry(n)).await.unwrap();
@@ -247,18 +240,7 @@ async fn two_processes_and_a_rollback_keep_one_chain(backend: Backend) {
         one.append_audit(&entry(n)).await.unwrap();
         other.append_audit(&entry(n + 10)).await.unwrap();
     }
-    let reports = shortlink_store::audit::verify(one.as_ref(), None)
-        .await
-        .unwrap();
-    assert_eq!(reports.len(), 1);
-    assert_eq!((reports[0].rows_checked, &reports[0].problem), (12, &None));
-    let objects = one
-        .list_audit(&AuditFilter {
-            limit: 50,
-            ..AuditFilter::default()
-        })
-        .await
-        .unwrap();
+    let objects = sound_chain(one.as_ref(), 12).await;
     assert!(
         objects.iter().all(|row| row.object != "code100"),
         "rolled back"

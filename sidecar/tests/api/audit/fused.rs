@@ -2,11 +2,11 @@
 //! taken when the process's hint of the chain head is right, on SQLite and PostgreSQL; declined
 //! (the caller appends before its commit) on a stale hint or MariaDB. Either way one sound chain.
 
-use super::fresh_storage;
+use super::{fresh_storage, open_storage, sound_chain};
 use crate::helpers::Backend;
 use crate::on_each_backend;
 use shortlink_model::{Link, WorkspaceId};
-use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, Changes};
+use shortlink_store::audit::{Actor, AuditEntry, Changes};
 use shortlink_store::{self, Storage};
 
 on_each_backend!(a_create_and_its_audit_row_in_one_round_trip_keep_one_chain);
@@ -44,14 +44,7 @@ async fn create(storage: &dyn Storage, n: usize, commit: bool) -> bool {
 
 async fn a_create_and_its_audit_row_in_one_round_trip_keep_one_chain(backend: Backend) {
     let (one, url, _dir) = fresh_storage(backend).await;
-    let other = shortlink_store::connect(&shortlink_store::ConnectOptions {
-        url: url.clone(),
-        max_connections: 2,
-        acquire_timeout: std::time::Duration::from_secs(10),
-        sqlite_cache: Default::default(),
-    })
-    .await
-    .unwrap();
+    let other = open_storage(&url).await;
     // No hint yet: the first appends the slow way and learns the head; then its hint holds.
     let mut fused = Vec::new();
     for n in 0..3 {
@@ -71,18 +64,7 @@ async fn a_create_and_its_audit_row_in_one_round_trip_keep_one_chain(backend: Ba
     };
     assert_eq!(fused, expected);
 
-    let reports = shortlink_store::audit::verify(one.as_ref(), None)
-        .await
-        .unwrap();
-    assert_eq!(reports.len(), 1);
-    assert_eq!((reports[0].rows_checked, &reports[0].problem), (8, &None));
-    let rows = one
-        .list_audit(&AuditFilter {
-            limit: 50,
-            ..AuditFilter::default()
-        })
-        .await
-        .unwrap();
+    let rows = sound_chain(one.as_ref(), 8).await;
     let mut objects: Vec<&str> = rows.iter().map(|row| row.object.as_str()).collect();
     objects.reverse();
     assert_eq!(

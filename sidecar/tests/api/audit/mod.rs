@@ -8,10 +8,9 @@ mod fused;
 mod page;
 mod retention;
 
-use crate::helpers::Backend;
-use shortlink_store::audit::{Actor, AuditEntry, Changes};
+use crate::helpers::{run_sidecar, Backend};
+use shortlink_store::audit::{Actor, AuditEntry, AuditFilter, AuditRecord, Changes};
 use shortlink_store::{ConnectOptions, Storage};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,15 +19,19 @@ use std::time::Duration;
 async fn fresh_storage(backend: Backend) -> (Arc<dyn Storage>, String, tempfile::TempDir) {
     let dir = testkit::temp_dir();
     let url = backend.fresh_database_url(dir.path());
-    let storage = shortlink_store::connect(&ConnectOptions {
-        url: url.clone(),
+    (open_storage(&url).await, url, dir)
+}
+
+/// Another storage on the database at `url`, as a second process opens it.
+async fn open_storage(url: &str) -> Arc<dyn Storage> {
+    shortlink_store::connect(&ConnectOptions {
+        url: url.to_owned(),
         max_connections: 2,
         acquire_timeout: Duration::from_secs(10),
         sqlite_cache: Default::default(),
     })
     .await
-    .expect("open the database");
-    (storage, url, dir)
+    .expect("open the database")
 }
 
 /// The `n`th test entry: a key's link update with one changed field.
@@ -46,22 +49,24 @@ fn entry(n: usize) -> AuditEntry {
     )
 }
 
-/// The binary with `args` on `database_url`: whether it exited 0, and what it printed (stdout,
-/// then stderr).
-fn run_cli(database_url: &str, args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
-        .args(args)
-        .args(["--database-url", database_url])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run shortlink-sidecar");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (output.status.success(), stdout, stderr)
+/// Asserts that `storage` holds one chain and that it verifies sound over `rows` rows: its
+/// newest 50 rows, newest first.
+async fn sound_chain(storage: &dyn Storage, rows: u64) -> Vec<AuditRecord> {
+    let reports = shortlink_store::audit::verify(storage, None).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(
+        (reports[0].rows_checked, &reports[0].problem),
+        (rows, &None)
+    );
+    let filter = AuditFilter {
+        limit: 50,
+        ..AuditFilter::default()
+    };
+    storage.list_audit(&filter).await.unwrap()
 }
 
 /// `audit verify` through the binary: whether it exited 0, and what it printed.
 fn verify_cli(database_url: &str) -> (bool, String) {
-    let (sound, stdout, stderr) = run_cli(database_url, &["audit", "verify"]);
+    let (sound, stdout, stderr) = run_sidecar(database_url, &["audit", "verify"]);
     (sound, stdout + &stderr)
 }

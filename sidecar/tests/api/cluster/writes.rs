@@ -2,11 +2,22 @@
 //! its slot (found by the test from `CLUSTER NODES`), as SQL has it; every slot's marker set.
 
 use super::*;
-use crate::helpers::{eventually, API_KEY};
+use crate::helpers::{batch_answer, eventually, API_KEY};
 use crate::sentinel::client;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
+
+/// Revokes `code` through `sidecar`'s API (panics unless 200).
+async fn revoke(http: &reqwest::Client, sidecar: &Sidecar, code: &str) {
+    let response = http
+        .delete(format!("{}/api/v1/links/{code}", sidecar.address))
+        .bearer_auth(API_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
@@ -18,15 +29,12 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
     let items: Vec<Value> = (0..40)
         .map(|i| json!({ "url": format!("https://b.example/{i}") }))
         .collect();
-    let response = http
-        .post(format!("{}/api/v1/links/batch", sidecar.address))
-        .bearer_auth(API_KEY)
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body = batch_answer(
+        http.post(format!("{}/api/v1/links/batch", sidecar.address))
+            .bearer_auth(API_KEY)
+            .json(&items),
+    )
+    .await;
     for result in body["results"].as_array().unwrap() {
         codes.push(result["link"]["code"].as_str().unwrap().to_owned());
     }
@@ -42,13 +50,7 @@ async fn writes_land_on_the_owning_primary_and_every_slot_gets_its_marker() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let revoked = &codes[13];
-    let response = http
-        .delete(format!("{}/api/v1/links/{revoked}", sidecar.address))
-        .bearer_auth(API_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    revoke(&http, &sidecar, revoked).await;
 
     let mut owners = BTreeSet::new();
     for code in &codes {
@@ -145,13 +147,7 @@ async fn cards_land_on_the_primary_owning_their_own_slot() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let response = http
-        .delete(format!("{}/api/v1/links/{revoked}", sidecar.address))
-        .bearer_auth(API_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    revoke(&http, &sidecar, revoked).await;
     assert_eq!(card_on_owner(removed).1, "0");
     assert_eq!(card_on_owner(revoked).1, "0");
 }

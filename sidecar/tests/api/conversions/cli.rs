@@ -7,18 +7,7 @@ use super::*;
 async fn conversions_import_records_a_file_once() {
     let app = spawn_app(Backend::Sqlite).await;
     let code = link(&app, "spring", "r-1").await;
-    store(
-        &app,
-        &[visit(
-            "1700000000001-0",
-            &code,
-            now_ms() - 1000,
-            "203.0.113.1",
-            IPHONE,
-            None,
-        )],
-    )
-    .await;
+    store(&app, &[first_click(&code)]).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("conversions.ndjson");
     let lines = [

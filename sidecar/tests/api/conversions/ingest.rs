@@ -134,18 +134,7 @@ async fn a_conversion_by_code_and_ref_takes_the_latest_human_visit(backend: Back
 async fn a_repeated_event_id_answers_the_first_also_under_concurrent_retries(backend: Backend) {
     let app = spawn_app(backend).await;
     let code = link(&app, "spring", "r-1").await;
-    store(
-        &app,
-        &[visit(
-            "1700000000001-0",
-            &code,
-            now_ms() - 1000,
-            "203.0.113.1",
-            IPHONE,
-            None,
-        )],
-    )
-    .await;
+    store(&app, &[first_click(&code)]).await;
     let body = json!({"click_id": "1700000000001-0", "name": "purchase", "value": "5",
                       "currency": "USD", "event_id": "order-9"});
     let answers = futures_util::future::join_all((0..16).map(|_| post(&app, &body))).await;
@@ -183,29 +172,7 @@ async fn a_repeated_event_id_answers_the_first_also_under_concurrent_retries(bac
 async fn each_refusal_has_its_code_and_stores_nothing(backend: Backend) {
     let app = spawn_app(backend).await;
     let code = link(&app, "spring", "r-1").await;
-    let day = 86_400_000;
-    store(
-        &app,
-        &[
-            visit(
-                "1700000000001-0",
-                &code,
-                now_ms() - 1000,
-                "203.0.113.1",
-                IPHONE,
-                None,
-            ),
-            visit(
-                "1700000000002-0",
-                &code,
-                now_ms() - 31 * day,
-                "203.0.113.2",
-                IPHONE,
-                None,
-            ),
-        ],
-    )
-    .await;
+    store(&app, &[first_click(&code), second_click(&code, 31)]).await;
     // Another workspace's click is no click here.
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-b").await;
@@ -340,29 +307,8 @@ async fn each_refusal_has_its_code_and_stores_nothing(backend: Backend) {
 async fn an_ndjson_batch_answers_each_line_in_order(backend: Backend) {
     let app = spawn_app(backend).await;
     let code = link(&app, "spring", "r-1").await;
-    store(
-        &app,
-        &[
-            visit(
-                "1700000000001-0",
-                &code,
-                now_ms() - 1000,
-                "203.0.113.1",
-                IPHONE,
-                None,
-            ),
-            // Older than the attribution window (30 days) before the conversions below.
-            visit(
-                "1700000000002-0",
-                &code,
-                now_ms() - 40 * 86_400_000,
-                "203.0.113.2",
-                IPHONE,
-                None,
-            ),
-        ],
-    )
-    .await;
+    // The second older than the attribution window (30 days) before the conversions below.
+    store(&app, &[first_click(&code), second_click(&code, 40)]).await;
     let an_hour_ago = chrono::DateTime::from_timestamp_millis(now_ms() - 3_600_000)
         .unwrap()
         .to_rfc3339();

@@ -36,6 +36,31 @@ pub fn visit(id: &str, code: &str, at_ms: i64, ip: &str, ua: &str, rule: Option<
     Enricher::new(GeoDb::disabled(), false).enrich(&event)
 }
 
+/// The click a test's conversion follows: `1700000000001-0` on `code`, a second ago, from an
+/// iPhone, no rule.
+pub fn first_click(code: &str) -> Visit {
+    visit(
+        "1700000000001-0",
+        code,
+        now_ms() - 1000,
+        "203.0.113.1",
+        IPHONE,
+        None,
+    )
+}
+
+/// Another click on `code` (`1700000000002-0`), `days` ago, from another iPhone.
+pub fn second_click(code: &str, days: i64) -> Visit {
+    visit(
+        "1700000000002-0",
+        code,
+        now_ms() - days * 86_400_000,
+        "203.0.113.2",
+        IPHONE,
+        None,
+    )
+}
+
 pub async fn store(app: &TestApp, visits: &[Visit]) {
     let store = app.visit_store().await;
     store.store_batch(visits, false).await.unwrap();
@@ -46,14 +71,7 @@ pub fn now_ms() -> i64 {
 }
 
 pub async fn post(app: &TestApp, body: &Value) -> (u16, Value) {
-    let answer = app
-        .api(reqwest::Method::POST, "/conversions")
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    status_and_json(app.api(reqwest::Method::POST, "/conversions").json(body)).await
 }
 
 pub async fn link(app: &TestApp, campaign: &str, recipient: &str) -> String {

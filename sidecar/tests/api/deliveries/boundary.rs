@@ -6,77 +6,19 @@
 //! over while the job's callback base does not answer.
 
 use super::gateway::{
-    compose_and_send, finished, gateway_app, password_file, put_gateway, recipient, PASSWORD_FILE,
+    compose_and_send, finished, gateway_app, password_file, put_gateway, put_gateway_body,
+    recipient, spring_compose_url, PASSWORD_FILE,
 };
+use super::stand_in::{accepted, reply, Reply, StandIn};
 use super::*;
 use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::kannel::{SEND_PASSWORD, SEND_USER};
 
-/// A gateway stand-in on loopback: keeps each request's target, and answers it with what
-/// `answer` says for it (`None`: never, the connection held open until the test ends).
-struct StandIn {
-    url: String,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-type Answer = fn(&str) -> Option<(&'static str, &'static str)>;
-
-impl StandIn {
-    fn start(answer: Answer) -> StandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/cgi-bin/sendsms", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&requests);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let seen = Arc::clone(&seen);
-                std::thread::spawn(move || reply(stream, &seen, answer));
-            }
-        });
-        StandIn { url, requests }
-    }
-
-    fn targets(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-fn reply(mut stream: TcpStream, seen: &Mutex<Vec<String>>, answer: Answer) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut header = String::new();
-    while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-        header.clear();
-    }
-    let target = line.split(' ').nth(1).unwrap_or_default().to_owned();
-    seen.lock().unwrap().push(target.clone());
-    match answer(&target) {
-        Some((status, body)) => {
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-        // Held: read until the client gives up and closes.
-        None => while reader.read_line(&mut header).is_ok_and(|n| n > 0) {},
-    }
-}
-
-fn accepted(_: &str) -> Option<(&'static str, &'static str)> {
-    Some(("202 Accepted", "0: Accepted for delivery"))
-}
-
-fn silent(_: &str) -> Option<(&'static str, &'static str)> {
+fn silent(_: &str) -> Reply {
     None
 }
 
@@ -231,18 +173,12 @@ async fn gateway_urls_never_reach_the_deployments_listeners() {
 }
 
 async fn put_gateway_url(app: &TestApp, url: &str) -> (u16, Value) {
-    let answer = app
-        .api(Method::PUT, "/gateway")
-        .json(&gateway(url, PASSWORD_FILE, &app.address))
-        .send()
-        .await
-        .unwrap();
-    (answer.status().as_u16(), answer.json().await.unwrap())
+    put_gateway_body(app, &gateway(url, PASSWORD_FILE, &app.address)).await
 }
 
 /// Per recipient (the number's last digit): 1 accepted with a body that says more, 2 refused
 /// with a secret-looking body, 3 queued.
-fn talkative(target: &str) -> Option<(&'static str, &'static str)> {
+fn talkative(target: &str) -> Reply {
     let to = target.split("to=").nth(1)?.split('&').next()?;
     Some(match to.chars().last()? {
         '2' => ("403 Forbidden", "SECRET-BODY of the operator's status page"),
@@ -292,33 +228,23 @@ async fn an_unanswered_handoff_is_unknown_sent_once_and_never_again() {
     let stand_in = StandIn::start(silent);
     let mut body = gateway(&stand_in.url, PASSWORD_FILE, &app.address);
     body["timeout_ms"] = json!(300);
-    let answer = app
-        .api(Method::PUT, "/gateway")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    assert_eq!(put_gateway_body(&app, &body).await.0, 200);
     let recipients = [recipient(1, "sale")];
     let compose = |key: &'static str| {
         let app = &app;
         let recipients = &recipients;
         async move {
-            let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
-            url.query_pairs_mut().extend_pairs([
-                ("template", "Spring {{word}}: {{link}}"),
-                ("campaign", "spring"),
-                ("url_template", "https://shop.example/spring"),
-                ("send", "true"),
-            ]);
-            let answer = (app.client.post(url).bearer_auth(API_KEY))
-                .header("X-Shortlink-Public-Base", PUBLIC_BASE)
-                .header("Idempotency-Key", key)
-                .header("content-type", "application/x-ndjson")
-                .body(format!("{}\n", recipients[0]))
-                .send()
-                .await
-                .unwrap();
+            let answer = (app
+                .client
+                .post(spring_compose_url(app))
+                .bearer_auth(API_KEY))
+            .header("X-Shortlink-Public-Base", PUBLIC_BASE)
+            .header("Idempotency-Key", key)
+            .header("content-type", "application/x-ndjson")
+            .body(format!("{}\n", recipients[0]))
+            .send()
+            .await
+            .unwrap();
             let text = answer.text().await.unwrap();
             let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
             summary["send_job"].as_str().unwrap().to_owned()
@@ -379,19 +305,13 @@ async fn nothing_is_handed_over_before_the_callback_base_answers() {
                 if !up.load(Ordering::SeqCst) {
                     early.fetch_add(1, Ordering::SeqCst);
                 }
-                reply(stream, &Mutex::new(Vec::new()), accepted);
+                reply(stream, &Mutex::new(Vec::new()), &accepted);
             }
         });
         url
     };
     let body = gateway(&stand_in, PASSWORD_FILE, &format!("http://{callback_addr}"));
-    let answer = app
-        .api(Method::PUT, "/gateway")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    assert_eq!(put_gateway_body(&app, &body).await.0, 200);
     let recipients: Vec<Value> = (1..=3).map(|i| recipient(i, "sale")).collect();
     let (_, job) = compose_and_send(&app, PUBLIC_BASE, &recipients).await;
     let path = format!("/gateway/jobs/{job}");
@@ -403,7 +323,7 @@ async fn nothing_is_handed_over_before_the_callback_base_answers() {
     std::thread::spawn(move || {
         for stream in callbacks.incoming() {
             let Ok(stream) = stream else { return };
-            reply(stream, &Mutex::new(Vec::new()), |_| {
+            reply(stream, &Mutex::new(Vec::new()), &|_| {
                 Some(("204 No Content", ""))
             });
         }

@@ -4,7 +4,7 @@
 //! gets 404 and touches nothing; no recipient number is stored.
 
 use super::*;
-use crate::workspaces::{create_workspace, operator_key, workspace_key};
+use crate::workspaces::{create_workspace, operator_key, send_text, workspace_key};
 use shortlink_messaging::receipts::twilio::signature as twilio_signature;
 
 /// The query string of an observed request line (`GET /dlr?<query> HTTP/1.1`), its `ts`
@@ -396,13 +396,7 @@ async fn a_token_of_another_workspace_revoked_or_unknown_touches_nothing() {
     assert_eq!(rows(&app, "delivery_receipts").await, 1);
 
     // The list shows no secret; making and revoking are audited.
-    let list = with_key(&app, API_KEY, Method::GET, "/callback-tokens")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let list = send_text(with_key(&app, API_KEY, Method::GET, "/callback-tokens")).await;
     assert!(!list.contains(&mine) && !list.contains("slc_"), "{list}");
     assert!(!list.contains("brand-b"), "{list}");
     let list: Value = serde_json::from_str(&list).unwrap();

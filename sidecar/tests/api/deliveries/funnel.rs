@@ -116,30 +116,25 @@ async fn a_campaigns_funnel_counts_each_message_once_by_its_current_state(backen
             .unwrap_or_else(|| panic!("{list} {value}: {funnel}"))["counts"]
             .clone()
     };
-    assert_eq!(
-        counts(&part("by_carrier", "carrier", json!("23410"))),
-        [2, 0, 1, 1, 0, 0, 0, 1, 1]
-    );
-    assert_eq!(
-        counts(&part("by_carrier", "carrier", json!("20801"))),
-        [1, 0, 0, 0, 1, 0, 0, 0, 0]
-    );
-    assert_eq!(
-        counts(&part("by_carrier", "carrier", Value::Null)),
-        [2, 1, 0, 0, 0, 0, 1, 0, 0]
-    );
-    assert_eq!(
-        counts(&part("by_domain", "short_domain", json!("s.example"))),
-        [1, 0, 1, 0, 0, 0, 0, 1, 1]
-    );
-    assert_eq!(
-        counts(&part("by_domain", "short_domain", json!("s2.example"))),
-        [1, 0, 0, 1, 0, 0, 0, 0, 0]
-    );
-    assert_eq!(
-        counts(&part("by_domain", "short_domain", Value::Null)),
-        [3, 1, 0, 0, 1, 0, 1, 0, 0]
-    );
+    let by_carrier = [
+        (json!("23410"), [2, 0, 1, 1, 0, 0, 0, 1, 1]),
+        (json!("20801"), [1, 0, 0, 0, 1, 0, 0, 0, 0]),
+        (Value::Null, [2, 1, 0, 0, 0, 0, 1, 0, 0]),
+    ];
+    let by_domain = [
+        (json!("s.example"), [1, 0, 1, 0, 0, 0, 0, 1, 1]),
+        (json!("s2.example"), [1, 0, 0, 1, 0, 0, 0, 0, 0]),
+        (Value::Null, [3, 1, 0, 0, 1, 0, 1, 0, 0]),
+    ];
+    for (list, key, rows) in [
+        ("by_carrier", "carrier", by_carrier),
+        ("by_domain", "short_domain", by_domain),
+    ] {
+        for (value, expected) in rows {
+            let found = counts(&part(list, key, value.clone()));
+            assert_eq!(found, expected, "{list} {value}");
+        }
+    }
 
     // A campaign nobody has, and this one asked by another workspace: 404 alike.
     let operator = operator_key(&app).await;

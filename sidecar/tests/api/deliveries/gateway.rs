@@ -5,13 +5,13 @@
 //! say per recipient what Kannel answered. A gateway failing transiently (a 503 from a stub, a
 //! closed port) is tried again, then recorded.
 
+use super::stand_in::request_target;
 use super::*;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 use testkit::kannel::{SEND_PASSWORD, SEND_USER};
-use testkit::{Kannel, SmscDouble, Verdict};
 
 /// The password file's name in the default workspace's secrets directory.
 pub(super) const PASSWORD_FILE: &str = "kannel-lab";
@@ -53,14 +53,24 @@ pub(super) async fn put_gateway_back(
         "url": url, "username": SEND_USER, "password_file": PASSWORD_FILE, "from": "SHOP",
         "callback_base": callback_base, "per_second": 200, "attempts": attempts, "backoff_ms": 20,
     });
-    let answer = app
-        .api(Method::PUT, "/gateway")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    put_gateway_body(app, &body).await
+}
+
+/// PUT /api/v1/gateway with `body` as it stands: status and JSON answer.
+pub(super) async fn put_gateway_body(app: &TestApp, body: &Value) -> (u16, Value) {
+    status_and_json(app.api(Method::PUT, "/gateway").json(body)).await
+}
+
+/// The compose that sends the spring campaign: `Spring {{word}}: {{link}}` to each recipient.
+pub(super) fn spring_compose_url(app: &TestApp) -> url::Url {
+    let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
+    url.query_pairs_mut().extend_pairs([
+        ("template", "Spring {{word}}: {{link}}"),
+        ("campaign", "spring"),
+        ("url_template", "https://shop.example/spring"),
+        ("send", "true"),
+    ]);
+    url
 }
 
 /// Composes and sends `recipients` on `base` (the issuing list nginx would send): the answer's
@@ -70,13 +80,7 @@ pub(super) async fn compose_and_send(
     base: &str,
     recipients: &[Value],
 ) -> (Vec<Value>, String) {
-    let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
-    url.query_pairs_mut().extend_pairs([
-        ("template", "Spring {{word}}: {{link}}"),
-        ("campaign", "spring"),
-        ("url_template", "https://shop.example/spring"),
-        ("send", "true"),
-    ]);
+    let url = spring_compose_url(app);
     let body: String = recipients.iter().map(|r| format!("{r}\n")).collect();
     let answer = (app.client.post(url).bearer_auth(API_KEY))
         .header("X-Shortlink-Public-Base", base)
@@ -104,9 +108,7 @@ pub(super) async fn compose_and_send(
 
 /// GET `path` under /api/v1: status and JSON answer.
 async fn get(app: &TestApp, path: &str) -> (u16, Value) {
-    let answer = app.api(Method::GET, path).send().await.unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    status_and_json(app.api(Method::GET, path)).await
 }
 
 /// The send job once it has recorded every recipient.
@@ -128,17 +130,7 @@ pub(super) fn recipient(i: usize, word: &str) -> Value {
 async fn compose_sends_through_kannel_and_the_funnel_counts_its_reports() {
     let secrets = testkit::temp_dir();
     let app = gateway_app(secrets.path(), Backend::Sqlite).await;
-    let smsc = SmscDouble::start(|text| {
-        if text.contains("s2.example") {
-            Verdict::Reject("88 destination blocked")
-        } else if text.contains("absent") {
-            Verdict::Fail("005")
-        } else {
-            Verdict::Deliver
-        }
-    });
-    let kannel = Kannel::start(smsc.port());
-    smsc.report_to(kannel.smsc_report_url());
+    let (smsc, kannel) = kannel_on_smsc(by_domain_and_word);
     let (status, gateway) = put_gateway(&app, &kannel.sendsms_url(), 3).await;
     assert_eq!(status, 200, "{gateway}");
     assert!(!gateway.to_string().contains(SEND_PASSWORD), "{gateway}");
@@ -257,17 +249,10 @@ fn stub_gateway() -> String {
         let mut tries_of_3 = 0;
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut line = String::new();
-            let mut reader = BufReader::new(&stream);
-            if reader.read_line(&mut line).is_err() {
+            let Some(target) = request_target(&mut BufReader::new(&stream)) else {
                 continue;
-            }
-            // Up to the blank line: a GET has no body.
-            let mut header = String::new();
-            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-                header.clear();
-            }
-            let to = line
+            };
+            let to = target
                 .split("to=")
                 .nth(1)
                 .and_then(|rest| rest.split('&').next());
@@ -364,14 +349,7 @@ async fn a_gateway_is_checked_and_never_shows_its_password() {
     let put = |body: Value| {
         let app = &app;
         async move {
-            let answer = app
-                .api(Method::PUT, "/gateway")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = answer.status().as_u16();
-            let body: Value = answer.json().await.unwrap();
+            let (status, body) = put_gateway_body(app, &body).await;
             (
                 status,
                 body["error"]["code"].as_str().unwrap_or("").to_owned(),
@@ -467,31 +445,17 @@ async fn a_suspended_workspace_stops_its_send_job() {
     let recipients: String = (4..10)
         .map(|i| format!("{}\n", recipient(i, "x")))
         .collect();
-    let answer = (app.client.post(url).bearer_auth(&admin))
-        .header(
-            "X-Shortlink-Public-Base",
-            "https://s.example [brand-a] https://s.a.example",
-        )
-        .header("content-type", "application/x-ndjson")
-        .body(recipients)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status();
-    let text = answer.text().await.unwrap();
-    assert_eq!(status, 200, "{text}");
-    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let compose = (app.client.post(url).bearer_auth(&admin)).header(
+        "X-Shortlink-Public-Base",
+        "https://s.example [brand-a] https://s.a.example",
+    );
+    let summary = compose_summary(compose, recipients).await;
     let job = summary["send_job"].as_str().unwrap().to_owned();
     // Suspended once the job has sent its first message.
     let sent = format!("SELECT COUNT(*) FROM gateway_sends WHERE job_id = '{job}'");
     let under_way = || async { app.db.scalar(&sent).await >= 1 };
     assert!(eventually(Duration::from_secs(10), under_way).await);
-    let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"suspended": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(suspended.status(), 200);
+    crate::workspaces::suspend(&app, &operator, "brand-a").await;
     // The job's records are read as the operator would: from the database (the workspace's
     // keys answer 403 while it is suspended).
     let path =

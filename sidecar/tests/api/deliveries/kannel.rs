@@ -5,7 +5,6 @@
 
 use super::*;
 use std::time::Duration;
-use testkit::{Kannel, SmscDouble, Verdict};
 
 /// Messages per short domain: on `s1.example` delivered but every third, which fails (absent
 /// subscriber, `err:005`); on `s2.example` all rejected at submission (a carrier filtering it).
@@ -18,17 +17,7 @@ async fn kannel_reports_reach_the_campaigns_funnel() {
         &["--short-domains", "s1.example,s2.example"],
     )
     .await;
-    let smsc = SmscDouble::start(|text| {
-        if text.contains("s2.example") {
-            Verdict::Reject("88 destination blocked")
-        } else if text.contains("absent") {
-            Verdict::Fail("005")
-        } else {
-            Verdict::Deliver
-        }
-    });
-    let kannel = Kannel::start(smsc.port());
-    smsc.report_to(kannel.smsc_report_url());
+    let (smsc, kannel) = kannel_on_smsc(by_domain_and_word);
     let (_, token) = callback_token(&app, API_KEY, "kannel", None).await;
 
     let mut sent = 0;

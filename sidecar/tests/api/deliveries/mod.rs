@@ -21,12 +21,38 @@ mod queue;
 mod redelivered;
 mod resend;
 mod sealed;
+mod stand_in;
 mod statistics;
 
 use crate::helpers::*;
 use crate::workspaces::with_key;
 use reqwest::Method;
 use serde_json::{json, Value};
+use testkit::{Kannel, SmscDouble, Verdict};
+
+/// A real Kannel in front of an SMSC double that settles each message as `verdict` says for its
+/// text, the SMSC's reports routed back through Kannel. Both stop when dropped.
+pub fn kannel_on_smsc(
+    verdict: impl Fn(&str) -> Verdict + Send + Sync + 'static,
+) -> (SmscDouble, Kannel) {
+    let smsc = SmscDouble::start(verdict);
+    let kannel = Kannel::start(smsc.port());
+    smsc.report_to(kannel.smsc_report_url());
+    (smsc, kannel)
+}
+
+/// The carrier of the Kannel tests: a message on `s2.example` rejected at submission (a carrier
+/// filtering it), one whose text says `absent` failed (absent subscriber, `err:005`), any other
+/// delivered.
+pub fn by_domain_and_word(text: &str) -> Verdict {
+    if text.contains("s2.example") {
+        Verdict::Reject("88 destination blocked")
+    } else if text.contains("absent") {
+        Verdict::Fail("005")
+    } else {
+        Verdict::Deliver
+    }
+}
 
 /// One message sent as a campaign tool sends it through Kannel's `sendsms`: to `to`, reports
 /// (`dlr_mask`) called back on the workspace's Kannel callback `token` with the `dlr-url`
@@ -73,13 +99,7 @@ pub fn fixture(name: &str) -> String {
 
 /// POST /api/v1/deliveries with `key`: status and JSON answer.
 pub async fn post(app: &TestApp, key: &str, body: &Value) -> (u16, Value) {
-    let answer = with_key(app, key, Method::POST, "/deliveries")
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    status_and_json(with_key(app, key, Method::POST, "/deliveries").json(body)).await
 }
 
 /// POST /api/v1/deliveries as NDJSON: status and one JSON value per answer line.

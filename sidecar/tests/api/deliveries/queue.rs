@@ -5,54 +5,35 @@
 //! a suspended workspace's callbacks store nothing and a token's callbacks are rate limited.
 
 use super::gateway::{
-    compose_and_send, finished, password_file, put_gateway, put_gateway_back, recipient, LOOPBACK,
-    PASSWORD_FILE,
+    compose_and_send, finished, password_file, put_gateway, put_gateway_back, put_gateway_body,
+    recipient, LOOPBACK, PASSWORD_FILE,
 };
+use super::stand_in::{accepted, request_target, StandIn};
 use super::*;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::kannel::SEND_PASSWORD;
 
-/// A gateway stand-in on loopback that accepts every message and keeps each request's target
-/// (`/cgi-bin/sendsms?…`), except that a recipient whose number ends in `hold` gets no answer
-/// (a hand-off in flight when its sidecar stops).
-struct StandIn {
-    url: String,
-    requests: Arc<Mutex<Vec<String>>>,
+/// A gateway stand-in on loopback that accepts every message, except that a recipient whose
+/// number ends in `hold` gets no answer (a hand-off in flight when its sidecar stops).
+fn stand_in_holding(hold: Option<&'static str>) -> StandIn {
+    StandIn::start(
+        move |target| match hold.is_some_and(|hold| number(target) == hold) {
+            true => None,
+            false => accepted(target),
+        },
+    )
 }
 
-impl StandIn {
-    fn start(hold: Option<&'static str>) -> StandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/cgi-bin/sendsms", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&requests);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let seen = Arc::clone(&seen);
-                std::thread::spawn(move || answer(stream, &seen, hold));
-            }
-        });
-        StandIn { url, requests }
+/// Hand-offs per recipient number (its last four digits).
+fn per_number(stand_in: &StandIn) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for target in stand_in.targets() {
+        *counts.entry(number(&target)).or_default() += 1;
     }
-
-    /// Hand-offs per recipient number (its last four digits).
-    fn per_number(&self) -> BTreeMap<String, usize> {
-        let mut counts = BTreeMap::new();
-        for target in self.requests.lock().unwrap().iter() {
-            *counts.entry(number(target)).or_default() += 1;
-        }
-        counts
-    }
-
-    fn targets(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
+    counts
 }
 
 /// The last four digits of a request's `to`.
@@ -68,47 +49,57 @@ fn number(target: &str) -> String {
         .collect()
 }
 
-fn answer(mut stream: std::net::TcpStream, seen: &Mutex<Vec<String>>, hold: Option<&str>) {
-    let mut line = String::new();
-    let mut reader = BufReader::new(&stream);
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut header = String::new();
-    while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-        header.clear();
-    }
-    let target = line.split(' ').nth(1).unwrap_or_default().to_owned();
-    let held = hold.is_some_and(|hold| number(&target) == hold);
-    seen.lock().unwrap().push(target);
-    if held {
-        // Longer than the test waits for it: the sidecar is stopped meanwhile.
-        std::thread::sleep(Duration::from_secs(60));
-        return;
-    }
-    let body = "0: Accepted for delivery";
-    let _ = write!(
-        stream,
-        "HTTP/1.1 202 Accepted\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
+/// The machines of one test: sidecars on one database (as several hosts share one) that may
+/// send through loopback gateways, and the stand-in gateway they send through.
+struct Machines {
+    backend: Backend,
+    secrets: tempfile::TempDir,
+    database_url: String,
+    stand_in: StandIn,
+    _dir: tempfile::TempDir,
 }
 
-/// A sidecar on `database_url` that may send through loopback gateways, with a one-second
-/// lease (a stopped sidecar's job is taken over within it).
-async fn sidecar(secrets: &Path, backend: Backend, database_url: &str, extra: &[&str]) -> TestApp {
-    password_file(secrets, "default", PASSWORD_FILE, SEND_PASSWORD);
-    let dir = secrets.to_str().unwrap();
-    let mut flags = vec!["--gateway-secrets-dir", dir, "--gateway-lease", "1s"];
-    flags.extend_from_slice(&LOOPBACK);
-    flags.extend_from_slice(extra);
-    spawn_app_at(
-        backend,
-        database_url.to_owned(),
-        testkit::temp_dir(),
-        &flags,
-    )
-    .await
+impl Machines {
+    /// On a fresh database of `backend`, the stand-in holding the hand-off to `hold`.
+    fn new(backend: Backend, hold: Option<&'static str>) -> Self {
+        let dir = testkit::temp_dir();
+        Machines {
+            backend,
+            secrets: testkit::temp_dir(),
+            database_url: backend.fresh_database_url(dir.path()),
+            stand_in: stand_in_holding(hold),
+            _dir: dir,
+        }
+    }
+
+    /// One more sidecar, with a one-second lease (a stopped sidecar's job is taken over within
+    /// it).
+    async fn sidecar(&self) -> TestApp {
+        let secrets = self.secrets.path();
+        password_file(secrets, "default", PASSWORD_FILE, SEND_PASSWORD);
+        let dir = secrets.to_str().unwrap();
+        let mut flags = vec!["--gateway-secrets-dir", dir, "--gateway-lease", "1s"];
+        flags.extend_from_slice(&LOOPBACK);
+        let database_url = self.database_url.clone();
+        spawn_app_at(self.backend, database_url, testkit::temp_dir(), &flags).await
+    }
+
+    /// A sidecar whose gateway is the stand-in, its reports called back on the sidecar itself.
+    async fn sending(&self) -> TestApp {
+        let app = self.sidecar().await;
+        assert_eq!(put_gateway(&app, &self.stand_in.url, 1).await.0, 200);
+        app
+    }
+
+    /// A sidecar whose gateway is the stand-in, its reports called back on a front that outlives
+    /// it ([`callbacks_in_front`]).
+    async fn sending_through_a_front(&self) -> TestApp {
+        let app = self.sidecar().await;
+        let back = callbacks_in_front();
+        let put = put_gateway_back(&app, &self.stand_in.url, 1, &back).await;
+        assert_eq!(put.0, 200);
+        app
+    }
 }
 
 /// A callback base that outlives the sidecars of a test, as nginx in front of them does: its
@@ -119,11 +110,7 @@ fn callbacks_in_front() -> String {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(&stream);
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
+            let _ = request_target(&mut BufReader::new(&stream));
             let _ = write!(
                 stream,
                 "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
@@ -144,15 +131,8 @@ crate::on_each_backend!(
 );
 
 async fn a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice(backend: Backend) {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = backend.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(Some("0003"));
-    let first = sidecar(secrets.path(), backend, &database_url, &[]).await;
-    let back = callbacks_in_front();
-    assert_eq!(
-        put_gateway_back(&first, &stand_in.url, 1, &back).await.0,
-        200
-    );
+    let machines = Machines::new(backend, Some("0003"));
+    let first = machines.sending_through_a_front().await;
     let recipients: Vec<Value> = (0..8).map(|i| recipient(i, "sale")).collect();
     let (lines, job) = compose_and_send(&first, PUBLIC_BASE, &recipients).await;
     // The answer is out: every message it promised is queued or recorded.
@@ -163,14 +143,18 @@ async fn a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice(backend:
         )
         .await;
     assert_eq!(queued, 8);
-    let in_flight = || async { stand_in.per_number().contains_key("0003") };
+    let in_flight = || async { per_number(&machines.stand_in).contains_key("0003") };
     assert!(eventually(Duration::from_secs(20), in_flight).await);
     drop(first);
 
-    let second = sidecar(secrets.path(), backend, &database_url, &[]).await;
+    let second = machines.sidecar().await;
     let job = finished(&second, &job).await;
     let expected: BTreeMap<String, usize> = (0..8).map(|i| (format!("{i:04}"), 1)).collect();
-    assert_eq!(stand_in.per_number(), expected, "one hand-off each");
+    assert_eq!(
+        per_number(&machines.stand_in),
+        expected,
+        "one hand-off each"
+    );
     assert_eq!(
         outcomes(&job),
         BTreeMap::from([("accepted".into(), 7), ("interrupted".into(), 1)]),
@@ -188,27 +172,17 @@ async fn a_sidecar_stopped_mid_job_is_taken_over_and_sends_no_one_twice(backend:
 }
 
 async fn two_sidecars_taking_over_one_job_send_it_once(backend: Backend) {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = backend.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(Some("0002"));
-    let first = sidecar(secrets.path(), backend, &database_url, &[]).await;
-    let back = callbacks_in_front();
-    assert_eq!(
-        put_gateway_back(&first, &stand_in.url, 1, &back).await.0,
-        200
-    );
+    let machines = Machines::new(backend, Some("0002"));
+    let first = machines.sending_through_a_front().await;
     let recipients: Vec<Value> = (0..24).map(|i| recipient(i, "sale")).collect();
     let (_, job) = compose_and_send(&first, PUBLIC_BASE, &recipients).await;
-    let in_flight = || async { stand_in.per_number().contains_key("0002") };
+    let in_flight = || async { per_number(&machines.stand_in).contains_key("0002") };
     assert!(eventually(Duration::from_secs(20), in_flight).await);
     drop(first);
     // Two sidecars look for the job whose lease runs out: one claim wins.
-    let (a, b) = tokio::join!(
-        sidecar(secrets.path(), backend, &database_url, &[]),
-        sidecar(secrets.path(), backend, &database_url, &[]),
-    );
+    let (a, b) = tokio::join!(machines.sidecar(), machines.sidecar(),);
     let job = finished(&a, &job).await;
-    let counts = stand_in.per_number();
+    let counts = per_number(&machines.stand_in);
     assert_eq!(counts.len(), 24, "{counts:?}");
     assert!(counts.values().all(|n| *n == 1), "{counts:?}");
     assert_eq!(
@@ -225,16 +199,13 @@ async fn two_sidecars_taking_over_one_job_send_it_once(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_token_takes_reports_then_ends_with_its_window() {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(None);
-    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
-    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let machines = Machines::new(Backend::Sqlite, None);
+    let app = machines.sending().await;
     let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &[recipient(1, "sale")]).await;
     let job = finished(&app, &job).await;
     let token_id = job["callback_token_id"].as_str().unwrap().to_owned();
     // The report comes on the dlr-url the gateway was given.
-    let target = stand_in.targets().pop().unwrap();
+    let target = machines.stand_in.targets().pop().unwrap();
     let dlr = url::Url::parse(&format!("http://gateway{target}")).unwrap();
     let dlr = (dlr.query_pairs())
         .find(|(name, _)| name == "dlr-url")
@@ -278,15 +249,12 @@ fn reported(dlr: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_token_takes_its_own_signed_reports_only() {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(None);
-    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
-    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let machines = Machines::new(Backend::Sqlite, None);
+    let app = machines.sending().await;
     let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &[recipient(1, "sale")]).await;
     finished(&app, &job).await;
     let code = lines[0]["code"].as_str().unwrap();
-    let target = stand_in.targets().pop().unwrap();
+    let target = machines.stand_in.targets().pop().unwrap();
     let dlr = url::Url::parse(&format!("http://gateway{target}")).unwrap();
     let dlr = (dlr.query_pairs())
         .find(|(name, _)| name == "dlr-url")
@@ -330,11 +298,8 @@ async fn a_jobs_token_takes_its_own_signed_reports_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compose_refused_for_its_key_leaves_no_job() {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(None);
-    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
-    assert_eq!(put_gateway(&app, &stand_in.url, 1).await.0, 200);
+    let machines = Machines::new(Backend::Sqlite, None);
+    let app = machines.sending().await;
     let compose = |body: &'static str| {
         let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
         url.query_pairs_mut().extend_pairs([
@@ -377,7 +342,7 @@ async fn a_compose_refused_for_its_key_leaves_no_job() {
         after.push(rows(&app, table).await);
     }
     assert_eq!(after, counts);
-    assert_eq!(stand_in.targets().len(), 1);
+    assert_eq!(machines.stand_in.targets().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,12 +376,7 @@ async fn callbacks_stop_with_a_suspended_workspace_and_past_the_tokens_rate() {
         with_key(&app, &admin, Method::POST, "/links").json(&json!({"url": "https://a.example/"}));
     let link = crate::workspaces::send_json(link).await;
     let code = link["code"].as_str().unwrap().to_owned();
-    let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"suspended": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(suspended.status(), 200);
+    crate::workspaces::suspend(&app, &operator, "brand-a").await;
     let answer = dlr_of(&theirs, &code).await.unwrap();
     assert_eq!(answer.status(), 403);
     let body: Value = answer.json().await.unwrap();
@@ -426,23 +386,15 @@ async fn callbacks_stop_with_a_suspended_workspace_and_past_the_tokens_rate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erased_subjects_queued_message_goes_with_its_number() {
-    let (secrets, dir) = (testkit::temp_dir(), testkit::temp_dir());
-    let database_url = Backend::Sqlite.fresh_database_url(dir.path());
-    let stand_in = StandIn::start(None);
-    let app = sidecar(secrets.path(), Backend::Sqlite, &database_url, &[]).await;
+    let machines = Machines::new(Backend::Sqlite, None);
+    let app = machines.sidecar().await;
     // One message a second: the last is still queued when its recipient is erased.
     let body = json!({
-        "url": stand_in.url, "username": testkit::kannel::SEND_USER,
+        "url": machines.stand_in.url, "username": testkit::kannel::SEND_USER,
         "password_file": PASSWORD_FILE, "from": "SHOP", "callback_base": app.address,
         "per_second": 1,
     });
-    let answer = app
-        .api(Method::PUT, "/gateway")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    assert_eq!(put_gateway_body(&app, &body).await.0, 200);
     let recipients: Vec<Value> = (0..3).map(|i| recipient(i, "sale")).collect();
     let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &recipients).await;
     let erase = json!({"request_id": "dsr-1", "ref": "r-2"});
@@ -464,5 +416,5 @@ async fn an_erased_subjects_queued_message_goes_with_its_number() {
         records.iter().all(|r| r["code"] != lines[2]["code"]),
         "{job}"
     );
-    assert!(!stand_in.per_number().contains_key("0002"));
+    assert!(!per_number(&machines.stand_in).contains_key("0002"));
 }

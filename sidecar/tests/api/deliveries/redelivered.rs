@@ -5,13 +5,14 @@
 //! passes them on to the sidecar.
 
 use super::gateway::{compose_and_send, finished, gateway_app, put_gateway_back, recipient};
+use super::stand_in::request_target;
 use super::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use testkit::{Kannel, SmscDouble, Verdict};
+use testkit::Verdict;
 
 /// Reports whose fetch the front fails before it passes any on.
 const FAILED_FETCHES: usize = 3;
@@ -36,16 +37,9 @@ fn flaky_front(sidecar: &str) -> (String, Arc<AtomicUsize>) {
 }
 
 fn pass_or_fail(mut stream: TcpStream, failed: &AtomicUsize, sidecar: &str) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(target) = request_target(&mut BufReader::new(&stream)) else {
         return;
-    }
-    let mut header = String::new();
-    while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-        header.clear();
-    }
-    let target = line.split(' ').nth(1).unwrap_or_default().to_owned();
+    };
     let answer = if target == "/callbacks/ping" {
         "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
             .as_bytes()
@@ -72,9 +66,7 @@ fn pass_or_fail(mut stream: TcpStream, failed: &AtomicUsize, sidecar: &str) {
 async fn kannel_fetches_a_failed_report_again_and_every_report_arrives() {
     let secrets = testkit::temp_dir();
     let app = gateway_app(secrets.path(), Backend::Sqlite).await;
-    let smsc = SmscDouble::start(|_| Verdict::Deliver);
-    let kannel = Kannel::start(smsc.port());
-    smsc.report_to(kannel.smsc_report_url());
+    let (_smsc, kannel) = kannel_on_smsc(|_| Verdict::Deliver);
     let (front, failed) = flaky_front(&app.address);
     let (status, body) = put_gateway_back(&app, &kannel.sendsms_url(), 3, &front).await;
     assert_eq!(status, 200, "{body}");

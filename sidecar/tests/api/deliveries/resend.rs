@@ -3,8 +3,7 @@
 //! `delivered_not_clicked`, or `no_receipt`.
 
 use super::*;
-use crate::domain_failover::{create, operator, through_nginx};
-use std::collections::HashMap;
+use crate::domain_failover::{by_code, create, operator, unclicked_spring_on_s2};
 
 crate::on_each_backend!(the_resend_list_says_why_each_recipient_has_no_click);
 
@@ -42,22 +41,8 @@ async fn the_resend_list_says_why_each_recipient_has_no_click(backend: Backend) 
     assert!(answers.iter().all(|a| a["status"] == 201), "{answers:?}");
     operator(&app, "s2.example", "drain", None).await;
 
-    let answer = through_nginx(
-        &app,
-        Method::GET,
-        "/domains/s2.example/unclicked?campaign=spring",
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(answer.status(), 200);
-    let text = answer.text().await.unwrap();
-    let listed: HashMap<String, Value> = (text.lines())
-        .map(|line| {
-            let line: Value = serde_json::from_str(line).unwrap();
-            (line["code"].as_str().unwrap().to_owned(), line)
-        })
-        .collect();
+    let text = unclicked_spring_on_s2(&app).await.text().await.unwrap();
+    let listed = by_code(&text);
     assert_eq!(listed.len(), on_s2.len(), "{text}");
     for (i, (code, _)) in on_s2.iter().enumerate() {
         let line = &listed[code];

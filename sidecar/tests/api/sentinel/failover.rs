@@ -149,12 +149,7 @@ async fn primary_killed_under_create_load_loses_no_acknowledged_link() {
     );
 
     // Every acknowledged link is in SQL as created, and on the new primary exactly as SQL says.
-    let primary = group.promoted().expect("a promoted primary");
-    let mut redis = redis::Client::open(primary.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = promoted_primary(&group).await;
     let mut missing = Vec::new();
     let mut wrong = Vec::new();
     for (code, url) in &acked {

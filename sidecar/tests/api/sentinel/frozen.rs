@@ -114,12 +114,7 @@ async fn replicas_frozen_then_primary_killed_keeps_every_acknowledged_change() {
     .await;
     assert!(created, "creates did not come back after the failover");
 
-    let primary = group.promoted().expect("a promoted primary");
-    let mut redis = redis::Client::open(primary.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = promoted_primary(&group).await;
     let acked = acked.lock().unwrap().clone();
     for code in &codes {
         let link = sidecar.storage.link_by_code(code).await.unwrap().unwrap();

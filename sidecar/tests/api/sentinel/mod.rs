@@ -78,6 +78,16 @@ pub(crate) async fn start_sidecar(redis_url: &str, extra: &[&str]) -> Sidecar {
     }
 }
 
+/// A connection to the replica the sentinels promoted (panics when none was).
+async fn promoted_primary(group: &testkit::SentinelGroup) -> redis::aio::MultiplexedConnection {
+    let primary = group.promoted().expect("a promoted primary");
+    redis::Client::open(primary.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
 pub(crate) fn client() -> reqwest::Client {
     shortlink_e2e::install_tls_provider();
     reqwest::Client::builder()

@@ -185,9 +185,7 @@ async fn a_deleted_workspaces_late_clicks_are_dropped_and_counted(backend: Backe
 
 #[tokio::test]
 async fn a_deleted_workspaces_audit_chain_stays_and_verifies() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let answer = with_key(&app, &admin, Method::POST, "/links")
         .json(&json!({"url": "https://a.example/"}))

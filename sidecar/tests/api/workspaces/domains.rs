@@ -34,10 +34,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn each_workspace_sees_its_own_domains_and_the_operator_every_one_labelled() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
     let a = workspace_key(&app, &operator, "brand-a", "viewer").await;
     let b = workspace_key(&app, &operator, "brand-b", "admin").await;
     // A request through nginx names the pool and the lists (the test client sends nginx's
@@ -167,20 +164,15 @@ async fn each_workspace_sees_its_own_domains_and_the_operator_every_one_labelled
 async fn one_workspaces_clicks_never_flag_another_workspaces_domain() {
     let (hook, received) = webhook_receiver().await;
     let hook = format!("http://{hook}/hook");
+    let hooked = [
+        "--domain-webhook-url",
+        &hook,
+        "--domain-webhook-secret",
+        SECRET,
+    ];
     let app = spawn_app_with(
         Backend::Sqlite,
-        &[
-            "--domain-health-every",
-            "100ms",
-            "--domain-health-window",
-            "10m",
-            "--domain-health-min-issued",
-            "20",
-            "--domain-webhook-url",
-            &hook,
-            "--domain-webhook-secret",
-            SECRET,
-        ],
+        &[&QUICK_DOMAIN_HEALTH[..], &hooked].concat(),
     )
     .await;
     let operator = operator_key(&app).await;
@@ -243,10 +235,7 @@ async fn one_workspaces_clicks_never_flag_another_workspaces_domain() {
 /// list and its pool domains, never another workspace's.
 #[tokio::test]
 async fn the_console_domains_page_shows_the_signed_in_workspaces_domains_only() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
     for (slug, ours, theirs) in [
         (
             "brand-a",
@@ -260,14 +249,8 @@ async fn the_console_domains_page_shows_the_signed_in_workspaces_domains_only() 
         ),
     ] {
         let key = workspace_key(&app, &operator, slug, "viewer").await;
-        let mut browser = Browser::new(&app);
-        assert_eq!(browser.sign_in(&key).await.status(), 303);
-        let request = (browser.request(Method::GET, "/console/domains"))
-            .header("x-shortlink-public-base", LISTS)
-            .header("x-shortlink-pool", POOL);
-        let answer = browser.send(request).await;
-        assert_eq!(answer.status(), 200);
-        let page = answer.text().await.unwrap();
+        let (status, page) = console_domains_page(&app, &key, (LISTS, POOL)).await;
+        assert_eq!(status, 200);
         for domain in ours {
             assert!(page.contains(domain), "{slug}: no {domain}:\n{page}");
         }
@@ -279,9 +262,7 @@ async fn the_console_domains_page_shows_the_signed_in_workspaces_domains_only() 
 
 #[tokio::test]
 async fn a_console_session_issues_on_its_workspaces_domains() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let key = workspace_key(&app, &operator, "brand-a", "admin").await;
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_in(&key).await.status(), 303);
@@ -311,16 +292,8 @@ async fn a_console_session_issues_on_its_workspaces_domains() {
 
 #[tokio::test]
 async fn an_operator_session_sees_every_domain_by_workspace() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
-    let mut browser = Browser::new(&app);
-    assert_eq!(browser.sign_in(&operator).await.status(), 303);
-    let request = (browser.request(Method::GET, "/console/domains"))
-        .header("x-shortlink-public-base", LISTS)
-        .header("x-shortlink-pool", POOL);
-    let page = browser.send(request).await.text().await.unwrap();
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
+    let (_, page) = console_domains_page(&app, &operator, (LISTS, POOL)).await;
     for (workspace, domain) in [
         ("brand-a", "a1.brand-a.example"),
         ("brand-a", "a0.brand-a.example"),

@@ -58,13 +58,7 @@ async fn objects_of_a(app: &TestApp, admin: &str) -> Objects {
         json!({"url": "https://a.example/2", "campaign": CAMPAIGN, "max_visits": 5}),
         json!({"url": "https://a.example/3", "tags": [TAG]}),
     ] {
-        let answer = with_key(app, admin, Method::POST, "/links")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
-        let link: Value = answer.json().await.unwrap();
+        let link = link_in(app, admin, body).await;
         codes.push(link["code"].as_str().unwrap().to_owned());
     }
     let revoked = &codes[2];
@@ -193,17 +187,10 @@ async fn send_job_of(app: &TestApp, admin: &str) -> String {
         ("campaign", CAMPAIGN),
         ("send", "true"),
     ]);
-    let answer = (app.client.post(url).bearer_auth(admin))
-        .header("x-shortlink-public-base", LISTS)
-        .header("content-type", "application/x-ndjson")
-        .body("{\"phone\":\"+447400123456\",\"url\":\"https://a.example/sent\"}\n")
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status();
-    let text = answer.text().await.unwrap();
-    assert_eq!(status, 200, "{text}");
-    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let compose =
+        (app.client.post(url).bearer_auth(admin)).header("x-shortlink-public-base", LISTS);
+    let recipient = "{\"phone\":\"+447400123456\",\"url\":\"https://a.example/sent\"}\n";
+    let summary = compose_summary(compose, recipient.to_owned()).await;
     summary["send_job"].as_str().expect("a send job").to_owned()
 }
 

@@ -231,14 +231,7 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
     create_workspace(&app, &operator, "brand-a").await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
 
-    let suspend = async {
-        let suspended = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-            .json(&json!({"suspended": true}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(suspended.status(), 200, "{:?}", suspended.text().await);
-    };
+    let suspending = suspend(&app, &operator, "brand-a");
     let mut url = url::Url::parse(&app.url("/api/v1/compose")).unwrap();
     url.query_pairs_mut()
         .append_pair("template", "Sale today: {{link}}");
@@ -246,7 +239,7 @@ async fn a_suspended_workspace_stops_its_running_compose(backend: Backend) {
         "X-Shortlink-Public-Base",
         "https://s1.example [brand-a] https://a1.brand-a.example",
     );
-    let mut lines = around(&app, compose, recipient_lines, suspend).await;
+    let mut lines = around(&app, compose, recipient_lines, suspending).await;
     let summary = lines.pop().unwrap();
     assert!(
         summary.get("index").is_none(),

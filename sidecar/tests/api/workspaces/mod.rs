@@ -73,9 +73,62 @@ pub async fn workspace_key(app: &TestApp, operator: &str, slug: &str, role: &str
     key["key"].as_str().unwrap().to_owned()
 }
 
+/// A fresh app (SQLite) with the workspaces `slugs`: the app and its operator's key.
+pub async fn app_with_workspaces(slugs: &[&str]) -> (TestApp, String) {
+    let app = spawn_app(Backend::Sqlite).await;
+    let operator = operator_key(&app).await;
+    for slug in slugs {
+        create_workspace(&app, &operator, slug).await;
+    }
+    (app, operator)
+}
+
+/// The console's Domains page in a session of `key`, behind nginx (the issuing `lists` and the
+/// `pool` sent as it sends them): its status and text.
+pub async fn console_domains_page(
+    app: &TestApp,
+    key: &str,
+    (lists, pool): (&str, &str),
+) -> (u16, String) {
+    let mut browser = crate::console::Browser::new(app);
+    assert_eq!(browser.sign_in(key).await.status(), 303);
+    let request = (browser.request(reqwest::Method::GET, "/console/domains"))
+        .header("x-shortlink-public-base", lists)
+        .header("x-shortlink-pool", pool);
+    let answer = browser.send(request).await;
+    (answer.status().as_u16(), answer.text().await.unwrap())
+}
+
+/// Suspends workspace `slug` as the operator (panics unless 200).
+pub async fn suspend(app: &TestApp, operator: &str, slug: &str) {
+    let path = format!("/workspaces/{slug}");
+    let suspended = with_key(app, operator, reqwest::Method::PATCH, &path)
+        .json(&json!({"suspended": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(suspended.status(), 200, "{:?}", suspended.text().await);
+}
+
+/// Creates a link from `body` with `key`, in that key's workspace: the link (panics unless 201).
+pub async fn link_in(app: &TestApp, key: &str, body: Value) -> Value {
+    let answer = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
+    answer.json().await.unwrap()
+}
+
 /// Sends `request` and reads its JSON answer, whatever the status.
 pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
     request.send().await.unwrap().json().await.unwrap()
+}
+
+/// Sends `request` and reads its answer as text, whatever the status.
+pub async fn send_text(request: reqwest::RequestBuilder) -> String {
+    request.send().await.unwrap().text().await.unwrap()
 }
 
 /// Writes `batch` to the visit stream as one entry, as a worker of the module does.

@@ -202,9 +202,7 @@ async fn post_form(
 #[tokio::test]
 async fn the_console_page_shows_and_saves_the_workspaces_settings() {
     use crate::console::{csrf_of, location, Browser};
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-b").await;
+    let (app, operator) = app_with_workspaces(&["brand-b"]).await;
     let b = workspace_key(&app, &operator, "brand-b", "admin").await;
     // brand-b's domain, named by a request through nginx.
     let answer = through_nginx(&app, &b, Method::GET, "/domains")

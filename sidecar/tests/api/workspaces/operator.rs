@@ -5,16 +5,6 @@ use super::*;
 use reqwest::Method;
 use shortlink_wire::record;
 
-async fn link_in(app: &TestApp, key: &str, body: Value) -> Value {
-    let answer = with_key(app, key, Method::POST, "/links")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201, "{:?}", answer.text().await);
-    answer.json().await.unwrap()
-}
-
 #[tokio::test]
 async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     let app = spawn_app(Backend::Sqlite).await;
@@ -126,9 +116,7 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
 
 #[tokio::test]
 async fn a_workspace_admin_manages_its_own_keys() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let answer = with_key(&app, &admin, Method::POST, "/keys")
         .json(&json!({"name": "campaign tool", "role": "issuer"}))
@@ -188,9 +176,7 @@ async fn a_workspace_admin_manages_its_own_keys() {
 
 #[tokio::test]
 async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let ours = link_in(&app, &admin, json!({"url": "https://a.example/x"})).await;
     let ours = ours["code"].as_str().unwrap().to_owned();
@@ -247,9 +233,7 @@ async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only
 
 #[tokio::test]
 async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
         .json(&json!({"quotas": {"links_per_day": 3, "webhooks": 0}}))
         .send()
@@ -337,10 +321,7 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
 
 #[tokio::test]
 async fn a_workspaces_links_are_issued_on_its_own_domains() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
     let a = workspace_key(&app, &operator, "brand-a", "issuer").await;
     let b = workspace_key(&app, &operator, "brand-b", "issuer").await;
     // As nginx's API server sends it: the default's list, then brand-a's; brand-b has none.
@@ -390,9 +371,7 @@ async fn audit_rows(app: &TestApp, key: &str) -> Vec<(i64, String, String, Strin
 
 #[tokio::test]
 async fn workspace_and_key_changes_through_the_api_are_in_the_audit_log() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let brand = app.storage().await.workspace_by_slug("brand-a").await;
     let brand_id = brand.unwrap().unwrap().id.get();
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;

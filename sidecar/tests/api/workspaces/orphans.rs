@@ -206,14 +206,8 @@ async fn orphan_visits_are_listed_per_workspace_by_host_with_filters_and_pages(b
     );
 
     // The console's Domains page: the same counts and the latest paths, of its own hosts only.
-    let mut browser = crate::console::Browser::new(&app);
-    assert_eq!(browser.sign_in(&a).await.status(), 303);
-    let request = (browser.request(Method::GET, "/console/domains"))
-        .header("x-shortlink-public-base", LISTS)
-        .header("x-shortlink-pool", POOL);
-    let answer = browser.send(request).await;
-    assert_eq!(answer.status(), 200);
-    let page = answer.text().await.unwrap();
+    let (status, page) = console_domains_page(&app, &a, (LISTS, POOL)).await;
+    assert_eq!(status, 200);
     assert!(page.contains("Orphan visits"), "{page}");
     let row = "<td>a1.brand-a.example</td><td class=\"num\">1</td><td class=\"num\">1</td>\
                <td class=\"num\">1</td><td class=\"num\">1</td>";

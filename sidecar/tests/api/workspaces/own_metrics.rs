@@ -52,10 +52,7 @@ fn domains_of(answer: &Value) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn each_workspace_reads_its_own_numbers_and_nothing_of_another() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
-    create_workspace(&app, &operator, "brand-b").await;
+    let (app, operator) = app_with_workspaces(&["brand-a", "brand-b"]).await;
     let a = workspace_key(&app, &operator, "brand-a", "admin").await;
     let a_viewer = workspace_key(&app, &operator, "brand-a", "viewer").await;
     let b = workspace_key(&app, &operator, "brand-b", "admin").await;

@@ -9,9 +9,7 @@ use shortlink_model::WorkspaceId;
 
 #[tokio::test]
 async fn a_deleted_workspace_cannot_be_named_in_a_record() {
-    let app = spawn_app(Backend::Sqlite).await;
-    let operator = operator_key(&app).await;
-    create_workspace(&app, &operator, "brand-a").await;
+    let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let id = WorkspaceId::from_db(
         (app.db)
             .scalar("SELECT id FROM workspaces WHERE slug = 'brand-a'")
