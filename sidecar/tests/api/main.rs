@@ -44,6 +44,7 @@ mod partitions;
 mod projection_marker;
 mod qr;
 mod quarantine_bench;
+mod quarantine_events;
 mod rate_limits;
 mod refusals;
 mod resolve;

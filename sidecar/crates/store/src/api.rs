@@ -8,7 +8,7 @@ use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, Link, LinkFilter, LinkFlags, ListCursor,
     NewRow, Role, Slot,
 };
-use super::quarantine::{AbuseReport, Quarantine};
+use super::quarantine::{AbuseReport, LinkEvent, Quarantine};
 use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange, WorkspaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -457,6 +457,10 @@ pub trait LinkTx: Send {
 
     /// Forgets the quarantine of the link `code`.
     async fn delete_quarantine(&mut self, code: &str) -> StorageResult<()>;
+
+    /// Tells the link's workspace's webhook subscribers of `event` if this transaction commits:
+    /// stored with a feed row of its own at the commit, last.
+    fn stage_link_event(&mut self, event: LinkEvent);
 
     /// Appends an audit row in this transaction: it commits, or rolls back, with the change.
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()>;

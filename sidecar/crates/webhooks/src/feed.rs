@@ -4,11 +4,11 @@
 //! webhook deliverers.
 
 use super::cursor::Cursor;
-use super::event::{FeedEvent, Privacy};
+use super::event::{Event, FeedEvent, LinkEventView, Privacy};
 pub use super::filter::FeedFilter;
 use super::store::FeedBatch;
 use super::store::Stores;
-use shortlink_store::StorageResult;
+use shortlink_store::{StorageResult, LINK_EVENT_PREFIX};
 use shortlink_visits::conversions::store::is_conversion_id;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// What one read found.
 #[derive(Debug, Default)]
 pub struct Page {
-    pub events: Vec<FeedEvent>,
+    pub events: Vec<Event>,
     /// Where the next read starts: after the last event, or after every row looked at when the
     /// filter left them out.
     pub next: Cursor,
@@ -114,8 +114,12 @@ impl FeedReader {
         page: &mut Page,
     ) -> StorageResult<()> {
         let ids = &row.event_ids[range.clone()];
+        let (link_ids, ids_else): (Vec<String>, Vec<String>) = ids
+            .iter()
+            .cloned()
+            .partition(|id| id.starts_with(LINK_EVENT_PREFIX));
         let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
-            ids.iter().cloned().partition(|id| is_conversion_id(id));
+            ids_else.into_iter().partition(|id| is_conversion_id(id));
         let mut found: HashMap<String, _> = (self
             .stores
             .webhooks
@@ -136,12 +140,30 @@ impl FeedReader {
                 .map(|c| (c.id.clone(), c))
                 .collect(),
         };
+        let mut links: HashMap<String, _> = match link_ids.is_empty() || !filter.link_events {
+            true => HashMap::new(),
+            false => (self.stores.webhooks.link_events(&link_ids).await?)
+                .into_iter()
+                .map(|e| (e.event.id.clone(), e))
+                .collect(),
+        };
         for (index, id) in range.zip(ids) {
             let after = Cursor {
                 seq: row.seq,
                 index: index as i64 + 1,
             };
             page.next = after;
+            if let Some(link) = links.remove(id) {
+                // Told to the link's own workspace only; a subscription chose them or not.
+                if filter.owns(Some(link.event.workspace)) {
+                    page.events
+                        .push(Event::Link(LinkEventView::new(link, after)));
+                    if page.events.len() >= limit {
+                        break;
+                    }
+                }
+                continue;
+            }
             if let Some(conversion) = conversions.remove(id) {
                 if !filter.owns(Some(conversion.workspace)) {
                     continue;
@@ -149,7 +171,7 @@ impl FeedReader {
                 let tags = self.tags_of(&conversion.code).await?;
                 let event = FeedEvent::conversion(conversion, tags, after);
                 if filter.admits(&event) {
-                    page.events.push(event);
+                    page.events.push(Event::Visit(Box::new(event)));
                     if page.events.len() >= limit {
                         break;
                     }
@@ -166,7 +188,7 @@ impl FeedReader {
             }
             let event = FeedEvent::new(visit, after, self.privacy);
             if filter.admits(&event) {
-                page.events.push(event);
+                page.events.push(Event::Visit(Box::new(event)));
                 if page.events.len() >= limit {
                     break;
                 }

@@ -398,8 +398,7 @@ impl LinkService {
             if let Some(refusal) =
                 (items[at].1.held.as_ref()).filter(|_| plan.inserted.contains(&row.link.code))
             {
-                tx.put_quarantine(&super::quarantine::held(&row.link, refusal))
-                    .await?;
+                super::quarantine::hold(tx, &row.link, refusal).await?;
             }
         }
         // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot

@@ -123,8 +123,7 @@ impl LinkService {
                 Err(e) => return Err(e.into()),
             };
             if let Some(refusal) = &held {
-                tx.put_quarantine(&super::quarantine::held(&link, refusal))
-                    .await?;
+                super::quarantine::hold(tx.as_mut(), &link, refusal).await?;
             }
             // Appended with the insert where the backend could, else now, before the commit.
             let audit = (!audited).then_some(&audit);

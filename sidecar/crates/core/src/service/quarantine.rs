@@ -9,7 +9,10 @@
 use super::target_lists::BLOCK_LIST;
 use super::{LinkService, ServiceError};
 use shortlink_store::audit::{link_changes, Actor, Origin};
-use shortlink_store::{self as storage, Link, Quarantine, WorkspaceId};
+use shortlink_store::{
+    self as storage, Link, LinkEvent, LinkEventKind, LinkEventReason, LinkTx, Quarantine,
+    WorkspaceId,
+};
 use shortlink_threats::{normalize, FeedChange};
 use std::collections::HashSet;
 
@@ -143,7 +146,7 @@ impl LinkService {
         next.quarantined_at = Some(now);
         next.updated_at = now;
         tx.update_link(&next).await?;
-        tx.put_quarantine(&Quarantine {
+        let quarantine = Quarantine {
             code: code.to_owned(),
             workspace,
             feed: feed.to_owned(),
@@ -151,8 +154,15 @@ impl LinkService {
             quarantined_at: now,
             released_at: None,
             released_by: None,
-        })
-        .await?;
+        };
+        tx.put_quarantine(&quarantine).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Quarantined,
+            LinkEventReason::Listed,
+            now,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", feed)
             .set("entry", entry);
@@ -200,6 +210,13 @@ impl LinkService {
         quarantine.released_by = Some(origin.actor.name.clone());
         tx.update_link(&next).await?;
         tx.put_quarantine(&quarantine).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Released,
+            LinkEventReason::Released,
+            now,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", quarantine.feed.as_str())
             .set("entry", quarantine.entry.as_str());
@@ -254,6 +271,13 @@ impl LinkService {
         next.quarantined_at = None;
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Released,
+            LinkEventReason::Unlisted,
+            next.updated_at,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", quarantine.feed.as_str())
             .set("entry", quarantine.entry.as_str());
@@ -318,8 +342,27 @@ impl LinkService {
     }
 }
 
+/// Stores `link`, inserted in `tx`, held for review under `refusal`'s entry, and tells its
+/// workspace's subscribers.
+pub(super) async fn hold(
+    tx: &mut dyn LinkTx,
+    link: &Link,
+    refusal: &shortlink_threats::Refusal,
+) -> Result<(), ServiceError> {
+    let quarantine = held(link, refusal);
+    tx.put_quarantine(&quarantine).await?;
+    let told = LinkEvent::of(
+        &quarantine,
+        LinkEventKind::Quarantined,
+        LinkEventReason::Held,
+        link.created_at,
+    );
+    tx.stage_link_event(told);
+    Ok(())
+}
+
 /// The quarantine of `link`, stored held for review at its creation under `refusal`'s entry.
-pub(super) fn held(link: &Link, refusal: &shortlink_threats::Refusal) -> Quarantine {
+fn held(link: &Link, refusal: &shortlink_threats::Refusal) -> Quarantine {
     Quarantine {
         code: link.code.clone(),
         workspace: link.workspace,

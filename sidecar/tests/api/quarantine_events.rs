@@ -1,0 +1,164 @@
+//! Quarantines and releases told to the link's workspace (issue 79): `link.quarantined` and
+//! `link.released` webhook events, signed and delivered through the click webhooks' outbox to a
+//! real receiver on loopback, once each, to the link's own workspace only; and a PATCH of a
+//! quarantined link to a clean target lifts it, while a PATCH to a listed target is refused.
+
+use crate::helpers::*;
+use crate::threats::{app_with_feeds, create_in, release, until_record, write_hosts, Feed};
+use crate::webhooks::{Receiver, FLAGS, HOOK_SECRET};
+use crate::workspaces::{create_workspace, operator_key, send_json, with_key, workspace_key};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The hosts file every app here starts with (`app_with_feeds` writes the same).
+const HOSTS: [&str; 2] = ["phish.example", "tracker.example"];
+
+/// An app with the feeds `name` refreshed every second and webhooks delivered to loopback, and
+/// admin keys of workspaces `brand-a` and `brand-b`.
+async fn app(name: &str) -> (TestApp, tempfile::TempDir, String, String) {
+    let feed = Feed::default();
+    feed.set(&["https://old.example/x"]);
+    let mut flags = vec!["--threat-refresh", "1s"];
+    flags.extend_from_slice(FLAGS);
+    let (app, dir) = app_with_feeds(name, &feed, &flags).await;
+    let operator = operator_key(&app).await;
+    for slug in ["brand-a", "brand-b"] {
+        create_workspace(&app, &operator, slug).await;
+    }
+    let a = workspace_key(&app, &operator, "brand-a", "admin").await;
+    let b = workspace_key(&app, &operator, "brand-b", "admin").await;
+    (app, dir, a, b)
+}
+
+/// Subscribes `key`'s workspace to `receiver`, one event per POST.
+async fn subscribe(app: &TestApp, key: &str, receiver: &Receiver) -> Value {
+    let body =
+        json!({"url": receiver.url(), "secret": HOOK_SECRET, "batch_size": 1, "batch_ms": 0});
+    let answer = with_key(app, key, reqwest::Method::POST, "/webhooks")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    answer.json().await.unwrap()
+}
+
+/// The link events `receiver` acknowledged so far, in order.
+fn link_events(receiver: &Receiver) -> Vec<Value> {
+    let events = receiver.state.events.lock().unwrap();
+    (events.iter())
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("link.")))
+        .cloned()
+        .collect()
+}
+
+/// Waits (at most 60 s) until `receiver` has `n` link events.
+async fn until_events(receiver: &Receiver, n: usize) -> Vec<Value> {
+    let done = eventually(Duration::from_secs(60), || async {
+        link_events(receiver).len() >= n
+    })
+    .await;
+    assert!(done, "{n} link events: {:?}", link_events(receiver));
+    link_events(receiver)
+}
+
+#[tokio::test]
+async fn a_quarantine_and_a_release_are_told_once_each_signed_to_the_links_workspace_only() {
+    let (app, dir, a, b) = app("urlhaus-told").await;
+    let (to_a, to_b) = (Receiver::start().await, Receiver::start().await);
+    let a_hook = subscribe(&app, &a, &to_a).await;
+    assert_eq!(a_hook["link_events"], true, "chosen by default");
+    subscribe(&app, &b, &to_b).await;
+    let a_bad = create_in(&app, &a, "https://www.bad.example/a").await;
+    let b_later = create_in(&app, &b, "https://later.example/b").await;
+
+    write_hosts(&dir, &[HOSTS[0], HOSTS[1], "bad.example"]);
+    until_record(&app, &a_bad, true).await;
+    let told = until_events(&to_a, 1).await;
+    let event = &told[0];
+    assert_eq!(event["type"], "link.quarantined");
+    assert_eq!(event["code"], a_bad.as_str());
+    assert_eq!(event["workspace"], "brand-a");
+    assert_eq!(event["feed"], "corp-urlhaus-told");
+    assert_eq!(event["entry"], "bad.example");
+    assert_eq!(event["reason"], "listed");
+    assert!(event["id"].as_str().unwrap().starts_with("le_"));
+    assert!(event.get("target").is_none(), "never the target: {event}");
+
+    assert_eq!(release(&app, &a, &a_bad).await.status(), 200);
+    let told = until_events(&to_a, 2).await;
+    assert_eq!(told[1]["type"], "link.released");
+    assert_eq!(told[1]["code"], a_bad.as_str());
+    assert_eq!(told[1]["reason"], "released");
+    assert_eq!(told[1]["entry"], "bad.example");
+
+    // B's own quarantine, after A's in the feed: B's receiver gets it, and nothing of A's.
+    write_hosts(&dir, &[HOSTS[0], HOSTS[1], "bad.example", "later.example"]);
+    until_record(&app, &b_later, true).await;
+    let b_told = until_events(&to_b, 1).await;
+    let codes: Vec<&str> = (b_told.iter())
+        .map(|event| event["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, [b_later.as_str()]);
+    assert_eq!(b_told[0]["workspace"], "brand-b");
+    // Once each (nothing failed, so nothing was sent again), every POST signed.
+    assert_eq!(link_events(&to_a).len(), 2, "{:?}", link_events(&to_a));
+    for receiver in [&to_a, &to_b] {
+        assert_eq!(receiver.state.bad_signatures.load(Ordering::SeqCst), 0);
+    }
+    // The visit feed stays the visits'.
+    let feed = with_key(&app, &a, reqwest::Method::GET, "/visits")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    assert!(feed.text().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_subscription_that_declines_link_events_gets_none() {
+    let (app, dir, a, _b) = app("urlhaus-declined").await;
+    let (chose, declined) = (Receiver::start().await, Receiver::start().await);
+    subscribe(&app, &a, &chose).await;
+    let body = json!({"url": declined.url(), "secret": HOOK_SECRET, "batch_size": 1,
+                      "batch_ms": 0, "link_events": false});
+    let answer: Value =
+        send_json(with_key(&app, &a, reqwest::Method::POST, "/webhooks").json(&body)).await;
+    assert_eq!(answer["link_events"], false);
+    let id = answer["id"].as_str().unwrap().to_owned();
+    let bad = create_in(&app, &a, "https://bad.example/").await;
+    write_hosts(&dir, &[HOSTS[0], HOSTS[1], "bad.example"]);
+    until_record(&app, &bad, true).await;
+    let told = until_events(&chose, 1).await;
+    // The declining subscription has read past the event (its cursor saved beyond it).
+    let after: i64 = told[0]["cursor"]
+        .as_str()
+        .unwrap()
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let passed = eventually(Duration::from_secs(30), || async {
+        let hook: Value = send_json(with_key(
+            &app,
+            &a,
+            reqwest::Method::GET,
+            &format!("/webhooks/{id}"),
+        ))
+        .await;
+        let seq: i64 = hook["cursor"]
+            .as_str()
+            .unwrap()
+            .split('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        seq >= after
+    })
+    .await;
+    assert!(passed);
+    assert!(link_events(&declined).is_empty());
+}
