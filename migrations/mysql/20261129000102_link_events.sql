@@ -11,4 +11,4 @@ CREATE TABLE link_events (
     KEY link_events_at (at_ms)
 ) ENGINE = InnoDB;
 
-ALTER TABLE webhook_subscriptions ADD COLUMN link_events TINYINT NOT NULL DEFAULT 1;
+ALTER TABLE webhook_subscriptions ADD COLUMN link_events BIGINT NOT NULL DEFAULT 1;

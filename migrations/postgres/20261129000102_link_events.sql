@@ -19,4 +19,4 @@ CREATE TABLE link_events (
 CREATE INDEX link_events_at ON link_events (at_ms);
 
 -- Whether a subscription hears of its workspace's quarantines and releases (default: yes).
-ALTER TABLE webhook_subscriptions ADD COLUMN link_events SMALLINT NOT NULL DEFAULT 1;
+ALTER TABLE webhook_subscriptions ADD COLUMN link_events BIGINT NOT NULL DEFAULT 1;

@@ -4,7 +4,7 @@
 //! quarantined link to a clean target lifts it, while a PATCH to a listed target is refused.
 
 use crate::helpers::*;
-use crate::threats::{app_with_feeds, create_in, release, until_record, write_hosts, Feed};
+use crate::threats::{app_with_feeds_on, create_in, release, until_record, write_hosts, Feed};
 use crate::webhooks::{Receiver, FLAGS, HOOK_SECRET};
 use crate::workspaces::{create_workspace, operator_key, send_json, with_key, workspace_key};
 use serde_json::{json, Value};
@@ -16,12 +16,12 @@ const HOSTS: [&str; 2] = ["phish.example", "tracker.example"];
 
 /// An app with the feeds `name` refreshed every second and webhooks delivered to loopback, and
 /// admin keys of workspaces `brand-a` and `brand-b`.
-async fn app(name: &str) -> (TestApp, tempfile::TempDir, String, String) {
+async fn app(backend: Backend, name: &str) -> (TestApp, tempfile::TempDir, String, String) {
     let feed = Feed::default();
     feed.set(&["https://old.example/x"]);
     let mut flags = vec!["--threat-refresh", "1s"];
     flags.extend_from_slice(FLAGS);
-    let (app, dir) = app_with_feeds(name, &feed, &flags).await;
+    let (app, dir) = app_with_feeds_on(backend, name, &feed, &flags).await;
     let operator = operator_key(&app).await;
     for slug in ["brand-a", "brand-b"] {
         create_workspace(&app, &operator, slug).await;
@@ -64,8 +64,22 @@ async fn until_events(receiver: &Receiver, n: usize) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn a_quarantine_and_a_release_are_told_once_each_signed_to_the_links_workspace_only() {
-    let (app, dir, a, b) = app("urlhaus-told").await;
+async fn a_quarantine_and_a_release_are_told_once_each_signed_on_sqlite() {
+    told_once_each_to_the_links_workspace_only(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_quarantine_and_a_release_are_told_once_each_signed_on_postgres() {
+    told_once_each_to_the_links_workspace_only(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_quarantine_and_a_release_are_told_once_each_signed_on_mariadb() {
+    told_once_each_to_the_links_workspace_only(Backend::Mariadb).await;
+}
+
+async fn told_once_each_to_the_links_workspace_only(backend: Backend) {
+    let (app, dir, a, b) = app(backend, "urlhaus-told").await;
     let (to_a, to_b) = (Receiver::start().await, Receiver::start().await);
     let a_hook = subscribe(&app, &a, &to_a).await;
     assert_eq!(a_hook["link_events"], true, "chosen by default");
@@ -118,7 +132,7 @@ async fn a_quarantine_and_a_release_are_told_once_each_signed_to_the_links_works
 
 #[tokio::test]
 async fn a_subscription_that_declines_link_events_gets_none() {
-    let (app, dir, a, _b) = app("urlhaus-declined").await;
+    let (app, dir, a, _b) = app(Backend::Sqlite, "urlhaus-declined").await;
     let (chose, declined) = (Receiver::start().await, Receiver::start().await);
     subscribe(&app, &a, &chose).await;
     let body = json!({"url": declined.url(), "secret": HOOK_SECRET, "batch_size": 1,

@@ -64,6 +64,16 @@ pub(crate) async fn app_with_feeds(
     feed: &Feed,
     extra: &[&str],
 ) -> (TestApp, tempfile::TempDir) {
+    app_with_feeds_on(Backend::Sqlite, name, feed, extra).await
+}
+
+/// [`app_with_feeds`] on `backend`.
+pub(crate) async fn app_with_feeds_on(
+    backend: Backend,
+    name: &str,
+    feed: &Feed,
+    extra: &[&str],
+) -> (TestApp, tempfile::TempDir) {
     let url = feed.serve().await;
     let dir = testkit::temp_dir();
     let hosts = dir.path().join("hosts.txt");
@@ -78,7 +88,7 @@ pub(crate) async fn app_with_feeds(
     );
     let mut flags = vec!["--threat-feeds", feeds.as_str()];
     flags.extend_from_slice(extra);
-    (spawn_app_with(Backend::Sqlite, &flags).await, dir)
+    (spawn_app_with(backend, &flags).await, dir)
 }
 
 pub(crate) async fn refused(app: &TestApp, url: &str) -> Value {
