@@ -4,7 +4,10 @@
 //! quarantined link to a clean target lifts it, while a PATCH to a listed target is refused.
 
 use crate::helpers::*;
-use crate::threats::{app_with_feeds_on, create_in, release, until_record, write_hosts, Feed};
+use crate::threats::{
+    app_with_feeds_on, create_in, put_lists, quarantined_in_redis, release, until_record,
+    write_hosts, Feed,
+};
 use crate::webhooks::{Receiver, FLAGS, HOOK_SECRET};
 use crate::workspaces::{create_workspace, operator_key, send_json, with_key, workspace_key};
 use serde_json::{json, Value};
@@ -175,4 +178,161 @@ async fn a_subscription_that_declines_link_events_gets_none() {
     .await;
     assert!(passed);
     assert!(link_events(&declined).is_empty());
+}
+
+async fn patch(app: &TestApp, key: &str, code: &str, body: Value) -> reqwest::Response {
+    with_key(app, key, reqwest::Method::PATCH, &format!("/links/{code}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn target_of(app: &TestApp, key: &str, code: &str) -> String {
+    let link: Value = send_json(with_key(
+        app,
+        key,
+        reqwest::Method::GET,
+        &format!("/links/{code}"),
+    ))
+    .await;
+    link["url"].as_str().unwrap().to_owned()
+}
+
+async fn unsafe_target(answer: reqwest::Response) -> String {
+    assert_eq!(answer.status(), 422);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unsafe_target", "{body}");
+    body["error"]["message"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_patch_to_a_clean_target_lifts_the_quarantine_and_to_a_listed_one_is_refused() {
+    let (app, dir, a, _b) = app(Backend::Sqlite, "urlhaus-patch").await;
+    let to_a = Receiver::start().await;
+    subscribe(&app, &a, &to_a).await;
+    let bad = create_in(&app, &a, "https://bad.example/a").await;
+    let good = create_in(&app, &a, "https://good.example/").await;
+    write_hosts(&dir, &[HOSTS[0], HOSTS[1], "bad.example"]);
+    until_record(&app, &bad, true).await;
+
+    // To another listed target: refused, and it stays as it was (quarantined, its target).
+    let refused = patch(
+        &app,
+        &a,
+        &bad,
+        json!({"url": "https://login.phish.example/"}),
+    )
+    .await;
+    assert!(unsafe_target(refused).await.contains("\"phish.example\""));
+    assert!(quarantined_in_redis(&app, &bad).await);
+    assert_eq!(target_of(&app, &a, &bad).await, "https://bad.example/a");
+    // A live link's PATCH to a listed target, or a listed expired target or rule: refused
+    // whole, nothing written.
+    for body in [
+        json!({"url": "https://phish.example/x", "tags": ["changed"]}),
+        json!({"expired_url": "https://tracker.example/"}),
+        json!({"rules": [{"if": {"country": ["PT"]}, "split": {"variants": [
+            {"weight": 1, "url": "https://good.example/b"},
+            {"weight": 1, "url": "https://phish.example/c"}]}}]}),
+    ] {
+        unsafe_target(patch(&app, &a, &good, body).await).await;
+    }
+    let link: Value = send_json(with_key(
+        &app,
+        &a,
+        reqwest::Method::GET,
+        &format!("/links/{good}"),
+    ))
+    .await;
+    assert_eq!(link["url"], "https://good.example/");
+    assert_eq!(link["tags"], json!([]));
+    assert!(
+        link["expired_url"].is_null() && link["rules"].is_null(),
+        "{link}"
+    );
+    let refusals: Value = send_json(with_key(
+        &app,
+        &a,
+        reqwest::Method::GET,
+        "/audit?action=link.refused",
+    ))
+    .await;
+    assert_eq!(refusals["rows"].as_array().unwrap().len(), 4, "{refusals}");
+
+    // To a clean target: it answers again, audited, its workspace told why.
+    let lifted = patch(&app, &a, &bad, json!({"url": "https://fixed.example/"})).await;
+    assert_eq!(lifted.status(), 200);
+    until_record(&app, &bad, false).await;
+    let told = until_events(&to_a, 2).await;
+    assert_eq!(told[0]["type"], "link.quarantined");
+    assert_eq!(told[1]["type"], "link.released");
+    assert_eq!(told[1]["reason"], "target_changed");
+    assert_eq!(told[1]["entry"], "bad.example");
+    let audit: Value = send_json(with_key(
+        &app,
+        &a,
+        reqwest::Method::GET,
+        "/audit?action=link.update",
+    ))
+    .await;
+    let row = (audit["rows"].as_array().unwrap().iter())
+        .find(|row| row["object"] == bad.as_str())
+        .unwrap();
+    assert_eq!(row["changes"]["entry"][1], "bad.example", "{row}");
+    let listed: Value = send_json(with_key(&app, &a, reqwest::Method::GET, "/quarantines")).await;
+    assert!(
+        listed["quarantines"].as_array().unwrap().is_empty(),
+        "{listed}"
+    );
+}
+
+#[tokio::test]
+async fn a_workspace_that_holds_for_review_has_a_patch_to_a_listed_target_held() {
+    let (app, _dir, a, _b) = app(Backend::Sqlite, "urlhaus-patch-held").await;
+    assert_eq!(
+        put_lists(&app, &a, json!({"hold_for_review": true}))
+            .await
+            .status(),
+        200
+    );
+    let to_a = Receiver::start().await;
+    subscribe(&app, &a, &to_a).await;
+    let code = create_in(&app, &a, "https://good.example/").await;
+    let held = patch(&app, &a, &code, json!({"url": "https://phish.example/x"})).await;
+    assert_eq!(held.status(), 200);
+    assert!(quarantined_in_redis(&app, &code).await);
+    let told = until_events(&to_a, 1).await;
+    assert_eq!(told[0]["type"], "link.quarantined");
+    assert_eq!(told[0]["reason"], "held");
+    assert_eq!(told[0]["entry"], "phish.example");
+}
+
+#[tokio::test]
+async fn a_listed_lifecycle_or_rule_target_is_refused_at_create() {
+    let (app, _dir, a, _b) = app(Backend::Sqlite, "urlhaus-extras").await;
+    for body in [
+        json!({"url": "https://good.example/", "expired_url": "https://phish.example/"}),
+        json!({"url": "https://good.example/", "valid_since": "2099-01-01T00:00:00Z",
+               "not_yet_url": "https://tracker.example/soon"}),
+        json!({"url": "https://good.example/", "rules": [
+            {"if": {"country": ["PT"]}, "then": {"url": "https://login.phish.example/"}}]}),
+    ] {
+        let answer = with_key(&app, &a, reqwest::Method::POST, "/links")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        unsafe_target(answer).await;
+    }
+    let batch = app
+        .post_batch(&json!([
+            {"url": "https://good.example/1"},
+            {"url": "https://good.example/2", "expired_url": "https://phish.example/"}]))
+        .await;
+    let body: Value = batch.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results[0]["status"], 201, "{body}");
+    assert_eq!(results[1]["status"], 422, "{body}");
+    assert_eq!(results[1]["error"]["code"], "unsafe_target", "{body}");
 }

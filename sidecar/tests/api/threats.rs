@@ -208,7 +208,7 @@ async fn create_with(app: &TestApp, key: &str, url: &str) -> (u16, String) {
     (status, message.to_owned())
 }
 
-async fn put_lists(app: &TestApp, key: &str, lists: Value) -> reqwest::Response {
+pub(crate) async fn put_lists(app: &TestApp, key: &str, lists: Value) -> reqwest::Response {
     with_key(app, key, reqwest::Method::PUT, "/target-lists")
         .json(&lists)
         .send()

@@ -8,9 +8,9 @@
 //! feed stopped it).
 
 use super::authority::Authority;
+use super::destinations;
 use super::host_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use shortlink_model::validate::TargetUrl;
 use shortlink_store::audit::{Actor, Changes, Origin};
 use shortlink_store::WorkspaceId;
 use shortlink_threats::Refusal;
@@ -20,31 +20,32 @@ use std::sync::Arc;
 pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
 
 impl LinkService {
-    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed: by a feed
-    /// first (an allow list never lets a feed-listed target through), then by `workspace`'s own
-    /// lists, which apply to its links only. `Ok(Some(..))` instead when the workspace holds
-    /// listed targets for review: the link is then stored quarantined.
+    /// `Err(UnsafeTarget)` naming the feed and its entry when one of `urls` (a link's
+    /// destinations, [`super::destinations`]) is listed: by a feed first (an allow list never
+    /// lets a feed-listed target through), then by `workspace`'s own lists, which apply to its
+    /// links only. `Ok(Some(..))` instead when the workspace holds listed targets for review:
+    /// the link is then stored quarantined.
     pub(super) async fn screen(
         &self,
         workspace: WorkspaceId,
-        target: &TargetUrl,
+        urls: &[String],
         origin: &Origin,
     ) -> Result<Option<Arc<Refusal>>, ServiceError> {
         let lists = self.target_lists(workspace).await?;
-        match self.screen_with(&lists, target).await {
-            Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => Ok(Some(refusal)),
-            Err(ServiceError::UnsafeTarget(refusal)) => {
-                self.audit_refusal(origin, target, &refusal).await;
+        match self.screen_with(&lists, urls).await {
+            Some((_, refusal)) if lists.hold_for_review => Ok(Some(refusal)),
+            Some((url, refusal)) => {
+                self.audit_refusal(origin, &url, &refusal).await;
                 Err(ServiceError::UnsafeTarget(refusal))
             }
-            screened => screened.map(|()| None),
+            None => Ok(None),
         }
     }
 
     /// Records a refusal; a failure to is logged, never a reason to store the link.
-    async fn audit_refusal(&self, origin: &Origin, target: &TargetUrl, refusal: &Refusal) {
+    pub(super) async fn audit_refusal(&self, origin: &Origin, url: &str, refusal: &Refusal) {
         let changes = Changes::new()
-            .set("target", target.as_str())
+            .set("target", url)
             .set("feed", refusal.feed.as_str())
             .set("entry", refusal.entry.as_str());
         let entry = origin.entry("link.refused", refusal.feed.as_str(), changes);
@@ -53,19 +54,22 @@ impl LinkService {
         }
     }
 
-    async fn screen_with(
+    /// The first of `urls` listed, and why.
+    pub(super) async fn screen_with(
         &self,
         lists: &TargetLists,
-        target: &TargetUrl,
-    ) -> Result<(), ServiceError> {
-        let feeds = match &self.threats {
-            Some(threats) => threats.screen(target.as_str()).await,
-            None => None,
-        };
-        match feeds.or_else(|| lists.refusal(target.as_str())) {
-            Some(refusal) => Err(ServiceError::UnsafeTarget(Arc::new(refusal))),
-            None => Ok(()),
+        urls: &[String],
+    ) -> Option<(String, Arc<Refusal>)> {
+        for url in urls {
+            let feeds = match &self.threats {
+                Some(threats) => threats.screen(url).await,
+                None => None,
+            };
+            if let Some(refusal) = feeds.or_else(|| lists.refusal(url)) {
+                return Some((url.clone(), Arc::new(refusal)));
+            }
         }
+        None
     }
 
     /// The chunks without their listed items, and those items answered as refused.
@@ -100,17 +104,17 @@ impl LinkService {
         for (at, items) in chunks.into_iter().enumerate() {
             let mut keep = Vec::with_capacity(items.len());
             for (index, mut new) in items {
-                match self.screen_with(&lists, &new.target).await {
-                    Ok(()) => keep.push((index, new)),
-                    Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => {
+                let urls = destinations::of(new.target.as_str(), &new.extras);
+                match self.screen_with(&lists, &urls).await {
+                    None => keep.push((index, new)),
+                    Some((_, refusal)) if lists.hold_for_review => {
                         new.held = Some(refusal);
                         keep.push((index, new));
                     }
-                    Err(error) => {
-                        if let ServiceError::UnsafeTarget(refusal) = &error {
-                            let origin = job_origin(authority);
-                            self.audit_refusal(&origin, &new.target, refusal).await;
-                        }
+                    Some((url, refusal)) => {
+                        let origin = job_origin(authority);
+                        self.audit_refusal(&origin, &url, &refusal).await;
+                        let error = ServiceError::UnsafeTarget(refusal);
                         let failure = ItemOutcome::Failed(ItemFailure::of(&error));
                         refused.push((at, (index, failure)));
                     }
