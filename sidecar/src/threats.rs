@@ -135,3 +135,34 @@ async fn sweep(links: &LinkService, threats: &Threats, change: &FeedChange) {
         }
     }
 }
+
+/// Each workspace's short domains for the look-alike check: the issuing list nginx publishes,
+/// and for the default workspace the configured ones (`--short-domains`, the public base URL's
+/// host), as the receipts' `foreign_domain` check reads them.
+pub struct WorkspaceDomains {
+    health: Arc<shortlink_domains::health::DomainHealth>,
+    configured: Vec<String>,
+}
+
+impl WorkspaceDomains {
+    pub fn new(
+        health: Arc<shortlink_domains::health::DomainHealth>,
+        short_domains: &[String],
+        public_base_url: Option<&str>,
+    ) -> Self {
+        let base = public_base_url.and_then(|base| url::Url::parse(base).ok());
+        let base_host = base.and_then(|url| url.host_str().map(str::to_ascii_lowercase));
+        let configured = short_domains.iter().cloned().chain(base_host).collect();
+        Self { health, configured }
+    }
+}
+
+impl shortlink_core::service::OwnDomains for WorkspaceDomains {
+    fn of(&self, slug: &str) -> Vec<String> {
+        let mut domains = self.health.domains_of(slug);
+        if slug == shortlink_domains::issuing::DEFAULT_WORKSPACE {
+            domains.extend(self.configured.iter().cloned());
+        }
+        domains
+    }
+}

@@ -35,6 +35,7 @@ mod import_sources;
 mod issuing;
 mod limits;
 mod links;
+mod lookalikes;
 mod lost_commits;
 mod mariadb;
 mod metrics;

@@ -54,7 +54,7 @@ pub use click::append_query;
 pub use error::{ServiceError, Stop};
 pub use host_lists::MAX_HOSTS as MAX_LIST_HOSTS;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
-pub use links::LinkService;
+pub use links::{LinkService, OwnDomains};
 pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,

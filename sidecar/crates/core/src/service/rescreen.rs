@@ -38,9 +38,9 @@ impl LinkService {
         if added.is_empty() {
             return Ok(Screened::Clean);
         }
-        let lists = self.target_lists(next.workspace).await?;
+        let lists = self.screening(next.workspace).await?;
         if let Some((url, refusal)) = self.screen_with(&lists, &added).await {
-            if !lists.hold_for_review {
+            if !lists.lists.hold_for_review {
                 return Ok(Screened::Refused { url, refusal });
             }
             let quarantine = Quarantine {

@@ -13,7 +13,7 @@ use super::host_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use shortlink_store::audit::{Actor, Changes, Origin};
 use shortlink_store::WorkspaceId;
-use shortlink_threats::Refusal;
+use shortlink_threats::{lookalike, normalize, Refusal, LOOKALIKE_FEED};
 use std::sync::Arc;
 
 /// Items of chunks refused by the check, with the chunk each came from.
@@ -31,9 +31,9 @@ impl LinkService {
         urls: &[String],
         origin: &Origin,
     ) -> Result<Option<Arc<Refusal>>, ServiceError> {
-        let lists = self.target_lists(workspace).await?;
+        let lists = self.screening(workspace).await?;
         match self.screen_with(&lists, urls).await {
-            Some((_, refusal)) if lists.hold_for_review => Ok(Some(refusal)),
+            Some((_, refusal)) if lists.lists.hold_for_review => Ok(Some(refusal)),
             Some((url, refusal)) => {
                 self.audit_refusal(origin, &url, &refusal).await;
                 Err(ServiceError::UnsafeTarget(refusal))
@@ -54,10 +54,27 @@ impl LinkService {
         }
     }
 
-    /// The first of `urls` listed, and why.
+    /// What `workspace`'s links are checked against besides the feeds.
+    pub(super) async fn screening(
+        &self,
+        workspace: WorkspaceId,
+    ) -> Result<Screening, ServiceError> {
+        let lists = self.target_lists(workspace).await?;
+        let own = match &self.own_domains {
+            Some(own) => {
+                let name = self.record_workspace(workspace).await?.slug();
+                lookalike::brands(&own.of(name.as_str()))
+            }
+            None => Vec::new(),
+        };
+        Ok(Screening { lists, own })
+    }
+
+    /// The first of `urls` listed, and why: by a feed, the workspace's lists, or as a
+    /// look-alike of one of the workspace's own domains.
     pub(super) async fn screen_with(
         &self,
-        lists: &TargetLists,
+        screening: &Screening,
         urls: &[String],
     ) -> Option<(String, Arc<Refusal>)> {
         for url in urls {
@@ -65,7 +82,10 @@ impl LinkService {
                 Some(threats) => threats.screen(url).await,
                 None => None,
             };
-            if let Some(refusal) = feeds.or_else(|| lists.refusal(url)) {
+            let refusal = feeds
+                .or_else(|| screening.lists.refusal(url))
+                .or_else(|| screening.imitation(url));
+            if let Some(refusal) = refusal {
                 return Some((url.clone(), Arc::new(refusal)));
             }
         }
@@ -82,7 +102,7 @@ impl LinkService {
         let Some(workspace) = chunks.iter().flatten().map(|(_, new)| new.workspace).next() else {
             return (chunks, refused);
         };
-        let lists = match self.target_lists(workspace).await {
+        let lists = match self.screening(workspace).await {
             Ok(lists) => lists,
             // Refused whole, as a chunk whose database is unavailable is.
             Err(error) => {
@@ -97,7 +117,7 @@ impl LinkService {
                 return (vec![Vec::new(); chunks.len()], refused);
             }
         };
-        if self.threats.is_none() && *lists == TargetLists::default() {
+        if self.threats.is_none() && lists.is_empty() {
             return (chunks, refused);
         }
         let mut kept = Vec::with_capacity(chunks.len());
@@ -107,7 +127,7 @@ impl LinkService {
                 let urls = destinations::of(new.target.as_str(), &new.extras);
                 match self.screen_with(&lists, &urls).await {
                     None => keep.push((index, new)),
-                    Some((_, refusal)) if lists.hold_for_review => {
+                    Some((_, refusal)) if lists.lists.hold_for_review => {
                         new.held = Some(refusal);
                         keep.push((index, new));
                     }
@@ -123,6 +143,29 @@ impl LinkService {
             kept.push(keep);
         }
         (kept, refused)
+    }
+}
+
+/// A workspace's own checks: its block and allow lists and its domains' shapes.
+pub(super) struct Screening {
+    pub(super) lists: Arc<TargetLists>,
+    /// The workspace's short domains with their skeletons ([`lookalike::brands`]).
+    own: Vec<(String, String)>,
+}
+
+impl Screening {
+    fn is_empty(&self) -> bool {
+        *self.lists == TargetLists::default() && self.own.is_empty()
+    }
+
+    /// `url`'s host imitates one of the workspace's own domains: refused as the operator's
+    /// brands' look-alikes are, under the same feed name.
+    fn imitation(&self, url: &str) -> Option<Refusal> {
+        let host = normalize::host_of(url)?;
+        lookalike::imitated(&host, &self.own).map(|domain| Refusal {
+            feed: LOOKALIKE_FEED.to_owned(),
+            entry: domain.to_owned(),
+        })
     }
 }
 
