@@ -336,3 +336,106 @@ async fn a_listed_lifecycle_or_rule_target_is_refused_at_create() {
     assert_eq!(results[1]["status"], 422, "{body}");
     assert_eq!(results[1]["error"]["code"], "unsafe_target", "{body}");
 }
+
+/// Creates `body` with `key`: its code.
+async fn create_with(app: &TestApp, key: &str, body: Value) -> String {
+    let answer = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 201);
+    let body: Value = answer.json().await.unwrap();
+    body["code"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_sqlite() {
+    lifecycle_and_rule_targets_quarantined(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_postgres() {
+    lifecycle_and_rule_targets_quarantined(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_mariadb() {
+    lifecycle_and_rule_targets_quarantined(Backend::Mariadb).await;
+}
+
+async fn lifecycle_and_rule_targets_quarantined(backend: Backend) {
+    let feed = Feed::default();
+    feed.set(&["https://old.example/x"]);
+    let mut flags = vec!["--threat-refresh", "1s"];
+    flags.extend_from_slice(FLAGS);
+    let (app, dir) = app_with_feeds_on(backend, "urlhaus-later", &feed, &flags).await;
+    let key = API_KEY.to_owned();
+    let expired = create_with(
+        &app,
+        &key,
+        json!({"url": "https://good.example/1",
+        "expired_url": "https://over.example/sale"}),
+    )
+    .await;
+    let variant = create_with(
+        &app,
+        &key,
+        json!({"url": "https://good.example/2",
+        "rules": [{"if": {"country": ["PT"]}, "split": {"variants": [
+            {"weight": 1, "url": "https://good.example/a"},
+            {"weight": 1, "url": "https://cdn.variant.example/b"}]}}]}),
+    )
+    .await;
+    let by_url = create_with(&app, &key, json!({"url": "https://good.example/3",
+        "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://rule.example/phish?id=7"}}]})).await;
+    let moved = create_with(
+        &app,
+        &key,
+        json!({"url": "https://good.example/4",
+        "expired_url": "https://over.example/old"}),
+    )
+    .await;
+    let untouched = create_with(
+        &app,
+        &key,
+        json!({"url": "https://good.example/5",
+        "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://rule.example/other"}}]}),
+    )
+    .await;
+    // A change that drops its listed-to-be destination takes it out of the index.
+    let answer = patch(&app, &key, &moved, json!({"expired_url": null})).await;
+    assert_eq!(answer.status(), 200);
+
+    write_hosts(
+        &dir,
+        &[HOSTS[0], HOSTS[1], "over.example", "variant.example"],
+    );
+    feed.set(&["https://old.example/x", "https://rule.example/phish?id=7"]);
+    for code in [&expired, &variant, &by_url] {
+        until_record(&app, code, true).await;
+    }
+    for code in [&moved, &untouched] {
+        assert!(!quarantined_in_redis(&app, code).await, "{code}");
+    }
+    // Each under its entry (the record is written just before its row commits: read until
+    // the three rows are there).
+    let entries = || async {
+        let listed = app.get_json("/quarantines").await;
+        let mut entries: Vec<String> = (listed["quarantines"].as_array().unwrap().iter())
+            .map(|q| q["entry"].as_str().unwrap().to_owned())
+            .collect();
+        entries.sort_unstable();
+        entries
+    };
+    let expected = [
+        "https://rule.example/phish?id=7",
+        "over.example",
+        "variant.example",
+    ];
+    let listed = eventually(Duration::from_secs(10), || async {
+        entries().await == expected
+    })
+    .await;
+    assert!(listed, "{:?}", entries().await);
+}

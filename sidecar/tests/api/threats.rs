@@ -352,12 +352,16 @@ pub(crate) async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Re
     .unwrap()
 }
 
+/// Replaces the hosts file whole (written aside, then renamed): a refresh never reads half of
+/// it, which would end the quarantines of the entries it had not reached.
 pub(crate) fn write_hosts(dir: &tempfile::TempDir, hosts: &[&str]) {
     let body: String = hosts
         .iter()
         .map(|host| format!("0.0.0.0 {host}\n"))
         .collect();
-    std::fs::write(dir.path().join("hosts.txt"), body).unwrap();
+    let aside = dir.path().join("hosts.txt.new");
+    std::fs::write(&aside, body).unwrap();
+    std::fs::rename(aside, dir.path().join("hosts.txt")).unwrap();
 }
 
 #[tokio::test]

@@ -395,6 +395,11 @@ impl LinkService {
         let rows = &plan.rows;
         // Items held for review are stored quarantined, with the entry that listed them.
         for (row, &at) in rows.iter().zip(&plan.todo) {
+            // Most links send nowhere else: nothing looked up for them.
+            let more = !super::destinations::besides_target(&row.link.extras).is_empty();
+            if more && plan.inserted.contains(&row.link.code) {
+                super::destinations::index(tx, &row.link, None).await?;
+            }
             if let Some(refusal) =
                 (items[at].1.held.as_ref()).filter(|_| plan.inserted.contains(&row.link.code))
             {

@@ -123,6 +123,7 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             };
+            super::destinations::index(tx.as_mut(), &link, None).await?;
             if let Some(refusal) = &held {
                 super::quarantine::hold(tx.as_mut(), &link, refusal).await?;
             }

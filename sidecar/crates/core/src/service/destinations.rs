@@ -2,8 +2,9 @@
 //! targets, and its click-time rules' targets and split variants (docs/RULES.md). The threat
 //! check at create and at a change looks at each, and so does the quarantine after the fact.
 
+use super::ServiceError;
 use shortlink_model::link::rules;
-use shortlink_store::LinkExtras;
+use shortlink_store::{Link, LinkExtras, LinkTx};
 
 /// The link's destinations, its target first, each once.
 pub fn of(target: &str, extras: &LinkExtras) -> Vec<String> {
@@ -29,6 +30,25 @@ pub fn besides_target(extras: &LinkExtras) -> Vec<String> {
         urls.extend(variants.into_iter().map(|variant| variant.url));
     }
     urls
+}
+
+/// Writes `link`'s destinations besides its target where the quarantine after the fact finds
+/// them by host, unless they are `before`'s (a change that left them alone). A link with none
+/// (most) writes nothing at its creation.
+pub(super) async fn index(
+    tx: &mut dyn LinkTx,
+    link: &Link,
+    before: Option<&Link>,
+) -> Result<(), ServiceError> {
+    let besides = besides_target(&link.extras);
+    let unchanged = match before {
+        Some(before) => besides_target(&before.extras) == besides,
+        None => besides.is_empty(),
+    };
+    if !unchanged {
+        tx.set_destination_hosts(&link.code, &besides).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! again. The entry leaving its feed ends the quarantine. Each step is a locked row rewritten
 //! and its record re-projected, as a revoke is, with its audit row in the link's workspace.
 
+use super::destinations;
 use super::target_lists::BLOCK_LIST;
 use super::{LinkService, ServiceError};
 use shortlink_store::audit::{link_changes, Actor, Origin};
@@ -46,7 +47,11 @@ impl LinkService {
                 continue;
             };
             let same_url = |link: &Link| {
-                normalize::serialized_parts(&link.target).is_some_and(|(target, _)| target == url)
+                destinations::of(&link.target, &link.extras)
+                    .iter()
+                    .any(|to| {
+                        normalize::serialized_parts(to).is_some_and(|(listed, _)| listed == url)
+                    })
             };
             quarantined += self
                 .quarantine_on_host(&host, &change.feed, url, same_url)
@@ -67,18 +72,23 @@ impl LinkService {
     async fn listed_link_hosts(&self, added: &[String]) -> Result<Vec<String>, ServiceError> {
         let added: HashSet<&str> = added.iter().map(String::as_str).collect();
         let mut found = HashSet::new();
-        let mut after: Option<String> = None;
-        loop {
-            let keys = (self.storage)
-                .link_host_keys(after.as_deref(), PAGE * 10)
-                .await?;
-            let Some(last) = keys.last() else { break };
-            after = Some(last.clone());
-            for key in &keys {
-                let host = host_of_key(key);
-                let entry = normalize::self_and_parents(&host).find(|name| added.contains(name));
-                if let Some(entry) = entry {
-                    found.insert(entry.to_owned());
+        for of_targets in [true, false] {
+            let mut after: Option<String> = None;
+            loop {
+                let (storage, from) = (&self.storage, after.as_deref());
+                let keys = match of_targets {
+                    true => storage.link_host_keys(from, PAGE * 10).await?,
+                    false => storage.destination_host_keys(from, PAGE * 10).await?,
+                };
+                let Some(last) = keys.last() else { break };
+                after = Some(last.clone());
+                for key in &keys {
+                    let host = host_of_key(key);
+                    let entry =
+                        normalize::self_and_parents(&host).find(|name| added.contains(name));
+                    if let Some(entry) = entry {
+                        found.insert(entry.to_owned());
+                    }
                 }
             }
         }
@@ -95,21 +105,26 @@ impl LinkService {
         matches: impl Fn(&Link) -> bool,
     ) -> Result<u64, ServiceError> {
         let mut quarantined = 0;
-        let mut after: Option<String> = None;
-        loop {
-            let page = (self.storage)
-                .links_on_host(host, after.as_deref(), PAGE)
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.code.clone());
-            for link in page.iter().filter(|link| matches(link)) {
-                match self
-                    .quarantine(link.workspace, &link.code, feed, entry)
-                    .await
-                {
-                    Ok(true) => quarantined += 1,
-                    Ok(false) | Err(ServiceError::NotFound) => {}
-                    Err(error) => return Err(error),
+        // By target, then by the other destinations (lifecycle URLs, rules' targets).
+        for by_target in [true, false] {
+            let mut after: Option<String> = None;
+            loop {
+                let storage = &self.storage;
+                let page = match by_target {
+                    true => storage.links_on_host(host, after.as_deref(), PAGE).await?,
+                    false => (storage.links_sending_to_host(host, after.as_deref(), PAGE)).await?,
+                };
+                let Some(last) = page.last() else { break };
+                after = Some(last.code.clone());
+                for link in page.iter().filter(|link| matches(link)) {
+                    match self
+                        .quarantine(link.workspace, &link.code, feed, entry)
+                        .await
+                    {
+                        Ok(true) => quarantined += 1,
+                        Ok(false) | Err(ServiceError::NotFound) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }

@@ -89,6 +89,7 @@ impl LinkService {
             }
         };
         tx.update_link(&next).await?;
+        super::destinations::index(tx.as_mut(), &next, Some(&current)).await?;
         let mut changes = link_changes(&current, &next);
         if let Some((feed, entry)) = &moved {
             changes = changes

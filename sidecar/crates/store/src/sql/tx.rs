@@ -228,6 +228,13 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
         })
     }
 
+    async fn set_destination_hosts(&mut self, code: &str, urls: &[String]) -> StorageResult<()> {
+        for write in quarantine::destination_hosts(code, urls) {
+            self.execute(write).await?;
+        }
+        Ok(())
+    }
+
     fn stage_link_event(&mut self, event: LinkEvent) {
         self.events.push(event);
     }
