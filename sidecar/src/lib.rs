@@ -210,16 +210,9 @@ async fn wire_state(
         config.db_timeout,
     )
     .with_threats(threats::first_load(threats).await);
-    let domain_health = Arc::new(domains::health::DomainHealth::new(
-        domains::health::ClickCurve::new(config.domain_health_click_half_life)
-            .horizon(config.domain_health_window),
-    ));
-    let own_domains = threats::WorkspaceDomains::new(
-        Arc::clone(&domain_health),
-        &short_domains,
-        public_base_url.as_deref(),
-    );
-    let links = links.with_own_domains(Arc::new(own_domains));
+    let (domain_health, own_domains) =
+        threats::own_domains(config, &short_domains, public_base_url.as_deref());
+    let links = links.with_own_domains(own_domains);
     // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
     // their traits.
     let stores = shortlink_visits_sql::open(config).await?;
