@@ -285,6 +285,19 @@ async fn a_patch_to_a_clean_target_lifts_the_quarantine_and_to_a_listed_one_is_r
         listed["quarantines"].as_array().unwrap().is_empty(),
         "{listed}"
     );
+    // Counted: the feed's quarantine, and its release by the change.
+    let page = reqwest::get(app.metrics_url())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for event in ["quarantined", "released"] {
+        let series = format!(
+            "shortlink_link_quarantines_total{{feed=\"corp-urlhaus-patch\",event=\"{event}\"}} 1"
+        );
+        assert!(page.contains(&series), "{series} in\n{page}");
+    }
 }
 
 #[tokio::test]

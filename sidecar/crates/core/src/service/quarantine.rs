@@ -185,6 +185,7 @@ impl LinkService {
         let audit = origin.entry_in(workspace.get(), "link.quarantined", code, changes);
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(feed, "quarantined");
         Ok(true)
     }
 
@@ -238,6 +239,7 @@ impl LinkService {
         let audit = origin.entry_in(workspace.get(), "link.released", code, changes);
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(&quarantine.feed, "released");
         Ok(next)
     }
 
@@ -305,6 +307,7 @@ impl LinkService {
         );
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(&quarantine.feed, "released");
         Ok(true)
     }
 

@@ -98,3 +98,14 @@ impl LinkService {
         })
     }
 }
+
+/// Counts a committed change that quarantined `next` or released it, under `moved`'s feed.
+pub(super) fn count(moved: Option<&(String, String)>, next: &Link) {
+    if let Some((feed, _)) = moved {
+        let event = match next.quarantined_at {
+            Some(_) => "quarantined",
+            None => "released",
+        };
+        crate::metrics::link_quarantine(feed, event);
+    }
+}

@@ -99,6 +99,7 @@ impl LinkService {
         let audit = origin.entry("link.update", code, changes);
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        super::rescreen::count(moved.as_ref(), &next);
         Ok(next)
     }
 
