@@ -195,6 +195,9 @@ async fn wire_state(
         config.db_timeout,
     )
     .with_threats(threats::first_load(threats).await);
+    let (domain_health, own_domains) =
+        threats::own_domains(config, &short_domains, public_base_url.as_deref());
+    let links = links.with_own_domains(own_domains);
     // The binary alone knows the stores are SQL (crates/visits-sql): every crate above calls
     // their traits.
     let stores = shortlink_visits_sql::open(config).await?;
@@ -221,10 +224,7 @@ async fn wire_state(
             config.redis_timeout,
             shortlink_core::limits::LimitSettings::from_config(config),
         )),
-        domains: Arc::new(shortlink_domains::health::DomainHealth::new(
-            shortlink_domains::health::ClickCurve::new(config.domain_health_click_half_life)
-                .horizon(config.domain_health_window),
-        )),
+        domains: domain_health,
         settings: Arc::new(HttpSettings {
             url_policy,
             public_base_url,

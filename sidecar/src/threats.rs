@@ -135,3 +135,52 @@ async fn sweep(links: &LinkService, threats: &Threats, change: &FeedChange) {
         }
     }
 }
+
+/// The domains' health state (which also learns each workspace's domains from the issuing list
+/// nginx sends) and, over it, each workspace's domains for the look-alike check.
+pub fn own_domains(
+    config: &Config,
+    short_domains: &[String],
+    public_base_url: Option<&str>,
+) -> (
+    Arc<shortlink_domains::health::DomainHealth>,
+    Arc<dyn shortlink_core::service::OwnDomains>,
+) {
+    use shortlink_domains::health::{ClickCurve, DomainHealth};
+    let curve =
+        ClickCurve::new(config.domain_health_click_half_life).horizon(config.domain_health_window);
+    let health = Arc::new(DomainHealth::new(curve));
+    let own = WorkspaceDomains::new(Arc::clone(&health), short_domains, public_base_url);
+    (health, Arc::new(own))
+}
+
+/// Each workspace's short domains for the look-alike check: the issuing list nginx publishes,
+/// and for the default workspace the configured ones (`--short-domains`, the public base URL's
+/// host), as the receipts' `foreign_domain` check reads them.
+struct WorkspaceDomains {
+    health: Arc<shortlink_domains::health::DomainHealth>,
+    configured: Vec<String>,
+}
+
+impl WorkspaceDomains {
+    fn new(
+        health: Arc<shortlink_domains::health::DomainHealth>,
+        short_domains: &[String],
+        public_base_url: Option<&str>,
+    ) -> Self {
+        let base = public_base_url.and_then(|base| url::Url::parse(base).ok());
+        let base_host = base.and_then(|url| url.host_str().map(str::to_ascii_lowercase));
+        let configured = short_domains.iter().cloned().chain(base_host).collect();
+        Self { health, configured }
+    }
+}
+
+impl shortlink_core::service::OwnDomains for WorkspaceDomains {
+    fn of(&self, slug: &str) -> Vec<String> {
+        let mut domains = self.health.domains_of(slug);
+        if slug == shortlink_domains::issuing::DEFAULT_WORKSPACE {
+            domains.extend(self.configured.iter().cloned());
+        }
+        domains
+    }
+}

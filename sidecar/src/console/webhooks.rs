@@ -62,6 +62,8 @@ impl WebhookForm {
             campaigns: list(&self.campaigns),
             tags: list(&self.tags),
             include_bots: self.include_bots.is_some(),
+            // The API's default (yes): the form has no box for it yet.
+            link_events: None,
             batch_size: number(&self.batch_size, "batch size")?,
             batch_ms: number(&self.batch_ms, "batch wait")?,
         })

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 /// A URLhaus CSV dump as the feed's server answers it, with an ETag per version.
 #[derive(Clone, Default)]
-struct Feed(Arc<Mutex<(u32, String)>>);
+pub(crate) struct Feed(Arc<Mutex<(u32, String)>>);
 
 impl Feed {
-    fn set(&self, urls: &[&str]) {
+    pub(crate) fn set(&self, urls: &[&str]) {
         let mut body = String::from(
             "################################################################\n\
              # abuse.ch URLhaus Database Dump (CSV - recent URLs only)\n\
@@ -59,7 +59,21 @@ impl Feed {
 }
 
 /// A sidecar with the URLhaus feed `name` served from `feed`, and a hosts file.
-async fn app_with_feeds(name: &str, feed: &Feed, extra: &[&str]) -> (TestApp, tempfile::TempDir) {
+pub(crate) async fn app_with_feeds(
+    name: &str,
+    feed: &Feed,
+    extra: &[&str],
+) -> (TestApp, tempfile::TempDir) {
+    app_with_feeds_on(Backend::Sqlite, name, feed, extra).await
+}
+
+/// [`app_with_feeds`] on `backend`.
+pub(crate) async fn app_with_feeds_on(
+    backend: Backend,
+    name: &str,
+    feed: &Feed,
+    extra: &[&str],
+) -> (TestApp, tempfile::TempDir) {
     let url = feed.serve().await;
     let dir = testkit::temp_dir();
     let hosts = dir.path().join("hosts.txt");
@@ -74,10 +88,10 @@ async fn app_with_feeds(name: &str, feed: &Feed, extra: &[&str]) -> (TestApp, te
     );
     let mut flags = vec!["--threat-feeds", feeds.as_str()];
     flags.extend_from_slice(extra);
-    (spawn_app_with(Backend::Sqlite, &flags).await, dir)
+    (spawn_app_with(backend, &flags).await, dir)
 }
 
-async fn refused(app: &TestApp, url: &str) -> Value {
+pub(crate) async fn refused(app: &TestApp, url: &str) -> Value {
     let response = app.post_link(&json!({ "url": url })).await;
     assert_eq!(response.status(), 422, "{url}");
     let body: Value = response.json().await.unwrap();
@@ -194,7 +208,7 @@ async fn create_with(app: &TestApp, key: &str, url: &str) -> (u16, String) {
     (status, message.to_owned())
 }
 
-async fn put_lists(app: &TestApp, key: &str, lists: Value) -> reqwest::Response {
+pub(crate) async fn put_lists(app: &TestApp, key: &str, lists: Value) -> reqwest::Response {
     with_key(app, key, reqwest::Method::PUT, "/target-lists")
         .json(&lists)
         .send()
@@ -288,7 +302,7 @@ async fn record_of(app: &TestApp, code: &str) -> Option<shortlink_wire::record::
     Some(shortlink_wire::record::decode(&bytes).unwrap())
 }
 
-async fn quarantined_in_redis(app: &TestApp, code: &str) -> bool {
+pub(crate) async fn quarantined_in_redis(app: &TestApp, code: &str) -> bool {
     matches!(
         record_of(app, code).await,
         Some(shortlink_wire::record::Link::Quarantined { .. })
@@ -296,7 +310,7 @@ async fn quarantined_in_redis(app: &TestApp, code: &str) -> bool {
 }
 
 /// Waits (at most 60 s, the issue's bound) until `code`'s record is quarantined (`true`) or live.
-async fn until_record(app: &TestApp, code: &str, quarantined: bool) {
+pub(crate) async fn until_record(app: &TestApp, code: &str, quarantined: bool) {
     let done = eventually(Duration::from_secs(60), || async {
         quarantined_in_redis(app, code).await == quarantined
     })
@@ -315,7 +329,7 @@ async fn fallback_answer(app: &TestApp, workspace: &str, code: &str) -> (u16, Ve
     (status, answer.bytes().await.unwrap().to_vec())
 }
 
-async fn create_in(app: &TestApp, key: &str, url: &str) -> String {
+pub(crate) async fn create_in(app: &TestApp, key: &str, url: &str) -> String {
     let answer = with_key(app, key, reqwest::Method::POST, "/links")
         .json(&json!({ "url": url }))
         .send()
@@ -326,7 +340,7 @@ async fn create_in(app: &TestApp, key: &str, url: &str) -> String {
     body["code"].as_str().unwrap().to_owned()
 }
 
-async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Response {
+pub(crate) async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Response {
     with_key(
         app,
         key,
@@ -338,12 +352,16 @@ async fn release(app: &TestApp, key: &str, code: &str) -> reqwest::Response {
     .unwrap()
 }
 
-fn write_hosts(dir: &tempfile::TempDir, hosts: &[&str]) {
+/// Replaces the hosts file whole (written aside, then renamed): a refresh never reads half of
+/// it, which would end the quarantines of the entries it had not reached.
+pub(crate) fn write_hosts(dir: &tempfile::TempDir, hosts: &[&str]) {
     let body: String = hosts
         .iter()
         .map(|host| format!("0.0.0.0 {host}\n"))
         .collect();
-    std::fs::write(dir.path().join("hosts.txt"), body).unwrap();
+    let aside = dir.path().join("hosts.txt.new");
+    std::fs::write(&aside, body).unwrap();
+    std::fs::rename(aside, dir.path().join("hosts.txt")).unwrap();
 }
 
 #[tokio::test]

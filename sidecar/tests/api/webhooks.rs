@@ -16,27 +16,27 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::Lifeline;
 
-const HOOK_SECRET: &str = "a-webhook-secret-of-some-length";
+pub(crate) const HOOK_SECRET: &str = "a-webhook-secret-of-some-length";
 const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 
 /// The flags every app here runs with: receivers are on loopback, and deliveries look for new
 /// visits often.
-const FLAGS: &[&str] = &["--webhook-allow-private", "--webhook-poll", "50ms"];
+pub(crate) const FLAGS: &[&str] = &["--webhook-allow-private", "--webhook-poll", "50ms"];
 
 /// A webhook receiver on 127.0.0.1:0: checks each POST's signature, keeps every event id it
 /// acknowledged (repeats included), and can be told to fail or to answer slowly.
-struct Receiver {
+pub(crate) struct Receiver {
     addr: SocketAddr,
-    state: Arc<ReceiverState>,
+    pub(crate) state: Arc<ReceiverState>,
     server: tokio::task::JoinHandle<()>,
 }
 
 #[derive(Default)]
-struct ReceiverState {
+pub(crate) struct ReceiverState {
     ids: Mutex<Vec<String>>,
-    events: Mutex<Vec<Value>>,
+    pub(crate) events: Mutex<Vec<Value>>,
     posts: AtomicUsize,
-    bad_signatures: AtomicUsize,
+    pub(crate) bad_signatures: AtomicUsize,
     failing: AtomicBool,
     /// When each refused POST came.
     refused_at: Mutex<Vec<Instant>>,
@@ -86,7 +86,7 @@ async fn receive(
 }
 
 impl Receiver {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let state = Arc::new(ReceiverState::default());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -103,7 +103,7 @@ impl Receiver {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/hook", self.addr)
     }
 

@@ -47,6 +47,8 @@ impl Edge {
             "proxy_set_header Authorization \"Bearer unused\";\n",
         )
         .expect("write resolve-key.conf");
+        // The report locations' include (nothing reaches the sidecar here).
+        std::fs::write(prefix.join("proxy-secret.conf"), "").expect("write proxy-secret.conf");
         let conf_dir = paths::workspace_dir().join("nginx");
         std::fs::write(prefix.join("error-pages.conf"), error_pages(&conf_dir))
             .expect("write error-pages.conf");

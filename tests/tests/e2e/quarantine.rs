@@ -146,3 +146,71 @@ fn a_feed_update_quarantines_a_cached_link_on_every_worker_and_the_fallback() {
         "the fallback never answered: {seen:?}"
     );
 }
+
+/// The example include for an imported domain (nginx/imported-domain.conf.template), rendered
+/// as an operator would, in the pool's `servers.d/` on the redirect port.
+fn serve_imported_domain(system: &System, domain: &str) {
+    let template =
+        shortlink_e2e::paths::workspace_dir().join("nginx/imported-domain.conf.template");
+    let prefix = system.nginx.prefix.display().to_string();
+    let listen = format!("127.0.0.1:{}", system.nginx.redirect_port);
+    let mut text = std::fs::read_to_string(template).unwrap();
+    for (name, value) in [
+        ("REDIRECT_LISTEN", listen.as_str()),
+        ("IMPORTED_DOMAIN", domain),
+        ("TRUSTED_PROXY", "127.0.0.1"),
+        ("PREFIX", prefix.as_str()),
+    ] {
+        text = text.replace(&format!("@{name}@"), value);
+    }
+    assert!(!text.contains("@PREFIX@"), "every placeholder replaced");
+    let servers = system.nginx.prefix.join("servers.d");
+    std::fs::create_dir_all(&servers).unwrap();
+    std::fs::write(servers.join(format!("{domain}.conf")), text).unwrap();
+    system.nginx.reload_and_retire_old_workers();
+}
+
+#[test]
+fn an_imported_domain_takes_abuse_reports_as_the_pool_domains_do() {
+    let system = System::start_with(NginxOptions::default());
+    serve_imported_domain(&system, "old.test");
+    let code = system.create(json!({"url": "https://shop.example/offer"}));
+    let client = http_client();
+    let base = format!("http://127.0.0.1:{}", system.nginx.redirect_port);
+    let form = |request: reqwest::blocking::RequestBuilder, body: String| {
+        let answer = (request.header("Host", "old.test"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .unwrap();
+        answer.status().as_u16()
+    };
+    // The warning page's button (the old shortener's trailing slash too) and the home page's
+    // form, through the imported domain's own server.
+    assert_eq!(
+        form(client.post(format!("{base}/{code}/?report")), String::new()),
+        200
+    );
+    let typed = format!("code=http%3A%2F%2Fold.test%2F{code}");
+    assert_eq!(
+        form(client.post(format!("{base}/report-abuse")), typed),
+        200
+    );
+    // Only POST reaches the sidecar.
+    assert_eq!(
+        (client.get(format!("{base}/report-abuse")))
+            .header("Host", "old.test")
+            .send()
+            .unwrap()
+            .status(),
+        403
+    );
+    let queue = system.sidecar_cli(&["abuse-reports"]);
+    let queue = String::from_utf8(queue.stdout).unwrap();
+    assert_eq!(
+        queue.matches(&format!("old.test\t{code}")).count(),
+        2,
+        "{queue}"
+    );
+    assert!(!queue.contains("shop.example"), "{queue}");
+}

@@ -102,7 +102,8 @@ use utoipa::OpenApi;
         compose::RecipientResult,
         compose::SummaryLine,
         shortlink_core::service::compose::OverBudget,
-        shortlink_webhooks::FeedEvent
+        shortlink_webhooks::FeedEvent,
+        shortlink_webhooks::event::LinkEventView
     )),
     modifiers(&BearerAuth, &CommonResponses, &SchemaFixes, &RangeBound),
     security(("api_key" = [])),

@@ -362,6 +362,16 @@ impl DomainHealth {
         )
     }
 
+    /// The domains the issuing list nginx sent names in workspace `slug`'s part (none before
+    /// a list was sent).
+    pub fn domains_of(&self, slug: &str) -> Vec<String> {
+        let owners = self.owners.lock_or_recover();
+        (owners.by_domain.iter())
+            .filter(|(_, owner)| *owner == slug)
+            .map(|(domain, _)| domain.clone())
+            .collect()
+    }
+
     /// The workspace `domain` is grouped under.
     pub fn workspace_of(&self, domain: &str) -> String {
         let owners = self.owners.lock_or_recover();

@@ -7,7 +7,7 @@ use super::imported::ImportedLink;
 use super::model::{
     ApiKey, CampaignStats, IdempotencyRecord, KeyRate, LinkFilter, ListCursor, NewRow, Role, Slot,
 };
-use super::quarantine::{AbuseReport, Quarantine};
+use super::quarantine::{AbuseReport, LinkEvent, Quarantine};
 use super::workspace::{DeletedWorkspace, Quotas, Workspace, WorkspaceChange};
 use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -357,6 +357,22 @@ pub trait Storage: Send + Sync + 'static {
     /// The distinct host keys ([`crate::host_key`]) of the links after `after`, at most `limit`.
     async fn link_host_keys(&self, after: Option<&str>, limit: u32) -> StorageResult<Vec<String>>;
 
+    /// [`Self::links_on_host`] for the links that can send to `host` besides their target
+    /// (lifecycle URLs, rules' targets: [`LinkTx::set_destination_hosts`]).
+    async fn links_sending_to_host(
+        &self,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>>;
+
+    /// [`Self::link_host_keys`] of the links' other destinations.
+    async fn destination_host_keys(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<String>>;
+
     /// Writes the host key of up to `limit` links stored before keys existed; returns how many
     /// (0: none is left).
     async fn fill_link_host_keys(&self, limit: u32) -> StorageResult<u64>;
@@ -458,6 +474,14 @@ pub trait LinkTx: Send {
 
     /// Forgets the quarantine of the link `code`.
     async fn delete_quarantine(&mut self, code: &str) -> StorageResult<()>;
+
+    /// Makes `urls` the destinations of the link `code` besides its target, as the quarantine
+    /// after the fact finds them (`link_destination_hosts`, by host).
+    async fn set_destination_hosts(&mut self, code: &str, urls: &[String]) -> StorageResult<()>;
+
+    /// Tells the link's workspace's webhook subscribers of `event` if this transaction commits:
+    /// stored with a feed row of its own at the commit, last.
+    fn stage_link_event(&mut self, event: LinkEvent);
 
     /// Appends an audit row in this transaction: it commits, or rolls back, with the change.
     async fn append_audit(&mut self, entry: &AuditEntry) -> StorageResult<()>;

@@ -32,7 +32,10 @@ pub use self::model::{
 use self::mysql::MysqlStorage;
 pub use self::not_found::NotFoundRedirects;
 use self::postgres::PgStorage;
-pub use self::quarantine::{host_key, host_range, AbuseReport, Quarantine, WORKSPACE_LIST};
+pub use self::quarantine::{
+    host_key, host_range, AbuseReport, LinkEvent, LinkEventKind, LinkEventReason, Quarantine,
+    LINK_EVENT_PREFIX, WORKSPACE_LIST,
+};
 use self::sqlite::SqliteStorage;
 pub use self::workspace::{
     display_name, is_valid_slug, DeletedWorkspace, Quotas, Standing, Workspace, WorkspaceChange,

@@ -31,6 +31,115 @@ pub struct AbuseReport {
     pub reported_at: DateTime<Utc>,
 }
 
+/// A quarantine or a release told to the link's workspace's webhook subscribers: written in the
+/// transaction that made it ([`crate::LinkTx::stage_link_event`]) with a feed row of its own, so
+/// the click webhooks' deliverers give it away in the same order, signed and retried. No target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkEvent {
+    /// `le_` and 16 random hex digits: the event's id in every delivery.
+    pub id: String,
+    pub workspace: WorkspaceId,
+    pub code: String,
+    pub kind: LinkEventKind,
+    pub feed: String,
+    pub entry: String,
+    pub reason: LinkEventReason,
+    pub at: DateTime<Utc>,
+}
+
+/// What happened to the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkEventKind {
+    /// It answers the warning page.
+    Quarantined,
+    /// It answers again.
+    Released,
+}
+
+/// Why it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkEventReason {
+    /// A feed (or the workspace's block list) came to list its target.
+    Listed,
+    /// Stored quarantined at its creation, held for review.
+    Held,
+    /// An admin of its workspace or the operator released it.
+    Released,
+    /// The entry left its feed.
+    Unlisted,
+    /// Its target was changed to one no feed lists.
+    TargetChanged,
+}
+
+impl LinkEventKind {
+    pub const ALL: [Self; 2] = [Self::Quarantined, Self::Released];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Quarantined => "link.quarantined",
+            Self::Released => "link.released",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+impl LinkEventReason {
+    pub const ALL: [Self; 5] = [
+        Self::Listed,
+        Self::Held,
+        Self::Released,
+        Self::Unlisted,
+        Self::TargetChanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Listed => "listed",
+            Self::Held => "held",
+            Self::Released => "released",
+            Self::Unlisted => "unlisted",
+            Self::TargetChanged => "target_changed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text)
+    }
+}
+
+/// The prefix of a [`LinkEvent`]'s id: how the feed's reader tells it from a visit's.
+pub const LINK_EVENT_PREFIX: &str = "le_";
+
+impl LinkEvent {
+    /// The event of `quarantine`'s link: `kind` for `reason`, now, with a new id.
+    pub fn of(
+        quarantine: &Quarantine,
+        kind: LinkEventKind,
+        reason: LinkEventReason,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let mut bytes = [0u8; 8];
+        // An id only has to be unique; without randomness the time and code make it so.
+        if getrandom::fill(&mut bytes).is_err() {
+            bytes = at.timestamp_nanos_opt().unwrap_or_default().to_be_bytes();
+        }
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        LinkEvent {
+            id: format!("{LINK_EVENT_PREFIX}{hex}"),
+            workspace: quarantine.workspace,
+            code: quarantine.code.clone(),
+            kind,
+            feed: quarantine.feed.clone(),
+            entry: quarantine.entry.clone(),
+            reason,
+            at,
+        }
+    }
+}
+
 /// The workspace's own block list, as a quarantine's feed name.
 pub const WORKSPACE_LIST: &str = "workspace";
 

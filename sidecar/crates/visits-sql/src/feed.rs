@@ -3,8 +3,8 @@
 //! webhooks). Here, below the backends' batch writes, so the visit stores need nothing from the
 //! webhooks, which read what is written here.
 
-use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value};
-use shortlink_store::{StorageError, StorageResult};
+use shortlink_store::sql::Dialect;
+use shortlink_store::StorageResult;
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::hindsight::reclassified_id;
 use sqlx::Database;
@@ -36,38 +36,13 @@ pub(crate) async fn append<D: Dialect>(
 }
 
 /// [`append`] of any ids: a visit's, or a conversion's (`cv_…`, `crate::conversions`), which
-/// takes its place in the same order. `within`: the first and last time (Unix ms) of the
-/// row's visits, so a reader of its ids looks only at those days of a table partitioned by
-/// day (PostgreSQL); none for a row of conversions.
+/// takes its place in the same order. The one writer of feed rows is the store's
+/// ([`shortlink_store::sql::feed::append_ids`]): a link's transaction appends its quarantine
+/// events there too.
 pub(crate) async fn append_ids<D: Dialect>(
     connection: &mut <D::DB as Database>::Connection,
     inserted: &[&str],
     within: Option<(i64, i64)>,
 ) -> StorageResult<()> {
-    if inserted.is_empty() {
-        return Ok(());
-    }
-    let db = StorageError::classify;
-    let tick = Statement::new("UPDATE visit_feed_clock SET seq = seq + 1 WHERE id = 1");
-    D::DB::execute(connection, tick).await.map_err(db)?;
-    let read = Statement::new("SELECT seq FROM visit_feed_clock WHERE id = 1");
-    let row = D::DB::fetch_optional(connection, read)
-        .await
-        .map_err(db)?
-        .ok_or_else(|| StorageError::Corrupt("visit_feed_clock has no row".into()))?;
-    let seq = D::DB::int(&row, "seq")?;
-    let ids = inserted.join("\n");
-    let row = statement(
-        "INSERT INTO visit_feed (seq, committed_ms, event_ids, first_visit_ms, last_visit_ms) \
-         VALUES (?, ?, ?, ?, ?)",
-        [
-            Value::Int(seq),
-            Value::Int(chrono::Utc::now().timestamp_millis()),
-            Value::Text(ids),
-            Value::OptInt(within.map(|(first, _)| first)),
-            Value::OptInt(within.map(|(_, last)| last)),
-        ],
-    );
-    D::DB::execute(connection, row).await.map_err(db)?;
-    Ok(())
+    shortlink_store::sql::feed::append_ids::<D>(connection, inserted, within).await
 }

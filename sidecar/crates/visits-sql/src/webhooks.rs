@@ -5,8 +5,9 @@ use crate::{SqlVisitStore, VisitDialect};
 use async_trait::async_trait;
 use shortlink_model::WorkspaceId;
 use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST};
-use shortlink_store::{StorageError, StorageResult};
+use shortlink_store::{LinkEvent, LinkEventKind, LinkEventReason, StorageError, StorageResult};
 use shortlink_webhooks::cursor::Cursor;
+use shortlink_webhooks::event::StoredLinkEvent;
 use shortlink_webhooks::store::{Failure, FeedBatch, FeedRow, Lease, Progress, WebhookStore};
 use shortlink_webhooks::subscription::{Subscription, SubscriptionSpec};
 use sqlx::{Database, Pool};
@@ -21,7 +22,7 @@ fn db(error: sqlx::Error) -> StorageError {
 
 const SUBSCRIPTION_COLUMNS: &str =
     "id, workspace_id, name, url, secret, campaigns, tags, include_bots, \
-     batch_size, batch_ms, created_ms, revision, cursor_seq, cursor_index, lease_owner, \
+     batch_size, batch_ms, link_events, created_ms, revision, cursor_seq, cursor_index, lease_owner, \
      lease_until_ms, delivered, failing_since_ms, attempts, last_error";
 
 /// The columns of `visits` a feed row is made of (what a day's partition is read for by name).
@@ -56,7 +57,7 @@ fn json_list(values: &[String]) -> Value {
     Value::Text(serde_json::to_string(values).unwrap_or_else(|_| "[]".into()))
 }
 
-fn spec_values(spec: &SubscriptionSpec) -> [Value; 7] {
+fn spec_values(spec: &SubscriptionSpec) -> [Value; 8] {
     [
         Value::Text(spec.name.clone()),
         Value::Text(spec.url.to_string()),
@@ -65,6 +66,7 @@ fn spec_values(spec: &SubscriptionSpec) -> [Value; 7] {
         Value::Int(i64::from(spec.include_bots)),
         Value::Int(i64::from(spec.batch_size)),
         Value::Int(i64::from(spec.batch_ms)),
+        Value::Int(i64::from(spec.link_events)),
     ]
 }
 
@@ -109,6 +111,7 @@ fn subscription_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<Subscription
             include_bots: int::<V>(row, "include_bots")? != 0,
             batch_size: u32::try_from(int::<V>(row, "batch_size")?).unwrap_or(1),
             batch_ms: u32::try_from(int::<V>(row, "batch_ms")?).unwrap_or(0),
+            link_events: int::<V>(row, "link_events")? != 0,
         },
         secret: text::<V>(row, "secret")?,
         created_ms: int::<V>(row, "created_ms")?,
@@ -123,6 +126,28 @@ fn subscription_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<Subscription
         failing_since_ms: Db::<V>::opt_int(row, "failing_since_ms")?,
         attempts: int::<V>(row, "attempts")?,
         last_error: opt_text::<V>(row, "last_error")?,
+    })
+}
+
+fn link_event_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<StoredLinkEvent> {
+    let corrupt =
+        |column: &str, text: &str| StorageError::Corrupt(format!("link event {column} {text:?}"));
+    let kind = text::<V>(row, "kind")?;
+    let reason = text::<V>(row, "reason")?;
+    let at_ms = int::<V>(row, "at_ms")?;
+    Ok(StoredLinkEvent {
+        event: LinkEvent {
+            id: text::<V>(row, "id")?,
+            workspace: WorkspaceId::from_db(int::<V>(row, "workspace_id")?),
+            code: text::<V>(row, "code")?,
+            kind: LinkEventKind::parse(&kind).ok_or_else(|| corrupt("kind", &kind))?,
+            feed: text::<V>(row, "feed")?,
+            entry: text::<V>(row, "entry")?,
+            reason: LinkEventReason::parse(&reason).ok_or_else(|| corrupt("reason", &reason))?,
+            at: chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default(),
+        },
+        // A deleted workspace's events went nowhere: no subscription of it is left.
+        workspace_slug: opt_text::<V>(row, "slug")?.unwrap_or_default(),
     })
 }
 
@@ -200,6 +225,25 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                 })
             })
             .collect()
+    }
+
+    async fn link_events(&self, ids: &[String]) -> StorageResult<Vec<StoredLinkEvent>> {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let query = statement(
+                &format!(
+                    "SELECT e.id, e.workspace_id, e.code, e.kind, e.feed, e.entry, e.reason, \
+                     e.at_ms, w.slug FROM link_events e \
+                     LEFT JOIN workspaces w ON w.id = e.workspace_id WHERE e.id IN ({marks})"
+                ),
+                chunk.iter().map(|id| Value::Text(id.clone())),
+            );
+            for row in all::<V>(&self.reader, query).await?.iter() {
+                found.push(link_event_row::<V>(row)?);
+            }
+        }
+        Ok(found)
     }
 
     async fn link_tags(&self, code: &str) -> StorageResult<Option<String>> {
@@ -309,9 +353,9 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
             self,
             statement(
                 "INSERT INTO webhook_subscriptions (id, secret, name, url, campaigns, tags, \
-               include_bots, batch_size, batch_ms, created_ms, cursor_seq, cursor_index, \
-               workspace_id) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               include_bots, batch_size, batch_ms, link_events, created_ms, cursor_seq, \
+               cursor_index, workspace_id) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             ),
         )
@@ -352,7 +396,7 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
             self,
             statement(
                 "UPDATE webhook_subscriptions SET name = ?, url = ?, campaigns = ?, tags = ?, \
-                   include_bots = ?, batch_size = ?, batch_ms = ?, \
+                   include_bots = ?, batch_size = ?, batch_ms = ?, link_events = ?, \
                    secret = ?, revision = revision + 1 WHERE id = ?",
                 values,
             ),

@@ -7,16 +7,17 @@ use serde_json::Value;
 use shortlink_store::audit::Changes;
 
 /// The fields recorded as they are, in [`plain`]'s order.
-const PLAIN: [&str; 6] = [
+const PLAIN: [&str; 7] = [
     "name",
     "campaigns",
     "tags",
     "include_bots",
     "batch_size",
     "batch_ms",
+    "link_events",
 ];
 
-fn plain(spec: &SubscriptionSpec) -> [Value; 6] {
+fn plain(spec: &SubscriptionSpec) -> [Value; 7] {
     [
         spec.name.clone().into(),
         spec.campaigns.clone().into(),
@@ -24,6 +25,7 @@ fn plain(spec: &SubscriptionSpec) -> [Value; 6] {
         spec.include_bots.into(),
         spec.batch_size.into(),
         spec.batch_ms.into(),
+        spec.link_events.into(),
     ]
 }
 
@@ -38,7 +40,7 @@ pub(crate) fn changes(
     let mut changes = Changes::new().diff("url_origin", origin(before), origin(after));
     let (old, new) = (before.map(|(s, _)| plain(s)), after.map(|(s, _)| plain(s)));
     for (i, name) in PLAIN.iter().enumerate() {
-        let value = |side: &Option<[Value; 6]>| side.as_ref().map_or(Value::Null, |v| v[i].clone());
+        let value = |side: &Option<[Value; 7]>| side.as_ref().map_or(Value::Null, |v| v[i].clone());
         changes = changes.diff(name, value(&old), value(&new));
     }
     let url_changed =
@@ -65,6 +67,7 @@ mod tests {
             include_bots: false,
             batch_size: 100,
             batch_ms: 1000,
+            link_events: true,
         }
     }
 

@@ -10,7 +10,7 @@
 
 use super::client::Sender;
 use super::cursor::Cursor;
-use super::event::FeedEvent;
+use super::event::Event;
 use super::feed::FeedReader;
 use super::store::Stores;
 use super::store::{Failure, Lease, Progress};
@@ -37,7 +37,7 @@ const READ_AHEAD: usize = 1000;
 /// What a POST's body is.
 #[derive(Serialize)]
 struct Body<'a> {
-    events: &'a [FeedEvent],
+    events: &'a [Event],
 }
 
 pub struct Deliverer {
@@ -148,7 +148,7 @@ struct Task {
     reader: FeedReader,
     /// Read, not yet delivered, with the cursor after each (a queue: one event per POST takes
     /// them from the front one at a time).
-    pending: VecDeque<(Cursor, FeedEvent)>,
+    pending: VecDeque<(Cursor, Event)>,
     /// The cursor after the last event read (or passed over by the filter).
     read_to: Cursor,
     /// When the oldest pending event was read: a batch waits `batch_ms` from then for more.
@@ -231,12 +231,13 @@ impl Task {
                 self.waiting_since = Some(Instant::now());
             }
             for event in page.events {
-                let after = event.cursor.parse().unwrap_or(page.next);
+                let after = event.cursor().parse().unwrap_or(page.next);
                 self.pending.push_back((after, event));
             }
         }
-        let lag = (self.pending.front())
-            .map_or(0, |(_, e)| (chrono::Utc::now() - e.time).num_milliseconds());
+        let lag = (self.pending.front()).map_or(0, |(_, e)| {
+            (chrono::Utc::now() - e.time()).num_milliseconds()
+        });
         shortlink_core::metrics::webhook_lag(self.id(), lag.max(0) as f64 / 1000.0);
         let waited = self.waiting_since.map_or(Duration::ZERO, |t| t.elapsed());
         if self.pending.is_empty() || (self.pending.len() < batch && waited < wait_for) {
@@ -260,7 +261,7 @@ impl Task {
 
     /// POSTs the first `n` pending events.
     async fn send(&mut self, n: usize) -> StorageResult<Step> {
-        let events: Vec<FeedEvent> = (self.pending.iter().take(n))
+        let events: Vec<Event> = (self.pending.iter().take(n))
             .map(|(_, e)| e.clone())
             .collect();
         let after = match n == self.pending.len() {

@@ -88,6 +88,89 @@ pub struct Reclassification {
     pub to: String,
 }
 
+/// A quarantine or a release of one of the workspace's links (issue 79): `type`
+/// `link.quarantined` (it answers the warning page) or `link.released` (it answers again). Never
+/// its target.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LinkEventView {
+    /// `le_` and 16 hex digits: the same in every delivery; de-duplicate on it.
+    pub id: String,
+    #[serde(rename = "type")]
+    #[schema(rename = "type", value_type = String, pattern = "^link\\.(quarantined|released)$")]
+    pub kind: &'static str,
+    pub cursor: String,
+    pub code: String,
+    /// The link's workspace (its slug).
+    pub workspace: String,
+    /// The threat feed (`--threat-feeds`), or `workspace` for the workspace's own block list.
+    pub feed: String,
+    /// The feed's entry the target matched: a host or a URL.
+    pub entry: String,
+    /// Why: `listed` (a feed came to list the target), `held` (held for review at its
+    /// creation), `released` (by an admin or the operator), `unlisted` (the entry left its
+    /// feed), `target_changed` (its target was changed to one no feed lists).
+    #[schema(value_type = String)]
+    pub reason: &'static str,
+    pub time: DateTime<Utc>,
+}
+
+impl LinkEventView {
+    pub fn new(event: StoredLinkEvent, cursor: Cursor) -> Self {
+        LinkEventView {
+            id: event.event.id,
+            kind: event.event.kind.as_str(),
+            cursor: cursor.to_string(),
+            code: event.event.code,
+            workspace: event.workspace_slug,
+            feed: event.event.feed,
+            entry: event.event.entry,
+            reason: event.event.reason.as_str(),
+            time: event.event.at,
+        }
+    }
+}
+
+/// A link event as the store reads it back: with its workspace's slug.
+#[derive(Debug, Clone)]
+pub struct StoredLinkEvent {
+    pub event: shortlink_store::LinkEvent,
+    pub workspace_slug: String,
+}
+
+/// One event of the feed as a receiver gets it: a click or conversion, or a link's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Event {
+    Visit(Box<FeedEvent>),
+    Link(LinkEventView),
+}
+
+impl Event {
+    /// The event's id (de-duplicate on it).
+    pub fn id(&self) -> &str {
+        match self {
+            Event::Visit(visit) => &visit.id,
+            Event::Link(link) => &link.id,
+        }
+    }
+
+    /// When it happened (a click's time, a quarantine's).
+    pub fn time(&self) -> DateTime<Utc> {
+        match self {
+            Event::Visit(visit) => visit.time,
+            Event::Link(link) => link.time,
+        }
+    }
+
+    /// Where the feed resumes after it.
+    pub fn cursor(&self) -> &str {
+        match self {
+            Event::Visit(visit) => &visit.cursor,
+            Event::Link(link) => &link.cursor,
+        }
+    }
+}
+
 /// What a conversion event adds to the click's fields (docs/CONVERSIONS.md).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ConversionDetail {

@@ -4,11 +4,11 @@
 //! webhook deliverers.
 
 use super::cursor::Cursor;
-use super::event::{FeedEvent, Privacy};
+use super::event::{Event, FeedEvent, LinkEventView, Privacy};
 pub use super::filter::FeedFilter;
 use super::store::FeedBatch;
 use super::store::Stores;
-use shortlink_store::StorageResult;
+use shortlink_store::{StorageResult, LINK_EVENT_PREFIX};
 use shortlink_visits::conversions::store::is_conversion_id;
 use shortlink_visits::hindsight::parse_reclassified_id;
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// What one read found.
 #[derive(Debug, Default)]
 pub struct Page {
-    pub events: Vec<FeedEvent>,
+    pub events: Vec<Event>,
     /// Where the next read starts: after the last event, or after every row looked at when the
     /// filter left them out.
     pub next: Cursor,
@@ -115,8 +115,12 @@ impl FeedReader {
         page: &mut Page,
     ) -> StorageResult<()> {
         let ids = &row.event_ids[range.clone()];
+        let (link_ids, ids_else): (Vec<String>, Vec<String>) = ids
+            .iter()
+            .cloned()
+            .partition(|id| id.starts_with(LINK_EVENT_PREFIX));
         let (conversion_ids, mut visit_ids): (Vec<String>, Vec<String>) =
-            ids.iter().cloned().partition(|id| is_conversion_id(id));
+            ids_else.into_iter().partition(|id| is_conversion_id(id));
         // A reclassification reads its visit as stored now.
         visit_ids = (visit_ids.into_iter())
             .map(|id| match parse_reclassified_id(&id) {
@@ -144,12 +148,30 @@ impl FeedReader {
                 .map(|c| (c.id.clone(), c))
                 .collect(),
         };
+        let mut links: HashMap<String, _> = match link_ids.is_empty() || !filter.link_events {
+            true => HashMap::new(),
+            false => (self.stores.webhooks.link_events(&link_ids).await?)
+                .into_iter()
+                .map(|e| (e.event.id.clone(), e))
+                .collect(),
+        };
         for (index, id) in range.zip(ids) {
             let after = Cursor {
                 seq: row.seq,
                 index: index as i64 + 1,
             };
             page.next = after;
+            if let Some(link) = links.remove(id) {
+                // Told to the link's own workspace only; a subscription chose them or not.
+                if filter.owns(Some(link.event.workspace)) {
+                    page.events
+                        .push(Event::Link(LinkEventView::new(link, after)));
+                    if page.events.len() >= limit {
+                        break;
+                    }
+                }
+                continue;
+            }
             if let Some(conversion) = conversions.remove(id) {
                 if !filter.owns(Some(conversion.workspace)) {
                     continue;
@@ -157,7 +179,7 @@ impl FeedReader {
                 let tags = self.tags_of(&conversion.code).await?;
                 let event = FeedEvent::conversion(conversion, tags, after);
                 if filter.admits(&event) {
-                    page.events.push(event);
+                    page.events.push(Event::Visit(Box::new(event)));
                     if page.events.len() >= limit {
                         break;
                     }
@@ -187,7 +209,7 @@ impl FeedReader {
                 None => FeedEvent::new(visit, after, privacy),
             };
             if filter.admits(&event) {
-                page.events.push(event);
+                page.events.push(Event::Visit(Box::new(event)));
                 if page.events.len() >= limit {
                     break;
                 }

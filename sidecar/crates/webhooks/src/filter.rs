@@ -15,6 +15,9 @@ pub struct FeedFilter {
     pub recipient_ref: Option<String>,
     /// Bots and link previews too, not only people.
     pub include_bots: bool,
+    /// The quarantines and releases of the workspace's links too (a subscription's choice;
+    /// the visit feed has none), whatever their campaign or tags.
+    pub link_events: bool,
 }
 
 impl FeedFilter {
@@ -26,6 +29,7 @@ impl FeedFilter {
             tags: Vec::new(),
             recipient_ref: None,
             include_bots: false,
+            link_events: false,
         }
     }
 

@@ -3,6 +3,7 @@
 //! integer columns, so no backend stores them its own way).
 
 use super::cursor::Cursor;
+use super::event::StoredLinkEvent;
 pub use super::row::FeedRow;
 use super::subscription::{Subscription, SubscriptionSpec};
 use async_trait::async_trait;
@@ -73,6 +74,8 @@ pub trait WebhookStore: Send + Sync {
         ids: &[String],
         within: Option<(i64, i64)>,
     ) -> StorageResult<Vec<FeedRow>>;
+    /// The link events (`le_…`) of `ids` still stored, in no order.
+    async fn link_events(&self, ids: &[String]) -> StorageResult<Vec<StoredLinkEvent>>;
     /// A link's tags column (JSON) as stored now; `None` without tags or link.
     async fn link_tags(&self, code: &str) -> StorageResult<Option<String>>;
     /// The last feed row's seq (0 for none).

@@ -46,6 +46,10 @@ pub struct SubscriptionRequest {
     /// Bots and link previews too (default: people only).
     #[serde(default)]
     pub include_bots: bool,
+    /// The quarantines and releases of the workspace's links too (`link.quarantined`,
+    /// `link.released`), whatever their campaign or tags (default: yes).
+    #[serde(default)]
+    pub link_events: Option<bool>,
     /// Events per POST at most (default 100).
     #[serde(default)]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
@@ -67,6 +71,7 @@ pub struct SubscriptionSpec {
     pub include_bots: bool,
     pub batch_size: u32,
     pub batch_ms: u32,
+    pub link_events: bool,
 }
 
 /// A stored subscription with its delivery state.
@@ -96,6 +101,7 @@ impl Subscription {
         filter.campaigns = self.spec.campaigns.clone();
         filter.tags = self.spec.tags.clone();
         filter.include_bots = self.spec.include_bots;
+        filter.link_events = self.spec.link_events;
         filter
     }
 }
@@ -114,6 +120,8 @@ pub struct SubscriptionView {
     pub include_bots: bool,
     pub batch_size: u32,
     pub batch_ms: u32,
+    /// Whether it gets the quarantines and releases of the workspace's links.
+    pub link_events: bool,
     pub created_at: DateTime<Utc>,
     /// The feed position of the next event to deliver (a `GET /api/v1/visits` cursor).
     pub cursor: String,
@@ -151,6 +159,7 @@ impl From<&Subscription> for SubscriptionView {
             include_bots: s.spec.include_bots,
             batch_size: s.spec.batch_size,
             batch_ms: s.spec.batch_ms,
+            link_events: s.spec.link_events,
             created_at: time(s.created_ms),
             cursor: s.cursor.to_string(),
             delivered: s.delivered,
@@ -229,6 +238,7 @@ impl SubscriptionRequest {
             include_bots: self.include_bots,
             batch_size,
             batch_ms,
+            link_events: self.link_events.unwrap_or(true),
         };
         Ok((spec, self.secret))
     }

@@ -142,6 +142,12 @@ fn describe() {
         "Click webhook events a receiver acknowledged (2xx), per subscription."
     );
     describe_counter!(
+        "shortlink_link_quarantines_total",
+        "Links quarantined (a feed or a workspace's block list came to list a destination, or held \
+         for review) and released (by an admin, the entry leaving its feed, a change of target), \
+         per feed and event (quarantined, released)."
+    );
+    describe_counter!(
         "shortlink_orphan_visits_total",
         "Orphan visits (requests on a pool host no link answered, taps saved from trailing \
          punctuation, known links' 410s) read and stored, per kind."
@@ -219,6 +225,13 @@ pub fn rollup_delay(oldest_visit_ms: i64) {
 /// a redelivered one counts again (the stored counts do not).
 pub fn orphan_visit(kind: &'static str) {
     counter!("shortlink_orphan_visits_total", "kind" => kind).increment(1);
+}
+
+/// A link quarantined or released (`event`) under `feed` (the operator's feeds and a few fixed
+/// names: bounded series).
+pub fn link_quarantine(feed: &str, event: &'static str) {
+    counter!("shortlink_link_quarantines_total", "feed" => feed.to_owned(), "event" => event)
+        .increment(1);
 }
 
 /// Click webhook events acknowledged by `subscription`'s receiver (ids: few, made by the API).

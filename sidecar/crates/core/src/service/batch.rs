@@ -395,11 +395,15 @@ impl LinkService {
         let rows = &plan.rows;
         // Items held for review are stored quarantined, with the entry that listed them.
         for (row, &at) in rows.iter().zip(&plan.todo) {
+            // Most links send nowhere else: nothing looked up for them.
+            let more = !super::destinations::besides_target(&row.link.extras).is_empty();
+            if more && plan.inserted.contains(&row.link.code) {
+                super::destinations::index(tx, &row.link, None).await?;
+            }
             if let Some(refusal) =
                 (items[at].1.held.as_ref()).filter(|_| plan.inserted.contains(&row.link.code))
             {
-                tx.put_quarantine(&super::quarantine::held(&row.link, refusal))
-                    .await?;
+                super::quarantine::hold(tx, &row.link, refusal).await?;
             }
         }
         // Rows skipped by a unique conflict: a concurrent attempt with the same key took the slot

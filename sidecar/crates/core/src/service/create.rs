@@ -34,7 +34,8 @@ impl LinkService {
         );
         // Before anything is reserved or written: a refused target costs no quota.
         let mut new = new;
-        new.held = self.screen(new.workspace, &new.target, origin).await?;
+        let urls = super::destinations::of(new.target.as_str(), &new.extras);
+        new.held = self.screen(new.workspace, &urls, origin).await?;
         // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
         let _writing = self.in_flight.enter(new.workspace).await;
         let reservation = budget.reserve_links(1).await?;
@@ -121,9 +122,9 @@ impl LinkService {
                 }
                 Err(e) => return Err(e.into()),
             };
+            super::destinations::index(tx.as_mut(), &link, None).await?;
             if let Some(refusal) = &held {
-                tx.put_quarantine(&super::quarantine::held(&link, refusal))
-                    .await?;
+                super::quarantine::hold(tx.as_mut(), &link, refusal).await?;
             }
             // Appended with the insert where the backend could, else now, before the commit.
             let audit = (!audited).then_some(&audit);

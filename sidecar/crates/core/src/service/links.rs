@@ -30,6 +30,16 @@ pub struct LinkService {
     pub(super) threats: Option<Arc<Threats>>,
     /// Each workspace's own block and allow lists, as last read.
     pub(super) target_lists: super::host_lists::Cache,
+    /// The short domains each workspace issues on: a target imitating one of its own is refused
+    /// as a look-alike, as the operator's `--threat-brand-hosts` are for every workspace.
+    pub(super) own_domains: Option<Arc<dyn OwnDomains>>,
+}
+
+/// The short domains of a workspace, by its slug: the issuing list nginx publishes (and the
+/// operator's configured domains for the default workspace). Kept by the domains crate, which
+/// the core does not depend on.
+pub trait OwnDomains: Send + Sync {
+    fn of(&self, slug: &str) -> Vec<String>;
 }
 
 impl LinkService {
@@ -51,12 +61,19 @@ impl LinkService {
             in_flight: Default::default(),
             threats: None,
             target_lists: Default::default(),
+            own_domains: None,
         }
     }
 
     /// Checks every new link's target against `threats` ([`Self::screen`]).
     pub fn with_threats(mut self, threats: Arc<Threats>) -> Self {
         self.threats = Some(threats);
+        self
+    }
+
+    /// Refuses targets imitating a workspace's own domains ([`OwnDomains`]).
+    pub fn with_own_domains(mut self, own: Arc<dyn OwnDomains>) -> Self {
+        self.own_domains = Some(own);
         self
     }
 

@@ -30,6 +30,7 @@ pub mod click;
 mod commit;
 pub mod compose;
 mod create;
+pub mod destinations;
 mod error;
 mod host_lists;
 mod idempotency;
@@ -40,6 +41,7 @@ mod model;
 mod quarantine;
 mod read;
 mod requests;
+mod rescreen;
 mod screen;
 mod subjects;
 pub mod target_lists;
@@ -52,7 +54,7 @@ pub use click::append_query;
 pub use error::{ServiceError, Stop};
 pub use host_lists::MAX_HOSTS as MAX_LIST_HOSTS;
 pub use idempotency::{prune_idempotency_keys_every, PRUNE_EVERY};
-pub use links::LinkService;
+pub use links::{LinkService, OwnDomains};
 pub use model::{
     request_hash, Claim, Created, IdempotencyKey, ItemFailure, ItemOutcome, LinkPatch, NewLink,
     Resolution, Restore, CLI_API_KEY_ID,

@@ -6,11 +6,14 @@
 //! again. The entry leaving its feed ends the quarantine. Each step is a locked row rewritten
 //! and its record re-projected, as a revoke is, with its audit row in the link's workspace.
 
+use super::destinations;
 use super::target_lists::BLOCK_LIST;
 use super::{LinkService, ServiceError};
 use shortlink_model::{Link, WorkspaceId};
 use shortlink_store::audit::{link_changes, Actor, Origin};
-use shortlink_store::{self as storage, Quarantine};
+use shortlink_store::{
+    self as storage, LinkEvent, LinkEventKind, LinkEventReason, LinkTx, Quarantine,
+};
 use shortlink_threats::{normalize, FeedChange};
 use std::collections::HashSet;
 
@@ -44,7 +47,11 @@ impl LinkService {
                 continue;
             };
             let same_url = |link: &Link| {
-                normalize::serialized_parts(&link.target).is_some_and(|(target, _)| target == url)
+                destinations::of(&link.target, &link.extras)
+                    .iter()
+                    .any(|to| {
+                        normalize::serialized_parts(to).is_some_and(|(listed, _)| listed == url)
+                    })
             };
             quarantined += self
                 .quarantine_on_host(&host, &change.feed, url, same_url)
@@ -65,18 +72,23 @@ impl LinkService {
     async fn listed_link_hosts(&self, added: &[String]) -> Result<Vec<String>, ServiceError> {
         let added: HashSet<&str> = added.iter().map(String::as_str).collect();
         let mut found = HashSet::new();
-        let mut after: Option<String> = None;
-        loop {
-            let keys = (self.storage)
-                .link_host_keys(after.as_deref(), PAGE * 10)
-                .await?;
-            let Some(last) = keys.last() else { break };
-            after = Some(last.clone());
-            for key in &keys {
-                let host = host_of_key(key);
-                let entry = normalize::self_and_parents(&host).find(|name| added.contains(name));
-                if let Some(entry) = entry {
-                    found.insert(entry.to_owned());
+        for of_targets in [true, false] {
+            let mut after: Option<String> = None;
+            loop {
+                let (storage, from) = (&self.storage, after.as_deref());
+                let keys = match of_targets {
+                    true => storage.link_host_keys(from, PAGE * 10).await?,
+                    false => storage.destination_host_keys(from, PAGE * 10).await?,
+                };
+                let Some(last) = keys.last() else { break };
+                after = Some(last.clone());
+                for key in &keys {
+                    let host = host_of_key(key);
+                    let entry =
+                        normalize::self_and_parents(&host).find(|name| added.contains(name));
+                    if let Some(entry) = entry {
+                        found.insert(entry.to_owned());
+                    }
                 }
             }
         }
@@ -93,21 +105,26 @@ impl LinkService {
         matches: impl Fn(&Link) -> bool,
     ) -> Result<u64, ServiceError> {
         let mut quarantined = 0;
-        let mut after: Option<String> = None;
-        loop {
-            let page = (self.storage)
-                .links_on_host(host, after.as_deref(), PAGE)
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.code.clone());
-            for link in page.iter().filter(|link| matches(link)) {
-                match self
-                    .quarantine(link.workspace, &link.code, feed, entry)
-                    .await
-                {
-                    Ok(true) => quarantined += 1,
-                    Ok(false) | Err(ServiceError::NotFound) => {}
-                    Err(error) => return Err(error),
+        // By target, then by the other destinations (lifecycle URLs, rules' targets).
+        for by_target in [true, false] {
+            let mut after: Option<String> = None;
+            loop {
+                let storage = &self.storage;
+                let page = match by_target {
+                    true => storage.links_on_host(host, after.as_deref(), PAGE).await?,
+                    false => (storage.links_sending_to_host(host, after.as_deref(), PAGE)).await?,
+                };
+                let Some(last) = page.last() else { break };
+                after = Some(last.code.clone());
+                for link in page.iter().filter(|link| matches(link)) {
+                    match self
+                        .quarantine(link.workspace, &link.code, feed, entry)
+                        .await
+                    {
+                        Ok(true) => quarantined += 1,
+                        Ok(false) | Err(ServiceError::NotFound) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }
@@ -144,7 +161,7 @@ impl LinkService {
         next.quarantined_at = Some(now);
         next.updated_at = now;
         tx.update_link(&next).await?;
-        tx.put_quarantine(&Quarantine {
+        let quarantine = Quarantine {
             code: code.to_owned(),
             workspace,
             feed: feed.to_owned(),
@@ -152,8 +169,15 @@ impl LinkService {
             quarantined_at: now,
             released_at: None,
             released_by: None,
-        })
-        .await?;
+        };
+        tx.put_quarantine(&quarantine).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Quarantined,
+            LinkEventReason::Listed,
+            now,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", feed)
             .set("entry", entry);
@@ -161,6 +185,7 @@ impl LinkService {
         let audit = origin.entry_in(workspace.get(), "link.quarantined", code, changes);
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(feed, "quarantined");
         Ok(true)
     }
 
@@ -201,12 +226,20 @@ impl LinkService {
         quarantine.released_by = Some(origin.actor.name.clone());
         tx.update_link(&next).await?;
         tx.put_quarantine(&quarantine).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Released,
+            LinkEventReason::Released,
+            now,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", quarantine.feed.as_str())
             .set("entry", quarantine.entry.as_str());
         let audit = origin.entry_in(workspace.get(), "link.released", code, changes);
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(&quarantine.feed, "released");
         Ok(next)
     }
 
@@ -255,6 +288,13 @@ impl LinkService {
         next.quarantined_at = None;
         next.updated_at = storage::now().max(current.updated_at);
         tx.update_link(&next).await?;
+        let told = LinkEvent::of(
+            &quarantine,
+            LinkEventKind::Released,
+            LinkEventReason::Unlisted,
+            next.updated_at,
+        );
+        tx.stage_link_event(told);
         let changes = link_changes(&current, &next)
             .set("feed", quarantine.feed.as_str())
             .set("entry", quarantine.entry.as_str());
@@ -267,6 +307,7 @@ impl LinkService {
         );
         self.publish_and_commit(tx, &next, Some(&current), &audit)
             .await?;
+        crate::metrics::link_quarantine(&quarantine.feed, "released");
         Ok(true)
     }
 
@@ -319,8 +360,27 @@ impl LinkService {
     }
 }
 
+/// Stores `link`, inserted in `tx`, held for review under `refusal`'s entry, and tells its
+/// workspace's subscribers.
+pub(super) async fn hold(
+    tx: &mut dyn LinkTx,
+    link: &Link,
+    refusal: &shortlink_threats::Refusal,
+) -> Result<(), ServiceError> {
+    let quarantine = held(link, refusal);
+    tx.put_quarantine(&quarantine).await?;
+    let told = LinkEvent::of(
+        &quarantine,
+        LinkEventKind::Quarantined,
+        LinkEventReason::Held,
+        link.created_at,
+    );
+    tx.stage_link_event(told);
+    Ok(())
+}
+
 /// The quarantine of `link`, stored held for review at its creation under `refusal`'s entry.
-pub(super) fn held(link: &Link, refusal: &shortlink_threats::Refusal) -> Quarantine {
+fn held(link: &Link, refusal: &shortlink_threats::Refusal) -> Quarantine {
     Quarantine {
         code: link.code.clone(),
         workspace: link.workspace,

@@ -8,43 +8,44 @@
 //! feed stopped it).
 
 use super::authority::Authority;
+use super::destinations;
 use super::host_lists::TargetLists;
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use shortlink_model::validate::TargetUrl;
 use shortlink_model::WorkspaceId;
 use shortlink_store::audit::{Actor, Changes, Origin};
-use shortlink_threats::Refusal;
+use shortlink_threats::{lookalike, normalize, Refusal, LOOKALIKE_FEED};
 use std::sync::Arc;
 
 /// Items of chunks refused by the check, with the chunk each came from.
 pub(super) type Refused = Vec<(usize, (i64, ItemOutcome))>;
 
 impl LinkService {
-    /// `Err(UnsafeTarget)` naming the feed and its entry when `target` is listed: by a feed
-    /// first (an allow list never lets a feed-listed target through), then by `workspace`'s own
-    /// lists, which apply to its links only. `Ok(Some(..))` instead when the workspace holds
-    /// listed targets for review: the link is then stored quarantined.
+    /// `Err(UnsafeTarget)` naming the feed and its entry when one of `urls` (a link's
+    /// destinations, [`super::destinations`]) is listed: by a feed first (an allow list never
+    /// lets a feed-listed target through), then by `workspace`'s own lists, which apply to its
+    /// links only. `Ok(Some(..))` instead when the workspace holds listed targets for review:
+    /// the link is then stored quarantined.
     pub(super) async fn screen(
         &self,
         workspace: WorkspaceId,
-        target: &TargetUrl,
+        urls: &[String],
         origin: &Origin,
     ) -> Result<Option<Arc<Refusal>>, ServiceError> {
-        let lists = self.target_lists(workspace).await?;
-        match self.screen_with(&lists, target).await {
-            Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => Ok(Some(refusal)),
-            Err(ServiceError::UnsafeTarget(refusal)) => {
-                self.audit_refusal(origin, target, &refusal).await;
+        let lists = self.screening(workspace).await?;
+        match self.screen_with(&lists, urls).await {
+            Some((_, refusal)) if lists.lists.hold_for_review => Ok(Some(refusal)),
+            Some((url, refusal)) => {
+                self.audit_refusal(origin, &url, &refusal).await;
                 Err(ServiceError::UnsafeTarget(refusal))
             }
-            screened => screened.map(|()| None),
+            None => Ok(None),
         }
     }
 
     /// Records a refusal; a failure to is logged, never a reason to store the link.
-    async fn audit_refusal(&self, origin: &Origin, target: &TargetUrl, refusal: &Refusal) {
+    pub(super) async fn audit_refusal(&self, origin: &Origin, url: &str, refusal: &Refusal) {
         let changes = Changes::new()
-            .set("target", target.as_str())
+            .set("target", url)
             .set("feed", refusal.feed.as_str())
             .set("entry", refusal.entry.as_str());
         let entry = origin.entry("link.refused", refusal.feed.as_str(), changes);
@@ -53,19 +54,42 @@ impl LinkService {
         }
     }
 
-    async fn screen_with(
+    /// What `workspace`'s links are checked against besides the feeds.
+    pub(super) async fn screening(
         &self,
-        lists: &TargetLists,
-        target: &TargetUrl,
-    ) -> Result<(), ServiceError> {
-        let feeds = match &self.threats {
-            Some(threats) => threats.screen(target.as_str()).await,
-            None => None,
+        workspace: WorkspaceId,
+    ) -> Result<Screening, ServiceError> {
+        let lists = self.target_lists(workspace).await?;
+        let own = match &self.own_domains {
+            Some(own) => {
+                let name = self.record_workspace(workspace).await?.slug();
+                lookalike::brands(&own.of(name.as_str()))
+            }
+            None => Vec::new(),
         };
-        match feeds.or_else(|| lists.refusal(target.as_str())) {
-            Some(refusal) => Err(ServiceError::UnsafeTarget(Arc::new(refusal))),
-            None => Ok(()),
+        Ok(Screening { lists, own })
+    }
+
+    /// The first of `urls` listed, and why: by a feed, the workspace's lists, or as a
+    /// look-alike of one of the workspace's own domains.
+    pub(super) async fn screen_with(
+        &self,
+        screening: &Screening,
+        urls: &[String],
+    ) -> Option<(String, Arc<Refusal>)> {
+        for url in urls {
+            let feeds = match &self.threats {
+                Some(threats) => threats.screen(url).await,
+                None => None,
+            };
+            let refusal = feeds
+                .or_else(|| screening.lists.refusal(url))
+                .or_else(|| screening.imitation(url));
+            if let Some(refusal) = refusal {
+                return Some((url.clone(), Arc::new(refusal)));
+            }
         }
+        None
     }
 
     /// The chunks without their listed items, and those items answered as refused.
@@ -78,7 +102,7 @@ impl LinkService {
         let Some(workspace) = chunks.iter().flatten().map(|(_, new)| new.workspace).next() else {
             return (chunks, refused);
         };
-        let lists = match self.target_lists(workspace).await {
+        let lists = match self.screening(workspace).await {
             Ok(lists) => lists,
             // Refused whole, as a chunk whose database is unavailable is.
             Err(error) => {
@@ -93,24 +117,24 @@ impl LinkService {
                 return (vec![Vec::new(); chunks.len()], refused);
             }
         };
-        if self.threats.is_none() && *lists == TargetLists::default() {
+        if self.threats.is_none() && lists.is_empty() {
             return (chunks, refused);
         }
         let mut kept = Vec::with_capacity(chunks.len());
         for (at, items) in chunks.into_iter().enumerate() {
             let mut keep = Vec::with_capacity(items.len());
             for (index, mut new) in items {
-                match self.screen_with(&lists, &new.target).await {
-                    Ok(()) => keep.push((index, new)),
-                    Err(ServiceError::UnsafeTarget(refusal)) if lists.hold_for_review => {
+                let urls = destinations::of(new.target.as_str(), &new.extras);
+                match self.screen_with(&lists, &urls).await {
+                    None => keep.push((index, new)),
+                    Some((_, refusal)) if lists.lists.hold_for_review => {
                         new.held = Some(refusal);
                         keep.push((index, new));
                     }
-                    Err(error) => {
-                        if let ServiceError::UnsafeTarget(refusal) = &error {
-                            let origin = job_origin(authority);
-                            self.audit_refusal(&origin, &new.target, refusal).await;
-                        }
+                    Some((url, refusal)) => {
+                        let origin = job_origin(authority);
+                        self.audit_refusal(&origin, &url, &refusal).await;
+                        let error = ServiceError::UnsafeTarget(refusal);
                         let failure = ItemOutcome::Failed(ItemFailure::of(&error));
                         refused.push((at, (index, failure)));
                     }
@@ -119,6 +143,29 @@ impl LinkService {
             kept.push(keep);
         }
         (kept, refused)
+    }
+}
+
+/// A workspace's own checks: its block and allow lists and its domains' shapes.
+pub(super) struct Screening {
+    pub(super) lists: Arc<TargetLists>,
+    /// The workspace's short domains with their skeletons ([`lookalike::brands`]).
+    own: Vec<(String, String)>,
+}
+
+impl Screening {
+    fn is_empty(&self) -> bool {
+        *self.lists == TargetLists::default() && self.own.is_empty()
+    }
+
+    /// `url`'s host imitates one of the workspace's own domains: refused as the operator's
+    /// brands' look-alikes are, under the same feed name.
+    fn imitation(&self, url: &str) -> Option<Refusal> {
+        let host = normalize::host_of(url)?;
+        lookalike::imitated(&host, &self.own).map(|domain| Refusal {
+            feed: LOOKALIKE_FEED.to_owned(),
+            entry: domain.to_owned(),
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! Changing a link: update and revoke, each a locked SQL row rewritten and its record re-projected.
 
 use super::commit::Scope;
+use super::rescreen::Screened;
 use super::{LinkPatch, LinkService, ServiceError};
 use crate::projection::RecordWrite;
 use shortlink_model::{Link, WorkspaceId};
@@ -53,14 +54,28 @@ impl LinkService {
             return Err(ServiceError::Invalid(invalid));
         }
         next.updated_at = storage::now().max(current.updated_at);
+        let moved = match self.rescreen(tx.as_mut(), &current, &mut next).await? {
+            Screened::Clean => None,
+            Screened::Moved { feed, entry } => Some((feed, entry)),
+            Screened::Refused { url, refusal } => {
+                // Rolled back first: the refusal's audit row is written outside it.
+                let _ = tx.rollback().await;
+                self.audit_refusal(origin, &url, &refusal).await;
+                return Err(ServiceError::UnsafeTarget(refusal));
+            }
+        };
         tx.update_link(&next).await?;
-        self.publish_and_commit(
-            tx,
-            &next,
-            Some(&current),
-            &origin.entry("link.update", code, link_changes(&current, &next)),
-        )
-        .await?;
+        super::destinations::index(tx.as_mut(), &next, Some(&current)).await?;
+        let mut changes = link_changes(&current, &next);
+        if let Some((feed, entry)) = &moved {
+            changes = changes
+                .set("feed", feed.as_str())
+                .set("entry", entry.as_str());
+        }
+        let audit = origin.entry("link.update", code, changes);
+        self.publish_and_commit(tx, &next, Some(&current), &audit)
+            .await?;
+        super::rescreen::count(moved.as_ref(), &next);
         Ok(next)
     }
 

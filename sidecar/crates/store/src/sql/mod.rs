@@ -11,6 +11,7 @@ mod campaigns;
 pub(crate) mod columns;
 mod dialect;
 mod driver;
+pub mod feed;
 mod imported;
 mod not_found;
 mod quarantine;

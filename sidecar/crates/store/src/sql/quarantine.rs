@@ -42,6 +42,51 @@ impl<D: Dialect> SqlStorage<D> {
         self.links(query).await
     }
 
+    /// The unrevoked links that can send to `host` (or a subdomain of it) besides their target
+    /// (`link_destination_hosts`), by code after `after`, at most `limit`.
+    pub(super) async fn links_sending_to_host_page(
+        &self,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        let Some((start, end)) = host_range(host) else {
+            return Ok(Vec::new());
+        };
+        let mut query = statement(
+            &format!(
+                "SELECT {} FROM links WHERE code IN (SELECT code FROM link_destination_hosts \
+                 WHERE host_key >= ? AND host_key < ?) AND revoked_at IS NULL",
+                rows::select_columns::<D>()
+            ),
+            [Value::Text(start), Value::Text(end)],
+        );
+        if let Some(after) = after {
+            query.push(" AND code > ");
+            query.bind(Value::Text(after.to_owned()));
+        }
+        query.push(" ORDER BY code LIMIT ");
+        query.bind(Value::Int(i64::from(limit)));
+        self.links(query).await
+    }
+
+    /// The distinct keys of `link_destination_hosts` after `after`, at most `limit`.
+    pub(super) async fn destination_keys_page(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<String>> {
+        let mut query = Statement::new(
+            "SELECT DISTINCT host_key FROM link_destination_hosts WHERE host_key > ",
+        );
+        query.bind(Value::Text(after.unwrap_or_default().to_owned()));
+        query.push(" ORDER BY host_key LIMIT ");
+        query.bind(Value::Int(i64::from(limit)));
+        (self.rows(query).await?.iter())
+            .map(|row| D::read_text(row, "host_key"))
+            .collect()
+    }
+
     /// The distinct host keys of links after `after`, at most `limit`: the index alone.
     pub(super) async fn host_keys_page(
         &self,
@@ -136,6 +181,25 @@ impl<D: Dialect> SqlStorage<D> {
             })
             .collect()
     }
+}
+
+/// The statements that make `code`'s rows of `link_destination_hosts` the keys of `hosts`
+/// (targets' URLs, [`host_key`]'d; each once).
+pub(super) fn destination_hosts(code: &str, hosts: &[String]) -> Vec<Statement> {
+    let mut keys: Vec<String> = hosts.iter().filter_map(|url| host_key(url)).collect();
+    keys.sort();
+    keys.dedup();
+    let mut statements = vec![statement(
+        "DELETE FROM link_destination_hosts WHERE code = ?",
+        [Value::Text(code.to_owned())],
+    )];
+    statements.extend(keys.into_iter().map(|key| {
+        statement(
+            "INSERT INTO link_destination_hosts (host_key, code) VALUES (?, ?)",
+            [Value::Text(key), Value::Text(code.to_owned())],
+        )
+    }));
+    statements
 }
 
 /// `SELECT` of the quarantine of `code`.

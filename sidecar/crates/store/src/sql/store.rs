@@ -643,6 +643,23 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         self.host_keys_page(after, limit).await
     }
 
+    async fn links_sending_to_host(
+        &self,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
+        self.links_sending_to_host_page(host, after, limit).await
+    }
+
+    async fn destination_host_keys(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<String>> {
+        self.destination_keys_page(after, limit).await
+    }
+
     async fn fill_link_host_keys(&self, limit: u32) -> StorageResult<u64> {
         self.fill_host_keys(limit).await
     }

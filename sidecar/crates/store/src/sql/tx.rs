@@ -9,7 +9,7 @@ use super::statement::{statement, Statement, Value, IN_LIST};
 use crate::api::{EncodedRows, LinkTx, StorageError, StorageResult};
 use crate::audit::AuditEntry;
 use crate::model::{NewRow, Slot};
-use crate::quarantine::Quarantine;
+use crate::quarantine::{LinkEvent, Quarantine};
 use crate::workspace::Standing;
 use async_trait::async_trait;
 use shortlink_model::Link;
@@ -23,6 +23,9 @@ pub(crate) struct SqlTx<D: Dialect> {
     /// codes add [`Dialect::QUIESCE_READ`].
     quiesced: bool,
     audit_heads: Arc<HeadHints>,
+    /// Link events to store with a feed row of their own at the commit, last (the feed clock's
+    /// lock held only to the commit).
+    events: Vec<LinkEvent>,
 }
 
 type Row<D> = <<D as Dialect>::DB as Database>::Row;
@@ -37,6 +40,7 @@ impl<D: Dialect> SqlTx<D> {
             tx,
             quiesced,
             audit_heads,
+            events: Vec::new(),
         }
     }
 
@@ -226,7 +230,21 @@ impl<D: Dialect> LinkTx for SqlTx<D> {
         })
     }
 
-    async fn commit(self: Box<Self>) -> StorageResult<()> {
+    async fn set_destination_hosts(&mut self, code: &str, urls: &[String]) -> StorageResult<()> {
+        for write in quarantine::destination_hosts(code, urls) {
+            self.execute(write).await?;
+        }
+        Ok(())
+    }
+
+    fn stage_link_event(&mut self, event: LinkEvent) {
+        self.events.push(event);
+    }
+
+    async fn commit(mut self: Box<Self>) -> StorageResult<()> {
+        if !self.events.is_empty() {
+            super::feed::append_link_events::<D>(&mut self.tx, &self.events).await?;
+        }
         self.tx.commit().await.map_err(StorageError::classify)
     }
 
