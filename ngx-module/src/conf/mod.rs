@@ -19,8 +19,8 @@ use shortcode::CodeScheme;
 use crate::cache::{CacheConfig, Scope};
 use crate::request::candidate::CodeCase;
 use crate::request::host::PoolSet;
+pub use parse::{AnswerPhase, SpoolLimits, DEFAULT_SPOOL};
 use parse::{ArgError, CacheControl, RedisSpec};
-pub use parse::{SpoolLimits, DEFAULT_SPOOL};
 use shortlink_wire::path::{Route, TrailingSlash};
 use shortlink_wire::record::WorkspaceName;
 
@@ -305,19 +305,6 @@ pub struct LocConf {
     pub trailing_slash: Option<bool>,
     /// `shortlink_answer_phase`: in which of nginx's phases a `shortlink on` location answers.
     pub answer_phase: Option<AnswerPhase>,
-}
-
-/// `shortlink_answer_phase`: where nginx's phases meet the module's answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum AnswerPhase {
-    /// As a content handler, after every access-phase module (`limit_req`, `allow`/`deny`,
-    /// `auth_request`...): the default, which skips nothing an operator configured.
-    #[default]
-    Content,
-    /// At the end of the location's rewrite phase, as `return` answers (`crate::phase`): a
-    /// redirect skips the walk through the access, pre-content and content phases (about 400
-    /// instructions, a twentieth of a redirect), and with it every module of those phases.
-    Rewrite,
 }
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;

@@ -5,7 +5,6 @@ use std::fmt;
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::rules::Cidr;
 
-use super::AnswerPhase;
 use crate::cache::CacheConfig;
 use crate::request::candidate::CodeCase;
 
@@ -448,6 +447,19 @@ pub fn code_case(arg: &[u8]) -> Result<CodeCase, ArgError> {
             show(arg)
         ))
     }
+}
+
+/// `shortlink_answer_phase`: where nginx's phases meet the module's answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AnswerPhase {
+    /// As a content handler, after every access-phase module (`limit_req`, `allow`/`deny`,
+    /// `auth_request`...): the default, which skips nothing an operator configured.
+    #[default]
+    Content,
+    /// At the end of the location's rewrite phase, as `return` answers (`crate::phase`): a
+    /// redirect skips the walk through the access, pre-content and content phases (about 400
+    /// instructions, a twentieth of a redirect), and with it every module of those phases.
+    Rewrite,
 }
 
 pub fn answer_phase(arg: &[u8]) -> Result<AnswerPhase, ArgError> {
