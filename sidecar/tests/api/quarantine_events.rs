@@ -66,21 +66,6 @@ async fn until_events(receiver: &Receiver, n: usize) -> Vec<Value> {
     link_events(receiver)
 }
 
-#[tokio::test]
-async fn a_quarantine_and_a_release_are_told_once_each_signed_on_sqlite() {
-    told_once_each_to_the_links_workspace_only(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_quarantine_and_a_release_are_told_once_each_signed_on_postgres() {
-    told_once_each_to_the_links_workspace_only(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_quarantine_and_a_release_are_told_once_each_signed_on_mariadb() {
-    told_once_each_to_the_links_workspace_only(Backend::Mariadb).await;
-}
-
 async fn told_once_each_to_the_links_workspace_only(backend: Backend) {
     let (app, dir, a, b) = app(backend, "urlhaus-told").await;
     let (to_a, to_b) = (Receiver::start().await, Receiver::start().await);
@@ -362,21 +347,6 @@ async fn create_with(app: &TestApp, key: &str, body: Value) -> String {
     body["code"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
-async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_sqlite() {
-    lifecycle_and_rule_targets_quarantined(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_postgres() {
-    lifecycle_and_rule_targets_quarantined(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_feed_listing_a_lifecycle_or_rule_target_later_quarantines_the_link_on_mariadb() {
-    lifecycle_and_rule_targets_quarantined(Backend::Mariadb).await;
-}
-
 async fn lifecycle_and_rule_targets_quarantined(backend: Backend) {
     let feed = Feed::default();
     feed.set(&["https://old.example/x"]);
@@ -452,3 +422,8 @@ async fn lifecycle_and_rule_targets_quarantined(backend: Backend) {
     .await;
     assert!(listed, "{:?}", entries().await);
 }
+
+crate::on_each_backend!(
+    told_once_each_to_the_links_workspace_only,
+    lifecycle_and_rule_targets_quarantined
+);

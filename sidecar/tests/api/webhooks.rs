@@ -340,21 +340,6 @@ async fn feed_pages_in_order(backend: Backend) {
 }
 
 #[tokio::test]
-async fn feed_pages_in_order_on_sqlite() {
-    feed_pages_in_order(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn feed_pages_in_order_on_postgres() {
-    feed_pages_in_order(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn feed_pages_in_order_on_mariadb() {
-    feed_pages_in_order(Backend::Mariadb).await;
-}
-
-#[tokio::test]
 async fn a_receiver_down_for_a_while_gets_everything_on_the_retry_schedule() {
     let app = spawn_app_with(Backend::Sqlite, FLAGS).await;
     let (receiver, id, stored) = refused_visits(&app, 50, 400, 100).await;
@@ -779,3 +764,5 @@ async fn proxy_variables_in_the_environment_are_ignored() {
         "nothing through the proxy"
     );
 }
+
+crate::on_each_backend!(feed_pages_in_order);

@@ -8,8 +8,7 @@ use super::statement::{statement, Statement, Value};
 use super::store::{Row, SqlStorage};
 use crate::api::{StorageError, StorageResult};
 use crate::quarantine::{host_key, host_range, AbuseReport, Quarantine};
-use shortlink_model::Link;
-use shortlink_model::WorkspaceId;
+use shortlink_model::{Link, WorkspaceId};
 
 const COLUMNS: &str = "code, workspace_id, feed, entry, quarantined_at, released_at, released_by";
 
@@ -22,24 +21,8 @@ impl<D: Dialect> SqlStorage<D> {
         after: Option<&str>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
-        let Some((start, end)) = host_range(host) else {
-            return Ok(Vec::new());
-        };
-        let mut query = statement(
-            &format!(
-                "SELECT {} FROM links WHERE target_host >= ? AND target_host < ? \
-                 AND revoked_at IS NULL",
-                rows::select_columns::<D>()
-            ),
-            [Value::Text(start), Value::Text(end)],
-        );
-        if let Some(after) = after {
-            query.push(" AND code > ");
-            query.bind(Value::Text(after.to_owned()));
-        }
-        query.push(" ORDER BY code LIMIT ");
-        query.bind(Value::Int(i64::from(limit)));
-        self.links(query).await
+        self.links_in_host_range("target_host >= ? AND target_host < ?", host, after, limit)
+            .await
     }
 
     /// The unrevoked links that can send to `host` (or a subdomain of it) besides their target
@@ -50,15 +33,27 @@ impl<D: Dialect> SqlStorage<D> {
         after: Option<&str>,
         limit: u32,
     ) -> StorageResult<Vec<Link>> {
+        let destinations = "code IN (SELECT code FROM link_destination_hosts \
+                            WHERE host_key >= ? AND host_key < ?)";
+        self.links_in_host_range(destinations, host, after, limit)
+            .await
+    }
+
+    /// The unrevoked links `range` (a condition on two `?`: the host's range of keys) selects, by
+    /// code after `after`, at most `limit`.
+    async fn links_in_host_range(
+        &self,
+        range: &str,
+        host: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StorageResult<Vec<Link>> {
         let Some((start, end)) = host_range(host) else {
             return Ok(Vec::new());
         };
+        let columns = rows::select_columns::<D>();
         let mut query = statement(
-            &format!(
-                "SELECT {} FROM links WHERE code IN (SELECT code FROM link_destination_hosts \
-                 WHERE host_key >= ? AND host_key < ?) AND revoked_at IS NULL",
-                rows::select_columns::<D>()
-            ),
+            &format!("SELECT {columns} FROM links WHERE {range} AND revoked_at IS NULL"),
             [Value::Text(start), Value::Text(end)],
         );
         if let Some(after) = after {
