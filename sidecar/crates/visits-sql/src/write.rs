@@ -24,16 +24,7 @@ pub(crate) fn distinct(visits: &[Visit]) -> Vec<&Visit> {
 /// Each human visitor's first visit among `inserted`, as (code, visitor bytes, Unix ms), in key
 /// order (so concurrent writers take the rows' locks in the same order).
 pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 16], i64)> {
-    let mut first: HashMap<(&str, &[u8; 16]), i64> = HashMap::new();
-    let humans = inserted
-        .iter()
-        .filter(|v| v.agent.audience == Audience::Human);
-    for v in humans {
-        first
-            .entry((v.code.as_str(), &v.visitor))
-            .or_insert(v.time_ms);
-    }
-    let mut pairs: Vec<_> = first
+    let mut pairs: Vec<_> = first_of(inserted, |v| v.time_ms)
         .into_iter()
         .map(|((code, visitor), at)| (code, visitor, at))
         .collect();
@@ -44,14 +35,22 @@ pub(crate) fn first_seen<'v>(inserted: &[&'v Visit]) -> Vec<(&'v str, &'v [u8; 1
 /// The rule ("" for the own target) of each human visitor's first visit among `inserted`, the
 /// visit [`first_seen`] names: the A/B arm a new visitor counts in.
 pub(crate) fn first_rules<'v>(inserted: &[&'v Visit]) -> HashMap<(&'v str, &'v [u8; 16]), &'v str> {
+    first_of(inserted, |v| v.rule.as_deref().unwrap_or_default())
+}
+
+/// `what` of each human visitor's first visit among `inserted`, by (code, visitor).
+fn first_of<'v, T>(
+    inserted: &[&'v Visit],
+    what: impl Fn(&'v Visit) -> T,
+) -> HashMap<(&'v str, &'v [u8; 16]), T> {
     let mut first = HashMap::new();
     let humans = inserted
         .iter()
         .filter(|v| v.agent.audience == Audience::Human);
-    for v in humans {
+    for &v in humans {
         first
             .entry((v.code.as_str(), &v.visitor))
-            .or_insert(v.rule.as_deref().unwrap_or_default());
+            .or_insert_with(|| what(v));
     }
     first
 }
