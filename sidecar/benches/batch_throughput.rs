@@ -92,10 +92,7 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let dir = testkit::temp_dir();
     let mut rows = Vec::new();
     for backend in ["sqlite", "postgres", "mariadb"] {

@@ -42,10 +42,7 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let dir = testkit::temp_dir();
     let rounds: usize = std::env::var("BENCH_ROUNDS")
         .ok()

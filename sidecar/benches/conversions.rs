@@ -448,10 +448,7 @@ fn main() {
         }
         binaries.extend(pair);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let dir = testkit::temp_dir();
     let redis = testkit::RedisServer::start();
     let pg = testkit::postgres();

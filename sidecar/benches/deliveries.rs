@@ -109,10 +109,7 @@ fn main() {
     let binary = std::env::var_os("BENCH_SIDECAR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar")));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let dir = testkit::temp_dir();
     let redis = testkit::RedisServer::start();
     let pg = testkit::postgres();

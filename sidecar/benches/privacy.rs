@@ -90,10 +90,7 @@ fn main() {
     let visits = testkit::knob("BENCH_VISITS", 2_000_000);
     let subject = testkit::knob("BENCH_SUBJECT_VISITS", 1_000);
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let dir = testkit::temp_dir();
     let redis = testkit::RedisServer::start();
     let url = testkit::postgres().fresh_database_url();

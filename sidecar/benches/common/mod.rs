@@ -8,6 +8,14 @@ use std::time::Instant;
 use testkit::process::Lifeline;
 use testkit::RedisServer;
 
+/// The runtime a bench drives its clients on (tokio's default: a thread per core).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 pub const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
 pub const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
