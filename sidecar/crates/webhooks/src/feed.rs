@@ -4,12 +4,14 @@
 //! webhook deliverers.
 
 use super::cursor::Cursor;
-use super::event::{Event, FeedEvent, LinkEventView, Privacy};
+use super::event::{Event, FeedEvent, LinkEventView, Privacy, StoredLinkEvent};
 pub use super::filter::FeedFilter;
+use super::row::FeedRow;
 use super::store::FeedBatch;
 use super::store::Stores;
 use shortlink_store::{StorageResult, LINK_EVENT_PREFIX};
 use shortlink_visits::conversions::store::is_conversion_id;
+use shortlink_visits::conversions::Conversion;
 use shortlink_visits::hindsight::parse_reclassified_id;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -104,6 +106,55 @@ impl FeedReader {
             .unwrap_or_default())
     }
 
+    /// What `ids` (of `row`) name: visits (a reclassification's as stored now), conversions
+    /// and, if the subscription takes them, link events.
+    async fn fetch(
+        &self,
+        row: &FeedBatch,
+        ids: &[String],
+        filter: &FeedFilter,
+    ) -> StorageResult<Fetched> {
+        let (link_ids, ids_else): (Vec<String>, Vec<String>) = ids
+            .iter()
+            .cloned()
+            .partition(|id| id.starts_with(LINK_EVENT_PREFIX));
+        let (conversion_ids, visit_ids): (Vec<String>, Vec<String>) =
+            ids_else.into_iter().partition(|id| is_conversion_id(id));
+        let visit_ids: Vec<String> = (visit_ids.into_iter())
+            .map(|id| match parse_reclassified_id(&id) {
+                Some((_, visit_id)) => visit_id.to_owned(),
+                None => id,
+            })
+            .collect();
+        let found = (self.stores.webhooks)
+            .feed_rows(&visit_ids, row.visits_within)
+            .await?
+            .into_iter()
+            .map(|r| (r.event_id.clone(), r))
+            .collect();
+        let conversions = match conversion_ids.is_empty() {
+            true => HashMap::new(),
+            false => (self.stores.visits.conversions())
+                .conversions(&conversion_ids)
+                .await?
+                .into_iter()
+                .map(|c| (c.id.clone(), c))
+                .collect(),
+        };
+        let links = match link_ids.is_empty() || !filter.link_events {
+            true => HashMap::new(),
+            false => (self.stores.webhooks.link_events(&link_ids).await?)
+                .into_iter()
+                .map(|e| (e.event.id.clone(), e))
+                .collect(),
+        };
+        Ok(Fetched {
+            found,
+            conversions,
+            links,
+        })
+    }
+
     /// Adds the admitted events of `row`'s ids in `range` to `page`, up to `limit`, and moves
     /// its cursor past what it looked at.
     async fn collect(
@@ -115,46 +166,11 @@ impl FeedReader {
         page: &mut Page,
     ) -> StorageResult<()> {
         let ids = &row.event_ids[range.clone()];
-        let (link_ids, ids_else): (Vec<String>, Vec<String>) = ids
-            .iter()
-            .cloned()
-            .partition(|id| id.starts_with(LINK_EVENT_PREFIX));
-        let (conversion_ids, mut visit_ids): (Vec<String>, Vec<String>) =
-            ids_else.into_iter().partition(|id| is_conversion_id(id));
-        // A reclassification reads its visit as stored now.
-        visit_ids = (visit_ids.into_iter())
-            .map(|id| match parse_reclassified_id(&id) {
-                Some((_, visit_id)) => visit_id.to_owned(),
-                None => id,
-            })
-            .collect();
-        let mut found: HashMap<String, _> = (self
-            .stores
-            .webhooks
-            .feed_rows(&visit_ids, row.visits_within)
-            .await?)
-            .into_iter()
-            .map(|r| (r.event_id.clone(), r))
-            .collect();
-        let mut conversions: HashMap<String, _> = match conversion_ids.is_empty() {
-            true => HashMap::new(),
-            false => (self
-                .stores
-                .visits
-                .conversions()
-                .conversions(&conversion_ids)
-                .await?)
-                .into_iter()
-                .map(|c| (c.id.clone(), c))
-                .collect(),
-        };
-        let mut links: HashMap<String, _> = match link_ids.is_empty() || !filter.link_events {
-            true => HashMap::new(),
-            false => (self.stores.webhooks.link_events(&link_ids).await?)
-                .into_iter()
-                .map(|e| (e.event.id.clone(), e))
-                .collect(),
-        };
+        let Fetched {
+            mut found,
+            mut conversions,
+            mut links,
+        } = self.fetch(row, ids, filter).await?;
         for (index, id) in range.zip(ids) {
             let after = Cursor {
                 seq: row.seq,
@@ -217,4 +233,11 @@ impl FeedReader {
         }
         Ok(())
     }
+}
+
+/// The stored events a batch's ids name, by id.
+struct Fetched {
+    found: HashMap<String, FeedRow>,
+    conversions: HashMap<String, Conversion>,
+    links: HashMap<String, StoredLinkEvent>,
 }
