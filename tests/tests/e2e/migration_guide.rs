@@ -201,7 +201,7 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
             .replace("127.0.0.1:6390", &format!("127.0.0.1:{redis_port}"))
             .replace("mysql://yourls:pw@db/yourls", &yourls)
             .replace(
-                "target/debug/",
+                "target/quick/",
                 &format!("{}/", paths::profile_dir().display()),
             )
     };
