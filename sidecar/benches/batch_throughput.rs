@@ -10,13 +10,15 @@
 //! internal API server (the project's own configuration, the address the README gives users),
 //! and the ratio printed (`BENCH_NGINX=0` skips the second).
 //! With `BENCH_BASELINE_SIDECAR=<binary>`, that build is measured on the same cells right after,
-//! and the speed-up printed. With `BENCH_CLUSTER=1`, each cell is also measured on a fresh 3 + 3
-//! Redis Cluster (`--redis-cluster`; nginx with `shortlink_redis_cluster`), right after the same
-//! cell on one Redis, by the same route (through nginx's API server unless `BENCH_NGINX=0`), and a
-//! second table gives the ratio cluster / one Redis (issue 39: a chunk goes one pipeline per
-//! primary); `BENCH_ROUNDS` (default 3) pairs of one-Redis and cluster cells, one after the
-//! other, so a change in the machine's load moves both sides of a ratio, and the median ratio is
-//! the one to read. Prints markdown tables. Run through `bench/batch-throughput/run`.
+//! and the speed-up printed; `BENCH_SIDECAR=<binary>` measures that build instead of the bench's
+//! own (a profile the bench is not built in, such as `quick`). With `BENCH_CLUSTER=1`, each cell
+//! is also measured on a fresh 3 + 3 Redis Cluster (`--redis-cluster`; nginx with
+//! `shortlink_redis_cluster`), right after the same cell on one Redis, by the same route (through
+//! nginx's API server unless `BENCH_NGINX=0`), and a second table gives the ratio cluster / one
+//! Redis (issue 39: a chunk goes one pipeline per primary); `BENCH_ROUNDS` (default 3) pairs of
+//! one-Redis and cluster cells, one after the other, so a change in the machine's load moves both
+//! sides of a ratio, and the median ratio is the one to read. Prints markdown tables. Run through
+//! `bench/batch-throughput/run`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -85,7 +87,10 @@ fn main() {
     // Another build of the sidecar (e.g. the previous commit's), measured on the same cells in
     // the same run, right after this one: the honest before/after on a noisy machine.
     let baseline = std::env::var_os("BENCH_BASELINE_SIDECAR").map(PathBuf::from);
-    let current = PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar"));
+    // `BENCH_SIDECAR`: another build as "current" (a profile the bench itself is not built in).
+    let current = std::env::var_os("BENCH_SIDECAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_shortlink-sidecar")));
     let through_nginx = std::env::var("BENCH_NGINX").map_or(true, |v| v != "0");
     let on_cluster = std::env::var("BENCH_CLUSTER").is_ok_and(|v| v == "1");
     let rounds: usize = std::env::var("BENCH_ROUNDS")

@@ -50,10 +50,27 @@ pub enum StartupError {
     },
 }
 
-/// Opens the database named in the configuration (applying migrations).
+/// Opens the database named in the configuration (applying migrations). A pool wait past
+/// `--db-timeout` is tried again for up to a minute (issue 82): on a loaded machine opening the
+/// first connections can outlast a short timeout, and a sidecar starting beside a load spike
+/// should wait it out rather than exit; a database that refuses or fails still fails at once.
 pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageError> {
-    shortlink_store::connect(&ConnectOptions::from_config(config)).await
+    let options = ConnectOptions::from_config(config);
+    let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
+    loop {
+        match shortlink_store::connect(&options).await {
+            Err(StorageError::Unavailable(sqlx::Error::PoolTimedOut))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tracing::warn!("database: no connection within --db-timeout; trying again");
+            }
+            answer => return answer,
+        }
+    }
 }
+
+/// How long a start waits out a database too busy to hand it a connection.
+const STARTUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The write-through to the primary (`--redis-url`, or the one Sentinel names), with `WAIT` for
 /// `--redis-wait-replicas`.

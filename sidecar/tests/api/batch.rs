@@ -290,7 +290,9 @@ async fn metadata_filters_and_campaign_stats(backend: Backend) {
         .unwrap();
     assert_eq!(
         stats,
-        json!({"campaign": "winter", "links": 11, "live": 9, "expired": 1, "revoked": 1, "visits": 0})
+        json!({"campaign": "winter", "links": 11, "live": 9, "expired": 1, "revoked": 1, "visits": 0,
+            "audience": {"humans": 0, "previews": 0, "scanners": 0, "bots": 0, "clicks": 0,
+                "unique_visitors": 0}})
     );
     let missing = app
         .api(Method::GET, "/campaigns/nope")
