@@ -26,7 +26,7 @@ use shortlink_core::projection::marker::ProjectionMarker;
 use shortlink_core::projection::{self, Projection, ProjectionError};
 use shortlink_core::service::LinkService;
 use shortlink_model::validate::{self, UrlPolicy};
-use shortlink_store::{ConnectOptions, Storage, StorageError};
+use shortlink_store::{Backend, ConnectOptions, Storage, StorageError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,17 +50,19 @@ pub enum StartupError {
     },
 }
 
-/// Opens the database named in the configuration (applying migrations). A pool wait past
-/// `--db-timeout` is tried again for up to a minute (issue 82): on a loaded machine opening the
-/// first connections can outlast a short timeout, and a sidecar starting beside a load spike
-/// should wait it out rather than exit; a database that refuses or fails still fails at once.
+/// Opens the database named in the configuration (applying migrations). On SQLite a pool wait
+/// past `--db-timeout` is tried again for up to a minute (issue 82): the file is there, and on a
+/// loaded machine opening the first connections can outlast a short timeout, which a starting
+/// sidecar should wait out rather than exit. A server database's pool times out the same way when
+/// the server refuses connections, so there it still fails at once.
 pub async fn open_storage(config: &Config) -> Result<Arc<dyn Storage>, StorageError> {
     let options = ConnectOptions::from_config(config);
+    let patient = Backend::from_url(&options.url) == Some(Backend::Sqlite);
     let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
     loop {
         match shortlink_store::connect(&options).await {
             Err(StorageError::Unavailable(sqlx::Error::PoolTimedOut))
-                if tokio::time::Instant::now() < deadline =>
+                if patient && tokio::time::Instant::now() < deadline =>
             {
                 tracing::warn!("database: no connection within --db-timeout; trying again");
             }
