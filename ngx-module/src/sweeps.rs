@@ -13,6 +13,7 @@ use std::net::IpAddr;
 use std::pin::pin;
 use std::time::Duration;
 
+use nginx_sys::ngx_timeofday;
 use ngx::async_::sleep;
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::resp::Frame;
@@ -39,13 +40,17 @@ thread_local! {
     static ANY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether a click on a link of `workspace` from `ip` with agent `ua` at `now_ms` (Unix) belongs
-/// to a sweep noticed.
+/// Whether a click now on a link of `workspace` (asked only when some flag is held) from `ip`
+/// with agent `ua` belongs to a sweep noticed.
 #[inline]
-pub fn holds(workspace: WorkspaceName, ip: IpAddr, ua: &[u8], now_ms: i64) -> bool {
+pub fn holds(workspace: impl FnOnce() -> WorkspaceName, ip: IpAddr, ua: &[u8]) -> bool {
     if !ANY.with(Cell::get) {
         return false;
     }
+    // nginx's cached time of this event loop iteration.
+    let now = ngx_timeofday();
+    let now_ms = now.sec as i64 * 1000 + now.msec as i64;
+    let workspace = workspace();
     FLAGS
         .try_with(|flags| {
             (flags.try_borrow().ok()).is_some_and(|f| f.holds(workspace, ip, ua, now_ms))

@@ -1,9 +1,7 @@
 //! A click's verdict (`shortlink_wire::verdict`) from what nginx parsed: the raw signals every
 //! tracked visit records, and the verdict computed only where a click spends something.
 
-use std::net::IpAddr;
-
-use nginx_sys::{ngx_http_request_t, ngx_timeofday, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
+use nginx_sys::{ngx_http_request_t, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
 use shortlink_wire::agent::Audience;
 use shortlink_wire::agent_cache::AgentCache;
 use shortlink_wire::record::WorkspaceName;
@@ -61,23 +59,15 @@ pub fn verdict(
     }
     let ua = click::user_agent(r);
     let verdict = AGENTS.with(|agents| agents.verdict(ua, signals));
+    let workspace = || workspace.copied().unwrap_or(WorkspaceName::DEFAULT);
     match client {
-        Some(ip) if verdict.is_human() && swept(workspace, ip, ua) => Verdict {
+        Some(ip) if verdict.is_human() && sweeps::holds(workspace, ip, ua) => Verdict {
             audience: Audience::Scanner,
             reasons: Reasons(Reasons::SWEEP),
             label: None,
         },
         _ => verdict,
     }
-}
-
-/// Whether a sweep was noticed from `ip`'s network with agent `ua` in `workspace`.
-fn swept(workspace: Option<&WorkspaceName>, ip: IpAddr, ua: &[u8]) -> bool {
-    let workspace = workspace.copied().unwrap_or(WorkspaceName::DEFAULT);
-    // nginx's cached time of this event loop iteration.
-    let now = ngx_timeofday();
-    let now_ms = now.sec as i64 * 1000 + now.msec as i64;
-    sweeps::holds(workspace, ip, ua, now_ms)
 }
 
 fn has_fetch_mode(r: &mut ngx_http_request_t, mcf: &MainConf) -> bool {
