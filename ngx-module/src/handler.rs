@@ -556,8 +556,9 @@ fn answer_from_cache<'a>(
                 }
                 if view.needs_count(ngx_time() as u64, false) {
                     // The one place a cached click pays for its verdict: it has a cap to spend.
-                    let verdict = signals::verdict(r, mcf).audience;
-                    return FromCache::Later(Job::Count(link.to_link(), verdict));
+                    let link = link.to_link();
+                    let verdict = signals::verdict(r, mcf, link.workspace()).audience;
+                    return FromCache::Later(Job::Count(link, verdict));
                 }
                 Outcome::CachedLink(link)
             }

@@ -27,6 +27,7 @@ pub mod request;
 mod respond;
 mod scheme;
 mod status;
+mod sweeps;
 mod variables;
 mod worker;
 

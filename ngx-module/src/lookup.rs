@@ -278,7 +278,7 @@ async fn perform(
             }
             Resolution::Link(link) if link.view().needs_count(now, false) => {
                 // SAFETY: the request outlives its task (see `run`); nothing else holds it now.
-                let verdict = signals::verdict(unsafe { &mut *r }, mcf).audience;
+                let verdict = signals::verdict(unsafe { &mut *r }, mcf, link.workspace()).audience;
                 (link, false, Some(verdict))
             }
             other => return other,

@@ -81,6 +81,8 @@ pub struct Worker {
     /// Keeps this worker's copy of the not-found redirects ([`crate::not_found`]); dropped with
     /// the worker.
     not_found_task: Option<Task<()>>,
+    /// Keeps this worker's copy of the sweeps noticed ([`crate::sweeps`]).
+    sweeps_task: Option<Task<()>>,
 }
 
 /// What [`Worker::remember`] did with an answer.
@@ -211,6 +213,7 @@ impl Worker {
             orphan_second: 0,
             orphans_left: 0,
             not_found_task: None,
+            sweeps_task: None,
         }
     }
 
@@ -226,9 +229,9 @@ impl Worker {
         allowed
     }
 
-    /// Starts the task that keeps the not-found redirects (with a Redis to read it from). Spawned
-    /// under the worker's borrow: a first poll run at once finds the worker busy and tries again
-    /// shortly ([`not_found::refresh`]).
+    /// Starts the tasks that keep the not-found redirects and the sweeps noticed (with a Redis
+    /// to read them from). Spawned under the worker's borrow: a first poll run at once finds the
+    /// worker busy and tries again shortly ([`not_found::refresh`]).
     fn read_not_found(&mut self) {
         if self.redis.is_none() && self.cluster.is_none() {
             return;
@@ -237,6 +240,7 @@ impl Worker {
         // worker, whose Drop drops the task).
         let mcf: &'static MainConf = unsafe { &*self.conf };
         self.not_found_task = Some(ngx::async_::spawn(not_found::refresh(mcf)));
+        self.sweeps_task = Some(ngx::async_::spawn(crate::sweeps::refresh(mcf)));
     }
 
     /// Sends `HGETALL sl:nf`: every not-found redirect setting.
@@ -250,6 +254,16 @@ impl Worker {
             .as_mut()
             .ok_or(RedisError::Unavailable)?
             .request(&args)
+    }
+
+    /// Sends `HGETALL <key>` to the key's owner (the sweeps noticed, [`crate::sweeps`]).
+    pub fn read_hash(&mut self, key: &[u8]) -> Result<Reply, RedisError> {
+        let args: [&[&[u8]]; 2] = [&[b"HGETALL"], &[key]];
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(key, &args, &Target::Owner);
+        }
+        let redis = self.redis.as_mut().ok_or(RedisError::Unavailable)?;
+        redis.request(&args)
     }
 
     /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires
@@ -628,6 +642,7 @@ impl Drop for Worker {
         }
         self.prefill = None;
         self.not_found_task = None;
+        self.sweeps_task = None;
         // The worker is exiting or its configuration was replaced: unwritten visits are lost.
         self.events.add(Counter::EventsDropped, self.batch.len());
     }

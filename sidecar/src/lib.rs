@@ -252,6 +252,7 @@ async fn wire_state(
                 config.geoip_db.clone(),
                 config.geoip_db_ipv6.clone(),
             )),
+            click_judge: Arc::new(shortlink_visits::click_judge(config)?),
             proxy_secret,
             import_policy: shortlink_core::outbound::Policy::imports(config),
             domain_health_window: config.domain_health_window,
@@ -453,7 +454,10 @@ impl Jobs {
             return;
         };
         let links = &state.links;
-        serving.visits.spawn(tasks, Arc::clone(links), visits);
+        let noticed = state.settings.click_judge.sweeps();
+        serving
+            .visits
+            .spawn(tasks, Arc::clone(links), visits, noticed);
         // Refills Redis from SQL whenever it lost its data (projection::marker).
         let keeper = projection::marker::Keeper::new(
             ProjectionMarker::with_primary(serving.keeper_primary, config),

@@ -63,7 +63,7 @@ impl Default for AgentCache {
 /// 64 bits of `bytes`, eight at a time (multiply-xorshift; the length mixed in first). Two
 /// agents sharing a hash share a verdict's agent part: a client choosing its agent could only
 /// get the part of another agent it could have sent itself.
-fn hash(bytes: &[u8]) -> u64 {
+pub(crate) fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = (bytes.len() as u64).wrapping_mul(K);
     let mut chunks = bytes.chunks_exact(8);

@@ -128,6 +128,11 @@ pub fn preview_key(code: &str) -> String {
     format!("{PREVIEW_PREFIX}{code}")
 }
 
+/// The sweeps the visit consumer noticed ([`crate::sweeps`]): a hash of [`crate::sweeps::Flag`]
+/// fields, each valued the Unix ms it lasts until, expiring with its last flag. One key: every
+/// worker reads it whole every few hundred milliseconds (usually absent, an empty reply).
+pub const SWEEPS: &str = "sl:sw";
+
 /// The hash of every workspace's and domain's not-found redirects ([`crate::not_found`]).
 pub use crate::not_found::KEY as NOT_FOUND_REDIRECTS;
 

@@ -23,7 +23,8 @@
 //! - [`rules`]: click-time rules, their bytes in the record and their evaluation;
 //! - [`target`]: what a redirect target may be (it goes verbatim into `Location`);
 //! - [`verdict`]: person, preview, scanner or bot, from the request's signals (one table);
-//! - [`agent_cache`]: a worker's memory of the agents it judged (a capped click's verdict).
+//! - [`agent_cache`]: a worker's memory of the agents it judged (a capped click's verdict);
+//! - [`sweeps`]: the sweeps the visit consumer noticed, for the capped path.
 //!
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
@@ -48,6 +49,7 @@ pub mod record;
 pub mod resp;
 pub mod rules;
 pub mod status;
+pub mod sweeps;
 pub mod target;
 pub mod trailing;
 pub mod verdict;

@@ -2,11 +2,14 @@
 //! tracked visit records, and the verdict computed only where a click spends something.
 
 use nginx_sys::{ngx_http_request_t, NGX_HTTP_HEAD, NGX_HTTP_OPTIONS};
+use shortlink_wire::agent::Audience;
 use shortlink_wire::agent_cache::AgentCache;
-use shortlink_wire::verdict::{Signals, Verdict};
+use shortlink_wire::record::WorkspaceName;
+use shortlink_wire::verdict::{Reasons, Signals, Verdict};
 
 use crate::conf::{Dynamic, MainConf};
 use crate::request::{click, value};
+use crate::sweeps;
 
 /// The request's signals: the method, whether `Accept-Language` came, whether the connection is
 /// TLS, and over TLS only whether `Sec-Fetch-Mode` came (browsers send fetch metadata to secure
@@ -39,18 +42,32 @@ thread_local! {
     static AGENTS: AgentCache = const { AgentCache::new() };
 }
 
-/// The click-time verdict of `r` (agent table, method, hosting network, headers): computed for
-/// a click that would spend a link's `max_visits`, never for a plain redirect, so only such a
-/// click looks its client's network up (`shortlink_hosting_networks`: a bisection of the listed
-/// ranges).
-pub fn verdict(r: &mut ngx_http_request_t, mcf: &MainConf) -> Verdict {
+/// The click-time verdict of `r` on a link of `workspace` (`None`: `default`) from the agent
+/// table, method, hosting network, headers, and then the sweeps noticed in that workspace
+/// ([`crate::sweeps`]): computed for a click that would spend a link's `max_visits`, never for a
+/// plain redirect, so only such a click looks its client's network up
+/// (`shortlink_hosting_networks`: a bisection of the listed ranges).
+pub fn verdict(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    workspace: Option<&WorkspaceName>,
+) -> Verdict {
     let mut signals = of(r, mcf);
+    let client = click::client_addr(r);
     if let Some(networks) = &mcf.networks {
-        let hosting = click::client_addr(r).is_some_and(|ip| networks.holds(ip));
-        signals = signals.with_network(hosting);
+        signals = signals.with_network(client.is_some_and(|ip| networks.holds(ip)));
     }
     let ua = click::user_agent(r);
-    AGENTS.with(|agents| agents.verdict(ua, signals))
+    let verdict = AGENTS.with(|agents| agents.verdict(ua, signals));
+    let workspace = || workspace.copied().unwrap_or(WorkspaceName::DEFAULT);
+    match client {
+        Some(ip) if verdict.is_human() && sweeps::holds(workspace, ip, ua) => Verdict {
+            audience: Audience::Scanner,
+            reasons: Reasons(Reasons::SWEEP),
+            label: None,
+        },
+        _ => verdict,
+    }
 }
 
 fn has_fetch_mode(r: &mut ngx_http_request_t, mcf: &MainConf) -> bool {

@@ -17,6 +17,7 @@ pub async fn consume(config: &Config) -> Result<(), BoxError> {
         &mut tasks,
         Arc::clone(&state.links),
         Arc::clone(&state.analytics.store),
+        state.settings.click_judge.sweeps(),
     );
     crate::shutdown_signal().await;
     tasks.shutdown(DRAIN).await;

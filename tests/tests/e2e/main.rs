@@ -57,6 +57,7 @@ mod rules_fallback;
 mod rules_once;
 mod run_script;
 mod scanner_corpus;
+mod scanner_sweeps;
 mod scanners;
 mod secrets;
 mod sentinel;

@@ -208,3 +208,42 @@ fn the_fallback_spends_a_one_time_link_on_the_person_too() {
     machines_then_the_person(&system, &code);
     assert!(system.nginx.counters()["fallbacks"] > fallbacks);
 }
+
+#[test]
+fn the_fallback_judges_the_network_too() {
+    // The module's Redis unreachable; the sidecar (the fallback) reads the same ASN table and
+    // hosting list the module and the consumer read.
+    let asn = paths::fetched_geo_dir().join("asn");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let (asn, operators) = (asn.to_str().unwrap(), file.path().to_str().unwrap());
+    std::fs::write(operators, "198.19.255.0/24\n").unwrap();
+    let options = NginxOptions {
+        redis_addr: Some("127.0.0.1:1".to_owned()),
+        ..NginxOptions::default()
+    };
+    let flags = ["--geoip-asn-dir", asn, "--hosting-networks", operators];
+    let system = System::start_on_with(RedisServer::start(), options, &flags);
+    let code = system.create(json!({"url": TARGET, "max_visits": 1}));
+    let fallbacks = system.nginx.counters()["fallbacks"];
+    // Scanners with a person's agent, language and method, from Amazon (AS16509 in the table)
+    // and from the operator's block: the person's answer, the cap not spent.
+    for address in ["1.44.96.50", "198.19.255.7"] {
+        let headers = [("X-Forwarded-For", address), PERSON[0], PERSON[1]];
+        let answer = click(&system, &code, "GET", &headers);
+        assert_eq!(answer, (302, TARGET.to_owned()), "{address}");
+    }
+    assert_eq!(
+        system.redis.cli_raw(&["EXISTS", &visit_count_key(&code)]),
+        "0",
+        "no scanner spent a click"
+    );
+    let person = [("X-Forwarded-For", "81.2.69.142"), PERSON[0], PERSON[1]];
+    let answer = click(&system, &code, "GET", &person);
+    assert_eq!(answer, (302, TARGET.to_owned()));
+    assert_eq!(
+        click(&system, &code, "GET", &person).0,
+        410,
+        "the cap was 1"
+    );
+    assert!(system.nginx.counters()["fallbacks"] > fallbacks);
+}

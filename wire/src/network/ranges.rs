@@ -26,14 +26,18 @@ impl HostingRanges {
         let keep = |asn| list.holds_asn(asn);
         let v4 = asn::ranges::<u32>(&v4_path, keep)?;
         let v6 = asn::ranges::<u128>(&v6_path, keep)?;
-        let mut v4: Vec<_> = v4
-            .into_iter()
-            .map(|(first, last, _)| (first, last))
-            .collect();
-        let mut v6: Vec<_> = v6
-            .into_iter()
-            .map(|(first, last, _)| (first, last))
-            .collect();
+        let v4 = v4.into_iter().map(|(first, last, _)| (first, last));
+        let v6 = v6.into_iter().map(|(first, last, _)| (first, last));
+        Ok(Self::with_blocks(v4.collect(), v6.collect(), list))
+    }
+
+    /// The ranges of `list`'s blocks alone: without an ASN table, its autonomous systems are
+    /// found nowhere (as [`super::Networks`] finds none without one).
+    pub fn blocks(list: &HostingList) -> Self {
+        Self::with_blocks(Vec::new(), Vec::new(), list)
+    }
+
+    fn with_blocks(mut v4: Vec<(u32, u32)>, mut v6: Vec<(u128, u128)>, list: &HostingList) -> Self {
         // The list holds IPv4 blocks mapped (`::ffff:a.b.c.d`, prefix plus 96).
         let mapped = |address: u128| address >> 32 == 0xffff;
         for (first, last) in list.block_ranges() {
@@ -42,10 +46,10 @@ impl HostingRanges {
                 false => v6.push((first, last)),
             }
         }
-        Ok(HostingRanges {
+        HostingRanges {
             v4: merged(v4),
             v6: merged(v6),
-        })
+        }
     }
 
     /// Whether `ip` (an IPv4-mapped address as its IPv4 address) is in a hosting range.

@@ -129,6 +129,7 @@ pub fn answer(
         random: super::resolve::random_u64(),
         // Never counted (`within_cap` below): no verdict is asked.
         signals: Default::default(),
+        judge: None,
     };
     let now = request.time.unwrap_or_else(Utc::now);
     let now = u64::try_from(now.timestamp()).unwrap_or(0);

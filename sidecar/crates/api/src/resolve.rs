@@ -76,6 +76,7 @@ pub async fn resolve(
         cookies: header("cookie"),
         random: random_u64(),
         signals: signals(&method, &headers),
+        judge: Some(&*state.settings.click_judge),
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);

@@ -41,6 +41,9 @@ pub struct HttpSettings {
     pub short_domains: Vec<String>,
     /// The client's country, for rules the fallback and the preview evaluate.
     pub countries: Arc<shortlink_visits::countries::Countries>,
+    /// What the fallback knows of a capped click's client beyond its request: its network, and
+    /// the sweeps this process's consumer noticed.
+    pub click_judge: Arc<shortlink_visits::click_judge::ClickJudge>,
     /// Requests carrying it came through nginx ([`super::proxy_secret`]).
     pub proxy_secret: Option<super::proxy_secret::ProxySecret>,
     /// Where the console's imports may fetch from.

@@ -105,7 +105,7 @@ pub(crate) fn fold<'c>(d: &mut Deltas<'c>, applied: &[Applied<'c>], count_bots: 
 
 impl<V: VisitDialect> SqlVisitStore<V> {
     /// [`VisitStore::link_facts`](shortlink_visits::store::VisitStore::link_facts): the
-    /// campaigns of `codes`, then their messages' hand-offs and receipts (indexed by workspace
+    /// campaigns and workspaces of `codes`, then their messages' hand-offs and receipts (indexed by workspace
     /// and code).
     pub(crate) async fn facts_of(&self, codes: &[&str]) -> StorageResult<LinkFacts> {
         let mut facts = LinkFacts::default();
@@ -113,7 +113,8 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         for chunk in codes.chunks(IN_LIST) {
             let query = statement(
                 &format!(
-                    "SELECT code, workspace_id, campaign FROM links WHERE code IN ({})",
+                    "SELECT l.code, l.workspace_id, w.slug, l.campaign FROM links l \
+                     JOIN workspaces w ON w.id = l.workspace_id WHERE l.code IN ({})",
                     marks(chunk.len())
                 ),
                 chunk.iter().map(|code| Value::Text((*code).to_owned())),
@@ -121,6 +122,8 @@ impl<V: VisitDialect> SqlVisitStore<V> {
             for row in fetch_all::<V>(&self.reader, query).await? {
                 let code = V::Sql::read_text(&row, "code")?;
                 workspaces.push(Db::<V>::int(&row, "workspace_id").map_err(db)?);
+                let slug = V::Sql::read_text(&row, "slug")?;
+                facts.workspaces.insert(code.clone(), slug);
                 if let Some(campaign) = V::Sql::read_opt_text(&row, "campaign")? {
                     facts.campaigns.insert(code, campaign);
                 }

@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod cleanup;
+pub mod click_judge;
 pub mod consumer;
 pub mod conversions;
 pub mod countries;
@@ -28,7 +29,7 @@ pub mod store;
 pub mod subjects;
 
 use cleanup::CleanupSettings;
-use consumer::{Consumer, ConsumerError, ConsumerSettings};
+use consumer::{Consumer, ConsumerError, ConsumerSettings, NoticedSweeps};
 use shortlink_config::Config;
 use shortlink_core::background::Tasks;
 use shortlink_core::primary::Primary;
@@ -110,6 +111,13 @@ pub fn networks(config: &Config) -> Result<Networks, AnalyticsError> {
     Ok(Networks::new(asns, list))
 }
 
+/// The fallback's judge of capped clicks' clients ([`click_judge::ClickJudge`]): the hosting
+/// list as [`hosting_list`] reads it, the ASN table read on its first capped click.
+pub fn click_judge(config: &Config) -> Result<click_judge::ClickJudge, AnalyticsError> {
+    let asn_dir = config.visit_signals.geoip_asn_dir.clone();
+    Ok(click_judge::ClickJudge::new(asn_dir, hosting_list(config)?))
+}
+
 /// The shipped hosting list with the operator's `--hosting-networks` file (`check-config` reads
 /// it too): a file that cannot be read or parsed is an error naming the flag and the line.
 pub fn hosting_list(config: &Config) -> Result<HostingList, AnalyticsError> {
@@ -174,6 +182,11 @@ impl ConsumerParts {
     fn build(self, store: Arc<dyn VisitStore>) -> Consumer {
         Consumer::from_primary(self.primary, store, self.enricher, self.settings)
     }
+
+    /// [`Self::build`], publishing the sweeps it notices into `noticed` too (the fallback's).
+    fn build_sharing(self, store: Arc<dyn VisitStore>, noticed: NoticedSweeps) -> Consumer {
+        self.build(store).sharing_sweeps(noticed)
+    }
 }
 
 /// The visit pipeline's background jobs as configured: the consumer (for `serve` unless
@@ -201,10 +214,18 @@ impl VisitJobs {
     /// Starts the jobs among `tasks`. On shutdown the consumer finishes its batch in progress
     /// (or leaves it pending, never half-counted) and a cleanup run in progress finishes,
     /// within the drain bound of [`Tasks::shutdown`]. Cannot fail: the settings were checked by
-    /// [`Self::from_config`] (the Redis to read parsed there, once).
-    pub fn spawn(self, tasks: &mut Tasks, links: Arc<LinkService>, store: Arc<dyn VisitStore>) {
+    /// [`Self::from_config`] (the Redis to read parsed there, once). The sweeps the consumer
+    /// notices go into `noticed` as well: the fallback of this process reads them
+    /// ([`click_judge::ClickJudge::sweeps`]).
+    pub fn spawn(
+        self,
+        tasks: &mut Tasks,
+        links: Arc<LinkService>,
+        store: Arc<dyn VisitStore>,
+        noticed: NoticedSweeps,
+    ) {
         if let Some(parts) = self.consumer {
-            let consumer = parts.build(Arc::clone(&store));
+            let consumer = parts.build_sharing(Arc::clone(&store), noticed);
             self::consumer::register(consumer.counters());
             tasks.spawn("visit consumer", |shutdown| consumer.run(shutdown));
         }

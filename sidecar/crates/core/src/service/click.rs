@@ -15,7 +15,7 @@ use shortlink_model::Link;
 use shortlink_wire::agent;
 use shortlink_wire::click_id::{location_parts, ClickId, ClickIds};
 use shortlink_wire::preview::card_page;
-use shortlink_wire::record::{self, Answer, Checked, LinkView};
+use shortlink_wire::record::{self, Answer, Checked, LinkView, WorkspaceName};
 use shortlink_wire::rules::{self, Click};
 use shortlink_wire::verdict::{self, Signals};
 use std::net::IpAddr;
@@ -41,14 +41,34 @@ pub struct ClickInput<'a> {
     /// The request's method and header signals (`wire::verdict::Signals`), for the verdict a
     /// click with a cap to spend gets.
     pub signals: Signals,
+    /// What the fallback knows of the client beyond its headers; `None`: nothing.
+    pub judge: Option<&'a dyn ClientJudge>,
+}
+
+/// What the fallback knows of a click's client beyond its request, for the verdict of a click
+/// with a cap to spend, as the module judges it: `shortlink_visits::click_judge`.
+pub trait ClientJudge: Sync + std::fmt::Debug {
+    /// Whether `ip` is on a hosting or cloud network (`wire::network`).
+    fn hosting(&self, ip: IpAddr) -> bool;
+    /// Whether a sweep was noticed in `workspace` from `ip`'s network with agent `ua`
+    /// (`wire::sweeps`).
+    fn swept(&self, workspace: WorkspaceName, ip: IpAddr, ua: &[u8]) -> bool;
 }
 
 impl ClickInput<'_> {
-    /// Whether this click spends a link's `max_visits`: a person's does; a preview's, a
-    /// scanner's or a bot's, by the module's click-time verdict, does not.
-    pub fn spends(&self) -> bool {
+    /// Whether this click on a link of `workspace` spends its `max_visits`: a person's does; a
+    /// preview's, a scanner's or a bot's, by the module's click-time verdict, does not. The
+    /// client's network and the sweeps noticed are asked of [`ClickInput::judge`], and only
+    /// when the request itself names no machine.
+    pub fn spends(&self, workspace: WorkspaceName) -> bool {
         let mut lower = [0; agent::MAX_AGENT];
-        verdict::at_click(agent::lowered(self.user_agent, &mut lower), self.signals).is_human()
+        let lower = agent::lowered(self.user_agent, &mut lower);
+        let client = self.client.and_then(|text| text.parse::<IpAddr>().ok());
+        let (Some(judge), Some(ip)) = (self.judge, client) else {
+            return verdict::at_click(lower, self.signals).is_human();
+        };
+        let signals = self.signals.with_network(judge.hosting(ip));
+        verdict::at_click(lower, signals).is_human() && !judge.swept(workspace, ip, self.user_agent)
     }
 }
 

@@ -100,7 +100,7 @@ impl LinkService {
                     // A machine's click (the module's click-time verdict) reads the count and
                     // is answered as the next person's click would be, spending nothing.
                     Err(CountFirst) => {
-                        let visits = if click.spends() {
+                        let visits = if click.spends(host_workspace) {
                             self.projection.count_click(code).await?
                         } else {
                             self.projection.visit_count(code).await? + 1

@@ -30,11 +30,13 @@ mod counters;
 mod entry;
 mod error;
 mod stream;
+mod sweeps;
 mod write;
 
 pub use counters::ConsumerCounters;
 pub use entry::RawEntry;
 pub use error::ConsumerError;
+pub use sweeps::NoticedSweeps;
 use write::{backoff, prepare, Prepared, Writer};
 
 use super::store::VisitStore;
@@ -193,6 +195,8 @@ pub struct Consumer {
     /// of `--consumer-batch` full entries held up to 512,000 visits (hundreds of MB, which the
     /// allocator kept after the spike; soak RSS grew in steps).
     visits_per_entry: f64,
+    /// The sweeps noticed, for the fallback of this process ([`Consumer::noticed_sweeps`]).
+    noticed: NoticedSweeps,
 }
 
 impl Consumer {
@@ -250,6 +254,7 @@ impl Consumer {
             read_from: 0,
             idle: 0,
             visits_per_entry: MAX_VISITS_PER_ENTRY,
+            noticed: NoticedSweeps::default(),
         }
     }
 
@@ -389,6 +394,7 @@ impl Consumer {
     /// Waits for a batch's write and acknowledges it; returns how many entries that was.
     async fn settle(&mut self, batch: InFlight) -> Result<usize, ConsumerError> {
         batch.write.await??;
+        self.publish_sweeps().await;
         self.ack_on(batch.stream, &batch.ids).await?;
         Ok(batch.ids.len())
     }

@@ -25,7 +25,7 @@ impl Consumer {
     }
 
     /// Runs a command; a failure drops the connection so the next call reconnects.
-    async fn query(&mut self, cmd: &redis::Cmd) -> Result<Value, ConsumerError> {
+    pub(super) async fn query(&mut self, cmd: &redis::Cmd) -> Result<Value, ConsumerError> {
         let mut connection = self.connection().await?;
         match cmd.query_async::<Value>(&mut connection).await {
             Ok(value) => Ok(value),

@@ -26,6 +26,8 @@ pub use model::{
 
 use model::{demote, MAX_PENDING};
 use shortlink_visit_enrich::{Audience, Visit};
+use shortlink_wire::record::WorkspaceName;
+use shortlink_wire::sweeps::Flag;
 use shortlink_wire::verdict::Reasons;
 use std::collections::{HashMap, VecDeque};
 
@@ -68,7 +70,7 @@ impl Hindsight {
                 self.await_confirmation(person);
                 continue;
             }
-            if let Some(campaign) = facts.campaigns.get(&visits[i].code) {
+            if let Some(campaign) = campaign_of(facts, &visits[i].code) {
                 let swept = self.sweeps.see(campaign, visits, i);
                 corrections.extend(swept);
                 if visits[i].agent.audience != Audience::Human {
@@ -79,6 +81,12 @@ impl Hindsight {
         }
         self.sweeps.settle(visits);
         corrections
+    }
+
+    /// The sweeps noticed since the last call (`shortlink_wire::sweeps`), each with the Unix ms
+    /// it protects caps until: the consumer publishes them once their batch is stored.
+    pub fn take_noticed(&mut self) -> Vec<(Flag, i64)> {
+        self.sweeps.take_noticed()
     }
 
     fn await_confirmation(&mut self, person: Visit) {
@@ -119,6 +127,16 @@ impl Hindsight {
         after.reasons = Reasons(Reasons::AFTER_DELIVERY | Reasons::CONFIRMED);
         Some(Correction { before, after })
     }
+}
+
+/// The workspace and campaign of `code`, if it has a campaign (a link of a workspace whose
+/// slug this version cannot read is judged with `default`'s name, never with another's).
+fn campaign_of<'f>(facts: &'f LinkFacts, code: &str) -> Option<sweep::Campaign<'f>> {
+    let campaign = facts.campaigns.get(code)?;
+    let workspace = (facts.workspaces.get(code))
+        .and_then(|slug| WorkspaceName::parse(slug.as_bytes()))
+        .unwrap_or(WorkspaceName::DEFAULT);
+    Some((workspace, campaign))
 }
 
 #[cfg(test)]

@@ -68,6 +68,8 @@ impl Reach {
 pub struct LinkFacts {
     /// code → its campaign (links without one are never part of a sweep).
     pub campaigns: HashMap<String, String>,
+    /// code → its workspace's slug (every link of the batch the store found).
+    pub workspaces: HashMap<String, String>,
     /// code → each message of it.
     pub reached: HashMap<String, Vec<Reach>>,
 }

@@ -3,21 +3,32 @@
 //! visits in the window; the visit that completes a sweep demotes itself and every earlier visit
 //! of the track still counted as a person's (those of earlier batches as [`Correction`]s), and
 //! the track stays a sweep while its visits keep coming within the window.
+//!
+//! A sweep seen is also a [`Flag`] to publish (`shortlink_wire::sweeps`): the module then spares
+//! the caps of its further visits. A track publishes when it becomes a sweep, then again each
+//! quarter of [`FLAG_MS`] it goes on, not once per visit.
 
 use super::model::{demote, Correction, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
 use shortlink_visit_enrich::privacy::anonymize_ip;
 use shortlink_visit_enrich::{Audience, Visit};
+use shortlink_wire::record::WorkspaceName;
+use shortlink_wire::sweeps::{agent_key, Flag, Network, FLAG_MS};
 use shortlink_wire::verdict::Reasons;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-/// (campaign, network, user agent id).
-type Key = (String, String, Option<i64>);
+/// (workspace, campaign, network, user agent id): campaigns are named per workspace.
+type Key = (WorkspaceName, String, String, Option<i64>);
+
+/// Where a link belongs: its workspace and campaign.
+pub(super) type Campaign<'a> = (WorkspaceName, &'a str);
 
 #[derive(Debug, Default)]
 pub(super) struct Sweeps {
     tracks: HashMap<Key, Track>,
     /// The tracks that hold visits of the batch being judged, by index.
     in_batch: Vec<Key>,
+    /// Sweeps seen, to publish, with the Unix ms each lasts until.
+    noticed: Vec<(Flag, i64)>,
 }
 
 #[derive(Debug, Default)]
@@ -26,6 +37,8 @@ struct Track {
     /// A visit until then (Unix ms) belongs to the sweep seen.
     swept_until: i64,
     latest: i64,
+    /// The end of the flag published last for this track (Unix ms).
+    published_until: i64,
 }
 
 #[derive(Debug)]
@@ -43,6 +56,34 @@ enum Person {
     Stored(Box<Visit>),
 }
 
+impl Track {
+    /// Adds the track's flag to `noticed` if a sweep visit at `at` extends it by a quarter of
+    /// [`FLAG_MS`] or more (or it was never published).
+    fn publish(&mut self, flag: Option<Flag>, at: i64, noticed: &mut Vec<(Flag, i64)>) {
+        let until = at + FLAG_MS;
+        if let Some(flag) = flag.filter(|_| until >= self.published_until + FLAG_MS / 4) {
+            self.published_until = until;
+            noticed.push((flag, until));
+        }
+    }
+}
+
+/// The flag a sweep `visit` of `workspace` makes: its network and its agent as the module sees
+/// them (an agent that came as bytes other than UTF-8 was changed on its way here, so the
+/// module would key it apart: left out).
+fn flag_of(workspace: WorkspaceName, visit: &Visit) -> Option<Flag> {
+    let ip = visit.ip.as_deref()?.parse().ok()?;
+    let ua = visit.user_agent.as_deref().unwrap_or("");
+    if ua.contains('\u{fffd}') {
+        return None;
+    }
+    Some(Flag {
+        workspace,
+        network: Network::of(ip),
+        agent: agent_key(ua.as_bytes()),
+    })
+}
+
 /// The network a sweep is told by: the /24 of an IPv4 address, the /48 of an IPv6 one (a
 /// scanner's fleet spreads over neighbouring addresses).
 fn network(visit: &Visit) -> Option<String> {
@@ -56,7 +97,7 @@ impl Sweeps {
     /// earlier visits already stored.
     pub(super) fn see(
         &mut self,
-        campaign: &str,
+        (workspace, campaign): Campaign<'_>,
         visits: &mut [Visit],
         i: usize,
     ) -> Vec<Correction> {
@@ -64,7 +105,8 @@ impl Sweeps {
             return Vec::new();
         };
         let (at, agent) = (visits[i].time_ms, visits[i].user_agent_id);
-        let key = (campaign.to_owned(), net, agent);
+        let flag = flag_of(workspace, &visits[i]);
+        let key = (workspace, campaign.to_owned(), net, agent);
         let track = self.tracks.entry(key.clone()).or_default();
         track.latest = track.latest.max(at);
         while (track.members.front()).is_some_and(|m| m.at < at - SWEEP_WINDOW_MS) {
@@ -73,6 +115,7 @@ impl Sweeps {
         let code = visits[i].code.clone();
         if at <= track.swept_until {
             track.swept_until = at + SWEEP_WINDOW_MS;
+            track.publish(flag, at, &mut self.noticed);
             demote(&mut visits[i], Reasons::SWEEP);
             track.members.push_back(Member {
                 at,
@@ -92,6 +135,7 @@ impl Sweeps {
             return Vec::new();
         }
         track.swept_until = at + SWEEP_WINDOW_MS;
+        track.publish(flag, at, &mut self.noticed);
         let mut corrections = Vec::new();
         for member in &mut track.members {
             match member.person.take() {
@@ -106,6 +150,11 @@ impl Sweeps {
             }
         }
         corrections
+    }
+
+    /// The sweeps seen since the last call, each with the Unix ms its flag lasts until.
+    pub(super) fn take_noticed(&mut self) -> Vec<(Flag, i64)> {
+        std::mem::take(&mut self.noticed)
     }
 
     /// After a batch: its visits still counted as people's are kept for the sweeps to come (a

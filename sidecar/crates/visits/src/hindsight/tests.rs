@@ -21,6 +21,9 @@ fn campaign(codes: &[&str]) -> LinkFacts {
         campaigns: (codes.iter())
             .map(|c| ((*c).to_owned(), "spring".to_owned()))
             .collect(),
+        workspaces: (codes.iter())
+            .map(|c| ((*c).to_owned(), "brand-a".to_owned()))
+            .collect(),
         reached: HashMap::new(),
     }
 }
@@ -120,6 +123,59 @@ fn a_sweep_within_one_batch_needs_no_correction() {
         .judge(&mut four, &campaign(&codes))
         .is_empty());
     assert_eq!(audiences(&four), [Audience::Human; 4]);
+}
+
+#[test]
+fn a_sweep_is_published_for_its_workspace_network_and_agent_not_per_visit() {
+    use shortlink_wire::sweeps::{agent_key, Network, FLAG_MS};
+    let codes = ["a", "b", "c", "d", "e", "f", "g"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let mut visits: Vec<Visit> = (0..4)
+        .map(|i| visit(&format!("1-{i}"), codes[i], T0 + i as i64, "203.0.113.5"))
+        .collect();
+    hindsight.judge(&mut visits, &facts);
+    assert!(
+        hindsight.take_noticed().is_empty(),
+        "four visits: no sweep yet"
+    );
+    let mut fifth = vec![visit("2-0", "e", T0 + 10, "203.0.113.6")];
+    hindsight.judge(&mut fifth, &facts);
+    let noticed = hindsight.take_noticed();
+    assert_eq!(noticed.len(), 1);
+    let (flag, until) = noticed[0];
+    assert_eq!(flag.workspace.as_str(), "brand-a");
+    assert_eq!(flag.network, Network::of("203.0.113.0".parse().unwrap()));
+    assert_eq!(flag.agent, agent_key(CHROME.as_bytes()));
+    assert_eq!(until, T0 + 10 + FLAG_MS);
+    // Its next visits extend the flag only once they add a quarter of it.
+    let mut sixth = vec![visit("3-0", "f", T0 + 5_000, "203.0.113.7")];
+    hindsight.judge(&mut sixth, &facts);
+    assert!(hindsight.take_noticed().is_empty());
+    let mut more = vec![visit("4-0", "g", T0 + 10_000, "203.0.113.8")];
+    hindsight.judge(&mut more, &facts);
+    assert!(hindsight.take_noticed().is_empty());
+    let mut later = vec![visit("5-0", "a", T0 + 10 + FLAG_MS / 4, "203.0.113.9")];
+    hindsight.judge(&mut later, &facts);
+    assert_eq!(hindsight.take_noticed().len(), 1);
+}
+
+#[test]
+fn two_workspaces_campaigns_of_one_name_are_two_campaigns() {
+    let codes = ["a", "b", "c", "d", "e"];
+    let mut facts = campaign(&codes);
+    for code in ["d", "e"] {
+        facts
+            .workspaces
+            .insert(code.to_owned(), "brand-b".to_owned());
+    }
+    let mut visits: Vec<Visit> = (0..5)
+        .map(|i| visit(&format!("1-{i}"), codes[i], T0 + i as i64, "203.0.113.5"))
+        .collect();
+    let mut hindsight = Hindsight::default();
+    hindsight.judge(&mut visits, &facts);
+    assert_eq!(audiences(&visits), [Audience::Human; 5]);
+    assert!(hindsight.take_noticed().is_empty());
 }
 
 #[test]
