@@ -221,7 +221,13 @@ impl Conn {
     /// Queues a command; its reply arrives through the returned future. Must only be called
     /// when `accepts_commands()`.
     pub fn send(&mut self, args: &[&[&[u8]]]) -> Reply {
-        resp::encode_command(&mut self.out, args);
+        self.send_with(|out| resp::encode_command(out, args))
+    }
+
+    /// [`Conn::send`] of a command `write` appends to the output (one encoded ahead, such as
+    /// a `resp::KeyedCommand`).
+    pub fn send_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Reply {
+        write(&mut self.out);
         let slot = Rc::new(Slot::default());
         self.queued(Pending::Wait(Rc::clone(&slot)));
         Reply(slot)
