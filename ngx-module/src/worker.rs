@@ -29,6 +29,7 @@ use crate::scheme::SchemeState;
 use crate::status::Counter;
 use shortlink_wire::keys;
 use shortlink_wire::record::password;
+use shortlink_wire::resp::KeyedCommand;
 
 /// The projection marker is present while Redis holds every link (the sidecar sets it after a
 /// complete resync). A data loss (FLUSHALL, a restart without persistence) takes it away with
@@ -60,6 +61,8 @@ pub struct Worker {
     /// configuration starts a new table (a reload that changes the map is seen).
     pub workspaces: HostWorkspaces,
     events: Rc<EventShared>,
+    /// `MGET sl:c:<code> sl:meta:projection`, encoded once but for the code.
+    lookup: KeyedCommand,
     encoder: Encoder,
     /// On a cluster: the visit streams (key and command head); batches take them in turn.
     streams: Vec<(Vec<u8>, Encoder)>,
@@ -192,6 +195,7 @@ impl Worker {
             pools: PoolMemo::default(),
             workspaces: HostWorkspaces::default(),
             events,
+            lookup: KeyedCommand::new(&[b"MGET"], LINK_PREFIX, &[PROJECTION_MARKER]),
             encoder: Encoder::new(mcf.events_max_len()),
             streams: match mcf.cluster {
                 Some(_) => shortlink_wire::cluster::event_stream_keys()
@@ -377,7 +381,7 @@ impl Worker {
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
-            .request(&[&[b"MGET"], &[LINK_PREFIX, code], &[PROJECTION_MARKER]])
+            .request_with(|out| self.lookup.write(out, code))
     }
 
     /// Sends `INCR sl:n:<code>`: one click on a link with `max_visits`. The reply is the count

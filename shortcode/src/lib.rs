@@ -21,6 +21,7 @@ mod charset;
 mod feistel;
 mod imported;
 mod scheme;
+mod sip;
 
 pub use alias::{parse_alias, AliasError};
 pub use charset::{ALIAS_MAX_LEN, ALIAS_MIN_LEN, ALIAS_PATTERN};

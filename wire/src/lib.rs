@@ -29,7 +29,7 @@
 //! The module re-exports these under their old paths (`crate::redis::resp`, `crate::record`,
 //! `crate::request::code`).
 
-// One `unsafe` block, in the visit encoder's hot path (see `event::encode::Batch::push`).
+// `unsafe` only in the visit encoder's hot path: `event::encode::Batch::push` and its writer `Out`.
 #![deny(unsafe_code)]
 
 pub mod agent;

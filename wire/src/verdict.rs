@@ -71,19 +71,21 @@ impl Signals {
     }
 
     /// The `sig` field's text (never empty: a visit with signals says so, even "0").
+    /// Inlined where visits are encoded: most signals are one digit.
+    #[inline]
     pub fn text(self) -> ([u8; 5], usize) {
         let mut out = [0; 5];
-        let mut n = self.0;
-        let mut len = 0;
-        loop {
-            out[len] = b'0' + (n % 10) as u8;
-            len += 1;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+        let n = self.0;
+        if n < 10 {
+            out[0] = b'0' + n as u8;
+            return (out, 1);
         }
-        out[..len].reverse();
+        let len = n.ilog10() as usize + 1;
+        let mut rest = n;
+        for at in (0..len).rev() {
+            out[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
         (out, len)
     }
 

@@ -70,6 +70,10 @@ pub struct Conn {
     backoff: Rc<Cell<Backoff>>,
     /// Replies ready to hand over once the connection is no longer borrowed.
     done: Vec<(Rc<Slot>, Result<Frame, RedisError>)>,
+    /// Slots whose replies were handed over, kept for the next commands: once their task has
+    /// dropped its `Reply` they are this list's alone, and reusing one spares a lookup an
+    /// allocation and a free (about 250 instructions, callgrind, issue 82).
+    spare: Vec<Rc<Slot>>,
     /// The worker's visit-event spool (flushed here when the connection comes up) and counters.
     events: Rc<EventShared>,
     /// Set on the invalidation connection: frames nobody asked for are reports for the cache,
@@ -161,6 +165,7 @@ impl Conn {
             timeouts,
             backoff,
             done: Vec::new(),
+            spare: Vec::new(),
             events,
             track,
             takes_events,
@@ -221,10 +226,33 @@ impl Conn {
     /// Queues a command; its reply arrives through the returned future. Must only be called
     /// when `accepts_commands()`.
     pub fn send(&mut self, args: &[&[&[u8]]]) -> Reply {
-        resp::encode_command(&mut self.out, args);
-        let slot = Rc::new(Slot::default());
+        self.send_with(|out| resp::encode_command(out, args))
+    }
+
+    /// [`Conn::send`] of a command `write` appends to the output (one encoded ahead, such as
+    /// a `resp::KeyedCommand`).
+    pub fn send_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Reply {
+        write(&mut self.out);
+        let slot = self.free_slot();
         self.queued(Pending::Wait(Rc::clone(&slot)));
         Reply(slot)
+    }
+
+    /// The last spare slot if no task holds it any more (emptied: a task that gave up leaves
+    /// its reply there), else a new one.
+    fn free_slot(&mut self) -> Rc<Slot> {
+        match self.spare.pop() {
+            Some(slot) if Rc::strong_count(&slot) == 1 => {
+                slot.result.take();
+                slot.waker.take();
+                slot
+            }
+            Some(busy) => {
+                self.spare.push(busy);
+                Rc::new(Slot::default())
+            }
+            None => Rc::new(Slot::default()),
+        }
     }
 
     /// Queues one event command carrying `visits`, written by `write` straight onto the output
@@ -629,6 +657,9 @@ extern "C" fn on_write(ev: *mut ngx_event_t) {
     ffi::guard((), || dispatch(ev, Conn::on_write));
 }
 
+/// Spare reply slots a connection keeps: about as many as lookups in flight on it.
+const MAX_SPARE_SLOTS: usize = 64;
+
 /// Runs an event on its connection, then wakes the tasks whose replies came in.
 fn dispatch(ev: *mut ngx_event_t, handle: fn(&mut Conn, &mut ngx_event_t)) {
     // SAFETY: nginx calls our handlers only for events of connections set up in `Conn::open`,
@@ -652,6 +683,11 @@ fn dispatch(ev: *mut ngx_event_t, handle: fn(&mut Conn, &mut ngx_event_t)) {
         slot.result.set(Some(result));
         if let Some(waker) = slot.waker.take() {
             waker.wake();
+        }
+        if let Ok(mut me) = conn.try_borrow_mut() {
+            if me.spare.len() < MAX_SPARE_SLOTS {
+                me.spare.push(slot);
+            }
         }
     }
     // Give the emptied vector back so the next batch does not allocate.

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Reply, Timeouts};
 use super::error::RedisError;
+use super::resp;
 use crate::conf::parse::RedisSpec;
 use crate::conf::{PeerAddr, Redis};
 use crate::events::{EventShared, Rerouted};
@@ -129,9 +130,14 @@ impl Pool {
     /// Queues a command on the preferred connection ([`preferred`]); its reply arrives through the returned
     /// future. Each argument is given as parts that are concatenated (`resp::encode_command`).
     pub fn request(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
+        self.request_with(|out| resp::encode_command(out, args))
+    }
+
+    /// [`Pool::request`] of a command `write` appends to the connection's output.
+    pub fn request_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<Reply, RedisError> {
         let conn = self.pick()?;
         let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
-        Ok(conn.send(args))
+        Ok(conn.send_with(write))
     }
 
     /// Queues `ASKING` and then the command on one connection (a cluster's `-ASK` redirection

@@ -169,11 +169,18 @@ fn push_decimal(out: &mut [u8; 7], at: usize, n: u8) -> usize {
 }
 
 /// `value` cut to at most `max` bytes, backing off to a UTF-8 character boundary so that a
-/// consumer decoding the field as UTF-8 never sees a split character.
+/// consumer decoding the field as UTF-8 never sees a split character. Inlined where visits are
+/// encoded (a length compare per field); the cut itself is out of line.
+#[inline]
 pub fn truncate(value: &[u8], max: usize) -> &[u8] {
     if value.len() <= max {
         return value;
     }
+    cut(value, max)
+}
+
+#[cold]
+fn cut(value: &[u8], max: usize) -> &[u8] {
     let mut end = max;
     // At most 3 continuation bytes precede a character start.
     while end > 0 && max - end < 3 && value[end] & 0xC0 == 0x80 {

@@ -119,7 +119,9 @@ pub enum Link {
         /// Unix seconds after which the link answers 410; 0 = never.
         expires_at: u64,
         forward_query: bool,
-        target: Box<[u8]>,
+        /// Shared like `extras`: a lookup's answer and the cache's copy are one allocation (the
+        /// clone into the cache was an allocation, a copy and a free per lookup, issue 82).
+        target: Arc<[u8]>,
         /// Lifecycle, rules and workspace (version 2); `None` for a plain link of `default`.
         /// Shared, not copied: the module's cache and the lookup answering the click hold the
         /// one decoded copy.
