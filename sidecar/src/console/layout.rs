@@ -171,17 +171,6 @@ fn shell(
     }
 }
 
-/// A row of cards, each a label over its number.
-pub fn cards(numbers: &[(&str, i64)]) -> Markup {
-    html! {
-        div.cards {
-            @for (label, number) in numbers {
-                div.card { (label) b { (number) } }
-            }
-        }
-    }
-}
-
 /// A page about work still under way (a bulk upload, an import, a campaign being counted): it
 /// reloads itself every second until `finished`.
 pub fn progress_page(operator: &Operator, title: &str, body: Markup, finished: bool) -> Response {

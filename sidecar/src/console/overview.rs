@@ -39,13 +39,15 @@ pub(super) async fn global(
 }
 
 pub(super) fn totals(counts: &CountsView) -> Markup {
-    layout::cards(&[
-        ("Human clicks", counts.humans),
-        ("Unique visitors", counts.unique_visitors),
-        ("Bots", counts.bots),
-        ("Link previews", counts.previews),
-        ("Scanners", counts.scanners),
-    ])
+    html! {
+        div.cards {
+            div.card { "Human clicks" b { (counts.humans) } }
+            div.card { "Unique visitors" b { (counts.unique_visitors) } }
+            div.card { "Bots" b { (counts.bots) } }
+            div.card { "Link previews" b { (counts.previews) } }
+            div.card { "Scanners" b { (counts.scanners) } }
+        }
+    }
 }
 
 /// `?left=<slug>`: the session's previous workspace left it (see [`super::session::Signed`]).
