@@ -447,6 +447,29 @@ def med(cells, key):
     return statistics.median(c[key] for c in cells)
 
 
+def cpu_ratios(top, bottom):
+    """Worker and Redis CPU per request of cells `top` over cells `bottom` (NaN where `bottom`
+    used none)."""
+    def ratio(key):
+        return med(top, key) / med(bottom, key) if med(bottom, key) > 0 else float("nan")
+    return ratio("cpu_us"), ratio("redis_us")
+
+
+def ratio_table(by, title, top, bottom, targets):
+    """A table of server `top` against server `bottom`: each workload of `targets`, its median
+    req/s top/bottom (and CPU per request bottom/top) against its minimum."""
+    lines = [title, "", f"| workload | {top}/{bottom} | target | |", "|---|---:|---|---|"]
+    for w, minimum in targets:
+        t, b = by.get((w, top)), by.get((w, bottom))
+        if not t or not b:
+            continue
+        ratio = med(t, "rps") / med(b, "rps")
+        cpu = med(b, "cpu_us") / med(t, "cpu_us") if med(t, "cpu_us") > 0 else float("nan")
+        met = "met" if ratio >= minimum else "**NOT met**"
+        lines.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | {top}/{bottom} >= {minimum:g} | {met} |")
+    return lines + [""]
+
+
 def report(args, cells, rss, failures, m):
     now = datetime.datetime.now().astimezone()
     L = []
@@ -527,35 +550,12 @@ def report(args, cells, rss, failures, m):
                          f"{met} |")
             L.append("")
         if "E" in args.servers:
-            L.append("Tracking: E (D with `shortlink_track on`) against D, median req/s (and CPU per "
-                     "request, D / E):")
-            L.append("")
-            L.append("| workload | E/D | target | |")
-            L.append("|---|---:|---|---|")
-            for w, minimum in TRACKING_TARGETS:
-                d, e = by.get((w, "D")), by.get((w, "E"))
-                if not d or not e:
-                    continue
-                ratio = med(e, "rps") / med(d, "rps")
-                cpu = med(d, "cpu_us") / med(e, "cpu_us") if med(e, "cpu_us") > 0 else float("nan")
-                met = "met" if ratio >= minimum else "**NOT met**"
-                L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | E/D >= {minimum:g} | {met} |")
-            L.append("")
+            L += ratio_table(by, "Tracking: E (D with `shortlink_track on`) against D, median req/s "
+                             "(and CPU per request, D / E):", "E", "D", TRACKING_TARGETS)
         if "F" in args.servers:
-            L.append("Per-domain counters: D (on, the default) against F (`shortlink_status_domains "
-                     "off`), median req/s (and CPU per request, F / D):")
-            L.append("")
-            L.append("| workload | D/F | target | |")
-            L.append("|---|---:|---|---|")
-            for w, minimum in DOMAIN_COUNTER_TARGETS:
-                d, f = by.get((w, "D")), by.get((w, "F"))
-                if not d or not f:
-                    continue
-                ratio = med(d, "rps") / med(f, "rps")
-                cpu = med(f, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
-                met = "met" if ratio >= minimum else "**NOT met**"
-                L.append(f"| {w} | {ratio:.2f} ({cpu:.2f}) | D/F >= {minimum:g} | {met} |")
-            L.append("")
+            L += ratio_table(by, "Per-domain counters: D (on, the default) against F "
+                             "(`shortlink_status_domains off`), median req/s (and CPU per request, "
+                             "F / D):", "D", "F", DOMAIN_COUNTER_TARGETS)
         if "G" in args.servers and "D" in args.servers:
             L.append("Redis Cluster: G (the module on 3 primaries, `shortlink_redis_cluster`) against "
                      "D (one Redis), same codes, same cache, same run; median req/s G/D, nginx worker "
@@ -568,9 +568,7 @@ def report(args, cells, rss, failures, m):
                 d, g = by.get((w, "D")), by.get((w, "G"))
                 if not d or not g:
                     continue
-                cpu = med(g, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
-                red = (med(g, "redis_us") / med(d, "redis_us") if med(d, "redis_us") > 0
-                       else float("nan"))
+                cpu, red = cpu_ratios(g, d)
                 L.append(f"| {w} | {med(g, 'rps') / med(d, 'rps'):.2f} | {cpu:.2f} | {red:.2f} |")
             L.append("")
         if "R" in args.servers:
@@ -614,9 +612,7 @@ def report(args, cells, rss, failures, m):
                 d, o = by.get((w, "D")), by.get((w, "O"))
                 if not d or not o:
                     continue
-                cpu = med(o, "cpu_us") / med(d, "cpu_us") if med(d, "cpu_us") > 0 else float("nan")
-                red = (med(o, "redis_us") / med(d, "redis_us") if med(d, "redis_us") > 0
-                       else float("nan"))
+                cpu, red = cpu_ratios(o, d)
                 rounds = " / ".join(f"{cd['rps'] / co['rps']:.2f}" for cd, co in zip(d, o))
                 L.append(f"| {w} | {med(d, 'rps') / med(o, 'rps'):.2f} | {rounds} | {cpu:.2f} | "
                          f"{red:.2f} |")

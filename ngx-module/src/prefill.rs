@@ -181,7 +181,9 @@ async fn run(mcf: &'static MainConf) {
             };
             let now = now_ms();
             let remembered = worker::with(mcf, |w| {
-                w.remember_prefill(&code, Cached::Link(link), now, ticket, scope)
+                let remembered = w.remember(&code, Cached::Link(link), now, ticket, scope);
+                w.count_prefilled(remembered);
+                remembered
             });
             if remembered == Some(Remembered::Refused) && reads < RETRIES {
                 retry.push((code, reads + 1));

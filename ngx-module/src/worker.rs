@@ -247,17 +247,20 @@ impl Worker {
         self.sweeps_task = Some(ngx::async_::spawn(crate::sweeps::refresh(mcf)));
     }
 
+    /// Sends `args` to the Redis that holds `key`: its owner on a cluster, else the one server.
+    fn send_to_owner(&mut self, key: &[u8], args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
+        if let Some(cluster) = self.cluster.as_mut() {
+            return cluster.send_for(key, args, &Target::Owner);
+        }
+        let redis = self.redis.as_mut().ok_or(RedisError::Unavailable)?;
+        redis.request(args)
+    }
+
     /// Sends `HGETALL sl:nf`: every not-found redirect setting.
     pub fn not_found_settings(&mut self) -> Result<Reply, RedisError> {
         let key = keys::NOT_FOUND_REDIRECTS.as_bytes();
         let args: [&[&[u8]]; 2] = [&[b"HGETALL"], &[key]];
-        if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.send_for(key, &args, &Target::Owner);
-        }
-        self.redis
-            .as_mut()
-            .ok_or(RedisError::Unavailable)?
-            .request(&args)
+        self.send_to_owner(key, &args)
     }
 
     /// Sends `HGETALL <key>` to the key's owner (the sweeps noticed, [`crate::sweeps`]).
@@ -405,13 +408,7 @@ impl Worker {
         key.extend_from_slice(keys::PREVIEW_PREFIX.as_bytes());
         key.extend_from_slice(code);
         let args: [&[&[u8]]; 2] = [&[b"GET"], &[&key]];
-        if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.send_for(&key, &args, &Target::Owner);
-        }
-        self.redis
-            .as_mut()
-            .ok_or(RedisError::Unavailable)?
-            .request(&args)
+        self.send_to_owner(&key, &args)
     }
 
     /// Checks (and, when `right` is false, counts) a password attempt against a client's and a
@@ -436,13 +433,7 @@ impl Worker {
             &[link_burst.as_bytes()],
             &[link_ms.as_bytes()],
         ];
-        if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.send_for(link_key, &args, &Target::Owner);
-        }
-        self.redis
-            .as_mut()
-            .ok_or(RedisError::Unavailable)?
-            .request(&args)
+        self.send_to_owner(link_key, &args)
     }
 
     /// The cluster, when the worker talks to one.
@@ -517,20 +508,12 @@ impl Worker {
             .request(&[&[b"GET"], &[keys::ISSUED_MARK.as_bytes()]])
     }
 
-    /// Stores a prefilled record in the zone, as [`Worker::remember`] would a click's lookup.
-    pub fn remember_prefill(
-        &mut self,
-        code: &[u8],
-        value: Cached,
-        now_ms: u64,
-        ticket: Ticket,
-        scope: Scope,
-    ) -> Remembered {
-        let remembered = self.remember(code, value, now_ms, ticket, scope);
+    /// Counts a prefilled record the zone took: `remembered`, [`Worker::remember`]'s answer
+    /// for it (stored as a click's lookup would be).
+    pub fn count_prefilled(&self, remembered: Remembered) {
         if let (Remembered::Zone, Some(zone)) = (remembered, self.zone) {
             zone.count_prefill();
         }
-        remembered
     }
 
     /// Starts the prefill if codes wait and no task reads them; the caller spawns it outside

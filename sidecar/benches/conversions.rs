@@ -33,48 +33,16 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::{cpu_secs, post_ndjson, start_sidecar, API_KEY};
-use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
-use shortlink_visits::store::VisitStore;
+use common::{cpu_secs, create_links, post_ndjson, start_sidecar, store_visits, API_KEY, IPHONE};
 use shortlink_wire::keys::EVENT_STREAM;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const CAMPAIGN: &str = "bench-ab";
-const TRANSACTION: usize = 16_000;
-const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 
 fn visit_id(k: usize) -> String {
     format!("b{k:012}")
-}
-
-async fn store_visits(store: &dyn VisitStore, codes: &[String], n: usize, start_ms: i64) {
-    let enricher = Enricher::new(GeoDb::disabled(), false);
-    let mut k = 0;
-    while k < n {
-        let end = n.min(k + TRANSACTION);
-        let visits: Vec<_> = (k..end)
-            .map(|i| {
-                let ip = format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255);
-                let t = (start_ms + i as i64).to_string();
-                let rule = if i % 2 == 0 { "0.0" } else { "0.1" };
-                let fields = [
-                    ("c", codes[i % codes.len()].as_str()),
-                    ("t", t.as_str()),
-                    ("s", "302"),
-                    ("ip", ip.as_str()),
-                    ("ua", IPHONE),
-                    ("host", "s1.example"),
-                    ("rule", rule),
-                ];
-                let event = VisitEvent::from_fields(visit_id(i), fields).unwrap();
-                enricher.enrich(&event)
-            })
-            .collect();
-        store.store_batch(&visits, false).await.unwrap();
-        k = end;
-    }
 }
 
 /// (p50, max) in ms of `n` GETs of `path`.
@@ -130,18 +98,10 @@ async fn load(
     visits: usize,
 ) -> Vec<String> {
     let (mut sidecar, base) = start_sidecar(binary, url, redis_url, &dir.join("sidecar-load.log"));
-    let body: Vec<u8> = (0..links)
-        .flat_map(|i| {
-            let mut line = serde_json::to_vec(&serde_json::json!({
-                "url": common::target(i), "campaign": CAMPAIGN, "ref": format!("r-{i}")
-            }))
-            .unwrap();
-            line.push(b'\n');
-            line
-        })
-        .collect();
-    let (_, created) = post_ndjson(&base, "/links/batch", body).await;
-    assert_eq!(created, links);
+    let items = (0..links).map(|i| {
+        serde_json::json!({"url": common::target(i), "campaign": CAMPAIGN, "ref": format!("r-{i}")})
+    });
+    assert_eq!(create_links(&base, items).await, links);
     sidecar.stop();
     let options = shortlink_store::ConnectOptions {
         url: url.to_owned(),
@@ -160,7 +120,10 @@ async fn load(
         .visits;
     let start_ms = chrono::Utc::now().timestamp_millis() - 7 * 86_400_000;
     let started = Instant::now();
-    store_visits(store.as_ref(), &codes, visits, start_ms).await;
+    // Every other visit answered by the A/B rule's second variant.
+    let rule = |i: usize| Some(if i % 2 == 0 { "0.0" } else { "0.1" });
+    let at = |i: usize| start_ms + i as i64;
+    store_visits(store.as_ref(), &codes, visits, visit_id, at, rule).await;
     eprintln!(
         "{visits} visits stored in {:.0} s",
         started.elapsed().as_secs_f64()
@@ -293,18 +256,9 @@ async fn consumer_cell(
     let url = testkit::postgres().fresh_database_url();
     let log = dir.join(format!("sidecar-consumer-{label}.log"));
     let (sidecar, base) = start_sidecar(binary, &url, &redis.url(), &log);
-    let body: Vec<u8> = (0..links)
-        .flat_map(|i| {
-            let mut line = serde_json::to_vec(
-                &serde_json::json!({"url": common::target(i), "campaign": CAMPAIGN}),
-            )
-            .unwrap();
-            line.push(b'\n');
-            line
-        })
-        .collect();
-    let (_, created) = post_ndjson(&base, "/links/batch", body).await;
-    assert_eq!(created, links);
+    let items =
+        (0..links).map(|i| serde_json::json!({"url": common::target(i), "campaign": CAMPAIGN}));
+    assert_eq!(create_links(&base, items).await, links);
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
     let codes: Vec<String> = sqlx::query_scalar("SELECT code FROM links ORDER BY code")
         .fetch_all(&pool)

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use testkit::process::Lifeline;
 use testkit::RedisServer;
 
-const API_KEY: &str = "slk_bench000000000000000000000000000000000000000000000000000000000";
-const SECRET_HEX: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+mod common;
+use common::API_KEY;
 
 struct Row {
     backend: &'static str,
@@ -49,14 +49,7 @@ fn start_binary(
 ) -> (Lifeline, String) {
     let mut args = vec!["--public-base-url", "https://s.example"];
     args.extend_from_slice(extra);
-    testkit::Sidecar {
-        database_url,
-        redis_url,
-        secret_hex: SECRET_HEX,
-        api_key: API_KEY,
-        args: &args,
-    }
-    .start(binary, log)
+    common::start_binary(binary, database_url, redis_url, &args, log)
 }
 
 /// `BENCH_SIDECAR_BEFORE=<binary>`: this build (or `BENCH_SIDECAR_AFTER=<binary>`; with

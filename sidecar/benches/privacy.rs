@@ -16,57 +16,33 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::{post_ndjson, start_sidecar, API_KEY};
-use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use common::{create_links, start_sidecar, store_visits, API_KEY};
 use shortlink_visits::store::VisitStore;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const TRANSACTION: usize = 16_000;
-const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
 const DAY_MS: i64 = 86_400_000;
 
 /// Stores `n` visits spread over `codes` and 60 days from `start_ms`, ids `{prefix}{k}`.
-async fn store_visits(
+/// `n` visits to `codes` spread over 60 days from `start_ms`, with ids `<prefix><i>`.
+async fn store_spread(
     store: &dyn VisitStore,
     codes: &[String],
     n: usize,
     prefix: &str,
     start_ms: i64,
 ) {
-    let enricher = Enricher::new(GeoDb::disabled(), false);
-    let step = (60 * DAY_MS) / n.max(1) as i64;
-    let mut k = 0;
-    while k < n {
-        let end = n.min(k + TRANSACTION);
-        let visits: Vec<_> = (k..end)
-            .map(|i| {
-                let ip = format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255);
-                let t = (start_ms + i as i64 * step.max(1)).to_string();
-                let fields = [
-                    ("c", codes[i % codes.len()].as_str()),
-                    ("t", t.as_str()),
-                    ("s", "302"),
-                    ("ip", ip.as_str()),
-                    ("ua", IPHONE),
-                    ("host", "s1.example"),
-                ];
-                let event = VisitEvent::from_fields(format!("{prefix}{i:012}"), fields).unwrap();
-                enricher.enrich(&event)
-            })
-            .collect();
-        store.store_batch(&visits, false).await.unwrap();
-        k = end;
-    }
-}
-
-async fn create(base: &str, items: impl Iterator<Item = serde_json::Value>) -> usize {
-    let mut body = Vec::new();
-    for item in items {
-        serde_json::to_writer(&mut body, &item).unwrap();
-        body.push(b'\n');
-    }
-    post_ndjson(base, "/links/batch", body).await.1
+    let step = ((60 * DAY_MS) / n.max(1) as i64).max(1);
+    let id = |i: usize| format!("{prefix}{i:012}");
+    store_visits(
+        store,
+        codes,
+        n,
+        id,
+        |i| start_ms + i as i64 * step,
+        |_| None,
+    )
+    .await;
 }
 
 /// The erase of `reference`'s data: (ms, visits it deleted).
@@ -119,14 +95,14 @@ fn main() {
         };
 
         // The reference: the subject alone.
-        let made = create(&base, std::iter::once(serde_json::json!({"url": common::target(0), "ref": "s-ref"}))).await;
+        let made = create_links(&base, std::iter::once(serde_json::json!({"url": common::target(0), "ref": "s-ref"}))).await;
         assert_eq!(made, 1);
-        store_visits(store.as_ref(), &[code_of("s-ref").await], subject, "r", start_ms).await;
+        store_spread(store.as_ref(), &[code_of("s-ref").await], subject, "r", start_ms).await;
         let (reference_ms, n) = erase(&base, "s-ref").await;
         assert_eq!(n as usize, subject);
 
         // Everyone else, then the measured subject.
-        let made = create(
+        let made = create_links(
             &base,
             (0..links).map(|i| serde_json::json!({"url": common::target(i), "campaign": "bench", "ref": format!("p-{i}")})),
         )
@@ -137,11 +113,11 @@ fn main() {
             .await
             .unwrap();
         let started = Instant::now();
-        store_visits(store.as_ref(), &codes, visits, "b", start_ms).await;
+        store_spread(store.as_ref(), &codes, visits, "b", start_ms).await;
         eprintln!("{visits} visits stored in {:.0} s", started.elapsed().as_secs_f64());
-        create(&base, std::iter::once(serde_json::json!({"url": common::target(1), "campaign": "bench", "ref": "s-one"}))).await;
+        create_links(&base, std::iter::once(serde_json::json!({"url": common::target(1), "campaign": "bench", "ref": "s-one"}))).await;
         let code = code_of("s-one").await;
-        store_visits(store.as_ref(), std::slice::from_ref(&code), subject, "s", start_ms).await;
+        store_spread(store.as_ref(), std::slice::from_ref(&code), subject, "s", start_ms).await;
         sqlx::query("ANALYZE").execute(&pool).await.unwrap();
         let plan: Vec<String> = sqlx::query_scalar("EXPLAIN DELETE FROM visits WHERE code = $1")
             .bind(&code)

@@ -12,7 +12,7 @@ use shortlink_wire::cluster::key_slot;
 use shortlink_wire::resp::{self, Frame};
 use testkit::{free_port, port_open, temp_dir, wait_until, Lifeline, RedisCluster};
 
-use crate::paths;
+use crate::{nginx_conf, paths};
 
 /// What the fallback location answers: distinct from anything the module says itself.
 pub const FALLBACK_STATUS: u16 = 299;
@@ -148,21 +148,8 @@ impl ClusterNginx {
         std::fs::copy(paths::module_so(), &module).expect("copy the module");
         let port = free_port();
         let seeds = cluster.seeds().replace(',', " ");
-        let p = prefix.display();
         let conf = format!(
-            r#"load_module {module};
-worker_processes {workers};
-pid {p}/nginx.pid;
-error_log {p}/error.log notice;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {p}/tmp/client_body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
-    shortlink_redis_cluster {seeds} connect_timeout=200ms read_timeout=1s {params};
+            r#"{head}    shortlink_redis_cluster {seeds} connect_timeout=200ms read_timeout=1s {params};
     shortlink_timeout 1s;
     shortlink_code_check off;
     shortlink_code_length 6;
@@ -183,16 +170,10 @@ http {{
     }}
 }}
 "#,
-            module = module.display(),
+            head = nginx_conf::conf_head(&module, &prefix, workers, 1024),
         );
         std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
-        let process = Lifeline::builder(paths::nginx_bin(), prefix.join("stderr.log"))
-            .arg("-p")
-            .arg(&prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .spawn();
+        let process = nginx_conf::spawn_foreground(&paths::nginx_bin(), &prefix);
         let nginx = Self {
             port,
             prefix,

@@ -12,6 +12,7 @@ pub mod cluster_links;
 pub mod docs;
 pub mod load;
 mod nginx;
+pub mod nginx_conf;
 pub mod paths;
 pub mod prometheus;
 pub mod qr;

@@ -230,13 +230,7 @@ while :; do sleep 1 & wait $!; done"#;
             .arg(bin)
             .spawn()
     } else {
-        Lifeline::builder(bin, prefix.join("stderr.log"))
-            .arg("-p")
-            .arg(prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .spawn()
+        crate::nginx_conf::spawn_foreground(bin, prefix)
     }
 }
 

@@ -62,7 +62,14 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> {
     }
 }
 
-fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, ProtocolError> {
+/// A reply's type byte and first line at `pos` (`pos` moved past both); `Ok(None)` until both
+/// are in `buf`.
+#[inline]
+fn head<'b>(
+    buf: &'b [u8],
+    pos: &mut usize,
+    depth: usize,
+) -> Result<Option<(u8, &'b [u8])>, ProtocolError> {
     if depth > MAX_DEPTH {
         return Err(ProtocolError::TooDeep);
     }
@@ -70,7 +77,11 @@ fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, 
         return Ok(None);
     };
     *pos += 1;
-    let Some(line) = line(buf, pos)? else {
+    Ok(line(buf, pos)?.map(|line| (kind, line)))
+}
+
+fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, ProtocolError> {
+    let Some((kind, line)) = head(buf, pos, depth)? else {
         return Ok(None);
     };
     match kind {
@@ -122,14 +133,7 @@ pub fn skip(buf: &[u8]) -> Result<Option<(usize, bool)>, ProtocolError> {
 }
 
 fn skip_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<()>, ProtocolError> {
-    if depth > MAX_DEPTH {
-        return Err(ProtocolError::TooDeep);
-    }
-    let Some(&kind) = buf.get(*pos) else {
-        return Ok(None);
-    };
-    *pos += 1;
-    let Some(line) = line(buf, pos)? else {
+    let Some((kind, line)) = head(buf, pos, depth)? else {
         return Ok(None);
     };
     match kind {

@@ -3,6 +3,8 @@
 // Each bench uses its own part of this module.
 #![allow(dead_code)]
 
+use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+use shortlink_visits::store::VisitStore;
 use std::path::Path;
 use std::time::Instant;
 use testkit::process::Lifeline;
@@ -41,19 +43,83 @@ pub fn start_sidecar_with(
         "5s",
         "--db-timeout",
         "10s",
+        // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
         "--public-base-url",
         "https://s1.example",
     ];
     args.extend_from_slice(extra);
+    start_binary(binary, database_url, redis_url, &args, log)
+}
+
+/// The sidecar `binary` with the benches' code secret and key, and exactly `flags` besides.
+pub fn start_binary(
+    binary: impl AsRef<std::ffi::OsStr>,
+    database_url: &str,
+    redis_url: &str,
+    flags: &[&str],
+    log: &Path,
+) -> (Lifeline, String) {
     testkit::Sidecar {
         database_url,
         redis_url,
         secret_hex: SECRET_HEX,
         api_key: API_KEY,
-        // An issuing domain, as nginx gives one: answers carry short URLs (compose needs them).
-        args: &args,
+        args: flags,
     }
     .start(binary, log)
+}
+
+/// The browser of the visits [`store_visits`] stores.
+pub const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+
+/// Visits stored per transaction.
+const TRANSACTION: usize = 16_000;
+
+/// Stores `n` iPhone visits, [`TRANSACTION`] a transaction: the `i`th to `codes[i % len]` from
+/// an address of its own, with id `id(i)`, at `at_ms(i)`, answered by `rule(i)` (`None`: the
+/// link's own target).
+pub async fn store_visits(
+    store: &dyn VisitStore,
+    codes: &[String],
+    n: usize,
+    id: impl Fn(usize) -> String,
+    at_ms: impl Fn(usize) -> i64,
+    rule: impl Fn(usize) -> Option<&'static str>,
+) {
+    let enricher = Enricher::new(GeoDb::disabled(), false);
+    let mut k = 0;
+    while k < n {
+        let end = n.min(k + TRANSACTION);
+        let visits: Vec<_> = (k..end)
+            .map(|i| {
+                let ip = format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255);
+                let t = at_ms(i).to_string();
+                let mut fields = vec![
+                    ("c", codes[i % codes.len()].as_str()),
+                    ("t", t.as_str()),
+                    ("s", "302"),
+                    ("ip", ip.as_str()),
+                    ("ua", IPHONE),
+                    ("host", "s1.example"),
+                ];
+                fields.extend(rule(i).map(|rule| ("rule", rule)));
+                let event = VisitEvent::from_fields(id(i), fields).unwrap();
+                enricher.enrich(&event)
+            })
+            .collect();
+        store.store_batch(&visits, false).await.unwrap();
+        k = end;
+    }
+}
+
+/// Creates `items` through one `POST /links/batch`: how many were created.
+pub async fn create_links(base: &str, items: impl Iterator<Item = serde_json::Value>) -> usize {
+    let mut body = Vec::new();
+    for item in items {
+        serde_json::to_writer(&mut body, &item).unwrap();
+        body.push(b'\n');
+    }
+    post_ndjson(base, "/links/batch", body).await.1
 }
 
 pub fn target(i: usize) -> String {

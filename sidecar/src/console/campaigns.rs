@@ -111,16 +111,7 @@ async fn detail(
     if page.is_empty() && cursor.is_none() {
         return Err(no_such_campaign().into());
     }
-    let next = (page.len() > PAGE as usize).then(|| {
-        page.truncate(PAGE as usize);
-        page.last().map(|last| {
-            ListCursor {
-                created_at: last.created_at,
-                code: last.code.clone(),
-            }
-            .encode()
-        })
-    });
+    let next = ListCursor::after_page(&mut page, PAGE as usize);
     let views: Vec<LinkView> = page
         .into_iter()
         .map(|link| LinkView::new(link, domains))
@@ -170,7 +161,7 @@ async fn detail(
                 }
             }
         } }
-        @if let Some(Some(next)) = next {
+        @if let Some(next) = next {
             p { a href={ "/console/campaigns?name=" (encode(name)) "&cursor=" (encode(&next)) } { "Next page →" } }
         }
     };

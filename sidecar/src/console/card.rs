@@ -2,6 +2,7 @@
 //! draws it — from the saved card, from the form's unsaved values ("Preview"), and, with the
 //! console's script, as the fields are typed. Checked by the API's own code (`card::column`).
 
+use super::form::{ConsoleForm, IssuerForm, Posted};
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult, CSP};
@@ -9,8 +10,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_SECURITY_POLICY;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
-use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_api::links::LinkView;
@@ -26,7 +25,6 @@ pub struct CardQuery {
 
 #[derive(Debug, Default, Deserialize)]
 pub struct CardForm {
-    csrf: Option<String>,
     #[serde(default)]
     title: String,
     #[serde(default)]
@@ -66,14 +64,10 @@ pub async fn page(
 pub async fn save(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(form): Form<CardForm>,
+    Posted(form, origin, ..): IssuerForm<CardForm>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     let change = UpdateLinkRequest {
         preview: Some(form.remove.is_none().then(|| form.spec())),
@@ -99,9 +93,8 @@ pub async fn preview(
     operator: Operator,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(form): Form<CardForm>,
+    Posted(form, ..): ConsoleForm<CardForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
     let view = LinkView::new(state.links.get(operator.workspace, &code).await?, &domains);
     Ok(render(&operator, &view, Some(form.spec()), None, false))
 }

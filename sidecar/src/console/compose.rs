@@ -3,6 +3,7 @@
 //! messages of a few pasted recipients. The sample is a dry run of the API's own compose
 //! handler, so the console shows what the API answers; nothing is issued from here.
 
+use super::form::{IssuerForm, Posted};
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, PageResult};
@@ -10,7 +11,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form, Json};
+use axum::{Extension, Json};
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,7 +33,6 @@ const EXAMPLE_RECIPIENTS: &str =
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ComposeForm {
-    csrf: Option<String>,
     #[serde(default)]
     template: String,
     /// CSV with its header line, as the API takes it.
@@ -116,10 +116,8 @@ pub async fn sample(
     State(state): State<AppState>,
     operator: Operator,
     domains: DomainContext,
-    Form(form): Form<ComposeForm>,
+    Posted(form, ..): IssuerForm<ComposeForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     let counter = counter(&state, &domains, &form);
     match dry_run(state, operator.workspace, domains, &form).await {
         Ok(lines) => Ok(render(&operator, &form, &counter, Some(&lines), None)),
@@ -132,12 +130,11 @@ pub async fn sample(
 /// The counter's line for the script: `{"text": …}`.
 pub async fn count(
     State(state): State<AppState>,
-    operator: Operator,
+    // Read before `DomainContext`, which then names the session's workspace's domains.
+    _operator: Operator,
     domains: DomainContext,
-    Form(form): Form<ComposeForm>,
+    Posted(form, ..): IssuerForm<ComposeForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     Ok(Json(serde_json::json!({ "text": counter(&state, &domains, &form) })).into_response())
 }
 

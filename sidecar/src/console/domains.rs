@@ -11,8 +11,8 @@
 //! workspace's other domains, with its drains and restores marked ([`super::domain_chart`]); below
 //! it, the orphan visits of its domains ([`super::orphans`]).
 
-use super::audit;
 use super::domain_chart;
+use super::form::{AdminForm, Confirmed, Posted};
 use super::layout::{self, when};
 use super::operator::{InstanceOperator, Operator};
 use super::page::{see_other, PageResult};
@@ -20,9 +20,7 @@ use super::session::Person;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::{Extension, Form};
 use maud::{html, Markup};
-use serde::Deserialize;
 use shortlink_api::{AppState, DomainContext, Error, Path};
 use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
@@ -193,21 +191,13 @@ fn buttons(operator: &Operator, d: &DomainStatus) -> Markup {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct ChangeForm {
-    csrf: Option<String>,
-}
-
 /// A workspace admin's restore, pin or drain of one of its domains.
 pub async fn change(
     State(state): State<AppState>,
     operator: Operator,
     Path((domain, action)): Path<(String, String)>,
-    Extension(request): audit::Tagged,
-    Form(form): Form<ChangeForm>,
+    Posted(_, origin, ..): AdminForm<Confirmed>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     let event = match action.as_str() {
         "restore" => Event::Restore,
         "pin" => Event::Pin,
@@ -223,7 +213,6 @@ pub async fn change(
             code: "unknown_domain",
             message: "no short domain of that name is known".into(),
         })?;
-    let origin = audit::origin(&operator, request);
     (state.domains)
         .change_by_hand(state.links.storage().as_ref(), &origin, &ours.domain, event)
         .await

@@ -3,15 +3,13 @@
 //! they were sent (held or released, with the feed and the entry), each held one with its
 //! release, and the targets refused at create lately (`link.refused` rows).
 
-use super::audit::Tagged;
+use super::form::{AdminForm, Confirmed, Posted};
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{see_other, PageResult};
 use axum::extract::State;
 use axum::response::IntoResponse;
-use axum::{Extension, Form};
 use maud::html;
-use serde::Deserialize;
 use shortlink_api::{AppState, Path};
 use shortlink_store::audit::AuditFilter;
 
@@ -86,22 +84,13 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
     Ok(layout::page(&operator, "Held back", body).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct ReleaseForm {
-    csrf: Option<String>,
-}
-
 /// Releases a quarantined link of the workspace (audited `link.released`, as the console user).
 pub async fn release(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): Tagged,
     Path(code): Path<String>,
-    Form(form): Form<ReleaseForm>,
+    Posted(_, origin, ..): AdminForm<Confirmed>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     (state.links)
         .release(Some(operator.workspace), &code, &origin)
         .await?;

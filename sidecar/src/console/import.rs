@@ -215,10 +215,7 @@ pub async fn progress(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    operator.require_admin()?;
-    let job = imports
-        .get(operator.workspace, &id)
-        .ok_or(Error::NotFound)?;
+    let job = imports.of_admin(&operator, &id)?;
     let (report, finished, error) = {
         let job = job.lock_or_recover();
         (job.report.clone(), job.finished, job.error.clone())
@@ -260,10 +257,7 @@ pub async fn report_file(
     operator: Operator,
     Path(id): Path<String>,
 ) -> PageResult {
-    operator.require_admin()?;
-    let job = imports
-        .get(operator.workspace, &id)
-        .ok_or(Error::NotFound)?;
+    let job = imports.of_admin(&operator, &id)?;
     let body = {
         let job = job.lock_or_recover();
         serde_json::to_vec_pretty(&job.report).map_err(|e| invalid(e.to_string()))?
@@ -282,9 +276,13 @@ pub async fn report_file(
 }
 
 impl Imports {
-    fn get(&self, workspace: WorkspaceId, id: &str) -> Option<Arc<Mutex<Job>>> {
+    /// Job `id`, for an admin of the workspace that started it (to anyone else: not found).
+    fn of_admin(&self, operator: &Operator, id: &str) -> Result<Arc<Mutex<Job>>, Error> {
+        operator.require_admin()?;
         let jobs = self.0.lock_or_recover();
-        let (owner, job) = jobs.get(id)?;
-        (*owner == workspace).then(|| Arc::clone(job))
+        match jobs.get(id) {
+            Some((owner, job)) if *owner == operator.workspace => Ok(Arc::clone(job)),
+            _ => Err(Error::NotFound),
+        }
     }
 }

@@ -14,15 +14,8 @@ use shortlink_store::audit::Origin;
 use shortlink_store::{ApiKey, KeyRate, Role};
 
 /// The create form, as sent.
-/// A revoke's confirmation: its token only. The workspace's page and the operator's post it.
-#[derive(Debug, Deserialize)]
-pub struct RevokeForm {
-    pub csrf: Option<String>,
-}
-
 #[derive(Debug, Default, Deserialize)]
 pub struct KeyForm {
-    pub csrf: Option<String>,
     #[serde(default)]
     name: String,
     #[serde(default)]

@@ -106,15 +106,8 @@ pub fn page(operator: &Operator, title: &str, body: Markup) -> Markup {
         slug: operator.workspace_slug.clone(),
         name: operator.workspace_name.clone(),
     };
-    shell(
-        title,
-        nav,
-        who,
-        &operator.csrf,
-        &operator.places,
-        &here,
-        body,
-    )
+    let (csrf, places) = (&operator.csrf, &operator.places);
+    shell(title, nav, who, csrf, places, &here, body)
 }
 
 /// A page of an operator session: the workspaces, every domain's health and the audit log,
@@ -126,16 +119,8 @@ pub fn operator_page(operator: &InstanceOperator, title: &str, body: Markup) -> 
         a href="/console/audit" { "Audit log" }
     };
     let who = html! { (operator.key.name) " (operator) " };
-    let here = Place::Installation;
-    shell(
-        title,
-        nav,
-        who,
-        &operator.csrf,
-        &operator.places,
-        &here,
-        body,
-    )
+    let (csrf, places) = (&operator.csrf, &operator.places);
+    shell(title, nav, who, csrf, places, &Place::Installation, body)
 }
 
 /// The header every signed-in page shares: navigation, who is signed in where, the switcher
@@ -186,7 +171,6 @@ fn shell(
     }
 }
 
-/// The hidden CSRF field every form carries.
 /// A page about work still under way (a bulk upload, an import, a campaign being counted): it
 /// reloads itself every second until `finished`.
 pub fn progress_page(operator: &Operator, title: &str, body: Markup, finished: bool) -> Response {
@@ -199,6 +183,7 @@ pub fn progress_page(operator: &Operator, title: &str, body: Markup, finished: b
     response
 }
 
+/// The hidden CSRF field every form carries.
 pub fn csrf(operator: &Operator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf); }
 }

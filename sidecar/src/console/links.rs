@@ -1,13 +1,12 @@
 //! Creating, listing, editing and revoking links. Every change goes through the same validation
 //! (`service::accept::new_link`, the URL policy) and the same service as the REST API.
 
+use super::form::{Confirmed, IssuerForm, Posted};
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{encode, see_other, PageError, PageResult};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use axum::Extension;
-use axum::Form;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -24,7 +23,6 @@ const PAGE: u32 = 50;
 /// What the create form sends; every field optional so that a missing one is our message.
 #[derive(Debug, Default, Deserialize)]
 pub struct CreateForm {
-    csrf: Option<String>,
     #[serde(default)]
     url: String,
     #[serde(default)]
@@ -111,13 +109,9 @@ pub async fn create_page(operator: Operator) -> PageResult {
 pub async fn create(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
-    Form(form): Form<CreateForm>,
+    Posted(form, origin, ..): IssuerForm<CreateForm>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     let request = || -> Result<CreateLinkRequest, Error> {
         let redirect = match optional(&form.redirect) {
             None => None,
@@ -308,7 +302,6 @@ pub async fn list(
 
 #[derive(Debug, Deserialize)]
 pub struct EditForm {
-    csrf: Option<String>,
     #[serde(default)]
     url: String,
     #[serde(default)]
@@ -320,14 +313,10 @@ pub struct EditForm {
 pub async fn edit(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(form): Form<EditForm>,
+    Posted(form, origin, ..): IssuerForm<EditForm>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     // The API's change, checked by the API's rules: the form refuses what a PATCH refuses.
     let change = UpdateLinkRequest {
         url: optional(&form.url),
@@ -371,21 +360,12 @@ pub async fn revoke_confirm(
     Ok(layout::page(&operator, "Revoke", body).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct RevokeForm {
-    csrf: Option<String>,
-}
-
 pub async fn revoke(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     Path(code): Path<String>,
-    Form(form): Form<RevokeForm>,
+    Posted(_, origin, ..): IssuerForm<Confirmed>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     state
         .links
         .revoke(operator.workspace, &code, &origin)

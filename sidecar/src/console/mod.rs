@@ -18,7 +18,8 @@
 //! the key, so a revoked key or a changed role takes effect at once. A session may hold keys of
 //! several workspaces and switch between them; an operator key's session sees the workspaces
 //! ([`workspaces`]) and the audit log only. Every form carries the
-//! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`).
+//! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`) by the one
+//! extractor every form handler takes ([`form`]), which also checks the role the form needs.
 
 mod ab;
 mod audit;
@@ -32,6 +33,7 @@ mod compose;
 mod detail;
 mod domain_chart;
 mod domains;
+mod form;
 mod funnel;
 mod held;
 mod import;

@@ -3,13 +3,12 @@
 //! them: where its short domains send the bare root, an unknown code and an expired or revoked
 //! link without an `expired_url`, for the workspace and for each of its domains. Its admins only.
 
-use super::audit;
+use super::form::{AdminForm, Posted};
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_api::not_found_redirects::{save, stored, NotFoundRequest};
@@ -21,7 +20,6 @@ const PAGE: &str = "/console/not-found";
 /// One form: whose settings (`domain` empty: the workspace's) and the three URLs (empty: unset).
 #[derive(Debug, Default, Deserialize)]
 pub struct SettingsForm {
-    csrf: Option<String>,
     #[serde(default)]
     domain: String,
     #[serde(default)]
@@ -112,11 +110,8 @@ pub async fn change(
     State(state): State<AppState>,
     operator: Operator,
     domains: DomainContext,
-    Extension(request): audit::Tagged,
-    Form(form): Form<SettingsForm>,
+    Posted(form, origin, ..): AdminForm<SettingsForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     let slug = operator.workspace_slug.as_str();
     // Only the workspace's own domains: another's is one never seen, as in the API.
     let ours = form.domain.is_empty() || state.domains.workspace_of(&form.domain) == slug;
@@ -129,7 +124,6 @@ pub async fn change(
         unknown_url: set(&form.unknown_url),
         expired_url: set(&form.expired_url),
     };
-    let origin = audit::origin(&operator, request);
     let own = &domains.own_domains;
     let saved = save(
         &state,

@@ -63,22 +63,9 @@ pub async fn page(
 ) -> PageResult {
     // Only a slug is shown: the link is anyone's to craft, so it carries no free text.
     let left = (notice.left).filter(|slug| shortlink_store::is_valid_slug(slug));
-    let day = global(
-        &state,
-        operator.workspace,
-        Interval::Hour,
-        Duration::hours(24),
-        10,
-    )
-    .await?;
-    let month = global(
-        &state,
-        operator.workspace,
-        Interval::Day,
-        Duration::days(30),
-        10,
-    )
-    .await?;
+    let recent = |interval, window| global(&state, operator.workspace, interval, window, 10);
+    let day = recent(Interval::Hour, Duration::hours(24)).await?;
+    let month = recent(Interval::Day, Duration::days(30)).await?;
     let top_links = month.top_links.as_deref().unwrap_or_default();
     // Every link of each campaign, as `GET /api/v1/campaigns/{campaign}` counts them (summing
     // the top links' clicks left out every link past the 50 most clicked).

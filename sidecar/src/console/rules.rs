@@ -2,13 +2,12 @@
 //! them) and "what would this phone get", answered by the API's preview, for the saved rules or
 //! for the text in the editor before it is saved.
 
+use super::form::{ConsoleForm, IssuerForm, Posted};
 use super::layout;
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use axum::Extension;
-use axum::Form;
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -27,7 +26,6 @@ pub struct RulesQuery {
 /// The editor and the phone, posted together: the phone is answered with the editor's text.
 #[derive(Debug, Default, Deserialize)]
 pub struct RulesForm {
-    csrf: Option<String>,
     #[serde(default)]
     rules: String,
     #[serde(default)]
@@ -69,14 +67,10 @@ pub async fn page(
 pub async fn save(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(form): Form<RulesForm>,
+    Posted(form, origin, ..): IssuerForm<RulesForm>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_issue()?;
     save_text(&state, &operator, origin, &domains, &code, &form).await
 }
 
@@ -84,15 +78,10 @@ pub async fn save(
 pub async fn save_form(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): super::audit::Tagged,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(pairs): Form<Vec<(String, String)>>,
+    Posted(pairs, origin, ..): IssuerForm<Vec<(String, String)>>,
 ) -> PageResult {
-    let origin = super::audit::origin(&operator, tagged);
-    let csrf = pairs.iter().find(|(name, _)| name == "csrf");
-    operator.check_csrf(csrf.map(|(_, value)| value.as_str()))?;
-    operator.require_issue()?;
     let rules = super::rule_form::parse(&pairs)?;
     let form = RulesForm {
         rules: serde_json::to_string_pretty(&rules).map_err(|e| Error::Internal(Box::new(e)))?,
@@ -137,9 +126,8 @@ pub async fn try_phone(
     operator: Operator,
     domains: DomainContext,
     Path(code): Path<String>,
-    Form(form): Form<RulesForm>,
+    Posted(form, ..): ConsoleForm<RulesForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
     let link = state.links.get(operator.workspace, &code).await?;
     let request = parse(&form.rules).and_then(|rules| {
         Ok(PreviewRequest {

@@ -201,6 +201,11 @@ impl FromRequestParts<AppState> for Operator {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        // Read once a request: a form's extractor reads it after the handler's argument did,
+        // and a second read would count the form twice against the key's rate.
+        if let Some(operator) = parts.extensions.get::<Operator>() {
+            return Ok(operator.clone());
+        }
         let signed = Signed::from_request_parts(parts, state).await?;
         // A form (anything but a read) counts against the key's rate as its API request
         // would: a console session does not lift the limits of the key it holds.
@@ -218,6 +223,7 @@ impl FromRequestParts<AppState> for Operator {
                     tracing::error!(%error, "console: the session's workspace has no record name");
                 }
                 parts.extensions.insert(InWorkspace(operator.workspace));
+                parts.extensions.insert(operator.clone());
                 Ok(operator)
             }
             Person::Instance(_) => Err(Redirect::to("/console/workspaces").into_response()),
@@ -230,8 +236,14 @@ impl FromRequestParts<AppState> for InstanceOperator {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        if let Some(operator) = parts.extensions.get::<InstanceOperator>() {
+            return Ok(operator.clone());
+        }
         match Person::from_request_parts(parts, state).await? {
-            Person::Instance(operator) => Ok(operator),
+            Person::Instance(operator) => {
+                parts.extensions.insert(operator.clone());
+                Ok(operator)
+            }
             Person::Workspace(operator) => {
                 Err(PageError(Error::Forbidden(operator.role)).into_response())
             }

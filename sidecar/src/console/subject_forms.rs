@@ -5,7 +5,7 @@
 //! their `ref` (optionally within a campaign) or by one link's code; like the API, the ref
 //! travels only in a POST body, never in a URL a log would keep.
 
-use super::audit::Tagged;
+use super::form::{AdminForm, Posted};
 use super::layout;
 use super::operator::Operator;
 use super::page::PageResult;
@@ -13,7 +13,6 @@ use axum::extract::State;
 use axum::http::header::CONTENT_DISPOSITION;
 use axum::http::HeaderValue;
 use axum::response::IntoResponse;
-use axum::{Extension, Form};
 use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_api::subjects::{
@@ -24,7 +23,6 @@ use shortlink_api::{AppState, Error, InWorkspace, Json, Recorder};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct SubjectForm {
-    csrf: Option<String>,
     /// `ref` or `code`.
     #[serde(default)]
     by: String,
@@ -100,10 +98,8 @@ pub fn forms(operator: &Operator) -> Markup {
 pub async fn export(
     State(state): State<AppState>,
     operator: Operator,
-    Form(form): Form<SubjectForm>,
+    Posted(form, ..): AdminForm<SubjectForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     let selector = form.selector()?;
     let mut answer = subjects::export_subject(
         State(state),
@@ -121,16 +117,12 @@ pub async fn export(
 pub async fn erase(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(tagged): Tagged,
-    Form(form): Form<SubjectForm>,
+    Posted(form, origin, ..): AdminForm<SubjectForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     form.selector()?;
     if form.request_id.is_empty() {
         return confirm(&operator, &form);
     }
-    let origin = super::audit::origin(&operator, tagged);
     let id = form.request_id.clone();
     let value = form.value.trim().to_owned();
     let request = match form.selector()? {

@@ -1,13 +1,12 @@
 //! Click webhooks (admin only, as the API): the subscriptions with their delivery state, a form to
 //! add one, and each one's failures with replay (from a failure or from a time) and removal.
 
-use super::audit;
+use super::form::{AdminForm, Confirmed, Posted};
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::{refused_form, see_other, PageResult};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -19,7 +18,6 @@ use shortlink_webhooks::subscription::{SubscriptionRequest, SubscriptionView};
 /// The add form, as sent: lists as comma-separated text.
 #[derive(Debug, Default, Deserialize)]
 pub struct WebhookForm {
-    csrf: Option<String>,
     #[serde(default)]
     name: String,
     #[serde(default)]
@@ -79,12 +77,8 @@ pub async fn page(State(state): State<AppState>, operator: Operator) -> PageResu
 pub async fn create(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(request): audit::Tagged,
-    Form(form): Form<WebhookForm>,
+    Posted(form, origin, ..): AdminForm<WebhookForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
-    let origin = audit::origin(&operator, request);
     // The workspace's quota of subscriptions, as for the API's: the service checks it.
     let budget = shortlink_api::budget_of(&state, operator.workspace).await?;
     let created = match form.request() {
@@ -261,7 +255,6 @@ fn render_detail(
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ReplayForm {
-    csrf: Option<String>,
     from: Option<String>,
     failure: Option<i64>,
 }
@@ -270,10 +263,8 @@ pub async fn replay(
     State(state): State<AppState>,
     operator: Operator,
     Path(id): Path<String>,
-    Form(form): Form<ReplayForm>,
+    Posted(form, ..): AdminForm<ReplayForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
     let from = match form.from.as_deref().map(str::trim) {
         None => Ok(None),
         Some(text) => text.parse::<DateTime<Utc>>().map(Some).map_err(|_| {
@@ -309,21 +300,12 @@ pub async fn replay(
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct DeleteForm {
-    csrf: Option<String>,
-}
-
 pub async fn delete(
     State(state): State<AppState>,
     operator: Operator,
     Path(id): Path<String>,
-    Extension(request): audit::Tagged,
-    Form(form): Form<DeleteForm>,
+    Posted(_, origin, ..): AdminForm<Confirmed>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
-    let origin = audit::origin(&operator, request);
     state
         .webhooks
         .delete(operator.workspace, &id, &origin)

@@ -2,7 +2,7 @@
 //! `GET /api/v1/workspace` and `/api/v1/keys`): its name and slug, its quotas (the operator's to
 //! change, shown here), and its keys, which its admins create and revoke.
 
-use super::audit;
+use super::form::{AdminForm, Confirmed, Posted};
 use super::keys::{self, KeyForm};
 use super::layout;
 use super::operator::Operator;
@@ -10,7 +10,7 @@ use super::page::{refused_form, see_other, PageResult};
 use super::session::Sessions;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
+use axum::Extension;
 use maud::{html, Markup};
 use shortlink_api::{AppState, Error, Path};
 use shortlink_store::{ApiKey, Quotas, Workspace};
@@ -121,12 +121,8 @@ fn render(
 pub async fn create_key(
     State(state): State<AppState>,
     operator: Operator,
-    Extension(request): audit::Tagged,
-    Form(form): Form<KeyForm>,
+    Posted(form, origin, ..): AdminForm<KeyForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
-    let origin = audit::origin(&operator, request);
     match keys::create(&state, operator.workspace, &form, &origin).await {
         Ok((key, secret)) => {
             let body = keys::created(&key, &secret, "/console/workspace");
@@ -159,13 +155,9 @@ pub async fn revoke(
     State(state): State<AppState>,
     Extension(console): Extension<Arc<Sessions>>,
     operator: Operator,
-    Extension(request): audit::Tagged,
     Path(id): Path<i64>,
-    Form(form): Form<keys::RevokeForm>,
+    Posted(_, origin, ..): AdminForm<Confirmed>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    operator.require_admin()?;
-    let origin = audit::origin(&operator, request);
     let key = keys::revoke(&state, operator.workspace, id, &origin).await?;
     console.end_sessions_of(&key.key_hash);
     Ok(see_other("/console/workspace"))

@@ -4,7 +4,7 @@
 //! The changes are the service's, as the API's `/api/v1/workspaces` routes make them, so the
 //! checks and the audit rows are the same.
 
-use super::audit;
+use super::form::{Confirmed, OperatorForm, Posted};
 use super::keys::{self, KeyForm};
 use super::layout::{self, when};
 use super::operator::InstanceOperator;
@@ -13,7 +13,7 @@ use super::session::Sessions;
 use super::workspace::{links_used_today, quotas_list};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
+use axum::Extension;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shortlink_api::{AppState, Error, Path};
@@ -125,7 +125,6 @@ fn state_of(workspace: &Workspace) -> Markup {
 /// The create form, as sent.
 #[derive(Debug, Default, Deserialize)]
 pub struct CreateForm {
-    csrf: Option<String>,
     #[serde(default)]
     slug: String,
     #[serde(default)]
@@ -191,11 +190,8 @@ fn render_list(
 pub async fn create(
     State(state): State<AppState>,
     operator: InstanceOperator,
-    Extension(request): audit::Tagged,
-    Form(form): Form<CreateForm>,
+    Posted(form, origin, ..): OperatorForm<CreateForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let slug = form.slug.trim();
     let created = async {
         // The service checks the name, as the API's.
@@ -309,7 +305,6 @@ fn render_detail(
 /// Rename and quotas, as sent.
 #[derive(Debug, Default, Deserialize)]
 pub struct ChangeForm {
-    csrf: Option<String>,
     #[serde(default)]
     name: String,
     #[serde(flatten)]
@@ -319,12 +314,9 @@ pub struct ChangeForm {
 pub async fn change(
     State(state): State<AppState>,
     operator: InstanceOperator,
-    Extension(request): audit::Tagged,
     Path(slug): Path<String>,
-    Form(form): Form<ChangeForm>,
+    Posted(form, origin, ..): OperatorForm<ChangeForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let workspace = by_slug(&state, &slug).await?;
     let change = (|| {
         Ok::<_, Error>(WorkspaceChange {
@@ -359,19 +351,14 @@ pub async fn change(
 
 #[derive(Debug, Deserialize)]
 pub struct SuspendForm {
-    csrf: Option<String>,
     suspended: Option<bool>,
 }
 
 pub async fn suspend(
     State(state): State<AppState>,
-    operator: InstanceOperator,
-    Extension(request): audit::Tagged,
     Path(slug): Path<String>,
-    Form(form): Form<SuspendForm>,
+    Posted(form, origin, ..): OperatorForm<SuspendForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let workspace = by_slug(&state, &slug).await?;
     let suspended = form
         .suspended
@@ -417,7 +404,6 @@ fn render_delete(operator: &InstanceOperator, w: &Workspace, error: Option<Strin
 
 #[derive(Debug, Deserialize)]
 pub struct DeleteForm {
-    csrf: Option<String>,
     #[serde(default)]
     confirm: String,
 }
@@ -426,12 +412,9 @@ pub async fn delete(
     State(state): State<AppState>,
     Extension(console): Extension<Arc<Sessions>>,
     operator: InstanceOperator,
-    Extension(request): audit::Tagged,
     Path(slug): Path<String>,
-    Form(form): Form<DeleteForm>,
+    Posted(form, origin, ..): OperatorForm<DeleteForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let w = by_slug(&state, &slug).await?;
     if form.confirm.trim() != w.slug {
         let error = Error::invalid(
@@ -457,12 +440,9 @@ pub async fn delete(
 pub async fn create_key(
     State(state): State<AppState>,
     operator: InstanceOperator,
-    Extension(request): audit::Tagged,
     Path(slug): Path<String>,
-    Form(form): Form<KeyForm>,
+    Posted(form, origin, ..): OperatorForm<KeyForm>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let workspace = by_slug(&state, &slug).await?;
     match keys::create(&state, workspace.id, &form, &origin).await {
         Ok((key, secret)) => {
@@ -494,13 +474,11 @@ pub async fn revoke_confirm(
 pub async fn revoke(
     State(state): State<AppState>,
     Extension(console): Extension<Arc<Sessions>>,
-    operator: InstanceOperator,
-    Extension(request): audit::Tagged,
+    // Signed in before the path is read: a stranger is sent to sign in, never told the id is bad.
+    _operator: InstanceOperator,
     Path((slug, id)): Path<(String, i64)>,
-    Form(form): Form<keys::RevokeForm>,
+    Posted(_, origin, ..): OperatorForm<Confirmed>,
 ) -> PageResult {
-    operator.check_csrf(form.csrf.as_deref())?;
-    let origin = audit::operator_origin(&operator, request);
     let workspace = by_slug(&state, &slug).await?;
     let key = keys::revoke(&state, workspace.id, id, &origin).await?;
     console.end_sessions_of(&key.key_hash);

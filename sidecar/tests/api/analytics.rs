@@ -40,7 +40,7 @@ async fn consumer(app: &TestApp, name: &str, extra: &[&str]) -> Consumer {
     let geo = geo_db();
     let mut args = vec!["--geoip-db", geo.as_str(), "--consumer-name", name];
     args.extend_from_slice(extra);
-    let config = config(&app.database_url, &app.redis.url(), &args);
+    let config = app.config(&args);
     shortlink_visits::consumer(&config, store(app).await).expect("consumer")
 }
 
@@ -467,7 +467,7 @@ async fn reads_hold_about_one_transaction_of_visits(backend: Backend) {
         "--consumer-batch",
         "1000",
     ];
-    let config = config(&app.database_url, &app.redis.url(), &args);
+    let config = app.config(&args);
     let mut settings = shortlink_visits::consumer_settings(&config).unwrap();
     settings.max_visits_per_transaction = Some(100);
     let enricher = shortlink_visits::enricher(&config).unwrap();

@@ -5,6 +5,15 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::process::Command;
 
+/// Every route of one link (`known`) and of the list, a key's everyday requests.
+const LINK_ROUTES: [(Method, &str); 5] = [
+    (Method::POST, "/links"),
+    (Method::GET, "/links"),
+    (Method::GET, "/links/known"),
+    (Method::PATCH, "/links/known"),
+    (Method::DELETE, "/links/known"),
+];
+
 crate::on_each_backend!(
     requests_without_a_valid_key_are_refused,
     keys_from_the_cli_work_until_revoked,
@@ -44,16 +53,12 @@ async fn requests_without_a_valid_key_are_refused(backend: Backend) {
         (Some("Bearer ' OR 1=1 --".into()), "invalid_api_key"),
     ];
     for (authorization, code) in &attempts {
-        for (method, path) in [
-            (Method::POST, "/links"),
-            (Method::GET, "/links"),
-            (Method::GET, "/links/known"),
-            (Method::PATCH, "/links/known"),
-            (Method::DELETE, "/links/known"),
+        let others = [
             (Method::GET, "/resolve/known"),
             (Method::GET, "/openapi.json"),
             (Method::GET, "/no/such/route"),
-        ] {
+        ];
+        for (method, path) in LINK_ROUTES.into_iter().chain(others) {
             let mut request = app
                 .client
                 .request(method.clone(), app.url(&format!("/api/v1{path}")))
@@ -118,35 +123,23 @@ async fn a_resolve_key_resolves_and_nothing_else(backend: Backend) {
     assert_eq!(line.split_whitespace().nth(1), Some("resolve"), "{listing}");
 
     for method in [Method::GET, Method::HEAD] {
-        let response = app
-            .client
+        let request = (app.client)
             .request(method.clone(), app.url("/api/v1/resolve/known"))
-            .bearer_auth(&key)
-            .header(
-                shortlink_wire::fallback::WORKSPACE_HEADER,
-                shortlink_wire::fallback::header_value("default"),
-            )
-            .send()
-            .await
-            .unwrap();
+            .bearer_auth(&key);
+        let response = from_workspace(request, "default").send().await.unwrap();
         assert_eq!(response.status(), 302, "{method} resolve");
     }
 
     let before = app.stored().await;
     let body = json!({"url": "https://attacker.example/phish"});
-    for (method, path) in [
-        (Method::POST, "/links"),
-        (Method::GET, "/links"),
-        (Method::GET, "/links/known"),
-        (Method::PATCH, "/links/known"),
-        (Method::DELETE, "/links/known"),
+    for (method, path) in LINK_ROUTES.into_iter().chain([
         (Method::POST, "/links/batch"),
         (Method::GET, "/links/known/stats"),
         (Method::GET, "/stats"),
         (Method::GET, "/campaigns/spring"),
         (Method::GET, "/openapi.json"),
         (Method::GET, "/no/such/route"),
-    ] {
+    ]) {
         let response = app
             .client
             .request(method.clone(), app.url(&format!("/api/v1{path}")))

@@ -16,18 +16,14 @@ use std::time::{Duration, Instant};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_stops_every_background_task_on_the_signal_well_within_the_drain() {
     let app = spawn_app(Backend::Sqlite).await;
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &[
-            "--projection-check-interval",
-            "50ms",
-            "--expire-idle-after",
-            "30d",
-            "--visit-retention",
-            "30d",
-        ],
-    );
+    let config = app.config(&[
+        "--projection-check-interval",
+        "50ms",
+        "--expire-idle-after",
+        "30d",
+        "--visit-retention",
+        "30d",
+    ]);
     assert!(config.consumer && config.webhooks);
     let server = Application::build_serving(&config).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

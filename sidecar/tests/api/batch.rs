@@ -153,24 +153,13 @@ async fn ndjson_batches_stream_one_result_per_line(backend: Backend) {
             body.push('\n'); // blank lines are not items
         }
     }
-    let response = app
-        .api(Method::POST, "/links/batch")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let response = send_ndjson(app.api(Method::POST, "/links/batch"), body).await;
     assert_eq!(
         response.headers()["content-type"],
         "application/x-ndjson",
         "NDJSON in, NDJSON out"
     );
-    let text = response.text().await.unwrap();
-    let results: Vec<Value> = text
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let results = ndjson_lines(response).await;
     assert_eq!(results.len(), N);
     let mut created = 0;
     for (i, result) in results.iter().enumerate() {

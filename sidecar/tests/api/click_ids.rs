@@ -194,21 +194,8 @@ async fn a_compose_gives_every_link_its_click_id_parameter() {
                "url": "https://shop.example/sale", "link": {"click_id_param": "own"}}),
     ];
     let body: String = recipients.iter().map(|r| format!("{r}\n")).collect();
-    let response = app
-        .client
-        .post(url)
-        .bearer_auth(API_KEY)
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let response = send_ndjson(app.client.post(url).bearer_auth(API_KEY), body).await;
+    let lines = ndjson_lines(response).await;
     let mut params = Vec::new();
     for line in &lines[..2] {
         assert_eq!(line["status"], 201, "{line}");

@@ -58,7 +58,7 @@ async fn snapshot(app: &TestApp) -> Snapshot {
 /// A second sidecar on the test's database and Redis (a restart), with `extra` flags; its
 /// secret is `secret`.
 async fn restart(app: &TestApp, secret: &str, extra: &[&str]) -> Result<String, String> {
-    let mut config = helpers::config(&app.database_url, &app.redis.url(), extra);
+    let mut config = app.config(extra);
     config.code_secret = Some(secret.to_owned());
     let server = Application::build(&config)
         .await
@@ -132,8 +132,7 @@ async fn a_wrong_secret_refuses_to_start_and_writes_nothing(backend: Backend) {
 async fn a_redis_marked_by_another_scheme_is_refused(backend: Backend) {
     let app = spawn_app(backend).await;
     // As the serving sidecar's keeper sets it after a refill.
-    let marker =
-        ProjectionMarker::new(&helpers::config(&app.database_url, &app.redis.url(), &[])).unwrap();
+    let marker = ProjectionMarker::new(&app.config(&[])).unwrap();
     let token = marker.begin().await.unwrap();
     assert!(marker.finish(token).await.unwrap());
     let value: String = app.redis().await.get("sl:meta:projection").await.unwrap();
@@ -160,7 +159,7 @@ async fn adopting_another_scheme_refuses_while_generated_links_exist(backend: Ba
     app.create(json!({"url": "https://a.example/alias", "code": "my-alias"}))
         .await;
     let adopt = |extra: &'static [&'static str]| {
-        let mut cli = helpers::cli(&app.database_url, &app.redis.url(), &[]);
+        let mut cli = app.cli(&[]);
         cli.config.code_secret = Some(OTHER_SECRET.to_owned());
         let mut args = vec!["shortlink-sidecar", "code-scheme", "adopt"];
         args.extend_from_slice(extra);
@@ -174,7 +173,7 @@ async fn adopting_another_scheme_refuses_while_generated_links_exist(backend: Ba
     adopt(&[]).await.expect("already recorded: nothing to do");
 
     // Back to the test's secret (still no generated link), then one generated link.
-    let mut cli = helpers::cli(&app.database_url, &app.redis.url(), &[]);
+    let mut cli = app.cli(&[]);
     let parsed: shortlink_sidecar::cli::Cli =
         clap::Parser::try_parse_from(["shortlink-sidecar", "code-scheme", "adopt"]).unwrap();
     cli.command = parsed.command;

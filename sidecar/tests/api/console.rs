@@ -1043,13 +1043,9 @@ impl Internal {
                 }
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let (address, server) = serve_router(app).await;
         Internal {
-            url,
+            url: format!("http://{address}"),
             hits,
             keys,
             _server: server,

@@ -78,13 +78,8 @@ async fn issue(
     let items: Vec<Value> = (0..count)
         .map(|i| json!({"url": format!("https://t.example/{i}")}))
         .collect();
-    let answer = through_nginx(app, key, Method::POST, "/links/batch", lists)
-        .json(&items)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    let body: Value = answer.json().await.unwrap();
+    let request = through_nginx(app, key, Method::POST, "/links/batch", lists).json(&items);
+    let body = answered(request, 200).await;
     let mut on: HashMap<String, Vec<String>> = HashMap::new();
     for result in body["results"].as_array().unwrap() {
         assert_eq!(result["status"], 201, "{result}");
@@ -325,12 +320,7 @@ async fn a_usual_failure_rate_drains_nothing_and_a_dead_route_is_reported_not_dr
     );
     assert_eq!(sent[0]["domains"], json!(["s1.example", "s2.example"]));
     assert!(webhooks(&received, "drain", "").is_empty());
-    let page = reqwest::get(app.metrics_url())
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.metrics_page().await;
     assert!(
         page.contains(r#"shortlink_carrier_dead_route{workspace="default",carrier="B"} 1"#),
         "{page}"
@@ -471,7 +461,7 @@ async fn behind_two_sidecars_each_given_half_the_rejections_the_domain_is_draine
     let lists = (LIST, POOL);
     let (app, received, flags) = app_with_flags(&["--domain-receipts-min", "30"]).await;
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let config = config(&app.database_url, &app.redis.url(), &flags);
+    let config = app.config(&flags);
     let other = shortlink_sidecar::Application::build(&config)
         .await
         .unwrap();

@@ -364,21 +364,14 @@ async fn a_webhook_url_that_is_not_http_is_refused_at_start() {
     ] {
         let redis = testkit::RedisServer::start();
         let dir = testkit::temp_dir();
-        let database = format!("sqlite://{}", dir.path().join("links.db").display());
-        let config = config(
-            &database,
-            &redis.url(),
-            &[
-                "--domain-webhook-url",
-                url,
-                "--domain-webhook-secret",
-                SECRET,
-            ],
-        );
-        let error = match shortlink_sidecar::Application::build(&config).await {
-            Ok(_) => panic!("{url} accepted"),
-            Err(error) => error.to_string(),
-        };
+        let flags = [
+            "--domain-webhook-url",
+            url,
+            "--domain-webhook-secret",
+            SECRET,
+        ];
+        let error = (start_error(dir.path(), &redis, &flags).await)
+            .unwrap_or_else(|| panic!("{url} accepted"));
         assert!(error.contains(needle), "{url}: {error}");
     }
 }
@@ -478,11 +471,7 @@ async fn an_alert_in_flight_at_shutdown_is_delivered_within_the_drain() {
         "1h",
     ];
     let alerting = canary_alerting("127.0.0.1:1", &hook);
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &[&hourly[..], &alerting].concat(),
-    );
+    let config = app.config(&[&hourly[..], &alerting].concat());
     let server = shortlink_sidecar::Application::build(&config)
         .await
         .unwrap();

@@ -249,6 +249,18 @@ pub fn config(database_url: &str, redis_url: &str, extra: &[&str]) -> shortlink_
     cli(database_url, redis_url, extra).config
 }
 
+/// Why a sidecar with `extra` flags (SQLite in `dir`, `redis`) refuses to start; `None`: it starts.
+pub async fn start_error(
+    dir: &std::path::Path,
+    redis: &RedisServer,
+    extra: &[&str],
+) -> Option<String> {
+    let database = format!("sqlite://{}", dir.join("links.db").display());
+    let config = config(&database, &redis.url(), extra);
+    let started = shortlink_sidecar::Application::build(&config).await;
+    started.err().map(|error| error.to_string())
+}
+
 pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
     let mut args = vec![
         "shortlink-sidecar",
@@ -282,11 +294,27 @@ pub fn cli(database_url: &str, redis_url: &str, extra: &[&str]) -> Cli {
 }
 
 impl TestApp {
+    /// The configuration a sidecar on this app's database and Redis runs with.
+    pub fn config(&self, extra: &[&str]) -> shortlink_config::Config {
+        config(&self.database_url, &self.redis.url(), extra)
+    }
+
+    /// The command line of a sidecar on this app's database and Redis.
+    pub fn cli(&self, extra: &[&str]) -> Cli {
+        cli(&self.database_url, &self.redis.url(), extra)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }
 
     /// `GET /metrics`, on the operator's listener.
+    /// The metrics listener's page, as Prometheus scrapes it.
+    pub async fn metrics_page(&self) -> String {
+        let page = reqwest::get(self.metrics_url()).await.unwrap();
+        page.text().await.unwrap()
+    }
+
     pub fn metrics_url(&self) -> String {
         format!("{}/metrics", self.metrics_address)
     }
@@ -439,13 +467,10 @@ impl TestApp {
         workspace: &str,
         path_and_query: &str,
     ) -> reqwest::RequestBuilder {
-        self.client
+        let request = (self.client)
             .get(format!("{address}/api/v1/resolve/{path_and_query}"))
-            .bearer_auth(self.resolve_key().await)
-            .header(
-                shortlink_wire::fallback::WORKSPACE_HEADER,
-                shortlink_wire::fallback::header_value(workspace),
-            )
+            .bearer_auth(self.resolve_key().await);
+        from_workspace(request, workspace)
     }
 
     /// nginx's fallback key (role `resolve`, as `keys create --role resolve` makes it), made in
@@ -626,14 +651,59 @@ pub async fn status_and_json(request: reqwest::RequestBuilder) -> (u16, Value) {
     (status, answer.json().await.unwrap())
 }
 
+/// `request` as nginx's fallback sends it from a host mapped to `workspace`
+/// (`X-Shortlink-Workspace: ws=<workspace>`).
+pub fn from_workspace(
+    request: reqwest::RequestBuilder,
+    workspace: &str,
+) -> reqwest::RequestBuilder {
+    request.header(
+        shortlink_wire::fallback::WORKSPACE_HEADER,
+        shortlink_wire::fallback::header_value(workspace),
+    )
+}
+
+/// Serves `app` on a free loopback port: its address, and the task serving it.
+pub async fn serve_router(
+    app: axum::Router,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (address, server)
+}
+
+/// Sends `request`: its answer (panics unless `status`).
+pub async fn expect_status(request: reqwest::RequestBuilder, status: u16) -> reqwest::Response {
+    let answer = request.send().await.unwrap();
+    assert_eq!(answer.status(), status);
+    answer
+}
+
+/// Sends `request`: its JSON answer (panics unless `status`).
+pub async fn answered(request: reqwest::RequestBuilder, status: u16) -> Value {
+    expect_status(request, status).await.json().await.unwrap()
+}
+
+/// Sends `request` with `body` as NDJSON.
+pub async fn send_ndjson(request: reqwest::RequestBuilder, body: String) -> reqwest::Response {
+    let request = request.header("content-type", "application/x-ndjson");
+    request.body(body).send().await.unwrap()
+}
+
+/// `answer`'s NDJSON lines, parsed (panics unless 200).
+pub async fn ndjson_lines(answer: reqwest::Response) -> Vec<Value> {
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    (text.lines())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// Sends `request`, a compose, with `recipients` as NDJSON: the summary line that ends its
 /// answer (panics unless 200).
 pub async fn compose_summary(request: reqwest::RequestBuilder, recipients: String) -> Value {
-    let answer = (request.header("content-type", "application/x-ndjson"))
-        .body(recipients)
-        .send()
-        .await
-        .unwrap();
+    let answer = send_ndjson(request, recipients).await;
     let status = answer.status();
     let text = answer.text().await.unwrap();
     assert_eq!(status, 200, "{text}");

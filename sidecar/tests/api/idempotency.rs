@@ -127,7 +127,7 @@ async fn keys_past_retention_are_pruned(backend: Backend) {
         app.db.time_literal(eight_days_ago)
     );
     assert_eq!(app.db.execute(&sql).await, 1);
-    let config = config(&app.database_url, &app.redis.url(), &[]);
+    let config = app.config(&[]);
     assert_eq!(
         config.idempotency_retention,
         Duration::from_secs(7 * 86_400)

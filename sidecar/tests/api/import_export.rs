@@ -13,10 +13,16 @@ on_each_backend!(
 );
 
 /// Runs the sidecar binary with the app's database and Redis.
-fn sidecar(database_url: &str, redis_url: &str, args: &[&str]) -> Output {
+fn sidecar(app: &TestApp, args: &[&str]) -> Output {
+    let redis_url = app.redis.url();
     Command::new(env!("CARGO_BIN_EXE_shortlink-sidecar"))
         .args(args)
-        .args(["--database-url", database_url, "--redis-url", redis_url])
+        .args([
+            "--database-url",
+            &app.database_url,
+            "--redis-url",
+            &redis_url,
+        ])
         .args(["--code-secret", SECRET_HEX])
         .env("RUST_LOG", "warn")
         .output()
@@ -45,7 +51,7 @@ async fn import_reports_bad_rows_by_line_and_is_resumable() {
     )
     .unwrap();
     let path = file.to_str().unwrap();
-    let output = sidecar(&app.database_url, &app.redis.url(), &["import", path]);
+    let output = sidecar(&app, &["import", path]);
     let stderr = text(&output.stderr);
     assert!(
         !output.status.success(),
@@ -87,18 +93,14 @@ async fn import_reports_bad_rows_by_line_and_is_resumable() {
     assert_eq!(page["links"][0]["campaign"], "spring");
 
     // The same file again: the same rows fail, nothing is created twice.
-    let again = sidecar(&app.database_url, &app.redis.url(), &["import", path]);
+    let again = sidecar(&app, &["import", path]);
     assert!(!again.status.success());
     assert_eq!(app.stored().await, stored);
 
     // A file with an unknown column is refused before anything is read.
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, "url,colour\nhttps://a.example/,red\n").unwrap();
-    let output = sidecar(
-        &app.database_url,
-        &app.redis.url(),
-        &["import", bad.to_str().unwrap()],
-    );
+    let output = sidecar(&app, &["import", bad.to_str().unwrap()]);
     assert!(!output.status.success());
     assert!(
         text(&output.stderr).contains("line 1: unknown column"),
@@ -161,27 +163,18 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
     let dir = testkit::temp_dir();
     for (format, name) in [("csv", "links.csv"), ("ndjson", "links.ndjson")] {
         let exported = dir.path().join(name);
-        let out = sidecar(
-            &app.database_url,
-            &app.redis.url(),
-            &["export", "--output", exported.to_str().unwrap()],
-        );
+        let out = sidecar(&app, &["export", "--output", exported.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
 
         // A fresh database and Redis.
         let fresh = spawn_app(backend).await;
         let out = sidecar(
-            &fresh.database_url,
-            &fresh.redis.url(),
+            &fresh,
             &["import", "--format", format, exported.to_str().unwrap()],
         );
         assert!(out.status.success(), "{}", text(&out.stderr));
         let again = dir.path().join(format!("again-{name}"));
-        let out = sidecar(
-            &fresh.database_url,
-            &fresh.redis.url(),
-            &["export", "--output", again.to_str().unwrap()],
-        );
+        let out = sidecar(&fresh, &["export", "--output", again.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(
             std::fs::read_to_string(&exported).unwrap(),
@@ -206,8 +199,7 @@ async fn export_then_import_reproduces_the_links(backend: Backend) {
     // Filters: one campaign, one state.
     let filtered = dir.path().join("odd.ndjson");
     let out = sidecar(
-        &app.database_url,
-        &app.redis.url(),
+        &app,
         &[
             "export",
             "--campaign",

@@ -106,21 +106,12 @@ async fn a_stored_visit_records_its_rollup_delay() {
         xadd.arg(k).arg(v);
     }
     let _: String = xadd.query_async(&mut app.redis().await).await.unwrap();
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &["--consumer-name", "delay"],
-    );
+    let config = app.config(&["--consumer-name", "delay"]);
     let store = app.visit_store().await;
     let mut consumer = shortlink_visits::consumer(&config, store).unwrap();
     while consumer.step().await.unwrap() > 0 {}
 
-    let text = reqwest::get(app.metrics_url())
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics_page().await;
     let s = samples(&text);
     let count = s.get("shortlink_rollup_delay_seconds_count").copied();
     assert!(count.is_some_and(|n| n >= 1.0), "{text}");

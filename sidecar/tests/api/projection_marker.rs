@@ -16,11 +16,7 @@ async fn marker_present(app: &TestApp) -> bool {
 
 /// The state a serving sidecar has, on the test app's database and Redis, checking every 50 ms.
 async fn keeper_config(app: &TestApp) -> shortlink_config::Config {
-    config(
-        &app.database_url,
-        &app.redis.url(),
-        &["--projection-check-interval", "50ms"],
-    )
+    app.config(&["--projection-check-interval", "50ms"])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,13 +38,11 @@ async fn app(backend: Backend, name: &str) -> (TestApp, tempfile::TempDir, Strin
 async fn subscribe(app: &TestApp, key: &str, receiver: &Receiver) -> Value {
     let body =
         json!({"url": receiver.url(), "secret": HOOK_SECRET, "batch_size": 1, "batch_ms": 0});
-    let answer = with_key(app, key, reqwest::Method::POST, "/webhooks")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201);
-    answer.json().await.unwrap()
+    answered(
+        with_key(app, key, reqwest::Method::POST, "/webhooks").json(&body),
+        201,
+    )
+    .await
 }
 
 /// The link events `receiver` acknowledged so far, in order.
@@ -134,14 +132,7 @@ async fn a_subscription_that_declines_link_events_gets_none() {
     until_record(&app, &bad, true).await;
     let told = until_events(&chose, 1).await;
     // The declining subscription has read past the event (its cursor saved beyond it).
-    let after: i64 = told[0]["cursor"]
-        .as_str()
-        .unwrap()
-        .split('-')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let after = cursor_ms(&told[0]["cursor"]);
     let passed = eventually(Duration::from_secs(30), || async {
         let hook: Value = send_json(with_key(
             &app,
@@ -150,19 +141,17 @@ async fn a_subscription_that_declines_link_events_gets_none() {
             &format!("/webhooks/{id}"),
         ))
         .await;
-        let seq: i64 = hook["cursor"]
-            .as_str()
-            .unwrap()
-            .split('-')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        seq >= after
+        cursor_ms(&hook["cursor"]) >= after
     })
     .await;
     assert!(passed);
     assert!(link_events(&declined).is_empty());
+}
+
+/// The milliseconds a stream cursor (`<ms>-<seq>`) starts with.
+fn cursor_ms(cursor: &Value) -> i64 {
+    let cursor = cursor.as_str().unwrap();
+    cursor.split('-').next().unwrap().parse().unwrap()
 }
 
 async fn patch(app: &TestApp, key: &str, code: &str, body: Value) -> reqwest::Response {
@@ -271,12 +260,7 @@ async fn a_patch_to_a_clean_target_lifts_the_quarantine_and_to_a_listed_one_is_r
         "{listed}"
     );
     // Counted: the feed's quarantine, and its release by the change.
-    let page = reqwest::get(app.metrics_url())
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.metrics_page().await;
     for event in ["quarantined", "released"] {
         let series = format!(
             "shortlink_link_quarantines_total{{feed=\"corp-urlhaus-patch\",event=\"{event}\"}} 1"
@@ -337,14 +321,9 @@ async fn a_listed_lifecycle_or_rule_target_is_refused_at_create() {
 
 /// Creates `body` with `key`: its code.
 async fn create_with(app: &TestApp, key: &str, body: Value) -> String {
-    let answer = with_key(app, key, reqwest::Method::POST, "/links")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201);
-    let body: Value = answer.json().await.unwrap();
-    body["code"].as_str().unwrap().to_owned()
+    let request = with_key(app, key, reqwest::Method::POST, "/links").json(&body);
+    let link = answered(request, 201).await;
+    link["code"].as_str().unwrap().to_owned()
 }
 
 async fn lifecycle_and_rule_targets_quarantined(backend: Backend) {
@@ -354,37 +333,22 @@ async fn lifecycle_and_rule_targets_quarantined(backend: Backend) {
     flags.extend_from_slice(FLAGS);
     let (app, dir) = app_with_feeds_on(backend, "urlhaus-later", &feed, &flags).await;
     let key = API_KEY.to_owned();
-    let expired = create_with(
-        &app,
-        &key,
-        json!({"url": "https://good.example/1",
-        "expired_url": "https://over.example/sale"}),
-    )
+    let create = |body: Value| create_with(&app, &key, body);
+    let expired = create(json!({"url": "https://good.example/1",
+        "expired_url": "https://over.example/sale"}))
     .await;
-    let variant = create_with(
-        &app,
-        &key,
-        json!({"url": "https://good.example/2",
+    let variant = create(json!({"url": "https://good.example/2",
         "rules": [{"if": {"country": ["PT"]}, "split": {"variants": [
             {"weight": 1, "url": "https://good.example/a"},
-            {"weight": 1, "url": "https://cdn.variant.example/b"}]}}]}),
-    )
+            {"weight": 1, "url": "https://cdn.variant.example/b"}]}}]}))
     .await;
-    let by_url = create_with(&app, &key, json!({"url": "https://good.example/3",
+    let by_url = create(json!({"url": "https://good.example/3",
         "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://rule.example/phish?id=7"}}]})).await;
-    let moved = create_with(
-        &app,
-        &key,
-        json!({"url": "https://good.example/4",
-        "expired_url": "https://over.example/old"}),
-    )
+    let moved = create(json!({"url": "https://good.example/4",
+        "expired_url": "https://over.example/old"}))
     .await;
-    let untouched = create_with(
-        &app,
-        &key,
-        json!({"url": "https://good.example/5",
-        "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://rule.example/other"}}]}),
-    )
+    let untouched = create(json!({"url": "https://good.example/5",
+        "rules": [{"if": {"country": ["PT"]}, "then": {"url": "https://rule.example/other"}}]}))
     .await;
     // A change that drops its listed-to-be destination takes it out of the index.
     let answer = patch(&app, &key, &moved, json!({"expired_url": null})).await;

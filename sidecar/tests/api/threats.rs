@@ -286,12 +286,8 @@ async fn bad_threat_settings_stop_the_start_naming_the_flag() {
         (["--threat-shorteners", "not a host"], "--threat-shorteners"),
         (["--threat-brand-hosts", "bad host"], "--threat-brand-hosts"),
     ] {
-        let database = format!("sqlite://{}", dir.path().join("links.db").display());
-        let config = config(&database, &redis.url(), &flags);
-        let error = match shortlink_sidecar::Application::build(&config).await {
-            Ok(_) => panic!("{flags:?} accepted"),
-            Err(error) => error.to_string(),
-        };
+        let error = (start_error(dir.path(), &redis, &flags).await)
+            .unwrap_or_else(|| panic!("{flags:?} accepted"));
         assert!(error.contains(needle), "{flags:?}: {error}");
     }
 }

@@ -88,14 +88,10 @@ async fn receive(
 impl Receiver {
     pub(crate) async fn start() -> Self {
         let state = Arc::new(ReceiverState::default());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let app = axum::Router::new()
             .route("/hook", axum::routing::post(receive))
             .with_state(Arc::clone(&state));
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let (addr, server) = serve_router(app).await;
         Receiver {
             addr,
             state,
@@ -170,15 +166,16 @@ async fn link(app: &TestApp, campaign: &str, recipient: &str) -> String {
     link["code"].as_str().unwrap().to_owned()
 }
 
+/// POSTs `body` as a subscription, which must be refused (422): the error's code.
+async fn refusal_code(app: &TestApp, body: &Value) -> Value {
+    let request = app.api(reqwest::Method::POST, "/webhooks").json(body);
+    let (status, error) = status_and_json(request).await;
+    assert_eq!(status, 422, "{body}");
+    error["error"]["code"].clone()
+}
+
 async fn subscribe(app: &TestApp, body: Value) -> Value {
-    let answer = app
-        .api(reqwest::Method::POST, "/webhooks")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201);
-    answer.json().await.unwrap()
+    answered(app.api(reqwest::Method::POST, "/webhooks").json(&body), 201).await
 }
 
 fn hook(receiver: &Receiver, batch_size: u32) -> Value {
@@ -526,15 +523,7 @@ async fn subscriptions_refuse_private_targets_and_bad_settings() {
         ),
     ];
     for (body, code) in private.into_iter().chain(others) {
-        let answer = app
-            .api(reqwest::Method::POST, "/webhooks")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 422, "{body}");
-        let error: Value = answer.json().await.unwrap();
-        assert_eq!(error["error"]["code"], code, "{body}");
+        assert_eq!(refusal_code(&app, &body).await, code, "{body}");
     }
     let list = app.get_json("/webhooks").await;
     assert_eq!(list["webhooks"], json!([]), "nothing stored");
@@ -586,15 +575,7 @@ async fn subscriptions_refuse_tunnelled_and_reserved_addresses() {
         "192.0.0.8",
     ] {
         let body = json!({"url": format!("http://{host}/hook"), "secret": HOOK_SECRET});
-        let answer = app
-            .api(reqwest::Method::POST, "/webhooks")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 422, "{body}");
-        let error: Value = answer.json().await.unwrap();
-        assert_eq!(error["error"]["code"], "private_address", "{body}");
+        assert_eq!(refusal_code(&app, &body).await, "private_address", "{body}");
     }
     assert_eq!(app.get_json("/webhooks").await["webhooks"], json!([]));
 }

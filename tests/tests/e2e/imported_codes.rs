@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use shortcode::CodeScheme;
-use shortlink_e2e::{error_pages, http_client, paths, CODE_SECRET, PROJECTION_MARKER};
+use shortlink_e2e::{error_pages, http_client, nginx_conf, paths, CODE_SECRET, PROJECTION_MARKER};
 use testkit::{free_port, port_open, temp_dir, wait_until, Lifeline, RedisServer};
 
 /// A domain with none of the new settings: our codes only.
@@ -66,19 +66,7 @@ impl Edge {
         );
         std::fs::write(prefix.join("imported-domain.conf"), imported).expect("write the include");
         let conf = format!(
-            r#"load_module {module};
-worker_processes 1;
-pid {p}/nginx.pid;
-error_log {p}/error.log notice;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {p}/tmp/client_body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
-    shortlink_redis {redis};
+            r#"{head}    shortlink_redis {redis};
     shortlink_timeout 1s;
     shortlink_code_secret_file {p}/code-secret;
     shortlink_code_length 6;
@@ -115,18 +103,12 @@ http {{
     include {p}/imported-domain.conf;
 }}
 "#,
-            module = module.display(),
+            head = nginx_conf::conf_head(&module, &prefix, 1, 256),
             redis = redis.addr(),
             sidecar = free_port(),
         );
         std::fs::write(prefix.join("nginx.conf"), conf).expect("write nginx.conf");
-        let process = Lifeline::builder(paths::nginx_bin(), prefix.join("stderr.log"))
-            .arg("-p")
-            .arg(&prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .spawn();
+        let process = nginx_conf::spawn_foreground(&paths::nginx_bin(), &prefix);
         let secret = shortcode::parse_hex_secret(CODE_SECRET).expect("the test secret is hex");
         let scheme = CodeScheme::new(&secret, 6, true).expect("the test scheme");
         let edge = Edge {

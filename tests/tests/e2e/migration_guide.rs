@@ -306,14 +306,13 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
     assert_eq!(clicks(), 2, "the logged visit and the click, nothing else");
 
     // And asked directly: each old answer, YOURLS's 301 to the target.
+    let answer = |keyword: &str| {
+        let request = client.get(format!("http://127.0.0.1:{http_port}/{keyword}"));
+        status_and_location(&request.header("Host", DOMAIN).send().unwrap())
+    };
     for keyword in keywords.iter().filter(|k| k.as_str() != TOO_LONG) {
-        let response = client
-            .get(format!("http://127.0.0.1:{http_port}/{keyword}"))
-            .header("Host", DOMAIN)
-            .send()
-            .unwrap();
         assert_eq!(
-            status_and_location(&response),
+            answer(keyword),
             (301, target(keyword)),
             "/{keyword} on {DOMAIN}"
         );
@@ -324,13 +323,8 @@ fn the_yourls_path_of_the_migration_guide_keeps_every_old_answer() {
     drop(run);
     let _run = Run::start(var.path(), ports);
     for keyword in ["1", "z", "1o", "a~b", "Promo12"] {
-        let response = client
-            .get(format!("http://127.0.0.1:{http_port}/{keyword}"))
-            .header("Host", DOMAIN)
-            .send()
-            .unwrap();
         assert_eq!(
-            status_and_location(&response),
+            answer(keyword),
             (301, target(keyword)),
             "/{keyword} on {DOMAIN} after a restart"
         );

@@ -144,13 +144,15 @@ fn assert_thresholds(path: &str, entries: &[Value], verdicts: &[(String, String)
     );
 }
 
+/// The fetched ASN table's folder, as the module's and the sidecar's flags name it.
+fn asn_dir() -> String {
+    let dir = paths::fetched_geo_dir().join("asn");
+    dir.to_str().unwrap().to_owned()
+}
+
 #[test]
 fn the_corpus_is_judged_within_the_issues_thresholds_on_the_module() {
-    let asn = paths::fetched_geo_dir()
-        .join("asn")
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let asn = asn_dir();
     let options = NginxOptions {
         hosting_networks: Some(asn.clone()),
         ..NginxOptions::default()
@@ -166,11 +168,7 @@ fn the_corpus_is_judged_within_the_issues_thresholds_on_the_module() {
 
 #[test]
 fn the_corpus_is_judged_within_the_issues_thresholds_on_the_fallback() {
-    let asn = paths::fetched_geo_dir()
-        .join("asn")
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let asn = asn_dir();
     let options = NginxOptions {
         redis_addr: Some("127.0.0.1:1".to_owned()),
         ..NginxOptions::default()

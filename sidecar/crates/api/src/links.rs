@@ -389,18 +389,7 @@ pub async fn list_links(
         .links
         .list(&filter, cursor.as_ref(), limit + 1)
         .await?;
-    let next_cursor = if links.len() > limit as usize {
-        links.truncate(limit as usize);
-        links.last().map(|last| {
-            ListCursor {
-                created_at: last.created_at,
-                code: last.code.clone(),
-            }
-            .encode()
-        })
-    } else {
-        None
-    };
+    let next_cursor = ListCursor::after_page(&mut links, limit as usize);
     Ok(Json(LinkPage {
         links: links
             .into_iter()

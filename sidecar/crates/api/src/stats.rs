@@ -178,12 +178,7 @@ pub struct TopLinkView {
 impl CountsView {
     pub(crate) fn new(c: &Counts, include_bots: bool) -> Self {
         CountsView {
-            clicks: c.humans
-                + if include_bots {
-                    c.bots + c.previews + c.scanners
-                } else {
-                    0
-                },
+            clicks: clicks(c.humans, [c.bots, c.previews, c.scanners], include_bots),
             unique_visitors: c.new_visitors,
             humans: c.humans,
             bots: c.bots,
@@ -193,18 +188,18 @@ impl CountsView {
     }
 }
 
+/// What `clicks` counts: people's, and with `include_bots` the bots', previews' and scanners'.
+fn clicks(humans: i64, others: [i64; 3], include_bots: bool) -> i64 {
+    humans + if include_bots { others.iter().sum() } else { 0 }
+}
+
 pub(crate) fn at(unix_seconds: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(unix_seconds, 0).unwrap_or_default()
 }
 
 fn entry(e: Entry, include_bots: bool) -> EntryView {
     EntryView {
-        clicks: e.humans
-            + if include_bots {
-                e.bots + e.previews + e.scanners
-            } else {
-                0
-            },
+        clicks: clicks(e.humans, [e.bots, e.previews, e.scanners], include_bots),
         value: e.value,
         humans: e.humans,
         bots: e.bots,

@@ -113,6 +113,21 @@ pub struct ListCursor {
 }
 
 impl ListCursor {
+    /// Ends `page`, read with one row more than `limit` (that row tells whether another page
+    /// follows), at `limit` rows: the next page's cursor, `None` on the last page.
+    pub fn after_page(page: &mut Vec<Link>, limit: usize) -> Option<String> {
+        if page.len() <= limit {
+            return None;
+        }
+        page.truncate(limit);
+        let last = page.last()?;
+        let next = ListCursor {
+            created_at: last.created_at,
+            code: last.code.clone(),
+        };
+        Some(next.encode())
+    }
+
     /// Opaque to clients: `<unix microseconds>.<code>`.
     pub fn encode(&self) -> String {
         format!("{}.{}", self.created_at.timestamp_micros(), self.code)

@@ -32,11 +32,7 @@ async fn conversions_import_records_a_file_once() {
         .join("\n"),
     )
     .unwrap();
-    let cli = cli(
-        &app.database_url,
-        &app.redis.url(),
-        &["conversions", "import", path],
-    );
+    let cli = app.cli(&["conversions", "import", path]);
     let error = shortlink_sidecar::cli::run(cli).await.unwrap_err();
     assert!(
         error.to_string().contains("1 of 2 conversions refused"),

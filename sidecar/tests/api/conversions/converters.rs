@@ -57,21 +57,9 @@ fn batch(lines: &[(u32, &str, String)]) -> String {
 }
 
 async fn send(app: &TestApp, body: String) -> Vec<i64> {
-    let answer = app
-        .api(reqwest::Method::POST, "/conversions")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    let text = answer.text().await.unwrap();
-    (text.lines())
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["status"]
-                .as_i64()
-                .unwrap()
-        })
+    let answer = send_ndjson(app.api(reqwest::Method::POST, "/conversions"), body).await;
+    (ndjson_lines(answer).await.iter())
+        .map(|line| line["status"].as_i64().unwrap())
         .collect()
 }
 

@@ -126,13 +126,7 @@ async fn results_are_kept_through_retention_and_go_with_an_erase(backend: Backen
     // Retention takes every raw visit and conversion; the results stay.
     let policy =
         json!({"campaigns": [{"campaign": "autumn", "visits_days": 7, "conversions_days": 7}]});
-    let answer = app
-        .api(Method::PUT, "/retention")
-        .json(&policy)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    expect_status(app.api(Method::PUT, "/retention").json(&policy), 200).await;
     let store_ = app.visit_store().await;
     let deleted = delete_old_visits(store_.as_ref(), None).await.unwrap();
     assert_eq!((deleted.visits, deleted.conversions), (7, 3));

@@ -82,22 +82,13 @@ pub(super) async fn compose_and_send(
 ) -> (Vec<Value>, String) {
     let url = spring_compose_url(app);
     let body: String = recipients.iter().map(|r| format!("{r}\n")).collect();
-    let answer = (app.client.post(url).bearer_auth(API_KEY))
-        .header("X-Shortlink-Public-Base", base)
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    let request = app.client.post(url).bearer_auth(API_KEY);
+    let answer = send_ndjson(request.header("X-Shortlink-Public-Base", base), body).await;
     let header = answer.headers()["shortlink-send-job"]
         .to_str()
         .unwrap()
         .to_owned();
-    let text = answer.text().await.unwrap();
-    let lines: Vec<Value> = (text.lines())
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let lines = ndjson_lines(answer).await;
     let job = lines.last().unwrap()["send_job"]
         .as_str()
         .unwrap()

@@ -58,15 +58,8 @@ async fn counts(app: &TestApp, (backend, db): (Backend, &TestDb), codes: &[Strin
 
 /// The feed's `reclassified` events: (id, visit_id, from, to, audience, reasons), in order.
 async fn reclassified(app: &TestApp) -> Vec<Value> {
-    let answer = app
-        .api(reqwest::Method::GET, "/visits?limit=1000")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    let text = answer.text().await.unwrap();
-    (text.lines())
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+    let feed = app.api(reqwest::Method::GET, "/visits?limit=1000");
+    (ndjson_lines(feed.send().await.unwrap()).await.into_iter())
         .filter(|event| event["type"] == "reclassified")
         .map(|event| {
             json!([

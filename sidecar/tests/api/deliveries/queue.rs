@@ -398,13 +398,7 @@ async fn an_erased_subjects_queued_message_goes_with_its_number() {
     let recipients: Vec<Value> = (0..3).map(|i| recipient(i, "sale")).collect();
     let (lines, job) = compose_and_send(&app, PUBLIC_BASE, &recipients).await;
     let erase = json!({"request_id": "dsr-1", "ref": "r-2"});
-    let answer = app
-        .api(Method::POST, "/subjects/erase")
-        .json(&erase)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    expect_status(app.api(Method::POST, "/subjects/erase").json(&erase), 200).await;
     let phone = (app.db)
         .scalar("SELECT COUNT(*) FROM gateway_pending WHERE phone LIKE '%0002'")
         .await;

@@ -29,7 +29,7 @@ pub async fn import(app: &TestApp, args: &[&str]) -> (Result<(), String>, Value)
     let mut all = vec!["import", "--import-allow-private"];
     all.extend_from_slice(args);
     all.extend(["--report", report.to_str().unwrap()]);
-    let outcome = shortlink_sidecar::cli::run(cli(&app.database_url, &app.redis.url(), &all))
+    let outcome = shortlink_sidecar::cli::run(app.cli(&all))
         .await
         .map_err(|e| e.to_string());
     let report = std::fs::read(&report)

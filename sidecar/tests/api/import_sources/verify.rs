@@ -31,18 +31,11 @@ async fn redirect(
         .unwrap_or("")
         .to_owned();
     edge.hosts.lock().unwrap().push(host);
-    let answer = edge
-        .client
+    let request = (edge.client)
         .get(format!("{}/api/v1/resolve/{code}", edge.sidecar))
-        .bearer_auth(edge.key)
-        // Every host of this edge is `default`'s, as domains.conf maps a host nobody named.
-        .header(
-            shortlink_wire::fallback::WORKSPACE_HEADER,
-            shortlink_wire::fallback::header_value("default"),
-        )
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(edge.key);
+    // Every host of this edge is `default`'s, as domains.conf maps a host nobody named.
+    let answer = from_workspace(request, "default").send().await.unwrap();
     let mut response = axum::http::StatusCode::from_u16(answer.status().as_u16())
         .unwrap()
         .into_response();
@@ -80,20 +73,16 @@ async fn verify_import_catches_a_link_that_changed() {
     let dir = testkit::temp_dir();
     let verify_report = dir.path().join("verify.json");
     let verify = |report: String| {
-        let cli = cli(
-            &app.database_url,
-            &app.redis.url(),
-            &[
-                "verify-import",
-                "--from",
-                "shlink",
-                export,
-                "--edge",
-                &edge_url,
-                "--report",
-                &report,
-            ],
-        );
+        let cli = app.cli(&[
+            "verify-import",
+            "--from",
+            "shlink",
+            export,
+            "--edge",
+            &edge_url,
+            "--report",
+            &report,
+        ]);
         shortlink_sidecar::cli::run(cli)
     };
     let report_path = verify_report.to_str().unwrap().to_owned();

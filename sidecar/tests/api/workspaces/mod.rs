@@ -145,10 +145,6 @@ pub async fn queue_batch(app: &TestApp, batch: &shortlink_wire::event::Batch) {
 
 /// The sidecar's visit consumer named `name`, on the app's database and Redis.
 pub async fn stream_consumer(app: &TestApp, name: &str) -> shortlink_visits::consumer::Consumer {
-    let config = config(
-        &app.database_url,
-        &app.redis.url(),
-        &["--consumer-name", name],
-    );
+    let config = app.config(&["--consumer-name", name]);
     shortlink_visits::consumer(&config, app.visit_store().await).expect("consumer")
 }

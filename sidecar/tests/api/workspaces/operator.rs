@@ -28,11 +28,11 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
         let error: Value = answer.json().await.unwrap();
         assert_eq!(error["error"]["code"], code, "{body}");
     }
-    let answer = with_key(&app, &operator, Method::DELETE, "/workspaces/default")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 409);
+    expect_status(
+        with_key(&app, &operator, Method::DELETE, "/workspaces/default"),
+        409,
+    )
+    .await;
     let list: Value = send_json(with_key(&app, &operator, Method::GET, "/workspaces")).await;
     let slugs: Vec<&str> = (list["workspaces"].as_array().unwrap().iter())
         .map(|w| w["slug"].as_str().unwrap())
@@ -40,17 +40,13 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     assert_eq!(slugs, ["default", "brand-a"]);
 
     // An operator key reaches no link; a workspace admin no workspace.
-    let answer = with_key(&app, &operator, Method::GET, "/links")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 403);
+    expect_status(with_key(&app, &operator, Method::GET, "/links"), 403).await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let answer = with_key(&app, &admin, Method::GET, "/workspaces/brand-a")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 403);
+    expect_status(
+        with_key(&app, &admin, Method::GET, "/workspaces/brand-a"),
+        403,
+    )
+    .await;
     let own: Value = send_json(with_key(&app, &admin, Method::GET, "/workspace")).await;
     assert_eq!(own["slug"], "brand-a");
 
@@ -66,28 +62,17 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     assert_eq!(changed["name"], "Brand A Ltd");
     assert_eq!(changed["quotas"]["links_per_day"], 1000);
     assert!(changed["suspended_at"].is_string());
-    let answer = with_key(&app, &admin, Method::GET, "/links")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 403);
+    let answer = expect_status(with_key(&app, &admin, Method::GET, "/links"), 403).await;
     let error: Value = answer.json().await.unwrap();
     assert_eq!(error["error"]["code"], "workspace_suspended");
     assert_eq!(app.resolve_on("brand-a", code).await.status(), 302);
-    let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"suspended": false}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    assert_eq!(
-        with_key(&app, &admin, Method::GET, "/links")
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    expect_status(
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+            .json(&json!({"suspended": false})),
+        200,
+    )
+    .await;
+    expect_status(with_key(&app, &admin, Method::GET, "/links"), 200).await;
 
     // Deleted with its data: the link no longer answers, in Redis or SQL; the key is gone.
     let deleted: Value = send_json(with_key(
@@ -103,14 +88,7 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
     );
     assert_eq!(app.redis_record(code).await, None);
     assert_eq!(app.resolve_on("brand-a", code).await.status(), 404);
-    assert_eq!(
-        with_key(&app, &admin, Method::GET, "/links")
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
+    expect_status(with_key(&app, &admin, Method::GET, "/links"), 401).await;
     assert_eq!(app.get_link(code).await.status(), 404);
 }
 
@@ -118,22 +96,22 @@ async fn the_operator_creates_changes_suspends_and_deletes_workspaces() {
 async fn a_workspace_admin_manages_its_own_keys() {
     let (app, operator) = app_with_workspaces(&["brand-a"]).await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let answer = with_key(&app, &admin, Method::POST, "/keys")
-        .json(&json!({"name": "campaign tool", "role": "issuer"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201);
+    let answer = expect_status(
+        with_key(&app, &admin, Method::POST, "/keys")
+            .json(&json!({"name": "campaign tool", "role": "issuer"})),
+        201,
+    )
+    .await;
     let key: Value = answer.json().await.unwrap();
     let issuer = key["key"].as_str().unwrap().to_owned();
     // Its keys act in its workspace: the issuer's link is the admin's to read.
     let link = link_in(&app, &issuer, json!({"url": "https://a.example/tool"})).await;
     let code = link["code"].as_str().unwrap();
-    let read = with_key(&app, &admin, Method::GET, &format!("/links/{code}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(read.status(), 200);
+    expect_status(
+        with_key(&app, &admin, Method::GET, &format!("/links/{code}")),
+        200,
+    )
+    .await;
     // Neither operator nor resolve keys, nor issuers making keys.
     for role in ["operator", "resolve"] {
         let answer = with_key(&app, &admin, Method::POST, "/keys")
@@ -143,11 +121,7 @@ async fn a_workspace_admin_manages_its_own_keys() {
             .unwrap();
         assert_eq!(answer.status(), 422, "{role}");
     }
-    let answer = with_key(&app, &issuer, Method::GET, "/keys")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 403);
+    expect_status(with_key(&app, &issuer, Method::GET, "/keys"), 403).await;
     let list: Value = send_json(with_key(&app, &admin, Method::GET, "/keys")).await;
     assert_eq!(list["keys"].as_array().unwrap().len(), 2);
     assert!(
@@ -155,23 +129,14 @@ async fn a_workspace_admin_manages_its_own_keys() {
         "no key shown again: {list}"
     );
     let id = key["id"].as_i64().unwrap();
-    let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoked.status(), 200);
-    let answer = with_key(&app, &issuer, Method::GET, "/links")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 401);
+    expect_status(
+        with_key(&app, &admin, Method::DELETE, &format!("/keys/{id}")),
+        200,
+    )
+    .await;
+    expect_status(with_key(&app, &issuer, Method::GET, "/links"), 401).await;
     // The default workspace's admin cannot revoke brand-a's key: as if it did not exist.
-    let answer = app
-        .api(Method::DELETE, &format!("/keys/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 404);
+    expect_status(app.api(Method::DELETE, &format!("/keys/{id}")), 404).await;
 }
 
 #[tokio::test]
@@ -190,11 +155,11 @@ async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only
     let named = record::decode(&app.redis_record(&ours).await.unwrap()).unwrap();
     assert_eq!(named.workspace().map(|w| w.as_str()), Some("brand-a"));
     // Revoked, its tombstone names it too.
-    let answer = with_key(&app, &admin, Method::DELETE, &format!("/links/{ours}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    expect_status(
+        with_key(&app, &admin, Method::DELETE, &format!("/links/{ours}")),
+        200,
+    )
+    .await;
     let tombstone = record::decode(&app.redis_record(&ours).await.unwrap()).unwrap();
     assert_eq!(tombstone.workspace().map(|w| w.as_str()), Some("brand-a"));
 
@@ -234,12 +199,12 @@ async fn a_record_names_its_workspace_and_the_fallback_answers_on_its_hosts_only
 #[tokio::test]
 async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
     let (app, operator) = app_with_workspaces(&["brand-a"]).await;
-    let answer = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"quotas": {"links_per_day": 3, "webhooks": 0}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
+    expect_status(
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+            .json(&json!({"quotas": {"links_per_day": 3, "webhooks": 0}})),
+        200,
+    )
+    .await;
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let count = || async { app.stored().await.links };
     let before = count().await;
@@ -270,12 +235,12 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
         )
         .await;
     }
-    let answer = with_key(&app, &admin, Method::POST, "/links")
-        .json(&json!({"url": "https://a.example/four"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 429);
+    let answer = expect_status(
+        with_key(&app, &admin, Method::POST, "/links")
+            .json(&json!({"url": "https://a.example/four"})),
+        429,
+    )
+    .await;
     assert!(answer.headers().contains_key("retry-after"));
     assert!(answer.headers().contains_key("ratelimit-policy"));
     let error: Value = answer.json().await.unwrap();
@@ -284,14 +249,13 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
     app.create_code("https://d.example/free").await;
 
     // A key of its own rate: 1 request a second, a burst of 2.
-    let answer = with_key(&app, &admin, Method::POST, "/keys")
-        .json(
+    let answer = expect_status(
+        with_key(&app, &admin, Method::POST, "/keys").json(
             &json!({"name": "slow tool", "role": "viewer", "rate": {"per_second": 1, "burst": 2}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 201);
+        ),
+        201,
+    )
+    .await;
     let slow: Value = answer.json().await.unwrap();
     assert_eq!(slow["rate_per_second"], 1);
     let slow = slow["key"].as_str().unwrap().to_owned();
@@ -306,17 +270,13 @@ async fn a_workspaces_quotas_and_a_keys_own_rate_hold_for_it_alone() {
     assert_eq!(&statuses[..2], [200, 200], "{statuses:?}");
     assert!(statuses[2..].contains(&429), "{statuses:?}");
     // The admin's own requests are not throttled by its viewer's rate.
-    let answer = with_key(&app, &admin, Method::GET, "/links")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 200);
-    let answer = with_key(&app, &admin, Method::POST, "/keys")
-        .json(&json!({"name": "x", "role": "viewer", "rate": {"per_second": 1}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 422);
+    expect_status(with_key(&app, &admin, Method::GET, "/links"), 200).await;
+    expect_status(
+        with_key(&app, &admin, Method::POST, "/keys")
+            .json(&json!({"name": "x", "role": "viewer", "rate": {"per_second": 1}})),
+        422,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -331,8 +291,7 @@ async fn a_workspaces_links_are_issued_on_its_own_domains() {
             .header("x-shortlink-public-base", lists)
             .json(&json!({"url": "https://shop.example/x"}));
         async move {
-            let answer = request.send().await.unwrap();
-            assert_eq!(answer.status(), 201);
+            let answer = expect_status(request, 201).await;
             answer.json::<Value>().await.unwrap()
         }
     };
@@ -375,37 +334,37 @@ async fn workspace_and_key_changes_through_the_api_are_in_the_audit_log() {
     let brand = app.storage().await.workspace_by_slug("brand-a").await;
     let brand_id = brand.unwrap().unwrap().id.get();
     let admin = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let changed = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(changed.status(), 200);
+    expect_status(
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+            .json(&json!({"name": "Brand A Ltd", "quotas": {"links_per_day": 1000}})),
+        200,
+    )
+    .await;
     // A change to nothing records nothing.
-    let same = with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
-        .json(&json!({"name": "Brand A Ltd"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(same.status(), 200);
+    expect_status(
+        with_key(&app, &operator, Method::PATCH, "/workspaces/brand-a")
+            .json(&json!({"name": "Brand A Ltd"})),
+        200,
+    )
+    .await;
     let tool: Value = send_json(with_key(&app, &admin, Method::POST, "/keys").json(
         &json!({"name": "campaign tool", "role": "issuer", "rate": {"per_second": 5, "burst": 10}}),
     ))
     .await;
     let tool_id = tool["id"].as_i64().unwrap();
     for _ in 0..2 {
-        let revoked = with_key(&app, &admin, Method::DELETE, &format!("/keys/{tool_id}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(revoked.status(), 200);
+        expect_status(
+            with_key(&app, &admin, Method::DELETE, &format!("/keys/{tool_id}")),
+            200,
+        )
+        .await;
     }
     create_workspace(&app, &operator, "brand-b").await;
-    let deleted = with_key(&app, &operator, Method::DELETE, "/workspaces/brand-b")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200);
+    expect_status(
+        with_key(&app, &operator, Method::DELETE, "/workspaces/brand-b"),
+        200,
+    )
+    .await;
 
     // The brand's admin sees its own chain: the key the operator gave it, then its own.
     let own = audit_rows(&app, &admin).await;

@@ -141,13 +141,7 @@ impl LinkService {
         feed: &str,
         entry: &str,
     ) -> Result<bool, ServiceError> {
-        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
-        let _writing = self.in_flight.enter(workspace).await;
-        let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(workspace, code).await? else {
-            let _ = tx.rollback().await;
-            return Err(ServiceError::NotFound);
-        };
+        let (_writing, mut tx, current) = self.lock_for_change(workspace, code).await?;
         let held = match tx.quarantine_of(code).await? {
             Some(q) => q.released_at.is_none() || (q.feed == feed && q.entry == entry),
             None => false,
@@ -207,12 +201,7 @@ impl LinkService {
                     .workspace
             }
         };
-        let _writing = self.in_flight.enter(workspace).await;
-        let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(workspace, code).await? else {
-            let _ = tx.rollback().await;
-            return Err(ServiceError::NotFound);
-        };
+        let (_writing, mut tx, current) = self.lock_for_change(workspace, code).await?;
         let quarantine = tx.quarantine_of(code).await?;
         let Some(mut quarantine) = quarantine.filter(|q| q.released_at.is_none()) else {
             let _ = tx.rollback().await;

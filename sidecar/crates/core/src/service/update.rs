@@ -7,6 +7,10 @@ use crate::projection::RecordWrite;
 use shortlink_model::{Link, WorkspaceId};
 use shortlink_store as storage;
 use shortlink_store::audit::{link_changes, AuditEntry, Origin};
+use tokio::sync::OwnedRwLockReadGuard;
+
+/// Held while a link of a workspace is changed ([`super::in_flight`]).
+type WriteGate = OwnedRwLockReadGuard<()>;
 
 impl LinkService {
     pub async fn update(
@@ -16,13 +20,7 @@ impl LinkService {
         patch: LinkPatch,
         origin: &Origin,
     ) -> Result<Link, ServiceError> {
-        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
-        let _writing = self.in_flight.enter(workspace).await;
-        let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(workspace, code).await? else {
-            let _ = tx.rollback().await;
-            return Err(ServiceError::NotFound);
-        };
+        let (_writing, mut tx, current) = self.lock_for_change(workspace, code).await?;
         if current.revoked_at.is_some() {
             let _ = tx.rollback().await;
             return Err(ServiceError::Revoked);
@@ -89,13 +87,7 @@ impl LinkService {
         code: &str,
         origin: &Origin,
     ) -> Result<Link, ServiceError> {
-        // A delete of the workspace waits for this write, or this for it ([`super::authority`]).
-        let _writing = self.in_flight.enter(workspace).await;
-        let mut tx = self.storage.begin().await?;
-        let Some(current) = tx.lock_link(workspace, code).await? else {
-            let _ = tx.rollback().await;
-            return Err(ServiceError::NotFound);
-        };
+        let (_writing, mut tx, current) = self.lock_for_change(workspace, code).await?;
         let mut next = current.clone();
         if current.revoked_at.is_none() {
             let now = storage::now().max(current.updated_at);
@@ -115,6 +107,25 @@ impl LinkService {
             tracing::warn!(%code, %error, "the revoked link's click counter could not be deleted");
         }
         Ok(next)
+    }
+
+    /// Link `code` of `workspace`, locked in a new transaction for a change, with the
+    /// workspace's write gate held: a delete of the workspace waits for the change, or the
+    /// change for it ([`super::authority`]). Not found: nothing is left open.
+    pub(super) async fn lock_for_change(
+        &self,
+        workspace: WorkspaceId,
+        code: &str,
+    ) -> Result<(WriteGate, Box<dyn storage::LinkTx>, Link), ServiceError> {
+        let writing = self.in_flight.enter(workspace).await;
+        let mut tx = self.storage.begin().await?;
+        match tx.lock_link(workspace, code).await? {
+            Some(current) => Ok((writing, tx, current)),
+            None => {
+                let _ = tx.rollback().await;
+                Err(ServiceError::NotFound)
+            }
+        }
     }
 
     pub(super) async fn publish_and_commit(
