@@ -1,4 +1,4 @@
-//! `sqlx::migrate!` embeds the migrations at compile time: rebuild when they change.
+//! `sqlx_macros::migrate!` embeds the migrations at compile time: rebuild when they change.
 fn main() {
     println!("cargo:rerun-if-changed=../migrations");
 }

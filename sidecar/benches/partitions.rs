@@ -67,7 +67,7 @@ fn today_start() -> DateTime<Utc> {
 
 /// Runs the migrations `keep` selects.
 async fn migrate(pool: &PgPool, keep: impl Fn(i64) -> bool) {
-    let mut migrator = sqlx::migrate!("../migrations/postgres");
+    let mut migrator = sqlx_macros::migrate!("../migrations/postgres");
     migrator.migrations = (migrator.migrations.iter())
         .filter(|m| keep(m.version))
         .cloned()

@@ -303,7 +303,7 @@ async fn run(
         let mut part = reservation.split_off(valid.len() as u64);
         let outcomes: HashMap<i64, ItemOutcome> = state
             .links
-            .create_chunk(valid, None, &writer, &mut part)
+            .create_chunk(valid, None, (&writer, writer.turn()), &mut part)
             .await
             .into_iter()
             .collect();

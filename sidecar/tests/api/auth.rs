@@ -236,11 +236,11 @@ async fn the_roles_migration_narrows_the_old_fallback_key(backend: Backend) {
     let dir = testkit::temp_dir();
     let (mut migrator, url) = match backend {
         Backend::Sqlite => (
-            sqlx::migrate!("../migrations/sqlite"),
+            sqlx_macros::migrate!("../migrations/sqlite"),
             format!("sqlite://{}", dir.path().join("old.db").display()),
         ),
         Backend::Postgres => (
-            sqlx::migrate!("../migrations/postgres"),
+            sqlx_macros::migrate!("../migrations/postgres"),
             testkit::postgres().fresh_database_url(),
         ),
         Backend::Mariadb => unreachable!("MariaDB's first migration has the roles"),

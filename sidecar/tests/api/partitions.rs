@@ -121,8 +121,8 @@ fn history(now: i64) -> Vec<Visit> {
 async fn the_migration_keeps_every_row_and_answer() {
     let url = testkit::postgres().fresh_database_url();
     let pool = PgPool::connect(&url).await.unwrap();
-    let all = sqlx::migrate!("../migrations/postgres");
-    let mut before = sqlx::migrate!("../migrations/postgres");
+    let all = sqlx_macros::migrate!("../migrations/postgres");
+    let mut before = sqlx_macros::migrate!("../migrations/postgres");
     // Every migration but the partitioning: the rows are written by today's store, which needs
     // the later ones' columns (migration 58's feed times); 54 is then applied last, as on an
     // upgrade.
@@ -604,7 +604,7 @@ async fn a_finished_day_is_vacuumed_once_and_read_from_its_index_alone() {
     // racing this test's settle.
     let url = testkit::postgres().fresh_database_url();
     let pool = PgPool::connect(&url).await.unwrap();
-    sqlx::migrate!("../migrations/postgres")
+    sqlx_macros::migrate!("../migrations/postgres")
         .run(&pool)
         .await
         .unwrap();

@@ -472,9 +472,10 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
                 let mut unmetered = Budget::command_line(workspace)
                     .reserve_links(items.len() as u64)
                     .await?;
-                let job = Arc::clone(&job);
+                // Taken here, in file order: the tasks may start in any order.
+                let (job, turn) = (Arc::clone(&job), job.turn());
                 let task = tokio::spawn(async move {
-                    (links.create_chunk(items, Some(claim), &job, &mut unmetered)).await
+                    (links.create_chunk(items, Some(claim), (&job, turn), &mut unmetered)).await
                 });
                 in_flight.push_back(async move { (lines, task.await) });
             }

@@ -304,7 +304,7 @@ impl<'a> Writer<'a> {
         let outcomes = match self.budget.reserve_links(items.len() as u64).await {
             Ok(mut reservation) => {
                 let outcomes = (self.state.links)
-                    .create_chunk(items, None, &self.job, &mut reservation)
+                    .create_chunk(items, None, (&self.job, self.job.turn()), &mut reservation)
                     .await;
                 let created = (outcomes.iter())
                     .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))

@@ -219,10 +219,11 @@ fn check_chunk<I: Items>(items: &I, chunk: RawChunk) -> CheckedChunk<I::Kept> {
     CheckedChunk { checked, valid }
 }
 
-/// Whether a group's links may be issued: their share of the day's links reserved, or refused
-/// (the request is cut there); a dry run's issue none.
+/// Whether a group's links may be issued: their share of the day's links reserved (and the
+/// group's place in the job's order), or refused (the request is cut there); a dry run's issue
+/// none.
 enum Admission {
-    Reserved(Reservation),
+    Reserved(Reservation, service::Turn),
     Refused,
     DryRun,
     /// The job's key or workspace stopped it: nothing reserved, nothing issued.
@@ -232,7 +233,8 @@ enum Admission {
 /// Reserves each group's links of the day's quota, one group after the other in request order:
 /// the first that does not fit cuts the request, and every group from it on is refused
 /// ([`crate::budget`] says so to users). Reservations never wait on a write. A stopped job's
-/// groups reserve nothing: they issue nothing.
+/// groups reserve nothing: they issue nothing. Turns are taken here, in request order, before the
+/// groups are written side by side.
 fn admit_groups<K: Send + 'static>(
     (budget, job): (Budget, Arc<Job>),
     mode: Mode,
@@ -253,7 +255,7 @@ fn admit_groups<K: Send + 'static>(
                 return (group, Admission::Refused);
             }
             match budget.reserve_links(links as u64).await {
-                Ok(reservation) => (group, Admission::Reserved(reservation)),
+                Ok(reservation) => (group, Admission::Reserved(reservation, job.turn())),
                 Err(error) => {
                     tracing::info!(%error, workspace = %budget.workspace(), "a request is cut at its quota");
                     cut.store(true, Ordering::Relaxed);
@@ -300,9 +302,9 @@ async fn write_group<K>(
         }
         (Mode::Write, Admission::Refused) => failed(&valid, ItemFailure::QuotaExceeded),
         (Mode::Write, Admission::Stopped(stop)) => failed(&valid, ItemFailure::Stopped(stop)),
-        (Mode::Write, Admission::Reserved(mut reservation)) => {
+        (Mode::Write, Admission::Reserved(mut reservation, turn)) => {
             let outcomes = (state.links)
-                .create_chunks(valid, claim, &job, &mut reservation)
+                .create_chunks(valid, claim, (&job, turn), &mut reservation)
                 .await;
             let created = (outcomes.iter().flatten())
                 .filter(|(_, outcome)| matches!(outcome, ItemOutcome::Created(_)))

@@ -244,7 +244,12 @@ impl Reissue {
         let mut outcomes: HashMap<i64, ItemOutcome> = match valid.is_empty() {
             true => HashMap::new(),
             false => (self.state.links)
-                .create_chunks(self.chunks(valid), Some(self.claim), &self.job, reservation)
+                .create_chunks(
+                    self.chunks(valid),
+                    Some(self.claim),
+                    (&self.job, self.job.turn()),
+                    reservation,
+                )
                 .await
                 .into_iter()
                 .flatten()

@@ -30,8 +30,11 @@
 //!
 //! A [`Job`] remembers that it stopped, so its later groups are answered without a transaction
 //! (and without a lease of codes), and a workspace resumed meanwhile does not restart it halfway.
+//! Its groups decide in the order of their items ([`super::turn`]): once one is stopped, no later
+//! one commits, so an answer is its created items, then the stopped ones, never the two mixed.
 
 use super::error::Stop;
+use super::turn::{Turn, Turns};
 use super::{ItemFailure, ItemOutcome, LinkService, NewLink, CLI_API_KEY_ID};
 use crate::limits::Reservation;
 use shortlink_model::WorkspaceId;
@@ -68,6 +71,7 @@ impl Authority {
 pub struct Job {
     authority: Authority,
     stopped: OnceLock<Stop>,
+    turns: Turns,
 }
 
 impl Job {
@@ -75,7 +79,14 @@ impl Job {
         Job {
             authority,
             stopped: OnceLock::new(),
+            turns: Turns::default(),
         }
+    }
+
+    /// The place of the next group in the job's order: taken where the order of the items is
+    /// known (before groups written at once are spawned), handed to [`LinkService::create_chunks`].
+    pub fn turn(&self) -> Turn {
+        self.turns.take()
     }
 
     pub fn authority(&self) -> Authority {
@@ -100,15 +111,16 @@ impl Job {
 }
 
 impl LinkService {
-    /// Creates a group of chunks in one transaction ([`Self::create_groups`]) for `job`: once
-    /// it has stopped, every item fails with why and nothing is written. The items draw on
-    /// `reservation`, their workspace's quota reserved by the caller (who keeps what was issued
-    /// of it): items beyond what it has left are refused, none created.
+    /// Creates a group of chunks in one transaction ([`Self::create_groups`]) for `job`, in its
+    /// `turn` (of [`Job::turn`]): once the job has stopped, every item fails with why and nothing
+    /// is written. The items draw on `reservation`, their workspace's quota reserved by the
+    /// caller (who keeps what was issued of it): items beyond what it has left are refused, none
+    /// created.
     pub async fn create_chunks(
         &self,
         chunks: Vec<Vec<(i64, NewLink)>>,
         claim: Option<super::Claim>,
-        job: &Job,
+        (job, mut turn): (&Job, Turn),
         reservation: &mut Reservation,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
         if let Some(stop) = job.stopped() {
@@ -127,15 +139,24 @@ impl LinkService {
             let count = chunks.len();
             return super::screen::merge(refused, (0..count).collect(), outcomes, count);
         }
+        // Waited for before the workspace's gate is entered: a delete queued there would keep
+        // the group ahead from entering while this one held the gate waiting for it.
+        turn.wait().await;
+        let count = chunks.len();
+        if let Some(stop) = job.stopped() {
+            let outcomes = refuse_all(&chunks, ItemFailure::Stopped(stop));
+            return super::screen::merge(refused, (0..count).collect(), outcomes, count);
+        }
         // Thousands of lines: a busy database is waited for, never a reason to shed them.
         let patience = shortlink_store::patience::Patience::BULK;
-        let count = chunks.len();
         let (positions, kept): (Vec<usize>, Vec<_>) = (chunks.into_iter().enumerate())
             .filter(|(_, items)| !items.is_empty())
             .unzip();
-        let written = self.create_groups(kept, claim, job.authority);
+        let written = self.create_groups(kept, claim, job.authority, &mut turn);
         let outcomes = shortlink_store::patience::waiting_while_busy(patience, written).await;
         job.observe(outcomes.iter().flatten().map(|(_, outcome)| outcome));
+        // Passed only now if not before: the next group sees this one's stop.
+        drop(turn);
         super::screen::merge(refused, positions, outcomes, count)
     }
 
@@ -144,7 +165,7 @@ impl LinkService {
         &self,
         items: Vec<(i64, NewLink)>,
         claim: Option<super::Claim>,
-        job: &Job,
+        job: (&Job, Turn),
         reservation: &mut Reservation,
     ) -> Vec<(i64, ItemOutcome)> {
         self.create_chunks(vec![items], claim, job, reservation)

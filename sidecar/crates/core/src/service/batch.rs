@@ -6,6 +6,7 @@ use super::authority::Authority;
 use super::commit::Scope;
 use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::error::Stop;
+use super::turn::Turn;
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
 use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
@@ -32,9 +33,10 @@ impl LinkService {
         chunks: Vec<Vec<(i64, NewLink)>>,
         claim: Option<Claim>,
         authority: Authority,
+        turn: &mut Turn,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
         let _writing = self.in_flight.enter(authority.workspace).await;
-        match self.try_create_chunks(&chunks, claim, authority, 1).await {
+        match (self.try_create_chunks(&chunks, claim, (authority, turn), 1)).await {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 let failure = ItemFailure::of(&error);
@@ -60,7 +62,7 @@ impl LinkService {
         &self,
         chunks: &[Vec<(i64, NewLink)>],
         claim: Option<Claim>,
-        authority: Authority,
+        (authority, turn): (Authority, &mut Turn),
         attempt: usize,
     ) -> ChunksResult {
         let now = storage::now();
@@ -112,7 +114,10 @@ impl LinkService {
                 .map(|row| &row.link)
                 .find(|link| plan.inserted.contains(&link.code))
         });
-        let failure = (self.end_transaction(tx, (failed, authority), &sent, &taken, probe)).await;
+        // Items still to create again decide after this commit: the turn waits for them.
+        let early = refused.retry.is_empty().then_some(&mut *turn);
+        let ending = (failed, authority, early);
+        let failure = (self.end_transaction(tx, ending, &sent, &taken, probe)).await;
         // After the transaction: on SQLite the sequence shares its one write connection.
         for code in &refused.rows {
             self.issuer.skip_past(code).await?;
@@ -128,7 +133,7 @@ impl LinkService {
                     failed_items(&items, ItemFailure::CodeTaken)
                 }
                 None => self
-                    .retry_chunk(items, claim, authority, attempt + 1)
+                    .retry_chunk(items, claim, (authority, turn), attempt + 1)
                     .await?
                     .pop()
                     .unwrap_or_default(),
@@ -241,11 +246,11 @@ impl LinkService {
 
     /// Commits, or rolls back when a Redis write failed or the job's `authority` ended while
     /// the group was written; after either failure removes what was sent. Returns the failure
-    /// of every inserted item, if any.
+    /// of every inserted item, if any. Passes `turn` on as soon as the group is known to stand.
     async fn end_transaction(
         &self,
         mut tx: Box<dyn storage::LinkTx>,
-        (redis_failed, authority): (bool, Authority),
+        (redis_failed, authority, turn): (bool, Authority, Option<&mut Turn>),
         sent: &[Vec<RecordWrite>],
         taken: &HashMap<String, Vec<u8>>,
         probe: Option<&Link>,
@@ -267,6 +272,10 @@ impl LinkService {
             self.unpublish(sent, taken).await;
             Some(stopped.unwrap_or(ItemFailure::RedisUnavailable))
         } else {
+            // Held rows: nothing can stop this group now, so the next may write while it commits.
+            if let Some(turn) = turn {
+                turn.pass();
+            }
             let records = sent.iter().map(Vec::len).sum();
             let undo = async {
                 let written = unpublished(sent, taken);
@@ -281,14 +290,14 @@ impl LinkService {
 
     /// [`Self::try_create_chunks`] again for items whose codes were refused, boxed: an async
     /// function cannot hold its own future.
-    fn retry_chunk(
-        &self,
+    fn retry_chunk<'a>(
+        &'a self,
         items: Vec<(i64, NewLink)>,
         claim: Option<Claim>,
-        authority: Authority,
+        job: (Authority, &'a mut Turn),
         attempt: usize,
-    ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + '_>> {
-        Box::pin(async move { (self.try_create_chunks(&[items], claim, authority, attempt)).await })
+    ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + 'a>> {
+        Box::pin(async move { (self.try_create_chunks(&[items], claim, job, attempt)).await })
     }
 
     /// What a chunk needs before its transaction: replays of an earlier attempt, existing links

@@ -45,6 +45,7 @@ mod rescreen;
 mod screen;
 mod subjects;
 pub mod target_lists;
+pub mod turn;
 mod update;
 pub mod workspaces;
 
@@ -60,4 +61,5 @@ pub use model::{
     Resolution, Restore, CLI_API_KEY_ID,
 };
 pub use requests::{CreateLinkRequest, UpdateLinkRequest};
+pub use turn::Turn;
 pub use workspaces::WorkspaceError;

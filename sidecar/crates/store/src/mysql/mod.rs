@@ -155,7 +155,7 @@ async fn migrate(pool: &sqlx::MySqlPool, acquire_timeout: Duration) -> StorageRe
             )),
         )));
     }
-    let migrated = sqlx::migrate!("../../../migrations/mysql")
+    let migrated = sqlx_macros::migrate!("../../../migrations/mysql")
         .run(&mut *conn)
         .await;
     // Released with the session anyway; releasing it now lets the others go on at once.

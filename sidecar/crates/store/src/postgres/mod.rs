@@ -114,7 +114,7 @@ impl PgStorage {
             .await
             .map_err(StorageError::classify)?;
         // The migrator takes an advisory lock, so sidecars starting together apply it once.
-        sqlx::migrate!("../../../migrations/postgres")
+        sqlx_macros::migrate!("../../../migrations/postgres")
             .run(&pool)
             .await?;
         Ok(Self {

@@ -177,7 +177,7 @@ impl SqliteStorage {
 /// committed one more, so as many runs as there are migrations settle it, and a migration that
 /// fails on its own fails every time.
 async fn migrate(writer: &SqlitePool) -> StorageResult<()> {
-    let migrator = sqlx::migrate!("../../../migrations/sqlite");
+    let migrator = sqlx_macros::migrate!("../../../migrations/sqlite");
     let mut runs = migrator.iter().count() + 1;
     loop {
         runs -= 1;
