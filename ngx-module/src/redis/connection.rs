@@ -20,6 +20,7 @@ use nginx_sys::{
     ngx_post_event, ngx_posted_events, NGX_AGAIN, NGX_LOG_ERR, NGX_OK,
 };
 use ngx::ngx_log_error;
+use shortlink_wire::event::{Batch, Encoder};
 
 use super::backoff::Backoff;
 use super::error::RedisError;
@@ -261,6 +262,22 @@ impl Conn {
         self.flush_spool();
         let start = self.out.len();
         write(&mut self.out);
+        self.queued_event(visits as u32, start..self.out.len());
+    }
+
+    /// [`Conn::send_event`] of `batch`'s `XADD`: with nothing else waiting to be written, the
+    /// batch's buffer becomes the output, the command written around the visits where they lie
+    /// ([`Encoder::command_in_place`]), instead of the batch being copied onto it.
+    pub fn send_batch(&mut self, visits: usize, encoder: &Encoder, batch: &mut Batch) {
+        self.flush_spool();
+        // `sent` is 0 while the output is empty (`flush`, `fail`).
+        if let Some(start) = encoder.command_in_place(batch, &mut self.out) {
+            self.sent = start;
+            self.queued_event(visits as u32, start..self.out.len());
+            return;
+        }
+        let start = self.out.len();
+        encoder.write_command(&mut self.out, batch);
         self.queued_event(visits as u32, start..self.out.len());
     }
 
