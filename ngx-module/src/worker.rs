@@ -313,8 +313,7 @@ impl Worker {
             return;
         }
         if let Some(pool) = self.redis.as_mut() {
-            let (encoder, batch) = (&self.encoder, &self.batch);
-            pool.send_event(visits, |out| encoder.write_command(out, batch));
+            pool.send_batch(visits, &self.encoder, &mut self.batch);
         } else if let (Some(cluster), false) = (self.cluster.as_mut(), self.streams.is_empty()) {
             self.next_stream = self.next_stream.wrapping_add(1);
             let (key, encoder) = &self.streams[self.next_stream % self.streams.len()];

@@ -9,7 +9,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_int;
-use std::ops::Range;
 use std::rc::Rc;
 use std::{mem, ptr};
 
@@ -26,11 +25,12 @@ use super::error::RedisError;
 use super::resp::{self, Frame};
 use super::track_state::TrackState;
 use crate::conf::PeerAddr;
-use crate::events::{EventShared, KeptCommand, Rerouted};
+use crate::events::{EventShared, Rerouted};
 use crate::ffi;
 use crate::ffi::now_ms;
 use crate::status::Counter;
 
+mod events;
 mod reply;
 pub use reply::Reply;
 use reply::{redirection, Pending, Slot};
@@ -252,50 +252,6 @@ impl Conn {
                 Rc::new(Slot::default())
             }
             None => Rc::new(Slot::default()),
-        }
-    }
-
-    /// Queues one event command carrying `visits`, written by `write` straight onto the output
-    /// (after any spooled ones, so they keep their order). Must only be called when `is_ready()`.
-    pub fn send_event(&mut self, visits: usize, write: impl FnOnce(&mut Vec<u8>)) {
-        self.flush_spool();
-        let start = self.out.len();
-        write(&mut self.out);
-        self.queued_event(visits as u32, start..self.out.len());
-    }
-
-    /// Queues an event command a node redirected ([`Rerouted`]) as it was, after `ASKING` for
-    /// an `-ASK` (whose reply is dropped).
-    pub fn resend_event(&mut self, rerouted: Rerouted, asking: bool) {
-        if asking {
-            drop(self.send(&[&[b"ASKING"]]));
-        }
-        self.out.extend_from_slice(&rerouted.command.bytes);
-        self.queued(Pending::Event {
-            visits: rerouted.visits,
-            command: Some(rerouted.command),
-        });
-    }
-
-    /// Books the event command of `visits` written to `out[command]`.
-    fn queued_event(&mut self, visits: u32, command: Range<usize>) {
-        let command = self.events.keeps_commands().then(|| KeptCommand {
-            bytes: self.out[command].into(),
-            redirects: 0,
-        });
-        self.queued(Pending::Event { visits, command });
-    }
-
-    /// Moves the worker's spooled events onto this (ready) connection.
-    pub fn flush_spool(&mut self) {
-        if !self.takes_events {
-            return;
-        }
-        let mut start = self.out.len();
-        for spooled in self.events.flush_into(&mut self.out) {
-            let end = start + spooled.len as usize;
-            self.queued_event(spooled.visits, start..end);
-            start = end;
         }
     }
 

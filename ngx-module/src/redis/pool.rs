@@ -4,6 +4,8 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use shortlink_wire::event::{Batch, Encoder};
+
 use super::backoff::Backoff;
 use super::connection::{Conn, ConnRef, Reply, Timeouts};
 use super::error::RedisError;
@@ -77,6 +79,20 @@ impl Pool {
                 self.conns.push(conn);
             }
         }
+    }
+
+    /// [`Pool::send_event`] of `batch`'s `XADD`, on a ready connection by
+    /// [`Conn::send_batch`] (which may take the batch's buffer instead of copying it).
+    pub fn send_batch(&mut self, visits: usize, encoder: &Encoder, batch: &mut Batch) {
+        self.conns
+            .retain(|c| c.try_borrow().map_or(true, |c| !c.is_closed()));
+        let ready = preferred(&self.conns, Conn::is_ready);
+        if let Some(mut conn) = ready.and_then(|(_, c)| c.try_borrow_mut().ok()) {
+            conn.send_batch(visits, encoder, batch);
+            self.events.add(crate::status::Counter::EventsSent, visits);
+            return;
+        }
+        self.send_event(visits, |out| encoder.write_command(out, batch));
     }
 
     /// Sends an event command a node redirected here ([`Rerouted`]) again: on a ready connection,
