@@ -448,9 +448,13 @@ async fn unlock(
 
 /// `INCR sl:n:<code>`: the click's number decides its answer. A failure is a Redis failure
 /// (the fallback counts on the primary, or the click gets a 503): an uncounted click is never
-/// redirected, so the cap holds whatever fails. A click `verdict` calls a machine's reads the
-/// count instead (`GET`) and is answered as the next person's click would be (the same
-/// target or the same 410: no cloaking), spending nothing.
+/// redirected, so the cap holds whatever fails. An `INCR` sent is not a failure when
+/// `shortlink_timeout` passes: Redis counts it whenever it gets to it, and the fallback would
+/// count the click again, spending a place of the cap on nobody (a busy machine did, issue 82).
+/// Its reply is awaited until its connection gives up on it ([`MainConf::reply_bound_ms`]).
+/// A click `verdict` calls a machine's reads the count instead (`GET`) and is answered as the
+/// next person's click would be (the same target or the same 410: no cloaking), spending
+/// nothing: its `GET` keeps the lookup's deadline.
 async fn count(
     mcf: &MainConf,
     lcf: &LocConf,
@@ -465,7 +469,13 @@ async fn count(
         Some(Err(why)) => return Resolution::Failed(why),
         None => return Resolution::Failed(RedisError::Unavailable),
     };
-    match deadline(pin!(reply), lcf.timeout_ms()).await {
+    let mut reply = pin!(reply);
+    let mut answered = deadline(reply.as_mut(), lcf.timeout_ms()).await;
+    if answered.is_err() && spend {
+        // Bounded twice: the connection fails the reply at its own timeout, this only backs it.
+        answered = deadline(reply.as_mut(), mcf.reply_bound_ms()).await;
+    }
+    match answered {
         Err(()) => Resolution::Failed(RedisError::Timeout),
         Ok(Err(why)) => Resolution::Failed(why),
         Ok(Ok(Frame::Integer(visits))) if visits > 0 => {

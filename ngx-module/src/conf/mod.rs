@@ -200,6 +200,17 @@ impl MainConf {
         Ok(())
     }
 
+    /// The longest a command written to Redis waits for its reply before its connection gives
+    /// up on it and fails it: the connect timeout, then the read timeout.
+    pub fn reply_bound_ms(&self) -> u64 {
+        let spec = match (&self.redis, &self.cluster) {
+            (Some(redis), _) => &redis.spec,
+            (None, Some(cluster)) => &cluster.spec,
+            (None, None) => return 0,
+        };
+        spec.connect_timeout_ms + spec.read_timeout_ms
+    }
+
     pub fn cache_config(&self) -> Option<CacheConfig> {
         let mut config = self.cache.unwrap_or(Some(parse::DEFAULT_CACHE))?;
         if !self.cache_ttl_set && !self.cache_invalidation() {

@@ -8,6 +8,29 @@ use shortlink_wire::keys::visit_count_key;
 const TARGET: &str = "https://shop.example/flash";
 const SOLD_OUT: &str = "https://shop.example/sold-out";
 
+/// A click whose `INCR` reply comes after `shortlink_timeout` (300 ms in the kit) is counted
+/// once and answered by its number: the module awaits the count it sent rather than hand the
+/// click to the fallback, which counted it again and answered the sold-out target to the one
+/// click the cap allows. A busy machine delays replies so (issue 82); `CLIENT PAUSE ... WRITE`
+/// holds the `INCR` on purpose, for less than the connection's 1 s read timeout, while the
+/// record's read goes through.
+#[test]
+fn a_click_whose_count_comes_late_is_counted_once() {
+    let system = System::start();
+    let capped = system.create(json!({"url": TARGET, "max_visits": 1, "expired_url": SOLD_OUT}));
+    let counter = visit_count_key(&capped);
+    assert_eq!(
+        system.redis.cli_raw(&["CLIENT", "PAUSE", "700", "WRITE"]),
+        "OK"
+    );
+    let response = system.nginx.click("s1.test", &format!("/{capped}"));
+    assert_eq!(status_and_location(&response), (302, TARGET.to_owned()));
+    assert_eq!(system.redis.cli_raw(&["GET", &counter]), "1");
+    let response = system.nginx.click("s1.test", &format!("/{capped}"));
+    assert_eq!(status_and_location(&response), (302, SOLD_OUT.to_owned()));
+    assert_eq!(system.redis.cli_raw(&["GET", &counter]), "2");
+}
+
 #[test]
 fn a_cap_from_the_api_redirects_exactly_n_clicks_then_answers_gone() {
     let system = System::start();
