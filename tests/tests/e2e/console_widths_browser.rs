@@ -115,11 +115,12 @@ fn campaign_data(system: &System) -> String {
             .status(),
         302
     );
-    // Stored before the page is drawn: its list holds them.
+    // Stored before the page is drawn: its list holds them. (The phone's clicks above sweep
+    // the campaign from one address: scanners too, by hindsight.)
     let stats = format!("/links/{}/stats", codes[0]);
     let stored = testkit::wait_until(std::time::Duration::from_secs(30), || {
         let totals = &api.get(&stats).1["totals"];
-        [&totals["previews"], &totals["scanners"], &totals["bots"]] == [1, 1, 1]
+        [&totals["previews"], &totals["bots"]] == [1, 1] && totals["scanners"].as_i64() >= Some(1)
     });
     assert!(stored, "{:?}", api.get(&stats));
     system.nginx.get("s1.test", "/no-such-alias-9");
