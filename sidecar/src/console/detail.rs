@@ -1,11 +1,12 @@
 //! One link: its short URL with a copy button and its QR code, the edit form, clicks over time
 //! by the hour or day, and the breakdowns (browser, OS, device, country, referrer, short
-//! domain; bots and previews in columns of their own and by agent).
+//! domain; bots and previews in columns of their own and by agent), and its visits with each
+//! one's verdict and why ([`visit_list`]).
 
 use super::layout::{self, when};
 use super::operator::Operator;
 use super::page::PageResult;
-use super::{chart, overview};
+use super::{chart, overview, visit_list};
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::http::StatusCode;
@@ -25,6 +26,8 @@ pub struct DetailQuery {
     created: Option<String>,
     updated: Option<String>,
     revoked: Option<String>,
+    /// The visits' list from after this visit (its page's last): see [`visit_list`].
+    before: Option<String>,
 }
 
 fn breakdown(title: &str, entries: &[EntryView]) -> Markup {
@@ -76,6 +79,8 @@ pub async fn page(
         false,
     )?;
     let view = stats::view(&q, state.analytics.store.stats(&q).await?);
+    let before = query.before.as_deref();
+    let visits = visit_list::read(&state, operator.workspace, &link.code, before).await?;
     let qr_svg = match (&link.short_url, link.state) {
         (Some(url), "live") => {
             Some(String::from_utf8_lossy(&qr::render(url, QrFormat::Svg, 256)?.1).into_owned())
@@ -125,6 +130,7 @@ pub async fn page(
         (overview::totals(&view.totals))
         (chart::clicks(&view.series, |p| p.start.format(format).to_string(),
             if interval == Interval::Day { "visits per day, UTC" } else { "visits per hour, UTC" }))
+        (visit_list::section(&link.code, &visits, before.is_some()))
         div.grid2 {
             (breakdown("Browser", &b.browser))
             (breakdown("Operating system", &b.os))

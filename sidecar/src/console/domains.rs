@@ -10,6 +10,9 @@
 //! Issue 70: above the table, each domain's human clicks over the health window beside its
 //! workspace's other domains, with its drains and restores marked ([`super::domain_chart`]); below
 //! it, the orphan visits of its domains ([`super::orphans`]).
+//!
+//! Issue 78: each domain's visits by verdict (people, previews, scanners, bots), the stats API's
+//! numbers; the chart draws people only.
 
 use super::domain_chart;
 use super::form::{AdminForm, Confirmed, Posted};
@@ -20,10 +23,13 @@ use super::session::Person;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use chrono::Duration;
 use maud::{html, Markup};
+use shortlink_api::stats::{EntryView, MAX_TOP};
 use shortlink_api::{AppState, DomainContext, Error, Path};
 use shortlink_domains::drain::{Event, Mode};
 use shortlink_domains::health::DomainStatus;
+use shortlink_visits::rollup::Interval;
 
 pub async fn page(
     State(state): State<AppState>,
@@ -71,6 +77,10 @@ async fn workspace_page(
     pool.sort();
     pool.dedup();
     let orphans = super::orphans::section(state, workspace).await?;
+    // The stats API's `short_domain` breakdown of all the workspace's links (`GET /api/v1/stats`).
+    let month = Duration::days(AUDIENCE_DAYS);
+    let stats = super::overview::global(state, operator.workspace, Interval::Day, month, MAX_TOP);
+    let by_domain = stats.await?.breakdowns.short_domain;
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }
@@ -82,6 +92,7 @@ async fn workspace_page(
             (domain_chart::charts(&chart, &statuses, now))
         }
         (health_table(&statuses, false, Some(operator)))
+        (audience_table(&by_domain))
         (orphans)
     };
     Ok(layout::page(operator, "Domains", body).into_response())
@@ -131,6 +142,40 @@ fn health_table(
             "unknown until its first check, which starts as soon as a request names it. A domain "
             "found suspected-blocked or unreachable is drained (no new links) until it passes "
             "its healthy checks or is restored; a pinned one is never drained by the checks." }
+    }
+}
+
+/// Days the domains' visits by verdict cover.
+const AUDIENCE_DAYS: i64 = 30;
+
+/// Each short domain's visits by verdict over [`AUDIENCE_DAYS`]: people, previews, scanners and
+/// bots, as the stats API's `short_domain` breakdown counts them (hindsight's corrections
+/// included). The chart above and the health check count people only.
+fn audience_table(entries: &[EntryView]) -> Markup {
+    html! {
+        h2 { "Visits by verdict (" (AUDIENCE_DAYS) " days)" }
+        div.wide { table {
+            thead { tr {
+                th scope="col" { "Domain" } th.num scope="col" { "People" } th.num scope="col" { "Previews" }
+                th.num scope="col" { "Scanners" } th.num scope="col" { "Bots" }
+            } }
+            tbody {
+                @for e in entries {
+                    @let domain = e.value.as_deref().unwrap_or("unknown");
+                    tr {
+                        td { (domain) }
+                        td.num data-domain-humans=(domain) { (e.humans) }
+                        td.num data-domain-previews=(domain) { (e.previews) }
+                        td.num data-domain-scanners=(domain) { (e.scanners) }
+                        td.num data-domain-bots=(domain) { (e.bots) }
+                    }
+                }
+                @if entries.is_empty() { tr { td colspan="5" { "No visit in these days." } } }
+            }
+        } }
+        p.hint { "Every fetch of the workspace's links by the domain it came to: previews draw a "
+            "messaging app's card, scanners judge the target for a carrier or a security service, "
+            "bots are the rest (docs/BOTS.md). Only people count in the chart and the health check." }
     }
 }
 

@@ -52,6 +52,7 @@ mod sign_in;
 mod subject_forms;
 mod subjects;
 mod totals;
+mod visit_list;
 mod webhooks;
 mod workspace;
 mod workspaces;

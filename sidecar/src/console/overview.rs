@@ -41,11 +41,11 @@ pub(super) async fn global(
 pub(super) fn totals(counts: &CountsView) -> Markup {
     html! {
         div.cards {
-            div.card { "Human clicks" b { (counts.humans) } }
+            div.card { "Human clicks" b data-audience="humans" { (counts.humans) } }
             div.card { "Unique visitors" b { (counts.unique_visitors) } }
-            div.card { "Bots" b { (counts.bots) } }
-            div.card { "Link previews" b { (counts.previews) } }
-            div.card { "Scanners" b { (counts.scanners) } }
+            div.card { "Bots" b data-audience="bots" { (counts.bots) } }
+            div.card { "Link previews" b data-audience="previews" { (counts.previews) } }
+            div.card { "Scanners" b data-audience="scanners" { (counts.scanners) } }
         }
     }
 }

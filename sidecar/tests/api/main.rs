@@ -18,6 +18,7 @@ mod console_numbers;
 mod console_privacy;
 mod console_rule_forms;
 mod console_search;
+mod console_visits;
 mod console_workspaces;
 mod conversions;
 mod deliveries;

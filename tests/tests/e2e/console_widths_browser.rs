@@ -91,6 +91,38 @@ fn campaign_data(system: &System) -> String {
             .get_with("s1.test", &format!("/{code}"), &phone);
         assert_eq!(answer.status(), 302);
     }
+    // The first link's visits list each verdict with its reasons in words (issue 78): a
+    // scanner's HEAD from a desktop agent, WhatsApp's preview fetcher, a script without agent.
+    let first = format!("/{}", codes[0]);
+    let desktop = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like \
+                   Gecko) Chrome/126.0.0.0 Safari/537.36";
+    let head = system.nginx.request_with(
+        reqwest::Method::HEAD,
+        "s1.test",
+        &first,
+        &[("user-agent", desktop)],
+    );
+    assert_eq!(head.status(), 302);
+    let preview = [("user-agent", "WhatsApp/2.23.20.0 A")];
+    assert_eq!(
+        system.nginx.get_with("s1.test", &first, &preview).status(),
+        302
+    );
+    assert_eq!(
+        system
+            .nginx
+            .request_with(reqwest::Method::GET, "s1.test", &first, &[])
+            .status(),
+        302
+    );
+    // Stored before the page is drawn: its list holds them. (The phone's clicks above sweep
+    // the campaign from one address: scanners too, by hindsight.)
+    let stats = format!("/links/{}/stats", codes[0]);
+    let stored = testkit::wait_until(std::time::Duration::from_secs(30), || {
+        let totals = &api.get(&stats).1["totals"];
+        [&totals["previews"], &totals["bots"]] == [1, 1] && totals["scanners"].as_i64() >= Some(1)
+    });
+    assert!(stored, "{:?}", api.get(&stats));
     system.nginx.get("s1.test", "/no-such-alias-9");
     system.nginx.get("s1.test", "/ab3%E3%80%82");
     let (status, body) = api.post(
@@ -187,6 +219,7 @@ async fn every_console_page_fits_a_phone_and_a_laptop() {
         ("links", "/links".into()),
         ("links-search", "/links?q=customer-0001".into()),
         ("link", format!("/links/{code}")),
+        ("link-hour", format!("/links/{code}?interval=hour")),
         ("link-ab", format!("/links/{code}/ab")),
         ("link-rules", format!("/links/{code}/rules")),
         ("link-card", format!("/links/{code}/card")),

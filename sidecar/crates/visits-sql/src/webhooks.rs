@@ -8,6 +8,7 @@ use shortlink_store::sql::{statement, Dialect, Driver, Statement, Value, IN_LIST
 use shortlink_store::{LinkEvent, LinkEventKind, LinkEventReason, StorageError, StorageResult};
 use shortlink_webhooks::cursor::Cursor;
 use shortlink_webhooks::event::StoredLinkEvent;
+use shortlink_webhooks::link_visits::VisitKey;
 use shortlink_webhooks::store::{Failure, FeedBatch, FeedRow, Lease, Progress, WebhookStore};
 use shortlink_webhooks::subscription::{Subscription, SubscriptionSpec};
 use sqlx::{Database, Pool};
@@ -27,8 +28,28 @@ const SUBSCRIPTION_COLUMNS: &str =
 
 /// The columns of `visits` a feed row is made of (what a day's partition is read for by name).
 const FEED_COLUMNS: &str = "event_id, code, visited_at, status, ip, browser, browser_version, \
-     os, os_version, device, audience, reasons, agent, country, region, city, referrer_host, \
+     os, os_version, device, audience, reasons, agent, isp, country, region, city, referrer_host, \
      short_domain, language, rule";
+
+/// A feed row's select list over `visits` (a table or a day's partition) as `v` and its link as
+/// `l`, up to its `FROM` clause: one text for the feed's reads by id and the console's by link.
+fn feed_select<V: VisitDialect>(visits: &str) -> String {
+    // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
+    let tags = match <V::Sql as Dialect>::BACKEND {
+        shortlink_store::Backend::Postgres => "l.tags::text",
+        _ => "l.tags",
+    };
+    format!(
+        "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {bigint}) AS status, \
+           v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
+           v.audience, CAST(v.reasons AS {bigint}) AS reasons, v.agent, v.isp, v.country, v.region, \
+           v.city, v.referrer_host, v.short_domain, v.language, v.rule, l.campaign, \
+           l.recipient_ref, {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
+           l.valid_since, l.expires_at, l.workspace_id \
+         FROM {visits} AS v",
+        bigint = V::Sql::BIGINT,
+    )
+}
 
 const FAILURE_COLUMNS: &str =
     "id, from_seq, from_index, to_seq, to_index, events, failed_ms, error";
@@ -185,6 +206,7 @@ fn feed_row<V: VisitDialect>(row: &Row<V>) -> StorageResult<FeedRow> {
         audience: text::<V>(row, "audience")?,
         reasons: Db::<V>::opt_int(row, "reasons")?.unwrap_or(0),
         agent: opt("agent")?,
+        isp: opt("isp")?,
         country: opt("country")?,
         region: opt("region")?,
         city: opt("city")?,
@@ -276,27 +298,14 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
             }),
             _ => None,
         };
-        // The link's tags as text (PostgreSQL keeps jsonb); the status as a 64-bit integer.
-        let tags = match <V::Sql as Dialect>::BACKEND {
-            shortlink_store::Backend::Postgres => "l.tags::text",
-            _ => "l.tags",
-        };
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST) {
             let query = |visits: &str| {
                 let mut query = statement(
                     &format!(
-                        "SELECT v.event_id, v.code, v.visited_at, CAST(v.status AS {}) AS status, \
-                           v.ip, v.browser, v.browser_version, v.os, v.os_version, v.device, \
-                           v.audience, CAST(v.reasons AS {bigint}) AS reasons, v.agent, v.country, v.region, v.city, v.referrer_host, \
-                           v.short_domain, v.language, v.rule, l.campaign, l.recipient_ref, \
-                           {tags} AS tags, l.target, l.rules, l.not_yet_url, l.expired_url, \
-                           l.valid_since, l.expires_at, l.workspace_id \
-                         FROM {visits} AS v LEFT JOIN links l ON l.code = v.code \
-                         WHERE v.event_id IN ({})",
-                        V::Sql::BIGINT,
+                        "{} LEFT JOIN links l ON l.code = v.code WHERE v.event_id IN ({})",
+                        feed_select::<V>(visits),
                         vec!["?"; chunk.len()].join(", "),
-                        bigint = V::Sql::BIGINT,
                     ),
                     chunk.iter().cloned().map(Value::Text),
                 );
@@ -318,6 +327,40 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
             }
         }
         Ok(rows)
+    }
+
+    async fn link_visits(
+        &self,
+        workspace: WorkspaceId,
+        code: &str,
+        before: Option<&VisitKey>,
+        limit: u32,
+    ) -> StorageResult<Vec<FeedRow>> {
+        // On the (code, visited_at) index, backwards; the link's workspace decides, so another
+        // workspace's code of the same name (none can exist) would still answer nothing.
+        let mut query = statement(
+            &format!(
+                "{} JOIN links l ON l.code = v.code WHERE v.code = ? AND l.workspace_id = ?",
+                feed_select::<V>("visits")
+            ),
+            [Value::Text(code.to_owned()), Value::Int(workspace.get())],
+        );
+        if let Some(key) = before {
+            let at = || V::visit_time(key.at);
+            query
+                .push(" AND (v.visited_at < ")
+                .bind(at())
+                .push(" OR (v.visited_at = ")
+                .bind(at())
+                .push(" AND v.event_id < ")
+                .bind(Value::Text(key.event_id.clone()))
+                .push("))");
+        }
+        query.push(&format!(
+            " ORDER BY v.visited_at DESC, v.event_id DESC LIMIT {limit}"
+        ));
+        let rows = all::<V>(&self.reader, query).await?;
+        rows.iter().map(feed_row::<V>).collect()
     }
 
     async fn feed_head(&self) -> StorageResult<i64> {

@@ -24,6 +24,7 @@ pub mod deliver;
 pub mod event;
 pub mod feed;
 mod filter;
+pub mod link_visits;
 pub mod reclassified;
 mod row;
 pub mod service;

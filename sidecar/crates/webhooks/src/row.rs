@@ -22,6 +22,8 @@ pub struct FeedRow {
     /// Why `audience` (`shortlink_wire::verdict::Reasons` bits).
     pub reasons: i64,
     pub agent: Option<String>,
+    /// The client network's name as the visit store kept it (ISP or autonomous system).
+    pub isp: Option<String>,
     pub country: Option<String>,
     pub region: Option<String>,
     pub city: Option<String>,

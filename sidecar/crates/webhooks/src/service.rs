@@ -4,6 +4,7 @@ use super::audit;
 use super::cursor::Cursor;
 use super::event::Privacy;
 use super::feed::{FeedFilter, FeedReader, Page};
+use super::link_visits::{LinkVisits, VisitKey};
 use super::store::Failure;
 use super::store::Stores;
 use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
@@ -261,6 +262,20 @@ impl WebhookService {
             return Err(WebhookError::NotFound);
         }
         self.get(workspace, id).await
+    }
+
+    /// A page of `workspace`'s link `code`'s visits, newest first, older than `before`: each as
+    /// the feed gives it away ([`super::link_visits`]).
+    pub async fn link_visits(
+        &self,
+        workspace: WorkspaceId,
+        code: &str,
+        before: Option<&VisitKey>,
+        limit: u32,
+    ) -> WebhookResult<LinkVisits> {
+        let store = self.stores.webhooks.as_ref();
+        let page = super::link_visits::read(store, self.privacy, workspace, code, before, limit);
+        Ok(page.await?)
     }
 
     /// A page of the feed (`GET /api/v1/visits`).

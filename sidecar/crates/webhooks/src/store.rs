@@ -76,6 +76,15 @@ pub trait WebhookStore: Send + Sync {
     ) -> StorageResult<Vec<FeedRow>>;
     /// The link events (`le_…`) of `ids` still stored, in no order.
     async fn link_events(&self, ids: &[String]) -> StorageResult<Vec<StoredLinkEvent>>;
+    /// Up to `limit` stored visits of `workspace`'s link `code`, newest first (by time, then
+    /// id), older than `before` if given: the rows [`Self::feed_rows`] reads, by link.
+    async fn link_visits(
+        &self,
+        workspace: shortlink_model::WorkspaceId,
+        code: &str,
+        before: Option<&super::link_visits::VisitKey>,
+        limit: u32,
+    ) -> StorageResult<Vec<FeedRow>>;
     /// A link's tags column (JSON) as stored now; `None` without tags or link.
     async fn link_tags(&self, code: &str) -> StorageResult<Option<String>>;
     /// The last feed row's seq (0 for none).
