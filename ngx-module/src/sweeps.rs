@@ -8,18 +8,15 @@
 //! when the reply is whole; a failed read keeps the copy it had (its flags end by themselves).
 //! With no sweep noticed, a capped click pays one thread-local test.
 
-use std::cell::{Cell, RefCell};
-use std::net::IpAddr;
 use std::pin::pin;
 use std::time::Duration;
 
-use nginx_sys::ngx_timeofday;
 use ngx::async_::sleep;
-use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::resp::Frame;
 use shortlink_wire::sweeps::Flags;
 
 use crate::conf::MainConf;
+use crate::request::swept;
 use crate::worker;
 
 /// How often a worker reads the flags again: the longest a noticed sweep waits to protect caps
@@ -32,41 +29,6 @@ const FIRST_RETRY_MS: u64 = 20;
 
 /// How long a read may take before it counts as failed (the copy stays as it was).
 const READ_TIMEOUT_MS: u64 = 1000;
-
-thread_local! {
-    static FLAGS: RefCell<Flags> = RefCell::new(Flags::default());
-    /// Whether `FLAGS` holds any: const-initialised, so a capped click with no sweep noticed
-    /// pays one thread-local load.
-    static ANY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a click now on a link of `workspace` (asked only when some flag is held) from `ip`
-/// with agent `ua` belongs to a sweep noticed.
-#[inline]
-pub fn holds(workspace: impl FnOnce() -> WorkspaceName, ip: IpAddr, ua: &[u8]) -> bool {
-    if !ANY.with(Cell::get) {
-        return false;
-    }
-    // nginx's cached time of this event loop iteration.
-    let now = ngx_timeofday();
-    let now_ms = now.sec as i64 * 1000 + now.msec as i64;
-    let workspace = workspace();
-    FLAGS
-        .try_with(|flags| {
-            (flags.try_borrow().ok()).is_some_and(|f| f.holds(workspace, ip, ua, now_ms))
-        })
-        .unwrap_or(false)
-}
-
-fn store(flags: Flags) {
-    let any = !flags.is_empty();
-    let _ = FLAGS.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            *slot = flags;
-            ANY.with(|flag| flag.set(any));
-        }
-    });
-}
 
 /// The flags an `HGETALL sl:sw` reply holds; `None`: not a reply to it.
 fn from_reply(reply: &Frame) -> Option<Flags> {
@@ -95,7 +57,7 @@ pub async fn refresh(mcf: &'static MainConf) {
                 let frame = crate::lookup::deadline(pin!(reply), READ_TIMEOUT_MS).await;
                 if let Some(flags) = (frame.ok().and_then(Result::ok)).and_then(|f| from_reply(&f))
                 {
-                    store(flags);
+                    swept::store(flags);
                 }
                 REFRESH_MS
             }
@@ -107,7 +69,9 @@ pub async fn refresh(mcf: &'static MainConf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shortlink_wire::record::WorkspaceName;
     use shortlink_wire::sweeps::{agent_key, Flag, Network};
+    use std::net::IpAddr;
 
     #[test]
     fn a_reply_becomes_the_flags_and_anything_else_is_refused() {

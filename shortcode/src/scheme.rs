@@ -286,7 +286,7 @@ mod table_tests {
     fn the_base62_table_is_ascii_alphanumeric() {
         for b in 0..=255u8 {
             assert_eq!(
-                super::BASE62[usize::from(b)],
+                crate::scheme::BASE62[usize::from(b)],
                 b.is_ascii_alphanumeric(),
                 "{b}"
             );

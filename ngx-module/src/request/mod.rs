@@ -8,5 +8,6 @@ pub mod host;
 pub mod host_workspaces;
 pub mod location;
 pub mod signals;
+pub mod swept;
 pub mod value;
 pub mod workspace;

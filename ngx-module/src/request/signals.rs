@@ -7,9 +7,9 @@ use shortlink_wire::agent_cache::AgentCache;
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::verdict::{Reasons, Signals, Verdict};
 
+use super::swept;
 use crate::conf::{Dynamic, MainConf};
 use crate::request::{click, value};
-use crate::sweeps;
 
 /// The request's signals: the method, whether `Accept-Language` came, whether the connection is
 /// TLS, and over TLS only whether `Sec-Fetch-Mode` came (browsers send fetch metadata to secure
@@ -44,7 +44,7 @@ thread_local! {
 
 /// The click-time verdict of `r` on a link of `workspace` (`None`: `default`) from the agent
 /// table, method, hosting network, headers, and then the sweeps noticed in that workspace
-/// ([`crate::sweeps`]): computed for a click that would spend a link's `max_visits`, never for a
+/// ([`super::swept`]): computed for a click that would spend a link's `max_visits`, never for a
 /// plain redirect, so only such a click looks its client's network up
 /// (`shortlink_hosting_networks`: a bisection of the listed ranges).
 pub fn verdict(
@@ -61,7 +61,7 @@ pub fn verdict(
     let verdict = AGENTS.with(|agents| agents.verdict(ua, signals));
     let workspace = || workspace.copied().unwrap_or(WorkspaceName::DEFAULT);
     match client {
-        Some(ip) if verdict.is_human() && sweeps::holds(workspace, ip, ua) => Verdict {
+        Some(ip) if verdict.is_human() && swept::holds(workspace, ip, ua) => Verdict {
             audience: Audience::Scanner,
             reasons: Reasons(Reasons::SWEEP),
             label: None,

@@ -80,7 +80,14 @@ async fn workspace_page(
     // The stats API's `short_domain` breakdown of all the workspace's links (`GET /api/v1/stats`).
     let month = Duration::days(AUDIENCE_DAYS);
     let stats = super::overview::global(state, operator.workspace, Interval::Day, month, MAX_TOP);
-    let by_domain = stats.await?.breakdowns.short_domain;
+    let mut by_domain = stats.await?.breakdowns.short_domain;
+    // A link's visit names the host it came on, which may be another workspace's domain: this
+    // page never names one (a host no workspace owns is shown where its visits are).
+    by_domain.retain(|entry| {
+        (entry.value.as_deref()).is_none_or(|host| {
+            (state.domains.owner_of(host)).is_none_or(|owner| owner == workspace)
+        })
+    });
     let body = html! {
         h1 { "Domains" }
         p { "New links are issued on: " strong { (issuing) } }

@@ -379,6 +379,11 @@ impl DomainHealth {
             .unwrap_or_else(|| super::issuing::DEFAULT_WORKSPACE.to_owned())
     }
 
+    /// The workspace `domain` is known to belong to, if any (no default for an unknown one).
+    pub fn owner_of(&self, domain: &str) -> Option<String> {
+        self.owners.lock_or_recover().by_domain.get(domain).cloned()
+    }
+
     pub fn issued_on(&self, domain: &str) {
         self.issued_on_many(domain, 1);
     }

@@ -36,8 +36,10 @@ mod write;
 pub use counters::ConsumerCounters;
 pub use entry::RawEntry;
 pub use error::ConsumerError;
-pub use sweeps::NoticedSweeps;
 use write::{backoff, prepare, Prepared, Writer};
+
+/// The sweeps this process's consumer noticed, as the fallback reads them ([`Consumer::noticed_sweeps`]).
+pub type NoticedSweeps = std::sync::Arc<std::sync::Mutex<shortlink_wire::sweeps::Flags>>;
 
 use super::store::VisitStore;
 use shortlink_core::primary::Primary;

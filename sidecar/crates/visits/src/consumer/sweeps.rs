@@ -3,13 +3,10 @@
 //! for the fallback ([`Consumer::noticed_sweeps`]), which answers capped clicks while Redis is
 //! unreachable.
 
-use super::Consumer;
+use super::{Consumer, NoticedSweeps};
 use shortlink_wire::keys;
-use shortlink_wire::sweeps::{Flags, PUBLISH_SCRIPT};
-use std::sync::{Arc, Mutex};
-
-/// The sweeps this process's consumer noticed, as the fallback reads them.
-pub type NoticedSweeps = Arc<Mutex<Flags>>;
+use shortlink_wire::sweeps::PUBLISH_SCRIPT;
+use std::sync::Arc;
 
 impl Consumer {
     /// This consumer's copy of the sweeps it noticed: the fallback of the same process reads it.
