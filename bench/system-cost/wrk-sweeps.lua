@@ -8,11 +8,16 @@
 -- (docs/BOTS.md, signal 7): at 40,000 redirects a second, 65,536 networks times 8 agents
 -- still let about 1% of people's visits meet five of a kind; times 64 almost none.
 -- Scanners: each sweep is one /24 of 100.64.0.0/10, one desktop Chrome agent (what carriers'
--- scanners send), five links. Each thread keeps SWEEPS sweeps going at once, round robin, so
--- that a sweep's five visits are spread over many of the consumer's reads: its first four are
--- stored as people's and corrected, after the fact, by the fifth (hindsight).
--- Arguments after `--`: CODE_FILE SHARE [SWEEPS, default 32; at 40,000 redirects a second and
--- SHARE 0.1, 2000 spread a sweep's five visits over about 5 s].
+-- scanners send; 16 builds of it), five links. Each thread keeps SWEEPS sweeps going at once,
+-- round robin, so that a sweep's five visits are a full turn of the slots apart: with a turn
+-- longer than the consumer's read (16,000 to 32,000 visits, under a second at 50,000 redirects
+-- a second), its first four are stored as people's and corrected, after the fact, by the fifth
+-- (hindsight), and the whole sweep stays within the 10 s window while a turn is under 2.5 s.
+-- A sweep's (network, agent) is its own for the thread's next 16,383 sweeps: a sweep that
+-- reused the one of a sweep under way (within 10 s of its last visit) would be judged a
+-- scanner's at once, the track still swept, and nothing would be corrected.
+-- Arguments after `--`: CODE_FILE SHARE [SWEEPS, default 32; bench/system-cost/run sizes it
+-- from the people-only round's rate for a turn of about 1 s].
 -- done() prints the same "BENCH " JSON line as bench/redirect/wrk-codes.lua.
 
 local paths = {}
@@ -24,10 +29,14 @@ for i = 0, 63 do
         .. "AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.%d Mobile/15E148 Safari/604.1",
         math.floor(i / 8), i % 8, math.floor(i / 8))
 end
-local SCANNER = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    .. "Chrome/126.0.0.0 Safari/537.36"
--- /24s of 100.64.0.0/10.
+local SCANNERS = {}
+for major = 111, 126 do
+    SCANNERS[#SCANNERS + 1] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
+        .. string.format("(KHTML, like Gecko) Chrome/%d.0.0.0 Safari/537.36", major)
+end
+-- /24s of 100.64.0.0/10, taken in steps of 16 (one per wrk thread, at most 16 here).
 local NETWORKS = 16384
+local THREAD_NETWORKS = NETWORKS / 16
 
 function setup(thread)
     table.insert(threads, thread)
@@ -46,30 +55,38 @@ function init(args)
     end
     assert(count >= 5, "a sweep needs five links in " .. file)
     math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
-    -- Sweep i of this thread (i from 0) uses network i * 16 + id: threads never share one
-    -- (wrk runs at most 16 here), and a network comes back only after 1,024 of its sweeps.
     slots = {}
     next_sweep = 0
     for s = 1, sweeps do
-        slots[s] = { network = next_sweep * 16 + id, left = 5 }
-        next_sweep = next_sweep + 1
+        slots[s] = new_sweep()
     end
     turn = 0
     cpu_before_run = os.clock()
 end
 
+-- Sweep i of this thread (i from 0) uses network (i mod 1024) * 16 + id, so threads never share
+-- one, and agent floor(i / 1024) mod 16: a (network, agent) comes back after 16,384 sweeps.
+function new_sweep()
+    local i = next_sweep
+    next_sweep = next_sweep + 1
+    return {
+        network = (i % THREAD_NETWORKS) * 16 + id,
+        agent = SCANNERS[math.floor(i / THREAD_NETWORKS) % #SCANNERS + 1],
+        left = 5,
+    }
+end
+
 local function scanner_request()
     turn = turn % sweeps + 1
     local slot = slots[turn]
-    local network = slot.network % NETWORKS
+    local network = slot.network
     local address = string.format("100.%d.%d.%d", 64 + math.floor(network / 256), network % 256,
         math.random(1, 254))
     slot.left = slot.left - 1
     if slot.left == 0 then
-        slots[turn] = { network = next_sweep * 16 + id, left = 5 }
-        next_sweep = next_sweep + 1
+        slots[turn] = new_sweep()
     end
-    return address, SCANNER
+    return address, slot.agent
 end
 
 function request()

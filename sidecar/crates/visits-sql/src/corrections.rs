@@ -74,18 +74,25 @@ async fn forget_visitor<V: VisitDialect>(
     let Some(at) = DateTime::from_timestamp_millis(visit.time_ms) else {
         return Ok(false);
     };
-    // The shared statements carry no bytes; 16 of them written out are a literal in each
-    // dialect (a correction is rare, its statement not worth keeping prepared).
+    // The shared statements carry no bytes: the visitor goes as hex text, decoded by the
+    // database, so that the statement's text is one for every correction. Written out as a
+    // literal, each correction's was a statement of its own, prepared and cached by sqlx, and a
+    // batch's thousands of them evicted the batch's own prepared statements from the cache.
     let hex: String = visit.visitor.iter().map(|b| format!("{b:02x}")).collect();
     let visitor = match V::Sql::BACKEND {
-        Backend::Postgres => format!("'\\x{hex}'::bytea"),
-        Backend::Sqlite | Backend::Mysql => format!("X'{hex}'"),
+        Backend::Postgres => "decode(?, 'hex')",
+        Backend::Sqlite => "unhex(?)",
+        Backend::Mysql => "UNHEX(?)",
     };
     let delete = statement(
         &format!(
             "DELETE FROM link_visitors WHERE code = ? AND visitor = {visitor} AND first_seen = ?"
         ),
-        [Value::Text(visit.code.clone()), V::visit_time(at)],
+        [
+            Value::Text(visit.code.clone()),
+            Value::Text(hex),
+            V::visit_time(at),
+        ],
     );
     Ok(Db::<V>::execute(connection, delete).await.map_err(db)? > 0)
 }
