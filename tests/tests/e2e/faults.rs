@@ -172,7 +172,7 @@ fn sl_keys(redis: &RedisServer) -> usize {
 /// `fallbacks` unchanged over 20 consecutive redirects).
 fn time_back_to_redis(system: &System, links: &[(String, String)]) -> Duration {
     let started = Instant::now();
-    let back = wait_until(Duration::from_secs(5), || {
+    let back = wait_until(Duration::from_secs(60), || {
         let before = system.nginx.counters()["fallbacks"];
         for (code, _) in links.iter().take(20) {
             assert_eq!(
@@ -182,7 +182,7 @@ fn time_back_to_redis(system: &System, links: &[(String, String)]) -> Duration {
         }
         system.nginx.counters()["fallbacks"] == before
     });
-    assert!(back, "lookups still fall back 5 s after Redis came back");
+    assert!(back, "lookups still fall back 60 s after Redis came back");
     started.elapsed()
 }
 
@@ -217,9 +217,10 @@ fn redis_killed_under_load_every_redirect_is_still_served() {
         tally.slowest
     );
     assert!(fallbacks > 0, "nothing went through the fallback");
-    // `time_back_to_redis` asserts the workers came back within 5 s, ten times the module's
-    // reconnect backoff cap: a liveness bound. How fast is a figure (printed above), not a test:
-    // on this shared machine it was 0.3 s quiet and 1.7 s under four parallel builds.
+    // `time_back_to_redis` asserts the workers came back (within 60 s: a liveness bound, not a
+    // speed; 5 s was missed once beside the whole suite, a release build and a load bench). How
+    // fast is a figure (printed above): on this shared machine 0.3 s quiet, 1.7 s under four
+    // parallel builds.
     assert_no_worker_crash(&system);
 }
 

@@ -79,7 +79,9 @@ struct Run {
 }
 
 impl Run {
-    /// Started on state directory `var` and `ports` (HTTP, API, sidecar, Redis, HTTPS), once it
+    /// Started on state directory `var` and `ports` (HTTP, API, sidecar, Redis, HTTPS), its status
+    /// and metrics servers on ports of their own (never `scripts/run`'s defaults: another stack may
+    /// hold them), once it
     /// says it is up.
     fn start(var: &Path, ports: [u16; 5]) -> Run {
         let log = var.join("run.out");
@@ -90,7 +92,11 @@ impl Run {
             .env("SHORTLINK_BIN_DIR", paths::profile_dir())
             .env("SHORTLINK_GEOIP_DB", paths::test_geo_db())
             .env("SHORTLINK_WORKERS", "1");
-        let variables = ["HTTP", "API", "SIDECAR", "REDIS", "HTTPS"];
+        let [status, metrics] = testkit::free_ports::<2>();
+        let variables = [
+            "HTTP", "API", "SIDECAR", "REDIS", "HTTPS", "STATUS", "METRICS",
+        ];
+        let ports = ports.into_iter().chain([status, metrics]);
         for (variable, port) in variables.iter().zip(ports) {
             command.env(format!("SHORTLINK_{variable}_PORT"), port.to_string());
         }
