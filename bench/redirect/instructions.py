@@ -172,6 +172,7 @@ def main():
     rows = []
 
     def cell(server, workload, connections, warm, conf):
+        plans[(server, workload)] = (connections, warm, conf)
         # A fresh nginx a cell: every cell's history is its own start-up and warm-up, the same
         # in every run, whatever cells ran before it.
         nonlocal nginx
@@ -258,7 +259,7 @@ def main():
         for port in ports.values():
             wait_for(lambda port=port: not port_open(port), "nginx to stop")
 
-    batches, idle = {}, {}
+    batches, idle, plans = {}, {}, {}
     try:
         wait_for(lambda: port_open(args.redis_port), "Redis under callgrind")
         with open(args.redis_load, "rb") as load:
@@ -266,8 +267,9 @@ def main():
                            check=True, stdout=subprocess.DEVNULL, timeout=600)
         # Cached: what a hot link and a bogus code cost, one request at a time.
         cached = os.path.join(args.prefix, "nginx.conf")
-        for server, workload in (("A", "hot"), ("D", "hot"), ("E", "hot"), ("F", "hot"),
-                                 ("A", "bogus"), ("D", "bogus")):
+        # A hot twice: every ratio divides by it (the least of the two counts, see below).
+        for server, workload in (("A", "hot"), ("A", "hot"), ("D", "hot"), ("E", "hot"),
+                                 ("F", "hot"), ("A", "bogus"), ("D", "bogus")):
             cell(server, workload, args.connections, True, cached)
         if args.rules:
             for workload in ("phone-hot", "rules-hot", "capped-hot", "card-hot", "clickid-hot"):
@@ -279,12 +281,22 @@ def main():
         if args.rules:
             for workload in ("phone-uniform", "rules-uniform"):
                 cell("D", workload, args.uncached_connections, False, args.uncached_conf)
+        # What disturbs a cell only adds to it (a busy stretch that times out a module's Redis
+        # reply and makes it reconnect, a lump of timer work): a cell over its budget is
+        # measured again, twice at most, and the least of its counts stands.
+        for _ in range(2 if args.budgets else 0):
+            standing, price = least(rows, idle)
+            values = {(r.server, r.workload): r.per_request(idle, price) for r in standing}
+            for server, workload, value, budget in budget_checks(args.budgets, values):
+                if value is not None and value > budget:
+                    log(f"{server} {workload}: {value:.3f} × A hot, over its budget; again")
+                    cell(server, workload, *plans[(server, workload)])
     finally:
         if nginx:
             nginx.stop()
         redis.stop()
 
-    price = next(r.heap_ir / r.heap_calls for r in rows if (r.server, r.workload) == ("A", "hot"))
+    rows, price = least(rows, idle)
     cell = {(r.server, r.workload): r.per_request(idle, price) for r in rows}
 
     def ratio(ref, ours, redis_too=False):
@@ -298,7 +310,9 @@ def main():
          f"{args.uncached_connections} connections, module cache off, so every request is a "
          "Redis lookup). nginx: as counted, less its idle work (timers: "
          f"{idle['nginx']:,.0f} a second) for the cell's time, with glibc's allocator priced at "
-         f"A hot's rate ({price:,.1f} a call; bench/redirect/heap.py says why):", "",
+         f"A hot's rate ({price:,.1f} a call; bench/redirect/heap.py says why). A hot is "
+         "measured twice, and with a budgets file a cell over its budget again (twice at most): "
+         "the least count stands, as a disturbance only adds:", "",
          "| server | workload | requests | seconds | nginx | as counted | allocator calls | "
          "Redis (beyond its idle work) |",
          "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -355,17 +369,39 @@ def read_budgets(path):
     return budgets
 
 
+def least(rows, idle):
+    """The rows that stand, one a cell (the least count of its runs), and the allocator's price:
+    the standing A hot's rate (Row.per_request)."""
+    a_hot = min((r for r in rows if (r.server, r.workload) == ("A", "hot")),
+                key=lambda r: (r.nginx_ir - idle["nginx"] * r.seconds) / r.requests)
+    price = a_hot.heap_ir / a_hot.heap_calls
+    best = {}
+    for r in rows:
+        key = (r.server, r.workload)
+        if key not in best or r.per_request(idle, price)[0] < best[key].per_request(idle, price)[0]:
+            best[key] = r
+    return list(best.values()), price
+
+
+def budget_checks(path, cell):
+    """(server, workload, nginx instructions per request ÷ A hot's or None when not measured,
+    budget) per budget of `path`."""
+    reference = cell[("A", "hot")][0]
+    return [(server, workload,
+             cell[(server, workload)][0] / reference if (server, workload) in cell else None,
+             budget)
+            for server, workload, budget in read_budgets(path)]
+
+
 def over_budget(path, cell):
     """Each budgeted cell's nginx instructions per request ÷ `return 302`'s on a hot code (A hot,
     measured in the same run: the ratio holds across nginx builds and machines as a count does
     not); exits 1 naming every cell over its budget, or one the run did not measure."""
-    reference = cell[("A", "hot")][0]
     lines, over = ["| cell | ÷ A hot | budget |", "|---|---:|---:|"], []
-    for server, workload, budget in read_budgets(path):
-        if (server, workload) not in cell:
+    for server, workload, value, budget in budget_checks(path, cell):
+        if value is None:
             over.append(f"{server} {workload}: not measured in this run")
             continue
-        value = cell[(server, workload)][0] / reference
         lines.append(f"| {server} {workload} | {value:.3f} | {budget:.3f} |")
         if value > budget:
             over.append(f"{server} {workload}: {value:.3f} × `return 302`, budget {budget:.3f}")
