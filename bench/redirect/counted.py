@@ -10,13 +10,15 @@ requests' instructions every time.
 """
 
 import asyncio
+import platform
 import re
 import time
 
 _LENGTH = re.compile(rb"(?i)\r\ncontent-length: *(\d+)")
 _CHUNKED = re.compile(rb"(?i)\r\ntransfer-encoding: *chunked")
-# What a process blocked waiting for events shows in /proc/<pid>/syscall (x86-64 and arm64).
-_WAITING = {"232", "281", "22"}
+# What a process blocked waiting for events shows first in /proc/<pid>/syscall: epoll_wait or
+# epoll_pwait's number (arm64 has only the second).
+_WAITING = {"aarch64": {"22"}}.get(platform.machine(), {"232", "281"})
 
 
 def request_bytes(port, path, headers):
