@@ -53,7 +53,8 @@ class Connections:
                 status = int(head.split(b" ", 2)[1])
                 statuses[status] = statuses.get(status, 0) + 1
                 if _CHUNKED.search(head):
-                    raise RuntimeError(f"127.0.0.1:{self.port}: a chunked answer to {wire[i % len(wire)]!r}")
+                    raise RuntimeError(f"127.0.0.1:{self.port}: a chunked answer to "
+                                       f"{wire[i % len(wire)]!r}")
                 length = _LENGTH.search(head)
                 if length:
                     await reader.readexactly(int(length.group(1)))

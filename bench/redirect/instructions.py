@@ -9,9 +9,10 @@ cell's own codes, waits for nginx to be idle, zeroes the counters, sends a fixed
 requests in a fixed order (counted.py; one in flight per connection, as wrk's), waits for idle
 again, and dumps. Per request: nginx's count less its idle work (timers, measured once, 2 s)
 for the cell's time, with glibc's allocator's calls priced at `return 302`'s rate of the same
-run (heap.py). A cell then repeats within about 0.15% between runs on a busy machine, where a
-timed wrk cell moved by ±3% (bench/results/redirect-instructions-exact-2026-11-29.md). Started and stopped by
-bench/redirect/run (`--instructions`), which passes the rendered configuration and data.
+run (heap.py). A cell then repeats within about 0.3% between runs on a busy machine, where a
+timed wrk cell moved by ±3% (bench/results/redirect-instructions-exact-2026-11-29.md). Started
+and stopped by bench/redirect/run (`--instructions`), which passes the rendered configuration
+and data.
 
 Counted: user-space instructions of the nginx process and of redis-server. Not counted: the
 kernel (socket calls cost the same for every server, so they would pull every ratio towards 1)
@@ -21,6 +22,7 @@ and the client.
 import argparse
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -126,7 +128,8 @@ class Row:
 
     def __init__(self, server, workload, requests, seconds, nginx_ir, heap_ir, heap_calls,
                  redis_ir):
-        self.server, self.workload, self.requests, self.seconds = server, workload, requests, seconds
+        self.server, self.workload = server, workload
+        self.requests, self.seconds = requests, seconds
         self.nginx_ir, self.heap_ir, self.heap_calls, self.redis_ir = (nginx_ir, heap_ir,
                                                                        heap_calls, redis_ir)
 
@@ -177,6 +180,10 @@ def main():
         # in every run, whatever cells ran before it.
         nonlocal nginx
         nginx = start_nginx(conf, f"nginx.{server}-{workload}")
+        if warm and invalidation:
+            # Until the module's invalidation subscription is up it neither reads nor fills its
+            # cache: a bogus code then costs no probe (~50 instructions less), a hot one a lookup.
+            wait_for(lambda: subscribers() == 1, "the module's invalidation subscription")
         port = ports[server]
         headers = RULES_WORKLOADS.get(workload, (None, None))[1] if args.rules else None
         lines = HEADERS[headers] if headers else ()
@@ -208,8 +215,8 @@ def main():
         warm_up, statuses, n_dump, r_dump, seconds = asyncio.run(run())
         stop_nginx()
         requests = sum(statuses.values())
-        # Every answer a redirect (2xx or 3xx), but D's bogus codes' (404) and A's (302 to
-        # anything): with BENCH_NOT_FOUND_URL D redirects them too (bench/redirect/run).
+        # Every answer a redirect (2xx or 3xx; `return 302` answers any path so) but D's to bogus
+        # codes (404), unless BENCH_NOT_FOUND_URL has D redirect them too (bench/redirect/run).
         redirected = server == "D" and os.environ.get("BENCH_NOT_FOUND_URL")
         bogus_404 = workload == "bogus" and server != "A" and not redirected
         refused = sum(n for status, n in statuses.items() if status >= 400)
@@ -244,7 +251,8 @@ def main():
         settle(nginx.proc.pid)
         n_dump, r_dump = nginx.dump(), redis.dump()
         took = time.monotonic() - began
-        return {"nginx": total_instructions(n_dump) / took, "redis": total_instructions(r_dump) / took}
+        return {"nginx": total_instructions(n_dump) / took,
+                "redis": total_instructions(r_dump) / took}
 
     def start_nginx(conf, name):
         started = Callgrind(name, out_dir, [
@@ -258,6 +266,18 @@ def main():
         nginx = None
         for port in ports.values():
             wait_for(lambda port=port: not port_open(port), "nginx to stop")
+        # So that the next cell's wait sees its own nginx's subscription, not this one's.
+        wait_for(lambda: subscribers() == 0, "Redis to drop nginx's subscription")
+
+    def subscribers():
+        """Redis's clients subscribed to a channel (the module's invalidation connections)."""
+        clients = subprocess.run(["redis-cli", "-p", str(args.redis_port), "CLIENT", "LIST"],
+                                 capture_output=True, text=True, check=True, timeout=60).stdout
+        return sum(" sub=1 " in line for line in clients.splitlines())
+
+    # `shortlink_cache_invalidation` is on unless the configuration turns it off.
+    with open(os.path.join(args.prefix, "nginx.conf")) as conf:
+        invalidation = not re.search(r"shortlink_cache_invalidation\s+off", conf.read())
 
     batches, idle, plans = {}, {}, {}
     try:
