@@ -58,7 +58,7 @@ def parse_args():
                    help="the same configuration with the module's cache off (uniform cells)")
     p.add_argument("--uncached-connections", type=int, default=16,
                    help="connections of the uniform cells: enough lookups at once to pipeline")
-    p.add_argument("--requests", type=int, default=2000,
+    p.add_argument("--requests", type=int, default=1500,
                    help="requests counted per cell, the same ones in the same order every run")
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--budgets", help="a budgets file (bench/redirect/budgets): exit 1 when a cell "
