@@ -310,4 +310,10 @@ async fn bad_input_is_refused_naming_the_field() {
         let message = body["error"]["message"].as_str().unwrap();
         assert!(message.contains(field), "{query}: {message}");
     }
+    // A cursor past every backend's times (its pattern allows 18 digits) lists from the newest.
+    let id = format!("{}-0", now_ms());
+    let mut batch = vec![visit(&id, code, now_ms(), "192.0.2.1", IPHONE, "s.example")];
+    consume(&app, &mut Hindsight::default(), &mut batch).await;
+    let far = page(&app, code, "?after=999999999999999999_x").await;
+    assert_eq!(far["visits"][0]["id"], id.as_str(), "{far}");
 }
