@@ -5,7 +5,7 @@
 //! (as [`super::HostingRanges`] keeps them): those are the ones a hosting reason can name; an
 //! address listed by its block alone is in none of them.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
@@ -45,10 +45,9 @@ impl SystemNames {
         let keep = |number| list.holds_asn(number);
         let mut names = HashMap::new();
         let mut name = |number: u32, text: &str| {
-            if !names.contains_key(&number) {
-                if let Some(text) = unquoted(text) {
-                    names.insert(number, text);
-                }
+            // A system's first named line names it (its lines repeat one name).
+            if let (Entry::Vacant(entry), Some(text)) = (names.entry(number), unquoted(text)) {
+                entry.insert(text);
             }
         };
         let v4 = asn::ranges_named::<u32>(&v4_path, keep, &mut name)?;
