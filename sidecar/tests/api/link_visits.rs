@@ -295,6 +295,8 @@ async fn bad_input_is_refused_naming_the_field() {
         ("limit=ten", "limit"),
         ("after=nonsense", "after"),
         ("after=12_", "after"),
+        ("after=12_a%00b", "after"),
+        ("after=-12_a", "after"),
         ("verdict=robots", "verdict"),
         ("verdict=", "verdict"),
         ("colour=red", "colour"),

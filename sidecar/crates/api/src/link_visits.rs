@@ -27,7 +27,7 @@ const MAX_LIMIT: u32 = 1000;
 #[into_params(parameter_in = Query)]
 pub struct LinkVisitsParams {
     /// Resume after this cursor (the previous page's `next`): the visits older than it.
-    #[param(pattern = "^[0-9]{1,18}_.{1,128}$")]
+    #[param(pattern = "^[0-9]{1,18}_[!-~]{1,128}$")]
     pub after: Option<String>,
     /// Only visits with this verdict: `people` (or `human`), `preview`, `scanner`, `bot`; `all`
     /// (the default) for every one.
@@ -104,12 +104,16 @@ fn bad_query(message: impl Into<String>) -> Error {
 }
 
 /// The visit an `after` cursor names (a page's `next`: [`VisitKey`]'s text), read by exactly
-/// its documented pattern, `^[0-9]{1,18}_.{1,128}$`, so that every value it allows is taken and
-/// no other. A time past every backend's (year 9999) is that year's end: every visit is older.
+/// its documented pattern, `^[0-9]{1,18}_[!-~]{1,128}$` (a visit's id is printable
+/// ASCII: its stream entry's `<ms>-<n>`, an import's `import:<source>:<code>:…`), so that every
+/// value it allows is taken and no other, and no byte a backend's text refuses (PostgreSQL's
+/// NUL) reaches a statement. A time past every backend's
+/// (year 9999) is that year's end: every visit is older.
 fn cursor(text: &str) -> Option<VisitKey> {
     let (micros, event_id) = text.split_once('_')?;
     let digits = (1..=18).contains(&micros.len()) && micros.bytes().all(|b| b.is_ascii_digit());
-    let id = (1..=128).contains(&event_id.chars().count()) && !event_id.contains('\n');
+    let id =
+        (1..=128).contains(&event_id.len()) && (event_id.bytes()).all(|b| b.is_ascii_graphic());
     if !(digits && id) {
         return None;
     }
