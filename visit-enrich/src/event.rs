@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(old[0], shortlink_wire::event::BATCH_FORMAT_6);
         let mut batch = Batch::default();
         batch.push(&Visit {
-            code: b"old6abc",
+            code: b"old-six",
             time_ms: 1_764_400_000_123,
             status: 302,
             ip: b"203.0.113.9",

@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(
             text(&decoded[0]),
             [
-                "old6abc",
+                "old-six",
                 "1764400000123",
                 "302",
                 "203.0.113.9",
