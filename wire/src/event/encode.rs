@@ -138,9 +138,10 @@ impl Batch {
     /// instead of a call to `memcpy` each (callgrind,
     /// bench/results/redirect-instructions-cuts-2026-11-29.md and
     /// bench/results/redirect-tracking-2026-11-29.md).
-    // Inlinable across the crate boundary, as it was when it lived in the module: it runs once
-    // per tracked redirect.
-    #[inline]
+    // Inlined where the module makes a visit: it runs once per tracked redirect, and a plain
+    // redirect's visit (no rule, click id, orphan kind or workspace, known where it is made)
+    // then tests none of them.
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub fn push(&mut self, v: &Visit<'_>) {
         let flags = if v.chosen.is_some() { HAS_RULE } else { 0 }
