@@ -11,8 +11,8 @@ pub const BATCH_FIELD: &[u8] = b"v";
 /// ([`VISIT_HEAD`]: which of the seldom fields follow, then the time, the status and the signals
 /// as little-endian binary) and the fields that hold text, each a little-endian `u16` length and
 /// the bytes: `c`, `ip`, `ua`, `ref`, `host`, `lang` always (length 0 = absent), then `rule`,
-/// `id`, `o` and `ws` only when the head's flags say so. The module writes a visit in about half
-/// the instructions of format 6's thirteen length-prefixed texts (no decimal digits, no zero
+/// `id`, `o` and `ws` only when the head's flags say so. The module writes a visit in about 110
+/// instructions fewer than format 6's thirteen length-prefixed texts (no decimal digits, no zero
 /// lengths for what a redirect does not have; bench/results/redirect-tracking-2026-11-29.md).
 pub const BATCH_FORMAT: u8 = 7;
 /// Format 7's head of a visit: the flags byte ([`HAS_RULE`], [`HAS_ID`], [`HAS_ORPHAN`],
