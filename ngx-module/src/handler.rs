@@ -180,10 +180,12 @@ fn serve(
     // (attempts are counted there), or anyone could force a lookup per request.
     let cached = answer_from_cache(r, mcf, lcf, domain, code, password, found);
     let trusts_check = match cached {
-        FromCache::Answered(answered) => {
+        FromCache::Answered { answered, tracked } => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
-            respond::track(r, mcf, lcf, code, answered);
+            if !tracked {
+                respond::track(r, mcf, lcf, code, answered);
+            }
             respond::count_recovered(r, mcf, lcf, recovered, answered);
             return answered.rc;
         }
@@ -495,7 +497,8 @@ fn recoverable<'a>(lcf: &LocConf, code: &'a [u8], found: Found) -> Option<&'a [u
 
 /// What a cache hit gives: the answer, or a link that needs Redis once more first.
 enum FromCache<'a> {
-    Answered(Answered),
+    /// `tracked`: its visit is queued already (a plain redirect's, in the cache's borrow).
+    Answered { answered: Answered, tracked: bool },
     /// Count the click (links with `max_visits`), or read the card (a preview fetcher on a link
     /// with one), on a copy of the cached link: their one allocation per click.
     Later(Job),
@@ -504,9 +507,7 @@ enum FromCache<'a> {
     MissingExact(&'a [u8]),
     /// Not in the cache (or no cache to ask): with whether the worker trusts the check
     /// character, read in the same borrow of its state for the shape check that comes next.
-    Miss {
-        trusts_check: bool,
-    },
+    Miss { trusts_check: bool },
 }
 
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
@@ -539,7 +540,11 @@ fn answer_from_cache<'a>(
                 let view = link.view();
                 if password.is_none() {
                     if let Some(answered) = respond::plain_redirect(r, mcf, lcf, domain, &view) {
-                        return FromCache::Answered(answered);
+                        respond::track_plain(r, mcf, lcf, w, code, answered);
+                        return FromCache::Answered {
+                            answered,
+                            tracked: true,
+                        };
                     }
                 }
                 if let Some(password) = password {
@@ -567,7 +572,10 @@ fn answer_from_cache<'a>(
                 None => Outcome::Missing,
             },
         };
-        FromCache::Answered(respond::answer(r, mcf, lcf, domain, outcome))
+        FromCache::Answered {
+            answered: respond::answer(r, mcf, lcf, domain, outcome),
+            tracked: false,
+        }
     })
     // The worker's state is in use further up the stack: no cache, no trusted check.
     .unwrap_or(FromCache::Miss {

@@ -275,6 +275,10 @@ impl Worker {
 
     /// Adds a visit to the batch. Never waits: the batch is written when the flush event fires
     /// (or at once when it is full), on a connection if one is up, else into the spool.
+    // Inlined where a visit is made (`respond::queue`): a plain redirect's visit then has no
+    // rule, click id, orphan kind or workspace to test for, and no call (about 35 instructions
+    // a tracked redirect, bench/results/redirect-tracking-2026-11-29.md).
+    #[inline(always)]
     pub fn track(&mut self, visit: &Visit<'_>) {
         self.events.add(Counter::EventsQueued, 1);
         if self.redis.is_none() && self.cluster.is_none() {

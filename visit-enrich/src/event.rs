@@ -76,19 +76,41 @@ impl VisitEvent {
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
     {
-        let id = id.into();
+        Self::parse(id.into(), Numbers::default(), fields)
+    }
+
+    /// One visit of a module's batch: its text fields, and the time, status and signals a
+    /// format 7 batch holds in binary (an older format's are text among the fields).
+    fn from_batch(id: String, visit: wire::DecodedVisit<'_>) -> Result<Self, EventError> {
+        let numbers = Numbers {
+            // A time past `i64::MAX` ms is no unix time: a `BadTime` as its text would be.
+            time: visit.time_ms.map(|t| i64::try_from(t).ok()),
+            status: visit.status,
+            signals: visit.signals,
+        };
+        Self::parse(id, numbers, visit.fields)
+    }
+
+    /// [`VisitEvent::from_fields`] with the `numbers` known beforehand; a field of the same name
+    /// does not override them.
+    fn parse<I, K, V>(id: String, numbers: Numbers, fields: I) -> Result<Self, EventError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
         // Checked as they come (with owned pairs, `Vec<u8>` from a Redis reply, `value` dies each
         // iteration); `Some(None)`: present but malformed, reported once the required fields are
         // known to be there.
         // `Err`: not a code, kept as text in case `o` makes it an orphan visit's path.
         let mut code: Option<Result<String, String>> = None;
-        let mut time: Option<Option<i64>> = None;
+        let mut time: Option<Option<i64>> = numbers.time;
         let mut click_id = None;
         let mut event = VisitEvent {
             id: String::new(),
             code: String::new(),
             time_ms: 0,
-            status: None,
+            status: numbers.status,
             ip: None,
             user_agent: None,
             referrer: None,
@@ -97,7 +119,7 @@ impl VisitEvent {
             rule: None,
             orphan: None,
             workspace: None,
-            signals: None,
+            signals: numbers.signals,
         };
         for (key, value) in fields {
             let value = value.as_ref();
@@ -162,6 +184,15 @@ impl VisitEvent {
     }
 }
 
+/// A visit's time, status and signals when its batch carries them as numbers, not text
+/// (format 7); `time` as [`VisitEvent::parse`] keeps it: `Some(None)` is present but no unix time.
+#[derive(Debug, Default, Clone, Copy)]
+struct Numbers {
+    time: Option<Option<i64>>,
+    status: Option<u16>,
+    signals: Option<Signals>,
+}
+
 /// Splits one stream entry into its visits. An entry is the concatenation of field groups, one per
 /// visit, each beginning with `c` (docs/ARCHITECTURE.md, "Visit events"): the module packs several
 /// visits into one `XADD` under load to save Redis work. A single-visit entry is one group.
@@ -207,7 +238,7 @@ fn split_batch(entry_id: &str, batch: &[u8]) -> Vec<Result<VisitEvent, EventErro
         .map(|(index, fields)| {
             let id = visit_id(entry_id, index);
             match fields {
-                Ok(fields) => VisitEvent::from_fields(id, fields),
+                Ok(visit) => VisitEvent::from_batch(id, visit),
                 Err(wire::BatchError) => Err(EventError::BadBatch { id }),
             }
         })
@@ -489,6 +520,75 @@ mod tests {
         // Field groups too; an id that is not one keeps the entry's.
         let visits = split_entry("7-1", &pairs(&["c", "abc", "t", "5", "id", "not an id"]));
         assert_eq!(visits[0].as_ref().unwrap().id, "7-1");
+    }
+
+    /// A batch a module wrote before format 7 still in the stream when the consumer is upgraded
+    /// (recorded from the format 6 encoder) makes the events today's module's batch of the same
+    /// visits makes.
+    #[test]
+    fn a_recorded_format_6_batch_gives_the_events_of_todays_batch() {
+        use shortlink_wire::agent::Audience;
+        use shortlink_wire::event::{Batch, Visit};
+        use shortlink_wire::record::Chosen;
+        let recorded = include_str!("../../wire/tests/data/format-6-batch.hex").trim();
+        let old: Vec<u8> = (0..recorded.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&recorded[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(old[0], shortlink_wire::event::BATCH_FORMAT_6);
+        let mut batch = Batch::default();
+        batch.push(&Visit {
+            code: b"old-six",
+            time_ms: 1_764_400_000_123,
+            status: 302,
+            ip: b"203.0.113.9",
+            ua: b"Mozilla/5.0 (iPhone)",
+            host: b"s1.example",
+            lang: b"pt-BR",
+            chosen: Some(Chosen {
+                rule: 1,
+                variant: Some(0),
+            }),
+            signals: Signals::new(Signals::HEAD),
+            ..Visit::default()
+        });
+        batch.push(&Visit {
+            code: b"/nope",
+            time_ms: 1_764_400_000_124,
+            status: 404,
+            ip: b"198.51.100.7",
+            host: b"s1.example",
+            orphan: Some(OrphanKind::Regular404),
+            workspace: b"brand-a",
+            signals: Signals::new(0).with_verdict(Audience::Human),
+            ..Visit::default()
+        });
+        assert_eq!(batch.bytes()[0], BATCH_FORMAT);
+        let events = |value: &[u8]| -> Vec<VisitEvent> {
+            split_entry("9-2", &[(BATCH_FIELD.to_vec(), value.to_vec())])
+                .into_iter()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let (then, now) = (events(&old), events(batch.bytes()));
+        assert_eq!(then, now);
+        assert_eq!(
+            (then[0].time_ms, then[0].status, then[0].rule.as_deref()),
+            (1_764_400_000_123, Some(302), Some("1.0"))
+        );
+        assert_eq!(then[0].signals, Some(Signals::new(Signals::HEAD)));
+        assert_eq!(
+            (
+                then[1].orphan,
+                then[1].workspace.as_deref(),
+                then[1].id.as_str()
+            ),
+            (Some(OrphanKind::Regular404), Some("brand-a"), "9-2:1")
+        );
+        assert_eq!(
+            then[1].signals.and_then(Signals::click_verdict),
+            Some(Audience::Human)
+        );
     }
 
     #[test]

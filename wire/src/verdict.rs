@@ -48,6 +48,11 @@ impl Signals {
         self.0
     }
 
+    /// The signals whose [`Signals::bits`] these are (a visit event's, verdict included).
+    pub const fn from_bits(bits: u16) -> Self {
+        Self(bits)
+    }
+
     pub const fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
     }
@@ -70,8 +75,8 @@ impl Signals {
         audience_of(self.0 >> Self::VERDICT_SHIFT)
     }
 
-    /// The `sig` field's text (never empty: a visit with signals says so, even "0").
-    /// Inlined where visits are encoded: most signals are one digit.
+    /// The `sig` field's text (never empty: a visit with signals says so, even "0"), as visit
+    /// events of format 6 carried it and entries of plain fields do.
     #[inline]
     pub fn text(self) -> ([u8; 5], usize) {
         let mut out = [0; 5];

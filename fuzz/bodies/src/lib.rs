@@ -87,25 +87,22 @@ pub fn url_validator(data: &[u8]) {
 /// The analytics consumer's stream entry parser, and the `Accept-Language` reduction.
 ///
 /// The input is split at 0xFF bytes: the first piece is the entry id, then key, value, key, ...
+/// The whole input is also read as a module's batch (an entry's `v` value, any format).
 pub fn visit_event(data: &[u8]) {
+    use shortlink_visit_enrich::{split_entry, VisitEvent};
     let mut pieces = data.split(|&b| b == 0xff);
     let id = String::from_utf8_lossy(pieces.next().unwrap_or_default()).into_owned();
     let rest: Vec<&[u8]> = pieces.collect();
     let fields = rest
         .chunks(2)
         .map(|pair| (pair[0], pair.get(1).copied().unwrap_or_default()));
-    if let Ok(event) = shortlink_visit_enrich::VisitEvent::from_fields(id.clone(), fields) {
-        use shortlink_wire::event::{MAX_CODE, MAX_HOST, MAX_LANG, MAX_REFERER, MAX_UA};
+    if let Ok(event) = VisitEvent::from_fields(id.clone(), fields) {
         assert_eq!(event.id, id);
-        assert!(!event.code.is_empty() && event.code.len() <= MAX_CODE);
-        assert!(event.code.bytes().all(|b| b.is_ascii_graphic()));
-        assert!(event.time_ms >= 0);
-        let within =
-            |text: &Option<String>, max: usize| text.as_ref().is_none_or(|t| t.len() <= max);
-        assert!(within(&event.user_agent, MAX_UA));
-        assert!(within(&event.referrer, MAX_REFERER));
-        assert!(within(&event.host, MAX_HOST));
-        assert!(within(&event.accept_language, MAX_LANG));
+        assert_within_limits(&event);
+    }
+    let batch = [(shortlink_wire::event::BATCH_FIELD, data)];
+    for event in split_entry("1-0", &batch).iter().flatten() {
+        assert_within_limits(event);
     }
     let text = String::from_utf8_lossy(data);
     if let Some(tag) = shortlink_visit_enrich::language(&text) {
@@ -114,6 +111,25 @@ pub fn visit_event(data: &[u8]) {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
     }
+}
+
+/// What the consumer keeps of any visit, whoever wrote its entry: a code's shape (an orphan
+/// visit's path may be longer, up to its own limit), a time, and each text within its cap.
+fn assert_within_limits(event: &shortlink_visit_enrich::VisitEvent) {
+    use shortlink_wire::event::{MAX_CODE, MAX_HOST, MAX_LANG, MAX_PATH, MAX_REFERER, MAX_UA};
+    let max_code = if event.orphan.is_some() {
+        MAX_PATH
+    } else {
+        MAX_CODE
+    };
+    assert!(!event.code.is_empty() && event.code.len() <= max_code);
+    assert!(event.orphan.is_some() || event.code.bytes().all(|b| b.is_ascii_graphic()));
+    assert!(event.time_ms >= 0);
+    let within = |text: &Option<String>, max: usize| text.as_ref().is_none_or(|t| t.len() <= max);
+    assert!(within(&event.user_agent, MAX_UA));
+    assert!(within(&event.referrer, MAX_REFERER));
+    assert!(within(&event.host, MAX_HOST));
+    assert!(within(&event.accept_language, MAX_LANG));
 }
 
 /// The nginx module's pure parsers, from `shortlink-wire`: the RESP reader, the link-record decoder

@@ -2,7 +2,9 @@
 //! where operators look… and why"). Read as the visit feed gives each visit away
 //! (`shortlink_webhooks::link_visits`: the feed's rows and their conversion into the event that
 //! `GET /api/v1/visits` and the webhooks send), so a verdict and its reasons here are the API's,
-//! corrections by hindsight included. Paged by the last visit shown (`?before=`).
+//! corrections by hindsight included; each reason in the words `GET /api/v1/links/{code}/visits`
+//! gives beside its code (one table: `shortlink_webhooks::link_visits::WORDS`), a hosting network
+//! named by its autonomous system. Paged by the last visit shown (`?before=`).
 
 use super::layout::when;
 use super::page::encode;
@@ -10,7 +12,7 @@ use axum::http::StatusCode;
 use maud::{html, Markup};
 use shortlink_api::{AppState, Error};
 use shortlink_model::WorkspaceId;
-use shortlink_webhooks::link_visits::{LinkVisit, LinkVisits, VisitKey};
+use shortlink_webhooks::link_visits::{LinkVisits, VisitKey, VisitQuery};
 
 /// Visits shown per page.
 pub const PAGE: u32 = 50;
@@ -30,53 +32,15 @@ pub async fn read(
             message: "before is not a visit of this list".into(),
         })?),
     };
-    let page = state
-        .webhooks
-        .link_visits(workspace, code, before.as_ref(), PAGE);
+    let query = VisitQuery {
+        before,
+        audience: None,
+        limit: PAGE,
+    };
+    let judge = &state.settings.click_judge;
+    let system = |ip| judge.system(ip);
+    let page = (state.webhooks).link_visits(workspace, code, &query, &system);
     page.await.map_err(Error::from)
-}
-
-/// A reason's words, as docs/BOTS.md names its signal. `visit` gives the agent table's label
-/// and the network's name.
-fn words(reason: &str, visit: &LinkVisit) -> String {
-    let event = &visit.event;
-    match reason {
-        "agent" => {
-            let kind = match event.audience.as_str() {
-                "preview" => "preview agent",
-                "scanner" => "scanner agent",
-                _ => "bot agent",
-            };
-            match &event.agent {
-                Some(label) => format!("{kind} ({label})"),
-                None => kind.to_owned(),
-            }
-        }
-        "no_agent" => "no user agent".to_owned(),
-        "method" => "HEAD or OPTIONS request".to_owned(),
-        "headers" => "a browser's agent without its headers".to_owned(),
-        "network" => match &visit.network {
-            Some(name) => format!("hosting network ({name})"),
-            None => "hosting network".to_owned(),
-        },
-        "after_delivery" => "within 3 s of delivery".to_owned(),
-        "sweep" => "sweep of the campaign".to_owned(),
-        "confirmed" => "confirmed by a later visit".to_owned(),
-        other => other.to_owned(),
-    }
-}
-
-/// Who fetched, in a few words: the agent table's label, else the browser on its system.
-fn client(visit: &LinkVisit) -> String {
-    let event = &visit.event;
-    if let Some(label) = &event.agent {
-        return label.clone();
-    }
-    let browser = event.browser.as_deref().unwrap_or("unknown browser");
-    match &event.os {
-        Some(os) => format!("{browser} on {os}"),
-        None => browser.to_owned(),
-    }
 }
 
 /// The section: the table, and the links to the newest and the next older page.
@@ -100,13 +64,13 @@ pub fn section(code: &str, page: &LinkVisits, paged: bool) -> Markup {
                             td { (when(Some(event.time))) }
                             td data-verdict=(event.id) { (event.audience) }
                             td data-reasons=(event.reasons.join(",")) {
-                                @if event.reasons.is_empty() { "a person by every signal" }
-                                @for (i, reason) in event.reasons.iter().enumerate() {
+                                @if visit.reasons.is_empty() { "a person by every signal" }
+                                @for (i, reason) in visit.reasons.iter().enumerate() {
                                     @if i > 0 { "; " }
-                                    (words(reason, visit))
+                                    (reason.words)
                                 }
                             }
-                            td { (client(visit)) }
+                            td { (visit.client) }
                             td { (event.country.as_deref().unwrap_or("—")) }
                             td { (event.short_domain.as_deref().unwrap_or("—")) }
                             td.num { (event.status.map_or_else(|| "—".to_owned(), |s| s.to_string())) }

@@ -806,6 +806,7 @@ crate::on_each_backend!(
     creates_are_served_between_back_to_back_visit_batches,
     codes_differing_in_case_keep_their_own_stats,
     visits_carry_their_rule_and_link_stats_break_down_by_it,
+    visits_written_before_format_7_are_stored_after_the_upgrade,
     domain_health_counts_equal_the_raw_visits,
 );
 
@@ -964,4 +965,46 @@ async fn visits_carry_their_rule_and_link_stats_break_down_by_it(backend: Backen
     );
     let all = app.get_json("/stats").await;
     assert!(all.get("rules").is_none(), "link stats only");
+}
+
+/// Visits an older module wrote (format 6, every field as text: recorded from its encoder,
+/// wire/tests/data/format-6-batch.hex) and still in the stream when the modules move to format 7
+/// are stored: a redirect by rule 1.0 sent as `HEAD`, and an orphan visit.
+async fn visits_written_before_format_7_are_stored_after_the_upgrade(backend: Backend) {
+    use shortlink_wire::event::{BATCH_FIELD, BATCH_FORMAT_6};
+    let app = spawn_app(backend).await;
+    app.create(json!({"url": "https://t.example/old", "code": "old-six"}))
+        .await;
+    let recorded = include_str!("../../../wire/tests/data/format-6-batch.hex").trim();
+    let batch: Vec<u8> = (0..recorded.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&recorded[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(batch[0], BATCH_FORMAT_6);
+    let id: String = redis::cmd("XADD")
+        .arg(EVENT_STREAM)
+        .arg("*")
+        .arg(BATCH_FIELD)
+        .arg(&batch)
+        .query_async(&mut app.redis().await)
+        .await
+        .unwrap();
+    consumer(&app, "upgrade", &[]).await.drain().await.unwrap();
+
+    let row = |column: &str| format!("SELECT {column} FROM visits WHERE event_id = '{id}'");
+    assert_eq!(app.db.texts(&row("code")).await, ["old-six"]);
+    assert_eq!(app.db.texts(&row("rule")).await, ["1.0"]);
+    assert_eq!(app.db.texts(&row("ip")).await, ["203.0.113.9"]);
+    assert_eq!(app.db.texts(&row("audience")).await, ["scanner"]);
+    let with_status =
+        format!("SELECT COUNT(*) FROM visits WHERE event_id = '{id}' AND status = 302");
+    assert_eq!(app.db.scalar(&with_status).await, 1);
+    assert_eq!(
+        app.db.texts("SELECT kind FROM orphan_visits").await,
+        ["regular_404"]
+    );
+    assert_eq!(
+        app.db.scalar("SELECT at_ms FROM orphan_visits").await,
+        1_764_400_000_124
+    );
 }

@@ -16,7 +16,7 @@ crate::on_each_backend!(the_link_page_s_verdicts_and_reasons_are_the_api_s);
 const WHATSAPP: &str = "WhatsApp/2.23.20.0 A";
 
 /// A visit as the consumer makes it of one event, to `host`.
-fn visit(id: &str, code: &str, at_ms: i64, ip: &str, ua: &str, host: &str) -> Visit {
+pub(crate) fn visit(id: &str, code: &str, at_ms: i64, ip: &str, ua: &str, host: &str) -> Visit {
     let fields = [
         ("c", code),
         ("t", &at_ms.to_string()),
@@ -30,7 +30,11 @@ fn visit(id: &str, code: &str, at_ms: i64, ip: &str, ua: &str, host: &str) -> Vi
 }
 
 /// Judges a batch as the consumer does and stores it with its corrections; answers how many.
-async fn consume(app: &TestApp, hindsight: &mut Hindsight, batch: &mut [Visit]) -> usize {
+pub(crate) async fn consume(
+    app: &TestApp,
+    hindsight: &mut Hindsight,
+    batch: &mut [Visit],
+) -> usize {
     let store = app.visit_store().await;
     let facts = store.link_facts(&Hindsight::codes(batch)).await.unwrap();
     let corrections = hindsight.judge(batch, &facts);
@@ -42,7 +46,7 @@ async fn consume(app: &TestApp, hindsight: &mut Hindsight, batch: &mut [Visit]) 
 }
 
 /// The text a page shows in the element marked `data-<attribute>="<key>"`.
-fn text_at(page: &str, attribute: &str, key: &str) -> String {
+pub(crate) fn text_at(page: &str, attribute: &str, key: &str) -> String {
     let marker = format!("data-{attribute}=\"{key}\">");
     let start = page
         .find(&marker)
@@ -52,7 +56,7 @@ fn text_at(page: &str, attribute: &str, key: &str) -> String {
 }
 
 /// The visits a link's page lists: (id, verdict, reason names), in its order.
-fn listed(page: &str) -> Vec<Value> {
+pub(crate) fn listed(page: &str) -> Vec<Value> {
     let mut rows = Vec::new();
     for part in page.split("<tr data-visit=\"").skip(1) {
         let id = &part[..part.find('"').unwrap()];
@@ -65,7 +69,7 @@ fn listed(page: &str) -> Vec<Value> {
 }
 
 /// The feed's click events of recipient `r`: (id, verdict, reason names), newest first.
-async fn fed(app: &TestApp, r: &str) -> Vec<Value> {
+pub(crate) async fn fed(app: &TestApp, r: &str) -> Vec<Value> {
     let answer = app
         .api(reqwest::Method::GET, &format!("/visits?ref={r}&limit=1000"))
         .send()

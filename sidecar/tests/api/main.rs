@@ -35,6 +35,7 @@ mod import_export;
 mod import_sources;
 mod issuing;
 mod limits;
+mod link_visits;
 mod links;
 mod lookalikes;
 mod lost_commits;

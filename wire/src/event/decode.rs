@@ -3,13 +3,26 @@
 
 use super::{
     BATCH_FORMAT, BATCH_FORMAT_1, BATCH_FORMAT_2, BATCH_FORMAT_3, BATCH_FORMAT_4, BATCH_FORMAT_5,
-    FORMAT_1_FIELDS, FORMAT_2_FIELDS, FORMAT_3_FIELDS, FORMAT_4_FIELDS, FORMAT_5_FIELDS,
-    VISIT_FIELDS,
+    BATCH_FORMAT_6, FORMAT_1_FIELDS, FORMAT_2_FIELDS, FORMAT_3_FIELDS, FORMAT_4_FIELDS,
+    FORMAT_5_FIELDS, FORMAT_6_FIELDS, HAS_ID, HAS_ORPHAN, HAS_RULE, HAS_WORKSPACE, KNOWN_FLAGS,
+    VISIT_FIELDS, VISIT_HEAD,
 };
+use crate::verdict::Signals;
 
 /// One visit's fields as `(name, value)` pairs in [`VISIT_FIELDS`] order; an empty value is an
 /// absent field.
 pub type VisitFields<'a> = [(&'static [u8], &'a [u8]); VISIT_FIELDS.len()];
+
+/// One visit of a batch: its text fields, and the numbers a format 7 batch carries in binary
+/// (`None` from an older format, whose `t`, `s` and `sig` are text among the fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodedVisit<'a> {
+    /// The fields written as text; in format 7 `t`, `s` and `sig` are empty here.
+    pub fields: VisitFields<'a>,
+    pub time_ms: Option<u64>,
+    pub status: Option<u16>,
+    pub signals: Option<Signals>,
+}
 
 /// A batch that cannot be framed (any further): empty, of an unknown format, or cut short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,36 +31,40 @@ pub struct BatchError;
 /// The visits of a batch, in order. A batch that cannot be framed ends with one `Err` for
 /// what is left; the visits before it are whole.
 pub fn visits(batch: &[u8]) -> Visits<'_> {
-    match batch.split_first() {
-        Some((&BATCH_FORMAT, rest)) => Visits {
-            rest: Ok(rest),
-            fields: VISIT_FIELDS.len(),
+    let (layout, rest) = match batch.split_first() {
+        Some((&BATCH_FORMAT, rest)) => (Layout::Binary, rest),
+        Some((&format, rest)) => match text_fields(format) {
+            Some(fields) => (Layout::Text(fields), rest),
+            None => return Visits::failed(),
         },
-        Some((&BATCH_FORMAT_5, rest)) => Visits {
-            rest: Ok(rest),
-            fields: FORMAT_5_FIELDS,
-        },
-        Some((&BATCH_FORMAT_4, rest)) => Visits {
-            rest: Ok(rest),
-            fields: FORMAT_4_FIELDS,
-        },
-        Some((&BATCH_FORMAT_3, rest)) => Visits {
-            rest: Ok(rest),
-            fields: FORMAT_3_FIELDS,
-        },
-        Some((&BATCH_FORMAT_2, rest)) => Visits {
-            rest: Ok(rest),
-            fields: FORMAT_2_FIELDS,
-        },
-        Some((&BATCH_FORMAT_1, rest)) => Visits {
-            rest: Ok(rest),
-            fields: FORMAT_1_FIELDS,
-        },
-        _ => Visits {
-            rest: Err(BatchError),
-            fields: 0,
-        },
+        None => return Visits::failed(),
+    };
+    Visits {
+        rest: Ok(rest),
+        layout,
     }
+}
+
+/// Fields per visit of a format that writes every field as text (6 and the ones before it).
+fn text_fields(format: u8) -> Option<usize> {
+    Some(match format {
+        BATCH_FORMAT_6 => FORMAT_6_FIELDS,
+        BATCH_FORMAT_5 => FORMAT_5_FIELDS,
+        BATCH_FORMAT_4 => FORMAT_4_FIELDS,
+        BATCH_FORMAT_3 => FORMAT_3_FIELDS,
+        BATCH_FORMAT_2 => FORMAT_2_FIELDS,
+        BATCH_FORMAT_1 => FORMAT_1_FIELDS,
+        _ => return None,
+    })
+}
+
+/// How a batch's visits are laid out.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    /// Format 7: a binary head, then the text fields it names.
+    Binary,
+    /// The first this many of [`VISIT_FIELDS`], each as text; the others are absent.
+    Text(usize),
 }
 
 /// The iterator of [`visits`].
@@ -55,15 +72,23 @@ pub fn visits(batch: &[u8]) -> Visits<'_> {
 pub struct Visits<'a> {
     /// What is still to be read; `Err` once an error is due, then the iterator ends.
     rest: Result<&'a [u8], BatchError>,
-    /// Fields per visit in this batch's format; the others are absent.
-    fields: usize,
+    layout: Layout,
+}
+
+impl<'a> Visits<'a> {
+    fn failed() -> Self {
+        Visits {
+            rest: Err(BatchError),
+            layout: Layout::Text(0),
+        }
+    }
 }
 
 impl<'a> Iterator for Visits<'a> {
-    type Item = Result<VisitFields<'a>, BatchError>;
+    type Item = Result<DecodedVisit<'a>, BatchError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut rest = match self.rest {
+        let rest = match self.rest {
             Ok([]) => return None,
             Ok(rest) => rest,
             Err(error) => {
@@ -71,19 +96,81 @@ impl<'a> Iterator for Visits<'a> {
                 return Some(Err(error));
             }
         };
-        // Fields an older format's batch does not have stay named and empty (absent).
-        let mut fields: VisitFields<'a> = VISIT_FIELDS.map(|name| (name.as_bytes(), &[][..]));
-        for (slot, name) in fields.iter_mut().zip(VISIT_FIELDS).take(self.fields) {
-            let Some((value, tail)) = take_field(rest) else {
+        let visit = match self.layout {
+            Layout::Binary => binary_visit(rest),
+            Layout::Text(fields) => text_visit(rest, fields),
+        };
+        match visit {
+            Some((visit, tail)) => {
+                self.rest = Ok(tail);
+                Some(Ok(visit))
+            }
+            None => {
                 self.rest = Ok(&[]);
-                return Some(Err(BatchError));
-            };
-            *slot = (name.as_bytes(), value);
-            rest = tail;
+                Some(Err(BatchError))
+            }
         }
-        self.rest = Ok(rest);
-        Some(Ok(fields))
     }
+}
+
+/// Every field absent.
+fn no_fields<'a>() -> VisitFields<'a> {
+    VISIT_FIELDS.map(|name| (name.as_bytes(), &[][..]))
+}
+
+/// A format 7 visit off the front of `bytes`, and what follows it.
+fn binary_visit(bytes: &[u8]) -> Option<(DecodedVisit<'_>, &[u8])> {
+    let (head, mut rest) = bytes.split_first_chunk::<VISIT_HEAD>()?;
+    let flags = head[0];
+    if flags & !KNOWN_FLAGS != 0 {
+        return None;
+    }
+    let time_ms = u64::from_le_bytes(head[1..9].try_into().ok()?);
+    let status = u16::from_le_bytes([head[9], head[10]]);
+    let signals = Signals::from_bits(u16::from_le_bytes([head[11], head[12]]));
+    let mut fields = no_fields();
+    // Indexes into VISIT_FIELDS: c, ip, ua, ref, host, lang always; rule, id, o, ws if flagged.
+    let flagged = [
+        (8, HAS_RULE),
+        (9, HAS_ID),
+        (10, HAS_ORPHAN),
+        (11, HAS_WORKSPACE),
+    ];
+    let present = [0, 3, 4, 5, 6, 7].into_iter().chain(
+        flagged
+            .into_iter()
+            .filter(|(_, flag)| flags & flag != 0)
+            .map(|(i, _)| i),
+    );
+    for index in present {
+        let (value, tail) = take_field(rest)?;
+        fields[index].1 = value;
+        rest = tail;
+    }
+    let visit = DecodedVisit {
+        fields,
+        time_ms: Some(time_ms),
+        status: Some(status),
+        signals: Some(signals),
+    };
+    Some((visit, rest))
+}
+
+/// A visit of a text format of `count` fields off the front of `bytes`, and what follows it.
+fn text_visit(mut bytes: &[u8], count: usize) -> Option<(DecodedVisit<'_>, &[u8])> {
+    let mut fields = no_fields();
+    for slot in fields.iter_mut().take(count) {
+        let (value, tail) = take_field(bytes)?;
+        slot.1 = value;
+        bytes = tail;
+    }
+    let visit = DecodedVisit {
+        fields,
+        time_ms: None,
+        status: None,
+        signals: None,
+    };
+    Some((visit, bytes))
 }
 
 /// One length-prefixed field off the front of `bytes`, and what follows it.
@@ -107,8 +194,9 @@ mod tests {
         batch.bytes().to_vec()
     }
 
-    fn value<'a>(fields: &VisitFields<'a>, name: &str) -> &'a [u8] {
-        fields
+    fn value<'a>(visit: &DecodedVisit<'a>, name: &str) -> &'a [u8] {
+        visit
+            .fields
             .iter()
             .find(|(n, _)| *n == name.as_bytes())
             .unwrap()
@@ -133,8 +221,9 @@ mod tests {
         assert_eq!(decoded.len(), 2);
         for (fields, sent) in decoded.iter().zip([visit(), second]) {
             assert_eq!(value(fields, "c"), sent.code);
-            assert_eq!(value(fields, "t"), sent.time_ms.to_string().as_bytes());
-            assert_eq!(value(fields, "s"), sent.status.to_string().as_bytes());
+            assert_eq!(fields.time_ms, Some(sent.time_ms));
+            assert_eq!(fields.status, Some(sent.status));
+            assert_eq!(fields.signals, Some(sent.signals));
             assert_eq!(value(fields, "ip"), sent.ip);
             assert_eq!(value(fields, "ref"), sent.referer);
             assert_eq!(value(fields, "lang"), sent.lang);
@@ -238,7 +327,7 @@ mod tests {
                 crate::event::OrphanKind::parse(value(fields, "o")),
                 Some(kind)
             );
-            assert_eq!(value(fields, "s"), b"404");
+            assert_eq!(fields.status, Some(404));
             assert_eq!(value(fields, "host"), visit().host);
             // The path is cut to its own limit, longer than a code's, at a character boundary.
             let path = value(fields, "c");
@@ -289,12 +378,137 @@ mod tests {
     fn a_batch_that_cannot_be_framed_ends_in_one_error() {
         assert_eq!(visits(b"").collect::<Vec<_>>(), [Err(BatchError)]);
         assert!(visits(&[BATCH_FORMAT]).next().is_none());
-        assert_eq!(visits(b"\x07").collect::<Vec<_>>(), [Err(BatchError)]);
+        assert_eq!(visits(b"\x08").collect::<Vec<_>>(), [Err(BatchError)]);
+        // A format 7 head cut short, and one with a flag no format 7 writer sets.
+        assert_eq!(
+            visits(&[BATCH_FORMAT, 0, 1, 2]).collect::<Vec<_>>(),
+            [Err(BatchError)]
+        );
+        let mut unknown_flag = batch_of(&[visit()]);
+        unknown_flag[1] |= 1 << 4;
+        assert_eq!(visits(&unknown_flag).collect::<Vec<_>>(), [Err(BatchError)]);
         let mut bytes = batch_of(&[visit(), visit()]);
         bytes.pop();
         let decoded: Vec<_> = visits(&bytes).collect();
         assert_eq!(decoded.len(), 2);
         assert!(decoded[0].is_ok());
         assert_eq!(decoded[1], Err(BatchError));
+    }
+
+    /// Two visits as a format 6 module wrote them (the encoder before format 7, recorded): a
+    /// redirect answered by rule 1's variant 0 with signals `HEAD`, and an orphan visit of a host
+    /// of `brand-a` with the module's verdict human (`sig` 256).
+    const FORMAT_6_BATCH: &str = include_str!("../../tests/data/format-6-batch.hex");
+
+    fn hex(text: &str) -> Vec<u8> {
+        let text = text.trim();
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_recorded_format_6_batch_reads_as_it_was_written() {
+        let old = hex(FORMAT_6_BATCH);
+        let decoded: Vec<_> = visits(&old).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded.len(), 2);
+        let text = |visit: &DecodedVisit<'_>| -> Vec<String> {
+            visit
+                .fields
+                .iter()
+                .map(|(_, v)| String::from_utf8(v.to_vec()).unwrap())
+                .collect()
+        };
+        assert_eq!(
+            text(&decoded[0]),
+            [
+                "old-six",
+                "1764400000123",
+                "302",
+                "203.0.113.9",
+                "Mozilla/5.0 (iPhone)",
+                "",
+                "s1.example",
+                "pt-BR",
+                "1.0",
+                "",
+                "",
+                "",
+                "1"
+            ]
+        );
+        assert_eq!(
+            text(&decoded[1]),
+            [
+                "/nope",
+                "1764400000124",
+                "404",
+                "198.51.100.7",
+                "",
+                "",
+                "s1.example",
+                "",
+                "",
+                "",
+                "regular_404",
+                "brand-a",
+                "256"
+            ]
+        );
+        // Its numbers are text among the fields, none in binary.
+        assert!(decoded
+            .iter()
+            .all(|v| (v.time_ms, v.status, v.signals) == (None, None, None)));
+    }
+
+    #[test]
+    fn format_7_writes_the_numbers_in_binary_and_only_the_fields_a_visit_has() {
+        use crate::verdict::Signals;
+        let sent = visit();
+        let bytes = batch_of(&[sent]);
+        // The format byte, the head, the six always-written fields' lengths and their values:
+        // no `rule`, `id`, `o` or `ws`, no digits.
+        let values = [
+            sent.code,
+            sent.ip,
+            sent.ua,
+            sent.referer,
+            sent.host,
+            sent.lang,
+        ];
+        let len: usize = values.iter().map(|v| 2 + v.len()).sum();
+        assert_eq!(bytes.len(), 1 + VISIT_HEAD + len);
+        let signals = Signals::from_bits(0x3ff);
+        let all = Visit {
+            time_ms: u64::MAX,
+            status: u16::MAX,
+            signals,
+            chosen: Some(crate::record::Chosen {
+                rule: 3,
+                variant: None,
+            }),
+            click_id: Some(crate::click_id::ClickId::of(9, 9)),
+            orphan: Some(crate::event::OrphanKind::Recovered),
+            workspace: b"brand-b",
+            ..visit()
+        };
+        let bytes = batch_of(&[all, sent]);
+        let decoded: Vec<_> = visits(&bytes).collect::<Result<_, _>>().unwrap();
+        let got = decoded[0];
+        assert_eq!(
+            (got.time_ms, got.status, got.signals),
+            (Some(u64::MAX), Some(u16::MAX), Some(signals))
+        );
+        assert_eq!(value(&got, "rule"), b"3");
+        assert_eq!(value(&got, "id"), all.click_id.unwrap().as_bytes());
+        assert_eq!(value(&got, "o"), b"recovered");
+        assert_eq!(value(&got, "ws"), b"brand-b");
+        for name in ["t", "s", "sig"] {
+            assert_eq!(value(&got, name), b"", "{name} is in the head");
+        }
+        // The next visit's fields start where the flagged ones end.
+        assert_eq!(value(&decoded[1], "c"), sent.code);
+        assert_eq!(value(&decoded[1], "ws"), b"");
     }
 }

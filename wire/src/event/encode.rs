@@ -5,12 +5,14 @@
 //! The batch is one opaque field value rather than one stream field per visit field: Redis turns
 //! every command argument into an object and appends every field to the entry separately, which
 //! cost it about 1,600 instructions per visit field (callgrind); one value costs it one copy. Inside
-//! the value (docs/ARCHITECTURE.md): a format byte, then per visit the thirteen fields in a fixed
-//! order, each a little-endian `u16` length and the bytes (length 0 = absent).
+//! the value (docs/ARCHITECTURE.md): a format byte, then per visit a binary head (flags, time,
+//! status, signals) and its text fields, each a little-endian `u16` length and the bytes
+//! ([`BATCH_FORMAT`]).
 
 use super::{
-    chosen_text, truncate, Visit, BATCH_FIELD, BATCH_FORMAT, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG,
-    MAX_PATH, MAX_REFERER, MAX_UA, MAX_WORKSPACE, VISIT_FIELDS,
+    chosen_text, truncate, Visit, BATCH_FIELD, BATCH_FORMAT, HAS_ID, HAS_ORPHAN, HAS_RULE,
+    HAS_WORKSPACE, MAX_CODE, MAX_HOST, MAX_IP, MAX_LANG, MAX_PATH, MAX_REFERER, MAX_UA,
+    MAX_WORKSPACE, VISIT_HEAD,
 };
 use crate::keys::EVENT_STREAM;
 use crate::resp::push_header;
@@ -108,8 +110,6 @@ pub struct Batch {
     /// Empty, or [`HEAD_ROOM`] bytes of no meaning followed by the encoded batch.
     bytes: Vec<u8>,
     visits: usize,
-    /// The digits of the last visit's time: visits of one pass share nginx's cached clock.
-    time: (u64, Digits),
 }
 
 impl Batch {
@@ -132,34 +132,30 @@ impl Batch {
 
     /// Appends one visit, every value truncated (so each fits its `u16` length). This runs once
     /// per tracked redirect (and per orphan visit), so it writes straight into the buffer's spare
-    /// room, field after field: one capacity check for the most a visit can take, no list of the
-    /// values to sum first, and the short values (most of a visit's: a code, the time, an address,
-    /// a host) copied in a few word moves instead of a call to `memcpy` each, which with the
-    /// bookkeeping around them was most of the ~800 instructions a visit cost (callgrind,
-    /// bench/results/redirect-instructions-cuts-2026-11-29.md).
-    // Inlinable across the crate boundary, as it was when it lived in the module: it runs once
-    // per tracked redirect.
-    #[inline]
+    /// room: one capacity check for the most a visit can take, the numbers as they are (the
+    /// format's binary head), the fields a redirect seldom has only when it has them, and the
+    /// short values (most of a visit's: a code, an address, a host) copied in a few word moves
+    /// instead of a call to `memcpy` each (callgrind,
+    /// bench/results/redirect-instructions-cuts-2026-11-29.md and
+    /// bench/results/redirect-tracking-2026-11-29.md).
+    // Inlined where the module makes a visit: it runs once per tracked redirect, and a plain
+    // redirect's visit (no rule, click id, orphan kind or workspace, known where it is made)
+    // then tests none of them.
+    #[inline(always)]
     #[allow(unsafe_code)]
     pub fn push(&mut self, v: &Visit<'_>) {
-        if self.time.0 != v.time_ms || self.time.1.is_empty() {
-            self.time = (v.time_ms, Digits::of(v.time_ms));
-        }
-        let other_status;
-        let status: &[u8] = match v.status {
-            301 => b"301",
-            302 => b"302",
-            307 => b"307",
-            308 => b"308",
-            410 => b"410",
-            other => {
-                other_status = Digits::of(u64::from(other));
-                other_status.as_bytes()
-            }
-        };
-        let (code_max, orphan) = match v.orphan {
-            None => (MAX_CODE, &[][..]),
-            Some(kind) => (MAX_PATH, kind.as_str().as_bytes()),
+        let flags = if v.chosen.is_some() { HAS_RULE } else { 0 }
+            | if v.click_id.is_some() { HAS_ID } else { 0 }
+            | if v.orphan.is_some() { HAS_ORPHAN } else { 0 }
+            | if v.workspace.is_empty() {
+                0
+            } else {
+                HAS_WORKSPACE
+            };
+        let code_max = if v.orphan.is_some() {
+            MAX_PATH
+        } else {
+            MAX_CODE
         };
         if self.bytes.is_empty() {
             // Once a buffer: a cleared batch keeps its room.
@@ -168,39 +164,39 @@ impl Batch {
         self.bytes.reserve(VISIT_MAX_BYTES);
         let start = self.bytes.len();
         // SAFETY: `reserve` left room for `VISIT_MAX_BYTES` past `start`, the most one visit can
-        // write: every value below is cut to the limit that bound sums (`truncate`, or of a fixed
-        // size), plus its 2-byte length, plus a fresh batch's format byte. The writes fill those
-        // bytes in order from `start`, and `set_len` takes exactly the ones written. The values
-        // are borrowed from elsewhere, so they cannot overlap the spare room.
+        // write: its head, every value cut to the limit that bound sums (`truncate`, or of a
+        // fixed size) plus its 2-byte length, and a fresh batch's format byte. The writes fill
+        // those bytes in order from `start`, and `set_len` takes exactly the ones written. The
+        // values are borrowed from elsewhere, so they cannot overlap the spare room.
         unsafe {
             let base = self.bytes.as_mut_ptr();
             let mut out = Out(base.add(start));
             if start == HEAD_ROOM {
                 out.byte(BATCH_FORMAT);
             }
+            out.byte(flags);
+            out.bytes(v.time_ms.to_le_bytes());
+            out.bytes(v.status.to_le_bytes());
+            out.bytes(v.signals.bits().to_le_bytes());
             out.field(truncate(v.code, code_max));
-            out.field(self.time.1.as_bytes());
-            out.field(status);
             out.field(truncate(v.ip, MAX_IP));
             out.field(truncate(v.ua, MAX_UA));
             out.field(truncate(v.referer, MAX_REFERER));
             out.field(truncate(v.host, MAX_HOST));
             out.field(truncate(v.lang, MAX_LANG));
-            match v.chosen {
-                Some(chosen) => {
-                    let (text, len) = chosen_text(chosen);
-                    out.field(&text[..len]);
-                }
-                None => out.empty(),
+            if let Some(chosen) = v.chosen {
+                let (text, len) = chosen_text(chosen);
+                out.field(&text[..len]);
             }
-            match &v.click_id {
-                Some(id) => out.field(id.as_bytes()),
-                None => out.empty(),
+            if let Some(id) = &v.click_id {
+                out.field(id.as_bytes());
             }
-            out.field(orphan);
-            out.field(truncate(v.workspace, MAX_WORKSPACE));
-            let (sig, sig_len) = v.signals.text();
-            out.field(&sig[..sig_len]);
+            if let Some(kind) = v.orphan {
+                out.field(kind.as_str().as_bytes());
+            }
+            if flags & HAS_WORKSPACE != 0 {
+                out.field(truncate(v.workspace, MAX_WORKSPACE));
+            }
             self.bytes.set_len(out.0.offset_from(base) as usize);
         }
         self.visits += 1;
@@ -223,7 +219,7 @@ fn push_bulk(out: &mut Vec<u8>, arg: &[u8]) {
 }
 
 /// Decimal digits of a number, on the stack.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct Digits {
     buf: [u8; 20],
     start: usize,
@@ -249,20 +245,14 @@ impl Digits {
     fn as_bytes(&self) -> &[u8] {
         &self.buf[self.start..]
     }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.start == self.buf.len()
-    }
 }
 
-/// The most bytes one visit's fields take ([`Batch::push`] reserves it once): each value at its
-/// limit, with its 2-byte length, and a fresh batch's format byte.
+/// The most bytes one visit takes ([`Batch::push`] reserves it once): its head, each field at its
+/// limit with its 2-byte length, and a fresh batch's format byte.
 const VISIT_MAX_BYTES: usize = 1
-    + 2 * VISIT_FIELDS.len()
+    + VISIT_HEAD
+    + 2 * 10 // the lengths of the ten text fields
     + max(MAX_CODE, MAX_PATH)
-    + 20 // the time's digits
-    + 20 // the status's
     + MAX_IP
     + MAX_UA
     + MAX_REFERER
@@ -271,8 +261,7 @@ const VISIT_MAX_BYTES: usize = 1
     + 7 // `rule`: chosen_text
     + crate::click_id::LEN
     + 17 // `o`: the longest OrphanKind
-    + MAX_WORKSPACE
-    + 5; // `sig`: Signals::text
+    + MAX_WORKSPACE;
 
 const fn max(a: usize, b: usize) -> usize {
     if a > b {
@@ -295,14 +284,14 @@ impl Out {
         self.0 = self.0.add(1);
     }
 
-    /// An absent value: its zero length.
+    /// A number's little-endian bytes, one store.
     ///
     /// # Safety
-    /// Two bytes of room at the position.
+    /// `N` bytes of room at the position.
     #[inline(always)]
-    unsafe fn empty(&mut self) {
-        self.0.cast::<[u8; 2]>().write_unaligned([0, 0]);
-        self.0 = self.0.add(2);
+    unsafe fn bytes<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.0.cast::<[u8; N]>().write_unaligned(bytes);
+        self.0 = self.0.add(N);
     }
 
     /// `value`'s little-endian `u16` length, then its bytes. A value of at most 16 bytes is
@@ -343,6 +332,7 @@ impl Out {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::event::VISIT_FIELDS;
     use crate::resp::{parse, Frame};
 
     pub fn visit() -> Visit<'static> {
@@ -400,20 +390,28 @@ pub(super) mod tests {
             .map(|a| String::from_utf8(a).unwrap())
             .collect();
         assert_eq!(batch[0], BATCH_FORMAT);
-        let mut rest = &batch[1..];
-        let mut visits = Vec::new();
-        while !rest.is_empty() {
-            let mut fields = Vec::new();
-            for name in VISIT_FIELDS {
-                let len = u16::from_le_bytes([rest[0], rest[1]]) as usize;
-                let value = rest[2..2 + len].to_vec();
-                rest = &rest[2 + len..];
-                if !value.is_empty() {
-                    fields.push((name, value));
-                }
-            }
-            visits.push(fields);
-        }
+        let visits = crate::event::visits(&batch)
+            .map(|visit| {
+                let visit = visit.unwrap();
+                // The head's numbers among the fields, as their decimal text, in
+                // `VISIT_FIELDS`'s order.
+                let number = |name: &str| match name {
+                    "t" => visit.time_ms.map(|t| t.to_string()),
+                    "s" => visit.status.map(|s| s.to_string()),
+                    "sig" => visit.signals.map(|s| s.bits().to_string()),
+                    _ => None,
+                };
+                visit
+                    .fields
+                    .iter()
+                    .zip(VISIT_FIELDS)
+                    .filter_map(|((_, value), name)| match number(name) {
+                        Some(text) => Some((name, text.into_bytes())),
+                        None => (!value.is_empty()).then(|| (name, value.to_vec())),
+                    })
+                    .collect()
+            })
+            .collect();
         (head, visits)
     }
 

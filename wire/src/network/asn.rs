@@ -82,6 +82,16 @@ pub(super) fn ranges<T: std::str::FromStr + Ord + Copy>(
     path: &Path,
     keep: impl Fn(u32) -> bool,
 ) -> Result<Vec<(T, T, u32)>, AsnError> {
+    ranges_named(path, keep, |_, _| {})
+}
+
+/// [`ranges`], handing each kept line's autonomous system and organisation (the fourth field,
+/// as written: CSV-quoted when it holds a comma) to `name`.
+pub(super) fn ranges_named<T: std::str::FromStr + Ord + Copy>(
+    path: &Path,
+    keep: impl Fn(u32) -> bool,
+    mut name: impl FnMut(u32, &str),
+) -> Result<Vec<(T, T, u32)>, AsnError> {
     let error = |message| AsnError {
         path: path.to_owned(),
         message,
@@ -105,7 +115,10 @@ pub(super) fn ranges<T: std::str::FromStr + Ord + Copy>(
             ))
         })();
         match parsed {
-            Some(range) if keep(range.2) => out.push(range),
+            Some(range) if keep(range.2) => {
+                name(range.2, next().unwrap_or(""));
+                out.push(range);
+            }
             Some(_) => {}
             None => {
                 let message = format!("line {}: not first,last,asn: {line:.80}", n + 1);

@@ -6,10 +6,12 @@
 
 mod asn;
 mod list;
+mod names;
 mod ranges;
 
 pub use asn::{AsnError, AsnTable};
 pub use list::{HostingList, ListError};
+pub use names::{System, SystemNames};
 pub use ranges::HostingRanges;
 
 use std::net::IpAddr;

@@ -141,6 +141,7 @@ const READ_ROUTES: &[&str] = &[
     "/api/v1/stats",
     "/api/v1/visits",
     "/api/v1/visits/orphan",
+    "/api/v1/links/{code}/visits",
     "/api/v1/campaigns/{campaign}",
     "/api/v1/links/{code}/ab",
     "/api/v1/campaigns/{campaign}/ab",

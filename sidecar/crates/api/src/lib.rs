@@ -21,6 +21,7 @@ mod error;
 mod extract;
 pub mod gateway;
 mod health;
+mod link_visits;
 pub mod links;
 mod metrics;
 mod ndjson;
@@ -90,6 +91,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(stats::router())
         .merge(qr::router())
         .merge(visits::router())
+        .merge(link_visits::router())
         .merge(orphans::router())
         .merge(webhooks::router())
         .merge(workspaces::router())

@@ -3,9 +3,9 @@
 use super::error::{ErrorBody, ErrorDetail};
 use super::stats::RangeBound;
 use super::{
-    audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health, links,
-    orphans, preview, qr, quarantines, resolve, retention, stats, subjects, target_lists, visits,
-    webhooks, workspace_metrics, workspaces,
+    audit, batch, campaigns, compose, conversions, deliveries, domains, gateway, health,
+    link_visits, links, orphans, preview, qr, quarantines, resolve, retention, stats, subjects,
+    target_lists, visits, webhooks, workspace_metrics, workspaces,
 };
 use shortlink_model::schema::SchemaFixes;
 use utoipa::OpenApi;
@@ -66,6 +66,7 @@ use utoipa::OpenApi;
         stats::global_stats,
         qr::link_qr,
         visits::visit_feed,
+        link_visits::link_visits,
         orphans::orphan_visits,
         webhooks::create_webhook,
         webhooks::list_webhooks,

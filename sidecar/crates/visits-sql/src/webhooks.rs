@@ -11,6 +11,7 @@ use shortlink_webhooks::event::StoredLinkEvent;
 use shortlink_webhooks::link_visits::VisitKey;
 use shortlink_webhooks::store::{Failure, FeedBatch, FeedRow, Lease, Progress, WebhookStore};
 use shortlink_webhooks::subscription::{Subscription, SubscriptionSpec};
+use shortlink_wire::agent::Audience;
 use sqlx::{Database, Pool};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -334,10 +335,12 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
         workspace: WorkspaceId,
         code: &str,
         before: Option<&VisitKey>,
+        audience: Option<Audience>,
         limit: u32,
     ) -> StorageResult<Vec<FeedRow>> {
         // On the (code, visited_at) index, backwards; the link's workspace decides, so another
-        // workspace's code of the same name (none can exist) would still answer nothing.
+        // workspace's code of the same name (none can exist) would still answer nothing. A
+        // verdict filters the rows that index walks: a link's visits, not the table's.
         let mut query = statement(
             &format!(
                 "{} JOIN links l ON l.code = v.code WHERE v.code = ? AND l.workspace_id = ?",
@@ -355,6 +358,11 @@ impl<V: VisitDialect> WebhookStore for SqlVisitStore<V> {
                 .push(" AND v.event_id < ")
                 .bind(Value::Text(key.event_id.clone()))
                 .push("))");
+        }
+        if let Some(audience) = audience {
+            query
+                .push(" AND v.audience = ")
+                .bind(Value::Text(audience.as_str().to_owned()));
         }
         query.push(&format!(
             " ORDER BY v.visited_at DESC, v.event_id DESC LIMIT {limit}"

@@ -5,10 +5,13 @@
 //! never holds them), and the sweeps this process's consumer noticed. The fallback answers while
 //! the module's Redis is unreachable, so it cannot read the sweeps other consumers published:
 //! with `--consumer false` it knows none.
+//!
+//! It also names the listed autonomous system a stored visit's hosting reason found
+//! ([`ClickJudge::system`]), from the same table and list, read on the first such visit shown.
 
 use crate::consumer::NoticedSweeps;
 use shortlink_core::service::click::ClientJudge;
-use shortlink_wire::network::{HostingList, HostingRanges};
+use shortlink_wire::network::{HostingList, HostingRanges, SystemNames};
 use shortlink_wire::record::WorkspaceName;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -20,6 +23,7 @@ pub struct ClickJudge {
     asn_dir: Option<PathBuf>,
     list: HostingList,
     ranges: OnceLock<HostingRanges>,
+    systems: OnceLock<SystemNames>,
     sweeps: NoticedSweeps,
 }
 
@@ -48,6 +52,22 @@ impl ClickJudge {
                 HostingRanges::blocks(&self.list)
             }),
         })
+    }
+
+    /// The listed autonomous system announcing `ip` (an address as the visit store kept it:
+    /// whole, or its /24 or /48 under `--anonymize-ip`, which no system's range splits), as
+    /// `AS<number> <organisation>`; `None` without an ASN table or for an address in no listed
+    /// system (one listed by its block). The table is read on the first call: a hosting visit
+    /// shown, never a redirect.
+    pub fn system(&self, ip: IpAddr) -> Option<String> {
+        let systems = self.systems.get_or_init(|| match &self.asn_dir {
+            None => SystemNames::default(),
+            Some(dir) => SystemNames::build(dir, &self.list).unwrap_or_else(|error| {
+                tracing::warn!(%error, "ASN table not read; hosting reasons name no system");
+                SystemNames::default()
+            }),
+        });
+        systems.lookup(ip).map(|system| system.to_string())
     }
 }
 

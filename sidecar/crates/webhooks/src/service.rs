@@ -4,7 +4,7 @@ use super::audit;
 use super::cursor::Cursor;
 use super::event::Privacy;
 use super::feed::{FeedFilter, FeedReader, Page};
-use super::link_visits::{LinkVisits, VisitKey};
+use super::link_visits::{LinkVisits, NameSystem, VisitQuery};
 use super::store::Failure;
 use super::store::Stores;
 use super::subscription::{Checks, Subscription, SubscriptionRequest, SubscriptionView};
@@ -264,17 +264,18 @@ impl WebhookService {
         self.get(workspace, id).await
     }
 
-    /// A page of `workspace`'s link `code`'s visits, newest first, older than `before`: each as
-    /// the feed gives it away ([`super::link_visits`]).
+    /// The page of `workspace`'s link `code`'s visits `query` asks for, newest first: each as
+    /// the feed gives it away, its reasons in words ([`super::link_visits`]; `system` names a
+    /// hosting visit's autonomous system).
     pub async fn link_visits(
         &self,
         workspace: WorkspaceId,
         code: &str,
-        before: Option<&VisitKey>,
-        limit: u32,
+        query: &VisitQuery,
+        system: NameSystem<'_>,
     ) -> WebhookResult<LinkVisits> {
         let store = self.stores.webhooks.as_ref();
-        let page = super::link_visits::read(store, self.privacy, workspace, code, before, limit);
+        let page = super::link_visits::read(store, self.privacy, workspace, code, query, system);
         Ok(page.await?)
     }
 

@@ -77,12 +77,14 @@ pub trait WebhookStore: Send + Sync {
     /// The link events (`le_…`) of `ids` still stored, in no order.
     async fn link_events(&self, ids: &[String]) -> StorageResult<Vec<StoredLinkEvent>>;
     /// Up to `limit` stored visits of `workspace`'s link `code`, newest first (by time, then
-    /// id), older than `before` if given: the rows [`Self::feed_rows`] reads, by link.
+    /// id), older than `before` and with the verdict `audience` if given: the rows
+    /// [`Self::feed_rows`] reads, by link.
     async fn link_visits(
         &self,
         workspace: shortlink_model::WorkspaceId,
         code: &str,
         before: Option<&super::link_visits::VisitKey>,
+        audience: Option<shortlink_wire::agent::Audience>,
         limit: u32,
     ) -> StorageResult<Vec<FeedRow>>;
     /// A link's tags column (JSON) as stored now; `None` without tags or link.

@@ -503,6 +503,7 @@ async fn another_workspaces_keys_and_sessions_learn_nothing_of_its_objects() {
         "/api/v1/deliveries",
         "/api/v1/callback-tokens/{id}",
         "/api/v1/campaigns/{campaign}/funnel",
+        "/api/v1/links/{code}/visits",
         "/console/campaigns/{campaign}/funnel",
         "/callbacks/{token}/kannel",
         "/callbacks/{token}/twilio",
