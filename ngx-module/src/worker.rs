@@ -386,19 +386,16 @@ impl Worker {
             .request_with(|out| self.lookup.write(out, code))
     }
 
-    /// Sends `INCR sl:n:<code>`: one click on a link with `max_visits`. The reply is the count
-    /// with this click (every edge increments the same key, on the primary). Without `spend`
-    /// (a machine's click), `GET sl:n:<code>` on the primary instead: the clicks so far, spent
-    /// by nobody else's answer.
-    pub fn count(&mut self, code: &[u8], spend: bool) -> Result<Reply, RedisError> {
-        let command: &[u8] = if spend { b"INCR" } else { b"GET" };
+    /// Sends `args`, a click's count on `sl:n:<code>` ([`crate::count`]), to the primary (every
+    /// edge counts in the same key).
+    pub fn count(&mut self, code: &[u8], args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
         if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.count(code, command);
+            return cluster.count(code, args);
         }
         self.redis
             .as_mut()
             .ok_or(RedisError::Unavailable)?
-            .request(&[&[command], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
+            .request(args)
     }
 
     /// Sends `GET sl:p:<code>`: a link's preview card.

@@ -330,12 +330,12 @@ impl Cluster {
         self.send_for(key, &args, target)
     }
 
-    /// Sends `INCR sl:n:<code>` (a click on a link with `max_visits`), or `GET` for a machine's
-    /// click (`Worker::count`), to the owner of its slot.
-    pub fn count(&mut self, code: &[u8], command: &[u8]) -> Result<Reply, RedisError> {
+    /// Sends a click's count on `sl:n:<code>` (`Worker::count`'s `args`: its script, or `GET`
+    /// for a machine's click) to the owner of the counter's slot, which holds its token's too.
+    pub fn count(&mut self, code: &[u8], args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
         let mut buf = KeyBuf::new();
         let key = buf.key(VISIT_COUNT_PREFIX.as_bytes(), code)?;
-        self.send_for(key, &[&[command], &[key]], &Target::Owner)
+        self.send_for(key, args, &Target::Owner)
     }
 
     /// Sends `args` to the node serving `key`'s slot (or `target`, after a redirection).
