@@ -3,8 +3,6 @@
 
 use serde_json::json;
 use shortlink_e2e::{http_client, NginxOptions, System};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

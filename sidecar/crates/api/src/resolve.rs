@@ -41,7 +41,11 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
     params(("code" = String, Path),
         ("X-Shortlink-Workspace" = Option<String>, Header, description = "`ws=` and the workspace \
             nginx maps the short domain to (`ws=$shortlink_workspace`); a code answers only on \
-            its own workspace's hosts, and without this header on none (404)")),
+            its own workspace's hosts, and without this header on none (404)"),
+        ("X-Shortlink-Click-Token" = Option<String>, Header, description = "nginx's alone: the \
+            token (a click id, 16 base64url characters) of a capped click whose count the module \
+            sent without getting its reply; the click is counted with it, once however many \
+            tries reached Redis. Without it the sidecar draws one")),
     responses(
         (status = 200, description = "a link preview fetcher's `User-Agent` on a link with a card: \
             the card page (HTML, Open Graph and Twitter card tags), as the module draws it"),
