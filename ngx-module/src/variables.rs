@@ -23,7 +23,8 @@ pub fn register(cf: &mut ngx_conf_t) -> Result<(), ()> {
     let index = add_stored(cf, ngx_string!("shortlink_code"))?;
     let click_token_index = add_stored(cf, ngx_string!("shortlink_click_token"))?;
     let mut cookie = ngx_string!("http_cookie");
-    // SAFETY: as above; nginx resolves the `http_` prefix once the configuration is read.
+    // SAFETY: called from preconfiguration with a valid `cf`, whose core module's variables
+    // array exists by then; nginx resolves the `http_` prefix once the configuration is read.
     let cookie_index = unsafe { ngx_http_get_variable_index(cf, &mut cookie) };
     if cookie_index == NGX_ERROR as ngx_int_t {
         return Err(());
