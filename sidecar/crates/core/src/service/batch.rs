@@ -108,7 +108,7 @@ impl LinkService {
             return Err(ServiceError::Stopped(stop));
         }
         let (mut tx, published) = self
-            .insert_and_publish(tx, &mut plans, (encoded, chunks), (claim, now), turn)
+            .insert_and_publish(tx, (&mut plans, encoded), chunks, (claim, now), turn)
             .await?;
         let Published {
             sent,
@@ -223,8 +223,8 @@ impl LinkService {
     async fn insert_and_publish(
         &self,
         mut tx: Box<dyn storage::LinkTx>,
-        plans: &mut [ChunkPlan],
-        (encoded, chunks): (Vec<EncodedRows>, &[Vec<(i64, NewLink)>]),
+        (plans, encoded): (&mut [ChunkPlan], Vec<EncodedRows>),
+        chunks: &[Vec<(i64, NewLink)>],
         (claim, now): (Option<Claim>, DateTime<Utc>),
         turn: &Turn,
     ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {

@@ -29,9 +29,10 @@
 //!   the suspend). Not foreseen: the group waits for its turn only while the job moves
 //!   ([`Turn::wait_while_moving`]: a group ticks [`Turn::progress`] at each chunk). A turn ahead
 //!   that made no progress for a third of `--db-timeout` may be waiting on it: it gives way (rolls
-//!   back and takes back its records), waits for its turn, and writes again, as on SQLite. The
-//!   bound is below the databases' lock timeout (`--db-timeout`), so the group ahead never fails
-//!   on the wait; a group that is merely slow costs the one behind a rewrite, never a line.
+//!   back and takes back its records), waits for its turn, and writes again, as on SQLite. Within
+//!   two such windows of the group ahead's last tick the one behind has let go, well inside the
+//!   databases' lock wait (`--db-timeout` too), so the group ahead never fails on it; a group
+//!   ahead that is merely slow costs the one behind a rewrite, never a line.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -270,8 +271,13 @@ mod tests {
         assert!(!third.arrive(codes(&["b"]), async {}).await.1);
         second.pass();
         let mut fourth = turns.take();
-        assert!(fourth.arrive(codes(&["a", "b", "c"]), async {}).await.1);
-        drop(third);
+        assert!(
+            !fourth.arrive(codes(&["a", "b"]), async {}).await.1,
+            "the third has `b`"
+        );
+        drop((third, fourth));
+        let mut fifth = turns.take();
+        assert!(fifth.arrive(codes(&["a", "b", "c"]), async {}).await.1);
     }
 
     #[tokio::test]
