@@ -10,6 +10,7 @@
 mod app_links;
 pub mod cache;
 pub mod conf;
+mod count;
 pub mod events;
 mod ffi;
 pub mod geo;

@@ -1,6 +1,7 @@
 //! The slow path: suspend the request, ask Redis on the event loop, answer when the reply (or
-//! the deadline) comes. Also the click count of a link with `max_visits`, one `INCR` before the
-//! answer, whether the record came from the cache or from Redis.
+//! the deadline) comes. Also the click count of a link with `max_visits`, one script before the
+//! answer (idempotent per click: `shortlink_wire::click_count`), whether the record came from the
+//! cache or from Redis.
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -322,7 +323,9 @@ async fn perform(
             (link, protected, None)
         }
     };
-    count(mcf, lcf, code, link, unlocked, verdict).await
+    // SAFETY: the request outlives its task (see `run`); nothing else holds it now.
+    let r = unsafe { &mut *r };
+    crate::count::count(r, mcf, lcf, code.as_bytes(), link, unlocked, verdict).await
 }
 
 /// [`resolve`], and for an imported code ending in punctuation that is missing (or another
@@ -443,71 +446,6 @@ async fn unlock(
         Ok(Ok(Frame::Integer(wait))) if wait > 0 => Err(Resolution::RateLimited(wait as u64)),
         Ok(Ok(Frame::Error(_))) => Err(Resolution::Failed(RedisError::ErrorReply)),
         Ok(Ok(_)) => Err(Resolution::Failed(RedisError::BadValue)),
-    }
-}
-
-/// `INCR sl:n:<code>`: the click's number decides its answer. A failure is a Redis failure
-/// (the fallback counts on the primary, or the click gets a 503): an uncounted click is never
-/// redirected, so the cap holds whatever fails. An `INCR` sent is not a failure when
-/// `shortlink_timeout` passes: Redis counts it whenever it gets to it, and the fallback would
-/// count the click again, spending a place of the cap on nobody (a busy machine did, issue 82).
-/// Its reply is awaited until its connection gives up on it ([`MainConf::reply_bound_ms`]).
-/// A click `verdict` calls a machine's reads the count instead (`GET`) and is answered as the
-/// next person's click would be (the same target or the same 410: no cloaking), spending
-/// nothing: its `GET` keeps the lookup's deadline.
-async fn count(
-    mcf: &MainConf,
-    lcf: &LocConf,
-    code: &CodeBuf,
-    link: Link,
-    unlocked: bool,
-    verdict: Option<Audience>,
-) -> Resolution {
-    let spend = verdict.is_none_or(|v| v == Audience::Human);
-    let reply = match worker::with(mcf, |w| w.count(code.as_bytes(), spend)) {
-        Some(Ok(reply)) => reply,
-        Some(Err(why)) => return Resolution::Failed(why),
-        None => return Resolution::Failed(RedisError::Unavailable),
-    };
-    let mut reply = pin!(reply);
-    let mut answered = deadline(reply.as_mut(), lcf.timeout_ms()).await;
-    if answered.is_err() && spend {
-        // Bounded twice: the connection fails the reply at its own timeout, this only backs it.
-        answered = deadline(reply.as_mut(), mcf.reply_bound_ms()).await;
-    }
-    match answered {
-        Err(()) => Resolution::Failed(RedisError::Timeout),
-        Ok(Err(why)) => Resolution::Failed(why),
-        Ok(Ok(Frame::Integer(visits))) if visits > 0 => {
-            let checked = Checked {
-                visits: Some(visits as u64),
-                unlocked,
-                verdict,
-            };
-            Resolution::Checked(link, checked)
-        }
-        Ok(Ok(frame @ (Frame::Bulk(_) | Frame::Null))) if !spend => match spent_so_far(&frame) {
-            Some(so_far) => {
-                let checked = Checked {
-                    visits: Some(so_far + 1),
-                    unlocked,
-                    verdict,
-                };
-                Resolution::Checked(link, checked)
-            }
-            None => Resolution::Failed(RedisError::BadValue),
-        },
-        Ok(Ok(Frame::Error(_))) => Resolution::Failed(RedisError::ErrorReply),
-        Ok(Ok(_)) => Resolution::Failed(RedisError::BadValue),
-    }
-}
-
-/// The clicks a `GET sl:n:<code>` reply says were spent (none yet: no key).
-fn spent_so_far(frame: &Frame) -> Option<u64> {
-    match frame {
-        Frame::Null => Some(0),
-        Frame::Bulk(digits) => std::str::from_utf8(digits).ok()?.parse().ok(),
-        _ => None,
     }
 }
 

@@ -27,9 +27,11 @@ use crate::request::host::PoolMemo;
 use crate::request::host_workspaces::HostWorkspaces;
 use crate::scheme::SchemeState;
 use crate::status::Counter;
+use shortlink_wire::click_count::CountCommand;
+use shortlink_wire::click_id::ClickId;
 use shortlink_wire::keys;
 use shortlink_wire::record::password;
-use shortlink_wire::resp::KeyedCommand;
+use shortlink_wire::resp::{self, KeyedCommand};
 
 /// The projection marker is present while Redis holds every link (the sidecar sets it after a
 /// complete resync). A data loss (FLUSHALL, a restart without persistence) takes it away with
@@ -37,6 +39,8 @@ use shortlink_wire::resp::KeyedCommand;
 const PROJECTION_MARKER: &[u8] = keys::PROJECTION_MARKER.as_bytes();
 /// The record keys' prefix (`sl:c:<code>`).
 const LINK_PREFIX: &[u8] = keys::LINK_PREFIX.as_bytes();
+/// The click counters' prefix (`sl:n:<code>`).
+const VISIT_COUNT_PREFIX: &[u8] = keys::VISIT_COUNT_PREFIX.as_bytes();
 
 pub struct Worker {
     conf: *const MainConf,
@@ -63,6 +67,8 @@ pub struct Worker {
     events: Rc<EventShared>,
     /// `MGET sl:c:<code> sl:meta:projection`, encoded once but for the code.
     lookup: KeyedCommand,
+    /// A capped click's count, encoded once but for the code and the token.
+    count: CountCommand,
     encoder: Encoder,
     /// On a cluster: the visit streams (key and command head); batches take them in turn.
     streams: Vec<(Vec<u8>, Encoder)>,
@@ -196,6 +202,7 @@ impl Worker {
             workspaces: HostWorkspaces::default(),
             events,
             lookup: KeyedCommand::new(&[b"MGET"], LINK_PREFIX, &[PROJECTION_MARKER]),
+            count: CountCommand::default(),
             encoder: Encoder::new(mcf.events_max_len()),
             streams: match mcf.cluster {
                 Some(_) => shortlink_wire::cluster::event_stream_keys()
@@ -390,19 +397,20 @@ impl Worker {
             .request_with(|out| self.lookup.write(out, code))
     }
 
-    /// Sends `INCR sl:n:<code>`: one click on a link with `max_visits`. The reply is the count
-    /// with this click (every edge increments the same key, on the primary). Without `spend`
-    /// (a machine's click), `GET sl:n:<code>` on the primary instead: the clicks so far, spent
-    /// by nobody else's answer.
-    pub fn count(&mut self, code: &[u8], spend: bool) -> Result<Reply, RedisError> {
-        let command: &[u8] = if spend { b"INCR" } else { b"GET" };
+    /// Sends a click's count on `sl:n:<code>` to the primary (every edge counts in the same key):
+    /// the count of the click `token` names (`click_count::COUNT_SCRIPT`, [`crate::count`]), or
+    /// for a machine's click, without a token, `GET`.
+    pub fn count(&mut self, code: &[u8], token: Option<&ClickId>) -> Result<Reply, RedisError> {
+        let command = &self.count;
+        let write = |out: &mut Vec<u8>| match token {
+            Some(token) => command.write(out, code, token.as_bytes()),
+            None => resp::encode_command(out, &[&[b"GET"], &[VISIT_COUNT_PREFIX, code]]),
+        };
         if let Some(cluster) = self.cluster.as_mut() {
-            return cluster.count(code, command);
+            return cluster.count(code, write);
         }
-        self.redis
-            .as_mut()
-            .ok_or(RedisError::Unavailable)?
-            .request(&[&[command], &[keys::VISIT_COUNT_PREFIX.as_bytes(), code]])
+        let redis = self.redis.as_mut().ok_or(RedisError::Unavailable)?;
+        redis.request_with(write)
     }
 
     /// Sends `GET sl:p:<code>`: a link's preview card.

@@ -1,6 +1,7 @@
 //! What nginx's fallback location (`@resolve`) tells the sidecar besides the code: the workspace
 //! nginx maps the request's host to, so that the sidecar answers a code only on its own
-//! workspace's hosts, as the module does (`shortlink_workspace`).
+//! workspace's hosts, as the module does (`shortlink_workspace`); and the token of a capped click
+//! the module tried to count ([`CLICK_TOKEN_HEADER`]).
 //!
 //! The value is `ws=` followed by `$shortlink_workspace`, never `$shortlink_workspace` alone:
 //! nginx's `proxy_set_header` sends no header at all for an empty value, so a host mapped to
@@ -21,6 +22,14 @@ pub const HOST_HEADER: &str = "x-shortlink-host";
 /// The client's scheme as nginx has it (`$scheme`): browsers send fetch metadata over TLS
 /// only, so the fallback's click-time verdict ([`crate::verdict`]) must know which it was.
 pub const SCHEME_HEADER: &str = "x-shortlink-scheme";
+
+/// The token of a capped click whose count the module sent and did not get back
+/// ([`crate::click_count`]): the fallback counts the click with it, so a click Redis did count
+/// is not counted twice. nginx sets it from `$shortlink_click_token` (empty, hence not sent, when
+/// the module counted nothing), which also drops any such header the client sent: a token a
+/// client could choose would let it replay one click's count without ever spending the cap.
+/// The fallback reads it only on its own route, under nginx's key (role `resolve`).
+pub const CLICK_TOKEN_HEADER: &str = "x-shortlink-click-token";
 
 /// What the header's value starts with; nginx writes `"ws=$shortlink_workspace"`.
 pub const WORKSPACE_PREFIX: &str = "ws=";

@@ -41,6 +41,30 @@ pub fn visit_count_key(code: &str) -> String {
     format!("{VISIT_COUNT_PREFIX}{code}")
 }
 
+/// Prefix of the tokens of counted clicks ([`crate::click_count`]): `sl:nt:{sl:n:<code>}:<token>`
+/// holds the number the click `<token>` got from `sl:n:<code>`, for two minutes. Its hash tag is
+/// the counter's whole key, which has no braces (no code holds any: shortcode's charsets), so on
+/// a cluster a click's token lives in its counter's slot and one script takes both.
+pub const CLICK_TOKEN_PREFIX: &str = "sl:nt:";
+
+/// The token key of click `token` on `code` ([`CLICK_TOKEN_PREFIX`]), in pieces to write one
+/// after another: the module encodes them straight into its command.
+pub fn click_token_key_parts<'a>(code: &'a [u8], token: &'a [u8]) -> [&'a [u8]; 6] {
+    [
+        CLICK_TOKEN_PREFIX.as_bytes(),
+        b"{",
+        VISIT_COUNT_PREFIX.as_bytes(),
+        code,
+        b"}:",
+        token,
+    ]
+}
+
+/// The token key of click `token` on `code` ([`CLICK_TOKEN_PREFIX`]).
+pub fn click_token_key(code: &str, token: &str) -> String {
+    format!("{CLICK_TOKEN_PREFIX}{{{VISIT_COUNT_PREFIX}{code}}}:{token}")
+}
+
 /// Prefix of the password attempt budgets ([`crate::record::password::ATTEMPT_SCRIPT`]):
 /// `sl:pw:{<code>}` is a link's budget across all clients, `sl:pw:{<code>}:<client>` one
 /// client's on that link. The braces are a hash tag: on a cluster both live in one slot, so one
@@ -172,6 +196,28 @@ mod tests {
         assert_eq!(link_key("aB3xY9"), "sl:c:aB3xY9");
         assert_eq!(code_of(&link_key("aB3xY9")), Some("aB3xY9"));
         assert_eq!(code_of("sl:meta:projection"), None);
+    }
+
+    #[test]
+    fn a_clicks_token_shares_its_counters_hash_slot() {
+        use crate::cluster::key_slot;
+        // A generated code, an alias, an imported code with every byte its charset allows.
+        for code in ["aB3xY9", "spring-sale_2026", "Promo.~x-1_"] {
+            let token = click_token_key(code, "AAAAAAAAAAAAAAAA");
+            assert_eq!(
+                key_slot(token.as_bytes()),
+                key_slot(visit_count_key(code).as_bytes()),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            click_token_key("aB3xY9", "x-_0123456789abc"),
+            "sl:nt:{sl:n:aB3xY9}:x-_0123456789abc"
+        );
+        assert_eq!(
+            click_token_key_parts(b"aB3xY9", b"x-_0123456789abc").concat(),
+            click_token_key("aB3xY9", "x-_0123456789abc").as_bytes()
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!
 //! - [`agent`]: who sent a request (link preview fetchers, other machines), one table;
 //! - [`click_id`]: the id a click carries to the landing page and its visit keeps;
-//! - [`fallback`]: what nginx's fallback location tells the sidecar (the host's workspace);
+//! - [`click_count`]: a capped click's count, idempotent per click (its token);
+//! - [`fallback`]: what nginx's fallback location tells the sidecar (the host's workspace, a
+//!   capped click's token);
 //! - [`keys`]: every Redis key name and prefix;
 //! - [`limits`]: every size the API accepts, and the room each hop of a click needs for it;
 //! - [`record`]: the link record in `sl:c:<code>`, versioned: the sidecar's encoder and the
@@ -34,6 +36,7 @@
 
 pub mod agent;
 pub mod agent_cache;
+pub mod click_count;
 pub mod click_id;
 pub mod cluster;
 pub mod event;

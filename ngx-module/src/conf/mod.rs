@@ -76,6 +76,8 @@ pub struct MainConf {
     /// ([`crate::scheme::Expected`]).
     pub expected_scheme: crate::scheme::Expected,
     pub code_var_index: ngx_int_t,
+    /// `$shortlink_click_token`: a capped click's token for the fallback (`crate::variables`).
+    pub click_token_var_index: ngx_int_t,
     /// `$http_cookie`: every `Cookie` header of a request, joined (nginx 1.22 and 1.23+ keep
     /// them differently; the variable reads both).
     pub cookie_var_index: ngx_int_t,
@@ -123,6 +125,7 @@ impl Default for MainConf {
             scheme: None,
             expected_scheme: crate::scheme::Expected::default(),
             code_var_index: -1,
+            click_token_var_index: -1,
             cookie_var_index: -1,
             fetch_mode_var_index: -1,
             counters: std::ptr::null_mut(),

@@ -156,13 +156,16 @@ impl Pool {
         Ok(conn.send_with(write))
     }
 
-    /// Queues `ASKING` and then the command on one connection (a cluster's `-ASK` redirection
+    /// Queues `ASKING` and then the command `write` appends on one connection (a cluster's `-ASK` redirection
     /// holds for the next command of the connection only); the reply to `ASKING` is dropped.
-    pub fn request_asking(&mut self, args: &[&[&[u8]]]) -> Result<Reply, RedisError> {
+    pub fn request_asking(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Reply, RedisError> {
         let conn = self.pick()?;
         let mut conn = conn.try_borrow_mut().map_err(|_| RedisError::Unavailable)?;
         drop(conn.send(&[&[b"ASKING"]]));
-        Ok(conn.send(args))
+        Ok(conn.send_with(write))
     }
 
     fn pick(&mut self) -> Result<ConnRef, RedisError> {

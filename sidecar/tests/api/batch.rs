@@ -11,6 +11,7 @@ on_each_backend!(
     an_alias_already_stored_fails_only_its_item,
     ndjson_batches_stream_one_result_per_line,
     metadata_filters_and_campaign_stats,
+    an_alias_in_several_groups_goes_to_its_first_line,
 );
 
 #[tokio::test]
@@ -299,5 +300,64 @@ async fn batch_results(app: &TestApp, items: &Value) -> Vec<Value> {
     match body["results"].take() {
         Value::Array(results) => results,
         other => panic!("results is not an array: {other}"),
+    }
+}
+
+/// Lines a batch writes in one transaction (a group of eight chunks of 1,000).
+const GROUP: usize = 8_000;
+
+/// A batch's groups are written at once on PostgreSQL and MariaDB (only their commits take turns):
+/// an alias used in several groups goes to its first line and every later use is answered
+/// `code_taken`, as in one transaction, even where the later group reaches it first (the first
+/// chunk of a group against the last of the one before). The batch ends, every other line
+/// created, answered in order: no group waits for the row of one that waits for its turn.
+async fn an_alias_in_several_groups_goes_to_its_first_line(backend: Backend) {
+    // Patient: on a loaded machine MariaDB's commit of a group took 1.7 s, and the next group's
+    // inserts wait for it on the gap locks of its duplicate checks, past the default 3 s lock
+    // wait (answered 503, not what this test is about).
+    let app = spawn_app_with(backend, &["--db-timeout", "60s"]).await;
+    const LINES: usize = 3 * GROUP;
+    let uses: [(&str, &[usize]); 3] = [
+        ("shared-one", &[GROUP - 1, GROUP, 2 * GROUP]),
+        ("shared-two", &[GROUP + 5, 2 * GROUP + 1]),
+        ("shared-three", &[2, LINES - 1]),
+    ];
+    let alias_at = |line: usize| {
+        (uses.iter())
+            .find(|(_, lines)| lines.contains(&line))
+            .map(|&(alias, lines)| (alias, lines[0] == line))
+    };
+    let url = |line: usize| format!("https://t.example/{line}");
+    let body: String = (0..LINES)
+        .map(|line| match alias_at(line) {
+            Some((alias, _)) => format!("{}\n", json!({"url": url(line), "code": alias})),
+            None => format!("{}\n", json!({"url": url(line)})),
+        })
+        .collect();
+    let response = send_ndjson(app.api(Method::POST, "/links/batch"), body).await;
+    let results = ndjson_lines(response).await;
+    assert_eq!(results.len(), LINES, "one result per line");
+    for (line, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], line as u64, "{result}");
+        match alias_at(line) {
+            Some((_, false)) => {
+                assert_eq!(result["status"], 409, "{result}");
+                assert_eq!(result["error"]["code"], "code_taken", "{result}");
+            }
+            Some((alias, true)) => {
+                assert_eq!(result["status"], 201, "{result}");
+                assert_eq!(result["link"]["code"], alias, "{result}");
+            }
+            None => assert_eq!(result["status"], 201, "{result}"),
+        }
+    }
+    let later_uses: usize = uses.iter().map(|(_, lines)| lines.len() - 1).sum();
+    let stored = app.stored().await;
+    assert_eq!(stored.links, (LINES - later_uses) as i64);
+    for (alias, lines) in uses {
+        let read: Value = app.get_link(alias).await.json().await.unwrap();
+        assert_eq!(read["url"], url(lines[0]), "{alias}: its first line's");
+        let record = app.redis_get(alias).await.expect("in redis");
+        assert!(record.ends_with(&url(lines[0])), "{alias}: {record}");
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 crate::on_each_backend!(
     resolve_answers_as_the_module_would,
     resolve_repairs_missing_redis_keys,
+    a_capped_click_is_counted_once_per_token,
 );
 
 async fn resolve_answers_as_the_module_would(backend: Backend) {
@@ -222,4 +223,53 @@ async fn resolve_answers_a_code_with_glued_punctuation_as_the_code() {
         let seen = answer(path.to_owned()).await;
         assert_eq!((seen.0, seen.1.as_str()), (status, location), "{path}");
     }
+}
+
+/// A person's tap on a capped link with the token nginx names (`X-Shortlink-Click-Token`, the
+/// module's click whose count it sent without getting the reply): counted with that token, so a
+/// click Redis counted already spends nothing more and gets its own number's answer again. A
+/// token that is no click id is nginx's mistake: the click is counted with one of the sidecar's.
+async fn a_capped_click_is_counted_once_per_token(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let once = app
+        .create(json!({"url": "https://a.example/once", "max_visits": 1,
+                       "expired_url": "https://a.example/over"}))
+        .await;
+    let once = once["code"].as_str().unwrap();
+    let module = Some("AAAAAAAAAAAAAAAB");
+    assert_eq!(tap(&app, once, module).await, "https://a.example/once");
+    assert_eq!(
+        tap(&app, once, module).await,
+        "https://a.example/once",
+        "the same click"
+    );
+    assert_eq!(counted(&app, once).await, Some(1));
+    let another = Some("AAAAAAAAAAAAAAAC");
+    assert_eq!(tap(&app, once, another).await, "https://a.example/over");
+    assert_eq!(tap(&app, once, None).await, "https://a.example/over");
+    let malformed = Some("not a click id");
+    assert_eq!(tap(&app, once, malformed).await, "https://a.example/over");
+    assert_eq!(counted(&app, once).await, Some(4));
+}
+
+/// A phone's tap on `code` through the fallback, with nginx's click token if given: `Location`.
+async fn tap(app: &TestApp, code: &str, token: Option<&str>) -> String {
+    let mut request = (app.fallback("default", code).await)
+        .header("user-agent", PHONE_AGENT)
+        .header("accept-language", "en");
+    if let Some(token) = token {
+        request = request.header(shortlink_wire::fallback::CLICK_TOKEN_HEADER, token);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+/// The clicks counted on `code` (`sl:n:<code>`).
+async fn counted(app: &TestApp, code: &str) -> Option<u64> {
+    redis::cmd("GET")
+        .arg(shortlink_wire::keys::visit_count_key(code))
+        .query_async(&mut app.redis().await)
+        .await
+        .unwrap()
 }

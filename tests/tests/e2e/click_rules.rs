@@ -452,17 +452,15 @@ fn max_visits_redirects_exactly_the_cap_under_concurrency() {
         ..NginxOptions::default()
     });
     let cap = 250;
-    let code = link_with(
-        &system,
-        &Extras {
-            max_visits: cap,
-            expired_url: Some(b"https://shop.example/sold-out"[..].into()),
-            ..rules(vec![rule(
-                vec![Condition::Device(Device::Android.bit())],
-                "https://play.example/",
-            )])
-        },
-    );
+    // Through the API, so the database holds what Redis does: a click the module hands to the
+    // fallback on a loaded machine (its lookup past `shortlink_timeout`) gets the same link, rule
+    // and cap there, not the plain link a record written only into Redis would leave it.
+    let code = system.create(json!({
+        "url": HOME,
+        "max_visits": cap,
+        "expired_url": "https://shop.example/sold-out",
+        "rules": [{"if": {"device": ["android"]}, "then": {"url": "https://play.example/"}}],
+    }));
     let url = format!("http://127.0.0.1:{}/{code}", system.nginx.redirect_port);
     let (clients, per_client) = (64, 10);
     let answers: Vec<String> = std::thread::scope(|scope| {

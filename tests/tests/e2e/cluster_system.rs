@@ -100,6 +100,53 @@ fn creates_batches_and_visits_work_on_a_cluster() {
     assert!(counted, "visits did not arrive: {stats}");
 }
 
+/// A capped click on a cluster is counted by one script on its counter's slot owner: the click's
+/// token key shares the counter's slot (`wire::keys::click_token_key`), so no node refuses it
+/// as a cross-slot command, whichever slot the code hashes to.
+#[test]
+fn capped_clicks_are_counted_on_their_counters_slot() {
+    let cluster = RedisCluster::start();
+    let system = ClusterSystem::start(&cluster, NginxOptions::default());
+    let client = http_client();
+    let port = system.nginx.redirect_port;
+    let tap = |code: &str| {
+        let response = client
+            .get(format!("http://127.0.0.1:{port}/{code}"))
+            .header("Host", "s1.test")
+            .header("User-Agent", CHROME)
+            .header("Accept-Language", "en")
+            .send()
+            .unwrap();
+        let location = response
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_owned());
+        (response.status().as_u16(), location.unwrap_or_default())
+    };
+    let mut slots = std::collections::HashSet::new();
+    for i in 0..8 {
+        let once = format!("https://shop.example/once/{i}");
+        let body =
+            json!({"url": once, "max_visits": 1, "expired_url": "https://shop.example/over"});
+        let (status, body) = system.api().post("/links", &body);
+        assert_eq!(status, 201, "{body}");
+        let code = body["code"].as_str().unwrap();
+        slots.insert(key_slot(format!("sl:n:{code}").as_bytes()));
+        assert_eq!(tap(code), (302, once), "{code}: its one click");
+        assert_eq!(
+            tap(code),
+            (302, "https://shop.example/over".to_owned()),
+            "{code}"
+        );
+    }
+    assert!(slots.len() > 1, "the counters fell in one slot");
+    assert_eq!(
+        system.nginx.counters()["fallbacks"],
+        0,
+        "every count on the cluster"
+    );
+}
+
 /// A campaign-sized NDJSON batch through nginx's API server on a cluster: each 1,000-item chunk is
 /// split into one transaction per hash slot, sent one pipeline per primary (issue 39). 100,000
 /// lines (the million the API allows is left to `bench/batch-throughput/run`).

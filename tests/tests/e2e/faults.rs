@@ -3,13 +3,11 @@
 
 use serde_json::json;
 use shortlink_e2e::{http_client, NginxOptions, System};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::sql_server::Engine;
-use testkit::{wait_until, RedisServer, Signal, SqlServer};
+use testkit::{wait_until, Proxy, RedisServer, Signal, SqlServer};
 
 /// nginx's `shortlink_timeout` in these tests (NginxOptions' default).
 const LOOKUP_TIMEOUT: Duration = Duration::from_millis(300);
@@ -473,92 +471,14 @@ fn sidecar_killed_during_creates_loses_no_acknowledged_link() {
     assert!(lost.is_empty(), "{lost:?}");
 }
 
-/// A loopback TCP proxy to Redis that can be told to stop forwarding (a stuck or black-holed
-/// Redis: connections stay open, nothing comes back).
-struct StuckableProxy {
-    port: u16,
-    stuck: Arc<AtomicBool>,
-    closed: Arc<AtomicBool>,
-}
-
-impl StuckableProxy {
-    fn start(upstream: u16) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stuck = Arc::new(AtomicBool::new(false));
-        let closed = Arc::new(AtomicBool::new(false));
-        listener.set_nonblocking(true).unwrap();
-        let (stuck2, closed2) = (stuck.clone(), closed.clone());
-        std::thread::spawn(move || {
-            while !closed2.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        client.set_nonblocking(false).unwrap();
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            continue;
-                        };
-                        for (from, to) in [
-                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                            (server, client),
-                        ] {
-                            let (stuck, closed) = (stuck2.clone(), closed2.clone());
-                            std::thread::spawn(move || pump(from, to, &stuck, &closed));
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        StuckableProxy {
-            port,
-            stuck,
-            closed,
-        }
-    }
-}
-
-impl Drop for StuckableProxy {
-    fn drop(&mut self) {
-        self.closed.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Copies `from` to `to`; while `stuck`, reads nothing (bytes pile up unanswered).
-fn pump(mut from: TcpStream, mut to: TcpStream, stuck: &AtomicBool, closed: &AtomicBool) {
-    from.set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
-    let mut buf = [0u8; 16 * 1024];
-    while !closed.load(Ordering::Relaxed) {
-        if stuck.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        }
-        match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => break,
-        }
-    }
-    let _ = to.shutdown(Shutdown::Both);
-}
-
 #[test]
 fn stuck_redis_redirects_answer_within_the_timeout() {
     let redis = RedisServer::start();
-    let proxy = StuckableProxy::start(redis.port());
+    let proxy = Proxy::start(redis.port());
     let system = System::start_on(
         redis,
         NginxOptions {
-            redis_addr: Some(format!("127.0.0.1:{}", proxy.port)),
+            redis_addr: Some(format!("127.0.0.1:{}", proxy.port())),
             ..no_cache()
         },
     );
@@ -570,7 +490,7 @@ fn stuck_redis_redirects_answer_within_the_timeout() {
     assert!(healthy.wrong.is_empty(), "{:?}", healthy.wrong);
     assert_eq!(system.nginx.counters()["fallbacks"], before["fallbacks"]);
 
-    proxy.stuck.store(true, Ordering::Relaxed);
+    proxy.set_stuck(true);
     let load = Load::start(system.nginx.redirect_port, "s1.test", &links, 2, 100);
     let tally = load.finish();
     let after = system.nginx.counters();
@@ -593,7 +513,7 @@ fn stuck_redis_redirects_answer_within_the_timeout() {
     assert!(after["fallbacks"] > before["fallbacks"]);
 
     // Unstuck: back to Redis without any restart.
-    proxy.stuck.store(false, Ordering::Relaxed);
+    proxy.set_stuck(false);
     let back = time_back_to_redis(&system, &links);
     println!("stuck Redis released: back on Redis after {back:?}");
     assert_no_worker_crash(&system);

@@ -2,8 +2,9 @@
 //! redirected, then the link answers like an expired one; revoking takes its counter along.
 
 use serde_json::json;
-use shortlink_e2e::{status_and_location, System};
+use shortlink_e2e::{status_and_location, NginxOptions, System};
 use shortlink_wire::keys::visit_count_key;
+use testkit::{Proxy, RedisServer};
 
 const TARGET: &str = "https://shop.example/flash";
 const SOLD_OUT: &str = "https://shop.example/sold-out";
@@ -24,6 +25,41 @@ fn a_click_whose_count_comes_late_is_counted_once() {
         "OK"
     );
     let response = system.nginx.click("s1.test", &format!("/{capped}"));
+    assert_eq!(status_and_location(&response), (302, TARGET.to_owned()));
+    assert_eq!(system.redis.cli_raw(&["GET", &counter]), "1");
+    let response = system.nginx.click("s1.test", &format!("/{capped}"));
+    assert_eq!(status_and_location(&response), (302, SOLD_OUT.to_owned()));
+    assert_eq!(system.redis.cli_raw(&["GET", &counter]), "2");
+}
+
+/// A click whose count reached Redis and whose reply never came back (Redis restarting
+/// mid-command, a connection cut) is counted once: the module hands the fallback the click's
+/// token with the click, and the fallback's count with the same token finds the click counted.
+/// Before, the fallback counted it again, and a one-time link answered its one recipient with the
+/// sold-out target (issue 82). A proxy between nginx and Redis lets the count through and cuts
+/// the connection before its reply.
+#[test]
+fn a_click_whose_count_reply_is_lost_is_counted_once() {
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let system = System::start_on(
+        redis,
+        NginxOptions {
+            redis_addr: Some(format!("127.0.0.1:{}", proxy.port())),
+            ..NginxOptions::default()
+        },
+    );
+    let capped = system.create(json!({"url": TARGET, "max_visits": 1, "expired_url": SOLD_OUT}));
+    let counter = visit_count_key(&capped);
+    proxy.cut_reply_to(counter.as_bytes());
+    let before = system.nginx.counters();
+    let response = system.nginx.click("s1.test", &format!("/{capped}"));
+    assert_eq!(proxy.cuts(), 1, "the count's reply was cut");
+    assert_eq!(
+        system.nginx.counters()["fallbacks"],
+        before["fallbacks"] + 1,
+        "the fallback answered"
+    );
     assert_eq!(status_and_location(&response), (302, TARGET.to_owned()));
     assert_eq!(system.redis.cli_raw(&["GET", &counter]), "1");
     let response = system.nginx.click("s1.test", &format!("/{capped}"));

@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use shortlink_wire::cluster::{key_slot, slot_tag, MARKER_PREFIX};
 use shortlink_wire::keys::{LINK_PREFIX, VISIT_COUNT_PREFIX};
+use shortlink_wire::resp;
 
 use super::connection::{Reply, Timeouts};
 use super::tracking::Pending;
@@ -330,12 +331,16 @@ impl Cluster {
         self.send_for(key, &args, target)
     }
 
-    /// Sends `INCR sl:n:<code>` (a click on a link with `max_visits`), or `GET` for a machine's
-    /// click (`Worker::count`), to the owner of its slot.
-    pub fn count(&mut self, code: &[u8], command: &[u8]) -> Result<Reply, RedisError> {
+    /// Sends a click's count on `sl:n:<code>` (`Worker::count` writes it: its script, or `GET`
+    /// for a machine's click) to the owner of the counter's slot, which holds its token's too.
+    pub fn count(
+        &mut self,
+        code: &[u8],
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Reply, RedisError> {
         let mut buf = KeyBuf::new();
         let key = buf.key(VISIT_COUNT_PREFIX.as_bytes(), code)?;
-        self.send_for(key, &[&[command], &[key]], &Target::Owner)
+        self.send_with(key, &Target::Owner, write)
     }
 
     /// Sends `args` to the node serving `key`'s slot (or `target`, after a redirection).
@@ -344,6 +349,16 @@ impl Cluster {
         key: &[u8],
         args: &[&[&[u8]]],
         target: &Target,
+    ) -> Result<Reply, RedisError> {
+        self.send_with(key, target, |out| resp::encode_command(out, args))
+    }
+
+    /// [`Cluster::send_for`] of a command `write` appends to the connection's output.
+    fn send_with(
+        &mut self,
+        key: &[u8],
+        target: &Target,
+        write: impl FnOnce(&mut Vec<u8>),
     ) -> Result<Reply, RedisError> {
         self.poll();
         let slot = key_slot(key);
@@ -366,8 +381,8 @@ impl Cluster {
         };
         let pool = pools.get(node, &mut self.addrs, &self.spec, &self.events);
         let sent = match pool {
-            Some(pool) if asking => pool.request_asking(args),
-            Some(pool) => pool.request(args),
+            Some(pool) if asking => pool.request_asking(write),
+            Some(pool) => pool.request_with(write),
             None => Err(RedisError::Unavailable),
         };
         sent.inspect_err(|_| {

@@ -127,9 +127,10 @@ pub fn answer(
         client: client_text.as_deref(),
         cookies: b"",
         random: super::resolve::random_u64(),
-        // Never counted (`within_cap` below): no verdict is asked.
+        // Never counted (`within_cap` below): no verdict is asked, no token needed.
         signals: Default::default(),
         judge: None,
+        token: None,
     };
     let now = request.time.unwrap_or_else(Utc::now);
     let now = u64::try_from(now.timestamp()).unwrap_or(0);

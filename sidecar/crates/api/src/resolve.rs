@@ -12,6 +12,7 @@ use axum::Router;
 use shortlink_core::service::click::ClickInput;
 use shortlink_core::service::click::CountryOf;
 use shortlink_core::service::Resolution;
+use shortlink_wire::click_id::ClickId;
 use shortlink_wire::fallback;
 use shortlink_wire::not_found::{self, Case};
 use shortlink_wire::preview::CARD_STATUS;
@@ -40,7 +41,11 @@ pub const CACHE_CONTROL_TEMPORARY: &str = "no-store";
     params(("code" = String, Path),
         ("X-Shortlink-Workspace" = Option<String>, Header, description = "`ws=` and the workspace \
             nginx maps the short domain to (`ws=$shortlink_workspace`); a code answers only on \
-            its own workspace's hosts, and without this header on none (404)")),
+            its own workspace's hosts, and without this header on none (404)"),
+        ("X-Shortlink-Click-Token" = Option<String>, Header, description = "nginx's alone: the \
+            token (a click id, 16 base64url characters) of a capped click whose count the module \
+            sent without getting its reply; the click is counted with it, once however many \
+            tries reached Redis. Without it the sidecar draws one")),
     responses(
         (status = 200, description = "a link preview fetcher's `User-Agent` on a link with a card: \
             the card page (HTML, Open Graph and Twitter card tags), as the module draws it"),
@@ -77,6 +82,7 @@ pub async fn resolve(
         random: random_u64(),
         signals: signals(&method, &headers),
         judge: Some(&*state.settings.click_judge),
+        token: click_token(&headers),
     };
     let countries = &state.settings.countries;
     let country = |ip| countries.country(ip);
@@ -128,6 +134,18 @@ fn signals(method: &Method, headers: &HeaderMap) -> Signals {
         }
     }
     Signals::new(bits)
+}
+
+/// The token of a capped click the module tried to count ([`fallback::CLICK_TOKEN_HEADER`]),
+/// which nginx alone sets (it replaces any the client sent). One that is no click id is nginx's
+/// mistake, never a client's: the click is then counted with a token of the sidecar's own.
+fn click_token(headers: &HeaderMap) -> Option<ClickId> {
+    let value = headers.get(fallback::CLICK_TOKEN_HEADER)?;
+    let token = ClickId::parse(value.as_bytes());
+    if token.is_none() {
+        tracing::warn!("a click token from nginx that is no click id; counting with a new one");
+    }
+    token
 }
 
 /// The module's not-found redirect of `case` on `host` of `workspace`, from SQL

@@ -89,10 +89,11 @@ impl Projection {
     /// the primary the sentinels name, up to [`FAILOVER_ATTEMPTS`] times within the allowance.
     /// On a cluster alike: the connection made again learns the slot map afresh, so a write to
     /// the slots of a primary that died goes to its replica once that is promoted.
-    /// Every write here is idempotent (`SET`, `DEL`, conditional scripts) or refuses to
-    /// overwrite (`SET NX`), so a retry never makes a record wrong: a create's `SET NX` retried
-    /// after its first try did land finds the key taken, and the create takes a fresh code as
-    /// for any taken code (the first record stays, an orphan for `resync`).
+    /// Every write here is idempotent (`SET`, `DEL`, conditional scripts, a click's count with
+    /// its token: `wire::click_count`) or refuses to overwrite (`SET NX`), so a retry never makes
+    /// a record wrong nor counts a click twice: a create's `SET NX` retried after its first try
+    /// did land finds the key taken, and the create takes a fresh code as for any taken code (the
+    /// first record stays, an orphan for `resync`).
     pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,

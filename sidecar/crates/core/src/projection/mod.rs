@@ -29,7 +29,8 @@ pub use crate::primary::ProjectionError;
 use chrono::{DateTime, Utc};
 use shortlink_model::link::rules;
 use shortlink_model::{Link, LinkExtras, LinkState};
-use shortlink_wire::click_id::ClickIdParam;
+use shortlink_wire::click_count;
+use shortlink_wire::click_id::{ClickId, ClickIdParam};
 use shortlink_wire::keys::{link_key, ISSUED_MARK, LINK_PREFIX};
 use shortlink_wire::record::password::Password;
 use shortlink_wire::record::{Extras, Record};
@@ -646,12 +647,19 @@ impl Projection {
         self.run::<()>(&pipe, self.timeout).await
     }
 
-    /// `INCR sl:n:<code>`: one click on a link with `max_visits`, counted where the module counts
-    /// it; the reply is the click's number.
-    pub async fn count_click(&self, code: &str) -> Result<u64, ProjectionError> {
+    /// One click on a link with `max_visits`, counted in `sl:n:<code>` as the module counts it:
+    /// `EVAL click_count::COUNT_SCRIPT` with the click's `token`, so the click is counted once
+    /// however many tries reach Redis (the module's, this one, its retry after a dropped
+    /// connection). The reply is the click's number.
+    pub async fn count_click(&self, code: &str, token: ClickId) -> Result<u64, ProjectionError> {
+        use shortlink_wire::keys::{click_token_key, visit_count_key};
         let mut pipe = redis::pipe();
-        pipe.cmd("INCR")
-            .arg(shortlink_wire::keys::visit_count_key(code));
+        pipe.cmd("EVAL")
+            .arg(click_count::COUNT_SCRIPT)
+            .arg(2)
+            .arg(visit_count_key(code))
+            .arg(click_token_key(code, token.as_str()))
+            .arg(click_count::TOKEN_TTL_ARG);
         let (visits,): (u64,) = self.run(&pipe, self.timeout).await?;
         Ok(visits)
     }

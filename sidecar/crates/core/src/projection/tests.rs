@@ -229,3 +229,28 @@ fn the_card_key_follows_the_record() {
     let writes = RecordWrite::for_link_and_card(&l, RecordWorkspace::DEFAULT, now, DAY);
     assert!(matches!(writes[1], RecordWrite::Delete { .. }));
 }
+
+/// A click's count whose reply is lost with its connection (Redis did count it) is retried once
+/// on a new connection, with the same token: the retry finds the click counted and gives back its
+/// number. Before, the retry was a second `INCR`, and a one-time link's one click spent two
+/// places (issue 82).
+#[tokio::test]
+async fn a_count_retried_after_its_reply_was_lost_counts_the_click_once() {
+    use shortlink_wire::keys::visit_count_key;
+    let redis = testkit::RedisServer::start();
+    let proxy = testkit::Proxy::start(redis.port());
+    let url = format!("redis://127.0.0.1:{}", proxy.port());
+    let projection = Projection::new(&url, Duration::from_secs(5)).unwrap();
+    let counter = visit_count_key("abc1234");
+    proxy.cut_reply_to(counter.as_bytes());
+    let click = ClickId::of(7, 1);
+    assert_eq!(projection.count_click("abc1234", click).await.unwrap(), 1);
+    assert_eq!(proxy.cuts(), 1, "the first try's reply was cut");
+    assert_eq!(redis.cli_raw(&["GET", &counter]), "1");
+    // The same click again (the module's token, given to the fallback): the same number.
+    assert_eq!(projection.count_click("abc1234", click).await.unwrap(), 1);
+    // The next click is the next number.
+    let next = ClickId::of(7, 2);
+    assert_eq!(projection.count_click("abc1234", next).await.unwrap(), 2);
+    assert_eq!(redis.cli_raw(&["GET", &counter]), "2");
+}

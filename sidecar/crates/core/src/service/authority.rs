@@ -32,6 +32,8 @@
 //! (and without a lease of codes), and a workspace resumed meanwhile does not restart it halfway.
 //! Its groups decide in the order of their items ([`super::turn`]): once one is stopped, no later
 //! one commits, so an answer is its created items, then the stopped ones, never the two mixed.
+//! (On PostgreSQL and MariaDB the next group writes while the one ahead decides: only the
+//! decisions take turns.)
 
 use super::error::Stop;
 use super::turn::{Turn, Turns};
@@ -139,9 +141,12 @@ impl LinkService {
             let count = chunks.len();
             return super::screen::merge(refused, (0..count).collect(), outcomes, count);
         }
-        // Waited for before the workspace's gate is entered: a delete queued there would keep
-        // the group ahead from entering while this one held the gate waiting for it.
-        turn.wait().await;
+        // On SQLite the transactions take turns anyway: the group writes only in its turn, and
+        // skips its transaction if the job stopped meanwhile. Elsewhere it writes at once, beside
+        // the group ahead, and waits for its turn before it decides ([`super::turn`]).
+        if !self.writes_overlap() {
+            turn.wait().await;
+        }
         let count = chunks.len();
         if let Some(stop) = job.stopped() {
             let outcomes = refuse_all(&chunks, ItemFailure::Stopped(stop));

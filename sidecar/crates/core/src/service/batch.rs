@@ -8,15 +8,18 @@ use super::create::{new_link, GENERATED_CODE_ATTEMPTS};
 use super::error::Stop;
 use super::turn::Turn;
 use super::{Claim, ItemFailure, ItemOutcome, LinkService, NewLink, ServiceError};
-use crate::projection::{self, written_value, ProjectionError, RecordWorkspace, RecordWrite};
+use crate::projection::{self, RecordWorkspace, RecordWrite};
 use chrono::{DateTime, Utc};
 use shortlink_model::{Link, WorkspaceId};
-use shortlink_store::{self as storage, EncodedRows, NewRow, Slot, StorageError};
+use shortlink_store::{self as storage, Backend, EncodedRows, NewRow, Slot, StorageError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+
+mod records;
+use records::{join_writes, unpublished, Published};
 
 impl LinkService {
     /// Creates a group of batch chunks in one transaction: one sequence lease for the generated
@@ -35,8 +38,32 @@ impl LinkService {
         authority: Authority,
         turn: &mut Turn,
     ) -> Vec<Vec<(i64, ItemOutcome)>> {
-        let _writing = self.in_flight.enter(authority.workspace).await;
-        match (self.try_create_chunks(&chunks, claim, (authority, turn), 1)).await {
+        // The gate entered in turn order, and a code shared with a group ahead written only in
+        // this group's turn (see [`super::turn`]).
+        let codes = (chunks.iter().flatten()).filter_map(|(_, new)| new.code.clone());
+        let gate = self.in_flight.enter(authority.workspace);
+        let (mut writing, clear) = turn.arrive(codes, gate).await;
+        if !clear {
+            turn.wait().await;
+        }
+        let written = loop {
+            match self
+                .try_create_chunks(&chunks, claim, (authority, turn), 1)
+                .await
+            {
+                // Written again in its turn (when it never gives way), out of the gate while it
+                // waits: a delete may be queued behind this group.
+                Ok(Written::GaveWay) => {
+                    drop(writing);
+                    turn.wait().await;
+                    writing = self.in_flight.enter(authority.workspace).await;
+                }
+                Ok(Written::Outcomes(outcomes)) => break Ok(outcomes),
+                Err(error) => break Err(error),
+            }
+        };
+        drop(writing);
+        match written {
             Ok(outcomes) => outcomes,
             Err(error) => {
                 let failure = ItemFailure::of(&error);
@@ -56,8 +83,9 @@ impl LinkService {
     }
 
     /// [`Self::create_groups`], failing as a whole: plan and lease before the transaction, insert
-    /// and publish each chunk, drop the rows whose code Redis already held, end the transaction,
-    /// then create again (with fresh codes) the generated items that were refused.
+    /// and publish each chunk, drop the rows whose code Redis already held, wait for the `turn`
+    /// (or give way: see [`super::turn`]), end the transaction, then create again (with fresh
+    /// codes) the generated items that were refused.
     async fn try_create_chunks(
         &self,
         chunks: &[Vec<(i64, NewLink)>],
@@ -67,8 +95,9 @@ impl LinkService {
     ) -> ChunksResult {
         let now = storage::now();
         let (mut plans, encoded) = self.plan_group(chunks, claim, now).await?;
+        turn.progress();
         if plans.iter().all(|plan| plan.rows.is_empty()) {
-            return Ok(outcomes(plans, chunks, None));
+            return Ok(Written::Outcomes(outcomes(plans, chunks, None)));
         }
         let mut tx = self.storage.begin().await?;
         // Nothing written once the job's authority has ended (read again, and held, before
@@ -79,7 +108,7 @@ impl LinkService {
             return Err(ServiceError::Stopped(stop));
         }
         let (mut tx, published) = self
-            .insert_and_publish(tx, &mut plans, encoded, chunks, claim, now)
+            .insert_and_publish(tx, (&mut plans, encoded), chunks, (claim, now), turn)
             .await?;
         let Published {
             sent,
@@ -108,6 +137,15 @@ impl LinkService {
                 );
             }
         }
+        // The decision in turn: a group ahead that stopped moving may be waiting on this one.
+        if !failed && !turn.wait_while_moving(self.db_timeout / 3).await {
+            tracing::info!(?authority, "a group gives way to the one ahead of it");
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed");
+            }
+            self.unpublish(&sent, &taken).await;
+            return Ok(Written::GaveWay);
+        }
         // A row the group inserted tells, if the commit's answer is lost, whether it took effect.
         let probe = plans.iter().find_map(|plan| {
             (plan.rows.iter())
@@ -132,17 +170,20 @@ impl LinkService {
                 None if attempt >= GENERATED_CODE_ATTEMPTS => {
                     failed_items(&items, ItemFailure::CodeTaken)
                 }
-                None => self
-                    .retry_chunk(items, claim, (authority, turn), attempt + 1)
+                None => match self
+                    .retry_chunk(&items, claim, (authority, turn), attempt + 1)
                     .await?
-                    .pop()
-                    .unwrap_or_default(),
+                {
+                    Written::Outcomes(mut outcomes) => outcomes.pop().unwrap_or_default(),
+                    // Cannot be: the turn has come, and in its turn a group never gives way.
+                    Written::GaveWay => failed_items(&items, ItemFailure::Internal),
+                },
             };
             for ((c, at), (_, outcome)) in refused.retry.into_iter().zip(outcomes) {
                 results[c][at].1 = outcome;
             }
         }
-        Ok(results)
+        Ok(Written::Outcomes(results))
     }
 
     /// Everything that needs no transaction, first: on SQLite the lease needs the (single) write
@@ -177,15 +218,15 @@ impl LinkService {
     }
 
     /// Inserts each chunk in `tx` and sends its Redis records while the next chunk is inserted;
-    /// waits for them all. A failed insert rolls back and removes what earlier chunks sent.
+    /// waits for them all, telling the `turn`s behind at each chunk that the group moves on. A
+    /// failed insert rolls back and removes what earlier chunks sent.
     async fn insert_and_publish(
         &self,
         mut tx: Box<dyn storage::LinkTx>,
-        plans: &mut [ChunkPlan],
-        encoded: Vec<EncodedRows>,
+        (plans, encoded): (&mut [ChunkPlan], Vec<EncodedRows>),
         chunks: &[Vec<(i64, NewLink)>],
-        claim: Option<Claim>,
-        now: DateTime<Utc>,
+        (claim, now): (Option<Claim>, DateTime<Utc>),
+        turn: &Turn,
     ) -> Result<(Box<dyn storage::LinkTx>, Published), ServiceError> {
         let mut redis_writes = Vec::with_capacity(plans.len());
         for ((plan, encoded), items) in plans.iter_mut().zip(encoded).zip(chunks) {
@@ -200,13 +241,16 @@ impl LinkService {
                     return Err(error);
                 }
             };
+            turn.progress();
             let projection = Arc::clone(&self.projection);
             redis_writes.push(tokio::spawn(async move {
                 let result = projection.create_chunk(&writes).await;
                 (writes, result)
             }));
         }
-        Ok((tx, join_writes(redis_writes).await))
+        let published = join_writes(redis_writes).await;
+        turn.progress();
+        Ok((tx, published))
     }
 
     /// The rows whose record Redis already held (`taken`), unless it is this very record (an
@@ -292,12 +336,21 @@ impl LinkService {
     /// function cannot hold its own future.
     fn retry_chunk<'a>(
         &'a self,
-        items: Vec<(i64, NewLink)>,
+        items: &'a [(i64, NewLink)],
         claim: Option<Claim>,
         job: (Authority, &'a mut Turn),
         attempt: usize,
     ) -> Pin<Box<dyn Future<Output = ChunksResult> + Send + 'a>> {
-        Box::pin(async move { (self.try_create_chunks(&[items], claim, job, attempt)).await })
+        Box::pin(async move {
+            let chunks = [items.to_vec()];
+            (self.try_create_chunks(&chunks, claim, job, attempt)).await
+        })
+    }
+
+    /// Whether a job's groups write at once (only their decisions take turns): not on SQLite,
+    /// whose one writer takes the transactions in turn anyway.
+    pub(super) fn writes_overlap(&self) -> bool {
+        self.storage.backend() != Backend::Sqlite
     }
 
     /// What a chunk needs before its transaction: replays of an earlier attempt, existing links
@@ -449,99 +502,6 @@ impl LinkService {
             })
             .collect())
     }
-
-    /// After a group failed: deletes every record it sent, each only if it still holds the value
-    /// sent (a write's outcome may be unknown), and never a key its `SET NX` found `taken`. Best
-    /// effort; what is left behind is an orphan `resync` removes.
-    async fn unpublish(&self, sent: &[Vec<RecordWrite>], taken: &HashMap<String, Vec<u8>>) {
-        let written = unpublished(sent, taken);
-        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
-            tracing::error!(
-                %redis,
-                keys = written.len(),
-                "a failed batch could not remove its redis records: run `shortlink-sidecar resync`"
-            );
-        }
-    }
-}
-
-impl LinkService {
-    /// The cards sent for rows refused because Redis held their code: removed (if unchanged),
-    /// since the record they would go with is another's.
-    async fn unpublish_cards(
-        &self,
-        sent: &[Vec<RecordWrite>],
-        taken: &HashMap<String, Vec<u8>>,
-        codes: &[String],
-    ) {
-        let cards: HashSet<String> = codes
-            .iter()
-            .map(|code| projection::preview_key(code))
-            .collect();
-        let written: Vec<(&str, &[u8])> = sent
-            .iter()
-            .flatten()
-            .filter(|write| cards.contains(write.key()) && !taken.contains_key(write.key()))
-            .filter_map(|write| Some((write.key(), written_value(write)?)))
-            .collect();
-        if let Err(redis) = self.projection.delete_if_unchanged(&written).await {
-            tracing::warn!(%redis, "the cards of refused codes could not be removed");
-        }
-    }
-}
-
-/// What a failed group takes back: every record it sent, but never a key its `SET NX` found
-/// `taken` (another's record).
-fn unpublished<'a>(
-    sent: &'a [Vec<RecordWrite>],
-    taken: &HashMap<String, Vec<u8>>,
-) -> Vec<(&'a str, &'a [u8])> {
-    sent.iter()
-        .flatten()
-        .filter(|write| !taken.contains_key(write.key()))
-        .filter_map(|write| Some((write.key(), written_value(write)?)))
-        .collect()
-}
-
-/// Waits for a group's Redis writes: the records each chunk sent, the keys `SET NX` found taken
-/// (with their values), and whether any write failed. A write task that panicked took its
-/// records with it: any it wrote are orphans for `resync`.
-async fn join_writes(in_flight: Vec<ChunkWrite>) -> Published {
-    let mut sent = Vec::with_capacity(in_flight.len());
-    let mut taken = HashMap::new();
-    let mut failed = false;
-    for write in in_flight {
-        match write.await {
-            Ok((writes, Ok(refused))) => {
-                taken.extend(refused);
-                sent.push(writes);
-            }
-            Ok((writes, Err(error))) => {
-                tracing::warn!(%error, "redis write failed; rolling back the chunk");
-                failed = true;
-                sent.push(writes);
-            }
-            Err(error) => {
-                tracing::error!(%error, "redis write task failed");
-                failed = true;
-            }
-        }
-    }
-    Published {
-        sent,
-        taken,
-        failed,
-    }
-}
-
-/// What a group's Redis writes did: see [`join_writes`].
-struct Published {
-    /// The records each chunk sent.
-    sent: Vec<Vec<RecordWrite>>,
-    /// The keys `SET NX` found taken, with their values.
-    taken: HashMap<String, Vec<u8>>,
-    /// Whether any write failed.
-    failed: bool,
 }
 
 /// Rows dropped because Redis already held their code.
@@ -584,14 +544,14 @@ fn failed_items(items: &[(i64, NewLink)], failure: ItemFailure) -> Vec<(i64, Ite
         .collect()
 }
 
-type ChunksResult = Result<Vec<Vec<(i64, ItemOutcome)>>, ServiceError>;
+/// What a group's attempt came to: its outcomes, chunk by chunk, or nothing written, to be
+/// written again in its turn (see [`super::turn`]).
+enum Written {
+    Outcomes(Vec<Vec<(i64, ItemOutcome)>>),
+    GaveWay,
+}
 
-/// A chunk's Redis write in flight: gives back its records, and the keys its `SET NX` found
-/// taken, with their values.
-type ChunkWrite = tokio::task::JoinHandle<(
-    Vec<RecordWrite>,
-    Result<Vec<(String, Vec<u8>)>, ProjectionError>,
-)>;
+type ChunksResult = Result<Written, ServiceError>;
 
 /// What the records of each workspace of a group name, resolved before anything is written.
 type RecordNames = HashMap<WorkspaceId, RecordWorkspace>;

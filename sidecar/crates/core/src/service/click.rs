@@ -43,6 +43,9 @@ pub struct ClickInput<'a> {
     pub signals: Signals,
     /// What the fallback knows of the client beyond its headers; `None`: nothing.
     pub judge: Option<&'a dyn ClientJudge>,
+    /// The token the module counted (or tried to count) this click with, if it did: the click
+    /// is counted with it, so Redis counts it once (`wire::click_count`).
+    pub token: Option<ClickId>,
 }
 
 /// What the fallback knows of a click's client beyond its request, for the verdict of a click
@@ -69,6 +72,12 @@ impl ClickInput<'_> {
         };
         let signals = self.signals.with_network(judge.hosting(ip));
         verdict::at_click(lower, signals).is_human() && !judge.swept(workspace, ip, self.user_agent)
+    }
+
+    /// The token this click's count is taken with: the module's, else one drawn here (a click
+    /// id of this process's), so that the client's retry of a dropped command counts it once too.
+    pub fn count_token(&self) -> ClickId {
+        self.token.unwrap_or_else(next_click_id)
     }
 }
 

@@ -95,13 +95,16 @@ impl LinkService {
                 let now = unix_seconds(now);
                 match click::answer(&link, click, now, country, None) {
                     Ok(resolution) => resolution,
-                    // Counted on the primary as the module counts: a failure is a 503, never
-                    // an uncounted redirect.
+                    // Counted on the primary as the module counts, with the module's token if
+                    // it tried first (once, however many tries reached Redis): a failure is a
+                    // 503, never an uncounted redirect.
                     // A machine's click (the module's click-time verdict) reads the count and
                     // is answered as the next person's click would be, spending nothing.
                     Err(CountFirst) => {
                         let visits = if click.spends(host_workspace) {
-                            self.projection.count_click(code).await?
+                            self.projection
+                                .count_click(code, click.count_token())
+                                .await?
                         } else {
                             self.projection.visit_count(code).await? + 1
                         };
