@@ -38,6 +38,7 @@ async fn consume(app: &TestApp, hindsight: &mut Hindsight, batch: &mut [Visit]) 
         .store_corrected(batch, &corrections, false)
         .await
         .unwrap();
+    hindsight.keep(batch.to_vec());
     corrections.len()
 }
 
