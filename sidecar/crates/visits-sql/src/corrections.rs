@@ -40,7 +40,10 @@ pub(crate) fn rounds(corrections: &[Correction]) -> Vec<Vec<&Correction>> {
     let mut seen: Vec<HashSet<&str>> = Vec::new();
     for correction in corrections {
         let id = correction.before.event_id.as_str();
-        let round = seen.iter().position(|ids| !ids.contains(id)).unwrap_or(seen.len());
+        let round = seen
+            .iter()
+            .position(|ids| !ids.contains(id))
+            .unwrap_or(seen.len());
         if round == seen.len() {
             seen.push(HashSet::new());
             rounds.push(Vec::new());

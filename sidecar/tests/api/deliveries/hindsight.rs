@@ -7,9 +7,9 @@
 use super::*;
 use crate::conversions::{visit, IPHONE};
 use shortlink_visit_enrich::{AgentFacts, Audience, Device, Visit};
+use shortlink_visits::hindsight::{Correction, Hindsight};
 use shortlink_wire::verdict::Reasons;
 use std::sync::Arc;
-use shortlink_visits::hindsight::{Correction, Hindsight};
 
 crate::on_each_backend!(
     a_sweep_noticed_afterwards_leaves_every_count_once,
@@ -343,7 +343,11 @@ async fn a_batch_of_corrections_from_several_verdicts_moves_each_count_once(back
     };
     let confirmed = Correction {
         before: c.clone(),
-        after: judged(&fast, Audience::Human, Reasons::AFTER_DELIVERY | Reasons::CONFIRMED),
+        after: judged(
+            &fast,
+            Audience::Human,
+            Reasons::AFTER_DELIVERY | Reasons::CONFIRMED,
+        ),
     };
     // B is stored as a person's: a correction starting from a scanner's changes nothing.
     let stale = Correction {

@@ -26,8 +26,16 @@ pub(super) async fn apply<'c>(
     for round in rounds(corrections) {
         let mut transitions: BTreeMap<Transition<'c>, Vec<&'c Correction>> = BTreeMap::new();
         for c in round {
-            let to = (c.after.agent.audience.as_str(), c.after.agent.device.as_str());
-            let key = (c.before.agent.audience.as_str(), to.0, to.1, c.after.reasons.0);
+            let to = (
+                c.after.agent.audience.as_str(),
+                c.after.agent.device.as_str(),
+            );
+            let key = (
+                c.before.agent.audience.as_str(),
+                to.0,
+                to.1,
+                c.after.reasons.0,
+            );
             transitions.entry(key).or_default().push(c);
         }
         let mut changed = Vec::new();
@@ -62,7 +70,9 @@ async fn change<'c>(
         "SELECT event_id FROM visits WHERE event_id IN ({ids}) AND audience = ? FOR UPDATE"
     );
     let found = (chunk.iter())
-        .fold(sqlx::query(&lock), |q, c| q.bind(c.before.event_id.as_str()))
+        .fold(sqlx::query(&lock), |q, c| {
+            q.bind(c.before.event_id.as_str())
+        })
         .bind(was)
         .fetch_all(&mut **tx)
         .await
@@ -143,5 +153,8 @@ async fn forget<'c>(
         .execute(&mut **tx)
         .await
         .map_err(db)?;
-    Ok(first.into_iter().map(|c| c.before.event_id.as_str()).collect())
+    Ok(first
+        .into_iter()
+        .map(|c| c.before.event_id.as_str())
+        .collect())
 }

@@ -41,12 +41,12 @@ pub(super) async fn apply<'c>(
         for k in picked(&leaving, forget(tx, &visits).await?) {
             first_visit[k] = true;
         }
-        applied.extend((changed.into_iter().zip(first_visit)).map(
-            |(correction, first_visit)| Applied {
+        applied.extend(
+            (changed.into_iter().zip(first_visit)).map(|(correction, first_visit)| Applied {
                 correction,
                 first_visit,
-            },
-        ));
+            }),
+        );
     }
     Ok(applied)
 }

@@ -537,9 +537,8 @@ pub(super) fn correct<'c>(
         "UPDATE visits SET audience = ?, device = ?, reasons = ? \
          WHERE event_id = ? AND visited_at = ? AND audience = ?",
     )?;
-    let mut forget = handle.prepare(
-        "DELETE FROM link_visitors WHERE code = ? AND visitor = ? AND first_seen = ?",
-    )?;
+    let mut forget = handle
+        .prepare("DELETE FROM link_visitors WHERE code = ? AND visitor = ? AND first_seen = ?")?;
     for correction in corrections {
         let (before, after) = (&correction.before, &correction.after);
         update.text(1, after.agent.audience.as_str());

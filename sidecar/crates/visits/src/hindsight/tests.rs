@@ -127,7 +127,10 @@ fn a_visit_out_of_the_window_counts_toward_no_sweep_and_idle_tracks_expire() {
         .collect();
     let (three, none) = batch(&mut hindsight, three);
     assert!(none.is_empty() && audiences(&three) == [Audience::Human; 3]);
-    let (fifth, none) = batch(&mut hindsight, vec![visit("3-0", "e", T0 + 10_500, &net(2))]);
+    let (fifth, none) = batch(
+        &mut hindsight,
+        vec![visit("3-0", "e", T0 + 10_500, &net(2))],
+    );
     assert!(none.is_empty(), "{none:?}");
     assert_eq!(audiences(&fifth), [Audience::Human]);
     assert_eq!(hindsight.sweeps.tracks(), 1);
@@ -136,7 +139,10 @@ fn a_visit_out_of_the_window_counts_toward_no_sweep_and_idle_tracks_expire() {
     let (_, none) = batch(&mut hindsight, vec![elsewhere]);
     assert!(none.is_empty());
     assert_eq!(hindsight.sweeps.tracks(), 1, "only the new network's track");
-    let (back, none) = batch(&mut hindsight, vec![visit("5-0", "f", T0 + 21_100, &net(3))]);
+    let (back, none) = batch(
+        &mut hindsight,
+        vec![visit("5-0", "f", T0 + 21_100, &net(3))],
+    );
     assert!(none.is_empty() && audiences(&back) == [Audience::Human]);
 }
 
