@@ -42,6 +42,7 @@ pub(crate) async fn consume(
         .store_corrected(batch, &corrections, false)
         .await
         .unwrap();
+    hindsight.keep(batch.to_vec());
     corrections.len()
 }
 

@@ -1,100 +1,65 @@
-//! Hindsight in SQL (issue 78): applying a batch's [`Correction`]s inside its transaction, and
-//! reading the facts hindsight judges by ([`VisitStore::link_facts`]).
+//! Hindsight in SQL (issue 78): what the backends share to apply a batch's [`Correction`]s
+//! inside its transaction, and reading the facts hindsight judges by
+//! ([`VisitStore::link_facts`]).
 //!
 //! A correction changes its stored visit only if the visit still has the verdict the correction
 //! starts from (`... AND audience = <before>`): the statement that changes it is the one that
 //! moves its counts, so a correction met twice (a retried batch, a redelivered one, a second
-//! consumer's) moves them once.
+//! consumer's) moves them once. A batch's corrections go in a few statements, not one or two
+//! per corrected visit (bench/results/system-cost-reclassified-2026-11-29-2.md: those round
+//! trips were a fifth of the consumer's CPU with 8% of visits corrected): each backend applies
+//! a [`round`] of them at once, the visits' keys bound as arrays (PostgreSQL,
+//! `postgres/corrections.rs`), locked and then changed per verdict transition (MariaDB/MySQL,
+//! `mysql/corrections.rs`), or stepped through the connection's own handle, where a statement
+//! costs no hand-off (SQLite, `sqlite/raw.rs`).
 //!
 //! [`VisitStore::link_facts`]: shortlink_visits::store::VisitStore::link_facts
 
 use crate::sql::{db, fetch_all, marks, SqlVisitStore, VisitDialect};
-use chrono::DateTime;
 use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
-use shortlink_store::{Backend, StorageResult};
+use shortlink_store::StorageResult;
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_visits::hindsight::{Correction, LinkFacts, Reach};
 use shortlink_visits::rollup::Deltas;
-use sqlx::Database;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 
 /// A correction its statement applied; `first_visit`: the visitor set lost the visitor whose
 /// first visit as a person's it was.
 pub(crate) struct Applied<'c> {
-    correction: &'c Correction,
-    first_visit: bool,
+    pub(crate) correction: &'c Correction,
+    pub(crate) first_visit: bool,
 }
 
-/// Applies `corrections` to the stored visits on `connection` (the batch's transaction);
-/// answers those that changed a visit.
-pub(crate) async fn apply<'c, V: VisitDialect>(
-    connection: &mut <Db<V> as Database>::Connection,
-    corrections: &'c [Correction],
-) -> StorageResult<Vec<Applied<'c>>> {
-    let mut applied = Vec::new();
+/// `corrections` split in rounds, in order, each naming a stored visit once: a round is applied
+/// at once, and a visit corrected twice in a batch (rare) has its second correction judged
+/// against what its first left, as one statement after the other would.
+pub(crate) fn rounds(corrections: &[Correction]) -> Vec<Vec<&Correction>> {
+    let mut rounds: Vec<Vec<&Correction>> = Vec::new();
+    let mut seen: Vec<HashSet<&str>> = Vec::new();
     for correction in corrections {
-        let (before, after) = (&correction.before, &correction.after);
-        let Some(at) = DateTime::from_timestamp_millis(before.time_ms) else {
-            continue;
-        };
-        let update = statement(
-            "UPDATE visits SET audience = ?, device = ?, reasons = ? \
-             WHERE event_id = ? AND visited_at = ? AND audience = ?",
-            [
-                Value::Text(after.agent.audience.as_str().into()),
-                Value::Text(after.agent.device.as_str().into()),
-                Value::Int(i64::from(after.reasons.0)),
-                Value::Text(before.event_id.clone()),
-                V::visit_time(at),
-                Value::Text(before.agent.audience.as_str().into()),
-            ],
-        );
-        if Db::<V>::execute(connection, update).await.map_err(db)? == 0 {
-            continue;
+        let id = correction.before.event_id.as_str();
+        let round = seen
+            .iter()
+            .position(|ids| !ids.contains(id))
+            .unwrap_or(seen.len());
+        if round == seen.len() {
+            seen.push(HashSet::new());
+            rounds.push(Vec::new());
         }
-        let first_visit = before.agent.audience == Audience::Human
-            && after.agent.audience != Audience::Human
-            && forget_visitor::<V>(connection, before).await?;
-        applied.push(Applied {
-            correction,
-            first_visit,
-        });
+        seen[round].insert(id);
+        rounds[round].push(correction);
     }
-    Ok(applied)
+    rounds
 }
 
-/// Takes `visit`'s visitor out of its link's visitor set if this visit was its first: a
-/// machine's visit makes no visitor (a later visit of a person's makes it anew).
-async fn forget_visitor<V: VisitDialect>(
-    connection: &mut <Db<V> as Database>::Connection,
-    visit: &Visit,
-) -> StorageResult<bool> {
-    let Some(at) = DateTime::from_timestamp_millis(visit.time_ms) else {
-        return Ok(false);
-    };
-    // The shared statements carry no bytes: the visitor goes as hex text, decoded by the
-    // database, so that the statement's text is one for every correction. Written out as a
-    // literal, each correction's was a statement of its own, prepared and cached by sqlx, and a
-    // batch's thousands of them evicted the batch's own prepared statements from the cache.
-    let hex: String = visit.visitor.iter().map(|b| format!("{b:02x}")).collect();
-    let visitor = match V::Sql::BACKEND {
-        Backend::Postgres => "decode(?, 'hex')",
-        Backend::Sqlite => "unhex(?)",
-        Backend::Mysql => "UNHEX(?)",
-    };
-    let delete = statement(
-        &format!(
-            "DELETE FROM link_visitors WHERE code = ? AND visitor = {visitor} AND first_seen = ?"
-        ),
-        [
-            Value::Text(visit.code.clone()),
-            Value::Text(hex),
-            V::visit_time(at),
-        ],
-    );
-    Ok(Db::<V>::execute(connection, delete).await.map_err(db)? > 0)
+/// Whether applying `correction` takes its visit out of people: then its visitor leaves the
+/// link's visitor set if this visit was its first (a machine's visit makes no visitor; a later
+/// visit of a person's makes it anew).
+pub(crate) fn leaves_people(correction: &Correction) -> bool {
+    correction.before.agent.audience == Audience::Human
+        && correction.after.agent.audience != Audience::Human
 }
 
 /// The stored visits the applied corrections changed, as they were: the feed tells receivers

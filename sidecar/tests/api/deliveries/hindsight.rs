@@ -6,12 +6,15 @@
 
 use super::*;
 use crate::conversions::{visit, IPHONE};
-use shortlink_visit_enrich::Visit;
+use shortlink_visit_enrich::{AgentFacts, Audience, Device, Visit};
 use shortlink_visits::hindsight::{Correction, Hindsight};
+use shortlink_wire::verdict::Reasons;
+use std::sync::Arc;
 
 crate::on_each_backend!(
     a_sweep_noticed_afterwards_leaves_every_count_once,
-    a_click_right_after_delivery_counts_once_its_person_is_confirmed
+    a_click_right_after_delivery_counts_once_its_person_is_confirmed,
+    a_batch_of_corrections_from_several_verdicts_moves_each_count_once
 );
 
 /// The people's counts that decide something, over `codes`: the funnel's clicked links, the
@@ -108,6 +111,7 @@ async fn consume(app: &TestApp, hindsight: &mut Hindsight, batch: &mut [Visit]) 
         .await
         .unwrap();
     assert_eq!(outcome.reclassified, corrections.len() as u64);
+    hindsight.keep(batch.to_vec());
     corrections
 }
 
@@ -288,4 +292,87 @@ async fn a_click_right_after_delivery_counts_once_its_person_is_confirmed(backen
         .scalar("SELECT COUNT(*) FROM visits WHERE audience = 'human' AND reasons = 160")
         .await;
     assert_eq!(confirmed, 1);
+}
+
+/// `visit` as `audience` judged it for `reasons`.
+fn judged(visit: &Visit, audience: Audience, reasons: u16) -> Visit {
+    let device = match audience {
+        Audience::Human => visit.agent.device,
+        _ => Device::Bot,
+    };
+    let mut judged = visit.clone();
+    judged.agent = Arc::new(AgentFacts {
+        device,
+        audience,
+        ..AgentFacts::clone(&visit.agent)
+    });
+    judged.reasons = Reasons(reasons);
+    judged
+}
+
+/// One batch's corrections, set-wise on every backend: people to scanners (a visitor's first
+/// visit and its repeat), a scanner to a person, one whose starting verdict is no longer the
+/// stored one, and one twice; each visit's counts move once, by the verdict it starts from.
+async fn a_batch_of_corrections_from_several_verdicts_moves_each_count_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let db = TestDb::connect(backend, &app.database_url).await;
+    let codes = campaign_links(&app, 3).await;
+    let t = chrono::Utc::now().timestamp_millis() - 120_000;
+    let at = |id: &str, code: usize, dt: i64, ip: &str| {
+        visit(&format!("{t}-{id}"), &codes[code], t + dt, ip, IPHONE, None)
+    };
+    // A and its repeat D (one visitor), B: people; C: a scanner, on timing alone.
+    let a = at("a", 0, 0, "198.51.100.1");
+    let d = at("d", 0, 5_000, "198.51.100.1");
+    let b = at("b", 1, 100, "198.51.100.2");
+    let fast = at("c", 2, 200, "198.51.100.3");
+    let c = judged(&fast, Audience::Scanner, Reasons::AFTER_DELIVERY);
+    let store = app.visit_store().await;
+    let stored = [a.clone(), d.clone(), b.clone(), c.clone()];
+    let outcome = store.store_corrected(&stored, &[], false).await.unwrap();
+    assert_eq!(outcome.inserted, 4);
+    // [clicked, arms' people, arms' visitors, visit counts, domain's people, people's visits]
+    assert_eq!(
+        counts(&app, (backend, &db), &codes).await,
+        [2, 3, 2, 3, 3, 3]
+    );
+
+    let swept = |v: &Visit| Correction {
+        before: v.clone(),
+        after: judged(v, Audience::Scanner, Reasons::SWEEP),
+    };
+    let confirmed = Correction {
+        before: c.clone(),
+        after: judged(
+            &fast,
+            Audience::Human,
+            Reasons::AFTER_DELIVERY | Reasons::CONFIRMED,
+        ),
+    };
+    // B is stored as a person's: a correction starting from a scanner's changes nothing.
+    let stale = Correction {
+        before: judged(&b, Audience::Scanner, Reasons::SWEEP),
+        after: b.clone(),
+    };
+    let batch = [swept(&a), confirmed, swept(&d), stale, swept(&a)];
+    let outcome = store.store_corrected(&[], &batch, false).await.unwrap();
+    assert_eq!(outcome.reclassified, 3, "A, C and D, each once");
+    // A and D leave: c0 unclicked, A's visitor (its first visit) leaves the arm; C joins the
+    // people without a visitor of its own (a person's later visit makes one).
+    let after = [2, 2, 1, 2, 2, 2];
+    assert_eq!(counts(&app, (backend, &db), &codes).await, after);
+    let verdicts = db
+        .scalar(&format!(
+            "SELECT COUNT(*) FROM visits WHERE (event_id IN ('{t}-a', '{t}-d') \
+             AND audience = 'scanner' AND reasons = 64) OR (event_id = '{t}-c' \
+             AND audience = 'human' AND reasons = 160) OR (event_id = '{t}-b' \
+             AND audience = 'human' AND reasons = 0)"
+        ))
+        .await;
+    assert_eq!(verdicts, 4);
+
+    // The same batch again (a retried transaction, a second consumer): nothing moves.
+    let again = store.store_corrected(&[], &batch, false).await.unwrap();
+    assert_eq!(again.reclassified, 0);
+    assert_eq!(counts(&app, (backend, &db), &codes).await, after);
 }

@@ -4,6 +4,7 @@
 //! two batches never wait on each other in a cycle.
 
 mod copy;
+mod corrections;
 mod days;
 mod insert;
 mod named;
@@ -11,7 +12,6 @@ mod partitions;
 mod receipts;
 mod rollup;
 mod young;
-use crate::corrections;
 use crate::sql::{SqlVisitStore, VisitDialect};
 use crate::write::{distinct, first_rules, first_seen, outcome, user_agents};
 use async_trait::async_trait;
@@ -134,17 +134,17 @@ impl VisitDialect for PgVisits {
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = pool.begin().await.map_err(StorageError::classify)?;
-        let applied = corrections::apply::<Self>(&mut tx, corrections).await?;
+        let applied = self::corrections::apply(&mut tx, corrections).await?;
         let Inserted {
             visits: inserted,
             deltas: mut d,
         } = insert_visits(&mut tx, &distinct(visits), all_links, count_bots).await?;
         insert_user_agents(&mut tx, &inserted).await?;
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
-        corrections::fold(&mut d, &applied, count_bots);
+        crate::corrections::fold(&mut d, &applied, count_bots);
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
-        let reclassified = corrections::reclassified(&applied);
+        let reclassified = crate::corrections::reclassified(&applied);
         super::feed::append::<Pg>(&mut tx, &inserted, &reclassified).await?;
         tx.commit().await.map_err(StorageError::classify)?;
         let mut outcome = outcome(visits.len(), inserted.len());

@@ -94,7 +94,10 @@ impl VisitDialect for SqliteVisits {
         count_bots: bool,
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
-        let applied = corrections::apply::<Self>(&mut tx, corrections).await?;
+        let mut applied = Vec::with_capacity(corrections.len());
+        for chunk in corrections.chunks(ROWS_PER_LOCK) {
+            raw::with_handle(&mut tx, |h| raw::correct(h, chunk, &mut applied)).await?;
+        }
         let distinct = distinct(visits);
         let mut inserted = Vec::with_capacity(distinct.len());
         for chunk in distinct.chunks(ROWS_PER_LOCK) {

@@ -21,9 +21,11 @@
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+use crate::corrections::{leaves_people, Applied};
 use libsqlite3_sys as ffi;
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
+use shortlink_visits::hindsight::Correction;
 use shortlink_visits::rollup::{Audiences, Deltas, NewVisitors};
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::sqlite::SqliteConnection;
@@ -519,6 +521,45 @@ pub(super) fn add_to_links(
         update.text(2, at);
         update.text(3, code);
         update.execute()?;
+    }
+    Ok(())
+}
+
+/// Applies hindsight's `corrections` in order (`crate::corrections`), appending those that
+/// changed their visit to `applied`. A statement per visit, as everything here: stepped on the
+/// handle they cost no hand-off to sqlx's worker, which was their cost through sqlx.
+pub(super) fn correct<'c>(
+    handle: &Handle<'_>,
+    corrections: &'c [Correction],
+    applied: &mut Vec<Applied<'c>>,
+) -> StorageResult<()> {
+    let mut update = handle.prepare(
+        "UPDATE visits SET audience = ?, device = ?, reasons = ? \
+         WHERE event_id = ? AND visited_at = ? AND audience = ?",
+    )?;
+    let mut forget = handle
+        .prepare("DELETE FROM link_visitors WHERE code = ? AND visitor = ? AND first_seen = ?")?;
+    for correction in corrections {
+        let (before, after) = (&correction.before, &correction.after);
+        update.text(1, after.agent.audience.as_str());
+        update.text(2, after.agent.device.as_str());
+        update.int(3, i64::from(after.reasons.0));
+        update.text(4, &before.event_id);
+        update.int(5, before.time_ms);
+        update.text(6, before.agent.audience.as_str());
+        if !update.execute()? {
+            continue;
+        }
+        let first_visit = leaves_people(correction) && {
+            forget.text(1, &before.code);
+            forget.blob(2, &before.visitor);
+            forget.int(3, before.time_ms);
+            forget.execute()?
+        };
+        applied.push(Applied {
+            correction,
+            first_visit,
+        });
     }
     Ok(())
 }

@@ -297,8 +297,7 @@ impl Consumer {
         let suffix = self.streams[self.read_from].id_suffix.as_deref();
         let prepared = prepare(entries, suffix, &self.enricher, &self.counters);
         self.observe(entries.len(), prepared.seen);
-        let mut visits = prepared.visits;
-        self.writer.write_all(&mut visits).await?;
+        self.writer.write_all(prepared.visits).await?;
         self.writer.write_orphans(&prepared.orphans).await?;
         Ok(prepared.ids)
     }
@@ -378,7 +377,7 @@ impl Consumer {
         let writer = self.writer.clone();
         let Prepared {
             ids,
-            mut visits,
+            visits,
             orphans,
             ..
         } = prepared;
@@ -386,7 +385,7 @@ impl Consumer {
             stream: self.read_from,
             ids,
             write: tokio::spawn(async move {
-                writer.write_all(&mut visits).await?;
+                writer.write_all(visits).await?;
                 writer.write_orphans(&orphans).await
             }),
         });

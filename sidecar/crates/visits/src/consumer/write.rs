@@ -103,9 +103,9 @@ pub(super) fn prepare(
 impl Writer {
     /// Judges a batch's visits with hindsight ([`Hindsight::judge`]), then stores them in
     /// transactions of at most `max_visits_per_transaction`, the first one applying the
-    /// corrections to earlier visits.
-    pub(super) async fn write_all(&self, visits: &mut [Visit]) -> Result<(), ConsumerError> {
-        let corrections = self.judge(visits).await;
+    /// corrections to earlier visits; then hands the stored batch back to hindsight.
+    pub(super) async fn write_all(&self, mut visits: Vec<Visit>) -> Result<(), ConsumerError> {
+        let corrections = self.judge(&mut visits).await;
         let mut corrections = corrections.as_slice();
         for chunk in visits.chunks(self.max_visits_per_transaction) {
             self.write(chunk, std::mem::take(&mut corrections)).await?;
@@ -113,6 +113,9 @@ impl Writer {
         if !corrections.is_empty() {
             self.write(&[], corrections).await?;
         }
+        (self.hindsight.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .keep(visits);
         Ok(())
     }
 

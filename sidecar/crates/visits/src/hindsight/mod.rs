@@ -55,7 +55,9 @@ impl Hindsight {
 
     /// Judges a batch (in stream order) with what hindsight shows, changing the verdicts of its
     /// visits in place, and answers the corrections to visits stored by earlier batches.
+    /// Call [`Hindsight::keep`] with the batch once it is stored.
     pub fn judge(&mut self, visits: &mut [Visit], facts: &LinkFacts) -> Vec<Correction> {
+        self.sweeps.forget_unkept();
         let mut corrections = Vec::new();
         for i in 0..visits.len() {
             if visits[i].agent.audience != Audience::Human {
@@ -81,6 +83,13 @@ impl Hindsight {
         }
         self.sweeps.settle(visits);
         corrections
+    }
+
+    /// After the batch judged last is stored: keeps those of its visits a sweep to come may
+    /// correct (moved, not copied; the rest of the batch is dropped). A batch judged but never
+    /// kept (its store gave up) is never corrected.
+    pub fn keep(&mut self, visits: Vec<Visit>) {
+        self.sweeps.keep(visits);
     }
 
     /// The sweeps noticed since the last call (`shortlink_wire::sweeps`), each with the Unix ms

@@ -82,11 +82,13 @@ fn a_sweep_demotes_its_earlier_visits_once() {
         .collect();
     assert!(hindsight.judge(&mut first, &facts).is_empty());
     assert_eq!(audiences(&first), [Audience::Human; 4]);
+    hindsight.keep(first.clone());
     // The fifth makes it a sweep: the four stored ones are corrected, once.
     let mut second = vec![visit("2-0", "e", T0 + 500, &ip(9))];
     let corrections = hindsight.judge(&mut second, &facts);
     assert_eq!(corrections.len(), 4);
-    for c in &corrections {
+    for (c, stored) in corrections.iter().zip(&first) {
+        assert_eq!(c.before, *stored);
         assert_eq!(c.before.agent.audience, Audience::Human);
         assert_eq!(c.after.agent.audience, Audience::Scanner);
         assert_eq!(c.after.reasons.0, Reasons::SWEEP);
@@ -103,6 +105,60 @@ fn a_sweep_demotes_its_earlier_visits_once() {
     ];
     assert!(hindsight.judge(&mut later, &facts).is_empty());
     assert_eq!(audiences(&later), [Audience::Human; 2]);
+}
+
+#[test]
+fn a_visit_out_of_the_window_counts_toward_no_sweep_and_idle_tracks_expire() {
+    let codes = ["a", "b", "c", "d", "e", "f"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let net = |n: u8| format!("203.0.113.{n}");
+    let batch = |hindsight: &mut Hindsight, visits: Vec<Visit>| {
+        let mut visits = visits;
+        let corrections = hindsight.judge(&mut visits, &facts);
+        hindsight.keep(visits.clone());
+        (visits, corrections)
+    };
+    // Five links within 10.5 s: the first is out of the window when the fifth comes.
+    let (_, none) = batch(&mut hindsight, vec![visit("1-0", "a", T0, &net(1))]);
+    assert!(none.is_empty());
+    let three: Vec<Visit> = (1..4)
+        .map(|i| visit(&format!("2-{i}"), codes[i], T0 + 6_000 + i as i64, &net(1)))
+        .collect();
+    let (three, none) = batch(&mut hindsight, three);
+    assert!(none.is_empty() && audiences(&three) == [Audience::Human; 3]);
+    let (fifth, none) = batch(
+        &mut hindsight,
+        vec![visit("3-0", "e", T0 + 10_500, &net(2))],
+    );
+    assert!(none.is_empty(), "{none:?}");
+    assert_eq!(audiences(&fifth), [Audience::Human]);
+    assert_eq!(hindsight.sweeps.tracks(), 1);
+    // Idle for a window: its track goes, with the visits it held, at the next batch's judging.
+    let elsewhere = visit("4-0", "f", T0 + 21_000, "192.0.2.1");
+    let (_, none) = batch(&mut hindsight, vec![elsewhere]);
+    assert!(none.is_empty());
+    assert_eq!(hindsight.sweeps.tracks(), 1, "only the new network's track");
+    let (back, none) = batch(
+        &mut hindsight,
+        vec![visit("5-0", "f", T0 + 21_100, &net(3))],
+    );
+    assert!(none.is_empty() && audiences(&back) == [Audience::Human]);
+}
+
+#[test]
+fn a_batch_judged_but_never_kept_is_never_corrected() {
+    let codes = ["a", "b", "c", "d", "e"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let mut four: Vec<Visit> = (0..4)
+        .map(|i| visit(&format!("1-{i}"), codes[i], T0 + i as i64, "203.0.113.5"))
+        .collect();
+    assert!(hindsight.judge(&mut four, &facts).is_empty());
+    // Its store gave up: the next batch's indices name other visits, none of the four.
+    let mut fifth = vec![visit("2-0", "e", T0 + 10, "203.0.113.6")];
+    assert!(hindsight.judge(&mut fifth, &facts).is_empty());
+    assert_eq!(audiences(&fifth), [Audience::Scanner]);
 }
 
 #[test]
