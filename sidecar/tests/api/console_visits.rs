@@ -46,6 +46,31 @@ pub(crate) async fn consume(
     corrections.len()
 }
 
+/// A link made with `key`, one phone's visit of it stored: its code.
+pub(crate) async fn link_with_one_visit(app: &TestApp, key: &str) -> String {
+    let created = with_key(app, key, reqwest::Method::POST, "/links")
+        .json(&json!({"url": "https://shop.example/a"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let code = created.json::<Value>().await.unwrap()["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id = format!("{}-0", now_ms());
+    let mut batch = vec![visit(
+        &id,
+        &code,
+        now_ms(),
+        "192.0.2.1",
+        IPHONE,
+        "a.example",
+    )];
+    consume(app, &mut Hindsight::default(), &mut batch).await;
+    code
+}
+
 /// The text a page shows in the element marked `data-<attribute>="<key>"`.
 pub(crate) fn text_at(page: &str, attribute: &str, key: &str) -> String {
     let marker = format!("data-{attribute}=\"{key}\">");
@@ -256,26 +281,7 @@ async fn another_workspace_never_sees_a_link_s_visits() {
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     let a_key = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let created = with_key(&app, &a_key, reqwest::Method::POST, "/links")
-        .json(&json!({"url": "https://shop.example/a"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let code = created.json::<Value>().await.unwrap()["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let id = format!("{}-0", now_ms());
-    let mut batch = vec![visit(
-        &id,
-        &code,
-        now_ms(),
-        "192.0.2.1",
-        IPHONE,
-        "a.example",
-    )];
-    consume(&app, &mut Hindsight::default(), &mut batch).await;
+    let code = link_with_one_visit(&app, &a_key).await;
 
     let mut a = crate::console::Browser::new(&app);
     a.sign_in(&a_key).await;

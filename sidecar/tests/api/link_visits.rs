@@ -4,7 +4,7 @@
 //! autonomous system from the bundled ASN table; paged newest first, filtered by verdict, inside
 //! the key's workspace; bad input refused naming its field.
 
-use crate::console_visits::{consume, fed, listed, visit};
+use crate::console_visits::{consume, fed, link_with_one_visit, listed, visit};
 use crate::conversions::{now_ms, IPHONE};
 use crate::helpers::*;
 use crate::workspaces::{create_workspace, operator_key, with_key, workspace_key};
@@ -237,26 +237,7 @@ async fn another_workspace_s_key_gets_404_and_a_viewer_reads() {
     create_workspace(&app, &operator, "brand-a").await;
     let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let a_viewer = workspace_key(&app, &operator, "brand-a", "viewer").await;
-    let created = with_key(&app, &a_admin, Method::POST, "/links")
-        .json(&json!({"url": "https://shop.example/a"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let code = created.json::<Value>().await.unwrap()["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let id = format!("{}-0", now_ms());
-    let mut batch = vec![visit(
-        &id,
-        &code,
-        now_ms(),
-        "192.0.2.1",
-        IPHONE,
-        "a.example",
-    )];
-    consume(&app, &mut Hindsight::default(), &mut batch).await;
+    let code = link_with_one_visit(&app, &a_admin).await;
 
     let read = |key: String, code: String| {
         let app = &app;
