@@ -34,8 +34,18 @@ pub struct LinkVisitsParams {
     #[param(pattern = "^(all|people|human|preview|scanner|bot)$")]
     pub verdict: Option<String>,
     /// Visits at most, 1..=1000 (default 100).
-    #[param(minimum = 1, maximum = 1000)]
+    #[param(schema_with = limit_schema)]
     pub limit: Option<u32>,
+}
+
+/// `limit`'s bounds in the document, read from the ones the handler enforces.
+fn limit_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(1))
+        .maximum(Some(MAX_LIMIT))
+        .into()
 }
 
 /// A page of a link's visits.
