@@ -46,8 +46,8 @@ pub(crate) async fn consume(
     corrections.len()
 }
 
-/// A link made with `key`, one phone's visit of it stored: its code.
-pub(crate) async fn link_with_one_visit(app: &TestApp, key: &str) -> String {
+/// A link made with `key`, one phone's visit of it stored: its code and the visit's id.
+pub(crate) async fn link_with_one_visit(app: &TestApp, key: &str) -> (String, String) {
     let created = with_key(app, key, reqwest::Method::POST, "/links")
         .json(&json!({"url": "https://shop.example/a"}))
         .send()
@@ -68,7 +68,7 @@ pub(crate) async fn link_with_one_visit(app: &TestApp, key: &str) -> String {
         "a.example",
     )];
     consume(app, &mut Hindsight::default(), &mut batch).await;
-    code
+    (code, id)
 }
 
 /// The text a page shows in the element marked `data-<attribute>="<key>"`.
@@ -281,7 +281,7 @@ async fn another_workspace_never_sees_a_link_s_visits() {
     let operator = operator_key(&app).await;
     create_workspace(&app, &operator, "brand-a").await;
     let a_key = workspace_key(&app, &operator, "brand-a", "admin").await;
-    let code = link_with_one_visit(&app, &a_key).await;
+    let (code, id) = link_with_one_visit(&app, &a_key).await;
 
     let mut a = crate::console::Browser::new(&app);
     a.sign_in(&a_key).await;

@@ -237,7 +237,7 @@ async fn another_workspace_s_key_gets_404_and_a_viewer_reads() {
     create_workspace(&app, &operator, "brand-a").await;
     let a_admin = workspace_key(&app, &operator, "brand-a", "admin").await;
     let a_viewer = workspace_key(&app, &operator, "brand-a", "viewer").await;
-    let code = link_with_one_visit(&app, &a_admin).await;
+    let (code, id) = link_with_one_visit(&app, &a_admin).await;
 
     let read = |key: String, code: String| {
         let app = &app;
