@@ -6,7 +6,7 @@
 //! exactly those; then one read of the visitors whose first visit one of them was, and one
 //! `DELETE` of exactly those.
 
-use super::{at_ms, db};
+use super::convert::{at_ms, db};
 use crate::corrections::{leaves_people, rounds, Applied};
 use shortlink_store::sql::IN_LIST;
 use shortlink_store::StorageResult;
