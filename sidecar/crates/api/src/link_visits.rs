@@ -113,28 +113,6 @@ fn bad_query(message: impl Into<String>) -> Error {
     }
 }
 
-/// The visit an `after` cursor names (a page's `next`: [`VisitKey`]'s text), read by exactly
-/// its documented pattern, `^[0-9]{1,18}_[!-~]{1,128}$` (a visit's id is printable
-/// ASCII: its stream entry's `<ms>-<n>`, an import's `import:<source>:<code>:…`), so that every
-/// value it allows is taken and no other, and no byte a backend's text refuses (PostgreSQL's
-/// NUL) reaches a statement. A time past every backend's
-/// (year 9999) is that year's end: every visit is older.
-fn cursor(text: &str) -> Option<VisitKey> {
-    let (micros, event_id) = text.split_once('_')?;
-    let digits = (1..=18).contains(&micros.len()) && micros.bytes().all(|b| b.is_ascii_digit());
-    let id =
-        (1..=128).contains(&event_id.len()) && (event_id.bytes()).all(|b| b.is_ascii_graphic());
-    if !(digits && id) {
-        return None;
-    }
-    let last = DateTime::from_timestamp(253_402_300_799, 0)?;
-    let at = DateTime::from_timestamp_micros(micros.parse().ok()?)?.min(last);
-    Some(VisitKey {
-        at,
-        event_id: event_id.to_owned(),
-    })
-}
-
 /// The verdict `verdict=` names; `None` for every one.
 fn audience(verdict: Option<&str>) -> Result<Option<Audience>> {
     match verdict.unwrap_or("all") {
@@ -171,8 +149,8 @@ pub async fn link_visits(
     let before = match params.after.as_deref() {
         None => None,
         Some(text) => Some(
-            cursor(text)
-                .ok_or_else(|| bad_query("after is not a cursor from this list (its `next`)"))?,
+            text.parse::<VisitKey>()
+                .map_err(|()| bad_query("after is not a cursor from this list (its `next`)"))?,
         ),
     };
     let audience = audience(params.verdict.as_deref())?;

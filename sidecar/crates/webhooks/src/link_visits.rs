@@ -42,15 +42,24 @@ impl fmt::Display for VisitKey {
     }
 }
 
+/// Read by exactly the pattern the API documents, `^[0-9]{1,18}_[!-~]{1,128}$` (a visit's id
+/// is printable ASCII: its stream entry's `<ms>-<n>`, an import's `import:<source>:<code>:…`), so
+/// that no byte a backend's text refuses (PostgreSQL's NUL) reaches a statement. A time past
+/// every backend's (year 9999) is that year's end: every visit is older.
 impl FromStr for VisitKey {
     type Err = ();
 
     fn from_str(text: &str) -> Result<Self, ()> {
         let (micros, event_id) = text.split_once('_').ok_or(())?;
-        let at = DateTime::from_timestamp_micros(micros.parse().map_err(|_| ())?).ok_or(())?;
-        if event_id.is_empty() || event_id.len() > 128 {
+        let digits = (1..=18).contains(&micros.len()) && micros.bytes().all(|b| b.is_ascii_digit());
+        let id =
+            (1..=128).contains(&event_id.len()) && event_id.bytes().all(|b| b.is_ascii_graphic());
+        if !(digits && id) {
             return Err(());
         }
+        let last = DateTime::from_timestamp(253_402_300_799, 0).ok_or(())?;
+        let micros = micros.parse().map_err(|_| ())?;
+        let at = DateTime::from_timestamp_micros(micros).ok_or(())?.min(last);
         Ok(VisitKey {
             at,
             event_id: event_id.to_owned(),
