@@ -111,6 +111,15 @@ impl Error {
         }
     }
 
+    /// 400 `invalid_query`: a query parameter out of its bounds or shape, the message naming it.
+    pub fn bad_query(message: impl Into<String>) -> Self {
+        Error::Request {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_query",
+            message: message.into(),
+        }
+    }
+
     pub fn status_code(&self) -> StatusCode {
         match self {
             Error::Request { status, .. } => *status,

@@ -6,7 +6,6 @@
 
 use super::{AppState, Error, ErrorBody, InWorkspace, Json, Path, Query, Result};
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
@@ -105,21 +104,13 @@ impl From<LinkVisit> for LinkVisitView {
     }
 }
 
-fn bad_query(message: impl Into<String>) -> Error {
-    Error::Request {
-        status: StatusCode::BAD_REQUEST,
-        code: "invalid_query",
-        message: message.into(),
-    }
-}
-
 /// The verdict `verdict=` names; `None` for every one.
 fn audience(verdict: Option<&str>) -> Result<Option<Audience>> {
     match verdict.unwrap_or("all") {
         "all" => Ok(None),
         "people" => Ok(Some(Audience::Human)),
         text => Audience::parse(text).map(Some).ok_or_else(|| {
-            bad_query("verdict must be all, people, human, preview, scanner or bot")
+            Error::bad_query("verdict must be all, people, human, preview, scanner or bot")
         }),
     }
 }
@@ -142,17 +133,17 @@ pub async fn link_visits(
 ) -> Result<Json<LinkVisitsPage>> {
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(bad_query(format!(
+        return Err(Error::bad_query(format!(
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
-    let before = match params.after.as_deref() {
-        None => None,
-        Some(text) => Some(
-            text.parse::<VisitKey>()
-                .map_err(|()| bad_query("after is not a cursor from this list (its `next`)"))?,
-        ),
-    };
+    let before =
+        match params.after.as_deref() {
+            None => None,
+            Some(text) => Some(text.parse::<VisitKey>().map_err(|()| {
+                Error::bad_query("after is not a cursor from this list (its `next`)")
+            })?),
+        };
     let audience = audience(params.verdict.as_deref())?;
     // The link first: another workspace's code and an unknown one are the same 404.
     let link = state.links.get(workspace, &code).await?;

@@ -6,7 +6,6 @@
 use super::domains::slug;
 use super::{AppState, Error, ErrorBody, InWorkspace, Json, Query, Result};
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use chrono::{DateTime, Utc};
@@ -68,14 +67,6 @@ pub fn scope_of_slug(slug: &str) -> OrphanScope {
     }
 }
 
-fn bad_query(message: impl Into<String>) -> Error {
-    Error::Request {
-        status: StatusCode::BAD_REQUEST,
-        code: "invalid_query",
-        message: message.into(),
-    }
-}
-
 /// Orphan visits on the workspace's hosts, oldest first; go on with `after` = `next` until
 /// `next` is null.
 #[utoipa::path(get, path = "/api/v1/visits/orphan", tag = "visits", params(OrphanParams),
@@ -91,12 +82,12 @@ pub async fn orphan_visits(
     let kind = match params.kind.as_deref() {
         None => None,
         Some(text) => Some(OrphanKind::parse(text.as_bytes()).ok_or_else(|| {
-            bad_query("kind must be base_url, invalid_short_url, regular_404 or recovered")
+            Error::bad_query("kind must be base_url, invalid_short_url, regular_404 or recovered")
         })?),
     };
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(bad_query(format!(
+        return Err(Error::bad_query(format!(
             "limit must be between 1 and {MAX_LIMIT}"
         )));
     }
@@ -108,7 +99,7 @@ pub async fn orphan_visits(
                 .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id)))
                 .filter(|(_, id)| !id.is_empty() && id.len() <= 64);
             let (at, id) =
-                parsed.ok_or_else(|| bad_query("after is not a cursor from this API"))?;
+                parsed.ok_or_else(|| Error::bad_query("after is not a cursor from this API"))?;
             Some((at, id.to_owned()))
         }
     };

@@ -65,11 +65,9 @@ pub async fn visit_feed(
     };
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(Error::Request {
-            status: StatusCode::BAD_REQUEST,
-            code: "invalid_query",
-            message: format!("limit must be between 1 and {MAX_LIMIT}"),
-        });
+        return Err(Error::bad_query(format!(
+            "limit must be between 1 and {MAX_LIMIT}"
+        )));
     }
     let mut filter = FeedFilter::of(workspace);
     filter.campaigns = params.campaign.into_iter().collect();
