@@ -90,6 +90,18 @@ impl System {
         Self::start_in(testkit::temp_dir(), redis, options)
     }
 
+    /// A system whose nginx reaches Redis through a [`testkit::Proxy`] the test controls (to
+    /// hold its traffic or cut a reply); the sidecar talks to Redis directly.
+    pub fn behind_proxy(options: NginxOptions) -> (Self, testkit::Proxy) {
+        let redis = RedisServer::start();
+        let proxy = testkit::Proxy::start(redis.port());
+        let options = NginxOptions {
+            redis_addr: Some(format!("127.0.0.1:{}", proxy.port())),
+            ..options
+        };
+        (Self::start_on(redis, options), proxy)
+    }
+
     /// Starts the sidecar and nginx in a state directory the test prepared (for example with a
     /// restored database at [`System::database_path`]).
     pub fn start_in(dir: tempfile::TempDir, redis: RedisServer, options: NginxOptions) -> Self {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::sql_server::Engine;
-use testkit::{wait_until, Proxy, RedisServer, Signal, SqlServer};
+use testkit::{wait_until, RedisServer, Signal, SqlServer};
 
 /// nginx's `shortlink_timeout` in these tests (NginxOptions' default).
 const LOOKUP_TIMEOUT: Duration = Duration::from_millis(300);
@@ -473,15 +473,7 @@ fn sidecar_killed_during_creates_loses_no_acknowledged_link() {
 
 #[test]
 fn stuck_redis_redirects_answer_within_the_timeout() {
-    let redis = RedisServer::start();
-    let proxy = Proxy::start(redis.port());
-    let system = System::start_on(
-        redis,
-        NginxOptions {
-            redis_addr: Some(format!("127.0.0.1:{}", proxy.port())),
-            ..no_cache()
-        },
-    );
+    let (system, proxy) = System::behind_proxy(no_cache());
     let links = create_links(&system, 20, "stuck");
     // Through the proxy while it forwards: served by Redis.
     let before = system.nginx.counters();

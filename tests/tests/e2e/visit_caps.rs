@@ -4,7 +4,6 @@
 use serde_json::json;
 use shortlink_e2e::{status_and_location, NginxOptions, System};
 use shortlink_wire::keys::visit_count_key;
-use testkit::{Proxy, RedisServer};
 
 const TARGET: &str = "https://shop.example/flash";
 const SOLD_OUT: &str = "https://shop.example/sold-out";
@@ -40,15 +39,7 @@ fn a_click_whose_count_comes_late_is_counted_once() {
 /// the connection before its reply.
 #[test]
 fn a_click_whose_count_reply_is_lost_is_counted_once() {
-    let redis = RedisServer::start();
-    let proxy = Proxy::start(redis.port());
-    let system = System::start_on(
-        redis,
-        NginxOptions {
-            redis_addr: Some(format!("127.0.0.1:{}", proxy.port())),
-            ..NginxOptions::default()
-        },
-    );
+    let (system, proxy) = System::behind_proxy(NginxOptions::default());
     let capped = system.create(json!({"url": TARGET, "max_visits": 1, "expired_url": SOLD_OUT}));
     let counter = visit_count_key(&capped);
     proxy.cut_reply_to(counter.as_bytes());
