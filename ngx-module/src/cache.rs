@@ -16,7 +16,7 @@
 //! one 4 KiB page each.
 
 use std::alloc::{self, Layout};
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::mem::{align_of, size_of};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
@@ -209,12 +209,14 @@ impl Slot {
         }
     }
 
+    #[inline(always)]
     fn holds(&self, code: &[u8]) -> bool {
         self.kind != EMPTY
             && usize::from(self.code_len) == code.len()
             && &self.data()[..code.len()] == code
     }
 
+    #[inline(always)]
     fn hit(&self) -> Hit<'_> {
         if self.kind == MISSING {
             return Hit::Missing;
@@ -423,8 +425,13 @@ impl Cache {
         self.len == 0
     }
 
+    #[inline(always)]
     fn set_of(&mut self, code: &[u8]) -> &mut Set {
-        let hash = self.hasher.hash_one(code);
+        // `hash_one` spelled out, so that it is inlined with the probe: as a call its entry and
+        // exit were ~10 instructions a probe (issue 82).
+        let mut hasher = self.hasher.build_hasher();
+        code.hash(&mut hasher);
+        let hash = hasher.finish();
         // The high half of hash × sets: uniform over the sets without a power-of-two size.
         let index = ((u128::from(hash) * self.table.len as u128) >> 64) as usize;
         self.table.set(index)
@@ -436,8 +443,9 @@ impl Cache {
     }
 
     /// The cached answer for `code` if it is still fresh at `now_ms` and answers a location that
-    /// reads `reader` ([`Scope`]).
-    #[inline]
+    /// reads `reader` ([`Scope`]). Always inlined, with its probe: a cached redirect's answer is
+    /// made from what it returns, which then stays in registers (issue 82).
+    #[inline(always)]
     pub fn get_in(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
         // Behind a zone this cache holds only what the zone's slots cannot (extras, long
         // targets), usually nothing: a code the zone missed then costs no second hash (and
@@ -448,7 +456,7 @@ impl Cache {
         self.probe(code, now_ms, reader)
     }
 
-    #[inline]
+    #[inline(always)]
     fn probe(&mut self, code: &[u8], now_ms: u64, reader: Scope) -> Option<Hit<'_>> {
         let set = self.set_of(code);
         let way = set.ways.iter().position(|slot| slot.holds(code))?;

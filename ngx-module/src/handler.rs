@@ -103,7 +103,37 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     let Some(code) = code_path::extract(raw_uri, route, lcf.trailing_slash()) else {
         return recover(r, mcf, lcf, domain, raw_uri, password);
     };
-    serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact)
+    if lcf.code_case() == CodeCase::Lower {
+        return serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact);
+    }
+    // `serve` spelled out for a code as the path has it: a cached plain redirect (nearly every
+    // click) returns here, through no frame but the cache's (issue 82).
+    let mut cached = FromCache::Miss {
+        trusts_check: false,
+    };
+    match from_cache(
+        r,
+        mcf,
+        lcf,
+        domain,
+        code,
+        password,
+        Found::Exact,
+        &mut cached,
+    ) {
+        Some(rc) => rc,
+        None => after_cache(
+            r,
+            mcf,
+            lcf,
+            domain,
+            raw_uri,
+            code,
+            password,
+            Found::Exact,
+            cached,
+        ),
+    }
 }
 
 /// How the code being served came out of the path.
@@ -159,7 +189,6 @@ fn serve(
     password: Option<&Submitted>,
     found: Found,
 ) -> ngx_int_t {
-    let recovered = found == Found::Stripped;
     let code = match lcf.code_case() {
         CodeCase::Exact => code,
         CodeCase::Lower => match lowered(r, mcf, code) {
@@ -167,6 +196,29 @@ fn serve(
             None => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
         },
     };
+    let mut cached = FromCache::Miss {
+        trusts_check: false,
+    };
+    match from_cache(r, mcf, lcf, domain, code, password, found, &mut cached) {
+        Some(rc) => rc,
+        None => after_cache(r, mcf, lcf, domain, raw_uri, code, password, found, cached),
+    }
+}
+
+/// The first step of [`serve`], for a code as it will be looked up: `$shortlink_code`, then the
+/// cache. Inlined into the handler for a path's own code, so that a plain redirect's answer
+/// returns from there, through no frame of `serve`'s or [`after_cache`]'s.
+#[inline(always)]
+fn from_cache<'a>(
+    r: &mut ngx_http_request_t,
+    mcf: &'static MainConf,
+    lcf: &'static LocConf,
+    domain: DomainCounts,
+    code: &'a [u8],
+    password: Option<&Submitted>,
+    found: Found,
+    slow: &mut FromCache<'a>,
+) -> Option<ngx_int_t> {
     // What is looked up is what the fallback gets: lower-cased, without the trailing slash.
     // An imported code that may carry glued punctuation goes to the fallback whole: it applies
     // the same rule (exact code first) to it.
@@ -178,14 +230,30 @@ fn serve(
     // Codes only imported-codes locations look up are cached for those locations only.
     // A POST is answered from the cache too: only a link that asks its password goes to Redis
     // (attempts are counted there), or anyone could force a lookup per request.
-    let cached = answer_from_cache(r, mcf, lcf, domain, code, password, found);
+    answer_from_cache(r, mcf, lcf, domain, code, password, found, slow)
+}
+
+/// The rest of [`serve`] once the cache has answered `cached`: the hit's answer, else the shape
+/// check, else Redis.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn after_cache(
+    r: &mut ngx_http_request_t,
+    mcf: &'static MainConf,
+    lcf: &'static LocConf,
+    domain: DomainCounts,
+    raw_uri: &[u8],
+    code: &[u8],
+    password: Option<&Submitted>,
+    found: Found,
+    cached: FromCache<'_>,
+) -> ngx_int_t {
+    let recovered = found == Found::Stripped;
     let trusts_check = match cached {
-        FromCache::Answered { answered, tracked } => {
+        FromCache::Answered { answered } => {
             bump(mcf, Counter::CacheHits);
             domain.bump(DomainCounter::CacheHits);
-            if !tracked {
-                respond::track(r, mcf, lcf, code, answered);
-            }
+            respond::track(r, mcf, lcf, code, answered);
             respond::count_recovered(r, mcf, lcf, recovered, answered);
             return answered.rc;
         }
@@ -430,6 +498,9 @@ fn host_check(r: &mut ngx_http_request_t, mcf: &MainConf, lcf: &LocConf) -> (boo
     })
 }
 
+/// Inlined into the pool check: as a call, its entry, exit and two-word result were ~30 of a
+/// cached redirect's instructions (issue 82).
+#[inline(always)]
 fn counted(
     mcf: &MainConf,
     lcf: &LocConf,
@@ -497,8 +568,8 @@ fn recoverable<'a>(lcf: &LocConf, code: &'a [u8], found: Found) -> Option<&'a [u
 
 /// What a cache hit gives: the answer, or a link that needs Redis once more first.
 enum FromCache<'a> {
-    /// `tracked`: its visit is queued already (a plain redirect's, in the cache's borrow).
-    Answered { answered: Answered, tracked: bool },
+    /// Answered without its visit queued (that borrows the worker's state again).
+    Answered { answered: Answered },
     /// Count the click (links with `max_visits`), or read the card (a preview fetcher on a link
     /// with one), on a copy of the cached link: their one allocation per click.
     Later(Job),
@@ -513,6 +584,12 @@ enum FromCache<'a> {
 /// `password`: a POST's form. A cached link that asks its password is unlocked on a copy of it
 /// (Redis counts the attempt); any other is answered as a GET is, without its card. A link of
 /// another workspace than the host's is a cached miss, whatever the method: judged first.
+///
+/// A plain link's GET (nearly every click) is answered, tracked and counted here, in the
+/// cache's borrow, and hands back nginx's code alone (`Some`); anything else is written to
+/// `slow`, and every other hit goes to [`from_hit`],
+/// out of line, so that this path carries none of its frame (issue 82: the closure's 3.6 KiB
+/// frame and its 56-byte result moved by value were ~100 instructions of a hot redirect).
 fn answer_from_cache<'a>(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -521,64 +598,82 @@ fn answer_from_cache<'a>(
     code: &'a [u8],
     password: Option<&Submitted>,
     found: Found,
-) -> FromCache<'a> {
+    slow: &mut FromCache<'a>,
+) -> Option<ngx_int_t> {
     let now = now_ms();
     worker::with(mcf, |w| {
-        let miss = FromCache::Miss {
-            trusts_check: w.trusts_check(),
-        };
+        let trusts_check = w.trusts_check();
         let Some((Some(hit), hosts)) = w.cached(code, now, lcf.cache_scope()) else {
-            return miss;
+            *slow = FromCache::Miss { trusts_check };
+            return None;
         };
-        let outcome = match hit {
-            Hit::Link(link)
-                if !host_workspace(r, lcf, Some(&mut *hosts)).admits(link.workspace()) =>
-            {
-                Outcome::Missing
+        if let (Hit::Link(link), None, Found::Exact) = (hit, password, found) {
+            let plain = host_workspace(r, lcf, Some(&mut *hosts))
+                .admits(link.workspace())
+                .then(|| respond::plain_redirect(r, mcf, lcf, domain, &link.view()))
+                .flatten();
+            if let Some(answered) = plain {
+                respond::track_plain(r, mcf, lcf, w, code, answered);
+                bump(mcf, Counter::CacheHits);
+                domain.bump(DomainCounter::CacheHits);
+                return Some(answered.rc);
             }
-            Hit::Link(link) => {
-                let view = link.view();
-                if password.is_none() {
-                    if let Some(answered) = respond::plain_redirect(r, mcf, lcf, domain, &view) {
-                        respond::track_plain(r, mcf, lcf, w, code, answered);
-                        return FromCache::Answered {
-                            answered,
-                            tracked: true,
-                        };
-                    }
-                }
-                if let Some(password) = password {
-                    if view.needs_password(ngx_time() as u64) {
-                        let unlock = Unlock {
-                            password: password.clone(),
-                            client: Client::of(r),
-                            record: Record::Cached(link.to_link()),
-                        };
-                        return FromCache::Later(Job::Unlock(Box::new(unlock)));
-                    }
-                } else if click::wants_card(r, &view) {
-                    return FromCache::Later(Job::Card(link.to_link()));
-                }
-                if view.needs_count(ngx_time() as u64, false) {
-                    // The one place a cached click pays for its verdict: it has a cap to spend.
-                    let link = link.to_link();
-                    let verdict = signals::verdict(r, mcf, link.workspace()).audience;
-                    return FromCache::Later(Job::Count(link, verdict));
-                }
-                Outcome::CachedLink(link)
-            }
-            Hit::Missing => match recoverable(lcf, code, found) {
-                Some(stripped) => return FromCache::MissingExact(stripped),
-                None => Outcome::Missing,
-            },
-        };
-        FromCache::Answered {
-            answered: respond::answer(r, mcf, lcf, domain, outcome),
-            tracked: false,
         }
+        *slow = from_hit(r, mcf, lcf, domain, code, password, found, hit, hosts);
+        None
     })
-    // The worker's state is in use further up the stack: no cache, no trusted check.
-    .unwrap_or(FromCache::Miss {
-        trusts_check: false,
-    })
+    // `None` from `with`: the worker's state is in use further up the stack, so no cache and
+    // no trusted check, as `slow` says already.
+    .flatten()
+}
+
+/// [`answer_from_cache`] of a hit that is no plain link's GET: a link with extras, a revoked or
+/// missing code, a POST, a path with its punctuation stripped, a link of another workspace.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn from_hit<'a>(
+    r: &mut ngx_http_request_t,
+    mcf: &MainConf,
+    lcf: &LocConf,
+    domain: DomainCounts,
+    code: &'a [u8],
+    password: Option<&Submitted>,
+    found: Found,
+    hit: Hit<'_>,
+    hosts: &mut HostWorkspaces,
+) -> FromCache<'a> {
+    let outcome = match hit {
+        Hit::Link(link) if !host_workspace(r, lcf, Some(hosts)).admits(link.workspace()) => {
+            Outcome::Missing
+        }
+        Hit::Link(link) => {
+            let view = link.view();
+            if let Some(password) = password {
+                if view.needs_password(ngx_time() as u64) {
+                    let unlock = Unlock {
+                        password: password.clone(),
+                        client: Client::of(r),
+                        record: Record::Cached(link.to_link()),
+                    };
+                    return FromCache::Later(Job::Unlock(Box::new(unlock)));
+                }
+            } else if click::wants_card(r, &view) {
+                return FromCache::Later(Job::Card(link.to_link()));
+            }
+            if view.needs_count(ngx_time() as u64, false) {
+                // The one place a cached click pays for its verdict: it has a cap to spend.
+                let link = link.to_link();
+                let verdict = signals::verdict(r, mcf, link.workspace()).audience;
+                return FromCache::Later(Job::Count(link, verdict));
+            }
+            Outcome::CachedLink(link)
+        }
+        Hit::Missing => match recoverable(lcf, code, found) {
+            Some(stripped) => return FromCache::MissingExact(stripped),
+            None => Outcome::Missing,
+        },
+    };
+    FromCache::Answered {
+        answered: respond::answer(r, mcf, lcf, domain, outcome),
+    }
 }

@@ -503,7 +503,10 @@ fn is_post(r: &ngx_http_request_t) -> bool {
 }
 
 /// `click`: the click id parameter's name and the id, appended after any forwarded query.
+/// Always inlined: a cached plain redirect then passes its eight arguments in no frame
+/// (issue 82).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn redirect(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
@@ -518,9 +521,9 @@ fn redirect(
     let query = forward_query
         .then(|| r.args.as_bytes())
         .filter(|query| !query.is_empty());
-    // A plain link's `Location` is its target: no pieces to put together.
+    // A plain link's `Location` is its target: one copy, no pieces to put together.
     let value = match (query, click) {
-        (None, None) => pool_copy(r, &[target]),
+        (None, None) => pool_copy_one(r, target),
         _ => pool_copy(r, &location_parts(target, query, click)),
     };
     let Some(value) = value else {
@@ -551,6 +554,21 @@ fn redirect(
     bump(mcf, Counter::Redirects);
     domain.bump(DomainCounter::Redirects);
     status as ngx_int_t
+}
+
+/// `bytes` in the request pool; `None`: out of memory. [`pool_copy`] of one part, without its
+/// walk over parts (issue 82: a plain redirect's `Location`).
+#[inline]
+fn pool_copy_one(r: &ngx_http_request_t, bytes: &[u8]) -> Option<ngx_str_t> {
+    let len = bytes.len();
+    // SAFETY: the request pool outlives the response headers.
+    let data = unsafe { ngx_pnalloc(r.pool, len) }.cast::<u8>();
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` has room for `len` bytes, and pool memory never overlaps `bytes`.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, len) };
+    Some(ngx_str_t { len, data })
 }
 
 /// `parts` one after the other in the request pool; `None`: out of memory.

@@ -121,20 +121,33 @@ thread_local! {
 
 /// Runs `f` on this worker's state for `mcf`. `None` if the state is already in use further up
 /// the stack (a re-entrant call), which callers treat as "no cache" / "Redis unavailable".
+///
+/// Inlined, with the worker's making out of line: a cached redirect's answer then runs in its
+/// caller's frame, reading what it needs where it is rather than from a closure's copy of it
+/// (issue 82).
+#[inline(always)]
 pub fn with<R>(mcf: &MainConf, f: impl FnOnce(&mut Worker) -> R) -> Option<R> {
     WORKER
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             if !matches!(&*slot, Some(w) if std::ptr::eq(w.conf, mcf)) {
-                *slot = Some(Worker::new(mcf));
-                if let Some(w) = slot.as_mut() {
-                    w.read_not_found();
-                }
+                make(&mut slot, mcf);
             }
             slot.as_mut().map(f)
         })
         .ok()
         .flatten()
+}
+
+/// A worker's state for `mcf`, in place of none or of an older configuration's: once per
+/// worker and configuration.
+#[cold]
+#[inline(never)]
+fn make(slot: &mut Option<Worker>, mcf: &MainConf) {
+    *slot = Some(Worker::new(mcf));
+    if let Some(w) = slot.as_mut() {
+        w.read_not_found();
+    }
 }
 
 /// Builds the worker's state ahead of the first request (and with it the invalidation
@@ -343,7 +356,9 @@ impl Worker {
     /// The cached answer for `code` (the zone's, through this worker's copies, else the worker
     /// cache's) and the hosts' workspaces at once: a cache hit is judged against its host's
     /// workspace while it still borrows the cache. `None`: no cache may be read now
-    /// ([`Worker::cache`]); `Some((None, _))`: a miss.
+    /// ([`Worker::cache`]); `Some((None, _))`: a miss. Inlined into the one caller that answers
+    /// from it, so that its answer stays in registers (issue 82).
+    #[inline(always)]
     pub fn cached(
         &mut self,
         code: &[u8],
