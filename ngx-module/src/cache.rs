@@ -426,6 +426,7 @@ impl Cache {
     }
 
     #[inline(always)]
+    #[allow(clippy::manual_hash_one)]
     fn set_of(&mut self, code: &[u8]) -> &mut Set {
         // `hash_one` spelled out, so that it is inlined with the probe: as a call its entry and
         // exit were ~10 instructions a probe (issue 82).

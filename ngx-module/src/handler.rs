@@ -208,6 +208,7 @@ fn serve(
 /// The first step of [`serve`], for a code as it will be looked up: `$shortlink_code`, then the
 /// cache. Inlined into the handler for a path's own code, so that a plain redirect's answer
 /// returns from there, through no frame of `serve`'s or [`after_cache`]'s.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn from_cache<'a>(
     r: &mut ngx_http_request_t,
@@ -590,6 +591,7 @@ enum FromCache<'a> {
 /// `slow`, and every other hit goes to [`from_hit`],
 /// out of line, so that this path carries none of its frame (issue 82: the closure's 3.6 KiB
 /// frame and its 56-byte result moved by value were ~100 instructions of a hot redirect).
+#[allow(clippy::too_many_arguments)]
 fn answer_from_cache<'a>(
     r: &mut ngx_http_request_t,
     mcf: &MainConf,
