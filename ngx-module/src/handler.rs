@@ -587,10 +587,10 @@ enum FromCache<'a> {
 /// another workspace than the host's is a cached miss, whatever the method: judged first.
 ///
 /// A plain link's GET (nearly every click) is answered, tracked and counted here, in the
-/// cache's borrow, and hands back nginx's code alone (`Some`); anything else is written to
-/// `slow`, and every other hit goes to [`from_hit`],
-/// out of line, so that this path carries none of its frame (issue 82: the closure's 3.6 KiB
-/// frame and its 56-byte result moved by value were ~100 instructions of a hot redirect).
+/// cache's borrow, and hands back nginx's code alone (`Some`); any other outcome is written to
+/// `slow`, every other hit made by [`from_hit`], out of line, so that this path carries none of
+/// its frame (issue 82: the closure's 3.6 KiB frame and its 56-byte result moved by value were
+/// ~100 instructions of a hot redirect).
 #[allow(clippy::too_many_arguments)]
 fn answer_from_cache<'a>(
     r: &mut ngx_http_request_t,
