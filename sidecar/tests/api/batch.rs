@@ -312,10 +312,7 @@ const GROUP: usize = 8_000;
 /// chunk of a group against the last of the one before). The batch ends, every other line
 /// created, answered in order: no group waits for the row of one that waits for its turn.
 async fn an_alias_in_several_groups_goes_to_its_first_line(backend: Backend) {
-    // Patient: on a loaded machine MariaDB's commit of a group took 1.7 s, and the next group's
-    // inserts wait for it on the gap locks of its duplicate checks, past the default 3 s lock
-    // wait (answered 503, not what this test is about).
-    let app = spawn_app_with(backend, &["--db-timeout", "60s"]).await;
+    let app = spawn_app(backend).await;
     const LINES: usize = 3 * GROUP;
     let uses: [(&str, &[usize]); 3] = [
         ("shared-one", &[GROUP - 1, GROUP, 2 * GROUP]),
@@ -359,5 +356,97 @@ async fn an_alias_in_several_groups_goes_to_its_first_line(backend: Backend) {
         assert_eq!(read["url"], url(lines[0]), "{alias}: its first line's");
         let record = app.redis_get(alias).await.expect("in redis");
         assert!(record.ends_with(&url(lines[0])), "{alias}: {record}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_timeout_slows_a_batch_down_on_postgres() {
+    a_lock_held_past_the_timeout_slows_a_batch_down(Backend::Postgres).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_timeout_slows_a_batch_down_on_mariadb() {
+    a_lock_held_past_the_timeout_slows_a_batch_down(Backend::Mariadb).await
+}
+
+/// A lock the batch's inserts wait for, held past `--db-timeout` (by a transaction left open, or
+/// by the group ahead committing on a loaded machine), slows the batch down and sheds nothing:
+/// the group's lock wait runs out, it is written again, and once the lock is let go every line
+/// is created. The database answered all along: no line is told 503 "retry later".
+async fn a_lock_held_past_the_timeout_slows_a_batch_down(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // One chunk, so one group: two waits seen are the same group's, written again.
+    const LINES: usize = 1_000;
+    let url = |line: usize| format!("https://t.example/{line}");
+    let body: String = (0..LINES)
+        .map(|line| match line {
+            7 => format!("{}\n", json!({"url": url(line), "code": "held-up"})),
+            _ => format!("{}\n", json!({"url": url(line)})),
+        })
+        .collect();
+    // No insert into `links` gets past it: PostgreSQL's SHARE lock on the table; InnoDB's
+    // next-key lock past the last code of the (empty) table, at REPEATABLE READ.
+    let (held, waiting) = match &app.db {
+        TestDb::Postgres(pool) => {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::query("LOCK TABLE links IN SHARE MODE")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            // A wait told by its transaction's start: the group's bulk insert is a `COPY`.
+            let waiting = "SELECT xact_start::text FROM pg_stat_activity \
+                WHERE datname = current_database() AND wait_event_type = 'Lock' \
+                AND query LIKE 'COPY links %'";
+            (Held::Postgres(tx), waiting)
+        }
+        TestDb::Mysql(pool) => {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::query("SELECT code FROM links LOCK IN SHARE MODE")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            // A wait told by its start (a group written again may keep its transaction's id).
+            let waiting = "SELECT CAST(t.trx_wait_started AS CHAR) \
+                FROM information_schema.INNODB_TRX t \
+                JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id \
+                WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE() \
+                AND t.trx_query LIKE 'INSERT INTO links%'";
+            (Held::Mysql(tx), waiting)
+        }
+        TestDb::Sqlite(_) => unreachable!("a server backend"),
+    };
+    let request = app.api(Method::POST, "/links/batch");
+    let batch = tokio::spawn(async move { ndjson_lines(send_ndjson(request, body).await).await });
+    // Held until the group waits for it a second time (the first wait ran out), or until the
+    // batch has answered without waiting again.
+    let mut waits = std::collections::HashSet::new();
+    while waits.len() < 2 && !batch.is_finished() {
+        waits.extend(app.db.texts(waiting).await);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    held.release().await;
+    let results = batch.await.unwrap();
+    assert_eq!(results.len(), LINES, "one result per line");
+    for (line, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], line as u64, "{result}");
+        assert_eq!(result["status"], 201, "{result}");
+    }
+    assert_eq!(app.stored().await.links, LINES as i64);
+    let record = app.redis_get("held-up").await.expect("in redis");
+    assert!(record.ends_with(&url(7)), "{record}");
+}
+
+/// A transaction of the test's own, holding a lock until released.
+enum Held {
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Mysql(sqlx::Transaction<'static, sqlx::MySql>),
+}
+
+impl Held {
+    async fn release(self) {
+        match self {
+            Held::Postgres(tx) => tx.rollback().await.unwrap(),
+            Held::Mysql(tx) => tx.rollback().await.unwrap(),
+        }
     }
 }
