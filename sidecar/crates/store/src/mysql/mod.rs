@@ -88,10 +88,12 @@ impl Dialect for My {
     }
 
     // READ COMMITTED: a batch group's duplicate checks (`insert.rs`) lock the rows they find and
-    // no gap, so the next group of the job, written at once, never waits on them for its
-    // inserts (at REPEATABLE READ a thousand gaps were held to the commit, anywhere in the code
-    // space, and the next group's inserts ran out of lock wait behind a slow commit: 503 per
-    // line). Nothing a group does relies on gap locks: its other reads are of rows it locks.
+    // no gap, so the other groups of the job, written at once, never wait on them for their
+    // inserts. At REPEATABLE READ a check held a thousand gaps to the commit, anywhere in the
+    // code space: two groups that had both checked deadlocked inserting into each other's, and
+    // the next group's inserts ran out of lock wait behind a slow commit, 503 per line (see
+    // bench/results/mariadb-batch-locks-2026-11-29.md). Nothing a group does relies on gap
+    // locks: its other reads are of rows it locks.
     async fn begin_batch(&self, pool: &Pool<MySql>) -> StorageResult<Transaction<'static, MySql>> {
         let begin = (self.batch_read_committed)
             .then_some("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION");
