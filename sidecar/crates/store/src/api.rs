@@ -227,6 +227,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Starts a write transaction; dropping it uncommitted rolls it back.
     async fn begin(&self) -> StorageResult<Box<dyn LinkTx>>;
 
+    /// [`Self::begin`] for a batch group, whose transaction writes thousands of codes beside the
+    /// job's other groups (MariaDB: at READ COMMITTED, so its checks of taken codes lock no gaps
+    /// the other groups' inserts would wait for; see `mysql/insert.rs`).
+    async fn begin_batch(&self) -> StorageResult<Box<dyn LinkTx>>;
+
     /// Starts a transaction that first waits for every link write in flight to end (commit or
     /// rollback) and keeps new ones waiting until it ends. Inside it, a code SQL does not have
     /// cannot belong to a write between its Redis write and its commit: `resync` deletes

@@ -66,6 +66,25 @@ impl StorageError {
             _ => StorageError::Other(error),
         }
     }
+
+    /// A lock wait that ran out (`--db-timeout`) or a deadlock the database broke: the database
+    /// answers, and the statement changed nothing. A batch group writes again rather than shed
+    /// its lines (MariaDB 1205 and 1213, PostgreSQL 55P03 and 40P01).
+    pub fn lock_ran_out(&self) -> bool {
+        let (StorageError::Unavailable(sqlx::Error::Database(db))
+        | StorageError::Other(sqlx::Error::Database(db))) = self
+        else {
+            return false;
+        };
+        match db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+            Some(my) => matches!(my.number(), 1205 | 1213),
+            None => {
+                db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .is_some()
+                    && matches!(db.code().as_deref(), Some("55P03" | "40P01"))
+            }
+        }
+    }
 }
 
 /// MariaDB/MySQL server errors worth retrying: the server is going away, out of connections or

@@ -46,21 +46,29 @@ impl LinkService {
         if !clear {
             turn.wait().await;
         }
+        let mut lock_waits = 0;
         let written = loop {
             match self
                 .try_create_chunks(&chunks, claim, (authority, turn), 1)
                 .await
             {
-                // Written again in its turn (when it never gives way), out of the gate while it
-                // waits: a delete may be queued behind this group.
-                Ok(Written::GaveWay) => {
-                    drop(writing);
-                    turn.wait().await;
-                    writing = self.in_flight.enter(authority.workspace).await;
-                }
                 Ok(Written::Outcomes(outcomes)) => break Ok(outcomes),
+                Ok(Written::GaveWay) => {}
+                // Nothing of the attempt stands (an error comes only before the commit, rolled
+                // back and its records taken back): a lock held past `--db-timeout`, by the
+                // group ahead committing on a loaded machine or by anyone, slows the group down
+                // instead of shedding its lines.
+                Err(error) if error.lock_ran_out() && lock_waits < LOCK_WAITS => {
+                    lock_waits += 1;
+                    tracing::warn!(%error, lock_waits, ?authority, "a group is written again");
+                }
                 Err(error) => break Err(error),
             }
+            // Written again in its turn, out of the gate while it waits: a delete may be queued
+            // behind this group.
+            drop(writing);
+            turn.wait().await;
+            writing = self.in_flight.enter(authority.workspace).await;
         };
         drop(writing);
         match written {
@@ -85,7 +93,8 @@ impl LinkService {
     /// [`Self::create_groups`], failing as a whole: plan and lease before the transaction, insert
     /// and publish each chunk, drop the rows whose code Redis already held, wait for the `turn`
     /// (or give way: see [`super::turn`]), end the transaction, then create again (with fresh
-    /// codes) the generated items that were refused.
+    /// codes) the generated items that were refused. An error means nothing of it stands: once
+    /// the transaction has ended, failures are the items' own.
     async fn try_create_chunks(
         &self,
         chunks: &[Vec<(i64, NewLink)>],
@@ -99,7 +108,7 @@ impl LinkService {
         if plans.iter().all(|plan| plan.rows.is_empty()) {
             return Ok(Written::Outcomes(outcomes(plans, chunks, None)));
         }
-        let mut tx = self.storage.begin().await?;
+        let mut tx = self.storage.begin_batch().await?;
         // Nothing written once the job's authority has ended (read again, and held, before
         // the commit: see `end_transaction`).
         let standing = (tx.standing(authority.workspace, authority.key, false)).await?;
@@ -156,34 +165,55 @@ impl LinkService {
         let early = refused.retry.is_empty().then_some(&mut *turn);
         let ending = (failed, authority, early);
         let failure = (self.end_transaction(tx, ending, &sent, &taken, probe)).await;
-        // After the transaction: on SQLite the sequence shares its one write connection.
+        // After the transaction (on SQLite the sequence shares its one write connection), whose
+        // answer stands: the sequence left behind costs a refused code later, not these lines.
         for code in &refused.rows {
-            self.issuer.skip_past(code).await?;
+            if let Err(error) = self.issuer.skip_past(code).await {
+                tracing::warn!(%error, code, "the sequence was not moved past a code Redis holds");
+            }
         }
         let mut results = outcomes(plans, chunks, failure.clone());
         if !refused.retry.is_empty() {
             let items: Vec<(i64, NewLink)> = (refused.retry.iter())
                 .map(|&(c, at)| chunks[c][at].clone())
                 .collect();
-            let outcomes = match failure {
-                Some(failure) => failed_items(&items, failure),
-                None if attempt >= GENERATED_CODE_ATTEMPTS => {
-                    failed_items(&items, ItemFailure::CodeTaken)
-                }
-                None => match self
-                    .retry_chunk(&items, claim, (authority, turn), attempt + 1)
-                    .await?
-                {
-                    Written::Outcomes(mut outcomes) => outcomes.pop().unwrap_or_default(),
-                    // Cannot be: the turn has come, and in its turn a group never gives way.
-                    Written::GaveWay => failed_items(&items, ItemFailure::Internal),
-                },
-            };
+            let job = (authority, turn);
+            let outcomes = (self.create_again(&items, failure, claim, job, attempt)).await;
             for ((c, at), (_, outcome)) in refused.retry.into_iter().zip(outcomes) {
                 results[c][at].1 = outcome;
             }
         }
         Ok(Written::Outcomes(results))
+    }
+
+    /// The generated `items` whose codes were refused, created again with fresh codes after the
+    /// group ended (`failure`, if it failed), in its turn. The rest of the group stands: an
+    /// error fails these items alone.
+    async fn create_again(
+        &self,
+        items: &[(i64, NewLink)],
+        failure: Option<ItemFailure>,
+        claim: Option<Claim>,
+        (authority, turn): (Authority, &mut Turn),
+        attempt: usize,
+    ) -> Vec<(i64, ItemOutcome)> {
+        if let Some(failure) = failure {
+            return failed_items(items, failure);
+        }
+        if attempt >= GENERATED_CODE_ATTEMPTS {
+            return failed_items(items, ItemFailure::CodeTaken);
+        }
+        let mut lock_waits = 0;
+        loop {
+            let job = (authority, &mut *turn);
+            match self.retry_chunk(items, claim, job, attempt + 1).await {
+                Ok(Written::Outcomes(mut outcomes)) => return outcomes.pop().unwrap_or_default(),
+                // Cannot be: the turn has come, and in its turn a group never gives way.
+                Ok(Written::GaveWay) => return failed_items(items, ItemFailure::Internal),
+                Err(error) if error.lock_ran_out() && lock_waits < LOCK_WAITS => lock_waits += 1,
+                Err(error) => return failed_items(items, ItemFailure::of(&error)),
+            }
+        }
     }
 
     /// Everything that needs no transaction, first: on SQLite the lease needs the (single) write
@@ -543,6 +573,11 @@ fn failed_items(items: &[(i64, NewLink)], failure: ItemFailure) -> Vec<(i64, Ite
         .map(|(index, _)| (*index, ItemOutcome::Failed(failure.clone())))
         .collect()
 }
+
+/// Lock waits that ran out (or deadlocks) after which a group is answered 503 per line. Each
+/// was a whole `--db-timeout` on one lock: ten are a lock held for half a minute or more (a
+/// transaction left open), not a busy machine, and the caller is told to come back.
+const LOCK_WAITS: usize = 10;
 
 /// What a group's attempt came to: its outcomes, chunk by chunk, or nothing written, to be
 /// written again in its turn (see [`super::turn`]).

@@ -40,6 +40,19 @@ pub enum ServiceError {
     UnsafeTarget(Arc<Refusal>),
 }
 
+impl ServiceError {
+    /// A lock wait that ran out, or a deadlock ([`StorageError::lock_ran_out`]): worth writing
+    /// again, not a database that is down.
+    pub(crate) fn lock_ran_out(&self) -> bool {
+        match self {
+            ServiceError::Storage(error) | ServiceError::Issue(IssueError::Storage(error)) => {
+                error.lock_ran_out()
+            }
+            _ => false,
+        }
+    }
+}
+
 impl From<IssueError> for ServiceError {
     fn from(error: IssueError) -> Self {
         match error {

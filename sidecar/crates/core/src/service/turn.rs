@@ -32,7 +32,12 @@
 //!   back and takes back its records), waits for its turn, and writes again, as on SQLite. Within
 //!   two such windows of the group ahead's last tick the one behind has let go, well inside the
 //!   databases' lock wait (`--db-timeout` too), so the group ahead never fails on it; a group
-//!   ahead that is merely slow costs the one behind a rewrite, never a line.
+//!   ahead that is merely slow costs the one behind a rewrite, never a line. A lock wait that
+//!   runs out all the same (a commit slower than `--db-timeout` on a loaded machine, a lock
+//!   taken outside the job), or a deadlock the database breaks, is a rewrite too: the group
+//!   rolls back, takes back its records and writes again in its turn ([`super::batch`]).
+//! - **Gaps**: on MariaDB a group's transaction runs at READ COMMITTED, so its checks of taken
+//!   codes lock the rows they find and no gap the next group's generated codes fall into.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;

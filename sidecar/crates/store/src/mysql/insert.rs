@@ -42,9 +42,12 @@ pub(super) async fn run(
     Ok(inserted)
 }
 
-/// Inserts the rows whose code and slot are free; returns their codes. The reads lock (a
-/// concurrent insert of the same code is waited for, then seen), so each round removes what
-/// made the last one fail; a few rounds only if other requests keep taking the same codes.
+/// Inserts the rows whose code and slot are free; returns their codes. The reads lock what they
+/// find (a concurrent insert of the same code is waited for, then seen), so each round removes
+/// what made the last one fail; a few rounds only if other requests keep taking the same codes.
+/// In a batch group's transaction (READ COMMITTED: `Dialect::begin_batch`) they lock no gap: a
+/// code found free may be taken before the insert (the next round sees it), but the job's other
+/// groups never wait for this one's commit to insert codes beside the ones it looked for.
 async fn insert_untaken(
     tx: &mut Transaction<'static, MySql>,
     mut part: Vec<&NewRow>,

@@ -7,4 +7,7 @@ pub struct My {
     /// Bytes of values per multi-row INSERT: half the server's `max_allowed_packet`, leaving
     /// room for the statement text and the protocol's framing.
     pub(super) insert_bytes: usize,
+    /// Whether a batch group's transaction may run at READ COMMITTED: not where the server
+    /// writes a statement-based binary log, which refuses InnoDB writes at that level.
+    pub(super) batch_read_committed: bool,
 }

@@ -87,6 +87,19 @@ impl Dialect for My {
             .push(" ESCAPE '!'");
     }
 
+    // READ COMMITTED: a batch group's duplicate checks (`insert.rs`) lock the rows they find and
+    // no gap, so the other groups of the job, written at once, never wait on them for their
+    // inserts. At REPEATABLE READ a check held a thousand gaps to the commit, anywhere in the
+    // code space: two groups that had both checked deadlocked inserting into each other's, and
+    // the next group's inserts ran out of lock wait behind a slow commit, 503 per line (see
+    // bench/results/mariadb-batch-locks-2026-11-29.md). Nothing a group does relies on gap
+    // locks: its other reads are of rows it locks.
+    async fn begin_batch(&self, pool: &Pool<MySql>) -> StorageResult<Transaction<'static, MySql>> {
+        let begin = (self.batch_read_committed)
+            .then_some("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION");
+        (crate::patience::begin(pool, begin).await).map_err(StorageError::classify)
+    }
+
     async fn begin_quiesced(pool: &Pool<MySql>) -> StorageResult<Transaction<'static, MySql>> {
         // No table lock: InnoDB's LOCK TABLES ends the transaction. The transaction's reads of
         // codes lock instead (QUIESCE_READ): a code it finds absent cannot be inserted before it
@@ -108,6 +121,7 @@ impl Dialect for My {
             // Another backend's encoding cannot reach here; encode with the smallest packet.
             None => My {
                 insert_bytes: 512 * 1024,
+                batch_read_committed: false,
             }
             .encode(rows)?,
         };
@@ -175,13 +189,17 @@ impl MysqlStorage {
         )
         .await?;
         migrate(&pool, options.acquire_timeout).await?;
-        let packet: i64 = sqlx::query_scalar("SELECT CAST(@@max_allowed_packet AS SIGNED)")
-            .fetch_one(&pool)
-            .await
-            .map_err(StorageError::classify)?;
+        let (packet, statement_binlog): (i64, i64) = sqlx::query_as(
+            "SELECT CAST(@@max_allowed_packet AS SIGNED), \
+             CAST(@@log_bin = 1 AND @@binlog_format = 'STATEMENT' AS SIGNED)",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(StorageError::classify)?;
         Ok(Self {
             dialect: My {
                 insert_bytes: usize::try_from(packet / 2).unwrap_or(512 * 1024),
+                batch_read_committed: statement_binlog == 0,
             },
             writer: pool.clone(),
             reader: pool,

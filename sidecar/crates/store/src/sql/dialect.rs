@@ -92,6 +92,14 @@ pub trait Dialect: Send + Sync + Sized + 'static {
         (crate::patience::begin(pool, None).await).map_err(StorageError::classify)
     }
 
+    /// Starts a batch group's write transaction ([`Storage::begin_batch`](crate::Storage::begin_batch)).
+    async fn begin_batch(
+        &self,
+        pool: &Pool<Self::DB>,
+    ) -> StorageResult<Transaction<'static, Self::DB>> {
+        Self::begin(pool).await
+    }
+
     /// Starts a transaction in which no link write is in flight (see
     /// [`Storage::begin_quiesced`](crate::Storage::begin_quiesced)); returns it and whether its
     /// reads of codes must lock ([`Dialect::QUIESCE_READ`]).

@@ -466,6 +466,12 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         Ok(Box::new(SqlTx::<D>::new(tx, false, hints)))
     }
 
+    async fn begin_batch(&self) -> StorageResult<Box<dyn LinkTx>> {
+        let tx = self.dialect.begin_batch(&self.writer).await?;
+        let hints = Arc::clone(&self.audit_heads);
+        Ok(Box::new(SqlTx::<D>::new(tx, false, hints)))
+    }
+
     async fn begin_quiesced(&self) -> StorageResult<Box<dyn LinkTx>> {
         let tx = D::begin_quiesced(&self.writer).await?;
         let hints = Arc::clone(&self.audit_heads);
