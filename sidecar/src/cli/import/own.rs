@@ -498,7 +498,14 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     let storage = state.links.storage();
     let mut origin = shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli());
     origin.workspace_id = workspace.get();
-    super::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key)).await?;
+    shortlink_console::importers::audit::record_import(
+        storage.as_ref(),
+        &origin,
+        &name,
+        &counts,
+        Some(claim_key),
+    )
+    .await?;
     tally.finish()
 }
 
