@@ -2,7 +2,8 @@
 //! them through to Redis in the form the nginx module reads (docs/ARCHITECTURE.md).
 //!
 //! This crate is the top of the sidecar's crates (sidecar/README.md "Crates"): the subcommands
-//! ([`cli`]), the `--config` file ([`config_file`]), and the wiring below: settings checked first (`Checked`), then the state
+//! ([`cli`]), the operator's pages under `/console/` ([`console`]), the `--config` file
+//! ([`config_file`]), and the wiring below: settings checked first (`Checked`), then the state
 //! built from them, then the server and the background jobs started on one `background::Tasks`.
 //! Everything else lives in the crates below it, each under its own name.
 
@@ -13,6 +14,7 @@
 pub mod audit_retention;
 pub mod cli;
 pub mod config_file;
+pub mod console;
 mod threats;
 
 use shortlink_api::{AppState, HttpSettings};
@@ -577,7 +579,7 @@ impl Application {
             let router = shortlink_api::metrics_router(self.state.clone());
             tokio::spawn(async move { axum::serve(listener, router).await })
         });
-        let router = shortlink_api::router(self.state, shortlink_console::router());
+        let router = shortlink_api::router(self.state, console::router());
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;

@@ -21,7 +21,7 @@ pub struct Route {
 /// The routes of the API listener (API, console, health) as `serve` builds it; HEAD
 /// left out where GET is there (axum answers it with GET's handler).
 pub fn routes(state: &AppState) -> Vec<Route> {
-    let router = shortlink_api::router(state.clone(), shortlink_console::router());
+    let router = shortlink_api::router(state.clone(), shortlink_sidecar::console::router());
     let routes = parse(&format!("{router:?}"));
     assert!(
         routes.len() > 50,

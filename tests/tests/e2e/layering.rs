@@ -1,7 +1,7 @@
 //! The layers point one way: in every crate of the workspace (the sidecar's, the module, `wire`,
 //! the code scheme, the test kits), no two files of different folders import each other, directly or around a circle, and no circle
 //! runs through a folder's base file (its `mod.rs` or `lib.rs`, `x.rs` beside `x/`, or a shared
-//! root such as the console's `session.rs`) except the few listed in [`ALLOWED`] with their reason.
+//! root such as `console/session.rs`) except the few listed in [`ALLOWED`] with their reason.
 //! `scripts/import-circles` reads the sources and lists every circle; these tests judge its report
 //! and print the circles with their edges.
 

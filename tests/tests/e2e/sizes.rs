@@ -28,7 +28,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
          area it would only scatter the list an operator reads in one place",
     ),
     (
-        "sidecar/crates/console/src/lib.rs fn router",
+        "sidecar/src/console/mod.rs fn router",
         "a table: every console route, one call each, read in one place (the workspace isolation \
          test lists routes from it)",
     ),

@@ -2,18 +2,21 @@
 //! codes where a row has none, see [`own`]), or another shortener's links (`--from yourls |
 //! shlink | kutt | bitly | csv`), each kept on its code, target, times, tags and visit history
 //! so that a link already sent keeps working as before (docs/MIGRATING.md). `verify-import`
-//! replays the source's links against an edge ([`verify`]). The sources and the writer are
-//! `shortlink_console::importers`, which the console's import page runs too.
+//! replays the source's links against an edge ([`verify`]).
 
+pub(crate) mod audit;
 mod own;
+pub(crate) mod report;
+pub(crate) mod source;
 pub mod verify;
+pub(crate) mod write;
 
 use super::workspaces::WorkspaceArg;
 use crate::cli::error::BoxError;
 use crate::cli::format::FileFormat;
+use report::{Reason, Report};
 use shortlink_config::Config;
-use shortlink_console::importers::report::{self, Reason, Report};
-use shortlink_console::importers::{audit, source, write, SourceArgs, SourceKind};
+pub use source::{SourceArgs, SourceKind};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, clap::Args)]

@@ -498,14 +498,7 @@ pub async fn run(config: &Config, args: OwnArgs) -> Result<(), BoxError> {
     let storage = state.links.storage();
     let mut origin = shortlink_store::audit::Origin::new(shortlink_store::audit::Actor::cli());
     origin.workspace_id = workspace.get();
-    shortlink_console::importers::audit::record_import(
-        storage.as_ref(),
-        &origin,
-        &name,
-        &counts,
-        Some(claim_key),
-    )
-    .await?;
+    super::audit::record_import(storage.as_ref(), &origin, &name, &counts, Some(claim_key)).await?;
     tally.finish()
 }
 

@@ -8,10 +8,10 @@
 //! ([`shortlink_wire::agent::VERIFY_IMPORT_AGENT`]): the visit consumer leaves them out of every link's
 //! stats, so a verification adds no visit.
 
+use super::source::{self, SourceArgs, SourceKind, SourceLink};
 use crate::cli::error::BoxError;
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
-use shortlink_console::importers::source::{self, SourceArgs, SourceKind, SourceLink};
 use shortlink_domains::http1;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,13 +1,13 @@
 //! What an import records in the audit log: one row per run with its counts, never one per link
 //! (the command's runs and the console's).
 
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use shortlink_store::audit::{Changes, Origin};
 use shortlink_store::Storage;
 
 /// Appends an import run by `origin`: one row with its counts (`batch_size`: the first count,
 /// the rows read), never one per link.
-pub async fn record_import(
+pub(crate) async fn record_import(
     storage: &dyn Storage,
     origin: &Origin,
     source: &str,
@@ -29,7 +29,7 @@ pub async fn record_import(
 
 /// Appends a finished run from another shortener (the command's or the console's), unless it was
 /// a dry run (nothing changed).
-pub async fn record_source_import(
+pub(crate) async fn record_source_import(
     storage: &dyn Storage,
     origin: &Origin,
     report: &super::report::Report,

@@ -6,7 +6,7 @@ use super::args::SourceArgs;
 use super::fetch::{base, escape, Fetch};
 use super::item::{derived_visit_id, Item, Source, SourceLink, SourceVisit, Unreadable};
 use super::time;
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -8,11 +8,11 @@
 use super::layout;
 use super::operator::Operator;
 use super::page::{see_other, PageError, PageResult};
-use crate::importers::audit::record_source_import;
-use crate::importers::report::{reason_name, Report};
-use crate::importers::source::{self, SourceKind};
-use crate::importers::write::Writer;
-use crate::importers::SourceArgs;
+use crate::cli::import::audit::record_source_import;
+use crate::cli::import::report::{reason_name, Report};
+use crate::cli::import::source::{self, SourceKind};
+use crate::cli::import::write::Writer;
+use crate::cli::import::SourceArgs;
 use axum::extract::{Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::IntoResponse;

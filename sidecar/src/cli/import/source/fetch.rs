@@ -6,7 +6,7 @@
 //! Errors say the status and never quote the answer (they are shown on the console's progress
 //! page); the start of the answer goes to the log only.
 
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use shortlink_core::outbound::{self, Policy};
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 use super::args::SourceArgs;
 use super::item::{Item, Source, SourceLink, SourceVisit};
 use super::time;
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::Row;

@@ -7,7 +7,7 @@
 
 use super::item::{Item, Source, SourceLink, Unreadable};
 use super::time;
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use std::fs::File;
 use std::io::BufReader;

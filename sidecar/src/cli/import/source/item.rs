@@ -2,7 +2,7 @@
 //! could not read) and the [`Source`] trait each format implements: a file of its own, so the
 //! sources need nothing of `mod.rs`, which opens them.
 
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 

@@ -9,7 +9,7 @@ use super::args::SourceArgs;
 use super::fetch::{base, Fetch};
 use super::item::{Item, Source, SourceLink, Unreadable};
 use super::time;
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -8,7 +8,7 @@
 //! template directory to ship or keep in step with the code (askama would have needed one, and
 //! its errors point at generated code). Charts are SVG marks with HTML axes drawn here
 //! ([`chart`]); the one stylesheet, the few lines of script (the copy button, the phone's table
-//! labels) and the icon are files in `src/assets/` compiled in and served from
+//! labels) and the icon are files in `console/assets/` compiled in and served from
 //! `/console/assets/`, so every page works with no internet access under
 //! `Content-Security-Policy: default-src 'self'` (set on every console answer, errors included).
 //! Every page fits a phone (issue 80): under 40em the navigation folds behind "Menu" and each
@@ -20,15 +20,6 @@
 //! ([`workspaces`]) and the audit log only. Every form carries the
 //! session's CSRF token; a POST without it is refused (403 `invalid_csrf_token`) by the one
 //! extractor every form handler takes ([`form`]), which also checks the role the form needs.
-//!
-//! The importers of other shorteners' links ([`importers`]) live here too, as the console's import
-//! page and the `import` subcommand both run them. A crate of its own, beside the binary's, for
-//! the build (issue 82): it needs the API's crate, not the visit store's SQL, so it compiles while
-//! `shortlink-visits-sql` does instead of after it, off the end of the build's critical path.
-
-#![deny(unsafe_code)]
-
-pub mod importers;
 
 mod ab;
 mod audit;

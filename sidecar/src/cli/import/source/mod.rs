@@ -16,7 +16,7 @@ mod yourls;
 pub use args::SourceArgs;
 pub use item::{Item, Source, SourceLink, SourceVisit};
 
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 
 /// The shorteners `import --from` reads (`shortlink`, our own export, is read by `own`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

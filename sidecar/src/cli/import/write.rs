@@ -9,7 +9,7 @@
 
 use super::report::{Reason, Report};
 use super::source::{Item, Source, SourceLink, SourceVisit};
-use crate::importers::error::BoxError;
+use crate::cli::error::BoxError;
 use chrono::{DateTime, Utc};
 use shortlink_api::{AppState, Error};
 use shortlink_core::limits::{Budget, QuotaError};
