@@ -141,11 +141,18 @@ impl Flags {
         self.until.is_empty()
     }
 
-    /// Raises `flag`'s end to `until` (the consumer's own copy).
-    pub fn raise(&mut self, flag: Flag, until: i64) {
-        let end = self.until.entry(flag).or_insert(until);
-        *end = (*end).max(until);
-        self.until.retain(|_, end| *end > until - FLAG_MS);
+    /// Raises each flag's end to its `until` (the consumer's own copy, a batch's sweeps at
+    /// once), then drops those ended a [`FLAG_MS`] before the latest: one walk over the copy
+    /// per batch. A walk per flag was quadratic: the copy holds a minute of sweeps, thousands
+    /// (bench/results/system-cost-reclassified-2026-11-29-4.md).
+    pub fn raise(&mut self, noticed: &[(Flag, i64)]) {
+        for &(flag, until) in noticed {
+            let end = self.until.entry(flag).or_insert(until);
+            *end = (*end).max(until);
+        }
+        if let Some(latest) = noticed.iter().map(|&(_, until)| until).max() {
+            self.until.retain(|_, end| *end > latest - FLAG_MS);
+        }
     }
 
     /// Whether a click at `now_ms` on a link of `workspace` from `ip` with agent `ua` belongs to
@@ -221,5 +228,28 @@ mod tests {
         // An agent past what an event carries is keyed by what it carries.
         let long = [b'a'; MAX_UA + 10];
         assert_eq!(agent_key(&long), agent_key(&long[..MAX_UA]));
+    }
+
+    #[test]
+    fn a_batch_of_flags_raises_each_never_lowers_and_drops_those_long_ended() {
+        let chrome = b"Mozilla/5.0 Chrome/131.0.0.0";
+        let brand: WorkspaceName = "brand-a".parse().unwrap();
+        let flag = |net: &str| Flag {
+            workspace: brand,
+            network: Network::of(ip(net)),
+            agent: agent_key(chrome),
+        };
+        let (old, kept, raised) = (flag("192.0.2.1"), flag("198.51.100.1"), flag("203.0.113.1"));
+        let mut flags = Flags::default();
+        flags.raise(&[(old, 10_000), (raised, 70_000), (kept, 50_000)]);
+        // A batch names a flag twice when two tracks of one workspace, network and agent
+        // (two campaigns) swept; a lower end met later never shortens it.
+        flags.raise(&[(raised, 90_000), (raised, 80_000), (kept, 40_000)]);
+        let holds = |f: Flag, at| flags.holds(brand, ip(&f.network.text()), chrome, at);
+        assert!(holds(raised, 90_000) && !holds(raised, 90_001));
+        assert!(holds(kept, 50_000), "its end kept");
+        // Ended more than FLAG_MS before the batch's latest end: dropped, not just past.
+        assert!(!holds(old, 0), "dropped");
+        assert_eq!(flags.until.len(), 2);
     }
 }

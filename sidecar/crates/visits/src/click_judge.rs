@@ -105,7 +105,7 @@ mod tests {
             agent: agent_key(chrome),
         };
         let until = chrono::Utc::now().timestamp_millis() + 60_000;
-        judge.sweeps().lock().unwrap().raise(flag, until);
+        judge.sweeps().lock().unwrap().raise(&[(flag, until)]);
         assert!(judge.swept(brand, ip("81.2.69.142"), chrome));
         assert!(!judge.swept(WorkspaceName::DEFAULT, ip("81.2.69.142"), chrome));
     }

@@ -29,12 +29,9 @@ impl Consumer {
         if noticed.is_empty() {
             return;
         }
-        {
-            let mut copy = self.noticed.lock().unwrap_or_else(|e| e.into_inner());
-            for (flag, until) in &noticed {
-                copy.raise(*flag, *until);
-            }
-        }
+        (self.noticed.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .raise(&noticed);
         let now = chrono::Utc::now().timestamp_millis();
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(PUBLISH_SCRIPT).arg(1).arg(keys::SWEEPS).arg(now);

@@ -1,6 +1,7 @@
 use super::*;
-use crate::rollup::{fold, AllLinks, NewVisitors};
+use crate::rollup::{fold, AllLinks, Audiences, NewVisitors};
 use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
+use std::collections::BTreeMap;
 
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
 const T0: i64 = 1_700_000_000_000;
@@ -303,4 +304,41 @@ fn a_correction_moves_every_count_of_its_visit() {
     );
     let minute = d.domain_minutes.values().next().unwrap();
     assert_eq!((minute.humans, minute.scanners), (-1, 1));
+    // Every breakdown row, the person's agent row emptied and the machine's filled.
+    let audiences = |a: Audiences| [a.humans, a.bots, a.previews, a.scanners];
+    let plus = |a: Audiences, b: Audiences| {
+        let (a, b) = (audiences(a), audiences(b));
+        [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]
+    };
+    macro_rules! moved_exactly {
+        ($table:ident) => {
+            let keys = (stored.$table.keys()).chain(expected.$table.keys());
+            for key in keys.chain(d.$table.keys()) {
+                let at = |m: &BTreeMap<_, Audiences>| m.get(key).copied().unwrap_or_default();
+                let (was, moved) = (at(&stored.$table), at(&d.$table));
+                assert_eq!(plus(was, moved), audiences(at(&expected.$table)), "{key:?}");
+            }
+        };
+    }
+    moved_exactly!(agents);
+    moved_exactly!(places);
+    moved_exactly!(sources);
+    moved_exactly!(domain_minutes);
+}
+
+#[test]
+fn a_correction_counted_with_bots_keeps_its_link_count() {
+    let all_links = AllLinks::default();
+    let person = visit("1-0", "abc", T0, "203.0.113.1");
+    let mut scanner = person.clone();
+    demote(&mut scanner, Reasons::SWEEP);
+    let correction = Correction {
+        before: person,
+        after: scanner,
+    };
+    let mut d = fold(&[], &all_links, NewVisitors::default(), true);
+    d.reclassify(&correction, false, true);
+    assert_eq!(d.links["abc"], (0, T0));
+    assert_eq!(d.arms[&("abc", "")].humans, -1);
+    assert_eq!(d.arms[&("abc", "")].visitors, 0);
 }
