@@ -106,34 +106,9 @@ fn handle(r: &mut ngx_http_request_t, password: Option<&Submitted>) -> ngx_int_t
     if lcf.code_case() == CodeCase::Lower {
         return serve(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact);
     }
-    // `serve` spelled out for a code as the path has it: a cached plain redirect (nearly every
-    // click) returns here, through no frame but the cache's (issue 82).
-    let mut cached = FromCache::Miss {
-        trusts_check: false,
-    };
-    match from_cache(
-        r,
-        mcf,
-        lcf,
-        domain,
-        code,
-        password,
-        Found::Exact,
-        &mut cached,
-    ) {
-        Some(rc) => rc,
-        None => after_cache(
-            r,
-            mcf,
-            lcf,
-            domain,
-            raw_uri,
-            code,
-            password,
-            Found::Exact,
-            cached,
-        ),
-    }
+    // Not through `serve`: a cached plain redirect (nearly every click) returns from here,
+    // through no frame but the cache's (issue 82).
+    looked_up(r, mcf, lcf, domain, raw_uri, code, password, Found::Exact)
 }
 
 /// How the code being served came out of the path.
@@ -196,6 +171,23 @@ fn serve(
             None => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
         },
     };
+    looked_up(r, mcf, lcf, domain, raw_uri, code, password, found)
+}
+
+/// Answers `code` as it will be looked up: from the cache, else [`after_cache`]. Always inlined,
+/// so that the handler's call for a path's own code keeps the cache's answer in its own frame.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn looked_up(
+    r: &mut ngx_http_request_t,
+    mcf: &'static MainConf,
+    lcf: &'static LocConf,
+    domain: DomainCounts,
+    raw_uri: &[u8],
+    code: &[u8],
+    password: Option<&Submitted>,
+    found: Found,
+) -> ngx_int_t {
     let mut cached = FromCache::Miss {
         trusts_check: false,
     };
@@ -205,9 +197,8 @@ fn serve(
     }
 }
 
-/// The first step of [`serve`], for a code as it will be looked up: `$shortlink_code`, then the
-/// cache. Inlined into the handler for a path's own code, so that a plain redirect's answer
-/// returns from there, through no frame of `serve`'s or [`after_cache`]'s.
+/// The first step of [`looked_up`]: `$shortlink_code`, then the cache. Inlined, so that a plain
+/// redirect's answer returns through no frame of `serve`'s or [`after_cache`]'s.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn from_cache<'a>(
@@ -234,7 +225,7 @@ fn from_cache<'a>(
     answer_from_cache(r, mcf, lcf, domain, code, password, found, slow)
 }
 
-/// The rest of [`serve`] once the cache has answered `cached`: the hit's answer, else the shape
+/// The rest of [`looked_up`] once the cache has answered `cached`: the hit's answer, else the shape
 /// check, else Redis.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
