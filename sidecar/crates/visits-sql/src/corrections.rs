@@ -20,7 +20,7 @@ use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
 use shortlink_store::StorageResult;
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_visits::hindsight::{Correction, LinkFacts, Reach};
-use shortlink_visits::rollup::Deltas;
+use shortlink_visits::rollup::Folding;
 use std::collections::{HashMap, HashSet};
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
@@ -69,9 +69,9 @@ pub(crate) fn reclassified<'c>(applied: &[Applied<'c>]) -> Vec<&'c Visit> {
 }
 
 /// Folds the applied corrections into the batch's deltas (written with its own rows).
-pub(crate) fn fold<'c>(d: &mut Deltas<'c>, applied: &[Applied<'c>], count_bots: bool) {
+pub(crate) fn fold<'c>(d: &mut Folding<'c>, applied: &[Applied<'c>]) {
     for a in applied {
-        d.reclassify(a.correction, a.first_visit, count_bots);
+        d.reclassify(a.correction, a.first_visit);
     }
 }
 

@@ -103,13 +103,12 @@ pub type PlaceKey<'a> = (&'a str, i64, &'a str, &'a str, &'a str);
 pub type SourceKey<'a> = (&'a str, i64, &'a str, &'a str);
 
 /// What a batch adds, with keys borrowed from its visits: folding allocates map nodes only, not a
-/// string per key (this runs on the consumer's one write path, once per visit). Ordered maps:
+/// string per key (this runs on the consumer's one write path, once per visit). Made by
+/// [`Folding::finish`] (or [`fold`]), each link's rows with their all-links sums. Ordered maps:
 /// every backend writes keys in the same order, so concurrent consumers lock rows in the same
 /// order and cannot deadlock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deltas<'a> {
-    /// Where each link's visits are summed for all links.
-    pub all_links: &'a AllLinks,
     /// (code, span, bucket start) → counts.
     pub buckets: BTreeMap<(&'a str, i64, i64), Counts>,
     pub agents: BTreeMap<AgentKey<'a>, Audiences>,
@@ -142,11 +141,11 @@ pub type NewVisitors = HashMap<String, HashSet<Vec<u8>>>;
 /// even when they are empty. glibc's AVX-512 `memcmp` loads under a mask, and a masked load from
 /// an unmapped page costs a microcode assist, about 100 ns per compare: with SMS traffic (no
 /// referrer, no label) or no geo database, most of the fold went to comparing empty keys.
-fn unknown() -> &'static str {
+pub(crate) fn unknown() -> &'static str {
     &"-"[..0]
 }
 
-fn text(value: &Option<String>) -> &str {
+pub(crate) fn text(value: &Option<String>) -> &str {
     match value.as_deref() {
         Some(known) if !known.is_empty() => known,
         _ => unknown(),
@@ -159,115 +158,140 @@ fn text(value: &Option<String>) -> &str {
 pub fn fold<'a>(
     visits: &[&'a Visit],
     all_links: &'a AllLinks,
-    mut new_visitors: NewVisitors,
+    new_visitors: NewVisitors,
     count_bots: bool,
 ) -> Deltas<'a> {
-    // Hash maps while folding (one lookup per visit and table), sorted once at the end: a B-tree
-    // insert per visit compared whole keys a dozen times over.
-    let mut buckets: HashMap<(&str, i64, i64), Counts> = HashMap::default();
-    let mut agents: HashMap<AgentKey, Audiences> = HashMap::default();
-    let mut places: HashMap<PlaceKey, Audiences> = HashMap::default();
-    let mut sources: HashMap<SourceKey, Audiences> = HashMap::default();
-    let mut domain_minutes: HashMap<(i64, &str), Audiences> = HashMap::default();
-    let mut links: HashMap<&str, (i64, i64)> = HashMap::default();
-    let mut arms: HashMap<(&str, &str), ArmDelta> = HashMap::default();
-    for visit in visits {
-        let seconds = visit.time_ms.div_euclid(1000);
-        let hour = Interval::Hour.floor(seconds);
-        let day = Interval::Day.floor(seconds);
-        let code = visit.code.as_str();
-        // Removed once credited, so a visitor's later visits in the batch are not new again.
-        let is_new = visit.agent.audience == Audience::Human
-            && new_visitors
-                .get_mut(code)
-                .is_some_and(|visitors| visitors.remove(visit.visitor.as_slice()));
-        for (span, bucket) in [(3600, hour), (86_400, day)] {
-            let c = buckets.entry((code, span, bucket)).or_default();
-            c.count(visit.agent.audience, is_new);
+    let mut folding = Folding::new(all_links, count_bots);
+    folding.add(visits, new_visitors);
+    folding.finish()
+}
+
+/// A batch's deltas while they are added up: hash maps (one lookup per visit and table), each
+/// sorted once by [`Folding::finish`] (a B-tree insert per visit compared whole keys a dozen
+/// times over), and only the links' own rows: the all-links rows are their sums, made there
+/// too. The store adds the batch's visits, then what it learns while writing them (new
+/// visitors, `crate::hindsight`'s corrections) before finishing: each a hash lookup per row,
+/// where the sorted B-trees of string keys cost a corrected visit ~2 µs of the consumer's CPU
+/// on PostgreSQL (bench/results/system-cost-reclassified-2026-11-29-5.md).
+#[derive(Debug)]
+pub struct Folding<'a> {
+    all_links: &'a AllLinks,
+    pub(crate) count_bots: bool,
+    pub(crate) buckets: HashMap<(&'a str, i64, i64), Counts>,
+    pub(crate) agents: HashMap<AgentKey<'a>, Audiences>,
+    pub(crate) places: HashMap<PlaceKey<'a>, Audiences>,
+    pub(crate) sources: HashMap<SourceKey<'a>, Audiences>,
+    pub(crate) domain_minutes: HashMap<(i64, &'a str), Audiences>,
+    pub(crate) links: HashMap<&'a str, (i64, i64)>,
+    pub(crate) arms: HashMap<(&'a str, &'a str), ArmDelta>,
+}
+
+impl<'a> Folding<'a> {
+    /// Nothing added yet. `count_bots`: whether bots and previews also count in
+    /// `links.visit_count` / `last_visit_at`.
+    pub fn new(all_links: &'a AllLinks, count_bots: bool) -> Self {
+        Folding {
+            all_links,
+            count_bots,
+            buckets: HashMap::default(),
+            agents: HashMap::default(),
+            places: HashMap::default(),
+            sources: HashMap::default(),
+            domain_minutes: HashMap::default(),
+            links: HashMap::default(),
+            arms: HashMap::default(),
         }
-        agents
-            .entry((
-                code,
-                day,
-                text(&visit.agent.browser),
-                text(&visit.agent.os),
-                visit.agent.device.as_str(),
-                visit.agent.agent_label.unwrap_or(unknown()),
-            ))
-            .or_default()
-            .add(visit.agent.audience);
-        places
-            .entry((
-                code,
-                day,
-                text(&visit.country),
-                text(&visit.region),
-                text(&visit.city),
-            ))
-            .or_default()
-            .add(visit.agent.audience);
-        sources
-            .entry((
+    }
+
+    /// Adds inserted visits; `new_visitors` as [`fold`] takes it.
+    pub fn add(&mut self, visits: &[&'a Visit], mut new_visitors: NewVisitors) {
+        for visit in visits {
+            let seconds = visit.time_ms.div_euclid(1000);
+            let day = Interval::Day.floor(seconds);
+            let code = visit.code.as_str();
+            let audience = visit.agent.audience;
+            // Removed once credited, so a visitor's later visits in the batch are not new again.
+            let is_new = audience == Audience::Human
+                && new_visitors
+                    .get_mut(code)
+                    .is_some_and(|visitors| visitors.remove(visit.visitor.as_slice()));
+            for span in [Interval::Hour, Interval::Day] {
+                let key = (code, span.seconds(), span.floor(seconds));
+                self.buckets.entry(key).or_default().count(audience, is_new);
+            }
+            let agent = &visit.agent;
+            let (browser, os) = (text(&agent.browser), text(&agent.os));
+            let label = agent.agent_label.unwrap_or(unknown());
+            let key = (code, day, browser, os, agent.device.as_str(), label);
+            self.agents.entry(key).or_default().add(audience);
+            let (country, region, city) = (&visit.country, &visit.region, &visit.city);
+            let place = (code, day, text(country), text(region), text(city));
+            self.places.entry(place).or_default().add(audience);
+            let source = (
                 code,
                 day,
                 text(&visit.referrer_host),
                 text(&visit.short_domain),
-            ))
-            .or_default()
-            .add(visit.agent.audience);
-        if let Some(domain) = &visit.short_domain {
-            let minute = seconds - seconds.rem_euclid(60);
-            domain_minutes
-                .entry((minute, domain))
-                .or_default()
-                .add(visit.agent.audience);
-        }
-        if visit.agent.audience == Audience::Human {
-            let rule = visit.rule.as_deref().unwrap_or(unknown());
-            let arm = arms.entry((code, rule)).or_default();
-            arm.humans += 1;
-            arm.visitors += i64::from(is_new);
-        }
-        if count_bots || visit.agent.audience == Audience::Human {
-            let link = links.entry(code).or_insert((0, i64::MIN));
-            link.0 += 1;
-            link.1 = link.1.max(visit.time_ms);
+            );
+            self.sources.entry(source).or_default().add(audience);
+            if let Some(domain) = &visit.short_domain {
+                let minute = seconds - seconds.rem_euclid(60);
+                (self.domain_minutes.entry((minute, domain)).or_default()).add(audience);
+            }
+            if audience == Audience::Human {
+                let rule = visit.rule.as_deref().unwrap_or(unknown());
+                let arm = self.arms.entry((code, rule)).or_default();
+                arm.humans += 1;
+                arm.visitors += i64::from(is_new);
+            }
+            if self.count_bots || audience == Audience::Human {
+                let link = self.links.entry(code).or_insert((0, i64::MIN));
+                link.0 += 1;
+                link.1 = link.1.max(visit.time_ms);
+            }
         }
     }
-    // All links: the per-link rows summed under `*`, which folds each visit once instead of twice;
-    // summed and merged in the hash maps, each table sorted once.
-    let all = |code: &'a str| all_links.key(code);
-    Deltas {
-        all_links,
-        buckets: with_all_links(buckets, |k| (all(k.0), k.1, k.2), Counts::add),
-        agents: with_all_links(
-            agents,
-            |k| (all(k.0), k.1, k.2, k.3, k.4, k.5),
-            Audiences::merge,
-        ),
-        places: with_all_links(places, |k| (all(k.0), k.1, k.2, k.3, k.4), Audiences::merge),
-        sources: with_all_links(sources, |k| (all(k.0), k.1, k.2, k.3), Audiences::merge),
-        domain_minutes: domain_minutes.into_iter().collect(),
-        links: links.into_iter().collect(),
-        arms: arms.into_iter().collect(),
-    }
-}
 
-impl<'a> Deltas<'a> {
     /// Credits a new visitor of `code`, first seen in the batch at `time_ms`, to the hour and day
-    /// buckets of the link and of all links. Folding with no new visitors and crediting each one
-    /// to its first (human) visit afterwards gives what [`fold`] gives with them (a test checks):
-    /// the PostgreSQL store folds while the server inserts the visits, before it knows which
-    /// visitors are new.
+    /// buckets of the link (and so of all links). Adding visits with no new visitors and
+    /// crediting each one to its first (human) visit afterwards gives what [`fold`] gives with
+    /// them (a test checks): the PostgreSQL store folds while the server inserts the visits,
+    /// before it knows which visitors are new.
     /// `rule`: that visit's rule ("" for the own target), the arm the visitor counts in.
     pub fn credit_new_visitor(&mut self, code: &'a str, rule: &'a str, time_ms: i64) {
         self.arms.entry((code, rule)).or_default().visitors += 1;
         let seconds = time_ms.div_euclid(1000);
         for span in [Interval::Hour, Interval::Day] {
-            for code in [code, self.all_links.key(code)] {
-                let key = (code, span.seconds(), span.floor(seconds));
-                self.buckets.entry(key).or_default().new_visitors += 1;
-            }
+            let key = (code, span.seconds(), span.floor(seconds));
+            self.buckets.entry(key).or_default().new_visitors += 1;
+        }
+    }
+
+    /// The deltas to write: the all-links rows added (each link's rows summed under its
+    /// [`AllLinks::key`]), every table in key order.
+    pub fn finish(self) -> Deltas<'a> {
+        let all_links = self.all_links;
+        let all = |code: &'a str| all_links.key(code);
+        Deltas {
+            buckets: with_all_links(self.buckets, |k| (all(k.0), k.1, k.2), Counts::add),
+            agents: with_all_links(
+                self.agents,
+                |k| (all(k.0), k.1, k.2, k.3, k.4, k.5),
+                Audiences::merge,
+            ),
+            places: with_all_links(
+                self.places,
+                |k| (all(k.0), k.1, k.2, k.3, k.4),
+                Audiences::merge,
+            ),
+            sources: with_all_links(
+                self.sources,
+                |k| (all(k.0), k.1, k.2, k.3),
+                Audiences::merge,
+            ),
+            domain_minutes: self.domain_minutes.into_iter().collect(),
+            links: self.links.into_iter().collect(),
+            arms: self.arms.into_iter().collect(),
         }
     }
 }
@@ -392,8 +416,10 @@ mod tests {
         all_links.insert("ours".into(), WorkspaceId::DEFAULT);
         let visitors = [theirs.visitor.to_vec()].into_iter().collect();
         let new: NewVisitors = [("theirs".to_owned(), visitors)].into_iter().collect();
-        let mut d = fold(&[&ours, &theirs], &all_links, new, false);
+        let mut d = Folding::new(&all_links, false);
+        d.add(&[&ours, &theirs], new);
         d.credit_new_visitor("ours", "", hour + 10);
+        let d = d.finish();
         let h = hour / 1000;
         let at = |code: &str| d.buckets[&(code, 3600, h)];
         assert_eq!(all_links_code(WorkspaceId::from_db(7)), "*7");
@@ -531,11 +557,12 @@ mod tests {
         .into_iter()
         .collect();
         let expected = fold(&refs, no_workspaces(), new, false);
-        let mut d = fold(&refs, no_workspaces(), NewVisitors::default(), false);
+        let mut d = Folding::new(no_workspaces(), false);
+        d.add(&refs, NewVisitors::default());
         for i in [0, 2, 3] {
             d.credit_new_visitor(&visits[i].code, "", visits[i].time_ms);
         }
-        assert_eq!(d, expected);
+        assert_eq!(d.finish(), expected);
     }
 
     #[test]
@@ -578,11 +605,12 @@ mod tests {
         assert_eq!(counts(arm("")), (1, 1));
         assert_eq!(d.arms.len(), 3);
         // Credited afterwards (PostgreSQL), the same.
-        let mut later = fold(&refs, no_workspaces(), NewVisitors::default(), false);
+        let mut later = Folding::new(no_workspaces(), false);
+        later.add(&refs, NewVisitors::default());
         for (i, rule) in [(0, "0.1"), (2, "0.0"), (3, "")] {
             later.credit_new_visitor("abc", rule, visits[i].time_ms);
         }
-        assert_eq!(later, d);
+        assert_eq!(later.finish(), d);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use super::*;
 use crate::conversions::{visit, IPHONE};
 use shortlink_visit_enrich::{AgentFacts, Audience, Device, Visit};
-use shortlink_visits::hindsight::{Correction, Hindsight};
+use shortlink_visits::hindsight::{Correction, Hindsight, Verdict};
 use shortlink_wire::verdict::Reasons;
 use std::sync::Arc;
 
@@ -339,20 +339,20 @@ async fn a_batch_of_corrections_from_several_verdicts_moves_each_count_once(back
 
     let swept = |v: &Visit| Correction {
         before: v.clone(),
-        after: judged(v, Audience::Scanner, Reasons::SWEEP),
+        after: Verdict::of(&judged(v, Audience::Scanner, Reasons::SWEEP)),
     };
     let confirmed = Correction {
         before: c.clone(),
-        after: judged(
+        after: Verdict::of(&judged(
             &fast,
             Audience::Human,
             Reasons::AFTER_DELIVERY | Reasons::CONFIRMED,
-        ),
+        )),
     };
     // B is stored as a person's: a correction starting from a scanner's changes nothing.
     let stale = Correction {
         before: judged(&b, Audience::Scanner, Reasons::SWEEP),
-        after: b.clone(),
+        after: Verdict::of(&b),
     };
     let batch = [swept(&a), confirmed, swept(&d), stale, swept(&a)];
     let outcome = store.store_corrected(&[], &batch, false).await.unwrap();

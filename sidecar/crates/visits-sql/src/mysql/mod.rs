@@ -24,7 +24,7 @@ use shortlink_store::{mysql, My, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::hindsight::Correction;
 use shortlink_visits::rollup::{AllLinks, NewVisitors};
-use shortlink_visits::store::{deltas, BatchOutcome};
+use shortlink_visits::store::{folding, BatchOutcome};
 use sqlx::mysql::{MySqlArguments, MySqlRow};
 use sqlx::{MySql, Pool, Row, Transaction};
 use std::collections::HashSet;
@@ -376,8 +376,9 @@ impl VisitDialect for MysqlVisits {
                 visitors.insert(visitor.to_vec());
             }
         }
-        let mut d = deltas(&inserted, all_links, new_visitors, count_bots);
-        crate::corrections::fold(&mut d, &applied, count_bots);
+        let mut d = folding(&inserted, all_links, new_visitors, count_bots);
+        crate::corrections::fold(&mut d, &applied);
+        let d = d.finish();
         self.count_on_links(&mut tx, &d.links).await?;
         upsert_rollups::<My>(&mut *tx, &d, self.small_rows(), |rollup| {
             let new = |c: &str| format!("VALUES({c})");

@@ -5,7 +5,7 @@ use super::copy::{self, at_ms, COPY_VISITS};
 use chrono::{DateTime, Utc};
 use shortlink_store::{StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
-use shortlink_visits::rollup::{self, AllLinks, Deltas, NewVisitors};
+use shortlink_visits::rollup::{AllLinks, Folding};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::HashSet;
 
@@ -115,7 +115,7 @@ pub(super) fn visits_insert<'q>(
 /// earlier delivery) and their rollup deltas, new visitors not yet credited.
 pub(super) struct Inserted<'v> {
     pub(super) visits: Vec<&'v Visit>,
-    pub(super) deltas: Deltas<'v>,
+    pub(super) deltas: Folding<'v>,
 }
 
 /// Inserts visits (ids distinct within `visits`) unless already stored. First with binary `COPY`
@@ -140,7 +140,7 @@ pub(super) async fn insert_visits<'v>(
         .map_err(StorageError::classify)?;
     copy.send(data).await.map_err(StorageError::classify)?;
     // The server is inserting the rows now, the answer comes after CopyDone: fold meanwhile.
-    let deltas = rollup::fold(visits, all_links, NewVisitors::default(), count_bots);
+    let deltas = folded(visits, all_links, count_bots);
     match copy.finish().await {
         Ok(_) => {
             sqlx::query("RELEASE SAVEPOINT visits_batch")
@@ -173,6 +173,13 @@ pub(super) async fn insert_visits<'v>(
         .filter(|v| ids.contains(&v.event_id))
         .copied()
         .collect();
-    let deltas = rollup::fold(&visits, all_links, NewVisitors::default(), count_bots);
+    let deltas = folded(&visits, all_links, count_bots);
     Ok(Inserted { visits, deltas })
+}
+
+/// `visits` folded, no visitor credited yet (the server says which are new after).
+fn folded<'v>(visits: &[&'v Visit], all_links: &'v AllLinks, count_bots: bool) -> Folding<'v> {
+    let mut deltas = Folding::new(all_links, count_bots);
+    deltas.add(visits, Default::default());
+    deltas
 }

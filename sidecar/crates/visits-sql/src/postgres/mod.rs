@@ -23,7 +23,7 @@ use shortlink_store::{Pg, StorageError, StorageResult};
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::deliveries::model::{DeliveryState, MessageRow, Receipt, UpsertedMessage};
 use shortlink_visits::hindsight::Correction;
-use shortlink_visits::rollup::{AllLinks, Deltas};
+use shortlink_visits::rollup::{AllLinks, Deltas, Folding};
 use shortlink_visits::store::BatchOutcome;
 use shortlink_visits::store::DayPartitions;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -141,7 +141,8 @@ impl VisitDialect for PgVisits {
         } = insert_visits(&mut tx, &distinct(visits), all_links, count_bots).await?;
         insert_user_agents(&mut tx, &inserted).await?;
         credit_new_visitors(&mut tx, &inserted, &mut d).await?;
-        crate::corrections::fold(&mut d, &applied, count_bots);
+        crate::corrections::fold(&mut d, &applied);
+        let d = d.finish();
         add_to_links(&mut tx, &d).await?;
         rollup::upsert(&mut tx, &d).await?;
         let reclassified = crate::corrections::reclassified(&applied);
@@ -180,7 +181,7 @@ async fn insert_user_agents(
 async fn credit_new_visitors<'v>(
     tx: &mut Transaction<'static, Postgres>,
     inserted: &[&'v Visit],
-    d: &mut Deltas<'v>,
+    d: &mut Folding<'v>,
 ) -> StorageResult<()> {
     let pairs = first_seen(inserted);
     let (mut codes, mut visitors, mut times) = (Vec::new(), Vec::new(), Vec::new());

@@ -16,7 +16,7 @@ use shortlink_store::{sqlite_file, ConnectOptions, Lite, StorageError, StorageRe
 use shortlink_visit_enrich::Visit;
 use shortlink_visits::hindsight::Correction;
 use shortlink_visits::rollup::{AllLinks, NewVisitors};
-use shortlink_visits::store::{deltas, BatchOutcome};
+use shortlink_visits::store::{folding, BatchOutcome};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Pool, Row, Sqlite};
 use std::sync::Arc;
@@ -112,8 +112,9 @@ impl VisitDialect for SqliteVisits {
             })
             .await?;
         }
-        let mut d = deltas(&inserted, all_links, new_visitors, count_bots);
-        corrections::fold(&mut d, &applied, count_bots);
+        let mut d = folding(&inserted, all_links, new_visitors, count_bots);
+        corrections::fold(&mut d, &applied);
+        let d = d.finish();
         for table in raw::Rollup::ALL {
             raw::with_handle(&mut tx, |h| raw::add_rollup(h, &d, table)).await?;
         }

@@ -2,47 +2,48 @@
 //! was stored and once more as it is now, in every table a visit counts in.
 
 use super::model::Correction;
-use crate::rollup::{Audiences, Counts, Deltas, Interval};
-use shortlink_visit_enrich::{Audience, Visit};
+use crate::rollup::{text, unknown, Audiences, Counts, Folding, Interval};
+use shortlink_visit_enrich::{AgentFacts, Audience};
 
-impl<'a> Deltas<'a> {
+impl<'a> Folding<'a> {
     /// Moves a stored visit from `correction.before` to `correction.after`. `first_visit`: the
     /// store took the visitor out of the link's visitor set (the visit was its first as a
     /// person's, and is a machine's now), so the new visitor it credited is taken back too.
     ///
     /// The two are one visit with two verdicts, so every row but the agents' is the same for
-    /// both: each is looked up once, and its counts moved from one audience to the other. These
-    /// are B-trees of string keys by now (sorted for the writes): a lookup per side and table
-    /// was a tenth of the consumer's CPU with 6% of visits corrected on PostgreSQL
-    /// (bench/results/system-cost-reclassified-2026-11-29-4.md).
-    pub fn reclassify(&mut self, correction: &'a Correction, first_visit: bool, count_bots: bool) {
+    /// both: each is looked up once, and its counts moved from one audience to the other; and
+    /// only the link's own rows, whose sums [`Folding::finish`] adds to all links.
+    pub fn reclassify(&mut self, correction: &'a Correction, first_visit: bool) {
         let (v, after) = (&correction.before, &correction.after);
         let (was, now) = (v.agent.audience, after.agent.audience);
         let seconds = v.time_ms.div_euclid(1000);
         let day = Interval::Day.floor(seconds);
-        let text = |value: &'a Option<String>| value.as_deref().unwrap_or_default();
+        let code = v.code.as_str();
         let taken_back = -i64::from(first_visit);
-        let agent = |visit: &'a Visit, code: &'a str| {
-            let a = &visit.agent;
-            let label = a.agent_label.unwrap_or_default();
-            let (browser, os) = (text(&a.browser), text(&a.os));
-            (code, day, browser, os, a.device.as_str(), label)
-        };
-        for code in [v.code.as_str(), self.all_links.key(&v.code)] {
-            for span in [Interval::Hour, Interval::Day] {
-                let key = (code, span.seconds(), span.floor(seconds));
-                let counts = self.buckets.entry(key).or_default();
-                add(counts, was, -1);
-                add(counts, now, 1);
-                counts.new_visitors += taken_back;
-            }
-            (self.agents.entry(agent(v, code)).or_default()).add_n(was, -1);
-            (self.agents.entry(agent(after, code)).or_default()).add_n(now, 1);
-            let place = (code, day, text(&v.country), text(&v.region), text(&v.city));
-            move_one(self.places.entry(place).or_default(), was, now);
-            let source = (code, day, text(&v.referrer_host), text(&v.short_domain));
-            move_one(self.sources.entry(source).or_default(), was, now);
+        for span in [Interval::Hour, Interval::Day] {
+            let key = (code, span.seconds(), span.floor(seconds));
+            let counts = self.buckets.entry(key).or_default();
+            add(counts, was, -1);
+            add(counts, now, 1);
+            counts.new_visitors += taken_back;
         }
+        let agent = |a: &'a AgentFacts| {
+            let label = a.agent_label.unwrap_or(unknown());
+            (
+                code,
+                day,
+                text(&a.browser),
+                text(&a.os),
+                a.device.as_str(),
+                label,
+            )
+        };
+        (self.agents.entry(agent(&v.agent)).or_default()).add_n(was, -1);
+        (self.agents.entry(agent(&after.agent)).or_default()).add_n(now, 1);
+        let place = (code, day, text(&v.country), text(&v.region), text(&v.city));
+        move_one(self.places.entry(place).or_default(), was, now);
+        let source = (code, day, text(&v.referrer_host), text(&v.short_domain));
+        move_one(self.sources.entry(source).or_default(), was, now);
         if let Some(domain) = &v.short_domain {
             let minute = seconds - seconds.rem_euclid(60);
             move_one(
@@ -53,14 +54,15 @@ impl<'a> Deltas<'a> {
         }
         let person = |audience| i64::from(audience == Audience::Human);
         if was == Audience::Human || now == Audience::Human || first_visit {
-            let rule = v.rule.as_deref().unwrap_or_default();
-            let arm = self.arms.entry((&v.code, rule)).or_default();
+            let rule = v.rule.as_deref().unwrap_or(unknown());
+            let arm = self.arms.entry((code, rule)).or_default();
             arm.humans += person(now) - person(was);
             arm.visitors += taken_back;
         }
+        let count_bots = self.count_bots;
         let counted = |audience| i64::from(count_bots || audience == Audience::Human);
         if counted(was) + counted(now) > 0 {
-            let link = self.links.entry(&v.code).or_insert((0, i64::MIN));
+            let link = self.links.entry(code).or_insert((0, i64::MIN));
             link.0 += counted(now) - counted(was);
             link.1 = link.1.max(v.time_ms);
         }

@@ -20,7 +20,7 @@ mod sweep;
 pub use feed_id::{parse_reclassified_id, reclassified_id};
 
 pub use model::{
-    Correction, LinkFacts, Reach, AFTER_DELIVERY_MS, CONFIRM_WITHIN_MS, SWEEP_RECIPIENTS,
+    Correction, LinkFacts, Reach, Verdict, AFTER_DELIVERY_MS, CONFIRM_WITHIN_MS, SWEEP_RECIPIENTS,
     SWEEP_WINDOW_MS,
 };
 
@@ -30,6 +30,7 @@ use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::sweeps::Flag;
 use shortlink_wire::verdict::Reasons;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// The consumer's hindsight: see the module doc.
 #[derive(Debug, Default)]
@@ -130,10 +131,13 @@ impl Hindsight {
         if visit.time_ms - fast.time_ms <= AFTER_DELIVERY_MS {
             return None;
         }
-        let mut after = self.pending.remove(&key)?;
-        let mut before = after.clone();
+        let mut before = self.pending.remove(&key)?;
+        // The person's verdict it was demoted from, confirmed.
+        let after = Verdict {
+            agent: Arc::clone(&before.agent),
+            reasons: Reasons(Reasons::AFTER_DELIVERY | Reasons::CONFIRMED),
+        };
         demote(&mut before, Reasons::AFTER_DELIVERY);
-        after.reasons = Reasons(Reasons::AFTER_DELIVERY | Reasons::CONFIRMED);
         Some(Correction { before, after })
     }
 }

@@ -30,12 +30,40 @@ pub const CONFIRM_WITHIN_MS: i64 = 24 * 3_600_000;
 /// visit (about a kilobyte with its strings), so 20,000 hold about 20 MB.
 pub(super) const MAX_PENDING: usize = 20_000;
 
-/// A stored visit's verdict changed: `before` as it was stored and counted, `after` as it is to
-/// be counted (its audience, reasons and device).
+/// A stored visit's verdict changed: `before` as it was stored and counted, `after` the verdict
+/// it is to be counted with. Only the verdict: a copy of the whole visit (a dozen strings) made
+/// and dropped per corrected visit was a share of a correction's cost
+/// (bench/results/system-cost-reclassified-2026-11-29-5.md).
 #[derive(Debug, Clone)]
 pub struct Correction {
     pub before: Visit,
-    pub after: Visit,
+    pub after: Verdict,
+}
+
+/// What a verdict changes of a visit: its agent's facts (audience, device; the rest is the
+/// visit's agent's) and its reasons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub agent: Arc<AgentFacts>,
+    pub reasons: Reasons,
+}
+
+impl Verdict {
+    /// `visit`'s verdict as it stands.
+    pub fn of(visit: &Visit) -> Self {
+        Verdict {
+            agent: Arc::clone(&visit.agent),
+            reasons: visit.reasons,
+        }
+    }
+
+    /// `visit`'s verdict once judged a scanner for `reason`, as [`demote`] judges it.
+    pub(super) fn demoted(visit: &Visit, reason: u16) -> Self {
+        Verdict {
+            agent: scanner(&visit.agent),
+            reasons: Reasons(visit.reasons.0 | reason),
+        }
+    }
 }
 
 /// When a message reached the network and the phone, as far as its receipts and hand-off say.
@@ -76,10 +104,16 @@ pub struct LinkFacts {
 
 /// `visit` judged a scanner for `reason`: a machine's device, as every machine's visit has.
 pub(super) fn demote(visit: &mut Visit, reason: u16) {
-    visit.agent = Arc::new(AgentFacts {
+    let Verdict { agent, reasons } = Verdict::demoted(visit, reason);
+    visit.agent = agent;
+    visit.reasons = reasons;
+}
+
+/// `agent`'s facts as a scanner's.
+fn scanner(agent: &AgentFacts) -> Arc<AgentFacts> {
+    Arc::new(AgentFacts {
         device: Device::Bot,
         audience: Audience::Scanner,
-        ..AgentFacts::clone(&visit.agent)
-    });
-    visit.reasons = Reasons(visit.reasons.0 | reason);
+        ..AgentFacts::clone(agent)
+    })
 }

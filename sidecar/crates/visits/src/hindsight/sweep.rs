@@ -8,7 +8,7 @@
 //! the caps of its further visits. A track publishes when it becomes a sweep, then again each
 //! quarter of [`FLAG_MS`] it goes on, not once per visit.
 
-use super::model::{demote, Correction, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
+use super::model::{demote, Correction, Verdict, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::sweeps::{agent_key, Flag, Network, FLAG_MS};
@@ -197,10 +197,11 @@ impl Sweeps {
             match member.person.take() {
                 Some(Person::InBatch(j)) => demote(&mut visits[j], Reasons::SWEEP),
                 Some(Person::Stored(before)) => {
-                    let before = *before;
-                    let mut after = before.clone();
-                    demote(&mut after, Reasons::SWEEP);
-                    corrections.push(Correction { before, after });
+                    let after = Verdict::demoted(&before, Reasons::SWEEP);
+                    corrections.push(Correction {
+                        before: *before,
+                        after,
+                    });
                 }
                 None => {}
             }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::rollup::{fold, AllLinks, Audiences, NewVisitors};
+use crate::rollup::{fold, AllLinks, Audiences, Folding, NewVisitors};
 use shortlink_visit_enrich::{Device, Enricher, GeoDb, VisitEvent};
 use std::collections::BTreeMap;
 
@@ -279,13 +279,14 @@ fn a_correction_moves_every_count_of_its_visit() {
     demote(&mut scanner, Reasons::SWEEP);
     let correction = Correction {
         before: person.clone(),
-        after: scanner.clone(),
+        after: Verdict::of(&scanner),
     };
     let visitors = [person.visitor.to_vec()].into_iter().collect();
     let new: NewVisitors = [("abc".to_owned(), visitors)].into_iter().collect();
     let stored = fold(&[&person], &all_links, new, false);
-    let mut d = fold(&[], &all_links, NewVisitors::default(), false);
-    d.reclassify(&correction, true, false);
+    let mut d = Folding::new(&all_links, false);
+    d.reclassify(&correction, true);
+    let d = d.finish();
     // What was counted plus the correction is what the scanner's visit counts alone.
     let expected = fold(&[&scanner], &all_links, NewVisitors::default(), false);
     let sum = |a: i64, b: i64| a + b;
@@ -334,10 +335,11 @@ fn a_correction_counted_with_bots_keeps_its_link_count() {
     demote(&mut scanner, Reasons::SWEEP);
     let correction = Correction {
         before: person,
-        after: scanner,
+        after: Verdict::of(&scanner),
     };
-    let mut d = fold(&[], &all_links, NewVisitors::default(), true);
-    d.reclassify(&correction, false, true);
+    let mut d = Folding::new(&all_links, true);
+    d.reclassify(&correction, false);
+    let d = d.finish();
     assert_eq!(d.links["abc"], (0, T0));
     assert_eq!(d.arms[&("abc", "")].humans, -1);
     assert_eq!(d.arms[&("abc", "")].visitors, 0);

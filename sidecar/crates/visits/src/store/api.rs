@@ -9,7 +9,7 @@ use crate::domain_chart::DomainChartStore;
 use crate::hindsight::{Correction, LinkFacts};
 use crate::orphans::OrphanStore;
 use crate::retention::RetentionStore;
-use crate::rollup::{self, AllLinks, Audiences, Counts, Deltas, Interval, NewVisitors};
+use crate::rollup::{AllLinks, Audiences, Counts, Folding, Interval, NewVisitors};
 use crate::subjects::SubjectStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -421,12 +421,15 @@ pub fn breakdown_days(query: &StatsQuery) -> (i64, i64) {
     )
 }
 
-/// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new.
-pub fn deltas<'a>(
+/// The rollup deltas of the inserted visits, given which (code, visitor) pairs were new, still
+/// being added up: the store folds the batch's corrections in before finishing them.
+pub fn folding<'a>(
     inserted: &[&'a Visit],
     all_links: &'a AllLinks,
     new_visitors: NewVisitors,
     count_bots: bool,
-) -> Deltas<'a> {
-    rollup::fold(inserted, all_links, new_visitors, count_bots)
+) -> Folding<'a> {
+    let mut folding = Folding::new(all_links, count_bots);
+    folding.add(inserted, new_visitors);
+    folding
 }

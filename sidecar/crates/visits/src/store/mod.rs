@@ -10,7 +10,7 @@ pub use self::api::{
 };
 // The reads every backend answers alike, for the SQL implementation.
 pub use self::api::{
-    breakdown_days, deltas, dense_series, rank_breakdowns, GroupRow, BREAKDOWN_TABLES,
+    breakdown_days, dense_series, folding, rank_breakdowns, GroupRow, BREAKDOWN_TABLES,
 };
 pub use super::rollup::{Counts, ALL_LINKS};
 
