@@ -16,12 +16,13 @@
 //! [`VisitStore::link_facts`]: shortlink_visits::store::VisitStore::link_facts
 
 use crate::sql::{db, fetch_all, marks, SqlVisitStore, VisitDialect};
+use foldhash::HashSet;
 use shortlink_store::sql::{statement, Dialect, Driver, Value, IN_LIST};
 use shortlink_store::StorageResult;
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_visits::hindsight::{Correction, LinkFacts, Reach};
 use shortlink_visits::rollup::Folding;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 type Db<V> = <<V as VisitDialect>::Sql as Dialect>::DB;
 
@@ -45,13 +46,23 @@ pub(crate) fn rounds(corrections: &[Correction]) -> Vec<Vec<&Correction>> {
             .position(|ids| !ids.contains(id))
             .unwrap_or(seen.len());
         if round == seen.len() {
-            seen.push(HashSet::new());
+            seen.push(HashSet::default());
             rounds.push(Vec::new());
         }
         seen[round].insert(id);
         rounds[round].push(correction);
     }
     rounds
+}
+
+/// `corrections` in the order of their visits' primary key (the event id), each visit's own
+/// corrections still in theirs (a stable sort): stepped one by one (SQLite), the visits are
+/// then found left to right in the key's B-tree, each search going down pages the last one
+/// warmed, not at random across the leaves of the last seconds.
+pub(crate) fn in_key_order(corrections: &[Correction]) -> Vec<&Correction> {
+    let mut sorted: Vec<&Correction> = corrections.iter().collect();
+    sorted.sort_by(|a, b| a.before.event_id.cmp(&b.before.event_id));
+    sorted
 }
 
 /// Whether applying `correction` takes its visit out of people: then its visitor leaves the

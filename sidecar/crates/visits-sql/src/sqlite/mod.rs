@@ -95,7 +95,7 @@ impl VisitDialect for SqliteVisits {
     ) -> StorageResult<BatchOutcome> {
         let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
         let mut applied = Vec::with_capacity(corrections.len());
-        for chunk in corrections.chunks(ROWS_PER_LOCK) {
+        for chunk in corrections::in_key_order(corrections).chunks(ROWS_PER_LOCK) {
             raw::with_handle(&mut tx, |h| raw::correct(h, chunk, &mut applied)).await?;
         }
         let distinct = distinct(visits);

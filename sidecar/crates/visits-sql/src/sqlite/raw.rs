@@ -530,7 +530,7 @@ pub(super) fn add_to_links(
 /// handle they cost no hand-off to sqlx's worker, which was their cost through sqlx.
 pub(super) fn correct<'c>(
     handle: &Handle<'_>,
-    corrections: &'c [Correction],
+    corrections: &[&'c Correction],
     applied: &mut Vec<Applied<'c>>,
 ) -> StorageResult<()> {
     let mut update = handle.prepare(
@@ -539,7 +539,7 @@ pub(super) fn correct<'c>(
     )?;
     let mut forget = handle
         .prepare("DELETE FROM link_visitors WHERE code = ? AND visitor = ? AND first_seen = ?")?;
-    for correction in corrections {
+    for &correction in corrections {
         let (before, after) = (&correction.before, &correction.after);
         update.text(1, after.agent.audience.as_str());
         update.text(2, after.agent.device.as_str());
