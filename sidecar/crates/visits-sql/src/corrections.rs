@@ -177,3 +177,42 @@ impl<V: VisitDialect> SqlVisitStore<V> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shortlink_visit_enrich::{Enricher, GeoDb, VisitEvent};
+    use shortlink_visits::hindsight::Verdict;
+    use shortlink_wire::verdict::Reasons;
+
+    fn correction(id: &str, reasons: u16) -> Correction {
+        let fields = [("c", "abc".to_owned()), ("t", "1700000000000".to_owned())];
+        let event = VisitEvent::from_fields(id, fields).unwrap();
+        let before = Enricher::new(GeoDb::disabled(), false).enrich(&event);
+        let mut after = Verdict::of(&before);
+        after.reasons = Reasons(reasons);
+        Correction { before, after }
+    }
+
+    #[test]
+    fn corrections_go_in_key_order_each_visits_own_in_theirs() {
+        let batch = [
+            correction("1700000000002-0", 1),
+            correction("1700000000001-5", 1),
+            correction("1700000000002-0", 2),
+            correction("1700000000001-0", 1),
+        ];
+        let order: Vec<(&str, u16)> = (in_key_order(&batch).iter())
+            .map(|c| (c.before.event_id.as_str(), c.after.reasons.0))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("1700000000001-0", 1),
+                ("1700000000001-5", 1),
+                ("1700000000002-0", 1),
+                ("1700000000002-0", 2)
+            ]
+        );
+    }
+}

@@ -344,3 +344,43 @@ fn a_correction_counted_with_bots_keeps_its_link_count() {
     assert_eq!(d.arms[&("abc", "")].humans, -1);
     assert_eq!(d.arms[&("abc", "")].visitors, 0);
 }
+
+#[test]
+fn a_correction_moves_its_workspaces_all_links_rows_only() {
+    let mut all_links = AllLinks::default();
+    all_links.insert("abc".into(), shortlink_model::WorkspaceId::from_db(7));
+    let person = visit("1-0", "abc", T0, "203.0.113.1");
+    let mut scanner = person.clone();
+    demote(&mut scanner, Reasons::SWEEP);
+    let correction = Correction {
+        before: person.clone(),
+        after: Verdict::of(&scanner),
+    };
+    let mut d = Folding::new(&all_links, false);
+    d.reclassify(&correction, false);
+    let d = d.finish();
+    // The link's rows and its workspace's sums, each moved once; the default's untouched.
+    let codes: Vec<&str> = d.buckets.keys().map(|k| k.0).collect();
+    assert_eq!(codes, ["*7", "*7", "abc", "abc"]);
+    for counts in d.buckets.values() {
+        assert_eq!((counts.humans, counts.scanners), (-1, 1));
+    }
+    for table in [
+        d.agents.keys().map(|k| k.0).collect::<Vec<_>>(),
+        d.places.keys().map(|k| k.0).collect(),
+        d.sources.keys().map(|k| k.0).collect(),
+    ] {
+        assert!(
+            table.iter().all(|code| ["*7", "abc"].contains(code)),
+            "{table:?}"
+        );
+        assert!(table.contains(&"*7"));
+    }
+    let humans = |code: &str| -> i64 {
+        (d.places.iter())
+            .filter(|(k, _)| k.0 == code)
+            .map(|(_, a)| a.humans)
+            .sum()
+    };
+    assert_eq!((humans("abc"), humans("*7")), (-1, -1));
+}
