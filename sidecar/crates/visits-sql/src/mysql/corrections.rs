@@ -5,16 +5,10 @@
 //! one read of the visits still counted as the correction starts from and one `UPDATE` of
 //! exactly those; then one read of the visitors whose first visit one of them was, and one
 //! `DELETE` of exactly those.
-//!
-//! Each of these statements names its rows in a list of placeholders, so its text depends on
-//! how many: they go in chunks of a power of two ([`shapes`]), a few texts in all, which the
-//! connection's statement cache keeps prepared. Cut at whatever count a batch had, nearly every
-//! statement was a new text, prepared anew with one parameter description per placeholder sent
-//! back and read.
 
 use super::convert::{at_ms, db};
 use crate::corrections::{leaves_people, rounds, Applied};
-use crate::write::chunks;
+use shortlink_store::sql::IN_LIST;
 use shortlink_store::StorageResult;
 use shortlink_visits::hindsight::Correction;
 use sqlx::{MySql, Row, Transaction};
@@ -22,14 +16,6 @@ use std::collections::{BTreeMap, HashSet};
 
 /// Where a correction's visit goes from and to: (was, audience, device, reasons).
 type Transition<'c> = (&'c str, &'c str, &'c str, u16);
-
-/// Rows a statement names at most (a power of two, within `shortlink_store::sql::IN_LIST`).
-const MAX_ROWS: usize = 512;
-
-/// `rows` in chunks of a power of two, [`MAX_ROWS`] at most: one statement text per size.
-fn shapes<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
-    chunks(rows, MAX_ROWS, usize::MAX, |_| 0)
-}
 
 /// Applies `corrections` in the batch's transaction; answers those that changed a visit.
 pub(super) async fn apply<'c>(
@@ -54,7 +40,7 @@ pub(super) async fn apply<'c>(
         }
         let mut changed = Vec::new();
         for (transition, corrections) in &transitions {
-            for chunk in shapes(corrections) {
+            for chunk in corrections.chunks(IN_LIST) {
                 changed.extend(change(tx, *transition, chunk).await?);
             }
         }
@@ -62,7 +48,7 @@ pub(super) async fn apply<'c>(
             .filter(|c| leaves_people(c))
             .collect();
         let mut forgotten = HashSet::new();
-        for chunk in shapes(&leaving) {
+        for chunk in leaving.chunks(IN_LIST) {
             forgotten.extend(forget(tx, chunk).await?);
         }
         applied.extend(changed.into_iter().map(|correction| Applied {
@@ -97,21 +83,22 @@ async fn change<'c>(
     let changed: Vec<&Correction> = (chunk.iter().copied())
         .filter(|c| found.contains(c.before.event_id.as_bytes()))
         .collect();
-    for part in shapes(&changed) {
-        let update = format!(
-            "UPDATE visits SET audience = ?, device = ?, reasons = ? WHERE event_id IN ({})",
-            vec!["?"; part.len()].join(", ")
-        );
-        let query = sqlx::query(&update)
-            .bind(audience)
-            .bind(device)
-            .bind(i64::from(reasons));
-        (part.iter())
-            .fold(query, |q, c| q.bind(c.before.event_id.as_str()))
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
+    if changed.is_empty() {
+        return Ok(changed);
     }
+    let update = format!(
+        "UPDATE visits SET audience = ?, device = ?, reasons = ? WHERE event_id IN ({})",
+        vec!["?"; changed.len()].join(", ")
+    );
+    let query = sqlx::query(&update)
+        .bind(audience)
+        .bind(device)
+        .bind(i64::from(reasons));
+    (changed.iter())
+        .fold(query, |q, c| q.bind(c.before.event_id.as_str()))
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
     Ok(changed)
 }
 
@@ -151,20 +138,21 @@ async fn forget<'c>(
             first.push(c);
         }
     }
-    for part in shapes(&first) {
-        let delete = format!(
-            "DELETE FROM link_visitors WHERE {}",
-            vec!["(code = ? AND visitor = ?)"; part.len()].join(" OR ")
-        );
-        (part.iter())
-            .fold(sqlx::query(&delete), |q, c| {
-                q.bind(c.before.code.as_str())
-                    .bind(c.before.visitor.as_slice())
-            })
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
+    if first.is_empty() {
+        return Ok(Vec::new());
     }
+    let delete = format!(
+        "DELETE FROM link_visitors WHERE {}",
+        vec!["(code = ? AND visitor = ?)"; first.len()].join(" OR ")
+    );
+    (first.iter())
+        .fold(sqlx::query(&delete), |q, c| {
+            q.bind(c.before.code.as_str())
+                .bind(c.before.visitor.as_slice())
+        })
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
     Ok(first
         .into_iter()
         .map(|c| c.before.event_id.as_str())
