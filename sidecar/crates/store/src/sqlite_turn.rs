@@ -55,6 +55,10 @@ impl Turns {
     /// The turns on the database file `database` (in this process's role), or none for a file
     /// that cannot have its `-waiting` beside it (a read-only directory, an in-memory database).
     pub(crate) fn open(database: &Path) -> Option<Self> {
+        Self::open_as(database, SERVING.load(Ordering::Relaxed))
+    }
+
+    fn open_as(database: &Path, serving: bool) -> Option<Self> {
         let name = database.file_name()?.to_str()?;
         if name.is_empty() || name.starts_with(':') {
             return None;
@@ -69,7 +73,7 @@ impl Turns {
         match opened {
             Ok(waiting) => Some(Self {
                 waiting,
-                serving: SERVING.load(Ordering::Relaxed),
+                serving,
                 gave_way: AtomicBool::new(false),
             }),
             Err(error) => {
@@ -116,5 +120,48 @@ impl Turns {
             Err(TryLockError::WouldBlock) => true,
             Err(TryLockError::Error(_)) => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_command_says_that_it_waits_while_its_writer_is_out_and_the_sidecar_never_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.db");
+        let sidecar = Turns::open_as(&file, true).unwrap();
+        let command = Turns::open_as(&file, false).unwrap();
+        assert!(!sidecar.a_command_waits());
+        command.before_write().await;
+        assert!(sidecar.a_command_waits());
+        command.after_write();
+        assert!(!sidecar.a_command_waits());
+
+        // With no command waiting, the sidecar's writes go at once and say nothing.
+        sidecar.before_write().await;
+        assert!(!Turns::open_as(&file, true).unwrap().a_command_waits());
+        sidecar.after_write();
+    }
+
+    #[tokio::test]
+    async fn the_sidecar_gives_way_once_then_takes_its_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.db");
+        let sidecar = Turns::open_as(&file, true).unwrap();
+        let command = Turns::open_as(&file, false).unwrap();
+        command.before_write().await;
+        // A command stuck while it waits: the write gives way, for GIVE_WAY_AT_MOST ...
+        sidecar.before_write().await;
+        assert!(sidecar.gave_way.load(Ordering::Relaxed));
+        // ... and the next one goes first.
+        sidecar.before_write().await;
+        assert!(!sidecar.gave_way.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn an_in_memory_database_has_no_turns() {
+        assert!(Turns::open(Path::new(":memory:")).is_none());
     }
 }
