@@ -20,7 +20,9 @@
 //! other; between two commands SQLite's busy handler decides, as before. The file holds nothing;
 //! it lies beside the database like SQLite's own `-wal` and `-shm`.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use rustix::fs::{flock, FlockOperation};
+use rustix::io::Errno;
+use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -88,7 +90,7 @@ impl Turns {
     pub(crate) async fn before_write(&self) {
         if !self.serving {
             // Only the serving process's look holds it exclusively, for two system calls.
-            if let Err(error) = self.waiting.lock_shared() {
+            if let Err(error) = flock(&self.waiting, FlockOperation::LockShared) {
                 tracing::debug!(%error, "cannot say that this command waits for the SQLite writer");
             }
             return;
@@ -107,18 +109,18 @@ impl Turns {
     /// After this process wrote: a command no longer waits.
     pub(crate) fn after_write(&self) {
         if !self.serving {
-            let _ = self.waiting.unlock();
+            let _ = flock(&self.waiting, FlockOperation::Unlock);
         }
     }
 
     fn a_command_waits(&self) -> bool {
-        match self.waiting.try_lock() {
+        match flock(&self.waiting, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {
-                let _ = self.waiting.unlock();
+                let _ = flock(&self.waiting, FlockOperation::Unlock);
                 false
             }
-            Err(TryLockError::WouldBlock) => true,
-            Err(TryLockError::Error(_)) => false,
+            Err(Errno::WOULDBLOCK) => true,
+            Err(_) => false,
         }
     }
 }
