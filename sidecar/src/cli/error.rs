@@ -4,9 +4,10 @@
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `error`, with what to do when it is SQLite's "database is locked": another process held the
-/// file's one write lock for all of `--db-timeout`, a running sidecar most likely (a batch, a
-/// compose or a reissue writes group after group, its visit consumer every moment). SQLite keeps
-/// no queue of writers: a command beside it polls for a free moment and may not find one.
+/// file's one write lock for all of `--db-timeout`. A running sidecar gives way to a waiting
+/// command between its transactions (`shortlink_store::sqlite_turn`), so what held it is one
+/// transaction that long (a batch, compose or reissue group on a very busy machine) or another
+/// command (an import), which does not give way.
 pub fn explain_locked(error: BoxError, db_timeout: std::time::Duration) -> BoxError {
     if !is_locked(error.as_ref()) {
         return error;
@@ -14,9 +15,11 @@ pub fn explain_locked(error: BoxError, db_timeout: std::time::Duration) -> BoxEr
     let waited = humantime::format_duration(db_timeout);
     format!(
         "{error}\n  another process held the SQLite database's write lock for the {waited} this \
-         command waits (--db-timeout): a running sidecar writing a batch, a compose, a reissue \
-         or visits. Run the command again with a longer wait (--db-timeout 60s) or once the \
-         batch is over, or make the change through the running sidecar's API"
+         command waits (--db-timeout): a running sidecar lets a waiting command in between its \
+         transactions, so either one of them took that long (a batch, compose or reissue group \
+         on a very busy machine) or another command (an import) held it. Run the command again \
+         with a longer wait (--db-timeout 60s) or once the batch or import is over, or make the \
+         change through the running sidecar's API"
     )
     .into()
 }

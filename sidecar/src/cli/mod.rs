@@ -162,6 +162,8 @@ async fn run_command(config: &Config, command: Command) -> Result<(), BoxError> 
 
 async fn serve(config: &Config) -> Result<(), BoxError> {
     tracing::info!(?config, "starting");
+    // A long-running writer: a command run beside it gets its turn on SQLite's one writer.
+    shortlink_store::sqlite_turn::serve_beside_commands();
     let app = Application::build_serving(config).await?;
     let addr = app.local_addr();
     // Test harnesses and scripts read this exact line to learn the port.

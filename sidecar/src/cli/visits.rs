@@ -10,6 +10,8 @@ use std::sync::Arc;
 /// too when they are configured.
 pub async fn consume(config: &Config) -> Result<(), BoxError> {
     tracing::info!(?config, "starting the visit consumer");
+    // A long-running writer: a command run beside it gets its turn on SQLite's one writer.
+    shortlink_store::sqlite_turn::serve_beside_commands();
     let jobs = VisitJobs::from_config(config, true)?;
     let state = crate::build_state(config).await?;
     let mut tasks = Tasks::new();

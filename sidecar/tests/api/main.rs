@@ -56,6 +56,7 @@ mod routes;
 mod rules;
 mod rules_fallback;
 mod sentinel;
+mod shared_sqlite;
 mod streamed;
 mod subjects;
 mod subjects_retention;

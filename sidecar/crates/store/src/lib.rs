@@ -22,6 +22,7 @@ pub mod sql;
 mod sqlite;
 pub mod sqlite_file;
 mod sqlite_search;
+pub mod sqlite_turn;
 mod workspace;
 
 pub use self::imported::ImportedLink;

@@ -1,6 +1,6 @@
 //! How every pool of the store checks a connection before a request takes it.
 
-use sqlx::pool::PoolOptions;
+use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{Connection, Database};
 use std::time::Duration;
 
@@ -18,12 +18,17 @@ const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 pub(crate) fn ping_after_idle<DB: Database>(options: PoolOptions<DB>) -> PoolOptions<DB> {
     options
         .test_before_acquire(false)
-        .before_acquire(|connection, metadata| {
-            Box::pin(async move {
-                if metadata.idle_for >= PING_AFTER_IDLE {
-                    connection.ping().await?;
-                }
-                Ok(true)
-            })
-        })
+        .before_acquire(|connection, metadata| Box::pin(ping_if_idle(connection, metadata)))
+}
+
+/// The check of [`ping_after_idle`], for a pool that does more before a request takes a
+/// connection (SQLite's shared writer: [`crate::sqlite_file`]).
+pub(crate) async fn ping_if_idle<C: Connection>(
+    connection: &mut C,
+    metadata: PoolConnectionMetadata,
+) -> Result<bool, sqlx::Error> {
+    if metadata.idle_for >= PING_AFTER_IDLE {
+        connection.ping().await?;
+    }
+    Ok(true)
 }

@@ -73,11 +73,27 @@ pub async fn shared_writer(
     // And the search indexer whether the writer is busy (`sqlite_search`).
     let releases = Arc::new(crate::sqlite_search::Releases::default());
     let counted = Arc::clone(&releases);
+    // And the other processes on the file whose turn it is (`sqlite_turn`).
+    let turns = crate::sqlite_turn::Turns::open(&file).map(Arc::new);
+    let after = turns.clone();
     let pool = Arc::new(
-        crate::pool::ping_after_idle(SqlitePoolOptions::new())
+        SqlitePoolOptions::new()
+            .test_before_acquire(false)
+            .before_acquire(move |connection, metadata| {
+                let turns = turns.clone();
+                Box::pin(async move {
+                    if let Some(turns) = turns {
+                        turns.before_write().await;
+                    }
+                    crate::pool::ping_if_idle(connection, metadata).await
+                })
+            })
             .max_connections(1)
             .acquire_timeout(acquire_timeout)
             .after_release(move |_, _| {
+                if let Some(turns) = &after {
+                    turns.after_write();
+                }
                 let _ = released.try_send(());
                 counted.released();
                 Box::pin(async { Ok(true) })
