@@ -577,12 +577,11 @@ impl Application {
         // A scrape holds nothing worth finishing: the metrics listener stops with the API.
         let metrics = self.metrics_listener.map(|listener| {
             let router = shortlink_api::metrics_router(self.state.clone());
-            tokio::spawn(async move { axum::serve(listener, router).await })
+            let forever = Box::pin(std::future::pending());
+            tokio::spawn(shortlink_api::serving::serve(listener, router, forever))
         });
         let router = shortlink_api::router(self.state, console::router());
-        let served = axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = shortlink_api::serving::serve(self.listener, router, Box::pin(shutdown)).await;
         if let Some(metrics) = metrics {
             metrics.abort();
         }
@@ -618,18 +617,4 @@ pub async fn shutdown_signal() {
         () = terminate => {}
     }
     tracing::info!("shutting down");
-}
-
-/// Logs to stderr (stdout carries only the "listening on" line and CLI output), filtered by
-/// `RUST_LOG` (default `info`).
-pub fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
 }

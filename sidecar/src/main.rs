@@ -32,7 +32,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    shortlink_sidecar::init_tracing();
+    shortlink_api::serving::init_tracing();
     match cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

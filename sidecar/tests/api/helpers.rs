@@ -15,7 +15,7 @@ use testkit::RedisServer;
 /// Logs appear only with `TEST_LOG=1`.
 pub static TRACING: LazyLock<()> = LazyLock::new(|| {
     if std::env::var_os("TEST_LOG").is_some() {
-        shortlink_sidecar::init_tracing();
+        shortlink_api::serving::init_tracing();
     }
 });
 

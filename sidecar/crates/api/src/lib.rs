@@ -36,6 +36,7 @@ pub mod rate_limit;
 pub mod request_id;
 mod resolve;
 mod retention;
+pub mod serving;
 mod state;
 pub mod stats;
 pub mod subjects;
