@@ -33,6 +33,18 @@ fn audiences(visits: &[Visit]) -> Vec<Audience> {
     visits.iter().map(|v| v.agent.audience).collect()
 }
 
+/// A person's visit to `abc`, the scanner's visit a sweep makes of it, and that correction.
+fn swept_person() -> (Visit, Visit, Correction) {
+    let person = visit("1-0", "abc", T0, "203.0.113.1");
+    let mut scanner = person.clone();
+    demote(&mut scanner, Reasons::SWEEP);
+    let correction = Correction {
+        before: person.clone(),
+        after: Verdict::of(&scanner),
+    };
+    (person, scanner, correction)
+}
+
 #[test]
 fn a_click_before_a_person_could_tap_is_a_scanner() {
     let reach = Reach {
@@ -274,13 +286,7 @@ fn a_later_visit_of_the_same_person_confirms_a_fast_one() {
 #[test]
 fn a_correction_moves_every_count_of_its_visit() {
     let all_links = AllLinks::default();
-    let person = visit("1-0", "abc", T0, "203.0.113.1");
-    let mut scanner = person.clone();
-    demote(&mut scanner, Reasons::SWEEP);
-    let correction = Correction {
-        before: person.clone(),
-        after: Verdict::of(&scanner),
-    };
+    let (person, scanner, correction) = swept_person();
     let visitors = [person.visitor.to_vec()].into_iter().collect();
     let new: NewVisitors = [("abc".to_owned(), visitors)].into_iter().collect();
     let stored = fold(&[&person], &all_links, new, false);
@@ -330,13 +336,7 @@ fn a_correction_moves_every_count_of_its_visit() {
 #[test]
 fn a_correction_counted_with_bots_keeps_its_link_count() {
     let all_links = AllLinks::default();
-    let person = visit("1-0", "abc", T0, "203.0.113.1");
-    let mut scanner = person.clone();
-    demote(&mut scanner, Reasons::SWEEP);
-    let correction = Correction {
-        before: person,
-        after: Verdict::of(&scanner),
-    };
+    let (_, _, correction) = swept_person();
     let mut d = Folding::new(&all_links, true);
     d.reclassify(&correction, false);
     let d = d.finish();
@@ -349,13 +349,7 @@ fn a_correction_counted_with_bots_keeps_its_link_count() {
 fn a_correction_moves_its_workspaces_all_links_rows_only() {
     let mut all_links = AllLinks::default();
     all_links.insert("abc".into(), shortlink_model::WorkspaceId::from_db(7));
-    let person = visit("1-0", "abc", T0, "203.0.113.1");
-    let mut scanner = person.clone();
-    demote(&mut scanner, Reasons::SWEEP);
-    let correction = Correction {
-        before: person.clone(),
-        after: Verdict::of(&scanner),
-    };
+    let (_, _, correction) = swept_person();
     let mut d = Folding::new(&all_links, false);
     d.reclassify(&correction, false);
     let d = d.finish();
