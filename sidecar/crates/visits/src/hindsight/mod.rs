@@ -29,7 +29,8 @@ use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::sweeps::Flag;
 use shortlink_wire::verdict::Reasons;
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The consumer's hindsight: see the module doc.
@@ -58,7 +59,8 @@ impl Hindsight {
     /// visits in place, and answers the corrections to visits stored by earlier batches.
     /// Call [`Hindsight::keep`] with the batch once it is stored.
     pub fn judge(&mut self, visits: &mut [Visit], facts: &LinkFacts) -> Vec<Correction> {
-        self.sweeps.forget_unkept();
+        self.sweeps.begin(visits.len());
+        let campaigns = self.campaigns(facts);
         let mut corrections = Vec::new();
         for i in 0..visits.len() {
             if visits[i].agent.audience != Audience::Human {
@@ -73,9 +75,8 @@ impl Hindsight {
                 self.await_confirmation(person);
                 continue;
             }
-            if let Some(campaign) = campaign_of(facts, &visits[i].code) {
-                let swept = self.sweeps.see(campaign, visits, i);
-                corrections.extend(swept);
+            if let Some(&campaign) = campaigns.get(visits[i].code.as_str()) {
+                self.sweeps.see(campaign, visits, i, &mut corrections);
                 if visits[i].agent.audience != Audience::Human {
                     continue;
                 }
@@ -97,6 +98,21 @@ impl Hindsight {
     /// it protects caps until: the consumer publishes them once their batch is stored.
     pub fn take_noticed(&mut self) -> Vec<(Flag, i64)> {
         self.sweeps.take_noticed()
+    }
+
+    /// The workspace and campaign of each link of the batch that has a campaign, looked up once
+    /// a batch, not per visit (a link of a workspace whose slug this version cannot read is
+    /// judged with `default`'s name, never with another's).
+    fn campaigns<'f>(&mut self, facts: &'f LinkFacts) -> HashMap<&'f str, sweep::Campaign> {
+        (facts.campaigns.iter())
+            .map(|(code, campaign)| {
+                let workspace = (facts.workspaces.get(code))
+                    .and_then(|slug| WorkspaceName::parse(slug.as_bytes()))
+                    .unwrap_or(WorkspaceName::DEFAULT);
+                let number = self.sweeps.campaign(workspace, campaign);
+                (code.as_str(), (workspace, number))
+            })
+            .collect()
     }
 
     fn await_confirmation(&mut self, person: Visit) {
@@ -126,6 +142,9 @@ impl Hindsight {
         {
             self.forget_oldest();
         }
+        if self.pending.is_empty() {
+            return None;
+        }
         let key = (visit.code.clone(), visit.visitor);
         let fast = self.pending.get(&key)?;
         if visit.time_ms - fast.time_ms <= AFTER_DELIVERY_MS {
@@ -140,16 +159,6 @@ impl Hindsight {
         demote(&mut before, Reasons::AFTER_DELIVERY);
         Some(Correction { before, after })
     }
-}
-
-/// The workspace and campaign of `code`, if it has a campaign (a link of a workspace whose
-/// slug this version cannot read is judged with `default`'s name, never with another's).
-fn campaign_of<'f>(facts: &'f LinkFacts, code: &str) -> Option<sweep::Campaign<'f>> {
-    let campaign = facts.campaigns.get(code)?;
-    let workspace = (facts.workspaces.get(code))
-        .and_then(|slug| WorkspaceName::parse(slug.as_bytes()))
-        .unwrap_or(WorkspaceName::DEFAULT);
-    Some((workspace, campaign))
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ pub(super) fn demote(visit: &mut Visit, reason: u16) {
 }
 
 /// `agent`'s facts as a scanner's.
-fn scanner(agent: &AgentFacts) -> Arc<AgentFacts> {
+pub(super) fn scanner(agent: &AgentFacts) -> Arc<AgentFacts> {
     Arc::new(AgentFacts {
         device: Device::Bot,
         audience: Audience::Scanner,

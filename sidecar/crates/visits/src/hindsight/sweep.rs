@@ -7,63 +7,117 @@
 //! A sweep seen is also a [`Flag`] to publish (`shortlink_wire::sweeps`): the module then spares
 //! the caps of its further visits. A track publishes when it becomes a sweep, then again each
 //! quarter of [`FLAG_MS`] it goes on, not once per visit.
+//!
+//! Every person's visit to a campaign's link opens or extends a track, so what a track costs is
+//! what the consumer pays per visit (bench/results/system-cost-reclassified-2026-11-30.md): a
+//! member is a few words naming its visit by (batch, index), the stored batches are kept whole
+//! for a window ([`Stored`], moved, never copied or boxed per visit), and tracks live in two
+//! generations of a window each ([`Generations`]), dropped a generation at a time, not removed
+//! one by one (a hash map with a removal per insertion fills with tombstones and rehashes
+//! itself whole, a stall of a million entries every few seconds).
 
-use super::model::{demote, Correction, Verdict, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
-use shortlink_visit_enrich::{Audience, Visit};
+use super::model::{scanner, Correction, Verdict, SWEEP_RECIPIENTS, SWEEP_WINDOW_MS};
+use foldhash::fast::RandomState;
+use foldhash::HashMap;
+use shortlink_visit_enrich::{AgentFacts, Audience, Visit};
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::sweeps::{agent_key, Flag, Network, FLAG_MS};
 use shortlink_wire::verdict::Reasons;
-use std::collections::hash_map::{Entry, RandomState};
-use std::collections::{HashMap, VecDeque};
+use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
+use std::sync::Arc;
 
-/// A track's key: (workspace, campaign, network, user agent id), a few words, copied freely
-/// (campaigns are named per workspace; the name is numbered in [`Sweeps::campaigns`]).
+/// A track's key: (campaign, network, user agent id), a few words (campaigns are numbered per
+/// workspace and name in [`Sweeps::campaigns`], so the number names the workspace too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
-    workspace: WorkspaceName,
     campaign: u32,
     network: Network,
     agent: Option<i64>,
 }
 
-/// Where a link belongs: its workspace and campaign.
-pub(super) type Campaign<'a> = (WorkspaceName, &'a str);
+/// Where a link belongs: its workspace and its campaign's number ([`Sweeps::campaign`]).
+pub(super) type Campaign = (WorkspaceName, u32);
 
-/// The tracks of the last window. Each visit to a campaign's link touches its own track only:
-/// found by a key of a few words (no string built or compared per visit), and tracks expire in
-/// the order they went idle ([`Sweeps::expiry`]), not by a walk over every track each batch
-/// (bench/results/system-cost-reclassified-2026-11-29-2.md: a quarter of the consumer's CPU with
-/// people only, when each person's visit to a campaign's link held a copy of itself).
+/// The tracks and the visits they may correct. See the module doc.
 #[derive(Debug, Default)]
 pub(super) struct Sweeps {
-    tracks: HashMap<Key, Track>,
+    tracks: Generations,
     /// workspace → campaign name → its number in [`Key`]; emptied with the tracks, so it holds
-    /// the campaigns of the last window only.
+    /// the campaigns of the last two windows only.
     campaigns: HashMap<WorkspaceName, HashMap<String, u32>>,
     next_campaign: u32,
-    /// (Unix ms, track): when to look at a track again, in the order pushed. A track is pushed
-    /// when it opens; looked at, it is dropped if idle for a window and past its sweep, else
-    /// pushed again for when it may be.
-    expiry: VecDeque<(i64, Key)>,
-    /// The members of the batch being judged that count as people: (track, member number),
-    /// each given its visit once the batch is stored ([`Sweeps::keep`]).
-    in_batch: Vec<(Key, u64)>,
+    /// The number of the batch being judged; a batch judged but never kept is never stored
+    /// under its number, so its members find no visit to correct.
+    judging: u64,
+    /// Which visits of the batch being judged are members of a track, as people.
+    members_in_batch: Vec<bool>,
+    /// The batches stored in the last window, oldest first, by number.
+    stored: VecDeque<Stored>,
     /// Tells recipients' links apart within a track by a hash of their code.
     codes: RandomState,
+    demoter: Demoter,
     /// Sweeps seen, to publish, with the Unix ms each lasts until.
     noticed: Vec<(Flag, i64)>,
 }
 
+/// The tracks touched in the current window (of visits' time) and in the one before. A track
+/// touched again moves to `current`; when a window has passed, `previous` (idle for a window
+/// at least) is dropped whole and `current` takes its place. Only insertions into `current`.
+#[derive(Debug, Default)]
+struct Generations {
+    current: HashMap<Key, Track>,
+    previous: HashMap<Key, Track>,
+    /// When `current` began (Unix ms); `None` before the first visit.
+    began: Option<i64>,
+}
+
+impl Generations {
+    /// The track of `key`, moved into `current` if it was in `previous`, opened if neither.
+    fn touch(&mut self, key: Key) -> &mut Track {
+        match self.current.entry(key) {
+            Entry::Occupied(track) => track.into_mut(),
+            Entry::Vacant(track) => track.insert(self.previous.remove(&key).unwrap_or_default()),
+        }
+    }
+
+    /// Drops the tracks idle for a window by `now`, a generation at a time.
+    fn turn(&mut self, now: i64) {
+        let began = *self.began.get_or_insert(now);
+        if now - began < SWEEP_WINDOW_MS {
+            return;
+        }
+        std::mem::swap(&mut self.current, &mut self.previous);
+        // Cleared, not replaced: the table keeps its size for the next window's tracks.
+        self.current.clear();
+        self.began = Some(now);
+    }
+
+    fn len(&self) -> usize {
+        self.current.len() + self.previous.len()
+    }
+}
+
+/// A batch as stored: its visits still counted as people's and part of a track, the rest
+/// dropped when it was kept.
+#[derive(Debug)]
+struct Stored {
+    number: u64,
+    /// Its latest visit (Unix ms): the batch goes once that is a window old.
+    latest: i64,
+    visits: Vec<Option<Visit>>,
+}
+
 #[derive(Debug, Default)]
 struct Track {
-    members: VecDeque<Member>,
-    /// The number of the first of `members`: members are numbered in the order they came.
-    first: u64,
+    /// The visits of the window, oldest first, while the track is no sweep (a sweep's visits
+    /// are demoted as they come; it needs none of them to go on).
+    members: SmallVec<[Member; 1]>,
     /// A visit until then (Unix ms) belongs to the sweep seen.
     swept_until: i64,
-    latest: i64,
     /// The end of the flag published last for this track (Unix ms).
     published_until: i64,
 }
@@ -73,23 +127,14 @@ struct Member {
     at: i64,
     /// The hash of its link's code.
     code: u64,
-    /// The visit while it counts as a person's.
-    person: Option<Person>,
-}
-
-#[derive(Debug)]
-enum Person {
-    /// The visit of this index in the batch being judged, stored with the batch.
-    InBatch(usize),
-    /// The visit as it was stored, moved out of its batch once stored (not copied). Boxed: a
-    /// track holds mostly visits of the batch being judged, by index.
-    Stored(Box<Visit>),
+    /// Its visit, (batch number, index), while it counts as a person's.
+    person: Option<(u64, u32)>,
 }
 
 impl Track {
     /// How many different links the members reached, counted up to [`SWEEP_RECIPIENTS`].
     fn recipients(&self) -> usize {
-        let mut codes: Vec<u64> = Vec::with_capacity(SWEEP_RECIPIENTS);
+        let mut codes: SmallVec<[u64; SWEEP_RECIPIENTS]> = SmallVec::new();
         for member in &self.members {
             if !codes.contains(&member.code) {
                 codes.push(member.code);
@@ -99,12 +144,6 @@ impl Track {
             }
         }
         codes.len()
-    }
-
-    /// The member numbered `number`, if still in the window.
-    fn member_mut(&mut self, number: u64) -> Option<&mut Member> {
-        let k = usize::try_from(number.checked_sub(self.first)?).ok()?;
-        self.members.get_mut(k)
     }
 
     /// Adds the track's flag to `noticed` if a sweep visit at `at` extends it by a quarter of
@@ -133,84 +172,111 @@ fn flag_of(workspace: WorkspaceName, ip: IpAddr, visit: &Visit) -> Option<Flag> 
     })
 }
 
+/// Demotes sweeps' visits: a sweep's visits share their agent (the enricher's, one per user
+/// agent), whose scanner's facts are made once, not once per visit.
+#[derive(Debug, Default)]
+struct Demoter {
+    last: Option<(Arc<AgentFacts>, Arc<AgentFacts>)>,
+}
+
+impl Demoter {
+    fn verdict(&mut self, visit: &Visit) -> Verdict {
+        let agent = match &self.last {
+            Some((person, machine)) if Arc::ptr_eq(person, &visit.agent) => Arc::clone(machine),
+            _ => {
+                let machine = scanner(&visit.agent);
+                self.last = Some((Arc::clone(&visit.agent), Arc::clone(&machine)));
+                machine
+            }
+        };
+        Verdict {
+            agent,
+            reasons: Reasons(visit.reasons.0 | Reasons::SWEEP),
+        }
+    }
+
+    fn demote(&mut self, visit: &mut Visit) {
+        let Verdict { agent, reasons } = self.verdict(visit);
+        visit.agent = agent;
+        visit.reasons = reasons;
+    }
+}
+
 impl Sweeps {
+    /// Starts judging a batch of `len` visits.
+    pub(super) fn begin(&mut self, len: usize) {
+        self.judging += 1;
+        self.members_in_batch.clear();
+        self.members_in_batch.resize(len, false);
+    }
+
     /// Sees `visits[i]`, a person's visit so far of a link of `campaign`: demotes it, and the
-    /// earlier visits of its sweep, when it is part of one; answers the corrections to the
-    /// earlier visits already stored. The sweep is told by the visit's network: the /24 of an
-    /// IPv4 address, the /48 of an IPv6 one (a scanner's fleet spreads over neighbouring
-    /// addresses).
+    /// earlier visits of its sweep, when it is part of one; adds the corrections to the
+    /// earlier visits already stored to `corrections`. The sweep is told by the visit's
+    /// network: the /24 of an IPv4 address, the /48 of an IPv6 one (a scanner's fleet spreads
+    /// over neighbouring addresses).
     pub(super) fn see(
         &mut self,
-        (workspace, campaign): Campaign<'_>,
+        (workspace, campaign): Campaign,
         visits: &mut [Visit],
         i: usize,
-    ) -> Vec<Correction> {
+        corrections: &mut Vec<Correction>,
+    ) {
         let Some(ip) = (visits[i].ip.as_deref()).and_then(|ip| ip.parse::<IpAddr>().ok()) else {
-            return Vec::new();
+            return;
         };
-        let (at, agent) = (visits[i].time_ms, visits[i].user_agent_id);
-        let flag = flag_of(workspace, ip, &visits[i]);
+        let at = visits[i].time_ms;
         let key = Key {
-            workspace,
-            campaign: self.campaign(workspace, campaign),
+            campaign,
             network: Network::of(ip),
-            agent,
+            agent: visits[i].user_agent_id,
         };
         let code = self.codes.hash_one(visits[i].code.as_str());
-        let track = match self.tracks.entry(key) {
-            Entry::Occupied(track) => track.into_mut(),
-            Entry::Vacant(track) => {
-                self.expiry.push_back((at + SWEEP_WINDOW_MS, key));
-                track.insert(Track::default())
-            }
-        };
-        track.latest = track.latest.max(at);
-        while (track.members.front()).is_some_and(|m| m.at < at - SWEEP_WINDOW_MS) {
-            track.members.pop_front();
-            track.first += 1;
-        }
+        let track = self.tracks.touch(key);
+        let demoter = &mut self.demoter;
         if at <= track.swept_until {
             track.swept_until = at + SWEEP_WINDOW_MS;
-            track.publish(flag, at, &mut self.noticed);
-            demote(&mut visits[i], Reasons::SWEEP);
-            track.members.push_back(Member {
-                at,
-                code,
-                person: None,
-            });
-            return Vec::new();
+            track.publish(flag_of(workspace, ip, &visits[i]), at, &mut self.noticed);
+            demoter.demote(&mut visits[i]);
+            return;
         }
-        let number = track.first + track.members.len() as u64;
-        track.members.push_back(Member {
+        let stale = (track.members.iter())
+            .take_while(|m| m.at < at - SWEEP_WINDOW_MS)
+            .count();
+        track.members.drain(..stale);
+        track.members.push(Member {
             at,
             code,
-            person: Some(Person::InBatch(i)),
+            person: Some((self.judging, i as u32)),
         });
-        self.in_batch.push((key, number));
+        self.members_in_batch[i] = true;
         if track.recipients() < SWEEP_RECIPIENTS {
-            return Vec::new();
+            return;
         }
         track.swept_until = at + SWEEP_WINDOW_MS;
-        track.publish(flag, at, &mut self.noticed);
-        let mut corrections = Vec::new();
-        for member in &mut track.members {
-            match member.person.take() {
-                Some(Person::InBatch(j)) => demote(&mut visits[j], Reasons::SWEEP),
-                Some(Person::Stored(before)) => {
-                    let after = Verdict::demoted(&before, Reasons::SWEEP);
-                    corrections.push(Correction {
-                        before: *before,
-                        after,
-                    });
-                }
-                None => {}
+        track.publish(flag_of(workspace, ip, &visits[i]), at, &mut self.noticed);
+        // A sweep's visits are all demoted now; it goes on without them (module doc of Track).
+        for member in track.members.drain(..) {
+            let Some((batch, j)) = member.person else {
+                continue;
+            };
+            let j = j as usize;
+            if batch == self.judging {
+                demoter.demote(&mut visits[j]);
+                continue;
+            }
+            let stored = (self.stored.binary_search_by_key(&batch, |s| s.number).ok())
+                .and_then(|k| self.stored[k].visits.get_mut(j))
+                .and_then(Option::take);
+            if let Some(before) = stored.filter(|v| v.agent.audience == Audience::Human) {
+                let after = demoter.verdict(&before);
+                corrections.push(Correction { before, after });
             }
         }
-        corrections
     }
 
     /// The number of `campaign` of `workspace` in track keys.
-    fn campaign(&mut self, workspace: WorkspaceName, campaign: &str) -> u32 {
+    pub(super) fn campaign(&mut self, workspace: WorkspaceName, campaign: &str) -> u32 {
         let names = self.campaigns.entry(workspace).or_default();
         if let Some(&number) = names.get(campaign) {
             return number;
@@ -232,57 +298,40 @@ impl Sweeps {
         std::mem::take(&mut self.noticed)
     }
 
-    /// After a batch is judged: the tracks idle for a window (and past their sweep) by the
-    /// batch's latest visit are dropped, looked at in the order they may have gone idle.
+    /// After a batch is judged: the tracks idle for a window by the batch's latest visit go,
+    /// a generation at a time, and so do the stored batches a window old.
     pub(super) fn settle(&mut self, visits: &[Visit]) {
         let Some(now) = visits.iter().map(|v| v.time_ms).max() else {
             return;
         };
-        while let Some(&(due, key)) = self.expiry.front() {
-            if due >= now {
-                break;
-            }
-            self.expiry.pop_front();
-            let Some(track) = self.tracks.get(&key) else {
-                continue;
-            };
-            let until = (track.latest + SWEEP_WINDOW_MS).max(track.swept_until);
-            match until < now {
-                true => drop(self.tracks.remove(&key)),
-                false => self.expiry.push_back((until, key)),
-            }
+        self.tracks.turn(now);
+        while (self.stored.front()).is_some_and(|s| s.latest < now - SWEEP_WINDOW_MS) {
+            self.stored.pop_front();
         }
-        if self.tracks.is_empty() {
+        if self.tracks.len() == 0 {
             self.campaigns.clear();
         }
     }
 
-    /// After the batch judged last is stored: its visits still counted as people's are kept by
-    /// their tracks, moved out of `visits` (a sweep to come corrects them as stored); the rest
-    /// of the batch is dropped here.
+    /// After the batch judged last is stored: its visits still counted as people's and part of
+    /// a track are kept, moved (a sweep to come corrects them as stored); the rest of the batch
+    /// is dropped here.
     pub(super) fn keep(&mut self, visits: Vec<Visit>) {
-        let mut visits: Vec<Option<Visit>> = visits.into_iter().map(Some).collect();
-        for (key, number) in self.in_batch.drain(..) {
-            let Some(member) = (self.tracks.get_mut(&key)).and_then(|t| t.member_mut(number))
-            else {
-                continue;
-            };
-            if let Some(Person::InBatch(j)) = member.person {
-                member.person = (visits.get_mut(j).and_then(Option::take))
-                    .filter(|v| v.agent.audience == Audience::Human)
-                    .map(|v| Person::Stored(Box::new(v)));
-            }
+        let Some(latest) = visits.iter().map(|v| v.time_ms).max() else {
+            return;
+        };
+        if !self.members_in_batch.contains(&true) {
+            return;
         }
-    }
-
-    /// Forgets the visits of a batch judged but never kept (its store gave up): their indices
-    /// would name the next batch's visits.
-    pub(super) fn forget_unkept(&mut self) {
-        for (key, number) in self.in_batch.drain(..) {
-            let member = (self.tracks.get_mut(&key)).and_then(|t| t.member_mut(number));
-            if let Some(member) = member.filter(|m| matches!(m.person, Some(Person::InBatch(_)))) {
-                member.person = None;
-            }
-        }
+        let members = std::mem::take(&mut self.members_in_batch);
+        let visits = (visits.into_iter().zip(&members))
+            .map(|(visit, &member)| (member && visit.agent.audience == Audience::Human).then_some(visit))
+            .collect();
+        self.members_in_batch = members;
+        self.stored.push_back(Stored {
+            number: self.judging,
+            latest,
+            visits,
+        });
     }
 }

@@ -25,7 +25,7 @@ fn campaign(codes: &[&str]) -> LinkFacts {
         workspaces: (codes.iter())
             .map(|c| ((*c).to_owned(), "brand-a".to_owned()))
             .collect(),
-        reached: HashMap::new(),
+        reached: Default::default(),
     }
 }
 
@@ -157,6 +157,33 @@ fn a_visit_out_of_the_window_counts_toward_no_sweep_and_idle_tracks_expire() {
         vec![visit("5-0", "f", T0 + 21_100, &net(3))],
     );
     assert!(none.is_empty() && audiences(&back) == [Audience::Human]);
+}
+
+#[test]
+fn a_sweep_across_a_generation_of_tracks_corrects_the_visits_of_the_window_only() {
+    let codes = ["a", "b", "c", "d", "e", "f"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let at = |id: &str, code: &str, t: i64| visit(id, code, t, "203.0.113.7");
+    let mut stored = Vec::new();
+    for (n, (code, t)) in [("a", T0), ("b", T0 + 5_000), ("c", T0 + 10_000)].iter().enumerate() {
+        let mut batch = vec![at(&format!("{n}-0"), code, *t)];
+        assert!(hindsight.judge(&mut batch, &facts).is_empty());
+        stored.push(batch[0].clone());
+        hindsight.keep(batch);
+    }
+    // A window has passed since the first batch: the track is in the older generation now,
+    // and `a` is out of the window when the sweep completes.
+    let mut last = vec![
+        at("3-0", "d", T0 + 12_000),
+        at("3-1", "e", T0 + 12_000),
+        at("3-2", "f", T0 + 12_001),
+    ];
+    let corrections = hindsight.judge(&mut last, &facts);
+    let corrected: Vec<&str> = (corrections.iter()).map(|c| c.before.code.as_str()).collect();
+    assert_eq!(corrected, ["b", "c"]);
+    assert_eq!(corrections[0].before, stored[1]);
+    assert_eq!(audiences(&last), [Audience::Scanner; 3]);
 }
 
 #[test]
