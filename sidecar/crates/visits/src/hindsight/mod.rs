@@ -24,12 +24,12 @@ pub use model::{
     SWEEP_WINDOW_MS,
 };
 
+use foldhash::HashMap;
 use model::{demote, MAX_PENDING};
 use shortlink_visit_enrich::{Audience, Visit};
 use shortlink_wire::record::WorkspaceName;
 use shortlink_wire::sweeps::Flag;
 use shortlink_wire::verdict::Reasons;
-use foldhash::HashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -101,14 +101,24 @@ impl Generations {
     }
 }
 
-/// A batch as stored: its visits still counted as people's and part of a track, the rest
-/// dropped when it was kept.
+/// A batch as stored: its visits still counted as people's and part of a track (taken out as
+/// they are corrected), the rest dropped when it was kept.
 #[derive(Debug)]
 struct Stored {
     number: u64,
     /// Its latest visit (Unix ms): the batch goes once that is a window old.
     latest: i64,
+    /// The index in the batch of each of `visits`, ascending.
+    indices: Vec<u32>,
     visits: Vec<Option<Visit>>,
+}
+
+impl Stored {
+    /// The visit of index `i` in the batch, taken out, if it is still here.
+    fn take(&mut self, i: u32) -> Option<Visit> {
+        let k = self.indices.binary_search(&i).ok()?;
+        self.visits[k].take()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -260,14 +270,12 @@ impl Sweeps {
             let Some((batch, j)) = member.person else {
                 continue;
             };
-            let j = j as usize;
             if batch == self.judging {
-                demoter.demote(&mut visits[j]);
+                demoter.demote(&mut visits[j as usize]);
                 continue;
             }
             let stored = (self.stored.binary_search_by_key(&batch, |s| s.number).ok())
-                .and_then(|k| self.stored[k].visits.get_mut(j))
-                .and_then(Option::take);
+                .and_then(|k| self.stored[k].take(j));
             if let Some(before) = stored.filter(|v| v.agent.audience == Audience::Human) {
                 let after = demoter.verdict(&before);
                 corrections.push(Correction { before, after });
@@ -320,17 +328,27 @@ impl Sweeps {
         let Some(latest) = visits.iter().map(|v| v.time_ms).max() else {
             return;
         };
-        if !self.members_in_batch.contains(&true) {
+        let members = &self.members_in_batch;
+        let mut indices = Vec::new();
+        // In place: the batch's own vector, its members moved to its front.
+        let mut visits: Vec<Option<Visit>> = (visits.into_iter().enumerate())
+            .filter(|(i, visit)| members[*i] && visit.agent.audience == Audience::Human)
+            .map(|(i, visit)| {
+                indices.push(i as u32);
+                Some(visit)
+            })
+            .collect();
+        if visits.is_empty() {
             return;
         }
-        let members = std::mem::take(&mut self.members_in_batch);
-        let visits = (visits.into_iter().zip(&members))
-            .map(|(visit, &member)| (member && visit.agent.audience == Audience::Human).then_some(visit))
-            .collect();
-        self.members_in_batch = members;
+        // A batch of few campaign visits does not hold a window's worth of empty slots.
+        if visits.len() < visits.capacity() / 2 {
+            visits.shrink_to_fit();
+        }
         self.stored.push_back(Stored {
             number: self.judging,
             latest,
+            indices,
             visits,
         });
     }

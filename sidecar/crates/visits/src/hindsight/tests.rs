@@ -166,7 +166,10 @@ fn a_sweep_across_a_generation_of_tracks_corrects_the_visits_of_the_window_only(
     let mut hindsight = Hindsight::default();
     let at = |id: &str, code: &str, t: i64| visit(id, code, t, "203.0.113.7");
     let mut stored = Vec::new();
-    for (n, (code, t)) in [("a", T0), ("b", T0 + 5_000), ("c", T0 + 10_000)].iter().enumerate() {
+    for (n, (code, t)) in [("a", T0), ("b", T0 + 5_000), ("c", T0 + 10_000)]
+        .iter()
+        .enumerate()
+    {
         let mut batch = vec![at(&format!("{n}-0"), code, *t)];
         assert!(hindsight.judge(&mut batch, &facts).is_empty());
         stored.push(batch[0].clone());
@@ -180,10 +183,35 @@ fn a_sweep_across_a_generation_of_tracks_corrects_the_visits_of_the_window_only(
         at("3-2", "f", T0 + 12_001),
     ];
     let corrections = hindsight.judge(&mut last, &facts);
-    let corrected: Vec<&str> = (corrections.iter()).map(|c| c.before.code.as_str()).collect();
+    let corrected: Vec<&str> = (corrections.iter())
+        .map(|c| c.before.code.as_str())
+        .collect();
     assert_eq!(corrected, ["b", "c"]);
     assert_eq!(corrections[0].before, stored[1]);
     assert_eq!(audiences(&last), [Audience::Scanner; 3]);
+}
+
+#[test]
+fn a_sweep_corrects_its_own_visits_of_a_batch_that_held_others() {
+    let codes = ["a", "b", "c", "d", "e"];
+    let facts = campaign(&codes);
+    let mut hindsight = Hindsight::default();
+    let scanner = "203.0.113.7";
+    let mut mixed = vec![
+        visit("1-0", "no-campaign", T0, scanner),
+        visit("1-1", "a", T0 + 1, scanner),
+        visit("1-2", "a", T0 + 2, "192.0.2.1"),
+        visit("1-3", "b", T0 + 3, scanner),
+        visit("1-4", "b", T0 + 4, "198.51.100.1"),
+    ];
+    assert!(hindsight.judge(&mut mixed, &facts).is_empty());
+    hindsight.keep(mixed.clone());
+    let mut rest: Vec<Visit> = (2..5)
+        .map(|i| visit(&format!("2-{i}"), codes[i], T0 + 100, scanner))
+        .collect();
+    let corrections = hindsight.judge(&mut rest, &facts);
+    let before: Vec<&Visit> = corrections.iter().map(|c| &c.before).collect();
+    assert_eq!(before, [&mixed[1], &mixed[3]]);
 }
 
 #[test]
