@@ -265,7 +265,7 @@ impl Sweeps {
         }
         track.swept_until = at + SWEEP_WINDOW_MS;
         track.publish(flag_of(workspace, ip, &visits[i]), at, &mut self.noticed);
-        // A sweep's visits are all demoted now; it goes on without them (module doc of Track).
+        // A sweep's visits are all demoted now; it goes on without them (`Track::members`).
         for member in track.members.drain(..) {
             let Some((batch, j)) = member.person else {
                 continue;
