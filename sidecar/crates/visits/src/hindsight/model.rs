@@ -57,12 +57,19 @@ impl Verdict {
         }
     }
 
-    /// `visit`'s verdict once judged a scanner for `reason`, as [`demote`] judges it.
-    pub(super) fn demoted(visit: &Visit, reason: u16) -> Self {
+    /// `visit`'s verdict once judged a scanner for `reason`, `scanner` its agent's facts as a
+    /// scanner's ([`scanner`]).
+    pub(super) fn demoted(visit: &Visit, scanner: Arc<AgentFacts>, reason: u16) -> Self {
         Verdict {
-            agent: scanner(&visit.agent),
+            agent: scanner,
             reasons: Reasons(visit.reasons.0 | reason),
         }
+    }
+
+    /// Gives `visit` this verdict.
+    pub(super) fn apply(self, visit: &mut Visit) {
+        visit.agent = self.agent;
+        visit.reasons = self.reasons;
     }
 }
 
@@ -104,9 +111,7 @@ pub struct LinkFacts {
 
 /// `visit` judged a scanner for `reason`: a machine's device, as every machine's visit has.
 pub(super) fn demote(visit: &mut Visit, reason: u16) {
-    let Verdict { agent, reasons } = Verdict::demoted(visit, reason);
-    visit.agent = agent;
-    visit.reasons = reasons;
+    Verdict::demoted(visit, scanner(&visit.agent), reason).apply(visit);
 }
 
 /// `agent`'s facts as a scanner's.

@@ -199,16 +199,11 @@ impl Demoter {
                 machine
             }
         };
-        Verdict {
-            agent,
-            reasons: Reasons(visit.reasons.0 | Reasons::SWEEP),
-        }
+        Verdict::demoted(visit, agent, Reasons::SWEEP)
     }
 
     fn demote(&mut self, visit: &mut Visit) {
-        let Verdict { agent, reasons } = self.verdict(visit);
-        visit.agent = agent;
-        visit.reasons = reasons;
+        self.verdict(visit).apply(visit);
     }
 }
 
@@ -241,7 +236,6 @@ impl Sweeps {
             network: Network::of(ip),
             agent: visits[i].user_agent_id,
         };
-        let code = self.codes.hash_one(visits[i].code.as_str());
         let track = self.tracks.touch(key);
         let demoter = &mut self.demoter;
         if at <= track.swept_until {
@@ -250,6 +244,7 @@ impl Sweeps {
             demoter.demote(&mut visits[i]);
             return;
         }
+        let code = self.codes.hash_one(visits[i].code.as_str());
         let stale = (track.members.iter())
             .take_while(|m| m.at < at - SWEEP_WINDOW_MS)
             .count();
